@@ -1,0 +1,93 @@
+"""Digits: a real tunebus trainable (scikit-learn SGDClassifier on the bundled digits data).
+
+Each epoch is one shuffled pass of partial_fit over the training split; after every epoch it
+reports val_accuracy and train_accuracy through clients/python/tunebus.py and obeys the
+decision (a "checkpoint" decision pickles the model into the checkpoint dir; a restored
+attempt continues from TUNEBUS_RESTORE_DIR).
+
+Config keys (all optional):
+    alpha          L2 regularisation strength (default 1e-4)
+    eta0           initial learning rate (default 0.01)
+    loss           "hinge" | "log_loss" | "modified_huber" | ... (default "hinge")
+    learning_rate  "constant" | "invscaling" | "optimal" | "adaptive" (default "constant")
+    epochs         passes over the data (default 20)
+    seed           shuffling / init seed (default 0)
+
+Runs standalone too:  TUNEBUS_CONFIG='{"alpha": 1e-4, "eta0": 0.01}' python3 train.py
+"""
+
+import os
+import pickle
+import sys
+import warnings
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "clients", "python"))
+
+import numpy as np  # noqa: E402
+import sklearn  # noqa: E402
+from sklearn.datasets import load_digits  # noqa: E402
+from sklearn.linear_model import SGDClassifier  # noqa: E402
+from sklearn.model_selection import train_test_split  # noqa: E402
+from sklearn.preprocessing import StandardScaler  # noqa: E402
+
+import tunebus  # noqa: E402
+
+CHECKPOINT_FILE = "model.pkl"
+
+
+def sklearn_loss_name(loss):
+    """scikit-learn < 1.1 calls the logistic loss "log"."""
+    major_minor = tuple(int(p) for p in sklearn.__version__.split(".")[:2] if p.isdigit())
+    if loss == "log_loss" and major_minor < (1, 1):
+        return "log"
+    return loss
+
+
+def load_data():
+    """Fixed split (random_state=0) of the 1797 8x8 digit images, standardised on the training part."""
+    x, y = load_digits(return_X_y=True)
+    x_train, x_val, y_train, y_val = train_test_split(x, y, test_size=0.25, random_state=0, stratify=y)
+    scaler = StandardScaler().fit(x_train)
+    return scaler.transform(x_train), scaler.transform(x_val), y_train, y_val
+
+
+def main():
+    warnings.filterwarnings("ignore")
+    cfg = tunebus.config()
+    epochs = int(cfg.get("epochs", 20))
+    seed = int(cfg.get("seed", 0))
+    x_train, x_val, y_train, y_val = load_data()
+    classes = np.unique(y_train)
+
+    model = None
+    start = 0
+    restore = tunebus.restore_dir()
+    if restore and os.path.exists(os.path.join(restore, CHECKPOINT_FILE)):
+        with open(os.path.join(restore, CHECKPOINT_FILE), "rb") as f:
+            state = pickle.load(f)
+        model, start = state["model"], state["epoch"]
+        print("restored from %s at epoch %d" % (restore, start), flush=True)
+    if model is None:
+        model = SGDClassifier(
+            loss=sklearn_loss_name(cfg.get("loss", "hinge")),
+            alpha=float(cfg.get("alpha", 1e-4)),
+            learning_rate=cfg.get("learning_rate", "constant"),
+            eta0=float(cfg.get("eta0", 0.01)),
+            random_state=seed,
+        )
+        start = tunebus.start_iteration()
+
+    rng = np.random.RandomState(seed + start)
+    for epoch in range(start + 1, epochs + 1):
+        order = rng.permutation(len(x_train))
+        model.partial_fit(x_train[order], y_train[order], classes=classes)
+        train_acc = float(model.score(x_train, y_train))
+        val_acc = float(model.score(x_val, y_val))
+        decision = tunebus.report(val_accuracy=val_acc, train_accuracy=train_acc, epoch=epoch, done=epoch == epochs)
+        if decision == "checkpoint":
+            with open(os.path.join(tunebus.checkpoint_dir(), CHECKPOINT_FILE), "wb") as f:
+                pickle.dump({"model": model, "epoch": epoch}, f)
+
+
+if __name__ == "__main__":
+    main()

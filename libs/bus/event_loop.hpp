@@ -1,0 +1,71 @@
+// EventLoop: the single-threaded loop every service runs (DESIGN.md "Services").
+//
+// Polls registered ZeroMQ sockets and raw file descriptors with zmq::poll and a finite timeout,
+// runs due timers, and calls one handler per readable source. All state of a service is owned
+// by the thread that calls Run(), so handlers take no locks. Stop() is the only method that may
+// be called from another thread or a signal handler.
+#pragma once
+
+#include <atomic>
+#include <chrono>
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <vector>
+
+#include <zmq.hpp>
+
+namespace tunebus::bus {
+
+using Clock = std::chrono::steady_clock;
+using Duration = std::chrono::milliseconds;
+
+class EventLoop {
+ public:
+  using Handler = std::function<void()>;
+  using TimerId = uint64_t;
+
+  /// Calls `on_readable` whenever `socket` has a message. The socket must outlive the loop.
+  void AddSocket(zmq::socket_t& socket, Handler on_readable);
+  /// Calls `on_readable` when fd is readable (or hung up). Remove it before closing the fd.
+  void AddFd(int fd, Handler on_readable);
+  void RemoveFd(int fd);
+
+  /// Runs `handler` once after `delay`. Returns an id for CancelTimer.
+  TimerId AddTimer(Duration delay, Handler handler);
+  /// Runs `handler` every `interval` until cancelled.
+  TimerId AddPeriodic(Duration interval, Handler handler);
+  void CancelTimer(TimerId id);
+
+  /// Runs after every poll round, once all ready handlers ran (e.g. to flush a batch).
+  void SetIdleHook(Handler hook) { idle_hook_ = std::move(hook); }
+
+  /// Polls until Stop(). Handlers run on this thread.
+  void Run();
+  /// Runs one poll round waiting at most `max_wait`. Returns false once stopped.
+  bool RunOnce(Duration max_wait);
+  /// Thread- and signal-safe.
+  void Stop() { stopped_.store(true); }
+  bool stopped() const { return stopped_.load(); }
+
+ private:
+  struct Source {
+    zmq::socket_t* socket = nullptr;
+    int fd = -1;
+    Handler handler;
+  };
+  struct Timer {
+    Clock::time_point due;
+    Duration interval{0};  // 0 = one-shot
+    Handler handler;
+  };
+  void RunDueTimers();
+
+  std::vector<Source> sources_;
+  std::map<TimerId, Timer> timers_;
+  TimerId next_timer_ = 1;
+  Handler idle_hook_;
+  std::atomic<bool> stopped_{false};
+};
+
+}  // namespace tunebus::bus

@@ -1,0 +1,78 @@
+#include "libs/bus/socket.hpp"
+
+#include <fmt/format.h>
+
+namespace tunebus::bus {
+
+Result<zmq::socket_t> Bind(zmq::context_t& ctx, zmq::socket_type type, const std::string& endpoint) {
+  try {
+    zmq::socket_t s(ctx, type);
+    s.set(zmq::sockopt::linger, 0);
+    s.set(zmq::sockopt::maxmsgsize, proto::kMaxMessageBytes);
+    if (type == zmq::socket_type::router) s.set(zmq::sockopt::router_mandatory, 1);
+    s.bind(endpoint);
+    return s;
+  } catch (const zmq::error_t& e) {
+    return Status::Unavailable(fmt::format("cannot bind {}: {}", endpoint, e.what()));
+  }
+}
+
+Result<zmq::socket_t> Connect(zmq::context_t& ctx, zmq::socket_type type, const std::string& endpoint,
+                              const std::string& routing_id) {
+  try {
+    zmq::socket_t s(ctx, type);
+    s.set(zmq::sockopt::linger, 0);
+    s.set(zmq::sockopt::maxmsgsize, proto::kMaxMessageBytes);
+    if (!routing_id.empty()) s.set(zmq::sockopt::routing_id, routing_id);
+    if (type == zmq::socket_type::router) s.set(zmq::sockopt::router_mandatory, 1);
+    s.connect(endpoint);
+    return s;
+  } catch (const zmq::error_t& e) {
+    return Status::Unavailable(fmt::format("cannot connect {}: {}", endpoint, e.what()));
+  }
+}
+
+std::string BoundEndpoint(zmq::socket_t& socket) { return socket.get(zmq::sockopt::last_endpoint); }
+
+bool Receive(zmq::socket_t& socket, Incoming& out) {
+  out.route.clear();
+  zmq::message_t frame;
+  if (!socket.recv(frame, zmq::recv_flags::dontwait)) return false;
+  while (frame.more()) {
+    out.route.push_back(frame.to_string());
+    // the next frame is already queued: multipart messages arrive atomically
+    if (!socket.recv(frame, zmq::recv_flags::dontwait)) return false;
+  }
+  out.payload = std::move(frame);
+  return true;
+}
+
+bool Reply(zmq::socket_t& router, const Incoming& request, const std::string& payload) {
+  try {
+    for (const auto& part : request.route) {
+      if (!router.send(zmq::buffer(part), zmq::send_flags::sndmore | zmq::send_flags::dontwait)) return false;
+    }
+    return router.send(zmq::buffer(payload), zmq::send_flags::dontwait).has_value();
+  } catch (const zmq::error_t&) {
+    return false;  // EHOSTUNREACH: the peer is gone (ROUTER_MANDATORY)
+  }
+}
+
+bool SendTo(zmq::socket_t& router, const std::string& peer, const std::string& payload) {
+  try {
+    if (!router.send(zmq::buffer(peer), zmq::send_flags::sndmore | zmq::send_flags::dontwait)) return false;
+    return router.send(zmq::buffer(payload), zmq::send_flags::dontwait).has_value();
+  } catch (const zmq::error_t&) {
+    return false;  // EHOSTUNREACH: the peer is gone (ROUTER_MANDATORY)
+  }
+}
+
+bool Send(zmq::socket_t& socket, const std::string& payload) {
+  try {
+    return socket.send(zmq::buffer(payload), zmq::send_flags::dontwait).has_value();
+  } catch (const zmq::error_t&) {
+    return false;
+  }
+}
+
+}  // namespace tunebus::bus

@@ -1,0 +1,66 @@
+// ZeroMQ socket helpers shared by every service: creation with tunebus's options, framed
+// send/receive for ROUTER and DEALER sockets.
+//
+// Every bound socket sets ZMQ_MAXMSGSIZE (proto::kMaxMessageBytes) so a hostile peer cannot
+// make a service allocate an unbounded frame, and ZMQ_LINGER 0 so shutdown never blocks.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include <zmq.hpp>
+
+#include "libs/core/status.hpp"
+#include "proto/codec.hpp"
+
+namespace tunebus::bus {
+
+/// Creates a socket of `type` bound to `endpoint` ("tcp://127.0.0.1:5555", "tcp://*:0",
+/// "inproc://name", "ipc:///path"). Errors: Unavailable naming the endpoint and zmq's reason.
+Result<zmq::socket_t> Bind(zmq::context_t& ctx, zmq::socket_type type, const std::string& endpoint);
+
+/// Creates a socket of `type` connected to `endpoint`; `routing_id` (if not empty) names this
+/// peer to a ROUTER. Errors: Unavailable.
+Result<zmq::socket_t> Connect(zmq::context_t& ctx, zmq::socket_type type, const std::string& endpoint,
+                              const std::string& routing_id = "");
+
+/// The endpoint a socket actually bound (resolves "tcp://*:0" to its port).
+std::string BoundEndpoint(zmq::socket_t& socket);
+
+/// One message read from a socket: the envelope frames before the payload (on a ROUTER: the
+/// peer's routing id, then an empty delimiter if the peer is a REQ socket) and the payload.
+struct Incoming {
+  std::vector<std::string> route;
+  zmq::message_t payload;
+  /// The ROUTER peer's routing id, or "" on other sockets.
+  std::string peer() const { return route.empty() ? std::string() : route.front(); }
+};
+
+/// Reads one message without blocking. Returns false if none is waiting.
+bool Receive(zmq::socket_t& socket, Incoming& out);
+
+/// Answers `request` through the ROUTER it came from, with its envelope frames (so REQ and
+/// DEALER peers both work). Returns false if the peer is gone.
+bool Reply(zmq::socket_t& router, const Incoming& request, const std::string& payload);
+template <typename M>
+bool ReplyMessage(zmq::socket_t& router, const Incoming& request, const M& message) {
+  return Reply(router, request, proto::Encode(message));
+}
+
+/// Sends `payload` to the DEALER peer `peer` through a ROUTER. Returns false if the peer is unknown (ZMQ_ROUTER_MANDATORY) or the send
+/// would block.
+bool SendTo(zmq::socket_t& router, const std::string& peer, const std::string& payload);
+
+/// Sends `payload` on a DEALER/PUB/PUSH socket, never blocking. Returns false if it would block.
+bool Send(zmq::socket_t& socket, const std::string& payload);
+
+template <typename M>
+bool SendMessageTo(zmq::socket_t& router, const std::string& peer, const M& message) {
+  return SendTo(router, peer, proto::Encode(message));
+}
+template <typename M>
+bool SendMessage(zmq::socket_t& socket, const M& message) {
+  return Send(socket, proto::Encode(message));
+}
+
+}  // namespace tunebus::bus

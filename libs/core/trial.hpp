@@ -1,0 +1,71 @@
+// Trial: one run of the trainable with one config (Ray Tune's `Trial`).
+//
+// Pure data owned by the scheduler's TrialRunner; no I/O. Status transitions follow Ray Tune's
+// TrialRunner (see shared/seeds and DESIGN.md "Trial lifecycle"):
+//   PENDING -> RUNNING -> TERMINATED | ERROR, RUNNING -> PAUSED -> PENDING, RUNNING -> PENDING
+//   (requeued after a failure while num_failures < max_failures).
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "libs/core/resources.hpp"
+
+namespace tunebus {
+
+enum class TrialStatus {
+  kPending,     // waiting for resources (or unpaused / requeued)
+  kRunning,     // resources committed, trainable started on a worker
+  kPaused,      // checkpointed and resources released; waits for unpause
+  kTerminated,  // finished: stop criterion, decision STOP, trainable returned, or user stop
+  kError,       // failed more than max_failures times, or could never be placed
+};
+
+/// "PENDING", "RUNNING", "PAUSED", "TERMINATED", "ERROR" (Ray Tune's spelling).
+const char* TrialStatusName(TrialStatus status);
+std::optional<TrialStatus> ParseTrialStatus(std::string_view name);
+/// TERMINATED or ERROR.
+inline bool IsFinished(TrialStatus s) { return s == TrialStatus::kTerminated || s == TrialStatus::kError; }
+
+/// Keys the runner fills into every result (Ray Tune's auto-filled result fields).
+namespace result_keys {
+inline constexpr const char* kTrainingIteration = "training_iteration";
+inline constexpr const char* kTimeThisIterS = "time_this_iter_s";
+inline constexpr const char* kTimeTotalS = "time_total_s";
+inline constexpr const char* kTimestamp = "timestamp";  // seconds since the Unix epoch
+inline constexpr const char* kTrialId = "trial_id";
+inline constexpr const char* kDone = "done";
+inline constexpr const char* kExperimentTag = "experiment_tag";
+}  // namespace result_keys
+
+struct Trial {
+  std::string trial_id;         // "<experiment hash>_<index:05>", unique within the experiment
+  int64_t index = 0;            // 0-based order of creation
+  nlohmann::json config;        // the sampled config (a JSON object)
+  std::string experiment_tag;   // "3_lr=0.0012,penalty=l2": index and the sampled values
+  Resources resources;          // what one attempt asks for
+  TrialStatus status = TrialStatus::kPending;
+  int64_t attempt = 0;          // incremented at every start; results of older attempts are stale
+  int64_t num_failures = 0;     // trainable errors so far (Ray Tune's num_failures)
+  std::string worker_id;        // set while RUNNING
+  std::vector<std::string> gpu_ids;  // GPU indices assigned on the worker, while RUNNING
+  nlohmann::json last_result;   // the newest result (object), null before the first one
+  int64_t num_results = 0;      // results received over all attempts
+  std::string error;            // the last error message, empty if none
+  double start_time_s = 0;      // wall clock of the first start (seconds since epoch), 0 before
+  // Progress of the current attempt (reset when an attempt restarts from scratch).
+  int64_t training_iteration = 0;  // results of this run so far (Ray Tune's training_iteration)
+  double time_total_s = 0;         // sum of time_this_iter_s, seconds
+  int64_t last_seq = 0;            // highest result seq processed for `attempt`
+
+  /// Directory name in Ray Tune's layout: "<trial_id>_<experiment_tag>", cut to 120 bytes and
+  /// with characters unsafe in file names replaced by '_'.
+  std::string DirName() const;
+};
+
+}  // namespace tunebus

@@ -1,0 +1,66 @@
+#include "libs/journal/journal_writer.hpp"
+
+#include <spdlog/spdlog.h>
+
+#include "libs/journal/records.hpp"
+#include "proto/store.hpp"
+
+namespace tunebus::journal {
+
+JournalWriter::JournalWriter(bus::EventLoop& loop, bus::RequestClient& store, std::string experiment,
+                             bus::Duration retry_delay)
+    : loop_(loop), store_(store), experiment_(std::move(experiment)), retry_delay_(retry_delay) {}
+
+uint64_t JournalWriter::Append(const nlohmann::json& record) {
+  queued_.push_back(EncodeRecord(record));
+  return ++appended_;
+}
+
+void JournalWriter::AfterDurable(std::function<void()> effect) {
+  if (effects_.empty() && durable_ >= appended_) {
+    effect();
+    return;
+  }
+  effects_.emplace_back(appended_, std::move(effect));
+}
+
+void JournalWriter::Flush() {
+  if (queued_.empty() || in_flight_) return;
+  in_flight_ = true;
+  std::vector<std::string> batch;
+  batch.swap(queued_);
+  Send(appended_, std::move(batch));
+}
+
+void JournalWriter::Send(uint64_t last, std::vector<std::string> records) {
+  proto::JournalAppend req;
+  req.experiment = experiment_;
+  req.records = records;
+  store_.Request(req, [this, last, records = std::move(records)](Result<proto::Decoded> reply) mutable {
+    if (reply.ok()) {
+      auto ack = reply->As<proto::JournalAppendAck>();
+      if (ack.ok()) {
+        store_seq_ = std::max(store_seq_, ack->last_seq);
+        OnDurable(last);
+        return;
+      }
+      reply = ack.status();
+    }
+    spdlog::error("Journal append of {} records for {} failed ({}); retrying in {} ms", records.size(), experiment_,
+                  reply.status().ToString(), retry_delay_.count());
+    loop_.AddTimer(retry_delay_, [this, last, records = std::move(records)]() mutable { Send(last, std::move(records)); });
+  });
+}
+
+void JournalWriter::OnDurable(uint64_t last) {
+  in_flight_ = false;
+  durable_ = std::max(durable_, last);
+  while (!effects_.empty() && effects_.front().first <= durable_) {
+    auto effect = std::move(effects_.front().second);
+    effects_.pop_front();
+    effect();
+  }
+  Flush();  // what was appended while this batch was in flight
+}
+
+}  // namespace tunebus::journal

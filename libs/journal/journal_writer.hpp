@@ -1,0 +1,59 @@
+// JournalWriter: the scheduler's write-ahead path to the checkpoint-store journal.
+//
+// Records are sent as one JournalAppend per batch (Flush, from the loop's idle hook). One batch
+// is in flight at a time and everything appended meanwhile forms the next batch (group commit:
+// the store syncs each batch once), so durability costs one batch of latency, not throughput,
+// and the journal order is exactly the Append order even across retries. AfterDurable(effect) runs `effect`
+// only once every record appended before it is acknowledged as durable, in call order: this is
+// how the scheduler releases effects (start a trial, ack a result, answer a control request)
+// only after the record that causes them is safe (DESIGN.md "Journal and recovery").
+// A failed append is retried with the same records after `retry_delay`.
+#pragma once
+
+#include <cstdint>
+#include <deque>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "libs/bus/request_client.hpp"
+
+namespace tunebus::journal {
+
+class JournalWriter {
+ public:
+  JournalWriter(bus::EventLoop& loop, bus::RequestClient& store, std::string experiment,
+                bus::Duration retry_delay = bus::Duration{500});
+
+  /// Queues a record. Returns its position (1-based, counted by this writer).
+  uint64_t Append(const nlohmann::json& record);
+  /// Runs `effect` once all records appended so far are durable (at once if they are).
+  void AfterDurable(std::function<void()> effect);
+  /// Sends the queued records as one append request. Cheap when nothing is queued.
+  void Flush();
+
+  uint64_t appended() const { return appended_; }
+  uint64_t durable() const { return durable_; }
+  /// Last seq the store assigned (the journal's length), 0 before the first ack.
+  uint64_t store_seq() const { return store_seq_; }
+  const std::string& experiment() const { return experiment_; }
+
+ private:
+  void Send(uint64_t last, std::vector<std::string> records);
+  void OnDurable(uint64_t last);
+
+  bus::EventLoop& loop_;
+  bus::RequestClient& store_;
+  std::string experiment_;
+  bus::Duration retry_delay_;
+  std::vector<std::string> queued_;
+  uint64_t appended_ = 0;
+  uint64_t durable_ = 0;
+  uint64_t store_seq_ = 0;
+  bool in_flight_ = false;
+  std::deque<std::pair<uint64_t, std::function<void()>>> effects_;
+};
+
+}  // namespace tunebus::journal

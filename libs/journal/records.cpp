@@ -1,0 +1,52 @@
+#include "libs/journal/records.hpp"
+
+namespace tunebus::journal {
+
+using nlohmann::json;
+
+std::string EncodeRecord(const json& record) {
+  const std::vector<std::uint8_t> bytes = json::to_msgpack(record);
+  return std::string(bytes.begin(), bytes.end());
+}
+
+Result<json> DecodeRecord(const std::string& bytes) {
+  json j = json::from_msgpack(bytes, /*strict=*/true, /*allow_exceptions=*/false);
+  if (j.is_discarded() || !j.is_object() || !j.contains("kind") || !j["kind"].is_string()) {
+    return Status::Corruption("journal record is not a msgpack object with a 'kind'");
+  }
+  return j;
+}
+
+json ExperimentSubmitted(const std::string& experiment_id, const std::string& spec_yaml, const std::string& base_dir,
+                         const std::string& source_name, uint64_t seed, double submitted_at_s) {
+  return {{"kind", "experiment_submitted"}, {"experiment_id", experiment_id}, {"spec_yaml", spec_yaml},
+          {"base_dir", base_dir}, {"source_name", source_name}, {"seed", seed}, {"submitted_at", submitted_at_s}};
+}
+
+json TrialAdded(const Trial& t) {
+  return {{"kind", "trial_added"}, {"trial_id", t.trial_id}, {"index", t.index}, {"config", t.config},
+          {"experiment_tag", t.experiment_tag}, {"resources", t.resources.units_map()}};
+}
+
+json SearcherState(const json& state) { return {{"kind", "searcher_state"}, {"state", state}}; }
+
+json TrialStarted(const Trial& t) {
+  return {{"kind", "trial_started"}, {"trial_id", t.trial_id}, {"attempt", t.attempt},
+          {"worker_id", t.worker_id}, {"gpu_ids", t.gpu_ids}};
+}
+
+json ResultRecord(const Trial& t, const json& result, const char* decision) {
+  return {{"kind", "result"}, {"trial_id", t.trial_id}, {"attempt", t.attempt}, {"seq", t.last_seq},
+          {"result", result}, {"decision", decision}};
+}
+
+json TrialStatusRecord(const Trial& t) {
+  return {{"kind", "trial_status"}, {"trial_id", t.trial_id}, {"attempt", t.attempt},
+          {"status", TrialStatusName(t.status)}, {"error", t.error}, {"num_failures", t.num_failures}};
+}
+
+json ExperimentEnded(const std::string& status, const std::string& reason) {
+  return {{"kind", "experiment_ended"}, {"status", status}, {"reason", reason}};
+}
+
+}  // namespace tunebus::journal

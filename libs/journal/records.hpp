@@ -1,0 +1,38 @@
+// Journal records: one per experiment state change (DESIGN.md "Journal and recovery").
+//
+// A record is a JSON object with a "kind" field, stored as msgpack bytes (nlohmann::json
+// to_msgpack) in the checkpoint-store's append-only journal. Kinds and their fields:
+//   experiment_submitted {experiment_id, spec_yaml, base_dir, source_name, seed, submitted_at}
+//   trial_added          {trial_id, index, config, experiment_tag, resources (units)}
+//   searcher_state       {state}                      VariantGenerator::SaveState()
+//   trial_started        {trial_id, attempt, worker_id, gpu_ids}
+//   result               {trial_id, attempt, seq, result, decision}
+//   trial_status         {trial_id, attempt, status, error, num_failures}
+//   experiment_ended     {status, reason}
+#pragma once
+
+#include <string>
+
+#include <nlohmann/json.hpp>
+
+#include "libs/core/status.hpp"
+#include "libs/core/trial.hpp"
+
+namespace tunebus::journal {
+
+/// msgpack bytes of a record.
+std::string EncodeRecord(const nlohmann::json& record);
+/// Errors: Corruption if the bytes are not a msgpack object with a string "kind".
+Result<nlohmann::json> DecodeRecord(const std::string& bytes);
+
+nlohmann::json ExperimentSubmitted(const std::string& experiment_id, const std::string& spec_yaml,
+                                   const std::string& base_dir, const std::string& source_name,
+                                   uint64_t seed, double submitted_at_s);
+nlohmann::json TrialAdded(const Trial& trial);
+nlohmann::json SearcherState(const nlohmann::json& state);
+nlohmann::json TrialStarted(const Trial& trial);
+nlohmann::json ResultRecord(const Trial& trial, const nlohmann::json& result, const char* decision);
+nlohmann::json TrialStatusRecord(const Trial& trial);
+nlohmann::json ExperimentEnded(const std::string& status, const std::string& reason);
+
+}  // namespace tunebus::journal

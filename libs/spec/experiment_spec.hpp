@@ -1,0 +1,68 @@
+// ExperimentSpec: the validated content of an experiment file (YAML).
+//
+// The file reads like a Ray Tune `tune.run(...)` call; see README.md "Experiment file" for the
+// reference. Parsing validates everything before anything starts: an invalid file yields
+// InvalidArgument whose message names the file, the line (1-based) and the field path, e.g.
+//   "exp.yaml:7: param_space.lr.loguniform: low must be > 0, got -1"
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "libs/core/status.hpp"
+
+namespace tunebus {
+
+struct TrainableSpec {
+  std::vector<std::string> command;  // argv of a command trainable; empty when builtin is set
+  std::string builtin;               // name of a built-in trainable ("mock", "noop"), or empty
+  std::string working_dir;           // absolute: the experiment file's folder (command runs here)
+  nlohmann::json env = nlohmann::json::object();  // extra environment variables (string values)
+};
+
+struct StopSpec {
+  /// Stop a trial when result[key] >= threshold (Ray Tune's dict stopper), e.g.
+  /// {"training_iteration": 20}.
+  std::map<std::string, double> thresholds;
+  /// Stop the whole experiment after this many seconds of wall time (Ray Tune's time_budget_s).
+  std::optional<double> time_budget_s;
+};
+
+struct ExperimentSpec {
+  std::string name;                      // [A-Za-z0-9_.-]+, names the results folder
+  TrainableSpec trainable;
+  /// The param space as written, with samplers as single-key objects:
+  /// {"lr": {"loguniform": [1e-4, 1e-1]}, "penalty": {"choice": ["l1", "l2"]}, "k": 3}.
+  nlohmann::json param_space = nlohmann::json::object();
+  int64_t num_samples = 1;               // >= 1, or -1 for "until time_budget_s or a stop"
+  std::optional<uint64_t> seed;          // same seed -> same configs in the same order
+  std::string metric;                    // result key to optimise, may be empty
+  std::string mode;                      // "max", "min", or empty when metric is empty
+  StopSpec stop;
+  std::map<std::string, double> resources_per_trial = {{"cpu", 1.0}};  // amounts, cpu/gpu/custom
+  int64_t max_concurrent_trials = 0;     // 0 = no limit
+  std::string results_dir;               // absolute; default "<working_dir>/results"
+  int64_t max_failures = 0;              // retries per trial after trainable errors; -1 = forever
+  bool fail_fast = false;                // stop the experiment at the first ERROR trial
+  std::string scheduler = "fifo";        // trial scheduler name
+  nlohmann::json scheduler_config = nlohmann::json::object();  // its parameters
+  std::string source_yaml;               // the file's text, kept for the journal and resubmission
+  std::string source_path;               // the file's path as given (for error messages)
+};
+
+/// Parses and validates an experiment file. Relative paths (results_dir, the command's
+/// working folder) resolve against the file's folder.
+/// Errors: NotFound if the file cannot be read; InvalidArgument "<file>:<line>: <field>: <why>".
+Result<ExperimentSpec> ParseExperimentFile(const std::string& path);
+
+/// Same, from text. `base_dir` is the absolute folder relative paths resolve against and
+/// `source_name` is used as "<file>" in error messages.
+Result<ExperimentSpec> ParseExperimentYaml(const std::string& yaml_text, const std::string& base_dir,
+                                           const std::string& source_name);
+
+}  // namespace tunebus

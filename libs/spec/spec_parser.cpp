@@ -1,0 +1,239 @@
+#include "libs/spec/spec_parser.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <regex>
+#include <string_view>
+#include <vector>
+
+#include "libs/core/resources.hpp"
+
+namespace tunebus::spec_internal {
+namespace {
+
+namespace fs = std::filesystem;
+
+const std::vector<std::string_view> kTopFields = {"name",
+                                                  "trainable",
+                                                  "param_space",
+                                                  "num_samples",
+                                                  "seed",
+                                                  "metric",
+                                                  "mode",
+                                                  "stop",
+                                                  "resources_per_trial",
+                                                  "max_concurrent_trials",
+                                                  "results_dir",
+                                                  "max_failures",
+                                                  "fail_fast",
+                                                  "scheduler"};
+
+}  // namespace
+
+bool IsIdentifier(const std::string& s) {
+  static const std::regex kIdentifier("[A-Za-z_][A-Za-z0-9_]*");
+  return std::regex_match(s, kIdentifier);
+}
+
+std::string NormalizeDir(const fs::path& dir) {
+  std::error_code ec;
+  fs::path abs = dir.is_absolute() ? dir : fs::absolute(dir, ec);
+  if (ec) abs = dir;
+  abs = abs.lexically_normal();
+  if (!abs.has_filename() && abs.has_parent_path() && abs != abs.root_path()) {
+    abs = abs.parent_path();
+  }
+  return abs.string();
+}
+
+Result<ExperimentSpec> SpecParser::Parse(const std::string& text, const std::string& source) {
+  try {
+    std::vector<YAML::Node> docs = YAML::LoadAll(text);
+    for (size_t i = 1; i < docs.size(); ++i) {
+      if (docs[i].IsDefined() && !docs[i].IsNull()) {
+        return r_.Error(docs[i], "", "expected one YAML document, found another one");
+      }
+    }
+    if (Status st = ParseRoot(docs.empty() ? YAML::Node() : docs[0]); !st.ok()) return st;
+  } catch (const YAML::ParserException& e) {
+    return r_.Error(std::max(1, e.mark.line + 1), "", "YAML syntax error: " + e.msg);
+  } catch (const YAML::Exception& e) {
+    return r_.Error(std::max(1, e.mark.line + 1), "", "YAML error: " + e.msg);
+  } catch (const std::exception& e) {
+    return Status::Internal(
+        fmt::format("{}: unexpected error while parsing: {}", source, e.what()));
+  }
+  spec_.trainable.working_dir = base_dir_;
+  if (spec_.results_dir.empty()) spec_.results_dir = NormalizeDir(fs::path(base_dir_) / "results");
+  spec_.source_yaml = text;
+  spec_.source_path = source;
+  return std::move(spec_);
+}
+
+Status SpecParser::ParseRoot(const YAML::Node& root) {
+  if (!root.IsDefined() || root.IsNull()) {
+    return r_.Error(1, "",
+                    "the experiment file is empty; expected a map with 'name' and "
+                    "'trainable'");
+  }
+  if (!root.IsMap()) {
+    return r_.Error(root, "",
+                    "expected a map of experiment fields, got " + YamlReader::Describe(root));
+  }
+  Result<std::vector<MapEntry>> entries = r_.Entries(root, "", kTopFields);
+  if (!entries.ok()) return entries.status();
+  for (const MapEntry& e : *entries) {
+    given_[e.key] = e.key_node;
+    if (Status st = ParseField(e); !st.ok()) return st;
+  }
+  return CheckAcrossFields(root);
+}
+
+Status SpecParser::ParseField(const MapEntry& e) {
+  const std::string& k = e.key;
+  if (k == "name") return ParseName(e.value);
+  if (k == "trainable") return ParseTrainable(e.value);
+  if (k == "param_space") return ParseParamSpace(e.value);
+  if (k == "num_samples") {
+    Result<int64_t> n = r_.Int(e.value, k);
+    if (!n.ok()) return n.status();
+    if (*n < 1 && *n != -1) {
+      return r_.Error(e.value, k, fmt::format("must be >= 1, or -1 for unbounded, got {}", *n));
+    }
+    spec_.num_samples = *n;
+    return Status::Ok();
+  }
+  if (k == "seed") {
+    Result<uint64_t> seed = r_.NonNegativeInt(e.value, k);
+    if (!seed.ok()) return seed.status();
+    spec_.seed = *seed;
+    return Status::Ok();
+  }
+  if (k == "metric") {
+    Result<std::string> metric = r_.String(e.value, k);
+    if (!metric.ok()) return metric.status();
+    spec_.metric = *metric;
+    return Status::Ok();
+  }
+  if (k == "mode") {
+    Result<std::string> mode = r_.String(e.value, k);
+    if (!mode.ok()) return mode.status();
+    if (*mode != "max" && *mode != "min") {
+      return r_.Error(e.value, k, "expected 'max' or 'min', got '" + *mode + "'");
+    }
+    spec_.mode = *mode;
+    return Status::Ok();
+  }
+  if (k == "stop") return ParseStop(e.value);
+  if (k == "resources_per_trial") return ParseResources(e.value);
+  if (k == "max_concurrent_trials") {
+    return ParseInt(e, 0, &spec_.max_concurrent_trials, "must be >= 0 (0 = no limit)");
+  }
+  if (k == "max_failures") {
+    return ParseInt(e, -1, &spec_.max_failures, "must be >= 0, or -1 to retry forever");
+  }
+  if (k == "results_dir") {
+    Result<std::string> dir = r_.String(e.value, k);
+    if (!dir.ok()) return dir.status();
+    fs::path p(*dir);
+    spec_.results_dir = NormalizeDir(p.is_absolute() ? p : fs::path(base_dir_) / p);
+    return Status::Ok();
+  }
+  if (k == "fail_fast") {
+    Result<bool> b = r_.Bool(e.value, k);
+    if (!b.ok()) return b.status();
+    spec_.fail_fast = *b;
+    return Status::Ok();
+  }
+  if (k == "scheduler") return ParseScheduler(e.value);
+  return r_.Error(e.key_node, "", "unhandled field '" + k + "'");  // kTopFields is out of sync
+}
+
+Status SpecParser::ParseInt(const MapEntry& e, int64_t min, int64_t* out, const char* rule) {
+  Result<int64_t> n = r_.Int(e.value, e.key);
+  if (!n.ok()) return n.status();
+  if (*n < min) return r_.Error(e.value, e.key, fmt::format("{}, got {}", rule, *n));
+  *out = *n;
+  return Status::Ok();
+}
+
+Status SpecParser::ParseName(const YAML::Node& value) {
+  Result<std::string> name = r_.String(value, "name");
+  if (!name.ok()) return name.status();
+  static const std::regex kName("[A-Za-z0-9_.-]+");
+  if (!std::regex_match(*name, kName) || *name == "." || *name == "..") {
+    return r_.Error(
+        value, "name",
+        "must match [A-Za-z0-9_.-]+ (it names the results folder), got '" + *name + "'");
+  }
+  spec_.name = *name;
+  return Status::Ok();
+}
+
+Status SpecParser::ParseStop(const YAML::Node& value) {
+  Result<std::vector<MapEntry>> entries = r_.Entries(value, "stop");
+  if (!entries.ok()) return entries.status();
+  for (const MapEntry& e : *entries) {
+    const std::string field = "stop." + e.key;
+    Result<double> number = r_.Number(e.value, field);
+    if (!number.ok()) return number.status();
+    if (e.key == "time_budget_s") {
+      if (*number <= 0) {
+        return r_.Error(e.value, field, "must be > 0 seconds, got " + e.value.Scalar());
+      }
+      spec_.stop.time_budget_s = *number;
+    } else {
+      spec_.stop.thresholds[e.key] = *number;
+    }
+  }
+  return Status::Ok();
+}
+
+Status SpecParser::ParseResources(const YAML::Node& value) {
+  Result<std::vector<MapEntry>> entries = r_.Entries(value, "resources_per_trial");
+  if (!entries.ok()) return entries.status();
+  std::map<std::string, double> amounts;
+  for (const MapEntry& e : *entries) {
+    const std::string field = "resources_per_trial." + e.key;
+    if (!IsIdentifier(e.key)) {
+      return r_.Error(e.key_node, field,
+                      "resource names are cpu, gpu, memory or a custom [A-Za-z_][A-Za-z0-9_]*");
+    }
+    if (e.key == "CPU" || e.key == "GPU") {
+      return r_.Error(e.key_node, field,
+                      fmt::format("resource names are lower case; did you mean '{}'?",
+                                  e.key == "CPU" ? "cpu" : "gpu"));
+    }
+    Result<double> amount = r_.Number(e.value, field);
+    if (!amount.ok()) return amount.status();
+    if (*amount < 0) return r_.Error(e.value, field, "must be >= 0, got " + e.value.Scalar());
+    amounts[e.key] = *amount;
+  }
+  amounts.try_emplace("cpu", 1.0);  // as Ray: cpu defaults to 1 when not given
+  Result<Resources> checked = Resources::FromAmounts(amounts);
+  if (!checked.ok()) {
+    return r_.Error(value, "resources_per_trial", checked.status().message());
+  }
+  spec_.resources_per_trial = std::move(amounts);
+  return Status::Ok();
+}
+
+Status SpecParser::CheckAcrossFields(const YAML::Node& root) {
+  for (const char* required : {"name", "trainable"}) {
+    if (!given_.contains(required)) return r_.Error(root, required, "required field is missing");
+  }
+  if (!spec_.metric.empty() && spec_.mode.empty()) {
+    return r_.Error(given_["metric"], "metric", "needs 'mode' (max or min) as well");
+  }
+  if (spec_.metric.empty() && !spec_.mode.empty()) {
+    return r_.Error(given_["mode"], "mode", "needs 'metric' as well");
+  }
+  if (spec_.num_samples == -1 && !spec_.stop.time_budget_s && spec_.stop.thresholds.empty()) {
+    return r_.Error(given_["num_samples"], "num_samples",
+                    "-1 (unbounded) needs stop.time_budget_s or a stop threshold");
+  }
+  return Status::Ok();
+}
+
+}  // namespace tunebus::spec_internal

@@ -1,0 +1,59 @@
+// SpecParser: the experiment-file parser behind ParseExperimentYaml (internal to libs/spec).
+//
+// One parser per file: Parse() walks the top-level map in document order, dispatching each
+// field to its Parse* method, then checks rules that span fields (required fields, metric and
+// mode together, an end for unbounded num_samples). The first error wins and is returned as
+// InvalidArgument "<source>:<line>: <field>: <why>" (see YamlReader).
+#pragma once
+
+#include <yaml-cpp/yaml.h>
+
+#include <cstdint>
+#include <filesystem>
+#include <map>
+#include <string>
+
+#include "libs/core/status.hpp"
+#include "libs/spec/experiment_spec.hpp"
+#include "libs/spec/yaml_reader.hpp"
+
+namespace tunebus::spec_internal {
+
+/// An absolute, normalised folder path without a trailing separator (relative paths resolve
+/// against the current folder).
+std::string NormalizeDir(const std::filesystem::path& dir);
+
+/// True for [A-Za-z_][A-Za-z0-9_]* (environment variable and resource names).
+bool IsIdentifier(const std::string& s);
+
+class SpecParser {
+ public:
+  /// `source` names the file in errors; `base_dir` anchors relative paths.
+  SpecParser(const std::string& source, const std::string& base_dir)
+      : r_(source), base_dir_(NormalizeDir(base_dir)) {}
+
+  /// Parses `text`. Call once per parser. Never throws.
+  Result<ExperimentSpec> Parse(const std::string& text, const std::string& source);
+
+ private:
+  Status ParseRoot(const YAML::Node& root);
+  Status ParseField(const MapEntry& e);
+  Status ParseName(const YAML::Node& value);
+  Status ParseTrainable(const YAML::Node& value);   // spec_sections.cpp
+  Status ParseCommand(const YAML::Node& value);     // spec_sections.cpp
+  Status ParseEnv(const YAML::Node& value);         // spec_sections.cpp
+  Status ParseParamSpace(const YAML::Node& value);  // spec_sections.cpp
+  Status ParseScheduler(const YAML::Node& value);   // spec_sections.cpp
+  Status ParseStop(const YAML::Node& value);
+  Status ParseResources(const YAML::Node& value);
+  // Reads an integer field that must be >= min; `rule` explains the bound in the error.
+  Status ParseInt(const MapEntry& e, int64_t min, int64_t* out, const char* rule);
+  Status CheckAcrossFields(const YAML::Node& root);
+
+  YamlReader r_;
+  std::string base_dir_;
+  ExperimentSpec spec_;
+  std::map<std::string, YAML::Node> given_;  // top-level field -> its key node
+};
+
+}  // namespace tunebus::spec_internal

@@ -1,0 +1,182 @@
+// SpecParser's sections with structure of their own: trainable, param_space, scheduler.
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
+#include <algorithm>
+#include <sstream>
+#include <string_view>
+#include <vector>
+
+#include "libs/spec/spec_parser.hpp"
+#include "libs/tune/variant_generator.hpp"
+
+namespace tunebus::spec_internal {
+namespace {
+
+using json = nlohmann::json;
+
+const std::vector<std::string_view> kTrainableFields = {"command", "builtin", "env"};
+const std::vector<std::string_view> kBuiltins = {"mock", "noop"};
+const std::vector<std::string_view> kSchedulers = {"fifo", "asha", "hyperband", "median_stopping",
+                                                   "pbt"};
+// Schedulers the runner implements today; the others parse but are rejected.
+const std::vector<std::string_view> kRunnableSchedulers = {"fifo"};
+
+bool Contains(const std::vector<std::string_view>& names, std::string_view name) {
+  return std::find(names.begin(), names.end(), name) != names.end();
+}
+
+}  // namespace
+
+Status SpecParser::ParseTrainable(const YAML::Node& value) {
+  if (!value.IsMap()) {
+    return r_.Error(
+        value, "trainable",
+        "expected a map with 'command' or 'builtin', got " + YamlReader::Describe(value));
+  }
+  Result<std::vector<MapEntry>> entries = r_.Entries(value, "trainable", kTrainableFields);
+  if (!entries.ok()) return entries.status();
+  bool has_program = false;
+  for (const MapEntry& e : *entries) {
+    if (e.key != "env" && has_program) {
+      return r_.Error(e.key_node, "trainable." + e.key,
+                      "set either 'command' or 'builtin', not both");
+    }
+    Status st;
+    if (e.key == "command") {
+      st = ParseCommand(e.value);
+    } else if (e.key == "env") {
+      st = ParseEnv(e.value);
+    } else {
+      Result<std::string> builtin = r_.String(e.value, "trainable.builtin");
+      if (!builtin.ok()) return builtin.status();
+      if (!Contains(kBuiltins, *builtin)) {
+        return r_.Error(e.value, "trainable.builtin",
+                        fmt::format("unknown builtin '{}'; expected one of {}", *builtin,
+                                    fmt::join(kBuiltins, ", ")));
+      }
+      spec_.trainable.builtin = *builtin;
+    }
+    if (!st.ok()) return st;
+    has_program = has_program || e.key != "env";
+  }
+  if (!has_program) return r_.Error(value, "trainable", "needs 'command' or 'builtin'");
+  return Status::Ok();
+}
+
+Status SpecParser::ParseCommand(const YAML::Node& value) {
+  std::vector<std::string>& argv = spec_.trainable.command;
+  if (value.IsScalar()) {  // "python train.py --x" is split on whitespace
+    std::istringstream words(value.Scalar());
+    for (std::string word; words >> word;) argv.push_back(word);
+  } else if (value.IsSequence()) {
+    for (size_t i = 0; i < value.size(); ++i) {
+      Result<std::string> arg = r_.String(value[i], fmt::format("trainable.command[{}]", i));
+      if (!arg.ok()) return arg.status();
+      argv.push_back(*arg);
+    }
+  } else {
+    return r_.Error(value, "trainable.command",
+                    "expected a list of strings or a string, got " + YamlReader::Describe(value));
+  }
+  if (argv.empty()) return r_.Error(value, "trainable.command", "is empty; name a program");
+  return Status::Ok();
+}
+
+Status SpecParser::ParseEnv(const YAML::Node& value) {
+  Result<std::vector<MapEntry>> entries = r_.Entries(value, "trainable.env");
+  if (!entries.ok()) return entries.status();
+  for (const MapEntry& e : *entries) {
+    const std::string field = "trainable.env." + e.key;
+    if (!IsIdentifier(e.key)) {
+      return r_.Error(e.key_node, field, "not a valid environment variable name");
+    }
+    if (e.key.rfind("TUNEBUS_", 0) == 0) {
+      return r_.Error(e.key_node, field, "names starting with TUNEBUS_ are reserved");
+    }
+    if (!e.value.IsScalar()) {
+      return r_.Error(e.value, field, "expected a string, got " + YamlReader::Describe(e.value));
+    }
+    spec_.trainable.env[e.key] = e.value.Scalar();
+  }
+  return Status::Ok();
+}
+
+Status SpecParser::ParseParamSpace(const YAML::Node& value) {
+  if (!value.IsDefined() || value.IsNull()) return Status::Ok();  // `param_space:` alone = {}
+  if (!value.IsMap()) {
+    return r_.Error(value, "param_space",
+                    "expected a map of config keys, got " + YamlReader::Describe(value));
+  }
+  PathLines lines;
+  Result<json> space = r_.ToJson(value, "param_space", &lines);
+  if (!space.ok()) return space.status();
+  Status st = VariantGenerator::Validate(*space);
+  if (!st.ok()) {
+    // The message is "<dotted.path>: <why>"; report the line of the longest matching path.
+    const std::string& msg = st.message();
+    int line = YamlReader::Line(value);
+    size_t best = 0;
+    for (const auto& [path, path_line] : lines) {
+      if (path.size() > best && msg.size() > path.size() + 1 && msg.starts_with(path) &&
+          msg.compare(path.size(), 2, ": ") == 0) {
+        best = path.size();
+        line = path_line;
+      }
+    }
+    constexpr std::string_view kTop = "(top level)";
+    std::string where = msg.starts_with(kTop) ? msg.substr(kTop.size()) : "." + msg;
+    return r_.Error(line, "", "param_space" + where);
+  }
+  spec_.param_space = std::move(space).value();
+  return Status::Ok();
+}
+
+Status SpecParser::ParseScheduler(const YAML::Node& value) {
+  YAML::Node type = value;
+  std::string field = "scheduler";
+  json config = json::object();
+  std::map<std::string, YAML::Node> param_keys;
+  if (value.IsMap()) {
+    Result<std::vector<MapEntry>> entries = r_.Entries(value, field);
+    if (!entries.ok()) return entries.status();
+    bool has_type = false;
+    for (const MapEntry& e : *entries) {
+      if (e.key == "type") {
+        type = e.value;
+        has_type = true;
+        continue;
+      }
+      Result<json> param = r_.ToJson(e.value, "scheduler." + e.key);
+      if (!param.ok()) return param.status();
+      config[e.key] = std::move(param).value();
+      param_keys[e.key] = e.key_node;
+    }
+    if (!has_type) {
+      return r_.Error(value, field,
+                      fmt::format("needs a 'type', one of {}", fmt::join(kSchedulers, ", ")));
+    }
+    field = "scheduler.type";
+  }
+  Result<std::string> name = r_.String(type, field);
+  if (!name.ok()) return name.status();
+  if (!Contains(kSchedulers, *name)) {
+    return r_.Error(type, field,
+                    fmt::format("unknown scheduler '{}'; expected one of {}", *name,
+                                fmt::join(kSchedulers, ", ")));
+  }
+  if (!Contains(kRunnableSchedulers, *name)) {
+    return r_.Error(type, field,
+                    fmt::format("scheduler '{}' is not supported yet; supported: {}", *name,
+                                fmt::join(kRunnableSchedulers, ", ")));
+  }
+  if (*name == "fifo" && !param_keys.empty()) {
+    const auto& [key, key_node] = *param_keys.begin();
+    return r_.Error(key_node, "scheduler." + key, "the fifo scheduler takes no parameters");
+  }
+  spec_.scheduler = *name;
+  spec_.scheduler_config = std::move(config);
+  return Status::Ok();
+}
+
+}  // namespace tunebus::spec_internal

@@ -1,0 +1,67 @@
+// TrialExecutor: how the TrialRunner acts on the world (Ray Tune's `TrialExecutor`, see
+// shared/seeds/004). The scheduler service implements it over the bus (resource-manager +
+// workers); unit tests use a fake. Every call is asynchronous: answers come back as
+// TrialRunner::On* calls on the same thread.
+//
+// Write-ahead: the runner reports each state change to its RunnerObserver (which journals it)
+// BEFORE calling the executor, so an implementation that releases effects only once the journal
+// is durable (as the scheduler service does) never acts on a state it could lose.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "libs/core/trial.hpp"
+
+namespace tunebus {
+
+class TrialExecutor {
+ public:
+  virtual ~TrialExecutor() = default;
+  /// True if a new placement may be requested now. False while the cluster said "no room" and
+  /// nothing was freed since, or while requests are in flight up to the executor's window.
+  virtual bool CanPlace() const = 0;
+  /// Asks for resources for `trial` (PENDING). Answered by TrialRunner::OnTrialPlaced,
+  /// OnPlacementDeferred or OnPlacementFailed with the same attempt number (trial.attempt + 1).
+  virtual void PlaceTrial(const Trial& trial, int64_t attempt) = 0;
+  /// Starts the trainable of `trial` (RUNNING; worker_id, gpu_ids and attempt are set).
+  virtual void LaunchTrial(const Trial& trial) = 0;
+  /// Answers result `seq` of the trial's current attempt: "continue" | "pause" | "stop".
+  virtual void SendDecision(const Trial& trial, int64_t seq, const char* action) = 0;
+  /// Tells the trial's worker to stop its current attempt now.
+  virtual void StopTrial(const Trial& trial) = 0;
+  /// Returns the resources of the trial's current attempt. Called exactly once per attempt
+  /// that was placed, when the trial leaves RUNNING.
+  virtual void ReleaseResources(const Trial& trial) = 0;
+};
+
+/// What the runner tells the outside about every state change: the journal, result files and
+/// the event stream hang here. Calls happen before the executor effects they cause.
+class RunnerObserver {
+ public:
+  virtual ~RunnerObserver() = default;
+  /// A trial was created (PENDING) with its config.
+  virtual void OnTrialAdded(const Trial& trial) { (void)trial; }
+  /// The trial got resources and is RUNNING as attempt trial.attempt on trial.worker_id.
+  virtual void OnTrialStarted(const Trial& trial) { (void)trial; }
+  /// A result was accepted; `result` has the auto-filled keys. `decision` is what it led to.
+  virtual void OnTrialResult(const Trial& trial, const nlohmann::json& result, const char* decision) {
+    (void)trial;
+    (void)result;
+    (void)decision;
+  }
+  /// The trial's status changed to something other than RUNNING (PENDING after a requeue,
+  /// PAUSED, TERMINATED, ERROR). trial.error holds the reason for ERROR and requeues.
+  virtual void OnTrialStatus(const Trial& trial) { (void)trial; }
+  /// The search algorithm advanced; `state` is VariantGenerator::SaveState().
+  virtual void OnSearcherState(const nlohmann::json& state) { (void)state; }
+  /// The experiment ended with `status` ("FINISHED", "STOPPED", "ERROR") and a reason.
+  virtual void OnExperimentEnded(const std::string& status, const std::string& reason) {
+    (void)status;
+    (void)reason;
+  }
+};
+
+}  // namespace tunebus

@@ -1,0 +1,86 @@
+// VariantGenerator: Ray Tune's BasicVariantGenerator for one experiment.
+//
+// Expands the param space into configs: every grid_search combination, repeated num_samples
+// times (outer loop over samples, inner over grid points, as Ray Tune), with each sampler drawn
+// from a seeded std::mt19937_64. Generation is lazy (num_samples may be -1: unbounded).
+// Samplers (Ray Tune semantics): choice [values...]; uniform [low, high]; quniform [low, high, q];
+// loguniform [low, high] or [low, high, base]; qloguniform [low, high, q(, base)];
+// randn [mean, sd]; qrandn [mean, sd, q]; randint [low, high) ; qrandint [low, high, q] (high
+// inclusive, as Ray); lograndint [low, high(, base)); qlograndint [low, high, q(, base)] (high
+// inclusive, as Ray); grid_search [values...]. Nested objects recurse; anything else is a
+// constant.
+//
+// Conventions (the contract the spec parser, the scheduler and the journal rely on):
+// - A sampler is an object with exactly one key, that key a sampler name, found as the value of
+//   a config key: {"lr": {"loguniform": [1e-4, 1e-1]}}. Values of choice / grid_search are
+//   literals (a sampler inside them, or inside any list, is rejected by Validate).
+// - "Param-space order" is the order nlohmann::json iterates objects: keys sorted bytewise,
+//   depth first. This equals Ray, which sorts its grid variables by path.
+// - Grid order: the FIRST grid axis (in param-space order) varies fastest, as Ray's
+//   _grid_search_generator. E.g. {a: grid [1, 2], b: grid [x, y]} yields
+//   (1,x) (2,x) (1,y) (2,y), then the next sample repeats the grid with fresh random draws.
+// - Random draws happen in param-space order, once per variant, for every non-grid sampler.
+// - Ints: int samplers need JSON integer low/high/q (base may be any number) and yield
+//   integers; float samplers yield doubles. randint / lograndint exclude high.
+// - Quantised floats (quniform, qloguniform, qrandn): draw x, return round(x / q) * q (half
+//   away from zero), clamped to [low, high]; quniform / qloguniform first narrow the range to the
+//   multiples of q inside it, as Ray. qrandint picks uniformly among the multiples of q in
+//   [low, high]; qlograndint draws log-uniformly in the narrowed range then rounds to q.
+// - loguniform: base ** uniform(log_base(low), log_base(high)); lograndint floors that.
+// - Variant.tag lists sampled and grid values as "path=value" joined by ",", in param-space
+//   order, dotted paths for nested keys; doubles use "{:.4g}", strings appear raw with '/'
+//   replaced by '_' (as Ray's tags), other JSON compact.
+// - Distributions are computed from raw mt19937_64 output (not <random> distributions), so a
+//   seed yields the same configs on every platform and standard library.
+#pragma once
+
+#include <cstdint>
+#include <random>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "libs/core/status.hpp"
+
+namespace tunebus {
+
+struct Variant {
+  nlohmann::json config;  // the resolved config (object)
+  std::string tag;        // "lr=0.0012,penalty=l2": the sampled and grid values, dotted paths
+};
+
+class VariantGenerator {
+ public:
+  /// REQUIRES: param_space validated (ParseExperimentYaml does it); num_samples >= 1 or -1.
+  VariantGenerator(nlohmann::json param_space, int64_t num_samples, uint64_t seed);
+
+  /// Validates a param space alone. Errors: InvalidArgument "<dotted.path>.<sampler>: <why>".
+  static Status Validate(const nlohmann::json& param_space);
+
+  /// False once every variant has been produced (never false when num_samples == -1).
+  bool HasNext() const;
+  /// The next variant. REQUIRES: HasNext().
+  Variant Next();
+  /// Total variants (grid size × num_samples), or -1 when unbounded.
+  int64_t Total() const;
+  /// How many variants Next() returned so far.
+  int64_t produced() const { return produced_; }
+
+  /// State to journal so a resumed experiment continues the same sequence:
+  /// {"produced": N, "rng": "<mt19937_64 state text>"}.
+  nlohmann::json SaveState() const;
+  /// Errors: InvalidArgument if `state` is not what SaveState returned.
+  Status RestoreState(const nlohmann::json& state);
+
+ private:
+  nlohmann::json param_space_;
+  int64_t num_samples_;
+  std::mt19937_64 rng_;
+  int64_t produced_ = 0;
+  // grid axes: dotted path + values, in param-space order
+  std::vector<std::pair<std::vector<std::string>, nlohmann::json>> grid_axes_;
+  int64_t grid_size_ = 1;
+};
+
+}  // namespace tunebus

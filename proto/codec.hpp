@@ -1,0 +1,59 @@
+// Encoding and decoding of tunebus messages (msgpack maps, see envelope.hpp).
+//
+// Decode never throws and never trusts its input: unpack limits bound memory, a non-map or a
+// map without a string `type` is InvalidArgument, a wrong `v` is FailedPrecondition, and
+// converting to the wrong struct shape is InvalidArgument naming the type.
+#pragma once
+
+#include <string>
+#include <string_view>
+
+#include "libs/core/status.hpp"
+#include "proto/envelope.hpp"
+
+namespace tunebus::proto {
+
+/// A decoded message: its envelope plus the msgpack object to convert into a struct.
+class Decoded {
+ public:
+  const std::string& type() const { return type_; }
+  int version() const { return version_; }
+  uint64_t id() const { return id_; }
+
+  /// Converts to message struct M. Missing keys keep M's defaults; extra keys are ignored.
+  /// Errors: InvalidArgument "<type>: <why>" if a field has the wrong msgpack type.
+  template <typename M>
+  Result<M> As() const {
+    try {
+      M m;
+      handle_.get().convert(m);
+      return m;
+    } catch (const std::exception& e) {
+      return Status::InvalidArgument(type_ + ": malformed fields: " + e.what());
+    }
+  }
+
+ private:
+  friend Result<Decoded> Decode(const void* data, size_t size);
+  msgpack::object_handle handle_;
+  std::string type_;
+  int version_ = 0;
+  uint64_t id_ = 0;
+};
+
+/// Decodes one frame. Errors: InvalidArgument (garbage, limits exceeded, no type),
+/// FailedPrecondition (unsupported protocol version).
+Result<Decoded> Decode(const void* data, size_t size);
+
+/// Encodes a message struct to bytes.
+template <typename M>
+std::string Encode(const M& m) {
+  msgpack::sbuffer buf;
+  msgpack::pack(buf, m);
+  return std::string(buf.data(), buf.size());
+}
+
+/// An ErrorReply for request `id` of type `request_type` carrying `status`.
+ErrorReply MakeError(const Status& status, uint64_t id, std::string request_type);
+
+}  // namespace tunebus::proto

@@ -1,0 +1,67 @@
+// Control socket messages: tunectl (REQ or DEALER) -> scheduler (ROUTER). Every request is
+// answered by ControlReply, or by ErrorReply when it is malformed or cannot be served.
+#pragma once
+
+#include <string>
+
+#include "proto/envelope.hpp"
+
+namespace tunebus::proto {
+
+/// Submit an experiment file. The scheduler parses it again with the same validation tunectl
+/// ran (libs/spec), so a bad file is rejected on either side.
+struct SubmitExperiment {
+  TUNEBUS_ENVELOPE("submit_experiment");
+  std::string spec_yaml;    // the file's text
+  std::string base_dir;     // absolute folder relative paths resolve against
+  std::string source_name;  // file name for error messages
+  MSGPACK_DEFINE_MAP(v, type, id, spec_yaml, base_dir, source_name)
+};
+
+/// Trials of the current experiment. body: JSON array of trial objects (see PROTOCOL.md).
+struct ListTrials {
+  TUNEBUS_ENVELOPE("list_trials");
+  std::string status;  // filter by status name, "" = all
+  MSGPACK_DEFINE_MAP(v, type, id, status)
+};
+
+/// One trial. body: the trial object plus "results" (the last 10 results).
+struct ShowTrial {
+  TUNEBUS_ENVELOPE("show_trial");
+  std::string trial_id;
+  MSGPACK_DEFINE_MAP(v, type, id, trial_id)
+};
+
+/// Stop one trial (PENDING, RUNNING or PAUSED -> TERMINATED). body: {"trial_id", "status", "message"}.
+struct StopTrialCommand {
+  TUNEBUS_ENVELOPE("stop_trial_command");
+  std::string trial_id;
+  MSGPACK_DEFINE_MAP(v, type, id, trial_id)
+};
+
+/// Stop every unfinished trial and end the experiment. body: the experiment summary.
+struct StopExperiment {
+  TUNEBUS_ENVELOPE("stop_experiment");
+  MSGPACK_DEFINE_MAP(v, type, id)
+};
+
+/// The experiment summary. body: {"name", "status", "counts", "total", "finished", "best",
+/// "results_dir", "metric", "mode", "error"}.
+struct GetExperiment {
+  TUNEBUS_ENVELOPE("get_experiment");
+  MSGPACK_DEFINE_MAP(v, type, id)
+};
+
+/// Workers and resources as the resource-manager reports them. body: JSON array of nodes.
+struct ListWorkers {
+  TUNEBUS_ENVELOPE("list_workers");
+  MSGPACK_DEFINE_MAP(v, type, id)
+};
+
+struct ControlReply {
+  TUNEBUS_ENVELOPE("control_reply");
+  std::string body_json;  // JSON document, shape per request
+  MSGPACK_DEFINE_MAP(v, type, id, body_json)
+};
+
+}  // namespace tunebus::proto

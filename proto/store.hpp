@@ -1,0 +1,130 @@
+// checkpoint-store messages: experiment journals (append-only, sequence-numbered) and trial
+// checkpoints (chunked blobs + metadata). Requesters use a DEALER to the store's ROUTER.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "proto/envelope.hpp"
+
+namespace tunebus::proto {
+
+/// Append records to an experiment's journal. The store writes the batch with one synced
+/// RocksDB write (group commit) before it answers, so an ack means durable.
+struct JournalAppend {
+  TUNEBUS_ENVELOPE("journal_append");
+  std::string experiment;
+  std::vector<std::string> records;  // opaque bytes, encoded by libs/journal
+  MSGPACK_DEFINE_MAP(v, type, id, experiment, records)
+};
+
+struct JournalAppendAck {
+  TUNEBUS_ENVELOPE("journal_append_ack");
+  std::string experiment;
+  uint64_t first_seq = 0;  // seq of records[0]; seqs are 1-based and gapless per experiment
+  uint64_t last_seq = 0;
+  MSGPACK_DEFINE_MAP(v, type, id, experiment, first_seq, last_seq)
+};
+
+/// Read records with seq >= from_seq, at most max_records (<= 10000).
+struct JournalRead {
+  TUNEBUS_ENVELOPE("journal_read");
+  std::string experiment;
+  uint64_t from_seq = 1;
+  uint32_t max_records = 1000;
+  MSGPACK_DEFINE_MAP(v, type, id, experiment, from_seq, max_records)
+};
+
+struct JournalReadReply {
+  TUNEBUS_ENVELOPE("journal_read_reply");
+  std::string experiment;
+  uint64_t first_seq = 0;            // seq of records[0]
+  std::vector<std::string> records;
+  bool end = true;                   // no records after these
+  MSGPACK_DEFINE_MAP(v, type, id, experiment, first_seq, records, end)
+};
+
+/// List experiments that have a journal.
+struct JournalList {
+  TUNEBUS_ENVELOPE("journal_list");
+  MSGPACK_DEFINE_MAP(v, type, id)
+};
+
+struct JournalListReply {
+  TUNEBUS_ENVELOPE("journal_list_reply");
+  std::vector<std::string> experiments;
+  std::vector<uint64_t> last_seqs;  // parallel to experiments
+  MSGPACK_DEFINE_MAP(v, type, id, experiments, last_seqs)
+};
+
+/// Store one chunk of a checkpoint. Chunks are written in order 0..n-1; the one with
+/// last=true commits the checkpoint (metadata, total size) atomically.
+struct CheckpointPut {
+  TUNEBUS_ENVELOPE("checkpoint_put");
+  std::string checkpoint_id;
+  uint32_t chunk_index = 0;
+  std::vector<char> data;        // <= kCheckpointChunkBytes
+  bool last = false;
+  std::string metadata_json;     // on the last chunk: {"trial_id", "iteration", ...}
+  MSGPACK_DEFINE_MAP(v, type, id, checkpoint_id, chunk_index, data, last, metadata_json)
+};
+
+struct CheckpointPutAck {
+  TUNEBUS_ENVELOPE("checkpoint_put_ack");
+  std::string checkpoint_id;
+  uint32_t chunk_index = 0;
+  MSGPACK_DEFINE_MAP(v, type, id, checkpoint_id, chunk_index)
+};
+
+struct CheckpointGet {
+  TUNEBUS_ENVELOPE("checkpoint_get");
+  std::string checkpoint_id;
+  uint32_t chunk_index = 0;
+  MSGPACK_DEFINE_MAP(v, type, id, checkpoint_id, chunk_index)
+};
+
+struct CheckpointGetReply {
+  TUNEBUS_ENVELOPE("checkpoint_get_reply");
+  std::string checkpoint_id;
+  uint32_t chunk_index = 0;
+  uint32_t num_chunks = 0;
+  std::vector<char> data;
+  std::string metadata_json;
+  MSGPACK_DEFINE_MAP(v, type, id, checkpoint_id, chunk_index, num_chunks, data, metadata_json)
+};
+
+/// List committed checkpoints whose id starts with `prefix` (e.g. "<experiment>/<trial_id>/").
+struct CheckpointList {
+  TUNEBUS_ENVELOPE("checkpoint_list");
+  std::string prefix;
+  MSGPACK_DEFINE_MAP(v, type, id, prefix)
+};
+
+struct CheckpointInfo {
+  std::string checkpoint_id;
+  uint64_t size_bytes = 0;
+  uint32_t num_chunks = 0;
+  std::string metadata_json;
+  MSGPACK_DEFINE_MAP(checkpoint_id, size_bytes, num_chunks, metadata_json)
+};
+
+struct CheckpointListReply {
+  TUNEBUS_ENVELOPE("checkpoint_list_reply");
+  std::vector<CheckpointInfo> checkpoints;
+  MSGPACK_DEFINE_MAP(v, type, id, checkpoints)
+};
+
+struct CheckpointDelete {
+  TUNEBUS_ENVELOPE("checkpoint_delete");
+  std::string checkpoint_id;
+  MSGPACK_DEFINE_MAP(v, type, id, checkpoint_id)
+};
+
+struct CheckpointDeleteAck {
+  TUNEBUS_ENVELOPE("checkpoint_delete_ack");
+  std::string checkpoint_id;
+  bool deleted = false;  // false if it did not exist
+  MSGPACK_DEFINE_MAP(v, type, id, checkpoint_id, deleted)
+};
+
+}  // namespace tunebus::proto

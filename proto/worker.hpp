@@ -1,0 +1,114 @@
+// trial-worker <-> scheduler messages. Worker DEALER (routing id = worker_id) connects to the
+// scheduler's worker ROUTER. See PROTOCOL.md "Worker protocol".
+#pragma once
+
+#include <map>
+#include <string>
+#include <vector>
+
+#include "proto/envelope.hpp"
+
+namespace tunebus::proto {
+
+/// A trial a worker is running, reported when it (re-)registers so a scheduler can reattach it.
+struct RunningTrial {
+  std::string trial_id;
+  int64_t attempt = 0;
+  MSGPACK_DEFINE_MAP(trial_id, attempt)
+};
+
+/// worker -> scheduler, first message after connecting and after every reconnect.
+struct RegisterWorker {
+  TUNEBUS_ENVELOPE("register_worker");
+  std::string worker_id;
+  std::string hostname;
+  std::vector<RunningTrial> running;
+  MSGPACK_DEFINE_MAP(v, type, id, worker_id, hostname, running)
+};
+
+/// scheduler -> worker, answer to RegisterWorker.
+struct RegisterWorkerAck {
+  TUNEBUS_ENVELOPE("register_worker_ack");
+  std::vector<std::string> stale_trials;  // trial ids the worker must kill (not current attempts)
+  MSGPACK_DEFINE_MAP(v, type, id, stale_trials)
+};
+
+/// How to run the trainable; mirrors ExperimentSpec::trainable.
+struct TrainableDef {
+  std::vector<std::string> command;  // argv, run in working_dir; empty if builtin
+  std::string builtin;               // "mock" | "noop" | ""
+  std::string working_dir;           // absolute
+  std::map<std::string, std::string> env;  // extra environment
+  MSGPACK_DEFINE_MAP(command, builtin, working_dir, env)
+};
+
+/// scheduler -> worker: start attempt `attempt` of a trial. Sent only after the journal record
+/// "trial started" is durable.
+struct StartTrial {
+  TUNEBUS_ENVELOPE("start_trial");
+  std::string experiment;
+  std::string trial_id;
+  int64_t attempt = 0;
+  std::string config_json;           // the trial's config as a JSON object
+  TrainableDef trainable;
+  std::string trial_dir;             // absolute; stdout/stderr go here
+  std::vector<std::string> gpu_ids;  // exported as CUDA_VISIBLE_DEVICES
+  int64_t start_iteration = 0;       // training_iteration already done (restore), else 0
+  MSGPACK_DEFINE_MAP(v, type, id, experiment, trial_id, attempt, config_json, trainable, trial_dir,
+                     gpu_ids, start_iteration)
+};
+
+/// worker -> scheduler: one result reported by the trainable. The worker keeps it until a
+/// Decision with the same (trial_id, attempt) and seq >= this seq arrives.
+struct ReportResult {
+  TUNEBUS_ENVELOPE("report_result");
+  std::string trial_id;
+  int64_t attempt = 0;
+  int64_t seq = 0;                  // 1, 2, ... per attempt
+  std::string metrics_json;         // the trainable's report (JSON object)
+  double time_this_iter_s = 0;      // seconds between this report and the previous (or start)
+  MSGPACK_DEFINE_MAP(v, type, id, trial_id, attempt, seq, metrics_json, time_this_iter_s)
+};
+
+/// scheduler -> worker: the decision for result `seq` (also its acknowledgement).
+struct Decision {
+  TUNEBUS_ENVELOPE("decision");
+  std::string trial_id;
+  int64_t attempt = 0;
+  int64_t seq = 0;
+  std::string action;  // "continue" | "stop" | "pause" | "checkpoint"
+  MSGPACK_DEFINE_MAP(v, type, id, trial_id, attempt, seq, action)
+};
+
+/// scheduler -> worker: stop a trial now (user stop, experiment stop). The worker answers with
+/// TrialExited once the trainable is gone.
+struct StopTrialRequest {
+  TUNEBUS_ENVELOPE("stop_trial");
+  std::string trial_id;
+  int64_t attempt = 0;
+  MSGPACK_DEFINE_MAP(v, type, id, trial_id, attempt)
+};
+
+/// worker -> scheduler: the trainable of (trial_id, attempt) is gone.
+struct TrialExited {
+  TUNEBUS_ENVELOPE("trial_exited");
+  std::string trial_id;
+  int64_t attempt = 0;
+  bool ok = true;            // false: it failed (could not start, exit code != 0, signal)
+  int exit_code = 0;         // process exit code, or -signal
+  bool stopped = false;      // true: it exited because it was told to stop
+  std::string error;         // reason when !ok
+  std::string stderr_tail;   // last lines of its stderr when !ok
+  int64_t last_seq = 0;      // results sent before exiting (the scheduler waits for them)
+  MSGPACK_DEFINE_MAP(v, type, id, trial_id, attempt, ok, exit_code, stopped, error, stderr_tail,
+                     last_seq)
+};
+
+/// worker -> scheduler, every heartbeat interval; lets each side notice the other is gone.
+struct WorkerHeartbeat {
+  TUNEBUS_ENVELOPE("worker_heartbeat");
+  std::string worker_id;
+  MSGPACK_DEFINE_MAP(v, type, id, worker_id)
+};
+
+}  // namespace tunebus::proto

@@ -1,0 +1,142 @@
+// CheckpointStore: the checkpoint-store service (DESIGN.md "checkpoint-store", "Journal and
+// recovery"; messages in proto/store.hpp).
+//
+// Owns a RocksDB database (StoreDb, key layout in store_db.hpp) holding experiment journals
+// (JournalStore) and trial checkpoints (CheckpointBlobStore), and serves them on one ROUTER
+// socket to DEALER (or REQ) peers. Every request gets exactly one reply: the expected reply,
+// or a proto::ErrorReply whose `code` is a StatusCodeName:
+//   invalid_argument    undecodable frame, unknown type, malformed fields, input over a limit
+//                       (limits in journal_store.hpp / checkpoint_blob_store.hpp)
+//   failed_precondition wrong protocol version; checkpoint chunk out of order or id committed
+//   not_found           checkpoint_get of an unknown/uncommitted id or chunk
+//   resource_exhausted  checkpoint_list matches too many checkpoints
+//   io_error            RocksDB failed; the store then refuses writes (State::kDegraded)
+//   corruption          stored bytes are inconsistent (journal gap, bad meta)
+// A bad request never changes state; the service keeps serving.
+//
+// Group commit: each poll round drains every frame queued on the socket (up to
+// kMaxFramesPerRound); the journal_appends among them are written in ONE synced WriteBatch
+// and then acknowledged in arrival order, so an ack means the records are durable and
+// throughput does not pay one fsync per append. A journal_read or journal_list first flushes
+// the appends received before it, so it sees every append that arrived before it.
+// Checkpoint uploads are synced on their committing (last) chunk only.
+//
+// Threading: Create() on any thread; Run() on one thread that then owns the socket and the
+// DB; Stop() from anywhere (including a signal handler). The DB closes on destruction.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+#include <zmq.hpp>
+
+#include "libs/bus/event_loop.hpp"
+#include "libs/bus/socket.hpp"
+#include "libs/core/status.hpp"
+#include "services/checkpoint-store/checkpoint_blob_store.hpp"
+#include "services/checkpoint-store/journal_store.hpp"
+#include "services/checkpoint-store/store_db.hpp"
+
+namespace tunebus {
+
+struct CheckpointStoreOptions {
+  /// ROUTER bind address; "tcp://127.0.0.1:0" picks a free port (see endpoint()).
+  std::string endpoint = "tcp://127.0.0.1:5557";
+  /// RocksDB directory, created (with parents) if missing. One store per directory.
+  std::string data_dir = "./tunebus-store";
+  /// fsync the WAL before acking journal appends, checkpoint commits and deletes. false
+  /// survives a process crash but may lose acked writes on a machine crash.
+  bool sync = true;
+};
+
+class CheckpointStore {
+ public:
+  enum class State {
+    kReady,     // DB open and socket bound; Run() not called yet
+    kServing,   // Run() is polling; every request is served
+    kDegraded,  // a RocksDB write failed: writes answer io_error, reads are still served;
+                // restart the process to recover (RocksDB replays its WAL)
+    kStopped,   // Run() returned; the DB stays open until the object is destroyed
+  };
+
+  /// Frames handled per poll round before returning to the loop (bounds Stop() latency).
+  static constexpr size_t kMaxFramesPerRound = 4096;
+  /// A pending group-commit batch is flushed early once it holds this many appends/bytes.
+  static constexpr size_t kMaxBatchAppends = 4096;
+  static constexpr size_t kMaxBatchBytes = 64u << 20;
+
+  /// Opens the DB in options.data_dir and binds options.endpoint.
+  /// Errors: IoError/Corruption (the DB cannot be opened, e.g. locked by another store),
+  /// Unavailable (cannot bind).
+  static Result<std::unique_ptr<CheckpointStore>> Create(zmq::context_t& ctx,
+                                                         CheckpointStoreOptions options);
+  ~CheckpointStore();
+  CheckpointStore(const CheckpointStore&) = delete;
+  CheckpointStore& operator=(const CheckpointStore&) = delete;
+
+  /// Serves until Stop(). Call once.
+  void Run();
+  /// Thread- and signal-safe.
+  void Stop() { loop_.Stop(); }
+  /// The bound endpoint, with the real port when options.endpoint used port 0.
+  std::string endpoint() const { return endpoint_; }
+
+  /// REQUIRES: Run() is not running (before it or after it returned).
+  State state() const { return state_; }
+  /// Messages handled per type ("<malformed>" for undecodable frames, "<unknown>" for
+  /// unknown types). REQUIRES: Run() is not running.
+  const std::map<std::string, uint64_t>& message_counts() const { return counts_; }
+  /// Synced journal writes so far; each covers every append of its poll round (group commit).
+  /// REQUIRES: Run() is not running.
+  uint64_t group_commits() const { return group_commits_; }
+
+ private:
+  struct PendingAppend {
+    bus::Incoming reply_to;  // route frames only
+    uint64_t id = 0;
+    store::JournalAppendRequest request;
+  };
+
+  CheckpointStore(CheckpointStoreOptions options, std::unique_ptr<store::StoreDb> db,
+                  std::unique_ptr<store::JournalStore> journals, zmq::socket_t router);
+
+  void OnReadable();
+  void Dispatch(bus::Incoming& in);
+  void HandleJournalAppend(bus::Incoming& in, const proto::Decoded& msg);
+  void HandleJournalRead(bus::Incoming& in, const proto::Decoded& msg);
+  void HandleJournalList(bus::Incoming& in, const proto::Decoded& msg);
+  void HandleCheckpointPut(bus::Incoming& in, const proto::Decoded& msg);
+  void HandleCheckpointGet(bus::Incoming& in, const proto::Decoded& msg);
+  void HandleCheckpointList(bus::Incoming& in, const proto::Decoded& msg);
+  void HandleCheckpointDelete(bus::Incoming& in, const proto::Decoded& msg);
+
+  /// Writes the pending appends in one synced batch and acks (or fails) each.
+  void FlushAppends();
+  /// True (and answers io_error) if a write request arrives while kDegraded.
+  bool RefuseWriteIfDegraded(const bus::Incoming& in, uint64_t id, const std::string& type);
+  /// Enters kDegraded if `status` is a storage failure.
+  void NoteWriteFailure(const Status& status);
+  void Count(const std::string& type) { ++counts_[type]; }
+  void ReplyError(const bus::Incoming& in, const Status& status, uint64_t id,
+                  const std::string& request_type);
+  template <typename M>
+  void ReplyTo(const bus::Incoming& in, const M& message);
+
+  CheckpointStoreOptions options_;
+  std::unique_ptr<store::StoreDb> db_;  // declared first: destroyed after the stores using it
+  std::unique_ptr<store::JournalStore> journals_;
+  store::CheckpointBlobStore checkpoints_;
+  zmq::socket_t router_;
+  std::string endpoint_;
+  bus::EventLoop loop_;
+  State state_ = State::kReady;
+  std::vector<PendingAppend> pending_;
+  size_t pending_bytes_ = 0;
+  std::map<std::string, uint64_t> counts_;
+  uint64_t group_commits_ = 0;
+};
+
+}  // namespace tunebus

@@ -1,0 +1,152 @@
+#include "services/checkpoint-store/store_db.hpp"
+
+#include <fmt/format.h>
+#include <rocksdb/options.h>
+
+#include <filesystem>
+#include <system_error>
+
+namespace tunebus::store {
+
+void PutBigEndian64(std::string& out, uint64_t v) {
+  for (int shift = 56; shift >= 0; shift -= 8) out.push_back(char((v >> shift) & 0xff));
+}
+
+void PutBigEndian32(std::string& out, uint32_t v) {
+  for (int shift = 24; shift >= 0; shift -= 8) out.push_back(char((v >> shift) & 0xff));
+}
+
+std::optional<uint64_t> GetBigEndian64(std::string_view bytes) {
+  if (bytes.size() != 8) return std::nullopt;
+  uint64_t v = 0;
+  for (char c : bytes) v = (v << 8) | uint8_t(c);
+  return v;
+}
+
+std::optional<uint32_t> GetBigEndian32(std::string_view bytes) {
+  if (bytes.size() != 4) return std::nullopt;
+  uint32_t v = 0;
+  for (char c : bytes) v = (v << 8) | uint8_t(c);
+  return v;
+}
+
+std::string JournalRecordPrefix(std::string_view experiment) {
+  std::string k(kJournalPrefix);
+  k.append(experiment);
+  k.push_back('/');
+  return k;
+}
+
+std::string JournalRecordKey(std::string_view experiment, uint64_t seq) {
+  std::string k = JournalRecordPrefix(experiment);
+  PutBigEndian64(k, seq);
+  return k;
+}
+
+std::string JournalMetaKey(std::string_view experiment) {
+  std::string k(kJournalMetaPrefix);
+  k.append(experiment);
+  return k;
+}
+
+std::string ChunkPrefix(std::string_view checkpoint_id) {
+  std::string k(kChunkPrefix);
+  k.append(checkpoint_id);
+  k.push_back('\0');
+  return k;
+}
+
+std::string ChunkKey(std::string_view checkpoint_id, uint32_t index) {
+  std::string k = ChunkPrefix(checkpoint_id);
+  PutBigEndian32(k, index);
+  return k;
+}
+
+std::string ChunkRangeEnd(std::string_view checkpoint_id) {
+  std::string k(kChunkPrefix);
+  k.append(checkpoint_id);
+  k.push_back('\1');
+  return k;
+}
+
+std::string CheckpointMetaKey(std::string_view checkpoint_id) {
+  std::string k(kCheckpointMetaPrefix);
+  k.append(checkpoint_id);
+  return k;
+}
+
+std::string PrefixSuccessor(std::string_view prefix) {
+  std::string k(prefix);
+  while (!k.empty() && uint8_t(k.back()) == 0xff) k.pop_back();
+  if (!k.empty()) k.back() = char(uint8_t(k.back()) + 1);
+  return k;
+}
+
+Status FromRocks(const rocksdb::Status& s, std::string_view what) {
+  if (s.ok()) return Status::Ok();
+  const std::string message = fmt::format("{}: {}", what, s.ToString());
+  if (s.IsNotFound()) return Status::NotFound(message);
+  if (s.IsCorruption()) return Status::Corruption(message);
+  return Status::IoError(message);
+}
+
+Result<std::unique_ptr<StoreDb>> StoreDb::Open(const std::string& data_dir, bool sync) {
+  std::error_code ec;
+  std::filesystem::create_directories(data_dir, ec);
+  if (ec)
+    return Status::IoError(fmt::format("cannot create data dir {}: {}", data_dir, ec.message()));
+
+  rocksdb::Options options;
+  options.create_if_missing = true;
+  options.paranoid_checks = true;
+  // Checkpoint chunks (up to proto::kCheckpointChunkBytes) live in blob files; the LSM tree
+  // holds only journal records, meta and blob references.
+  options.enable_blob_files = true;
+  options.min_blob_size = 64 << 10;
+  options.enable_blob_garbage_collection = true;
+  rocksdb::DB* raw = nullptr;
+  const rocksdb::Status s = rocksdb::DB::Open(options, data_dir, &raw);
+  if (!s.ok()) return FromRocks(s, fmt::format("cannot open RocksDB in {}", data_dir));
+  return std::unique_ptr<StoreDb>(new StoreDb(std::unique_ptr<rocksdb::DB>(raw), data_dir, sync));
+}
+
+StoreDb::StoreDb(std::unique_ptr<rocksdb::DB> db, std::string data_dir, bool sync)
+    : db_(std::move(db)), data_dir_(std::move(data_dir)), sync_(sync) {}
+
+StoreDb::~StoreDb() {
+  if (db_) {
+    // Close() reports errors that the destructor would swallow; nothing can be done about
+    // them here, acknowledged writes are already in the WAL.
+    (void)db_->Close();
+  }
+}
+
+Status StoreDb::Write(rocksdb::WriteBatch& batch, bool durable) {
+  rocksdb::WriteOptions options;
+  options.sync = durable && sync_;
+  return FromRocks(db_->Write(options, &batch), "RocksDB write");
+}
+
+Result<std::optional<std::string>> StoreDb::Get(const std::string& key) {
+  std::string value;
+  const rocksdb::Status s = db_->Get(rocksdb::ReadOptions(), key, &value);
+  if (s.IsNotFound()) return std::optional<std::string>();
+  if (!s.ok()) return FromRocks(s, "RocksDB get");
+  return std::optional<std::string>(std::move(value));
+}
+
+std::unique_ptr<StoreDb::Range> StoreDb::NewRange(std::string lower, std::string upper) {
+  auto range = std::make_unique<Range>();
+  range->lower_ = std::move(lower);
+  range->upper_ = std::move(upper);
+  range->lower_slice_ = rocksdb::Slice(range->lower_);
+  range->upper_slice_ = rocksdb::Slice(range->upper_);
+  rocksdb::ReadOptions options;
+  options.iterate_lower_bound = &range->lower_slice_;
+  if (!range->upper_.empty()) options.iterate_upper_bound = &range->upper_slice_;
+  range->it_.reset(db_->NewIterator(options));
+  range->it_->Seek(range->lower_slice_);
+  return range;
+}
+
+}  // namespace tunebus::store

@@ -1,0 +1,233 @@
+#include "services/resource-manager/resource_manager.hpp"
+
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+#include <spdlog/spdlog.h>
+
+#include <utility>
+
+#include "proto/resources.hpp"
+
+namespace tunebus {
+
+namespace {
+
+/// Requests handled per wake-up before the loop gets to run timers again (fairness).
+constexpr int kMaxBatch = 256;
+
+std::string Join(const std::vector<std::string>& items) {
+  return items.empty() ? std::string("none") : fmt::format("{}", fmt::join(items, ", "));
+}
+
+}  // namespace
+
+Result<std::unique_ptr<ResourceManager>> ResourceManager::Create(zmq::context_t& ctx,
+                                                                 Options options) {
+  if (options.heartbeat_interval_ms <= 0) {
+    return Status::InvalidArgument(
+        fmt::format("heartbeat_interval_ms must be > 0, got {}", options.heartbeat_interval_ms));
+  }
+  if (options.liveness < 1) {
+    return Status::InvalidArgument(fmt::format("liveness must be >= 1, got {}", options.liveness));
+  }
+  auto router = bus::Bind(ctx, zmq::socket_type::router, options.endpoint);
+  if (!router.ok()) return router.status();
+  auto pub = bus::Bind(ctx, zmq::socket_type::pub, options.events_endpoint);
+  if (!pub.ok()) return pub.status();
+  return std::unique_ptr<ResourceManager>(
+      new ResourceManager(std::move(options), std::move(*router), std::move(*pub)));
+}
+
+ResourceManager::ResourceManager(Options options, zmq::socket_t router, zmq::socket_t pub)
+    : options_(std::move(options)), router_(std::move(router)), pub_(std::move(pub)) {
+  endpoint_ = bus::BoundEndpoint(router_);
+  events_endpoint_ = bus::BoundEndpoint(pub_);
+}
+
+void ResourceManager::Run() {
+  state_ = State::kServing;
+  spdlog::info("resource-manager serving on {} (events on {}), heartbeat {} ms x {}", endpoint_,
+               events_endpoint_, options_.heartbeat_interval_ms, options_.liveness);
+  loop_.AddSocket(router_, [this] { OnRouterReadable(); });
+  loop_.AddPeriodic(bus::Duration{options_.heartbeat_interval_ms}, [this] { OnExpiryTimer(); });
+  loop_.Run();
+  state_ = State::kStopped;
+  std::string summary;
+  for (const auto& [type, n] : counts_) summary += fmt::format(" {}={}", type, n);
+  spdlog::info("resource-manager stopped; messages received:{}",
+               summary.empty() ? " none" : summary);
+}
+
+Millis ResourceManager::Now() const {
+  return std::chrono::duration_cast<Millis>(std::chrono::steady_clock::now() - epoch_);
+}
+
+void ResourceManager::OnRouterReadable() {
+  bus::Incoming in;
+  for (int i = 0; i < kMaxBatch && bus::Receive(router_, in); ++i) Dispatch(in);
+}
+
+void ResourceManager::Dispatch(const bus::Incoming& in) {
+  auto decoded = proto::Decode(in.payload.data(), in.payload.size());
+  if (!decoded.ok()) {
+    ++counts_["invalid"];
+    spdlog::warn("Rejecting a message from peer of {} bytes: {}", in.payload.size(),
+                 decoded.status().ToString());
+    ReplyError(in, decoded.status(), 0, "");
+    return;
+  }
+  const proto::Decoded& msg = *decoded;
+  if (state_ != State::kServing) {
+    spdlog::warn("Dropping {} because the resource-manager is not serving", msg.type());
+    return;
+  }
+  const std::string& type = msg.type();
+  if (type == proto::RegisterNode::kType) {
+    HandleRegisterNode(in, msg);
+  } else if (type == proto::NodeHeartbeat::kType) {
+    HandleHeartbeat(in, msg);
+  } else if (type == proto::Allocate::kType) {
+    HandleAllocate(in, msg);
+  } else if (type == proto::Release::kType) {
+    HandleRelease(in, msg);
+  } else if (type == proto::GetClusterView::kType) {
+    HandleGetClusterView(in, msg);
+  } else {
+    ++counts_["unknown"];
+    spdlog::warn("Rejecting message {} of unknown type '{}'", msg.id(), type);
+    ReplyError(in, Status::InvalidArgument(fmt::format("unknown message type '{}'", type)),
+               msg.id(), type);
+  }
+}
+
+void ResourceManager::HandleRegisterNode(const bus::Incoming& in, const proto::Decoded& msg) {
+  ++counts_[proto::RegisterNode::kType];
+  auto req = msg.As<proto::RegisterNode>();
+  if (!req.ok()) return ReplyError(in, req.status(), msg.id(), msg.type());
+  auto capacity = Resources::FromUnits(req->capacity);
+  if (!capacity.ok()) return ReplyError(in, capacity.status(), msg.id(), msg.type());
+  auto outcome =
+      cluster_.RegisterNode(req->worker_id, req->hostname, *capacity, req->gpu_ids, Now());
+  if (!outcome.ok()) return ReplyError(in, outcome.status(), msg.id(), msg.type());
+
+  if (!outcome->dropped_trials.empty()) {
+    spdlog::warn("Worker {} re-registered with another capacity; dropping allocations of {}",
+                 req->worker_id, Join(outcome->dropped_trials));
+    Publish("node_lost", req->worker_id, outcome->dropped_trials);
+  }
+  if (outcome->added) {
+    spdlog::info("Worker {} ({}) registered with {}", req->worker_id, req->hostname,
+                 capacity->ToString());
+    Publish("node_added", req->worker_id, {});
+  } else {
+    spdlog::debug("Worker {} re-registered (reconnect), allocations kept", req->worker_id);
+  }
+  proto::RegisterNodeAck ack;
+  ack.id = msg.id();
+  ack.heartbeat_interval_ms = options_.heartbeat_interval_ms;
+  bus::ReplyMessage(router_, in, ack);
+}
+
+void ResourceManager::HandleHeartbeat(const bus::Incoming& in, const proto::Decoded& msg) {
+  ++counts_[proto::NodeHeartbeat::kType];
+  auto hb = msg.As<proto::NodeHeartbeat>();
+  if (!hb.ok()) return ReplyError(in, hb.status(), msg.id(), msg.type());
+  const Status s = cluster_.Heartbeat(hb->worker_id, Now());
+  if (!s.ok()) ReplyError(in, s, msg.id(), msg.type());  // the worker re-registers
+}
+
+void ResourceManager::HandleAllocate(const bus::Incoming& in, const proto::Decoded& msg) {
+  ++counts_[proto::Allocate::kType];
+  auto req = msg.As<proto::Allocate>();
+  if (!req.ok()) return ReplyError(in, req.status(), msg.id(), msg.type());
+  if (req->trial_id.empty()) {
+    return ReplyError(in, Status::InvalidArgument("allocate: trial_id is empty"), msg.id(),
+                      msg.type());
+  }
+  auto request = Resources::FromUnits(req->request);
+  if (!request.ok()) return ReplyError(in, request.status(), msg.id(), msg.type());
+
+  const AllocationDecision d = cluster_.Allocate(req->trial_id, req->attempt, *request);
+  proto::AllocateReply reply;
+  reply.id = msg.id();
+  reply.trial_id = req->trial_id;
+  reply.attempt = req->attempt;
+  reply.granted = d.granted();
+  reply.worker_id = d.worker_id;
+  reply.gpu_ids = d.gpu_ids;
+  reply.infeasible = d.kind == AllocationDecision::Kind::kInfeasible;
+  reply.reason = d.reason;
+  if (d.granted()) {
+    spdlog::info("{} {} for {}/{} on {}{}", d.retried ? "Re-sent the grant of" : "Allocated",
+                 request->ToString(), req->trial_id, req->attempt, d.worker_id,
+                 d.gpu_ids.empty() ? "" : fmt::format(" (gpus {})", Join(d.gpu_ids)));
+  } else if (reply.infeasible) {
+    spdlog::warn("Cannot ever place {}/{}: {}", req->trial_id, req->attempt, d.reason);
+  } else {
+    spdlog::debug("Cannot place {}/{} now: {}", req->trial_id, req->attempt, d.reason);
+  }
+  bus::ReplyMessage(router_, in, reply);
+}
+
+void ResourceManager::HandleRelease(const bus::Incoming& in, const proto::Decoded& msg) {
+  ++counts_[proto::Release::kType];
+  auto req = msg.As<proto::Release>();
+  if (!req.ok()) return ReplyError(in, req.status(), msg.id(), msg.type());
+  std::string worker_id;
+  proto::ReleaseReply reply;
+  reply.id = msg.id();
+  reply.released = cluster_.Release(req->trial_id, req->attempt, &worker_id);
+  if (reply.released) {
+    spdlog::info("Released {}/{} on {}", req->trial_id, req->attempt, worker_id);
+    Publish("resources_freed", worker_id, {fmt::format("{}/{}", req->trial_id, req->attempt)});
+  } else {
+    spdlog::debug("Release of {}/{}: nothing held", req->trial_id, req->attempt);
+  }
+  bus::ReplyMessage(router_, in, reply);
+}
+
+void ResourceManager::HandleGetClusterView(const bus::Incoming& in, const proto::Decoded& msg) {
+  ++counts_[proto::GetClusterView::kType];
+  auto req = msg.As<proto::GetClusterView>();
+  if (!req.ok()) return ReplyError(in, req.status(), msg.id(), msg.type());
+  proto::ClusterView view = cluster_.View();
+  view.id = msg.id();
+  bus::ReplyMessage(router_, in, view);
+}
+
+void ResourceManager::OnExpiryTimer() {
+  const Millis timeout{options_.heartbeat_interval_ms * options_.liveness};
+  for (auto& lost : cluster_.ExpireNodes(Now(), timeout)) {
+    spdlog::warn("Worker {} is lost: no heartbeat for more than {} ms; dropped allocations of {}",
+                 lost.worker_id, timeout.count(), Join(lost.trials));
+    Publish("node_lost", lost.worker_id, std::move(lost.trials));
+  }
+}
+
+void ResourceManager::ReplyError(const bus::Incoming& in, const Status& status, uint64_t id,
+                                 const std::string& request_type) {
+  if (!request_type.empty()) {
+    spdlog::warn("Rejecting {} {}: {}", request_type, id, status.ToString());
+  }
+  if (!bus::ReplyMessage(router_, in, proto::MakeError(status, id, request_type))) {
+    spdlog::debug("Could not send an error reply: the peer is gone");
+  }
+}
+
+void ResourceManager::Publish(const std::string& event, const std::string& worker_id,
+                              std::vector<std::string> trials) {
+  proto::NodeEvent e;
+  e.event = event;
+  e.worker_id = worker_id;
+  e.trials = std::move(trials);
+  const std::string payload = proto::Encode(e);
+  try {
+    static constexpr std::string_view kTopic = "node";
+    pub_.send(zmq::buffer(kTopic), zmq::send_flags::sndmore | zmq::send_flags::dontwait);
+    pub_.send(zmq::buffer(payload), zmq::send_flags::dontwait);
+  } catch (const zmq::error_t& e) {
+    spdlog::error("Could not publish {} for {}: {}", event, worker_id, e.what());
+  }
+}
+
+}  // namespace tunebus

@@ -1,0 +1,98 @@
+// ResourceManager: the resource-manager service (DESIGN.md "Services"). Owns the cluster's
+// workers, their capacity and per-trial-attempt allocations (soft state in ClusterState, see
+// placement.hpp) and detects lost workers by heartbeats.
+//
+// Sockets (both bound in Create()):
+//   ROUTER `endpoint`         requests from workers (register_node, node_heartbeat) and from the
+//                             scheduler / tunectl (allocate, release, get_cluster_view)
+//   PUB    `events_endpoint`  two frames: topic "node", then an encoded proto::NodeEvent:
+//                             node_added (a worker registered, came back, or restarted),
+//                             node_lost (missed `liveness` heartbeat intervals, or restarted;
+//                             `trials` lists the "trial_id/attempt" whose resources it dropped),
+//                             resources_freed (a release returned resources; waiting
+//                             schedulers retry)
+//
+// Replies: register_node -> RegisterNodeAck; node_heartbeat -> nothing, or ErrorReply not_found
+// if the worker is unknown or lost (so it re-registers); allocate -> AllocateReply; release ->
+// ReleaseReply; get_cluster_view -> ClusterView. Garbage, an unknown type, a wrong version or
+// malformed fields -> ErrorReply and a log line; the state is untouched.
+//
+// Threading: Create() on any thread; Run() on one thread that then owns every socket and all
+// state; Stop() from any thread or a signal handler.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <string>
+#include <zmq.hpp>
+
+#include "libs/bus/event_loop.hpp"
+#include "libs/bus/socket.hpp"
+#include "libs/core/status.hpp"
+#include "services/resource-manager/placement.hpp"
+
+namespace tunebus {
+
+struct ResourceManagerOptions {
+  std::string endpoint = "tcp://127.0.0.1:5556";         // ROUTER bind
+  std::string events_endpoint = "tcp://127.0.0.1:5558";  // PUB bind
+  int64_t heartbeat_interval_ms = 1000;                  // told to workers in RegisterNodeAck; > 0
+  int64_t liveness = 3;  // a worker silent for liveness x interval is lost; >= 1
+};
+
+class ResourceManager {
+ public:
+  using Options = ResourceManagerOptions;
+
+  enum class State {
+    kCreated,  // sockets bound, Run() not called yet
+    kServing,  // Run() is answering requests and expiring workers
+    kStopped,  // Run() returned; the object may only be destroyed
+  };
+
+  /// Binds both sockets. Errors: InvalidArgument for bad options, Unavailable if a bind fails.
+  static Result<std::unique_ptr<ResourceManager>> Create(zmq::context_t& ctx, Options options);
+
+  /// Serves until Stop(). Call once.
+  void Run();
+  /// Thread- and signal-safe.
+  void Stop() { loop_.Stop(); }
+
+  /// The bound ROUTER endpoint ("tcp://127.0.0.1:40123" for a ":0" bind).
+  std::string endpoint() const { return endpoint_; }
+  /// The bound PUB endpoint.
+  std::string events_endpoint() const { return events_endpoint_; }
+
+ private:
+  ResourceManager(Options options, zmq::socket_t router, zmq::socket_t pub);
+
+  void OnRouterReadable();
+  void Dispatch(const bus::Incoming& in);
+  void HandleRegisterNode(const bus::Incoming& in, const proto::Decoded& msg);
+  void HandleHeartbeat(const bus::Incoming& in, const proto::Decoded& msg);
+  void HandleAllocate(const bus::Incoming& in, const proto::Decoded& msg);
+  void HandleRelease(const bus::Incoming& in, const proto::Decoded& msg);
+  void HandleGetClusterView(const bus::Incoming& in, const proto::Decoded& msg);
+  void OnExpiryTimer();
+
+  void ReplyError(const bus::Incoming& in, const Status& status, uint64_t id,
+                  const std::string& request_type);
+  void Publish(const std::string& event, const std::string& worker_id,
+               std::vector<std::string> trials);
+  Millis Now() const;
+
+  Options options_;
+  State state_ = State::kCreated;
+  zmq::socket_t router_;
+  zmq::socket_t pub_;
+  std::string endpoint_;
+  std::string events_endpoint_;
+  bus::EventLoop loop_;
+  ClusterState cluster_;
+  std::chrono::steady_clock::time_point epoch_ = std::chrono::steady_clock::now();
+  std::map<std::string, uint64_t> counts_;  // messages received, by type ("invalid" for garbage)
+};
+
+}  // namespace tunebus

@@ -1,0 +1,114 @@
+#include "services/scheduler/bus_executor.hpp"
+
+#include <spdlog/spdlog.h>
+
+#include "libs/tune/trial_runner.hpp"
+#include "proto/resources.hpp"
+#include "proto/worker.hpp"
+
+namespace tunebus {
+
+namespace {
+constexpr int kStartTries = 50;                  // x kStartRetry = how long a worker may take to connect
+constexpr bus::Duration kStartRetry{200};
+constexpr bus::Duration kRmRetry{1000};
+}  // namespace
+
+BusExecutor::BusExecutor(bus::EventLoop& loop, bus::RequestClient& rm, zmq::socket_t& workers,
+                         journal::JournalWriter& journal, const ExperimentSpec& spec, std::string experiment_dir)
+    : loop_(loop), rm_(rm), workers_(workers), journal_(journal), spec_(spec), experiment_dir_(std::move(experiment_dir)) {}
+
+void BusExecutor::PlaceTrial(const Trial& trial, int64_t attempt) {
+  proto::Allocate req;
+  req.trial_id = trial.trial_id;
+  req.attempt = attempt;
+  req.request = {trial.resources.units_map().begin(), trial.resources.units_map().end()};
+  placing_ = true;
+  const std::string trial_id = trial.trial_id;
+  rm_.Request(req, [this, trial_id, attempt](Result<proto::Decoded> reply) {
+    placing_ = false;
+    if (runner_ == nullptr) return;
+    Result<proto::AllocateReply> r = reply.ok() ? reply->As<proto::AllocateReply>() : Result<proto::AllocateReply>(reply.status());
+    if (!r.ok()) {
+      spdlog::warn("Placement of {} failed: {}; retrying in {} ms", trial_id, r.status().ToString(), kRmRetry.count());
+      blocked_ = true;
+      loop_.AddTimer(kRmRetry, [this] { blocked_ = false; });
+      runner_->OnPlacementDeferred(trial_id, attempt);
+      return;
+    }
+    if (r->granted) {
+      runner_->OnTrialPlaced(trial_id, attempt, r->worker_id, r->gpu_ids);
+    } else if (r->infeasible) {
+      runner_->OnPlacementFailed(trial_id, attempt, r->reason);
+    } else {
+      spdlog::debug("No room for {} now: {}", trial_id, r->reason);
+      blocked_ = true;
+      runner_->OnPlacementDeferred(trial_id, attempt);
+    }
+  });
+}
+
+void BusExecutor::LaunchTrial(const Trial& trial) {
+  proto::StartTrial msg;
+  msg.experiment = spec_.name;
+  msg.trial_id = trial.trial_id;
+  msg.attempt = trial.attempt;
+  msg.config_json = trial.config.dump();
+  msg.trainable.command = spec_.trainable.command;
+  msg.trainable.builtin = spec_.trainable.builtin;
+  msg.trainable.working_dir = spec_.trainable.working_dir;
+  for (const auto& [k, v] : spec_.trainable.env.items()) {
+    msg.trainable.env[k] = v.is_string() ? v.get<std::string>() : v.dump();
+  }
+  msg.trial_dir = experiment_dir_ + "/" + trial.DirName();
+  msg.gpu_ids = trial.gpu_ids;
+  msg.start_iteration = trial.training_iteration;
+  journal_.AfterDurable([this, worker = trial.worker_id, payload = proto::Encode(msg), trial]() mutable {
+    SendStart(worker, std::move(payload), trial, kStartTries);
+  });
+}
+
+void BusExecutor::SendStart(const std::string& worker_id, std::string payload, const Trial& trial, int tries_left) {
+  if (bus::SendTo(workers_, worker_id, payload)) return;
+  if (tries_left <= 0) {
+    if (on_unreachable_) on_unreachable_(trial);
+    return;
+  }
+  loop_.AddTimer(kStartRetry, [this, worker_id, payload = std::move(payload), trial, tries_left]() mutable {
+    SendStart(worker_id, std::move(payload), trial, tries_left - 1);
+  });
+}
+
+void BusExecutor::SendDecision(const Trial& trial, int64_t seq, const char* action) {
+  proto::Decision msg;
+  msg.trial_id = trial.trial_id;
+  msg.attempt = trial.attempt;
+  msg.seq = seq;
+  msg.action = action;
+  journal_.AfterDurable([this, worker = trial.worker_id, payload = proto::Encode(msg)] {
+    if (!bus::SendTo(workers_, worker, payload)) spdlog::warn("Dropping decision for worker {}: not connected", worker);
+  });
+}
+
+void BusExecutor::StopTrial(const Trial& trial) {
+  proto::StopTrialRequest msg;
+  msg.trial_id = trial.trial_id;
+  msg.attempt = trial.attempt;
+  journal_.AfterDurable([this, worker = trial.worker_id, payload = proto::Encode(msg)] {
+    if (!bus::SendTo(workers_, worker, payload)) spdlog::warn("Dropping stop for worker {}: not connected", worker);
+  });
+}
+
+void BusExecutor::ReleaseResources(const Trial& trial) {
+  proto::Release req;
+  req.trial_id = trial.trial_id;
+  req.attempt = trial.attempt;
+  journal_.AfterDurable([this, req] {
+    rm_.Request(req, [this, trial_id = req.trial_id](Result<proto::Decoded> reply) {
+      if (!reply.ok()) spdlog::warn("Release of {} failed: {}", trial_id, reply.status().ToString());
+      blocked_ = false;
+    });
+  });
+}
+
+}  // namespace tunebus

@@ -1,0 +1,60 @@
+// BusExecutor: the scheduler's TrialExecutor over the bus.
+//
+// Placement asks the resource-manager (Allocate); one request is in flight at a time, and after
+// a "no room" answer no new request goes out until something is freed (a Release we sent, or a
+// node event from the resource-manager), so a full cluster costs no traffic. Launch, decisions,
+// stops and releases are released only after the journal records that caused them are durable
+// (JournalWriter::AfterDurable). A StartTrial to a worker that has not connected to the
+// scheduler yet is retried for `connect_grace`; after that the attempt fails.
+#pragma once
+
+#include <functional>
+#include <set>
+#include <string>
+
+#include <nlohmann/json.hpp>
+#include <zmq.hpp>
+
+#include "libs/bus/request_client.hpp"
+#include "libs/journal/journal_writer.hpp"
+#include "libs/spec/experiment_spec.hpp"
+#include "libs/tune/trial_executor.hpp"
+
+namespace tunebus {
+
+class TrialRunner;
+
+class BusExecutor final : public TrialExecutor {
+ public:
+  BusExecutor(bus::EventLoop& loop, bus::RequestClient& rm, zmq::socket_t& workers,
+              journal::JournalWriter& journal, const ExperimentSpec& spec, std::string experiment_dir);
+
+  void set_runner(TrialRunner* runner) { runner_ = runner; }
+  /// Something was freed in the cluster: placement may be tried again.
+  void Unblock() { blocked_ = false; }
+  /// Called when the trainable of a trial could not be reached (worker never connected).
+  void set_on_unreachable(std::function<void(const Trial&)> f) { on_unreachable_ = std::move(f); }
+
+  bool CanPlace() const override { return !blocked_ && !placing_; }
+  void PlaceTrial(const Trial& trial, int64_t attempt) override;
+  void LaunchTrial(const Trial& trial) override;
+  void SendDecision(const Trial& trial, int64_t seq, const char* action) override;
+  void StopTrial(const Trial& trial) override;
+  void ReleaseResources(const Trial& trial) override;
+
+ private:
+  void SendStart(const std::string& worker_id, std::string payload, const Trial& trial, int tries_left);
+
+  bus::EventLoop& loop_;
+  bus::RequestClient& rm_;
+  zmq::socket_t& workers_;
+  journal::JournalWriter& journal_;
+  const ExperimentSpec& spec_;
+  std::string experiment_dir_;
+  TrialRunner* runner_ = nullptr;
+  std::function<void(const Trial&)> on_unreachable_;
+  bool blocked_ = false;
+  bool placing_ = false;
+};
+
+}  // namespace tunebus

@@ -1,0 +1,30 @@
+// One submitted experiment inside the scheduler: its spec, journal writer, recorder, executor
+// and runner, wired together. Owned by Scheduler; never destroyed while the process runs, so
+// late callbacks (placement replies, journal acks) always find it alive.
+#pragma once
+
+#include <memory>
+#include <string>
+
+#include "libs/journal/journal_writer.hpp"
+#include "libs/spec/experiment_spec.hpp"
+#include "libs/tune/trial_runner.hpp"
+#include "services/scheduler/bus_executor.hpp"
+#include "services/scheduler/experiment_recorder.hpp"
+#include "services/scheduler/scheduler.hpp"
+
+namespace tunebus {
+
+struct Scheduler::Experiment {
+  ExperimentSpec spec;
+  std::string experiment_id;   // 5 hex digits, prefix of trial ids
+  std::string journal_name;    // "<name>-<experiment_id>": the journal's key in the store
+  std::string experiment_dir;  // <results_dir>/<name>
+  bus::Clock::time_point started;
+  std::unique_ptr<journal::JournalWriter> journal;
+  std::unique_ptr<ExperimentRecorder> recorder;
+  std::unique_ptr<BusExecutor> executor;
+  std::unique_ptr<TrialRunner> runner;
+};
+
+}  // namespace tunebus

@@ -1,0 +1,68 @@
+// ExperimentRecorder: the scheduler's RunnerObserver. For every state change of the runner it
+//   1. appends the journal record (write-ahead: before any effect the change causes),
+//   2. writes the trial's files in Ray Tune's layout under <results_dir>/<experiment>/:
+//      <trial>/params.json, <trial>/result.json (JSON lines), <trial>/progress.csv,
+//      <trial>/error.txt, and experiment_state.json (for humans; the journal is the truth),
+//   3. publishes a SchedulerEvent on the event stream.
+// File errors are logged and never stop the experiment (the journal holds the results).
+#pragma once
+
+#include <fstream>
+#include <functional>
+#include <memory>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include <zmq.hpp>
+
+#include "libs/journal/journal_writer.hpp"
+#include "libs/tune/trial_executor.hpp"
+
+namespace tunebus {
+
+class TrialRunner;
+
+class ExperimentRecorder final : public RunnerObserver {
+ public:
+  /// `experiment_dir` is <results_dir>/<experiment name>; created if missing.
+  ExperimentRecorder(std::string name, std::string experiment_dir, journal::JournalWriter& journal,
+                     zmq::socket_t& events);
+  ~ExperimentRecorder() override;
+
+  /// The runner whose summary experiment_state.json shows (set once it exists).
+  void set_runner(const TrialRunner* runner) { runner_ = runner; }
+
+  void OnTrialAdded(const Trial& trial) override;
+  void OnTrialStarted(const Trial& trial) override;
+  void OnTrialResult(const Trial& trial, const nlohmann::json& result, const char* decision) override;
+  void OnTrialStatus(const Trial& trial) override;
+  void OnSearcherState(const nlohmann::json& state) override;
+  void OnExperimentEnded(const std::string& status, const std::string& reason) override;
+
+  /// Writes <trial>/error.txt with the reason and the trainable's stderr tail.
+  void WriteErrorFile(const Trial& trial, const std::string& text);
+  /// Flushes open result files and rewrites experiment_state.json.
+  void Checkpoint();
+  const std::string& experiment_dir() const { return experiment_dir_; }
+
+ private:
+  struct TrialFiles {
+    std::ofstream result_json;
+    std::ofstream progress_csv;
+    std::vector<std::string> csv_columns;  // fixed by the first result, as Ray Tune's CSV logger
+  };
+  std::string TrialDir(const Trial& trial) const;
+  TrialFiles& Files(const Trial& trial);
+  void Publish(const char* event, const Trial* trial, const nlohmann::json& body);
+
+  std::string name_;
+  std::string experiment_dir_;
+  journal::JournalWriter& journal_;
+  zmq::socket_t& events_;
+  const TrialRunner* runner_ = nullptr;
+  std::unordered_map<std::string, std::unique_ptr<TrialFiles>> files_;
+  double started_at_ = 0;
+};
+
+}  // namespace tunebus

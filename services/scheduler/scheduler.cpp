@@ -1,0 +1,142 @@
+#include "services/scheduler/scheduler.hpp"
+
+#include <spdlog/spdlog.h>
+
+#include "proto/resources.hpp"
+#include "proto/worker.hpp"
+#include "services/scheduler/experiment.hpp"
+
+namespace tunebus {
+
+Result<std::unique_ptr<Scheduler>> Scheduler::Create(zmq::context_t& ctx, SchedulerOptions options) {
+  std::unique_ptr<Scheduler> s(new Scheduler(ctx, std::move(options)));
+  Status st = s->Init();
+  if (!st.ok()) return st;
+  return s;
+}
+
+Scheduler::Scheduler(zmq::context_t& ctx, SchedulerOptions options) : ctx_(ctx), options_(std::move(options)) {}
+
+Scheduler::~Scheduler() = default;
+
+Status Scheduler::Init() {
+  auto control = bus::Bind(ctx_, zmq::socket_type::router, options_.control_endpoint);
+  if (!control.ok()) return control.status();
+  auto workers = bus::Bind(ctx_, zmq::socket_type::router, options_.worker_endpoint);
+  if (!workers.ok()) return workers.status();
+  auto events = bus::Bind(ctx_, zmq::socket_type::pub, options_.events_endpoint);
+  if (!events.ok()) return events.status();
+  auto rm = bus::Connect(ctx_, zmq::socket_type::dealer, options_.rm_endpoint);
+  if (!rm.ok()) return rm.status();
+  auto rm_sub = bus::Connect(ctx_, zmq::socket_type::sub, options_.rm_events_endpoint);
+  if (!rm_sub.ok()) return rm_sub.status();
+  auto store = bus::Connect(ctx_, zmq::socket_type::dealer, options_.store_endpoint);
+  if (!store.ok()) return store.status();
+
+  control_ = std::move(*control);
+  workers_ = std::move(*workers);
+  events_ = std::move(*events);
+  rm_sub_ = std::move(*rm_sub);
+  rm_sub_.set(zmq::sockopt::subscribe, "node");
+  control_bound_ = bus::BoundEndpoint(control_);
+  workers_bound_ = bus::BoundEndpoint(workers_);
+  events_bound_ = bus::BoundEndpoint(events_);
+  rm_ = std::make_unique<bus::RequestClient>(loop_, std::move(*rm), "resource-manager");
+  store_ = std::make_unique<bus::RequestClient>(loop_, std::move(*store), "checkpoint-store");
+
+  loop_.AddSocket(control_, [this] { OnControlReadable(); });
+  loop_.AddSocket(workers_, [this] { OnWorkerReadable(); });
+  loop_.AddSocket(rm_sub_, [this] { OnNodeEvent(); });
+  loop_.SetIdleHook([this] { AfterRound(); });
+  last_state_file_ = bus::Clock::now();
+  return Status::Ok();
+}
+
+std::string Scheduler::endpoint() const {
+  return "control=" + control_bound_ + " workers=" + workers_bound_ + " events=" + events_bound_;
+}
+
+void Scheduler::Run() {
+  spdlog::info("scheduler serving {}", endpoint());
+  loop_.Run();
+  for (auto& e : experiments_) e->recorder->Checkpoint();
+  std::string counts;
+  for (const auto& [type, n] : counters_) counts += " " + type + "=" + std::to_string(n);
+  spdlog::info("scheduler stopped; handled{}", counts);
+}
+
+Scheduler::Experiment* Scheduler::Current() { return experiments_.empty() ? nullptr : experiments_.back().get(); }
+
+// After every poll round: let the runner make progress, then send the journal batch.
+void Scheduler::AfterRound() {
+  Experiment* e = Current();
+  if (e == nullptr) return;
+  if (state_ == State::kRunning) {
+    e->runner->Step();
+    if (e->runner->IsFinished()) {
+      state_ = State::kIdle;
+      spdlog::info("Experiment {} ended: {} ({})", e->spec.name, ExperimentStatusName(e->runner->status()),
+                   e->runner->end_reason());
+    }
+  }
+  e->journal->Flush();
+  const auto now = bus::Clock::now();
+  if (now - last_state_file_ >= bus::Duration{options_.state_file_interval_ms}) {
+    last_state_file_ = now;
+    e->recorder->Checkpoint();
+  }
+}
+
+void Scheduler::OnWorkerReadable() {
+  bus::Incoming in;
+  while (bus::Receive(workers_, in)) {
+    const std::string peer = in.peer();
+    auto d = proto::Decode(in.payload.data(), in.payload.size());
+    if (!d.ok()) {
+      counters_["invalid"]++;
+      spdlog::warn("Dropping message from worker {} because it is malformed: {}", peer, d.status().ToString());
+      bus::Reply(workers_, in, proto::Encode(proto::MakeError(d.status(), 0, "")));
+      continue;
+    }
+    counters_[d->type()]++;
+    workers_seen_[peer] = bus::Clock::now();
+    if (d->type() == proto::RegisterWorker::kType) {
+      HandleRegisterWorker(peer, in, *d);
+    } else if (d->type() == proto::ReportResult::kType) {
+      HandleReportResult(peer, *d);
+    } else if (d->type() == proto::TrialExited::kType) {
+      HandleTrialExited(peer, *d);
+    } else if (d->type() == proto::WorkerHeartbeat::kType) {
+      // liveness is the resource-manager's job; the timestamp above is enough here
+    } else {
+      spdlog::warn("Dropping message of unknown type '{}' from worker {}", d->type(), peer);
+      bus::Reply(workers_, in,
+                 proto::Encode(proto::MakeError(Status::InvalidArgument("unknown message type '" + d->type() + "'"),
+                                                d->id(), d->type())));
+    }
+  }
+}
+
+void Scheduler::OnNodeEvent() {
+  bus::Incoming in;
+  while (bus::Receive(rm_sub_, in)) {
+    auto d = proto::Decode(in.payload.data(), in.payload.size());
+    if (!d.ok()) {
+      spdlog::warn("Dropping node event because it is malformed: {}", d.status().ToString());
+      continue;
+    }
+    auto ev = d->As<proto::NodeEvent>();
+    if (!ev.ok()) continue;
+    counters_["node_event"]++;
+    Experiment* e = Current();
+    if (e == nullptr) continue;
+    e->executor->Unblock();
+    if (ev->event == "node_lost") {
+      spdlog::warn("Worker {} was lost; requeueing its trials", ev->worker_id);
+      workers_seen_.erase(ev->worker_id);
+      e->runner->OnWorkerLost(ev->worker_id);
+    }
+  }
+}
+
+}  // namespace tunebus

@@ -1,0 +1,103 @@
+// Scheduler: owns experiments and their trials, runs the TrialRunner for the active experiment,
+// talks to workers, the resource-manager and the checkpoint-store, serves the control socket
+// and publishes the event stream (DESIGN.md "Services").
+//
+// Sockets (all used only by the Run() thread):
+//   control  ROUTER bind   tunectl requests (proto/control.hpp)
+//   workers  ROUTER bind   trial-workers (proto/worker.hpp), routing id = worker_id
+//   events   PUB    bind   SchedulerEvent stream (proto/events.hpp)
+//   rm       DEALER connect resource-manager requests (proto/resources.hpp)
+//   rm_sub   SUB    connect resource-manager node events
+//   store    DEALER connect checkpoint-store journal appends (proto/store.hpp)
+// One experiment is active at a time; finished experiments stay listed until the process ends.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+#include <zmq.hpp>
+
+#include "libs/bus/event_loop.hpp"
+#include "libs/bus/request_client.hpp"
+#include "libs/bus/socket.hpp"
+#include "libs/core/status.hpp"
+
+namespace tunebus {
+
+struct SchedulerOptions {
+  std::string control_endpoint = "tcp://127.0.0.1:5555";
+  std::string worker_endpoint = "tcp://127.0.0.1:5559";
+  std::string events_endpoint = "tcp://127.0.0.1:5560";
+  std::string rm_endpoint = "tcp://127.0.0.1:5556";
+  std::string rm_events_endpoint = "tcp://127.0.0.1:5558";
+  std::string store_endpoint = "tcp://127.0.0.1:5557";
+  int64_t state_file_interval_ms = 10000;  // experiment_state.json rewrite period
+};
+
+class Scheduler {
+ public:
+  enum class State {
+    kIdle,     // no experiment submitted yet, or the last one ended: accepts submit
+    kRunning,  // an experiment is active: its runner owns the trials
+  };
+
+  static Result<std::unique_ptr<Scheduler>> Create(zmq::context_t& ctx, SchedulerOptions options);
+  ~Scheduler();
+
+  void Run();
+  void Stop() { loop_.Stop(); }
+  /// "control=<ep> workers=<ep> events=<ep>" as bound.
+  std::string endpoint() const;
+  std::string control_endpoint() const { return control_bound_; }
+  std::string worker_endpoint() const { return workers_bound_; }
+
+ private:
+  struct Experiment;
+  Scheduler(zmq::context_t& ctx, SchedulerOptions options);
+  Status Init();
+
+  // sockets
+  void OnControlReadable();
+  void OnWorkerReadable();
+  void OnNodeEvent();
+  void AfterRound();
+
+  // worker handlers (scheduler_workers.cpp)
+  void HandleRegisterWorker(const std::string& peer, const bus::Incoming& in, const proto::Decoded& d);
+  void HandleReportResult(const std::string& peer, const proto::Decoded& d);
+  void HandleTrialExited(const std::string& peer, const proto::Decoded& d);
+
+  // control handlers (scheduler_control.cpp): each answers `in` exactly once
+  void HandleSubmit(const bus::Incoming& in, const proto::Decoded& d);
+  void HandleListTrials(const bus::Incoming& in, const proto::Decoded& d);
+  void HandleShowTrial(const bus::Incoming& in, const proto::Decoded& d);
+  void HandleStopTrial(const bus::Incoming& in, const proto::Decoded& d);
+  void HandleStopExperiment(const bus::Incoming& in, const proto::Decoded& d);
+  void HandleGetExperiment(const bus::Incoming& in, const proto::Decoded& d);
+  void HandleListWorkers(const bus::Incoming& in, const proto::Decoded& d);
+  void ReplyJson(const bus::Incoming& in, uint64_t id, const nlohmann::json& body);
+  void ReplyError(const bus::Incoming& in, uint64_t id, const std::string& type, const Status& status);
+  Experiment* Current();
+
+  zmq::context_t& ctx_;
+  SchedulerOptions options_;
+  State state_ = State::kIdle;
+  bus::EventLoop loop_;
+  zmq::socket_t control_;
+  zmq::socket_t workers_;
+  zmq::socket_t events_;
+  zmq::socket_t rm_sub_;
+  std::unique_ptr<bus::RequestClient> rm_;
+  std::unique_ptr<bus::RequestClient> store_;
+  std::string control_bound_, workers_bound_, events_bound_;
+  std::map<std::string, bus::Clock::time_point> workers_seen_;  // worker_id -> last message
+  std::vector<std::unique_ptr<Experiment>> experiments_;       // the last one is current
+  std::map<std::string, uint64_t> counters_;                   // messages handled, by type
+  bus::Clock::time_point last_state_file_;
+};
+
+}  // namespace tunebus

@@ -1,0 +1,214 @@
+// Scheduler handlers for the control socket (tunectl). Every request gets exactly one reply:
+// ControlReply with a JSON body, or ErrorReply. Replies wait for the journal (write-ahead).
+#include <chrono>
+#include <random>
+
+#include <fmt/format.h>
+#include <spdlog/spdlog.h>
+
+#include "libs/journal/records.hpp"
+#include "proto/control.hpp"
+#include "proto/resources.hpp"
+#include "services/scheduler/experiment.hpp"
+#include "services/scheduler/trial_json.hpp"
+
+namespace tunebus {
+
+using nlohmann::json;
+
+namespace {
+
+double WallSeconds() {
+  return std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
+}
+
+double Elapsed(bus::Clock::time_point since) {
+  return std::chrono::duration<double>(bus::Clock::now() - since).count();
+}
+
+}  // namespace
+
+void Scheduler::ReplyJson(const bus::Incoming& in, uint64_t id, const json& body) {
+  proto::ControlReply reply;
+  reply.id = id;
+  reply.body_json = body.dump();
+  auto send = [this, in_route = in.route, payload = proto::Encode(reply)] {
+    bus::Incoming route;
+    route.route = in_route;
+    bus::Reply(control_, route, payload);
+  };
+  Experiment* e = Current();
+  if (e) {
+    e->journal->AfterDurable(std::move(send));
+  } else {
+    send();
+  }
+}
+
+void Scheduler::ReplyError(const bus::Incoming& in, uint64_t id, const std::string& type, const Status& status) {
+  bus::Reply(control_, in, proto::Encode(proto::MakeError(status, id, type)));
+}
+
+void Scheduler::OnControlReadable() {
+  bus::Incoming in;
+  while (bus::Receive(control_, in)) {
+    auto d = proto::Decode(in.payload.data(), in.payload.size());
+    if (!d.ok()) {
+      counters_["invalid"]++;
+      spdlog::warn("Rejecting control request because it is malformed: {}", d.status().ToString());
+      ReplyError(in, 0, "", d.status());
+      continue;
+    }
+    counters_[d->type()]++;
+    const std::string& type = d->type();
+    if (type == proto::SubmitExperiment::kType) {
+      HandleSubmit(in, *d);
+    } else if (type == proto::ListTrials::kType) {
+      HandleListTrials(in, *d);
+    } else if (type == proto::ShowTrial::kType) {
+      HandleShowTrial(in, *d);
+    } else if (type == proto::StopTrialCommand::kType) {
+      HandleStopTrial(in, *d);
+    } else if (type == proto::StopExperiment::kType) {
+      HandleStopExperiment(in, *d);
+    } else if (type == proto::GetExperiment::kType) {
+      HandleGetExperiment(in, *d);
+    } else if (type == proto::ListWorkers::kType) {
+      HandleListWorkers(in, *d);
+    } else {
+      ReplyError(in, d->id(), type, Status::InvalidArgument("unknown control request type '" + type + "'"));
+    }
+  }
+}
+
+void Scheduler::HandleSubmit(const bus::Incoming& in, const proto::Decoded& d) {
+  auto msg = d.As<proto::SubmitExperiment>();
+  if (!msg.ok()) return ReplyError(in, d.id(), d.type(), msg.status());
+  if (state_ == State::kRunning) {
+    return ReplyError(in, d.id(), d.type(),
+                      Status::FailedPrecondition(fmt::format("experiment {} is still running; stop it first",
+                                                             Current()->spec.name)));
+  }
+  auto spec = ParseExperimentYaml(msg->spec_yaml, msg->base_dir, msg->source_name);
+  if (!spec.ok()) return ReplyError(in, d.id(), d.type(), spec.status());
+  auto scheduler = MakeTrialScheduler(spec->scheduler, spec->scheduler_config);
+  if (!scheduler.ok()) return ReplyError(in, d.id(), d.type(), scheduler.status());
+  auto resources = Resources::FromAmounts(spec->resources_per_trial);
+  if (!resources.ok()) return ReplyError(in, d.id(), d.type(), resources.status());
+
+  auto e = std::make_unique<Experiment>();
+  e->spec = std::move(*spec);
+  std::random_device rd;
+  e->experiment_id = fmt::format("{:05x}", rd() & 0xfffff);
+  e->journal_name = e->spec.name + "-" + e->experiment_id;
+  e->experiment_dir = e->spec.results_dir + "/" + e->spec.name;
+  e->started = bus::Clock::now();
+  const uint64_t seed = e->spec.seed.value_or((uint64_t(rd()) << 32) | rd());
+  e->journal = std::make_unique<journal::JournalWriter>(loop_, *store_, e->journal_name);
+  e->journal->Append(journal::ExperimentSubmitted(e->experiment_id, msg->spec_yaml, msg->base_dir, msg->source_name,
+                                                  seed, WallSeconds()));
+  e->recorder = std::make_unique<ExperimentRecorder>(e->spec.name, e->experiment_dir, *e->journal, events_);
+  e->executor = std::make_unique<BusExecutor>(loop_, *rm_, workers_, *e->journal, e->spec, e->experiment_dir);
+
+  RunnerOptions ro;
+  ro.experiment_id = e->experiment_id;
+  ro.metric = e->spec.metric;
+  ro.mode = e->spec.mode;
+  ro.stop = e->spec.stop.thresholds;
+  ro.time_budget_s = e->spec.stop.time_budget_s;
+  ro.max_concurrent_trials = e->spec.max_concurrent_trials;
+  ro.max_failures = e->spec.max_failures;
+  ro.fail_fast = e->spec.fail_fast;
+  ro.resources_per_trial = *resources;
+  auto generator = std::make_unique<VariantGenerator>(e->spec.param_space, e->spec.num_samples, seed);
+  e->runner = std::make_unique<TrialRunner>(std::move(ro), std::move(generator), std::move(*scheduler), *e->executor,
+                                            *e->recorder, WallSeconds);
+  e->executor->set_runner(e->runner.get());
+  e->recorder->set_runner(e->runner.get());
+  Experiment* raw = e.get();
+  e->executor->set_on_unreachable([raw](const Trial& t) {
+    raw->runner->OnTrialExited(t.trial_id, t.attempt, false, fmt::format("worker {} is not connected", t.worker_id));
+  });
+  experiments_.push_back(std::move(e));
+  state_ = State::kRunning;
+  spdlog::info("Experiment {} ({} trials{}) submitted; journal {}", raw->spec.name, raw->runner->TotalTrials(),
+               raw->spec.seed ? fmt::format(", seed {}", seed) : "", raw->journal_name);
+  raw->runner->Step();
+  ReplyJson(in, d.id(), ExperimentToJson(raw->spec.name, *raw->runner, raw->experiment_dir, 0));
+}
+
+void Scheduler::HandleListTrials(const bus::Incoming& in, const proto::Decoded& d) {
+  auto msg = d.As<proto::ListTrials>();
+  if (!msg.ok()) return ReplyError(in, d.id(), d.type(), msg.status());
+  std::optional<TrialStatus> filter;
+  if (!msg->status.empty()) {
+    filter = ParseTrialStatus(msg->status);
+    if (!filter) return ReplyError(in, d.id(), d.type(), Status::InvalidArgument("unknown status '" + msg->status + "'"));
+  }
+  json body = json::array();
+  if (Experiment* e = Current()) {
+    for (const Trial& t : e->runner->trials()) {
+      if (!filter || t.status == *filter) body.push_back(TrialToJson(t, e->experiment_dir));
+    }
+  }
+  ReplyJson(in, d.id(), body);
+}
+
+void Scheduler::HandleShowTrial(const bus::Incoming& in, const proto::Decoded& d) {
+  auto msg = d.As<proto::ShowTrial>();
+  if (!msg.ok()) return ReplyError(in, d.id(), d.type(), msg.status());
+  Experiment* e = Current();
+  const Trial* t = e ? e->runner->FindTrial(msg->trial_id) : nullptr;
+  if (t == nullptr) return ReplyError(in, d.id(), d.type(), Status::NotFound("no trial " + msg->trial_id));
+  ReplyJson(in, d.id(), TrialToJson(*t, e->experiment_dir));
+}
+
+void Scheduler::HandleStopTrial(const bus::Incoming& in, const proto::Decoded& d) {
+  auto msg = d.As<proto::StopTrialCommand>();
+  if (!msg.ok()) return ReplyError(in, d.id(), d.type(), msg.status());
+  Experiment* e = Current();
+  if (e == nullptr) return ReplyError(in, d.id(), d.type(), Status::NotFound("no trial " + msg->trial_id));
+  auto r = e->runner->StopTrial(msg->trial_id);
+  if (!r.ok()) return ReplyError(in, d.id(), d.type(), r.status());
+  const Trial* t = e->runner->FindTrial(msg->trial_id);
+  ReplyJson(in, d.id(), {{"trial_id", msg->trial_id}, {"status", TrialStatusName(t->status)}, {"message", *r}});
+}
+
+void Scheduler::HandleStopExperiment(const bus::Incoming& in, const proto::Decoded& d) {
+  Experiment* e = Current();
+  if (e == nullptr) return ReplyError(in, d.id(), d.type(), Status::NotFound("no experiment has been submitted"));
+  e->runner->StopExperiment("stopped by the user");
+  ReplyJson(in, d.id(), ExperimentToJson(e->spec.name, *e->runner, e->experiment_dir, Elapsed(e->started)));
+}
+
+void Scheduler::HandleGetExperiment(const bus::Incoming& in, const proto::Decoded& d) {
+  Experiment* e = Current();
+  if (e == nullptr) return ReplyError(in, d.id(), d.type(), Status::NotFound("no experiment has been submitted"));
+  ReplyJson(in, d.id(), ExperimentToJson(e->spec.name, *e->runner, e->experiment_dir, Elapsed(e->started)));
+}
+
+void Scheduler::HandleListWorkers(const bus::Incoming& in, const proto::Decoded& d) {
+  const uint64_t id = d.id();
+  const std::string type = d.type();
+  rm_->Request(proto::GetClusterView{}, [this, route = in.route, id, type](Result<proto::Decoded> reply) {
+    bus::Incoming back;
+    back.route = route;
+    auto view = reply.ok() ? reply->As<proto::ClusterView>() : Result<proto::ClusterView>(reply.status());
+    if (!view.ok()) return ReplyError(back, id, type, view.status());
+    json body = json::array();
+    for (const auto& n : view->nodes) {
+      auto cap = Resources::FromUnits(n.capacity);
+      auto used = Resources::FromUnits(n.committed);
+      if (!cap.ok() || !used.ok()) continue;
+      Resources free = *cap;
+      if (used->FitsIn(free)) free -= *used;
+      body.push_back({{"worker_id", n.worker_id}, {"hostname", n.hostname}, {"alive", n.alive},
+                      {"capacity", cap->ToAmounts()}, {"committed", used->ToAmounts()},
+                      {"free", free.ToAmounts()}, {"trials", n.trials},
+                      {"connected", workers_seen_.count(n.worker_id) > 0}});
+    }
+    ReplyJson(back, id, body);
+  });
+}
+
+}  // namespace tunebus

@@ -1,0 +1,76 @@
+// Scheduler handlers for messages from trial-workers.
+#include <spdlog/spdlog.h>
+
+#include "proto/worker.hpp"
+#include "services/scheduler/experiment.hpp"
+
+namespace tunebus {
+
+void Scheduler::HandleRegisterWorker(const std::string& peer, const bus::Incoming& in, const proto::Decoded& d) {
+  auto msg = d.As<proto::RegisterWorker>();
+  if (!msg.ok()) {
+    bus::Reply(workers_, in, proto::Encode(proto::MakeError(msg.status(), d.id(), d.type())));
+    return;
+  }
+  proto::RegisterWorkerAck ack;
+  ack.id = d.id();
+  // Trials the worker runs that are not a current RUNNING attempt here must be killed.
+  Experiment* e = Current();
+  for (const auto& r : msg->running) {
+    const Trial* t = e ? e->runner->FindTrial(r.trial_id) : nullptr;
+    const bool current = t && t->status == TrialStatus::kRunning && t->attempt == r.attempt && t->worker_id == peer;
+    if (!current) ack.stale_trials.push_back(r.trial_id);
+  }
+  spdlog::info("Worker {} ({}) connected, running {} trial(s)", peer, msg->hostname, msg->running.size());
+  bus::Reply(workers_, in, proto::Encode(ack));
+}
+
+void Scheduler::HandleReportResult(const std::string& peer, const proto::Decoded& d) {
+  auto msg = d.As<proto::ReportResult>();
+  if (!msg.ok()) {
+    spdlog::warn("Dropping report_result from {}: {}", peer, msg.status().ToString());
+    return;
+  }
+  Experiment* e = Current();
+  if (e == nullptr) {
+    spdlog::warn("Dropping result of {} from {} because no experiment is active", msg->trial_id, peer);
+    return;
+  }
+  auto metrics = nlohmann::json::parse(msg->metrics_json, nullptr, /*allow_exceptions=*/false);
+  Status st = metrics.is_object() ? e->runner->OnResult(msg->trial_id, msg->attempt, msg->seq, std::move(metrics),
+                                                        msg->time_this_iter_s)
+                                  : Status::InvalidArgument("metrics_json is not a JSON object");
+  if (st.ok()) return;
+  spdlog::warn("Dropping result {} of {} attempt {} from {} because {}", msg->seq, msg->trial_id, msg->attempt, peer,
+               st.message());
+  const Trial* t = e->runner->FindTrial(msg->trial_id);
+  if (t && msg->attempt < t->attempt) {
+    // A late result of a dead attempt: make sure that trainable stops.
+    proto::StopTrialRequest stop;
+    stop.trial_id = msg->trial_id;
+    stop.attempt = msg->attempt;
+    bus::SendMessageTo(workers_, peer, stop);
+  }
+}
+
+void Scheduler::HandleTrialExited(const std::string& peer, const proto::Decoded& d) {
+  auto msg = d.As<proto::TrialExited>();
+  if (!msg.ok()) {
+    spdlog::warn("Dropping trial_exited from {}: {}", peer, msg.status().ToString());
+    return;
+  }
+  Experiment* e = Current();
+  if (e == nullptr) return;
+  const Trial* t = e->runner->FindTrial(msg->trial_id);
+  if (t == nullptr || t->attempt != msg->attempt || t->status != TrialStatus::kRunning) return;
+  const bool ok = msg->ok || msg->stopped;
+  if (!ok) {
+    std::string text = msg->error;
+    if (!msg->stderr_tail.empty()) text += "\n--- stderr (tail) ---\n" + msg->stderr_tail;
+    e->recorder->WriteErrorFile(*t, text);
+    spdlog::warn("Trial {} attempt {} failed on {}: {}", msg->trial_id, msg->attempt, peer, msg->error);
+  }
+  e->runner->OnTrialExited(msg->trial_id, msg->attempt, ok, msg->error);
+}
+
+}  // namespace tunebus

@@ -1,0 +1,48 @@
+#include "services/scheduler/trial_json.hpp"
+
+namespace tunebus {
+
+using nlohmann::json;
+
+json TrialToJson(const Trial& t, const std::string& experiment_dir) {
+  return {{"trial_id", t.trial_id},
+          {"status", TrialStatusName(t.status)},
+          {"config", t.config},
+          {"last_result", t.last_result.is_null() ? json::object() : t.last_result},
+          {"num_failures", t.num_failures},
+          {"resources", t.resources.ToAmounts()},
+          {"worker", t.worker_id.empty() ? json(nullptr) : json(t.worker_id)},
+          {"gpu_ids", t.gpu_ids},
+          {"error", t.error.empty() ? json(nullptr) : json(t.error)},
+          {"experiment_tag", t.experiment_tag},
+          {"training_iteration", t.training_iteration},
+          {"time_total_s", t.time_total_s},
+          {"attempt", t.attempt},
+          {"dir", experiment_dir + "/" + t.DirName()}};
+}
+
+json ExperimentToJson(const std::string& name, const TrialRunner& runner, const std::string& experiment_dir,
+                      double elapsed_s) {
+  json counts = json::object();
+  for (auto s : {TrialStatus::kPending, TrialStatus::kRunning, TrialStatus::kPaused, TrialStatus::kTerminated,
+                 TrialStatus::kError}) {
+    counts[TrialStatusName(s)] = 0;
+  }
+  for (const auto& [status, n] : runner.CountByStatus()) counts[TrialStatusName(status)] = n;
+  const Trial* best = runner.BestTrial();
+  return {{"name", name},
+          {"experiment_id", runner.options().experiment_id},
+          {"status", ExperimentStatusName(runner.status())},
+          {"reason", runner.end_reason()},
+          {"counts", counts},
+          {"total", runner.TotalTrials()},
+          {"created", runner.trials().size()},
+          {"finished", runner.IsFinished()},
+          {"metric", runner.options().metric},
+          {"mode", runner.options().mode},
+          {"results_dir", experiment_dir},
+          {"best", best ? TrialToJson(*best, experiment_dir) : json(nullptr)},
+          {"elapsed_s", elapsed_s}};
+}
+
+}  // namespace tunebus

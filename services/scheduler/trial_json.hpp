@@ -1,0 +1,21 @@
+// JSON views of trials and experiments for the control socket, the event stream and
+// experiment_state.json. Shapes are documented in proto/PROTOCOL.md ("Control socket").
+#pragma once
+
+#include <nlohmann/json.hpp>
+
+#include "libs/core/trial.hpp"
+#include "libs/tune/trial_runner.hpp"
+
+namespace tunebus {
+
+/// {"trial_id", "status", "config", "last_result", "num_failures", "resources", "worker",
+///  "error", "experiment_tag", "training_iteration", "time_total_s", "attempt", "dir"}
+nlohmann::json TrialToJson(const Trial& trial, const std::string& experiment_dir);
+
+/// {"name", "experiment_id", "status", "reason", "counts": {STATUS: n}, "total", "finished",
+///  "metric", "mode", "results_dir", "best": trial object or null, "elapsed_s"}
+nlohmann::json ExperimentToJson(const std::string& name, const TrialRunner& runner,
+                                const std::string& experiment_dir, double elapsed_s);
+
+}  // namespace tunebus

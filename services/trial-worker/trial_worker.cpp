@@ -1,0 +1,294 @@
+// TrialWorker: creation, registration, heartbeats and the scheduler socket. Trial handling is
+// in trial_worker_trials.cpp.
+#include "services/trial-worker/trial_worker.hpp"
+
+#include <fmt/format.h>
+#include <spdlog/spdlog.h>
+#include <unistd.h>
+
+#include <cmath>
+
+#include "libs/bus/socket.hpp"
+#include "libs/core/resources.hpp"
+#include "proto/resources.hpp"
+
+namespace tunebus {
+
+namespace {
+
+Result<Resources> Capacity(const TrialWorkerOptions& o) {
+  std::map<std::string, double> amounts = o.custom;
+  for (const char* reserved : {"cpu", "gpu", "memory"}) {
+    if (amounts.count(reserved) > 0) {
+      return Status::InvalidArgument(
+          fmt::format("custom resource '{}' is reserved: use the dedicated option", reserved));
+    }
+  }
+  for (const auto& [name, amount] : amounts) {
+    if (name.empty()) return Status::InvalidArgument("custom resource with an empty name");
+  }
+  amounts["cpu"] = o.cpus;
+  amounts["gpu"] = static_cast<double>(o.gpus);
+  amounts["memory"] = static_cast<double>(o.memory_bytes);
+  return Resources::FromAmounts(amounts);
+}
+
+std::string Hostname() {
+  char buf[256] = {};
+  if (::gethostname(buf, sizeof(buf) - 1) != 0) return "localhost";
+  return buf;
+}
+
+}  // namespace
+
+Result<std::unique_ptr<TrialWorker>> TrialWorker::Create(zmq::context_t& ctx,
+                                                         TrialWorkerOptions options) {
+  if (options.heartbeat_interval_ms <= 0) {
+    return Status::InvalidArgument("heartbeat_interval_ms must be > 0");
+  }
+  if (options.liveness <= 0) return Status::InvalidArgument("liveness must be > 0");
+  if (options.max_unacked_results <= 0)
+    return Status::InvalidArgument("max_unacked_results must be > 0");
+  if (options.stop_grace_ms < 0) return Status::InvalidArgument("stop_grace_ms must be >= 0");
+  if (options.gpus < 0) return Status::InvalidArgument("gpus must be >= 0");
+  if (options.memory_bytes < 0) return Status::InvalidArgument("memory_bytes must be >= 0");
+  if (auto cap = Capacity(options); !cap.ok()) return cap.status();
+  std::string hostname = Hostname();
+  if (options.worker_id.empty()) options.worker_id = fmt::format("{}-{}", hostname, ::getpid());
+
+  auto scheduler =
+      bus::Connect(ctx, zmq::socket_type::dealer, options.scheduler_endpoint, options.worker_id);
+  if (!scheduler.ok()) return scheduler.status();
+  auto rm = bus::Connect(ctx, zmq::socket_type::dealer, options.rm_endpoint, options.worker_id);
+  if (!rm.ok()) return rm.status();
+  return std::unique_ptr<TrialWorker>(new TrialWorker(std::move(options), std::move(hostname),
+                                                      std::move(scheduler).value(),
+                                                      std::move(rm).value()));
+}
+
+TrialWorker::TrialWorker(TrialWorkerOptions options, std::string hostname, zmq::socket_t scheduler,
+                         zmq::socket_t rm)
+    : options_(std::move(options)),
+      hostname_(std::move(hostname)),
+      scheduler_(std::move(scheduler)) {
+  rm_ = std::make_unique<bus::RequestClient>(loop_, std::move(rm), "resource-manager");
+  rm_->SetUnsolicitedHandler([](const proto::Decoded& msg) {
+    spdlog::debug("Dropping late {} from the resource-manager", msg.type());
+  });
+  loop_.AddSocket(scheduler_, [this] { OnSchedulerReadable(); });
+}
+
+TrialWorker::~TrialWorker() {
+  if (state_ != State::kShutDown) Shutdown();
+}
+
+void TrialWorker::Run() {
+  spdlog::info("trial-worker {} on {}: scheduler {}, resource-manager {}", options_.worker_id,
+               hostname_, options_.scheduler_endpoint, options_.rm_endpoint);
+  OnHeartbeat();
+  loop_.AddPeriodic(bus::Duration{options_.heartbeat_interval_ms}, [this] { OnHeartbeat(); });
+  loop_.Run();
+  Shutdown();
+}
+
+void TrialWorker::Shutdown() {
+  if (state_ == State::kShutDown) return;
+  state_ = State::kShutDown;
+  for (auto& [key, run] : runs_) {
+    if (run->phase == TrialRun::Phase::kExited) continue;
+    spdlog::info("Killing trial {} attempt {} because trial-worker {} shuts down", run->trial_id,
+                 run->attempt, options_.worker_id);
+    for (int fd : run->fds) loop_.RemoveFd(fd);
+    run->fds.clear();
+    run->trainable->Kill();
+    proto::TrialExited exited;
+    exited.trial_id = run->trial_id;
+    exited.attempt = run->attempt;
+    exited.ok = false;
+    exited.exit_code = -9;
+    exited.error = fmt::format("trial-worker {} shut down", options_.worker_id);
+    exited.last_seq = run->last_seq;
+    if (!run->silent) SendToScheduler(exited);
+  }
+  runs_.clear();  // CommandTrainable's destructor reaps the killed processes
+}
+
+template <typename M>
+void TrialWorker::SendToScheduler(const M& message) {
+  if (!bus::SendMessage(scheduler_, message)) {
+    spdlog::warn(
+        "Could not send {} to the scheduler (queue full); it is resent after re-registration",
+        M::kType);
+  }
+}
+template void TrialWorker::SendToScheduler(const proto::ReportResult&);
+template void TrialWorker::SendToScheduler(const proto::TrialExited&);
+
+void TrialWorker::OnHeartbeat() {
+  if (state_ == State::kShutDown) return;
+  if (!rm_request_in_flight_) {
+    if (rm_registered_) {
+      SendNodeHeartbeat();
+    } else {
+      RegisterNode();
+    }
+  }
+  if (state_ == State::kRegistering) {
+    SendRegisterWorker();
+  } else {
+    proto::WorkerHeartbeat hb;
+    hb.worker_id = options_.worker_id;
+    SendToScheduler(hb);
+  }
+  const auto silence = bus::Duration{options_.heartbeat_interval_ms * options_.liveness};
+  if (scheduler_seen_ && !scheduler_silence_logged_ &&
+      bus::Clock::now() - last_scheduler_message_ > silence) {
+    scheduler_silence_logged_ = true;
+    // Not an error by itself (the protocol has no scheduler->worker heartbeat yet): a debug hint.
+    spdlog::debug("The scheduler has been silent for more than {} ms; trials keep running",
+                  silence.count());
+  }
+}
+
+void TrialWorker::RegisterNode() {
+  auto capacity = Capacity(options_);  // validated in Create()
+  proto::RegisterNode m;
+  m.worker_id = options_.worker_id;
+  m.hostname = hostname_;
+  for (const auto& [key, units] : capacity->units_map()) m.capacity[key] = units;
+  for (int64_t i = 0; i < options_.gpus; ++i) m.gpu_ids.push_back(std::to_string(i));
+  rm_request_in_flight_ = true;
+  const auto timeout = bus::Duration{options_.heartbeat_interval_ms * options_.liveness};
+  rm_->Request(
+      m,
+      [this](Result<proto::Decoded> reply) {
+        rm_request_in_flight_ = false;
+        ++counters_["register_node_reply"];
+        if (!reply.ok()) {
+          spdlog::warn("RegisterNode to the resource-manager failed: {}; retrying",
+                       reply.status().ToString());
+          return;
+        }
+        if (reply->type() != proto::RegisterNodeAck::kType) {
+          spdlog::warn("Dropping reply '{}' to RegisterNode: expected {}", reply->type(),
+                       proto::RegisterNodeAck::kType);
+          return;
+        }
+        rm_registered_ = true;
+        spdlog::info("Registered worker {} with the resource-manager ({})", options_.worker_id,
+                     Capacity(options_)->ToString());
+      },
+      timeout);
+}
+
+void TrialWorker::SendNodeHeartbeat() {
+  proto::NodeHeartbeat hb;
+  hb.worker_id = options_.worker_id;
+  rm_request_in_flight_ = true;
+  const auto timeout = bus::Duration{options_.heartbeat_interval_ms * options_.liveness};
+  rm_->Request(
+      hb,
+      [this](Result<proto::Decoded> reply) {
+        rm_request_in_flight_ = false;
+        ++counters_["node_heartbeat_reply"];
+        if (reply.ok()) return;
+        if (reply.status().code() == StatusCode::kNotFound) {
+          spdlog::warn("The resource-manager does not know worker {} ({}); registering again",
+                       options_.worker_id, reply.status().message());
+          rm_registered_ = false;
+          if (state_ != State::kShutDown) RegisterNode();
+          return;
+        }
+        spdlog::debug("NodeHeartbeat failed: {}", reply.status().ToString());
+      },
+      timeout);
+}
+
+void TrialWorker::SendRegisterWorker() {
+  proto::RegisterWorker m;
+  m.worker_id = options_.worker_id;
+  m.hostname = hostname_;
+  for (const auto& [key, run] : runs_) {
+    if (run->phase != TrialRun::Phase::kExited && !run->silent)
+      m.running.push_back({key.first, key.second});
+  }
+  SendToScheduler(m);
+}
+
+void TrialWorker::OnSchedulerReadable() {
+  bus::Incoming in;
+  while (bus::Receive(scheduler_, in)) {
+    last_scheduler_message_ = bus::Clock::now();
+    scheduler_seen_ = true;
+    scheduler_silence_logged_ = false;
+    auto msg = proto::Decode(in.payload.data(), in.payload.size());
+    if (!msg.ok()) {
+      ++counters_["invalid"];
+      spdlog::warn("Dropping a message from the scheduler: {}", msg.status().ToString());
+      continue;
+    }
+    const std::string& type = msg->type();
+    if (type == proto::StartTrial::kType) {
+      HandleStartTrial(*msg);
+    } else if (type == proto::Decision::kType) {
+      HandleDecision(*msg);
+    } else if (type == proto::StopTrialRequest::kType) {
+      HandleStopTrial(*msg);
+    } else if (type == proto::RegisterWorkerAck::kType) {
+      HandleRegisterWorkerAck(*msg);
+    } else if (type == proto::ErrorReply::kType) {
+      HandleSchedulerError(*msg);
+    } else {
+      ++counters_["unknown"];
+      spdlog::warn("Dropping a message of unknown type '{}' from the scheduler", type);
+    }
+  }
+}
+
+void TrialWorker::HandleRegisterWorkerAck(const proto::Decoded& msg) {
+  ++counters_[msg.type()];
+  if (state_ == State::kShutDown) return;
+  auto ack = msg.As<proto::RegisterWorkerAck>();
+  if (!ack.ok()) {
+    spdlog::warn("Dropping RegisterWorkerAck: {}", ack.status().ToString());
+    return;
+  }
+  if (state_ == State::kRegistering) {
+    spdlog::info("Registered worker {} with the scheduler", options_.worker_id);
+  }
+  state_ = State::kRegistered;
+  for (const std::string& stale : ack->stale_trials) {
+    for (auto& [key, run] : runs_) {
+      if (key.first == stale) KillStale(*run, "the scheduler says it is stale");
+    }
+  }
+  ResendUnacked();
+}
+
+void TrialWorker::ResendUnacked() {
+  for (auto& [key, run] : runs_) {
+    for (const auto& [seq, result] : run->unacked) SendToScheduler(result);
+    if (run->phase == TrialRun::Phase::kExited && !run->silent) SendToScheduler(run->exited);
+  }
+  std::vector<RunKey> keys;
+  for (const auto& [key, run] : runs_) keys.push_back(key);
+  for (const auto& key : keys) EraseIfDone(key);
+}
+
+void TrialWorker::HandleSchedulerError(const proto::Decoded& msg) {
+  ++counters_[msg.type()];
+  auto err = msg.As<proto::ErrorReply>();
+  if (!err.ok()) {
+    spdlog::warn("Dropping a malformed error from the scheduler: {}", err.status().ToString());
+    return;
+  }
+  spdlog::warn("The scheduler answered {} with {}: {}",
+               err->request_type.empty() ? "?" : err->request_type, err->code, err->message);
+  if (err->code == StatusCodeName(StatusCode::kNotFound) && state_ == State::kRegistered) {
+    spdlog::info("The scheduler does not know worker {}; registering again", options_.worker_id);
+    state_ = State::kRegistering;
+    SendRegisterWorker();
+  }
+}
+
+}  // namespace tunebus

@@ -1,0 +1,151 @@
+// TrialWorker: runs trainables for the scheduler on one node (DESIGN.md "Services",
+// "Trainables"; wire messages in proto/worker.hpp and proto/resources.hpp).
+//
+// Sockets (all created in Create(), used only by the Run() thread):
+//   scheduler DEALER (routing id = worker_id) -> the scheduler's worker ROUTER
+//   resource-manager DEALER (bus::RequestClient) -> the RM's ROUTER
+// Registration: RegisterNode (capacity in Resources fixed-point units) to the RM until it is
+// acknowledged, then NodeHeartbeat every interval; an ErrorReply not_found to a heartbeat makes
+// it register again. RegisterWorker (with the trials it runs) to the scheduler every interval
+// until a RegisterWorkerAck arrives, then WorkerHeartbeat every interval; an ErrorReply
+// not_found from the scheduler makes it register again. Every RegisterWorkerAck makes it resend
+// its unacknowledged results and the TrialExited of trials that still hold some (the scheduler
+// drops duplicates by (trial_id, attempt, seq)).
+// Trials: StartTrial creates the trial dir and starts the trainable; each report becomes a
+// ReportResult (seq 1, 2, ... per attempt) kept until a Decision with seq >= it arrives; the
+// decision's action goes to the trainable ("pause" is delivered as "stop" for now). Stop (a
+// "stop"/"pause" decision or StopTrialRequest) tells a trainable that waits for a decision to
+// stop; any trainable still running after stop_grace_ms is killed (SIGKILL to its process
+// group). When a trainable ends the worker sends TrialExited (stopped = it was told to stop;
+// a told-to-stop trainable that had to be killed counts as ok).
+// Garbage or unknown messages are logged and dropped; the worker never crashes on input.
+// After Run() returns (Stop(), SIGTERM) every trainable is killed and reaped.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <string>
+#include <thread>
+#include <utility>
+#include <vector>
+#include <zmq.hpp>
+
+#include "libs/bus/event_loop.hpp"
+#include "libs/bus/request_client.hpp"
+#include "libs/core/status.hpp"
+#include "libs/trainable/trainable.hpp"
+#include "proto/worker.hpp"
+
+namespace tunebus {
+
+struct TrialWorkerOptions {
+  std::string worker_id;                                    // "" = "<hostname>-<pid>"
+  std::string scheduler_endpoint = "tcp://127.0.0.1:5559";  // the scheduler's worker socket
+  std::string rm_endpoint = "tcp://127.0.0.1:5556";
+  std::string store_endpoint = "tcp://127.0.0.1:5557";  // checkpoint-store; not used yet
+  double cpus = std::thread::hardware_concurrency() > 0 ? std::thread::hardware_concurrency() : 1;
+  int64_t gpus = 0;                      // whole GPUs offered, ids "0" .. "gpus-1"
+  int64_t memory_bytes = 0;              // 0 = memory not offered
+  std::map<std::string, double> custom;  // extra resources: name -> amount
+  int64_t heartbeat_interval_ms = 1000;
+  int64_t liveness = 3;                // intervals of scheduler silence before a warning
+  int64_t max_unacked_results = 1000;  // reports beyond this wait inside their trainables
+  int64_t stop_grace_ms = 2000;        // time a stopping trainable gets before SIGKILL
+};
+
+class TrialWorker {
+ public:
+  enum class State {
+    kRegistering,  // no RegisterWorkerAck yet: RegisterWorker is re-sent every heartbeat
+    kRegistered,   // the scheduler acknowledged this worker; WorkerHeartbeat every interval
+    kShutDown,     // Run() returned; every trainable was killed
+  };
+
+  /// Creates the sockets (connects; binds nothing). Errors: InvalidArgument (bad options),
+  /// Unavailable (an endpoint cannot be connected).
+  static Result<std::unique_ptr<TrialWorker>> Create(zmq::context_t& ctx,
+                                                     TrialWorkerOptions options);
+  ~TrialWorker();
+  TrialWorker(const TrialWorker&) = delete;
+  TrialWorker& operator=(const TrialWorker&) = delete;
+
+  /// Serves until Stop(); then kills every trainable (sending TrialExited for each).
+  void Run();
+  /// Thread- and signal-safe.
+  void Stop() { loop_.Stop(); }
+  /// The worker binds nothing: the scheduler endpoint it connects to.
+  std::string endpoint() const { return options_.scheduler_endpoint; }
+  const std::string& worker_id() const { return options_.worker_id; }
+
+ private:
+  // One attempt of a trial on this worker.
+  struct TrialRun {
+    enum class Phase {
+      kRunning,   // the trainable runs; its reports become ReportResults
+      kStopping,  // told to stop; new reports are answered "stop" here; killed after the grace
+      kExited,    // TrialExited sent; kept only while some of its results are unacknowledged
+    };
+    std::string trial_id;
+    int64_t attempt = 0;
+    Phase phase = Phase::kRunning;
+    std::unique_ptr<trainable::Trainable> trainable;
+    std::vector<int> fds;      // registered with the loop
+    int64_t last_seq = 0;      // seq of the newest ReportResult sent
+    int64_t answered_seq = 0;  // newest seq whose decision reached the trainable
+    bool stop_requested = false;
+    bool silent = false;  // stale: exit without telling the scheduler
+    bus::EventLoop::TimerId kill_timer = 0;
+    std::map<int64_t, proto::ReportResult> unacked;  // seq -> result
+    proto::TrialExited exited;  // valid in kExited (resent after re-registration)
+  };
+  using RunKey = std::pair<std::string, int64_t>;  // (trial_id, attempt)
+
+  TrialWorker(TrialWorkerOptions options, std::string hostname, zmq::socket_t scheduler,
+              zmq::socket_t rm);
+
+  // Registration and heartbeats (trial_worker.cpp).
+  void OnHeartbeat();
+  void RegisterNode();
+  void SendNodeHeartbeat();
+  void SendRegisterWorker();
+  void OnSchedulerReadable();
+  void HandleRegisterWorkerAck(const proto::Decoded& msg);
+  void HandleSchedulerError(const proto::Decoded& msg);
+  void ResendUnacked();
+  void Shutdown();
+  template <typename M>
+  void SendToScheduler(const M& message);
+
+  // Trials (trial_worker_trials.cpp).
+  void HandleStartTrial(const proto::Decoded& msg);
+  void HandleDecision(const proto::Decoded& msg);
+  void HandleStopTrial(const proto::Decoded& msg);
+  void FailStart(const proto::StartTrial& start, const std::string& error);
+  void BeginStopping(TrialRun& run, const std::string& why);
+  void KillStale(TrialRun& run, const std::string& why);
+  void OnTrainableEvent(const RunKey& key);
+  void AfterTrainableEvent(TrialRun& run);
+  void OnTrainableExited(TrialRun& run);
+  void SyncFds(TrialRun& run);
+  void DrainBackpressured();
+  void EraseIfDone(const RunKey& key);
+  TrialRun* FindRun(const std::string& trial_id, int64_t attempt);
+
+  TrialWorkerOptions options_;
+  std::string hostname_;
+  bus::EventLoop loop_;
+  zmq::socket_t scheduler_;
+  std::unique_ptr<bus::RequestClient> rm_;
+  State state_ = State::kRegistering;
+  bool rm_registered_ = false;
+  bool rm_request_in_flight_ = false;
+  bus::Clock::time_point last_scheduler_message_{};
+  bool scheduler_seen_ = false;
+  bool scheduler_silence_logged_ = false;
+  std::map<RunKey, std::unique_ptr<TrialRun>> runs_;
+  int64_t total_unacked_ = 0;
+  std::map<std::string, uint64_t> counters_;  // messages handled, by type
+};
+
+}  // namespace tunebus

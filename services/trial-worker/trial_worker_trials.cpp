@@ -1,0 +1,350 @@
+// TrialWorker: trial handlers (StartTrial, Decision, StopTrialRequest) and trainable events.
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+#include <spdlog/spdlog.h>
+
+#include <filesystem>
+
+#include "libs/bus/socket.hpp"
+#include "services/trial-worker/trial_worker.hpp"
+
+namespace tunebus {
+
+namespace fs = std::filesystem;
+using trainable::Action;
+
+TrialWorker::TrialRun* TrialWorker::FindRun(const std::string& trial_id, int64_t attempt) {
+  auto it = runs_.find(RunKey{trial_id, attempt});
+  return it == runs_.end() ? nullptr : it->second.get();
+}
+
+void TrialWorker::FailStart(const proto::StartTrial& start, const std::string& error) {
+  spdlog::warn("Trial {} attempt {} could not start: {}", start.trial_id, start.attempt, error);
+  proto::TrialExited exited;
+  exited.trial_id = start.trial_id;
+  exited.attempt = start.attempt;
+  exited.ok = false;
+  exited.error = error;
+  SendToScheduler(exited);
+}
+
+void TrialWorker::HandleStartTrial(const proto::Decoded& msg) {
+  ++counters_[msg.type()];
+  auto start = msg.As<proto::StartTrial>();
+  if (!start.ok()) {
+    spdlog::warn("Dropping StartTrial: {}", start.status().ToString());
+    return;
+  }
+  if (state_ == State::kShutDown) {
+    spdlog::warn("Dropping StartTrial for {} because worker {} shuts down", start->trial_id,
+                 options_.worker_id);
+    return;
+  }
+  if (start->trial_id.empty()) {
+    spdlog::warn("Dropping StartTrial without a trial_id");
+    return;
+  }
+  for (const auto& [key, run] : runs_) {
+    if (key.first != start->trial_id) continue;
+    if (key.second == start->attempt) {
+      spdlog::warn(
+          "Dropping StartTrial for {} attempt {} because that attempt is already on worker {}",
+          key.first, key.second, options_.worker_id);
+      return;
+    }
+    if (key.second > start->attempt && run->phase != TrialRun::Phase::kExited) {
+      spdlog::warn("Dropping StartTrial for {} attempt {} because newer attempt {} runs", key.first,
+                   start->attempt, key.second);
+      return;
+    }
+  }
+  // Validate.
+  nlohmann::json config =
+      nlohmann::json::parse(start->config_json, nullptr, /*allow_exceptions=*/false);
+  if (start->config_json.empty()) config = nlohmann::json::object();
+  if (config.is_discarded() || !config.is_object()) {
+    return FailStart(*start, "config_json is not a JSON object");
+  }
+  if (start->trial_dir.empty() || !fs::path(start->trial_dir).is_absolute()) {
+    return FailStart(*start,
+                     fmt::format("trial_dir must be an absolute path, got '{}'", start->trial_dir));
+  }
+  const proto::TrainableDef& def = start->trainable;
+  if (!def.working_dir.empty() && !fs::path(def.working_dir).is_absolute()) {
+    return FailStart(
+        *start, fmt::format("working_dir must be an absolute path, got '{}'", def.working_dir));
+  }
+  // Act: older attempts of this trial are stale now.
+  std::vector<RunKey> older;
+  for (const auto& [key, run] : runs_) {
+    if (key.first == start->trial_id && key.second < start->attempt) older.push_back(key);
+  }
+  for (const auto& key : older) {
+    KillStale(*runs_[key], fmt::format("attempt {} starts", start->attempt));
+    EraseIfDone(key);
+  }
+  std::error_code ec;
+  fs::create_directories(start->trial_dir, ec);
+  if (ec)
+    return FailStart(*start,
+                     fmt::format("cannot create trial dir {}: {}", start->trial_dir, ec.message()));
+  trainable::TrainableDef tdef;
+  tdef.command = def.command;
+  tdef.builtin = def.builtin;
+  tdef.working_dir = def.working_dir;
+  tdef.env.assign(def.env.begin(), def.env.end());
+  trainable::TrialSetup setup;
+  setup.experiment = start->experiment;
+  setup.trial_id = start->trial_id;
+  setup.attempt = start->attempt;
+  setup.config = std::move(config);
+  setup.trial_dir = start->trial_dir;
+  setup.gpu_ids = start->gpu_ids;
+  setup.start_iteration = start->start_iteration;
+  auto made = trainable::MakeTrainable(tdef, std::move(setup));
+  if (!made.ok()) return FailStart(*start, made.status().message());
+  if (Status s = (*made)->Start(); !s.ok()) return FailStart(*start, s.message());
+
+  auto run = std::make_unique<TrialRun>();
+  run->trial_id = start->trial_id;
+  run->attempt = start->attempt;
+  run->trainable = std::move(made).value();
+  const RunKey key{start->trial_id, start->attempt};
+  TrialRun& ref = *run;
+  runs_[key] = std::move(run);
+  spdlog::info("Started trial {} attempt {} ({}) in {}", key.first, key.second,
+               def.builtin.empty() ? fmt::format("command {}", fmt::join(def.command, " "))
+                                   : "builtin " + def.builtin,
+               start->trial_dir);
+  AfterTrainableEvent(ref);
+  EraseIfDone(key);
+}
+
+void TrialWorker::HandleDecision(const proto::Decoded& msg) {
+  ++counters_[msg.type()];
+  auto d = msg.As<proto::Decision>();
+  if (!d.ok()) {
+    spdlog::warn("Dropping Decision: {}", d.status().ToString());
+    return;
+  }
+  TrialRun* run = FindRun(d->trial_id, d->attempt);
+  if (run == nullptr) {
+    spdlog::info(
+        "Dropping Decision for {} attempt {} seq {} because that attempt is not on worker {}",
+        d->trial_id, d->attempt, d->seq, options_.worker_id);
+    return;
+  }
+  if (d->seq < 1 || d->seq > run->last_seq) {
+    spdlog::warn("Dropping Decision for {} attempt {} because seq {} was never sent (last {})",
+                 d->trial_id, d->attempt, d->seq, run->last_seq);
+    return;
+  }
+  const bool pause = d->action == "pause";
+  auto action = pause ? Result<Action>(Action::kStop) : trainable::ParseAction(d->action);
+  if (!action.ok()) {
+    spdlog::warn("Dropping Decision for {} attempt {} seq {}: {}", d->trial_id, d->attempt, d->seq,
+                 action.status().message());
+    return;
+  }
+  // The decision acknowledges every result up to its seq.
+  while (!run->unacked.empty() && run->unacked.begin()->first <= d->seq) {
+    run->unacked.erase(run->unacked.begin());
+    --total_unacked_;
+  }
+  const RunKey key{d->trial_id, d->attempt};
+  if (d->seq > run->answered_seq && run->phase == TrialRun::Phase::kRunning) {
+    const int64_t answers = d->seq - run->answered_seq;
+    run->answered_seq = d->seq;
+    if (*action == Action::kStop) {
+      if (pause)
+        spdlog::info("Trial {} attempt {}: pause is delivered as stop", key.first, key.second);
+      BeginStopping(*run, fmt::format("decision {} for seq {}", d->action, d->seq));
+    } else {
+      for (int64_t i = 0; i < answers && run->trainable->awaiting_decisions() > 0; ++i) {
+        if (Status s = run->trainable->SendDecision(*action); !s.ok()) {
+          spdlog::debug("Trial {} attempt {}: decision not delivered: {}", key.first, key.second,
+                        s.message());
+        }
+      }
+    }
+    AfterTrainableEvent(*run);
+  }
+  EraseIfDone(key);
+  DrainBackpressured();
+}
+
+void TrialWorker::HandleStopTrial(const proto::Decoded& msg) {
+  ++counters_[msg.type()];
+  auto req = msg.As<proto::StopTrialRequest>();
+  if (!req.ok()) {
+    spdlog::warn("Dropping StopTrialRequest: {}", req.status().ToString());
+    return;
+  }
+  TrialRun* run = FindRun(req->trial_id, req->attempt);
+  if (run == nullptr) {
+    spdlog::info(
+        "StopTrialRequest for {} attempt {}, which is not on worker {}: answering it has exited",
+        req->trial_id, req->attempt, options_.worker_id);
+    proto::TrialExited exited;
+    exited.trial_id = req->trial_id;
+    exited.attempt = req->attempt;
+    exited.stopped = true;
+    exited.error = fmt::format("not running on worker {}", options_.worker_id);
+    SendToScheduler(exited);
+    return;
+  }
+  if (run->phase == TrialRun::Phase::kExited) {
+    SendToScheduler(run->exited);
+    return;
+  }
+  if (run->phase == TrialRun::Phase::kStopping) {
+    spdlog::info("Dropping StopTrialRequest for {} attempt {} because it is already stopping",
+                 req->trial_id, req->attempt);
+    return;
+  }
+  const RunKey key{req->trial_id, req->attempt};
+  BeginStopping(*run, "StopTrialRequest");
+  AfterTrainableEvent(*run);
+  EraseIfDone(key);
+}
+
+void TrialWorker::KillStale(TrialRun& run, const std::string& why) {
+  total_unacked_ -= static_cast<int64_t>(run.unacked.size());
+  run.unacked.clear();
+  run.silent = true;
+  if (run.phase == TrialRun::Phase::kExited) return;
+  spdlog::info("Killing trial {} attempt {} because {}", run.trial_id, run.attempt, why);
+  run.stop_requested = true;
+  run.phase = TrialRun::Phase::kStopping;
+  run.trainable->Kill();
+  AfterTrainableEvent(run);
+}
+
+void TrialWorker::BeginStopping(TrialRun& run, const std::string& why) {
+  if (run.phase != TrialRun::Phase::kRunning) return;
+  run.phase = TrialRun::Phase::kStopping;
+  run.stop_requested = true;
+  if (run.trainable->awaiting_decisions() > 0) {
+    run.answered_seq = run.last_seq;
+    if (Status s = run.trainable->SendDecision(Action::kStop); !s.ok()) {
+      spdlog::debug("Trial {} attempt {}: stop not delivered: {}", run.trial_id, run.attempt,
+                    s.message());
+    }
+  }
+  spdlog::info("Stopping trial {} attempt {} ({}); killing it if it still runs in {} ms",
+               run.trial_id, run.attempt, why, options_.stop_grace_ms);
+  const RunKey key{run.trial_id, run.attempt};
+  run.kill_timer = loop_.AddTimer(bus::Duration{options_.stop_grace_ms}, [this, key] {
+    TrialRun* r = FindRun(key.first, key.second);
+    if (r == nullptr) return;
+    r->kill_timer = 0;
+    if (r->phase != TrialRun::Phase::kStopping) return;
+    spdlog::warn("Killing trial {} attempt {} because it did not stop within {} ms", key.first,
+                 key.second, options_.stop_grace_ms);
+    r->trainable->Kill();
+    AfterTrainableEvent(*r);
+    EraseIfDone(key);
+  });
+}
+
+void TrialWorker::OnTrainableEvent(const RunKey& key) {
+  TrialRun* run = FindRun(key.first, key.second);
+  if (run == nullptr || !run->trainable) return;  // removed earlier in this poll round
+  run->trainable->OnReadable();
+  AfterTrainableEvent(*run);
+  EraseIfDone(key);
+}
+
+void TrialWorker::AfterTrainableEvent(TrialRun& run) {
+  if (!run.trainable) return;
+  trainable::Trainable& t = *run.trainable;
+  while (t.has_report()) {
+    if (!run.silent && total_unacked_ >= options_.max_unacked_results) {
+      spdlog::warn("Holding reports of trial {} attempt {}: {} results are unacknowledged",
+                   run.trial_id, run.attempt, total_unacked_);
+      break;
+    }
+    trainable::Report report = *t.TakeReport();
+    proto::ReportResult result;
+    result.trial_id = run.trial_id;
+    result.attempt = run.attempt;
+    result.seq = ++run.last_seq;
+    result.metrics_json =
+        report.metrics.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+    result.time_this_iter_s = report.time_this_iter_s;
+    if (!run.silent) {
+      run.unacked[result.seq] = result;
+      ++total_unacked_;
+      SendToScheduler(result);
+    }
+    if (run.phase != TrialRun::Phase::kRunning) {  // stopping: answer "stop" right here
+      run.answered_seq = result.seq;
+      if (t.awaiting_decisions() > 0) (void)t.SendDecision(Action::kStop);
+    }
+  }
+  if (t.exited()) {
+    OnTrainableExited(run);
+  } else {
+    SyncFds(run);
+  }
+}
+
+void TrialWorker::OnTrainableExited(TrialRun& run) {
+  if (run.kill_timer != 0) loop_.CancelTimer(run.kill_timer);
+  run.kill_timer = 0;
+  for (int fd : run.fds) loop_.RemoveFd(fd);
+  run.fds.clear();
+  const trainable::ExitStatus& es = run.trainable->exit_status();
+  proto::TrialExited& exited = run.exited;
+  exited.trial_id = run.trial_id;
+  exited.attempt = run.attempt;
+  exited.stopped = run.stop_requested;
+  exited.ok = es.ok || (run.stop_requested && es.killed);
+  exited.exit_code = es.exit_code;
+  exited.error = exited.ok ? "" : es.error;
+  exited.stderr_tail = exited.ok ? "" : es.stderr_tail;
+  exited.last_seq = run.last_seq;
+  run.phase = TrialRun::Phase::kExited;
+  run.trainable.reset();
+  if (run.silent) {
+    spdlog::info("Stale trial {} attempt {} exited", run.trial_id, run.attempt);
+    return;
+  }
+  if (exited.ok) {
+    spdlog::info("Trial {} attempt {} exited ok{} after {} results", run.trial_id, run.attempt,
+                 exited.stopped ? " (stopped)" : "", exited.last_seq);
+  } else {
+    spdlog::warn("Trial {} attempt {} failed: {}", run.trial_id, run.attempt, exited.error);
+  }
+  SendToScheduler(exited);
+}
+
+void TrialWorker::SyncFds(TrialRun& run) {
+  std::vector<int> wanted = run.trainable ? run.trainable->fds() : std::vector<int>{};
+  if (wanted == run.fds) return;
+  for (int fd : run.fds) loop_.RemoveFd(fd);
+  const RunKey key{run.trial_id, run.attempt};
+  for (int fd : wanted) loop_.AddFd(fd, [this, key] { OnTrainableEvent(key); });
+  run.fds = std::move(wanted);
+}
+
+void TrialWorker::DrainBackpressured() {
+  std::vector<RunKey> keys;
+  for (const auto& [key, run] : runs_) {
+    if (run->trainable && run->trainable->has_report()) keys.push_back(key);
+  }
+  for (const auto& key : keys) {
+    if (total_unacked_ >= options_.max_unacked_results) return;
+    if (TrialRun* run = FindRun(key.first, key.second)) AfterTrainableEvent(*run);
+    EraseIfDone(key);
+  }
+}
+
+void TrialWorker::EraseIfDone(const RunKey& key) {
+  auto it = runs_.find(key);
+  if (it == runs_.end()) return;
+  TrialRun& run = *it->second;
+  if (run.phase == TrialRun::Phase::kExited && run.unacked.empty()) runs_.erase(it);
+}
+
+}  // namespace tunebus

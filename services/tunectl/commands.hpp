@@ -1,0 +1,35 @@
+// tunectl subcommands. Each returns the process exit code:
+//   0 success; 1 the experiment ended without finishing every trial (errors, stopped) or the
+//   server refused the request; 2 invalid usage or experiment file; 3 cannot reach the server.
+#pragma once
+
+#include <chrono>
+#include <string>
+
+#include "services/tunectl/embedded_suite.hpp"
+
+namespace tunebus {
+
+struct GlobalFlags {
+  std::string connect;          // control endpoint; "" = embedded (run only)
+  std::string output = "table"; // "table" | "json"
+  int64_t timeout_ms = 10000;
+};
+
+struct RunFlags {
+  std::string experiment_file;
+  bool detach = false;
+  double refresh_s = 0;  // 0 = 1 s on a terminal, 10 s otherwise
+  SuiteOptions suite;
+};
+
+int RunCommand(const GlobalFlags& g, RunFlags r);
+int UpCommand(const GlobalFlags& g, SuiteOptions suite);
+int ListCommand(const GlobalFlags& g, const std::string& status);
+int ShowCommand(const GlobalFlags& g, const std::string& trial_id);
+int StopCommand(const GlobalFlags& g, const std::string& trial_id);
+int StopExperimentCommand(const GlobalFlags& g);
+int StatusCommand(const GlobalFlags& g);
+int WorkersCommand(const GlobalFlags& g);
+
+}  // namespace tunebus

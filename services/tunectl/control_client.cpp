@@ -1,0 +1,48 @@
+#include "services/tunectl/control_client.hpp"
+
+#include <fmt/format.h>
+
+#include "libs/bus/request_client.hpp"
+#include "libs/bus/socket.hpp"
+#include "proto/control.hpp"
+
+namespace tunebus {
+
+Result<ControlClient> ControlClient::Connect(zmq::context_t& ctx, const std::string& endpoint,
+                                             std::chrono::milliseconds timeout) {
+  auto s = bus::Connect(ctx, zmq::socket_type::dealer, endpoint);
+  if (!s.ok()) return s.status();
+  return ControlClient(std::move(*s), endpoint, timeout);
+}
+
+Result<nlohmann::json> ControlClient::CallRaw(uint64_t id, const std::string& payload) {
+  if (!bus::Send(socket_, payload)) return Status::Unavailable(fmt::format("cannot send to {}", endpoint_));
+  const auto deadline = std::chrono::steady_clock::now() + timeout_;
+  while (true) {
+    const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now());
+    if (left.count() <= 0) {
+      return Status::Unavailable(fmt::format("no answer from {} within {} ms (is the scheduler running?)", endpoint_,
+                                             timeout_.count()));
+    }
+    zmq::pollitem_t item{socket_.handle(), 0, ZMQ_POLLIN, 0};
+    zmq::poll(&item, 1, left);
+    bus::Incoming in;
+    while (bus::Receive(socket_, in)) {
+      auto d = proto::Decode(in.payload.data(), in.payload.size());
+      if (!d.ok()) return d.status();
+      if (d->id() != id) continue;  // a late answer to an earlier request
+      if (d->type() == proto::ErrorReply::kType) {
+        auto e = d->As<proto::ErrorReply>();
+        if (!e.ok()) return e.status();
+        return Status(bus::StatusCodeFromName(e->code), e->message);
+      }
+      auto reply = d->As<proto::ControlReply>();
+      if (!reply.ok()) return reply.status();
+      auto body = nlohmann::json::parse(reply->body_json, nullptr, false);
+      if (body.is_discarded()) return Status::InvalidArgument("reply body is not JSON");
+      return body;
+    }
+  }
+}
+
+}  // namespace tunebus

@@ -1,0 +1,42 @@
+// ControlClient: tunectl's blocking request/reply client for the scheduler's control socket.
+#pragma once
+
+#include <chrono>
+#include <string>
+
+#include <nlohmann/json.hpp>
+#include <zmq.hpp>
+
+#include "libs/core/status.hpp"
+#include "proto/codec.hpp"
+
+namespace tunebus {
+
+class ControlClient {
+ public:
+  /// Connects a DEALER to `endpoint` (connecting never fails for a well-formed endpoint; an
+  /// absent server shows up as a timeout in Call).
+  static Result<ControlClient> Connect(zmq::context_t& ctx, const std::string& endpoint,
+                                       std::chrono::milliseconds timeout);
+
+  /// Sends `request`, waits for its reply. Returns the ControlReply body as JSON.
+  /// Errors: Unavailable on timeout ("no answer from <endpoint> within N ms"), the server's
+  /// ErrorReply as a Status with its code, InvalidArgument for a malformed reply.
+  template <typename M>
+  Result<nlohmann::json> Call(M request) {
+    request.id = next_id_++;
+    return CallRaw(request.id, proto::Encode(request));
+  }
+
+ private:
+  ControlClient(zmq::socket_t socket, std::string endpoint, std::chrono::milliseconds timeout)
+      : socket_(std::move(socket)), endpoint_(std::move(endpoint)), timeout_(timeout) {}
+  Result<nlohmann::json> CallRaw(uint64_t id, const std::string& payload);
+
+  zmq::socket_t socket_;
+  std::string endpoint_;
+  std::chrono::milliseconds timeout_;
+  uint64_t next_id_ = 1;
+};
+
+}  // namespace tunebus

@@ -1,0 +1,53 @@
+// EmbeddedSuite: the whole tunebus suite in one process (`tunectl run` without --connect,
+// `tunectl up`): the same four service classes the separate binaries run, each on its own
+// thread with its own event loop, talking over inproc:// endpoints of one shared context.
+#pragma once
+
+#include <map>
+#include <memory>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include <zmq.hpp>
+
+#include "libs/core/status.hpp"
+
+namespace tunebus {
+
+class CheckpointStore;
+class ResourceManager;
+class Scheduler;
+class TrialWorker;
+
+struct SuiteOptions {
+  std::string data_dir;                            // checkpoint-store RocksDB folder
+  std::string control_endpoint = "inproc://tunebus-control";
+  std::string events_endpoint = "inproc://tunebus-events";
+  int64_t cpus = 0;                                // 0 = this machine's core count
+  int64_t gpus = 0;
+  std::map<std::string, double> custom;            // custom resources of the embedded worker
+};
+
+class EmbeddedSuite {
+ public:
+  /// Creates every service (binds, opens RocksDB) and starts their threads.
+  /// Errors: the first service's Create() error (e.g. the control port is taken).
+  static Result<std::unique_ptr<EmbeddedSuite>> Start(zmq::context_t& ctx, const SuiteOptions& options);
+  /// Stops the services in reverse order and joins their threads (idempotent).
+  void Stop();
+  ~EmbeddedSuite();
+
+  std::string control_endpoint() const { return control_endpoint_; }
+
+ private:
+  EmbeddedSuite() = default;
+  std::unique_ptr<CheckpointStore> store_;
+  std::unique_ptr<ResourceManager> rm_;
+  std::unique_ptr<Scheduler> scheduler_;
+  std::unique_ptr<TrialWorker> worker_;
+  std::vector<std::thread> threads_;
+  std::string control_endpoint_;
+};
+
+}  // namespace tunebus

@@ -1,0 +1,67 @@
+// tunectl: run experiments (embedded or against a cluster) and control a running scheduler.
+#include <cstdlib>
+
+#include <CLI/CLI.hpp>
+#include <spdlog/spdlog.h>
+
+#include "services/tunectl/commands.hpp"
+
+int main(int argc, char** argv) {
+  using namespace tunebus;
+  CLI::App app{"tunectl: run and control tunebus hyperparameter-tuning experiments"};
+  app.require_subcommand(1);
+  GlobalFlags g;
+  std::string log_level = "warn";
+  app.add_option("--connect,-c", g.connect, "scheduler control endpoint")->envname("TUNEBUS_CONTROL_ENDPOINT");
+  app.add_option("--output,-o", g.output, "output format")->check(CLI::IsMember({"table", "json"}))->capture_default_str();
+  app.add_option("--timeout-ms", g.timeout_ms, "control request timeout")->capture_default_str();
+  app.add_option("--log-level", log_level, "service log level in embedded mode")->envname("TUNEBUS_LOG_LEVEL")->capture_default_str();
+
+  RunFlags run;
+  auto* run_cmd = app.add_subcommand("run", "run an experiment: embedded (no --connect) or on a running suite");
+  run_cmd->add_option("experiment", run.experiment_file, "experiment file (YAML)")->required();
+  run_cmd->add_flag("--detach,-d", run.detach, "submit and return at once (needs --connect)");
+  run_cmd->add_option("--refresh-s", run.refresh_s, "progress refresh period in seconds");
+  run_cmd->add_option("--cpus", run.suite.cpus, "embedded worker CPUs (default: all cores)");
+  run_cmd->add_option("--gpus", run.suite.gpus, "embedded worker GPUs");
+
+  SuiteOptions up;
+  up.control_endpoint = "tcp://127.0.0.1:5555";
+  auto* up_cmd = app.add_subcommand("up", "run the embedded suite as a server until SIGTERM/SIGINT");
+  up_cmd->add_option("--control", up.control_endpoint, "control endpoint to bind")->capture_default_str();
+  up_cmd->add_option("--events", up.events_endpoint, "event stream endpoint to bind")->capture_default_str();
+  up_cmd->add_option("--data-dir", up.data_dir, "checkpoint-store folder")->capture_default_str();
+  up_cmd->add_option("--cpus", up.cpus, "embedded worker CPUs (default: all cores)");
+  up_cmd->add_option("--gpus", up.gpus, "embedded worker GPUs");
+
+  std::string status_filter, trial_id;
+  auto* ls_cmd = app.add_subcommand("ls", "list the trials of the current experiment");
+  ls_cmd->add_option("--status", status_filter, "only trials with this status (PENDING, RUNNING, ...)");
+  auto* show_cmd = app.add_subcommand("show", "show one trial");
+  show_cmd->add_option("trial_id", trial_id)->required();
+  auto* stop_cmd = app.add_subcommand("stop", "stop one trial");
+  stop_cmd->add_option("trial_id", trial_id)->required();
+  auto* stopx_cmd = app.add_subcommand("stop-experiment", "stop every unfinished trial and end the experiment");
+  auto* status_cmd = app.add_subcommand("status", "summary of the current experiment");
+  auto* workers_cmd = app.add_subcommand("workers", "workers and their resources");
+
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    const int code = app.exit(e);
+    return code == 0 ? 0 : 2;
+  }
+  spdlog::set_level(spdlog::level::from_str(log_level));
+  if (up.data_dir.empty()) up.data_dir = "./tunebus-data/store";
+
+  if (*run_cmd) return RunCommand(g, run);
+  if (*up_cmd) return UpCommand(g, up);
+  if (g.connect.empty()) g.connect = "tcp://127.0.0.1:5555";
+  if (*ls_cmd) return ListCommand(g, status_filter);
+  if (*show_cmd) return ShowCommand(g, trial_id);
+  if (*stop_cmd) return StopCommand(g, trial_id);
+  if (*stopx_cmd) return StopExperimentCommand(g);
+  if (*status_cmd) return StatusCommand(g);
+  if (*workers_cmd) return WorkersCommand(g);
+  return 2;
+}

@@ -1,0 +1,34 @@
+// Progress display for `tunectl run` (Ray Tune's CLIReporter, in spirit): a table of trials
+// with status, params, last metric, iterations and time, plus a summary line.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+namespace tunebus {
+
+/// Formats a table from the experiment summary and the list_trials array. At most `max_rows`
+/// trials are shown (RUNNING first, then the most recently created); the rest are counted.
+std::vector<std::string> RenderProgressTable(const nlohmann::json& experiment, const nlohmann::json& trials,
+                                             size_t max_rows);
+
+/// One summary line: "digits: 12 trials | 2 RUNNING, 4 TERMINATED, 6 PENDING | best val_accuracy=0.95 | 12.3 s".
+std::string RenderSummaryLine(const nlohmann::json& experiment);
+
+/// Flattens a config to "a.b=1,c=x" with numbers in short form.
+std::string FormatParams(const nlohmann::json& config);
+/// Short number/JSON form: 0.00123456 -> "0.001235", 3 -> "3", "l2" -> "l2".
+std::string FormatValue(const nlohmann::json& v);
+
+/// Redraws `lines` in place on a terminal (ANSI cursor-up + clear-line over the previous draw).
+class InPlaceRenderer {
+ public:
+  void Draw(const std::vector<std::string>& lines);
+
+ private:
+  size_t previous_lines_ = 0;
+};
+
+}  // namespace tunebus

@@ -1,0 +1,684 @@
+// Tests for the wire codec (proto/codec.hpp): every message round-trips, and Decode rejects
+// untrusted bytes with the documented StatusCode without crashing (DESIGN.md "Wire protocol").
+#include "proto/codec.hpp"
+
+#include <cstdint>
+#include <random>
+#include <string>
+#include <vector>
+
+#include <gtest/gtest.h>
+
+#include "proto/control.hpp"
+#include "proto/events.hpp"
+#include "proto/resources.hpp"
+#include "proto/store.hpp"
+#include "proto/worker.hpp"
+
+namespace tunebus::proto {
+namespace {
+
+// Encodes `m`, decodes it, checks the envelope and converts back; the re-encoded bytes must
+// equal the original bytes (so every field survived).
+template <typename M>
+M RoundTrip(const M& m) {
+  const std::string bytes = Encode(m);
+  auto decoded = Decode(bytes.data(), bytes.size());
+  EXPECT_TRUE(decoded.ok()) << M::kType << ": " << decoded.status().ToString();
+  if (!decoded.ok()) return M{};
+  EXPECT_EQ(decoded->type(), M::kType);
+  EXPECT_EQ(decoded->version(), kProtocolVersion);
+  EXPECT_EQ(decoded->id(), m.id);
+  auto back = decoded->template As<M>();
+  EXPECT_TRUE(back.ok()) << M::kType << ": " << back.status().ToString();
+  if (!back.ok()) return M{};
+  EXPECT_EQ(Encode(*back), bytes) << M::kType;
+  return *back;
+}
+
+// msgpack helpers to build frames a well-behaved peer would never send.
+using Packer = msgpack::packer<msgpack::sbuffer>;
+std::string Bytes(const msgpack::sbuffer& b) { return std::string(b.data(), b.size()); }
+
+void PackStr(Packer& p, const std::string& s) { p.pack(s); }
+
+Status DecodeStatus(const std::string& bytes) {
+  auto d = Decode(bytes.data(), bytes.size());
+  return d.status();
+}
+
+// ---- round trips -------------------------------------------------------------------------
+
+TEST(CodecTest, WorkerMessagesRoundTrip) {
+  // Every message of proto/worker.hpp with non-default fields survives encode + decode.
+  RegisterWorker reg;
+  reg.id = 7;
+  reg.worker_id = "w-1";
+  reg.hostname = "node-a";
+  reg.running = {{"exp_00001", 3}, {"exp_00002", 1}};
+  RegisterWorker reg2 = RoundTrip(reg);
+  ASSERT_EQ(reg2.running.size(), 2u);
+  EXPECT_EQ(reg2.running[0].trial_id, "exp_00001");
+  EXPECT_EQ(reg2.running[0].attempt, 3);
+  EXPECT_EQ(reg2.hostname, "node-a");
+
+  RegisterWorkerAck ack;
+  ack.id = 7;
+  ack.stale_trials = {"exp_00009"};
+  EXPECT_EQ(RoundTrip(ack).stale_trials, ack.stale_trials);
+
+  StartTrial start;
+  start.id = 1ull << 40;
+  start.experiment = "exp";
+  start.trial_id = "exp_00003";
+  start.attempt = 2;
+  start.config_json = R"({"lr":0.01,"name":"ü"})";
+  start.trainable.command = {"python3", "train.py", "--flag"};
+  start.trainable.builtin = "";
+  start.trainable.working_dir = "/work/dir";
+  start.trainable.env = {{"A", "1"}, {"B", "two"}};
+  start.trial_dir = "/results/exp/exp_00003";
+  start.gpu_ids = {"0", "3"};
+  start.start_iteration = 12;
+  StartTrial start2 = RoundTrip(start);
+  EXPECT_EQ(start2.trainable.command, start.trainable.command);
+  EXPECT_EQ(start2.trainable.env, start.trainable.env);
+  EXPECT_EQ(start2.config_json, start.config_json);
+  EXPECT_EQ(start2.start_iteration, 12);
+  EXPECT_EQ(start2.id, 1ull << 40);
+
+  ReportResult rr;
+  rr.trial_id = "exp_00003";
+  rr.attempt = 2;
+  rr.seq = 5;
+  rr.metrics_json = R"({"loss":0.25})";
+  rr.time_this_iter_s = 1.25;
+  ReportResult rr2 = RoundTrip(rr);
+  EXPECT_EQ(rr2.seq, 5);
+  EXPECT_DOUBLE_EQ(rr2.time_this_iter_s, 1.25);
+
+  Decision dec;
+  dec.trial_id = "exp_00003";
+  dec.attempt = 2;
+  dec.seq = 5;
+  dec.action = "stop";
+  EXPECT_EQ(RoundTrip(dec).action, "stop");
+
+  StopTrialRequest stop;
+  stop.id = 99;
+  stop.trial_id = "exp_00004";
+  stop.attempt = 9;
+  EXPECT_EQ(RoundTrip(stop).attempt, 9);
+
+  TrialExited exited;
+  exited.trial_id = "exp_00004";
+  exited.attempt = 9;
+  exited.ok = false;
+  exited.exit_code = -9;
+  exited.stopped = true;
+  exited.error = "killed by signal 9";
+  exited.stderr_tail = "Traceback...\nValueError\n";
+  exited.last_seq = 17;
+  TrialExited exited2 = RoundTrip(exited);
+  EXPECT_FALSE(exited2.ok);
+  EXPECT_EQ(exited2.exit_code, -9);
+  EXPECT_TRUE(exited2.stopped);
+  EXPECT_EQ(exited2.last_seq, 17);
+
+  WorkerHeartbeat hb;
+  hb.worker_id = "w-1";
+  EXPECT_EQ(RoundTrip(hb).worker_id, "w-1");
+}
+
+TEST(CodecTest, ResourceMessagesRoundTrip) {
+  // Every message of proto/resources.hpp with non-default fields survives encode + decode.
+  RegisterNode node;
+  node.id = 3;
+  node.worker_id = "w-2";
+  node.hostname = "gpu-box";
+  node.capacity = {{"cpu", 80000}, {"gpu", 20000}, {"memory", 17179869184ll * 10000}};
+  node.gpu_ids = {"0", "1"};
+  EXPECT_EQ(RoundTrip(node).capacity, node.capacity);
+
+  RegisterNodeAck nack;
+  nack.heartbeat_interval_ms = 250;
+  EXPECT_EQ(RoundTrip(nack).heartbeat_interval_ms, 250);
+
+  NodeHeartbeat nhb;
+  nhb.worker_id = "w-2";
+  RoundTrip(nhb);
+
+  Allocate alloc;
+  alloc.id = 11;
+  alloc.trial_id = "exp_00000";
+  alloc.attempt = 1;
+  alloc.request = {{"cpu", 10000}, {"gpu", 3300}};
+  EXPECT_EQ(RoundTrip(alloc).request, alloc.request);
+
+  AllocateReply reply;
+  reply.id = 11;
+  reply.trial_id = "exp_00000";
+  reply.attempt = 1;
+  reply.granted = false;
+  reply.worker_id = "";
+  reply.gpu_ids = {"1"};
+  reply.infeasible = true;
+  reply.reason = "asked for gpu=8, the largest worker has gpu=2";
+  AllocateReply reply2 = RoundTrip(reply);
+  EXPECT_TRUE(reply2.infeasible);
+  EXPECT_EQ(reply2.reason, reply.reason);
+
+  Release rel;
+  rel.trial_id = "exp_00000";
+  rel.attempt = 4;
+  EXPECT_EQ(RoundTrip(rel).attempt, 4);
+
+  ReleaseReply relr;
+  relr.released = true;
+  EXPECT_TRUE(RoundTrip(relr).released);
+
+  GetClusterView gcv;
+  gcv.id = 5;
+  RoundTrip(gcv);
+
+  ClusterView view;
+  NodeView nv;
+  nv.worker_id = "w-2";
+  nv.hostname = "gpu-box";
+  nv.alive = false;
+  nv.capacity = {{"cpu", 40000}};
+  nv.committed = {{"cpu", 10000}};
+  nv.trials = {"exp_00000/1"};
+  view.nodes = {nv, NodeView{}};
+  ClusterView view2 = RoundTrip(view);
+  ASSERT_EQ(view2.nodes.size(), 2u);
+  EXPECT_FALSE(view2.nodes[0].alive);
+  EXPECT_EQ(view2.nodes[0].committed, nv.committed);
+  EXPECT_TRUE(view2.nodes[1].alive);
+
+  NodeEvent ev;
+  ev.event = "node_lost";
+  ev.worker_id = "w-2";
+  ev.trials = {"exp_00000/1", "exp_00001/2"};
+  EXPECT_EQ(RoundTrip(ev).trials, ev.trials);
+}
+
+TEST(CodecTest, StoreMessagesRoundTripIncludingBinaryChunks) {
+  // Every message of proto/store.hpp; checkpoint data is binary with NUL and 0xff bytes.
+  JournalAppend app;
+  app.id = 21;
+  app.experiment = "exp";
+  app.records = {std::string("\x00\x01\xff", 3), "plain", ""};
+  JournalAppend app2 = RoundTrip(app);
+  EXPECT_EQ(app2.records, app.records);
+
+  JournalAppendAck aack;
+  aack.experiment = "exp";
+  aack.first_seq = 10;
+  aack.last_seq = 12;
+  EXPECT_EQ(RoundTrip(aack).last_seq, 12u);
+
+  JournalRead jr;
+  jr.experiment = "exp";
+  jr.from_seq = 77;
+  jr.max_records = 10;
+  EXPECT_EQ(RoundTrip(jr).max_records, 10u);
+
+  JournalReadReply jrr;
+  jrr.experiment = "exp";
+  jrr.first_seq = 77;
+  jrr.records = {"a", std::string(1, '\0')};
+  jrr.end = false;
+  JournalReadReply jrr2 = RoundTrip(jrr);
+  EXPECT_EQ(jrr2.records, jrr.records);
+  EXPECT_FALSE(jrr2.end);
+
+  JournalList jl;
+  RoundTrip(jl);
+  JournalListReply jlr;
+  jlr.experiments = {"a", "b"};
+  jlr.last_seqs = {3, 18446744073709551615ull};
+  EXPECT_EQ(RoundTrip(jlr).last_seqs, jlr.last_seqs);
+
+  CheckpointPut put;
+  put.id = 8;
+  put.checkpoint_id = "exp/exp_00000/ckpt_3";
+  put.chunk_index = 2;
+  put.data = {'\0', '\xff', 'a', '\0', '\x7f', '\x80', '\xff', '\0'};
+  put.last = true;
+  put.metadata_json = R"({"iteration":3})";
+  CheckpointPut put2 = RoundTrip(put);
+  EXPECT_EQ(put2.data, put.data);
+  EXPECT_EQ(put2.data.size(), 8u);
+  EXPECT_TRUE(put2.last);
+  EXPECT_EQ(put2.chunk_index, 2u);
+
+  CheckpointPutAck pack;
+  pack.checkpoint_id = put.checkpoint_id;
+  pack.chunk_index = 2;
+  EXPECT_EQ(RoundTrip(pack).chunk_index, 2u);
+
+  CheckpointGet get;
+  get.checkpoint_id = put.checkpoint_id;
+  get.chunk_index = 1;
+  RoundTrip(get);
+
+  CheckpointGetReply getr;
+  getr.checkpoint_id = put.checkpoint_id;
+  getr.chunk_index = 1;
+  getr.num_chunks = 3;
+  getr.data = std::vector<char>(1024, '\xff');
+  getr.data[0] = '\0';
+  getr.metadata_json = "{}";
+  EXPECT_EQ(RoundTrip(getr).data, getr.data);
+
+  CheckpointList cl;
+  cl.prefix = "exp/exp_00000/";
+  RoundTrip(cl);
+
+  CheckpointListReply clr;
+  CheckpointInfo info;
+  info.checkpoint_id = "exp/exp_00000/ckpt_3";
+  info.size_bytes = 5ull << 32;
+  info.num_chunks = 1281;
+  info.metadata_json = R"({"score":0.9})";
+  clr.checkpoints = {info};
+  CheckpointListReply clr2 = RoundTrip(clr);
+  ASSERT_EQ(clr2.checkpoints.size(), 1u);
+  EXPECT_EQ(clr2.checkpoints[0].size_bytes, 5ull << 32);
+
+  CheckpointDelete del;
+  del.checkpoint_id = info.checkpoint_id;
+  RoundTrip(del);
+  CheckpointDeleteAck dela;
+  dela.checkpoint_id = info.checkpoint_id;
+  dela.deleted = true;
+  EXPECT_TRUE(RoundTrip(dela).deleted);
+}
+
+TEST(CodecTest, ControlAndEventMessagesRoundTrip) {
+  // Every message of proto/control.hpp and proto/events.hpp, plus ErrorReply.
+  SubmitExperiment sub;
+  sub.id = 1;
+  sub.spec_yaml = "name: digits\nparam_space:\n  lr: {loguniform: [0.0001, 0.1]}\n";
+  sub.base_dir = "/home/u/exp";
+  sub.source_name = "experiment.yaml";
+  EXPECT_EQ(RoundTrip(sub).spec_yaml, sub.spec_yaml);
+
+  ListTrials lt;
+  lt.status = "RUNNING";
+  EXPECT_EQ(RoundTrip(lt).status, "RUNNING");
+  ShowTrial st;
+  st.trial_id = "exp_00002";
+  RoundTrip(st);
+  StopTrialCommand stc;
+  stc.trial_id = "exp_00002";
+  RoundTrip(stc);
+  StopExperiment se;
+  se.id = 4;
+  RoundTrip(se);
+  GetExperiment ge;
+  ge.id = 5;
+  RoundTrip(ge);
+  ListWorkers lw;
+  lw.id = 6;
+  RoundTrip(lw);
+  ControlReply cr;
+  cr.id = 6;
+  cr.body_json = R"([{"worker_id":"w-1"}])";
+  EXPECT_EQ(RoundTrip(cr).body_json, cr.body_json);
+
+  SchedulerEvent ev;
+  ev.event = "trial_status";
+  ev.experiment = "exp";
+  ev.trial_id = "exp_00002";
+  ev.body_json = R"({"status":"ERROR"})";
+  SchedulerEvent ev2 = RoundTrip(ev);
+  EXPECT_EQ(ev2.event, "trial_status");
+  EXPECT_EQ(ev2.body_json, ev.body_json);
+
+  ErrorReply err;
+  err.id = 9;
+  err.code = "not_found";
+  err.message = "no trial x";
+  err.request_type = "show_trial";
+  EXPECT_EQ(RoundTrip(err).request_type, "show_trial");
+}
+
+TEST(CodecTest, MakeErrorCarriesCodeNameMessageIdAndRequestType) {
+  // MakeError fills an ErrorReply from a Status for request `id` of a given type.
+  ErrorReply e = MakeError(Status::NotFound("no trial exp_00042"), 42, "show_trial");
+  EXPECT_EQ(e.v, kProtocolVersion);
+  EXPECT_EQ(e.type, "error");
+  EXPECT_EQ(e.id, 42u);
+  EXPECT_EQ(e.code, "not_found");
+  EXPECT_EQ(e.message, "no trial exp_00042");
+  EXPECT_EQ(e.request_type, "show_trial");
+  ErrorReply back = RoundTrip(e);
+  EXPECT_EQ(back.code, "not_found");
+  EXPECT_EQ(MakeError(Status::FailedPrecondition("x"), 0, "").code, "failed_precondition");
+  EXPECT_EQ(MakeError(Status::IoError("disk"), 1, "journal_append").code, "io_error");
+}
+
+TEST(CodecTest, MissingKeysKeepDefaultsAndUnknownKeysAreIgnored) {
+  // A newer peer may add fields (ignored); an older one may omit them (struct defaults).
+  msgpack::sbuffer buf;
+  Packer p(buf);
+  p.pack_map(5);
+  PackStr(p, "v");
+  p.pack(1);
+  PackStr(p, "type");
+  PackStr(p, "register_node_ack");
+  PackStr(p, "id");
+  p.pack(17);
+  PackStr(p, "future_field");
+  p.pack_array(2);
+  p.pack(1);
+  PackStr(p, "x");
+  PackStr(p, "another");
+  p.pack_map(1);
+  PackStr(p, "k");
+  p.pack(true);
+  const std::string bytes = Bytes(buf);
+  auto d = Decode(bytes.data(), bytes.size());
+  ASSERT_TRUE(d.ok()) << d.status().ToString();
+  EXPECT_EQ(d->id(), 17u);
+  auto ack = d->As<RegisterNodeAck>();
+  ASSERT_TRUE(ack.ok()) << ack.status().ToString();
+  EXPECT_EQ(ack->heartbeat_interval_ms, 1000);  // the struct default
+  EXPECT_EQ(ack->id, 17u);
+
+  // The same frame as a different struct: only envelope fields are set.
+  auto rr = d->As<ReportResult>();
+  ASSERT_TRUE(rr.ok());
+  EXPECT_EQ(rr->seq, 0);
+  EXPECT_TRUE(rr->trial_id.empty());
+}
+
+TEST(CodecTest, NonStringKeyIsRejectedByAsNotACrash) {
+  // Field names are strings; a map with an integer key decodes (envelope intact) but cannot be
+  // converted to a struct: As<M>() is InvalidArgument.
+  msgpack::sbuffer buf;
+  Packer p(buf);
+  p.pack_map(4);
+  PackStr(p, "v");
+  p.pack(1);
+  PackStr(p, "type");
+  PackStr(p, "register_node_ack");
+  PackStr(p, "id");
+  p.pack(17);
+  p.pack(5);
+  p.pack(6);
+  const std::string bytes = Bytes(buf);
+  auto d = Decode(bytes.data(), bytes.size());
+  ASSERT_TRUE(d.ok()) << d.status().ToString();
+  EXPECT_EQ(d->type(), "register_node_ack");
+  EXPECT_EQ(d->As<RegisterNodeAck>().status().code(), StatusCode::kInvalidArgument);
+}
+
+// ---- rejection of untrusted input -----------------------------------------------------
+
+TEST(CodecTest, EmptyInputIsInvalidArgument) {
+  // Zero bytes are not a message.
+  EXPECT_EQ(Decode("", 0).status().code(), StatusCode::kInvalidArgument);
+  EXPECT_EQ(Decode(nullptr, 0).status().code(), StatusCode::kInvalidArgument);
+}
+
+TEST(CodecTest, GarbageIsInvalidArgument) {
+  // Never-used msgpack bytes and seeded random buffers are rejected, never crash.
+  EXPECT_EQ(DecodeStatus(std::string("\xc1\xc1\xc1", 3)).code(), StatusCode::kInvalidArgument);
+  EXPECT_EQ(DecodeStatus("hello world").code(), StatusCode::kInvalidArgument);
+  std::mt19937 rng(1234);
+  for (int i = 0; i < 2000; ++i) {
+    std::string bytes(size_t(rng() % 64), '\0');
+    for (char& c : bytes) c = char(rng() & 0xff);
+    auto d = Decode(bytes.data(), bytes.size());
+    EXPECT_FALSE(d.ok()) << i;
+  }
+}
+
+TEST(CodecTest, CorruptedValidFramesNeverCrash) {
+  // Flipping any single byte of a valid frame either decodes or fails with a Status.
+  StartTrial m;
+  m.trial_id = "exp_00001";
+  m.attempt = 3;
+  m.config_json = R"({"a":1})";
+  m.trainable.command = {"python3", "x.py"};
+  m.gpu_ids = {"0"};
+  const std::string good = Encode(m);
+  for (size_t i = 0; i < good.size(); ++i) {
+    for (int flip : {0x01, 0x80, 0xff}) {
+      std::string bad = good;
+      bad[i] = char(uint8_t(bad[i]) ^ flip);
+      auto d = Decode(bad.data(), bad.size());
+      if (d.ok()) {
+        auto s = d->As<StartTrial>();
+        if (!s.ok()) {
+          EXPECT_EQ(s.status().code(), StatusCode::kInvalidArgument);
+        }
+      } else {
+        EXPECT_TRUE(d.status().code() == StatusCode::kInvalidArgument ||
+                    d.status().code() == StatusCode::kFailedPrecondition)
+            << d.status().ToString();
+      }
+    }
+  }
+}
+
+TEST(CodecTest, EveryTruncationIsInvalidArgument) {
+  // A frame cut at any length short of its end is rejected.
+  ReportResult m;
+  m.trial_id = "exp_00001";
+  m.attempt = 1;
+  m.seq = 3;
+  m.metrics_json = R"({"loss":0.1})";
+  const std::string bytes = Encode(m);
+  for (size_t n = 0; n < bytes.size(); ++n) {
+    auto d = Decode(bytes.data(), n);
+    ASSERT_FALSE(d.ok()) << n;
+    EXPECT_EQ(d.status().code(), StatusCode::kInvalidArgument) << n;
+  }
+}
+
+TEST(CodecTest, NonMapMessageIsInvalidArgument) {
+  // A msgpack array (or scalar) is valid msgpack but not a message.
+  msgpack::sbuffer buf;
+  msgpack::pack(buf, std::vector<std::string>{"v", "type", "start_trial"});
+  Status s = DecodeStatus(Bytes(buf));
+  EXPECT_EQ(s.code(), StatusCode::kInvalidArgument);
+  EXPECT_NE(s.message().find("map"), std::string::npos) << s.message();
+  msgpack::sbuffer scalar;
+  msgpack::pack(scalar, 42);
+  EXPECT_EQ(DecodeStatus(Bytes(scalar)).code(), StatusCode::kInvalidArgument);
+}
+
+TEST(CodecTest, MapWithoutStringTypeIsInvalidArgument) {
+  // No `type`, or a `type` that is not a string, is InvalidArgument.
+  {
+    msgpack::sbuffer buf;
+    Packer p(buf);
+    p.pack_map(2);
+    PackStr(p, "v");
+    p.pack(1);
+    PackStr(p, "id");
+    p.pack(3);
+    Status s = DecodeStatus(Bytes(buf));
+    EXPECT_EQ(s.code(), StatusCode::kInvalidArgument);
+    EXPECT_NE(s.message().find("type"), std::string::npos) << s.message();
+  }
+  {
+    msgpack::sbuffer buf;
+    Packer p(buf);
+    p.pack_map(2);
+    PackStr(p, "v");
+    p.pack(1);
+    PackStr(p, "type");
+    p.pack(5);
+    EXPECT_EQ(DecodeStatus(Bytes(buf)).code(), StatusCode::kInvalidArgument);
+  }
+  {
+    msgpack::sbuffer buf;  // type as binary, not str
+    Packer p(buf);
+    p.pack_map(2);
+    PackStr(p, "v");
+    p.pack(1);
+    PackStr(p, "type");
+    p.pack_bin(5);
+    p.pack_bin_body("error", 5);
+    EXPECT_EQ(DecodeStatus(Bytes(buf)).code(), StatusCode::kInvalidArgument);
+  }
+  {
+    msgpack::sbuffer buf;  // empty map
+    Packer p(buf);
+    p.pack_map(0);
+    EXPECT_EQ(DecodeStatus(Bytes(buf)).code(), StatusCode::kInvalidArgument);
+  }
+}
+
+// A map {v: <v>, type: "start_trial", id: 5}.
+template <typename V>
+std::string WithVersion(V v) {
+  msgpack::sbuffer buf;
+  Packer p(buf);
+  p.pack_map(3);
+  PackStr(p, "v");
+  p.pack(v);
+  PackStr(p, "type");
+  PackStr(p, "start_trial");
+  PackStr(p, "id");
+  p.pack(5);
+  return Bytes(buf);
+}
+
+TEST(CodecTest, WrongVersionIsFailedPrecondition) {
+  // A frame of another protocol version is FailedPrecondition naming the type; no `v` is
+  // InvalidArgument.
+  Status s = DecodeStatus(WithVersion(2));
+  EXPECT_EQ(s.code(), StatusCode::kFailedPrecondition);
+  EXPECT_NE(s.message().find("start_trial"), std::string::npos) << s.message();
+  EXPECT_EQ(DecodeStatus(WithVersion(0)).code(), StatusCode::kFailedPrecondition);
+  EXPECT_EQ(DecodeStatus(WithVersion(uint64_t(1000000))).code(), StatusCode::kFailedPrecondition);
+  EXPECT_TRUE(DecodeStatus(WithVersion(1)).ok());
+  EXPECT_EQ(DecodeStatus(WithVersion(std::string("1"))).code(), StatusCode::kInvalidArgument);
+
+  msgpack::sbuffer buf;
+  Packer p(buf);
+  p.pack_map(1);
+  PackStr(p, "type");
+  PackStr(p, "start_trial");
+  EXPECT_EQ(DecodeStatus(Bytes(buf)).code(), StatusCode::kInvalidArgument);
+}
+
+TEST(CodecTest, VersionThatTruncatesToCurrentIsStillRejected) {
+  // v = 2^32 + 1 is not version 1: it must not be narrowed to int before the comparison.
+  Status s = DecodeStatus(WithVersion(uint64_t((1ull << 32) + kProtocolVersion)));
+  EXPECT_EQ(s.code(), StatusCode::kFailedPrecondition) << s.ToString();
+  Status s2 = DecodeStatus(WithVersion(uint64_t(0xffffffff00000000ull + kProtocolVersion)));
+  EXPECT_EQ(s2.code(), StatusCode::kFailedPrecondition) << s2.ToString();
+}
+
+TEST(CodecTest, TrailingBytesAreInvalidArgument) {
+  // One frame holds exactly one message: anything after it is rejected.
+  WorkerHeartbeat hb;
+  hb.worker_id = "w";
+  const std::string bytes = Encode(hb);
+  EXPECT_TRUE(DecodeStatus(bytes).ok());
+  EXPECT_EQ(DecodeStatus(bytes + std::string(1, '\0')).code(), StatusCode::kInvalidArgument);
+  EXPECT_EQ(DecodeStatus(bytes + bytes).code(), StatusCode::kInvalidArgument);
+}
+
+// {v: 1, type: "deep", payload: [[[...1...]]]} with `depth` nested arrays.
+std::string Nested(int depth) {
+  msgpack::sbuffer buf;
+  Packer p(buf);
+  p.pack_map(3);
+  PackStr(p, "v");
+  p.pack(1);
+  PackStr(p, "type");
+  PackStr(p, "deep");
+  PackStr(p, "payload");
+  for (int i = 0; i < depth; ++i) p.pack_array(1);
+  p.pack(1);
+  return Bytes(buf);
+}
+
+TEST(CodecTest, NestingDeeperThan32IsInvalidArgument) {
+  // The depth limit bounds recursion on hostile input; moderate nesting still decodes.
+  EXPECT_TRUE(DecodeStatus(Nested(8)).ok());
+  EXPECT_EQ(DecodeStatus(Nested(40)).code(), StatusCode::kInvalidArgument);
+  EXPECT_EQ(DecodeStatus(Nested(100000)).code(), StatusCode::kInvalidArgument);
+  std::string only_arrays(64, char(0x91));  // 64 nested fixarrays of one, no map at all
+  only_arrays += char(0x01);
+  EXPECT_EQ(DecodeStatus(only_arrays).code(), StatusCode::kInvalidArgument);
+}
+
+TEST(CodecTest, HugeDeclaredSizesAreRejectedByLimits) {
+  // A few bytes declaring 4 G elements / bytes must fail on the limit, not allocate.
+  const std::string array32("\xdd\xff\xff\xff\xff", 5);
+  const std::string map32("\xdf\xff\xff\xff\xff", 5);
+  const std::string str32("\xdb\xff\xff\xff\xff", 5);
+  const std::string bin32("\xc6\xff\xff\xff\xff", 5);
+  for (const std::string& head : {array32, map32, str32, bin32}) {
+    EXPECT_EQ(DecodeStatus(head).code(), StatusCode::kInvalidArgument);
+    // The same header as a field of an otherwise valid message.
+    msgpack::sbuffer buf;
+    Packer p(buf);
+    p.pack_map(3);
+    PackStr(p, "v");
+    p.pack(1);
+    PackStr(p, "type");
+    PackStr(p, "journal_append");
+    PackStr(p, "records");
+    std::string bytes = Bytes(buf) + head;
+    EXPECT_EQ(DecodeStatus(bytes).code(), StatusCode::kInvalidArgument);
+  }
+  // Just over the array limit, with every element present.
+  msgpack::sbuffer buf;
+  Packer p(buf);
+  p.pack_array(uint32_t(kMaxArray + 1));
+  for (size_t i = 0; i < kMaxArray + 1; ++i) p.pack_nil();
+  EXPECT_EQ(DecodeStatus(Bytes(buf)).code(), StatusCode::kInvalidArgument);
+}
+
+TEST(CodecTest, WronglyTypedFieldIsInvalidArgumentNamingTheType) {
+  // As<M>() on a frame whose field has the wrong msgpack type fails, naming the type.
+  msgpack::sbuffer buf;
+  Packer p(buf);
+  p.pack_map(4);
+  PackStr(p, "v");
+  p.pack(1);
+  PackStr(p, "type");
+  PackStr(p, "start_trial");
+  PackStr(p, "id");
+  p.pack(2);
+  PackStr(p, "attempt");
+  PackStr(p, "seven");
+  const std::string bytes = Bytes(buf);
+  auto d = Decode(bytes.data(), bytes.size());
+  ASSERT_TRUE(d.ok()) << d.status().ToString();
+  auto m = d->As<StartTrial>();
+  ASSERT_FALSE(m.ok());
+  EXPECT_EQ(m.status().code(), StatusCode::kInvalidArgument);
+  EXPECT_NE(m.status().message().find("start_trial"), std::string::npos) << m.status().message();
+
+  // A nested struct of the wrong shape, and a list where a string is expected.
+  msgpack::sbuffer buf2;
+  Packer p2(buf2);
+  p2.pack_map(4);
+  PackStr(p2, "v");
+  p2.pack(1);
+  PackStr(p2, "type");
+  PackStr(p2, "start_trial");
+  PackStr(p2, "trainable");
+  p2.pack(3);
+  PackStr(p2, "trial_id");
+  p2.pack_array(1);
+  p2.pack(1);
+  const std::string bytes2 = Bytes(buf2);
+  auto d2 = Decode(bytes2.data(), bytes2.size());
+  ASSERT_TRUE(d2.ok());
+  EXPECT_EQ(d2->As<StartTrial>().status().code(), StatusCode::kInvalidArgument);
+}
+
+}  // namespace
+}  // namespace tunebus::proto

@@ -1,0 +1,354 @@
+// Tests for JournalWriter: write-ahead ordering against a fake checkpoint-store (a test-owned
+// ROUTER on inproc) that acknowledges, delays or fails each JournalAppend (DESIGN.md "Journal
+// and recovery"). The test thread drives the writer's EventLoop with RunOnce.
+#include "libs/journal/journal_writer.hpp"
+
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
+
+#include "libs/bus/event_loop.hpp"
+#include "libs/bus/request_client.hpp"
+#include "libs/bus/socket.hpp"
+#include "libs/journal/records.hpp"
+#include "proto/codec.hpp"
+#include "proto/store.hpp"
+
+namespace tunebus::journal {
+namespace {
+
+using json = nlohmann::json;
+
+json Rec(int n) { return {{"kind", "trial_added"}, {"n", n}}; }
+
+// The `n` of each record bytes (as encoded by EncodeRecord).
+std::vector<int> Ns(const std::vector<std::string>& records) {
+  std::vector<int> out;
+  for (const std::string& bytes : records) {
+    auto r = DecodeRecord(bytes);
+    EXPECT_TRUE(r.ok()) << r.status().ToString();
+    out.push_back(r.ok() ? (*r)["n"].get<int>() : -1);
+  }
+  return out;
+}
+
+// A checkpoint-store stand-in: receives JournalAppend requests and answers them only when the
+// test says so (ack, typed error or raw bytes). Acked records form `journal`, in store order.
+class FakeStore {
+ public:
+  struct Request {
+    std::vector<std::string> route;
+    proto::JournalAppend append;
+    bool answered = false;
+  };
+
+  FakeStore(zmq::context_t& ctx, const std::string& endpoint) {
+    auto s = bus::Bind(ctx, zmq::socket_type::router, endpoint);
+    EXPECT_TRUE(s.ok()) << s.status().ToString();
+    if (s.ok()) router_ = std::move(*s);
+  }
+
+  // Takes every request waiting on the socket, without blocking.
+  void Poll() {
+    bus::Incoming in;
+    while (bus::Receive(router_, in)) {
+      auto d = proto::Decode(in.payload.data(), in.payload.size());
+      ASSERT_TRUE(d.ok()) << d.status().ToString();
+      ASSERT_EQ(d->type(), proto::JournalAppend::kType);
+      auto m = d->As<proto::JournalAppend>();
+      ASSERT_TRUE(m.ok()) << m.status().ToString();
+      requests.push_back({in.route, *m, false});
+      int outstanding = 0;
+      for (const Request& r : requests) outstanding += !r.answered;
+      max_outstanding = std::max(max_outstanding, outstanding);
+    }
+  }
+
+  // Makes request `i` durable: assigns the next seqs and answers JournalAppendAck.
+  void Ack(size_t i) {
+    Request& r = requests.at(i);
+    proto::JournalAppendAck ack;
+    ack.id = r.append.id;
+    ack.experiment = r.append.experiment;
+    ack.first_seq = journal.size() + 1;
+    for (const std::string& rec : r.append.records) journal.push_back(rec);
+    ack.last_seq = journal.size();
+    Answer(r, proto::Encode(ack));
+  }
+  // Answers request `i` with a typed error; nothing is written.
+  void Fail(size_t i, const Status& status) {
+    Request& r = requests.at(i);
+    Answer(r, proto::Encode(proto::MakeError(status, r.append.id, proto::JournalAppend::kType)));
+  }
+  // Answers request `i` with arbitrary bytes built from its id.
+  void AnswerRaw(size_t i, const std::function<std::string(uint64_t id)>& make) {
+    Request& r = requests.at(i);
+    Answer(r, make(r.append.id));
+  }
+
+  std::vector<Request> requests;
+  std::vector<std::string> journal;  // durable records, in store order
+  int max_outstanding = 0;           // most requests ever received but not answered
+
+ private:
+  void Answer(Request& r, const std::string& payload) {
+    ASSERT_FALSE(r.answered);
+    bus::Incoming to;
+    to.route = r.route;
+    ASSERT_TRUE(bus::Reply(router_, to, payload));
+    r.answered = true;
+  }
+  zmq::socket_t router_;
+};
+
+int g_endpoint_counter = 0;
+
+class JournalWriterTest : public ::testing::Test {
+ protected:
+  JournalWriterTest()
+      : endpoint_("inproc://journal-writer-test-" + std::to_string(g_endpoint_counter++)), store_(ctx_, endpoint_) {
+    auto dealer = bus::Connect(ctx_, zmq::socket_type::dealer, endpoint_);
+    EXPECT_TRUE(dealer.ok()) << dealer.status().ToString();
+    client_ = std::make_unique<bus::RequestClient>(loop_, std::move(*dealer), "checkpoint-store");
+    writer_ = std::make_unique<JournalWriter>(loop_, *client_, "exp1", bus::Duration{20});
+    loop_.SetIdleHook([this] { writer_->Flush(); });  // as the scheduler does
+  }
+  ~JournalWriterTest() override {
+    loop_.SetIdleHook(nullptr);
+    writer_.reset();
+    client_.reset();
+  }
+
+  // One loop round (at most 10 ms), then the store takes what arrived.
+  void Spin(int rounds = 1) {
+    for (int i = 0; i < rounds; ++i) {
+      loop_.RunOnce(bus::Duration{10});
+      store_.Poll();
+    }
+  }
+  // Spins until `done` holds (at most ~2 s, normally a round or two).
+  bool SpinUntil(const std::function<bool()>& done) {
+    for (int i = 0; i < 200 && !done(); ++i) Spin();
+    return done();
+  }
+  bool WaitForRequests(size_t n) {
+    return SpinUntil([&] { return store_.requests.size() >= n; });
+  }
+
+  zmq::context_t ctx_;
+  std::string endpoint_;
+  FakeStore store_;
+  bus::EventLoop loop_;
+  std::unique_ptr<bus::RequestClient> client_;
+  std::unique_ptr<JournalWriter> writer_;
+};
+
+TEST_F(JournalWriterTest, EffectRunsAtOnceWhenEverythingIsDurable) {
+  // Nothing appended yet (or everything acked): AfterDurable runs the effect immediately.
+  int ran = 0;
+  writer_->AfterDurable([&] { ++ran; });
+  EXPECT_EQ(ran, 1);
+  writer_->Flush();  // nothing queued: no request
+  Spin(2);
+  EXPECT_TRUE(store_.requests.empty());
+
+  writer_->Append(Rec(1));
+  ASSERT_TRUE(WaitForRequests(1));
+  store_.Ack(0);
+  ASSERT_TRUE(SpinUntil([&] { return writer_->durable() == 1; }));
+  writer_->AfterDurable([&] { ++ran; });
+  EXPECT_EQ(ran, 2);
+}
+
+TEST_F(JournalWriterTest, EffectWaitsForTheAckCoveringEveryEarlierAppend) {
+  // Two records then an effect: the effect stays queued while the store delays its answer and
+  // runs once the batch holding both records is acknowledged.
+  EXPECT_EQ(writer_->Append(Rec(1)), 1u);
+  EXPECT_EQ(writer_->Append(Rec(2)), 2u);
+  bool ran = false;
+  writer_->AfterDurable([&] { ran = true; });
+  EXPECT_FALSE(ran);
+  EXPECT_EQ(writer_->appended(), 2u);
+  ASSERT_TRUE(WaitForRequests(1));
+  EXPECT_EQ(store_.requests[0].append.experiment, "exp1");
+  EXPECT_EQ(Ns(store_.requests[0].append.records), (std::vector<int>{1, 2}));
+  Spin(3);  // the store is slow
+  EXPECT_FALSE(ran);
+  EXPECT_EQ(writer_->durable(), 0u);
+  store_.Ack(0);
+  ASSERT_TRUE(SpinUntil([&] { return ran; }));
+  EXPECT_EQ(writer_->durable(), 2u);
+  EXPECT_EQ(writer_->store_seq(), 2u);
+  EXPECT_EQ(store_.requests.size(), 1u);
+}
+
+TEST_F(JournalWriterTest, OnlyOneBatchInFlightAndAppendsDuringItFormTheNextBatch) {
+  // Group commit: while batch 1 is in flight, new records wait; after its ack they go out
+  // together as batch 2.
+  writer_->Append(Rec(1));
+  ASSERT_TRUE(WaitForRequests(1));
+  writer_->Append(Rec(2));
+  writer_->Append(Rec(3));
+  bool ran = false;
+  writer_->AfterDurable([&] { ran = true; });
+  Spin(3);
+  EXPECT_EQ(store_.requests.size(), 1u);
+  store_.Ack(0);
+  ASSERT_TRUE(WaitForRequests(2));
+  EXPECT_EQ(writer_->durable(), 1u);
+  EXPECT_FALSE(ran);
+  EXPECT_EQ(Ns(store_.requests[1].append.records), (std::vector<int>{2, 3}));
+  store_.Ack(1);
+  ASSERT_TRUE(SpinUntil([&] { return ran; }));
+  EXPECT_EQ(writer_->durable(), 3u);
+  EXPECT_EQ(writer_->store_seq(), 3u);
+  EXPECT_EQ(Ns(store_.journal), (std::vector<int>{1, 2, 3}));
+  EXPECT_EQ(store_.max_outstanding, 1);
+}
+
+TEST_F(JournalWriterTest, EffectsRunInCallOrderEachAfterItsOwnRecords) {
+  // e1 follows record 1; e2 and e3 follow record 2. The ack of batch 1 runs only e1; the ack
+  // of batch 2 runs e2 then e3.
+  std::vector<int> order;
+  writer_->Append(Rec(1));
+  writer_->AfterDurable([&] { order.push_back(1); });
+  ASSERT_TRUE(WaitForRequests(1));
+  writer_->Append(Rec(2));
+  writer_->AfterDurable([&] { order.push_back(2); });
+  writer_->AfterDurable([&] { order.push_back(3); });
+  store_.Ack(0);
+  ASSERT_TRUE(SpinUntil([&] { return !order.empty(); }));
+  ASSERT_TRUE(WaitForRequests(2));
+  Spin(2);
+  EXPECT_EQ(order, (std::vector<int>{1}));
+  store_.Ack(1);
+  ASSERT_TRUE(SpinUntil([&] { return order.size() == 3; }));
+  EXPECT_EQ(order, (std::vector<int>{1, 2, 3}));
+}
+
+TEST_F(JournalWriterTest, FailedAppendIsRetriedWithTheSameRecordsWhileEffectsWait) {
+  // The store answers ErrorReply twice: the same batch is resent each time (after the retry
+  // delay), records appended meanwhile wait for the next batch, and the effect waits for the
+  // ack; the journal ends up in Append order with no record twice.
+  writer_->Append(Rec(1));
+  writer_->Append(Rec(2));
+  bool ran = false;
+  writer_->AfterDurable([&] { ran = true; });
+  ASSERT_TRUE(WaitForRequests(1));
+  store_.Fail(0, Status::IoError("rocksdb: disk full"));
+  writer_->Append(Rec(3));
+  ASSERT_TRUE(WaitForRequests(2));
+  EXPECT_FALSE(ran);
+  EXPECT_EQ(writer_->durable(), 0u);
+  EXPECT_EQ(Ns(store_.requests[1].append.records), (std::vector<int>{1, 2}));
+  store_.Fail(1, Status::Unavailable("busy"));
+  ASSERT_TRUE(WaitForRequests(3));
+  EXPECT_FALSE(ran);
+  EXPECT_EQ(Ns(store_.requests[2].append.records), (std::vector<int>{1, 2}));
+  EXPECT_EQ(store_.max_outstanding, 1);
+  store_.Ack(2);
+  ASSERT_TRUE(SpinUntil([&] { return ran; }));
+  EXPECT_EQ(writer_->durable(), 2u);
+  ASSERT_TRUE(WaitForRequests(4));
+  EXPECT_EQ(Ns(store_.requests[3].append.records), (std::vector<int>{3}));
+  store_.Ack(3);
+  ASSERT_TRUE(SpinUntil([&] { return writer_->durable() == 3; }));
+  EXPECT_EQ(Ns(store_.journal), (std::vector<int>{1, 2, 3}));
+  EXPECT_EQ(store_.max_outstanding, 1);
+}
+
+TEST_F(JournalWriterTest, MalformedAckIsNotTakenAsDurable) {
+  // An ack whose fields have the wrong types cannot prove durability: the batch is retried.
+  writer_->Append(Rec(1));
+  bool ran = false;
+  writer_->AfterDurable([&] { ran = true; });
+  ASSERT_TRUE(WaitForRequests(1));
+  store_.AnswerRaw(0, [](uint64_t id) {
+    msgpack::sbuffer buf;
+    msgpack::packer<msgpack::sbuffer> p(buf);
+    p.pack_map(4);
+    p.pack(std::string("v"));
+    p.pack(proto::kProtocolVersion);
+    p.pack(std::string("type"));
+    p.pack(std::string(proto::JournalAppendAck::kType));
+    p.pack(std::string("id"));
+    p.pack(id);
+    p.pack(std::string("last_seq"));
+    p.pack(std::string("one"));
+    return std::string(buf.data(), buf.size());
+  });
+  ASSERT_TRUE(WaitForRequests(2));
+  EXPECT_FALSE(ran);
+  EXPECT_EQ(Ns(store_.requests[1].append.records), (std::vector<int>{1}));
+  store_.Ack(1);
+  ASSERT_TRUE(SpinUntil([&] { return ran; }));
+}
+
+TEST_F(JournalWriterTest, EffectsMayAppendAndWaitAgain) {
+  // An effect that appends a record and registers a follow-up effect (as a handler releasing
+  // one step and journaling the next would): the follow-up waits for the new record's ack.
+  std::vector<int> order;
+  writer_->Append(Rec(1));
+  writer_->AfterDurable([&] {
+    order.push_back(1);
+    writer_->Append(Rec(2));
+    writer_->AfterDurable([&] { order.push_back(2); });
+  });
+  ASSERT_TRUE(WaitForRequests(1));
+  store_.Ack(0);
+  ASSERT_TRUE(WaitForRequests(2));
+  EXPECT_EQ(order, (std::vector<int>{1}));
+  EXPECT_EQ(Ns(store_.requests[1].append.records), (std::vector<int>{2}));
+  store_.Ack(1);
+  ASSERT_TRUE(SpinUntil([&] { return order.size() == 2; }));
+  EXPECT_EQ(order, (std::vector<int>{1, 2}));
+}
+
+TEST_F(JournalWriterTest, EveryEffectSeesItsRecordsDurableUnderMixedAcksAndFailures) {
+  // 60 records with effects in between, the store failing every third answer: each effect
+  // runs only when every record appended before it is in the store's journal, effects run in
+  // call order, the journal equals the Append order, and one batch at most is ever in flight.
+  std::vector<int> ran;
+  int appended = 0;
+  int answers = 0;
+  for (int round = 0; round < 20; ++round) {
+    for (int k = 0; k < 3; ++k) {
+      writer_->Append(Rec(++appended));
+      const size_t need = size_t(appended);
+      const int effect = appended;
+      writer_->AfterDurable([&, need, effect] {
+        EXPECT_GE(store_.journal.size(), need) << "effect " << effect << " ran before its record was durable";
+        ran.push_back(effect);
+      });
+    }
+    Spin();
+    for (size_t i = 0; i < store_.requests.size(); ++i) {
+      if (store_.requests[i].answered) continue;
+      if (++answers % 3 == 0) {
+        store_.Fail(i, Status::IoError("flaky"));
+      } else {
+        store_.Ack(i);
+      }
+    }
+  }
+  ASSERT_TRUE(SpinUntil([&] {
+    for (size_t i = 0; i < store_.requests.size(); ++i) {
+      if (!store_.requests[i].answered) store_.Ack(i);
+    }
+    return writer_->durable() == uint64_t(appended);
+  }));
+  ASSERT_EQ(ran.size(), size_t(appended));
+  for (int i = 0; i < appended; ++i) EXPECT_EQ(ran[size_t(i)], i + 1);
+  std::vector<int> expected;
+  for (int i = 1; i <= appended; ++i) expected.push_back(i);
+  EXPECT_EQ(Ns(store_.journal), expected);
+  EXPECT_EQ(store_.max_outstanding, 1);
+  EXPECT_EQ(writer_->store_seq(), uint64_t(appended));
+}
+
+}  // namespace
+}  // namespace tunebus::journal

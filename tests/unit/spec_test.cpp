@@ -1,0 +1,448 @@
+// Tests for experiment-file parsing: every field, its defaults, and an error that names the
+// file, the line and the field for each way a file can be wrong.
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <fstream>
+#include <string>
+
+#include "libs/spec/experiment_spec.hpp"
+#include "libs/tune/variant_generator.hpp"
+
+namespace tunebus {
+namespace {
+
+using json = nlohmann::json;
+namespace fs = std::filesystem;
+
+// Raw strings below start with a newline for readability; drop it so the text starts on line 1.
+std::string Yaml(const char* text) {
+  std::string s(text);
+  return s.starts_with("\n") ? s.substr(1) : s;
+}
+
+Result<ExperimentSpec> Parse(const std::string& text) {
+  return ParseExperimentYaml(text, "/srv/exp", "exp.yaml");
+}
+
+// The parse must fail with InvalidArgument and exactly `message`.
+void ExpectInvalid(const std::string& text, const std::string& message) {
+  Result<ExperimentSpec> spec = Parse(text);
+  ASSERT_FALSE(spec.ok()) << "parsed but expected: " << message << "\n" << text;
+  EXPECT_EQ(spec.status().code(), StatusCode::kInvalidArgument);
+  EXPECT_EQ(spec.status().message(), message) << text;
+}
+
+const char* kMinimal = "name: e\ntrainable: {builtin: mock}\n";
+
+TEST(ExperimentSpecTest, MinimalFileGetsRayDefaults) {
+  // Only the required fields: everything else takes its documented default.
+  Result<ExperimentSpec> spec = Parse(kMinimal);
+  ASSERT_TRUE(spec.ok()) << spec.status().message();
+  EXPECT_EQ(spec->name, "e");
+  EXPECT_EQ(spec->trainable.builtin, "mock");
+  EXPECT_TRUE(spec->trainable.command.empty());
+  EXPECT_EQ(spec->trainable.working_dir, "/srv/exp");
+  EXPECT_EQ(spec->param_space, json::object());
+  EXPECT_EQ(spec->num_samples, 1);
+  EXPECT_FALSE(spec->seed.has_value());
+  EXPECT_EQ(spec->metric, "");
+  EXPECT_EQ(spec->mode, "");
+  EXPECT_TRUE(spec->stop.thresholds.empty());
+  EXPECT_FALSE(spec->stop.time_budget_s.has_value());
+  EXPECT_EQ(spec->resources_per_trial, (std::map<std::string, double>{{"cpu", 1.0}}));
+  EXPECT_EQ(spec->max_concurrent_trials, 0);
+  EXPECT_EQ(spec->results_dir, "/srv/exp/results");
+  EXPECT_EQ(spec->max_failures, 0);
+  EXPECT_FALSE(spec->fail_fast);
+  EXPECT_EQ(spec->scheduler, "fifo");
+  EXPECT_EQ(spec->scheduler_config, json::object());
+  EXPECT_EQ(spec->source_yaml, kMinimal);
+  EXPECT_EQ(spec->source_path, "exp.yaml");
+}
+
+TEST(ExperimentSpecTest, FullFileParsesEveryField) {
+  // tests/unit/data/spec/full.yaml sets every field; the file's folder anchors relative paths.
+  fs::path file = fs::path(__FILE__).parent_path() / "data" / "spec" / "full.yaml";
+  Result<ExperimentSpec> spec = ParseExperimentFile(file.string());
+  ASSERT_TRUE(spec.ok()) << spec.status().message();
+  const std::string dir = file.parent_path().lexically_normal().string();
+  EXPECT_EQ(spec->name, "digits-svm_v1.2");
+  EXPECT_EQ(spec->trainable.command,
+            (std::vector<std::string>{"python3", "train.py", "--data", "digits"}));
+  EXPECT_EQ(spec->trainable.builtin, "");
+  EXPECT_EQ(spec->trainable.working_dir, dir);
+  EXPECT_EQ(spec->trainable.env, json({{"OMP_NUM_THREADS", "1"}, {"MODE", "fast"}}));
+  EXPECT_EQ(spec->param_space,
+            json::parse(R"({"lr": {"loguniform": [1e-4, 0.1]}, "penalty": {"choice": ["l1", "l2"]},
+                            "kernel": {"grid_search": ["linear", "rbf"]},
+                            "model": {"depth": {"randint": [2, 8]}, "dropout": 0.1},
+                            "verbose": false})"));
+  EXPECT_EQ(spec->num_samples, 4);
+  EXPECT_EQ(spec->seed, 42u);
+  EXPECT_EQ(spec->metric, "mean_accuracy");
+  EXPECT_EQ(spec->mode, "max");
+  EXPECT_EQ(spec->stop.thresholds,
+            (std::map<std::string, double>{{"training_iteration", 20}, {"mean_accuracy", 0.99}}));
+  EXPECT_EQ(spec->stop.time_budget_s, 600.0);
+  EXPECT_EQ(
+      spec->resources_per_trial,
+      (std::map<std::string, double>{{"cpu", 2}, {"gpu", 0.5}, {"memory", 2e9}, {"accel_x", 1}}));
+  EXPECT_EQ(spec->max_concurrent_trials, 3);
+  EXPECT_EQ(spec->results_dir, dir + "/out/results");
+  EXPECT_EQ(spec->max_failures, 2);
+  EXPECT_TRUE(spec->fail_fast);
+  EXPECT_EQ(spec->scheduler, "fifo");
+  EXPECT_EQ(spec->scheduler_config, json::object());
+  EXPECT_EQ(spec->source_path, file.string());
+  EXPECT_NE(spec->source_yaml.find("name: digits-svm_v1.2"), std::string::npos);
+}
+
+TEST(ExperimentSpecTest, ParsedParamSpaceDrivesTheVariantGenerator) {
+  // The parsed full file feeds VariantGenerator: 2 grid points x 4 samples, ints stay ints.
+  fs::path file = fs::path(__FILE__).parent_path() / "data" / "spec" / "full.yaml";
+  Result<ExperimentSpec> spec = ParseExperimentFile(file.string());
+  ASSERT_TRUE(spec.ok()) << spec.status().message();
+  VariantGenerator gen(spec->param_space, spec->num_samples, *spec->seed);
+  EXPECT_EQ(gen.Total(), 8);
+  Variant v = gen.Next();
+  EXPECT_TRUE(v.config["model"]["depth"].is_number_integer());
+  EXPECT_EQ(v.config["model"]["dropout"], 0.1);
+  EXPECT_EQ(v.config["kernel"], "linear");
+  EXPECT_EQ(v.tag.find("kernel=linear,lr="), 0u) << v.tag;
+}
+
+TEST(ExperimentSpecTest, ScalarsAreTypedByTheYamlCoreSchema) {
+  // 1e-4 is a float, l2 a string, quoted "3" a string, true a bool, 0x10 an int, ~ a null.
+  Result<ExperimentSpec> spec = Parse(Yaml(R"(
+name: e
+trainable: {builtin: noop}
+param_space: {a: 1e-4, b: l2, c: "3", d: true, e: 0x10, f: ~, g: -7, h: .5, i: 1.0, j: yes}
+)"));
+  ASSERT_TRUE(spec.ok()) << spec.status().message();
+  const json& p = spec->param_space;
+  EXPECT_TRUE(p["a"].is_number_float());
+  EXPECT_DOUBLE_EQ(p["a"].get<double>(), 1e-4);
+  EXPECT_EQ(p["b"], "l2");
+  EXPECT_EQ(p["c"], "3");
+  EXPECT_EQ(p["d"], true);
+  EXPECT_EQ(p["e"], 16);
+  EXPECT_TRUE(p["f"].is_null());
+  EXPECT_EQ(p["g"], -7);
+  EXPECT_TRUE(p["g"].is_number_integer());
+  EXPECT_EQ(p["h"], 0.5);
+  EXPECT_TRUE(p["i"].is_number_float());
+  EXPECT_EQ(p["j"], "yes");
+}
+
+TEST(ExperimentSpecTest, CommandStringIsSplitOnSpaces) {
+  // `command: "python train.py --fast"` becomes a three-word argv.
+  Result<ExperimentSpec> spec = Parse("name: e\ntrainable:\n  command: python  train.py --fast\n");
+  ASSERT_TRUE(spec.ok()) << spec.status().message();
+  EXPECT_EQ(spec->trainable.command, (std::vector<std::string>{"python", "train.py", "--fast"}));
+}
+
+TEST(ExperimentSpecTest, ResourcesWithoutCpuDefaultCpuToOne) {
+  // As Ray: asking for a GPU alone still asks for one CPU.
+  Result<ExperimentSpec> spec = Parse(std::string(kMinimal) + "resources_per_trial: {gpu: 1}\n");
+  ASSERT_TRUE(spec.ok()) << spec.status().message();
+  EXPECT_EQ(spec->resources_per_trial, (std::map<std::string, double>{{"cpu", 1.0}, {"gpu", 1.0}}));
+}
+
+TEST(ExperimentSpecTest, UnboundedSamplesWithTimeBudgetAreAccepted) {
+  // num_samples -1 is fine once the experiment has a way to end.
+  Result<ExperimentSpec> spec =
+      Parse(std::string(kMinimal) + "num_samples: -1\nstop: {time_budget_s: 60}\n");
+  ASSERT_TRUE(spec.ok()) << spec.status().message();
+  EXPECT_EQ(spec->num_samples, -1);
+  EXPECT_EQ(spec->stop.time_budget_s, 60.0);
+}
+
+TEST(ExperimentSpecTest, AbsoluteResultsDirIsKeptAndNullMapsAreEmpty) {
+  // An absolute results_dir is used as written; `param_space:` with no value means {}.
+  Result<ExperimentSpec> spec =
+      Parse(std::string(kMinimal) + "results_dir: /data/runs/\nparam_space:\nstop:\n");
+  ASSERT_TRUE(spec.ok()) << spec.status().message();
+  EXPECT_EQ(spec->results_dir, "/data/runs");
+  EXPECT_EQ(spec->param_space, json::object());
+}
+
+TEST(ExperimentSpecTest, MissingFileIsNotFound) {
+  // An unreadable path is NotFound and names the path.
+  Result<ExperimentSpec> spec = ParseExperimentFile("/nonexistent/dir/exp.yaml");
+  ASSERT_FALSE(spec.ok());
+  EXPECT_EQ(spec.status().code(), StatusCode::kNotFound);
+  EXPECT_NE(spec.status().message().find("/nonexistent/dir/exp.yaml"), std::string::npos);
+  EXPECT_EQ(ParseExperimentFile(testing::TempDir()).status().code(), StatusCode::kNotFound);
+}
+
+TEST(ExperimentSpecTest, FileErrorsNameThePathAsGiven) {
+  // Errors from ParseExperimentFile use the path as given as the file name.
+  fs::path file = fs::path(testing::TempDir()) / "spec_test_bad.yaml";
+  { std::ofstream(file) << "name: e\ntrainable: {builtin: mock}\nnum_samples: 0\n"; }
+  Result<ExperimentSpec> spec = ParseExperimentFile(file.string());
+  ASSERT_FALSE(spec.ok());
+  EXPECT_EQ(spec.status().message(),
+            file.string() + ":3: num_samples: must be >= 1, or -1 for unbounded, got 0");
+  fs::remove(file);
+}
+
+TEST(ExperimentSpecTest, MissingNameIsRejected) {
+  // name is required.
+  ExpectInvalid("trainable: {builtin: mock}\n", "exp.yaml:1: name: required field is missing");
+}
+
+TEST(ExperimentSpecTest, MissingTrainableIsRejected) {
+  // trainable is required.
+  ExpectInvalid("name: e\n", "exp.yaml:1: trainable: required field is missing");
+}
+
+TEST(ExperimentSpecTest, NameWithSpacesIsRejectedWithLine) {
+  // The name becomes a folder, so it is restricted to [A-Za-z0-9_.-]+.
+  ExpectInvalid("trainable: {builtin: mock}\nname: my exp\n",
+                "exp.yaml:2: name: must match [A-Za-z0-9_.-]+ (it names the results folder), "
+                "got 'my exp'");
+}
+
+TEST(ExperimentSpecTest, BadModeIsRejectedWithLine) {
+  // mode is max or min.
+  ExpectInvalid(std::string(kMinimal) + "metric: acc\nmode: maximize\n",
+                "exp.yaml:4: mode: expected 'max' or 'min', got 'maximize'");
+}
+
+TEST(ExperimentSpecTest, ModeWithoutMetricIsRejected) {
+  // mode alone has nothing to optimise.
+  ExpectInvalid(std::string(kMinimal) + "mode: min\n", "exp.yaml:3: mode: needs 'metric' as well");
+}
+
+TEST(ExperimentSpecTest, MetricWithoutModeIsRejected) {
+  // metric alone does not say which way is better.
+  ExpectInvalid(std::string(kMinimal) + "\nmetric: loss\n",
+                "exp.yaml:4: metric: needs 'mode' (max or min) as well");
+}
+
+TEST(ExperimentSpecTest, UnknownTopLevelFieldListsExpectedFields) {
+  // A typo in a field name is an error, not silently ignored.
+  ExpectInvalid(std::string(kMinimal) + "num_sample: 3\n",
+                "exp.yaml:3: unknown field 'num_sample'; expected one of name, trainable, "
+                "param_space, num_samples, seed, metric, mode, stop, resources_per_trial, "
+                "max_concurrent_trials, results_dir, max_failures, fail_fast, scheduler");
+}
+
+TEST(ExperimentSpecTest, DuplicateFieldIsRejected) {
+  // YAML would silently keep one of two equal keys; we refuse.
+  ExpectInvalid(std::string(kMinimal) + "name: f\n",
+                "exp.yaml:3: name: duplicate field (first set on line 1)");
+}
+
+TEST(ExperimentSpecTest, NumSamplesOfWrongTypeIsRejected) {
+  // num_samples must be an integer.
+  ExpectInvalid(std::string(kMinimal) + "num_samples: abc\n",
+                "exp.yaml:3: num_samples: expected an integer, got 'abc'");
+  ExpectInvalid(std::string(kMinimal) + "num_samples: 2.5\n",
+                "exp.yaml:3: num_samples: expected an integer, got '2.5'");
+  ExpectInvalid(std::string(kMinimal) + "num_samples: [1]\n",
+                "exp.yaml:3: num_samples: expected an integer, got a list");
+}
+
+TEST(ExperimentSpecTest, UnboundedSamplesWithoutStopAreRejected) {
+  // num_samples -1 with nothing to end the experiment would run forever.
+  ExpectInvalid(std::string(kMinimal) + "num_samples: -1\n",
+                "exp.yaml:3: num_samples: -1 (unbounded) needs stop.time_budget_s or a stop "
+                "threshold");
+  ExpectInvalid(std::string(kMinimal) + "num_samples: -2\n",
+                "exp.yaml:3: num_samples: must be >= 1, or -1 for unbounded, got -2");
+}
+
+TEST(ExperimentSpecTest, NegativeSeedIsRejected) {
+  // The seed is a non-negative integer.
+  ExpectInvalid(std::string(kMinimal) + "seed: -3\n", "exp.yaml:3: seed: must be >= 0, got '-3'");
+}
+
+TEST(ExperimentSpecTest, LoguniformWithNonPositiveLowIsRejectedWithLine) {
+  // The sampler's validation error carries the line of the sampler inside param_space.
+  ExpectInvalid(Yaml(R"(
+name: e
+trainable:
+  builtin: mock
+param_space:
+  penalty: {choice: [l1, l2]}
+  lr:
+    loguniform: [-1, 0.1]
+)"),
+                "exp.yaml:7: param_space.lr.loguniform: low must be > 0, got -1");
+}
+
+TEST(ExperimentSpecTest, SamplerWithWrongArityIsRejectedWithLine) {
+  // Too many arguments for uniform, nested two levels deep in flow style.
+  ExpectInvalid(Yaml(R"(
+name: e
+trainable: {builtin: mock}
+param_space:
+  model:
+    opt: {momentum: {uniform: [0, 1, 2]}}
+)"),
+                "exp.yaml:5: param_space.model.opt.momentum.uniform: expects 2 arguments "
+                "[low, high], got 3");
+}
+
+TEST(ExperimentSpecTest, IntegerSamplerWithFloatBoundIsRejectedWithLine) {
+  // randint bounds must be integers: 2.0 is a float in YAML.
+  ExpectInvalid(std::string(kMinimal) + "param_space:\n  k: {randint: [2.0, 5]}\n",
+                "exp.yaml:4: param_space.k.randint: low must be an integer, got 2.0");
+}
+
+TEST(ExperimentSpecTest, EmptyChoiceIsRejectedWithLine) {
+  // choice needs values.
+  ExpectInvalid(std::string(kMinimal) + "param_space:\n  a: 1\n  p:\n    choice: []\n",
+                "exp.yaml:6: param_space.p.choice: needs at least one value, got an empty list");
+}
+
+TEST(ExperimentSpecTest, ParamSpaceThatIsNotAMapIsRejected) {
+  // param_space holds config keys.
+  ExpectInvalid(std::string(kMinimal) + "param_space: [1, 2]\n",
+                "exp.yaml:3: param_space: expected a map of config keys, got a list");
+}
+
+TEST(ExperimentSpecTest, NegativeResourceIsRejected) {
+  // Resource amounts are non-negative numbers.
+  ExpectInvalid(std::string(kMinimal) + "resources_per_trial:\n  cpu: 1\n  gpu: -1\n",
+                "exp.yaml:5: resources_per_trial.gpu: must be >= 0, got -1");
+}
+
+TEST(ExperimentSpecTest, NonNumericResourceIsRejected) {
+  // "two" is not an amount.
+  ExpectInvalid(std::string(kMinimal) + "resources_per_trial: {cpu: two}\n",
+                "exp.yaml:3: resources_per_trial.cpu: expected a number, got 'two'");
+}
+
+TEST(ExperimentSpecTest, UpperCaseResourceNameGetsAHint) {
+  // Ray's placement-group spelling "GPU" would be a custom resource nobody offers.
+  ExpectInvalid(std::string(kMinimal) + "resources_per_trial:\n  GPU: 1\n",
+                "exp.yaml:4: resources_per_trial.GPU: resource names are lower case; did you "
+                "mean 'gpu'?");
+}
+
+TEST(ExperimentSpecTest, UnknownBuiltinIsRejected) {
+  // Only the compiled-in trainables exist.
+  ExpectInvalid("name: e\ntrainable:\n  builtin: magic\n",
+                "exp.yaml:3: trainable.builtin: unknown builtin 'magic'; expected one of mock, "
+                "noop");
+}
+
+TEST(ExperimentSpecTest, CommandAndBuiltinTogetherAreRejected) {
+  // A trainable is one or the other.
+  ExpectInvalid("name: e\ntrainable:\n  builtin: mock\n  command: [python, t.py]\n",
+                "exp.yaml:4: trainable.command: set either 'command' or 'builtin', not both");
+}
+
+TEST(ExperimentSpecTest, TrainableWithoutProgramIsRejected) {
+  // env alone does not say what to run; a scalar trainable is not a map.
+  ExpectInvalid("name: e\ntrainable:\n  env: {A: b}\n",
+                "exp.yaml:3: trainable: needs 'command' or 'builtin'");
+  ExpectInvalid("name: e\ntrainable: python t.py\n",
+                "exp.yaml:2: trainable: expected a map with 'command' or 'builtin', got "
+                "'python t.py'");
+}
+
+TEST(ExperimentSpecTest, EmptyOrMalformedCommandIsRejected) {
+  // An empty argv or a non-string element is an error naming the element.
+  ExpectInvalid("name: e\ntrainable:\n  command: []\n",
+                "exp.yaml:3: trainable.command: is empty; name a program");
+  ExpectInvalid("name: e\ntrainable:\n  command:\n    - python\n    - {a: 1}\n",
+                "exp.yaml:5: trainable.command[1]: expected a string, got a map");
+}
+
+TEST(ExperimentSpecTest, UnknownTrainableFieldIsRejected) {
+  // Typos inside trainable are caught too.
+  ExpectInvalid("name: e\ntrainable:\n  builtin: mock\n  cmd: x\n",
+                "exp.yaml:4: trainable: unknown field 'cmd'; expected one of command, builtin, "
+                "env");
+}
+
+TEST(ExperimentSpecTest, ReservedEnvironmentVariableIsRejected) {
+  // TUNEBUS_* variables are set by the worker and may not be overridden.
+  ExpectInvalid("name: e\ntrainable:\n  builtin: mock\n  env:\n    TUNEBUS_CONFIG: x\n",
+                "exp.yaml:5: trainable.env.TUNEBUS_CONFIG: names starting with TUNEBUS_ are "
+                "reserved");
+}
+
+TEST(ExperimentSpecTest, YamlSyntaxErrorReportsItsLine) {
+  // An unclosed flow sequence: yaml-cpp's position is reported.
+  Result<ExperimentSpec> spec = Parse(
+      "name: e\ntrainable: {builtin: mock}\nparam_space:\n"
+      "  a: [1, 2\n");
+  ASSERT_FALSE(spec.ok());
+  EXPECT_EQ(spec.status().code(), StatusCode::kInvalidArgument);
+  EXPECT_TRUE(spec.status().message().starts_with("exp.yaml:5: YAML syntax error: "))
+      << spec.status().message();
+  ExpectInvalid("name: e\n  bad: indentation\n",
+                "exp.yaml:2: YAML syntax error: illegal map value");
+}
+
+TEST(ExperimentSpecTest, StopThresholdThatIsNotANumberIsRejected) {
+  // Stop thresholds compare against numeric results.
+  ExpectInvalid(std::string(kMinimal) + "stop:\n  training_iteration: many\n",
+                "exp.yaml:4: stop.training_iteration: expected a number, got 'many'");
+}
+
+TEST(ExperimentSpecTest, NonPositiveTimeBudgetIsRejected) {
+  // A zero time budget would end the experiment before it starts.
+  ExpectInvalid(std::string(kMinimal) + "stop: {time_budget_s: 0}\n",
+                "exp.yaml:3: stop.time_budget_s: must be > 0 seconds, got 0");
+}
+
+TEST(ExperimentSpecTest, NonFifoSchedulerIsNotSupportedYet) {
+  // asha parses as a known name but the runner only has fifo for now; both forms name the line.
+  ExpectInvalid(std::string(kMinimal) + "scheduler: asha\n",
+                "exp.yaml:3: scheduler: scheduler 'asha' is not supported yet; supported: fifo");
+  ExpectInvalid(std::string(kMinimal) + "scheduler:\n  grace_period: 1\n  type: pbt\n",
+                "exp.yaml:5: scheduler.type: scheduler 'pbt' is not supported yet; supported: "
+                "fifo");
+}
+
+TEST(ExperimentSpecTest, UnknownSchedulerIsRejected) {
+  // A name that is no scheduler at all lists the known ones.
+  ExpectInvalid(std::string(kMinimal) + "scheduler: random\n",
+                "exp.yaml:3: scheduler: unknown scheduler 'random'; expected one of fifo, asha, "
+                "hyperband, median_stopping, pbt");
+}
+
+TEST(ExperimentSpecTest, SchedulerMapNeedsTypeAndFifoTakesNoParameters) {
+  // The map form needs `type`; fifo has no parameters to set.
+  ExpectInvalid(std::string(kMinimal) + "scheduler: {max_t: 10}\n",
+                "exp.yaml:3: scheduler: needs a 'type', one of fifo, asha, hyperband, "
+                "median_stopping, pbt");
+  ExpectInvalid(std::string(kMinimal) + "scheduler:\n  type: fifo\n  max_t: 10\n",
+                "exp.yaml:5: scheduler.max_t: the fifo scheduler takes no parameters");
+}
+
+TEST(ExperimentSpecTest, OutOfRangeCountsAreRejected) {
+  // max_failures >= -1, max_concurrent_trials >= 0.
+  ExpectInvalid(std::string(kMinimal) + "max_failures: -2\n",
+                "exp.yaml:3: max_failures: must be >= 0, or -1 to retry forever, got -2");
+  ExpectInvalid(std::string(kMinimal) + "max_concurrent_trials: -1\n",
+                "exp.yaml:3: max_concurrent_trials: must be >= 0 (0 = no limit), got -1");
+}
+
+TEST(ExperimentSpecTest, FailFastMustBeABoolean) {
+  // Only true/false; YAML 1.1's "yes" is a string here.
+  ExpectInvalid(std::string(kMinimal) + "fail_fast: yes\n",
+                "exp.yaml:3: fail_fast: expected true or false, got 'yes'");
+}
+
+TEST(ExperimentSpecTest, EmptyOrNonMapDocumentIsRejected) {
+  // The top level must be a map of fields, and there is one document.
+  ExpectInvalid("",
+                "exp.yaml:1: the experiment file is empty; expected a map with 'name' and "
+                "'trainable'");
+  ExpectInvalid("# only a comment\n",
+                "exp.yaml:1: the experiment file is empty; expected a "
+                "map with 'name' and 'trainable'");
+  ExpectInvalid("- name\n", "exp.yaml:1: expected a map of experiment fields, got a list");
+  ExpectInvalid(std::string(kMinimal) + "---\nname: f\n",
+                "exp.yaml:4: expected one YAML document, found another one");
+}
+
+}  // namespace
+}  // namespace tunebus

@@ -1,0 +1,400 @@
+// Tests of libs/trainable: the command trainable's process protocol (reports, decisions, exit,
+// environment, kill) and the built-in mock/noop trainables. Each test is bounded by a deadline.
+#include "libs/trainable/trainable.hpp"
+
+#include <gtest/gtest.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <filesystem>
+#include <fstream>
+#include <functional>
+#include <sstream>
+#include <thread>
+
+#include "libs/trainable/builtin_trainables.hpp"
+#include "libs/trainable/command_trainable.hpp"
+
+namespace tunebus::trainable {
+namespace {
+
+namespace fs = std::filesystem;
+using namespace std::chrono_literals;
+
+fs::path MakeTempDir() {
+  std::string tmpl = (fs::temp_directory_path() / "tunebus_trainable_XXXXXX").string();
+  EXPECT_NE(::mkdtemp(tmpl.data()), nullptr);
+  return tmpl;
+}
+
+// Polls the trainable's fds (as the worker's loop does) until `done()` or the deadline.
+bool PumpUntil(Trainable& t, const std::function<bool()>& done,
+               std::chrono::milliseconds timeout = 10s) {
+  const auto deadline = std::chrono::steady_clock::now() + timeout;
+  while (!done()) {
+    if (std::chrono::steady_clock::now() > deadline) return false;
+    std::vector<pollfd> pfds;
+    for (int fd : t.fds()) pfds.push_back({fd, POLLIN, 0});
+    ::poll(pfds.data(), pfds.size(), 20);
+    t.OnReadable();
+  }
+  return true;
+}
+
+// The next report, or nullopt if the trainable exited (or the deadline passed) first.
+std::optional<Report> NextReport(Trainable& t) {
+  PumpUntil(t, [&] { return t.has_report() || t.exited(); });
+  return t.TakeReport();
+}
+
+bool WaitExit(Trainable& t) {
+  return PumpUntil(t, [&] {
+    while (t.has_report()) t.TakeReport();
+    return t.exited();
+  });
+}
+
+std::string ReadFile(const fs::path& p) {
+  std::ifstream in(p);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+class CommandTrainableTest : public ::testing::Test {
+ protected:
+  void SetUp() override { dir_ = MakeTempDir(); }
+  void TearDown() override { fs::remove_all(dir_); }
+
+  std::unique_ptr<CommandTrainable> Make(const std::string& script, nlohmann::json config = {}) {
+    TrainableDef def;
+    def.command = {"/bin/sh", "-c", script};
+    def.working_dir = dir_.string();
+    TrialSetup setup;
+    setup.trial_id = "t1";
+    setup.trial_dir = (dir_ / "trial").string();
+    setup.config = config.is_null() ? nlohmann::json::object() : config;
+    return std::make_unique<CommandTrainable>(def, setup);
+  }
+
+  fs::path dir_;
+};
+
+TEST_F(CommandTrainableTest, ReportsFlowAndDecisionsAreDelivered) {
+  // The child reports three times and records each decision it reads; all arrive in order.
+  auto t =
+      Make(R"(for i in 1 2 3; do echo "{\"i\": $i}" >&3; read d <&4; echo "$d" >> got.txt; done)");
+  ASSERT_TRUE(t->Start().ok());
+  const Action actions[] = {Action::kContinue, Action::kCheckpoint, Action::kContinue};
+  for (int i = 1; i <= 3; ++i) {
+    auto r = NextReport(*t);
+    ASSERT_TRUE(r.has_value()) << "report " << i;
+    EXPECT_EQ(r->metrics["i"], i);
+    EXPECT_GE(r->time_this_iter_s, 0.0);
+    EXPECT_EQ(t->awaiting_decisions(), 1);
+    ASSERT_TRUE(t->SendDecision(actions[i - 1]).ok());
+  }
+  ASSERT_TRUE(WaitExit(*t));
+  EXPECT_TRUE(t->exit_status().ok) << t->exit_status().error;
+  EXPECT_EQ(ReadFile(dir_ / "got.txt"), "continue\ncheckpoint\ncontinue\n");
+}
+
+TEST_F(CommandTrainableTest, StopDecisionMakesItExitZero) {
+  // A child that loops forever exits 0 when told "stop" after its first report.
+  auto t =
+      Make(R"(while true; do echo '{"x": 1}' >&3; read d <&4; [ "$d" = stop ] && exit 0; done)");
+  ASSERT_TRUE(t->Start().ok());
+  ASSERT_TRUE(NextReport(*t).has_value());
+  ASSERT_TRUE(t->SendDecision(Action::kStop).ok());
+  ASSERT_TRUE(WaitExit(*t));
+  EXPECT_TRUE(t->exit_status().ok);
+  EXPECT_EQ(t->exit_status().exit_code, 0);
+  EXPECT_FALSE(t->exit_status().killed);
+}
+
+TEST_F(CommandTrainableTest, NonZeroExitGivesErrorAndStderrTail) {
+  // Exit code 3 after 30 stderr lines: the error names the code and the tail keeps the last 20.
+  auto t = Make(
+      R"(i=1; while [ $i -le 30 ]; do echo "line $i" >&2; i=$((i+1)); done; echo out; exit 3)");
+  ASSERT_TRUE(t->Start().ok());
+  ASSERT_TRUE(WaitExit(*t));
+  const ExitStatus& es = t->exit_status();
+  EXPECT_FALSE(es.ok);
+  EXPECT_EQ(es.exit_code, 3);
+  EXPECT_NE(es.error.find("exited with code 3"), std::string::npos) << es.error;
+  EXPECT_NE(es.stderr_tail.find("line 30\n"), std::string::npos) << es.stderr_tail;
+  EXPECT_NE(es.stderr_tail.find("line 11\n"), std::string::npos) << es.stderr_tail;
+  EXPECT_EQ(es.stderr_tail.find("line 10\n"), std::string::npos) << es.stderr_tail;
+  EXPECT_EQ(ReadFile(dir_ / "trial" / "stdout"), "out\n");
+}
+
+TEST_F(CommandTrainableTest, MissingCommandIsAStartErrorNamingIt) {
+  // A command that is not on PATH, or a working dir that does not exist, fails Start() clearly.
+  TrainableDef def;
+  def.command = {"tunebus-no-such-command-xyz", "--flag"};
+  TrialSetup setup;
+  setup.trial_dir = (dir_ / "trial").string();
+  CommandTrainable missing(def, setup);
+  Status s = missing.Start();
+  ASSERT_FALSE(s.ok());
+  EXPECT_NE(s.message().find("tunebus-no-such-command-xyz"), std::string::npos) << s.message();
+
+  def.command = {"/bin/true"};
+  def.working_dir = (dir_ / "nowhere").string();
+  CommandTrainable no_dir(def, setup);
+  s = no_dir.Start();
+  ASSERT_FALSE(s.ok());
+  EXPECT_NE(s.message().find("nowhere"), std::string::npos) << s.message();
+}
+
+TEST_F(CommandTrainableTest, EnvironmentCarriesConfigDirsAndDevices) {
+  // The child sees the config as JSON, its trial id and dirs, the GPU ids and the extra env.
+  TrainableDef def;
+  def.command = {
+      "/bin/sh", "-c",
+      R"(printf '{"config": %s, "cuda": "%s", "id": "%s", "ckpt": "%s", "extra": "%s", "start": %s}\n' )"
+      R"("$TUNEBUS_CONFIG" "$CUDA_VISIBLE_DEVICES" "$TUNEBUS_TRIAL_ID" "$TUNEBUS_CHECKPOINT_DIR" )"
+      R"("$EXTRA" "$TUNEBUS_START_ITERATION" >&3; read d <&4)"};
+  def.env = {{"EXTRA", "hello"}};
+  TrialSetup setup;
+  setup.trial_id = "trial_00007";
+  setup.trial_dir = (dir_ / "trial").string();
+  setup.config = {{"lr", 0.001}, {"name", "a \"quoted\" name"}, {"nested", {{"k", {1, 2}}}}};
+  setup.gpu_ids = {"0", "2"};
+  setup.start_iteration = 4;
+  CommandTrainable t(def, setup);
+  ASSERT_TRUE(t.Start().ok());
+  auto r = NextReport(t);
+  ASSERT_TRUE(r.has_value());
+  EXPECT_EQ(r->metrics["config"], setup.config);
+  EXPECT_EQ(r->metrics["cuda"], "0,2");
+  EXPECT_EQ(r->metrics["id"], "trial_00007");
+  EXPECT_EQ(r->metrics["ckpt"], (dir_ / "trial" / "checkpoint_tmp").string());
+  EXPECT_TRUE(fs::is_directory(dir_ / "trial" / "checkpoint_tmp"));
+  EXPECT_EQ(r->metrics["extra"], "hello");
+  EXPECT_EQ(r->metrics["start"], 4);
+  ASSERT_TRUE(t.SendDecision(Action::kContinue).ok());
+  ASSERT_TRUE(WaitExit(t));
+  EXPECT_TRUE(t.exit_status().ok);
+}
+
+TEST_F(CommandTrainableTest, EmptyGpuListExportsEmptyCudaVisibleDevices) {
+  // No GPUs assigned: CUDA_VISIBLE_DEVICES is set, to the empty string.
+  auto t = Make(
+      R"(if [ -n "${CUDA_VISIBLE_DEVICES+set}" ]; then echo "{\"v\": \"[$CUDA_VISIBLE_DEVICES]\"}" >&3; fi)");
+  ASSERT_TRUE(t->Start().ok());
+  auto r = NextReport(*t);
+  ASSERT_TRUE(r.has_value());
+  EXPECT_EQ(r->metrics["v"], "[]");
+}
+
+TEST_F(CommandTrainableTest, KillKillsTheWholeProcessGroup) {
+  // The child starts a grandchild; Kill() ends both (SIGKILL to the process group).
+  auto t = Make(R"(sleep 300 & echo "{\"grandchild\": $!}" >&3; wait)");
+  ASSERT_TRUE(t->Start().ok());
+  auto r = NextReport(*t);
+  ASSERT_TRUE(r.has_value());
+  const pid_t grandchild = r->metrics["grandchild"].get<pid_t>();
+  t->Kill();
+  ASSERT_TRUE(WaitExit(*t));
+  const ExitStatus& es = t->exit_status();
+  EXPECT_FALSE(es.ok);
+  EXPECT_TRUE(es.killed);
+  EXPECT_EQ(es.signal, SIGKILL);
+  EXPECT_NE(es.error.find("killed by signal 9"), std::string::npos) << es.error;
+  // The grandchild is gone (or a zombie waiting for init to reap it) within a bounded time.
+  const auto deadline = std::chrono::steady_clock::now() + 5s;
+  bool gone = false;
+  while (!gone && std::chrono::steady_clock::now() < deadline) {
+    const std::string stat = ReadFile("/proc/" + std::to_string(grandchild) + "/stat");
+    const auto paren = stat.rfind(')');
+    gone = stat.empty() || (paren != std::string::npos && stat.substr(paren + 2, 1) == "Z");
+    if (!gone) std::this_thread::sleep_for(20ms);
+  }
+  EXPECT_TRUE(gone) << "grandchild " << grandchild << " survived";
+}
+
+TEST_F(CommandTrainableTest, ReportLineThatIsNotAJsonObjectFailsTheTrial) {
+  // A non-JSON report line kills the child and the error quotes the line.
+  auto t = Make(R"(echo 'epoch 1 accuracy 0.5' >&3; sleep 30)");
+  ASSERT_TRUE(t->Start().ok());
+  ASSERT_TRUE(WaitExit(*t));
+  EXPECT_FALSE(t->exit_status().ok);
+  EXPECT_NE(t->exit_status().error.find("epoch 1 accuracy 0.5"), std::string::npos)
+      << t->exit_status().error;
+}
+
+TEST_F(CommandTrainableTest, ExitWithoutReportsAfterLastDecisionIsOk) {
+  // A child that reports once, reads its decision and exits 0 ends ok with no stray reports.
+  auto t = Make(R"(echo '{"done": true}' >&3; read d <&4; exit 0)");
+  ASSERT_TRUE(t->Start().ok());
+  auto r = NextReport(*t);
+  ASSERT_TRUE(r.has_value());
+  EXPECT_EQ(r->metrics["done"], true);
+  EXPECT_TRUE(t->SendDecision(Action::kContinue).ok());
+  ASSERT_TRUE(PumpUntil(*t, [&] { return t->exited(); }));
+  EXPECT_TRUE(t->exit_status().ok);
+  EXPECT_FALSE(t->SendDecision(Action::kContinue).ok());
+}
+
+TEST_F(CommandTrainableTest, PythonHelperSpeaksTheProtocol) {
+  // clients/python/tunebus.py under a real CommandTrainable: config round trip, reports with
+  // the decision returned, "checkpoint" visible to the script, "stop" exits 0.
+  const fs::path helper = fs::path(__FILE__).parent_path() / ".." / ".." / "clients" / "python";
+  if (::access("/usr/bin/python3", X_OK) != 0 || !fs::exists(helper / "tunebus.py")) {
+    GTEST_SKIP() << "needs /usr/bin/python3 and clients/python/tunebus.py";
+  }
+  std::ofstream(dir_ / "script.py")
+      << "import sys\nsys.path.insert(0, " << nlohmann::json(helper.string()).dump() << ")\n"
+      << R"(import tunebus
+cfg = tunebus.config()
+last = None
+for i in range(100):
+    last = tunebus.report(step=i, lr=cfg["lr"], last=last, nan=float("nan"))
+)";
+  TrainableDef def;
+  def.command = {"/usr/bin/python3", "script.py"};
+  def.working_dir = dir_.string();
+  TrialSetup setup;
+  setup.trial_dir = (dir_ / "trial").string();
+  setup.config = {{"lr", 0.5}};
+  CommandTrainable t(def, setup);
+  ASSERT_TRUE(t.Start().ok());
+  const Action actions[] = {Action::kContinue, Action::kCheckpoint, Action::kStop};
+  nlohmann::json expected_last = nullptr;
+  for (int i = 0; i < 3; ++i) {
+    auto r = NextReport(t);
+    ASSERT_TRUE(r.has_value()) << "report " << i << ": " << ReadFile(dir_ / "trial" / "stderr");
+    EXPECT_EQ(r->metrics["step"], i);
+    EXPECT_EQ(r->metrics["lr"], 0.5);
+    EXPECT_EQ(r->metrics["last"], expected_last);
+    EXPECT_TRUE(r->metrics["nan"].is_null());
+    ASSERT_TRUE(t.SendDecision(actions[i]).ok());
+    expected_last = ActionName(actions[i]);
+  }
+  ASSERT_TRUE(WaitExit(t));
+  EXPECT_TRUE(t.exit_status().ok) << t.exit_status().error << t.exit_status().stderr_tail;
+  EXPECT_EQ(t.exit_status().exit_code, 0);
+}
+
+// ---- built-in trainables ----
+
+std::unique_ptr<Trainable> MakeBuiltin(const std::string& name, nlohmann::json config,
+                                       int64_t attempt = 1, int64_t start_iteration = 0) {
+  TrialSetup setup;
+  setup.trial_id = "m";
+  setup.attempt = attempt;
+  setup.config = std::move(config);
+  setup.start_iteration = start_iteration;
+  setup.trial_dir = (fs::temp_directory_path() / "tunebus_builtin_test").string();
+  auto t = MakeBuiltinTrainable(name, setup);
+  EXPECT_TRUE(t.ok()) << t.status().ToString();
+  return std::move(t).value();
+}
+
+// Runs a builtin answering "continue" to every report; returns its reports.
+std::vector<nlohmann::json> RunToEnd(Trainable& t) {
+  std::vector<nlohmann::json> out;
+  EXPECT_TRUE(t.Start().ok());
+  while (auto r = NextReport(t)) {
+    out.push_back(r->metrics);
+    EXPECT_TRUE(t.SendDecision(Action::kContinue).ok());
+  }
+  EXPECT_TRUE(t.exited());
+  return out;
+}
+
+TEST(MockTrainableTest, CurveIsDeterministicAndEndsWithDone) {
+  // Two runs of the same config give identical reports following the documented formula.
+  const nlohmann::json config = {{"lr", 0.05}, {"mock_iterations", 4}};
+  auto a = RunToEnd(*MakeBuiltin("mock", config));
+  auto b = RunToEnd(*MakeBuiltin("mock", config));
+  ASSERT_EQ(a.size(), 4u);
+  EXPECT_EQ(a, b);
+  const double s = 1.0 / (1.0 + 10 * 0.05 * 1);
+  EXPECT_DOUBLE_EQ(a[0]["mean_accuracy"].get<double>(), 1 - s);
+  EXPECT_DOUBLE_EQ(a[0]["loss"].get<double>(), s);
+  EXPECT_DOUBLE_EQ(a[0]["episode_reward_mean"].get<double>(), 100 * (1 - s));
+  EXPECT_LT(a[0]["mean_accuracy"].get<double>(), a[3]["mean_accuracy"].get<double>());
+  EXPECT_FALSE(a[2].contains("done"));
+  EXPECT_EQ(a[3]["done"], true);
+}
+
+TEST(MockTrainableTest, StartIterationContinuesTheCurve) {
+  // A restored attempt (start_iteration 5) reports iteration 6 of the same curve first.
+  auto t = MakeBuiltin("mock", {{"lr", 0.1}, {"mock_iterations", 6}}, 2, 5);
+  auto reports = RunToEnd(*t);
+  ASSERT_EQ(reports.size(), 1u);
+  nlohmann::json expected = MockMetrics(0.1, 6);
+  expected["done"] = true;
+  EXPECT_EQ(reports[0], expected);
+}
+
+TEST(MockTrainableTest, MockErrorFailsOnlyTheFirstAttempt) {
+  // mock_error fails at iteration 2 on attempt 1, and a retry (attempt 2) runs to the end.
+  const nlohmann::json config = {{"mock_error", true}, {"mock_iterations", 3}};
+  auto first = MakeBuiltin("mock", config, 1);
+  EXPECT_EQ(RunToEnd(*first).size(), 1u);
+  EXPECT_FALSE(first->exit_status().ok);
+  EXPECT_NE(first->exit_status().error.find("iteration 2"), std::string::npos);
+  auto retry = MakeBuiltin("mock", config, 2);
+  EXPECT_EQ(RunToEnd(*retry).size(), 3u);
+  EXPECT_TRUE(retry->exit_status().ok);
+}
+
+TEST(MockTrainableTest, PersistentErrorFailsEveryAttempt) {
+  // With persistent_error the retry fails too, at mock_error_iteration.
+  const nlohmann::json config = {
+      {"mock_error", true}, {"persistent_error", true}, {"mock_error_iteration", 3}};
+  auto retry = MakeBuiltin("mock", config, 2);
+  EXPECT_EQ(RunToEnd(*retry).size(), 2u);
+  EXPECT_FALSE(retry->exit_status().ok);
+}
+
+TEST(MockTrainableTest, StopAndKillEndIt) {
+  // "stop" ends the mock ok; Kill() while it sleeps ends it as killed.
+  auto t = MakeBuiltin("mock", {{"mock_iterations", 100}});
+  ASSERT_TRUE(t->Start().ok());
+  ASSERT_TRUE(NextReport(*t).has_value());
+  ASSERT_TRUE(t->SendDecision(Action::kStop).ok());
+  EXPECT_TRUE(t->exited());
+  EXPECT_TRUE(t->exit_status().ok);
+
+  auto slow = MakeBuiltin("mock", {{"sleep_s", 30}});
+  ASSERT_TRUE(slow->Start().ok());
+  slow->Kill();
+  EXPECT_TRUE(slow->exited());
+  EXPECT_TRUE(slow->exit_status().killed);
+  EXPECT_TRUE(slow->fds().empty());
+}
+
+TEST(MockTrainableTest, WrongConfigTypeIsAStartError) {
+  // A config key of the wrong type is rejected at Start() naming the key.
+  auto t = MakeBuiltin("mock", {{"sleep_s", "slow"}});
+  Status s = t->Start();
+  ASSERT_FALSE(s.ok());
+  EXPECT_NE(s.message().find("sleep_s"), std::string::npos);
+}
+
+TEST(NoopTrainableTest, ReportsIterationValuesUntilDone) {
+  // noop reports {"value": t} for each iteration and marks the last one done.
+  auto reports = RunToEnd(*MakeBuiltin("noop", {{"mock_iterations", 2}}));
+  ASSERT_EQ(reports.size(), 2u);
+  EXPECT_EQ(reports[0], (nlohmann::json{{"value", 1}}));
+  EXPECT_EQ(reports[1], (nlohmann::json{{"value", 2}, {"done", true}}));
+}
+
+TEST(MakeTrainableTest, UnknownBuiltinIsRejected) {
+  // An unknown builtin name is an error listing the known ones.
+  TrainableDef def;
+  def.builtin = "branin2";
+  auto t = MakeTrainable(def, TrialSetup{});
+  ASSERT_FALSE(t.ok());
+  EXPECT_NE(t.status().message().find("branin2"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace tunebus::trainable

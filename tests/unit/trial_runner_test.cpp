@@ -1,0 +1,1097 @@
+// Tests for TrialRunner: Ray Tune's TrialRunner semantics (shared/seeds) driven step by step
+// with a fake executor, a recording observer and a fake clock (DESIGN.md "Trial lifecycle").
+#include "libs/tune/trial_runner.hpp"
+
+#include <algorithm>
+#include <deque>
+#include <map>
+#include <memory>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include <gtest/gtest.h>
+
+namespace tunebus {
+namespace {
+
+using json = nlohmann::json;
+using AttemptKey = std::pair<std::string, int64_t>;  // (trial_id, attempt)
+
+std::string KeyOf(const std::string& trial_id, int64_t attempt) {
+  return trial_id + "/" + std::to_string(attempt);
+}
+
+struct PlacementCall {
+  std::string trial_id;
+  int64_t attempt = 0;
+};
+
+struct DecisionCall {
+  std::string trial_id;
+  int64_t attempt = 0;
+  int64_t seq = 0;
+  std::string action;
+};
+
+// Records every executor call into `log` (shared with the observer) and keeps the placement
+// requests the test has not answered yet.
+class FakeExecutor final : public TrialExecutor {
+ public:
+  explicit FakeExecutor(std::vector<std::string>& log) : log_(log) {}
+
+  bool CanPlace() const override { return can_place; }
+  void PlaceTrial(const Trial& trial, int64_t attempt) override {
+    EXPECT_EQ(trial.status, TrialStatus::kPending) << trial.trial_id;
+    placements.push_back({trial.trial_id, attempt});
+    open.push_back({trial.trial_id, attempt});
+    log_.push_back("exec:place " + KeyOf(trial.trial_id, attempt));
+  }
+  void LaunchTrial(const Trial& trial) override {
+    EXPECT_EQ(trial.status, TrialStatus::kRunning) << trial.trial_id;
+    launches.push_back(trial);
+    log_.push_back("exec:launch " + KeyOf(trial.trial_id, trial.attempt));
+  }
+  void SendDecision(const Trial& trial, int64_t seq, const char* action) override {
+    decisions.push_back({trial.trial_id, trial.attempt, seq, action});
+    log_.push_back("exec:decision " + KeyOf(trial.trial_id, trial.attempt) + " " + action);
+  }
+  void StopTrial(const Trial& trial) override {
+    stops.push_back(trial);
+    log_.push_back("exec:stop " + KeyOf(trial.trial_id, trial.attempt));
+  }
+  void ReleaseResources(const Trial& trial) override {
+    releases[{trial.trial_id, trial.attempt}] += 1;
+    released.push_back(trial);
+    log_.push_back("exec:release " + KeyOf(trial.trial_id, trial.attempt));
+  }
+
+  bool can_place = true;
+  std::vector<PlacementCall> placements;
+  std::deque<PlacementCall> open;  // placement requests not answered by the test yet
+  std::vector<Trial> launches;
+  std::vector<DecisionCall> decisions;
+  std::vector<Trial> stops;
+  std::map<AttemptKey, int> releases;
+  std::vector<Trial> released;
+
+ private:
+  std::vector<std::string>& log_;
+};
+
+// Records every observer call into `log` and keeps copies for assertions.
+class RecordingObserver final : public RunnerObserver {
+ public:
+  explicit RecordingObserver(std::vector<std::string>& log) : log_(log) {}
+
+  void OnTrialAdded(const Trial& trial) override {
+    added.push_back(trial);
+    log_.push_back("obs:added " + trial.trial_id);
+  }
+  void OnTrialStarted(const Trial& trial) override {
+    started.push_back(trial);
+    log_.push_back("obs:started " + KeyOf(trial.trial_id, trial.attempt));
+  }
+  void OnTrialResult(const Trial& trial, const json& result, const char* decision) override {
+    results.push_back({trial.trial_id, result, decision});
+    log_.push_back("obs:result " + KeyOf(trial.trial_id, trial.attempt) + " " + decision);
+  }
+  void OnTrialStatus(const Trial& trial) override {
+    statuses.push_back(trial);
+    log_.push_back("obs:status " + KeyOf(trial.trial_id, trial.attempt) + " " + TrialStatusName(trial.status));
+  }
+  void OnSearcherState(const json& state) override { searcher_states.push_back(state); }
+  void OnExperimentEnded(const std::string& status, const std::string& reason) override {
+    ended.emplace_back(status, reason);
+    log_.push_back("obs:ended " + status);
+  }
+
+  struct ResultCall {
+    std::string trial_id;
+    json result;
+    std::string decision;
+  };
+  std::vector<Trial> added;
+  std::vector<Trial> started;
+  std::vector<ResultCall> results;
+  std::vector<Trial> statuses;
+  std::vector<json> searcher_states;
+  std::vector<std::pair<std::string, std::string>> ended;
+
+ private:
+  std::vector<std::string>& log_;
+};
+
+// A trial scheduler that PAUSEs every result of the trials in `pause` (FIFO otherwise).
+class PausingScheduler final : public TrialScheduler {
+ public:
+  explicit PausingScheduler(std::set<std::string> pause) : pause_(std::move(pause)) {}
+  const char* name() const override { return "pausing"; }
+  Decision OnTrialResult(const Trial& trial, const json&) override {
+    return pause_.count(trial.trial_id) ? Decision::kPause : Decision::kContinue;
+  }
+  int64_t ChooseTrialToRun(const std::set<int64_t>& pending) override { return *pending.begin(); }
+
+ private:
+  std::set<std::string> pause_;
+};
+
+json Grid(int n) {
+  json values = json::array();
+  for (int i = 0; i < n; ++i) values.push_back(i);
+  return {{"x", {{"grid_search", values}}}};
+}
+
+class TrialRunnerTest : public ::testing::Test {
+ protected:
+  // Starts a runner over {"x": grid 0..n-1}, one sample: trials exp_00000 ... exp_<n-1>.
+  void Start(RunnerOptions options, int n, std::unique_ptr<TrialScheduler> scheduler = nullptr) {
+    StartWith(std::move(options), Grid(n), 1, std::move(scheduler));
+  }
+  void StartWith(RunnerOptions options, const json& space, int64_t num_samples,
+                 std::unique_ptr<TrialScheduler> scheduler = nullptr) {
+    if (options.experiment_id.empty()) options.experiment_id = "exp";
+    if (!scheduler) scheduler = std::make_unique<FifoScheduler>();
+    runner_ = std::make_unique<TrialRunner>(std::move(options),
+                                            std::make_unique<VariantGenerator>(space, num_samples, 42),
+                                            std::move(scheduler), exec_, obs_, [this] { return now_; });
+  }
+
+  static std::string Id(int index) {
+    std::string digits = std::to_string(index);
+    return "exp_" + std::string(5 - digits.size(), '0') + digits;
+  }
+  const Trial& T(int index) const {
+    const Trial* t = runner_->FindTrial(Id(index));
+    EXPECT_NE(t, nullptr) << Id(index);
+    return *t;
+  }
+
+  // Answers the oldest open placement request with a grant on `worker`.
+  PlacementCall Grant(const std::string& worker = "w1", std::vector<std::string> gpu_ids = {}) {
+    EXPECT_FALSE(exec_.open.empty());
+    PlacementCall p = exec_.open.front();
+    exec_.open.pop_front();
+    grants_[{p.trial_id, p.attempt}] += 1;
+    runner_->OnTrialPlaced(p.trial_id, p.attempt, worker, gpu_ids);
+    return p;
+  }
+  // Grants every open placement, each on its own worker "w<index>" unless `worker` is given.
+  void GrantAll(const std::string& worker = "") {
+    while (!exec_.open.empty()) {
+      const std::string w = worker.empty() ? "w" + exec_.open.front().trial_id.substr(4) : worker;
+      Grant(w);
+    }
+  }
+  // Steps and grants until trial `index` is RUNNING.
+  void Run(int index, const std::string& worker = "w1") {
+    runner_->Step();
+    ASSERT_FALSE(exec_.open.empty());
+    ASSERT_EQ(exec_.open.front().trial_id, Id(index));
+    Grant(worker);
+    ASSERT_EQ(T(index).status, TrialStatus::kRunning);
+  }
+  Status Report(int index, int64_t seq, json metrics = json::object(), double dt = 1.0) {
+    return runner_->OnResult(Id(index), T(index).attempt, seq, std::move(metrics), dt);
+  }
+  void Fail(int index, const std::string& error) { runner_->OnTrialExited(Id(index), T(index).attempt, false, error); }
+
+  // Every attempt granted by the test was released exactly once (and nothing else was).
+  void ExpectEachGrantReleasedOnce() const {
+    for (const auto& [key, n] : grants_) EXPECT_EQ(n, 1) << "granted twice: " << KeyOf(key.first, key.second);
+    EXPECT_EQ(exec_.releases, grants_);
+  }
+  size_t IndexOf(const std::string& entry) const {
+    auto it = std::find(log_.begin(), log_.end(), entry);
+    EXPECT_NE(it, log_.end()) << "missing log entry: " << entry;
+    return size_t(it - log_.begin());
+  }
+
+  double now_ = 1000.0;
+  std::vector<std::string> log_;
+  FakeExecutor exec_{log_};
+  RecordingObserver obs_{log_};
+  std::map<AttemptKey, int> grants_;
+  std::unique_ptr<TrialRunner> runner_;
+};
+
+// ---- creation and placement ----------------------------------------------------------------
+
+TEST_F(TrialRunnerTest, TrialsAreCreatedFromGridTimesNumSamplesWithSequentialIds) {
+  // A 3-point grid with num_samples 2 makes 6 trials, samples outer and grid inner, with ids
+  // "<experiment_id>_00000".. in creation order, all PENDING with the per-trial resources.
+  RunnerOptions o;
+  o.experiment_id = "a1b2c3";
+  o.resources_per_trial = *Resources::FromAmounts({{"cpu", 2}, {"gpu", 0.5}});
+  exec_.can_place = false;
+  StartWith(o, {{"lr", {{"grid_search", {0.1, 0.2, 0.3}}}}, {"k", 7}}, 2);
+  EXPECT_EQ(runner_->TotalTrials(), 6);
+  runner_->Step();
+  ASSERT_EQ(runner_->trials().size(), 6u);
+  const std::vector<double> lrs = {0.1, 0.2, 0.3, 0.1, 0.2, 0.3};
+  for (size_t i = 0; i < 6; ++i) {
+    const Trial& t = runner_->trials()[i];
+    EXPECT_EQ(t.trial_id, "a1b2c3_0000" + std::to_string(i));
+    EXPECT_EQ(t.index, int64_t(i));
+    EXPECT_EQ(t.status, TrialStatus::kPending);
+    EXPECT_EQ(t.attempt, 0);
+    EXPECT_DOUBLE_EQ(t.config["lr"].get<double>(), lrs[i]);
+    EXPECT_EQ(t.config["k"], 7);
+    EXPECT_EQ(t.resources, o.resources_per_trial);
+    EXPECT_EQ(runner_->FindTrial(t.trial_id), &t);
+  }
+  EXPECT_EQ(runner_->trials()[0].experiment_tag, "0_lr=0.1");
+  EXPECT_EQ(runner_->trials()[4].experiment_tag, "4_lr=0.2");
+  ASSERT_EQ(obs_.added.size(), 6u);
+  EXPECT_EQ(obs_.added[5].trial_id, "a1b2c3_00005");
+  ASSERT_FALSE(obs_.searcher_states.empty());
+  EXPECT_EQ(obs_.searcher_states.back()["produced"], 6);
+  EXPECT_TRUE(exec_.placements.empty());  // CanPlace was false
+  EXPECT_EQ(runner_->CountByStatus()[TrialStatus::kPending], 6);
+  EXPECT_FALSE(runner_->IsFinished());
+}
+
+TEST_F(TrialRunnerTest, FifoPlacesTrialsInCreationOrderWhenTheExecutorCan) {
+  // Nothing is placed while CanPlace is false; then FIFO asks in creation order, attempt 1.
+  exec_.can_place = false;
+  Start({}, 5);
+  runner_->Step();
+  EXPECT_TRUE(exec_.placements.empty());
+  exec_.can_place = true;
+  runner_->Step();
+  ASSERT_EQ(exec_.placements.size(), 5u);
+  for (int i = 0; i < 5; ++i) {
+    EXPECT_EQ(exec_.placements[size_t(i)].trial_id, Id(i));
+    EXPECT_EQ(exec_.placements[size_t(i)].attempt, 1);
+  }
+  runner_->Step();  // in-flight placements are not requested again
+  EXPECT_EQ(exec_.placements.size(), 5u);
+  GrantAll();
+  ASSERT_EQ(exec_.launches.size(), 5u);
+  for (int i = 0; i < 5; ++i) {
+    EXPECT_EQ(exec_.launches[size_t(i)].trial_id, Id(i));
+    EXPECT_EQ(T(i).status, TrialStatus::kRunning);
+    EXPECT_EQ(T(i).attempt, 1);
+    EXPECT_EQ(T(i).worker_id, "w" + Id(i).substr(4));
+    EXPECT_DOUBLE_EQ(T(i).start_time_s, 1000.0);
+  }
+}
+
+TEST_F(TrialRunnerTest, GrantSetsWorkerAndGpuIdsBeforeLaunch) {
+  // The launched trial carries the granted worker, GPU ids and attempt.
+  Start({}, 1);
+  runner_->Step();
+  Grant("gpu-node", {"2", "3"});
+  ASSERT_EQ(exec_.launches.size(), 1u);
+  EXPECT_EQ(exec_.launches[0].worker_id, "gpu-node");
+  EXPECT_EQ(exec_.launches[0].gpu_ids, (std::vector<std::string>{"2", "3"}));
+  EXPECT_EQ(exec_.launches[0].attempt, 1);
+  ASSERT_EQ(obs_.started.size(), 1u);
+  EXPECT_EQ(obs_.started[0].worker_id, "gpu-node");
+}
+
+TEST_F(TrialRunnerTest, MaxConcurrentTrialsCapsPlacingPlusRunning) {
+  // With max_concurrent_trials 2, at most two trials are being placed or running at once.
+  RunnerOptions o;
+  o.max_concurrent_trials = 2;
+  Start(o, 5);
+  runner_->Step();
+  ASSERT_EQ(exec_.placements.size(), 2u);
+  runner_->Step();
+  EXPECT_EQ(exec_.placements.size(), 2u);
+  Grant();  // trial 0 running, trial 1 still placing
+  runner_->Step();
+  EXPECT_EQ(exec_.placements.size(), 2u);
+  // A deferral frees the slot: trial 1 is asked again (FIFO: lowest index first).
+  PlacementCall p1 = exec_.open.front();
+  exec_.open.pop_front();
+  runner_->OnPlacementDeferred(p1.trial_id, p1.attempt);
+  runner_->Step();
+  ASSERT_EQ(exec_.placements.size(), 3u);
+  EXPECT_EQ(exec_.placements[2].trial_id, Id(1));
+  Grant();
+  runner_->Step();
+  EXPECT_EQ(exec_.placements.size(), 3u);
+  // Trial 0 finishing frees a slot for trial 2.
+  runner_->OnTrialExited(Id(0), 1, true, "");
+  runner_->Step();
+  ASSERT_EQ(exec_.placements.size(), 4u);
+  EXPECT_EQ(exec_.placements[3].trial_id, Id(2));
+  int in_flight = 0;
+  for (const Trial& t : runner_->trials()) in_flight += t.status == TrialStatus::kRunning;
+  EXPECT_EQ(in_flight + int(exec_.open.size()), 2);
+}
+
+// ---- results and decisions -----------------------------------------------------------------
+
+TEST_F(TrialRunnerTest, ResultsGetAutoFilledKeys) {
+  // Each accepted result gets training_iteration (1, 2, ...), time_this_iter_s, time_total_s
+  // (sum), timestamp, trial_id, experiment_tag and done=false; user metrics are kept.
+  Start({}, 1);
+  Run(0);
+  now_ = 1234.9;
+  ASSERT_TRUE(Report(0, 1, {{"loss", 0.5}}, 1.5).ok());
+  const json& r1 = T(0).last_result;
+  EXPECT_EQ(r1["training_iteration"], 1);
+  EXPECT_DOUBLE_EQ(r1["time_this_iter_s"].get<double>(), 1.5);
+  EXPECT_DOUBLE_EQ(r1["time_total_s"].get<double>(), 1.5);
+  EXPECT_EQ(r1["trial_id"], Id(0));
+  EXPECT_EQ(r1["experiment_tag"], T(0).experiment_tag);
+  EXPECT_EQ(r1["done"], false);
+  EXPECT_EQ(r1["timestamp"], 1234);
+  EXPECT_DOUBLE_EQ(r1["loss"].get<double>(), 0.5);
+
+  ASSERT_TRUE(Report(0, 2, {{"loss", 0.25}}, 2.0).ok());
+  const json& r2 = T(0).last_result;
+  EXPECT_EQ(r2["training_iteration"], 2);
+  EXPECT_DOUBLE_EQ(r2["time_total_s"].get<double>(), 3.5);
+  EXPECT_DOUBLE_EQ(r2["loss"].get<double>(), 0.25);
+  EXPECT_EQ(T(0).training_iteration, 2);
+  EXPECT_DOUBLE_EQ(T(0).time_total_s, 3.5);
+  EXPECT_EQ(T(0).num_results, 2);
+  EXPECT_EQ(T(0).last_seq, 2);
+
+  ASSERT_EQ(obs_.results.size(), 2u);
+  EXPECT_EQ(obs_.results[1].result, r2);
+  EXPECT_EQ(obs_.results[1].decision, "continue");
+  ASSERT_EQ(exec_.decisions.size(), 2u);
+  EXPECT_EQ(exec_.decisions[0].seq, 1);
+  EXPECT_EQ(exec_.decisions[1].seq, 2);
+  EXPECT_EQ(exec_.decisions[1].action, "continue");
+  EXPECT_EQ(exec_.decisions[1].attempt, 1);
+  EXPECT_EQ(T(0).status, TrialStatus::kRunning);
+}
+
+TEST_F(TrialRunnerTest, StopThresholdOnTrainingIterationTerminatesAtIterationThree) {
+  // stop {training_iteration: 3}: results 1 and 2 continue, result 3 is STOP, the trial is
+  // TERMINATED, its resources are released once, and a late exit changes nothing.
+  RunnerOptions o;
+  o.stop = {{"training_iteration", 3}};
+  Start(o, 1);
+  Run(0);
+  ASSERT_TRUE(Report(0, 1).ok());
+  ASSERT_TRUE(Report(0, 2).ok());
+  EXPECT_EQ(T(0).status, TrialStatus::kRunning);
+  ASSERT_TRUE(Report(0, 3).ok());
+  ASSERT_EQ(exec_.decisions.size(), 3u);
+  EXPECT_EQ(exec_.decisions[1].action, "continue");
+  EXPECT_EQ(exec_.decisions[2].action, "stop");
+  EXPECT_EQ(exec_.decisions[2].seq, 3);
+  EXPECT_EQ(obs_.results.back().decision, "stop");
+  EXPECT_EQ(T(0).status, TrialStatus::kTerminated);
+  EXPECT_EQ(T(0).last_result["done"], true);
+  EXPECT_EQ(T(0).last_result["training_iteration"], 3);
+  EXPECT_TRUE(T(0).worker_id.empty());
+  EXPECT_TRUE(exec_.stops.empty());  // the STOP decision itself tells the worker
+
+  runner_->OnTrialExited(Id(0), 1, true, "");   // the trainable then exits
+  runner_->OnTrialExited(Id(0), 1, false, "x");
+  EXPECT_EQ(T(0).status, TrialStatus::kTerminated);
+  EXPECT_EQ(T(0).num_failures, 0);
+  ExpectEachGrantReleasedOnce();
+  EXPECT_EQ(runner_->status(), ExperimentStatus::kFinished);
+}
+
+TEST_F(TrialRunnerTest, StopThresholdOnUserMetric) {
+  // stop {accuracy: 0.9}: a result at or above the threshold stops; a missing key does not.
+  RunnerOptions o;
+  o.stop = {{"accuracy", 0.9}};
+  Start(o, 1);
+  Run(0);
+  ASSERT_TRUE(Report(0, 1, {{"loss", 1}}).ok());
+  ASSERT_TRUE(Report(0, 2, {{"accuracy", 0.89}}).ok());
+  EXPECT_EQ(T(0).status, TrialStatus::kRunning);
+  ASSERT_TRUE(Report(0, 3, {{"accuracy", 0.9}}).ok());
+  EXPECT_EQ(T(0).status, TrialStatus::kTerminated);
+  EXPECT_EQ(exec_.decisions.back().action, "stop");
+}
+
+TEST_F(TrialRunnerTest, DoneTrueResultTerminatesTheTrial) {
+  // A trainable reporting done: true is finished (Ray Tune's DONE), decision STOP.
+  Start({}, 2);
+  runner_->Step();
+  GrantAll();
+  ASSERT_TRUE(Report(0, 1, {{"done", true}, {"score", 3}}).ok());
+  EXPECT_EQ(T(0).status, TrialStatus::kTerminated);
+  EXPECT_EQ(exec_.decisions.back().action, "stop");
+  EXPECT_EQ(T(0).last_result["done"], true);
+  EXPECT_EQ(T(1).status, TrialStatus::kRunning);
+  EXPECT_FALSE(runner_->IsFinished());
+  EXPECT_EQ(exec_.releases.at({Id(0), 1}), 1);
+}
+
+TEST_F(TrialRunnerTest, NonBooleanDoneFollowsRayTruthinessInsteadOfThrowing) {
+  // A trainable reports done: 1 / done: 0 (JSON numbers, as a script may write). Ray Tune
+  // tests `if result.get(DONE)`, so 1 stops and 0 continues; the runner must never throw on a
+  // trainable's input (an exception here would take down the scheduler's loop), and the
+  // auto-filled `done` is a boolean.
+  Start({}, 2);
+  runner_->Step();
+  GrantAll();
+  Status s0;
+  EXPECT_NO_THROW(s0 = Report(0, 1, {{"done", 0}}));
+  EXPECT_TRUE(s0.ok()) << s0.ToString();
+  EXPECT_EQ(T(0).status, TrialStatus::kRunning);
+  EXPECT_EQ(T(0).training_iteration, 1);
+  ASSERT_TRUE(T(0).last_result.is_object());
+  EXPECT_EQ(T(0).last_result["done"], json(false));
+  Status s1;
+  EXPECT_NO_THROW(s1 = Report(1, 1, {{"done", 1}}));
+  EXPECT_TRUE(s1.ok()) << s1.ToString();
+  EXPECT_EQ(T(1).status, TrialStatus::kTerminated);
+  ASSERT_TRUE(T(1).last_result.is_object());
+  EXPECT_EQ(T(1).last_result["done"], json(true));
+}
+
+TEST_F(TrialRunnerTest, TrainableExitOkTerminatesTheTrial) {
+  // A trainable that returns normally is TERMINATED without an error; resources come back once.
+  Start({}, 1);
+  Run(0);
+  ASSERT_TRUE(Report(0, 1).ok());
+  runner_->OnTrialExited(Id(0), 1, true, "");
+  EXPECT_EQ(T(0).status, TrialStatus::kTerminated);
+  EXPECT_TRUE(T(0).error.empty());
+  EXPECT_EQ(T(0).num_failures, 0);
+  ExpectEachGrantReleasedOnce();
+  ASSERT_FALSE(obs_.statuses.empty());
+  EXPECT_EQ(obs_.statuses.back().status, TrialStatus::kTerminated);
+  EXPECT_TRUE(runner_->IsFinished());
+  EXPECT_EQ(runner_->status(), ExperimentStatus::kFinished);
+}
+
+// ---- failures ----------------------------------------------------------------------------
+
+TEST_F(TrialRunnerTest, FailureWithMaxFailuresZeroIsError) {
+  // max_failures 0: the first failure is final; the trial is ERROR with the error text.
+  Start({}, 1);
+  Run(0);
+  Fail(0, "ValueError: boom");
+  EXPECT_EQ(T(0).status, TrialStatus::kError);
+  EXPECT_EQ(T(0).error, "ValueError: boom");
+  EXPECT_EQ(T(0).num_failures, 1);
+  EXPECT_EQ(obs_.statuses.back().status, TrialStatus::kError);
+  EXPECT_EQ(obs_.statuses.back().error, "ValueError: boom");
+  ExpectEachGrantReleasedOnce();
+  runner_->Step();
+  EXPECT_EQ(exec_.placements.size(), 1u);  // not retried
+  EXPECT_EQ(runner_->status(), ExperimentStatus::kFinished);  // no fail_fast
+}
+
+TEST_F(TrialRunnerTest, MaxFailuresTwoRequeuesTwiceThenErrors) {
+  // max_failures 2: failures 1 and 2 requeue the trial (PENDING, next attempt), the third is
+  // ERROR; num_failures counts every failure.
+  RunnerOptions o;
+  o.max_failures = 2;
+  Start(o, 1);
+  for (int k = 1; k <= 3; ++k) {
+    Run(0);
+    EXPECT_EQ(T(0).attempt, k);
+    Fail(0, "crash " + std::to_string(k));
+    EXPECT_EQ(T(0).num_failures, k);
+    EXPECT_EQ(T(0).error, "crash " + std::to_string(k));
+    if (k < 3) {
+      EXPECT_EQ(T(0).status, TrialStatus::kPending) << k;
+      EXPECT_EQ(obs_.statuses.back().status, TrialStatus::kPending);
+      EXPECT_FALSE(runner_->IsFinished());
+    }
+  }
+  EXPECT_EQ(T(0).status, TrialStatus::kError);
+  ASSERT_EQ(exec_.placements.size(), 3u);
+  EXPECT_EQ(exec_.placements[2].attempt, 3);
+  runner_->Step();
+  EXPECT_EQ(exec_.placements.size(), 3u);
+  ExpectEachGrantReleasedOnce();
+  EXPECT_EQ(runner_->status(), ExperimentStatus::kFinished);
+}
+
+TEST_F(TrialRunnerTest, MaxFailuresMinusOneRetriesForever) {
+  // max_failures -1: every failure requeues, however many there are.
+  RunnerOptions o;
+  o.max_failures = -1;
+  Start(o, 1);
+  for (int k = 1; k <= 25; ++k) {
+    Run(0);
+    Fail(0, "flaky");
+    ASSERT_EQ(T(0).status, TrialStatus::kPending) << k;
+    EXPECT_EQ(T(0).num_failures, k);
+  }
+  Run(0);
+  EXPECT_EQ(T(0).attempt, 26);
+  runner_->OnTrialExited(Id(0), 26, true, "");
+  EXPECT_EQ(T(0).status, TrialStatus::kTerminated);
+  ExpectEachGrantReleasedOnce();
+}
+
+TEST_F(TrialRunnerTest, RequeueResetsTrainingIterationAndSeq) {
+  // After a failure the trial restarts from scratch: training_iteration and time_total_s
+  // restart, and the new attempt's seqs start at 1 again; num_results keeps counting.
+  RunnerOptions o;
+  o.max_failures = 1;
+  Start(o, 1);
+  Run(0);
+  ASSERT_TRUE(Report(0, 1, json::object(), 2.0).ok());
+  ASSERT_TRUE(Report(0, 2, json::object(), 2.0).ok());
+  Fail(0, "oom");
+  EXPECT_EQ(T(0).training_iteration, 0);
+  EXPECT_DOUBLE_EQ(T(0).time_total_s, 0.0);
+  Run(0);
+  EXPECT_EQ(T(0).last_seq, 0);
+  ASSERT_TRUE(Report(0, 1, json::object(), 0.5).ok());
+  EXPECT_EQ(T(0).last_result["training_iteration"], 1);
+  EXPECT_DOUBLE_EQ(T(0).last_result["time_total_s"].get<double>(), 0.5);
+  EXPECT_EQ(T(0).num_results, 3);
+  EXPECT_EQ(exec_.decisions.back().attempt, 2);
+}
+
+TEST_F(TrialRunnerTest, FailFastEndsExperimentAsErrorAndStopsRunningTrials) {
+  // fail_fast: the first trial to error ends the experiment as ERROR; running trials are told
+  // to stop and released, pending ones become TERMINATED without executor calls.
+  RunnerOptions o;
+  o.fail_fast = true;
+  o.max_concurrent_trials = 3;
+  Start(o, 4);
+  runner_->Step();
+  GrantAll();
+  ASSERT_EQ(T(3).status, TrialStatus::kPending);
+  Fail(1, "RuntimeError: nan loss");
+  EXPECT_EQ(T(1).status, TrialStatus::kError);
+  EXPECT_EQ(runner_->status(), ExperimentStatus::kError);
+  EXPECT_TRUE(runner_->IsFinished());
+  EXPECT_NE(runner_->end_reason().find(Id(1)), std::string::npos) << runner_->end_reason();
+  EXPECT_NE(runner_->end_reason().find("nan loss"), std::string::npos) << runner_->end_reason();
+  for (int i : {0, 2, 3}) EXPECT_EQ(T(i).status, TrialStatus::kTerminated) << i;
+  ASSERT_EQ(exec_.stops.size(), 2u);
+  EXPECT_EQ(exec_.stops[0].trial_id, Id(0));
+  EXPECT_EQ(exec_.stops[0].worker_id, "w00000");
+  EXPECT_EQ(exec_.stops[0].attempt, 1);
+  EXPECT_EQ(exec_.stops[1].trial_id, Id(2));
+  EXPECT_EQ(exec_.stops[1].worker_id, "w00002");
+  ExpectEachGrantReleasedOnce();
+  ASSERT_EQ(obs_.ended.size(), 1u);
+  EXPECT_EQ(obs_.ended[0].first, "ERROR");
+  runner_->Step();
+  EXPECT_EQ(exec_.placements.size(), 3u);  // nothing is placed after the end
+  // Exits of the stopped trials arriving later change nothing.
+  runner_->OnTrialExited(Id(0), 1, false, "killed");
+  EXPECT_EQ(T(0).status, TrialStatus::kTerminated);
+  EXPECT_EQ(T(0).num_failures, 0);
+  ExpectEachGrantReleasedOnce();
+}
+
+TEST_F(TrialRunnerTest, InfeasiblePlacementIsErrorWithTheReason) {
+  // A trial the cluster can never hold becomes ERROR with the placement's reason; nothing was
+  // granted so nothing is released, and it does not count as a trainable failure.
+  RunnerOptions o;
+  o.resources_per_trial = *Resources::FromAmounts({{"gpu", 8}});
+  Start(o, 1);
+  runner_->Step();
+  ASSERT_EQ(exec_.open.size(), 1u);
+  const std::string reason = "trial asks for gpu=8; the largest worker has cpu=4, gpu=2";
+  runner_->OnPlacementFailed(Id(0), 1, reason);
+  exec_.open.clear();
+  EXPECT_EQ(T(0).status, TrialStatus::kError);
+  EXPECT_EQ(T(0).error, reason);
+  EXPECT_EQ(T(0).num_failures, 0);
+  EXPECT_EQ(obs_.statuses.back().error, reason);
+  EXPECT_TRUE(exec_.releases.empty());
+  EXPECT_TRUE(exec_.launches.empty());
+  EXPECT_EQ(runner_->status(), ExperimentStatus::kFinished);
+}
+
+TEST_F(TrialRunnerTest, InfeasiblePlacementWithFailFastEndsExperiment) {
+  // fail_fast also applies to a trial that can never be placed.
+  RunnerOptions o;
+  o.fail_fast = true;
+  Start(o, 2);
+  runner_->Step();
+  runner_->OnPlacementFailed(Id(0), 1, "too big");
+  EXPECT_EQ(runner_->status(), ExperimentStatus::kError);
+  EXPECT_EQ(T(1).status, TrialStatus::kTerminated);
+  // The grant for trial 1 that was still in flight is given straight back.
+  exec_.open.pop_front();
+  Grant();
+  EXPECT_EQ(T(1).status, TrialStatus::kTerminated);
+  EXPECT_TRUE(exec_.launches.empty());
+  ExpectEachGrantReleasedOnce();
+}
+
+TEST_F(TrialRunnerTest, DeferredPlacementStaysPendingAndIsPlacedAgainLater) {
+  // "No room now": the trial stays PENDING with no status change and is asked for again on a
+  // later Step, with the same attempt number.
+  Start({}, 1);
+  runner_->Step();
+  PlacementCall p = exec_.open.front();
+  exec_.open.pop_front();
+  const size_t statuses = obs_.statuses.size();
+  runner_->OnPlacementDeferred(p.trial_id, p.attempt);
+  EXPECT_EQ(T(0).status, TrialStatus::kPending);
+  EXPECT_EQ(obs_.statuses.size(), statuses);
+  EXPECT_FALSE(runner_->IsFinished());
+  exec_.can_place = false;  // the executor waits for something to free
+  runner_->Step();
+  EXPECT_EQ(exec_.placements.size(), 1u);
+  exec_.can_place = true;
+  runner_->Step();
+  ASSERT_EQ(exec_.placements.size(), 2u);
+  EXPECT_EQ(exec_.placements[1].trial_id, Id(0));
+  EXPECT_EQ(exec_.placements[1].attempt, 1);
+  Grant();
+  EXPECT_EQ(T(0).status, TrialStatus::kRunning);
+  EXPECT_EQ(T(0).attempt, 1);
+}
+
+TEST_F(TrialRunnerTest, AnswersForOtherAttemptsOrUnknownTrialsAreIgnored) {
+  // Placement answers naming a wrong attempt or an unknown trial change nothing.
+  Start({}, 1);
+  runner_->Step();
+  runner_->OnTrialPlaced(Id(0), 2, "w1", {});
+  runner_->OnTrialPlaced("nope_00000", 1, "w1", {});
+  runner_->OnPlacementFailed(Id(0), 5, "x");
+  runner_->OnPlacementDeferred(Id(0), 0);
+  EXPECT_EQ(T(0).status, TrialStatus::kPending);
+  EXPECT_TRUE(exec_.launches.empty());
+  Grant();
+  EXPECT_EQ(T(0).status, TrialStatus::kRunning);
+}
+
+// ---- stale and duplicate results -------------------------------------------------------
+
+TEST_F(TrialRunnerTest, StaleAttemptsAndDuplicateSeqsAreRejectedAndChangeNothing) {
+  // Duplicates (seq already seen), results of an old attempt, of a trial not RUNNING and of an
+  // unknown trial are answered with an error Status and leave the trial untouched.
+  RunnerOptions o;
+  o.max_failures = 1;
+  Start(o, 1);
+  Run(0);
+  ASSERT_TRUE(Report(0, 1, {{"loss", 1.0}}).ok());
+  const Trial before = T(0);
+  const size_t decisions = exec_.decisions.size();
+  const size_t results = obs_.results.size();
+  auto unchanged = [&] {
+    EXPECT_EQ(T(0).training_iteration, before.training_iteration);
+    EXPECT_EQ(T(0).num_results, before.num_results);
+    EXPECT_EQ(T(0).last_result, before.last_result);
+    EXPECT_EQ(T(0).last_seq, before.last_seq);
+    EXPECT_DOUBLE_EQ(T(0).time_total_s, before.time_total_s);
+    EXPECT_EQ(exec_.decisions.size(), decisions);
+    EXPECT_EQ(obs_.results.size(), results);
+  };
+  Status dup = Report(0, 1, {{"loss", 9.0}});
+  EXPECT_FALSE(dup.ok());
+  EXPECT_EQ(dup.code(), StatusCode::kFailedPrecondition);
+  unchanged();
+  EXPECT_FALSE(Report(0, 0, {{"loss", 9.0}}).ok());
+  unchanged();
+  Status old = runner_->OnResult(Id(0), 0, 2, {{"loss", 9.0}}, 1.0);
+  EXPECT_FALSE(old.ok());
+  unchanged();
+  Status future = runner_->OnResult(Id(0), 2, 2, {{"loss", 9.0}}, 1.0);
+  EXPECT_FALSE(future.ok());
+  unchanged();
+  Status unknown = runner_->OnResult("exp_99999", 1, 1, {{"loss", 9.0}}, 1.0);
+  EXPECT_EQ(unknown.code(), StatusCode::kNotFound);
+  Status not_object = Report(0, 2, json::array({1, 2}));
+  EXPECT_EQ(not_object.code(), StatusCode::kInvalidArgument);
+  unchanged();
+
+  // After a requeue, attempt 1's late results are stale, also while the trial is PENDING.
+  Fail(0, "crash");
+  ASSERT_EQ(T(0).status, TrialStatus::kPending);
+  EXPECT_FALSE(runner_->OnResult(Id(0), 1, 2, {{"loss", 9.0}}, 1.0).ok());
+  Run(0);
+  Status stale = runner_->OnResult(Id(0), 1, 7, {{"loss", 9.0}}, 1.0);
+  EXPECT_EQ(stale.code(), StatusCode::kFailedPrecondition);
+  EXPECT_EQ(T(0).num_results, 1);
+  EXPECT_EQ(T(0).training_iteration, 0);
+  EXPECT_EQ(exec_.decisions.size(), decisions);
+  // A gap in seqs is fine (only seen seqs are duplicates).
+  ASSERT_TRUE(Report(0, 3).ok());
+  EXPECT_FALSE(Report(0, 2).ok());
+  EXPECT_EQ(T(0).training_iteration, 1);
+}
+
+// ---- worker loss --------------------------------------------------------------------------
+
+TEST_F(TrialRunnerTest, WorkerLostRequeuesItsRunningTrialsWithoutCountingFailures) {
+  // A lost worker's RUNNING trials go back to PENDING (released once, not a failure) and are
+  // placed again as the next attempt; trials on other workers keep running.
+  Start({}, 3);
+  runner_->Step();
+  Grant("w1");
+  Grant("w1");
+  Grant("w2");
+  ASSERT_TRUE(Report(0, 1).ok());
+  runner_->OnWorkerLost("w1");
+  for (int i : {0, 1}) {
+    EXPECT_EQ(T(i).status, TrialStatus::kPending) << i;
+    EXPECT_EQ(T(i).num_failures, 0) << i;
+    EXPECT_TRUE(T(i).worker_id.empty());
+    EXPECT_NE(T(i).error.find("w1"), std::string::npos) << T(i).error;
+    EXPECT_EQ(exec_.releases.at({Id(i), 1}), 1);
+  }
+  EXPECT_EQ(T(0).training_iteration, 0);
+  EXPECT_EQ(T(2).status, TrialStatus::kRunning);
+  EXPECT_TRUE(exec_.stops.empty());
+  runner_->OnWorkerLost("w1");  // again: nothing left there
+  EXPECT_EQ(exec_.releases.size(), 2u);
+
+  runner_->Step();
+  ASSERT_EQ(exec_.open.size(), 2u);
+  EXPECT_EQ(exec_.open[0].attempt, 2);
+  GrantAll("w3");
+  EXPECT_EQ(T(0).attempt, 2);
+  EXPECT_EQ(T(0).worker_id, "w3");
+  // The dead attempt's late messages are ignored.
+  EXPECT_FALSE(runner_->OnResult(Id(0), 1, 2, json::object(), 1.0).ok());
+  runner_->OnTrialExited(Id(0), 1, false, "connection lost");
+  EXPECT_EQ(T(0).status, TrialStatus::kRunning);
+  EXPECT_EQ(T(0).num_failures, 0);
+}
+
+// ---- control: stop trial / experiment --------------------------------------------------
+
+TEST_F(TrialRunnerTest, StopPendingTrialTerminatesItWithoutExecutorCalls) {
+  // A PENDING trial (never placed) just becomes TERMINATED.
+  exec_.can_place = false;
+  Start({}, 2);
+  runner_->Step();
+  auto msg = runner_->StopTrial(Id(0));
+  ASSERT_TRUE(msg.ok());
+  EXPECT_NE(msg->find("PENDING"), std::string::npos) << *msg;
+  EXPECT_EQ(T(0).status, TrialStatus::kTerminated);
+  EXPECT_EQ(obs_.statuses.back().trial_id, Id(0));
+  EXPECT_TRUE(exec_.stops.empty());
+  EXPECT_TRUE(exec_.releases.empty());
+  exec_.can_place = true;
+  runner_->Step();
+  ASSERT_EQ(exec_.placements.size(), 1u);  // only trial 1 is placed
+  EXPECT_EQ(exec_.placements[0].trial_id, Id(1));
+}
+
+TEST_F(TrialRunnerTest, StopRunningTrialStopsItOnItsWorkerAndReleasesOnce) {
+  // A RUNNING trial: TERMINATED, the executor stops it on its worker and its resources are
+  // released once; its later exit is ignored.
+  Start({}, 2);
+  runner_->Step();
+  Grant("w7");
+  auto msg = runner_->StopTrial(Id(0));
+  ASSERT_TRUE(msg.ok());
+  EXPECT_NE(msg->find("RUNNING"), std::string::npos) << *msg;
+  EXPECT_EQ(T(0).status, TrialStatus::kTerminated);
+  ASSERT_EQ(exec_.stops.size(), 1u);
+  EXPECT_EQ(exec_.stops[0].trial_id, Id(0));
+  EXPECT_EQ(exec_.stops[0].worker_id, "w7");
+  EXPECT_EQ(exec_.stops[0].attempt, 1);
+  EXPECT_EQ(exec_.releases.at({Id(0), 1}), 1);
+  runner_->OnTrialExited(Id(0), 1, false, "SIGTERM");
+  EXPECT_EQ(T(0).status, TrialStatus::kTerminated);
+  EXPECT_EQ(T(0).num_failures, 0);
+  EXPECT_FALSE(runner_->IsFinished());  // trial 1 is still placing
+}
+
+TEST_F(TrialRunnerTest, StopFinishedTrialIsANoOpAndUnknownIsNotFound) {
+  // Stopping a finished trial answers OK saying so and does nothing; an unknown id is NotFound.
+  Start({}, 2);
+  runner_->Step();
+  GrantAll();
+  runner_->OnTrialExited(Id(0), 1, true, "");
+  const size_t log_size = log_.size();
+  auto msg = runner_->StopTrial(Id(0));
+  ASSERT_TRUE(msg.ok());
+  EXPECT_NE(msg->find("already"), std::string::npos) << *msg;
+  EXPECT_EQ(log_.size(), log_size);
+  EXPECT_EQ(T(0).status, TrialStatus::kTerminated);
+  auto unknown = runner_->StopTrial("exp_12345");
+  ASSERT_FALSE(unknown.ok());
+  EXPECT_EQ(unknown.status().code(), StatusCode::kNotFound);
+  EXPECT_EQ(log_.size(), log_size);
+}
+
+TEST_F(TrialRunnerTest, GrantArrivingAfterStopIsReleasedAtOnce) {
+  // The trial is stopped while its placement is in flight; the grant that still arrives is
+  // returned immediately and the trial is never launched. A deferral arriving late is ignored.
+  Start({}, 3);
+  runner_->Step();
+  ASSERT_TRUE(runner_->StopTrial(Id(0)).ok());
+  ASSERT_TRUE(runner_->StopTrial(Id(1)).ok());
+  EXPECT_EQ(T(0).status, TrialStatus::kTerminated);
+  Grant("w9");
+  ASSERT_EQ(exec_.released.size(), 1u);
+  EXPECT_EQ(exec_.released[0].trial_id, Id(0));
+  EXPECT_EQ(exec_.released[0].attempt, 1);
+  EXPECT_EQ(exec_.released[0].worker_id, "w9");
+  EXPECT_TRUE(exec_.launches.empty());
+  EXPECT_TRUE(obs_.started.empty());
+  EXPECT_EQ(T(0).status, TrialStatus::kTerminated);
+  PlacementCall p1 = exec_.open.front();
+  exec_.open.pop_front();
+  runner_->OnPlacementDeferred(p1.trial_id, p1.attempt);
+  runner_->Step();
+  EXPECT_EQ(T(1).status, TrialStatus::kTerminated);
+  EXPECT_EQ(exec_.placements.size(), 3u);
+  Grant();
+  EXPECT_EQ(T(2).status, TrialStatus::kRunning);
+  EXPECT_EQ(exec_.releases.count({Id(2), 1}), 0u);  // still running: not released yet
+  runner_->OnTrialExited(Id(2), 1, true, "");
+  ExpectEachGrantReleasedOnce();
+}
+
+TEST_F(TrialRunnerTest, StopExperimentTerminatesEveryUnfinishedTrial) {
+  // StopExperiment: status STOPPED with the reason; running, placing and pending trials become
+  // TERMINATED (running ones stopped on their worker), finished ones keep their status.
+  RunnerOptions o;
+  o.max_concurrent_trials = 3;
+  Start(o, 5);
+  runner_->Step();
+  Grant("w1");  // trial 0 running
+  Grant("w2");  // trial 1 running
+  // trial 2 placing; trials 3, 4 pending
+  Fail(1, "bad");
+  ASSERT_EQ(T(1).status, TrialStatus::kError);
+  runner_->StopExperiment("user asked");
+  EXPECT_EQ(runner_->status(), ExperimentStatus::kStopped);
+  EXPECT_EQ(runner_->end_reason(), "user asked");
+  EXPECT_TRUE(runner_->IsFinished());
+  EXPECT_EQ(T(1).status, TrialStatus::kError);
+  for (int i : {0, 2, 3, 4}) EXPECT_EQ(T(i).status, TrialStatus::kTerminated) << i;
+  ASSERT_EQ(exec_.stops.size(), 1u);
+  EXPECT_EQ(exec_.stops[0].trial_id, Id(0));
+  ASSERT_EQ(obs_.ended.size(), 1u);
+  EXPECT_EQ(obs_.ended[0], std::make_pair(std::string("STOPPED"), std::string("user asked")));
+  // The late grant of trial 2 is released; nothing new is placed; a second stop is a no-op.
+  Grant("w3");
+  EXPECT_EQ(T(2).status, TrialStatus::kTerminated);
+  runner_->Step();
+  runner_->StopExperiment("again");
+  EXPECT_EQ(obs_.ended.size(), 1u);
+  EXPECT_EQ(runner_->end_reason(), "user asked");
+  EXPECT_EQ(exec_.placements.size(), 3u);
+  ExpectEachGrantReleasedOnce();
+}
+
+TEST_F(TrialRunnerTest, TimeBudgetReachedFinishesTheExperimentAndStopsTrials) {
+  // time_budget_s 60 from the runner's creation: just before it nothing happens; at 60 s the
+  // next Step ends the experiment as FINISHED and stops every unfinished trial.
+  RunnerOptions o;
+  o.time_budget_s = 60;
+  o.max_concurrent_trials = 1;
+  Start(o, 3);
+  runner_->Step();
+  Grant("w1");
+  now_ = 1059.9;
+  runner_->Step();
+  EXPECT_FALSE(runner_->IsFinished());
+  EXPECT_EQ(T(0).status, TrialStatus::kRunning);
+  now_ = 1060.0;
+  runner_->Step();
+  EXPECT_EQ(runner_->status(), ExperimentStatus::kFinished);
+  EXPECT_NE(runner_->end_reason().find("time budget"), std::string::npos) << runner_->end_reason();
+  for (int i = 0; i < 3; ++i) EXPECT_EQ(T(i).status, TrialStatus::kTerminated) << i;
+  ASSERT_EQ(exec_.stops.size(), 1u);
+  EXPECT_EQ(exec_.stops[0].trial_id, Id(0));
+  ExpectEachGrantReleasedOnce();
+  ASSERT_EQ(obs_.ended.size(), 1u);
+  EXPECT_EQ(obs_.ended[0].first, "FINISHED");
+  EXPECT_EQ(exec_.placements.size(), 1u);
+}
+
+TEST_F(TrialRunnerTest, ExperimentFinishesWhenAllTrialsEnd) {
+  // IsFinished is false while any trial is unfinished and becomes FINISHED (once) after the
+  // last one ends, whichever way each ended.
+  RunnerOptions o;
+  o.stop = {{"training_iteration", 2}};
+  Start(o, 3);
+  runner_->Step();
+  GrantAll();
+  ASSERT_TRUE(Report(0, 1).ok());
+  ASSERT_TRUE(Report(0, 2).ok());  // stop criterion
+  EXPECT_FALSE(runner_->IsFinished());
+  Fail(1, "err");
+  EXPECT_FALSE(runner_->IsFinished());
+  runner_->OnTrialExited(Id(2), 1, true, "");
+  EXPECT_TRUE(runner_->IsFinished());
+  EXPECT_EQ(runner_->status(), ExperimentStatus::kFinished);
+  EXPECT_STREQ(ExperimentStatusName(runner_->status()), "FINISHED");
+  runner_->Step();
+  ASSERT_EQ(obs_.ended.size(), 1u);
+  EXPECT_EQ(obs_.ended[0].first, "FINISHED");
+  auto counts = runner_->CountByStatus();
+  EXPECT_EQ(counts[TrialStatus::kTerminated], 2);
+  EXPECT_EQ(counts[TrialStatus::kError], 1);
+  ExpectEachGrantReleasedOnce();
+}
+
+TEST_F(TrialRunnerTest, PausedTrialReleasesResourcesAndCanBeStopped) {
+  // A PAUSE decision checkpoints (worker side) and releases the resources: PAUSED keeps the
+  // experiment open until the trial is stopped.
+  Start({}, 1, std::make_unique<PausingScheduler>(std::set<std::string>{Id(0)}));
+  Run(0);
+  ASSERT_TRUE(Report(0, 1).ok());
+  EXPECT_EQ(exec_.decisions.back().action, "pause");
+  EXPECT_EQ(T(0).status, TrialStatus::kPaused);
+  EXPECT_EQ(exec_.releases.at({Id(0), 1}), 1);
+  runner_->Step();
+  EXPECT_FALSE(runner_->IsFinished());
+  EXPECT_EQ(exec_.placements.size(), 1u);  // not placed again by itself
+  auto msg = runner_->StopTrial(Id(0));
+  ASSERT_TRUE(msg.ok());
+  EXPECT_NE(msg->find("PAUSED"), std::string::npos) << *msg;
+  EXPECT_EQ(T(0).status, TrialStatus::kTerminated);
+  EXPECT_TRUE(exec_.stops.empty());  // nothing runs
+  EXPECT_TRUE(runner_->IsFinished());
+  ExpectEachGrantReleasedOnce();
+}
+
+// ---- best trial ---------------------------------------------------------------------------
+
+TEST_F(TrialRunnerTest, BestTrialUsesLastResultByMetricAndMode) {
+  // get_best_trial(scope "last"): the newest result of each trial counts; max and min modes;
+  // results without the metric are skipped.
+  RunnerOptions o;
+  o.metric = "score";
+  o.mode = "max";
+  Start(o, 4);
+  EXPECT_EQ(runner_->BestTrial(), nullptr);  // no trials yet
+  runner_->Step();
+  GrantAll();
+  EXPECT_EQ(runner_->BestTrial(), nullptr);  // no results yet
+  ASSERT_TRUE(Report(0, 1, {{"score", -5.0}}).ok());
+  ASSERT_TRUE(Report(1, 1, {{"score", 10.0}}).ok());
+  ASSERT_TRUE(Report(1, 2, {{"score", -2.0}}).ok());  // last result is what counts
+  ASSERT_TRUE(Report(2, 1, {{"score", -3.0}}).ok());
+  ASSERT_TRUE(Report(3, 1, {{"other", 100.0}}).ok());
+  ASSERT_NE(runner_->BestTrial(), nullptr);
+  EXPECT_EQ(runner_->BestTrial()->trial_id, Id(1));
+}
+
+TEST_F(TrialRunnerTest, BestTrialInMinMode) {
+  // mode min picks the smallest last value; no metric configured means no best trial.
+  RunnerOptions o;
+  o.metric = "loss";
+  o.mode = "min";
+  Start(o, 3);
+  runner_->Step();
+  GrantAll();
+  ASSERT_TRUE(Report(0, 1, {{"loss", 0.3}}).ok());
+  ASSERT_TRUE(Report(1, 1, {{"loss", 0.1}}).ok());
+  ASSERT_TRUE(Report(2, 1, {{"loss", 0.2}}).ok());
+  ASSERT_NE(runner_->BestTrial(), nullptr);
+  EXPECT_EQ(runner_->BestTrial()->trial_id, Id(1));
+  ASSERT_TRUE(Report(1, 2, {{"loss", 0.5}}).ok());
+  EXPECT_EQ(runner_->BestTrial()->trial_id, Id(2));
+}
+
+TEST_F(TrialRunnerTest, NoBestTrialWithoutAMetric) {
+  // Without a metric there is nothing to rank.
+  Start({}, 1);
+  Run(0);
+  ASSERT_TRUE(Report(0, 1, {{"loss", 0.3}}).ok());
+  EXPECT_EQ(runner_->BestTrial(), nullptr);
+}
+
+// ---- write-ahead ordering and resource accounting ---------------------------------------
+
+TEST_F(TrialRunnerTest, ObserverHearsOfEveryStateChangeBeforeTheExecutorActsOnIt) {
+  // Write-ahead: OnTrialStarted before LaunchTrial, OnTrialResult before SendDecision,
+  // OnTrialStatus before ReleaseResources / StopTrial, for every path that causes them.
+  RunnerOptions o;
+  o.stop = {{"training_iteration", 2}};
+  o.max_failures = 1;
+  Start(o, 4);
+  runner_->Step();
+  GrantAll();
+  for (int i = 0; i < 4; ++i) {
+    EXPECT_LT(IndexOf("obs:started " + Id(i) + "/1"), IndexOf("exec:launch " + Id(i) + "/1")) << i;
+  }
+  // Trial 0: results, then STOP by the stopper.
+  ASSERT_TRUE(Report(0, 1).ok());
+  EXPECT_LT(IndexOf("obs:result " + Id(0) + "/1 continue"), IndexOf("exec:decision " + Id(0) + "/1 continue"));
+  ASSERT_TRUE(Report(0, 2).ok());
+  EXPECT_LT(IndexOf("obs:result " + Id(0) + "/1 stop"), IndexOf("exec:decision " + Id(0) + "/1 stop"));
+  EXPECT_LT(IndexOf("obs:status " + Id(0) + "/1 TERMINATED"), IndexOf("exec:release " + Id(0) + "/1"));
+  // Trial 1: failure, requeue, then ERROR.
+  Fail(1, "x");
+  EXPECT_LT(IndexOf("obs:status " + Id(1) + "/1 PENDING"), IndexOf("exec:release " + Id(1) + "/1"));
+  runner_->Step();
+  Grant("w5");
+  EXPECT_LT(IndexOf("obs:started " + Id(1) + "/2"), IndexOf("exec:launch " + Id(1) + "/2"));
+  Fail(1, "y");
+  EXPECT_LT(IndexOf("obs:status " + Id(1) + "/2 ERROR"), IndexOf("exec:release " + Id(1) + "/2"));
+  // Trial 2: user stop of a running trial.
+  ASSERT_TRUE(runner_->StopTrial(Id(2)).ok());
+  EXPECT_LT(IndexOf("obs:status " + Id(2) + "/1 TERMINATED"), IndexOf("exec:stop " + Id(2) + "/1"));
+  EXPECT_LT(IndexOf("obs:status " + Id(2) + "/1 TERMINATED"), IndexOf("exec:release " + Id(2) + "/1"));
+  // Trial 3: worker lost, requeued; then the experiment is stopped.
+  runner_->OnWorkerLost("w00003");
+  EXPECT_LT(IndexOf("obs:status " + Id(3) + "/1 PENDING"), IndexOf("exec:release " + Id(3) + "/1"));
+  runner_->Step();
+  Grant("w6");
+  runner_->StopExperiment("done here");
+  EXPECT_LT(IndexOf("obs:status " + Id(3) + "/2 TERMINATED"), IndexOf("exec:stop " + Id(3) + "/2"));
+  EXPECT_LT(IndexOf("obs:status " + Id(3) + "/2 TERMINATED"), IndexOf("exec:release " + Id(3) + "/2"));
+
+  // Generic check: every launch / decision / stop / release is preceded by an observer entry
+  // for the same trial and attempt.
+  for (size_t i = 0; i < log_.size(); ++i) {
+    const std::string& e = log_[i];
+    if (e.rfind("exec:", 0) != 0 || e.rfind("exec:place", 0) == 0) continue;
+    const std::string key = e.substr(e.find(' ') + 1, e.find(' ', e.find(' ') + 1) - e.find(' ') - 1);
+    bool seen = false;
+    for (size_t j = 0; j < i && !seen; ++j) {
+      seen = log_[j].rfind("obs:", 0) == 0 && log_[j].find(" " + key) != std::string::npos;
+    }
+    EXPECT_TRUE(seen) << e << " had no observer call before it";
+  }
+}
+
+TEST_F(TrialRunnerTest, ResourcesAreReleasedExactlyOncePerPlacedAttemptOnEveryPath) {
+  // Every way out of RUNNING (stop decision, done, normal exit, failure requeue, failure
+  // error, pause, worker loss, user stop, experiment stop) and a grant after a stop releases
+  // the attempt exactly once, however many late messages follow.
+  RunnerOptions o;
+  o.stop = {{"training_iteration", 2}};
+  o.max_failures = 1;
+  Start(o, 10, std::make_unique<PausingScheduler>(std::set<std::string>{Id(6)}));
+  runner_->Step();
+  ASSERT_EQ(exec_.open.size(), 10u);
+  for (int i = 0; i < 9; ++i) Grant("w" + std::to_string(i));
+  const PlacementCall p9 = exec_.open.front();  // trial 9 stays placing
+  exec_.open.pop_front();
+  ASSERT_EQ(p9.trial_id, Id(9));
+  ASSERT_TRUE(Report(0, 1).ok());
+  ASSERT_TRUE(Report(0, 2).ok());                      // 0: stop decision
+  ASSERT_TRUE(Report(1, 1, {{"done", true}}).ok());    // 1: done
+  runner_->OnTrialExited(Id(2), 1, true, "");          // 2: normal exit
+  Fail(3, "once");                                     // 3: requeue (attempt 1)
+  runner_->Step();
+  Grant("w3b");                                        // 3: attempt 2
+  Fail(3, "twice");                                    // 3: error (attempt 2)
+  runner_->OnWorkerLost("w4");                         // 4: worker lost -> requeue
+  ASSERT_TRUE(runner_->StopTrial(Id(5)).ok());         // 5: user stop while running
+  ASSERT_TRUE(Report(6, 1).ok());                      // 6: pause
+  ASSERT_TRUE(runner_->StopTrial(Id(9)).ok());         // 9: stop while placing
+  grants_[{p9.trial_id, p9.attempt}] += 1;             // 9: late grant -> released at once
+  runner_->OnTrialPlaced(p9.trial_id, p9.attempt, "w9", {});
+  runner_->Step();
+  Grant("w4b");                                        // 4: attempt 2
+  runner_->StopExperiment("end");                      // 4, 7, 8: experiment stop
+
+  // Late and duplicate messages for every attempt change nothing.
+  for (const Trial& t : runner_->trials()) {
+    for (int64_t a = 1; a <= 2; ++a) {
+      runner_->OnTrialExited(t.trial_id, a, false, "late");
+      runner_->OnTrialExited(t.trial_id, a, true, "");
+      (void)runner_->OnResult(t.trial_id, a, 99, json::object(), 1.0);
+    }
+  }
+  runner_->OnWorkerLost("w7");
+  (void)runner_->StopTrial(Id(7));
+  runner_->StopExperiment("again");
+
+  ExpectEachGrantReleasedOnce();
+  EXPECT_EQ(exec_.releases.size(), 12u);  // 10 first attempts + trial 3 and 4's second
+  EXPECT_EQ(runner_->status(), ExperimentStatus::kStopped);
+}
+
+}  // namespace
+}  // namespace tunebus
