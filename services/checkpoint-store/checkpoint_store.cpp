@@ -61,6 +61,23 @@ PeekedEnvelope PeekEnvelope(const zmq::message_t& payload) {
   return env;
 }
 
+// bus::Bind(ctx, router, endpoint) plus a send high-water mark. It must be set before bind:
+// a tcp listener copies the socket's options when it is bound and gives them to every
+// connection it accepts.
+Result<zmq::socket_t> BindRouter(zmq::context_t& ctx, const std::string& endpoint, int sndhwm) {
+  try {
+    zmq::socket_t s(ctx, zmq::socket_type::router);
+    s.set(zmq::sockopt::linger, 0);
+    s.set(zmq::sockopt::maxmsgsize, proto::kMaxMessageBytes);
+    s.set(zmq::sockopt::router_mandatory, 1);
+    s.set(zmq::sockopt::sndhwm, sndhwm);
+    s.bind(endpoint);
+    return s;
+  } catch (const zmq::error_t& e) {
+    return Status::Unavailable(fmt::format("cannot bind {}: {}", endpoint, e.what()));
+  }
+}
+
 }  // namespace
 
 Result<std::unique_ptr<CheckpointStore>> CheckpointStore::Create(zmq::context_t& ctx,
@@ -69,7 +86,7 @@ Result<std::unique_ptr<CheckpointStore>> CheckpointStore::Create(zmq::context_t&
   if (!db.ok()) return db.status();
   auto journals = store::JournalStore::Open(**db);
   if (!journals.ok()) return journals.status();
-  auto router = bus::Bind(ctx, zmq::socket_type::router, options.endpoint);
+  auto router = BindRouter(ctx, options.endpoint, kReplyHighWaterMark);
   if (!router.ok()) return router.status();
   return std::unique_ptr<CheckpointStore>(new CheckpointStore(
       std::move(options), std::move(*db), std::move(*journals), std::move(*router)));

@@ -42,7 +42,7 @@ ExperimentRecorder::ExperimentRecorder(std::string name, std::string experiment_
   started_at_ = WallSeconds();
 }
 
-ExperimentRecorder::~ExperimentRecorder() { Checkpoint(); }
+ExperimentRecorder::~ExperimentRecorder() = default;
 
 std::string ExperimentRecorder::TrialDir(const Trial& t) const { return experiment_dir_ + "/" + t.DirName(); }
 

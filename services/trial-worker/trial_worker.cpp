@@ -253,16 +253,23 @@ void TrialWorker::HandleRegisterWorkerAck(const proto::Decoded& msg) {
     spdlog::warn("Dropping RegisterWorkerAck: {}", ack.status().ToString());
     return;
   }
-  if (state_ == State::kRegistering) {
-    spdlog::info("Registered worker {} with the scheduler", options_.worker_id);
-  }
+  const bool newly_registered = state_ == State::kRegistering;
   state_ = State::kRegistered;
   for (const std::string& stale : ack->stale_trials) {
     for (auto& [key, run] : runs_) {
       if (key.first == stale) KillStale(*run, "the scheduler says it is stale");
     }
   }
-  ResendUnacked();
+  // Only the first ack of a registration resends: RegisterWorkers queued while the scheduler was
+  // away are answered one by one, and each resend would duplicate every unacked result.
+  if (newly_registered) {
+    spdlog::info("Registered worker {} with the scheduler", options_.worker_id);
+    ResendUnacked();
+  } else {
+    std::vector<RunKey> keys;
+    for (const auto& [key, run] : runs_) keys.push_back(key);
+    for (const auto& key : keys) EraseIfDone(key);
+  }
 }
 
 void TrialWorker::ResendUnacked() {

@@ -8,9 +8,9 @@
 // acknowledged, then NodeHeartbeat every interval; an ErrorReply not_found to a heartbeat makes
 // it register again. RegisterWorker (with the trials it runs) to the scheduler every interval
 // until a RegisterWorkerAck arrives, then WorkerHeartbeat every interval; an ErrorReply
-// not_found from the scheduler makes it register again. Every RegisterWorkerAck makes it resend
-// its unacknowledged results and the TrialExited of trials that still hold some (the scheduler
-// drops duplicates by (trial_id, attempt, seq)).
+// not_found from the scheduler makes it register again. The first RegisterWorkerAck of each
+// registration makes it resend its unacknowledged results and the TrialExited of trials that
+// still hold some (the scheduler drops duplicates by (trial_id, attempt, seq)).
 // Trials: StartTrial creates the trial dir and starts the trainable; each report becomes a
 // ReportResult (seq 1, 2, ... per attempt) kept until a Decision with seq >= it arrives; the
 // decision's action goes to the trainable ("pause" is delivered as "stop" for now). Stop (a

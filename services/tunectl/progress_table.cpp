@@ -42,7 +42,8 @@ std::string FormatParams(const json& config) {
 
 std::string RenderSummaryLine(const json& e) {
   std::string counts;
-  for (const auto& [status, n] : e.value("counts", json::object()).items()) {
+  const json status_counts = e.value("counts", json::object());
+  for (const auto& [status, n] : status_counts.items()) {
     if (n.get<int64_t>() == 0) continue;
     counts += fmt::format("{}{} {}", counts.empty() ? "" : ", ", n.get<int64_t>(), status);
   }

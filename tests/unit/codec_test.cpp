@@ -2,12 +2,12 @@
 // untrusted bytes with the documented StatusCode without crashing (DESIGN.md "Wire protocol").
 #include "proto/codec.hpp"
 
+#include <gtest/gtest.h>
+
 #include <cstdint>
 #include <random>
 #include <string>
 #include <vector>
-
-#include <gtest/gtest.h>
 
 #include "proto/control.hpp"
 #include "proto/events.hpp"

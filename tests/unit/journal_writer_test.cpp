@@ -3,13 +3,13 @@
 // and recovery"). The test thread drives the writer's EventLoop with RunOnce.
 #include "libs/journal/journal_writer.hpp"
 
+#include <gtest/gtest.h>
+
 #include <functional>
 #include <memory>
+#include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
-
-#include <gtest/gtest.h>
-#include <nlohmann/json.hpp>
 
 #include "libs/bus/event_loop.hpp"
 #include "libs/bus/request_client.hpp"
@@ -110,7 +110,8 @@ int g_endpoint_counter = 0;
 class JournalWriterTest : public ::testing::Test {
  protected:
   JournalWriterTest()
-      : endpoint_("inproc://journal-writer-test-" + std::to_string(g_endpoint_counter++)), store_(ctx_, endpoint_) {
+      : endpoint_("inproc://journal-writer-test-" + std::to_string(g_endpoint_counter++)),
+        store_(ctx_, endpoint_) {
     auto dealer = bus::Connect(ctx_, zmq::socket_type::dealer, endpoint_);
     EXPECT_TRUE(dealer.ok()) << dealer.status().ToString();
     client_ = std::make_unique<bus::RequestClient>(loop_, std::move(*dealer), "checkpoint-store");
@@ -321,7 +322,8 @@ TEST_F(JournalWriterTest, EveryEffectSeesItsRecordsDurableUnderMixedAcksAndFailu
       const size_t need = size_t(appended);
       const int effect = appended;
       writer_->AfterDurable([&, need, effect] {
-        EXPECT_GE(store_.journal.size(), need) << "effect " << effect << " ran before its record was durable";
+        EXPECT_GE(store_.journal.size(), need)
+            << "effect " << effect << " ran before its record was durable";
         ran.push_back(effect);
       });
     }

@@ -2,12 +2,12 @@
 // lifecycle": 0.33 + 0.33 + 0.33 GPU never drifts below zero or above capacity).
 #include "libs/core/resources.hpp"
 
+#include <gtest/gtest.h>
+
 #include <cmath>
 #include <limits>
 #include <map>
 #include <string>
-
-#include <gtest/gtest.h>
 
 namespace tunebus {
 namespace {
@@ -20,7 +20,8 @@ Resources Make(const std::map<std::string, double>& amounts) {
 
 TEST(ResourcesTest, FromAmountsRoundsToNearestUnit) {
   // Amounts become integer units of 1/10000, rounded to nearest (half away from zero).
-  Resources r = Make({{"cpu", 2.5}, {"gpu", 0.33333}, {"a", 0.00006}, {"b", 0.00005}, {"c", 0.00004}});
+  Resources r =
+      Make({{"cpu", 2.5}, {"gpu", 0.33333}, {"a", 0.00006}, {"b", 0.00005}, {"c", 0.00004}});
   EXPECT_EQ(r.units("cpu"), 25000);
   EXPECT_EQ(r.units("gpu"), 3333);
   EXPECT_EQ(r.units("a"), 1);
@@ -147,7 +148,8 @@ TEST(ResourcesTest, ToAmountsGivesWholeUnits) {
   const std::map<std::string, double> amounts = {{"cpu", 1.0}, {"gpu", 0.5}, {"custom", 0.0001}};
   EXPECT_EQ(Make(amounts).ToAmounts(), amounts);
   EXPECT_TRUE(Resources().ToAmounts().empty());
-  EXPECT_EQ(Make({{"cpu", 2.0}, {"gpu", 0.0}}).ToAmounts(), (std::map<std::string, double>{{"cpu", 2.0}}));
+  EXPECT_EQ(Make({{"cpu", 2.0}, {"gpu", 0.0}}).ToAmounts(),
+            (std::map<std::string, double>{{"cpu", 2.0}}));
 }
 
 TEST(ResourcesTest, SetUnitsZeroRemovesTheKey) {

@@ -2,6 +2,8 @@
 // with a fake executor, a recording observer and a fake clock (DESIGN.md "Trial lifecycle").
 #include "libs/tune/trial_runner.hpp"
 
+#include <gtest/gtest.h>
+
 #include <algorithm>
 #include <deque>
 #include <map>
@@ -9,8 +11,6 @@
 #include <string>
 #include <utility>
 #include <vector>
-
-#include <gtest/gtest.h>
 
 namespace tunebus {
 namespace {
@@ -98,7 +98,8 @@ class RecordingObserver final : public RunnerObserver {
   }
   void OnTrialStatus(const Trial& trial) override {
     statuses.push_back(trial);
-    log_.push_back("obs:status " + KeyOf(trial.trial_id, trial.attempt) + " " + TrialStatusName(trial.status));
+    log_.push_back("obs:status " + KeyOf(trial.trial_id, trial.attempt) + " " +
+                   TrialStatusName(trial.status));
   }
   void OnSearcherState(const json& state) override { searcher_states.push_back(state); }
   void OnExperimentEnded(const std::string& status, const std::string& reason) override {
@@ -152,19 +153,26 @@ class TrialRunnerTest : public ::testing::Test {
                  std::unique_ptr<TrialScheduler> scheduler = nullptr) {
     if (options.experiment_id.empty()) options.experiment_id = "exp";
     if (!scheduler) scheduler = std::make_unique<FifoScheduler>();
-    runner_ = std::make_unique<TrialRunner>(std::move(options),
-                                            std::make_unique<VariantGenerator>(space, num_samples, 42),
-                                            std::move(scheduler), exec_, obs_, [this] { return now_; });
+    runner_ = std::make_unique<TrialRunner>(
+        std::move(options), std::make_unique<VariantGenerator>(space, num_samples, 42),
+        std::move(scheduler), exec_, obs_, [this] { return now_; });
   }
 
   static std::string Id(int index) {
     std::string digits = std::to_string(index);
-    return "exp_" + std::string(5 - digits.size(), '0') + digits;
+    std::string id = "exp_";
+    id.append(5 - digits.size(), '0').append(digits);
+    return id;
   }
   const Trial& T(int index) const {
     const Trial* t = runner_->FindTrial(Id(index));
     EXPECT_NE(t, nullptr) << Id(index);
     return *t;
+  }
+
+  // The worker GrantAll uses for a trial: "w00003" for "exp_00003".
+  static std::string WorkerFor(const std::string& trial_id) {
+    return std::string("w").append(trial_id.substr(4));
   }
 
   // Answers the oldest open placement request with a grant on `worker`.
@@ -179,7 +187,7 @@ class TrialRunnerTest : public ::testing::Test {
   // Grants every open placement, each on its own worker "w<index>" unless `worker` is given.
   void GrantAll(const std::string& worker = "") {
     while (!exec_.open.empty()) {
-      const std::string w = worker.empty() ? "w" + exec_.open.front().trial_id.substr(4) : worker;
+      const std::string w = worker.empty() ? WorkerFor(exec_.open.front().trial_id) : worker;
       Grant(w);
     }
   }
@@ -194,11 +202,14 @@ class TrialRunnerTest : public ::testing::Test {
   Status Report(int index, int64_t seq, json metrics = json::object(), double dt = 1.0) {
     return runner_->OnResult(Id(index), T(index).attempt, seq, std::move(metrics), dt);
   }
-  void Fail(int index, const std::string& error) { runner_->OnTrialExited(Id(index), T(index).attempt, false, error); }
+  void Fail(int index, const std::string& error) {
+    runner_->OnTrialExited(Id(index), T(index).attempt, false, error);
+  }
 
   // Every attempt granted by the test was released exactly once (and nothing else was).
   void ExpectEachGrantReleasedOnce() const {
-    for (const auto& [key, n] : grants_) EXPECT_EQ(n, 1) << "granted twice: " << KeyOf(key.first, key.second);
+    for (const auto& [key, n] : grants_)
+      EXPECT_EQ(n, 1) << "granted twice: " << KeyOf(key.first, key.second);
     EXPECT_EQ(exec_.releases, grants_);
   }
   size_t IndexOf(const std::string& entry) const {
@@ -272,7 +283,7 @@ TEST_F(TrialRunnerTest, FifoPlacesTrialsInCreationOrderWhenTheExecutorCan) {
     EXPECT_EQ(exec_.launches[size_t(i)].trial_id, Id(i));
     EXPECT_EQ(T(i).status, TrialStatus::kRunning);
     EXPECT_EQ(T(i).attempt, 1);
-    EXPECT_EQ(T(i).worker_id, "w" + Id(i).substr(4));
+    EXPECT_EQ(T(i).worker_id, WorkerFor(Id(i)));
     EXPECT_DOUBLE_EQ(T(i).start_time_s, 1000.0);
   }
 }
@@ -384,7 +395,7 @@ TEST_F(TrialRunnerTest, StopThresholdOnTrainingIterationTerminatesAtIterationThr
   EXPECT_TRUE(T(0).worker_id.empty());
   EXPECT_TRUE(exec_.stops.empty());  // the STOP decision itself tells the worker
 
-  runner_->OnTrialExited(Id(0), 1, true, "");   // the trainable then exits
+  runner_->OnTrialExited(Id(0), 1, true, "");  // the trainable then exits
   runner_->OnTrialExited(Id(0), 1, false, "x");
   EXPECT_EQ(T(0).status, TrialStatus::kTerminated);
   EXPECT_EQ(T(0).num_failures, 0);
@@ -473,7 +484,7 @@ TEST_F(TrialRunnerTest, FailureWithMaxFailuresZeroIsError) {
   EXPECT_EQ(obs_.statuses.back().error, "ValueError: boom");
   ExpectEachGrantReleasedOnce();
   runner_->Step();
-  EXPECT_EQ(exec_.placements.size(), 1u);  // not retried
+  EXPECT_EQ(exec_.placements.size(), 1u);                     // not retried
   EXPECT_EQ(runner_->status(), ExperimentStatus::kFinished);  // no fail_fast
 }
 
@@ -1005,10 +1016,13 @@ TEST_F(TrialRunnerTest, ObserverHearsOfEveryStateChangeBeforeTheExecutorActsOnIt
   }
   // Trial 0: results, then STOP by the stopper.
   ASSERT_TRUE(Report(0, 1).ok());
-  EXPECT_LT(IndexOf("obs:result " + Id(0) + "/1 continue"), IndexOf("exec:decision " + Id(0) + "/1 continue"));
+  EXPECT_LT(IndexOf("obs:result " + Id(0) + "/1 continue"),
+            IndexOf("exec:decision " + Id(0) + "/1 continue"));
   ASSERT_TRUE(Report(0, 2).ok());
-  EXPECT_LT(IndexOf("obs:result " + Id(0) + "/1 stop"), IndexOf("exec:decision " + Id(0) + "/1 stop"));
-  EXPECT_LT(IndexOf("obs:status " + Id(0) + "/1 TERMINATED"), IndexOf("exec:release " + Id(0) + "/1"));
+  EXPECT_LT(IndexOf("obs:result " + Id(0) + "/1 stop"),
+            IndexOf("exec:decision " + Id(0) + "/1 stop"));
+  EXPECT_LT(IndexOf("obs:status " + Id(0) + "/1 TERMINATED"),
+            IndexOf("exec:release " + Id(0) + "/1"));
   // Trial 1: failure, requeue, then ERROR.
   Fail(1, "x");
   EXPECT_LT(IndexOf("obs:status " + Id(1) + "/1 PENDING"), IndexOf("exec:release " + Id(1) + "/1"));
@@ -1020,7 +1034,8 @@ TEST_F(TrialRunnerTest, ObserverHearsOfEveryStateChangeBeforeTheExecutorActsOnIt
   // Trial 2: user stop of a running trial.
   ASSERT_TRUE(runner_->StopTrial(Id(2)).ok());
   EXPECT_LT(IndexOf("obs:status " + Id(2) + "/1 TERMINATED"), IndexOf("exec:stop " + Id(2) + "/1"));
-  EXPECT_LT(IndexOf("obs:status " + Id(2) + "/1 TERMINATED"), IndexOf("exec:release " + Id(2) + "/1"));
+  EXPECT_LT(IndexOf("obs:status " + Id(2) + "/1 TERMINATED"),
+            IndexOf("exec:release " + Id(2) + "/1"));
   // Trial 3: worker lost, requeued; then the experiment is stopped.
   runner_->OnWorkerLost("w00003");
   EXPECT_LT(IndexOf("obs:status " + Id(3) + "/1 PENDING"), IndexOf("exec:release " + Id(3) + "/1"));
@@ -1028,14 +1043,16 @@ TEST_F(TrialRunnerTest, ObserverHearsOfEveryStateChangeBeforeTheExecutorActsOnIt
   Grant("w6");
   runner_->StopExperiment("done here");
   EXPECT_LT(IndexOf("obs:status " + Id(3) + "/2 TERMINATED"), IndexOf("exec:stop " + Id(3) + "/2"));
-  EXPECT_LT(IndexOf("obs:status " + Id(3) + "/2 TERMINATED"), IndexOf("exec:release " + Id(3) + "/2"));
+  EXPECT_LT(IndexOf("obs:status " + Id(3) + "/2 TERMINATED"),
+            IndexOf("exec:release " + Id(3) + "/2"));
 
   // Generic check: every launch / decision / stop / release is preceded by an observer entry
   // for the same trial and attempt.
   for (size_t i = 0; i < log_.size(); ++i) {
     const std::string& e = log_[i];
     if (e.rfind("exec:", 0) != 0 || e.rfind("exec:place", 0) == 0) continue;
-    const std::string key = e.substr(e.find(' ') + 1, e.find(' ', e.find(' ') + 1) - e.find(' ') - 1);
+    const std::string key =
+        e.substr(e.find(' ') + 1, e.find(' ', e.find(' ') + 1) - e.find(' ') - 1);
     bool seen = false;
     for (size_t j = 0; j < i && !seen; ++j) {
       seen = log_[j].rfind("obs:", 0) == 0 && log_[j].find(" " + key) != std::string::npos;
@@ -1054,27 +1071,27 @@ TEST_F(TrialRunnerTest, ResourcesAreReleasedExactlyOncePerPlacedAttemptOnEveryPa
   Start(o, 10, std::make_unique<PausingScheduler>(std::set<std::string>{Id(6)}));
   runner_->Step();
   ASSERT_EQ(exec_.open.size(), 10u);
-  for (int i = 0; i < 9; ++i) Grant("w" + std::to_string(i));
+  for (int i = 0; i < 9; ++i) Grant(std::string("w").append(std::to_string(i)));
   const PlacementCall p9 = exec_.open.front();  // trial 9 stays placing
   exec_.open.pop_front();
   ASSERT_EQ(p9.trial_id, Id(9));
   ASSERT_TRUE(Report(0, 1).ok());
-  ASSERT_TRUE(Report(0, 2).ok());                      // 0: stop decision
-  ASSERT_TRUE(Report(1, 1, {{"done", true}}).ok());    // 1: done
-  runner_->OnTrialExited(Id(2), 1, true, "");          // 2: normal exit
-  Fail(3, "once");                                     // 3: requeue (attempt 1)
+  ASSERT_TRUE(Report(0, 2).ok());                    // 0: stop decision
+  ASSERT_TRUE(Report(1, 1, {{"done", true}}).ok());  // 1: done
+  runner_->OnTrialExited(Id(2), 1, true, "");        // 2: normal exit
+  Fail(3, "once");                                   // 3: requeue (attempt 1)
   runner_->Step();
-  Grant("w3b");                                        // 3: attempt 2
-  Fail(3, "twice");                                    // 3: error (attempt 2)
-  runner_->OnWorkerLost("w4");                         // 4: worker lost -> requeue
-  ASSERT_TRUE(runner_->StopTrial(Id(5)).ok());         // 5: user stop while running
-  ASSERT_TRUE(Report(6, 1).ok());                      // 6: pause
-  ASSERT_TRUE(runner_->StopTrial(Id(9)).ok());         // 9: stop while placing
-  grants_[{p9.trial_id, p9.attempt}] += 1;             // 9: late grant -> released at once
+  Grant("w3b");                                 // 3: attempt 2
+  Fail(3, "twice");                             // 3: error (attempt 2)
+  runner_->OnWorkerLost("w4");                  // 4: worker lost -> requeue
+  ASSERT_TRUE(runner_->StopTrial(Id(5)).ok());  // 5: user stop while running
+  ASSERT_TRUE(Report(6, 1).ok());               // 6: pause
+  ASSERT_TRUE(runner_->StopTrial(Id(9)).ok());  // 9: stop while placing
+  grants_[{p9.trial_id, p9.attempt}] += 1;      // 9: late grant -> released at once
   runner_->OnTrialPlaced(p9.trial_id, p9.attempt, "w9", {});
   runner_->Step();
-  Grant("w4b");                                        // 4: attempt 2
-  runner_->StopExperiment("end");                      // 4, 7, 8: experiment stop
+  Grant("w4b");                    // 4: attempt 2
+  runner_->StopExperiment("end");  // 4, 7, 8: experiment stop
 
   // Late and duplicate messages for every attempt change nothing.
   for (const Trial& t : runner_->trials()) {
