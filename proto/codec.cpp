@@ -48,12 +48,38 @@ Result<Decoded> Decode(const void* data, size_t size) {
   if (v == nullptr || v->type != msgpack::type::POSITIVE_INTEGER) {
     return Status::InvalidArgument(fmt::format("{}: message has no integer field 'v'", d.type_));
   }
-  d.version_ = int(v->via.u64);
-  if (d.version_ != kProtocolVersion) {
+  if (v->via.u64 != uint64_t(kProtocolVersion)) {
     return Status::FailedPrecondition(
         fmt::format("{}: protocol version {} not supported (this peer speaks {})", d.type_, v->via.u64, kProtocolVersion));
   }
+  d.version_ = kProtocolVersion;
   return d;
+}
+
+PeekedEnvelope PeekEnvelope(const void* data, size_t size) {
+  PeekedEnvelope env;
+  try {
+    const msgpack::unpack_limit limits(kMaxArray, kMaxMap, kMaxStr, kMaxBin, kMaxExt, kMaxDepth);
+    std::size_t offset = 0;
+    const msgpack::object_handle handle =
+        msgpack::unpack(static_cast<const char*>(data), size, offset, nullptr, nullptr, limits);
+    const msgpack::object& obj = handle.get();
+    if (obj.type != msgpack::type::MAP) return env;
+    if (const msgpack::object* id = FindKey(obj, "id"); id && id->type == msgpack::type::POSITIVE_INTEGER) {
+      env.id = id->via.u64;
+    }
+    if (const msgpack::object* type = FindKey(obj, "type"); type && type->type == msgpack::type::STR) {
+      env.type.assign(type->via.str.ptr, std::min<size_t>(type->via.str.size, 64));
+    }
+  } catch (const std::exception&) {
+    // not msgpack at all: nothing to correlate
+  }
+  return env;
+}
+
+ErrorReply MakeDecodeError(const void* data, size_t size, const Status& status) {
+  PeekedEnvelope env = PeekEnvelope(data, size);
+  return MakeError(status, env.id, std::move(env.type));
 }
 
 ErrorReply MakeError(const Status& status, uint64_t id, std::string request_type) {

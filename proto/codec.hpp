@@ -53,6 +53,17 @@ std::string Encode(const M& m) {
   return std::string(buf.data(), buf.size());
 }
 
+/// The `id` and `type` of a frame that failed Decode, read best-effort (0 and "" when the bytes
+/// are not a msgpack map), so the error reply still correlates. `type` is cut to 64 bytes.
+struct PeekedEnvelope {
+  uint64_t id = 0;
+  std::string type;
+};
+PeekedEnvelope PeekEnvelope(const void* data, size_t size);
+
+/// The ErrorReply for a frame that failed Decode with `status`, echoing its id and type.
+ErrorReply MakeDecodeError(const void* data, size_t size, const Status& status);
+
 /// An ErrorReply for request `id` of type `request_type` carrying `status`.
 ErrorReply MakeError(const Status& status, uint64_t id, std::string request_type);
 

@@ -9,6 +9,8 @@ Result<zmq::socket_t> Bind(zmq::context_t& ctx, zmq::socket_type type, const std
     zmq::socket_t s(ctx, type);
     s.set(zmq::sockopt::linger, 0);
     s.set(zmq::sockopt::maxmsgsize, proto::kMaxMessageBytes);
+    s.set(zmq::sockopt::sndhwm, kHighWaterMark);
+    s.set(zmq::sockopt::rcvhwm, kHighWaterMark);
     if (type == zmq::socket_type::router) s.set(zmq::sockopt::router_mandatory, 1);
     s.bind(endpoint);
     return s;
@@ -23,6 +25,8 @@ Result<zmq::socket_t> Connect(zmq::context_t& ctx, zmq::socket_type type, const 
     zmq::socket_t s(ctx, type);
     s.set(zmq::sockopt::linger, 0);
     s.set(zmq::sockopt::maxmsgsize, proto::kMaxMessageBytes);
+    s.set(zmq::sockopt::sndhwm, kHighWaterMark);
+    s.set(zmq::sockopt::rcvhwm, kHighWaterMark);
     if (!routing_id.empty()) s.set(zmq::sockopt::routing_id, routing_id);
     if (type == zmq::socket_type::router) s.set(zmq::sockopt::router_mandatory, 1);
     s.connect(endpoint);

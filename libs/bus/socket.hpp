@@ -15,6 +15,8 @@
 
 namespace tunebus::bus {
 
+inline constexpr int kHighWaterMark = 100000;
+
 /// Creates a socket of `type` bound to `endpoint` ("tcp://127.0.0.1:5555", "tcp://*:0",
 /// "inproc://name", "ipc:///path"). Errors: Unavailable naming the endpoint and zmq's reason.
 Result<zmq::socket_t> Bind(zmq::context_t& ctx, zmq::socket_type type, const std::string& endpoint);

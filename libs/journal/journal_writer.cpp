@@ -37,6 +37,9 @@ void JournalWriter::Send(uint64_t last, std::vector<std::string> records) {
   req.experiment = experiment_;
   req.records = records;
   store_.Request(req, [this, last, records = std::move(records)](Result<proto::Decoded> reply) mutable {
+    if (reply.ok() && reply->type() != proto::JournalAppendAck::kType) {
+      reply = Status::InvalidArgument("store answered '" + reply->type() + "' to journal_append");
+    }
     if (reply.ok()) {
       auto ack = reply->As<proto::JournalAppendAck>();
       if (ack.ok()) {

@@ -6,6 +6,17 @@ namespace tunebus {
 
 namespace rk = result_keys;
 
+namespace {
+// Ray Tune's `if result.get(DONE)`: booleans as-is, numbers when not 0, containers and strings
+// when not empty, null false.
+bool Truthy(const nlohmann::json& v) {
+  if (v.is_boolean()) return v.get<bool>();
+  if (v.is_number()) return v.get<double>() != 0;
+  if (v.is_string() || v.is_array() || v.is_object()) return !v.empty();
+  return false;
+}
+}  // namespace
+
 const char* ExperimentStatusName(ExperimentStatus s) {
   switch (s) {
     case ExperimentStatus::kRunning: return "RUNNING";
@@ -168,7 +179,7 @@ Status TrialRunner::OnResult(const std::string& trial_id, int64_t attempt, int64
   metrics[rk::kTimestamp] = int64_t(now_s_());
   metrics[rk::kTrialId] = t->trial_id;
   metrics[rk::kExperimentTag] = t->experiment_tag;
-  if (!metrics.contains(rk::kDone)) metrics[rk::kDone] = false;
+  metrics[rk::kDone] = metrics.contains(rk::kDone) && Truthy(metrics[rk::kDone]);
 
   Decision decision = scheduler_->OnTrialResult(*t, metrics);
   if (auto stop = StopperDecision(metrics)) decision = Combine(decision, *stop);
@@ -186,11 +197,12 @@ Status TrialRunner::OnResult(const std::string& trial_id, int64_t attempt, int64
   return Status::Ok();
 }
 
-void TrialRunner::LeaveRunning(Trial& t, TrialStatus to, const std::string& error) {
+void TrialRunner::LeaveRunning(Trial& t, TrialStatus to, const std::string& error, bool stop_trainable) {
   t.status = to;
   t.error = error;
   --running_;
   observer_.OnTrialStatus(t);
+  if (stop_trainable) executor_.StopTrial(t);  // before the release: nothing else gets them first
   executor_.ReleaseResources(t);
   t.worker_id.clear();
   t.gpu_ids.clear();
@@ -245,10 +257,8 @@ Result<std::string> TrialRunner::StopTrial(const std::string& trial_id) {
   }
   const TrialStatus was = t->status;
   if (was == TrialStatus::kRunning) {
-    const Trial running = *t;  // LeaveRunning clears the worker the stop must go to
     scheduler_->OnTrialRemove(*t);
-    LeaveRunning(*t, TrialStatus::kTerminated, "");
-    executor_.StopTrial(running);
+    LeaveRunning(*t, TrialStatus::kTerminated, "", /*stop_trainable=*/true);
   } else {
     pending_.erase(t->index);
     placing_.erase(t->index);  // a grant that still arrives is released in OnTrialPlaced
@@ -263,9 +273,7 @@ Result<std::string> TrialRunner::StopTrial(const std::string& trial_id) {
 void TrialRunner::StopUnfinished() {
   for (Trial& t : trials_) {
     if (t.status == TrialStatus::kRunning) {
-      const Trial running = t;
-      LeaveRunning(t, TrialStatus::kTerminated, "");
-      executor_.StopTrial(running);
+      LeaveRunning(t, TrialStatus::kTerminated, "", /*stop_trainable=*/true);
     } else if (!tunebus::IsFinished(t.status)) {
       t.status = TrialStatus::kTerminated;
       observer_.OnTrialStatus(t);

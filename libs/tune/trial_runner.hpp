@@ -103,7 +103,8 @@ class TrialRunner {
   Trial* FindCurrent(const std::string& trial_id, int64_t attempt, const char* what);
   void MaybeAddTrials();
   void PlacePending();
-  void LeaveRunning(Trial& trial, TrialStatus to, const std::string& error);
+  /// RUNNING -> `to`: observer first, then (if asked) stop the trainable, then release.
+  void LeaveRunning(Trial& trial, TrialStatus to, const std::string& error, bool stop_trainable = false);
   void HandleFailure(Trial& trial, const std::string& error);
   void SetPending(Trial& trial);
   void CheckFinished();

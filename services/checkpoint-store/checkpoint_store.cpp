@@ -29,55 +29,6 @@ std::string PeerName(const bus::Incoming& in) {
   return hex.empty() ? "?" : hex;
 }
 
-// The id and type of a frame that proto::Decode rejected, where they can still be read (e.g.
-// a wrong protocol version), so the ErrorReply can be correlated by the requester.
-struct PeekedEnvelope {
-  uint64_t id = 0;
-  std::string type;
-};
-
-PeekedEnvelope PeekEnvelope(const zmq::message_t& payload) {
-  PeekedEnvelope env;
-  try {
-    const msgpack::unpack_limit limits(proto::kMaxArray, proto::kMaxMap, proto::kMaxStr,
-                                       proto::kMaxBin, proto::kMaxExt, proto::kMaxDepth);
-    std::size_t offset = 0;
-    const msgpack::object_handle handle = msgpack::unpack(
-        static_cast<const char*>(payload.data()), payload.size(), offset, nullptr, nullptr, limits);
-    const msgpack::object& obj = handle.get();
-    if (obj.type != msgpack::type::MAP) return env;
-    for (uint32_t i = 0; i < obj.via.map.size; ++i) {
-      const auto& kv = obj.via.map.ptr[i];
-      if (kv.key.type != msgpack::type::STR) continue;
-      const std::string_view key(kv.key.via.str.ptr, kv.key.via.str.size);
-      if (key == "id" && kv.val.type == msgpack::type::POSITIVE_INTEGER) env.id = kv.val.via.u64;
-      if (key == "type" && kv.val.type == msgpack::type::STR) {
-        env.type = Truncated(std::string_view(kv.val.via.str.ptr, kv.val.via.str.size));
-      }
-    }
-  } catch (const std::exception&) {
-    // not msgpack at all: nothing to correlate
-  }
-  return env;
-}
-
-// bus::Bind(ctx, router, endpoint) plus a send high-water mark. It must be set before bind:
-// a tcp listener copies the socket's options when it is bound and gives them to every
-// connection it accepts.
-Result<zmq::socket_t> BindRouter(zmq::context_t& ctx, const std::string& endpoint, int sndhwm) {
-  try {
-    zmq::socket_t s(ctx, zmq::socket_type::router);
-    s.set(zmq::sockopt::linger, 0);
-    s.set(zmq::sockopt::maxmsgsize, proto::kMaxMessageBytes);
-    s.set(zmq::sockopt::router_mandatory, 1);
-    s.set(zmq::sockopt::sndhwm, sndhwm);
-    s.bind(endpoint);
-    return s;
-  } catch (const zmq::error_t& e) {
-    return Status::Unavailable(fmt::format("cannot bind {}: {}", endpoint, e.what()));
-  }
-}
-
 }  // namespace
 
 Result<std::unique_ptr<CheckpointStore>> CheckpointStore::Create(zmq::context_t& ctx,
@@ -86,7 +37,7 @@ Result<std::unique_ptr<CheckpointStore>> CheckpointStore::Create(zmq::context_t&
   if (!db.ok()) return db.status();
   auto journals = store::JournalStore::Open(**db);
   if (!journals.ok()) return journals.status();
-  auto router = BindRouter(ctx, options.endpoint, kReplyHighWaterMark);
+  auto router = bus::Bind(ctx, zmq::socket_type::router, options.endpoint);
   if (!router.ok()) return router.status();
   return std::unique_ptr<CheckpointStore>(new CheckpointStore(
       std::move(options), std::move(*db), std::move(*journals), std::move(*router)));
@@ -131,7 +82,7 @@ void CheckpointStore::Dispatch(bus::Incoming& in) {
   auto decoded = proto::Decode(in.payload.data(), in.payload.size());
   if (!decoded.ok()) {
     Count("<malformed>");
-    const PeekedEnvelope env = PeekEnvelope(in.payload);
+    const proto::PeekedEnvelope env = proto::PeekEnvelope(in.payload.data(), in.payload.size());
     spdlog::warn("Rejecting a {}-byte frame from peer {} because it does not decode: {}",
                  in.payload.size(), PeerName(in), decoded.status().ToString());
     ReplyError(in, decoded.status(), env.id, env.type);

@@ -64,10 +64,6 @@ class CheckpointStore {
 
   /// Frames handled per poll round before returning to the loop (bounds Stop() latency).
   static constexpr size_t kMaxFramesPerRound = 4096;
-  /// Replies queued per peer before more are dropped (ZMQ_SNDHWM, messages; ZeroMQ's default
-  /// is 1000). Replies are never retried, so this bounds how many requests a peer may
-  /// pipeline without reading; a dropped reply is logged and the peer's request times out.
-  static constexpr int kReplyHighWaterMark = 100000;
   /// A pending group-commit batch is flushed early once it holds this many appends/bytes.
   static constexpr size_t kMaxBatchAppends = 4096;
   static constexpr size_t kMaxBatchBytes = 64u << 20;

@@ -73,7 +73,8 @@ void ResourceManager::Dispatch(const bus::Incoming& in) {
     ++counts_["invalid"];
     spdlog::warn("Rejecting a message from peer of {} bytes: {}", in.payload.size(),
                  decoded.status().ToString());
-    ReplyError(in, decoded.status(), 0, "");
+    const proto::PeekedEnvelope env = proto::PeekEnvelope(in.payload.data(), in.payload.size());
+    ReplyError(in, decoded.status(), env.id, env.type);
     return;
   }
   const proto::Decoded& msg = *decoded;

@@ -95,7 +95,7 @@ void Scheduler::OnWorkerReadable() {
     if (!d.ok()) {
       counters_["invalid"]++;
       spdlog::warn("Dropping message from worker {} because it is malformed: {}", peer, d.status().ToString());
-      bus::Reply(workers_, in, proto::Encode(proto::MakeError(d.status(), 0, "")));
+      bus::Reply(workers_, in, proto::Encode(proto::MakeDecodeError(in.payload.data(), in.payload.size(), d.status())));
       continue;
     }
     counters_[d->type()]++;

@@ -56,7 +56,7 @@ void Scheduler::OnControlReadable() {
     if (!d.ok()) {
       counters_["invalid"]++;
       spdlog::warn("Rejecting control request because it is malformed: {}", d.status().ToString());
-      ReplyError(in, 0, "", d.status());
+      bus::Reply(control_, in, proto::Encode(proto::MakeDecodeError(in.payload.data(), in.payload.size(), d.status())));
       continue;
     }
     counters_[d->type()]++;

@@ -72,7 +72,17 @@ TrialWorker::TrialWorker(TrialWorkerOptions options, std::string hostname, zmq::
       hostname_(std::move(hostname)),
       scheduler_(std::move(scheduler)) {
   rm_ = std::make_unique<bus::RequestClient>(loop_, std::move(rm), "resource-manager");
-  rm_->SetUnsolicitedHandler([](const proto::Decoded& msg) {
+  rm_->SetUnsolicitedHandler([this](const proto::Decoded& msg) {
+    auto err = msg.type() == proto::ErrorReply::kType ? msg.As<proto::ErrorReply>()
+                                                      : Result<proto::ErrorReply>(Status::NotFound(""));
+    if (err.ok() && err->request_type == proto::NodeHeartbeat::kType && err->code == "not_found") {
+      ++counters_["node_heartbeat_rejected"];
+      spdlog::warn("The resource-manager does not know worker {} ({}); registering again", options_.worker_id,
+                   err->message);
+      rm_registered_ = false;
+      if (state_ != State::kShutDown && !rm_request_in_flight_) RegisterNode();
+      return;
+    }
     spdlog::debug("Dropping late {} from the resource-manager", msg.type());
   });
   loop_.AddSocket(scheduler_, [this] { OnSchedulerReadable(); });
@@ -181,27 +191,12 @@ void TrialWorker::RegisterNode() {
       timeout);
 }
 
+// Heartbeats are one-way (PROTOCOL.md §4); only an error comes back, handled in
+// OnRmUnsolicited: not_found means the resource-manager forgot us, so register again.
 void TrialWorker::SendNodeHeartbeat() {
   proto::NodeHeartbeat hb;
   hb.worker_id = options_.worker_id;
-  rm_request_in_flight_ = true;
-  const auto timeout = bus::Duration{options_.heartbeat_interval_ms * options_.liveness};
-  rm_->Request(
-      hb,
-      [this](Result<proto::Decoded> reply) {
-        rm_request_in_flight_ = false;
-        ++counters_["node_heartbeat_reply"];
-        if (reply.ok()) return;
-        if (reply.status().code() == StatusCode::kNotFound) {
-          spdlog::warn("The resource-manager does not know worker {} ({}); registering again",
-                       options_.worker_id, reply.status().message());
-          rm_registered_ = false;
-          if (state_ != State::kShutDown) RegisterNode();
-          return;
-        }
-        spdlog::debug("NodeHeartbeat failed: {}", reply.status().ToString());
-      },
-      timeout);
+  rm_->Post(hb);
 }
 
 void TrialWorker::SendRegisterWorker() {

@@ -10,6 +10,7 @@ int main(int argc, char** argv) {
   using namespace tunebus;
   CLI::App app{"tunectl: run and control tunebus hyperparameter-tuning experiments"};
   app.require_subcommand(1);
+  app.fallthrough();  // global flags may follow the subcommand: `tunectl ls -o json`
   GlobalFlags g;
   std::string log_level = "warn";
   app.add_option("--connect,-c", g.connect, "scheduler control endpoint")->envname("TUNEBUS_CONTROL_ENDPOINT");

@@ -1,0 +1,553 @@
+#include "tests/integration/harness.hpp"
+
+#include <arpa/inet.h>
+#include <fcntl.h>
+#include <netinet/in.h>
+#include <signal.h>
+#include <spawn.h>
+#include <stdlib.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <array>
+#include <atomic>
+#include <cerrno>
+#include <cstring>
+#include <fstream>
+#include <iostream>
+#include <mutex>
+#include <sstream>
+#include <stdexcept>
+#include <thread>
+
+extern char** environ;
+
+namespace tunebus::testing {
+
+namespace {
+
+// ---------------------------------------------------------------------------------------------
+// Children still running, for the fatal-signal handler (async-signal-safe: atomics only).
+
+constexpr size_t kMaxChildren = 1024;
+std::array<std::atomic<pid_t>, kMaxChildren> g_children{};
+
+void RegisterChild(pid_t pid) {
+  for (auto& slot : g_children) {
+    pid_t expected = 0;
+    if (slot.compare_exchange_strong(expected, pid)) return;
+  }
+}
+
+void UnregisterChild(pid_t pid) {
+  for (auto& slot : g_children) {
+    pid_t expected = pid;
+    if (slot.compare_exchange_strong(expected, 0)) return;
+  }
+}
+
+extern "C" void KillChildrenAndDie(int signo) {
+  for (auto& slot : g_children) {
+    const pid_t pid = slot.load();
+    if (pid > 0) ::kill(pid, SIGKILL);
+  }
+  // SA_RESETHAND restored the default action: the re-raised signal ends the process.
+  ::raise(signo);
+}
+
+void InstallFatalSignalHandlers() {
+  static std::once_flag once;
+  std::call_once(once, [] {
+    struct sigaction sa {};
+    sa.sa_handler = KillChildrenAndDie;
+    sigemptyset(&sa.sa_mask);
+    sa.sa_flags = SA_RESETHAND | SA_NODEFER;
+    for (int s : {SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGABRT, SIGSEGV, SIGBUS, SIGFPE, SIGILL}) {
+      ::sigaction(s, &sa, nullptr);
+    }
+  });
+}
+
+int DecodeWaitStatus(int status) {
+  if (WIFEXITED(status)) return WEXITSTATUS(status);
+  if (WIFSIGNALED(status)) return 128 + WTERMSIG(status);
+  return -1;
+}
+
+bool CanBind(int port) {
+  const int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  if (fd < 0) return false;
+  int one = 1;
+  ::setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));  // as ZeroMQ's listeners do
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_port = htons(static_cast<uint16_t>(port));
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  const bool ok = ::bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) == 0;
+  ::close(fd);
+  return ok;
+}
+
+std::string SanitizedTestName() {
+  std::string name = "tunebus";
+  if (const auto* info = ::testing::UnitTest::GetInstance()->current_test_info()) {
+    name = std::string(info->test_suite_name()) + "." + info->name();
+  }
+  for (char& c : name) {
+    if (!isalnum(static_cast<unsigned char>(c)) && c != '.' && c != '-') c = '_';
+  }
+  return name.substr(0, 80);
+}
+
+fs::path MakeTempDir(const std::string& stem) {
+  const char* tmp = std::getenv("TMPDIR");
+  fs::path root = (tmp && *tmp) ? fs::path(tmp) : fs::path("/tmp");
+  std::string templ = (root / ("tunebus-it-" + stem + "-XXXXXX")).string();
+  if (::mkdtemp(templ.data()) == nullptr) {
+    throw std::runtime_error("mkdtemp(" + templ + "): " + std::strerror(errno));
+  }
+  return fs::path(templ);
+}
+
+}  // namespace
+
+// ---------------------------------------------------------------------------------------------
+
+fs::path BinDir() {
+  if (const char* d = std::getenv("TUNEBUS_BIN_DIR"); d && *d) return fs::path(d);
+#ifdef TUNEBUS_TEST_SOURCE_DIR
+  return fs::path(TUNEBUS_TEST_SOURCE_DIR) / "build" / "bin";
+#else
+  return fs::path(__FILE__).parent_path().parent_path().parent_path() / "build" / "bin";
+#endif
+}
+
+fs::path SourceDir() {
+  if (const char* d = std::getenv("TUNEBUS_SOURCE_DIR"); d && *d) return fs::path(d);
+  return fs::path(__FILE__).parent_path().parent_path().parent_path();
+}
+
+bool WaitFor(const std::function<bool()>& predicate, Millis timeout, Millis poll) {
+  const auto deadline = std::chrono::steady_clock::now() + timeout;
+  while (true) {
+    if (predicate()) return true;
+    const auto now = std::chrono::steady_clock::now();
+    if (now >= deadline) return false;
+    std::this_thread::sleep_for(std::min<std::chrono::steady_clock::duration>(poll, deadline - now));
+  }
+}
+
+int FreePort() {
+  static std::mutex mu;
+  static int next = -1;
+  std::lock_guard<std::mutex> lock(mu);
+  if (next < 0) next = static_cast<int>((static_cast<int64_t>(::getpid()) * 7919) % 10000);
+  for (int tries = 0; tries < 10000; ++tries) {
+    const int port = 20000 + next;
+    next = (next + 1) % 10000;
+    if (CanBind(port)) return port;
+  }
+  throw std::runtime_error("no free loopback port in 20000-29999");
+}
+
+std::string ReadFile(const fs::path& path) {
+  std::ifstream in(path, std::ios::binary);
+  std::ostringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+std::vector<std::string> ReadLines(const fs::path& path) {
+  std::vector<std::string> lines;
+  std::ifstream in(path);
+  for (std::string line; std::getline(in, line);) lines.push_back(line);
+  return lines;
+}
+
+void WriteFile(const fs::path& path, const std::string& text) {
+  fs::create_directories(path.parent_path());
+  std::ofstream out(path, std::ios::binary | std::ios::trunc);
+  out << text;
+  if (!out) throw std::runtime_error("cannot write " + path.string());
+}
+
+std::string Tail(const fs::path& path, size_t n) {
+  const auto lines = ReadLines(path);
+  std::string out;
+  for (size_t i = lines.size() > n ? lines.size() - n : 0; i < lines.size(); ++i) out += lines[i] + "\n";
+  return out;
+}
+
+// ---------------------------------------------------------------------------------------------
+
+TempDir::TempDir() : path_(MakeTempDir(SanitizedTestName())) {}
+
+TempDir::~TempDir() {
+  if (::testing::Test::HasFailure()) {
+    std::cerr << "[harness] the test failed; kept " << path_ << "\n";
+    return;
+  }
+  if (const char* keep = std::getenv("TUNEBUS_TEST_KEEP"); keep && std::string(keep) == "1") {
+    std::cerr << "[harness] TUNEBUS_TEST_KEEP=1; kept " << path_ << "\n";
+    return;
+  }
+  std::error_code ec;
+  fs::remove_all(path_, ec);
+}
+
+// ---------------------------------------------------------------------------------------------
+
+std::unique_ptr<Process> Process::Spawn(const Options& o) {
+  InstallFatalSignalHandlers();
+  fs::create_directories(o.log_dir);
+  std::unique_ptr<Process> p(new Process());
+  p->name_ = o.name;
+  p->stdout_path_ = o.log_dir / (o.name + ".stdout");
+  p->stderr_path_ = o.log_dir / (o.name + ".stderr");
+
+  std::vector<std::string> argv_storage;
+  argv_storage.push_back(o.binary.string());
+  argv_storage.insert(argv_storage.end(), o.args.begin(), o.args.end());
+  std::vector<char*> argv;
+  for (auto& a : argv_storage) argv.push_back(a.data());
+  argv.push_back(nullptr);
+
+  std::map<std::string, std::string> env;
+  for (char** e = environ; e != nullptr && *e != nullptr; ++e) {
+    const std::string kv(*e);
+    const auto eq = kv.find('=');
+    if (eq == std::string::npos) continue;
+    const std::string key = kv.substr(0, eq);
+    if (key.rfind("TUNEBUS_", 0) == 0 && key != "TUNEBUS_BIN_DIR" && key != "TUNEBUS_SOURCE_DIR") continue;
+    env[key] = kv.substr(eq + 1);
+  }
+  for (const auto& [k, v] : o.env) env[k] = v;
+  std::vector<std::string> env_storage;
+  for (const auto& [k, v] : env) env_storage.push_back(k + "=" + v);
+  std::vector<char*> envp;
+  for (auto& e : env_storage) envp.push_back(e.data());
+  envp.push_back(nullptr);
+
+  posix_spawn_file_actions_t actions;
+  posix_spawn_file_actions_init(&actions);
+  posix_spawn_file_actions_addopen(&actions, STDIN_FILENO, "/dev/null", O_RDONLY, 0);
+  posix_spawn_file_actions_addopen(&actions, STDOUT_FILENO, p->stdout_path_.c_str(),
+                                   O_WRONLY | O_CREAT | O_TRUNC, 0644);
+  posix_spawn_file_actions_addopen(&actions, STDERR_FILENO, p->stderr_path_.c_str(),
+                                   O_WRONLY | O_CREAT | O_TRUNC, 0644);
+  if (!o.cwd.empty()) posix_spawn_file_actions_addchdir_np(&actions, o.cwd.c_str());
+
+  posix_spawnattr_t attr;
+  posix_spawnattr_init(&attr);
+  sigset_t empty, defaults;
+  sigemptyset(&empty);
+  sigemptyset(&defaults);
+  for (int s : {SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGPIPE, SIGCHLD}) sigaddset(&defaults, s);
+  posix_spawnattr_setsigmask(&attr, &empty);
+  posix_spawnattr_setsigdefault(&attr, &defaults);
+  posix_spawnattr_setpgroup(&attr, 0);  // own group: a terminal's Ctrl-C reaches only the test
+  posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF | POSIX_SPAWN_SETPGROUP);
+
+  pid_t pid = -1;
+  const int rc = ::posix_spawn(&pid, argv[0], &actions, &attr, argv.data(), envp.data());
+  posix_spawn_file_actions_destroy(&actions);
+  posix_spawnattr_destroy(&attr);
+  if (rc != 0) {
+    throw std::runtime_error("posix_spawn " + o.binary.string() + ": " + std::strerror(rc));
+  }
+  p->pid_ = pid;
+  RegisterChild(pid);
+  return p;
+}
+
+Process::~Process() {
+  if (pid_ > 0 && !exit_code_) Kill();
+}
+
+void Process::Reaped(int status) {
+  exit_code_ = DecodeWaitStatus(status);
+  UnregisterChild(pid_);
+}
+
+bool Process::Running() {
+  if (exit_code_) return false;
+  int status = 0;
+  const pid_t r = ::waitpid(pid_, &status, WNOHANG);
+  if (r == pid_) {
+    Reaped(status);
+    return false;
+  }
+  if (r < 0 && errno == ECHILD) {  // reaped by someone else: treat as gone
+    exit_code_ = -1;
+    UnregisterChild(pid_);
+    return false;
+  }
+  return true;
+}
+
+std::optional<int> Process::Wait(Millis timeout) {
+  WaitFor([this] { return !Running(); }, timeout, Millis{5});
+  return exit_code_;
+}
+
+void Process::Signal(int signo) {
+  if (Running()) ::kill(pid_, signo);
+}
+
+int Process::Stop(Millis grace) {
+  Signal(SIGTERM);
+  if (Wait(grace)) return *exit_code_;
+  return Kill();
+}
+
+int Process::Kill() {
+  if (exit_code_) return *exit_code_;
+  ::kill(pid_, SIGKILL);
+  int status = 0;
+  pid_t r;
+  do {
+    r = ::waitpid(pid_, &status, 0);
+  } while (r < 0 && errno == EINTR);
+  if (r == pid_) {
+    Reaped(status);
+  } else {
+    exit_code_ = -1;
+    UnregisterChild(pid_);
+  }
+  return *exit_code_;
+}
+
+// ---------------------------------------------------------------------------------------------
+
+std::string CommandResult::Describe() const {
+  std::ostringstream ss;
+  ss << (timed_out ? "TIMED OUT" : "exit " + std::to_string(exit_code)) << "\n--- stdout ---\n"
+     << out << "\n--- stderr ---\n"
+     << err;
+  return ss.str();
+}
+
+nlohmann::json CommandResult::Json() const {
+  return nlohmann::json::parse(out, nullptr, /*allow_exceptions=*/false);
+}
+
+CommandResult RunTunectl(const std::vector<std::string>& args, Millis timeout, const fs::path& dir,
+                         const fs::path& cwd) {
+  static std::atomic<int> counter{0};
+  const bool own_dir = dir.empty();
+  const fs::path out_dir = own_dir ? MakeTempDir("tunectl") : dir;
+  Process::Options o;
+  o.name = "tunectl-" + std::to_string(++counter);
+  o.binary = BinDir() / "tunectl";
+  o.args = args;
+  o.log_dir = out_dir;
+  o.cwd = cwd;
+  auto p = Process::Spawn(o);
+  CommandResult r;
+  if (auto code = p->Wait(timeout)) {
+    r.exit_code = *code;
+  } else {
+    p->Kill();
+    r.timed_out = true;
+    r.exit_code = -1;
+  }
+  r.out = p->Stdout();
+  r.err = p->Stderr();
+  if (own_dir) {
+    std::error_code ec;
+    fs::remove_all(out_dir, ec);
+  }
+  return r;
+}
+
+// ---------------------------------------------------------------------------------------------
+
+Cluster::Cluster(ClusterOptions options) : options_(std::move(options)) {}
+
+Cluster::~Cluster() {
+  if (::testing::Test::HasFailure() && !processes_.empty()) {
+    std::cerr << "[harness] service logs (" << dir() / "logs" << "):\n" << LogTails(40);
+  }
+  StopAll();
+}
+
+std::vector<std::string> Cluster::worker_ids() const {
+  std::vector<std::string> ids;
+  for (int i = 1; i <= options_.workers; ++i) ids.push_back("w" + std::to_string(i));
+  return ids;
+}
+
+::testing::AssertionResult Cluster::Start() {
+  std::string failures;
+  for (int i = 0; i < 3; ++i) {
+    auto r = StartOnce();
+    if (r) return r;
+    failures += std::string("attempt ") + std::to_string(i + 1) + ": " + r.message() + "\n";
+  }
+  return ::testing::AssertionFailure() << "the cluster did not start:\n" << failures;
+}
+
+::testing::AssertionResult Cluster::StartOnce() {
+  StopAll();
+  processes_.clear();
+  ++attempt_;
+  control_port_ = FreePort();
+  workers_port_ = FreePort();
+  events_port_ = FreePort();
+  rm_port_ = FreePort();
+  rm_events_port_ = FreePort();
+  store_port_ = FreePort();
+  const fs::path logs = dir() / "logs";
+  const std::string hb = std::to_string(options_.heartbeat_interval_ms);
+  auto spawn = [&](const std::string& name, const std::string& binary, std::vector<std::string> args) {
+    Process::Options o;
+    o.name = name;
+    o.binary = BinDir() / binary;
+    o.args = std::move(args);
+    o.log_dir = logs;
+    o.cwd = dir();
+    processes_.push_back(Process::Spawn(o));
+  };
+  spawn("checkpoint-store", "checkpoint-store",
+        {"--endpoint", store(), "--data-dir", (dir() / ("store-" + std::to_string(attempt_))).string()});
+  spawn("resource-manager", "resource-manager",
+        {"--endpoint", rm(), "--events-endpoint", rm_events(), "--heartbeat-interval-ms", hb, "--liveness",
+         std::to_string(options_.rm_liveness)});
+  spawn("scheduler", "scheduler",
+        {"--control", control(), "--workers", worker_endpoint(), "--events", events(), "--rm", rm(), "--rm-events",
+         rm_events(), "--store", store()});
+  char cpus[32];
+  std::snprintf(cpus, sizeof(cpus), "%g", options_.cpus_per_worker);
+  for (const auto& id : worker_ids()) {
+    spawn(id, "trial-worker",
+          {"--worker-id", id, "--scheduler", worker_endpoint(), "--rm", rm(), "--store", store(), "--cpus", cpus,
+           "--heartbeat-interval-ms", hb});
+  }
+
+  bool died = false;
+  nlohmann::json last_view;
+  const bool ready = WaitFor(
+      [&] {
+        if (!Dead().empty()) {
+          died = true;
+          return true;
+        }
+        last_view = Workers();
+        if (!last_view.is_array()) return false;
+        for (const auto& id : worker_ids()) {
+          bool ok = false;
+          for (const auto& w : last_view) {
+            if (w.value("worker_id", "") == id && w.value("alive", false) && w.value("connected", false)) ok = true;
+          }
+          if (!ok) return false;
+        }
+        return true;
+      },
+      options_.ready_timeout, Millis{100});
+  if (ready && !died) return ::testing::AssertionSuccess();
+  std::string dead;
+  for (const auto& n : Dead()) dead += " " + n + "(exit " + std::to_string(process(n)->exit_code().value_or(-1)) + ")";
+  auto failure = ::testing::AssertionFailure()
+                 << (died ? "a service exited early:" + dead : "workers not all alive and connected after " +
+                                                                   std::to_string(options_.ready_timeout.count()) +
+                                                                   " ms; last view: " + last_view.dump())
+                 << "\n"
+                 << LogTails(15);
+  StopAll();
+  return failure;
+}
+
+std::map<std::string, int> Cluster::StopAll() {
+  std::map<std::string, int> codes;
+  auto stop_group = [&](bool workers) {
+    std::vector<Process*> group;
+    for (auto& p : processes_) {
+      const bool is_worker = p->name().rfind("w", 0) == 0;
+      if (is_worker == workers) group.push_back(p.get());
+    }
+    for (Process* p : group) p->Signal(SIGTERM);
+    const auto deadline = std::chrono::steady_clock::now() + Millis{5000};
+    for (Process* p : group) {
+      const auto left = std::chrono::duration_cast<Millis>(deadline - std::chrono::steady_clock::now());
+      if (!p->Wait(std::max(left, Millis{0}))) p->Kill();
+      codes[p->name()] = p->exit_code().value_or(-1);
+    }
+  };
+  stop_group(true);
+  stop_group(false);
+  return codes;
+}
+
+CommandResult Cluster::Ctl(const std::vector<std::string>& args, Millis timeout) {
+  std::vector<std::string> full = {"--connect", control()};
+  full.insert(full.end(), args.begin(), args.end());
+  return RunTunectl(full, timeout, dir() / "tunectl", dir());
+}
+
+nlohmann::json Cluster::Workers() {
+  auto r = Ctl({"-o", "json", "workers"}, Millis{10000});
+  if (r.exit_code != 0) return nlohmann::json(nlohmann::json::value_t::discarded);
+  return r.Json();
+}
+
+Process* Cluster::process(const std::string& name) {
+  for (auto& p : processes_) {
+    if (p->name() == name) return p.get();
+  }
+  return nullptr;
+}
+
+std::vector<Process*> Cluster::processes() {
+  std::vector<Process*> out;
+  for (auto& p : processes_) out.push_back(p.get());
+  return out;
+}
+
+std::vector<std::string> Cluster::Dead() {
+  std::vector<std::string> dead;
+  for (auto& p : processes_) {
+    if (!p->Running()) dead.push_back(p->name());
+  }
+  return dead;
+}
+
+std::string Cluster::LogTails(size_t lines) {
+  std::string out;
+  for (auto& p : processes_) {
+    out += "----- " + p->name() + " (" + p->stdout_path().string() + ") -----\n" + Tail(p->stdout_path(), lines);
+    const std::string err = Tail(p->stderr_path(), lines);
+    if (!err.empty()) out += "----- " + p->name() + " (" + p->stderr_path().string() + ") -----\n" + err;
+  }
+  return out;
+}
+
+// ---------------------------------------------------------------------------------------------
+
+DealerClient::DealerClient(const std::string& endpoint) : ctx_(1), socket_(ctx_, zmq::socket_type::dealer) {
+  socket_.set(zmq::sockopt::linger, 0);
+  socket_.connect(endpoint);
+}
+
+void DealerClient::Send(const std::string& payload, const std::vector<std::string>& more) {
+  socket_.send(zmq::buffer(payload), more.empty() ? zmq::send_flags::none : zmq::send_flags::sndmore);
+  for (size_t i = 0; i < more.size(); ++i) {
+    socket_.send(zmq::buffer(more[i]), i + 1 < more.size() ? zmq::send_flags::sndmore : zmq::send_flags::none);
+  }
+}
+
+std::optional<std::string> DealerClient::Receive(Millis timeout) {
+  zmq::pollitem_t items[] = {{static_cast<void*>(socket_), 0, ZMQ_POLLIN, 0}};
+  zmq::poll(items, 1, timeout);
+  if (!(items[0].revents & ZMQ_POLLIN)) return std::nullopt;
+  std::string last;
+  while (true) {
+    zmq::message_t msg;
+    if (!socket_.recv(msg, zmq::recv_flags::dontwait)) break;
+    last = msg.to_string();
+    if (!msg.more()) break;
+  }
+  return last;
+}
+
+}  // namespace tunebus::testing
