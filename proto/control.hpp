@@ -2,6 +2,7 @@
 // answered by ControlReply, or by ErrorReply when it is malformed or cannot be served.
 #pragma once
 
+#include <map>
 #include <string>
 
 #include "proto/envelope.hpp"
@@ -37,6 +38,44 @@ struct StopTrialCommand {
   TUNEBUS_ENVELOPE("stop_trial_command");
   std::string trial_id;
   MSGPACK_DEFINE_MAP(v, type, id, trial_id)
+};
+
+/// Pause a RUNNING trial: checkpoint, release its resources, -> PAUSED (Ray Tune's
+/// pause_trial). body: {"trial_id", "status", "message"}. A PENDING trial is paused without a
+/// checkpoint. Errors: not_found; failed_precondition for a finished trial.
+struct PauseTrialCommand {
+  TUNEBUS_ENVELOPE("pause_trial_command");
+  std::string trial_id;
+  MSGPACK_DEFINE_MAP(v, type, id, trial_id)
+};
+
+/// Resume a PAUSED trial: -> PENDING, continuing from its latest checkpoint (Ray Tune's
+/// unpause_trial). body: {"trial_id", "status", "message"}. Errors: not_found;
+/// failed_precondition when the trial is not PAUSED.
+struct ResumeTrialCommand {
+  TUNEBUS_ENVELOPE("resume_trial_command");
+  std::string trial_id;
+  MSGPACK_DEFINE_MAP(v, type, id, trial_id)
+};
+
+/// Add a trial with an explicit config to the running experiment (Ray Tune's add_trial).
+/// body: the new trial object. Errors: invalid_argument when config_json is not a JSON object;
+/// failed_precondition when no experiment is running.
+struct AddTrialCommand {
+  TUNEBUS_ENVELOPE("add_trial_command");
+  std::string config_json;  // JSON object
+  MSGPACK_DEFINE_MAP(v, type, id, config_json)
+};
+
+/// Change the resource request of a trial that is not RUNNING. `resources`: name -> amount
+/// (cpu, gpu, memory, custom; amounts as in resources_per_trial, names not given keep their
+/// value). body: the trial object. Errors: not_found; failed_precondition while RUNNING;
+/// invalid_argument for a negative or non-finite amount.
+struct SetTrialResourcesCommand {
+  TUNEBUS_ENVELOPE("set_trial_resources_command");
+  std::string trial_id;
+  std::map<std::string, double> resources;
+  MSGPACK_DEFINE_MAP(v, type, id, trial_id, resources)
 };
 
 /// Stop every unfinished trial and end the experiment. body: the experiment summary.

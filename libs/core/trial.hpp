@@ -43,6 +43,16 @@ inline constexpr const char* kDone = "done";
 inline constexpr const char* kExperimentTag = "experiment_tag";
 }  // namespace result_keys
 
+/// A checkpoint of a trial, stored in the checkpoint-store (Ray Tune's Checkpoint /
+/// CheckpointManager entry).
+struct CheckpointRef {
+  std::string checkpoint_id;       // store key, unique per experiment
+  int64_t training_iteration = 0;  // the trial's training_iteration the checkpoint holds
+  double time_total_s = 0;         // the trial's time_total_s at that iteration, seconds
+  std::optional<double> score;     // checkpoint_score_attr's value at that iteration, if any
+  int64_t size_bytes = 0;          // total bytes of the checkpoint directory
+};
+
 struct Trial {
   std::string trial_id;         // "<experiment hash>_<index:05>", unique within the experiment
   int64_t index = 0;            // 0-based order of creation
@@ -62,6 +72,18 @@ struct Trial {
   int64_t training_iteration = 0;  // results of this run so far (Ray Tune's training_iteration)
   double time_total_s = 0;         // sum of time_this_iter_s, seconds
   int64_t last_seq = 0;            // highest result seq processed for `attempt`
+  // Checkpoints (Ray Tune's CheckpointManager): kept checkpoints, oldest first. The newest is
+  // what a restart, unpause or requeue restores.
+  std::vector<CheckpointRef> checkpoints;
+  /// Set for one start only: restore this checkpoint (of this or another trial, e.g. PBT's
+  /// exploit or restore_from) instead of the trial's newest. Empty = the newest, if any.
+  std::string restore_checkpoint_id;
+  /// The checkpoint the current attempt restored from ("" = from scratch) and the
+  /// training_iteration / time_total_s it started at (Ray Tune's iterations_since_restore and
+  /// time_since_restore count from here).
+  std::string restored_checkpoint_id;
+  int64_t restored_iteration = 0;
+  double restored_time_total_s = 0;
 
   /// Directory name in Ray Tune's layout: "<trial_id>_<experiment_tag>", cut to 120 bytes and
   /// with characters unsafe in file names replaced by '_'.

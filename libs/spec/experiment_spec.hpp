@@ -48,7 +48,22 @@ struct ExperimentSpec {
   int64_t max_concurrent_trials = 0;     // 0 = no limit
   std::string results_dir;               // absolute; default "<working_dir>/results"
   int64_t max_failures = 0;              // retries per trial after trainable errors; -1 = forever
-  bool fail_fast = false;                // stop the experiment at the first ERROR trial
+  /// Ray Tune's fail_fast: "" (off), "true" (at the first ERROR trial stop every unfinished
+  /// trial, the experiment ends ERROR) or "raise" (abort at once, leaving other trials as they
+  /// were).
+  std::string fail_fast;
+  /// Keep a trial that fits no worker PENDING until a big enough worker registers (Ray Tune's
+  /// queue_trials) instead of making it ERROR.
+  bool queue_trials = false;
+  int64_t checkpoint_freq = 0;           // checkpoint every N training iterations; 0 = never
+  bool checkpoint_at_end = false;        // checkpoint when a trial stops (decision/stopper/user)
+  int64_t keep_checkpoints_num = 0;      // keep at most N per trial; 0 = keep all
+  /// Result key ranking checkpoints for keep_checkpoints_num ("min-" prefix = lower is better);
+  /// empty = newest are best.
+  std::string checkpoint_score_attr;
+  /// Checkpoint id (from `tunectl show`) every trial of this experiment starts from; results
+  /// continue its training_iteration. Empty = from scratch.
+  std::string restore_from;
   std::string scheduler = "fifo";        // trial scheduler name
   nlohmann::json scheduler_config = nlohmann::json::object();  // its parameters
   std::string source_yaml;               // the file's text, kept for the journal and resubmission

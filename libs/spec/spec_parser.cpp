@@ -27,7 +27,13 @@ const std::vector<std::string_view> kTopFields = {"name",
                                                   "results_dir",
                                                   "max_failures",
                                                   "fail_fast",
-                                                  "scheduler"};
+                                                  "scheduler",
+                                                  "queue_trials",
+                                                  "checkpoint_freq",
+                                                  "checkpoint_at_end",
+                                                  "keep_checkpoints_num",
+                                                  "checkpoint_score_attr",
+                                                  "restore_from"};
 
 }  // namespace
 
@@ -141,9 +147,32 @@ Status SpecParser::ParseField(const MapEntry& e) {
     return Status::Ok();
   }
   if (k == "fail_fast") {
+    if (e.value.IsScalar() && e.value.Scalar() == "raise") {
+      spec_.fail_fast = "raise";
+      return Status::Ok();
+    }
+    Result<bool> b = r_.Bool(e.value, k);
+    if (!b.ok()) return r_.Error(e.value, k, "expected true, false or raise");
+    spec_.fail_fast = *b ? "true" : "";
+    return Status::Ok();
+  }
+  if (k == "queue_trials" || k == "checkpoint_at_end") {
     Result<bool> b = r_.Bool(e.value, k);
     if (!b.ok()) return b.status();
-    spec_.fail_fast = *b;
+    (k == "queue_trials" ? spec_.queue_trials : spec_.checkpoint_at_end) = *b;
+    return Status::Ok();
+  }
+  if (k == "checkpoint_freq") {
+    return ParseInt(e, 0, &spec_.checkpoint_freq, "must be >= 0 (0 = never)");
+  }
+  if (k == "keep_checkpoints_num") {
+    return ParseInt(e, 0, &spec_.keep_checkpoints_num, "must be >= 0 (0 = keep all)");
+  }
+  if (k == "checkpoint_score_attr" || k == "restore_from") {
+    Result<std::string> text = r_.String(e.value, k);
+    if (!text.ok()) return text.status();
+    if (text->empty()) return r_.Error(e.value, k, "must not be empty");
+    (k == "restore_from" ? spec_.restore_from : spec_.checkpoint_score_attr) = *text;
     return Status::Ok();
   }
   if (k == "scheduler") return ParseScheduler(e.value);

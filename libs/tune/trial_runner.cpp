@@ -142,7 +142,7 @@ void TrialRunner::OnPlacementFailed(const std::string& trial_id, int64_t attempt
   t->error = reason;
   observer_.OnTrialStatus(*t);
   scheduler_->OnTrialError(*t);
-  if (options_.fail_fast) {
+  if (!options_.fail_fast.empty()) {
     EndExperiment(ExperimentStatus::kError, fmt::format("trial {} errored (fail_fast): {}", t->trial_id, reason));
   }
   CheckFinished();
@@ -224,7 +224,7 @@ void TrialRunner::HandleFailure(Trial& t, const std::string& error) {
   }
   LeaveRunning(t, TrialStatus::kError, error);
   scheduler_->OnTrialError(t);
-  if (options_.fail_fast) {
+  if (!options_.fail_fast.empty()) {
     EndExperiment(ExperimentStatus::kError, fmt::format("trial {} errored (fail_fast): {}", t.trial_id, error));
   }
 }

@@ -36,7 +36,7 @@ struct RunnerOptions {
   std::optional<double> time_budget_s;       // wall seconds for the whole experiment
   int64_t max_concurrent_trials = 0;         // 0 = unlimited
   int64_t max_failures = 0;                  // -1 = retry forever
-  bool fail_fast = false;
+  std::string fail_fast;                     // "" (off), "true" or "raise" (see ExperimentSpec)
   Resources resources_per_trial;
 };
 

@@ -12,8 +12,12 @@ const char* DecisionName(Decision d) {
 }
 
 Result<std::unique_ptr<TrialScheduler>> MakeTrialScheduler(const std::string& name,
-                                                           const nlohmann::json& config) {
+                                                           const nlohmann::json& config,
+                                                           const std::string& metric,
+                                                           const std::string& mode) {
   (void)config;
+  (void)metric;
+  (void)mode;
   if (name == "fifo" || name.empty()) return std::unique_ptr<TrialScheduler>(new FifoScheduler());
   return Status::InvalidArgument("unknown trial scheduler '" + name + "'");
 }

@@ -22,10 +22,52 @@ enum class Decision { kContinue = 0, kPause = 1, kStop = 2 };
 const char* DecisionName(Decision d);  // "continue" | "pause" | "stop"
 inline Decision Combine(Decision a, Decision b) { return a > b ? a : b; }
 
+/// What a trial scheduler may do to trials besides answering a result. Ray Tune passes its
+/// TrialRunner to every scheduler callback; these are the calls Ray's schedulers make on it
+/// (HyperBand's unpause/stop of paused trials, PBT's exploit). Implemented by TrialRunner.
+///
+/// Re-entrancy: the runner may call back into the scheduler (OnTrialRemove / OnTrialComplete)
+/// from inside these calls, exactly as Ray Tune's stop_trial does.
+class TrialSchedulerContext {
+ public:
+  virtual ~TrialSchedulerContext() = default;
+  /// Every trial of the experiment, in creation order (Trial::index == position).
+  virtual const std::vector<Trial>& trials() const = 0;
+  virtual const Trial* FindTrial(const std::string& trial_id) const = 0;
+  /// PAUSED -> PENDING: the trial runs again, restoring its latest checkpoint (Ray Tune's
+  /// TrialExecutor.unpause_trial). Errors: NotFound; FailedPrecondition if not PAUSED.
+  virtual Status UnpauseTrial(const std::string& trial_id) = 0;
+  /// PENDING / PAUSED / RUNNING -> TERMINATED (Ray Tune's TrialRunner.stop_trial): the runner
+  /// calls OnTrialRemove (PENDING, PAUSED) or OnTrialComplete (RUNNING) on the scheduler.
+  /// Never call it for the trial whose OnTrialResult is running: return kStop instead.
+  /// Errors: NotFound. A finished trial is a no-op.
+  virtual Status StopTrial(const std::string& trial_id) = 0;
+  /// PBT exploit (Ray Tune's PopulationBasedTraining._exploit): `trial_id` takes `new_config`
+  /// and continues from `donor_trial_id`'s latest checkpoint, keeping its own trial_id and
+  /// training_iteration from the donor's checkpoint. A RUNNING trial's attempt is stopped and it
+  /// goes PENDING at once (the decision returned from the current OnTrialResult is then
+  /// ignored); a PAUSED or PENDING trial restores when next started. The change is journaled
+  /// and written into the trial's next result as "pbt_exploit" (donor, old and new config).
+  /// Errors: NotFound; FailedPrecondition if the donor has no checkpoint or the trial is finished.
+  virtual Status ExploitTrial(const std::string& trial_id, const std::string& donor_trial_id,
+                              nlohmann::json new_config) = 0;
+  /// The runner's clock, seconds (fake in unit tests).
+  virtual double NowS() const = 0;
+};
+
 class TrialScheduler {
  public:
   virtual ~TrialScheduler() = default;
   virtual const char* name() const = 0;
+  /// Called once by the TrialRunner before any other call; `context` outlives the scheduler.
+  void Attach(TrialSchedulerContext* context) { context_ = context; }
+  /// Strict metric checking (Ray Tune's _validate_result_metrics): Ok, or InvalidArgument naming
+  /// the metric this scheduler needs, the scheduler and the result's keys. The runner makes the
+  /// trial ERROR (no retry) with that message. Called before OnTrialResult.
+  virtual Status ValidateResult(const nlohmann::json& result) const {
+    (void)result;
+    return Status::Ok();
+  }
   virtual void OnTrialAdd(const Trial& trial) { (void)trial; }
   /// REQUIRES: trial is RUNNING; `result` has the auto-filled keys (training_iteration, ...).
   virtual Decision OnTrialResult(const Trial& trial, const nlohmann::json& result) = 0;
@@ -35,8 +77,8 @@ class TrialScheduler {
   }
   virtual void OnTrialError(const Trial& trial) { (void)trial; }
   virtual void OnTrialRemove(const Trial& trial) { (void)trial; }
-  /// Picks which trial to start among `pending` (trial indices, in creation order, never
-  /// empty). Returns one of them.
+  /// Picks which trial to start among `pending` (indices of PENDING trials, in creation order,
+  /// never empty; an unpaused trial is PENDING again). Returns one of them.
   virtual int64_t ChooseTrialToRun(const std::set<int64_t>& pending) = 0;
   /// State to journal so a resumed experiment decides the same way.
   virtual nlohmann::json SaveState() const { return nlohmann::json::object(); }
@@ -44,6 +86,9 @@ class TrialScheduler {
     (void)state;
     return Status::Ok();
   }
+
+ protected:
+  TrialSchedulerContext* context_ = nullptr;
 };
 
 /// FIFO (Ray Tune's FIFOScheduler): trials run in creation order, every result CONTINUEs.
@@ -54,9 +99,13 @@ class FifoScheduler final : public TrialScheduler {
   int64_t ChooseTrialToRun(const std::set<int64_t>& pending) override { return *pending.begin(); }
 };
 
-/// Builds the trial scheduler named in an experiment file ("fifo").
+/// Builds the trial scheduler named in an experiment file ("fifo", ...). `config` holds its
+/// parameters (the experiment file's `scheduler_config`); `metric`/`mode` are the experiment's,
+/// used when the config names none (Ray Tune's behaviour).
 /// Errors: InvalidArgument for an unknown name or bad parameters.
 Result<std::unique_ptr<TrialScheduler>> MakeTrialScheduler(const std::string& name,
-                                                           const nlohmann::json& config);
+                                                           const nlohmann::json& config,
+                                                           const std::string& metric,
+                                                           const std::string& mode);
 
 }  // namespace tunebus

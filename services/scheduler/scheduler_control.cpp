@@ -91,7 +91,7 @@ void Scheduler::HandleSubmit(const bus::Incoming& in, const proto::Decoded& d) {
   }
   auto spec = ParseExperimentYaml(msg->spec_yaml, msg->base_dir, msg->source_name);
   if (!spec.ok()) return ReplyError(in, d.id(), d.type(), spec.status());
-  auto scheduler = MakeTrialScheduler(spec->scheduler, spec->scheduler_config);
+  auto scheduler = MakeTrialScheduler(spec->scheduler, spec->scheduler_config, spec->metric, spec->mode);
   if (!scheduler.ok()) return ReplyError(in, d.id(), d.type(), scheduler.status());
   auto resources = Resources::FromAmounts(spec->resources_per_trial);
   if (!resources.ok()) return ReplyError(in, d.id(), d.type(), resources.status());
@@ -118,7 +118,7 @@ void Scheduler::HandleSubmit(const bus::Incoming& in, const proto::Decoded& d) {
   ro.time_budget_s = e->spec.stop.time_budget_s;
   ro.max_concurrent_trials = e->spec.max_concurrent_trials;
   ro.max_failures = e->spec.max_failures;
-  ro.fail_fast = e->spec.fail_fast;
+  ro.fail_fast = e->spec.fail_fast;  // "", "true" or "raise"
   ro.resources_per_trial = *resources;
   auto generator = std::make_unique<VariantGenerator>(e->spec.param_space, e->spec.num_samples, seed);
   e->runner = std::make_unique<TrialRunner>(std::move(ro), std::move(generator), std::move(*scheduler), *e->executor,
