@@ -54,8 +54,14 @@ struct StartTrial {
   std::string trial_dir;             // absolute; stdout/stderr go here
   std::vector<std::string> gpu_ids;  // exported as CUDA_VISIBLE_DEVICES
   int64_t start_iteration = 0;       // training_iteration already done (restore), else 0
+  /// Checkpoint-store id to restore before starting ("" = from scratch). The worker fetches it
+  /// into <trial_dir>/restore and passes that folder as TUNEBUS_RESTORE_DIR.
+  std::string restore_checkpoint_id;
+  /// Prefix of the ids of checkpoints this attempt saves: "<journal>/<trial_id>/". The worker
+  /// appends "<training_iteration:08>-a<attempt>".
+  std::string checkpoint_prefix;
   MSGPACK_DEFINE_MAP(v, type, id, experiment, trial_id, attempt, config_json, trainable, trial_dir,
-                     gpu_ids, start_iteration)
+                     gpu_ids, start_iteration, restore_checkpoint_id, checkpoint_prefix)
 };
 
 /// worker -> scheduler: one result reported by the trainable. The worker keeps it until a
@@ -76,7 +82,9 @@ struct Decision {
   std::string trial_id;
   int64_t attempt = 0;
   int64_t seq = 0;
-  std::string action;  // "continue" | "stop" | "pause" | "checkpoint"
+  /// "continue" | "checkpoint" (save, go on) | "pause" (save, then stop) |
+  /// "checkpoint_and_stop" (save, then stop) | "stop"
+  std::string action;
   MSGPACK_DEFINE_MAP(v, type, id, trial_id, attempt, seq, action)
 };
 
@@ -102,6 +110,18 @@ struct TrialExited {
   int64_t last_seq = 0;      // results sent before exiting (the scheduler waits for them)
   MSGPACK_DEFINE_MAP(v, type, id, trial_id, attempt, ok, exit_code, stopped, error, stderr_tail,
                      last_seq)
+};
+
+/// worker -> scheduler: a checkpoint of (trial_id, attempt) is committed in the checkpoint-store.
+/// Sent before that attempt's TrialExited.
+struct CheckpointSaved {
+  TUNEBUS_ENVELOPE("checkpoint_saved");
+  std::string trial_id;
+  int64_t attempt = 0;
+  std::string checkpoint_id;
+  int64_t training_iteration = 0;  // the iteration the checkpoint holds
+  int64_t size_bytes = 0;          // bytes stored (the directory as a tar stream)
+  MSGPACK_DEFINE_MAP(v, type, id, trial_id, attempt, checkpoint_id, training_iteration, size_bytes)
 };
 
 /// worker -> scheduler, every heartbeat interval; lets each side notice the other is gone.

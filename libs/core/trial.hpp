@@ -41,6 +41,8 @@ inline constexpr const char* kTimestamp = "timestamp";  // seconds since the Uni
 inline constexpr const char* kTrialId = "trial_id";
 inline constexpr const char* kDone = "done";
 inline constexpr const char* kExperimentTag = "experiment_tag";
+inline constexpr const char* kIterationsSinceRestore = "iterations_since_restore";
+inline constexpr const char* kTimeSinceRestore = "time_since_restore";  // seconds
 }  // namespace result_keys
 
 /// A checkpoint of a trial, stored in the checkpoint-store (Ray Tune's Checkpoint /
@@ -76,8 +78,8 @@ struct Trial {
   // what a restart, unpause or requeue restores.
   std::vector<CheckpointRef> checkpoints;
   /// Set for one start only: restore this checkpoint (of this or another trial, e.g. PBT's
-  /// exploit or restore_from) instead of the trial's newest. Empty = the newest, if any.
-  std::string restore_checkpoint_id;
+  /// exploit or restore_from) instead of the trial's newest. Unset = the newest, if any.
+  std::optional<CheckpointRef> restore_checkpoint;
   /// The checkpoint the current attempt restored from ("" = from scratch) and the
   /// training_iteration / time_total_s it started at (Ray Tune's iterations_since_restore and
   /// time_since_restore count from here).

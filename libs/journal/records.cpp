@@ -49,4 +49,20 @@ json ExperimentEnded(const std::string& status, const std::string& reason) {
   return {{"kind", "experiment_ended"}, {"status", status}, {"reason", reason}};
 }
 
+json CheckpointSavedRecord(const Trial& t, const CheckpointRef& c) {
+  return {{"kind", "checkpoint_saved"}, {"trial_id", t.trial_id}, {"attempt", t.attempt},
+          {"checkpoint_id", c.checkpoint_id}, {"training_iteration", c.training_iteration},
+          {"time_total_s", c.time_total_s}, {"score", c.score ? json(*c.score) : json(nullptr)},
+          {"size_bytes", c.size_bytes}};
+}
+
+json CheckpointDeletedRecord(const Trial& t, const std::string& checkpoint_id) {
+  return {{"kind", "checkpoint_deleted"}, {"trial_id", t.trial_id}, {"checkpoint_id", checkpoint_id}};
+}
+
+json TrialUpdated(const Trial& t, const json& change) {
+  return {{"kind", "trial_updated"}, {"trial_id", t.trial_id}, {"config", t.config},
+          {"resources", t.resources.units_map()}, {"change", change}};
+}
+
 }  // namespace tunebus::journal

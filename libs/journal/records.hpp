@@ -9,6 +9,10 @@
 //   result               {trial_id, attempt, seq, result, decision}
 //   trial_status         {trial_id, attempt, status, error, num_failures}
 //   experiment_ended     {status, reason}
+//   checkpoint_saved     {trial_id, attempt, checkpoint_id, training_iteration, time_total_s,
+//                         score (number or null), size_bytes}
+//   checkpoint_deleted   {trial_id, checkpoint_id}
+//   trial_updated        {trial_id, config, resources (units), change}   set-resources, PBT exploit
 #pragma once
 
 #include <string>
@@ -34,5 +38,8 @@ nlohmann::json TrialStarted(const Trial& trial);
 nlohmann::json ResultRecord(const Trial& trial, const nlohmann::json& result, const char* decision);
 nlohmann::json TrialStatusRecord(const Trial& trial);
 nlohmann::json ExperimentEnded(const std::string& status, const std::string& reason);
+nlohmann::json CheckpointSavedRecord(const Trial& trial, const CheckpointRef& ref);
+nlohmann::json CheckpointDeletedRecord(const Trial& trial, const std::string& checkpoint_id);
+nlohmann::json TrialUpdated(const Trial& trial, const nlohmann::json& change);
 
 }  // namespace tunebus::journal

@@ -87,13 +87,7 @@ class BuiltinTrainable : public Trainable {
   Status SendDecision(Action action) override {
     if (ended()) return Status::FailedPrecondition("the trainable has exited");
     if (!ConsumeAwaited()) return Status::FailedPrecondition("no report waits for a decision");
-    if (action == Action::kStop || done_) {
-      ExitStatus es;
-      es.ok = true;
-      End(std::move(es));
-      return Status::Ok();
-    }
-    if (action == Action::kCheckpoint) {
+    if (action == Action::kCheckpoint) {  // saved now, before the next report or the end
       if (Status s = WriteCheckpoint(); !s.ok()) {
         ExitStatus es;
         es.exit_code = 1;
@@ -101,6 +95,12 @@ class BuiltinTrainable : public Trainable {
         End(std::move(es));
         return s;
       }
+    }
+    if (action == Action::kStop || done_) {
+      ExitStatus es;
+      es.ok = true;
+      End(std::move(es));
+      return Status::Ok();
     }
     iter_start_ = SteadyClock::now();
     return timer_.Arm(delay_);

@@ -26,15 +26,24 @@ class TrialExecutor {
   /// Asks for resources for `trial` (PENDING). Answered by TrialRunner::OnTrialPlaced,
   /// OnPlacementDeferred or OnPlacementFailed with the same attempt number (trial.attempt + 1).
   virtual void PlaceTrial(const Trial& trial, int64_t attempt) = 0;
-  /// Starts the trainable of `trial` (RUNNING; worker_id, gpu_ids and attempt are set).
+  /// Starts the trainable of `trial` (RUNNING; worker_id, gpu_ids and attempt are set). When
+  /// trial.restored_checkpoint_id is set the worker restores that checkpoint first and the
+  /// trainable continues from trial.training_iteration.
   virtual void LaunchTrial(const Trial& trial) = 0;
-  /// Answers result `seq` of the trial's current attempt: "continue" | "pause" | "stop".
+  /// Answers result `seq` of the trial's current attempt with a worker action:
+  ///   "continue"            go on
+  ///   "checkpoint"          save a checkpoint (then CheckpointSaved), go on
+  ///   "pause"               save a checkpoint, then stop the trainable (trial -> PAUSED)
+  ///   "checkpoint_and_stop" save a checkpoint, then stop it (checkpoint_at_end)
+  ///   "stop"                stop the trainable now
   virtual void SendDecision(const Trial& trial, int64_t seq, const char* action) = 0;
   /// Tells the trial's worker to stop its current attempt now.
   virtual void StopTrial(const Trial& trial) = 0;
   /// Returns the resources of the trial's current attempt. Called exactly once per attempt
   /// that was placed, when the trial leaves RUNNING.
   virtual void ReleaseResources(const Trial& trial) = 0;
+  /// Deletes a stored checkpoint (keep_checkpoints_num retention). Fire and forget.
+  virtual void DeleteCheckpoint(const std::string& checkpoint_id) = 0;
 };
 
 /// What the runner tells the outside about every state change: the journal, result files and
@@ -55,6 +64,22 @@ class RunnerObserver {
   /// The trial's status changed to something other than RUNNING (PENDING after a requeue,
   /// PAUSED, TERMINATED, ERROR). trial.error holds the reason for ERROR and requeues.
   virtual void OnTrialStatus(const Trial& trial) { (void)trial; }
+  /// A checkpoint of the trial was stored (`ref` is now in trial.checkpoints).
+  virtual void OnCheckpointSaved(const Trial& trial, const CheckpointRef& ref) {
+    (void)trial;
+    (void)ref;
+  }
+  /// Retention removed a checkpoint from trial.checkpoints (deletion from the store follows).
+  virtual void OnCheckpointDeleted(const Trial& trial, const std::string& checkpoint_id) {
+    (void)trial;
+    (void)checkpoint_id;
+  }
+  /// The trial's config or resources changed without a status change (set-resources, PBT
+  /// exploit). `change` describes it, e.g. {"resources": ...} or {"pbt_exploit": ...}.
+  virtual void OnTrialUpdated(const Trial& trial, const nlohmann::json& change) {
+    (void)trial;
+    (void)change;
+  }
   /// The search algorithm advanced; `state` is VariantGenerator::SaveState().
   virtual void OnSearcherState(const nlohmann::json& state) { (void)state; }
   /// The experiment ended with `status` ("FINISHED", "STOPPED", "ERROR") and a reason.

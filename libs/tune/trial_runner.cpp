@@ -37,6 +37,7 @@ TrialRunner::TrialRunner(RunnerOptions options, std::unique_ptr<VariantGenerator
       observer_(observer),
       now_s_(std::move(now_s)) {
   start_s_ = now_s_();
+  scheduler_->Attach(this);
 }
 
 Trial* TrialRunner::Find(const std::string& trial_id) {
@@ -77,20 +78,26 @@ void TrialRunner::MaybeAddTrials() {
   bool added = false;
   while (search_alg_->HasNext() && int64_t(pending_.size()) < window) {
     Variant v = search_alg_->Next();
-    Trial t;
-    t.index = int64_t(trials_.size());
-    t.trial_id = fmt::format("{}_{:05d}", options_.experiment_id, t.index);
-    t.config = std::move(v.config);
-    t.experiment_tag = v.tag.empty() ? std::to_string(t.index) : fmt::format("{}_{}", t.index, v.tag);
-    t.resources = options_.resources_per_trial;
-    index_[t.trial_id] = trials_.size();
-    pending_.insert(t.index);
-    trials_.push_back(std::move(t));
-    observer_.OnTrialAdded(trials_.back());
-    scheduler_->OnTrialAdd(trials_.back());
+    NewTrial(std::move(v.config), std::move(v.tag));
     added = true;
   }
   if (added) observer_.OnSearcherState(search_alg_->SaveState());
+}
+
+Trial& TrialRunner::NewTrial(nlohmann::json config, std::string tag) {
+  Trial t;
+  t.index = int64_t(trials_.size());
+  t.trial_id = fmt::format("{}_{:05d}", options_.experiment_id, t.index);
+  t.config = std::move(config);
+  t.experiment_tag = tag.empty() ? std::to_string(t.index) : fmt::format("{}_{}", t.index, tag);
+  t.resources = options_.resources_per_trial;
+  t.restore_checkpoint = options_.restore_from;
+  index_[t.trial_id] = trials_.size();
+  pending_.insert(t.index);
+  trials_.push_back(std::move(t));
+  observer_.OnTrialAdded(trials_.back());
+  scheduler_->OnTrialAdd(trials_.back());
+  return trials_.back();
 }
 
 void TrialRunner::PlacePending() {
@@ -122,6 +129,16 @@ void TrialRunner::OnTrialPlaced(const std::string& trial_id, int64_t attempt, co
   t->worker_id = worker_id;
   t->gpu_ids = gpu_ids;
   t->last_seq = 0;
+  // Restore the one-shot override (exploit, restore_from), else the newest checkpoint, else
+  // start from scratch (Ray Tune restores a restarted trial from its latest checkpoint).
+  std::optional<CheckpointRef> from = std::move(t->restore_checkpoint);
+  t->restore_checkpoint.reset();
+  if (!from && !t->checkpoints.empty()) from = t->checkpoints.back();
+  t->restored_checkpoint_id = from ? from->checkpoint_id : "";
+  t->restored_iteration = from ? from->training_iteration : 0;
+  t->restored_time_total_s = from ? from->time_total_s : 0;
+  t->training_iteration = t->restored_iteration;
+  t->time_total_s = t->restored_time_total_s;
   if (t->start_time_s == 0) t->start_time_s = now_s_();
   ++running_;
   observer_.OnTrialStarted(*t);
@@ -138,14 +155,25 @@ void TrialRunner::OnPlacementFailed(const std::string& trial_id, int64_t attempt
   Trial* t = Find(trial_id);
   if (t == nullptr || attempt != t->attempt + 1 || !placing_.erase(t->index)) return;
   if (t->status != TrialStatus::kPending) return;
+  if (options_.queue_trials) {  // waits until a big enough worker registers
+    pending_.insert(t->index);
+    return;
+  }
   t->status = TrialStatus::kError;
   t->error = reason;
   observer_.OnTrialStatus(*t);
-  scheduler_->OnTrialError(*t);
-  if (!options_.fail_fast.empty()) {
-    EndExperiment(ExperimentStatus::kError, fmt::format("trial {} errored (fail_fast): {}", t->trial_id, reason));
-  }
+  OnTrialErrored(*t, reason);
   CheckFinished();
+}
+
+void TrialRunner::OnTrialErrored(Trial& t, const std::string& error) {
+  scheduler_->OnTrialError(t);
+  const std::string why = fmt::format("trial {} errored (fail_fast): {}", t.trial_id, error);
+  if (options_.fail_fast == "raise") {
+    AbortExperiment(why);
+  } else if (!options_.fail_fast.empty()) {
+    EndExperiment(ExperimentStatus::kError, why);
+  }
 }
 
 std::optional<Decision> TrialRunner::StopperDecision(const nlohmann::json& result) const {
@@ -181,38 +209,88 @@ Status TrialRunner::OnResult(const std::string& trial_id, int64_t attempt, int64
   metrics[rk::kExperimentTag] = t->experiment_tag;
   metrics[rk::kDone] = metrics.contains(rk::kDone) && Truthy(metrics[rk::kDone]);
 
+  metrics[rk::kIterationsSinceRestore] = t->training_iteration - t->restored_iteration;
+  metrics[rk::kTimeSinceRestore] = t->time_total_s - t->restored_time_total_s;
+  if (auto note = exploit_notes_.find(t->index); note != exploit_notes_.end()) {
+    metrics["pbt_exploit"] = std::move(note->second);
+    exploit_notes_.erase(note);
+  }
+
+  if (Status valid = scheduler_->ValidateResult(metrics); !valid.ok()) {
+    t->last_result = metrics;
+    observer_.OnTrialResult(*t, t->last_result, "stop");
+    executor_.SendDecision(*t, seq, "stop");
+    LeaveRunning(*t, TrialStatus::kError, valid.message());
+    OnTrialErrored(*t, valid.message());
+    CheckFinished();
+    return Status::Ok();
+  }
+  in_result_ = t->index;
   Decision decision = scheduler_->OnTrialResult(*t, metrics);
+  in_result_ = -1;
   if (auto stop = StopperDecision(metrics)) decision = Combine(decision, *stop);
+  if (pause_requested_.erase(t->index) > 0) decision = Combine(decision, Decision::kPause);
+  std::optional<Exploit> exploit = std::move(deferred_exploit_);
+  deferred_exploit_.reset();
   if (decision == Decision::kStop) metrics[rk::kDone] = true;
   t->last_result = metrics;
-  observer_.OnTrialResult(*t, t->last_result, DecisionName(decision));
-  executor_.SendDecision(*t, seq, DecisionName(decision));
-  if (decision == Decision::kStop) {
+  const char* action = exploit ? "stop" : ActionFor(*t, decision);
+  observer_.OnTrialResult(*t, t->last_result, action);
+  executor_.SendDecision(*t, seq, action);
+  const bool saving = std::string_view(action) == "pause" || std::string_view(action) == "checkpoint_and_stop";
+  if (exploit && decision != Decision::kStop) {
+    LeaveRunning(*t, TrialStatus::kPending, "");
+    (void)ExploitTrial(t->trial_id, exploit->donor_trial_id, std::move(exploit->new_config));
+    pending_.insert(t->index);
+  } else if (decision == Decision::kStop) {
     scheduler_->OnTrialComplete(*t, t->last_result);
-    LeaveRunning(*t, TrialStatus::kTerminated, "");
+    LeaveRunning(*t, TrialStatus::kTerminated, "", /*stop_trainable=*/false, saving);
   } else if (decision == Decision::kPause) {
-    LeaveRunning(*t, TrialStatus::kPaused, "");
+    LeaveRunning(*t, TrialStatus::kPaused, "", /*stop_trainable=*/false, saving);
   }
   CheckFinished();
   return Status::Ok();
 }
 
-void TrialRunner::LeaveRunning(Trial& t, TrialStatus to, const std::string& error, bool stop_trainable) {
+const char* TrialRunner::ActionFor(Trial& t, Decision decision) {
+  const bool at_end = decision == Decision::kStop && options_.checkpoint_at_end;
+  const bool periodic = decision == Decision::kContinue && options_.checkpoint_freq > 0 &&
+                        t.training_iteration % options_.checkpoint_freq == 0;
+  const bool checkpoint = decision == Decision::kPause || at_end || periodic;
+  if (checkpoint) {
+    RequestedCheckpoint& r = requested_[t.index][t.training_iteration];
+    r.time_total_s = t.time_total_s;
+    std::string attr = options_.checkpoint_score_attr;
+    if (attr.rfind("min-", 0) == 0) attr = attr.substr(4);
+    auto it = attr.empty() ? t.last_result.end() : t.last_result.find(attr);
+    if (it != t.last_result.end() && it->is_number()) r.score = it->get<double>();
+  }
+  switch (decision) {
+    case Decision::kContinue: return checkpoint ? "checkpoint" : "continue";
+    case Decision::kPause: return "pause";
+    case Decision::kStop: return at_end ? "checkpoint_and_stop" : "stop";
+  }
+  return "continue";
+}
+
+void TrialRunner::LeaveRunning(Trial& t, TrialStatus to, const std::string& error, bool stop_trainable,
+                               bool saving) {
   t.status = to;
   t.error = error;
   --running_;
+  pause_requested_.erase(t.index);
   observer_.OnTrialStatus(t);
   if (stop_trainable) executor_.StopTrial(t);  // before the release: nothing else gets them first
-  executor_.ReleaseResources(t);
+  if (saving) {
+    saving_[t.index] = Saving{t.attempt, t.worker_id, false};  // released in OnTrialExited
+  } else {
+    executor_.ReleaseResources(t);
+  }
   t.worker_id.clear();
   t.gpu_ids.clear();
 }
 
-void TrialRunner::SetPending(Trial& t) {
-  t.training_iteration = 0;  // restarts from scratch (no checkpoint to restore yet)
-  t.time_total_s = 0;
-  pending_.insert(t.index);
-}
+void TrialRunner::SetPending(Trial& t) { pending_.insert(t.index); }
 
 void TrialRunner::HandleFailure(Trial& t, const std::string& error) {
   t.num_failures += 1;
@@ -223,15 +301,25 @@ void TrialRunner::HandleFailure(Trial& t, const std::string& error) {
     return;
   }
   LeaveRunning(t, TrialStatus::kError, error);
-  scheduler_->OnTrialError(t);
-  if (!options_.fail_fast.empty()) {
-    EndExperiment(ExperimentStatus::kError, fmt::format("trial {} errored (fail_fast): {}", t.trial_id, error));
-  }
+  OnTrialErrored(t, error);
 }
 
 void TrialRunner::OnTrialExited(const std::string& trial_id, int64_t attempt, bool ok, const std::string& error) {
   Trial* t = Find(trial_id);
-  if (t == nullptr || t->attempt != attempt || t->status != TrialStatus::kRunning) return;
+  if (t == nullptr || t->attempt != attempt) return;
+  if (auto it = saving_.find(t->index); it != saving_.end() && it->second.attempt == attempt) {
+    Trial released = *t;
+    released.worker_id = it->second.worker_id;
+    const bool requeue = it->second.requeue;
+    saving_.erase(it);
+    requested_.erase(t->index);
+    executor_.ReleaseResources(released);
+    if (!ok) t->error = "while saving its checkpoint: " + error;
+    if (requeue && t->status == TrialStatus::kPending) pending_.insert(t->index);
+    CheckFinished();
+    return;
+  }
+  if (t->status != TrialStatus::kRunning) return;
   if (ok) {
     scheduler_->OnTrialComplete(*t, t->last_result);
     LeaveRunning(*t, TrialStatus::kTerminated, "");
@@ -242,51 +330,16 @@ void TrialRunner::OnTrialExited(const std::string& trial_id, int64_t attempt, bo
 }
 
 void TrialRunner::OnWorkerLost(const std::string& worker_id) {
+  std::vector<std::pair<std::string, int64_t>> lost_saving;
+  for (const auto& [index, saving] : saving_) {
+    if (saving.worker_id == worker_id) lost_saving.emplace_back(trials_[size_t(index)].trial_id, saving.attempt);
+  }
+  for (const auto& [trial_id, attempt] : lost_saving) OnTrialExited(trial_id, attempt, false, "worker lost");
   for (Trial& t : trials_) {
     if (t.status != TrialStatus::kRunning || t.worker_id != worker_id) continue;
     LeaveRunning(t, TrialStatus::kPending, fmt::format("worker {} was lost", worker_id));
     SetPending(t);
   }
-}
-
-Result<std::string> TrialRunner::StopTrial(const std::string& trial_id) {
-  Trial* t = Find(trial_id);
-  if (t == nullptr) return Status::NotFound(fmt::format("no trial {}", trial_id));
-  if (tunebus::IsFinished(t->status)) {
-    return fmt::format("trial {} is already {}; nothing to do", trial_id, TrialStatusName(t->status));
-  }
-  const TrialStatus was = t->status;
-  if (was == TrialStatus::kRunning) {
-    scheduler_->OnTrialRemove(*t);
-    LeaveRunning(*t, TrialStatus::kTerminated, "", /*stop_trainable=*/true);
-  } else {
-    pending_.erase(t->index);
-    placing_.erase(t->index);  // a grant that still arrives is released in OnTrialPlaced
-    t->status = TrialStatus::kTerminated;
-    scheduler_->OnTrialRemove(*t);
-    observer_.OnTrialStatus(*t);
-  }
-  CheckFinished();
-  return fmt::format("trial {} stopped (was {})", trial_id, TrialStatusName(was));
-}
-
-void TrialRunner::StopUnfinished() {
-  for (Trial& t : trials_) {
-    if (t.status == TrialStatus::kRunning) {
-      LeaveRunning(t, TrialStatus::kTerminated, "", /*stop_trainable=*/true);
-    } else if (!tunebus::IsFinished(t.status)) {
-      t.status = TrialStatus::kTerminated;
-      observer_.OnTrialStatus(t);
-    }
-  }
-  pending_.clear();
-  placing_.clear();  // grants that still arrive are released in OnTrialPlaced
-}
-
-void TrialRunner::StopExperiment(const std::string& reason) {
-  if (IsFinished()) return;
-  StopUnfinished();
-  EndExperiment(ExperimentStatus::kStopped, reason);
 }
 
 void TrialRunner::EndExperiment(ExperimentStatus status, const std::string& reason) {
@@ -298,35 +351,14 @@ void TrialRunner::EndExperiment(ExperimentStatus status, const std::string& reas
 }
 
 void TrialRunner::CheckFinished() {
-  if (IsFinished() || search_alg_->HasNext() || !pending_.empty() || !placing_.empty() || running_ > 0) return;
+  if (IsFinished() || search_alg_->HasNext() || !pending_.empty() || !placing_.empty() || running_ > 0 ||
+      !saving_.empty()) {
+    return;
+  }
   for (const Trial& t : trials_) {
     if (t.status == TrialStatus::kPaused) return;  // waits for an unpause
   }
   EndExperiment(ExperimentStatus::kFinished, "all trials finished");
-}
-
-const Trial* TrialRunner::BestTrial() const {
-  if (options_.metric.empty()) return nullptr;
-  const Trial* best = nullptr;
-  double best_value = 0;
-  for (const Trial& t : trials_) {
-    if (!t.last_result.is_object()) continue;
-    auto it = t.last_result.find(options_.metric);
-    if (it == t.last_result.end() || !it->is_number()) continue;
-    const double v = it->get<double>();
-    const bool better = options_.mode == "min" ? v < best_value : v > best_value;
-    if (best == nullptr || better) {
-      best = &t;
-      best_value = v;
-    }
-  }
-  return best;
-}
-
-std::map<TrialStatus, int64_t> TrialRunner::CountByStatus() const {
-  std::map<TrialStatus, int64_t> counts;
-  for (const Trial& t : trials_) counts[t.status]++;
-  return counts;
 }
 
 }  // namespace tunebus

@@ -37,7 +37,16 @@ struct RunnerOptions {
   int64_t max_concurrent_trials = 0;         // 0 = unlimited
   int64_t max_failures = 0;                  // -1 = retry forever
   std::string fail_fast;                     // "" (off), "true" or "raise" (see ExperimentSpec)
+  bool queue_trials = false;                 // a trial that fits no worker waits (stays PENDING)
   Resources resources_per_trial;
+  // Checkpointing (Ray Tune's checkpoint_freq, checkpoint_at_end, keep_checkpoints_num,
+  // checkpoint_score_attr with its "min-" prefix).
+  int64_t checkpoint_freq = 0;
+  bool checkpoint_at_end = false;
+  int64_t keep_checkpoints_num = 0;  // 0 = keep all
+  std::string checkpoint_score_attr;
+  /// Every trial created by the search algorithm starts from this checkpoint (restore_from).
+  std::optional<CheckpointRef> restore_from;
 };
 
 enum class ExperimentStatus {
@@ -48,7 +57,7 @@ enum class ExperimentStatus {
 };
 const char* ExperimentStatusName(ExperimentStatus s);  // "RUNNING", "FINISHED", ...
 
-class TrialRunner {
+class TrialRunner final : public TrialSchedulerContext {
  public:
   TrialRunner(RunnerOptions options, std::unique_ptr<VariantGenerator> search_alg,
               std::unique_ptr<TrialScheduler> scheduler, TrialExecutor& executor,
@@ -71,16 +80,43 @@ class TrialRunner {
   Status OnResult(const std::string& trial_id, int64_t attempt, int64_t seq, nlohmann::json metrics,
                   double time_this_iter_s);
   /// The trainable of (trial_id, attempt) ended: ok = returned normally (TERMINATED), else a
-  /// failure with `error` (requeue or ERROR per max_failures).
+  /// failure with `error` (requeue or ERROR per max_failures). For an attempt that was saving a
+  /// checkpoint before pausing or stopping, this is when its resources are returned.
   void OnTrialExited(const std::string& trial_id, int64_t attempt, bool ok, const std::string& error);
+  /// The worker stored a checkpoint of (trial_id, attempt) holding `training_iteration`.
+  /// It joins trial.checkpoints; keep_checkpoints_num retention may delete older ones (the
+  /// newest is never deleted). Errors: NotFound; FailedPrecondition for a stale attempt or an
+  /// iteration that was never asked for.
+  Status OnCheckpointSaved(const std::string& trial_id, int64_t attempt,
+                           const std::string& checkpoint_id, int64_t training_iteration,
+                           int64_t size_bytes);
   /// A worker is gone: its RUNNING trials requeue (a worker loss does not count against
   /// max_failures, see DESIGN.md).
   void OnWorkerLost(const std::string& worker_id);
 
   // ---- control ----------------------------------------------------------------------------
-  /// Stops one trial (PENDING, RUNNING or PAUSED -> TERMINATED). Returns a message; NotFound
-  /// for an unknown id; a finished trial is a no-op with an OK message saying so.
-  Result<std::string> StopTrial(const std::string& trial_id);
+  /// Stops one trial (PENDING, RUNNING or PAUSED -> TERMINATED; Ray Tune's stop_trial: the
+  /// trial scheduler hears OnTrialRemove, or OnTrialComplete for a RUNNING one). NotFound for an
+  /// unknown id; a finished trial is a no-op with an OK status.
+  Status StopTrial(const std::string& trial_id) override;
+  /// Message for tunectl after StopTrial: "trial X stopped (was RUNNING)" or "... nothing to do".
+  Result<std::string> StopTrialByUser(const std::string& trial_id);
+  /// Pauses a trial (Ray Tune's pause_trial). PENDING -> PAUSED at once (no checkpoint);
+  /// RUNNING -> PAUSED at its next result, which is answered "pause": the worker saves a
+  /// checkpoint and stops the trainable, and its resources return when it has exited.
+  /// Returns a message. Errors: NotFound; FailedPrecondition for PAUSED or finished trials.
+  Result<std::string> PauseTrial(const std::string& trial_id);
+  /// PAUSED -> PENDING (Ray Tune's unpause_trial); it continues from its newest checkpoint.
+  Status UnpauseTrial(const std::string& trial_id) override;
+  /// Adds a trial with an explicit config (Ray Tune's add_trial). Returns it (PENDING).
+  /// Errors: InvalidArgument if config is not an object; FailedPrecondition once finished.
+  Result<const Trial*> AddTrial(nlohmann::json config);
+  /// Sets the resource request of a trial that is not RUNNING (nor being placed or saving).
+  /// Errors: NotFound; FailedPrecondition while RUNNING or finished.
+  Status SetTrialResources(const std::string& trial_id, const Resources& resources);
+  /// PBT's exploit, see TrialSchedulerContext::ExploitTrial.
+  Status ExploitTrial(const std::string& trial_id, const std::string& donor_trial_id,
+                      nlohmann::json new_config) override;
   /// Stops every unfinished trial; the experiment ends as STOPPED.
   void StopExperiment(const std::string& reason);
 
@@ -88,8 +124,9 @@ class TrialRunner {
   bool IsFinished() const { return status_ != ExperimentStatus::kRunning; }
   ExperimentStatus status() const { return status_; }
   const std::string& end_reason() const { return end_reason_; }
-  const std::vector<Trial>& trials() const { return trials_; }
-  const Trial* FindTrial(const std::string& trial_id) const;
+  const std::vector<Trial>& trials() const override { return trials_; }
+  const Trial* FindTrial(const std::string& trial_id) const override;
+  double NowS() const override { return now_s_(); }
   /// Total trials the experiment will have (-1 if unbounded).
   int64_t TotalTrials() const;
   /// The trial whose last result is best by metric/mode (Ray Tune's get_best_trial, scope
@@ -104,14 +141,40 @@ class TrialRunner {
   void MaybeAddTrials();
   void PlacePending();
   /// RUNNING -> `to`: observer first, then (if asked) stop the trainable, then release.
-  void LeaveRunning(Trial& trial, TrialStatus to, const std::string& error, bool stop_trainable = false);
+  /// `saving`: the trainable saves a checkpoint before it stops, so the attempt keeps its
+  /// resources until OnTrialExited (see saving_).
+  void LeaveRunning(Trial& trial, TrialStatus to, const std::string& error, bool stop_trainable = false,
+                    bool saving = false);
   void HandleFailure(Trial& trial, const std::string& error);
   void SetPending(Trial& trial);
+  Trial& NewTrial(nlohmann::json config, std::string tag);
+  /// The worker action for `decision` at the trial's current result, with checkpointing.
+  const char* ActionFor(Trial& trial, Decision decision);
+  void ApplyRetention(Trial& trial);
+  void AbortExperiment(const std::string& reason);  // fail_fast: raise
+  void OnTrialErrored(Trial& trial, const std::string& error);
   void CheckFinished();
   void StopUnfinished();
   void EndExperiment(ExperimentStatus status, const std::string& reason);
   std::optional<Decision> StopperDecision(const nlohmann::json& result) const;
-  int64_t InFlight() const { return int64_t(placing_.size()) + running_; }
+  int64_t InFlight() const { return int64_t(placing_.size() + saving_.size()) + running_; }
+
+  // A trainable that is saving a checkpoint before it stops (decision pause or
+  // checkpoint_and_stop): the trial already has its new status, the attempt keeps its resources
+  // until the worker reports the exit.
+  struct Saving {
+    int64_t attempt = 0;
+    std::string worker_id;
+    bool requeue = false;  // unpaused while saving: PENDING once it has exited
+  };
+  struct RequestedCheckpoint {
+    double time_total_s = 0;
+    std::optional<double> score;
+  };
+  struct Exploit {
+    std::string donor_trial_id;
+    nlohmann::json new_config;
+  };
 
   RunnerOptions options_;
   std::unique_ptr<VariantGenerator> search_alg_;
@@ -124,6 +187,13 @@ class TrialRunner {
   std::unordered_map<std::string, size_t> index_;  // trial_id -> position in trials_
   std::set<int64_t> pending_;                      // indices of PENDING trials not being placed
   std::set<int64_t> placing_;                      // indices with a placement in flight
+  std::map<int64_t, Saving> saving_;               // index -> attempt saving before it stops
+  std::set<int64_t> pause_requested_;              // RUNNING, pause at the next result
+  // index -> training_iteration -> what the checkpoint asked at that result will hold.
+  std::map<int64_t, std::map<int64_t, RequestedCheckpoint>> requested_;
+  int64_t in_result_ = -1;                   // index whose OnTrialResult is running
+  std::optional<Exploit> deferred_exploit_;  // ExploitTrial on `in_result_`
+  std::map<int64_t, nlohmann::json> exploit_notes_;  // index -> "pbt_exploit" for its next result
   int64_t running_ = 0;
   double start_s_ = 0;
   ExperimentStatus status_ = ExperimentStatus::kRunning;

@@ -4,6 +4,7 @@
 
 #include "libs/tune/trial_runner.hpp"
 #include "proto/resources.hpp"
+#include "proto/store.hpp"
 #include "proto/worker.hpp"
 
 namespace tunebus {
@@ -14,9 +15,17 @@ constexpr bus::Duration kStartRetry{200};
 constexpr bus::Duration kRmRetry{1000};
 }  // namespace
 
-BusExecutor::BusExecutor(bus::EventLoop& loop, bus::RequestClient& rm, zmq::socket_t& workers,
-                         journal::JournalWriter& journal, const ExperimentSpec& spec, std::string experiment_dir)
-    : loop_(loop), rm_(rm), workers_(workers), journal_(journal), spec_(spec), experiment_dir_(std::move(experiment_dir)) {}
+BusExecutor::BusExecutor(bus::EventLoop& loop, bus::RequestClient& rm, bus::RequestClient& store,
+                         zmq::socket_t& workers, journal::JournalWriter& journal, const ExperimentSpec& spec,
+                         std::string experiment_dir, std::string journal_name)
+    : loop_(loop),
+      rm_(rm),
+      store_(store),
+      workers_(workers),
+      journal_(journal),
+      spec_(spec),
+      experiment_dir_(std::move(experiment_dir)),
+      journal_name_(std::move(journal_name)) {}
 
 void BusExecutor::PlaceTrial(const Trial& trial, int64_t attempt) {
   proto::Allocate req;
@@ -63,6 +72,8 @@ void BusExecutor::LaunchTrial(const Trial& trial) {
   msg.trial_dir = experiment_dir_ + "/" + trial.DirName();
   msg.gpu_ids = trial.gpu_ids;
   msg.start_iteration = trial.training_iteration;
+  msg.restore_checkpoint_id = trial.restored_checkpoint_id;
+  msg.checkpoint_prefix = journal_name_ + "/" + trial.trial_id + "/";
   journal_.AfterDurable([this, worker = trial.worker_id, payload = proto::Encode(msg), trial]() mutable {
     SendStart(worker, std::move(payload), trial, kStartTries);
   });
@@ -107,6 +118,16 @@ void BusExecutor::ReleaseResources(const Trial& trial) {
     rm_.Request(req, [this, trial_id = req.trial_id](Result<proto::Decoded> reply) {
       if (!reply.ok()) spdlog::warn("Release of {} failed: {}", trial_id, reply.status().ToString());
       blocked_ = false;
+    });
+  });
+}
+
+void BusExecutor::DeleteCheckpoint(const std::string& checkpoint_id) {
+  proto::CheckpointDelete req;
+  req.checkpoint_id = checkpoint_id;
+  journal_.AfterDurable([this, req] {
+    store_.Request(req, [id = req.checkpoint_id](Result<proto::Decoded> reply) {
+      if (!reply.ok()) spdlog::warn("Deleting checkpoint {} failed: {}", id, reply.status().ToString());
     });
   });
 }

@@ -26,8 +26,11 @@ class TrialRunner;
 
 class BusExecutor final : public TrialExecutor {
  public:
-  BusExecutor(bus::EventLoop& loop, bus::RequestClient& rm, zmq::socket_t& workers,
-              journal::JournalWriter& journal, const ExperimentSpec& spec, std::string experiment_dir);
+  /// `store` serves checkpoint deletes; checkpoints of trial T are stored as
+  /// "<journal_name>/<T>/...".
+  BusExecutor(bus::EventLoop& loop, bus::RequestClient& rm, bus::RequestClient& store,
+              zmq::socket_t& workers, journal::JournalWriter& journal, const ExperimentSpec& spec,
+              std::string experiment_dir, std::string journal_name);
 
   void set_runner(TrialRunner* runner) { runner_ = runner; }
   /// Something was freed in the cluster: placement may be tried again.
@@ -41,16 +44,19 @@ class BusExecutor final : public TrialExecutor {
   void SendDecision(const Trial& trial, int64_t seq, const char* action) override;
   void StopTrial(const Trial& trial) override;
   void ReleaseResources(const Trial& trial) override;
+  void DeleteCheckpoint(const std::string& checkpoint_id) override;
 
  private:
   void SendStart(const std::string& worker_id, std::string payload, const Trial& trial, int tries_left);
 
   bus::EventLoop& loop_;
   bus::RequestClient& rm_;
+  bus::RequestClient& store_;
   zmq::socket_t& workers_;
   journal::JournalWriter& journal_;
   const ExperimentSpec& spec_;
   std::string experiment_dir_;
+  std::string journal_name_;
   TrialRunner* runner_ = nullptr;
   std::function<void(const Trial&)> on_unreachable_;
   bool blocked_ = false;

@@ -123,6 +123,24 @@ void ExperimentRecorder::OnTrialStatus(const Trial& t) {
   Publish("trial_status", &t, TrialToJson(t, experiment_dir_));
 }
 
+void ExperimentRecorder::OnCheckpointSaved(const Trial& t, const CheckpointRef& ref) {
+  journal_.Append(journal::CheckpointSavedRecord(t, ref));
+  Publish("checkpoint_saved", &t, CheckpointToJson(ref));
+}
+
+void ExperimentRecorder::OnCheckpointDeleted(const Trial& t, const std::string& checkpoint_id) {
+  journal_.Append(journal::CheckpointDeletedRecord(t, checkpoint_id));
+}
+
+void ExperimentRecorder::OnTrialUpdated(const Trial& t, const json& change) {
+  journal_.Append(journal::TrialUpdated(t, change));
+  if (change.contains("pbt_exploit")) {
+    std::ofstream params(TrialDir(t) + "/params.json", std::ios::trunc);
+    params << t.config.dump(2) << "\n";
+  }
+  Publish("trial_updated", &t, TrialToJson(t, experiment_dir_));
+}
+
 void ExperimentRecorder::OnSearcherState(const json& state) { journal_.Append(journal::SearcherState(state)); }
 
 void ExperimentRecorder::OnExperimentEnded(const std::string& status, const std::string& reason) {

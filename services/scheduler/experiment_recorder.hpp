@@ -37,6 +37,9 @@ class ExperimentRecorder final : public RunnerObserver {
   void OnTrialStarted(const Trial& trial) override;
   void OnTrialResult(const Trial& trial, const nlohmann::json& result, const char* decision) override;
   void OnTrialStatus(const Trial& trial) override;
+  void OnCheckpointSaved(const Trial& trial, const CheckpointRef& ref) override;
+  void OnCheckpointDeleted(const Trial& trial, const std::string& checkpoint_id) override;
+  void OnTrialUpdated(const Trial& trial, const nlohmann::json& change) override;
   void OnSearcherState(const nlohmann::json& state) override;
   void OnExperimentEnded(const std::string& status, const std::string& reason) override;
 

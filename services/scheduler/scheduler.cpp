@@ -106,6 +106,8 @@ void Scheduler::OnWorkerReadable() {
       HandleReportResult(peer, *d);
     } else if (d->type() == proto::TrialExited::kType) {
       HandleTrialExited(peer, *d);
+    } else if (d->type() == proto::CheckpointSaved::kType) {
+      HandleCheckpointSaved(peer, *d);
     } else if (d->type() == proto::WorkerHeartbeat::kType) {
       // liveness is the resource-manager's job; the timestamp above is enough here
     } else {

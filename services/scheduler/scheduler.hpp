@@ -14,6 +14,7 @@
 
 #include <cstdint>
 #include <map>
+#include <optional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -25,6 +26,9 @@
 #include "libs/bus/request_client.hpp"
 #include "libs/bus/socket.hpp"
 #include "libs/core/status.hpp"
+#include "libs/core/trial.hpp"
+#include "libs/spec/experiment_spec.hpp"
+#include "proto/control.hpp"
 
 namespace tunebus {
 
@@ -73,6 +77,13 @@ class Scheduler {
 
   // control handlers (scheduler_control.cpp): each answers `in` exactly once
   void HandleSubmit(const bus::Incoming& in, const proto::Decoded& d);
+  void StartExperiment(const bus::Incoming& in, uint64_t id, const proto::SubmitExperiment& msg,
+                       ExperimentSpec spec, std::optional<CheckpointRef> restore_from);
+  void HandlePauseTrial(const bus::Incoming& in, const proto::Decoded& d);
+  void HandleResumeTrial(const bus::Incoming& in, const proto::Decoded& d);
+  void HandleAddTrial(const bus::Incoming& in, const proto::Decoded& d);
+  void HandleSetTrialResources(const bus::Incoming& in, const proto::Decoded& d);
+  void HandleCheckpointSaved(const std::string& peer, const proto::Decoded& d);
   void HandleListTrials(const bus::Incoming& in, const proto::Decoded& d);
   void HandleShowTrial(const bus::Incoming& in, const proto::Decoded& d);
   void HandleStopTrial(const bus::Incoming& in, const proto::Decoded& d);
@@ -86,6 +97,7 @@ class Scheduler {
   zmq::context_t& ctx_;
   SchedulerOptions options_;
   State state_ = State::kIdle;
+  bool submitting_ = false;  // a submission waits for the checkpoint-store (restore_from)
   bus::EventLoop loop_;
   zmq::socket_t control_;
   zmq::socket_t workers_;

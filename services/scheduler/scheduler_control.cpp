@@ -9,6 +9,7 @@
 #include "libs/journal/records.hpp"
 #include "proto/control.hpp"
 #include "proto/resources.hpp"
+#include "proto/store.hpp"
 #include "services/scheduler/experiment.hpp"
 #include "services/scheduler/trial_json.hpp"
 
@@ -75,6 +76,14 @@ void Scheduler::OnControlReadable() {
       HandleGetExperiment(in, *d);
     } else if (type == proto::ListWorkers::kType) {
       HandleListWorkers(in, *d);
+    } else if (type == proto::PauseTrialCommand::kType) {
+      HandlePauseTrial(in, *d);
+    } else if (type == proto::ResumeTrialCommand::kType) {
+      HandleResumeTrial(in, *d);
+    } else if (type == proto::AddTrialCommand::kType) {
+      HandleAddTrial(in, *d);
+    } else if (type == proto::SetTrialResourcesCommand::kType) {
+      HandleSetTrialResources(in, *d);
     } else {
       ReplyError(in, d->id(), type, Status::InvalidArgument("unknown control request type '" + type + "'"));
     }
@@ -84,20 +93,53 @@ void Scheduler::OnControlReadable() {
 void Scheduler::HandleSubmit(const bus::Incoming& in, const proto::Decoded& d) {
   auto msg = d.As<proto::SubmitExperiment>();
   if (!msg.ok()) return ReplyError(in, d.id(), d.type(), msg.status());
-  if (state_ == State::kRunning) {
+  if (state_ == State::kRunning || submitting_) {
     return ReplyError(in, d.id(), d.type(),
-                      Status::FailedPrecondition(fmt::format("experiment {} is still running; stop it first",
-                                                             Current()->spec.name)));
+                      Status::FailedPrecondition(submitting_ ? std::string("another experiment is being submitted")
+                                                             : fmt::format("experiment {} is still running; stop it first",
+                                                                           Current()->spec.name)));
   }
   auto spec = ParseExperimentYaml(msg->spec_yaml, msg->base_dir, msg->source_name);
   if (!spec.ok()) return ReplyError(in, d.id(), d.type(), spec.status());
+  if (spec->restore_from.empty()) return StartExperiment(in, d.id(), *msg, std::move(*spec), std::nullopt);
+  // restore_from: learn the checkpoint's training_iteration from the store first.
+  proto::CheckpointList list;
+  list.prefix = spec->restore_from;
+  submitting_ = true;
+  store_->Request(list, [this, route = in.route, id = d.id(), type = d.type(), msg = *msg,
+                         spec = std::move(*spec)](Result<proto::Decoded> reply) mutable {
+    submitting_ = false;
+    bus::Incoming back;
+    back.route = route;
+    auto listed = reply.ok() ? reply->As<proto::CheckpointListReply>() : Result<proto::CheckpointListReply>(reply.status());
+    if (!listed.ok()) return ReplyError(back, id, type, listed.status());
+    for (const proto::CheckpointInfo& info : listed->checkpoints) {
+      if (info.checkpoint_id != spec.restore_from) continue;
+      json meta = json::parse(info.metadata_json, nullptr, /*allow_exceptions=*/false);
+      CheckpointRef ref;
+      ref.checkpoint_id = info.checkpoint_id;
+      ref.size_bytes = int64_t(info.size_bytes);
+      if (meta.is_object()) {
+        ref.training_iteration = meta.value("training_iteration", int64_t(0));
+        ref.time_total_s = meta.value("time_total_s", 0.0);
+      }
+      return StartExperiment(back, id, msg, std::move(spec), ref);
+    }
+    ReplyError(back, id, type, Status::NotFound("restore_from: no checkpoint '" + spec.restore_from + "' in the checkpoint-store"));
+  });
+}
+
+void Scheduler::StartExperiment(const bus::Incoming& in, uint64_t id, const proto::SubmitExperiment& msg,
+                                ExperimentSpec spec_in, std::optional<CheckpointRef> restore_from) {
+  const std::string type = proto::SubmitExperiment::kType;
+  auto spec = &spec_in;
   auto scheduler = MakeTrialScheduler(spec->scheduler, spec->scheduler_config, spec->metric, spec->mode);
-  if (!scheduler.ok()) return ReplyError(in, d.id(), d.type(), scheduler.status());
+  if (!scheduler.ok()) return ReplyError(in, id, type, scheduler.status());
   auto resources = Resources::FromAmounts(spec->resources_per_trial);
-  if (!resources.ok()) return ReplyError(in, d.id(), d.type(), resources.status());
+  if (!resources.ok()) return ReplyError(in, id, type, resources.status());
 
   auto e = std::make_unique<Experiment>();
-  e->spec = std::move(*spec);
+  e->spec = std::move(spec_in);
   std::random_device rd;
   e->experiment_id = fmt::format("{:05x}", rd() & 0xfffff);
   e->journal_name = e->spec.name + "-" + e->experiment_id;
@@ -105,10 +147,11 @@ void Scheduler::HandleSubmit(const bus::Incoming& in, const proto::Decoded& d) {
   e->started = bus::Clock::now();
   const uint64_t seed = e->spec.seed.value_or((uint64_t(rd()) << 32) | rd());
   e->journal = std::make_unique<journal::JournalWriter>(loop_, *store_, e->journal_name);
-  e->journal->Append(journal::ExperimentSubmitted(e->experiment_id, msg->spec_yaml, msg->base_dir, msg->source_name,
+  e->journal->Append(journal::ExperimentSubmitted(e->experiment_id, msg.spec_yaml, msg.base_dir, msg.source_name,
                                                   seed, WallSeconds()));
   e->recorder = std::make_unique<ExperimentRecorder>(e->spec.name, e->experiment_dir, *e->journal, events_);
-  e->executor = std::make_unique<BusExecutor>(loop_, *rm_, workers_, *e->journal, e->spec, e->experiment_dir);
+  e->executor = std::make_unique<BusExecutor>(loop_, *rm_, *store_, workers_, *e->journal, e->spec,
+                                              e->experiment_dir, e->journal_name);
 
   RunnerOptions ro;
   ro.experiment_id = e->experiment_id;
@@ -119,7 +162,13 @@ void Scheduler::HandleSubmit(const bus::Incoming& in, const proto::Decoded& d) {
   ro.max_concurrent_trials = e->spec.max_concurrent_trials;
   ro.max_failures = e->spec.max_failures;
   ro.fail_fast = e->spec.fail_fast;  // "", "true" or "raise"
+  ro.queue_trials = e->spec.queue_trials;
   ro.resources_per_trial = *resources;
+  ro.checkpoint_freq = e->spec.checkpoint_freq;
+  ro.checkpoint_at_end = e->spec.checkpoint_at_end;
+  ro.keep_checkpoints_num = e->spec.keep_checkpoints_num;
+  ro.checkpoint_score_attr = e->spec.checkpoint_score_attr;
+  ro.restore_from = std::move(restore_from);
   auto generator = std::make_unique<VariantGenerator>(e->spec.param_space, e->spec.num_samples, seed);
   e->runner = std::make_unique<TrialRunner>(std::move(ro), std::move(generator), std::move(*scheduler), *e->executor,
                                             *e->recorder, WallSeconds);
@@ -134,7 +183,7 @@ void Scheduler::HandleSubmit(const bus::Incoming& in, const proto::Decoded& d) {
   spdlog::info("Experiment {} ({} trials{}) submitted; journal {}", raw->spec.name, raw->runner->TotalTrials(),
                raw->spec.seed ? fmt::format(", seed {}", seed) : "", raw->journal_name);
   raw->runner->Step();
-  ReplyJson(in, d.id(), ExperimentToJson(raw->spec.name, *raw->runner, raw->experiment_dir, 0));
+  ReplyJson(in, id, ExperimentToJson(raw->spec.name, *raw->runner, raw->experiment_dir, 0));
 }
 
 void Scheduler::HandleListTrials(const bus::Incoming& in, const proto::Decoded& d) {
@@ -168,7 +217,7 @@ void Scheduler::HandleStopTrial(const bus::Incoming& in, const proto::Decoded& d
   if (!msg.ok()) return ReplyError(in, d.id(), d.type(), msg.status());
   Experiment* e = Current();
   if (e == nullptr) return ReplyError(in, d.id(), d.type(), Status::NotFound("no trial " + msg->trial_id));
-  auto r = e->runner->StopTrial(msg->trial_id);
+  auto r = e->runner->StopTrialByUser(msg->trial_id);
   if (!r.ok()) return ReplyError(in, d.id(), d.type(), r.status());
   const Trial* t = e->runner->FindTrial(msg->trial_id);
   ReplyJson(in, d.id(), {{"trial_id", msg->trial_id}, {"status", TrialStatusName(t->status)}, {"message", *r}});

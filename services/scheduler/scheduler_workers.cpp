@@ -62,9 +62,9 @@ void Scheduler::HandleTrialExited(const std::string& peer, const proto::Decoded&
   Experiment* e = Current();
   if (e == nullptr) return;
   const Trial* t = e->runner->FindTrial(msg->trial_id);
-  if (t == nullptr || t->attempt != msg->attempt || t->status != TrialStatus::kRunning) return;
+  if (t == nullptr || t->attempt != msg->attempt) return;
   const bool ok = msg->ok || msg->stopped;
-  if (!ok) {
+  if (!ok && t->status == TrialStatus::kRunning) {
     std::string text = msg->error;
     if (!msg->stderr_tail.empty()) text += "\n--- stderr (tail) ---\n" + msg->stderr_tail;
     e->recorder->WriteErrorFile(*t, text);

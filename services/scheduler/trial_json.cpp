@@ -4,7 +4,17 @@ namespace tunebus {
 
 using nlohmann::json;
 
+json CheckpointToJson(const CheckpointRef& c) {
+  return {{"checkpoint_id", c.checkpoint_id},
+          {"training_iteration", c.training_iteration},
+          {"time_total_s", c.time_total_s},
+          {"score", c.score ? json(*c.score) : json(nullptr)},
+          {"size_bytes", c.size_bytes}};
+}
+
 json TrialToJson(const Trial& t, const std::string& experiment_dir) {
+  json checkpoints = json::array();
+  for (const CheckpointRef& c : t.checkpoints) checkpoints.push_back(CheckpointToJson(c));
   return {{"trial_id", t.trial_id},
           {"status", TrialStatusName(t.status)},
           {"config", t.config},
@@ -18,6 +28,8 @@ json TrialToJson(const Trial& t, const std::string& experiment_dir) {
           {"training_iteration", t.training_iteration},
           {"time_total_s", t.time_total_s},
           {"attempt", t.attempt},
+          {"checkpoints", std::move(checkpoints)},
+          {"restored_checkpoint_id", t.restored_checkpoint_id.empty() ? json(nullptr) : json(t.restored_checkpoint_id)},
           {"dir", experiment_dir + "/" + t.DirName()}};
 }
 

@@ -9,8 +9,13 @@
 
 namespace tunebus {
 
+/// {"checkpoint_id", "training_iteration", "time_total_s" (seconds), "score" (number or null),
+///  "size_bytes"}
+nlohmann::json CheckpointToJson(const CheckpointRef& checkpoint);
+
 /// {"trial_id", "status", "config", "last_result", "num_failures", "resources", "worker",
-///  "error", "experiment_tag", "training_iteration", "time_total_s", "attempt", "dir"}
+///  "error", "experiment_tag", "training_iteration", "time_total_s", "attempt",
+///  "checkpoints": [checkpoint objects, oldest first], "restored_checkpoint_id", "dir"}
 nlohmann::json TrialToJson(const Trial& trial, const std::string& experiment_dir);
 
 /// {"name", "experiment_id", "status", "reason", "counts": {STATUS: n}, "total", "finished",

@@ -61,17 +61,21 @@ Result<std::unique_ptr<TrialWorker>> TrialWorker::Create(zmq::context_t& ctx,
   if (!scheduler.ok()) return scheduler.status();
   auto rm = bus::Connect(ctx, zmq::socket_type::dealer, options.rm_endpoint, options.worker_id);
   if (!rm.ok()) return rm.status();
-  return std::unique_ptr<TrialWorker>(new TrialWorker(std::move(options), std::move(hostname),
-                                                      std::move(scheduler).value(),
-                                                      std::move(rm).value()));
+  auto store = bus::Connect(ctx, zmq::socket_type::dealer, options.store_endpoint);
+  if (!store.ok()) return store.status();
+  return std::unique_ptr<TrialWorker>(new TrialWorker(
+      std::move(options), std::move(hostname), std::move(scheduler).value(),
+      std::move(rm).value(), std::move(store).value()));
 }
 
 TrialWorker::TrialWorker(TrialWorkerOptions options, std::string hostname, zmq::socket_t scheduler,
-                         zmq::socket_t rm)
+                         zmq::socket_t rm, zmq::socket_t store)
     : options_(std::move(options)),
       hostname_(std::move(hostname)),
       scheduler_(std::move(scheduler)) {
   rm_ = std::make_unique<bus::RequestClient>(loop_, std::move(rm), "resource-manager");
+  store_ = std::make_unique<bus::RequestClient>(loop_, std::move(store), "checkpoint-store");
+  transfer_ = std::make_unique<CheckpointTransfer>(loop_, *store_);
   rm_->SetUnsolicitedHandler([this](const proto::Decoded& msg) {
     auto err = msg.type() == proto::ErrorReply::kType ? msg.As<proto::ErrorReply>()
                                                       : Result<proto::ErrorReply>(Status::NotFound(""));
@@ -133,6 +137,7 @@ void TrialWorker::SendToScheduler(const M& message) {
 }
 template void TrialWorker::SendToScheduler(const proto::ReportResult&);
 template void TrialWorker::SendToScheduler(const proto::TrialExited&);
+template void TrialWorker::SendToScheduler(const proto::CheckpointSaved&);
 
 void TrialWorker::OnHeartbeat() {
   if (state_ == State::kShutDown) return;

@@ -36,6 +36,7 @@
 #include "libs/core/status.hpp"
 #include "libs/trainable/trainable.hpp"
 #include "proto/worker.hpp"
+#include "services/trial-worker/checkpoint_transfer.hpp"
 
 namespace tunebus {
 
@@ -43,7 +44,7 @@ struct TrialWorkerOptions {
   std::string worker_id;                                    // "" = "<hostname>-<pid>"
   std::string scheduler_endpoint = "tcp://127.0.0.1:5559";  // the scheduler's worker socket
   std::string rm_endpoint = "tcp://127.0.0.1:5556";
-  std::string store_endpoint = "tcp://127.0.0.1:5557";  // checkpoint-store; not used yet
+  std::string store_endpoint = "tcp://127.0.0.1:5557";  // checkpoint-store (checkpoints)
   double cpus = std::thread::hardware_concurrency() > 0 ? std::thread::hardware_concurrency() : 1;
   int64_t gpus = 0;                      // whole GPUs offered, ids "0" .. "gpus-1"
   int64_t memory_bytes = 0;              // 0 = memory not offered
@@ -96,13 +97,20 @@ class TrialWorker {
     bool stop_requested = false;
     bool silent = false;  // stale: exit without telling the scheduler
     bus::EventLoop::TimerId kill_timer = 0;
+    int64_t start_iteration = 0;    // training_iteration the attempt started from
+    std::string trial_dir;
+    std::string checkpoint_prefix;  // from StartTrial
+    int64_t capture_iteration = 0;  // > 0: a checkpoint was asked at this iteration
+    bool stop_after_capture = false;  // "pause" / "checkpoint_and_stop"
+    int uploads = 0;                  // checkpoint uploads in flight
+    bool exit_deferred = false;       // TrialExited waits for the uploads
     std::map<int64_t, proto::ReportResult> unacked;  // seq -> result
     proto::TrialExited exited;  // valid in kExited (resent after re-registration)
   };
   using RunKey = std::pair<std::string, int64_t>;  // (trial_id, attempt)
 
   TrialWorker(TrialWorkerOptions options, std::string hostname, zmq::socket_t scheduler,
-              zmq::socket_t rm);
+              zmq::socket_t rm, zmq::socket_t store);
 
   // Registration and heartbeats (trial_worker.cpp).
   void OnHeartbeat();
@@ -121,6 +129,9 @@ class TrialWorker {
   void HandleStartTrial(const proto::Decoded& msg);
   void HandleDecision(const proto::Decoded& msg);
   void HandleStopTrial(const proto::Decoded& msg);
+  void StartRun(const proto::StartTrial& start, nlohmann::json config, std::string restore_dir);
+  /// Moves the trainable's finished checkpoint aside and uploads it (checkpoints below).
+  void CaptureCheckpoint(TrialRun& run);
   void FailStart(const proto::StartTrial& start, const std::string& error);
   void BeginStopping(TrialRun& run, const std::string& why);
   void KillStale(TrialRun& run, const std::string& why);
@@ -137,6 +148,9 @@ class TrialWorker {
   bus::EventLoop loop_;
   zmq::socket_t scheduler_;
   std::unique_ptr<bus::RequestClient> rm_;
+  std::unique_ptr<bus::RequestClient> store_;
+  std::unique_ptr<CheckpointTransfer> transfer_;
+  std::map<RunKey, bool> restoring_;  // starts waiting for their checkpoint -> cancelled
   State state_ = State::kRegistering;
   bool rm_registered_ = false;
   bool rm_request_in_flight_ = false;

@@ -88,6 +88,41 @@ void TrialWorker::HandleStartTrial(const proto::Decoded& msg) {
   if (ec)
     return FailStart(*start,
                      fmt::format("cannot create trial dir {}: {}", start->trial_dir, ec.message()));
+  const RunKey key{start->trial_id, start->attempt};
+  if (start->restore_checkpoint_id.empty()) return StartRun(*start, std::move(config), "");
+  // Restore first: fetch the checkpoint (saved on any worker) into the trial dir.
+  const std::string restore_dir = fmt::format("{}/restore_a{}", start->trial_dir, start->attempt);
+  std::error_code rm_ec;
+  fs::remove_all(restore_dir, rm_ec);
+  restoring_[key] = false;
+  spdlog::info("Trial {} attempt {}: restoring checkpoint {}", key.first, key.second,
+               start->restore_checkpoint_id);
+  transfer_->Download(start->restore_checkpoint_id, restore_dir,
+                      [this, key, start = *start, config = std::move(config),
+                       restore_dir](Result<int64_t> bytes) mutable {
+                        const bool cancelled = restoring_[key];
+                        restoring_.erase(key);
+                        if (cancelled || state_ == State::kShutDown) {
+                          proto::TrialExited exited;
+                          exited.trial_id = key.first;
+                          exited.attempt = key.second;
+                          exited.stopped = true;
+                          if (state_ != State::kShutDown) SendToScheduler(exited);
+                          return;
+                        }
+                        if (!bytes.ok()) {
+                          return FailStart(start, fmt::format("cannot restore checkpoint {}: {}",
+                                                              start.restore_checkpoint_id,
+                                                              bytes.status().message()));
+                        }
+                        StartRun(start, std::move(config), restore_dir);
+                      });
+}
+
+void TrialWorker::StartRun(const proto::StartTrial& start_msg, nlohmann::json config,
+                           std::string restore_dir) {
+  const proto::StartTrial* start = &start_msg;
+  const proto::TrainableDef& def = start->trainable;
   trainable::TrainableDef tdef;
   tdef.command = def.command;
   tdef.builtin = def.builtin;
@@ -101,6 +136,7 @@ void TrialWorker::HandleStartTrial(const proto::Decoded& msg) {
   setup.trial_dir = start->trial_dir;
   setup.gpu_ids = start->gpu_ids;
   setup.start_iteration = start->start_iteration;
+  setup.restore_dir = std::move(restore_dir);
   auto made = trainable::MakeTrainable(tdef, std::move(setup));
   if (!made.ok()) return FailStart(*start, made.status().message());
   if (Status s = (*made)->Start(); !s.ok()) return FailStart(*start, s.message());
@@ -109,6 +145,9 @@ void TrialWorker::HandleStartTrial(const proto::Decoded& msg) {
   run->trial_id = start->trial_id;
   run->attempt = start->attempt;
   run->trainable = std::move(made).value();
+  run->start_iteration = start->start_iteration;
+  run->trial_dir = start->trial_dir;
+  run->checkpoint_prefix = start->checkpoint_prefix;
   const RunKey key{start->trial_id, start->attempt};
   TrialRun& ref = *run;
   runs_[key] = std::move(run);
@@ -139,8 +178,9 @@ void TrialWorker::HandleDecision(const proto::Decoded& msg) {
                  d->trial_id, d->attempt, d->seq, run->last_seq);
     return;
   }
-  const bool pause = d->action == "pause";
-  auto action = pause ? Result<Action>(Action::kStop) : trainable::ParseAction(d->action);
+  // "pause" and "checkpoint_and_stop": the trainable saves a checkpoint, then stops.
+  const bool save_then_stop = d->action == "pause" || d->action == "checkpoint_and_stop";
+  auto action = save_then_stop ? Result<Action>(Action::kCheckpoint) : trainable::ParseAction(d->action);
   if (!action.ok()) {
     spdlog::warn("Dropping Decision for {} attempt {} seq {}: {}", d->trial_id, d->attempt, d->seq,
                  action.status().message());
@@ -155,9 +195,11 @@ void TrialWorker::HandleDecision(const proto::Decoded& msg) {
   if (d->seq > run->answered_seq && run->phase == TrialRun::Phase::kRunning) {
     const int64_t answers = d->seq - run->answered_seq;
     run->answered_seq = d->seq;
+    if (*action == Action::kCheckpoint) {
+      run->capture_iteration = run->start_iteration + d->seq;
+      run->stop_after_capture = save_then_stop;
+    }
     if (*action == Action::kStop) {
-      if (pause)
-        spdlog::info("Trial {} attempt {}: pause is delivered as stop", key.first, key.second);
       BeginStopping(*run, fmt::format("decision {} for seq {}", d->action, d->seq));
     } else {
       for (int64_t i = 0; i < answers && run->trainable->awaiting_decisions() > 0; ++i) {
@@ -178,6 +220,10 @@ void TrialWorker::HandleStopTrial(const proto::Decoded& msg) {
   auto req = msg.As<proto::StopTrialRequest>();
   if (!req.ok()) {
     spdlog::warn("Dropping StopTrialRequest: {}", req.status().ToString());
+    return;
+  }
+  if (auto r = restoring_.find(RunKey{req->trial_id, req->attempt}); r != restoring_.end()) {
+    r->second = true;  // cancelled: TrialExited(stopped) once the download ends
     return;
   }
   TrialRun* run = FindRun(req->trial_id, req->attempt);
@@ -265,6 +311,16 @@ void TrialWorker::AfterTrainableEvent(TrialRun& run) {
       break;
     }
     trainable::Report report = *t.TakeReport();
+    if (run.capture_iteration > 0) {
+      // The trainable saved before this report: the checkpoint is complete.
+      const bool stop = run.stop_after_capture;
+      CaptureCheckpoint(run);
+      if (stop) {  // paused or stopped at the checkpointed iteration: this report is not kept
+        BeginStopping(run, "checkpoint saved before stopping");
+        if (t.awaiting_decisions() > 0) (void)t.SendDecision(Action::kStop);
+        continue;
+      }
+    }
     proto::ReportResult result;
     result.trial_id = run.trial_id;
     result.attempt = run.attempt;
@@ -306,6 +362,11 @@ void TrialWorker::OnTrainableExited(TrialRun& run) {
   exited.last_seq = run.last_seq;
   run.phase = TrialRun::Phase::kExited;
   run.trainable.reset();
+  if (run.capture_iteration > 0 && !run.silent) CaptureCheckpoint(run);
+  if (run.uploads > 0) {
+    run.exit_deferred = true;  // sent once the checkpoint is stored (CheckpointSaved first)
+    return;
+  }
   if (run.silent) {
     spdlog::info("Stale trial {} attempt {} exited", run.trial_id, run.attempt);
     return;
@@ -317,6 +378,58 @@ void TrialWorker::OnTrainableExited(TrialRun& run) {
     spdlog::warn("Trial {} attempt {} failed: {}", run.trial_id, run.attempt, exited.error);
   }
   SendToScheduler(exited);
+}
+
+void TrialWorker::CaptureCheckpoint(TrialRun& run) {
+  const int64_t iteration = run.capture_iteration;
+  run.capture_iteration = 0;
+  run.stop_after_capture = false;
+  const fs::path tmp = fs::path(run.trial_dir) / "checkpoint_tmp";
+  std::error_code ec;
+  if (!fs::exists(tmp, ec) || fs::is_empty(tmp, ec)) {
+    spdlog::warn("Trial {} attempt {} was asked for a checkpoint at iteration {} but saved nothing in {}",
+                 run.trial_id, run.attempt, iteration, tmp.string());
+    return;
+  }
+  // Move it aside so the trainable can save the next one while this one uploads.
+  const fs::path saved = fs::path(run.trial_dir) / fmt::format("checkpoint_{:08d}", iteration);
+  fs::remove_all(saved, ec);
+  fs::rename(tmp, saved, ec);
+  if (ec) {
+    spdlog::warn("Trial {}: cannot move checkpoint {}: {}", run.trial_id, tmp.string(), ec.message());
+    return;
+  }
+  fs::create_directories(tmp, ec);
+  const std::string id = fmt::format("{}{:08d}-a{}", run.checkpoint_prefix, iteration, run.attempt);
+  nlohmann::json meta = {{"trial_id", run.trial_id}, {"attempt", run.attempt},
+                         {"training_iteration", iteration}, {"worker_id", options_.worker_id}};
+  ++run.uploads;
+  const RunKey key{run.trial_id, run.attempt};
+  transfer_->Upload(saved.string(), id, std::move(meta), [this, key, id, iteration, saved](Result<int64_t> bytes) {
+    std::error_code rm_ec;
+    fs::remove_all(saved, rm_ec);
+    if (bytes.ok()) {
+      proto::CheckpointSaved msg;
+      msg.trial_id = key.first;
+      msg.attempt = key.second;
+      msg.checkpoint_id = id;
+      msg.training_iteration = iteration;
+      msg.size_bytes = *bytes;
+      spdlog::info("Trial {} attempt {}: checkpoint {} stored ({} bytes)", key.first, key.second, id, *bytes);
+      SendToScheduler(msg);
+    } else {
+      spdlog::warn("Trial {} attempt {}: checkpoint {} was not stored: {}", key.first, key.second, id,
+                   bytes.status().ToString());
+    }
+    TrialRun* r = FindRun(key.first, key.second);
+    if (r == nullptr) return;
+    --r->uploads;
+    if (r->uploads == 0 && r->exit_deferred) {
+      r->exit_deferred = false;
+      if (!r->silent) SendToScheduler(r->exited);
+    }
+    EraseIfDone(key);
+  });
 }
 
 void TrialWorker::SyncFds(TrialRun& run) {
@@ -344,7 +457,7 @@ void TrialWorker::EraseIfDone(const RunKey& key) {
   auto it = runs_.find(key);
   if (it == runs_.end()) return;
   TrialRun& run = *it->second;
-  if (run.phase == TrialRun::Phase::kExited && run.unacked.empty()) runs_.erase(it);
+  if (run.phase == TrialRun::Phase::kExited && run.unacked.empty() && run.uploads == 0) runs_.erase(it);
 }
 
 }  // namespace tunebus

@@ -60,6 +60,10 @@ class FakeExecutor final : public TrialExecutor {
     stops.push_back(trial);
     log_.push_back("exec:stop " + KeyOf(trial.trial_id, trial.attempt));
   }
+  void DeleteCheckpoint(const std::string& checkpoint_id) override {
+    deleted_checkpoints.push_back(checkpoint_id);
+    log_.push_back("exec:delete_checkpoint " + checkpoint_id);
+  }
   void ReleaseResources(const Trial& trial) override {
     releases[{trial.trial_id, trial.attempt}] += 1;
     released.push_back(trial);
@@ -72,6 +76,7 @@ class FakeExecutor final : public TrialExecutor {
   std::vector<Trial> launches;
   std::vector<DecisionCall> decisions;
   std::vector<Trial> stops;
+  std::vector<std::string> deleted_checkpoints;
   std::map<AttemptKey, int> releases;
   std::vector<Trial> released;
 
@@ -534,8 +539,9 @@ TEST_F(TrialRunnerTest, MaxFailuresMinusOneRetriesForever) {
 }
 
 TEST_F(TrialRunnerTest, RequeueResetsTrainingIterationAndSeq) {
-  // After a failure the trial restarts from scratch: training_iteration and time_total_s
-  // restart, and the new attempt's seqs start at 1 again; num_results keeps counting.
+  // After a failure a trial without checkpoints restarts from scratch: training_iteration and
+  // time_total_s restart when it starts again, and the new attempt's seqs start at 1 again;
+  // num_results keeps counting.
   RunnerOptions o;
   o.max_failures = 1;
   Start(o, 1);
@@ -543,9 +549,9 @@ TEST_F(TrialRunnerTest, RequeueResetsTrainingIterationAndSeq) {
   ASSERT_TRUE(Report(0, 1, json::object(), 2.0).ok());
   ASSERT_TRUE(Report(0, 2, json::object(), 2.0).ok());
   Fail(0, "oom");
+  Run(0);
   EXPECT_EQ(T(0).training_iteration, 0);
   EXPECT_DOUBLE_EQ(T(0).time_total_s, 0.0);
-  Run(0);
   EXPECT_EQ(T(0).last_seq, 0);
   ASSERT_TRUE(Report(0, 1, json::object(), 0.5).ok());
   EXPECT_EQ(T(0).last_result["training_iteration"], 1);
@@ -740,7 +746,6 @@ TEST_F(TrialRunnerTest, WorkerLostRequeuesItsRunningTrialsWithoutCountingFailure
     EXPECT_NE(T(i).error.find("w1"), std::string::npos) << T(i).error;
     EXPECT_EQ(exec_.releases.at({Id(i), 1}), 1);
   }
-  EXPECT_EQ(T(0).training_iteration, 0);
   EXPECT_EQ(T(2).status, TrialStatus::kRunning);
   EXPECT_TRUE(exec_.stops.empty());
   runner_->OnWorkerLost("w1");  // again: nothing left there
@@ -766,7 +771,7 @@ TEST_F(TrialRunnerTest, StopPendingTrialTerminatesItWithoutExecutorCalls) {
   exec_.can_place = false;
   Start({}, 2);
   runner_->Step();
-  auto msg = runner_->StopTrial(Id(0));
+  auto msg = runner_->StopTrialByUser(Id(0));
   ASSERT_TRUE(msg.ok());
   EXPECT_NE(msg->find("PENDING"), std::string::npos) << *msg;
   EXPECT_EQ(T(0).status, TrialStatus::kTerminated);
@@ -785,7 +790,7 @@ TEST_F(TrialRunnerTest, StopRunningTrialStopsItOnItsWorkerAndReleasesOnce) {
   Start({}, 2);
   runner_->Step();
   Grant("w7");
-  auto msg = runner_->StopTrial(Id(0));
+  auto msg = runner_->StopTrialByUser(Id(0));
   ASSERT_TRUE(msg.ok());
   EXPECT_NE(msg->find("RUNNING"), std::string::npos) << *msg;
   EXPECT_EQ(T(0).status, TrialStatus::kTerminated);
@@ -807,12 +812,12 @@ TEST_F(TrialRunnerTest, StopFinishedTrialIsANoOpAndUnknownIsNotFound) {
   GrantAll();
   runner_->OnTrialExited(Id(0), 1, true, "");
   const size_t log_size = log_.size();
-  auto msg = runner_->StopTrial(Id(0));
+  auto msg = runner_->StopTrialByUser(Id(0));
   ASSERT_TRUE(msg.ok());
   EXPECT_NE(msg->find("already"), std::string::npos) << *msg;
   EXPECT_EQ(log_.size(), log_size);
   EXPECT_EQ(T(0).status, TrialStatus::kTerminated);
-  auto unknown = runner_->StopTrial("exp_12345");
+  auto unknown = runner_->StopTrialByUser("exp_12345");
   ASSERT_FALSE(unknown.ok());
   EXPECT_EQ(unknown.status().code(), StatusCode::kNotFound);
   EXPECT_EQ(log_.size(), log_size);
@@ -823,8 +828,8 @@ TEST_F(TrialRunnerTest, GrantArrivingAfterStopIsReleasedAtOnce) {
   // returned immediately and the trial is never launched. A deferral arriving late is ignored.
   Start({}, 3);
   runner_->Step();
-  ASSERT_TRUE(runner_->StopTrial(Id(0)).ok());
-  ASSERT_TRUE(runner_->StopTrial(Id(1)).ok());
+  ASSERT_TRUE(runner_->StopTrialByUser(Id(0)).ok());
+  ASSERT_TRUE(runner_->StopTrialByUser(Id(1)).ok());
   EXPECT_EQ(T(0).status, TrialStatus::kTerminated);
   Grant("w9");
   ASSERT_EQ(exec_.released.size(), 1u);
@@ -933,18 +938,21 @@ TEST_F(TrialRunnerTest, ExperimentFinishesWhenAllTrialsEnd) {
 }
 
 TEST_F(TrialRunnerTest, PausedTrialReleasesResourcesAndCanBeStopped) {
-  // A PAUSE decision checkpoints (worker side) and releases the resources: PAUSED keeps the
-  // experiment open until the trial is stopped.
+  // A PAUSE decision makes the trial PAUSED at once (as Ray's synchronous pause); the worker
+  // saves a checkpoint and stops the trainable, and only its exit returns the resources.
+  // PAUSED keeps the experiment open until the trial is stopped.
   Start({}, 1, std::make_unique<PausingScheduler>(std::set<std::string>{Id(0)}));
   Run(0);
   ASSERT_TRUE(Report(0, 1).ok());
   EXPECT_EQ(exec_.decisions.back().action, "pause");
   EXPECT_EQ(T(0).status, TrialStatus::kPaused);
+  EXPECT_EQ(exec_.releases.count({Id(0), 1}), 0u);  // still saving
+  runner_->OnTrialExited(Id(0), 1, true, "");
   EXPECT_EQ(exec_.releases.at({Id(0), 1}), 1);
   runner_->Step();
   EXPECT_FALSE(runner_->IsFinished());
   EXPECT_EQ(exec_.placements.size(), 1u);  // not placed again by itself
-  auto msg = runner_->StopTrial(Id(0));
+  auto msg = runner_->StopTrialByUser(Id(0));
   ASSERT_TRUE(msg.ok());
   EXPECT_NE(msg->find("PAUSED"), std::string::npos) << *msg;
   EXPECT_EQ(T(0).status, TrialStatus::kTerminated);
@@ -1032,7 +1040,7 @@ TEST_F(TrialRunnerTest, ObserverHearsOfEveryStateChangeBeforeTheExecutorActsOnIt
   Fail(1, "y");
   EXPECT_LT(IndexOf("obs:status " + Id(1) + "/2 ERROR"), IndexOf("exec:release " + Id(1) + "/2"));
   // Trial 2: user stop of a running trial.
-  ASSERT_TRUE(runner_->StopTrial(Id(2)).ok());
+  ASSERT_TRUE(runner_->StopTrialByUser(Id(2)).ok());
   EXPECT_LT(IndexOf("obs:status " + Id(2) + "/1 TERMINATED"), IndexOf("exec:stop " + Id(2) + "/1"));
   EXPECT_LT(IndexOf("obs:status " + Id(2) + "/1 TERMINATED"),
             IndexOf("exec:release " + Id(2) + "/1"));
@@ -1084,9 +1092,9 @@ TEST_F(TrialRunnerTest, ResourcesAreReleasedExactlyOncePerPlacedAttemptOnEveryPa
   Grant("w3b");                                 // 3: attempt 2
   Fail(3, "twice");                             // 3: error (attempt 2)
   runner_->OnWorkerLost("w4");                  // 4: worker lost -> requeue
-  ASSERT_TRUE(runner_->StopTrial(Id(5)).ok());  // 5: user stop while running
+  ASSERT_TRUE(runner_->StopTrialByUser(Id(5)).ok());  // 5: user stop while running
   ASSERT_TRUE(Report(6, 1).ok());               // 6: pause
-  ASSERT_TRUE(runner_->StopTrial(Id(9)).ok());  // 9: stop while placing
+  ASSERT_TRUE(runner_->StopTrialByUser(Id(9)).ok());  // 9: stop while placing
   grants_[{p9.trial_id, p9.attempt}] += 1;      // 9: late grant -> released at once
   runner_->OnTrialPlaced(p9.trial_id, p9.attempt, "w9", {});
   runner_->Step();
@@ -1102,7 +1110,7 @@ TEST_F(TrialRunnerTest, ResourcesAreReleasedExactlyOncePerPlacedAttemptOnEveryPa
     }
   }
   runner_->OnWorkerLost("w7");
-  (void)runner_->StopTrial(Id(7));
+  (void)runner_->StopTrialByUser(Id(7));
   runner_->StopExperiment("again");
 
   ExpectEachGrantReleasedOnce();

@@ -1,0 +1,258 @@
+// TrialRunner: control of single trials (stop, pause, unpause, add, set resources, PBT exploit),
+// checkpoint bookkeeping and retention, and queries. Ray Tune's TrialRunner.stop_trial /
+// pause_trial / add_trial, TrialExecutor.unpause_trial and CheckpointManager (shared/seeds).
+#include <fmt/format.h>
+
+#include <algorithm>
+
+#include "libs/tune/trial_runner.hpp"
+
+namespace tunebus {
+
+Status TrialRunner::StopTrial(const std::string& trial_id) {
+  Trial* t = Find(trial_id);
+  if (t == nullptr) return Status::NotFound(fmt::format("no trial {}", trial_id));
+  if (tunebus::IsFinished(t->status)) return Status::Ok();
+  if (t->index == in_result_) {
+    return Status::FailedPrecondition("a trial scheduler stops the trial it decides on with kStop");
+  }
+  if (t->status == TrialStatus::kRunning) {
+    scheduler_->OnTrialComplete(*t, t->last_result);
+    LeaveRunning(*t, TrialStatus::kTerminated, "", /*stop_trainable=*/true);
+  } else {
+    pending_.erase(t->index);
+    placing_.erase(t->index);  // a grant that still arrives is released in OnTrialPlaced
+    t->status = TrialStatus::kTerminated;
+    if (auto it = saving_.find(t->index); it != saving_.end()) it->second.requeue = false;
+    scheduler_->OnTrialRemove(*t);
+    observer_.OnTrialStatus(*t);
+  }
+  CheckFinished();
+  return Status::Ok();
+}
+
+Result<std::string> TrialRunner::StopTrialByUser(const std::string& trial_id) {
+  const Trial* t = FindTrial(trial_id);
+  if (t == nullptr) return Status::NotFound(fmt::format("no trial {}", trial_id));
+  if (tunebus::IsFinished(t->status)) {
+    return fmt::format("trial {} is already {}; nothing to do", trial_id, TrialStatusName(t->status));
+  }
+  const TrialStatus was = t->status;
+  if (Status s = StopTrial(trial_id); !s.ok()) return s;
+  return fmt::format("trial {} stopped (was {})", trial_id, TrialStatusName(was));
+}
+
+Result<std::string> TrialRunner::PauseTrial(const std::string& trial_id) {
+  Trial* t = Find(trial_id);
+  if (t == nullptr) return Status::NotFound(fmt::format("no trial {}", trial_id));
+  if (tunebus::IsFinished(t->status) || t->status == TrialStatus::kPaused) {
+    return Status::FailedPrecondition(
+        fmt::format("trial {} is {}; only PENDING or RUNNING trials can be paused", trial_id,
+                    TrialStatusName(t->status)));
+  }
+  if (t->status == TrialStatus::kRunning) {
+    pause_requested_.insert(t->index);
+    return fmt::format("trial {} pauses at its next result (checkpoint, then PAUSED)", trial_id);
+  }
+  pending_.erase(t->index);
+  placing_.erase(t->index);
+  if (auto it = saving_.find(t->index); it != saving_.end()) it->second.requeue = false;
+  t->status = TrialStatus::kPaused;
+  observer_.OnTrialStatus(*t);
+  return fmt::format("trial {} paused (was PENDING)", trial_id);
+}
+
+Status TrialRunner::UnpauseTrial(const std::string& trial_id) {
+  Trial* t = Find(trial_id);
+  if (t == nullptr) return Status::NotFound(fmt::format("no trial {}", trial_id));
+  if (t->status != TrialStatus::kPaused) {
+    return Status::FailedPrecondition(
+        fmt::format("trial {} is {}, not PAUSED", trial_id, TrialStatusName(t->status)));
+  }
+  if (IsFinished()) return Status::FailedPrecondition("the experiment is finished");
+  t->status = TrialStatus::kPending;
+  observer_.OnTrialStatus(*t);
+  if (auto it = saving_.find(t->index); it != saving_.end()) {
+    it->second.requeue = true;  // placed once its checkpoint is stored and it has exited
+  } else {
+    pending_.insert(t->index);
+  }
+  return Status::Ok();
+}
+
+Result<const Trial*> TrialRunner::AddTrial(nlohmann::json config) {
+  if (!config.is_object()) return Status::InvalidArgument("a trial's config must be a JSON object");
+  if (IsFinished()) return Status::FailedPrecondition("experiment is finished");
+  Trial& t = NewTrial(std::move(config), "");
+  return &t;
+}
+
+Status TrialRunner::SetTrialResources(const std::string& trial_id, const Resources& resources) {
+  Trial* t = Find(trial_id);
+  if (t == nullptr) return Status::NotFound(fmt::format("no trial {}", trial_id));
+  if (t->status == TrialStatus::kRunning || placing_.contains(t->index) || saving_.contains(t->index)) {
+    return Status::FailedPrecondition(fmt::format(
+        "trial {} is running; pause or stop it before changing its resources", trial_id));
+  }
+  if (tunebus::IsFinished(t->status)) {
+    return Status::FailedPrecondition(
+        fmt::format("trial {} is {}", trial_id, TrialStatusName(t->status)));
+  }
+  t->resources = resources;
+  observer_.OnTrialUpdated(*t, {{"resources", resources.ToString()}});
+  return Status::Ok();
+}
+
+Status TrialRunner::ExploitTrial(const std::string& trial_id, const std::string& donor_trial_id,
+                                 nlohmann::json new_config) {
+  Trial* t = Find(trial_id);
+  const Trial* donor = FindTrial(donor_trial_id);
+  if (t == nullptr || donor == nullptr) {
+    return Status::NotFound(fmt::format("no trial {}", t == nullptr ? trial_id : donor_trial_id));
+  }
+  if (donor->checkpoints.empty()) {
+    return Status::FailedPrecondition(fmt::format("trial {} has no checkpoint", donor_trial_id));
+  }
+  if (tunebus::IsFinished(t->status)) {
+    return Status::FailedPrecondition(
+        fmt::format("trial {} is {}", trial_id, TrialStatusName(t->status)));
+  }
+  if (!new_config.is_object()) return Status::InvalidArgument("new_config must be a JSON object");
+  if (t->index == in_result_) {  // applied by OnResult once this result is recorded
+    deferred_exploit_ = Exploit{donor_trial_id, std::move(new_config)};
+    return Status::Ok();
+  }
+  if (t->status == TrialStatus::kRunning) {
+    LeaveRunning(*t, TrialStatus::kPending, "", /*stop_trainable=*/true);
+    pending_.insert(t->index);
+  }
+  nlohmann::json change = {{"pbt_exploit",
+                            {{"donor", donor_trial_id},
+                             {"checkpoint_id", donor->checkpoints.back().checkpoint_id},
+                             {"old_config", t->config},
+                             {"new_config", new_config}}}};
+  exploit_notes_[t->index] = change["pbt_exploit"];
+  t->config = std::move(new_config);
+  t->restore_checkpoint = donor->checkpoints.back();
+  observer_.OnTrialUpdated(*t, change);
+  return Status::Ok();
+}
+
+Status TrialRunner::OnCheckpointSaved(const std::string& trial_id, int64_t attempt,
+                                      const std::string& checkpoint_id, int64_t training_iteration,
+                                      int64_t size_bytes) {
+  Trial* t = Find(trial_id);
+  if (t == nullptr) return Status::NotFound(fmt::format("checkpoint of unknown trial {}", trial_id));
+  if (attempt != t->attempt) {
+    return Status::FailedPrecondition(
+        fmt::format("checkpoint of {} attempt {} is stale (current {})", trial_id, attempt, t->attempt));
+  }
+  auto asked = requested_.find(t->index);
+  auto it = asked == requested_.end() ? decltype(asked->second.end()){} : asked->second.find(training_iteration);
+  if (asked == requested_.end() || it == asked->second.end()) {
+    return Status::FailedPrecondition(fmt::format(
+        "checkpoint of {} at iteration {} was never asked for", trial_id, training_iteration));
+  }
+  CheckpointRef ref;
+  ref.checkpoint_id = checkpoint_id;
+  ref.training_iteration = training_iteration;
+  ref.time_total_s = it->second.time_total_s;
+  ref.score = it->second.score;
+  ref.size_bytes = size_bytes;
+  asked->second.erase(asked->second.begin(), std::next(it));
+  t->checkpoints.push_back(ref);
+  observer_.OnCheckpointSaved(*t, ref);
+  ApplyRetention(*t);
+  return Status::Ok();
+}
+
+// Ray Tune's CheckpointManager: keep the best keep_checkpoints_num by checkpoint_score_attr
+// (newest are best without one); the newest is always kept since the trial restores from it.
+void TrialRunner::ApplyRetention(Trial& t) {
+  const int64_t keep = options_.keep_checkpoints_num;
+  if (keep <= 0 || int64_t(t.checkpoints.size()) <= keep) return;
+  const bool minimise = options_.checkpoint_score_attr.rfind("min-", 0) == 0;
+  const bool scored = !options_.checkpoint_score_attr.empty();
+  // Rank all but the newest; a checkpoint without a score ranks below every scored one.
+  auto worse = [&](const CheckpointRef& a, const CheckpointRef& b) {
+    if (!scored) return a.training_iteration < b.training_iteration;
+    if (a.score.has_value() != b.score.has_value()) return !a.score.has_value();
+    if (!a.score) return a.training_iteration < b.training_iteration;
+    return minimise ? *a.score > *b.score : *a.score < *b.score;
+  };
+  while (int64_t(t.checkpoints.size()) > keep) {
+    auto victim = std::min_element(t.checkpoints.begin(), std::prev(t.checkpoints.end()), worse);
+    const std::string id = victim->checkpoint_id;
+    const bool in_use = std::any_of(trials_.begin(), trials_.end(), [&](const Trial& other) {
+      return other.restore_checkpoint && other.restore_checkpoint->checkpoint_id == id;
+    });
+    if (in_use) return;  // a pending exploit restores it; retention runs again later
+    t.checkpoints.erase(victim);
+    observer_.OnCheckpointDeleted(t, id);
+    executor_.DeleteCheckpoint(id);
+  }
+}
+
+void TrialRunner::StopUnfinished() {
+  for (Trial& t : trials_) {
+    if (t.status == TrialStatus::kRunning) {
+      LeaveRunning(t, TrialStatus::kTerminated, "", /*stop_trainable=*/true);
+    } else if (!tunebus::IsFinished(t.status)) {
+      t.status = TrialStatus::kTerminated;
+      observer_.OnTrialStatus(t);
+    }
+    if (auto it = saving_.find(t.index); it != saving_.end()) it->second.requeue = false;
+  }
+  pending_.clear();
+  placing_.clear();  // grants that still arrive are released in OnTrialPlaced
+  pause_requested_.clear();
+}
+
+void TrialRunner::StopExperiment(const std::string& reason) {
+  if (IsFinished()) return;
+  StopUnfinished();
+  EndExperiment(ExperimentStatus::kStopped, reason);
+}
+
+// fail_fast: raise (Ray Tune re-raises the trial's error out of tune.run): the experiment ends
+// at once; other trials keep their status for a later resume, their trainables are stopped.
+void TrialRunner::AbortExperiment(const std::string& reason) {
+  if (IsFinished()) return;
+  for (Trial& t : trials_) {
+    if (t.status != TrialStatus::kRunning) continue;
+    executor_.StopTrial(t);
+    executor_.ReleaseResources(t);
+  }
+  running_ = 0;
+  pending_.clear();
+  placing_.clear();
+  status_ = ExperimentStatus::kError;
+  end_reason_ = reason;
+  observer_.OnExperimentEnded(ExperimentStatusName(status_), reason);
+}
+
+const Trial* TrialRunner::BestTrial() const {
+  if (options_.metric.empty()) return nullptr;
+  const Trial* best = nullptr;
+  double best_value = 0;
+  for (const Trial& t : trials_) {
+    if (!t.last_result.is_object()) continue;
+    auto it = t.last_result.find(options_.metric);
+    if (it == t.last_result.end() || !it->is_number()) continue;
+    const double v = it->get<double>();
+    const bool better = options_.mode == "min" ? v < best_value : v > best_value;
+    if (best == nullptr || better) {
+      best = &t;
+      best_value = v;
+    }
+  }
+  return best;
+}
+
+std::map<TrialStatus, int64_t> TrialRunner::CountByStatus() const {
+  std::map<TrialStatus, int64_t> counts;
+  for (const Trial& t : trials_) counts[t.status]++;
+  return counts;
+}
+
+}  // namespace tunebus
