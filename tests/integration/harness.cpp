@@ -1,5 +1,6 @@
 #include "tests/integration/harness.hpp"
 
+#include <algorithm>
 #include <arpa/inet.h>
 #include <fcntl.h>
 #include <netinet/in.h>
@@ -388,6 +389,40 @@ std::vector<std::string> Cluster::worker_ids() const {
   return ::testing::AssertionFailure() << "the cluster did not start:\n" << failures;
 }
 
+void Cluster::SpawnWorker(const std::string& id) {
+  char cpus[32];
+  std::snprintf(cpus, sizeof(cpus), "%g", options_.cpus_per_worker);
+  Process::Options o;
+  o.name = id;
+  o.binary = BinDir() / "trial-worker";
+  o.args = {"--worker-id", id, "--scheduler", worker_endpoint(), "--rm", rm(), "--store", store(),
+            "--heartbeat-interval-ms", std::to_string(options_.heartbeat_interval_ms)};
+  std::vector<std::string> extra;
+  if (auto it = options_.worker_args.find(id); it != options_.worker_args.end()) extra = it->second;
+  if (std::find(extra.begin(), extra.end(), "--cpus") == extra.end()) extra.insert(extra.begin(), {"--cpus", cpus});
+  o.args.insert(o.args.end(), extra.begin(), extra.end());
+  o.log_dir = dir() / "logs";
+  o.cwd = dir();
+  processes_.push_back(Process::Spawn(o));
+}
+
+::testing::AssertionResult Cluster::AddWorker(const std::string& id, std::vector<std::string> extra_args) {
+  options_.worker_args[id] = std::move(extra_args);
+  SpawnWorker(id);
+  const bool up = WaitFor(
+      [&] {
+        const nlohmann::json view = Workers();
+        if (!view.is_array()) return false;
+        for (const auto& w : view) {
+          if (w.value("worker_id", "") == id && w.value("alive", false) && w.value("connected", false)) return true;
+        }
+        return false;
+      },
+      options_.ready_timeout, Millis{100});
+  if (up) return ::testing::AssertionSuccess();
+  return ::testing::AssertionFailure() << "worker " << id << " did not come up:\n" << LogTails();
+}
+
 ::testing::AssertionResult Cluster::StartOnce() {
   StopAll();
   processes_.clear();
@@ -417,13 +452,7 @@ std::vector<std::string> Cluster::worker_ids() const {
   spawn("scheduler", "scheduler",
         {"--control", control(), "--workers", worker_endpoint(), "--events", events(), "--rm", rm(), "--rm-events",
          rm_events(), "--store", store()});
-  char cpus[32];
-  std::snprintf(cpus, sizeof(cpus), "%g", options_.cpus_per_worker);
-  for (const auto& id : worker_ids()) {
-    spawn(id, "trial-worker",
-          {"--worker-id", id, "--scheduler", worker_endpoint(), "--rm", rm(), "--store", store(), "--cpus", cpus,
-           "--heartbeat-interval-ms", hb});
-  }
+  for (const auto& id : worker_ids()) SpawnWorker(id);
 
   bool died = false;
   nlohmann::json last_view;

@@ -141,6 +141,9 @@ struct ClusterOptions {
   /// and trials get requeued. ClusterTest.WorkersStayAliveWithDefaultLiveness covers the bug.
   int64_t rm_liveness = 10;
   Millis ready_timeout = Millis{15000};
+  /// Extra trial-worker flags by worker id (e.g. {"w2", {"--cpus", "4", "--gpus", "1"}}); a
+  /// --cpus here replaces cpus_per_worker.
+  std::map<std::string, std::vector<std::string>> worker_args;
 };
 
 /// checkpoint-store, resource-manager, scheduler and N trial-workers ("w1".."wN") as separate
@@ -159,6 +162,9 @@ class Cluster {
   /// Stops every process: SIGTERM to all (workers first), one shared 5 s grace, then SIGKILL.
   /// Returns name -> exit code.
   std::map<std::string, int> StopAll();
+  /// Starts one more trial-worker `id` with `extra_args` and waits until it is alive and
+  /// connected.
+  ::testing::AssertionResult AddWorker(const std::string& id, std::vector<std::string> extra_args = {});
 
   /// `tunectl --connect <control> args...` (put global flags such as -o json before the
   /// subcommand).
@@ -186,6 +192,7 @@ class Cluster {
  private:
   static std::string Endpoint(int port) { return "tcp://127.0.0.1:" + std::to_string(port); }
   ::testing::AssertionResult StartOnce();
+  void SpawnWorker(const std::string& id);
 
   ClusterOptions options_;
   TempDir dir_;

@@ -1,0 +1,185 @@
+// Issue 3 on real processes: placement on workers of different sizes, checkpoints through the
+// checkpoint-store, restore on another worker, large chunked checkpoints.
+#include <set>
+#include <thread>
+#include <string>
+#include <vector>
+
+#include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
+
+#include "tests/integration/harness.hpp"
+
+namespace tunebus::testing {
+namespace {
+
+using nlohmann::json;
+using namespace std::chrono_literals;
+
+// An experiment file in the cluster's folder; `body` holds everything after name/results_dir.
+fs::path WriteExperiment(Cluster& cluster, const std::string& name, const std::string& body) {
+  const fs::path file = cluster.dir() / (name + ".yaml");
+  WriteFile(file, "name: " + name + "\nresults_dir: " + (cluster.dir() / "results").string() + "\n" + body);
+  return file;
+}
+
+json Trials(Cluster& cluster) { return cluster.Ctl({"-o", "json", "ls"}).Json(); }
+
+json ResultLines(const fs::path& trial_dir) {
+  json out = json::array();
+  for (const std::string& line : ReadLines(trial_dir / "result.json")) out.push_back(json::parse(line, nullptr, false));
+  return out;
+}
+
+TEST(LifecycleTest, FractionalGpuTrialsRunOnlyOnTheGpuWorkerWithCudaVisibleDevices) {
+  // Two workers: w1 has 2 CPUs and no GPU, w2 2 CPUs and 1 GPU. Trials asking gpu: 0.5 run only
+  // on w2, two at a time at most, and see CUDA_VISIBLE_DEVICES=0.
+  ClusterOptions o;
+  o.worker_args = {{"w1", {"--cpus", "2"}}, {"w2", {"--cpus", "2", "--gpus", "1"}}};
+  Cluster cluster(o);
+  ASSERT_TRUE(cluster.Start());
+  WriteFile(cluster.dir() / "gpu.sh",
+            "echo \"{\\\"gpu\\\": \\\"$CUDA_VISIBLE_DEVICES\\\"}\" >&3\nread d <&4\nsleep 0.3\n");
+  const fs::path file = WriteExperiment(cluster, "gpu",
+                                        "trainable:\n  command: [sh, " + (cluster.dir() / "gpu.sh").string() +
+                                            "]\n"
+                                            "param_space:\n  i: {grid_search: [1, 2, 3, 4]}\n"
+                                            "resources_per_trial: {cpu: 0.5, gpu: 0.5}\n");
+  auto run = cluster.Ctl({"-o", "json", "run", file.string()}, 60s);
+  ASSERT_EQ(run.exit_code, 0) << run.Describe();
+  const json trials = Trials(cluster);
+  ASSERT_EQ(trials.size(), 4u) << trials.dump();
+  for (const json& t : trials) {
+    EXPECT_EQ(t.value("status", ""), "TERMINATED") << t.dump();
+    EXPECT_EQ(t["last_result"].value("gpu", ""), "0") << t.dump();
+    const json results = ResultLines(t.value("dir", ""));
+    ASSERT_FALSE(results.empty());
+  }
+  // Every trial ran on w2: its log names each start.
+  const std::string w2_log = cluster.process("w2")->Output();
+  for (const json& t : trials) EXPECT_NE(w2_log.find("Started trial " + t.value("trial_id", "")), std::string::npos);
+  EXPECT_EQ(cluster.process("w1")->Output().find("Started trial"), std::string::npos);
+}
+
+TEST(LifecycleTest, TrialThatFitsNoWorkerErrorsNamingWhatItAskedAndTheLargestWorker) {
+  ClusterOptions o;
+  o.worker_args = {{"w1", {"--cpus", "1"}}, {"w2", {"--cpus", "2"}}};
+  Cluster cluster(o);
+  ASSERT_TRUE(cluster.Start());
+  const fs::path file = WriteExperiment(cluster, "big",
+                                        "trainable: {builtin: mock}\n"
+                                        "param_space: {mock_iterations: 2}\n"
+                                        "resources_per_trial: {cpu: 4}\n");
+  auto run = cluster.Ctl({"run", file.string()}, 30s);
+  EXPECT_EQ(run.exit_code, 1) << run.Describe();
+  const json trials = Trials(cluster);
+  ASSERT_EQ(trials.size(), 1u);
+  EXPECT_EQ(trials[0].value("status", ""), "ERROR");
+  const std::string error = trials[0].value("error", "");
+  EXPECT_NE(error.find("cpu=4"), std::string::npos) << error;
+  EXPECT_NE(error.find("w2"), std::string::npos) << error;  // the largest worker
+}
+
+TEST(LifecycleTest, QueueTrialsKeepsATrialPendingUntilABigEnoughWorkerRegisters) {
+  ClusterOptions o;
+  o.workers = 1;
+  Cluster cluster(o);
+  ASSERT_TRUE(cluster.Start());
+  const fs::path file = WriteExperiment(cluster, "queued",
+                                        "trainable: {builtin: mock}\n"
+                                        "param_space: {mock_iterations: 2}\n"
+                                        "resources_per_trial: {cpu: 3, big: 1}\n"
+                                        "queue_trials: true\n");
+  auto submit = cluster.Ctl({"run", "--detach", file.string()});
+  ASSERT_EQ(submit.exit_code, 0) << submit.Describe();
+  std::this_thread::sleep_for(500ms);  // several placement rounds: it must stay PENDING
+  json trials = Trials(cluster);
+  ASSERT_EQ(trials.size(), 1u) << trials.dump();
+  EXPECT_EQ(trials[0].value("status", ""), "PENDING") << trials.dump();
+  ASSERT_TRUE(cluster.AddWorker("big", {"--cpus", "4", "--resource", "big=1"}));
+  EXPECT_TRUE(WaitFor([&] { return Trials(cluster)[0].value("status", "") == "TERMINATED"; }, 20s, 100ms))
+      << Trials(cluster).dump();
+}
+
+TEST(LifecycleTest, FailedTrialContinuesFromItsLatestCheckpoint) {
+  // The mock fails at iteration 3 of its first attempt; it checkpoints every iteration. The
+  // second attempt restores the iteration-2 checkpoint from the store (on whichever worker has
+  // room) and goes on from training_iteration 3: no iteration is lost, 1..5 are all reported.
+  Cluster cluster;
+  ASSERT_TRUE(cluster.Start());
+  const fs::path file = WriteExperiment(cluster, "restore",
+                                        "trainable: {builtin: mock}\n"
+                                        "param_space: {mock_iterations: 5, mock_error: true, mock_error_iteration: 3, "
+                                        "sleep_s: 0.02}\n"
+                                        "checkpoint_freq: 1\n"
+                                        "max_failures: 1\n");
+  auto run = cluster.Ctl({"-o", "json", "run", file.string()}, 60s);
+  ASSERT_EQ(run.exit_code, 0) << run.Describe();
+  const json t = Trials(cluster)[0];
+  EXPECT_EQ(t.value("status", ""), "TERMINATED") << t.dump();
+  EXPECT_EQ(t.value("num_failures", -1), 1);
+  EXPECT_EQ(t.value("attempt", -1), 2);
+  const std::string restored = t.value("restored_checkpoint_id", "");
+  EXPECT_NE(restored.find("00000002-a1"), std::string::npos) << t.dump();
+  const json results = ResultLines(t.value("dir", ""));
+  std::vector<int> iterations, since_restore;
+  for (const json& r : results) {
+    iterations.push_back(r.value("training_iteration", -1));
+    since_restore.push_back(r.value("iterations_since_restore", -1));
+  }
+  EXPECT_EQ(iterations, (std::vector<int>{1, 2, 3, 4, 5})) << results.dump();
+  EXPECT_EQ(since_restore, (std::vector<int>{1, 2, 1, 2, 3})) << results.dump();
+  EXPECT_GE(t["checkpoints"].size(), 1u) << t.dump();
+}
+
+TEST(LifecycleTest, LargeCheckpointTravelsInChunksThroughTheStore) {
+  // A 100 MiB checkpoint saved by a worker, restored after a failure: the worker deletes its
+  // local copy once stored, so the restore comes from the checkpoint-store (as it would on any
+  // other worker); the bytes arrive intact (same sha256), and no worker ever held it whole in
+  // memory.
+  ClusterOptions o;
+  o.workers = 2;
+  Cluster cluster(o);
+  ASSERT_TRUE(cluster.Start());
+  WriteFile(cluster.dir() / "big.sh",
+            "if [ -n \"$TUNEBUS_RESTORE_DIR\" ]; then\n"
+            "  sum=$(sha256sum \"$TUNEBUS_RESTORE_DIR/blob\" | cut -c1-64)\n"
+            "  echo \"{\\\"restored_sha\\\": \\\"$sum\\\", \\\"done\\\": true}\" >&3\n"
+            "  read d <&4\n"
+            "  exit 0\n"
+            "fi\n"
+            "echo '{\"step\": 1}' >&3\n"
+            "read d <&4\n"
+            "if [ \"$d\" = checkpoint ]; then\n"
+            "  head -c 104857600 /dev/urandom > \"$TUNEBUS_CHECKPOINT_DIR/blob\"\n"
+            "  sha256sum \"$TUNEBUS_CHECKPOINT_DIR/blob\" | cut -c1-64 > \"$TUNEBUS_TRIAL_DIR/saved_sha\"\n"
+            "fi\n"
+            "exit 3\n");
+  const fs::path file = WriteExperiment(cluster, "large",
+                                        "trainable:\n  command: [sh, " + (cluster.dir() / "big.sh").string() +
+                                            "]\n"
+                                            "checkpoint_freq: 1\n"
+                                            "max_failures: 1\n");
+  auto run = cluster.Ctl({"-o", "json", "run", file.string()}, 120s);
+  ASSERT_EQ(run.exit_code, 0) << run.Describe();
+  const json t = Trials(cluster)[0];
+  ASSERT_EQ(t.value("status", ""), "TERMINATED") << t.dump();
+  ASSERT_EQ(t["checkpoints"].size(), 1u) << t.dump();
+  EXPECT_GE(t["checkpoints"][0].value("size_bytes", int64_t(0)), int64_t(100) << 20);
+  const fs::path dir = t.value("dir", "");
+  std::string saved = ReadFile(dir / "saved_sha");
+  saved.erase(saved.find_last_not_of('\n') + 1);
+  EXPECT_EQ(saved.size(), 64u);
+  EXPECT_EQ(t["last_result"].value("restored_sha", ""), saved);
+  // Peak resident memory of each worker stays well below the checkpoint's size.
+  for (const std::string& w : {"w1", "w2"}) {
+    const std::string status = ReadFile("/proc/" + std::to_string(cluster.process(w)->pid()) + "/status");
+    const auto at = status.find("VmHWM:");
+    ASSERT_NE(at, std::string::npos);
+    const long kib = std::stol(status.substr(at + 6));
+    EXPECT_LT(kib, 60 * 1024) << w << " peak RSS " << kib << " KiB";
+  }
+}
+
+}  // namespace
+}  // namespace tunebus::testing
