@@ -189,6 +189,7 @@ Status TrialRunner::OnResult(const std::string& trial_id, int64_t attempt, int64
                              double time_this_iter_s) {
   Trial* t = Find(trial_id);
   if (t == nullptr) return Status::NotFound(fmt::format("result for unknown trial {}", trial_id));
+  if (IsFinished()) return Status::FailedPrecondition("result of " + trial_id + ": the experiment is finished");
   if (attempt != t->attempt || t->status != TrialStatus::kRunning) {
     return Status::FailedPrecondition(fmt::format("result of {} attempt {} is stale (current attempt {}, {})",
                                                   trial_id, attempt, t->attempt, TrialStatusName(t->status)));
@@ -319,7 +320,8 @@ void TrialRunner::OnTrialExited(const std::string& trial_id, int64_t attempt, bo
     CheckFinished();
     return;
   }
-  if (t->status != TrialStatus::kRunning) return;
+  // After fail_fast: raise the trials keep their status; their attempts were already released.
+  if (t->status != TrialStatus::kRunning || IsFinished()) return;
   if (ok) {
     scheduler_->OnTrialComplete(*t, t->last_result);
     LeaveRunning(*t, TrialStatus::kTerminated, "");

@@ -183,3 +183,89 @@ TEST(LifecycleTest, LargeCheckpointTravelsInChunksThroughTheStore) {
 
 }  // namespace
 }  // namespace tunebus::testing
+
+namespace tunebus::testing {
+namespace {
+
+TEST(LifecycleTest, RestoreFromStartsNewTrialsFromAStoredCheckpoint) {
+  // Experiment A keeps its end checkpoint (iteration 4); experiment B names it in restore_from:
+  // its trials continue at training_iteration 5 with iterations_since_restore counting from 1.
+  Cluster cluster;
+  ASSERT_TRUE(cluster.Start());
+  const fs::path a = WriteExperiment(cluster, "first",
+                                     "trainable: {builtin: mock}\n"
+                                     "param_space: {mock_iterations: 4}\n"
+                                     "checkpoint_at_end: true\n");
+  auto run_a = cluster.Ctl({"-o", "json", "run", a.string()}, 60s);
+  ASSERT_EQ(run_a.exit_code, 0) << run_a.Describe();
+  const json first = Trials(cluster)[0];
+  ASSERT_EQ(first["checkpoints"].size(), 1u) << first.dump();
+  const std::string id = first["checkpoints"][0].value("checkpoint_id", "");
+  EXPECT_EQ(first["checkpoints"][0].value("training_iteration", -1), 4);
+
+  const fs::path b = WriteExperiment(cluster, "second",
+                                     "trainable: {builtin: mock}\n"
+                                     "param_space: {mock_iterations: 6}\n"
+                                     "restore_from: " + id + "\n");
+  auto run_b = cluster.Ctl({"-o", "json", "run", b.string()}, 60s);
+  ASSERT_EQ(run_b.exit_code, 0) << run_b.Describe();
+  const json second = Trials(cluster)[0];
+  EXPECT_EQ(second.value("restored_checkpoint_id", ""), id) << second.dump();
+  std::vector<int> iterations, since_restore;
+  for (const json& r : ResultLines(second.value("dir", ""))) {
+    iterations.push_back(r.value("training_iteration", -1));
+    since_restore.push_back(r.value("iterations_since_restore", -1));
+  }
+  EXPECT_EQ(iterations, (std::vector<int>{5, 6}));
+  EXPECT_EQ(since_restore, (std::vector<int>{1, 2}));
+
+  const fs::path missing = WriteExperiment(cluster, "third",
+                                           "trainable: {builtin: mock}\n"
+                                           "restore_from: no/such/checkpoint\n");
+  auto run_c = cluster.Ctl({"run", missing.string()}, 30s);
+  EXPECT_NE(run_c.exit_code, 0) << run_c.Describe();
+  EXPECT_NE(run_c.err.find("no/such/checkpoint"), std::string::npos) << run_c.Describe();
+}
+
+TEST(LifecycleTest, FailFastStopsTheOthersAndRaiseLeavesThemAsTheyWere) {
+  // fail_fast: true -> the first ERROR stops every unfinished trial (TERMINATED), exit 1.
+  // fail_fast: raise -> the experiment ends at once; the slow trial keeps its status.
+  Cluster cluster;
+  ASSERT_TRUE(cluster.Start());
+  const std::string trials =
+      "trainable: {builtin: mock}\n"
+      "param_space:\n"
+      "  mock_error: {grid_search: [true, false]}\n"
+      "  persistent_error: true\n"
+      "  mock_error_iteration: 2\n"
+      "  mock_iterations: 1000\n"
+      "  sleep_s: 0.05\n";
+  auto run_true = cluster.Ctl({"run", WriteExperiment(cluster, "ff", trials + "fail_fast: true\n").string()}, 60s);
+  EXPECT_EQ(run_true.exit_code, 1) << run_true.Describe();
+  json ls = Trials(cluster);
+  ASSERT_EQ(ls.size(), 2u);
+  EXPECT_EQ(ls[0].value("status", ""), "ERROR");
+  EXPECT_EQ(ls[1].value("status", ""), "TERMINATED");
+
+  auto run_raise = cluster.Ctl({"run", WriteExperiment(cluster, "ffr", trials + "fail_fast: raise\n").string()}, 60s);
+  EXPECT_EQ(run_raise.exit_code, 1) << run_raise.Describe();
+  ls = Trials(cluster);
+  ASSERT_EQ(ls.size(), 2u);
+  EXPECT_EQ(ls[0].value("status", ""), "ERROR");
+  EXPECT_EQ(ls[1].value("status", ""), "RUNNING");  // as it was when the experiment aborted
+  // Its trainable was stopped and its resources returned all the same.
+  json workers;
+  EXPECT_TRUE(WaitFor(
+      [&] {
+        workers = cluster.Workers();
+        for (const json& w : workers) {
+          if (!w["committed"].empty()) return false;
+        }
+        return workers.is_array();
+      },
+      5s, 100ms))
+      << workers.dump();
+}
+
+}  // namespace
+}  // namespace tunebus::testing
