@@ -5,6 +5,7 @@
 
 #include <chrono>
 #include <string>
+#include <vector>
 
 #include "services/tunectl/embedded_suite.hpp"
 
@@ -31,5 +32,14 @@ int StopCommand(const GlobalFlags& g, const std::string& trial_id);
 int StopExperimentCommand(const GlobalFlags& g);
 int StatusCommand(const GlobalFlags& g);
 int WorkersCommand(const GlobalFlags& g);
+int PauseCommand(const GlobalFlags& g, const std::string& trial_id);
+int ResumeCommand(const GlobalFlags& g, const std::string& trial_id);
+/// `config_json`: a JSON object. Exit 2 if it is not one.
+int AddCommand(const GlobalFlags& g, const std::string& config_json);
+/// `pairs`: "name=amount" (amount >= 0). Exit 2 for a malformed pair.
+int SetResourcesCommand(const GlobalFlags& g, const std::string& trial_id, const std::vector<std::string>& pairs);
+/// Capacity, committed and free per worker and in total; -o json: {"total": {capacity,
+/// committed, free}, "workers": [list_workers objects]}.
+int ResourcesCommand(const GlobalFlags& g);
 
 }  // namespace tunebus

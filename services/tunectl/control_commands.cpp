@@ -1,5 +1,7 @@
 // tunectl commands that query or steer a running scheduler over its control socket.
+#include <cstdlib>
 #include <iostream>
+#include <vector>
 
 #include <fmt/format.h>
 
@@ -45,8 +47,18 @@ void PrintTrial(const nlohmann::json& t) {
             << "worker:       " << (t["worker"].is_string() ? t["worker"].get<std::string>() : "-") << "\n"
             << "error:        " << (t["error"].is_string() ? t["error"].get<std::string>() : "-") << "\n"
             << "dir:          " << t.value("dir", std::string()) << "\n"
-            << "last_result:  " << t["last_result"].dump() << std::endl;
+            << "last_result:  " << t["last_result"].dump() << "\n";
+  const nlohmann::json checkpoints = t.value("checkpoints", nlohmann::json::array());
+  std::cout << "checkpoints:  " << (checkpoints.empty() ? "-" : "") << "\n";
+  for (const auto& c : checkpoints) {
+    std::cout << fmt::format("  {}  iteration {}  score {}  {} bytes\n", c.value("checkpoint_id", std::string()),
+                             c.value("training_iteration", int64_t(0)), c["score"].dump(),
+                             c.value("size_bytes", int64_t(0)));
+  }
+  std::cout << std::flush;
 }
+
+void PrintMessage(const nlohmann::json& r) { std::cout << r.value("message", std::string()) << std::endl; }
 
 }  // namespace
 
@@ -69,7 +81,51 @@ int ShowCommand(const GlobalFlags& g, const std::string& trial_id) {
 int StopCommand(const GlobalFlags& g, const std::string& trial_id) {
   proto::StopTrialCommand req;
   req.trial_id = trial_id;
-  return CallAndPrint(g, req, [](const nlohmann::json& r) { std::cout << r.value("message", std::string()) << std::endl; });
+  return CallAndPrint(g, req, PrintMessage);
+}
+
+int PauseCommand(const GlobalFlags& g, const std::string& trial_id) {
+  proto::PauseTrialCommand req;
+  req.trial_id = trial_id;
+  return CallAndPrint(g, req, PrintMessage);
+}
+
+int ResumeCommand(const GlobalFlags& g, const std::string& trial_id) {
+  proto::ResumeTrialCommand req;
+  req.trial_id = trial_id;
+  return CallAndPrint(g, req, PrintMessage);
+}
+
+int AddCommand(const GlobalFlags& g, const std::string& config_json) {
+  const auto config = nlohmann::json::parse(config_json, nullptr, /*allow_exceptions=*/false);
+  if (!config.is_object()) {
+    std::cerr << "tunectl: --config must be a JSON object, e.g. '{\"lr\": 0.01}'\n";
+    return 2;
+  }
+  proto::AddTrialCommand req;
+  req.config_json = config.dump();
+  return CallAndPrint(g, req, [](const nlohmann::json& t) {
+    std::cout << "added trial " << t.value("trial_id", std::string()) << " (" << t.value("status", std::string()) << ")"
+              << std::endl;
+  });
+}
+
+int SetResourcesCommand(const GlobalFlags& g, const std::string& trial_id, const std::vector<std::string>& pairs) {
+  proto::SetTrialResourcesCommand req;
+  req.trial_id = trial_id;
+  for (const std::string& pair : pairs) {
+    const auto eq = pair.find('=');
+    char* end = nullptr;
+    const double amount = eq == std::string::npos ? 0 : std::strtod(pair.c_str() + eq + 1, &end);
+    if (eq == std::string::npos || eq == 0 || end == pair.c_str() + eq + 1 || *end != '\0' || !(amount >= 0)) {
+      std::cerr << "tunectl: '" << pair << "' must look like name=amount with amount >= 0, e.g. cpu=2 gpu=0.5\n";
+      return 2;
+    }
+    req.resources[pair.substr(0, eq)] = amount;
+  }
+  return CallAndPrint(g, req, [](const nlohmann::json& t) {
+    std::cout << "trial " << t.value("trial_id", std::string()) << " now asks " << t["resources"].dump() << std::endl;
+  });
 }
 
 int StopExperimentCommand(const GlobalFlags& g) {
@@ -80,6 +136,44 @@ int StopExperimentCommand(const GlobalFlags& g) {
 
 int StatusCommand(const GlobalFlags& g) {
   return CallAndPrint(g, proto::GetExperiment{}, [](const nlohmann::json& e) { std::cout << RenderSummaryLine(e) << std::endl; });
+}
+
+int ResourcesCommand(const GlobalFlags& g) {
+  zmq::context_t ctx;
+  auto client = ControlClient::Connect(ctx, g.connect, std::chrono::milliseconds(g.timeout_ms));
+  if (!client.ok()) {
+    std::cerr << "tunectl: " << client.status().ToString() << "\n";
+    return 3;
+  }
+  auto nodes = client->Call(proto::ListWorkers{});
+  if (!nodes.ok()) {
+    std::cerr << "tunectl: " << nodes.status().ToString() << "\n";
+    return nodes.status().code() == StatusCode::kUnavailable ? 3 : 1;
+  }
+  // Totals over alive workers: capacity, committed, free (amounts per resource name).
+  nlohmann::json total = {{"capacity", nlohmann::json::object()}, {"committed", nlohmann::json::object()},
+                          {"free", nlohmann::json::object()}};
+  for (const auto& n : *nodes) {
+    if (!n.value("alive", false)) continue;
+    for (const char* part : {"capacity", "committed", "free"}) {
+      for (const auto& [name, amount] : n[part].items()) {
+        total[part][name] = total[part].value(name, 0.0) + amount.get<double>();
+      }
+    }
+  }
+  nlohmann::json body = {{"total", total}, {"workers", *nodes}};
+  if (g.output == "json") {
+    std::cout << body.dump(2) << std::endl;
+    return 0;
+  }
+  std::cout << fmt::format("{:<24} {:<40} {:<40} {}\n", "worker", "capacity", "committed", "free");
+  for (const auto& n : *nodes) {
+    std::cout << fmt::format("{:<24} {:<40} {:<40} {}\n", n.value("worker_id", std::string()) + (n.value("alive", false) ? "" : " (lost)"),
+                             n["capacity"].dump(), n["committed"].dump(), n["free"].dump());
+  }
+  std::cout << fmt::format("{:<24} {:<40} {:<40} {}\n", "total", total["capacity"].dump(), total["committed"].dump(),
+                           total["free"].dump());
+  return 0;
 }
 
 int WorkersCommand(const GlobalFlags& g) {

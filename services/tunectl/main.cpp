@@ -45,6 +45,18 @@ int main(int argc, char** argv) {
   auto* stopx_cmd = app.add_subcommand("stop-experiment", "stop every unfinished trial and end the experiment");
   auto* status_cmd = app.add_subcommand("status", "summary of the current experiment");
   auto* workers_cmd = app.add_subcommand("workers", "workers and their resources");
+  auto* resources_cmd = app.add_subcommand("resources", "capacity, committed and free resources per worker and in total");
+  auto* pause_cmd = app.add_subcommand("pause", "pause a trial (checkpoint, free its resources)");
+  pause_cmd->add_option("trial_id", trial_id)->required();
+  auto* resume_cmd = app.add_subcommand("resume", "resume a paused trial from its checkpoint");
+  resume_cmd->add_option("trial_id", trial_id)->required();
+  std::string config_json;
+  auto* add_cmd = app.add_subcommand("add", "add a trial with an explicit config to the running experiment");
+  add_cmd->add_option("--config", config_json, "the trial's config as a JSON object")->required();
+  std::vector<std::string> resource_pairs;
+  auto* setres_cmd = app.add_subcommand("set-resources", "change the resources a trial that is not running asks for");
+  setres_cmd->add_option("trial_id", trial_id)->required();
+  setres_cmd->add_option("resources", resource_pairs, "name=amount ... (cpu=2 gpu=0 custom=1)")->required();
 
   try {
     app.parse(argc, argv);
@@ -64,5 +76,10 @@ int main(int argc, char** argv) {
   if (*stopx_cmd) return StopExperimentCommand(g);
   if (*status_cmd) return StatusCommand(g);
   if (*workers_cmd) return WorkersCommand(g);
+  if (*resources_cmd) return ResourcesCommand(g);
+  if (*pause_cmd) return PauseCommand(g, trial_id);
+  if (*resume_cmd) return ResumeCommand(g, trial_id);
+  if (*add_cmd) return AddCommand(g, config_json);
+  if (*setres_cmd) return SetResourcesCommand(g, trial_id, resource_pairs);
   return 2;
 }

@@ -269,3 +269,99 @@ TEST(LifecycleTest, FailFastStopsTheOthersAndRaiseLeavesThemAsTheyWere) {
 
 }  // namespace
 }  // namespace tunebus::testing
+
+namespace tunebus::testing {
+namespace {
+
+json Show(Cluster& cluster, const std::string& id) { return cluster.Ctl({"-o", "json", "show", id}).Json(); }
+
+TEST(LifecycleTest, PauseResumeAddAndSetResourcesFromTunectl) {
+  // tunectl pause checkpoints a RUNNING trial and frees its CPU; resume continues it from that
+  // checkpoint; set-resources is refused while a trial runs; add puts a new trial in the queue.
+  Cluster cluster;
+  ASSERT_TRUE(cluster.Start());
+  const fs::path file = WriteExperiment(cluster, "control",
+                                        "trainable: {builtin: mock}\n"
+                                        "param_space:\n  lr: {grid_search: [0.1, 0.2]}\n"
+                                        "  mock_iterations: 1000\n  sleep_s: 0.05\n");
+  ASSERT_EQ(cluster.Ctl({"run", "--detach", file.string()}).exit_code, 0);
+  std::string a, b;
+  ASSERT_TRUE(WaitFor(
+      [&] {
+        const json ls = Trials(cluster);
+        if (!ls.is_array() || ls.size() != 2) return false;
+        a = ls[0].value("trial_id", "");
+        b = ls[1].value("trial_id", "");
+        return ls[0].value("training_iteration", 0) >= 3 && ls[1].value("status", "") == "RUNNING";
+      },
+      15s, 50ms));
+
+  auto pause = cluster.Ctl({"pause", a});
+  ASSERT_EQ(pause.exit_code, 0) << pause.Describe();
+  json paused;
+  ASSERT_TRUE(WaitFor(
+      [&] {
+        paused = Show(cluster, a);
+        return paused.value("status", "") == "PAUSED" && !paused["checkpoints"].empty();
+      },
+      10s, 50ms))
+      << paused.dump();
+  const int at = paused.value("training_iteration", -1);
+  EXPECT_EQ(paused["checkpoints"].back().value("training_iteration", -2), at);
+  // Its CPU is free again: one trial runs on one of the two 1-CPU workers.
+  json resources;
+  EXPECT_TRUE(WaitFor(
+      [&] {
+        resources = cluster.Ctl({"-o", "json", "resources"}).Json();
+        return resources.is_object() && resources["total"]["committed"].value("cpu", -1.0) == 1.0 &&
+               resources["total"]["free"].value("cpu", -1.0) == 1.0;
+      },
+      5s, 50ms))
+      << resources.dump();
+
+  auto refused = cluster.Ctl({"set-resources", b, "cpu=2"});
+  EXPECT_EQ(refused.exit_code, 1) << refused.Describe();
+  EXPECT_NE(refused.err.find("running"), std::string::npos) << refused.Describe();
+  auto bad_pair = cluster.Ctl({"set-resources", a, "cpu"});
+  EXPECT_EQ(bad_pair.exit_code, 2) << bad_pair.Describe();
+  auto set = cluster.Ctl({"-o", "json", "set-resources", a, "cpu=1", "gpu=0"});
+  ASSERT_EQ(set.exit_code, 0) << set.Describe();
+  EXPECT_EQ(set.Json()["resources"].value("cpu", -1.0), 1.0) << set.out;
+
+  auto resume = cluster.Ctl({"resume", a});
+  ASSERT_EQ(resume.exit_code, 0) << resume.Describe();
+  json resumed;
+  ASSERT_TRUE(WaitFor(
+      [&] {
+        resumed = Show(cluster, a);
+        return resumed.value("status", "") == "RUNNING" && resumed.value("training_iteration", 0) >= at + 2;
+      },
+      10s, 50ms))
+      << resumed.dump();
+  EXPECT_EQ(resumed.value("attempt", -1), 2);
+  auto add = cluster.Ctl({"-o", "json", "add", "--config", R"({"lr": 0.3, "mock_iterations": 2})"});
+  ASSERT_EQ(add.exit_code, 0) << add.Describe();
+  const std::string c = add.Json().value("trial_id", "");
+  EXPECT_EQ(add.Json().value("status", ""), "PENDING") << add.out;
+  ASSERT_EQ(cluster.Ctl({"stop", b}).exit_code, 0);  // frees a CPU for the added trial
+  EXPECT_TRUE(WaitFor([&] { return Show(cluster, c).value("status", "") == "TERMINATED"; }, 10s, 50ms))
+      << Show(cluster, c).dump();
+
+  ASSERT_EQ(cluster.Ctl({"stop-experiment"}).exit_code, 0);
+  // (Result files are flushed when a trial finishes.) The result after the pause is iteration at+1, the first since the restore.
+  bool found = false;
+  for (const json& r : ResultLines(resumed.value("dir", ""))) {
+    if (r.value("training_iteration", -1) == at + 1) {
+      EXPECT_EQ(r.value("iterations_since_restore", -1), 1) << r.dump();
+      found = true;
+    }
+  }
+  EXPECT_TRUE(found);
+
+  auto late = cluster.Ctl({"pause", a});
+  EXPECT_EQ(late.exit_code, 1) << late.Describe();
+  EXPECT_NE(late.err.find("TERMINATED"), std::string::npos) << late.Describe();
+}
+
+}  // namespace
+}  // namespace tunebus::testing
