@@ -45,8 +45,10 @@ void Scheduler::HandleAddTrial(const bus::Incoming& in, const proto::Decoded& d)
   auto msg = d.As<proto::AddTrialCommand>();
   if (!msg.ok()) return ReplyError(in, d.id(), d.type(), msg.status());
   Experiment* e = Current();
-  if (e == nullptr || e->runner->IsFinished()) {
-    return ReplyError(in, d.id(), d.type(), Status::FailedPrecondition("no experiment is running"));
+  if (e == nullptr) return ReplyError(in, d.id(), d.type(), Status::FailedPrecondition("no experiment is running"));
+  if (e->runner->IsFinished()) {
+    return ReplyError(in, d.id(), d.type(),
+                      Status::FailedPrecondition(fmt::format("experiment {} is finished", e->spec.name)));
   }
   json config = json::parse(msg->config_json, nullptr, /*allow_exceptions=*/false);
   if (config.is_discarded()) {
