@@ -17,6 +17,12 @@ Result<json> DecodeRecord(const std::string& bytes) {
   return j;
 }
 
+json CheckpointJson(const CheckpointRef& c) {
+  return {{"checkpoint_id", c.checkpoint_id}, {"training_iteration", c.training_iteration},
+          {"time_total_s", c.time_total_s}, {"score", c.score ? json(*c.score) : json(nullptr)},
+          {"size_bytes", c.size_bytes}};
+}
+
 json ExperimentSubmitted(const std::string& experiment_id, const std::string& spec_yaml, const std::string& base_dir,
                          const std::string& source_name, uint64_t seed, double submitted_at_s) {
   return {{"kind", "experiment_submitted"}, {"experiment_id", experiment_id}, {"spec_yaml", spec_yaml},
@@ -24,15 +30,19 @@ json ExperimentSubmitted(const std::string& experiment_id, const std::string& sp
 }
 
 json TrialAdded(const Trial& t) {
-  return {{"kind", "trial_added"}, {"trial_id", t.trial_id}, {"index", t.index}, {"config", t.config},
-          {"experiment_tag", t.experiment_tag}, {"resources", t.resources.units_map()}};
+  json r = {{"kind", "trial_added"}, {"trial_id", t.trial_id}, {"index", t.index}, {"config", t.config},
+            {"experiment_tag", t.experiment_tag}, {"resources", t.resources.units_map()}};
+  if (t.restore_checkpoint) r["restore_checkpoint"] = CheckpointJson(*t.restore_checkpoint);
+  return r;
 }
 
 json SearcherState(const json& state) { return {{"kind", "searcher_state"}, {"state", state}}; }
 
 json TrialStarted(const Trial& t) {
   return {{"kind", "trial_started"}, {"trial_id", t.trial_id}, {"attempt", t.attempt},
-          {"worker_id", t.worker_id}, {"gpu_ids", t.gpu_ids}};
+          {"worker_id", t.worker_id}, {"gpu_ids", t.gpu_ids},
+          {"restored_checkpoint_id", t.restored_checkpoint_id}, {"restored_iteration", t.restored_iteration},
+          {"restored_time_total_s", t.restored_time_total_s}, {"start_time_s", t.start_time_s}};
 }
 
 json ResultRecord(const Trial& t, const json& result, const char* decision) {
@@ -50,10 +60,15 @@ json ExperimentEnded(const std::string& status, const std::string& reason) {
 }
 
 json CheckpointSavedRecord(const Trial& t, const CheckpointRef& c) {
-  return {{"kind", "checkpoint_saved"}, {"trial_id", t.trial_id}, {"attempt", t.attempt},
-          {"checkpoint_id", c.checkpoint_id}, {"training_iteration", c.training_iteration},
-          {"time_total_s", c.time_total_s}, {"score", c.score ? json(*c.score) : json(nullptr)},
-          {"size_bytes", c.size_bytes}};
+  json r = CheckpointJson(c);
+  r["kind"] = "checkpoint_saved";
+  r["trial_id"] = t.trial_id;
+  r["attempt"] = t.attempt;
+  return r;
+}
+
+json ExperimentResumed(double at_s, const std::string& rerun_errored) {
+  return {{"kind", "experiment_resumed"}, {"at", at_s}, {"rerun_errored", rerun_errored}};
 }
 
 json CheckpointDeletedRecord(const Trial& t, const std::string& checkpoint_id) {

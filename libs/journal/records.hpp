@@ -3,9 +3,11 @@
 // A record is a JSON object with a "kind" field, stored as msgpack bytes (nlohmann::json
 // to_msgpack) in the checkpoint-store's append-only journal. Kinds and their fields:
 //   experiment_submitted {experiment_id, spec_yaml, base_dir, source_name, seed, submitted_at}
-//   trial_added          {trial_id, index, config, experiment_tag, resources (units)}
+//   trial_added          {trial_id, index, config, experiment_tag, resources (units),
+//                         restore_checkpoint (checkpoint object, only with restore_from)}
 //   searcher_state       {state}                      VariantGenerator::SaveState()
-//   trial_started        {trial_id, attempt, worker_id, gpu_ids}
+//   trial_started        {trial_id, attempt, worker_id, gpu_ids, restored_checkpoint_id,
+//                         restored_iteration, restored_time_total_s, start_time_s}
 //   result               {trial_id, attempt, seq, result, decision}
 //   trial_status         {trial_id, attempt, status, error, num_failures}
 //   experiment_ended     {status, reason}
@@ -13,6 +15,10 @@
 //                         score (number or null), size_bytes}
 //   checkpoint_deleted   {trial_id, checkpoint_id}
 //   trial_updated        {trial_id, config, resources (units), change}   set-resources, PBT exploit
+//   experiment_resumed   {at, rerun_errored ("", "restore", "restart")}  a scheduler took it over
+// A checkpoint object is {checkpoint_id, training_iteration, time_total_s, score, size_bytes}.
+// Readers reject unknown kinds (libs/journal/replay.hpp): a newer writer must not be replayed
+// by an older scheduler.
 #pragma once
 
 #include <string>
@@ -38,6 +44,8 @@ nlohmann::json TrialStarted(const Trial& trial);
 nlohmann::json ResultRecord(const Trial& trial, const nlohmann::json& result, const char* decision);
 nlohmann::json TrialStatusRecord(const Trial& trial);
 nlohmann::json ExperimentEnded(const std::string& status, const std::string& reason);
+nlohmann::json CheckpointJson(const CheckpointRef& ref);
+nlohmann::json ExperimentResumed(double at_s, const std::string& rerun_errored);
 nlohmann::json CheckpointSavedRecord(const Trial& trial, const CheckpointRef& ref);
 nlohmann::json CheckpointDeletedRecord(const Trial& trial, const std::string& checkpoint_id);
 nlohmann::json TrialUpdated(const Trial& trial, const nlohmann::json& change);

@@ -189,6 +189,11 @@ Status TrialRunner::OnResult(const std::string& trial_id, int64_t attempt, int64
                              double time_this_iter_s) {
   Trial* t = Find(trial_id);
   if (t == nullptr) return Status::NotFound(fmt::format("result for unknown trial {}", trial_id));
+  if (attempt == t->attempt && seq == t->last_seq && seq > 0) {
+    // Seen before (resent after a reconnect): its decision may have been lost, answer again.
+    if (auto a = last_action_.find(t->index); a != last_action_.end()) executor_.SendDecision(*t, seq, a->second);
+    return Status::FailedPrecondition(fmt::format("duplicate result {} of {} attempt {}", seq, trial_id, attempt));
+  }
   if (IsFinished()) return Status::FailedPrecondition("result of " + trial_id + ": the experiment is finished");
   if (attempt != t->attempt || t->status != TrialStatus::kRunning) {
     return Status::FailedPrecondition(fmt::format("result of {} attempt {} is stale (current attempt {}, {})",
@@ -237,6 +242,7 @@ Status TrialRunner::OnResult(const std::string& trial_id, int64_t attempt, int64
   t->last_result = metrics;
   const char* action = exploit ? "stop" : ActionFor(*t, decision);
   observer_.OnTrialResult(*t, t->last_result, action);
+  last_action_[t->index] = action;
   executor_.SendDecision(*t, seq, action);
   const bool saving = std::string_view(action) == "pause" || std::string_view(action) == "checkpoint_and_stop";
   if (exploit && decision != Decision::kStop) {
@@ -272,6 +278,43 @@ const char* TrialRunner::ActionFor(Trial& t, Decision decision) {
     case Decision::kStop: return at_end ? "checkpoint_and_stop" : "stop";
   }
   return "continue";
+}
+
+namespace {
+// The worker action words as static strings (the runner keeps pointers to them).
+const char* ActionLiteral(const std::string& word) {
+  for (const char* a : {"continue", "checkpoint", "pause", "checkpoint_and_stop", "stop"}) {
+    if (word == a) return a;
+  }
+  return "continue";
+}
+}  // namespace
+
+Status TrialRunner::Restore(std::vector<Trial> trials, const nlohmann::json& searcher_state,
+                            const std::map<std::string, std::string>& last_actions, double start_s) {
+  if (!searcher_state.is_null()) {
+    if (Status s = search_alg_->RestoreState(searcher_state); !s.ok()) return s;
+  }
+  trials_ = std::move(trials);
+  index_.clear();
+  pending_.clear();
+  running_ = 0;
+  start_s_ = start_s;
+  for (Trial& t : trials_) {
+    index_[t.trial_id] = size_t(t.index);
+    if (t.status == TrialStatus::kPending) pending_.insert(t.index);
+    if (t.status == TrialStatus::kRunning) ++running_;
+    if (auto a = last_actions.find(t.trial_id); a != last_actions.end()) last_action_[t.index] = ActionLiteral(a->second);
+    scheduler_->OnTrialAdd(t);
+  }
+  return Status::Ok();
+}
+
+void TrialRunner::RequeueLost(const std::string& trial_id, const std::string& why) {
+  Trial* t = Find(trial_id);
+  if (t == nullptr || t->status != TrialStatus::kRunning || IsFinished()) return;
+  LeaveRunning(*t, TrialStatus::kPending, why);
+  SetPending(*t);
 }
 
 void TrialRunner::LeaveRunning(Trial& t, TrialStatus to, const std::string& error, bool stop_trainable,

@@ -94,6 +94,19 @@ class TrialRunner final : public TrialSchedulerContext {
   /// max_failures, see DESIGN.md).
   void OnWorkerLost(const std::string& worker_id);
 
+  // ---- resume (DESIGN.md "Journal and recovery") ------------------------------------------
+  /// Takes over the state replayed from the experiment's journal: `trials` in creation order
+  /// (PENDING ones are queued, RUNNING ones keep their attempt and wait for their worker to
+  /// report them), the search algorithm's state, and per trial the worker action that answered
+  /// its newest result (re-sent when that result arrives again). `start_s` is when the
+  /// experiment was submitted (the time budget counts from it). Call before anything else.
+  /// Errors: InvalidArgument when the searcher state does not restore.
+  Status Restore(std::vector<Trial> trials, const nlohmann::json& searcher_state,
+                 const std::map<std::string, std::string>& last_actions, double start_s);
+  /// A RUNNING trial that no worker reported after a restart: its attempt's resources are
+  /// returned and it requeues from its newest checkpoint (not counted in num_failures).
+  void RequeueLost(const std::string& trial_id, const std::string& why);
+
   // ---- control ----------------------------------------------------------------------------
   /// Stops one trial (PENDING, RUNNING or PAUSED -> TERMINATED; Ray Tune's stop_trial: the
   /// trial scheduler hears OnTrialRemove, or OnTrialComplete for a RUNNING one). NotFound for an
@@ -193,7 +206,8 @@ class TrialRunner final : public TrialSchedulerContext {
   std::map<int64_t, std::map<int64_t, RequestedCheckpoint>> requested_;
   int64_t in_result_ = -1;                   // index whose OnTrialResult is running
   std::optional<Exploit> deferred_exploit_;  // ExploitTrial on `in_result_`
-  std::map<int64_t, nlohmann::json> exploit_notes_;  // index -> "pbt_exploit" for its next result
+  std::map<int64_t, nlohmann::json> exploit_notes_;
+  std::unordered_map<int64_t, const char*> last_action_;  // index -> action of its newest result  // index -> "pbt_exploit" for its next result
   int64_t running_ = 0;
   double start_s_ = 0;
   ExperimentStatus status_ = ExperimentStatus::kRunning;

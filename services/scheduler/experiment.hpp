@@ -4,6 +4,7 @@
 #pragma once
 
 #include <memory>
+#include <set>
 #include <string>
 
 #include "libs/journal/journal_writer.hpp"
@@ -25,6 +26,8 @@ struct Scheduler::Experiment {
   std::unique_ptr<ExperimentRecorder> recorder;
   std::unique_ptr<BusExecutor> executor;
   std::unique_ptr<TrialRunner> runner;
+  /// Resumed experiments: trials the journal says are RUNNING that no worker has reported yet.
+  std::set<std::string> awaiting_reattach;
 };
 
 }  // namespace tunebus

@@ -58,6 +58,9 @@ std::string Scheduler::endpoint() const {
 
 void Scheduler::Run() {
   spdlog::info("scheduler serving {}", endpoint());
+  if (Status s = ResumeFromJournals(); !s.ok()) {
+    spdlog::error("Could not resume from the journals: {}; serving without resuming", s.ToString());
+  }
   loop_.Run();
   for (auto& e : experiments_) e->recorder->Checkpoint();
   std::string counts;
@@ -100,6 +103,16 @@ void Scheduler::OnWorkerReadable() {
     }
     counters_[d->type()]++;
     workers_seen_[peer] = bus::Clock::now();
+    const bool from_registered_peer_only = d->type() == proto::WorkerHeartbeat::kType ||
+                                           d->type() == proto::ReportResult::kType ||
+                                           d->type() == proto::TrialExited::kType ||
+                                           d->type() == proto::CheckpointSaved::kType;
+    if (from_registered_peer_only && !registered_.contains(peer)) {
+      // A worker of an earlier scheduler process: make it register (and report its trials).
+      bus::Reply(workers_, in,
+                 proto::Encode(proto::MakeError(Status::NotFound("worker " + peer + " is not registered"), d->id(),
+                                                d->type())));
+    }
     if (d->type() == proto::RegisterWorker::kType) {
       HandleRegisterWorker(peer, in, *d);
     } else if (d->type() == proto::ReportResult::kType) {

@@ -15,6 +15,7 @@
 #include <cstdint>
 #include <map>
 #include <optional>
+#include <set>
 #include <memory>
 #include <string>
 #include <vector>
@@ -40,6 +41,13 @@ struct SchedulerOptions {
   std::string rm_events_endpoint = "tcp://127.0.0.1:5558";
   std::string store_endpoint = "tcp://127.0.0.1:5557";
   int64_t state_file_interval_ms = 10000;  // experiment_state.json rewrite period
+  /// On start, resume the newest unfinished experiment found in the store's journals.
+  bool resume = true;
+  /// How long a resumed scheduler waits for workers to report the trials the journal says
+  /// are RUNNING before it requeues the others, ms.
+  int64_t reattach_grace_ms = 3000;
+  /// How long to keep trying to read the journals from the checkpoint-store at start, ms.
+  int64_t resume_timeout_ms = 30000;
 };
 
 class Scheduler {
@@ -79,6 +87,15 @@ class Scheduler {
   void HandleSubmit(const bus::Incoming& in, const proto::Decoded& d);
   void StartExperiment(const bus::Incoming& in, uint64_t id, const proto::SubmitExperiment& msg,
                        ExperimentSpec spec, std::optional<CheckpointRef> restore_from);
+  /// The experiment's journal writer, recorder, executor and runner, wired; appended to
+  /// experiments_. Writes no record. Errors: the spec's scheduler or resources are invalid.
+  Result<Experiment*> BuildExperiment(ExperimentSpec spec, const std::string& experiment_id, uint64_t seed,
+                                      std::optional<CheckpointRef> restore_from);
+  // resume (scheduler_resume.cpp)
+  Status ResumeFromJournals();
+  Status ResumeExperiment(const std::string& journal_name, std::vector<nlohmann::json> records);
+  void ReconcileAllocations(Experiment& e);
+  void RequeueUnattached(Experiment& e);
   void HandlePauseTrial(const bus::Incoming& in, const proto::Decoded& d);
   void HandleResumeTrial(const bus::Incoming& in, const proto::Decoded& d);
   void HandleAddTrial(const bus::Incoming& in, const proto::Decoded& d);
@@ -107,6 +124,7 @@ class Scheduler {
   std::unique_ptr<bus::RequestClient> store_;
   std::string control_bound_, workers_bound_, events_bound_;
   std::map<std::string, bus::Clock::time_point> workers_seen_;  // worker_id -> last message
+  std::set<std::string> registered_;  // workers that sent register_worker to this process
   std::vector<std::unique_ptr<Experiment>> experiments_;       // the last one is current
   std::map<std::string, uint64_t> counters_;                   // messages handled, by type
   bus::Clock::time_point last_state_file_;

@@ -93,6 +93,11 @@ void Scheduler::OnControlReadable() {
 void Scheduler::HandleSubmit(const bus::Incoming& in, const proto::Decoded& d) {
   auto msg = d.As<proto::SubmitExperiment>();
   if (!msg.ok()) return ReplyError(in, d.id(), d.type(), msg.status());
+  if (Experiment* current = Current(); state_ == State::kRunning && current->spec.source_yaml == msg->spec_yaml) {
+    // The same experiment is already running (e.g. resumed after a restart): follow it.
+    return ReplyJson(in, d.id(), ExperimentToJson(current->spec.name, *current->runner, current->experiment_dir,
+                                                  Elapsed(current->started)));
+  }
   if (state_ == State::kRunning || submitting_) {
     return ReplyError(in, d.id(), d.type(),
                       Status::FailedPrecondition(submitting_ ? std::string("another experiment is being submitted")
@@ -130,25 +135,36 @@ void Scheduler::HandleSubmit(const bus::Incoming& in, const proto::Decoded& d) {
 }
 
 void Scheduler::StartExperiment(const bus::Incoming& in, uint64_t id, const proto::SubmitExperiment& msg,
-                                ExperimentSpec spec_in, std::optional<CheckpointRef> restore_from) {
-  const std::string type = proto::SubmitExperiment::kType;
-  auto spec = &spec_in;
-  auto scheduler = MakeTrialScheduler(spec->scheduler, spec->scheduler_config, spec->metric, spec->mode);
-  if (!scheduler.ok()) return ReplyError(in, id, type, scheduler.status());
-  auto resources = Resources::FromAmounts(spec->resources_per_trial);
-  if (!resources.ok()) return ReplyError(in, id, type, resources.status());
+                                ExperimentSpec spec, std::optional<CheckpointRef> restore_from) {
+  std::random_device rd;
+  const std::string experiment_id = fmt::format("{:05x}", rd() & 0xfffff);
+  const uint64_t seed = spec.seed.value_or((uint64_t(rd()) << 32) | rd());
+  auto built = BuildExperiment(std::move(spec), experiment_id, seed, std::move(restore_from));
+  if (!built.ok()) return ReplyError(in, id, proto::SubmitExperiment::kType, built.status());
+  Experiment* e = *built;
+  e->journal->Append(journal::ExperimentSubmitted(experiment_id, msg.spec_yaml, msg.base_dir, msg.source_name, seed,
+                                                  WallSeconds()));
+  state_ = State::kRunning;
+  spdlog::info("Experiment {} ({} trials{}) submitted; journal {}", e->spec.name, e->runner->TotalTrials(),
+               e->spec.seed ? fmt::format(", seed {}", seed) : "", e->journal_name);
+  e->runner->Step();
+  ReplyJson(in, id, ExperimentToJson(e->spec.name, *e->runner, e->experiment_dir, 0));
+}
+
+Result<Scheduler::Experiment*> Scheduler::BuildExperiment(ExperimentSpec spec, const std::string& experiment_id,
+                                                          uint64_t seed, std::optional<CheckpointRef> restore_from) {
+  auto scheduler = MakeTrialScheduler(spec.scheduler, spec.scheduler_config, spec.metric, spec.mode);
+  if (!scheduler.ok()) return scheduler.status();
+  auto resources = Resources::FromAmounts(spec.resources_per_trial);
+  if (!resources.ok()) return resources.status();
 
   auto e = std::make_unique<Experiment>();
-  e->spec = std::move(spec_in);
-  std::random_device rd;
-  e->experiment_id = fmt::format("{:05x}", rd() & 0xfffff);
+  e->spec = std::move(spec);
+  e->experiment_id = experiment_id;
   e->journal_name = e->spec.name + "-" + e->experiment_id;
   e->experiment_dir = e->spec.results_dir + "/" + e->spec.name;
   e->started = bus::Clock::now();
-  const uint64_t seed = e->spec.seed.value_or((uint64_t(rd()) << 32) | rd());
   e->journal = std::make_unique<journal::JournalWriter>(loop_, *store_, e->journal_name);
-  e->journal->Append(journal::ExperimentSubmitted(e->experiment_id, msg.spec_yaml, msg.base_dir, msg.source_name,
-                                                  seed, WallSeconds()));
   e->recorder = std::make_unique<ExperimentRecorder>(e->spec.name, e->experiment_dir, *e->journal, events_);
   e->executor = std::make_unique<BusExecutor>(loop_, *rm_, *store_, workers_, *e->journal, e->spec,
                                               e->experiment_dir, e->journal_name);
@@ -179,11 +195,7 @@ void Scheduler::StartExperiment(const bus::Incoming& in, uint64_t id, const prot
     raw->runner->OnTrialExited(t.trial_id, t.attempt, false, fmt::format("worker {} is not connected", t.worker_id));
   });
   experiments_.push_back(std::move(e));
-  state_ = State::kRunning;
-  spdlog::info("Experiment {} ({} trials{}) submitted; journal {}", raw->spec.name, raw->runner->TotalTrials(),
-               raw->spec.seed ? fmt::format(", seed {}", seed) : "", raw->journal_name);
-  raw->runner->Step();
-  ReplyJson(in, id, ExperimentToJson(raw->spec.name, *raw->runner, raw->experiment_dir, 0));
+  return raw;
 }
 
 void Scheduler::HandleListTrials(const bus::Incoming& in, const proto::Decoded& d) {

@@ -1,5 +1,8 @@
 // Scheduler handlers for messages from trial-workers.
+#include <fmt/format.h>
 #include <spdlog/spdlog.h>
+
+#include <set>
 
 #include "proto/worker.hpp"
 #include "services/scheduler/experiment.hpp"
@@ -16,10 +19,32 @@ void Scheduler::HandleRegisterWorker(const std::string& peer, const bus::Incomin
   ack.id = d.id();
   // Trials the worker runs that are not a current RUNNING attempt here must be killed.
   Experiment* e = Current();
+  registered_.insert(peer);
+  std::set<std::string> reported;
   for (const auto& r : msg->running) {
     const Trial* t = e ? e->runner->FindTrial(r.trial_id) : nullptr;
     const bool current = t && t->status == TrialStatus::kRunning && t->attempt == r.attempt && t->worker_id == peer;
     if (!current) ack.stale_trials.push_back(r.trial_id);
+    if (current) reported.insert(r.trial_id);
+  }
+  if (e != nullptr && !e->awaiting_reattach.empty()) {
+    // Resumed: a trial the journal ran on this worker is reattached if the worker reports it,
+    // and requeued at once if it does not (its trainable is gone).
+    std::vector<std::string> lost;
+    for (const std::string& trial_id : e->awaiting_reattach) {
+      const Trial* t = e->runner->FindTrial(trial_id);
+      if (t == nullptr || t->worker_id != peer) continue;
+      if (reported.contains(trial_id)) {
+        spdlog::info("Reattached trial {} attempt {} on {}", trial_id, t->attempt, peer);
+      } else {
+        lost.push_back(trial_id);
+      }
+    }
+    for (const std::string& trial_id : lost) {
+      e->runner->RequeueLost(trial_id, fmt::format("worker {} no longer runs it after the scheduler restarted", peer));
+    }
+    for (const std::string& trial_id : reported) e->awaiting_reattach.erase(trial_id);
+    for (const std::string& trial_id : lost) e->awaiting_reattach.erase(trial_id);
   }
   spdlog::info("Worker {} ({}) connected, running {} trial(s)", peer, msg->hostname, msg->running.size());
   bus::Reply(workers_, in, proto::Encode(ack));

@@ -403,7 +403,19 @@ void Cluster::SpawnWorker(const std::string& id) {
   o.args.insert(o.args.end(), extra.begin(), extra.end());
   o.log_dir = dir() / "logs";
   o.cwd = dir();
+  spawn_options_[id] = o;
   processes_.push_back(Process::Spawn(o));
+}
+
+::testing::AssertionResult Cluster::Restart(const std::string& name) {
+  auto it = spawn_options_.find(name);
+  if (it == spawn_options_.end()) return ::testing::AssertionFailure() << "no process " << name;
+  for (auto& p : processes_) {
+    if (p && p->name() == name && p->Running()) p->Kill();
+  }
+  std::erase_if(processes_, [&](const std::unique_ptr<Process>& p) { return p->name() == name; });
+  processes_.push_back(Process::Spawn(it->second));
+  return ::testing::AssertionSuccess();
 }
 
 ::testing::AssertionResult Cluster::AddWorker(const std::string& id, std::vector<std::string> extra_args) {
@@ -442,6 +454,7 @@ void Cluster::SpawnWorker(const std::string& id) {
     o.args = std::move(args);
     o.log_dir = logs;
     o.cwd = dir();
+    spawn_options_[name] = o;
     processes_.push_back(Process::Spawn(o));
   };
   spawn("checkpoint-store", "checkpoint-store",

@@ -164,6 +164,8 @@ class Cluster {
   std::map<std::string, int> StopAll();
   /// Starts one more trial-worker `id` with `extra_args` and waits until it is alive and
   /// connected.
+  /// SIGKILLs `name` if it runs and starts it again with the same flags and data.
+  ::testing::AssertionResult Restart(const std::string& name);
   ::testing::AssertionResult AddWorker(const std::string& id, std::vector<std::string> extra_args = {});
 
   /// `tunectl --connect <control> args...` (put global flags such as -o json before the
@@ -200,6 +202,7 @@ class Cluster {
   int control_port_ = 0, workers_port_ = 0, events_port_ = 0, rm_port_ = 0, rm_events_port_ = 0,
       store_port_ = 0;
   std::vector<std::unique_ptr<Process>> processes_;  // start order
+  std::map<std::string, Process::Options> spawn_options_;  // how each was started
 };
 
 /// A raw DEALER client for protocol tests: sends arbitrary frames to a service's ROUTER and

@@ -675,7 +675,8 @@ TEST_F(TrialRunnerTest, AnswersForOtherAttemptsOrUnknownTrialsAreIgnored) {
 
 TEST_F(TrialRunnerTest, StaleAttemptsAndDuplicateSeqsAreRejectedAndChangeNothing) {
   // Duplicates (seq already seen), results of an old attempt, of a trial not RUNNING and of an
-  // unknown trial are answered with an error Status and leave the trial untouched.
+  // unknown trial are answered with an error Status and leave the trial untouched. The newest
+  // result arriving again (resent after a reconnect) gets its decision again, nothing else.
   RunnerOptions o;
   o.max_failures = 1;
   Start(o, 1);
@@ -696,6 +697,10 @@ TEST_F(TrialRunnerTest, StaleAttemptsAndDuplicateSeqsAreRejectedAndChangeNothing
   Status dup = Report(0, 1, {{"loss", 9.0}});
   EXPECT_FALSE(dup.ok());
   EXPECT_EQ(dup.code(), StatusCode::kFailedPrecondition);
+  ASSERT_EQ(exec_.decisions.size(), decisions + 1);  // the lost decision is answered again
+  EXPECT_EQ(exec_.decisions.back().seq, 1);
+  EXPECT_EQ(exec_.decisions.back().action, exec_.decisions[decisions - 1].action);
+  exec_.decisions.pop_back();
   unchanged();
   EXPECT_FALSE(Report(0, 0, {{"loss", 9.0}}).ok());
   unchanged();

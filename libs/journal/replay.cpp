@@ -1,0 +1,155 @@
+#include "libs/journal/replay.hpp"
+
+#include <algorithm>
+
+#include <fmt/format.h>
+
+#include "libs/core/resources.hpp"
+
+namespace tunebus::journal {
+
+using nlohmann::json;
+
+namespace {
+
+std::optional<double> OptionalNumber(const json& v) {
+  if (v.is_number()) return v.get<double>();
+  return std::nullopt;
+}
+
+CheckpointRef CheckpointOf(const json& r) {
+  CheckpointRef c;
+  c.checkpoint_id = r.at("checkpoint_id").get<std::string>();
+  c.training_iteration = r.at("training_iteration").get<int64_t>();
+  c.time_total_s = r.value("time_total_s", 0.0);
+  c.score = OptionalNumber(r.value("score", json()));
+  c.size_bytes = r.value("size_bytes", int64_t(0));
+  return c;
+}
+
+Resources ResourcesOf(const json& units) {
+  std::map<std::string, int64_t> m;
+  if (units.is_object()) {
+    for (const auto& [k, v] : units.items()) {
+      if (v.is_number_integer()) m[k] = v.get<int64_t>();
+    }
+  }
+  auto r = Resources::FromUnits(m);
+  return r.ok() ? *r : Resources();
+}
+
+}  // namespace
+
+Trial* JournalReplayer::Find(const std::string& trial_id) {
+  auto it = index_.find(trial_id);
+  return it == index_.end() ? nullptr : &state_.trials[it->second];
+}
+
+Status JournalReplayer::Apply(const json& r) {
+  const std::string kind = r.value("kind", "");
+  const uint64_t position = state_.records + 1;
+  try {
+    if (kind == "experiment_submitted") {
+      state_.experiment_id = r.at("experiment_id").get<std::string>();
+      state_.spec_yaml = r.at("spec_yaml").get<std::string>();
+      state_.base_dir = r.at("base_dir").get<std::string>();
+      state_.source_name = r.at("source_name").get<std::string>();
+      state_.seed = r.at("seed").get<uint64_t>();
+      state_.submitted_at_s = r.value("submitted_at", 0.0);
+      submitted_ = true;
+    } else if (!submitted_) {
+      return Status::Corruption(fmt::format("journal record {} ({}) comes before experiment_submitted", position, kind));
+    } else if (kind == "trial_added") {
+      Trial t;
+      t.trial_id = r.at("trial_id").get<std::string>();
+      t.index = int64_t(state_.trials.size());
+      t.config = r.at("config");
+      t.experiment_tag = r.value("experiment_tag", "");
+      t.resources = ResourcesOf(r.value("resources", json::object()));
+      if (r.contains("restore_checkpoint")) {
+        t.restore_checkpoint = CheckpointOf(r["restore_checkpoint"]);
+        if (!state_.restore_from) state_.restore_from = t.restore_checkpoint;
+      }
+      index_[t.trial_id] = state_.trials.size();
+      state_.trials.push_back(std::move(t));
+    } else if (kind == "searcher_state") {
+      state_.searcher_state = r.at("state");
+    } else if (kind == "experiment_ended") {
+      state_.ended_status = r.at("status").get<std::string>();
+      state_.ended_reason = r.value("reason", "");
+    } else if (kind == "experiment_resumed") {
+      state_.ended_status.clear();  // reopened (e.g. to rerun errored trials)
+      state_.ended_reason.clear();
+    } else {
+      Trial* t = Find(r.at("trial_id").get<std::string>());
+      if (t == nullptr) {
+        return Status::Corruption(fmt::format("journal record {} ({}) names unknown trial {}", position, kind,
+                                              r.at("trial_id").get<std::string>()));
+      }
+      if (Status s = ApplyTrialRecord(kind, r, *t); !s.ok()) return s;
+    }
+  } catch (const json::exception& e) {
+    return Status::Corruption(fmt::format("journal record {} ({}) is malformed: {}", position, kind, e.what()));
+  }
+  state_.records = position;
+  return Status::Ok();
+}
+
+Status JournalReplayer::ApplyTrialRecord(const std::string& kind, const json& r, Trial& t) {
+  if (kind == "trial_started") {
+    t.attempt = r.at("attempt").get<int64_t>();
+    t.status = TrialStatus::kRunning;
+    t.worker_id = r.at("worker_id").get<std::string>();
+    t.gpu_ids = r.value("gpu_ids", std::vector<std::string>{});
+    t.last_seq = 0;
+    t.restored_checkpoint_id = r.value("restored_checkpoint_id", "");
+    t.restored_iteration = r.value("restored_iteration", int64_t(0));
+    t.restored_time_total_s = r.value("restored_time_total_s", 0.0);
+    t.training_iteration = t.restored_iteration;
+    t.time_total_s = t.restored_time_total_s;
+    t.restore_checkpoint.reset();
+    if (t.start_time_s == 0) t.start_time_s = r.value("start_time_s", 0.0);
+  } else if (kind == "result") {
+    if (r.at("attempt").get<int64_t>() != t.attempt) return Status::Ok();  // written before a restart
+    const json& result = r.at("result");
+    t.last_seq = r.at("seq").get<int64_t>();
+    t.training_iteration = result.value("training_iteration", t.training_iteration);
+    t.time_total_s = result.value("time_total_s", t.time_total_s);
+    t.last_result = result;
+    ++t.num_results;
+    state_.last_action[t.trial_id] = r.value("decision", "continue");
+  } else if (kind == "trial_status") {
+    const auto status = ParseTrialStatus(r.at("status").get<std::string>());
+    if (!status) return Status::Corruption("unknown trial status " + r.at("status").dump());
+    t.status = *status;
+    t.error = r.value("error", "");
+    t.num_failures = r.value("num_failures", t.num_failures);
+    if (t.status != TrialStatus::kRunning) {
+      t.worker_id.clear();
+      t.gpu_ids.clear();
+    }
+  } else if (kind == "checkpoint_saved") {
+    t.checkpoints.push_back(CheckpointOf(r));
+  } else if (kind == "checkpoint_deleted") {
+    const std::string id = r.at("checkpoint_id").get<std::string>();
+    std::erase_if(t.checkpoints, [&](const CheckpointRef& c) { return c.checkpoint_id == id; });
+  } else if (kind == "trial_updated") {
+    t.config = r.at("config");
+    t.resources = ResourcesOf(r.value("resources", json::object()));
+    const json& change = r.value("change", json::object());
+    if (change.contains("pbt_exploit")) {
+      const json& e = change["pbt_exploit"];
+      const std::string id = e.value("checkpoint_id", "");
+      for (const Trial& donor : state_.trials) {
+        for (const CheckpointRef& c : donor.checkpoints) {
+          if (c.checkpoint_id == id) t.restore_checkpoint = c;
+        }
+      }
+    }
+  } else {
+    return Status::Corruption(fmt::format("journal record {} has unknown kind '{}'", state_.records + 1, kind));
+  }
+  return Status::Ok();
+}
+
+}  // namespace tunebus::journal

@@ -1,0 +1,59 @@
+// Journal replay: folds an experiment's journal records (libs/journal/records.hpp), in seq
+// order, back into the state the scheduler's TrialRunner held (DESIGN.md "Journal and
+// recovery"). Pure: no I/O; the scheduler reads the records from the checkpoint-store.
+//
+// A trial whose last record says RUNNING was running when the journal ends: the resuming
+// scheduler waits for its worker to report it (reattach) and requeues it otherwise.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "libs/core/status.hpp"
+#include "libs/core/trial.hpp"
+
+namespace tunebus::journal {
+
+struct ReplayedExperiment {
+  // From experiment_submitted.
+  std::string experiment_id;
+  std::string spec_yaml;
+  std::string base_dir;
+  std::string source_name;
+  uint64_t seed = 0;
+  double submitted_at_s = 0;  // wall clock, seconds since the epoch
+  std::vector<Trial> trials;  // as the runner held them, in creation order
+  nlohmann::json searcher_state;  // newest VariantGenerator::SaveState(), null if none
+  std::optional<CheckpointRef> restore_from;  // the experiment's restore_from checkpoint, if any
+  /// trial_id -> the worker action answering its newest result (resent for a duplicate).
+  std::map<std::string, std::string> last_action;
+  std::string ended_status;  // "FINISHED" | "STOPPED" | "ERROR", "" while the experiment runs
+  std::string ended_reason;
+  uint64_t records = 0;  // records applied
+};
+
+/// Applies records one at a time, in journal order.
+class JournalReplayer {
+ public:
+  /// Errors: Corruption naming the record's kind and position for an unknown kind, a record
+  /// before experiment_submitted, or one naming an unknown trial. The state is unchanged then.
+  Status Apply(const nlohmann::json& record);
+  const ReplayedExperiment& state() const { return state_; }
+  ReplayedExperiment Take() { return std::move(state_); }
+
+ private:
+  Trial* Find(const std::string& trial_id);
+  Status ApplyTrialRecord(const std::string& kind, const nlohmann::json& r, Trial& t);
+
+  ReplayedExperiment state_;
+  std::unordered_map<std::string, size_t> index_;
+  bool submitted_ = false;
+};
+
+}  // namespace tunebus::journal
