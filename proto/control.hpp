@@ -78,6 +78,26 @@ struct SetTrialResourcesCommand {
   MSGPACK_DEFINE_MAP(v, type, id, trial_id, resources)
 };
 
+/// Resume an experiment by name (the newest with that name in this scheduler or in the
+/// store's journals): an unfinished one continues; `rerun_errored` "restore" / "restart" also
+/// reruns its ERROR trials (from their newest checkpoint / from scratch). body: the experiment
+/// summary plus "rerun" (trials rerun). Errors: not_found; failed_precondition when another
+/// experiment runs, or when it is finished and there is nothing to rerun ("experiment is
+/// finished"); invalid_argument for another rerun_errored.
+struct ResumeExperimentCommand {
+  TUNEBUS_ENVELOPE("resume_experiment_command");
+  std::string name;
+  std::string rerun_errored;  // "" | "restore" | "restart"
+  MSGPACK_DEFINE_MAP(v, type, id, name, rerun_errored)
+};
+
+/// Every experiment this scheduler knows or finds in the store's journals. body: array of
+/// {name, journal, status, counts: {STATUS: n}, total, submitted_at (seconds since the epoch)}.
+struct ListExperiments {
+  TUNEBUS_ENVELOPE("list_experiments");
+  MSGPACK_DEFINE_MAP(v, type, id)
+};
+
 /// Stop every unfinished trial and end the experiment. body: the experiment summary.
 struct StopExperiment {
   TUNEBUS_ENVELOPE("stop_experiment");

@@ -108,8 +108,11 @@ struct TrialExited {
   std::string error;         // reason when !ok
   std::string stderr_tail;   // last lines of its stderr when !ok
   int64_t last_seq = 0;      // results sent before exiting (the scheduler waits for them)
+  /// The worker itself is going away (SIGTERM): a worker loss, not a trainable failure, so it
+  /// does not count toward max_failures.
+  bool worker_shutdown = false;
   MSGPACK_DEFINE_MAP(v, type, id, trial_id, attempt, ok, exit_code, stopped, error, stderr_tail,
-                     last_seq)
+                     last_seq, worker_shutdown)
 };
 
 /// worker -> scheduler: a checkpoint of (trial_id, attempt) is committed in the checkpoint-store.

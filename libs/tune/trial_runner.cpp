@@ -291,7 +291,8 @@ const char* ActionLiteral(const std::string& word) {
 }  // namespace
 
 Status TrialRunner::Restore(std::vector<Trial> trials, const nlohmann::json& searcher_state,
-                            const std::map<std::string, std::string>& last_actions, double start_s) {
+                            const std::map<std::string, std::string>& last_actions, double start_s,
+                            const std::string& ended_status, const std::string& ended_reason) {
   if (!searcher_state.is_null()) {
     if (Status s = search_alg_->RestoreState(searcher_state); !s.ok()) return s;
   }
@@ -307,6 +308,10 @@ Status TrialRunner::Restore(std::vector<Trial> trials, const nlohmann::json& sea
     if (auto a = last_actions.find(t.trial_id); a != last_actions.end()) last_action_[t.index] = ActionLiteral(a->second);
     scheduler_->OnTrialAdd(t);
   }
+  for (auto s : {ExperimentStatus::kFinished, ExperimentStatus::kStopped, ExperimentStatus::kError}) {
+    if (ended_status == ExperimentStatusName(s)) status_ = s;
+  }
+  end_reason_ = ended_reason;
   return Status::Ok();
 }
 

@@ -101,8 +101,16 @@ class TrialRunner final : public TrialSchedulerContext {
   /// its newest result (re-sent when that result arrives again). `start_s` is when the
   /// experiment was submitted (the time budget counts from it). Call before anything else.
   /// Errors: InvalidArgument when the searcher state does not restore.
+  /// `ended_status` ("FINISHED", "STOPPED", "ERROR" or "" while running) and `ended_reason`
+  /// restore an experiment that had ended.
   Status Restore(std::vector<Trial> trials, const nlohmann::json& searcher_state,
-                 const std::map<std::string, std::string>& last_actions, double start_s);
+                 const std::map<std::string, std::string>& last_actions, double start_s,
+                 const std::string& ended_status = "", const std::string& ended_reason = "");
+  /// Reruns the ERROR trials (Ray Tune's resume="ERRORED_ONLY", done right): "restore" makes
+  /// each PENDING to continue from its newest checkpoint; "restart" from scratch (checkpoints
+  /// forgotten, num_failures 0). Nothing else changes. A finished experiment runs again when
+  /// there is at least one. Returns how many. Errors: InvalidArgument for another mode.
+  Result<int64_t> RerunErrored(const std::string& mode);
   /// A RUNNING trial that no worker reported after a restart: its attempt's resources are
   /// returned and it requeues from its newest checkpoint (not counted in num_failures).
   void RequeueLost(const std::string& trial_id, const std::string& why);

@@ -193,6 +193,31 @@ void TrialRunner::ApplyRetention(Trial& t) {
   }
 }
 
+Result<int64_t> TrialRunner::RerunErrored(const std::string& mode) {
+  if (mode != "restore" && mode != "restart") {
+    return Status::InvalidArgument("rerun_errored must be 'restore' or 'restart', got '" + mode + "'");
+  }
+  int64_t n = 0;
+  for (Trial& t : trials_) {
+    if (t.status != TrialStatus::kError) continue;
+    if (mode == "restart") {
+      t.checkpoints.clear();
+      t.restore_checkpoint.reset();
+      t.num_failures = 0;
+    }
+    t.status = TrialStatus::kPending;
+    t.error.clear();
+    observer_.OnTrialStatus(t);
+    pending_.insert(t.index);
+    ++n;
+  }
+  if (n > 0 && IsFinished()) {
+    status_ = ExperimentStatus::kRunning;
+    end_reason_.clear();
+  }
+  return n;
+}
+
 void TrialRunner::StopUnfinished() {
   for (Trial& t : trials_) {
     if (t.status == TrialStatus::kRunning) {

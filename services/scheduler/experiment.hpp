@@ -22,6 +22,7 @@ struct Scheduler::Experiment {
   std::string journal_name;    // "<name>-<experiment_id>": the journal's key in the store
   std::string experiment_dir;  // <results_dir>/<name>
   bus::Clock::time_point started;
+  double submitted_at_s = 0;   // wall clock of the submission, seconds since the epoch
   std::unique_ptr<journal::JournalWriter> journal;
   std::unique_ptr<ExperimentRecorder> recorder;
   std::unique_ptr<BusExecutor> executor;

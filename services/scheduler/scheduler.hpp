@@ -96,6 +96,8 @@ class Scheduler {
   Status ResumeExperiment(const std::string& journal_name, std::vector<nlohmann::json> records);
   void ReconcileAllocations(Experiment& e);
   void RequeueUnattached(Experiment& e);
+  void HandleResumeExperiment(const bus::Incoming& in, const proto::Decoded& d);
+  void HandleListExperiments(const bus::Incoming& in, const proto::Decoded& d);
   void HandlePauseTrial(const bus::Incoming& in, const proto::Decoded& d);
   void HandleResumeTrial(const bus::Incoming& in, const proto::Decoded& d);
   void HandleAddTrial(const bus::Incoming& in, const proto::Decoded& d);

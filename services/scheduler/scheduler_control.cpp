@@ -76,6 +76,10 @@ void Scheduler::OnControlReadable() {
       HandleGetExperiment(in, *d);
     } else if (type == proto::ListWorkers::kType) {
       HandleListWorkers(in, *d);
+    } else if (type == proto::ResumeExperimentCommand::kType) {
+      HandleResumeExperiment(in, *d);
+    } else if (type == proto::ListExperiments::kType) {
+      HandleListExperiments(in, *d);
     } else if (type == proto::PauseTrialCommand::kType) {
       HandlePauseTrial(in, *d);
     } else if (type == proto::ResumeTrialCommand::kType) {
@@ -142,8 +146,9 @@ void Scheduler::StartExperiment(const bus::Incoming& in, uint64_t id, const prot
   auto built = BuildExperiment(std::move(spec), experiment_id, seed, std::move(restore_from));
   if (!built.ok()) return ReplyError(in, id, proto::SubmitExperiment::kType, built.status());
   Experiment* e = *built;
+  e->submitted_at_s = WallSeconds();
   e->journal->Append(journal::ExperimentSubmitted(experiment_id, msg.spec_yaml, msg.base_dir, msg.source_name, seed,
-                                                  WallSeconds()));
+                                                  e->submitted_at_s));
   state_ = State::kRunning;
   spdlog::info("Experiment {} ({} trials{}) submitted; journal {}", e->spec.name, e->runner->TotalTrials(),
                e->spec.seed ? fmt::format(", seed {}", seed) : "", e->journal_name);

@@ -88,6 +88,11 @@ void Scheduler::HandleTrialExited(const std::string& peer, const proto::Decoded&
   if (e == nullptr) return;
   const Trial* t = e->runner->FindTrial(msg->trial_id);
   if (t == nullptr || t->attempt != msg->attempt) return;
+  if (msg->worker_shutdown && !msg->stopped) {
+    spdlog::warn("Trial {} attempt {}: worker {} shut down; requeueing it", msg->trial_id, msg->attempt, peer);
+    e->runner->RequeueLost(msg->trial_id, msg->error);
+    return;
+  }
   const bool ok = msg->ok || msg->stopped;
   if (!ok && t->status == TrialStatus::kRunning) {
     std::string text = msg->error;

@@ -121,6 +121,7 @@ void TrialWorker::Shutdown() {
     exited.ok = false;
     exited.exit_code = -9;
     exited.error = fmt::format("trial-worker {} shut down", options_.worker_id);
+    exited.worker_shutdown = true;
     exited.last_seq = run->last_seq;
     if (!run->silent) SendToScheduler(exited);
   }

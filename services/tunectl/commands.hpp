@@ -33,7 +33,11 @@ int StopExperimentCommand(const GlobalFlags& g);
 int StatusCommand(const GlobalFlags& g);
 int WorkersCommand(const GlobalFlags& g);
 int PauseCommand(const GlobalFlags& g, const std::string& trial_id);
-int ResumeCommand(const GlobalFlags& g, const std::string& trial_id);
+/// `target`: a PAUSED trial's id (unpause), or an experiment's name (resume it; with
+/// `rerun_errored` "restore" / "restart" its ERROR trials run again).
+int ResumeCommand(const GlobalFlags& g, const std::string& target, const std::string& rerun_errored);
+/// Experiments in this scheduler and in the store's journals (`tunectl lsx`).
+int ListExperimentsCommand(const GlobalFlags& g);
 /// `config_json`: a JSON object. Exit 2 if it is not one.
 int AddCommand(const GlobalFlags& g, const std::string& config_json);
 /// `pairs`: "name=amount" (amount >= 0). Exit 2 for a malformed pair.

@@ -14,26 +14,36 @@ namespace tunebus {
 
 namespace {
 
-// Sends one request and prints its body: as JSON with -o json, else through `print`.
-template <typename M, typename Print>
-int CallAndPrint(const GlobalFlags& g, M request, Print print) {
+// Sends one request; the reply body, or why not (Unavailable when the server is unreachable).
+template <typename M>
+Result<nlohmann::json> Call(const GlobalFlags& g, M request) {
   zmq::context_t ctx;
   auto client = ControlClient::Connect(ctx, g.connect, std::chrono::milliseconds(g.timeout_ms));
-  if (!client.ok()) {
-    std::cerr << "tunectl: " << client.status().ToString() << "\n";
-    return 3;
-  }
-  auto body = client->Call(request);
-  if (!body.ok()) {
-    std::cerr << "tunectl: " << body.status().ToString() << "\n";
-    return body.status().code() == StatusCode::kUnavailable ? 3 : 1;
-  }
+  if (!client.ok()) return client.status();
+  return client->Call(request);
+}
+
+// Prints the error; the exit code: 3 when the server cannot be reached, else 1.
+int Fail(const Status& status) {
+  std::cerr << "tunectl: " << status.ToString() << "\n";
+  return status.code() == StatusCode::kUnavailable ? 3 : 1;
+}
+
+// Prints a reply body: as JSON with -o json, else through `print`.
+template <typename Print>
+int PrintBody(const GlobalFlags& g, const nlohmann::json& body, Print print) {
   if (g.output == "json") {
-    std::cout << body->dump(2) << std::endl;
+    std::cout << body.dump(2) << std::endl;
   } else {
-    print(*body);
+    print(body);
   }
   return 0;
+}
+
+template <typename M, typename Print>
+int CallAndPrint(const GlobalFlags& g, M request, Print print) {
+  auto body = Call(g, std::move(request));
+  return body.ok() ? PrintBody(g, *body, print) : Fail(body.status());
 }
 
 void PrintTrial(const nlohmann::json& t) {
@@ -90,10 +100,38 @@ int PauseCommand(const GlobalFlags& g, const std::string& trial_id) {
   return CallAndPrint(g, req, PrintMessage);
 }
 
-int ResumeCommand(const GlobalFlags& g, const std::string& trial_id) {
-  proto::ResumeTrialCommand req;
-  req.trial_id = trial_id;
-  return CallAndPrint(g, req, PrintMessage);
+int ResumeCommand(const GlobalFlags& g, const std::string& target, const std::string& rerun_errored) {
+  auto print_experiment = [](const nlohmann::json& e) {
+    std::cout << "Experiment " << e.value("name", std::string()) << " resumed ("
+              << e.value("rerun", int64_t(0)) << " errored trials rerun)" << std::endl;
+  };
+  proto::ResumeExperimentCommand experiment;
+  experiment.name = target;
+  experiment.rerun_errored = rerun_errored;
+  if (!rerun_errored.empty()) return CallAndPrint(g, experiment, print_experiment);
+  // A trial id unpauses that trial; otherwise the name of an experiment.
+  proto::ResumeTrialCommand trial;
+  trial.trial_id = target;
+  auto body = Call(g, trial);
+  if (!body.ok() && body.status().code() == StatusCode::kNotFound) {
+    return CallAndPrint(g, experiment, print_experiment);
+  }
+  return body.ok() ? PrintBody(g, *body, PrintMessage) : Fail(body.status());
+}
+
+int ListExperimentsCommand(const GlobalFlags& g) {
+  return CallAndPrint(g, proto::ListExperiments{}, [](const nlohmann::json& experiments) {
+    std::cout << fmt::format("{:<24} {:<20} {:<12} {:>6}  {}\n", "name", "journal", "status", "trials", "counts");
+    for (const auto& e : experiments) {
+      std::string counts;
+      for (const auto& [status, n] : e["counts"].items()) {
+        if (n.get<int64_t>() > 0) counts += fmt::format("{}={} ", status, n.get<int64_t>());
+      }
+      std::cout << fmt::format("{:<24} {:<20} {:<12} {:>6}  {}\n", e.value("name", std::string()),
+                               e.value("journal", std::string()), e.value("status", std::string()),
+                               e.value("total", int64_t(0)), counts);
+    }
+  });
 }
 
 int AddCommand(const GlobalFlags& g, const std::string& config_json) {
@@ -139,17 +177,8 @@ int StatusCommand(const GlobalFlags& g) {
 }
 
 int ResourcesCommand(const GlobalFlags& g) {
-  zmq::context_t ctx;
-  auto client = ControlClient::Connect(ctx, g.connect, std::chrono::milliseconds(g.timeout_ms));
-  if (!client.ok()) {
-    std::cerr << "tunectl: " << client.status().ToString() << "\n";
-    return 3;
-  }
-  auto nodes = client->Call(proto::ListWorkers{});
-  if (!nodes.ok()) {
-    std::cerr << "tunectl: " << nodes.status().ToString() << "\n";
-    return nodes.status().code() == StatusCode::kUnavailable ? 3 : 1;
-  }
+  auto nodes = Call(g, proto::ListWorkers{});
+  if (!nodes.ok()) return Fail(nodes.status());
   // Totals over alive workers: capacity, committed, free (amounts per resource name).
   nlohmann::json total = {{"capacity", nlohmann::json::object()}, {"committed", nlohmann::json::object()},
                           {"free", nlohmann::json::object()}};

@@ -48,8 +48,12 @@ int main(int argc, char** argv) {
   auto* resources_cmd = app.add_subcommand("resources", "capacity, committed and free resources per worker and in total");
   auto* pause_cmd = app.add_subcommand("pause", "pause a trial (checkpoint, free its resources)");
   pause_cmd->add_option("trial_id", trial_id)->required();
-  auto* resume_cmd = app.add_subcommand("resume", "resume a paused trial from its checkpoint");
-  resume_cmd->add_option("trial_id", trial_id)->required();
+  std::string rerun_errored;
+  auto* resume_cmd = app.add_subcommand("resume", "resume a paused trial (TRIAL_ID) or an experiment (NAME)");
+  resume_cmd->add_option("target", trial_id, "trial id or experiment name")->required();
+  resume_cmd->add_option("--rerun-errored", rerun_errored, "also rerun the experiment's ERROR trials")
+      ->check(CLI::IsMember({"restore", "restart"}));
+  auto* lsx_cmd = app.add_subcommand("lsx", "list experiments (name, status, trial counts)");
   std::string config_json;
   auto* add_cmd = app.add_subcommand("add", "add a trial with an explicit config to the running experiment");
   add_cmd->add_option("--config", config_json, "the trial's config as a JSON object")->required();
@@ -78,7 +82,8 @@ int main(int argc, char** argv) {
   if (*workers_cmd) return WorkersCommand(g);
   if (*resources_cmd) return ResourcesCommand(g);
   if (*pause_cmd) return PauseCommand(g, trial_id);
-  if (*resume_cmd) return ResumeCommand(g, trial_id);
+  if (*resume_cmd) return ResumeCommand(g, trial_id, rerun_errored);
+  if (*lsx_cmd) return ListExperimentsCommand(g);
   if (*add_cmd) return AddCommand(g, config_json);
   if (*setres_cmd) return SetResourcesCommand(g, trial_id, resource_pairs);
   return 2;

@@ -1,0 +1,141 @@
+// Scheduler control handlers for whole experiments found in memory or in the store's journals:
+// resume (with --rerun-errored) and lsx. Journals not in memory are read with a blocking
+// JournalReader (bounded by kJournalTimeout).
+#include <chrono>
+
+#include <fmt/format.h>
+#include <spdlog/spdlog.h>
+
+#include "libs/journal/records.hpp"
+#include "libs/journal/replay.hpp"
+#include "proto/control.hpp"
+#include "services/scheduler/experiment.hpp"
+#include "services/scheduler/journal_reader.hpp"
+#include "services/scheduler/trial_json.hpp"
+
+namespace tunebus {
+
+using nlohmann::json;
+
+namespace {
+
+constexpr std::chrono::milliseconds kJournalTimeout{5000};
+
+double WallSeconds() {
+  return std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
+}
+
+// "digits-3e962" -> "digits": journals are named "<experiment name>-<5 hex digits>".
+std::string NameOfJournal(const std::string& journal) {
+  return journal.size() > 6 ? journal.substr(0, journal.size() - 6) : journal;
+}
+
+json CountsOf(const std::vector<Trial>& trials) {
+  json counts = json::object();
+  for (auto s : {TrialStatus::kPending, TrialStatus::kRunning, TrialStatus::kPaused, TrialStatus::kTerminated,
+                 TrialStatus::kError}) {
+    counts[TrialStatusName(s)] = 0;
+  }
+  for (const Trial& t : trials) counts[TrialStatusName(t.status)] = counts[TrialStatusName(t.status)].get<int64_t>() + 1;
+  return counts;
+}
+
+}  // namespace
+
+void Scheduler::HandleResumeExperiment(const bus::Incoming& in, const proto::Decoded& d) {
+  auto msg = d.As<proto::ResumeExperimentCommand>();
+  if (!msg.ok()) return ReplyError(in, d.id(), d.type(), msg.status());
+  const std::string& mode = msg->rerun_errored;
+  if (!mode.empty() && mode != "restore" && mode != "restart") {
+    return ReplyError(in, d.id(), d.type(),
+                      Status::InvalidArgument("--rerun-errored must be restore or restart, got '" + mode + "'"));
+  }
+  Experiment* e = nullptr;
+  for (auto& x : experiments_) {
+    if (x->spec.name == msg->name) e = x.get();
+  }
+  if (state_ == State::kRunning && Current() != e) {
+    return ReplyError(in, d.id(), d.type(),
+                      Status::FailedPrecondition(fmt::format("experiment {} is running; stop it first", Current()->spec.name)));
+  }
+  if (e == nullptr) {  // not in this process: the newest journal with that name
+    JournalReader reader(ctx_, options_.store_endpoint, kJournalTimeout);
+    auto journals = reader.List();
+    if (!journals.ok()) return ReplyError(in, d.id(), d.type(), journals.status());
+    const JournalSummary* newest = nullptr;
+    for (const JournalSummary& j : *journals) {
+      if (NameOfJournal(j.journal) != msg->name) continue;
+      if (newest == nullptr || j.submitted_at_s > newest->submitted_at_s) newest = &j;
+    }
+    if (newest == nullptr) {
+      return ReplyError(in, d.id(), d.type(), Status::NotFound("no experiment named " + msg->name));
+    }
+    auto records = reader.ReadAll(newest->journal, newest->last_seq);
+    if (!records.ok()) return ReplyError(in, d.id(), d.type(), records.status());
+    if (Status s = ResumeExperiment(newest->journal, std::move(*records)); !s.ok()) {
+      return ReplyError(in, d.id(), d.type(), s);
+    }
+    e = Current();
+  }
+  int64_t rerun = 0;
+  if (!mode.empty()) {
+    auto n = e->runner->RerunErrored(mode);
+    if (!n.ok()) return ReplyError(in, d.id(), d.type(), n.status());
+    rerun = *n;
+    if (rerun > 0) e->journal->Append(journal::ExperimentResumed(WallSeconds(), mode));
+  }
+  if (e->runner->IsFinished()) {
+    const int64_t errored = CountsOf(e->runner->trials())["ERROR"].get<int64_t>();
+    return ReplyError(in, d.id(), d.type(),
+                      Status::FailedPrecondition(fmt::format(
+                          "experiment {} is finished ({}); nothing to resume{}", msg->name, e->runner->end_reason(),
+                          errored > 0 ? fmt::format(" — rerun its {} errored trials with --rerun-errored=restore|restart",
+                                                    errored)
+                                      : "")));
+  }
+  state_ = State::kRunning;
+  spdlog::info("Experiment {} resumed by tunectl (rerun_errored='{}': {} trials)", msg->name, mode, rerun);
+  e->runner->Step();
+  json body = ExperimentToJson(e->spec.name, *e->runner, e->experiment_dir, 0);
+  body["rerun"] = rerun;
+  ReplyJson(in, d.id(), body);
+}
+
+void Scheduler::HandleListExperiments(const bus::Incoming& in, const proto::Decoded& d) {
+  json body = json::array();
+  std::set<std::string> listed;
+  for (const auto& e : experiments_) {
+    listed.insert(e->journal_name);
+    body.push_back({{"name", e->spec.name},
+                    {"journal", e->journal_name},
+                    {"status", ExperimentStatusName(e->runner->status())},
+                    {"counts", CountsOf(e->runner->trials())},
+                    {"total", e->runner->TotalTrials()},
+                    {"submitted_at", e->submitted_at_s}});
+  }
+  JournalReader reader(ctx_, options_.store_endpoint, kJournalTimeout);
+  auto journals = reader.List();
+  if (!journals.ok()) return ReplyError(in, d.id(), d.type(), journals.status());
+  for (const JournalSummary& j : *journals) {
+    if (listed.contains(j.journal)) continue;
+    auto records = reader.ReadAll(j.journal, j.last_seq);
+    if (!records.ok()) return ReplyError(in, d.id(), d.type(), records.status());
+    journal::JournalReplayer replayer;
+    for (const json& r : *records) {
+      if (!replayer.Apply(r).ok()) break;
+    }
+    const journal::ReplayedExperiment& x = replayer.state();
+    body.push_back({{"name", NameOfJournal(j.journal)},
+                    {"journal", j.journal},
+                    {"status", x.ended_status.empty() ? "INTERRUPTED" : x.ended_status},
+                    {"counts", CountsOf(x.trials)},
+                    {"total", int64_t(x.trials.size())},
+                    {"submitted_at", x.submitted_at_s}});
+  }
+  std::sort(body.begin(), body.end(), [](const json& a, const json& b) {
+    return a.value("submitted_at", 0.0) < b.value("submitted_at", 0.0);
+  });
+  ReplyJson(in, d.id(), body);
+}
+
+}  // namespace tunebus
