@@ -15,7 +15,11 @@ struct JournalAppend {
   TUNEBUS_ENVELOPE("journal_append");
   std::string experiment;
   std::vector<std::string> records;  // opaque bytes, encoded by libs/journal
-  MSGPACK_DEFINE_MAP(v, type, id, experiment, records)
+  /// Idempotency and fencing: the seq records[0] must get, 0 = no check. If the journal already
+  /// holds those seqs (a retry after a lost ack) the store acks them again without writing; any
+  /// other mismatch is failed_precondition (another writer appended in between).
+  uint64_t expected_first_seq = 0;
+  MSGPACK_DEFINE_MAP(v, type, id, experiment, records, expected_first_seq)
 };
 
 struct JournalAppendAck {

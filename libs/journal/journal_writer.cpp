@@ -7,6 +7,12 @@
 
 namespace tunebus::journal {
 
+namespace {
+// A group commit takes milliseconds; a store that does not answer in this time is presumed
+// gone and the batch is resent (expected_first_seq keeps a retry from being written twice).
+constexpr bus::Duration kAppendTimeout{3000};
+}  // namespace
+
 JournalWriter::JournalWriter(bus::EventLoop& loop, bus::RequestClient& store, std::string experiment,
                              bus::Duration retry_delay)
     : loop_(loop), store_(store), experiment_(std::move(experiment)), retry_delay_(retry_delay) {}
@@ -36,6 +42,7 @@ void JournalWriter::Send(uint64_t last, std::vector<std::string> records) {
   proto::JournalAppend req;
   req.experiment = experiment_;
   req.records = records;
+  req.expected_first_seq = store_seq_ + 1;  // a retry after a lost ack is not written twice
   store_.Request(req, [this, last, records = std::move(records)](Result<proto::Decoded> reply) mutable {
     if (reply.ok() && reply->type() != proto::JournalAppendAck::kType) {
       reply = Status::InvalidArgument("store answered '" + reply->type() + "' to journal_append");
@@ -52,7 +59,7 @@ void JournalWriter::Send(uint64_t last, std::vector<std::string> records) {
     spdlog::error("Journal append of {} records for {} failed ({}); retrying in {} ms", records.size(), experiment_,
                   reply.status().ToString(), retry_delay_.count());
     loop_.AddTimer(retry_delay_, [this, last, records = std::move(records)]() mutable { Send(last, std::move(records)); });
-  });
+  }, kAppendTimeout);
 }
 
 void JournalWriter::OnDurable(uint64_t last) {

@@ -38,6 +38,8 @@ class JournalWriter {
   uint64_t durable() const { return durable_; }
   /// Last seq the store assigned (the journal's length), 0 before the first ack.
   uint64_t store_seq() const { return store_seq_; }
+  /// For a writer continuing an existing journal (resume): it holds `records` already.
+  void set_store_seq(uint64_t records) { store_seq_ = records; }
   const std::string& experiment() const { return experiment_; }
 
  private:

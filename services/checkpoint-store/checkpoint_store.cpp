@@ -125,6 +125,7 @@ void CheckpointStore::HandleJournalAppend(bus::Incoming& in, const proto::Decode
   if (valid.ok()) {
     request.experiment = std::move(m->experiment);
     request.records = std::move(m->records);
+    request.expected_first_seq = m->expected_first_seq;
     valid = store::JournalStore::ValidateAppend(request);
   }
   if (!valid.ok()) {
@@ -164,6 +165,14 @@ void CheckpointStore::FlushAppends() {
   ++group_commits_;
   spdlog::debug("Group commit: {} appends, {} records in one write", batch.size(), records);
   for (size_t i = 0; i < batch.size(); ++i) {
+    if ((*ranges)[i].first_seq == 0) {
+      ReplyError(batch[i].reply_to,
+                 Status::FailedPrecondition(fmt::format(
+                     "journal {} does not continue at seq {}: another writer appended to it",
+                     requests[i].experiment, requests[i].expected_first_seq)),
+                 batch[i].id, proto::JournalAppend::kType);
+      continue;
+    }
     proto::JournalAppendAck ack;
     ack.id = batch[i].id;
     ack.experiment = requests[i].experiment;

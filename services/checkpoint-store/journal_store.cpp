@@ -69,6 +69,12 @@ Result<std::vector<SeqRange>> JournalStore::AppendBatch(
   for (const auto& request : requests) {
     auto [it, inserted] = next_last.try_emplace(request.experiment, 0);
     if (inserted) it->second = LastSeq(request.experiment);
+    const uint64_t expected = request.expected_first_seq;
+    if (expected != 0 && expected != it->second + 1) {
+      const bool retried = expected + request.records.size() - 1 <= it->second;
+      ranges.push_back(retried ? SeqRange{expected, expected + request.records.size() - 1} : SeqRange{});
+      continue;
+    }
     SeqRange range{it->second + 1, it->second + request.records.size()};
     for (size_t i = 0; i < request.records.size(); ++i) {
       if (auto s = batch.Put(JournalRecordKey(request.experiment, range.first_seq + i),

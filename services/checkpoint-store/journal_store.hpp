@@ -35,6 +35,7 @@ inline constexpr size_t kReadReplyBudgetBytes = 16u << 20;        // records per
 struct JournalAppendRequest {
   std::string experiment;
   std::vector<std::string> records;
+  uint64_t expected_first_seq = 0;  // see proto::JournalAppend; 0 = append wherever the end is
 };
 
 /// The seqs assigned to one append request's records: first_seq..last_seq inclusive.
@@ -65,7 +66,9 @@ class JournalStore {
 
   /// Appends all `requests` (each already validated) with one atomic, synced write; requests
   /// to the same experiment get consecutive seqs in the order given. Returns one SeqRange per
-  /// request. Errors: IoError from RocksDB, in which case no seq is consumed in memory (the
+  /// request: a retried request (expected_first_seq already written) gets its old range back
+  /// and writes nothing; a request whose expected_first_seq is neither that nor the next seq
+  /// gets {0, 0} (a conflict) and writes nothing. Errors: IoError from RocksDB, in which case no seq is consumed in memory (the
   /// batch may still be on disk if only its sync failed: RocksDB then refuses further writes
   /// and a restart replays whatever reached the WAL).
   Result<std::vector<SeqRange>> AppendBatch(const std::vector<JournalAppendRequest>& requests);

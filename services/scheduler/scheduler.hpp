@@ -93,7 +93,9 @@ class Scheduler {
                                       std::optional<CheckpointRef> restore_from);
   // resume (scheduler_resume.cpp)
   Status ResumeFromJournals();
-  Status ResumeExperiment(const std::string& journal_name, std::vector<nlohmann::json> records);
+  /// `store_last_seq`: the journal's length in the store (appends continue after it).
+  Status ResumeExperiment(const std::string& journal_name, std::vector<nlohmann::json> records,
+                          uint64_t store_last_seq);
   void ReconcileAllocations(Experiment& e);
   void RequeueUnattached(Experiment& e);
   void HandleResumeExperiment(const bus::Incoming& in, const proto::Decoded& d);

@@ -72,7 +72,7 @@ void Scheduler::HandleResumeExperiment(const bus::Incoming& in, const proto::Dec
     }
     auto records = reader.ReadAll(newest->journal, newest->last_seq);
     if (!records.ok()) return ReplyError(in, d.id(), d.type(), records.status());
-    if (Status s = ResumeExperiment(newest->journal, std::move(*records)); !s.ok()) {
+    if (Status s = ResumeExperiment(newest->journal, std::move(*records), newest->last_seq); !s.ok()) {
       return ReplyError(in, d.id(), d.type(), s);
     }
     e = Current();

@@ -40,10 +40,11 @@ Status Scheduler::ResumeFromJournals() {
   if (newest == nullptr) return Status::Ok();
   auto records = reader.ReadAll(newest->journal, newest->last_seq);
   if (!records.ok()) return records.status();
-  return ResumeExperiment(newest->journal, std::move(*records));
+  return ResumeExperiment(newest->journal, std::move(*records), newest->last_seq);
 }
 
-Status Scheduler::ResumeExperiment(const std::string& journal_name, std::vector<json> records) {
+Status Scheduler::ResumeExperiment(const std::string& journal_name, std::vector<json> records,
+                                   uint64_t store_last_seq) {
   const auto t0 = bus::Clock::now();
   journal::JournalReplayer replayer;
   for (const json& r : records) {
@@ -59,6 +60,7 @@ Status Scheduler::ResumeExperiment(const std::string& journal_name, std::vector<
   if (!built.ok()) return built.status();
   Experiment* e = *built;
   e->submitted_at_s = replayed.submitted_at_s;
+  e->journal->set_store_seq(store_last_seq);
   if (e->journal_name != journal_name) {
     return Status::Corruption(fmt::format("journal {} holds experiment {}", journal_name, e->journal_name));
   }

@@ -27,21 +27,24 @@ void Scheduler::HandleRegisterWorker(const std::string& peer, const bus::Incomin
     if (!current) ack.stale_trials.push_back(r.trial_id);
     if (current) reported.insert(r.trial_id);
   }
-  if (e != nullptr && !e->awaiting_reattach.empty()) {
-    // Resumed: a trial the journal ran on this worker is reattached if the worker reports it,
-    // and requeued at once if it does not (its trainable is gone).
+  if (e != nullptr) {
+    // A trial this scheduler runs on `peer` that the worker does not report is gone (the worker
+    // restarted, or the scheduler resumed from its journal): requeue it, not as a failure.
+    // Reported ones are reattached.
     std::vector<std::string> lost;
-    for (const std::string& trial_id : e->awaiting_reattach) {
-      const Trial* t = e->runner->FindTrial(trial_id);
-      if (t == nullptr || t->worker_id != peer) continue;
-      if (reported.contains(trial_id)) {
-        spdlog::info("Reattached trial {} attempt {} on {}", trial_id, t->attempt, peer);
+    for (const Trial& t : e->runner->trials()) {
+      if (t.status != TrialStatus::kRunning || t.worker_id != peer) continue;
+      if (reported.contains(t.trial_id)) {
+        if (e->awaiting_reattach.contains(t.trial_id)) {
+          spdlog::info("Reattached trial {} attempt {} on {}", t.trial_id, t.attempt, peer);
+        }
       } else {
-        lost.push_back(trial_id);
+        lost.push_back(t.trial_id);
       }
     }
     for (const std::string& trial_id : lost) {
-      e->runner->RequeueLost(trial_id, fmt::format("worker {} no longer runs it after the scheduler restarted", peer));
+      spdlog::warn("Worker {} registered without trial {}; requeueing it", peer, trial_id);
+      e->runner->RequeueLost(trial_id, fmt::format("worker {} no longer runs it", peer));
     }
     for (const std::string& trial_id : reported) e->awaiting_reattach.erase(trial_id);
     for (const std::string& trial_id : lost) e->awaiting_reattach.erase(trial_id);

@@ -132,3 +132,78 @@ TEST(SchedulerKillTest, KilledSchedulerResumesAndLosesOrDuplicatesNoResult) {
 
 }  // namespace
 }  // namespace tunebus::testing
+
+namespace tunebus::testing {
+namespace {
+
+TEST(ServiceKillTest, StoreResourceManagerAndWorkerKillsLoseNoAcknowledgedResult) {
+  // SIGKILL the checkpoint-store (3 times), the resource-manager and one worker at random
+  // moments, restarting each. The experiment finishes; the journal holds no (attempt, seq)
+  // twice; every trial's results end with its last attempt reaching the final iteration, with
+  // no gap inside an attempt.
+  ClusterOptions o;
+  o.cpus_per_worker = 2;
+  o.rm_liveness = 5;  // 5 x 200 ms: a killed worker is declared lost after 1 s
+  Cluster cluster(o);
+  ASSERT_TRUE(cluster.Start());
+  constexpr int kIterations = 30;
+  const fs::path file = cluster.dir() / "services.yaml";
+  WriteFile(file, "name: services\n"
+                  "trainable: {builtin: mock}\n"
+                  "param_space:\n"
+                  "  lr: {uniform: [0.01, 0.1]}\n"
+                  "  mock_iterations: " + std::to_string(kIterations) + "\n"
+                  "  sleep_s: 0.02\n"
+                  "num_samples: 16\n"
+                  "seed: 11\n"
+                  "checkpoint_freq: 5\n"
+                  "results_dir: " + (cluster.dir() / "results").string() + "\n");
+  auto submit = cluster.Ctl({"-o", "json", "run", "--detach", file.string()});
+  ASSERT_EQ(submit.exit_code, 0) << submit.Describe();
+  const std::string journal = "services-" + submit.Json().value("experiment_id", "");
+
+  std::mt19937 rng(7);
+  std::uniform_int_distribution<int> pause_ms(100, 400);
+  std::map<std::string, int> kills;
+  for (const std::string victim : {"checkpoint-store", "w1", "checkpoint-store", "resource-manager", "checkpoint-store"}) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(pause_ms(rng)));
+    ASSERT_TRUE(cluster.Restart(victim));
+    ++kills[victim];
+  }
+  json summary;
+  ASSERT_TRUE(WaitFor(
+      [&] {
+        summary = cluster.Ctl({"-o", "json", "status"}, 5s).Json();
+        return summary.is_object() && summary.value("finished", false);
+      },
+      90s, 200ms))
+      << summary.dump() << cluster.LogTails();
+  EXPECT_EQ(summary.value("status", ""), "FINISHED") << summary.dump();
+
+  std::map<std::string, std::set<std::pair<int64_t, int64_t>>> seen;
+  std::map<std::string, std::map<int64_t, std::vector<int64_t>>> by_attempt;
+  int duplicated = 0, results = 0, gaps = 0;
+  for (const json& r : ReadJournal(cluster, journal)) {
+    if (r.value("kind", "") != "result") continue;
+    ++results;
+    const std::string id = r.value("trial_id", "");
+    const int64_t attempt = r.value("attempt", int64_t(0));
+    if (!seen[id].insert({attempt, r.value("seq", int64_t(0))}).second) ++duplicated;
+    by_attempt[id][attempt].push_back(r["result"].value("training_iteration", int64_t(-1)));
+  }
+  EXPECT_EQ(by_attempt.size(), 16u);
+  for (const auto& [id, attempts] : by_attempt) {
+    for (const auto& [attempt, its] : attempts) {
+      for (size_t i = 1; i < its.size(); ++i) gaps += its[i] != its[i - 1] + 1;
+    }
+    EXPECT_EQ(attempts.rbegin()->second.back(), kIterations) << id;
+  }
+  EXPECT_EQ(duplicated, 0);
+  EXPECT_EQ(gaps, 0);
+  std::printf("fault summary: kills checkpoint-store=%d resource-manager=%d trial-worker=%d, results checked=%d, "
+              "lost=%d, duplicated=%d\n",
+              kills["checkpoint-store"], kills["resource-manager"], kills["w1"], results, gaps, duplicated);
+}
+
+}  // namespace
+}  // namespace tunebus::testing
