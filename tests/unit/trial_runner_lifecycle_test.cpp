@@ -1,0 +1,407 @@
+// TrialRunner lifecycle (issue 3): pause / unpause, checkpoints and their retention, restore,
+// add, set resources, PBT exploit, fail_fast modes, queue_trials, strict metric checking,
+// rerunning errored trials and taking over a journal's state — one test per behaviour, driven
+// with the fake executor and clock of runner_fakes.hpp. Sources: Ray Tune's TrialRunner,
+// TrialExecutor and CheckpointManager (shared/seeds).
+#include <fmt/format.h>
+
+#include "tests/unit/runner_fakes.hpp"
+
+namespace tunebus {
+namespace {
+
+class TrialLifecycleTest : public TrialRunnerTest {
+ protected:
+  // The worker stored the checkpoint asked at `iteration` of trial `index`'s current attempt.
+  Status Saved(int index, int64_t iteration, int64_t bytes = 100) {
+    const std::string id = fmt::format("{}/{:08d}-a{}", Id(index), iteration, T(index).attempt);
+    return runner_->OnCheckpointSaved(Id(index), T(index).attempt, id, iteration, bytes);
+  }
+  std::string LastAction() const { return exec_.decisions.back().action; }
+};
+
+// Returns kStop for trials in `stop`, and asks PBT-style exploits: when `exploiter` reports, it
+// takes `donor`'s checkpoint with config {"x": 99}.
+class ScriptedScheduler final : public TrialScheduler {
+ public:
+  std::string exploiter, donor, required_metric;
+  const char* name() const override { return "scripted"; }
+  Status ValidateResult(const json& result) const override {
+    if (required_metric.empty() || result.contains(required_metric)) return Status::Ok();
+    return Status::InvalidArgument("scripted needs metric '" + required_metric + "'");
+  }
+  Decision OnTrialResult(const Trial& trial, const json&) override {
+    if (trial.trial_id == exploiter) (void)context_->ExploitTrial(exploiter, donor, {{"x", 99}});
+    return Decision::kContinue;
+  }
+  void OnTrialRemove(const Trial& trial) override { removed.push_back(trial.trial_id); }
+  void OnTrialComplete(const Trial& trial, const json&) override { completed.push_back(trial.trial_id); }
+  int64_t ChooseTrialToRun(const std::set<int64_t>& pending) override { return *pending.begin(); }
+  std::vector<std::string> removed, completed;
+};
+
+TEST_F(TrialLifecycleTest, PauseOfARunningTrialTakesEffectAtItsNextResultAndKeepsResourcesUntilExit) {
+  // Ray's pause_trial checkpoints then stops: here the next result is answered "pause", the
+  // trial is PAUSED at once, and its resources return only when the worker reports the exit.
+  Start({}, 1);
+  Run(0);
+  auto msg = runner_->PauseTrial(Id(0));
+  ASSERT_TRUE(msg.ok());
+  EXPECT_EQ(T(0).status, TrialStatus::kRunning);
+  ASSERT_TRUE(Report(0, 1).ok());
+  EXPECT_EQ(LastAction(), "pause");
+  EXPECT_EQ(T(0).status, TrialStatus::kPaused);
+  EXPECT_EQ(exec_.releases.count({Id(0), 1}), 0u);
+  ASSERT_TRUE(Saved(0, 1).ok());
+  runner_->OnTrialExited(Id(0), 1, true, "");
+  EXPECT_EQ(exec_.releases.at({Id(0), 1}), 1);
+  EXPECT_FALSE(runner_->IsFinished());  // a PAUSED trial keeps the experiment open
+  EXPECT_FALSE(runner_->PauseTrial(Id(0)).ok());  // already PAUSED
+}
+
+TEST_F(TrialLifecycleTest, PauseOfAPendingTrialIsImmediateAndWithoutCheckpoint) {
+  RunnerOptions o;
+  o.max_concurrent_trials = 1;
+  Start(o, 2);
+  Run(0);
+  ASSERT_TRUE(runner_->PauseTrial(Id(1)).ok());
+  EXPECT_EQ(T(1).status, TrialStatus::kPaused);
+  runner_->OnTrialExited(Id(0), 1, true, "");
+  runner_->Step();
+  EXPECT_TRUE(exec_.open.empty());  // the paused trial is not placed
+  ASSERT_TRUE(runner_->UnpauseTrial(Id(1)).ok());
+  runner_->Step();
+  ASSERT_EQ(exec_.open.size(), 1u);
+  EXPECT_EQ(exec_.open.front().trial_id, Id(1));
+}
+
+TEST_F(TrialLifecycleTest, UnpauseRestoresTheNewestCheckpointAndTrainingIterationGoesOn) {
+  // TrialExecutor.unpause_trial -> PENDING; the restart restores the checkpoint: results go on
+  // at training_iteration 4 with iterations_since_restore 1 and time_since_restore from 0.
+  Start({}, 1, std::make_unique<PausingScheduler>(std::set<std::string>{}));
+  Run(0);
+  for (int seq = 1; seq <= 3; ++seq) ASSERT_TRUE(Report(0, seq, json::object(), 2.0).ok());
+  ASSERT_TRUE(runner_->PauseTrial(Id(0)).ok());
+  ASSERT_TRUE(Report(0, 4, json::object(), 2.0).ok());  // iteration 4 answered "pause"
+  ASSERT_TRUE(Saved(0, 4).ok());
+  runner_->OnTrialExited(Id(0), 1, true, "");
+  ASSERT_TRUE(runner_->UnpauseTrial(Id(0)).ok());
+  EXPECT_EQ(T(0).status, TrialStatus::kPending);
+  Run(0);
+  EXPECT_EQ(T(0).attempt, 2);
+  EXPECT_EQ(T(0).restored_checkpoint_id, Id(0) + "/00000004-a1");
+  EXPECT_EQ(exec_.launches.back().training_iteration, 4);
+  ASSERT_TRUE(Report(0, 1, json::object(), 0.5).ok());
+  EXPECT_EQ(T(0).last_result["training_iteration"], 5);
+  EXPECT_EQ(T(0).last_result["iterations_since_restore"], 1);
+  EXPECT_DOUBLE_EQ(T(0).last_result["time_since_restore"].get<double>(), 0.5);
+  EXPECT_DOUBLE_EQ(T(0).last_result["time_total_s"].get<double>(), 8.5);
+  runner_->OnTrialExited(Id(0), 2, true, "");
+  ExpectEachGrantReleasedOnce();
+}
+
+TEST_F(TrialLifecycleTest, UnpauseWhileTheCheckpointIsStillSavingWaitsForTheExit) {
+  Start({}, 1, std::make_unique<PausingScheduler>(std::set<std::string>{"exp_00000"}));
+  Run(0);
+  ASSERT_TRUE(Report(0, 1).ok());  // PAUSE: saving
+  ASSERT_TRUE(runner_->UnpauseTrial(Id(0)).ok());
+  runner_->Step();
+  EXPECT_TRUE(exec_.open.empty());  // not placed before its checkpoint is stored
+  ASSERT_TRUE(Saved(0, 1).ok());
+  runner_->OnTrialExited(Id(0), 1, true, "");
+  runner_->Step();
+  ASSERT_EQ(exec_.open.size(), 1u);
+  Grant();
+  EXPECT_EQ(T(0).restored_checkpoint_id, Id(0) + "/00000001-a1");
+}
+
+TEST_F(TrialLifecycleTest, CheckpointFreqAsksForACheckpointEveryNIterations) {
+  RunnerOptions o;
+  o.checkpoint_freq = 2;
+  Start(o, 1);
+  Run(0);
+  std::vector<std::string> actions;
+  for (int seq = 1; seq <= 5; ++seq) {
+    ASSERT_TRUE(Report(0, seq).ok());
+    actions.push_back(LastAction());
+  }
+  EXPECT_EQ(actions, (std::vector<std::string>{"continue", "checkpoint", "continue", "checkpoint", "continue"}));
+  ASSERT_TRUE(Saved(0, 2).ok());
+  ASSERT_TRUE(Saved(0, 4).ok());
+  EXPECT_EQ(T(0).checkpoints.size(), 2u);
+  EXPECT_EQ(obs_.saved_checkpoints.size(), 2u);
+}
+
+TEST_F(TrialLifecycleTest, CheckpointAtEndMakesAStoppedTrialCheckpointBeforeItStops) {
+  // A stopper hit (training_iteration >= 2) answers "checkpoint_and_stop"; the trial is
+  // TERMINATED at once, keeps its resources until it exits, and the experiment ends after.
+  RunnerOptions o;
+  o.checkpoint_at_end = true;
+  o.stop = {{"training_iteration", 2}};
+  Start(o, 1);
+  Run(0);
+  ASSERT_TRUE(Report(0, 1).ok());
+  ASSERT_TRUE(Report(0, 2).ok());
+  EXPECT_EQ(LastAction(), "checkpoint_and_stop");
+  EXPECT_EQ(T(0).status, TrialStatus::kTerminated);
+  EXPECT_FALSE(runner_->IsFinished());  // waits for the checkpoint
+  ASSERT_TRUE(Saved(0, 2).ok());
+  runner_->OnTrialExited(Id(0), 1, true, "");
+  EXPECT_TRUE(runner_->IsFinished());
+  EXPECT_EQ(T(0).checkpoints.back().training_iteration, 2);
+  ExpectEachGrantReleasedOnce();
+}
+
+TEST_F(TrialLifecycleTest, KeepCheckpointsNumKeepsTheBestByScoreAndAlwaysTheNewest) {
+  // CheckpointManager with keep_checkpoints_num 2 and checkpoint_score_attr "min-loss": losses
+  // 5, 1, 3, 4 at iterations 1..4. After each save the worst (highest loss) of all but the
+  // newest goes: at 3 -> delete it1 (5); at 4 -> keep it2 (1) and the newest it4; delete it3.
+  RunnerOptions o;
+  o.checkpoint_freq = 1;
+  o.keep_checkpoints_num = 2;
+  o.checkpoint_score_attr = "min-loss";
+  Start(o, 1);
+  Run(0);
+  const double losses[] = {5, 1, 3, 4};
+  for (int seq = 1; seq <= 4; ++seq) {
+    ASSERT_TRUE(Report(0, seq, {{"loss", losses[seq - 1]}}).ok());
+    ASSERT_TRUE(Saved(0, seq).ok());
+  }
+  EXPECT_EQ(exec_.deleted_checkpoints,
+            (std::vector<std::string>{Id(0) + "/00000001-a1", Id(0) + "/00000003-a1"}));
+  ASSERT_EQ(T(0).checkpoints.size(), 2u);
+  EXPECT_EQ(T(0).checkpoints[0].training_iteration, 2);
+  EXPECT_EQ(T(0).checkpoints[1].training_iteration, 4);
+  EXPECT_DOUBLE_EQ(*T(0).checkpoints[0].score, 1.0);
+}
+
+TEST_F(TrialLifecycleTest, ACheckpointOfAStaleAttemptOrOfAnIterationNeverAskedIsRejected) {
+  RunnerOptions o;
+  o.checkpoint_freq = 2;
+  Start(o, 1);
+  Run(0);
+  ASSERT_TRUE(Report(0, 1).ok());
+  EXPECT_EQ(Saved(0, 1).code(), StatusCode::kFailedPrecondition);  // not asked at iteration 1
+  EXPECT_EQ(runner_->OnCheckpointSaved(Id(0), 7, "x", 2, 1).code(), StatusCode::kFailedPrecondition);
+  EXPECT_EQ(runner_->OnCheckpointSaved("nosuch", 1, "x", 2, 1).code(), StatusCode::kNotFound);
+  EXPECT_TRUE(T(0).checkpoints.empty());
+}
+
+TEST_F(TrialLifecycleTest, AFailedTrialRestartsFromItsNewestCheckpoint) {
+  RunnerOptions o;
+  o.checkpoint_freq = 1;
+  o.max_failures = 1;
+  Start(o, 1);
+  Run(0);
+  ASSERT_TRUE(Report(0, 1).ok());
+  ASSERT_TRUE(Saved(0, 1).ok());
+  ASSERT_TRUE(Report(0, 2).ok());
+  Fail(0, "segfault");
+  EXPECT_EQ(T(0).num_failures, 1);
+  Run(0);
+  EXPECT_EQ(T(0).restored_checkpoint_id, Id(0) + "/00000001-a1");
+  ASSERT_TRUE(Report(0, 1).ok());
+  EXPECT_EQ(T(0).last_result["training_iteration"], 2);
+}
+
+TEST_F(TrialLifecycleTest, RestoreFromStartsEveryNewTrialFromThatCheckpoint) {
+  RunnerOptions o;
+  CheckpointRef from;
+  from.checkpoint_id = "old/exp_00007/00000010-a1";
+  from.training_iteration = 10;
+  from.time_total_s = 30;
+  o.restore_from = from;
+  Start(o, 2);
+  runner_->Step();
+  GrantAll();
+  for (int i : {0, 1}) {
+    EXPECT_EQ(T(i).restored_checkpoint_id, from.checkpoint_id);
+    ASSERT_TRUE(Report(i, 1, json::object(), 1.0).ok());
+    EXPECT_EQ(T(i).last_result["training_iteration"], 11);
+    EXPECT_DOUBLE_EQ(T(i).last_result["time_total_s"].get<double>(), 31.0);
+    EXPECT_EQ(T(i).last_result["iterations_since_restore"], 1);
+  }
+}
+
+TEST_F(TrialLifecycleTest, AddTrialCreatesAPendingTrialAndIsRefusedOnceFinished) {
+  Start({}, 1);
+  runner_->Step();
+  auto added = runner_->AddTrial({{"x", 42}});
+  ASSERT_TRUE(added.ok());
+  EXPECT_EQ((*added)->trial_id, Id(1));
+  EXPECT_EQ((*added)->status, TrialStatus::kPending);
+  EXPECT_EQ(runner_->AddTrial(json::array()).status().code(), StatusCode::kInvalidArgument);
+  runner_->StopExperiment("user");
+  EXPECT_EQ(runner_->AddTrial({{"x", 1}}).status().code(), StatusCode::kFailedPrecondition);
+}
+
+TEST_F(TrialLifecycleTest, SetTrialResourcesIsRefusedWhileRunningAndAppliesToTheNextPlacement) {
+  RunnerOptions o;
+  o.max_concurrent_trials = 1;
+  Start(o, 2);
+  Run(0);
+  auto two_cpus = Resources::FromAmounts({{"cpu", 2}});
+  ASSERT_TRUE(two_cpus.ok());
+  EXPECT_EQ(runner_->SetTrialResources(Id(0), *two_cpus).code(), StatusCode::kFailedPrecondition);
+  ASSERT_TRUE(runner_->SetTrialResources(Id(1), *two_cpus).ok());
+  EXPECT_EQ(obs_.updates.size(), 1u);
+  runner_->OnTrialExited(Id(0), 1, true, "");
+  runner_->Step();
+  ASSERT_EQ(exec_.open.size(), 1u);
+  EXPECT_EQ(T(1).resources.units("cpu"), two_cpus->units("cpu"));
+}
+
+TEST_F(TrialLifecycleTest, ExploitFromInsideOnTrialResultRequeuesWithTheNewConfigAndTheDonorCheckpoint) {
+  // PBT's exploit on the trial being decided: its result is recorded, the worker is told
+  // "stop", the trial goes PENDING with config {"x": 99} and restores the donor's checkpoint;
+  // its next result carries "pbt_exploit".
+  RunnerOptions o;
+  o.checkpoint_freq = 1;
+  auto scripted = std::make_unique<ScriptedScheduler>();
+  scripted->exploiter = "exp_00001";
+  scripted->donor = "exp_00000";
+  Start(o, 2, std::move(scripted));
+  runner_->Step();
+  GrantAll();
+  ASSERT_TRUE(Report(0, 1).ok());
+  ASSERT_TRUE(Saved(0, 1).ok());
+  ASSERT_TRUE(Report(1, 1).ok());
+  EXPECT_EQ(LastAction(), "stop");
+  EXPECT_EQ(T(1).status, TrialStatus::kPending);
+  EXPECT_EQ(T(1).config, (json{{"x", 99}}));
+  ASSERT_EQ(obs_.updates.size(), 1u);
+  EXPECT_EQ(obs_.updates[0]["pbt_exploit"]["donor"], Id(0));
+  runner_->Step();
+  Grant("w9");
+  EXPECT_EQ(T(1).restored_checkpoint_id, Id(0) + "/00000001-a1");
+  EXPECT_EQ(T(1).attempt, 2);
+}
+
+TEST_F(TrialLifecycleTest, StopOfAPausedTrialTellsTheSchedulerOnTrialRemove) {
+  auto scripted = std::make_unique<ScriptedScheduler>();
+  ScriptedScheduler* s = scripted.get();
+  Start({}, 2, std::move(scripted));
+  runner_->Step();
+  GrantAll();
+  ASSERT_TRUE(runner_->PauseTrial(Id(0)).ok());
+  ASSERT_TRUE(Report(0, 1).ok());
+  runner_->OnTrialExited(Id(0), 1, true, "");
+  ASSERT_TRUE(runner_->StopTrialByUser(Id(0)).ok());
+  ASSERT_TRUE(runner_->StopTrialByUser(Id(1)).ok());
+  EXPECT_EQ(s->removed, (std::vector<std::string>{Id(0)}));    // PAUSED -> on_trial_remove
+  EXPECT_EQ(s->completed, (std::vector<std::string>{Id(1)}));  // RUNNING -> on_trial_complete
+  EXPECT_TRUE(runner_->IsFinished());
+  ExpectEachGrantReleasedOnce();
+}
+
+TEST_F(TrialLifecycleTest, FailFastRaiseEndsTheExperimentAtOnceAndLeavesTheOtherTrialsAsTheyWere) {
+  RunnerOptions o;
+  o.fail_fast = "raise";
+  Start(o, 3);
+  runner_->Step();
+  Grant("w1");
+  Grant("w2");
+  Fail(0, "boom");
+  EXPECT_EQ(runner_->status(), ExperimentStatus::kError);
+  EXPECT_EQ(T(0).status, TrialStatus::kError);
+  EXPECT_EQ(T(1).status, TrialStatus::kRunning);  // as it was
+  EXPECT_EQ(T(2).status, TrialStatus::kPending);
+  EXPECT_EQ(exec_.stops.size(), 1u);              // its trainable is stopped...
+  EXPECT_EQ(exec_.releases.at({Id(1), 1}), 1);    // ...and its resources returned
+  runner_->OnTrialExited(Id(1), 1, true, "");     // the late exit changes nothing
+  EXPECT_EQ(T(1).status, TrialStatus::kRunning);
+  ExpectEachGrantReleasedOnce();
+}
+
+TEST_F(TrialLifecycleTest, QueueTrialsKeepsATrialThatFitsNoWorkerPending) {
+  RunnerOptions o;
+  o.queue_trials = true;
+  Start(o, 1);
+  runner_->Step();
+  const PlacementCall p = exec_.open.front();
+  exec_.open.pop_front();
+  runner_->OnPlacementFailed(p.trial_id, p.attempt, "asks cpu=64 but the largest worker offers cpu=2");
+  EXPECT_EQ(T(0).status, TrialStatus::kPending);
+  runner_->Step();
+  ASSERT_EQ(exec_.open.size(), 1u);  // asked again
+}
+
+TEST_F(TrialLifecycleTest, AResultWithoutTheSchedulersMetricErrorsTheTrialWithoutRetry) {
+  RunnerOptions o;
+  o.max_failures = 5;
+  auto scripted = std::make_unique<ScriptedScheduler>();
+  scripted->required_metric = "val_loss";
+  Start(o, 1, std::move(scripted));
+  Run(0);
+  ASSERT_TRUE(Report(0, 1, {{"loss", 1.0}}).ok());
+  EXPECT_EQ(T(0).status, TrialStatus::kError);
+  EXPECT_NE(T(0).error.find("val_loss"), std::string::npos) << T(0).error;
+  EXPECT_EQ(LastAction(), "stop");
+  EXPECT_TRUE(runner_->IsFinished());
+}
+
+TEST_F(TrialLifecycleTest, RerunErroredRestoreKeepsCheckpointsAndRestartForgetsThem) {
+  RunnerOptions o;
+  o.checkpoint_freq = 1;
+  Start(o, 2);
+  runner_->Step();
+  GrantAll();
+  ASSERT_TRUE(Report(0, 1).ok());
+  ASSERT_TRUE(Saved(0, 1).ok());
+  Fail(0, "boom");
+  runner_->OnTrialExited(Id(1), 1, true, "");
+  ASSERT_TRUE(runner_->IsFinished());
+  EXPECT_EQ(runner_->RerunErrored("sideways").status().code(), StatusCode::kInvalidArgument);
+  auto n = runner_->RerunErrored("restore");
+  ASSERT_TRUE(n.ok());
+  EXPECT_EQ(*n, 1);
+  EXPECT_FALSE(runner_->IsFinished());
+  EXPECT_EQ(T(0).status, TrialStatus::kPending);
+  EXPECT_EQ(T(0).checkpoints.size(), 1u);
+  EXPECT_EQ(T(1).status, TrialStatus::kTerminated);  // untouched
+  Run(0);
+  EXPECT_EQ(T(0).restored_checkpoint_id, Id(0) + "/00000001-a1");
+  Fail(0, "boom again");
+  ASSERT_TRUE(runner_->RerunErrored("restart").ok());
+  EXPECT_TRUE(T(0).checkpoints.empty());
+  EXPECT_EQ(T(0).num_failures, 0);
+}
+
+TEST_F(TrialLifecycleTest, RestoreFromJournalStateQueuesPendingKeepsRunningAndRequeuesLostOnes) {
+  // Resume: a RUNNING trial keeps its attempt (a reattached worker goes on reporting seq 3);
+  // its repeated newest result gets the journaled decision again; RequeueLost puts an
+  // unreported one back in the queue without counting a failure.
+  Start({}, 3);
+  exec_.can_place = false;
+  runner_->Step();  // generates the 3 trials: the search algorithm's state after them
+  const json searcher_state = obs_.searcher_states.back();
+  exec_.can_place = true;
+  std::vector<Trial> trials(3);
+  for (int i = 0; i < 3; ++i) {
+    trials[size_t(i)].trial_id = Id(i);
+    trials[size_t(i)].index = i;
+    trials[size_t(i)].config = {{"x", i}};
+  }
+  trials[0].status = TrialStatus::kRunning;
+  trials[0].attempt = 1;
+  trials[0].worker_id = "w1";
+  trials[0].last_seq = 2;
+  trials[0].training_iteration = 2;
+  trials[1].status = TrialStatus::kRunning;
+  trials[1].attempt = 1;
+  trials[1].worker_id = "w2";
+  ASSERT_TRUE(runner_->Restore(trials, searcher_state, {{Id(0), "checkpoint"}}, now_).ok());
+  EXPECT_FALSE(Report(0, 2).ok());  // duplicate: answered again, not applied
+  EXPECT_EQ(LastAction(), "checkpoint");
+  ASSERT_TRUE(Report(0, 3).ok());
+  EXPECT_EQ(T(0).last_result["training_iteration"], 3);
+  runner_->RequeueLost(Id(1), "not reported");
+  EXPECT_EQ(T(1).status, TrialStatus::kPending);
+  EXPECT_EQ(T(1).num_failures, 0);
+  EXPECT_EQ(exec_.releases.at({Id(1), 1}), 1);
+  runner_->Step();
+  EXPECT_EQ(exec_.placements.size(), 2u);  // trials 1 and 2
+}
+
+}  // namespace
+}  // namespace tunebus
