@@ -4,6 +4,7 @@
 // reattached, and only a trial whose start had not reached its worker runs again.
 // TUNEBUS_FAULT_KILLS sets the number of kills (default 20; a soak run uses 200).
 #include <algorithm>
+#include <csignal>
 #include <cstdlib>
 #include <map>
 #include <random>
@@ -203,6 +204,72 @@ TEST(ServiceKillTest, StoreResourceManagerAndWorkerKillsLoseNoAcknowledgedResult
   std::printf("fault summary: kills checkpoint-store=%d resource-manager=%d trial-worker=%d, results checked=%d, "
               "lost=%d, duplicated=%d\n",
               kills["checkpoint-store"], kills["resource-manager"], kills["w1"], results, gaps, duplicated);
+}
+
+}  // namespace
+}  // namespace tunebus::testing
+
+namespace tunebus::testing {
+namespace {
+
+TEST(WorkerFreezeTest, AFrozenWorkerIsLostItsTrialsRunElsewhereAndItsLateResultsAreRejected) {
+  // SIGSTOP w1 past the heartbeat limit (5 x 200 ms), then SIGCONT: its trials were requeued
+  // (attempt 2); what its stale trainables report afterwards is rejected by attempt number and
+  // they are stopped, so the journal never holds a result of attempt 1 after attempt 2 began.
+  ClusterOptions o;
+  o.rm_liveness = 5;
+  Cluster cluster(o);
+  ASSERT_TRUE(cluster.Start());
+  const fs::path file = cluster.dir() / "freeze.yaml";
+  WriteFile(file, "name: freeze\n"
+                  "trainable: {builtin: mock}\n"
+                  "param_space:\n"
+                  "  lr: {grid_search: [0.01, 0.02, 0.03, 0.04]}\n"
+                  "  mock_iterations: 60\n"
+                  "  sleep_s: 0.03\n"
+                  "checkpoint_freq: 10\n"
+                  "results_dir: " + (cluster.dir() / "results").string() + "\n");
+  auto submit = cluster.Ctl({"-o", "json", "run", "--detach", file.string()});
+  ASSERT_EQ(submit.exit_code, 0) << submit.Describe();
+  const std::string journal = "freeze-" + submit.Json().value("experiment_id", "");
+  ASSERT_TRUE(WaitFor(
+      [&] {
+        const json ls = cluster.Ctl({"-o", "json", "ls", "--status", "RUNNING"}).Json();
+        return ls.is_array() && ls.size() == 2;
+      },
+      10s, 50ms));
+  std::this_thread::sleep_for(300ms);
+  cluster.process("w1")->Signal(SIGSTOP);
+  std::this_thread::sleep_for(2500ms);  // lost after ~1 s; its trial restarts on w2
+  cluster.process("w1")->Signal(SIGCONT);
+  json summary;
+  ASSERT_TRUE(WaitFor(
+      [&] {
+        summary = cluster.Ctl({"-o", "json", "status"}, 5s).Json();
+        return summary.is_object() && summary.value("finished", false);
+      },
+      60s, 200ms))
+      << summary.dump() << cluster.LogTails();
+  EXPECT_EQ(summary.value("status", ""), "FINISHED");
+
+  std::map<std::string, int64_t> current_attempt;
+  std::set<std::pair<std::string, std::pair<int64_t, int64_t>>> seen;
+  int stale = 0, duplicated = 0, requeued = 0;
+  for (const json& r : ReadJournal(cluster, journal)) {
+    const std::string kind = r.value("kind", ""), id = r.value("trial_id", "");
+    const int64_t attempt = r.value("attempt", int64_t(0));
+    if (kind == "trial_started") {
+      requeued += attempt > 1;
+      current_attempt[id] = attempt;
+    }
+    if (kind != "result") continue;
+    stale += attempt != current_attempt[id];
+    duplicated += !seen.insert({id, {attempt, r.value("seq", int64_t(0))}}).second;
+  }
+  EXPECT_GE(requeued, 1) << "the frozen worker's trial was not requeued";
+  EXPECT_EQ(stale, 0);
+  EXPECT_EQ(duplicated, 0);
+  EXPECT_TRUE(cluster.process("w1")->Running());  // it survived and rejoined
 }
 
 }  // namespace
