@@ -23,6 +23,13 @@ fs::path WriteExperiment(Cluster& cluster, const std::string& name, const std::s
   return file;
 }
 
+// Two workers of different sizes: w1 with 1 CPU, w2 with 2.
+ClusterOptions MixedSizes() {
+  ClusterOptions o;
+  o.worker_args = {{"w1", {"--cpus", "1"}}, {"w2", {"--cpus", "2"}}};
+  return o;
+}
+
 json Trials(Cluster& cluster) { return cluster.Ctl({"-o", "json", "ls"}).Json(); }
 
 json ResultLines(const fs::path& trial_dir) {
@@ -105,7 +112,7 @@ TEST(LifecycleTest, FailedTrialContinuesFromItsLatestCheckpoint) {
   // The mock fails at iteration 3 of its first attempt; it checkpoints every iteration. The
   // second attempt restores the iteration-2 checkpoint from the store (on whichever worker has
   // room) and goes on from training_iteration 3: no iteration is lost, 1..5 are all reported.
-  Cluster cluster;
+  Cluster cluster(MixedSizes());
   ASSERT_TRUE(cluster.Start());
   const fs::path file = WriteExperiment(cluster, "restore",
                                         "trainable: {builtin: mock}\n"
@@ -190,7 +197,7 @@ namespace {
 TEST(LifecycleTest, RestoreFromStartsNewTrialsFromAStoredCheckpoint) {
   // Experiment A keeps its end checkpoint (iteration 4); experiment B names it in restore_from:
   // its trials continue at training_iteration 5 with iterations_since_restore counting from 1.
-  Cluster cluster;
+  Cluster cluster(MixedSizes());
   ASSERT_TRUE(cluster.Start());
   const fs::path a = WriteExperiment(cluster, "first",
                                      "trainable: {builtin: mock}\n"
@@ -230,7 +237,7 @@ TEST(LifecycleTest, RestoreFromStartsNewTrialsFromAStoredCheckpoint) {
 TEST(LifecycleTest, FailFastStopsTheOthersAndRaiseLeavesThemAsTheyWere) {
   // fail_fast: true -> the first ERROR stops every unfinished trial (TERMINATED), exit 1.
   // fail_fast: raise -> the experiment ends at once; the slow trial keeps its status.
-  Cluster cluster;
+  Cluster cluster(MixedSizes());
   ASSERT_TRUE(cluster.Start());
   const std::string trials =
       "trainable: {builtin: mock}\n"
@@ -278,7 +285,7 @@ json Show(Cluster& cluster, const std::string& id) { return cluster.Ctl({"-o", "
 TEST(LifecycleTest, PauseResumeAddAndSetResourcesFromTunectl) {
   // tunectl pause checkpoints a RUNNING trial and frees its CPU; resume continues it from that
   // checkpoint; set-resources is refused while a trial runs; add puts a new trial in the queue.
-  Cluster cluster;
+  Cluster cluster(MixedSizes());
   ASSERT_TRUE(cluster.Start());
   const fs::path file = WriteExperiment(cluster, "control",
                                         "trainable: {builtin: mock}\n"
@@ -308,13 +315,14 @@ TEST(LifecycleTest, PauseResumeAddAndSetResourcesFromTunectl) {
       << paused.dump();
   const int at = paused.value("training_iteration", -1);
   EXPECT_EQ(paused["checkpoints"].back().value("training_iteration", -2), at);
-  // Its CPU is free again: one trial runs on one of the two 1-CPU workers.
+  // Its CPU is free again: one trial runs, one CPU of the three is committed.
   json resources;
   EXPECT_TRUE(WaitFor(
       [&] {
         resources = cluster.Ctl({"-o", "json", "resources"}).Json();
-        return resources.is_object() && resources["total"]["committed"].value("cpu", -1.0) == 1.0 &&
-               resources["total"]["free"].value("cpu", -1.0) == 1.0;
+        return resources.is_object() && resources["total"]["capacity"].value("cpu", -1.0) == 3.0 &&
+               resources["total"]["committed"].value("cpu", -1.0) == 1.0 &&
+               resources["total"]["free"].value("cpu", -1.0) == 2.0;
       },
       5s, 50ms))
       << resources.dump();
