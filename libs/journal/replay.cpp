@@ -45,6 +45,13 @@ Trial* JournalReplayer::Find(const std::string& trial_id) {
   return it == index_.end() ? nullptr : &state_.trials[it->second];
 }
 
+void JournalReplayer::Reset(ReplayedExperiment state) {
+  state_ = std::move(state);
+  index_.clear();
+  for (size_t i = 0; i < state_.trials.size(); ++i) index_[state_.trials[i].trial_id] = i;
+  submitted_ = true;
+}
+
 Status JournalReplayer::Apply(const json& r) {
   const std::string kind = r.value("kind", "");
   const uint64_t position = state_.records + 1;

@@ -44,6 +44,8 @@ class JournalReplayer {
   /// Errors: Corruption naming the record's kind and position for an unknown kind, a record
   /// before experiment_submitted, or one naming an unknown trial. The state is unchanged then.
   Status Apply(const nlohmann::json& record);
+  /// Continues from a snapshot's state (records 1..state.records already applied).
+  void Reset(ReplayedExperiment state);
   const ReplayedExperiment& state() const { return state_; }
   ReplayedExperiment Take() { return std::move(state_); }
 

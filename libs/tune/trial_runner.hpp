@@ -155,6 +155,10 @@ class TrialRunner final : public TrialSchedulerContext {
   const Trial* BestTrial() const;
   std::map<TrialStatus, int64_t> CountByStatus() const;
   const RunnerOptions& options() const { return options_; }
+  /// For snapshots: the search algorithm's state, and per trial the worker action that
+  /// answered its newest result (see Restore).
+  nlohmann::json SearcherState() const { return search_alg_->SaveState(); }
+  std::map<std::string, std::string> LastActions() const;
 
  private:
   Trial* Find(const std::string& trial_id);

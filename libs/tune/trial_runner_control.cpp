@@ -274,6 +274,12 @@ const Trial* TrialRunner::BestTrial() const {
   return best;
 }
 
+std::map<std::string, std::string> TrialRunner::LastActions() const {
+  std::map<std::string, std::string> out;
+  for (const auto& [index, action] : last_action_) out[trials_[size_t(index)].trial_id] = action;
+  return out;
+}
+
 std::map<TrialStatus, int64_t> TrialRunner::CountByStatus() const {
   std::map<TrialStatus, int64_t> counts;
   for (const Trial& t : trials_) counts[t.status]++;

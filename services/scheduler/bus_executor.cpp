@@ -74,14 +74,30 @@ void BusExecutor::LaunchTrial(const Trial& trial) {
   msg.start_iteration = trial.training_iteration;
   msg.restore_checkpoint_id = trial.restored_checkpoint_id;
   msg.checkpoint_prefix = journal_name_ + "/" + trial.trial_id + "/";
+  unsent_starts_[trial.trial_id] = trial.attempt;
   journal_.AfterDurable([this, worker = trial.worker_id, payload = proto::Encode(msg), trial]() mutable {
     SendStart(worker, std::move(payload), trial, kStartTries);
   });
 }
 
+bool BusExecutor::StartUnsent(const std::string& trial_id, int64_t attempt) const {
+  auto it = unsent_starts_.find(trial_id);
+  return it != unsent_starts_.end() && it->second == attempt;
+}
+
 void BusExecutor::SendStart(const std::string& worker_id, std::string payload, const Trial& trial, int tries_left) {
-  if (bus::SendTo(workers_, worker_id, payload)) return;
+  const Trial* now = runner_ != nullptr ? runner_->FindTrial(trial.trial_id) : nullptr;
+  if (!StartUnsent(trial.trial_id, trial.attempt) || now == nullptr || now->attempt != trial.attempt ||
+      now->status != TrialStatus::kRunning) {
+    return;  // the attempt ended (stopped, requeued) before its start went out
+  }
+  const bool registered = !is_registered_ || is_registered_(worker_id);
+  if (registered && bus::SendTo(workers_, worker_id, payload)) {
+    unsent_starts_.erase(trial.trial_id);
+    return;
+  }
   if (tries_left <= 0) {
+    unsent_starts_.erase(trial.trial_id);
     if (on_unreachable_) on_unreachable_(trial);
     return;
   }

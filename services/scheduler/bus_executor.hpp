@@ -4,11 +4,14 @@
 // a "no room" answer no new request goes out until something is freed (a Release we sent, or a
 // node event from the resource-manager), so a full cluster costs no traffic. Launch, decisions,
 // stops and releases are released only after the journal records that caused them are durable
-// (JournalWriter::AfterDurable). A StartTrial to a worker that has not connected to the
-// scheduler yet is retried for `connect_grace`; after that the attempt fails.
+// (JournalWriter::AfterDurable). A StartTrial to a worker that has not registered with this
+// scheduler process yet is held and retried (kStartTries x kStartRetry); after that the attempt
+// fails. Holding it keeps a StartTrial from crossing the worker's RegisterWorker, which would
+// list the trial as not running and requeue it.
 #pragma once
 
 #include <functional>
+#include <map>
 #include <set>
 #include <string>
 
@@ -37,6 +40,12 @@ class BusExecutor final : public TrialExecutor {
   void Unblock() { blocked_ = false; }
   /// Called when the trainable of a trial could not be reached (worker never connected).
   void set_on_unreachable(std::function<void(const Trial&)> f) { on_unreachable_ = std::move(f); }
+  /// True when the worker registered with this scheduler process (StartTrial waits until then).
+  void set_is_registered(std::function<bool(const std::string&)> f) { is_registered_ = std::move(f); }
+
+  /// True while the StartTrial of this attempt has not gone out (waiting for durability or for
+  /// the worker to register): a RegisterWorker that does not list the trial is then no loss.
+  bool StartUnsent(const std::string& trial_id, int64_t attempt) const;
 
   bool CanPlace() const override { return !blocked_ && !placing_; }
   void PlaceTrial(const Trial& trial, int64_t attempt) override;
@@ -59,6 +68,8 @@ class BusExecutor final : public TrialExecutor {
   std::string journal_name_;
   TrialRunner* runner_ = nullptr;
   std::function<void(const Trial&)> on_unreachable_;
+  std::function<bool(const std::string&)> is_registered_;
+  std::map<std::string, int64_t> unsent_starts_;  // trial_id -> attempt whose StartTrial waits
   bool blocked_ = false;
   bool placing_ = false;
 };

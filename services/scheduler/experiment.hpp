@@ -23,6 +23,13 @@ struct Scheduler::Experiment {
   std::string experiment_dir;  // <results_dir>/<name>
   bus::Clock::time_point started;
   double submitted_at_s = 0;   // wall clock of the submission, seconds since the epoch
+  std::string base_dir;        // as submitted (for snapshots)
+  std::string source_name;
+  uint64_t seed = 0;
+  uint64_t journal_base = 0;       // records the journal held before this process appended
+  uint64_t last_snapshot_seq = 0;  // journal seq the newest snapshot covers (or resumed at)
+  std::string last_snapshot_id;
+  bool snapshot_in_flight = false;
   std::unique_ptr<journal::JournalWriter> journal;
   std::unique_ptr<ExperimentRecorder> recorder;
   std::unique_ptr<BusExecutor> executor;

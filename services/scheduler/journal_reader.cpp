@@ -8,6 +8,7 @@
 #include "libs/bus/request_client.hpp"
 #include "libs/bus/socket.hpp"
 #include "libs/journal/records.hpp"
+#include "libs/journal/snapshot.hpp"
 #include "proto/codec.hpp"
 #include "proto/store.hpp"
 
@@ -97,19 +98,55 @@ Result<std::vector<JournalSummary>> JournalReader::List() {
   return out;
 }
 
-Result<std::vector<json>> JournalReader::ReadAll(const std::string& journal, uint64_t last_seq) {
-  std::vector<json> records;
-  records.reserve(last_seq);
-  while (records.size() < last_seq) {
-    auto got = Read(journal, records.size() + 1, 10000);
+Result<std::optional<journal::ReplayedExperiment>> JournalReader::NewestSnapshot(const std::string& name) {
+  auto socket = bus::Connect(ctx_, zmq::socket_type::dealer, endpoint_);
+  if (!socket.ok()) return socket.status();
+  proto::CheckpointList list;
+  list.prefix = journal::SnapshotPrefix(name);
+  auto listed = BlockingCall<proto::CheckpointListReply>(*socket, list, deadline_);
+  if (!listed.ok()) return listed.status();
+  std::string newest;  // ids end in a zero-padded seq: the greatest is the newest
+  for (const proto::CheckpointInfo& info : listed->checkpoints) newest = std::max(newest, info.checkpoint_id);
+  if (newest.empty()) return std::optional<journal::ReplayedExperiment>();
+  std::string bytes;
+  for (uint32_t chunk = 0, chunks = 1; chunk < chunks; ++chunk) {
+    proto::CheckpointGet get;
+    get.checkpoint_id = newest;
+    get.chunk_index = chunk;
+    auto got = BlockingCall<proto::CheckpointGetReply>(*socket, get, deadline_);
+    if (!got.ok()) return got.status();
+    chunks = got->num_chunks;
+    bytes.append(got->data.begin(), got->data.end());
+  }
+  auto state = journal::DecodeSnapshot(bytes);
+  if (!state.ok()) {
+    spdlog::error("Snapshot {} is unusable ({}); replaying the whole journal", newest, state.status().message());
+    return std::optional<journal::ReplayedExperiment>();
+  }
+  return std::optional<journal::ReplayedExperiment>(std::move(*state));
+}
+
+Result<journal::ReplayedExperiment> JournalReader::Replay(const std::string& name, uint64_t last_seq) {
+  journal::JournalReplayer replayer;
+  auto snapshot = NewestSnapshot(name);
+  if (!snapshot.ok()) return snapshot.status();
+  if (snapshot->has_value() && (*snapshot)->records <= last_seq) replayer.Reset(std::move(**snapshot));
+  while (replayer.state().records < last_seq) {
+    auto got = Read(name, replayer.state().records + 1, 10000);
     if (!got.ok()) return got.status();
     if (got->empty()) break;
-    for (json& r : *got) {
-      if (r.value("kind", "") == "torn") return records;
-      records.push_back(std::move(r));
+    for (const json& r : *got) {
+      if (r.value("kind", "") == "torn") return replayer.Take();
+      if (Status s = replayer.Apply(r); !s.ok()) {
+        spdlog::error("Journal {}: {}; using the state before it", name, s.message());
+        return replayer.Take();
+      }
     }
   }
-  return records;
+  if (replayer.state().experiment_id.empty()) {
+    return Status::Corruption("journal " + name + " does not start with experiment_submitted");
+  }
+  return replayer.Take();
 }
 
 }  // namespace tunebus

@@ -5,6 +5,7 @@
 #pragma once
 
 #include <chrono>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -13,6 +14,7 @@
 
 #include "libs/bus/event_loop.hpp"
 #include "libs/core/status.hpp"
+#include "libs/journal/replay.hpp"
 
 namespace tunebus {
 
@@ -28,12 +30,16 @@ class JournalReader {
   JournalReader(zmq::context_t& ctx, const std::string& store_endpoint, std::chrono::milliseconds timeout);
   /// Every non-empty journal. Errors: Unavailable when the store does not answer in time.
   Result<std::vector<JournalSummary>> List();
-  /// Records 1..last_seq, decoded, in order. A record that does not decode (torn tail) ends the
-  /// list there, with an error log line. Errors: Unavailable.
-  Result<std::vector<nlohmann::json>> ReadAll(const std::string& journal, uint64_t last_seq);
+  /// The experiment's state: the newest snapshot in the store (if any) plus the records after
+  /// it, up to last_seq. A record that does not decode (torn tail) or does not apply ends the
+  /// replay there, with an error log line. Errors: Unavailable; Corruption for a journal that
+  /// does not start with experiment_submitted.
+  Result<journal::ReplayedExperiment> Replay(const std::string& journal, uint64_t last_seq);
 
  private:
   Result<std::vector<nlohmann::json>> Read(const std::string& journal, uint64_t from, uint32_t max);
+  /// The newest snapshot of `journal`, or nullopt when there is none (or it cannot be read).
+  Result<std::optional<journal::ReplayedExperiment>> NewestSnapshot(const std::string& journal);
 
   zmq::context_t& ctx_;
   std::string endpoint_;

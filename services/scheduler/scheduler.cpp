@@ -82,6 +82,7 @@ void Scheduler::AfterRound() {
                    e->runner->end_reason());
     }
   }
+  MaybeSnapshot(*e);
   e->journal->Flush();
   const auto now = bus::Clock::now();
   if (now - last_state_file_ >= bus::Duration{options_.state_file_interval_ms}) {

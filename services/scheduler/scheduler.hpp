@@ -28,6 +28,7 @@
 #include "libs/bus/socket.hpp"
 #include "libs/core/status.hpp"
 #include "libs/core/trial.hpp"
+#include "libs/journal/replay.hpp"
 #include "libs/spec/experiment_spec.hpp"
 #include "proto/control.hpp"
 
@@ -94,8 +95,11 @@ class Scheduler {
   // resume (scheduler_resume.cpp)
   Status ResumeFromJournals();
   /// `store_last_seq`: the journal's length in the store (appends continue after it).
-  Status ResumeExperiment(const std::string& journal_name, std::vector<nlohmann::json> records,
+  Status ResumeExperiment(const std::string& journal_name, journal::ReplayedExperiment replayed,
                           uint64_t store_last_seq);
+  /// Every kSnapshotEveryRecords records: stores a snapshot of the experiment (replay =
+  /// snapshot + tail) once the records it covers are durable.
+  void MaybeSnapshot(Experiment& e);
   void ReconcileAllocations(Experiment& e);
   void RequeueUnattached(Experiment& e);
   void HandleResumeExperiment(const bus::Incoming& in, const proto::Decoded& d);

@@ -147,6 +147,9 @@ void Scheduler::StartExperiment(const bus::Incoming& in, uint64_t id, const prot
   if (!built.ok()) return ReplyError(in, id, proto::SubmitExperiment::kType, built.status());
   Experiment* e = *built;
   e->submitted_at_s = WallSeconds();
+  e->base_dir = msg.base_dir;
+  e->source_name = msg.source_name;
+  e->seed = seed;
   e->journal->Append(journal::ExperimentSubmitted(experiment_id, msg.spec_yaml, msg.base_dir, msg.source_name, seed,
                                                   e->submitted_at_s));
   state_ = State::kRunning;
@@ -197,8 +200,11 @@ Result<Scheduler::Experiment*> Scheduler::BuildExperiment(ExperimentSpec spec, c
   e->recorder->set_runner(e->runner.get());
   Experiment* raw = e.get();
   e->executor->set_on_unreachable([raw](const Trial& t) {
-    raw->runner->OnTrialExited(t.trial_id, t.attempt, false, fmt::format("worker {} is not connected", t.worker_id));
+    const Trial* now = raw->runner->FindTrial(t.trial_id);
+    if (now == nullptr || now->attempt != t.attempt || now->status != TrialStatus::kRunning) return;
+    raw->runner->RequeueLost(t.trial_id, fmt::format("worker {} is not connected", t.worker_id));
   });
+  e->executor->set_is_registered([this](const std::string& worker) { return registered_.contains(worker); });
   experiments_.push_back(std::move(e));
   return raw;
 }

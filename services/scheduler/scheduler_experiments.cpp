@@ -70,9 +70,9 @@ void Scheduler::HandleResumeExperiment(const bus::Incoming& in, const proto::Dec
     if (newest == nullptr) {
       return ReplyError(in, d.id(), d.type(), Status::NotFound("no experiment named " + msg->name));
     }
-    auto records = reader.ReadAll(newest->journal, newest->last_seq);
-    if (!records.ok()) return ReplyError(in, d.id(), d.type(), records.status());
-    if (Status s = ResumeExperiment(newest->journal, std::move(*records), newest->last_seq); !s.ok()) {
+    auto replayed = reader.Replay(newest->journal, newest->last_seq);
+    if (!replayed.ok()) return ReplyError(in, d.id(), d.type(), replayed.status());
+    if (Status s = ResumeExperiment(newest->journal, std::move(*replayed), newest->last_seq); !s.ok()) {
       return ReplyError(in, d.id(), d.type(), s);
     }
     e = Current();
@@ -118,13 +118,9 @@ void Scheduler::HandleListExperiments(const bus::Incoming& in, const proto::Deco
   if (!journals.ok()) return ReplyError(in, d.id(), d.type(), journals.status());
   for (const JournalSummary& j : *journals) {
     if (listed.contains(j.journal)) continue;
-    auto records = reader.ReadAll(j.journal, j.last_seq);
-    if (!records.ok()) return ReplyError(in, d.id(), d.type(), records.status());
-    journal::JournalReplayer replayer;
-    for (const json& r : *records) {
-      if (!replayer.Apply(r).ok()) break;
-    }
-    const journal::ReplayedExperiment& x = replayer.state();
+    auto replayed = reader.Replay(j.journal, j.last_seq);
+    if (!replayed.ok()) return ReplyError(in, d.id(), d.type(), replayed.status());
+    const journal::ReplayedExperiment& x = *replayed;
     body.push_back({{"name", NameOfJournal(j.journal)},
                     {"journal", j.journal},
                     {"status", x.ended_status.empty() ? "INTERRUPTED" : x.ended_status},

@@ -2,6 +2,8 @@
 // from the checkpoint-store, replay the newest unfinished one into a TrialRunner, reattach the
 // trials workers still run, requeue the others, and give back allocations nobody owns.
 #include <chrono>
+#include <functional>
+#include <memory>
 #include <thread>
 
 #include <fmt/format.h>
@@ -9,6 +11,7 @@
 
 #include "libs/journal/records.hpp"
 #include "libs/journal/replay.hpp"
+#include "libs/journal/snapshot.hpp"
 #include "proto/resources.hpp"
 #include "proto/store.hpp"
 #include "services/scheduler/experiment.hpp"
@@ -38,28 +41,25 @@ Status Scheduler::ResumeFromJournals() {
     if (newest == nullptr || j.submitted_at_s > newest->submitted_at_s) newest = &j;
   }
   if (newest == nullptr) return Status::Ok();
-  auto records = reader.ReadAll(newest->journal, newest->last_seq);
-  if (!records.ok()) return records.status();
-  return ResumeExperiment(newest->journal, std::move(*records), newest->last_seq);
+  auto replayed = reader.Replay(newest->journal, newest->last_seq);
+  if (!replayed.ok()) return replayed.status();
+  return ResumeExperiment(newest->journal, std::move(*replayed), newest->last_seq);
 }
 
-Status Scheduler::ResumeExperiment(const std::string& journal_name, std::vector<json> records,
+Status Scheduler::ResumeExperiment(const std::string& journal_name, journal::ReplayedExperiment replayed,
                                    uint64_t store_last_seq) {
   const auto t0 = bus::Clock::now();
-  journal::JournalReplayer replayer;
-  for (const json& r : records) {
-    if (Status s = replayer.Apply(r); !s.ok()) {
-      spdlog::error("Journal {}: {}; replaying what came before", journal_name, s.message());
-      break;
-    }
-  }
-  journal::ReplayedExperiment replayed = replayer.Take();
   auto spec = ParseExperimentYaml(replayed.spec_yaml, replayed.base_dir, replayed.source_name);
   if (!spec.ok()) return spec.status();
   auto built = BuildExperiment(std::move(*spec), replayed.experiment_id, replayed.seed, replayed.restore_from);
   if (!built.ok()) return built.status();
   Experiment* e = *built;
   e->submitted_at_s = replayed.submitted_at_s;
+  e->base_dir = replayed.base_dir;
+  e->source_name = replayed.source_name;
+  e->seed = replayed.seed;
+  e->journal_base = store_last_seq;
+  e->last_snapshot_seq = store_last_seq;  // the next snapshot comes kSnapshotEveryRecords later
   e->journal->set_store_seq(store_last_seq);
   if (e->journal_name != journal_name) {
     return Status::Corruption(fmt::format("journal {} holds experiment {}", journal_name, e->journal_name));
@@ -124,6 +124,59 @@ void Scheduler::RequeueUnattached(Experiment& e) {
                                                 t->worker_id));
   }
   e.awaiting_reattach.clear();
+}
+
+void Scheduler::MaybeSnapshot(Experiment& e) {
+  const uint64_t seq = e.journal_base + e.journal->appended();
+  if (e.snapshot_in_flight || seq < e.last_snapshot_seq + journal::kSnapshotEveryRecords) return;
+  journal::ReplayedExperiment state;
+  state.experiment_id = e.experiment_id;
+  state.spec_yaml = e.spec.source_yaml;
+  state.base_dir = e.base_dir;
+  state.source_name = e.source_name;
+  state.seed = e.seed;
+  state.submitted_at_s = e.submitted_at_s;
+  state.trials = e.runner->trials();
+  state.searcher_state = e.runner->SearcherState();
+  state.last_action = e.runner->LastActions();
+  state.restore_from = e.runner->options().restore_from;
+  state.records = seq;
+  auto bytes = std::make_shared<std::string>(journal::EncodeSnapshot(state));
+  const std::string id = journal::SnapshotId(e.journal_name, seq);
+  e.snapshot_in_flight = true;
+  // Stored once every record it covers is durable; chunks go one after another.
+  e.journal->AfterDurable([this, &e, bytes, id, seq] {
+    auto put = std::make_shared<std::function<void(uint32_t)>>();
+    *put = [this, &e, bytes, id, seq, put](uint32_t chunk) {
+      proto::CheckpointPut req;
+      const size_t off = size_t(chunk) * proto::kCheckpointChunkBytes;
+      const size_t n = std::min(proto::kCheckpointChunkBytes, bytes->size() - off);
+      req.checkpoint_id = id;
+      req.chunk_index = chunk;
+      req.data.assign(bytes->begin() + off, bytes->begin() + off + n);
+      req.last = off + n >= bytes->size();
+      if (req.last) req.metadata_json = json{{"seq", seq}, {"kind", "journal_snapshot"}}.dump();
+      store_->Request(req, [this, &e, id, seq, put, chunk, last = req.last](Result<proto::Decoded> reply) {
+        if (!reply.ok() || reply->type() != proto::CheckpointPutAck::kType) {
+          spdlog::warn("Snapshot {} was not stored ({}); the next one is tried later", id,
+                       reply.ok() ? reply->type() : reply.status().ToString());
+          e.snapshot_in_flight = false;
+          return;
+        }
+        if (!last) return (*put)(chunk + 1);
+        spdlog::info("Snapshot {} stored: a resume replays from seq {}", id, seq + 1);
+        if (!e.last_snapshot_id.empty()) {
+          proto::CheckpointDelete del;
+          del.checkpoint_id = e.last_snapshot_id;
+          store_->Request(del, [](Result<proto::Decoded>) {});
+        }
+        e.last_snapshot_id = id;
+        e.last_snapshot_seq = seq;
+        e.snapshot_in_flight = false;
+      });
+    };
+    (*put)(0);
+  });
 }
 
 }  // namespace tunebus

@@ -34,6 +34,7 @@ void Scheduler::HandleRegisterWorker(const std::string& peer, const bus::Incomin
     std::vector<std::string> lost;
     for (const Trial& t : e->runner->trials()) {
       if (t.status != TrialStatus::kRunning || t.worker_id != peer) continue;
+      if (e->executor->StartUnsent(t.trial_id, t.attempt)) continue;  // its StartTrial follows
       if (reported.contains(t.trial_id)) {
         if (e->awaiting_reattach.contains(t.trial_id)) {
           spdlog::info("Reattached trial {} attempt {} on {}", t.trial_id, t.attempt, peer);

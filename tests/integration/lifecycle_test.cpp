@@ -179,7 +179,7 @@ TEST(LifecycleTest, LargeCheckpointTravelsInChunksThroughTheStore) {
   EXPECT_EQ(saved.size(), 64u);
   EXPECT_EQ(t["last_result"].value("restored_sha", ""), saved);
   // Peak resident memory of each worker stays well below the checkpoint's size.
-  for (const std::string& w : {"w1", "w2"}) {
+  for (const char* w : {"w1", "w2"}) {
     const std::string status = ReadFile("/proc/" + std::to_string(cluster.process(w)->pid()) + "/status");
     const auto at = status.find("VmHWM:");
     ASSERT_NE(at, std::string::npos);

@@ -5,6 +5,7 @@
 
 #include <gtest/gtest.h>
 
+#include <chrono>
 #include <functional>
 #include <memory>
 #include <nlohmann/json.hpp>
@@ -133,7 +134,8 @@ class JournalWriterTest : public ::testing::Test {
   }
   // Spins until `done` holds (at most ~2 s, normally a round or two).
   bool SpinUntil(const std::function<bool()>& done) {
-    for (int i = 0; i < 200 && !done(); ++i) Spin();
+    const auto deadline = bus::Clock::now() + std::chrono::seconds(2);
+    while (!done() && bus::Clock::now() < deadline) Spin();
     return done();
   }
   bool WaitForRequests(size_t n) {

@@ -1,0 +1,117 @@
+#include "libs/journal/snapshot.hpp"
+
+#include <fmt/format.h>
+
+#include "libs/core/resources.hpp"
+#include "libs/journal/records.hpp"
+
+namespace tunebus::journal {
+
+using nlohmann::json;
+
+namespace {
+
+constexpr int kSnapshotVersion = 1;
+
+json TrialJson(const Trial& t) {
+  json checkpoints = json::array();
+  for (const CheckpointRef& c : t.checkpoints) checkpoints.push_back(CheckpointJson(c));
+  json j = {{"trial_id", t.trial_id}, {"config", t.config}, {"experiment_tag", t.experiment_tag},
+            {"resources", t.resources.units_map()}, {"status", TrialStatusName(t.status)},
+            {"attempt", t.attempt}, {"num_failures", t.num_failures}, {"worker_id", t.worker_id},
+            {"gpu_ids", t.gpu_ids}, {"last_result", t.last_result}, {"num_results", t.num_results},
+            {"error", t.error}, {"start_time_s", t.start_time_s}, {"training_iteration", t.training_iteration},
+            {"time_total_s", t.time_total_s}, {"last_seq", t.last_seq}, {"checkpoints", std::move(checkpoints)},
+            {"restored_checkpoint_id", t.restored_checkpoint_id}, {"restored_iteration", t.restored_iteration},
+            {"restored_time_total_s", t.restored_time_total_s}};
+  if (t.restore_checkpoint) j["restore_checkpoint"] = CheckpointJson(*t.restore_checkpoint);
+  return j;
+}
+
+CheckpointRef CheckpointFrom(const json& j) {
+  CheckpointRef c;
+  c.checkpoint_id = j.at("checkpoint_id").get<std::string>();
+  c.training_iteration = j.at("training_iteration").get<int64_t>();
+  c.time_total_s = j.value("time_total_s", 0.0);
+  if (j.contains("score") && j["score"].is_number()) c.score = j["score"].get<double>();
+  c.size_bytes = j.value("size_bytes", int64_t(0));
+  return c;
+}
+
+Trial TrialFrom(const json& j, int64_t index) {
+  Trial t;
+  t.trial_id = j.at("trial_id").get<std::string>();
+  t.index = index;
+  t.config = j.at("config");
+  t.experiment_tag = j.value("experiment_tag", "");
+  auto units = j.at("resources").get<std::map<std::string, int64_t>>();
+  if (auto r = Resources::FromUnits(units); r.ok()) t.resources = *r;
+  t.status = ParseTrialStatus(j.at("status").get<std::string>()).value_or(TrialStatus::kPending);
+  t.attempt = j.at("attempt").get<int64_t>();
+  t.num_failures = j.at("num_failures").get<int64_t>();
+  t.worker_id = j.at("worker_id").get<std::string>();
+  t.gpu_ids = j.at("gpu_ids").get<std::vector<std::string>>();
+  t.last_result = j.at("last_result");
+  t.num_results = j.at("num_results").get<int64_t>();
+  t.error = j.at("error").get<std::string>();
+  t.start_time_s = j.at("start_time_s").get<double>();
+  t.training_iteration = j.at("training_iteration").get<int64_t>();
+  t.time_total_s = j.at("time_total_s").get<double>();
+  t.last_seq = j.at("last_seq").get<int64_t>();
+  for (const json& c : j.at("checkpoints")) t.checkpoints.push_back(CheckpointFrom(c));
+  t.restored_checkpoint_id = j.at("restored_checkpoint_id").get<std::string>();
+  t.restored_iteration = j.at("restored_iteration").get<int64_t>();
+  t.restored_time_total_s = j.at("restored_time_total_s").get<double>();
+  if (j.contains("restore_checkpoint")) t.restore_checkpoint = CheckpointFrom(j["restore_checkpoint"]);
+  return t;
+}
+
+}  // namespace
+
+std::string SnapshotPrefix(const std::string& journal) { return journal + "/snapshot-"; }
+
+std::string SnapshotId(const std::string& journal, uint64_t seq) {
+  return fmt::format("{}{:012d}", SnapshotPrefix(journal), seq);
+}
+
+std::string EncodeSnapshot(const ReplayedExperiment& s) {
+  json trials = json::array();
+  for (const Trial& t : s.trials) trials.push_back(TrialJson(t));
+  json j = {{"snapshot_version", kSnapshotVersion}, {"experiment_id", s.experiment_id},
+            {"spec_yaml", s.spec_yaml}, {"base_dir", s.base_dir}, {"source_name", s.source_name},
+            {"seed", s.seed}, {"submitted_at", s.submitted_at_s}, {"trials", std::move(trials)},
+            {"searcher_state", s.searcher_state}, {"last_action", s.last_action},
+            {"ended_status", s.ended_status}, {"ended_reason", s.ended_reason}, {"records", s.records}};
+  if (s.restore_from) j["restore_from"] = CheckpointJson(*s.restore_from);
+  std::vector<uint8_t> bytes = json::to_msgpack(j);
+  return std::string(bytes.begin(), bytes.end());
+}
+
+Result<ReplayedExperiment> DecodeSnapshot(const std::string& bytes) {
+  json j = json::from_msgpack(bytes, /*strict=*/true, /*allow_exceptions=*/false);
+  if (j.is_discarded() || !j.is_object() || j.value("snapshot_version", 0) != kSnapshotVersion) {
+    return Status::Corruption("not a journal snapshot of version " + std::to_string(kSnapshotVersion));
+  }
+  try {
+    ReplayedExperiment s;
+    s.experiment_id = j.at("experiment_id").get<std::string>();
+    s.spec_yaml = j.at("spec_yaml").get<std::string>();
+    s.base_dir = j.at("base_dir").get<std::string>();
+    s.source_name = j.at("source_name").get<std::string>();
+    s.seed = j.at("seed").get<uint64_t>();
+    s.submitted_at_s = j.at("submitted_at").get<double>();
+    int64_t index = 0;
+    for (const json& t : j.at("trials")) s.trials.push_back(TrialFrom(t, index++));
+    s.searcher_state = j.at("searcher_state");
+    s.last_action = j.at("last_action").get<std::map<std::string, std::string>>();
+    s.ended_status = j.at("ended_status").get<std::string>();
+    s.ended_reason = j.at("ended_reason").get<std::string>();
+    s.records = j.at("records").get<uint64_t>();
+    if (j.contains("restore_from")) s.restore_from = CheckpointFrom(j["restore_from"]);
+    return s;
+  } catch (const json::exception& e) {
+    return Status::Corruption(std::string("malformed journal snapshot: ") + e.what());
+  }
+}
+
+}  // namespace tunebus::journal
