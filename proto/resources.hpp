@@ -13,6 +13,15 @@ namespace tunebus::proto {
 
 using ResourceUnits = std::map<std::string, int64_t>;
 
+/// A trial attempt a worker runs, with what it was allocated (RegisterNode.running).
+struct HeldAllocation {
+  std::string trial_id;
+  int64_t attempt = 0;
+  ResourceUnits resources;
+  std::vector<std::string> gpu_ids;
+  MSGPACK_DEFINE_MAP(trial_id, attempt, resources, gpu_ids)
+};
+
 /// worker -> resource-manager, on start and on every reconnect.
 struct RegisterNode {
   TUNEBUS_ENVELOPE("register_node");
@@ -20,7 +29,10 @@ struct RegisterNode {
   std::string hostname;
   ResourceUnits capacity;             // cpu, gpu, memory (bytes), custom
   std::vector<std::string> gpu_ids;   // "0", "1", ... one per whole GPU of capacity
-  MSGPACK_DEFINE_MAP(v, type, id, worker_id, hostname, capacity, gpu_ids)
+  /// The attempts the worker runs now. A resource-manager that does not hold them (it
+  /// restarted) records them, so allocations are rebuilt from worker reports. Since v1.1.
+  std::vector<HeldAllocation> running;
+  MSGPACK_DEFINE_MAP(v, type, id, worker_id, hostname, capacity, gpu_ids, running)
 };
 
 struct RegisterNodeAck {

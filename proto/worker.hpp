@@ -60,8 +60,11 @@ struct StartTrial {
   /// Prefix of the ids of checkpoints this attempt saves: "<journal>/<trial_id>/". The worker
   /// appends "<training_iteration:08>-a<attempt>".
   std::string checkpoint_prefix;
+  /// What the attempt was allocated (fixed-point units, see proto/resources.hpp). The worker
+  /// reports it back in RegisterNode.running so a restarted resource-manager rebuilds it.
+  std::map<std::string, int64_t> resources;
   MSGPACK_DEFINE_MAP(v, type, id, experiment, trial_id, attempt, config_json, trainable, trial_dir,
-                     gpu_ids, start_iteration, restore_checkpoint_id, checkpoint_prefix)
+                     gpu_ids, start_iteration, restore_checkpoint_id, checkpoint_prefix, resources)
 };
 
 /// worker -> scheduler: one result reported by the trainable. The worker keeps it until a

@@ -1,5 +1,8 @@
 #include "libs/bus/socket.hpp"
 
+#include <algorithm>
+#include <cstdlib>
+
 #include <fmt/format.h>
 
 namespace tunebus::bus {
@@ -19,6 +22,26 @@ Result<zmq::socket_t> Bind(zmq::context_t& ctx, zmq::socket_type type, const std
   }
 }
 
+namespace {
+int EnvMs(const char* name, int fallback) {
+  const char* v = std::getenv(name);
+  if (v == nullptr || *v == '\0') return fallback;
+  char* end = nullptr;
+  const long ms = std::strtol(v, &end, 10);
+  return (*end == '\0' && ms > 0 && ms <= 3600000) ? int(ms) : fallback;
+}
+}  // namespace
+
+ReconnectBackoff DefaultReconnectBackoff() {
+  static const ReconnectBackoff backoff = [] {
+    ReconnectBackoff b;
+    b.initial_ms = EnvMs("TUNEBUS_RECONNECT_MS", b.initial_ms);
+    b.max_ms = std::max(b.initial_ms, EnvMs("TUNEBUS_RECONNECT_MAX_MS", b.max_ms));
+    return b;
+  }();
+  return backoff;
+}
+
 Result<zmq::socket_t> Connect(zmq::context_t& ctx, zmq::socket_type type, const std::string& endpoint,
                               const std::string& routing_id) {
   try {
@@ -29,6 +52,9 @@ Result<zmq::socket_t> Connect(zmq::context_t& ctx, zmq::socket_type type, const 
     s.set(zmq::sockopt::rcvhwm, kHighWaterMark);
     if (!routing_id.empty()) s.set(zmq::sockopt::routing_id, routing_id);
     if (type == zmq::socket_type::router) s.set(zmq::sockopt::router_mandatory, 1);
+    const ReconnectBackoff backoff = DefaultReconnectBackoff();
+    s.set(zmq::sockopt::reconnect_ivl, backoff.initial_ms);
+    s.set(zmq::sockopt::reconnect_ivl_max, backoff.max_ms);
     s.connect(endpoint);
     return s;
   } catch (const zmq::error_t& e) {

@@ -21,8 +21,18 @@ inline constexpr int kHighWaterMark = 100000;
 /// "inproc://name", "ipc:///path"). Errors: Unavailable naming the endpoint and zmq's reason.
 Result<zmq::socket_t> Bind(zmq::context_t& ctx, zmq::socket_type type, const std::string& endpoint);
 
-/// Creates a socket of `type` connected to `endpoint`; `routing_id` (if not empty) names this
-/// peer to a ROUTER. Errors: Unavailable.
+/// Reconnect backoff of every connecting socket (ZMQ_RECONNECT_IVL / ZMQ_RECONNECT_IVL_MAX):
+/// after the peer goes away, retry after `initial_ms`, doubling after each failed attempt up to
+/// `max_ms` (DESIGN.md: 1 s doubling to 30 s), forever. The environment variables
+/// TUNEBUS_RECONNECT_MS and TUNEBUS_RECONNECT_MAX_MS override the defaults (tests use short ones).
+struct ReconnectBackoff {
+  int initial_ms = 1000;
+  int max_ms = 30000;
+};
+ReconnectBackoff DefaultReconnectBackoff();
+
+/// Creates a socket of `type` connected to `endpoint` with DefaultReconnectBackoff();
+/// `routing_id` (if not empty) names this peer to a ROUTER. Errors: Unavailable.
 Result<zmq::socket_t> Connect(zmq::context_t& ctx, zmq::socket_type type, const std::string& endpoint,
                               const std::string& routing_id = "");
 

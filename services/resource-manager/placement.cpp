@@ -140,6 +140,43 @@ AllocationDecision ClusterState::GrantOf(const Node& node, const Allocation& a) 
   return d;
 }
 
+Status ClusterState::Adopt(const std::string& worker_id, const std::string& trial_id, int64_t attempt,
+                           const Resources& request, const std::vector<std::string>& gpu_ids) {
+  const Key key{trial_id, attempt};
+  if (allocations_.contains(key)) return Status::Ok();
+  auto it = nodes_.find(worker_id);
+  if (it == nodes_.end() || !it->second.alive) {
+    return Status::NotFound(fmt::format("worker {} is not registered", worker_id));
+  }
+  Node& node = it->second;
+  if (!request.FitsIn(FreeOf(node.capacity, node.committed))) {
+    return Status::ResourceExhausted(fmt::format("{} reported by {} for {}/{} does not fit what is free",
+                                                 request.ToString(), worker_id, trial_id, attempt));
+  }
+  const int64_t gpu = request.units("gpu");
+  std::vector<std::pair<size_t, int64_t>> shares;
+  for (const std::string& id : gpu_ids) {
+    size_t index = 0;
+    while (index < node.gpus.size() && node.gpus[index].id != id) ++index;
+    if (index == node.gpus.size()) {
+      return Status::InvalidArgument(fmt::format("worker {} has no gpu id '{}'", worker_id, id));
+    }
+    const int64_t share = gpu < kScale ? gpu : kScale;
+    if (kScale - node.gpus[index].used < share) {
+      return Status::ResourceExhausted(fmt::format("gpu {} of {} is full", id, worker_id));
+    }
+    shares.emplace_back(index, share);
+  }
+  if (gpu > 0 && shares.empty() && !PickGpus(node, gpu, &shares)) {
+    return Status::ResourceExhausted(fmt::format("no gpu of {} has room for {}/{}", worker_id, trial_id, attempt));
+  }
+  node.committed += request;
+  for (const auto& [index, units] : shares) node.gpus[index].used += units;
+  allocations_.emplace(key, Allocation{worker_id, request, std::move(shares)});
+  AssertInvariants();
+  return Status::Ok();
+}
+
 AllocationDecision ClusterState::Allocate(const std::string& trial_id, int64_t attempt,
                                           const Resources& request) {
   const Key key{trial_id, attempt};

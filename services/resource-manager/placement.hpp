@@ -92,6 +92,15 @@ class ClusterState {
   AllocationDecision Allocate(const std::string& trial_id, int64_t attempt,
                               const Resources& request);
 
+  /// Records an allocation a worker reports it is running (attempt `attempt` of `trial_id`
+  /// holding `request`, on the GPUs named `gpu_ids`), as the worker re-registers after a
+  /// resource-manager restart: allocations are rebuilt from worker reports, so nothing placed
+  /// later can over-commit the worker. A held attempt is left as it is (Ok, idempotent).
+  /// Errors: NotFound if the worker is unknown or lost; InvalidArgument if a gpu id is unknown;
+  /// ResourceExhausted if it does not fit what is free there (the report is not recorded).
+  Status Adopt(const std::string& worker_id, const std::string& trial_id, int64_t attempt,
+               const Resources& request, const std::vector<std::string>& gpu_ids);
+
   /// Returns what the attempt holds. True if it held something; false if nothing (already
   /// released, never allocated, or dropped with a lost worker). Sets `*worker_id` (if not
   /// null) to the worker it was on.

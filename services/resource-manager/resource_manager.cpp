@@ -116,9 +116,21 @@ void ResourceManager::HandleRegisterNode(const bus::Incoming& in, const proto::D
                  req->worker_id, Join(outcome->dropped_trials));
     Publish("node_lost", req->worker_id, outcome->dropped_trials);
   }
+  for (const proto::HeldAllocation& held : req->running) {
+    // A restarted resource-manager learns what runs from the workers (adopting a held
+    // attempt is a no-op).
+    auto resources = Resources::FromUnits(held.resources);
+    const Status s = resources.ok() ? cluster_.Adopt(req->worker_id, held.trial_id, held.attempt,
+                                                     *resources, held.gpu_ids)
+                                    : resources.status();
+    if (!s.ok()) {
+      spdlog::warn("Not adopting {}/{} reported by {}: {}", held.trial_id, held.attempt,
+                   req->worker_id, s.ToString());
+    }
+  }
   if (outcome->added) {
-    spdlog::info("Worker {} ({}) registered with {}", req->worker_id, req->hostname,
-                 capacity->ToString());
+    spdlog::info("Worker {} ({}) registered with {}, running {} trial(s)", req->worker_id,
+                 req->hostname, capacity->ToString(), req->running.size());
     Publish("node_added", req->worker_id, {});
   } else {
     spdlog::debug("Worker {} re-registered (reconnect), allocations kept", req->worker_id);

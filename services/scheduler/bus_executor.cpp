@@ -74,6 +74,7 @@ void BusExecutor::LaunchTrial(const Trial& trial) {
   msg.start_iteration = trial.training_iteration;
   msg.restore_checkpoint_id = trial.restored_checkpoint_id;
   msg.checkpoint_prefix = journal_name_ + "/" + trial.trial_id + "/";
+  for (const auto& [key, units] : trial.resources.units_map()) msg.resources[key] = units;
   unsent_starts_[trial.trial_id] = trial.attempt;
   journal_.AfterDurable([this, worker = trial.worker_id, payload = proto::Encode(msg), trial]() mutable {
     SendStart(worker, std::move(payload), trial, kStartTries);

@@ -147,6 +147,11 @@ void Scheduler::OnNodeEvent() {
     Experiment* e = Current();
     if (e == nullptr) continue;
     e->executor->Unblock();
+    if (ev->event == "node_added") {
+      // A worker (re-)registered: after a resource-manager restart it reported what it runs,
+      // stale attempts included; give back what no RUNNING trial owns.
+      ReconcileAllocations(*e);
+    }
     if (ev->event == "node_lost") {
       spdlog::warn("Worker {} was lost; requeueing its trials", ev->worker_id);
       workers_seen_.erase(ev->worker_id);

@@ -173,6 +173,10 @@ void TrialWorker::RegisterNode() {
   m.hostname = hostname_;
   for (const auto& [key, units] : capacity->units_map()) m.capacity[key] = units;
   for (int64_t i = 0; i < options_.gpus; ++i) m.gpu_ids.push_back(std::to_string(i));
+  for (const auto& [key, run] : runs_) {
+    if (run->phase == TrialRun::Phase::kExited || run->silent) continue;
+    m.running.push_back({key.first, key.second, run->resources, run->gpu_ids});
+  }
   rm_request_in_flight_ = true;
   const auto timeout = bus::Duration{options_.heartbeat_interval_ms * options_.liveness};
   rm_->Request(

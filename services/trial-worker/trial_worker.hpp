@@ -100,6 +100,8 @@ class TrialWorker {
     int64_t start_iteration = 0;    // training_iteration the attempt started from
     std::string trial_dir;
     std::string checkpoint_prefix;  // from StartTrial
+    std::map<std::string, int64_t> resources;  // from StartTrial (reported in RegisterNode)
+    std::vector<std::string> gpu_ids;          // from StartTrial
     int64_t capture_iteration = 0;  // > 0: a checkpoint was asked at this iteration
     bool stop_after_capture = false;  // "pause" / "checkpoint_and_stop"
     int uploads = 0;                  // checkpoint uploads in flight

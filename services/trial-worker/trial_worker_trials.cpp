@@ -148,6 +148,8 @@ void TrialWorker::StartRun(const proto::StartTrial& start_msg, nlohmann::json co
   run->start_iteration = start->start_iteration;
   run->trial_dir = start->trial_dir;
   run->checkpoint_prefix = start->checkpoint_prefix;
+  run->resources = start->resources;
+  run->gpu_ids = start->gpu_ids;
   const RunKey key{start->trial_id, start->attempt};
   TrialRun& ref = *run;
   runs_[key] = std::move(run);

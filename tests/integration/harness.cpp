@@ -126,7 +126,11 @@ fs::path BinDir() {
 
 fs::path SourceDir() {
   if (const char* d = std::getenv("TUNEBUS_SOURCE_DIR"); d && *d) return fs::path(d);
+#ifdef TUNEBUS_TEST_SOURCE_DIR
+  return fs::path(TUNEBUS_TEST_SOURCE_DIR);
+#else
   return fs::path(__FILE__).parent_path().parent_path().parent_path();
+#endif
 }
 
 bool WaitFor(const std::function<bool()>& predicate, Millis timeout, Millis poll) {
@@ -223,6 +227,10 @@ std::unique_ptr<Process> Process::Spawn(const Options& o) {
     if (key.rfind("TUNEBUS_", 0) == 0 && key != "TUNEBUS_BIN_DIR" && key != "TUNEBUS_SOURCE_DIR") continue;
     env[key] = kv.substr(eq + 1);
   }
+  // Short reconnect backoff (production: 1 s doubling to 30 s) so restarts in tests take
+  // fractions of a second; a test may set its own in o.env.
+  env["TUNEBUS_RECONNECT_MS"] = "100";
+  env["TUNEBUS_RECONNECT_MAX_MS"] = "1000";
   for (const auto& [k, v] : o.env) env[k] = v;
   std::vector<std::string> env_storage;
   for (const auto& [k, v] : env) env_storage.push_back(k + "=" + v);

@@ -329,5 +329,34 @@ TEST_F(PlacementTest, CommittedNeverExceedsCapacityUnderARandomWorkload) {
   EXPECT_GT(granted, 100);
 }
 
+TEST_F(PlacementTest, AdoptedAllocationsFromAWorkerReportBlockPlacementAfterARestart) {
+  // A fresh ClusterState (the resource-manager restarted) hears from w1 that it runs t1/1
+  // (cpu 2, gpu 0.5 on GPU "0"). Adopting it commits those resources, so a trial asking cpu 3
+  // no longer fits the 4-CPU worker, a 0.5 GPU trial shares GPU "0", and adopting the same
+  // attempt again changes nothing. Releasing it frees everything.
+  Register("w1", {{"cpu", 4}, {"gpu", 1}});
+  ASSERT_TRUE(cluster_.Adopt("w1", "t1", 1, R({{"cpu", 2}, {"gpu", 0.5}}), {"0"}).ok());
+  ASSERT_TRUE(cluster_.Adopt("w1", "t1", 1, R({{"cpu", 2}, {"gpu", 0.5}}), {"0"}).ok());
+  EXPECT_TRUE(cluster_.CheckInvariants().ok());
+  EXPECT_EQ(Node("w1").committed.at("cpu"), 2 * Resources::kScale);
+  EXPECT_EQ(Allocate("t2", {{"cpu", 3}}).kind, Kind::kInsufficient);
+  auto t3 = Allocate("t3", {{"cpu", 1}, {"gpu", 0.5}});
+  ASSERT_TRUE(t3.granted());
+  EXPECT_EQ(t3.gpu_ids, std::vector<std::string>{"0"});
+  EXPECT_TRUE(cluster_.Release("t1", 1));
+  EXPECT_TRUE(Allocate("t2", {{"cpu", 3}}).granted());
+}
+
+TEST_F(PlacementTest, AdoptRefusesUnknownWorkersGpusAndWhatDoesNotFit) {
+  // Reports that cannot be true are refused with a typed error and commit nothing.
+  Register("w1", {{"cpu", 2}, {"gpu", 1}});
+  EXPECT_EQ(cluster_.Adopt("w9", "t1", 1, R({{"cpu", 1}}), {}).code(), StatusCode::kNotFound);
+  EXPECT_EQ(cluster_.Adopt("w1", "t1", 1, R({{"cpu", 1}, {"gpu", 1}}), {"7"}).code(),
+            StatusCode::kInvalidArgument);
+  EXPECT_EQ(cluster_.Adopt("w1", "t1", 1, R({{"cpu", 3}}), {}).code(), StatusCode::kResourceExhausted);
+  EXPECT_EQ(cluster_.allocation_count(), 0u);
+  EXPECT_TRUE(cluster_.CheckInvariants().ok());
+}
+
 }  // namespace
 }  // namespace tunebus

@@ -63,7 +63,7 @@ TEST(ExperimentSpecTest, MinimalFileGetsRayDefaults) {
 
 TEST(ExperimentSpecTest, FullFileParsesEveryField) {
   // tests/unit/data/spec/full.yaml sets every field; the file's folder anchors relative paths.
-  fs::path file = fs::path(__FILE__).parent_path() / "data" / "spec" / "full.yaml";
+  fs::path file = fs::path(TUNEBUS_TEST_SOURCE_DIR) / "tests" / "unit" / "data" / "spec" / "full.yaml";
   Result<ExperimentSpec> spec = ParseExperimentFile(file.string());
   ASSERT_TRUE(spec.ok()) << spec.status().message();
   const std::string dir = file.parent_path().lexically_normal().string();
@@ -100,7 +100,7 @@ TEST(ExperimentSpecTest, FullFileParsesEveryField) {
 
 TEST(ExperimentSpecTest, ParsedParamSpaceDrivesTheVariantGenerator) {
   // The parsed full file feeds VariantGenerator: 2 grid points x 4 samples, ints stay ints.
-  fs::path file = fs::path(__FILE__).parent_path() / "data" / "spec" / "full.yaml";
+  fs::path file = fs::path(TUNEBUS_TEST_SOURCE_DIR) / "tests" / "unit" / "data" / "spec" / "full.yaml";
   Result<ExperimentSpec> spec = ParseExperimentFile(file.string());
   ASSERT_TRUE(spec.ok()) << spec.status().message();
   VariantGenerator gen(spec->param_space, spec->num_samples, *spec->seed);
