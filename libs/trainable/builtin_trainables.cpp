@@ -87,6 +87,7 @@ class BuiltinTrainable : public Trainable {
   Status SendDecision(Action action) override {
     if (ended()) return Status::FailedPrecondition("the trainable has exited");
     if (!ConsumeAwaited()) return Status::FailedPrecondition("no report waits for a decision");
+    OnDecision(iteration_);
     if (action == Action::kCheckpoint) {  // saved now, before the next report or the end
       if (Status s = WriteCheckpoint(); !s.ok()) {
         ExitStatus es;
@@ -119,6 +120,8 @@ class BuiltinTrainable : public Trainable {
  protected:
   virtual Status Configure(const nlohmann::json& config) = 0;
   virtual Result<nlohmann::json> Step(int64_t t) = 0;
+  /// The decision for the report of iteration `t` arrived (the scheduler made it durable).
+  virtual void OnDecision(int64_t t) { (void)t; }
 
   TrialSetup setup_;
   std::chrono::nanoseconds delay_{0};
@@ -166,6 +169,9 @@ class MockTrainable : public BuiltinTrainable {
     delay_ = std::chrono::nanoseconds(static_cast<int64_t>(*sleep_s * 1e9));
     max_iterations_ = *iterations;
     error_at_ = *error && (*persistent || setup_.attempt <= 1) ? *error_iteration : -1;
+    auto truth = GetBool(c, "mock_truth_log");
+    if (!truth.ok()) return truth.status();
+    if (*truth) truth_log_.open(fs::path(setup_.trial_dir) / "mock_truth.jsonl", std::ios::app);
     return Status::Ok();
   }
 
@@ -174,12 +180,25 @@ class MockTrainable : public BuiltinTrainable {
       return Status::Internal(
           fmt::format("mock_error: failing at iteration {} (attempt {})", t, setup_.attempt));
     }
+    Truth("report", t);
     return MockMetrics(lr_, t);
   }
 
+  void OnDecision(int64_t t) override { Truth("acked", t); }
+
  private:
+  // Ground truth for fault tests (config `mock_truth_log: true`): one JSON line per result this
+  // trainable produced ("report") and per decision it received for one ("acked"), appended to
+  // <trial_dir>/mock_truth.jsonl and flushed at once, so it survives the worker's SIGKILL.
+  void Truth(const char* event, int64_t t) {
+    if (!truth_log_.is_open()) return;
+    truth_log_ << nlohmann::json{{"event", event}, {"attempt", setup_.attempt}, {"iteration", t}}.dump()
+               << std::endl;
+  }
+
   double lr_ = 0.1;
   int64_t error_at_ = -1;
+  std::ofstream truth_log_;
 };
 
 class NoopTrainable : public BuiltinTrainable {

@@ -16,9 +16,7 @@
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
-#include "libs/journal/records.hpp"
-#include "proto/codec.hpp"
-#include "proto/store.hpp"
+#include "tests/fault/fault_support.hpp"
 #include "tests/integration/harness.hpp"
 
 namespace tunebus::testing {
@@ -26,31 +24,6 @@ namespace {
 
 using nlohmann::json;
 using namespace std::chrono_literals;
-
-// Every record of `journal`, read from the checkpoint-store.
-std::vector<json> ReadJournal(Cluster& cluster, const std::string& journal) {
-  DealerClient store(cluster.store());
-  std::vector<json> records;
-  for (uint64_t from = 1;;) {
-    proto::JournalRead read;
-    read.id = from;
-    read.experiment = journal;
-    read.from_seq = from;
-    read.max_records = 5000;
-    store.Send(proto::Encode(read));
-    auto frame = store.Receive(5s);
-    if (!frame) break;
-    auto d = proto::Decode(frame->data(), frame->size());
-    auto reply = d.ok() ? d->As<proto::JournalReadReply>() : Result<proto::JournalReadReply>(d.status());
-    if (!reply.ok() || reply->records.empty()) break;
-    for (const std::string& bytes : reply->records) {
-      auto r = journal::DecodeRecord(bytes);
-      if (r.ok()) records.push_back(*r);
-    }
-    from = reply->first_seq + reply->records.size();
-  }
-  return records;
-}
 
 TEST(SchedulerKillTest, KilledSchedulerResumesAndLosesOrDuplicatesNoResult) {
   const char* env = std::getenv("TUNEBUS_FAULT_KILLS");
@@ -103,7 +76,7 @@ TEST(SchedulerKillTest, KilledSchedulerResumesAndLosesOrDuplicatesNoResult) {
   std::map<std::string, std::string> status;
   std::map<std::string, std::set<int64_t>> attempts;
   int duplicated = 0, results = 0, resumed = 0;
-  for (const json& r : ReadJournal(cluster, journal)) {
+  for (const json& r : ReadJournal(cluster.store(), journal)) {
     const std::string kind = r.value("kind", "");
     if (kind == "experiment_resumed") ++resumed;
     if (kind == "trial_status") status[r.value("trial_id", "")] = r.value("status", "");
@@ -184,7 +157,7 @@ TEST(ServiceKillTest, StoreResourceManagerAndWorkerKillsLoseNoAcknowledgedResult
   std::map<std::string, std::set<std::pair<int64_t, int64_t>>> seen;
   std::map<std::string, std::map<int64_t, std::vector<int64_t>>> by_attempt;
   int duplicated = 0, results = 0, gaps = 0;
-  for (const json& r : ReadJournal(cluster, journal)) {
+  for (const json& r : ReadJournal(cluster.store(), journal)) {
     if (r.value("kind", "") != "result") continue;
     ++results;
     const std::string id = r.value("trial_id", "");
@@ -255,7 +228,7 @@ TEST(WorkerFreezeTest, AFrozenWorkerIsLostItsTrialsRunElsewhereAndItsLateResults
   std::map<std::string, int64_t> current_attempt;
   std::set<std::pair<std::string, std::pair<int64_t, int64_t>>> seen;
   int stale = 0, duplicated = 0, requeued = 0;
-  for (const json& r : ReadJournal(cluster, journal)) {
+  for (const json& r : ReadJournal(cluster.store(), journal)) {
     const std::string kind = r.value("kind", ""), id = r.value("trial_id", "");
     const int64_t attempt = r.value("attempt", int64_t(0));
     if (kind == "trial_started") {

@@ -1,0 +1,54 @@
+#include "tests/fault/fault_support.hpp"
+
+#include "libs/journal/records.hpp"
+#include "proto/codec.hpp"
+#include "proto/store.hpp"
+
+namespace tunebus::testing {
+
+using nlohmann::json;
+using namespace std::chrono_literals;
+
+std::string SubmitDetached(Cluster& cluster, const fs::path& file, const std::string& name) {
+  auto submit = cluster.Ctl({"-o", "json", "run", "--detach", file.string()});
+  EXPECT_EQ(submit.exit_code, 0) << submit.Describe();
+  if (submit.exit_code != 0) return "";
+  return name + "-" + submit.Json().value("experiment_id", "");
+}
+
+json WaitFinished(Cluster& cluster, Millis timeout) {
+  json status;
+  const bool finished = WaitFor(
+      [&] {
+        status = cluster.Ctl({"-o", "json", "status"}, 5s).Json();
+        return status.is_object() && status.value("finished", false);
+      },
+      timeout, 200ms);
+  return finished ? status : json::object();
+}
+
+std::vector<json> ReadJournal(const std::string& store_endpoint, const std::string& journal) {
+  DealerClient store(store_endpoint);
+  std::vector<json> records;
+  for (uint64_t from = 1;;) {
+    proto::JournalRead read;
+    read.id = from;
+    read.experiment = journal;
+    read.from_seq = from;
+    read.max_records = 5000;
+    store.Send(proto::Encode(read));
+    auto frame = store.Receive(5s);
+    if (!frame) break;
+    auto d = proto::Decode(frame->data(), frame->size());
+    auto reply = d.ok() ? d->As<proto::JournalReadReply>() : Result<proto::JournalReadReply>(d.status());
+    if (!reply.ok() || reply->records.empty()) break;
+    for (const std::string& bytes : reply->records) {
+      auto r = journal::DecodeRecord(bytes);
+      if (r.ok()) records.push_back(*r);
+    }
+    from = reply->first_seq + reply->records.size();
+  }
+  return records;
+}
+
+}  // namespace tunebus::testing

@@ -1,0 +1,27 @@
+// Helpers shared by the fault tests: submit an experiment and wait for its end over tunectl,
+// and read an experiment's journal straight from the checkpoint-store (the journal is the
+// truth the tests check against).
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "tests/integration/harness.hpp"
+
+namespace tunebus::testing {
+
+/// `tunectl run --detach FILE`; returns the experiment's journal name ("<name>-<id>"), or ""
+/// after adding a test failure.
+std::string SubmitDetached(Cluster& cluster, const fs::path& file, const std::string& name);
+
+/// Polls `tunectl status` until the experiment is finished; returns the last status (an
+/// empty object after `timeout`).
+nlohmann::json WaitFinished(Cluster& cluster, Millis timeout);
+
+/// Every decodable record of `journal`, in order, read from the checkpoint-store at
+/// `store_endpoint` (5,000 records a request).
+std::vector<nlohmann::json> ReadJournal(const std::string& store_endpoint, const std::string& journal);
+
+}  // namespace tunebus::testing
