@@ -47,6 +47,7 @@ Trial* JournalReplayer::Find(const std::string& trial_id) {
 
 void JournalReplayer::Reset(ReplayedExperiment state) {
   state_ = std::move(state);
+  state_.snapshot_records = state_.records;
   index_.clear();
   for (size_t i = 0; i < state_.trials.size(); ++i) index_[state_.trials[i].trial_id] = i;
   submitted_ = true;

@@ -36,6 +36,7 @@ struct ReplayedExperiment {
   std::string ended_status;  // "FINISHED" | "STOPPED" | "ERROR", "" while the experiment runs
   std::string ended_reason;
   uint64_t records = 0;  // records applied
+  uint64_t snapshot_records = 0;  // of those, how many a snapshot covered (0: none was used)
 };
 
 /// Applies records one at a time, in journal order.

@@ -23,6 +23,10 @@ int main(int argc, char** argv) {
   app.add_option("--rm", o.rm_endpoint, "resource-manager endpoint")->envname("TUNEBUS_RM_ENDPOINT")->capture_default_str();
   app.add_option("--rm-events", o.rm_events_endpoint, "resource-manager node events (PUB)")->envname("TUNEBUS_RM_EVENTS_ENDPOINT")->capture_default_str();
   app.add_option("--store", o.store_endpoint, "checkpoint-store endpoint")->envname("TUNEBUS_STORE_ENDPOINT")->capture_default_str();
+  app.add_option("--snapshot-every", o.snapshot_every_records, "journal records between experiment snapshots")
+      ->envname("TUNEBUS_SNAPSHOT_EVERY")
+      ->check(CLI::PositiveNumber)
+      ->capture_default_str();
   app.add_option("--log-level", log_level, "trace|debug|info|warn|error")->envname("TUNEBUS_LOG_LEVEL")->capture_default_str();
   CLI11_PARSE(app, argc, argv);
   spdlog::set_level(spdlog::level::from_str(log_level));

@@ -29,6 +29,7 @@
 #include "libs/core/status.hpp"
 #include "libs/core/trial.hpp"
 #include "libs/journal/replay.hpp"
+#include "libs/journal/snapshot.hpp"
 #include "libs/spec/experiment_spec.hpp"
 #include "proto/control.hpp"
 
@@ -49,6 +50,8 @@ struct SchedulerOptions {
   int64_t reattach_grace_ms = 3000;
   /// How long to keep trying to read the journals from the checkpoint-store at start, ms.
   int64_t resume_timeout_ms = 30000;
+  /// Journal records between two snapshots of an experiment (replay = snapshot + tail); > 0.
+  int64_t snapshot_every_records = journal::kSnapshotEveryRecords;
 };
 
 class Scheduler {
@@ -97,7 +100,7 @@ class Scheduler {
   /// `store_last_seq`: the journal's length in the store (appends continue after it).
   Status ResumeExperiment(const std::string& journal_name, journal::ReplayedExperiment replayed,
                           uint64_t store_last_seq);
-  /// Every kSnapshotEveryRecords records: stores a snapshot of the experiment (replay =
+  /// Every options_.snapshot_every_records records: stores a snapshot of the experiment (replay =
   /// snapshot + tail) once the records it covers are durable.
   void MaybeSnapshot(Experiment& e);
   void ReconcileAllocations(Experiment& e);

@@ -59,7 +59,10 @@ Status Scheduler::ResumeExperiment(const std::string& journal_name, journal::Rep
   e->source_name = replayed.source_name;
   e->seed = replayed.seed;
   e->journal_base = store_last_seq;
-  e->last_snapshot_seq = store_last_seq;  // the next snapshot comes kSnapshotEveryRecords later
+  // The next snapshot is due snapshot_every_records after the one this resume started from, so
+  // replay stays bounded even when the scheduler dies more often than that.
+  e->last_snapshot_seq = replayed.snapshot_records;
+  if (replayed.snapshot_records > 0) e->last_snapshot_id = journal::SnapshotId(journal_name, replayed.snapshot_records);
   e->journal->set_store_seq(store_last_seq);
   if (e->journal_name != journal_name) {
     return Status::Corruption(fmt::format("journal {} holds experiment {}", journal_name, e->journal_name));
@@ -77,8 +80,9 @@ Status Scheduler::ResumeExperiment(const std::string& journal_name, journal::Rep
     e->journal->Append(journal::ExperimentResumed(WallSeconds(), ""));
     state_ = State::kRunning;
   }
-  spdlog::info("Resumed experiment {} from journal {}: {} records, {} trials, {} running to reattach ({:.3f} s)",
-               e->spec.name, journal_name, replayed.records, trials, e->awaiting_reattach.size(),
+  spdlog::info("Resumed experiment {} from journal {}: {} records ({} from a snapshot), {} trials, {} running to "
+               "reattach ({:.3f} s)",
+               e->spec.name, journal_name, replayed.records, replayed.snapshot_records, trials, e->awaiting_reattach.size(),
                std::chrono::duration<double>(bus::Clock::now() - t0).count());
   ReconcileAllocations(*e);
   loop_.AddTimer(bus::Duration{options_.reattach_grace_ms}, [this, e] { RequeueUnattached(*e); });
@@ -128,7 +132,7 @@ void Scheduler::RequeueUnattached(Experiment& e) {
 
 void Scheduler::MaybeSnapshot(Experiment& e) {
   const uint64_t seq = e.journal_base + e.journal->appended();
-  if (e.snapshot_in_flight || seq < e.last_snapshot_seq + journal::kSnapshotEveryRecords) return;
+  if (e.snapshot_in_flight || seq < e.last_snapshot_seq + uint64_t(options_.snapshot_every_records)) return;
   journal::ReplayedExperiment state;
   state.experiment_id = e.experiment_id;
   state.spec_yaml = e.spec.source_yaml;

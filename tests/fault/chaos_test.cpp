@@ -8,6 +8,7 @@
 #include <cstdlib>
 #include <map>
 #include <random>
+#include <regex>
 #include <set>
 #include <string>
 #include <thread>
@@ -50,6 +51,7 @@ TEST(ChaosTest, EveryServiceKilledAtRandomLosesAndDuplicatesNoResult) {
   ClusterOptions o;
   o.cpus_per_worker = 2;
   o.rm_liveness = 5;  // x 200 ms: a killed worker that does not come back is lost after 1 s
+  o.scheduler_args = {"--snapshot-every", "200"};  // resumes start from snapshots + tails
   Cluster cluster(o);
   ASSERT_TRUE(cluster.Start());
 
@@ -88,6 +90,7 @@ TEST(ChaosTest, EveryServiceKilledAtRandomLosesAndDuplicatesNoResult) {
   std::shuffle(plan.begin(), plan.end(), rng);
   std::uniform_int_distribution<int> pause_ms(50, 300);
   std::map<std::string, int> kills;
+  int from_snapshot = 0;  // resumes that started from a snapshot
   for (const std::string& victim : plan) {
     std::this_thread::sleep_for(std::chrono::milliseconds(pause_ms(rng)));
     const json status = cluster.Ctl({"-o", "json", "status"}, 10s).Json();
@@ -97,12 +100,18 @@ TEST(ChaosTest, EveryServiceKilledAtRandomLosesAndDuplicatesNoResult) {
     if (victim == "scheduler") {
       ASSERT_TRUE(WaitFor([&] { return cluster.Ctl({"status"}, 2s).exit_code == 0; }, 20s, 100ms))
           << cluster.LogTails();
+      std::smatch m;
+      const std::string log = cluster.process("scheduler")->Stdout();
+      if (std::regex_search(log, m, std::regex(R"(records \((\d+) from a snapshot\))")) && std::stoll(m[1]) > 0) {
+        ++from_snapshot;
+      }
     }
   }
   const json summary = WaitFinished(cluster, 120s);
   ASSERT_FALSE(summary.empty()) << cluster.LogTails();
   EXPECT_EQ(summary.value("status", ""), "FINISHED") << summary.dump();
   EXPECT_GE(kills["scheduler"], 20) << "the experiment ended before the kill plan did";
+  EXPECT_GE(from_snapshot, 1) << "no resume used a snapshot";
 
   // Each trial ends as the trial scheduler (FIFO) and max_failures dictate.
   const json trials = cluster.Ctl({"-o", "json", "ls"}).Json();
@@ -156,9 +165,10 @@ TEST(ChaosTest, EveryServiceKilledAtRandomLosesAndDuplicatesNoResult) {
   EXPECT_EQ(lost, 0);
   EXPECT_EQ(wrong, 0);
   std::printf("fault summary: kills scheduler=%d checkpoint-store=%d resource-manager=%d trial-worker=%d, "
-              "trials=%d (ERROR %d), results checked=%d (acked %d), lost=%d, duplicated=%d\n",
+              "resumes from a snapshot=%d, trials=%d (ERROR %d), results checked=%d (acked %d), lost=%d, "
+              "duplicated=%d\n",
               kills["scheduler"], kills["checkpoint-store"], kills["resource-manager"], kills["trial-worker"],
-              kTrials, errored, results, acked, lost, duplicated);
+              from_snapshot, kTrials, errored, results, acked, lost, duplicated);
 
   // Errored-only rerun from scratch: the ERROR trials run again (and fail again: their error is
   // persistent); every other trial is left exactly as it was.

@@ -470,9 +470,10 @@ void Cluster::SpawnWorker(const std::string& id) {
   spawn("resource-manager", "resource-manager",
         {"--endpoint", rm(), "--events-endpoint", rm_events(), "--heartbeat-interval-ms", hb, "--liveness",
          std::to_string(options_.rm_liveness)});
-  spawn("scheduler", "scheduler",
-        {"--control", control(), "--workers", worker_endpoint(), "--events", events(), "--rm", rm(), "--rm-events",
-         rm_events(), "--store", store()});
+  std::vector<std::string> scheduler_args = {"--control", control(), "--workers", worker_endpoint(), "--events",
+                                             events(), "--rm", rm(), "--rm-events", rm_events(), "--store", store()};
+  scheduler_args.insert(scheduler_args.end(), options_.scheduler_args.begin(), options_.scheduler_args.end());
+  spawn("scheduler", "scheduler", std::move(scheduler_args));
   for (const auto& id : worker_ids()) SpawnWorker(id);
 
   bool died = false;

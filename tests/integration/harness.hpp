@@ -144,6 +144,8 @@ struct ClusterOptions {
   /// Extra trial-worker flags by worker id (e.g. {"w2", {"--cpus", "4", "--gpus", "1"}}); a
   /// --cpus here replaces cpus_per_worker.
   std::map<std::string, std::vector<std::string>> worker_args;
+  /// Extra scheduler flags (e.g. {"--snapshot-every", "200"}).
+  std::vector<std::string> scheduler_args;
 };
 
 /// checkpoint-store, resource-manager, scheduler and N trial-workers ("w1".."wN") as separate
