@@ -48,6 +48,26 @@ struct JournalReadReply {
   MSGPACK_DEFINE_MAP(v, type, id, experiment, first_seq, records, end)
 };
 
+/// Cut a journal's corrupt tail: delete the records after keep_through_seq, so appends continue
+/// right after the last good record (DESIGN.md: a torn or corrupt tail is detected, reported
+/// and cut). Fenced: refused with failed_precondition unless the journal's last seq is
+/// expected_last_seq. Answered by JournalTruncateAck once the cut is durable.
+struct JournalTruncate {
+  TUNEBUS_ENVELOPE("journal_truncate");
+  std::string experiment;
+  uint64_t keep_through_seq = 0;
+  uint64_t expected_last_seq = 0;
+  MSGPACK_DEFINE_MAP(v, type, id, experiment, keep_through_seq, expected_last_seq)
+};
+
+struct JournalTruncateAck {
+  TUNEBUS_ENVELOPE("journal_truncate_ack");
+  std::string experiment;
+  uint64_t last_seq = 0;  // the journal's last seq after the cut
+  uint64_t removed = 0;   // records deleted
+  MSGPACK_DEFINE_MAP(v, type, id, experiment, last_seq, removed)
+};
+
 /// List experiments that have a journal.
 struct JournalList {
   TUNEBUS_ENVELOPE("journal_list");

@@ -13,6 +13,10 @@
 //   mock_error_iteration  default 2
 //   persistent_error      bool: with mock_error, fail on every attempt; without it the error
 //                         happens only on attempt 1 (like Ray Tune's mock trainable)
+//   mock_truth_log        bool: append the ground truth for fault tests to
+//                         <trial_dir>/mock_truth.jsonl, one line per result produced
+//                         {"event":"report","attempt","iteration"} and per decision received
+//                         {"event":"acked",...}, flushed at once
 // Result of iteration t, with s = 1 / (1 + 10 * lr * t):
 //   mean_accuracy = 1 - s,  loss = s,  episode_reward_mean = 100 * (1 - s)
 // A "checkpoint" decision writes {"iteration": t} to <trial_dir>/checkpoint_tmp/checkpoint.json.

@@ -93,6 +93,7 @@ void CheckpointStore::Dispatch(bus::Incoming& in) {
       {proto::JournalAppend::kType, &CheckpointStore::HandleJournalAppend},
       {proto::JournalRead::kType, &CheckpointStore::HandleJournalRead},
       {proto::JournalList::kType, &CheckpointStore::HandleJournalList},
+      {proto::JournalTruncate::kType, &CheckpointStore::HandleJournalTruncate},
       {proto::CheckpointPut::kType, &CheckpointStore::HandleCheckpointPut},
       {proto::CheckpointGet::kType, &CheckpointStore::HandleCheckpointGet},
       {proto::CheckpointList::kType, &CheckpointStore::HandleCheckpointList},
@@ -205,6 +206,34 @@ void CheckpointStore::HandleJournalRead(bus::Incoming& in, const proto::Decoded&
   reply.records = std::move(page->records);
   reply.end = page->end;
   ReplyTo(in, reply);
+}
+
+void CheckpointStore::HandleJournalTruncate(bus::Incoming& in, const proto::Decoded& msg) {
+  Count(proto::JournalTruncate::kType);
+  if (RefuseWriteIfDegraded(in, msg.id(), msg.type())) return;
+  auto m = msg.As<proto::JournalTruncate>();
+  Status valid = m.ok() ? store::JournalStore::ValidateExperiment(m->experiment) : m.status();
+  if (!valid.ok()) {
+    spdlog::warn("Rejecting journal_truncate {} from peer {}: {}", msg.id(), PeerName(in),
+                 valid.ToString());
+    return ReplyError(in, valid, msg.id(), msg.type());
+  }
+  FlushAppends();  // appends that arrived first are in the journal the fence compares with
+  auto removed = journals_->Truncate(m->experiment, m->keep_through_seq, m->expected_last_seq);
+  if (!removed.ok()) {
+    spdlog::warn("Refusing journal_truncate {} of '{}': {}", msg.id(), m->experiment,
+                 removed.status().ToString());
+    if (removed.status().code() == StatusCode::kIoError) NoteWriteFailure(removed.status());
+    return ReplyError(in, removed.status(), msg.id(), msg.type());
+  }
+  spdlog::warn("Cut journal '{}' after seq {}: {} record(s) removed", m->experiment,
+               m->keep_through_seq, *removed);
+  proto::JournalTruncateAck ack;
+  ack.id = msg.id();
+  ack.experiment = m->experiment;
+  ack.last_seq = journals_->LastSeq(m->experiment);
+  ack.removed = *removed;
+  ReplyTo(in, ack);
 }
 
 void CheckpointStore::HandleJournalList(bus::Incoming& in, const proto::Decoded& msg) {

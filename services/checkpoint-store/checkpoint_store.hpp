@@ -108,6 +108,7 @@ class CheckpointStore {
   void HandleJournalAppend(bus::Incoming& in, const proto::Decoded& msg);
   void HandleJournalRead(bus::Incoming& in, const proto::Decoded& msg);
   void HandleJournalList(bus::Incoming& in, const proto::Decoded& msg);
+  void HandleJournalTruncate(bus::Incoming& in, const proto::Decoded& msg);
   void HandleCheckpointPut(bus::Incoming& in, const proto::Decoded& msg);
   void HandleCheckpointGet(bus::Incoming& in, const proto::Decoded& msg);
   void HandleCheckpointList(bus::Incoming& in, const proto::Decoded& msg);

@@ -97,6 +97,31 @@ Result<std::vector<SeqRange>> JournalStore::AppendBatch(
   return ranges;
 }
 
+Result<uint64_t> JournalStore::Truncate(const std::string& experiment, uint64_t keep_through_seq,
+                                        uint64_t expected_last_seq) {
+  const uint64_t last = LastSeq(experiment);
+  if (last != expected_last_seq) {
+    return Status::FailedPrecondition(fmt::format(
+        "journal {} ends at seq {}, not {}: another writer appended to it", experiment, last,
+        expected_last_seq));
+  }
+  if (keep_through_seq >= last) return uint64_t{0};
+  rocksdb::WriteBatch batch;
+  std::string value;
+  PutBigEndian64(value, keep_through_seq);
+  if (auto s = batch.DeleteRange(JournalRecordKey(experiment, keep_through_seq + 1),
+                                 PrefixSuccessor(JournalRecordPrefix(experiment)));
+      !s.ok()) {
+    return FromRocks(s, "build journal cut");
+  }
+  if (auto s = batch.Put(JournalMetaKey(experiment), value); !s.ok()) {
+    return FromRocks(s, "build journal cut");
+  }
+  if (Status s = db_.Write(batch, /*durable=*/true); !s.ok()) return s;
+  last_seqs_[experiment] = keep_through_seq;
+  return last - keep_through_seq;
+}
+
 Result<JournalPage> JournalStore::Read(const std::string& experiment, uint64_t from_seq,
                                        uint32_t max_records) {
   JournalPage page;

@@ -79,6 +79,14 @@ class JournalStore {
   /// Errors: IoError; Corruption if the stored journal has a gap or a bad key.
   Result<JournalPage> Read(const std::string& experiment, uint64_t from_seq, uint32_t max_records);
 
+  /// Deletes the records after `keep_through_seq` with one synced write and makes it the last
+  /// seq (a cut of a corrupt tail; the next append gets keep_through_seq + 1). Returns how
+  /// many records were removed (0 if keep_through_seq >= the last seq).
+  /// Errors: FailedPrecondition if the last seq is not `expected_last_seq` (another writer);
+  /// IoError from RocksDB.
+  Result<uint64_t> Truncate(const std::string& experiment, uint64_t keep_through_seq,
+                            uint64_t expected_last_seq);
+
   /// Every experiment with a journal and its last seq, sorted by name.
   const std::map<std::string, uint64_t>& last_seqs() const { return last_seqs_; }
   /// The experiment's last seq, 0 if it has no journal.

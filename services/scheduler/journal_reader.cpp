@@ -126,6 +126,30 @@ Result<std::optional<journal::ReplayedExperiment>> JournalReader::NewestSnapshot
   return std::optional<journal::ReplayedExperiment>(std::move(*state));
 }
 
+Result<journal::ReplayedExperiment> JournalReader::ReplayToResume(const std::string& journal, uint64_t* last_seq) {
+  auto replayed = Replay(journal, *last_seq);
+  if (!replayed.ok() || replayed->records >= *last_seq) return replayed;
+  spdlog::error("Journal {}: records {}..{} are torn or corrupt; cutting them (the state is that of record {})",
+                journal, replayed->records + 1, *last_seq, replayed->records);
+  auto removed = Truncate(journal, replayed->records, *last_seq);
+  if (!removed.ok()) return removed.status();
+  *last_seq = replayed->records;
+  return replayed;
+}
+
+Result<uint64_t> JournalReader::Truncate(const std::string& journal, uint64_t keep_through_seq,
+                                         uint64_t expected_last_seq) {
+  auto socket = bus::Connect(ctx_, zmq::socket_type::dealer, endpoint_);
+  if (!socket.ok()) return socket.status();
+  proto::JournalTruncate cut;
+  cut.experiment = journal;
+  cut.keep_through_seq = keep_through_seq;
+  cut.expected_last_seq = expected_last_seq;
+  auto ack = BlockingCall<proto::JournalTruncateAck>(*socket, cut, deadline_);
+  if (!ack.ok()) return ack.status();
+  return ack->removed;
+}
+
 Result<journal::ReplayedExperiment> JournalReader::Replay(const std::string& name, uint64_t last_seq) {
   journal::JournalReplayer replayer;
   auto snapshot = NewestSnapshot(name);

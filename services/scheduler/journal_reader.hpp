@@ -36,6 +36,15 @@ class JournalReader {
   /// does not start with experiment_submitted.
   Result<journal::ReplayedExperiment> Replay(const std::string& journal, uint64_t last_seq);
 
+  /// Replay() for a resume: a torn or corrupt tail (records after the last one that decodes
+  /// and applies) is reported and cut from the store, so appends continue right after the
+  /// last good record and the next replay reads them. `*last_seq` (the journal's length) is
+  /// updated to the length after the cut. Errors: as Replay and Truncate.
+  Result<journal::ReplayedExperiment> ReplayToResume(const std::string& journal, uint64_t* last_seq);
+  /// Cuts `journal` after `keep_through_seq` (its corrupt tail), fenced on its last seq being
+  /// `expected_last_seq`. Returns the records removed. Errors: Unavailable; FailedPrecondition.
+  Result<uint64_t> Truncate(const std::string& journal, uint64_t keep_through_seq, uint64_t expected_last_seq);
+
  private:
   Result<std::vector<nlohmann::json>> Read(const std::string& journal, uint64_t from, uint32_t max);
   /// The newest snapshot of `journal`, or nullopt when there is none (or it cannot be read).

@@ -70,9 +70,10 @@ void Scheduler::HandleResumeExperiment(const bus::Incoming& in, const proto::Dec
     if (newest == nullptr) {
       return ReplyError(in, d.id(), d.type(), Status::NotFound("no experiment named " + msg->name));
     }
-    auto replayed = reader.Replay(newest->journal, newest->last_seq);
+    uint64_t last_seq = newest->last_seq;
+    auto replayed = reader.ReplayToResume(newest->journal, &last_seq);
     if (!replayed.ok()) return ReplyError(in, d.id(), d.type(), replayed.status());
-    if (Status s = ResumeExperiment(newest->journal, std::move(*replayed), newest->last_seq); !s.ok()) {
+    if (Status s = ResumeExperiment(newest->journal, std::move(*replayed), last_seq); !s.ok()) {
       return ReplyError(in, d.id(), d.type(), s);
     }
     e = Current();

@@ -41,9 +41,10 @@ Status Scheduler::ResumeFromJournals() {
     if (newest == nullptr || j.submitted_at_s > newest->submitted_at_s) newest = &j;
   }
   if (newest == nullptr) return Status::Ok();
-  auto replayed = reader.Replay(newest->journal, newest->last_seq);
+  uint64_t last_seq = newest->last_seq;
+  auto replayed = reader.ReplayToResume(newest->journal, &last_seq);
   if (!replayed.ok()) return replayed.status();
-  return ResumeExperiment(newest->journal, std::move(*replayed), newest->last_seq);
+  return ResumeExperiment(newest->journal, std::move(*replayed), last_seq);
 }
 
 Status Scheduler::ResumeExperiment(const std::string& journal_name, journal::ReplayedExperiment replayed,

@@ -583,5 +583,31 @@ TEST(CheckpointStoreLayout, JournalReadStopsBeforeTheReplyByteBudget) {
   fs::remove_all(dir);
 }
 
+TEST_F(CheckpointStoreTest, TruncateCutsATailDurablyAndAppendsContinueAfterIt) {
+  // A journal of 5 records is cut after seq 3 (its tail was corrupt): reads end at 3, the next
+  // append gets seq 4, and a reopened store agrees. A cut fenced on the wrong last seq is
+  // refused with failed_precondition and changes nothing.
+  StartStore();
+  peer().Call<proto::JournalAppendAck>(Append("cut", {"1", "2", "3", "bad4", "bad5"}));
+  proto::JournalTruncate fenced;
+  fenced.experiment = "cut";
+  fenced.keep_through_seq = 3;
+  fenced.expected_last_seq = 4;
+  auto refused = peer().CallExpectingError(fenced);
+  EXPECT_EQ(refused.code, "failed_precondition");
+  EXPECT_EQ(ReadAll("cut").size(), 5u);
+
+  proto::JournalTruncate cut = fenced;
+  cut.expected_last_seq = 5;
+  auto ack = peer().Call<proto::JournalTruncateAck>(cut);
+  EXPECT_EQ(ack.last_seq, 3u);
+  EXPECT_EQ(ack.removed, 2u);
+  EXPECT_EQ(ReadAll("cut"), (std::vector<std::string>{"1", "2", "3"}));
+  auto next = peer().Call<proto::JournalAppendAck>(Append("cut", {"4"}));
+  EXPECT_EQ(next.first_seq, 4u);
+  RestartStore();
+  EXPECT_EQ(ReadAll("cut"), (std::vector<std::string>{"1", "2", "3", "4"}));
+}
+
 }  // namespace
 }  // namespace tunebus
