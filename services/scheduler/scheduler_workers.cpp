@@ -93,6 +93,7 @@ void Scheduler::HandleTrialExited(const std::string& peer, const proto::Decoded&
   const Trial* t = e->runner->FindTrial(msg->trial_id);
   if (t == nullptr || t->attempt != msg->attempt) return;
   if (msg->worker_shutdown && !msg->stopped) {
+    if (t->status != TrialStatus::kRunning) return;  // it had already finished
     spdlog::warn("Trial {} attempt {}: worker {} shut down; requeueing it", msg->trial_id, msg->attempt, peer);
     e->runner->RequeueLost(msg->trial_id, msg->error);
     return;
