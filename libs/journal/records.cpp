@@ -55,6 +55,8 @@ json TrialStatusRecord(const Trial& t) {
           {"status", TrialStatusName(t.status)}, {"error", t.error}, {"num_failures", t.num_failures}};
 }
 
+json TrialSchedulerDelta(const json& delta) { return {{"kind", "trial_scheduler"}, {"delta", delta}}; }
+
 json ExperimentEnded(const std::string& status, const std::string& reason) {
   return {{"kind", "experiment_ended"}, {"status", status}, {"reason", reason}};
 }

@@ -43,6 +43,8 @@ nlohmann::json SearcherState(const nlohmann::json& state);
 nlohmann::json TrialStarted(const Trial& trial);
 nlohmann::json ResultRecord(const Trial& trial, const nlohmann::json& result, const char* decision);
 nlohmann::json TrialStatusRecord(const Trial& trial);
+/// The trial scheduler's state delta (TrialScheduler::TakeStateDelta): kind "trial_scheduler".
+nlohmann::json TrialSchedulerDelta(const nlohmann::json& delta);
 nlohmann::json ExperimentEnded(const std::string& status, const std::string& reason);
 nlohmann::json CheckpointJson(const CheckpointRef& ref);
 nlohmann::json ExperimentResumed(double at_s, const std::string& rerun_errored);

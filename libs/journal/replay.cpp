@@ -82,6 +82,8 @@ Status JournalReplayer::Apply(const json& r) {
       state_.trials.push_back(std::move(t));
     } else if (kind == "searcher_state") {
       state_.searcher_state = r.at("state");
+    } else if (kind == "trial_scheduler") {
+      state_.scheduler_deltas.push_back(r.at("delta"));
     } else if (kind == "experiment_ended") {
       state_.ended_status = r.at("status").get<std::string>();
       state_.ended_reason = r.value("reason", "");

@@ -30,6 +30,10 @@ struct ReplayedExperiment {
   double submitted_at_s = 0;  // wall clock, seconds since the epoch
   std::vector<Trial> trials;  // as the runner held them, in creation order
   nlohmann::json searcher_state;  // newest VariantGenerator::SaveState(), null if none
+  /// The trial scheduler's whole state from the snapshot replay started from (null: initial)
+  /// and the deltas journaled after it (TrialRunner::RestoreTrialScheduler applies both).
+  nlohmann::json scheduler_state;
+  std::vector<nlohmann::json> scheduler_deltas;
   std::optional<CheckpointRef> restore_from;  // the experiment's restore_from checkpoint, if any
   /// trial_id -> the worker action answering its newest result (resent for a duplicate).
   std::map<std::string, std::string> last_action;

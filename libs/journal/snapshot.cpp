@@ -81,6 +81,7 @@ std::string EncodeSnapshot(const ReplayedExperiment& s) {
             {"spec_yaml", s.spec_yaml}, {"base_dir", s.base_dir}, {"source_name", s.source_name},
             {"seed", s.seed}, {"submitted_at", s.submitted_at_s}, {"trials", std::move(trials)},
             {"searcher_state", s.searcher_state}, {"last_action", s.last_action},
+            {"scheduler_state", s.scheduler_state},
             {"ended_status", s.ended_status}, {"ended_reason", s.ended_reason}, {"records", s.records}};
   if (s.restore_from) j["restore_from"] = CheckpointJson(*s.restore_from);
   std::vector<uint8_t> bytes = json::to_msgpack(j);
@@ -103,6 +104,7 @@ Result<ReplayedExperiment> DecodeSnapshot(const std::string& bytes) {
     int64_t index = 0;
     for (const json& t : j.at("trials")) s.trials.push_back(TrialFrom(t, index++));
     s.searcher_state = j.at("searcher_state");
+    s.scheduler_state = j.at("scheduler_state");
     s.last_action = j.at("last_action").get<std::map<std::string, std::string>>();
     s.ended_status = j.at("ended_status").get<std::string>();
     s.ended_reason = j.at("ended_reason").get<std::string>();

@@ -1,5 +1,7 @@
 #include "libs/spec/spec_parser.hpp"
 
+#include "libs/tune/trial_scheduler.hpp"
+
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -257,6 +259,20 @@ Status SpecParser::CheckAcrossFields(const YAML::Node& root) {
   }
   if (spec_.metric.empty() && !spec_.mode.empty()) {
     return r_.Error(given_["mode"], "mode", "needs 'metric' as well");
+  }
+  if (given_.contains("scheduler")) {
+    // The trial scheduler's own checks; its errors read "<param>: <why>".
+    auto made = MakeTrialScheduler(spec_.scheduler, spec_.scheduler_config, spec_.metric, spec_.mode);
+    if (!made.ok()) {
+      const std::string message = made.status().message();
+      const auto colon = message.find(": ");
+      const std::string param = colon == std::string::npos ? "" : message.substr(0, colon);
+      const std::string root_param = param.substr(0, param.find('.'));
+      auto key = scheduler_keys_.find(root_param);
+      const YAML::Node& where = key != scheduler_keys_.end() ? key->second : scheduler_node_;
+      return r_.Error(where, param.empty() ? "scheduler" : "scheduler." + param,
+                      colon == std::string::npos ? message : message.substr(colon + 2));
+    }
   }
   if (spec_.num_samples == -1 && !spec_.stop.time_budget_s && spec_.stop.thresholds.empty()) {
     return r_.Error(given_["num_samples"], "num_samples",

@@ -54,6 +54,8 @@ class SpecParser {
   std::string base_dir_;
   ExperimentSpec spec_;
   std::map<std::string, YAML::Node> given_;  // top-level field -> its key node
+  YAML::Node scheduler_node_;                      // the `scheduler:` value
+  std::map<std::string, YAML::Node> scheduler_keys_;  // its parameters' key nodes
 };
 
 }  // namespace tunebus::spec_internal

@@ -19,8 +19,6 @@ const std::vector<std::string_view> kTrainableFields = {"command", "builtin", "e
 const std::vector<std::string_view> kBuiltins = {"mock", "noop"};
 const std::vector<std::string_view> kSchedulers = {"fifo", "asha", "hyperband", "median_stopping",
                                                    "pbt"};
-// Schedulers the runner implements today; the others parse but are rejected.
-const std::vector<std::string_view> kRunnableSchedulers = {"fifo"};
 
 bool Contains(const std::vector<std::string_view>& names, std::string_view name) {
   return std::find(names.begin(), names.end(), name) != names.end();
@@ -165,17 +163,14 @@ Status SpecParser::ParseScheduler(const YAML::Node& value) {
                     fmt::format("unknown scheduler '{}'; expected one of {}", *name,
                                 fmt::join(kSchedulers, ", ")));
   }
-  if (!Contains(kRunnableSchedulers, *name)) {
-    return r_.Error(type, field,
-                    fmt::format("scheduler '{}' is not supported yet; supported: {}", *name,
-                                fmt::join(kRunnableSchedulers, ", ")));
-  }
   if (*name == "fifo" && !param_keys.empty()) {
     const auto& [key, key_node] = *param_keys.begin();
     return r_.Error(key_node, "scheduler." + key, "the fifo scheduler takes no parameters");
   }
   spec_.scheduler = *name;
   spec_.scheduler_config = std::move(config);
+  scheduler_node_ = value;
+  scheduler_keys_ = std::move(param_keys);
   return Status::Ok();
 }
 

@@ -97,13 +97,20 @@ Trial& TrialRunner::NewTrial(nlohmann::json config, std::string tag) {
   trials_.push_back(std::move(t));
   observer_.OnTrialAdded(trials_.back());
   scheduler_->OnTrialAdd(trials_.back());
+  JournalSchedulerDelta();
   return trials_.back();
 }
 
 void TrialRunner::PlacePending() {
+  if (pending_.empty() && placing_.empty() && !IsFinished() && !search_alg_->HasNext()) {
+    // Ray Tune's FIFO choose_trial_to_run falls back to PAUSED trials: a trial the scheduler
+    // paused itself (time slicing) runs again when nothing else waits.
+    if (auto id = scheduler_->ChoosePausedTrialToRun()) (void)UnpauseTrial(*id);
+  }
   while (!pending_.empty() && executor_.CanPlace() && !IsFinished()) {
     if (options_.max_concurrent_trials > 0 && InFlight() >= options_.max_concurrent_trials) return;
     const int64_t index = scheduler_->ChooseTrialToRun(pending_);
+    JournalSchedulerDelta();
     pending_.erase(index);
     placing_.insert(index);
     Trial& t = trials_[size_t(index)];
@@ -168,6 +175,7 @@ void TrialRunner::OnPlacementFailed(const std::string& trial_id, int64_t attempt
 
 void TrialRunner::OnTrialErrored(Trial& t, const std::string& error) {
   scheduler_->OnTrialError(t);
+  JournalSchedulerDelta();
   const std::string why = fmt::format("trial {} errored (fail_fast): {}", t.trial_id, error);
   if (options_.fail_fast == "raise") {
     AbortExperiment(why);
@@ -234,13 +242,15 @@ Status TrialRunner::OnResult(const std::string& trial_id, int64_t attempt, int64
   in_result_ = t->index;
   Decision decision = scheduler_->OnTrialResult(*t, metrics);
   in_result_ = -1;
+  JournalSchedulerDelta();
+  const bool checkpoint_requested = std::exchange(checkpoint_requested_, false);
   if (auto stop = StopperDecision(metrics)) decision = Combine(decision, *stop);
   if (pause_requested_.erase(t->index) > 0) decision = Combine(decision, Decision::kPause);
   std::optional<Exploit> exploit = std::move(deferred_exploit_);
   deferred_exploit_.reset();
   if (decision == Decision::kStop) metrics[rk::kDone] = true;
   t->last_result = metrics;
-  const char* action = exploit ? "stop" : ActionFor(*t, decision);
+  const char* action = exploit ? "stop" : ActionFor(*t, decision, checkpoint_requested);
   observer_.OnTrialResult(*t, t->last_result, action);
   last_action_[t->index] = action;
   executor_.SendDecision(*t, seq, action);
@@ -251,6 +261,7 @@ Status TrialRunner::OnResult(const std::string& trial_id, int64_t attempt, int64
     pending_.insert(t->index);
   } else if (decision == Decision::kStop) {
     scheduler_->OnTrialComplete(*t, t->last_result);
+    JournalSchedulerDelta();
     LeaveRunning(*t, TrialStatus::kTerminated, "", /*stop_trainable=*/false, saving);
   } else if (decision == Decision::kPause) {
     LeaveRunning(*t, TrialStatus::kPaused, "", /*stop_trainable=*/false, saving);
@@ -259,10 +270,10 @@ Status TrialRunner::OnResult(const std::string& trial_id, int64_t attempt, int64
   return Status::Ok();
 }
 
-const char* TrialRunner::ActionFor(Trial& t, Decision decision) {
+const char* TrialRunner::ActionFor(Trial& t, Decision decision, bool requested) {
   const bool at_end = decision == Decision::kStop && options_.checkpoint_at_end;
-  const bool periodic = decision == Decision::kContinue && options_.checkpoint_freq > 0 &&
-                        t.training_iteration % options_.checkpoint_freq == 0;
+  const bool periodic = decision == Decision::kContinue &&
+                        (requested || (options_.checkpoint_freq > 0 && t.training_iteration % options_.checkpoint_freq == 0));
   const bool checkpoint = decision == Decision::kPause || at_end || periodic;
   if (checkpoint) {
     RequestedCheckpoint& r = requested_[t.index][t.training_iteration];
@@ -306,13 +317,30 @@ Status TrialRunner::Restore(std::vector<Trial> trials, const nlohmann::json& sea
     if (t.status == TrialStatus::kPending) pending_.insert(t.index);
     if (t.status == TrialStatus::kRunning) ++running_;
     if (auto a = last_actions.find(t.trial_id); a != last_actions.end()) last_action_[t.index] = ActionLiteral(a->second);
-    scheduler_->OnTrialAdd(t);
   }
   for (auto s : {ExperimentStatus::kFinished, ExperimentStatus::kStopped, ExperimentStatus::kError}) {
     if (ended_status == ExperimentStatusName(s)) status_ = s;
   }
   end_reason_ = ended_reason;
   return Status::Ok();
+}
+
+Status TrialRunner::RestoreTrialScheduler(const nlohmann::json& state, const std::vector<nlohmann::json>& deltas) {
+  if (Status s = scheduler_->RestoreState(state); !s.ok()) return s;
+  for (const nlohmann::json& delta : deltas) {
+    if (Status s = scheduler_->ApplyStateDelta(delta); !s.ok()) return s;
+  }
+  return Status::Ok();
+}
+
+void TrialRunner::JournalSchedulerDelta() {
+  nlohmann::json delta = scheduler_->TakeStateDelta();
+  if (!delta.is_null()) observer_.OnTrialSchedulerState(delta);
+}
+
+void TrialRunner::RequestCheckpoint(const std::string& trial_id) {
+  const Trial* t = FindTrial(trial_id);
+  if (t != nullptr && t->index == in_result_) checkpoint_requested_ = true;
 }
 
 void TrialRunner::RequeueLost(const std::string& trial_id, const std::string& why) {
@@ -372,6 +400,7 @@ void TrialRunner::OnTrialExited(const std::string& trial_id, int64_t attempt, bo
   if (t->status != TrialStatus::kRunning || IsFinished()) return;
   if (ok) {
     scheduler_->OnTrialComplete(*t, t->last_result);
+    JournalSchedulerDelta();
     LeaveRunning(*t, TrialStatus::kTerminated, "");
   } else {
     HandleFailure(*t, error);

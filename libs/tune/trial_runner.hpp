@@ -111,6 +111,12 @@ class TrialRunner final : public TrialSchedulerContext {
   /// forgotten, num_failures 0). Nothing else changes. A finished experiment runs again when
   /// there is at least one. Returns how many. Errors: InvalidArgument for another mode.
   Result<int64_t> RerunErrored(const std::string& mode);
+  /// Brings the trial scheduler to its journaled state: RestoreState(`state`, the newest
+  /// snapshot's, or null) then every delta journaled after it, in order. Call after Restore.
+  /// Errors: Corruption from the scheduler.
+  Status RestoreTrialScheduler(const nlohmann::json& state, const std::vector<nlohmann::json>& deltas);
+  /// The trial scheduler's whole state (for snapshots).
+  nlohmann::json TrialSchedulerState() const { return scheduler_->SaveState(); }
   /// A RUNNING trial that no worker reported after a restart: its attempt's resources are
   /// returned and it requeues from its newest checkpoint (not counted in num_failures).
   void RequeueLost(const std::string& trial_id, const std::string& why);
@@ -148,6 +154,7 @@ class TrialRunner final : public TrialSchedulerContext {
   const std::vector<Trial>& trials() const override { return trials_; }
   const Trial* FindTrial(const std::string& trial_id) const override;
   double NowS() const override { return now_s_(); }
+  void RequestCheckpoint(const std::string& trial_id) override;
   /// Total trials the experiment will have (-1 if unbounded).
   int64_t TotalTrials() const;
   /// The trial whose last result is best by metric/mode (Ray Tune's get_best_trial, scope
@@ -162,6 +169,8 @@ class TrialRunner final : public TrialSchedulerContext {
 
  private:
   Trial* Find(const std::string& trial_id);
+  /// Journals what the last trial scheduler callback changed (before any effect it causes).
+  void JournalSchedulerDelta();
   Trial* FindCurrent(const std::string& trial_id, int64_t attempt, const char* what);
   void MaybeAddTrials();
   void PlacePending();
@@ -174,7 +183,7 @@ class TrialRunner final : public TrialSchedulerContext {
   void SetPending(Trial& trial);
   Trial& NewTrial(nlohmann::json config, std::string tag);
   /// The worker action for `decision` at the trial's current result, with checkpointing.
-  const char* ActionFor(Trial& trial, Decision decision);
+  const char* ActionFor(Trial& trial, Decision decision, bool requested = false);
   void ApplyRetention(Trial& trial);
   void AbortExperiment(const std::string& reason);  // fail_fast: raise
   void OnTrialErrored(Trial& trial, const std::string& error);
@@ -217,6 +226,7 @@ class TrialRunner final : public TrialSchedulerContext {
   // index -> training_iteration -> what the checkpoint asked at that result will hold.
   std::map<int64_t, std::map<int64_t, RequestedCheckpoint>> requested_;
   int64_t in_result_ = -1;                   // index whose OnTrialResult is running
+  bool checkpoint_requested_ = false;        // RequestCheckpoint for `in_result_`
   std::optional<Exploit> deferred_exploit_;  // ExploitTrial on `in_result_`
   std::map<int64_t, nlohmann::json> exploit_notes_;
   std::unordered_map<int64_t, const char*> last_action_;  // index -> action of its newest result  // index -> "pbt_exploit" for its next result

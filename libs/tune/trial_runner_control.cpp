@@ -18,6 +18,7 @@ Status TrialRunner::StopTrial(const std::string& trial_id) {
   }
   if (t->status == TrialStatus::kRunning) {
     scheduler_->OnTrialComplete(*t, t->last_result);
+    JournalSchedulerDelta();
     LeaveRunning(*t, TrialStatus::kTerminated, "", /*stop_trainable=*/true);
   } else {
     pending_.erase(t->index);
@@ -25,6 +26,7 @@ Status TrialRunner::StopTrial(const std::string& trial_id) {
     t->status = TrialStatus::kTerminated;
     if (auto it = saving_.find(t->index); it != saving_.end()) it->second.requeue = false;
     scheduler_->OnTrialRemove(*t);
+    JournalSchedulerDelta();
     observer_.OnTrialStatus(*t);
   }
   CheckFinished();

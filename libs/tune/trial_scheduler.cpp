@@ -1,5 +1,12 @@
 #include "libs/tune/trial_scheduler.hpp"
 
+#include <fmt/format.h>
+
+#include "libs/tune/asha_scheduler.hpp"
+#include "libs/tune/hyperband_scheduler.hpp"
+#include "libs/tune/median_stopping_rule.hpp"
+#include "libs/tune/pbt_scheduler.hpp"
+
 namespace tunebus {
 
 const char* DecisionName(Decision d) {
@@ -11,15 +18,34 @@ const char* DecisionName(Decision d) {
   return "continue";
 }
 
+Status TrialScheduler::RequireNumbers(const nlohmann::json& result,
+                                      std::initializer_list<std::pair<const char*, std::string>> role_and_key) const {
+  for (const auto& [role, key] : role_and_key) {
+    auto it = result.find(key);
+    if (it != result.end() && it->is_number()) continue;
+    std::vector<std::string> keys;
+    for (const auto& [k, v] : result.items()) {
+      (void)v;
+      keys.push_back(k);
+    }
+    return Status::InvalidArgument(fmt::format("result has no number '{}' (needed by the {} scheduler as its {}); "
+                                               "its keys: {}",
+                                               key, name(), role, fmt::join(keys, ", ")));
+  }
+  return Status::Ok();
+}
+
 Result<std::unique_ptr<TrialScheduler>> MakeTrialScheduler(const std::string& name,
                                                            const nlohmann::json& config,
                                                            const std::string& metric,
-                                                           const std::string& mode) {
-  (void)config;
-  (void)metric;
-  (void)mode;
-  if (name == "fifo" || name.empty()) return std::unique_ptr<TrialScheduler>(new FifoScheduler());
-  return Status::InvalidArgument("unknown trial scheduler '" + name + "'");
+                                                           const std::string& mode, uint64_t seed) {
+  using Ptr = std::unique_ptr<TrialScheduler>;
+  if (name == "fifo" || name.empty()) return Ptr(new FifoScheduler());
+  if (name == "asha") return AshaScheduler::Create(config, metric, mode, seed);
+  if (name == "hyperband") return HyperBandScheduler::Create(config, metric, mode);
+  if (name == "median_stopping") return MedianStoppingRule::Create(config, metric, mode);
+  if (name == "pbt") return PopulationBasedTraining::Create(config, metric, mode, seed);
+  return Status::InvalidArgument("type: unknown trial scheduler '" + name + "'");
 }
 
 }  // namespace tunebus

@@ -3,7 +3,9 @@
 // on_trial_remove / choose_trial_to_run), and which pending trial runs next.
 #pragma once
 
+#include <initializer_list>
 #include <memory>
+#include <optional>
 #include <set>
 #include <string>
 #include <vector>
@@ -51,6 +53,9 @@ class TrialSchedulerContext {
   /// Errors: NotFound; FailedPrecondition if the donor has no checkpoint or the trial is finished.
   virtual Status ExploitTrial(const std::string& trial_id, const std::string& donor_trial_id,
                               nlohmann::json new_config) = 0;
+  /// Makes the answer to the result being decided save a checkpoint (PBT checkpoints its top
+  /// trials at each perturbation). Only for the trial whose OnTrialResult is running.
+  virtual void RequestCheckpoint(const std::string& trial_id) = 0;
   /// The runner's clock, seconds (fake in unit tests).
   virtual double NowS() const = 0;
 };
@@ -80,14 +85,41 @@ class TrialScheduler {
   /// Picks which trial to start among `pending` (indices of PENDING trials, in creation order,
   /// never empty; an unpaused trial is PENDING again). Returns one of them.
   virtual int64_t ChooseTrialToRun(const std::set<int64_t>& pending) = 0;
-  /// State to journal so a resumed experiment decides the same way.
-  virtual nlohmann::json SaveState() const { return nlohmann::json::object(); }
+  /// A trial this scheduler PAUSEd itself that may run again now, or nullopt. Ray Tune's
+  /// FIFOScheduler.choose_trial_to_run falls back to PAUSED trials when none is PENDING; the
+  /// runner asks this when nothing is PENDING and unpauses the trial it names.
+  virtual std::optional<std::string> ChoosePausedTrialToRun() { return std::nullopt; }
+
+  // ---- journaling (DESIGN.md "Journal and recovery") ---------------------------------------
+  // A scheduler's state is journaled as deltas: every callback that changes it leaves a delta
+  // (a JSON value of the scheduler's own shape) that the runner takes with TakeStateDelta right
+  // after the callback and journals (record trial_scheduler) before any effect of the decision
+  // leaves. A resume calls RestoreState with the newest snapshot's SaveState (or null) and then
+  // ApplyStateDelta for every delta journaled after it, in order, reaching the state the
+  // scheduler had: a resumed experiment makes the decisions it would have made.
+
+  /// The whole state, for snapshots.
+  virtual nlohmann::json SaveState() const { return nullptr; }
+  /// Replaces the whole state; null means the initial state.
   virtual Status RestoreState(const nlohmann::json& state) {
     (void)state;
     return Status::Ok();
   }
+  /// The changes made since the last call, or null if none.
+  virtual nlohmann::json TakeStateDelta() { return nullptr; }
+  /// Replays one journaled delta. Errors: Corruption for a delta it does not understand.
+  virtual Status ApplyStateDelta(const nlohmann::json& delta) {
+    (void)delta;
+    return Status::Ok();
+  }
 
  protected:
+  /// Strict metric checking shared by the schedulers: Ok if `result` has a number under each
+  /// of `keys`, else InvalidArgument "result has no '<key>' (needed by the <name> scheduler
+  /// as its <role>); its keys: ...".
+  Status RequireNumbers(const nlohmann::json& result,
+                        std::initializer_list<std::pair<const char*, std::string>> role_and_key) const;
+
   TrialSchedulerContext* context_ = nullptr;
 };
 
@@ -103,9 +135,13 @@ class FifoScheduler final : public TrialScheduler {
 /// parameters (the experiment file's `scheduler_config`); `metric`/`mode` are the experiment's,
 /// used when the config names none (Ray Tune's behaviour).
 /// Errors: InvalidArgument for an unknown name or bad parameters.
+/// "fifo", "asha", "hyperband", "median_stopping" or "pbt". `seed` seeds the schedulers that
+/// draw random numbers (ASHA's bracket choice, PBT), so a run is reproducible.
+/// Errors: InvalidArgument "<param>: <what is wrong>" (see SchedulerParams).
 Result<std::unique_ptr<TrialScheduler>> MakeTrialScheduler(const std::string& name,
                                                            const nlohmann::json& config,
                                                            const std::string& metric,
-                                                           const std::string& mode);
+                                                           const std::string& mode,
+                                                           uint64_t seed = 0);
 
 }  // namespace tunebus

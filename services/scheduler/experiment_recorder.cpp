@@ -143,6 +143,10 @@ void ExperimentRecorder::OnTrialUpdated(const Trial& t, const json& change) {
 
 void ExperimentRecorder::OnSearcherState(const json& state) { journal_.Append(journal::SearcherState(state)); }
 
+void ExperimentRecorder::OnTrialSchedulerState(const json& delta) {
+  journal_.Append(journal::TrialSchedulerDelta(delta));
+}
+
 void ExperimentRecorder::OnExperimentEnded(const std::string& status, const std::string& reason) {
   journal_.Append(journal::ExperimentEnded(status, reason));
   Checkpoint();

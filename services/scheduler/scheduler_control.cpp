@@ -161,7 +161,7 @@ void Scheduler::StartExperiment(const bus::Incoming& in, uint64_t id, const prot
 
 Result<Scheduler::Experiment*> Scheduler::BuildExperiment(ExperimentSpec spec, const std::string& experiment_id,
                                                           uint64_t seed, std::optional<CheckpointRef> restore_from) {
-  auto scheduler = MakeTrialScheduler(spec.scheduler, spec.scheduler_config, spec.metric, spec.mode);
+  auto scheduler = MakeTrialScheduler(spec.scheduler, spec.scheduler_config, spec.metric, spec.mode, seed);
   if (!scheduler.ok()) return scheduler.status();
   auto resources = Resources::FromAmounts(spec.resources_per_trial);
   if (!resources.ok()) return resources.status();

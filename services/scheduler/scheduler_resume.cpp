@@ -77,6 +77,9 @@ Status Scheduler::ResumeExperiment(const std::string& journal_name, journal::Rep
       !s.ok()) {
     return s;
   }
+  if (Status s = e->runner->RestoreTrialScheduler(replayed.scheduler_state, replayed.scheduler_deltas); !s.ok()) {
+    return s;
+  }
   if (!e->runner->IsFinished()) {
     e->journal->Append(journal::ExperimentResumed(WallSeconds(), ""));
     state_ = State::kRunning;
@@ -143,6 +146,7 @@ void Scheduler::MaybeSnapshot(Experiment& e) {
   state.submitted_at_s = e.submitted_at_s;
   state.trials = e.runner->trials();
   state.searcher_state = e.runner->SearcherState();
+  state.scheduler_state = e.runner->TrialSchedulerState();
   state.last_action = e.runner->LastActions();
   state.restore_from = e.runner->options().restore_from;
   state.records = seq;

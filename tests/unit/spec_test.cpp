@@ -393,13 +393,29 @@ TEST(ExperimentSpecTest, NonPositiveTimeBudgetIsRejected) {
                 "exp.yaml:3: stop.time_budget_s: must be > 0 seconds, got 0");
 }
 
-TEST(ExperimentSpecTest, NonFifoSchedulerIsNotSupportedYet) {
-  // asha parses as a known name but the runner only has fifo for now; both forms name the line.
+TEST(ExperimentSpecTest, SchedulerParametersAreCheckedWithTheirLine) {
+  // Each trial scheduler checks its parameters; the error names the parameter and its line.
+  const std::string metric = std::string(kMinimal) + "metric: loss\nmode: min\n";
   ExpectInvalid(std::string(kMinimal) + "scheduler: asha\n",
-                "exp.yaml:3: scheduler: scheduler 'asha' is not supported yet; supported: fifo");
-  ExpectInvalid(std::string(kMinimal) + "scheduler:\n  grace_period: 1\n  type: pbt\n",
-                "exp.yaml:5: scheduler.type: scheduler 'pbt' is not supported yet; supported: "
-                "fifo");
+                "exp.yaml:3: scheduler.metric: the asha scheduler needs a metric: set `metric` and `mode` in "
+                "the experiment (or in the scheduler)");
+  ExpectInvalid(metric + "scheduler:\n  type: asha\n  grace_period: 0\n",
+                "exp.yaml:7: scheduler.grace_period: must be > 0, got 0");
+  ExpectInvalid(metric + "scheduler:\n  type: hyperband\n  reduction_factor: 1\n",
+                "exp.yaml:7: scheduler.reduction_factor: must be > 1, got 1");
+  ExpectInvalid(metric + "scheduler:\n  type: median_stopping\n  hard_stop: maybe\n",
+                "exp.yaml:7: scheduler.hard_stop: must be true or false, got \"maybe\"");
+  ExpectInvalid(metric + "scheduler:\n  type: pbt\n  quantile_fraction: 0.3\n",
+                "exp.yaml:6: scheduler.hyperparam_mutations: the pbt scheduler needs the config keys to explore");
+  ExpectInvalid(metric + "scheduler:\n  type: pbt\n  hyperparam_mutations:\n    lr: {uniform: [1, 0]}\n",
+                "exp.yaml:7: scheduler.hyperparam_mutations.lr.uniform: low must be < high, got low=1, high=0");
+  ExpectInvalid(metric + "scheduler:\n  type: asha\n  grace: 3\n",
+                "exp.yaml:7: scheduler.grace: unknown parameter of the asha scheduler (known: time_attr, max_t, "
+                "grace_period, reduction_factor, brackets, stop_last_trials)");
+  Result<ExperimentSpec> ok = Parse(metric + "scheduler:\n  type: asha\n  max_t: 20\n  grace_period: 2\n");
+  ASSERT_TRUE(ok.ok()) << ok.status().message();
+  EXPECT_EQ(ok->scheduler, "asha");
+  EXPECT_EQ(ok->scheduler_config.value("max_t", 0), 20);
 }
 
 TEST(ExperimentSpecTest, UnknownSchedulerIsRejected) {

@@ -1,0 +1,183 @@
+#include "libs/tune/median_stopping_rule.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+
+#include "libs/tune/scheduler_params.hpp"
+
+namespace tunebus {
+
+using nlohmann::json;
+
+Result<std::unique_ptr<TrialScheduler>> MedianStoppingRule::Create(const json& config, const std::string& metric,
+                                                                   const std::string& mode) {
+  SchedulerParams p(config, "median_stopping");
+  if (Status s = p.OnlyKnown({"time_attr", "grace_period", "min_samples_required", "min_time_slice", "hard_stop"});
+      !s.ok()) {
+    return s;
+  }
+  Options o;
+  if (Status s = p.MetricAndMode(metric, mode, &o.metric, &o.mode); !s.ok()) return s;
+  auto time_attr = p.String("time_attr", o.time_attr);
+  auto grace = p.Number("grace_period", o.grace_period, 0);
+  auto min_samples = p.Int("min_samples_required", o.min_samples_required, 1);
+  auto slice = p.Number("min_time_slice", o.min_time_slice, 0);
+  auto hard = p.Bool("hard_stop", o.hard_stop);
+  for (const Status& s : {time_attr.status(), grace.status(), min_samples.status(), slice.status(), hard.status()}) {
+    if (!s.ok()) return s;
+  }
+  o.time_attr = *time_attr;
+  o.grace_period = *grace;
+  o.min_samples_required = *min_samples;
+  o.min_time_slice = *slice;
+  o.hard_stop = *hard;
+  return std::unique_ptr<TrialScheduler>(new MedianStoppingRule(std::move(o)));
+}
+
+MedianStoppingRule::MedianStoppingRule(Options options) : options_(std::move(options)) {
+  sign_ = options_.mode == "min" ? -1 : 1;
+}
+
+Status MedianStoppingRule::ValidateResult(const json& result) const {
+  return RequireNumbers(result, {{"metric", options_.metric}, {"time_attr", options_.time_attr}});
+}
+
+double MedianStoppingRule::RunningMean(const TrialState& s, double time) const {
+  double sum = 0;
+  int64_t n = 0;
+  for (const auto& [t, v] : s.results) {
+    if (t < options_.grace_period || t > time) continue;
+    sum += v;
+    ++n;
+  }
+  return n == 0 ? 0 : sum / double(n);
+}
+
+Decision MedianStoppingRule::OnTrialResult(const Trial& trial, const json& result) {
+  const double time = result.value(options_.time_attr, 0.0);
+  const double value = sign_ * result.value(options_.metric, 0.0);
+  auto it = trials_.find(trial.trial_id);
+  if (it != trials_.end() && it->second.stopped) return Decision::kContinue;  // soft-stopped: FIFO from now on
+  Record({{"r", {trial.trial_id, time, value}}});
+  if (time < options_.grace_period) return Decision::kContinue;
+  const TrialState& self = trials_.at(trial.trial_id);
+  std::vector<double> means;
+  for (const auto& [id, s] : trials_) {
+    if (id == trial.trial_id || s.results.empty() || s.results.back().first < time) continue;
+    means.push_back(RunningMean(s, time));
+  }
+  if (int64_t(means.size()) < options_.min_samples_required) return OnInsufficientSamples(trial.trial_id, time);
+  // numpy.median: the mean of the two middle values for an even count.
+  std::sort(means.begin(), means.end());
+  const size_t n = means.size();
+  const double median = n % 2 == 1 ? means[n / 2] : (means[n / 2 - 1] + means[n / 2]) / 2;
+  double best = self.results.front().second;
+  for (const auto& [t, v] : self.results) best = std::max(best, v);
+  if (best < median && time > options_.grace_period) {
+    Record({{"stop", trial.trial_id}});
+    if (options_.hard_stop) return Decision::kStop;
+    Record({{"pause", {trial.trial_id, time}}});
+    return Decision::kPause;
+  }
+  return OnInsufficientSamples(trial.trial_id, time);
+}
+
+Decision MedianStoppingRule::OnInsufficientSamples(const std::string& trial_id, double time) {
+  if (time - trials_.at(trial_id).last_pause <= options_.min_time_slice) return Decision::kContinue;
+  bool waiting = false;
+  for (const Trial& t : context_->trials()) {
+    if (t.trial_id == trial_id) continue;
+    waiting = waiting || t.status == TrialStatus::kPending || t.status == TrialStatus::kPaused;
+  }
+  if (!waiting) return Decision::kContinue;
+  Record({{"pause", {trial_id, time}}});
+  return Decision::kPause;
+}
+
+std::optional<std::string> MedianStoppingRule::ChoosePausedTrialToRun() {
+  for (const auto& [id, s] : trials_) {
+    if (!s.paused_by_us) continue;
+    const Trial* t = context_->FindTrial(id);
+    if (t != nullptr && t->status == TrialStatus::kPaused) return id;
+  }
+  return std::nullopt;
+}
+
+void MedianStoppingRule::OnTrialComplete(const Trial& trial, const json& result) {
+  (void)result;
+  if (trials_.contains(trial.trial_id)) Record({{"done", trial.trial_id}});
+}
+void MedianStoppingRule::OnTrialRemove(const Trial& trial) { OnTrialComplete(trial, nullptr); }
+void MedianStoppingRule::OnTrialError(const Trial& trial) { OnTrialComplete(trial, nullptr); }
+
+void MedianStoppingRule::Record(json event) {
+  (void)Apply(event);
+  delta_.push_back(std::move(event));
+}
+
+Status MedianStoppingRule::Apply(const json& e) {
+  try {
+    if (e.contains("r")) {
+      TrialState& s = trials_[e["r"].at(0).get<std::string>()];
+      s.results.emplace_back(e["r"].at(1).get<double>(), e["r"].at(2).get<double>());
+      s.paused_by_us = false;  // it runs
+    } else if (e.contains("stop")) {
+      trials_[e["stop"].get<std::string>()].stopped = true;
+    } else if (e.contains("pause")) {
+      TrialState& s = trials_[e["pause"].at(0).get<std::string>()];
+      s.last_pause = e["pause"].at(1).get<double>();
+      s.paused_by_us = true;
+    } else if (e.contains("done")) {
+      // Its results stay: finished trials count toward later medians (Ray Tune keeps them).
+      trials_[e["done"].get<std::string>()].paused_by_us = false;
+    } else {
+      return Status::Corruption("median_stopping: unknown state event " + e.dump());
+    }
+  } catch (const json::exception& ex) {
+    return Status::Corruption(std::string("median_stopping: malformed state event: ") + ex.what());
+  }
+  return Status::Ok();
+}
+
+json MedianStoppingRule::TakeStateDelta() {
+  if (delta_.empty()) return nullptr;
+  return std::exchange(delta_, json::array());
+}
+
+Status MedianStoppingRule::ApplyStateDelta(const json& delta) {
+  if (!delta.is_array()) return Status::Corruption("median_stopping: a state delta is an array of events");
+  for (const json& e : delta) {
+    if (Status s = Apply(e); !s.ok()) return s;
+  }
+  return Status::Ok();
+}
+
+json MedianStoppingRule::SaveState() const {
+  json out = json::object();
+  for (const auto& [id, s] : trials_) {
+    out[id] = {{"results", s.results}, {"last_pause", s.last_pause}, {"stopped", s.stopped},
+               {"paused_by_us", s.paused_by_us}};
+  }
+  return out;
+}
+
+Status MedianStoppingRule::RestoreState(const json& state) {
+  trials_.clear();
+  delta_ = json::array();
+  if (state.is_null()) return Status::Ok();
+  try {
+    for (const auto& [id, j] : state.items()) {
+      TrialState& s = trials_[id];
+      s.results = j.at("results").get<std::vector<std::pair<double, double>>>();
+      s.last_pause = j.at("last_pause").get<double>();
+      s.stopped = j.at("stopped").get<bool>();
+      s.paused_by_us = j.at("paused_by_us").get<bool>();
+    }
+  } catch (const json::exception& ex) {
+    return Status::Corruption(std::string("median_stopping: malformed state: ") + ex.what());
+  }
+  return Status::Ok();
+}
+
+}  // namespace tunebus

@@ -1,0 +1,83 @@
+// MedianStoppingRule: the median stopping rule of Golovin et al., "Google Vizier: A Service for
+// Black-Box Optimization", KDD 2017, §3.2.2, with Ray Tune's MedianStoppingRule semantics and
+// parameter names:
+//
+//   time_attr             result key measuring time (default time_total_s)
+//   metric, mode          what is compared (default: the experiment's)
+//   grace_period          no trial is stopped before time_attr reaches it (default 60)
+//   min_samples_required  other trials that must have reached this time (default 3)
+//   min_time_slice        time a trial runs between two time-slicing pauses (default 0)
+//   hard_stop             STOP a trial below the median (default true); false: PAUSE it
+//
+// At each result past the grace period, a trial whose best result so far is worse than the
+// median of the other trials' running means (their results with grace_period <= time <= now,
+// among trials that have reached now) is stopped. Otherwise, as Ray Tune, it is PAUSEd to let a
+// waiting (PENDING or PAUSED) trial run once it has run min_time_slice since its last pause; a
+// PAUSEd trial runs again when nothing is PENDING (ChoosePausedTrialToRun, Ray Tune's FIFO
+// fallback to PAUSED trials). A trial soft-stopped (hard_stop false) that runs again is never
+// judged again.
+#pragma once
+
+#include <map>
+#include <memory>
+#include <set>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "libs/tune/trial_scheduler.hpp"
+
+namespace tunebus {
+
+class MedianStoppingRule final : public TrialScheduler {
+ public:
+  struct Options {
+    std::string time_attr = "time_total_s";
+    std::string metric;
+    std::string mode = "max";
+    double grace_period = 60;
+    int64_t min_samples_required = 3;
+    double min_time_slice = 0;
+    bool hard_stop = true;
+  };
+  /// Errors: InvalidArgument "<param>: ...".
+  static Result<std::unique_ptr<TrialScheduler>> Create(const nlohmann::json& config, const std::string& metric,
+                                                        const std::string& mode);
+  explicit MedianStoppingRule(Options options);
+
+  const char* name() const override { return "median_stopping"; }
+  Status ValidateResult(const nlohmann::json& result) const override;
+  Decision OnTrialResult(const Trial& trial, const nlohmann::json& result) override;
+  void OnTrialComplete(const Trial& trial, const nlohmann::json& result) override;
+  void OnTrialRemove(const Trial& trial) override;
+  void OnTrialError(const Trial& trial) override;
+  int64_t ChooseTrialToRun(const std::set<int64_t>& pending) override { return *pending.begin(); }
+  std::optional<std::string> ChoosePausedTrialToRun() override;
+
+  nlohmann::json SaveState() const override;
+  Status RestoreState(const nlohmann::json& state) override;
+  nlohmann::json TakeStateDelta() override;
+  Status ApplyStateDelta(const nlohmann::json& delta) override;
+
+ private:
+  struct TrialState {
+    std::vector<std::pair<double, double>> results;  // (time, metric * sign)
+    double last_pause = -1e300;
+    bool stopped = false;     // judged below the median once
+    bool paused_by_us = false;
+  };
+  Decision OnInsufficientSamples(const std::string& trial_id, double time);
+  double RunningMean(const TrialState& s, double time) const;
+  /// The one place state changes (live and in replay):
+  ///   {"r": [trial_id, time, value]}  {"stop": trial_id}  {"pause": [trial_id, time]}
+  ///   {"del": trial_id}
+  Status Apply(const nlohmann::json& event);
+  void Record(nlohmann::json event);
+
+  Options options_;
+  double sign_ = 1;
+  std::map<std::string, TrialState> trials_;
+  nlohmann::json delta_ = nlohmann::json::array();
+};
+
+}  // namespace tunebus
