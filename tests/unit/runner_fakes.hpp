@@ -122,6 +122,7 @@ class RecordingObserver final : public RunnerObserver {
     log_.push_back("obs:updated " + trial.trial_id);
   }
   void OnSearcherState(const json& state) override { searcher_states.push_back(state); }
+  void OnTrialSchedulerState(const json& delta) override { scheduler_deltas.push_back(delta); }
   void OnExperimentEnded(const std::string& status, const std::string& reason) override {
     ended.emplace_back(status, reason);
     log_.push_back("obs:ended " + status);
@@ -137,6 +138,7 @@ class RecordingObserver final : public RunnerObserver {
   std::vector<ResultCall> results;
   std::vector<Trial> statuses;
   std::vector<json> searcher_states;
+  std::vector<json> scheduler_deltas;
   std::vector<CheckpointRef> saved_checkpoints;
   std::vector<json> updates;
   std::vector<std::pair<std::string, std::string>> ended;
@@ -223,6 +225,26 @@ class TrialRunnerTest : public ::testing::Test {
   }
   Status Report(int index, int64_t seq, json metrics = json::object(), double dt = 1.0) {
     return runner_->OnResult(Id(index), T(index).attempt, seq, std::move(metrics), dt);
+  }
+  // The worker action that answered the newest result of trial `index`.
+  std::string LastAction(int index) const {
+    for (auto it = exec_.decisions.rbegin(); it != exec_.decisions.rend(); ++it) {
+      if (it->trial_id == Id(index)) return it->action;
+    }
+    return "";
+  }
+  // A fresh scheduler built like the runner's, brought up from the journaled deltas alone,
+  // holds the same state as the runner's (what a resume relies on).
+  void ExpectDeltasRebuildState(const std::string& name, const json& config, const std::string& metric,
+                                const std::string& mode, uint64_t seed = 0) {
+    auto fresh = MakeTrialScheduler(name, config, metric, mode, seed);
+    ASSERT_TRUE(fresh.ok()) << fresh.status().ToString();
+    ASSERT_TRUE((*fresh)->RestoreState(nullptr).ok());
+    for (const json& d : obs_.scheduler_deltas) ASSERT_TRUE((*fresh)->ApplyStateDelta(d).ok()) << d.dump();
+    EXPECT_EQ((*fresh)->SaveState(), runner_->TrialSchedulerState());
+    auto again = MakeTrialScheduler(name, config, metric, mode, seed);
+    ASSERT_TRUE((*again)->RestoreState(runner_->TrialSchedulerState()).ok());
+    EXPECT_EQ((*again)->SaveState(), runner_->TrialSchedulerState());
   }
   void Fail(int index, const std::string& error) {
     runner_->OnTrialExited(Id(index), T(index).attempt, false, error);
