@@ -1,0 +1,106 @@
+// HyperBandScheduler (libs/tune/hyperband_scheduler.hpp) through the TrialRunner with the fake
+// executor: bracket sizes, the synchronous rung (PAUSE until the rung is complete), successive
+// halving (unpause the best, stop the rest), the end of the last rung, and its journaled state.
+#include "libs/tune/hyperband_scheduler.hpp"
+
+#include "tests/unit/runner_fakes.hpp"
+
+namespace tunebus {
+namespace {
+
+const json kHyperBand = {{"max_t", 9}, {"reduction_factor", 3}};
+
+class HyperBandSchedulerTest : public TrialRunnerTest {
+ protected:
+  void StartHyperBand(int trials) {
+    RunnerOptions o;
+    o.metric = "acc";
+    o.mode = "max";
+    auto s = MakeTrialScheduler("hyperband", kHyperBand, "acc", "max");
+    ASSERT_TRUE(s.ok()) << s.status().ToString();
+    hyperband_ = static_cast<HyperBandScheduler*>(s->get());
+    Start(o, trials, std::move(*s));
+    for (size_t placed = SIZE_MAX; placed != exec_.placements.size();) {  // trials come 16 at a time
+      placed = exec_.placements.size();
+      runner_->Step();
+      GrantAll();
+    }
+  }
+  std::string At(int index, int64_t iteration, double acc) {
+    EXPECT_TRUE(Report(index, iteration, {{"acc", acc}}).ok());
+    const std::string action = LastAction(index);
+    // A pause saves a checkpoint and the trainable exits: the worker says so.
+    if (action == "pause") {
+      const int64_t at = T(index).training_iteration;
+      EXPECT_TRUE(runner_->OnCheckpointSaved(Id(index), T(index).attempt, Id(index) + "/" + std::to_string(at), at, 10).ok());
+      runner_->OnTrialExited(Id(index), T(index).attempt, true, "");
+    }
+    return action;
+  }
+  HyperBandScheduler* hyperband_ = nullptr;
+};
+
+TEST_F(HyperBandSchedulerTest, BracketsFollowTheHyperBandSchedule) {
+  // max_t 9, eta 3: s_max + 1 = round(log3 9) + 1 = 3 brackets per band;
+  // bracket s: n0 = ceil(3 / (s + 1) * 3^s) trials starting at r0 = 9 * 3^-s:
+  //   s=0: 3 trials x 9, s=1: ceil(4.5) = 5 trials x 3, s=2: 9 trials x 1. 17 trials fill a band;
+  //   the 18th and 19th start band 2.
+  StartHyperBand(19);
+  const auto b = hyperband_->Brackets();
+  ASSERT_EQ(b.size(), 4u);
+  EXPECT_EQ(b[0].s, 0);
+  EXPECT_EQ(b[0].live.size(), 3u);
+  EXPECT_EQ(b[0].r, 9);
+  EXPECT_EQ(b[1].live.size(), 5u);
+  EXPECT_EQ(b[1].r, 3);
+  EXPECT_EQ(b[1].halves, 1);
+  EXPECT_EQ(b[2].live.size(), 9u);
+  EXPECT_EQ(b[2].r, 1);
+  EXPECT_EQ(b[3].band, 1u);
+  EXPECT_EQ(b[3].live, (std::vector<std::string>{Id(17), Id(18)}));
+}
+
+TEST_F(HyperBandSchedulerTest, RungWaitsPausedThenHalvingUnpausesTheBestAndStopsTheRest) {
+  // 8 trials: t0..t2 fill bracket s=0, t3..t7 bracket s=1 (5 trials, first rung at 3).
+  // At iteration 3 each of t3..t6 PAUSEs (the rung is not complete). t7 completes it:
+  // successive halving keeps ceil(5 / 3) = 2, the best by acc: t4 (0.9) and t6 (0.7).
+  // t3 and t5 (PAUSED) are stopped, t7 (0.1, the one reporting) is told to stop, t4 and t6 are
+  // unpaused (PENDING again). Their next rung is min(3 * 3, 9 - 3) = 6, as Ray Tune.
+  StartHyperBand(8);
+  const double acc[] = {0, 0, 0, 0.3, 0.9, 0.5, 0.7, 0.1};
+  for (int i = 3; i <= 7; ++i) {
+    for (int64_t it = 1; it <= 2; ++it) EXPECT_EQ(At(i, it, acc[i]), "continue") << i;
+  }
+  for (int i = 3; i <= 6; ++i) {
+    EXPECT_EQ(At(i, 3, acc[i]), "pause") << i;
+    EXPECT_EQ(T(i).status, TrialStatus::kPaused);
+  }
+  EXPECT_EQ(At(7, 3, acc[7]), "stop");
+  EXPECT_EQ(T(7).status, TrialStatus::kTerminated);
+  EXPECT_EQ(T(3).status, TrialStatus::kTerminated);
+  EXPECT_EQ(T(5).status, TrialStatus::kTerminated);
+  EXPECT_EQ(T(4).status, TrialStatus::kPending);
+  EXPECT_EQ(T(6).status, TrialStatus::kPending);
+  const auto b = hyperband_->Brackets();
+  EXPECT_EQ(b[1].milestone, 6);
+  EXPECT_EQ(b[1].live, (std::vector<std::string>{Id(4), Id(6)}));
+
+  // The survivors run again; the rung at 6 is the last (no halvings left): the first to reach
+  // it pauses, the second ends the bracket: it stops, and so does the paused one.
+  runner_->Step();
+  GrantAll();
+  ASSERT_EQ(T(4).status, TrialStatus::kRunning);
+  EXPECT_EQ(T(4).restored_iteration, 3);  // continued from the checkpoint of its pause
+  EXPECT_EQ(T(6).restored_iteration, 3);
+  for (int64_t it = 4; it <= 5; ++it) {
+    EXPECT_EQ(At(4, it, 0.9), "continue");
+    EXPECT_EQ(At(6, it, 0.7), "continue");
+  }
+  EXPECT_EQ(At(4, 6, 0.9), "pause");
+  EXPECT_EQ(At(6, 6, 0.7), "stop");
+  EXPECT_EQ(T(4).status, TrialStatus::kTerminated);
+  ExpectDeltasRebuildState("hyperband", kHyperBand, "acc", "max");
+}
+
+}  // namespace
+}  // namespace tunebus
