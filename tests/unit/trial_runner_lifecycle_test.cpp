@@ -18,6 +18,7 @@ class TrialLifecycleTest : public TrialRunnerTest {
     return runner_->OnCheckpointSaved(Id(index), T(index).attempt, id, iteration, bytes);
   }
   std::string LastAction() const { return exec_.decisions.back().action; }
+  using TrialRunnerTest::LastAction;
 };
 
 // Returns kStop for trials in `stop`, and asks PBT-style exploits: when `exploiter` reports, it
@@ -401,6 +402,27 @@ TEST_F(TrialLifecycleTest, RestoreFromJournalStateQueuesPendingKeepsRunningAndRe
   EXPECT_EQ(exec_.releases.at({Id(1), 1}), 1);
   runner_->Step();
   EXPECT_EQ(exec_.placements.size(), 2u);  // trials 1 and 2
+}
+
+TEST_F(TrialLifecycleTest, DecisionsForOneResultCombineStopOverPauseOverContinue) {
+  // Ray Tune's decision queue order: the trial scheduler says PAUSE for t0 and t1; t0's result
+  // also reaches the stop threshold (STOP wins: it terminates); t1's does not (PAUSE wins over
+  // the CONTINUE of the stoppers). t2's scheduler says CONTINUE but a user pause is pending:
+  // PAUSE.
+  RunnerOptions o;
+  o.stop = {{"score", 10}};
+  Start(o, 3, std::make_unique<PausingScheduler>(std::set<std::string>{"exp_00000", "exp_00001"}));
+  runner_->Step();
+  GrantAll();
+  ASSERT_TRUE(runner_->PauseTrial(Id(2)).ok());
+  ASSERT_TRUE(Report(0, 1, {{"score", 10}}).ok());
+  ASSERT_TRUE(Report(1, 1, {{"score", 1}}).ok());
+  ASSERT_TRUE(Report(2, 1, {{"score", 1}}).ok());
+  EXPECT_EQ(LastAction(0), "stop");
+  EXPECT_EQ(T(0).status, TrialStatus::kTerminated);
+  EXPECT_EQ(LastAction(1), "pause");
+  EXPECT_EQ(LastAction(2), "pause");
+  EXPECT_EQ(Combine(Combine(Decision::kContinue, Decision::kStop), Decision::kPause), Decision::kStop);
 }
 
 }  // namespace
