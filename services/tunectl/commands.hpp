@@ -26,7 +26,29 @@ struct RunFlags {
 
 int RunCommand(const GlobalFlags& g, RunFlags r);
 int UpCommand(const GlobalFlags& g, SuiteOptions suite);
-int ListCommand(const GlobalFlags& g, const std::string& status);
+struct ListFlags {
+  std::string status;               // only trials with this status
+  std::string sort;                 // result key (or trial field); "-key" sorts descending
+  std::vector<std::string> columns; // table columns: trial fields, result keys, "config.<key>"
+  int64_t limit = 0;                // 0 = all
+};
+/// `tunectl ls`: -o json prints the (sorted, limited) array of trial objects.
+int ListCommand(const GlobalFlags& g, const ListFlags& flags);
+/// `tunectl best`: the best trial by the experiment's metric and mode (trial, config, metric,
+/// newest checkpoint id); -o json: the trial object. Exit 1 when there is none yet.
+int BestCommand(const GlobalFlags& g);
+/// `tunectl export --format csv|json`: every trial with its config and last result; csv has a
+/// header of trial_id, status, config.<key>..., <result key>... (flattened, dotted).
+int ExportCommand(const GlobalFlags& g, const std::string& format);
+/// `tunectl logs TRIAL_ID`: the last `lines` lines of the trainable's stdout (or stderr), read
+/// from the trial folder the scheduler names (tunectl must see the results folder: same host,
+/// or the shared results volume of the compose setup). Exit 1 if the file cannot be read.
+int LogsCommand(const GlobalFlags& g, const std::string& trial_id, int64_t lines, bool stderr_stream);
+/// `tunectl watch`: a live table from the scheduler's event stream (SUB on `events`, no
+/// polling): progress bar (finished / total, ETA), counts per status, the trials; redrawn in
+/// place on a terminal, one line per event otherwise. Returns when the experiment ends (0 if
+/// it finished every trial) or after `for_s` seconds (> 0).
+int WatchCommand(const GlobalFlags& g, const std::string& events, double for_s);
 int ShowCommand(const GlobalFlags& g, const std::string& trial_id);
 int StopCommand(const GlobalFlags& g, const std::string& trial_id);
 int StopExperimentCommand(const GlobalFlags& g);

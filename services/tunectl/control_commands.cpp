@@ -8,43 +8,12 @@
 #include "proto/control.hpp"
 #include "services/tunectl/commands.hpp"
 #include "services/tunectl/control_client.hpp"
+#include "services/tunectl/control_call.hpp"
 #include "services/tunectl/progress_table.hpp"
 
 namespace tunebus {
 
 namespace {
-
-// Sends one request; the reply body, or why not (Unavailable when the server is unreachable).
-template <typename M>
-Result<nlohmann::json> Call(const GlobalFlags& g, M request) {
-  zmq::context_t ctx;
-  auto client = ControlClient::Connect(ctx, g.connect, std::chrono::milliseconds(g.timeout_ms));
-  if (!client.ok()) return client.status();
-  return client->Call(request);
-}
-
-// Prints the error; the exit code: 3 when the server cannot be reached, else 1.
-int Fail(const Status& status) {
-  std::cerr << "tunectl: " << status.ToString() << "\n";
-  return status.code() == StatusCode::kUnavailable ? 3 : 1;
-}
-
-// Prints a reply body: as JSON with -o json, else through `print`.
-template <typename Print>
-int PrintBody(const GlobalFlags& g, const nlohmann::json& body, Print print) {
-  if (g.output == "json") {
-    std::cout << body.dump(2) << std::endl;
-  } else {
-    print(body);
-  }
-  return 0;
-}
-
-template <typename M, typename Print>
-int CallAndPrint(const GlobalFlags& g, M request, Print print) {
-  auto body = Call(g, std::move(request));
-  return body.ok() ? PrintBody(g, *body, print) : Fail(body.status());
-}
 
 void PrintTrial(const nlohmann::json& t) {
   std::cout << "trial_id:     " << t.value("trial_id", std::string()) << "\n"
@@ -71,16 +40,6 @@ void PrintTrial(const nlohmann::json& t) {
 void PrintMessage(const nlohmann::json& r) { std::cout << r.value("message", std::string()) << std::endl; }
 
 }  // namespace
-
-int ListCommand(const GlobalFlags& g, const std::string& status) {
-  proto::ListTrials req;
-  req.status = status;
-  return CallAndPrint(g, req, [](const nlohmann::json& trials) {
-    nlohmann::json summary = {{"name", "trials"}, {"counts", nlohmann::json::object()}, {"total", trials.size()}};
-    auto lines = RenderProgressTable(summary, trials, trials.size());
-    for (size_t i = 1; i < lines.size(); ++i) std::cout << lines[i] << "\n";
-  });
-}
 
 int ShowCommand(const GlobalFlags& g, const std::string& trial_id) {
   proto::ShowTrial req;

@@ -35,9 +35,29 @@ int main(int argc, char** argv) {
   up_cmd->add_option("--cpus", up.cpus, "embedded worker CPUs (default: all cores)");
   up_cmd->add_option("--gpus", up.gpus, "embedded worker GPUs");
 
-  std::string status_filter, trial_id;
+  std::string trial_id;
+  ListFlags list;
   auto* ls_cmd = app.add_subcommand("ls", "list the trials of the current experiment");
-  ls_cmd->add_option("--status", status_filter, "only trials with this status (PENDING, RUNNING, ...)");
+  ls_cmd->add_option("--status", list.status, "only trials with this status (PENDING, RUNNING, ...)");
+  ls_cmd->add_option("--sort", list.sort, "sort by a result key or trial field; -KEY sorts descending");
+  ls_cmd->add_option("--columns", list.columns, "table columns: trial fields, result keys, config.KEY")->delimiter(',');
+  ls_cmd->add_option("--limit", list.limit, "at most this many trials")->check(CLI::NonNegativeNumber);
+  auto* best_cmd = app.add_subcommand("best", "the best trial: config, metric, checkpoint");
+  std::string export_format = "csv";
+  auto* export_cmd = app.add_subcommand("export", "every trial with its config and last result");
+  export_cmd->add_option("--format", export_format)->check(CLI::IsMember({"csv", "json"}))->capture_default_str();
+  int64_t log_lines = 50;
+  bool log_stderr = false;
+  auto* logs_cmd = app.add_subcommand("logs", "the tail of a trial's stdout (or --stderr)");
+  logs_cmd->add_option("trial_id", trial_id)->required();
+  logs_cmd->add_option("--lines,-n", log_lines)->check(CLI::PositiveNumber)->capture_default_str();
+  logs_cmd->add_flag("--stderr", log_stderr, "show stderr instead of stdout");
+  std::string watch_events;
+  double watch_for_s = 0;
+  auto* watch_cmd = app.add_subcommand("watch", "live progress from the scheduler's event stream");
+  watch_cmd->add_option("--events", watch_events, "event stream endpoint (default: --connect's host, port 5560)")
+      ->envname("TUNEBUS_EVENTS_ENDPOINT");
+  watch_cmd->add_option("--for-s", watch_for_s, "return after this many seconds (0: when the experiment ends)");
   auto* show_cmd = app.add_subcommand("show", "show one trial");
   show_cmd->add_option("trial_id", trial_id)->required();
   auto* stop_cmd = app.add_subcommand("stop", "stop one trial");
@@ -74,7 +94,17 @@ int main(int argc, char** argv) {
   if (*run_cmd) return RunCommand(g, run);
   if (*up_cmd) return UpCommand(g, up);
   if (g.connect.empty()) g.connect = "tcp://127.0.0.1:5555";
-  if (*ls_cmd) return ListCommand(g, status_filter);
+  if (*ls_cmd) return ListCommand(g, list);
+  if (*best_cmd) return BestCommand(g);
+  if (*export_cmd) return ExportCommand(g, export_format);
+  if (*logs_cmd) return LogsCommand(g, trial_id, log_lines, log_stderr);
+  if (*watch_cmd) {
+    if (watch_events.empty()) {  // the default event port next to the control endpoint's host
+      const auto colon = g.connect.rfind(':');
+      watch_events = g.connect.substr(0, colon) + ":5560";
+    }
+    return WatchCommand(g, watch_events, watch_for_s);
+  }
   if (*show_cmd) return ShowCommand(g, trial_id);
   if (*stop_cmd) return StopCommand(g, trial_id);
   if (*stopx_cmd) return StopExperimentCommand(g);

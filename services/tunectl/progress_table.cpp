@@ -15,6 +15,8 @@ std::string FormatValue(const json& v) {
   return v.dump();
 }
 
+std::string FormatValueExact(const json& v) { return v.is_string() ? v.get<std::string>() : v.dump(); }
+
 namespace {
 
 void Flatten(const json& config, const std::string& prefix, std::vector<std::pair<std::string, std::string>>& out) {

@@ -21,6 +21,8 @@ std::string RenderSummaryLine(const nlohmann::json& experiment);
 std::string FormatParams(const nlohmann::json& config);
 /// Short number/JSON form: 0.00123456 -> "0.001235", 3 -> "3", "l2" -> "l2".
 std::string FormatValue(const nlohmann::json& v);
+/// Full precision: strings raw, everything else as compact JSON (for csv export).
+std::string FormatValueExact(const nlohmann::json& v);
 
 /// Redraws `lines` in place on a terminal (ANSI cursor-up + clear-line over the previous draw).
 class InPlaceRenderer {

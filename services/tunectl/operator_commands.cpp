@@ -1,0 +1,196 @@
+// tunectl commands for operators: ls with sorting and columns, best, export and logs.
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <deque>
+#include <fstream>
+#include <iostream>
+#include <map>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "proto/control.hpp"
+#include "services/tunectl/commands.hpp"
+#include "services/tunectl/control_call.hpp"
+#include "services/tunectl/progress_table.hpp"
+
+namespace tunebus {
+
+using nlohmann::json;
+
+namespace {
+
+// A column's value in a trial object: a top-level field, "config.<key>", or a result key.
+json Cell(const json& t, const std::string& column) {
+  if (column.rfind("config.", 0) == 0) {
+    const json::json_pointer p("/" + column.substr(7));
+    return t["config"].contains(p) ? t["config"][p] : json(nullptr);
+  }
+  if (t.contains(column) && !t[column].is_object()) return t[column];
+  const json& r = t.contains("last_result") ? t["last_result"] : json(nullptr);
+  return r.is_object() && r.contains(column) ? r[column] : json(nullptr);
+}
+
+// Flattens an object into "prefix.key" -> scalar.
+void Flatten(const json& j, const std::string& prefix, std::map<std::string, json>& out) {
+  for (const auto& [k, v] : j.items()) {
+    const std::string key = prefix.empty() ? k : prefix + "." + k;
+    if (v.is_object()) {
+      Flatten(v, key, out);
+    } else {
+      out[key] = v;
+    }
+  }
+}
+
+std::string CsvField(const json& v) {
+  std::string s = v.is_null() ? "" : FormatValueExact(v);
+  if (s.find_first_of(",\"\n") == std::string::npos) return s;
+  std::string quoted = "\"";
+  for (char c : s) quoted += c == '"' ? std::string("\"\"") : std::string(1, c);
+  return quoted + "\"";
+}
+
+}  // namespace
+
+int ListCommand(const GlobalFlags& g, const ListFlags& f) {
+  proto::ListTrials req;
+  req.status = f.status;
+  auto body = Call(g, req);
+  if (!body.ok()) return Fail(body.status());
+  json trials = std::move(*body);
+  if (!f.sort.empty()) {
+    const bool desc = f.sort[0] == '-';
+    const std::string key = desc ? f.sort.substr(1) : f.sort;
+    std::stable_sort(trials.begin(), trials.end(), [&](const json& a, const json& b) {
+      const json x = Cell(a, key), y = Cell(b, key);
+      if (x.is_null() != y.is_null()) return y.is_null();  // trials without the key go last
+      return desc ? y < x : x < y;
+    });
+  }
+  if (f.limit > 0 && int64_t(trials.size()) > f.limit) trials.erase(trials.begin() + f.limit, trials.end());
+  return PrintBody(g, trials, [&](const json& rows) {
+    if (f.columns.empty()) {
+      json summary = {{"name", "trials"}, {"counts", json::object()}, {"total", rows.size()}};
+      auto lines = RenderProgressTable(summary, rows, rows.size());
+      for (size_t i = 1; i < lines.size(); ++i) std::cout << lines[i] << "\n";
+      return;
+    }
+    std::vector<std::vector<std::string>> table = {f.columns};
+    for (const json& t : rows) {
+      std::vector<std::string> row;
+      for (const std::string& c : f.columns) {
+        const json v = Cell(t, c);
+        row.push_back(v.is_null() ? "-" : FormatValue(v));
+      }
+      table.push_back(std::move(row));
+    }
+    std::vector<size_t> width(f.columns.size(), 0);
+    for (const auto& row : table) {
+      for (size_t i = 0; i < row.size(); ++i) width[i] = std::max(width[i], row[i].size());
+    }
+    for (const auto& row : table) {
+      std::string line;
+      for (size_t i = 0; i < row.size(); ++i) line += fmt::format("{:<{}}  ", row[i], width[i]);
+      std::cout << line.substr(0, line.find_last_not_of(' ') + 1) << "\n";
+    }
+  });
+}
+
+int BestCommand(const GlobalFlags& g) {
+  auto status = Call(g, proto::GetExperiment{});
+  if (!status.ok()) return Fail(status.status());
+  const json& best = (*status)["best"];
+  if (!best.is_object()) {
+    std::cerr << "tunectl: no best trial yet (the experiment needs a metric and a result that has it)\n";
+    return 1;
+  }
+  const std::string metric = status->value("metric", std::string());
+  return PrintBody(g, best, [&](const json& t) {
+    const json checkpoints = t.value("checkpoints", json::array());
+    std::cout << "trial:      " << t.value("trial_id", std::string()) << " (" << t.value("status", std::string())
+              << ")\n"
+              << "config:     " << t["config"].dump() << "\n"
+              << "metric:     " << metric << " = "
+              << (t["last_result"].contains(metric) ? FormatValue(t["last_result"][metric]) : "-") << " (mode "
+              << status->value("mode", std::string()) << ")\n"
+              << "checkpoint: "
+              << (checkpoints.empty() ? std::string("-") : checkpoints.back().value("checkpoint_id", std::string()))
+              << "\n"
+              << "dir:        " << t.value("dir", std::string()) << std::endl;
+  });
+}
+
+int ExportCommand(const GlobalFlags& g, const std::string& format) {
+  auto trials = Call(g, proto::ListTrials{});
+  if (!trials.ok()) return Fail(trials.status());
+  if (format == "json") {
+    std::cout << trials->dump(2) << std::endl;
+    return 0;
+  }
+  std::vector<std::map<std::string, json>> rows;
+  std::set<std::string> config_keys, result_keys;
+  for (const json& t : *trials) {
+    std::map<std::string, json> config, result, row;
+    Flatten(t.value("config", json::object()), "", config);
+    Flatten(t.value("last_result", json::object()), "", result);
+    row["trial_id"] = t.value("trial_id", "");
+    row["status"] = t.value("status", "");
+    for (auto& [k, v] : config) {
+      config_keys.insert(k);
+      row["config." + k] = v;
+    }
+    for (auto& [k, v] : result) {
+      result_keys.insert(k);
+      row[k] = v;
+    }
+    rows.push_back(std::move(row));
+  }
+  std::vector<std::string> header = {"trial_id", "status"};
+  for (const std::string& k : config_keys) header.push_back("config." + k);
+  for (const std::string& k : result_keys) {
+    if (k != "trial_id") header.push_back(k);
+  }
+  std::string line;
+  for (const std::string& h : header) line += (line.empty() ? "" : ",") + CsvField(h);
+  std::cout << line << "\n";
+  for (const auto& row : rows) {
+    line.clear();
+    for (size_t i = 0; i < header.size(); ++i) {
+      auto it = row.find(header[i]);
+      line += (i ? "," : "") + CsvField(it == row.end() ? json(nullptr) : it->second);
+    }
+    std::cout << line << "\n";
+  }
+  std::cout << std::flush;
+  return 0;
+}
+
+int LogsCommand(const GlobalFlags& g, const std::string& trial_id, int64_t lines, bool stderr_stream) {
+  proto::ShowTrial req;
+  req.trial_id = trial_id;
+  auto t = Call(g, req);
+  if (!t.ok()) return Fail(t.status());
+  const std::string path = t->value("dir", std::string()) + (stderr_stream ? "/stderr" : "/stdout");
+  std::ifstream in(path);
+  if (!in) {
+    std::cerr << "tunectl: cannot read " << path
+              << " (tunectl reads the trial folder directly: run it where the results folder is)\n";
+    return 1;
+  }
+  std::deque<std::string> tail;
+  for (std::string l; std::getline(in, l);) {
+    tail.push_back(std::move(l));
+    if (int64_t(tail.size()) > lines) tail.pop_front();
+  }
+  if (g.output == "json") {
+    std::cout << json{{"trial_id", trial_id}, {"path", path}, {"lines", tail}}.dump(2) << std::endl;
+  } else {
+    for (const std::string& l : tail) std::cout << l << "\n";
+    std::cout << std::flush;
+  }
+  return 0;
+}
+
+}  // namespace tunebus

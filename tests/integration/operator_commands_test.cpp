@@ -1,0 +1,84 @@
+// Issue 7's tunectl commands for operators on real service processes: watch follows the event
+// stream to the end, ls sorts, limits and picks columns, best, export (csv and json), logs.
+#include <string>
+
+#include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
+
+#include "tests/fault/fault_support.hpp"
+#include "tests/integration/harness.hpp"
+
+namespace tunebus::testing {
+namespace {
+
+using nlohmann::json;
+using namespace std::chrono_literals;
+
+TEST(OperatorCommandsTest, WatchLsBestExportAndLogsFromTunectl) {
+  ClusterOptions o;
+  o.cpus_per_worker = 2;
+  Cluster cluster(o);
+  ASSERT_TRUE(cluster.Start());
+  // A shell trainable: prints a line to stdout, reports score = lr * iteration three times.
+  WriteFile(cluster.dir() / "train.sh",
+            "lr=$(echo \"$TUNEBUS_CONFIG\" | sed 's/.*\"lr\":\\([0-9.e-]*\\).*/\\1/')\n"
+            "echo \"training with lr=$lr\"\n"
+            "for i in 1 2 3; do\n"
+            "  echo \"{\\\"score\\\": $(awk \"BEGIN{print $lr * $i}\")}\" >&$TUNEBUS_REPORT_FD\n"
+            "  read -r decision <&$TUNEBUS_DECISION_FD\n"
+            "  [ \"$decision\" = stop ] && exit 0\n"
+            "  sleep 0.1\n"
+            "done\n");
+  const fs::path file = cluster.dir() / "ops.yaml";
+  WriteFile(file, "name: ops\n"
+                  "trainable: {command: [sh, train.sh]}\n"
+                  "param_space:\n"
+                  "  lr: {grid_search: [0.1, 0.4, 0.2, 0.3]}\n"
+                  "metric: score\n"
+                  "mode: max\n"
+                  "results_dir: " + (cluster.dir() / "results").string() + "\n");
+  ASSERT_FALSE(SubmitDetached(cluster, file, "ops").empty());
+
+  // watch (not a terminal: one line per event) follows the stream until the experiment ends.
+  auto watch = cluster.Ctl({"watch", "--events", cluster.events()}, 60s);
+  ASSERT_EQ(watch.exit_code, 0) << watch.Describe();
+  EXPECT_NE(watch.out.find("trial_status"), std::string::npos) << watch.out;
+  EXPECT_NE(watch.out.find("TERMINATED"), std::string::npos) << watch.out;
+  EXPECT_NE(watch.out.find("Experiment ops ended"), std::string::npos) << watch.out;
+  EXPECT_EQ(watch.out.find("\033["), std::string::npos) << "colour outside a terminal";
+
+  auto sorted = cluster.Ctl({"-o", "json", "ls", "--sort", "-score", "--limit", "2"});
+  ASSERT_EQ(sorted.exit_code, 0) << sorted.Describe();
+  ASSERT_EQ(sorted.Json().size(), 2u) << sorted.out;
+  EXPECT_DOUBLE_EQ(sorted.Json()[0]["last_result"].value("score", 0.0), 1.2);
+  EXPECT_NEAR(sorted.Json()[1]["last_result"].value("score", 0.0), 0.9, 1e-9);
+  auto columns = cluster.Ctl({"ls", "--sort", "score", "--columns", "trial_id,config.lr,score"});
+  ASSERT_EQ(columns.exit_code, 0) << columns.Describe();
+  EXPECT_EQ(columns.out.substr(0, columns.out.find('\n')), "trial_id     config.lr  score") << columns.out;
+  EXPECT_NE(columns.out.find("0.1        0.3"), std::string::npos) << columns.out;
+
+  auto best = cluster.Ctl({"-o", "json", "best"});
+  ASSERT_EQ(best.exit_code, 0) << best.Describe();
+  EXPECT_DOUBLE_EQ(best.Json()["config"].value("lr", 0.0), 0.4);
+  auto best_text = cluster.Ctl({"best"});
+  EXPECT_NE(best_text.out.find("metric:     score = 1.2 (mode max)"), std::string::npos) << best_text.out;
+
+  auto csv = cluster.Ctl({"export", "--format", "csv"});
+  ASSERT_EQ(csv.exit_code, 0) << csv.Describe();
+  const std::string header = csv.out.substr(0, csv.out.find('\n'));
+  EXPECT_EQ(header.rfind("trial_id,status,config.lr,", 0), 0u) << header;
+  EXPECT_NE(header.find(",score,"), std::string::npos) << header;
+  EXPECT_EQ(std::count(csv.out.begin(), csv.out.end(), '\n'), 5) << csv.out;
+  auto exported = cluster.Ctl({"export", "--format", "json"});
+  EXPECT_EQ(exported.Json().size(), 4u);
+
+  const std::string id = best.Json().value("trial_id", "");
+  auto logs = cluster.Ctl({"logs", id});
+  ASSERT_EQ(logs.exit_code, 0) << logs.Describe();
+  EXPECT_EQ(logs.out, "training with lr=0.4\n");
+  auto nosuch = cluster.Ctl({"logs", "nosuch"});
+  EXPECT_EQ(nosuch.exit_code, 1) << nosuch.Describe();
+}
+
+}  // namespace
+}  // namespace tunebus::testing
