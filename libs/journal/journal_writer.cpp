@@ -43,7 +43,8 @@ void JournalWriter::Send(uint64_t last, std::vector<std::string> records) {
   req.experiment = experiment_;
   req.records = records;
   req.expected_first_seq = store_seq_ + 1;  // a retry after a lost ack is not written twice
-  store_.Request(req, [this, last, records = std::move(records)](Result<proto::Decoded> reply) mutable {
+  const auto sent = bus::Clock::now();
+  store_.Request(req, [this, last, sent, records = std::move(records)](Result<proto::Decoded> reply) mutable {
     if (reply.ok() && reply->type() != proto::JournalAppendAck::kType) {
       reply = Status::InvalidArgument("store answered '" + reply->type() + "' to journal_append");
     }
@@ -51,6 +52,7 @@ void JournalWriter::Send(uint64_t last, std::vector<std::string> records) {
       auto ack = reply->As<proto::JournalAppendAck>();
       if (ack.ok()) {
         store_seq_ = std::max(store_seq_, ack->last_seq);
+        last_latency_s_ = std::chrono::duration<double>(bus::Clock::now() - sent).count();
         OnDurable(last);
         return;
       }

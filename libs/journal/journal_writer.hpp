@@ -41,6 +41,8 @@ class JournalWriter {
   /// For a writer continuing an existing journal (resume): it holds `records` already.
   void set_store_seq(uint64_t records) { store_seq_ = records; }
   const std::string& experiment() const { return experiment_; }
+  /// Seconds from sending the newest acknowledged batch to its ack (group commit latency).
+  double last_append_latency_s() const { return last_latency_s_; }
 
  private:
   void Send(uint64_t last, std::vector<std::string> records);
@@ -55,6 +57,7 @@ class JournalWriter {
   uint64_t durable_ = 0;
   uint64_t store_seq_ = 0;
   bool in_flight_ = false;
+  double last_latency_s_ = 0;
   std::deque<std::pair<uint64_t, std::function<void()>>> effects_;
 };
 

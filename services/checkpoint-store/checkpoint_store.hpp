@@ -33,6 +33,7 @@
 #include <vector>
 #include <zmq.hpp>
 
+#include "libs/metrics/metrics_publisher.hpp"
 #include "libs/bus/event_loop.hpp"
 #include "libs/bus/socket.hpp"
 #include "libs/core/status.hpp"
@@ -50,6 +51,7 @@ struct CheckpointStoreOptions {
   /// fsync the WAL before acking journal appends, checkpoint commits and deletes. false
   /// survives a process crash but may lose acked writes on a machine crash.
   bool sync = true;
+  metrics::MetricsOptions metrics;  // --metrics-port / --metrics-host (0 = off)
 };
 
 class CheckpointStore {
@@ -138,6 +140,9 @@ class CheckpointStore {
   size_t pending_bytes_ = 0;
   std::map<std::string, uint64_t> counts_;
   uint64_t group_commits_ = 0;
+  /// Prometheus figures (<service>_metrics.cpp), rendered on the loop thread every second.
+  void RenderMetrics(metrics::MetricsText& m);
+  metrics::MetricsPublisher metrics_;
 };
 
 }  // namespace tunebus

@@ -50,6 +50,10 @@ void ResourceManager::Run() {
                events_endpoint_, options_.heartbeat_interval_ms, options_.liveness);
   loop_.AddSocket(router_, [this] { OnRouterReadable(); });
   loop_.AddPeriodic(bus::Duration{options_.heartbeat_interval_ms}, [this] { OnExpiryTimer(); });
+  if (Status s = metrics_.Start(loop_, options_.metrics, [this](metrics::MetricsText& m) { RenderMetrics(m); });
+      !s.ok()) {
+    spdlog::error("No metrics endpoint: {}", s.ToString());
+  }
   loop_.Run();
   state_ = State::kStopped;
   std::string summary;

@@ -28,6 +28,7 @@
 #include <string>
 #include <zmq.hpp>
 
+#include "libs/metrics/metrics_publisher.hpp"
 #include "libs/bus/event_loop.hpp"
 #include "libs/bus/socket.hpp"
 #include "libs/core/status.hpp"
@@ -40,6 +41,7 @@ struct ResourceManagerOptions {
   std::string events_endpoint = "tcp://127.0.0.1:5558";  // PUB bind
   int64_t heartbeat_interval_ms = 1000;                  // told to workers in RegisterNodeAck; > 0
   int64_t liveness = 3;  // a worker silent for liveness x interval is lost; >= 1
+  metrics::MetricsOptions metrics;  // --metrics-port / --metrics-host (0 = off)
 };
 
 class ResourceManager {
@@ -93,6 +95,9 @@ class ResourceManager {
   ClusterState cluster_;
   std::chrono::steady_clock::time_point epoch_ = std::chrono::steady_clock::now();
   std::map<std::string, uint64_t> counts_;  // messages received, by type ("invalid" for garbage)
+  /// Prometheus figures (<service>_metrics.cpp), rendered on the loop thread every second.
+  void RenderMetrics(metrics::MetricsText& m);
+  metrics::MetricsPublisher metrics_;
 };
 
 }  // namespace tunebus

@@ -61,6 +61,10 @@ void Scheduler::Run() {
   if (Status s = ResumeFromJournals(); !s.ok()) {
     spdlog::error("Could not resume from the journals: {}; serving without resuming", s.ToString());
   }
+  if (Status s = metrics_.Start(loop_, options_.metrics, [this](metrics::MetricsText& m) { RenderMetrics(m); });
+      !s.ok()) {
+    spdlog::error("No metrics endpoint: {}", s.ToString());
+  }
   loop_.Run();
   for (auto& e : experiments_) e->recorder->Checkpoint();
   std::string counts;

@@ -23,6 +23,7 @@
 #include <nlohmann/json.hpp>
 #include <zmq.hpp>
 
+#include "libs/metrics/metrics_publisher.hpp"
 #include "libs/bus/event_loop.hpp"
 #include "libs/bus/request_client.hpp"
 #include "libs/bus/socket.hpp"
@@ -52,6 +53,7 @@ struct SchedulerOptions {
   int64_t resume_timeout_ms = 30000;
   /// Journal records between two snapshots of an experiment (replay = snapshot + tail); > 0.
   int64_t snapshot_every_records = journal::kSnapshotEveryRecords;
+  metrics::MetricsOptions metrics;  // --metrics-port / --metrics-host (0 = off)
 };
 
 class Scheduler {
@@ -139,6 +141,11 @@ class Scheduler {
   std::vector<std::unique_ptr<Experiment>> experiments_;       // the last one is current
   std::map<std::string, uint64_t> counters_;                   // messages handled, by type
   bus::Clock::time_point last_state_file_;
+  /// Prometheus figures (<service>_metrics.cpp), rendered on the loop thread every second.
+  void RenderMetrics(metrics::MetricsText& m);
+  metrics::MetricsPublisher metrics_;
+  uint64_t metrics_last_results_ = 0;            // report_result count at the last render
+  bus::Clock::time_point metrics_last_at_{};     // when that was
 };
 
 }  // namespace tunebus

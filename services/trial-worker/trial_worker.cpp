@@ -101,6 +101,10 @@ void TrialWorker::Run() {
                hostname_, options_.scheduler_endpoint, options_.rm_endpoint);
   OnHeartbeat();
   loop_.AddPeriodic(bus::Duration{options_.heartbeat_interval_ms}, [this] { OnHeartbeat(); });
+  if (Status s = metrics_.Start(loop_, options_.metrics, [this](metrics::MetricsText& m) { RenderMetrics(m); });
+      !s.ok()) {
+    spdlog::error("No metrics endpoint: {}", s.ToString());
+  }
   loop_.Run();
   Shutdown();
 }

@@ -31,6 +31,7 @@
 #include <vector>
 #include <zmq.hpp>
 
+#include "libs/metrics/metrics_publisher.hpp"
 #include "libs/bus/event_loop.hpp"
 #include "libs/bus/request_client.hpp"
 #include "libs/core/status.hpp"
@@ -53,6 +54,7 @@ struct TrialWorkerOptions {
   int64_t liveness = 3;                // intervals of scheduler silence before a warning
   int64_t max_unacked_results = 1000;  // reports beyond this wait inside their trainables
   int64_t stop_grace_ms = 2000;        // time a stopping trainable gets before SIGKILL
+  metrics::MetricsOptions metrics;  // --metrics-port / --metrics-host (0 = off)
 };
 
 class TrialWorker {
@@ -162,6 +164,9 @@ class TrialWorker {
   std::map<RunKey, std::unique_ptr<TrialRun>> runs_;
   int64_t total_unacked_ = 0;
   std::map<std::string, uint64_t> counters_;  // messages handled, by type
+  /// Prometheus figures (<service>_metrics.cpp), rendered on the loop thread every second.
+  void RenderMetrics(metrics::MetricsText& m);
+  metrics::MetricsPublisher metrics_;
 };
 
 }  // namespace tunebus

@@ -460,6 +460,9 @@ void Cluster::SpawnWorker(const std::string& id) {
     o.name = name;
     o.binary = BinDir() / binary;
     o.args = std::move(args);
+    if (auto extra = options_.service_args.find(name); extra != options_.service_args.end()) {
+      o.args.insert(o.args.end(), extra->second.begin(), extra->second.end());
+    }
     o.log_dir = logs;
     o.cwd = dir();
     spawn_options_[name] = o;

@@ -146,6 +146,8 @@ struct ClusterOptions {
   std::map<std::string, std::vector<std::string>> worker_args;
   /// Extra scheduler flags (e.g. {"--snapshot-every", "200"}).
   std::vector<std::string> scheduler_args;
+  /// Extra flags of the other services by process name ("checkpoint-store", "resource-manager").
+  std::map<std::string, std::vector<std::string>> service_args;
 };
 
 /// checkpoint-store, resource-manager, scheduler and N trial-workers ("w1".."wN") as separate

@@ -1,0 +1,33 @@
+// MetricsPublisher: the per-service glue between a service's event loop and MetricsServer. Every
+// second (a periodic timer on the service's loop, so rendering reads the service's state on its
+// own thread) it renders the service's figures and publishes the text.
+#pragma once
+
+#include <functional>
+#include <memory>
+#include <string>
+
+#include "libs/bus/event_loop.hpp"
+#include "libs/metrics/metrics_server.hpp"
+
+namespace tunebus::metrics {
+
+struct MetricsOptions {
+  std::string host = "127.0.0.1";  // 0.0.0.0 in containers
+  int port = 0;                    // 0 = no metrics endpoint
+};
+
+class MetricsPublisher {
+ public:
+  /// No-op when options.port is 0. Errors: Unavailable when the port cannot be bound.
+  Status Start(bus::EventLoop& loop, const MetricsOptions& options, std::function<void(MetricsText&)> render);
+  /// The bound port, 0 when off.
+  int port() const { return server_ ? server_->port() : 0; }
+
+ private:
+  void Render();
+  std::unique_ptr<MetricsServer> server_;
+  std::function<void(MetricsText&)> render_;
+};
+
+}  // namespace tunebus::metrics

@@ -1,0 +1,63 @@
+// Prometheus metrics over HTTP (DESIGN.md: every service serves its metrics). A service renders
+// its figures into MetricsText on its own loop thread (a timer) and hands the text to
+// MetricsServer::Publish; cpp-httplib serves the newest text on a thread of its own, so the
+// service's state is never read from another thread.
+//
+//   GET /metrics  -> 200, text/plain; version=0.0.4 (Prometheus text exposition format)
+//   GET /healthz  -> 200 "ok" (for container healthchecks)
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <thread>
+
+#include "libs/core/status.hpp"
+
+namespace httplib {
+class Server;
+}
+
+namespace tunebus::metrics {
+
+/// Builds the text exposition. Names get the "tunebus_" prefix; label values are escaped.
+class MetricsText {
+ public:
+  using Labels = std::map<std::string, std::string>;
+  /// A value that goes up and down (e.g. trials by status).
+  void Gauge(const std::string& name, const std::string& help, double value, const Labels& labels = {});
+  /// A monotonically increasing count (name should end in _total).
+  void Counter(const std::string& name, const std::string& help, double value, const Labels& labels = {});
+  const std::string& str() const { return text_; }
+
+ private:
+  void Add(const char* type, const std::string& name, const std::string& help, double value, const Labels& labels);
+  std::string text_;
+  std::string last_name_;  // HELP/TYPE are written once per metric family
+};
+
+class MetricsServer {
+ public:
+  /// Listens on host:port (port 0: any free port) and serves on a thread of its own.
+  /// Errors: Unavailable if it cannot bind.
+  static Result<std::unique_ptr<MetricsServer>> Start(const std::string& host, int port);
+  ~MetricsServer();  // stops the server and joins its thread
+  MetricsServer(const MetricsServer&) = delete;
+  MetricsServer& operator=(const MetricsServer&) = delete;
+
+  /// Replaces the text /metrics serves. Thread-safe.
+  void Publish(std::string text);
+  int port() const { return port_; }
+
+ private:
+  MetricsServer();
+  std::unique_ptr<httplib::Server> server_;
+  std::thread thread_;
+  int port_ = 0;
+  std::mutex mu_;
+  std::string text_;  // guarded by mu_
+};
+
+}  // namespace tunebus::metrics

@@ -1,0 +1,37 @@
+// The scheduler's Prometheus figures (GET /metrics, see libs/metrics).
+#include "proto/worker.hpp"
+#include "services/scheduler/experiment.hpp"
+
+namespace tunebus {
+
+void Scheduler::RenderMetrics(metrics::MetricsText& m) {
+  const auto now = bus::Clock::now();
+  const uint64_t results = counters_[proto::ReportResult::kType];
+  const double dt = std::chrono::duration<double>(now - metrics_last_at_).count();
+  const double rate = metrics_last_at_ == bus::Clock::time_point{} || dt <= 0
+                          ? 0
+                          : double(results - metrics_last_results_) / dt;
+  metrics_last_results_ = results;
+  metrics_last_at_ = now;
+
+  Experiment* e = Current();
+  const auto counts = e ? e->runner->CountByStatus() : std::map<TrialStatus, int64_t>{};
+  for (TrialStatus s : {TrialStatus::kPending, TrialStatus::kRunning, TrialStatus::kPaused, TrialStatus::kTerminated,
+                        TrialStatus::kError}) {
+    auto it = counts.find(s);
+    m.Gauge("trials", "Trials of the current experiment by status", it == counts.end() ? 0 : double(it->second),
+            {{"status", TrialStatusName(s)}});
+  }
+  m.Gauge("results_per_second", "Results received per second over the last interval", rate);
+  m.Counter("results_total", "Results received from workers", double(results));
+  m.Gauge("journal_append_latency_seconds", "Time from sending the newest journal batch to its durable ack",
+          e ? e->journal->last_append_latency_s() : 0);
+  m.Gauge("journal_queue_records", "Journal records appended but not durable yet",
+          e ? double(e->journal->appended() - e->journal->durable()) : 0);
+  m.Gauge("workers_connected", "Workers registered with this scheduler process", double(registered_.size()));
+  for (const auto& [type, n] : counters_) {
+    m.Counter("messages_total", "Messages handled, by type", double(n), {{"type", type}});
+  }
+}
+
+}  // namespace tunebus
