@@ -1,0 +1,103 @@
+// Issue 7: the compose files and the Dockerfile are right by construction (there is no Docker
+// engine here and no Dockerfile linter in Debian): every binary, flag, environment variable and
+// path they name exists in this build and source tree. `docker-compose config -q` (in .ci/run)
+// checks the compose syntax on top.
+#include <regex>
+#include <set>
+#include <string>
+#include <vector>
+
+#include <gtest/gtest.h>
+#include <yaml-cpp/yaml.h>
+
+#include "tests/integration/harness.hpp"
+
+namespace tunebus::testing {
+namespace {
+
+using namespace std::chrono_literals;
+
+const std::set<std::string> kBinaries = {"scheduler", "resource-manager", "checkpoint-store", "trial-worker",
+                                         "tunectl"};
+
+// `binary --help` (the flags and the TUNEBUS_* variables it reads).
+std::string Help(const std::string& binary) {
+  Process::Options o;
+  o.name = binary + "-help";
+  o.binary = BinDir() / binary;
+  o.args = {"--help"};
+  o.log_dir = fs::temp_directory_path() / "tunebus-deploy-files-test";
+  auto p = Process::Spawn(o);
+  p->Wait(10s);
+  return p->Stdout();
+}
+
+// Every TUNEBUS_* variable a compose service sets, with the service.
+std::vector<std::pair<std::string, std::string>> EnvOf(const YAML::Node& service, const std::string& name) {
+  std::vector<std::pair<std::string, std::string>> out;
+  for (const auto& kv : service["environment"]) out.emplace_back(name, kv.first.as<std::string>());
+  return out;
+}
+
+TEST(DeployFilesTest, ComposeNamesOnlyBinariesFlagsAndVariablesThatExist) {
+  std::map<std::string, std::string> help;
+  for (const std::string& b : kBinaries) {
+    help[b] = Help(b);
+    ASSERT_NE(help[b].find("Usage"), std::string::npos) << b << ": " << help[b];
+  }
+  for (const char* file : {"compose/docker-compose.yml", "compose/docker-compose.gpu.yml"}) {
+    const YAML::Node compose = YAML::LoadFile((SourceDir() / file).string());
+    for (const auto& kv : compose["services"]) {
+      const std::string name = kv.first.as<std::string>();
+      const YAML::Node& s = kv.second;
+      // The service's binary: its entrypoint or command, else the one it is named after.
+      std::vector<std::string> argv;
+      for (const char* key : {"entrypoint", "command"}) {
+        if (s[key]) {
+          for (const auto& a : s[key]) argv.push_back(a.as<std::string>());
+        }
+      }
+      const std::string binary = !argv.empty() && kBinaries.contains(argv[0]) ? argv[0] : name;
+      ASSERT_TRUE(kBinaries.contains(binary)) << file << ": service " << name << " runs no tunebus binary";
+      EXPECT_TRUE(fs::exists(BinDir() / binary)) << binary;
+      for (const std::string& a : argv) {
+        if (a.rfind("--", 0) == 0) {
+          EXPECT_NE(help[binary].find(a + " "), std::string::npos) << file << ": " << binary << " has no flag " << a;
+        }
+      }
+      for (const auto& [svc, var] : EnvOf(s, name)) {
+        if (var.rfind("TUNEBUS_", 0) != 0) continue;
+        bool read = false;
+        for (const auto& [b, text] : help) read = read || text.find("Env:" + var + ")") != std::string::npos;
+        EXPECT_TRUE(read) << file << ": service " << svc << " sets " << var << ", which no binary reads";
+      }
+    }
+  }
+}
+
+TEST(DeployFilesTest, DockerfileCopiesBinariesAndPathsThatExist) {
+  const std::string dockerfile = ReadFile(SourceDir() / "compose/Dockerfile");
+  ASSERT_FALSE(dockerfile.empty());
+  const std::regex bin(R"(/build/bin/([a-z-]+))"), src(R"(/src/([A-Za-z0-9_./-]+))"), target(R"(--target ([a-z -]+))");
+  int binaries = 0, paths = 0;
+  for (auto it = std::sregex_iterator(dockerfile.begin(), dockerfile.end(), bin); it != std::sregex_iterator(); ++it) {
+    EXPECT_TRUE(fs::exists(BinDir() / (*it)[1].str())) << (*it)[1];
+    ++binaries;
+  }
+  for (auto it = std::sregex_iterator(dockerfile.begin(), dockerfile.end(), src); it != std::sregex_iterator(); ++it) {
+    EXPECT_TRUE(fs::exists(SourceDir() / (*it)[1].str())) << (*it)[1];
+    ++paths;
+  }
+  std::smatch targets;
+  ASSERT_TRUE(std::regex_search(dockerfile, targets, target));
+  std::istringstream names(targets[1].str());
+  for (std::string t; names >> t;) EXPECT_TRUE(kBinaries.contains(t)) << "--target " << t;
+  EXPECT_EQ(binaries, 5);
+  EXPECT_GE(paths, 2);
+  EXPECT_NE(dockerfile.find("USER tunebus"), std::string::npos) << "the runtime image must not run as root";
+  EXPECT_NE(dockerfile.find("FROM debian:bookworm AS build"), std::string::npos);
+  EXPECT_NE(dockerfile.find("FROM debian:bookworm-slim AS runtime"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace tunebus::testing
