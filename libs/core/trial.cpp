@@ -33,4 +33,11 @@ std::string Trial::DirName() const {
   return name;
 }
 
+void NoteFailure(Trial& t) {
+  if (t.error.empty()) return;
+  if (!t.failures.empty() && t.failures.back().attempt == t.attempt && t.failures.back().error == t.error) return;
+  t.failures.push_back({t.attempt, t.error, t.status});
+  if (t.failures.size() > kMaxFailureHistory) t.failures.erase(t.failures.begin());
+}
+
 }  // namespace tunebus

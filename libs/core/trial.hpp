@@ -55,6 +55,17 @@ struct CheckpointRef {
   int64_t size_bytes = 0;          // total bytes of the checkpoint directory
 };
 
+/// One entry of a trial's failure history: an attempt that ended with an error (a trainable
+/// failure, a lost worker, an unplaceable request) and the status the trial went to.
+struct TrialFailure {
+  int64_t attempt = 0;
+  std::string error;
+  TrialStatus then = TrialStatus::kPending;  // PENDING (requeued) or ERROR
+};
+
+/// Failures kept per trial (the oldest are dropped beyond it).
+inline constexpr size_t kMaxFailureHistory = 20;
+
 struct Trial {
   std::string trial_id;         // "<experiment hash>_<index:05>", unique within the experiment
   int64_t index = 0;            // 0-based order of creation
@@ -69,6 +80,7 @@ struct Trial {
   nlohmann::json last_result;   // the newest result (object), null before the first one
   int64_t num_results = 0;      // results received over all attempts
   std::string error;            // the last error message, empty if none
+  std::vector<TrialFailure> failures;  // failure history, oldest first (see NoteFailure)
   double start_time_s = 0;      // wall clock of the first start (seconds since epoch), 0 before
   // Progress of the current attempt (reset when an attempt restarts from scratch).
   int64_t training_iteration = 0;  // results of this run so far (Ray Tune's training_iteration)
@@ -91,5 +103,10 @@ struct Trial {
   /// with characters unsafe in file names replaced by '_'.
   std::string DirName() const;
 };
+
+/// Adds the trial's current error to its failure history unless it is empty or the newest
+/// entry already holds it for this attempt. Called for every status change the journal records,
+/// live and in replay, so both build the same history.
+void NoteFailure(Trial& trial);
 
 }  // namespace tunebus

@@ -134,6 +134,8 @@ Status JournalReplayer::ApplyTrialRecord(const std::string& kind, const json& r,
     t.status = *status;
     t.error = r.value("error", "");
     t.num_failures = r.value("num_failures", t.num_failures);
+    t.attempt = r.value("attempt", t.attempt);
+    NoteFailure(t);
     if (t.status != TrialStatus::kRunning) {
       t.worker_id.clear();
       t.gpu_ids.clear();

@@ -25,6 +25,9 @@ json TrialJson(const Trial& t) {
             {"restored_checkpoint_id", t.restored_checkpoint_id}, {"restored_iteration", t.restored_iteration},
             {"restored_time_total_s", t.restored_time_total_s}};
   if (t.restore_checkpoint) j["restore_checkpoint"] = CheckpointJson(*t.restore_checkpoint);
+  json failures = json::array();
+  for (const TrialFailure& f : t.failures) failures.push_back({f.attempt, f.error, TrialStatusName(f.then)});
+  j["failures"] = std::move(failures);
   return j;
 }
 
@@ -63,6 +66,10 @@ Trial TrialFrom(const json& j, int64_t index) {
   t.restored_iteration = j.at("restored_iteration").get<int64_t>();
   t.restored_time_total_s = j.at("restored_time_total_s").get<double>();
   if (j.contains("restore_checkpoint")) t.restore_checkpoint = CheckpointFrom(j["restore_checkpoint"]);
+  for (const json& f : j.value("failures", json::array())) {
+    t.failures.push_back({f.at(0).get<int64_t>(), f.at(1).get<std::string>(),
+                          ParseTrialStatus(f.at(2).get<std::string>()).value_or(TrialStatus::kPending)});
+  }
   return t;
 }
 

@@ -168,6 +168,7 @@ void TrialRunner::OnPlacementFailed(const std::string& trial_id, int64_t attempt
   }
   t->status = TrialStatus::kError;
   t->error = reason;
+  NoteFailure(*t);
   observer_.OnTrialStatus(*t);
   OnTrialErrored(*t, reason);
   CheckFinished();
@@ -356,6 +357,7 @@ void TrialRunner::LeaveRunning(Trial& t, TrialStatus to, const std::string& erro
   t.error = error;
   --running_;
   pause_requested_.erase(t.index);
+  NoteFailure(t);
   observer_.OnTrialStatus(t);
   if (stop_trainable) executor_.StopTrial(t);  // before the release: nothing else gets them first
   if (saving) {

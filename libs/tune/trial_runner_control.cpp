@@ -27,6 +27,7 @@ Status TrialRunner::StopTrial(const std::string& trial_id) {
     if (auto it = saving_.find(t->index); it != saving_.end()) it->second.requeue = false;
     scheduler_->OnTrialRemove(*t);
     JournalSchedulerDelta();
+    NoteFailure(*t);
     observer_.OnTrialStatus(*t);
   }
   CheckFinished();
@@ -60,6 +61,7 @@ Result<std::string> TrialRunner::PauseTrial(const std::string& trial_id) {
   placing_.erase(t->index);
   if (auto it = saving_.find(t->index); it != saving_.end()) it->second.requeue = false;
   t->status = TrialStatus::kPaused;
+  NoteFailure(*t);
   observer_.OnTrialStatus(*t);
   return fmt::format("trial {} paused (was PENDING)", trial_id);
 }
@@ -73,6 +75,7 @@ Status TrialRunner::UnpauseTrial(const std::string& trial_id) {
   }
   if (IsFinished()) return Status::FailedPrecondition("the experiment is finished");
   t->status = TrialStatus::kPending;
+  NoteFailure(*t);
   observer_.OnTrialStatus(*t);
   if (auto it = saving_.find(t->index); it != saving_.end()) {
     it->second.requeue = true;  // placed once its checkpoint is stored and it has exited
@@ -209,6 +212,7 @@ Result<int64_t> TrialRunner::RerunErrored(const std::string& mode) {
     }
     t.status = TrialStatus::kPending;
     t.error.clear();
+    NoteFailure(t);
     observer_.OnTrialStatus(t);
     pending_.insert(t.index);
     ++n;
@@ -226,6 +230,7 @@ void TrialRunner::StopUnfinished() {
       LeaveRunning(t, TrialStatus::kTerminated, "", /*stop_trainable=*/true);
     } else if (!tunebus::IsFinished(t.status)) {
       t.status = TrialStatus::kTerminated;
+      NoteFailure(t);
       observer_.OnTrialStatus(t);
     }
     if (auto it = saving_.find(t.index); it != saving_.end()) it->second.requeue = false;

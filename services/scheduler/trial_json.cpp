@@ -15,7 +15,12 @@ json CheckpointToJson(const CheckpointRef& c) {
 json TrialToJson(const Trial& t, const std::string& experiment_dir) {
   json checkpoints = json::array();
   for (const CheckpointRef& c : t.checkpoints) checkpoints.push_back(CheckpointToJson(c));
+  json failures = json::array();
+  for (const TrialFailure& f : t.failures) {
+    failures.push_back({{"attempt", f.attempt}, {"error", f.error}, {"then", TrialStatusName(f.then)}});
+  }
   return {{"trial_id", t.trial_id},
+          {"failures", std::move(failures)},
           {"status", TrialStatusName(t.status)},
           {"config", t.config},
           {"last_result", t.last_result.is_null() ? json::object() : t.last_result},

@@ -27,6 +27,12 @@ void PrintTrial(const nlohmann::json& t) {
             << "error:        " << (t["error"].is_string() ? t["error"].get<std::string>() : "-") << "\n"
             << "dir:          " << t.value("dir", std::string()) << "\n"
             << "last_result:  " << t["last_result"].dump() << "\n";
+  const nlohmann::json failures = t.value("failures", nlohmann::json::array());
+  std::cout << "failures:     " << (failures.empty() ? "-" : "") << "\n";
+  for (const auto& f : failures) {
+    std::cout << fmt::format("  attempt {} -> {}: {}\n", f.value("attempt", int64_t(0)), f.value("then", std::string()),
+                             f.value("error", std::string()));
+  }
   const nlohmann::json checkpoints = t.value("checkpoints", nlohmann::json::array());
   std::cout << "checkpoints:  " << (checkpoints.empty() ? "-" : "") << "\n";
   for (const auto& c : checkpoints) {

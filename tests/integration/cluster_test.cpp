@@ -340,6 +340,9 @@ TEST(ClusterTest, ErroringTrialIsErrorAndOthersFinish) {
     if (t["config"].value("mock_error", false)) {
       ++errors;
       EXPECT_EQ(t.value("status", ""), "ERROR");
+      // tunectl show lists the failure history.
+      auto show = cluster.Ctl({"show", t.value("trial_id", "")});
+      EXPECT_NE(show.out.find("attempt 1 -> ERROR: mock_error: failing at iteration 2"), std::string::npos) << show.out;
       ASSERT_TRUE(t["error"].is_string());
       EXPECT_NE(t["error"].get<std::string>().find("mock_error"), std::string::npos);
       ASSERT_TRUE(fs::exists(dir / "error.txt"));

@@ -96,6 +96,9 @@ TEST(JournalSnapshotTest, ReplayedStateKeepsTrialsResultsCheckpointsAndFailures)
   EXPECT_EQ(s.trials[1].checkpoints[0].training_iteration, 2);
   EXPECT_EQ(s.trials[2].status, TrialStatus::kPending);
   EXPECT_EQ(s.trials[2].num_failures, 1);
+  ASSERT_EQ(s.trials[2].failures.size(), 1u);  // rebuilt from the trial_status record
+  EXPECT_EQ(s.trials[2].failures[0].error, "mock_error");
+  EXPECT_EQ(s.trials[2].failures[0].attempt, 1);
   EXPECT_EQ(s.last_action.at("abcde_00002"), "continue");
 }
 

@@ -286,6 +286,12 @@ TEST_F(TrialRunnerTest, MaxFailuresTwoRequeuesTwiceThenErrors) {
     }
   }
   EXPECT_EQ(T(0).status, TrialStatus::kError);
+  // The failure history (tunectl show) holds each attempt's error and what followed.
+  ASSERT_EQ(T(0).failures.size(), 3u);
+  EXPECT_EQ(T(0).failures[0].attempt, 1);
+  EXPECT_EQ(T(0).failures[0].error, "crash 1");
+  EXPECT_EQ(T(0).failures[0].then, TrialStatus::kPending);
+  EXPECT_EQ(T(0).failures[2].then, TrialStatus::kError);
   ASSERT_EQ(exec_.placements.size(), 3u);
   EXPECT_EQ(exec_.placements[2].attempt, 3);
   runner_->Step();
