@@ -78,6 +78,25 @@ TEST(OperatorCommandsTest, WatchLsBestExportAndLogsFromTunectl) {
   EXPECT_EQ(logs.out, "training with lr=0.4\n");
   auto nosuch = cluster.Ctl({"logs", "nosuch"});
   EXPECT_EQ(nosuch.exit_code, 1) << nosuch.Describe();
+
+  // On a terminal (util-linux `script` gives it one) watch draws in colour, but never with
+  // NO_COLOR.
+  if (!fs::exists("/usr/bin/script")) GTEST_SKIP() << "util-linux script(1) is needed for a pseudo-terminal";
+  for (const bool no_color : {false, true}) {
+    Process::Options o;
+    o.name = no_color ? "watch-tty-nocolor" : "watch-tty";
+    o.binary = "/usr/bin/script";
+    o.args = {"-q", "-e", "-c",
+              (BinDir() / "tunectl").string() + " --connect " + cluster.control() + " watch --events " + cluster.events(),
+              "/dev/null"};
+    if (no_color) o.env["NO_COLOR"] = "1";
+    o.log_dir = cluster.dir() / "logs";
+    auto p = Process::Spawn(o);
+    ASSERT_TRUE(p->Wait(20s).has_value());
+    const std::string out = p->Stdout();
+    EXPECT_NE(out.find("TERMINATED"), std::string::npos) << out;
+    EXPECT_EQ(out.find("\033[32mTERMINATED") != std::string::npos, !no_color) << out;
+  }
 }
 
 }  // namespace
