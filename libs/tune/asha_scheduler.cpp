@@ -124,11 +124,6 @@ void AshaScheduler::OnTrialComplete(const Trial& trial, const json& result) {
 
 void AshaScheduler::OnTrialRemove(const Trial& trial) { Record({{"del", trial.trial_id}}); }
 
-void AshaScheduler::Record(json event) {
-  (void)Apply(event);
-  delta_.push_back(std::move(event));
-}
-
 Status AshaScheduler::Apply(const json& e) {
   try {
     if (e.contains("add")) {
@@ -153,19 +148,6 @@ Status AshaScheduler::Apply(const json& e) {
   return Status::Ok();
 }
 
-json AshaScheduler::TakeStateDelta() {
-  if (delta_.empty()) return nullptr;
-  return std::exchange(delta_, json::array());
-}
-
-Status AshaScheduler::ApplyStateDelta(const json& delta) {
-  if (!delta.is_array()) return Status::Corruption("asha: a state delta is an array of events");
-  for (const json& e : delta) {
-    if (Status s = Apply(e); !s.ok()) return s;
-  }
-  return Status::Ok();
-}
-
 json AshaScheduler::SaveState() const {
   json rungs = json::array();
   for (size_t b = 0; b < brackets_.size(); ++b) {
@@ -181,7 +163,7 @@ Status AshaScheduler::RestoreState(const json& state) {
   for (Bracket& b : brackets_) {
     for (Rung& r : b) r.recorded.clear();
   }
-  delta_ = json::array();
+  ClearDelta();
   if (state.is_null()) return Status::Ok();
   try {
     for (const auto& [id, b] : state.at("trial_bracket").items()) {

@@ -29,7 +29,7 @@
 
 namespace tunebus {
 
-class AshaScheduler final : public TrialScheduler {
+class AshaScheduler final : public JournaledTrialScheduler {
  public:
   struct Options {
     std::string time_attr = "training_iteration";
@@ -56,8 +56,6 @@ class AshaScheduler final : public TrialScheduler {
 
   nlohmann::json SaveState() const override;
   Status RestoreState(const nlohmann::json& state) override;
-  nlohmann::json TakeStateDelta() override;
-  Status ApplyStateDelta(const nlohmann::json& delta) override;
 
   /// Rung milestones of bracket `b`, highest first.
   std::vector<double> Milestones(size_t b) const;
@@ -73,17 +71,15 @@ class AshaScheduler final : public TrialScheduler {
 
   /// Ray Tune's _Bracket.on_result; records through Apply.
   Decision OnBracketResult(const std::string& trial_id, double t, double value);
-  /// The one place state changes: live (then also appended to delta_) and in replay.
+  /// The one place state changes, live (Record) and in replay (ApplyStateDelta):
   ///   {"add": [trial_id, bracket]}  {"rec": [trial_id, bracket, rung, value]}  {"del": trial_id}
-  Status Apply(const nlohmann::json& event);
-  void Record(nlohmann::json event);
+  Status Apply(const nlohmann::json& event) override;
 
   Options options_;
   double sign_ = 1;
   std::vector<Bracket> brackets_;
   std::map<std::string, size_t> trial_bracket_;
   std::mt19937_64 rng_;
-  nlohmann::json delta_ = nlohmann::json::array();
 };
 
 }  // namespace tunebus

@@ -161,11 +161,6 @@ int64_t HyperBandScheduler::ChooseTrialToRun(const std::set<int64_t>& pending) {
   return *pending.begin();
 }
 
-void HyperBandScheduler::Record(json event) {
-  (void)Apply(event);
-  delta_.push_back(std::move(event));
-}
-
 Status HyperBandScheduler::Apply(const json& e) {
   try {
     if (e.contains("add")) {
@@ -237,19 +232,6 @@ Status HyperBandScheduler::Apply(const json& e) {
   return Status::Ok();
 }
 
-json HyperBandScheduler::TakeStateDelta() {
-  if (delta_.empty()) return nullptr;
-  return std::exchange(delta_, json::array());
-}
-
-Status HyperBandScheduler::ApplyStateDelta(const json& delta) {
-  if (!delta.is_array()) return Status::Corruption("hyperband: a state delta is an array of events");
-  for (const json& e : delta) {
-    if (Status s = Apply(e); !s.ok()) return s;
-  }
-  return Status::Ok();
-}
-
 json HyperBandScheduler::SaveState() const {
   json brackets = json::array();
   for (const Bracket& b : brackets_) {
@@ -269,7 +251,7 @@ Status HyperBandScheduler::RestoreState(const json& state) {
   brackets_.clear();
   trial_bracket_.clear();
   bands_ = 0;
-  delta_ = json::array();
+  ClearDelta();
   if (state.is_null()) return Status::Ok();
   try {
     bands_ = state.at("bands").get<size_t>();

@@ -28,7 +28,7 @@
 
 namespace tunebus {
 
-class HyperBandScheduler final : public TrialScheduler {
+class HyperBandScheduler final : public JournaledTrialScheduler {
  public:
   struct Options {
     std::string time_attr = "training_iteration";
@@ -54,8 +54,6 @@ class HyperBandScheduler final : public TrialScheduler {
 
   nlohmann::json SaveState() const override;
   Status RestoreState(const nlohmann::json& state) override;
-  nlohmann::json TakeStateDelta() override;
-  Status ApplyStateDelta(const nlohmann::json& delta) override;
 
   /// For tests: (band, s, n, r, milestone, live trial ids) of every bracket, in creation order.
   struct BracketView {
@@ -96,8 +94,7 @@ class HyperBandScheduler final : public TrialScheduler {
 
   /// The one place state changes (live and in replay):
   ///   {"add": trial_id}  {"res": [trial_id, time, value]}  {"halve": bracket}  {"del": trial_id}
-  Status Apply(const nlohmann::json& event);
-  void Record(nlohmann::json event);
+  Status Apply(const nlohmann::json& event) override;
 
   Options options_;
   double sign_ = 1;
@@ -106,7 +103,6 @@ class HyperBandScheduler final : public TrialScheduler {
   std::map<std::string, size_t> trial_bracket_;
   size_t bands_ = 0;                        // bands started
   bool processing_ = false;                 // inside ProcessBracket (re-entrant removes)
-  nlohmann::json delta_ = nlohmann::json::array();
 };
 
 }  // namespace tunebus

@@ -111,11 +111,6 @@ void MedianStoppingRule::OnTrialComplete(const Trial& trial, const json& result)
 void MedianStoppingRule::OnTrialRemove(const Trial& trial) { OnTrialComplete(trial, nullptr); }
 void MedianStoppingRule::OnTrialError(const Trial& trial) { OnTrialComplete(trial, nullptr); }
 
-void MedianStoppingRule::Record(json event) {
-  (void)Apply(event);
-  delta_.push_back(std::move(event));
-}
-
 Status MedianStoppingRule::Apply(const json& e) {
   try {
     if (e.contains("r")) {
@@ -140,19 +135,6 @@ Status MedianStoppingRule::Apply(const json& e) {
   return Status::Ok();
 }
 
-json MedianStoppingRule::TakeStateDelta() {
-  if (delta_.empty()) return nullptr;
-  return std::exchange(delta_, json::array());
-}
-
-Status MedianStoppingRule::ApplyStateDelta(const json& delta) {
-  if (!delta.is_array()) return Status::Corruption("median_stopping: a state delta is an array of events");
-  for (const json& e : delta) {
-    if (Status s = Apply(e); !s.ok()) return s;
-  }
-  return Status::Ok();
-}
-
 json MedianStoppingRule::SaveState() const {
   json out = json::object();
   for (const auto& [id, s] : trials_) {
@@ -164,7 +146,7 @@ json MedianStoppingRule::SaveState() const {
 
 Status MedianStoppingRule::RestoreState(const json& state) {
   trials_.clear();
-  delta_ = json::array();
+  ClearDelta();
   if (state.is_null()) return Status::Ok();
   try {
     for (const auto& [id, j] : state.items()) {

@@ -29,7 +29,7 @@
 
 namespace tunebus {
 
-class MedianStoppingRule final : public TrialScheduler {
+class MedianStoppingRule final : public JournaledTrialScheduler {
  public:
   struct Options {
     std::string time_attr = "time_total_s";
@@ -56,8 +56,6 @@ class MedianStoppingRule final : public TrialScheduler {
 
   nlohmann::json SaveState() const override;
   Status RestoreState(const nlohmann::json& state) override;
-  nlohmann::json TakeStateDelta() override;
-  Status ApplyStateDelta(const nlohmann::json& delta) override;
 
  private:
   struct TrialState {
@@ -71,13 +69,11 @@ class MedianStoppingRule final : public TrialScheduler {
   /// The one place state changes (live and in replay):
   ///   {"r": [trial_id, time, value]}  {"stop": trial_id}  {"pause": [trial_id, time]}
   ///   {"del": trial_id}
-  Status Apply(const nlohmann::json& event);
-  void Record(nlohmann::json event);
+  Status Apply(const nlohmann::json& event) override;
 
   Options options_;
   double sign_ = 1;
   std::map<std::string, TrialState> trials_;
-  nlohmann::json delta_ = nlohmann::json::array();
 };
 
 }  // namespace tunebus

@@ -191,7 +191,7 @@ Decision PopulationBasedTraining::OnTrialResult(const Trial& trial, const json& 
       }
     }
   }
-  if (draws_ != draws_before) delta_.push_back({{"draws", draws_}});
+  if (draws_ != draws_before) Record({{"draws", draws_}});  // Apply: already there, a no-op
   if (decision == Decision::kPause) Record({{"pause", trial.trial_id}});
   return decision;
 }
@@ -203,11 +203,6 @@ std::optional<std::string> PopulationBasedTraining::ChoosePausedTrialToRun() {
     if (t != nullptr && t->status == TrialStatus::kPaused) return id;
   }
   return std::nullopt;
-}
-
-void PopulationBasedTraining::Record(json event) {
-  (void)Apply(event);
-  delta_.push_back(std::move(event));
 }
 
 Status PopulationBasedTraining::Apply(const json& e) {
@@ -247,19 +242,6 @@ Status PopulationBasedTraining::Apply(const json& e) {
   return Status::Ok();
 }
 
-json PopulationBasedTraining::TakeStateDelta() {
-  if (delta_.empty()) return nullptr;
-  return std::exchange(delta_, json::array());
-}
-
-Status PopulationBasedTraining::ApplyStateDelta(const json& delta) {
-  if (!delta.is_array()) return Status::Corruption("pbt: a state delta is an array of events");
-  for (const json& e : delta) {
-    if (Status s = Apply(e); !s.ok()) return s;
-  }
-  return Status::Ok();
-}
-
 json PopulationBasedTraining::SaveState() const {
   json trials = json::object();
   for (const auto& [id, s] : trials_) {
@@ -275,7 +257,7 @@ Status PopulationBasedTraining::RestoreState(const json& state) {
   trials_.clear();
   rng_.seed(seed_);
   draws_ = 0;
-  delta_ = json::array();
+  ClearDelta();
   if (state.is_null()) return Status::Ok();
   try {
     for (const auto& [id, j] : state.at("trials").items()) {

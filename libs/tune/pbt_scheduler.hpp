@@ -35,7 +35,7 @@
 
 namespace tunebus {
 
-class PopulationBasedTraining final : public TrialScheduler {
+class PopulationBasedTraining final : public JournaledTrialScheduler {
  public:
   struct Options {
     std::string time_attr = "time_total_s";
@@ -62,8 +62,6 @@ class PopulationBasedTraining final : public TrialScheduler {
 
   nlohmann::json SaveState() const override;
   Status RestoreState(const nlohmann::json& state) override;
-  nlohmann::json TakeStateDelta() override;
-  Status ApplyStateDelta(const nlohmann::json& delta) override;
 
   /// Ray Tune's _explore: a copy of `config` with every key of `mutations` perturbed or
   /// resampled. Public for tests.
@@ -81,8 +79,7 @@ class PopulationBasedTraining final : public TrialScheduler {
   /// The one place state changes (live and in replay):
   ///   {"add": id}  {"score": [id, time, score]}  {"pause": id}  {"run": id}
   ///   {"exploit": [id, donor]}  {"draws": n}
-  Status Apply(const nlohmann::json& event);
-  void Record(nlohmann::json event);
+  Status Apply(const nlohmann::json& event) override;
 
   Options options_;
   double sign_ = 1;
@@ -90,7 +87,6 @@ class PopulationBasedTraining final : public TrialScheduler {
   std::mt19937_64 rng_;
   uint64_t draws_ = 0;  // engine outputs consumed since seeding
   std::map<std::string, TrialState> trials_;
-  nlohmann::json delta_ = nlohmann::json::array();
 };
 
 }  // namespace tunebus

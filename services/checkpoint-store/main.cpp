@@ -10,6 +10,7 @@
 #include <string>
 #include <zmq.hpp>
 
+#include "libs/metrics/metrics_flags.hpp"
 #include "services/checkpoint-store/checkpoint_store.hpp"
 
 namespace {
@@ -39,13 +40,7 @@ int main(int argc, char** argv) {
                "do not fsync before acknowledging writes (faster; acked writes can be lost on a "
                "machine crash, not on a process crash)")
       ->envname("TUNEBUS_STORE_NO_SYNC");
-  app.add_option("--metrics-port", options.metrics.port, "Prometheus metrics HTTP port (0 = off)")
-      ->envname("TUNEBUS_METRICS_PORT")
-      ->check(CLI::Range(0, 65535))
-      ->capture_default_str();
-  app.add_option("--metrics-host", options.metrics.host, "address the metrics endpoint binds")
-      ->envname("TUNEBUS_METRICS_HOST")
-      ->capture_default_str();
+  tunebus::metrics::AddMetricsFlags(app, options.metrics);
   app.add_option("--log-level", log_level, "trace, debug, info, warn, error, critical, off")
       ->envname("TUNEBUS_LOG_LEVEL")
       ->check(CLI::IsMember({"trace", "debug", "info", "warn", "error", "critical", "off"}))

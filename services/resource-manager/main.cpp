@@ -10,6 +10,7 @@
 #include <exception>
 #include <zmq.hpp>
 
+#include "libs/metrics/metrics_flags.hpp"
 #include "services/resource-manager/resource_manager.hpp"
 
 namespace {
@@ -43,13 +44,7 @@ int main(int argc, char** argv) {
       ->envname("TUNEBUS_HEARTBEAT_LIVENESS")
       ->check(CLI::Range(int64_t{1}, int64_t{1000}))
       ->capture_default_str();
-  app.add_option("--metrics-port", options.metrics.port, "Prometheus metrics HTTP port (0 = off)")
-      ->envname("TUNEBUS_METRICS_PORT")
-      ->check(CLI::Range(0, 65535))
-      ->capture_default_str();
-  app.add_option("--metrics-host", options.metrics.host, "address the metrics endpoint binds")
-      ->envname("TUNEBUS_METRICS_HOST")
-      ->capture_default_str();
+  tunebus::metrics::AddMetricsFlags(app, options.metrics);
   app.add_option("--log-level", log_level, "trace, debug, info, warn, error, critical, off")
       ->envname("TUNEBUS_LOG_LEVEL")
       ->check(CLI::IsMember({"trace", "debug", "info", "warn", "error", "critical", "off"}))

@@ -4,6 +4,7 @@
 #include <CLI/CLI.hpp>
 #include <spdlog/spdlog.h>
 
+#include "libs/metrics/metrics_flags.hpp"
 #include "services/scheduler/scheduler.hpp"
 
 namespace {
@@ -27,13 +28,7 @@ int main(int argc, char** argv) {
       ->envname("TUNEBUS_SNAPSHOT_EVERY")
       ->check(CLI::PositiveNumber)
       ->capture_default_str();
-  app.add_option("--metrics-port", o.metrics.port, "Prometheus metrics HTTP port (0 = off)")
-      ->envname("TUNEBUS_METRICS_PORT")
-      ->check(CLI::Range(0, 65535))
-      ->capture_default_str();
-  app.add_option("--metrics-host", o.metrics.host, "address the metrics endpoint binds")
-      ->envname("TUNEBUS_METRICS_HOST")
-      ->capture_default_str();
+  tunebus::metrics::AddMetricsFlags(app, o.metrics);
   app.add_option("--log-level", log_level, "trace|debug|info|warn|error")->envname("TUNEBUS_LOG_LEVEL")->capture_default_str();
   CLI11_PARSE(app, argc, argv);
   spdlog::set_level(spdlog::level::from_str(log_level));

@@ -14,6 +14,7 @@
 #include <string>
 #include <vector>
 
+#include "libs/metrics/metrics_flags.hpp"
 #include "services/trial-worker/trial_worker.hpp"
 
 namespace {
@@ -63,13 +64,7 @@ int main(int argc, char** argv) {
       ->envname("TUNEBUS_HEARTBEAT_INTERVAL_MS")
       ->check(CLI::PositiveNumber)
       ->capture_default_str();
-  app.add_option("--metrics-port", options.metrics.port, "Prometheus metrics HTTP port (0 = off)")
-      ->envname("TUNEBUS_METRICS_PORT")
-      ->check(CLI::Range(0, 65535))
-      ->capture_default_str();
-  app.add_option("--metrics-host", options.metrics.host, "address the metrics endpoint binds")
-      ->envname("TUNEBUS_METRICS_HOST")
-      ->capture_default_str();
+  tunebus::metrics::AddMetricsFlags(app, options.metrics);
   app.add_option("--log-level", log_level, "trace|debug|info|warn|error")
       ->envname("TUNEBUS_LOG_LEVEL")
       ->capture_default_str();
