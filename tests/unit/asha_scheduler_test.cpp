@@ -10,23 +10,7 @@ namespace {
 
 const json kAsha = {{"max_t", 9}, {"grace_period", 1}, {"reduction_factor", 3}};
 
-class AshaSchedulerTest : public TrialRunnerTest {
- protected:
-  void StartAsha(const json& config, int trials, const std::string& mode = "max") {
-    RunnerOptions o;
-    o.metric = "acc";
-    o.mode = mode;
-    auto s = MakeTrialScheduler("asha", config, "acc", mode);
-    ASSERT_TRUE(s.ok()) << s.status().ToString();
-    Start(o, trials, std::move(*s));
-    runner_->Step();
-    GrantAll();
-  }
-  std::string At(int index, int64_t iteration, double acc) {
-    EXPECT_TRUE(Report(index, iteration, {{"acc", acc}}).ok());
-    return LastAction(index);
-  }
-};
+using AshaSchedulerTest = TrialRunnerTest;
 
 TEST_F(AshaSchedulerTest, RungsFollowRayTunesMilestones) {
   // max_t 9, grace 1, eta 3: int(log3(9) + 1) = 3 rungs at 9, 3, 1; a second bracket starts at 3.
@@ -48,36 +32,36 @@ TEST_F(AshaSchedulerTest, TrialsBelowTheRungQuantileStopAndTheRestRunToMaxT) {
   //   rung 3: t0 0.6 (first: continue), t1 0.95 (cutoff 0.6: continue),
   //           t3 0.7 (cutoff of {0.6, 0.95} = 0.6 + 0.35 * 2/3 = 0.833: STOP)
   //   iteration 9 = max_t: t0 and t1 stop (stop_last_trials).
-  StartAsha(kAsha, 4);
-  EXPECT_EQ(At(0, 1, 0.5), "continue");
-  EXPECT_EQ(At(1, 1, 0.9), "continue");
-  EXPECT_EQ(At(2, 1, 0.1), "stop");
-  EXPECT_EQ(At(3, 1, 0.8), "continue");
+  StartScheduled("asha", kAsha, 4);
+  EXPECT_EQ(Decide(0, 1, 0.5), "continue");
+  EXPECT_EQ(Decide(1, 1, 0.9), "continue");
+  EXPECT_EQ(Decide(2, 1, 0.1), "stop");
+  EXPECT_EQ(Decide(3, 1, 0.8), "continue");
   EXPECT_EQ(T(2).status, TrialStatus::kTerminated);
-  for (int i : {0, 1, 3}) EXPECT_EQ(At(i, 2, 0.5), "continue");
-  EXPECT_EQ(At(0, 3, 0.6), "continue");
-  EXPECT_EQ(At(1, 3, 0.95), "continue");
-  EXPECT_EQ(At(3, 3, 0.7), "stop");
+  for (int i : {0, 1, 3}) EXPECT_EQ(Decide(i, 2, 0.5), "continue");
+  EXPECT_EQ(Decide(0, 3, 0.6), "continue");
+  EXPECT_EQ(Decide(1, 3, 0.95), "continue");
+  EXPECT_EQ(Decide(3, 3, 0.7), "stop");
   for (int64_t it = 4; it < 9; ++it) {
-    EXPECT_EQ(At(0, it, 0.6), "continue");
-    EXPECT_EQ(At(1, it, 0.95), "continue");
+    EXPECT_EQ(Decide(0, it, 0.6), "continue");
+    EXPECT_EQ(Decide(1, it, 0.95), "continue");
   }
-  EXPECT_EQ(At(0, 9, 0.6), "stop");
-  EXPECT_EQ(At(1, 9, 0.95), "stop");
+  EXPECT_EQ(Decide(0, 9, 0.6), "stop");
+  EXPECT_EQ(Decide(1, 9, 0.95), "stop");
   EXPECT_TRUE(runner_->IsFinished());
   ExpectDeltasRebuildState("asha", kAsha, "acc", "max");
 }
 
 TEST_F(AshaSchedulerTest, MinModeStopsTheLargerLosses) {
   // mode min: t1's loss 0.9 is above (worse than) the first trial's 0.2 at rung 1.
-  StartAsha(kAsha, 2, "min");
-  EXPECT_EQ(At(0, 1, 0.2), "continue");
-  EXPECT_EQ(At(1, 1, 0.9), "stop");
+  StartScheduled("asha", kAsha, 2, "min");
+  EXPECT_EQ(Decide(0, 1, 0.2), "continue");
+  EXPECT_EQ(Decide(1, 1, 0.9), "stop");
 }
 
 TEST_F(AshaSchedulerTest, AResultWithoutTheMetricIsATrialErrorNamingIt) {
   // Ray Tune's strict metric checking: the trial errors with the metric, scheduler and keys.
-  StartAsha(kAsha, 1);
+  StartScheduled("asha", kAsha, 1);
   ASSERT_TRUE(Report(0, 1, {{"loss", 0.3}}).ok());
   EXPECT_EQ(T(0).status, TrialStatus::kError);
   EXPECT_NE(T(0).error.find("result has no number 'acc' (needed by the asha scheduler as its metric)"),

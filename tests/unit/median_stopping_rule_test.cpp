@@ -8,26 +8,7 @@
 namespace tunebus {
 namespace {
 
-class MedianStoppingRuleTest : public TrialRunnerTest {
- protected:
-  void StartMedian(const json& config, int trials, int64_t concurrent = 0) {
-    RunnerOptions o;
-    o.metric = "acc";
-    o.mode = "max";
-    o.max_concurrent_trials = concurrent;
-    config_ = config;
-    auto s = MakeTrialScheduler("median_stopping", config, "acc", "max");
-    ASSERT_TRUE(s.ok()) << s.status().ToString();
-    Start(o, trials, std::move(*s));
-    runner_->Step();
-    GrantAll();
-  }
-  std::string At(int index, int64_t iteration, double acc) {
-    EXPECT_TRUE(Report(index, iteration, {{"acc", acc}}).ok());
-    return LastAction(index);
-  }
-  json config_;
-};
+using MedianStoppingRuleTest = TrialRunnerTest;
 
 const json kMedian = {{"time_attr", "training_iteration"}, {"grace_period", 1}, {"min_samples_required", 2}};
 
@@ -37,15 +18,15 @@ TEST_F(MedianStoppingRuleTest, TrialsWorseThanTheMedianOfRunningMeansStop) {
   // Iteration 2: t0 and t1 have fewer than 2 others at time 2: continue. t2: others at 2 are
   // t0, t1 with running means 1.0, 0.8 -> median 0.9 > best 0.6: STOP. t3: others t0, t1, t2
   // (t2 reached 2 before it stopped) -> median 0.8 > 0.1: STOP.
-  StartMedian(kMedian, 4);
+  StartScheduled("median_stopping", kMedian, 4);
   const double acc[] = {1.0, 0.8, 0.6, 0.1};
-  for (int i = 0; i < 4; ++i) EXPECT_EQ(At(i, 1, acc[i]), "continue") << i;
-  EXPECT_EQ(At(0, 2, acc[0]), "continue");
-  EXPECT_EQ(At(1, 2, acc[1]), "continue");
-  EXPECT_EQ(At(2, 2, acc[2]), "stop");
-  EXPECT_EQ(At(3, 2, acc[3]), "stop");
-  EXPECT_EQ(At(0, 3, acc[0]), "continue");
-  EXPECT_EQ(At(1, 3, acc[1]), "continue");  // median of t0 1.0, t2 0.6, t3 0.1 = 0.6 < 0.8
+  for (int i = 0; i < 4; ++i) EXPECT_EQ(Decide(i, 1, acc[i]), "continue") << i;
+  EXPECT_EQ(Decide(0, 2, acc[0]), "continue");
+  EXPECT_EQ(Decide(1, 2, acc[1]), "continue");
+  EXPECT_EQ(Decide(2, 2, acc[2]), "stop");
+  EXPECT_EQ(Decide(3, 2, acc[3]), "stop");
+  EXPECT_EQ(Decide(0, 3, acc[0]), "continue");
+  EXPECT_EQ(Decide(1, 3, acc[1]), "continue");  // median of t0 1.0, t2 0.6, t3 0.1 = 0.6 < 0.8
   ExpectDeltasRebuildState("median_stopping", kMedian, "acc", "max");
 }
 
@@ -55,19 +36,19 @@ TEST_F(MedianStoppingRuleTest, SoftStopPausesAndTheTrialRunsAgainWhenNothingWait
   // is never judged again.
   json config = kMedian;
   config["hard_stop"] = false;
-  StartMedian(config, 3);
+  StartScheduled("median_stopping", config, 3);
   const double acc[] = {1.0, 0.8, 0.1};
-  for (int i = 0; i < 3; ++i) EXPECT_EQ(At(i, 1, acc[i]), "continue");
-  EXPECT_EQ(At(0, 2, acc[0]), "continue");
-  EXPECT_EQ(At(1, 2, acc[1]), "continue");
-  EXPECT_EQ(At(2, 2, acc[2]), "pause");
+  for (int i = 0; i < 3; ++i) EXPECT_EQ(Decide(i, 1, acc[i]), "continue");
+  EXPECT_EQ(Decide(0, 2, acc[0]), "continue");
+  EXPECT_EQ(Decide(1, 2, acc[1]), "continue");
+  EXPECT_EQ(Decide(2, 2, acc[2]), "pause");
   runner_->OnTrialExited(Id(2), T(2).attempt, true, "");
   EXPECT_EQ(T(2).status, TrialStatus::kPaused);
   runner_->Step();
   EXPECT_EQ(T(2).status, TrialStatus::kPending);
   GrantAll();
-  EXPECT_EQ(At(2, 1, 0.0), "continue");  // soft-stopped once: FIFO from now on
-  EXPECT_EQ(At(2, 2, 0.0), "continue");
+  EXPECT_EQ(Decide(2, 1, 0.0), "continue");  // soft-stopped once: FIFO from now on
+  EXPECT_EQ(Decide(2, 2, 0.0), "continue");
 }
 
 TEST_F(MedianStoppingRuleTest, WithTrialsWaitingARunningTrialYieldsAfterItsTimeSlice) {
@@ -75,10 +56,10 @@ TEST_F(MedianStoppingRuleTest, WithTrialsWaitingARunningTrialYieldsAfterItsTimeS
   // trial that is not below the median pauses once it ran 2 time units past its last pause.
   json config = kMedian;
   config["min_time_slice"] = 2;
-  StartMedian(config, 3, /*concurrent=*/2);
+  StartScheduled("median_stopping", config, 3, "max", /*max_concurrent=*/2);
   EXPECT_EQ(T(2).status, TrialStatus::kPending);
-  EXPECT_EQ(At(0, 1, 1.0), "pause");  // 1 - (-inf) > 2 and t2 waits
-  EXPECT_EQ(At(1, 1, 0.8), "pause");
+  EXPECT_EQ(Decide(0, 1, 1.0), "pause");  // 1 - (-inf) > 2 and t2 waits
+  EXPECT_EQ(Decide(1, 1, 0.8), "pause");
 }
 
 }  // namespace

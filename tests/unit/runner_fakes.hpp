@@ -226,6 +226,25 @@ class TrialRunnerTest : public ::testing::Test {
   Status Report(int index, int64_t seq, json metrics = json::object(), double dt = 1.0) {
     return runner_->OnResult(Id(index), T(index).attempt, seq, std::move(metrics), dt);
   }
+  // Starts `trials` trials (a grid over x) under the trial scheduler `name` (metric "acc"), with
+  // every placement granted.
+  void StartScheduled(const std::string& name, const json& config, int trials, const std::string& mode = "max",
+                      int64_t max_concurrent = 0) {
+    RunnerOptions o;
+    o.metric = "acc";
+    o.mode = mode;
+    o.max_concurrent_trials = max_concurrent;
+    auto s = MakeTrialScheduler(name, config, "acc", mode);
+    ASSERT_TRUE(s.ok()) << s.status().ToString();
+    Start(o, trials, std::move(*s));
+    runner_->Step();
+    GrantAll();
+  }
+  // Reports {"acc": acc} as result `seq` of trial `index`; the action that answered it.
+  std::string Decide(int index, int64_t seq, double acc) {
+    EXPECT_TRUE(Report(index, seq, {{"acc", acc}}).ok());
+    return LastAction(index);
+  }
   // The worker action that answered the newest result of trial `index`.
   std::string LastAction(int index) const {
     for (auto it = exec_.decisions.rbegin(); it != exec_.decisions.rend(); ++it) {
