@@ -66,6 +66,13 @@ def main():
         with open(os.path.join(restore, CHECKPOINT_FILE), "rb") as f:
             state = pickle.load(f)
         model, start = state["model"], state["epoch"]
+        # A PBT exploit restores another trial's model under a new config: train on with the
+        # new hyperparameters (the loss stays the model's).
+        model.set_params(
+            alpha=float(cfg.get("alpha", model.alpha)),
+            eta0=float(cfg.get("eta0", model.eta0)),
+            learning_rate=cfg.get("learning_rate", model.learning_rate),
+        )
         print("restored from %s at epoch %d" % (restore, start), flush=True)
     if model is None:
         model = SGDClassifier(
