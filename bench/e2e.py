@@ -256,10 +256,10 @@ def main():
     p.add_argument("--optuna-trials-per-s", type=float, default=0.0, help="Optuna's trials/s of this run")
     a = p.parse_args()
     a.workers = [1, 4] if a.quick else [1, 4, 16, 64]
-    a.results = 5000 if a.quick else 200000
+    a.results = 5000 if a.quick else 60000
     a.trials = 500 if a.quick else 10000
     a.requests = 100 if a.quick else 1000
-    a.memory_trials = 1000 if a.quick else 100000
+    a.memory_trials = 1000 if a.quick else 10000
     a.peer_trials = 100 if a.quick else 2000
     only = set(a.only.split(","))
     if "throughput" in only:
