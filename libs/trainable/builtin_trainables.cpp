@@ -80,6 +80,7 @@ class BuiltinTrainable : public Trainable {
     done_ = iteration_ >= max_iterations_;
     if (done_) (*metrics)["done"] = true;
     const auto now = SteadyClock::now();
+    reported_at_ = now;
     QueueReport(
         Report{std::move(*metrics), std::chrono::duration<double>(now - iter_start_).count()});
   }
@@ -88,6 +89,7 @@ class BuiltinTrainable : public Trainable {
     if (ended()) return Status::FailedPrecondition("the trainable has exited");
     if (!ConsumeAwaited()) return Status::FailedPrecondition("no report waits for a decision");
     OnDecision(iteration_);
+    last_decision_latency_s_ = std::chrono::duration<double>(SteadyClock::now() - reported_at_).count();
     if (action == Action::kCheckpoint) {  // saved now, before the next report or the end
       if (Status s = WriteCheckpoint(); !s.ok()) {
         ExitStatus es;
@@ -126,6 +128,12 @@ class BuiltinTrainable : public Trainable {
   TrialSetup setup_;
   std::chrono::nanoseconds delay_{0};
   int64_t max_iterations_ = 1;
+  double last_decision_latency_s_ = -1;  // report -> its decision, seconds; -1 before the first
+
+ private:
+  SteadyClock::time_point reported_at_;
+
+ protected:
 
  private:
   Status WriteCheckpoint() {
@@ -209,10 +217,22 @@ class NoopTrainable : public BuiltinTrainable {
   Status Configure(const nlohmann::json& c) override {
     auto iterations = GetInt(c, "mock_iterations", 1);
     if (!iterations.ok()) return iterations.status();
+    auto metrics = GetInt(c, "noop_metrics", 1);
+    if (!metrics.ok()) return metrics.status();
+    if (*metrics < 1 || *metrics > 1000) return Status::InvalidArgument("config.noop_metrics must be in [1, 1000]");
     max_iterations_ = *iterations;
+    metrics_ = *metrics;
     return Status::Ok();
   }
-  Result<nlohmann::json> Step(int64_t t) override { return nlohmann::json{{"value", t}}; }
+  Result<nlohmann::json> Step(int64_t t) override {
+    nlohmann::json r{{"value", t}};
+    for (int64_t k = 1; k < metrics_; ++k) r[fmt::format("m{}", k)] = t + k;
+    if (last_decision_latency_s_ >= 0) r["decision_latency_s"] = last_decision_latency_s_;
+    return r;
+  }
+
+ private:
+  int64_t metrics_ = 1;
 };
 
 }  // namespace

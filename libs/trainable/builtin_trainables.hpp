@@ -22,7 +22,9 @@
 // A "checkpoint" decision writes {"iteration": t} to <trial_dir>/checkpoint_tmp/checkpoint.json.
 //
 // noop — reports {"value": t} immediately at start and after every decision; done after
-// mock_iterations (default 1).
+// mock_iterations (default 1). Config `noop_metrics` N (default 1) adds m1..m{N-1} = t + k.
+// From its second report on it carries `decision_latency_s`: seconds from its previous report
+// to that report's decision, as the trainable saw them (the benchmarks' decision latency).
 #pragma once
 
 #include <cstdint>

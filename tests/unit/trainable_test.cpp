@@ -380,11 +380,22 @@ TEST(MockTrainableTest, WrongConfigTypeIsAStartError) {
 }
 
 TEST(NoopTrainableTest, ReportsIterationValuesUntilDone) {
-  // noop reports {"value": t} for each iteration and marks the last one done.
+  // noop reports {"value": t} for each iteration and marks the last one done; from the second
+  // report on it carries the latency of the previous decision.
   auto reports = RunToEnd(*MakeBuiltin("noop", {{"mock_iterations", 2}}));
   ASSERT_EQ(reports.size(), 2u);
   EXPECT_EQ(reports[0], (nlohmann::json{{"value", 1}}));
-  EXPECT_EQ(reports[1], (nlohmann::json{{"value", 2}, {"done", true}}));
+  EXPECT_EQ(reports[1]["value"], 2);
+  EXPECT_EQ(reports[1]["done"], true);
+  EXPECT_GE(reports[1]["decision_latency_s"].get<double>(), 0.0);
+}
+
+TEST(NoopTrainableTest, NoopMetricsPadsTheResult) {
+  // noop_metrics N makes each report carry N metrics: value and m1..m{N-1}.
+  auto reports = RunToEnd(*MakeBuiltin("noop", {{"noop_metrics", 10}}));
+  ASSERT_EQ(reports.size(), 1u);
+  EXPECT_EQ(reports[0].size(), 11u);  // 10 metrics + done
+  EXPECT_EQ(reports[0]["m9"], 10);
 }
 
 TEST(MakeTrainableTest, UnknownBuiltinIsRejected) {

@@ -1,0 +1,276 @@
+"""End-to-end benchmarks of issue 6 on the real service binaries (run by bench/run).
+
+Starts checkpoint-store, resource-manager, scheduler and N trial-worker *processes* on ipc://
+endpoints in a temporary folder, submits experiments of the built-in `noop` trainable over the
+real control socket (msgpack, proto/PROTOCOL.md §2) and prints one JSON object per line:
+
+  result_throughput  N worker processes × 1 cpu, N trials × K results, FIFO, synced journal,
+                     result files on; results/s over the experiment's elapsed_s; decision latency
+                     p50/p99 from the `decision_latency_s` the noop trainable reports (report ->
+                     its decision, as the trainable saw it); ratio to the raw ingest limit
+                     (bench/ingest_baseline) measured in the same run.
+  bookkeeping        T trials × 1 result on 4 workers × 4 cpus; (wall - ideal) / trials, ideal = 0
+                     because noop does no work.
+  control_latency    list_trials / show_trial on that finished T-trial experiment, p50/p99 of
+                     send -> reply received (reply parsing excluded).
+  memory             scheduler VmRSS growth for T trials, each with a last result of 10 metrics.
+  peer_tunebus       T trials × 10 results on 2 workers × 8 cpus (the side-by-side's tunebus half).
+
+Usage: e2e.py --bin BUILD/bin [--quick] [--only NAME,...]
+Needs pyzmq and msgpack (Debian python3-zmq, python3-msgpack).
+"""
+import argparse
+import glob
+import json
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+
+import msgpack
+import zmq
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from machine import machine  # noqa: E402
+
+
+def percentile(values, p):
+    if not values:
+        return None
+    s = sorted(values)
+    return s[min(len(s) - 1, int(round(p / 100.0 * (len(s) - 1))))]
+
+
+class Cluster:
+    """The four services as processes; stop() kills them (SIGTERM, then SIGKILL)."""
+
+    def __init__(self, bindir, workers, cpus_per_worker):
+        self.tmp = tempfile.mkdtemp(prefix="tunebus-bench-")
+        self.procs = []
+        ep = lambda n: "ipc://%s/%s.sock" % (self.tmp, n)  # noqa: E731
+        self.control = ep("control")
+        logs = os.path.join(self.tmp, "logs")
+        os.makedirs(logs)
+
+        def start(name, args):
+            with open(os.path.join(logs, name + ".log"), "wb") as log:
+                p = subprocess.Popen([os.path.join(bindir, args[0])] + args[1:] + ["--log-level", "warn"],
+                                     stdout=log, stderr=log)
+            self.procs.append(p)
+            return p
+
+        start("store", ["checkpoint-store", "--endpoint", ep("store"), "--data-dir", os.path.join(self.tmp, "store")])
+        start("rm", ["resource-manager", "--endpoint", ep("rm"), "--events-endpoint", ep("rm-events")])
+        self.scheduler = start("scheduler", ["scheduler", "--control", self.control, "--workers", ep("workers"),
+                                             "--events", ep("events"), "--rm", ep("rm"), "--rm-events", ep("rm-events"),
+                                             "--store", ep("store")])
+        for i in range(workers):
+            start("worker%d" % i, ["trial-worker", "--worker-id", "w%d" % i, "--scheduler", ep("workers"),
+                                   "--rm", ep("rm"), "--store", ep("store"), "--cpus", str(cpus_per_worker)])
+        self.ctx = zmq.Context()
+        self.sock = self.ctx.socket(zmq.DEALER)
+        self.sock.connect(self.control)
+        self.next_id = 1
+        deadline = time.time() + 60
+        while True:
+            try:
+                alive = [w for w in self.request("list_workers", timeout_s=2) if w.get("alive")]
+                if len(alive) >= workers:
+                    break
+            except (TimeoutError, RuntimeError):
+                pass
+            if time.time() > deadline:
+                raise RuntimeError("workers did not register within 60 s; logs in " + logs)
+            time.sleep(0.1)
+
+    def send(self, type_, **fields):
+        msg = {"v": 1, "type": type_, "id": self.next_id}
+        msg.update(fields)
+        self.next_id += 1
+        self.sock.send(msgpack.packb(msg))
+
+    def recv_raw(self, timeout_s=60):
+        if not self.sock.poll(int(timeout_s * 1000)):
+            raise TimeoutError("no control reply")
+        return self.sock.recv()
+
+    def request(self, type_, timeout_s=60, **fields):
+        self.send(type_, **fields)
+        reply = msgpack.unpackb(self.recv_raw(timeout_s), raw=False)
+        if reply.get("type") == "error":
+            raise RuntimeError("%s: %s" % (reply.get("code"), reply.get("message")))
+        return json.loads(reply["body_json"])
+
+    def run_experiment(self, spec_yaml, timeout_s=3600):
+        """Submits, waits for the end; returns (summary, wall seconds from submit to end seen)."""
+        t0 = time.time()
+        self.request("submit_experiment", spec_yaml=spec_yaml, base_dir=self.tmp, source_name="bench.yaml")
+        while True:
+            summary = self.request("get_experiment")
+            if summary["status"] != "RUNNING":
+                return summary, time.time() - t0
+            if time.time() - t0 > timeout_s:
+                raise TimeoutError("experiment did not end in %d s" % timeout_s)
+            time.sleep(0.02)
+
+    def rss_bytes(self, proc):
+        with open("/proc/%d/status" % proc.pid) as f:
+            for line in f:
+                if line.startswith("VmRSS:"):
+                    return int(line.split()[1]) * 1024
+        return 0
+
+    def stop(self):
+        self.sock.close(linger=0)
+        self.ctx.term()
+        for p in reversed(self.procs):
+            p.send_signal(signal.SIGTERM)
+        for p in reversed(self.procs):
+            try:
+                p.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                p.kill()
+                p.wait()
+        shutil.rmtree(self.tmp, ignore_errors=True)
+
+
+def noop_spec(name, trials, iterations, metrics=1, scheduler="fifo"):
+    return ("name: %s\ntrainable: {builtin: noop}\n"
+            "param_space: {mock_iterations: %d, noop_metrics: %d}\n"
+            "num_samples: %d\nseed: 1\nmetric: value\nmode: max\n"
+            "resources_per_trial: {cpu: 1}\nresults_dir: results\nscheduler: %s\n"
+            % (name, iterations, metrics, trials, scheduler))
+
+
+def result_lines(cluster, name):
+    """Every result.json line of experiment `name`, parsed."""
+    out = []
+    for path in glob.glob(os.path.join(cluster.tmp, "results", name, "*", "result.json")):
+        with open(path) as f:
+            out.extend(json.loads(line) for line in f if line.strip())
+    return out
+
+
+def emit(obj):
+    obj["machine"] = machine()
+    print(json.dumps(obj), flush=True)
+
+
+def bench_throughput(a, raw):
+    for n in a.workers:
+        k = max(1, a.results // n)
+        c = Cluster(a.bin, n, 1)
+        try:
+            summary, wall = c.run_experiment(noop_spec("tp%d" % n, n, k))
+            lines = result_lines(c, "tp%d" % n)
+        finally:
+            c.stop()
+        lat = [r["decision_latency_s"] * 1e3 for r in lines if "decision_latency_s" in r]
+        rps = len(lines) / summary["elapsed_s"]
+        emit({"benchmark": "result_throughput", "workers": n, "worker_kind": "processes (trial-worker, --cpus 1)",
+              "trials": n, "results_per_trial": k, "results": len(lines), "scheduler": "fifo",
+              "journal": "synced group commit", "result_files": True, "status": summary["status"],
+              "elapsed_s": summary["elapsed_s"], "wall_s": wall, "results_per_s": rps,
+              "decision_latency_ms_p50": percentile(lat, 50), "decision_latency_ms_p99": percentile(lat, 99),
+              "baseline": "raw_ingest", "baseline_results_per_s": raw, "ratio_to_baseline": rps / raw if raw else None,
+              "target_results_per_s": 100000, "target_ratio": 0.30,
+              "meets_target": rps >= 100000 and raw and rps / raw >= 0.30})
+
+
+def bench_bookkeeping_and_control(a):
+    t = a.trials
+    c = Cluster(a.bin, 4, 4)
+    try:
+        summary, wall = c.run_experiment(noop_spec("bk", t, 1))
+        overhead_ms = (summary["elapsed_s"] - 0.0) / t * 1e3
+        emit({"benchmark": "bookkeeping", "trials": t, "results_per_trial": 1, "workers": 4, "cpus_per_worker": 4,
+              "status": summary["status"], "elapsed_s": summary["elapsed_s"], "wall_s": wall, "ideal_s": 0.0,
+              "overhead_ms_per_trial": overhead_ms, "baseline": "Ray Tune's published 9 ms/trial",
+              "ratio_to_baseline": overhead_ms / 9.0, "target_ms_per_trial": 0.2,
+              "meets_target": overhead_ms <= 0.2})
+        trials = c.request("list_trials")
+        ids = [x["trial_id"] for x in trials]
+        for kind in ("list_trials", "show_trial"):
+            times, size = [], 0
+            for i in range(a.requests):
+                t0 = time.perf_counter()
+                if kind == "list_trials":
+                    c.send("list_trials", status="")
+                else:
+                    c.send("show_trial", trial_id=ids[(i * 7919) % len(ids)])
+                raw = c.recv_raw()
+                times.append((time.perf_counter() - t0) * 1e3)
+                size = max(size, len(raw))
+            p99 = percentile(times, 99)
+            emit({"benchmark": "control_latency", "request": kind, "trials": len(ids), "requests": a.requests,
+                  "transport": "ipc:// control socket, DEALER, one request in flight",
+                  "p50_ms": percentile(times, 50), "p99_ms": p99, "max_reply_bytes": size,
+                  "target_p99_ms": 20, "meets_target": p99 <= 20})
+    finally:
+        c.stop()
+
+
+def bench_memory(a):
+    t = a.memory_trials
+    c = Cluster(a.bin, 4, 4)
+    try:
+        before = c.rss_bytes(c.scheduler)
+        summary, _ = c.run_experiment(noop_spec("mem", t, 1, metrics=10))
+        after = c.rss_bytes(c.scheduler)
+        last = c.request("show_trial", trial_id=c.request("list_trials", status="TERMINATED")[0]["trial_id"])
+    finally:
+        c.stop()
+    per = (after - before) / t
+    emit({"benchmark": "memory", "trials": t, "status": summary["status"],
+          "last_result_keys": len(last.get("last_result") or {}), "rss_before_bytes": before,
+          "rss_after_bytes": after, "bytes_per_trial": per, "baseline": "2 KiB per trial (the target)",
+          "ratio_to_baseline": per / 2048, "target_bytes_per_trial": 2048, "meets_target": per <= 2048,
+          "note": "RSS growth includes the last result (10 user metrics + auto-filled keys) and allocator slack"})
+
+
+def bench_peer(a):
+    t = a.peer_trials
+    c = Cluster(a.bin, 2, 8)
+    try:
+        summary, wall = c.run_experiment(noop_spec("peer", t, 10, scheduler="fifo"))
+    finally:
+        c.stop()
+    emit({"benchmark": "peer_tunebus", "trials": t, "results_per_trial": 10, "workers": 2, "cpus_per_worker": 8,
+          "scheduler": "fifo", "scheduler_note": "libs/tune has no asha on this branch yet (branch sched); FIFO",
+          "status": summary["status"], "elapsed_s": summary["elapsed_s"], "wall_s": wall,
+          "trials_per_s": t / summary["elapsed_s"], "baseline": "peer_optuna (this run)",
+          "baseline_trials_per_s": a.optuna_trials_per_s,
+          "ratio_to_baseline": (t / summary["elapsed_s"]) / a.optuna_trials_per_s if a.optuna_trials_per_s else None,
+          "target_ratio": 50})
+
+
+def main():
+    p = argparse.ArgumentParser()
+    p.add_argument("--bin", required=True)
+    p.add_argument("--quick", action="store_true")
+    p.add_argument("--only", default="throughput,bookkeeping,memory,peer")
+    p.add_argument("--raw-results-per-s", type=float, default=0.0, help="the raw ingest limit of this run")
+    p.add_argument("--optuna-trials-per-s", type=float, default=0.0, help="Optuna's trials/s of this run")
+    a = p.parse_args()
+    a.workers = [1, 4] if a.quick else [1, 4, 16, 64]
+    a.results = 5000 if a.quick else 60000
+    a.trials = 500 if a.quick else 10000
+    a.requests = 100 if a.quick else 1000
+    a.memory_trials = 1000 if a.quick else 10000
+    a.peer_trials = 100 if a.quick else 2000
+    only = set(a.only.split(","))
+    if "throughput" in only:
+        bench_throughput(a, a.raw_results_per_s)
+    if "bookkeeping" in only:
+        bench_bookkeeping_and_control(a)
+    if "memory" in only:
+        bench_memory(a)
+    if "peer" in only:
+        bench_peer(a)
+
+
+if __name__ == "__main__":
+    main()
