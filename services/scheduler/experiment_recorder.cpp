@@ -8,7 +8,6 @@
 #include "libs/bus/socket.hpp"
 #include "libs/journal/records.hpp"
 #include "libs/tune/trial_runner.hpp"
-#include "proto/events.hpp"
 #include "services/scheduler/trial_json.hpp"
 
 namespace tunebus {
@@ -34,7 +33,7 @@ std::string CsvCell(const json& v) {
 }  // namespace
 
 ExperimentRecorder::ExperimentRecorder(std::string name, std::string experiment_dir, journal::JournalWriter& journal,
-                                       zmq::socket_t& events)
+                                       EventPublisher& events)
     : name_(std::move(name)), experiment_dir_(std::move(experiment_dir)), journal_(journal), events_(events) {
   std::error_code ec;
   fs::create_directories(experiment_dir_, ec);
@@ -60,21 +59,6 @@ ExperimentRecorder::TrialFiles& ExperimentRecorder::Files(const Trial& t) {
   return *slot;
 }
 
-void ExperimentRecorder::Publish(const char* event, const Trial* trial, const json& body) {
-  proto::SchedulerEvent e;
-  e.event = event;
-  e.experiment = name_;
-  if (trial) e.trial_id = trial->trial_id;
-  e.body_json = body.dump();
-  const std::string topic = trial ? "trial" : "experiment";
-  try {
-    events_.send(zmq::buffer(topic), zmq::send_flags::sndmore | zmq::send_flags::dontwait);
-    events_.send(zmq::buffer(proto::Encode(e)), zmq::send_flags::dontwait);
-  } catch (const zmq::error_t& err) {
-    spdlog::debug("Dropping event {}: {}", event, err.what());
-  }
-}
-
 void ExperimentRecorder::OnTrialAdded(const Trial& t) {
   journal_.Append(journal::TrialAdded(t));
   const std::string dir = TrialDir(t);
@@ -82,12 +66,12 @@ void ExperimentRecorder::OnTrialAdded(const Trial& t) {
   fs::create_directories(dir, ec);
   std::ofstream params(dir + "/params.json", std::ios::trunc);
   params << t.config.dump(2) << "\n";
-  Publish("trial_added", &t, TrialToJson(t, experiment_dir_));
+  events_.Publish("trial", "trial_added", name_, t.trial_id, [&] { return TrialToJson(t, experiment_dir_); });
 }
 
 void ExperimentRecorder::OnTrialStarted(const Trial& t) {
   journal_.Append(journal::TrialStarted(t));
-  Publish("trial_started", &t, TrialToJson(t, experiment_dir_));
+  events_.Publish("trial", "trial_started", name_, t.trial_id, [&] { return TrialToJson(t, experiment_dir_); });
 }
 
 void ExperimentRecorder::OnTrialResult(const Trial& t, const json& result, const char* decision) {
@@ -109,7 +93,7 @@ void ExperimentRecorder::OnTrialResult(const Trial& t, const json& result, const
     if (it != result.end()) row += CsvCell(*it);
   }
   f.progress_csv << row << "\n";
-  Publish("trial_result", &t, TrialToJson(t, experiment_dir_));
+  events_.Publish("trial", "trial_result", name_, t.trial_id, [&] { return TrialToJson(t, experiment_dir_); });
 }
 
 void ExperimentRecorder::OnTrialStatus(const Trial& t) {
@@ -120,12 +104,12 @@ void ExperimentRecorder::OnTrialStatus(const Trial& t) {
     it->second->progress_csv.flush();
     if (IsFinished(t.status)) files_.erase(it);
   }
-  Publish("trial_status", &t, TrialToJson(t, experiment_dir_));
+  events_.Publish("trial", "trial_status", name_, t.trial_id, [&] { return TrialToJson(t, experiment_dir_); });
 }
 
 void ExperimentRecorder::OnCheckpointSaved(const Trial& t, const CheckpointRef& ref) {
   journal_.Append(journal::CheckpointSavedRecord(t, ref));
-  Publish("checkpoint_saved", &t, CheckpointToJson(ref));
+  events_.Publish("trial", "checkpoint_saved", name_, t.trial_id, [&] { return CheckpointToJson(ref); });
 }
 
 void ExperimentRecorder::OnCheckpointDeleted(const Trial& t, const std::string& checkpoint_id) {
@@ -138,7 +122,7 @@ void ExperimentRecorder::OnTrialUpdated(const Trial& t, const json& change) {
     std::ofstream params(TrialDir(t) + "/params.json", std::ios::trunc);
     params << t.config.dump(2) << "\n";
   }
-  Publish("trial_updated", &t, TrialToJson(t, experiment_dir_));
+  events_.Publish("trial", "trial_updated", name_, t.trial_id, [&] { return TrialToJson(t, experiment_dir_); });
 }
 
 void ExperimentRecorder::OnSearcherState(const json& state) { journal_.Append(journal::SearcherState(state)); }
@@ -150,8 +134,7 @@ void ExperimentRecorder::OnTrialSchedulerState(const json& delta) {
 void ExperimentRecorder::OnExperimentEnded(const std::string& status, const std::string& reason) {
   journal_.Append(journal::ExperimentEnded(status, reason));
   Checkpoint();
-  json body = {{"status", status}, {"reason", reason}};
-  Publish("experiment_ended", nullptr, body);
+  events_.Publish("experiment", "experiment_ended", name_, "", [&] { return json{{"status", status}, {"reason", reason}}; });
 }
 
 void ExperimentRecorder::WriteErrorFile(const Trial& t, const std::string& text) {

@@ -3,7 +3,7 @@
 //   2. writes the trial's files in Ray Tune's layout under <results_dir>/<experiment>/:
 //      <trial>/params.json, <trial>/result.json (JSON lines), <trial>/progress.csv,
 //      <trial>/error.txt, and experiment_state.json (for humans; the journal is the truth),
-//   3. publishes a SchedulerEvent on the event stream.
+//   3. publishes a SchedulerEvent on the event stream (built only if someone subscribed).
 // File errors are logged and never stop the experiment (the journal holds the results).
 #pragma once
 
@@ -14,10 +14,9 @@
 #include <unordered_map>
 #include <vector>
 
-#include <zmq.hpp>
-
 #include "libs/journal/journal_writer.hpp"
 #include "libs/tune/trial_executor.hpp"
+#include "services/scheduler/event_publisher.hpp"
 
 namespace tunebus {
 
@@ -27,7 +26,7 @@ class ExperimentRecorder final : public RunnerObserver {
  public:
   /// `experiment_dir` is <results_dir>/<experiment name>; created if missing.
   ExperimentRecorder(std::string name, std::string experiment_dir, journal::JournalWriter& journal,
-                     zmq::socket_t& events);
+                     EventPublisher& events);
   ~ExperimentRecorder() override;
 
   /// The runner whose summary experiment_state.json shows (set once it exists).
@@ -58,12 +57,11 @@ class ExperimentRecorder final : public RunnerObserver {
   };
   std::string TrialDir(const Trial& trial) const;
   TrialFiles& Files(const Trial& trial);
-  void Publish(const char* event, const Trial* trial, const nlohmann::json& body);
 
   std::string name_;
   std::string experiment_dir_;
   journal::JournalWriter& journal_;
-  zmq::socket_t& events_;
+  EventPublisher& events_;
   const TrialRunner* runner_ = nullptr;
   std::unordered_map<std::string, std::unique_ptr<TrialFiles>> files_;
   double started_at_ = 0;

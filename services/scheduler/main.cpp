@@ -20,7 +20,7 @@ int main(int argc, char** argv) {
   CLI::App app{"tunebus scheduler: runs experiments and their trials"};
   app.add_option("--control", o.control_endpoint, "control socket (tunectl), ROUTER bind")->envname("TUNEBUS_CONTROL_ENDPOINT")->capture_default_str();
   app.add_option("--workers", o.worker_endpoint, "trial-worker socket, ROUTER bind")->envname("TUNEBUS_SCHEDULER_WORKER_ENDPOINT")->capture_default_str();
-  app.add_option("--events", o.events_endpoint, "event stream, PUB bind")->envname("TUNEBUS_EVENTS_ENDPOINT")->capture_default_str();
+  app.add_option("--events", o.events_endpoint, "event stream, XPUB bind (SUB clients)")->envname("TUNEBUS_EVENTS_ENDPOINT")->capture_default_str();
   app.add_option("--rm", o.rm_endpoint, "resource-manager endpoint")->envname("TUNEBUS_RM_ENDPOINT")->capture_default_str();
   app.add_option("--rm-events", o.rm_events_endpoint, "resource-manager node events (PUB)")->envname("TUNEBUS_RM_EVENTS_ENDPOINT")->capture_default_str();
   app.add_option("--store", o.store_endpoint, "checkpoint-store endpoint")->envname("TUNEBUS_STORE_ENDPOINT")->capture_default_str();

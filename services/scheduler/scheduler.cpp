@@ -24,7 +24,7 @@ Status Scheduler::Init() {
   if (!control.ok()) return control.status();
   auto workers = bus::Bind(ctx_, zmq::socket_type::router, options_.worker_endpoint);
   if (!workers.ok()) return workers.status();
-  auto events = bus::Bind(ctx_, zmq::socket_type::pub, options_.events_endpoint);
+  auto events = bus::Bind(ctx_, zmq::socket_type::xpub, options_.events_endpoint);
   if (!events.ok()) return events.status();
   auto rm = bus::Connect(ctx_, zmq::socket_type::dealer, options_.rm_endpoint);
   if (!rm.ok()) return rm.status();
@@ -36,6 +36,7 @@ Status Scheduler::Init() {
   control_ = std::move(*control);
   workers_ = std::move(*workers);
   events_ = std::move(*events);
+  publisher_ = std::make_unique<EventPublisher>(events_);
   rm_sub_ = std::move(*rm_sub);
   rm_sub_.set(zmq::sockopt::subscribe, "node");
   control_bound_ = bus::BoundEndpoint(control_);
@@ -47,6 +48,7 @@ Status Scheduler::Init() {
   loop_.AddSocket(control_, [this] { OnControlReadable(); });
   loop_.AddSocket(workers_, [this] { OnWorkerReadable(); });
   loop_.AddSocket(rm_sub_, [this] { OnNodeEvent(); });
+  loop_.AddSocket(events_, [this] { publisher_->OnReadable(); });
   loop_.SetIdleHook([this] { AfterRound(); });
   last_state_file_ = bus::Clock::now();
   return Status::Ok();

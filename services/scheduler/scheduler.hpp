@@ -33,6 +33,7 @@
 #include "libs/journal/snapshot.hpp"
 #include "libs/spec/experiment_spec.hpp"
 #include "proto/control.hpp"
+#include "services/scheduler/event_publisher.hpp"
 
 namespace tunebus {
 
@@ -131,7 +132,8 @@ class Scheduler {
   bus::EventLoop loop_;
   zmq::socket_t control_;
   zmq::socket_t workers_;
-  zmq::socket_t events_;
+  zmq::socket_t events_;  // XPUB
+  std::unique_ptr<EventPublisher> publisher_;
   zmq::socket_t rm_sub_;
   std::unique_ptr<bus::RequestClient> rm_;
   std::unique_ptr<bus::RequestClient> store_;
