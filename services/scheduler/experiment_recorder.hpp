@@ -7,16 +7,14 @@
 // File errors are logged and never stop the experiment (the journal holds the results).
 #pragma once
 
-#include <fstream>
 #include <functional>
-#include <memory>
 #include <string>
-#include <unordered_map>
 #include <vector>
 
 #include "libs/journal/journal_writer.hpp"
 #include "libs/tune/trial_executor.hpp"
 #include "services/scheduler/event_publisher.hpp"
+#include "services/scheduler/result_files.hpp"
 
 namespace tunebus {
 
@@ -50,20 +48,14 @@ class ExperimentRecorder final : public RunnerObserver {
   const std::string& experiment_dir() const { return experiment_dir_; }
 
  private:
-  struct TrialFiles {
-    std::ofstream result_json;
-    std::ofstream progress_csv;
-    std::vector<std::string> csv_columns;  // fixed by the first result, as Ray Tune's CSV logger
-  };
   std::string TrialDir(const Trial& trial) const;
-  TrialFiles& Files(const Trial& trial);
 
   std::string name_;
   std::string experiment_dir_;
   journal::JournalWriter& journal_;
   EventPublisher& events_;
   const TrialRunner* runner_ = nullptr;
-  std::unordered_map<std::string, std::unique_ptr<TrialFiles>> files_;
+  ResultFiles files_;
   double started_at_ = 0;
 };
 

@@ -1,0 +1,62 @@
+// ResultFiles: writes a trial's files in Ray Tune's layout (<trial>/params.json, result.json as
+// JSON lines, progress.csv with the columns of the first result) on a background thread, so the
+// scheduler's event loop never waits on the file system (creating a trial's files costs ext4
+// inode allocations; formatting a result line and a CSV row costs more than deciding on it).
+// The journal, not these files, is the record of an experiment: the files are for humans and
+// tools, written in the order the results came, complete once Drain() returns.
+#pragma once
+
+#include <condition_variable>
+#include <deque>
+#include <fstream>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <unordered_map>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+namespace tunebus {
+
+class ResultFiles {
+ public:
+  ResultFiles();
+  ~ResultFiles();  // writes what is queued, then stops the thread
+  ResultFiles(const ResultFiles&) = delete;
+  ResultFiles& operator=(const ResultFiles&) = delete;
+
+  /// Creates `trial_dir` and (re)writes <trial_dir>/params.json with `config` (indented).
+  void WriteParams(const std::string& trial_dir, nlohmann::json config);
+  /// Appends `result` to <trial_dir>/result.json and a row to <trial_dir>/progress.csv (header
+  /// from the first result of the trial; later keys outside it are left out, as Ray Tune's CSV
+  /// logger). Files are opened on the first result and kept open until Close.
+  void AppendResult(const std::string& trial_dir, nlohmann::json result);
+  /// Flushes and closes the trial's files (it finished); a later result reopens them.
+  void Close(const std::string& trial_dir);
+  /// Flushes every open file.
+  void FlushAll();
+  /// Blocks until everything queued before the call is written and flushed.
+  void Drain();
+
+ private:
+  struct TrialFiles {
+    std::ofstream result_json;
+    std::ofstream progress_csv;
+    std::vector<std::string> csv_columns;
+  };
+  void Post(std::function<void()> task);
+  void Loop();
+  TrialFiles& Open(const std::string& trial_dir);  // writer thread only
+
+  std::mutex mu_;
+  std::condition_variable wake_, idle_;
+  std::deque<std::function<void()>> tasks_;
+  bool busy_ = false, stopping_ = false;
+  std::unordered_map<std::string, std::unique_ptr<TrialFiles>> open_;  // writer thread only
+  std::thread thread_;
+};
+
+}  // namespace tunebus
