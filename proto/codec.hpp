@@ -48,7 +48,9 @@ Result<Decoded> Decode(const void* data, size_t size);
 /// Encodes a message struct to bytes.
 template <typename M>
 std::string Encode(const M& m) {
-  msgpack::sbuffer buf;
+  // One buffer per thread, reused: a fresh sbuffer allocates 8 KiB for every message.
+  thread_local msgpack::sbuffer buf;
+  buf.clear();
   msgpack::pack(buf, m);
   return std::string(buf.data(), buf.size());
 }

@@ -23,7 +23,9 @@ struct SubmitExperiment {
 struct ListTrials {
   TUNEBUS_ENVELOPE("list_trials");
   std::string status;  // filter by status name, "" = all
-  MSGPACK_DEFINE_MAP(v, type, id, status)
+  int64_t offset = 0;  // skip this many (matching) trials, in creation order
+  int64_t limit = 0;   // at most this many; 0 = all (a page keeps the reply small at 10,000s of trials)
+  MSGPACK_DEFINE_MAP(v, type, id, status, offset, limit)
 };
 
 /// One trial. body: the trial object plus "results" (the last 10 results).

@@ -5,8 +5,9 @@ namespace tunebus::journal {
 using nlohmann::json;
 
 std::string EncodeRecord(const json& record) {
-  const std::vector<std::uint8_t> bytes = json::to_msgpack(record);
-  return std::string(bytes.begin(), bytes.end());
+  std::string bytes;
+  json::to_msgpack(record, bytes);
+  return bytes;
 }
 
 Result<json> DecodeRecord(const std::string& bytes) {

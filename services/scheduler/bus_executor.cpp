@@ -32,10 +32,10 @@ void BusExecutor::PlaceTrial(const Trial& trial, int64_t attempt) {
   req.trial_id = trial.trial_id;
   req.attempt = attempt;
   req.request = {trial.resources.units_map().begin(), trial.resources.units_map().end()};
-  placing_ = true;
+  ++placing_;
   const std::string trial_id = trial.trial_id;
   rm_.Request(req, [this, trial_id, attempt](Result<proto::Decoded> reply) {
-    placing_ = false;
+    --placing_;
     if (runner_ == nullptr) return;
     Result<proto::AllocateReply> r = reply.ok() ? reply->As<proto::AllocateReply>() : Result<proto::AllocateReply>(reply.status());
     if (!r.ok()) {

@@ -47,7 +47,9 @@ class BusExecutor final : public TrialExecutor {
   /// the worker to register): a RegisterWorker that does not list the trial is then no loss.
   bool StartUnsent(const std::string& trial_id, int64_t attempt) const;
 
-  bool CanPlace() const override { return !blocked_ && !placing_; }
+  /// Up to kMaxPlacementsInFlight Allocate requests are pipelined to the resource-manager (it
+  /// answers them in order); after a "no room" answer none is sent until something is freed.
+  bool CanPlace() const override { return !blocked_ && placing_ < kMaxPlacementsInFlight; }
   void PlaceTrial(const Trial& trial, int64_t attempt) override;
   void LaunchTrial(const Trial& trial) override;
   void SendDecision(const Trial& trial, int64_t seq, const char* action) override;
@@ -71,7 +73,8 @@ class BusExecutor final : public TrialExecutor {
   std::function<bool(const std::string&)> is_registered_;
   std::map<std::string, int64_t> unsent_starts_;  // trial_id -> attempt whose StartTrial waits
   bool blocked_ = false;
-  bool placing_ = false;
+  static constexpr int kMaxPlacementsInFlight = 32;
+  int placing_ = 0;  // Allocate requests in flight
 };
 
 }  // namespace tunebus

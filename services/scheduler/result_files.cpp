@@ -5,6 +5,8 @@
 
 #include <spdlog/spdlog.h>
 
+#include "libs/core/csv.hpp"
+
 namespace tunebus {
 
 namespace fs = std::filesystem;
@@ -12,20 +14,8 @@ using nlohmann::json;
 
 namespace {
 
-// One CSV cell: numbers and strings as-is, everything else as compact JSON; quoted when needed.
-std::string CsvCell(const json& v) {
-  std::string s = v.is_string() ? v.get<std::string>() : v.dump();
-  if (s.find_first_of(",\"\n") == std::string::npos) return s;
-  std::string q;
-  q.reserve(s.size() + 8);
-  q.push_back('"');
-  for (char c : s) {
-    if (c == '"') q.push_back('"');  // a quote is doubled
-    q.push_back(c);
-  }
-  q.push_back('"');
-  return q;
-}
+// One CSV cell: strings as-is, everything else as compact JSON.
+std::string CsvCell(const json& v) { return CsvQuote(v.is_string() ? v.get<std::string>() : v.dump()); }
 
 }  // namespace
 
@@ -41,11 +31,13 @@ ResultFiles::~ResultFiles() {
 }
 
 void ResultFiles::Post(std::function<void()> task) {
+  bool wake = false;
   {
     std::lock_guard<std::mutex> lock(mu_);
+    wake = tasks_.empty() && !busy_;  // a busy writer takes the whole queue when it is done
     tasks_.push_back(std::move(task));
   }
-  wake_.notify_one();
+  if (wake) wake_.notify_one();
 }
 
 void ResultFiles::Loop() {

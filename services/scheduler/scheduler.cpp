@@ -1,5 +1,7 @@
 #include "services/scheduler/scheduler.hpp"
 
+#include <malloc.h>
+
 #include <spdlog/spdlog.h>
 
 #include "proto/resources.hpp"
@@ -86,6 +88,9 @@ void Scheduler::AfterRound() {
       state_ = State::kIdle;
       spdlog::info("Experiment {} ended: {} ({})", e->spec.name, ExperimentStatusName(e->runner->status()),
                    e->runner->end_reason());
+      // Give back to the system what the run's transient buffers (result batches, journal
+      // records, the file writer's queue) left free in malloc's arenas.
+      malloc_trim(0);
     }
   }
   MaybeSnapshot(*e);

@@ -217,10 +217,20 @@ void Scheduler::HandleListTrials(const bus::Incoming& in, const proto::Decoded& 
     filter = ParseTrialStatus(msg->status);
     if (!filter) return ReplyError(in, d.id(), d.type(), Status::InvalidArgument("unknown status '" + msg->status + "'"));
   }
+  if (msg->offset < 0 || msg->limit < 0) {
+    return ReplyError(in, d.id(), d.type(), Status::InvalidArgument("offset and limit must be >= 0"));
+  }
   json body = json::array();
   if (Experiment* e = Current()) {
+    int64_t skip = msg->offset;
     for (const Trial& t : e->runner->trials()) {
-      if (!filter || t.status == *filter) body.push_back(TrialToJson(t, e->experiment_dir));
+      if (filter && t.status != *filter) continue;
+      if (skip > 0) {
+        --skip;
+        continue;
+      }
+      if (msg->limit > 0 && int64_t(body.size()) >= msg->limit) break;
+      body.push_back(TrialToJson(t, e->experiment_dir));
     }
   }
   ReplyJson(in, d.id(), body);

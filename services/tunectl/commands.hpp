@@ -31,6 +31,7 @@ struct ListFlags {
   std::string sort;                 // result key (or trial field); "-key" sorts descending
   std::vector<std::string> columns; // table columns: trial fields, result keys, "config.<key>"
   int64_t limit = 0;                // 0 = all
+  int64_t offset = 0;               // skip this many first (creation order, or sorted order)
 };
 /// `tunectl ls`: -o json prints the (sorted, limited) array of trial objects.
 int ListCommand(const GlobalFlags& g, const ListFlags& flags);

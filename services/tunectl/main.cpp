@@ -42,6 +42,8 @@ int main(int argc, char** argv) {
   ls_cmd->add_option("--sort", list.sort, "sort by a result key or trial field; -KEY sorts descending");
   ls_cmd->add_option("--columns", list.columns, "table columns: trial fields, result keys, config.KEY")->delimiter(',');
   ls_cmd->add_option("--limit", list.limit, "at most this many trials")->check(CLI::NonNegativeNumber);
+  ls_cmd->add_option("--offset", list.offset, "skip this many trials first (with --limit: a page)")
+      ->check(CLI::NonNegativeNumber);
   auto* best_cmd = app.add_subcommand("best", "the best trial: config, metric, checkpoint");
   std::string export_format = "csv";
   auto* export_cmd = app.add_subcommand("export", "every trial with its config and last result");

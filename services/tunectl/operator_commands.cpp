@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "libs/core/csv.hpp"
 #include "proto/control.hpp"
 #include "services/tunectl/commands.hpp"
 #include "services/tunectl/control_call.hpp"
@@ -24,7 +25,9 @@ namespace {
 // A column's value in a trial object: a top-level field, "config.<key>", or a result key.
 json Cell(const json& t, const std::string& column) {
   if (column.rfind("config.", 0) == 0) {
-    const json::json_pointer p("/" + column.substr(7));
+    std::string pointer = column.substr(6);  // ".<key>"
+    pointer[0] = '/';
+    const json::json_pointer p(pointer);
     return t["config"].contains(p) ? t["config"][p] : json(nullptr);
   }
   if (t.contains(column) && !t[column].is_object()) return t[column];
@@ -45,11 +48,7 @@ void Flatten(const json& j, const std::string& prefix, std::map<std::string, jso
 }
 
 std::string CsvField(const json& v) {
-  std::string s = v.is_null() ? "" : FormatValueExact(v);
-  if (s.find_first_of(",\"\n") == std::string::npos) return s;
-  std::string quoted = "\"";
-  for (char c : s) quoted += c == '"' ? std::string("\"\"") : std::string(1, c);
-  return quoted + "\"";
+  return CsvQuote(v.is_null() ? "" : FormatValueExact(v));
 }
 
 }  // namespace
@@ -57,6 +56,10 @@ std::string CsvField(const json& v) {
 int ListCommand(const GlobalFlags& g, const ListFlags& f) {
   proto::ListTrials req;
   req.status = f.status;
+  if (f.sort.empty()) {  // the scheduler pages; sorting needs every trial here first
+    req.offset = f.offset;
+    req.limit = f.limit;
+  }
   auto body = Call(g, req);
   if (!body.ok()) return Fail(body.status());
   json trials = std::move(*body);
@@ -69,7 +72,10 @@ int ListCommand(const GlobalFlags& g, const ListFlags& f) {
       return desc ? y < x : x < y;
     });
   }
-  if (f.limit > 0 && int64_t(trials.size()) > f.limit) trials.erase(trials.begin() + f.limit, trials.end());
+  if (!f.sort.empty()) {
+    trials.erase(trials.begin(), trials.begin() + std::min<int64_t>(f.offset, int64_t(trials.size())));
+    if (f.limit > 0 && int64_t(trials.size()) > f.limit) trials.erase(trials.begin() + f.limit, trials.end());
+  }
   return PrintBody(g, trials, [&](const json& rows) {
     if (f.columns.empty()) {
       json summary = {{"name", "trials"}, {"counts", json::object()}, {"total", rows.size()}};
@@ -153,13 +159,17 @@ int ExportCommand(const GlobalFlags& g, const std::string& format) {
     if (k != "trial_id") header.push_back(k);
   }
   std::string line;
-  for (const std::string& h : header) line += (line.empty() ? "" : ",") + CsvField(h);
+  for (const std::string& h : header) {
+    if (!line.empty()) line.push_back(',');
+    line.append(CsvField(h));
+  }
   std::cout << line << "\n";
   for (const auto& row : rows) {
     line.clear();
     for (size_t i = 0; i < header.size(); ++i) {
       auto it = row.find(header[i]);
-      line += (i ? "," : "") + CsvField(it == row.end() ? json(nullptr) : it->second);
+      if (i) line.push_back(',');
+      line.append(CsvField(it == row.end() ? json(nullptr) : it->second));
     }
     std::cout << line << "\n";
   }

@@ -52,6 +52,15 @@ TEST(OperatorCommandsTest, WatchLsBestExportAndLogsFromTunectl) {
   ASSERT_EQ(sorted.Json().size(), 2u) << sorted.out;
   EXPECT_DOUBLE_EQ(sorted.Json()[0]["last_result"].value("score", 0.0), 1.2);
   EXPECT_NEAR(sorted.Json()[1]["last_result"].value("score", 0.0), 0.9, 1e-9);
+  // Pages come from the scheduler in creation order (lr 0.1, 0.4, 0.2, 0.3): trials 2 and 3.
+  auto page = cluster.Ctl({"-o", "json", "ls", "--offset", "1", "--limit", "2"});
+  ASSERT_EQ(page.exit_code, 0) << page.Describe();
+  ASSERT_EQ(page.Json().size(), 2u) << page.out;
+  EXPECT_DOUBLE_EQ(page.Json()[0]["config"].value("lr", 0.0), 0.4) << page.out;
+  EXPECT_DOUBLE_EQ(page.Json()[1]["config"].value("lr", 0.0), 0.2) << page.out;
+  auto sorted_page = cluster.Ctl({"-o", "json", "ls", "--sort", "-score", "--offset", "1", "--limit", "1"});
+  ASSERT_EQ(sorted_page.Json().size(), 1u) << sorted_page.out;
+  EXPECT_NEAR(sorted_page.Json()[0]["last_result"].value("score", 0.0), 0.9, 1e-9) << sorted_page.out;
   auto columns = cluster.Ctl({"ls", "--sort", "score", "--columns", "trial_id,config.lr,score"});
   ASSERT_EQ(columns.exit_code, 0) << columns.Describe();
   EXPECT_EQ(columns.out.substr(0, columns.out.find('\n')), "trial_id     config.lr  score") << columns.out;

@@ -1,0 +1,13 @@
+// CSV (RFC 4180) field quoting, shared by the scheduler's progress.csv and `tunectl export`.
+#pragma once
+
+#include <string>
+#include <string_view>
+
+namespace tunebus {
+
+/// `text` as one CSV field: unchanged unless it holds a comma, a quote or a newline; then in
+/// double quotes with every quote doubled.
+std::string CsvQuote(std::string_view text);
+
+}  // namespace tunebus
