@@ -17,8 +17,10 @@ JournalWriter::JournalWriter(bus::EventLoop& loop, bus::RequestClient& store, st
                              bus::Duration retry_delay)
     : loop_(loop), store_(store), experiment_(std::move(experiment)), retry_delay_(retry_delay) {}
 
-uint64_t JournalWriter::Append(const nlohmann::json& record) {
-  queued_.push_back(EncodeRecord(record));
+uint64_t JournalWriter::Append(const nlohmann::json& record) { return AppendEncoded(EncodeRecord(record)); }
+
+uint64_t JournalWriter::AppendEncoded(std::string record) {
+  queued_.push_back(std::move(record));
   return ++appended_;
 }
 

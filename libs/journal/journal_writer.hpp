@@ -29,6 +29,8 @@ class JournalWriter {
 
   /// Queues a record. Returns its position (1-based, counted by this writer).
   uint64_t Append(const nlohmann::json& record);
+  /// Same, for a record already encoded (EncodeRecord's bytes).
+  uint64_t AppendEncoded(std::string record);
   /// Runs `effect` once all records appended so far are durable (at once if they are).
   void AfterDurable(std::function<void()> effect);
   /// Sends the queued records as one append request. Cheap when nothing is queued.

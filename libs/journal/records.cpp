@@ -1,5 +1,7 @@
 #include "libs/journal/records.hpp"
 
+#include <msgpack.hpp>
+
 namespace tunebus::journal {
 
 using nlohmann::json;
@@ -49,6 +51,25 @@ json TrialStarted(const Trial& t) {
 json ResultRecord(const Trial& t, const json& result, const char* decision) {
   return {{"kind", "result"}, {"trial_id", t.trial_id}, {"attempt", t.attempt}, {"seq", t.last_seq},
           {"result", result}, {"decision", decision}};
+}
+
+std::string EncodeResultRecord(const Trial& t, std::string_view result_msgpack, const char* decision) {
+  msgpack::sbuffer buf(128 + result_msgpack.size());
+  msgpack::packer<msgpack::sbuffer> pk(buf);
+  pk.pack_map(6);  // the keys in ResultRecord's (sorted) order
+  pk.pack(std::string_view("attempt"));
+  pk.pack(t.attempt);
+  pk.pack(std::string_view("decision"));
+  pk.pack(std::string_view(decision));
+  pk.pack(std::string_view("kind"));
+  pk.pack(std::string_view("result"));
+  pk.pack(std::string_view("result"));
+  buf.write(result_msgpack.data(), result_msgpack.size());
+  pk.pack(std::string_view("seq"));
+  pk.pack(t.last_seq);
+  pk.pack(std::string_view("trial_id"));
+  pk.pack(t.trial_id);
+  return std::string(buf.data(), buf.size());
 }
 
 json TrialStatusRecord(const Trial& t) {

@@ -22,6 +22,7 @@
 #pragma once
 
 #include <string>
+#include <string_view>
 
 #include <nlohmann/json.hpp>
 
@@ -42,6 +43,10 @@ nlohmann::json TrialAdded(const Trial& trial);
 nlohmann::json SearcherState(const nlohmann::json& state);
 nlohmann::json TrialStarted(const Trial& trial);
 nlohmann::json ResultRecord(const Trial& trial, const nlohmann::json& result, const char* decision);
+/// EncodeRecord(ResultRecord(trial, result, decision)) from the result already encoded as
+/// msgpack (`result_msgpack`, e.g. by nlohmann::json::to_msgpack), without copying the result
+/// into a record document: the scheduler's per-result path.
+std::string EncodeResultRecord(const Trial& trial, std::string_view result_msgpack, const char* decision);
 nlohmann::json TrialStatusRecord(const Trial& trial);
 /// The trial scheduler's state delta (TrialScheduler::TakeStateDelta): kind "trial_scheduler".
 nlohmann::json TrialSchedulerDelta(const nlohmann::json& delta);

@@ -54,15 +54,19 @@ class BuiltinTrainable : public Trainable {
     if (started_) return Status::FailedPrecondition("trainable already started");
     if (!setup_.config.is_object()) return Status::InvalidArgument("config must be a JSON object");
     if (Status s = Configure(setup_.config); !s.ok()) return s;
-    if (Status s = timer_.Open(); !s.ok()) return s;
     started_ = true;
     iteration_ = setup_.start_iteration;
     iter_start_ = SteadyClock::now();
+    if (delay_.count() == 0) {  // unpaced: the first report is ready at once, no timer at all
+      Iterate();
+      return Status::Ok();
+    }
+    if (Status s = timer_.Open(); !s.ok()) return s;
     return timer_.Arm(delay_);
   }
 
   std::vector<int> fds() const override {
-    if (!started_ || ended()) return {};
+    if (!started_ || ended() || timer_.fd() < 0) return {};
     return {timer_.fd()};
   }
 

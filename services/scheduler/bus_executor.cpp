@@ -136,6 +136,9 @@ void BusExecutor::ReleaseResources(const Trial& trial) {
       if (!reply.ok()) spdlog::warn("Release of {} failed: {}", trial_id, reply.status().ToString());
       blocked_ = false;
     });
+    // The resource-manager answers requests in order: an Allocate sent after this Release
+    // already sees the freed resources, so placement need not wait for the reply.
+    blocked_ = false;
   });
 }
 

@@ -49,8 +49,12 @@ void ExperimentRecorder::OnTrialStarted(const Trial& t) {
 }
 
 void ExperimentRecorder::OnTrialResult(const Trial& t, const json& result, const char* decision) {
-  journal_.Append(journal::ResultRecord(t, result, decision));
-  files_.AppendResult(TrialDir(t), result);
+  // Encoded once: the journal record embeds these bytes and the file writer decodes them on its
+  // own thread, so the result is never copied on the event loop.
+  std::string result_msgpack;
+  json::to_msgpack(result, result_msgpack);
+  journal_.AppendEncoded(journal::EncodeResultRecord(t, result_msgpack, decision));
+  files_.AppendResult(TrialDir(t), std::move(result_msgpack));
   events_.Publish("trial", "trial_result", name_, t.trial_id, [&] { return TrialToJson(t, experiment_dir_); });
 }
 

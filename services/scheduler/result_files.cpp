@@ -98,8 +98,10 @@ void ResultFiles::WriteParams(const std::string& trial_dir, json config) {
   });
 }
 
-void ResultFiles::AppendResult(const std::string& trial_dir, json result) {
-  Post([this, trial_dir, result = std::move(result)] {
+void ResultFiles::AppendResult(const std::string& trial_dir, std::string result_msgpack) {
+  Post([this, trial_dir, bytes = std::move(result_msgpack)] {
+    const json result = json::from_msgpack(bytes, /*strict=*/true, /*allow_exceptions=*/false);
+    if (!result.is_object()) return;
     TrialFiles& f = Open(trial_dir);
     f.result_json << result.dump() << "\n";
     if (f.csv_columns.empty()) {

@@ -33,7 +33,8 @@ class ResultFiles {
   /// Appends `result` to <trial_dir>/result.json and a row to <trial_dir>/progress.csv (header
   /// from the first result of the trial; later keys outside it are left out, as Ray Tune's CSV
   /// logger). Files are opened on the first result and kept open until Close.
-  void AppendResult(const std::string& trial_dir, nlohmann::json result);
+  /// `result_msgpack`: the result object as msgpack (decoded on the writer thread).
+  void AppendResult(const std::string& trial_dir, std::string result_msgpack);
   /// Flushes and closes the trial's files (it finished); a later result reopens them.
   void Close(const std::string& trial_dir);
   /// Flushes every open file.

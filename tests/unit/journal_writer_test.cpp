@@ -150,6 +150,21 @@ class JournalWriterTest : public ::testing::Test {
   std::unique_ptr<JournalWriter> writer_;
 };
 
+TEST(JournalRecordsTest, EncodedResultRecordDecodesToTheResultRecord) {
+  Trial t;
+  t.trial_id = "abc_00007";
+  t.attempt = 3;
+  t.last_seq = 300;  // wider than a fixint
+  const json result = {{"training_iteration", 300}, {"loss", 0.25}, {"done", false}, {"note", "x,y"}};
+  std::string result_msgpack;
+  json::to_msgpack(result, result_msgpack);
+  const std::string bytes = EncodeResultRecord(t, result_msgpack, "checkpoint");
+  auto decoded = DecodeRecord(bytes);
+  ASSERT_TRUE(decoded.ok()) << decoded.status().ToString();
+  EXPECT_EQ(*decoded, ResultRecord(t, result, "checkpoint"));
+  EXPECT_EQ(bytes, EncodeRecord(ResultRecord(t, result, "checkpoint")));  // the same bytes, too
+}
+
 TEST_F(JournalWriterTest, EffectRunsAtOnceWhenEverythingIsDurable) {
   // Nothing appended yet (or everything acked): AfterDurable runs the effect immediately.
   int ran = 0;
