@@ -33,10 +33,12 @@ std::string Trial::DirName() const {
   return name;
 }
 
-void NoteFailure(Trial& t) {
+const char* FailureKindName(FailureKind kind) { return kind == FailureKind::kWorkerLost ? "worker_lost" : "error"; }
+
+void NoteFailure(Trial& t, FailureKind kind) {
   if (t.error.empty()) return;
   if (!t.failures.empty() && t.failures.back().attempt == t.attempt && t.failures.back().error == t.error) return;
-  t.failures.push_back({t.attempt, t.error, t.status});
+  t.failures.push_back({t.attempt, t.error, t.status, kind});
   if (t.failures.size() > kMaxFailureHistory) t.failures.erase(t.failures.begin());
 }
 

@@ -57,10 +57,16 @@ struct CheckpointRef {
 
 /// One entry of a trial's failure history: an attempt that ended with an error (a trainable
 /// failure, a lost worker, an unplaceable request) and the status the trial went to.
+/// What ended an attempt that failed: the trainable (counts toward max_failures) or the loss of
+/// its worker (counts toward max_worker_losses).
+enum class FailureKind { kError = 0, kWorkerLost = 1 };
+const char* FailureKindName(FailureKind kind);  // "error" | "worker_lost"
+
 struct TrialFailure {
   int64_t attempt = 0;
   std::string error;
   TrialStatus then = TrialStatus::kPending;  // PENDING (requeued) or ERROR
+  FailureKind kind = FailureKind::kError;
 };
 
 /// Failures kept per trial (the oldest are dropped beyond it).
@@ -75,6 +81,7 @@ struct Trial {
   TrialStatus status = TrialStatus::kPending;
   int64_t attempt = 0;          // incremented at every start; results of older attempts are stale
   int64_t num_failures = 0;     // trainable errors so far (Ray Tune's num_failures)
+  int64_t num_worker_losses = 0;  // attempts ended by the loss of their worker
   std::string worker_id;        // set while RUNNING
   std::vector<std::string> gpu_ids;  // GPU indices assigned on the worker, while RUNNING
   nlohmann::json last_result;   // the newest result (object), null before the first one
@@ -107,6 +114,6 @@ struct Trial {
 /// Adds the trial's current error to its failure history unless it is empty or the newest
 /// entry already holds it for this attempt. Called for every status change the journal records,
 /// live and in replay, so both build the same history.
-void NoteFailure(Trial& trial);
+void NoteFailure(Trial& trial, FailureKind kind = FailureKind::kError);
 
 }  // namespace tunebus

@@ -73,8 +73,15 @@ std::string EncodeResultRecord(const Trial& t, std::string_view result_msgpack, 
 }
 
 json TrialStatusRecord(const Trial& t) {
-  return {{"kind", "trial_status"}, {"trial_id", t.trial_id}, {"attempt", t.attempt},
-          {"status", TrialStatusName(t.status)}, {"error", t.error}, {"num_failures", t.num_failures}};
+  json r = {{"kind", "trial_status"}, {"trial_id", t.trial_id}, {"attempt", t.attempt},
+            {"status", TrialStatusName(t.status)}, {"error", t.error}, {"num_failures", t.num_failures}};
+  if (t.num_worker_losses > 0) r["num_worker_losses"] = t.num_worker_losses;
+  const bool failed_now = !t.error.empty() && !t.failures.empty() && t.failures.back().attempt == t.attempt &&
+                          t.failures.back().error == t.error;
+  if (failed_now && t.failures.back().kind != FailureKind::kError) {
+    r["failure_kind"] = FailureKindName(t.failures.back().kind);
+  }
+  return r;
 }
 
 json TrialSchedulerDelta(const json& delta) { return {{"kind", "trial_scheduler"}, {"delta", delta}}; }

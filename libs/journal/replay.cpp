@@ -134,8 +134,9 @@ Status JournalReplayer::ApplyTrialRecord(const std::string& kind, const json& r,
     t.status = *status;
     t.error = r.value("error", "");
     t.num_failures = r.value("num_failures", t.num_failures);
+    t.num_worker_losses = r.value("num_worker_losses", t.num_worker_losses);
     t.attempt = r.value("attempt", t.attempt);
-    NoteFailure(t);
+    NoteFailure(t, r.value("failure_kind", "") == "worker_lost" ? FailureKind::kWorkerLost : FailureKind::kError);
     if (t.status != TrialStatus::kRunning) {
       t.worker_id.clear();
       t.gpu_ids.clear();

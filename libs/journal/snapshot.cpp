@@ -18,7 +18,8 @@ json TrialJson(const Trial& t) {
   for (const CheckpointRef& c : t.checkpoints) checkpoints.push_back(CheckpointJson(c));
   json j = {{"trial_id", t.trial_id}, {"config", t.config}, {"experiment_tag", t.experiment_tag},
             {"resources", t.resources.units_map()}, {"status", TrialStatusName(t.status)},
-            {"attempt", t.attempt}, {"num_failures", t.num_failures}, {"worker_id", t.worker_id},
+            {"attempt", t.attempt}, {"num_failures", t.num_failures},
+            {"num_worker_losses", t.num_worker_losses}, {"worker_id", t.worker_id},
             {"gpu_ids", t.gpu_ids}, {"last_result", t.last_result}, {"num_results", t.num_results},
             {"error", t.error}, {"start_time_s", t.start_time_s}, {"training_iteration", t.training_iteration},
             {"time_total_s", t.time_total_s}, {"last_seq", t.last_seq}, {"checkpoints", std::move(checkpoints)},
@@ -26,7 +27,9 @@ json TrialJson(const Trial& t) {
             {"restored_time_total_s", t.restored_time_total_s}};
   if (t.restore_checkpoint) j["restore_checkpoint"] = CheckpointJson(*t.restore_checkpoint);
   json failures = json::array();
-  for (const TrialFailure& f : t.failures) failures.push_back({f.attempt, f.error, TrialStatusName(f.then)});
+  for (const TrialFailure& f : t.failures) {
+    failures.push_back({f.attempt, f.error, TrialStatusName(f.then), FailureKindName(f.kind)});
+  }
   j["failures"] = std::move(failures);
   return j;
 }
@@ -52,6 +55,7 @@ Trial TrialFrom(const json& j, int64_t index) {
   t.status = ParseTrialStatus(j.at("status").get<std::string>()).value_or(TrialStatus::kPending);
   t.attempt = j.at("attempt").get<int64_t>();
   t.num_failures = j.at("num_failures").get<int64_t>();
+  t.num_worker_losses = j.value("num_worker_losses", int64_t{0});
   t.worker_id = j.at("worker_id").get<std::string>();
   t.gpu_ids = j.at("gpu_ids").get<std::vector<std::string>>();
   t.last_result = j.at("last_result");
@@ -67,8 +71,10 @@ Trial TrialFrom(const json& j, int64_t index) {
   t.restored_time_total_s = j.at("restored_time_total_s").get<double>();
   if (j.contains("restore_checkpoint")) t.restore_checkpoint = CheckpointFrom(j["restore_checkpoint"]);
   for (const json& f : j.value("failures", json::array())) {
+    const bool lost = f.size() > 3 && f.at(3) == "worker_lost";
     t.failures.push_back({f.at(0).get<int64_t>(), f.at(1).get<std::string>(),
-                          ParseTrialStatus(f.at(2).get<std::string>()).value_or(TrialStatus::kPending)});
+                          ParseTrialStatus(f.at(2).get<std::string>()).value_or(TrialStatus::kPending),
+                          lost ? FailureKind::kWorkerLost : FailureKind::kError});
   }
   return t;
 }

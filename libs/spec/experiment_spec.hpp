@@ -48,6 +48,7 @@ struct ExperimentSpec {
   int64_t max_concurrent_trials = 0;     // 0 = no limit
   std::string results_dir;               // absolute; default "<working_dir>/results"
   int64_t max_failures = 0;              // retries per trial after trainable errors; -1 = forever
+  int64_t max_worker_losses = -1;        // requeues per trial after losing its worker; -1 = no limit
   /// Ray Tune's fail_fast: "" (off), "true" (at the first ERROR trial stop every unfinished
   /// trial, the experiment ends ERROR) or "raise" (abort at once, leaving other trials as they
   /// were).

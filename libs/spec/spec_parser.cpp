@@ -28,6 +28,7 @@ const std::vector<std::string_view> kTopFields = {"name",
                                                   "max_concurrent_trials",
                                                   "results_dir",
                                                   "max_failures",
+                                                  "max_worker_losses",
                                                   "fail_fast",
                                                   "scheduler",
                                                   "queue_trials",
@@ -140,6 +141,9 @@ Status SpecParser::ParseField(const MapEntry& e) {
   }
   if (k == "max_failures") {
     return ParseInt(e, -1, &spec_.max_failures, "must be >= 0, or -1 to retry forever");
+  }
+  if (k == "max_worker_losses") {
+    return ParseInt(e, -1, &spec_.max_worker_losses, "must be >= 0, or -1 for no limit");
   }
   if (k == "results_dir") {
     Result<std::string> dir = r_.String(e.value, k);

@@ -347,17 +347,29 @@ void TrialRunner::RequestCheckpoint(const std::string& trial_id) {
 void TrialRunner::RequeueLost(const std::string& trial_id, const std::string& why) {
   Trial* t = Find(trial_id);
   if (t == nullptr || t->status != TrialStatus::kRunning || IsFinished()) return;
-  LeaveRunning(*t, TrialStatus::kPending, why);
-  SetPending(*t);
+  HandleWorkerLoss(*t, why);
+}
+
+void TrialRunner::HandleWorkerLoss(Trial& t, const std::string& why) {
+  t.num_worker_losses += 1;
+  if (options_.max_worker_losses >= 0 && t.num_worker_losses > options_.max_worker_losses) {
+    const std::string error = fmt::format("{} ({} worker losses, max_worker_losses {})", why, t.num_worker_losses,
+                                          options_.max_worker_losses);
+    LeaveRunning(t, TrialStatus::kError, error, false, false, FailureKind::kWorkerLost);
+    OnTrialErrored(t, error);
+    return;
+  }
+  LeaveRunning(t, TrialStatus::kPending, why, false, false, FailureKind::kWorkerLost);
+  SetPending(t);
 }
 
 void TrialRunner::LeaveRunning(Trial& t, TrialStatus to, const std::string& error, bool stop_trainable,
-                               bool saving) {
+                               bool saving, FailureKind kind) {
   t.status = to;
   t.error = error;
   --running_;
   pause_requested_.erase(t.index);
-  NoteFailure(t);
+  NoteFailure(t, kind);
   observer_.OnTrialStatus(t);
   if (stop_trainable) executor_.StopTrial(t);  // before the release: nothing else gets them first
   if (saving) {
@@ -418,9 +430,9 @@ void TrialRunner::OnWorkerLost(const std::string& worker_id) {
   for (const auto& [trial_id, attempt] : lost_saving) OnTrialExited(trial_id, attempt, false, "worker lost");
   for (Trial& t : trials_) {
     if (t.status != TrialStatus::kRunning || t.worker_id != worker_id) continue;
-    LeaveRunning(t, TrialStatus::kPending, fmt::format("worker {} was lost", worker_id));
-    SetPending(t);
+    HandleWorkerLoss(t, fmt::format("worker {} was lost", worker_id));
   }
+  CheckFinished();
 }
 
 void TrialRunner::EndExperiment(ExperimentStatus status, const std::string& reason) {

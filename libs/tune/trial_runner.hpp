@@ -36,6 +36,9 @@ struct RunnerOptions {
   std::optional<double> time_budget_s;       // wall seconds for the whole experiment
   int64_t max_concurrent_trials = 0;         // 0 = unlimited
   int64_t max_failures = 0;                  // -1 = retry forever
+  /// Requeues after the trial's worker was lost (not counted in max_failures: a preempted
+  /// machine is not the trainable's fault); past it the trial is ERROR. -1 = no limit.
+  int64_t max_worker_losses = -1;
   std::string fail_fast;                     // "" (off), "true" or "raise" (see ExperimentSpec)
   bool queue_trials = false;                 // a trial that fits no worker waits (stays PENDING)
   Resources resources_per_trial;
@@ -118,7 +121,8 @@ class TrialRunner final : public TrialSchedulerContext {
   /// The trial scheduler's whole state (for snapshots).
   nlohmann::json TrialSchedulerState() const { return scheduler_->SaveState(); }
   /// A RUNNING trial that no worker reported after a restart: its attempt's resources are
-  /// returned and it requeues from its newest checkpoint (not counted in num_failures).
+  /// returned and it requeues from its newest checkpoint (a worker loss: counted in
+  /// num_worker_losses, not num_failures; ERROR past max_worker_losses).
   void RequeueLost(const std::string& trial_id, const std::string& why);
 
   // ---- control ----------------------------------------------------------------------------
@@ -178,8 +182,11 @@ class TrialRunner final : public TrialSchedulerContext {
   /// `saving`: the trainable saves a checkpoint before it stops, so the attempt keeps its
   /// resources until OnTrialExited (see saving_).
   void LeaveRunning(Trial& trial, TrialStatus to, const std::string& error, bool stop_trainable = false,
-                    bool saving = false);
+                    bool saving = false, FailureKind kind = FailureKind::kError);
+  /// The trainable failed: requeue (from the newest checkpoint) or ERROR per max_failures.
   void HandleFailure(Trial& trial, const std::string& error);
+  /// The trial's worker was lost (or never reached): requeue, or ERROR past max_worker_losses.
+  void HandleWorkerLoss(Trial& trial, const std::string& why);
   void SetPending(Trial& trial);
   Trial& NewTrial(nlohmann::json config, std::string tag);
   /// The worker action for `decision` at the trial's current result, with checkpointing.

@@ -209,6 +209,7 @@ Result<int64_t> TrialRunner::RerunErrored(const std::string& mode) {
       t.checkpoints.clear();
       t.restore_checkpoint.reset();
       t.num_failures = 0;
+      t.num_worker_losses = 0;
     }
     t.status = TrialStatus::kPending;
     t.error.clear();

@@ -185,6 +185,7 @@ Result<Scheduler::Experiment*> Scheduler::BuildExperiment(ExperimentSpec spec, c
   ro.time_budget_s = e->spec.stop.time_budget_s;
   ro.max_concurrent_trials = e->spec.max_concurrent_trials;
   ro.max_failures = e->spec.max_failures;
+  ro.max_worker_losses = e->spec.max_worker_losses;
   ro.fail_fast = e->spec.fail_fast;  // "", "true" or "raise"
   ro.queue_trials = e->spec.queue_trials;
   ro.resources_per_trial = *resources;

@@ -17,7 +17,8 @@ json TrialToJson(const Trial& t, const std::string& experiment_dir) {
   for (const CheckpointRef& c : t.checkpoints) checkpoints.push_back(CheckpointToJson(c));
   json failures = json::array();
   for (const TrialFailure& f : t.failures) {
-    failures.push_back({{"attempt", f.attempt}, {"error", f.error}, {"then", TrialStatusName(f.then)}});
+    failures.push_back({{"attempt", f.attempt}, {"error", f.error}, {"then", TrialStatusName(f.then)},
+                        {"kind", FailureKindName(f.kind)}});
   }
   return {{"trial_id", t.trial_id},
           {"failures", std::move(failures)},
@@ -25,6 +26,7 @@ json TrialToJson(const Trial& t, const std::string& experiment_dir) {
           {"config", t.config},
           {"last_result", t.last_result.is_null() ? json::object() : t.last_result},
           {"num_failures", t.num_failures},
+          {"num_worker_losses", t.num_worker_losses},
           {"resources", t.resources.ToAmounts()},
           {"worker", t.worker_id.empty() ? json(nullptr) : json(t.worker_id)},
           {"gpu_ids", t.gpu_ids},

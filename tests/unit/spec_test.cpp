@@ -226,7 +226,7 @@ TEST(ExperimentSpecTest, UnknownTopLevelFieldListsExpectedFields) {
   ExpectInvalid(std::string(kMinimal) + "num_sample: 3\n",
                 "exp.yaml:3: unknown field 'num_sample'; expected one of name, trainable, "
                 "param_space, num_samples, seed, metric, mode, stop, resources_per_trial, "
-                "max_concurrent_trials, results_dir, max_failures, fail_fast, scheduler, queue_trials, checkpoint_freq, checkpoint_at_end, "
+                "max_concurrent_trials, results_dir, max_failures, max_worker_losses, fail_fast, scheduler, queue_trials, checkpoint_freq, checkpoint_at_end, "
                 "keep_checkpoints_num, checkpoint_score_attr, restore_from");
 }
 

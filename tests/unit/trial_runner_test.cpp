@@ -549,6 +549,32 @@ TEST_F(TrialRunnerTest, WorkerLostRequeuesItsRunningTrialsWithoutCountingFailure
   EXPECT_EQ(T(0).num_failures, 0);
 }
 
+TEST_F(TrialRunnerTest, MaxWorkerLossesBoundsRequeuesAfterWorkerLossSeparatelyFromMaxFailures) {
+  // max_worker_losses 1, max_failures 0: the first loss of its worker requeues the trial (a
+  // "worker_lost" failure, num_failures stays 0); the second makes it ERROR, naming the count.
+  RunnerOptions o;
+  o.max_worker_losses = 1;
+  Start(o, 1);
+  runner_->Step();
+  Grant("w1");
+  runner_->OnWorkerLost("w1");
+  EXPECT_EQ(T(0).status, TrialStatus::kPending);
+  EXPECT_EQ(T(0).num_worker_losses, 1);
+  EXPECT_EQ(T(0).num_failures, 0);
+  ASSERT_EQ(T(0).failures.size(), 1u);
+  EXPECT_EQ(T(0).failures[0].kind, FailureKind::kWorkerLost);
+  runner_->Step();
+  Grant("w2");
+  runner_->OnWorkerLost("w2");
+  EXPECT_EQ(T(0).status, TrialStatus::kError);
+  EXPECT_EQ(T(0).num_worker_losses, 2);
+  EXPECT_EQ(T(0).num_failures, 0);
+  EXPECT_NE(T(0).error.find("max_worker_losses 1"), std::string::npos) << T(0).error;
+  EXPECT_EQ(T(0).failures.back().kind, FailureKind::kWorkerLost);
+  EXPECT_EQ(T(0).failures.back().then, TrialStatus::kError);
+  EXPECT_TRUE(runner_->IsFinished());
+}
+
 // ---- control: stop trial / experiment --------------------------------------------------
 
 TEST_F(TrialRunnerTest, StopPendingTrialTerminatesItWithoutExecutorCalls) {
