@@ -1,5 +1,7 @@
 #include "libs/journal/snapshot.hpp"
 
+#include <msgpack.hpp>
+
 #include <fmt/format.h>
 
 #include "libs/core/resources.hpp"
@@ -87,18 +89,33 @@ std::string SnapshotId(const std::string& journal, uint64_t seq) {
   return fmt::format("{}{:012d}", SnapshotPrefix(journal), seq);
 }
 
-std::string EncodeSnapshot(const ReplayedExperiment& s) {
-  json trials = json::array();
-  for (const Trial& t : s.trials) trials.push_back(TrialJson(t));
+std::string EncodeSnapshot(const ReplayedExperiment& s) { return EncodeSnapshot(s, s.trials); }
+
+std::string EncodeSnapshot(const ReplayedExperiment& s, const std::vector<Trial>& trials) {
   json j = {{"snapshot_version", kSnapshotVersion}, {"experiment_id", s.experiment_id},
             {"spec_yaml", s.spec_yaml}, {"base_dir", s.base_dir}, {"source_name", s.source_name},
-            {"seed", s.seed}, {"submitted_at", s.submitted_at_s}, {"trials", std::move(trials)},
+            {"seed", s.seed}, {"submitted_at", s.submitted_at_s},
             {"searcher_state", s.searcher_state}, {"last_action", s.last_action},
             {"scheduler_state", s.scheduler_state},
             {"ended_status", s.ended_status}, {"ended_reason", s.ended_reason}, {"records", s.records}};
   if (s.restore_from) j["restore_from"] = CheckpointJson(*s.restore_from);
-  std::vector<uint8_t> bytes = json::to_msgpack(j);
-  return std::string(bytes.begin(), bytes.end());
+  // A msgpack map of j's entries plus "trials", written trial by trial: no document of every
+  // trial is ever built (at 100,000 trials that document alone is hundreds of MB of small nodes).
+  std::string out;
+  msgpack::sbuffer head;
+  msgpack::packer<msgpack::sbuffer> pk(head);
+  pk.pack_map(uint32_t(j.size() + 1));
+  out.append(head.data(), head.size());
+  for (const auto& [key, value] : j.items()) {
+    json::to_msgpack(json(key), out);
+    json::to_msgpack(value, out);
+  }
+  json::to_msgpack(json("trials"), out);
+  head.clear();
+  pk.pack_array(uint32_t(trials.size()));
+  out.append(head.data(), head.size());
+  for (const Trial& t : trials) json::to_msgpack(TrialJson(t), out);
+  return out;
 }
 
 Result<ReplayedExperiment> DecodeSnapshot(const std::string& bytes) {

@@ -23,6 +23,8 @@ std::string SnapshotPrefix(const std::string& journal);
 
 /// msgpack bytes of `state` (covering state.records records).
 std::string EncodeSnapshot(const ReplayedExperiment& state);
+/// Same with `trials` in place of state.trials (the runner's own, not copied).
+std::string EncodeSnapshot(const ReplayedExperiment& state, const std::vector<Trial>& trials);
 /// Errors: Corruption if the bytes are not a snapshot of this version.
 Result<ReplayedExperiment> DecodeSnapshot(const std::string& bytes);
 

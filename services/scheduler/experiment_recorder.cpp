@@ -104,13 +104,21 @@ void ExperimentRecorder::Checkpoint() {
   files_.FlushAll();
   if (runner_ == nullptr) return;
   json state = ExperimentToJson(name_, *runner_, experiment_dir_, WallSeconds() - started_at_);
-  state["trials"] = json::array();
-  for (const Trial& t : runner_->trials()) state["trials"].push_back(TrialToJson(t, experiment_dir_));
   state["journal"] = journal_.experiment();
   const std::string path = experiment_dir_ + "/experiment_state.json";
   {
+    // The summary's fields, then "trials" written one trial at a time: no document of every
+    // trial is built (it would be hundreds of MB of small nodes at 100,000 trials).
     std::ofstream out(path + ".tmp", std::ios::trunc);
-    out << state.dump(1) << "\n";
+    std::string text = state.dump(1);
+    text.pop_back();  // the closing brace
+    out << text << ",\n \"trials\": [";
+    bool first = true;
+    for (const Trial& t : runner_->trials()) {
+      out << (first ? "\n  " : ",\n  ") << TrialToJson(t, experiment_dir_).dump();
+      first = false;
+    }
+    out << "\n ]\n}\n";
   }
   std::error_code ec;
   fs::rename(path + ".tmp", path, ec);

@@ -144,13 +144,12 @@ void Scheduler::MaybeSnapshot(Experiment& e) {
   state.source_name = e.source_name;
   state.seed = e.seed;
   state.submitted_at_s = e.submitted_at_s;
-  state.trials = e.runner->trials();
   state.searcher_state = e.runner->SearcherState();
   state.scheduler_state = e.runner->TrialSchedulerState();
   state.last_action = e.runner->LastActions();
   state.restore_from = e.runner->options().restore_from;
   state.records = seq;
-  auto bytes = std::make_shared<std::string>(journal::EncodeSnapshot(state));
+  auto bytes = std::make_shared<std::string>(journal::EncodeSnapshot(state, e.runner->trials()));
   const std::string id = journal::SnapshotId(e.journal_name, seq);
   e.snapshot_in_flight = true;
   // Stored once every record it covers is durable; chunks go one after another.
