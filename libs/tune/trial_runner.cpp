@@ -38,6 +38,12 @@ TrialRunner::TrialRunner(RunnerOptions options, std::unique_ptr<VariantGenerator
       now_s_(std::move(now_s)) {
   start_s_ = now_s_();
   scheduler_->Attach(this);
+  // A known trial count is allocated once (no doubling of a vector of large Trial objects).
+  constexpr int64_t kMaxReserve = 1'000'000;
+  if (const int64_t total = search_alg_->Total(); total > 0) {
+    trials_.reserve(size_t(std::min(total, kMaxReserve)));
+    index_.reserve(size_t(std::min(total, kMaxReserve)));
+  }
 }
 
 Trial* TrialRunner::Find(const std::string& trial_id) {
@@ -232,7 +238,7 @@ Status TrialRunner::OnResult(const std::string& trial_id, int64_t attempt, int64
   }
 
   if (Status valid = scheduler_->ValidateResult(metrics); !valid.ok()) {
-    t->last_result = metrics;
+    t->last_result = std::move(metrics);
     observer_.OnTrialResult(*t, t->last_result, "stop");
     executor_.SendDecision(*t, seq, "stop");
     LeaveRunning(*t, TrialStatus::kError, valid.message());
@@ -250,7 +256,7 @@ Status TrialRunner::OnResult(const std::string& trial_id, int64_t attempt, int64
   std::optional<Exploit> exploit = std::move(deferred_exploit_);
   deferred_exploit_.reset();
   if (decision == Decision::kStop) metrics[rk::kDone] = true;
-  t->last_result = metrics;
+  t->last_result = std::move(metrics);
   const char* action = exploit ? "stop" : ActionFor(*t, decision, checkpoint_requested);
   observer_.OnTrialResult(*t, t->last_result, action);
   last_action_[t->index] = action;
