@@ -2,6 +2,7 @@
 // two workers; the scheduler is SIGKILLed mid-run and resumes from the journal (the ASHA rungs
 // come back from the journaled state deltas). Low-lr trials stop early at a rung, the best run to
 // max_t, and every trial finishes.
+#include <cmath>
 #include <string>
 #include <thread>
 
@@ -63,6 +64,101 @@ TEST(TrialSchedulersTest, AshaStopsWeakTrialsAtRungsAcrossASchedulerRestart) {
   const std::string log = cluster.process("scheduler")->Stdout();
   EXPECT_NE(log.find("Resumed experiment asha"), std::string::npos) << log;
 }
+
+
+// Every sampling function of the variant generator in one experiment file, run on two worker
+// processes under each remaining trial scheduler: the configs arrive in the trials within their
+// bounds, and the scheduler stops the weak (low-lr) trials before max_t.
+struct SchedulerCase {
+  const char* name;
+  const char* scheduler_yaml;
+  bool pauses;  // HyperBand pauses a trial at a rung and unpauses the best from its checkpoint
+};
+
+class EverySamplerTest : public ::testing::TestWithParam<SchedulerCase> {};
+
+TEST_P(EverySamplerTest, ExperimentFileWithEverySamplerRunsOnWorkersAndWeakTrialsStopEarly) {
+  ClusterOptions o;
+  o.cpus_per_worker = 2;
+  Cluster cluster(o);
+  ASSERT_TRUE(cluster.Start());
+  const fs::path file = cluster.dir() / "samplers.yaml";
+  WriteFile(file, std::string("name: samplers\n"
+                              "trainable: {builtin: mock}\n"
+                              "param_space:\n"
+                              "  lr: {grid_search: [0.0005, 0.1, 0.001, 0.08, 0.0008, 0.06, 0.0006, 0.09]}\n"
+                              "  mock_iterations: 27\n"
+                              "  sleep_s: 0.01\n"
+                              "  s:\n"
+                              "    choice: {choice: [a, b, 3]}\n"
+                              "    uniform: {uniform: [1, 2]}\n"
+                              "    quniform: {quniform: [0, 10, 2.5]}\n"
+                              "    loguniform: {loguniform: [1.0, 1000.0, 10]}\n"
+                              "    qloguniform: {qloguniform: [1.0, 1000.0, 5]}\n"
+                              "    randn: {randn: [0, 1]}\n"
+                              "    qrandn: {qrandn: [0, 1, 0.5]}\n"
+                              "    randint: {randint: [0, 10]}\n"
+                              "    qrandint: {qrandint: [0, 20, 5]}\n"
+                              "    lograndint: {lograndint: [1, 100]}\n"
+                              "    qlograndint: {qlograndint: [1, 100, 5]}\n"
+                              "metric: mean_accuracy\n"
+                              "mode: max\n"
+                              "seed: 5\n"
+                              "checkpoint_freq: 1\n"
+                              "scheduler: ") +
+                      GetParam().scheduler_yaml + "\nresults_dir: " + (cluster.dir() / "results").string() + "\n");
+  const CommandResult run = cluster.Ctl({"run", file.string()}, 120s);
+  ASSERT_EQ(run.exit_code, 0) << run.Describe() << cluster.LogTails();
+  const json trials = cluster.Ctl({"-o", "json", "ls"}).Json();
+  ASSERT_EQ(trials.size(), 8u) << trials.dump();
+  int early = 0, unpaused = 0;
+  int64_t longest = 0, strongest = 0;
+  for (const json& t : trials) {
+    EXPECT_EQ(t.value("status", ""), "TERMINATED") << t.dump();
+    const json& s = t["config"]["s"];
+    EXPECT_TRUE(s["choice"] == "a" || s["choice"] == "b" || s["choice"] == 3) << s.dump();
+    EXPECT_GE(s["uniform"].get<double>(), 1.0);
+    EXPECT_LT(s["uniform"].get<double>(), 2.0);
+    EXPECT_DOUBLE_EQ(std::fmod(s["quniform"].get<double>(), 2.5), 0.0) << s.dump();
+    EXPECT_GE(s["loguniform"].get<double>(), 1.0);
+    EXPECT_LE(s["loguniform"].get<double>(), 1000.0);
+    EXPECT_DOUBLE_EQ(std::fmod(s["qloguniform"].get<double>(), 5.0), 0.0) << s.dump();
+    EXPECT_TRUE(s["randn"].is_number_float()) << s.dump();
+    EXPECT_DOUBLE_EQ(std::fmod(s["qrandn"].get<double>(), 0.5), 0.0) << s.dump();
+    for (const char* k : {"randint", "qrandint", "lograndint", "qlograndint"}) {
+      EXPECT_TRUE(s[k].is_number_integer()) << k << " " << s.dump();
+    }
+    EXPECT_GE(s["randint"].get<int64_t>(), 0);
+    EXPECT_LT(s["randint"].get<int64_t>(), 10);
+    EXPECT_EQ(s["qrandint"].get<int64_t>() % 5, 0) << s.dump();
+    EXPECT_GE(s["lograndint"].get<int64_t>(), 1);
+    EXPECT_LT(s["lograndint"].get<int64_t>(), 100);
+    EXPECT_EQ(s["qlograndint"].get<int64_t>() % 5, 0) << s.dump();
+    const int64_t it = t.value("training_iteration", 0);
+    longest = std::max(longest, it);
+    if (t["config"].value("lr", 0.0) == 0.1) strongest = it;
+    if (it < 27) ++early;
+    unpaused += !t["restored_checkpoint_id"].is_null();
+    if (!GetParam().pauses && t["config"].value("lr", 0.0) >= 0.05) {
+      EXPECT_EQ(it, 27) << "a strong trial was stopped: " << t.dump();
+    }
+  }
+  EXPECT_GE(early, 2) << GetParam().name << " stopped no weak trial early";
+  EXPECT_EQ(strongest, longest) << "the strongest trial (lr 0.1) did not train longest";
+  if (GetParam().pauses) {
+    EXPECT_GE(unpaused, 1) << "no trial was paused at a rung and continued from its checkpoint";
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Schedulers, EverySamplerTest,
+    ::testing::Values(
+        SchedulerCase{"hyperband", "{type: hyperband, time_attr: training_iteration, max_t: 27, reduction_factor: 3}",
+                      true},
+        SchedulerCase{"median_stopping",
+                      "{type: median_stopping, time_attr: training_iteration, grace_period: 3, min_samples_required: 3}",
+                      false}),
+    [](const ::testing::TestParamInfo<SchedulerCase>& info) { return std::string(info.param.name); });
 
 }  // namespace
 }  // namespace tunebus::testing
