@@ -74,7 +74,7 @@ double Round(double x, int digits) {
 
 // Per scheduler, per seed.
 struct Series {
-  std::vector<double> best_final, best_final_true, iterations, sim_time_s, checkpoints, restores, exploits;
+  std::vector<double> best_final, best_final_true, best_reported, iterations, sim_time_s, checkpoints, restores, exploits;
   double wall_s = 0;
 };
 
@@ -123,6 +123,7 @@ int main(int argc, char** argv) {
       Series& s = series[c];
       s.best_final.push_back(figures->best_final);
       s.best_final_true.push_back(figures->best_final_true);
+      s.best_reported.push_back(figures->best_reported);
       s.iterations.push_back(double(figures->iterations));
       s.sim_time_s.push_back(figures->sim_time_s);
       s.checkpoints.push_back(double(figures->checkpoints));
@@ -151,6 +152,7 @@ int main(int argc, char** argv) {
         {"best_final_median", Round(Median(s.best_final), 5)},
         {"best_final_min", Round(*std::min_element(s.best_final.begin(), s.best_final.end()), 5)},
         {"best_final_true_mean", Round(Mean(s.best_final_true), 5)},
+        {"best_reported_mean", Round(Mean(s.best_reported), 5)},
         {"regret_true_mean", Round(tunebus::bench::kOptimum - Mean(s.best_final_true), 5)},
         {"iterations_mean", Round(Mean(s.iterations), 1)},
         {"iterations_median", Round(Median(s.iterations), 1)},

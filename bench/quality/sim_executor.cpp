@@ -124,6 +124,7 @@ Result<SimFigures> SimExecutor::Run() {
   figures_.trials = int64_t(runner_->trials().size());
   figures_.sim_time_s = now_;
   figures_.status = ExperimentStatusName(runner_->status());
+  figures_.best_reported = best_last_;
   if (figures_.reached_max_t == 0) {
     figures_.best_final = best_last_;
     figures_.best_final_true = best_last_true_;

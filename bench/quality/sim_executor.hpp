@@ -32,6 +32,9 @@ struct SimFigures {
   double best_final = 0;
   /// The noise-free quality s of the trial behind best_final, at that point (accuracy units).
   double best_final_true = 0;
+  /// The best value any trial reported at any iteration (Ray Tune's best result, scope "all");
+  /// differs from best_final for schedulers that end trials before max_t (HyperBand).
+  double best_reported = 0;
   int64_t reached_max_t = 0;  // trials with a result at max_t
   int64_t iterations = 0;     // training iterations the trainables ran (= results reported)
   int64_t trials = 0;
@@ -107,7 +110,7 @@ class SimExecutor final : public TrialExecutor, public RunnerObserver {
   std::map<std::string, Stored> checkpoints_;
   std::vector<std::string> errors_;
   SimFigures figures_;
-  double best_last_ = -1e300, best_last_true_ = 0;
+  double best_last_ = -1e300, best_last_true_ = 0;  // best value reported at any iteration, its s
 };
 
 }  // namespace tunebus::bench
