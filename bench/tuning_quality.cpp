@@ -10,7 +10,8 @@
 //
 // Usage: tuning_quality [--quick] [--seeds N] [--num-samples N] [--max-concurrent N]
 //                       [--asha-grace-period N] [--tau-lr-exponent X]
-//   --quick: 10 seeds of 32 trials (CI, a few seconds); default 20 seeds of 64 trials.
+//   --quick: 10 seeds of 32 trials (CI, a few seconds); default 20 seeds of 64 trials. ASHA runs
+//   with reduction_factor 4 and grace_period 4 (--asha-grace-period; why: docs/schedulers.md).
 #include <algorithm>
 #include <cmath>
 #include <chrono>
