@@ -80,7 +80,7 @@ Decision MedianStoppingRule::OnTrialResult(const Trial& trial, const json& resul
     Record({{"pause", {trial.trial_id, time}}});
     return Decision::kPause;
   }
-  return OnInsufficientSamples(trial.trial_id, time);
+  return Decision::kContinue;  // as Ray Tune: time slicing only while samples are insufficient
 }
 
 Decision MedianStoppingRule::OnInsufficientSamples(const std::string& trial_id, double time) {

@@ -154,10 +154,12 @@ Decision PopulationBasedTraining::OnTrialResult(const Trial& trial, const json& 
   if (time - it->second.last_perturbation_time < options_.perturbation_interval) return Decision::kContinue;
   Record({{"score", {trial.trial_id, time, sign_ * result.value(options_.metric, 0.0)}}});
 
-  // Ray Tune's _quantiles: trials with a score, ascending; ceil(n * q) each, at most n / 2.
+  // Ray Tune's _quantiles: unfinished trials with a score, ascending; ceil(n * q) each, at most
+  // n / 2 (a TERMINATED or ERROR trial is neither exploited nor a donor).
   std::vector<std::pair<double, std::string>> scored;
   for (const auto& [id, s] : trials_) {
-    if (s.last_score) scored.emplace_back(*s.last_score, id);
+    const Trial* t = context_->FindTrial(id);
+    if (s.last_score && t != nullptr && !IsFinished(t->status)) scored.emplace_back(*s.last_score, id);
   }
   std::stable_sort(scored.begin(), scored.end(),
                    [](const auto& a, const auto& b) { return a.first < b.first; });

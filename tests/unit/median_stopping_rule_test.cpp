@@ -62,5 +62,16 @@ TEST_F(MedianStoppingRuleTest, WithTrialsWaitingARunningTrialYieldsAfterItsTimeS
   EXPECT_EQ(Decide(1, 1, 0.8), "pause");
 }
 
+TEST_F(MedianStoppingRuleTest, WithEnoughSamplesATrialAtOrAboveTheMedianContinuesEvenWhenOthersWait) {
+  // As Ray Tune: time slicing happens only while samples are insufficient. t3 waits (3 at once).
+  // t0 and t1 at time 1 have fewer than 2 others there: they yield (pause). t2 has t0 (1.0) and
+  // t1 (0.8): median 0.9 <= its 0.95, enough samples: CONTINUE, though t3 still waits.
+  StartScheduled("median_stopping", kMedian, 4, "max", /*max_concurrent=*/3);
+  EXPECT_EQ(T(3).status, TrialStatus::kPending);
+  EXPECT_EQ(Decide(0, 1, 1.0), "pause");
+  EXPECT_EQ(Decide(1, 1, 0.8), "pause");
+  EXPECT_EQ(Decide(2, 1, 0.95), "continue");
+}
+
 }  // namespace
 }  // namespace tunebus

@@ -37,6 +37,26 @@ class PbtSchedulerTest : public TrialRunnerTest {
   }
 };
 
+TEST_F(PbtSchedulerTest, AFinishedTrialIsNoDonor) {
+  // As the test below up to t0's checkpoint at iteration 4; then the user stops t0
+  // (TERMINATED). Ray Tune's _quantiles leave finished trials out, so at iteration 4 the ranks
+  // are t1 0.5, t2 0.4 (and t3 0.1): t1 is now the top and checkpoints, and t3, the bottom,
+  // exploits t1's checkpoint, not the finished t0's.
+  StartPbt();
+  const double acc[] = {0.9, 0.5, 0.4, 0.1};
+  for (int64_t it = 1; it <= 3; ++it) {
+    for (int i = 0; i < 4; ++i) EXPECT_EQ(At(i, it, acc[i]), "continue") << i << " at " << it;
+  }
+  EXPECT_EQ(At(0, 4, acc[0]), "checkpoint");
+  ASSERT_TRUE(runner_->StopTrialByUser(Id(0)).ok());
+  EXPECT_EQ(T(0).status, TrialStatus::kTerminated);
+  EXPECT_EQ(At(1, 4, acc[1]), "checkpoint");
+  EXPECT_EQ(At(2, 4, acc[2]), "continue");
+  EXPECT_EQ(At(3, 4, acc[3]), "stop");
+  ASSERT_TRUE(T(3).restore_checkpoint.has_value());
+  EXPECT_EQ(T(3).restore_checkpoint->checkpoint_id, Id(1) + "/4");
+}
+
 TEST_F(PbtSchedulerTest, BottomQuantileExploitsTheTopTrialsCheckpointWithAnExploredConfig) {
   // Four trials, acc t0 0.9, t1 0.5, t2 0.4, t3 0.1; a perturbation every 2 iterations;
   // quantile 0.25 -> ceil(n * 0.25) trials at each end, at most n / 2.
