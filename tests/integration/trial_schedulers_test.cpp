@@ -111,7 +111,7 @@ TEST_P(EverySamplerTest, ExperimentFileWithEverySamplerRunsOnWorkersAndWeakTrial
   ASSERT_EQ(run.exit_code, 0) << run.Describe() << cluster.LogTails();
   const json trials = cluster.Ctl({"-o", "json", "ls"}).Json();
   ASSERT_EQ(trials.size(), 8u) << trials.dump();
-  int early = 0, unpaused = 0;
+  int unpaused = 0, weak_stopped = 0;
   int64_t longest = 0, strongest = 0;
   for (const json& t : trials) {
     EXPECT_EQ(t.value("status", ""), "TERMINATED") << t.dump();
@@ -137,14 +137,14 @@ TEST_P(EverySamplerTest, ExperimentFileWithEverySamplerRunsOnWorkersAndWeakTrial
     const int64_t it = t.value("training_iteration", 0);
     longest = std::max(longest, it);
     if (t["config"].value("lr", 0.0) == 0.1) strongest = it;
-    if (it < 27) ++early;
     unpaused += !t["restored_checkpoint_id"].is_null();
-    if (!GetParam().pauses && t["config"].value("lr", 0.0) >= 0.05) {
-      EXPECT_EQ(it, 27) << "a strong trial was stopped: " << t.dump();
-    }
+    weak_stopped += t["config"].value("lr", 0.0) <= 0.001 && it < 27;
   }
-  EXPECT_GE(early, 2) << GetParam().name << " stopped no weak trial early";
   EXPECT_EQ(strongest, longest) << "the strongest trial (lr 0.1) did not train longest";
+  EXPECT_EQ(strongest, 27) << "the strongest trial (lr 0.1) was stopped";
+  // Of the 4 weak trials (lr <= 0.001) at least 2 stop early (HyperBand's s = 0 bracket, plain
+  // random search, may run one to max_t).
+  EXPECT_GE(weak_stopped, 2) << GetParam().name << " stopped too few weak trials early";
   if (GetParam().pauses) {
     EXPECT_GE(unpaused, 1) << "no trial was paused at a rung and continued from its checkpoint";
   }
