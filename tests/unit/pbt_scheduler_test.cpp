@@ -26,6 +26,16 @@ class PbtSchedulerTest : public TrialRunnerTest {
     runner_->Step();
     GrantAll();
   }
+  // acc t0 0.9, t1 0.5, t2 0.4, t3 0.1 at every iteration.
+  const double acc_[4] = {0.9, 0.5, 0.4, 0.1};
+  /// Iterations 1-3 of every trial (all continue), then t0's iteration 4 (the top checkpoints).
+  void StartPbtAndRunToTheFirstTopCheckpoint() {
+    StartPbt();
+    for (int64_t it = 1; it <= 3; ++it) {
+      for (int i = 0; i < 4; ++i) EXPECT_EQ(At(i, it, acc_[i]), "continue") << i << " at " << it;
+    }
+    EXPECT_EQ(At(0, 4, acc_[0]), "checkpoint");
+  }
   std::string At(int index, int64_t seq, double acc) {
     EXPECT_TRUE(Report(index, seq, {{"acc", acc}}).ok());
     const std::string action = LastAction(index);
@@ -42,17 +52,12 @@ TEST_F(PbtSchedulerTest, AFinishedTrialIsNoDonor) {
   // (TERMINATED). Ray Tune's _quantiles leave finished trials out, so at iteration 4 the ranks
   // are t1 0.5, t2 0.4 (and t3 0.1): t1 is now the top and checkpoints, and t3, the bottom,
   // exploits t1's checkpoint, not the finished t0's.
-  StartPbt();
-  const double acc[] = {0.9, 0.5, 0.4, 0.1};
-  for (int64_t it = 1; it <= 3; ++it) {
-    for (int i = 0; i < 4; ++i) EXPECT_EQ(At(i, it, acc[i]), "continue") << i << " at " << it;
-  }
-  EXPECT_EQ(At(0, 4, acc[0]), "checkpoint");
+  StartPbtAndRunToTheFirstTopCheckpoint();
   ASSERT_TRUE(runner_->StopTrialByUser(Id(0)).ok());
   EXPECT_EQ(T(0).status, TrialStatus::kTerminated);
-  EXPECT_EQ(At(1, 4, acc[1]), "checkpoint");
-  EXPECT_EQ(At(2, 4, acc[2]), "continue");
-  EXPECT_EQ(At(3, 4, acc[3]), "stop");
+  EXPECT_EQ(At(1, 4, acc_[1]), "checkpoint");
+  EXPECT_EQ(At(2, 4, acc_[2]), "continue");
+  EXPECT_EQ(At(3, 4, acc_[3]), "stop");
   ASSERT_TRUE(T(3).restore_checkpoint.has_value());
   EXPECT_EQ(T(3).restore_checkpoint->checkpoint_id, Id(1) + "/4");
 }
@@ -65,15 +70,10 @@ TEST_F(PbtSchedulerTest, BottomQuantileExploitsTheTopTrialsCheckpointWithAnExplo
   // Iteration 4: t0 is the top: it checkpoints. t1, t2 are in neither quantile. t3 is the
   // bottom: it exploits t0: it takes t0's checkpoint (iteration 4) and t0's config explored
   // (lr 0.5 x 1.2 or x 0.8; layers 2 moves to 1 or 4), and goes PENDING to restore it.
-  StartPbt();
-  const double acc[] = {0.9, 0.5, 0.4, 0.1};
-  for (int64_t it = 1; it <= 3; ++it) {
-    for (int i = 0; i < 4; ++i) EXPECT_EQ(At(i, it, acc[i]), "continue") << i << " at " << it;
-  }
-  EXPECT_EQ(At(0, 4, acc[0]), "checkpoint");
-  EXPECT_EQ(At(1, 4, acc[1]), "continue");
-  EXPECT_EQ(At(2, 4, acc[2]), "continue");
-  EXPECT_EQ(At(3, 4, acc[3]), "stop");  // its attempt ends; it restarts from t0's checkpoint
+  StartPbtAndRunToTheFirstTopCheckpoint();
+  EXPECT_EQ(At(1, 4, acc_[1]), "continue");
+  EXPECT_EQ(At(2, 4, acc_[2]), "continue");
+  EXPECT_EQ(At(3, 4, acc_[3]), "stop");  // its attempt ends; it restarts from t0's checkpoint
   EXPECT_EQ(T(3).status, TrialStatus::kPending);
   ASSERT_TRUE(T(3).restore_checkpoint.has_value());
   EXPECT_EQ(T(3).restore_checkpoint->checkpoint_id, Id(0) + "/4");
