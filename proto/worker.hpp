@@ -114,8 +114,11 @@ struct TrialExited {
   /// The worker itself is going away (SIGTERM): a worker loss, not a trainable failure, so it
   /// does not count toward max_failures.
   bool worker_shutdown = false;
+  /// The trainable could not be started at all (missing command, bad trial setup): the trial
+  /// goes to ERROR at once, without the retries max_failures allows.
+  bool start_failed = false;
   MSGPACK_DEFINE_MAP(v, type, id, trial_id, attempt, ok, exit_code, stopped, error, stderr_tail,
-                     last_seq, worker_shutdown)
+                     last_seq, worker_shutdown, start_failed)
 };
 
 /// worker -> scheduler: a checkpoint of (trial_id, attempt) is committed in the checkpoint-store.

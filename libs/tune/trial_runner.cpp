@@ -401,7 +401,8 @@ void TrialRunner::HandleFailure(Trial& t, const std::string& error) {
   OnTrialErrored(t, error);
 }
 
-void TrialRunner::OnTrialExited(const std::string& trial_id, int64_t attempt, bool ok, const std::string& error) {
+void TrialRunner::OnTrialExited(const std::string& trial_id, int64_t attempt, bool ok, const std::string& error,
+                                bool start_failed) {
   Trial* t = Find(trial_id);
   if (t == nullptr || t->attempt != attempt) return;
   if (auto it = saving_.find(t->index); it != saving_.end() && it->second.attempt == attempt) {
@@ -422,6 +423,10 @@ void TrialRunner::OnTrialExited(const std::string& trial_id, int64_t attempt, bo
     scheduler_->OnTrialComplete(*t, t->last_result);
     JournalSchedulerDelta();
     LeaveRunning(*t, TrialStatus::kTerminated, "");
+  } else if (start_failed) {
+    t->num_failures += 1;
+    LeaveRunning(*t, TrialStatus::kError, error);
+    OnTrialErrored(*t, error);
   } else {
     HandleFailure(*t, error);
   }

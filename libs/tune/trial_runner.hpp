@@ -85,7 +85,10 @@ class TrialRunner final : public TrialSchedulerContext {
   /// The trainable of (trial_id, attempt) ended: ok = returned normally (TERMINATED), else a
   /// failure with `error` (requeue or ERROR per max_failures). For an attempt that was saving a
   /// checkpoint before pausing or stopping, this is when its resources are returned.
-  void OnTrialExited(const std::string& trial_id, int64_t attempt, bool ok, const std::string& error);
+  /// `start_failed`: the trainable could not be started at all (e.g. a missing command): ERROR at
+  /// once, whatever max_failures allows.
+  void OnTrialExited(const std::string& trial_id, int64_t attempt, bool ok, const std::string& error,
+                     bool start_failed = false);
   /// The worker stored a checkpoint of (trial_id, attempt) holding `training_iteration`.
   /// It joins trial.checkpoints; keep_checkpoints_num retention may delete older ones (the
   /// newest is never deleted). Errors: NotFound; FailedPrecondition for a stale attempt or an

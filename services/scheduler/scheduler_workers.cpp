@@ -105,7 +105,7 @@ void Scheduler::HandleTrialExited(const std::string& peer, const proto::Decoded&
     e->recorder->WriteErrorFile(*t, text);
     spdlog::warn("Trial {} attempt {} failed on {}: {}", msg->trial_id, msg->attempt, peer, msg->error);
   }
-  e->runner->OnTrialExited(msg->trial_id, msg->attempt, ok, msg->error);
+  e->runner->OnTrialExited(msg->trial_id, msg->attempt, ok, msg->error, msg->start_failed);
 }
 
 }  // namespace tunebus

@@ -25,6 +25,7 @@ void TrialWorker::FailStart(const proto::StartTrial& start, const std::string& e
   exited.attempt = start.attempt;
   exited.ok = false;
   exited.error = error;
+  exited.start_failed = true;
   SendToScheduler(exited);
 }
 

@@ -39,7 +39,8 @@ int ListCommand(const GlobalFlags& g, const ListFlags& flags);
 /// newest checkpoint id); -o json: the trial object. Exit 1 when there is none yet.
 int BestCommand(const GlobalFlags& g);
 /// `tunectl export --format csv|json`: every trial with its config and last result; csv has a
-/// header of trial_id, status, config.<key>..., <result key>... (flattened, dotted).
+/// header of trial_id, status, config.<key>..., <result key>... (flattened, dotted). No
+/// --format ("") means json under -o json, else csv.
 int ExportCommand(const GlobalFlags& g, const std::string& format);
 /// `tunectl logs TRIAL_ID`: the last `lines` lines of the trainable's stdout (or stderr), read
 /// from the trial folder the scheduler names (tunectl must see the results folder: same host,

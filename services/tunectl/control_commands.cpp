@@ -3,6 +3,7 @@
 #include <iostream>
 #include <vector>
 
+#include <fmt/chrono.h>
 #include <fmt/format.h>
 
 #include "proto/control.hpp"
@@ -86,14 +87,17 @@ int ResumeCommand(const GlobalFlags& g, const std::string& target, const std::st
 
 int ListExperimentsCommand(const GlobalFlags& g) {
   return CallAndPrint(g, proto::ListExperiments{}, [](const nlohmann::json& experiments) {
-    std::cout << fmt::format("{:<24} {:<20} {:<12} {:>6}  {}\n", "name", "journal", "status", "trials", "counts");
+    std::cout << fmt::format("{:<24} {:<20} {:<12} {:<20} {:>6}  {}\n", "name", "journal", "status",
+                             "started (UTC)", "trials", "counts");
     for (const auto& e : experiments) {
       std::string counts;
       for (const auto& [status, n] : e["counts"].items()) {
         if (n.get<int64_t>() > 0) counts += fmt::format("{}={} ", status, n.get<int64_t>());
       }
-      std::cout << fmt::format("{:<24} {:<20} {:<12} {:>6}  {}\n", e.value("name", std::string()),
+      const auto started = std::time_t(e.value("submitted_at", 0.0));
+      std::cout << fmt::format("{:<24} {:<20} {:<12} {:<20} {:>6}  {}\n", e.value("name", std::string()),
                                e.value("journal", std::string()), e.value("status", std::string()),
+                               started > 0 ? fmt::format("{:%Y-%m-%d %H:%M:%S}", fmt::gmtime(started)) : "-",
                                e.value("total", int64_t(0)), counts);
     }
   });

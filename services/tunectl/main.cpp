@@ -45,9 +45,10 @@ int main(int argc, char** argv) {
   ls_cmd->add_option("--offset", list.offset, "skip this many trials first (with --limit: a page)")
       ->check(CLI::NonNegativeNumber);
   auto* best_cmd = app.add_subcommand("best", "the best trial: config, metric, checkpoint");
-  std::string export_format = "csv";
+  std::string export_format;  // "" = csv, or json with -o json
   auto* export_cmd = app.add_subcommand("export", "every trial with its config and last result");
-  export_cmd->add_option("--format", export_format)->check(CLI::IsMember({"csv", "json"}))->capture_default_str();
+  export_cmd->add_option("--format", export_format, "csv (default) or json (the default with -o json)")
+      ->check(CLI::IsMember({"csv", "json"}));
   int64_t log_lines = 50;
   bool log_stderr = false;
   auto* logs_cmd = app.add_subcommand("logs", "the tail of a trial's stdout (or --stderr)");

@@ -128,7 +128,8 @@ int BestCommand(const GlobalFlags& g) {
   });
 }
 
-int ExportCommand(const GlobalFlags& g, const std::string& format) {
+int ExportCommand(const GlobalFlags& g, const std::string& format_flag) {
+  const std::string format = !format_flag.empty() ? format_flag : g.output == "json" ? "json" : "csv";
   auto trials = Call(g, proto::ListTrials{});
   if (!trials.ok()) return Fail(trials.status());
   if (format == "json") {

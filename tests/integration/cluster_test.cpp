@@ -360,13 +360,17 @@ TEST(ClusterTest, ErroringTrialIsErrorAndOthersFinish) {
 }
 
 TEST(ClusterTest, UnknownCommandTrialErrorsWithReason) {
-  // A command trainable whose program does not exist: the trial is ERROR, and its error and error.txt name the command.
+  // A command trainable whose program does not exist: the trial is ERROR at its first attempt
+  // although max_failures -1 retries other failures forever (the unit test
+  // StartFailureIsErrorAtOnceEvenWithMaxFailuresMinusOne shows the other trials going on), and
+  // its error and error.txt name the command.
   Cluster cluster;
   ASSERT_TRUE(cluster.Start());
   const fs::path file = cluster.dir() / "cmd.yaml";
   WriteFile(file, "name: cmd\n"
                   "trainable:\n"
                   "  command: [/nonexistent/trainer]\n"
+                  "max_failures: -1\n"
                   "results_dir: " + (cluster.dir() / "results").string() + "\n");
   auto run = cluster.Ctl({"run", file.string()}, 60s);
   EXPECT_EQ(run.exit_code, 1) << run.Describe();
@@ -376,6 +380,7 @@ TEST(ClusterTest, UnknownCommandTrialErrorsWithReason) {
   ASSERT_EQ(ls.Json().size(), 1u) << ls.out;
   const json t = ls.Json()[0];
   EXPECT_EQ(t.value("status", ""), "ERROR") << t.dump();
+  EXPECT_EQ(t.value("attempt", 0), 1) << "retried: " << t.dump();
   ASSERT_TRUE(t["error"].is_string()) << t.dump();
   EXPECT_NE(t["error"].get<std::string>().find("/nonexistent/trainer"), std::string::npos) << t.dump();
   const fs::path error_txt = fs::path(t.value("dir", "")) / "error.txt";

@@ -80,6 +80,8 @@ TEST(OperatorCommandsTest, WatchLsBestExportAndLogsFromTunectl) {
   EXPECT_EQ(std::count(csv.out.begin(), csv.out.end(), '\n'), 5) << csv.out;
   auto exported = cluster.Ctl({"export", "--format", "json"});
   EXPECT_EQ(exported.Json().size(), 4u);
+  auto exported_o_json = cluster.Ctl({"-o", "json", "export"});  // -o json means JSON here too
+  EXPECT_EQ(exported_o_json.Json().size(), 4u) << exported_o_json.out;
 
   const std::string id = best.Json().value("trial_id", "");
   auto logs = cluster.Ctl({"logs", id});

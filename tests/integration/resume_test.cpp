@@ -58,6 +58,9 @@ TEST(ResumeTest, RerunErroredRestoreContinuesOnlyTheErroredTrialFromItsCheckpoin
   EXPECT_EQ(lsx.Json()[0].value("status", ""), "FINISHED");
   EXPECT_EQ(lsx.Json()[0]["counts"].value("ERROR", -1), 1) << lsx.out;
   EXPECT_EQ(lsx.Json()[0]["counts"].value("TERMINATED", -1), 2) << lsx.out;
+  EXPECT_GT(lsx.Json()[0].value("submitted_at", 0.0), 1.7e9) << lsx.out;  // the start time
+  auto lsx_table = cluster.Ctl({"lsx"});
+  EXPECT_NE(lsx_table.out.find("started (UTC)"), std::string::npos) << lsx_table.out;
 
   auto plain = cluster.Ctl({"resume", "flaky"});
   EXPECT_EQ(plain.exit_code, 1) << plain.Describe();

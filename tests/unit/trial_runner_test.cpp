@@ -267,6 +267,24 @@ TEST_F(TrialRunnerTest, FailureWithMaxFailuresZeroIsError) {
   EXPECT_EQ(runner_->status(), ExperimentStatus::kFinished);  // no fail_fast
 }
 
+TEST_F(TrialRunnerTest, StartFailureIsErrorAtOnceEvenWithMaxFailuresMinusOne) {
+  // A trainable that cannot be started (missing command) is ERROR at its first attempt, though
+  // max_failures -1 retries other failures forever; the other trial goes on.
+  RunnerOptions o;
+  o.max_failures = -1;
+  Start(o, 2);
+  Run(0);
+  Run(1);
+  runner_->OnTrialExited(Id(0), T(0).attempt, false, "cannot run 'nope': No such file or directory",
+                         /*start_failed=*/true);
+  EXPECT_EQ(T(0).status, TrialStatus::kError);
+  EXPECT_EQ(T(0).num_failures, 1);
+  EXPECT_EQ(T(1).status, TrialStatus::kRunning);
+  runner_->Step();
+  EXPECT_EQ(exec_.placements.size(), 2u);  // trial 0 is not placed again
+  EXPECT_EQ(exec_.releases.at({Id(0), 1}), 1);
+}
+
 TEST_F(TrialRunnerTest, MaxFailuresTwoRequeuesTwiceThenErrors) {
   // max_failures 2: failures 1 and 2 requeue the trial (PENDING, next attempt), the third is
   // ERROR; num_failures counts every failure.
