@@ -8,7 +8,7 @@
 // machine), then a criterion line; exits 1 if ASHA misses the bar: mean best final
 // metric within 1% of FIFO's with at most 1/3 of FIFO's training iterations.
 //
-// Usage: tuning_quality [--quick] [--seeds N] [--num-samples N] [--max-concurrent N]
+// Usage: tuning_quality [--quick] [--seeds N] [--num-samples N] [--max-t N] [--max-concurrent N]
 //                       [--asha-grace-period N] [--tau-lr-exponent X]
 //   --quick: 10 seeds of 32 trials (CI, a few seconds); default 20 seeds of 64 trials. ASHA runs
 //   with reduction_factor 4 and grace_period 4 (--asha-grace-period; why: docs/schedulers.md).
@@ -96,6 +96,8 @@ int main(int argc, char** argv) {
       seeds = std::atoll(argv[++i]);
     } else if (!std::strcmp(argv[i], "--num-samples") && has_value) {
       setup.num_samples = std::atoll(argv[++i]);
+    } else if (!std::strcmp(argv[i], "--max-t") && has_value) {
+      setup.max_t = std::atoll(argv[++i]);
     } else if (!std::strcmp(argv[i], "--max-concurrent") && has_value) {
       setup.max_concurrent_trials = std::atoll(argv[++i]);
     } else if (!std::strcmp(argv[i], "--tau-lr-exponent") && has_value) {
@@ -103,7 +105,7 @@ int main(int argc, char** argv) {
     } else if (!std::strcmp(argv[i], "--asha-grace-period") && has_value) {
       asha_grace = std::atoll(argv[++i]);
     } else {
-      std::fprintf(stderr, "usage: %s [--quick] [--seeds N] [--num-samples N] [--max-concurrent N] "
+      std::fprintf(stderr, "usage: %s [--quick] [--seeds N] [--num-samples N] [--max-t N] [--max-concurrent N] "
                    "[--asha-grace-period N] [--tau-lr-exponent X]\n", argv[0]);
       return 2;
     }

@@ -15,7 +15,7 @@ constexpr bus::Duration kAppendTimeout{3000};
 
 JournalWriter::JournalWriter(bus::EventLoop& loop, bus::RequestClient& store, std::string experiment,
                              bus::Duration retry_delay)
-    : loop_(loop), store_(store), experiment_(std::move(experiment)), retry_delay_(retry_delay) {}
+    : loop_(loop), store_(store), experiment_(std::move(experiment)), retry_delay_(retry_delay), backoff_(retry_delay) {}
 
 uint64_t JournalWriter::Append(const nlohmann::json& record) { return AppendEncoded(EncodeRecord(record)); }
 
@@ -55,14 +55,16 @@ void JournalWriter::Send(uint64_t last, std::vector<std::string> records) {
       if (ack.ok()) {
         store_seq_ = std::max(store_seq_, ack->last_seq);
         last_latency_s_ = std::chrono::duration<double>(bus::Clock::now() - sent).count();
+        backoff_ = retry_delay_;
         OnDurable(last);
         return;
       }
       reply = ack.status();
     }
     spdlog::error("Journal append of {} records for {} failed ({}); retrying in {} ms", records.size(), experiment_,
-                  reply.status().ToString(), retry_delay_.count());
-    loop_.AddTimer(retry_delay_, [this, last, records = std::move(records)]() mutable { Send(last, std::move(records)); });
+                  reply.status().ToString(), backoff_.count());
+    loop_.AddTimer(backoff_, [this, last, records = std::move(records)]() mutable { Send(last, std::move(records)); });
+    backoff_ = std::min(backoff_ * 2, kMaxBackoff);
   }, kAppendTimeout);
 }
 

@@ -7,7 +7,8 @@
 // only once every record appended before it is acknowledged as durable, in call order: this is
 // how the scheduler releases effects (start a trial, ack a result, answer a control request)
 // only after the record that causes them is safe (DESIGN.md "Journal and recovery").
-// A failed append is retried with the same records after `retry_delay`.
+// A failed append is retried with the same records after `retry_delay`, doubling per consecutive failure
+// up to 30 s (back-off while the checkpoint-store is down); a success resets it.
 #pragma once
 
 #include <cstdint>
@@ -53,7 +54,9 @@ class JournalWriter {
   bus::EventLoop& loop_;
   bus::RequestClient& store_;
   std::string experiment_;
-  bus::Duration retry_delay_;
+  bus::Duration retry_delay_;  // first retry after a failed append
+  bus::Duration backoff_;      // the next retry's delay: doubles per failure up to kMaxBackoff
+  static constexpr bus::Duration kMaxBackoff{30000};
   std::vector<std::string> queued_;
   uint64_t appended_ = 0;
   uint64_t durable_ = 0;

@@ -43,7 +43,7 @@ Status MedianStoppingRule::ValidateResult(const json& result) const {
   return RequireNumbers(result, {{"metric", options_.metric}, {"time_attr", options_.time_attr}});
 }
 
-double MedianStoppingRule::RunningMean(const TrialState& s, double time) const {
+std::optional<double> MedianStoppingRule::RunningMean(const TrialState& s, double time) const {
   double sum = 0;
   int64_t n = 0;
   for (const auto& [t, v] : s.results) {
@@ -51,7 +51,8 @@ double MedianStoppingRule::RunningMean(const TrialState& s, double time) const {
     sum += v;
     ++n;
   }
-  return n == 0 ? 0 : sum / double(n);
+  if (n == 0) return std::nullopt;
+  return sum / double(n);
 }
 
 Decision MedianStoppingRule::OnTrialResult(const Trial& trial, const json& result) {
@@ -63,11 +64,16 @@ Decision MedianStoppingRule::OnTrialResult(const Trial& trial, const json& resul
   if (time < options_.grace_period) return Decision::kContinue;
   const TrialState& self = trials_.at(trial.trial_id);
   std::vector<double> means;
+  int64_t samples = 0;  // other trials that reached `time`
   for (const auto& [id, s] : trials_) {
     if (id == trial.trial_id || s.results.empty() || s.results.back().first < time) continue;
-    means.push_back(RunningMean(s, time));
+    ++samples;
+    if (std::optional<double> mean = RunningMean(s, time)) means.push_back(*mean);
   }
-  if (int64_t(means.size()) < options_.min_samples_required) return OnInsufficientSamples(trial.trial_id, time);
+  if (samples < options_.min_samples_required) return OnInsufficientSamples(trial.trial_id, time);
+  // A trial that jumped over [grace_period, time] (uneven time_attr steps) has no running mean:
+  // Ray Tune's median is then NaN and no comparison stops the trial.
+  if (int64_t(means.size()) < samples) return Decision::kContinue;
   // numpy.median: the mean of the two middle values for an even count.
   std::sort(means.begin(), means.end());
   const size_t n = means.size();

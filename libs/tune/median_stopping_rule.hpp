@@ -20,6 +20,7 @@
 
 #include <map>
 #include <memory>
+#include <optional>
 #include <set>
 #include <string>
 #include <utility>
@@ -65,7 +66,9 @@ class MedianStoppingRule final : public JournaledTrialScheduler {
     bool paused_by_us = false;
   };
   Decision OnInsufficientSamples(const std::string& trial_id, double time);
-  double RunningMean(const TrialState& s, double time) const;
+  /// The mean of `s`'s results with grace_period <= time_attr <= `time`; nullopt when it has
+  /// none there (Ray Tune: np.mean([]) is NaN, which makes the median NaN and the trial continue).
+  std::optional<double> RunningMean(const TrialState& s, double time) const;
   /// The one place state changes (live and in replay):
   ///   {"r": [trial_id, time, value]}  {"stop": trial_id}  {"pause": [trial_id, time]}
   ///   {"del": trial_id}

@@ -73,5 +73,24 @@ TEST_F(MedianStoppingRuleTest, WithEnoughSamplesATrialAtOrAboveTheMedianContinue
   EXPECT_EQ(Decide(2, 1, 0.95), "continue");
 }
 
+TEST_F(MedianStoppingRuleTest, AnotherTrialWithNoResultInsideTheWindowMakesNoMedian) {
+  // time_attr t moves in uneven steps (as time_total_s does); grace_period 60, mode min. t0
+  // reports t = 55 then t = 65: it reached 61 but has no result in [60, 61]. t1 at t = 61 has one
+  // other trial past 61 (enough for min_samples_required 1), but t0's running mean over
+  // [60, 61] is empty: Ray Tune's np.mean is NaN, so is the median, and t1 (loss 0.9, worse than
+  // anything t0 reported) CONTINUEs. A mean of 0 there would make the median 0 < 0.9: stop.
+  const json config = {{"time_attr", "t"}, {"grace_period", 60}, {"min_samples_required", 1}};
+  StartScheduled("median_stopping", config, 2, "min");
+  EXPECT_TRUE(Report(0, 1, {{"acc", 0.5}, {"t", 55}}).ok());
+  EXPECT_TRUE(Report(0, 2, {{"acc", 0.5}, {"t", 65}}).ok());
+  EXPECT_EQ(LastAction(0), "continue");  // no other trial at 65 yet, nothing waits
+  EXPECT_TRUE(Report(1, 1, {{"acc", 0.9}, {"t", 61}}).ok());
+  EXPECT_EQ(LastAction(1), "continue");
+  // At t = 66 t0's window [60, 66] holds its 65: mean 0.5 < t1's best 0.9 (min): STOP.
+  EXPECT_TRUE(Report(0, 3, {{"acc", 0.5}, {"t", 70}}).ok());
+  EXPECT_TRUE(Report(1, 2, {{"acc", 0.9}, {"t", 66}}).ok());
+  EXPECT_EQ(LastAction(1), "stop");
+}
+
 }  // namespace
 }  // namespace tunebus
