@@ -453,6 +453,30 @@ TEST(ClusterTest, EmbeddedRunMatchesClusterRun) {
   ExpectMockExperimentOnDisk(dir.path() / "results" / "mock");
 }
 
+TEST(ClusterTest, TunectlUpServesTheControlSocketUntilSigterm) {
+  // `tunectl up` runs the embedded suite as a server: an experiment submitted with
+  // `tunectl run --connect` finishes on it, `ls` answers, and SIGTERM ends it with exit 0.
+  TempDir dir;
+  const std::string control = "tcp://127.0.0.1:" + std::to_string(FreePort());
+  const std::string events = "tcp://127.0.0.1:" + std::to_string(FreePort());
+  auto up = Process::Spawn({"up", BinDir() / "tunectl",
+                            {"up", "--control", control, "--events", events, "--data-dir",
+                             (dir.path() / "store").string(), "--cpus", "2"},
+                            {}, dir.path() / "logs", dir.path()});
+  ASSERT_TRUE(WaitFor([&] { return RunTunectl({"--connect", control, "status"}, 2s).exit_code != 3; }, 15s, 100ms))
+      << up->Output();
+  const fs::path file = dir.path() / "mock.yaml";
+  WriteFile(file, MockExperimentYaml(dir.path() / "results"));
+  auto run = RunTunectl({"--connect", control, "run", file.string()}, 60s);
+  ASSERT_EQ(run.exit_code, 0) << run.Describe() << up->Output();
+  auto ls = RunTunectl({"--connect", control, "-o", "json", "ls"});
+  ASSERT_EQ(ls.exit_code, 0) << ls.Describe();
+  EXPECT_FALSE(ls.Json().empty()) << ls.out;
+  for (const json& t : ls.Json()) EXPECT_EQ(t.value("status", ""), "TERMINATED") << t.dump();
+  ExpectMockExperimentOnDisk(dir.path() / "results" / "mock");
+  EXPECT_EQ(up->Stop(), 0) << up->Output();
+}
+
 TEST(ClusterTest, InvalidExperimentFileIsRejectedWithLine) {
   // A file with `mode: maximum` on line 5 is rejected (exit 2, file:line and field named) by tunectl and by the scheduler; nothing is submitted.
   Cluster cluster;
