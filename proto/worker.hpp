@@ -79,6 +79,28 @@ struct ReportResult {
   MSGPACK_DEFINE_MAP(v, type, id, trial_id, attempt, seq, metrics_json, time_this_iter_s)
 };
 
+/// One result inside ReportResults: ReportResult's fields without the envelope.
+struct ResultItem {
+  std::string trial_id;
+  int64_t attempt = 0;
+  int64_t seq = 0;               // 1, 2, ... per attempt
+  std::string metrics_json;      // the trainable's report (JSON object)
+  double time_this_iter_s = 0;   // seconds
+  MSGPACK_DEFINE_MAP(trial_id, attempt, seq, metrics_json, time_this_iter_s)
+};
+
+/// worker -> scheduler: every result the worker's trainables reported since its last send
+/// (one poll round), in report order; at most kMaxBatchItems per message. Each is handled as
+/// a ReportResult; trial-workers send only this form, the scheduler accepts both.
+struct ReportResults {
+  TUNEBUS_ENVELOPE("report_results");
+  std::vector<ResultItem> results;
+  MSGPACK_DEFINE_MAP(v, type, id, results)
+};
+
+/// Most items in one ReportResults or Decisions message (far below the decoder's array limit).
+inline constexpr size_t kMaxBatchItems = 1024;
+
 /// scheduler -> worker: the decision for result `seq` (also its acknowledgement).
 struct Decision {
   TUNEBUS_ENVELOPE("decision");
@@ -89,6 +111,24 @@ struct Decision {
   /// "checkpoint_and_stop" (save, then stop) | "stop"
   std::string action;
   MSGPACK_DEFINE_MAP(v, type, id, trial_id, attempt, seq, action)
+};
+
+/// One decision inside Decisions: Decision's fields without the envelope.
+struct DecisionItem {
+  std::string trial_id;
+  int64_t attempt = 0;
+  int64_t seq = 0;
+  std::string action;  // as Decision::action
+  MSGPACK_DEFINE_MAP(trial_id, attempt, seq, action)
+};
+
+/// scheduler -> worker: the decisions for that worker that became sendable in one poll round
+/// (their journal records are durable), in decision order; at most kMaxBatchItems per message.
+/// Each is handled as a Decision. The scheduler sends only this form; workers accept both.
+struct Decisions {
+  TUNEBUS_ENVELOPE("decisions");
+  std::vector<DecisionItem> decisions;
+  MSGPACK_DEFINE_MAP(v, type, id, decisions)
 };
 
 /// scheduler -> worker: stop a trial now (user stop, experiment stop). The worker answers with

@@ -16,7 +16,7 @@ constexpr bus::Duration kRmRetry{1000};
 }  // namespace
 
 BusExecutor::BusExecutor(bus::EventLoop& loop, bus::RequestClient& rm, bus::RequestClient& store,
-                         zmq::socket_t& workers, journal::JournalWriter& journal, const ExperimentSpec& spec,
+                         WorkerOutbox& workers, journal::JournalWriter& journal, const ExperimentSpec& spec,
                          std::string experiment_dir, std::string journal_name)
     : loop_(loop),
       rm_(rm),
@@ -93,7 +93,7 @@ void BusExecutor::SendStart(const std::string& worker_id, std::string payload, c
     return;  // the attempt ended (stopped, requeued) before its start went out
   }
   const bool registered = !is_registered_ || is_registered_(worker_id);
-  if (registered && bus::SendTo(workers_, worker_id, payload)) {
+  if (registered && workers_.Send(worker_id, payload)) {
     unsent_starts_.erase(trial.trial_id);
     return;
   }
@@ -108,13 +108,9 @@ void BusExecutor::SendStart(const std::string& worker_id, std::string payload, c
 }
 
 void BusExecutor::SendDecision(const Trial& trial, int64_t seq, const char* action) {
-  proto::Decision msg;
-  msg.trial_id = trial.trial_id;
-  msg.attempt = trial.attempt;
-  msg.seq = seq;
-  msg.action = action;
-  journal_.AfterDurable([this, worker = trial.worker_id, payload = proto::Encode(msg)] {
-    if (!bus::SendTo(workers_, worker, payload)) spdlog::warn("Dropping decision for worker {}: not connected", worker);
+  journal_.AfterDurable([this, worker = trial.worker_id,
+                         decision = proto::DecisionItem{trial.trial_id, trial.attempt, seq, action}]() mutable {
+    workers_.QueueDecision(worker, std::move(decision));
   });
 }
 
@@ -123,7 +119,7 @@ void BusExecutor::StopTrial(const Trial& trial) {
   msg.trial_id = trial.trial_id;
   msg.attempt = trial.attempt;
   journal_.AfterDurable([this, worker = trial.worker_id, payload = proto::Encode(msg)] {
-    if (!bus::SendTo(workers_, worker, payload)) spdlog::warn("Dropping stop for worker {}: not connected", worker);
+    if (!workers_.Send(worker, payload)) spdlog::warn("Dropping stop for worker {}: not connected", worker);
   });
 }
 

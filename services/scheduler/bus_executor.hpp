@@ -1,10 +1,10 @@
 // BusExecutor: the scheduler's TrialExecutor over the bus.
 //
-// Placement asks the resource-manager (Allocate); one request is in flight at a time, and after
-// a "no room" answer no new request goes out until something is freed (a Release we sent, or a
-// node event from the resource-manager), so a full cluster costs no traffic. Launch, decisions,
-// stops and releases are released only after the journal records that caused them are durable
-// (JournalWriter::AfterDurable). A StartTrial to a worker that has not registered with this
+// Placement asks the resource-manager (Allocate, several pipelined), and after a "no room"
+// answer no new request goes out until something is freed (a Release we sent, or a node event
+// from the resource-manager), so a full cluster costs no traffic. Launch, decisions, stops and
+// releases are released only after the journal records that caused them are durable
+// (JournalWriter::AfterDurable); decisions leave batched per worker (WorkerOutbox). A StartTrial to a worker that has not registered with this
 // scheduler process yet is held and retried (kStartTries x kStartRetry); after that the attempt
 // fails. Holding it keeps a StartTrial from crossing the worker's RegisterWorker, which would
 // list the trial as not running and requeue it.
@@ -22,6 +22,7 @@
 #include "libs/journal/journal_writer.hpp"
 #include "libs/spec/experiment_spec.hpp"
 #include "libs/tune/trial_executor.hpp"
+#include "services/scheduler/worker_outbox.hpp"
 
 namespace tunebus {
 
@@ -32,7 +33,7 @@ class BusExecutor final : public TrialExecutor {
   /// `store` serves checkpoint deletes; checkpoints of trial T are stored as
   /// "<journal_name>/<T>/...".
   BusExecutor(bus::EventLoop& loop, bus::RequestClient& rm, bus::RequestClient& store,
-              zmq::socket_t& workers, journal::JournalWriter& journal, const ExperimentSpec& spec,
+              WorkerOutbox& workers, journal::JournalWriter& journal, const ExperimentSpec& spec,
               std::string experiment_dir, std::string journal_name);
 
   void set_runner(TrialRunner* runner) { runner_ = runner; }
@@ -63,7 +64,7 @@ class BusExecutor final : public TrialExecutor {
   bus::EventLoop& loop_;
   bus::RequestClient& rm_;
   bus::RequestClient& store_;
-  zmq::socket_t& workers_;
+  WorkerOutbox& workers_;
   journal::JournalWriter& journal_;
   const ExperimentSpec& spec_;
   std::string experiment_dir_;

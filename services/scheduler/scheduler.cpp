@@ -37,6 +37,7 @@ Status Scheduler::Init() {
 
   control_ = std::move(*control);
   workers_ = std::move(*workers);
+  outbox_ = std::make_unique<WorkerOutbox>(workers_);
   events_ = std::move(*events);
   publisher_ = std::make_unique<EventPublisher>(events_);
   rm_sub_ = std::move(*rm_sub);
@@ -78,10 +79,14 @@ void Scheduler::Run() {
 
 Scheduler::Experiment* Scheduler::Current() { return experiments_.empty() ? nullptr : experiments_.back().get(); }
 
-// After every poll round: let the runner make progress, then send the journal batch.
+// After every poll round: let the runner make progress, then send the journal batch and the
+// decisions this round released.
 void Scheduler::AfterRound() {
   Experiment* e = Current();
-  if (e == nullptr) return;
+  if (e == nullptr) {
+    outbox_->Flush();  // decisions of a stopped experiment's last round
+    return;
+  }
   if (state_ == State::kRunning) {
     e->runner->Step();
     if (e->runner->IsFinished()) {
@@ -95,6 +100,7 @@ void Scheduler::AfterRound() {
   }
   MaybeSnapshot(*e);
   e->journal->Flush();
+  outbox_->Flush();
   const auto now = bus::Clock::now();
   if (now - last_state_file_ >= bus::Duration{options_.state_file_interval_ms}) {
     last_state_file_ = now;
@@ -117,6 +123,7 @@ void Scheduler::OnWorkerReadable() {
     workers_seen_[peer] = bus::Clock::now();
     const bool from_registered_peer_only = d->type() == proto::WorkerHeartbeat::kType ||
                                            d->type() == proto::ReportResult::kType ||
+                                           d->type() == proto::ReportResults::kType ||
                                            d->type() == proto::TrialExited::kType ||
                                            d->type() == proto::CheckpointSaved::kType;
     if (from_registered_peer_only && !registered_.contains(peer)) {
@@ -127,6 +134,8 @@ void Scheduler::OnWorkerReadable() {
     }
     if (d->type() == proto::RegisterWorker::kType) {
       HandleRegisterWorker(peer, in, *d);
+    } else if (d->type() == proto::ReportResults::kType) {
+      HandleReportResults(peer, *d);
     } else if (d->type() == proto::ReportResult::kType) {
       HandleReportResult(peer, *d);
     } else if (d->type() == proto::TrialExited::kType) {

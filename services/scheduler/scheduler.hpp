@@ -33,7 +33,9 @@
 #include "libs/journal/snapshot.hpp"
 #include "libs/spec/experiment_spec.hpp"
 #include "proto/control.hpp"
+#include "proto/worker.hpp"
 #include "services/scheduler/event_publisher.hpp"
+#include "services/scheduler/worker_outbox.hpp"
 
 namespace tunebus {
 
@@ -87,7 +89,9 @@ class Scheduler {
 
   // worker handlers (scheduler_workers.cpp)
   void HandleRegisterWorker(const std::string& peer, const bus::Incoming& in, const proto::Decoded& d);
-  void HandleReportResult(const std::string& peer, const proto::Decoded& d);
+  void HandleReportResult(const std::string& peer, const proto::Decoded& d);   // one result
+  void HandleReportResults(const std::string& peer, const proto::Decoded& d);  // a batch
+  void HandleResult(const std::string& peer, proto::ResultItem result);
   void HandleTrialExited(const std::string& peer, const proto::Decoded& d);
 
   // control handlers (scheduler_control.cpp): each answers `in` exactly once
@@ -132,6 +136,7 @@ class Scheduler {
   bus::EventLoop loop_;
   zmq::socket_t control_;
   zmq::socket_t workers_;
+  std::unique_ptr<WorkerOutbox> outbox_;  // decisions, starts and stops to workers (not replies)
   zmq::socket_t events_;  // XPUB
   std::unique_ptr<EventPublisher> publisher_;
   zmq::socket_t rm_sub_;
@@ -146,7 +151,8 @@ class Scheduler {
   /// Prometheus figures (<service>_metrics.cpp), rendered on the loop thread every second.
   void RenderMetrics(metrics::MetricsText& m);
   metrics::MetricsPublisher metrics_;
-  uint64_t metrics_last_results_ = 0;            // report_result count at the last render
+  uint64_t results_received_ = 0;                // results in report_result(s) messages
+  uint64_t metrics_last_results_ = 0;            // results_received_ at the last render
   bus::Clock::time_point metrics_last_at_{};     // when that was
 };
 

@@ -174,7 +174,7 @@ Result<Scheduler::Experiment*> Scheduler::BuildExperiment(ExperimentSpec spec, c
   e->started = bus::Clock::now();
   e->journal = std::make_unique<journal::JournalWriter>(loop_, *store_, e->journal_name);
   e->recorder = std::make_unique<ExperimentRecorder>(e->spec.name, e->experiment_dir, *e->journal, *publisher_);
-  e->executor = std::make_unique<BusExecutor>(loop_, *rm_, *store_, workers_, *e->journal, e->spec,
+  e->executor = std::make_unique<BusExecutor>(loop_, *rm_, *store_, *outbox_, *e->journal, e->spec,
                                               e->experiment_dir, e->journal_name);
 
   RunnerOptions ro;

@@ -6,7 +6,7 @@ namespace tunebus {
 
 void Scheduler::RenderMetrics(metrics::MetricsText& m) {
   const auto now = bus::Clock::now();
-  const uint64_t results = counters_[proto::ReportResult::kType];
+  const uint64_t results = results_received_ + counters_[proto::ReportResult::kType];
   const double dt = std::chrono::duration<double>(now - metrics_last_at_).count();
   const double rate = metrics_last_at_ == bus::Clock::time_point{} || dt <= 0
                           ? 0

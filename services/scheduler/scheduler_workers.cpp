@@ -60,25 +60,40 @@ void Scheduler::HandleReportResult(const std::string& peer, const proto::Decoded
     spdlog::warn("Dropping report_result from {}: {}", peer, msg.status().ToString());
     return;
   }
-  Experiment* e = Current();
-  if (e == nullptr) {
-    spdlog::warn("Dropping result of {} from {} because no experiment is active", msg->trial_id, peer);
+  HandleResult(peer, proto::ResultItem{std::move(msg->trial_id), msg->attempt, msg->seq, std::move(msg->metrics_json),
+                                       msg->time_this_iter_s});
+}
+
+void Scheduler::HandleReportResults(const std::string& peer, const proto::Decoded& d) {
+  auto msg = d.As<proto::ReportResults>();
+  if (!msg.ok()) {
+    spdlog::warn("Dropping report_results from {}: {}", peer, msg.status().ToString());
     return;
   }
-  auto metrics = nlohmann::json::parse(msg->metrics_json, nullptr, /*allow_exceptions=*/false);
-  Status st = metrics.is_object() ? e->runner->OnResult(msg->trial_id, msg->attempt, msg->seq, std::move(metrics),
-                                                        msg->time_this_iter_s)
-                                  : Status::InvalidArgument("metrics_json is not a JSON object");
+  results_received_ += msg->results.size();
+  for (proto::ResultItem& r : msg->results) HandleResult(peer, std::move(r));
+}
+
+void Scheduler::HandleResult(const std::string& peer, proto::ResultItem r) {
+  Experiment* e = Current();
+  if (e == nullptr) {
+    spdlog::warn("Dropping result of {} from {} because no experiment is active", r.trial_id, peer);
+    return;
+  }
+  auto metrics = nlohmann::json::parse(r.metrics_json, nullptr, /*allow_exceptions=*/false);
+  Status st = metrics.is_object()
+                  ? e->runner->OnResult(r.trial_id, r.attempt, r.seq, std::move(metrics), r.time_this_iter_s)
+                  : Status::InvalidArgument("metrics_json is not a JSON object");
   if (st.ok()) return;
-  spdlog::warn("Dropping result {} of {} attempt {} from {} because {}", msg->seq, msg->trial_id, msg->attempt, peer,
+  spdlog::warn("Dropping result {} of {} attempt {} from {} because {}", r.seq, r.trial_id, r.attempt, peer,
                st.message());
-  const Trial* t = e->runner->FindTrial(msg->trial_id);
-  if (t && msg->attempt < t->attempt) {
+  const Trial* t = e->runner->FindTrial(r.trial_id);
+  if (t && r.attempt < t->attempt) {
     // A late result of a dead attempt: make sure that trainable stops.
     proto::StopTrialRequest stop;
-    stop.trial_id = msg->trial_id;
-    stop.attempt = msg->attempt;
-    bus::SendMessageTo(workers_, peer, stop);
+    stop.trial_id = r.trial_id;
+    stop.attempt = r.attempt;
+    outbox_->Send(peer, proto::Encode(stop));
   }
 }
 

@@ -90,6 +90,7 @@ TrialWorker::TrialWorker(TrialWorkerOptions options, std::string hostname, zmq::
     spdlog::debug("Dropping late {} from the resource-manager", msg.type());
   });
   loop_.AddSocket(scheduler_, [this] { OnSchedulerReadable(); });
+  loop_.SetIdleHook([this] { FlushResults(); });
 }
 
 TrialWorker::~TrialWorker() {
@@ -112,6 +113,7 @@ void TrialWorker::Run() {
 void TrialWorker::Shutdown() {
   if (state_ == State::kShutDown) return;
   state_ = State::kShutDown;
+  FlushResults();
   for (auto& [key, run] : runs_) {
     if (run->phase == TrialRun::Phase::kExited) continue;
     spdlog::info("Killing trial {} attempt {} because trial-worker {} shuts down", run->trial_id,
@@ -134,15 +136,26 @@ void TrialWorker::Shutdown() {
 
 template <typename M>
 void TrialWorker::SendToScheduler(const M& message) {
+  if constexpr (!std::is_same_v<M, proto::ReportResults>) FlushResults();
   if (!bus::SendMessage(scheduler_, message)) {
     spdlog::warn(
         "Could not send {} to the scheduler (queue full); it is resent after re-registration",
         M::kType);
   }
 }
-template void TrialWorker::SendToScheduler(const proto::ReportResult&);
 template void TrialWorker::SendToScheduler(const proto::TrialExited&);
 template void TrialWorker::SendToScheduler(const proto::CheckpointSaved&);
+
+void TrialWorker::QueueResult(const proto::ResultItem& result) {
+  outbox_.results.push_back(result);
+  if (outbox_.results.size() >= proto::kMaxBatchItems) FlushResults();
+}
+
+void TrialWorker::FlushResults() {
+  if (outbox_.results.empty()) return;
+  SendToScheduler(outbox_);
+  outbox_.results.clear();
+}
 
 void TrialWorker::OnHeartbeat() {
   if (state_ == State::kShutDown) return;
@@ -239,6 +252,8 @@ void TrialWorker::OnSchedulerReadable() {
     const std::string& type = msg->type();
     if (type == proto::StartTrial::kType) {
       HandleStartTrial(*msg);
+    } else if (type == proto::Decisions::kType) {
+      HandleDecisions(*msg);
     } else if (type == proto::Decision::kType) {
       HandleDecision(*msg);
     } else if (type == proto::StopTrialRequest::kType) {
@@ -283,7 +298,7 @@ void TrialWorker::HandleRegisterWorkerAck(const proto::Decoded& msg) {
 
 void TrialWorker::ResendUnacked() {
   for (auto& [key, run] : runs_) {
-    for (const auto& [seq, result] : run->unacked) SendToScheduler(result);
+    for (const auto& [seq, result] : run->unacked) QueueResult(result);
     if (run->phase == TrialRun::Phase::kExited && !run->silent) SendToScheduler(run->exited);
   }
   std::vector<RunKey> keys;

@@ -12,7 +12,8 @@
 // registration makes it resend its unacknowledged results and the TrialExited of trials that
 // still hold some (the scheduler drops duplicates by (trial_id, attempt, seq)).
 // Trials: StartTrial creates the trial dir and starts the trainable; each report becomes a
-// ReportResult (seq 1, 2, ... per attempt) kept until a Decision with seq >= it arrives; the
+// result (seq 1, 2, ... per attempt), sent in one ReportResults per poll round and kept until a
+// decision (Decision, or an item of Decisions) with seq >= it arrives; the
 // decision's action goes to the trainable ("pause" is delivered as "stop" for now). Stop (a
 // "stop"/"pause" decision or StopTrialRequest) tells a trainable that waits for a decision to
 // stop; any trainable still running after stop_grace_ms is killed (SIGKILL to its process
@@ -25,6 +26,7 @@
 #include <cstdint>
 #include <map>
 #include <memory>
+#include <set>
 #include <string>
 #include <thread>
 #include <utility>
@@ -108,7 +110,7 @@ class TrialWorker {
     bool stop_after_capture = false;  // "pause" / "checkpoint_and_stop"
     int uploads = 0;                  // checkpoint uploads in flight
     bool exit_deferred = false;       // TrialExited waits for the uploads
-    std::map<int64_t, proto::ReportResult> unacked;  // seq -> result
+    std::map<int64_t, proto::ResultItem> unacked;  // seq -> result
     proto::TrialExited exited;  // valid in kExited (resent after re-registration)
   };
   using RunKey = std::pair<std::string, int64_t>;  // (trial_id, attempt)
@@ -126,12 +128,20 @@ class TrialWorker {
   void HandleSchedulerError(const proto::Decoded& msg);
   void ResendUnacked();
   void Shutdown();
+  /// Sends `message` now; results queued by QueueResult go out first (they were reported
+  /// earlier).
   template <typename M>
   void SendToScheduler(const M& message);
+  /// Adds a result to the ReportResults sent at the end of this poll round (FlushResults, the
+  /// loop's idle hook) or once kMaxBatchItems are queued.
+  void QueueResult(const proto::ResultItem& result);
+  void FlushResults();
 
   // Trials (trial_worker_trials.cpp).
   void HandleStartTrial(const proto::Decoded& msg);
-  void HandleDecision(const proto::Decoded& msg);
+  void HandleDecision(const proto::Decoded& msg);   // one Decision
+  void HandleDecisions(const proto::Decoded& msg);  // a Decisions batch
+  void ApplyDecision(const proto::DecisionItem& d);
   void HandleStopTrial(const proto::Decoded& msg);
   void StartRun(const proto::StartTrial& start, nlohmann::json config, std::string restore_dir);
   /// Moves the trainable's finished checkpoint aside and uploads it (checkpoints below).
@@ -163,6 +173,8 @@ class TrialWorker {
   bool scheduler_silence_logged_ = false;
   std::map<RunKey, std::unique_ptr<TrialRun>> runs_;
   int64_t total_unacked_ = 0;
+  std::set<RunKey> held_;        // runs whose reports wait for max_unacked_results to allow them
+  proto::ReportResults outbox_;  // results of this poll round, not sent yet
   std::map<std::string, uint64_t> counters_;  // messages handled, by type
   /// Prometheus figures (<service>_metrics.cpp), rendered on the loop thread every second.
   void RenderMetrics(metrics::MetricsText& m);

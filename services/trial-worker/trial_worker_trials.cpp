@@ -169,6 +169,23 @@ void TrialWorker::HandleDecision(const proto::Decoded& msg) {
     spdlog::warn("Dropping Decision: {}", d.status().ToString());
     return;
   }
+  ApplyDecision(proto::DecisionItem{d->trial_id, d->attempt, d->seq, d->action});
+  DrainBackpressured();
+}
+
+void TrialWorker::HandleDecisions(const proto::Decoded& msg) {
+  ++counters_[msg.type()];
+  auto batch = msg.As<proto::Decisions>();
+  if (!batch.ok()) {
+    spdlog::warn("Dropping Decisions: {}", batch.status().ToString());
+    return;
+  }
+  for (const proto::DecisionItem& d : batch->decisions) ApplyDecision(d);
+  DrainBackpressured();
+}
+
+void TrialWorker::ApplyDecision(const proto::DecisionItem& item) {
+  const proto::DecisionItem* d = &item;
   TrialRun* run = FindRun(d->trial_id, d->attempt);
   if (run == nullptr) {
     spdlog::info(
@@ -215,7 +232,6 @@ void TrialWorker::HandleDecision(const proto::Decoded& msg) {
     AfterTrainableEvent(*run);
   }
   EraseIfDone(key);
-  DrainBackpressured();
 }
 
 void TrialWorker::HandleStopTrial(const proto::Decoded& msg) {
@@ -311,6 +327,7 @@ void TrialWorker::AfterTrainableEvent(TrialRun& run) {
     if (!run.silent && total_unacked_ >= options_.max_unacked_results) {
       spdlog::warn("Holding reports of trial {} attempt {}: {} results are unacknowledged",
                    run.trial_id, run.attempt, total_unacked_);
+      held_.insert(RunKey{run.trial_id, run.attempt});
       break;
     }
     trainable::Report report = *t.TakeReport();
@@ -324,7 +341,7 @@ void TrialWorker::AfterTrainableEvent(TrialRun& run) {
         continue;
       }
     }
-    proto::ReportResult result;
+    proto::ResultItem result;
     result.trial_id = run.trial_id;
     result.attempt = run.attempt;
     result.seq = ++run.last_seq;
@@ -332,12 +349,12 @@ void TrialWorker::AfterTrainableEvent(TrialRun& run) {
         report.metrics.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
     result.time_this_iter_s = report.time_this_iter_s;
     if (!run.silent) {
-      run.unacked[result.seq] = result;
       ++total_unacked_;
-      SendToScheduler(result);
+      const proto::ResultItem& kept = run.unacked[result.seq] = std::move(result);
+      QueueResult(kept);
     }
     if (run.phase != TrialRun::Phase::kRunning) {  // stopping: answer "stop" right here
-      run.answered_seq = result.seq;
+      run.answered_seq = run.last_seq;
       if (t.awaiting_decisions() > 0) (void)t.SendDecision(Action::kStop);
     }
   }
@@ -445,13 +462,10 @@ void TrialWorker::SyncFds(TrialRun& run) {
 }
 
 void TrialWorker::DrainBackpressured() {
-  std::vector<RunKey> keys;
-  for (const auto& [key, run] : runs_) {
-    if (run->trainable && run->trainable->has_report()) keys.push_back(key);
-  }
-  for (const auto& key : keys) {
-    if (total_unacked_ >= options_.max_unacked_results) return;
-    if (TrialRun* run = FindRun(key.first, key.second)) AfterTrainableEvent(*run);
+  while (!held_.empty() && total_unacked_ < options_.max_unacked_results) {
+    const RunKey key = *held_.begin();
+    held_.erase(held_.begin());
+    if (TrialRun* run = FindRun(key.first, key.second)) AfterTrainableEvent(*run);  // may hold it again
     EraseIfDone(key);
   }
 }

@@ -9,6 +9,7 @@
 #include <deque>
 #include <filesystem>
 #include <optional>
+#include <set>
 #include <thread>
 
 #include "libs/bus/socket.hpp"
@@ -120,6 +121,22 @@ class TrialWorkerTest : public ::testing::Test {
         ++heartbeat_count_;
         continue;
       }
+      if (d->type() == proto::ReportResults::kType) {
+        // A batch: each result is checked as the ReportResult it stands for.
+        ++report_batches_;
+        auto batch = d->As<proto::ReportResults>();
+        ASSERT_TRUE(batch.ok());
+        for (const proto::ResultItem& r : batch->results) {
+          proto::ReportResult one;
+          one.trial_id = r.trial_id;
+          one.attempt = r.attempt;
+          one.seq = r.seq;
+          one.metrics_json = r.metrics_json;
+          one.time_this_iter_s = r.time_this_iter_s;
+          inbox_.push_back(Message{one.type, proto::Encode(one)});
+        }
+        continue;
+      }
       inbox_.push_back(Message{d->type(), in.payload.to_string()});
     }
   }
@@ -191,6 +208,7 @@ class TrialWorkerTest : public ::testing::Test {
   bool rm_forget_ = false;
   int register_worker_count_ = 0;
   int heartbeat_count_ = 0;
+  int report_batches_ = 0;  // ReportResults messages received
   std::optional<Message> last_register_;
   std::deque<Message> inbox_;
   std::vector<Message> rm_log_;
@@ -269,6 +287,34 @@ TEST_F(TrialWorkerTest, MockTrialReportsWaitForDecisionsThenExitsOk) {
   EXPECT_TRUE(e.ok) << e.error;
   EXPECT_FALSE(e.stopped);
   EXPECT_EQ(e.last_seq, 3);
+}
+
+TEST_F(TrialWorkerTest, OneDecisionsBatchGetsTheNextReportsInOneReportResults) {
+  // Four noop trials (they report as soon as a decision arrives): one Decisions message with a
+  // "continue" for each makes their next four results, which leave in one ReportResults.
+  StartWorker();
+  WaitRegistered();
+  for (int i = 0; i < 4; ++i) Send(Start("n" + std::to_string(i), {{"mock_iterations", 5}}, "noop"));
+  proto::Decisions batch;
+  for (int i = 0; i < 4; ++i) {
+    auto msg = WaitFor(proto::ReportResult::kType);
+    ASSERT_TRUE(msg.has_value()) << i;
+    auto r = msg->As<proto::ReportResult>();
+    EXPECT_EQ(r.seq, 1);
+    batch.decisions.push_back(proto::DecisionItem{r.trial_id, r.attempt, r.seq, "continue"});
+  }
+  const int batches_before = report_batches_;
+  Send(batch);
+  std::set<std::string> next;
+  for (int i = 0; i < 4; ++i) {
+    auto msg = WaitFor(proto::ReportResult::kType);
+    ASSERT_TRUE(msg.has_value()) << i;
+    auto r = msg->As<proto::ReportResult>();
+    EXPECT_EQ(r.seq, 2);
+    next.insert(r.trial_id);
+  }
+  EXPECT_EQ(next.size(), 4u);
+  EXPECT_EQ(report_batches_, batches_before + 1);
 }
 
 TEST_F(TrialWorkerTest, MissingCommandGivesTrialExitedNamingIt) {
