@@ -4,6 +4,7 @@
 #pragma once
 
 #include <memory>
+#include <optional>
 #include <set>
 #include <string>
 
@@ -22,6 +23,11 @@ struct Scheduler::Experiment {
   std::string journal_name;    // "<name>-<experiment_id>": the journal's key in the store
   std::string experiment_dir;  // <results_dir>/<name>
   bus::Clock::time_point started;
+  std::optional<bus::Clock::time_point> ended;  // set by the round that sees the runner finished
+  /// Seconds from the start to the end (or to now while it runs).
+  double ElapsedS() const {
+    return std::chrono::duration<double>(ended.value_or(bus::Clock::now()) - started).count();
+  }
   double submitted_at_s = 0;   // wall clock of the submission, seconds since the epoch
   std::string base_dir;        // as submitted (for snapshots)
   std::string source_name;

@@ -91,6 +91,7 @@ void Scheduler::AfterRound() {
     e->runner->Step();
     if (e->runner->IsFinished()) {
       state_ = State::kIdle;
+      e->ended = bus::Clock::now();
       spdlog::info("Experiment {} ended: {} ({})", e->spec.name, ExperimentStatusName(e->runner->status()),
                    e->runner->end_reason());
       // Give back to the system what the run's transient buffers (result batches, journal

@@ -23,10 +23,6 @@ double WallSeconds() {
   return std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
 }
 
-double Elapsed(bus::Clock::time_point since) {
-  return std::chrono::duration<double>(bus::Clock::now() - since).count();
-}
-
 }  // namespace
 
 void Scheduler::ReplyJson(const bus::Incoming& in, uint64_t id, const json& body) {
@@ -100,7 +96,7 @@ void Scheduler::HandleSubmit(const bus::Incoming& in, const proto::Decoded& d) {
   if (Experiment* current = Current(); state_ == State::kRunning && current->spec.source_yaml == msg->spec_yaml) {
     // The same experiment is already running (e.g. resumed after a restart): follow it.
     return ReplyJson(in, d.id(), ExperimentToJson(current->spec.name, *current->runner, current->experiment_dir,
-                                                  Elapsed(current->started)));
+                                                  current->ElapsedS()));
   }
   if (state_ == State::kRunning || submitting_) {
     return ReplyError(in, d.id(), d.type(),
@@ -261,13 +257,13 @@ void Scheduler::HandleStopExperiment(const bus::Incoming& in, const proto::Decod
   Experiment* e = Current();
   if (e == nullptr) return ReplyError(in, d.id(), d.type(), Status::NotFound("no experiment has been submitted"));
   e->runner->StopExperiment("stopped by the user");
-  ReplyJson(in, d.id(), ExperimentToJson(e->spec.name, *e->runner, e->experiment_dir, Elapsed(e->started)));
+  ReplyJson(in, d.id(), ExperimentToJson(e->spec.name, *e->runner, e->experiment_dir, e->ElapsedS()));
 }
 
 void Scheduler::HandleGetExperiment(const bus::Incoming& in, const proto::Decoded& d) {
   Experiment* e = Current();
   if (e == nullptr) return ReplyError(in, d.id(), d.type(), Status::NotFound("no experiment has been submitted"));
-  ReplyJson(in, d.id(), ExperimentToJson(e->spec.name, *e->runner, e->experiment_dir, Elapsed(e->started)));
+  ReplyJson(in, d.id(), ExperimentToJson(e->spec.name, *e->runner, e->experiment_dir, e->ElapsedS()));
 }
 
 void Scheduler::HandleListWorkers(const bus::Incoming& in, const proto::Decoded& d) {

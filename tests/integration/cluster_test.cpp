@@ -5,6 +5,7 @@
 #include <random>
 #include <set>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include <gtest/gtest.h>
@@ -205,6 +206,16 @@ TEST(ClusterTest, MockExperimentFinishesOnSeparateProcesses) {
     EXPECT_EQ(t["resources"], json({{"cpu", 1.0}}));
     EXPECT_TRUE(t["error"].is_null());
   }
+
+  // The experiment's elapsed_s stops at its end: asking again later gives the same figure.
+  auto first = cluster.Ctl({"-o", "json", "status"});
+  ASSERT_EQ(first.exit_code, 0) << first.Describe();
+  std::this_thread::sleep_for(300ms);
+  auto second = cluster.Ctl({"-o", "json", "status"});
+  ASSERT_EQ(second.exit_code, 0) << second.Describe();
+  EXPECT_EQ(first.Json()["status"], "FINISHED") << first.out;
+  EXPECT_GT(first.Json().value("elapsed_s", 0.0), 0.0) << first.out;
+  EXPECT_EQ(first.Json()["elapsed_s"], second.Json()["elapsed_s"]);
 
   const fs::path experiment_dir = cluster.dir() / "results" / "mock";
   const json state = ExpectMockExperimentOnDisk(experiment_dir);
