@@ -93,6 +93,20 @@ Decision AshaScheduler::OnTrialResult(const Trial& trial, const json& result) {
   return OnBracketResult(trial.trial_id, t, value);
 }
 
+void AshaScheduler::Rung::Record(const std::string& trial_id, double value) {
+  auto [it, added] = recorded.try_emplace(trial_id, value);
+  if (!added) {  // a replayed duplicate: its old value leaves the sorted list
+    sorted.erase(std::lower_bound(sorted.begin(), sorted.end(), it->second));
+    it->second = value;
+  }
+  sorted.insert(std::upper_bound(sorted.begin(), sorted.end(), value), value);
+}
+
+void AshaScheduler::Rung::Clear() {
+  recorded.clear();
+  sorted.clear();
+}
+
 Decision AshaScheduler::OnBracketResult(const std::string& trial_id, double t, double value) {
   auto it = trial_bracket_.find(trial_id);
   if (it == trial_bracket_.end()) return Decision::kContinue;
@@ -102,11 +116,8 @@ Decision AshaScheduler::OnBracketResult(const std::string& trial_id, double t, d
     Rung& rung = bracket[r];
     if (t < rung.milestone || rung.recorded.contains(trial_id)) continue;
     Decision decision = Decision::kContinue;
-    if (!rung.recorded.empty()) {
-      std::vector<double> values;
-      values.reserve(rung.recorded.size());
-      for (const auto& [id, v] : rung.recorded) values.push_back(v);
-      const double cutoff = Percentile(std::move(values), (1 - 1 / options_.reduction_factor) * 100);
+    if (!rung.sorted.empty()) {
+      const double cutoff = PercentileOfSorted(rung.sorted, (1 - 1 / options_.reduction_factor) * 100);
       if (value < cutoff) decision = Decision::kStop;
     }
     Record({{"rec", {trial_id, b, r, value}}});
@@ -136,7 +147,7 @@ Status AshaScheduler::Apply(const json& e) {
       if (b >= brackets_.size() || rung >= brackets_[b].size()) {
         return Status::Corruption(fmt::format("asha: no rung {} in bracket {}", rung, b));
       }
-      brackets_[b][rung].recorded[r.at(0).get<std::string>()] = r.at(3).get<double>();
+      brackets_[b][rung].Record(r.at(0).get<std::string>(), r.at(3).get<double>());
     } else if (e.contains("del")) {
       trial_bracket_.erase(e["del"].get<std::string>());
     } else {
@@ -161,7 +172,7 @@ json AshaScheduler::SaveState() const {
 Status AshaScheduler::RestoreState(const json& state) {
   trial_bracket_.clear();
   for (Bracket& b : brackets_) {
-    for (Rung& r : b) r.recorded.clear();
+    for (Rung& r : b) r.Clear();
   }
   ClearDelta();
   if (state.is_null()) return Status::Ok();

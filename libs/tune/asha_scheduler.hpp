@@ -66,6 +66,9 @@ class AshaScheduler final : public JournaledTrialScheduler {
   struct Rung {
     double milestone = 0;
     std::map<std::string, double> recorded;  // trial_id -> metric * sign
+    std::vector<double> sorted;  // recorded's values, ascending: the cutoff is O(1), not a sort
+    void Record(const std::string& trial_id, double value);
+    void Clear();
   };
   using Bracket = std::vector<Rung>;  // highest milestone first
 

@@ -84,10 +84,14 @@ Status SchedulerParams::OnlyKnown(std::initializer_list<const char*> known) cons
 
 double Percentile(std::vector<double> values, double q) {
   std::sort(values.begin(), values.end());
-  const double rank = q / 100.0 * double(values.size() - 1);
+  return PercentileOfSorted(values, q);
+}
+
+double PercentileOfSorted(const std::vector<double>& sorted, double q) {
+  const double rank = q / 100.0 * double(sorted.size() - 1);
   const size_t lo = size_t(std::floor(rank));
-  const size_t hi = std::min(lo + 1, values.size() - 1);
-  return values[lo] + (values[hi] - values[lo]) * (rank - double(lo));
+  const size_t hi = std::min(lo + 1, sorted.size() - 1);
+  return sorted[lo] + (sorted[hi] - sorted[lo]) * (rank - double(lo));
 }
 
 }  // namespace tunebus

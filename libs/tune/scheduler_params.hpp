@@ -46,5 +46,7 @@ class SchedulerParams {
 /// The q-th percentile (0..100) of `values` with linear interpolation between closest ranks,
 /// as numpy.percentile / nanpercentile. REQUIRES: values not empty.
 double Percentile(std::vector<double> values, double q);
+/// The same for values already sorted ascending: O(1). REQUIRES: sorted not empty.
+double PercentileOfSorted(const std::vector<double>& sorted, double q);
 
 }  // namespace tunebus

@@ -52,6 +52,29 @@ TEST_F(AshaSchedulerTest, TrialsBelowTheRungQuantileStopAndTheRestRunToMaxT) {
   ExpectDeltasRebuildState("asha", kAsha, "acc", "max");
 }
 
+TEST_F(AshaSchedulerTest, AReplayedRecordReplacesItsValueInTheRungCutoff) {
+  // A rung's cutoff comes from its values kept sorted; a "rec" replayed for a trial the rung
+  // already holds replaces that trial's value instead of adding a second one.
+  auto s = AshaScheduler::Create(kAsha, "acc", "max", 0);
+  ASSERT_TRUE(s.ok());
+  auto* asha = static_cast<AshaScheduler*>(s->get());
+  for (const char* id : {"a", "b", "c"}) ASSERT_TRUE(asha->ApplyStateDelta(json::array({{{"add", {id, 0}}}})).ok());
+  // rung index 2 of bracket 0 is milestone 1
+  ASSERT_TRUE(asha->ApplyStateDelta(json::array({{{"rec", {"a", 0, 2, 0.1}}}, {{"rec", {"b", 0, 2, 0.9}}},
+                                                  {{"rec", {"a", 0, 2, 0.5}}}}))
+                  .ok());
+  EXPECT_EQ(asha->Recorded(0, 2), (std::map<std::string, double>{{"a", 0.5}, {"b", 0.9}}));
+  // c at t=1: cutoff of {0.5, 0.9} at the 2/3 quantile = 0.5 + 0.4 * 2/3 = 0.767 (0.1 is gone)
+  Trial c;
+  c.trial_id = "c";
+  EXPECT_EQ(asha->OnTrialResult(c, {{"acc", 0.7}, {"training_iteration", 1}}), Decision::kStop);
+  // d: cutoff of {0.5, 0.7, 0.9} = 0.7 + 0.2 / 3 = 0.767, so 0.8 continues and 0.75 would not
+  ASSERT_TRUE(asha->ApplyStateDelta(json::array({{{"add", {"d", 0}}}})).ok());
+  Trial d;
+  d.trial_id = "d";
+  EXPECT_EQ(asha->OnTrialResult(d, {{"acc", 0.8}, {"training_iteration", 1}}), Decision::kContinue);
+}
+
 TEST_F(AshaSchedulerTest, MinModeStopsTheLargerLosses) {
   // mode min: t1's loss 0.9 is above (worse than) the first trial's 0.2 at rung 1.
   StartScheduled("asha", kAsha, 2, "min");
