@@ -16,7 +16,7 @@ struct SubmitExperiment {
   std::string spec_yaml;    // the file's text
   std::string base_dir;     // absolute folder relative paths resolve against
   std::string source_name;  // file name for error messages
-  MSGPACK_DEFINE_MAP(v, type, id, spec_yaml, base_dir, source_name)
+  TUNEBUS_DEFINE_MAP(v, type, id, spec_yaml, base_dir, source_name)
 };
 
 /// Trials of the current experiment. body: JSON array of trial objects (see PROTOCOL.md).
@@ -25,21 +25,21 @@ struct ListTrials {
   std::string status;  // filter by status name, "" = all
   int64_t offset = 0;  // skip this many (matching) trials, in creation order
   int64_t limit = 0;   // at most this many; 0 = all (a page keeps the reply small at 10,000s of trials)
-  MSGPACK_DEFINE_MAP(v, type, id, status, offset, limit)
+  TUNEBUS_DEFINE_MAP(v, type, id, status, offset, limit)
 };
 
 /// One trial. body: the trial object plus "results" (the last 10 results).
 struct ShowTrial {
   TUNEBUS_ENVELOPE("show_trial");
   std::string trial_id;
-  MSGPACK_DEFINE_MAP(v, type, id, trial_id)
+  TUNEBUS_DEFINE_MAP(v, type, id, trial_id)
 };
 
 /// Stop one trial (PENDING, RUNNING or PAUSED -> TERMINATED). body: {"trial_id", "status", "message"}.
 struct StopTrialCommand {
   TUNEBUS_ENVELOPE("stop_trial_command");
   std::string trial_id;
-  MSGPACK_DEFINE_MAP(v, type, id, trial_id)
+  TUNEBUS_DEFINE_MAP(v, type, id, trial_id)
 };
 
 /// Pause a RUNNING trial: checkpoint, release its resources, -> PAUSED (Ray Tune's
@@ -48,7 +48,7 @@ struct StopTrialCommand {
 struct PauseTrialCommand {
   TUNEBUS_ENVELOPE("pause_trial_command");
   std::string trial_id;
-  MSGPACK_DEFINE_MAP(v, type, id, trial_id)
+  TUNEBUS_DEFINE_MAP(v, type, id, trial_id)
 };
 
 /// Resume a PAUSED trial: -> PENDING, continuing from its latest checkpoint (Ray Tune's
@@ -57,7 +57,7 @@ struct PauseTrialCommand {
 struct ResumeTrialCommand {
   TUNEBUS_ENVELOPE("resume_trial_command");
   std::string trial_id;
-  MSGPACK_DEFINE_MAP(v, type, id, trial_id)
+  TUNEBUS_DEFINE_MAP(v, type, id, trial_id)
 };
 
 /// Add a trial with an explicit config to the running experiment (Ray Tune's add_trial).
@@ -66,7 +66,7 @@ struct ResumeTrialCommand {
 struct AddTrialCommand {
   TUNEBUS_ENVELOPE("add_trial_command");
   std::string config_json;  // JSON object
-  MSGPACK_DEFINE_MAP(v, type, id, config_json)
+  TUNEBUS_DEFINE_MAP(v, type, id, config_json)
 };
 
 /// Change the resource request of a trial that is not RUNNING. `resources`: name -> amount
@@ -77,7 +77,7 @@ struct SetTrialResourcesCommand {
   TUNEBUS_ENVELOPE("set_trial_resources_command");
   std::string trial_id;
   std::map<std::string, double> resources;
-  MSGPACK_DEFINE_MAP(v, type, id, trial_id, resources)
+  TUNEBUS_DEFINE_MAP(v, type, id, trial_id, resources)
 };
 
 /// Resume an experiment by name (the newest with that name in this scheduler or in the
@@ -90,39 +90,39 @@ struct ResumeExperimentCommand {
   TUNEBUS_ENVELOPE("resume_experiment_command");
   std::string name;
   std::string rerun_errored;  // "" | "restore" | "restart"
-  MSGPACK_DEFINE_MAP(v, type, id, name, rerun_errored)
+  TUNEBUS_DEFINE_MAP(v, type, id, name, rerun_errored)
 };
 
 /// Every experiment this scheduler knows or finds in the store's journals. body: array of
 /// {name, journal, status, counts: {STATUS: n}, total, submitted_at (seconds since the epoch)}.
 struct ListExperiments {
   TUNEBUS_ENVELOPE("list_experiments");
-  MSGPACK_DEFINE_MAP(v, type, id)
+  TUNEBUS_DEFINE_MAP(v, type, id)
 };
 
 /// Stop every unfinished trial and end the experiment. body: the experiment summary.
 struct StopExperiment {
   TUNEBUS_ENVELOPE("stop_experiment");
-  MSGPACK_DEFINE_MAP(v, type, id)
+  TUNEBUS_DEFINE_MAP(v, type, id)
 };
 
 /// The experiment summary. body: {"name", "status", "counts", "total", "finished", "best",
 /// "results_dir", "metric", "mode", "error"}.
 struct GetExperiment {
   TUNEBUS_ENVELOPE("get_experiment");
-  MSGPACK_DEFINE_MAP(v, type, id)
+  TUNEBUS_DEFINE_MAP(v, type, id)
 };
 
 /// Workers and resources as the resource-manager reports them. body: JSON array of nodes.
 struct ListWorkers {
   TUNEBUS_ENVELOPE("list_workers");
-  MSGPACK_DEFINE_MAP(v, type, id)
+  TUNEBUS_DEFINE_MAP(v, type, id)
 };
 
 struct ControlReply {
   TUNEBUS_ENVELOPE("control_reply");
   std::string body_json;  // JSON document, shape per request
-  MSGPACK_DEFINE_MAP(v, type, id, body_json)
+  TUNEBUS_DEFINE_MAP(v, type, id, body_json)
 };
 
 }  // namespace tunebus::proto

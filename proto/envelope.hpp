@@ -1,6 +1,6 @@
 // Envelope shared by every tunebus message (see proto/PROTOCOL.md).
 //
-// A message is one ZeroMQ frame holding a msgpack map (MSGPACK_DEFINE_MAP). Every message has
+// A message is one ZeroMQ frame holding a msgpack map (TUNEBUS_DEFINE_MAP, proto/map_fields.hpp). Every message has
 //   v    : protocol version (kProtocolVersion); a peer answers another version with an error
 //   type : the message type, snake_case ("start_trial"); unknown types get an error reply
 //   id   : correlation id chosen by the requester; replies echo it (0 for one-way messages)
@@ -15,6 +15,8 @@
 #define MSGPACK_NO_BOOST
 #endif
 #include <msgpack.hpp>
+
+#include "proto/map_fields.hpp"
 
 namespace tunebus::proto {
 
@@ -34,7 +36,7 @@ inline constexpr size_t kMaxExt = 1u << 20;
 inline constexpr size_t kMaxDepth = 32;
 
 /// Declares the three envelope fields; use first in every message struct and list
-/// `v, type, id` first in its MSGPACK_DEFINE_MAP.
+/// `v, type, id` first in its TUNEBUS_DEFINE_MAP.
 #define TUNEBUS_ENVELOPE(type_name)                  \
   static constexpr const char* kType = type_name;    \
   int v = ::tunebus::proto::kProtocolVersion;        \
@@ -48,7 +50,7 @@ struct ErrorReply {
   std::string code;          // StatusCodeName: "invalid_argument", "not_found", ...
   std::string message;       // human-readable reason
   std::string request_type;  // the type of the request this answers, "" if unknown
-  MSGPACK_DEFINE_MAP(v, type, id, code, message, request_type)
+  TUNEBUS_DEFINE_MAP(v, type, id, code, message, request_type)
 };
 
 }  // namespace tunebus::proto

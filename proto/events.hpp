@@ -14,7 +14,7 @@ struct SchedulerEvent {
   std::string experiment;
   std::string trial_id;   // empty for experiment events
   std::string body_json;  // the trial object (as in list_trials) or the experiment summary
-  MSGPACK_DEFINE_MAP(v, type, id, event, experiment, trial_id, body_json)
+  TUNEBUS_DEFINE_MAP(v, type, id, event, experiment, trial_id, body_json)
 };
 
 }  // namespace tunebus::proto

@@ -19,7 +19,7 @@ struct HeldAllocation {
   int64_t attempt = 0;
   ResourceUnits resources;
   std::vector<std::string> gpu_ids;
-  MSGPACK_DEFINE_MAP(trial_id, attempt, resources, gpu_ids)
+  TUNEBUS_DEFINE_MAP(trial_id, attempt, resources, gpu_ids)
 };
 
 /// worker -> resource-manager, on start and on every reconnect.
@@ -32,13 +32,13 @@ struct RegisterNode {
   /// The attempts the worker runs now. A resource-manager that does not hold them (it
   /// restarted) records them, so allocations are rebuilt from worker reports. Since v1.1.
   std::vector<HeldAllocation> running;
-  MSGPACK_DEFINE_MAP(v, type, id, worker_id, hostname, capacity, gpu_ids, running)
+  TUNEBUS_DEFINE_MAP(v, type, id, worker_id, hostname, capacity, gpu_ids, running)
 };
 
 struct RegisterNodeAck {
   TUNEBUS_ENVELOPE("register_node_ack");
   int64_t heartbeat_interval_ms = 1000;
-  MSGPACK_DEFINE_MAP(v, type, id, heartbeat_interval_ms)
+  TUNEBUS_DEFINE_MAP(v, type, id, heartbeat_interval_ms)
 };
 
 /// worker -> resource-manager every heartbeat interval. A node missing `liveness` intervals
@@ -46,7 +46,7 @@ struct RegisterNodeAck {
 struct NodeHeartbeat {
   TUNEBUS_ENVELOPE("node_heartbeat");
   std::string worker_id;
-  MSGPACK_DEFINE_MAP(v, type, id, worker_id)
+  TUNEBUS_DEFINE_MAP(v, type, id, worker_id)
 };
 
 /// scheduler -> resource-manager: place one trial attempt on a worker that has room for all of
@@ -56,7 +56,7 @@ struct Allocate {
   std::string trial_id;
   int64_t attempt = 0;
   ResourceUnits request;
-  MSGPACK_DEFINE_MAP(v, type, id, trial_id, attempt, request)
+  TUNEBUS_DEFINE_MAP(v, type, id, trial_id, attempt, request)
 };
 
 struct AllocateReply {
@@ -68,7 +68,7 @@ struct AllocateReply {
   std::vector<std::string> gpu_ids;   // when granted and gpu > 0
   bool infeasible = false;            // when !granted: no worker could ever hold it
   std::string reason;                 // when !granted: human-readable
-  MSGPACK_DEFINE_MAP(v, type, id, trial_id, attempt, granted, worker_id, gpu_ids, infeasible, reason)
+  TUNEBUS_DEFINE_MAP(v, type, id, trial_id, attempt, granted, worker_id, gpu_ids, infeasible, reason)
 };
 
 /// scheduler -> resource-manager: return what (trial_id, attempt) holds. Idempotent.
@@ -76,19 +76,19 @@ struct Release {
   TUNEBUS_ENVELOPE("release");
   std::string trial_id;
   int64_t attempt = 0;
-  MSGPACK_DEFINE_MAP(v, type, id, trial_id, attempt)
+  TUNEBUS_DEFINE_MAP(v, type, id, trial_id, attempt)
 };
 
 struct ReleaseReply {
   TUNEBUS_ENVELOPE("release_reply");
   bool released = false;  // false if nothing was held (already released)
-  MSGPACK_DEFINE_MAP(v, type, id, released)
+  TUNEBUS_DEFINE_MAP(v, type, id, released)
 };
 
 /// scheduler/tunectl -> resource-manager: the cluster as it is now.
 struct GetClusterView {
   TUNEBUS_ENVELOPE("get_cluster_view");
-  MSGPACK_DEFINE_MAP(v, type, id)
+  TUNEBUS_DEFINE_MAP(v, type, id)
 };
 
 struct NodeView {
@@ -98,13 +98,13 @@ struct NodeView {
   ResourceUnits capacity;
   ResourceUnits committed;
   std::vector<std::string> trials;  // "trial_id/attempt" holding resources here
-  MSGPACK_DEFINE_MAP(worker_id, hostname, alive, capacity, committed, trials)
+  TUNEBUS_DEFINE_MAP(worker_id, hostname, alive, capacity, committed, trials)
 };
 
 struct ClusterView {
   TUNEBUS_ENVELOPE("cluster_view");
   std::vector<NodeView> nodes;
-  MSGPACK_DEFINE_MAP(v, type, id, nodes)
+  TUNEBUS_DEFINE_MAP(v, type, id, nodes)
 };
 
 /// resource-manager PUB: published on every node change. Topic frame = "node".
@@ -113,7 +113,7 @@ struct NodeEvent {
   std::string event;  // "node_added" | "node_lost" | "resources_freed"
   std::string worker_id;
   std::vector<std::string> trials;  // node_lost: "trial_id/attempt" that were running there
-  MSGPACK_DEFINE_MAP(v, type, id, event, worker_id, trials)
+  TUNEBUS_DEFINE_MAP(v, type, id, event, worker_id, trials)
 };
 
 }  // namespace tunebus::proto

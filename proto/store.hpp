@@ -19,7 +19,7 @@ struct JournalAppend {
   /// holds those seqs (a retry after a lost ack) the store acks them again without writing; any
   /// other mismatch is failed_precondition (another writer appended in between).
   uint64_t expected_first_seq = 0;
-  MSGPACK_DEFINE_MAP(v, type, id, experiment, records, expected_first_seq)
+  TUNEBUS_DEFINE_MAP(v, type, id, experiment, records, expected_first_seq)
 };
 
 struct JournalAppendAck {
@@ -27,7 +27,7 @@ struct JournalAppendAck {
   std::string experiment;
   uint64_t first_seq = 0;  // seq of records[0]; seqs are 1-based and gapless per experiment
   uint64_t last_seq = 0;
-  MSGPACK_DEFINE_MAP(v, type, id, experiment, first_seq, last_seq)
+  TUNEBUS_DEFINE_MAP(v, type, id, experiment, first_seq, last_seq)
 };
 
 /// Read records with seq >= from_seq, at most max_records (<= 10000).
@@ -36,7 +36,7 @@ struct JournalRead {
   std::string experiment;
   uint64_t from_seq = 1;
   uint32_t max_records = 1000;
-  MSGPACK_DEFINE_MAP(v, type, id, experiment, from_seq, max_records)
+  TUNEBUS_DEFINE_MAP(v, type, id, experiment, from_seq, max_records)
 };
 
 struct JournalReadReply {
@@ -45,7 +45,7 @@ struct JournalReadReply {
   uint64_t first_seq = 0;            // seq of records[0]
   std::vector<std::string> records;
   bool end = true;                   // no records after these
-  MSGPACK_DEFINE_MAP(v, type, id, experiment, first_seq, records, end)
+  TUNEBUS_DEFINE_MAP(v, type, id, experiment, first_seq, records, end)
 };
 
 /// Cut a journal's corrupt tail: delete the records after keep_through_seq, so appends continue
@@ -57,7 +57,7 @@ struct JournalTruncate {
   std::string experiment;
   uint64_t keep_through_seq = 0;
   uint64_t expected_last_seq = 0;
-  MSGPACK_DEFINE_MAP(v, type, id, experiment, keep_through_seq, expected_last_seq)
+  TUNEBUS_DEFINE_MAP(v, type, id, experiment, keep_through_seq, expected_last_seq)
 };
 
 struct JournalTruncateAck {
@@ -65,20 +65,20 @@ struct JournalTruncateAck {
   std::string experiment;
   uint64_t last_seq = 0;  // the journal's last seq after the cut
   uint64_t removed = 0;   // records deleted
-  MSGPACK_DEFINE_MAP(v, type, id, experiment, last_seq, removed)
+  TUNEBUS_DEFINE_MAP(v, type, id, experiment, last_seq, removed)
 };
 
 /// List experiments that have a journal.
 struct JournalList {
   TUNEBUS_ENVELOPE("journal_list");
-  MSGPACK_DEFINE_MAP(v, type, id)
+  TUNEBUS_DEFINE_MAP(v, type, id)
 };
 
 struct JournalListReply {
   TUNEBUS_ENVELOPE("journal_list_reply");
   std::vector<std::string> experiments;
   std::vector<uint64_t> last_seqs;  // parallel to experiments
-  MSGPACK_DEFINE_MAP(v, type, id, experiments, last_seqs)
+  TUNEBUS_DEFINE_MAP(v, type, id, experiments, last_seqs)
 };
 
 /// Store one chunk of a checkpoint. Chunks are written in order 0..n-1; the one with
@@ -90,21 +90,21 @@ struct CheckpointPut {
   std::vector<char> data;        // <= kCheckpointChunkBytes
   bool last = false;
   std::string metadata_json;     // on the last chunk: {"trial_id", "iteration", ...}
-  MSGPACK_DEFINE_MAP(v, type, id, checkpoint_id, chunk_index, data, last, metadata_json)
+  TUNEBUS_DEFINE_MAP(v, type, id, checkpoint_id, chunk_index, data, last, metadata_json)
 };
 
 struct CheckpointPutAck {
   TUNEBUS_ENVELOPE("checkpoint_put_ack");
   std::string checkpoint_id;
   uint32_t chunk_index = 0;
-  MSGPACK_DEFINE_MAP(v, type, id, checkpoint_id, chunk_index)
+  TUNEBUS_DEFINE_MAP(v, type, id, checkpoint_id, chunk_index)
 };
 
 struct CheckpointGet {
   TUNEBUS_ENVELOPE("checkpoint_get");
   std::string checkpoint_id;
   uint32_t chunk_index = 0;
-  MSGPACK_DEFINE_MAP(v, type, id, checkpoint_id, chunk_index)
+  TUNEBUS_DEFINE_MAP(v, type, id, checkpoint_id, chunk_index)
 };
 
 struct CheckpointGetReply {
@@ -114,14 +114,14 @@ struct CheckpointGetReply {
   uint32_t num_chunks = 0;
   std::vector<char> data;
   std::string metadata_json;
-  MSGPACK_DEFINE_MAP(v, type, id, checkpoint_id, chunk_index, num_chunks, data, metadata_json)
+  TUNEBUS_DEFINE_MAP(v, type, id, checkpoint_id, chunk_index, num_chunks, data, metadata_json)
 };
 
 /// List committed checkpoints whose id starts with `prefix` (e.g. "<experiment>/<trial_id>/").
 struct CheckpointList {
   TUNEBUS_ENVELOPE("checkpoint_list");
   std::string prefix;
-  MSGPACK_DEFINE_MAP(v, type, id, prefix)
+  TUNEBUS_DEFINE_MAP(v, type, id, prefix)
 };
 
 struct CheckpointInfo {
@@ -129,26 +129,26 @@ struct CheckpointInfo {
   uint64_t size_bytes = 0;
   uint32_t num_chunks = 0;
   std::string metadata_json;
-  MSGPACK_DEFINE_MAP(checkpoint_id, size_bytes, num_chunks, metadata_json)
+  TUNEBUS_DEFINE_MAP(checkpoint_id, size_bytes, num_chunks, metadata_json)
 };
 
 struct CheckpointListReply {
   TUNEBUS_ENVELOPE("checkpoint_list_reply");
   std::vector<CheckpointInfo> checkpoints;
-  MSGPACK_DEFINE_MAP(v, type, id, checkpoints)
+  TUNEBUS_DEFINE_MAP(v, type, id, checkpoints)
 };
 
 struct CheckpointDelete {
   TUNEBUS_ENVELOPE("checkpoint_delete");
   std::string checkpoint_id;
-  MSGPACK_DEFINE_MAP(v, type, id, checkpoint_id)
+  TUNEBUS_DEFINE_MAP(v, type, id, checkpoint_id)
 };
 
 struct CheckpointDeleteAck {
   TUNEBUS_ENVELOPE("checkpoint_delete_ack");
   std::string checkpoint_id;
   bool deleted = false;  // false if it did not exist
-  MSGPACK_DEFINE_MAP(v, type, id, checkpoint_id, deleted)
+  TUNEBUS_DEFINE_MAP(v, type, id, checkpoint_id, deleted)
 };
 
 }  // namespace tunebus::proto

@@ -14,7 +14,7 @@ namespace tunebus::proto {
 struct RunningTrial {
   std::string trial_id;
   int64_t attempt = 0;
-  MSGPACK_DEFINE_MAP(trial_id, attempt)
+  TUNEBUS_DEFINE_MAP(trial_id, attempt)
 };
 
 /// worker -> scheduler, first message after connecting and after every reconnect.
@@ -23,14 +23,14 @@ struct RegisterWorker {
   std::string worker_id;
   std::string hostname;
   std::vector<RunningTrial> running;
-  MSGPACK_DEFINE_MAP(v, type, id, worker_id, hostname, running)
+  TUNEBUS_DEFINE_MAP(v, type, id, worker_id, hostname, running)
 };
 
 /// scheduler -> worker, answer to RegisterWorker.
 struct RegisterWorkerAck {
   TUNEBUS_ENVELOPE("register_worker_ack");
   std::vector<std::string> stale_trials;  // trial ids the worker must kill (not current attempts)
-  MSGPACK_DEFINE_MAP(v, type, id, stale_trials)
+  TUNEBUS_DEFINE_MAP(v, type, id, stale_trials)
 };
 
 /// How to run the trainable; mirrors ExperimentSpec::trainable.
@@ -39,7 +39,7 @@ struct TrainableDef {
   std::string builtin;               // "mock" | "noop" | ""
   std::string working_dir;           // absolute
   std::map<std::string, std::string> env;  // extra environment
-  MSGPACK_DEFINE_MAP(command, builtin, working_dir, env)
+  TUNEBUS_DEFINE_MAP(command, builtin, working_dir, env)
 };
 
 /// scheduler -> worker: start attempt `attempt` of a trial. Sent only after the journal record
@@ -63,7 +63,7 @@ struct StartTrial {
   /// What the attempt was allocated (fixed-point units, see proto/resources.hpp). The worker
   /// reports it back in RegisterNode.running so a restarted resource-manager rebuilds it.
   std::map<std::string, int64_t> resources;
-  MSGPACK_DEFINE_MAP(v, type, id, experiment, trial_id, attempt, config_json, trainable, trial_dir,
+  TUNEBUS_DEFINE_MAP(v, type, id, experiment, trial_id, attempt, config_json, trainable, trial_dir,
                      gpu_ids, start_iteration, restore_checkpoint_id, checkpoint_prefix, resources)
 };
 
@@ -76,7 +76,7 @@ struct ReportResult {
   int64_t seq = 0;                  // 1, 2, ... per attempt
   std::string metrics_json;         // the trainable's report (JSON object)
   double time_this_iter_s = 0;      // seconds between this report and the previous (or start)
-  MSGPACK_DEFINE_MAP(v, type, id, trial_id, attempt, seq, metrics_json, time_this_iter_s)
+  TUNEBUS_DEFINE_MAP(v, type, id, trial_id, attempt, seq, metrics_json, time_this_iter_s)
 };
 
 /// One result inside ReportResults: ReportResult's fields without the envelope.
@@ -86,7 +86,7 @@ struct ResultItem {
   int64_t seq = 0;               // 1, 2, ... per attempt
   std::string metrics_json;      // the trainable's report (JSON object)
   double time_this_iter_s = 0;   // seconds
-  MSGPACK_DEFINE_MAP(trial_id, attempt, seq, metrics_json, time_this_iter_s)
+  TUNEBUS_DEFINE_MAP(trial_id, attempt, seq, metrics_json, time_this_iter_s)
 };
 
 /// worker -> scheduler: every result the worker's trainables reported since its last send
@@ -95,7 +95,7 @@ struct ResultItem {
 struct ReportResults {
   TUNEBUS_ENVELOPE("report_results");
   std::vector<ResultItem> results;
-  MSGPACK_DEFINE_MAP(v, type, id, results)
+  TUNEBUS_DEFINE_MAP(v, type, id, results)
 };
 
 /// Most items in one ReportResults or Decisions message (far below the decoder's array limit).
@@ -110,7 +110,7 @@ struct Decision {
   /// "continue" | "checkpoint" (save, go on) | "pause" (save, then stop) |
   /// "checkpoint_and_stop" (save, then stop) | "stop"
   std::string action;
-  MSGPACK_DEFINE_MAP(v, type, id, trial_id, attempt, seq, action)
+  TUNEBUS_DEFINE_MAP(v, type, id, trial_id, attempt, seq, action)
 };
 
 /// One decision inside Decisions: Decision's fields without the envelope.
@@ -119,7 +119,7 @@ struct DecisionItem {
   int64_t attempt = 0;
   int64_t seq = 0;
   std::string action;  // as Decision::action
-  MSGPACK_DEFINE_MAP(trial_id, attempt, seq, action)
+  TUNEBUS_DEFINE_MAP(trial_id, attempt, seq, action)
 };
 
 /// scheduler -> worker: the decisions for that worker that became sendable in one poll round
@@ -128,7 +128,7 @@ struct DecisionItem {
 struct Decisions {
   TUNEBUS_ENVELOPE("decisions");
   std::vector<DecisionItem> decisions;
-  MSGPACK_DEFINE_MAP(v, type, id, decisions)
+  TUNEBUS_DEFINE_MAP(v, type, id, decisions)
 };
 
 /// scheduler -> worker: stop a trial now (user stop, experiment stop). The worker answers with
@@ -137,7 +137,7 @@ struct StopTrialRequest {
   TUNEBUS_ENVELOPE("stop_trial");
   std::string trial_id;
   int64_t attempt = 0;
-  MSGPACK_DEFINE_MAP(v, type, id, trial_id, attempt)
+  TUNEBUS_DEFINE_MAP(v, type, id, trial_id, attempt)
 };
 
 /// worker -> scheduler: the trainable of (trial_id, attempt) is gone.
@@ -157,7 +157,7 @@ struct TrialExited {
   /// The trainable could not be started at all (missing command, bad trial setup): the trial
   /// goes to ERROR at once, without the retries max_failures allows.
   bool start_failed = false;
-  MSGPACK_DEFINE_MAP(v, type, id, trial_id, attempt, ok, exit_code, stopped, error, stderr_tail,
+  TUNEBUS_DEFINE_MAP(v, type, id, trial_id, attempt, ok, exit_code, stopped, error, stderr_tail,
                      last_seq, worker_shutdown, start_failed)
 };
 
@@ -170,14 +170,14 @@ struct CheckpointSaved {
   std::string checkpoint_id;
   int64_t training_iteration = 0;  // the iteration the checkpoint holds
   int64_t size_bytes = 0;          // bytes stored (the directory as a tar stream)
-  MSGPACK_DEFINE_MAP(v, type, id, trial_id, attempt, checkpoint_id, training_iteration, size_bytes)
+  TUNEBUS_DEFINE_MAP(v, type, id, trial_id, attempt, checkpoint_id, training_iteration, size_bytes)
 };
 
 /// worker -> scheduler, every heartbeat interval; lets each side notice the other is gone.
 struct WorkerHeartbeat {
   TUNEBUS_ENVELOPE("worker_heartbeat");
   std::string worker_id;
-  MSGPACK_DEFINE_MAP(v, type, id, worker_id)
+  TUNEBUS_DEFINE_MAP(v, type, id, worker_id)
 };
 
 }  // namespace tunebus::proto

@@ -36,7 +36,7 @@ struct CheckpointMeta {
   uint32_t num_chunks = 0;    // chunks written so far; the next expected chunk index
   std::string metadata_json;  // set on commit, "" or a JSON value from the last chunk
   bool committed = false;     // true once the last chunk is written
-  MSGPACK_DEFINE_MAP(size_bytes, num_chunks, metadata_json, committed)
+  TUNEBUS_DEFINE_MAP(size_bytes, num_chunks, metadata_json, committed)
 };
 
 /// One committed checkpoint as listed.

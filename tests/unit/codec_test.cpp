@@ -395,6 +395,52 @@ TEST(CodecTest, MissingKeysKeepDefaultsAndUnknownKeysAreIgnored) {
   EXPECT_TRUE(rr->trial_id.empty());
 }
 
+// The same fields declared with msgpack-c's own define_map, to compare decoders with.
+struct ResultItemByMsgpack {
+  std::string trial_id;
+  int64_t attempt = 0;
+  int64_t seq = 0;
+  std::string metrics_json;
+  double time_this_iter_s = 0;
+  MSGPACK_DEFINE_MAP(trial_id, attempt, seq, metrics_json, time_this_iter_s)
+};
+
+TEST(CodecTest, MapFieldsDecodesAsMsgpackDefineMapIncludingADuplicatedKey) {
+  // TUNEBUS_DEFINE_MAP's decoder matches keys in place; on a map with a duplicated key (the
+  // first counts), an unknown key and a missing field it gives what define_map gives.
+  msgpack::sbuffer buf;
+  Packer p(buf);
+  p.pack_map(5);
+  PackStr(p, "seq");
+  p.pack(7);
+  PackStr(p, "trial_id");
+  PackStr(p, "t_00001");
+  PackStr(p, "seq");
+  p.pack(9);
+  PackStr(p, "unknown");
+  p.pack(true);
+  PackStr(p, "time_this_iter_s");
+  p.pack(0.25);
+  const msgpack::object_handle h = msgpack::unpack(buf.data(), buf.size());
+  ResultItem ours;
+  ours.attempt = 3;  // missing on the wire: kept
+  ResultItemByMsgpack theirs;
+  theirs.attempt = 3;
+  h.get().convert(ours);
+  h.get().convert(theirs);
+  EXPECT_EQ(ours.seq, 7);
+  EXPECT_EQ(ours.seq, theirs.seq);
+  EXPECT_EQ(ours.trial_id, theirs.trial_id);
+  EXPECT_EQ(ours.attempt, theirs.attempt);
+  EXPECT_EQ(ours.metrics_json, theirs.metrics_json);
+  EXPECT_EQ(ours.time_this_iter_s, theirs.time_this_iter_s);
+  // Packing is msgpack-c's: the same bytes.
+  msgpack::sbuffer a, b;
+  msgpack::pack(a, ours);
+  msgpack::pack(b, theirs);
+  EXPECT_EQ(std::string(a.data(), a.size()), std::string(b.data(), b.size()));
+}
+
 TEST(CodecTest, NonStringKeyIsRejectedByAsNotACrash) {
   // Field names are strings; a map with an integer key decodes (envelope intact) but cannot be
   // converted to a struct: As<M>() is InvalidArgument.
