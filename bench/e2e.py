@@ -333,7 +333,7 @@ def main():
     a.requests = 100 if a.quick else 1000
     a.memory_trials = 1000 if a.quick else 100000
     if a.peer_trials <= 0:
-        a.peer_trials = 50 if a.quick else 500
+        a.peer_trials = 50 if a.quick else 2000
     only = set(a.only.split(","))
     if "throughput" in only:
         bench_throughput(a, a.raw_results_per_s)
