@@ -33,6 +33,25 @@ std::string Trial::DirName() const {
   return name;
 }
 
+nlohmann::json Trial::LastResult() const {
+  if (last_result_msgpack.empty()) return nullptr;
+  nlohmann::json j = nlohmann::json::from_msgpack(last_result_msgpack, /*strict=*/true, /*allow_exceptions=*/false);
+  return j.is_object() ? j : nlohmann::json(nullptr);
+}
+
+void Trial::SetLastResult(const nlohmann::json& result) {
+  if (!result.is_object()) {
+    last_result_msgpack.clear();
+    return;
+  }
+  // Encoded into a scratch buffer, then copied: the trial's block is sized to the result (an
+  // append would leave it up to twice as large).
+  thread_local std::string scratch;
+  scratch.clear();
+  nlohmann::json::to_msgpack(result, scratch);
+  last_result_msgpack.assign(scratch);
+}
+
 const char* FailureKindName(FailureKind kind) { return kind == FailureKind::kWorkerLost ? "worker_lost" : "error"; }
 
 void NoteFailure(Trial& t, FailureKind kind) {

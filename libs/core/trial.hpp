@@ -84,7 +84,13 @@ struct Trial {
   int64_t num_worker_losses = 0;  // attempts ended by the loss of their worker
   std::string worker_id;        // set while RUNNING
   std::vector<std::string> gpu_ids;  // GPU indices assigned on the worker, while RUNNING
-  nlohmann::json last_result;   // the newest result (object), null before the first one
+  /// The newest result (a JSON object with the auto-filled keys) as msgpack bytes, empty before
+  /// the first: one heap block per trial instead of a node per key (issue 6's memory budget).
+  /// Read it with LastResult(); the runner writes it with SetLastResult().
+  std::string last_result_msgpack;
+  /// The experiment's `metric` in the newest result when it is a number (set by the runner;
+  /// BestTrial reads this instead of decoding every trial's result).
+  std::optional<double> last_metric;
   int64_t num_results = 0;      // results received over all attempts
   std::string error;            // the last error message, empty if none
   std::vector<TrialFailure> failures;  // failure history, oldest first (see NoteFailure)
@@ -109,6 +115,10 @@ struct Trial {
   /// Directory name in Ray Tune's layout: "<trial_id>_<experiment_tag>", cut to 120 bytes and
   /// with characters unsafe in file names replaced by '_'.
   std::string DirName() const;
+  /// The newest result decoded (an object), null before the first one. Cost: one msgpack decode.
+  nlohmann::json LastResult() const;
+  /// Stores `result` (an object; anything else clears it) as the newest result.
+  void SetLastResult(const nlohmann::json& result);
 };
 
 /// Adds the trial's current error to its failure history unless it is empty or the newest

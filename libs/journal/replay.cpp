@@ -45,8 +45,15 @@ Trial* JournalReplayer::Find(const std::string& trial_id) {
   return it == index_.end() ? nullptr : &state_.trials[it->second];
 }
 
+ReplayedExperiment JournalReplayer::Take() {
+  for (auto& [index, result] : last_results_) state_.trials[index].SetLastResult(result);
+  last_results_.clear();
+  return std::move(state_);
+}
+
 void JournalReplayer::Reset(ReplayedExperiment state) {
   state_ = std::move(state);
+  last_results_.clear();
   state_.snapshot_records = state_.records;
   index_.clear();
   for (size_t i = 0; i < state_.trials.size(); ++i) index_[state_.trials[i].trial_id] = i;
@@ -125,7 +132,7 @@ Status JournalReplayer::ApplyTrialRecord(const std::string& kind, const json& r,
     t.last_seq = r.at("seq").get<int64_t>();
     t.training_iteration = result.value("training_iteration", t.training_iteration);
     t.time_total_s = result.value("time_total_s", t.time_total_s);
-    t.last_result = result;
+    last_results_[size_t(t.index)] = result;
     ++t.num_results;
     state_.last_action[t.trial_id] = r.value("decision", "continue");
   } else if (kind == "trial_status") {

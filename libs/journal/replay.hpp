@@ -51,8 +51,10 @@ class JournalReplayer {
   Status Apply(const nlohmann::json& record);
   /// Continues from a snapshot's state (records 1..state.records already applied).
   void Reset(ReplayedExperiment state);
+  /// The state so far; trials' last_result_msgpack is filled in by Take() only (the newest
+  /// result of each trial is encoded once, not at every result record).
   const ReplayedExperiment& state() const { return state_; }
-  ReplayedExperiment Take() { return std::move(state_); }
+  ReplayedExperiment Take();
 
  private:
   Trial* Find(const std::string& trial_id);
@@ -60,6 +62,7 @@ class JournalReplayer {
 
   ReplayedExperiment state_;
   std::unordered_map<std::string, size_t> index_;
+  std::unordered_map<size_t, nlohmann::json> last_results_;  // trial index -> newest result, until Take()
   bool submitted_ = false;
 };
 

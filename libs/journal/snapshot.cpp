@@ -22,7 +22,7 @@ json TrialJson(const Trial& t) {
             {"resources", t.resources.units_map()}, {"status", TrialStatusName(t.status)},
             {"attempt", t.attempt}, {"num_failures", t.num_failures},
             {"num_worker_losses", t.num_worker_losses}, {"worker_id", t.worker_id},
-            {"gpu_ids", t.gpu_ids}, {"last_result", t.last_result}, {"num_results", t.num_results},
+            {"gpu_ids", t.gpu_ids}, {"last_result", t.LastResult()}, {"num_results", t.num_results},
             {"error", t.error}, {"start_time_s", t.start_time_s}, {"training_iteration", t.training_iteration},
             {"time_total_s", t.time_total_s}, {"last_seq", t.last_seq}, {"checkpoints", std::move(checkpoints)},
             {"restored_checkpoint_id", t.restored_checkpoint_id}, {"restored_iteration", t.restored_iteration},
@@ -60,7 +60,7 @@ Trial TrialFrom(const json& j, int64_t index) {
   t.num_worker_losses = j.value("num_worker_losses", int64_t{0});
   t.worker_id = j.at("worker_id").get<std::string>();
   t.gpu_ids = j.at("gpu_ids").get<std::vector<std::string>>();
-  t.last_result = j.at("last_result");
+  t.SetLastResult(j.at("last_result"));
   t.num_results = j.at("num_results").get<int64_t>();
   t.error = j.at("error").get<std::string>();
   t.start_time_s = j.at("start_time_s").get<double>();

@@ -238,8 +238,8 @@ Status TrialRunner::OnResult(const std::string& trial_id, int64_t attempt, int64
   }
 
   if (Status valid = scheduler_->ValidateResult(metrics); !valid.ok()) {
-    t->last_result = std::move(metrics);
-    observer_.OnTrialResult(*t, t->last_result, "stop");
+    SetLastResult(*t, metrics);
+    observer_.OnTrialResult(*t, metrics, "stop");
     executor_.SendDecision(*t, seq, "stop");
     LeaveRunning(*t, TrialStatus::kError, valid.message());
     OnTrialErrored(*t, valid.message());
@@ -256,9 +256,9 @@ Status TrialRunner::OnResult(const std::string& trial_id, int64_t attempt, int64
   std::optional<Exploit> exploit = std::move(deferred_exploit_);
   deferred_exploit_.reset();
   if (decision == Decision::kStop) metrics[rk::kDone] = true;
-  t->last_result = std::move(metrics);
-  const char* action = exploit ? "stop" : ActionFor(*t, decision, checkpoint_requested);
-  observer_.OnTrialResult(*t, t->last_result, action);
+  SetLastResult(*t, metrics);
+  const char* action = exploit ? "stop" : ActionFor(*t, metrics, decision, checkpoint_requested);
+  observer_.OnTrialResult(*t, metrics, action);
   last_action_[t->index] = action;
   executor_.SendDecision(*t, seq, action);
   const bool saving = std::string_view(action) == "pause" || std::string_view(action) == "checkpoint_and_stop";
@@ -267,7 +267,7 @@ Status TrialRunner::OnResult(const std::string& trial_id, int64_t attempt, int64
     (void)ExploitTrial(t->trial_id, exploit->donor_trial_id, std::move(exploit->new_config));
     pending_.insert(t->index);
   } else if (decision == Decision::kStop) {
-    scheduler_->OnTrialComplete(*t, t->last_result);
+    scheduler_->OnTrialComplete(*t, metrics);
     JournalSchedulerDelta();
     LeaveRunning(*t, TrialStatus::kTerminated, "", /*stop_trainable=*/false, saving);
   } else if (decision == Decision::kPause) {
@@ -277,7 +277,14 @@ Status TrialRunner::OnResult(const std::string& trial_id, int64_t attempt, int64
   return Status::Ok();
 }
 
-const char* TrialRunner::ActionFor(Trial& t, Decision decision, bool requested) {
+void TrialRunner::SetLastResult(Trial& t, const nlohmann::json& result) const {
+  t.SetLastResult(result);
+  t.last_metric.reset();
+  if (options_.metric.empty()) return;
+  if (auto it = result.find(options_.metric); it != result.end() && it->is_number()) t.last_metric = it->get<double>();
+}
+
+const char* TrialRunner::ActionFor(Trial& t, const nlohmann::json& result, Decision decision, bool requested) {
   const bool at_end = decision == Decision::kStop && options_.checkpoint_at_end;
   const bool periodic = decision == Decision::kContinue &&
                         (requested || (options_.checkpoint_freq > 0 && t.training_iteration % options_.checkpoint_freq == 0));
@@ -287,8 +294,8 @@ const char* TrialRunner::ActionFor(Trial& t, Decision decision, bool requested) 
     r.time_total_s = t.time_total_s;
     std::string attr = options_.checkpoint_score_attr;
     if (attr.rfind("min-", 0) == 0) attr = attr.substr(4);
-    auto it = attr.empty() ? t.last_result.end() : t.last_result.find(attr);
-    if (it != t.last_result.end() && it->is_number()) r.score = it->get<double>();
+    auto it = attr.empty() ? result.end() : result.find(attr);
+    if (it != result.end() && it->is_number()) r.score = it->get<double>();
   }
   switch (decision) {
     case Decision::kContinue: return checkpoint ? "checkpoint" : "continue";
@@ -324,6 +331,7 @@ Status TrialRunner::Restore(std::vector<Trial> trials, const nlohmann::json& sea
     if (t.status == TrialStatus::kPending) pending_.insert(t.index);
     if (t.status == TrialStatus::kRunning) ++running_;
     if (auto a = last_actions.find(t.trial_id); a != last_actions.end()) last_action_[t.index] = ActionLiteral(a->second);
+    if (!t.last_result_msgpack.empty()) SetLastResult(t, t.LastResult());  // caches last_metric
   }
   for (auto s : {ExperimentStatus::kFinished, ExperimentStatus::kStopped, ExperimentStatus::kError}) {
     if (ended_status == ExperimentStatusName(s)) status_ = s;
@@ -420,7 +428,7 @@ void TrialRunner::OnTrialExited(const std::string& trial_id, int64_t attempt, bo
   // After fail_fast: raise the trials keep their status; their attempts were already released.
   if (t->status != TrialStatus::kRunning || IsFinished()) return;
   if (ok) {
-    scheduler_->OnTrialComplete(*t, t->last_result);
+    scheduler_->OnTrialComplete(*t, t->LastResult());
     JournalSchedulerDelta();
     LeaveRunning(*t, TrialStatus::kTerminated, "");
   } else if (start_failed) {

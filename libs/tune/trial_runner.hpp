@@ -193,7 +193,9 @@ class TrialRunner final : public TrialSchedulerContext {
   void SetPending(Trial& trial);
   Trial& NewTrial(nlohmann::json config, std::string tag);
   /// The worker action for `decision` at the trial's current result, with checkpointing.
-  const char* ActionFor(Trial& trial, Decision decision, bool requested = false);
+  const char* ActionFor(Trial& trial, const nlohmann::json& result, Decision decision, bool requested = false);
+  /// Stores `result` as the trial's newest (msgpack) and caches options.metric from it.
+  void SetLastResult(Trial& trial, const nlohmann::json& result) const;
   void ApplyRetention(Trial& trial);
   void AbortExperiment(const std::string& reason);  // fail_fast: raise
   void OnTrialErrored(Trial& trial, const std::string& error);

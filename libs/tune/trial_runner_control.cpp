@@ -17,7 +17,7 @@ Status TrialRunner::StopTrial(const std::string& trial_id) {
     return Status::FailedPrecondition("a trial scheduler stops the trial it decides on with kStop");
   }
   if (t->status == TrialStatus::kRunning) {
-    scheduler_->OnTrialComplete(*t, t->last_result);
+    scheduler_->OnTrialComplete(*t, t->LastResult());
     JournalSchedulerDelta();
     LeaveRunning(*t, TrialStatus::kTerminated, "", /*stop_trainable=*/true);
   } else {
@@ -269,10 +269,8 @@ const Trial* TrialRunner::BestTrial() const {
   const Trial* best = nullptr;
   double best_value = 0;
   for (const Trial& t : trials_) {
-    if (!t.last_result.is_object()) continue;
-    auto it = t.last_result.find(options_.metric);
-    if (it == t.last_result.end() || !it->is_number()) continue;
-    const double v = it->get<double>();
+    if (!t.last_metric) continue;
+    const double v = *t.last_metric;
     const bool better = options_.mode == "min" ? v < best_value : v > best_value;
     if (best == nullptr || better) {
       best = &t;

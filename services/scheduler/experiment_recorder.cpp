@@ -49,12 +49,11 @@ void ExperimentRecorder::OnTrialStarted(const Trial& t) {
 }
 
 void ExperimentRecorder::OnTrialResult(const Trial& t, const json& result, const char* decision) {
-  // Encoded once: the journal record embeds these bytes and the file writer decodes them on its
-  // own thread, so the result is never copied on the event loop.
-  std::string result_msgpack;
-  json::to_msgpack(result, result_msgpack);
-  journal_.AppendEncoded(journal::EncodeResultRecord(t, result_msgpack, decision));
-  files_.AppendResult(TrialDir(t), std::move(result_msgpack));
+  (void)result;
+  // The runner encoded the result once (Trial::last_result_msgpack): the journal record embeds
+  // those bytes and the file writer formats them on its own thread.
+  journal_.AppendEncoded(journal::EncodeResultRecord(t, t.last_result_msgpack, decision));
+  files_.AppendResult(TrialDir(t), t.last_result_msgpack);
   events_.Publish("trial", "trial_result", name_, t.trial_id, [&] { return TrialToJson(t, experiment_dir_); });
 }
 

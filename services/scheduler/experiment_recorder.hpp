@@ -43,6 +43,8 @@ class ExperimentRecorder final : public RunnerObserver {
 
   /// Writes <trial>/error.txt with the reason and the trainable's stderr tail.
   void WriteErrorFile(const Trial& trial, const std::string& text);
+  /// Hands the result files' work of this round to their writer thread (once per poll round).
+  void FlushFiles() { files_.Flush(); }
   /// Flushes open result files and rewrites experiment_state.json.
   void Checkpoint();
   const std::string& experiment_dir() const { return experiment_dir_; }

@@ -10,18 +10,11 @@
 namespace tunebus {
 
 namespace fs = std::filesystem;
-using nlohmann::json;
-
-namespace {
-
-// One CSV cell: strings as-is, everything else as compact JSON.
-std::string CsvCell(const json& v) { return CsvQuote(v.is_string() ? v.get<std::string>() : v.dump()); }
-
-}  // namespace
 
 ResultFiles::ResultFiles() : thread_([this] { Loop(); }) {}
 
 ResultFiles::~ResultFiles() {
+  Flush();
   {
     std::lock_guard<std::mutex> lock(mu_);
     stopping_ = true;
@@ -30,41 +23,58 @@ ResultFiles::~ResultFiles() {
   thread_.join();
 }
 
-void ResultFiles::Post(std::function<void()> task) {
+void ResultFiles::WriteParams(const std::string& trial_dir, nlohmann::json config) {
+  staged_.push_back(Task{Task::Kind::kParams, trial_dir, {}, std::move(config)});
+}
+
+void ResultFiles::AppendResult(const std::string& trial_dir, std::string result_msgpack) {
+  staged_.push_back(Task{Task::Kind::kResult, trial_dir, std::move(result_msgpack), {}});
+}
+
+void ResultFiles::Close(const std::string& trial_dir) { staged_.push_back(Task{Task::Kind::kClose, trial_dir, {}, {}}); }
+
+void ResultFiles::Flush() {
+  if (staged_.empty()) return;
   bool wake = false;
   {
     std::lock_guard<std::mutex> lock(mu_);
-    wake = tasks_.empty() && !busy_;  // a busy writer takes the whole queue when it is done
-    tasks_.push_back(std::move(task));
+    wake = queued_.empty() && !busy_;  // a busy writer takes the whole queue when it is done
+    if (queued_.empty()) {
+      queued_.swap(staged_);
+    } else {
+      queued_.insert(queued_.end(), std::make_move_iterator(staged_.begin()), std::make_move_iterator(staged_.end()));
+    }
   }
+  staged_.clear();
   if (wake) wake_.notify_one();
+}
+
+void ResultFiles::FlushAll() {
+  staged_.push_back(Task{Task::Kind::kFlushFiles, {}, {}, {}});
+  Flush();
+}
+
+void ResultFiles::Drain() {
+  FlushAll();
+  std::unique_lock<std::mutex> lock(mu_);
+  idle_.wait(lock, [this] { return queued_.empty() && !busy_; });
 }
 
 void ResultFiles::Loop() {
   std::unique_lock<std::mutex> lock(mu_);
+  std::vector<Task> batch;
   while (true) {
-    wake_.wait(lock, [this] { return stopping_ || !tasks_.empty(); });
-    if (tasks_.empty()) return;  // stopping, and everything is written
-    std::deque<std::function<void()>> batch;
-    batch.swap(tasks_);
+    wake_.wait(lock, [this] { return stopping_ || !queued_.empty(); });
+    if (queued_.empty()) return;  // stopping, and everything is written
+    batch.swap(queued_);
     busy_ = true;
     lock.unlock();
-    for (auto& task : batch) task();
+    for (Task& task : batch) Run(task);
+    batch.clear();
     lock.lock();
     busy_ = false;
-    if (tasks_.empty()) idle_.notify_all();
+    if (queued_.empty()) idle_.notify_all();
   }
-}
-
-void ResultFiles::Drain() {
-  Post([this] {
-    for (auto& [dir, f] : open_) {
-      f->result_json.flush();
-      f->progress_csv.flush();
-    }
-  });
-  std::unique_lock<std::mutex> lock(mu_);
-  idle_.wait(lock, [this] { return tasks_.empty() && !busy_; });
 }
 
 ResultFiles::TrialFiles& ResultFiles::Open(const std::string& trial_dir) {
@@ -88,52 +98,43 @@ ResultFiles::TrialFiles& ResultFiles::Open(const std::string& trial_dir) {
   return *slot;
 }
 
-void ResultFiles::WriteParams(const std::string& trial_dir, json config) {
-  Post([trial_dir, config = std::move(config)] {
-    std::error_code ec;
-    fs::create_directories(trial_dir, ec);
-    std::ofstream params(trial_dir + "/params.json", std::ios::trunc);
-    params << config.dump(2) << "\n";
-    if (!params) spdlog::error("Cannot write {}/params.json", trial_dir);
-  });
-}
-
-void ResultFiles::AppendResult(const std::string& trial_dir, std::string result_msgpack) {
-  Post([this, trial_dir, bytes = std::move(result_msgpack)] {
-    const json result = json::from_msgpack(bytes, /*strict=*/true, /*allow_exceptions=*/false);
-    if (!result.is_object()) return;
-    TrialFiles& f = Open(trial_dir);
-    f.result_json << result.dump() << "\n";
-    if (f.csv_columns.empty()) {
-      std::string header;
-      for (const auto& [key, value] : result.items()) {
-        f.csv_columns.push_back(key);
-        if (!header.empty()) header.push_back(',');
-        header.append(CsvCell(key));
+void ResultFiles::Run(Task& task) {
+  switch (task.kind) {
+    case Task::Kind::kParams: {
+      std::error_code ec;
+      fs::create_directories(task.trial_dir, ec);
+      std::ofstream params(task.trial_dir + "/params.json", std::ios::trunc);
+      params << task.config.dump(2) << "\n";
+      if (!params) spdlog::error("Cannot write {}/params.json", task.trial_dir);
+      return;
+    }
+    case Task::Kind::kResult: {
+      if (!text_.Decode(task.result_msgpack)) return;
+      TrialFiles& f = Open(task.trial_dir);
+      line_.clear();
+      text_.AppendJsonLine(line_);
+      f.result_json.write(line_.data(), std::streamsize(line_.size()));
+      row_.clear();
+      if (f.csv_columns.empty()) {
+        f.csv_columns = text_.Keys();
+        for (size_t i = 0; i < f.csv_columns.size(); ++i) {
+          if (i) row_.push_back(',');
+          row_ += CsvQuote(f.csv_columns[i]);
+        }
+        row_.push_back('\n');
       }
-      f.progress_csv << header << "\n";
+      text_.AppendCsvRow(f.csv_columns, row_);
+      f.progress_csv.write(row_.data(), std::streamsize(row_.size()));
+      return;
     }
-    std::string row;
-    for (size_t i = 0; i < f.csv_columns.size(); ++i) {
-      auto it = result.find(f.csv_columns[i]);
-      if (i) row += ",";
-      if (it != result.end()) row += CsvCell(*it);
-    }
-    f.progress_csv << row << "\n";
-  });
-}
-
-void ResultFiles::Close(const std::string& trial_dir) {
-  Post([this, trial_dir] { open_.erase(trial_dir); });
-}
-
-void ResultFiles::FlushAll() {
-  Post([this] {
-    for (auto& [dir, f] : open_) {
-      f->result_json.flush();
-      f->progress_csv.flush();
-    }
-  });
+    case Task::Kind::kClose: open_.erase(task.trial_dir); return;
+    case Task::Kind::kFlushFiles:
+      for (auto& [dir, f] : open_) {
+        f->result_json.flush();
+        f->progress_csv.flush();
+      }
+      return;
+  }
 }
 
 }  // namespace tunebus

@@ -4,12 +4,15 @@
 // inode allocations; formatting a result line and a CSV row costs more than deciding on it).
 // The journal, not these files, is the record of an experiment: the files are for humans and
 // tools, written in the order the results came, complete once Drain() returns.
+//
+// Threading: WriteParams, AppendResult, Close, Flush, FlushAll and Drain are called by one
+// thread (the scheduler's loop). They stage work without a lock; Flush() hands what is staged
+// to the writer thread in one go (once per poll round), so the loop takes the lock once per
+// round, not once per result.
 #pragma once
 
 #include <condition_variable>
-#include <deque>
 #include <fstream>
-#include <functional>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -19,44 +22,58 @@
 
 #include <nlohmann/json.hpp>
 
+#include "services/scheduler/result_text.hpp"
+
 namespace tunebus {
 
 class ResultFiles {
  public:
   ResultFiles();
-  ~ResultFiles();  // writes what is queued, then stops the thread
+  ~ResultFiles();  // writes what is staged and queued, then stops the thread
   ResultFiles(const ResultFiles&) = delete;
   ResultFiles& operator=(const ResultFiles&) = delete;
 
   /// Creates `trial_dir` and (re)writes <trial_dir>/params.json with `config` (indented).
   void WriteParams(const std::string& trial_dir, nlohmann::json config);
-  /// Appends `result` to <trial_dir>/result.json and a row to <trial_dir>/progress.csv (header
+  /// Appends a result to <trial_dir>/result.json and a row to <trial_dir>/progress.csv (header
   /// from the first result of the trial; later keys outside it are left out, as Ray Tune's CSV
   /// logger). Files are opened on the first result and kept open until Close.
-  /// `result_msgpack`: the result object as msgpack (decoded on the writer thread).
+  /// `result_msgpack`: the result object as msgpack (formatted on the writer thread).
   void AppendResult(const std::string& trial_dir, std::string result_msgpack);
   /// Flushes and closes the trial's files (it finished); a later result reopens them.
   void Close(const std::string& trial_dir);
-  /// Flushes every open file.
+  /// Hands the staged work to the writer thread.
+  void Flush();
+  /// Flush(), and the writer flushes every open file.
   void FlushAll();
-  /// Blocks until everything queued before the call is written and flushed.
+  /// Blocks until everything staged before the call is written and flushed.
   void Drain();
 
  private:
+  struct Task {
+    enum class Kind { kParams, kResult, kClose, kFlushFiles } kind;
+    std::string trial_dir;
+    std::string result_msgpack;  // kResult
+    nlohmann::json config;       // kParams
+  };
   struct TrialFiles {
     std::ofstream result_json;
     std::ofstream progress_csv;
     std::vector<std::string> csv_columns;
   };
-  void Post(std::function<void()> task);
   void Loop();
+  void Run(Task& task);                              // writer thread only
   TrialFiles& Open(const std::string& trial_dir);  // writer thread only
 
+  std::vector<Task> staged_;  // the loop thread's, until Flush
   std::mutex mu_;
   std::condition_variable wake_, idle_;
-  std::deque<std::function<void()>> tasks_;
+  std::vector<Task> queued_;  // guarded by mu_
   bool busy_ = false, stopping_ = false;
-  std::unordered_map<std::string, std::unique_ptr<TrialFiles>> open_;  // writer thread only
+  // Writer thread only.
+  std::unordered_map<std::string, std::unique_ptr<TrialFiles>> open_;
+  ResultText text_;
+  std::string line_, row_;
   std::thread thread_;
 };
 

@@ -101,6 +101,7 @@ void Scheduler::AfterRound() {
   }
   MaybeSnapshot(*e);
   e->journal->Flush();
+  e->recorder->FlushFiles();
   outbox_->Flush();
   const auto now = bus::Clock::now();
   if (now - last_state_file_ >= bus::Duration{options_.state_file_interval_ms}) {

@@ -24,7 +24,7 @@ json TrialToJson(const Trial& t, const std::string& experiment_dir) {
           {"failures", std::move(failures)},
           {"status", TrialStatusName(t.status)},
           {"config", t.config},
-          {"last_result", t.last_result.is_null() ? json::object() : t.last_result},
+          {"last_result", t.last_result_msgpack.empty() ? json::object() : t.LastResult()},
           {"num_failures", t.num_failures},
           {"num_worker_losses", t.num_worker_losses},
           {"resources", t.resources.ToAmounts()},

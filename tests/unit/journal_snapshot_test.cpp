@@ -76,9 +76,10 @@ TEST(JournalSnapshotTest, SnapshotPlusTailEqualsAFullReplayAtEveryCutPoint) {
     JournalReplayer replayer;
     replayer.Reset(std::move(*decoded));
     for (size_t i = k; i < records.size(); ++i) ASSERT_TRUE(replayer.Apply(records[i]).ok()) << i;
-    EXPECT_EQ(replayer.state().snapshot_records, k);
-    EXPECT_EQ(replayer.state().records, records.size());
-    EXPECT_EQ(EncodeSnapshot(replayer.state()), full) << "cut after record " << k;
+    const ReplayedExperiment state = replayer.Take();
+    EXPECT_EQ(state.snapshot_records, k);
+    EXPECT_EQ(state.records, records.size());
+    EXPECT_EQ(EncodeSnapshot(state), full) << "cut after record " << k;
   }
 }
 
@@ -90,7 +91,7 @@ TEST(JournalSnapshotTest, ReplayedStateKeepsTrialsResultsCheckpointsAndFailures)
   EXPECT_EQ(s.seed, 9u);
   EXPECT_EQ(s.searcher_state, (json{{"next", 3}}));
   EXPECT_EQ(s.trials[0].status, TrialStatus::kTerminated);
-  EXPECT_EQ(s.trials[0].last_result.value("training_iteration", 0), 4);
+  EXPECT_EQ(s.trials[0].LastResult().value("training_iteration", 0), 4);
   EXPECT_EQ(s.trials[0].num_results, 4);
   ASSERT_EQ(s.trials[1].checkpoints.size(), 1u);
   EXPECT_EQ(s.trials[1].checkpoints[0].training_iteration, 2);

@@ -89,8 +89,8 @@ TEST_F(PbtSchedulerTest, BottomQuantileExploitsTheTopTrialsCheckpointWithAnExplo
   GrantAll();
   EXPECT_EQ(T(3).restored_iteration, 4);
   ASSERT_TRUE(Report(3, 1, {{"acc", 0.95}}).ok());
-  EXPECT_EQ(T(3).last_result.value("training_iteration", 0), 5);
-  EXPECT_EQ(T(3).last_result["pbt_exploit"].value("donor", ""), Id(0));
+  EXPECT_EQ(T(3).LastResult().value("training_iteration", 0), 5);
+  EXPECT_EQ(T(3).LastResult()["pbt_exploit"].value("donor", ""), Id(0));
   ExpectDeltasRebuildState("pbt", kPbt, "acc", "max", 7);
 }
 

@@ -93,10 +93,10 @@ TEST_F(TrialLifecycleTest, UnpauseRestoresTheNewestCheckpointAndTrainingIteratio
   EXPECT_EQ(T(0).restored_checkpoint_id, Id(0) + "/00000004-a1");
   EXPECT_EQ(exec_.launches.back().training_iteration, 4);
   ASSERT_TRUE(Report(0, 1, json::object(), 0.5).ok());
-  EXPECT_EQ(T(0).last_result["training_iteration"], 5);
-  EXPECT_EQ(T(0).last_result["iterations_since_restore"], 1);
-  EXPECT_DOUBLE_EQ(T(0).last_result["time_since_restore"].get<double>(), 0.5);
-  EXPECT_DOUBLE_EQ(T(0).last_result["time_total_s"].get<double>(), 8.5);
+  EXPECT_EQ(T(0).LastResult()["training_iteration"], 5);
+  EXPECT_EQ(T(0).LastResult()["iterations_since_restore"], 1);
+  EXPECT_DOUBLE_EQ(T(0).LastResult()["time_since_restore"].get<double>(), 0.5);
+  EXPECT_DOUBLE_EQ(T(0).LastResult()["time_total_s"].get<double>(), 8.5);
   runner_->OnTrialExited(Id(0), 2, true, "");
   ExpectEachGrantReleasedOnce();
 }
@@ -202,7 +202,7 @@ TEST_F(TrialLifecycleTest, AFailedTrialRestartsFromItsNewestCheckpoint) {
   Run(0);
   EXPECT_EQ(T(0).restored_checkpoint_id, Id(0) + "/00000001-a1");
   ASSERT_TRUE(Report(0, 1).ok());
-  EXPECT_EQ(T(0).last_result["training_iteration"], 2);
+  EXPECT_EQ(T(0).LastResult()["training_iteration"], 2);
 }
 
 TEST_F(TrialLifecycleTest, RestoreFromStartsEveryNewTrialFromThatCheckpoint) {
@@ -218,9 +218,9 @@ TEST_F(TrialLifecycleTest, RestoreFromStartsEveryNewTrialFromThatCheckpoint) {
   for (int i : {0, 1}) {
     EXPECT_EQ(T(i).restored_checkpoint_id, from.checkpoint_id);
     ASSERT_TRUE(Report(i, 1, json::object(), 1.0).ok());
-    EXPECT_EQ(T(i).last_result["training_iteration"], 11);
-    EXPECT_DOUBLE_EQ(T(i).last_result["time_total_s"].get<double>(), 31.0);
-    EXPECT_EQ(T(i).last_result["iterations_since_restore"], 1);
+    EXPECT_EQ(T(i).LastResult()["training_iteration"], 11);
+    EXPECT_DOUBLE_EQ(T(i).LastResult()["time_total_s"].get<double>(), 31.0);
+    EXPECT_EQ(T(i).LastResult()["iterations_since_restore"], 1);
   }
 }
 
@@ -395,7 +395,7 @@ TEST_F(TrialLifecycleTest, RestoreFromJournalStateQueuesPendingKeepsRunningAndRe
   EXPECT_FALSE(Report(0, 2).ok());  // duplicate: answered again, not applied
   EXPECT_EQ(LastAction(), "checkpoint");
   ASSERT_TRUE(Report(0, 3).ok());
-  EXPECT_EQ(T(0).last_result["training_iteration"], 3);
+  EXPECT_EQ(T(0).LastResult()["training_iteration"], 3);
   runner_->RequeueLost(Id(1), "not reported");
   EXPECT_EQ(T(1).status, TrialStatus::kPending);
   EXPECT_EQ(T(1).num_failures, 0);

@@ -121,7 +121,7 @@ TEST_F(TrialRunnerTest, ResultsGetAutoFilledKeys) {
   Run(0);
   now_ = 1234.9;
   ASSERT_TRUE(Report(0, 1, {{"loss", 0.5}}, 1.5).ok());
-  const json& r1 = T(0).last_result;
+  const json r1 = T(0).LastResult();
   EXPECT_EQ(r1["training_iteration"], 1);
   EXPECT_DOUBLE_EQ(r1["time_this_iter_s"].get<double>(), 1.5);
   EXPECT_DOUBLE_EQ(r1["time_total_s"].get<double>(), 1.5);
@@ -132,7 +132,7 @@ TEST_F(TrialRunnerTest, ResultsGetAutoFilledKeys) {
   EXPECT_DOUBLE_EQ(r1["loss"].get<double>(), 0.5);
 
   ASSERT_TRUE(Report(0, 2, {{"loss", 0.25}}, 2.0).ok());
-  const json& r2 = T(0).last_result;
+  const json r2 = T(0).LastResult();
   EXPECT_EQ(r2["training_iteration"], 2);
   EXPECT_DOUBLE_EQ(r2["time_total_s"].get<double>(), 3.5);
   EXPECT_DOUBLE_EQ(r2["loss"].get<double>(), 0.25);
@@ -169,8 +169,8 @@ TEST_F(TrialRunnerTest, StopThresholdOnTrainingIterationTerminatesAtIterationThr
   EXPECT_EQ(exec_.decisions[2].seq, 3);
   EXPECT_EQ(obs_.results.back().decision, "stop");
   EXPECT_EQ(T(0).status, TrialStatus::kTerminated);
-  EXPECT_EQ(T(0).last_result["done"], true);
-  EXPECT_EQ(T(0).last_result["training_iteration"], 3);
+  EXPECT_EQ(T(0).LastResult()["done"], true);
+  EXPECT_EQ(T(0).LastResult()["training_iteration"], 3);
   EXPECT_TRUE(T(0).worker_id.empty());
   EXPECT_TRUE(exec_.stops.empty());  // the STOP decision itself tells the worker
 
@@ -204,7 +204,7 @@ TEST_F(TrialRunnerTest, DoneTrueResultTerminatesTheTrial) {
   ASSERT_TRUE(Report(0, 1, {{"done", true}, {"score", 3}}).ok());
   EXPECT_EQ(T(0).status, TrialStatus::kTerminated);
   EXPECT_EQ(exec_.decisions.back().action, "stop");
-  EXPECT_EQ(T(0).last_result["done"], true);
+  EXPECT_EQ(T(0).LastResult()["done"], true);
   EXPECT_EQ(T(1).status, TrialStatus::kRunning);
   EXPECT_FALSE(runner_->IsFinished());
   EXPECT_EQ(exec_.releases.at({Id(0), 1}), 1);
@@ -223,14 +223,14 @@ TEST_F(TrialRunnerTest, NonBooleanDoneFollowsRayTruthinessInsteadOfThrowing) {
   EXPECT_TRUE(s0.ok()) << s0.ToString();
   EXPECT_EQ(T(0).status, TrialStatus::kRunning);
   EXPECT_EQ(T(0).training_iteration, 1);
-  ASSERT_TRUE(T(0).last_result.is_object());
-  EXPECT_EQ(T(0).last_result["done"], json(false));
+  ASSERT_TRUE(T(0).LastResult().is_object());
+  EXPECT_EQ(T(0).LastResult()["done"], json(false));
   Status s1;
   EXPECT_NO_THROW(s1 = Report(1, 1, {{"done", 1}}));
   EXPECT_TRUE(s1.ok()) << s1.ToString();
   EXPECT_EQ(T(1).status, TrialStatus::kTerminated);
-  ASSERT_TRUE(T(1).last_result.is_object());
-  EXPECT_EQ(T(1).last_result["done"], json(true));
+  ASSERT_TRUE(T(1).LastResult().is_object());
+  EXPECT_EQ(T(1).LastResult()["done"], json(true));
 }
 
 TEST_F(TrialRunnerTest, TrainableExitOkTerminatesTheTrial) {
@@ -352,8 +352,8 @@ TEST_F(TrialRunnerTest, RequeueResetsTrainingIterationAndSeq) {
   EXPECT_DOUBLE_EQ(T(0).time_total_s, 0.0);
   EXPECT_EQ(T(0).last_seq, 0);
   ASSERT_TRUE(Report(0, 1, json::object(), 0.5).ok());
-  EXPECT_EQ(T(0).last_result["training_iteration"], 1);
-  EXPECT_DOUBLE_EQ(T(0).last_result["time_total_s"].get<double>(), 0.5);
+  EXPECT_EQ(T(0).LastResult()["training_iteration"], 1);
+  EXPECT_DOUBLE_EQ(T(0).LastResult()["time_total_s"].get<double>(), 0.5);
   EXPECT_EQ(T(0).num_results, 3);
   EXPECT_EQ(exec_.decisions.back().attempt, 2);
 }
@@ -486,7 +486,7 @@ TEST_F(TrialRunnerTest, StaleAttemptsAndDuplicateSeqsAreRejectedAndChangeNothing
   auto unchanged = [&] {
     EXPECT_EQ(T(0).training_iteration, before.training_iteration);
     EXPECT_EQ(T(0).num_results, before.num_results);
-    EXPECT_EQ(T(0).last_result, before.last_result);
+    EXPECT_EQ(T(0).LastResult(), before.LastResult());
     EXPECT_EQ(T(0).last_seq, before.last_seq);
     EXPECT_DOUBLE_EQ(T(0).time_total_s, before.time_total_s);
     EXPECT_EQ(exec_.decisions.size(), decisions);

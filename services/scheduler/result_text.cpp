@@ -1,0 +1,135 @@
+#include "services/scheduler/result_text.hpp"
+
+#include <cmath>
+#include <iterator>
+
+#include <fmt/format.h>
+
+#include "libs/core/csv.hpp"
+
+namespace tunebus {
+
+namespace {
+
+void AppendQuoted(std::string_view s, std::string& out) {
+  out.push_back('"');
+  for (const char c : s) {
+    switch (c) {
+      case '"': out += "\\\""; break;
+      case '\\': out += "\\\\"; break;
+      case '\b': out += "\\b"; break;
+      case '\f': out += "\\f"; break;
+      case '\n': out += "\\n"; break;
+      case '\r': out += "\\r"; break;
+      case '\t': out += "\\t"; break;
+      default:
+        if (static_cast<unsigned char>(c) < 0x20) {
+          fmt::format_to(std::back_inserter(out), "\\u{:04x}", static_cast<unsigned>(c));
+        } else {
+          out.push_back(c);
+        }
+    }
+  }
+  out.push_back('"');
+}
+
+void AppendDouble(double v, std::string& out) {
+  if (!std::isfinite(v)) {
+    out += "null";
+    return;
+  }
+  const size_t start = out.size();
+  fmt::format_to(std::back_inserter(out), "{}", v);  // shortest round-trip form
+  if (out.find_first_of(".e", start) == std::string::npos) out += ".0";
+}
+
+std::string_view Str(const msgpack::object& o) { return {o.via.str.ptr, o.via.str.size}; }
+
+}  // namespace
+
+void AppendJson(const msgpack::object& o, std::string& out) {
+  switch (o.type) {
+    case msgpack::type::NIL: out += "null"; break;
+    case msgpack::type::BOOLEAN: out += o.via.boolean ? "true" : "false"; break;
+    case msgpack::type::POSITIVE_INTEGER: fmt::format_to(std::back_inserter(out), "{}", o.via.u64); break;
+    case msgpack::type::NEGATIVE_INTEGER: fmt::format_to(std::back_inserter(out), "{}", o.via.i64); break;
+    case msgpack::type::FLOAT32:
+    case msgpack::type::FLOAT64: AppendDouble(o.via.f64, out); break;
+    case msgpack::type::STR: AppendQuoted(Str(o), out); break;
+    case msgpack::type::ARRAY:
+      out.push_back('[');
+      for (uint32_t i = 0; i < o.via.array.size; ++i) {
+        if (i) out.push_back(',');
+        AppendJson(o.via.array.ptr[i], out);
+      }
+      out.push_back(']');
+      break;
+    case msgpack::type::MAP:
+      out.push_back('{');
+      for (uint32_t i = 0; i < o.via.map.size; ++i) {
+        const msgpack::object_kv& kv = o.via.map.ptr[i];
+        if (i) out.push_back(',');
+        if (kv.key.type == msgpack::type::STR) {
+          AppendQuoted(Str(kv.key), out);
+        } else {
+          std::string key;
+          AppendJson(kv.key, key);
+          AppendQuoted(key, out);
+        }
+        out.push_back(':');
+        AppendJson(kv.val, out);
+      }
+      out.push_back('}');
+      break;
+    default: out += "null"; break;  // BIN, EXT: never in a result parsed from JSON
+  }
+}
+
+bool ResultText::Decode(std::string_view bytes) {
+  zone_.clear();
+  try {
+    result_ = msgpack::unpack(zone_, bytes.data(), bytes.size());
+  } catch (const std::exception&) {
+    return false;
+  }
+  return result_.type == msgpack::type::MAP;
+}
+
+std::vector<std::string> ResultText::Keys() const {
+  std::vector<std::string> keys;
+  for (uint32_t i = 0; i < result_.via.map.size; ++i) {
+    const msgpack::object& k = result_.via.map.ptr[i].key;
+    if (k.type == msgpack::type::STR) keys.emplace_back(Str(k));
+  }
+  return keys;
+}
+
+void ResultText::AppendJsonLine(std::string& out) const {
+  AppendJson(result_, out);
+  out.push_back('\n');
+}
+
+void ResultText::AppendCsvRow(const std::vector<std::string>& columns, std::string& out) const {
+  const uint32_t n = result_.via.map.size;
+  uint32_t next = 0;  // columns usually follow the map's order: look there first
+  std::string cell;
+  for (size_t c = 0; c < columns.size(); ++c) {
+    if (c) out.push_back(',');
+    for (uint32_t tried = 0; tried < n; ++tried, next = (next + 1) % n) {
+      const msgpack::object_kv& kv = result_.via.map.ptr[next];
+      if (kv.key.type != msgpack::type::STR || Str(kv.key) != columns[c]) continue;
+      cell.clear();
+      if (kv.val.type == msgpack::type::STR) {
+        cell.assign(Str(kv.val));
+      } else {
+        AppendJson(kv.val, cell);
+      }
+      out += CsvQuote(cell);
+      next = (next + 1) % n;
+      break;
+    }
+  }
+  out.push_back('\n');
+}
+
+}  // namespace tunebus

@@ -1,0 +1,40 @@
+// ResultText: a result's lines for Ray Tune's per-trial files (result.json as JSON lines,
+// progress.csv rows), formatted straight from the result's msgpack bytes (the form the runner
+// keeps and journals), with no JSON document in between: the file writer's cost per result
+// was mostly building and freeing that document (issue 6, docs/performance.md).
+#pragma once
+
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include <msgpack.hpp>
+
+namespace tunebus {
+
+/// Appends `o` as compact JSON (nlohmann::json::dump's form: no spaces, keys in the order of
+/// the map, strings UTF-8 with '"', '\\' and control characters escaped, non-finite floats as
+/// null, integral floats with ".0"). Binary and extension values become null.
+void AppendJson(const msgpack::object& o, std::string& out);
+
+/// Decodes result msgpack bytes and formats them. One per writer thread: the decode zone is
+/// reused from one result to the next.
+class ResultText {
+ public:
+  /// Decodes `msgpack_bytes`. False (and nothing to format) unless they hold one map.
+  bool Decode(std::string_view msgpack_bytes);
+  /// The decoded result's keys, in order (a CSV header).
+  std::vector<std::string> Keys() const;
+  /// The result as one JSON line (with the newline) appended to `out`.
+  void AppendJsonLine(std::string& out) const;
+  /// A CSV row (with the newline) of the values of `columns`, in that order, appended to
+  /// `out`: strings as text, other values as compact JSON, missing keys empty (RFC 4180
+  /// quoting). Ray Tune's CSV logger keeps the first result's columns.
+  void AppendCsvRow(const std::vector<std::string>& columns, std::string& out) const;
+
+ private:
+  msgpack::zone zone_;
+  msgpack::object result_;
+};
+
+}  // namespace tunebus
