@@ -53,9 +53,19 @@ json ResultRecord(const Trial& t, const json& result, const char* decision) {
           {"result", result}, {"decision", decision}};
 }
 
+namespace {
+// msgpack-c's packer writing straight into a std::string (no sbuffer to copy from).
+struct StringSink {
+  std::string& bytes;
+  void write(const char* data, size_t size) { bytes.append(data, size); }
+};
+}  // namespace
+
 std::string EncodeResultRecord(const Trial& t, std::string_view result_msgpack, const char* decision) {
-  msgpack::sbuffer buf(128 + result_msgpack.size());
-  msgpack::packer<msgpack::sbuffer> pk(buf);
+  std::string bytes;
+  bytes.reserve(96 + t.trial_id.size() + result_msgpack.size());
+  StringSink buf{bytes};
+  msgpack::packer<StringSink> pk(buf);
   pk.pack_map(6);  // the keys in ResultRecord's (sorted) order
   pk.pack(std::string_view("attempt"));
   pk.pack(t.attempt);
@@ -69,7 +79,7 @@ std::string EncodeResultRecord(const Trial& t, std::string_view result_msgpack, 
   pk.pack(t.last_seq);
   pk.pack(std::string_view("trial_id"));
   pk.pack(t.trial_id);
-  return std::string(buf.data(), buf.size());
+  return bytes;
 }
 
 json TrialStatusRecord(const Trial& t) {

@@ -53,13 +53,13 @@ void ExperimentRecorder::OnTrialResult(const Trial& t, const json& result, const
   // The runner encoded the result once (Trial::last_result_msgpack): the journal record embeds
   // those bytes and the file writer formats them on its own thread.
   journal_.AppendEncoded(journal::EncodeResultRecord(t, t.last_result_msgpack, decision));
-  files_.AppendResult(TrialDir(t), t.last_result_msgpack);
+  files_.AppendResult(t.index, files_.IsOpen(t.index) ? std::string() : TrialDir(t), t.last_result_msgpack);
   events_.Publish("trial", "trial_result", name_, t.trial_id, [&] { return TrialToJson(t, experiment_dir_); });
 }
 
 void ExperimentRecorder::OnTrialStatus(const Trial& t) {
   journal_.Append(journal::TrialStatusRecord(t));
-  if (IsFinished(t.status)) files_.Close(TrialDir(t));
+  if (IsFinished(t.status)) files_.Close(t.index);
   events_.Publish("trial", "trial_status", name_, t.trial_id, [&] { return TrialToJson(t, experiment_dir_); });
 }
 

@@ -24,14 +24,17 @@ ResultFiles::~ResultFiles() {
 }
 
 void ResultFiles::WriteParams(const std::string& trial_dir, nlohmann::json config) {
-  staged_.push_back(Task{Task::Kind::kParams, trial_dir, {}, std::move(config)});
+  staged_.push_back(Task{Task::Kind::kParams, -1, trial_dir, {}, std::move(config)});
 }
 
-void ResultFiles::AppendResult(const std::string& trial_dir, std::string result_msgpack) {
-  staged_.push_back(Task{Task::Kind::kResult, trial_dir, std::move(result_msgpack), {}});
+void ResultFiles::AppendResult(int64_t trial_index, const std::string& trial_dir, std::string result_msgpack) {
+  const bool opening = open_on_writer_.insert(trial_index).second;
+  staged_.push_back(Task{Task::Kind::kResult, trial_index, opening ? trial_dir : std::string(), std::move(result_msgpack), {}});
 }
 
-void ResultFiles::Close(const std::string& trial_dir) { staged_.push_back(Task{Task::Kind::kClose, trial_dir, {}, {}}); }
+void ResultFiles::Close(int64_t trial_index) {
+  if (open_on_writer_.erase(trial_index) > 0) staged_.push_back(Task{Task::Kind::kClose, trial_index, {}, {}, {}});
+}
 
 void ResultFiles::Flush() {
   if (staged_.empty()) return;
@@ -50,7 +53,7 @@ void ResultFiles::Flush() {
 }
 
 void ResultFiles::FlushAll() {
-  staged_.push_back(Task{Task::Kind::kFlushFiles, {}, {}, {}});
+  staged_.push_back(Task{Task::Kind::kFlushFiles, -1, {}, {}, {}});
   Flush();
 }
 
@@ -77,9 +80,11 @@ void ResultFiles::Loop() {
   }
 }
 
-ResultFiles::TrialFiles& ResultFiles::Open(const std::string& trial_dir) {
-  auto& slot = open_[trial_dir];
+ResultFiles::TrialFiles* ResultFiles::Open(const Task& task) {
+  auto& slot = open_[task.trial_index];
   if (!slot) {
+    if (task.trial_dir.empty()) return nullptr;  // closed meanwhile: not reachable from the loop's calls
+    const std::string& trial_dir = task.trial_dir;
     slot = std::make_unique<TrialFiles>();
     std::error_code ec;
     fs::create_directories(trial_dir, ec);
@@ -95,7 +100,7 @@ ResultFiles::TrialFiles& ResultFiles::Open(const std::string& trial_dir) {
     slot->progress_csv.open(csv, std::ios::app);
     if (!slot->result_json || !slot->progress_csv) spdlog::error("Cannot write result files in {}", trial_dir);
   }
-  return *slot;
+  return slot.get();
 }
 
 void ResultFiles::Run(Task& task) {
@@ -109,8 +114,9 @@ void ResultFiles::Run(Task& task) {
       return;
     }
     case Task::Kind::kResult: {
-      if (!text_.Decode(task.result_msgpack)) return;
-      TrialFiles& f = Open(task.trial_dir);
+      TrialFiles* files = Open(task);
+      if (files == nullptr || !text_.Decode(task.result_msgpack)) return;
+      TrialFiles& f = *files;
       line_.clear();
       text_.AppendJsonLine(line_);
       f.result_json.write(line_.data(), std::streamsize(line_.size()));
@@ -127,7 +133,7 @@ void ResultFiles::Run(Task& task) {
       f.progress_csv.write(row_.data(), std::streamsize(row_.size()));
       return;
     }
-    case Task::Kind::kClose: open_.erase(task.trial_dir); return;
+    case Task::Kind::kClose: open_.erase(task.trial_index); return;
     case Task::Kind::kFlushFiles:
       for (auto& [dir, f] : open_) {
         f->result_json.flush();

@@ -18,6 +18,7 @@
 #include <string>
 #include <thread>
 #include <unordered_map>
+#include <unordered_set>
 #include <vector>
 
 #include <nlohmann/json.hpp>
@@ -35,13 +36,17 @@ class ResultFiles {
 
   /// Creates `trial_dir` and (re)writes <trial_dir>/params.json with `config` (indented).
   void WriteParams(const std::string& trial_dir, nlohmann::json config);
-  /// Appends a result to <trial_dir>/result.json and a row to <trial_dir>/progress.csv (header
-  /// from the first result of the trial; later keys outside it are left out, as Ray Tune's CSV
-  /// logger). Files are opened on the first result and kept open until Close.
-  /// `result_msgpack`: the result object as msgpack (formatted on the writer thread).
-  void AppendResult(const std::string& trial_dir, std::string result_msgpack);
+  /// Appends a result of trial `trial_index` to <trial_dir>/result.json and a row to
+  /// <trial_dir>/progress.csv (header from the first result of the trial; later keys outside it
+  /// are left out, as Ray Tune's CSV logger). Files are opened on the first result and kept open
+  /// until Close. `trial_dir` is needed only while the trial's files are not open (IsOpen false):
+  /// the loop builds no path per result. `result_msgpack`: the result object as msgpack
+  /// (formatted on the writer thread).
+  void AppendResult(int64_t trial_index, const std::string& trial_dir, std::string result_msgpack);
+  /// True while the files of `trial_index` are open (between its first result and Close).
+  bool IsOpen(int64_t trial_index) const { return open_on_writer_.contains(trial_index); }
   /// Flushes and closes the trial's files (it finished); a later result reopens them.
-  void Close(const std::string& trial_dir);
+  void Close(int64_t trial_index);
   /// Hands the staged work to the writer thread.
   void Flush();
   /// Flush(), and the writer flushes every open file.
@@ -52,7 +57,8 @@ class ResultFiles {
  private:
   struct Task {
     enum class Kind { kParams, kResult, kClose, kFlushFiles } kind;
-    std::string trial_dir;
+    int64_t trial_index = -1;    // kResult, kClose
+    std::string trial_dir;       // kParams; kResult when the files are not open yet
     std::string result_msgpack;  // kResult
     nlohmann::json config;       // kParams
   };
@@ -63,15 +69,16 @@ class ResultFiles {
   };
   void Loop();
   void Run(Task& task);                              // writer thread only
-  TrialFiles& Open(const std::string& trial_dir);  // writer thread only
+  TrialFiles* Open(const Task& task);  // writer thread only
 
   std::vector<Task> staged_;  // the loop thread's, until Flush
+  std::unordered_set<int64_t> open_on_writer_;  // the loop thread's view of open_
   std::mutex mu_;
   std::condition_variable wake_, idle_;
   std::vector<Task> queued_;  // guarded by mu_
   bool busy_ = false, stopping_ = false;
   // Writer thread only.
-  std::unordered_map<std::string, std::unique_ptr<TrialFiles>> open_;
+  std::unordered_map<int64_t, std::unique_ptr<TrialFiles>> open_;  // trial index -> its files
   ResultText text_;
   std::string line_, row_;
   std::thread thread_;

@@ -11,9 +11,16 @@ namespace tunebus {
 
 namespace {
 
+bool NeedsEscape(char c) { return c == '"' || c == '\\' || static_cast<unsigned char>(c) < 0x20; }
+
 void AppendQuoted(std::string_view s, std::string& out) {
   out.push_back('"');
-  for (const char c : s) {
+  size_t run = 0;  // start of the characters not yet appended, which need no escape
+  for (size_t i = 0; i < s.size(); ++i) {
+    const char c = s[i];
+    if (!NeedsEscape(c)) continue;
+    out.append(s.substr(run, i - run));
+    run = i + 1;
     switch (c) {
       case '"': out += "\\\""; break;
       case '\\': out += "\\\\"; break;
@@ -22,14 +29,10 @@ void AppendQuoted(std::string_view s, std::string& out) {
       case '\n': out += "\\n"; break;
       case '\r': out += "\\r"; break;
       case '\t': out += "\\t"; break;
-      default:
-        if (static_cast<unsigned char>(c) < 0x20) {
-          fmt::format_to(std::back_inserter(out), "\\u{:04x}", static_cast<unsigned>(c));
-        } else {
-          out.push_back(c);
-        }
+      default: fmt::format_to(std::back_inserter(out), "\\u{:04x}", static_cast<unsigned>(c));
     }
   }
+  out.append(s.substr(run));
   out.push_back('"');
 }
 
@@ -38,10 +41,14 @@ void AppendDouble(double v, std::string& out) {
     out += "null";
     return;
   }
-  const size_t start = out.size();
-  fmt::format_to(std::back_inserter(out), "{}", v);  // shortest round-trip form
-  if (out.find_first_of(".e", start) == std::string::npos) out += ".0";
+  char buf[48];
+  const char* end = fmt::format_to(buf, "{}", v);  // shortest round-trip form (at most 24 chars)
+  const std::string_view text(buf, size_t(end - buf));
+  out.append(text);
+  if (text.find_first_of(".e") == std::string_view::npos) out += ".0";
 }
+
+void AppendInt(const fmt::format_int& digits, std::string& out) { out.append(digits.data(), digits.size()); }
 
 std::string_view Str(const msgpack::object& o) { return {o.via.str.ptr, o.via.str.size}; }
 
@@ -51,8 +58,8 @@ void AppendJson(const msgpack::object& o, std::string& out) {
   switch (o.type) {
     case msgpack::type::NIL: out += "null"; break;
     case msgpack::type::BOOLEAN: out += o.via.boolean ? "true" : "false"; break;
-    case msgpack::type::POSITIVE_INTEGER: fmt::format_to(std::back_inserter(out), "{}", o.via.u64); break;
-    case msgpack::type::NEGATIVE_INTEGER: fmt::format_to(std::back_inserter(out), "{}", o.via.i64); break;
+    case msgpack::type::POSITIVE_INTEGER: AppendInt(fmt::format_int(o.via.u64), out); break;
+    case msgpack::type::NEGATIVE_INTEGER: AppendInt(fmt::format_int(o.via.i64), out); break;
     case msgpack::type::FLOAT32:
     case msgpack::type::FLOAT64: AppendDouble(o.via.f64, out); break;
     case msgpack::type::STR: AppendQuoted(Str(o), out); break;
