@@ -1,5 +1,6 @@
 // Micro benchmarks (Google Benchmark) of the per-result work on the scheduler's hot path: the
-// worker frame's msgpack decode, the metrics JSON parse, and the journal record's encode.
+// worker frame's msgpack decode, the metrics JSON parse, the last result's and the journal
+// record's encode, and the result file writer's formatting.
 // bench/run prints each as one JSON line (`--benchmark_format=json`, reshaped by bench/e2e.py).
 #include <benchmark/benchmark.h>
 
@@ -9,6 +10,7 @@
 #include "libs/journal/records.hpp"
 #include "proto/codec.hpp"
 #include "proto/worker.hpp"
+#include "services/scheduler/result_text.hpp"
 
 namespace {
 
@@ -42,17 +44,52 @@ void BM_MetricsJsonParse(benchmark::State& state) {
 }
 BENCHMARK(BM_MetricsJsonParse);
 
+// A noop trial's result as the runner completes it (the auto-filled keys of Ray Tune).
+nlohmann::json SampleResult() {
+  return {{"value", 42}, {"training_iteration", 42}, {"time_this_iter_s", 1e-6}, {"time_total_s", 0.01},
+          {"timestamp", 1795366691}, {"trial_id", "bench0_00001"}, {"experiment_tag", "1"}, {"done", false},
+          {"iterations_since_restore", 42}, {"time_since_restore", 0.01}, {"decision_latency_s", 0.000123}};
+}
+
 void BM_JournalResultRecordEncode(benchmark::State& state) {
   tunebus::Trial t;
   t.trial_id = "bench0_00001";
   t.attempt = 1;
   t.last_seq = 42;
-  const nlohmann::json result = {{"value", 42}, {"training_iteration", 42}, {"time_this_iter_s", 1e-6},
-                                 {"time_total_s", 0.01}, {"timestamp", 1795366691}, {"trial_id", t.trial_id},
-                                 {"done", false}, {"decision_latency_s", 0.000123}};
-  for (auto _ : state) benchmark::DoNotOptimize(tunebus::journal::EncodeRecord(tunebus::journal::ResultRecord(t, result, "continue")));
+  t.SetLastResult(SampleResult());
+  for (auto _ : state) benchmark::DoNotOptimize(tunebus::journal::EncodeResultRecord(t, t.last_result_msgpack, "continue"));
 }
 BENCHMARK(BM_JournalResultRecordEncode);
+
+void BM_LastResultEncode(benchmark::State& state) {
+  tunebus::Trial t;
+  const nlohmann::json result = SampleResult();
+  for (auto _ : state) {
+    t.SetLastResult(result);
+    benchmark::DoNotOptimize(t.last_result_msgpack.data());
+  }
+}
+BENCHMARK(BM_LastResultEncode);
+
+// The result file writer's work per result: decode, result.json line, progress.csv row.
+void BM_ResultFileLines(benchmark::State& state) {
+  tunebus::Trial t;
+  t.SetLastResult(SampleResult());
+  tunebus::ResultText text;
+  text.Decode(t.last_result_msgpack);
+  const std::vector<std::string> columns = text.Keys();
+  std::string line, row;
+  for (auto _ : state) {
+    line.clear();
+    row.clear();
+    text.Decode(t.last_result_msgpack);
+    text.AppendJsonLine(line);
+    text.AppendCsvRow(columns, row);
+    benchmark::DoNotOptimize(line.data());
+    benchmark::DoNotOptimize(row.data());
+  }
+}
+BENCHMARK(BM_ResultFileLines);
 
 }  // namespace
 

@@ -85,6 +85,75 @@ struct ReleaseReply {
   TUNEBUS_DEFINE_MAP(v, type, id, released)
 };
 
+/// One trial attempt to place (AllocateBatch.items).
+struct AllocateItem {
+  std::string trial_id;
+  int64_t attempt = 0;
+  ResourceUnits request;
+  /// A hand-over (since v1.2): the scheduler gave the allocation of (replaces_trial_id,
+  /// replaces_attempt) on `worker_id`, with `gpu_ids`, to this attempt when the former left
+  /// RUNNING (both records durable). The resource-manager releases the former and records this
+  /// attempt there; not granted if that does not fit. Empty = an ordinary placement.
+  std::string replaces_trial_id;
+  int64_t replaces_attempt = 0;
+  std::string worker_id;
+  std::vector<std::string> gpu_ids;
+  TUNEBUS_DEFINE_MAP(trial_id, attempt, request, replaces_trial_id, replaces_attempt, worker_id, gpu_ids)
+};
+
+/// What the resource-manager decided for one AllocateItem (the fields of AllocateReply).
+struct Allocation {
+  std::string trial_id;
+  int64_t attempt = 0;
+  bool granted = false;
+  std::string worker_id;              // when granted
+  std::vector<std::string> gpu_ids;   // when granted and gpu > 0
+  bool infeasible = false;            // when !granted: no worker could ever hold it
+  std::string reason;                 // when !granted: human-readable
+  TUNEBUS_DEFINE_MAP(trial_id, attempt, granted, worker_id, gpu_ids, infeasible, reason)
+};
+
+/// Most items in one AllocateBatch or ReleaseBatch; more is invalid_argument.
+inline constexpr size_t kMaxPlacementBatchItems = 10000;
+
+/// scheduler -> resource-manager: place several trial attempts, each exactly as one Allocate
+/// would be, in order. The scheduler sends the placements (and releases) of one poll round as
+/// one message (issue 6: one wake-up per round, not per trial). Answered by
+/// AllocateBatchReply. A malformed item fails the whole request (nothing is allocated).
+/// Since v1.2.
+struct AllocateBatch {
+  TUNEBUS_ENVELOPE("allocate_batch");
+  std::vector<AllocateItem> items;  // 1..kMaxPlacementBatchItems
+  TUNEBUS_DEFINE_MAP(v, type, id, items)
+};
+
+struct AllocateBatchReply {
+  TUNEBUS_ENVELOPE("allocate_batch_reply");
+  std::vector<Allocation> items;  // one per request item, same order
+  TUNEBUS_DEFINE_MAP(v, type, id, items)
+};
+
+/// One trial attempt whose resources return (ReleaseBatch.items).
+struct ReleaseItem {
+  std::string trial_id;
+  int64_t attempt = 0;
+  TUNEBUS_DEFINE_MAP(trial_id, attempt)
+};
+
+/// scheduler -> resource-manager: several Release in one message, in order; idempotent per
+/// item. Publishes one resources_freed per worker that got something back. Since v1.2.
+struct ReleaseBatch {
+  TUNEBUS_ENVELOPE("release_batch");
+  std::vector<ReleaseItem> items;  // 1..kMaxPlacementBatchItems
+  TUNEBUS_DEFINE_MAP(v, type, id, items)
+};
+
+struct ReleaseBatchReply {
+  TUNEBUS_ENVELOPE("release_batch_reply");
+  std::vector<bool> released;  // per item: false if nothing was held (already released)
+  TUNEBUS_DEFINE_MAP(v, type, id, released)
+};
+
 /// scheduler/tunectl -> resource-manager: the cluster as it is now.
 struct GetClusterView {
   TUNEBUS_ENVELOPE("get_cluster_view");

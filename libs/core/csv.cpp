@@ -2,16 +2,22 @@
 
 namespace tunebus {
 
-std::string CsvQuote(std::string_view text) {
-  if (text.find_first_of(",\"\n") == std::string_view::npos) return std::string(text);
-  std::string q;
-  q.reserve(text.size() + 8);
-  q.push_back('"');
-  for (char c : text) {
-    if (c == '"') q.push_back('"');
-    q.push_back(c);
+void AppendCsvField(std::string_view text, std::string& out) {
+  if (text.find_first_of(",\"\r\n") == std::string_view::npos) {
+    out.append(text);
+    return;
   }
-  q.push_back('"');
+  out.push_back('"');
+  for (char c : text) {
+    if (c == '"') out.push_back('"');
+    out.push_back(c);
+  }
+  out.push_back('"');
+}
+
+std::string CsvQuote(std::string_view text) {
+  std::string q;
+  AppendCsvField(text, q);
   return q;
 }
 

@@ -42,6 +42,10 @@ class TrialExecutor {
   /// Returns the resources of the trial's current attempt. Called exactly once per attempt
   /// that was placed, when the trial leaves RUNNING.
   virtual void ReleaseResources(const Trial& trial) = 0;
+  /// Same, when the attempt's worker is healthy (the trial left RUNNING by a decision, a stop or
+  /// a trainable error, not a lost worker): the executor may hand the allocation straight to the
+  /// next trial that asks for the same resources.
+  virtual void ReleaseReusable(const Trial& trial) { ReleaseResources(trial); }
   /// Deletes a stored checkpoint (keep_checkpoints_num retention). Fire and forget.
   virtual void DeleteCheckpoint(const std::string& checkpoint_id) = 0;
 };

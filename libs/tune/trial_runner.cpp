@@ -388,8 +388,10 @@ void TrialRunner::LeaveRunning(Trial& t, TrialStatus to, const std::string& erro
   if (stop_trainable) executor_.StopTrial(t);  // before the release: nothing else gets them first
   if (saving) {
     saving_[t.index] = Saving{t.attempt, t.worker_id, false};  // released in OnTrialExited
-  } else {
+  } else if (kind == FailureKind::kWorkerLost) {
     executor_.ReleaseResources(t);
+  } else {
+    executor_.ReleaseReusable(t);
   }
   t.worker_id.clear();
   t.gpu_ids.clear();
@@ -419,7 +421,7 @@ void TrialRunner::OnTrialExited(const std::string& trial_id, int64_t attempt, bo
     const bool requeue = it->second.requeue;
     saving_.erase(it);
     requested_.erase(t->index);
-    executor_.ReleaseResources(released);
+    executor_.ReleaseReusable(released);
     if (!ok) t->error = "while saving its checkpoint: " + error;
     if (requeue && t->status == TrialStatus::kPending) pending_.insert(t->index);
     CheckFinished();

@@ -15,6 +15,11 @@ namespace {
 /// Requests handled per wake-up before the loop gets to run timers again (fairness).
 constexpr int kMaxBatch = 256;
 
+Status CheckBatchSize(const char* type, size_t items) {
+  if (items >= 1 && items <= proto::kMaxPlacementBatchItems) return Status::Ok();
+  return Status::InvalidArgument(fmt::format("{}: {} items, expected 1..{}", type, items, proto::kMaxPlacementBatchItems));
+}
+
 std::string Join(const std::vector<std::string>& items) {
   return items.empty() ? std::string("none") : fmt::format("{}", fmt::join(items, ", "));
 }
@@ -95,6 +100,10 @@ void ResourceManager::Dispatch(const bus::Incoming& in) {
     HandleAllocate(in, msg);
   } else if (type == proto::Release::kType) {
     HandleRelease(in, msg);
+  } else if (type == proto::AllocateBatch::kType) {
+    HandleAllocateBatch(in, msg);
+  } else if (type == proto::ReleaseBatch::kType) {
+    HandleReleaseBatch(in, msg);
   } else if (type == proto::GetClusterView::kType) {
     HandleGetClusterView(in, msg);
   } else {
@@ -164,25 +173,119 @@ void ResourceManager::HandleAllocate(const bus::Incoming& in, const proto::Decod
   auto request = Resources::FromUnits(req->request);
   if (!request.ok()) return ReplyError(in, request.status(), msg.id(), msg.type());
 
-  const AllocationDecision d = cluster_.Allocate(req->trial_id, req->attempt, *request);
+  proto::Allocation a = AllocateOne(req->trial_id, req->attempt, *request);
   proto::AllocateReply reply;
   reply.id = msg.id();
-  reply.trial_id = req->trial_id;
-  reply.attempt = req->attempt;
-  reply.granted = d.granted();
-  reply.worker_id = d.worker_id;
-  reply.gpu_ids = d.gpu_ids;
-  reply.infeasible = d.kind == AllocationDecision::Kind::kInfeasible;
-  reply.reason = d.reason;
+  reply.trial_id = std::move(a.trial_id);
+  reply.attempt = a.attempt;
+  reply.granted = a.granted;
+  reply.worker_id = std::move(a.worker_id);
+  reply.gpu_ids = std::move(a.gpu_ids);
+  reply.infeasible = a.infeasible;
+  reply.reason = std::move(a.reason);
+  bus::ReplyMessage(router_, in, reply);
+}
+
+proto::Allocation ResourceManager::AllocateOne(const std::string& trial_id, int64_t attempt,
+                                               const Resources& request) {
+  const AllocationDecision d = cluster_.Allocate(trial_id, attempt, request);
+  proto::Allocation a;
+  a.trial_id = trial_id;
+  a.attempt = attempt;
+  a.granted = d.granted();
+  a.worker_id = d.worker_id;
+  a.gpu_ids = d.gpu_ids;
+  a.infeasible = d.kind == AllocationDecision::Kind::kInfeasible;
+  a.reason = d.reason;
   if (d.granted()) {
-    spdlog::info("{} {} for {}/{} on {}{}", d.retried ? "Re-sent the grant of" : "Allocated",
-                 request->ToString(), req->trial_id, req->attempt, d.worker_id,
-                 d.gpu_ids.empty() ? "" : fmt::format(" (gpus {})", Join(d.gpu_ids)));
-  } else if (reply.infeasible) {
-    spdlog::warn("Cannot ever place {}/{}: {}", req->trial_id, req->attempt, d.reason);
+    if (spdlog::should_log(spdlog::level::info)) {
+      spdlog::info("{} {} for {}/{} on {}{}", d.retried ? "Re-sent the grant of" : "Allocated",
+                   request.ToString(), trial_id, attempt, d.worker_id,
+                   d.gpu_ids.empty() ? "" : fmt::format(" (gpus {})", Join(d.gpu_ids)));
+    }
+  } else if (a.infeasible) {
+    spdlog::warn("Cannot ever place {}/{}: {}", trial_id, attempt, d.reason);
   } else {
-    spdlog::debug("Cannot place {}/{} now: {}", req->trial_id, req->attempt, d.reason);
+    spdlog::debug("Cannot place {}/{} now: {}", trial_id, attempt, d.reason);
   }
+  return a;
+}
+
+proto::Allocation ResourceManager::HandOver(const proto::AllocateItem& item, const Resources& request) {
+  cluster_.Release(item.replaces_trial_id, item.replaces_attempt);
+  const Status s = cluster_.Adopt(item.worker_id, item.trial_id, item.attempt, request, item.gpu_ids);
+  proto::Allocation a;
+  a.trial_id = item.trial_id;
+  a.attempt = item.attempt;
+  a.granted = s.ok();
+  a.worker_id = item.worker_id;
+  a.gpu_ids = item.gpu_ids;
+  a.reason = s.ok() ? "" : s.message();
+  if (s.ok()) {
+    spdlog::debug("Handed {}/{} on {} over to {}/{}", item.replaces_trial_id, item.replaces_attempt, item.worker_id,
+                  item.trial_id, item.attempt);
+  } else {
+    spdlog::warn("Cannot hand {}/{} on {} over to {}/{}: {}", item.replaces_trial_id, item.replaces_attempt,
+                 item.worker_id, item.trial_id, item.attempt, s.message());
+  }
+  return a;
+}
+
+void ResourceManager::HandleAllocateBatch(const bus::Incoming& in, const proto::Decoded& msg) {
+  ++counts_[proto::AllocateBatch::kType];
+  auto req = msg.As<proto::AllocateBatch>();
+  if (!req.ok()) return ReplyError(in, req.status(), msg.id(), msg.type());
+  if (Status s = CheckBatchSize("allocate_batch", req->items.size()); !s.ok()) return ReplyError(in, s, msg.id(), msg.type());
+  // Validate every item before allocating any: a bad request changes nothing.
+  std::vector<Resources> requests;
+  requests.reserve(req->items.size());
+  for (size_t i = 0; i < req->items.size(); ++i) {
+    const proto::AllocateItem& item = req->items[i];
+    if (item.trial_id.empty()) {
+      return ReplyError(in, Status::InvalidArgument(fmt::format("allocate_batch: item {} has no trial_id", i)),
+                        msg.id(), msg.type());
+    }
+    if (!item.replaces_trial_id.empty() && item.worker_id.empty()) {
+      return ReplyError(in, Status::InvalidArgument(fmt::format("allocate_batch: item {} hands over without a worker_id", i)),
+                        msg.id(), msg.type());
+    }
+    auto request = Resources::FromUnits(item.request);
+    if (!request.ok()) {
+      return ReplyError(in, Status::InvalidArgument(fmt::format("allocate_batch: item {}: {}", i,
+                                                                request.status().message())),
+                        msg.id(), msg.type());
+    }
+    requests.push_back(std::move(*request));
+  }
+  proto::AllocateBatchReply reply;
+  reply.id = msg.id();
+  reply.items.reserve(req->items.size());
+  for (size_t i = 0; i < req->items.size(); ++i) {
+    const proto::AllocateItem& item = req->items[i];
+    reply.items.push_back(item.replaces_trial_id.empty() ? AllocateOne(item.trial_id, item.attempt, requests[i])
+                                                         : HandOver(item, requests[i]));
+  }
+  bus::ReplyMessage(router_, in, reply);
+}
+
+void ResourceManager::HandleReleaseBatch(const bus::Incoming& in, const proto::Decoded& msg) {
+  ++counts_[proto::ReleaseBatch::kType];
+  auto req = msg.As<proto::ReleaseBatch>();
+  if (!req.ok()) return ReplyError(in, req.status(), msg.id(), msg.type());
+  if (Status s = CheckBatchSize("release_batch", req->items.size()); !s.ok()) return ReplyError(in, s, msg.id(), msg.type());
+  proto::ReleaseBatchReply reply;
+  reply.id = msg.id();
+  std::map<std::string, std::vector<std::string>> freed;  // worker -> "trial_id/attempt"
+  for (const proto::ReleaseItem& item : req->items) {
+    std::string worker_id;
+    const bool released = cluster_.Release(item.trial_id, item.attempt, &worker_id);
+    reply.released.push_back(released);
+    if (released) {
+      spdlog::debug("Released {}/{} on {}", item.trial_id, item.attempt, worker_id);
+      freed[worker_id].push_back(fmt::format("{}/{}", item.trial_id, item.attempt));
+    }
+  }
+  for (auto& [worker_id, trials] : freed) Publish("resources_freed", worker_id, std::move(trials));
   bus::ReplyMessage(router_, in, reply);
 }
 

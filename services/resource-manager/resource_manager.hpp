@@ -4,7 +4,8 @@
 //
 // Sockets (both bound in Create()):
 //   ROUTER `endpoint`         requests from workers (register_node, node_heartbeat) and from the
-//                             scheduler / tunectl (allocate, release, get_cluster_view)
+//                             scheduler / tunectl (allocate, release, allocate_batch,
+//                             release_batch, get_cluster_view)
 //   PUB    `events_endpoint`  two frames: topic "node", then an encoded proto::NodeEvent:
 //                             node_added (a worker registered, came back, or restarted),
 //                             node_lost (missed `liveness` heartbeat intervals, or restarted;
@@ -14,7 +15,8 @@
 //
 // Replies: register_node -> RegisterNodeAck; node_heartbeat -> nothing, or ErrorReply not_found
 // if the worker is unknown or lost (so it re-registers); allocate -> AllocateReply; release ->
-// ReleaseReply; get_cluster_view -> ClusterView. Garbage, an unknown type, a wrong version or
+// ReleaseReply; allocate_batch -> AllocateBatchReply; release_batch -> ReleaseBatchReply;
+// get_cluster_view -> ClusterView. Garbage, an unknown type, a wrong version or
 // malformed fields -> ErrorReply and a log line; the state is untouched.
 //
 // Threading: Create() on any thread; Run() on one thread that then owns every socket and all
@@ -76,6 +78,13 @@ class ResourceManager {
   void HandleHeartbeat(const bus::Incoming& in, const proto::Decoded& msg);
   void HandleAllocate(const bus::Incoming& in, const proto::Decoded& msg);
   void HandleRelease(const bus::Incoming& in, const proto::Decoded& msg);
+  void HandleAllocateBatch(const bus::Incoming& in, const proto::Decoded& msg);
+  void HandleReleaseBatch(const bus::Incoming& in, const proto::Decoded& msg);
+  /// Decides one placement (shared by allocate and allocate_batch) and logs it.
+  proto::Allocation AllocateOne(const std::string& trial_id, int64_t attempt, const Resources& request);
+  /// A hand-over (AllocateItem.replaces_trial_id): releases the former holder and records the
+  /// new attempt on the same worker, if it fits there.
+  proto::Allocation HandOver(const proto::AllocateItem& item, const Resources& request);
   void HandleGetClusterView(const bus::Incoming& in, const proto::Decoded& msg);
   void OnExpiryTimer();
 

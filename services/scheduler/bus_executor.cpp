@@ -28,33 +28,136 @@ BusExecutor::BusExecutor(bus::EventLoop& loop, bus::RequestClient& rm, bus::Requ
       journal_name_(std::move(journal_name)) {}
 
 void BusExecutor::PlaceTrial(const Trial& trial, int64_t attempt) {
-  proto::Allocate req;
-  req.trial_id = trial.trial_id;
-  req.attempt = attempt;
-  req.request = {trial.resources.units_map().begin(), trial.resources.units_map().end()};
   ++placing_;
-  const std::string trial_id = trial.trial_id;
-  rm_.Request(req, [this, trial_id, attempt](Result<proto::Decoded> reply) {
+  for (auto it = reusable_.begin(); it != reusable_.end(); ++it) {
+    if (it->resources != trial.resources) continue;
+    handovers_.push_back(HandOver{trial.trial_id, attempt, std::move(*it)});
+    reusable_.erase(it);
+    return;
+  }
+  allocations_.push_back(
+      proto::AllocateItem{trial.trial_id, attempt, {trial.resources.units_map().begin(), trial.resources.units_map().end()}});
+  --budget_;
+}
+
+bool BusExecutor::TakeBackHandOver(const Trial& trial) {
+  if (starting_ == nullptr || starting_->trial_id != trial.trial_id || starting_->attempt != trial.attempt) return false;
+  // The runner gave a hand-over straight back (stopped meanwhile): the resource-manager still
+  // holds it for the former holder.
+  reusable_.push_back(starting_->from);
+  return true;
+}
+
+void BusExecutor::ReleaseReusable(const Trial& trial) {
+  if (TakeBackHandOver(trial)) return;
+  const bool gpus_known = trial.resources.units("gpu") == 0 || !trial.gpu_ids.empty();
+  if (trial.worker_id.empty() || !gpus_known) return ReleaseResources(trial);
+  reusable_.push_back(Reusable{trial.trial_id, trial.attempt, trial.worker_id, trial.gpu_ids, trial.resources});
+}
+
+void BusExecutor::Flush() {
+  if (runner_ == nullptr) return;
+  for (size_t i = 0; i < handovers_.size(); ++i) {
+    const HandOver h = handovers_[i];  // a copy: starting it may append to reusable_
     --placing_;
-    if (runner_ == nullptr) return;
-    Result<proto::AllocateReply> r = reply.ok() ? reply->As<proto::AllocateReply>() : Result<proto::AllocateReply>(reply.status());
-    if (!r.ok()) {
-      spdlog::warn("Placement of {} failed: {}; retrying in {} ms", trial_id, r.status().ToString(), kRmRetry.count());
-      blocked_ = true;
-      loop_.AddTimer(kRmRetry, [this] { blocked_ = false; });
-      runner_->OnPlacementDeferred(trial_id, attempt);
-      return;
-    }
-    if (r->granted) {
-      runner_->OnTrialPlaced(trial_id, attempt, r->worker_id, r->gpu_ids);
-    } else if (r->infeasible) {
-      runner_->OnPlacementFailed(trial_id, attempt, r->reason);
-    } else {
-      spdlog::debug("No room for {} now: {}", trial_id, r->reason);
-      blocked_ = true;
-      runner_->OnPlacementDeferred(trial_id, attempt);
-    }
+    starting_ = &h;
+    runner_->OnTrialPlaced(h.trial_id, h.attempt, h.from.worker_id, h.from.gpu_ids);
+    starting_ = nullptr;
+    const Trial* t = runner_->FindTrial(h.trial_id);
+    if (t == nullptr || t->attempt != h.attempt || t->status != TrialStatus::kRunning) continue;  // given back
+    proto::AllocateItem item{h.trial_id, h.attempt, {h.from.resources.units_map().begin(), h.from.resources.units_map().end()},
+                             h.from.holder_trial_id, h.from.holder_attempt, h.from.worker_id, h.from.gpu_ids};
+    journal_.AfterDurable([this, item = std::move(item)]() mutable {
+      rm_ops_.push_back(RmOp{false, std::move(item)});
+    });
+  }
+  handovers_.clear();
+  // What no trial took this round returns to the resource-manager once the records that freed
+  // it are durable.
+  for (Reusable& r : reusable_) {
+    journal_.AfterDurable([this, item = proto::AllocateItem{r.holder_trial_id, r.holder_attempt, {}}]() mutable {
+      rm_ops_.push_back(RmOp{true, std::move(item)});
+      // The resource-manager answers in order and releases leave before this round's
+      // allocations: an allocation already sees the freed resources.
+      budget_ = std::min(budget_ + 1, kMaxPlacementsInFlight);
+    });
+  }
+  reusable_.clear();
+  SendRmOps();
+  if (allocations_.empty()) return;
+  proto::AllocateBatch req;
+  req.items = std::move(allocations_);
+  allocations_.clear();
+  rm_.Request(req, [this, asked = req.items](Result<proto::Decoded> reply) mutable {
+    OnAllocations(asked, std::move(reply));
   });
+}
+
+void BusExecutor::SendRmOps() {
+  size_t first = 0;
+  while (first < rm_ops_.size()) {
+    const bool release = rm_ops_[first].release;
+    size_t last = first;
+    while (last < rm_ops_.size() && rm_ops_[last].release == release && last - first < proto::kMaxPlacementBatchItems) {
+      ++last;
+    }
+    if (release) {
+      proto::ReleaseBatch req;
+      for (size_t i = first; i < last; ++i) req.items.push_back({rm_ops_[i].item.trial_id, rm_ops_[i].item.attempt});
+      rm_.Request(req, [](Result<proto::Decoded> reply) {
+        if (!reply.ok()) spdlog::warn("Release batch failed: {}", reply.status().ToString());
+      });
+    } else {
+      proto::AllocateBatch req;
+      for (size_t i = first; i < last; ++i) req.items.push_back(std::move(rm_ops_[i].item));
+      rm_.Request(req, [n = req.items.size()](Result<proto::Decoded> reply) {
+        auto r = reply.ok() ? reply->As<proto::AllocateBatchReply>() : Result<proto::AllocateBatchReply>(reply.status());
+        if (!r.ok()) {
+          spdlog::warn("Hand-over of {} allocation(s) failed: {}", n, r.status().ToString());
+          return;
+        }
+        for (const proto::Allocation& a : r->items) {
+          // The trial runs there already; a resource-manager that lost its state re-learns it
+          // when the worker registers again.
+          if (!a.granted) spdlog::warn("Resource-manager refused the hand-over to {}/{}: {}", a.trial_id, a.attempt, a.reason);
+        }
+      });
+    }
+    first = last;
+  }
+  rm_ops_.clear();
+}
+
+void BusExecutor::OnAllocations(const std::vector<proto::AllocateItem>& asked, Result<proto::Decoded> reply) {
+  placing_ -= int(asked.size());
+  if (runner_ == nullptr) return;
+  Result<proto::AllocateBatchReply> r =
+      reply.ok() ? reply->As<proto::AllocateBatchReply>() : Result<proto::AllocateBatchReply>(reply.status());
+  if (r.ok() && r->items.size() != asked.size()) {
+    r = Status::InvalidArgument("allocate_batch_reply has " + std::to_string(r->items.size()) + " items for " +
+                                std::to_string(asked.size()));
+  }
+  if (!r.ok()) {
+    spdlog::warn("Placement of {} trial(s) failed: {}; retrying in {} ms", asked.size(), r.status().ToString(),
+                 kRmRetry.count());
+    budget_ = 0;
+    loop_.AddTimer(kRmRetry, [this] { Unblock(); });
+    for (const proto::AllocateItem& item : asked) runner_->OnPlacementDeferred(item.trial_id, item.attempt);
+    return;
+  }
+  for (const proto::Allocation& a : r->items) {
+    if (a.granted) {
+      budget_ = std::min(budget_ + 1, kMaxPlacementsInFlight);  // there may be room for more
+      runner_->OnTrialPlaced(a.trial_id, a.attempt, a.worker_id, a.gpu_ids);
+    } else if (a.infeasible) {
+      budget_ = std::min(budget_ + 1, kMaxPlacementsInFlight);
+      runner_->OnPlacementFailed(a.trial_id, a.attempt, a.reason);
+    } else {
+      spdlog::debug("No room for {} now: {}", a.trial_id, a.reason);
+      budget_ = 0;  // until something is freed
+      runner_->OnPlacementDeferred(a.trial_id, a.attempt);
+    }
+  }
 }
 
 void BusExecutor::LaunchTrial(const Trial& trial) {
@@ -124,17 +227,10 @@ void BusExecutor::StopTrial(const Trial& trial) {
 }
 
 void BusExecutor::ReleaseResources(const Trial& trial) {
-  proto::Release req;
-  req.trial_id = trial.trial_id;
-  req.attempt = trial.attempt;
-  journal_.AfterDurable([this, req] {
-    rm_.Request(req, [this, trial_id = req.trial_id](Result<proto::Decoded> reply) {
-      if (!reply.ok()) spdlog::warn("Release of {} failed: {}", trial_id, reply.status().ToString());
-      blocked_ = false;
-    });
-    // The resource-manager answers requests in order: an Allocate sent after this Release
-    // already sees the freed resources, so placement need not wait for the reply.
-    blocked_ = false;
+  if (TakeBackHandOver(trial)) return;
+  journal_.AfterDurable([this, item = proto::AllocateItem{trial.trial_id, trial.attempt, {}}]() mutable {
+    rm_ops_.push_back(RmOp{true, std::move(item)});
+    budget_ = std::min(budget_ + 1, kMaxPlacementsInFlight);
   });
 }
 

@@ -1,8 +1,20 @@
 // BusExecutor: the scheduler's TrialExecutor over the bus.
 //
-// Placement asks the resource-manager (Allocate, several pipelined), and after a "no room"
-// answer no new request goes out until something is freed (a Release we sent, or a node event
-// from the resource-manager), so a full cluster costs no traffic. Launch, decisions, stops and
+// Placement asks the resource-manager in batches: the placements and releases of one poll round
+// leave as one release_batch and one allocate_batch (Flush, once per round; the
+// resource-manager answers in order, so an allocation sees what the round released). A budget
+// bounds what is asked: after a "no room" answer nothing is asked until something is freed;
+// each Release sent then allows one placement, each grant one more (there may be room left),
+// and a node event (a worker added or lost) lifts the bound, so a full cluster costs one
+// deferred item per freed trial, not one per pending trial.
+//
+// Hand-over: an allocation a trial gives back (ReleaseReusable: it left RUNNING on a healthy
+// worker) goes first to the next trial of the round asking for the same resources. That trial
+// starts on the same worker at once: its trial_started record follows the former's terminal
+// record in the journal, so both are durable together (one group commit, no resource-manager
+// round trip between two trials on a slot). The resource-manager hears of it after that
+// commit, as an allocate_batch item with replaces_trial_id; an allocation nobody took by the
+// end of the round is released as before. Ray Tune's reuse_actors keeps a slot busy likewise. Launch, decisions, stops and
 // releases are released only after the journal records that caused them are durable
 // (JournalWriter::AfterDurable); decisions leave batched per worker (WorkerOutbox). A StartTrial to a worker that has not registered with this
 // scheduler process yet is held and retried (kStartTries x kStartRetry); after that the attempt
@@ -22,6 +34,7 @@
 #include "libs/journal/journal_writer.hpp"
 #include "libs/spec/experiment_spec.hpp"
 #include "libs/tune/trial_executor.hpp"
+#include "proto/resources.hpp"
 #include "services/scheduler/worker_outbox.hpp"
 
 namespace tunebus {
@@ -37,8 +50,12 @@ class BusExecutor final : public TrialExecutor {
               std::string experiment_dir, std::string journal_name);
 
   void set_runner(TrialRunner* runner) { runner_ = runner; }
-  /// Something was freed in the cluster: placement may be tried again.
-  void Unblock() { blocked_ = false; }
+  /// The cluster changed (a worker added or lost): placement may ask freely again.
+  void Unblock() { budget_ = kMaxPlacementsInFlight; }
+  /// Starts this round's hand-overs, then sends the resource-manager what durable records
+  /// released (releases, hand-overs, in order) and this round's placements, each run as one
+  /// batch. Call once per round, after the runner's Step.
+  void Flush();
   /// Called when the trainable of a trial could not be reached (worker never connected).
   void set_on_unreachable(std::function<void(const Trial&)> f) { on_unreachable_ = std::move(f); }
   /// True when the worker registered with this scheduler process (StartTrial waits until then).
@@ -48,18 +65,47 @@ class BusExecutor final : public TrialExecutor {
   /// the worker to register): a RegisterWorker that does not list the trial is then no loss.
   bool StartUnsent(const std::string& trial_id, int64_t attempt) const;
 
-  /// Up to kMaxPlacementsInFlight Allocate requests are pipelined to the resource-manager (it
-  /// answers them in order); after a "no room" answer none is sent until something is freed.
-  bool CanPlace() const override { return !blocked_ && placing_ < kMaxPlacementsInFlight; }
+  /// Up to kMaxPlacementsInFlight placements are asked at once, within the budget (see above).
+  bool CanPlace() const override {
+    return !reusable_.empty() || (budget_ > 0 && placing_ < kMaxPlacementsInFlight);
+  }
   void PlaceTrial(const Trial& trial, int64_t attempt) override;
   void LaunchTrial(const Trial& trial) override;
   void SendDecision(const Trial& trial, int64_t seq, const char* action) override;
   void StopTrial(const Trial& trial) override;
   void ReleaseResources(const Trial& trial) override;
+  void ReleaseReusable(const Trial& trial) override;
   void DeleteCheckpoint(const std::string& checkpoint_id) override;
 
  private:
   void SendStart(const std::string& worker_id, std::string payload, const Trial& trial, int tries_left);
+  /// Hands the answers of one allocate_batch to the runner, in order.
+  void OnAllocations(const std::vector<proto::AllocateItem>& asked, Result<proto::Decoded> reply);
+  /// True (and the allocation is reusable again) if `trial` is the hand-over being started.
+  bool TakeBackHandOver(const Trial& trial);
+  /// Sends the resource-manager changes of rm_ops_, in order, consecutive kinds batched.
+  void SendRmOps();
+
+  // An allocation given back this round and not yet returned to the resource-manager, which
+  // still holds it for (holder_trial_id, holder_attempt).
+  struct Reusable {
+    std::string holder_trial_id;
+    int64_t holder_attempt = 0;
+    std::string worker_id;
+    std::vector<std::string> gpu_ids;
+    Resources resources;
+  };
+  struct HandOver {
+    std::string trial_id;  // the attempt that takes `from` over
+    int64_t attempt = 0;
+    Reusable from;
+  };
+  // A resource-manager change released by durable records: a release (item.replaces_trial_id
+  // empty: release trial_id/attempt) or a hand-over.
+  struct RmOp {
+    bool release = false;
+    proto::AllocateItem item;
+  };
 
   bus::EventLoop& loop_;
   bus::RequestClient& rm_;
@@ -73,9 +119,14 @@ class BusExecutor final : public TrialExecutor {
   std::function<void(const Trial&)> on_unreachable_;
   std::function<bool(const std::string&)> is_registered_;
   std::map<std::string, int64_t> unsent_starts_;  // trial_id -> attempt whose StartTrial waits
-  bool blocked_ = false;
-  static constexpr int kMaxPlacementsInFlight = 32;
-  int placing_ = 0;  // Allocate requests in flight
+  static constexpr int kMaxPlacementsInFlight = 256;
+  int budget_ = kMaxPlacementsInFlight;   // placements that may be asked now
+  int placing_ = 0;                       // placements asked (staged or in flight), not answered
+  std::vector<proto::AllocateItem> allocations_;  // this round's, until Flush
+  std::vector<Reusable> reusable_;                // this round's, until Flush
+  std::vector<HandOver> handovers_;               // this round's, until Flush
+  const HandOver* starting_ = nullptr;            // the hand-over Flush is starting
+  std::vector<RmOp> rm_ops_;                      // durable, until Flush
 };
 
 }  // namespace tunebus

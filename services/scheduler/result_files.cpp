@@ -125,7 +125,7 @@ void ResultFiles::Run(Task& task) {
         f.csv_columns = text_.Keys();
         for (size_t i = 0; i < f.csv_columns.size(); ++i) {
           if (i) row_.push_back(',');
-          row_ += CsvQuote(f.csv_columns[i]);
+          AppendCsvField(f.csv_columns[i], row_);
         }
         row_.push_back('\n');
       }

@@ -95,7 +95,10 @@ void AppendJson(const msgpack::object& o, std::string& out) {
 bool ResultText::Decode(std::string_view bytes) {
   zone_.clear();
   try {
-    result_ = msgpack::unpack(zone_, bytes.data(), bytes.size());
+    // Strings point into `bytes` (no copy into the zone): the result is formatted before the
+    // caller's bytes go away.
+    result_ = msgpack::unpack(zone_, bytes.data(), bytes.size(),
+                              [](msgpack::type::object_type, std::size_t, void*) { return true; });
   } catch (const std::exception&) {
     return false;
   }
@@ -125,13 +128,13 @@ void ResultText::AppendCsvRow(const std::vector<std::string>& columns, std::stri
     for (uint32_t tried = 0; tried < n; ++tried, next = (next + 1) % n) {
       const msgpack::object_kv& kv = result_.via.map.ptr[next];
       if (kv.key.type != msgpack::type::STR || Str(kv.key) != columns[c]) continue;
-      cell.clear();
       if (kv.val.type == msgpack::type::STR) {
-        cell.assign(Str(kv.val));
+        AppendCsvField(Str(kv.val), out);
       } else {
+        cell.clear();
         AppendJson(kv.val, cell);
+        AppendCsvField(cell, out);
       }
-      out += CsvQuote(cell);
       next = (next + 1) % n;
       break;
     }

@@ -22,6 +22,7 @@ void AppendJson(const msgpack::object& o, std::string& out);
 class ResultText {
  public:
   /// Decodes `msgpack_bytes`. False (and nothing to format) unless they hold one map.
+  /// REQUIRES: the bytes outlive the formatting calls that follow (strings point into them).
   bool Decode(std::string_view msgpack_bytes);
   /// The decoded result's keys, in order (a CSV header).
   std::vector<std::string> Keys() const;

@@ -99,6 +99,7 @@ void Scheduler::AfterRound() {
       malloc_trim(0);
     }
   }
+  for (auto& x : experiments_) x->executor->Flush();  // an ended one may still release
   MaybeSnapshot(*e);
   e->journal->Flush();
   e->recorder->FlushFiles();
@@ -168,7 +169,9 @@ void Scheduler::OnNodeEvent() {
     counters_["node_event"]++;
     Experiment* e = Current();
     if (e == nullptr) continue;
-    e->executor->Unblock();
+    // resources_freed answers this scheduler's own releases, which the executor's placement
+    // budget already counts; a worker added or lost changes what fits.
+    if (ev->event != "resources_freed") e->executor->Unblock();
     if (ev->event == "node_added") {
       // A worker (re-)registered: after a resource-manager restart it reported what it runs,
       // stale attempts included; give back what no RUNNING trial owns.

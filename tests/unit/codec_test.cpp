@@ -177,6 +177,28 @@ TEST(CodecTest, ResourceMessagesRoundTrip) {
   relr.released = true;
   EXPECT_TRUE(RoundTrip(relr).released);
 
+  AllocateBatch batch;
+  batch.items = {{"exp_00000", 1, {{"cpu", 10000}}}, {"exp_00001", 2, {{"gpu", 3300}}}};
+  const AllocateBatch batch2 = RoundTrip(batch);
+  ASSERT_EQ(batch2.items.size(), 2u);
+  EXPECT_EQ(batch2.items[1].trial_id, "exp_00001");
+  EXPECT_EQ(batch2.items[1].request, batch.items[1].request);
+
+  AllocateBatchReply breply;
+  breply.items.push_back({"exp_00000", 1, true, "w-1", {"0"}, false, ""});
+  breply.items.push_back({"exp_00001", 2, false, "", {}, true, "too big"});
+  const AllocateBatchReply breply2 = RoundTrip(breply);
+  ASSERT_EQ(breply2.items.size(), 2u);
+  EXPECT_EQ(breply2.items[0].worker_id, "w-1");
+  EXPECT_TRUE(breply2.items[1].infeasible);
+
+  ReleaseBatch rbatch;
+  rbatch.items = {{"exp_00000", 1}, {"exp_00001", 2}};
+  EXPECT_EQ(RoundTrip(rbatch).items[1].attempt, 2);
+  ReleaseBatchReply rbreply;
+  rbreply.released = {true, false};
+  EXPECT_EQ(RoundTrip(rbreply).released, rbreply.released);
+
   GetClusterView gcv;
   gcv.id = 5;
   RoundTrip(gcv);

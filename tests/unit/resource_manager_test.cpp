@@ -315,6 +315,65 @@ TEST_F(ResourceManagerTest, AllocateRetryOverTheWireGetsTheSameGrant) {
   EXPECT_EQ(ViewOf(first.worker_id).committed.at("cpu"), kScale);
 }
 
+TEST_F(ResourceManagerTest, AllocateBatchHandOverAndReleaseBatchKeepTheAccounting) {
+  // The scheduler's batched forms: a batch is decided item by item in order; a hand-over moves
+  // one attempt's allocation to another on the same worker; a release batch returns several.
+  Start(1000);
+  Register("w1", 2, 1);
+  proto::AllocateBatch batch;
+  batch.items = {{"t1", 1, {{"cpu", kScale}, {"gpu", kScale}}}, {"t2", 1, {{"cpu", kScale}}}, {"t3", 1, {{"cpu", kScale}}},
+                 {"t4", 1, {{"cpu", 8 * kScale}}}};
+  auto got = Call<proto::AllocateBatchReply>(batch);
+  ASSERT_EQ(got.items.size(), 4u);
+  EXPECT_TRUE(got.items[0].granted);
+  EXPECT_EQ(got.items[0].gpu_ids, std::vector<std::string>{"0"});
+  EXPECT_TRUE(got.items[1].granted);
+  EXPECT_FALSE(got.items[2].granted);  // no room now
+  EXPECT_FALSE(got.items[2].infeasible);
+  EXPECT_TRUE(got.items[3].infeasible);
+
+  // t1 ended; t3 takes its cpu and gpu over on w1.
+  proto::AllocateBatch handover;
+  handover.items = {{"t3", 1, {{"cpu", kScale}, {"gpu", kScale}}, "t1", 1, "w1", {"0"}}};
+  auto handed = Call<proto::AllocateBatchReply>(handover);
+  ASSERT_EQ(handed.items.size(), 1u);
+  EXPECT_TRUE(handed.items[0].granted) << handed.items[0].reason;
+  auto view = ViewOf("w1");
+  EXPECT_EQ(view.trials, (std::vector<std::string>{"t2/1", "t3/1"}));
+  EXPECT_EQ(view.committed, (proto::ResourceUnits{{"cpu", 2 * kScale}, {"gpu", kScale}}));
+
+  // A hand-over that does not fit (nothing to release, the worker is full) is refused.
+  proto::AllocateBatch too_much;
+  too_much.items = {{"t5", 1, {{"cpu", kScale}}, "t9", 1, "w1", {}}};
+  EXPECT_FALSE(Call<proto::AllocateBatchReply>(too_much).items.at(0).granted);
+
+  proto::ReleaseBatch release;
+  release.items = {{"t2", 1}, {"t3", 1}, {"t1", 1}};
+  EXPECT_EQ(Call<proto::ReleaseBatchReply>(release).released, (std::vector<bool>{true, true, false}));
+  EXPECT_TRUE(ViewOf("w1").committed.empty());
+}
+
+TEST_F(ResourceManagerTest, MalformedBatchesAreRefusedWholeAndChangeNothing) {
+  // An item without a trial_id, a hand-over without a worker, and an empty batch: each an error
+  // reply, nothing allocated.
+  Start(1000);
+  Register("w1", 2);
+  for (auto items : std::vector<std::vector<proto::AllocateItem>>{
+           {{"t1", 1, {{"cpu", kScale}}}, {"", 1, {{"cpu", kScale}}}},
+           {{"t1", 1, {{"cpu", kScale}}}, {"t2", 1, {{"cpu", kScale}}, "t0", 1, "", {}}},
+           {}}) {
+    proto::AllocateBatch batch;
+    batch.id = next_id_++;
+    batch.items = items;
+    const proto::ErrorReply e = ExpectError(proto::Encode(batch));
+    EXPECT_EQ(e.code, "invalid_argument") << e.message;
+  }
+  proto::ReleaseBatch empty;
+  empty.id = next_id_++;
+  EXPECT_EQ(ExpectError(proto::Encode(empty)).code, "invalid_argument");
+  EXPECT_TRUE(ViewOf("w1").committed.empty());
+}
+
 TEST(ResourceManagerCreateTest, RejectsBadOptionsAndABusyEndpoint) {
   // Options are validated and a bind failure is an Unavailable error, not an exception.
   zmq::context_t ctx;

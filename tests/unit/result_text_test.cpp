@@ -37,7 +37,8 @@ TEST(ResultTextTest, JsonLineParsesToTheSameResultAsNlohmannsDump) {
                        {"name", "quote\" back\\ nl\n tab\t ctl\x01 é"},
                        {"nested", {{"a", json::array({1, 2.5, "x", json::object()})}, {"b", json::array()}}}};
   ResultText text;
-  ASSERT_TRUE(text.Decode(Msgpack(result)));
+  const std::string bytes = Msgpack(result);  // the strings point into these
+  ASSERT_TRUE(text.Decode(bytes));
   std::string line;
   text.AppendJsonLine(line);
   ASSERT_EQ(line.back(), '\n');
@@ -45,7 +46,8 @@ TEST(ResultTextTest, JsonLineParsesToTheSameResultAsNlohmannsDump) {
   EXPECT_EQ(json::parse(line), result) << line;
   // Same bytes as nlohmann for the usual values (integral floats keep ".0").
   const json usual = {{"done", true}, {"mean_accuracy", 0.25}, {"time_total_s", 2.0}, {"trial_id", "ab_00001"}};
-  ASSERT_TRUE(text.Decode(Msgpack(usual)));
+  const std::string usual_bytes = Msgpack(usual);
+  ASSERT_TRUE(text.Decode(usual_bytes));
   line.clear();
   text.AppendJsonLine(line);
   EXPECT_EQ(line, usual.dump() + "\n");
@@ -55,7 +57,8 @@ TEST(ResultTextTest, NonFiniteFloatsBecomeNullAsNlohmannWritesThem) {
   const json result = {{"inf", std::numeric_limits<double>::infinity()},
                        {"nan", std::numeric_limits<double>::quiet_NaN()}};
   ResultText text;
-  ASSERT_TRUE(text.Decode(Msgpack(result)));
+  const std::string bytes = Msgpack(result);
+  ASSERT_TRUE(text.Decode(bytes));
   std::string line;
   text.AppendJsonLine(line);
   EXPECT_EQ(line, result.dump() + "\n");
@@ -65,7 +68,8 @@ TEST(ResultTextTest, CsvRowFollowsTheGivenColumnsWithQuotingAndGaps) {
   // Columns of an earlier result: a key missing now stays empty, a new key is left out.
   const json result = {{"a", 1}, {"c", "x,y"}, {"d", "say \"hi\""}, {"e", json::array({1, 2})}, {"new", 5}};
   ResultText text;
-  ASSERT_TRUE(text.Decode(Msgpack(result)));
+  const std::string bytes = Msgpack(result);
+  ASSERT_TRUE(text.Decode(bytes));
   std::string row;
   text.AppendCsvRow({"e", "a", "b", "c", "d"}, row);
   EXPECT_EQ(row, CsvQuote("[1,2]") + ",1,," + CsvQuote("x,y") + "," + CsvQuote("say \"hi\"") + "\n");
