@@ -60,6 +60,8 @@ class BusExecutor final : public TrialExecutor {
   void set_on_unreachable(std::function<void(const Trial&)> f) { on_unreachable_ = std::move(f); }
   /// True when the worker registered with this scheduler process (StartTrial waits until then).
   void set_is_registered(std::function<bool(const std::string&)> f) { is_registered_ = std::move(f); }
+  /// False while no trial may start (the result files are behind); unset = always.
+  void set_may_place(std::function<bool()> f) { may_place_ = std::move(f); }
 
   /// True while the StartTrial of this attempt has not gone out (waiting for durability or for
   /// the worker to register): a RegisterWorker that does not list the trial is then no loss.
@@ -67,6 +69,7 @@ class BusExecutor final : public TrialExecutor {
 
   /// Up to kMaxPlacementsInFlight placements are asked at once, within the budget (see above).
   bool CanPlace() const override {
+    if (may_place_ && !may_place_()) return false;
     return !reusable_.empty() || (budget_ > 0 && placing_ < kMaxPlacementsInFlight);
   }
   void PlaceTrial(const Trial& trial, int64_t attempt) override;
@@ -118,6 +121,7 @@ class BusExecutor final : public TrialExecutor {
   TrialRunner* runner_ = nullptr;
   std::function<void(const Trial&)> on_unreachable_;
   std::function<bool(const std::string&)> is_registered_;
+  std::function<bool()> may_place_;
   std::map<std::string, int64_t> unsent_starts_;  // trial_id -> attempt whose StartTrial waits
   static constexpr int kMaxPlacementsInFlight = 256;
   int budget_ = kMaxPlacementsInFlight;   // placements that may be asked now

@@ -45,6 +45,8 @@ class ExperimentRecorder final : public RunnerObserver {
   void WriteErrorFile(const Trial& trial, const std::string& text);
   /// Hands the result files' work of this round to their writer thread (once per poll round).
   void FlushFiles() { files_.Flush(); }
+  /// Result file tasks not written yet (see ResultFiles::Backlog).
+  size_t FileBacklog() const { return files_.Backlog(); }
   /// Flushes open result files and rewrites experiment_state.json.
   void Checkpoint();
   const std::string& experiment_dir() const { return experiment_dir_; }

@@ -38,18 +38,18 @@ void ResultFiles::Close(int64_t trial_index) {
 
 void ResultFiles::Flush() {
   if (staged_.empty()) return;
-  bool wake = false;
-  {
-    std::lock_guard<std::mutex> lock(mu_);
-    wake = queued_.empty() && !busy_;  // a busy writer takes the whole queue when it is done
-    if (queued_.empty()) {
-      queued_.swap(staged_);
-    } else {
-      queued_.insert(queued_.end(), std::make_move_iterator(staged_.begin()), std::make_move_iterator(staged_.end()));
-    }
-  }
+  std::unique_lock<std::mutex> lock(mu_);
+  const bool wake = queued_.empty() && !busy_;  // a busy writer looks at the queue when it is done
+  queued_.insert(queued_.end(), std::make_move_iterator(staged_.begin()), std::make_move_iterator(staged_.end()));
+  backlog_ += staged_.size();
+  peak_backlog_ = std::max(peak_backlog_, backlog_.load());
   staged_.clear();
   if (wake) wake_.notify_one();
+  if (backlog_ > kMaxBacklog) {
+    // The files cannot keep up (a slow disk): the loop waits rather than let memory grow.
+    ++backpressure_waits_;
+    space_.wait(lock, [this] { return backlog_ <= kMaxBacklog / 2; });
+  }
 }
 
 void ResultFiles::FlushAll() {
@@ -61,21 +61,27 @@ void ResultFiles::Drain() {
   FlushAll();
   std::unique_lock<std::mutex> lock(mu_);
   idle_.wait(lock, [this] { return queued_.empty() && !busy_; });
+  spdlog::info("Result files written; the writer's backlog peaked at {} tasks ({} waits for it)", peak_backlog_,
+               backpressure_waits_);
 }
 
 void ResultFiles::Loop() {
   std::unique_lock<std::mutex> lock(mu_);
-  std::vector<Task> batch;
+  std::vector<Task> chunk;
   while (true) {
     wake_.wait(lock, [this] { return stopping_ || !queued_.empty(); });
     if (queued_.empty()) return;  // stopping, and everything is written
-    batch.swap(queued_);
+    const size_t n = std::min(queued_.size(), kChunk);
+    chunk.assign(std::make_move_iterator(queued_.begin()), std::make_move_iterator(queued_.begin() + long(n)));
+    queued_.erase(queued_.begin(), queued_.begin() + long(n));
     busy_ = true;
     lock.unlock();
-    for (Task& task : batch) Run(task);
-    batch.clear();
+    for (Task& task : chunk) Run(task);
+    chunk.clear();
     lock.lock();
     busy_ = false;
+    backlog_ -= n;
+    if (backlog_ <= kMaxBacklog / 2) space_.notify_all();
     if (queued_.empty()) idle_.notify_all();
   }
 }

@@ -9,9 +9,15 @@
 // thread (the scheduler's loop). They stage work without a lock; Flush() hands what is staged
 // to the writer thread in one go (once per poll round), so the loop takes the lock once per
 // round, not once per result.
+//
+// Memory stays bounded when the files cannot keep up: Backlog() tells the scheduler to start
+// no new trial while it is high (the scheduler's placement gate), and past kMaxBacklog tasks
+// Flush waits for the writer (a slow disk slows the experiment instead of growing the heap).
 #pragma once
 
+#include <atomic>
 #include <condition_variable>
+#include <deque>
 #include <fstream>
 #include <memory>
 #include <mutex>
@@ -53,6 +59,10 @@ class ResultFiles {
   void FlushAll();
   /// Blocks until everything staged before the call is written and flushed.
   void Drain();
+  /// Tasks handed over or staged and not written yet (loop thread).
+  size_t Backlog() const { return backlog_.load() + staged_.size(); }
+  /// Flush waits for the writer above this many tasks (about 400 bytes each).
+  static constexpr size_t kMaxBacklog = 65536;
 
  private:
   struct Task {
@@ -73,10 +83,13 @@ class ResultFiles {
 
   std::vector<Task> staged_;  // the loop thread's, until Flush
   std::unordered_set<int64_t> open_on_writer_;  // the loop thread's view of open_
+  static constexpr size_t kChunk = 1024;  // tasks the writer takes at a time
   std::mutex mu_;
-  std::condition_variable wake_, idle_;
-  std::vector<Task> queued_;  // guarded by mu_
+  std::condition_variable wake_, idle_, space_;
+  std::deque<Task> queued_;  // guarded by mu_
   bool busy_ = false, stopping_ = false;
+  std::atomic<size_t> backlog_{0};  // queued_ plus the writer's chunk in progress
+  size_t peak_backlog_ = 0, backpressure_waits_ = 0;  // loop thread
   // Writer thread only.
   std::unordered_map<int64_t, std::unique_ptr<TrialFiles>> open_;  // trial index -> its files
   ResultText text_;

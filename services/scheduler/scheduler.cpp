@@ -97,6 +97,9 @@ void Scheduler::AfterRound() {
       // Give back to the system what the run's transient buffers (result batches, journal
       // records, the file writer's queue) left free in malloc's arenas.
       malloc_trim(0);
+      const struct mallinfo2 heap = mallinfo2();
+      spdlog::info("Heap after the experiment: {} bytes in use, {} free in the main arena, {} mmapped",
+                   heap.uordblks, heap.fordblks, heap.hblkhd);
     }
   }
   for (auto& x : experiments_) x->executor->Flush();  // an ended one may still release

@@ -15,9 +15,14 @@
 
 namespace tunebus {
 
+
+
 using nlohmann::json;
 
 namespace {
+
+// Result file tasks (about two per trial) behind which placement waits for the file writer.
+constexpr size_t kMaxFileBacklogToPlace = 8192;
 
 double WallSeconds() {
   return std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
@@ -202,6 +207,8 @@ Result<Scheduler::Experiment*> Scheduler::BuildExperiment(ExperimentSpec spec, c
     raw->runner->RequeueLost(t.trial_id, fmt::format("worker {} is not connected", t.worker_id));
   });
   e->executor->set_is_registered([this](const std::string& worker) { return registered_.contains(worker); });
+  // No trial starts while its result files would queue behind many others (a slow disk).
+  e->executor->set_may_place([raw] { return raw->recorder->FileBacklog() < kMaxFileBacklogToPlace; });
   experiments_.push_back(std::move(e));
   return raw;
 }

@@ -169,9 +169,11 @@ void Scheduler::MaybeSnapshot(Experiment& e) {
           spdlog::warn("Snapshot {} was not stored ({}); the next one is tried later", id,
                        reply.ok() ? reply->type() : reply.status().ToString());
           e.snapshot_in_flight = false;
+          *put = nullptr;  // `put` holds itself (and the snapshot's bytes): break the cycle
           return;
         }
         if (!last) return (*put)(chunk + 1);
+        *put = nullptr;
         spdlog::info("Snapshot {} stored: a resume replays from seq {}", id, seq + 1);
         if (!e.last_snapshot_id.empty()) {
           proto::CheckpointDelete del;
