@@ -78,9 +78,12 @@ void TrialRunner::Step() {
 }
 
 // Keeps a window of generated-but-unstarted trials (Ray Tune's _max_pending_trials), so an
-// unbounded search space (num_samples: -1) is generated lazily.
+// unbounded search space (num_samples: -1) is generated lazily. It is refilled once half of it
+// has started, so the searcher state (its RNG's state, about 6 KB) is journaled once per
+// window/2 trials, not once per trial.
 void TrialRunner::MaybeAddTrials() {
-  const int64_t window = std::max<int64_t>(16, 2 * options_.max_concurrent_trials);
+  const int64_t window = std::max<int64_t>(32, 2 * options_.max_concurrent_trials);
+  if (int64_t(pending_.size()) > window / 2) return;
   bool added = false;
   while (search_alg_->HasNext() && int64_t(pending_.size()) < window) {
     Variant v = search_alg_->Next();

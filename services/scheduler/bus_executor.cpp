@@ -79,7 +79,7 @@ void BusExecutor::Flush() {
       rm_ops_.push_back(RmOp{true, std::move(item)});
       // The resource-manager answers in order and releases leave before this round's
       // allocations: an allocation already sees the freed resources.
-      budget_ = std::min(budget_ + 1, kMaxPlacementsInFlight);
+      Freed(1);
     });
   }
   reusable_.clear();
@@ -88,8 +88,8 @@ void BusExecutor::Flush() {
   proto::AllocateBatch req;
   req.items = std::move(allocations_);
   allocations_.clear();
-  rm_.Request(req, [this, asked = req.items](Result<proto::Decoded> reply) mutable {
-    OnAllocations(asked, std::move(reply));
+  rm_.Request(req, [this, asked = req.items, epoch = freed_epoch_](Result<proto::Decoded> reply) mutable {
+    OnAllocations(asked, epoch, std::move(reply));
   });
 }
 
@@ -128,7 +128,8 @@ void BusExecutor::SendRmOps() {
   rm_ops_.clear();
 }
 
-void BusExecutor::OnAllocations(const std::vector<proto::AllocateItem>& asked, Result<proto::Decoded> reply) {
+void BusExecutor::OnAllocations(const std::vector<proto::AllocateItem>& asked, uint64_t epoch,
+                                Result<proto::Decoded> reply) {
   placing_ -= int(asked.size());
   if (runner_ == nullptr) return;
   Result<proto::AllocateBatchReply> r =
@@ -154,7 +155,9 @@ void BusExecutor::OnAllocations(const std::vector<proto::AllocateItem>& asked, R
       runner_->OnPlacementFailed(a.trial_id, a.attempt, a.reason);
     } else {
       spdlog::debug("No room for {} now: {}", a.trial_id, a.reason);
-      budget_ = 0;  // until something is freed
+      // Until something is freed, unless something was since this batch left (the
+      // resource-manager decided before it saw that).
+      if (epoch == freed_epoch_) budget_ = 0;
       runner_->OnPlacementDeferred(a.trial_id, a.attempt);
     }
   }
@@ -230,7 +233,7 @@ void BusExecutor::ReleaseResources(const Trial& trial) {
   if (TakeBackHandOver(trial)) return;
   journal_.AfterDurable([this, item = proto::AllocateItem{trial.trial_id, trial.attempt, {}}]() mutable {
     rm_ops_.push_back(RmOp{true, std::move(item)});
-    budget_ = std::min(budget_ + 1, kMaxPlacementsInFlight);
+    Freed(1);
   });
 }
 

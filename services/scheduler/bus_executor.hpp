@@ -51,7 +51,7 @@ class BusExecutor final : public TrialExecutor {
 
   void set_runner(TrialRunner* runner) { runner_ = runner; }
   /// The cluster changed (a worker added or lost): placement may ask freely again.
-  void Unblock() { budget_ = kMaxPlacementsInFlight; }
+  void Unblock() { Freed(kMaxPlacementsInFlight); }
   /// Starts this round's hand-overs, then sends the resource-manager what durable records
   /// released (releases, hand-overs, in order) and this round's placements, each run as one
   /// batch. Call once per round, after the runner's Step.
@@ -83,7 +83,13 @@ class BusExecutor final : public TrialExecutor {
  private:
   void SendStart(const std::string& worker_id, std::string payload, const Trial& trial, int tries_left);
   /// Hands the answers of one allocate_batch to the runner, in order.
-  void OnAllocations(const std::vector<proto::AllocateItem>& asked, Result<proto::Decoded> reply);
+  /// `epoch`: freed_epoch_ when the batch was sent.
+  void OnAllocations(const std::vector<proto::AllocateItem>& asked, uint64_t epoch, Result<proto::Decoded> reply);
+  /// Something was freed: `placements` more may be asked.
+  void Freed(int placements) {
+    budget_ = std::min(budget_ + placements, kMaxPlacementsInFlight);
+    ++freed_epoch_;
+  }
   /// True (and the allocation is reusable again) if `trial` is the hand-over being started.
   bool TakeBackHandOver(const Trial& trial);
   /// Sends the resource-manager changes of rm_ops_, in order, consecutive kinds batched.
@@ -126,6 +132,7 @@ class BusExecutor final : public TrialExecutor {
   static constexpr int kMaxPlacementsInFlight = 256;
   int budget_ = kMaxPlacementsInFlight;   // placements that may be asked now
   int placing_ = 0;                       // placements asked (staged or in flight), not answered
+  uint64_t freed_epoch_ = 0;              // counts Freed(): a "no room" from before a release is stale
   std::vector<proto::AllocateItem> allocations_;  // this round's, until Flush
   std::vector<Reusable> reusable_;                // this round's, until Flush
   std::vector<HandOver> handovers_;               // this round's, until Flush

@@ -117,6 +117,8 @@ void Scheduler::ReconcileAllocations(Experiment& e) {
         release.trial_id = trial_id;
         release.attempt = attempt;
         rm_->Request(release, [](Result<proto::Decoded>) {});
+        // Sent outside the executor's budget: its next placements may use the freed room.
+        e.executor->Unblock();
       }
     }
   });
