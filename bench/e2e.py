@@ -17,7 +17,7 @@ real control socket (msgpack, proto/PROTOCOL.md §2) and prints one JSON object 
   control_latency    list_trials (a page of 100; everything) / show_trial on that finished T-trial
                      experiment, p50/p99 of send -> reply received (reply parsing excluded).
   memory             scheduler VmRSS growth for T trials, each with a last result of 10 metrics.
-  peer_tunebus       T trials × 10 results, ASHA, on 2 workers × 8 cpus (the side-by-side's
+  peer_tunebus       T trials × 10 results, ASHA, on 2 workers × 8 and × 32 trial slots (the side-by-side's
                      tunebus half; bench/optuna_peer.py is Optuna's).
 
 Usage: e2e.py --bin BUILD/bin [--quick] [--only NAME,...]
@@ -118,7 +118,17 @@ class Cluster:
                 return summary, time.time() - t0
             if time.time() - t0 > timeout_s:
                 raise TimeoutError("experiment did not end in %d s" % timeout_s)
-            time.sleep(0.1)  # the figures use the scheduler's elapsed_s, not this poll
+            time.sleep(0.02)  # the figures use the scheduler's elapsed_s, not this poll
+
+    def cpu_seconds(self):
+        """User + system CPU seconds of every service process so far."""
+        tick = os.sysconf("SC_CLK_TCK")
+        total = 0
+        for p in self.procs:
+            with open("/proc/%d/stat" % p.pid) as f:
+                fields = f.read().rsplit(")", 1)[1].split()
+            total += int(fields[11]) + int(fields[12])
+        return total / tick
 
     def rss_bytes(self, proc):
         with open("/proc/%d/status" % proc.pid) as f:
@@ -294,26 +304,33 @@ def bench_memory(a):
 
 
 def bench_peer(a):
+    """tunebus's half of the side-by-side, twice: 2 worker processes x 8 trial slots (the
+    figure of earlier runs), and x 32 slots, where tunebus, like Optuna's 2 processes, keeps the
+    2 cores busy (cpu_cores_busy says how busy: framework overhead compared at equal machine)."""
     t = a.peer_trials
-    c = Cluster(a.bin, 2, 8)
-    # The trials' result files on tmpfs (the journal stays on the disk, synced): Optuna writes no
-    # per-trial files, and on this disk creating thousands of them soon after other runs deleted
-    # thousands costs ext4's inode search (recently_deleted) more than the rest of the run.
-    shm = tempfile.mkdtemp(prefix="tunebus-bench-results-", dir="/dev/shm")
-    try:
-        summary, wall = c.run_experiment(peer_spec(t, shm))
-        results = sum(len(open(p).readlines()) for p in glob.glob(os.path.join(shm, "peer", "*", "result.json")))
-    finally:
-        c.stop()
-        shutil.rmtree(shm, ignore_errors=True)
-    emit({"benchmark": "peer_tunebus", "trials": t, "max_results_per_trial": 10, "results": results,
-          "trainable": "mock (unpaced), lr ~ loguniform(1e-4, 1)", "result_files": "tmpfs", "workers": 2, "cpus_per_worker": 8,
-          "scheduler": "asha (max_t 10, grace_period 1, reduction_factor 3)",
-          "status": summary["status"], "elapsed_s": summary["elapsed_s"], "wall_s": wall,
-          "trials_per_s": t / summary["elapsed_s"], "baseline": "peer_optuna (this run)",
-          "baseline_trials_per_s": a.optuna_trials_per_s,
-          "ratio_to_baseline": (t / summary["elapsed_s"]) / a.optuna_trials_per_s if a.optuna_trials_per_s else None,
-          "target_ratio": 50})
+    for slots in (8, 32):
+        c = Cluster(a.bin, 2, slots)
+        # The trials' result files on tmpfs (the journal stays on the disk, synced): Optuna writes
+        # no per-trial files, and on this disk creating thousands of them soon after other runs
+        # deleted thousands costs ext4's inode search (recently_deleted) more than the rest.
+        shm = tempfile.mkdtemp(prefix="tunebus-bench-results-", dir="/dev/shm")
+        try:
+            cpu0 = c.cpu_seconds()
+            summary, wall = c.run_experiment(peer_spec(t, shm))
+            cpu = c.cpu_seconds() - cpu0
+            results = sum(len(open(p).readlines()) for p in glob.glob(os.path.join(shm, "peer", "*", "result.json")))
+        finally:
+            c.stop()
+            shutil.rmtree(shm, ignore_errors=True)
+        rate = t / summary["elapsed_s"]
+        emit({"benchmark": "peer_tunebus", "trials": t, "max_results_per_trial": 10, "results": results,
+              "trainable": "mock (unpaced), lr ~ loguniform(1e-4, 1)", "result_files": "tmpfs", "workers": 2,
+              "cpus_per_worker": slots, "scheduler": "asha (max_t 10, grace_period 1, reduction_factor 3)",
+              "status": summary["status"], "elapsed_s": summary["elapsed_s"], "wall_s": wall,
+              "cpu_cores_busy": cpu / wall if wall > 0 else None, "trials_per_s": rate,
+              "baseline": "peer_optuna (this run)", "baseline_trials_per_s": a.optuna_trials_per_s,
+              "ratio_to_baseline": rate / a.optuna_trials_per_s if a.optuna_trials_per_s else None,
+              "target_ratio": 50})
 
 
 def main():

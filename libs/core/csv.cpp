@@ -3,7 +3,10 @@
 namespace tunebus {
 
 void AppendCsvField(std::string_view text, std::string& out) {
-  if (text.find_first_of(",\"\r\n") == std::string_view::npos) {
+  // A plain loop: find_first_of calls memchr on the set once per character.
+  bool plain = true;
+  for (const char c : text) plain = plain && c != ',' && c != '"' && c != '\r' && c != '\n';
+  if (plain) {
     out.append(text);
     return;
   }

@@ -45,7 +45,9 @@ void AppendDouble(double v, std::string& out) {
   const char* end = fmt::format_to(buf, "{}", v);  // shortest round-trip form (at most 24 chars)
   const std::string_view text(buf, size_t(end - buf));
   out.append(text);
-  if (text.find_first_of(".e") == std::string_view::npos) out += ".0";
+  bool integral = true;
+  for (const char c : text) integral = integral && c != '.' && c != 'e';
+  if (integral) out += ".0";
 }
 
 void AppendInt(const fmt::format_int& digits, std::string& out) { out.append(digits.data(), digits.size()); }
