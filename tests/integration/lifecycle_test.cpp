@@ -38,6 +38,44 @@ json ResultLines(const fs::path& trial_dir) {
   return out;
 }
 
+TEST(LifecycleTest, HandedOverSlotsKeepTheResourceManagerInStep) {
+  // 40 short trials on two 1-CPU workers: each finished trial hands its slot to the next one
+  // (one group commit, no resource-manager round trip). Throughout, the resource-manager holds
+  // at most one trial per worker, and nothing once the experiment ends.
+  Cluster cluster;
+  ASSERT_TRUE(cluster.Start());
+  const fs::path file = WriteExperiment(cluster, "slots",
+                                        "trainable: {builtin: mock}\n"
+                                        "param_space: {mock_iterations: 3, sleep_s: 0.02}\n"
+                                        "num_samples: 40\n");
+  ASSERT_EQ(cluster.Ctl({"run", "--detach", file.string()}).exit_code, 0);
+  int polls = 0;
+  json workers;
+  bool finished = false;
+  for (auto deadline = std::chrono::steady_clock::now() + 60s; !finished && std::chrono::steady_clock::now() < deadline;) {
+    workers = cluster.Workers();
+    ASSERT_TRUE(workers.is_array()) << cluster.LogTails();
+    for (const json& w : workers) EXPECT_LE(w["trials"].size(), 1u) << workers.dump();
+    ++polls;
+    finished = cluster.Ctl({"-o", "json", "status"}).Json().value("status", "") != "RUNNING";
+  }
+  ASSERT_TRUE(finished) << cluster.LogTails();
+  EXPECT_GT(polls, 1);
+  const json ls = Trials(cluster);
+  ASSERT_EQ(ls.size(), 40u);
+  for (const json& t : ls) EXPECT_EQ(t.value("status", ""), "TERMINATED") << t.dump();
+  EXPECT_TRUE(WaitFor(
+      [&] {
+        workers = cluster.Workers();
+        for (const json& w : workers) {
+          if (!w["committed"].empty() || !w["trials"].empty()) return false;
+        }
+        return workers.is_array();
+      },
+      5s, 100ms))
+      << workers.dump();
+}
+
 TEST(LifecycleTest, FractionalGpuTrialsRunOnlyOnTheGpuWorkerWithCudaVisibleDevices) {
   // Two workers: w1 has 2 CPUs and no GPU, w2 2 CPUs and 1 GPU. Trials asking gpu: 0.5 run only
   // on w2, two at a time at most, and see CUDA_VISIBLE_DEVICES=0.
