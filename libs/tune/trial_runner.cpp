@@ -282,6 +282,10 @@ Status TrialRunner::OnResult(const std::string& trial_id, int64_t attempt, int64
 
 void TrialRunner::SetLastResult(Trial& t, const nlohmann::json& result) const {
   t.SetLastResult(result);
+  CacheMetric(t, result);
+}
+
+void TrialRunner::CacheMetric(Trial& t, const nlohmann::json& result) const {
   t.last_metric.reset();
   if (options_.metric.empty()) return;
   if (auto it = result.find(options_.metric); it != result.end() && it->is_number()) t.last_metric = it->get<double>();
@@ -334,7 +338,7 @@ Status TrialRunner::Restore(std::vector<Trial> trials, const nlohmann::json& sea
     if (t.status == TrialStatus::kPending) pending_.insert(t.index);
     if (t.status == TrialStatus::kRunning) ++running_;
     if (auto a = last_actions.find(t.trial_id); a != last_actions.end()) last_action_[t.index] = ActionLiteral(a->second);
-    if (!t.last_result_msgpack.empty()) SetLastResult(t, t.LastResult());  // caches last_metric
+    if (!t.last_result_msgpack.empty()) CacheMetric(t, t.LastResult());
   }
   for (auto s : {ExperimentStatus::kFinished, ExperimentStatus::kStopped, ExperimentStatus::kError}) {
     if (ended_status == ExperimentStatusName(s)) status_ = s;

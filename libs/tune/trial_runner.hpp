@@ -196,6 +196,8 @@ class TrialRunner final : public TrialSchedulerContext {
   const char* ActionFor(Trial& trial, const nlohmann::json& result, Decision decision, bool requested = false);
   /// Stores `result` as the trial's newest (msgpack) and caches options.metric from it.
   void SetLastResult(Trial& trial, const nlohmann::json& result) const;
+  /// Sets trial.last_metric from `result` (options.metric when it is a number).
+  void CacheMetric(Trial& trial, const nlohmann::json& result) const;
   void ApplyRetention(Trial& trial);
   void AbortExperiment(const std::string& reason);  // fail_fast: raise
   void OnTrialErrored(Trial& trial, const std::string& error);
