@@ -1,0 +1,86 @@
+// Tests for ResultFiles (services/scheduler/result_files.hpp): the writer thread produces Ray
+// Tune's per-trial files, keeps a reopened trial's CSV header, and Backlog() counts what is not
+// written yet.
+#include "services/scheduler/result_files.hpp"
+
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+namespace tunebus {
+namespace {
+
+namespace fs = std::filesystem;
+using nlohmann::json;
+
+std::string Msgpack(const json& j) {
+  std::string bytes;
+  json::to_msgpack(j, bytes);
+  return bytes;
+}
+
+std::vector<std::string> Lines(const fs::path& file) {
+  std::ifstream in(file);
+  std::vector<std::string> out;
+  for (std::string line; std::getline(in, line);) out.push_back(line);
+  return out;
+}
+
+class ResultFilesTest : public ::testing::Test {
+ protected:
+  ResultFilesTest()
+      : dir_(fs::temp_directory_path() / ("tunebus-result-files-" + std::to_string(::getpid()) + "-" +
+                                          ::testing::UnitTest::GetInstance()->current_test_info()->name())) {}
+  ~ResultFilesTest() override { fs::remove_all(dir_); }
+  fs::path dir_;
+};
+
+TEST_F(ResultFilesTest, WritesRayTuneFilesAndKeepsTheHeaderWhenATrialReopens) {
+  // Two results, the trial closes (paused), then reopens with a result of other keys: the CSV
+  // keeps its first header (a new key is left out, a missing one is empty), as Ray Tune's logger.
+  const fs::path trial = dir_ / "t_00000_0";
+  {
+    ResultFiles files;
+    files.WriteParams(trial.string(), {{"lr", 0.1}});
+    files.AppendResult(0, trial.string(), Msgpack({{"acc", 0.5}, {"training_iteration", 1}}));
+    EXPECT_TRUE(files.IsOpen(0));
+    files.AppendResult(0, "", Msgpack({{"acc", 0.75}, {"training_iteration", 2}}));
+    files.Close(0);
+    EXPECT_FALSE(files.IsOpen(0));
+    files.Drain();
+    EXPECT_EQ(files.Backlog(), 0u);
+  }
+  EXPECT_EQ(json::parse(std::ifstream(trial / "params.json")), (json{{"lr", 0.1}}));
+  EXPECT_EQ(Lines(trial / "progress.csv"), (std::vector<std::string>{"acc,training_iteration", "0.5,1", "0.75,2"}));
+  {
+    ResultFiles files;  // a new scheduler process resuming the trial
+    files.AppendResult(0, trial.string(), Msgpack({{"new", "x"}, {"training_iteration", 3}}));
+    files.Drain();
+  }
+  const auto lines = Lines(trial / "result.json");
+  ASSERT_EQ(lines.size(), 3u);
+  EXPECT_EQ(json::parse(lines[2]), (json{{"new", "x"}, {"training_iteration", 3}}));
+  EXPECT_EQ(Lines(trial / "progress.csv"),
+            (std::vector<std::string>{"acc,training_iteration", "0.5,1", "0.75,2", ",3"}));
+}
+
+TEST_F(ResultFilesTest, BacklogCountsWorkUntilItIsWritten) {
+  // Staged work counts until the writer has written it; Drain returns with nothing left.
+  ResultFiles files;
+  for (int i = 0; i < 10; ++i) {
+    files.AppendResult(i, (dir_ / ("t" + std::to_string(i))).string(), Msgpack({{"i", i}}));
+  }
+  EXPECT_EQ(files.Backlog(), 10u);
+  files.Drain();
+  EXPECT_EQ(files.Backlog(), 0u);
+  for (int i = 0; i < 10; ++i) EXPECT_EQ(Lines(dir_ / ("t" + std::to_string(i)) / "result.json").size(), 1u) << i;
+}
+
+}  // namespace
+}  // namespace tunebus
