@@ -148,10 +148,10 @@ void BusExecutor::OnAllocations(const std::vector<proto::AllocateItem>& asked, u
   }
   for (const proto::Allocation& a : r->items) {
     if (a.granted) {
-      budget_ = std::min(budget_ + 1, kMaxPlacementsInFlight);  // there may be room for more
+      AddBudget(1);  // there may be room for more
       runner_->OnTrialPlaced(a.trial_id, a.attempt, a.worker_id, a.gpu_ids);
     } else if (a.infeasible) {
-      budget_ = std::min(budget_ + 1, kMaxPlacementsInFlight);
+      AddBudget(1);
       runner_->OnPlacementFailed(a.trial_id, a.attempt, a.reason);
     } else {
       spdlog::debug("No room for {} now: {}", a.trial_id, a.reason);

@@ -87,9 +87,10 @@ class BusExecutor final : public TrialExecutor {
   void OnAllocations(const std::vector<proto::AllocateItem>& asked, uint64_t epoch, Result<proto::Decoded> reply);
   /// Something was freed: `placements` more may be asked.
   void Freed(int placements) {
-    budget_ = std::min(budget_ + placements, kMaxPlacementsInFlight);
+    AddBudget(placements);
     ++freed_epoch_;
   }
+  void AddBudget(int placements) { budget_ = std::min(budget_ + placements, kMaxPlacementsInFlight); }
   /// True (and the allocation is reusable again) if `trial` is the hand-over being started.
   bool TakeBackHandOver(const Trial& trial);
   /// Sends the resource-manager changes of rm_ops_, in order, consecutive kinds batched.
