@@ -27,9 +27,10 @@ class RequestClient {
   RequestClient(const RequestClient&) = delete;
   RequestClient& operator=(const RequestClient&) = delete;
 
-  /// Sends `message` with a fresh id. Returns that id.
+  /// Sends `message` with a fresh id (written into `message.id`, so an lvalue is not copied).
+  /// Returns that id.
   template <typename M>
-  uint64_t Request(M message, Callback callback, Duration timeout = Duration{10000}) {
+  uint64_t Request(M&& message, Callback callback, Duration timeout = Duration{10000}) {
     message.id = next_id_++;
     SendRequest(message.id, proto::Encode(message), std::move(callback), timeout);
     return message.id;

@@ -35,18 +35,24 @@ void JournalWriter::AfterDurable(std::function<void()> effect) {
 void JournalWriter::Flush() {
   if (queued_.empty() || in_flight_) return;
   in_flight_ = true;
-  std::vector<std::string> batch;
-  batch.swap(queued_);
-  Send(appended_, std::move(batch));
+  size_t bytes = 0;
+  do {
+    bytes += queued_.front().size();
+    in_flight_records_.push_back(std::move(queued_.front()));
+    queued_.pop_front();
+  } while (!queued_.empty() && bytes + queued_.front().size() <= kMaxBatchBytes);
+  in_flight_last_ = appended_ - queued_.size();
+  Send();
 }
 
-void JournalWriter::Send(uint64_t last, std::vector<std::string> records) {
+void JournalWriter::Send() {
   proto::JournalAppend req;
   req.experiment = experiment_;
-  req.records = records;
+  req.records = std::move(in_flight_records_);
   req.expected_first_seq = store_seq_ + 1;  // a retry after a lost ack is not written twice
   const auto sent = bus::Clock::now();
-  store_.Request(req, [this, last, sent, records = std::move(records)](Result<proto::Decoded> reply) mutable {
+  const uint64_t last = in_flight_last_;
+  store_.Request(req, [this, last, sent](Result<proto::Decoded> reply) {
     if (reply.ok() && reply->type() != proto::JournalAppendAck::kType) {
       reply = Status::InvalidArgument("store answered '" + reply->type() + "' to journal_append");
     }
@@ -56,16 +62,18 @@ void JournalWriter::Send(uint64_t last, std::vector<std::string> records) {
         store_seq_ = std::max(store_seq_, ack->last_seq);
         last_latency_s_ = std::chrono::duration<double>(bus::Clock::now() - sent).count();
         backoff_ = retry_delay_;
+        in_flight_records_.clear();
         OnDurable(last);
         return;
       }
       reply = ack.status();
     }
-    spdlog::error("Journal append of {} records for {} failed ({}); retrying in {} ms", records.size(), experiment_,
-                  reply.status().ToString(), backoff_.count());
-    loop_.AddTimer(backoff_, [this, last, records = std::move(records)]() mutable { Send(last, std::move(records)); });
+    spdlog::error("Journal append of {} records for {} failed ({}); retrying in {} ms", in_flight_records_.size(),
+                  experiment_, reply.status().ToString(), backoff_.count());
+    loop_.AddTimer(backoff_, [this] { Send(); });
     backoff_ = std::min(backoff_ * 2, kMaxBackoff);
   }, kAppendTimeout);
+  in_flight_records_ = std::move(req.records);  // kept for a retry until acknowledged
 }
 
 void JournalWriter::OnDurable(uint64_t last) {

@@ -3,7 +3,11 @@
 // Records are sent as one JournalAppend per batch (Flush, from the loop's idle hook). One batch
 // is in flight at a time and everything appended meanwhile forms the next batch (group commit:
 // the store syncs each batch once), so durability costs one batch of latency, not throughput,
-// and the journal order is exactly the Append order even across retries. AfterDurable(effect) runs `effect`
+// and the journal order is exactly the Append order even across retries. A batch carries at
+// most kMaxBatchBytes of records: a larger backlog goes as several batches, one after another,
+// so the store writes and syncs one part while the loop handles the decisions the previous
+// part released and the results they bring back (a two-stage pipeline instead of lockstep
+// waves; measured in docs/performance.md). AfterDurable(effect) runs `effect`
 // only once every record appended before it is acknowledged as durable, in call order: this is
 // how the scheduler releases effects (start a trial, ack a result, answer a control request)
 // only after the record that causes them is safe (DESIGN.md "Journal and recovery").
@@ -25,6 +29,9 @@ namespace tunebus::journal {
 
 class JournalWriter {
  public:
+  /// Bytes of records one batch carries at most (a single larger record goes alone).
+  static constexpr size_t kMaxBatchBytes = 48 * 1024;
+
   JournalWriter(bus::EventLoop& loop, bus::RequestClient& store, std::string experiment,
                 bus::Duration retry_delay = bus::Duration{500});
 
@@ -48,7 +55,7 @@ class JournalWriter {
   double last_append_latency_s() const { return last_latency_s_; }
 
  private:
-  void Send(uint64_t last, std::vector<std::string> records);
+  void Send();
   void OnDurable(uint64_t last);
 
   bus::EventLoop& loop_;
@@ -57,7 +64,9 @@ class JournalWriter {
   bus::Duration retry_delay_;  // first retry after a failed append
   bus::Duration backoff_;      // the next retry's delay: doubles per failure up to kMaxBackoff
   static constexpr bus::Duration kMaxBackoff{30000};
-  std::vector<std::string> queued_;
+  std::deque<std::string> queued_;
+  std::vector<std::string> in_flight_records_;  // the batch sent and not yet acknowledged
+  uint64_t in_flight_last_ = 0;                  // its last record's position
   uint64_t appended_ = 0;
   uint64_t durable_ = 0;
   uint64_t store_seq_ = 0;

@@ -240,7 +240,7 @@ void BusExecutor::ReleaseResources(const Trial& trial) {
 void BusExecutor::DeleteCheckpoint(const std::string& checkpoint_id) {
   proto::CheckpointDelete req;
   req.checkpoint_id = checkpoint_id;
-  journal_.AfterDurable([this, req] {
+  journal_.AfterDurable([this, req]() mutable {
     store_.Request(req, [id = req.checkpoint_id](Result<proto::Decoded> reply) {
       if (!reply.ok()) spdlog::warn("Deleting checkpoint {} failed: {}", id, reply.status().ToString());
     });

@@ -228,6 +228,38 @@ TEST_F(JournalWriterTest, OnlyOneBatchInFlightAndAppendsDuringItFormTheNextBatch
   EXPECT_EQ(store_.max_outstanding, 1);
 }
 
+
+TEST_F(JournalWriterTest, ABacklogLargerThanOneBatchGoesAsBoundedBatchesInOrder) {
+  // Records of ~10 KiB: at most kMaxBatchBytes go per batch, the next part only after the ack
+  // of the previous one, and an effect after the last record waits for the last part.
+  const std::string pad(10 * 1024, 'x');
+  const int n = 20;
+  for (int i = 1; i <= n; ++i) writer_->Append(json{{"kind", "trial_added"}, {"n", i}, {"pad", pad}});
+  bool ran = false;
+  writer_->AfterDurable([&] { ran = true; });
+  std::vector<int> sent;
+  for (size_t batch = 0; sent.size() < size_t(n); ++batch) {
+    ASSERT_TRUE(WaitForRequests(batch + 1)) << "batch " << batch;
+    Spin(2);
+    EXPECT_EQ(store_.requests.size(), batch + 1) << "a second batch went before the first was acked";
+    const auto& records = store_.requests[batch].append.records;
+    size_t bytes = 0;
+    for (const std::string& r : records) bytes += r.size();
+    EXPECT_LE(bytes, JournalWriter::kMaxBatchBytes);
+    EXPECT_GE(records.size(), 1u);
+    for (int x : Ns(records)) sent.push_back(x);
+    EXPECT_FALSE(ran);
+    store_.Ack(batch);
+  }
+  ASSERT_TRUE(SpinUntil([&] { return ran; }));
+  EXPECT_GT(store_.requests.size(), 2u);
+  std::vector<int> expected;
+  for (int i = 1; i <= n; ++i) expected.push_back(i);
+  EXPECT_EQ(sent, expected);
+  EXPECT_EQ(Ns(store_.journal), expected);
+  EXPECT_EQ(writer_->durable(), uint64_t(n));
+  EXPECT_EQ(store_.max_outstanding, 1);
+}
 TEST_F(JournalWriterTest, EffectsRunInCallOrderEachAfterItsOwnRecords) {
   // e1 follows record 1; e2 and e3 follow record 2. The ack of batch 1 runs only e1; the ack
   // of batch 2 runs e2 then e3.
