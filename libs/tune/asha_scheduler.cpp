@@ -69,7 +69,7 @@ std::vector<double> AshaScheduler::Milestones(size_t b) const {
   return out;
 }
 
-Status AshaScheduler::ValidateResult(const json& result) const {
+Status AshaScheduler::ValidateResult(const TrainingResult& result) const {
   return RequireNumbers(result, {{"metric", options_.metric}, {"time_attr", options_.time_attr}});
 }
 
@@ -86,9 +86,9 @@ void AshaScheduler::OnTrialAdd(const Trial& trial) {
   Record({{"add", {trial.trial_id, b}}});
 }
 
-Decision AshaScheduler::OnTrialResult(const Trial& trial, const json& result) {
-  const double t = result.value(options_.time_attr, 0.0);
-  const double value = sign_ * result.value(options_.metric, 0.0);
+Decision AshaScheduler::OnTrialResult(const Trial& trial, const TrainingResult& result) {
+  const double t = result.Number(options_.time_attr).value_or(0.0);
+  const double value = sign_ * result.Number(options_.metric).value_or(0.0);
   if (options_.stop_last_trials && t >= options_.max_t) return Decision::kStop;
   return OnBracketResult(trial.trial_id, t, value);
 }
@@ -126,9 +126,9 @@ Decision AshaScheduler::OnBracketResult(const std::string& trial_id, double t, d
   return Decision::kContinue;
 }
 
-void AshaScheduler::OnTrialComplete(const Trial& trial, const json& result) {
+void AshaScheduler::OnTrialComplete(const Trial& trial, const TrainingResult& result) {
   if (ValidateResult(result).ok()) {
-    OnBracketResult(trial.trial_id, result.value(options_.time_attr, 0.0), sign_ * result.value(options_.metric, 0.0));
+    OnBracketResult(trial.trial_id, result.Number(options_.time_attr).value_or(0.0), sign_ * result.Number(options_.metric).value_or(0.0));
   }
   Record({{"del", trial.trial_id}});
 }

@@ -47,10 +47,10 @@ class AshaScheduler final : public JournaledTrialScheduler {
   AshaScheduler(Options options, uint64_t seed);
 
   const char* name() const override { return "asha"; }
-  Status ValidateResult(const nlohmann::json& result) const override;
+  Status ValidateResult(const TrainingResult& result) const override;
   void OnTrialAdd(const Trial& trial) override;
-  Decision OnTrialResult(const Trial& trial, const nlohmann::json& result) override;
-  void OnTrialComplete(const Trial& trial, const nlohmann::json& result) override;
+  Decision OnTrialResult(const Trial& trial, const TrainingResult& result) override;
+  void OnTrialComplete(const Trial& trial, const TrainingResult& result) override;
   void OnTrialRemove(const Trial& trial) override;
   int64_t ChooseTrialToRun(const std::set<int64_t>& pending) override { return *pending.begin(); }
 

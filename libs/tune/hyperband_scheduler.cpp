@@ -43,7 +43,7 @@ int64_t HyperBandScheduler::R0(int64_t s) const {
   return int64_t(options_.max_t * std::pow(options_.reduction_factor, -double(s)) + 1e-9);
 }
 
-Status HyperBandScheduler::ValidateResult(const json& result) const {
+Status HyperBandScheduler::ValidateResult(const TrainingResult& result) const {
   return RequireNumbers(result, {{"metric", options_.metric}, {"time_attr", options_.time_attr}});
 }
 
@@ -59,10 +59,10 @@ bool HyperBandScheduler::ContinueTrial(const Bracket& b, const std::string& tria
 
 void HyperBandScheduler::OnTrialAdd(const Trial& trial) { Record({{"add", trial.trial_id}}); }
 
-Decision HyperBandScheduler::OnTrialResult(const Trial& trial, const json& result) {
+Decision HyperBandScheduler::OnTrialResult(const Trial& trial, const TrainingResult& result) {
   auto it = trial_bracket_.find(trial.trial_id);
   if (it == trial_bracket_.end()) return Decision::kContinue;
-  Record({{"res", {trial.trial_id, result.value(options_.time_attr, 0.0), sign_ * result.value(options_.metric, 0.0)}}});
+  Record({{"res", {trial.trial_id, result.Number(options_.time_attr).value_or(0.0), sign_ * result.Number(options_.metric).value_or(0.0)}}});
   if (ContinueTrial(brackets_[it->second], trial.trial_id)) return Decision::kContinue;
   return ProcessBracket(it->second, trial.trial_id);
 }
@@ -121,11 +121,11 @@ Decision HyperBandScheduler::ProcessBracket(size_t index, const std::string& cur
   return action;
 }
 
-void HyperBandScheduler::OnTrialComplete(const Trial& trial, const json& result) {
+void HyperBandScheduler::OnTrialComplete(const Trial& trial, const TrainingResult& result) {
   auto it = trial_bracket_.find(trial.trial_id);
   if (it == trial_bracket_.end()) return;
   if (ValidateResult(result).ok()) {
-    Record({{"res", {trial.trial_id, result.value(options_.time_attr, 0.0), sign_ * result.value(options_.metric, 0.0)}}});
+    Record({{"res", {trial.trial_id, result.Number(options_.time_attr).value_or(0.0), sign_ * result.Number(options_.metric).value_or(0.0)}}});
   }
   OnTrialRemove(trial);
 }

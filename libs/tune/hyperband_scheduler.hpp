@@ -44,10 +44,10 @@ class HyperBandScheduler final : public JournaledTrialScheduler {
   explicit HyperBandScheduler(Options options);
 
   const char* name() const override { return "hyperband"; }
-  Status ValidateResult(const nlohmann::json& result) const override;
+  Status ValidateResult(const TrainingResult& result) const override;
   void OnTrialAdd(const Trial& trial) override;
-  Decision OnTrialResult(const Trial& trial, const nlohmann::json& result) override;
-  void OnTrialComplete(const Trial& trial, const nlohmann::json& result) override;
+  Decision OnTrialResult(const Trial& trial, const TrainingResult& result) override;
+  void OnTrialComplete(const Trial& trial, const TrainingResult& result) override;
   void OnTrialRemove(const Trial& trial) override;
   void OnTrialError(const Trial& trial) override;
   int64_t ChooseTrialToRun(const std::set<int64_t>& pending) override;

@@ -39,7 +39,7 @@ MedianStoppingRule::MedianStoppingRule(Options options) : options_(std::move(opt
   sign_ = options_.mode == "min" ? -1 : 1;
 }
 
-Status MedianStoppingRule::ValidateResult(const json& result) const {
+Status MedianStoppingRule::ValidateResult(const TrainingResult& result) const {
   return RequireNumbers(result, {{"metric", options_.metric}, {"time_attr", options_.time_attr}});
 }
 
@@ -55,9 +55,9 @@ std::optional<double> MedianStoppingRule::RunningMean(const TrialState& s, doubl
   return sum / double(n);
 }
 
-Decision MedianStoppingRule::OnTrialResult(const Trial& trial, const json& result) {
-  const double time = result.value(options_.time_attr, 0.0);
-  const double value = sign_ * result.value(options_.metric, 0.0);
+Decision MedianStoppingRule::OnTrialResult(const Trial& trial, const TrainingResult& result) {
+  const double time = result.Number(options_.time_attr).value_or(0.0);
+  const double value = sign_ * result.Number(options_.metric).value_or(0.0);
   auto it = trials_.find(trial.trial_id);
   if (it != trials_.end() && it->second.stopped) return Decision::kContinue;  // soft-stopped: FIFO from now on
   Record({{"r", {trial.trial_id, time, value}}});
@@ -110,12 +110,12 @@ std::optional<std::string> MedianStoppingRule::ChoosePausedTrialToRun() {
   return std::nullopt;
 }
 
-void MedianStoppingRule::OnTrialComplete(const Trial& trial, const json& result) {
+void MedianStoppingRule::OnTrialComplete(const Trial& trial, const TrainingResult& result) {
   (void)result;
   if (trials_.contains(trial.trial_id)) Record({{"done", trial.trial_id}});
 }
-void MedianStoppingRule::OnTrialRemove(const Trial& trial) { OnTrialComplete(trial, nullptr); }
-void MedianStoppingRule::OnTrialError(const Trial& trial) { OnTrialComplete(trial, nullptr); }
+void MedianStoppingRule::OnTrialRemove(const Trial& trial) { OnTrialComplete(trial, TrainingResult()); }
+void MedianStoppingRule::OnTrialError(const Trial& trial) { OnTrialComplete(trial, TrainingResult()); }
 
 Status MedianStoppingRule::Apply(const json& e) {
   try {

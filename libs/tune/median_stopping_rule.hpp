@@ -47,9 +47,9 @@ class MedianStoppingRule final : public JournaledTrialScheduler {
   explicit MedianStoppingRule(Options options);
 
   const char* name() const override { return "median_stopping"; }
-  Status ValidateResult(const nlohmann::json& result) const override;
-  Decision OnTrialResult(const Trial& trial, const nlohmann::json& result) override;
-  void OnTrialComplete(const Trial& trial, const nlohmann::json& result) override;
+  Status ValidateResult(const TrainingResult& result) const override;
+  Decision OnTrialResult(const Trial& trial, const TrainingResult& result) override;
+  void OnTrialComplete(const Trial& trial, const TrainingResult& result) override;
   void OnTrialRemove(const Trial& trial) override;
   void OnTrialError(const Trial& trial) override;
   int64_t ChooseTrialToRun(const std::set<int64_t>& pending) override { return *pending.begin(); }

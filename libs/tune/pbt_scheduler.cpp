@@ -101,7 +101,7 @@ double PopulationBasedTraining::Uniform() {
 
 size_t PopulationBasedTraining::Choice(size_t n) { return std::min(n - 1, size_t(Uniform() * double(n))); }
 
-Status PopulationBasedTraining::ValidateResult(const json& result) const {
+Status PopulationBasedTraining::ValidateResult(const TrainingResult& result) const {
   return RequireNumbers(result, {{"metric", options_.metric}, {"time_attr", options_.time_attr}});
 }
 
@@ -142,8 +142,8 @@ json PopulationBasedTraining::Explore(const json& config, const json& mutations)
   return out;
 }
 
-Decision PopulationBasedTraining::OnTrialResult(const Trial& trial, const json& result) {
-  const double time = result.value(options_.time_attr, 0.0);
+Decision PopulationBasedTraining::OnTrialResult(const Trial& trial, const TrainingResult& result) {
+  const double time = result.Number(options_.time_attr).value_or(0.0);
   auto it = trials_.find(trial.trial_id);
   if (it == trials_.end()) {
     Record({{"add", trial.trial_id}});
@@ -152,7 +152,7 @@ Decision PopulationBasedTraining::OnTrialResult(const Trial& trial, const json& 
   if (it->second.paused_by_us) Record({{"run", trial.trial_id}});
   if (time < options_.burn_in_period) return Decision::kContinue;
   if (time - it->second.last_perturbation_time < options_.perturbation_interval) return Decision::kContinue;
-  Record({{"score", {trial.trial_id, time, sign_ * result.value(options_.metric, 0.0)}}});
+  Record({{"score", {trial.trial_id, time, sign_ * result.Number(options_.metric).value_or(0.0)}}});
 
   // Ray Tune's _quantiles: unfinished trials with a score, ascending; ceil(n * q) each, at most
   // n / 2 (a TERMINATED or ERROR trial is neither exploited nor a donor).

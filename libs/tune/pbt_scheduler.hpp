@@ -54,9 +54,9 @@ class PopulationBasedTraining final : public JournaledTrialScheduler {
   PopulationBasedTraining(Options options, uint64_t seed);
 
   const char* name() const override { return "pbt"; }
-  Status ValidateResult(const nlohmann::json& result) const override;
+  Status ValidateResult(const TrainingResult& result) const override;
   void OnTrialAdd(const Trial& trial) override;
-  Decision OnTrialResult(const Trial& trial, const nlohmann::json& result) override;
+  Decision OnTrialResult(const Trial& trial, const TrainingResult& result) override;
   int64_t ChooseTrialToRun(const std::set<int64_t>& pending) override { return *pending.begin(); }
   std::optional<std::string> ChoosePausedTrialToRun() override;
 

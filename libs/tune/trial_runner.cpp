@@ -7,14 +7,6 @@ namespace tunebus {
 namespace rk = result_keys;
 
 namespace {
-// Ray Tune's `if result.get(DONE)`: booleans as-is, numbers when not 0, containers and strings
-// when not empty, null false.
-bool Truthy(const nlohmann::json& v) {
-  if (v.is_boolean()) return v.get<bool>();
-  if (v.is_number()) return v.get<double>() != 0;
-  if (v.is_string() || v.is_array() || v.is_object()) return !v.empty();
-  return false;
-}
 }  // namespace
 
 const char* ExperimentStatusName(ExperimentStatus s) {
@@ -194,16 +186,21 @@ void TrialRunner::OnTrialErrored(Trial& t, const std::string& error) {
   }
 }
 
-std::optional<Decision> TrialRunner::StopperDecision(const nlohmann::json& result) const {
-  if (result.value(rk::kDone, false)) return Decision::kStop;
+Status TrialRunner::OnResult(const std::string& trial_id, int64_t attempt, int64_t seq, const nlohmann::json& metrics,
+                             double time_this_iter_s) {
+  if (!metrics.is_object()) return Status::InvalidArgument("result must be a JSON object");
+  return OnResult(trial_id, attempt, seq, TrainingResult::FromJson(metrics), time_this_iter_s);
+}
+
+std::optional<Decision> TrialRunner::StopperDecision(const TrainingResult& result, bool user_done) const {
+  if (user_done) return Decision::kStop;
   for (const auto& [key, threshold] : options_.stop) {
-    auto it = result.find(key);
-    if (it != result.end() && it->is_number() && it->get<double>() >= threshold) return Decision::kStop;
+    if (auto value = result.Number(key); value && *value >= threshold) return Decision::kStop;
   }
   return std::nullopt;
 }
 
-Status TrialRunner::OnResult(const std::string& trial_id, int64_t attempt, int64_t seq, nlohmann::json metrics,
+Status TrialRunner::OnResult(const std::string& trial_id, int64_t attempt, int64_t seq, TrainingResult metrics,
                              double time_this_iter_s) {
   Trial* t = Find(trial_id);
   if (t == nullptr) return Status::NotFound(fmt::format("result for unknown trial {}", trial_id));
@@ -220,27 +217,27 @@ Status TrialRunner::OnResult(const std::string& trial_id, int64_t attempt, int64
   if (seq <= t->last_seq) {
     return Status::FailedPrecondition(fmt::format("duplicate result {} of {} attempt {}", seq, trial_id, attempt));
   }
-  if (!metrics.is_object()) return Status::InvalidArgument("result must be a JSON object");
   t->last_seq = seq;
   t->training_iteration += 1;
   t->time_total_s += time_this_iter_s;
   ++t->num_results;
-  metrics[rk::kTrainingIteration] = t->training_iteration;
-  metrics[rk::kTimeThisIterS] = time_this_iter_s;
-  metrics[rk::kTimeTotalS] = t->time_total_s;
-  metrics[rk::kTimestamp] = int64_t(now_s_());
-  metrics[rk::kTrialId] = t->trial_id;
-  metrics[rk::kExperimentTag] = t->experiment_tag;
-  metrics[rk::kDone] = metrics.contains(rk::kDone) && Truthy(metrics[rk::kDone]);
-
-  metrics[rk::kIterationsSinceRestore] = t->training_iteration - t->restored_iteration;
-  metrics[rk::kTimeSinceRestore] = t->time_total_s - t->restored_time_total_s;
+  // Ray Tune's auto-filled keys; `done` last, once the decision is known.
+  const bool user_done = metrics.Truthy(rk::kDone);
+  metrics.SetInt(rk::kTrainingIteration, t->training_iteration);
+  metrics.SetDouble(rk::kTimeThisIterS, time_this_iter_s);
+  metrics.SetDouble(rk::kTimeTotalS, t->time_total_s);
+  metrics.SetInt(rk::kTimestamp, int64_t(now_s_()));
+  metrics.SetString(rk::kTrialId, t->trial_id);
+  metrics.SetString(rk::kExperimentTag, t->experiment_tag);
+  metrics.SetInt(rk::kIterationsSinceRestore, t->training_iteration - t->restored_iteration);
+  metrics.SetDouble(rk::kTimeSinceRestore, t->time_total_s - t->restored_time_total_s);
   if (auto note = exploit_notes_.find(t->index); note != exploit_notes_.end()) {
-    metrics["pbt_exploit"] = std::move(note->second);
+    metrics.SetJson("pbt_exploit", note->second);
     exploit_notes_.erase(note);
   }
 
   if (Status valid = scheduler_->ValidateResult(metrics); !valid.ok()) {
+    metrics.SetBool(rk::kDone, user_done);
     SetLastResult(*t, metrics);
     observer_.OnTrialResult(*t, metrics, "stop");
     executor_.SendDecision(*t, seq, "stop");
@@ -254,11 +251,11 @@ Status TrialRunner::OnResult(const std::string& trial_id, int64_t attempt, int64
   in_result_ = -1;
   JournalSchedulerDelta();
   const bool checkpoint_requested = std::exchange(checkpoint_requested_, false);
-  if (auto stop = StopperDecision(metrics)) decision = Combine(decision, *stop);
+  if (auto stop = StopperDecision(metrics, user_done)) decision = Combine(decision, *stop);
   if (pause_requested_.erase(t->index) > 0) decision = Combine(decision, Decision::kPause);
   std::optional<Exploit> exploit = std::move(deferred_exploit_);
   deferred_exploit_.reset();
-  if (decision == Decision::kStop) metrics[rk::kDone] = true;
+  metrics.SetBool(rk::kDone, user_done || decision == Decision::kStop);
   SetLastResult(*t, metrics);
   const char* action = exploit ? "stop" : ActionFor(*t, metrics, decision, checkpoint_requested);
   observer_.OnTrialResult(*t, metrics, action);
@@ -280,18 +277,17 @@ Status TrialRunner::OnResult(const std::string& trial_id, int64_t attempt, int64
   return Status::Ok();
 }
 
-void TrialRunner::SetLastResult(Trial& t, const nlohmann::json& result) const {
-  t.SetLastResult(result);
+void TrialRunner::SetLastResult(Trial& t, const TrainingResult& result) const {
+  t.last_result_msgpack = result.Encode();
   CacheMetric(t, result);
 }
 
-void TrialRunner::CacheMetric(Trial& t, const nlohmann::json& result) const {
+void TrialRunner::CacheMetric(Trial& t, const TrainingResult& result) const {
   t.last_metric.reset();
-  if (options_.metric.empty()) return;
-  if (auto it = result.find(options_.metric); it != result.end() && it->is_number()) t.last_metric = it->get<double>();
+  if (!options_.metric.empty()) t.last_metric = result.Number(options_.metric);
 }
 
-const char* TrialRunner::ActionFor(Trial& t, const nlohmann::json& result, Decision decision, bool requested) {
+const char* TrialRunner::ActionFor(Trial& t, const TrainingResult& result, Decision decision, bool requested) {
   const bool at_end = decision == Decision::kStop && options_.checkpoint_at_end;
   const bool periodic = decision == Decision::kContinue &&
                         (requested || (options_.checkpoint_freq > 0 && t.training_iteration % options_.checkpoint_freq == 0));
@@ -301,8 +297,7 @@ const char* TrialRunner::ActionFor(Trial& t, const nlohmann::json& result, Decis
     r.time_total_s = t.time_total_s;
     std::string attr = options_.checkpoint_score_attr;
     if (attr.rfind("min-", 0) == 0) attr = attr.substr(4);
-    auto it = attr.empty() ? result.end() : result.find(attr);
-    if (it != result.end() && it->is_number()) r.score = it->get<double>();
+    if (!attr.empty()) r.score = result.Number(attr);
   }
   switch (decision) {
     case Decision::kContinue: return checkpoint ? "checkpoint" : "continue";
@@ -338,7 +333,7 @@ Status TrialRunner::Restore(std::vector<Trial> trials, const nlohmann::json& sea
     if (t.status == TrialStatus::kPending) pending_.insert(t.index);
     if (t.status == TrialStatus::kRunning) ++running_;
     if (auto a = last_actions.find(t.trial_id); a != last_actions.end()) last_action_[t.index] = ActionLiteral(a->second);
-    if (!t.last_result_msgpack.empty()) CacheMetric(t, t.LastResult());
+    if (!t.last_result_msgpack.empty()) CacheMetric(t, TrainingResult::FromJson(t.LastResult()));
   }
   for (auto s : {ExperimentStatus::kFinished, ExperimentStatus::kStopped, ExperimentStatus::kError}) {
     if (ended_status == ExperimentStatusName(s)) status_ = s;
@@ -437,7 +432,7 @@ void TrialRunner::OnTrialExited(const std::string& trial_id, int64_t attempt, bo
   // After fail_fast: raise the trials keep their status; their attempts were already released.
   if (t->status != TrialStatus::kRunning || IsFinished()) return;
   if (ok) {
-    scheduler_->OnTrialComplete(*t, t->LastResult());
+    scheduler_->OnTrialComplete(*t, TrainingResult::FromJson(t->LastResult()));
     JournalSchedulerDelta();
     LeaveRunning(*t, TrialStatus::kTerminated, "");
   } else if (start_failed) {

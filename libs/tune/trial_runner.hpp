@@ -78,9 +78,15 @@ class TrialRunner final : public TrialSchedulerContext {
   void OnPlacementDeferred(const std::string& trial_id, int64_t attempt);
   /// The trial can never fit: it becomes ERROR with `reason`.
   void OnPlacementFailed(const std::string& trial_id, int64_t attempt, const std::string& reason);
-  /// A result of (trial_id, attempt), 1-based `seq` per attempt. Duplicates (seq already seen)
-  /// and stale attempts are dropped with an error Status saying why (not a failure).
-  Status OnResult(const std::string& trial_id, int64_t attempt, int64_t seq, nlohmann::json metrics,
+  /// A result of (trial_id, attempt), 1-based `seq` per attempt: the trainable's metrics, to
+  /// which the runner adds Ray Tune's auto-filled keys; `time_this_iter_s` in seconds.
+  /// Duplicates (seq already seen) and stale attempts are dropped with an error Status saying
+  /// why (not a failure).
+  Status OnResult(const std::string& trial_id, int64_t attempt, int64_t seq, TrainingResult metrics,
+                  double time_this_iter_s);
+  /// The same for metrics held as a JSON value (tests, the scheduler crosscheck). Errors:
+  /// InvalidArgument if `metrics` is not an object.
+  Status OnResult(const std::string& trial_id, int64_t attempt, int64_t seq, const nlohmann::json& metrics,
                   double time_this_iter_s);
   /// The trainable of (trial_id, attempt) ended: ok = returned normally (TERMINATED), else a
   /// failure with `error` (requeue or ERROR per max_failures). For an attempt that was saving a
@@ -193,18 +199,19 @@ class TrialRunner final : public TrialSchedulerContext {
   void SetPending(Trial& trial);
   Trial& NewTrial(nlohmann::json config, std::string tag);
   /// The worker action for `decision` at the trial's current result, with checkpointing.
-  const char* ActionFor(Trial& trial, const nlohmann::json& result, Decision decision, bool requested = false);
+  const char* ActionFor(Trial& trial, const TrainingResult& result, Decision decision, bool requested = false);
   /// Stores `result` as the trial's newest (msgpack) and caches options.metric from it.
-  void SetLastResult(Trial& trial, const nlohmann::json& result) const;
+  void SetLastResult(Trial& trial, const TrainingResult& result) const;
   /// Sets trial.last_metric from `result` (options.metric when it is a number).
-  void CacheMetric(Trial& trial, const nlohmann::json& result) const;
+  void CacheMetric(Trial& trial, const TrainingResult& result) const;
   void ApplyRetention(Trial& trial);
   void AbortExperiment(const std::string& reason);  // fail_fast: raise
   void OnTrialErrored(Trial& trial, const std::string& error);
   void CheckFinished();
   void StopUnfinished();
   void EndExperiment(ExperimentStatus status, const std::string& reason);
-  std::optional<Decision> StopperDecision(const nlohmann::json& result) const;
+  /// `user_done`: the trainable reported a truthy `done`.
+  std::optional<Decision> StopperDecision(const TrainingResult& result, bool user_done) const;
   int64_t InFlight() const { return int64_t(placing_.size() + saving_.size()) + running_; }
 
   // A trainable that is saving a checkpoint before it stops (decision pause or

@@ -17,7 +17,7 @@ Status TrialRunner::StopTrial(const std::string& trial_id) {
     return Status::FailedPrecondition("a trial scheduler stops the trial it decides on with kStop");
   }
   if (t->status == TrialStatus::kRunning) {
-    scheduler_->OnTrialComplete(*t, t->LastResult());
+    scheduler_->OnTrialComplete(*t, TrainingResult::FromJson(t->LastResult()));
     JournalSchedulerDelta();
     LeaveRunning(*t, TrialStatus::kTerminated, "", /*stop_trainable=*/true);
   } else {

@@ -18,16 +18,11 @@ const char* DecisionName(Decision d) {
   return "continue";
 }
 
-Status TrialScheduler::RequireNumbers(const nlohmann::json& result,
+Status TrialScheduler::RequireNumbers(const TrainingResult& result,
                                       std::initializer_list<std::pair<const char*, std::string>> role_and_key) const {
   for (const auto& [role, key] : role_and_key) {
-    auto it = result.find(key);
-    if (it != result.end() && it->is_number()) continue;
-    std::vector<std::string> keys;
-    for (const auto& [k, v] : result.items()) {
-      (void)v;
-      keys.push_back(k);
-    }
+    if (result.Number(key)) continue;
+    const std::vector<std::string> keys = result.Keys();
     return Status::InvalidArgument(fmt::format("result has no number '{}' (needed by the {} scheduler as its {}); "
                                                "its keys: {}",
                                                key, name(), role, fmt::join(keys, ", ")));

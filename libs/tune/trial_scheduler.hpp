@@ -14,6 +14,7 @@
 
 #include "libs/core/status.hpp"
 #include "libs/core/trial.hpp"
+#include "libs/tune/training_result.hpp"
 
 namespace tunebus {
 
@@ -69,14 +70,14 @@ class TrialScheduler {
   /// Strict metric checking (Ray Tune's _validate_result_metrics): Ok, or InvalidArgument naming
   /// the metric this scheduler needs, the scheduler and the result's keys. The runner makes the
   /// trial ERROR (no retry) with that message. Called before OnTrialResult.
-  virtual Status ValidateResult(const nlohmann::json& result) const {
+  virtual Status ValidateResult(const TrainingResult& result) const {
     (void)result;
     return Status::Ok();
   }
   virtual void OnTrialAdd(const Trial& trial) { (void)trial; }
   /// REQUIRES: trial is RUNNING; `result` has the auto-filled keys (training_iteration, ...).
-  virtual Decision OnTrialResult(const Trial& trial, const nlohmann::json& result) = 0;
-  virtual void OnTrialComplete(const Trial& trial, const nlohmann::json& result) {
+  virtual Decision OnTrialResult(const Trial& trial, const TrainingResult& result) = 0;
+  virtual void OnTrialComplete(const Trial& trial, const TrainingResult& result) {
     (void)trial;
     (void)result;
   }
@@ -117,7 +118,7 @@ class TrialScheduler {
   /// Strict metric checking shared by the schedulers: Ok if `result` has a number under each
   /// of `keys`, else InvalidArgument "result has no '<key>' (needed by the <name> scheduler
   /// as its <role>); its keys: ...".
-  Status RequireNumbers(const nlohmann::json& result,
+  Status RequireNumbers(const TrainingResult& result,
                         std::initializer_list<std::pair<const char*, std::string>> role_and_key) const;
 
   TrialSchedulerContext* context_ = nullptr;
@@ -150,7 +151,7 @@ class JournaledTrialScheduler : public TrialScheduler {
 class FifoScheduler final : public TrialScheduler {
  public:
   const char* name() const override { return "fifo"; }
-  Decision OnTrialResult(const Trial&, const nlohmann::json&) override { return Decision::kContinue; }
+  Decision OnTrialResult(const Trial&, const TrainingResult&) override { return Decision::kContinue; }
   int64_t ChooseTrialToRun(const std::set<int64_t>& pending) override { return *pending.begin(); }
 };
 

@@ -48,7 +48,7 @@ void ExperimentRecorder::OnTrialStarted(const Trial& t) {
   events_.Publish("trial", "trial_started", name_, t.trial_id, [&] { return TrialToJson(t, experiment_dir_); });
 }
 
-void ExperimentRecorder::OnTrialResult(const Trial& t, const json& result, const char* decision) {
+void ExperimentRecorder::OnTrialResult(const Trial& t, const TrainingResult& result, const char* decision) {
   (void)result;
   // The runner encoded the result once (Trial::last_result_msgpack): the journal record embeds
   // those bytes and the file writer formats them on its own thread.

@@ -32,7 +32,7 @@ class ExperimentRecorder final : public RunnerObserver {
 
   void OnTrialAdded(const Trial& trial) override;
   void OnTrialStarted(const Trial& trial) override;
-  void OnTrialResult(const Trial& trial, const nlohmann::json& result, const char* decision) override;
+  void OnTrialResult(const Trial& trial, const TrainingResult& result, const char* decision) override;
   void OnTrialStatus(const Trial& trial) override;
   void OnCheckpointSaved(const Trial& trial, const CheckpointRef& ref) override;
   void OnCheckpointDeleted(const Trial& trial, const std::string& checkpoint_id) override;

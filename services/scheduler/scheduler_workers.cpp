@@ -80,10 +80,9 @@ void Scheduler::HandleResult(const std::string& peer, proto::ResultItem r) {
     spdlog::warn("Dropping result of {} from {} because no experiment is active", r.trial_id, peer);
     return;
   }
-  auto metrics = nlohmann::json::parse(r.metrics_json, nullptr, /*allow_exceptions=*/false);
-  Status st = metrics.is_object()
-                  ? e->runner->OnResult(r.trial_id, r.attempt, r.seq, std::move(metrics), r.time_this_iter_s)
-                  : Status::InvalidArgument("metrics_json is not a JSON object");
+  auto metrics = TrainingResult::FromJsonText(r.metrics_json);
+  Status st = metrics.ok() ? e->runner->OnResult(r.trial_id, r.attempt, r.seq, std::move(*metrics), r.time_this_iter_s)
+                           : Status::InvalidArgument("metrics_json " + metrics.status().message());
   if (st.ok()) return;
   spdlog::warn("Dropping result {} of {} attempt {} from {} because {}", r.seq, r.trial_id, r.attempt, peer,
                st.message());

@@ -67,12 +67,12 @@ TEST_F(AshaSchedulerTest, AReplayedRecordReplacesItsValueInTheRungCutoff) {
   // c at t=1: cutoff of {0.5, 0.9} at the 2/3 quantile = 0.5 + 0.4 * 2/3 = 0.767 (0.1 is gone)
   Trial c;
   c.trial_id = "c";
-  EXPECT_EQ(asha->OnTrialResult(c, {{"acc", 0.7}, {"training_iteration", 1}}), Decision::kStop);
+  EXPECT_EQ(asha->OnTrialResult(c, TrainingResult::FromJson({{"acc", 0.7}, {"training_iteration", 1}})), Decision::kStop);
   // d: cutoff of {0.5, 0.7, 0.9} = 0.7 + 0.2 / 3 = 0.767, so 0.8 continues and 0.75 would not
   ASSERT_TRUE(asha->ApplyStateDelta(json::array({{{"add", {"d", 0}}}})).ok());
   Trial d;
   d.trial_id = "d";
-  EXPECT_EQ(asha->OnTrialResult(d, {{"acc", 0.8}, {"training_iteration", 1}}), Decision::kContinue);
+  EXPECT_EQ(asha->OnTrialResult(d, TrainingResult::FromJson({{"acc", 0.8}, {"training_iteration", 1}})), Decision::kContinue);
 }
 
 TEST_F(AshaSchedulerTest, MinModeStopsTheLargerLosses) {

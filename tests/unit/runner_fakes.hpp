@@ -101,8 +101,8 @@ class RecordingObserver final : public RunnerObserver {
     started.push_back(trial);
     log_.push_back("obs:started " + KeyOf(trial.trial_id, trial.attempt));
   }
-  void OnTrialResult(const Trial& trial, const json& result, const char* decision) override {
-    results.push_back({trial.trial_id, result, decision});
+  void OnTrialResult(const Trial& trial, const TrainingResult& result, const char* decision) override {
+    results.push_back({trial.trial_id, result.ToJson(), decision});
     log_.push_back("obs:result " + KeyOf(trial.trial_id, trial.attempt) + " " + decision);
   }
   void OnTrialStatus(const Trial& trial) override {
@@ -152,7 +152,7 @@ class PausingScheduler final : public TrialScheduler {
  public:
   explicit PausingScheduler(std::set<std::string> pause) : pause_(std::move(pause)) {}
   const char* name() const override { return "pausing"; }
-  Decision OnTrialResult(const Trial& trial, const json&) override {
+  Decision OnTrialResult(const Trial& trial, const TrainingResult&) override {
     return pause_.count(trial.trial_id) ? Decision::kPause : Decision::kContinue;
   }
   int64_t ChooseTrialToRun(const std::set<int64_t>& pending) override { return *pending.begin(); }

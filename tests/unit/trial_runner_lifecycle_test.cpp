@@ -27,16 +27,16 @@ class ScriptedScheduler final : public TrialScheduler {
  public:
   std::string exploiter, donor, required_metric;
   const char* name() const override { return "scripted"; }
-  Status ValidateResult(const json& result) const override {
-    if (required_metric.empty() || result.contains(required_metric)) return Status::Ok();
+  Status ValidateResult(const TrainingResult& result) const override {
+    if (required_metric.empty() || result.Has(required_metric)) return Status::Ok();
     return Status::InvalidArgument("scripted needs metric '" + required_metric + "'");
   }
-  Decision OnTrialResult(const Trial& trial, const json&) override {
+  Decision OnTrialResult(const Trial& trial, const TrainingResult&) override {
     if (trial.trial_id == exploiter) (void)context_->ExploitTrial(exploiter, donor, {{"x", 99}});
     return Decision::kContinue;
   }
   void OnTrialRemove(const Trial& trial) override { removed.push_back(trial.trial_id); }
-  void OnTrialComplete(const Trial& trial, const json&) override { completed.push_back(trial.trial_id); }
+  void OnTrialComplete(const Trial& trial, const TrainingResult&) override { completed.push_back(trial.trial_id); }
   int64_t ChooseTrialToRun(const std::set<int64_t>& pending) override { return *pending.begin(); }
   std::vector<std::string> removed, completed;
 };
