@@ -3,6 +3,7 @@
 #include <cmath>
 #include <iterator>
 
+#include <fmt/compile.h>
 #include <fmt/format.h>
 
 #include "libs/core/csv.hpp"
@@ -42,7 +43,7 @@ void AppendDouble(double v, std::string& out) {
     return;
   }
   char buf[48];
-  const char* end = fmt::format_to(buf, "{}", v);  // shortest round-trip form (at most 24 chars)
+  const char* end = fmt::format_to(buf, FMT_COMPILE("{}"), v);  // shortest round-trip form (at most 24 chars)
   const std::string_view text(buf, size_t(end - buf));
   out.append(text);
   bool integral = true;
@@ -96,47 +97,71 @@ void AppendJson(const msgpack::object& o, std::string& out) {
 
 bool ResultText::Decode(std::string_view bytes) {
   zone_.clear();
+  fields_.clear();
+  text_.clear();
+  msgpack::object result;
   try {
     // Strings point into `bytes` (no copy into the zone): the result is formatted before the
     // caller's bytes go away.
-    result_ = msgpack::unpack(zone_, bytes.data(), bytes.size(),
-                              [](msgpack::type::object_type, std::size_t, void*) { return true; });
+    result = msgpack::unpack(zone_, bytes.data(), bytes.size(),
+                             [](msgpack::type::object_type, std::size_t, void*) { return true; });
   } catch (const std::exception&) {
     return false;
   }
-  return result_.type == msgpack::type::MAP;
+  if (result.type != msgpack::type::MAP) return false;
+  for (uint32_t i = 0; i < result.via.map.size; ++i) {
+    const msgpack::object_kv& kv = result.via.map.ptr[i];
+    Field f{};
+    f.quoted_key_begin = uint32_t(text_.size());
+    f.key_is_str = kv.key.type == msgpack::type::STR;
+    if (f.key_is_str) {
+      f.key = Str(kv.key);
+      AppendQuoted(f.key, text_);
+    } else {
+      std::string key;
+      AppendJson(kv.key, key);
+      AppendQuoted(key, text_);
+    }
+    f.value_begin = uint32_t(text_.size());
+    AppendJson(kv.val, text_);
+    f.value_end = uint32_t(text_.size());
+    f.value_is_str = kv.val.type == msgpack::type::STR;
+    if (f.value_is_str) f.str = Str(kv.val);
+    fields_.push_back(f);
+  }
+  return true;
 }
 
 std::vector<std::string> ResultText::Keys() const {
   std::vector<std::string> keys;
-  for (uint32_t i = 0; i < result_.via.map.size; ++i) {
-    const msgpack::object& k = result_.via.map.ptr[i].key;
-    if (k.type == msgpack::type::STR) keys.emplace_back(Str(k));
+  for (const Field& f : fields_) {
+    if (f.key_is_str) keys.emplace_back(f.key);
   }
   return keys;
 }
 
 void ResultText::AppendJsonLine(std::string& out) const {
-  AppendJson(result_, out);
-  out.push_back('\n');
+  out.push_back('{');
+  for (size_t i = 0; i < fields_.size(); ++i) {
+    const Field& f = fields_[i];
+    if (i) out.push_back(',');
+    out.append(text_, f.quoted_key_begin, f.value_begin - f.quoted_key_begin);
+    out.push_back(':');
+    out.append(text_, f.value_begin, f.value_end - f.value_begin);
+  }
+  out += "}\n";
 }
 
 void ResultText::AppendCsvRow(const std::vector<std::string>& columns, std::string& out) const {
-  const uint32_t n = result_.via.map.size;
-  uint32_t next = 0;  // columns usually follow the map's order: look there first
-  std::string cell;
+  const size_t n = fields_.size();
+  size_t next = 0;  // columns usually follow the map's order: look there first
   for (size_t c = 0; c < columns.size(); ++c) {
     if (c) out.push_back(',');
-    for (uint32_t tried = 0; tried < n; ++tried, next = (next + 1) % n) {
-      const msgpack::object_kv& kv = result_.via.map.ptr[next];
-      if (kv.key.type != msgpack::type::STR || Str(kv.key) != columns[c]) continue;
-      if (kv.val.type == msgpack::type::STR) {
-        AppendCsvField(Str(kv.val), out);
-      } else {
-        cell.clear();
-        AppendJson(kv.val, cell);
-        AppendCsvField(cell, out);
-      }
+    for (size_t tried = 0; tried < n; ++tried, next = (next + 1) % n) {
+      const Field& f = fields_[next];
+      if (!f.key_is_str || f.key != columns[c]) continue;
+      AppendCsvField(f.value_is_str ? f.str : std::string_view(text_).substr(f.value_begin, f.value_end - f.value_begin),
+                     out);
       next = (next + 1) % n;
       break;
     }

@@ -5,6 +5,7 @@
 #pragma once
 
 #include <string>
+#include <cstdint>
 #include <string_view>
 #include <vector>
 
@@ -17,8 +18,9 @@ namespace tunebus {
 /// null, integral floats with ".0"). Binary and extension values become null.
 void AppendJson(const msgpack::object& o, std::string& out);
 
-/// Decodes result msgpack bytes and formats them. One per writer thread: the decode zone is
-/// reused from one result to the next.
+/// Decodes result msgpack bytes and formats them. One per writer thread: the decode zone and
+/// the text buffer are reused from one result to the next. Each value is formatted once, in
+/// Decode, for both the JSON line and the CSV row.
 class ResultText {
  public:
   /// Decodes `msgpack_bytes`. False (and nothing to format) unless they hold one map.
@@ -34,8 +36,18 @@ class ResultText {
   void AppendCsvRow(const std::vector<std::string>& columns, std::string& out) const;
 
  private:
+  // One key/value of the map: its key (if a string), and the JSON text of the key (quoted)
+  // and of the value as offsets into text_.
+  struct Field {
+    bool key_is_str;
+    std::string_view key;
+    uint32_t quoted_key_begin, value_begin, value_end;
+    bool value_is_str;  // the CSV cell is the raw string, not its JSON text
+    std::string_view str;
+  };
   msgpack::zone zone_;
-  msgpack::object result_;
+  std::vector<Field> fields_;
+  std::string text_;
 };
 
 }  // namespace tunebus
