@@ -145,6 +145,9 @@ class JsonTextToResult {
 
 Result<TrainingResult> TrainingResult::FromJsonText(std::string_view text) {
   TrainingResult result;
+  // msgpack is rarely longer than the JSON text; room for the auto-filled keys besides.
+  result.body_.reserve(text.size() + kAutoFilledBytes);
+  result.entries_.reserve(kEntriesReserved);
   JsonTextToResult sax(result);
   if (!nlohmann::json::sax_parse(text, &sax)) return Status::InvalidArgument(sax.Error());
   return result;
@@ -238,8 +241,11 @@ std::vector<const TrainingResult::Entry*> TrainingResult::Order() const {
   std::vector<const Entry*> order;
   order.reserve(entries_.size());
   for (const Entry& e : entries_) order.push_back(&e);
-  std::stable_sort(order.begin(), order.end(),
-                   [this](const Entry* a, const Entry* b) { return KeyOf(*a) < KeyOf(*b); });
+  // By key, then by when it was set (entries_ is in Set order): no stable sort's buffer.
+  std::sort(order.begin(), order.end(), [this](const Entry* a, const Entry* b) {
+    const int c = KeyOf(*a).compare(KeyOf(*b));
+    return c < 0 || (c == 0 && a < b);
+  });
   // Of each run of one key keep the last (the latest Set).
   size_t kept = 0;
   for (size_t i = 0; i < order.size(); ++i) {

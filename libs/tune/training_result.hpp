@@ -82,6 +82,9 @@ class TrainingResult {
   // The entries Encode writes, in its order: sorted by key, the latest of each key.
   std::vector<const Entry*> Order() const;
 
+  static constexpr size_t kAutoFilledBytes = 256;  // Ray Tune's auto-filled keys, packed
+  static constexpr size_t kEntriesReserved = 24;
+
   std::string body_;
   std::vector<Entry> entries_;
 };
