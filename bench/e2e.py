@@ -6,10 +6,10 @@ real control socket (msgpack, proto/PROTOCOL.md §2) and prints one JSON object 
 
   result_throughput  N = 1, 4, 16, 64 worker processes sharing 256 noop trials in flight (64 with
                      --quick; --cpus 256/N each), K results each, FIFO, synced journal, result files
-                     on; results/s over the experiment's elapsed_s; decision latency p50/p99 from
-                     the `decision_latency_s` the noop trainable reports (report -> its decision,
-                     as the trainable saw it); ratio to the raw ingest limit (bench/ingest_baseline)
-                     measured in the same run.
+                     on; results/s over the experiment's elapsed_s, the median of --runs runs;
+                     decision latency p50/p99 from the `decision_latency_s` the noop trainable
+                     reports (report -> its decision, as the trainable saw it); ratio to the raw
+                     ingest limit (bench/ingest_baseline) measured in the same run.
   decision_latency_half_load  the same on 4 workers with fewer trials in flight: the first
                      concurrency whose throughput reaches half the peak above; its p50/p99.
   bookkeeping        T trials × 1 result on 4 workers × 4 cpus; (wall - ideal) / trials, ideal = 0
@@ -20,7 +20,7 @@ real control socket (msgpack, proto/PROTOCOL.md §2) and prints one JSON object 
   peer_tunebus       T trials × 10 results, ASHA, on 2 workers × 8 and × 32 trial slots (the side-by-side's
                      tunebus half; bench/optuna_peer.py is Optuna's).
 
-Usage: e2e.py --bin BUILD/bin [--quick] [--only NAME,...]
+Usage: e2e.py --bin BUILD/bin [--quick] [--runs N] [--only NAME,...]
 Needs pyzmq and msgpack (Debian python3-zmq, python3-msgpack).
 """
 import argparse
@@ -214,11 +214,14 @@ def bench_throughput(a, raw):
     for n in a.workers:
         trials = a.in_flight
         k = max(1, a.results // trials)
-        summary, wall, results, rps, lat = run_throughput(a, n, trials, k)
+        # The median of a.runs runs (the host's speed moves between runs); its latencies too.
+        runs = sorted((run_throughput(a, n, trials, k) for _ in range(a.runs)), key=lambda r: r[3])
+        summary, wall, results, rps, lat = runs[len(runs) // 2]
         peak = max(peak, rps)
         emit({"benchmark": "result_throughput", "workers": n,
               "worker_kind": "processes (trial-worker, --cpus %d)" % max(1, trials // n),
               "trials_in_flight": trials, "results_per_trial": k, "results": results, "scheduler": "fifo",
+              "figure": "median of %d runs" % len(runs), "runs_results_per_s": [r[3] for r in runs],
               "journal": "synced group commit", "result_files": True, "status": summary["status"],
               "elapsed_s": summary["elapsed_s"], "wall_s": wall, "results_per_s": rps,
               "decision_latency_ms_p50": percentile(lat, 50), "decision_latency_ms_p99": percentile(lat, 99),
@@ -348,6 +351,7 @@ def main():
     p = argparse.ArgumentParser()
     p.add_argument("--bin", required=True)
     p.add_argument("--quick", action="store_true")
+    p.add_argument("--runs", type=int, default=1, help="runs per result throughput figure (the median is reported)")
     p.add_argument("--only", default="throughput,bookkeeping,memory,peer")
     p.add_argument("--raw-results-per-s", type=float, default=0.0, help="the raw ingest limit of this run")
     p.add_argument("--optuna-trials-per-s", type=float, default=0.0, help="Optuna's trials/s of this run")
