@@ -1,6 +1,6 @@
 // Micro benchmarks (Google Benchmark) of the per-result work on the scheduler's hot path: the
-// worker frame's msgpack decode, the metrics JSON parse, the last result's and the journal
-// record's encode, and the result file writer's formatting.
+// worker frame's msgpack decode, the metrics becoming the trial's result (against the former
+// JSON document path), the journal record's encode, and the result file writer's formatting.
 // bench/run prints each as one JSON line (`--benchmark_format=json`, reshaped by bench/e2e.py).
 #include <benchmark/benchmark.h>
 
@@ -8,6 +8,7 @@
 
 #include "libs/core/trial.hpp"
 #include "libs/journal/records.hpp"
+#include "libs/tune/training_result.hpp"
 #include "proto/codec.hpp"
 #include "proto/worker.hpp"
 #include "services/scheduler/result_text.hpp"
@@ -38,11 +39,47 @@ void BM_ReportResultDecode(benchmark::State& state) {
 }
 BENCHMARK(BM_ReportResultDecode);
 
-void BM_MetricsJsonParse(benchmark::State& state) {
+// A report's metrics becoming the trial's result: Ray Tune's auto-filled keys added, encoded
+// once. BM_ResultAsJsonDocument is the former path (a JSON document per result), the baseline
+// of BM_ResultAsTrainingResult, the runner's path (libs/tune/training_result.hpp).
+void BM_ResultAsJsonDocument(benchmark::State& state) {
   const std::string text = SampleReport().metrics_json;
-  for (auto _ : state) benchmark::DoNotOptimize(nlohmann::json::parse(text));
+  std::string bytes;
+  for (auto _ : state) {
+    nlohmann::json r = nlohmann::json::parse(text);
+    r["training_iteration"] = 42;
+    r["time_this_iter_s"] = 1e-6;
+    r["time_total_s"] = 0.01;
+    r["timestamp"] = 1795366691;
+    r["trial_id"] = "bench0_00001";
+    r["experiment_tag"] = "1";
+    r["iterations_since_restore"] = 42;
+    r["time_since_restore"] = 0.01;
+    r["done"] = false;
+    bytes.clear();
+    nlohmann::json::to_msgpack(r, bytes);
+    benchmark::DoNotOptimize(bytes.data());
+  }
 }
-BENCHMARK(BM_MetricsJsonParse);
+BENCHMARK(BM_ResultAsJsonDocument);
+
+void BM_ResultAsTrainingResult(benchmark::State& state) {
+  const std::string text = SampleReport().metrics_json;
+  for (auto _ : state) {
+    auto r = tunebus::TrainingResult::FromJsonText(text);
+    r->SetInt("training_iteration", 42);
+    r->SetDouble("time_this_iter_s", 1e-6);
+    r->SetDouble("time_total_s", 0.01);
+    r->SetInt("timestamp", 1795366691);
+    r->SetString("trial_id", "bench0_00001");
+    r->SetString("experiment_tag", "1");
+    r->SetInt("iterations_since_restore", 42);
+    r->SetDouble("time_since_restore", 0.01);
+    r->SetBool("done", false);
+    benchmark::DoNotOptimize(r->Encode());
+  }
+}
+BENCHMARK(BM_ResultAsTrainingResult);
 
 // A noop trial's result as the runner completes it (the auto-filled keys of Ray Tune).
 nlohmann::json SampleResult() {
@@ -60,16 +97,6 @@ void BM_JournalResultRecordEncode(benchmark::State& state) {
   for (auto _ : state) benchmark::DoNotOptimize(tunebus::journal::EncodeResultRecord(t, t.last_result_msgpack, "continue"));
 }
 BENCHMARK(BM_JournalResultRecordEncode);
-
-void BM_LastResultEncode(benchmark::State& state) {
-  tunebus::Trial t;
-  const nlohmann::json result = SampleResult();
-  for (auto _ : state) {
-    t.SetLastResult(result);
-    benchmark::DoNotOptimize(t.last_result_msgpack.data());
-  }
-}
-BENCHMARK(BM_LastResultEncode);
 
 // The result file writer's work per result: decode, result.json line, progress.csv row.
 void BM_ResultFileLines(benchmark::State& state) {
