@@ -6,9 +6,6 @@ namespace tunebus {
 
 namespace rk = result_keys;
 
-namespace {
-}  // namespace
-
 const char* ExperimentStatusName(ExperimentStatus s) {
   switch (s) {
     case ExperimentStatus::kRunning: return "RUNNING";
