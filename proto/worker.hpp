@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "proto/envelope.hpp"
+#include "proto/msgpack_map.hpp"
 
 namespace tunebus::proto {
 
@@ -74,9 +75,14 @@ struct ReportResult {
   std::string trial_id;
   int64_t attempt = 0;
   int64_t seq = 0;                  // 1, 2, ... per attempt
-  std::string metrics_json;         // the trainable's report (JSON object)
+  /// The trainable's report as JSON text of an object. Either this or `metrics`: when it is not
+  /// empty it counts and `metrics` is ignored (clients in other languages send it).
+  std::string metrics_json;
   double time_this_iter_s = 0;      // seconds between this report and the previous (or start)
-  TUNEBUS_DEFINE_MAP(v, type, id, trial_id, attempt, seq, metrics_json, time_this_iter_s)
+  /// The trainable's report as a msgpack map with string keys (since v1.3; trial-workers send
+  /// this and leave metrics_json empty).
+  MsgpackMap metrics;
+  TUNEBUS_DEFINE_MAP(v, type, id, trial_id, attempt, seq, metrics_json, time_this_iter_s, metrics)
 };
 
 /// One result inside ReportResults: ReportResult's fields without the envelope.
@@ -84,9 +90,10 @@ struct ResultItem {
   std::string trial_id;
   int64_t attempt = 0;
   int64_t seq = 0;               // 1, 2, ... per attempt
-  std::string metrics_json;      // the trainable's report (JSON object)
+  std::string metrics_json;      // the trainable's report (JSON object), or empty: see ReportResult
   double time_this_iter_s = 0;   // seconds
-  TUNEBUS_DEFINE_MAP(trial_id, attempt, seq, metrics_json, time_this_iter_s)
+  MsgpackMap metrics;            // the trainable's report (msgpack map), see ReportResult
+  TUNEBUS_DEFINE_MAP(trial_id, attempt, seq, metrics_json, time_this_iter_s, metrics)
 };
 
 /// worker -> scheduler: every result the worker's trainables reported since its last send

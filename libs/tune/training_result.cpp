@@ -153,6 +153,64 @@ Result<TrainingResult> TrainingResult::FromJsonText(std::string_view text) {
   return result;
 }
 
+Result<TrainingResult> TrainingResult::FromMsgpack(std::string_view bytes) {
+  if (bytes.empty()) return TrainingResult();  // proto::MsgpackMap's empty map
+  thread_local msgpack::zone zone;  // reused: a zone allocates its first chunk on use
+  zone.clear();
+  msgpack::object map;
+  try {
+    // Strings point into `bytes` (no copy): they are packed into the result.
+    map = msgpack::unpack(zone, bytes.data(), bytes.size(), [](msgpack::type::object_type, std::size_t, void*) { return true; });
+  } catch (const std::exception& e) {
+    return Status::InvalidArgument(std::string("is not msgpack: ") + e.what());
+  }
+  return FromMsgpack(map);
+}
+
+Result<TrainingResult> TrainingResult::FromMsgpack(const msgpack::object& map) {
+  if (map.type != msgpack::type::MAP) return Status::InvalidArgument("is not a msgpack map");
+  TrainingResult result;
+  result.body_.reserve(kAutoFilledBytes + 32 * size_t(map.via.map.size));
+  result.entries_.reserve(map.via.map.size + kEntriesReserved);
+  Appender out{result.body_};
+  Packer pk(out);
+  for (uint32_t i = 0; i < map.via.map.size; ++i) {
+    const msgpack::object& key = map.via.map.ptr[i].key;
+    const msgpack::object& v = map.via.map.ptr[i].val;
+    if (key.type != msgpack::type::STR) return Status::InvalidArgument("has a key that is not a string");
+    const std::string_view name(key.via.str.ptr, key.via.str.size);
+    double number = 0;
+    bool is_number = true, truthy = false;
+    switch (v.type) {
+      case msgpack::type::POSITIVE_INTEGER: number = double(v.via.u64); break;
+      case msgpack::type::NEGATIVE_INTEGER: number = double(v.via.i64); break;
+      case msgpack::type::FLOAT32:
+      case msgpack::type::FLOAT64: number = v.via.f64; break;
+      default: is_number = false;
+    }
+    switch (v.type) {
+      case msgpack::type::BOOLEAN: truthy = v.via.boolean; break;
+      case msgpack::type::STR: truthy = v.via.str.size > 0; break;
+      case msgpack::type::ARRAY: truthy = v.via.array.size > 0; break;
+      case msgpack::type::MAP: truthy = v.via.map.size > 0; break;
+      case msgpack::type::BIN:
+      case msgpack::type::EXT:
+        return Status::InvalidArgument("value of '" + std::string(name) + "' is binary, not JSON");
+      default: truthy = is_number && number != 0;
+    }
+    result.BeginEntry(name);
+    // A float as float64, whatever width the sender chose (nlohmann packs a double that fits
+    // float32 as float32): the bytes are those of the same report parsed from JSON text.
+    if (v.type == msgpack::type::FLOAT32 || v.type == msgpack::type::FLOAT64) {
+      pk.pack_double(v.via.f64);
+    } else {
+      pk.pack(v);
+    }
+    result.EndEntry(is_number, number, truthy);
+  }
+  return result;
+}
+
 TrainingResult TrainingResult::FromJson(const nlohmann::json& object) {
   TrainingResult result;
   if (object.is_object()) {
@@ -240,12 +298,22 @@ bool TrainingResult::Truthy(std::string_view key) const {
 std::vector<const TrainingResult::Entry*> TrainingResult::Order() const {
   std::vector<const Entry*> order;
   order.reserve(entries_.size());
-  for (const Entry& e : entries_) order.push_back(&e);
-  // By key, then by when it was set (entries_ is in Set order): no stable sort's buffer.
-  std::sort(order.begin(), order.end(), [this](const Entry* a, const Entry* b) {
-    const int c = KeyOf(*a).compare(KeyOf(*b));
-    return c < 0 || (c == 0 && a < b);
-  });
+  if (entries_.size() <= kInsertionSortMax) {
+    // Stable: an entry goes after the entries of its key set before it.
+    for (const Entry& e : entries_) {
+      const std::string_view key = KeyOf(e);
+      auto at = order.end();
+      while (at != order.begin() && key < KeyOf(**(at - 1))) --at;
+      order.insert(at, &e);
+    }
+  } else {
+    for (const Entry& e : entries_) order.push_back(&e);
+    // By key, then by when it was set (entries_ is in Set order): no stable sort's buffer.
+    std::sort(order.begin(), order.end(), [this](const Entry* a, const Entry* b) {
+      const int c = KeyOf(*a).compare(KeyOf(*b));
+      return c < 0 || (c == 0 && a < b);
+    });
+  }
   // Of each run of one key keep the last (the latest Set).
   size_t kept = 0;
   for (size_t i = 0; i < order.size(); ++i) {

@@ -21,6 +21,7 @@
 #include <string_view>
 #include <vector>
 
+#include <msgpack.hpp>
 #include <nlohmann/json.hpp>
 
 #include "libs/core/status.hpp"
@@ -35,6 +36,15 @@ class TrainingResult {
   /// arrays are kept as values. Errors: InvalidArgument with the parser's message when the
   /// text is not JSON, or "is not a JSON object" when it is another value.
   static Result<TrainingResult> FromJsonText(std::string_view text);
+  /// Builds a result from a decoded msgpack map with string keys (a trial-worker's report,
+  /// proto::MsgpackMap): each entry is packed as it is, but for a top-level float, packed as
+  /// float64 (so a flat report gives the bytes of its JSON text). Errors: InvalidArgument when
+  /// `map` is not a map, a key is not a string, or a top-level value is binary or an extension
+  /// (a result must be JSON: result.json, the control socket).
+  static Result<TrainingResult> FromMsgpack(const msgpack::object& map);
+  /// The same from the map's encoding (no bytes: the empty map); also InvalidArgument when the
+  /// bytes are not msgpack.
+  static Result<TrainingResult> FromMsgpack(std::string_view bytes);
   /// The same from a JSON value (tests, a restored last result); a non-object gives an empty
   /// result.
   static TrainingResult FromJson(const nlohmann::json& object);
@@ -81,6 +91,10 @@ class TrainingResult {
   void EndEntry(bool is_number, double number, bool truthy);
   // The entries Encode writes, in its order: sorted by key, the latest of each key.
   std::vector<const Entry*> Order() const;
+  // Up to this many entries Order sorts by insertion: entries_ is a few sorted runs (the
+  // report's keys, sorted by the worker's encoder; the auto-filled keys, set in sorted order;
+  // `done`), so that costs about one comparison per entry plus one per entry out of place.
+  static constexpr size_t kInsertionSortMax = 64;
 
   static constexpr size_t kAutoFilledBytes = 256;  // Ray Tune's auto-filled keys, packed
   static constexpr size_t kEntriesReserved = 24;

@@ -218,20 +218,21 @@ Status TrialRunner::OnResult(const std::string& trial_id, int64_t attempt, int64
   t->training_iteration += 1;
   t->time_total_s += time_this_iter_s;
   ++t->num_results;
-  // Ray Tune's auto-filled keys; `done` last, once the decision is known.
+  // Ray Tune's auto-filled keys, set in sorted order (TrainingResult::Order is cheapest on
+  // sorted runs); `done` last, once the decision is known.
   const bool user_done = metrics.Truthy(rk::kDone);
-  metrics.SetInt(rk::kTrainingIteration, t->training_iteration);
-  metrics.SetDouble(rk::kTimeThisIterS, time_this_iter_s);
-  metrics.SetDouble(rk::kTimeTotalS, t->time_total_s);
-  metrics.SetInt(rk::kTimestamp, int64_t(now_s_()));
-  metrics.SetString(rk::kTrialId, t->trial_id);
   metrics.SetString(rk::kExperimentTag, t->experiment_tag);
   metrics.SetInt(rk::kIterationsSinceRestore, t->training_iteration - t->restored_iteration);
-  metrics.SetDouble(rk::kTimeSinceRestore, t->time_total_s - t->restored_time_total_s);
   if (auto note = exploit_notes_.find(t->index); note != exploit_notes_.end()) {
     metrics.SetJson("pbt_exploit", note->second);
     exploit_notes_.erase(note);
   }
+  metrics.SetDouble(rk::kTimeSinceRestore, t->time_total_s - t->restored_time_total_s);
+  metrics.SetDouble(rk::kTimeThisIterS, time_this_iter_s);
+  metrics.SetDouble(rk::kTimeTotalS, t->time_total_s);
+  metrics.SetInt(rk::kTimestamp, int64_t(now_s_()));
+  metrics.SetInt(rk::kTrainingIteration, t->training_iteration);
+  metrics.SetString(rk::kTrialId, t->trial_id);
 
   if (Status valid = scheduler_->ValidateResult(metrics); !valid.ok()) {
     metrics.SetBool(rk::kDone, user_done);

@@ -61,7 +61,7 @@ void Scheduler::HandleReportResult(const std::string& peer, const proto::Decoded
     return;
   }
   HandleResult(peer, proto::ResultItem{std::move(msg->trial_id), msg->attempt, msg->seq, std::move(msg->metrics_json),
-                                       msg->time_this_iter_s});
+                                       msg->time_this_iter_s, std::move(msg->metrics)});
 }
 
 void Scheduler::HandleReportResults(const std::string& peer, const proto::Decoded& d) {
@@ -80,9 +80,12 @@ void Scheduler::HandleResult(const std::string& peer, proto::ResultItem r) {
     spdlog::warn("Dropping result of {} from {} because no experiment is active", r.trial_id, peer);
     return;
   }
-  auto metrics = TrainingResult::FromJsonText(r.metrics_json);
+  const bool text = !r.metrics_json.empty();  // a client that sends JSON text (PROTOCOL.md)
+  auto metrics = text                                           ? TrainingResult::FromJsonText(r.metrics_json)
+                 : r.metrics.decoded.type == msgpack::type::MAP ? TrainingResult::FromMsgpack(r.metrics.decoded)
+                                                                : TrainingResult::FromMsgpack(r.metrics.bytes);
   Status st = metrics.ok() ? e->runner->OnResult(r.trial_id, r.attempt, r.seq, std::move(*metrics), r.time_this_iter_s)
-                           : Status::InvalidArgument("metrics_json " + metrics.status().message());
+                           : Status::InvalidArgument((text ? "metrics_json " : "metrics ") + metrics.status().message());
   if (st.ok()) return;
   spdlog::warn("Dropping result {} of {} attempt {} from {} because {}", r.seq, r.trial_id, r.attempt, peer,
                st.message());

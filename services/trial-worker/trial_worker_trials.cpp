@@ -345,8 +345,9 @@ void TrialWorker::AfterTrainableEvent(TrialRun& run) {
     result.trial_id = run.trial_id;
     result.attempt = run.attempt;
     result.seq = ++run.last_seq;
-    result.metrics_json =
-        report.metrics.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+    // As msgpack (keys sorted, numbers as they are): the scheduler takes the entries without
+    // parsing text.
+    nlohmann::json::to_msgpack(report.metrics, result.metrics.bytes);
     result.time_this_iter_s = report.time_this_iter_s;
     if (!run.silent) {
       ++total_unacked_;

@@ -8,6 +8,8 @@
 #include <string>
 #include <vector>
 
+#include <nlohmann/json.hpp>
+
 #include "proto/control.hpp"
 #include "proto/events.hpp"
 #include "proto/resources.hpp"
@@ -411,6 +413,54 @@ TEST(CodecTest, MissingKeysKeepDefaultsAndUnknownKeysAreIgnored) {
   EXPECT_TRUE(rr->trial_id.empty());
 }
 
+TEST(CodecTest, ReportMetricsTravelAsANestedMsgpackMap) {
+  // A worker's metrics go as a nested map (not bin or str): a client in another language reads
+  // them as a map; the decoded field is a view of that map and re-encodes the same bytes; a
+  // metrics value that is not a map fails the decode as any mistyped field.
+  ReportResults batch;
+  ResultItem item;
+  item.trial_id = "t_00001";
+  item.seq = 1;
+  nlohmann::json::to_msgpack(nlohmann::json{{"loss", 0.25}, {"step", 3}}, item.metrics.bytes);
+  batch.results.push_back(item);
+  const std::string wire = Encode(batch);
+  const msgpack::object_handle h = msgpack::unpack(wire.data(), wire.size());
+  const msgpack::object& results = h.get().via.map.ptr[3].val;  // v, type, id, results
+  ASSERT_EQ(results.type, msgpack::type::ARRAY);
+  bool seen = false;
+  for (const auto& kv : results.via.array.ptr[0].via.map) {
+    if (kv.key.as<std::string>() != "metrics") continue;
+    seen = true;
+    EXPECT_EQ(kv.val.type, msgpack::type::MAP);
+  }
+  EXPECT_TRUE(seen);
+  auto d = Decode(wire.data(), wire.size());
+  ASSERT_TRUE(d.ok());
+  auto back = d->As<ReportResults>();
+  ASSERT_TRUE(back.ok()) << back.status().ToString();
+  EXPECT_EQ(back->results.at(0).metrics.decoded.type, msgpack::type::MAP);  // a view, not a copy
+  EXPECT_EQ(back->results.at(0).metrics.Encoded(), item.metrics.bytes);
+
+  ResultItem empty;  // no metrics: an empty map on the wire, no bytes after decoding
+  const std::string packed = [&] {
+    msgpack::sbuffer buf;
+    msgpack::pack(buf, empty);
+    return std::string(buf.data(), buf.size());
+  }();
+  ResultItem empty_back;
+  const msgpack::object_handle empty_handle = msgpack::unpack(packed.data(), packed.size());  // outlives the view
+  empty_handle.get().convert(empty_back);
+  EXPECT_EQ(nlohmann::json::from_msgpack(empty_back.metrics.Encoded()), nlohmann::json::object());
+
+  msgpack::sbuffer bad;
+  msgpack::packer<msgpack::sbuffer> pk(bad);
+  pk.pack_map(1);
+  pk.pack(std::string("metrics"));
+  pk.pack(std::string("{}"));
+  ResultItem wrong;
+  EXPECT_THROW(msgpack::unpack(bad.data(), bad.size()).get().convert(wrong), msgpack::type_error);
+}
+
 // The same fields declared with msgpack-c's own define_map, to compare decoders with.
 struct ResultItemByMsgpack {
   std::string trial_id;
@@ -418,7 +468,8 @@ struct ResultItemByMsgpack {
   int64_t seq = 0;
   std::string metrics_json;
   double time_this_iter_s = 0;
-  MSGPACK_DEFINE_MAP(trial_id, attempt, seq, metrics_json, time_this_iter_s)
+  tunebus::proto::MsgpackMap metrics;
+  MSGPACK_DEFINE_MAP(trial_id, attempt, seq, metrics_json, time_this_iter_s, metrics)
 };
 
 TEST(CodecTest, MapFieldsDecodesAsMsgpackDefineMapIncludingADuplicatedKey) {
@@ -450,6 +501,7 @@ TEST(CodecTest, MapFieldsDecodesAsMsgpackDefineMapIncludingADuplicatedKey) {
   EXPECT_EQ(ours.attempt, theirs.attempt);
   EXPECT_EQ(ours.metrics_json, theirs.metrics_json);
   EXPECT_EQ(ours.time_this_iter_s, theirs.time_this_iter_s);
+  EXPECT_EQ(ours.metrics.Encoded(), theirs.metrics.Encoded());
   // Packing is msgpack-c's: the same bytes.
   msgpack::sbuffer a, b;
   msgpack::pack(a, ours);

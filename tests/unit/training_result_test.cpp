@@ -1,10 +1,12 @@
 // Tests for TrainingResult: the trainable's JSON text becomes the same result nlohmann's parser
 // gives (nested values, every scalar kind, escapes), keys set later win, the encoded map is
-// canonical (unique keys, sorted), and what is not a JSON object is refused with the reason.
+// canonical (unique keys, sorted), and what is not a JSON object is refused with the reason. A
+// trial-worker's msgpack map gives the same result as the JSON text of the same object.
 #include "libs/tune/training_result.hpp"
 
 #include <gtest/gtest.h>
 
+#include <map>
 #include <msgpack.hpp>
 #include <nlohmann/json.hpp>
 #include <string>
@@ -100,6 +102,81 @@ TEST(TrainingResultTest, TextThatIsNotAJsonObjectIsRefusedWithTheReason) {
     ASSERT_FALSE(r.ok()) << text;
     EXPECT_EQ(r.status().code(), StatusCode::kInvalidArgument);
     EXPECT_NE(r.status().message().find("parse error"), std::string::npos) << text << ": " << r.status().message();
+  }
+}
+
+TEST(TrainingResultTest, MsgpackMapGivesTheSameResultAsTheJsonTextOfTheSameObject) {
+  // A trial-worker sends the report nlohmann holds as msgpack (to_msgpack): every value kind,
+  // nested containers and big integers decode, encode and look up as from the JSON text.
+  const std::vector<std::string> texts = {
+      R"({})",
+      R"({"loss": 0.25, "acc": 1, "neg": -7, "big": 18446744073709551615, "tiny": -9223372036854775808})",
+      R"({"ok": true, "bad": false, "none": null, "name": "r\u00e9sultat \"q\"", "zero": 0, "s": "", "l": []})",
+      R"({"info": {"lr": 0.1, "layers": [64, 32, {"act": "relu"}], "empty": {}}, "deep": [[[{"x": [1]}]]]})",
+  };
+  for (const std::string& text : texts) {
+    const json object = json::parse(text);
+    std::string bytes;
+    json::to_msgpack(object, bytes);
+    auto from_msgpack = TrainingResult::FromMsgpack(bytes);
+    auto from_text = TrainingResult::FromJsonText(text);
+    ASSERT_TRUE(from_msgpack.ok()) << text << ": " << from_msgpack.status().ToString();
+    ASSERT_TRUE(from_text.ok());
+    // The same bytes but for nested maps, which nlohmann's encoder sorts by key.
+    if (text.find("info") == std::string::npos) EXPECT_EQ(from_msgpack->Encode(), from_text->Encode()) << text;
+    EXPECT_EQ(from_msgpack->ToJson(), object) << text;
+    for (const auto& [key, value] : object.items()) {
+      EXPECT_EQ(from_msgpack->Number(key), from_text->Number(key)) << key;
+      EXPECT_EQ(from_msgpack->Truthy(key), from_text->Truthy(key)) << key;
+    }
+  }
+  EXPECT_TRUE(TrainingResult::FromMsgpack("")->Keys().empty());  // proto::MsgpackMap's empty map
+}
+
+TEST(TrainingResultTest, MsgpackThatIsNotAMapWithStringKeysAndJsonValuesIsRefused) {
+  auto packed = [](auto&& pack) {
+    msgpack::sbuffer buf;
+    msgpack::packer<msgpack::sbuffer> pk(buf);
+    pack(pk);
+    return std::string(buf.data(), buf.size());
+  };
+  const std::vector<std::pair<std::string, std::string>> cases = {
+      {packed([](auto& pk) { pk.pack(std::vector<int>{1, 2}); }), "is not a msgpack map"},
+      {packed([](auto& pk) { pk.pack(std::map<int, int>{{1, 2}}); }), "has a key that is not a string"},
+      {packed([](auto& pk) {
+         pk.pack_map(1);
+         pk.pack(std::string("blob"));
+         pk.pack_bin(2);
+         pk.pack_bin_body("ab", 2);
+       }),
+       "value of 'blob' is binary, not JSON"},
+      {std::string("\x82\xa1", 2), "is not msgpack"},  // a map cut short
+  };
+  for (const auto& [bytes, reason] : cases) {
+    auto r = TrainingResult::FromMsgpack(bytes);
+    ASSERT_FALSE(r.ok()) << reason;
+    EXPECT_EQ(r.status().code(), StatusCode::kInvalidArgument);
+    EXPECT_EQ(r.status().message().substr(0, reason.size()), reason);
+  }
+}
+
+TEST(TrainingResultTest, KeysSetInAnyOrderEncodeSortedWithTheLatestValue) {
+  // Order() sorts by insertion up to kInsertionSortMax entries and with std::sort above: both
+  // give sorted unique keys, the latest Set of a key winning, whatever the order of the Sets.
+  for (const int n : {5, 30, 200}) {
+    TrainingResult r;
+    json expected = json::object();
+    for (int i = 0; i < n; ++i) {
+      const std::string key = "k" + std::to_string((i * 7919) % n);  // a scrambled order
+      r.SetInt(key, i);
+      expected[key] = i;
+    }
+    r.SetInt("k0", -1);  // set again, last: wins
+    expected["k0"] = -1;
+    std::vector<std::string> keys;
+    for (const auto& [key, value] : expected.items()) keys.push_back(key);
+    EXPECT_EQ(r.Keys(), keys) << n;
+    EXPECT_EQ(r.ToJson(), expected) << n;
   }
 }
 

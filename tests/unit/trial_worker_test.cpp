@@ -11,6 +11,7 @@
 #include <optional>
 #include <set>
 #include <thread>
+#include <type_traits>
 
 #include "libs/bus/socket.hpp"
 #include "libs/core/resources.hpp"
@@ -38,6 +39,9 @@ struct Message {
     EXPECT_TRUE(d.ok());
     auto m = d->As<M>();
     EXPECT_TRUE(m.ok()) << m.status().ToString();
+    if constexpr (std::is_same_v<M, proto::ReportResult>) {
+      if (m.ok()) m->metrics = proto::MsgpackMap{m->metrics.Encoded(), {}};  // the view dies with `d`
+    }
     return m.ok() ? *m : M{};
   }
 };
@@ -132,6 +136,7 @@ class TrialWorkerTest : public ::testing::Test {
           one.attempt = r.attempt;
           one.seq = r.seq;
           one.metrics_json = r.metrics_json;
+          one.metrics = r.metrics;
           one.time_this_iter_s = r.time_this_iter_s;
           inbox_.push_back(Message{one.type, proto::Encode(one)});
         }
@@ -271,7 +276,7 @@ TEST_F(TrialWorkerTest, MockTrialReportsWaitForDecisionsThenExitsOk) {
     EXPECT_EQ(r.trial_id, "t1");
     EXPECT_EQ(r.attempt, 1);
     EXPECT_EQ(r.seq, seq);
-    const auto metrics = nlohmann::json::parse(r.metrics_json);
+    const auto metrics = nlohmann::json::from_msgpack(r.metrics.Encoded());
     EXPECT_TRUE(metrics.contains("mean_accuracy"));
     EXPECT_EQ(metrics.value("done", false), seq == 3);
     EXPECT_GE(r.time_this_iter_s, 0.0);
@@ -404,7 +409,7 @@ TEST_F(TrialWorkerTest, GarbageFromTheSchedulerDoesNotCrashIt) {
   ASSERT_TRUE(msg.has_value());
   auto r = msg->As<proto::ReportResult>();
   EXPECT_EQ(r.trial_id, "t5");
-  EXPECT_EQ(nlohmann::json::parse(r.metrics_json), (nlohmann::json{{"value", 1}, {"done", true}}));
+  EXPECT_EQ(nlohmann::json::from_msgpack(r.metrics.Encoded()), (nlohmann::json{{"value", 1}, {"done", true}}));
   Send(DecisionFor(r));
   auto exited = WaitFor(proto::TrialExited::kType);
   ASSERT_TRUE(exited.has_value());
