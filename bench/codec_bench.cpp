@@ -1,6 +1,7 @@
 // Micro benchmarks (Google Benchmark) of the per-result work on the scheduler's hot path: the
-// worker frame's msgpack decode, the metrics becoming the trial's result (against the former
-// JSON document path), the journal record's encode, and the result file writer's formatting.
+// worker frame's msgpack decode, the metrics becoming the trial's result (the worker's msgpack
+// map, against the former JSON text and JSON document paths), the journal record's encode, and
+// the result file writer's formatting.
 // bench/run prints each as one JSON line (`--benchmark_format=json`, reshaped by bench/e2e.py).
 #include <benchmark/benchmark.h>
 
@@ -15,13 +16,30 @@
 
 namespace {
 
+// A noop report's metrics as JSON text (what a command trainable writes).
+constexpr const char* kMetricsText = R"({"value": 42, "decision_latency_s": 0.000123})";
+
+// A noop report as a trial-worker sends it: the metrics as a msgpack map.
 tunebus::proto::ReportResult SampleReport() {
   tunebus::proto::ReportResult r;
   r.trial_id = "bench0_00001";
   r.attempt = 1;
   r.seq = 42;
-  r.metrics_json = R"({"value": 42, "decision_latency_s": 0.000123})";
+  nlohmann::json::to_msgpack(nlohmann::json::parse(kMetricsText), r.metrics.bytes);
   return r;
+}
+
+// Ray Tune's auto-filled keys, in the order TrialRunner::OnResult sets them.
+void AutoFill(tunebus::TrainingResult& r) {
+  r.SetString("experiment_tag", "1");
+  r.SetInt("iterations_since_restore", 42);
+  r.SetDouble("time_since_restore", 0.01);
+  r.SetDouble("time_this_iter_s", 1e-6);
+  r.SetDouble("time_total_s", 0.01);
+  r.SetInt("timestamp", 1795366691);
+  r.SetInt("training_iteration", 42);
+  r.SetString("trial_id", "bench0_00001");
+  r.SetBool("done", false);
 }
 
 void BM_ReportResultEncode(benchmark::State& state) {
@@ -40,13 +58,13 @@ void BM_ReportResultDecode(benchmark::State& state) {
 BENCHMARK(BM_ReportResultDecode);
 
 // A report's metrics becoming the trial's result: Ray Tune's auto-filled keys added, encoded
-// once. BM_ResultAsJsonDocument is the former path (a JSON document per result), the baseline
-// of BM_ResultAsTrainingResult, the runner's path (libs/tune/training_result.hpp).
+// once. BM_ResultAsJsonDocument is the first path (a JSON document per result), the baseline of
+// BM_ResultAsTrainingResult (JSON text, the form of clients that send metrics_json) and of
+// BM_ResultFromMsgpackMap (the trial-worker's form: the map decoded with the frame).
 void BM_ResultAsJsonDocument(benchmark::State& state) {
-  const std::string text = SampleReport().metrics_json;
   std::string bytes;
   for (auto _ : state) {
-    nlohmann::json r = nlohmann::json::parse(text);
+    nlohmann::json r = nlohmann::json::parse(kMetricsText);
     r["training_iteration"] = 42;
     r["time_this_iter_s"] = 1e-6;
     r["time_total_s"] = 0.01;
@@ -64,22 +82,25 @@ void BM_ResultAsJsonDocument(benchmark::State& state) {
 BENCHMARK(BM_ResultAsJsonDocument);
 
 void BM_ResultAsTrainingResult(benchmark::State& state) {
-  const std::string text = SampleReport().metrics_json;
   for (auto _ : state) {
-    auto r = tunebus::TrainingResult::FromJsonText(text);
-    r->SetInt("training_iteration", 42);
-    r->SetDouble("time_this_iter_s", 1e-6);
-    r->SetDouble("time_total_s", 0.01);
-    r->SetInt("timestamp", 1795366691);
-    r->SetString("trial_id", "bench0_00001");
-    r->SetString("experiment_tag", "1");
-    r->SetInt("iterations_since_restore", 42);
-    r->SetDouble("time_since_restore", 0.01);
-    r->SetBool("done", false);
+    auto r = tunebus::TrainingResult::FromJsonText(kMetricsText);
+    AutoFill(*r);
     benchmark::DoNotOptimize(r->Encode());
   }
 }
 BENCHMARK(BM_ResultAsTrainingResult);
+
+void BM_ResultFromMsgpackMap(benchmark::State& state) {
+  const std::string frame = tunebus::proto::Encode(SampleReport());
+  const auto d = tunebus::proto::Decode(frame.data(), frame.size());
+  const auto report = d->As<tunebus::proto::ReportResult>();
+  for (auto _ : state) {
+    auto r = tunebus::TrainingResult::FromMsgpack(report->metrics.decoded);
+    AutoFill(*r);
+    benchmark::DoNotOptimize(r->Encode());
+  }
+}
+BENCHMARK(BM_ResultFromMsgpackMap);
 
 // A noop trial's result as the runner completes it (the auto-filled keys of Ray Tune).
 nlohmann::json SampleResult() {
