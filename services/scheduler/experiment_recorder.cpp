@@ -113,8 +113,11 @@ void ExperimentRecorder::Checkpoint() {
     text.pop_back();  // the closing brace
     out << text << ",\n \"trials\": [";
     bool first = true;
+    std::string line;
     for (const Trial& t : runner_->trials()) {
-      out << (first ? "\n  " : ",\n  ") << TrialToJson(t, experiment_dir_).dump();
+      line.assign(first ? "\n  " : ",\n  ");
+      AppendTrialJson(t, experiment_dir_, line);
+      out << line;
       first = false;
     }
     out << "\n ]\n}\n";

@@ -1,5 +1,8 @@
 #include "services/scheduler/result_files.hpp"
 
+#include <sys/stat.h>
+
+#include <cerrno>
 #include <filesystem>
 #include <sstream>
 
@@ -86,24 +89,37 @@ void ResultFiles::Loop() {
   }
 }
 
+void ResultFiles::MakeTrialDir(const std::string& trial_dir) {
+  // One mkdir when the experiment's folder exists (create_directories stats every level first).
+  if (::mkdir(trial_dir.c_str(), 0777) == 0 || errno == EEXIST) return;
+  std::error_code ec;
+  fs::create_directories(trial_dir, ec);
+}
+
 ResultFiles::TrialFiles* ResultFiles::Open(const Task& task) {
   auto& slot = open_[task.trial_index];
   if (!slot) {
     if (task.trial_dir.empty()) return nullptr;  // closed meanwhile: not reachable from the loop's calls
     const std::string& trial_dir = task.trial_dir;
     slot = std::make_unique<TrialFiles>();
-    std::error_code ec;
-    fs::create_directories(trial_dir, ec);
+    // The folder is there (WriteParams made it when the trial was added) unless it was removed
+    // since: only then is it made again.
     slot->result_json.open(trial_dir + "/result.json", std::ios::app);
+    if (!slot->result_json) {
+      MakeTrialDir(trial_dir);
+      slot->result_json.clear();
+      slot->result_json.open(trial_dir + "/result.json", std::ios::app);
+    }
     const std::string csv = trial_dir + "/progress.csv";
-    if (std::ifstream existing(csv); existing) {
+    slot->progress_csv.open(csv, std::ios::app);
+    if (slot->progress_csv.seekp(0, std::ios::end).tellp() > 0) {
       // Reopened (a resumed or unpaused trial): keep the columns of the header already there.
+      std::ifstream existing(csv);
       std::string header, column;
       std::getline(existing, header);
       std::istringstream cells(header);
       while (std::getline(cells, column, ',')) slot->csv_columns.push_back(column);
     }
-    slot->progress_csv.open(csv, std::ios::app);
     if (!slot->result_json || !slot->progress_csv) spdlog::error("Cannot write result files in {}", trial_dir);
   }
   return slot.get();
@@ -112,8 +128,7 @@ ResultFiles::TrialFiles* ResultFiles::Open(const Task& task) {
 void ResultFiles::Run(Task& task) {
   switch (task.kind) {
     case Task::Kind::kParams: {
-      std::error_code ec;
-      fs::create_directories(task.trial_dir, ec);
+      MakeTrialDir(task.trial_dir);
       std::ofstream params(task.trial_dir + "/params.json", std::ios::trunc);
       params << task.config.dump(2) << "\n";
       if (!params) spdlog::error("Cannot write {}/params.json", task.trial_dir);

@@ -80,6 +80,7 @@ class ResultFiles {
   void Loop();
   void Run(Task& task);                              // writer thread only
   TrialFiles* Open(const Task& task);  // writer thread only
+  static void MakeTrialDir(const std::string& trial_dir);  // mkdir, or create_directories
 
   std::vector<Task> staged_;  // the loop thread's, until Flush
   std::unordered_set<int64_t> open_on_writer_;  // the loop thread's view of open_

@@ -1,5 +1,7 @@
 #include "services/scheduler/trial_json.hpp"
 
+#include "services/scheduler/result_text.hpp"
+
 namespace tunebus {
 
 using nlohmann::json;
@@ -12,7 +14,10 @@ json CheckpointToJson(const CheckpointRef& c) {
           {"size_bytes", c.size_bytes}};
 }
 
-json TrialToJson(const Trial& t, const std::string& experiment_dir) {
+namespace {
+
+// Every field of TrialToJson but "config" and "last_result".
+json TrialFieldsToJson(const Trial& t, const std::string& experiment_dir) {
   json checkpoints = json::array();
   for (const CheckpointRef& c : t.checkpoints) checkpoints.push_back(CheckpointToJson(c));
   json failures = json::array();
@@ -23,8 +28,6 @@ json TrialToJson(const Trial& t, const std::string& experiment_dir) {
   return {{"trial_id", t.trial_id},
           {"failures", std::move(failures)},
           {"status", TrialStatusName(t.status)},
-          {"config", t.config},
-          {"last_result", t.last_result_msgpack.empty() ? json::object() : t.LastResult()},
           {"num_failures", t.num_failures},
           {"num_worker_losses", t.num_worker_losses},
           {"resources", t.resources.ToAmounts()},
@@ -38,6 +41,32 @@ json TrialToJson(const Trial& t, const std::string& experiment_dir) {
           {"checkpoints", std::move(checkpoints)},
           {"restored_checkpoint_id", t.restored_checkpoint_id.empty() ? json(nullptr) : json(t.restored_checkpoint_id)},
           {"dir", experiment_dir + "/" + t.DirName()}};
+}
+
+}  // namespace
+
+json TrialToJson(const Trial& t, const std::string& experiment_dir) {
+  json trial = TrialFieldsToJson(t, experiment_dir);
+  trial["config"] = t.config;
+  trial["last_result"] = t.last_result_msgpack.empty() ? json::object() : t.LastResult();
+  return trial;
+}
+
+void AppendTrialJson(const Trial& t, const std::string& experiment_dir, std::string& out) {
+  std::string fields = TrialFieldsToJson(t, experiment_dir).dump();
+  fields.pop_back();  // the closing brace
+  out += fields;
+  out += ",\"config\":";
+  out += t.config.dump();
+  out += ",\"last_result\":";
+  if (t.last_result_msgpack.empty()) {
+    out += "{}";
+  } else {
+    // Formatted from the stored bytes: no document of the last result is built.
+    const msgpack::object_handle h = msgpack::unpack(t.last_result_msgpack.data(), t.last_result_msgpack.size());
+    AppendJson(h.get(), out);
+  }
+  out += '}';
 }
 
 json ExperimentToJson(const std::string& name, const TrialRunner& runner, const std::string& experiment_dir,

@@ -2,6 +2,8 @@
 // experiment_state.json. Shapes are documented in proto/PROTOCOL.md ("Control socket").
 #pragma once
 
+#include <string>
+
 #include <nlohmann/json.hpp>
 
 #include "libs/core/trial.hpp"
@@ -17,6 +19,11 @@ nlohmann::json CheckpointToJson(const CheckpointRef& checkpoint);
 ///  "error", "experiment_tag", "training_iteration", "time_total_s", "attempt",
 ///  "checkpoints": [checkpoint objects, oldest first], "restored_checkpoint_id", "dir"}
 nlohmann::json TrialToJson(const Trial& trial, const std::string& experiment_dir);
+
+/// TrialToJson(trial).dump() in substance (the same keys and values; "config" and "last_result"
+/// last), appended to `out` without building a document of the config or the last result:
+/// experiment_state.json writes every trial this way when an experiment ends.
+void AppendTrialJson(const Trial& trial, const std::string& experiment_dir, std::string& out);
 
 /// {"name", "experiment_id", "status", "reason", "counts": {STATUS: n}, "total", "finished",
 ///  "metric", "mode", "results_dir", "best": trial object or null, "elapsed_s"}
