@@ -182,8 +182,9 @@ void BusExecutor::LaunchTrial(const Trial& trial) {
   msg.checkpoint_prefix = journal_name_ + "/" + trial.trial_id + "/";
   for (const auto& [key, units] : trial.resources.units_map()) msg.resources[key] = units;
   unsent_starts_[trial.trial_id] = trial.attempt;
-  journal_.AfterDurable([this, worker = trial.worker_id, payload = proto::Encode(msg), trial]() mutable {
-    SendStart(worker, std::move(payload), trial, kStartTries);
+  journal_.AfterDurable([this, worker = trial.worker_id, payload = proto::Encode(msg), trial_id = trial.trial_id,
+                         attempt = trial.attempt]() mutable {
+    SendStart(worker, std::move(payload), trial_id, attempt, kStartTries);
   });
 }
 
@@ -192,24 +193,34 @@ bool BusExecutor::StartUnsent(const std::string& trial_id, int64_t attempt) cons
   return it != unsent_starts_.end() && it->second == attempt;
 }
 
-void BusExecutor::SendStart(const std::string& worker_id, std::string payload, const Trial& trial, int tries_left) {
-  const Trial* now = runner_ != nullptr ? runner_->FindTrial(trial.trial_id) : nullptr;
-  if (!StartUnsent(trial.trial_id, trial.attempt) || now == nullptr || now->attempt != trial.attempt ||
+void BusExecutor::SendStart(const std::string& worker_id, std::string payload, const std::string& trial_id,
+                            int64_t attempt, int tries_left) {
+  const Trial* now = runner_ != nullptr ? runner_->FindTrial(trial_id) : nullptr;
+  if (!StartUnsent(trial_id, attempt) || now == nullptr || now->attempt != attempt ||
       now->status != TrialStatus::kRunning) {
     return;  // the attempt ended (stopped, requeued) before its start went out
   }
-  const bool registered = !is_registered_ || is_registered_(worker_id);
-  if (registered && workers_.Send(worker_id, payload)) {
-    unsent_starts_.erase(trial.trial_id);
-    return;
-  }
+  if (is_registered_ && !is_registered_(worker_id)) return RetryStart(worker_id, std::move(payload), trial_id, attempt, tries_left);
+  // Sent with the round's other messages to that worker; the attempt's start stays unsent until
+  // it has left (a RegisterWorker handled meanwhile does not count it lost).
+  std::string copy = payload;
+  workers_.Queue(worker_id, std::move(copy),
+                 [this, worker_id, payload = std::move(payload), trial_id, attempt, tries_left](bool sent) mutable {
+                   if (!sent) return RetryStart(worker_id, std::move(payload), trial_id, attempt, tries_left);
+                   if (StartUnsent(trial_id, attempt)) unsent_starts_.erase(trial_id);
+                 });
+}
+
+void BusExecutor::RetryStart(const std::string& worker_id, std::string payload, const std::string& trial_id,
+                             int64_t attempt, int tries_left) {
   if (tries_left <= 0) {
-    unsent_starts_.erase(trial.trial_id);
-    if (on_unreachable_) on_unreachable_(trial);
+    unsent_starts_.erase(trial_id);
+    const Trial* now = runner_ != nullptr ? runner_->FindTrial(trial_id) : nullptr;
+    if (on_unreachable_ && now != nullptr && now->attempt == attempt) on_unreachable_(*now);
     return;
   }
-  loop_.AddTimer(kStartRetry, [this, worker_id, payload = std::move(payload), trial, tries_left]() mutable {
-    SendStart(worker_id, std::move(payload), trial, tries_left - 1);
+  loop_.AddTimer(kStartRetry, [this, worker_id, payload = std::move(payload), trial_id, attempt, tries_left]() mutable {
+    SendStart(worker_id, std::move(payload), trial_id, attempt, tries_left - 1);
   });
 }
 
@@ -224,8 +235,10 @@ void BusExecutor::StopTrial(const Trial& trial) {
   proto::StopTrialRequest msg;
   msg.trial_id = trial.trial_id;
   msg.attempt = trial.attempt;
-  journal_.AfterDurable([this, worker = trial.worker_id, payload = proto::Encode(msg)] {
-    if (!workers_.Send(worker, payload)) spdlog::warn("Dropping stop for worker {}: not connected", worker);
+  journal_.AfterDurable([this, worker = trial.worker_id, payload = proto::Encode(msg)]() mutable {
+    workers_.Queue(worker, std::move(payload), [worker](bool sent) {
+      if (!sent) spdlog::warn("Dropping stop for worker {}: not connected", worker);
+    });
   });
 }
 

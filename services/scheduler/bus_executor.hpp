@@ -16,7 +16,8 @@
 // commit, as an allocate_batch item with replaces_trial_id; an allocation nobody took by the
 // end of the round is released as before. Ray Tune's reuse_actors keeps a slot busy likewise. Launch, decisions, stops and
 // releases are released only after the journal records that caused them are durable
-// (JournalWriter::AfterDurable); decisions leave batched per worker (WorkerOutbox). A StartTrial to a worker that has not registered with this
+// (JournalWriter::AfterDurable); decisions, starts and stops leave once per round per worker, in
+// order (WorkerOutbox). A StartTrial to a worker that has not registered with this
 // scheduler process yet is held and retried (kStartTries x kStartRetry); after that the attempt
 // fails. Holding it keeps a StartTrial from crossing the worker's RegisterWorker, which would
 // list the trial as not running and requeue it.
@@ -81,7 +82,12 @@ class BusExecutor final : public TrialExecutor {
   void DeleteCheckpoint(const std::string& checkpoint_id) override;
 
  private:
-  void SendStart(const std::string& worker_id, std::string payload, const Trial& trial, int tries_left);
+  // Queues the StartTrial of (trial_id, attempt) if that attempt still waits for it.
+  void SendStart(const std::string& worker_id, std::string payload, const std::string& trial_id, int64_t attempt,
+                 int tries_left);
+  // The worker was not reachable: SendStart again after kStartRetry, or give up after the last try.
+  void RetryStart(const std::string& worker_id, std::string payload, const std::string& trial_id, int64_t attempt,
+                  int tries_left);
   /// Hands the answers of one allocate_batch to the runner, in order.
   /// `epoch`: freed_epoch_ when the batch was sent.
   void OnAllocations(const std::vector<proto::AllocateItem>& asked, uint64_t epoch, Result<proto::Decoded> reply);

@@ -1,5 +1,7 @@
 #include "services/scheduler/worker_outbox.hpp"
 
+#include <utility>
+
 #include <spdlog/spdlog.h>
 
 #include "libs/bus/socket.hpp"
@@ -7,30 +9,44 @@
 namespace tunebus {
 
 void WorkerOutbox::QueueDecision(const std::string& worker_id, proto::DecisionItem decision) {
-  proto::Decisions& batch = queued_[worker_id];
-  if (batch.decisions.empty()) pending_.push_back(worker_id);
-  batch.decisions.push_back(std::move(decision));
-  if (batch.decisions.size() >= proto::kMaxBatchItems) FlushWorker(worker_id, batch);
+  std::vector<Item>& items = queued_[worker_id];
+  if (items.empty()) pending_.push_back(worker_id);
+  if (items.empty() || items.back().decisions.decisions.empty()) items.emplace_back();
+  items.back().decisions.decisions.push_back(std::move(decision));
+  if (items.back().decisions.decisions.size() >= proto::kMaxBatchItems) FlushWorker(worker_id);
+}
+
+void WorkerOutbox::Queue(const std::string& worker_id, std::string payload, OnSent on_sent) {
+  std::vector<Item>& items = queued_[worker_id];
+  if (items.empty()) pending_.push_back(worker_id);
+  items.push_back(Item{{}, std::move(payload), std::move(on_sent)});
 }
 
 bool WorkerOutbox::Send(const std::string& worker_id, const std::string& payload) {
-  if (auto it = queued_.find(worker_id); it != queued_.end()) FlushWorker(worker_id, it->second);
+  FlushWorker(worker_id);
   return bus::SendTo(workers_, worker_id, payload);
 }
 
 void WorkerOutbox::Flush() {
-  for (const std::string& worker_id : pending_) {
-    if (auto it = queued_.find(worker_id); it != queued_.end()) FlushWorker(worker_id, it->second);
-  }
-  pending_.clear();
+  for (const std::string& worker_id : std::exchange(pending_, {})) FlushWorker(worker_id);
 }
 
-void WorkerOutbox::FlushWorker(const std::string& worker_id, proto::Decisions& batch) {
-  if (batch.decisions.empty()) return;
-  if (!bus::SendTo(workers_, worker_id, proto::Encode(batch))) {
-    spdlog::warn("Dropping {} decision(s) for worker {}: not connected", batch.decisions.size(), worker_id);
+void WorkerOutbox::FlushWorker(const std::string& worker_id) {
+  auto it = queued_.find(worker_id);
+  if (it == queued_.end() || it->second.empty()) return;
+  // Taken out first: an on_sent callback may queue more for this worker (sent next round).
+  std::vector<Item> items = std::exchange(it->second, {});
+  for (Item& item : items) {
+    if (!item.decisions.decisions.empty()) {
+      if (!bus::SendTo(workers_, worker_id, proto::Encode(item.decisions))) {
+        spdlog::warn("Dropping {} decision(s) for worker {}: not connected", item.decisions.decisions.size(),
+                     worker_id);
+      }
+      continue;
+    }
+    const bool sent = bus::SendTo(workers_, worker_id, item.payload);
+    if (item.on_sent) item.on_sent(sent);
   }
-  batch.decisions.clear();  // keeps the capacity for the next round
 }
 
 }  // namespace tunebus
