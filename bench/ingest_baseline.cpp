@@ -2,8 +2,9 @@
 // ceiling of this machine for tunebus's result path without tunebus logic. `senders` DEALER
 // threads stream msgpack `report_result` frames (the worker protocol's own struct, the noop
 // trainable's metrics as a msgpack map, as trial-workers send them) as fast as ZeroMQ takes
-// them to one ROUTER; the receiver drains what has arrived (up to `max_batch`), decodes each frame (proto::Decode + As<ReportResult>), puts them
-// in one RocksDB WriteBatch and commits it with one synced write. Prints one JSON object:
+// them to one ROUTER; the receiver drains what has arrived (up to `max_batch`), decodes each
+// frame (proto::Decode + As<ReportResult>), puts them in one RocksDB WriteBatch and commits it
+// with one synced write. Prints one JSON object:
 //   {"benchmark": "raw_ingest", "senders", "results", "batches", "seconds", "results_per_s",
 //    "mean_batch", "machine"}
 // Usage: ingest_baseline [--results N] [--senders N] [--dir PATH] [--max-batch N]
