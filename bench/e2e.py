@@ -192,6 +192,12 @@ def result_lines(cluster, name):
     return out
 
 
+def median_run(runs, key):
+    """(runs sorted by key, the median one): the figure of a benchmark run several times."""
+    runs = sorted(runs, key=key)
+    return runs, runs[len(runs) // 2]
+
+
 def emit(obj):
     obj["machine"] = machine()
     print(json.dumps(obj), flush=True)
@@ -215,8 +221,8 @@ def bench_throughput(a, raw):
         trials = a.in_flight
         k = max(1, a.results // trials)
         # The median of a.runs runs (the host's speed moves between runs); its latencies too.
-        runs = sorted((run_throughput(a, n, trials, k) for _ in range(a.runs)), key=lambda r: r[3])
-        summary, wall, results, rps, lat = runs[len(runs) // 2]
+        runs, (summary, wall, results, rps, lat) = median_run(
+            [run_throughput(a, n, trials, k) for _ in range(a.runs)], key=lambda r: r[3])
         peak = max(peak, rps)
         emit({"benchmark": "result_throughput", "workers": n,
               "worker_kind": "processes (trial-worker, --cpus %d)" % max(1, trials // n),
@@ -342,8 +348,8 @@ def bench_peer(a):
     t = a.peer_trials
     for slots in (8, 32):
         # The median of a.runs runs, as Optuna's side (bench/run).
-        runs = sorted((peer_run(a, t, slots) for _ in range(a.runs)), key=lambda r: t / r[0]["elapsed_s"])
-        summary, wall, cpu, results = runs[len(runs) // 2]
+        runs, (summary, wall, cpu, results) = median_run([peer_run(a, t, slots) for _ in range(a.runs)],
+                                                         key=lambda r: t / r[0]["elapsed_s"])
         rate = t / summary["elapsed_s"]
         emit({"benchmark": "peer_tunebus", "trials": t, "max_results_per_trial": 10, "results": results,
               "figure": "median of %d runs" % len(runs), "runs_trials_per_s": [t / r[0]["elapsed_s"] for r in runs],

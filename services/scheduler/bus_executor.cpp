@@ -203,9 +203,8 @@ void BusExecutor::SendStart(const std::string& worker_id, std::string payload, c
   if (is_registered_ && !is_registered_(worker_id)) return RetryStart(worker_id, std::move(payload), trial_id, attempt, tries_left);
   // Sent with the round's other messages to that worker; the attempt's start stays unsent until
   // it has left (a RegisterWorker handled meanwhile does not count it lost).
-  std::string copy = payload;
-  workers_.Queue(worker_id, std::move(copy),
-                 [this, worker_id, payload = std::move(payload), trial_id, attempt, tries_left](bool sent) mutable {
+  workers_.Queue(worker_id, std::move(payload),
+                 [this, worker_id, trial_id, attempt, tries_left](bool sent, std::string payload) {
                    if (!sent) return RetryStart(worker_id, std::move(payload), trial_id, attempt, tries_left);
                    if (StartUnsent(trial_id, attempt)) unsent_starts_.erase(trial_id);
                  });
@@ -236,7 +235,7 @@ void BusExecutor::StopTrial(const Trial& trial) {
   msg.trial_id = trial.trial_id;
   msg.attempt = trial.attempt;
   journal_.AfterDurable([this, worker = trial.worker_id, payload = proto::Encode(msg)]() mutable {
-    workers_.Queue(worker, std::move(payload), [worker](bool sent) {
+    workers_.Queue(worker, std::move(payload), [worker](bool sent, std::string) {
       if (!sent) spdlog::warn("Dropping stop for worker {}: not connected", worker);
     });
   });

@@ -45,7 +45,7 @@ void WorkerOutbox::FlushWorker(const std::string& worker_id) {
       continue;
     }
     const bool sent = bus::SendTo(workers_, worker_id, item.payload);
-    if (item.on_sent) item.on_sent(sent);
+    if (item.on_sent) item.on_sent(sent, std::move(item.payload));
   }
 }
 

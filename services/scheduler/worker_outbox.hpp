@@ -21,8 +21,9 @@ namespace tunebus {
 
 class WorkerOutbox {
  public:
-  /// Told whether a queued message left: false when the worker is not connected (dropped).
-  using OnSent = std::function<void(bool sent)>;
+  /// Told whether a queued message left (false when the worker is not connected) and handed
+  /// the message back, so a sender that retries keeps no copy of its own.
+  using OnSent = std::function<void(bool sent, std::string payload)>;
 
   explicit WorkerOutbox(zmq::socket_t& workers) : workers_(workers) {}
 

@@ -68,11 +68,15 @@ class WorkerOutboxTest : public ::testing::Test {
 TEST_F(WorkerOutboxTest, ARoundLeavesAtFlushInOrderWithRunsOfDecisionsMerged) {
   WorkerOutbox outbox(router_);
   std::vector<bool> sent;
+  auto record = [&](bool ok, std::string payload) {
+    sent.push_back(ok);
+    EXPECT_EQ(payload, Stop());  // handed back
+  };
   outbox.QueueDecision("w1", Decision(1));
   outbox.QueueDecision("w1", Decision(2));
-  outbox.Queue("w1", Stop(), [&](bool ok) { sent.push_back(ok); });
+  outbox.Queue("w1", Stop(), record);
   outbox.QueueDecision("w1", Decision(3));
-  outbox.Queue("nobody", Stop(), [&](bool ok) { sent.push_back(ok); });
+  outbox.Queue("nobody", Stop(), record);
   std::this_thread::sleep_for(std::chrono::milliseconds(20));
   EXPECT_TRUE(Received().empty());  // nothing before Flush
   EXPECT_TRUE(sent.empty());
