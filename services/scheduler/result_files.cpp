@@ -1,8 +1,11 @@
 #include "services/scheduler/result_files.hpp"
 
+#include <sys/resource.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include <cerrno>
+#include <cstring>
 #include <filesystem>
 #include <sstream>
 
@@ -69,6 +72,10 @@ void ResultFiles::Drain() {
 }
 
 void ResultFiles::Loop() {
+  // Linux applies a PRIO_PROCESS priority to the one thread named by its id.
+  if (setpriority(PRIO_PROCESS, id_t(gettid()), kWriterNice) != 0) {
+    spdlog::debug("Result file writer keeps its priority: {}", std::strerror(errno));
+  }
   std::unique_lock<std::mutex> lock(mu_);
   std::vector<Task> chunk;
   while (true) {

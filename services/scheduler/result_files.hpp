@@ -10,6 +10,10 @@
 // to the writer thread in one go (once per poll round), so the loop takes the lock once per
 // round, not once per result.
 //
+// The writer thread runs at nice kWriterNice: on a busy host the loop's decisions, which workers
+// wait for, take the CPU first, and the files catch up when it is free (measured in
+// docs/performance.md, item 29).
+//
 // Memory stays bounded when the files cannot keep up: Backlog() tells the scheduler to start
 // no new trial while it is high (the scheduler's placement gate), and past kMaxBacklog tasks
 // Flush waits for the writer (a slow disk slows the experiment instead of growing the heap).
@@ -63,6 +67,8 @@ class ResultFiles {
   size_t Backlog() const { return backlog_.load() + staged_.size(); }
   /// Flush waits for the writer above this many tasks (about 400 bytes each).
   static constexpr size_t kMaxBacklog = 65536;
+  /// The writer thread's nice value: the lowest priority (the loop's own is untouched).
+  static constexpr int kWriterNice = 19;
 
  private:
   struct Task {

@@ -1,13 +1,16 @@
 // Tests for ResultFiles (services/scheduler/result_files.hpp): the writer thread produces Ray
 // Tune's per-trial files, keeps a reopened trial's CSV header, and Backlog() counts what is not
-// written yet.
+// written yet, and the writer thread runs at the lowest priority.
 #include "services/scheduler/result_files.hpp"
 
 #include <gtest/gtest.h>
+#include <sys/resource.h>
 #include <unistd.h>
 
 #include <filesystem>
 #include <fstream>
+#include <iterator>
+#include <sstream>
 #include <string>
 #include <vector>
 
@@ -80,6 +83,34 @@ TEST_F(ResultFilesTest, BacklogCountsWorkUntilItIsWritten) {
   files.Drain();
   EXPECT_EQ(files.Backlog(), 0u);
   for (int i = 0; i < 10; ++i) EXPECT_EQ(Lines(dir_ / ("t" + std::to_string(i)) / "result.json").size(), 1u) << i;
+}
+
+// The nice value of thread `tid` of this process (field 19 of /proc/self/task/<tid>/stat).
+int NiceOf(const std::string& tid) {
+  std::ifstream in("/proc/self/task/" + tid + "/stat");
+  std::string stat((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  std::istringstream fields(stat.substr(stat.rfind(')') + 2));  // from field 3 (state) on
+  std::string field;
+  for (int i = 3; i <= 19; ++i) fields >> field;
+  return std::stoi(field);
+}
+
+TEST_F(ResultFilesTest, WriterThreadRunsAtTheLowestPriorityAndTheCallerKeepsItsOwn) {
+  // The files yield the CPU to the loop's decisions: the writer thread alone is at nice 19.
+  const int caller_nice = getpriority(PRIO_PROCESS, id_t(gettid()));
+  std::vector<std::string> writer_threads;
+  {
+    ResultFiles files;
+    files.AppendResult(0, (dir_ / "t0").string(), Msgpack({{"i", 0}}));
+    files.Drain();  // the writer thread has run
+    for (const auto& task : fs::directory_iterator("/proc/self/task")) {
+      const std::string tid = task.path().filename().string();
+      if (tid != std::to_string(gettid()) && NiceOf(tid) == ResultFiles::kWriterNice) writer_threads.push_back(tid);
+    }
+  }
+  EXPECT_EQ(writer_threads.size(), 1u);
+  EXPECT_EQ(getpriority(PRIO_PROCESS, id_t(gettid())), caller_nice);
+  EXPECT_EQ(NiceOf(std::to_string(gettid())), caller_nice);
 }
 
 }  // namespace
