@@ -1,5 +1,9 @@
 #include "libs/journal/records.hpp"
 
+#include <bit>
+#include <limits>
+#include <type_traits>
+
 #include <msgpack.hpp>
 
 namespace tunebus::journal {
@@ -48,49 +52,102 @@ json TrialStarted(const Trial& t) {
           {"restored_time_total_s", t.restored_time_total_s}, {"start_time_s", t.start_time_s}};
 }
 
-json ResultRecord(const Trial& t, const json& result, const char* decision) {
-  return {{"kind", "result"}, {"trial_id", t.trial_id}, {"attempt", t.attempt}, {"seq", t.last_seq},
-          {"result", result}, {"decision", decision}};
-}
-
 namespace {
 // msgpack-c's packer writing straight into a std::string (no sbuffer to copy from).
 struct StringSink {
   std::string& bytes;
   void write(const char* data, size_t size) { bytes.append(data, size); }
 };
+
+// A record under construction: msgpack-c's packer over the record's bytes, with nlohmann's
+// choices where msgpack-c would choose otherwise.
+class RecordPacker {
+ public:
+  RecordPacker(std::string& bytes, uint32_t fields) : sink_{bytes}, pk_(sink_) { pk_.pack_map(fields); }
+  template <typename T>
+    requires(!std::is_convertible_v<const T&, std::string_view>)
+  RecordPacker& Field(std::string_view key, const T& value) {
+    pk_.pack(key);
+    pk_.pack(value);
+    return *this;
+  }
+  RecordPacker& Field(std::string_view key, std::string_view value) {
+    pk_.pack(key);
+    pk_.pack(value);
+    return *this;
+  }
+  // As nlohmann::json::to_msgpack: a float32 when a float holds the value exactly, else a
+  // float64 (msgpack-c's pack_double would write an integral value as an integer).
+  RecordPacker& Field(std::string_view key, double value) {
+    pk_.pack(key);
+    const bool as_float = value >= double(std::numeric_limits<float>::lowest()) &&
+                          value <= double(std::numeric_limits<float>::max()) && double(float(value)) == value;
+    if (as_float) {
+      PutBigEndian(char(0xca), std::bit_cast<uint32_t>(float(value)));
+    } else {
+      PutBigEndian(char(0xcb), std::bit_cast<uint64_t>(value));
+    }
+    return *this;
+  }
+  RecordPacker& JsonField(std::string_view key, const json& value) {
+    pk_.pack(key);
+    json::to_msgpack(value, sink_.bytes);  // appends
+    return *this;
+  }
+  // A value already encoded as msgpack.
+  RecordPacker& RawField(std::string_view key, std::string_view msgpack_bytes) {
+    pk_.pack(key);
+    sink_.write(msgpack_bytes.data(), msgpack_bytes.size());
+    return *this;
+  }
+
+ private:
+  template <typename Bits>
+  void PutBigEndian(char prefix, Bits bits) {
+    sink_.bytes.push_back(prefix);
+    for (int shift = int(sizeof(Bits)) * 8 - 8; shift >= 0; shift -= 8) sink_.bytes.push_back(char((bits >> shift) & 0xff));
+  }
+
+  StringSink sink_;
+  msgpack::packer<StringSink> pk_;
+};
 }  // namespace
+
+json ResultRecord(const Trial& t, const json& result, const char* decision) {
+  return {{"kind", "result"}, {"trial_id", t.trial_id}, {"attempt", t.attempt}, {"seq", t.last_seq},
+          {"result", result}, {"decision", decision}};
+}
+
 
 std::string EncodeResultRecord(const Trial& t, std::string_view result_msgpack, const char* decision) {
   std::string bytes;
   bytes.reserve(96 + t.trial_id.size() + result_msgpack.size());
-  StringSink buf{bytes};
-  msgpack::packer<StringSink> pk(buf);
-  pk.pack_map(6);  // the keys in ResultRecord's (sorted) order
-  pk.pack(std::string_view("attempt"));
-  pk.pack(t.attempt);
-  pk.pack(std::string_view("decision"));
-  pk.pack(std::string_view(decision));
-  pk.pack(std::string_view("kind"));
-  pk.pack(std::string_view("result"));
-  pk.pack(std::string_view("result"));
-  buf.write(result_msgpack.data(), result_msgpack.size());
-  pk.pack(std::string_view("seq"));
-  pk.pack(t.last_seq);
-  pk.pack(std::string_view("trial_id"));
-  pk.pack(t.trial_id);
+  RecordPacker(bytes, 6)  // the keys in ResultRecord's (sorted) order
+      .Field("attempt", t.attempt)
+      .Field("decision", decision)
+      .Field("kind", "result")
+      .RawField("result", result_msgpack)
+      .Field("seq", t.last_seq)
+      .Field("trial_id", t.trial_id);
   return bytes;
 }
+
+namespace {
+// The failure_kind a trial_status record carries: set only when this attempt just failed of
+// something other than a trainable error (FailureKind::kError is the default replay assumes).
+const char* StatusFailureKind(const Trial& t) {
+  const bool failed_now = !t.error.empty() && !t.failures.empty() && t.failures.back().attempt == t.attempt &&
+                          t.failures.back().error == t.error;
+  return failed_now && t.failures.back().kind != FailureKind::kError ? FailureKindName(t.failures.back().kind)
+                                                                      : nullptr;
+}
+}  // namespace
 
 json TrialStatusRecord(const Trial& t) {
   json r = {{"kind", "trial_status"}, {"trial_id", t.trial_id}, {"attempt", t.attempt},
             {"status", TrialStatusName(t.status)}, {"error", t.error}, {"num_failures", t.num_failures}};
   if (t.num_worker_losses > 0) r["num_worker_losses"] = t.num_worker_losses;
-  const bool failed_now = !t.error.empty() && !t.failures.empty() && t.failures.back().attempt == t.attempt &&
-                          t.failures.back().error == t.error;
-  if (failed_now && t.failures.back().kind != FailureKind::kError) {
-    r["failure_kind"] = FailureKindName(t.failures.back().kind);
-  }
+  if (const char* kind = StatusFailureKind(t)) r["failure_kind"] = kind;
   return r;
 }
 
@@ -119,6 +176,58 @@ json CheckpointDeletedRecord(const Trial& t, const std::string& checkpoint_id) {
 json TrialUpdated(const Trial& t, const json& change) {
   return {{"kind", "trial_updated"}, {"trial_id", t.trial_id}, {"config", t.config},
           {"resources", t.resources.units_map()}, {"change", change}};
+}
+
+std::string EncodeTrialAdded(const Trial& t) {
+  if (t.restore_checkpoint) return EncodeRecord(TrialAdded(t));  // rare: restore_from
+  std::string bytes;
+  bytes.reserve(128 + t.experiment_tag.size());
+  RecordPacker(bytes, 6)  // the keys in TrialAdded's (sorted) order
+      .JsonField("config", t.config)
+      .Field("experiment_tag", t.experiment_tag)
+      .Field("index", t.index)
+      .Field("kind", "trial_added")
+      .Field("resources", t.resources.units_map())
+      .Field("trial_id", t.trial_id);
+  return bytes;
+}
+
+std::string EncodeTrialStarted(const Trial& t) {
+  std::string bytes;
+  bytes.reserve(192);
+  RecordPacker(bytes, 9)
+      .Field("attempt", t.attempt)
+      .Field("gpu_ids", t.gpu_ids)
+      .Field("kind", "trial_started")
+      .Field("restored_checkpoint_id", t.restored_checkpoint_id)
+      .Field("restored_iteration", t.restored_iteration)
+      .Field("restored_time_total_s", t.restored_time_total_s)
+      .Field("start_time_s", t.start_time_s)
+      .Field("trial_id", t.trial_id)
+      .Field("worker_id", t.worker_id);
+  return bytes;
+}
+
+std::string EncodeTrialStatusRecord(const Trial& t) {
+  if (t.num_worker_losses > 0 || StatusFailureKind(t) != nullptr) {
+    return EncodeRecord(TrialStatusRecord(t));  // rare: the optional fields
+  }
+  std::string bytes;
+  bytes.reserve(96 + t.error.size());
+  RecordPacker(bytes, 6)
+      .Field("attempt", t.attempt)
+      .Field("error", t.error)
+      .Field("kind", "trial_status")
+      .Field("num_failures", t.num_failures)
+      .Field("status", TrialStatusName(t.status))
+      .Field("trial_id", t.trial_id);
+  return bytes;
+}
+
+std::string EncodeTrialSchedulerDelta(const json& delta) {
+  std::string bytes;
+  RecordPacker(bytes, 2).JsonField("delta", delta).Field("kind", "trial_scheduler");
+  return bytes;
 }
 
 }  // namespace tunebus::journal

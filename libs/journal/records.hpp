@@ -50,6 +50,15 @@ std::string EncodeResultRecord(const Trial& trial, std::string_view result_msgpa
 nlohmann::json TrialStatusRecord(const Trial& trial);
 /// The trial scheduler's state delta (TrialScheduler::TakeStateDelta): kind "trial_scheduler".
 nlohmann::json TrialSchedulerDelta(const nlohmann::json& delta);
+
+// The records the scheduler appends per trial, written straight from the trial with msgpack-c's
+// packer instead of through a record document: the same bytes as EncodeRecord of the document
+// (keys in its sorted order; a double that a float holds exactly as a float, as
+// nlohmann::json::to_msgpack writes it).
+std::string EncodeTrialAdded(const Trial& trial);          ///< EncodeRecord(TrialAdded(trial))
+std::string EncodeTrialStarted(const Trial& trial);        ///< EncodeRecord(TrialStarted(trial))
+std::string EncodeTrialStatusRecord(const Trial& trial);   ///< EncodeRecord(TrialStatusRecord(trial))
+std::string EncodeTrialSchedulerDelta(const nlohmann::json& delta);  ///< EncodeRecord(TrialSchedulerDelta(delta))
 nlohmann::json ExperimentEnded(const std::string& status, const std::string& reason);
 nlohmann::json CheckpointJson(const CheckpointRef& ref);
 nlohmann::json ExperimentResumed(double at_s, const std::string& rerun_errored);

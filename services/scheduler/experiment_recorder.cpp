@@ -38,13 +38,13 @@ ExperimentRecorder::~ExperimentRecorder() = default;
 std::string ExperimentRecorder::TrialDir(const Trial& t) const { return experiment_dir_ + "/" + t.DirName(); }
 
 void ExperimentRecorder::OnTrialAdded(const Trial& t) {
-  journal_.Append(journal::TrialAdded(t));
+  journal_.AppendEncoded(journal::EncodeTrialAdded(t));
   files_.WriteParams(TrialDir(t), t.config);
   events_.Publish("trial", "trial_added", name_, t.trial_id, [&] { return TrialToJson(t, experiment_dir_); });
 }
 
 void ExperimentRecorder::OnTrialStarted(const Trial& t) {
-  journal_.Append(journal::TrialStarted(t));
+  journal_.AppendEncoded(journal::EncodeTrialStarted(t));
   events_.Publish("trial", "trial_started", name_, t.trial_id, [&] { return TrialToJson(t, experiment_dir_); });
 }
 
@@ -58,7 +58,7 @@ void ExperimentRecorder::OnTrialResult(const Trial& t, const TrainingResult& res
 }
 
 void ExperimentRecorder::OnTrialStatus(const Trial& t) {
-  journal_.Append(journal::TrialStatusRecord(t));
+  journal_.AppendEncoded(journal::EncodeTrialStatusRecord(t));
   if (IsFinished(t.status)) files_.Close(t.index);
   events_.Publish("trial", "trial_status", name_, t.trial_id, [&] { return TrialToJson(t, experiment_dir_); });
 }
@@ -81,7 +81,7 @@ void ExperimentRecorder::OnTrialUpdated(const Trial& t, const json& change) {
 void ExperimentRecorder::OnSearcherState(const json& state) { journal_.Append(journal::SearcherState(state)); }
 
 void ExperimentRecorder::OnTrialSchedulerState(const json& delta) {
-  journal_.Append(journal::TrialSchedulerDelta(delta));
+  journal_.AppendEncoded(journal::EncodeTrialSchedulerDelta(delta));
 }
 
 void ExperimentRecorder::OnExperimentEnded(const std::string& status, const std::string& reason) {

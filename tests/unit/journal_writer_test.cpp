@@ -165,6 +165,48 @@ TEST(JournalRecordsTest, EncodedResultRecordDecodesToTheResultRecord) {
   EXPECT_EQ(bytes, EncodeRecord(ResultRecord(t, result, "checkpoint")));  // the same bytes, too
 }
 
+// The per-trial records written straight from the trial are the bytes of the record documents,
+// across the msgpack widths (fixint/uint16, fixstr/str8, float32/float64, empty/filled arrays)
+// and the optional fields that fall back to the document.
+TEST(JournalRecordsTest, TrialRecordsWrittenStraightAreTheBytesOfTheirDocuments) {
+  Trial t;
+  t.trial_id = "abc_00007";
+  t.index = 7;
+  t.config = {{"lr", 0.001}, {"layers", {64, 32}}, {"opt", "adam"}, {"nested", {{"a", nullptr}}}};
+  t.experiment_tag = "7_lr=0.001,opt=adam,a_tag_longer_than_thirty_one_characters";
+  t.resources = *Resources::FromAmounts({{"cpu", 1}, {"gpu", 0.5}, {"disk", 2}});
+  std::vector<Trial> cases;
+  cases.push_back(t);  // freshly added: attempt 0, no worker, no error
+  t.attempt = 300;     // wider than a fixint
+  t.worker_id = "w1";
+  t.gpu_ids = {"0", "3"};
+  t.start_time_s = 1764000000.123456;  // needs a float64
+  t.restored_checkpoint_id = "ck_1";
+  t.restored_iteration = 12;
+  t.restored_time_total_s = 1.5;  // a float32 holds it exactly
+  t.status = TrialStatus::kRunning;
+  cases.push_back(t);
+  t.status = TrialStatus::kError;
+  t.error = "trainable exited with code 1";
+  t.num_failures = 2;
+  t.failures.push_back({t.attempt, t.error, TrialStatus::kError, FailureKind::kError});
+  cases.push_back(t);
+  t.failures.back().kind = FailureKind::kWorkerLost;  // failure_kind and num_worker_losses
+  t.num_worker_losses = 1;
+  cases.push_back(t);
+  t.restore_checkpoint = CheckpointRef{"ck_0", 3, 2.5, 0.9, 100};
+  cases.push_back(t);
+  for (size_t i = 0; i < cases.size(); ++i) {
+    const Trial& c = cases[i];
+    EXPECT_EQ(EncodeTrialAdded(c), EncodeRecord(TrialAdded(c))) << i;
+    EXPECT_EQ(EncodeTrialStarted(c), EncodeRecord(TrialStarted(c))) << i;
+    EXPECT_EQ(EncodeTrialStatusRecord(c), EncodeRecord(TrialStatusRecord(c))) << i;
+  }
+  for (const json& delta : {json::array({{{"add", {"abc_00007", 2}}}}), json::array()}) {
+    EXPECT_EQ(EncodeTrialSchedulerDelta(delta), EncodeRecord(TrialSchedulerDelta(delta))) << delta.dump();
+  }
+}
+
 TEST_F(JournalWriterTest, EffectRunsAtOnceWhenEverythingIsDurable) {
   // Nothing appended yet (or everything acked): AfterDurable runs the effect immediately.
   int ran = 0;
