@@ -14,7 +14,13 @@ namespace {
 
 bool NeedsEscape(char c) { return c == '"' || c == '\\' || static_cast<unsigned char>(c) < 0x20; }
 
-void AppendQuoted(std::string_view s, std::string& out) {
+void AppendInt(const fmt::format_int& digits, std::string& out) { out.append(digits.data(), digits.size()); }
+
+std::string_view Str(const msgpack::object& o) { return {o.via.str.ptr, o.via.str.size}; }
+
+}  // namespace
+
+void AppendJsonString(std::string_view s, std::string& out) {
   out.push_back('"');
   size_t run = 0;  // start of the characters not yet appended, which need no escape
   for (size_t i = 0; i < s.size(); ++i) {
@@ -37,7 +43,7 @@ void AppendQuoted(std::string_view s, std::string& out) {
   out.push_back('"');
 }
 
-void AppendDouble(double v, std::string& out) {
+void AppendJsonDouble(double v, std::string& out) {
   if (!std::isfinite(v)) {
     out += "null";
     return;
@@ -51,12 +57,6 @@ void AppendDouble(double v, std::string& out) {
   if (integral) out += ".0";
 }
 
-void AppendInt(const fmt::format_int& digits, std::string& out) { out.append(digits.data(), digits.size()); }
-
-std::string_view Str(const msgpack::object& o) { return {o.via.str.ptr, o.via.str.size}; }
-
-}  // namespace
-
 void AppendJson(const msgpack::object& o, std::string& out) {
   switch (o.type) {
     case msgpack::type::NIL: out += "null"; break;
@@ -64,8 +64,8 @@ void AppendJson(const msgpack::object& o, std::string& out) {
     case msgpack::type::POSITIVE_INTEGER: AppendInt(fmt::format_int(o.via.u64), out); break;
     case msgpack::type::NEGATIVE_INTEGER: AppendInt(fmt::format_int(o.via.i64), out); break;
     case msgpack::type::FLOAT32:
-    case msgpack::type::FLOAT64: AppendDouble(o.via.f64, out); break;
-    case msgpack::type::STR: AppendQuoted(Str(o), out); break;
+    case msgpack::type::FLOAT64: AppendJsonDouble(o.via.f64, out); break;
+    case msgpack::type::STR: AppendJsonString(Str(o), out); break;
     case msgpack::type::ARRAY:
       out.push_back('[');
       for (uint32_t i = 0; i < o.via.array.size; ++i) {
@@ -80,11 +80,11 @@ void AppendJson(const msgpack::object& o, std::string& out) {
         const msgpack::object_kv& kv = o.via.map.ptr[i];
         if (i) out.push_back(',');
         if (kv.key.type == msgpack::type::STR) {
-          AppendQuoted(Str(kv.key), out);
+          AppendJsonString(Str(kv.key), out);
         } else {
           std::string key;
           AppendJson(kv.key, key);
-          AppendQuoted(key, out);
+          AppendJsonString(key, out);
         }
         out.push_back(':');
         AppendJson(kv.val, out);
@@ -116,11 +116,11 @@ bool ResultText::Decode(std::string_view bytes) {
     f.key_is_str = kv.key.type == msgpack::type::STR;
     if (f.key_is_str) {
       f.key = Str(kv.key);
-      AppendQuoted(f.key, text_);
+      AppendJsonString(f.key, text_);
     } else {
       std::string key;
       AppendJson(kv.key, key);
-      AppendQuoted(key, text_);
+      AppendJsonString(key, text_);
     }
     f.value_begin = uint32_t(text_.size());
     AppendJson(kv.val, text_);

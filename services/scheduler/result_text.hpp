@@ -18,6 +18,12 @@ namespace tunebus {
 /// null, integral floats with ".0"). Binary and extension values become null.
 void AppendJson(const msgpack::object& o, std::string& out);
 
+/// Appends `s` as a JSON string (quoted; '"', '\\' and control characters escaped).
+void AppendJsonString(std::string_view s, std::string& out);
+/// Appends `v` as nlohmann::json::dump does: the shortest text that reads back as `v`, an
+/// integral value with ".0", a non-finite one as null.
+void AppendJsonDouble(double v, std::string& out);
+
 /// Decodes result msgpack bytes and formats them. One per writer thread: the decode zone and
 /// the text buffer are reused from one result to the next. Each value is formatted once, in
 /// Decode, for both the JSON line and the CSV row.

@@ -1,5 +1,7 @@
 #include "services/scheduler/trial_json.hpp"
 
+#include <fmt/format.h>
+
 #include "services/scheduler/result_text.hpp"
 
 namespace tunebus {
@@ -52,21 +54,102 @@ json TrialToJson(const Trial& t, const std::string& experiment_dir) {
   return trial;
 }
 
+namespace {
+
+// Compact JSON text of one object, written field by field.
+class ObjectText {
+ public:
+  explicit ObjectText(std::string& out) : out_(out) { out_.push_back('{'); }
+  ~ObjectText() { out_.push_back('}'); }
+  std::string& Key(std::string_view key) {
+    if (!first_) out_.push_back(',');
+    first_ = false;
+    AppendJsonString(key, out_);
+    out_.push_back(':');
+    return out_;
+  }
+  void Int(std::string_view key, int64_t v) { Key(key).append(fmt::format_int(v).str()); }
+  void Double(std::string_view key, double v) { AppendJsonDouble(v, Key(key)); }
+  void String(std::string_view key, std::string_view v) { AppendJsonString(v, Key(key)); }
+  void StringOrNull(std::string_view key, std::string_view v) {
+    if (v.empty()) {
+      Key(key) += "null";
+    } else {
+      String(key, v);
+    }
+  }
+
+ private:
+  std::string& out_;
+  bool first_ = true;
+};
+
+}  // namespace
+
 void AppendTrialJson(const Trial& t, const std::string& experiment_dir, std::string& out) {
-  std::string fields = TrialFieldsToJson(t, experiment_dir).dump();
-  fields.pop_back();  // the closing brace
-  out += fields;
-  out += ",\"config\":";
-  out += t.config.dump();
-  out += ",\"last_result\":";
+  // TrialFieldsToJson's fields in its (sorted) key order, then "config" and "last_result".
+  ObjectText o(out);
+  o.Int("attempt", t.attempt);
+  std::string& checkpoints = o.Key("checkpoints");
+  checkpoints.push_back('[');
+  for (size_t i = 0; i < t.checkpoints.size(); ++i) {
+    if (i > 0) checkpoints.push_back(',');
+    const CheckpointRef& c = t.checkpoints[i];
+    ObjectText ck(checkpoints);
+    ck.String("checkpoint_id", c.checkpoint_id);
+    if (c.score) {
+      ck.Double("score", *c.score);
+    } else {
+      ck.Key("score") += "null";
+    }
+    ck.Int("size_bytes", c.size_bytes);
+    ck.Double("time_total_s", c.time_total_s);
+    ck.Int("training_iteration", c.training_iteration);
+  }
+  checkpoints.push_back(']');
+  o.String("dir", experiment_dir + "/" + t.DirName());
+  o.StringOrNull("error", t.error);
+  o.String("experiment_tag", t.experiment_tag);
+  std::string& failures = o.Key("failures");
+  failures.push_back('[');
+  for (size_t i = 0; i < t.failures.size(); ++i) {
+    if (i > 0) failures.push_back(',');
+    const TrialFailure& f = t.failures[i];
+    ObjectText fo(failures);
+    fo.Int("attempt", f.attempt);
+    fo.String("error", f.error);
+    fo.String("kind", FailureKindName(f.kind));
+    fo.String("then", TrialStatusName(f.then));
+  }
+  failures.push_back(']');
+  std::string& gpu_ids = o.Key("gpu_ids");
+  gpu_ids.push_back('[');
+  for (size_t i = 0; i < t.gpu_ids.size(); ++i) {
+    if (i > 0) gpu_ids.push_back(',');
+    AppendJsonString(t.gpu_ids[i], gpu_ids);
+  }
+  gpu_ids.push_back(']');
+  o.Int("num_failures", t.num_failures);
+  o.Int("num_worker_losses", t.num_worker_losses);
+  {
+    ObjectText resources(o.Key("resources"));
+    for (const auto& [name, amount] : t.resources.ToAmounts()) resources.Double(name, amount);
+  }
+  o.StringOrNull("restored_checkpoint_id", t.restored_checkpoint_id);
+  o.String("status", TrialStatusName(t.status));
+  o.Double("time_total_s", t.time_total_s);
+  o.Int("training_iteration", t.training_iteration);
+  o.String("trial_id", t.trial_id);
+  o.StringOrNull("worker", t.worker_id);
+  o.Key("config") += t.config.dump();
+  std::string& last_result = o.Key("last_result");
   if (t.last_result_msgpack.empty()) {
-    out += "{}";
+    last_result += "{}";
   } else {
     // Formatted from the stored bytes: no document of the last result is built.
     const msgpack::object_handle h = msgpack::unpack(t.last_result_msgpack.data(), t.last_result_msgpack.size());
-    AppendJson(h.get(), out);
+    AppendJson(h.get(), last_result);
   }
-  out += '}';
 }
 
 json ExperimentToJson(const std::string& name, const TrialRunner& runner, const std::string& experiment_dir,

@@ -14,10 +14,19 @@ namespace {
 
 using json = nlohmann::json;
 
+// The text AppendTrialJson appends, checked against nlohmann's dump of TrialToJson's document
+// with "config" and "last_result" moved last (the same characters, number forms included).
 json Appended(const Trial& t) {
   std::string text = "prefix ";
   AppendTrialJson(t, "/results/exp", text);
   EXPECT_EQ(text.substr(0, 7), "prefix ");  // appends, keeps what was there
+  json fields = TrialToJson(t, "/results/exp");
+  const json config = fields["config"], last_result = fields["last_result"];
+  fields.erase("config");
+  fields.erase("last_result");
+  std::string dumped = fields.dump();
+  dumped.pop_back();
+  EXPECT_EQ(text.substr(7), dumped + ",\"config\":" + config.dump() + ",\"last_result\":" + last_result.dump() + "}");
   return json::parse(text.substr(7));
 }
 
@@ -45,6 +54,22 @@ TEST(TrialJsonTest, StateFileTextHoldsWhatTrialToJsonGives) {
   t.error = "boom";
   t.training_iteration = 3;
   t.worker_id = "w1";
+  EXPECT_EQ(Appended(t), TrialToJson(t, "/results/exp"));
+
+  // Every other field set: fractional and custom resources, GPUs, a restore, a checkpoint
+  // without a score, a worker-lost failure, escapes in strings, a non-integral time.
+  t.resources = *Resources::FromAmounts({{"cpu", 2}, {"gpu", 0.25}, {"tpu-v4", 1}});
+  t.gpu_ids = {"0", "1"};
+  t.restored_checkpoint_id = "exp/exp_00007/00000003-a1";
+  t.checkpoints.push_back(CheckpointRef{"exp/exp_00007/00000009-b2", 9, 4.125, std::nullopt, 0});
+  t.failures.push_back(TrialFailure{2, "worker w1 lost\t(heartbeats)", TrialStatus::kPending, FailureKind::kWorkerLost});
+  t.num_failures = 2;
+  t.num_worker_losses = 1;
+  t.error = "line 1\nline \"2\"";
+  t.experiment_tag = "7_lr=0.1,opt=sgd \"fast\"";
+  t.time_total_s = 12.000001;
+  t.attempt = 3;
+  t.status = TrialStatus::kRunning;
   EXPECT_EQ(Appended(t), TrialToJson(t, "/results/exp"));
 }
 
