@@ -1,5 +1,7 @@
 #include "services/scheduler/trial_json.hpp"
 
+#include <utility>
+
 #include <fmt/format.h>
 
 #include "services/scheduler/result_text.hpp"
@@ -71,6 +73,18 @@ class ObjectText {
   void Int(std::string_view key, int64_t v) { Key(key).append(fmt::format_int(v).str()); }
   void Double(std::string_view key, double v) { AppendJsonDouble(v, Key(key)); }
   void String(std::string_view key, std::string_view v) { AppendJsonString(v, Key(key)); }
+  // A JSON array of `items`, each written by write(item, out).
+  template <typename Items, typename Write>
+  void Array(std::string_view key, const Items& items, Write write) {
+    std::string& out = Key(key);
+    out.push_back('[');
+    bool first = true;
+    for (const auto& item : items) {
+      if (!std::exchange(first, false)) out.push_back(',');
+      write(item, out);
+    }
+    out.push_back(']');
+  }
   void StringOrNull(std::string_view key, std::string_view v) {
     if (v.empty()) {
       Key(key) += "null";
@@ -90,12 +104,8 @@ void AppendTrialJson(const Trial& t, const std::string& experiment_dir, std::str
   // TrialFieldsToJson's fields in its (sorted) key order, then "config" and "last_result".
   ObjectText o(out);
   o.Int("attempt", t.attempt);
-  std::string& checkpoints = o.Key("checkpoints");
-  checkpoints.push_back('[');
-  for (size_t i = 0; i < t.checkpoints.size(); ++i) {
-    if (i > 0) checkpoints.push_back(',');
-    const CheckpointRef& c = t.checkpoints[i];
-    ObjectText ck(checkpoints);
+  o.Array("checkpoints", t.checkpoints, [](const CheckpointRef& c, std::string& out) {
+    ObjectText ck(out);
     ck.String("checkpoint_id", c.checkpoint_id);
     if (c.score) {
       ck.Double("score", *c.score);
@@ -105,30 +115,18 @@ void AppendTrialJson(const Trial& t, const std::string& experiment_dir, std::str
     ck.Int("size_bytes", c.size_bytes);
     ck.Double("time_total_s", c.time_total_s);
     ck.Int("training_iteration", c.training_iteration);
-  }
-  checkpoints.push_back(']');
+  });
   o.String("dir", experiment_dir + "/" + t.DirName());
   o.StringOrNull("error", t.error);
   o.String("experiment_tag", t.experiment_tag);
-  std::string& failures = o.Key("failures");
-  failures.push_back('[');
-  for (size_t i = 0; i < t.failures.size(); ++i) {
-    if (i > 0) failures.push_back(',');
-    const TrialFailure& f = t.failures[i];
-    ObjectText fo(failures);
+  o.Array("failures", t.failures, [](const TrialFailure& f, std::string& out) {
+    ObjectText fo(out);
     fo.Int("attempt", f.attempt);
     fo.String("error", f.error);
     fo.String("kind", FailureKindName(f.kind));
     fo.String("then", TrialStatusName(f.then));
-  }
-  failures.push_back(']');
-  std::string& gpu_ids = o.Key("gpu_ids");
-  gpu_ids.push_back('[');
-  for (size_t i = 0; i < t.gpu_ids.size(); ++i) {
-    if (i > 0) gpu_ids.push_back(',');
-    AppendJsonString(t.gpu_ids[i], gpu_ids);
-  }
-  gpu_ids.push_back(']');
+  });
+  o.Array("gpu_ids", t.gpu_ids, [](const std::string& id, std::string& out) { AppendJsonString(id, out); });
   o.Int("num_failures", t.num_failures);
   o.Int("num_worker_losses", t.num_worker_losses);
   {
