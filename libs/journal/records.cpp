@@ -63,7 +63,9 @@ struct StringSink {
 // choices where msgpack-c would choose otherwise.
 class RecordPacker {
  public:
-  RecordPacker(std::string& bytes, uint32_t fields) : sink_{bytes}, pk_(sink_) { pk_.pack_map(fields); }
+  RecordPacker(std::string& bytes, uint32_t fields) : sink_{bytes}, pk_(sink_) {
+    pk_.pack_map(fields);
+  }
   template <typename T>
     requires(!std::is_convertible_v<const T&, std::string_view>)
   RecordPacker& Field(std::string_view key, const T& value) {
@@ -81,7 +83,8 @@ class RecordPacker {
   RecordPacker& Field(std::string_view key, double value) {
     pk_.pack(key);
     const bool as_float = value >= double(std::numeric_limits<float>::lowest()) &&
-                          value <= double(std::numeric_limits<float>::max()) && double(float(value)) == value;
+                          value <= double(std::numeric_limits<float>::max()) &&
+                          double(float(value)) == value;
     if (as_float) {
       PutBigEndian(char(0xca), std::bit_cast<uint32_t>(float(value)));
     } else {
@@ -105,7 +108,9 @@ class RecordPacker {
   template <typename Bits>
   void PutBigEndian(char prefix, Bits bits) {
     sink_.bytes.push_back(prefix);
-    for (int shift = int(sizeof(Bits)) * 8 - 8; shift >= 0; shift -= 8) sink_.bytes.push_back(char((bits >> shift) & 0xff));
+    for (int shift = int(sizeof(Bits)) * 8 - 8; shift >= 0; shift -= 8) {
+      sink_.bytes.push_back(char((bits >> shift) & 0xff));
+    }
   }
 
   StringSink sink_;
@@ -117,7 +122,6 @@ json ResultRecord(const Trial& t, const json& result, const char* decision) {
   return {{"kind", "result"}, {"trial_id", t.trial_id}, {"attempt", t.attempt}, {"seq", t.last_seq},
           {"result", result}, {"decision", decision}};
 }
-
 
 std::string EncodeResultRecord(const Trial& t, std::string_view result_msgpack, const char* decision) {
   std::string bytes;

@@ -58,7 +58,9 @@ nlohmann::json TrialSchedulerDelta(const nlohmann::json& delta);
 std::string EncodeTrialAdded(const Trial& trial);          ///< EncodeRecord(TrialAdded(trial))
 std::string EncodeTrialStarted(const Trial& trial);        ///< EncodeRecord(TrialStarted(trial))
 std::string EncodeTrialStatusRecord(const Trial& trial);   ///< EncodeRecord(TrialStatusRecord(trial))
-std::string EncodeTrialSchedulerDelta(const nlohmann::json& delta);  ///< EncodeRecord(TrialSchedulerDelta(delta))
+/// EncodeRecord(TrialSchedulerDelta(delta))
+std::string EncodeTrialSchedulerDelta(const nlohmann::json& delta);
+
 nlohmann::json ExperimentEnded(const std::string& status, const std::string& reason);
 nlohmann::json CheckpointJson(const CheckpointRef& ref);
 nlohmann::json ExperimentResumed(double at_s, const std::string& rerun_errored);

@@ -62,7 +62,8 @@ TEST(TrialJsonTest, StateFileTextHoldsWhatTrialToJsonGives) {
   t.gpu_ids = {"0", "1"};
   t.restored_checkpoint_id = "exp/exp_00007/00000003-a1";
   t.checkpoints.push_back(CheckpointRef{"exp/exp_00007/00000009-b2", 9, 4.125, std::nullopt, 0});
-  t.failures.push_back(TrialFailure{2, "worker w1 lost\t(heartbeats)", TrialStatus::kPending, FailureKind::kWorkerLost});
+  t.failures.push_back(
+      TrialFailure{2, "worker w1 lost\t(heartbeats)", TrialStatus::kPending, FailureKind::kWorkerLost});
   t.num_failures = 2;
   t.num_worker_losses = 1;
   t.error = "line 1\nline \"2\"";
