@@ -200,7 +200,9 @@ void BusExecutor::SendStart(const std::string& worker_id, std::string payload, c
       now->status != TrialStatus::kRunning) {
     return;  // the attempt ended (stopped, requeued) before its start went out
   }
-  if (is_registered_ && !is_registered_(worker_id)) return RetryStart(worker_id, std::move(payload), trial_id, attempt, tries_left);
+  if (is_registered_ && !is_registered_(worker_id)) {
+    return RetryStart(worker_id, std::move(payload), trial_id, attempt, tries_left);
+  }
   // Sent with the round's other messages to that worker; the attempt's start stays unsent until
   // it has left (a RegisterWorker handled meanwhile does not count it lost).
   workers_.Queue(worker_id, std::move(payload),

@@ -18,10 +18,7 @@ json CheckpointToJson(const CheckpointRef& c) {
           {"size_bytes", c.size_bytes}};
 }
 
-namespace {
-
-// Every field of TrialToJson but "config" and "last_result".
-json TrialFieldsToJson(const Trial& t, const std::string& experiment_dir) {
+json TrialToJson(const Trial& t, const std::string& experiment_dir) {
   json checkpoints = json::array();
   for (const CheckpointRef& c : t.checkpoints) checkpoints.push_back(CheckpointToJson(c));
   json failures = json::array();
@@ -32,6 +29,8 @@ json TrialFieldsToJson(const Trial& t, const std::string& experiment_dir) {
   return {{"trial_id", t.trial_id},
           {"failures", std::move(failures)},
           {"status", TrialStatusName(t.status)},
+          {"config", t.config},
+          {"last_result", t.last_result_msgpack.empty() ? json::object() : t.LastResult()},
           {"num_failures", t.num_failures},
           {"num_worker_losses", t.num_worker_losses},
           {"resources", t.resources.ToAmounts()},
@@ -45,15 +44,6 @@ json TrialFieldsToJson(const Trial& t, const std::string& experiment_dir) {
           {"checkpoints", std::move(checkpoints)},
           {"restored_checkpoint_id", t.restored_checkpoint_id.empty() ? json(nullptr) : json(t.restored_checkpoint_id)},
           {"dir", experiment_dir + "/" + t.DirName()}};
-}
-
-}  // namespace
-
-json TrialToJson(const Trial& t, const std::string& experiment_dir) {
-  json trial = TrialFieldsToJson(t, experiment_dir);
-  trial["config"] = t.config;
-  trial["last_result"] = t.last_result_msgpack.empty() ? json::object() : t.LastResult();
-  return trial;
 }
 
 namespace {
@@ -70,7 +60,10 @@ class ObjectText {
     out_.push_back(':');
     return out_;
   }
-  void Int(std::string_view key, int64_t v) { Key(key).append(fmt::format_int(v).str()); }
+  void Int(std::string_view key, int64_t v) {
+    const fmt::format_int digits(v);
+    Key(key).append(digits.data(), digits.size());
+  }
   void Double(std::string_view key, double v) { AppendJsonDouble(v, Key(key)); }
   void String(std::string_view key, std::string_view v) { AppendJsonString(v, Key(key)); }
   // A JSON array of `items`, each written by write(item, out).
@@ -101,7 +94,8 @@ class ObjectText {
 }  // namespace
 
 void AppendTrialJson(const Trial& t, const std::string& experiment_dir, std::string& out) {
-  // TrialFieldsToJson's fields in its (sorted) key order, then "config" and "last_result".
+  // TrialToJson's fields in the (sorted) order its dump gives them, then "config" and
+  // "last_result".
   ObjectText o(out);
   o.Int("attempt", t.attempt);
   o.Array("checkpoints", t.checkpoints, [](const CheckpointRef& c, std::string& out) {

@@ -21,7 +21,7 @@ nlohmann::json CheckpointToJson(const CheckpointRef& checkpoint);
 nlohmann::json TrialToJson(const Trial& trial, const std::string& experiment_dir);
 
 /// TrialToJson(trial).dump() in substance (the same keys and values; "config" and "last_result"
-/// last), appended to `out` without building a document of the config or the last result:
+/// last), appended to `out` as text, field by field, with no document of the trial:
 /// experiment_state.json writes every trial this way when an experiment ends.
 void AppendTrialJson(const Trial& trial, const std::string& experiment_dir, std::string& out);
 
