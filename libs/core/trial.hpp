@@ -102,6 +102,11 @@ struct Trial {
   // Checkpoints (Ray Tune's CheckpointManager): kept checkpoints, oldest first. The newest is
   // what a restart, unpause or requeue restores.
   std::vector<CheckpointRef> checkpoints;
+  /// Checkpoints asked of the current attempt and not reported stored yet, oldest first: the
+  /// decision that answered the result at `training_iteration` saves one (checkpoint_id empty;
+  /// time_total_s and score as of that result). The result record with that decision is the
+  /// request's journal entry, so a scheduler that takes over adopts what the worker then stores.
+  std::vector<CheckpointRef> requested_checkpoints;
   /// Set for one start only: restore this checkpoint (of this or another trial, e.g. PBT's
   /// exploit or restore_from) instead of the trial's newest. Unset = the newest, if any.
   std::optional<CheckpointRef> restore_checkpoint;

@@ -1,6 +1,7 @@
 #include "libs/journal/records.hpp"
 
 #include <bit>
+#include <optional>
 #include <limits>
 #include <type_traits>
 
@@ -118,17 +119,30 @@ class RecordPacker {
 };
 }  // namespace
 
+namespace {
+// The score of the checkpoint the result's decision asks for, if any (see ResultRecord).
+std::optional<double> RequestedCheckpointScore(const Trial& t) {
+  if (t.requested_checkpoints.empty()) return std::nullopt;
+  const CheckpointRef& newest = t.requested_checkpoints.back();
+  return newest.training_iteration == t.training_iteration ? newest.score : std::nullopt;
+}
+}  // namespace
+
 json ResultRecord(const Trial& t, const json& result, const char* decision) {
-  return {{"kind", "result"}, {"trial_id", t.trial_id}, {"attempt", t.attempt}, {"seq", t.last_seq},
-          {"result", result}, {"decision", decision}};
+  json r = {{"kind", "result"}, {"trial_id", t.trial_id}, {"attempt", t.attempt}, {"seq", t.last_seq},
+            {"result", result}, {"decision", decision}};
+  if (auto score = RequestedCheckpointScore(t)) r["checkpoint_score"] = *score;
+  return r;
 }
 
 std::string EncodeResultRecord(const Trial& t, std::string_view result_msgpack, const char* decision) {
   std::string bytes;
   bytes.reserve(96 + t.trial_id.size() + result_msgpack.size());
-  RecordPacker(bytes, 6)  // the keys in ResultRecord's (sorted) order
-      .Field("attempt", t.attempt)
-      .Field("decision", decision)
+  const std::optional<double> score = RequestedCheckpointScore(t);
+  RecordPacker record(bytes, score ? 7 : 6);  // the keys in ResultRecord's (sorted) order
+  record.Field("attempt", t.attempt);
+  if (score) record.Field("checkpoint_score", *score);
+  record.Field("decision", decision)
       .Field("kind", "result")
       .RawField("result", result_msgpack)
       .Field("seq", t.last_seq)

@@ -42,6 +42,9 @@ nlohmann::json ExperimentSubmitted(const std::string& experiment_id, const std::
 nlohmann::json TrialAdded(const Trial& trial);
 nlohmann::json SearcherState(const nlohmann::json& state);
 nlohmann::json TrialStarted(const Trial& trial);
+/// A result and the worker action answering it. When that action saves a checkpoint (the trial's
+/// newest requested_checkpoints entry is at its training_iteration) and the checkpoint has a
+/// score, the record carries it as `checkpoint_score` (replay rebuilds the request from it).
 nlohmann::json ResultRecord(const Trial& trial, const nlohmann::json& result, const char* decision);
 /// EncodeRecord(ResultRecord(trial, result, decision)) from the result already encoded as
 /// msgpack (`result_msgpack`, e.g. by nlohmann::json::to_msgpack), without copying the result

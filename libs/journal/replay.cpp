@@ -125,6 +125,7 @@ Status JournalReplayer::ApplyTrialRecord(const std::string& kind, const json& r,
     t.training_iteration = t.restored_iteration;
     t.time_total_s = t.restored_time_total_s;
     t.restore_checkpoint.reset();
+    t.requested_checkpoints.clear();
     if (t.start_time_s == 0) t.start_time_s = r.value("start_time_s", 0.0);
   } else if (kind == "result") {
     if (r.at("attempt").get<int64_t>() != t.attempt) return Status::Ok();  // written before a restart
@@ -134,7 +135,15 @@ Status JournalReplayer::ApplyTrialRecord(const std::string& kind, const json& r,
     t.time_total_s = result.value("time_total_s", t.time_total_s);
     last_results_[size_t(t.index)] = result;
     ++t.num_results;
-    state_.last_action[t.trial_id] = r.value("decision", "continue");
+    const std::string decision = r.value("decision", "continue");
+    if (decision == "checkpoint" || decision == "pause" || decision == "checkpoint_and_stop") {
+      CheckpointRef asked;  // the request the decision made (TrialRunner::ActionFor)
+      asked.training_iteration = t.training_iteration;
+      asked.time_total_s = t.time_total_s;
+      asked.score = OptionalNumber(r.value("checkpoint_score", json()));
+      t.requested_checkpoints.push_back(asked);
+    }
+    state_.last_action[t.trial_id] = decision;
   } else if (kind == "trial_status") {
     const auto status = ParseTrialStatus(r.at("status").get<std::string>());
     if (!status) return Status::Corruption("unknown trial status " + r.at("status").dump());
@@ -149,7 +158,10 @@ Status JournalReplayer::ApplyTrialRecord(const std::string& kind, const json& r,
       t.gpu_ids.clear();
     }
   } else if (kind == "checkpoint_saved") {
-    t.checkpoints.push_back(CheckpointOf(r));
+    CheckpointRef saved = CheckpointOf(r);
+    std::erase_if(t.requested_checkpoints,
+                  [&](const CheckpointRef& c) { return c.training_iteration <= saved.training_iteration; });
+    t.checkpoints.push_back(std::move(saved));
   } else if (kind == "checkpoint_deleted") {
     const std::string id = r.at("checkpoint_id").get<std::string>();
     std::erase_if(t.checkpoints, [&](const CheckpointRef& c) { return c.checkpoint_id == id; });

@@ -28,6 +28,11 @@ json TrialJson(const Trial& t) {
             {"restored_checkpoint_id", t.restored_checkpoint_id}, {"restored_iteration", t.restored_iteration},
             {"restored_time_total_s", t.restored_time_total_s}};
   if (t.restore_checkpoint) j["restore_checkpoint"] = CheckpointJson(*t.restore_checkpoint);
+  if (!t.requested_checkpoints.empty()) {
+    json requested = json::array();
+    for (const CheckpointRef& c : t.requested_checkpoints) requested.push_back(CheckpointJson(c));
+    j["requested_checkpoints"] = std::move(requested);
+  }
   json failures = json::array();
   for (const TrialFailure& f : t.failures) {
     failures.push_back({f.attempt, f.error, TrialStatusName(f.then), FailureKindName(f.kind)});
@@ -72,6 +77,9 @@ Trial TrialFrom(const json& j, int64_t index) {
   t.restored_iteration = j.at("restored_iteration").get<int64_t>();
   t.restored_time_total_s = j.at("restored_time_total_s").get<double>();
   if (j.contains("restore_checkpoint")) t.restore_checkpoint = CheckpointFrom(j["restore_checkpoint"]);
+  for (const json& c : j.value("requested_checkpoints", json::array())) {
+    t.requested_checkpoints.push_back(CheckpointFrom(c));
+  }
   for (const json& f : j.value("failures", json::array())) {
     const bool lost = f.size() > 3 && f.at(3) == "worker_lost";
     t.failures.push_back({f.at(0).get<int64_t>(), f.at(1).get<std::string>(),

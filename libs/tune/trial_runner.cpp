@@ -134,6 +134,7 @@ void TrialRunner::OnTrialPlaced(const std::string& trial_id, int64_t attempt, co
   t->worker_id = worker_id;
   t->gpu_ids = gpu_ids;
   t->last_seq = 0;
+  t->requested_checkpoints.clear();  // asked of the previous attempt: its checkpoints are stale
   // Restore the one-shot override (exploit, restore_from), else the newest checkpoint, else
   // start from scratch (Ray Tune restores a restarted trial from its latest checkpoint).
   std::optional<CheckpointRef> from = std::move(t->restore_checkpoint);
@@ -291,11 +292,13 @@ const char* TrialRunner::ActionFor(Trial& t, const TrainingResult& result, Decis
                         (requested || (options_.checkpoint_freq > 0 && t.training_iteration % options_.checkpoint_freq == 0));
   const bool checkpoint = decision == Decision::kPause || at_end || periodic;
   if (checkpoint) {
-    RequestedCheckpoint& r = requested_[t.index][t.training_iteration];
-    r.time_total_s = t.time_total_s;
+    CheckpointRef asked;
+    asked.training_iteration = t.training_iteration;
+    asked.time_total_s = t.time_total_s;
     std::string attr = options_.checkpoint_score_attr;
     if (attr.rfind("min-", 0) == 0) attr = attr.substr(4);
-    if (!attr.empty()) r.score = result.Number(attr);
+    if (!attr.empty()) asked.score = result.Number(attr);
+    t.requested_checkpoints.push_back(std::move(asked));
   }
   switch (decision) {
     case Decision::kContinue: return checkpoint ? "checkpoint" : "continue";
@@ -420,7 +423,7 @@ void TrialRunner::OnTrialExited(const std::string& trial_id, int64_t attempt, bo
     released.worker_id = it->second.worker_id;
     const bool requeue = it->second.requeue;
     saving_.erase(it);
-    requested_.erase(t->index);
+    t->requested_checkpoints.clear();
     executor_.ReleaseReusable(released);
     if (!ok) t->error = "while saving its checkpoint: " + error;
     if (requeue && t->status == TrialStatus::kPending) pending_.insert(t->index);

@@ -102,6 +102,9 @@ class TrialRunner final : public TrialSchedulerContext {
   Status OnCheckpointSaved(const std::string& trial_id, int64_t attempt,
                            const std::string& checkpoint_id, int64_t training_iteration,
                            int64_t size_bytes);
+  /// True if a trial keeps `checkpoint_id` (in its checkpoints) or will restore it. A stored
+  /// checkpoint that is not, and that OnCheckpointSaved refuses, is an orphan to delete.
+  bool ReferencesCheckpoint(const std::string& checkpoint_id) const;
   /// A worker is gone: its RUNNING trials requeue (a worker loss does not count against
   /// max_failures, see DESIGN.md).
   void OnWorkerLost(const std::string& worker_id);
@@ -222,10 +225,6 @@ class TrialRunner final : public TrialSchedulerContext {
     std::string worker_id;
     bool requeue = false;  // unpaused while saving: PENDING once it has exited
   };
-  struct RequestedCheckpoint {
-    double time_total_s = 0;
-    std::optional<double> score;
-  };
   struct Exploit {
     std::string donor_trial_id;
     nlohmann::json new_config;
@@ -244,8 +243,6 @@ class TrialRunner final : public TrialSchedulerContext {
   std::set<int64_t> placing_;                      // indices with a placement in flight
   std::map<int64_t, Saving> saving_;               // index -> attempt saving before it stops
   std::set<int64_t> pause_requested_;              // RUNNING, pause at the next result
-  // index -> training_iteration -> what the checkpoint asked at that result will hold.
-  std::map<int64_t, std::map<int64_t, RequestedCheckpoint>> requested_;
   int64_t in_result_ = -1;                   // index whose OnTrialResult is running
   bool checkpoint_requested_ = false;        // RequestCheckpoint for `in_result_`
   std::optional<Exploit> deferred_exploit_;  // ExploitTrial on `in_result_`

@@ -152,23 +152,29 @@ Status TrialRunner::OnCheckpointSaved(const std::string& trial_id, int64_t attem
     return Status::FailedPrecondition(
         fmt::format("checkpoint of {} attempt {} is stale (current {})", trial_id, attempt, t->attempt));
   }
-  auto asked = requested_.find(t->index);
-  auto it = asked == requested_.end() ? decltype(asked->second.end()){} : asked->second.find(training_iteration);
-  if (asked == requested_.end() || it == asked->second.end()) {
+  auto& asked = t->requested_checkpoints;
+  auto it = std::find_if(asked.begin(), asked.end(),
+                         [&](const CheckpointRef& c) { return c.training_iteration == training_iteration; });
+  if (it == asked.end()) {
     return Status::FailedPrecondition(fmt::format(
         "checkpoint of {} at iteration {} was never asked for", trial_id, training_iteration));
   }
-  CheckpointRef ref;
+  CheckpointRef ref = *it;
   ref.checkpoint_id = checkpoint_id;
-  ref.training_iteration = training_iteration;
-  ref.time_total_s = it->second.time_total_s;
-  ref.score = it->second.score;
   ref.size_bytes = size_bytes;
-  asked->second.erase(asked->second.begin(), std::next(it));
+  asked.erase(asked.begin(), std::next(it));
   t->checkpoints.push_back(ref);
   observer_.OnCheckpointSaved(*t, ref);
   ApplyRetention(*t);
   return Status::Ok();
+}
+
+bool TrialRunner::ReferencesCheckpoint(const std::string& checkpoint_id) const {
+  return std::any_of(trials_.begin(), trials_.end(), [&](const Trial& t) {
+    if (t.restore_checkpoint && t.restore_checkpoint->checkpoint_id == checkpoint_id) return true;
+    return std::any_of(t.checkpoints.begin(), t.checkpoints.end(),
+                       [&](const CheckpointRef& c) { return c.checkpoint_id == checkpoint_id; });
+  });
 }
 
 // Ray Tune's CheckpointManager: keep the best keep_checkpoints_num by checkpoint_score_attr

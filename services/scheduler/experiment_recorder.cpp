@@ -38,8 +38,8 @@ ExperimentRecorder::~ExperimentRecorder() = default;
 std::string ExperimentRecorder::TrialDir(const Trial& t) const { return experiment_dir_ + "/" + t.DirName(); }
 
 void ExperimentRecorder::OnTrialAdded(const Trial& t) {
-  journal_.AppendEncoded(journal::EncodeTrialAdded(t));
-  files_.WriteParams(TrialDir(t), t.config);
+  const uint64_t record = journal_.AppendEncoded(journal::EncodeTrialAdded(t));
+  files_.WriteParams(TrialDir(t), t.config, record);
   events_.Publish("trial", "trial_added", name_, t.trial_id, [&] { return TrialToJson(t, experiment_dir_); });
 }
 
@@ -52,14 +52,14 @@ void ExperimentRecorder::OnTrialResult(const Trial& t, const TrainingResult& res
   (void)result;
   // The runner encoded the result once (Trial::last_result_msgpack): the journal record embeds
   // those bytes and the file writer formats them on its own thread.
-  journal_.AppendEncoded(journal::EncodeResultRecord(t, t.last_result_msgpack, decision));
-  files_.AppendResult(t.index, files_.IsOpen(t.index) ? std::string() : TrialDir(t), t.last_result_msgpack);
+  const uint64_t record = journal_.AppendEncoded(journal::EncodeResultRecord(t, t.last_result_msgpack, decision));
+  files_.AppendResult(t.index, files_.IsOpen(t.index) ? std::string() : TrialDir(t), t.last_result_msgpack, record);
   events_.Publish("trial", "trial_result", name_, t.trial_id, [&] { return TrialToJson(t, experiment_dir_); });
 }
 
 void ExperimentRecorder::OnTrialStatus(const Trial& t) {
-  journal_.AppendEncoded(journal::EncodeTrialStatusRecord(t));
-  if (IsFinished(t.status)) files_.Close(t.index);
+  const uint64_t record = journal_.AppendEncoded(journal::EncodeTrialStatusRecord(t));
+  if (IsFinished(t.status)) files_.Close(t.index, record);
   events_.Publish("trial", "trial_status", name_, t.trial_id, [&] { return TrialToJson(t, experiment_dir_); });
 }
 
@@ -73,8 +73,8 @@ void ExperimentRecorder::OnCheckpointDeleted(const Trial& t, const std::string& 
 }
 
 void ExperimentRecorder::OnTrialUpdated(const Trial& t, const json& change) {
-  journal_.Append(journal::TrialUpdated(t, change));
-  if (change.contains("pbt_exploit")) files_.WriteParams(TrialDir(t), t.config);
+  const uint64_t record = journal_.Append(journal::TrialUpdated(t, change));
+  if (change.contains("pbt_exploit")) files_.WriteParams(TrialDir(t), t.config, record);
   events_.Publish("trial", "trial_updated", name_, t.trial_id, [&] { return TrialToJson(t, experiment_dir_); });
 }
 
@@ -85,9 +85,11 @@ void ExperimentRecorder::OnTrialSchedulerState(const json& delta) {
 }
 
 void ExperimentRecorder::OnExperimentEnded(const std::string& status, const std::string& reason) {
+  // The files are complete before the journal says the experiment ended: a scheduler killed
+  // before that record is durable resumes the experiment, and the resume completes the files.
+  files_.Drain();
+  WriteStateFile();
   journal_.Append(journal::ExperimentEnded(status, reason));
-  files_.Drain();  // the result files are complete before anyone can see the experiment ended
-  Checkpoint();
   events_.Publish("experiment", "experiment_ended", name_, "", [&] { return json{{"status", status}, {"reason", reason}}; });
 }
 
@@ -99,8 +101,8 @@ void ExperimentRecorder::WriteErrorFile(const Trial& t, const std::string& text)
   out << "attempt " << t.attempt << ": " << text << "\n";
 }
 
-void ExperimentRecorder::Checkpoint() {
-  files_.FlushAll();
+void ExperimentRecorder::WriteStateFile() {
+  FlushFiles();
   if (runner_ == nullptr) return;
   json state = ExperimentToJson(name_, *runner_, experiment_dir_, WallSeconds() - started_at_);
   state["journal"] = journal_.experiment();

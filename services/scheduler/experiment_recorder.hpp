@@ -43,13 +43,17 @@ class ExperimentRecorder final : public RunnerObserver {
 
   /// Writes <trial>/error.txt with the reason and the trainable's stderr tail.
   void WriteErrorFile(const Trial& trial, const std::string& text);
-  /// Hands the result files' work of this round to their writer thread (once per poll round).
-  void FlushFiles() { files_.Flush(); }
+  /// Hands the result files' work whose journal records are durable to their writer thread (once
+  /// per poll round).
+  void FlushFiles() { files_.Flush(journal_.durable()); }
   /// Result file tasks not written yet (see ResultFiles::Backlog).
   size_t FileBacklog() const { return files_.Backlog(); }
-  /// Flushes open result files and rewrites experiment_state.json.
-  void Checkpoint();
+  /// Hands the durable result file work to the writer and rewrites experiment_state.json (the
+  /// runner's current state, for humans).
+  void WriteStateFile();
   const std::string& experiment_dir() const { return experiment_dir_; }
+  /// The result file writer (ResultFilesRepair stages the rows a resume completes on it).
+  ResultFiles& files() { return files_; }
 
  private:
   std::string TrialDir(const Trial& trial) const;

@@ -150,6 +150,21 @@ Result<uint64_t> JournalReader::Truncate(const std::string& journal, uint64_t ke
   return ack->removed;
 }
 
+Status JournalReader::ForEachRecord(const std::string& journal, uint64_t from, uint64_t last_seq,
+                                   const std::function<void(const json&)>& on_record) {
+  while (from <= last_seq) {
+    auto got = Read(journal, from, uint32_t(std::min<uint64_t>(10000, last_seq - from + 1)));
+    if (!got.ok()) return got.status();
+    if (got->empty()) break;
+    for (const json& r : *got) {
+      if (r.value("kind", "") == "torn") return Status::Ok();
+      on_record(r);
+    }
+    from += got->size();
+  }
+  return Status::Ok();
+}
+
 Result<journal::ReplayedExperiment> JournalReader::Replay(const std::string& name, uint64_t last_seq) {
   journal::JournalReplayer replayer;
   auto snapshot = NewestSnapshot(name);

@@ -5,6 +5,7 @@
 #pragma once
 
 #include <chrono>
+#include <functional>
 #include <optional>
 #include <string>
 #include <vector>
@@ -41,6 +42,10 @@ class JournalReader {
   /// last good record and the next replay reads them. `*last_seq` (the journal's length) is
   /// updated to the length after the cut. Errors: as Replay and Truncate.
   Result<journal::ReplayedExperiment> ReplayToResume(const std::string& journal, uint64_t* last_seq);
+  /// Calls `on_record` with every record of `journal` from seq `from` through `last_seq`, in
+  /// order, stopping before a record that does not decode. Errors: Unavailable.
+  Status ForEachRecord(const std::string& journal, uint64_t from, uint64_t last_seq,
+                       const std::function<void(const nlohmann::json&)>& on_record);
   /// Cuts `journal` after `keep_through_seq` (its corrupt tail), fenced on its last seq being
   /// `expected_last_seq`. Returns the records removed. Errors: Unavailable; FailedPrecondition.
   Result<uint64_t> Truncate(const std::string& journal, uint64_t keep_through_seq, uint64_t expected_last_seq);

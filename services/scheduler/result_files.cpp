@@ -4,6 +4,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 #include <filesystem>
@@ -20,7 +21,7 @@ namespace fs = std::filesystem;
 ResultFiles::ResultFiles() : thread_([this] { Loop(); }) {}
 
 ResultFiles::~ResultFiles() {
-  Flush();
+  HandOver(staged_.end());
   {
     std::lock_guard<std::mutex> lock(mu_);
     stopping_ = true;
@@ -29,27 +30,37 @@ ResultFiles::~ResultFiles() {
   thread_.join();
 }
 
-void ResultFiles::WriteParams(const std::string& trial_dir, nlohmann::json config) {
-  staged_.push_back(Task{Task::Kind::kParams, -1, trial_dir, {}, std::move(config)});
+void ResultFiles::WriteParams(const std::string& trial_dir, nlohmann::json config, uint64_t after_record) {
+  staged_.push_back(Task{Task::Kind::kParams, after_record, -1, trial_dir, {}, std::move(config)});
 }
 
-void ResultFiles::AppendResult(int64_t trial_index, const std::string& trial_dir, std::string result_msgpack) {
+void ResultFiles::AppendResult(int64_t trial_index, const std::string& trial_dir, std::string result_msgpack,
+                               uint64_t after_record) {
   const bool opening = open_on_writer_.insert(trial_index).second;
-  staged_.push_back(Task{Task::Kind::kResult, trial_index, opening ? trial_dir : std::string(), std::move(result_msgpack), {}});
+  staged_.push_back(Task{Task::Kind::kResult, after_record, trial_index, opening ? trial_dir : std::string(),
+                         std::move(result_msgpack), {}});
 }
 
-void ResultFiles::Close(int64_t trial_index) {
-  if (open_on_writer_.erase(trial_index) > 0) staged_.push_back(Task{Task::Kind::kClose, trial_index, {}, {}, {}});
+void ResultFiles::Close(int64_t trial_index, uint64_t after_record) {
+  if (open_on_writer_.erase(trial_index) > 0) {
+    staged_.push_back(Task{Task::Kind::kClose, after_record, trial_index, {}, {}, {}});
+  }
 }
 
-void ResultFiles::Flush() {
-  if (staged_.empty()) return;
+void ResultFiles::Flush(uint64_t durable) {
+  // Positions only grow along staged_: the tasks to hand over are a prefix.
+  HandOver(std::find_if(staged_.begin(), staged_.end(), [durable](const Task& t) { return t.after_record > durable; }));
+}
+
+void ResultFiles::HandOver(std::vector<Task>::iterator end) {
+  if (end == staged_.begin()) return;
+  const size_t n = size_t(end - staged_.begin());
   std::unique_lock<std::mutex> lock(mu_);
   const bool wake = queued_.empty() && !busy_;  // a busy writer looks at the queue when it is done
-  queued_.insert(queued_.end(), std::make_move_iterator(staged_.begin()), std::make_move_iterator(staged_.end()));
-  backlog_ += staged_.size();
+  queued_.insert(queued_.end(), std::make_move_iterator(staged_.begin()), std::make_move_iterator(end));
+  backlog_ += n;
   peak_backlog_ = std::max(peak_backlog_, backlog_.load());
-  staged_.clear();
+  staged_.erase(staged_.begin(), end);
   if (wake) wake_.notify_one();
   if (backlog_ > kMaxBacklog) {
     // The files cannot keep up (a slow disk): the loop waits rather than let memory grow.
@@ -59,8 +70,8 @@ void ResultFiles::Flush() {
 }
 
 void ResultFiles::FlushAll() {
-  staged_.push_back(Task{Task::Kind::kFlushFiles, -1, {}, {}, {}});
-  Flush();
+  staged_.push_back(Task{Task::Kind::kFlushFiles, 0, -1, {}, {}, {}});
+  HandOver(staged_.end());
 }
 
 void ResultFiles::Drain() {
@@ -78,9 +89,25 @@ void ResultFiles::Loop() {
   }
   std::unique_lock<std::mutex> lock(mu_);
   std::vector<Task> chunk;
+  auto flushed_at = std::chrono::steady_clock::now();
   while (true) {
-    wake_.wait(lock, [this] { return stopping_ || !queued_.empty(); });
-    if (queued_.empty()) return;  // stopping, and everything is written
+    // Rows written since the last flush reach the kernel within kFileFlushInterval, busy or idle.
+    const auto due = flushed_at + kFileFlushInterval;
+    if (dirty_.empty()) {
+      wake_.wait(lock, [this] { return stopping_ || !queued_.empty(); });
+    } else {
+      wake_.wait_until(lock, due, [this] { return stopping_ || !queued_.empty(); });
+    }
+    if (!dirty_.empty() && std::chrono::steady_clock::now() >= due) {
+      lock.unlock();
+      FlushDirty();
+      flushed_at = std::chrono::steady_clock::now();
+      lock.lock();
+    }
+    if (queued_.empty()) {
+      if (stopping_) return;  // everything is written (the files flush as they close)
+      continue;
+    }
     const size_t n = std::min(queued_.size(), kChunk);
     chunk.assign(std::make_move_iterator(queued_.begin()), std::make_move_iterator(queued_.begin() + long(n)));
     queued_.erase(queued_.begin(), queued_.begin() + long(n));
@@ -94,6 +121,16 @@ void ResultFiles::Loop() {
     if (backlog_ <= kMaxBacklog / 2) space_.notify_all();
     if (queued_.empty()) idle_.notify_all();
   }
+}
+
+void ResultFiles::FlushDirty() {
+  for (int64_t index : dirty_) {
+    auto it = open_.find(index);
+    if (it == open_.end()) continue;
+    it->second->result_json.flush();
+    it->second->progress_csv.flush();
+  }
+  dirty_.clear();
 }
 
 void ResultFiles::MakeTrialDir(const std::string& trial_dir) {
@@ -159,14 +196,19 @@ void ResultFiles::Run(Task& task) {
       }
       text_.AppendCsvRow(f.csv_columns, row_);
       f.progress_csv.write(row_.data(), std::streamsize(row_.size()));
+      dirty_.insert(task.trial_index);
       return;
     }
-    case Task::Kind::kClose: open_.erase(task.trial_index); return;
+    case Task::Kind::kClose:
+      open_.erase(task.trial_index);
+      dirty_.erase(task.trial_index);
+      return;
     case Task::Kind::kFlushFiles:
       for (auto& [dir, f] : open_) {
         f->result_json.flush();
         f->progress_csv.flush();
       }
+      dirty_.clear();
       return;
   }
 }

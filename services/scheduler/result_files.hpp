@@ -2,8 +2,12 @@
 // JSON lines, progress.csv with the columns of the first result) on a background thread, so the
 // scheduler's event loop never waits on the file system (creating a trial's files costs ext4
 // inode allocations; formatting a result line and a CSV row costs more than deciding on it).
-// The journal, not these files, is the record of an experiment: the files are for humans and
-// tools, written in the order the results came, complete once Drain() returns.
+// The journal, not these files, is the record of an experiment: the files are its projection for
+// humans and tools (docs/recovery.md "The results folder"). A task staged with `after_record`
+// reaches the writer only once that journal record is durable (Flush(durable)), so the files never
+// hold a row a crash could take from the journal; the writer flushes what it wrote to the kernel
+// within kFileFlushInterval, so `tail -f` and notebooks see results live and a killed scheduler
+// loses no written row. ResultFilesRepair completes the files from the journal on resume.
 //
 // Threading: WriteParams, AppendResult, Close, Flush, FlushAll and Drain are called by one
 // thread (the scheduler's loop). They stage work without a lock; Flush() hands what is staged
@@ -20,6 +24,7 @@
 #pragma once
 
 #include <atomic>
+#include <chrono>
 #include <condition_variable>
 #include <deque>
 #include <fstream>
@@ -45,21 +50,24 @@ class ResultFiles {
   ResultFiles& operator=(const ResultFiles&) = delete;
 
   /// Creates `trial_dir` and (re)writes <trial_dir>/params.json with `config` (indented).
-  void WriteParams(const std::string& trial_dir, nlohmann::json config);
+  /// `after_record`: the journal position (JournalWriter::Append's) this task waits for; 0 = none.
+  void WriteParams(const std::string& trial_dir, nlohmann::json config, uint64_t after_record = 0);
   /// Appends a result of trial `trial_index` to <trial_dir>/result.json and a row to
   /// <trial_dir>/progress.csv (header from the first result of the trial; later keys outside it
   /// are left out, as Ray Tune's CSV logger). Files are opened on the first result and kept open
   /// until Close. `trial_dir` is needed only while the trial's files are not open (IsOpen false):
   /// the loop builds no path per result. `result_msgpack`: the result object as msgpack
   /// (formatted on the writer thread).
-  void AppendResult(int64_t trial_index, const std::string& trial_dir, std::string result_msgpack);
+  void AppendResult(int64_t trial_index, const std::string& trial_dir, std::string result_msgpack,
+                    uint64_t after_record = 0);
   /// True while the files of `trial_index` are open (between its first result and Close).
   bool IsOpen(int64_t trial_index) const { return open_on_writer_.contains(trial_index); }
   /// Flushes and closes the trial's files (it finished); a later result reopens them.
-  void Close(int64_t trial_index);
-  /// Hands the staged work to the writer thread.
-  void Flush();
-  /// Flush(), and the writer flushes every open file.
+  void Close(int64_t trial_index, uint64_t after_record = 0);
+  /// Hands the staged work to the writer thread, in order, up to the first task waiting for a
+  /// journal record past `durable` (JournalWriter::durable()).
+  void Flush(uint64_t durable);
+  /// Hands over everything staged, and the writer flushes every open file.
   void FlushAll();
   /// Blocks until everything staged before the call is written and flushed.
   void Drain();
@@ -69,10 +77,13 @@ class ResultFiles {
   static constexpr size_t kMaxBacklog = 65536;
   /// The writer thread's nice value: the lowest priority (the loop's own is untouched).
   static constexpr int kWriterNice = 19;
+  /// A written row reaches the kernel (visible to readers, safe from a kill) within this delay.
+  static constexpr std::chrono::milliseconds kFileFlushInterval{500};
 
  private:
   struct Task {
     enum class Kind { kParams, kResult, kClose, kFlushFiles } kind;
+    uint64_t after_record = 0;   // journal position to wait for (0: none)
     int64_t trial_index = -1;    // kResult, kClose
     std::string trial_dir;       // kParams; kResult when the files are not open yet
     std::string result_msgpack;  // kResult
@@ -84,7 +95,9 @@ class ResultFiles {
     std::vector<std::string> csv_columns;
   };
   void Loop();
+  void HandOver(std::vector<Task>::iterator end);    // loop thread: staged_[begin, end) to the writer
   void Run(Task& task);                              // writer thread only
+  void FlushDirty();                                 // writer thread only
   TrialFiles* Open(const Task& task);  // writer thread only
   static void MakeTrialDir(const std::string& trial_dir);  // mkdir, or create_directories
 
@@ -99,6 +112,7 @@ class ResultFiles {
   size_t peak_backlog_ = 0, backpressure_waits_ = 0;  // loop thread
   // Writer thread only.
   std::unordered_map<int64_t, std::unique_ptr<TrialFiles>> open_;  // trial index -> its files
+  std::unordered_set<int64_t> dirty_;  // trials written to since the last flush to the kernel
   ResultText text_;
   std::string line_, row_;
   std::thread thread_;

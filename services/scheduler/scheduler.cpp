@@ -53,7 +53,7 @@ Status Scheduler::Init() {
   loop_.AddSocket(rm_sub_, [this] { OnNodeEvent(); });
   loop_.AddSocket(events_, [this] { publisher_->OnReadable(); });
   loop_.SetIdleHook([this] { AfterRound(); });
-  last_state_file_ = bus::Clock::now();
+  next_state_file_ = bus::Clock::now();
   return Status::Ok();
 }
 
@@ -71,7 +71,7 @@ void Scheduler::Run() {
     spdlog::error("No metrics endpoint: {}", s.ToString());
   }
   loop_.Run();
-  for (auto& e : experiments_) e->recorder->Checkpoint();
+  for (auto& e : experiments_) e->recorder->WriteStateFile();
   std::string counts;
   for (const auto& [type, n] : counters_) counts += " " + type + "=" + std::to_string(n);
   spdlog::info("scheduler stopped; handled{}", counts);
@@ -108,9 +108,10 @@ void Scheduler::AfterRound() {
   e->recorder->FlushFiles();
   outbox_->Flush();
   const auto now = bus::Clock::now();
-  if (now - last_state_file_ >= bus::Duration{options_.state_file_interval_ms}) {
-    last_state_file_ = now;
-    e->recorder->Checkpoint();
+  if (now >= next_state_file_) {
+    e->recorder->WriteStateFile();
+    const auto cost = bus::Clock::now() - now;
+    next_state_file_ = now + std::max<bus::Clock::duration>(bus::Duration{options_.state_file_interval_ms}, 20 * cost);
   }
 }
 

@@ -35,6 +35,7 @@
 #include "proto/control.hpp"
 #include "proto/worker.hpp"
 #include "services/scheduler/event_publisher.hpp"
+#include "services/scheduler/journal_reader.hpp"
 #include "services/scheduler/worker_outbox.hpp"
 
 namespace tunebus {
@@ -46,7 +47,9 @@ struct SchedulerOptions {
   std::string rm_endpoint = "tcp://127.0.0.1:5556";
   std::string rm_events_endpoint = "tcp://127.0.0.1:5558";
   std::string store_endpoint = "tcp://127.0.0.1:5557";
-  int64_t state_file_interval_ms = 10000;  // experiment_state.json rewrite period
+  /// experiment_state.json rewrite period, ms; stretched to 20 times the last rewrite's cost so
+  /// that a large experiment's rewrites stay under 5% of the loop.
+  int64_t state_file_interval_ms = 1000;
   /// On start, resume the newest unfinished experiment found in the store's journals.
   bool resume = true;
   /// How long a resumed scheduler waits for workers to report the trials the journal says
@@ -104,9 +107,16 @@ class Scheduler {
                                       std::optional<CheckpointRef> restore_from);
   // resume (scheduler_resume.cpp)
   Status ResumeFromJournals();
-  /// `store_last_seq`: the journal's length in the store (appends continue after it).
-  Status ResumeExperiment(const std::string& journal_name, journal::ReplayedExperiment replayed,
-                          uint64_t store_last_seq);
+  /// `store_last_seq`: the journal's length in the store (appends continue after it). `reader`
+  /// reads the journal again when the result files miss rows it holds (ResultFilesRepair).
+  Status ResumeExperiment(JournalReader& reader, const std::string& journal_name,
+                          journal::ReplayedExperiment replayed, uint64_t store_last_seq);
+  /// Completes the resumed experiment's result files from its journal (ResultFilesRepair).
+  void RepairResultFiles(JournalReader& reader, Experiment& e, uint64_t last_seq);
+  /// The takeover's checkpoint sweep: every checkpoint the store holds under the experiment's
+  /// journal is kept if a trial lists it, adopted if it answers a journaled request of its
+  /// trial's current attempt (TrialRunner::OnCheckpointSaved), else deleted.
+  void AdoptStoredCheckpoints(Experiment& e);
   /// Every options_.snapshot_every_records records: stores a snapshot of the experiment (replay =
   /// snapshot + tail) once the records it covers are durable.
   void MaybeSnapshot(Experiment& e);
@@ -147,7 +157,7 @@ class Scheduler {
   std::set<std::string> registered_;  // workers that sent register_worker to this process
   std::vector<std::unique_ptr<Experiment>> experiments_;       // the last one is current
   std::map<std::string, uint64_t> counters_;                   // messages handled, by type
-  bus::Clock::time_point last_state_file_;
+  bus::Clock::time_point next_state_file_;
   /// Prometheus figures (<service>_metrics.cpp), rendered on the loop thread every second.
   void RenderMetrics(metrics::MetricsText& m);
   metrics::MetricsPublisher metrics_;

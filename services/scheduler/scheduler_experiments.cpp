@@ -73,7 +73,7 @@ void Scheduler::HandleResumeExperiment(const bus::Incoming& in, const proto::Dec
     uint64_t last_seq = newest->last_seq;
     auto replayed = reader.ReplayToResume(newest->journal, &last_seq);
     if (!replayed.ok()) return ReplyError(in, d.id(), d.type(), replayed.status());
-    if (Status s = ResumeExperiment(newest->journal, std::move(*replayed), last_seq); !s.ok()) {
+    if (Status s = ResumeExperiment(reader, newest->journal, std::move(*replayed), last_seq); !s.ok()) {
       return ReplyError(in, d.id(), d.type(), s);
     }
     e = Current();

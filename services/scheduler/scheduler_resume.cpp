@@ -16,6 +16,7 @@
 #include "proto/store.hpp"
 #include "services/scheduler/experiment.hpp"
 #include "services/scheduler/journal_reader.hpp"
+#include "services/scheduler/result_files_repair.hpp"
 
 namespace tunebus {
 
@@ -44,11 +45,11 @@ Status Scheduler::ResumeFromJournals() {
   uint64_t last_seq = newest->last_seq;
   auto replayed = reader.ReplayToResume(newest->journal, &last_seq);
   if (!replayed.ok()) return replayed.status();
-  return ResumeExperiment(newest->journal, std::move(*replayed), last_seq);
+  return ResumeExperiment(reader, newest->journal, std::move(*replayed), last_seq);
 }
 
-Status Scheduler::ResumeExperiment(const std::string& journal_name, journal::ReplayedExperiment replayed,
-                                   uint64_t store_last_seq) {
+Status Scheduler::ResumeExperiment(JournalReader& reader, const std::string& journal_name,
+                                   journal::ReplayedExperiment replayed, uint64_t store_last_seq) {
   const auto t0 = bus::Clock::now();
   auto spec = ParseExperimentYaml(replayed.spec_yaml, replayed.base_dir, replayed.source_name);
   if (!spec.ok()) return spec.status();
@@ -88,7 +89,10 @@ Status Scheduler::ResumeExperiment(const std::string& journal_name, journal::Rep
                "reattach ({:.3f} s)",
                e->spec.name, journal_name, replayed.records, replayed.snapshot_records, trials, e->awaiting_reattach.size(),
                std::chrono::duration<double>(bus::Clock::now() - t0).count());
+  RepairResultFiles(reader, *e, store_last_seq);
+  e->recorder->WriteStateFile();
   ReconcileAllocations(*e);
+  AdoptStoredCheckpoints(*e);
   loop_.AddTimer(bus::Duration{options_.reattach_grace_ms}, [this, e] { RequeueUnattached(*e); });
   return Status::Ok();
 }
@@ -121,6 +125,64 @@ void Scheduler::ReconcileAllocations(Experiment& e) {
         e.executor->Unblock();
       }
     }
+  });
+}
+
+void Scheduler::RepairResultFiles(JournalReader& reader, Experiment& e, uint64_t last_seq) {
+  const auto t0 = bus::Clock::now();
+  ResultFilesRepair repair(e.experiment_dir, e.recorder->files());
+  if (repair.Plan(e.runner->trials()) > 0) {
+    Status read = reader.ForEachRecord(e.journal_name, 1, last_seq, [&](const json& r) {
+      if (r.value("kind", "") != "result") return;
+      if (const Trial* t = e.runner->FindTrial(r.value("trial_id", "")); t && r.contains("result")) {
+        repair.OnResultRecord(*t, r["result"]);
+      }
+    });
+    if (!read.ok()) spdlog::error("Result files of {} stay incomplete: {}", e.spec.name, read.ToString());
+  }
+  const ResultFilesRepair::Summary& s = repair.summary();
+  spdlog::info("Result files of {} match the journal: {} trials, {} rows were missing ({} written), {} rows beyond "
+               "the journal and {} torn lines cut, {} params.json written ({:.3f} s)",
+               e.spec.name, s.trials, s.missing_rows, s.rows_written, s.surplus_rows, s.torn_lines, s.params_written,
+               std::chrono::duration<double>(bus::Clock::now() - t0).count());
+}
+
+void Scheduler::AdoptStoredCheckpoints(Experiment& e) {
+  proto::CheckpointList list;
+  list.prefix = e.journal_name + "/";
+  store_->Request(list, [this, &e](Result<proto::Decoded> reply) {
+    auto listed = reply.ok() ? reply->As<proto::CheckpointListReply>() : Result<proto::CheckpointListReply>(reply.status());
+    if (!listed.ok()) {
+      spdlog::warn("Cannot sweep the checkpoints of {}: {}", e.journal_name, listed.status().ToString());
+      return;
+    }
+    const std::string snapshots = journal::SnapshotPrefix(e.journal_name);
+    int64_t kept = 0, adopted = 0, deleted = 0;
+    for (const proto::CheckpointInfo& info : listed->checkpoints) {
+      const std::string& id = info.checkpoint_id;
+      if (id.rfind(snapshots, 0) == 0) continue;
+      if (e.runner->ReferencesCheckpoint(id)) {
+        ++kept;
+        continue;
+      }
+      const json meta = json::parse(info.metadata_json, nullptr, /*allow_exceptions=*/false);
+      Status s = Status::InvalidArgument("its metadata names no trial, attempt and iteration");
+      if (meta.is_object() && meta.value("trial_id", json()).is_string() && meta.value("attempt", json()).is_number_integer() &&
+          meta.value("training_iteration", json()).is_number_integer()) {
+        s = e.runner->OnCheckpointSaved(meta["trial_id"].get<std::string>(), meta["attempt"].get<int64_t>(), id,
+                                        meta["training_iteration"].get<int64_t>(), int64_t(info.size_bytes));
+      }
+      if (s.ok()) {
+        ++adopted;
+        spdlog::info("Adopted checkpoint {}: the journal holds its request", id);
+        continue;
+      }
+      ++deleted;
+      spdlog::info("Deleting checkpoint {} because {}", id, s.message());
+      e.executor->DeleteCheckpoint(id);
+    }
+    spdlog::info("Checkpoints of {} after the takeover: {} kept, {} adopted, {} orphans deleted", e.journal_name, kept,
+                 adopted, deleted);
   });
 }
 

@@ -88,7 +88,14 @@ void Scheduler::HandleCheckpointSaved(const std::string& peer, const proto::Deco
   if (e == nullptr) return;
   Status s = e->runner->OnCheckpointSaved(msg->trial_id, msg->attempt, msg->checkpoint_id,
                                           msg->training_iteration, msg->size_bytes);
-  if (!s.ok()) spdlog::warn("Dropping checkpoint {} from {} because {}", msg->checkpoint_id, peer, s.message());
+  if (s.ok()) return;
+  if (e->runner->ReferencesCheckpoint(msg->checkpoint_id)) {
+    spdlog::debug("Checkpoint {} from {} is already kept (adopted at the takeover)", msg->checkpoint_id, peer);
+    return;
+  }
+  // No trial will ever restore it: delete it rather than leak it in the store.
+  spdlog::warn("Deleting checkpoint {} from {} because {}", msg->checkpoint_id, peer, s.message());
+  e->executor->DeleteCheckpoint(msg->checkpoint_id);
 }
 
 }  // namespace tunebus

@@ -1,0 +1,403 @@
+// Crash soak (issue 18, point 4): what users READ survives SIGKILLs as completely as the journal.
+//
+// Scenario: 55 trials of the ground-truth command trainable tests/fault/soak_trainable.py (12
+// iterations, a checkpoint every 3 and at the end, the best 2 kept by score; one trial in five
+// fails at iteration 8 once or twice and is retried from its checkpoint, max_failures 2) while
+// the scheduler is SIGKILLed at TUNEBUS_SOAK_KILLS (default 20) seeded random moments and, in
+// between, the checkpoint-store (twice), the resource-manager and each trial-worker (once),
+// each restarted at once. The trainable logs, fsynced before it acts, every report, decision,
+// checkpoint, restore and failure of every attempt. At the end, against that ground truth:
+//  - every result the trainable got `continue` or `checkpoint` for (acknowledged) is journaled,
+//    exactly once, with the metrics it reported;
+//  - result.json and progress.csv of each trial hold the journal's result records one to one,
+//    in journal order (results of a lost attempt stay, marked by iterations_since_restore);
+//    every line parses, progress.csv has one header; `tunectl show` has the last result;
+//  - the checkpoint-store holds exactly the checkpoints `tunectl show` lists (no orphan, none
+//    missing); each checkpoint an attempt saved is listed or was deleted by retention, unless
+//    the attempt's worker was lost; each restore got the state of the checkpoint the journal
+//    names.
+// It prints one summary line (always), then asserts.
+#include <algorithm>
+#include <cstdio>
+#include <cstdlib>
+#include <map>
+#include <random>
+#include <set>
+#include <sstream>
+#include <string>
+#include <thread>
+#include <tuple>
+#include <vector>
+
+#include <fmt/format.h>
+#include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
+
+#include "proto/codec.hpp"
+#include "proto/store.hpp"
+#include "tests/fault/fault_support.hpp"
+#include "tests/integration/harness.hpp"
+
+namespace tunebus::testing {
+namespace {
+
+using nlohmann::json;
+using namespace std::chrono_literals;
+
+using AttemptIt = std::pair<int64_t, int64_t>;          // (attempt, training_iteration)
+using Row = std::tuple<int64_t, int64_t, int64_t>;      // + iterations_since_restore
+
+int64_t Int(const json& j, const char* key) { return j.contains(key) && j[key].is_number() ? j[key].get<int64_t>() : -1; }
+
+// One trial's ground truth, from <truth dir>/<trial>.jsonl.
+struct Truth {
+  std::map<AttemptIt, json> reported;  // metrics of every report
+  std::set<AttemptIt> acked;           // answered continue / checkpoint
+  std::set<AttemptIt> saved;           // checkpoints saved
+  std::map<int64_t, json> restores;    // attempt -> restore event
+  int failures = 0;
+};
+
+std::map<std::string, Truth> ReadTruth(const fs::path& dir) {
+  std::map<std::string, Truth> truth;
+  for (const auto& entry : fs::directory_iterator(dir)) {
+    if (entry.path().extension() != ".jsonl") continue;
+    Truth& t = truth[entry.path().stem().string()];
+    for (const std::string& line : ReadLines(entry.path())) {
+      const json e = json::parse(line, nullptr, /*allow_exceptions=*/false);
+      if (!e.is_object()) continue;  // cannot happen: one fsynced write per line
+      const std::string event = e.value("event", "");
+      const AttemptIt key{Int(e, "attempt"), Int(e, "iteration")};
+      if (event == "report") t.reported[key] = e["metrics"];
+      if (event == "decision" && (e["decision"] == "continue" || e["decision"] == "checkpoint")) t.acked.insert(key);
+      if (event == "checkpoint") t.saved.insert(key);
+      if (event == "restore") t.restores[key.first] = e;
+      if (event == "fail") ++t.failures;
+    }
+  }
+  return truth;
+}
+
+// One trial as the journal has it.
+struct Journaled {
+  std::vector<Row> rows;               // result records, in order
+  std::map<AttemptIt, json> results;   // (attempt, iteration) -> result
+  int64_t last_attempt = 0;
+  std::map<int64_t, int64_t> restored_iteration;  // attempt -> iteration it restored
+  std::map<int64_t, std::string> ended_by;        // attempt -> "error" | "worker_lost" | status
+  std::set<std::string> deleted;                  // checkpoints retention deleted
+};
+
+// Rows of result.json / progress.csv (keys of each row), and what did not parse.
+struct FileRows {
+  std::vector<Row> rows;
+  int torn = 0;     // lines that do not parse (or have the wrong number of CSV fields)
+  int headers = 0;  // progress.csv header lines
+};
+
+FileRows ReadResultJson(const fs::path& path) {
+  FileRows out;
+  for (const std::string& line : ReadLines(path)) {
+    const json r = json::parse(line, nullptr, /*allow_exceptions=*/false);
+    if (!r.is_object()) {
+      ++out.torn;
+      continue;
+    }
+    out.rows.emplace_back(Int(r, "soak_attempt"), Int(r, "training_iteration"), Int(r, "iterations_since_restore"));
+  }
+  return out;
+}
+
+// RFC 4180 fields of one line (no line breaks inside fields: results have none); false if a
+// quote is not closed.
+bool SplitCsv(const std::string& line, std::vector<std::string>& fields) {
+  fields.assign(1, "");
+  bool quoted = false;
+  for (size_t i = 0; i < line.size(); ++i) {
+    const char c = line[i];
+    if (quoted && c == '"' && i + 1 < line.size() && line[i + 1] == '"') {
+      fields.back() += '"';
+      ++i;
+    } else if (c == '"') {
+      quoted = !quoted;
+    } else if (c == ',' && !quoted) {
+      fields.emplace_back();
+    } else {
+      fields.back() += c;
+    }
+  }
+  return !quoted;
+}
+
+FileRows ReadProgressCsv(const fs::path& path) {
+  FileRows out;
+  const std::vector<std::string> lines = ReadLines(path);
+  if (lines.empty()) return out;
+  std::vector<std::string> header, fields;
+  SplitCsv(lines[0], header);
+  auto column = [&](const char* name) { return size_t(std::find(header.begin(), header.end(), name) - header.begin()); };
+  const size_t attempt = column("soak_attempt"), it = column("training_iteration"),
+               since = column("iterations_since_restore");
+  auto number = [&](size_t i) { return i < fields.size() && !fields[i].empty() ? int64_t(std::strtoll(fields[i].c_str(), nullptr, 10)) : int64_t(-1); };
+  for (const std::string& line : lines) {
+    if (line == lines[0]) {
+      ++out.headers;
+      continue;
+    }
+    if (!SplitCsv(line, fields) || fields.size() != header.size()) {
+      ++out.torn;
+      continue;
+    }
+    out.rows.emplace_back(number(attempt), number(it), number(since));
+  }
+  return out;
+}
+
+// Committed checkpoints whose id starts with `prefix`, from the checkpoint-store.
+std::vector<std::string> StoredCheckpoints(const std::string& store_endpoint, const std::string& prefix) {
+  DealerClient store(store_endpoint);
+  proto::CheckpointList list;
+  list.id = 1;
+  list.prefix = prefix;
+  store.Send(proto::Encode(list));
+  std::vector<std::string> ids;
+  const auto frame = store.Receive(10s);
+  if (!frame) return ids;
+  auto d = proto::Decode(frame->data(), frame->size());
+  auto reply = d.ok() ? d->As<proto::CheckpointListReply>() : Result<proto::CheckpointListReply>(d.status());
+  if (!reply.ok()) return ids;
+  for (const proto::CheckpointInfo& c : reply->checkpoints) ids.push_back(c.checkpoint_id);
+  return ids;
+}
+
+// Per category a count and the first few examples, for the assertion messages.
+struct Tally {
+  std::map<std::string, int> count;
+  std::map<std::string, std::string> examples;
+  void Add(const std::string& what, const std::string& example, int n = 1) {
+    count[what] += n;
+    if (std::count(examples[what].begin(), examples[what].end(), '\n') < 8) examples[what] += "  " + example + "\n";
+  }
+  int operator[](const std::string& what) const { return count.contains(what) ? count.at(what) : 0; }
+};
+
+std::string RowText(const Row& r) {
+  return fmt::format("(attempt {}, iteration {}, since restore {})", std::get<0>(r), std::get<1>(r), std::get<2>(r));
+}
+
+// How the file rows differ from the journal's: journal rows missing (lost), rows twice
+// (duplicated), and, when neither, a different order.
+void CompareRows(const std::string& what, const std::string& trial, const std::vector<Row>& journal,
+                 const std::vector<Row>& file, Tally& tally) {
+  std::map<Row, int> in_file, in_journal;
+  for (const Row& r : file) ++in_file[r];
+  for (const Row& r : journal) ++in_journal[r];
+  int lost = 0, duplicated = 0;
+  for (const auto& [row, n] : in_journal) {
+    if (in_file[row] < n) tally.Add("lost " + what, trial + " " + RowText(row)), ++lost;
+  }
+  for (const auto& [row, n] : in_file) {
+    if (n > 1) tally.Add("duplicated " + what, trial + " " + RowText(row), n - 1), ++duplicated;
+    if (!in_journal.contains(row)) tally.Add("not journaled " + what, trial + " " + RowText(row));
+  }
+  if (lost == 0 && duplicated == 0 && file != journal) tally.Add("out of order " + what, trial);
+}
+
+TEST(CrashSoakTest, EveryAcknowledgedResultAndCheckpointSurvivesKills) {
+  const char* env = std::getenv("TUNEBUS_SOAK_KILLS");
+  const int scheduler_kills = std::max(1, env ? std::atoi(env) : 20);
+  ClusterOptions o;
+  o.cpus_per_worker = 2;
+  o.rm_liveness = 5;  // x 200 ms: a killed worker that does not come back is lost after 1 s
+  o.scheduler_args = {"--snapshot-every", "300"};  // some resumes start from a snapshot
+  Cluster cluster(o);
+  ASSERT_TRUE(cluster.Start());
+
+  constexpr int kTrials = 55, kIterations = 12;
+  const double sleep_s = 0.05 * std::max(1, scheduler_kills / 20);  // outlast the kill plan
+  const fs::path truth_dir = cluster.dir() / "truth";
+  fs::create_directories(truth_dir);
+  const fs::path script = SourceDir() / "tests" / "fault" / "soak_trainable.py";
+  const fs::path file = cluster.dir() / "soak.yaml";
+  WriteFile(file, "name: soak\n"
+                  "trainable:\n"
+                  "  command: [python3, " + script.string() + "]\n"
+                  "  env: {SOAK_TRUTH_DIR: " + truth_dir.string() + "}\n"
+                  "param_space:\n"
+                  "  lr: {uniform: [0.01, 0.3]}\n"
+                  "  fail_at: {grid_search: [0, 0, 0, 0, 8]}\n"
+                  "  fail_times: {choice: [1, 2]}\n"
+                  "  iterations: " + std::to_string(kIterations) + "\n"
+                  "  sleep_s: " + std::to_string(sleep_s) + "\n"
+                  "num_samples: " + std::to_string(kTrials / 5) + "\n"
+                  "seed: 18\n"
+                  "metric: score\n"
+                  "mode: max\n"
+                  "stop: {training_iteration: " + std::to_string(kIterations) + "}\n"
+                  "checkpoint_freq: 3\n"
+                  "checkpoint_at_end: true\n"
+                  "keep_checkpoints_num: 2\n"
+                  "checkpoint_score_attr: score\n"
+                  "max_failures: 2\n"
+                  "results_dir: " + (cluster.dir() / "results").string() + "\n");
+  const std::string journal = SubmitDetached(cluster, file, "soak");
+  ASSERT_FALSE(journal.empty());
+
+  // The kill plan, in a seeded random order with 50..300 ms between kills.
+  std::vector<std::string> plan(size_t(scheduler_kills), "scheduler");
+  for (const char* v : {"checkpoint-store", "checkpoint-store", "resource-manager", "w1", "w2"}) plan.push_back(v);
+  std::mt19937 rng(18042);
+  std::shuffle(plan.begin(), plan.end(), rng);
+  std::uniform_int_distribution<int> pause_ms(50, 300);
+  std::map<std::string, int> kills;
+  int total_kills = 0;
+  for (const std::string& victim : plan) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(pause_ms(rng)));
+    const json status = cluster.Ctl({"-o", "json", "status"}, 10s).Json();
+    if (status.is_object() && status.value("finished", false)) break;
+    ASSERT_TRUE(cluster.Restart(victim)) << victim;  // SIGKILL, then the same binary and flags
+    ++kills[victim == "w1" || victim == "w2" ? "trial-worker" : victim];
+    ++total_kills;
+    if (victim == "scheduler") {
+      ASSERT_TRUE(WaitFor([&] { return cluster.Ctl({"status"}, 2s).exit_code == 0; }, 20s, 100ms))
+          << cluster.LogTails();
+    }
+  }
+  const json summary = WaitFinished(cluster, Millis{120000 + 1000 * scheduler_kills});
+  ASSERT_FALSE(summary.empty()) << "the experiment did not finish\n" << cluster.LogTails();
+
+  // The journal, per trial; which attempts were reattached after a resume, which restarted.
+  std::map<std::string, Journaled> jr;
+  std::set<std::pair<std::string, int64_t>> seqs;
+  std::map<std::string, int64_t> running;  // trial -> attempt, RUNNING as the journal goes
+  std::map<std::string, int64_t> awaiting;  // RUNNING at the last resume, no result since
+  Tally tally;
+  int results = 0, reattached = 0, resumes = 0;
+  for (const json& r : ReadJournal(cluster.store(), journal)) {
+    const std::string kind = r.value("kind", ""), id = r.value("trial_id", "");
+    const int64_t attempt = Int(r, "attempt");
+    if (kind == "experiment_resumed") {
+      ++resumes;
+      awaiting = running;
+    } else if (kind == "trial_started") {
+      jr[id].last_attempt = attempt;
+      jr[id].restored_iteration[attempt] = Int(r, "restored_iteration");
+      running[id] = attempt;
+      awaiting.erase(id);
+    } else if (kind == "trial_status") {
+      jr[id].ended_by.emplace(attempt, r.value("failure_kind", r.value("error", "").empty() ? r.value("status", "") : "error"));
+      running.erase(id);
+      awaiting.erase(id);
+    } else if (kind == "checkpoint_deleted") {
+      jr[id].deleted.insert(r.value("checkpoint_id", ""));
+    } else if (kind == "result") {
+      ++results;
+      const json& result = r["result"];
+      const AttemptIt key{attempt, Int(result, "training_iteration")};
+      if (!seqs.insert({id + "/" + std::to_string(attempt), Int(r, "seq")}).second ||
+          !jr[id].results.emplace(key, result).second) {
+        tally.Add("duplicated journal", fmt::format("{} attempt {} iteration {}", id, key.first, key.second));
+      }
+      jr[id].rows.emplace_back(attempt, key.second, Int(result, "iterations_since_restore"));
+      if (auto a = awaiting.find(id); a != awaiting.end() && a->second == attempt) ++reattached, awaiting.erase(a);
+    }
+  }
+
+  // Journal against ground truth; the files and `tunectl show` against the journal.
+  const std::map<std::string, Truth> truth = ReadTruth(truth_dir);
+  const json trials = cluster.Ctl({"-o", "json", "ls"}).Json();
+  ASSERT_TRUE(trials.is_array()) << cluster.LogTails();
+  std::map<std::string, std::set<std::string>> listed;  // trial -> checkpoints show lists
+  int restarted = 0, by_failure = 0, by_worker_loss = 0, acked = 0;
+  for (const json& t : trials) {
+    const std::string id = t.value("trial_id", "");
+    const Journaled& j = jr[id];
+    const Truth& tr = truth.contains(id) ? truth.at(id) : Truth{};
+    EXPECT_FALSE(tr.reported.empty()) << id << ": no ground truth in " << truth_dir;
+    acked += int(tr.acked.size());
+    for (const AttemptIt& a : tr.acked) {
+      if (!j.results.contains(a)) tally.Add("lost journal", fmt::format("{} attempt {} iteration {}", id, a.first, a.second));
+    }
+    for (const auto& [a, result] : j.results) {
+      const auto reported = tr.reported.find(a);
+      if (reported == tr.reported.end() || reported->second.value("score", -1.0) != result.value("score", -2.0) ||
+          Int(result, "soak_attempt") != a.first || Int(result, "soak_iteration") != a.second) {
+        tally.Add("not reported", fmt::format("{} attempt {} iteration {}: {}", id, a.first, a.second, result.dump()));
+      }
+    }
+    for (const auto& [attempt, restore] : tr.restores) {
+      const int64_t want = j.restored_iteration.contains(attempt) ? j.restored_iteration.at(attempt) : -1;
+      if (!restore.value("state_ok", false) || Int(restore, "from_iteration") != want) {
+        tally.Add("bad restore", id + " " + restore.dump() + ", journal: iteration " + std::to_string(want));
+      }
+    }
+    if (j.last_attempt > 1) ++restarted;
+    for (int64_t a = 1; a < j.last_attempt; ++a) {
+      const auto ended = j.ended_by.find(a);
+      (ended != j.ended_by.end() && ended->second == "worker_lost" ? by_worker_loss : by_failure) += 1;
+    }
+
+    const fs::path dir = t.value("dir", "");
+    const FileRows result_json = ReadResultJson(dir / "result.json"), csv = ReadProgressCsv(dir / "progress.csv");
+    CompareRows("result.json", id, j.rows, result_json.rows, tally);
+    CompareRows("progress.csv", id, j.rows, csv.rows, tally);
+    if (result_json.torn + csv.torn > 0) tally.Add("torn lines", id, result_json.torn + csv.torn);
+    if (csv.headers != 1) tally.Add("csv headers != 1", fmt::format("{}: {}", id, csv.headers));
+
+    const json shown = cluster.Ctl({"-o", "json", "show", id}).Json();
+    EXPECT_EQ(shown.value("status", ""), "TERMINATED") << shown.dump();
+    const json last = shown.contains("last_result") ? shown["last_result"] : json();
+    if (j.rows.empty() || Int(last, "training_iteration") != std::get<1>(j.rows.back()) ||
+        Int(last, "soak_attempt") != std::get<0>(j.rows.back())) {
+      tally.Add("lost show", id + " last_result " + last.dump());
+    }
+    for (const json& c : shown.value("checkpoints", json::array())) listed[id].insert(c.value("checkpoint_id", ""));
+    for (const AttemptIt& s : tr.saved) {
+      const auto ended = j.ended_by.find(s.first);
+      if (ended != j.ended_by.end() && ended->second == "worker_lost") continue;  // its upload may have died
+      const std::string ck = fmt::format("{}/{}/{:08d}-a{}", journal, id, s.second, s.first);
+      if (!listed[id].contains(ck) && !j.deleted.contains(ck)) tally.Add("missing checkpoints", ck + " (saved, not listed)");
+    }
+  }
+  std::set<std::string> stored;
+  for (const std::string& ck : StoredCheckpoints(cluster.store(), journal + "/")) {
+    if (ck.rfind(journal + "/snapshot-", 0) == 0) continue;
+    stored.insert(ck);
+    const std::string trial = ck.substr(journal.size() + 1, ck.find('/', journal.size() + 1) - journal.size() - 1);
+    if (!listed[trial].contains(ck)) tally.Add("orphaned checkpoints", ck);
+  }
+  for (const auto& [trial, ids] : listed) {
+    for (const std::string& ck : ids) {
+      if (!stored.contains(ck)) tally.Add("missing checkpoints", ck + " (listed, not stored)");
+    }
+  }
+
+  const int lost = tally["lost journal"] + tally["lost result.json"] + tally["lost progress.csv"] + tally["lost show"];
+  const int duplicated = tally["duplicated journal"] + tally["duplicated result.json"] + tally["duplicated progress.csv"];
+  std::printf("soak: kills=%d lost=%d duplicated=%d orphaned_checkpoints=%d reattached=%d restarted=%d results=%d "
+              "trials=%zu | kills scheduler=%d checkpoint-store=%d resource-manager=%d trial-worker=%d; resumes=%d; "
+              "restarted attempts: failure=%d worker loss=%d; acked=%d; lost journal=%d result.json=%d "
+              "progress.csv=%d show=%d; missing_checkpoints=%d torn=%d\n",
+              total_kills, lost, duplicated, tally["orphaned checkpoints"], reattached, restarted, results,
+              trials.size(), kills["scheduler"], kills["checkpoint-store"], kills["resource-manager"],
+              kills["trial-worker"], resumes, by_failure, by_worker_loss, acked, tally["lost journal"],
+              tally["lost result.json"], tally["lost progress.csv"], tally["lost show"],
+              tally["missing checkpoints"], tally["torn lines"]);
+  std::fflush(stdout);
+
+  EXPECT_EQ(summary.value("status", ""), "FINISHED") << summary.dump();
+  EXPECT_EQ(trials.size(), size_t(kTrials));
+  EXPECT_EQ(total_kills, int(plan.size())) << "the experiment ended before the kill plan did";
+  EXPECT_EQ(resumes, kills["scheduler"]);
+  EXPECT_GE(by_failure, 1) << "no trial was retried after a failure";
+  std::string problems;
+  for (const auto& [what, n] : tally.count) problems += fmt::format("{}: {}\n{}", what, n, tally.examples[what]);
+  EXPECT_TRUE(tally.count.empty()) << problems;
+  EXPECT_EQ(lost, 0);
+  EXPECT_EQ(duplicated, 0);
+  EXPECT_EQ(tally["orphaned checkpoints"], 0);
+  EXPECT_EQ(tally["missing checkpoints"], 0);
+}
+
+}  // namespace
+}  // namespace tunebus::testing
