@@ -14,8 +14,8 @@
 //    every line parses, progress.csv has one header; `tunectl show` has the last result;
 //  - the checkpoint-store holds exactly the checkpoints `tunectl show` lists (no orphan, none
 //    missing); each checkpoint an attempt saved is listed or was deleted by retention, unless
-//    the attempt's worker was lost; each restore got the state of the checkpoint the journal
-//    names.
+//    the attempt's worker was lost; a trial whose last decision was checkpoint_and_stop saved
+//    that checkpoint; each restore got the state of the checkpoint the journal names.
 // It prints one summary line (always), then asserts.
 #include <algorithm>
 #include <cstdio>
@@ -81,6 +81,7 @@ std::map<std::string, Truth> ReadTruth(const fs::path& dir) {
 // One trial as the journal has it.
 struct Journaled {
   std::vector<Row> rows;               // result records, in order
+  std::string last_decision;           // of the last result record
   std::map<AttemptIt, json> results;   // (attempt, iteration) -> result
   int64_t last_attempt = 0;
   std::map<int64_t, int64_t> restored_iteration;  // attempt -> iteration it restored
@@ -214,7 +215,7 @@ TEST(CrashSoakTest, EveryAcknowledgedResultAndCheckpointSurvivesKills) {
   ASSERT_TRUE(cluster.Start());
 
   constexpr int kTrials = 55, kIterations = 12;
-  const double sleep_s = 0.05 * std::max(1, scheduler_kills / 20);  // outlast the kill plan
+  const double sleep_s = 0.08 * std::max(1, scheduler_kills / 20);  // outlast the kill plan
   const fs::path truth_dir = cluster.dir() / "truth";
   fs::create_directories(truth_dir);
   const fs::path script = SourceDir() / "tests" / "fault" / "soak_trainable.py";
@@ -243,12 +244,12 @@ TEST(CrashSoakTest, EveryAcknowledgedResultAndCheckpointSurvivesKills) {
   const std::string journal = SubmitDetached(cluster, file, "soak");
   ASSERT_FALSE(journal.empty());
 
-  // The kill plan, in a seeded random order with 50..300 ms between kills.
+  // The kill plan, in a seeded random order with 80..400 ms between kills.
   std::vector<std::string> plan(size_t(scheduler_kills), "scheduler");
   for (const char* v : {"checkpoint-store", "checkpoint-store", "resource-manager", "w1", "w2"}) plan.push_back(v);
   std::mt19937 rng(18042);
   std::shuffle(plan.begin(), plan.end(), rng);
-  std::uniform_int_distribution<int> pause_ms(50, 300);
+  std::uniform_int_distribution<int> pause_ms(80, 400);
   std::map<std::string, int> kills;
   int total_kills = 0;
   for (const std::string& victim : plan) {
@@ -299,6 +300,7 @@ TEST(CrashSoakTest, EveryAcknowledgedResultAndCheckpointSurvivesKills) {
         tally.Add("duplicated journal", fmt::format("{} attempt {} iteration {}", id, key.first, key.second));
       }
       jr[id].rows.emplace_back(attempt, key.second, Int(result, "iterations_since_restore"));
+      jr[id].last_decision = r.value("decision", "");
       if (auto a = awaiting.find(id); a != awaiting.end() && a->second == attempt) ++reattached, awaiting.erase(a);
     }
   }
@@ -352,6 +354,10 @@ TEST(CrashSoakTest, EveryAcknowledgedResultAndCheckpointSurvivesKills) {
       tally.Add("lost show", id + " last_result " + last.dump());
     }
     for (const json& c : shown.value("checkpoints", json::array())) listed[id].insert(c.value("checkpoint_id", ""));
+    if (j.last_decision == "checkpoint_and_stop") {  // checkpoint_at_end: the decision reached it
+      const AttemptIt end{std::get<0>(j.rows.back()), std::get<1>(j.rows.back())};
+      if (!tr.saved.contains(end)) tally.Add("end checkpoint never taken", fmt::format("{} attempt {}", id, end.first));
+    }
     for (const AttemptIt& s : tr.saved) {
       const auto ended = j.ended_by.find(s.first);
       if (ended != j.ended_by.end() && ended->second == "worker_lost") continue;  // its upload may have died
@@ -377,12 +383,12 @@ TEST(CrashSoakTest, EveryAcknowledgedResultAndCheckpointSurvivesKills) {
   std::printf("soak: kills=%d lost=%d duplicated=%d orphaned_checkpoints=%d reattached=%d restarted=%d results=%d "
               "trials=%zu | kills scheduler=%d checkpoint-store=%d resource-manager=%d trial-worker=%d; resumes=%d; "
               "restarted attempts: failure=%d worker loss=%d; acked=%d; lost journal=%d result.json=%d "
-              "progress.csv=%d show=%d; missing_checkpoints=%d torn=%d\n",
+              "progress.csv=%d show=%d; missing_checkpoints=%d end_checkpoints_never_taken=%d torn=%d\n",
               total_kills, lost, duplicated, tally["orphaned checkpoints"], reattached, restarted, results,
               trials.size(), kills["scheduler"], kills["checkpoint-store"], kills["resource-manager"],
               kills["trial-worker"], resumes, by_failure, by_worker_loss, acked, tally["lost journal"],
               tally["lost result.json"], tally["lost progress.csv"], tally["lost show"],
-              tally["missing checkpoints"], tally["torn lines"]);
+              tally["missing checkpoints"], tally["end checkpoint never taken"], tally["torn lines"]);
   std::fflush(stdout);
 
   EXPECT_EQ(summary.value("status", ""), "FINISHED") << summary.dump();

@@ -1,5 +1,7 @@
 #include "tests/fault/fault_support.hpp"
 
+#include <algorithm>
+
 #include "libs/journal/records.hpp"
 #include "proto/codec.hpp"
 #include "proto/store.hpp"
@@ -49,6 +51,24 @@ std::vector<json> ReadJournal(const std::string& store_endpoint, const std::stri
     from = reply->first_seq + reply->records.size();
   }
   return records;
+}
+
+std::vector<std::string> ListCheckpoints(const std::string& store_endpoint, const std::string& prefix) {
+  DealerClient store(store_endpoint);
+  proto::CheckpointList list;
+  list.id = 1;
+  list.prefix = prefix;
+  store.Send(proto::Encode(list));
+  auto frame = store.Receive(5s);
+  auto d = frame ? proto::Decode(frame->data(), frame->size()) : Result<proto::Decoded>(Status::Unavailable("no reply"));
+  auto reply = d.ok() ? d->As<proto::CheckpointListReply>() : Result<proto::CheckpointListReply>(d.status());
+  EXPECT_TRUE(reply.ok()) << "checkpoint_list " << prefix << ": " << reply.status().ToString();
+  std::vector<std::string> ids;
+  if (reply.ok()) {
+    for (const proto::CheckpointInfo& c : reply->checkpoints) ids.push_back(c.checkpoint_id);
+  }
+  std::sort(ids.begin(), ids.end());
+  return ids;
 }
 
 }  // namespace tunebus::testing

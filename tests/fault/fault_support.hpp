@@ -24,4 +24,8 @@ nlohmann::json WaitFinished(Cluster& cluster, Millis timeout);
 /// `store_endpoint` (5,000 records a request).
 std::vector<nlohmann::json> ReadJournal(const std::string& store_endpoint, const std::string& journal);
 
+/// Ids of the checkpoints the checkpoint-store at `store_endpoint` holds under `prefix` (sorted;
+/// empty after adding a test failure if the store does not answer).
+std::vector<std::string> ListCheckpoints(const std::string& store_endpoint, const std::string& prefix);
+
 }  // namespace tunebus::testing

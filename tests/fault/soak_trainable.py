@@ -47,7 +47,10 @@ def score(i):
 
 def accumulated(i):
     """The state a trainable holds after i iterations (restores must bring it back)."""
-    return round(sum(score(j) for j in range(1, i + 1)), 6)
+    acc = 0.0
+    for j in range(1, i + 1):
+        acc += score(j)
+    return acc
 
 
 def append_line(name, obj):
@@ -87,7 +90,7 @@ def restore(start):
     with open(os.path.join(tunebus.restore_dir(), "state.json")) as f:
         state = json.load(f)
     it = int(state["iteration"])
-    ok = it == start and abs(float(state["acc"]) - accumulated(it)) < 1e-6
+    ok = it == start and float(state["acc"]) == accumulated(it)
     log("restore", from_iteration=it, from_attempt=state.get("attempt"), state_ok=ok)
     return float(state["acc"])
 
@@ -139,8 +142,8 @@ def main():
             print("soak_trainable: failing on purpose at iteration %d" % i, file=sys.stderr, flush=True)
             sys.exit(3)
         time.sleep(sleep_s)
-        acc = round(acc + score(i), 6)
-        metrics = {"score": score(i), "acc": acc, "soak_iteration": i, "soak_attempt": ATTEMPT}
+        acc += score(i)
+        metrics = {"score": score(i), "acc": round(acc, 6), "soak_iteration": i, "soak_attempt": ATTEMPT}
         log("report", iteration=i, metrics=metrics)
         decision = channel.report(metrics)
         log("decision", iteration=i, decision=decision)

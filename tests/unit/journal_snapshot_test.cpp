@@ -103,6 +103,46 @@ TEST(JournalSnapshotTest, ReplayedStateKeepsTrialsResultsCheckpointsAndFailures)
   EXPECT_EQ(s.last_action.at("abcde_00002"), "continue");
 }
 
+TEST(JournalSnapshotTest, ReplayRebuildsTheCheckpointsAskedAndNotYetStored) {
+  // The result records whose decision saves a checkpoint are the requests' journal entries: a
+  // replay ending after the request at iteration 4 (score 0.5) but before its checkpoint_saved
+  // hands the successor that request (at time_total_s 4), also through a snapshot; the request
+  // at 2 was answered by its checkpoint_saved, and a new attempt drops what the old one asked.
+  std::vector<json> records;
+  records.push_back(ExperimentSubmitted("abcde", "name: ask\n", "/tmp", "ask.yaml", 1, 1.0));
+  Trial t;
+  t.trial_id = "abcde_00000";
+  records.push_back(TrialAdded(t));
+  t.attempt = 1;
+  t.worker_id = "w1";
+  records.push_back(TrialStarted(t));
+  for (int k = 1; k <= 4; ++k) {
+    t.last_seq = t.training_iteration = k;
+    const bool ask = k % 2 == 0;
+    if (ask) t.requested_checkpoints.push_back({"", k, double(k), k == 4 ? std::optional<double>(0.5) : std::nullopt, 0});
+    records.push_back(ResultRecord(t, {{"training_iteration", k}, {"time_total_s", double(k)}}, ask ? "checkpoint" : "continue"));
+    if (k == 2) {
+      records.push_back(CheckpointSavedRecord(t, {"ask-abcde/abcde_00000/00000002-a1", 2, 2.0, std::nullopt, 10}));
+      t.requested_checkpoints.clear();
+    }
+  }
+  EXPECT_EQ(records.back().value("checkpoint_score", -1.0), 0.5);  // the request at 4 carries its score
+  const ReplayedExperiment s = ReplayAll(records);
+  ASSERT_EQ(s.trials[0].requested_checkpoints.size(), 1u);
+  const CheckpointRef& asked = s.trials[0].requested_checkpoints[0];
+  EXPECT_EQ(asked.training_iteration, 4);
+  EXPECT_DOUBLE_EQ(asked.time_total_s, 4.0);
+  EXPECT_EQ(asked.score, std::optional<double>(0.5));
+  auto restored = DecodeSnapshot(EncodeSnapshot(s));
+  ASSERT_TRUE(restored.ok()) << restored.status().ToString();
+  ASSERT_EQ(restored->trials[0].requested_checkpoints.size(), 1u);
+  EXPECT_EQ(restored->trials[0].requested_checkpoints[0].score, std::optional<double>(0.5));
+
+  t.attempt = 2;
+  records.push_back(TrialStarted(t));
+  EXPECT_TRUE(ReplayAll(records).trials[0].requested_checkpoints.empty());
+}
+
 TEST(JournalSnapshotTest, DamagedSnapshotIsCorruptionNotACrash) {
   // Truncated bytes, garbage, and a snapshot of another version are refused with Corruption.
   const std::string good = EncodeSnapshot(ReplayAll(MakeJournal()));

@@ -165,6 +165,24 @@ TEST(JournalRecordsTest, EncodedResultRecordDecodesToTheResultRecord) {
   EXPECT_EQ(bytes, EncodeRecord(ResultRecord(t, result, "checkpoint")));  // the same bytes, too
 }
 
+TEST(JournalRecordsTest, AResultWhoseDecisionAsksForAScoredCheckpointCarriesTheScore) {
+  // The request's journal entry: checkpoint_score rides on the result record, written straight
+  // or through the document alike; a request at another iteration is not this result's.
+  Trial t;
+  t.trial_id = "abc_00001";
+  t.attempt = 1;
+  t.last_seq = t.training_iteration = 6;
+  t.requested_checkpoints.push_back({"", 6, 6.0, 0.125, 0});
+  const json result = {{"training_iteration", 6}, {"acc", 0.125}};
+  std::string result_msgpack;
+  json::to_msgpack(result, result_msgpack);
+  const std::string bytes = EncodeResultRecord(t, result_msgpack, "checkpoint");
+  EXPECT_EQ(bytes, EncodeRecord(ResultRecord(t, result, "checkpoint")));
+  EXPECT_EQ(DecodeRecord(bytes)->value("checkpoint_score", -1.0), 0.125);
+  t.training_iteration = 7;
+  EXPECT_FALSE(ResultRecord(t, result, "continue").contains("checkpoint_score"));
+}
+
 // The per-trial records written straight from the trial are the bytes of the record documents,
 // across the msgpack widths (fixint/uint16, fixstr/str8, float32/float64, empty/filled arrays)
 // and the optional fields that fall back to the document.

@@ -12,6 +12,8 @@
 #include <iterator>
 #include <sstream>
 #include <string>
+#include <thread>
+#include <chrono>
 #include <vector>
 
 #include <nlohmann/json.hpp>
@@ -83,6 +85,38 @@ TEST_F(ResultFilesTest, BacklogCountsWorkUntilItIsWritten) {
   files.Drain();
   EXPECT_EQ(files.Backlog(), 0u);
   for (int i = 0; i < 10; ++i) EXPECT_EQ(Lines(dir_ / ("t" + std::to_string(i)) / "result.json").size(), 1u) << i;
+}
+
+TEST_F(ResultFilesTest, RowsWaitForTheirJournalRecordAndReachTheFileWithoutAClose) {
+  // A row staged after journal record 5 stays staged while only record 4 is durable; once 5 is,
+  // it is handed over, and the writer flushes it to the kernel within kFileFlushInterval while
+  // the file stays open (no Close, no Drain): what `tail -f` and a killed process see.
+  ResultFiles files;
+  const fs::path trial = dir_ / "t0";
+  files.AppendResult(0, trial.string(), Msgpack({{"training_iteration", 1}}), /*after_record=*/5);
+  files.Flush(4);
+  EXPECT_EQ(files.Backlog(), 1u);
+  files.Flush(5);
+  const auto handed = std::chrono::steady_clock::now();
+  while (Lines(trial / "result.json").size() < 1 && std::chrono::steady_clock::now() - handed < std::chrono::seconds(5)) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  EXPECT_EQ(Lines(trial / "result.json"), (std::vector<std::string>{R"({"training_iteration":1})"}));
+  EXPECT_EQ(Lines(trial / "progress.csv"), (std::vector<std::string>{"training_iteration", "1"}));
+  EXPECT_TRUE(files.IsOpen(0));
+}
+
+TEST_F(ResultFilesTest, UngatedWorkStagedBehindAGatedTaskKeepsItsOrder) {
+  // Tasks leave in staging order: one staged after a task that waits for record 9 waits too.
+  ResultFiles files;
+  const fs::path trial = dir_ / "t0";
+  files.AppendResult(0, trial.string(), Msgpack({{"i", 1}}), 9);
+  files.AppendResult(0, "", Msgpack({{"i", 2}}));
+  files.Flush(8);
+  EXPECT_EQ(files.Backlog(), 2u);
+  files.Flush(9);
+  files.Drain();
+  EXPECT_EQ(Lines(trial / "result.json"), (std::vector<std::string>{R"({"i":1})", R"({"i":2})"}));
 }
 
 // The nice value of thread `tid` of this process (field 19 of /proc/self/task/<tid>/stat).

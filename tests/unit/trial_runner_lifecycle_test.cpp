@@ -404,6 +404,33 @@ TEST_F(TrialLifecycleTest, RestoreFromJournalStateQueuesPendingKeepsRunningAndRe
   EXPECT_EQ(exec_.placements.size(), 2u);  // trials 1 and 2
 }
 
+TEST_F(TrialLifecycleTest, ACheckpointAskedBeforeATakeoverIsAdoptedWithItsIterationTimeAndScore) {
+  // A successor restored with the journaled request at iteration 4 accepts the checkpoint the
+  // worker stored for it (its time and score come from the request); one at an iteration never
+  // asked for is refused and, unlike the adopted one, referenced by no trial: an orphan.
+  RunnerOptions o;
+  o.checkpoint_score_attr = "acc";
+  Start(o, 1);
+  std::vector<Trial> trials(1);
+  trials[0].trial_id = Id(0);
+  trials[0].config = {{"x", 0}};
+  trials[0].status = TrialStatus::kRunning;
+  trials[0].attempt = 1;
+  trials[0].worker_id = "w1";
+  trials[0].last_seq = trials[0].training_iteration = 4;
+  trials[0].requested_checkpoints.push_back({"", 4, 7.5, 0.9, 0});
+  ASSERT_TRUE(runner_->Restore(trials, nullptr, {}, now_).ok());
+  EXPECT_EQ(runner_->OnCheckpointSaved(Id(0), 1, "c/3", 3, 10).code(), StatusCode::kFailedPrecondition);
+  EXPECT_FALSE(runner_->ReferencesCheckpoint("c/3"));
+  ASSERT_TRUE(runner_->OnCheckpointSaved(Id(0), 1, "c/4", 4, 10).ok());
+  ASSERT_EQ(T(0).checkpoints.size(), 1u);
+  EXPECT_DOUBLE_EQ(T(0).checkpoints[0].time_total_s, 7.5);
+  EXPECT_EQ(T(0).checkpoints[0].score, std::optional<double>(0.9));
+  EXPECT_TRUE(T(0).requested_checkpoints.empty());
+  EXPECT_TRUE(runner_->ReferencesCheckpoint("c/4"));
+  EXPECT_EQ(obs_.saved_checkpoints.size(), 1u);  // journaled like any stored checkpoint
+}
+
 TEST_F(TrialLifecycleTest, DecisionsForOneResultCombineStopOverPauseOverContinue) {
   // Ray Tune's decision queue order: the trial scheduler says PAUSE for t0 and t1; t0's result
   // also reaches the stop threshold (STOP wins: it terminates); t1's does not (PAUSE wins over

@@ -1,0 +1,139 @@
+// Tests for ResultFilesRepair (services/scheduler/result_files_repair.hpp): after a scheduler
+// kill a trial's files are short, torn or (killed while ending) longer than the journal; the
+// repair leaves them holding exactly the journal's rows, in order, the same bytes a scheduler
+// that was never killed writes, and a second repair changes nothing.
+#include "services/scheduler/result_files_repair.hpp"
+
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+namespace tunebus {
+namespace {
+
+namespace fs = std::filesystem;
+using nlohmann::json;
+
+std::string Read(const fs::path& file) {
+  std::ifstream in(file);
+  std::stringstream text;
+  text << in.rdbuf();
+  return text.str();
+}
+
+void Write(const fs::path& file, const std::string& text) { std::ofstream(file, std::ios::trunc) << text; }
+
+json ResultAt(int64_t iteration) {
+  return {{"training_iteration", iteration}, {"loss", 1.0 / double(iteration)}, {"note", "a,b"}};
+}
+
+class ResultFilesRepairTest : public ::testing::Test {
+ protected:
+  ResultFilesRepairTest()
+      : dir_(fs::temp_directory_path() / ("tunebus-repair-" + std::to_string(::getpid()) + "-" +
+                                          ::testing::UnitTest::GetInstance()->current_test_info()->name())) {
+    trial_.trial_id = "abc12_00000";
+    trial_.experiment_tag = "0_lr=0.1";
+    trial_.config = {{"lr", 0.1}};
+    fs::create_directories(dir_ / "reference");
+    fs::create_directories(dir_ / "repaired");
+  }
+  ~ResultFilesRepairTest() override { fs::remove_all(dir_); }
+
+  // The files a scheduler that was never killed writes for results 1..n.
+  fs::path Reference(int64_t n) {
+    const fs::path trial_dir = dir_ / "reference" / trial_.DirName();
+    ResultFiles files;
+    files.WriteParams(trial_dir.string(), trial_.config);
+    for (int64_t i = 1; i <= n; ++i) {
+      std::string bytes;
+      json::to_msgpack(ResultAt(i), bytes);
+      files.AppendResult(0, trial_dir.string(), std::move(bytes));
+    }
+    files.Drain();
+    return trial_dir;
+  }
+
+  // Repairs the "repaired" experiment folder against a journal of results 1..n.
+  ResultFilesRepair::Summary Repair(int64_t n) {
+    trial_.num_results = n;
+    ResultFiles files;
+    ResultFilesRepair repair((dir_ / "repaired").string(), files);
+    if (repair.Plan({trial_}) > 0) {
+      for (int64_t i = 1; i <= n; ++i) repair.OnResultRecord(trial_, ResultAt(i));
+    }
+    files.Drain();
+    return repair.summary();
+  }
+
+  fs::path dir_;
+  Trial trial_;
+};
+
+TEST_F(ResultFilesRepairTest, ShortAndTornFilesAreCompletedToTheBytesOfAnUnkilledRun) {
+  // The killed writer left 3 lines and half a fourth in result.json and 4 rows in progress.csv;
+  // the journal holds 6 results. Both files end up as an unkilled run's, params.json included.
+  const fs::path reference = Reference(6);
+  const fs::path repaired = dir_ / "repaired" / trial_.DirName();
+  fs::create_directories(repaired);
+  const std::string json_text = Read(reference / "result.json");
+  const std::string csv_text = Read(reference / "progress.csv");
+  size_t cut = 0;
+  for (int i = 0; i < 3; ++i) cut = json_text.find('\n', cut) + 1;
+  Write(repaired / "result.json", json_text.substr(0, cut + 7));
+  cut = 0;
+  for (int i = 0; i < 5; ++i) cut = csv_text.find('\n', cut) + 1;  // the header and 4 rows
+  Write(repaired / "progress.csv", csv_text.substr(0, cut));
+
+  const auto summary = Repair(6);
+  EXPECT_EQ(summary.torn_lines, 1);
+  EXPECT_EQ(summary.missing_rows, 3);
+  EXPECT_EQ(summary.rows_written, 3);
+  EXPECT_EQ(summary.params_written, 1);
+  EXPECT_EQ(Read(repaired / "result.json"), json_text);
+  EXPECT_EQ(Read(repaired / "progress.csv"), csv_text);
+  EXPECT_EQ(Read(repaired / "params.json"), Read(reference / "params.json"));
+
+  const auto again = Repair(6);  // idempotent
+  EXPECT_EQ(again.missing_rows + again.torn_lines + again.surplus_rows + again.params_written, 0);
+  EXPECT_EQ(Read(repaired / "result.json"), json_text);
+  EXPECT_EQ(Read(repaired / "progress.csv"), csv_text);
+}
+
+TEST_F(ResultFilesRepairTest, RowsBeyondTheJournalAreCut) {
+  // Killed while ending the experiment: the files hold 5 rows, the durable journal 3.
+  const fs::path reference = Reference(5);
+  const fs::path repaired = dir_ / "repaired" / trial_.DirName();
+  fs::copy(reference, repaired);
+  const auto summary = Repair(3);
+  EXPECT_EQ(summary.surplus_rows, 2);
+  EXPECT_EQ(summary.missing_rows, 0);
+  const std::string json_text = Read(repaired / "result.json");
+  EXPECT_EQ(std::count(json_text.begin(), json_text.end(), '\n'), 3);
+  EXPECT_EQ(CountRows((repaired / "progress.csv").string(), true).rows, 3);
+  EXPECT_TRUE(CountRows((repaired / "progress.csv").string(), true).header);
+}
+
+TEST_F(ResultFilesRepairTest, QuotedNewlinesInACsvRowDoNotCountAsRows) {
+  const fs::path csv = dir_ / "quoted.csv";
+  Write(csv, "a,b\n\"line one\nline two\",1\n2,\"x\"\"y\"\n3,\"torn\n");
+  const FileRows rows = CountRows(csv.string(), true);
+  EXPECT_TRUE(rows.header);
+  EXPECT_EQ(rows.rows, 2);
+  EXPECT_TRUE(rows.torn);
+  ASSERT_TRUE(CutAfterRows(csv.string(), true, 1));
+  EXPECT_EQ(Read(csv), "a,b\n\"line one\nline two\",1\n");
+  const FileRows missing = CountRows((dir_ / "absent.csv").string(), true);
+  EXPECT_EQ(missing.rows, 0);
+  EXPECT_FALSE(missing.header || missing.torn);
+}
+
+}  // namespace
+}  // namespace tunebus
