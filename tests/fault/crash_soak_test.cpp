@@ -23,7 +23,6 @@
 #include <map>
 #include <random>
 #include <set>
-#include <sstream>
 #include <string>
 #include <thread>
 #include <tuple>
@@ -44,18 +43,31 @@ namespace {
 using nlohmann::json;
 using namespace std::chrono_literals;
 
-using AttemptIt = std::pair<int64_t, int64_t>;          // (attempt, training_iteration)
-using Row = std::tuple<int64_t, int64_t, int64_t>;      // + iterations_since_restore
+using AttemptIt = std::pair<int64_t, int64_t>;      // (attempt, training_iteration)
+using Row = std::tuple<int64_t, int64_t, int64_t>;  // + iterations_since_restore
 
-int64_t Int(const json& j, const char* key) { return j.contains(key) && j[key].is_number() ? j[key].get<int64_t>() : -1; }
+int64_t Int(const json& j, const char* key) {
+  return j.is_object() && j.contains(key) && j[key].is_number() ? j[key].get<int64_t>() : -1;
+}
 
-// One trial's ground truth, from <truth dir>/<trial>.jsonl.
+// Per category a count and the first few examples, for the assertion message.
+struct Tally {
+  std::map<std::string, int> count;
+  std::map<std::string, std::string> examples;
+  void Add(const std::string& what, const std::string& example, int n = 1) {
+    count[what] += n;
+    std::string& e = examples[what];
+    if (std::count(e.begin(), e.end(), '\n') < 8) e += "  " + example + "\n";
+  }
+  int operator[](const std::string& what) const { return count.contains(what) ? count.at(what) : 0; }
+};
+
+// One trial's ground truth, from <truth dir>/<trial>.jsonl (see soak_trainable.py).
 struct Truth {
   std::map<AttemptIt, json> reported;  // metrics of every report
-  std::set<AttemptIt> acked;           // answered continue / checkpoint
+  std::set<AttemptIt> acked;           // answered continue / checkpoint (only the scheduler says so)
   std::set<AttemptIt> saved;           // checkpoints saved
-  std::map<int64_t, json> restores;    // attempt -> restore event
-  int failures = 0;
+  std::map<int64_t, json> restores;    // attempt -> its restore event
 };
 
 std::map<std::string, Truth> ReadTruth(const fs::path& dir) {
@@ -65,31 +77,81 @@ std::map<std::string, Truth> ReadTruth(const fs::path& dir) {
     Truth& t = truth[entry.path().stem().string()];
     for (const std::string& line : ReadLines(entry.path())) {
       const json e = json::parse(line, nullptr, /*allow_exceptions=*/false);
-      if (!e.is_object()) continue;  // cannot happen: one fsynced write per line
-      const std::string event = e.value("event", "");
+      const std::string event = e.is_object() ? e.value("event", "") : "";
       const AttemptIt key{Int(e, "attempt"), Int(e, "iteration")};
       if (event == "report") t.reported[key] = e["metrics"];
-      if (event == "decision" && (e["decision"] == "continue" || e["decision"] == "checkpoint")) t.acked.insert(key);
+      if (event == "decision" && (e["decision"] == "continue" || e["decision"] == "checkpoint")) {
+        t.acked.insert(key);
+      }
       if (event == "checkpoint") t.saved.insert(key);
       if (event == "restore") t.restores[key.first] = e;
-      if (event == "fail") ++t.failures;
     }
   }
   return truth;
 }
 
-// One trial as the journal has it.
+// One trial as its journal records have it.
 struct Journaled {
-  std::vector<Row> rows;               // result records, in order
-  std::string last_decision;           // of the last result record
-  std::map<AttemptIt, json> results;   // (attempt, iteration) -> result
+  std::vector<Row> rows;                          // result records, in order
+  std::map<AttemptIt, json> results;              // the same, by (attempt, iteration)
+  std::string last_decision;                      // of the last result record
   int64_t last_attempt = 0;
-  std::map<int64_t, int64_t> restored_iteration;  // attempt -> iteration it restored
-  std::map<int64_t, std::string> ended_by;        // attempt -> "error" | "worker_lost" | status
+  std::map<int64_t, int64_t> restored_iteration;  // attempt -> the iteration it restored
+  std::map<int64_t, std::string> ended_by;        // attempt -> "worker_lost" | "error" | status
   std::set<std::string> deleted;                  // checkpoints retention deleted
 };
 
-// Rows of result.json / progress.csv (keys of each row), and what did not parse.
+struct JournalView {
+  std::map<std::string, Journaled> trials;
+  int results = 0, resumes = 0;
+  int reattached = 0;  // (resume, trial) pairs: RUNNING at a resume, next result from that attempt
+};
+
+// Folds the records in order; a (trial, attempt, seq) or (trial, attempt, iteration) seen twice
+// is tallied as "duplicated journal".
+JournalView FoldJournal(const std::vector<json>& records, Tally& tally) {
+  JournalView view;
+  std::set<std::tuple<std::string, int64_t, int64_t>> seqs;
+  std::map<std::string, int64_t> running, awaiting;  // trial -> attempt
+  for (const json& r : records) {
+    const std::string kind = r.value("kind", ""), id = r.value("trial_id", "");
+    const int64_t attempt = Int(r, "attempt");
+    Journaled& j = view.trials[id];
+    if (kind == "experiment_resumed") {
+      ++view.resumes;
+      awaiting = running;
+    } else if (kind == "trial_started") {
+      j.last_attempt = attempt;
+      j.restored_iteration[attempt] = Int(r, "restored_iteration");
+      running[id] = attempt;
+      awaiting.erase(id);
+    } else if (kind == "trial_status") {
+      const std::string status = r.value("error", "").empty() ? r.value("status", "") : "error";
+      j.ended_by.emplace(attempt, r.value("failure_kind", status));
+      running.erase(id);
+      awaiting.erase(id);
+    } else if (kind == "checkpoint_deleted") {
+      j.deleted.insert(r.value("checkpoint_id", ""));
+    } else if (kind == "result") {
+      ++view.results;
+      const json& result = r["result"];
+      const AttemptIt key{attempt, Int(result, "training_iteration")};
+      if (!seqs.insert({id, attempt, Int(r, "seq")}).second || !j.results.emplace(key, result).second) {
+        tally.Add("duplicated journal", fmt::format("{} attempt {} iteration {}", id, attempt, key.second));
+      }
+      j.rows.emplace_back(attempt, key.second, Int(result, "iterations_since_restore"));
+      j.last_decision = r.value("decision", "");
+      if (auto a = awaiting.find(id); a != awaiting.end() && a->second == attempt) {
+        ++view.reattached;
+        awaiting.erase(a);
+      }
+    }
+  }
+  view.trials.erase("");
+  return view;
+}
+
+// The rows of result.json or progress.csv, and what did not parse.
 struct FileRows {
   std::vector<Row> rows;
   int torn = 0;     // lines that do not parse (or have the wrong number of CSV fields)
@@ -104,13 +166,13 @@ FileRows ReadResultJson(const fs::path& path) {
       ++out.torn;
       continue;
     }
-    out.rows.emplace_back(Int(r, "soak_attempt"), Int(r, "training_iteration"), Int(r, "iterations_since_restore"));
+    out.rows.emplace_back(Int(r, "soak_attempt"), Int(r, "training_iteration"),
+                          Int(r, "iterations_since_restore"));
   }
   return out;
 }
 
-// RFC 4180 fields of one line (no line breaks inside fields: results have none); false if a
-// quote is not closed.
+// The RFC 4180 fields of one line (results hold no line breaks); false if a quote is open.
 bool SplitCsv(const std::string& line, std::vector<std::string>& fields) {
   fields.assign(1, "");
   bool quoted = false;
@@ -136,25 +198,51 @@ FileRows ReadProgressCsv(const fs::path& path) {
   if (lines.empty()) return out;
   std::vector<std::string> header, fields;
   SplitCsv(lines[0], header);
-  auto column = [&](const char* name) { return size_t(std::find(header.begin(), header.end(), name) - header.begin()); };
-  const size_t attempt = column("soak_attempt"), it = column("training_iteration"),
-               since = column("iterations_since_restore");
-  auto number = [&](size_t i) { return i < fields.size() && !fields[i].empty() ? int64_t(std::strtoll(fields[i].c_str(), nullptr, 10)) : int64_t(-1); };
+  auto column = [&](const char* name) {
+    return size_t(std::find(header.begin(), header.end(), name) - header.begin());
+  };
+  const size_t attempt = column("soak_attempt"), iteration = column("training_iteration"),
+               since_restore = column("iterations_since_restore");
+  auto number = [&](size_t i) {
+    return i < fields.size() && !fields[i].empty() ? int64_t(std::strtoll(fields[i].c_str(), nullptr, 10))
+                                                   : int64_t(-1);
+  };
   for (const std::string& line : lines) {
     if (line == lines[0]) {
       ++out.headers;
-      continue;
-    }
-    if (!SplitCsv(line, fields) || fields.size() != header.size()) {
+    } else if (!SplitCsv(line, fields) || fields.size() != header.size()) {
       ++out.torn;
-      continue;
+    } else {
+      out.rows.emplace_back(number(attempt), number(iteration), number(since_restore));
     }
-    out.rows.emplace_back(number(attempt), number(it), number(since));
   }
   return out;
 }
 
-// Committed checkpoints whose id starts with `prefix`, from the checkpoint-store.
+std::string RowText(const std::string& trial, const Row& r) {
+  return fmt::format("{} (attempt {}, iteration {}, since restore {})", trial, std::get<0>(r),
+                     std::get<1>(r), std::get<2>(r));
+}
+
+// Tallies how a file's rows differ from the journal's: rows missing ("lost"), rows twice
+// ("duplicated"), rows the journal does not have ("unjournaled"), else a different order.
+void CompareRows(const std::string& file_name, const std::string& trial,
+                 const std::vector<Row>& journal, const std::vector<Row>& file, Tally& tally) {
+  std::map<Row, int> in_file, in_journal;
+  for (const Row& r : file) ++in_file[r];
+  for (const Row& r : journal) ++in_journal[r];
+  bool differ = false;
+  for (const auto& [row, n] : in_journal) {
+    if (in_file[row] < n) tally.Add("lost " + file_name, RowText(trial, row)), differ = true;
+  }
+  for (const auto& [row, n] : in_file) {
+    if (n > 1) tally.Add("duplicated " + file_name, RowText(trial, row), n - 1), differ = true;
+    if (!in_journal.contains(row)) tally.Add("unjournaled rows", file_name + " " + RowText(trial, row));
+  }
+  if (!differ && file != journal) tally.Add("out of order " + file_name, trial);
+}
+
+// Committed checkpoints whose id starts with `prefix`, listed by the checkpoint-store.
 std::vector<std::string> StoredCheckpoints(const std::string& store_endpoint, const std::string& prefix) {
   DealerClient store(store_endpoint);
   proto::CheckpointList list;
@@ -163,45 +251,67 @@ std::vector<std::string> StoredCheckpoints(const std::string& store_endpoint, co
   store.Send(proto::Encode(list));
   std::vector<std::string> ids;
   const auto frame = store.Receive(10s);
+  EXPECT_TRUE(frame.has_value()) << "checkpoint_list: no answer from " << store_endpoint;
   if (!frame) return ids;
   auto d = proto::Decode(frame->data(), frame->size());
   auto reply = d.ok() ? d->As<proto::CheckpointListReply>() : Result<proto::CheckpointListReply>(d.status());
-  if (!reply.ok()) return ids;
-  for (const proto::CheckpointInfo& c : reply->checkpoints) ids.push_back(c.checkpoint_id);
+  EXPECT_TRUE(reply.ok()) << "checkpoint_list: " << reply.status().ToString();
+  if (reply.ok()) {
+    for (const proto::CheckpointInfo& c : reply->checkpoints) ids.push_back(c.checkpoint_id);
+  }
   return ids;
 }
 
-// Per category a count and the first few examples, for the assertion messages.
-struct Tally {
-  std::map<std::string, int> count;
-  std::map<std::string, std::string> examples;
-  void Add(const std::string& what, const std::string& example, int n = 1) {
-    count[what] += n;
-    if (std::count(examples[what].begin(), examples[what].end(), '\n') < 8) examples[what] += "  " + example + "\n";
-  }
-  int operator[](const std::string& what) const { return count.contains(what) ? count.at(what) : 0; }
-};
-
-std::string RowText(const Row& r) {
-  return fmt::format("(attempt {}, iteration {}, since restore {})", std::get<0>(r), std::get<1>(r), std::get<2>(r));
+std::string CheckpointId(const std::string& journal, const std::string& trial, const AttemptIt& at) {
+  return fmt::format("{}/{}/{:08d}-a{}", journal, trial, at.second, at.first);
 }
 
-// How the file rows differ from the journal's: journal rows missing (lost), rows twice
-// (duplicated), and, when neither, a different order.
-void CompareRows(const std::string& what, const std::string& trial, const std::vector<Row>& journal,
-                 const std::vector<Row>& file, Tally& tally) {
-  std::map<Row, int> in_file, in_journal;
-  for (const Row& r : file) ++in_file[r];
-  for (const Row& r : journal) ++in_journal[r];
-  int lost = 0, duplicated = 0;
-  for (const auto& [row, n] : in_journal) {
-    if (in_file[row] < n) tally.Add("lost " + what, trial + " " + RowText(row)), ++lost;
+// One trial: the journal against its ground truth, its files and `tunectl show` against the
+// journal. Adds the checkpoints show lists to `listed`.
+void CheckTrial(const std::string& journal, const std::string& id, const json& shown, const Journaled& j,
+                const Truth& truth, Tally& tally, std::set<std::string>& listed) {
+  for (const AttemptIt& a : truth.acked) {
+    if (!j.results.contains(a)) tally.Add("lost journal", fmt::format("{} attempt {} iteration {}", id, a.first, a.second));
   }
-  for (const auto& [row, n] : in_file) {
-    if (n > 1) tally.Add("duplicated " + what, trial + " " + RowText(row), n - 1), ++duplicated;
-    if (!in_journal.contains(row)) tally.Add("not journaled " + what, trial + " " + RowText(row));
+  for (const auto& [a, result] : j.results) {
+    const auto reported = truth.reported.find(a);
+    if (reported == truth.reported.end() || reported->second.value("score", -1.0) != result.value("score", -2.0) ||
+        Int(result, "soak_attempt") != a.first || Int(result, "soak_iteration") != a.second) {
+      tally.Add("not reported", id + " " + result.dump());
+    }
   }
-  if (lost == 0 && duplicated == 0 && file != journal) tally.Add("out of order " + what, trial);
+  for (const auto& [attempt, restore] : truth.restores) {
+    const auto want = j.restored_iteration.find(attempt);
+    if (!restore.value("state_ok", false) || want == j.restored_iteration.end() ||
+        Int(restore, "from_iteration") != want->second) {
+      tally.Add("bad restores", id + " " + restore.dump());
+    }
+  }
+
+  const fs::path dir = shown.value("dir", "");
+  const FileRows result_json = ReadResultJson(dir / "result.json");
+  const FileRows csv = ReadProgressCsv(dir / "progress.csv");
+  CompareRows("result.json", id, j.rows, result_json.rows, tally);
+  CompareRows("progress.csv", id, j.rows, csv.rows, tally);
+  if (result_json.torn + csv.torn > 0) tally.Add("torn lines", id, result_json.torn + csv.torn);
+  if (csv.headers != 1) tally.Add("csv headers != 1", fmt::format("{}: {}", id, csv.headers));
+
+  const json last = shown.value("last_result", json::object());
+  if (j.rows.empty() || Int(last, "training_iteration") != std::get<1>(j.rows.back()) ||
+      Int(last, "soak_attempt") != std::get<0>(j.rows.back())) {
+    tally.Add("lost show", id + " last_result " + last.dump());
+  }
+  for (const json& c : shown.value("checkpoints", json::array())) listed.insert(c.value("checkpoint_id", ""));
+  if (j.last_decision == "checkpoint_and_stop") {  // checkpoint_at_end: did the decision reach it?
+    const AttemptIt end{std::get<0>(j.rows.back()), std::get<1>(j.rows.back())};
+    if (!truth.saved.contains(end)) tally.Add("end checkpoints never taken", CheckpointId(journal, id, end));
+  }
+  for (const AttemptIt& saved : truth.saved) {
+    const auto ended = j.ended_by.find(saved.first);
+    if (ended != j.ended_by.end() && ended->second == "worker_lost") continue;  // its upload may have died
+    const std::string ck = CheckpointId(journal, id, saved);
+    if (!listed.contains(ck) && !j.deleted.contains(ck)) tally.Add("missing checkpoints", ck + " (saved, not listed)");
+  }
 }
 
 TEST(CrashSoakTest, EveryAcknowledgedResultAndCheckpointSurvivesKills) {
@@ -217,30 +327,32 @@ TEST(CrashSoakTest, EveryAcknowledgedResultAndCheckpointSurvivesKills) {
   constexpr int kTrials = 55, kIterations = 12;
   const double sleep_s = 0.08 * std::max(1, scheduler_kills / 20);  // outlast the kill plan
   const fs::path truth_dir = cluster.dir() / "truth";
-  fs::create_directories(truth_dir);
   const fs::path script = SourceDir() / "tests" / "fault" / "soak_trainable.py";
   const fs::path file = cluster.dir() / "soak.yaml";
-  WriteFile(file, "name: soak\n"
-                  "trainable:\n"
-                  "  command: [python3, " + script.string() + "]\n"
-                  "  env: {SOAK_TRUTH_DIR: " + truth_dir.string() + "}\n"
-                  "param_space:\n"
-                  "  lr: {uniform: [0.01, 0.3]}\n"
-                  "  fail_at: {grid_search: [0, 0, 0, 0, 8]}\n"
-                  "  fail_times: {choice: [1, 2]}\n"
-                  "  iterations: " + std::to_string(kIterations) + "\n"
-                  "  sleep_s: " + std::to_string(sleep_s) + "\n"
-                  "num_samples: " + std::to_string(kTrials / 5) + "\n"
-                  "seed: 18\n"
-                  "metric: score\n"
-                  "mode: max\n"
-                  "stop: {training_iteration: " + std::to_string(kIterations) + "}\n"
-                  "checkpoint_freq: 3\n"
-                  "checkpoint_at_end: true\n"
-                  "keep_checkpoints_num: 2\n"
-                  "checkpoint_score_attr: score\n"
-                  "max_failures: 2\n"
-                  "results_dir: " + (cluster.dir() / "results").string() + "\n");
+  WriteFile(file, fmt::format(R"(name: soak
+trainable:
+  command: [python3, {}]
+  env: {{SOAK_TRUTH_DIR: {}}}
+param_space:
+  lr: {{uniform: [0.01, 0.3]}}
+  fail_at: {{grid_search: [0, 0, 0, 0, 8]}}
+  fail_times: {{choice: [1, 2]}}
+  iterations: {}
+  sleep_s: {}
+num_samples: {}
+seed: 18
+metric: score
+mode: max
+stop: {{training_iteration: {}}}
+checkpoint_freq: 3
+checkpoint_at_end: true
+keep_checkpoints_num: 2
+checkpoint_score_attr: score
+max_failures: 2
+results_dir: {}
+)", script.string(), truth_dir.string(), kIterations, sleep_s, kTrials / 5, kIterations,
+                              (cluster.dir() / "results").string()));
+  fs::create_directories(truth_dir);
   const std::string journal = SubmitDetached(cluster, file, "soak");
   ASSERT_FALSE(journal.empty());
 
@@ -267,110 +379,39 @@ TEST(CrashSoakTest, EveryAcknowledgedResultAndCheckpointSurvivesKills) {
   const json summary = WaitFinished(cluster, Millis{120000 + 1000 * scheduler_kills});
   ASSERT_FALSE(summary.empty()) << "the experiment did not finish\n" << cluster.LogTails();
 
-  // The journal, per trial; which attempts were reattached after a resume, which restarted.
-  std::map<std::string, Journaled> jr;
-  std::set<std::pair<std::string, int64_t>> seqs;
-  std::map<std::string, int64_t> running;  // trial -> attempt, RUNNING as the journal goes
-  std::map<std::string, int64_t> awaiting;  // RUNNING at the last resume, no result since
   Tally tally;
-  int results = 0, reattached = 0, resumes = 0;
-  for (const json& r : ReadJournal(cluster.store(), journal)) {
-    const std::string kind = r.value("kind", ""), id = r.value("trial_id", "");
-    const int64_t attempt = Int(r, "attempt");
-    if (kind == "experiment_resumed") {
-      ++resumes;
-      awaiting = running;
-    } else if (kind == "trial_started") {
-      jr[id].last_attempt = attempt;
-      jr[id].restored_iteration[attempt] = Int(r, "restored_iteration");
-      running[id] = attempt;
-      awaiting.erase(id);
-    } else if (kind == "trial_status") {
-      jr[id].ended_by.emplace(attempt, r.value("failure_kind", r.value("error", "").empty() ? r.value("status", "") : "error"));
-      running.erase(id);
-      awaiting.erase(id);
-    } else if (kind == "checkpoint_deleted") {
-      jr[id].deleted.insert(r.value("checkpoint_id", ""));
-    } else if (kind == "result") {
-      ++results;
-      const json& result = r["result"];
-      const AttemptIt key{attempt, Int(result, "training_iteration")};
-      if (!seqs.insert({id + "/" + std::to_string(attempt), Int(r, "seq")}).second ||
-          !jr[id].results.emplace(key, result).second) {
-        tally.Add("duplicated journal", fmt::format("{} attempt {} iteration {}", id, key.first, key.second));
-      }
-      jr[id].rows.emplace_back(attempt, key.second, Int(result, "iterations_since_restore"));
-      jr[id].last_decision = r.value("decision", "");
-      if (auto a = awaiting.find(id); a != awaiting.end() && a->second == attempt) ++reattached, awaiting.erase(a);
-    }
-  }
-
-  // Journal against ground truth; the files and `tunectl show` against the journal.
+  const JournalView view = FoldJournal(ReadJournal(cluster.store(), journal), tally);
   const std::map<std::string, Truth> truth = ReadTruth(truth_dir);
   const json trials = cluster.Ctl({"-o", "json", "ls"}).Json();
   ASSERT_TRUE(trials.is_array()) << cluster.LogTails();
-  std::map<std::string, std::set<std::string>> listed;  // trial -> checkpoints show lists
-  int restarted = 0, by_failure = 0, by_worker_loss = 0, acked = 0;
+  std::map<std::string, std::set<std::string>> listed;  // trial -> the checkpoints show lists
+  int acked = 0, restarted = 0, by_failure = 0, by_worker_loss = 0;
   for (const json& t : trials) {
     const std::string id = t.value("trial_id", "");
-    const Journaled& j = jr[id];
+    const CommandResult show = cluster.Ctl({"-o", "json", "show", id});
+    const json shown = show.Json();
+    if (!shown.is_object()) {
+      ADD_FAILURE() << show.Describe();
+      continue;
+    }
+    EXPECT_EQ(shown.value("status", ""), "TERMINATED") << shown.dump();
+    const Journaled& j = view.trials.contains(id) ? view.trials.at(id) : Journaled{};
     const Truth& tr = truth.contains(id) ? truth.at(id) : Truth{};
     EXPECT_FALSE(tr.reported.empty()) << id << ": no ground truth in " << truth_dir;
+    CheckTrial(journal, id, shown, j, tr, tally, listed[id]);
     acked += int(tr.acked.size());
-    for (const AttemptIt& a : tr.acked) {
-      if (!j.results.contains(a)) tally.Add("lost journal", fmt::format("{} attempt {} iteration {}", id, a.first, a.second));
-    }
-    for (const auto& [a, result] : j.results) {
-      const auto reported = tr.reported.find(a);
-      if (reported == tr.reported.end() || reported->second.value("score", -1.0) != result.value("score", -2.0) ||
-          Int(result, "soak_attempt") != a.first || Int(result, "soak_iteration") != a.second) {
-        tally.Add("not reported", fmt::format("{} attempt {} iteration {}: {}", id, a.first, a.second, result.dump()));
-      }
-    }
-    for (const auto& [attempt, restore] : tr.restores) {
-      const int64_t want = j.restored_iteration.contains(attempt) ? j.restored_iteration.at(attempt) : -1;
-      if (!restore.value("state_ok", false) || Int(restore, "from_iteration") != want) {
-        tally.Add("bad restore", id + " " + restore.dump() + ", journal: iteration " + std::to_string(want));
-      }
-    }
-    if (j.last_attempt > 1) ++restarted;
-    for (int64_t a = 1; a < j.last_attempt; ++a) {
+    restarted += j.last_attempt > 1;
+    for (int64_t a = 1; a < j.last_attempt; ++a) {  // why each attempt before the last ended
       const auto ended = j.ended_by.find(a);
-      (ended != j.ended_by.end() && ended->second == "worker_lost" ? by_worker_loss : by_failure) += 1;
-    }
-
-    const fs::path dir = t.value("dir", "");
-    const FileRows result_json = ReadResultJson(dir / "result.json"), csv = ReadProgressCsv(dir / "progress.csv");
-    CompareRows("result.json", id, j.rows, result_json.rows, tally);
-    CompareRows("progress.csv", id, j.rows, csv.rows, tally);
-    if (result_json.torn + csv.torn > 0) tally.Add("torn lines", id, result_json.torn + csv.torn);
-    if (csv.headers != 1) tally.Add("csv headers != 1", fmt::format("{}: {}", id, csv.headers));
-
-    const json shown = cluster.Ctl({"-o", "json", "show", id}).Json();
-    EXPECT_EQ(shown.value("status", ""), "TERMINATED") << shown.dump();
-    const json last = shown.contains("last_result") ? shown["last_result"] : json();
-    if (j.rows.empty() || Int(last, "training_iteration") != std::get<1>(j.rows.back()) ||
-        Int(last, "soak_attempt") != std::get<0>(j.rows.back())) {
-      tally.Add("lost show", id + " last_result " + last.dump());
-    }
-    for (const json& c : shown.value("checkpoints", json::array())) listed[id].insert(c.value("checkpoint_id", ""));
-    if (j.last_decision == "checkpoint_and_stop") {  // checkpoint_at_end: the decision reached it
-      const AttemptIt end{std::get<0>(j.rows.back()), std::get<1>(j.rows.back())};
-      if (!tr.saved.contains(end)) tally.Add("end checkpoint never taken", fmt::format("{} attempt {}", id, end.first));
-    }
-    for (const AttemptIt& s : tr.saved) {
-      const auto ended = j.ended_by.find(s.first);
-      if (ended != j.ended_by.end() && ended->second == "worker_lost") continue;  // its upload may have died
-      const std::string ck = fmt::format("{}/{}/{:08d}-a{}", journal, id, s.second, s.first);
-      if (!listed[id].contains(ck) && !j.deleted.contains(ck)) tally.Add("missing checkpoints", ck + " (saved, not listed)");
+      ++(ended != j.ended_by.end() && ended->second == "worker_lost" ? by_worker_loss : by_failure);
     }
   }
   std::set<std::string> stored;
   for (const std::string& ck : StoredCheckpoints(cluster.store(), journal + "/")) {
-    if (ck.rfind(journal + "/snapshot-", 0) == 0) continue;
+    if (ck.starts_with(journal + "/snapshot-")) continue;
     stored.insert(ck);
-    const std::string trial = ck.substr(journal.size() + 1, ck.find('/', journal.size() + 1) - journal.size() - 1);
-    if (!listed[trial].contains(ck)) tally.Add("orphaned checkpoints", ck);
+    const size_t from = journal.size() + 1;
+    if (!listed[ck.substr(from, ck.find('/', from) - from)].contains(ck)) tally.Add("orphaned checkpoints", ck);
   }
   for (const auto& [trial, ids] : listed) {
     for (const std::string& ck : ids) {
@@ -379,25 +420,28 @@ TEST(CrashSoakTest, EveryAcknowledgedResultAndCheckpointSurvivesKills) {
   }
 
   const int lost = tally["lost journal"] + tally["lost result.json"] + tally["lost progress.csv"] + tally["lost show"];
-  const int duplicated = tally["duplicated journal"] + tally["duplicated result.json"] + tally["duplicated progress.csv"];
-  std::printf("soak: kills=%d lost=%d duplicated=%d orphaned_checkpoints=%d reattached=%d restarted=%d results=%d "
-              "trials=%zu | kills scheduler=%d checkpoint-store=%d resource-manager=%d trial-worker=%d; resumes=%d; "
-              "restarted attempts: failure=%d worker loss=%d; acked=%d; lost journal=%d result.json=%d "
-              "progress.csv=%d show=%d; missing_checkpoints=%d end_checkpoints_never_taken=%d torn=%d\n",
-              total_kills, lost, duplicated, tally["orphaned checkpoints"], reattached, restarted, results,
-              trials.size(), kills["scheduler"], kills["checkpoint-store"], kills["resource-manager"],
-              kills["trial-worker"], resumes, by_failure, by_worker_loss, acked, tally["lost journal"],
-              tally["lost result.json"], tally["lost progress.csv"], tally["lost show"],
-              tally["missing checkpoints"], tally["end checkpoint never taken"], tally["torn lines"]);
+  const int duplicated =
+      tally["duplicated journal"] + tally["duplicated result.json"] + tally["duplicated progress.csv"];
+  std::printf(
+      "soak: kills=%d lost=%d duplicated=%d orphaned_checkpoints=%d reattached=%d restarted=%d results=%d trials=%zu"
+      " | kills scheduler=%d checkpoint-store=%d resource-manager=%d trial-worker=%d, resumes=%d, restarted attempts"
+      " after failure=%d after worker loss=%d, acked=%d, lost journal=%d result.json=%d progress.csv=%d show=%d,"
+      " missing_checkpoints=%d end_checkpoints_never_taken=%d unjournaled_rows=%d torn=%d bad_restores=%d\n",
+      total_kills, lost, duplicated, tally["orphaned checkpoints"], view.reattached, restarted, view.results,
+      trials.size(), kills["scheduler"], kills["checkpoint-store"], kills["resource-manager"], kills["trial-worker"],
+      view.resumes, by_failure, by_worker_loss, acked, tally["lost journal"], tally["lost result.json"],
+      tally["lost progress.csv"], tally["lost show"], tally["missing checkpoints"],
+      tally["end checkpoints never taken"], tally["unjournaled rows"], tally["torn lines"], tally["bad restores"]);
   std::fflush(stdout);
 
   EXPECT_EQ(summary.value("status", ""), "FINISHED") << summary.dump();
   EXPECT_EQ(trials.size(), size_t(kTrials));
   EXPECT_EQ(total_kills, int(plan.size())) << "the experiment ended before the kill plan did";
-  EXPECT_EQ(resumes, kills["scheduler"]);
+  EXPECT_EQ(view.resumes, kills["scheduler"]);
   EXPECT_GE(by_failure, 1) << "no trial was retried after a failure";
+  EXPECT_GE(acked, kTrials * (kIterations - 1)) << "the ground truth is incomplete";
   std::string problems;
-  for (const auto& [what, n] : tally.count) problems += fmt::format("{}: {}\n{}", what, n, tally.examples[what]);
+  for (const auto& [what, n] : tally.count) problems += fmt::format("{}: {}\n{}", what, n, tally.examples.at(what));
   EXPECT_TRUE(tally.count.empty()) << problems;
   EXPECT_EQ(lost, 0);
   EXPECT_EQ(duplicated, 0);

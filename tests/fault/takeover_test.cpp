@@ -2,6 +2,7 @@
 // folder" and "Checkpoints across a takeover"): the result files are written live and completed
 // from the journal after a SIGKILL, and checkpoints the killed scheduler asked for are adopted
 // by its successor, with nothing orphaned in the checkpoint-store.
+#include <algorithm>
 #include <chrono>
 #include <set>
 #include <string>
@@ -42,6 +43,17 @@ json ShowOnly(Cluster& cluster) {
   return cluster.Ctl({"-o", "json", "show", ls[0].value("trial_id", "")}, 5s).Json();
 }
 
+// Submits one mock trial reporting every `sleep_s` until iteration 30, with `extra` YAML lines;
+// returns its journal name.
+std::string SubmitOneTrial(Cluster& cluster, const std::string& name, double sleep_s, const std::string& extra = "") {
+  const fs::path file = cluster.dir() / (name + ".yaml");
+  WriteFile(file, "name: " + name + "\ntrainable: {builtin: mock}\n"
+                  "param_space: {sleep_s: " + std::to_string(sleep_s) + ", mock_iterations: 100}\n"
+                  "stop: {training_iteration: 30}\n" + extra +
+                  "results_dir: " + (cluster.dir() / "results").string() + "\n");
+  return SubmitDetached(cluster, file, name);
+}
+
 std::vector<int64_t> OneTo(int64_t n) {
   std::vector<int64_t> v;
   for (int64_t i = 1; i <= n; ++i) v.push_back(i);
@@ -55,12 +67,7 @@ TEST(TakeoverTest, ResultFilesAreLiveAndCompleteAfterASchedulerKill) {
   // exactly once (the rows the killed scheduler had not written come from the journal).
   Cluster cluster;
   ASSERT_TRUE(cluster.Start());
-  const fs::path file = cluster.dir() / "live.yaml";
-  WriteFile(file, "name: live\ntrainable: {builtin: mock}\n"
-                  "param_space: {sleep_s: 0.2, mock_iterations: 100}\n"
-                  "stop: {training_iteration: 30}\n"
-                  "results_dir: " + (cluster.dir() / "results").string() + "\n");
-  ASSERT_FALSE(SubmitDetached(cluster, file, "live").empty());
+  ASSERT_FALSE(SubmitOneTrial(cluster, "live", 0.2).empty());
 
   json shown;
   ASSERT_TRUE(WaitFor([&] { return (shown = ShowOnly(cluster)).value("training_iteration", 0) >= 10; }, 20s, 50ms))
@@ -90,12 +97,7 @@ TEST(TakeoverTest, CheckpointsAskedByAKilledSchedulerAreAdoptedAndNoneIsOrphaned
   // the listed ones (nothing orphaned). The decision at iteration 30 is stop (no checkpoint).
   Cluster cluster;
   ASSERT_TRUE(cluster.Start());
-  const fs::path file = cluster.dir() / "ckpt.yaml";
-  WriteFile(file, "name: ckpt\ntrainable: {builtin: mock}\n"
-                  "param_space: {sleep_s: 0.2, mock_iterations: 100}\n"
-                  "stop: {training_iteration: 30}\ncheckpoint_freq: 1\n"
-                  "results_dir: " + (cluster.dir() / "results").string() + "\n");
-  const std::string journal = SubmitDetached(cluster, file, "ckpt");
+  const std::string journal = SubmitOneTrial(cluster, "ckpt", 0.2, "checkpoint_freq: 1\n");
   ASSERT_FALSE(journal.empty());
   ASSERT_TRUE(WaitFor([&] { return ShowOnly(cluster).value("training_iteration", 0) >= 3; }, 20s, 50ms));
   for (int kill = 0; kill < 5; ++kill) {
@@ -117,6 +119,66 @@ TEST(TakeoverTest, CheckpointsAskedByAKilledSchedulerAreAdoptedAndNoneIsOrphaned
     if (id.find("/snapshot-") == std::string::npos) stored.insert(id);
   }
   EXPECT_EQ(stored, listed_ids);
+}
+
+TEST(TakeoverTest, ResultsAcknowledgedAcrossAStoreOutageReachTheFilesOnce) {
+  // SIGKILL the checkpoint-store mid-run and start it again 2 s later: results wait for their
+  // journal records (the trainable waits for its decisions), then the files hold 1..30 once.
+  Cluster cluster;
+  ASSERT_TRUE(cluster.Start());
+  ASSERT_FALSE(SubmitOneTrial(cluster, "outage", 0.05).empty());
+  json shown;
+  ASSERT_TRUE(WaitFor([&] { return (shown = ShowOnly(cluster)).value("training_iteration", 0) >= 5; }, 20s, 20ms));
+  cluster.process("checkpoint-store")->Kill();
+  std::this_thread::sleep_for(2s);
+  ASSERT_TRUE(cluster.Restart("checkpoint-store"));
+  const json summary = WaitFinished(cluster, 60s);
+  ASSERT_EQ(summary.value("status", ""), "FINISHED") << summary.dump() << cluster.LogTails();
+  const fs::path dir = shown.value("dir", "");
+  EXPECT_EQ(JsonIterations(dir), OneTo(30));
+  EXPECT_EQ(CsvRows(dir), 30u);
+}
+
+TEST(TakeoverTest, RowsRerunAfterAWorkerLossFollowTheLostOnesMarkedByIterationsSinceRestore) {
+  // The trial's worker is SIGKILLed past its checkpoint at 10; the trial restores on the other
+  // worker and reruns from 11. The files hold every journaled result once, in journal order:
+  // the lost attempt's rows, then the rerun's, whose first row has iterations_since_restore 1
+  // and training_iteration 11 (Ray Tune's marking of a restore).
+  ClusterOptions o;
+  o.rm_liveness = 5;  // 5 x 200 ms: the killed worker is declared lost after 1 s
+  Cluster cluster(o);
+  ASSERT_TRUE(cluster.Start());
+  const std::string journal = SubmitOneTrial(cluster, "lost", 0.1, "checkpoint_freq: 10\n");
+  ASSERT_FALSE(journal.empty());
+  json shown;
+  ASSERT_TRUE(WaitFor(
+      [&] {
+        shown = ShowOnly(cluster);
+        return shown.value("training_iteration", 0) >= 13 && shown["checkpoints"].size() == 1;
+      },
+      20s, 20ms))
+      << shown.dump();
+  cluster.process(shown.value("worker", ""))->Kill();
+  const json summary = WaitFinished(cluster, 60s);
+  ASSERT_EQ(summary.value("status", ""), "FINISHED") << summary.dump() << cluster.LogTails();
+
+  std::vector<std::pair<int64_t, int64_t>> journaled;  // (training_iteration, iterations_since_restore)
+  for (const json& r : ReadJournal(cluster.store(), journal)) {
+    if (r.value("kind", "") != "result") continue;
+    journaled.emplace_back(r["result"].value("training_iteration", int64_t(-1)),
+                           r["result"].value("iterations_since_restore", int64_t(-1)));
+  }
+  std::vector<std::pair<int64_t, int64_t>> rows;
+  for (const std::string& line : ReadLines(fs::path(shown.value("dir", "")) / "result.json")) {
+    const json row = json::parse(line);
+    rows.emplace_back(row.value("training_iteration", int64_t(-1)), row.value("iterations_since_restore", int64_t(-1)));
+  }
+  EXPECT_EQ(rows, journaled);
+  const auto rerun = std::find(rows.begin() + 1, rows.end(), std::pair<int64_t, int64_t>{11, 1});
+  ASSERT_NE(rerun, rows.end()) << "no row restarts at 11 after the restore";
+  EXPECT_GE(rerun - rows.begin(), 13);  // after the lost attempt's rows
+  EXPECT_EQ(rows.back().first, 30);
+  EXPECT_EQ(CsvRows(shown.value("dir", "")), rows.size());
 }
 
 }  // namespace
