@@ -101,9 +101,12 @@ struct ListExperiments {
 };
 
 /// Stop every unfinished trial and end the experiment. body: the experiment summary.
+/// `interrupt` (since v1.4; absent = false): end it as INTERRUPTED instead, resumable: running
+/// trials go back to PENDING, pending and paused ones keep their status (Ray Tune's Ctrl-C).
 struct StopExperiment {
   TUNEBUS_ENVELOPE("stop_experiment");
-  TUNEBUS_DEFINE_MAP(v, type, id)
+  bool interrupt = false;
+  TUNEBUS_DEFINE_MAP(v, type, id, interrupt)
 };
 
 /// The experiment summary. body: {"name", "status", "counts", "total", "finished", "best",

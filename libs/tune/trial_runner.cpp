@@ -12,6 +12,7 @@ const char* ExperimentStatusName(ExperimentStatus s) {
     case ExperimentStatus::kFinished: return "FINISHED";
     case ExperimentStatus::kStopped: return "STOPPED";
     case ExperimentStatus::kError: return "ERROR";
+    case ExperimentStatus::kInterrupted: return "INTERRUPTED";
   }
   return "UNKNOWN";
 }
@@ -336,7 +337,8 @@ Status TrialRunner::Restore(std::vector<Trial> trials, const nlohmann::json& sea
     if (auto a = last_actions.find(t.trial_id); a != last_actions.end()) last_action_[t.index] = ActionLiteral(a->second);
     if (!t.last_result_msgpack.empty()) CacheMetric(t, TrainingResult::FromJson(t.LastResult()));
   }
-  for (auto s : {ExperimentStatus::kFinished, ExperimentStatus::kStopped, ExperimentStatus::kError}) {
+  for (auto s : {ExperimentStatus::kFinished, ExperimentStatus::kStopped, ExperimentStatus::kError,
+                 ExperimentStatus::kInterrupted}) {
     if (ended_status == ExperimentStatusName(s)) status_ = s;
   }
   end_reason_ = ended_reason;

@@ -57,6 +57,7 @@ enum class ExperimentStatus {
   kFinished,  // every trial finished (or the time budget ran out)
   kStopped,   // stopped by the user
   kError,     // fail_fast and a trial errored
+  kInterrupted,  // interrupted by the user (Ctrl-C): unfinished trials wait; Reopen continues it
 };
 const char* ExperimentStatusName(ExperimentStatus s);  // "RUNNING", "FINISHED", ...
 
@@ -116,7 +117,7 @@ class TrialRunner final : public TrialSchedulerContext {
   /// its newest result (re-sent when that result arrives again). `start_s` is when the
   /// experiment was submitted (the time budget counts from it). Call before anything else.
   /// Errors: InvalidArgument when the searcher state does not restore.
-  /// `ended_status` ("FINISHED", "STOPPED", "ERROR" or "" while running) and `ended_reason`
+  /// `ended_status` ("FINISHED", "STOPPED", "ERROR", "INTERRUPTED" or "" while running) and `ended_reason`
   /// restore an experiment that had ended.
   Status Restore(std::vector<Trial> trials, const nlohmann::json& searcher_state,
                  const std::map<std::string, std::string>& last_actions, double start_s,
@@ -162,6 +163,13 @@ class TrialRunner final : public TrialSchedulerContext {
                       nlohmann::json new_config) override;
   /// Stops every unfinished trial; the experiment ends as STOPPED.
   void StopExperiment(const std::string& reason);
+  /// Ray Tune's Ctrl-C: the experiment ends as INTERRUPTED, resumable. RUNNING trials are
+  /// stopped and go back to PENDING (they continue from their newest checkpoint); PENDING and
+  /// PAUSED trials keep their status. No-op once finished.
+  void InterruptExperiment(const std::string& reason);
+  /// Continues an INTERRUPTED experiment (its PENDING trials are placed again). Returns false
+  /// for an experiment in any other status.
+  bool Reopen();
 
   // ---- queries ----------------------------------------------------------------------------
   bool IsFinished() const { return status_ != ExperimentStatus::kRunning; }

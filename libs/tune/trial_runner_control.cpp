@@ -253,6 +253,28 @@ void TrialRunner::StopExperiment(const std::string& reason) {
   EndExperiment(ExperimentStatus::kStopped, reason);
 }
 
+void TrialRunner::InterruptExperiment(const std::string& reason) {
+  if (IsFinished()) return;
+  for (Trial& t : trials_) {
+    if (t.status != TrialStatus::kRunning) continue;
+    LeaveRunning(t, TrialStatus::kPending, "", /*stop_trainable=*/true);
+    pending_.insert(t.index);
+  }
+  // Placements in flight are given back when their grant arrives (OnTrialPlaced); their trials
+  // wait with the others.
+  pending_.insert(placing_.begin(), placing_.end());
+  placing_.clear();
+  pause_requested_.clear();
+  EndExperiment(ExperimentStatus::kInterrupted, reason);
+}
+
+bool TrialRunner::Reopen() {
+  if (status_ != ExperimentStatus::kInterrupted) return false;
+  status_ = ExperimentStatus::kRunning;
+  end_reason_.clear();
+  return true;
+}
+
 // fail_fast: raise (Ray Tune re-raises the trial's error out of tune.run): the experiment ends
 // at once; other trials keep their status for a later resume, their trainables are stopped.
 void TrialRunner::AbortExperiment(const std::string& reason) {

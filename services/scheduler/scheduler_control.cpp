@@ -263,7 +263,13 @@ void Scheduler::HandleStopTrial(const bus::Incoming& in, const proto::Decoded& d
 void Scheduler::HandleStopExperiment(const bus::Incoming& in, const proto::Decoded& d) {
   Experiment* e = Current();
   if (e == nullptr) return ReplyError(in, d.id(), d.type(), Status::NotFound("no experiment has been submitted"));
-  e->runner->StopExperiment("stopped by the user");
+  auto msg = d.As<proto::StopExperiment>();
+  if (!msg.ok()) return ReplyError(in, d.id(), d.type(), msg.status());
+  if (msg->interrupt) {
+    e->runner->InterruptExperiment("interrupted by the user");
+  } else {
+    e->runner->StopExperiment("stopped by the user");
+  }
   ReplyJson(in, d.id(), ExperimentToJson(e->spec.name, *e->runner, e->experiment_dir, e->ElapsedS()));
 }
 

@@ -78,6 +78,10 @@ void Scheduler::HandleResumeExperiment(const bus::Incoming& in, const proto::Dec
     }
     e = Current();
   }
+  if (e->runner->Reopen()) {
+    e->journal->Append(journal::ExperimentResumed(WallSeconds(), ""));
+    spdlog::info("Experiment {} continues after its interruption", msg->name);
+  }
   int64_t rerun = 0;
   if (!mode.empty()) {
     auto n = e->runner->RerunErrored(mode);

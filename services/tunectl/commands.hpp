@@ -21,6 +21,9 @@ struct RunFlags {
   std::string experiment_file;
   bool detach = false;
   double refresh_s = 0;  // 0 = 1 s on a terminal, 10 s otherwise
+  /// "auto": an experiment of the same name that is unfinished or interrupted is resumed instead
+  /// of started again (Ray Tune's resume="AUTO"); "never": always a new run.
+  std::string resume = "auto";
   SuiteOptions suite;
 };
 

@@ -23,6 +23,10 @@ int main(int argc, char** argv) {
   run_cmd->add_option("experiment", run.experiment_file, "experiment file (YAML)")->required();
   run_cmd->add_flag("--detach,-d", run.detach, "submit and return at once (needs --connect)");
   run_cmd->add_option("--refresh-s", run.refresh_s, "progress refresh period in seconds");
+  run_cmd->add_option("--resume", run.resume,
+                      "auto: continue an unfinished or interrupted experiment of the same name; never: a new run")
+      ->check(CLI::IsMember({"auto", "never"}))
+      ->capture_default_str();
   run_cmd->add_option("--cpus", run.suite.cpus, "embedded worker CPUs (default: all cores)");
   run_cmd->add_option("--gpus", run.suite.gpus, "embedded worker GPUs");
 

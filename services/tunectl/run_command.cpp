@@ -22,8 +22,39 @@ namespace tunebus {
 
 namespace {
 
-std::atomic<int> g_signal{0};
-void OnSignal(int sig) { g_signal.store(sig); }
+std::atomic<int> g_signals{0};  // SIGINT / SIGTERM received so far
+void OnSignal(int) { g_signals.fetch_add(1); }
+
+// The command that continues experiment `name` after an interruption.
+std::string ResumeCommand(const GlobalFlags& g, const RunFlags& r, const std::string& name) {
+  if (g.connect.empty()) return "tunectl run " + r.experiment_file;  // resumes (--resume auto)
+  return fmt::format("tunectl --connect {} resume {}", g.connect, name);
+}
+
+// --resume auto: asks the scheduler to continue an unfinished or interrupted experiment of the
+// same name. Returns true if it did (then the run follows it), false if a new run is to be
+// submitted; `exit_code` is set when neither can go on.
+bool ResumeExisting(ControlClient& client, const ExperimentSpec& spec, int* exit_code) {
+  proto::ResumeExperimentCommand resume;
+  resume.name = spec.name;
+  auto resumed = client.Call(resume);
+  if (resumed.ok()) {
+    std::cout << fmt::format("Resuming experiment {}: {} trials so far (--resume never starts a new run)", spec.name,
+                             (*resumed)["total"].dump())
+              << std::endl;
+    return true;
+  }
+  const Status& s = resumed.status();
+  if (s.code() == StatusCode::kUnavailable) {
+    std::cerr << "tunectl: " << s.ToString() << "\n";
+    *exit_code = 3;
+  } else if (s.code() == StatusCode::kFailedPrecondition && s.message().find(" is finished") != std::string::npos) {
+    std::cout << fmt::format("Experiment {} ended before; starting a new run (new trial ids in {})",
+                             spec.name, spec.results_dir + "/" + spec.name)
+              << std::endl;
+  }
+  return false;
+}
 
 void PrintFinal(const nlohmann::json& e, bool json_output) {
   if (json_output) {
@@ -45,12 +76,16 @@ void PrintFinal(const nlohmann::json& e, bool json_output) {
 }
 
 // Submits and (unless detached) follows the experiment to its end. Returns the exit code.
-int SubmitAndFollow(ControlClient& client, const ExperimentSpec& spec, const RunFlags& r, bool json_output) {
+int SubmitAndFollow(ControlClient& client, const ExperimentSpec& spec, const GlobalFlags& g, const RunFlags& r,
+                    bool json_output) {
+  int exit_code = 0;
+  const bool resumed = r.resume == "auto" && !r.detach && ResumeExisting(client, spec, &exit_code);
+  if (exit_code != 0) return exit_code;
   proto::SubmitExperiment submit;
   submit.spec_yaml = spec.source_yaml;
   submit.base_dir = spec.trainable.working_dir;
   submit.source_name = spec.source_path;
-  auto submitted = client.Call(submit);
+  auto submitted = resumed ? Result<nlohmann::json>(nlohmann::json::object()) : client.Call(submit);
   if (!submitted.ok()) {
     std::cerr << "tunectl: the scheduler refused the experiment: " << submitted.status().ToString() << "\n";
     return submitted.status().code() == StatusCode::kUnavailable ? 3 : 1;
@@ -65,12 +100,20 @@ int SubmitAndFollow(ControlClient& client, const ExperimentSpec& spec, const Run
   const double refresh_s = r.refresh_s > 0 ? r.refresh_s : (tty ? 1.0 : 10.0);
   InPlaceRenderer renderer;
   auto last_print = std::chrono::steady_clock::now() - std::chrono::hours(1);
-  bool stop_sent = false;
+  bool interrupt_sent = false;
   while (true) {
-    if (g_signal.load() != 0 && !stop_sent) {
-      std::cerr << "\ntunectl: stopping the experiment (signal " << g_signal.load() << ")\n";
-      (void)client.Call(proto::StopExperiment{});
-      stop_sent = true;
+    if (g_signals.load() >= 2) {
+      std::cerr << "\ntunectl: exiting at once; the experiment stays resumable: " << ResumeCommand(g, r, spec.name)
+                << "\n";
+      return 130;
+    }
+    if (g_signals.load() == 1 && !interrupt_sent) {
+      std::cerr << "\ntunectl: interrupting the experiment: running trials stop and wait to be resumed from their "
+                   "newest checkpoint (Ctrl-C again to exit at once)\n";
+      proto::StopExperiment interrupt;
+      interrupt.interrupt = true;
+      (void)client.Call(interrupt);
+      interrupt_sent = true;
     }
     auto e = client.Call(proto::GetExperiment{});
     if (!e.ok()) {
@@ -94,6 +137,10 @@ int SubmitAndFollow(ControlClient& client, const ExperimentSpec& spec, const Run
     }
     if (finished) {
       PrintFinal(*e, json_output);
+      if ((*e)["status"] == "INTERRUPTED") {
+        std::cerr << "tunectl: interrupted; resume with: " << ResumeCommand(g, r, spec.name) << "\n";
+        return 130;
+      }
       const auto& counts = (*e)["counts"];
       if ((*e)["status"] != "FINISHED") return 1;
       if (counts.value("ERROR", 0) > 0) {
@@ -124,7 +171,7 @@ int RunCommand(const GlobalFlags& g, RunFlags r) {
       std::cerr << "tunectl: " << client.status().ToString() << "\n";
       return 3;
     }
-    return SubmitAndFollow(*client, *spec, r, json_output);
+    return SubmitAndFollow(*client, *spec, g, r, json_output);
   }
   if (r.detach) {
     std::cerr << "tunectl: --detach needs --connect (an embedded run ends with tunectl)\n";
@@ -142,7 +189,7 @@ int RunCommand(const GlobalFlags& g, RunFlags r) {
     std::cerr << "tunectl: " << client.status().ToString() << "\n";
     return 1;
   }
-  const int code = SubmitAndFollow(*client, *spec, r, json_output);
+  const int code = SubmitAndFollow(*client, *spec, g, r, json_output);
   (*suite)->Stop();
   return code;
 }
@@ -159,7 +206,7 @@ int UpCommand(const GlobalFlags& g, SuiteOptions suite) {
     return 1;
   }
   std::cout << "tunebus is up; control socket " << (*s)->control_endpoint() << " (Ctrl-C to stop)" << std::endl;
-  while (g_signal.load() == 0) std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  while (g_signals.load() == 0) std::this_thread::sleep_for(std::chrono::milliseconds(100));
   (*s)->Stop();
   return 0;
 }

@@ -431,6 +431,37 @@ TEST_F(TrialLifecycleTest, ACheckpointAskedBeforeATakeoverIsAdoptedWithItsIterat
   EXPECT_EQ(obs_.saved_checkpoints.size(), 1u);  // journaled like any stored checkpoint
 }
 
+TEST_F(TrialLifecycleTest, InterruptKeepsUnfinishedTrialsResumableAndReopenPlacesThemAgain) {
+  // Ctrl-C (Ray Tune's SIGINT): the running trial is stopped and back to PENDING, the pending
+  // one stays PENDING (never TERMINATED with 0 iterations), the experiment ends INTERRUPTED;
+  // Reopen continues it and both are placed again, the first from its newest checkpoint.
+  RunnerOptions o;
+  o.checkpoint_freq = 1;
+  o.max_concurrent_trials = 1;
+  Start(o, 2);
+  Run(0);
+  ASSERT_TRUE(Report(0, 1).ok());
+  ASSERT_TRUE(Saved(0, 1).ok());
+  runner_->InterruptExperiment("interrupted by the user");
+  EXPECT_EQ(runner_->status(), ExperimentStatus::kInterrupted);
+  EXPECT_TRUE(runner_->IsFinished());
+  EXPECT_EQ(T(0).status, TrialStatus::kPending);
+  EXPECT_EQ(T(1).status, TrialStatus::kPending);
+  EXPECT_EQ(T(0).num_failures, 0);
+  EXPECT_EQ(exec_.releases.at({Id(0), 1}), 1);
+  ASSERT_FALSE(obs_.ended.empty());
+  EXPECT_EQ(obs_.ended.back().first, "INTERRUPTED");
+  runner_->Step();
+  EXPECT_TRUE(exec_.open.empty());  // nothing is placed while interrupted
+  ASSERT_TRUE(runner_->Reopen());
+  EXPECT_FALSE(runner_->Reopen());  // running again: nothing to reopen
+  runner_->Step();
+  Grant("w1");
+  EXPECT_EQ(T(0).status, TrialStatus::kRunning);
+  EXPECT_EQ(T(0).attempt, 2);
+  EXPECT_EQ(T(0).restored_iteration, 1);
+}
+
 TEST_F(TrialLifecycleTest, DecisionsForOneResultCombineStopOverPauseOverContinue) {
   // Ray Tune's decision queue order: the trial scheduler says PAUSE for t0 and t1; t0's result
   // also reaches the stop threshold (STOP wins: it terminates); t1's does not (PAUSE wins over
