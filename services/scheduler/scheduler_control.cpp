@@ -276,7 +276,9 @@ void Scheduler::HandleStopExperiment(const bus::Incoming& in, const proto::Decod
 void Scheduler::HandleGetExperiment(const bus::Incoming& in, const proto::Decoded& d) {
   Experiment* e = Current();
   if (e == nullptr) return ReplyError(in, d.id(), d.type(), Status::NotFound("no experiment has been submitted"));
-  ReplyJson(in, d.id(), ExperimentToJson(e->spec.name, *e->runner, e->experiment_dir, e->ElapsedS()));
+  json body = ExperimentToJson(e->spec.name, *e->runner, e->experiment_dir, e->ElapsedS());
+  body["events_endpoint"] = events_bound_;  // where `tunectl watch` subscribes
+  ReplyJson(in, d.id(), body);
 }
 
 void Scheduler::HandleListWorkers(const bus::Incoming& in, const proto::Decoded& d) {

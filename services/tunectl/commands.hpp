@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+
 #include "services/tunectl/embedded_suite.hpp"
 
 namespace tunebus {
@@ -53,7 +54,8 @@ int LogsCommand(const GlobalFlags& g, const std::string& trial_id, int64_t lines
 /// polling): progress bar (finished / total, ETA), counts per status, the trials; redrawn in
 /// place on a terminal, one line per event otherwise. Returns when the experiment ends (0 if
 /// it finished every trial) or after `for_s` seconds (> 0).
-int WatchCommand(const GlobalFlags& g, const std::string& events, double for_s);
+/// `events`: the scheduler's event endpoint; empty = the one its status names (WatchEndpoint).
+int WatchCommand(const GlobalFlags& g, std::string events, double for_s);
 int ShowCommand(const GlobalFlags& g, const std::string& trial_id);
 int StopCommand(const GlobalFlags& g, const std::string& trial_id);
 int StopExperimentCommand(const GlobalFlags& g);

@@ -32,6 +32,7 @@ int main(int argc, char** argv) {
 
   SuiteOptions up;
   up.control_endpoint = "tcp://127.0.0.1:5555";
+  up.events_endpoint = "tcp://127.0.0.1:*";  // a free port; `watch` learns it from `status`
   auto* up_cmd = app.add_subcommand("up", "run the embedded suite as a server until SIGTERM/SIGINT");
   up_cmd->add_option("--control", up.control_endpoint, "control endpoint to bind")->capture_default_str();
   up_cmd->add_option("--events", up.events_endpoint, "event stream endpoint to bind")->capture_default_str();
@@ -62,7 +63,7 @@ int main(int argc, char** argv) {
   std::string watch_events;
   double watch_for_s = 0;
   auto* watch_cmd = app.add_subcommand("watch", "live progress from the scheduler's event stream");
-  watch_cmd->add_option("--events", watch_events, "event stream endpoint (default: --connect's host, port 5560)")
+  watch_cmd->add_option("--events", watch_events, "event stream endpoint (default: the one the scheduler names in its status)")
       ->envname("TUNEBUS_EVENTS_ENDPOINT");
   watch_cmd->add_option("--for-s", watch_for_s, "return after this many seconds (0: when the experiment ends)");
   auto* show_cmd = app.add_subcommand("show", "show one trial");
@@ -105,13 +106,7 @@ int main(int argc, char** argv) {
   if (*best_cmd) return BestCommand(g);
   if (*export_cmd) return ExportCommand(g, export_format);
   if (*logs_cmd) return LogsCommand(g, trial_id, log_lines, log_stderr);
-  if (*watch_cmd) {
-    if (watch_events.empty()) {  // the default event port next to the control endpoint's host
-      const auto colon = g.connect.rfind(':');
-      watch_events = g.connect.substr(0, colon) + ":5560";
-    }
-    return WatchCommand(g, watch_events, watch_for_s);
-  }
+  if (*watch_cmd) return WatchCommand(g, watch_events, watch_for_s);
   if (*show_cmd) return ShowCommand(g, trial_id);
   if (*stop_cmd) return StopCommand(g, trial_id);
   if (*stopx_cmd) return StopExperimentCommand(g);

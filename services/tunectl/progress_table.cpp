@@ -17,6 +17,28 @@ std::string FormatValue(const json& v) {
 
 std::string FormatValueExact(const json& v) { return v.is_string() ? v.get<std::string>() : v.dump(); }
 
+const json& Field(const json& j, const char* key) {
+  static const json kNull;
+  if (!j.is_object()) return kNull;
+  auto it = j.find(key);
+  return it == j.end() ? kNull : *it;
+}
+
+std::string StringField(const json& j, const char* key, const std::string& fallback) {
+  const json& v = Field(j, key);
+  return v.is_string() ? v.get<std::string>() : fallback;
+}
+
+int64_t IntField(const json& j, const char* key, int64_t fallback) {
+  const json& v = Field(j, key);
+  return v.is_number_integer() ? v.get<int64_t>() : fallback;
+}
+
+double NumberField(const json& j, const char* key, double fallback) {
+  const json& v = Field(j, key);
+  return v.is_number() ? v.get<double>() : fallback;
+}
+
 namespace {
 
 void Flatten(const json& config, const std::string& prefix, std::vector<std::pair<std::string, std::string>>& out) {
@@ -44,30 +66,33 @@ std::string FormatParams(const json& config) {
 
 std::string RenderSummaryLine(const json& e) {
   std::string counts;
-  const json status_counts = e.value("counts", json::object());
-  for (const auto& [status, n] : status_counts.items()) {
-    if (n.get<int64_t>() == 0) continue;
-    counts += fmt::format("{}{} {}", counts.empty() ? "" : ", ", n.get<int64_t>(), status);
+  const json& status_counts = Field(e, "counts");
+  if (status_counts.is_object()) {
+    for (const auto& [status, n] : status_counts.items()) {
+      if (!n.is_number_integer() || n.get<int64_t>() == 0) continue;
+      counts += fmt::format("{}{} {}", counts.empty() ? "" : ", ", n.get<int64_t>(), status);
+    }
   }
-  const int64_t total = e.value("total", int64_t(-1));
-  std::string line = fmt::format("{}: {} trials | {} | {:.1f} s", e.value("name", std::string("?")),
+  const int64_t total = IntField(e, "total", -1);
+  std::string line = fmt::format("{}: {} trials | {} | {:.1f} s", StringField(e, "name", "?"),
                                  total < 0 ? std::string("unbounded") : std::to_string(total), counts,
-                                 e.value("elapsed_s", 0.0));
-  const std::string metric = e.value("metric", std::string());
-  const json& best = e.contains("best") ? e["best"] : json(nullptr);
-  if (!metric.empty() && best.is_object() && best["last_result"].contains(metric)) {
-    line += fmt::format(" | best {}={} ({})", metric, FormatValue(best["last_result"][metric]),
-                        best.value("trial_id", std::string()));
+                                 NumberField(e, "elapsed_s"));
+  const std::string metric = StringField(e, "metric");
+  const json& best_value = Field(Field(Field(e, "best"), "last_result"), metric.c_str());
+  if (!metric.empty() && !best_value.is_null()) {
+    line += fmt::format(" | best {}={} ({})", metric, FormatValue(best_value), StringField(Field(e, "best"), "trial_id"));
   }
   return line;
 }
 
 std::vector<std::string> RenderProgressTable(const json& e, const json& trials, size_t max_rows) {
-  const std::string metric = e.value("metric", std::string());
+  const std::string metric = StringField(e, "metric");
   std::vector<const json*> rows;
-  for (const auto& t : trials) rows.push_back(&t);
+  if (trials.is_array()) {
+    for (const auto& t : trials) rows.push_back(&t);
+  }
   std::stable_sort(rows.begin(), rows.end(), [](const json* a, const json* b) {
-    return ((*a)["status"] == "RUNNING") > ((*b)["status"] == "RUNNING");
+    return (StringField(*a, "status") == "RUNNING") > (StringField(*b, "status") == "RUNNING");
   });
   const size_t shown = std::min(rows.size(), max_rows);
 
@@ -75,13 +100,13 @@ std::vector<std::string> RenderProgressTable(const json& e, const json& trials, 
   cells.push_back({"trial", "status", "params", metric.empty() ? "metric" : metric, "iter", "time (s)"});
   for (size_t i = 0; i < shown; ++i) {
     const json& t = *rows[i];
-    const json& r = t["last_result"];
-    std::string m = (!metric.empty() && r.contains(metric)) ? FormatValue(r[metric]) : "";
-    std::string params = FormatParams(t["config"]);
+    const json& value = Field(Field(t, "last_result"), metric.c_str());
+    std::string m = !metric.empty() && !value.is_null() ? FormatValue(value) : "";
+    std::string params = FormatParams(Field(t, "config"));
     if (params.size() > 60) params = params.substr(0, 57) + "...";
-    cells.push_back({t.value("trial_id", std::string()), t.value("status", std::string()), params, m,
-                     std::to_string(t.value("training_iteration", int64_t(0))),
-                     fmt::format("{:.1f}", t.value("time_total_s", 0.0))});
+    cells.push_back({StringField(t, "trial_id"), StringField(t, "status"), params, m,
+                     std::to_string(IntField(t, "training_iteration")),
+                     fmt::format("{:.1f}", NumberField(t, "time_total_s"))});
   }
   std::vector<size_t> width(cells[0].size(), 0);
   for (const auto& row : cells) {

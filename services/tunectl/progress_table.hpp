@@ -2,12 +2,26 @@
 // with status, params, last metric, iterations and time, plus a summary line.
 #pragma once
 
+#include <cstdint>
 #include <string>
 #include <vector>
 
 #include <nlohmann/json.hpp>
 
 namespace tunebus {
+
+// The experiment and trial objects come from the network: every accessor below takes any
+// shape (a missing field, a field of another type, a body that is not an object) without
+// throwing.
+
+/// `j[key]` when `j` is an object holding a string there, else `fallback`.
+std::string StringField(const nlohmann::json& j, const char* key, const std::string& fallback = "");
+/// `j[key]` when `j` is an object holding an integer there, else `fallback`.
+int64_t IntField(const nlohmann::json& j, const char* key, int64_t fallback = 0);
+/// `j[key]` when `j` is an object holding a number there, else `fallback`.
+double NumberField(const nlohmann::json& j, const char* key, double fallback = 0);
+/// `j[key]` when `j` is an object that has `key`, else null.
+const nlohmann::json& Field(const nlohmann::json& j, const char* key);
 
 /// Formats a table from the experiment summary and the list_trials array. At most `max_rows`
 /// trials are shown (RUNNING first, then the most recently created); the rest are counted.

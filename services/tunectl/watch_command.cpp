@@ -5,7 +5,9 @@
 #include <chrono>
 #include <cstdlib>
 #include <iostream>
+#include <algorithm>
 #include <map>
+#include <optional>
 
 #include <fmt/format.h>
 
@@ -15,6 +17,7 @@
 #include "services/tunectl/commands.hpp"
 #include "services/tunectl/control_call.hpp"
 #include "services/tunectl/progress_table.hpp"
+#include "services/tunectl/watch_state.hpp"
 
 namespace tunebus {
 
@@ -22,15 +25,11 @@ using nlohmann::json;
 
 namespace {
 
-bool Finished(const std::string& status) {
-  return status == "TERMINATED" || status == "ERROR";
-}
-
 // "[#########-----------] 9/20 trials, ETA 12 s"
 std::string ProgressBar(int64_t finished, int64_t total, double elapsed_s) {
   constexpr int kWidth = 30;
   if (total <= 0) return fmt::format("{} trials finished (unbounded)", finished);
-  const int filled = int(kWidth * finished / total);
+  const int filled = int(kWidth * std::min(finished, total) / total);
   std::string bar = std::string(size_t(filled), '#') + std::string(size_t(kWidth - filled), '-');
   std::string eta = finished > 0 && finished < total
                         ? fmt::format(", ETA {:.0f} s", elapsed_s / double(finished) * double(total - finished))
@@ -54,40 +53,36 @@ std::string Colour(const std::string& line, bool colour) {
 
 }  // namespace
 
-int WatchCommand(const GlobalFlags& g, const std::string& events, double for_s) {
+int WatchCommand(const GlobalFlags& g, std::string events, double for_s) {
+  auto experiment = Call(g, proto::GetExperiment{});
+  if (!experiment.ok()) return Fail(experiment.status());
+  if (events.empty()) {
+    auto told = WatchEndpoint(g.connect, *experiment);
+    if (!told.ok()) return Fail(told.status());
+    events = *told;
+  }
   zmq::context_t ctx;
   auto sub = bus::Connect(ctx, zmq::socket_type::sub, events);
   if (!sub.ok()) return Fail(sub.status());
   sub->set(zmq::sockopt::subscribe, "");
   // Subscribed first, then the snapshot: an event between the two is applied twice, harmlessly.
-  auto experiment = Call(g, proto::GetExperiment{});
+  experiment = Call(g, proto::GetExperiment{});
   if (!experiment.ok()) return Fail(experiment.status());
   auto listed = Call(g, proto::ListTrials{});
   if (!listed.ok()) return Fail(listed.status());
-  std::map<std::string, json> trials;
-  for (const json& t : *listed) trials[t.value("trial_id", "")] = t;
+  WatchState state(*experiment, *listed);
 
   const bool tty = ::isatty(STDOUT_FILENO) != 0;
   const bool colour = tty && std::getenv("NO_COLOR") == nullptr;
   const auto start = std::chrono::steady_clock::now();
-  const double elapsed0 = experiment->value("elapsed_s", 0.0);
+  const double elapsed0 = NumberField(*experiment, "elapsed_s");
   InPlaceRenderer renderer;
   auto draw = [&] {
-    json list = json::array();
-    std::map<std::string, int64_t> counts;
-    int64_t finished = 0;
-    for (const auto& [id, t] : trials) {
-      list.push_back(t);
-      const std::string status = t.value("status", "");
-      ++counts[status];
-      finished += Finished(status);
-    }
-    json summary = *experiment;
-    summary["counts"] = counts;
+    json summary = state.Summary();
     const double elapsed = elapsed0 + std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
     summary["elapsed_s"] = elapsed;
-    std::vector<std::string> lines = RenderProgressTable(summary, list, 20);
-    lines.insert(lines.begin() + 1, ProgressBar(finished, summary.value("total", int64_t(-1)), elapsed));
+    std::vector<std::string> lines = RenderProgressTable(summary, state.Trials(), 20);
+    lines.insert(lines.begin() + 1, ProgressBar(state.Finished(), state.Total(), elapsed));
     for (std::string& l : lines) l = Colour(l, colour);
     renderer.Draw(lines);
   };
@@ -95,7 +90,7 @@ int WatchCommand(const GlobalFlags& g, const std::string& events, double for_s) 
     if (tty) draw();
     else std::cout << RenderSummaryLine(*experiment) << std::endl;
   }
-  if (experiment->value("finished", false)) return experiment->value("status", "") == "FINISHED" ? 0 : 1;
+  if (Field(*experiment, "finished") == true) return StringField(*experiment, "status") == "FINISHED" ? 0 : 1;
 
   for (;;) {
     if (for_s > 0 && std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count() >= for_s) {
@@ -108,25 +103,19 @@ int WatchCommand(const GlobalFlags& g, const std::string& events, double for_s) 
       auto d = proto::Decode(in.payload.data(), in.payload.size());
       auto e = d.ok() ? d->As<proto::SchedulerEvent>() : Result<proto::SchedulerEvent>(d.status());
       if (!e.ok()) continue;
-      const json body = json::parse(e->body_json, nullptr, /*allow_exceptions=*/false);
+      const std::optional<std::string> line = state.Apply(*e);
       if (g.output == "json") {
+        const json body = json::parse(e->body_json, nullptr, /*allow_exceptions=*/false);
         std::cout << json{{"event", e->event}, {"trial_id", e->trial_id}, {"body", body}}.dump() << std::endl;
+      } else if (!tty && line) {
+        std::cout << *line << std::endl;
       }
-      if (e->event == "experiment_ended") {
+      if (state.ended()) {
         if (g.output != "json") {
           if (tty) draw();
-          std::cout << "Experiment " << e->experiment << " ended: " << body.dump() << std::endl;
+          std::cout << "Experiment " << e->experiment << " ended: " << state.ended_status() << std::endl;
         }
-        return body.value("status", "") == "FINISHED" ? 0 : 1;
-      }
-      if (!e->trial_id.empty() && body.is_object() && body.contains("status")) {
-        const std::string before = trials[e->trial_id].value("status", "");
-        trials[e->trial_id] = body;
-        if (g.output != "json" && !tty && (e->event != "trial_result" || before != body.value("status", ""))) {
-          std::cout << fmt::format("{} {} {} iter {}", e->event, e->trial_id, body.value("status", ""),
-                                   body.value("training_iteration", int64_t(0)))
-                    << std::endl;
-        }
+        return state.ended_status() == "FINISHED" ? 0 : 1;
       }
     }
     if (g.output != "json" && tty) draw();
