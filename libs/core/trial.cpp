@@ -1,5 +1,8 @@
 #include "libs/core/trial.hpp"
 
+#include <algorithm>
+#include <cctype>
+
 namespace tunebus {
 
 const char* TrialStatusName(TrialStatus status) {
@@ -16,7 +19,11 @@ const char* TrialStatusName(TrialStatus status) {
 std::optional<TrialStatus> ParseTrialStatus(std::string_view name) {
   for (auto s : {TrialStatus::kPending, TrialStatus::kRunning, TrialStatus::kPaused,
                  TrialStatus::kTerminated, TrialStatus::kError}) {
-    if (name == TrialStatusName(s)) return s;
+    const std::string_view word = TrialStatusName(s);
+    const bool same = name.size() == word.size() &&
+                      std::equal(name.begin(), name.end(), word.begin(),
+                                 [](char a, char b) { return std::toupper(static_cast<unsigned char>(a)) == b; });
+    if (same) return s;
   }
   return std::nullopt;
 }

@@ -28,6 +28,7 @@ enum class TrialStatus {
 
 /// "PENDING", "RUNNING", "PAUSED", "TERMINATED", "ERROR" (Ray Tune's spelling).
 const char* TrialStatusName(TrialStatus status);
+/// The status named `name`, in any case ("running" too).
 std::optional<TrialStatus> ParseTrialStatus(std::string_view name);
 /// TERMINATED or ERROR.
 inline bool IsFinished(TrialStatus s) { return s == TrialStatus::kTerminated || s == TrialStatus::kError; }

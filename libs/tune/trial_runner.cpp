@@ -53,7 +53,11 @@ Trial* TrialRunner::FindCurrent(const std::string& trial_id, int64_t attempt, co
   return t;
 }
 
-int64_t TrialRunner::TotalTrials() const { return search_alg_->Total(); }
+int64_t TrialRunner::TotalTrials() const {
+  const int64_t searched = search_alg_->Total();
+  // The trials there are (tunectl add's included) plus those the search algorithm has yet to make.
+  return searched < 0 ? -1 : int64_t(trials_.size()) + searched - search_alg_->produced();
+}
 
 void TrialRunner::Step() {
   if (IsFinished()) return;

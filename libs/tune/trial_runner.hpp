@@ -179,7 +179,7 @@ class TrialRunner final : public TrialSchedulerContext {
   const Trial* FindTrial(const std::string& trial_id) const override;
   double NowS() const override { return now_s_(); }
   void RequestCheckpoint(const std::string& trial_id) override;
-  /// Total trials the experiment will have (-1 if unbounded).
+  /// Total trials the experiment will have, added ones included (-1 if unbounded).
   int64_t TotalTrials() const;
   /// The trial whose last result is best by metric/mode (Ray Tune's get_best_trial, scope
   /// "last"), or nullptr when there is no metric or no result carries it.

@@ -219,7 +219,11 @@ void Scheduler::HandleListTrials(const bus::Incoming& in, const proto::Decoded& 
   std::optional<TrialStatus> filter;
   if (!msg->status.empty()) {
     filter = ParseTrialStatus(msg->status);
-    if (!filter) return ReplyError(in, d.id(), d.type(), Status::InvalidArgument("unknown status '" + msg->status + "'"));
+    if (!filter) {
+      return ReplyError(in, d.id(), d.type(),
+                        Status::InvalidArgument("unknown status '" + msg->status +
+                                                "'; one of PENDING, RUNNING, PAUSED, TERMINATED, ERROR (any case)"));
+    }
   }
   if (msg->offset < 0 || msg->limit < 0) {
     return ReplyError(in, d.id(), d.type(), Status::InvalidArgument("offset and limit must be >= 0"));

@@ -22,17 +22,25 @@ using nlohmann::json;
 
 namespace {
 
-// A column's value in a trial object: a top-level field, "config.<key>", or a result key.
-json Cell(const json& t, const std::string& column) {
+// A trial's value for column `column`: "config.a.b" from its config, "metric" (or "score") the
+// experiment's metric in its last result, a trial field, else a key of its last result.
+json Cell(const json& t, const std::string& column, const std::string& metric) {
   if (column.rfind("config.", 0) == 0) {
-    std::string pointer = column.substr(6);  // ".<key>"
-    pointer[0] = '/';
-    const json::json_pointer p(pointer);
-    return t["config"].contains(p) ? t["config"][p] : json(nullptr);
+    const json* v = &Field(t, "config");
+    for (size_t from = 7; from <= column.size();) {  // Field of a non-object is null
+      const size_t dot = std::min(column.find('.', from), column.size());
+      v = &Field(*v, column.substr(from, dot - from).c_str());
+      from = dot + 1;
+    }
+    return *v;
   }
-  if (t.contains(column) && !t[column].is_object()) return t[column];
-  const json& r = t.contains("last_result") ? t["last_result"] : json(nullptr);
-  return r.is_object() && r.contains(column) ? r[column] : json(nullptr);
+  const json& own = Field(t, column.c_str());
+  if (!own.is_null() && !own.is_object()) return own;
+  const json& result = Field(t, "last_result");
+  const json& reported = Field(result, column.c_str());
+  if (!reported.is_null()) return reported;
+  if ((column == "metric" || column == "score") && !metric.empty()) return Field(result, metric.c_str());
+  return nullptr;
 }
 
 // Flattens an object into "prefix.key" -> scalar.
@@ -63,11 +71,13 @@ int ListCommand(const GlobalFlags& g, const ListFlags& f) {
   auto body = Call(g, req);
   if (!body.ok()) return Fail(body.status());
   json trials = std::move(*body);
+  auto experiment = Call(g, proto::GetExperiment{});  // the metric the table shows
+  const std::string metric = experiment.ok() ? StringField(*experiment, "metric") : "";
   if (!f.sort.empty()) {
     const bool desc = f.sort[0] == '-';
     const std::string key = desc ? f.sort.substr(1) : f.sort;
     std::stable_sort(trials.begin(), trials.end(), [&](const json& a, const json& b) {
-      const json x = Cell(a, key), y = Cell(b, key);
+      const json x = Cell(a, key, metric), y = Cell(b, key, metric);
       if (x.is_null() != y.is_null()) return y.is_null();  // trials without the key go last
       return desc ? y < x : x < y;
     });
@@ -78,7 +88,7 @@ int ListCommand(const GlobalFlags& g, const ListFlags& f) {
   }
   return PrintBody(g, trials, [&](const json& rows) {
     if (f.columns.empty()) {
-      json summary = {{"name", "trials"}, {"counts", json::object()}, {"total", rows.size()}};
+      json summary = {{"name", "trials"}, {"counts", json::object()}, {"total", rows.size()}, {"metric", metric}};
       auto lines = RenderProgressTable(summary, rows, rows.size());
       for (size_t i = 1; i < lines.size(); ++i) std::cout << lines[i] << "\n";
       return;
@@ -87,7 +97,7 @@ int ListCommand(const GlobalFlags& g, const ListFlags& f) {
     for (const json& t : rows) {
       std::vector<std::string> row;
       for (const std::string& c : f.columns) {
-        const json v = Cell(t, c);
+        const json v = Cell(t, c, metric);
         row.push_back(v.is_null() ? "-" : FormatValue(v));
       }
       table.push_back(std::move(row));

@@ -66,6 +66,21 @@ TEST(OperatorCommandsTest, WatchLsBestExportAndLogsFromTunectl) {
   EXPECT_EQ(columns.out.substr(0, columns.out.find('\n')), "trial_id     config.lr  score") << columns.out;
   EXPECT_NE(columns.out.find("0.1        0.3"), std::string::npos) << columns.out;
 
+  // The default table shows the experiment's metric; "metric" names it as a column; a status
+  // filter takes any case, and a wrong one lists the valid ones.
+  auto table = cluster.Ctl({"ls"});
+  EXPECT_NE(table.out.find("| score |"), std::string::npos) << table.out;
+  EXPECT_NE(table.out.find("| 1.2 "), std::string::npos) << table.out;
+  auto metric_column = cluster.Ctl({"ls", "--sort", "-metric", "--columns", "config.lr,metric"});
+  EXPECT_NE(metric_column.out.find("0.4        1.2"), std::string::npos) << metric_column.out;
+  EXPECT_EQ(cluster.Ctl({"-o", "json", "ls", "--status", "terminated"}).Json().size(), 4u);
+  auto bad_status = cluster.Ctl({"ls", "--status", "runing"});
+  EXPECT_EQ(bad_status.exit_code, 1) << bad_status.Describe();
+  EXPECT_NE(bad_status.err.find("one of PENDING, RUNNING"), std::string::npos) << bad_status.Describe();
+  // watch finds the event stream from the scheduler's status (no --events).
+  auto told = cluster.Ctl({"watch"}, 10s);
+  EXPECT_EQ(told.exit_code, 0) << told.Describe();
+
   auto best = cluster.Ctl({"-o", "json", "best"});
   ASSERT_EQ(best.exit_code, 0) << best.Describe();
   EXPECT_DOUBLE_EQ(best.Json()["config"].value("lr", 0.0), 0.4);

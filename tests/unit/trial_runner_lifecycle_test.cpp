@@ -224,6 +224,22 @@ TEST_F(TrialLifecycleTest, RestoreFromStartsEveryNewTrialFromThatCheckpoint) {
   }
 }
 
+TEST_F(TrialLifecycleTest, TotalTrialsCountsAddedTrialsBesideTheOnesStillToGenerate) {
+  // 3 from the search algorithm, 2 added before all 3 exist: 5, whatever the order.
+  RunnerOptions o;
+  o.max_concurrent_trials = 1;
+  Start(o, 3);
+  EXPECT_EQ(runner_->TotalTrials(), 3);
+  ASSERT_TRUE(runner_->AddTrial({{"x", 10}}).ok());
+  ASSERT_TRUE(runner_->AddTrial({{"x", 11}}).ok());
+  EXPECT_EQ(runner_->TotalTrials(), 5);
+  runner_->Step();
+  EXPECT_EQ(runner_->TotalTrials(), 5);
+  EXPECT_EQ(ParseTrialStatus("running"), TrialStatus::kRunning);
+  EXPECT_EQ(ParseTrialStatus("Terminated"), TrialStatus::kTerminated);
+  EXPECT_EQ(ParseTrialStatus("runing"), std::nullopt);
+}
+
 TEST_F(TrialLifecycleTest, AddTrialCreatesAPendingTrialAndIsRefusedOnceFinished) {
   Start({}, 1);
   runner_->Step();
