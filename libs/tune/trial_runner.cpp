@@ -2,6 +2,8 @@
 
 #include <fmt/format.h>
 
+#include "libs/core/near_miss.hpp"
+
 namespace tunebus {
 
 namespace rk = result_keys;
@@ -195,6 +197,26 @@ Status TrialRunner::OnResult(const std::string& trial_id, int64_t attempt, int64
   return OnResult(trial_id, attempt, seq, TrainingResult::FromJson(metrics), time_this_iter_s);
 }
 
+// Ray Tune's stopping criteria check (Trial.should_stop raises "Stopping criteria X not provided
+// in result dict"): a stop key the result lacks is a typo, not a criterion never met.
+// A key some result has carried is a metric reported now and then (e.g. every few epochs).
+Status TrialRunner::ValidateStopKeys(const TrainingResult& result) {
+  for (const auto& [key, threshold] : options_.stop) {
+    if (result.Has(key)) {
+      stop_keys_seen_.insert(key);
+      continue;
+    }
+    if (stop_keys_seen_.contains(key)) continue;
+    const std::vector<std::string> keys = result.Keys();
+    std::string listed;
+    for (const std::string& k : keys) listed += (listed.empty() ? "" : ", ") + k;
+    const auto meant = NearMiss(key, keys);
+    return Status::InvalidArgument(fmt::format("stop criterion '{}' is not in the result{} (its keys: {})", key,
+                                               meant ? "; did you mean " + *meant + "?" : "", listed));
+  }
+  return Status::Ok();
+}
+
 std::optional<Decision> TrialRunner::StopperDecision(const TrainingResult& result, bool user_done) const {
   if (user_done) return Decision::kStop;
   for (const auto& [key, threshold] : options_.stop) {
@@ -240,7 +262,9 @@ Status TrialRunner::OnResult(const std::string& trial_id, int64_t attempt, int64
   metrics.SetInt(rk::kTrainingIteration, t->training_iteration);
   metrics.SetString(rk::kTrialId, t->trial_id);
 
-  if (Status valid = scheduler_->ValidateResult(metrics); !valid.ok()) {
+  Status valid = ValidateStopKeys(metrics);
+  if (valid.ok()) valid = scheduler_->ValidateResult(metrics);
+  if (!valid.ok()) {
     metrics.SetBool(rk::kDone, user_done);
     SetLastResult(*t, metrics);
     observer_.OnTrialResult(*t, metrics, "stop");
@@ -340,6 +364,9 @@ Status TrialRunner::Restore(std::vector<Trial> trials, const nlohmann::json& sea
     if (t.status == TrialStatus::kRunning) ++running_;
     if (auto a = last_actions.find(t.trial_id); a != last_actions.end()) last_action_[t.index] = ActionLiteral(a->second);
     if (!t.last_result_msgpack.empty()) CacheMetric(t, TrainingResult::FromJson(t.LastResult()));
+    if (t.num_results > 0) {  // results were accepted: every stop key had been carried
+      for (const auto& [key, threshold] : options_.stop) stop_keys_seen_.insert(key);
+    }
   }
   for (auto s : {ExperimentStatus::kFinished, ExperimentStatus::kStopped, ExperimentStatus::kError,
                  ExperimentStatus::kInterrupted}) {
@@ -478,8 +505,14 @@ void TrialRunner::CheckFinished() {
       !saving_.empty()) {
     return;
   }
+  int64_t errored = 0;
   for (const Trial& t : trials_) {
     if (t.status == TrialStatus::kPaused) return;  // waits for an unpause
+    errored += t.status == TrialStatus::kError;
+  }
+  if (errored > 0 && errored == int64_t(trials_.size())) {
+    EndExperiment(ExperimentStatus::kError, fmt::format("every trial ({}) ended in ERROR", errored));
+    return;
   }
   EndExperiment(ExperimentStatus::kFinished, "all trials finished");
 }

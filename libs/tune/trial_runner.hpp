@@ -56,7 +56,7 @@ enum class ExperimentStatus {
   kRunning,   // trials remain to run
   kFinished,  // every trial finished (or the time budget ran out)
   kStopped,   // stopped by the user
-  kError,     // fail_fast and a trial errored
+  kError,     // fail_fast and a trial errored, or every trial ended in ERROR
   kInterrupted,  // interrupted by the user (Ctrl-C): unfinished trials wait; Reopen continues it
 };
 const char* ExperimentStatusName(ExperimentStatus s);  // "RUNNING", "FINISHED", ...
@@ -221,6 +221,9 @@ class TrialRunner final : public TrialSchedulerContext {
   void CheckFinished();
   void StopUnfinished();
   void EndExperiment(ExperimentStatus status, const std::string& reason);
+  /// Ray Tune's check that every `stop` key is in the result, kept for keys no result has
+  /// carried yet. Errors: InvalidArgument naming the key, its near miss and the result's keys.
+  Status ValidateStopKeys(const TrainingResult& result);
   /// `user_done`: the trainable reported a truthy `done`.
   std::optional<Decision> StopperDecision(const TrainingResult& result, bool user_done) const;
   int64_t InFlight() const { return int64_t(placing_.size() + saving_.size()) + running_; }
@@ -256,6 +259,7 @@ class TrialRunner final : public TrialSchedulerContext {
   std::optional<Exploit> deferred_exploit_;  // ExploitTrial on `in_result_`
   std::map<int64_t, nlohmann::json> exploit_notes_;
   std::unordered_map<int64_t, const char*> last_action_;  // index -> action of its newest result  // index -> "pbt_exploit" for its next result
+  std::set<std::string> stop_keys_seen_;  // stop keys some accepted result carried
   int64_t running_ = 0;
   double start_s_ = 0;
   ExperimentStatus status_ = ExperimentStatus::kRunning;

@@ -2,9 +2,11 @@
 // checkpoint bookkeeping and retention, and queries. Ray Tune's TrialRunner.stop_trial /
 // pause_trial / add_trial, TrialExecutor.unpause_trial and CheckpointManager (shared/seeds).
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include <algorithm>
 
+#include "libs/core/near_miss.hpp"
 #include "libs/tune/trial_runner.hpp"
 
 namespace tunebus {
@@ -88,6 +90,17 @@ Status TrialRunner::UnpauseTrial(const std::string& trial_id) {
 Result<const Trial*> TrialRunner::AddTrial(nlohmann::json config) {
   if (!config.is_object()) return Status::InvalidArgument("a trial's config must be a JSON object");
   if (IsFinished()) return Status::FailedPrecondition("experiment is finished");
+  // A key the param space does not have is a typo unless the space is empty (every key is new).
+  const nlohmann::json& space = search_alg_->param_space();
+  std::vector<std::string> known;
+  for (const auto& [key, value] : space.items()) known.push_back(key);
+  for (const auto& [key, value] : config.items()) {
+    if (known.empty() || space.contains(key)) continue;
+    const auto meant = NearMiss(key, known);
+    return Status::InvalidArgument(fmt::format("config key '{}' is not in the param space{} (its keys: {})", key,
+                                               meant ? "; did you mean " + *meant + "?" : "",
+                                               fmt::join(known, ", ")));
+  }
   Trial& t = NewTrial(std::move(config), "");
   return &t;
 }

@@ -6,8 +6,12 @@
 #include <cmath>
 #include <limits>
 #include <numbers>
+#include <optional>
 #include <sstream>
 #include <string_view>
+#include <vector>
+
+#include "libs/core/near_miss.hpp"
 
 namespace tunebus {
 namespace {
@@ -193,10 +197,22 @@ Status CheckSampler(const SamplerInfo& s, const json& args, const std::string& w
 }
 
 // `path` is the dotted key path, empty for the param space itself (which is never a sampler).
+// A one-key map whose key is a sampler's name with a typo: the name meant, else nullopt.
+std::optional<std::string> MisspelledSampler(const json& node) {
+  if (!node.is_object() || node.size() != 1) return std::nullopt;
+  std::vector<std::string> names;
+  for (const SamplerInfo& s : kSamplers) names.emplace_back(s.name);
+  return NearMiss(node.begin().key(), names, 2);
+}
+
 Status ValidateNode(const json& node, const std::string& path, int64_t* grid_size) {
   const SamplerInfo* s = path.empty() ? nullptr : AsSampler(node);
   if (s != nullptr) {
     return CheckSampler(*s, node.begin().value(), Join(path, std::string(s->name)), grid_size);
+  }
+  if (auto meant = path.empty() ? std::nullopt : MisspelledSampler(node)) {
+    return Invalid(Join(path, node.begin().key()),
+                   "not a sampling function; did you mean " + *meant + "? (a constant map needs another key beside it)");
   }
   if (node.is_object()) {
     for (const auto& [key, value] : node.items()) {

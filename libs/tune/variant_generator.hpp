@@ -64,6 +64,8 @@ class VariantGenerator {
   Variant Next();
   /// Total variants (grid size × num_samples), or -1 when unbounded.
   int64_t Total() const;
+  /// The param space it samples (an object).
+  const nlohmann::json& param_space() const { return param_space_; }
   /// How many variants Next() returned so far.
   int64_t produced() const { return produced_; }
 

@@ -61,6 +61,19 @@ TEST(ExperimentSpecTest, MinimalFileGetsRayDefaults) {
   EXPECT_EQ(spec->source_path, "exp.yaml");
 }
 
+TEST(ExperimentSpecTest, AMisspelledSamplingFunctionIsAnErrorThatNamesTheOneMeant) {
+  // `lr: {logunifrom: [...]}` used to become a constant map passed to the trainable.
+  Result<ExperimentSpec> spec =
+      Parse("name: e\ntrainable: {builtin: mock}\nparam_space:\n  lr: {logunifrom: [1.0e-4, 0.1]}\n");
+  ASSERT_FALSE(spec.ok());
+  EXPECT_NE(spec.status().message().find("exp.yaml:4"), std::string::npos) << spec.status().message();
+  EXPECT_NE(spec.status().message().find("param_space.lr.logunifrom: not a sampling function; did you mean loguniform?"),
+            std::string::npos)
+      << spec.status().message();
+  // A constant map whose key is nothing like a sampler stays a constant.
+  EXPECT_TRUE(Parse("name: e\ntrainable: {builtin: mock}\nparam_space:\n  opt: {momentum: 0.9}\n").ok());
+}
+
 TEST(ExperimentSpecTest, FullFileParsesEveryField) {
   // tests/unit/data/spec/full.yaml sets every field; the file's folder anchors relative paths.
   fs::path file = fs::path(TUNEBUS_TEST_SOURCE_DIR) / "tests" / "unit" / "data" / "spec" / "full.yaml";

@@ -240,6 +240,14 @@ TEST_F(TrialLifecycleTest, TotalTrialsCountsAddedTrialsBesideTheOnesStillToGener
   EXPECT_EQ(ParseTrialStatus("runing"), std::nullopt);
 }
 
+TEST_F(TrialLifecycleTest, AddTrialRefusesAConfigKeyThatIsNotInTheParamSpace) {
+  Start({}, 1);  // the space is {"x": grid}
+  auto typo = runner_->AddTrial({{"xx", 1}});
+  ASSERT_EQ(typo.status().code(), StatusCode::kInvalidArgument);
+  EXPECT_EQ(typo.status().message(), "config key 'xx' is not in the param space; did you mean x? (its keys: x)");
+  EXPECT_TRUE(runner_->AddTrial({{"x", 7}}).ok());
+}
+
 TEST_F(TrialLifecycleTest, AddTrialCreatesAPendingTrialAndIsRefusedOnceFinished) {
   Start({}, 1);
   runner_->Step();

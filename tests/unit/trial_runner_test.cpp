@@ -183,17 +183,38 @@ TEST_F(TrialRunnerTest, StopThresholdOnTrainingIterationTerminatesAtIterationThr
 }
 
 TEST_F(TrialRunnerTest, StopThresholdOnUserMetric) {
-  // stop {accuracy: 0.9}: a result at or above the threshold stops; a missing key does not.
+  // stop {accuracy: 0.9}: a result at or above the threshold stops; once a result has carried
+  // the key, one without it (a metric reported every few iterations) does not.
   RunnerOptions o;
   o.stop = {{"accuracy", 0.9}};
   Start(o, 1);
   Run(0);
-  ASSERT_TRUE(Report(0, 1, {{"loss", 1}}).ok());
-  ASSERT_TRUE(Report(0, 2, {{"accuracy", 0.89}}).ok());
+  ASSERT_TRUE(Report(0, 1, {{"accuracy", 0.5}}).ok());
+  ASSERT_TRUE(Report(0, 2, {{"loss", 1}}).ok());
   EXPECT_EQ(T(0).status, TrialStatus::kRunning);
-  ASSERT_TRUE(Report(0, 3, {{"accuracy", 0.9}}).ok());
+  ASSERT_TRUE(Report(0, 3, {{"accuracy", 0.89}}).ok());
+  EXPECT_EQ(T(0).status, TrialStatus::kRunning);
+  ASSERT_TRUE(Report(0, 4, {{"accuracy", 0.9}}).ok());
   EXPECT_EQ(T(0).status, TrialStatus::kTerminated);
   EXPECT_EQ(exec_.decisions.back().action, "stop");
+}
+
+TEST_F(TrialRunnerTest, AStopKeyNoResultHasCarriedErrorsTheTrialNamingTheNearMiss) {
+  // stop {training_iteraton: 5} (a typo): the first result has no such key, so the trial is
+  // ERROR at once with the result's keys and the key meant, not run to its end; the experiment,
+  // all of whose trials errored, ends ERROR.
+  RunnerOptions o;
+  o.stop = {{"training_iteraton", 5}};
+  Start(o, 1);
+  Run(0);
+  ASSERT_TRUE(Report(0, 1, {{"loss", 1}}).ok());
+  EXPECT_EQ(T(0).status, TrialStatus::kError);
+  EXPECT_NE(T(0).error.find("stop criterion 'training_iteraton' is not in the result; did you mean "
+                            "training_iteration? (its keys: "),
+            std::string::npos)
+      << T(0).error;
+  EXPECT_EQ(exec_.decisions.back().action, "stop");
+  EXPECT_EQ(runner_->status(), ExperimentStatus::kError);
 }
 
 TEST_F(TrialRunnerTest, DoneTrueResultTerminatesTheTrial) {
@@ -264,7 +285,7 @@ TEST_F(TrialRunnerTest, FailureWithMaxFailuresZeroIsError) {
   ExpectEachGrantReleasedOnce();
   runner_->Step();
   EXPECT_EQ(exec_.placements.size(), 1u);                     // not retried
-  EXPECT_EQ(runner_->status(), ExperimentStatus::kFinished);  // no fail_fast
+  EXPECT_EQ(runner_->status(), ExperimentStatus::kError);  // its only trial errored
 }
 
 TEST_F(TrialRunnerTest, StartFailureIsErrorAtOnceEvenWithMaxFailuresMinusOne) {
@@ -315,7 +336,7 @@ TEST_F(TrialRunnerTest, MaxFailuresTwoRequeuesTwiceThenErrors) {
   runner_->Step();
   EXPECT_EQ(exec_.placements.size(), 3u);
   ExpectEachGrantReleasedOnce();
-  EXPECT_EQ(runner_->status(), ExperimentStatus::kFinished);
+  EXPECT_EQ(runner_->status(), ExperimentStatus::kError);
 }
 
 TEST_F(TrialRunnerTest, MaxFailuresMinusOneRetriesForever) {
@@ -410,7 +431,7 @@ TEST_F(TrialRunnerTest, InfeasiblePlacementIsErrorWithTheReason) {
   EXPECT_EQ(obs_.statuses.back().error, reason);
   EXPECT_TRUE(exec_.releases.empty());
   EXPECT_TRUE(exec_.launches.empty());
-  EXPECT_EQ(runner_->status(), ExperimentStatus::kFinished);
+  EXPECT_EQ(runner_->status(), ExperimentStatus::kError);
 }
 
 TEST_F(TrialRunnerTest, InfeasiblePlacementWithFailFastEndsExperiment) {
