@@ -103,6 +103,11 @@ class TrialRunner final : public TrialSchedulerContext {
   Status OnCheckpointSaved(const std::string& trial_id, int64_t attempt,
                            const std::string& checkpoint_id, int64_t training_iteration,
                            int64_t size_bytes);
+  /// True if `worker_id` may go on running (trial_id, attempt): the trial is RUNNING there, or
+  /// the attempt is saving the checkpoint its last decision asked before it stops (pause,
+  /// checkpoint_and_stop; also when that decision was journaled by a scheduler that died since).
+  /// A worker that registers with an attempt for which this is false is told to kill it.
+  bool AttemptMayRun(const std::string& trial_id, int64_t attempt, const std::string& worker_id) const;
   /// True if a trial keeps `checkpoint_id` (in its checkpoints) or will restore it. A stored
   /// checkpoint that is not, and that OnCheckpointSaved refuses, is an orphan to delete.
   bool ReferencesCheckpoint(const std::string& checkpoint_id) const;

@@ -182,6 +182,17 @@ Status TrialRunner::OnCheckpointSaved(const std::string& trial_id, int64_t attem
   return Status::Ok();
 }
 
+bool TrialRunner::AttemptMayRun(const std::string& trial_id, int64_t attempt, const std::string& worker_id) const {
+  const Trial* t = FindTrial(trial_id);
+  if (t == nullptr || t->attempt != attempt) return false;
+  if (t->status == TrialStatus::kRunning) return t->worker_id == worker_id;
+  if (auto it = saving_.find(t->index); it != saving_.end()) {
+    return it->second.attempt == attempt && it->second.worker_id == worker_id;
+  }
+  const bool stopped_to_save = t->status == TrialStatus::kPaused || t->status == TrialStatus::kTerminated;
+  return stopped_to_save && !t->requested_checkpoints.empty();
+}
+
 bool TrialRunner::ReferencesCheckpoint(const std::string& checkpoint_id) const {
   return std::any_of(trials_.begin(), trials_.end(), [&](const Trial& t) {
     if (t.restore_checkpoint && t.restore_checkpoint->checkpoint_id == checkpoint_id) return true;

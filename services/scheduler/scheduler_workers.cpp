@@ -22,10 +22,12 @@ void Scheduler::HandleRegisterWorker(const std::string& peer, const bus::Incomin
   registered_.insert(peer);
   std::set<std::string> reported;
   for (const auto& r : msg->running) {
-    const Trial* t = e ? e->runner->FindTrial(r.trial_id) : nullptr;
-    const bool current = t && t->status == TrialStatus::kRunning && t->attempt == r.attempt && t->worker_id == peer;
-    if (!current) ack.stale_trials.push_back(r.trial_id);
-    if (current) reported.insert(r.trial_id);
+    if (e == nullptr || !e->runner->AttemptMayRun(r.trial_id, r.attempt, peer)) {
+      ack.stale_trials.push_back(r.trial_id);
+      continue;
+    }
+    // One still saving the checkpoint its decision asked for goes on to store it and exit.
+    if (e->runner->FindTrial(r.trial_id)->status == TrialStatus::kRunning) reported.insert(r.trial_id);
   }
   if (e != nullptr) {
     // A trial this scheduler runs on `peer` that the worker does not report is gone (the worker

@@ -153,6 +153,29 @@ TEST_F(TrialLifecycleTest, CheckpointAtEndMakesAStoppedTrialCheckpointBeforeItSt
   ExpectEachGrantReleasedOnce();
 }
 
+TEST_F(TrialLifecycleTest, AnAttemptSavingItsLastCheckpointMayRunOnUntilItExits) {
+  // A worker registering (after a scheduler restart) with an attempt answered checkpoint_and_stop
+  // keeps it running to store the checkpoint, whether the decision is this runner's (saving) or
+  // a journaled one of its predecessor (the request is open); any other worker or attempt is stale.
+  RunnerOptions o;
+  o.checkpoint_at_end = true;
+  o.stop = {{"training_iteration", 1}};
+  Start(o, 1);
+  Run(0, "w1");
+  ASSERT_TRUE(Report(0, 1).ok());
+  ASSERT_EQ(LastAction(), "checkpoint_and_stop");
+  EXPECT_TRUE(runner_->AttemptMayRun(Id(0), 1, "w1"));
+  EXPECT_FALSE(runner_->AttemptMayRun(Id(0), 1, "w2"));
+  EXPECT_FALSE(runner_->AttemptMayRun(Id(0), 2, "w1"));
+  std::vector<Trial> trials{T(0)};  // as a successor replays it: TERMINATED, the request open
+  ASSERT_TRUE(Saved(0, 1).ok());
+  runner_->OnTrialExited(Id(0), 1, true, "");
+  EXPECT_FALSE(runner_->AttemptMayRun(Id(0), 1, "w1"));  // exited: nothing may run
+  ASSERT_EQ(trials[0].requested_checkpoints.size(), 1u);
+  ASSERT_TRUE(runner_->Restore(trials, nullptr, {{Id(0), "checkpoint_and_stop"}}, now_).ok());
+  EXPECT_TRUE(runner_->AttemptMayRun(Id(0), 1, "w1"));
+}
+
 TEST_F(TrialLifecycleTest, KeepCheckpointsNumKeepsTheBestByScoreAndAlwaysTheNewest) {
   // CheckpointManager with keep_checkpoints_num 2 and checkpoint_score_attr "min-loss": losses
   // 5, 1, 3, 4 at iterations 1..4. After each save the worst (highest loss) of all but the
