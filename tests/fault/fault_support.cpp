@@ -59,7 +59,7 @@ std::vector<std::string> ListCheckpoints(const std::string& store_endpoint, cons
   list.id = 1;
   list.prefix = prefix;
   store.Send(proto::Encode(list));
-  auto frame = store.Receive(5s);
+  auto frame = store.Receive(10s);
   auto d = frame ? proto::Decode(frame->data(), frame->size()) : Result<proto::Decoded>(Status::Unavailable("no reply"));
   auto reply = d.ok() ? d->As<proto::CheckpointListReply>() : Result<proto::CheckpointListReply>(d.status());
   EXPECT_TRUE(reply.ok()) << "checkpoint_list " << prefix << ": " << reply.status().ToString();

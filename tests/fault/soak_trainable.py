@@ -57,7 +57,8 @@ def append_line(name, obj):
     path = os.path.join(TRUTH_DIR, name)
     fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
     try:
-        os.write(fd, (json.dumps(obj, sort_keys=True) + "\n").encode("utf-8"))  # one write: O_APPEND keeps lines whole
+        # One write per line: with O_APPEND, lines of concurrent attempts never interleave.
+        os.write(fd, (json.dumps(obj, sort_keys=True) + "\n").encode("utf-8"))
         os.fsync(fd)
     finally:
         os.close(fd)
@@ -139,11 +140,13 @@ def main():
         if i == fail_at and failures_so_far() < fail_times:
             append_line(TRIAL + ".failures", {"attempt": ATTEMPT, "iteration": i})
             log("fail", iteration=i)
-            print("soak_trainable: failing on purpose at iteration %d" % i, file=sys.stderr, flush=True)
+            print("soak_trainable: failing on purpose at iteration %d" % i, file=sys.stderr,
+                  flush=True)
             sys.exit(3)
         time.sleep(sleep_s)
         acc += score(i)
-        metrics = {"score": score(i), "acc": round(acc, 6), "soak_iteration": i, "soak_attempt": ATTEMPT}
+        metrics = {"score": score(i), "acc": round(acc, 6), "soak_iteration": i,
+                   "soak_attempt": ATTEMPT}
         log("report", iteration=i, metrics=metrics)
         decision = channel.report(metrics)
         log("decision", iteration=i, decision=decision)
