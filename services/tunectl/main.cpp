@@ -1,5 +1,7 @@
 // tunectl: run experiments (embedded or against a cluster) and control a running scheduler.
 #include <cstdlib>
+#include <exception>
+#include <iostream>
 
 #include <CLI/CLI.hpp>
 #include <spdlog/spdlog.h>
@@ -99,24 +101,31 @@ int main(int argc, char** argv) {
   spdlog::set_level(spdlog::level::from_str(log_level));
   if (up.data_dir.empty()) up.data_dir = "./tunebus-data/store";
 
-  if (*run_cmd) return RunCommand(g, run);
-  if (*up_cmd) return UpCommand(g, up);
-  if (g.connect.empty()) g.connect = "tcp://127.0.0.1:5555";
-  if (*ls_cmd) return ListCommand(g, list);
-  if (*best_cmd) return BestCommand(g);
-  if (*export_cmd) return ExportCommand(g, export_format);
-  if (*logs_cmd) return LogsCommand(g, trial_id, log_lines, log_stderr);
-  if (*watch_cmd) return WatchCommand(g, watch_events, watch_for_s);
-  if (*show_cmd) return ShowCommand(g, trial_id);
-  if (*stop_cmd) return StopCommand(g, trial_id);
-  if (*stopx_cmd) return StopExperimentCommand(g);
-  if (*status_cmd) return StatusCommand(g);
-  if (*workers_cmd) return WorkersCommand(g);
-  if (*resources_cmd) return ResourcesCommand(g);
-  if (*pause_cmd) return PauseCommand(g, trial_id);
-  if (*resume_cmd) return ResumeCommand(g, trial_id, rerun_errored);
-  if (*lsx_cmd) return ListExperimentsCommand(g);
-  if (*add_cmd) return AddCommand(g, config_json);
-  if (*setres_cmd) return SetResourcesCommand(g, trial_id, resource_pairs);
+  // A library error that escapes a command (a file system or socket failure) is a message and
+  // exit 1, never an abort.
+  try {
+    if (*run_cmd) return RunCommand(g, run);
+    if (*up_cmd) return UpCommand(g, up);
+    if (g.connect.empty()) g.connect = "tcp://127.0.0.1:5555";
+    if (*ls_cmd) return ListCommand(g, list);
+    if (*best_cmd) return BestCommand(g);
+    if (*export_cmd) return ExportCommand(g, export_format);
+    if (*logs_cmd) return LogsCommand(g, trial_id, log_lines, log_stderr);
+    if (*watch_cmd) return WatchCommand(g, watch_events, watch_for_s);
+    if (*show_cmd) return ShowCommand(g, trial_id);
+    if (*stop_cmd) return StopCommand(g, trial_id);
+    if (*stopx_cmd) return StopExperimentCommand(g);
+    if (*status_cmd) return StatusCommand(g);
+    if (*workers_cmd) return WorkersCommand(g);
+    if (*resources_cmd) return ResourcesCommand(g);
+    if (*pause_cmd) return PauseCommand(g, trial_id);
+    if (*resume_cmd) return ResumeCommand(g, trial_id, rerun_errored);
+    if (*lsx_cmd) return ListExperimentsCommand(g);
+    if (*add_cmd) return AddCommand(g, config_json);
+    if (*setres_cmd) return SetResourcesCommand(g, trial_id, resource_pairs);
+  } catch (const std::exception& e) {
+    std::cerr << "tunectl: " << e.what() << "\n";
+    return 1;
+  }
   return 2;
 }

@@ -25,8 +25,17 @@ namespace {
 std::atomic<int> g_signals{0};  // SIGINT / SIGTERM received so far
 void OnSignal(int) { g_signals.fetch_add(1); }
 
+// Creates `dir` (and its parents). False, after a message naming `what` and why, if it cannot.
+bool MakeFolder(const std::string& dir, const char* what) {
+  std::error_code ec;
+  std::filesystem::create_directories(dir, ec);
+  if (!ec) return true;
+  std::cerr << "tunectl: cannot create " << what << " " << dir << ": " << ec.message() << "\n";
+  return false;
+}
+
 // The command that continues experiment `name` after an interruption.
-std::string ResumeCommand(const GlobalFlags& g, const RunFlags& r, const std::string& name) {
+std::string ResumeHint(const GlobalFlags& g, const RunFlags& r, const std::string& name) {
   if (g.connect.empty()) return "tunectl run " + r.experiment_file;  // resumes (--resume auto)
   return fmt::format("tunectl --connect {} resume {}", g.connect, name);
 }
@@ -103,7 +112,7 @@ int SubmitAndFollow(ControlClient& client, const ExperimentSpec& spec, const Glo
   bool interrupt_sent = false;
   while (true) {
     if (g_signals.load() >= 2) {
-      std::cerr << "\ntunectl: exiting at once; the experiment stays resumable: " << ResumeCommand(g, r, spec.name)
+      std::cerr << "\ntunectl: exiting at once; the experiment stays resumable: " << ResumeHint(g, r, spec.name)
                 << "\n";
       return 130;
     }
@@ -138,7 +147,7 @@ int SubmitAndFollow(ControlClient& client, const ExperimentSpec& spec, const Glo
     if (finished) {
       PrintFinal(*e, json_output);
       if ((*e)["status"] == "INTERRUPTED") {
-        std::cerr << "tunectl: interrupted; resume with: " << ResumeCommand(g, r, spec.name) << "\n";
+        std::cerr << "tunectl: interrupted; resume with: " << ResumeHint(g, r, spec.name) << "\n";
         return 130;
       }
       const auto& counts = (*e)["counts"];
@@ -178,7 +187,7 @@ int RunCommand(const GlobalFlags& g, RunFlags r) {
     return 2;
   }
   r.suite.data_dir = spec->results_dir + "/.tunebus/store";
-  std::filesystem::create_directories(r.suite.data_dir);
+  if (!MakeFolder(r.suite.data_dir, "the results folder")) return 1;
   auto suite = EmbeddedSuite::Start(ctx, r.suite);
   if (!suite.ok()) {
     std::cerr << "tunectl: cannot start the embedded suite: " << suite.status().ToString() << "\n";
@@ -198,7 +207,7 @@ int UpCommand(const GlobalFlags& g, SuiteOptions suite) {
   (void)g;
   std::signal(SIGINT, OnSignal);
   std::signal(SIGTERM, OnSignal);
-  std::filesystem::create_directories(suite.data_dir);
+  if (!MakeFolder(suite.data_dir, "the data folder")) return 1;
   zmq::context_t ctx;
   auto s = EmbeddedSuite::Start(ctx, suite);
   if (!s.ok()) {
