@@ -98,7 +98,8 @@ int ListCommand(const GlobalFlags& g, const ListFlags& f) {
       std::vector<std::string> row;
       for (const std::string& c : f.columns) {
         const json v = Cell(t, c, metric);
-        row.push_back(v.is_null() ? "-" : FormatValue(v));
+        std::string text = v.is_null() ? "-" : FormatValue(v);
+        row.push_back(text.substr(0, text.find('\n')));  // an error's first line
       }
       table.push_back(std::move(row));
     }

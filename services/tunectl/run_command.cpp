@@ -84,6 +84,22 @@ void PrintFinal(const nlohmann::json& e, bool json_output) {
   std::cout << "Results directory: " << e.value("results_dir", std::string()) << std::endl;
 }
 
+// Ray Tune's closing table of errored trials: each with the first line of its error and the
+// path of its error.txt (the whole error and the trainable's stderr tail).
+void PrintErrored(ControlClient& client) {
+  proto::ListTrials errored;
+  errored.status = "ERROR";
+  auto trials = client.Call(errored);
+  if (!trials.ok() || !trials->is_array() || trials->empty()) return;
+  std::cout << "Errored trials (" << trials->size() << "):\n";
+  for (const nlohmann::json& t : *trials) {
+    const std::string error = StringField(t, "error");
+    std::cout << "  " << StringField(t, "trial_id") << ": " << error.substr(0, error.find('\n')) << "\n"
+              << "    " << StringField(t, "dir") << "/error.txt\n";
+  }
+  std::cout << std::flush;
+}
+
 // Submits and (unless detached) follows the experiment to its end. Returns the exit code.
 int SubmitAndFollow(ControlClient& client, const ExperimentSpec& spec, const GlobalFlags& g, const RunFlags& r,
                     bool json_output) {
@@ -146,6 +162,7 @@ int SubmitAndFollow(ControlClient& client, const ExperimentSpec& spec, const Glo
     }
     if (finished) {
       PrintFinal(*e, json_output);
+      if (!json_output) PrintErrored(client);
       if ((*e)["status"] == "INTERRUPTED") {
         std::cerr << "tunectl: interrupted; resume with: " << ResumeHint(g, r, spec.name) << "\n";
         return 130;
