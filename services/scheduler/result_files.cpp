@@ -21,7 +21,7 @@ namespace fs = std::filesystem;
 ResultFiles::ResultFiles() : thread_([this] { Loop(); }) {}
 
 ResultFiles::~ResultFiles() {
-  HandOver(staged_.end());
+  Flush(0);  // what waits for no journal record; rows still waiting for theirs are dropped
   {
     std::lock_guard<std::mutex> lock(mu_);
     stopping_ = true;

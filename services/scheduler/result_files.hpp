@@ -45,7 +45,10 @@ namespace tunebus {
 class ResultFiles {
  public:
   ResultFiles();
-  ~ResultFiles();  // writes what is staged and queued, then stops the thread
+  /// Writes what is queued and what waits for no journal record, then stops the thread. Rows
+  /// still waiting for their record are dropped: the journal may never hold them (a resume
+  /// writes them from the journal if it does).
+  ~ResultFiles();
   ResultFiles(const ResultFiles&) = delete;
   ResultFiles& operator=(const ResultFiles&) = delete;
 
