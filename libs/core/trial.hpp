@@ -108,6 +108,10 @@ struct Trial {
   /// time_total_s and score as of that result). The result record with that decision is the
   /// request's journal entry, so a scheduler that takes over adopts what the worker then stores.
   std::vector<CheckpointRef> requested_checkpoints;
+  /// True when checkpoints.back() was saved with the trial's current config: false from a PBT
+  /// exploit (the config changed) until the trial stores a checkpoint of its own again. A PBT
+  /// donor without it gives no checkpoint (it would pair an old state with the new config).
+  bool newest_checkpoint_has_config = false;
   /// Set for one start only: restore this checkpoint (of this or another trial, e.g. PBT's
   /// exploit or restore_from) instead of the trial's newest. Unset = the newest, if any.
   std::optional<CheckpointRef> restore_checkpoint;

@@ -162,6 +162,7 @@ Status JournalReplayer::ApplyTrialRecord(const std::string& kind, const json& r,
     std::erase_if(t.requested_checkpoints,
                   [&](const CheckpointRef& c) { return c.training_iteration <= saved.training_iteration; });
     t.checkpoints.push_back(std::move(saved));
+    t.newest_checkpoint_has_config = true;
   } else if (kind == "checkpoint_deleted") {
     const std::string id = r.at("checkpoint_id").get<std::string>();
     std::erase_if(t.checkpoints, [&](const CheckpointRef& c) { return c.checkpoint_id == id; });
@@ -170,6 +171,8 @@ Status JournalReplayer::ApplyTrialRecord(const std::string& kind, const json& r,
     t.resources = ResourcesOf(r.value("resources", json::object()));
     const json& change = r.value("change", json::object());
     if (change.contains("pbt_exploit")) {
+      t.newest_checkpoint_has_config = false;
+      t.requested_checkpoints.clear();
       const json& e = change["pbt_exploit"];
       const std::string id = e.value("checkpoint_id", "");
       for (const Trial& donor : state_.trials) {

@@ -26,7 +26,8 @@ json TrialJson(const Trial& t) {
             {"error", t.error}, {"start_time_s", t.start_time_s}, {"training_iteration", t.training_iteration},
             {"time_total_s", t.time_total_s}, {"last_seq", t.last_seq}, {"checkpoints", std::move(checkpoints)},
             {"restored_checkpoint_id", t.restored_checkpoint_id}, {"restored_iteration", t.restored_iteration},
-            {"restored_time_total_s", t.restored_time_total_s}};
+            {"restored_time_total_s", t.restored_time_total_s},
+            {"newest_checkpoint_has_config", t.newest_checkpoint_has_config}};
   if (t.restore_checkpoint) j["restore_checkpoint"] = CheckpointJson(*t.restore_checkpoint);
   if (!t.requested_checkpoints.empty()) {
     json requested = json::array();
@@ -76,6 +77,8 @@ Trial TrialFrom(const json& j, int64_t index) {
   t.restored_checkpoint_id = j.at("restored_checkpoint_id").get<std::string>();
   t.restored_iteration = j.at("restored_iteration").get<int64_t>();
   t.restored_time_total_s = j.at("restored_time_total_s").get<double>();
+  // Snapshots older than the field: a trial's newest checkpoint was taken as its config's.
+  t.newest_checkpoint_has_config = j.value("newest_checkpoint_has_config", !t.checkpoints.empty());
   if (j.contains("restore_checkpoint")) t.restore_checkpoint = CheckpointFrom(j["restore_checkpoint"]);
   for (const json& c : j.value("requested_checkpoints", json::array())) {
     t.requested_checkpoints.push_back(CheckpointFrom(c));

@@ -186,7 +186,7 @@ Decision PopulationBasedTraining::OnTrialResult(const Trial& trial, const Traini
   if (std::find(lower.begin(), lower.end(), trial.trial_id) != lower.end()) {
     const std::string donor = upper[Choice(upper.size())];
     const Trial* d = context_->FindTrial(donor);
-    if (d != nullptr && !d->checkpoints.empty()) {
+    if (d != nullptr && !d->checkpoints.empty() && d->newest_checkpoint_has_config) {
       json new_config = Explore(d->config, options_.hyperparam_mutations);
       if (context_->ExploitTrial(trial.trial_id, donor, std::move(new_config)).ok()) {
         Record({{"exploit", {trial.trial_id, donor}}});

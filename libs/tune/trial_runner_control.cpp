@@ -128,8 +128,9 @@ Status TrialRunner::ExploitTrial(const std::string& trial_id, const std::string&
   if (t == nullptr || donor == nullptr) {
     return Status::NotFound(fmt::format("no trial {}", t == nullptr ? trial_id : donor_trial_id));
   }
-  if (donor->checkpoints.empty()) {
-    return Status::FailedPrecondition(fmt::format("trial {} has no checkpoint", donor_trial_id));
+  if (donor->checkpoints.empty() || !donor->newest_checkpoint_has_config) {
+    return Status::FailedPrecondition(
+        fmt::format("trial {} has no checkpoint of its current config", donor_trial_id));
   }
   if (tunebus::IsFinished(t->status)) {
     return Status::FailedPrecondition(
@@ -152,6 +153,9 @@ Status TrialRunner::ExploitTrial(const std::string& trial_id, const std::string&
   exploit_notes_[t->index] = change["pbt_exploit"];
   t->config = std::move(new_config);
   t->restore_checkpoint = donor->checkpoints.back();
+  // Its own checkpoints, and those its attempt was still asked for, hold the old config.
+  t->newest_checkpoint_has_config = false;
+  t->requested_checkpoints.clear();
   observer_.OnTrialUpdated(*t, change);
   return Status::Ok();
 }
@@ -177,6 +181,7 @@ Status TrialRunner::OnCheckpointSaved(const std::string& trial_id, int64_t attem
   ref.size_bytes = size_bytes;
   asked.erase(asked.begin(), std::next(it));
   t->checkpoints.push_back(ref);
+  t->newest_checkpoint_has_config = true;
   observer_.OnCheckpointSaved(*t, ref);
   ApplyRetention(*t);
   return Status::Ok();
@@ -237,6 +242,7 @@ Result<int64_t> TrialRunner::RerunErrored(const std::string& mode) {
     if (t.status != TrialStatus::kError) continue;
     if (mode == "restart") {
       t.checkpoints.clear();
+      t.newest_checkpoint_has_config = false;
       t.restore_checkpoint.reset();
       t.num_failures = 0;
       t.num_worker_losses = 0;

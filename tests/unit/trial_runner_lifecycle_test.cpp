@@ -325,6 +325,37 @@ TEST_F(TrialLifecycleTest, ExploitFromInsideOnTrialResultRequeuesWithTheNewConfi
   EXPECT_EQ(T(1).attempt, 2);
 }
 
+TEST_F(TrialLifecycleTest, AnExploitNeverPairsADonorsCheckpointWithALaterConfig) {
+  // The event order of issue 19's PBT bug: t1 checkpoints (iteration 1), t1 is itself exploited
+  // (it takes t0's checkpoint and a new config), then t2 tries to exploit t1 before t1's next
+  // checkpoint. t1's newest checkpoint holds its old config: the exploit is refused (PBT skips
+  // it) instead of restoring that state under t1's current config. Once t1 has stored a
+  // checkpoint of its new config, exploiting it restores that one.
+  RunnerOptions o;
+  o.checkpoint_freq = 1;
+  Start(o, 3);
+  runner_->Step();
+  GrantAll();
+  for (int i = 0; i < 3; ++i) {
+    ASSERT_TRUE(Report(i, 1).ok());
+    ASSERT_TRUE(Saved(i, 1).ok());
+  }
+  ASSERT_TRUE(runner_->ExploitTrial(Id(1), Id(0), {{"x", 10}}).ok());
+  EXPECT_FALSE(T(1).newest_checkpoint_has_config);
+  const Status refused = runner_->ExploitTrial(Id(2), Id(1), {{"x", 11}});
+  EXPECT_EQ(refused.code(), StatusCode::kFailedPrecondition) << refused.ToString();
+  EXPECT_EQ(T(2).config, (json{{"x", 2}}));  // untouched
+  EXPECT_FALSE(T(2).restore_checkpoint.has_value());
+
+  runner_->Step();
+  GrantAll();  // t1 restarts from t0's checkpoint with x = 10
+  ASSERT_EQ(T(1).status, TrialStatus::kRunning);
+  ASSERT_TRUE(Report(1, 1).ok());
+  ASSERT_TRUE(Saved(1, 2).ok());
+  ASSERT_TRUE(runner_->ExploitTrial(Id(2), Id(1), {{"x", 12}}).ok());
+  EXPECT_EQ(T(2).restore_checkpoint->checkpoint_id, Id(1) + "/00000002-a2");
+}
+
 TEST_F(TrialLifecycleTest, StopOfAPausedTrialTellsTheSchedulerOnTrialRemove) {
   auto scripted = std::make_unique<ScriptedScheduler>();
   ScriptedScheduler* s = scripted.get();
