@@ -146,6 +146,14 @@ class TrialWorker {
   void StartRun(const proto::StartTrial& start, nlohmann::json config, std::string restore_dir);
   /// Moves the trainable's finished checkpoint aside and uploads it (checkpoints below).
   void CaptureCheckpoint(TrialRun& run);
+  /// Streams the checkpoint folder `saved` to the checkpoint-store as `id`, then reports it
+  /// (checkpoint_saved) and removes the folder. While the store does not answer (a restart), it
+  /// tries again every second, kUploadTries times in all: the checkpoint the decision asked for
+  /// outlives a store outage. A retry the store refuses as already committed (it died after
+  /// committing an earlier try) counts as stored.
+  void UploadCheckpoint(const RunKey& key, const std::string& saved, const std::string& id, int64_t iteration,
+                        nlohmann::json metadata, int tries_left);
+  static constexpr int kUploadTries = 60;
   void FailStart(const proto::StartTrial& start, const std::string& error);
   void BeginStopping(TrialRun& run, const std::string& why);
   void KillStale(TrialRun& run, const std::string& why);

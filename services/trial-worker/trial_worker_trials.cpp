@@ -425,8 +425,32 @@ void TrialWorker::CaptureCheckpoint(TrialRun& run) {
   nlohmann::json meta = {{"trial_id", run.trial_id}, {"attempt", run.attempt},
                          {"training_iteration", iteration}, {"worker_id", options_.worker_id}};
   ++run.uploads;
-  const RunKey key{run.trial_id, run.attempt};
-  transfer_->Upload(saved.string(), id, std::move(meta), [this, key, id, iteration, saved](Result<int64_t> bytes) {
+  UploadCheckpoint(RunKey{run.trial_id, run.attempt}, saved.string(), id, iteration, std::move(meta), kUploadTries);
+}
+
+void TrialWorker::UploadCheckpoint(const RunKey& key, const std::string& saved, const std::string& id,
+                                   int64_t iteration, nlohmann::json metadata, int tries_left) {
+  transfer_->Upload(saved, id, metadata, [this, key, id, iteration, saved, metadata,
+                                          tries_left](Result<int64_t> bytes) mutable {
+    if (!bytes.ok() && bytes.status().code() == StatusCode::kUnavailable && tries_left > 1) {
+      spdlog::warn("Trial {} attempt {}: checkpoint {} not stored yet ({}); trying again in 1 s", key.first,
+                   key.second, id, bytes.status().message());
+      loop_.AddTimer(bus::Duration{1000}, [this, key, id, iteration, saved, metadata, tries_left]() mutable {
+        UploadCheckpoint(key, saved, id, iteration, std::move(metadata), tries_left - 1);
+      });
+      return;
+    }
+    const bool retried = tries_left < kUploadTries;
+    if (retried && !bytes.ok() && bytes.status().code() == StatusCode::kFailedPrecondition &&
+        bytes.status().message().find("already committed") != std::string::npos) {
+      // The store committed an earlier try and died before it answered: the checkpoint is there.
+      int64_t size = 0;
+      std::error_code walk_ec;
+      for (const auto& f : fs::recursive_directory_iterator(saved, walk_ec)) {
+        if (f.is_regular_file(walk_ec)) size += int64_t(f.file_size(walk_ec));
+      }
+      bytes = size;
+    }
     std::error_code rm_ec;
     fs::remove_all(saved, rm_ec);
     if (bytes.ok()) {
