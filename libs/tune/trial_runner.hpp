@@ -15,6 +15,7 @@
 #include <set>
 #include <string>
 #include <unordered_map>
+#include <unordered_set>
 #include <vector>
 
 #include <nlohmann/json.hpp>
@@ -111,6 +112,8 @@ class TrialRunner final : public TrialSchedulerContext {
   /// True if a trial keeps `checkpoint_id` (in its checkpoints) or will restore it. A stored
   /// checkpoint that is not, and that OnCheckpointSaved refuses, is an orphan to delete.
   bool ReferencesCheckpoint(const std::string& checkpoint_id) const;
+  /// Every checkpoint id ReferencesCheckpoint is true for (one pass over the trials).
+  std::unordered_set<std::string> ReferencedCheckpoints() const;
   /// A worker is gone: its RUNNING trials requeue (a worker loss does not count against
   /// max_failures, see DESIGN.md).
   void OnWorkerLost(const std::string& worker_id);

@@ -198,12 +198,17 @@ bool TrialRunner::AttemptMayRun(const std::string& trial_id, int64_t attempt, co
   return stopped_to_save && !t->requested_checkpoints.empty();
 }
 
+std::unordered_set<std::string> TrialRunner::ReferencedCheckpoints() const {
+  std::unordered_set<std::string> ids;
+  for (const Trial& t : trials_) {
+    if (t.restore_checkpoint) ids.insert(t.restore_checkpoint->checkpoint_id);
+    for (const CheckpointRef& c : t.checkpoints) ids.insert(c.checkpoint_id);
+  }
+  return ids;
+}
+
 bool TrialRunner::ReferencesCheckpoint(const std::string& checkpoint_id) const {
-  return std::any_of(trials_.begin(), trials_.end(), [&](const Trial& t) {
-    if (t.restore_checkpoint && t.restore_checkpoint->checkpoint_id == checkpoint_id) return true;
-    return std::any_of(t.checkpoints.begin(), t.checkpoints.end(),
-                       [&](const CheckpointRef& c) { return c.checkpoint_id == checkpoint_id; });
-  });
+  return ReferencedCheckpoints().contains(checkpoint_id);  // a refused checkpoint: rare
 }
 
 // Ray Tune's CheckpointManager: keep the best keep_checkpoints_num by checkpoint_score_attr

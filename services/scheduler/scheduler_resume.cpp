@@ -158,10 +158,11 @@ void Scheduler::AdoptStoredCheckpoints(Experiment& e) {
     }
     const std::string snapshots = journal::SnapshotPrefix(e.journal_name);
     int64_t kept = 0, adopted = 0, deleted = 0;
+    const std::unordered_set<std::string> referenced = e.runner->ReferencedCheckpoints();
     for (const proto::CheckpointInfo& info : listed->checkpoints) {
       const std::string& id = info.checkpoint_id;
       if (id.rfind(snapshots, 0) == 0) continue;
-      if (e.runner->ReferencesCheckpoint(id)) {
+      if (referenced.contains(id)) {
         ++kept;
         continue;
       }

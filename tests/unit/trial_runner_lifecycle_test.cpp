@@ -506,6 +506,7 @@ TEST_F(TrialLifecycleTest, ACheckpointAskedBeforeATakeoverIsAdoptedWithItsIterat
   EXPECT_EQ(T(0).checkpoints[0].score, std::optional<double>(0.9));
   EXPECT_TRUE(T(0).requested_checkpoints.empty());
   EXPECT_TRUE(runner_->ReferencesCheckpoint("c/4"));
+  EXPECT_EQ(runner_->ReferencedCheckpoints(), (std::unordered_set<std::string>{"c/4"}));
   EXPECT_EQ(obs_.saved_checkpoints.size(), 1u);  // journaled like any stored checkpoint
 }
 
