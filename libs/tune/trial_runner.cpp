@@ -235,7 +235,7 @@ Status TrialRunner::OnResult(const std::string& trial_id, int64_t attempt, int64
     return Status::FailedPrecondition(fmt::format("duplicate result {} of {} attempt {}", seq, trial_id, attempt));
   }
   if (IsFinished()) return Status::FailedPrecondition("result of " + trial_id + ": the experiment is finished");
-  if (attempt != t->attempt || t->status != TrialStatus::kRunning) {
+  if (attempt != t->attempt || t->status != TrialStatus::kRunning || pausing_.contains(t->index)) {
     return Status::FailedPrecondition(fmt::format("result of {} attempt {} is stale (current attempt {}, {})",
                                                   trial_id, attempt, t->attempt, TrialStatusName(t->status)));
   }
@@ -289,7 +289,7 @@ Status TrialRunner::OnResult(const std::string& trial_id, int64_t attempt, int64
   observer_.OnTrialResult(*t, metrics, action);
   last_action_[t->index] = action;
   executor_.SendDecision(*t, seq, action);
-  const bool saving = std::string_view(action) == "pause" || std::string_view(action) == "checkpoint_and_stop";
+  const bool saving = std::string_view(action) == "checkpoint_and_stop";
   if (exploit && decision != Decision::kStop) {
     LeaveRunning(*t, TrialStatus::kPending, "");
     (void)ExploitTrial(t->trial_id, exploit->donor_trial_id, std::move(exploit->new_config));
@@ -299,7 +299,7 @@ Status TrialRunner::OnResult(const std::string& trial_id, int64_t attempt, int64
     JournalSchedulerDelta();
     LeaveRunning(*t, TrialStatus::kTerminated, "", /*stop_trainable=*/false, saving);
   } else if (decision == Decision::kPause) {
-    LeaveRunning(*t, TrialStatus::kPaused, "", /*stop_trainable=*/false, saving);
+    pausing_[t->index] = Pausing{t->attempt, false};  // PAUSED in OnTrialExited
   }
   CheckFinished();
   return Status::Ok();
@@ -316,9 +316,11 @@ void TrialRunner::CacheMetric(Trial& t, const TrainingResult& result) const {
 }
 
 const char* TrialRunner::ActionFor(Trial& t, const TrainingResult& result, Decision decision, bool requested) {
+  // Ray Tune's _process_trial_result: the periodic (or asked) checkpoint is taken whatever the
+  // decision, a stopped trial's last iteration included; checkpoint_at_end adds one at a stop.
   const bool at_end = decision == Decision::kStop && options_.checkpoint_at_end;
-  const bool periodic = decision == Decision::kContinue &&
-                        (requested || (options_.checkpoint_freq > 0 && t.training_iteration % options_.checkpoint_freq == 0));
+  const bool periodic =
+      requested || (options_.checkpoint_freq > 0 && t.training_iteration % options_.checkpoint_freq == 0);
   const bool checkpoint = decision == Decision::kPause || at_end || periodic;
   if (checkpoint) {
     CheckpointRef asked;
@@ -332,7 +334,7 @@ const char* TrialRunner::ActionFor(Trial& t, const TrainingResult& result, Decis
   switch (decision) {
     case Decision::kContinue: return checkpoint ? "checkpoint" : "continue";
     case Decision::kPause: return "pause";
-    case Decision::kStop: return at_end ? "checkpoint_and_stop" : "stop";
+    case Decision::kStop: return checkpoint ? "checkpoint_and_stop" : "stop";
   }
   return "continue";
 }
@@ -356,13 +358,18 @@ Status TrialRunner::Restore(std::vector<Trial> trials, const nlohmann::json& sea
   trials_ = std::move(trials);
   index_.clear();
   pending_.clear();
+  pausing_.clear();
   running_ = 0;
   start_s_ = start_s;
   for (Trial& t : trials_) {
     index_[t.trial_id] = size_t(t.index);
     if (t.status == TrialStatus::kPending) pending_.insert(t.index);
     if (t.status == TrialStatus::kRunning) ++running_;
-    if (auto a = last_actions.find(t.trial_id); a != last_actions.end()) last_action_[t.index] = ActionLiteral(a->second);
+    if (auto a = last_actions.find(t.trial_id); a != last_actions.end()) {
+      last_action_[t.index] = ActionLiteral(a->second);
+      // Answered "pause" and not yet exited when the journal ends: still saving.
+      if (t.status == TrialStatus::kRunning && a->second == "pause") pausing_[t.index] = Pausing{t.attempt, false};
+    }
     if (!t.last_result_msgpack.empty()) CacheMetric(t, TrainingResult::FromJson(t.LastResult()));
     if (t.num_results > 0) {  // results were accepted: every stop key had been carried
       for (const auto& [key, threshold] : options_.stop) stop_keys_seen_.insert(key);
@@ -402,6 +409,12 @@ void TrialRunner::RequeueLost(const std::string& trial_id, const std::string& wh
 
 void TrialRunner::HandleWorkerLoss(Trial& t, const std::string& why) {
   t.num_worker_losses += 1;
+  if (auto it = pausing_.find(t.index); it != pausing_.end() && !it->second.unpaused) {
+    // Lost while saving its pause checkpoint: PAUSED all the same (from its newest stored one).
+    LeaveRunning(t, TrialStatus::kPaused, "while saving its pause checkpoint: " + why, false, false,
+                 FailureKind::kWorkerLost);
+    return;
+  }
   if (options_.max_worker_losses >= 0 && t.num_worker_losses > options_.max_worker_losses) {
     const std::string error = fmt::format("{} ({} worker losses, max_worker_losses {})", why, t.num_worker_losses,
                                           options_.max_worker_losses);
@@ -419,11 +432,12 @@ void TrialRunner::LeaveRunning(Trial& t, TrialStatus to, const std::string& erro
   t.error = error;
   --running_;
   pause_requested_.erase(t.index);
+  pausing_.erase(t.index);
   NoteFailure(t, kind);
   observer_.OnTrialStatus(t);
   if (stop_trainable) executor_.StopTrial(t);  // before the release: nothing else gets them first
   if (saving) {
-    saving_[t.index] = Saving{t.attempt, t.worker_id, false};  // released in OnTrialExited
+    saving_[t.index] = Saving{t.attempt, t.worker_id};  // released in OnTrialExited
   } else if (kind == FailureKind::kWorkerLost) {
     executor_.ReleaseResources(t);
   } else {
@@ -454,12 +468,19 @@ void TrialRunner::OnTrialExited(const std::string& trial_id, int64_t attempt, bo
   if (auto it = saving_.find(t->index); it != saving_.end() && it->second.attempt == attempt) {
     Trial released = *t;
     released.worker_id = it->second.worker_id;
-    const bool requeue = it->second.requeue;
     saving_.erase(it);
     t->requested_checkpoints.clear();
     executor_.ReleaseReusable(released);
     if (!ok) t->error = "while saving its checkpoint: " + error;
-    if (requeue && t->status == TrialStatus::kPending) pending_.insert(t->index);
+    CheckFinished();
+    return;
+  }
+  if (auto it = pausing_.find(t->index); it != pausing_.end() && it->second.attempt == attempt) {
+    const bool unpaused = it->second.unpaused;
+    t->requested_checkpoints.clear();
+    LeaveRunning(*t, unpaused ? TrialStatus::kPending : TrialStatus::kPaused,
+                 ok ? "" : "while saving its pause checkpoint: " + error);
+    if (unpaused) SetPending(*t);
     CheckFinished();
     return;
   }

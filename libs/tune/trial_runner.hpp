@@ -154,12 +154,17 @@ class TrialRunner final : public TrialSchedulerContext {
   /// Message for tunectl after StopTrial: "trial X stopped (was RUNNING)" or "... nothing to do".
   Result<std::string> StopTrialByUser(const std::string& trial_id);
   /// Pauses a trial (Ray Tune's pause_trial). PENDING -> PAUSED at once (no checkpoint);
-  /// RUNNING -> PAUSED at its next result, which is answered "pause": the worker saves a
-  /// checkpoint and stops the trainable, and its resources return when it has exited.
-  /// Returns a message. Errors: NotFound; FailedPrecondition for PAUSED or finished trials.
+  /// a RUNNING trial's next result is answered "pause": the worker saves a checkpoint and stops
+  /// the trainable, and the trial stays RUNNING (IsPausing) until it has exited, then is PAUSED
+  /// with its checkpoint stored and its resources free (Ray Tune saves before the trial is
+  /// PAUSED). Returns a message. Errors: NotFound; FailedPrecondition for PAUSED or finished trials.
   Result<std::string> PauseTrial(const std::string& trial_id);
   /// PAUSED -> PENDING (Ray Tune's unpause_trial); it continues from its newest checkpoint.
+  /// A pausing trial (IsPausing) becomes PENDING instead of PAUSED once its checkpoint is stored
+  /// and it has exited. Errors: NotFound; FailedPrecondition for other statuses.
   Status UnpauseTrial(const std::string& trial_id) override;
+  /// True while a RUNNING trial's attempt saves the checkpoint its "pause" answer asked for.
+  bool IsPausing(const Trial& trial) const { return pausing_.contains(trial.index); }
   /// Adds a trial with an explicit config (Ray Tune's add_trial). Returns it (PENDING).
   /// Errors: InvalidArgument if config is not an object; FailedPrecondition once finished.
   Result<const Trial*> AddTrial(nlohmann::json config);
@@ -172,8 +177,8 @@ class TrialRunner final : public TrialSchedulerContext {
   /// Stops every unfinished trial; the experiment ends as STOPPED.
   void StopExperiment(const std::string& reason);
   /// Ray Tune's Ctrl-C: the experiment ends as INTERRUPTED, resumable. RUNNING trials are
-  /// stopped and go back to PENDING (they continue from their newest checkpoint); PENDING and
-  /// PAUSED trials keep their status. No-op once finished.
+  /// stopped and go back to PENDING (they continue from their newest checkpoint), pausing ones
+  /// become PAUSED; PENDING and PAUSED trials keep their status. No-op once finished.
   void InterruptExperiment(const std::string& reason);
   /// Continues an INTERRUPTED experiment (its PENDING trials are placed again). Returns false
   /// for an experiment in any other status.
@@ -236,13 +241,18 @@ class TrialRunner final : public TrialSchedulerContext {
   std::optional<Decision> StopperDecision(const TrainingResult& result, bool user_done) const;
   int64_t InFlight() const { return int64_t(placing_.size() + saving_.size()) + running_; }
 
-  // A trainable that is saving a checkpoint before it stops (decision pause or
-  // checkpoint_and_stop): the trial already has its new status, the attempt keeps its resources
-  // until the worker reports the exit.
+  // A trainable that is saving its checkpoint before it stops (decision checkpoint_and_stop):
+  // the trial is already TERMINATED, the attempt keeps its resources until the worker reports
+  // the exit.
   struct Saving {
     int64_t attempt = 0;
     std::string worker_id;
-    bool requeue = false;  // unpaused while saving: PENDING once it has exited
+  };
+  // A RUNNING trial whose attempt saves its checkpoint after a "pause" answer: PAUSED (or
+  // PENDING when unpaused meanwhile) once the worker reports the exit.
+  struct Pausing {
+    int64_t attempt = 0;
+    bool unpaused = false;
   };
   struct Exploit {
     std::string donor_trial_id;
@@ -261,6 +271,7 @@ class TrialRunner final : public TrialSchedulerContext {
   std::set<int64_t> pending_;                      // indices of PENDING trials not being placed
   std::set<int64_t> placing_;                      // indices with a placement in flight
   std::map<int64_t, Saving> saving_;               // index -> attempt saving before it stops
+  std::map<int64_t, Pausing> pausing_;             // index -> RUNNING attempt saving before it pauses
   std::set<int64_t> pause_requested_;              // RUNNING, pause at the next result
   int64_t in_result_ = -1;                   // index whose OnTrialResult is running
   bool checkpoint_requested_ = false;        // RequestCheckpoint for `in_result_`

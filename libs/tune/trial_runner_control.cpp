@@ -26,7 +26,6 @@ Status TrialRunner::StopTrial(const std::string& trial_id) {
     pending_.erase(t->index);
     placing_.erase(t->index);  // a grant that still arrives is released in OnTrialPlaced
     t->status = TrialStatus::kTerminated;
-    if (auto it = saving_.find(t->index); it != saving_.end()) it->second.requeue = false;
     scheduler_->OnTrialRemove(*t);
     JournalSchedulerDelta();
     NoteFailure(*t);
@@ -55,13 +54,17 @@ Result<std::string> TrialRunner::PauseTrial(const std::string& trial_id) {
         fmt::format("trial {} is {}; only PENDING or RUNNING trials can be paused", trial_id,
                     TrialStatusName(t->status)));
   }
+  if (auto it = pausing_.find(t->index); it != pausing_.end()) {
+    it->second.unpaused = false;
+    return fmt::format("trial {} is pausing: saving its checkpoint, then PAUSED", trial_id);
+  }
   if (t->status == TrialStatus::kRunning) {
     pause_requested_.insert(t->index);
-    return fmt::format("trial {} pauses at its next result (checkpoint, then PAUSED)", trial_id);
+    return fmt::format("trial {} pauses at its next result (RUNNING until its checkpoint is stored, then PAUSED)",
+                       trial_id);
   }
   pending_.erase(t->index);
   placing_.erase(t->index);
-  if (auto it = saving_.find(t->index); it != saving_.end()) it->second.requeue = false;
   t->status = TrialStatus::kPaused;
   NoteFailure(*t);
   observer_.OnTrialStatus(*t);
@@ -71,19 +74,19 @@ Result<std::string> TrialRunner::PauseTrial(const std::string& trial_id) {
 Status TrialRunner::UnpauseTrial(const std::string& trial_id) {
   Trial* t = Find(trial_id);
   if (t == nullptr) return Status::NotFound(fmt::format("no trial {}", trial_id));
+  if (IsFinished()) return Status::FailedPrecondition("the experiment is finished");
+  if (auto it = pausing_.find(t->index); it != pausing_.end()) {
+    it->second.unpaused = true;  // PENDING once its checkpoint is stored and it has exited
+    return Status::Ok();
+  }
   if (t->status != TrialStatus::kPaused) {
     return Status::FailedPrecondition(
         fmt::format("trial {} is {}, not PAUSED", trial_id, TrialStatusName(t->status)));
   }
-  if (IsFinished()) return Status::FailedPrecondition("the experiment is finished");
   t->status = TrialStatus::kPending;
   NoteFailure(*t);
   observer_.OnTrialStatus(*t);
-  if (auto it = saving_.find(t->index); it != saving_.end()) {
-    it->second.requeue = true;  // placed once its checkpoint is stored and it has exited
-  } else {
-    pending_.insert(t->index);
-  }
+  pending_.insert(t->index);
   return Status::Ok();
 }
 
@@ -108,6 +111,11 @@ Result<const Trial*> TrialRunner::AddTrial(nlohmann::json config) {
 Status TrialRunner::SetTrialResources(const std::string& trial_id, const Resources& resources) {
   Trial* t = Find(trial_id);
   if (t == nullptr) return Status::NotFound(fmt::format("no trial {}", trial_id));
+  if (pausing_.contains(t->index)) {
+    return Status::FailedPrecondition(fmt::format(
+        "trial {} is pausing (RUNNING until its checkpoint is stored); change its resources once it is PAUSED",
+        trial_id));
+  }
   if (t->status == TrialStatus::kRunning || placing_.contains(t->index) || saving_.contains(t->index)) {
     return Status::FailedPrecondition(fmt::format(
         "trial {} is running; pause or stop it before changing its resources", trial_id));
@@ -275,7 +283,6 @@ void TrialRunner::StopUnfinished() {
       NoteFailure(t);
       observer_.OnTrialStatus(t);
     }
-    if (auto it = saving_.find(t.index); it != saving_.end()) it->second.requeue = false;
   }
   pending_.clear();
   placing_.clear();  // grants that still arrive are released in OnTrialPlaced
@@ -292,8 +299,11 @@ void TrialRunner::InterruptExperiment(const std::string& reason) {
   if (IsFinished()) return;
   for (Trial& t : trials_) {
     if (t.status != TrialStatus::kRunning) continue;
-    LeaveRunning(t, TrialStatus::kPending, "", /*stop_trainable=*/true);
-    pending_.insert(t.index);
+    // A pausing trial stays paused (from its newest stored checkpoint).
+    const auto pausing = pausing_.find(t.index);
+    const bool paused = pausing != pausing_.end() && !pausing->second.unpaused;
+    LeaveRunning(t, paused ? TrialStatus::kPaused : TrialStatus::kPending, "", /*stop_trainable=*/true);
+    if (!paused) pending_.insert(t.index);
   }
   // Placements in flight are given back when their grant arrives (OnTrialPlaced); their trials
   // wait with the others.

@@ -239,6 +239,7 @@ void Scheduler::HandleListTrials(const bus::Incoming& in, const proto::Decoded& 
       }
       if (msg->limit > 0 && int64_t(body.size()) >= msg->limit) break;
       body.push_back(TrialToJson(t, e->experiment_dir));
+      if (e->runner->IsPausing(t)) body.back()["pausing"] = true;
     }
   }
   ReplyJson(in, d.id(), body);
@@ -250,7 +251,9 @@ void Scheduler::HandleShowTrial(const bus::Incoming& in, const proto::Decoded& d
   Experiment* e = Current();
   const Trial* t = e ? e->runner->FindTrial(msg->trial_id) : nullptr;
   if (t == nullptr) return ReplyError(in, d.id(), d.type(), Status::NotFound("no trial " + msg->trial_id));
-  ReplyJson(in, d.id(), TrialToJson(*t, e->experiment_dir));
+  json body = TrialToJson(*t, e->experiment_dir);
+  if (e->runner->IsPausing(*t)) body["pausing"] = true;
+  ReplyJson(in, d.id(), body);
 }
 
 void Scheduler::HandleStopTrial(const bus::Incoming& in, const proto::Decoded& d) {

@@ -106,7 +106,9 @@ class TrialWorker {
     std::string checkpoint_prefix;  // from StartTrial
     std::map<std::string, int64_t> resources;  // from StartTrial (reported in RegisterNode)
     std::vector<std::string> gpu_ids;          // from StartTrial
+    double acked_time_total_s = 0;  // time_total_s (seconds) through the newest answered result
     int64_t capture_iteration = 0;  // > 0: a checkpoint was asked at this iteration
+    double capture_time_total_s = 0;  // its time_total_s, stored in the checkpoint's metadata
     bool stop_after_capture = false;  // "pause" / "checkpoint_and_stop"
     int uploads = 0;                  // checkpoint uploads in flight
     bool exit_deferred = false;       // TrialExited waits for the uploads

@@ -147,6 +147,7 @@ void TrialWorker::StartRun(const proto::StartTrial& start_msg, nlohmann::json co
   run->attempt = start->attempt;
   run->trainable = std::move(made).value();
   run->start_iteration = start->start_iteration;
+  run->acked_time_total_s = start->start_time_total_s;
   run->trial_dir = start->trial_dir;
   run->checkpoint_prefix = start->checkpoint_prefix;
   run->resources = start->resources;
@@ -208,6 +209,7 @@ void TrialWorker::ApplyDecision(const proto::DecisionItem& item) {
   }
   // The decision acknowledges every result up to its seq.
   while (!run->unacked.empty() && run->unacked.begin()->first <= d->seq) {
+    run->acked_time_total_s += run->unacked.begin()->second.time_this_iter_s;
     run->unacked.erase(run->unacked.begin());
     --total_unacked_;
   }
@@ -217,6 +219,7 @@ void TrialWorker::ApplyDecision(const proto::DecisionItem& item) {
     run->answered_seq = d->seq;
     if (*action == Action::kCheckpoint) {
       run->capture_iteration = run->start_iteration + d->seq;
+      run->capture_time_total_s = run->acked_time_total_s;
       run->stop_after_capture = save_then_stop;
     }
     if (*action == Action::kStop) {
@@ -422,8 +425,11 @@ void TrialWorker::CaptureCheckpoint(TrialRun& run) {
   }
   fs::create_directories(tmp, ec);
   const std::string id = fmt::format("{}{:08d}-a{}", run.checkpoint_prefix, iteration, run.attempt);
-  nlohmann::json meta = {{"trial_id", run.trial_id}, {"attempt", run.attempt},
-                         {"training_iteration", iteration}, {"worker_id", options_.worker_id}};
+  nlohmann::json meta = {{"trial_id", run.trial_id},
+                         {"attempt", run.attempt},
+                         {"training_iteration", iteration},
+                         {"time_total_s", run.capture_time_total_s},
+                         {"worker_id", options_.worker_id}};
   ++run.uploads;
   UploadCheckpoint(RunKey{run.trial_id, run.attempt}, saved.string(), id, iteration, std::move(meta), kUploadTries);
 }

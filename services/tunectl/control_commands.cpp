@@ -18,7 +18,7 @@ namespace {
 
 void PrintTrial(const nlohmann::json& t) {
   std::cout << "trial_id:     " << t.value("trial_id", std::string()) << "\n"
-            << "status:       " << t.value("status", std::string()) << "\n"
+            << "status:       " << TrialStatusText(t) << "\n"
             << "config:       " << t["config"].dump() << "\n"
             << "iterations:   " << t.value("training_iteration", int64_t(0)) << "\n"
             << "attempt:      " << t.value("attempt", int64_t(0)) << "\n"

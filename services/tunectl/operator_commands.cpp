@@ -154,7 +154,7 @@ int ExportCommand(const GlobalFlags& g, const std::string& format_flag) {
     Flatten(t.value("config", json::object()), "", config);
     Flatten(t.value("last_result", json::object()), "", result);
     row["trial_id"] = t.value("trial_id", "");
-    row["status"] = t.value("status", "");
+    row["status"] = TrialStatusText(t);
     for (auto& [k, v] : config) {
       config_keys.insert(k);
       row["config." + k] = v;

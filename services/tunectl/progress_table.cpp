@@ -29,6 +29,12 @@ std::string StringField(const json& j, const char* key, const std::string& fallb
   return v.is_string() ? v.get<std::string>() : fallback;
 }
 
+std::string TrialStatusText(const json& trial) {
+  const std::string status = StringField(trial, "status");
+  const json& pausing = Field(trial, "pausing");
+  return pausing.is_boolean() && pausing.get<bool>() ? status + " (pausing)" : status;
+}
+
 int64_t IntField(const json& j, const char* key, int64_t fallback) {
   const json& v = Field(j, key);
   return v.is_number_integer() ? v.get<int64_t>() : fallback;
@@ -104,7 +110,7 @@ std::vector<std::string> RenderProgressTable(const json& e, const json& trials, 
     std::string m = !metric.empty() && !value.is_null() ? FormatValue(value) : "";
     std::string params = FormatParams(Field(t, "config"));
     if (params.size() > 60) params = params.substr(0, 57) + "...";
-    cells.push_back({StringField(t, "trial_id"), StringField(t, "status"), params, m,
+    cells.push_back({StringField(t, "trial_id"), TrialStatusText(t), params, m,
                      std::to_string(IntField(t, "training_iteration")),
                      fmt::format("{:.1f}", NumberField(t, "time_total_s"))});
   }

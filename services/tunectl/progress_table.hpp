@@ -23,6 +23,10 @@ double NumberField(const nlohmann::json& j, const char* key, double fallback = 0
 /// `j[key]` when `j` is an object that has `key`, else null.
 const nlohmann::json& Field(const nlohmann::json& j, const char* key);
 
+/// A trial's status as shown: "RUNNING (pausing)" while it saves its pause checkpoint
+/// (`"pausing": true` in the trial object), else its `status`.
+std::string TrialStatusText(const nlohmann::json& trial);
+
 /// Formats a table from the experiment summary and the list_trials array. At most `max_rows`
 /// trials are shown (RUNNING first, then the most recently created); the rest are counted.
 std::vector<std::string> RenderProgressTable(const nlohmann::json& experiment, const nlohmann::json& trials,

@@ -234,12 +234,13 @@ namespace {
 
 TEST(LifecycleTest, RestoreFromStartsNewTrialsFromAStoredCheckpoint) {
   // Experiment A keeps its end checkpoint (iteration 4); experiment B names it in restore_from:
-  // its trials continue at training_iteration 5 with iterations_since_restore counting from 1.
+  // its trials continue at training_iteration 5 with iterations_since_restore counting from 1
+  // and time_total_s from the checkpoint's (as Ray Tune's restore carries it).
   Cluster cluster(MixedSizes());
   ASSERT_TRUE(cluster.Start());
   const fs::path a = WriteExperiment(cluster, "first",
                                      "trainable: {builtin: mock}\n"
-                                     "param_space: {mock_iterations: 4}\n"
+                                     "param_space: {mock_iterations: 4, sleep_s: 0.05}\n"
                                      "checkpoint_at_end: true\n");
   auto run_a = cluster.Ctl({"-o", "json", "run", a.string()}, 60s);
   ASSERT_EQ(run_a.exit_code, 0) << run_a.Describe();
@@ -247,6 +248,8 @@ TEST(LifecycleTest, RestoreFromStartsNewTrialsFromAStoredCheckpoint) {
   ASSERT_EQ(first["checkpoints"].size(), 1u) << first.dump();
   const std::string id = first["checkpoints"][0].value("checkpoint_id", "");
   EXPECT_EQ(first["checkpoints"][0].value("training_iteration", -1), 4);
+  const double trained_s = first.value("time_total_s", 0.0);
+  EXPECT_GE(trained_s, 0.2);
 
   const fs::path b = WriteExperiment(cluster, "second",
                                      "trainable: {builtin: mock}\n"
@@ -257,10 +260,14 @@ TEST(LifecycleTest, RestoreFromStartsNewTrialsFromAStoredCheckpoint) {
   const json second = Trials(cluster)[0];
   EXPECT_EQ(second.value("restored_checkpoint_id", ""), id) << second.dump();
   std::vector<int> iterations, since_restore;
-  for (const json& r : ResultLines(second.value("dir", ""))) {
+  const json rows = ResultLines(second.value("dir", ""));
+  for (const json& r : rows) {
     iterations.push_back(r.value("training_iteration", -1));
     since_restore.push_back(r.value("iterations_since_restore", -1));
   }
+  ASSERT_FALSE(rows.empty());
+  EXPECT_NEAR(rows[0].value("time_total_s", 0.0), trained_s + rows[0].value("time_this_iter_s", 0.0), 1e-6)
+      << rows[0].dump();
   EXPECT_EQ(iterations, (std::vector<int>{5, 6}));
   EXPECT_EQ(since_restore, (std::vector<int>{1, 2}));
 
@@ -343,14 +350,20 @@ TEST(LifecycleTest, PauseResumeAddAndSetResourcesFromTunectl) {
 
   auto pause = cluster.Ctl({"pause", a});
   ASSERT_EQ(pause.exit_code, 0) << pause.Describe();
+  // PAUSED only once the checkpoint is stored and the trainable has exited: until then show
+  // says RUNNING, pausing (Ray Tune saves before the trial is PAUSED).
   json paused;
+  std::vector<std::string> premature;
   ASSERT_TRUE(WaitFor(
       [&] {
         paused = Show(cluster, a);
-        return paused.value("status", "") == "PAUSED" && !paused["checkpoints"].empty();
+        if (paused.value("status", "") != "PAUSED") return false;
+        if (paused["checkpoints"].empty() || !paused["worker"].is_null()) premature.push_back(paused.dump());
+        return !paused["checkpoints"].empty();
       },
-      10s, 50ms))
+      10s, 10ms))
       << paused.dump();
+  EXPECT_TRUE(premature.empty()) << "PAUSED before its checkpoint was stored: " << premature.front();
   const int at = paused.value("training_iteration", -1);
   EXPECT_EQ(paused["checkpoints"].back().value("training_iteration", -2), at);
   // Its CPU is free again: one trial runs, one CPU of the three is committed.

@@ -184,16 +184,17 @@ TEST_F(TrialRunnerControlTest, ExperimentFinishesWhenAllTrialsEnd) {
 }
 
 TEST_F(TrialRunnerControlTest, PausedTrialReleasesResourcesAndCanBeStopped) {
-  // A PAUSE decision makes the trial PAUSED at once (as Ray's synchronous pause); the worker
-  // saves a checkpoint and stops the trainable, and only its exit returns the resources.
+  // A PAUSE decision: the worker saves a checkpoint and stops the trainable; the trial is
+  // RUNNING until that exit (as Ray's synchronous pause), which returns the resources.
   // PAUSED keeps the experiment open until the trial is stopped.
   Start({}, 1, std::make_unique<PausingScheduler>(std::set<std::string>{Id(0)}));
   Run(0);
   ASSERT_TRUE(Report(0, 1).ok());
   EXPECT_EQ(exec_.decisions.back().action, "pause");
-  EXPECT_EQ(T(0).status, TrialStatus::kPaused);
+  EXPECT_EQ(T(0).status, TrialStatus::kRunning);
   EXPECT_EQ(exec_.releases.count({Id(0), 1}), 0u);  // still saving
   runner_->OnTrialExited(Id(0), 1, true, "");
+  EXPECT_EQ(T(0).status, TrialStatus::kPaused);
   EXPECT_EQ(exec_.releases.at({Id(0), 1}), 1);
   runner_->Step();
   EXPECT_FALSE(runner_->IsFinished());

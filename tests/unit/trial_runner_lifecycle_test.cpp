@@ -41,23 +41,64 @@ class ScriptedScheduler final : public TrialScheduler {
   std::vector<std::string> removed, completed;
 };
 
-TEST_F(TrialLifecycleTest, PauseOfARunningTrialTakesEffectAtItsNextResultAndKeepsResourcesUntilExit) {
-  // Ray's pause_trial checkpoints then stops: here the next result is answered "pause", the
-  // trial is PAUSED at once, and its resources return only when the worker reports the exit.
+TEST_F(TrialLifecycleTest, PauseOfARunningTrialIsPausedOnlyOnceItsCheckpointIsStoredAndItHasExited) {
+  // Ray's pause_trial saves, then the trial is PAUSED: here the next result is answered
+  // "pause", the trial stays RUNNING (pausing) while the worker saves, and it is PAUSED, its
+  // resources returned, only when the worker reports the exit.
   Start({}, 1);
   Run(0);
   auto msg = runner_->PauseTrial(Id(0));
   ASSERT_TRUE(msg.ok());
   EXPECT_EQ(T(0).status, TrialStatus::kRunning);
+  EXPECT_FALSE(runner_->IsPausing(T(0)));
   ASSERT_TRUE(Report(0, 1).ok());
   EXPECT_EQ(LastAction(), "pause");
-  EXPECT_EQ(T(0).status, TrialStatus::kPaused);
+  EXPECT_EQ(T(0).status, TrialStatus::kRunning);
+  EXPECT_TRUE(runner_->IsPausing(T(0)));
+  EXPECT_FALSE(Report(0, 2).ok());  // nothing after the pause answer counts
+  const Status resize = runner_->SetTrialResources(Id(0), *Resources::FromAmounts({{"cpu", 2}}));
+  EXPECT_NE(resize.message().find("is pausing"), std::string::npos) << resize.message();
   EXPECT_EQ(exec_.releases.count({Id(0), 1}), 0u);
   ASSERT_TRUE(Saved(0, 1).ok());
+  EXPECT_EQ(T(0).status, TrialStatus::kRunning);  // stored, the trainable still exiting
   runner_->OnTrialExited(Id(0), 1, true, "");
+  EXPECT_EQ(T(0).status, TrialStatus::kPaused);
+  EXPECT_FALSE(runner_->IsPausing(T(0)));
   EXPECT_EQ(exec_.releases.at({Id(0), 1}), 1);
+  EXPECT_EQ(T(0).checkpoints.size(), 1u);
   EXPECT_FALSE(runner_->IsFinished());  // a PAUSED trial keeps the experiment open
   EXPECT_FALSE(runner_->PauseTrial(Id(0)).ok());  // already PAUSED
+  EXPECT_TRUE(runner_->SetTrialResources(Id(0), *Resources::FromAmounts({{"cpu", 2}})).ok());
+}
+
+TEST_F(TrialLifecycleTest, APausingTrialWhoseWorkerIsLostIsPausedFromItsNewestStoredCheckpoint) {
+  Start({}, 1);
+  Run(0);
+  ASSERT_TRUE(runner_->PauseTrial(Id(0)).ok());
+  ASSERT_TRUE(Report(0, 1).ok());
+  ASSERT_TRUE(runner_->IsPausing(T(0)));
+  runner_->OnWorkerLost(T(0).worker_id);
+  EXPECT_EQ(T(0).status, TrialStatus::kPaused);
+  EXPECT_NE(T(0).error.find("while saving its pause checkpoint"), std::string::npos) << T(0).error;
+  runner_->Step();
+  EXPECT_EQ(exec_.placements.size(), 1u);  // not placed again until unpaused
+}
+
+TEST_F(TrialLifecycleTest, ATakeoverFindsATrialAnsweredPauseStillPausing) {
+  // The journal holds the trial RUNNING with its newest result answered "pause": the successor
+  // waits for the attempt's exit, then the trial is PAUSED.
+  Start({}, 1);
+  Run(0, "w1");
+  ASSERT_TRUE(Report(0, 1).ok());
+  std::vector<Trial> trials{T(0)};
+  ASSERT_TRUE(runner_->Restore(trials, nullptr, {}, now_).ok());
+  EXPECT_FALSE(runner_->IsPausing(T(0)));  // answered "continue" as far as this journal knows
+  ASSERT_TRUE(runner_->Restore(trials, nullptr, {{Id(0), "pause"}}, now_).ok());
+  EXPECT_TRUE(runner_->IsPausing(T(0)));
+  EXPECT_TRUE(runner_->AttemptMayRun(Id(0), 1, "w1"));
+  EXPECT_FALSE(Report(0, 2).ok());
+  runner_->OnTrialExited(Id(0), 1, true, "");
+  EXPECT_EQ(T(0).status, TrialStatus::kPaused);
 }
 
 TEST_F(TrialLifecycleTest, PauseOfAPendingTrialIsImmediateAndWithoutCheckpoint) {
@@ -131,6 +172,34 @@ TEST_F(TrialLifecycleTest, CheckpointFreqAsksForACheckpointEveryNIterations) {
   ASSERT_TRUE(Saved(0, 4).ok());
   EXPECT_EQ(T(0).checkpoints.size(), 2u);
   EXPECT_EQ(obs_.saved_checkpoints.size(), 2u);
+}
+
+TEST_F(TrialLifecycleTest, AStopAtAMultipleOfCheckpointFreqKeepsThatIterationsCheckpoint) {
+  // Ray Tune checkpoints by checkpoint_freq whatever the decision: checkpoint_freq 1 with
+  // stop training_iteration 2 keeps checkpoints 1 and 2 (a stop at 3 with freq 2 keeps 2 only).
+  RunnerOptions o;
+  o.checkpoint_freq = 1;
+  o.stop = {{"training_iteration", 2}};
+  Start(o, 1);
+  Run(0);
+  ASSERT_TRUE(Report(0, 1).ok());
+  EXPECT_EQ(LastAction(), "checkpoint");
+  ASSERT_TRUE(Saved(0, 1).ok());
+  ASSERT_TRUE(Report(0, 2).ok());
+  EXPECT_EQ(LastAction(), "checkpoint_and_stop");
+  EXPECT_EQ(T(0).status, TrialStatus::kTerminated);
+  ASSERT_TRUE(Saved(0, 2).ok());
+  runner_->OnTrialExited(Id(0), 1, true, "");
+  ASSERT_EQ(T(0).checkpoints.size(), 2u);
+  EXPECT_EQ(T(0).checkpoints.back().training_iteration, 2);
+  EXPECT_TRUE(runner_->IsFinished());
+
+  o.checkpoint_freq = 2;
+  o.stop = {{"training_iteration", 3}};
+  Start(o, 1);
+  Run(0);
+  for (int seq = 1; seq <= 3; ++seq) ASSERT_TRUE(Report(0, seq).ok());
+  EXPECT_EQ(LastAction(), "stop");
 }
 
 TEST_F(TrialLifecycleTest, CheckpointAtEndMakesAStoppedTrialCheckpointBeforeItStops) {
