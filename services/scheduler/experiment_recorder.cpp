@@ -60,6 +60,11 @@ void ExperimentRecorder::OnTrialResult(const Trial& t, const TrainingResult& res
 void ExperimentRecorder::OnTrialStatus(const Trial& t) {
   const uint64_t record = journal_.AppendEncoded(journal::EncodeTrialStatusRecord(t));
   if (IsFinished(t.status)) files_.Close(t.index, record);
+  if (t.status == TrialStatus::kError) {
+    const auto written = error_file_attempt_.find(t.index);
+    if (written == error_file_attempt_.end() || written->second != t.attempt) WriteErrorFile(t, t.error);
+    error_file_attempt_.erase(t.index);
+  }
   events_.Publish("trial", "trial_status", name_, t.trial_id, [&] { return TrialToJson(t, experiment_dir_); });
 }
 
@@ -99,6 +104,7 @@ void ExperimentRecorder::WriteErrorFile(const Trial& t, const std::string& text)
   fs::create_directories(dir, ec);
   std::ofstream out(dir + "/error.txt", std::ios::app);
   out << "attempt " << t.attempt << ": " << text << "\n";
+  if (!IsFinished(t.status)) error_file_attempt_[t.index] = t.attempt;
 }
 
 void ExperimentRecorder::WriteStateFile() {

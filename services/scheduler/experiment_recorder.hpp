@@ -9,6 +9,7 @@
 
 #include <functional>
 #include <string>
+#include <unordered_map>
 #include <vector>
 
 #include "libs/journal/journal_writer.hpp"
@@ -41,7 +42,10 @@ class ExperimentRecorder final : public RunnerObserver {
   void OnTrialSchedulerState(const nlohmann::json& delta) override;
   void OnExperimentEnded(const std::string& status, const std::string& reason) override;
 
-  /// Writes <trial>/error.txt with the reason and the trainable's stderr tail.
+  /// Appends "attempt N: <text>" to <trial>/error.txt (the reason and the trainable's stderr
+  /// tail). A trial that becomes ERROR without one for its attempt (infeasible, a result that
+  /// breaks a check, too many worker losses) gets its error written by OnTrialStatus, so every
+  /// ERROR trial has the file Ray Tune users look for.
   void WriteErrorFile(const Trial& trial, const std::string& text);
   /// Hands the result files' work whose journal records are durable to their writer thread (once
   /// per poll round).
@@ -65,6 +69,7 @@ class ExperimentRecorder final : public RunnerObserver {
   const TrialRunner* runner_ = nullptr;
   ResultFiles files_;
   double started_at_ = 0;
+  std::unordered_map<int64_t, int64_t> error_file_attempt_;  // trial index -> attempt last in error.txt
 };
 
 }  // namespace tunebus

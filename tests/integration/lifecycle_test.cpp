@@ -123,6 +123,10 @@ TEST(LifecycleTest, TrialThatFitsNoWorkerErrorsNamingWhatItAskedAndTheLargestWor
   const std::string error = trials[0].value("error", "");
   EXPECT_NE(error.find("cpu=4"), std::string::npos) << error;
   EXPECT_NE(error.find("w2"), std::string::npos) << error;  // the largest worker
+  // Every ERROR trial has the error.txt that tunectl points to.
+  const fs::path error_file = fs::path(trials[0].value("dir", "")) / "error.txt";
+  EXPECT_NE(run.out.find(error_file.string()), std::string::npos) << run.Describe();
+  EXPECT_NE(ReadFile(error_file).find(error), std::string::npos) << error_file;
 }
 
 TEST(LifecycleTest, QueueTrialsKeepsATrialPendingUntilABigEnoughWorkerRegisters) {
