@@ -56,6 +56,7 @@ struct StartTrial {
   std::vector<std::string> gpu_ids;  // exported as CUDA_VISIBLE_DEVICES
   int64_t start_iteration = 0;       // training_iteration already done (restore), else 0
   double start_time_total_s = 0;     // time_total_s already trained (restore), seconds, else 0
+  double report_timeout_s = 0;       // fail the attempt after this many seconds without a report; 0 = off
   /// Checkpoint-store id to restore before starting ("" = from scratch). The worker fetches it
   /// into <trial_dir>/restore and passes that folder as TUNEBUS_RESTORE_DIR.
   std::string restore_checkpoint_id;
@@ -66,8 +67,8 @@ struct StartTrial {
   /// reports it back in RegisterNode.running so a restarted resource-manager rebuilds it.
   std::map<std::string, int64_t> resources;
   TUNEBUS_DEFINE_MAP(v, type, id, experiment, trial_id, attempt, config_json, trainable, trial_dir,
-                     gpu_ids, start_iteration, start_time_total_s, restore_checkpoint_id, checkpoint_prefix,
-                     resources)
+                     gpu_ids, start_iteration, start_time_total_s, report_timeout_s, restore_checkpoint_id,
+                     checkpoint_prefix, resources)
 };
 
 /// worker -> scheduler: one result reported by the trainable. The worker keeps it until a

@@ -49,6 +49,9 @@ struct ExperimentSpec {
   std::string results_dir;               // absolute; default "<working_dir>/results"
   int64_t max_failures = 0;              // retries per trial after trainable errors; -1 = forever
   int64_t max_worker_losses = -1;        // requeues per trial after losing its worker; -1 = no limit
+  /// A running trainable that reports no result for this long (seconds; time spent waiting for
+  /// a decision does not count) fails with that reason (then max_failures applies). 0 = off.
+  double report_timeout_s = 0;
   /// Ray Tune's fail_fast: "" (off), "true" (at the first ERROR trial stop every unfinished
   /// trial, the experiment ends ERROR) or "raise" (abort at once, leaving other trials as they
   /// were).

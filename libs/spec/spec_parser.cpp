@@ -36,7 +36,8 @@ const std::vector<std::string_view> kTopFields = {"name",
                                                   "checkpoint_at_end",
                                                   "keep_checkpoints_num",
                                                   "checkpoint_score_attr",
-                                                  "restore_from"};
+                                                  "restore_from",
+                                                  "report_timeout_s"};
 
 }  // namespace
 
@@ -141,6 +142,13 @@ Status SpecParser::ParseField(const MapEntry& e) {
   }
   if (k == "max_failures") {
     return ParseInt(e, -1, &spec_.max_failures, "must be >= 0, or -1 to retry forever");
+  }
+  if (k == "report_timeout_s") {
+    Result<double> seconds = r_.Number(e.value, k);
+    if (!seconds.ok()) return seconds.status();
+    if (*seconds < 0) return r_.Error(e.value, k, "must be >= 0 seconds (0 = off), got " + e.value.Scalar());
+    spec_.report_timeout_s = *seconds;
+    return Status::Ok();
   }
   if (k == "max_worker_losses") {
     return ParseInt(e, -1, &spec_.max_worker_losses, "must be >= 0, or -1 for no limit");

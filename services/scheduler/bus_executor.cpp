@@ -179,6 +179,7 @@ void BusExecutor::LaunchTrial(const Trial& trial) {
   msg.gpu_ids = trial.gpu_ids;
   msg.start_iteration = trial.training_iteration;
   msg.start_time_total_s = trial.time_total_s;
+  msg.report_timeout_s = spec_.report_timeout_s;
   msg.restore_checkpoint_id = trial.restored_checkpoint_id;
   msg.checkpoint_prefix = journal_name_ + "/" + trial.trial_id + "/";
   for (const auto& [key, units] : trial.resources.units_map()) msg.resources[key] = units;

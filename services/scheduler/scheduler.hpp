@@ -96,6 +96,10 @@ class Scheduler {
   void HandleReportResults(const std::string& peer, const proto::Decoded& d);  // a batch
   void HandleResult(const std::string& peer, proto::ResultItem result);
   void HandleTrialExited(const std::string& peer, const proto::Decoded& d);
+  /// Logs a trial failure once for users: trial, attempt, worker, error (exit code), what
+  /// follows (requeued or ERROR with its error.txt) and the last lines of the trainable's stderr.
+  void LogTrialFailure(const Experiment& e, const Trial& t, const std::string& worker,
+                       const proto::TrialExited& exited) const;
 
   // control handlers (scheduler_control.cpp): each answers `in` exactly once
   void HandleSubmit(const bus::Incoming& in, const proto::Decoded& d);

@@ -3,11 +3,39 @@
 #include <spdlog/spdlog.h>
 
 #include <set>
+#include <string>
+#include <string_view>
+#include <vector>
 
 #include "proto/worker.hpp"
 #include "services/scheduler/experiment.hpp"
 
 namespace tunebus {
+
+namespace {
+
+constexpr size_t kFailureLogLines = 10;  // stderr lines a failure's log line shows
+
+// The last `n` lines of a trainable's stderr tail, each on its own indented line ("" if none).
+std::string StderrLastLines(const std::string& tail, size_t n) {
+  std::vector<std::string_view> lines;
+  std::string_view rest(tail);
+  while (!rest.empty()) {
+    const size_t end = rest.find('\n');
+    std::string_view line = rest.substr(0, end);
+    if (!line.empty()) lines.push_back(line);
+    if (end == std::string_view::npos) break;
+    rest.remove_prefix(end + 1);
+  }
+  std::string out;
+  for (size_t i = lines.size() > n ? lines.size() - n : 0; i < lines.size(); ++i) {
+    out.append("\n    | ").append(lines[i]);
+  }
+  return out;
+}
+
+}  // namespace
+
 
 void Scheduler::HandleRegisterWorker(const std::string& peer, const bus::Incoming& in, const proto::Decoded& d) {
   auto msg = d.As<proto::RegisterWorker>();
@@ -118,13 +146,26 @@ void Scheduler::HandleTrialExited(const std::string& peer, const proto::Decoded&
     return;
   }
   const bool ok = msg->ok || msg->stopped;
-  if (!ok && t->status == TrialStatus::kRunning) {
+  const bool failed = !ok && t->status == TrialStatus::kRunning;
+  if (failed) {
     std::string text = msg->error;
     if (!msg->stderr_tail.empty()) text += "\n--- stderr (tail) ---\n" + msg->stderr_tail;
     e->recorder->WriteErrorFile(*t, text);
-    spdlog::warn("Trial {} attempt {} failed on {}: {}", msg->trial_id, msg->attempt, peer, msg->error);
   }
   e->runner->OnTrialExited(msg->trial_id, msg->attempt, ok, msg->error, msg->start_failed);
+  if (failed) LogTrialFailure(*e, *t, peer, *msg);
+}
+
+void Scheduler::LogTrialFailure(const Experiment& e, const Trial& t, const std::string& worker,
+                                const proto::TrialExited& exited) const {
+  const std::string then =
+      t.status == TrialStatus::kError
+          ? fmt::format("ERROR, see {}/{}/error.txt", e.experiment_dir, t.DirName())
+          : fmt::format("{}, requeued (failure {} of max_failures {})",
+                        TrialStatusName(t.status), t.num_failures,
+                        e.spec.max_failures < 0 ? "unlimited" : std::to_string(e.spec.max_failures));
+  spdlog::warn("Trial {} attempt {} failed on {}: {}; {}{}", exited.trial_id, exited.attempt, worker, exited.error, then,
+               StderrLastLines(exited.stderr_tail, kFailureLogLines));
 }
 
 }  // namespace tunebus

@@ -101,6 +101,13 @@ class TrialWorker {
     bool stop_requested = false;
     bool silent = false;  // stale: exit without telling the scheduler
     bus::EventLoop::TimerId kill_timer = 0;
+    // report_timeout_s (StartTrial): checked every quarter of it; an attempt whose last_seq has
+    // not moved for the whole timeout while the trainable was free to run is killed as failed.
+    double report_timeout_s = 0;
+    bus::EventLoop::TimerId report_timer = 0;
+    int64_t seq_at_last_check = 0;
+    double quiet_s = 0;          // time since last_seq last moved (in check periods)
+    std::string failure;         // why the worker failed the attempt itself ("" = it did not)
     int64_t start_iteration = 0;    // training_iteration the attempt started from
     std::string trial_dir;
     std::string checkpoint_prefix;  // from StartTrial
@@ -158,6 +165,10 @@ class TrialWorker {
   static constexpr int kUploadTries = 60;
   void FailStart(const proto::StartTrial& start, const std::string& error);
   void BeginStopping(TrialRun& run, const std::string& why);
+  /// Arms run.report_timer for one check period (report_timeout_s / 4).
+  void ArmReportTimer(TrialRun& run);
+  /// One report-timeout check: kills the trainable as failed once it has been quiet too long.
+  void CheckReportTimeout(const RunKey& key);
   void KillStale(TrialRun& run, const std::string& why);
   void OnTrainableEvent(const RunKey& key);
   void AfterTrainableEvent(TrialRun& run);

@@ -3,6 +3,8 @@
 #include <fmt/ranges.h>
 #include <spdlog/spdlog.h>
 
+#include <algorithm>
+#include <chrono>
 #include <filesystem>
 
 #include "libs/bus/socket.hpp"
@@ -152,9 +154,11 @@ void TrialWorker::StartRun(const proto::StartTrial& start_msg, nlohmann::json co
   run->checkpoint_prefix = start->checkpoint_prefix;
   run->resources = start->resources;
   run->gpu_ids = start->gpu_ids;
+  run->report_timeout_s = start->report_timeout_s;
   const RunKey key{start->trial_id, start->attempt};
   TrialRun& ref = *run;
   runs_[key] = std::move(run);
+  if (ref.report_timeout_s > 0) ArmReportTimer(ref);
   spdlog::info("Started trial {} attempt {} ({}) in {}", key.first, key.second,
                def.builtin.empty() ? fmt::format("command {}", fmt::join(def.command, " "))
                                    : "builtin " + def.builtin,
@@ -315,6 +319,31 @@ void TrialWorker::BeginStopping(TrialRun& run, const std::string& why) {
   });
 }
 
+void TrialWorker::ArmReportTimer(TrialRun& run) {
+  const RunKey key{run.trial_id, run.attempt};
+  const auto period = std::chrono::duration_cast<bus::Duration>(std::chrono::duration<double>(run.report_timeout_s / 4));
+  run.report_timer = loop_.AddTimer(std::max(period, bus::Duration{1}), [this, key] { CheckReportTimeout(key); });
+}
+
+void TrialWorker::CheckReportTimeout(const RunKey& key) {
+  TrialRun* run = FindRun(key.first, key.second);
+  if (run == nullptr) return;
+  run->report_timer = 0;
+  if (run->phase != TrialRun::Phase::kRunning || !run->trainable) return;
+  // Quiet only while the trainable could report: not while its report waits for a decision.
+  const bool moved = run->last_seq != run->seq_at_last_check || run->trainable->awaiting_decisions() > 0;
+  run->seq_at_last_check = run->last_seq;
+  run->quiet_s = moved ? 0 : run->quiet_s + run->report_timeout_s / 4;
+  if (run->quiet_s + 1e-9 < run->report_timeout_s) return ArmReportTimer(*run);
+  run->failure = fmt::format("reported no result for {:g} s (report_timeout_s {:g}); killed", run->quiet_s,
+                             run->report_timeout_s);
+  spdlog::info("Killing trial {} attempt {}: {}", key.first, key.second, run->failure);
+  run->phase = TrialRun::Phase::kStopping;
+  run->trainable->Kill();
+  AfterTrainableEvent(*run);
+  EraseIfDone(key);
+}
+
 void TrialWorker::OnTrainableEvent(const RunKey& key) {
   TrialRun* run = FindRun(key.first, key.second);
   if (run == nullptr || !run->trainable) return;  // removed earlier in this poll round
@@ -372,6 +401,8 @@ void TrialWorker::AfterTrainableEvent(TrialRun& run) {
 void TrialWorker::OnTrainableExited(TrialRun& run) {
   if (run.kill_timer != 0) loop_.CancelTimer(run.kill_timer);
   run.kill_timer = 0;
+  if (run.report_timer != 0) loop_.CancelTimer(run.report_timer);
+  run.report_timer = 0;
   for (int fd : run.fds) loop_.RemoveFd(fd);
   run.fds.clear();
   const trainable::ExitStatus& es = run.trainable->exit_status();
@@ -379,9 +410,9 @@ void TrialWorker::OnTrainableExited(TrialRun& run) {
   exited.trial_id = run.trial_id;
   exited.attempt = run.attempt;
   exited.stopped = run.stop_requested;
-  exited.ok = es.ok || (run.stop_requested && es.killed);
+  exited.ok = run.failure.empty() && (es.ok || (run.stop_requested && es.killed));
   exited.exit_code = es.exit_code;
-  exited.error = exited.ok ? "" : es.error;
+  exited.error = exited.ok ? "" : run.failure.empty() ? es.error : run.failure;
   exited.stderr_tail = exited.ok ? "" : es.stderr_tail;
   exited.last_seq = run.last_seq;
   run.phase = TrialRun::Phase::kExited;
@@ -399,7 +430,8 @@ void TrialWorker::OnTrainableExited(TrialRun& run) {
     spdlog::info("Trial {} attempt {} exited ok{} after {} results", run.trial_id, run.attempt,
                  exited.stopped ? " (stopped)" : "", exited.last_seq);
   } else {
-    spdlog::warn("Trial {} attempt {} failed: {}", run.trial_id, run.attempt, exited.error);
+    // The scheduler logs the failure for users (with the stderr tail and what happens next).
+    spdlog::info("Trial {} attempt {} failed: {}", run.trial_id, run.attempt, exited.error);
   }
   SendToScheduler(exited);
 }

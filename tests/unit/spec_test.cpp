@@ -240,7 +240,18 @@ TEST(ExperimentSpecTest, UnknownTopLevelFieldListsExpectedFields) {
                 "exp.yaml:3: unknown field 'num_sample'; expected one of name, trainable, "
                 "param_space, num_samples, seed, metric, mode, stop, resources_per_trial, "
                 "max_concurrent_trials, results_dir, max_failures, max_worker_losses, fail_fast, scheduler, queue_trials, checkpoint_freq, checkpoint_at_end, "
-                "keep_checkpoints_num, checkpoint_score_attr, restore_from");
+                "keep_checkpoints_num, checkpoint_score_attr, restore_from, report_timeout_s");
+}
+
+TEST(ExperimentSpecTest, ReportTimeoutIsSecondsAndZeroIsOff) {
+  auto spec = Parse(std::string(kMinimal) + "report_timeout_s: 2.5\n");
+  ASSERT_TRUE(spec.ok()) << spec.status().ToString();
+  EXPECT_DOUBLE_EQ(spec->report_timeout_s, 2.5);
+  auto off = Parse(kMinimal);
+  ASSERT_TRUE(off.ok());
+  EXPECT_EQ(off->report_timeout_s, 0);
+  ExpectInvalid(std::string(kMinimal) + "report_timeout_s: -1\n",
+                "exp.yaml:3: report_timeout_s: must be >= 0 seconds (0 = off), got -1");
 }
 
 TEST(ExperimentSpecTest, DuplicateFieldIsRejected) {
