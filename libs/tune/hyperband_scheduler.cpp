@@ -70,10 +70,6 @@ Decision HyperBandScheduler::OnTrialResult(const Trial& trial, const TrainingRes
 Decision HyperBandScheduler::ProcessBracket(size_t index, const std::string& current) {
   processing_ = true;
   Decision action = Decision::kPause;
-  auto status_of = [&](const std::string& id) {
-    const Trial* t = context_->FindTrial(id);
-    return t == nullptr ? TrialStatus::kTerminated : t->status;
-  };
   if (!CurIterDone(brackets_[index])) {
     processing_ = false;
     return action;
@@ -81,7 +77,7 @@ Decision HyperBandScheduler::ProcessBracket(size_t index, const std::string& cur
   if (Finished(brackets_[index])) {  // Ray Tune's cleanup_full
     const std::vector<std::string> order = brackets_[index].order;
     for (const std::string& id : order) {
-      if (id != current && status_of(id) == TrialStatus::kPaused) (void)context_->StopTrial(id);
+      if (id != current && context_->IsPaused(id)) (void)context_->StopTrial(id);
     }
     processing_ = false;
     return Decision::kStop;
@@ -113,7 +109,7 @@ Decision HyperBandScheduler::ProcessBracket(size_t index, const std::string& cur
     if (!ContinueTrial(brackets_[index], id)) continue;  // too far ahead: waits for the next rung
     if (id == current) {
       action = Decision::kContinue;
-    } else if (status_of(id) == TrialStatus::kPaused) {
+    } else if (context_->IsPaused(id)) {
       (void)context_->UnpauseTrial(id);
     }
   }

@@ -299,7 +299,7 @@ Status TrialRunner::OnResult(const std::string& trial_id, int64_t attempt, int64
     JournalSchedulerDelta();
     LeaveRunning(*t, TrialStatus::kTerminated, "", /*stop_trainable=*/false, saving);
   } else if (decision == Decision::kPause) {
-    pausing_[t->index] = Pausing{t->attempt, false};  // PAUSED in OnTrialExited
+    pausing_[t->index] = t->attempt;  // PAUSED in OnTrialExited
   }
   CheckFinished();
   return Status::Ok();
@@ -368,7 +368,7 @@ Status TrialRunner::Restore(std::vector<Trial> trials, const nlohmann::json& sea
     if (auto a = last_actions.find(t.trial_id); a != last_actions.end()) {
       last_action_[t.index] = ActionLiteral(a->second);
       // Answered "pause" and not yet exited when the journal ends: still saving.
-      if (t.status == TrialStatus::kRunning && a->second == "pause") pausing_[t.index] = Pausing{t.attempt, false};
+      if (t.status == TrialStatus::kRunning && a->second == "pause") pausing_[t.index] = t.attempt;
     }
     if (!t.last_result_msgpack.empty()) CacheMetric(t, TrainingResult::FromJson(t.LastResult()));
     if (t.num_results > 0) {  // results were accepted: every stop key had been carried
@@ -409,7 +409,7 @@ void TrialRunner::RequeueLost(const std::string& trial_id, const std::string& wh
 
 void TrialRunner::HandleWorkerLoss(Trial& t, const std::string& why) {
   t.num_worker_losses += 1;
-  if (auto it = pausing_.find(t.index); it != pausing_.end() && !it->second.unpaused) {
+  if (pausing_.contains(t.index)) {
     // Lost while saving its pause checkpoint: PAUSED all the same (from its newest stored one).
     LeaveRunning(t, TrialStatus::kPaused, "while saving its pause checkpoint: " + why, false, false,
                  FailureKind::kWorkerLost);
@@ -468,19 +468,18 @@ void TrialRunner::OnTrialExited(const std::string& trial_id, int64_t attempt, bo
   if (auto it = saving_.find(t->index); it != saving_.end() && it->second.attempt == attempt) {
     Trial released = *t;
     released.worker_id = it->second.worker_id;
+    const bool requeue = it->second.requeue;
     saving_.erase(it);
     t->requested_checkpoints.clear();
     executor_.ReleaseReusable(released);
     if (!ok) t->error = "while saving its checkpoint: " + error;
+    if (requeue && t->status == TrialStatus::kPending) pending_.insert(t->index);
     CheckFinished();
     return;
   }
-  if (auto it = pausing_.find(t->index); it != pausing_.end() && it->second.attempt == attempt) {
-    const bool unpaused = it->second.unpaused;
+  if (auto it = pausing_.find(t->index); it != pausing_.end() && it->second == attempt) {
     t->requested_checkpoints.clear();
-    LeaveRunning(*t, unpaused ? TrialStatus::kPending : TrialStatus::kPaused,
-                 ok ? "" : "while saving its pause checkpoint: " + error);
-    if (unpaused) SetPending(*t);
+    LeaveRunning(*t, TrialStatus::kPaused, ok ? "" : "while saving its pause checkpoint: " + error);
     CheckFinished();
     return;
   }

@@ -160,11 +160,12 @@ class TrialRunner final : public TrialSchedulerContext {
   /// PAUSED). Returns a message. Errors: NotFound; FailedPrecondition for PAUSED or finished trials.
   Result<std::string> PauseTrial(const std::string& trial_id);
   /// PAUSED -> PENDING (Ray Tune's unpause_trial); it continues from its newest checkpoint.
-  /// A pausing trial (IsPausing) becomes PENDING instead of PAUSED once its checkpoint is stored
-  /// and it has exited. Errors: NotFound; FailedPrecondition for other statuses.
+  /// A pausing trial (IsPausing) is PENDING at once and placed once its checkpoint is stored and
+  /// it has exited. Errors: NotFound; FailedPrecondition for other statuses.
   Status UnpauseTrial(const std::string& trial_id) override;
   /// True while a RUNNING trial's attempt saves the checkpoint its "pause" answer asked for.
   bool IsPausing(const Trial& trial) const { return pausing_.contains(trial.index); }
+  bool IsPaused(const std::string& trial_id) const override;
   /// Adds a trial with an explicit config (Ray Tune's add_trial). Returns it (PENDING).
   /// Errors: InvalidArgument if config is not an object; FailedPrecondition once finished.
   Result<const Trial*> AddTrial(nlohmann::json config);
@@ -241,18 +242,13 @@ class TrialRunner final : public TrialSchedulerContext {
   std::optional<Decision> StopperDecision(const TrainingResult& result, bool user_done) const;
   int64_t InFlight() const { return int64_t(placing_.size() + saving_.size()) + running_; }
 
-  // A trainable that is saving its checkpoint before it stops (decision checkpoint_and_stop):
-  // the trial is already TERMINATED, the attempt keeps its resources until the worker reports
-  // the exit.
+  // A trainable that is saving its checkpoint before it stops (decision checkpoint_and_stop, or
+  // a pause the user took back): the trial already has its new status, the attempt keeps its
+  // resources until the worker reports the exit.
   struct Saving {
     int64_t attempt = 0;
     std::string worker_id;
-  };
-  // A RUNNING trial whose attempt saves its checkpoint after a "pause" answer: PAUSED (or
-  // PENDING when unpaused meanwhile) once the worker reports the exit.
-  struct Pausing {
-    int64_t attempt = 0;
-    bool unpaused = false;
+    bool requeue = false;  // unpaused while saving: placed once it has exited
   };
   struct Exploit {
     std::string donor_trial_id;
@@ -271,7 +267,7 @@ class TrialRunner final : public TrialSchedulerContext {
   std::set<int64_t> pending_;                      // indices of PENDING trials not being placed
   std::set<int64_t> placing_;                      // indices with a placement in flight
   std::map<int64_t, Saving> saving_;               // index -> attempt saving before it stops
-  std::map<int64_t, Pausing> pausing_;             // index -> RUNNING attempt saving before it pauses
+  std::map<int64_t, int64_t> pausing_;             // index -> RUNNING attempt saving before it pauses
   std::set<int64_t> pause_requested_;              // RUNNING, pause at the next result
   int64_t in_result_ = -1;                   // index whose OnTrialResult is running
   bool checkpoint_requested_ = false;        // RequestCheckpoint for `in_result_`

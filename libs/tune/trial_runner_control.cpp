@@ -26,6 +26,7 @@ Status TrialRunner::StopTrial(const std::string& trial_id) {
     pending_.erase(t->index);
     placing_.erase(t->index);  // a grant that still arrives is released in OnTrialPlaced
     t->status = TrialStatus::kTerminated;
+    if (auto it = saving_.find(t->index); it != saving_.end()) it->second.requeue = false;
     scheduler_->OnTrialRemove(*t);
     JournalSchedulerDelta();
     NoteFailure(*t);
@@ -54,8 +55,7 @@ Result<std::string> TrialRunner::PauseTrial(const std::string& trial_id) {
         fmt::format("trial {} is {}; only PENDING or RUNNING trials can be paused", trial_id,
                     TrialStatusName(t->status)));
   }
-  if (auto it = pausing_.find(t->index); it != pausing_.end()) {
-    it->second.unpaused = false;
+  if (pausing_.contains(t->index)) {
     return fmt::format("trial {} is pausing: saving its checkpoint, then PAUSED", trial_id);
   }
   if (t->status == TrialStatus::kRunning) {
@@ -65,6 +65,7 @@ Result<std::string> TrialRunner::PauseTrial(const std::string& trial_id) {
   }
   pending_.erase(t->index);
   placing_.erase(t->index);
+  if (auto it = saving_.find(t->index); it != saving_.end()) it->second.requeue = false;
   t->status = TrialStatus::kPaused;
   NoteFailure(*t);
   observer_.OnTrialStatus(*t);
@@ -75,8 +76,10 @@ Status TrialRunner::UnpauseTrial(const std::string& trial_id) {
   Trial* t = Find(trial_id);
   if (t == nullptr) return Status::NotFound(fmt::format("no trial {}", trial_id));
   if (IsFinished()) return Status::FailedPrecondition("the experiment is finished");
-  if (auto it = pausing_.find(t->index); it != pausing_.end()) {
-    it->second.unpaused = true;  // PENDING once its checkpoint is stored and it has exited
+  if (pausing_.contains(t->index)) {
+    // PENDING now (journaled), placed once its checkpoint is stored and it has exited.
+    LeaveRunning(*t, TrialStatus::kPending, "", /*stop_trainable=*/false, /*saving=*/true);
+    saving_[t->index].requeue = true;
     return Status::Ok();
   }
   if (t->status != TrialStatus::kPaused) {
@@ -88,6 +91,11 @@ Status TrialRunner::UnpauseTrial(const std::string& trial_id) {
   observer_.OnTrialStatus(*t);
   pending_.insert(t->index);
   return Status::Ok();
+}
+
+bool TrialRunner::IsPaused(const std::string& trial_id) const {
+  const Trial* t = FindTrial(trial_id);
+  return t != nullptr && (t->status == TrialStatus::kPaused || IsPausing(*t));
 }
 
 Result<const Trial*> TrialRunner::AddTrial(nlohmann::json config) {
@@ -283,6 +291,7 @@ void TrialRunner::StopUnfinished() {
       NoteFailure(t);
       observer_.OnTrialStatus(t);
     }
+    if (auto it = saving_.find(t.index); it != saving_.end()) it->second.requeue = false;
   }
   pending_.clear();
   placing_.clear();  // grants that still arrive are released in OnTrialPlaced
@@ -300,8 +309,7 @@ void TrialRunner::InterruptExperiment(const std::string& reason) {
   for (Trial& t : trials_) {
     if (t.status != TrialStatus::kRunning) continue;
     // A pausing trial stays paused (from its newest stored checkpoint).
-    const auto pausing = pausing_.find(t.index);
-    const bool paused = pausing != pausing_.end() && !pausing->second.unpaused;
+    const bool paused = pausing_.contains(t.index);
     LeaveRunning(t, paused ? TrialStatus::kPaused : TrialStatus::kPending, "", /*stop_trainable=*/true);
     if (!paused) pending_.insert(t.index);
   }

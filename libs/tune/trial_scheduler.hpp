@@ -37,8 +37,13 @@ class TrialSchedulerContext {
   /// Every trial of the experiment, in creation order (Trial::index == position).
   virtual const std::vector<Trial>& trials() const = 0;
   virtual const Trial* FindTrial(const std::string& trial_id) const = 0;
+  /// True for a PAUSED trial and for one still saving the checkpoint of a pause decision
+  /// (RUNNING until its trainable exits): both are paused as far as a trial scheduler goes, and
+  /// both can be unpaused or stopped.
+  virtual bool IsPaused(const std::string& trial_id) const = 0;
   /// PAUSED -> PENDING: the trial runs again, restoring its latest checkpoint (Ray Tune's
-  /// TrialExecutor.unpause_trial). Errors: NotFound; FailedPrecondition if not PAUSED.
+  /// TrialExecutor.unpause_trial); a pausing one once its checkpoint is stored. Errors:
+  /// NotFound; FailedPrecondition if not IsPaused.
   virtual Status UnpauseTrial(const std::string& trial_id) = 0;
   /// PENDING / PAUSED / RUNNING -> TERMINATED (Ray Tune's TrialRunner.stop_trial): the runner
   /// calls OnTrialRemove (PENDING, PAUSED) or OnTrialComplete (RUNNING) on the scheduler.

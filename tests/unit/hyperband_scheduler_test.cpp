@@ -60,6 +60,38 @@ TEST_F(HyperBandSchedulerTest, BracketsFollowTheHyperBandSchedule) {
   EXPECT_EQ(b[3].live, (std::vector<std::string>{Id(17), Id(18)}));
 }
 
+TEST_F(HyperBandSchedulerTest, HalvingWhileThePausedTrialsStillSaveStopsAndUnpausesThemAllTheSame) {
+  // The same rung as below, but t3..t6 are still saving their pause checkpoints (RUNNING,
+  // pausing) when t7 completes it: t3 and t5 are stopped at once, t4 and t6 are PENDING at once
+  // (journaled) and placed once they have exited; nothing is left PAUSED.
+  StartHyperBand(8);
+  const double acc[] = {0, 0, 0, 0.3, 0.9, 0.5, 0.7, 0.1};
+  for (int i = 3; i <= 7; ++i) {
+    for (int64_t it = 1; it <= 2; ++it) EXPECT_EQ(Decide(i, it, acc[i]), "continue") << i;
+  }
+  for (int i = 3; i <= 6; ++i) {
+    EXPECT_EQ(Decide(i, 3, acc[i]), "pause") << i;
+    EXPECT_TRUE(runner_->IsPausing(T(i)));
+    EXPECT_TRUE(runner_->IsPaused(Id(i)));
+  }
+  EXPECT_EQ(Decide(7, 3, acc[7]), "stop");
+  EXPECT_EQ(T(3).status, TrialStatus::kTerminated);
+  EXPECT_EQ(T(5).status, TrialStatus::kTerminated);
+  const size_t placed = exec_.placements.size();
+  EXPECT_EQ(T(4).status, TrialStatus::kPending);
+  EXPECT_EQ(T(6).status, TrialStatus::kPending);
+  runner_->Step();
+  EXPECT_EQ(exec_.placements.size(), placed) << "placed while its checkpoint is saving";
+  for (int i : {4, 6}) {
+    ASSERT_TRUE(runner_->OnCheckpointSaved(Id(i), 1, Id(i) + "/3", 3, 10).ok());
+    runner_->OnTrialExited(Id(i), 1, true, "");
+  }
+  EXPECT_EQ(T(4).checkpoints.size(), 1u);
+  runner_->Step();
+  EXPECT_EQ(exec_.placements.size(), placed + 2);
+  EXPECT_EQ(runner_->CountByStatus()[TrialStatus::kPaused], 0);
+}
+
 TEST_F(HyperBandSchedulerTest, RungWaitsPausedThenHalvingUnpausesTheBestAndStopsTheRest) {
   // 8 trials: t0..t2 fill bracket s=0, t3..t7 bracket s=1 (5 trials, first rung at 3).
   // At iteration 3 each of t3..t6 PAUSEs (the rung is not complete). t7 completes it:
