@@ -103,7 +103,11 @@ void ExperimentRecorder::WriteErrorFile(const Trial& t, const std::string& text)
   std::error_code ec;
   fs::create_directories(dir, ec);
   std::ofstream out(dir + "/error.txt", std::ios::app);
-  out << "attempt " << t.attempt << ": " << text << "\n";
+  if (t.attempt == 0) {
+    out << "not started: " << text << "\n";  // e.g. a trial no worker can hold
+  } else {
+    out << "attempt " << t.attempt << ": " << text << "\n";
+  }
   if (!IsFinished(t.status)) error_file_attempt_[t.index] = t.attempt;
 }
 

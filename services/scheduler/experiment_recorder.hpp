@@ -42,7 +42,7 @@ class ExperimentRecorder final : public RunnerObserver {
   void OnTrialSchedulerState(const nlohmann::json& delta) override;
   void OnExperimentEnded(const std::string& status, const std::string& reason) override;
 
-  /// Appends "attempt N: <text>" to <trial>/error.txt (the reason and the trainable's stderr
+  /// Appends "attempt N: <text>" ("not started: <text>" before a first attempt) to <trial>/error.txt (the reason and the trainable's stderr
   /// tail). A trial that becomes ERROR without one for its attempt (infeasible, a result that
   /// breaks a check, too many worker losses) gets its error written by OnTrialStatus, so every
   /// ERROR trial has the file Ray Tune users look for.
