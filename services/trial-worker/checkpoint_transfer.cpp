@@ -2,8 +2,6 @@
 
 #include <fcntl.h>
 #include <signal.h>
-#include <spawn.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -15,49 +13,9 @@
 #include <spdlog/spdlog.h>
 
 #include "proto/store.hpp"
-
-extern char** environ;
+#include "services/trial-worker/tar_process.hpp"
 
 namespace tunebus {
-
-namespace {
-
-// Starts `tar args...` with one end of a pipe as its stdout (`child_writes`) or stdin; returns
-// the pid and our end of the pipe (close-on-exec).
-Result<std::pair<pid_t, int>> SpawnTar(const std::vector<std::string>& args, bool child_writes) {
-  int p[2];
-  if (::pipe2(p, O_CLOEXEC) != 0) return Status::IoError(fmt::format("pipe: {}", std::strerror(errno)));
-  const int child_end = child_writes ? p[1] : p[0];
-  const int our_end = child_writes ? p[0] : p[1];
-  posix_spawn_file_actions_t fa;
-  posix_spawn_file_actions_init(&fa);
-  posix_spawn_file_actions_adddup2(&fa, child_end, child_writes ? STDOUT_FILENO : STDIN_FILENO);
-  std::vector<std::string> argv_s = {"tar"};
-  argv_s.insert(argv_s.end(), args.begin(), args.end());
-  std::vector<char*> argv;
-  for (auto& a : argv_s) argv.push_back(a.data());
-  argv.push_back(nullptr);
-  pid_t pid = -1;
-  const int rc = posix_spawnp(&pid, "tar", &fa, nullptr, argv.data(), environ);
-  posix_spawn_file_actions_destroy(&fa);
-  ::close(child_end);
-  if (rc != 0) {
-    ::close(our_end);
-    return Status::IoError(fmt::format("cannot start tar: {}", std::strerror(rc)));
-  }
-  return std::make_pair(pid, our_end);
-}
-
-Status Reap(pid_t pid) {
-  int status = 0;
-  while (::waitpid(pid, &status, 0) < 0 && errno == EINTR) {
-  }
-  if (WIFEXITED(status) && WEXITSTATUS(status) == 0) return Status::Ok();
-  return Status::IoError(WIFEXITED(status) ? fmt::format("tar exited with code {}", WEXITSTATUS(status))
-                                           : fmt::format("tar was killed by signal {}", WTERMSIG(status)));
-}
-
-}  // namespace
 
 CheckpointTransfer::CheckpointTransfer(bus::EventLoop& loop, bus::RequestClient& store)
     : loop_(loop), store_(store) {
@@ -70,7 +28,7 @@ CheckpointTransfer::~CheckpointTransfer() {
     if (job->fd >= 0) ::close(job->fd);
     if (job->pid > 0) {
       ::kill(job->pid, SIGKILL);
-      (void)Reap(job->pid);
+      (void)ReapTar(job->pid);
     }
   }
 }
@@ -89,7 +47,7 @@ void CheckpointTransfer::Finish(uint64_t job_id, Status status) {
   if (job->fd >= 0) ::close(job->fd);
   if (job->pid > 0) {
     if (!status.ok()) ::kill(job->pid, SIGKILL);
-    Status reaped = Reap(job->pid);
+    Status reaped = ReapTar(job->pid);
     if (status.ok()) status = reaped;
   }
   if (status.ok()) {
@@ -132,7 +90,7 @@ void CheckpointTransfer::OnUploadReadable(uint64_t job_id) {
     // EOF: tar is done; check it succeeded before committing the checkpoint.
     loop_.RemoveFd(job->fd);
     job->polled = false;
-    Status tar = Reap(job->pid);
+    Status tar = ReapTar(job->pid);
     job->pid = -1;
     if (!tar.ok()) return Finish(job_id, tar);
     return SendChunk(*job, /*last=*/true);
@@ -191,12 +149,8 @@ void CheckpointTransfer::RequestChunk(uint64_t job_id) {
     auto got = reply.ok() ? reply->As<proto::CheckpointGetReply>() : Result<proto::CheckpointGetReply>(reply.status());
     if (!got.ok()) return Finish(job_id, got.status());
     // tar drains its stdin as it unpacks: a blocking write of one chunk is bounded.
-    size_t off = 0;
-    while (off < got->data.size()) {
-      const ssize_t n = ::write(j->fd, got->data.data() + off, got->data.size() - off);
-      if (n < 0 && errno == EINTR) continue;
-      if (n < 0) return Finish(job_id, Status::IoError(fmt::format("writing to tar: {}", std::strerror(errno))));
-      off += size_t(n);
+    if (Status written = WriteAll(j->fd, got->data.data(), got->data.size()); !written.ok()) {
+      return Finish(job_id, written);
     }
     j->bytes += int64_t(got->data.size());
     if (++j->chunk < got->num_chunks) return RequestChunk(job_id);

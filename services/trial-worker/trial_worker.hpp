@@ -153,6 +153,9 @@ class TrialWorker {
   void ApplyDecision(const proto::DecisionItem& d);
   void HandleStopTrial(const proto::Decoded& msg);
   void StartRun(const proto::StartTrial& start, nlohmann::json config, std::string restore_dir);
+  /// Removes the trial folder's checkpoint_tmp when it is empty (the attempt exited and saved
+  /// nothing more), unless another attempt of the trial runs on this worker.
+  void RemoveEmptyCheckpointDir(const TrialRun& run);
   /// Moves the trainable's finished checkpoint aside and uploads it (checkpoints below).
   void CaptureCheckpoint(TrialRun& run);
   /// Streams the checkpoint folder `saved` to the checkpoint-store as `id`, then reports it

@@ -418,6 +418,7 @@ void TrialWorker::OnTrainableExited(TrialRun& run) {
   run.phase = TrialRun::Phase::kExited;
   run.trainable.reset();
   if (run.capture_iteration > 0 && !run.silent) CaptureCheckpoint(run);
+  RemoveEmptyCheckpointDir(run);
   if (run.uploads > 0) {
     run.exit_deferred = true;  // sent once the checkpoint is stored (CheckpointSaved first)
     return;
@@ -434,6 +435,15 @@ void TrialWorker::OnTrainableExited(TrialRun& run) {
     spdlog::info("Trial {} attempt {} failed: {}", run.trial_id, run.attempt, exited.error);
   }
   SendToScheduler(exited);
+}
+
+void TrialWorker::RemoveEmptyCheckpointDir(const TrialRun& run) {
+  for (const auto& [key, other] : runs_) {
+    if (key.first == run.trial_id && other.get() != &run && other->trainable) return;  // it may save there
+  }
+  const fs::path tmp = fs::path(run.trial_dir) / "checkpoint_tmp";
+  std::error_code ec;
+  if (fs::is_directory(tmp, ec) && fs::is_empty(tmp, ec) && !ec) fs::remove(tmp, ec);
 }
 
 void TrialWorker::CaptureCheckpoint(TrialRun& run) {
