@@ -4,6 +4,7 @@
 
 #include <map>
 #include <string>
+#include <vector>
 
 #include "proto/envelope.hpp"
 
@@ -19,20 +20,56 @@ struct SubmitExperiment {
   TUNEBUS_DEFINE_MAP(v, type, id, spec_yaml, base_dir, source_name)
 };
 
-/// Trials of the current experiment. body: JSON array of trial objects (see PROTOCOL.md).
+/// The `experiment` field of read requests (since v1.5; absent = ""): which experiment answers.
+/// "" = the scheduler's current one, or when this process has none (after a restart) the newest
+/// journaled one; a name = the newest experiment of that name; a journal name ("<name>-<id>") =
+/// exactly that one. One that is not in memory is read from its journal, read-only (nothing is
+/// appended, it does not become current). Errors: not_found listing the known experiments.
+
+/// Trials of an experiment. body: JSON array of trial objects (see PROTOCOL.md).
 struct ListTrials {
   TUNEBUS_ENVELOPE("list_trials");
   std::string status;  // filter by status name, "" = all
   int64_t offset = 0;  // skip this many (matching) trials, in creation order
   int64_t limit = 0;   // at most this many; 0 = all (a page keeps the reply small at 10,000s of trials)
-  TUNEBUS_DEFINE_MAP(v, type, id, status, offset, limit)
+  std::string experiment;  // see above
+  TUNEBUS_DEFINE_MAP(v, type, id, status, offset, limit, experiment)
 };
 
-/// One trial. body: the trial object plus "results" (the last 10 results).
+/// One trial. body: the trial object.
 struct ShowTrial {
   TUNEBUS_ENVELOPE("show_trial");
   std::string trial_id;
-  TUNEBUS_DEFINE_MAP(v, type, id, trial_id)
+  std::string experiment;  // see above
+  TUNEBUS_DEFINE_MAP(v, type, id, trial_id, experiment)
+};
+
+/// One chunk of a trial's stored checkpoint (since v1.5), for `tunectl checkpoint export`: the
+/// scheduler checks that the trial keeps the checkpoint and fetches the chunk from the
+/// checkpoint-store. Answered by CheckpointChunk (not ControlReply). The chunks, concatenated,
+/// are a tar archive of the folder the trainable saved. Errors: not_found (experiment, trial, or
+/// a checkpoint the trial does not keep, naming the ones it keeps); failed_precondition when the
+/// trial has no checkpoint; the checkpoint-store's errors (unavailable, not_found).
+struct FetchCheckpoint {
+  TUNEBUS_ENVELOPE("fetch_checkpoint");
+  std::string experiment;     // as in ListTrials
+  std::string trial_id;
+  std::string checkpoint_id;  // "" = the trial's newest checkpoint
+  uint32_t chunk_index = 0;   // 0-based
+  TUNEBUS_DEFINE_MAP(v, type, id, experiment, trial_id, checkpoint_id, chunk_index)
+};
+
+struct CheckpointChunk {
+  TUNEBUS_ENVELOPE("checkpoint_chunk");
+  std::string experiment;          // the journal name of the experiment that answered
+  std::string trial_id;
+  std::string checkpoint_id;       // the one fetched (the newest when none was asked)
+  int64_t training_iteration = 0;  // of the checkpoint
+  uint32_t chunk_index = 0;
+  uint32_t num_chunks = 0;         // chunks of the whole archive
+  std::vector<char> data;          // <= 4 MiB of the tar archive
+  TUNEBUS_DEFINE_MAP(v, type, id, experiment, trial_id, checkpoint_id, training_iteration, chunk_index, num_chunks,
+                     data)
 };
 
 /// Stop one trial (PENDING, RUNNING or PAUSED -> TERMINATED). body: {"trial_id", "status", "message"}.
@@ -110,10 +147,12 @@ struct StopExperiment {
 };
 
 /// The experiment summary. body: {"name", "status", "counts", "total", "finished", "best",
-/// "results_dir", "metric", "mode", "error"}.
+/// "results_dir", "metric", "mode", "error"}; "journal" and "read_only" (true when it was read
+/// from its journal) since v1.5.
 struct GetExperiment {
   TUNEBUS_ENVELOPE("get_experiment");
-  TUNEBUS_DEFINE_MAP(v, type, id)
+  std::string experiment;  // see ListTrials
+  TUNEBUS_DEFINE_MAP(v, type, id, experiment)
 };
 
 /// Workers and resources as the resource-manager reports them. body: JSON array of nodes.

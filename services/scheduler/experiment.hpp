@@ -1,6 +1,11 @@
 // One submitted experiment inside the scheduler: its spec, journal writer, recorder, executor
 // and runner, wired together. Owned by Scheduler; never destroyed while the process runs, so
 // late callbacks (placement replies, journal acks) always find it alive.
+//
+// A read-only experiment (read_only) is one loaded from its journal to answer read requests
+// (Scheduler::FindExperiment): it has a restored runner only (no journal writer, recorder or
+// executor; the runner's executor and observer are NoEffects), is never current, is never
+// stepped, and is dropped when the cache of them is full (nothing calls back into it).
 #pragma once
 
 #include <memory>
@@ -16,6 +21,27 @@
 #include "services/scheduler/scheduler.hpp"
 
 namespace tunebus {
+
+/// The executor and observer of a read-only experiment's runner: no effect at all. Nothing
+/// steps such a runner; a call is logged as a bug and ignored.
+class NoEffects final : public TrialExecutor, public RunnerObserver {
+ public:
+  static NoEffects& Instance();
+  bool CanPlace() const override { return false; }
+  void PlaceTrial(const Trial& trial, int64_t attempt) override;
+  void LaunchTrial(const Trial& trial) override { Refuse("LaunchTrial", trial); }
+  void SendDecision(const Trial& trial, int64_t, const char*) override { Refuse("SendDecision", trial); }
+  void StopTrial(const Trial& trial) override { Refuse("StopTrial", trial); }
+  void ReleaseResources(const Trial& trial) override { Refuse("ReleaseResources", trial); }
+  void DeleteCheckpoint(const std::string& checkpoint_id) override;
+
+ private:
+  static void Refuse(const char* what, const Trial& trial);
+};
+
+/// The runner options an experiment file asks for (resources_per_trial already converted).
+RunnerOptions MakeRunnerOptions(const ExperimentSpec& spec, const std::string& experiment_id,
+                                const Resources& resources_per_trial, std::optional<CheckpointRef> restore_from);
 
 struct Scheduler::Experiment {
   ExperimentSpec spec;
@@ -36,7 +62,10 @@ struct Scheduler::Experiment {
   uint64_t last_snapshot_seq = 0;  // journal seq the newest snapshot covers (or resumed at)
   std::string last_snapshot_id;
   bool snapshot_in_flight = false;
-  std::unique_ptr<journal::JournalWriter> journal;
+  /// Loaded from its journal for reads only (see the top of this file); the journal held
+  /// journal_base records then.
+  bool read_only = false;
+  std::unique_ptr<journal::JournalWriter> journal;  // null when read_only (also recorder, executor)
   std::unique_ptr<ExperimentRecorder> recorder;
   std::unique_ptr<BusExecutor> executor;
   std::unique_ptr<TrialRunner> runner;

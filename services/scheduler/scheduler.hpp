@@ -9,7 +9,8 @@
 //   rm       DEALER connect resource-manager requests (proto/resources.hpp)
 //   rm_sub   SUB    connect resource-manager node events
 //   store    DEALER connect checkpoint-store journal appends (proto/store.hpp)
-// One experiment is active at a time; finished experiments stay listed until the process ends.
+// One experiment is active at a time; finished experiments stay listed until the process ends,
+// and read requests naming one that is only in the store's journals load it read-only.
 #pragma once
 
 #include <cstdint>
@@ -109,6 +110,23 @@ class Scheduler {
   /// experiments_. Writes no record. Errors: the spec's scheduler or resources are invalid.
   Result<Experiment*> BuildExperiment(ExperimentSpec spec, const std::string& experiment_id, uint64_t seed,
                                       std::optional<CheckpointRef> restore_from);
+  /// The experiment's spec and runner (not in experiments_); with `read_only` nothing else
+  /// (Experiment::read_only), else also its journal writer, recorder and executor, not wired.
+  Result<std::unique_ptr<Experiment>> NewExperiment(ExperimentSpec spec, const std::string& experiment_id,
+                                                    uint64_t seed, std::optional<CheckpointRef> restore_from,
+                                                    bool read_only);
+  // finished experiments (scheduler_experiments.cpp)
+  /// The experiment a read request names (proto::ListTrials::experiment): "" = the current one,
+  /// else (none in this process) the newest journaled; a name or journal name = the newest such
+  /// experiment in this process, else in the store's journals. One found only in the journals
+  /// is loaded read-only (LoadJournaled). Errors: NotFound "no experiment has been submitted"
+  /// (""), or naming the known experiments; the JournalReader's errors.
+  Result<Experiment*> FindExperiment(const std::string& name);
+  /// `journal` replayed into a read-only Experiment, cached in journaled_ while the journal has
+  /// the same length. Blocks the loop for the replay (bounded by snapshots and kJournalTimeout).
+  /// Appends nothing, cuts no torn tail, touches no result file or checkpoint.
+  Result<Experiment*> LoadJournaled(JournalReader& reader, const JournalSummary& journal);
+  void HandleFetchCheckpoint(const bus::Incoming& in, const proto::Decoded& d);
   // resume (scheduler_resume.cpp)
   Status ResumeFromJournals();
   /// `store_last_seq`: the journal's length in the store (appends continue after it). `reader`
@@ -160,6 +178,9 @@ class Scheduler {
   std::map<std::string, bus::Clock::time_point> workers_seen_;  // worker_id -> last message
   std::set<std::string> registered_;  // workers that sent register_worker to this process
   std::vector<std::unique_ptr<Experiment>> experiments_;       // the last one is current
+  /// Read-only experiments loaded from their journals, by journal name (at most
+  /// kJournaledCacheSize; any other is dropped to make room).
+  std::map<std::string, std::unique_ptr<Experiment>> journaled_;
   std::map<std::string, uint64_t> counters_;                   // messages handled, by type
   bus::Clock::time_point next_state_file_;
   /// Prometheus figures (<service>_metrics.cpp), rendered on the loop thread every second.

@@ -30,6 +30,28 @@ double WallSeconds() {
 
 }  // namespace
 
+RunnerOptions MakeRunnerOptions(const ExperimentSpec& spec, const std::string& experiment_id,
+                                const Resources& resources_per_trial, std::optional<CheckpointRef> restore_from) {
+  RunnerOptions ro;
+  ro.experiment_id = experiment_id;
+  ro.metric = spec.metric;
+  ro.mode = spec.mode;
+  ro.stop = spec.stop.thresholds;
+  ro.time_budget_s = spec.stop.time_budget_s;
+  ro.max_concurrent_trials = spec.max_concurrent_trials;
+  ro.max_failures = spec.max_failures;
+  ro.max_worker_losses = spec.max_worker_losses;
+  ro.fail_fast = spec.fail_fast;  // "", "true" or "raise"
+  ro.queue_trials = spec.queue_trials;
+  ro.resources_per_trial = resources_per_trial;
+  ro.checkpoint_freq = spec.checkpoint_freq;
+  ro.checkpoint_at_end = spec.checkpoint_at_end;
+  ro.keep_checkpoints_num = spec.keep_checkpoints_num;
+  ro.checkpoint_score_attr = spec.checkpoint_score_attr;
+  ro.restore_from = std::move(restore_from);
+  return ro;
+}
+
 void Scheduler::ReplyJson(const bus::Incoming& in, uint64_t id, const json& body) {
   proto::ControlReply reply;
   reply.id = id;
@@ -89,6 +111,8 @@ void Scheduler::OnControlReadable() {
       HandleAddTrial(in, *d);
     } else if (type == proto::SetTrialResourcesCommand::kType) {
       HandleSetTrialResources(in, *d);
+    } else if (type == proto::FetchCheckpoint::kType) {
+      HandleFetchCheckpoint(in, *d);
     } else {
       ReplyError(in, d->id(), type, Status::InvalidArgument("unknown control request type '" + type + "'"));
     }
@@ -160,8 +184,10 @@ void Scheduler::StartExperiment(const bus::Incoming& in, uint64_t id, const prot
   ReplyJson(in, id, ExperimentToJson(e->spec.name, *e->runner, e->experiment_dir, 0));
 }
 
-Result<Scheduler::Experiment*> Scheduler::BuildExperiment(ExperimentSpec spec, const std::string& experiment_id,
-                                                          uint64_t seed, std::optional<CheckpointRef> restore_from) {
+Result<std::unique_ptr<Scheduler::Experiment>> Scheduler::NewExperiment(ExperimentSpec spec,
+                                                                        const std::string& experiment_id, uint64_t seed,
+                                                                        std::optional<CheckpointRef> restore_from,
+                                                                        bool read_only) {
   auto scheduler = MakeTrialScheduler(spec.scheduler, spec.scheduler_config, spec.metric, spec.mode, seed);
   if (!scheduler.ok()) return scheduler.status();
   auto resources = Resources::FromAmounts(spec.resources_per_trial);
@@ -173,31 +199,29 @@ Result<Scheduler::Experiment*> Scheduler::BuildExperiment(ExperimentSpec spec, c
   e->journal_name = e->spec.name + "-" + e->experiment_id;
   e->experiment_dir = e->spec.results_dir + "/" + e->spec.name;
   e->started = bus::Clock::now();
-  e->journal = std::make_unique<journal::JournalWriter>(loop_, *store_, e->journal_name);
-  e->recorder = std::make_unique<ExperimentRecorder>(e->spec.name, e->experiment_dir, *e->journal, *publisher_);
-  e->executor = std::make_unique<BusExecutor>(loop_, *rm_, *store_, *outbox_, *e->journal, e->spec,
-                                              e->experiment_dir, e->journal_name);
-
-  RunnerOptions ro;
-  ro.experiment_id = e->experiment_id;
-  ro.metric = e->spec.metric;
-  ro.mode = e->spec.mode;
-  ro.stop = e->spec.stop.thresholds;
-  ro.time_budget_s = e->spec.stop.time_budget_s;
-  ro.max_concurrent_trials = e->spec.max_concurrent_trials;
-  ro.max_failures = e->spec.max_failures;
-  ro.max_worker_losses = e->spec.max_worker_losses;
-  ro.fail_fast = e->spec.fail_fast;  // "", "true" or "raise"
-  ro.queue_trials = e->spec.queue_trials;
-  ro.resources_per_trial = *resources;
-  ro.checkpoint_freq = e->spec.checkpoint_freq;
-  ro.checkpoint_at_end = e->spec.checkpoint_at_end;
-  ro.keep_checkpoints_num = e->spec.keep_checkpoints_num;
-  ro.checkpoint_score_attr = e->spec.checkpoint_score_attr;
-  ro.restore_from = std::move(restore_from);
+  e->read_only = read_only;
+  TrialExecutor* executor = &NoEffects::Instance();
+  RunnerObserver* observer = &NoEffects::Instance();
+  if (!read_only) {
+    e->journal = std::make_unique<journal::JournalWriter>(loop_, *store_, e->journal_name);
+    e->recorder = std::make_unique<ExperimentRecorder>(e->spec.name, e->experiment_dir, *e->journal, *publisher_);
+    e->executor = std::make_unique<BusExecutor>(loop_, *rm_, *store_, *outbox_, *e->journal, e->spec,
+                                                e->experiment_dir, e->journal_name);
+    executor = e->executor.get();
+    observer = e->recorder.get();
+  }
+  RunnerOptions ro = MakeRunnerOptions(e->spec, e->experiment_id, *resources, std::move(restore_from));
   auto generator = std::make_unique<VariantGenerator>(e->spec.param_space, e->spec.num_samples, seed);
-  e->runner = std::make_unique<TrialRunner>(std::move(ro), std::move(generator), std::move(*scheduler), *e->executor,
-                                            *e->recorder, WallSeconds);
+  e->runner = std::make_unique<TrialRunner>(std::move(ro), std::move(generator), std::move(*scheduler), *executor,
+                                            *observer, WallSeconds);
+  return e;
+}
+
+Result<Scheduler::Experiment*> Scheduler::BuildExperiment(ExperimentSpec spec, const std::string& experiment_id,
+                                                          uint64_t seed, std::optional<CheckpointRef> restore_from) {
+  auto built = NewExperiment(std::move(spec), experiment_id, seed, std::move(restore_from), /*read_only=*/false);
+  if (!built.ok()) return built.status();
+  std::unique_ptr<Experiment>& e = *built;
   e->executor->set_runner(e->runner.get());
   e->recorder->set_runner(e->runner.get());
   Experiment* raw = e.get();
@@ -229,7 +253,12 @@ void Scheduler::HandleListTrials(const bus::Incoming& in, const proto::Decoded& 
     return ReplyError(in, d.id(), d.type(), Status::InvalidArgument("offset and limit must be >= 0"));
   }
   json body = json::array();
-  if (Experiment* e = Current()) {
+  auto found = FindExperiment(msg->experiment);
+  // No experiment at all: an empty list, unless one was named.
+  if (!found.ok() && (!msg->experiment.empty() || found.status().code() != StatusCode::kNotFound)) {
+    return ReplyError(in, d.id(), d.type(), found.status());
+  }
+  if (Experiment* e = found.ok() ? *found : nullptr) {
     int64_t skip = msg->offset;
     for (const Trial& t : e->runner->trials()) {
       if (filter && t.status != *filter) continue;
@@ -248,11 +277,20 @@ void Scheduler::HandleListTrials(const bus::Incoming& in, const proto::Decoded& 
 void Scheduler::HandleShowTrial(const bus::Incoming& in, const proto::Decoded& d) {
   auto msg = d.As<proto::ShowTrial>();
   if (!msg.ok()) return ReplyError(in, d.id(), d.type(), msg.status());
-  Experiment* e = Current();
-  const Trial* t = e ? e->runner->FindTrial(msg->trial_id) : nullptr;
-  if (t == nullptr) return ReplyError(in, d.id(), d.type(), Status::NotFound("no trial " + msg->trial_id));
-  json body = TrialToJson(*t, e->experiment_dir);
-  if (e->runner->IsPausing(*t)) body["pausing"] = true;
+  auto e = FindExperiment(msg->experiment);
+  if (!e.ok()) {
+    return ReplyError(in, d.id(), d.type(),
+                      e.status().code() == StatusCode::kNotFound && msg->experiment.empty()
+                          ? Status::NotFound("no trial " + msg->trial_id)
+                          : e.status());
+  }
+  const Trial* t = (*e)->runner->FindTrial(msg->trial_id);
+  if (t == nullptr) {
+    return ReplyError(in, d.id(), d.type(),
+                      Status::NotFound(fmt::format("no trial {} in experiment {}", msg->trial_id, (*e)->journal_name)));
+  }
+  json body = TrialToJson(*t, (*e)->experiment_dir);
+  if ((*e)->runner->IsPausing(*t)) body["pausing"] = true;
   ReplyJson(in, d.id(), body);
 }
 
@@ -281,9 +319,14 @@ void Scheduler::HandleStopExperiment(const bus::Incoming& in, const proto::Decod
 }
 
 void Scheduler::HandleGetExperiment(const bus::Incoming& in, const proto::Decoded& d) {
-  Experiment* e = Current();
-  if (e == nullptr) return ReplyError(in, d.id(), d.type(), Status::NotFound("no experiment has been submitted"));
+  auto msg = d.As<proto::GetExperiment>();
+  if (!msg.ok()) return ReplyError(in, d.id(), d.type(), msg.status());
+  auto found = FindExperiment(msg->experiment);
+  if (!found.ok()) return ReplyError(in, d.id(), d.type(), found.status());
+  const Experiment* e = *found;
   json body = ExperimentToJson(e->spec.name, *e->runner, e->experiment_dir, e->ElapsedS());
+  body["journal"] = e->journal_name;
+  body["read_only"] = e->read_only;
   body["events_endpoint"] = events_bound_;  // where `tunectl watch` subscribes
   ReplyJson(in, d.id(), body);
 }

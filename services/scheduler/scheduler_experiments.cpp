@@ -1,9 +1,11 @@
 // Scheduler control handlers for whole experiments found in memory or in the store's journals:
-// resume (with --rerun-errored) and lsx. Journals not in memory are read with a blocking
+// resume (with --rerun-errored) and lsx, and the experiment a read request names (finished ones
+// loaded read-only from their journals). Journals not in memory are read with a blocking
 // JournalReader (bounded by kJournalTimeout).
 #include <chrono>
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 #include <spdlog/spdlog.h>
 
 #include "libs/journal/records.hpp"
@@ -20,6 +22,8 @@ using nlohmann::json;
 namespace {
 
 constexpr std::chrono::milliseconds kJournalTimeout{5000};
+// Read-only experiments kept loaded (each holds its trials).
+constexpr size_t kJournaledCacheSize = 4;
 
 double WallSeconds() {
   return std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
@@ -40,7 +44,96 @@ json CountsOf(const std::vector<Trial>& trials) {
   return counts;
 }
 
+// Seconds from the submission to the newest result any trial reported (a journal has no end time).
+double ElapsedToLastResult(const std::vector<Trial>& trials, double submitted_at_s) {
+  double last = submitted_at_s;
+  for (const Trial& t : trials) {
+    if (!t.last_result_msgpack.empty()) last = std::max(last, t.LastResult().value("timestamp", 0.0));
+  }
+  return last - submitted_at_s;
+}
+
 }  // namespace
+
+NoEffects& NoEffects::Instance() {
+  static NoEffects instance;
+  return instance;
+}
+
+void NoEffects::PlaceTrial(const Trial& trial, int64_t attempt) {
+  (void)attempt;
+  Refuse("PlaceTrial", trial);
+}
+
+void NoEffects::DeleteCheckpoint(const std::string& checkpoint_id) {
+  spdlog::error("Ignoring DeleteCheckpoint {} of a read-only experiment", checkpoint_id);
+}
+
+void NoEffects::Refuse(const char* what, const Trial& trial) {
+  spdlog::error("Ignoring {} for trial {} of a read-only experiment", what, trial.trial_id);
+}
+
+Result<Scheduler::Experiment*> Scheduler::FindExperiment(const std::string& name) {
+  if (name.empty() && Current() != nullptr) return Current();
+  for (auto it = experiments_.rbegin(); !name.empty() && it != experiments_.rend(); ++it) {
+    if ((*it)->spec.name == name || (*it)->journal_name == name) return it->get();
+  }
+  JournalReader reader(ctx_, options_.store_endpoint, kJournalTimeout);
+  auto journals = reader.List();
+  if (!journals.ok()) return journals.status();
+  const JournalSummary* newest = nullptr;
+  std::set<std::string> known;
+  for (const auto& e : experiments_) known.insert(e->spec.name);
+  for (const JournalSummary& j : *journals) {
+    known.insert(NameOfJournal(j.journal));
+    if (!name.empty() && NameOfJournal(j.journal) != name && j.journal != name) continue;
+    if (newest == nullptr || j.submitted_at_s > newest->submitted_at_s) newest = &j;
+  }
+  if (newest != nullptr) return LoadJournaled(reader, *newest);
+  if (name.empty()) return Status::NotFound("no experiment has been submitted");
+  return Status::NotFound(fmt::format("no experiment named {}; known experiments: {}", name,
+                                      known.empty() ? "none" : fmt::format("{}", fmt::join(known, ", "))));
+}
+
+Result<Scheduler::Experiment*> Scheduler::LoadJournaled(JournalReader& reader, const JournalSummary& j) {
+  if (auto it = journaled_.find(j.journal); it != journaled_.end() && it->second->journal_base == j.last_seq) {
+    return it->second.get();
+  }
+  const auto t0 = bus::Clock::now();
+  auto replayed = reader.Replay(j.journal, j.last_seq);
+  if (!replayed.ok()) return replayed.status();
+  auto spec = ParseExperimentYaml(replayed->spec_yaml, replayed->base_dir, replayed->source_name);
+  if (!spec.ok()) return spec.status();
+  auto built = NewExperiment(std::move(*spec), replayed->experiment_id, replayed->seed, replayed->restore_from,
+                             /*read_only=*/true);
+  if (!built.ok()) return built.status();
+  std::unique_ptr<Experiment> e = std::move(*built);
+  if (e->journal_name != j.journal) {
+    return Status::Corruption(fmt::format("journal {} holds experiment {}", j.journal, e->journal_name));
+  }
+  e->submitted_at_s = replayed->submitted_at_s;
+  e->base_dir = replayed->base_dir;
+  e->source_name = replayed->source_name;
+  e->seed = replayed->seed;
+  e->journal_base = j.last_seq;
+  const double elapsed_s = ElapsedToLastResult(replayed->trials, replayed->submitted_at_s);
+  e->ended = bus::Clock::now();
+  e->started = *e->ended - std::chrono::duration_cast<bus::Clock::duration>(std::chrono::duration<double>(elapsed_s));
+  // A journal that does not end with experiment_ended was cut short (lsx calls it INTERRUPTED).
+  const std::string status = replayed->ended_status.empty() ? "INTERRUPTED" : replayed->ended_status;
+  if (Status s = e->runner->Restore(std::move(replayed->trials), replayed->searcher_state, replayed->last_action,
+                                    replayed->submitted_at_s, status, replayed->ended_reason);
+      !s.ok()) {
+    return s;
+  }
+  spdlog::info("Loaded experiment {} read-only from journal {} ({} records, {} trials, {:.3f} s)", e->spec.name,
+               j.journal, replayed->records, e->runner->trials().size(),
+               std::chrono::duration<double>(bus::Clock::now() - t0).count());
+  if (journaled_.size() >= kJournaledCacheSize && !journaled_.contains(j.journal)) journaled_.erase(journaled_.begin());
+  Experiment* raw = e.get();
+  journaled_[j.journal] = std::move(e);
+  return raw;
+}
 
 void Scheduler::HandleResumeExperiment(const bus::Incoming& in, const proto::Decoded& d) {
   auto msg = d.As<proto::ResumeExperimentCommand>();

@@ -16,6 +16,9 @@ struct GlobalFlags {
   std::string connect;          // control endpoint; "" = embedded (run only)
   std::string output = "table"; // "table" | "json"
   int64_t timeout_ms = 10000;
+  /// -e NAME of the read commands (ls, show, best, status, export, logs, watch, checkpoint
+  /// export): which experiment answers; "" = the current one (proto::ListTrials::experiment).
+  std::string experiment;
 };
 
 struct RunFlags {
@@ -71,6 +74,17 @@ int ListExperimentsCommand(const GlobalFlags& g);
 int AddCommand(const GlobalFlags& g, const std::string& config_json);
 /// `pairs`: "name=amount" (amount >= 0). Exit 2 for a malformed pair.
 int SetResourcesCommand(const GlobalFlags& g, const std::string& trial_id, const std::vector<std::string>& pairs);
+struct CheckpointExportFlags {
+  std::string trial_id;
+  std::string checkpoint_id;  // "" = the trial's newest; a full id or its last part ("00000020-a1")
+  std::string to;             // "" = ./<trial_id>_checkpoint_<iteration>-a<attempt>
+};
+/// `tunectl checkpoint export TRIAL_ID`: writes the trial's stored checkpoint (the files its
+/// trainable saved) into a new or empty folder, through the scheduler's control socket (so from
+/// any host). Exit 2 when the folder exists and is not empty (or is a file), 1 when the server
+/// refuses (unknown experiment or trial, no such checkpoint) or the folder cannot be written, 3
+/// when the server cannot be reached. Nothing is left behind on failure.
+int CheckpointExportCommand(const GlobalFlags& g, const CheckpointExportFlags& flags);
 /// Capacity, committed and free per worker and in total; -o json: {"total": {capacity,
 /// committed, free}, "workers": [list_workers objects]}.
 int ResourcesCommand(const GlobalFlags& g);

@@ -20,6 +20,14 @@ inline Result<nlohmann::json> Call(const GlobalFlags& g, M request) {
   return client->Call(request);
 }
 
+// A read request (ListTrials, ShowTrial, GetExperiment, ...) for the experiment -e names.
+template <typename M>
+inline M ReadRequest(const GlobalFlags& g) {
+  M request;
+  request.experiment = g.experiment;
+  return request;
+}
+
 // Prints the error; the exit code: 3 when the server cannot be reached, else 1.
 inline int Fail(const Status& status) {
   std::cerr << "tunectl: " << status.ToString() << "\n";

@@ -15,7 +15,8 @@ Result<ControlClient> ControlClient::Connect(zmq::context_t& ctx, const std::str
   return ControlClient(std::move(*s), endpoint, timeout);
 }
 
-Result<nlohmann::json> ControlClient::CallRaw(uint64_t id, const std::string& payload) {
+Status ControlClient::Exchange(uint64_t id, const std::string& payload, const std::string& reply_type,
+                               const std::function<void(const proto::Decoded&)>& on_reply) {
   if (!bus::Send(socket_, payload)) return Status::Unavailable(fmt::format("cannot send to {}", endpoint_));
   const auto deadline = std::chrono::steady_clock::now() + timeout_;
   while (true) {
@@ -36,13 +37,24 @@ Result<nlohmann::json> ControlClient::CallRaw(uint64_t id, const std::string& pa
         if (!e.ok()) return e.status();
         return Status(bus::StatusCodeFromName(e->code), e->message);
       }
-      auto reply = d->As<proto::ControlReply>();
-      if (!reply.ok()) return reply.status();
-      auto body = nlohmann::json::parse(reply->body_json, nullptr, false);
-      if (body.is_discarded()) return Status::InvalidArgument("reply body is not JSON");
-      return body;
+      if (d->type() != reply_type) {
+        return Status::InvalidArgument(fmt::format("expected a {} reply, got {}", reply_type, d->type()));
+      }
+      on_reply(*d);
+      return Status::Ok();
     }
   }
+}
+
+Result<nlohmann::json> ControlClient::CallRaw(uint64_t id, const std::string& payload) {
+  Result<proto::ControlReply> reply = Status::Internal("no reply");
+  Status s = Exchange(id, payload, proto::ControlReply::kType,
+                      [&](const proto::Decoded& d) { reply = d.As<proto::ControlReply>(); });
+  if (!s.ok()) return s;
+  if (!reply.ok()) return reply.status();
+  auto body = nlohmann::json::parse(reply->body_json, nullptr, false);
+  if (body.is_discarded()) return Status::InvalidArgument("reply body is not JSON");
+  return body;
 }
 
 }  // namespace tunebus

@@ -2,6 +2,7 @@
 #pragma once
 
 #include <chrono>
+#include <functional>
 #include <string>
 
 #include <nlohmann/json.hpp>
@@ -28,10 +29,26 @@ class ControlClient {
     return CallRaw(request.id, proto::Encode(request));
   }
 
+  /// Sends `request`, waits for its reply of type Reply (not a ControlReply, e.g.
+  /// CheckpointChunk). Errors: as Call; InvalidArgument for a reply of another type.
+  template <typename Reply, typename M>
+  Result<Reply> CallFor(M request) {
+    request.id = next_id_++;
+    Result<Reply> reply = Status::Internal("no reply");
+    Status s = Exchange(request.id, proto::Encode(request), Reply::kType,
+                        [&](const proto::Decoded& d) { reply = d.As<Reply>(); });
+    if (!s.ok()) return s;
+    return reply;
+  }
+
  private:
   ControlClient(zmq::socket_t socket, std::string endpoint, std::chrono::milliseconds timeout)
       : socket_(std::move(socket)), endpoint_(std::move(endpoint)), timeout_(timeout) {}
   Result<nlohmann::json> CallRaw(uint64_t id, const std::string& payload);
+  /// Sends `payload` and waits for the answer to `id`: an ErrorReply becomes the Status, a
+  /// message of `reply_type` is passed to `on_reply` (while its bytes are alive).
+  Status Exchange(uint64_t id, const std::string& payload, const std::string& reply_type,
+                  const std::function<void(const proto::Decoded&)>& on_reply);
 
   zmq::socket_t socket_;
   std::string endpoint_;

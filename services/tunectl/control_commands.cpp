@@ -49,7 +49,7 @@ void PrintMessage(const nlohmann::json& r) { std::cout << r.value("message", std
 }  // namespace
 
 int ShowCommand(const GlobalFlags& g, const std::string& trial_id) {
-  proto::ShowTrial req;
+  auto req = ReadRequest<proto::ShowTrial>(g);
   req.trial_id = trial_id;
   return CallAndPrint(g, req, PrintTrial);
 }
@@ -142,7 +142,8 @@ int StopExperimentCommand(const GlobalFlags& g) {
 }
 
 int StatusCommand(const GlobalFlags& g) {
-  return CallAndPrint(g, proto::GetExperiment{}, [](const nlohmann::json& e) { std::cout << RenderSummaryLine(e) << std::endl; });
+  return CallAndPrint(g, ReadRequest<proto::GetExperiment>(g),
+                      [](const nlohmann::json& e) { std::cout << RenderSummaryLine(e) << std::endl; });
 }
 
 int ResourcesCommand(const GlobalFlags& g) {

@@ -44,7 +44,7 @@ int main(int argc, char** argv) {
 
   std::string trial_id;
   ListFlags list;
-  auto* ls_cmd = app.add_subcommand("ls", "list the trials of the current experiment");
+  auto* ls_cmd = app.add_subcommand("ls", "list the trials of an experiment");
   ls_cmd->add_option("--status", list.status, "only trials with this status (PENDING, RUNNING, ...)");
   ls_cmd->add_option("--sort", list.sort, "sort by a result key or trial field; -KEY sorts descending");
   ls_cmd->add_option("--columns", list.columns, "table columns: trial fields, result keys, config.KEY")->delimiter(',');
@@ -73,7 +73,7 @@ int main(int argc, char** argv) {
   auto* stop_cmd = app.add_subcommand("stop", "stop one trial");
   stop_cmd->add_option("trial_id", trial_id)->required();
   auto* stopx_cmd = app.add_subcommand("stop-experiment", "stop every unfinished trial and end the experiment");
-  auto* status_cmd = app.add_subcommand("status", "summary of the current experiment");
+  auto* status_cmd = app.add_subcommand("status", "summary of an experiment");
   auto* workers_cmd = app.add_subcommand("workers", "workers and their resources");
   auto* resources_cmd = app.add_subcommand("resources", "capacity, committed and free resources per worker and in total");
   auto* pause_cmd = app.add_subcommand("pause", "pause a trial (checkpoint, free its resources)");
@@ -91,6 +91,22 @@ int main(int argc, char** argv) {
   auto* setres_cmd = app.add_subcommand("set-resources", "change the resources a trial that is not running asks for");
   setres_cmd->add_option("trial_id", trial_id)->required();
   setres_cmd->add_option("resources", resource_pairs, "name=amount ... (cpu=2 gpu=0 custom=1)")->required();
+
+  CheckpointExportFlags checkpoint_export;
+  auto* checkpoint_cmd = app.add_subcommand("checkpoint", "stored checkpoints");
+  checkpoint_cmd->require_subcommand(1);
+  auto* ckpt_export_cmd = checkpoint_cmd->add_subcommand(
+      "export", "write a trial's checkpoint (the files its trainable saved) into a folder");
+  ckpt_export_cmd->add_option("trial_id", checkpoint_export.trial_id)->required();
+  ckpt_export_cmd->add_option("--checkpoint", checkpoint_export.checkpoint_id,
+                              "checkpoint id (or its last part, e.g. 00000020-a1); default: the newest");
+  ckpt_export_cmd->add_option("--to", checkpoint_export.to,
+                              "a new or empty folder; default ./<trial_id>_checkpoint_<iteration>-a<attempt>");
+  // The read commands answer for a finished experiment too (read from its journal).
+  for (CLI::App* read : {ls_cmd, best_cmd, export_cmd, logs_cmd, watch_cmd, show_cmd, status_cmd, ckpt_export_cmd}) {
+    read->add_option("--experiment,-e", g.experiment,
+                     "the experiment (name, or journal name NAME-ID); default: the current or newest one");
+  }
 
   try {
     app.parse(argc, argv);
@@ -123,6 +139,7 @@ int main(int argc, char** argv) {
     if (*lsx_cmd) return ListExperimentsCommand(g);
     if (*add_cmd) return AddCommand(g, config_json);
     if (*setres_cmd) return SetResourcesCommand(g, trial_id, resource_pairs);
+    if (*ckpt_export_cmd) return CheckpointExportCommand(g, checkpoint_export);
   } catch (const std::exception& e) {
     std::cerr << "tunectl: " << e.what() << "\n";
     return 1;
