@@ -119,7 +119,8 @@ Result<Scheduler::Experiment*> Scheduler::LoadJournaled(JournalReader& reader, c
   const double elapsed_s = ElapsedToLastResult(replayed->trials, replayed->submitted_at_s);
   e->ended = bus::Clock::now();
   e->started = *e->ended - std::chrono::duration_cast<bus::Clock::duration>(std::chrono::duration<double>(elapsed_s));
-  // A journal that does not end with experiment_ended was cut short (lsx calls it INTERRUPTED).
+  // A journal without experiment_ended (its scheduler died and it was never resumed) is what lsx
+  // calls INTERRUPTED.
   const std::string status = replayed->ended_status.empty() ? "INTERRUPTED" : replayed->ended_status;
   if (Status s = e->runner->Restore(std::move(replayed->trials), replayed->searcher_state, replayed->last_action,
                                     replayed->submitted_at_s, status, replayed->ended_reason);

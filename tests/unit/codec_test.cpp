@@ -345,6 +345,28 @@ TEST(CodecTest, ControlAndEventMessagesRoundTrip) {
   cr.id = 6;
   cr.body_json = R"([{"worker_id":"w-1"}])";
   EXPECT_EQ(RoundTrip(cr).body_json, cr.body_json);
+  // Read requests name an experiment (since v1.5); checkpoint chunks carry binary data.
+  lt.experiment = "digits-3e962";
+  EXPECT_EQ(RoundTrip(lt).experiment, "digits-3e962");
+  ge.experiment = "digits";
+  EXPECT_EQ(RoundTrip(ge).experiment, "digits");
+  FetchCheckpoint fc;
+  fc.id = 7;
+  fc.experiment = "digits";
+  fc.trial_id = "3e962_00004";
+  fc.checkpoint_id = "00000020-a1";
+  fc.chunk_index = 2;
+  const FetchCheckpoint fc2 = RoundTrip(fc);
+  EXPECT_EQ(fc2.checkpoint_id, fc.checkpoint_id);
+  EXPECT_EQ(fc2.chunk_index, 2u);
+  CheckpointChunk chunk;
+  chunk.id = 7;
+  chunk.checkpoint_id = "digits-3e962/3e962_00004/00000020-a1";
+  chunk.num_chunks = 3;
+  chunk.data = {'\0', '\1', '\xff'};
+  const CheckpointChunk chunk2 = RoundTrip(chunk);
+  EXPECT_EQ(chunk2.data, chunk.data);
+  EXPECT_EQ(chunk2.num_chunks, 3u);
 
   SchedulerEvent ev;
   ev.event = "trial_status";
