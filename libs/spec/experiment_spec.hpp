@@ -47,6 +47,9 @@ struct ExperimentSpec {
   std::map<std::string, double> resources_per_trial = {{"cpu", 1.0}};  // amounts, cpu/gpu/custom
   int64_t max_concurrent_trials = 0;     // 0 = no limit
   std::string results_dir;               // absolute; default "<working_dir>/results"
+  /// False when the file gives an absolute results_dir; true when it gives a relative one or none
+  /// (results_dir then names a folder beside the file, on the host that submitted it).
+  bool results_dir_beside_file = true;
   int64_t max_failures = 0;              // retries per trial after trainable errors; -1 = forever
   int64_t max_worker_losses = -1;        // requeues per trial after losing its worker; -1 = no limit
   /// A running trainable that reports no result for this long (seconds; time spent waiting for

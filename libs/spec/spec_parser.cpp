@@ -158,6 +158,7 @@ Status SpecParser::ParseField(const MapEntry& e) {
     if (!dir.ok()) return dir.status();
     fs::path p(*dir);
     spec_.results_dir = NormalizeDir(p.is_absolute() ? p : fs::path(base_dir_) / p);
+    spec_.results_dir_beside_file = !p.is_absolute();
     return Status::Ok();
   }
   if (k == "fail_fast") {

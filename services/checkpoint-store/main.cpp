@@ -6,10 +6,10 @@
 #include <CLI/CLI.hpp>
 #include <atomic>
 #include <csignal>
-#include <exception>
 #include <string>
 #include <zmq.hpp>
 
+#include "libs/bus/service_guard.hpp"
 #include "libs/metrics/metrics_flags.hpp"
 #include "services/checkpoint-store/checkpoint_store.hpp"
 
@@ -54,7 +54,7 @@ int main(int argc, char** argv) {
   sigemptyset(&sa.sa_mask);
   sigaction(SIGTERM, &sa, nullptr);
   sigaction(SIGINT, &sa, nullptr);
-  try {
+  return tunebus::bus::GuardMain("checkpoint-store", [&] {
     zmq::context_t ctx;
     auto service = tunebus::CheckpointStore::Create(ctx, options);
     if (!service.ok()) {
@@ -64,10 +64,6 @@ int main(int argc, char** argv) {
     g_service.store(service->get());
     if (!g_stop_requested.load()) (*service)->Run();  // a signal before this point stops it
     g_service.store(nullptr);
-    // `service` is destroyed here: socket closed (linger 0), RocksDB closed.
-  } catch (const std::exception& e) {
-    spdlog::critical("checkpoint-store failed: {}", e.what());
-    return 1;
-  }
-  return 0;
+    return 0;  // `service` is destroyed here: socket closed (linger 0), RocksDB closed.
+  });
 }

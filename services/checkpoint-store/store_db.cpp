@@ -3,8 +3,7 @@
 #include <fmt/format.h>
 #include <rocksdb/options.h>
 
-#include <filesystem>
-#include <system_error>
+#include "libs/bus/service_guard.hpp"
 
 namespace tunebus::store {
 
@@ -91,10 +90,7 @@ Status FromRocks(const rocksdb::Status& s, std::string_view what) {
 }
 
 Result<std::unique_ptr<StoreDb>> StoreDb::Open(const std::string& data_dir, bool sync) {
-  std::error_code ec;
-  std::filesystem::create_directories(data_dir, ec);
-  if (ec)
-    return Status::IoError(fmt::format("cannot create data dir {}: {}", data_dir, ec.message()));
+  if (Status s = bus::MakeWritableDir(data_dir, "data dir"); !s.ok()) return s;
 
   rocksdb::Options options;
   options.create_if_missing = true;

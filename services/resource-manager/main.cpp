@@ -7,9 +7,9 @@
 #include <atomic>
 #include <csignal>
 #include <cstdlib>
-#include <exception>
 #include <zmq.hpp>
 
+#include "libs/bus/service_guard.hpp"
 #include "libs/metrics/metrics_flags.hpp"
 #include "services/resource-manager/resource_manager.hpp"
 
@@ -57,7 +57,7 @@ int main(int argc, char** argv) {
   sigemptyset(&sa.sa_mask);
   sigaction(SIGTERM, &sa, nullptr);
   sigaction(SIGINT, &sa, nullptr);
-  try {
+  return tunebus::bus::GuardMain("resource-manager", [&] {
     zmq::context_t ctx;
     auto service = tunebus::ResourceManager::Create(ctx, options);
     if (!service.ok()) {
@@ -67,9 +67,6 @@ int main(int argc, char** argv) {
     g_service.store(service->get());
     if (!g_stop_requested.load()) (*service)->Run();  // a signal before this point stops it
     g_service.store(nullptr);
-  } catch (const std::exception& e) {
-    spdlog::critical("resource-manager failed: {}", e.what());
-    return 1;
-  }
-  return 0;
+    return 0;
+  });
 }

@@ -4,6 +4,7 @@
 #include <CLI/CLI.hpp>
 #include <spdlog/spdlog.h>
 
+#include "libs/bus/service_guard.hpp"
 #include "libs/metrics/metrics_flags.hpp"
 #include "services/scheduler/scheduler.hpp"
 
@@ -24,6 +25,10 @@ int main(int argc, char** argv) {
   app.add_option("--rm", o.rm_endpoint, "resource-manager endpoint")->envname("TUNEBUS_RM_ENDPOINT")->capture_default_str();
   app.add_option("--rm-events", o.rm_events_endpoint, "resource-manager node events (PUB)")->envname("TUNEBUS_RM_EVENTS_ENDPOINT")->capture_default_str();
   app.add_option("--store", o.store_endpoint, "checkpoint-store endpoint")->envname("TUNEBUS_STORE_ENDPOINT")->capture_default_str();
+  app.add_option("--results-dir", o.results_dir,
+                 "results folder of experiments whose file sets no absolute results_dir: <dir>/<name> on this host "
+                 "(default: as the file says, relative to its folder on the submitting host)")
+      ->envname("TUNEBUS_RESULTS_DIR");
   app.add_option("--snapshot-every", o.snapshot_every_records, "journal records between experiment snapshots")
       ->envname("TUNEBUS_SNAPSHOT_EVERY")
       ->check(CLI::PositiveNumber)
@@ -33,16 +38,18 @@ int main(int argc, char** argv) {
   CLI11_PARSE(app, argc, argv);
   spdlog::set_level(spdlog::level::from_str(log_level));
 
-  zmq::context_t ctx;
-  auto scheduler = tunebus::Scheduler::Create(ctx, o);
-  if (!scheduler.ok()) {
-    spdlog::error("scheduler cannot start: {}", scheduler.status().ToString());
-    return 1;
-  }
-  g_scheduler = scheduler->get();
-  std::signal(SIGTERM, OnSignal);
-  std::signal(SIGINT, OnSignal);
-  (*scheduler)->Run();
-  g_scheduler = nullptr;
-  return 0;
+  return tunebus::bus::GuardMain("scheduler", [&] {
+    zmq::context_t ctx;
+    auto scheduler = tunebus::Scheduler::Create(ctx, o);
+    if (!scheduler.ok()) {
+      spdlog::critical("scheduler cannot start: {}", scheduler.status().ToString());
+      return 1;
+    }
+    g_scheduler = scheduler->get();
+    std::signal(SIGTERM, OnSignal);
+    std::signal(SIGINT, OnSignal);
+    (*scheduler)->Run();
+    g_scheduler = nullptr;
+    return 0;
+  });
 }

@@ -2,8 +2,11 @@
 
 #include <malloc.h>
 
+#include <filesystem>
+
 #include <spdlog/spdlog.h>
 
+#include "libs/bus/service_guard.hpp"
 #include "proto/resources.hpp"
 #include "proto/worker.hpp"
 #include "services/scheduler/experiment.hpp"
@@ -22,6 +25,12 @@ Scheduler::Scheduler(zmq::context_t& ctx, SchedulerOptions options) : ctx_(ctx),
 Scheduler::~Scheduler() = default;
 
 Status Scheduler::Init() {
+  if (!options_.results_dir.empty()) {
+    std::error_code ec;
+    const std::filesystem::path abs = std::filesystem::absolute(options_.results_dir, ec);
+    if (!ec) options_.results_dir = abs.lexically_normal().string();
+    if (Status s = bus::MakeWritableDir(options_.results_dir, "the results folder"); !s.ok()) return s;
+  }
   auto control = bus::Bind(ctx_, zmq::socket_type::router, options_.control_endpoint);
   if (!control.ok()) return control.status();
   auto workers = bus::Bind(ctx_, zmq::socket_type::router, options_.worker_endpoint);

@@ -61,6 +61,11 @@ struct SchedulerOptions {
   /// Journal records between two snapshots of an experiment (replay = snapshot + tail); > 0.
   int64_t snapshot_every_records = journal::kSnapshotEveryRecords;
   metrics::MetricsOptions metrics;  // --metrics-port / --metrics-host (0 = off)
+  /// The results folder of experiments whose file sets no absolute `results_dir` (a relative one
+  /// names a folder beside the file on the submitting host): they write to
+  /// <results_dir>/<experiment name> on the scheduler's host. Empty = as the file says (relative
+  /// to its folder). Absolute; created and checked at start (/results in the container images).
+  std::string results_dir;
 };
 
 class Scheduler {
@@ -127,6 +132,9 @@ class Scheduler {
   /// Appends nothing, cuts no torn tail, touches no result file or checkpoint.
   Result<Experiment*> LoadJournaled(JournalReader& reader, const JournalSummary& journal);
   void HandleFetchCheckpoint(const bus::Incoming& in, const proto::Decoded& d);
+  /// <results folder>/<name> of an experiment: options_.results_dir replaces a results_dir that
+  /// names a folder beside the experiment file (on the submitting host).
+  std::string ExperimentDir(const ExperimentSpec& spec) const;
   // resume (scheduler_resume.cpp)
   Status ResumeFromJournals();
   /// `store_last_seq`: the journal's length in the store (appends continue after it). `reader`

@@ -6,6 +6,7 @@
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
 
+#include "libs/bus/service_guard.hpp"
 #include "libs/journal/records.hpp"
 #include "proto/control.hpp"
 #include "proto/resources.hpp"
@@ -165,6 +166,16 @@ void Scheduler::HandleSubmit(const bus::Incoming& in, const proto::Decoded& d) {
 
 void Scheduler::StartExperiment(const bus::Incoming& in, uint64_t id, const proto::SubmitExperiment& msg,
                                 ExperimentSpec spec, std::optional<CheckpointRef> restore_from) {
+  // The folder is checked before anything is journaled: an experiment whose results cannot be
+  // written is refused, and the scheduler goes on serving.
+  if (Status s = bus::MakeWritableDir(ExperimentDir(spec), "the results folder"); !s.ok()) {
+    spdlog::warn("Refusing experiment {}: {}", spec.name, s.message());
+    return ReplyError(in, id, proto::SubmitExperiment::kType,
+                      Status::IoError(fmt::format("{} on the scheduler's host; set a results_dir it can write in the "
+                                                  "experiment file, or start the scheduler with --results-dir "
+                                                  "(TUNEBUS_RESULTS_DIR)",
+                                                  s.message())));
+  }
   std::random_device rd;
   const std::string experiment_id = fmt::format("{:05x}", rd() & 0xfffff);
   const uint64_t seed = spec.seed.value_or((uint64_t(rd()) << 32) | rd());
@@ -197,7 +208,7 @@ Result<std::unique_ptr<Scheduler::Experiment>> Scheduler::NewExperiment(Experime
   e->spec = std::move(spec);
   e->experiment_id = experiment_id;
   e->journal_name = e->spec.name + "-" + e->experiment_id;
-  e->experiment_dir = e->spec.results_dir + "/" + e->spec.name;
+  e->experiment_dir = ExperimentDir(e->spec);
   e->started = bus::Clock::now();
   e->read_only = read_only;
   TrialExecutor* executor = &NoEffects::Instance();
@@ -235,6 +246,11 @@ Result<Scheduler::Experiment*> Scheduler::BuildExperiment(ExperimentSpec spec, c
   e->executor->set_may_place([raw] { return raw->recorder->FileBacklog() < kMaxFileBacklogToPlace; });
   experiments_.push_back(std::move(e));
   return raw;
+}
+
+std::string Scheduler::ExperimentDir(const ExperimentSpec& spec) const {
+  const bool deployed = !options_.results_dir.empty() && spec.results_dir_beside_file;
+  return (deployed ? options_.results_dir : spec.results_dir) + "/" + spec.name;
 }
 
 void Scheduler::HandleListTrials(const bus::Incoming& in, const proto::Decoded& d) {

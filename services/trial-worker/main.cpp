@@ -14,6 +14,7 @@
 #include <string>
 #include <vector>
 
+#include "libs/bus/service_guard.hpp"
 #include "libs/metrics/metrics_flags.hpp"
 #include "services/trial-worker/trial_worker.hpp"
 
@@ -83,22 +84,24 @@ int main(int argc, char** argv) {
     options.custom[r.substr(0, eq)] = amount;
   }
 
-  zmq::context_t ctx(1);
-  auto worker = tunebus::TrialWorker::Create(ctx, options);
-  if (!worker.ok()) {
-    spdlog::error("Cannot start trial-worker: {}", worker.status().ToString());
-    return 1;
-  }
-  g_worker.store(worker->get());
-  struct sigaction sa {};
-  sa.sa_handler = OnSignal;
-  sigemptyset(&sa.sa_mask);
-  sigaction(SIGTERM, &sa, nullptr);
-  sigaction(SIGINT, &sa, nullptr);
-  signal(SIGPIPE, SIG_IGN);
+  return tunebus::bus::GuardMain("trial-worker", [&] {
+    zmq::context_t ctx(1);
+    auto worker = tunebus::TrialWorker::Create(ctx, options);
+    if (!worker.ok()) {
+      spdlog::error("Cannot start trial-worker: {}", worker.status().ToString());
+      return 1;
+    }
+    g_worker.store(worker->get());
+    struct sigaction sa {};
+    sa.sa_handler = OnSignal;
+    sigemptyset(&sa.sa_mask);
+    sigaction(SIGTERM, &sa, nullptr);
+    sigaction(SIGINT, &sa, nullptr);
+    signal(SIGPIPE, SIG_IGN);
 
-  (*worker)->Run();
-  g_worker.store(nullptr);
-  spdlog::info("trial-worker {} stopped", (*worker)->worker_id());
-  return 0;
+    (*worker)->Run();
+    g_worker.store(nullptr);
+    spdlog::info("trial-worker {} stopped", (*worker)->worker_id());
+    return 0;
+  });
 }

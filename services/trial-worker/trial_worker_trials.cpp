@@ -7,6 +7,7 @@
 #include <chrono>
 #include <filesystem>
 
+#include "libs/bus/service_guard.hpp"
 #include "libs/bus/socket.hpp"
 #include "services/trial-worker/trial_worker.hpp"
 
@@ -26,7 +27,7 @@ void TrialWorker::FailStart(const proto::StartTrial& start, const std::string& e
   exited.trial_id = start.trial_id;
   exited.attempt = start.attempt;
   exited.ok = false;
-  exited.error = error;
+  exited.error = fmt::format("{} (worker {} on host {})", error, options_.worker_id, hostname_);
   exited.start_failed = true;
   SendToScheduler(exited);
 }
@@ -86,11 +87,11 @@ void TrialWorker::HandleStartTrial(const proto::Decoded& msg) {
     KillStale(*runs_[key], fmt::format("attempt {} starts", start->attempt));
     EraseIfDone(key);
   }
-  std::error_code ec;
-  fs::create_directories(start->trial_dir, ec);
-  if (ec)
-    return FailStart(*start,
-                     fmt::format("cannot create trial dir {}: {}", start->trial_dir, ec.message()));
+  // An unwritable trial dir (a results folder of another user, a read-only mount) fails this
+  // trial only.
+  if (Status made = bus::MakeWritableDir(start->trial_dir, "trial dir"); !made.ok()) {
+    return FailStart(*start, made.message());
+  }
   const RunKey key{start->trial_id, start->attempt};
   if (start->restore_checkpoint_id.empty()) return StartRun(*start, std::move(config), "");
   // Restore first: fetch the checkpoint (saved on any worker) into the trial dir.
@@ -494,8 +495,9 @@ void TrialWorker::UploadCheckpoint(const RunKey& key, const std::string& saved, 
       // The store committed an earlier try and died before it answered: the checkpoint is there.
       int64_t size = 0;
       std::error_code walk_ec;
-      for (const auto& f : fs::recursive_directory_iterator(saved, walk_ec)) {
-        if (f.is_regular_file(walk_ec)) size += int64_t(f.file_size(walk_ec));
+      // increment(ec), not a range-for: its operator++ throws on an unreadable subfolder.
+      for (fs::recursive_directory_iterator it(saved, walk_ec), end; !walk_ec && it != end; it.increment(walk_ec)) {
+        if (it->is_regular_file(walk_ec)) size += int64_t(it->file_size(walk_ec));
       }
       bytes = size;
     }

@@ -4,7 +4,6 @@
 #include <atomic>
 #include <csignal>
 #include <cstdio>
-#include <filesystem>
 #include <fstream>
 #include <iostream>
 #include <sstream>
@@ -12,6 +11,7 @@
 
 #include <fmt/format.h>
 
+#include "libs/bus/service_guard.hpp"
 #include "libs/spec/experiment_spec.hpp"
 #include "proto/control.hpp"
 #include "services/tunectl/commands.hpp"
@@ -25,13 +25,12 @@ namespace {
 std::atomic<int> g_signals{0};  // SIGINT / SIGTERM received so far
 void OnSignal(int) { g_signals.fetch_add(1); }
 
-// Creates `dir` (and its parents). False, after a message naming `what` and why, if it cannot.
+// Creates `dir` (and its parents). False, after a message naming `what` and why, if it cannot
+// be created or written.
 bool MakeFolder(const std::string& dir, const char* what) {
-  std::error_code ec;
-  std::filesystem::create_directories(dir, ec);
-  if (!ec) return true;
-  std::cerr << "tunectl: cannot create " << what << " " << dir << ": " << ec.message() << "\n";
-  return false;
+  const Status made = bus::MakeWritableDir(dir, what);
+  if (!made.ok()) std::cerr << "tunectl: " << made.message() << "\n";
+  return made.ok();
 }
 
 // The command that continues experiment `name` after an interruption.

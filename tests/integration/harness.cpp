@@ -372,6 +372,14 @@ CommandResult RunTunectl(const std::vector<std::string>& args, Millis timeout, c
 
 // ---------------------------------------------------------------------------------------------
 
+void RunUnprivileged(Process::Options& o) {
+  if (::geteuid() != 0) return;
+  std::vector<std::string> args = {"--reuid=65534", "--regid=65534", "--clear-groups", o.binary.string()};
+  args.insert(args.end(), o.args.begin(), o.args.end());
+  o.args = std::move(args);
+  o.binary = "/usr/bin/setpriv";
+}
+
 Cluster::Cluster(ClusterOptions options) : options_(std::move(options)) {}
 
 Cluster::~Cluster() {
@@ -411,6 +419,7 @@ void Cluster::SpawnWorker(const std::string& id) {
   o.args.insert(o.args.end(), extra.begin(), extra.end());
   o.log_dir = dir() / "logs";
   o.cwd = dir();
+  if (options_.unprivileged.contains(id)) RunUnprivileged(o);
   spawn_options_[id] = o;
   processes_.push_back(Process::Spawn(o));
 }
@@ -465,6 +474,7 @@ void Cluster::SpawnWorker(const std::string& id) {
     }
     o.log_dir = logs;
     o.cwd = dir();
+    if (options_.unprivileged.contains(name)) RunUnprivileged(o);
     spawn_options_[name] = o;
     processes_.push_back(Process::Spawn(o));
   };

@@ -19,6 +19,7 @@
 #include <map>
 #include <memory>
 #include <optional>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -115,6 +116,10 @@ class Process {
   std::optional<int> exit_code_;
 };
 
+/// Makes `o` run as the unprivileged user nobody (uid/gid 65534, no groups) through setpriv when
+/// the tests run as root; leaves it as it is otherwise (the tests already run unprivileged).
+void RunUnprivileged(Process::Options& o);
+
 /// Output of one tunectl run.
 struct CommandResult {
   int exit_code = -1;     // 128 + signal if it died by one; -1 when it timed out
@@ -148,6 +153,8 @@ struct ClusterOptions {
   std::vector<std::string> scheduler_args;
   /// Extra flags of the other services by process name ("checkpoint-store", "resource-manager").
   std::map<std::string, std::vector<std::string>> service_args;
+  /// Processes by name ("scheduler", "w1", ...) that run as the unprivileged user (RunUnprivileged).
+  std::set<std::string> unprivileged;
 };
 
 /// checkpoint-store, resource-manager, scheduler and N trial-workers ("w1".."wN") as separate
