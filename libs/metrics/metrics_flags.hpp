@@ -4,11 +4,23 @@
 #include <CLI/CLI.hpp>
 
 #include "libs/metrics/metrics_publisher.hpp"
+#include "libs/metrics/metrics_server.hpp"
 
 namespace tunebus::metrics {
 
-/// --metrics-port (TUNEBUS_METRICS_PORT, 0 = off) and --metrics-host (TUNEBUS_METRICS_HOST).
+/// --metrics-port (TUNEBUS_METRICS_PORT, 0 = off), --metrics-host (TUNEBUS_METRICS_HOST) and
+/// --healthcheck: instead of starting the service, ask the running one's /healthz on that host and
+/// port (CheckHealth) and exit 0 if it is healthy, else 1 — a container healthcheck that needs
+/// nothing but the service's own binary and variables. Uses the app's final callback.
 inline void AddMetricsFlags(CLI::App& app, MetricsOptions& options) {
+  app.add_flag("--healthcheck", options.healthcheck,
+               "ask the running service's /healthz on --metrics-host/--metrics-port and exit 0 if it "
+               "answers ok within 2 s, else 1 (container healthchecks)");
+  app.final_callback([&options] {
+    if (!options.healthcheck) return;
+    if (CheckHealth(options.host, options.port) == 0) throw CLI::Success();
+    throw CLI::RuntimeError(1);
+  });
   app.add_option("--metrics-port", options.port, "Prometheus metrics HTTP port (0 = off)")
       ->envname("TUNEBUS_METRICS_PORT")
       ->check(CLI::Range(0, 65535))

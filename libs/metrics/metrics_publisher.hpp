@@ -15,6 +15,7 @@ namespace tunebus::metrics {
 struct MetricsOptions {
   std::string host = "127.0.0.1";  // 0.0.0.0 in containers
   int port = 0;                    // 0 = no metrics endpoint
+  bool healthcheck = false;        // --healthcheck: check the running service, start nothing
 };
 
 class MetricsPublisher {

@@ -3,6 +3,8 @@
 #include <fmt/format.h>
 #include <httplib.h>
 
+#include <cstdio>
+
 namespace tunebus::metrics {
 
 namespace {
@@ -49,14 +51,30 @@ MetricsServer::~MetricsServer() {
   if (thread_.joinable()) thread_.join();
 }
 
-Result<std::unique_ptr<MetricsServer>> MetricsServer::Start(const std::string& host, int port) {
+Result<std::unique_ptr<MetricsServer>> MetricsServer::Start(const std::string& host, int port,
+                                                            std::chrono::milliseconds healthy_within) {
   std::unique_ptr<MetricsServer> s(new MetricsServer());
+  s->healthy_within_ = healthy_within;
   MetricsServer* raw = s.get();
   s->server_->Get("/metrics", [raw](const httplib::Request&, httplib::Response& res) {
     std::lock_guard<std::mutex> lock(raw->mu_);
     res.set_content(raw->text_, "text/plain; version=0.0.4");
   });
-  s->server_->Get("/healthz", [](const httplib::Request&, httplib::Response& res) { res.set_content("ok\n", "text/plain"); });
+  s->server_->Get("/healthz", [raw](const httplib::Request&, httplib::Response& res) {
+    std::lock_guard<std::mutex> lock(raw->mu_);
+    if (!raw->published_at_) {
+      res.status = 503;
+      return res.set_content("starting: the service has not published its figures yet\n", "text/plain");
+    }
+    const auto silent = std::chrono::steady_clock::now() - *raw->published_at_;
+    if (silent > raw->healthy_within_) {
+      res.status = 503;
+      return res.set_content(fmt::format("stuck: the service's loop has not published its figures for {:.1f} s\n",
+                                         std::chrono::duration<double>(silent).count()),
+                             "text/plain");
+    }
+    res.set_content("ok\n", "text/plain");
+  });
   s->port_ = port == 0 ? s->server_->bind_to_any_port(host) : (s->server_->bind_to_port(host, port) ? port : -1);
   if (s->port_ <= 0) return Status::Unavailable(fmt::format("cannot serve metrics on {}:{}", host, port));
   s->thread_ = std::thread([raw] { raw->server_->listen_after_bind(); });
@@ -66,6 +84,31 @@ Result<std::unique_ptr<MetricsServer>> MetricsServer::Start(const std::string& h
 void MetricsServer::Publish(std::string text) {
   std::lock_guard<std::mutex> lock(mu_);
   text_ = std::move(text);
+  published_at_ = std::chrono::steady_clock::now();
+}
+
+int CheckHealth(const std::string& host, int port) {
+  if (port <= 0) {
+    std::fprintf(stderr, "unhealthy: no metrics port (--metrics-port / TUNEBUS_METRICS_PORT) to ask\n");
+    return 1;
+  }
+  const std::string ask = host.empty() || host == "0.0.0.0" || host == "::" || host == "*" ? "127.0.0.1" : host;
+  httplib::Client client(ask, port);
+  client.set_connection_timeout(2);
+  client.set_read_timeout(2);
+  auto res = client.Get("/healthz");
+  if (!res) {
+    std::fprintf(stderr, "unhealthy: no answer from http://%s:%d/healthz (%s)\n", ask.c_str(), port,
+                 httplib::to_string(res.error()).c_str());
+    return 1;
+  }
+  if (res->status != 200) {
+    std::fprintf(stderr, "unhealthy: http://%s:%d/healthz answered %d: %s", ask.c_str(), port, res->status,
+                 res->body.c_str());
+    return 1;
+  }
+  std::printf("ok\n");
+  return 0;
 }
 
 }  // namespace tunebus::metrics

@@ -4,13 +4,17 @@
 // service's state is never read from another thread.
 //
 //   GET /metrics  -> 200, text/plain; version=0.0.4 (Prometheus text exposition format)
-//   GET /healthz  -> 200 "ok" (for container healthchecks)
+//   GET /healthz  -> 200 "ok" while the service's loop publishes (it does every second), else
+//                    503 naming how long it has been silent: a loop stuck in a handler or a
+//                    service still starting is not healthy (container healthchecks; CheckHealth)
 #pragma once
 
+#include <chrono>
 #include <cstdint>
 #include <map>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <thread>
 
@@ -40,9 +44,13 @@ class MetricsText {
 
 class MetricsServer {
  public:
+  /// /healthz fails when the last Publish is older than this (the loop publishes every second).
+  static constexpr std::chrono::milliseconds kHealthyWithin{10000};
+
   /// Listens on host:port (port 0: any free port) and serves on a thread of its own.
   /// Errors: Unavailable if it cannot bind.
-  static Result<std::unique_ptr<MetricsServer>> Start(const std::string& host, int port);
+  static Result<std::unique_ptr<MetricsServer>> Start(const std::string& host, int port,
+                                                      std::chrono::milliseconds healthy_within = kHealthyWithin);
   ~MetricsServer();  // stops the server and joins its thread
   MetricsServer(const MetricsServer&) = delete;
   MetricsServer& operator=(const MetricsServer&) = delete;
@@ -58,6 +66,13 @@ class MetricsServer {
   int port_ = 0;
   std::mutex mu_;
   std::string text_;  // guarded by mu_
+  std::optional<std::chrono::steady_clock::time_point> published_at_;  // guarded by mu_
+  std::chrono::milliseconds healthy_within_ = kHealthyWithin;
 };
+
+/// The healthcheck client (`<service> --healthcheck`): GET http://<host>:<port>/healthz (a
+/// wildcard host asks 127.0.0.1) with a 2 s timeout. Prints "ok" and returns 0 on 200; prints the
+/// reason to stderr and returns 1 otherwise (no metrics port, nobody listening, 503, timeout).
+int CheckHealth(const std::string& host, int port);
 
 }  // namespace tunebus::metrics

@@ -15,6 +15,8 @@
 #include <cstring>
 #include <filesystem>
 #include <map>
+#include <optional>
+#include <regex>
 
 extern char** environ;
 
@@ -61,6 +63,43 @@ struct SpawnAttrs {
     posix_spawnattr_destroy(&attr);
   }
 };
+
+// What a worker that cannot see the experiment's files must change (issue 19, point 9).
+constexpr char kSameFilesHint[] =
+    "a command trainable runs in the experiment file's folder, at the path it has on the host that "
+    "submitted it: mount that folder at the same path on every worker (the same volume or an image that "
+    "holds it there), or submit the experiment from a folder the workers share";
+
+bool IsInterpreter(const std::string& program) {
+  static const std::regex kInterpreter("(sh|bash|dash|zsh|ksh|python[0-9.]*|pypy[0-9.]*|perl|ruby|node|Rscript|julia)");
+  return std::regex_match(fs::path(program).filename().string(), kInterpreter);
+}
+
+bool HasScriptExtension(const std::string& arg) {
+  static const std::regex kScript(".*\\.(py|sh|bash|R|r|jl|js|mjs|pl|rb)");
+  return std::regex_match(arg, kScript);
+}
+
+// The file of `command` that does not exist in `workdir`, if any: the program when it is a path,
+// or the script an interpreter is given (its first argument, or the first non-option argument
+// that looks like a script). Options that take code instead of a file (-c, -m, -e, -) end the search.
+std::optional<std::string> MissingFile(const std::vector<std::string>& command, const std::string& workdir) {
+  auto missing = [&](const std::string& path) {
+    std::error_code ec;
+    const fs::path p = fs::path(path).is_absolute() ? fs::path(path) : fs::path(workdir) / path;
+    return !fs::exists(p, ec);
+  };
+  if (command[0].find('/') != std::string::npos && missing(command[0])) return command[0];
+  if (!IsInterpreter(command[0])) return std::nullopt;
+  for (size_t i = 1; i < command.size(); ++i) {
+    const std::string& a = command[i];
+    if (a == "-c" || a == "-m" || a == "-e" || a == "-") return std::nullopt;
+    if (a.empty() || a[0] == '-') continue;
+    if ((i == 1 || HasScriptExtension(a)) && missing(a)) return a;
+    return std::nullopt;
+  }
+  return std::nullopt;
+}
 
 }  // namespace
 
@@ -129,8 +168,12 @@ Status CommandTrainable::Start() {
         fmt::format("cannot create trial dir {}: {}", dir.string(), ec.message()));
   const std::string workdir = def_.working_dir.empty() ? setup_.trial_dir : def_.working_dir;
   if (!fs::is_directory(workdir, ec)) {
-    return Status::Unavailable(
-        fmt::format("cannot start {}: working dir '{}' does not exist", what, workdir));
+    return Status::Unavailable(fmt::format("cannot start {}: the trainable's folder {} does not exist on this worker; {}",
+                                           what, workdir, kSameFilesHint));
+  }
+  if (auto file = MissingFile(def_.command, workdir)) {
+    return Status::Unavailable(fmt::format("cannot start {}: {} does not exist in {} on this worker; {}", what, *file,
+                                           workdir, kSameFilesHint));
   }
   auto env = BuildEnv();
   if (!env.ok()) return env.status();
@@ -188,7 +231,7 @@ Status CommandTrainable::Start() {
                   : ::posix_spawn(&pid, argv[0], &sa.actions, &sa.attr, argv.data(), envp.data());
   if (rc != 0) {
     std::string why = ErrnoText(rc);
-    if (rc == ENOENT) why += search_path ? " (not found in PATH)" : " (no such file)";
+    if (rc == ENOENT) why += search_path ? " (not found in PATH on this worker: install it there, e.g. in the trial-worker image)" : " (no such file)";
     if (rc == EACCES) why += " (not executable)";
     return Status::Unavailable(fmt::format("cannot start {} in {}: {}", what, workdir, why));
   }

@@ -372,6 +372,22 @@ CommandResult RunTunectl(const std::vector<std::string>& args, Millis timeout, c
 
 // ---------------------------------------------------------------------------------------------
 
+std::map<std::string, int> ServeMetrics(ClusterOptions& o) {
+  std::map<std::string, int> ports;
+  for (const char* service : {"checkpoint-store", "resource-manager"}) {
+    ports[service] = FreePort();
+    o.service_args[service] = {"--metrics-port", std::to_string(ports[service])};
+  }
+  ports["scheduler"] = FreePort();
+  o.scheduler_args = {"--metrics-port", std::to_string(ports["scheduler"])};
+  for (int i = 1; i <= o.workers; ++i) {
+    const std::string id = "w" + std::to_string(i);
+    ports[id] = FreePort();
+    o.worker_args[id] = {"--metrics-port", std::to_string(ports[id])};
+  }
+  return ports;
+}
+
 void RunUnprivileged(Process::Options& o) {
   if (::geteuid() != 0) return;
   std::vector<std::string> args = {"--reuid=65534", "--regid=65534", "--clear-groups", o.binary.string()};

@@ -157,6 +157,10 @@ struct ClusterOptions {
   std::set<std::string> unprivileged;
 };
 
+/// Gives every process of a cluster of `o.workers` workers a metrics endpoint on a fresh port
+/// (--metrics-port); returns the ports by process name ("checkpoint-store", ..., "w1", ...).
+std::map<std::string, int> ServeMetrics(ClusterOptions& o);
+
 /// checkpoint-store, resource-manager, scheduler and N trial-workers ("w1".."wN") as separate
 /// processes on 127.0.0.1 with fresh ports, each with its own logs, and a temporary folder
 /// (dir()) for the store's data and the test's files.

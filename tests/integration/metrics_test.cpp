@@ -22,14 +22,12 @@ std::string Scrape(int port, const std::string& path = "/metrics") {
 }
 
 TEST(MetricsTest, EveryServiceServesPrometheusTextWithItsFigures) {
-  const int store = FreePort(), rm = FreePort(), sched = FreePort(), w1 = FreePort();
   ClusterOptions o;
   o.workers = 1;
   o.cpus_per_worker = 2;
-  o.service_args["checkpoint-store"] = {"--metrics-port", std::to_string(store)};
-  o.service_args["resource-manager"] = {"--metrics-port", std::to_string(rm)};
-  o.scheduler_args = {"--metrics-port", std::to_string(sched)};
-  o.worker_args["w1"] = {"--metrics-port", std::to_string(w1)};
+  auto ports = ServeMetrics(o);
+  const int store = ports["checkpoint-store"], rm = ports["resource-manager"], sched = ports["scheduler"],
+            w1 = ports["w1"];
   Cluster cluster(o);
   ASSERT_TRUE(cluster.Start());
   const fs::path file = cluster.dir() / "m.yaml";

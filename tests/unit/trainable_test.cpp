@@ -150,6 +150,54 @@ TEST_F(CommandTrainableTest, MissingCommandIsAStartErrorNamingIt) {
   EXPECT_NE(s.message().find("nowhere"), std::string::npos) << s.message();
 }
 
+TEST_F(CommandTrainableTest, MissingTrainableFilesAreAStartErrorPointingToTheFix) {
+  // A worker on another host than the submitting one: the experiment's folder, or the script an
+  // interpreter is given, or a program given as a path is not there. Start() names what is
+  // missing and tells to mount the same folder (or use an image that holds it).
+  TrialSetup setup;
+  setup.trial_dir = (dir_ / "trial").string();
+  auto start_error = [&](std::vector<std::string> command, std::string working_dir) {
+    TrainableDef def;
+    def.command = std::move(command);
+    def.working_dir = std::move(working_dir);
+    CommandTrainable t(def, setup);
+    const Status s = t.Start();
+    return s.ok() ? std::string() : s.message();
+  };
+  std::string e = start_error({"sh", "run.sh"}, (dir_ / "client-only").string());
+  EXPECT_NE(e.find("the trainable's folder " + (dir_ / "client-only").string() + " does not exist on this worker"),
+            std::string::npos) << e;
+  EXPECT_NE(e.find("mount that folder at the same path on every worker"), std::string::npos) << e;
+  e = start_error({"sh", "run.sh"}, dir_.string());
+  EXPECT_NE(e.find("cannot start command [sh run.sh]: run.sh does not exist in " + dir_.string() + " on this worker"),
+            std::string::npos) << e;
+  e = start_error({"/usr/bin/python3", "-u", "-B", "sub/train.py", "--lr", "1"}, dir_.string());
+  EXPECT_NE(e.find("sub/train.py does not exist in"), std::string::npos) << e;
+  e = start_error({"./train", "--epochs", "3"}, dir_.string());
+  EXPECT_NE(e.find("./train does not exist in"), std::string::npos) << e;
+  EXPECT_NE(e.find("same volume or an image that holds it"), std::string::npos) << e;
+}
+
+TEST_F(CommandTrainableTest, CommandsWithoutAScriptFileAreNotMistakenForMissingOnes) {
+  // Code given inline (-c, -m, -e), an option's value before the script, or a program on PATH
+  // with arguments that are no files start as before.
+  TrialSetup setup;
+  setup.trial_dir = (dir_ / "trial").string();
+  for (const std::vector<std::string>& command :
+       std::vector<std::vector<std::string>>{{"sh", "-c", "exit 0"},
+                                             {"python3", "-c", "pass"},
+                                             {"python3", "-W", "ignore", "-c", "pass"},
+                                             {"sh", "-e", "-c", "true run.py"},
+                                             {"true", "missing.py"}}) {
+    TrainableDef def;
+    def.command = command;
+    def.working_dir = dir_.string();
+    CommandTrainable t(def, setup);
+    const Status s = t.Start();
+    EXPECT_TRUE(s.ok()) << command[0] << " " << command[1] << ": " << s.message();
+  }
+}
+
 TEST_F(CommandTrainableTest, EnvironmentCarriesConfigDirsAndDevices) {
   // The child sees the config as JSON, its trial id and dirs, the GPU ids and the extra env.
   TrainableDef def;
