@@ -131,6 +131,30 @@ TEST_F(CommandTrainableTest, NonZeroExitGivesErrorAndStderrTail) {
   EXPECT_EQ(ReadFile(dir_ / "trial" / "stdout"), "out\n");
 }
 
+TEST_F(CommandTrainableTest, HeavyOutputGoesToTheFilesAndTheWorkerKeepsABoundedTail) {
+  // 16 MiB on stdout and 16 MiB on stderr between two reports: the reports and decisions flow
+  // (the worker never reads the output), the files hold it all, and the failure's stderr tail
+  // is at most kStderrTailBytes, ending with the last line.
+  auto t = Make(
+      R"(echo '{"i": 1}' >&3; read d <&4; )"
+      R"(head -c 16777216 /dev/zero | tr '\0' 'o'; head -c 16777216 /dev/zero | tr '\0' 'e' >&2; )"
+      R"(echo >&2; echo '{"i": 2}' >&3; read d <&4; echo "last words" >&2; exit 1)");
+  ASSERT_TRUE(t->Start().ok());
+  for (int i = 1; i <= 2; ++i) {
+    auto r = NextReport(*t);
+    ASSERT_TRUE(r.has_value()) << "report " << i;
+    EXPECT_EQ(r->metrics["i"], i);
+    ASSERT_TRUE(t->SendDecision(Action::kContinue).ok());
+  }
+  ASSERT_TRUE(WaitExit(*t));
+  const ExitStatus& es = t->exit_status();
+  EXPECT_FALSE(es.ok);
+  EXPECT_LE(es.stderr_tail.size(), kStderrTailBytes);
+  EXPECT_NE(es.stderr_tail.find("last words"), std::string::npos) << es.stderr_tail.substr(0, 200);
+  EXPECT_EQ(fs::file_size(dir_ / "trial" / "stdout"), 16777216u);
+  EXPECT_GE(fs::file_size(dir_ / "trial" / "stderr"), 16777216u);
+}
+
 TEST_F(CommandTrainableTest, MissingCommandIsAStartErrorNamingIt) {
   // A command that is not on PATH, or a working dir that does not exist, fails Start() clearly.
   TrainableDef def;
