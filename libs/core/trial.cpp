@@ -2,8 +2,18 @@
 
 #include <algorithm>
 #include <cctype>
+#include <ctime>
 
 namespace tunebus {
+
+std::string RayDate(int64_t epoch_s) {
+  const std::time_t t = std::time_t(epoch_s);
+  std::tm local{};
+  ::localtime_r(&t, &local);
+  char buf[64];
+  const size_t n = std::strftime(buf, sizeof(buf), "%Y-%m-%d_%H-%M-%S", &local);
+  return std::string(buf, n);
+}
 
 const char* TrialStatusName(TrialStatus status) {
   switch (status) {

@@ -44,7 +44,18 @@ inline constexpr const char* kDone = "done";
 inline constexpr const char* kExperimentTag = "experiment_tag";
 inline constexpr const char* kIterationsSinceRestore = "iterations_since_restore";
 inline constexpr const char* kTimeSinceRestore = "time_since_restore";  // seconds
+/// The result's `timestamp` as local time, "%Y-%m-%d_%H-%M-%S" (Ray Tune 2.x Trainable's
+/// auto-filled `date`); RayDate formats it.
+inline constexpr const char* kDate = "date";
+// Filled in by the trial-worker that ran the report (Ray Tune 2.x fills them in the trainable):
+inline constexpr const char* kPid = "pid";            // the trainable's process id
+inline constexpr const char* kHostname = "hostname";  // the worker's host name
+inline constexpr const char* kNodeIp = "node_ip";     // the worker's IP address
 }  // namespace result_keys
+
+/// `epoch_s` (seconds since the Unix epoch) as local time in Ray Tune's `date` form,
+/// "%Y-%m-%d_%H-%M-%S" (e.g. "2026-11-25_04-05-06").
+std::string RayDate(int64_t epoch_s);
 
 /// A checkpoint of a trial, stored in the checkpoint-store (Ray Tune's Checkpoint /
 /// CheckpointManager entry).

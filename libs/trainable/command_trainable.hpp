@@ -61,6 +61,7 @@ class CommandTrainable : public Trainable {
 
   /// The child's pid (also its process group id), 0 before Start().
   pid_t pid() const { return pid_; }
+  int64_t process_id() const override { return pid_; }
 
  private:
   Result<std::vector<std::string>> BuildEnv() const;

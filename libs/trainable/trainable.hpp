@@ -88,6 +88,10 @@ class Trainable {
   /// exit is observed through fds()/OnReadable() like any other exit.
   virtual void Kill() = 0;
 
+  /// The id of the process that runs it (Ray Tune's `pid` result key); 0 when it runs inside
+  /// the worker's own process (the built-ins).
+  virtual int64_t process_id() const { return 0; }
+
   /// The next report, in order, or nullopt.
   std::optional<Report> TakeReport();
   bool has_report() const { return !reports_.empty(); }

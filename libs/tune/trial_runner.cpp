@@ -249,6 +249,12 @@ Status TrialRunner::OnResult(const std::string& trial_id, int64_t attempt, int64
   // Ray Tune's auto-filled keys, set in sorted order (TrainingResult::Order is cheapest on
   // sorted runs); `done` last, once the decision is known.
   const bool user_done = metrics.Truthy(rk::kDone);
+  const int64_t timestamp = int64_t(now_s_());
+  if (timestamp != date_of_) {  // formatted once a second at most
+    date_of_ = timestamp;
+    date_ = RayDate(timestamp);
+  }
+  metrics.SetString(rk::kDate, date_);
   metrics.SetString(rk::kExperimentTag, t->experiment_tag);
   metrics.SetInt(rk::kIterationsSinceRestore, t->training_iteration - t->restored_iteration);
   if (auto note = exploit_notes_.find(t->index); note != exploit_notes_.end()) {
@@ -258,7 +264,7 @@ Status TrialRunner::OnResult(const std::string& trial_id, int64_t attempt, int64
   metrics.SetDouble(rk::kTimeSinceRestore, t->time_total_s - t->restored_time_total_s);
   metrics.SetDouble(rk::kTimeThisIterS, time_this_iter_s);
   metrics.SetDouble(rk::kTimeTotalS, t->time_total_s);
-  metrics.SetInt(rk::kTimestamp, int64_t(now_s_()));
+  metrics.SetInt(rk::kTimestamp, timestamp);
   metrics.SetInt(rk::kTrainingIteration, t->training_iteration);
   metrics.SetString(rk::kTrialId, t->trial_id);
 
@@ -303,6 +309,17 @@ Status TrialRunner::OnResult(const std::string& trial_id, int64_t attempt, int64
   }
   CheckFinished();
   return Status::Ok();
+}
+
+void TrialRunner::RecordReturn(Trial& t) {
+  if (t.last_seq == 0 || t.last_result_msgpack.empty()) return;  // no result in this attempt
+  Result<TrainingResult> last = TrainingResult::FromMsgpack(t.last_result_msgpack);
+  if (!last.ok() || last->Truthy(rk::kDone)) return;  // the last row already says done
+  last->SetBool(rk::kDone, true);
+  ++t.num_results;
+  SetLastResult(t, *last);
+  observer_.OnTrialResult(t, *last, "stop");
+  last_action_[t.index] = "stop";
 }
 
 void TrialRunner::SetLastResult(Trial& t, const TrainingResult& result) const {
@@ -486,6 +503,7 @@ void TrialRunner::OnTrialExited(const std::string& trial_id, int64_t attempt, bo
   // After fail_fast: raise the trials keep their status; their attempts were already released.
   if (t->status != TrialStatus::kRunning || IsFinished()) return;
   if (ok) {
+    RecordReturn(*t);
     scheduler_->OnTrialComplete(*t, TrainingResult::FromJson(t->LastResult()));
     JournalSchedulerDelta();
     LeaveRunning(*t, TrialStatus::kTerminated, "");

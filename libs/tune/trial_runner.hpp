@@ -226,6 +226,13 @@ class TrialRunner final : public TrialSchedulerContext {
   /// The worker action for `decision` at the trial's current result, with checkpointing.
   const char* ActionFor(Trial& trial, const TrainingResult& result, Decision decision, bool requested = false);
   /// Stores `result` as the trial's newest (msgpack) and caches options.metric from it.
+  // A trial whose trainable returned (exit ok, still RUNNING) and whose last result of this
+  // attempt is not done: that result again with done=true, recorded like a result (journal,
+  // files; not shown to the trial scheduler or the searcher), so the last row of a trial that
+  // returned says done: true. Ray Tune 2.x's runner makes the same result of a function
+  // trainable's return (RESULT_DUPLICATE, tune_controller._process_trial_result) but keeps it
+  // out of its files; docs/results.md.
+  void RecordReturn(Trial& trial);
   void SetLastResult(Trial& trial, const TrainingResult& result) const;
   /// Sets trial.last_metric from `result` (options.metric when it is a number).
   void CacheMetric(Trial& trial, const TrainingResult& result) const;
@@ -261,6 +268,8 @@ class TrialRunner final : public TrialSchedulerContext {
   TrialExecutor& executor_;
   RunnerObserver& observer_;
   std::function<double()> now_s_;
+  int64_t date_of_ = -1;  // the timestamp date_ shows (RayDate), to format it once a second
+  std::string date_;
 
   std::vector<Trial> trials_;
   std::unordered_map<std::string, size_t> index_;  // trial_id -> position in trials_

@@ -39,7 +39,7 @@ std::string ExperimentRecorder::TrialDir(const Trial& t) const { return experime
 
 void ExperimentRecorder::OnTrialAdded(const Trial& t) {
   const uint64_t record = journal_.AppendEncoded(journal::EncodeTrialAdded(t));
-  files_.WriteParams(TrialDir(t), t.config, record);
+  files_.WriteParams(t.index, TrialDir(t), t.config, record);
   events_.Publish("trial", "trial_added", name_, t.trial_id, [&] { return TrialToJson(t, experiment_dir_); });
 }
 
@@ -53,7 +53,8 @@ void ExperimentRecorder::OnTrialResult(const Trial& t, const TrainingResult& res
   // The runner encoded the result once (Trial::last_result_msgpack): the journal record embeds
   // those bytes and the file writer formats them on its own thread.
   const uint64_t record = journal_.AppendEncoded(journal::EncodeResultRecord(t, t.last_result_msgpack, decision));
-  files_.AppendResult(t.index, files_.IsOpen(t.index) ? std::string() : TrialDir(t), t.last_result_msgpack, record);
+  files_.AppendResult(t.index, files_.IsOpen(t.index) ? std::string() : TrialDir(t), t.last_result_msgpack, record,
+                      &t.config);
   events_.Publish("trial", "trial_result", name_, t.trial_id, [&] { return TrialToJson(t, experiment_dir_); });
 }
 
@@ -79,7 +80,7 @@ void ExperimentRecorder::OnCheckpointDeleted(const Trial& t, const std::string& 
 
 void ExperimentRecorder::OnTrialUpdated(const Trial& t, const json& change) {
   const uint64_t record = journal_.Append(journal::TrialUpdated(t, change));
-  if (change.contains("pbt_exploit")) files_.WriteParams(TrialDir(t), t.config, record);
+  if (change.contains("pbt_exploit")) files_.WriteParams(t.index, TrialDir(t), t.config, record);
   events_.Publish("trial", "trial_updated", name_, t.trial_id, [&] { return TrialToJson(t, experiment_dir_); });
 }
 

@@ -18,7 +18,17 @@ namespace tunebus {
 
 namespace fs = std::filesystem;
 
-ResultFiles::ResultFiles() : thread_([this] { Loop(); }) {}
+namespace {
+
+std::string Hostname() {
+  char buf[256] = {};
+  if (::gethostname(buf, sizeof(buf) - 1) != 0) return "localhost";
+  return buf;
+}
+
+}  // namespace
+
+ResultFiles::ResultFiles() : hostname_(Hostname()), thread_([this] { Loop(); }) {}
 
 ResultFiles::~ResultFiles() {
   Flush(0);  // what waits for no journal record; rows still waiting for theirs are dropped
@@ -30,15 +40,21 @@ ResultFiles::~ResultFiles() {
   thread_.join();
 }
 
-void ResultFiles::WriteParams(const std::string& trial_dir, nlohmann::json config, uint64_t after_record) {
-  staged_.push_back(Task{Task::Kind::kParams, after_record, -1, trial_dir, {}, std::move(config)});
+void ResultFiles::WriteParams(int64_t trial_index, const std::string& trial_dir, nlohmann::json config,
+                              uint64_t after_record) {
+  staged_.push_back(Task{Task::Kind::kParams, after_record, trial_index, trial_dir, {}, std::move(config)});
+}
+
+void ResultFiles::SetConfig(int64_t trial_index, nlohmann::json config, uint64_t after_record) {
+  if (!IsOpen(trial_index)) return;  // the next AppendResult brings it
+  staged_.push_back(Task{Task::Kind::kConfig, after_record, trial_index, {}, {}, std::move(config)});
 }
 
 void ResultFiles::AppendResult(int64_t trial_index, const std::string& trial_dir, std::string result_msgpack,
-                               uint64_t after_record) {
+                               uint64_t after_record, const nlohmann::json* config) {
   const bool opening = open_on_writer_.insert(trial_index).second;
   staged_.push_back(Task{Task::Kind::kResult, after_record, trial_index, opening ? trial_dir : std::string(),
-                         std::move(result_msgpack), {}});
+                         std::move(result_msgpack), opening && config ? *config : nlohmann::json()});
 }
 
 void ResultFiles::Close(int64_t trial_index, uint64_t after_record) {
@@ -129,6 +145,7 @@ void ResultFiles::FlushDirty() {
     if (it == open_.end()) continue;
     it->second->result_json.flush();
     it->second->progress_csv.flush();
+    it->second->events.flush();
   }
   dirty_.clear();
 }
@@ -164,14 +181,33 @@ ResultFiles::TrialFiles* ResultFiles::Open(const Task& task) {
       std::istringstream cells(header);
       while (std::getline(cells, column, ',')) slot->csv_columns.push_back(column);
     }
-    if (!slot->result_json || !slot->progress_csv) spdlog::error("Cannot write result files in {}", trial_dir);
+    // TensorBoard: the trial's event file if there is one (a resumed or reopened trial), else a
+    // new one starting with the file version.
+    std::string events = FindEventFile(trial_dir);
+    const double now = std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
+    if (events.empty()) events = trial_dir + "/" + EventFileName(int64_t(now), hostname_);
+    slot->events.open(events, std::ios::app | std::ios::binary);
+    if (slot->events.seekp(0, std::ios::end).tellp() == 0) {
+      event_.clear();
+      events_.AppendFileVersion(now, event_);
+      slot->events.write(event_.data(), std::streamsize(event_.size()));
+    }
+    if (!task.config.is_null()) slot->config = std::make_unique<ConfigText>(task.config);
+    if (!slot->result_json || !slot->progress_csv || !slot->events) {
+      spdlog::error("Cannot write result files in {}", trial_dir);
+    }
   }
   return slot.get();
 }
 
 void ResultFiles::Run(Task& task) {
   switch (task.kind) {
-    case Task::Kind::kParams: {
+    case Task::Kind::kParams:
+    case Task::Kind::kConfig: {
+      if (auto it = open_.find(task.trial_index); it != open_.end()) {
+        it->second->config = std::make_unique<ConfigText>(task.config);
+      }
+      if (task.kind == Task::Kind::kConfig) return;
       MakeTrialDir(task.trial_dir);
       std::ofstream params(task.trial_dir + "/params.json", std::ios::trunc);
       params << task.config.dump(2) << "\n";
@@ -180,7 +216,7 @@ void ResultFiles::Run(Task& task) {
     }
     case Task::Kind::kResult: {
       TrialFiles* files = Open(task);
-      if (files == nullptr || !text_.Decode(task.result_msgpack)) return;
+      if (files == nullptr || !text_.Decode(task.result_msgpack, files->config.get())) return;
       TrialFiles& f = *files;
       line_.clear();
       text_.AppendJsonLine(line_);
@@ -196,6 +232,9 @@ void ResultFiles::Run(Task& task) {
       }
       text_.AppendCsvRow(f.csv_columns, row_);
       f.progress_csv.write(row_.data(), std::streamsize(row_.size()));
+      event_.clear();
+      events_.AppendResult(text_, event_);
+      f.events.write(event_.data(), std::streamsize(event_.size()));
       dirty_.insert(task.trial_index);
       return;
     }
@@ -207,6 +246,7 @@ void ResultFiles::Run(Task& task) {
       for (auto& [dir, f] : open_) {
         f->result_json.flush();
         f->progress_csv.flush();
+        f->events.flush();
       }
       dirty_.clear();
       return;

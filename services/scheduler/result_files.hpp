@@ -1,5 +1,7 @@
 // ResultFiles: writes a trial's files in Ray Tune's layout (<trial>/params.json, result.json as
-// JSON lines, progress.csv with the columns of the first result) on a background thread, so the
+// JSON lines, progress.csv with the columns of the first result, events.out.tfevents.* for
+// TensorBoard; shapes in result_text.hpp and tensorboard_events.hpp, docs/results.md) on a
+// background thread, so the
 // scheduler's event loop never waits on the file system (creating a trial's files costs ext4
 // inode allocations; formatting a result line and a CSV row costs more than deciding on it).
 // The journal, not these files, is the record of an experiment: the files are its projection for
@@ -39,6 +41,7 @@
 #include <nlohmann/json.hpp>
 
 #include "services/scheduler/result_text.hpp"
+#include "services/scheduler/tensorboard_events.hpp"
 
 namespace tunebus {
 
@@ -52,17 +55,24 @@ class ResultFiles {
   ResultFiles(const ResultFiles&) = delete;
   ResultFiles& operator=(const ResultFiles&) = delete;
 
-  /// Creates `trial_dir` and (re)writes <trial_dir>/params.json with `config` (indented).
+  /// Creates `trial_dir` and (re)writes <trial_dir>/params.json with `config` (indented); the
+  /// rows of trial `trial_index` that follow show this config (SetConfig).
   /// `after_record`: the journal position (JournalWriter::Append's) this task waits for; 0 = none.
-  void WriteParams(const std::string& trial_dir, nlohmann::json config, uint64_t after_record = 0);
-  /// Appends a result of trial `trial_index` to <trial_dir>/result.json and a row to
+  void WriteParams(int64_t trial_index, const std::string& trial_dir, nlohmann::json config,
+                   uint64_t after_record = 0);
+  /// The rows of trial `trial_index` that follow show `config` (a PBT exploit changed it), if its
+  /// files are open; otherwise the next AppendResult brings the config.
+  void SetConfig(int64_t trial_index, nlohmann::json config, uint64_t after_record = 0);
+  /// Appends a result of trial `trial_index` to <trial_dir>/result.json, a row to
   /// <trial_dir>/progress.csv (header from the first result of the trial; later keys outside it
-  /// are left out, as Ray Tune's CSV logger). Files are opened on the first result and kept open
-  /// until Close. `trial_dir` is needed only while the trial's files are not open (IsOpen false):
-  /// the loop builds no path per result. `result_msgpack`: the result object as msgpack
-  /// (formatted on the writer thread).
+  /// are left out, as Ray Tune's CSV logger) and an event to its TensorBoard event file (created
+  /// on the first result; an existing one is appended to). Files are opened on the first result
+  /// and kept open until Close. `trial_dir` and `config` (the trial's config, shown in every row;
+  /// nullptr: none) are needed only while the trial's files are not open (IsOpen false): the
+  /// loop builds no path and copies no config per result. `result_msgpack`: the result object as
+  /// msgpack (formatted on the writer thread).
   void AppendResult(int64_t trial_index, const std::string& trial_dir, std::string result_msgpack,
-                    uint64_t after_record = 0);
+                    uint64_t after_record = 0, const nlohmann::json* config = nullptr);
   /// True while the files of `trial_index` are open (between its first result and Close).
   bool IsOpen(int64_t trial_index) const { return open_on_writer_.contains(trial_index); }
   /// Flushes and closes the trial's files (it finished); a later result reopens them.
@@ -85,17 +95,19 @@ class ResultFiles {
 
  private:
   struct Task {
-    enum class Kind { kParams, kResult, kClose, kFlushFiles } kind;
+    enum class Kind { kParams, kConfig, kResult, kClose, kFlushFiles } kind;
     uint64_t after_record = 0;   // journal position to wait for (0: none)
-    int64_t trial_index = -1;    // kResult, kClose
+    int64_t trial_index = -1;    // kParams, kConfig, kResult, kClose
     std::string trial_dir;       // kParams; kResult when the files are not open yet
     std::string result_msgpack;  // kResult
-    nlohmann::json config;       // kParams
+    nlohmann::json config;       // kParams, kConfig; kResult when opening (null: none)
   };
   struct TrialFiles {
     std::ofstream result_json;
     std::ofstream progress_csv;
+    std::ofstream events;  // events.out.tfevents.*
     std::vector<std::string> csv_columns;
+    std::unique_ptr<ConfigText> config;  // null: rows show no config
   };
   void Loop();
   void HandOver(std::vector<Task>::iterator end);    // loop thread: staged_[begin, end) to the writer
@@ -117,7 +129,9 @@ class ResultFiles {
   std::unordered_map<int64_t, std::unique_ptr<TrialFiles>> open_;  // trial index -> its files
   std::unordered_set<int64_t> dirty_;  // trials written to since the last flush to the kernel
   ResultText text_;
-  std::string line_, row_;
+  TensorBoardEvents events_;
+  std::string line_, row_, event_;
+  std::string hostname_;  // in new event files' names
   std::thread thread_;
 };
 

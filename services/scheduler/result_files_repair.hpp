@@ -1,15 +1,18 @@
 // ResultFilesRepair: brings a resumed experiment's result files back to what its journal holds
 // (docs/recovery.md "The results folder"). The files of a trial hold exactly the journal's result
-// records of that trial, in journal order: one line of result.json and one row of progress.csv
-// each (after the CSV header). A scheduler killed mid-run leaves them short (rows its writer had
+// records of that trial, in journal order: one line of result.json, one row of progress.csv
+// (after the CSV header) and one record of its TensorBoard event file (after the file version)
+// each. Every row is derived from its record and the trial's config at that point of the journal
+// (trial_added / trial_updated records), so a repaired row is the row live writing gave. A scheduler killed mid-run leaves them short (rows its writer had
 // not written yet) or with a torn last line; one killed while ending the experiment may leave rows
 // whose records never became durable. Repairing twice changes nothing.
 //
 // Use, on the loop thread before the resumed experiment takes new results:
 //   1. Plan(trials): cuts torn last lines and rows beyond the journal's, writes a missing
 //      params.json, and returns how many rows are missing;
-//   2. if any are, OnResultRecord(trial, result) for every result record of the journal in
-//      order: the missing ones are staged on the experiment's ResultFiles (which keeps the CSV
+//   2. if any are, for every record of the journal in order, OnConfigRecord(trial, config) for a
+//      trial_added or trial_updated record and OnResultRecord(trial, result) for a result
+//      record: the missing rows are staged on the experiment's ResultFiles (which keeps the CSV
 //      header already there), ahead of every live result.
 #pragma once
 
@@ -39,6 +42,11 @@ FileRows CountRows(const std::string& path, bool csv);
 /// Cuts `path` after its first `keep` rows (after the header too, for a CSV), dropping a torn
 /// tail. Returns false (and logs) if the file cannot be cut.
 bool CutAfterRows(const std::string& path, bool csv, int64_t keep);
+/// Counts the result records of a TensorBoard event file (tensorboard_events.hpp): complete
+/// records after the file version; `header` is whether the file version is complete.
+FileRows CountEventRows(const std::string& path);
+/// Cuts an event file after its file version and `keep` result records, dropping a torn tail.
+bool CutAfterEventRows(const std::string& path, int64_t keep);
 
 class ResultFilesRepair {
  public:
@@ -57,6 +65,8 @@ class ResultFilesRepair {
   /// Step 1 (see above). `trials`: as replayed (num_results = result records in the journal).
   /// Returns the rows missing.
   int64_t Plan(const std::vector<Trial>& trials);
+  /// Step 2: the next trial_added / trial_updated record of the journal, `config` its `config`.
+  void OnConfigRecord(const Trial& trial, const nlohmann::json& config);
   /// Step 2: the next result record of the journal, `result` its `result` object.
   void OnResultRecord(const Trial& trial, const nlohmann::json& result);
   const Summary& summary() const { return summary_; }
@@ -66,6 +76,7 @@ class ResultFilesRepair {
     int64_t kept = 0;   // rows the files hold after Plan
     int64_t seen = 0;   // result records of the trial fed so far
     int64_t total = 0;  // result records of the trial in the journal
+    nlohmann::json config;  // the trial's config at the journal record fed last
   };
   std::string experiment_dir_;
   ResultFiles& files_;

@@ -133,10 +133,12 @@ void Scheduler::RepairResultFiles(JournalReader& reader, Experiment& e, uint64_t
   ResultFilesRepair repair(e.experiment_dir, e.recorder->files());
   if (repair.Plan(e.runner->trials()) > 0) {
     Status read = reader.ForEachRecord(e.journal_name, 1, last_seq, [&](const json& r) {
-      if (r.value("kind", "") != "result") return;
-      if (const Trial* t = e.runner->FindTrial(r.value("trial_id", "")); t && r.contains("result")) {
-        repair.OnResultRecord(*t, r["result"]);
-      }
+      const std::string kind = r.value("kind", "");
+      if (kind != "result" && kind != "trial_added" && kind != "trial_updated") return;
+      const Trial* t = e.runner->FindTrial(r.value("trial_id", ""));
+      if (t == nullptr) return;
+      if (kind == "result" && r.contains("result")) repair.OnResultRecord(*t, r["result"]);
+      if (kind != "result" && r.contains("config")) repair.OnConfigRecord(*t, r["config"]);
     });
     if (!read.ok()) spdlog::error("Result files of {} stay incomplete: {}", e.spec.name, read.ToString());
   }

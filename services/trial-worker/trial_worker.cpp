@@ -2,8 +2,12 @@
 // in trial_worker_trials.cpp.
 #include "services/trial-worker/trial_worker.hpp"
 
+#include <arpa/inet.h>
 #include <fmt/format.h>
+#include <netdb.h>
+#include <netinet/in.h>
 #include <spdlog/spdlog.h>
+#include <sys/socket.h>
 #include <unistd.h>
 
 #include <cmath>
@@ -39,6 +43,47 @@ std::string Hostname() {
   return buf;
 }
 
+// The local IPv4 address the kernel would send from towards `host` (a UDP socket's connect
+// sends nothing), or "" if there is no route.
+std::string SourceAddressTowards(const std::string& host) {
+  addrinfo hints{};
+  hints.ai_family = AF_INET;
+  hints.ai_socktype = SOCK_DGRAM;
+  addrinfo* found = nullptr;
+  if (::getaddrinfo(host.c_str(), "9", &hints, &found) != 0 || found == nullptr) return "";
+  std::string address;
+  const int fd = ::socket(AF_INET, SOCK_DGRAM, 0);
+  if (fd >= 0 && ::connect(fd, found->ai_addr, found->ai_addrlen) == 0) {
+    sockaddr_in local{};
+    socklen_t len = sizeof(local);
+    char text[INET_ADDRSTRLEN] = {};
+    if (::getsockname(fd, reinterpret_cast<sockaddr*>(&local), &len) == 0 &&
+        ::inet_ntop(AF_INET, &local.sin_addr, text, sizeof(text)) != nullptr) {
+      address = text;
+    }
+  }
+  if (fd >= 0) ::close(fd);
+  ::freeaddrinfo(found);
+  return address;
+}
+
+// Ray Tune's `node_ip` (ray.util.get_node_ip_address: the source address of a route outwards):
+// the address this host reaches the scheduler from when that is not loopback, else the one it
+// reaches the outside (8.8.8.8) from, else 127.0.0.1 (no route: a host on its own).
+std::string NodeIp(const std::string& scheduler_endpoint) {
+  std::string host;
+  if (scheduler_endpoint.rfind("tcp://", 0) == 0) {
+    host = scheduler_endpoint.substr(6, scheduler_endpoint.rfind(':') - 6);
+    if (host.size() >= 2 && host.front() == '[') host = host.substr(1, host.size() - 2);
+  }
+  std::string ip = host.empty() || host == "*" ? "" : SourceAddressTowards(host);
+  if (ip.empty() || ip.rfind("127.", 0) == 0) {
+    const std::string outward = SourceAddressTowards("8.8.8.8");
+    if (!outward.empty()) ip = outward;
+  }
+  return ip.empty() ? "127.0.0.1" : ip;
+}
+
 }  // namespace
 
 Result<std::unique_ptr<TrialWorker>> TrialWorker::Create(zmq::context_t& ctx,
@@ -54,6 +99,7 @@ Result<std::unique_ptr<TrialWorker>> TrialWorker::Create(zmq::context_t& ctx,
   if (options.memory_bytes < 0) return Status::InvalidArgument("memory_bytes must be >= 0");
   if (auto cap = Capacity(options); !cap.ok()) return cap.status();
   std::string hostname = Hostname();
+  if (options.node_ip.empty()) options.node_ip = NodeIp(options.scheduler_endpoint);
   if (options.worker_id.empty()) options.worker_id = fmt::format("{}-{}", hostname, ::getpid());
 
   auto scheduler =
@@ -72,6 +118,7 @@ TrialWorker::TrialWorker(TrialWorkerOptions options, std::string hostname, zmq::
                          zmq::socket_t rm, zmq::socket_t store)
     : options_(std::move(options)),
       hostname_(std::move(hostname)),
+      node_ip_(options_.node_ip),
       scheduler_(std::move(scheduler)) {
   rm_ = std::make_unique<bus::RequestClient>(loop_, std::move(rm), "resource-manager");
   store_ = std::make_unique<bus::RequestClient>(loop_, std::move(store), "checkpoint-store");

@@ -56,6 +56,7 @@ struct TrialWorkerOptions {
   int64_t liveness = 3;                // intervals of scheduler silence before a warning
   int64_t max_unacked_results = 1000;  // reports beyond this wait inside their trainables
   int64_t stop_grace_ms = 2000;        // time a stopping trainable gets before SIGKILL
+  std::string node_ip;                 // results' `node_ip`; "" = the address this host reaches the scheduler from
   metrics::MetricsOptions metrics;  // --metrics-port / --metrics-host (0 = off)
 };
 
@@ -183,6 +184,7 @@ class TrialWorker {
 
   TrialWorkerOptions options_;
   std::string hostname_;
+  std::string node_ip_;  // this host's address, in every result (NodeIp in trial_worker.cpp)
   bus::EventLoop loop_;
   zmq::socket_t scheduler_;
   std::unique_ptr<bus::RequestClient> rm_;

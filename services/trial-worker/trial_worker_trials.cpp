@@ -3,12 +3,15 @@
 #include <fmt/ranges.h>
 #include <spdlog/spdlog.h>
 
+#include <unistd.h>
+
 #include <algorithm>
 #include <chrono>
 #include <filesystem>
 
 #include "libs/bus/service_guard.hpp"
 #include "libs/bus/socket.hpp"
+#include "libs/core/trial.hpp"
 #include "services/trial-worker/trial_worker.hpp"
 
 namespace tunebus {
@@ -378,6 +381,13 @@ void TrialWorker::AfterTrainableEvent(TrialRun& run) {
     result.trial_id = run.trial_id;
     result.attempt = run.attempt;
     result.seq = ++run.last_seq;
+    // Ray Tune's auto-filled keys that only the worker knows (they replace reported ones).
+    if (report.metrics.is_object()) {
+      const int64_t pid = t.process_id();
+      report.metrics[result_keys::kHostname] = hostname_;
+      report.metrics[result_keys::kNodeIp] = node_ip_;
+      report.metrics[result_keys::kPid] = pid > 0 ? pid : int64_t(::getpid());
+    }
     // As msgpack (keys sorted, numbers as they are): the scheduler takes the entries without
     // parsing text.
     nlohmann::json::to_msgpack(report.metrics, result.metrics.bytes);

@@ -7,6 +7,7 @@
 #include <gtest/gtest.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
@@ -51,11 +52,12 @@ class ResultFilesRepairTest : public ::testing::Test {
   fs::path Reference(int64_t n) {
     const fs::path trial_dir = dir_ / "reference" / trial_.DirName();
     ResultFiles files;
-    files.WriteParams(trial_dir.string(), trial_.config);
+    files.WriteParams(0, trial_dir.string(), trial_.config);
     for (int64_t i = 1; i <= n; ++i) {
       std::string bytes;
       json::to_msgpack(ResultAt(i), bytes);
-      files.AppendResult(0, trial_dir.string(), std::move(bytes));
+      if (i == switch_config_at_) files.WriteParams(0, trial_dir.string(), second_config_);
+      files.AppendResult(0, trial_dir.string(), std::move(bytes), 0, &trial_.config);
     }
     files.Drain();
     return trial_dir;
@@ -67,7 +69,11 @@ class ResultFilesRepairTest : public ::testing::Test {
     ResultFiles files;
     ResultFilesRepair repair((dir_ / "repaired").string(), files);
     if (repair.Plan({trial_}) > 0) {
-      for (int64_t i = 1; i <= n; ++i) repair.OnResultRecord(trial_, ResultAt(i));
+      repair.OnConfigRecord(trial_, first_config_);  // trial_added
+      for (int64_t i = 1; i <= n; ++i) {
+        if (i == switch_config_at_) repair.OnConfigRecord(trial_, second_config_);  // a PBT exploit
+        repair.OnResultRecord(trial_, ResultAt(i));
+      }
     }
     files.Drain();
     return repair.summary();
@@ -75,7 +81,13 @@ class ResultFilesRepairTest : public ::testing::Test {
 
   fs::path dir_;
   Trial trial_;
+  int64_t switch_config_at_ = 0;  // from this result on the trial's config is second_config_
+  json first_config_ = {{"lr", 0.1}};  // in the trial_added record
+  json second_config_ = {{"lr", 0.5}};
 };
+
+// The trial's TensorBoard event file in `trial_dir` ("" if none).
+std::string Events(const fs::path& trial_dir) { return FindEventFile(trial_dir.string()); }
 
 TEST_F(ResultFilesRepairTest, ShortAndTornFilesAreCompletedToTheBytesOfAnUnkilledRun) {
   // The killed writer left 3 lines and half a fourth in result.json and 4 rows in progress.csv;
@@ -91,20 +103,60 @@ TEST_F(ResultFilesRepairTest, ShortAndTornFilesAreCompletedToTheBytesOfAnUnkille
   cut = 0;
   for (int i = 0; i < 5; ++i) cut = csv_text.find('\n', cut) + 1;  // the header and 4 rows
   Write(repaired / "progress.csv", csv_text.substr(0, cut));
+  // The event file: its file version, 4 results and 5 bytes of a fifth.
+  const std::string events_name = fs::path(Events(reference)).filename().string();
+  const std::string events_text = Read(reference / events_name);
+  size_t events_cut = 0;
+  int records = 0;
+  ScanTfRecords((reference / events_name).string(), [&](int64_t end) {
+    events_cut = size_t(end);
+    return ++records < 5;
+  });
+  Write(repaired / events_name, events_text.substr(0, events_cut + 5));
 
   const auto summary = Repair(6);
-  EXPECT_EQ(summary.torn_lines, 1);
+  EXPECT_EQ(summary.torn_lines, 2);
   EXPECT_EQ(summary.missing_rows, 3);
   EXPECT_EQ(summary.rows_written, 3);
   EXPECT_EQ(summary.params_written, 1);
   EXPECT_EQ(Read(repaired / "result.json"), json_text);
   EXPECT_EQ(Read(repaired / "progress.csv"), csv_text);
+  EXPECT_EQ(Read(repaired / events_name), events_text);
   EXPECT_EQ(Read(repaired / "params.json"), Read(reference / "params.json"));
 
   const auto again = Repair(6);  // idempotent
   EXPECT_EQ(again.missing_rows + again.torn_lines + again.surplus_rows + again.params_written, 0);
   EXPECT_EQ(Read(repaired / "result.json"), json_text);
   EXPECT_EQ(Read(repaired / "progress.csv"), csv_text);
+  EXPECT_EQ(Read(repaired / events_name), events_text);
+}
+
+TEST_F(ResultFilesRepairTest, RepairedRowsShowTheConfigTheJournalHadAtEachResult) {
+  // A PBT exploit changed the trial's config before result 3; the files lost everything but
+  // their event file's file version. The repaired rows show lr 0.1 in rows 1-2 and 0.5 in rows
+  // 3-4, as live writing did: result.json's `config`, progress.csv's `config/lr`.
+  switch_config_at_ = 3;
+  const fs::path reference = Reference(4);
+  const fs::path repaired = dir_ / "repaired" / trial_.DirName();
+  fs::create_directories(repaired);
+  const std::string events_name = fs::path(Events(reference)).filename().string();
+  size_t version_end = 0;
+  ScanTfRecords((reference / events_name).string(), [&](int64_t end) {
+    version_end = size_t(end);
+    return false;
+  });
+  Write(repaired / events_name, Read(reference / events_name).substr(0, version_end));
+  trial_.config = second_config_;  // as replayed: the trial's current config
+  Repair(4);
+  trial_.config = {{"lr", 0.1}};
+  EXPECT_EQ(Read(repaired / "result.json"), Read(reference / "result.json"));
+  EXPECT_EQ(Read(repaired / "progress.csv"), Read(reference / "progress.csv"));
+  EXPECT_EQ(Read(repaired / events_name), Read(reference / events_name));
+  std::ifstream lines(repaired / "result.json");
+  std::vector<double> lrs;
+  for (std::string line; std::getline(lines, line);) lrs.push_back(json::parse(line)["config"]["lr"].get<double>());
+  EXPECT_EQ(lrs, (std::vector<double>{0.1, 0.1, 0.5, 0.5}));
+  EXPECT_NE(Read(repaired / "progress.csv").find("config/lr"), std::string::npos);
 }
 
 TEST_F(ResultFilesRepairTest, RowsBeyondTheJournalAreCut) {

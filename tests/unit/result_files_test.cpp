@@ -52,7 +52,7 @@ TEST_F(ResultFilesTest, WritesRayTuneFilesAndKeepsTheHeaderWhenATrialReopens) {
   const fs::path trial = dir_ / "t_00000_0";
   {
     ResultFiles files;
-    files.WriteParams(trial.string(), {{"lr", 0.1}});
+    files.WriteParams(0, trial.string(), {{"lr", 0.1}});
     files.AppendResult(0, trial.string(), Msgpack({{"acc", 0.5}, {"training_iteration", 1}}));
     EXPECT_TRUE(files.IsOpen(0));
     files.AppendResult(0, "", Msgpack({{"acc", 0.75}, {"training_iteration", 2}}));

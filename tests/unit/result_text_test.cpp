@@ -76,6 +76,38 @@ TEST(ResultTextTest, CsvRowFollowsTheGivenColumnsWithQuotingAndGaps) {
   EXPECT_EQ(text.Keys(), (std::vector<std::string>{"a", "c", "d", "e", "new"}));
 }
 
+TEST(ResultTextTest, RowsShowTheTrialsConfigAndFlattenNestedMetricsWithSlashes) {
+  // Ray Tune 2.x: result.json holds the trial's config as `config` (replacing a reported one),
+  // and the CSV columns are the result flattened with '/': `info/a`, `config/lr`,
+  // `config/model/depth`; an empty object gives no column.
+  const json result = {{"acc", 0.5},
+                       {"config", "reported"},
+                       {"info", {{"a", 1}, {"deep", {{"b", "x"}}}, {"none", json::object()}}},
+                       {"training_iteration", 2}};
+  const ConfigText config(json{{"lr", 0.01}, {"model", {{"depth", 3}, {"kind", "mlp"}}}});
+  ResultText text;
+  const std::string bytes = Msgpack(result);
+  ASSERT_TRUE(text.Decode(bytes, &config));
+  std::string line;
+  text.AppendJsonLine(line);
+  json expected = result;
+  expected["config"] = {{"lr", 0.01}, {"model", {{"depth", 3}, {"kind", "mlp"}}}};
+  EXPECT_EQ(json::parse(line), expected) << line;
+  EXPECT_EQ(text.Keys(), (std::vector<std::string>{"acc", "config/lr", "config/model/depth", "config/model/kind",
+                                                   "info/a", "info/deep/b", "training_iteration"}));
+  std::string row;
+  text.AppendCsvRow(text.Keys(), row);
+  EXPECT_EQ(row, "0.5,0.01,3,mlp,1,x,2\n");
+  EXPECT_EQ(text.Number("training_iteration"), 2.0);
+  EXPECT_EQ(text.Number("info/a"), 1.0);
+  EXPECT_EQ(text.Number("config/lr"), std::nullopt);  // config cells are not metrics
+  // Without a config the result is shown as it is (its own `config` key included).
+  ASSERT_TRUE(text.Decode(bytes));
+  line.clear();
+  text.AppendJsonLine(line);
+  EXPECT_EQ(json::parse(line), result);
+}
+
 TEST(ResultTextTest, BytesThatAreNotAMapAreRefused) {
   ResultText text;
   EXPECT_FALSE(text.Decode(Msgpack(json::array({1, 2}))));

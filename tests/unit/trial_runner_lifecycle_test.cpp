@@ -41,6 +41,36 @@ class ScriptedScheduler final : public TrialScheduler {
   std::vector<std::string> removed, completed;
 };
 
+TEST_F(TrialLifecycleTest, ATrialThatReturnsRecordsItsLastResultAgainWithDoneTrue) {
+  // The trainable reports twice (not done) and returns: the runner records the last result again
+  // with done=true and decision "stop" before the TERMINATED status (so the last row of the
+  // files says done: true), counts it in num_results, and shows it to no trial scheduler. A
+  // trial whose last result already said done gets no extra result. Every result carries `date`
+  // (its timestamp as local time, Ray Tune's form).
+  Start({}, 2);
+  Run(0);
+  Run(1);
+  ASSERT_TRUE(Report(0, 1, {{"acc", 1}}).ok());
+  ASSERT_TRUE(Report(0, 2, {{"acc", 2}}).ok());
+  ASSERT_TRUE(Report(1, 1, {{"acc", 3}, {"done", true}}).ok());
+  const size_t before = obs_.results.size();
+  runner_->OnTrialExited(Id(0), 1, true, "");
+  runner_->OnTrialExited(Id(1), 1, true, "");
+  ASSERT_EQ(obs_.results.size(), before + 1);
+  const auto& last = obs_.results.back();
+  EXPECT_EQ(last.trial_id, Id(0));
+  EXPECT_EQ(last.decision, "stop");
+  EXPECT_EQ(last.result.value("done", false), true);
+  EXPECT_EQ(last.result.value("acc", 0), 2);
+  EXPECT_EQ(last.result.value("training_iteration", 0), 2);
+  EXPECT_EQ(last.result.value("date", ""), RayDate(last.result.value("timestamp", int64_t(0))));
+  EXPECT_EQ(T(0).num_results, 3);
+  EXPECT_EQ(T(0).training_iteration, 2);
+  EXPECT_EQ(T(0).status, TrialStatus::kTerminated);
+  EXPECT_EQ(T(1).num_results, 1);
+  EXPECT_EQ(obs_.results[before - 1].result.value("done", false), true);  // trial 1's own
+}
+
 TEST_F(TrialLifecycleTest, PauseOfARunningTrialIsPausedOnlyOnceItsCheckpointIsStoredAndItHasExited) {
   // Ray's pause_trial saves, then the trial is PAUSED: here the next result is answered
   // "pause", the trial stays RUNNING (pausing) while the worker saves, and it is PAUSED, its
