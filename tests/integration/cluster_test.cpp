@@ -400,23 +400,22 @@ TEST(ClusterTest, UnknownCommandTrialErrorsWithReason) {
   EXPECT_NE(ReadFile(error_txt).find("/nonexistent/trainer"), std::string::npos) << ReadFile(error_txt);
 }
 
-TEST(ClusterTest, CommandTrainableWithPythonHelper) {
-  // An embedded run of a Python trainable that uses clients/python/tunebus.py: 3 results per trial, its stdout saved in the trial folder.
-  // (The source folder travels as TRAINER_SOURCE_DIR: trainable.env rejects names starting with TUNEBUS_.)
-  if (std::system("command -v python3 >/dev/null 2>&1") != 0) GTEST_SKIP() << "python3 is not on PATH";
-  TempDir dir;
-  WriteFile(dir.path() / "py" / "train.py",
+// Writes <dir>/<name>/train.py (`loop`: its body after `cfg = tunebus.config()`, which imports
+// clients/python/tunebus.py) and <dir>/<name>/exp.yaml running it with `python` over
+// x in {1, 2}, metric score (max), results in <dir>/<name>/results. Returns exp.yaml's path.
+// (The source folder travels as TRAINER_SOURCE_DIR: trainable.env rejects names starting with
+// TUNEBUS_.)
+fs::path WritePythonExperiment(const fs::path& dir, const std::string& name, const std::string& python,
+                               const std::string& loop) {
+  WriteFile(dir / name / "train.py",
             "import os, sys\n"
             "sys.path.insert(0, os.path.join(os.environ['TRAINER_SOURCE_DIR'], 'clients', 'python'))\n"
             "import tunebus\n"
-            "cfg = tunebus.config()\n"
-            "print('hello from', tunebus.trial_id(), flush=True)\n"
-            "for i in range(3):\n"
-            "    tunebus.report(score=cfg['x'] * (i + 1))\n");
-  const fs::path file = dir.path() / "py" / "exp.yaml";
-  WriteFile(file, "name: py\n"
+            "cfg = tunebus.config()\n" + loop);
+  const fs::path file = dir / name / "exp.yaml";
+  WriteFile(file, "name: " + name + "\n"
                   "trainable:\n"
-                  "  command: [python3, train.py]\n"
+                  "  command: [" + python + ", train.py]\n"
                   "  env:\n"
                   "    TRAINER_SOURCE_DIR: " + SourceDir().string() + "\n"
                   "param_space:\n"
@@ -424,6 +423,17 @@ TEST(ClusterTest, CommandTrainableWithPythonHelper) {
                   "metric: score\n"
                   "mode: max\n"
                   "results_dir: results\n");
+  return file;
+}
+
+TEST(ClusterTest, CommandTrainableWithPythonHelper) {
+  // An embedded run of a Python trainable that uses clients/python/tunebus.py: 3 results per trial, its stdout saved in the trial folder.
+  if (std::system("command -v python3 >/dev/null 2>&1") != 0) GTEST_SKIP() << "python3 is not on PATH";
+  TempDir dir;
+  const fs::path file = WritePythonExperiment(dir.path(), "py", "python3",
+                                              "print('hello from', tunebus.trial_id(), flush=True)\n"
+                                              "for i in range(3):\n"
+                                              "    tunebus.report(score=cfg['x'] * (i + 1))\n");
   auto run = RunTunectl({"-o", "json", "run", "--cpus", "2", file.string()}, 60s, dir.path() / "tunectl", dir.path());
   ASSERT_EQ(run.exit_code, 0) << run.Describe();
   const json summary = run.Json();
@@ -478,25 +488,10 @@ TEST(ClusterTest, ResultsFolderReadsAsARayTuneUsersNotebookReadsIt) {
   if (python.empty()) GTEST_SKIP() << "no Python with pandas and protobuf (Debian python3-pandas python3-protobuf)";
   if (std::system("command -v protoc >/dev/null 2>&1") != 0) GTEST_SKIP() << "protoc is not on PATH";
   TempDir dir;
-  WriteFile(dir.path() / "nb" / "train.py",
-            "import os, sys\n"
-            "sys.path.insert(0, os.path.join(os.environ['TRAINER_SOURCE_DIR'], 'clients', 'python'))\n"
-            "import tunebus\n"
-            "cfg = tunebus.config()\n"
-            "for i in range(3):\n"
-            "    score = cfg['x'] * (i + 1)\n"
-            "    tunebus.report(score=score, info={'a': score * 10})\n");
-  const fs::path file = dir.path() / "nb" / "exp.yaml";
-  WriteFile(file, "name: nb\n"
-                  "trainable:\n"
-                  "  command: [" + python + ", train.py]\n"
-                  "  env:\n"
-                  "    TRAINER_SOURCE_DIR: " + SourceDir().string() + "\n"
-                  "param_space:\n"
-                  "  x: {grid_search: [1, 2]}\n"
-                  "metric: score\n"
-                  "mode: max\n"
-                  "results_dir: results\n");
+  const fs::path file = WritePythonExperiment(dir.path(), "nb", python,
+                                              "for i in range(3):\n"
+                                              "    score = cfg['x'] * (i + 1)\n"
+                                              "    tunebus.report(score=score, info={'a': score * 10})\n");
   auto run = RunTunectl({"-o", "json", "run", "--cpus", "2", file.string()}, 60s, dir.path() / "tunectl", dir.path());
   ASSERT_EQ(run.exit_code, 0) << run.Describe();
   const fs::path experiment_dir = dir.path() / "nb" / "results" / "nb";
