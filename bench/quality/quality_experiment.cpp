@@ -7,7 +7,7 @@
 #include "bench/quality/synthetic_curve.hpp"
 #include "libs/spec/experiment_spec.hpp"
 #include "libs/tune/trial_runner.hpp"
-#include "libs/tune/trial_scheduler.hpp"
+#include "libs/tune/make_trial_scheduler.hpp"
 #include "libs/tune/variant_generator.hpp"
 
 namespace tunebus::bench {

@@ -1,6 +1,6 @@
 #include "libs/spec/spec_parser.hpp"
 
-#include "libs/tune/trial_scheduler.hpp"
+#include "libs/tune/make_trial_scheduler.hpp"
 
 #include <fmt/format.h>
 

@@ -2,11 +2,6 @@
 
 #include <fmt/format.h>
 
-#include "libs/tune/asha_scheduler.hpp"
-#include "libs/tune/hyperband_scheduler.hpp"
-#include "libs/tune/median_stopping_rule.hpp"
-#include "libs/tune/pbt_scheduler.hpp"
-
 namespace tunebus {
 
 const char* DecisionName(Decision d) {
@@ -46,19 +41,6 @@ Status JournaledTrialScheduler::ApplyStateDelta(const nlohmann::json& delta) {
 void JournaledTrialScheduler::Record(nlohmann::json event) {
   (void)Apply(event);
   delta_.push_back(std::move(event));
-}
-
-Result<std::unique_ptr<TrialScheduler>> MakeTrialScheduler(const std::string& name,
-                                                           const nlohmann::json& config,
-                                                           const std::string& metric,
-                                                           const std::string& mode, uint64_t seed) {
-  using Ptr = std::unique_ptr<TrialScheduler>;
-  if (name == "fifo" || name.empty()) return Ptr(new FifoScheduler());
-  if (name == "asha") return AshaScheduler::Create(config, metric, mode, seed);
-  if (name == "hyperband") return HyperBandScheduler::Create(config, metric, mode);
-  if (name == "median_stopping") return MedianStoppingRule::Create(config, metric, mode);
-  if (name == "pbt") return PopulationBasedTraining::Create(config, metric, mode, seed);
-  return Status::InvalidArgument("type: unknown trial scheduler '" + name + "'");
 }
 
 }  // namespace tunebus

@@ -160,17 +160,4 @@ class FifoScheduler final : public TrialScheduler {
   int64_t ChooseTrialToRun(const std::set<int64_t>& pending) override { return *pending.begin(); }
 };
 
-/// Builds the trial scheduler named in an experiment file ("fifo", ...). `config` holds its
-/// parameters (the experiment file's `scheduler_config`); `metric`/`mode` are the experiment's,
-/// used when the config names none (Ray Tune's behaviour).
-/// Errors: InvalidArgument for an unknown name or bad parameters.
-/// "fifo", "asha", "hyperband", "median_stopping" or "pbt". `seed` seeds the schedulers that
-/// draw random numbers (ASHA's bracket choice, PBT), so a run is reproducible.
-/// Errors: InvalidArgument "<param>: <what is wrong>" (see SchedulerParams).
-Result<std::unique_ptr<TrialScheduler>> MakeTrialScheduler(const std::string& name,
-                                                           const nlohmann::json& config,
-                                                           const std::string& metric,
-                                                           const std::string& mode,
-                                                           uint64_t seed = 0);
-
 }  // namespace tunebus

@@ -8,6 +8,7 @@
 
 #include "libs/bus/service_guard.hpp"
 #include "libs/journal/records.hpp"
+#include "libs/tune/make_trial_scheduler.hpp"
 #include "proto/control.hpp"
 #include "proto/resources.hpp"
 #include "proto/store.hpp"

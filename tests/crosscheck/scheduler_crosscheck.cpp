@@ -34,6 +34,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "libs/tune/make_trial_scheduler.hpp"
 #include "libs/tune/trial_runner.hpp"
 
 namespace tunebus {

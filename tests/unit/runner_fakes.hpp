@@ -14,6 +14,7 @@
 #include <utility>
 #include <vector>
 
+#include "libs/tune/make_trial_scheduler.hpp"
 #include "libs/tune/trial_runner.hpp"
 
 namespace tunebus {
