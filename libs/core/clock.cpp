@@ -1,0 +1,38 @@
+#include "libs/core/clock.hpp"
+
+namespace tunebus {
+
+namespace {
+
+class RealClock final : public Clock {
+ public:
+  SteadyTime Now() const override { return std::chrono::steady_clock::now(); }
+  double WallSeconds() const override {
+    return std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
+  }
+};
+
+}  // namespace
+
+const Clock& Clock::Real() {
+  static const RealClock clock;
+  return clock;
+}
+
+SteadyTime ManualClock::Now() const {
+  std::lock_guard lock(mu_);
+  return now_;
+}
+
+double ManualClock::WallSeconds() const {
+  std::lock_guard lock(mu_);
+  return wall_seconds_;
+}
+
+void ManualClock::Advance(std::chrono::nanoseconds d) {
+  std::lock_guard lock(mu_);
+  now_ += d;
+  wall_seconds_ += std::chrono::duration<double>(d).count();
+}
+
+}  // namespace tunebus
