@@ -104,9 +104,17 @@ BENCHMARK(BM_ResultFromMsgpackMap);
 
 // A noop trial's result as the runner completes it (the auto-filled keys of Ray Tune).
 nlohmann::json SampleResult() {
-  return {{"value", 42}, {"training_iteration", 42}, {"time_this_iter_s", 1e-6}, {"time_total_s", 0.01},
-          {"timestamp", 1795366691}, {"trial_id", "bench0_00001"}, {"experiment_tag", "1"}, {"done", false},
-          {"iterations_since_restore", 42}, {"time_since_restore", 0.01}, {"decision_latency_s", 0.000123}};
+  return {{"value", 42},
+          {"training_iteration", 42},
+          {"time_this_iter_s", 1e-6},
+          {"time_total_s", 0.01},
+          {"timestamp", 1795366691},
+          {"trial_id", "bench0_00001"},
+          {"experiment_tag", "1"},
+          {"done", false},
+          {"iterations_since_restore", 42},
+          {"time_since_restore", 0.01},
+          {"decision_latency_s", 0.000123}};
 }
 
 void BM_JournalResultRecordEncode(benchmark::State& state) {
@@ -115,7 +123,9 @@ void BM_JournalResultRecordEncode(benchmark::State& state) {
   t.attempt = 1;
   t.last_seq = 42;
   t.SetLastResult(SampleResult());
-  for (auto _ : state) benchmark::DoNotOptimize(tunebus::journal::EncodeResultRecord(t, t.last_result_msgpack, "continue"));
+  for (auto _ : state)
+    benchmark::DoNotOptimize(
+        tunebus::journal::EncodeResultRecord(t, t.last_result_msgpack, "continue"));
 }
 BENCHMARK(BM_JournalResultRecordEncode);
 

@@ -8,6 +8,7 @@
 //   {"benchmark": "raw_ingest", "senders", "results", "batches", "seconds", "results_per_s",
 //    "mean_batch", "machine"}
 // Usage: ingest_baseline [--results N] [--senders N] [--dir PATH] [--max-batch N]
+#include <fmt/format.h>
 #include <rocksdb/db.h>
 #include <rocksdb/write_batch.h>
 
@@ -16,12 +17,10 @@
 #include <cstdio>
 #include <cstring>
 #include <filesystem>
+#include <nlohmann/json.hpp>
 #include <string>
 #include <thread>
 #include <vector>
-
-#include <fmt/format.h>
-#include <nlohmann/json.hpp>
 #include <zmq.hpp>
 
 #include "bench/machine.hpp"
@@ -64,7 +63,8 @@ int main(int argc, char** argv) {
   int64_t results = 1'000'000;
   int senders = 4;
   int64_t max_batch = 10'000;
-  std::string dir = (std::filesystem::temp_directory_path() / fmt::format("raw-ingest-{}", ::getpid())).string();
+  std::string dir =
+      (std::filesystem::temp_directory_path() / fmt::format("raw-ingest-{}", ::getpid())).string();
   for (int i = 1; i + 1 < argc; i += 2) {
     if (!std::strcmp(argv[i], "--results")) results = std::atoll(argv[i + 1]);
     if (!std::strcmp(argv[i], "--senders")) senders = std::atoi(argv[i + 1]);
@@ -101,7 +101,8 @@ int main(int argc, char** argv) {
     while (in_batch < max_batch && got + in_batch < total && router.recv(peer, flags)) {
       (void)router.recv(payload);
       auto d = tunebus::proto::Decode(payload.data(), payload.size());
-      auto r = d.ok() ? d->As<tunebus::proto::ReportResult>() : decltype(d->As<tunebus::proto::ReportResult>())(d.status());
+      auto r = d.ok() ? d->As<tunebus::proto::ReportResult>()
+                      : decltype(d->As<tunebus::proto::ReportResult>())(d.status());
       if (!r.ok()) {
         ++bad;
       } else {

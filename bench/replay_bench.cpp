@@ -10,10 +10,9 @@
 #include <chrono>
 #include <cstdio>
 #include <cstring>
+#include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
-
-#include <nlohmann/json.hpp>
 
 #include "bench/machine.hpp"
 #include "libs/journal/records.hpp"
@@ -25,14 +24,17 @@ namespace {
 using nlohmann::json;
 using Clock = std::chrono::steady_clock;
 
-double Seconds(Clock::time_point since) { return std::chrono::duration<double>(Clock::now() - since).count(); }
+double Seconds(Clock::time_point since) {
+  return std::chrono::duration<double>(Clock::now() - since).count();
+}
 
 // The records a real experiment writes: submitted, per trial added + started, its results
 // (10 metrics each, as a scheduler journals them) and its final status.
 std::vector<std::string> MakeJournal(int trials, int results_per_trial) {
   using namespace tunebus;
   std::vector<std::string> out;
-  out.push_back(journal::EncodeRecord(journal::ExperimentSubmitted("abcde", "name: bench\n", "/tmp", "b.yaml", 1, 0)));
+  out.push_back(journal::EncodeRecord(
+      journal::ExperimentSubmitted("abcde", "name: bench\n", "/tmp", "b.yaml", 1, 0)));
   for (int i = 0; i < trials; ++i) {
     Trial t;
     t.trial_id = "abcde_" + std::to_string(i);
@@ -43,9 +45,15 @@ std::vector<std::string> MakeJournal(int trials, int results_per_trial) {
     t.worker_id = "w1";
     out.push_back(journal::EncodeRecord(journal::TrialStarted(t)));
     for (int k = 1; k <= results_per_trial; ++k) {
-      json result = {{"training_iteration", k}, {"time_total_s", 0.1 * k}, {"time_this_iter_s", 0.1},
-                     {"mean_accuracy", 0.5 + k * 1e-4}, {"loss", 1.0 / k}, {"done", false},
-                     {"trial_id", t.trial_id}, {"timestamp", 1795366691}, {"iterations_since_restore", k},
+      json result = {{"training_iteration", k},
+                     {"time_total_s", 0.1 * k},
+                     {"time_this_iter_s", 0.1},
+                     {"mean_accuracy", 0.5 + k * 1e-4},
+                     {"loss", 1.0 / k},
+                     {"done", false},
+                     {"trial_id", t.trial_id},
+                     {"timestamp", 1795366691},
+                     {"iterations_since_restore", k},
                      {"time_since_restore", 0.1 * k}};
       t.last_seq = k;
       out.push_back(journal::EncodeRecord(journal::ResultRecord(t, result, "continue")));
@@ -59,7 +67,8 @@ std::vector<std::string> MakeJournal(int trials, int results_per_trial) {
 }  // namespace
 
 // Decodes and applies records[from..] to `replayer`; false (with a message) on a bad record.
-bool Fold(tunebus::journal::JournalReplayer& replayer, const std::vector<std::string>& records, size_t from) {
+bool Fold(tunebus::journal::JournalReplayer& replayer, const std::vector<std::string>& records,
+          size_t from) {
   for (size_t i = from; i < records.size(); ++i) {
     auto r = tunebus::journal::DecodeRecord(records[i]);
     if (!r.ok() || !replayer.Apply(*r).ok()) {
@@ -106,7 +115,8 @@ int main(int argc, char** argv) {
   }
   if (!Fold(resumed, records, cut)) return 1;
   const double resume_s = Seconds(t0);
-  if (resumed.state().records != full.state().records || resumed.state().trials.size() != full.state().trials.size()) {
+  if (resumed.state().records != full.state().records ||
+      resumed.state().trials.size() != full.state().trials.size()) {
     std::fprintf(stderr, "snapshot + tail disagrees with the full replay\n");
     return 1;
   }

@@ -6,10 +6,9 @@
 #include <malloc.h>
 
 #include <iostream>
+#include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
-
-#include <nlohmann/json.hpp>
 
 #include "libs/core/trial.hpp"
 
@@ -28,8 +27,10 @@ int main() {
   const size_t after = mallinfo2().uordblks;
   for (const auto& t : kept) encoded += t.last_result_msgpack.size();
   const double per = kept.empty() ? 0.0 : double(after - before) / double(kept.size());
-  std::cout << nlohmann::json{{"results", lines.size()}, {"bytes_per_result", per},
-                              {"msgpack_bytes", kept.empty() ? 0.0 : double(encoded) / double(kept.size())}}
+  std::cout << nlohmann::json{{"results", lines.size()},
+                              {"bytes_per_result", per},
+                              {"msgpack_bytes",
+                               kept.empty() ? 0.0 : double(encoded) / double(kept.size())}}
                    .dump()
             << "\n";
   return lines.empty() ? 1 : 0;

@@ -12,17 +12,17 @@
 //                       [--asha-grace-period N] [--tau-lr-exponent X]
 //   --quick: 10 seeds of 32 trials (CI, a few seconds); default 20 seeds of 64 trials. ASHA runs
 //   with reduction_factor 4 and grace_period 4 (--asha-grace-period; why: docs/schedulers.md).
+#include <fmt/format.h>
+
 #include <algorithm>
-#include <cmath>
 #include <chrono>
+#include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
-
-#include <fmt/format.h>
-#include <nlohmann/json.hpp>
 
 #include "bench/machine.hpp"
 #include "bench/quality/quality_experiment.hpp"
@@ -42,15 +42,21 @@ struct Case {
 std::vector<Case> Cases(int64_t max_t, int64_t asha_grace) {
   return {
       {"fifo", "fifo"},
-      {"asha", fmt::format("{{type: asha, time_attr: training_iteration, max_t: {}, grace_period: {}, "
-                           "reduction_factor: 4, brackets: 1}}",
-                           max_t, asha_grace)},
-      {"hyperband", fmt::format("{{type: hyperband, time_attr: training_iteration, max_t: {}, reduction_factor: 3}}",
-                                max_t)},
-      {"median_stopping", "{type: median_stopping, time_attr: training_iteration, grace_period: 10, "
-                          "min_samples_required: 3}"},
-      {"pbt", "{type: pbt, time_attr: training_iteration, perturbation_interval: 10, "
-              "hyperparam_mutations: {lr: {loguniform: [1.0e-4, 1.0e-1]}, dropout: {uniform: [0.0, 0.5]}}}"},
+      {"asha",
+       fmt::format("{{type: asha, time_attr: training_iteration, max_t: {}, grace_period: {}, "
+                   "reduction_factor: 4, brackets: 1}}",
+                   max_t, asha_grace)},
+      {"hyperband",
+       fmt::format(
+           "{{type: hyperband, time_attr: training_iteration, max_t: {}, reduction_factor: 3}}",
+           max_t)},
+      {"median_stopping",
+       "{type: median_stopping, time_attr: training_iteration, grace_period: 10, "
+       "min_samples_required: 3}"},
+      {"pbt",
+       "{type: pbt, time_attr: training_iteration, perturbation_interval: 10, "
+       "hyperparam_mutations: {lr: {loguniform: [1.0e-4, 1.0e-1]}, dropout: {uniform: [0.0, "
+       "0.5]}}}"},
   };
 }
 
@@ -75,7 +81,8 @@ double Round(double x, int digits) {
 
 // Per scheduler, per seed.
 struct Series {
-  std::vector<double> best_final, best_final_true, best_reported, iterations, sim_time_s, checkpoints, restores, exploits;
+  std::vector<double> best_final, best_final_true, best_reported, iterations, sim_time_s,
+      checkpoints, restores, exploits;
   double wall_s = 0;
 };
 
@@ -105,8 +112,11 @@ int main(int argc, char** argv) {
     } else if (!std::strcmp(argv[i], "--asha-grace-period") && has_value) {
       asha_grace = std::atoll(argv[++i]);
     } else {
-      std::fprintf(stderr, "usage: %s [--quick] [--seeds N] [--num-samples N] [--max-t N] [--max-concurrent N] "
-                   "[--asha-grace-period N] [--tau-lr-exponent X]\n", argv[0]);
+      std::fprintf(
+          stderr,
+          "usage: %s [--quick] [--seeds N] [--num-samples N] [--max-t N] [--max-concurrent N] "
+          "[--asha-grace-period N] [--tau-lr-exponent X]\n",
+          argv[0]);
       return 2;
     }
   }
@@ -119,8 +129,8 @@ int main(int argc, char** argv) {
       auto figures = tunebus::bench::RunExperiment(
           tunebus::bench::ExperimentYaml(cases[c].yaml, setup, uint64_t(seed)), curves);
       if (!figures.ok()) {
-        std::fprintf(stderr, "tuning_quality: %s seed %lld: %s\n", cases[c].scheduler.c_str(), (long long)seed,
-                     figures.status().ToString().c_str());
+        std::fprintf(stderr, "tuning_quality: %s seed %lld: %s\n", cases[c].scheduler.c_str(),
+                     (long long)seed, figures.status().ToString().c_str());
         return 2;
       }
       Series& s = series[c];
@@ -133,24 +143,30 @@ int main(int argc, char** argv) {
       s.restores.push_back(double(figures->restores));
       s.exploits.push_back(double(figures->exploits));
     }
-    series[c].wall_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    series[c].wall_s =
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   }
 
   const Series& fifo = series[0];
   for (size_t c = 0; c < cases.size(); ++c) {
     const Series& s = series[c];
     std::vector<double> seed_ratio;  // best_final / FIFO's, per seed
-    for (size_t i = 0; i < s.best_final.size(); ++i) seed_ratio.push_back(s.best_final[i] / fifo.best_final[i]);
+    for (size_t i = 0; i < s.best_final.size(); ++i)
+      seed_ratio.push_back(s.best_final[i] / fifo.best_final[i]);
     json line = {
         {"benchmark", "tuning_quality"},
         {"scheduler", cases[c].scheduler},
         {"scheduler_yaml", cases[c].yaml},
         {"parameters",
-         {{"seeds", seeds}, {"num_samples", setup.num_samples}, {"max_t", setup.max_t},
-          {"max_concurrent_trials", setup.max_concurrent_trials}, {"quick", quick},
+         {{"seeds", seeds},
+          {"num_samples", setup.num_samples},
+          {"max_t", setup.max_t},
+          {"max_concurrent_trials", setup.max_concurrent_trials},
+          {"quick", quick},
           {"curve", "s(t) = f(c) * (1 - exp(-t / tau(c))) + N(0, 0.005)"},
           {"tau_lr_exponent", curves.tau_lr_exponent},
-          {"param_space", tunebus::bench::kParamSpaceYaml}, {"optimum", tunebus::bench::kOptimum}}},
+          {"param_space", tunebus::bench::kParamSpaceYaml},
+          {"optimum", tunebus::bench::kOptimum}}},
         {"best_final_mean", Round(Mean(s.best_final), 5)},
         {"best_final_median", Round(Median(s.best_final), 5)},
         {"best_final_min", Round(*std::min_element(s.best_final.begin(), s.best_final.end()), 5)},
@@ -160,7 +176,8 @@ int main(int argc, char** argv) {
         {"iterations_mean", Round(Mean(s.iterations), 1)},
         {"iterations_median", Round(Median(s.iterations), 1)},
         {"best_final_ratio_to_fifo", Round(Mean(s.best_final) / Mean(fifo.best_final), 5)},
-        {"best_final_ratio_to_fifo_min_seed", Round(*std::min_element(seed_ratio.begin(), seed_ratio.end()), 5)},
+        {"best_final_ratio_to_fifo_min_seed",
+         Round(*std::min_element(seed_ratio.begin(), seed_ratio.end()), 5)},
         {"iterations_ratio_to_fifo", Round(Mean(s.iterations) / Mean(fifo.iterations), 5)},
         {"sim_time_s_mean", Round(Mean(s.sim_time_s), 1)},
         {"checkpoints_mean", Round(Mean(s.checkpoints), 1)},
@@ -175,7 +192,8 @@ int main(int argc, char** argv) {
   const double cost = Mean(asha.iterations) / Mean(fifo.iterations);
   int64_t seeds_passing = 0;
   for (size_t i = 0; i < asha.best_final.size(); ++i) {
-    seeds_passing += asha.best_final[i] >= 0.99 * fifo.best_final[i] && asha.iterations[i] * 3 <= fifo.iterations[i];
+    seeds_passing += asha.best_final[i] >= 0.99 * fifo.best_final[i] &&
+                     asha.iterations[i] * 3 <= fifo.iterations[i];
   }
   const bool within = quality >= 0.99, third = cost <= 1.0 / 3;
   json verdict = {{"benchmark", "tuning_quality_criterion"},

@@ -25,9 +25,11 @@ Result<Decoded> Decode(const void* data, size_t size) {
   try {
     const msgpack::unpack_limit limits(kMaxArray, kMaxMap, kMaxStr, kMaxBin, kMaxExt, kMaxDepth);
     std::size_t offset = 0;
-    d.handle_ = msgpack::unpack(static_cast<const char*>(data), size, offset, nullptr, nullptr, limits);
+    d.handle_ =
+        msgpack::unpack(static_cast<const char*>(data), size, offset, nullptr, nullptr, limits);
     if (offset != size) {
-      return Status::InvalidArgument(fmt::format("trailing bytes after message ({} of {} used)", offset, size));
+      return Status::InvalidArgument(
+          fmt::format("trailing bytes after message ({} of {} used)", offset, size));
     }
   } catch (const std::exception& e) {
     return Status::InvalidArgument(std::string("not a msgpack message: ") + e.what());
@@ -50,7 +52,8 @@ Result<Decoded> Decode(const void* data, size_t size) {
   }
   if (v->via.u64 != uint64_t(kProtocolVersion)) {
     return Status::FailedPrecondition(
-        fmt::format("{}: protocol version {} not supported (this peer speaks {})", d.type_, v->via.u64, kProtocolVersion));
+        fmt::format("{}: protocol version {} not supported (this peer speaks {})", d.type_,
+                    v->via.u64, kProtocolVersion));
   }
   d.version_ = kProtocolVersion;
   return d;
@@ -65,10 +68,12 @@ PeekedEnvelope PeekEnvelope(const void* data, size_t size) {
         msgpack::unpack(static_cast<const char*>(data), size, offset, nullptr, nullptr, limits);
     const msgpack::object& obj = handle.get();
     if (obj.type != msgpack::type::MAP) return env;
-    if (const msgpack::object* id = FindKey(obj, "id"); id && id->type == msgpack::type::POSITIVE_INTEGER) {
+    if (const msgpack::object* id = FindKey(obj, "id");
+        id && id->type == msgpack::type::POSITIVE_INTEGER) {
       env.id = id->via.u64;
     }
-    if (const msgpack::object* type = FindKey(obj, "type"); type && type->type == msgpack::type::STR) {
+    if (const msgpack::object* type = FindKey(obj, "type");
+        type && type->type == msgpack::type::STR) {
       env.type.assign(type->via.str.ptr, std::min<size_t>(type->via.str.size, 64));
     }
   } catch (const std::exception&) {

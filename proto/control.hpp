@@ -31,7 +31,8 @@ struct ListTrials {
   TUNEBUS_ENVELOPE("list_trials");
   std::string status;  // filter by status name, "" = all
   int64_t offset = 0;  // skip this many (matching) trials, in creation order
-  int64_t limit = 0;   // at most this many; 0 = all (a page keeps the reply small at 10,000s of trials)
+  int64_t limit =
+      0;  // at most this many; 0 = all (a page keeps the reply small at 10,000s of trials)
   std::string experiment;  // see above
   TUNEBUS_DEFINE_MAP(v, type, id, status, offset, limit, experiment)
 };
@@ -52,7 +53,7 @@ struct ShowTrial {
 /// trial has no checkpoint; the checkpoint-store's errors (unavailable, not_found).
 struct FetchCheckpoint {
   TUNEBUS_ENVELOPE("fetch_checkpoint");
-  std::string experiment;     // as in ListTrials
+  std::string experiment;  // as in ListTrials
   std::string trial_id;
   std::string checkpoint_id;  // "" = the trial's newest checkpoint
   uint32_t chunk_index = 0;   // 0-based
@@ -61,18 +62,19 @@ struct FetchCheckpoint {
 
 struct CheckpointChunk {
   TUNEBUS_ENVELOPE("checkpoint_chunk");
-  std::string experiment;          // the journal name of the experiment that answered
+  std::string experiment;  // the journal name of the experiment that answered
   std::string trial_id;
   std::string checkpoint_id;       // the one fetched (the newest when none was asked)
   int64_t training_iteration = 0;  // of the checkpoint
   uint32_t chunk_index = 0;
-  uint32_t num_chunks = 0;         // chunks of the whole archive
-  std::vector<char> data;          // <= 4 MiB of the tar archive
-  TUNEBUS_DEFINE_MAP(v, type, id, experiment, trial_id, checkpoint_id, training_iteration, chunk_index, num_chunks,
-                     data)
+  uint32_t num_chunks = 0;  // chunks of the whole archive
+  std::vector<char> data;   // <= 4 MiB of the tar archive
+  TUNEBUS_DEFINE_MAP(v, type, id, experiment, trial_id, checkpoint_id, training_iteration,
+                     chunk_index, num_chunks, data)
 };
 
-/// Stop one trial (PENDING, RUNNING or PAUSED -> TERMINATED). body: {"trial_id", "status", "message"}.
+/// Stop one trial (PENDING, RUNNING or PAUSED -> TERMINATED). body: {"trial_id", "status",
+/// "message"}.
 struct StopTrialCommand {
   TUNEBUS_ENVELOPE("stop_trial_command");
   std::string trial_id;

@@ -1,6 +1,7 @@
 // Envelope shared by every tunebus message (see proto/PROTOCOL.md).
 //
-// A message is one ZeroMQ frame holding a msgpack map (TUNEBUS_DEFINE_MAP, proto/map_fields.hpp). Every message has
+// A message is one ZeroMQ frame holding a msgpack map (TUNEBUS_DEFINE_MAP, proto/map_fields.hpp).
+// Every message has
 //   v    : protocol version (kProtocolVersion); a peer answers another version with an error
 //   type : the message type, snake_case ("start_trial"); unknown types get an error reply
 //   id   : correlation id chosen by the requester; replies echo it (0 for one-way messages)
@@ -37,10 +38,10 @@ inline constexpr size_t kMaxDepth = 32;
 
 /// Declares the three envelope fields; use first in every message struct and list
 /// `v, type, id` first in its TUNEBUS_DEFINE_MAP.
-#define TUNEBUS_ENVELOPE(type_name)                  \
-  static constexpr const char* kType = type_name;    \
-  int v = ::tunebus::proto::kProtocolVersion;        \
-  std::string type = kType;                          \
+#define TUNEBUS_ENVELOPE(type_name)               \
+  static constexpr const char* kType = type_name; \
+  int v = ::tunebus::proto::kProtocolVersion;     \
+  std::string type = kType;                       \
   uint64_t id = 0
 
 /// The typed error reply. Sent instead of the expected reply when a request is malformed,

@@ -10,7 +10,8 @@ namespace tunebus::proto {
 
 struct SchedulerEvent {
   TUNEBUS_ENVELOPE("scheduler_event");
-  std::string event;      // "trial_added" | "trial_started" | "trial_result" | "trial_status" | "experiment_ended"
+  std::string event;  // "trial_added" | "trial_started" | "trial_result" | "trial_status" |
+                      // "experiment_ended"
   std::string experiment;
   std::string trial_id;   // empty for experiment events
   std::string body_json;  // the trial object (as in list_trials) or the experiment summary

@@ -46,7 +46,8 @@ class MapFields {
 
  private:
   template <size_t... I>
-  void Match(std::string_view key, const msgpack::object& value, uint64_t& seen, std::index_sequence<I...>) const {
+  void Match(std::string_view key, const msgpack::object& value, uint64_t& seen,
+             std::index_sequence<I...>) const {
     (void)(TryField<I>(key, value, seen) || ...);
   }
   template <size_t I>
@@ -70,15 +71,16 @@ MapFields<Args...> MakeMapFields(Args&... args) {
 }  // namespace tunebus::proto
 
 /// Use as MSGPACK_DEFINE_MAP (same field list, same bytes on the wire).
-#define TUNEBUS_DEFINE_MAP(...)                                                                        \
-  template <typename Packer>                                                                           \
-  void msgpack_pack(Packer& msgpack_pk) const {                                                        \
-    msgpack::type::make_define_map MSGPACK_DEFINE_MAP_IMPL(__VA_ARGS__).msgpack_pack(msgpack_pk);      \
-  }                                                                                                    \
-  void msgpack_unpack(msgpack::object const& msgpack_o) {                                              \
-    ::tunebus::proto::MakeMapFields MSGPACK_DEFINE_MAP_IMPL(__VA_ARGS__).Unpack(msgpack_o);            \
-  }                                                                                                    \
-  template <typename MSGPACK_OBJECT>                                                                   \
-  void msgpack_object(MSGPACK_OBJECT* msgpack_o, msgpack::zone& msgpack_z) const {                     \
-    msgpack::type::make_define_map MSGPACK_DEFINE_MAP_IMPL(__VA_ARGS__).msgpack_object(msgpack_o, msgpack_z); \
+#define TUNEBUS_DEFINE_MAP(...)                                                                   \
+  template <typename Packer>                                                                      \
+  void msgpack_pack(Packer& msgpack_pk) const {                                                   \
+    msgpack::type::make_define_map MSGPACK_DEFINE_MAP_IMPL(__VA_ARGS__).msgpack_pack(msgpack_pk); \
+  }                                                                                               \
+  void msgpack_unpack(msgpack::object const& msgpack_o) {                                         \
+    ::tunebus::proto::MakeMapFields MSGPACK_DEFINE_MAP_IMPL(__VA_ARGS__).Unpack(msgpack_o);       \
+  }                                                                                               \
+  template <typename MSGPACK_OBJECT>                                                              \
+  void msgpack_object(MSGPACK_OBJECT* msgpack_o, msgpack::zone& msgpack_z) const {                \
+    msgpack::type::make_define_map MSGPACK_DEFINE_MAP_IMPL(__VA_ARGS__)                           \
+        .msgpack_object(msgpack_o, msgpack_z);                                                    \
   }

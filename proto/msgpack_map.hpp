@@ -35,7 +35,8 @@ MSGPACK_API_VERSION_NAMESPACE(MSGPACK_DEFAULT_API_NS) {
   /// kept as a view, not copied.
   template <>
   struct convert<tunebus::proto::MsgpackMap> {
-    const msgpack::object& operator()(const msgpack::object& o, tunebus::proto::MsgpackMap& v) const {
+    const msgpack::object& operator()(const msgpack::object& o,
+                                      tunebus::proto::MsgpackMap& v) const {
       if (o.type != msgpack::type::MAP) throw msgpack::type_error();
       v.bytes.clear();
       v.decoded = o;
@@ -48,7 +49,8 @@ MSGPACK_API_VERSION_NAMESPACE(MSGPACK_DEFAULT_API_NS) {
   template <>
   struct pack<tunebus::proto::MsgpackMap> {
     template <typename Stream>
-    msgpack::packer<Stream>& operator()(msgpack::packer<Stream>& pk, const tunebus::proto::MsgpackMap& v) const {
+    msgpack::packer<Stream>& operator()(msgpack::packer<Stream>& pk,
+                                        const tunebus::proto::MsgpackMap& v) const {
       if (!v.bytes.empty()) return pk.pack_str_body(v.bytes.data(), uint32_t(v.bytes.size()));
       if (v.decoded.type == msgpack::type::MAP) return pk.pack(v.decoded);
       return pk.pack_map(0);

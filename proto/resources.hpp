@@ -27,8 +27,8 @@ struct RegisterNode {
   TUNEBUS_ENVELOPE("register_node");
   std::string worker_id;
   std::string hostname;
-  ResourceUnits capacity;             // cpu, gpu, memory (bytes), custom
-  std::vector<std::string> gpu_ids;   // "0", "1", ... one per whole GPU of capacity
+  ResourceUnits capacity;            // cpu, gpu, memory (bytes), custom
+  std::vector<std::string> gpu_ids;  // "0", "1", ... one per whole GPU of capacity
   /// The attempts the worker runs now. A resource-manager that does not hold them (it
   /// restarted) records them, so allocations are rebuilt from worker reports. Since v1.1.
   std::vector<HeldAllocation> running;
@@ -64,11 +64,12 @@ struct AllocateReply {
   std::string trial_id;
   int64_t attempt = 0;
   bool granted = false;
-  std::string worker_id;              // when granted
-  std::vector<std::string> gpu_ids;   // when granted and gpu > 0
-  bool infeasible = false;            // when !granted: no worker could ever hold it
-  std::string reason;                 // when !granted: human-readable
-  TUNEBUS_DEFINE_MAP(v, type, id, trial_id, attempt, granted, worker_id, gpu_ids, infeasible, reason)
+  std::string worker_id;             // when granted
+  std::vector<std::string> gpu_ids;  // when granted and gpu > 0
+  bool infeasible = false;           // when !granted: no worker could ever hold it
+  std::string reason;                // when !granted: human-readable
+  TUNEBUS_DEFINE_MAP(v, type, id, trial_id, attempt, granted, worker_id, gpu_ids, infeasible,
+                     reason)
 };
 
 /// scheduler -> resource-manager: return what (trial_id, attempt) holds. Idempotent.
@@ -98,7 +99,8 @@ struct AllocateItem {
   int64_t replaces_attempt = 0;
   std::string worker_id;
   std::vector<std::string> gpu_ids;
-  TUNEBUS_DEFINE_MAP(trial_id, attempt, request, replaces_trial_id, replaces_attempt, worker_id, gpu_ids)
+  TUNEBUS_DEFINE_MAP(trial_id, attempt, request, replaces_trial_id, replaces_attempt, worker_id,
+                     gpu_ids)
 };
 
 /// What the resource-manager decided for one AllocateItem (the fields of AllocateReply).
@@ -106,10 +108,10 @@ struct Allocation {
   std::string trial_id;
   int64_t attempt = 0;
   bool granted = false;
-  std::string worker_id;              // when granted
-  std::vector<std::string> gpu_ids;   // when granted and gpu > 0
-  bool infeasible = false;            // when !granted: no worker could ever hold it
-  std::string reason;                 // when !granted: human-readable
+  std::string worker_id;             // when granted
+  std::vector<std::string> gpu_ids;  // when granted and gpu > 0
+  bool infeasible = false;           // when !granted: no worker could ever hold it
+  std::string reason;                // when !granted: human-readable
   TUNEBUS_DEFINE_MAP(trial_id, attempt, granted, worker_id, gpu_ids, infeasible, reason)
 };
 

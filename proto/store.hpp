@@ -42,9 +42,9 @@ struct JournalRead {
 struct JournalReadReply {
   TUNEBUS_ENVELOPE("journal_read_reply");
   std::string experiment;
-  uint64_t first_seq = 0;            // seq of records[0]
+  uint64_t first_seq = 0;  // seq of records[0]
   std::vector<std::string> records;
-  bool end = true;                   // no records after these
+  bool end = true;  // no records after these
   TUNEBUS_DEFINE_MAP(v, type, id, experiment, first_seq, records, end)
 };
 
@@ -87,9 +87,9 @@ struct CheckpointPut {
   TUNEBUS_ENVELOPE("checkpoint_put");
   std::string checkpoint_id;
   uint32_t chunk_index = 0;
-  std::vector<char> data;        // <= kCheckpointChunkBytes
+  std::vector<char> data;  // <= kCheckpointChunkBytes
   bool last = false;
-  std::string metadata_json;     // on the last chunk: {"trial_id", "iteration", ...}
+  std::string metadata_json;  // on the last chunk: {"trial_id", "iteration", ...}
   TUNEBUS_DEFINE_MAP(v, type, id, checkpoint_id, chunk_index, data, last, metadata_json)
 };
 

@@ -36,9 +36,9 @@ struct RegisterWorkerAck {
 
 /// How to run the trainable; mirrors ExperimentSpec::trainable.
 struct TrainableDef {
-  std::vector<std::string> command;  // argv, run in working_dir; empty if builtin
-  std::string builtin;               // "mock" | "noop" | ""
-  std::string working_dir;           // absolute
+  std::vector<std::string> command;        // argv, run in working_dir; empty if builtin
+  std::string builtin;                     // "mock" | "noop" | ""
+  std::string working_dir;                 // absolute
   std::map<std::string, std::string> env;  // extra environment
   TUNEBUS_DEFINE_MAP(command, builtin, working_dir, env)
 };
@@ -50,13 +50,14 @@ struct StartTrial {
   std::string experiment;
   std::string trial_id;
   int64_t attempt = 0;
-  std::string config_json;           // the trial's config as a JSON object
+  std::string config_json;  // the trial's config as a JSON object
   TrainableDef trainable;
   std::string trial_dir;             // absolute; stdout/stderr go here
   std::vector<std::string> gpu_ids;  // exported as CUDA_VISIBLE_DEVICES
   int64_t start_iteration = 0;       // training_iteration already done (restore), else 0
   double start_time_total_s = 0;     // time_total_s already trained (restore), seconds, else 0
-  double report_timeout_s = 0;       // fail the attempt after this many seconds without a report; 0 = off
+  double report_timeout_s =
+      0;  // fail the attempt after this many seconds without a report; 0 = off
   /// Checkpoint-store id to restore before starting ("" = from scratch). The worker fetches it
   /// into <trial_dir>/restore and passes that folder as TUNEBUS_RESTORE_DIR.
   std::string restore_checkpoint_id;
@@ -67,8 +68,8 @@ struct StartTrial {
   /// reports it back in RegisterNode.running so a restarted resource-manager rebuilds it.
   std::map<std::string, int64_t> resources;
   TUNEBUS_DEFINE_MAP(v, type, id, experiment, trial_id, attempt, config_json, trainable, trial_dir,
-                     gpu_ids, start_iteration, start_time_total_s, report_timeout_s, restore_checkpoint_id,
-                     checkpoint_prefix, resources)
+                     gpu_ids, start_iteration, start_time_total_s, report_timeout_s,
+                     restore_checkpoint_id, checkpoint_prefix, resources)
 };
 
 /// worker -> scheduler: one result reported by the trainable. The worker keeps it until a
@@ -77,11 +78,11 @@ struct ReportResult {
   TUNEBUS_ENVELOPE("report_result");
   std::string trial_id;
   int64_t attempt = 0;
-  int64_t seq = 0;                  // 1, 2, ... per attempt
+  int64_t seq = 0;  // 1, 2, ... per attempt
   /// The trainable's report as JSON text of an object. Either this or `metrics`: when it is not
   /// empty it counts and `metrics` is ignored (clients in other languages send it).
   std::string metrics_json;
-  double time_this_iter_s = 0;      // seconds between this report and the previous (or start)
+  double time_this_iter_s = 0;  // seconds between this report and the previous (or start)
   /// The trainable's report as a msgpack map with string keys (since v1.3; trial-workers send
   /// this and leave metrics_json empty).
   MsgpackMap metrics;
@@ -92,10 +93,10 @@ struct ReportResult {
 struct ResultItem {
   std::string trial_id;
   int64_t attempt = 0;
-  int64_t seq = 0;               // 1, 2, ... per attempt
-  std::string metrics_json;      // the trainable's report (JSON object), or empty: see ReportResult
-  double time_this_iter_s = 0;   // seconds
-  MsgpackMap metrics;            // the trainable's report (msgpack map), see ReportResult
+  int64_t seq = 0;              // 1, 2, ... per attempt
+  std::string metrics_json;     // the trainable's report (JSON object), or empty: see ReportResult
+  double time_this_iter_s = 0;  // seconds
+  MsgpackMap metrics;           // the trainable's report (msgpack map), see ReportResult
   TUNEBUS_DEFINE_MAP(trial_id, attempt, seq, metrics_json, time_this_iter_s, metrics)
 };
 
@@ -155,12 +156,12 @@ struct TrialExited {
   TUNEBUS_ENVELOPE("trial_exited");
   std::string trial_id;
   int64_t attempt = 0;
-  bool ok = true;            // false: it failed (could not start, exit code != 0, signal)
-  int exit_code = 0;         // process exit code, or -signal
-  bool stopped = false;      // true: it exited because it was told to stop
-  std::string error;         // reason when !ok
-  std::string stderr_tail;   // last lines of its stderr when !ok
-  int64_t last_seq = 0;      // results sent before exiting (the scheduler waits for them)
+  bool ok = true;           // false: it failed (could not start, exit code != 0, signal)
+  int exit_code = 0;        // process exit code, or -signal
+  bool stopped = false;     // true: it exited because it was told to stop
+  std::string error;        // reason when !ok
+  std::string stderr_tail;  // last lines of its stderr when !ok
+  int64_t last_seq = 0;     // results sent before exiting (the scheduler waits for them)
   /// The worker itself is going away (SIGTERM): a worker loss, not a trainable failure, so it
   /// does not count toward max_failures.
   bool worker_shutdown = false;

@@ -6,13 +6,14 @@
 
 #include "bench/quality/synthetic_curve.hpp"
 #include "libs/spec/experiment_spec.hpp"
-#include "libs/tune/trial_runner.hpp"
 #include "libs/tune/make_trial_scheduler.hpp"
+#include "libs/tune/trial_runner.hpp"
 #include "libs/tune/variant_generator.hpp"
 
 namespace tunebus::bench {
 
-std::string ExperimentYaml(const std::string& scheduler_yaml, const QualitySetup& setup, uint64_t seed) {
+std::string ExperimentYaml(const std::string& scheduler_yaml, const QualitySetup& setup,
+                           uint64_t seed) {
   return fmt::format(
       "name: tuning_quality\n"
       "trainable: {{builtin: noop}}\n"
@@ -24,17 +25,20 @@ std::string ExperimentYaml(const std::string& scheduler_yaml, const QualitySetup
       "stop: {{training_iteration: {}}}\n"
       "max_concurrent_trials: {}\n"
       "scheduler: {}\n",
-      kParamSpaceYaml, setup.num_samples, seed, setup.max_t, setup.max_concurrent_trials, scheduler_yaml);
+      kParamSpaceYaml, setup.num_samples, seed, setup.max_t, setup.max_concurrent_trials,
+      scheduler_yaml);
 }
 
 Result<SimFigures> RunExperiment(const std::string& yaml, const CurveFamily& curves) {
   Result<ExperimentSpec> spec = ParseExperimentYaml(yaml, "/tmp", "tuning_quality.yaml");
   if (!spec.ok()) return spec.status();
   const uint64_t seed = spec->seed.value_or(0);
-  auto scheduler = MakeTrialScheduler(spec->scheduler, spec->scheduler_config, spec->metric, spec->mode, seed);
+  auto scheduler =
+      MakeTrialScheduler(spec->scheduler, spec->scheduler_config, spec->metric, spec->mode, seed);
   if (!scheduler.ok()) return scheduler.status();
   auto max_t = spec->stop.thresholds.find("training_iteration");
-  if (max_t == spec->stop.thresholds.end()) return Status::InvalidArgument("stop: needs training_iteration");
+  if (max_t == spec->stop.thresholds.end())
+    return Status::InvalidArgument("stop: needs training_iteration");
 
   RunnerOptions ro;
   ro.experiment_id = "q";
@@ -47,8 +51,9 @@ Result<SimFigures> RunExperiment(const std::string& yaml, const CurveFamily& cur
   ro.keep_checkpoints_num = spec->keep_checkpoints_num;
   ro.checkpoint_score_attr = spec->checkpoint_score_attr;
   SimExecutor executor(curves, seed, spec->metric, int64_t(max_t->second));
-  TrialRunner runner(std::move(ro), std::make_unique<VariantGenerator>(spec->param_space, spec->num_samples, seed),
-                     std::move(*scheduler), executor, executor, [&executor] { return executor.now(); });
+  TrialRunner runner(
+      std::move(ro), std::make_unique<VariantGenerator>(spec->param_space, spec->num_samples, seed),
+      std::move(*scheduler), executor, executor, [&executor] { return executor.now(); });
   executor.set_runner(&runner);
   return executor.Run();
 }

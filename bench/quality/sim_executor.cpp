@@ -2,13 +2,14 @@
 
 #include <fmt/format.h>
 
-
 namespace tunebus::bench {
 
 SimExecutor::SimExecutor(CurveFamily curves, uint64_t seed, std::string metric, int64_t max_t)
     : curves_(curves), seed_(seed), metric_(std::move(metric)), max_t_(max_t) {}
 
-void SimExecutor::At(double time, std::function<void()> fire) { queue_.push(Event{time, order_++, std::move(fire)}); }
+void SimExecutor::At(double time, std::function<void()> fire) {
+  queue_.push(Event{time, order_++, std::move(fire)});
+}
 
 SimExecutor::Attempt* SimExecutor::Live(const std::string& trial_id, int64_t attempt) {
   auto it = attempts_.find(trial_id);
@@ -17,7 +18,8 @@ SimExecutor::Attempt* SimExecutor::Live(const std::string& trial_id, int64_t att
 }
 
 void SimExecutor::PlaceTrial(const Trial& trial, int64_t attempt) {
-  At(now_, [this, id = trial.trial_id, attempt] { runner_->OnTrialPlaced(id, attempt, "sim", {}); });
+  At(now_,
+     [this, id = trial.trial_id, attempt] { runner_->OnTrialPlaced(id, attempt, "sim", {}); });
 }
 
 void SimExecutor::LaunchTrial(const Trial& trial) {
@@ -85,7 +87,8 @@ void SimExecutor::SaveCheckpoint(const std::string& trial_id, Attempt& a) {
   if (!s.ok()) errors_.push_back(fmt::format("{}: checkpoint refused: {}", trial_id, s.ToString()));
 }
 
-void SimExecutor::Act(const std::string& trial_id, int64_t attempt, int64_t seq, const std::string& action) {
+void SimExecutor::Act(const std::string& trial_id, int64_t attempt, int64_t seq,
+                      const std::string& action) {
   Attempt* a = Live(trial_id, attempt);
   if (a == nullptr || a->seq != seq) return;
   if (action == "continue") return NextResult(trial_id, attempt);

@@ -14,11 +14,10 @@
 #include <cstdint>
 #include <functional>
 #include <map>
+#include <nlohmann/json.hpp>
 #include <queue>
 #include <string>
 #include <vector>
-
-#include <nlohmann/json.hpp>
 
 #include "bench/quality/synthetic_curve.hpp"
 #include "libs/tune/trial_runner.hpp"
@@ -38,11 +37,11 @@ struct SimFigures {
   int64_t reached_max_t = 0;  // trials with a result at max_t
   int64_t iterations = 0;     // training iterations the trainables ran (= results reported)
   int64_t trials = 0;
-  int64_t checkpoints = 0;    // checkpoints stored
-  int64_t restores = 0;       // launches that restored a checkpoint (unpause, PBT exploit)
-  int64_t exploits = 0;       // PBT exploits
-  double sim_time_s = 0;      // simulated makespan, seconds
-  std::string status;         // the experiment's end status ("FINISHED", ...)
+  int64_t checkpoints = 0;  // checkpoints stored
+  int64_t restores = 0;     // launches that restored a checkpoint (unpause, PBT exploit)
+  int64_t exploits = 0;     // PBT exploits
+  double sim_time_s = 0;    // simulated makespan, seconds
+  std::string status;       // the experiment's end status ("FINISHED", ...)
 };
 
 class SimExecutor final : public TrialExecutor, public RunnerObserver {
@@ -65,7 +64,9 @@ class SimExecutor final : public TrialExecutor, public RunnerObserver {
   void SendDecision(const Trial& trial, int64_t seq, const char* action) override;
   void StopTrial(const Trial& trial) override;
   void ReleaseResources(const Trial& trial) override { (void)trial; }
-  void DeleteCheckpoint(const std::string& checkpoint_id) override { checkpoints_.erase(checkpoint_id); }
+  void DeleteCheckpoint(const std::string& checkpoint_id) override {
+    checkpoints_.erase(checkpoint_id);
+  }
 
   // ---- RunnerObserver ----
   void OnTrialUpdated(const Trial& trial, const nlohmann::json& change) override;
@@ -75,9 +76,9 @@ class SimExecutor final : public TrialExecutor, public RunnerObserver {
     int64_t attempt = 0;
     int64_t index = 0;
     nlohmann::json config;
-    double s = 0;            // quality now
-    int64_t iteration = 0;   // training_iteration now
-    int64_t seq = 0;         // results sent in this attempt
+    double s = 0;           // quality now
+    int64_t iteration = 0;  // training_iteration now
+    int64_t seq = 0;        // results sent in this attempt
     bool live = false;
   };
   struct Stored {  // a checkpoint: where the curve was
@@ -88,7 +89,9 @@ class SimExecutor final : public TrialExecutor, public RunnerObserver {
     double time = 0;
     uint64_t order = 0;
     std::function<void()> fire;
-    bool operator>(const Event& o) const { return time != o.time ? time > o.time : order > o.order; }
+    bool operator>(const Event& o) const {
+      return time != o.time ? time > o.time : order > o.order;
+    }
   };
 
   void At(double time, std::function<void()> fire);

@@ -22,9 +22,8 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
-#include <numbers>
-
 #include <nlohmann/json.hpp>
+#include <numbers>
 
 namespace tunebus::bench {
 
@@ -56,7 +55,8 @@ struct CurveFamily {
   double TimeConstant(const nlohmann::json& c) const {
     const double lr = c.at("lr").get<double>();
     const double width = c.at("width").get<double>();
-    return std::clamp(2.0 * std::pow(3e-3 / lr, tau_lr_exponent) * std::pow(width / 256.0, 0.1), 1.0, 200.0);
+    return std::clamp(2.0 * std::pow(3e-3 / lr, tau_lr_exponent) * std::pow(width / 256.0, 0.1),
+                      1.0, 200.0);
   }
   /// One training iteration from quality `s` under `config`: the next s.
   double Step(double s, const nlohmann::json& config) const {
@@ -65,7 +65,9 @@ struct CurveFamily {
 };
 
 /// Simulated seconds one iteration takes (wider models are slower).
-inline double IterationSeconds(const nlohmann::json& c) { return 0.5 + c.at("width").get<double>() / 512.0; }
+inline double IterationSeconds(const nlohmann::json& c) {
+  return 0.5 + c.at("width").get<double>() / 512.0;
+}
 
 /// splitmix64: a well-mixed 64-bit hash step.
 inline uint64_t Mix(uint64_t x) {

@@ -8,7 +8,9 @@ void EventLoop::AddSocket(zmq::socket_t& socket, Handler on_readable) {
   sources_.push_back({&socket, -1, std::move(on_readable)});
 }
 
-void EventLoop::AddFd(int fd, Handler on_readable) { sources_.push_back({nullptr, fd, std::move(on_readable)}); }
+void EventLoop::AddFd(int fd, Handler on_readable) {
+  sources_.push_back({nullptr, fd, std::move(on_readable)});
+}
 
 void EventLoop::RemoveFd(int fd) {
   std::erase_if(sources_, [fd](const Source& s) { return s.socket == nullptr && s.fd == fd; });

@@ -12,7 +12,6 @@
 #include <functional>
 #include <map>
 #include <vector>
-
 #include <zmq.hpp>
 
 namespace tunebus::bus {

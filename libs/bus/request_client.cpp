@@ -20,7 +20,8 @@ RequestClient::~RequestClient() {
   for (auto& [id, p] : pending_) loop_.CancelTimer(p.timer);
 }
 
-void RequestClient::SendRequest(uint64_t id, const std::string& payload, Callback callback, Duration timeout) {
+void RequestClient::SendRequest(uint64_t id, const std::string& payload, Callback callback,
+                                Duration timeout) {
   if (!Send(socket_, payload)) {
     loop_.AddTimer(Duration{0}, [cb = std::move(callback), peer = peer_name_] {
       cb(Status::Unavailable(fmt::format("cannot send to {}: queue full", peer)));
@@ -32,7 +33,8 @@ void RequestClient::SendRequest(uint64_t id, const std::string& payload, Callbac
     if (it == pending_.end()) return;
     Callback cb = std::move(it->second.callback);
     pending_.erase(it);
-    cb(Status::Unavailable(fmt::format("{} did not answer request {} within {} ms", peer_name_, id, timeout.count())));
+    cb(Status::Unavailable(
+        fmt::format("{} did not answer request {} within {} ms", peer_name_, id, timeout.count())));
   });
   pending_.emplace(id, Pending{std::move(callback), timer});
 }
@@ -42,7 +44,8 @@ void RequestClient::OnReadable() {
   while (Receive(socket_, in)) {
     auto decoded = proto::Decode(in.payload.data(), in.payload.size());
     if (!decoded.ok()) {
-      spdlog::warn("Dropping reply from {} because it is malformed: {}", peer_name_, decoded.status().ToString());
+      spdlog::warn("Dropping reply from {} because it is malformed: {}", peer_name_,
+                   decoded.status().ToString());
       continue;
     }
     auto it = pending_.find(decoded->id());

@@ -6,11 +6,11 @@
 // with Unavailable after `timeout` (the late reply, if any, is then dropped).
 #pragma once
 
+#include <spdlog/spdlog.h>
+
 #include <functional>
 #include <string>
 #include <unordered_map>
-
-#include <spdlog/spdlog.h>
 
 #include "libs/bus/event_loop.hpp"
 #include "libs/bus/socket.hpp"
@@ -41,7 +41,9 @@ class RequestClient {
     return Send(socket_, proto::Encode(message));
   }
   /// Messages that answer no pending request (e.g. late replies after a timeout) go here.
-  void SetUnsolicitedHandler(std::function<void(const proto::Decoded&)> h) { unsolicited_ = std::move(h); }
+  void SetUnsolicitedHandler(std::function<void(const proto::Decoded&)> h) {
+    unsolicited_ = std::move(h);
+  }
 
   size_t in_flight() const { return pending_.size(); }
   zmq::socket_t& socket() { return socket_; }

@@ -1,15 +1,14 @@
 #include "libs/bus/service_guard.hpp"
 
 #include <fcntl.h>
+#include <fmt/format.h>
+#include <spdlog/spdlog.h>
 #include <unistd.h>
 
 #include <cerrno>
 #include <cstring>
 #include <exception>
 #include <filesystem>
-
-#include <fmt/format.h>
-#include <spdlog/spdlog.h>
 
 namespace tunebus::bus {
 
@@ -20,7 +19,9 @@ Status MakeWritableDir(const std::string& dir, std::string_view what) {
   // create_directories succeeds on a folder that exists but is not ours to write: probe it.
   const std::string probe = fmt::format("{}/.tunebus-write-probe-{}", dir, ::getpid());
   const int fd = ::open(probe.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
-  if (fd < 0) return Status::IoError(fmt::format("cannot write in {} {}: {}", what, dir, std::strerror(errno)));
+  if (fd < 0)
+    return Status::IoError(
+        fmt::format("cannot write in {} {}: {}", what, dir, std::strerror(errno)));
   ::close(fd);
   ::unlink(probe.c_str());
   return Status::Ok();

@@ -1,13 +1,14 @@
 #include "libs/bus/socket.hpp"
 
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <cstdlib>
 
-#include <fmt/format.h>
-
 namespace tunebus::bus {
 
-Result<zmq::socket_t> Bind(zmq::context_t& ctx, zmq::socket_type type, const std::string& endpoint) {
+Result<zmq::socket_t> Bind(zmq::context_t& ctx, zmq::socket_type type,
+                           const std::string& endpoint) {
   try {
     zmq::socket_t s(ctx, type);
     s.set(zmq::sockopt::linger, 0);
@@ -42,8 +43,8 @@ ReconnectBackoff DefaultReconnectBackoff() {
   return backoff;
 }
 
-Result<zmq::socket_t> Connect(zmq::context_t& ctx, zmq::socket_type type, const std::string& endpoint,
-                              const std::string& routing_id) {
+Result<zmq::socket_t> Connect(zmq::context_t& ctx, zmq::socket_type type,
+                              const std::string& endpoint, const std::string& routing_id) {
   try {
     zmq::socket_t s(ctx, type);
     s.set(zmq::sockopt::linger, 0);
@@ -80,7 +81,8 @@ bool Receive(zmq::socket_t& socket, Incoming& out) {
 bool Reply(zmq::socket_t& router, const Incoming& request, const std::string& payload) {
   try {
     for (const auto& part : request.route) {
-      if (!router.send(zmq::buffer(part), zmq::send_flags::sndmore | zmq::send_flags::dontwait)) return false;
+      if (!router.send(zmq::buffer(part), zmq::send_flags::sndmore | zmq::send_flags::dontwait))
+        return false;
     }
     return router.send(zmq::buffer(payload), zmq::send_flags::dontwait).has_value();
   } catch (const zmq::error_t&) {
@@ -90,7 +92,8 @@ bool Reply(zmq::socket_t& router, const Incoming& request, const std::string& pa
 
 bool SendTo(zmq::socket_t& router, const std::string& peer, const std::string& payload) {
   try {
-    if (!router.send(zmq::buffer(peer), zmq::send_flags::sndmore | zmq::send_flags::dontwait)) return false;
+    if (!router.send(zmq::buffer(peer), zmq::send_flags::sndmore | zmq::send_flags::dontwait))
+      return false;
     return router.send(zmq::buffer(payload), zmq::send_flags::dontwait).has_value();
   } catch (const zmq::error_t&) {
     return false;  // EHOSTUNREACH: the peer is gone (ROUTER_MANDATORY)

@@ -7,7 +7,6 @@
 
 #include <string>
 #include <vector>
-
 #include <zmq.hpp>
 
 #include "libs/core/status.hpp"
@@ -33,8 +32,8 @@ ReconnectBackoff DefaultReconnectBackoff();
 
 /// Creates a socket of `type` connected to `endpoint` with DefaultReconnectBackoff();
 /// `routing_id` (if not empty) names this peer to a ROUTER. Errors: Unavailable.
-Result<zmq::socket_t> Connect(zmq::context_t& ctx, zmq::socket_type type, const std::string& endpoint,
-                              const std::string& routing_id = "");
+Result<zmq::socket_t> Connect(zmq::context_t& ctx, zmq::socket_type type,
+                              const std::string& endpoint, const std::string& routing_id = "");
 
 /// The endpoint a socket actually bound (resolves "tcp://*:0" to its port).
 std::string BoundEndpoint(zmq::socket_t& socket);
@@ -59,8 +58,8 @@ bool ReplyMessage(zmq::socket_t& router, const Incoming& request, const M& messa
   return Reply(router, request, proto::Encode(message));
 }
 
-/// Sends `payload` to the DEALER peer `peer` through a ROUTER. Returns false if the peer is unknown (ZMQ_ROUTER_MANDATORY) or the send
-/// would block.
+/// Sends `payload` to the DEALER peer `peer` through a ROUTER. Returns false if the peer is unknown
+/// (ZMQ_ROUTER_MANDATORY) or the send would block.
 bool SendTo(zmq::socket_t& router, const std::string& peer, const std::string& payload);
 
 /// Sends `payload` on a DEALER/PUB/PUSH socket, never blocking. Returns false if it would block.

@@ -8,7 +8,8 @@ class RealClock final : public Clock {
  public:
   SteadyTime Now() const override { return std::chrono::steady_clock::now(); }
   double WallSeconds() const override {
-    return std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
+    return std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch())
+        .count();
   }
 };
 

@@ -22,7 +22,9 @@ class Clock {
   virtual double WallSeconds() const = 0;
 
   /// Seconds elapsed since `since` on this clock.
-  double SecondsSince(SteadyTime since) const { return std::chrono::duration<double>(Now() - since).count(); }
+  double SecondsSince(SteadyTime since) const {
+    return std::chrono::duration<double>(Now() - since).count();
+  }
 
   /// The process's real clock (steady_clock and system_clock). Lives for the whole process.
   static const Clock& Real();

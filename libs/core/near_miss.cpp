@@ -23,7 +23,8 @@ size_t EditDistance(std::string_view a, std::string_view b) {
   return previous[b.size()];
 }
 
-std::optional<std::string> NearMiss(std::string_view word, const std::vector<std::string>& names, size_t max_edits) {
+std::optional<std::string> NearMiss(std::string_view word, const std::vector<std::string>& names,
+                                    size_t max_edits) {
   std::optional<std::string> best;
   size_t best_edits = max_edits + 1;
   for (const std::string& name : names) {

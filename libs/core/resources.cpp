@@ -1,10 +1,10 @@
 #include "libs/core/resources.hpp"
 
+#include <fmt/format.h>
+
 #include <cassert>
 #include <cmath>
 #include <limits>
-
-#include <fmt/format.h>
 
 namespace tunebus {
 
@@ -12,7 +12,8 @@ Result<Resources> Resources::FromAmounts(const std::map<std::string, double>& am
   Resources r;
   for (const auto& [key, amount] : amounts) {
     if (!std::isfinite(amount) || amount < 0) {
-      return Status::InvalidArgument(fmt::format("resource '{}' must be a finite number >= 0, got {}", key, amount));
+      return Status::InvalidArgument(
+          fmt::format("resource '{}' must be a finite number >= 0, got {}", key, amount));
     }
     const double scaled = std::round(amount * kScale);
     if (scaled > double(std::numeric_limits<int64_t>::max() / 4)) {
@@ -26,7 +27,8 @@ Result<Resources> Resources::FromAmounts(const std::map<std::string, double>& am
 Result<Resources> Resources::FromUnits(const std::map<std::string, int64_t>& units) {
   Resources r;
   for (const auto& [key, u] : units) {
-    if (u < 0) return Status::InvalidArgument(fmt::format("resource '{}' has negative units {}", key, u));
+    if (u < 0)
+      return Status::InvalidArgument(fmt::format("resource '{}' has negative units {}", key, u));
     r.set_units(key, u);
   }
   return r;

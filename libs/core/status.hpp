@@ -12,14 +12,14 @@ namespace tunebus {
 
 enum class StatusCode {
   kOk = 0,
-  kInvalidArgument,   // bad input from a user or a peer (malformed file, message, flag)
-  kNotFound,          // a named trial, experiment, checkpoint or worker does not exist
-  kFailedPrecondition,// the request is valid but the current state forbids it
-  kResourceExhausted, // not enough capacity now (retry later)
-  kUnavailable,       // a peer or a process could not be reached or started
-  kCorruption,        // stored bytes failed validation (torn journal tail, bad checksum)
-  kInternal,          // a bug: an invariant was broken
-  kIoError,           // the filesystem or RocksDB failed
+  kInvalidArgument,     // bad input from a user or a peer (malformed file, message, flag)
+  kNotFound,            // a named trial, experiment, checkpoint or worker does not exist
+  kFailedPrecondition,  // the request is valid but the current state forbids it
+  kResourceExhausted,   // not enough capacity now (retry later)
+  kUnavailable,         // a peer or a process could not be reached or started
+  kCorruption,          // stored bytes failed validation (torn journal tail, bad checksum)
+  kInternal,            // a bug: an invariant was broken
+  kIoError,             // the filesystem or RocksDB failed
 };
 
 /// Stable lower-case name of a code, used in error replies on the wire ("invalid_argument").
@@ -31,7 +31,9 @@ class [[nodiscard]] Status {
   Status(StatusCode code, std::string message) : code_(code), message_(std::move(message)) {}
 
   static Status Ok() { return {}; }
-  static Status InvalidArgument(std::string m) { return {StatusCode::kInvalidArgument, std::move(m)}; }
+  static Status InvalidArgument(std::string m) {
+    return {StatusCode::kInvalidArgument, std::move(m)};
+  }
   static Status NotFound(std::string m) { return {StatusCode::kNotFound, std::move(m)}; }
   static Status FailedPrecondition(std::string m) {
     return {StatusCode::kFailedPrecondition, std::move(m)};
@@ -59,7 +61,7 @@ class [[nodiscard]] Status {
 template <typename T>
 class [[nodiscard]] Result {
  public:
-  Result(T value) : v_(std::move(value)) {}  // NOLINT: implicit on purpose
+  Result(T value) : v_(std::move(value)) {}         // NOLINT: implicit on purpose
   Result(Status status) : v_(std::move(status)) {}  // NOLINT: REQUIRES !status.ok()
 
   bool ok() const { return std::holds_alternative<T>(v_); }

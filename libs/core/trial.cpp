@@ -17,11 +17,16 @@ std::string RayDate(int64_t epoch_s) {
 
 const char* TrialStatusName(TrialStatus status) {
   switch (status) {
-    case TrialStatus::kPending: return "PENDING";
-    case TrialStatus::kRunning: return "RUNNING";
-    case TrialStatus::kPaused: return "PAUSED";
-    case TrialStatus::kTerminated: return "TERMINATED";
-    case TrialStatus::kError: return "ERROR";
+    case TrialStatus::kPending:
+      return "PENDING";
+    case TrialStatus::kRunning:
+      return "RUNNING";
+    case TrialStatus::kPaused:
+      return "PAUSED";
+    case TrialStatus::kTerminated:
+      return "TERMINATED";
+    case TrialStatus::kError:
+      return "ERROR";
   }
   return "UNKNOWN";
 }
@@ -31,8 +36,9 @@ std::optional<TrialStatus> ParseTrialStatus(std::string_view name) {
                  TrialStatus::kTerminated, TrialStatus::kError}) {
     const std::string_view word = TrialStatusName(s);
     const bool same = name.size() == word.size() &&
-                      std::equal(name.begin(), name.end(), word.begin(),
-                                 [](char a, char b) { return std::toupper(static_cast<unsigned char>(a)) == b; });
+                      std::equal(name.begin(), name.end(), word.begin(), [](char a, char b) {
+                        return std::toupper(static_cast<unsigned char>(a)) == b;
+                      });
     if (same) return s;
   }
   return std::nullopt;
@@ -52,7 +58,8 @@ std::string Trial::DirName() const {
 
 nlohmann::json Trial::LastResult() const {
   if (last_result_msgpack.empty()) return nullptr;
-  nlohmann::json j = nlohmann::json::from_msgpack(last_result_msgpack, /*strict=*/true, /*allow_exceptions=*/false);
+  nlohmann::json j = nlohmann::json::from_msgpack(last_result_msgpack, /*strict=*/true,
+                                                  /*allow_exceptions=*/false);
   return j.is_object() ? j : nlohmann::json(nullptr);
 }
 
@@ -69,11 +76,15 @@ void Trial::SetLastResult(const nlohmann::json& result) {
   last_result_msgpack.assign(scratch);
 }
 
-const char* FailureKindName(FailureKind kind) { return kind == FailureKind::kWorkerLost ? "worker_lost" : "error"; }
+const char* FailureKindName(FailureKind kind) {
+  return kind == FailureKind::kWorkerLost ? "worker_lost" : "error";
+}
 
 void NoteFailure(Trial& t, FailureKind kind) {
   if (t.error.empty()) return;
-  if (!t.failures.empty() && t.failures.back().attempt == t.attempt && t.failures.back().error == t.error) return;
+  if (!t.failures.empty() && t.failures.back().attempt == t.attempt &&
+      t.failures.back().error == t.error)
+    return;
   t.failures.push_back({t.attempt, t.error, t.status, kind});
   if (t.failures.size() > kMaxFailureHistory) t.failures.erase(t.failures.begin());
 }

@@ -7,12 +7,11 @@
 #pragma once
 
 #include <cstdint>
+#include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
-
-#include <nlohmann/json.hpp>
 
 #include "libs/core/resources.hpp"
 
@@ -31,7 +30,9 @@ const char* TrialStatusName(TrialStatus status);
 /// The status named `name`, in any case ("running" too).
 std::optional<TrialStatus> ParseTrialStatus(std::string_view name);
 /// TERMINATED or ERROR.
-inline bool IsFinished(TrialStatus s) { return s == TrialStatus::kTerminated || s == TrialStatus::kError; }
+inline bool IsFinished(TrialStatus s) {
+  return s == TrialStatus::kTerminated || s == TrialStatus::kError;
+}
 
 /// Keys the runner fills into every result (Ray Tune's auto-filled result fields).
 namespace result_keys {
@@ -85,16 +86,16 @@ struct TrialFailure {
 inline constexpr size_t kMaxFailureHistory = 20;
 
 struct Trial {
-  std::string trial_id;         // "<experiment hash>_<index:05>", unique within the experiment
-  int64_t index = 0;            // 0-based order of creation
-  nlohmann::json config;        // the sampled config (a JSON object)
-  std::string experiment_tag;   // "3_lr=0.0012,penalty=l2": index and the sampled values
-  Resources resources;          // what one attempt asks for
+  std::string trial_id;        // "<experiment hash>_<index:05>", unique within the experiment
+  int64_t index = 0;           // 0-based order of creation
+  nlohmann::json config;       // the sampled config (a JSON object)
+  std::string experiment_tag;  // "3_lr=0.0012,penalty=l2": index and the sampled values
+  Resources resources;         // what one attempt asks for
   TrialStatus status = TrialStatus::kPending;
-  int64_t attempt = 0;          // incremented at every start; results of older attempts are stale
-  int64_t num_failures = 0;     // trainable errors so far (Ray Tune's num_failures)
+  int64_t attempt = 0;            // incremented at every start; results of older attempts are stale
+  int64_t num_failures = 0;       // trainable errors so far (Ray Tune's num_failures)
   int64_t num_worker_losses = 0;  // attempts ended by the loss of their worker
-  std::string worker_id;        // set while RUNNING
+  std::string worker_id;          // set while RUNNING
   std::vector<std::string> gpu_ids;  // GPU indices assigned on the worker, while RUNNING
   /// The newest result (a JSON object with the auto-filled keys) as msgpack bytes, empty before
   /// the first: one heap block per trial instead of a node per key (issue 6's memory budget).
@@ -103,10 +104,10 @@ struct Trial {
   /// The experiment's `metric` in the newest result when it is a number (set by the runner;
   /// BestTrial reads this instead of decoding every trial's result).
   std::optional<double> last_metric;
-  int64_t num_results = 0;      // results received over all attempts
-  std::string error;            // the last error message, empty if none
+  int64_t num_results = 0;             // results received over all attempts
+  std::string error;                   // the last error message, empty if none
   std::vector<TrialFailure> failures;  // failure history, oldest first (see NoteFailure)
-  double start_time_s = 0;      // wall clock of the first start (seconds since epoch), 0 before
+  double start_time_s = 0;  // wall clock of the first start (seconds since epoch), 0 before
   // Progress of the current attempt (reset when an attempt restarts from scratch).
   int64_t training_iteration = 0;  // results of this run so far (Ray Tune's training_iteration)
   double time_total_s = 0;         // sum of time_this_iter_s, seconds

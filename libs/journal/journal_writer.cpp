@@ -13,11 +13,17 @@ namespace {
 constexpr bus::Duration kAppendTimeout{3000};
 }  // namespace
 
-JournalWriter::JournalWriter(bus::EventLoop& loop, bus::RequestClient& store, std::string experiment,
-                             bus::Duration retry_delay)
-    : loop_(loop), store_(store), experiment_(std::move(experiment)), retry_delay_(retry_delay), backoff_(retry_delay) {}
+JournalWriter::JournalWriter(bus::EventLoop& loop, bus::RequestClient& store,
+                             std::string experiment, bus::Duration retry_delay)
+    : loop_(loop),
+      store_(store),
+      experiment_(std::move(experiment)),
+      retry_delay_(retry_delay),
+      backoff_(retry_delay) {}
 
-uint64_t JournalWriter::Append(const nlohmann::json& record) { return AppendEncoded(EncodeRecord(record)); }
+uint64_t JournalWriter::Append(const nlohmann::json& record) {
+  return AppendEncoded(EncodeRecord(record));
+}
 
 uint64_t JournalWriter::AppendEncoded(std::string record) {
   queued_.push_back(std::move(record));
@@ -52,27 +58,32 @@ void JournalWriter::Send() {
   req.expected_first_seq = store_seq_ + 1;  // a retry after a lost ack is not written twice
   const auto sent = bus::Clock::now();
   const uint64_t last = in_flight_last_;
-  store_.Request(req, [this, last, sent](Result<proto::Decoded> reply) {
-    if (reply.ok() && reply->type() != proto::JournalAppendAck::kType) {
-      reply = Status::InvalidArgument("store answered '" + reply->type() + "' to journal_append");
-    }
-    if (reply.ok()) {
-      auto ack = reply->As<proto::JournalAppendAck>();
-      if (ack.ok()) {
-        store_seq_ = std::max(store_seq_, ack->last_seq);
-        last_latency_s_ = std::chrono::duration<double>(bus::Clock::now() - sent).count();
-        backoff_ = retry_delay_;
-        in_flight_records_.clear();
-        OnDurable(last);
-        return;
-      }
-      reply = ack.status();
-    }
-    spdlog::error("Journal append of {} records for {} failed ({}); retrying in {} ms", in_flight_records_.size(),
-                  experiment_, reply.status().ToString(), backoff_.count());
-    loop_.AddTimer(backoff_, [this] { Send(); });
-    backoff_ = std::min(backoff_ * 2, kMaxBackoff);
-  }, kAppendTimeout);
+  store_.Request(
+      req,
+      [this, last, sent](Result<proto::Decoded> reply) {
+        if (reply.ok() && reply->type() != proto::JournalAppendAck::kType) {
+          reply =
+              Status::InvalidArgument("store answered '" + reply->type() + "' to journal_append");
+        }
+        if (reply.ok()) {
+          auto ack = reply->As<proto::JournalAppendAck>();
+          if (ack.ok()) {
+            store_seq_ = std::max(store_seq_, ack->last_seq);
+            last_latency_s_ = std::chrono::duration<double>(bus::Clock::now() - sent).count();
+            backoff_ = retry_delay_;
+            in_flight_records_.clear();
+            OnDurable(last);
+            return;
+          }
+          reply = ack.status();
+        }
+        spdlog::error("Journal append of {} records for {} failed ({}); retrying in {} ms",
+                      in_flight_records_.size(), experiment_, reply.status().ToString(),
+                      backoff_.count());
+        loop_.AddTimer(backoff_, [this] { Send(); });
+        backoff_ = std::min(backoff_ * 2, kMaxBackoff);
+      },
+      kAppendTimeout);
   in_flight_records_ = std::move(req.records);  // kept for a retry until acknowledged
 }
 

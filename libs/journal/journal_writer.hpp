@@ -11,17 +11,16 @@
 // only once every record appended before it is acknowledged as durable, in call order: this is
 // how the scheduler releases effects (start a trial, ack a result, answer a control request)
 // only after the record that causes them is safe (DESIGN.md "Journal and recovery").
-// A failed append is retried with the same records after `retry_delay`, doubling per consecutive failure
-// up to 30 s (back-off while the checkpoint-store is down); a success resets it.
+// A failed append is retried with the same records after `retry_delay`, doubling per consecutive
+// failure up to 30 s (back-off while the checkpoint-store is down); a success resets it.
 #pragma once
 
 #include <cstdint>
 #include <deque>
 #include <functional>
+#include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
-
-#include <nlohmann/json.hpp>
 
 #include "libs/bus/request_client.hpp"
 
@@ -66,7 +65,7 @@ class JournalWriter {
   static constexpr bus::Duration kMaxBackoff{30000};
   std::deque<std::string> queued_;
   std::vector<std::string> in_flight_records_;  // the batch sent and not yet acknowledged
-  uint64_t in_flight_last_ = 0;                  // its last record's position
+  uint64_t in_flight_last_ = 0;                 // its last record's position
   uint64_t appended_ = 0;
   uint64_t durable_ = 0;
   uint64_t store_seq_ = 0;

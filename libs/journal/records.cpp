@@ -1,11 +1,10 @@
 #include "libs/journal/records.hpp"
 
 #include <bit>
-#include <optional>
 #include <limits>
-#include <type_traits>
-
 #include <msgpack.hpp>
+#include <optional>
+#include <type_traits>
 
 namespace tunebus::journal {
 
@@ -26,20 +25,29 @@ Result<json> DecodeRecord(const std::string& bytes) {
 }
 
 json CheckpointJson(const CheckpointRef& c) {
-  return {{"checkpoint_id", c.checkpoint_id}, {"training_iteration", c.training_iteration},
-          {"time_total_s", c.time_total_s}, {"score", c.score ? json(*c.score) : json(nullptr)},
+  return {{"checkpoint_id", c.checkpoint_id},
+          {"training_iteration", c.training_iteration},
+          {"time_total_s", c.time_total_s},
+          {"score", c.score ? json(*c.score) : json(nullptr)},
           {"size_bytes", c.size_bytes}};
 }
 
-json ExperimentSubmitted(const std::string& experiment_id, const std::string& spec_yaml, const std::string& base_dir,
-                         const std::string& source_name, uint64_t seed, double submitted_at_s) {
-  return {{"kind", "experiment_submitted"}, {"experiment_id", experiment_id}, {"spec_yaml", spec_yaml},
-          {"base_dir", base_dir}, {"source_name", source_name}, {"seed", seed}, {"submitted_at", submitted_at_s}};
+json ExperimentSubmitted(const std::string& experiment_id, const std::string& spec_yaml,
+                         const std::string& base_dir, const std::string& source_name, uint64_t seed,
+                         double submitted_at_s) {
+  return {{"kind", "experiment_submitted"}, {"experiment_id", experiment_id},
+          {"spec_yaml", spec_yaml},         {"base_dir", base_dir},
+          {"source_name", source_name},     {"seed", seed},
+          {"submitted_at", submitted_at_s}};
 }
 
 json TrialAdded(const Trial& t) {
-  json r = {{"kind", "trial_added"}, {"trial_id", t.trial_id}, {"index", t.index}, {"config", t.config},
-            {"experiment_tag", t.experiment_tag}, {"resources", t.resources.units_map()}};
+  json r = {{"kind", "trial_added"},
+            {"trial_id", t.trial_id},
+            {"index", t.index},
+            {"config", t.config},
+            {"experiment_tag", t.experiment_tag},
+            {"resources", t.resources.units_map()}};
   if (t.restore_checkpoint) r["restore_checkpoint"] = CheckpointJson(*t.restore_checkpoint);
   return r;
 }
@@ -47,10 +55,15 @@ json TrialAdded(const Trial& t) {
 json SearcherState(const json& state) { return {{"kind", "searcher_state"}, {"state", state}}; }
 
 json TrialStarted(const Trial& t) {
-  return {{"kind", "trial_started"}, {"trial_id", t.trial_id}, {"attempt", t.attempt},
-          {"worker_id", t.worker_id}, {"gpu_ids", t.gpu_ids},
-          {"restored_checkpoint_id", t.restored_checkpoint_id}, {"restored_iteration", t.restored_iteration},
-          {"restored_time_total_s", t.restored_time_total_s}, {"start_time_s", t.start_time_s}};
+  return {{"kind", "trial_started"},
+          {"trial_id", t.trial_id},
+          {"attempt", t.attempt},
+          {"worker_id", t.worker_id},
+          {"gpu_ids", t.gpu_ids},
+          {"restored_checkpoint_id", t.restored_checkpoint_id},
+          {"restored_iteration", t.restored_iteration},
+          {"restored_time_total_s", t.restored_time_total_s},
+          {"start_time_s", t.start_time_s}};
 }
 
 namespace {
@@ -129,13 +142,14 @@ std::optional<double> RequestedCheckpointScore(const Trial& t) {
 }  // namespace
 
 json ResultRecord(const Trial& t, const json& result, const char* decision) {
-  json r = {{"kind", "result"}, {"trial_id", t.trial_id}, {"attempt", t.attempt}, {"seq", t.last_seq},
-            {"result", result}, {"decision", decision}};
+  json r = {{"kind", "result"},  {"trial_id", t.trial_id}, {"attempt", t.attempt},
+            {"seq", t.last_seq}, {"result", result},       {"decision", decision}};
   if (auto score = RequestedCheckpointScore(t)) r["checkpoint_score"] = *score;
   return r;
 }
 
-std::string EncodeResultRecord(const Trial& t, std::string_view result_msgpack, const char* decision) {
+std::string EncodeResultRecord(const Trial& t, std::string_view result_msgpack,
+                               const char* decision) {
   std::string bytes;
   bytes.reserve(96 + t.trial_id.size() + result_msgpack.size());
   const std::optional<double> score = RequestedCheckpointScore(t);
@@ -154,22 +168,27 @@ namespace {
 // The failure_kind a trial_status record carries: set only when this attempt just failed of
 // something other than a trainable error (FailureKind::kError is the default replay assumes).
 const char* StatusFailureKind(const Trial& t) {
-  const bool failed_now = !t.error.empty() && !t.failures.empty() && t.failures.back().attempt == t.attempt &&
+  const bool failed_now = !t.error.empty() && !t.failures.empty() &&
+                          t.failures.back().attempt == t.attempt &&
                           t.failures.back().error == t.error;
-  return failed_now && t.failures.back().kind != FailureKind::kError ? FailureKindName(t.failures.back().kind)
-                                                                      : nullptr;
+  return failed_now && t.failures.back().kind != FailureKind::kError
+             ? FailureKindName(t.failures.back().kind)
+             : nullptr;
 }
 }  // namespace
 
 json TrialStatusRecord(const Trial& t) {
-  json r = {{"kind", "trial_status"}, {"trial_id", t.trial_id}, {"attempt", t.attempt},
-            {"status", TrialStatusName(t.status)}, {"error", t.error}, {"num_failures", t.num_failures}};
+  json r = {{"kind", "trial_status"}, {"trial_id", t.trial_id},
+            {"attempt", t.attempt},   {"status", TrialStatusName(t.status)},
+            {"error", t.error},       {"num_failures", t.num_failures}};
   if (t.num_worker_losses > 0) r["num_worker_losses"] = t.num_worker_losses;
   if (const char* kind = StatusFailureKind(t)) r["failure_kind"] = kind;
   return r;
 }
 
-json TrialSchedulerDelta(const json& delta) { return {{"kind", "trial_scheduler"}, {"delta", delta}}; }
+json TrialSchedulerDelta(const json& delta) {
+  return {{"kind", "trial_scheduler"}, {"delta", delta}};
+}
 
 json ExperimentEnded(const std::string& status, const std::string& reason) {
   return {{"kind", "experiment_ended"}, {"status", status}, {"reason", reason}};
@@ -188,12 +207,16 @@ json ExperimentResumed(double at_s, const std::string& rerun_errored) {
 }
 
 json CheckpointDeletedRecord(const Trial& t, const std::string& checkpoint_id) {
-  return {{"kind", "checkpoint_deleted"}, {"trial_id", t.trial_id}, {"checkpoint_id", checkpoint_id}};
+  return {
+      {"kind", "checkpoint_deleted"}, {"trial_id", t.trial_id}, {"checkpoint_id", checkpoint_id}};
 }
 
 json TrialUpdated(const Trial& t, const json& change) {
-  return {{"kind", "trial_updated"}, {"trial_id", t.trial_id}, {"config", t.config},
-          {"resources", t.resources.units_map()}, {"change", change}};
+  return {{"kind", "trial_updated"},
+          {"trial_id", t.trial_id},
+          {"config", t.config},
+          {"resources", t.resources.units_map()},
+          {"change", change}};
 }
 
 std::string EncodeTrialAdded(const Trial& t) {

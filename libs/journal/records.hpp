@@ -21,10 +21,9 @@
 // by an older scheduler.
 #pragma once
 
+#include <nlohmann/json.hpp>
 #include <string>
 #include <string_view>
-
-#include <nlohmann/json.hpp>
 
 #include "libs/core/status.hpp"
 #include "libs/core/trial.hpp"
@@ -49,7 +48,8 @@ nlohmann::json ResultRecord(const Trial& trial, const nlohmann::json& result, co
 /// EncodeRecord(ResultRecord(trial, result, decision)) from the result already encoded as
 /// msgpack (`result_msgpack`, e.g. by nlohmann::json::to_msgpack), without copying the result
 /// into a record document: the scheduler's per-result path.
-std::string EncodeResultRecord(const Trial& trial, std::string_view result_msgpack, const char* decision);
+std::string EncodeResultRecord(const Trial& trial, std::string_view result_msgpack,
+                               const char* decision);
 nlohmann::json TrialStatusRecord(const Trial& trial);
 /// The trial scheduler's state delta (TrialScheduler::TakeStateDelta): kind "trial_scheduler".
 nlohmann::json TrialSchedulerDelta(const nlohmann::json& delta);
@@ -58,9 +58,10 @@ nlohmann::json TrialSchedulerDelta(const nlohmann::json& delta);
 // packer instead of through a record document: the same bytes as EncodeRecord of the document
 // (keys in its sorted order; a double that a float holds exactly as a float, as
 // nlohmann::json::to_msgpack writes it).
-std::string EncodeTrialAdded(const Trial& trial);          ///< EncodeRecord(TrialAdded(trial))
-std::string EncodeTrialStarted(const Trial& trial);        ///< EncodeRecord(TrialStarted(trial))
-std::string EncodeTrialStatusRecord(const Trial& trial);   ///< EncodeRecord(TrialStatusRecord(trial))
+std::string EncodeTrialAdded(const Trial& trial);    ///< EncodeRecord(TrialAdded(trial))
+std::string EncodeTrialStarted(const Trial& trial);  ///< EncodeRecord(TrialStarted(trial))
+std::string EncodeTrialStatusRecord(
+    const Trial& trial);  ///< EncodeRecord(TrialStatusRecord(trial))
 /// EncodeRecord(TrialSchedulerDelta(delta))
 std::string EncodeTrialSchedulerDelta(const nlohmann::json& delta);
 

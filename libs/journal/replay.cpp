@@ -1,8 +1,8 @@
 #include "libs/journal/replay.hpp"
 
-#include <algorithm>
-
 #include <fmt/format.h>
+
+#include <algorithm>
 
 #include "libs/core/resources.hpp"
 
@@ -73,7 +73,8 @@ Status JournalReplayer::Apply(const json& r) {
       state_.submitted_at_s = r.value("submitted_at", 0.0);
       submitted_ = true;
     } else if (!submitted_) {
-      return Status::Corruption(fmt::format("journal record {} ({}) comes before experiment_submitted", position, kind));
+      return Status::Corruption(
+          fmt::format("journal record {} ({}) comes before experiment_submitted", position, kind));
     } else if (kind == "trial_added") {
       Trial t;
       t.trial_id = r.at("trial_id").get<std::string>();
@@ -100,13 +101,14 @@ Status JournalReplayer::Apply(const json& r) {
     } else {
       Trial* t = Find(r.at("trial_id").get<std::string>());
       if (t == nullptr) {
-        return Status::Corruption(fmt::format("journal record {} ({}) names unknown trial {}", position, kind,
-                                              r.at("trial_id").get<std::string>()));
+        return Status::Corruption(fmt::format("journal record {} ({}) names unknown trial {}",
+                                              position, kind, r.at("trial_id").get<std::string>()));
       }
       if (Status s = ApplyTrialRecord(kind, r, *t); !s.ok()) return s;
     }
   } catch (const json::exception& e) {
-    return Status::Corruption(fmt::format("journal record {} ({}) is malformed: {}", position, kind, e.what()));
+    return Status::Corruption(
+        fmt::format("journal record {} ({}) is malformed: {}", position, kind, e.what()));
   }
   state_.records = position;
   return Status::Ok();
@@ -128,7 +130,8 @@ Status JournalReplayer::ApplyTrialRecord(const std::string& kind, const json& r,
     t.requested_checkpoints.clear();
     if (t.start_time_s == 0) t.start_time_s = r.value("start_time_s", 0.0);
   } else if (kind == "result") {
-    if (r.at("attempt").get<int64_t>() != t.attempt) return Status::Ok();  // written before a restart
+    if (r.at("attempt").get<int64_t>() != t.attempt)
+      return Status::Ok();  // written before a restart
     const json& result = r.at("result");
     t.last_seq = r.at("seq").get<int64_t>();
     t.training_iteration = result.value("training_iteration", t.training_iteration);
@@ -152,15 +155,17 @@ Status JournalReplayer::ApplyTrialRecord(const std::string& kind, const json& r,
     t.num_failures = r.value("num_failures", t.num_failures);
     t.num_worker_losses = r.value("num_worker_losses", t.num_worker_losses);
     t.attempt = r.value("attempt", t.attempt);
-    NoteFailure(t, r.value("failure_kind", "") == "worker_lost" ? FailureKind::kWorkerLost : FailureKind::kError);
+    NoteFailure(t, r.value("failure_kind", "") == "worker_lost" ? FailureKind::kWorkerLost
+                                                                : FailureKind::kError);
     if (t.status != TrialStatus::kRunning) {
       t.worker_id.clear();
       t.gpu_ids.clear();
     }
   } else if (kind == "checkpoint_saved") {
     CheckpointRef saved = CheckpointOf(r);
-    std::erase_if(t.requested_checkpoints,
-                  [&](const CheckpointRef& c) { return c.training_iteration <= saved.training_iteration; });
+    std::erase_if(t.requested_checkpoints, [&](const CheckpointRef& c) {
+      return c.training_iteration <= saved.training_iteration;
+    });
     t.checkpoints.push_back(std::move(saved));
     t.newest_checkpoint_has_config = true;
   } else if (kind == "checkpoint_deleted") {
@@ -182,7 +187,8 @@ Status JournalReplayer::ApplyTrialRecord(const std::string& kind, const json& r,
       }
     }
   } else {
-    return Status::Corruption(fmt::format("journal record {} has unknown kind '{}'", state_.records + 1, kind));
+    return Status::Corruption(
+        fmt::format("journal record {} has unknown kind '{}'", state_.records + 1, kind));
   }
   return Status::Ok();
 }

@@ -8,12 +8,11 @@
 
 #include <cstdint>
 #include <map>
+#include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
 #include <unordered_map>
 #include <vector>
-
-#include <nlohmann/json.hpp>
 
 #include "libs/core/status.hpp"
 #include "libs/core/trial.hpp"
@@ -27,8 +26,8 @@ struct ReplayedExperiment {
   std::string base_dir;
   std::string source_name;
   uint64_t seed = 0;
-  double submitted_at_s = 0;  // wall clock, seconds since the epoch
-  std::vector<Trial> trials;  // as the runner held them, in creation order
+  double submitted_at_s = 0;      // wall clock, seconds since the epoch
+  std::vector<Trial> trials;      // as the runner held them, in creation order
   nlohmann::json searcher_state;  // newest VariantGenerator::SaveState(), null if none
   /// The trial scheduler's whole state from the snapshot replay started from (null: initial)
   /// and the deltas journaled after it (TrialRunner::RestoreTrialScheduler applies both).
@@ -39,7 +38,7 @@ struct ReplayedExperiment {
   std::map<std::string, std::string> last_action;
   std::string ended_status;  // "FINISHED" | "STOPPED" | "ERROR", "" while the experiment runs
   std::string ended_reason;
-  uint64_t records = 0;  // records applied
+  uint64_t records = 0;           // records applied
   uint64_t snapshot_records = 0;  // of those, how many a snapshot covered (0: none was used)
 };
 
@@ -62,7 +61,8 @@ class JournalReplayer {
 
   ReplayedExperiment state_;
   std::unordered_map<std::string, size_t> index_;
-  std::unordered_map<size_t, nlohmann::json> last_results_;  // trial index -> newest result, until Take()
+  std::unordered_map<size_t, nlohmann::json>
+      last_results_;  // trial index -> newest result, until Take()
   bool submitted_ = false;
 };
 

@@ -1,8 +1,8 @@
 #include "libs/journal/snapshot.hpp"
 
-#include <msgpack.hpp>
-
 #include <fmt/format.h>
+
+#include <msgpack.hpp>
 
 #include "libs/core/resources.hpp"
 #include "libs/journal/records.hpp"
@@ -18,14 +18,26 @@ constexpr int kSnapshotVersion = 1;
 json TrialJson(const Trial& t) {
   json checkpoints = json::array();
   for (const CheckpointRef& c : t.checkpoints) checkpoints.push_back(CheckpointJson(c));
-  json j = {{"trial_id", t.trial_id}, {"config", t.config}, {"experiment_tag", t.experiment_tag},
-            {"resources", t.resources.units_map()}, {"status", TrialStatusName(t.status)},
-            {"attempt", t.attempt}, {"num_failures", t.num_failures},
-            {"num_worker_losses", t.num_worker_losses}, {"worker_id", t.worker_id},
-            {"gpu_ids", t.gpu_ids}, {"last_result", t.LastResult()}, {"num_results", t.num_results},
-            {"error", t.error}, {"start_time_s", t.start_time_s}, {"training_iteration", t.training_iteration},
-            {"time_total_s", t.time_total_s}, {"last_seq", t.last_seq}, {"checkpoints", std::move(checkpoints)},
-            {"restored_checkpoint_id", t.restored_checkpoint_id}, {"restored_iteration", t.restored_iteration},
+  json j = {{"trial_id", t.trial_id},
+            {"config", t.config},
+            {"experiment_tag", t.experiment_tag},
+            {"resources", t.resources.units_map()},
+            {"status", TrialStatusName(t.status)},
+            {"attempt", t.attempt},
+            {"num_failures", t.num_failures},
+            {"num_worker_losses", t.num_worker_losses},
+            {"worker_id", t.worker_id},
+            {"gpu_ids", t.gpu_ids},
+            {"last_result", t.LastResult()},
+            {"num_results", t.num_results},
+            {"error", t.error},
+            {"start_time_s", t.start_time_s},
+            {"training_iteration", t.training_iteration},
+            {"time_total_s", t.time_total_s},
+            {"last_seq", t.last_seq},
+            {"checkpoints", std::move(checkpoints)},
+            {"restored_checkpoint_id", t.restored_checkpoint_id},
+            {"restored_iteration", t.restored_iteration},
             {"restored_time_total_s", t.restored_time_total_s},
             {"newest_checkpoint_has_config", t.newest_checkpoint_has_config}};
   if (t.restore_checkpoint) j["restore_checkpoint"] = CheckpointJson(*t.restore_checkpoint);
@@ -79,15 +91,17 @@ Trial TrialFrom(const json& j, int64_t index) {
   t.restored_time_total_s = j.at("restored_time_total_s").get<double>();
   // Snapshots older than the field: a trial's newest checkpoint was taken as its config's.
   t.newest_checkpoint_has_config = j.value("newest_checkpoint_has_config", !t.checkpoints.empty());
-  if (j.contains("restore_checkpoint")) t.restore_checkpoint = CheckpointFrom(j["restore_checkpoint"]);
+  if (j.contains("restore_checkpoint"))
+    t.restore_checkpoint = CheckpointFrom(j["restore_checkpoint"]);
   for (const json& c : j.value("requested_checkpoints", json::array())) {
     t.requested_checkpoints.push_back(CheckpointFrom(c));
   }
   for (const json& f : j.value("failures", json::array())) {
     const bool lost = f.size() > 3 && f.at(3) == "worker_lost";
-    t.failures.push_back({f.at(0).get<int64_t>(), f.at(1).get<std::string>(),
-                          ParseTrialStatus(f.at(2).get<std::string>()).value_or(TrialStatus::kPending),
-                          lost ? FailureKind::kWorkerLost : FailureKind::kError});
+    t.failures.push_back(
+        {f.at(0).get<int64_t>(), f.at(1).get<std::string>(),
+         ParseTrialStatus(f.at(2).get<std::string>()).value_or(TrialStatus::kPending),
+         lost ? FailureKind::kWorkerLost : FailureKind::kError});
   }
   return t;
 }
@@ -103,12 +117,19 @@ std::string SnapshotId(const std::string& journal, uint64_t seq) {
 std::string EncodeSnapshot(const ReplayedExperiment& s) { return EncodeSnapshot(s, s.trials); }
 
 std::string EncodeSnapshot(const ReplayedExperiment& s, const std::vector<Trial>& trials) {
-  json j = {{"snapshot_version", kSnapshotVersion}, {"experiment_id", s.experiment_id},
-            {"spec_yaml", s.spec_yaml}, {"base_dir", s.base_dir}, {"source_name", s.source_name},
-            {"seed", s.seed}, {"submitted_at", s.submitted_at_s},
-            {"searcher_state", s.searcher_state}, {"last_action", s.last_action},
+  json j = {{"snapshot_version", kSnapshotVersion},
+            {"experiment_id", s.experiment_id},
+            {"spec_yaml", s.spec_yaml},
+            {"base_dir", s.base_dir},
+            {"source_name", s.source_name},
+            {"seed", s.seed},
+            {"submitted_at", s.submitted_at_s},
+            {"searcher_state", s.searcher_state},
+            {"last_action", s.last_action},
             {"scheduler_state", s.scheduler_state},
-            {"ended_status", s.ended_status}, {"ended_reason", s.ended_reason}, {"records", s.records}};
+            {"ended_status", s.ended_status},
+            {"ended_reason", s.ended_reason},
+            {"records", s.records}};
   if (s.restore_from) j["restore_from"] = CheckpointJson(*s.restore_from);
   // A msgpack map of j's entries plus "trials", written trial by trial: no document of every
   // trial is ever built (at 100,000 trials that document alone is hundreds of MB of small nodes).
@@ -132,7 +153,8 @@ std::string EncodeSnapshot(const ReplayedExperiment& s, const std::vector<Trial>
 Result<ReplayedExperiment> DecodeSnapshot(const std::string& bytes) {
   json j = json::from_msgpack(bytes, /*strict=*/true, /*allow_exceptions=*/false);
   if (j.is_discarded() || !j.is_object() || j.value("snapshot_version", 0) != kSnapshotVersion) {
-    return Status::Corruption("not a journal snapshot of version " + std::to_string(kSnapshotVersion));
+    return Status::Corruption("not a journal snapshot of version " +
+                              std::to_string(kSnapshotVersion));
   }
   try {
     ReplayedExperiment s;

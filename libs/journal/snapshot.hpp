@@ -4,9 +4,8 @@
 // checkpoint-store as "<journal>/snapshot-<seq:012>" (metadata {"seq"}), keeping the newest.
 #pragma once
 
-#include <string>
-
 #include <nlohmann/json.hpp>
+#include <string>
 
 #include "libs/core/status.hpp"
 #include "libs/journal/replay.hpp"

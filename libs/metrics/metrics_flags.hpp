@@ -13,9 +13,10 @@ namespace tunebus::metrics {
 /// port (CheckHealth) and exit 0 if it is healthy, else 1 — a container healthcheck that needs
 /// nothing but the service's own binary and variables. Uses the app's final callback.
 inline void AddMetricsFlags(CLI::App& app, MetricsOptions& options) {
-  app.add_flag("--healthcheck", options.healthcheck,
-               "ask the running service's /healthz on --metrics-host/--metrics-port and exit 0 if it "
-               "answers ok within 2 s, else 1 (container healthchecks)");
+  app.add_flag(
+      "--healthcheck", options.healthcheck,
+      "ask the running service's /healthz on --metrics-host/--metrics-port and exit 0 if it "
+      "answers ok within 2 s, else 1 (container healthchecks)");
   app.final_callback([&options] {
     if (!options.healthcheck) return;
     if (CheckHealth(options.host, options.port) == 0) throw CLI::Success();

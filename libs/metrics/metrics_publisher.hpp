@@ -21,7 +21,8 @@ struct MetricsOptions {
 class MetricsPublisher {
  public:
   /// No-op when options.port is 0. Errors: Unavailable when the port cannot be bound.
-  Status Start(bus::EventLoop& loop, const MetricsOptions& options, std::function<void(MetricsText&)> render);
+  Status Start(bus::EventLoop& loop, const MetricsOptions& options,
+               std::function<void(MetricsText&)> render);
   /// The bound port, 0 when off.
   int port() const { return server_ ? server_->port() : 0; }
 

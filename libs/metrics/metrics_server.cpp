@@ -24,23 +24,27 @@ std::string Escape(const std::string& v) {
 
 }  // namespace
 
-void MetricsText::Add(const char* type, const std::string& name, const std::string& help, double value,
-                      const Labels& labels) {
+void MetricsText::Add(const char* type, const std::string& name, const std::string& help,
+                      double value, const Labels& labels) {
   const std::string full = "tunebus_" + name;
   if (full != last_name_) {
     text_ += fmt::format("# HELP {} {}\n# TYPE {} {}\n", full, help, full, type);
     last_name_ = full;
   }
   std::string label_text;
-  for (const auto& [k, v] : labels) label_text += fmt::format("{}{}=\"{}\"", label_text.empty() ? "" : ",", k, Escape(v));
-  text_ += label_text.empty() ? fmt::format("{} {}\n", full, value) : fmt::format("{}{{{}}} {}\n", full, label_text, value);
+  for (const auto& [k, v] : labels)
+    label_text += fmt::format("{}{}=\"{}\"", label_text.empty() ? "" : ",", k, Escape(v));
+  text_ += label_text.empty() ? fmt::format("{} {}\n", full, value)
+                              : fmt::format("{}{{{}}} {}\n", full, label_text, value);
 }
 
-void MetricsText::Gauge(const std::string& name, const std::string& help, double value, const Labels& labels) {
+void MetricsText::Gauge(const std::string& name, const std::string& help, double value,
+                        const Labels& labels) {
   Add("gauge", name, help, value, labels);
 }
 
-void MetricsText::Counter(const std::string& name, const std::string& help, double value, const Labels& labels) {
+void MetricsText::Counter(const std::string& name, const std::string& help, double value,
+                          const Labels& labels) {
   Add("counter", name, help, value, labels);
 }
 
@@ -51,8 +55,8 @@ MetricsServer::~MetricsServer() {
   if (thread_.joinable()) thread_.join();
 }
 
-Result<std::unique_ptr<MetricsServer>> MetricsServer::Start(const std::string& host, int port,
-                                                            std::chrono::milliseconds healthy_within) {
+Result<std::unique_ptr<MetricsServer>> MetricsServer::Start(
+    const std::string& host, int port, std::chrono::milliseconds healthy_within) {
   std::unique_ptr<MetricsServer> s(new MetricsServer());
   s->healthy_within_ = healthy_within;
   MetricsServer* raw = s.get();
@@ -64,19 +68,23 @@ Result<std::unique_ptr<MetricsServer>> MetricsServer::Start(const std::string& h
     std::lock_guard<std::mutex> lock(raw->mu_);
     if (!raw->published_at_) {
       res.status = 503;
-      return res.set_content("starting: the service has not published its figures yet\n", "text/plain");
+      return res.set_content("starting: the service has not published its figures yet\n",
+                             "text/plain");
     }
     const auto silent = std::chrono::steady_clock::now() - *raw->published_at_;
     if (silent > raw->healthy_within_) {
       res.status = 503;
-      return res.set_content(fmt::format("stuck: the service's loop has not published its figures for {:.1f} s\n",
-                                         std::chrono::duration<double>(silent).count()),
-                             "text/plain");
+      return res.set_content(
+          fmt::format("stuck: the service's loop has not published its figures for {:.1f} s\n",
+                      std::chrono::duration<double>(silent).count()),
+          "text/plain");
     }
     res.set_content("ok\n", "text/plain");
   });
-  s->port_ = port == 0 ? s->server_->bind_to_any_port(host) : (s->server_->bind_to_port(host, port) ? port : -1);
-  if (s->port_ <= 0) return Status::Unavailable(fmt::format("cannot serve metrics on {}:{}", host, port));
+  s->port_ = port == 0 ? s->server_->bind_to_any_port(host)
+                       : (s->server_->bind_to_port(host, port) ? port : -1);
+  if (s->port_ <= 0)
+    return Status::Unavailable(fmt::format("cannot serve metrics on {}:{}", host, port));
   s->thread_ = std::thread([raw] { raw->server_->listen_after_bind(); });
   return s;
 }
@@ -89,10 +97,12 @@ void MetricsServer::Publish(std::string text) {
 
 int CheckHealth(const std::string& host, int port) {
   if (port <= 0) {
-    std::fprintf(stderr, "unhealthy: no metrics port (--metrics-port / TUNEBUS_METRICS_PORT) to ask\n");
+    std::fprintf(stderr,
+                 "unhealthy: no metrics port (--metrics-port / TUNEBUS_METRICS_PORT) to ask\n");
     return 1;
   }
-  const std::string ask = host.empty() || host == "0.0.0.0" || host == "::" || host == "*" ? "127.0.0.1" : host;
+  const std::string ask =
+      host.empty() || host == "0.0.0.0" || host == "::" || host == "*" ? "127.0.0.1" : host;
   httplib::Client client(ask, port);
   client.set_connection_timeout(2);
   client.set_read_timeout(2);
@@ -103,8 +113,8 @@ int CheckHealth(const std::string& host, int port) {
     return 1;
   }
   if (res->status != 200) {
-    std::fprintf(stderr, "unhealthy: http://%s:%d/healthz answered %d: %s", ask.c_str(), port, res->status,
-                 res->body.c_str());
+    std::fprintf(stderr, "unhealthy: http://%s:%d/healthz answered %d: %s", ask.c_str(), port,
+                 res->status, res->body.c_str());
     return 1;
   }
   std::printf("ok\n");

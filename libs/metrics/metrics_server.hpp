@@ -31,13 +31,16 @@ class MetricsText {
  public:
   using Labels = std::map<std::string, std::string>;
   /// A value that goes up and down (e.g. trials by status).
-  void Gauge(const std::string& name, const std::string& help, double value, const Labels& labels = {});
+  void Gauge(const std::string& name, const std::string& help, double value,
+             const Labels& labels = {});
   /// A monotonically increasing count (name should end in _total).
-  void Counter(const std::string& name, const std::string& help, double value, const Labels& labels = {});
+  void Counter(const std::string& name, const std::string& help, double value,
+               const Labels& labels = {});
   const std::string& str() const { return text_; }
 
  private:
-  void Add(const char* type, const std::string& name, const std::string& help, double value, const Labels& labels);
+  void Add(const char* type, const std::string& name, const std::string& help, double value,
+           const Labels& labels);
   std::string text_;
   std::string last_name_;  // HELP/TYPE are written once per metric family
 };
@@ -49,8 +52,8 @@ class MetricsServer {
 
   /// Listens on host:port (port 0: any free port) and serves on a thread of its own.
   /// Errors: Unavailable if it cannot bind.
-  static Result<std::unique_ptr<MetricsServer>> Start(const std::string& host, int port,
-                                                      std::chrono::milliseconds healthy_within = kHealthyWithin);
+  static Result<std::unique_ptr<MetricsServer>> Start(
+      const std::string& host, int port, std::chrono::milliseconds healthy_within = kHealthyWithin);
   ~MetricsServer();  // stops the server and joins its thread
   MetricsServer(const MetricsServer&) = delete;
   MetricsServer& operator=(const MetricsServer&) = delete;
@@ -65,7 +68,7 @@ class MetricsServer {
   std::thread thread_;
   int port_ = 0;
   std::mutex mu_;
-  std::string text_;  // guarded by mu_
+  std::string text_;                                                   // guarded by mu_
   std::optional<std::chrono::steady_clock::time_point> published_at_;  // guarded by mu_
   std::chrono::milliseconds healthy_within_ = kHealthyWithin;
 };

@@ -8,11 +8,10 @@
 
 #include <cstdint>
 #include <map>
+#include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
 #include <vector>
-
-#include <nlohmann/json.hpp>
 
 #include "libs/core/status.hpp"
 
@@ -34,24 +33,24 @@ struct StopSpec {
 };
 
 struct ExperimentSpec {
-  std::string name;                      // [A-Za-z0-9_.-]+, names the results folder
+  std::string name;  // [A-Za-z0-9_.-]+, names the results folder
   TrainableSpec trainable;
   /// The param space as written, with samplers as single-key objects:
   /// {"lr": {"loguniform": [1e-4, 1e-1]}, "penalty": {"choice": ["l1", "l2"]}, "k": 3}.
   nlohmann::json param_space = nlohmann::json::object();
-  int64_t num_samples = 1;               // >= 1, or -1 for "until time_budget_s or a stop"
-  std::optional<uint64_t> seed;          // same seed -> same configs in the same order
-  std::string metric;                    // result key to optimise, may be empty
-  std::string mode;                      // "max", "min", or empty when metric is empty
+  int64_t num_samples = 1;       // >= 1, or -1 for "until time_budget_s or a stop"
+  std::optional<uint64_t> seed;  // same seed -> same configs in the same order
+  std::string metric;            // result key to optimise, may be empty
+  std::string mode;              // "max", "min", or empty when metric is empty
   StopSpec stop;
   std::map<std::string, double> resources_per_trial = {{"cpu", 1.0}};  // amounts, cpu/gpu/custom
-  int64_t max_concurrent_trials = 0;     // 0 = no limit
-  std::string results_dir;               // absolute; default "<working_dir>/results"
+  int64_t max_concurrent_trials = 0;                                   // 0 = no limit
+  std::string results_dir;  // absolute; default "<working_dir>/results"
   /// False when the file gives an absolute results_dir; true when it gives a relative one or none
   /// (results_dir then names a folder beside the file, on the host that submitted it).
   bool results_dir_beside_file = true;
-  int64_t max_failures = 0;              // retries per trial after trainable errors; -1 = forever
-  int64_t max_worker_losses = -1;        // requeues per trial after losing its worker; -1 = no limit
+  int64_t max_failures = 0;        // retries per trial after trainable errors; -1 = forever
+  int64_t max_worker_losses = -1;  // requeues per trial after losing its worker; -1 = no limit
   /// A running trainable that reports no result for this long (seconds; time spent waiting for
   /// a decision does not count) fails with that reason (then max_failures applies). 0 = off.
   double report_timeout_s = 0;
@@ -62,19 +61,19 @@ struct ExperimentSpec {
   /// Keep a trial that fits no worker PENDING until a big enough worker registers (Ray Tune's
   /// queue_trials) instead of making it ERROR.
   bool queue_trials = false;
-  int64_t checkpoint_freq = 0;           // checkpoint every N training iterations; 0 = never
-  bool checkpoint_at_end = false;        // checkpoint when a trial stops (decision/stopper/user)
-  int64_t keep_checkpoints_num = 0;      // keep at most N per trial; 0 = keep all
+  int64_t checkpoint_freq = 0;       // checkpoint every N training iterations; 0 = never
+  bool checkpoint_at_end = false;    // checkpoint when a trial stops (decision/stopper/user)
+  int64_t keep_checkpoints_num = 0;  // keep at most N per trial; 0 = keep all
   /// Result key ranking checkpoints for keep_checkpoints_num ("min-" prefix = lower is better);
   /// empty = newest are best.
   std::string checkpoint_score_attr;
   /// Checkpoint id (from `tunectl show`) every trial of this experiment starts from; results
   /// continue its training_iteration. Empty = from scratch.
   std::string restore_from;
-  std::string scheduler = "fifo";        // trial scheduler name
+  std::string scheduler = "fifo";                              // trial scheduler name
   nlohmann::json scheduler_config = nlohmann::json::object();  // its parameters
-  std::string source_yaml;               // the file's text, kept for the journal and resubmission
-  std::string source_path;               // the file's path as given (for error messages)
+  std::string source_yaml;  // the file's text, kept for the journal and resubmission
+  std::string source_path;  // the file's path as given (for error messages)
 };
 
 /// Parses and validates an experiment file. Relative paths (results_dir, the command's
@@ -84,7 +83,8 @@ Result<ExperimentSpec> ParseExperimentFile(const std::string& path);
 
 /// Same, from text. `base_dir` is the absolute folder relative paths resolve against and
 /// `source_name` is used as "<file>" in error messages.
-Result<ExperimentSpec> ParseExperimentYaml(const std::string& yaml_text, const std::string& base_dir,
+Result<ExperimentSpec> ParseExperimentYaml(const std::string& yaml_text,
+                                           const std::string& base_dir,
                                            const std::string& source_name);
 
 }  // namespace tunebus

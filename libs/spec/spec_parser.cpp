@@ -1,7 +1,5 @@
 #include "libs/spec/spec_parser.hpp"
 
-#include "libs/tune/make_trial_scheduler.hpp"
-
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -10,6 +8,7 @@
 #include <vector>
 
 #include "libs/core/resources.hpp"
+#include "libs/tune/make_trial_scheduler.hpp"
 
 namespace tunebus::spec_internal {
 namespace {
@@ -146,7 +145,8 @@ Status SpecParser::ParseField(const MapEntry& e) {
   if (k == "report_timeout_s") {
     Result<double> seconds = r_.Number(e.value, k);
     if (!seconds.ok()) return seconds.status();
-    if (*seconds < 0) return r_.Error(e.value, k, "must be >= 0 seconds (0 = off), got " + e.value.Scalar());
+    if (*seconds < 0)
+      return r_.Error(e.value, k, "must be >= 0 seconds (0 = off), got " + e.value.Scalar());
     spec_.report_timeout_s = *seconds;
     return Status::Ok();
   }
@@ -275,7 +275,8 @@ Status SpecParser::CheckAcrossFields(const YAML::Node& root) {
   }
   if (given_.contains("scheduler")) {
     // The trial scheduler's own checks; its errors read "<param>: <why>".
-    auto made = MakeTrialScheduler(spec_.scheduler, spec_.scheduler_config, spec_.metric, spec_.mode);
+    auto made =
+        MakeTrialScheduler(spec_.scheduler, spec_.scheduler_config, spec_.metric, spec_.mode);
     if (!made.ok()) {
       const std::string message = made.status().message();
       const auto colon = message.find(": ");

@@ -53,8 +53,8 @@ class SpecParser {
   YamlReader r_;
   std::string base_dir_;
   ExperimentSpec spec_;
-  std::map<std::string, YAML::Node> given_;  // top-level field -> its key node
-  YAML::Node scheduler_node_;                      // the `scheduler:` value
+  std::map<std::string, YAML::Node> given_;           // top-level field -> its key node
+  YAML::Node scheduler_node_;                         // the `scheduler:` value
   std::map<std::string, YAML::Node> scheduler_keys_;  // its parameters' key nodes
 };
 

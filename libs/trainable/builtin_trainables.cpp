@@ -79,7 +79,8 @@ class BuiltinTrainable : public Trainable {
     if (ended()) return Status::FailedPrecondition("the trainable has exited");
     if (!ConsumeAwaited()) return Status::FailedPrecondition("no report waits for a decision");
     OnDecision(iteration_);
-    last_decision_latency_s_ = std::chrono::duration<double>(SteadyClock::now() - reported_at_).count();
+    last_decision_latency_s_ =
+        std::chrono::duration<double>(SteadyClock::now() - reported_at_).count();
     if (action == Action::kCheckpoint) {  // saved now, before the next report or the end
       if (Status s = WriteCheckpoint(); !s.ok()) {
         ExitStatus es;
@@ -211,8 +212,9 @@ class MockTrainable : public BuiltinTrainable {
   // <trial_dir>/mock_truth.jsonl and flushed at once, so it survives the worker's SIGKILL.
   void Truth(const char* event, int64_t t) {
     if (!truth_log_.is_open()) return;
-    truth_log_ << nlohmann::json{{"event", event}, {"attempt", setup_.attempt}, {"iteration", t}}.dump()
-               << std::endl;
+    truth_log_
+        << nlohmann::json{{"event", event}, {"attempt", setup_.attempt}, {"iteration", t}}.dump()
+        << std::endl;
   }
 
   double lr_ = 0.1;
@@ -230,7 +232,8 @@ class NoopTrainable : public BuiltinTrainable {
     if (!iterations.ok()) return iterations.status();
     auto metrics = GetInt(c, "noop_metrics", 1);
     if (!metrics.ok()) return metrics.status();
-    if (*metrics < 1 || *metrics > 1000) return Status::InvalidArgument("config.noop_metrics must be in [1, 1000]");
+    if (*metrics < 1 || *metrics > 1000)
+      return Status::InvalidArgument("config.noop_metrics must be in [1, 1000]");
     max_iterations_ = *iterations;
     metrics_ = *metrics;
     return Status::Ok();

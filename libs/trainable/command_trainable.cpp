@@ -67,11 +67,13 @@ struct SpawnAttrs {
 // What a worker that cannot see the experiment's files must change (issue 19, point 9).
 constexpr char kSameFilesHint[] =
     "a command trainable runs in the experiment file's folder, at the path it has on the host that "
-    "submitted it: mount that folder at the same path on every worker (the same volume or an image that "
+    "submitted it: mount that folder at the same path on every worker (the same volume or an image "
+    "that "
     "holds it there), or submit the experiment from a folder the workers share";
 
 bool IsInterpreter(const std::string& program) {
-  static const std::regex kInterpreter("(sh|bash|dash|zsh|ksh|python[0-9.]*|pypy[0-9.]*|perl|ruby|node|Rscript|julia)");
+  static const std::regex kInterpreter(
+      "(sh|bash|dash|zsh|ksh|python[0-9.]*|pypy[0-9.]*|perl|ruby|node|Rscript|julia)");
   return std::regex_match(fs::path(program).filename().string(), kInterpreter);
 }
 
@@ -82,8 +84,10 @@ bool HasScriptExtension(const std::string& arg) {
 
 // The file of `command` that does not exist in `workdir`, if any: the program when it is a path,
 // or the script an interpreter is given (its first argument, or the first non-option argument
-// that looks like a script). Options that take code instead of a file (-c, -m, -e, -) end the search.
-std::optional<std::string> MissingFile(const std::vector<std::string>& command, const std::string& workdir) {
+// that looks like a script). Options that take code instead of a file (-c, -m, -e, -) end the
+// search.
+std::optional<std::string> MissingFile(const std::vector<std::string>& command,
+                                       const std::string& workdir) {
   auto missing = [&](const std::string& path) {
     std::error_code ec;
     const fs::path p = fs::path(path).is_absolute() ? fs::path(path) : fs::path(workdir) / path;
@@ -168,12 +172,14 @@ Status CommandTrainable::Start() {
         fmt::format("cannot create trial dir {}: {}", dir.string(), ec.message()));
   const std::string workdir = def_.working_dir.empty() ? setup_.trial_dir : def_.working_dir;
   if (!fs::is_directory(workdir, ec)) {
-    return Status::Unavailable(fmt::format("cannot start {}: the trainable's folder {} does not exist on this worker; {}",
-                                           what, workdir, kSameFilesHint));
+    return Status::Unavailable(
+        fmt::format("cannot start {}: the trainable's folder {} does not exist on this worker; {}",
+                    what, workdir, kSameFilesHint));
   }
   if (auto file = MissingFile(def_.command, workdir)) {
-    return Status::Unavailable(fmt::format("cannot start {}: {} does not exist in {} on this worker; {}", what, *file,
-                                           workdir, kSameFilesHint));
+    return Status::Unavailable(
+        fmt::format("cannot start {}: {} does not exist in {} on this worker; {}", what, *file,
+                    workdir, kSameFilesHint));
   }
   auto env = BuildEnv();
   if (!env.ok()) return env.status();
@@ -231,7 +237,10 @@ Status CommandTrainable::Start() {
                   : ::posix_spawn(&pid, argv[0], &sa.actions, &sa.attr, argv.data(), envp.data());
   if (rc != 0) {
     std::string why = ErrnoText(rc);
-    if (rc == ENOENT) why += search_path ? " (not found in PATH on this worker: install it there, e.g. in the trial-worker image)" : " (no such file)";
+    if (rc == ENOENT)
+      why += search_path ? " (not found in PATH on this worker: install it there, e.g. in the "
+                           "trial-worker image)"
+                         : " (no such file)";
     if (rc == EACCES) why += " (not executable)";
     return Status::Unavailable(fmt::format("cannot start {} in {}: {}", what, workdir, why));
   }

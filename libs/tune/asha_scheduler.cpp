@@ -11,8 +11,10 @@ namespace tunebus {
 
 using nlohmann::json;
 
-Result<std::unique_ptr<TrialScheduler>> AshaScheduler::Create(const json& config, const std::string& metric,
-                                                              const std::string& mode, uint64_t seed) {
+Result<std::unique_ptr<TrialScheduler>> AshaScheduler::Create(const json& config,
+                                                              const std::string& metric,
+                                                              const std::string& mode,
+                                                              uint64_t seed) {
   SchedulerParams p(config, "asha");
   if (Status s = p.OnlyKnown({"time_attr", "max_t", "grace_period", "reduction_factor", "brackets",
                               "stop_last_trials"});
@@ -27,12 +29,13 @@ Result<std::unique_ptr<TrialScheduler>> AshaScheduler::Create(const json& config
   auto eta = p.Number("reduction_factor", o.reduction_factor, 1, /*exclusive=*/true);
   auto brackets = p.Int("brackets", o.brackets, 1);
   auto stop_last = p.Bool("stop_last_trials", o.stop_last_trials);
-  for (const Status& s : {time_attr.status(), max_t.status(), grace.status(), eta.status(), brackets.status(),
-                          stop_last.status()}) {
+  for (const Status& s : {time_attr.status(), max_t.status(), grace.status(), eta.status(),
+                          brackets.status(), stop_last.status()}) {
     if (!s.ok()) return s;
   }
   if (*grace > *max_t) {
-    return Status::InvalidArgument(fmt::format("grace_period: must be <= max_t ({}), got {}", *max_t, *grace));
+    return Status::InvalidArgument(
+        fmt::format("grace_period: must be <= max_t ({}), got {}", *max_t, *grace));
   }
   o.time_attr = *time_attr;
   o.max_t = *max_t;
@@ -42,14 +45,15 @@ Result<std::unique_ptr<TrialScheduler>> AshaScheduler::Create(const json& config
   o.stop_last_trials = *stop_last;
   const double rungs0 = std::log(o.max_t / o.grace_period) / std::log(o.reduction_factor) + 1;
   if (double(o.brackets) > rungs0) {
-    return Status::InvalidArgument(
-        fmt::format("brackets: at most {} with these max_t, grace_period and reduction_factor, got {}",
-                    int64_t(rungs0), o.brackets));
+    return Status::InvalidArgument(fmt::format(
+        "brackets: at most {} with these max_t, grace_period and reduction_factor, got {}",
+        int64_t(rungs0), o.brackets));
   }
   return std::unique_ptr<TrialScheduler>(new AshaScheduler(std::move(o), seed));
 }
 
-AshaScheduler::AshaScheduler(Options options, uint64_t seed) : options_(std::move(options)), rng_(seed) {
+AshaScheduler::AshaScheduler(Options options, uint64_t seed)
+    : options_(std::move(options)), rng_(seed) {
   sign_ = options_.mode == "min" ? -1 : 1;
   brackets_.resize(size_t(options_.brackets));
   for (size_t s = 0; s < brackets_.size(); ++s) {
@@ -58,7 +62,8 @@ AshaScheduler::AshaScheduler(Options options, uint64_t seed) : options_(std::mov
                                       std::log(options_.reduction_factor) -
                                   double(s) + 1 + 1e-9);
     for (int64_t k = rungs - 1; k >= 0; --k) {
-      brackets_[s].push_back(Rung{options_.grace_period * std::pow(options_.reduction_factor, double(k) + double(s)), {}});
+      brackets_[s].push_back(Rung{
+          options_.grace_period * std::pow(options_.reduction_factor, double(k) + double(s)), {}});
     }
   }
 }
@@ -80,7 +85,8 @@ void AshaScheduler::OnTrialAdd(const Trial& trial) {
     size_t most = 0;
     for (const Bracket& br : brackets_) most = std::max(most, br.size());
     std::vector<double> weights;
-    for (const Bracket& br : brackets_) weights.push_back(std::exp(double(br.size()) - double(most)));
+    for (const Bracket& br : brackets_)
+      weights.push_back(std::exp(double(br.size()) - double(most)));
     b = std::discrete_distribution<size_t>(weights.begin(), weights.end())(rng_);
   }
   Record({{"add", {trial.trial_id, b}}});
@@ -117,7 +123,8 @@ Decision AshaScheduler::OnBracketResult(const std::string& trial_id, double t, d
     if (t < rung.milestone || rung.recorded.contains(trial_id)) continue;
     Decision decision = Decision::kContinue;
     if (!rung.sorted.empty()) {
-      const double cutoff = PercentileOfSorted(rung.sorted, (1 - 1 / options_.reduction_factor) * 100);
+      const double cutoff =
+          PercentileOfSorted(rung.sorted, (1 - 1 / options_.reduction_factor) * 100);
       if (value < cutoff) decision = Decision::kStop;
     }
     Record({{"rec", {trial_id, b, r, value}}});
@@ -128,7 +135,8 @@ Decision AshaScheduler::OnBracketResult(const std::string& trial_id, double t, d
 
 void AshaScheduler::OnTrialComplete(const Trial& trial, const TrainingResult& result) {
   if (ValidateResult(result).ok()) {
-    OnBracketResult(trial.trial_id, result.Number(options_.time_attr).value_or(0.0), sign_ * result.Number(options_.metric).value_or(0.0));
+    OnBracketResult(trial.trial_id, result.Number(options_.time_attr).value_or(0.0),
+                    sign_ * result.Number(options_.metric).value_or(0.0));
   }
   Record({{"del", trial.trial_id}});
 }

@@ -42,7 +42,8 @@ class AshaScheduler final : public JournaledTrialScheduler {
     bool stop_last_trials = true;
   };
   /// Errors: InvalidArgument "<param>: ..." for a bad parameter (see the file comment).
-  static Result<std::unique_ptr<TrialScheduler>> Create(const nlohmann::json& config, const std::string& metric,
+  static Result<std::unique_ptr<TrialScheduler>> Create(const nlohmann::json& config,
+                                                        const std::string& metric,
                                                         const std::string& mode, uint64_t seed);
   AshaScheduler(Options options, uint64_t seed);
 
@@ -60,7 +61,9 @@ class AshaScheduler final : public JournaledTrialScheduler {
   /// Rung milestones of bracket `b`, highest first.
   std::vector<double> Milestones(size_t b) const;
   /// The values recorded at rung `r` of bracket `b` (trial_id -> metric, sign-adjusted to max).
-  const std::map<std::string, double>& Recorded(size_t b, size_t r) const { return brackets_[b][r].recorded; }
+  const std::map<std::string, double>& Recorded(size_t b, size_t r) const {
+    return brackets_[b][r].recorded;
+  }
 
  private:
   struct Rung {

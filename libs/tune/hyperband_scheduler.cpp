@@ -11,10 +11,13 @@ namespace tunebus {
 
 using nlohmann::json;
 
-Result<std::unique_ptr<TrialScheduler>> HyperBandScheduler::Create(const json& config, const std::string& metric,
+Result<std::unique_ptr<TrialScheduler>> HyperBandScheduler::Create(const json& config,
+                                                                   const std::string& metric,
                                                                    const std::string& mode) {
   SchedulerParams p(config, "hyperband");
-  if (Status s = p.OnlyKnown({"time_attr", "max_t", "reduction_factor", "stop_last_trials"}); !s.ok()) return s;
+  if (Status s = p.OnlyKnown({"time_attr", "max_t", "reduction_factor", "stop_last_trials"});
+      !s.ok())
+    return s;
   Options o;
   if (Status s = p.MetricAndMode(metric, mode, &o.metric, &o.mode); !s.ok()) return s;
   auto time_attr = p.String("time_attr", o.time_attr);
@@ -33,11 +36,13 @@ Result<std::unique_ptr<TrialScheduler>> HyperBandScheduler::Create(const json& c
 
 HyperBandScheduler::HyperBandScheduler(Options options) : options_(std::move(options)) {
   sign_ = options_.mode == "min" ? -1 : 1;
-  s_max_1_ = int64_t(std::round(std::log(options_.max_t) / std::log(options_.reduction_factor))) + 1;
+  s_max_1_ =
+      int64_t(std::round(std::log(options_.max_t) / std::log(options_.reduction_factor))) + 1;
 }
 
 int64_t HyperBandScheduler::N0(int64_t s) const {
-  return int64_t(std::ceil(double(s_max_1_) / double(s + 1) * std::pow(options_.reduction_factor, double(s)) - 1e-9));
+  return int64_t(std::ceil(
+      double(s_max_1_) / double(s + 1) * std::pow(options_.reduction_factor, double(s)) - 1e-9));
 }
 int64_t HyperBandScheduler::R0(int64_t s) const {
   return int64_t(options_.max_t * std::pow(options_.reduction_factor, -double(s)) + 1e-9);
@@ -48,7 +53,8 @@ Status HyperBandScheduler::ValidateResult(const TrainingResult& result) const {
 }
 
 bool HyperBandScheduler::CurIterDone(const Bracket& b) const {
-  return std::all_of(b.live.begin(), b.live.end(), [&](const auto& kv) { return kv.second.time >= b.milestone; });
+  return std::all_of(b.live.begin(), b.live.end(),
+                     [&](const auto& kv) { return kv.second.time >= b.milestone; });
 }
 
 bool HyperBandScheduler::ContinueTrial(const Bracket& b, const std::string& trial_id) const {
@@ -62,7 +68,9 @@ void HyperBandScheduler::OnTrialAdd(const Trial& trial) { Record({{"add", trial.
 Decision HyperBandScheduler::OnTrialResult(const Trial& trial, const TrainingResult& result) {
   auto it = trial_bracket_.find(trial.trial_id);
   if (it == trial_bracket_.end()) return Decision::kContinue;
-  Record({{"res", {trial.trial_id, result.Number(options_.time_attr).value_or(0.0), sign_ * result.Number(options_.metric).value_or(0.0)}}});
+  Record({{"res",
+           {trial.trial_id, result.Number(options_.time_attr).value_or(0.0),
+            sign_ * result.Number(options_.metric).value_or(0.0)}}});
   if (ContinueTrial(brackets_[it->second], trial.trial_id)) return Decision::kContinue;
   return ProcessBracket(it->second, trial.trial_id);
 }
@@ -121,7 +129,9 @@ void HyperBandScheduler::OnTrialComplete(const Trial& trial, const TrainingResul
   auto it = trial_bracket_.find(trial.trial_id);
   if (it == trial_bracket_.end()) return;
   if (ValidateResult(result).ok()) {
-    Record({{"res", {trial.trial_id, result.Number(options_.time_attr).value_or(0.0), sign_ * result.Number(options_.metric).value_or(0.0)}}});
+    Record({{"res",
+             {trial.trial_id, result.Number(options_.time_attr).value_or(0.0),
+              sign_ * result.Number(options_.metric).value_or(0.0)}}});
   }
   OnTrialRemove(trial);
 }
@@ -131,7 +141,8 @@ void HyperBandScheduler::OnTrialRemove(const Trial& trial) {
   if (it == trial_bracket_.end()) return;
   const size_t b = it->second;
   Record({{"del", trial.trial_id}});
-  if (!processing_ && !brackets_[b].live.empty() && !Finished(brackets_[b])) (void)ProcessBracket(b, "");
+  if (!processing_ && !brackets_[b].live.empty() && !Finished(brackets_[b]))
+    (void)ProcessBracket(b, "");
 }
 
 void HyperBandScheduler::OnTrialError(const Trial& trial) { OnTrialRemove(trial); }
@@ -205,11 +216,13 @@ Status HyperBandScheduler::Apply(const json& e) {
       l = Live{time, e["res"].at(2).get<double>(), true};
     } else if (e.contains("halve")) {
       const size_t index = e["halve"].get<size_t>();
-      if (index >= brackets_.size()) return Status::Corruption(fmt::format("hyperband: no bracket {}", index));
+      if (index >= brackets_.size())
+        return Status::Corruption(fmt::format("hyperband: no bracket {}", index));
       Bracket& b = brackets_[index];
       b.halves -= 1;
       b.n = int64_t(std::ceil(double(b.n) / options_.reduction_factor - 1e-9));
-      b.r = int64_t(std::min(double(b.r) * options_.reduction_factor, options_.max_t - b.milestone));
+      b.r =
+          int64_t(std::min(double(b.r) * options_.reduction_factor, options_.max_t - b.milestone));
       b.milestone = double(b.r);
     } else if (e.contains("del")) {
       const std::string id = e["del"].get<std::string>();
@@ -236,9 +249,17 @@ json HyperBandScheduler::SaveState() const {
       const Live& l = b.live.at(id);
       live.push_back({id, l.time, l.value, l.has_result});
     }
-    brackets.push_back({{"band", b.band}, {"s", b.s}, {"n0", b.n0}, {"n", b.n}, {"r", b.r},
-                        {"milestone", b.milestone}, {"halves", b.halves}, {"added", b.added},
-                        {"total_work", b.total_work}, {"completed", b.completed}, {"live", std::move(live)}});
+    brackets.push_back({{"band", b.band},
+                        {"s", b.s},
+                        {"n0", b.n0},
+                        {"n", b.n},
+                        {"r", b.r},
+                        {"milestone", b.milestone},
+                        {"halves", b.halves},
+                        {"added", b.added},
+                        {"total_work", b.total_work},
+                        {"completed", b.completed},
+                        {"live", std::move(live)}});
   }
   return {{"bands", bands_}, {"brackets", std::move(brackets)}};
 }
@@ -279,7 +300,8 @@ Status HyperBandScheduler::RestoreState(const json& state) {
 
 std::vector<HyperBandScheduler::BracketView> HyperBandScheduler::Brackets() const {
   std::vector<BracketView> out;
-  for (const Bracket& b : brackets_) out.push_back({b.band, b.s, b.n, b.r, b.halves, b.milestone, b.order});
+  for (const Bracket& b : brackets_)
+    out.push_back({b.band, b.s, b.n, b.r, b.halves, b.milestone, b.order});
   return out;
 }
 

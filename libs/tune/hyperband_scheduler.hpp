@@ -39,7 +39,8 @@ class HyperBandScheduler final : public JournaledTrialScheduler {
     bool stop_last_trials = true;
   };
   /// Errors: InvalidArgument "<param>: ...".
-  static Result<std::unique_ptr<TrialScheduler>> Create(const nlohmann::json& config, const std::string& metric,
+  static Result<std::unique_ptr<TrialScheduler>> Create(const nlohmann::json& config,
+                                                        const std::string& metric,
                                                         const std::string& mode);
   explicit HyperBandScheduler(Options options);
 
@@ -73,19 +74,21 @@ class HyperBandScheduler final : public JournaledTrialScheduler {
   struct Bracket {
     size_t band = 0;
     int64_t s = 0;
-    int64_t n0 = 0, n = 0;   // trials it holds at first / keeps after the last halving
-    int64_t r = 0;           // time units of the current rung
-    double milestone = 0;    // time_attr the live trials must reach (Ray Tune's _cumul_r)
-    int64_t halves = 0;      // halvings left
-    int64_t added = 0;       // trials ever added
+    int64_t n0 = 0, n = 0;  // trials it holds at first / keeps after the last halving
+    int64_t r = 0;          // time units of the current rung
+    double milestone = 0;   // time_attr the live trials must reach (Ray Tune's _cumul_r)
+    int64_t halves = 0;     // halvings left
+    int64_t added = 0;      // trials ever added
     double total_work = 0, completed = 0;
-    std::vector<std::string> order;        // live trial ids in the order they were added
+    std::vector<std::string> order;  // live trial ids in the order they were added
     std::map<std::string, Live> live;
   };
 
   bool Filled(const Bracket& b) const { return b.added == b.n0; }
   bool CurIterDone(const Bracket& b) const;
-  bool Finished(const Bracket& b) const { return options_.stop_last_trials && b.halves == 0 && CurIterDone(b); }
+  bool Finished(const Bracket& b) const {
+    return options_.stop_last_trials && b.halves == 0 && CurIterDone(b);
+  }
   bool ContinueTrial(const Bracket& b, const std::string& trial_id) const;
   /// Ray Tune's _process_bracket: halve a completed rung, stop the bad, unpause the good.
   Decision ProcessBracket(size_t bracket, const std::string& current);
@@ -99,10 +102,10 @@ class HyperBandScheduler final : public JournaledTrialScheduler {
   Options options_;
   double sign_ = 1;
   int64_t s_max_1_ = 1;
-  std::vector<Bracket> brackets_;           // creation order
+  std::vector<Bracket> brackets_;  // creation order
   std::map<std::string, size_t> trial_bracket_;
-  size_t bands_ = 0;                        // bands started
-  bool processing_ = false;                 // inside ProcessBracket (re-entrant removes)
+  size_t bands_ = 0;         // bands started
+  bool processing_ = false;  // inside ProcessBracket (re-entrant removes)
 };
 
 }  // namespace tunebus

@@ -7,9 +7,10 @@
 
 namespace tunebus {
 
-Result<std::unique_ptr<TrialScheduler>> MakeTrialScheduler(const std::string& name, const nlohmann::json& config,
-                                                           const std::string& metric, const std::string& mode,
-                                                           uint64_t seed) {
+Result<std::unique_ptr<TrialScheduler>> MakeTrialScheduler(const std::string& name,
+                                                           const nlohmann::json& config,
+                                                           const std::string& metric,
+                                                           const std::string& mode, uint64_t seed) {
   using Ptr = std::unique_ptr<TrialScheduler>;
   if (name == "fifo" || name.empty()) return Ptr(new FifoScheduler());
   if (name == "asha") return AshaScheduler::Create(config, metric, mode, seed);

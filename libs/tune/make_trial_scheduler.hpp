@@ -3,9 +3,8 @@
 
 #include <cstdint>
 #include <memory>
-#include <string>
-
 #include <nlohmann/json.hpp>
+#include <string>
 
 #include "libs/core/status.hpp"
 #include "libs/tune/trial_scheduler.hpp"
@@ -18,8 +17,10 @@ namespace tunebus {
 /// behaviour). `seed` seeds the schedulers that draw random numbers (ASHA's bracket choice,
 /// PBT), so a run is reproducible.
 /// Errors: InvalidArgument for an unknown name, or "<param>: <what is wrong>" (SchedulerParams).
-Result<std::unique_ptr<TrialScheduler>> MakeTrialScheduler(const std::string& name, const nlohmann::json& config,
-                                                           const std::string& metric, const std::string& mode,
+Result<std::unique_ptr<TrialScheduler>> MakeTrialScheduler(const std::string& name,
+                                                           const nlohmann::json& config,
+                                                           const std::string& metric,
+                                                           const std::string& mode,
                                                            uint64_t seed = 0);
 
 }  // namespace tunebus

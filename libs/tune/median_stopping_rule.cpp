@@ -10,10 +10,12 @@ namespace tunebus {
 
 using nlohmann::json;
 
-Result<std::unique_ptr<TrialScheduler>> MedianStoppingRule::Create(const json& config, const std::string& metric,
+Result<std::unique_ptr<TrialScheduler>> MedianStoppingRule::Create(const json& config,
+                                                                   const std::string& metric,
                                                                    const std::string& mode) {
   SchedulerParams p(config, "median_stopping");
-  if (Status s = p.OnlyKnown({"time_attr", "grace_period", "min_samples_required", "min_time_slice", "hard_stop"});
+  if (Status s = p.OnlyKnown(
+          {"time_attr", "grace_period", "min_samples_required", "min_time_slice", "hard_stop"});
       !s.ok()) {
     return s;
   }
@@ -24,7 +26,8 @@ Result<std::unique_ptr<TrialScheduler>> MedianStoppingRule::Create(const json& c
   auto min_samples = p.Int("min_samples_required", o.min_samples_required, 1);
   auto slice = p.Number("min_time_slice", o.min_time_slice, 0);
   auto hard = p.Bool("hard_stop", o.hard_stop);
-  for (const Status& s : {time_attr.status(), grace.status(), min_samples.status(), slice.status(), hard.status()}) {
+  for (const Status& s :
+       {time_attr.status(), grace.status(), min_samples.status(), slice.status(), hard.status()}) {
     if (!s.ok()) return s;
   }
   o.time_attr = *time_attr;
@@ -59,7 +62,8 @@ Decision MedianStoppingRule::OnTrialResult(const Trial& trial, const TrainingRes
   const double time = result.Number(options_.time_attr).value_or(0.0);
   const double value = sign_ * result.Number(options_.metric).value_or(0.0);
   auto it = trials_.find(trial.trial_id);
-  if (it != trials_.end() && it->second.stopped) return Decision::kContinue;  // soft-stopped: FIFO from now on
+  if (it != trials_.end() && it->second.stopped)
+    return Decision::kContinue;  // soft-stopped: FIFO from now on
   Record({{"r", {trial.trial_id, time, value}}});
   if (time < options_.grace_period) return Decision::kContinue;
   const TrialState& self = trials_.at(trial.trial_id);
@@ -114,8 +118,12 @@ void MedianStoppingRule::OnTrialComplete(const Trial& trial, const TrainingResul
   (void)result;
   if (trials_.contains(trial.trial_id)) Record({{"done", trial.trial_id}});
 }
-void MedianStoppingRule::OnTrialRemove(const Trial& trial) { OnTrialComplete(trial, TrainingResult()); }
-void MedianStoppingRule::OnTrialError(const Trial& trial) { OnTrialComplete(trial, TrainingResult()); }
+void MedianStoppingRule::OnTrialRemove(const Trial& trial) {
+  OnTrialComplete(trial, TrainingResult());
+}
+void MedianStoppingRule::OnTrialError(const Trial& trial) {
+  OnTrialComplete(trial, TrainingResult());
+}
 
 Status MedianStoppingRule::Apply(const json& e) {
   try {
@@ -144,7 +152,9 @@ Status MedianStoppingRule::Apply(const json& e) {
 json MedianStoppingRule::SaveState() const {
   json out = json::object();
   for (const auto& [id, s] : trials_) {
-    out[id] = {{"results", s.results}, {"last_pause", s.last_pause}, {"stopped", s.stopped},
+    out[id] = {{"results", s.results},
+               {"last_pause", s.last_pause},
+               {"stopped", s.stopped},
                {"paused_by_us", s.paused_by_us}};
   }
   return out;

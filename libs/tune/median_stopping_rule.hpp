@@ -42,7 +42,8 @@ class MedianStoppingRule final : public JournaledTrialScheduler {
     bool hard_stop = true;
   };
   /// Errors: InvalidArgument "<param>: ...".
-  static Result<std::unique_ptr<TrialScheduler>> Create(const nlohmann::json& config, const std::string& metric,
+  static Result<std::unique_ptr<TrialScheduler>> Create(const nlohmann::json& config,
+                                                        const std::string& metric,
                                                         const std::string& mode);
   explicit MedianStoppingRule(Options options);
 
@@ -62,7 +63,7 @@ class MedianStoppingRule final : public JournaledTrialScheduler {
   struct TrialState {
     std::vector<std::pair<double, double>> results;  // (time, metric * sign)
     double last_pause = -1e300;
-    bool stopped = false;     // judged below the median once
+    bool stopped = false;  // judged below the median once
     bool paused_by_us = false;
   };
   Decision OnInsufficientSamples(const std::string& trial_id, double time);

@@ -23,14 +23,17 @@ bool IsSampler(const json& v) {
 // Checks hyperparam_mutations: lists (non-empty), samplers, or nested maps of those.
 Status ValidateMutations(const json& m, const std::string& path) {
   if (!m.is_object() || m.empty()) {
-    return Status::InvalidArgument(path + ": must be a non-empty map of config keys to lists or samplers");
+    return Status::InvalidArgument(path +
+                                   ": must be a non-empty map of config keys to lists or samplers");
   }
   for (const auto& [key, v] : m.items()) {
     const std::string where = path + "." + key;
     if (v.is_array()) {
       if (v.empty()) return Status::InvalidArgument(where + ": the list is empty");
-    } else if (v.is_object() && v.size() == 1 && (v.contains("choice") || v.contains("grid_search"))) {
-      if (!v.begin()->is_array() || v.begin()->empty()) return Status::InvalidArgument(where + ": needs a non-empty list");
+    } else if (v.is_object() && v.size() == 1 &&
+               (v.contains("choice") || v.contains("grid_search"))) {
+      if (!v.begin()->is_array() || v.begin()->empty())
+        return Status::InvalidArgument(where + ": needs a non-empty list");
     } else if (v.is_object() && v.size() == 1 && !v.begin()->is_object()) {
       if (Status s = VariantGenerator::Validate(json{{key, v}}); !s.ok()) {
         return Status::InvalidArgument(path + "." + s.message());
@@ -38,7 +41,8 @@ Status ValidateMutations(const json& m, const std::string& path) {
     } else if (v.is_object()) {
       if (Status s = ValidateMutations(v, where); !s.ok()) return s;
     } else {
-      return Status::InvalidArgument(where + ": must be a list, a sampler such as {uniform: [a, b]} or a map");
+      return Status::InvalidArgument(
+          where + ": must be a list, a sampler such as {uniform: [a, b]} or a map");
     }
   }
   return Status::Ok();
@@ -46,11 +50,14 @@ Status ValidateMutations(const json& m, const std::string& path) {
 
 }  // namespace
 
-Result<std::unique_ptr<TrialScheduler>> PopulationBasedTraining::Create(const json& config, const std::string& metric,
-                                                                        const std::string& mode, uint64_t seed) {
+Result<std::unique_ptr<TrialScheduler>> PopulationBasedTraining::Create(const json& config,
+                                                                        const std::string& metric,
+                                                                        const std::string& mode,
+                                                                        uint64_t seed) {
   SchedulerParams p(config, "pbt");
-  if (Status s = p.OnlyKnown({"time_attr", "perturbation_interval", "burn_in_period", "hyperparam_mutations",
-                              "quantile_fraction", "resample_probability", "perturbation_factors"});
+  if (Status s = p.OnlyKnown({"time_attr", "perturbation_interval", "burn_in_period",
+                              "hyperparam_mutations", "quantile_fraction", "resample_probability",
+                              "perturbation_factors"});
       !s.ok()) {
     return s;
   }
@@ -61,17 +68,23 @@ Result<std::unique_ptr<TrialScheduler>> PopulationBasedTraining::Create(const js
   auto burn_in = p.Number("burn_in_period", o.burn_in_period, 0);
   auto quantile = p.Number("quantile_fraction", o.quantile_fraction, 0);
   auto resample = p.Number("resample_probability", o.resample_probability, 0);
-  for (const Status& s : {time_attr.status(), interval.status(), burn_in.status(), quantile.status(),
-                          resample.status()}) {
+  for (const Status& s : {time_attr.status(), interval.status(), burn_in.status(),
+                          quantile.status(), resample.status()}) {
     if (!s.ok()) return s;
   }
-  if (*quantile > 0.5) return Status::InvalidArgument(fmt::format("quantile_fraction: must be <= 0.5, got {}", *quantile));
-  if (*resample > 1) return Status::InvalidArgument(fmt::format("resample_probability: must be <= 1, got {}", *resample));
+  if (*quantile > 0.5)
+    return Status::InvalidArgument(
+        fmt::format("quantile_fraction: must be <= 0.5, got {}", *quantile));
+  if (*resample > 1)
+    return Status::InvalidArgument(
+        fmt::format("resample_probability: must be <= 1, got {}", *resample));
   const json& c = p.config();
   if (!c.contains("hyperparam_mutations")) {
-    return Status::InvalidArgument("hyperparam_mutations: the pbt scheduler needs the config keys to explore");
+    return Status::InvalidArgument(
+        "hyperparam_mutations: the pbt scheduler needs the config keys to explore");
   }
-  if (Status s = ValidateMutations(c["hyperparam_mutations"], "hyperparam_mutations"); !s.ok()) return s;
+  if (Status s = ValidateMutations(c["hyperparam_mutations"], "hyperparam_mutations"); !s.ok())
+    return s;
   if (c.contains("perturbation_factors")) {
     const json& f = c["perturbation_factors"];
     if (!f.is_array() || f.size() != 2 || !f[0].is_number() || !f[1].is_number()) {
@@ -99,7 +112,9 @@ double PopulationBasedTraining::Uniform() {
   return double(rng_() >> 11) * 0x1.0p-53;
 }
 
-size_t PopulationBasedTraining::Choice(size_t n) { return std::min(n - 1, size_t(Uniform() * double(n))); }
+size_t PopulationBasedTraining::Choice(size_t n) {
+  return std::min(n - 1, size_t(Uniform() * double(n)));
+}
 
 Status PopulationBasedTraining::ValidateResult(const TrainingResult& result) const {
   return RequireNumbers(result, {{"metric", options_.metric}, {"time_attr", options_.time_attr}});
@@ -111,11 +126,13 @@ json PopulationBasedTraining::Explore(const json& config, const json& mutations)
   json out = config;
   for (const auto& [key, dist] : mutations.items()) {
     const bool has = config.contains(key);
-    if (dist.is_object() && !dist.contains("choice") && !dist.contains("grid_search") && !IsSampler(dist)) {
+    if (dist.is_object() && !dist.contains("choice") && !dist.contains("grid_search") &&
+        !IsSampler(dist)) {
       out[key] = Explore(has ? config[key] : json::object(), dist);  // a nested map
       continue;
     }
-    const json* values = dist.is_array() ? &dist : (dist.contains("choice") ? &dist["choice"] : nullptr);
+    const json* values =
+        dist.is_array() ? &dist : (dist.contains("choice") ? &dist["choice"] : nullptr);
     if (values == nullptr && dist.contains("grid_search")) values = &dist["grid_search"];
     if (values != nullptr) {
       // Ray Tune: resample, else move to the previous or the next value in the list.
@@ -124,7 +141,8 @@ json PopulationBasedTraining::Explore(const json& config, const json& mutations)
         out[key] = (*values)[Choice(values->size())];
       } else {
         const size_t i = size_t(at - values->begin());
-        out[key] = Uniform() > 0.5 ? (*values)[i == 0 ? 0 : i - 1] : (*values)[std::min(values->size() - 1, i + 1)];
+        out[key] = Uniform() > 0.5 ? (*values)[i == 0 ? 0 : i - 1]
+                                   : (*values)[std::min(values->size() - 1, i + 1)];
       }
       continue;
     }
@@ -151,7 +169,8 @@ Decision PopulationBasedTraining::OnTrialResult(const Trial& trial, const Traini
   }
   if (it->second.paused_by_us) Record({{"run", trial.trial_id}});
   if (time < options_.burn_in_period) return Decision::kContinue;
-  if (time - it->second.last_perturbation_time < options_.perturbation_interval) return Decision::kContinue;
+  if (time - it->second.last_perturbation_time < options_.perturbation_interval)
+    return Decision::kContinue;
   Record({{"score", {trial.trial_id, time, sign_ * result.Number(options_.metric).value_or(0.0)}}});
 
   // Ray Tune's _quantiles: unfinished trials with a score, ascending; ceil(n * q) each, at most
@@ -159,7 +178,8 @@ Decision PopulationBasedTraining::OnTrialResult(const Trial& trial, const Traini
   std::vector<std::pair<double, std::string>> scored;
   for (const auto& [id, s] : trials_) {
     const Trial* t = context_->FindTrial(id);
-    if (s.last_score && t != nullptr && !IsFinished(t->status)) scored.emplace_back(*s.last_score, id);
+    if (s.last_score && t != nullptr && !IsFinished(t->status))
+      scored.emplace_back(*s.last_score, id);
   }
   std::stable_sort(scored.begin(), scored.end(),
                    [](const auto& a, const auto& b) { return a.first < b.first; });
@@ -174,7 +194,8 @@ Decision PopulationBasedTraining::OnTrialResult(const Trial& trial, const Traini
   }
   Decision decision = Decision::kContinue;
   for (const Trial& t : context_->trials()) {
-    if (t.trial_id != trial.trial_id && (t.status == TrialStatus::kPending || t.status == TrialStatus::kPaused)) {
+    if (t.trial_id != trial.trial_id &&
+        (t.status == TrialStatus::kPending || t.status == TrialStatus::kPaused)) {
       decision = Decision::kPause;
       break;
     }

@@ -48,8 +48,10 @@ class PopulationBasedTraining final : public JournaledTrialScheduler {
     double resample_probability = 0.25;
     double factor_up = 1.2, factor_down = 0.8;
   };
-  /// Errors: InvalidArgument "<param>: ..." (hyperparam_mutations: "hyperparam_mutations.<key>...").
-  static Result<std::unique_ptr<TrialScheduler>> Create(const nlohmann::json& config, const std::string& metric,
+  /// Errors: InvalidArgument "<param>: ..." (hyperparam_mutations:
+  /// "hyperparam_mutations.<key>...").
+  static Result<std::unique_ptr<TrialScheduler>> Create(const nlohmann::json& config,
+                                                        const std::string& metric,
                                                         const std::string& mode, uint64_t seed);
   PopulationBasedTraining(Options options, uint64_t seed);
 

@@ -4,9 +4,8 @@
 #pragma once
 
 #include <initializer_list>
-#include <string>
-
 #include <nlohmann/json.hpp>
+#include <string>
 
 #include "libs/core/status.hpp"
 

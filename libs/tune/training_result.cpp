@@ -1,7 +1,6 @@
 #include "libs/tune/training_result.hpp"
 
 #include <algorithm>
-
 #include <msgpack.hpp>
 
 namespace tunebus {
@@ -155,12 +154,13 @@ Result<TrainingResult> TrainingResult::FromJsonText(std::string_view text) {
 
 Result<TrainingResult> TrainingResult::FromMsgpack(std::string_view bytes) {
   if (bytes.empty()) return TrainingResult();  // proto::MsgpackMap's empty map
-  thread_local msgpack::zone zone;  // reused: a zone allocates its first chunk on use
+  thread_local msgpack::zone zone;             // reused: a zone allocates its first chunk on use
   zone.clear();
   msgpack::object map;
   try {
     // Strings point into `bytes` (no copy): they are packed into the result.
-    map = msgpack::unpack(zone, bytes.data(), bytes.size(), [](msgpack::type::object_type, std::size_t, void*) { return true; });
+    map = msgpack::unpack(zone, bytes.data(), bytes.size(),
+                          [](msgpack::type::object_type, std::size_t, void*) { return true; });
   } catch (const std::exception& e) {
     return Status::InvalidArgument(std::string("is not msgpack: ") + e.what());
   }
@@ -177,26 +177,43 @@ Result<TrainingResult> TrainingResult::FromMsgpack(const msgpack::object& map) {
   for (uint32_t i = 0; i < map.via.map.size; ++i) {
     const msgpack::object& key = map.via.map.ptr[i].key;
     const msgpack::object& v = map.via.map.ptr[i].val;
-    if (key.type != msgpack::type::STR) return Status::InvalidArgument("has a key that is not a string");
+    if (key.type != msgpack::type::STR)
+      return Status::InvalidArgument("has a key that is not a string");
     const std::string_view name(key.via.str.ptr, key.via.str.size);
     double number = 0;
     bool is_number = true, truthy = false;
     switch (v.type) {
-      case msgpack::type::POSITIVE_INTEGER: number = double(v.via.u64); break;
-      case msgpack::type::NEGATIVE_INTEGER: number = double(v.via.i64); break;
+      case msgpack::type::POSITIVE_INTEGER:
+        number = double(v.via.u64);
+        break;
+      case msgpack::type::NEGATIVE_INTEGER:
+        number = double(v.via.i64);
+        break;
       case msgpack::type::FLOAT32:
-      case msgpack::type::FLOAT64: number = v.via.f64; break;
-      default: is_number = false;
+      case msgpack::type::FLOAT64:
+        number = v.via.f64;
+        break;
+      default:
+        is_number = false;
     }
     switch (v.type) {
-      case msgpack::type::BOOLEAN: truthy = v.via.boolean; break;
-      case msgpack::type::STR: truthy = v.via.str.size > 0; break;
-      case msgpack::type::ARRAY: truthy = v.via.array.size > 0; break;
-      case msgpack::type::MAP: truthy = v.via.map.size > 0; break;
+      case msgpack::type::BOOLEAN:
+        truthy = v.via.boolean;
+        break;
+      case msgpack::type::STR:
+        truthy = v.via.str.size > 0;
+        break;
+      case msgpack::type::ARRAY:
+        truthy = v.via.array.size > 0;
+        break;
+      case msgpack::type::MAP:
+        truthy = v.via.map.size > 0;
+        break;
       case msgpack::type::BIN:
       case msgpack::type::EXT:
         return Status::InvalidArgument("value of '" + std::string(name) + "' is binary, not JSON");
-      default: truthy = is_number && number != 0;
+      default:
+        truthy = is_number && number != 0;
     }
     result.BeginEntry(name);
     // A float as float64, whatever width the sender chose (nlohmann packs a double that fits

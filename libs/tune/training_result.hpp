@@ -16,13 +16,12 @@
 #pragma once
 
 #include <cstdint>
+#include <msgpack.hpp>
+#include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
-
-#include <msgpack.hpp>
-#include <nlohmann/json.hpp>
 
 #include "libs/core/status.hpp"
 
@@ -84,7 +83,9 @@ class TrainingResult {
     bool is_number = false;
     bool truthy = false;
   };
-  std::string_view KeyOf(const Entry& e) const { return std::string_view(body_).substr(e.key_begin, e.key_size); }
+  std::string_view KeyOf(const Entry& e) const {
+    return std::string_view(body_).substr(e.key_begin, e.key_size);
+  }
   const Entry* Find(std::string_view key) const;  // the latest entry of `key`
   // Starts an entry for `key` (packs the key); the caller packs the value and calls EndEntry.
   void BeginEntry(std::string_view key);

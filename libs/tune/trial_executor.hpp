@@ -8,10 +8,9 @@
 // is durable (as the scheduler service does) never acts on a state it could lose.
 #pragma once
 
+#include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
-
-#include <nlohmann/json.hpp>
 
 #include "libs/core/trial.hpp"
 #include "libs/tune/training_result.hpp"
@@ -61,7 +60,8 @@ class RunnerObserver {
   /// The trial got resources and is RUNNING as attempt trial.attempt on trial.worker_id.
   virtual void OnTrialStarted(const Trial& trial) { (void)trial; }
   /// A result was accepted; `result` has the auto-filled keys. `decision` is what it led to.
-  virtual void OnTrialResult(const Trial& trial, const TrainingResult& result, const char* decision) {
+  virtual void OnTrialResult(const Trial& trial, const TrainingResult& result,
+                             const char* decision) {
     (void)trial;
     (void)result;
     (void)decision;

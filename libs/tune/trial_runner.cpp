@@ -10,11 +10,16 @@ namespace rk = result_keys;
 
 const char* ExperimentStatusName(ExperimentStatus s) {
   switch (s) {
-    case ExperimentStatus::kRunning: return "RUNNING";
-    case ExperimentStatus::kFinished: return "FINISHED";
-    case ExperimentStatus::kStopped: return "STOPPED";
-    case ExperimentStatus::kError: return "ERROR";
-    case ExperimentStatus::kInterrupted: return "INTERRUPTED";
+    case ExperimentStatus::kRunning:
+      return "RUNNING";
+    case ExperimentStatus::kFinished:
+      return "FINISHED";
+    case ExperimentStatus::kStopped:
+      return "STOPPED";
+    case ExperimentStatus::kError:
+      return "ERROR";
+    case ExperimentStatus::kInterrupted:
+      return "INTERRUPTED";
   }
   return "UNKNOWN";
 }
@@ -65,7 +70,8 @@ void TrialRunner::Step() {
   if (IsFinished()) return;
   if (options_.time_budget_s && now_s_() - start_s_ >= *options_.time_budget_s) {
     StopUnfinished();
-    EndExperiment(ExperimentStatus::kFinished, fmt::format("time budget of {} s reached", *options_.time_budget_s));
+    EndExperiment(ExperimentStatus::kFinished,
+                  fmt::format("time budget of {} s reached", *options_.time_budget_s));
     return;
   }
   MaybeAddTrials();
@@ -123,7 +129,8 @@ void TrialRunner::PlacePending() {
   }
 }
 
-void TrialRunner::OnTrialPlaced(const std::string& trial_id, int64_t attempt, const std::string& worker_id,
+void TrialRunner::OnTrialPlaced(const std::string& trial_id, int64_t attempt,
+                                const std::string& worker_id,
                                 const std::vector<std::string>& gpu_ids) {
   Trial* t = Find(trial_id);
   if (t == nullptr || attempt != t->attempt + 1) return;
@@ -164,7 +171,8 @@ void TrialRunner::OnPlacementDeferred(const std::string& trial_id, int64_t attem
   if (t->status == TrialStatus::kPending) pending_.insert(t->index);
 }
 
-void TrialRunner::OnPlacementFailed(const std::string& trial_id, int64_t attempt, const std::string& reason) {
+void TrialRunner::OnPlacementFailed(const std::string& trial_id, int64_t attempt,
+                                    const std::string& reason) {
   Trial* t = Find(trial_id);
   if (t == nullptr || attempt != t->attempt + 1 || !placing_.erase(t->index)) return;
   if (t->status != TrialStatus::kPending) return;
@@ -191,8 +199,8 @@ void TrialRunner::OnTrialErrored(Trial& t, const std::string& error) {
   }
 }
 
-Status TrialRunner::OnResult(const std::string& trial_id, int64_t attempt, int64_t seq, const nlohmann::json& metrics,
-                             double time_this_iter_s) {
+Status TrialRunner::OnResult(const std::string& trial_id, int64_t attempt, int64_t seq,
+                             const nlohmann::json& metrics, double time_this_iter_s) {
   if (!metrics.is_object()) return Status::InvalidArgument("result must be a JSON object");
   return OnResult(trial_id, attempt, seq, TrainingResult::FromJson(metrics), time_this_iter_s);
 }
@@ -211,13 +219,15 @@ Status TrialRunner::ValidateStopKeys(const TrainingResult& result) {
     std::string listed;
     for (const std::string& k : keys) listed += (listed.empty() ? "" : ", ") + k;
     const auto meant = NearMiss(key, keys);
-    return Status::InvalidArgument(fmt::format("stop criterion '{}' is not in the result{} (its keys: {})", key,
-                                               meant ? "; did you mean " + *meant + "?" : "", listed));
+    return Status::InvalidArgument(
+        fmt::format("stop criterion '{}' is not in the result{} (its keys: {})", key,
+                    meant ? "; did you mean " + *meant + "?" : "", listed));
   }
   return Status::Ok();
 }
 
-std::optional<Decision> TrialRunner::StopperDecision(const TrainingResult& result, bool user_done) const {
+std::optional<Decision> TrialRunner::StopperDecision(const TrainingResult& result,
+                                                     bool user_done) const {
   if (user_done) return Decision::kStop;
   for (const auto& [key, threshold] : options_.stop) {
     if (auto value = result.Number(key); value && *value >= threshold) return Decision::kStop;
@@ -225,22 +235,27 @@ std::optional<Decision> TrialRunner::StopperDecision(const TrainingResult& resul
   return std::nullopt;
 }
 
-Status TrialRunner::OnResult(const std::string& trial_id, int64_t attempt, int64_t seq, TrainingResult metrics,
-                             double time_this_iter_s) {
+Status TrialRunner::OnResult(const std::string& trial_id, int64_t attempt, int64_t seq,
+                             TrainingResult metrics, double time_this_iter_s) {
   Trial* t = Find(trial_id);
   if (t == nullptr) return Status::NotFound(fmt::format("result for unknown trial {}", trial_id));
   if (attempt == t->attempt && seq == t->last_seq && seq > 0) {
     // Seen before (resent after a reconnect): its decision may have been lost, answer again.
-    if (auto a = last_action_.find(t->index); a != last_action_.end()) executor_.SendDecision(*t, seq, a->second);
-    return Status::FailedPrecondition(fmt::format("duplicate result {} of {} attempt {}", seq, trial_id, attempt));
+    if (auto a = last_action_.find(t->index); a != last_action_.end())
+      executor_.SendDecision(*t, seq, a->second);
+    return Status::FailedPrecondition(
+        fmt::format("duplicate result {} of {} attempt {}", seq, trial_id, attempt));
   }
-  if (IsFinished()) return Status::FailedPrecondition("result of " + trial_id + ": the experiment is finished");
+  if (IsFinished())
+    return Status::FailedPrecondition("result of " + trial_id + ": the experiment is finished");
   if (attempt != t->attempt || t->status != TrialStatus::kRunning || pausing_.contains(t->index)) {
-    return Status::FailedPrecondition(fmt::format("result of {} attempt {} is stale (current attempt {}, {})",
-                                                  trial_id, attempt, t->attempt, TrialStatusName(t->status)));
+    return Status::FailedPrecondition(
+        fmt::format("result of {} attempt {} is stale (current attempt {}, {})", trial_id, attempt,
+                    t->attempt, TrialStatusName(t->status)));
   }
   if (seq <= t->last_seq) {
-    return Status::FailedPrecondition(fmt::format("duplicate result {} of {} attempt {}", seq, trial_id, attempt));
+    return Status::FailedPrecondition(
+        fmt::format("duplicate result {} of {} attempt {}", seq, trial_id, attempt));
   }
   t->last_seq = seq;
   t->training_iteration += 1;
@@ -332,12 +347,13 @@ void TrialRunner::CacheMetric(Trial& t, const TrainingResult& result) const {
   if (!options_.metric.empty()) t.last_metric = result.Number(options_.metric);
 }
 
-const char* TrialRunner::ActionFor(Trial& t, const TrainingResult& result, Decision decision, bool requested) {
+const char* TrialRunner::ActionFor(Trial& t, const TrainingResult& result, Decision decision,
+                                   bool requested) {
   // Ray Tune's _process_trial_result: the periodic (or asked) checkpoint is taken whatever the
   // decision, a stopped trial's last iteration included; checkpoint_at_end adds one at a stop.
   const bool at_end = decision == Decision::kStop && options_.checkpoint_at_end;
-  const bool periodic =
-      requested || (options_.checkpoint_freq > 0 && t.training_iteration % options_.checkpoint_freq == 0);
+  const bool periodic = requested || (options_.checkpoint_freq > 0 &&
+                                      t.training_iteration % options_.checkpoint_freq == 0);
   const bool checkpoint = decision == Decision::kPause || at_end || periodic;
   if (checkpoint) {
     CheckpointRef asked;
@@ -349,9 +365,12 @@ const char* TrialRunner::ActionFor(Trial& t, const TrainingResult& result, Decis
     t.requested_checkpoints.push_back(std::move(asked));
   }
   switch (decision) {
-    case Decision::kContinue: return checkpoint ? "checkpoint" : "continue";
-    case Decision::kPause: return "pause";
-    case Decision::kStop: return checkpoint ? "checkpoint_and_stop" : "stop";
+    case Decision::kContinue:
+      return checkpoint ? "checkpoint" : "continue";
+    case Decision::kPause:
+      return "pause";
+    case Decision::kStop:
+      return checkpoint ? "checkpoint_and_stop" : "stop";
   }
   return "continue";
 }
@@ -400,7 +419,8 @@ Status TrialRunner::Restore(std::vector<Trial> trials, const nlohmann::json& sea
   return Status::Ok();
 }
 
-Status TrialRunner::RestoreTrialScheduler(const nlohmann::json& state, const std::vector<nlohmann::json>& deltas) {
+Status TrialRunner::RestoreTrialScheduler(const nlohmann::json& state,
+                                          const std::vector<nlohmann::json>& deltas) {
   if (Status s = scheduler_->RestoreState(state); !s.ok()) return s;
   for (const nlohmann::json& delta : deltas) {
     if (Status s = scheduler_->ApplyStateDelta(delta); !s.ok()) return s;
@@ -433,8 +453,8 @@ void TrialRunner::HandleWorkerLoss(Trial& t, const std::string& why) {
     return;
   }
   if (options_.max_worker_losses >= 0 && t.num_worker_losses > options_.max_worker_losses) {
-    const std::string error = fmt::format("{} ({} worker losses, max_worker_losses {})", why, t.num_worker_losses,
-                                          options_.max_worker_losses);
+    const std::string error = fmt::format("{} ({} worker losses, max_worker_losses {})", why,
+                                          t.num_worker_losses, options_.max_worker_losses);
     LeaveRunning(t, TrialStatus::kError, error, false, false, FailureKind::kWorkerLost);
     OnTrialErrored(t, error);
     return;
@@ -443,8 +463,8 @@ void TrialRunner::HandleWorkerLoss(Trial& t, const std::string& why) {
   SetPending(t);
 }
 
-void TrialRunner::LeaveRunning(Trial& t, TrialStatus to, const std::string& error, bool stop_trainable,
-                               bool saving, FailureKind kind) {
+void TrialRunner::LeaveRunning(Trial& t, TrialStatus to, const std::string& error,
+                               bool stop_trainable, bool saving, FailureKind kind) {
   t.status = to;
   t.error = error;
   --running_;
@@ -478,8 +498,8 @@ void TrialRunner::HandleFailure(Trial& t, const std::string& error) {
   OnTrialErrored(t, error);
 }
 
-void TrialRunner::OnTrialExited(const std::string& trial_id, int64_t attempt, bool ok, const std::string& error,
-                                bool start_failed) {
+void TrialRunner::OnTrialExited(const std::string& trial_id, int64_t attempt, bool ok,
+                                const std::string& error, bool start_failed) {
   Trial* t = Find(trial_id);
   if (t == nullptr || t->attempt != attempt) return;
   if (auto it = saving_.find(t->index); it != saving_.end() && it->second.attempt == attempt) {
@@ -520,9 +540,11 @@ void TrialRunner::OnTrialExited(const std::string& trial_id, int64_t attempt, bo
 void TrialRunner::OnWorkerLost(const std::string& worker_id) {
   std::vector<std::pair<std::string, int64_t>> lost_saving;
   for (const auto& [index, saving] : saving_) {
-    if (saving.worker_id == worker_id) lost_saving.emplace_back(trials_[size_t(index)].trial_id, saving.attempt);
+    if (saving.worker_id == worker_id)
+      lost_saving.emplace_back(trials_[size_t(index)].trial_id, saving.attempt);
   }
-  for (const auto& [trial_id, attempt] : lost_saving) OnTrialExited(trial_id, attempt, false, "worker lost");
+  for (const auto& [trial_id, attempt] : lost_saving)
+    OnTrialExited(trial_id, attempt, false, "worker lost");
   for (Trial& t : trials_) {
     if (t.status != TrialStatus::kRunning || t.worker_id != worker_id) continue;
     HandleWorkerLoss(t, fmt::format("worker {} was lost", worker_id));
@@ -539,8 +561,8 @@ void TrialRunner::EndExperiment(ExperimentStatus status, const std::string& reas
 }
 
 void TrialRunner::CheckFinished() {
-  if (IsFinished() || search_alg_->HasNext() || !pending_.empty() || !placing_.empty() || running_ > 0 ||
-      !saving_.empty()) {
+  if (IsFinished() || search_alg_->HasNext() || !pending_.empty() || !placing_.empty() ||
+      running_ > 0 || !saving_.empty()) {
     return;
   }
   int64_t errored = 0;
@@ -549,7 +571,8 @@ void TrialRunner::CheckFinished() {
     errored += t.status == TrialStatus::kError;
   }
   if (errored > 0 && errored == int64_t(trials_.size())) {
-    EndExperiment(ExperimentStatus::kError, fmt::format("every trial ({}) ended in ERROR", errored));
+    EndExperiment(ExperimentStatus::kError,
+                  fmt::format("every trial ({}) ended in ERROR", errored));
     return;
   }
   EndExperiment(ExperimentStatus::kFinished, "all trials finished");

@@ -11,14 +11,13 @@
 #include <functional>
 #include <map>
 #include <memory>
+#include <nlohmann/json.hpp>
 #include <optional>
 #include <set>
 #include <string>
 #include <unordered_map>
 #include <unordered_set>
 #include <vector>
-
-#include <nlohmann/json.hpp>
 
 #include "libs/core/resources.hpp"
 #include "libs/core/status.hpp"
@@ -30,18 +29,18 @@
 namespace tunebus {
 
 struct RunnerOptions {
-  std::string experiment_id;                 // short hex, prefix of every trial id
-  std::string metric;                        // may be empty
-  std::string mode;                          // "max" | "min" | ""
-  std::map<std::string, double> stop;        // result key -> threshold (stop when >=)
-  std::optional<double> time_budget_s;       // wall seconds for the whole experiment
-  int64_t max_concurrent_trials = 0;         // 0 = unlimited
-  int64_t max_failures = 0;                  // -1 = retry forever
+  std::string experiment_id;            // short hex, prefix of every trial id
+  std::string metric;                   // may be empty
+  std::string mode;                     // "max" | "min" | ""
+  std::map<std::string, double> stop;   // result key -> threshold (stop when >=)
+  std::optional<double> time_budget_s;  // wall seconds for the whole experiment
+  int64_t max_concurrent_trials = 0;    // 0 = unlimited
+  int64_t max_failures = 0;             // -1 = retry forever
   /// Requeues after the trial's worker was lost (not counted in max_failures: a preempted
   /// machine is not the trainable's fault); past it the trial is ERROR. -1 = no limit.
   int64_t max_worker_losses = -1;
-  std::string fail_fast;                     // "" (off), "true" or "raise" (see ExperimentSpec)
-  bool queue_trials = false;                 // a trial that fits no worker waits (stays PENDING)
+  std::string fail_fast;      // "" (off), "true" or "raise" (see ExperimentSpec)
+  bool queue_trials = false;  // a trial that fits no worker waits (stays PENDING)
   Resources resources_per_trial;
   // Checkpointing (Ray Tune's checkpoint_freq, checkpoint_at_end, keep_checkpoints_num,
   // checkpoint_score_attr with its "min-" prefix).
@@ -54,10 +53,10 @@ struct RunnerOptions {
 };
 
 enum class ExperimentStatus {
-  kRunning,   // trials remain to run
-  kFinished,  // every trial finished (or the time budget ran out)
-  kStopped,   // stopped by the user
-  kError,     // fail_fast and a trial errored, or every trial ended in ERROR
+  kRunning,      // trials remain to run
+  kFinished,     // every trial finished (or the time budget ran out)
+  kStopped,      // stopped by the user
+  kError,        // fail_fast and a trial errored, or every trial ended in ERROR
   kInterrupted,  // interrupted by the user (Ctrl-C): unfinished trials wait; Reopen continues it
 };
 const char* ExperimentStatusName(ExperimentStatus s);  // "RUNNING", "FINISHED", ...
@@ -88,15 +87,15 @@ class TrialRunner final : public TrialSchedulerContext {
                   double time_this_iter_s);
   /// The same for metrics held as a JSON value (tests, the scheduler crosscheck). Errors:
   /// InvalidArgument if `metrics` is not an object.
-  Status OnResult(const std::string& trial_id, int64_t attempt, int64_t seq, const nlohmann::json& metrics,
-                  double time_this_iter_s);
+  Status OnResult(const std::string& trial_id, int64_t attempt, int64_t seq,
+                  const nlohmann::json& metrics, double time_this_iter_s);
   /// The trainable of (trial_id, attempt) ended: ok = returned normally (TERMINATED), else a
   /// failure with `error` (requeue or ERROR per max_failures). For an attempt that was saving a
   /// checkpoint before pausing or stopping, this is when its resources are returned.
   /// `start_failed`: the trainable could not be started at all (e.g. a missing command): ERROR at
   /// once, whatever max_failures allows.
-  void OnTrialExited(const std::string& trial_id, int64_t attempt, bool ok, const std::string& error,
-                     bool start_failed = false);
+  void OnTrialExited(const std::string& trial_id, int64_t attempt, bool ok,
+                     const std::string& error, bool start_failed = false);
   /// The worker stored a checkpoint of (trial_id, attempt) holding `training_iteration`.
   /// It joins trial.checkpoints; keep_checkpoints_num retention may delete older ones (the
   /// newest is never deleted). Errors: NotFound; FailedPrecondition for a stale attempt or an
@@ -108,7 +107,8 @@ class TrialRunner final : public TrialSchedulerContext {
   /// the attempt is saving the checkpoint its last decision asked before it stops (pause,
   /// checkpoint_and_stop; also when that decision was journaled by a scheduler that died since).
   /// A worker that registers with an attempt for which this is false is told to kill it.
-  bool AttemptMayRun(const std::string& trial_id, int64_t attempt, const std::string& worker_id) const;
+  bool AttemptMayRun(const std::string& trial_id, int64_t attempt,
+                     const std::string& worker_id) const;
   /// True if a trial keeps `checkpoint_id` (in its checkpoints) or will restore it. A stored
   /// checkpoint that is not, and that OnCheckpointSaved refuses, is an orphan to delete.
   bool ReferencesCheckpoint(const std::string& checkpoint_id) const;
@@ -125,8 +125,8 @@ class TrialRunner final : public TrialSchedulerContext {
   /// its newest result (re-sent when that result arrives again). `start_s` is when the
   /// experiment was submitted (the time budget counts from it). Call before anything else.
   /// Errors: InvalidArgument when the searcher state does not restore.
-  /// `ended_status` ("FINISHED", "STOPPED", "ERROR", "INTERRUPTED" or "" while running) and `ended_reason`
-  /// restore an experiment that had ended.
+  /// `ended_status` ("FINISHED", "STOPPED", "ERROR", "INTERRUPTED" or "" while running) and
+  /// `ended_reason` restore an experiment that had ended.
   Status Restore(std::vector<Trial> trials, const nlohmann::json& searcher_state,
                  const std::map<std::string, std::string>& last_actions, double start_s,
                  const std::string& ended_status = "", const std::string& ended_reason = "");
@@ -138,7 +138,8 @@ class TrialRunner final : public TrialSchedulerContext {
   /// Brings the trial scheduler to its journaled state: RestoreState(`state`, the newest
   /// snapshot's, or null) then every delta journaled after it, in order. Call after Restore.
   /// Errors: Corruption from the scheduler.
-  Status RestoreTrialScheduler(const nlohmann::json& state, const std::vector<nlohmann::json>& deltas);
+  Status RestoreTrialScheduler(const nlohmann::json& state,
+                               const std::vector<nlohmann::json>& deltas);
   /// The trial scheduler's whole state (for snapshots).
   nlohmann::json TrialSchedulerState() const { return scheduler_->SaveState(); }
   /// A RUNNING trial that no worker reported after a restart: its attempt's resources are
@@ -157,7 +158,8 @@ class TrialRunner final : public TrialSchedulerContext {
   /// a RUNNING trial's next result is answered "pause": the worker saves a checkpoint and stops
   /// the trainable, and the trial stays RUNNING (IsPausing) until it has exited, then is PAUSED
   /// with its checkpoint stored and its resources free (Ray Tune saves before the trial is
-  /// PAUSED). Returns a message. Errors: NotFound; FailedPrecondition for PAUSED or finished trials.
+  /// PAUSED). Returns a message. Errors: NotFound; FailedPrecondition for PAUSED or finished
+  /// trials.
   Result<std::string> PauseTrial(const std::string& trial_id);
   /// PAUSED -> PENDING (Ray Tune's unpause_trial); it continues from its newest checkpoint.
   /// A pausing trial (IsPausing) is PENDING at once and placed once its checkpoint is stored and
@@ -215,8 +217,9 @@ class TrialRunner final : public TrialSchedulerContext {
   /// RUNNING -> `to`: observer first, then (if asked) stop the trainable, then release.
   /// `saving`: the trainable saves a checkpoint before it stops, so the attempt keeps its
   /// resources until OnTrialExited (see saving_).
-  void LeaveRunning(Trial& trial, TrialStatus to, const std::string& error, bool stop_trainable = false,
-                    bool saving = false, FailureKind kind = FailureKind::kError);
+  void LeaveRunning(Trial& trial, TrialStatus to, const std::string& error,
+                    bool stop_trainable = false, bool saving = false,
+                    FailureKind kind = FailureKind::kError);
   /// The trainable failed: requeue (from the newest checkpoint) or ERROR per max_failures.
   void HandleFailure(Trial& trial, const std::string& error);
   /// The trial's worker was lost (or never reached): requeue, or ERROR past max_worker_losses.
@@ -224,7 +227,8 @@ class TrialRunner final : public TrialSchedulerContext {
   void SetPending(Trial& trial);
   Trial& NewTrial(nlohmann::json config, std::string tag);
   /// The worker action for `decision` at the trial's current result, with checkpointing.
-  const char* ActionFor(Trial& trial, const TrainingResult& result, Decision decision, bool requested = false);
+  const char* ActionFor(Trial& trial, const TrainingResult& result, Decision decision,
+                        bool requested = false);
   /// Stores `result` as the trial's newest (msgpack) and caches options.metric from it.
   // A trial whose trainable returned (exit ok, still RUNNING) and whose last result of this
   // attempt is not done: that result again with done=true, recorded like a result (journal,
@@ -276,13 +280,15 @@ class TrialRunner final : public TrialSchedulerContext {
   std::set<int64_t> pending_;                      // indices of PENDING trials not being placed
   std::set<int64_t> placing_;                      // indices with a placement in flight
   std::map<int64_t, Saving> saving_;               // index -> attempt saving before it stops
-  std::map<int64_t, int64_t> pausing_;             // index -> RUNNING attempt saving before it pauses
-  std::set<int64_t> pause_requested_;              // RUNNING, pause at the next result
+  std::map<int64_t, int64_t> pausing_;       // index -> RUNNING attempt saving before it pauses
+  std::set<int64_t> pause_requested_;        // RUNNING, pause at the next result
   int64_t in_result_ = -1;                   // index whose OnTrialResult is running
   bool checkpoint_requested_ = false;        // RequestCheckpoint for `in_result_`
   std::optional<Exploit> deferred_exploit_;  // ExploitTrial on `in_result_`
   std::map<int64_t, nlohmann::json> exploit_notes_;
-  std::unordered_map<int64_t, const char*> last_action_;  // index -> action of its newest result  // index -> "pbt_exploit" for its next result
+  std::unordered_map<int64_t, const char*>
+      last_action_;  // index -> action of its newest result  // index -> "pbt_exploit" for its next
+                     // result
   std::set<std::string> stop_keys_seen_;  // stop keys some accepted result carried
   int64_t running_ = 0;
   double start_s_ = 0;

@@ -40,7 +40,8 @@ Result<std::string> TrialRunner::StopTrialByUser(const std::string& trial_id) {
   const Trial* t = FindTrial(trial_id);
   if (t == nullptr) return Status::NotFound(fmt::format("no trial {}", trial_id));
   if (tunebus::IsFinished(t->status)) {
-    return fmt::format("trial {} is already {}; nothing to do", trial_id, TrialStatusName(t->status));
+    return fmt::format("trial {} is already {}; nothing to do", trial_id,
+                       TrialStatusName(t->status));
   }
   const TrialStatus was = t->status;
   if (Status s = StopTrial(trial_id); !s.ok()) return s;
@@ -60,8 +61,9 @@ Result<std::string> TrialRunner::PauseTrial(const std::string& trial_id) {
   }
   if (t->status == TrialStatus::kRunning) {
     pause_requested_.insert(t->index);
-    return fmt::format("trial {} pauses at its next result (RUNNING until its checkpoint is stored, then PAUSED)",
-                       trial_id);
+    return fmt::format(
+        "trial {} pauses at its next result (RUNNING until its checkpoint is stored, then PAUSED)",
+        trial_id);
   }
   pending_.erase(t->index);
   placing_.erase(t->index);
@@ -108,9 +110,9 @@ Result<const Trial*> TrialRunner::AddTrial(nlohmann::json config) {
   for (const auto& [key, value] : config.items()) {
     if (known.empty() || space.contains(key)) continue;
     const auto meant = NearMiss(key, known);
-    return Status::InvalidArgument(fmt::format("config key '{}' is not in the param space{} (its keys: {})", key,
-                                               meant ? "; did you mean " + *meant + "?" : "",
-                                               fmt::join(known, ", ")));
+    return Status::InvalidArgument(
+        fmt::format("config key '{}' is not in the param space{} (its keys: {})", key,
+                    meant ? "; did you mean " + *meant + "?" : "", fmt::join(known, ", ")));
   }
   Trial& t = NewTrial(std::move(config), "");
   return &t;
@@ -120,11 +122,13 @@ Status TrialRunner::SetTrialResources(const std::string& trial_id, const Resourc
   Trial* t = Find(trial_id);
   if (t == nullptr) return Status::NotFound(fmt::format("no trial {}", trial_id));
   if (pausing_.contains(t->index)) {
-    return Status::FailedPrecondition(fmt::format(
-        "trial {} is pausing (RUNNING until its checkpoint is stored); change its resources once it is PAUSED",
-        trial_id));
+    return Status::FailedPrecondition(
+        fmt::format("trial {} is pausing (RUNNING until its checkpoint is stored); change its "
+                    "resources once it is PAUSED",
+                    trial_id));
   }
-  if (t->status == TrialStatus::kRunning || placing_.contains(t->index) || saving_.contains(t->index)) {
+  if (t->status == TrialStatus::kRunning || placing_.contains(t->index) ||
+      saving_.contains(t->index)) {
     return Status::FailedPrecondition(fmt::format(
         "trial {} is running; pause or stop it before changing its resources", trial_id));
   }
@@ -180,14 +184,16 @@ Status TrialRunner::OnCheckpointSaved(const std::string& trial_id, int64_t attem
                                       const std::string& checkpoint_id, int64_t training_iteration,
                                       int64_t size_bytes) {
   Trial* t = Find(trial_id);
-  if (t == nullptr) return Status::NotFound(fmt::format("checkpoint of unknown trial {}", trial_id));
+  if (t == nullptr)
+    return Status::NotFound(fmt::format("checkpoint of unknown trial {}", trial_id));
   if (attempt != t->attempt) {
-    return Status::FailedPrecondition(
-        fmt::format("checkpoint of {} attempt {} is stale (current {})", trial_id, attempt, t->attempt));
+    return Status::FailedPrecondition(fmt::format(
+        "checkpoint of {} attempt {} is stale (current {})", trial_id, attempt, t->attempt));
   }
   auto& asked = t->requested_checkpoints;
-  auto it = std::find_if(asked.begin(), asked.end(),
-                         [&](const CheckpointRef& c) { return c.training_iteration == training_iteration; });
+  auto it = std::find_if(asked.begin(), asked.end(), [&](const CheckpointRef& c) {
+    return c.training_iteration == training_iteration;
+  });
   if (it == asked.end()) {
     return Status::FailedPrecondition(fmt::format(
         "checkpoint of {} at iteration {} was never asked for", trial_id, training_iteration));
@@ -203,14 +209,16 @@ Status TrialRunner::OnCheckpointSaved(const std::string& trial_id, int64_t attem
   return Status::Ok();
 }
 
-bool TrialRunner::AttemptMayRun(const std::string& trial_id, int64_t attempt, const std::string& worker_id) const {
+bool TrialRunner::AttemptMayRun(const std::string& trial_id, int64_t attempt,
+                                const std::string& worker_id) const {
   const Trial* t = FindTrial(trial_id);
   if (t == nullptr || t->attempt != attempt) return false;
   if (t->status == TrialStatus::kRunning) return t->worker_id == worker_id;
   if (auto it = saving_.find(t->index); it != saving_.end()) {
     return it->second.attempt == attempt && it->second.worker_id == worker_id;
   }
-  const bool stopped_to_save = t->status == TrialStatus::kPaused || t->status == TrialStatus::kTerminated;
+  const bool stopped_to_save =
+      t->status == TrialStatus::kPaused || t->status == TrialStatus::kTerminated;
   return stopped_to_save && !t->requested_checkpoints.empty();
 }
 
@@ -256,7 +264,8 @@ void TrialRunner::ApplyRetention(Trial& t) {
 
 Result<int64_t> TrialRunner::RerunErrored(const std::string& mode) {
   if (mode != "restore" && mode != "restart") {
-    return Status::InvalidArgument("rerun_errored must be 'restore' or 'restart', got '" + mode + "'");
+    return Status::InvalidArgument("rerun_errored must be 'restore' or 'restart', got '" + mode +
+                                   "'");
   }
   int64_t n = 0;
   for (Trial& t : trials_) {
@@ -310,7 +319,8 @@ void TrialRunner::InterruptExperiment(const std::string& reason) {
     if (t.status != TrialStatus::kRunning) continue;
     // A pausing trial stays paused (from its newest stored checkpoint).
     const bool paused = pausing_.contains(t.index);
-    LeaveRunning(t, paused ? TrialStatus::kPaused : TrialStatus::kPending, "", /*stop_trainable=*/true);
+    LeaveRunning(t, paused ? TrialStatus::kPaused : TrialStatus::kPending, "",
+                 /*stop_trainable=*/true);
     if (!paused) pending_.insert(t.index);
   }
   // Placements in flight are given back when their grant arrives (OnTrialPlaced); their trials

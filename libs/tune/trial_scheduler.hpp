@@ -5,12 +5,11 @@
 
 #include <initializer_list>
 #include <memory>
+#include <nlohmann/json.hpp>
 #include <optional>
 #include <set>
 #include <string>
 #include <vector>
-
-#include <nlohmann/json.hpp>
 
 #include "libs/core/status.hpp"
 #include "libs/core/trial.hpp"
@@ -123,8 +122,9 @@ class TrialScheduler {
   /// Strict metric checking shared by the schedulers: Ok if `result` has a number under each
   /// of `keys`, else InvalidArgument "result has no '<key>' (needed by the <name> scheduler
   /// as its <role>); its keys: ...".
-  Status RequireNumbers(const TrainingResult& result,
-                        std::initializer_list<std::pair<const char*, std::string>> role_and_key) const;
+  Status RequireNumbers(
+      const TrainingResult& result,
+      std::initializer_list<std::pair<const char*, std::string>> role_and_key) const;
 
   TrialSchedulerContext* context_ = nullptr;
 };
@@ -156,7 +156,9 @@ class JournaledTrialScheduler : public TrialScheduler {
 class FifoScheduler final : public TrialScheduler {
  public:
   const char* name() const override { return "fifo"; }
-  Decision OnTrialResult(const Trial&, const TrainingResult&) override { return Decision::kContinue; }
+  Decision OnTrialResult(const Trial&, const TrainingResult&) override {
+    return Decision::kContinue;
+  }
   int64_t ChooseTrialToRun(const std::set<int64_t>& pending) override { return *pending.begin(); }
 };
 

@@ -212,7 +212,8 @@ Status ValidateNode(const json& node, const std::string& path, int64_t* grid_siz
   }
   if (auto meant = path.empty() ? std::nullopt : MisspelledSampler(node)) {
     return Invalid(Join(path, node.begin().key()),
-                   "not a sampling function; did you mean " + *meant + "? (a constant map needs another key beside it)");
+                   "not a sampling function; did you mean " + *meant +
+                       "? (a constant map needs another key beside it)");
   }
   if (node.is_object()) {
     for (const auto& [key, value] : node.items()) {

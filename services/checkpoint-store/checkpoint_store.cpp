@@ -61,7 +61,8 @@ void CheckpointStore::Run() {
   state_ = State::kServing;
   spdlog::info("checkpoint-store serving on {} with data in {} (sync={}, {} journals)", endpoint_,
                options_.data_dir, options_.sync, journals_->last_seqs().size());
-  if (Status s = metrics_.Start(loop_, options_.metrics, [this](metrics::MetricsText& m) { RenderMetrics(m); });
+  if (Status s = metrics_.Start(loop_, options_.metrics,
+                                [this](metrics::MetricsText& m) { RenderMetrics(m); });
       !s.ok()) {
     spdlog::error("No metrics endpoint: {}", s.ToString());
   }

@@ -33,10 +33,10 @@
 #include <vector>
 #include <zmq.hpp>
 
-#include "libs/metrics/metrics_publisher.hpp"
 #include "libs/bus/event_loop.hpp"
 #include "libs/bus/socket.hpp"
 #include "libs/core/status.hpp"
+#include "libs/metrics/metrics_publisher.hpp"
 #include "services/checkpoint-store/checkpoint_blob_store.hpp"
 #include "services/checkpoint-store/journal_store.hpp"
 #include "services/checkpoint-store/store_db.hpp"

@@ -4,8 +4,10 @@
 namespace tunebus {
 
 void CheckpointStore::RenderMetrics(metrics::MetricsText& m) {
-  m.Counter("group_commits_total", "Synced RocksDB writes that committed journal appends", double(group_commits_));
-  m.Gauge("append_queue", "Journal appends waiting for the next group commit", double(pending_.size()));
+  m.Counter("group_commits_total", "Synced RocksDB writes that committed journal appends",
+            double(group_commits_));
+  m.Gauge("append_queue", "Journal appends waiting for the next group commit",
+          double(pending_.size()));
   m.Gauge("journals", "Experiment journals in the store", double(journals_->last_seqs().size()));
   for (const auto& [type, n] : counts_) {
     m.Counter("messages_total", "Messages handled, by type", double(n), {{"type", type}});

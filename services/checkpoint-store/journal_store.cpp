@@ -72,7 +72,8 @@ Result<std::vector<SeqRange>> JournalStore::AppendBatch(
     const uint64_t expected = request.expected_first_seq;
     if (expected != 0 && expected != it->second + 1) {
       const bool retried = expected + request.records.size() - 1 <= it->second;
-      ranges.push_back(retried ? SeqRange{expected, expected + request.records.size() - 1} : SeqRange{});
+      ranges.push_back(retried ? SeqRange{expected, expected + request.records.size() - 1}
+                               : SeqRange{});
       continue;
     }
     SeqRange range{it->second + 1, it->second + request.records.size()};
@@ -101,9 +102,9 @@ Result<uint64_t> JournalStore::Truncate(const std::string& experiment, uint64_t 
                                         uint64_t expected_last_seq) {
   const uint64_t last = LastSeq(experiment);
   if (last != expected_last_seq) {
-    return Status::FailedPrecondition(fmt::format(
-        "journal {} ends at seq {}, not {}: another writer appended to it", experiment, last,
-        expected_last_seq));
+    return Status::FailedPrecondition(
+        fmt::format("journal {} ends at seq {}, not {}: another writer appended to it", experiment,
+                    last, expected_last_seq));
   }
   if (keep_through_seq >= last) return uint64_t{0};
   rocksdb::WriteBatch batch;

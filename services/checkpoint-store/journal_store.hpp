@@ -68,9 +68,9 @@ class JournalStore {
   /// to the same experiment get consecutive seqs in the order given. Returns one SeqRange per
   /// request: a retried request (expected_first_seq already written) gets its old range back
   /// and writes nothing; a request whose expected_first_seq is neither that nor the next seq
-  /// gets {0, 0} (a conflict) and writes nothing. Errors: IoError from RocksDB, in which case no seq is consumed in memory (the
-  /// batch may still be on disk if only its sync failed: RocksDB then refuses further writes
-  /// and a restart replays whatever reached the WAL).
+  /// gets {0, 0} (a conflict) and writes nothing. Errors: IoError from RocksDB, in which case no
+  /// seq is consumed in memory (the batch may still be on disk if only its sync failed: RocksDB
+  /// then refuses further writes and a restart replays whatever reached the WAL).
   Result<std::vector<SeqRange>> AppendBatch(const std::vector<JournalAppendRequest>& requests);
 
   /// Records with seq ≥ from_seq (0 counts as 1): at most max_records (clamped to

@@ -140,8 +140,9 @@ AllocationDecision ClusterState::GrantOf(const Node& node, const Allocation& a) 
   return d;
 }
 
-Status ClusterState::Adopt(const std::string& worker_id, const std::string& trial_id, int64_t attempt,
-                           const Resources& request, const std::vector<std::string>& gpu_ids) {
+Status ClusterState::Adopt(const std::string& worker_id, const std::string& trial_id,
+                           int64_t attempt, const Resources& request,
+                           const std::vector<std::string>& gpu_ids) {
   const Key key{trial_id, attempt};
   if (allocations_.contains(key)) return Status::Ok();
   auto it = nodes_.find(worker_id);
@@ -150,8 +151,9 @@ Status ClusterState::Adopt(const std::string& worker_id, const std::string& tria
   }
   Node& node = it->second;
   if (!request.FitsIn(FreeOf(node.capacity, node.committed))) {
-    return Status::ResourceExhausted(fmt::format("{} reported by {} for {}/{} does not fit what is free",
-                                                 request.ToString(), worker_id, trial_id, attempt));
+    return Status::ResourceExhausted(
+        fmt::format("{} reported by {} for {}/{} does not fit what is free", request.ToString(),
+                    worker_id, trial_id, attempt));
   }
   const int64_t gpu = request.units("gpu");
   std::vector<std::pair<size_t, int64_t>> shares;
@@ -168,7 +170,8 @@ Status ClusterState::Adopt(const std::string& worker_id, const std::string& tria
     shares.emplace_back(index, share);
   }
   if (gpu > 0 && shares.empty() && !PickGpus(node, gpu, &shares)) {
-    return Status::ResourceExhausted(fmt::format("no gpu of {} has room for {}/{}", worker_id, trial_id, attempt));
+    return Status::ResourceExhausted(
+        fmt::format("no gpu of {} has room for {}/{}", worker_id, trial_id, attempt));
   }
   node.committed += request;
   for (const auto& [index, units] : shares) node.gpus[index].used += units;

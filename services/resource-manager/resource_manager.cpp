@@ -17,7 +17,8 @@ constexpr int kMaxBatch = 256;
 
 Status CheckBatchSize(const char* type, size_t items) {
   if (items >= 1 && items <= proto::kMaxPlacementBatchItems) return Status::Ok();
-  return Status::InvalidArgument(fmt::format("{}: {} items, expected 1..{}", type, items, proto::kMaxPlacementBatchItems));
+  return Status::InvalidArgument(
+      fmt::format("{}: {} items, expected 1..{}", type, items, proto::kMaxPlacementBatchItems));
 }
 
 std::string Join(const std::vector<std::string>& items) {
@@ -55,7 +56,8 @@ void ResourceManager::Run() {
                events_endpoint_, options_.heartbeat_interval_ms, options_.liveness);
   loop_.AddSocket(router_, [this] { OnRouterReadable(); });
   loop_.AddPeriodic(bus::Duration{options_.heartbeat_interval_ms}, [this] { OnExpiryTimer(); });
-  if (Status s = metrics_.Start(loop_, options_.metrics, [this](metrics::MetricsText& m) { RenderMetrics(m); });
+  if (Status s = metrics_.Start(loop_, options_.metrics,
+                                [this](metrics::MetricsText& m) { RenderMetrics(m); });
       !s.ok()) {
     spdlog::error("No metrics endpoint: {}", s.ToString());
   }
@@ -211,9 +213,11 @@ proto::Allocation ResourceManager::AllocateOne(const std::string& trial_id, int6
   return a;
 }
 
-proto::Allocation ResourceManager::HandOver(const proto::AllocateItem& item, const Resources& request) {
+proto::Allocation ResourceManager::HandOver(const proto::AllocateItem& item,
+                                            const Resources& request) {
   cluster_.Release(item.replaces_trial_id, item.replaces_attempt);
-  const Status s = cluster_.Adopt(item.worker_id, item.trial_id, item.attempt, request, item.gpu_ids);
+  const Status s =
+      cluster_.Adopt(item.worker_id, item.trial_id, item.attempt, request, item.gpu_ids);
   proto::Allocation a;
   a.trial_id = item.trial_id;
   a.attempt = item.attempt;
@@ -222,11 +226,11 @@ proto::Allocation ResourceManager::HandOver(const proto::AllocateItem& item, con
   a.gpu_ids = item.gpu_ids;
   a.reason = s.ok() ? "" : s.message();
   if (s.ok()) {
-    spdlog::debug("Handed {}/{} on {} over to {}/{}", item.replaces_trial_id, item.replaces_attempt, item.worker_id,
-                  item.trial_id, item.attempt);
+    spdlog::debug("Handed {}/{} on {} over to {}/{}", item.replaces_trial_id, item.replaces_attempt,
+                  item.worker_id, item.trial_id, item.attempt);
   } else {
-    spdlog::warn("Cannot hand {}/{} on {} over to {}/{}: {}", item.replaces_trial_id, item.replaces_attempt,
-                 item.worker_id, item.trial_id, item.attempt, s.message());
+    spdlog::warn("Cannot hand {}/{} on {} over to {}/{}: {}", item.replaces_trial_id,
+                 item.replaces_attempt, item.worker_id, item.trial_id, item.attempt, s.message());
   }
   return a;
 }
@@ -235,24 +239,29 @@ void ResourceManager::HandleAllocateBatch(const bus::Incoming& in, const proto::
   ++counts_[proto::AllocateBatch::kType];
   auto req = msg.As<proto::AllocateBatch>();
   if (!req.ok()) return ReplyError(in, req.status(), msg.id(), msg.type());
-  if (Status s = CheckBatchSize("allocate_batch", req->items.size()); !s.ok()) return ReplyError(in, s, msg.id(), msg.type());
+  if (Status s = CheckBatchSize("allocate_batch", req->items.size()); !s.ok())
+    return ReplyError(in, s, msg.id(), msg.type());
   // Validate every item before allocating any: a bad request changes nothing.
   std::vector<Resources> requests;
   requests.reserve(req->items.size());
   for (size_t i = 0; i < req->items.size(); ++i) {
     const proto::AllocateItem& item = req->items[i];
     if (item.trial_id.empty()) {
-      return ReplyError(in, Status::InvalidArgument(fmt::format("allocate_batch: item {} has no trial_id", i)),
-                        msg.id(), msg.type());
+      return ReplyError(
+          in, Status::InvalidArgument(fmt::format("allocate_batch: item {} has no trial_id", i)),
+          msg.id(), msg.type());
     }
     if (!item.replaces_trial_id.empty() && item.worker_id.empty()) {
-      return ReplyError(in, Status::InvalidArgument(fmt::format("allocate_batch: item {} hands over without a worker_id", i)),
+      return ReplyError(in,
+                        Status::InvalidArgument(fmt::format(
+                            "allocate_batch: item {} hands over without a worker_id", i)),
                         msg.id(), msg.type());
     }
     auto request = Resources::FromUnits(item.request);
     if (!request.ok()) {
-      return ReplyError(in, Status::InvalidArgument(fmt::format("allocate_batch: item {}: {}", i,
-                                                                request.status().message())),
+      return ReplyError(in,
+                        Status::InvalidArgument(fmt::format("allocate_batch: item {}: {}", i,
+                                                            request.status().message())),
                         msg.id(), msg.type());
     }
     requests.push_back(std::move(*request));
@@ -262,8 +271,9 @@ void ResourceManager::HandleAllocateBatch(const bus::Incoming& in, const proto::
   reply.items.reserve(req->items.size());
   for (size_t i = 0; i < req->items.size(); ++i) {
     const proto::AllocateItem& item = req->items[i];
-    reply.items.push_back(item.replaces_trial_id.empty() ? AllocateOne(item.trial_id, item.attempt, requests[i])
-                                                         : HandOver(item, requests[i]));
+    reply.items.push_back(item.replaces_trial_id.empty()
+                              ? AllocateOne(item.trial_id, item.attempt, requests[i])
+                              : HandOver(item, requests[i]));
   }
   bus::ReplyMessage(router_, in, reply);
 }
@@ -272,7 +282,8 @@ void ResourceManager::HandleReleaseBatch(const bus::Incoming& in, const proto::D
   ++counts_[proto::ReleaseBatch::kType];
   auto req = msg.As<proto::ReleaseBatch>();
   if (!req.ok()) return ReplyError(in, req.status(), msg.id(), msg.type());
-  if (Status s = CheckBatchSize("release_batch", req->items.size()); !s.ok()) return ReplyError(in, s, msg.id(), msg.type());
+  if (Status s = CheckBatchSize("release_batch", req->items.size()); !s.ok())
+    return ReplyError(in, s, msg.id(), msg.type());
   proto::ReleaseBatchReply reply;
   reply.id = msg.id();
   std::map<std::string, std::vector<std::string>> freed;  // worker -> "trial_id/attempt"

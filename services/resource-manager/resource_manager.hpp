@@ -30,10 +30,10 @@
 #include <string>
 #include <zmq.hpp>
 
-#include "libs/metrics/metrics_publisher.hpp"
 #include "libs/bus/event_loop.hpp"
 #include "libs/bus/socket.hpp"
 #include "libs/core/status.hpp"
+#include "libs/metrics/metrics_publisher.hpp"
 #include "services/resource-manager/placement.hpp"
 
 namespace tunebus {
@@ -42,7 +42,7 @@ struct ResourceManagerOptions {
   std::string endpoint = "tcp://127.0.0.1:5556";         // ROUTER bind
   std::string events_endpoint = "tcp://127.0.0.1:5558";  // PUB bind
   int64_t heartbeat_interval_ms = 1000;                  // told to workers in RegisterNodeAck; > 0
-  int64_t liveness = 3;  // a worker silent for liveness x interval is lost; >= 1
+  int64_t liveness = 3;             // a worker silent for liveness x interval is lost; >= 1
   metrics::MetricsOptions metrics;  // --metrics-port / --metrics-host (0 = off)
 };
 
@@ -81,7 +81,8 @@ class ResourceManager {
   void HandleAllocateBatch(const bus::Incoming& in, const proto::Decoded& msg);
   void HandleReleaseBatch(const bus::Incoming& in, const proto::Decoded& msg);
   /// Decides one placement (shared by allocate and allocate_batch) and logs it.
-  proto::Allocation AllocateOne(const std::string& trial_id, int64_t attempt, const Resources& request);
+  proto::Allocation AllocateOne(const std::string& trial_id, int64_t attempt,
+                                const Resources& request);
   /// A hand-over (AllocateItem.replaces_trial_id): releases the former holder and records the
   /// new attempt on the same worker, if it fits there.
   proto::Allocation HandOver(const proto::AllocateItem& item, const Resources& request);

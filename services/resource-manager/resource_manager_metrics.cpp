@@ -14,11 +14,12 @@ void ResourceManager::RenderMetrics(metrics::MetricsText& m) {
       for (const auto& [resource, capacity] : n.capacity) {
         auto it = n.committed.find(resource);
         const int64_t committed = it == n.committed.end() ? 0 : it->second;
-        const int64_t units = std::string(what) == "capacity" ? capacity
+        const int64_t units = std::string(what) == "capacity"    ? capacity
                               : std::string(what) == "committed" ? committed
                                                                  : capacity - committed;
         m.Gauge(std::string("resources_") + what, std::string("Resources ") + what + " per worker",
-                double(units) / double(Resources::kScale), {{"worker", n.worker_id}, {"resource", resource}});
+                double(units) / double(Resources::kScale),
+                {{"worker", n.worker_id}, {"resource", resource}});
       }
     }
   }

@@ -10,14 +10,15 @@
 namespace tunebus {
 
 namespace {
-constexpr int kStartTries = 50;                  // x kStartRetry = how long a worker may take to connect
+constexpr int kStartTries = 50;  // x kStartRetry = how long a worker may take to connect
 constexpr bus::Duration kStartRetry{200};
 constexpr bus::Duration kRmRetry{1000};
 }  // namespace
 
 BusExecutor::BusExecutor(bus::EventLoop& loop, bus::RequestClient& rm, bus::RequestClient& store,
-                         WorkerOutbox& workers, journal::JournalWriter& journal, const ExperimentSpec& spec,
-                         std::string experiment_dir, std::string journal_name)
+                         WorkerOutbox& workers, journal::JournalWriter& journal,
+                         const ExperimentSpec& spec, std::string experiment_dir,
+                         std::string journal_name)
     : loop_(loop),
       rm_(rm),
       store_(store),
@@ -35,13 +36,17 @@ void BusExecutor::PlaceTrial(const Trial& trial, int64_t attempt) {
     reusable_.erase(it);
     return;
   }
-  allocations_.push_back(
-      proto::AllocateItem{trial.trial_id, attempt, {trial.resources.units_map().begin(), trial.resources.units_map().end()}});
+  allocations_.push_back(proto::AllocateItem{
+      trial.trial_id,
+      attempt,
+      {trial.resources.units_map().begin(), trial.resources.units_map().end()}});
   --budget_;
 }
 
 bool BusExecutor::TakeBackHandOver(const Trial& trial) {
-  if (starting_ == nullptr || starting_->trial_id != trial.trial_id || starting_->attempt != trial.attempt) return false;
+  if (starting_ == nullptr || starting_->trial_id != trial.trial_id ||
+      starting_->attempt != trial.attempt)
+    return false;
   // The runner gave a hand-over straight back (stopped meanwhile): the resource-manager still
   // holds it for the former holder.
   reusable_.push_back(starting_->from);
@@ -52,7 +57,8 @@ void BusExecutor::ReleaseReusable(const Trial& trial) {
   if (TakeBackHandOver(trial)) return;
   const bool gpus_known = trial.resources.units("gpu") == 0 || !trial.gpu_ids.empty();
   if (trial.worker_id.empty() || !gpus_known) return ReleaseResources(trial);
-  reusable_.push_back(Reusable{trial.trial_id, trial.attempt, trial.worker_id, trial.gpu_ids, trial.resources});
+  reusable_.push_back(
+      Reusable{trial.trial_id, trial.attempt, trial.worker_id, trial.gpu_ids, trial.resources});
 }
 
 void BusExecutor::Flush() {
@@ -64,9 +70,16 @@ void BusExecutor::Flush() {
     runner_->OnTrialPlaced(h.trial_id, h.attempt, h.from.worker_id, h.from.gpu_ids);
     starting_ = nullptr;
     const Trial* t = runner_->FindTrial(h.trial_id);
-    if (t == nullptr || t->attempt != h.attempt || t->status != TrialStatus::kRunning) continue;  // given back
-    proto::AllocateItem item{h.trial_id, h.attempt, {h.from.resources.units_map().begin(), h.from.resources.units_map().end()},
-                             h.from.holder_trial_id, h.from.holder_attempt, h.from.worker_id, h.from.gpu_ids};
+    if (t == nullptr || t->attempt != h.attempt || t->status != TrialStatus::kRunning)
+      continue;  // given back
+    proto::AllocateItem item{
+        h.trial_id,
+        h.attempt,
+        {h.from.resources.units_map().begin(), h.from.resources.units_map().end()},
+        h.from.holder_trial_id,
+        h.from.holder_attempt,
+        h.from.worker_id,
+        h.from.gpu_ids};
     journal_.AfterDurable([this, item = std::move(item)]() mutable {
       rm_ops_.push_back(RmOp{false, std::move(item)});
     });
@@ -75,12 +88,13 @@ void BusExecutor::Flush() {
   // What no trial took this round returns to the resource-manager once the records that freed
   // it are durable.
   for (Reusable& r : reusable_) {
-    journal_.AfterDurable([this, item = proto::AllocateItem{r.holder_trial_id, r.holder_attempt, {}}]() mutable {
-      rm_ops_.push_back(RmOp{true, std::move(item)});
-      // The resource-manager answers in order and releases leave before this round's
-      // allocations: an allocation already sees the freed resources.
-      Freed(1);
-    });
+    journal_.AfterDurable(
+        [this, item = proto::AllocateItem{r.holder_trial_id, r.holder_attempt, {}}]() mutable {
+          rm_ops_.push_back(RmOp{true, std::move(item)});
+          // The resource-manager answers in order and releases leave before this round's
+          // allocations: an allocation already sees the freed resources.
+          Freed(1);
+        });
   }
   reusable_.clear();
   SendRmOps();
@@ -88,9 +102,10 @@ void BusExecutor::Flush() {
   proto::AllocateBatch req;
   req.items = std::move(allocations_);
   allocations_.clear();
-  rm_.Request(req, [this, asked = req.items, epoch = freed_epoch_](Result<proto::Decoded> reply) mutable {
-    OnAllocations(asked, epoch, std::move(reply));
-  });
+  rm_.Request(
+      req, [this, asked = req.items, epoch = freed_epoch_](Result<proto::Decoded> reply) mutable {
+        OnAllocations(asked, epoch, std::move(reply));
+      });
 }
 
 void BusExecutor::SendRmOps() {
@@ -98,12 +113,14 @@ void BusExecutor::SendRmOps() {
   while (first < rm_ops_.size()) {
     const bool release = rm_ops_[first].release;
     size_t last = first;
-    while (last < rm_ops_.size() && rm_ops_[last].release == release && last - first < proto::kMaxPlacementBatchItems) {
+    while (last < rm_ops_.size() && rm_ops_[last].release == release &&
+           last - first < proto::kMaxPlacementBatchItems) {
       ++last;
     }
     if (release) {
       proto::ReleaseBatch req;
-      for (size_t i = first; i < last; ++i) req.items.push_back({rm_ops_[i].item.trial_id, rm_ops_[i].item.attempt});
+      for (size_t i = first; i < last; ++i)
+        req.items.push_back({rm_ops_[i].item.trial_id, rm_ops_[i].item.attempt});
       rm_.Request(req, [](Result<proto::Decoded> reply) {
         if (!reply.ok()) spdlog::warn("Release batch failed: {}", reply.status().ToString());
       });
@@ -111,7 +128,8 @@ void BusExecutor::SendRmOps() {
       proto::AllocateBatch req;
       for (size_t i = first; i < last; ++i) req.items.push_back(std::move(rm_ops_[i].item));
       rm_.Request(req, [n = req.items.size()](Result<proto::Decoded> reply) {
-        auto r = reply.ok() ? reply->As<proto::AllocateBatchReply>() : Result<proto::AllocateBatchReply>(reply.status());
+        auto r = reply.ok() ? reply->As<proto::AllocateBatchReply>()
+                            : Result<proto::AllocateBatchReply>(reply.status());
         if (!r.ok()) {
           spdlog::warn("Hand-over of {} allocation(s) failed: {}", n, r.status().ToString());
           return;
@@ -119,7 +137,9 @@ void BusExecutor::SendRmOps() {
         for (const proto::Allocation& a : r->items) {
           // The trial runs there already; a resource-manager that lost its state re-learns it
           // when the worker registers again.
-          if (!a.granted) spdlog::warn("Resource-manager refused the hand-over to {}/{}: {}", a.trial_id, a.attempt, a.reason);
+          if (!a.granted)
+            spdlog::warn("Resource-manager refused the hand-over to {}/{}: {}", a.trial_id,
+                         a.attempt, a.reason);
         }
       });
     }
@@ -132,18 +152,20 @@ void BusExecutor::OnAllocations(const std::vector<proto::AllocateItem>& asked, u
                                 Result<proto::Decoded> reply) {
   placing_ -= int(asked.size());
   if (runner_ == nullptr) return;
-  Result<proto::AllocateBatchReply> r =
-      reply.ok() ? reply->As<proto::AllocateBatchReply>() : Result<proto::AllocateBatchReply>(reply.status());
+  Result<proto::AllocateBatchReply> r = reply.ok()
+                                            ? reply->As<proto::AllocateBatchReply>()
+                                            : Result<proto::AllocateBatchReply>(reply.status());
   if (r.ok() && r->items.size() != asked.size()) {
-    r = Status::InvalidArgument("allocate_batch_reply has " + std::to_string(r->items.size()) + " items for " +
-                                std::to_string(asked.size()));
+    r = Status::InvalidArgument("allocate_batch_reply has " + std::to_string(r->items.size()) +
+                                " items for " + std::to_string(asked.size()));
   }
   if (!r.ok()) {
-    spdlog::warn("Placement of {} trial(s) failed: {}; retrying in {} ms", asked.size(), r.status().ToString(),
-                 kRmRetry.count());
+    spdlog::warn("Placement of {} trial(s) failed: {}; retrying in {} ms", asked.size(),
+                 r.status().ToString(), kRmRetry.count());
     budget_ = 0;
     loop_.AddTimer(kRmRetry, [this] { Unblock(); });
-    for (const proto::AllocateItem& item : asked) runner_->OnPlacementDeferred(item.trial_id, item.attempt);
+    for (const proto::AllocateItem& item : asked)
+      runner_->OnPlacementDeferred(item.trial_id, item.attempt);
     return;
   }
   for (const proto::Allocation& a : r->items) {
@@ -184,8 +206,8 @@ void BusExecutor::LaunchTrial(const Trial& trial) {
   msg.checkpoint_prefix = journal_name_ + "/" + trial.trial_id + "/";
   for (const auto& [key, units] : trial.resources.units_map()) msg.resources[key] = units;
   unsent_starts_[trial.trial_id] = trial.attempt;
-  journal_.AfterDurable([this, worker = trial.worker_id, payload = proto::Encode(msg), trial_id = trial.trial_id,
-                         attempt = trial.attempt]() mutable {
+  journal_.AfterDurable([this, worker = trial.worker_id, payload = proto::Encode(msg),
+                         trial_id = trial.trial_id, attempt = trial.attempt]() mutable {
     SendStart(worker, std::move(payload), trial_id, attempt, kStartTries);
   });
 }
@@ -195,8 +217,8 @@ bool BusExecutor::StartUnsent(const std::string& trial_id, int64_t attempt) cons
   return it != unsent_starts_.end() && it->second == attempt;
 }
 
-void BusExecutor::SendStart(const std::string& worker_id, std::string payload, const std::string& trial_id,
-                            int64_t attempt, int tries_left) {
+void BusExecutor::SendStart(const std::string& worker_id, std::string payload,
+                            const std::string& trial_id, int64_t attempt, int tries_left) {
   const Trial* now = runner_ != nullptr ? runner_->FindTrial(trial_id) : nullptr;
   if (!StartUnsent(trial_id, attempt) || now == nullptr || now->attempt != attempt ||
       now->status != TrialStatus::kRunning) {
@@ -209,29 +231,33 @@ void BusExecutor::SendStart(const std::string& worker_id, std::string payload, c
   // it has left (a RegisterWorker handled meanwhile does not count it lost).
   workers_.Queue(worker_id, std::move(payload),
                  [this, worker_id, trial_id, attempt, tries_left](bool sent, std::string payload) {
-                   if (!sent) return RetryStart(worker_id, std::move(payload), trial_id, attempt, tries_left);
+                   if (!sent)
+                     return RetryStart(worker_id, std::move(payload), trial_id, attempt,
+                                       tries_left);
                    if (StartUnsent(trial_id, attempt)) unsent_starts_.erase(trial_id);
                  });
 }
 
-void BusExecutor::RetryStart(const std::string& worker_id, std::string payload, const std::string& trial_id,
-                             int64_t attempt, int tries_left) {
+void BusExecutor::RetryStart(const std::string& worker_id, std::string payload,
+                             const std::string& trial_id, int64_t attempt, int tries_left) {
   if (tries_left <= 0) {
     unsent_starts_.erase(trial_id);
     const Trial* now = runner_ != nullptr ? runner_->FindTrial(trial_id) : nullptr;
     if (on_unreachable_ && now != nullptr && now->attempt == attempt) on_unreachable_(*now);
     return;
   }
-  loop_.AddTimer(kStartRetry, [this, worker_id, payload = std::move(payload), trial_id, attempt, tries_left]() mutable {
+  loop_.AddTimer(kStartRetry, [this, worker_id, payload = std::move(payload), trial_id, attempt,
+                               tries_left]() mutable {
     SendStart(worker_id, std::move(payload), trial_id, attempt, tries_left - 1);
   });
 }
 
 void BusExecutor::SendDecision(const Trial& trial, int64_t seq, const char* action) {
-  journal_.AfterDurable([this, worker = trial.worker_id,
-                         decision = proto::DecisionItem{trial.trial_id, trial.attempt, seq, action}]() mutable {
-    workers_.QueueDecision(worker, std::move(decision));
-  });
+  journal_.AfterDurable(
+      [this, worker = trial.worker_id,
+       decision = proto::DecisionItem{trial.trial_id, trial.attempt, seq, action}]() mutable {
+        workers_.QueueDecision(worker, std::move(decision));
+      });
 }
 
 void BusExecutor::StopTrial(const Trial& trial) {
@@ -247,10 +273,11 @@ void BusExecutor::StopTrial(const Trial& trial) {
 
 void BusExecutor::ReleaseResources(const Trial& trial) {
   if (TakeBackHandOver(trial)) return;
-  journal_.AfterDurable([this, item = proto::AllocateItem{trial.trial_id, trial.attempt, {}}]() mutable {
-    rm_ops_.push_back(RmOp{true, std::move(item)});
-    Freed(1);
-  });
+  journal_.AfterDurable(
+      [this, item = proto::AllocateItem{trial.trial_id, trial.attempt, {}}]() mutable {
+        rm_ops_.push_back(RmOp{true, std::move(item)});
+        Freed(1);
+      });
 }
 
 void BusExecutor::DeleteCheckpoint(const std::string& checkpoint_id) {
@@ -258,7 +285,8 @@ void BusExecutor::DeleteCheckpoint(const std::string& checkpoint_id) {
   req.checkpoint_id = checkpoint_id;
   journal_.AfterDurable([this, req]() mutable {
     store_.Request(req, [id = req.checkpoint_id](Result<proto::Decoded> reply) {
-      if (!reply.ok()) spdlog::warn("Deleting checkpoint {} failed: {}", id, reply.status().ToString());
+      if (!reply.ok())
+        spdlog::warn("Deleting checkpoint {} failed: {}", id, reply.status().ToString());
     });
   });
 }

@@ -14,10 +14,10 @@
 // record in the journal, so both are durable together (one group commit, no resource-manager
 // round trip between two trials on a slot). The resource-manager hears of it after that
 // commit, as an allocate_batch item with replaces_trial_id; an allocation nobody took by the
-// end of the round is released as before. Ray Tune's reuse_actors keeps a slot busy likewise. Launch, decisions, stops and
-// releases are released only after the journal records that caused them are durable
-// (JournalWriter::AfterDurable); decisions, starts and stops leave once per round per worker, in
-// order (WorkerOutbox). A StartTrial to a worker that has not registered with this
+// end of the round is released as before. Ray Tune's reuse_actors keeps a slot busy likewise.
+// Launch, decisions, stops and releases are released only after the journal records that caused
+// them are durable (JournalWriter::AfterDurable); decisions, starts and stops leave once per round
+// per worker, in order (WorkerOutbox). A StartTrial to a worker that has not registered with this
 // scheduler process yet is held and retried (kStartTries x kStartRetry); after that the attempt
 // fails. Holding it keeps a StartTrial from crossing the worker's RegisterWorker, which would
 // list the trial as not running and requeue it.
@@ -25,10 +25,9 @@
 
 #include <functional>
 #include <map>
+#include <nlohmann/json.hpp>
 #include <set>
 #include <string>
-
-#include <nlohmann/json.hpp>
 #include <zmq.hpp>
 
 #include "libs/bus/request_client.hpp"
@@ -60,7 +59,9 @@ class BusExecutor final : public TrialExecutor {
   /// Called when the trainable of a trial could not be reached (worker never connected).
   void set_on_unreachable(std::function<void(const Trial&)> f) { on_unreachable_ = std::move(f); }
   /// True when the worker registered with this scheduler process (StartTrial waits until then).
-  void set_is_registered(std::function<bool(const std::string&)> f) { is_registered_ = std::move(f); }
+  void set_is_registered(std::function<bool(const std::string&)> f) {
+    is_registered_ = std::move(f);
+  }
   /// False while no trial may start (the result files are behind); unset = always.
   void set_may_place(std::function<bool()> f) { may_place_ = std::move(f); }
 
@@ -83,20 +84,23 @@ class BusExecutor final : public TrialExecutor {
 
  private:
   // Queues the StartTrial of (trial_id, attempt) if that attempt still waits for it.
-  void SendStart(const std::string& worker_id, std::string payload, const std::string& trial_id, int64_t attempt,
-                 int tries_left);
+  void SendStart(const std::string& worker_id, std::string payload, const std::string& trial_id,
+                 int64_t attempt, int tries_left);
   // The worker was not reachable: SendStart again after kStartRetry, or give up after the last try.
-  void RetryStart(const std::string& worker_id, std::string payload, const std::string& trial_id, int64_t attempt,
-                  int tries_left);
+  void RetryStart(const std::string& worker_id, std::string payload, const std::string& trial_id,
+                  int64_t attempt, int tries_left);
   /// Hands the answers of one allocate_batch to the runner, in order.
   /// `epoch`: freed_epoch_ when the batch was sent.
-  void OnAllocations(const std::vector<proto::AllocateItem>& asked, uint64_t epoch, Result<proto::Decoded> reply);
+  void OnAllocations(const std::vector<proto::AllocateItem>& asked, uint64_t epoch,
+                     Result<proto::Decoded> reply);
   /// Something was freed: `placements` more may be asked.
   void Freed(int placements) {
     AddBudget(placements);
     ++freed_epoch_;
   }
-  void AddBudget(int placements) { budget_ = std::min(budget_ + placements, kMaxPlacementsInFlight); }
+  void AddBudget(int placements) {
+    budget_ = std::min(budget_ + placements, kMaxPlacementsInFlight);
+  }
   /// True (and the allocation is reusable again) if `trial` is the hand-over being started.
   bool TakeBackHandOver(const Trial& trial);
   /// Sends the resource-manager changes of rm_ops_, in order, consecutive kinds batched.
@@ -137,9 +141,9 @@ class BusExecutor final : public TrialExecutor {
   std::function<bool()> may_place_;
   std::map<std::string, int64_t> unsent_starts_;  // trial_id -> attempt whose StartTrial waits
   static constexpr int kMaxPlacementsInFlight = 256;
-  int budget_ = kMaxPlacementsInFlight;   // placements that may be asked now
-  int placing_ = 0;                       // placements asked (staged or in flight), not answered
-  uint64_t freed_epoch_ = 0;              // counts Freed(): a "no room" from before a release is stale
+  int budget_ = kMaxPlacementsInFlight;  // placements that may be asked now
+  int placing_ = 0;                      // placements asked (staged or in flight), not answered
+  uint64_t freed_epoch_ = 0;  // counts Freed(): a "no room" from before a release is stale
   std::vector<proto::AllocateItem> allocations_;  // this round's, until Flush
   std::vector<Reusable> reusable_;                // this round's, until Flush
   std::vector<HandOver> handovers_;               // this round's, until Flush

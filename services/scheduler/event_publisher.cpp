@@ -37,8 +37,9 @@ bool EventPublisher::Wanted(const std::string& topic) const {
   return false;
 }
 
-void EventPublisher::Publish(const std::string& topic, const char* event, const std::string& experiment,
-                             const std::string& trial_id, const std::function<nlohmann::json()>& make_body) {
+void EventPublisher::Publish(const std::string& topic, const char* event,
+                             const std::string& experiment, const std::string& trial_id,
+                             const std::function<nlohmann::json()>& make_body) {
   if (!Wanted(topic)) return;
   proto::SchedulerEvent e;
   e.event = event;

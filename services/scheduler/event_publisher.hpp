@@ -7,9 +7,8 @@
 
 #include <functional>
 #include <map>
-#include <string>
-
 #include <nlohmann/json.hpp>
+#include <string>
 #include <zmq.hpp>
 
 namespace tunebus {

@@ -30,7 +30,9 @@ class NoEffects final : public TrialExecutor, public RunnerObserver {
   bool CanPlace() const override { return false; }
   void PlaceTrial(const Trial& trial, int64_t attempt) override;
   void LaunchTrial(const Trial& trial) override { Refuse("LaunchTrial", trial); }
-  void SendDecision(const Trial& trial, int64_t, const char*) override { Refuse("SendDecision", trial); }
+  void SendDecision(const Trial& trial, int64_t, const char*) override {
+    Refuse("SendDecision", trial);
+  }
   void StopTrial(const Trial& trial) override { Refuse("StopTrial", trial); }
   void ReleaseResources(const Trial& trial) override { Refuse("ReleaseResources", trial); }
   void DeleteCheckpoint(const std::string& checkpoint_id) override;
@@ -41,7 +43,8 @@ class NoEffects final : public TrialExecutor, public RunnerObserver {
 
 /// The runner options an experiment file asks for (resources_per_trial already converted).
 RunnerOptions MakeRunnerOptions(const ExperimentSpec& spec, const std::string& experiment_id,
-                                const Resources& resources_per_trial, std::optional<CheckpointRef> restore_from);
+                                const Resources& resources_per_trial,
+                                std::optional<CheckpointRef> restore_from);
 
 struct Scheduler::Experiment {
   ExperimentSpec spec;
@@ -54,8 +57,8 @@ struct Scheduler::Experiment {
   double ElapsedS() const {
     return std::chrono::duration<double>(ended.value_or(bus::Clock::now()) - started).count();
   }
-  double submitted_at_s = 0;   // wall clock of the submission, seconds since the epoch
-  std::string base_dir;        // as submitted (for snapshots)
+  double submitted_at_s = 0;  // wall clock of the submission, seconds since the epoch
+  std::string base_dir;       // as submitted (for snapshots)
   std::string source_name;
   uint64_t seed = 0;
   uint64_t journal_base = 0;       // records the journal held before this process appended

@@ -1,10 +1,10 @@
 #include "services/scheduler/experiment_recorder.hpp"
 
+#include <spdlog/spdlog.h>
+
 #include <chrono>
 #include <filesystem>
 #include <fstream>
-
-#include <spdlog/spdlog.h>
 
 #include "libs/bus/socket.hpp"
 #include "libs/journal/records.hpp"
@@ -24,9 +24,12 @@ double WallSeconds() {
 
 }  // namespace
 
-ExperimentRecorder::ExperimentRecorder(std::string name, std::string experiment_dir, journal::JournalWriter& journal,
-                                       EventPublisher& events)
-    : name_(std::move(name)), experiment_dir_(std::move(experiment_dir)), journal_(journal), events_(events) {
+ExperimentRecorder::ExperimentRecorder(std::string name, std::string experiment_dir,
+                                       journal::JournalWriter& journal, EventPublisher& events)
+    : name_(std::move(name)),
+      experiment_dir_(std::move(experiment_dir)),
+      journal_(journal),
+      events_(events) {
   std::error_code ec;
   fs::create_directories(experiment_dir_, ec);
   if (ec) spdlog::error("Cannot create results folder {}: {}", experiment_dir_, ec.message());
@@ -35,27 +38,34 @@ ExperimentRecorder::ExperimentRecorder(std::string name, std::string experiment_
 
 ExperimentRecorder::~ExperimentRecorder() = default;
 
-std::string ExperimentRecorder::TrialDir(const Trial& t) const { return experiment_dir_ + "/" + t.DirName(); }
+std::string ExperimentRecorder::TrialDir(const Trial& t) const {
+  return experiment_dir_ + "/" + t.DirName();
+}
 
 void ExperimentRecorder::OnTrialAdded(const Trial& t) {
   const uint64_t record = journal_.AppendEncoded(journal::EncodeTrialAdded(t));
   files_.WriteParams(t.index, TrialDir(t), t.config, record);
-  events_.Publish("trial", "trial_added", name_, t.trial_id, [&] { return TrialToJson(t, experiment_dir_); });
+  events_.Publish("trial", "trial_added", name_, t.trial_id,
+                  [&] { return TrialToJson(t, experiment_dir_); });
 }
 
 void ExperimentRecorder::OnTrialStarted(const Trial& t) {
   journal_.AppendEncoded(journal::EncodeTrialStarted(t));
-  events_.Publish("trial", "trial_started", name_, t.trial_id, [&] { return TrialToJson(t, experiment_dir_); });
+  events_.Publish("trial", "trial_started", name_, t.trial_id,
+                  [&] { return TrialToJson(t, experiment_dir_); });
 }
 
-void ExperimentRecorder::OnTrialResult(const Trial& t, const TrainingResult& result, const char* decision) {
+void ExperimentRecorder::OnTrialResult(const Trial& t, const TrainingResult& result,
+                                       const char* decision) {
   (void)result;
   // The runner encoded the result once (Trial::last_result_msgpack): the journal record embeds
   // those bytes and the file writer formats them on its own thread.
-  const uint64_t record = journal_.AppendEncoded(journal::EncodeResultRecord(t, t.last_result_msgpack, decision));
-  files_.AppendResult(t.index, files_.IsOpen(t.index) ? std::string() : TrialDir(t), t.last_result_msgpack, record,
-                      &t.config);
-  events_.Publish("trial", "trial_result", name_, t.trial_id, [&] { return TrialToJson(t, experiment_dir_); });
+  const uint64_t record =
+      journal_.AppendEncoded(journal::EncodeResultRecord(t, t.last_result_msgpack, decision));
+  files_.AppendResult(t.index, files_.IsOpen(t.index) ? std::string() : TrialDir(t),
+                      t.last_result_msgpack, record, &t.config);
+  events_.Publish("trial", "trial_result", name_, t.trial_id,
+                  [&] { return TrialToJson(t, experiment_dir_); });
 }
 
 void ExperimentRecorder::OnTrialStatus(const Trial& t) {
@@ -63,15 +73,18 @@ void ExperimentRecorder::OnTrialStatus(const Trial& t) {
   if (IsFinished(t.status)) files_.Close(t.index, record);
   if (t.status == TrialStatus::kError) {
     const auto written = error_file_attempt_.find(t.index);
-    if (written == error_file_attempt_.end() || written->second != t.attempt) WriteErrorFile(t, t.error);
+    if (written == error_file_attempt_.end() || written->second != t.attempt)
+      WriteErrorFile(t, t.error);
     error_file_attempt_.erase(t.index);
   }
-  events_.Publish("trial", "trial_status", name_, t.trial_id, [&] { return TrialToJson(t, experiment_dir_); });
+  events_.Publish("trial", "trial_status", name_, t.trial_id,
+                  [&] { return TrialToJson(t, experiment_dir_); });
 }
 
 void ExperimentRecorder::OnCheckpointSaved(const Trial& t, const CheckpointRef& ref) {
   journal_.Append(journal::CheckpointSavedRecord(t, ref));
-  events_.Publish("trial", "checkpoint_saved", name_, t.trial_id, [&] { return CheckpointToJson(ref); });
+  events_.Publish("trial", "checkpoint_saved", name_, t.trial_id,
+                  [&] { return CheckpointToJson(ref); });
 }
 
 void ExperimentRecorder::OnCheckpointDeleted(const Trial& t, const std::string& checkpoint_id) {
@@ -81,10 +94,13 @@ void ExperimentRecorder::OnCheckpointDeleted(const Trial& t, const std::string& 
 void ExperimentRecorder::OnTrialUpdated(const Trial& t, const json& change) {
   const uint64_t record = journal_.Append(journal::TrialUpdated(t, change));
   if (change.contains("pbt_exploit")) files_.WriteParams(t.index, TrialDir(t), t.config, record);
-  events_.Publish("trial", "trial_updated", name_, t.trial_id, [&] { return TrialToJson(t, experiment_dir_); });
+  events_.Publish("trial", "trial_updated", name_, t.trial_id,
+                  [&] { return TrialToJson(t, experiment_dir_); });
 }
 
-void ExperimentRecorder::OnSearcherState(const json& state) { journal_.Append(journal::SearcherState(state)); }
+void ExperimentRecorder::OnSearcherState(const json& state) {
+  journal_.Append(journal::SearcherState(state));
+}
 
 void ExperimentRecorder::OnTrialSchedulerState(const json& delta) {
   journal_.AppendEncoded(journal::EncodeTrialSchedulerDelta(delta));
@@ -96,7 +112,9 @@ void ExperimentRecorder::OnExperimentEnded(const std::string& status, const std:
   files_.Drain();
   WriteStateFile();
   journal_.Append(journal::ExperimentEnded(status, reason));
-  events_.Publish("experiment", "experiment_ended", name_, "", [&] { return json{{"status", status}, {"reason", reason}}; });
+  events_.Publish("experiment", "experiment_ended", name_, "", [&] {
+    return json{{"status", status}, {"reason", reason}};
+  });
 }
 
 void ExperimentRecorder::WriteErrorFile(const Trial& t, const std::string& text) {

@@ -33,7 +33,8 @@ class ExperimentRecorder final : public RunnerObserver {
 
   void OnTrialAdded(const Trial& trial) override;
   void OnTrialStarted(const Trial& trial) override;
-  void OnTrialResult(const Trial& trial, const TrainingResult& result, const char* decision) override;
+  void OnTrialResult(const Trial& trial, const TrainingResult& result,
+                     const char* decision) override;
   void OnTrialStatus(const Trial& trial) override;
   void OnCheckpointSaved(const Trial& trial, const CheckpointRef& ref) override;
   void OnCheckpointDeleted(const Trial& trial, const std::string& checkpoint_id) override;
@@ -42,10 +43,11 @@ class ExperimentRecorder final : public RunnerObserver {
   void OnTrialSchedulerState(const nlohmann::json& delta) override;
   void OnExperimentEnded(const std::string& status, const std::string& reason) override;
 
-  /// Appends "attempt N: <text>" ("not started: <text>" before a first attempt) to <trial>/error.txt (the reason and the trainable's stderr
-  /// tail). A trial that becomes ERROR without one for its attempt (infeasible, a result that
-  /// breaks a check, too many worker losses) gets its error written by OnTrialStatus, so every
-  /// ERROR trial has the file Ray Tune users look for.
+  /// Appends "attempt N: <text>" ("not started: <text>" before a first attempt) to
+  /// <trial>/error.txt (the reason and the trainable's stderr tail). A trial that becomes ERROR
+  /// without one for its attempt (infeasible, a result that breaks a check, too many worker losses)
+  /// gets its error written by OnTrialStatus, so every ERROR trial has the file Ray Tune users look
+  /// for.
   void WriteErrorFile(const Trial& trial, const std::string& text);
   /// Hands the result files' work whose journal records are durable to their writer thread (once
   /// per poll round).
@@ -69,7 +71,8 @@ class ExperimentRecorder final : public RunnerObserver {
   const TrialRunner* runner_ = nullptr;
   ResultFiles files_;
   double started_at_ = 0;
-  std::unordered_map<int64_t, int64_t> error_file_attempt_;  // trial index -> attempt last in error.txt
+  std::unordered_map<int64_t, int64_t>
+      error_file_attempt_;  // trial index -> attempt last in error.txt
 };
 
 }  // namespace tunebus

@@ -1,9 +1,9 @@
 #include "services/scheduler/journal_reader.hpp"
 
-#include <algorithm>
-
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
+
+#include <algorithm>
 
 #include "libs/bus/request_client.hpp"
 #include "libs/bus/socket.hpp"
@@ -22,7 +22,8 @@ namespace {
 // `deadline` (the store may still be starting). Errors: Unavailable at the deadline, or the
 // store's error reply.
 template <typename Reply, typename Request>
-Result<Reply> BlockingCall(zmq::socket_t& socket, Request request, bus::Clock::time_point deadline) {
+Result<Reply> BlockingCall(zmq::socket_t& socket, Request request,
+                           bus::Clock::time_point deadline) {
   static uint64_t next_id = 1;
   request.id = next_id++;
   const std::string payload = proto::Encode(request);
@@ -31,15 +32,19 @@ Result<Reply> BlockingCall(zmq::socket_t& socket, Request request, bus::Clock::t
     zmq::pollitem_t item{socket.handle(), 0, ZMQ_POLLIN, 0};
     const auto until = std::min(deadline, bus::Clock::now() + std::chrono::seconds(1));
     while (bus::Clock::now() < until) {
-      const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(until - bus::Clock::now());
-      if (zmq::poll(&item, 1, std::max<std::chrono::milliseconds>(left, std::chrono::milliseconds(1))) == 0) continue;
+      const auto left =
+          std::chrono::duration_cast<std::chrono::milliseconds>(until - bus::Clock::now());
+      if (zmq::poll(&item, 1,
+                    std::max<std::chrono::milliseconds>(left, std::chrono::milliseconds(1))) == 0)
+        continue;
       bus::Incoming in;
       if (!bus::Receive(socket, in)) continue;
       auto d = proto::Decode(in.payload.data(), in.payload.size());
       if (!d.ok() || d->id() != request.id) continue;  // a late answer to an earlier try
       if (d->type() == proto::ErrorReply::kType) {
         auto err = d->As<proto::ErrorReply>();
-        return Status(bus::StatusCodeFromName(err.ok() ? err->code : "internal"), err.ok() ? err->message : "error");
+        return Status(bus::StatusCodeFromName(err.ok() ? err->code : "internal"),
+                      err.ok() ? err->message : "error");
       }
       return d->As<Reply>();
     }
@@ -53,7 +58,8 @@ JournalReader::JournalReader(zmq::context_t& ctx, const std::string& store_endpo
                              std::chrono::milliseconds timeout)
     : ctx_(ctx), endpoint_(store_endpoint), deadline_(bus::Clock::now() + timeout) {}
 
-Result<std::vector<json>> JournalReader::Read(const std::string& journal, uint64_t from, uint32_t max) {
+Result<std::vector<json>> JournalReader::Read(const std::string& journal, uint64_t from,
+                                              uint32_t max) {
   auto socket = bus::Connect(ctx_, zmq::socket_type::dealer, endpoint_);
   if (!socket.ok()) return socket.status();
   std::vector<json> records;
@@ -66,8 +72,8 @@ Result<std::vector<json>> JournalReader::Read(const std::string& journal, uint64
   for (size_t i = 0; i < got->records.size(); ++i) {
     auto r = journal::DecodeRecord(got->records[i]);
     if (!r.ok()) {  // a torn record ends the usable journal; nothing after it is applied
-      spdlog::error("Journal {} record {} does not decode ({}); using the records before it", journal,
-                    got->first_seq + i, r.status().message());
+      spdlog::error("Journal {} record {} does not decode ({}); using the records before it",
+                    journal, got->first_seq + i, r.status().message());
       records.push_back(json{{"kind", "torn"}});
       return records;
     }
@@ -98,7 +104,8 @@ Result<std::vector<JournalSummary>> JournalReader::List() {
   return out;
 }
 
-Result<std::optional<journal::ReplayedExperiment>> JournalReader::NewestSnapshot(const std::string& name) {
+Result<std::optional<journal::ReplayedExperiment>> JournalReader::NewestSnapshot(
+    const std::string& name) {
   auto socket = bus::Connect(ctx_, zmq::socket_type::dealer, endpoint_);
   if (!socket.ok()) return socket.status();
   proto::CheckpointList list;
@@ -106,7 +113,8 @@ Result<std::optional<journal::ReplayedExperiment>> JournalReader::NewestSnapshot
   auto listed = BlockingCall<proto::CheckpointListReply>(*socket, list, deadline_);
   if (!listed.ok()) return listed.status();
   std::string newest;  // ids end in a zero-padded seq: the greatest is the newest
-  for (const proto::CheckpointInfo& info : listed->checkpoints) newest = std::max(newest, info.checkpoint_id);
+  for (const proto::CheckpointInfo& info : listed->checkpoints)
+    newest = std::max(newest, info.checkpoint_id);
   if (newest.empty()) return std::optional<journal::ReplayedExperiment>();
   std::string bytes;
   for (uint32_t chunk = 0, chunks = 1; chunk < chunks; ++chunk) {
@@ -120,17 +128,21 @@ Result<std::optional<journal::ReplayedExperiment>> JournalReader::NewestSnapshot
   }
   auto state = journal::DecodeSnapshot(bytes);
   if (!state.ok()) {
-    spdlog::error("Snapshot {} is unusable ({}); replaying the whole journal", newest, state.status().message());
+    spdlog::error("Snapshot {} is unusable ({}); replaying the whole journal", newest,
+                  state.status().message());
     return std::optional<journal::ReplayedExperiment>();
   }
   return std::optional<journal::ReplayedExperiment>(std::move(*state));
 }
 
-Result<journal::ReplayedExperiment> JournalReader::ReplayToResume(const std::string& journal, uint64_t* last_seq) {
+Result<journal::ReplayedExperiment> JournalReader::ReplayToResume(const std::string& journal,
+                                                                  uint64_t* last_seq) {
   auto replayed = Replay(journal, *last_seq);
   if (!replayed.ok() || replayed->records >= *last_seq) return replayed;
-  spdlog::error("Journal {}: records {}..{} are torn or corrupt; cutting them (the state is that of record {})",
-                journal, replayed->records + 1, *last_seq, replayed->records);
+  spdlog::error(
+      "Journal {}: records {}..{} are torn or corrupt; cutting them (the state is that of record "
+      "{})",
+      journal, replayed->records + 1, *last_seq, replayed->records);
   auto removed = Truncate(journal, replayed->records, *last_seq);
   if (!removed.ok()) return removed.status();
   *last_seq = replayed->records;
@@ -151,7 +163,7 @@ Result<uint64_t> JournalReader::Truncate(const std::string& journal, uint64_t ke
 }
 
 Status JournalReader::ForEachRecord(const std::string& journal, uint64_t from, uint64_t last_seq,
-                                   const std::function<void(const json&)>& on_record) {
+                                    const std::function<void(const json&)>& on_record) {
   while (from <= last_seq) {
     auto got = Read(journal, from, uint32_t(std::min<uint64_t>(10000, last_seq - from + 1)));
     if (!got.ok()) return got.status();
@@ -165,11 +177,13 @@ Status JournalReader::ForEachRecord(const std::string& journal, uint64_t from, u
   return Status::Ok();
 }
 
-Result<journal::ReplayedExperiment> JournalReader::Replay(const std::string& name, uint64_t last_seq) {
+Result<journal::ReplayedExperiment> JournalReader::Replay(const std::string& name,
+                                                          uint64_t last_seq) {
   journal::JournalReplayer replayer;
   auto snapshot = NewestSnapshot(name);
   if (!snapshot.ok()) return snapshot.status();
-  if (snapshot->has_value() && (*snapshot)->records <= last_seq) replayer.Reset(std::move(**snapshot));
+  if (snapshot->has_value() && (*snapshot)->records <= last_seq)
+    replayer.Reset(std::move(**snapshot));
   while (replayer.state().records < last_seq) {
     auto got = Read(name, replayer.state().records + 1, 10000);
     if (!got.ok()) return got.status();

@@ -6,11 +6,10 @@
 
 #include <chrono>
 #include <functional>
+#include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
 #include <vector>
-
-#include <nlohmann/json.hpp>
 #include <zmq.hpp>
 
 #include "libs/bus/event_loop.hpp"
@@ -20,15 +19,16 @@
 namespace tunebus {
 
 struct JournalSummary {
-  std::string journal;       // "<name>-<experiment_id>"
-  uint64_t last_seq = 0;     // records in it
-  double submitted_at_s = 0; // from its experiment_submitted record, seconds since the epoch
-  bool ended = false;        // its last record is experiment_ended
+  std::string journal;        // "<name>-<experiment_id>"
+  uint64_t last_seq = 0;      // records in it
+  double submitted_at_s = 0;  // from its experiment_submitted record, seconds since the epoch
+  bool ended = false;         // its last record is experiment_ended
 };
 
 class JournalReader {
  public:
-  JournalReader(zmq::context_t& ctx, const std::string& store_endpoint, std::chrono::milliseconds timeout);
+  JournalReader(zmq::context_t& ctx, const std::string& store_endpoint,
+                std::chrono::milliseconds timeout);
   /// Every non-empty journal. Errors: Unavailable when the store does not answer in time.
   Result<std::vector<JournalSummary>> List();
   /// The experiment's state: the newest snapshot in the store (if any) plus the records after
@@ -41,14 +41,16 @@ class JournalReader {
   /// and applies) is reported and cut from the store, so appends continue right after the
   /// last good record and the next replay reads them. `*last_seq` (the journal's length) is
   /// updated to the length after the cut. Errors: as Replay and Truncate.
-  Result<journal::ReplayedExperiment> ReplayToResume(const std::string& journal, uint64_t* last_seq);
+  Result<journal::ReplayedExperiment> ReplayToResume(const std::string& journal,
+                                                     uint64_t* last_seq);
   /// Calls `on_record` with every record of `journal` from seq `from` through `last_seq`, in
   /// order, stopping before a record that does not decode. Errors: Unavailable.
   Status ForEachRecord(const std::string& journal, uint64_t from, uint64_t last_seq,
                        const std::function<void(const nlohmann::json&)>& on_record);
   /// Cuts `journal` after `keep_through_seq` (its corrupt tail), fenced on its last seq being
   /// `expected_last_seq`. Returns the records removed. Errors: Unavailable; FailedPrecondition.
-  Result<uint64_t> Truncate(const std::string& journal, uint64_t keep_through_seq, uint64_t expected_last_seq);
+  Result<uint64_t> Truncate(const std::string& journal, uint64_t keep_through_seq,
+                            uint64_t expected_last_seq);
 
  private:
   Result<std::vector<nlohmann::json>> Read(const std::string& journal, uint64_t from, uint32_t max);

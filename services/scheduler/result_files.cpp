@@ -1,5 +1,6 @@
 #include "services/scheduler/result_files.hpp"
 
+#include <spdlog/spdlog.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -9,8 +10,6 @@
 #include <cstring>
 #include <filesystem>
 #include <sstream>
-
-#include <spdlog/spdlog.h>
 
 #include "libs/core/csv.hpp"
 
@@ -40,21 +39,25 @@ ResultFiles::~ResultFiles() {
   thread_.join();
 }
 
-void ResultFiles::WriteParams(int64_t trial_index, const std::string& trial_dir, nlohmann::json config,
-                              uint64_t after_record) {
-  staged_.push_back(Task{Task::Kind::kParams, after_record, trial_index, trial_dir, {}, std::move(config)});
+void ResultFiles::WriteParams(int64_t trial_index, const std::string& trial_dir,
+                              nlohmann::json config, uint64_t after_record) {
+  staged_.push_back(
+      Task{Task::Kind::kParams, after_record, trial_index, trial_dir, {}, std::move(config)});
 }
 
 void ResultFiles::SetConfig(int64_t trial_index, nlohmann::json config, uint64_t after_record) {
   if (!IsOpen(trial_index)) return;  // the next AppendResult brings it
-  staged_.push_back(Task{Task::Kind::kConfig, after_record, trial_index, {}, {}, std::move(config)});
+  staged_.push_back(
+      Task{Task::Kind::kConfig, after_record, trial_index, {}, {}, std::move(config)});
 }
 
-void ResultFiles::AppendResult(int64_t trial_index, const std::string& trial_dir, std::string result_msgpack,
-                               uint64_t after_record, const nlohmann::json* config) {
+void ResultFiles::AppendResult(int64_t trial_index, const std::string& trial_dir,
+                               std::string result_msgpack, uint64_t after_record,
+                               const nlohmann::json* config) {
   const bool opening = open_on_writer_.insert(trial_index).second;
-  staged_.push_back(Task{Task::Kind::kResult, after_record, trial_index, opening ? trial_dir : std::string(),
-                         std::move(result_msgpack), opening && config ? *config : nlohmann::json()});
+  staged_.push_back(Task{Task::Kind::kResult, after_record, trial_index,
+                         opening ? trial_dir : std::string(), std::move(result_msgpack),
+                         opening && config ? *config : nlohmann::json()});
 }
 
 void ResultFiles::Close(int64_t trial_index, uint64_t after_record) {
@@ -65,7 +68,8 @@ void ResultFiles::Close(int64_t trial_index, uint64_t after_record) {
 
 void ResultFiles::Flush(uint64_t durable) {
   // Positions only grow along staged_: the tasks to hand over are a prefix.
-  HandOver(std::find_if(staged_.begin(), staged_.end(), [durable](const Task& t) { return t.after_record > durable; }));
+  HandOver(std::find_if(staged_.begin(), staged_.end(),
+                        [durable](const Task& t) { return t.after_record > durable; }));
 }
 
 void ResultFiles::HandOver(std::vector<Task>::iterator end) {
@@ -73,7 +77,8 @@ void ResultFiles::HandOver(std::vector<Task>::iterator end) {
   const size_t n = size_t(end - staged_.begin());
   std::unique_lock<std::mutex> lock(mu_);
   const bool wake = queued_.empty() && !busy_;  // a busy writer looks at the queue when it is done
-  queued_.insert(queued_.end(), std::make_move_iterator(staged_.begin()), std::make_move_iterator(end));
+  queued_.insert(queued_.end(), std::make_move_iterator(staged_.begin()),
+                 std::make_move_iterator(end));
   backlog_ += n;
   peak_backlog_ = std::max(peak_backlog_, backlog_.load());
   staged_.erase(staged_.begin(), end);
@@ -94,8 +99,8 @@ void ResultFiles::Drain() {
   FlushAll();
   std::unique_lock<std::mutex> lock(mu_);
   idle_.wait(lock, [this] { return queued_.empty() && !busy_; });
-  spdlog::info("Result files written; the writer's backlog peaked at {} tasks ({} waits for it)", peak_backlog_,
-               backpressure_waits_);
+  spdlog::info("Result files written; the writer's backlog peaked at {} tasks ({} waits for it)",
+               peak_backlog_, backpressure_waits_);
 }
 
 void ResultFiles::Loop() {
@@ -125,7 +130,8 @@ void ResultFiles::Loop() {
       continue;
     }
     const size_t n = std::min(queued_.size(), kChunk);
-    chunk.assign(std::make_move_iterator(queued_.begin()), std::make_move_iterator(queued_.begin() + long(n)));
+    chunk.assign(std::make_move_iterator(queued_.begin()),
+                 std::make_move_iterator(queued_.begin() + long(n)));
     queued_.erase(queued_.begin(), queued_.begin() + long(n));
     busy_ = true;
     lock.unlock();
@@ -160,7 +166,8 @@ void ResultFiles::MakeTrialDir(const std::string& trial_dir) {
 ResultFiles::TrialFiles* ResultFiles::Open(const Task& task) {
   auto& slot = open_[task.trial_index];
   if (!slot) {
-    if (task.trial_dir.empty()) return nullptr;  // closed meanwhile: not reachable from the loop's calls
+    if (task.trial_dir.empty())
+      return nullptr;  // closed meanwhile: not reachable from the loop's calls
     const std::string& trial_dir = task.trial_dir;
     slot = std::make_unique<TrialFiles>();
     // The folder is there (WriteParams made it when the trial was added) unless it was removed
@@ -184,7 +191,8 @@ ResultFiles::TrialFiles* ResultFiles::Open(const Task& task) {
     // TensorBoard: the trial's event file if there is one (a resumed or reopened trial), else a
     // new one starting with the file version.
     std::string events = FindEventFile(trial_dir);
-    const double now = std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
+    const double now =
+        std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
     if (events.empty()) events = trial_dir + "/" + EventFileName(int64_t(now), hostname_);
     slot->events.open(events, std::ios::app | std::ios::binary);
     if (slot->events.seekp(0, std::ios::end).tellp() == 0) {

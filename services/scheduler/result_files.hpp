@@ -32,13 +32,12 @@
 #include <fstream>
 #include <memory>
 #include <mutex>
+#include <nlohmann/json.hpp>
 #include <string>
 #include <thread>
 #include <unordered_map>
 #include <unordered_set>
 #include <vector>
-
-#include <nlohmann/json.hpp>
 
 #include "services/scheduler/result_text.hpp"
 #include "services/scheduler/tensorboard_events.hpp"
@@ -110,20 +109,20 @@ class ResultFiles {
     std::unique_ptr<ConfigText> config;  // null: rows show no config
   };
   void Loop();
-  void HandOver(std::vector<Task>::iterator end);    // loop thread: staged_[begin, end) to the writer
-  void Run(Task& task);                              // writer thread only
-  void FlushDirty();                                 // writer thread only
-  TrialFiles* Open(const Task& task);  // writer thread only
+  void HandOver(std::vector<Task>::iterator end);  // loop thread: staged_[begin, end) to the writer
+  void Run(Task& task);                            // writer thread only
+  void FlushDirty();                               // writer thread only
+  TrialFiles* Open(const Task& task);              // writer thread only
   static void MakeTrialDir(const std::string& trial_dir);  // mkdir, or create_directories
 
-  std::vector<Task> staged_;  // the loop thread's, until Flush
+  std::vector<Task> staged_;                    // the loop thread's, until Flush
   std::unordered_set<int64_t> open_on_writer_;  // the loop thread's view of open_
-  static constexpr size_t kChunk = 1024;  // tasks the writer takes at a time
+  static constexpr size_t kChunk = 1024;        // tasks the writer takes at a time
   std::mutex mu_;
   std::condition_variable wake_, idle_, space_;
   std::deque<Task> queued_;  // guarded by mu_
   bool busy_ = false, stopping_ = false;
-  std::atomic<size_t> backlog_{0};  // queued_ plus the writer's chunk in progress
+  std::atomic<size_t> backlog_{0};                    // queued_ plus the writer's chunk in progress
   size_t peak_backlog_ = 0, backpressure_waits_ = 0;  // loop thread
   // Writer thread only.
   std::unordered_map<int64_t, std::unique_ptr<TrialFiles>> open_;  // trial index -> its files

@@ -1,5 +1,6 @@
 #include "services/scheduler/result_files_repair.hpp"
 
+#include <spdlog/spdlog.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -8,8 +9,6 @@
 #include <filesystem>
 #include <fstream>
 #include <functional>
-
-#include <spdlog/spdlog.h>
 
 namespace tunebus {
 
@@ -122,12 +121,14 @@ int64_t ResultFilesRepair::Plan(const std::vector<Trial>& trials) {
     const FileRows events = events_path.empty() ? FileRows{} : CountEventRows(events_path);
     ++summary_.trials;
     summary_.torn_lines += int64_t(json.torn) + int64_t(csv.torn) + int64_t(events.torn);
-    summary_.surplus_rows += std::max<int64_t>(0, std::max({json.rows, csv.rows, events.rows}) - t.num_results);
+    summary_.surplus_rows +=
+        std::max<int64_t>(0, std::max({json.rows, csv.rows, events.rows}) - t.num_results);
     // The files keep the rows they share with the journal; the rest is written again.
     const int64_t kept = std::min({json.rows, csv.rows, events.rows, t.num_results});
     if (json.rows != kept || json.torn) CutAfterRows(json_path, false, kept);
     if (csv.rows != kept || csv.torn) CutAfterRows(csv_path, true, kept);
-    if (!events_path.empty() && (events.rows != kept || events.torn)) CutAfterEventRows(events_path, kept);
+    if (!events_path.empty() && (events.rows != kept || events.torn))
+      CutAfterEventRows(events_path, kept);
     summary_.missing_rows += t.num_results - kept;
     if (t.num_results > 0) progress_[t.index] = Progress{kept, 0, t.num_results, t.config};
   }
@@ -149,7 +150,8 @@ void ResultFilesRepair::OnResultRecord(const Trial& t, const nlohmann::json& res
   if (p.seen <= p.kept || p.seen > p.total) return;
   std::string bytes;
   nlohmann::json::to_msgpack(result, bytes);
-  files_.AppendResult(t.index, files_.IsOpen(t.index) ? std::string() : experiment_dir_ + "/" + t.DirName(),
+  files_.AppendResult(t.index,
+                      files_.IsOpen(t.index) ? std::string() : experiment_dir_ + "/" + t.DirName(),
                       std::move(bytes), 0, &p.config);
   ++summary_.rows_written;
 }

@@ -3,9 +3,10 @@
 // records of that trial, in journal order: one line of result.json, one row of progress.csv
 // (after the CSV header) and one record of its TensorBoard event file (after the file version)
 // each. Every row is derived from its record and the trial's config at that point of the journal
-// (trial_added / trial_updated records), so a repaired row is the row live writing gave. A scheduler killed mid-run leaves them short (rows its writer had
-// not written yet) or with a torn last line; one killed while ending the experiment may leave rows
-// whose records never became durable. Repairing twice changes nothing.
+// (trial_added / trial_updated records), so a repaired row is the row live writing gave. A
+// scheduler killed mid-run leaves them short (rows its writer had not written yet) or with a torn
+// last line; one killed while ending the experiment may leave rows whose records never became
+// durable. Repairing twice changes nothing.
 //
 // Use, on the loop thread before the resumed experiment takes new results:
 //   1. Plan(trials): cuts torn last lines and rows beyond the journal's, writes a missing
@@ -17,11 +18,10 @@
 #pragma once
 
 #include <cstdint>
+#include <nlohmann/json.hpp>
 #include <string>
 #include <unordered_map>
 #include <vector>
-
-#include <nlohmann/json.hpp>
 
 #include "libs/core/trial.hpp"
 #include "services/scheduler/result_files.hpp"
@@ -73,9 +73,9 @@ class ResultFilesRepair {
 
  private:
   struct Progress {
-    int64_t kept = 0;   // rows the files hold after Plan
-    int64_t seen = 0;   // result records of the trial fed so far
-    int64_t total = 0;  // result records of the trial in the journal
+    int64_t kept = 0;       // rows the files hold after Plan
+    int64_t seen = 0;       // result records of the trial fed so far
+    int64_t total = 0;      // result records of the trial in the journal
     nlohmann::json config;  // the trial's config at the journal record fed last
   };
   std::string experiment_dir_;

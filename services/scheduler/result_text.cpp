@@ -1,10 +1,10 @@
 #include "services/scheduler/result_text.hpp"
 
-#include <cmath>
-#include <iterator>
-
 #include <fmt/compile.h>
 #include <fmt/format.h>
+
+#include <cmath>
+#include <iterator>
 
 #include "libs/core/csv.hpp"
 
@@ -14,7 +14,9 @@ namespace {
 
 bool NeedsEscape(char c) { return c == '"' || c == '\\' || static_cast<unsigned char>(c) < 0x20; }
 
-void AppendInt(const fmt::format_int& digits, std::string& out) { out.append(digits.data(), digits.size()); }
+void AppendInt(const fmt::format_int& digits, std::string& out) {
+  out.append(digits.data(), digits.size());
+}
 
 std::string_view Str(const msgpack::object& o) { return {o.via.str.ptr, o.via.str.size}; }
 
@@ -29,14 +31,29 @@ void AppendJsonString(std::string_view s, std::string& out) {
     out.append(s.substr(run, i - run));
     run = i + 1;
     switch (c) {
-      case '"': out += "\\\""; break;
-      case '\\': out += "\\\\"; break;
-      case '\b': out += "\\b"; break;
-      case '\f': out += "\\f"; break;
-      case '\n': out += "\\n"; break;
-      case '\r': out += "\\r"; break;
-      case '\t': out += "\\t"; break;
-      default: fmt::format_to(std::back_inserter(out), "\\u{:04x}", static_cast<unsigned>(c));
+      case '"':
+        out += "\\\"";
+        break;
+      case '\\':
+        out += "\\\\";
+        break;
+      case '\b':
+        out += "\\b";
+        break;
+      case '\f':
+        out += "\\f";
+        break;
+      case '\n':
+        out += "\\n";
+        break;
+      case '\r':
+        out += "\\r";
+        break;
+      case '\t':
+        out += "\\t";
+        break;
+      default:
+        fmt::format_to(std::back_inserter(out), "\\u{:04x}", static_cast<unsigned>(c));
     }
   }
   out.append(s.substr(run));
@@ -49,7 +66,8 @@ void AppendJsonDouble(double v, std::string& out) {
     return;
   }
   char buf[48];
-  const char* end = fmt::format_to(buf, FMT_COMPILE("{}"), v);  // shortest round-trip form (at most 24 chars)
+  const char* end =
+      fmt::format_to(buf, FMT_COMPILE("{}"), v);  // shortest round-trip form (at most 24 chars)
   const std::string_view text(buf, size_t(end - buf));
   out.append(text);
   bool integral = true;
@@ -59,13 +77,25 @@ void AppendJsonDouble(double v, std::string& out) {
 
 void AppendJson(const msgpack::object& o, std::string& out) {
   switch (o.type) {
-    case msgpack::type::NIL: out += "null"; break;
-    case msgpack::type::BOOLEAN: out += o.via.boolean ? "true" : "false"; break;
-    case msgpack::type::POSITIVE_INTEGER: AppendInt(fmt::format_int(o.via.u64), out); break;
-    case msgpack::type::NEGATIVE_INTEGER: AppendInt(fmt::format_int(o.via.i64), out); break;
+    case msgpack::type::NIL:
+      out += "null";
+      break;
+    case msgpack::type::BOOLEAN:
+      out += o.via.boolean ? "true" : "false";
+      break;
+    case msgpack::type::POSITIVE_INTEGER:
+      AppendInt(fmt::format_int(o.via.u64), out);
+      break;
+    case msgpack::type::NEGATIVE_INTEGER:
+      AppendInt(fmt::format_int(o.via.i64), out);
+      break;
     case msgpack::type::FLOAT32:
-    case msgpack::type::FLOAT64: AppendJsonDouble(o.via.f64, out); break;
-    case msgpack::type::STR: AppendJsonString(Str(o), out); break;
+    case msgpack::type::FLOAT64:
+      AppendJsonDouble(o.via.f64, out);
+      break;
+    case msgpack::type::STR:
+      AppendJsonString(Str(o), out);
+      break;
     case msgpack::type::ARRAY:
       out.push_back('[');
       for (uint32_t i = 0; i < o.via.array.size; ++i) {
@@ -91,7 +121,9 @@ void AppendJson(const msgpack::object& o, std::string& out) {
       }
       out.push_back('}');
       break;
-    default: out += "null"; break;  // BIN, EXT: never in a result parsed from JSON
+    default:
+      out += "null";
+      break;  // BIN, EXT: never in a result parsed from JSON
   }
 }
 
@@ -109,7 +141,8 @@ void FlattenConfig(const std::string& prefix, const nlohmann::json& object,
     } else if (value.is_string()) {
       cells.emplace_back(std::move(column), value.get_ref<const std::string&>());
     } else {
-      cells.emplace_back(std::move(column), value.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace));
+      cells.emplace_back(std::move(column),
+                         value.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace));
     }
   }
 }
@@ -125,11 +158,16 @@ ConfigText::ConfigText(const nlohmann::json& config) {
 
 std::string_view ResultText::View(Src src, uint32_t begin, uint32_t end) const {
   switch (src) {
-    case Src::kBytes: return bytes_.substr(begin, end - begin);
-    case Src::kText: return std::string_view(text_).substr(begin, end - begin);
-    case Src::kArena: return std::string_view(arena_).substr(begin, end - begin);
-    case Src::kConfigKey: return config_->cells[begin].first;
-    case Src::kConfigCell: return config_->cells[begin].second;
+    case Src::kBytes:
+      return bytes_.substr(begin, end - begin);
+    case Src::kText:
+      return std::string_view(text_).substr(begin, end - begin);
+    case Src::kArena:
+      return std::string_view(arena_).substr(begin, end - begin);
+    case Src::kConfigKey:
+      return config_->cells[begin].first;
+    case Src::kConfigCell:
+      return config_->cells[begin].second;
   }
   return {};
 }
@@ -140,19 +178,29 @@ namespace {
 // Python bool is an int), NaN left out as Ray leaves it out.
 bool NumberOf(const msgpack::object& o, double& number) {
   switch (o.type) {
-    case msgpack::type::BOOLEAN: number = o.via.boolean ? 1 : 0; return true;
-    case msgpack::type::POSITIVE_INTEGER: number = double(o.via.u64); return true;
-    case msgpack::type::NEGATIVE_INTEGER: number = double(o.via.i64); return true;
+    case msgpack::type::BOOLEAN:
+      number = o.via.boolean ? 1 : 0;
+      return true;
+    case msgpack::type::POSITIVE_INTEGER:
+      number = double(o.via.u64);
+      return true;
+    case msgpack::type::NEGATIVE_INTEGER:
+      number = double(o.via.i64);
+      return true;
     case msgpack::type::FLOAT32:
-    case msgpack::type::FLOAT64: number = o.via.f64; return !std::isnan(number);
-    default: return false;
+    case msgpack::type::FLOAT64:
+      number = o.via.f64;
+      return !std::isnan(number);
+    default:
+      return false;
   }
 }
 
 }  // namespace
 
-void ResultText::AddLeaf(Src key_src, uint32_t key_begin, uint32_t key_end, const msgpack::object& value,
-                         Src value_src, uint32_t value_begin, uint32_t value_end) {
+void ResultText::AddLeaf(Src key_src, uint32_t key_begin, uint32_t key_end,
+                         const msgpack::object& value, Src value_src, uint32_t value_begin,
+                         uint32_t value_end) {
   Cell c{key_src, value_src, false, key_begin, key_end, value_begin, value_end, 0.0};
   if (value.type == msgpack::type::STR) {
     const std::string_view s = Str(value);  // points into bytes_ (unpacked without copies)
@@ -245,8 +293,8 @@ bool ResultText::Decode(std::string_view bytes, const ConfigText* config) {
       continue;
     }
     const uint32_t key_begin = uint32_t(key.data() - bytes_.data());
-    AddLeaf(Src::kBytes, key_begin, uint32_t(key_begin + key.size()), kv.val, Src::kText, f.value_begin,
-            f.value_end);
+    AddLeaf(Src::kBytes, key_begin, uint32_t(key_begin + key.size()), kv.val, Src::kText,
+            f.value_begin, f.value_end);
   }
   if (!config_placed) AddConfig();
   return true;

@@ -5,14 +5,13 @@
 #pragma once
 
 #include <cstdint>
+#include <msgpack.hpp>
+#include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
 #include <string_view>
 #include <utility>
 #include <vector>
-
-#include <msgpack.hpp>
-#include <nlohmann/json.hpp>
 
 namespace tunebus {
 
@@ -97,8 +96,8 @@ class ResultText {
     double number;
   };
   std::string_view View(Src src, uint32_t begin, uint32_t end) const;
-  void AddLeaf(Src key_src, uint32_t key_begin, uint32_t key_end, const msgpack::object& value, Src value_src,
-               uint32_t value_begin, uint32_t value_end);
+  void AddLeaf(Src key_src, uint32_t key_begin, uint32_t key_end, const msgpack::object& value,
+               Src value_src, uint32_t value_begin, uint32_t value_end);
   void AddNestedCells(const std::string& prefix, const msgpack::object& map);  // `prefix/key` cells
   void AddConfig();  // the `config` field and its cells
 

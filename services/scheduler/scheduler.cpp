@@ -1,10 +1,9 @@
 #include "services/scheduler/scheduler.hpp"
 
 #include <malloc.h>
+#include <spdlog/spdlog.h>
 
 #include <filesystem>
-
-#include <spdlog/spdlog.h>
 
 #include "libs/bus/service_guard.hpp"
 #include "proto/resources.hpp"
@@ -13,14 +12,16 @@
 
 namespace tunebus {
 
-Result<std::unique_ptr<Scheduler>> Scheduler::Create(zmq::context_t& ctx, SchedulerOptions options) {
+Result<std::unique_ptr<Scheduler>> Scheduler::Create(zmq::context_t& ctx,
+                                                     SchedulerOptions options) {
   std::unique_ptr<Scheduler> s(new Scheduler(ctx, std::move(options)));
   Status st = s->Init();
   if (!st.ok()) return st;
   return s;
 }
 
-Scheduler::Scheduler(zmq::context_t& ctx, SchedulerOptions options) : ctx_(ctx), options_(std::move(options)) {}
+Scheduler::Scheduler(zmq::context_t& ctx, SchedulerOptions options)
+    : ctx_(ctx), options_(std::move(options)) {}
 
 Scheduler::~Scheduler() = default;
 
@@ -29,7 +30,8 @@ Status Scheduler::Init() {
     std::error_code ec;
     const std::filesystem::path abs = std::filesystem::absolute(options_.results_dir, ec);
     if (!ec) options_.results_dir = abs.lexically_normal().string();
-    if (Status s = bus::MakeWritableDir(options_.results_dir, "the results folder"); !s.ok()) return s;
+    if (Status s = bus::MakeWritableDir(options_.results_dir, "the results folder"); !s.ok())
+      return s;
   }
   auto control = bus::Bind(ctx_, zmq::socket_type::router, options_.control_endpoint);
   if (!control.ok()) return control.status();
@@ -75,7 +77,8 @@ void Scheduler::Run() {
   if (Status s = ResumeFromJournals(); !s.ok()) {
     spdlog::error("Could not resume from the journals: {}; serving without resuming", s.ToString());
   }
-  if (Status s = metrics_.Start(loop_, options_.metrics, [this](metrics::MetricsText& m) { RenderMetrics(m); });
+  if (Status s = metrics_.Start(loop_, options_.metrics,
+                                [this](metrics::MetricsText& m) { RenderMetrics(m); });
       !s.ok()) {
     spdlog::error("No metrics endpoint: {}", s.ToString());
   }
@@ -86,7 +89,9 @@ void Scheduler::Run() {
   spdlog::info("scheduler stopped; handled{}", counts);
 }
 
-Scheduler::Experiment* Scheduler::Current() { return experiments_.empty() ? nullptr : experiments_.back().get(); }
+Scheduler::Experiment* Scheduler::Current() {
+  return experiments_.empty() ? nullptr : experiments_.back().get();
+}
 
 // After every poll round: let the runner make progress, then send the journal batch and the
 // decisions this round released.
@@ -101,14 +106,15 @@ void Scheduler::AfterRound() {
     if (e->runner->IsFinished()) {
       state_ = State::kIdle;
       e->ended = bus::Clock::now();
-      spdlog::info("Experiment {} ended: {} ({})", e->spec.name, ExperimentStatusName(e->runner->status()),
-                   e->runner->end_reason());
+      spdlog::info("Experiment {} ended: {} ({})", e->spec.name,
+                   ExperimentStatusName(e->runner->status()), e->runner->end_reason());
       // Give back to the system what the run's transient buffers (result batches, journal
       // records, the file writer's queue) left free in malloc's arenas.
       malloc_trim(0);
       const struct mallinfo2 heap = mallinfo2();
-      spdlog::info("Heap after the experiment: {} bytes in use, {} free in the main arena, {} mmapped",
-                   heap.uordblks, heap.fordblks, heap.hblkhd);
+      spdlog::info(
+          "Heap after the experiment: {} bytes in use, {} free in the main arena, {} mmapped",
+          heap.uordblks, heap.fordblks, heap.hblkhd);
     }
   }
   for (auto& x : experiments_) x->executor->Flush();  // an ended one may still release
@@ -120,7 +126,8 @@ void Scheduler::AfterRound() {
   if (now >= next_state_file_) {
     e->recorder->WriteStateFile();
     const auto cost = bus::Clock::now() - now;
-    next_state_file_ = now + std::max<bus::Clock::duration>(bus::Duration{options_.state_file_interval_ms}, 20 * cost);
+    next_state_file_ = now + std::max<bus::Clock::duration>(
+                                 bus::Duration{options_.state_file_interval_ms}, 20 * cost);
   }
 }
 
@@ -131,22 +138,25 @@ void Scheduler::OnWorkerReadable() {
     auto d = proto::Decode(in.payload.data(), in.payload.size());
     if (!d.ok()) {
       counters_["invalid"]++;
-      spdlog::warn("Dropping message from worker {} because it is malformed: {}", peer, d.status().ToString());
-      bus::Reply(workers_, in, proto::Encode(proto::MakeDecodeError(in.payload.data(), in.payload.size(), d.status())));
+      spdlog::warn("Dropping message from worker {} because it is malformed: {}", peer,
+                   d.status().ToString());
+      bus::Reply(
+          workers_, in,
+          proto::Encode(proto::MakeDecodeError(in.payload.data(), in.payload.size(), d.status())));
       continue;
     }
     counters_[d->type()]++;
     workers_seen_[peer] = bus::Clock::now();
-    const bool from_registered_peer_only = d->type() == proto::WorkerHeartbeat::kType ||
-                                           d->type() == proto::ReportResult::kType ||
-                                           d->type() == proto::ReportResults::kType ||
-                                           d->type() == proto::TrialExited::kType ||
-                                           d->type() == proto::CheckpointSaved::kType;
+    const bool from_registered_peer_only =
+        d->type() == proto::WorkerHeartbeat::kType || d->type() == proto::ReportResult::kType ||
+        d->type() == proto::ReportResults::kType || d->type() == proto::TrialExited::kType ||
+        d->type() == proto::CheckpointSaved::kType;
     if (from_registered_peer_only && !registered_.contains(peer)) {
       // A worker of an earlier scheduler process: make it register (and report its trials).
-      bus::Reply(workers_, in,
-                 proto::Encode(proto::MakeError(Status::NotFound("worker " + peer + " is not registered"), d->id(),
-                                                d->type())));
+      bus::Reply(
+          workers_, in,
+          proto::Encode(proto::MakeError(Status::NotFound("worker " + peer + " is not registered"),
+                                         d->id(), d->type())));
     }
     if (d->type() == proto::RegisterWorker::kType) {
       HandleRegisterWorker(peer, in, *d);
@@ -163,8 +173,9 @@ void Scheduler::OnWorkerReadable() {
     } else {
       spdlog::warn("Dropping message of unknown type '{}' from worker {}", d->type(), peer);
       bus::Reply(workers_, in,
-                 proto::Encode(proto::MakeError(Status::InvalidArgument("unknown message type '" + d->type() + "'"),
-                                                d->id(), d->type())));
+                 proto::Encode(proto::MakeError(
+                     Status::InvalidArgument("unknown message type '" + d->type() + "'"), d->id(),
+                     d->type())));
     }
   }
 }

@@ -15,16 +15,14 @@
 
 #include <cstdint>
 #include <map>
+#include <memory>
+#include <nlohmann/json.hpp>
 #include <optional>
 #include <set>
-#include <memory>
 #include <string>
 #include <vector>
-
-#include <nlohmann/json.hpp>
 #include <zmq.hpp>
 
-#include "libs/metrics/metrics_publisher.hpp"
 #include "libs/bus/event_loop.hpp"
 #include "libs/bus/request_client.hpp"
 #include "libs/bus/socket.hpp"
@@ -32,6 +30,7 @@
 #include "libs/core/trial.hpp"
 #include "libs/journal/replay.hpp"
 #include "libs/journal/snapshot.hpp"
+#include "libs/metrics/metrics_publisher.hpp"
 #include "libs/spec/experiment_spec.hpp"
 #include "proto/control.hpp"
 #include "proto/worker.hpp"
@@ -97,7 +96,8 @@ class Scheduler {
   void AfterRound();
 
   // worker handlers (scheduler_workers.cpp)
-  void HandleRegisterWorker(const std::string& peer, const bus::Incoming& in, const proto::Decoded& d);
+  void HandleRegisterWorker(const std::string& peer, const bus::Incoming& in,
+                            const proto::Decoded& d);
   void HandleReportResult(const std::string& peer, const proto::Decoded& d);   // one result
   void HandleReportResults(const std::string& peer, const proto::Decoded& d);  // a batch
   void HandleResult(const std::string& peer, proto::ResultItem result);
@@ -113,12 +113,13 @@ class Scheduler {
                        ExperimentSpec spec, std::optional<CheckpointRef> restore_from);
   /// The experiment's journal writer, recorder, executor and runner, wired; appended to
   /// experiments_. Writes no record. Errors: the spec's scheduler or resources are invalid.
-  Result<Experiment*> BuildExperiment(ExperimentSpec spec, const std::string& experiment_id, uint64_t seed,
-                                      std::optional<CheckpointRef> restore_from);
+  Result<Experiment*> BuildExperiment(ExperimentSpec spec, const std::string& experiment_id,
+                                      uint64_t seed, std::optional<CheckpointRef> restore_from);
   /// The experiment's spec and runner (not in experiments_); with `read_only` nothing else
   /// (Experiment::read_only), else also its journal writer, recorder and executor, not wired.
-  Result<std::unique_ptr<Experiment>> NewExperiment(ExperimentSpec spec, const std::string& experiment_id,
-                                                    uint64_t seed, std::optional<CheckpointRef> restore_from,
+  Result<std::unique_ptr<Experiment>> NewExperiment(ExperimentSpec spec,
+                                                    const std::string& experiment_id, uint64_t seed,
+                                                    std::optional<CheckpointRef> restore_from,
                                                     bool read_only);
   // finished experiments (scheduler_experiments.cpp)
   /// The experiment a read request names (proto::ListTrials::experiment): "" = the current one,
@@ -166,7 +167,8 @@ class Scheduler {
   void HandleGetExperiment(const bus::Incoming& in, const proto::Decoded& d);
   void HandleListWorkers(const bus::Incoming& in, const proto::Decoded& d);
   void ReplyJson(const bus::Incoming& in, uint64_t id, const nlohmann::json& body);
-  void ReplyError(const bus::Incoming& in, uint64_t id, const std::string& type, const Status& status);
+  void ReplyError(const bus::Incoming& in, uint64_t id, const std::string& type,
+                  const Status& status);
   Experiment* Current();
 
   zmq::context_t& ctx_;
@@ -177,7 +179,7 @@ class Scheduler {
   zmq::socket_t control_;
   zmq::socket_t workers_;
   std::unique_ptr<WorkerOutbox> outbox_;  // decisions, starts and stops to workers (not replies)
-  zmq::socket_t events_;  // XPUB
+  zmq::socket_t events_;                  // XPUB
   std::unique_ptr<EventPublisher> publisher_;
   zmq::socket_t rm_sub_;
   std::unique_ptr<bus::RequestClient> rm_;
@@ -185,18 +187,18 @@ class Scheduler {
   std::string control_bound_, workers_bound_, events_bound_;
   std::map<std::string, bus::Clock::time_point> workers_seen_;  // worker_id -> last message
   std::set<std::string> registered_;  // workers that sent register_worker to this process
-  std::vector<std::unique_ptr<Experiment>> experiments_;       // the last one is current
+  std::vector<std::unique_ptr<Experiment>> experiments_;  // the last one is current
   /// Read-only experiments loaded from their journals, by journal name (at most
   /// kJournaledCacheSize; any other is dropped to make room).
   std::map<std::string, std::unique_ptr<Experiment>> journaled_;
-  std::map<std::string, uint64_t> counters_;                   // messages handled, by type
+  std::map<std::string, uint64_t> counters_;  // messages handled, by type
   bus::Clock::time_point next_state_file_;
   /// Prometheus figures (<service>_metrics.cpp), rendered on the loop thread every second.
   void RenderMetrics(metrics::MetricsText& m);
   metrics::MetricsPublisher metrics_;
-  uint64_t results_received_ = 0;                // results in report_result(s) messages
-  uint64_t metrics_last_results_ = 0;            // results_received_ at the last render
-  bus::Clock::time_point metrics_last_at_{};     // when that was
+  uint64_t results_received_ = 0;             // results in report_result(s) messages
+  uint64_t metrics_last_results_ = 0;         // results_received_ at the last render
+  bus::Clock::time_point metrics_last_at_{};  // when that was
 };
 
 }  // namespace tunebus

@@ -19,9 +19,10 @@ namespace {
 // the ones it keeps.
 Result<CheckpointRef> ChooseCheckpoint(const Trial& t, const std::string& wanted) {
   if (t.checkpoints.empty()) {
-    return Status::FailedPrecondition(fmt::format(
-        "trial {} has no stored checkpoint (checkpoints are saved with checkpoint_freq or checkpoint_at_end)",
-        t.trial_id));
+    return Status::FailedPrecondition(
+        fmt::format("trial {} has no stored checkpoint (checkpoints are saved with checkpoint_freq "
+                    "or checkpoint_at_end)",
+                    t.trial_id));
   }
   if (wanted.empty()) return t.checkpoints.back();
   std::vector<std::string> kept;
@@ -30,8 +31,8 @@ Result<CheckpointRef> ChooseCheckpoint(const Trial& t, const std::string& wanted
     if (id == wanted || (id.size() > wanted.size() && id.ends_with("/" + wanted))) return c;
     kept.push_back(id);
   }
-  return Status::NotFound(fmt::format("trial {} keeps no checkpoint {}; it keeps {}", t.trial_id, wanted,
-                                      fmt::join(kept, ", ")));
+  return Status::NotFound(fmt::format("trial {} keeps no checkpoint {}; it keeps {}", t.trial_id,
+                                      wanted, fmt::join(kept, ", ")));
 }
 
 }  // namespace
@@ -44,7 +45,8 @@ void Scheduler::HandleFetchCheckpoint(const bus::Incoming& in, const proto::Deco
   const Trial* t = (*e)->runner->FindTrial(msg->trial_id);
   if (t == nullptr) {
     return ReplyError(in, d.id(), d.type(),
-                      Status::NotFound(fmt::format("no trial {} in experiment {}", msg->trial_id, (*e)->journal_name)));
+                      Status::NotFound(fmt::format("no trial {} in experiment {}", msg->trial_id,
+                                                   (*e)->journal_name)));
   }
   auto checkpoint = ChooseCheckpoint(*t, msg->checkpoint_id);
   if (!checkpoint.ok()) return ReplyError(in, d.id(), d.type(), checkpoint.status());
@@ -58,16 +60,18 @@ void Scheduler::HandleFetchCheckpoint(const bus::Incoming& in, const proto::Deco
   chunk.checkpoint_id = checkpoint->checkpoint_id;
   chunk.training_iteration = checkpoint->training_iteration;
   // Captures values only: a read-only experiment may leave the cache before the store answers.
-  store_->Request(get, [this, route = in.route, type = d.type(), chunk = std::move(chunk)](
-                           Result<proto::Decoded> reply) mutable {
+  store_->Request(get, [this, route = in.route, type = d.type(),
+                        chunk = std::move(chunk)](Result<proto::Decoded> reply) mutable {
     bus::Incoming back;
     back.route = route;
-    auto got = reply.ok() ? reply->As<proto::CheckpointGetReply>() : Result<proto::CheckpointGetReply>(reply.status());
+    auto got = reply.ok() ? reply->As<proto::CheckpointGetReply>()
+                          : Result<proto::CheckpointGetReply>(reply.status());
     if (!got.ok()) {
-      spdlog::warn("Checkpoint {} chunk {} was not fetched for export: {}", chunk.checkpoint_id, chunk.chunk_index,
-                   got.status().ToString());
-      return ReplyError(back, chunk.id, type,
-                        Status(got.status().code(), fmt::format("checkpoint-store: {}", got.status().message())));
+      spdlog::warn("Checkpoint {} chunk {} was not fetched for export: {}", chunk.checkpoint_id,
+                   chunk.chunk_index, got.status().ToString());
+      return ReplyError(
+          back, chunk.id, type,
+          Status(got.status().code(), fmt::format("checkpoint-store: {}", got.status().message())));
     }
     chunk.chunk_index = got->chunk_index;
     chunk.num_chunks = got->num_chunks;

@@ -1,10 +1,10 @@
 // Scheduler handlers for the control socket (tunectl). Every request gets exactly one reply:
 // ControlReply with a JSON body, or ErrorReply. Replies wait for the journal (write-ahead).
-#include <chrono>
-#include <random>
-
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
+
+#include <chrono>
+#include <random>
 
 #include "libs/bus/service_guard.hpp"
 #include "libs/journal/records.hpp"
@@ -16,8 +16,6 @@
 #include "services/scheduler/trial_json.hpp"
 
 namespace tunebus {
-
-
 
 using nlohmann::json;
 
@@ -33,7 +31,8 @@ double WallSeconds() {
 }  // namespace
 
 RunnerOptions MakeRunnerOptions(const ExperimentSpec& spec, const std::string& experiment_id,
-                                const Resources& resources_per_trial, std::optional<CheckpointRef> restore_from) {
+                                const Resources& resources_per_trial,
+                                std::optional<CheckpointRef> restore_from) {
   RunnerOptions ro;
   ro.experiment_id = experiment_id;
   ro.metric = spec.metric;
@@ -71,7 +70,8 @@ void Scheduler::ReplyJson(const bus::Incoming& in, uint64_t id, const json& body
   }
 }
 
-void Scheduler::ReplyError(const bus::Incoming& in, uint64_t id, const std::string& type, const Status& status) {
+void Scheduler::ReplyError(const bus::Incoming& in, uint64_t id, const std::string& type,
+                           const Status& status) {
   bus::Reply(control_, in, proto::Encode(proto::MakeError(status, id, type)));
 }
 
@@ -82,7 +82,9 @@ void Scheduler::OnControlReadable() {
     if (!d.ok()) {
       counters_["invalid"]++;
       spdlog::warn("Rejecting control request because it is malformed: {}", d.status().ToString());
-      bus::Reply(control_, in, proto::Encode(proto::MakeDecodeError(in.payload.data(), in.payload.size(), d.status())));
+      bus::Reply(
+          control_, in,
+          proto::Encode(proto::MakeDecodeError(in.payload.data(), in.payload.size(), d.status())));
       continue;
     }
     counters_[d->type()]++;
@@ -116,7 +118,8 @@ void Scheduler::OnControlReadable() {
     } else if (type == proto::FetchCheckpoint::kType) {
       HandleFetchCheckpoint(in, *d);
     } else {
-      ReplyError(in, d->id(), type, Status::InvalidArgument("unknown control request type '" + type + "'"));
+      ReplyError(in, d->id(), type,
+                 Status::InvalidArgument("unknown control request type '" + type + "'"));
     }
   }
 }
@@ -124,20 +127,24 @@ void Scheduler::OnControlReadable() {
 void Scheduler::HandleSubmit(const bus::Incoming& in, const proto::Decoded& d) {
   auto msg = d.As<proto::SubmitExperiment>();
   if (!msg.ok()) return ReplyError(in, d.id(), d.type(), msg.status());
-  if (Experiment* current = Current(); state_ == State::kRunning && current->spec.source_yaml == msg->spec_yaml) {
+  if (Experiment* current = Current();
+      state_ == State::kRunning && current->spec.source_yaml == msg->spec_yaml) {
     // The same experiment is already running (e.g. resumed after a restart): follow it.
-    return ReplyJson(in, d.id(), ExperimentToJson(current->spec.name, *current->runner, current->experiment_dir,
-                                                  current->ElapsedS()));
+    return ReplyJson(in, d.id(),
+                     ExperimentToJson(current->spec.name, *current->runner, current->experiment_dir,
+                                      current->ElapsedS()));
   }
   if (state_ == State::kRunning || submitting_) {
     return ReplyError(in, d.id(), d.type(),
-                      Status::FailedPrecondition(submitting_ ? std::string("another experiment is being submitted")
-                                                             : fmt::format("experiment {} is still running; stop it first",
-                                                                           Current()->spec.name)));
+                      Status::FailedPrecondition(
+                          submitting_ ? std::string("another experiment is being submitted")
+                                      : fmt::format("experiment {} is still running; stop it first",
+                                                    Current()->spec.name)));
   }
   auto spec = ParseExperimentYaml(msg->spec_yaml, msg->base_dir, msg->source_name);
   if (!spec.ok()) return ReplyError(in, d.id(), d.type(), spec.status());
-  if (spec->restore_from.empty()) return StartExperiment(in, d.id(), *msg, std::move(*spec), std::nullopt);
+  if (spec->restore_from.empty())
+    return StartExperiment(in, d.id(), *msg, std::move(*spec), std::nullopt);
   // restore_from: learn the checkpoint's training_iteration from the store first.
   proto::CheckpointList list;
   list.prefix = spec->restore_from;
@@ -147,7 +154,8 @@ void Scheduler::HandleSubmit(const bus::Incoming& in, const proto::Decoded& d) {
     submitting_ = false;
     bus::Incoming back;
     back.route = route;
-    auto listed = reply.ok() ? reply->As<proto::CheckpointListReply>() : Result<proto::CheckpointListReply>(reply.status());
+    auto listed = reply.ok() ? reply->As<proto::CheckpointListReply>()
+                             : Result<proto::CheckpointListReply>(reply.status());
     if (!listed.ok()) return ReplyError(back, id, type, listed.status());
     for (const proto::CheckpointInfo& info : listed->checkpoints) {
       if (info.checkpoint_id != spec.restore_from) continue;
@@ -161,21 +169,25 @@ void Scheduler::HandleSubmit(const bus::Incoming& in, const proto::Decoded& d) {
       }
       return StartExperiment(back, id, msg, std::move(spec), ref);
     }
-    ReplyError(back, id, type, Status::NotFound("restore_from: no checkpoint '" + spec.restore_from + "' in the checkpoint-store"));
+    ReplyError(back, id, type,
+               Status::NotFound("restore_from: no checkpoint '" + spec.restore_from +
+                                "' in the checkpoint-store"));
   });
 }
 
-void Scheduler::StartExperiment(const bus::Incoming& in, uint64_t id, const proto::SubmitExperiment& msg,
-                                ExperimentSpec spec, std::optional<CheckpointRef> restore_from) {
+void Scheduler::StartExperiment(const bus::Incoming& in, uint64_t id,
+                                const proto::SubmitExperiment& msg, ExperimentSpec spec,
+                                std::optional<CheckpointRef> restore_from) {
   // The folder is checked before anything is journaled: an experiment whose results cannot be
   // written is refused, and the scheduler goes on serving.
   if (Status s = bus::MakeWritableDir(ExperimentDir(spec), "the results folder"); !s.ok()) {
     spdlog::warn("Refusing experiment {}: {}", spec.name, s.message());
     return ReplyError(in, id, proto::SubmitExperiment::kType,
-                      Status::IoError(fmt::format("{} on the scheduler's host; set a results_dir it can write in the "
-                                                  "experiment file, or start the scheduler with --results-dir "
-                                                  "(TUNEBUS_RESULTS_DIR)",
-                                                  s.message())));
+                      Status::IoError(fmt::format(
+                          "{} on the scheduler's host; set a results_dir it can write in the "
+                          "experiment file, or start the scheduler with --results-dir "
+                          "(TUNEBUS_RESULTS_DIR)",
+                          s.message())));
   }
   std::random_device rd;
   const std::string experiment_id = fmt::format("{:05x}", rd() & 0xfffff);
@@ -187,20 +199,21 @@ void Scheduler::StartExperiment(const bus::Incoming& in, uint64_t id, const prot
   e->base_dir = msg.base_dir;
   e->source_name = msg.source_name;
   e->seed = seed;
-  e->journal->Append(journal::ExperimentSubmitted(experiment_id, msg.spec_yaml, msg.base_dir, msg.source_name, seed,
-                                                  e->submitted_at_s));
+  e->journal->Append(journal::ExperimentSubmitted(experiment_id, msg.spec_yaml, msg.base_dir,
+                                                  msg.source_name, seed, e->submitted_at_s));
   state_ = State::kRunning;
-  spdlog::info("Experiment {} ({} trials{}) submitted; journal {}", e->spec.name, e->runner->TotalTrials(),
-               e->spec.seed ? fmt::format(", seed {}", seed) : "", e->journal_name);
+  spdlog::info("Experiment {} ({} trials{}) submitted; journal {}", e->spec.name,
+               e->runner->TotalTrials(), e->spec.seed ? fmt::format(", seed {}", seed) : "",
+               e->journal_name);
   e->runner->Step();
   ReplyJson(in, id, ExperimentToJson(e->spec.name, *e->runner, e->experiment_dir, 0));
 }
 
-Result<std::unique_ptr<Scheduler::Experiment>> Scheduler::NewExperiment(ExperimentSpec spec,
-                                                                        const std::string& experiment_id, uint64_t seed,
-                                                                        std::optional<CheckpointRef> restore_from,
-                                                                        bool read_only) {
-  auto scheduler = MakeTrialScheduler(spec.scheduler, spec.scheduler_config, spec.metric, spec.mode, seed);
+Result<std::unique_ptr<Scheduler::Experiment>> Scheduler::NewExperiment(
+    ExperimentSpec spec, const std::string& experiment_id, uint64_t seed,
+    std::optional<CheckpointRef> restore_from, bool read_only) {
+  auto scheduler =
+      MakeTrialScheduler(spec.scheduler, spec.scheduler_config, spec.metric, spec.mode, seed);
   if (!scheduler.ok()) return scheduler.status();
   auto resources = Resources::FromAmounts(spec.resources_per_trial);
   if (!resources.ok()) return resources.status();
@@ -216,22 +229,28 @@ Result<std::unique_ptr<Scheduler::Experiment>> Scheduler::NewExperiment(Experime
   RunnerObserver* observer = &NoEffects::Instance();
   if (!read_only) {
     e->journal = std::make_unique<journal::JournalWriter>(loop_, *store_, e->journal_name);
-    e->recorder = std::make_unique<ExperimentRecorder>(e->spec.name, e->experiment_dir, *e->journal, *publisher_);
-    e->executor = std::make_unique<BusExecutor>(loop_, *rm_, *store_, *outbox_, *e->journal, e->spec,
-                                                e->experiment_dir, e->journal_name);
+    e->recorder = std::make_unique<ExperimentRecorder>(e->spec.name, e->experiment_dir, *e->journal,
+                                                       *publisher_);
+    e->executor = std::make_unique<BusExecutor>(loop_, *rm_, *store_, *outbox_, *e->journal,
+                                                e->spec, e->experiment_dir, e->journal_name);
     executor = e->executor.get();
     observer = e->recorder.get();
   }
-  RunnerOptions ro = MakeRunnerOptions(e->spec, e->experiment_id, *resources, std::move(restore_from));
-  auto generator = std::make_unique<VariantGenerator>(e->spec.param_space, e->spec.num_samples, seed);
-  e->runner = std::make_unique<TrialRunner>(std::move(ro), std::move(generator), std::move(*scheduler), *executor,
-                                            *observer, WallSeconds);
+  RunnerOptions ro =
+      MakeRunnerOptions(e->spec, e->experiment_id, *resources, std::move(restore_from));
+  auto generator =
+      std::make_unique<VariantGenerator>(e->spec.param_space, e->spec.num_samples, seed);
+  e->runner =
+      std::make_unique<TrialRunner>(std::move(ro), std::move(generator), std::move(*scheduler),
+                                    *executor, *observer, WallSeconds);
   return e;
 }
 
-Result<Scheduler::Experiment*> Scheduler::BuildExperiment(ExperimentSpec spec, const std::string& experiment_id,
-                                                          uint64_t seed, std::optional<CheckpointRef> restore_from) {
-  auto built = NewExperiment(std::move(spec), experiment_id, seed, std::move(restore_from), /*read_only=*/false);
+Result<Scheduler::Experiment*> Scheduler::BuildExperiment(
+    ExperimentSpec spec, const std::string& experiment_id, uint64_t seed,
+    std::optional<CheckpointRef> restore_from) {
+  auto built = NewExperiment(std::move(spec), experiment_id, seed, std::move(restore_from),
+                             /*read_only=*/false);
   if (!built.ok()) return built.status();
   std::unique_ptr<Experiment>& e = *built;
   e->executor->set_runner(e->runner.get());
@@ -242,9 +261,11 @@ Result<Scheduler::Experiment*> Scheduler::BuildExperiment(ExperimentSpec spec, c
     if (now == nullptr || now->attempt != t.attempt || now->status != TrialStatus::kRunning) return;
     raw->runner->RequeueLost(t.trial_id, fmt::format("worker {} is not connected", t.worker_id));
   });
-  e->executor->set_is_registered([this](const std::string& worker) { return registered_.contains(worker); });
+  e->executor->set_is_registered(
+      [this](const std::string& worker) { return registered_.contains(worker); });
   // No trial starts while its result files would queue behind many others (a slow disk).
-  e->executor->set_may_place([raw] { return raw->recorder->FileBacklog() < kMaxFileBacklogToPlace; });
+  e->executor->set_may_place(
+      [raw] { return raw->recorder->FileBacklog() < kMaxFileBacklogToPlace; });
   experiments_.push_back(std::move(e));
   return raw;
 }
@@ -262,12 +283,14 @@ void Scheduler::HandleListTrials(const bus::Incoming& in, const proto::Decoded& 
     filter = ParseTrialStatus(msg->status);
     if (!filter) {
       return ReplyError(in, d.id(), d.type(),
-                        Status::InvalidArgument("unknown status '" + msg->status +
-                                                "'; one of PENDING, RUNNING, PAUSED, TERMINATED, ERROR (any case)"));
+                        Status::InvalidArgument(
+                            "unknown status '" + msg->status +
+                            "'; one of PENDING, RUNNING, PAUSED, TERMINATED, ERROR (any case)"));
     }
   }
   if (msg->offset < 0 || msg->limit < 0) {
-    return ReplyError(in, d.id(), d.type(), Status::InvalidArgument("offset and limit must be >= 0"));
+    return ReplyError(in, d.id(), d.type(),
+                      Status::InvalidArgument("offset and limit must be >= 0"));
   }
   json body = json::array();
   auto found = FindExperiment(msg->experiment);
@@ -304,7 +327,8 @@ void Scheduler::HandleShowTrial(const bus::Incoming& in, const proto::Decoded& d
   const Trial* t = (*e)->runner->FindTrial(msg->trial_id);
   if (t == nullptr) {
     return ReplyError(in, d.id(), d.type(),
-                      Status::NotFound(fmt::format("no trial {} in experiment {}", msg->trial_id, (*e)->journal_name)));
+                      Status::NotFound(fmt::format("no trial {} in experiment {}", msg->trial_id,
+                                                   (*e)->journal_name)));
   }
   json body = TrialToJson(*t, (*e)->experiment_dir);
   if ((*e)->runner->IsPausing(*t)) body["pausing"] = true;
@@ -315,16 +339,19 @@ void Scheduler::HandleStopTrial(const bus::Incoming& in, const proto::Decoded& d
   auto msg = d.As<proto::StopTrialCommand>();
   if (!msg.ok()) return ReplyError(in, d.id(), d.type(), msg.status());
   Experiment* e = Current();
-  if (e == nullptr) return ReplyError(in, d.id(), d.type(), Status::NotFound("no trial " + msg->trial_id));
+  if (e == nullptr)
+    return ReplyError(in, d.id(), d.type(), Status::NotFound("no trial " + msg->trial_id));
   auto r = e->runner->StopTrialByUser(msg->trial_id);
   if (!r.ok()) return ReplyError(in, d.id(), d.type(), r.status());
   const Trial* t = e->runner->FindTrial(msg->trial_id);
-  ReplyJson(in, d.id(), {{"trial_id", msg->trial_id}, {"status", TrialStatusName(t->status)}, {"message", *r}});
+  ReplyJson(in, d.id(),
+            {{"trial_id", msg->trial_id}, {"status", TrialStatusName(t->status)}, {"message", *r}});
 }
 
 void Scheduler::HandleStopExperiment(const bus::Incoming& in, const proto::Decoded& d) {
   Experiment* e = Current();
-  if (e == nullptr) return ReplyError(in, d.id(), d.type(), Status::NotFound("no experiment has been submitted"));
+  if (e == nullptr)
+    return ReplyError(in, d.id(), d.type(), Status::NotFound("no experiment has been submitted"));
   auto msg = d.As<proto::StopExperiment>();
   if (!msg.ok()) return ReplyError(in, d.id(), d.type(), msg.status());
   if (msg->interrupt) {
@@ -332,7 +359,8 @@ void Scheduler::HandleStopExperiment(const bus::Incoming& in, const proto::Decod
   } else {
     e->runner->StopExperiment("stopped by the user");
   }
-  ReplyJson(in, d.id(), ExperimentToJson(e->spec.name, *e->runner, e->experiment_dir, e->ElapsedS()));
+  ReplyJson(in, d.id(),
+            ExperimentToJson(e->spec.name, *e->runner, e->experiment_dir, e->ElapsedS()));
 }
 
 void Scheduler::HandleGetExperiment(const bus::Incoming& in, const proto::Decoded& d) {
@@ -351,25 +379,31 @@ void Scheduler::HandleGetExperiment(const bus::Incoming& in, const proto::Decode
 void Scheduler::HandleListWorkers(const bus::Incoming& in, const proto::Decoded& d) {
   const uint64_t id = d.id();
   const std::string type = d.type();
-  rm_->Request(proto::GetClusterView{}, [this, route = in.route, id, type](Result<proto::Decoded> reply) {
-    bus::Incoming back;
-    back.route = route;
-    auto view = reply.ok() ? reply->As<proto::ClusterView>() : Result<proto::ClusterView>(reply.status());
-    if (!view.ok()) return ReplyError(back, id, type, view.status());
-    json body = json::array();
-    for (const auto& n : view->nodes) {
-      auto cap = Resources::FromUnits(n.capacity);
-      auto used = Resources::FromUnits(n.committed);
-      if (!cap.ok() || !used.ok()) continue;
-      Resources free = *cap;
-      if (used->FitsIn(free)) free -= *used;
-      body.push_back({{"worker_id", n.worker_id}, {"hostname", n.hostname}, {"alive", n.alive},
-                      {"capacity", cap->ToAmounts()}, {"committed", used->ToAmounts()},
-                      {"free", free.ToAmounts()}, {"trials", n.trials},
-                      {"connected", workers_seen_.count(n.worker_id) > 0}});
-    }
-    ReplyJson(back, id, body);
-  });
+  rm_->Request(proto::GetClusterView{},
+               [this, route = in.route, id, type](Result<proto::Decoded> reply) {
+                 bus::Incoming back;
+                 back.route = route;
+                 auto view = reply.ok() ? reply->As<proto::ClusterView>()
+                                        : Result<proto::ClusterView>(reply.status());
+                 if (!view.ok()) return ReplyError(back, id, type, view.status());
+                 json body = json::array();
+                 for (const auto& n : view->nodes) {
+                   auto cap = Resources::FromUnits(n.capacity);
+                   auto used = Resources::FromUnits(n.committed);
+                   if (!cap.ok() || !used.ok()) continue;
+                   Resources free = *cap;
+                   if (used->FitsIn(free)) free -= *used;
+                   body.push_back({{"worker_id", n.worker_id},
+                                   {"hostname", n.hostname},
+                                   {"alive", n.alive},
+                                   {"capacity", cap->ToAmounts()},
+                                   {"committed", used->ToAmounts()},
+                                   {"free", free.ToAmounts()},
+                                   {"trials", n.trials},
+                                   {"connected", workers_seen_.count(n.worker_id) > 0}});
+                 }
+                 ReplyJson(back, id, body);
+               });
 }
 
 }  // namespace tunebus

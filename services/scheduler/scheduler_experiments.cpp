@@ -2,11 +2,11 @@
 // resume (with --rerun-errored) and lsx, and the experiment a read request names (finished ones
 // loaded read-only from their journals). Journals not in memory are read with a blocking
 // JournalReader (bounded by kJournalTimeout).
-#include <chrono>
-
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 #include <spdlog/spdlog.h>
+
+#include <chrono>
 
 #include "libs/journal/records.hpp"
 #include "libs/journal/replay.hpp"
@@ -36,11 +36,12 @@ std::string NameOfJournal(const std::string& journal) {
 
 json CountsOf(const std::vector<Trial>& trials) {
   json counts = json::object();
-  for (auto s : {TrialStatus::kPending, TrialStatus::kRunning, TrialStatus::kPaused, TrialStatus::kTerminated,
-                 TrialStatus::kError}) {
+  for (auto s : {TrialStatus::kPending, TrialStatus::kRunning, TrialStatus::kPaused,
+                 TrialStatus::kTerminated, TrialStatus::kError}) {
     counts[TrialStatusName(s)] = 0;
   }
-  for (const Trial& t : trials) counts[TrialStatusName(t.status)] = counts[TrialStatusName(t.status)].get<int64_t>() + 1;
+  for (const Trial& t : trials)
+    counts[TrialStatusName(t.status)] = counts[TrialStatusName(t.status)].get<int64_t>() + 1;
   return counts;
 }
 
@@ -48,7 +49,8 @@ json CountsOf(const std::vector<Trial>& trials) {
 double ElapsedToLastResult(const std::vector<Trial>& trials, double submitted_at_s) {
   double last = submitted_at_s;
   for (const Trial& t : trials) {
-    if (!t.last_result_msgpack.empty()) last = std::max(last, t.LastResult().value("timestamp", 0.0));
+    if (!t.last_result_msgpack.empty())
+      last = std::max(last, t.LastResult().value("timestamp", 0.0));
   }
   return last - submitted_at_s;
 }
@@ -91,12 +93,15 @@ Result<Scheduler::Experiment*> Scheduler::FindExperiment(const std::string& name
   }
   if (newest != nullptr) return LoadJournaled(reader, *newest);
   if (name.empty()) return Status::NotFound("no experiment has been submitted");
-  return Status::NotFound(fmt::format("no experiment named {}; known experiments: {}", name,
-                                      known.empty() ? "none" : fmt::format("{}", fmt::join(known, ", "))));
+  return Status::NotFound(
+      fmt::format("no experiment named {}; known experiments: {}", name,
+                  known.empty() ? "none" : fmt::format("{}", fmt::join(known, ", "))));
 }
 
-Result<Scheduler::Experiment*> Scheduler::LoadJournaled(JournalReader& reader, const JournalSummary& j) {
-  if (auto it = journaled_.find(j.journal); it != journaled_.end() && it->second->journal_base == j.last_seq) {
+Result<Scheduler::Experiment*> Scheduler::LoadJournaled(JournalReader& reader,
+                                                        const JournalSummary& j) {
+  if (auto it = journaled_.find(j.journal);
+      it != journaled_.end() && it->second->journal_base == j.last_seq) {
     return it->second.get();
   }
   const auto t0 = bus::Clock::now();
@@ -104,12 +109,14 @@ Result<Scheduler::Experiment*> Scheduler::LoadJournaled(JournalReader& reader, c
   if (!replayed.ok()) return replayed.status();
   auto spec = ParseExperimentYaml(replayed->spec_yaml, replayed->base_dir, replayed->source_name);
   if (!spec.ok()) return spec.status();
-  auto built = NewExperiment(std::move(*spec), replayed->experiment_id, replayed->seed, replayed->restore_from,
+  auto built = NewExperiment(std::move(*spec), replayed->experiment_id, replayed->seed,
+                             replayed->restore_from,
                              /*read_only=*/true);
   if (!built.ok()) return built.status();
   std::unique_ptr<Experiment> e = std::move(*built);
   if (e->journal_name != j.journal) {
-    return Status::Corruption(fmt::format("journal {} holds experiment {}", j.journal, e->journal_name));
+    return Status::Corruption(
+        fmt::format("journal {} holds experiment {}", j.journal, e->journal_name));
   }
   e->submitted_at_s = replayed->submitted_at_s;
   e->base_dir = replayed->base_dir;
@@ -118,19 +125,23 @@ Result<Scheduler::Experiment*> Scheduler::LoadJournaled(JournalReader& reader, c
   e->journal_base = j.last_seq;
   const double elapsed_s = ElapsedToLastResult(replayed->trials, replayed->submitted_at_s);
   e->ended = bus::Clock::now();
-  e->started = *e->ended - std::chrono::duration_cast<bus::Clock::duration>(std::chrono::duration<double>(elapsed_s));
+  e->started = *e->ended - std::chrono::duration_cast<bus::Clock::duration>(
+                               std::chrono::duration<double>(elapsed_s));
   // A journal without experiment_ended (its scheduler died and it was never resumed) is what lsx
   // calls INTERRUPTED.
-  const std::string status = replayed->ended_status.empty() ? "INTERRUPTED" : replayed->ended_status;
-  if (Status s = e->runner->Restore(std::move(replayed->trials), replayed->searcher_state, replayed->last_action,
-                                    replayed->submitted_at_s, status, replayed->ended_reason);
+  const std::string status =
+      replayed->ended_status.empty() ? "INTERRUPTED" : replayed->ended_status;
+  if (Status s = e->runner->Restore(std::move(replayed->trials), replayed->searcher_state,
+                                    replayed->last_action, replayed->submitted_at_s, status,
+                                    replayed->ended_reason);
       !s.ok()) {
     return s;
   }
-  spdlog::info("Loaded experiment {} read-only from journal {} ({} records, {} trials, {:.3f} s)", e->spec.name,
-               j.journal, replayed->records, e->runner->trials().size(),
+  spdlog::info("Loaded experiment {} read-only from journal {} ({} records, {} trials, {:.3f} s)",
+               e->spec.name, j.journal, replayed->records, e->runner->trials().size(),
                std::chrono::duration<double>(bus::Clock::now() - t0).count());
-  if (journaled_.size() >= kJournaledCacheSize && !journaled_.contains(j.journal)) journaled_.erase(journaled_.begin());
+  if (journaled_.size() >= kJournaledCacheSize && !journaled_.contains(j.journal))
+    journaled_.erase(journaled_.begin());
   Experiment* raw = e.get();
   journaled_[j.journal] = std::move(e);
   return raw;
@@ -141,8 +152,9 @@ void Scheduler::HandleResumeExperiment(const bus::Incoming& in, const proto::Dec
   if (!msg.ok()) return ReplyError(in, d.id(), d.type(), msg.status());
   const std::string& mode = msg->rerun_errored;
   if (!mode.empty() && mode != "restore" && mode != "restart") {
-    return ReplyError(in, d.id(), d.type(),
-                      Status::InvalidArgument("--rerun-errored must be restore or restart, got '" + mode + "'"));
+    return ReplyError(
+        in, d.id(), d.type(),
+        Status::InvalidArgument("--rerun-errored must be restore or restart, got '" + mode + "'"));
   }
   Experiment* e = nullptr;
   for (auto& x : experiments_) {
@@ -150,7 +162,8 @@ void Scheduler::HandleResumeExperiment(const bus::Incoming& in, const proto::Dec
   }
   if (state_ == State::kRunning && Current() != e) {
     return ReplyError(in, d.id(), d.type(),
-                      Status::FailedPrecondition(fmt::format("experiment {} is running; stop it first", Current()->spec.name)));
+                      Status::FailedPrecondition(fmt::format(
+                          "experiment {} is running; stop it first", Current()->spec.name)));
   }
   if (e == nullptr) {  // not in this process: the newest journal with that name
     JournalReader reader(ctx_, options_.store_endpoint, kJournalTimeout);
@@ -167,7 +180,8 @@ void Scheduler::HandleResumeExperiment(const bus::Incoming& in, const proto::Dec
     uint64_t last_seq = newest->last_seq;
     auto replayed = reader.ReplayToResume(newest->journal, &last_seq);
     if (!replayed.ok()) return ReplyError(in, d.id(), d.type(), replayed.status());
-    if (Status s = ResumeExperiment(reader, newest->journal, std::move(*replayed), last_seq); !s.ok()) {
+    if (Status s = ResumeExperiment(reader, newest->journal, std::move(*replayed), last_seq);
+        !s.ok()) {
       return ReplyError(in, d.id(), d.type(), s);
     }
     e = Current();
@@ -185,15 +199,19 @@ void Scheduler::HandleResumeExperiment(const bus::Incoming& in, const proto::Dec
   }
   if (e->runner->IsFinished()) {
     const int64_t errored = CountsOf(e->runner->trials())["ERROR"].get<int64_t>();
-    return ReplyError(in, d.id(), d.type(),
-                      Status::FailedPrecondition(fmt::format(
-                          "experiment {} is finished ({}); nothing to resume{}", msg->name, e->runner->end_reason(),
-                          errored > 0 ? fmt::format(" — rerun its {} errored trials with --rerun-errored=restore|restart",
-                                                    errored)
-                                      : "")));
+    return ReplyError(
+        in, d.id(), d.type(),
+        Status::FailedPrecondition(fmt::format(
+            "experiment {} is finished ({}); nothing to resume{}", msg->name,
+            e->runner->end_reason(),
+            errored > 0
+                ? fmt::format(" — rerun its {} errored trials with --rerun-errored=restore|restart",
+                              errored)
+                : "")));
   }
   state_ = State::kRunning;
-  spdlog::info("Experiment {} resumed by tunectl (rerun_errored='{}': {} trials)", msg->name, mode, rerun);
+  spdlog::info("Experiment {} resumed by tunectl (rerun_errored='{}': {} trials)", msg->name, mode,
+               rerun);
   e->runner->Step();
   json body = ExperimentToJson(e->spec.name, *e->runner, e->experiment_dir, 0);
   body["rerun"] = rerun;

@@ -16,19 +16,21 @@ void Scheduler::RenderMetrics(metrics::MetricsText& m) {
 
   Experiment* e = Current();
   const auto counts = e ? e->runner->CountByStatus() : std::map<TrialStatus, int64_t>{};
-  for (TrialStatus s : {TrialStatus::kPending, TrialStatus::kRunning, TrialStatus::kPaused, TrialStatus::kTerminated,
-                        TrialStatus::kError}) {
+  for (TrialStatus s : {TrialStatus::kPending, TrialStatus::kRunning, TrialStatus::kPaused,
+                        TrialStatus::kTerminated, TrialStatus::kError}) {
     auto it = counts.find(s);
-    m.Gauge("trials", "Trials of the current experiment by status", it == counts.end() ? 0 : double(it->second),
-            {{"status", TrialStatusName(s)}});
+    m.Gauge("trials", "Trials of the current experiment by status",
+            it == counts.end() ? 0 : double(it->second), {{"status", TrialStatusName(s)}});
   }
   m.Gauge("results_per_second", "Results received per second over the last interval", rate);
   m.Counter("results_total", "Results received from workers", double(results));
-  m.Gauge("journal_append_latency_seconds", "Time from sending the newest journal batch to its durable ack",
+  m.Gauge("journal_append_latency_seconds",
+          "Time from sending the newest journal batch to its durable ack",
           e ? e->journal->last_append_latency_s() : 0);
   m.Gauge("journal_queue_records", "Journal records appended but not durable yet",
           e ? double(e->journal->appended() - e->journal->durable()) : 0);
-  m.Gauge("workers_connected", "Workers registered with this scheduler process", double(registered_.size()));
+  m.Gauge("workers_connected", "Workers registered with this scheduler process",
+          double(registered_.size()));
   for (const auto& [type, n] : counters_) {
     m.Counter("messages_total", "Messages handled, by type", double(n), {{"type", type}});
   }

@@ -1,13 +1,13 @@
 // Scheduler resume (DESIGN.md "Journal and recovery"): at start, read the experiments' journals
 // from the checkpoint-store, replay the newest unfinished one into a TrialRunner, reattach the
 // trials workers still run, requeue the others, and give back allocations nobody owns.
+#include <fmt/format.h>
+#include <spdlog/spdlog.h>
+
 #include <chrono>
 #include <functional>
 #include <memory>
 #include <thread>
-
-#include <fmt/format.h>
-#include <spdlog/spdlog.h>
 
 #include "libs/journal/records.hpp"
 #include "libs/journal/replay.hpp"
@@ -32,7 +32,8 @@ double WallSeconds() {
 
 Status Scheduler::ResumeFromJournals() {
   if (!options_.resume) return Status::Ok();
-  JournalReader reader(ctx_, options_.store_endpoint, std::chrono::milliseconds(options_.resume_timeout_ms));
+  JournalReader reader(ctx_, options_.store_endpoint,
+                       std::chrono::milliseconds(options_.resume_timeout_ms));
   auto journals = reader.List();
   if (!journals.ok()) return journals.status();
   // The newest unfinished experiment (by submission time) is resumed.
@@ -53,7 +54,8 @@ Status Scheduler::ResumeExperiment(JournalReader& reader, const std::string& jou
   const auto t0 = bus::Clock::now();
   auto spec = ParseExperimentYaml(replayed.spec_yaml, replayed.base_dir, replayed.source_name);
   if (!spec.ok()) return spec.status();
-  auto built = BuildExperiment(std::move(*spec), replayed.experiment_id, replayed.seed, replayed.restore_from);
+  auto built = BuildExperiment(std::move(*spec), replayed.experiment_id, replayed.seed,
+                               replayed.restore_from);
   if (!built.ok()) return built.status();
   Experiment* e = *built;
   e->submitted_at_s = replayed.submitted_at_s;
@@ -64,31 +66,38 @@ Status Scheduler::ResumeExperiment(JournalReader& reader, const std::string& jou
   // The next snapshot is due snapshot_every_records after the one this resume started from, so
   // replay stays bounded even when the scheduler dies more often than that.
   e->last_snapshot_seq = replayed.snapshot_records;
-  if (replayed.snapshot_records > 0) e->last_snapshot_id = journal::SnapshotId(journal_name, replayed.snapshot_records);
+  if (replayed.snapshot_records > 0)
+    e->last_snapshot_id = journal::SnapshotId(journal_name, replayed.snapshot_records);
   e->journal->set_store_seq(store_last_seq);
   if (e->journal_name != journal_name) {
-    return Status::Corruption(fmt::format("journal {} holds experiment {}", journal_name, e->journal_name));
+    return Status::Corruption(
+        fmt::format("journal {} holds experiment {}", journal_name, e->journal_name));
   }
   for (const Trial& t : replayed.trials) {
     if (t.status == TrialStatus::kRunning) e->awaiting_reattach.insert(t.trial_id);
   }
   const size_t trials = replayed.trials.size();
-  if (Status s = e->runner->Restore(std::move(replayed.trials), replayed.searcher_state, replayed.last_action,
-                                    replayed.submitted_at_s, replayed.ended_status, replayed.ended_reason);
+  if (Status s = e->runner->Restore(std::move(replayed.trials), replayed.searcher_state,
+                                    replayed.last_action, replayed.submitted_at_s,
+                                    replayed.ended_status, replayed.ended_reason);
       !s.ok()) {
     return s;
   }
-  if (Status s = e->runner->RestoreTrialScheduler(replayed.scheduler_state, replayed.scheduler_deltas); !s.ok()) {
+  if (Status s =
+          e->runner->RestoreTrialScheduler(replayed.scheduler_state, replayed.scheduler_deltas);
+      !s.ok()) {
     return s;
   }
   if (!e->runner->IsFinished()) {
     e->journal->Append(journal::ExperimentResumed(WallSeconds(), ""));
     state_ = State::kRunning;
   }
-  spdlog::info("Resumed experiment {} from journal {}: {} records ({} from a snapshot), {} trials, {} running to "
-               "reattach ({:.3f} s)",
-               e->spec.name, journal_name, replayed.records, replayed.snapshot_records, trials, e->awaiting_reattach.size(),
-               std::chrono::duration<double>(bus::Clock::now() - t0).count());
+  spdlog::info(
+      "Resumed experiment {} from journal {}: {} records ({} from a snapshot), {} trials, {} "
+      "running to "
+      "reattach ({:.3f} s)",
+      e->spec.name, journal_name, replayed.records, replayed.snapshot_records, trials,
+      e->awaiting_reattach.size(), std::chrono::duration<double>(bus::Clock::now() - t0).count());
   RepairResultFiles(reader, *e, store_last_seq);
   e->recorder->WriteStateFile();
   ReconcileAllocations(*e);
@@ -101,7 +110,8 @@ Status Scheduler::ResumeExperiment(JournalReader& reader, const std::string& jou
 // between a grant and its journal record, or while a trial left RUNNING) are given back.
 void Scheduler::ReconcileAllocations(Experiment& e) {
   rm_->Request(proto::GetClusterView{}, [this, &e](Result<proto::Decoded> reply) {
-    auto view = reply.ok() ? reply->As<proto::ClusterView>() : Result<proto::ClusterView>(reply.status());
+    auto view =
+        reply.ok() ? reply->As<proto::ClusterView>() : Result<proto::ClusterView>(reply.status());
     if (!view.ok()) {
       spdlog::warn("Cannot reconcile allocations: {}", view.status().ToString());
       return;
@@ -114,9 +124,11 @@ void Scheduler::ReconcileAllocations(Experiment& e) {
         const std::string trial_id = held.substr(0, slash);
         const int64_t attempt = std::strtoll(held.c_str() + slash + 1, nullptr, 10);
         const Trial* t = e.runner->FindTrial(trial_id);
-        const bool owned = t && t->status == TrialStatus::kRunning && t->attempt == attempt && t->worker_id == node.worker_id;
+        const bool owned = t && t->status == TrialStatus::kRunning && t->attempt == attempt &&
+                           t->worker_id == node.worker_id;
         if (owned) continue;
-        spdlog::info("Releasing {} on {}: no running attempt owns it after the restart", held, node.worker_id);
+        spdlog::info("Releasing {} on {}: no running attempt owns it after the restart", held,
+                     node.worker_id);
         proto::Release release;
         release.trial_id = trial_id;
         release.attempt = attempt;
@@ -140,22 +152,27 @@ void Scheduler::RepairResultFiles(JournalReader& reader, Experiment& e, uint64_t
       if (kind == "result" && r.contains("result")) repair.OnResultRecord(*t, r["result"]);
       if (kind != "result" && r.contains("config")) repair.OnConfigRecord(*t, r["config"]);
     });
-    if (!read.ok()) spdlog::error("Result files of {} stay incomplete: {}", e.spec.name, read.ToString());
+    if (!read.ok())
+      spdlog::error("Result files of {} stay incomplete: {}", e.spec.name, read.ToString());
   }
   const ResultFilesRepair::Summary& s = repair.summary();
-  spdlog::info("Result files of {} match the journal: {} trials, {} rows were missing ({} written), {} rows beyond "
-               "the journal and {} torn lines cut, {} params.json written ({:.3f} s)",
-               e.spec.name, s.trials, s.missing_rows, s.rows_written, s.surplus_rows, s.torn_lines, s.params_written,
-               std::chrono::duration<double>(bus::Clock::now() - t0).count());
+  spdlog::info(
+      "Result files of {} match the journal: {} trials, {} rows were missing ({} written), {} rows "
+      "beyond "
+      "the journal and {} torn lines cut, {} params.json written ({:.3f} s)",
+      e.spec.name, s.trials, s.missing_rows, s.rows_written, s.surplus_rows, s.torn_lines,
+      s.params_written, std::chrono::duration<double>(bus::Clock::now() - t0).count());
 }
 
 void Scheduler::AdoptStoredCheckpoints(Experiment& e) {
   proto::CheckpointList list;
   list.prefix = e.journal_name + "/";
   store_->Request(list, [this, &e](Result<proto::Decoded> reply) {
-    auto listed = reply.ok() ? reply->As<proto::CheckpointListReply>() : Result<proto::CheckpointListReply>(reply.status());
+    auto listed = reply.ok() ? reply->As<proto::CheckpointListReply>()
+                             : Result<proto::CheckpointListReply>(reply.status());
     if (!listed.ok()) {
-      spdlog::warn("Cannot sweep the checkpoints of {}: {}", e.journal_name, listed.status().ToString());
+      spdlog::warn("Cannot sweep the checkpoints of {}: {}", e.journal_name,
+                   listed.status().ToString());
       return;
     }
     const std::string snapshots = journal::SnapshotPrefix(e.journal_name);
@@ -170,10 +187,12 @@ void Scheduler::AdoptStoredCheckpoints(Experiment& e) {
       }
       const json meta = json::parse(info.metadata_json, nullptr, /*allow_exceptions=*/false);
       Status s = Status::InvalidArgument("its metadata names no trial, attempt and iteration");
-      if (meta.is_object() && meta.value("trial_id", json()).is_string() && meta.value("attempt", json()).is_number_integer() &&
+      if (meta.is_object() && meta.value("trial_id", json()).is_string() &&
+          meta.value("attempt", json()).is_number_integer() &&
           meta.value("training_iteration", json()).is_number_integer()) {
-        s = e.runner->OnCheckpointSaved(meta["trial_id"].get<std::string>(), meta["attempt"].get<int64_t>(), id,
-                                        meta["training_iteration"].get<int64_t>(), int64_t(info.size_bytes));
+        s = e.runner->OnCheckpointSaved(
+            meta["trial_id"].get<std::string>(), meta["attempt"].get<int64_t>(), id,
+            meta["training_iteration"].get<int64_t>(), int64_t(info.size_bytes));
       }
       if (s.ok()) {
         ++adopted;
@@ -184,8 +203,8 @@ void Scheduler::AdoptStoredCheckpoints(Experiment& e) {
       spdlog::info("Deleting checkpoint {} because {}", id, s.message());
       e.executor->DeleteCheckpoint(id);
     }
-    spdlog::info("Checkpoints of {} after the takeover: {} kept, {} adopted, {} orphans deleted", e.journal_name, kept,
-                 adopted, deleted);
+    spdlog::info("Checkpoints of {} after the takeover: {} kept, {} adopted, {} orphans deleted",
+                 e.journal_name, kept, adopted, deleted);
   });
 }
 
@@ -193,17 +212,20 @@ void Scheduler::RequeueUnattached(Experiment& e) {
   for (const std::string& trial_id : e.awaiting_reattach) {
     const Trial* t = e.runner->FindTrial(trial_id);
     if (t == nullptr || t->status != TrialStatus::kRunning) continue;
-    spdlog::warn("Trial {} was running on {} but no worker reported it after the restart; requeueing it", trial_id,
-                 t->worker_id);
-    e.runner->RequeueLost(trial_id, fmt::format("not reported by worker {} after the scheduler restarted",
-                                                t->worker_id));
+    spdlog::warn(
+        "Trial {} was running on {} but no worker reported it after the restart; requeueing it",
+        trial_id, t->worker_id);
+    e.runner->RequeueLost(
+        trial_id,
+        fmt::format("not reported by worker {} after the scheduler restarted", t->worker_id));
   }
   e.awaiting_reattach.clear();
 }
 
 void Scheduler::MaybeSnapshot(Experiment& e) {
   const uint64_t seq = e.journal_base + e.journal->appended();
-  if (e.snapshot_in_flight || seq < e.last_snapshot_seq + uint64_t(options_.snapshot_every_records)) return;
+  if (e.snapshot_in_flight || seq < e.last_snapshot_seq + uint64_t(options_.snapshot_every_records))
+    return;
   journal::ReplayedExperiment state;
   state.experiment_id = e.experiment_id;
   state.spec_yaml = e.spec.source_yaml;
@@ -231,26 +253,27 @@ void Scheduler::MaybeSnapshot(Experiment& e) {
       req.data.assign(bytes->begin() + off, bytes->begin() + off + n);
       req.last = off + n >= bytes->size();
       if (req.last) req.metadata_json = json{{"seq", seq}, {"kind", "journal_snapshot"}}.dump();
-      store_->Request(req, [this, &e, id, seq, put, chunk, last = req.last](Result<proto::Decoded> reply) {
-        if (!reply.ok() || reply->type() != proto::CheckpointPutAck::kType) {
-          spdlog::warn("Snapshot {} was not stored ({}); the next one is tried later", id,
-                       reply.ok() ? reply->type() : reply.status().ToString());
-          e.snapshot_in_flight = false;
-          *put = nullptr;  // `put` holds itself (and the snapshot's bytes): break the cycle
-          return;
-        }
-        if (!last) return (*put)(chunk + 1);
-        *put = nullptr;
-        spdlog::info("Snapshot {} stored: a resume replays from seq {}", id, seq + 1);
-        if (!e.last_snapshot_id.empty()) {
-          proto::CheckpointDelete del;
-          del.checkpoint_id = e.last_snapshot_id;
-          store_->Request(del, [](Result<proto::Decoded>) {});
-        }
-        e.last_snapshot_id = id;
-        e.last_snapshot_seq = seq;
-        e.snapshot_in_flight = false;
-      });
+      store_->Request(
+          req, [this, &e, id, seq, put, chunk, last = req.last](Result<proto::Decoded> reply) {
+            if (!reply.ok() || reply->type() != proto::CheckpointPutAck::kType) {
+              spdlog::warn("Snapshot {} was not stored ({}); the next one is tried later", id,
+                           reply.ok() ? reply->type() : reply.status().ToString());
+              e.snapshot_in_flight = false;
+              *put = nullptr;  // `put` holds itself (and the snapshot's bytes): break the cycle
+              return;
+            }
+            if (!last) return (*put)(chunk + 1);
+            *put = nullptr;
+            spdlog::info("Snapshot {} stored: a resume replays from seq {}", id, seq + 1);
+            if (!e.last_snapshot_id.empty()) {
+              proto::CheckpointDelete del;
+              del.checkpoint_id = e.last_snapshot_id;
+              store_->Request(del, [](Result<proto::Decoded>) {});
+            }
+            e.last_snapshot_id = id;
+            e.last_snapshot_seq = seq;
+            e.snapshot_in_flight = false;
+          });
     };
     (*put)(0);
   });

@@ -36,8 +36,8 @@ std::string StderrLastLines(const std::string& tail, size_t n) {
 
 }  // namespace
 
-
-void Scheduler::HandleRegisterWorker(const std::string& peer, const bus::Incoming& in, const proto::Decoded& d) {
+void Scheduler::HandleRegisterWorker(const std::string& peer, const bus::Incoming& in,
+                                     const proto::Decoded& d) {
   auto msg = d.As<proto::RegisterWorker>();
   if (!msg.ok()) {
     bus::Reply(workers_, in, proto::Encode(proto::MakeError(msg.status(), d.id(), d.type())));
@@ -55,7 +55,8 @@ void Scheduler::HandleRegisterWorker(const std::string& peer, const bus::Incomin
       continue;
     }
     // One still saving the checkpoint its decision asked for goes on to store it and exit.
-    if (e->runner->FindTrial(r.trial_id)->status == TrialStatus::kRunning) reported.insert(r.trial_id);
+    if (e->runner->FindTrial(r.trial_id)->status == TrialStatus::kRunning)
+      reported.insert(r.trial_id);
   }
   if (e != nullptr) {
     // A trial this scheduler runs on `peer` that the worker does not report is gone (the worker
@@ -80,7 +81,8 @@ void Scheduler::HandleRegisterWorker(const std::string& peer, const bus::Incomin
     for (const std::string& trial_id : reported) e->awaiting_reattach.erase(trial_id);
     for (const std::string& trial_id : lost) e->awaiting_reattach.erase(trial_id);
   }
-  spdlog::info("Worker {} ({}) connected, running {} trial(s)", peer, msg->hostname, msg->running.size());
+  spdlog::info("Worker {} ({}) connected, running {} trial(s)", peer, msg->hostname,
+               msg->running.size());
   bus::Reply(workers_, in, proto::Encode(ack));
 }
 
@@ -90,8 +92,9 @@ void Scheduler::HandleReportResult(const std::string& peer, const proto::Decoded
     spdlog::warn("Dropping report_result from {}: {}", peer, msg.status().ToString());
     return;
   }
-  HandleResult(peer, proto::ResultItem{std::move(msg->trial_id), msg->attempt, msg->seq, std::move(msg->metrics_json),
-                                       msg->time_this_iter_s, std::move(msg->metrics)});
+  HandleResult(peer, proto::ResultItem{std::move(msg->trial_id), msg->attempt, msg->seq,
+                                       std::move(msg->metrics_json), msg->time_this_iter_s,
+                                       std::move(msg->metrics)});
 }
 
 void Scheduler::HandleReportResults(const std::string& peer, const proto::Decoded& d) {
@@ -111,14 +114,17 @@ void Scheduler::HandleResult(const std::string& peer, proto::ResultItem r) {
     return;
   }
   const bool text = !r.metrics_json.empty();  // a client that sends JSON text (PROTOCOL.md)
-  auto metrics = text                                           ? TrainingResult::FromJsonText(r.metrics_json)
-                 : r.metrics.decoded.type == msgpack::type::MAP ? TrainingResult::FromMsgpack(r.metrics.decoded)
-                                                                : TrainingResult::FromMsgpack(r.metrics.bytes);
-  Status st = metrics.ok() ? e->runner->OnResult(r.trial_id, r.attempt, r.seq, std::move(*metrics), r.time_this_iter_s)
-                           : Status::InvalidArgument((text ? "metrics_json " : "metrics ") + metrics.status().message());
+  auto metrics = text ? TrainingResult::FromJsonText(r.metrics_json)
+                 : r.metrics.decoded.type == msgpack::type::MAP
+                     ? TrainingResult::FromMsgpack(r.metrics.decoded)
+                     : TrainingResult::FromMsgpack(r.metrics.bytes);
+  Status st = metrics.ok() ? e->runner->OnResult(r.trial_id, r.attempt, r.seq, std::move(*metrics),
+                                                 r.time_this_iter_s)
+                           : Status::InvalidArgument((text ? "metrics_json " : "metrics ") +
+                                                     metrics.status().message());
   if (st.ok()) return;
-  spdlog::warn("Dropping result {} of {} attempt {} from {} because {}", r.seq, r.trial_id, r.attempt, peer,
-               st.message());
+  spdlog::warn("Dropping result {} of {} attempt {} from {} because {}", r.seq, r.trial_id,
+               r.attempt, peer, st.message());
   const Trial* t = e->runner->FindTrial(r.trial_id);
   if (t && r.attempt < t->attempt) {
     // A late result of a dead attempt: make sure that trainable stops.
@@ -141,7 +147,8 @@ void Scheduler::HandleTrialExited(const std::string& peer, const proto::Decoded&
   if (t == nullptr || t->attempt != msg->attempt) return;
   if (msg->worker_shutdown && !msg->stopped) {
     if (t->status != TrialStatus::kRunning) return;  // it had already finished
-    spdlog::warn("Trial {} attempt {}: worker {} shut down; requeueing it", msg->trial_id, msg->attempt, peer);
+    spdlog::warn("Trial {} attempt {}: worker {} shut down; requeueing it", msg->trial_id,
+                 msg->attempt, peer);
     e->runner->RequeueLost(msg->trial_id, msg->error);
     return;
   }
@@ -161,11 +168,12 @@ void Scheduler::LogTrialFailure(const Experiment& e, const Trial& t, const std::
   const std::string then =
       t.status == TrialStatus::kError
           ? fmt::format("ERROR, see {}/{}/error.txt", e.experiment_dir, t.DirName())
-          : fmt::format("{}, requeued (failure {} of max_failures {})",
-                        TrialStatusName(t.status), t.num_failures,
-                        e.spec.max_failures < 0 ? "unlimited" : std::to_string(e.spec.max_failures));
-  spdlog::warn("Trial {} attempt {} failed on {}: {}; {}{}", exited.trial_id, exited.attempt, worker, exited.error, then,
-               StderrLastLines(exited.stderr_tail, kFailureLogLines));
+          : fmt::format(
+                "{}, requeued (failure {} of max_failures {})", TrialStatusName(t.status),
+                t.num_failures,
+                e.spec.max_failures < 0 ? "unlimited" : std::to_string(e.spec.max_failures));
+  spdlog::warn("Trial {} attempt {} failed on {}: {}; {}{}", exited.trial_id, exited.attempt,
+               worker, exited.error, then, StderrLastLines(exited.stderr_tail, kFailureLogLines));
 }
 
 }  // namespace tunebus

@@ -1,14 +1,13 @@
 #include "services/scheduler/tensorboard_events.hpp"
 
 #include <dirent.h>
+#include <fmt/format.h>
 
 #include <algorithm>
 #include <cstring>
 #include <fstream>
 #include <memory>
 #include <vector>
-
-#include <fmt/format.h>
 
 #include "libs/core/crc32c.hpp"
 
@@ -28,8 +27,8 @@ uint64_t ReadLittleEndian(const char* p, int bytes) {
 
 // Ray Tune's TBXLoggerCallback: "not useful to log these".
 bool LeftOut(std::string_view column) {
-  return column == "pid" || column == "timestamp" || column == "time_total_s" || column == "training_iteration" ||
-         column.rfind("config/", 0) == 0;
+  return column == "pid" || column == "timestamp" || column == "time_total_s" ||
+         column == "training_iteration" || column.rfind("config/", 0) == 0;
 }
 
 }  // namespace
@@ -56,7 +55,8 @@ void TensorBoardEvents::AppendResult(const ResultText& text, std::string& out) {
   event_.Clear();
   event_.set_wall_time(text.Number("timestamp").value_or(0));
   const std::optional<double> timesteps = text.Number("timesteps_total");
-  event_.set_step(int64_t(timesteps && *timesteps != 0 ? *timesteps : text.Number("training_iteration").value_or(0)));
+  event_.set_step(int64_t(
+      timesteps && *timesteps != 0 ? *timesteps : text.Number("training_iteration").value_or(0)));
   tensorboard::Summary* summary = event_.mutable_summary();
   text.ForEachNumber([&](std::string_view column, double value) {
     if (LeftOut(column)) return;

@@ -1,8 +1,8 @@
 #include "services/scheduler/trial_json.hpp"
 
-#include <utility>
-
 #include <fmt/format.h>
+
+#include <utility>
 
 #include "services/scheduler/result_text.hpp"
 
@@ -23,7 +23,9 @@ json TrialToJson(const Trial& t, const std::string& experiment_dir) {
   for (const CheckpointRef& c : t.checkpoints) checkpoints.push_back(CheckpointToJson(c));
   json failures = json::array();
   for (const TrialFailure& f : t.failures) {
-    failures.push_back({{"attempt", f.attempt}, {"error", f.error}, {"then", TrialStatusName(f.then)},
+    failures.push_back({{"attempt", f.attempt},
+                        {"error", f.error},
+                        {"then", TrialStatusName(f.then)},
                         {"kind", FailureKindName(f.kind)}});
   }
   return {{"trial_id", t.trial_id},
@@ -42,7 +44,8 @@ json TrialToJson(const Trial& t, const std::string& experiment_dir) {
           {"time_total_s", t.time_total_s},
           {"attempt", t.attempt},
           {"checkpoints", std::move(checkpoints)},
-          {"restored_checkpoint_id", t.restored_checkpoint_id.empty() ? json(nullptr) : json(t.restored_checkpoint_id)},
+          {"restored_checkpoint_id",
+           t.restored_checkpoint_id.empty() ? json(nullptr) : json(t.restored_checkpoint_id)},
           {"dir", experiment_dir + "/" + t.DirName()}};
 }
 
@@ -120,7 +123,8 @@ void AppendTrialJson(const Trial& t, const std::string& experiment_dir, std::str
     fo.String("kind", FailureKindName(f.kind));
     fo.String("then", TrialStatusName(f.then));
   });
-  o.Array("gpu_ids", t.gpu_ids, [](const std::string& id, std::string& out) { AppendJsonString(id, out); });
+  o.Array("gpu_ids", t.gpu_ids,
+          [](const std::string& id, std::string& out) { AppendJsonString(id, out); });
   o.Int("num_failures", t.num_failures);
   o.Int("num_worker_losses", t.num_worker_losses);
   {
@@ -139,16 +143,17 @@ void AppendTrialJson(const Trial& t, const std::string& experiment_dir, std::str
     last_result += "{}";
   } else {
     // Formatted from the stored bytes: no document of the last result is built.
-    const msgpack::object_handle h = msgpack::unpack(t.last_result_msgpack.data(), t.last_result_msgpack.size());
+    const msgpack::object_handle h =
+        msgpack::unpack(t.last_result_msgpack.data(), t.last_result_msgpack.size());
     AppendJson(h.get(), last_result);
   }
 }
 
-json ExperimentToJson(const std::string& name, const TrialRunner& runner, const std::string& experiment_dir,
-                      double elapsed_s) {
+json ExperimentToJson(const std::string& name, const TrialRunner& runner,
+                      const std::string& experiment_dir, double elapsed_s) {
   json counts = json::object();
-  for (auto s : {TrialStatus::kPending, TrialStatus::kRunning, TrialStatus::kPaused, TrialStatus::kTerminated,
-                 TrialStatus::kError}) {
+  for (auto s : {TrialStatus::kPending, TrialStatus::kRunning, TrialStatus::kPaused,
+                 TrialStatus::kTerminated, TrialStatus::kError}) {
     counts[TrialStatusName(s)] = 0;
   }
   for (const auto& [status, n] : runner.CountByStatus()) counts[TrialStatusName(status)] = n;

@@ -2,9 +2,8 @@
 // experiment_state.json. Shapes are documented in proto/PROTOCOL.md ("Control socket").
 #pragma once
 
-#include <string>
-
 #include <nlohmann/json.hpp>
+#include <string>
 
 #include "libs/core/trial.hpp"
 #include "libs/tune/trial_runner.hpp"

@@ -1,8 +1,8 @@
 #include "services/scheduler/worker_outbox.hpp"
 
-#include <utility>
-
 #include <spdlog/spdlog.h>
+
+#include <utility>
 
 #include "libs/bus/socket.hpp"
 
@@ -39,8 +39,8 @@ void WorkerOutbox::FlushWorker(const std::string& worker_id) {
   for (Item& item : items) {
     if (!item.decisions.decisions.empty()) {
       if (!bus::SendTo(workers_, worker_id, proto::Encode(item.decisions))) {
-        spdlog::warn("Dropping {} decision(s) for worker {}: not connected", item.decisions.decisions.size(),
-                     worker_id);
+        spdlog::warn("Dropping {} decision(s) for worker {}: not connected",
+                     item.decisions.decisions.size(), worker_id);
       }
       continue;
     }

@@ -12,7 +12,6 @@
 #include <string>
 #include <unordered_map>
 #include <vector>
-
 #include <zmq.hpp>
 
 #include "proto/worker.hpp"

@@ -1,16 +1,15 @@
 #include "services/trial-worker/checkpoint_transfer.hpp"
 
 #include <fcntl.h>
+#include <fmt/format.h>
 #include <signal.h>
+#include <spdlog/spdlog.h>
 #include <unistd.h>
 
 #include <cerrno>
 #include <cstring>
 #include <filesystem>
 #include <vector>
-
-#include <fmt/format.h>
-#include <spdlog/spdlog.h>
 
 #include "proto/store.hpp"
 #include "services/trial-worker/tar_process.hpp"
@@ -86,7 +85,8 @@ void CheckpointTransfer::OnUploadReadable(uint64_t job_id) {
     job->buffer.resize(old + (n > 0 ? size_t(n) : 0));
     if (n > 0) continue;
     if (n < 0 && (errno == EAGAIN || errno == EINTR)) return;  // wait for more
-    if (n < 0) return Finish(job_id, Status::IoError(fmt::format("reading tar: {}", std::strerror(errno))));
+    if (n < 0)
+      return Finish(job_id, Status::IoError(fmt::format("reading tar: {}", std::strerror(errno))));
     // EOF: tar is done; check it succeeded before committing the checkpoint.
     loop_.RemoveFd(job->fd);
     job->polled = false;
@@ -113,7 +113,8 @@ void CheckpointTransfer::SendChunk(Job& job, bool last) {
   store_.Request(put, [this, id, last](Result<proto::Decoded> reply) {
     Job* j = FindJob(id);
     if (j == nullptr) return;
-    auto ack = reply.ok() ? reply->As<proto::CheckpointPutAck>() : Result<proto::CheckpointPutAck>(reply.status());
+    auto ack = reply.ok() ? reply->As<proto::CheckpointPutAck>()
+                          : Result<proto::CheckpointPutAck>(reply.status());
     if (!ack.ok()) return Finish(id, ack.status());
     if (last) return Finish(id, Status::Ok());
     j->polled = true;
@@ -121,7 +122,8 @@ void CheckpointTransfer::SendChunk(Job& job, bool last) {
   });
 }
 
-void CheckpointTransfer::Download(const std::string& checkpoint_id, const std::string& dir, Done done) {
+void CheckpointTransfer::Download(const std::string& checkpoint_id, const std::string& dir,
+                                  Done done) {
   std::error_code ec;
   std::filesystem::create_directories(dir, ec);
   if (ec) return done(Status::IoError(fmt::format("cannot create {}: {}", dir, ec.message())));
@@ -146,7 +148,8 @@ void CheckpointTransfer::RequestChunk(uint64_t job_id) {
   store_.Request(get, [this, job_id](Result<proto::Decoded> reply) {
     Job* j = FindJob(job_id);
     if (j == nullptr) return;
-    auto got = reply.ok() ? reply->As<proto::CheckpointGetReply>() : Result<proto::CheckpointGetReply>(reply.status());
+    auto got = reply.ok() ? reply->As<proto::CheckpointGetReply>()
+                          : Result<proto::CheckpointGetReply>(reply.status());
     if (!got.ok()) return Finish(job_id, got.status());
     // tar drains its stdin as it unpacks: a blocking write of one chunk is bounded.
     if (Status written = WriteAll(j->fd, got->data.data(), got->data.size()); !written.ok()) {

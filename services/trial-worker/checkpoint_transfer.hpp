@@ -11,9 +11,8 @@
 #include <functional>
 #include <map>
 #include <memory>
-#include <string>
-
 #include <nlohmann/json.hpp>
+#include <string>
 
 #include "libs/bus/event_loop.hpp"
 #include "libs/bus/request_client.hpp"

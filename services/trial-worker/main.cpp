@@ -35,7 +35,8 @@ int main(int argc, char** argv) {
 
   CLI::App app{"tunebus trial-worker: runs trainables for the scheduler"};
   app.add_option("--node-ip", options.node_ip,
-                 "this host's address in results' node_ip (default: the address it reaches the scheduler from)");
+                 "this host's address in results' node_ip (default: the address it reaches the "
+                 "scheduler from)");
   app.add_option("--worker-id", options.worker_id, "worker id (default <hostname>-<pid>)")
       ->envname("TUNEBUS_WORKER_ID");
   app.add_option("--scheduler", options.scheduler_endpoint, "the scheduler's worker endpoint")

@@ -1,6 +1,7 @@
 #include "services/trial-worker/tar_process.hpp"
 
 #include <fcntl.h>
+#include <fmt/format.h>
 #include <spawn.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -8,15 +9,14 @@
 #include <cerrno>
 #include <cstring>
 
-#include <fmt/format.h>
-
 extern char** environ;
 
 namespace tunebus {
 
 Result<std::pair<pid_t, int>> SpawnTar(const std::vector<std::string>& args, bool child_writes) {
   int p[2];
-  if (::pipe2(p, O_CLOEXEC) != 0) return Status::IoError(fmt::format("pipe: {}", std::strerror(errno)));
+  if (::pipe2(p, O_CLOEXEC) != 0)
+    return Status::IoError(fmt::format("pipe: {}", std::strerror(errno)));
   const int child_end = child_writes ? p[1] : p[0];
   const int our_end = child_writes ? p[0] : p[1];
   posix_spawn_file_actions_t fa;
@@ -43,8 +43,9 @@ Status ReapTar(pid_t pid) {
   while (::waitpid(pid, &status, 0) < 0 && errno == EINTR) {
   }
   if (WIFEXITED(status) && WEXITSTATUS(status) == 0) return Status::Ok();
-  return Status::IoError(WIFEXITED(status) ? fmt::format("tar exited with code {}", WEXITSTATUS(status))
-                                           : fmt::format("tar was killed by signal {}", WTERMSIG(status)));
+  return Status::IoError(WIFEXITED(status)
+                             ? fmt::format("tar exited with code {}", WEXITSTATUS(status))
+                             : fmt::format("tar was killed by signal {}", WTERMSIG(status)));
 }
 
 Status WriteAll(int fd, const char* data, size_t size) {

@@ -109,9 +109,9 @@ Result<std::unique_ptr<TrialWorker>> TrialWorker::Create(zmq::context_t& ctx,
   if (!rm.ok()) return rm.status();
   auto store = bus::Connect(ctx, zmq::socket_type::dealer, options.store_endpoint);
   if (!store.ok()) return store.status();
-  return std::unique_ptr<TrialWorker>(new TrialWorker(
-      std::move(options), std::move(hostname), std::move(scheduler).value(),
-      std::move(rm).value(), std::move(store).value()));
+  return std::unique_ptr<TrialWorker>(
+      new TrialWorker(std::move(options), std::move(hostname), std::move(scheduler).value(),
+                      std::move(rm).value(), std::move(store).value()));
 }
 
 TrialWorker::TrialWorker(TrialWorkerOptions options, std::string hostname, zmq::socket_t scheduler,
@@ -124,12 +124,13 @@ TrialWorker::TrialWorker(TrialWorkerOptions options, std::string hostname, zmq::
   store_ = std::make_unique<bus::RequestClient>(loop_, std::move(store), "checkpoint-store");
   transfer_ = std::make_unique<CheckpointTransfer>(loop_, *store_);
   rm_->SetUnsolicitedHandler([this](const proto::Decoded& msg) {
-    auto err = msg.type() == proto::ErrorReply::kType ? msg.As<proto::ErrorReply>()
-                                                      : Result<proto::ErrorReply>(Status::NotFound(""));
+    auto err = msg.type() == proto::ErrorReply::kType
+                   ? msg.As<proto::ErrorReply>()
+                   : Result<proto::ErrorReply>(Status::NotFound(""));
     if (err.ok() && err->request_type == proto::NodeHeartbeat::kType && err->code == "not_found") {
       ++counters_["node_heartbeat_rejected"];
-      spdlog::warn("The resource-manager does not know worker {} ({}); registering again", options_.worker_id,
-                   err->message);
+      spdlog::warn("The resource-manager does not know worker {} ({}); registering again",
+                   options_.worker_id, err->message);
       rm_registered_ = false;
       if (state_ != State::kShutDown && !rm_request_in_flight_) RegisterNode();
       return;
@@ -149,7 +150,8 @@ void TrialWorker::Run() {
                hostname_, options_.scheduler_endpoint, options_.rm_endpoint);
   OnHeartbeat();
   loop_.AddPeriodic(bus::Duration{options_.heartbeat_interval_ms}, [this] { OnHeartbeat(); });
-  if (Status s = metrics_.Start(loop_, options_.metrics, [this](metrics::MetricsText& m) { RenderMetrics(m); });
+  if (Status s = metrics_.Start(loop_, options_.metrics,
+                                [this](metrics::MetricsText& m) { RenderMetrics(m); });
       !s.ok()) {
     spdlog::error("No metrics endpoint: {}", s.ToString());
   }

@@ -33,10 +33,10 @@
 #include <vector>
 #include <zmq.hpp>
 
-#include "libs/metrics/metrics_publisher.hpp"
 #include "libs/bus/event_loop.hpp"
 #include "libs/bus/request_client.hpp"
 #include "libs/core/status.hpp"
+#include "libs/metrics/metrics_publisher.hpp"
 #include "libs/trainable/trainable.hpp"
 #include "proto/worker.hpp"
 #include "services/trial-worker/checkpoint_transfer.hpp"
@@ -56,7 +56,7 @@ struct TrialWorkerOptions {
   int64_t liveness = 3;                // intervals of scheduler silence before a warning
   int64_t max_unacked_results = 1000;  // reports beyond this wait inside their trainables
   int64_t stop_grace_ms = 2000;        // time a stopping trainable gets before SIGKILL
-  std::string node_ip;                 // results' `node_ip`; "" = the address this host reaches the scheduler from
+  std::string node_ip;  // results' `node_ip`; "" = the address this host reaches the scheduler from
   metrics::MetricsOptions metrics;  // --metrics-port / --metrics-host (0 = off)
 };
 
@@ -107,15 +107,15 @@ class TrialWorker {
     double report_timeout_s = 0;
     bus::EventLoop::TimerId report_timer = 0;
     int64_t seq_at_last_check = 0;
-    double quiet_s = 0;          // time since last_seq last moved (in check periods)
-    std::string failure;         // why the worker failed the attempt itself ("" = it did not)
-    int64_t start_iteration = 0;    // training_iteration the attempt started from
+    double quiet_s = 0;           // time since last_seq last moved (in check periods)
+    std::string failure;          // why the worker failed the attempt itself ("" = it did not)
+    int64_t start_iteration = 0;  // training_iteration the attempt started from
     std::string trial_dir;
-    std::string checkpoint_prefix;  // from StartTrial
+    std::string checkpoint_prefix;             // from StartTrial
     std::map<std::string, int64_t> resources;  // from StartTrial (reported in RegisterNode)
     std::vector<std::string> gpu_ids;          // from StartTrial
-    double acked_time_total_s = 0;  // time_total_s (seconds) through the newest answered result
-    int64_t capture_iteration = 0;  // > 0: a checkpoint was asked at this iteration
+    double acked_time_total_s = 0;    // time_total_s (seconds) through the newest answered result
+    int64_t capture_iteration = 0;    // > 0: a checkpoint was asked at this iteration
     double capture_time_total_s = 0;  // its time_total_s, stored in the checkpoint's metadata
     bool stop_after_capture = false;  // "pause" / "checkpoint_and_stop"
     int uploads = 0;                  // checkpoint uploads in flight
@@ -164,8 +164,8 @@ class TrialWorker {
   /// tries again every second, kUploadTries times in all: the checkpoint the decision asked for
   /// outlives a store outage. A retry the store refuses as already committed (it died after
   /// committing an earlier try) counts as stored.
-  void UploadCheckpoint(const RunKey& key, const std::string& saved, const std::string& id, int64_t iteration,
-                        nlohmann::json metadata, int tries_left);
+  void UploadCheckpoint(const RunKey& key, const std::string& saved, const std::string& id,
+                        int64_t iteration, nlohmann::json metadata, int tries_left);
   static constexpr int kUploadTries = 60;
   void FailStart(const proto::StartTrial& start, const std::string& error);
   void BeginStopping(TrialRun& run, const std::string& why);

@@ -10,7 +10,8 @@ void TrialWorker::RenderMetrics(metrics::MetricsText& m) {
     unacked += int64_t(run->unacked.size());
   }
   m.Gauge("trials_running", "Trainables running on this worker", double(running));
-  m.Gauge("unacked_results", "Results sent but not acknowledged by the scheduler yet", double(unacked));
+  m.Gauge("unacked_results", "Results sent but not acknowledged by the scheduler yet",
+          double(unacked));
   for (const auto& [type, n] : counters_) {
     m.Counter("messages_total", "Messages handled, by type", double(n), {{"type", type}});
   }

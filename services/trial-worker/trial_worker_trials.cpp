@@ -2,7 +2,6 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 #include <spdlog/spdlog.h>
-
 #include <unistd.h>
 
 #include <algorithm>
@@ -209,7 +208,8 @@ void TrialWorker::ApplyDecision(const proto::DecisionItem& item) {
   }
   // "pause" and "checkpoint_and_stop": the trainable saves a checkpoint, then stops.
   const bool save_then_stop = d->action == "pause" || d->action == "checkpoint_and_stop";
-  auto action = save_then_stop ? Result<Action>(Action::kCheckpoint) : trainable::ParseAction(d->action);
+  auto action =
+      save_then_stop ? Result<Action>(Action::kCheckpoint) : trainable::ParseAction(d->action);
   if (!action.ok()) {
     spdlog::warn("Dropping Decision for {} attempt {} seq {}: {}", d->trial_id, d->attempt, d->seq,
                  action.status().message());
@@ -325,8 +325,10 @@ void TrialWorker::BeginStopping(TrialRun& run, const std::string& why) {
 
 void TrialWorker::ArmReportTimer(TrialRun& run) {
   const RunKey key{run.trial_id, run.attempt};
-  const auto period = std::chrono::duration_cast<bus::Duration>(std::chrono::duration<double>(run.report_timeout_s / 4));
-  run.report_timer = loop_.AddTimer(std::max(period, bus::Duration{1}), [this, key] { CheckReportTimeout(key); });
+  const auto period = std::chrono::duration_cast<bus::Duration>(
+      std::chrono::duration<double>(run.report_timeout_s / 4));
+  run.report_timer =
+      loop_.AddTimer(std::max(period, bus::Duration{1}), [this, key] { CheckReportTimeout(key); });
 }
 
 void TrialWorker::CheckReportTimeout(const RunKey& key) {
@@ -335,12 +337,13 @@ void TrialWorker::CheckReportTimeout(const RunKey& key) {
   run->report_timer = 0;
   if (run->phase != TrialRun::Phase::kRunning || !run->trainable) return;
   // Quiet only while the trainable could report: not while its report waits for a decision.
-  const bool moved = run->last_seq != run->seq_at_last_check || run->trainable->awaiting_decisions() > 0;
+  const bool moved =
+      run->last_seq != run->seq_at_last_check || run->trainable->awaiting_decisions() > 0;
   run->seq_at_last_check = run->last_seq;
   run->quiet_s = moved ? 0 : run->quiet_s + run->report_timeout_s / 4;
   if (run->quiet_s + 1e-9 < run->report_timeout_s) return ArmReportTimer(*run);
-  run->failure = fmt::format("reported no result for {:g} s (report_timeout_s {:g}); killed", run->quiet_s,
-                             run->report_timeout_s);
+  run->failure = fmt::format("reported no result for {:g} s (report_timeout_s {:g}); killed",
+                             run->quiet_s, run->report_timeout_s);
   spdlog::info("Killing trial {} attempt {}: {}", key.first, key.second, run->failure);
   run->phase = TrialRun::Phase::kStopping;
   run->trainable->Kill();
@@ -450,7 +453,8 @@ void TrialWorker::OnTrainableExited(TrialRun& run) {
 
 void TrialWorker::RemoveEmptyCheckpointDir(const TrialRun& run) {
   for (const auto& [key, other] : runs_) {
-    if (key.first == run.trial_id && other.get() != &run && other->trainable) return;  // it may save there
+    if (key.first == run.trial_id && other.get() != &run && other->trainable)
+      return;  // it may save there
   }
   const fs::path tmp = fs::path(run.trial_dir) / "checkpoint_tmp";
   std::error_code ec;
@@ -464,8 +468,9 @@ void TrialWorker::CaptureCheckpoint(TrialRun& run) {
   const fs::path tmp = fs::path(run.trial_dir) / "checkpoint_tmp";
   std::error_code ec;
   if (!fs::exists(tmp, ec) || fs::is_empty(tmp, ec)) {
-    spdlog::warn("Trial {} attempt {} was asked for a checkpoint at iteration {} but saved nothing in {}",
-                 run.trial_id, run.attempt, iteration, tmp.string());
+    spdlog::warn(
+        "Trial {} attempt {} was asked for a checkpoint at iteration {} but saved nothing in {}",
+        run.trial_id, run.attempt, iteration, tmp.string());
     return;
   }
   // Move it aside so the trainable can save the next one while this one uploads.
@@ -473,7 +478,8 @@ void TrialWorker::CaptureCheckpoint(TrialRun& run) {
   fs::remove_all(saved, ec);
   fs::rename(tmp, saved, ec);
   if (ec) {
-    spdlog::warn("Trial {}: cannot move checkpoint {}: {}", run.trial_id, tmp.string(), ec.message());
+    spdlog::warn("Trial {}: cannot move checkpoint {}: {}", run.trial_id, tmp.string(),
+                 ec.message());
     return;
   }
   fs::create_directories(tmp, ec);
@@ -484,57 +490,65 @@ void TrialWorker::CaptureCheckpoint(TrialRun& run) {
                          {"time_total_s", run.capture_time_total_s},
                          {"worker_id", options_.worker_id}};
   ++run.uploads;
-  UploadCheckpoint(RunKey{run.trial_id, run.attempt}, saved.string(), id, iteration, std::move(meta), kUploadTries);
+  UploadCheckpoint(RunKey{run.trial_id, run.attempt}, saved.string(), id, iteration,
+                   std::move(meta), kUploadTries);
 }
 
-void TrialWorker::UploadCheckpoint(const RunKey& key, const std::string& saved, const std::string& id,
-                                   int64_t iteration, nlohmann::json metadata, int tries_left) {
-  transfer_->Upload(saved, id, metadata, [this, key, id, iteration, saved, metadata,
-                                          tries_left](Result<int64_t> bytes) mutable {
-    if (!bytes.ok() && bytes.status().code() == StatusCode::kUnavailable && tries_left > 1) {
-      spdlog::warn("Trial {} attempt {}: checkpoint {} not stored yet ({}); trying again in 1 s", key.first,
-                   key.second, id, bytes.status().message());
-      loop_.AddTimer(bus::Duration{1000}, [this, key, id, iteration, saved, metadata, tries_left]() mutable {
-        UploadCheckpoint(key, saved, id, iteration, std::move(metadata), tries_left - 1);
+void TrialWorker::UploadCheckpoint(const RunKey& key, const std::string& saved,
+                                   const std::string& id, int64_t iteration,
+                                   nlohmann::json metadata, int tries_left) {
+  transfer_->Upload(
+      saved, id, metadata,
+      [this, key, id, iteration, saved, metadata, tries_left](Result<int64_t> bytes) mutable {
+        if (!bytes.ok() && bytes.status().code() == StatusCode::kUnavailable && tries_left > 1) {
+          spdlog::warn(
+              "Trial {} attempt {}: checkpoint {} not stored yet ({}); trying again in 1 s",
+              key.first, key.second, id, bytes.status().message());
+          loop_.AddTimer(bus::Duration{1000}, [this, key, id, iteration, saved, metadata,
+                                               tries_left]() mutable {
+            UploadCheckpoint(key, saved, id, iteration, std::move(metadata), tries_left - 1);
+          });
+          return;
+        }
+        const bool retried = tries_left < kUploadTries;
+        if (retried && !bytes.ok() && bytes.status().code() == StatusCode::kFailedPrecondition &&
+            bytes.status().message().find("already committed") != std::string::npos) {
+          // The store committed an earlier try and died before it answered: the checkpoint is
+          // there.
+          int64_t size = 0;
+          std::error_code walk_ec;
+          // increment(ec), not a range-for: its operator++ throws on an unreadable subfolder.
+          for (fs::recursive_directory_iterator it(saved, walk_ec), end; !walk_ec && it != end;
+               it.increment(walk_ec)) {
+            if (it->is_regular_file(walk_ec)) size += int64_t(it->file_size(walk_ec));
+          }
+          bytes = size;
+        }
+        std::error_code rm_ec;
+        fs::remove_all(saved, rm_ec);
+        if (bytes.ok()) {
+          proto::CheckpointSaved msg;
+          msg.trial_id = key.first;
+          msg.attempt = key.second;
+          msg.checkpoint_id = id;
+          msg.training_iteration = iteration;
+          msg.size_bytes = *bytes;
+          spdlog::info("Trial {} attempt {}: checkpoint {} stored ({} bytes)", key.first,
+                       key.second, id, *bytes);
+          SendToScheduler(msg);
+        } else {
+          spdlog::warn("Trial {} attempt {}: checkpoint {} was not stored: {}", key.first,
+                       key.second, id, bytes.status().ToString());
+        }
+        TrialRun* r = FindRun(key.first, key.second);
+        if (r == nullptr) return;
+        --r->uploads;
+        if (r->uploads == 0 && r->exit_deferred) {
+          r->exit_deferred = false;
+          if (!r->silent) SendToScheduler(r->exited);
+        }
+        EraseIfDone(key);
       });
-      return;
-    }
-    const bool retried = tries_left < kUploadTries;
-    if (retried && !bytes.ok() && bytes.status().code() == StatusCode::kFailedPrecondition &&
-        bytes.status().message().find("already committed") != std::string::npos) {
-      // The store committed an earlier try and died before it answered: the checkpoint is there.
-      int64_t size = 0;
-      std::error_code walk_ec;
-      // increment(ec), not a range-for: its operator++ throws on an unreadable subfolder.
-      for (fs::recursive_directory_iterator it(saved, walk_ec), end; !walk_ec && it != end; it.increment(walk_ec)) {
-        if (it->is_regular_file(walk_ec)) size += int64_t(it->file_size(walk_ec));
-      }
-      bytes = size;
-    }
-    std::error_code rm_ec;
-    fs::remove_all(saved, rm_ec);
-    if (bytes.ok()) {
-      proto::CheckpointSaved msg;
-      msg.trial_id = key.first;
-      msg.attempt = key.second;
-      msg.checkpoint_id = id;
-      msg.training_iteration = iteration;
-      msg.size_bytes = *bytes;
-      spdlog::info("Trial {} attempt {}: checkpoint {} stored ({} bytes)", key.first, key.second, id, *bytes);
-      SendToScheduler(msg);
-    } else {
-      spdlog::warn("Trial {} attempt {}: checkpoint {} was not stored: {}", key.first, key.second, id,
-                   bytes.status().ToString());
-    }
-    TrialRun* r = FindRun(key.first, key.second);
-    if (r == nullptr) return;
-    --r->uploads;
-    if (r->uploads == 0 && r->exit_deferred) {
-      r->exit_deferred = false;
-      if (!r->silent) SendToScheduler(r->exited);
-    }
-    EraseIfDone(key);
-  });
 }
 
 void TrialWorker::SyncFds(TrialRun& run) {
@@ -550,7 +564,8 @@ void TrialWorker::DrainBackpressured() {
   while (!held_.empty() && total_unacked_ < options_.max_unacked_results) {
     const RunKey key = *held_.begin();
     held_.erase(held_.begin());
-    if (TrialRun* run = FindRun(key.first, key.second)) AfterTrainableEvent(*run);  // may hold it again
+    if (TrialRun* run = FindRun(key.first, key.second))
+      AfterTrainableEvent(*run);  // may hold it again
     EraseIfDone(key);
   }
 }
@@ -559,7 +574,8 @@ void TrialWorker::EraseIfDone(const RunKey& key) {
   auto it = runs_.find(key);
   if (it == runs_.end()) return;
   TrialRun& run = *it->second;
-  if (run.phase == TrialRun::Phase::kExited && run.unacked.empty() && run.uploads == 0) runs_.erase(it);
+  if (run.phase == TrialRun::Phase::kExited && run.unacked.empty() && run.uploads == 0)
+    runs_.erase(it);
 }
 
 }  // namespace tunebus

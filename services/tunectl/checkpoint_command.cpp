@@ -3,6 +3,7 @@
 // (fetch_checkpoint, PROTOCOL.md §2) and are unpacked by the system `tar` into a hidden sibling
 // of the target folder, which is renamed into place only once every byte arrived: a failure
 // leaves nothing behind.
+#include <fmt/format.h>
 #include <signal.h>
 #include <unistd.h>
 
@@ -10,11 +11,9 @@
 #include <csignal>
 #include <filesystem>
 #include <iostream>
+#include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
-
-#include <fmt/format.h>
-#include <nlohmann/json.hpp>
 
 #include "proto/control.hpp"
 #include "services/trial-worker/tar_process.hpp"
@@ -34,12 +33,14 @@ int CheckTarget(const fs::path& dir) {
   const fs::file_status st = fs::status(dir, ec);
   if (!fs::exists(st)) return 0;
   if (!fs::is_directory(st)) {
-    std::cerr << "tunectl: " << dir.string() << " exists and is not a folder; name a new or empty folder with --to\n";
+    std::cerr << "tunectl: " << dir.string()
+              << " exists and is not a folder; name a new or empty folder with --to\n";
     return 2;
   }
   if (!fs::is_empty(dir, ec) || ec) {
-    std::cerr << "tunectl: " << dir.string()
-              << " exists and is not empty; name a new or empty folder with --to (nothing was written)\n";
+    std::cerr
+        << "tunectl: " << dir.string()
+        << " exists and is not empty; name a new or empty folder with --to (nothing was written)\n";
     return 2;
   }
   return 0;
@@ -68,8 +69,8 @@ std::pair<std::vector<std::string>, int64_t> FilesUnder(const fs::path& dir) {
 
 // Unpacks the checkpoint whose first chunk is `first` into the new folder `partial`, fetching
 // the other chunks. Errors: the server's, or IoError from the folder or tar.
-Status Unpack(ControlClient& client, proto::FetchCheckpoint req, const proto::CheckpointChunk& first,
-              const fs::path& partial) {
+Status Unpack(ControlClient& client, proto::FetchCheckpoint req,
+              const proto::CheckpointChunk& first, const fs::path& partial) {
   std::error_code ec;
   if (!fs::create_directory(partial, ec) || ec) {
     return Status::IoError(fmt::format("cannot write into {}: {}", partial.parent_path().string(),
@@ -79,7 +80,8 @@ Status Unpack(ControlClient& client, proto::FetchCheckpoint req, const proto::Ch
   if (!tar.ok()) return tar.status();
   const auto [pid, fd] = *tar;
   Status s = WriteAll(fd, first.data.data(), first.data.size());
-  req.checkpoint_id = first.checkpoint_id;  // the same one throughout, even if a newer one is stored meanwhile
+  req.checkpoint_id =
+      first.checkpoint_id;  // the same one throughout, even if a newer one is stored meanwhile
   for (uint32_t chunk = 1; s.ok() && chunk < first.num_chunks; ++chunk) {
     req.chunk_index = chunk;
     auto next = client.CallFor<proto::CheckpointChunk>(req);
@@ -107,19 +109,25 @@ int CheckpointExportCommand(const GlobalFlags& g, const CheckpointExportFlags& f
   auto first = client->CallFor<proto::CheckpointChunk>(req);
   if (!first.ok()) return Fail(first.status());
   const std::string id = first->checkpoint_id;
-  const fs::path dest =
-      Normalized(f.to.empty() ? fmt::format("{}_checkpoint_{}", first->trial_id, id.substr(id.rfind('/') + 1)) : f.to);
+  const fs::path dest = Normalized(
+      f.to.empty() ? fmt::format("{}_checkpoint_{}", first->trial_id, id.substr(id.rfind('/') + 1))
+                   : f.to);
   if (f.to.empty()) {
     if (int code = CheckTarget(dest); code != 0) return code;
   }
   std::error_code ec;
   fs::create_directories(dest.parent_path(), ec);
-  if (ec) return Fail(Status::IoError(fmt::format("cannot create {}: {}", dest.parent_path().string(), ec.message())));
-  const fs::path partial = dest.parent_path() / fmt::format(".{}.partial-{}", dest.filename().string(), ::getpid());
+  if (ec)
+    return Fail(Status::IoError(
+        fmt::format("cannot create {}: {}", dest.parent_path().string(), ec.message())));
+  const fs::path partial =
+      dest.parent_path() / fmt::format(".{}.partial-{}", dest.filename().string(), ::getpid());
   Status s = Unpack(*client, req, *first, partial);
   if (s.ok()) {
     fs::rename(partial, dest, ec);  // replaces an empty folder
-    if (ec) s = Status::IoError(fmt::format("cannot move the checkpoint into {}: {}", dest.string(), ec.message()));
+    if (ec)
+      s = Status::IoError(
+          fmt::format("cannot move the checkpoint into {}: {}", dest.string(), ec.message()));
   }
   if (!s.ok()) {
     fs::remove_all(partial, ec);
@@ -134,8 +142,9 @@ int CheckpointExportCommand(const GlobalFlags& g, const CheckpointExportFlags& f
                                {"files", files},
                                {"bytes", bytes}};
   return PrintBody(g, body, [&](const nlohmann::json&) {
-    std::cout << fmt::format("Checkpoint {} of trial {} (iteration {}) written to {}: {} files, {} bytes\n", id,
-                             first->trial_id, first->training_iteration, dest.string(), files.size(), bytes);
+    std::cout << fmt::format(
+        "Checkpoint {} of trial {} (iteration {}) written to {}: {} files, {} bytes\n", id,
+        first->trial_id, first->training_iteration, dest.string(), files.size(), bytes);
     for (const std::string& file : files) std::cout << "  " << file << "\n";
     std::cout << std::flush;
   });

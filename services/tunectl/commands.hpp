@@ -7,14 +7,13 @@
 #include <string>
 #include <vector>
 
-
 #include "services/tunectl/embedded_suite.hpp"
 
 namespace tunebus {
 
 struct GlobalFlags {
-  std::string connect;          // control endpoint; "" = embedded (run only)
-  std::string output = "table"; // "table" | "json"
+  std::string connect;           // control endpoint; "" = embedded (run only)
+  std::string output = "table";  // "table" | "json"
   int64_t timeout_ms = 10000;
   /// -e NAME of the read commands (ls, show, best, status, export, logs, watch, checkpoint
   /// export): which experiment answers; "" = the current one (proto::ListTrials::experiment).
@@ -34,11 +33,11 @@ struct RunFlags {
 int RunCommand(const GlobalFlags& g, RunFlags r);
 int UpCommand(const GlobalFlags& g, SuiteOptions suite);
 struct ListFlags {
-  std::string status;               // only trials with this status
-  std::string sort;                 // result key (or trial field); "-key" sorts descending
-  std::vector<std::string> columns; // table columns: trial fields, result keys, "config.<key>"
-  int64_t limit = 0;                // 0 = all
-  int64_t offset = 0;               // skip this many first (creation order, or sorted order)
+  std::string status;                // only trials with this status
+  std::string sort;                  // result key (or trial field); "-key" sorts descending
+  std::vector<std::string> columns;  // table columns: trial fields, result keys, "config.<key>"
+  int64_t limit = 0;                 // 0 = all
+  int64_t offset = 0;                // skip this many first (creation order, or sorted order)
 };
 /// `tunectl ls`: -o json prints the (sorted, limited) array of trial objects.
 int ListCommand(const GlobalFlags& g, const ListFlags& flags);
@@ -52,7 +51,8 @@ int ExportCommand(const GlobalFlags& g, const std::string& format);
 /// `tunectl logs TRIAL_ID`: the last `lines` lines of the trainable's stdout (or stderr), read
 /// from the trial folder the scheduler names (tunectl must see the results folder: same host,
 /// or the shared results volume of the compose setup). Exit 1 if the file cannot be read.
-int LogsCommand(const GlobalFlags& g, const std::string& trial_id, int64_t lines, bool stderr_stream);
+int LogsCommand(const GlobalFlags& g, const std::string& trial_id, int64_t lines,
+                bool stderr_stream);
 /// `tunectl watch`: a live table from the scheduler's event stream (SUB on `events`, no
 /// polling): progress bar (finished / total, ETA), counts per status, the trials; redrawn in
 /// place on a terminal, one line per event otherwise. Returns when the experiment ends (0 if
@@ -67,13 +67,15 @@ int WorkersCommand(const GlobalFlags& g);
 int PauseCommand(const GlobalFlags& g, const std::string& trial_id);
 /// `target`: a PAUSED trial's id (unpause), or an experiment's name (resume it; with
 /// `rerun_errored` "restore" / "restart" its ERROR trials run again).
-int ResumeCommand(const GlobalFlags& g, const std::string& target, const std::string& rerun_errored);
+int ResumeCommand(const GlobalFlags& g, const std::string& target,
+                  const std::string& rerun_errored);
 /// Experiments in this scheduler and in the store's journals (`tunectl lsx`).
 int ListExperimentsCommand(const GlobalFlags& g);
 /// `config_json`: a JSON object. Exit 2 if it is not one.
 int AddCommand(const GlobalFlags& g, const std::string& config_json);
 /// `pairs`: "name=amount" (amount >= 0). Exit 2 for a malformed pair.
-int SetResourcesCommand(const GlobalFlags& g, const std::string& trial_id, const std::vector<std::string>& pairs);
+int SetResourcesCommand(const GlobalFlags& g, const std::string& trial_id,
+                        const std::vector<std::string>& pairs);
 struct CheckpointExportFlags {
   std::string trial_id;
   std::string checkpoint_id;  // "" = the trial's newest; a full id or its last part ("00000020-a1")

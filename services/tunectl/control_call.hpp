@@ -3,7 +3,6 @@
 #pragma once
 
 #include <iostream>
-
 #include <nlohmann/json.hpp>
 
 #include "services/tunectl/commands.hpp"

@@ -15,15 +15,19 @@ Result<ControlClient> ControlClient::Connect(zmq::context_t& ctx, const std::str
   return ControlClient(std::move(*s), endpoint, timeout);
 }
 
-Status ControlClient::Exchange(uint64_t id, const std::string& payload, const std::string& reply_type,
+Status ControlClient::Exchange(uint64_t id, const std::string& payload,
+                               const std::string& reply_type,
                                const std::function<void(const proto::Decoded&)>& on_reply) {
-  if (!bus::Send(socket_, payload)) return Status::Unavailable(fmt::format("cannot send to {}", endpoint_));
+  if (!bus::Send(socket_, payload))
+    return Status::Unavailable(fmt::format("cannot send to {}", endpoint_));
   const auto deadline = std::chrono::steady_clock::now() + timeout_;
   while (true) {
-    const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now());
+    const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
+        deadline - std::chrono::steady_clock::now());
     if (left.count() <= 0) {
-      return Status::Unavailable(fmt::format("no answer from {} within {} ms (is the scheduler running?)", endpoint_,
-                                             timeout_.count()));
+      return Status::Unavailable(
+          fmt::format("no answer from {} within {} ms (is the scheduler running?)", endpoint_,
+                      timeout_.count()));
     }
     zmq::pollitem_t item{socket_.handle(), 0, ZMQ_POLLIN, 0};
     zmq::poll(&item, 1, left);
@@ -38,7 +42,8 @@ Status ControlClient::Exchange(uint64_t id, const std::string& payload, const st
         return Status(bus::StatusCodeFromName(e->code), e->message);
       }
       if (d->type() != reply_type) {
-        return Status::InvalidArgument(fmt::format("expected a {} reply, got {}", reply_type, d->type()));
+        return Status::InvalidArgument(
+            fmt::format("expected a {} reply, got {}", reply_type, d->type()));
       }
       on_reply(*d);
       return Status::Ok();

@@ -3,9 +3,8 @@
 
 #include <chrono>
 #include <functional>
-#include <string>
-
 #include <nlohmann/json.hpp>
+#include <string>
 #include <zmq.hpp>
 
 #include "libs/core/status.hpp"

@@ -1,15 +1,15 @@
 // tunectl commands that query or steer a running scheduler over its control socket.
+#include <fmt/chrono.h>
+#include <fmt/format.h>
+
 #include <cstdlib>
 #include <iostream>
 #include <vector>
 
-#include <fmt/chrono.h>
-#include <fmt/format.h>
-
 #include "proto/control.hpp"
 #include "services/tunectl/commands.hpp"
-#include "services/tunectl/control_client.hpp"
 #include "services/tunectl/control_call.hpp"
+#include "services/tunectl/control_client.hpp"
 #include "services/tunectl/progress_table.hpp"
 
 namespace tunebus {
@@ -24,27 +24,32 @@ void PrintTrial(const nlohmann::json& t) {
             << "attempt:      " << t.value("attempt", int64_t(0)) << "\n"
             << "num_failures: " << t.value("num_failures", int64_t(0)) << "\n"
             << "resources:    " << t["resources"].dump() << "\n"
-            << "worker:       " << (t["worker"].is_string() ? t["worker"].get<std::string>() : "-") << "\n"
-            << "error:        " << (t["error"].is_string() ? t["error"].get<std::string>() : "-") << "\n"
+            << "worker:       " << (t["worker"].is_string() ? t["worker"].get<std::string>() : "-")
+            << "\n"
+            << "error:        " << (t["error"].is_string() ? t["error"].get<std::string>() : "-")
+            << "\n"
             << "dir:          " << t.value("dir", std::string()) << "\n"
             << "last_result:  " << t["last_result"].dump() << "\n";
   const nlohmann::json failures = t.value("failures", nlohmann::json::array());
   std::cout << "failures:     " << (failures.empty() ? "-" : "") << "\n";
   for (const auto& f : failures) {
-    std::cout << fmt::format("  attempt {} -> {}: {}\n", f.value("attempt", int64_t(0)), f.value("then", std::string()),
-                             f.value("error", std::string()));
+    std::cout << fmt::format("  attempt {} -> {}: {}\n", f.value("attempt", int64_t(0)),
+                             f.value("then", std::string()), f.value("error", std::string()));
   }
   const nlohmann::json checkpoints = t.value("checkpoints", nlohmann::json::array());
   std::cout << "checkpoints:  " << (checkpoints.empty() ? "-" : "") << "\n";
   for (const auto& c : checkpoints) {
-    std::cout << fmt::format("  {}  iteration {}  score {}  {} bytes\n", c.value("checkpoint_id", std::string()),
+    std::cout << fmt::format("  {}  iteration {}  score {}  {} bytes\n",
+                             c.value("checkpoint_id", std::string()),
                              c.value("training_iteration", int64_t(0)), c["score"].dump(),
                              c.value("size_bytes", int64_t(0)));
   }
   std::cout << std::flush;
 }
 
-void PrintMessage(const nlohmann::json& r) { std::cout << r.value("message", std::string()) << std::endl; }
+void PrintMessage(const nlohmann::json& r) {
+  std::cout << r.value("message", std::string()) << std::endl;
+}
 
 }  // namespace
 
@@ -66,7 +71,8 @@ int PauseCommand(const GlobalFlags& g, const std::string& trial_id) {
   return CallAndPrint(g, req, PrintMessage);
 }
 
-int ResumeCommand(const GlobalFlags& g, const std::string& target, const std::string& rerun_errored) {
+int ResumeCommand(const GlobalFlags& g, const std::string& target,
+                  const std::string& rerun_errored) {
   auto print_experiment = [](const nlohmann::json& e) {
     std::cout << "Experiment " << e.value("name", std::string()) << " resumed ("
               << e.value("rerun", int64_t(0)) << " errored trials rerun)" << std::endl;
@@ -95,10 +101,11 @@ int ListExperimentsCommand(const GlobalFlags& g) {
         if (n.get<int64_t>() > 0) counts += fmt::format("{}={} ", status, n.get<int64_t>());
       }
       const auto started = std::time_t(e.value("submitted_at", 0.0));
-      std::cout << fmt::format("{:<24} {:<20} {:<12} {:<20} {:>6}  {}\n", e.value("name", std::string()),
-                               e.value("journal", std::string()), e.value("status", std::string()),
-                               started > 0 ? fmt::format("{:%Y-%m-%d %H:%M:%S}", fmt::gmtime(started)) : "-",
-                               e.value("total", int64_t(0)), counts);
+      std::cout << fmt::format(
+          "{:<24} {:<20} {:<12} {:<20} {:>6}  {}\n", e.value("name", std::string()),
+          e.value("journal", std::string()), e.value("status", std::string()),
+          started > 0 ? fmt::format("{:%Y-%m-%d %H:%M:%S}", fmt::gmtime(started)) : "-",
+          e.value("total", int64_t(0)), counts);
     }
   });
 }
@@ -112,45 +119,52 @@ int AddCommand(const GlobalFlags& g, const std::string& config_json) {
   proto::AddTrialCommand req;
   req.config_json = config.dump();
   return CallAndPrint(g, req, [](const nlohmann::json& t) {
-    std::cout << "added trial " << t.value("trial_id", std::string()) << " (" << t.value("status", std::string()) << ")"
-              << std::endl;
+    std::cout << "added trial " << t.value("trial_id", std::string()) << " ("
+              << t.value("status", std::string()) << ")" << std::endl;
   });
 }
 
-int SetResourcesCommand(const GlobalFlags& g, const std::string& trial_id, const std::vector<std::string>& pairs) {
+int SetResourcesCommand(const GlobalFlags& g, const std::string& trial_id,
+                        const std::vector<std::string>& pairs) {
   proto::SetTrialResourcesCommand req;
   req.trial_id = trial_id;
   for (const std::string& pair : pairs) {
     const auto eq = pair.find('=');
     char* end = nullptr;
     const double amount = eq == std::string::npos ? 0 : std::strtod(pair.c_str() + eq + 1, &end);
-    if (eq == std::string::npos || eq == 0 || end == pair.c_str() + eq + 1 || *end != '\0' || !(amount >= 0)) {
-      std::cerr << "tunectl: '" << pair << "' must look like name=amount with amount >= 0, e.g. cpu=2 gpu=0.5\n";
+    if (eq == std::string::npos || eq == 0 || end == pair.c_str() + eq + 1 || *end != '\0' ||
+        !(amount >= 0)) {
+      std::cerr << "tunectl: '" << pair
+                << "' must look like name=amount with amount >= 0, e.g. cpu=2 gpu=0.5\n";
       return 2;
     }
     req.resources[pair.substr(0, eq)] = amount;
   }
   return CallAndPrint(g, req, [](const nlohmann::json& t) {
-    std::cout << "trial " << t.value("trial_id", std::string()) << " now asks " << t["resources"].dump() << std::endl;
+    std::cout << "trial " << t.value("trial_id", std::string()) << " now asks "
+              << t["resources"].dump() << std::endl;
   });
 }
 
 int StopExperimentCommand(const GlobalFlags& g) {
   return CallAndPrint(g, proto::StopExperiment{}, [](const nlohmann::json& e) {
-    std::cout << "Experiment " << e.value("name", std::string()) << " " << e.value("status", std::string()) << std::endl;
+    std::cout << "Experiment " << e.value("name", std::string()) << " "
+              << e.value("status", std::string()) << std::endl;
   });
 }
 
 int StatusCommand(const GlobalFlags& g) {
-  return CallAndPrint(g, ReadRequest<proto::GetExperiment>(g),
-                      [](const nlohmann::json& e) { std::cout << RenderSummaryLine(e) << std::endl; });
+  return CallAndPrint(g, ReadRequest<proto::GetExperiment>(g), [](const nlohmann::json& e) {
+    std::cout << RenderSummaryLine(e) << std::endl;
+  });
 }
 
 int ResourcesCommand(const GlobalFlags& g) {
   auto nodes = Call(g, proto::ListWorkers{});
   if (!nodes.ok()) return Fail(nodes.status());
   // Totals over alive workers: capacity, committed, free (amounts per resource name).
-  nlohmann::json total = {{"capacity", nlohmann::json::object()}, {"committed", nlohmann::json::object()},
+  nlohmann::json total = {{"capacity", nlohmann::json::object()},
+                          {"committed", nlohmann::json::object()},
                           {"free", nlohmann::json::object()}};
   for (const auto& n : *nodes) {
     if (!n.value("alive", false)) continue;
@@ -167,20 +181,23 @@ int ResourcesCommand(const GlobalFlags& g) {
   }
   std::cout << fmt::format("{:<24} {:<40} {:<40} {}\n", "worker", "capacity", "committed", "free");
   for (const auto& n : *nodes) {
-    std::cout << fmt::format("{:<24} {:<40} {:<40} {}\n", n.value("worker_id", std::string()) + (n.value("alive", false) ? "" : " (lost)"),
-                             n["capacity"].dump(), n["committed"].dump(), n["free"].dump());
+    std::cout << fmt::format(
+        "{:<24} {:<40} {:<40} {}\n",
+        n.value("worker_id", std::string()) + (n.value("alive", false) ? "" : " (lost)"),
+        n["capacity"].dump(), n["committed"].dump(), n["free"].dump());
   }
-  std::cout << fmt::format("{:<24} {:<40} {:<40} {}\n", "total", total["capacity"].dump(), total["committed"].dump(),
-                           total["free"].dump());
+  std::cout << fmt::format("{:<24} {:<40} {:<40} {}\n", "total", total["capacity"].dump(),
+                           total["committed"].dump(), total["free"].dump());
   return 0;
 }
 
 int WorkersCommand(const GlobalFlags& g) {
   return CallAndPrint(g, proto::ListWorkers{}, [](const nlohmann::json& nodes) {
     for (const auto& n : nodes) {
-      std::cout << fmt::format("{:<24} {:<6} capacity {} committed {} free {}\n", n.value("worker_id", std::string()),
-                               n.value("alive", false) ? "alive" : "lost", n["capacity"].dump(), n["committed"].dump(),
-                               n["free"].dump());
+      std::cout << fmt::format("{:<24} {:<6} capacity {} committed {} free {}\n",
+                               n.value("worker_id", std::string()),
+                               n.value("alive", false) ? "alive" : "lost", n["capacity"].dump(),
+                               n["committed"].dump(), n["free"].dump());
     }
   });
 }

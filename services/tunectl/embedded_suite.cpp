@@ -18,7 +18,8 @@ constexpr const char* kStore = "inproc://tunebus-store";
 constexpr const char* kWorkers = "inproc://tunebus-workers";
 }  // namespace
 
-Result<std::unique_ptr<EmbeddedSuite>> EmbeddedSuite::Start(zmq::context_t& ctx, const SuiteOptions& o) {
+Result<std::unique_ptr<EmbeddedSuite>> EmbeddedSuite::Start(zmq::context_t& ctx,
+                                                            const SuiteOptions& o) {
   std::unique_ptr<EmbeddedSuite> s(new EmbeddedSuite());
 
   CheckpointStoreOptions so;

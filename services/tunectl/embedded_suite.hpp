@@ -8,7 +8,6 @@
 #include <string>
 #include <thread>
 #include <vector>
-
 #include <zmq.hpp>
 
 #include "libs/core/status.hpp"
@@ -21,19 +20,20 @@ class Scheduler;
 class TrialWorker;
 
 struct SuiteOptions {
-  std::string data_dir;                            // checkpoint-store RocksDB folder
+  std::string data_dir;  // checkpoint-store RocksDB folder
   std::string control_endpoint = "inproc://tunebus-control";
   std::string events_endpoint = "inproc://tunebus-events";
-  int64_t cpus = 0;                                // 0 = this machine's core count
+  int64_t cpus = 0;  // 0 = this machine's core count
   int64_t gpus = 0;
-  std::map<std::string, double> custom;            // custom resources of the embedded worker
+  std::map<std::string, double> custom;  // custom resources of the embedded worker
 };
 
 class EmbeddedSuite {
  public:
   /// Creates every service (binds, opens RocksDB) and starts their threads.
   /// Errors: the first service's Create() error (e.g. the control port is taken).
-  static Result<std::unique_ptr<EmbeddedSuite>> Start(zmq::context_t& ctx, const SuiteOptions& options);
+  static Result<std::unique_ptr<EmbeddedSuite>> Start(zmq::context_t& ctx,
+                                                      const SuiteOptions& options);
   /// Stops the services in reverse order and joins their threads (idempotent).
   void Stop();
   ~EmbeddedSuite();

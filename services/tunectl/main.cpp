@@ -1,10 +1,10 @@
 // tunectl: run experiments (embedded or against a cluster) and control a running scheduler.
+#include <spdlog/spdlog.h>
+
+#include <CLI/CLI.hpp>
 #include <cstdlib>
 #include <exception>
 #include <iostream>
-
-#include <CLI/CLI.hpp>
-#include <spdlog/spdlog.h>
 
 #include "services/tunectl/commands.hpp"
 
@@ -15,18 +15,26 @@ int main(int argc, char** argv) {
   app.fallthrough();  // global flags may follow the subcommand: `tunectl ls -o json`
   GlobalFlags g;
   std::string log_level = "warn";
-  app.add_option("--connect,-c", g.connect, "scheduler control endpoint")->envname("TUNEBUS_CONTROL_ENDPOINT");
-  app.add_option("--output,-o", g.output, "output format")->check(CLI::IsMember({"table", "json"}))->capture_default_str();
+  app.add_option("--connect,-c", g.connect, "scheduler control endpoint")
+      ->envname("TUNEBUS_CONTROL_ENDPOINT");
+  app.add_option("--output,-o", g.output, "output format")
+      ->check(CLI::IsMember({"table", "json"}))
+      ->capture_default_str();
   app.add_option("--timeout-ms", g.timeout_ms, "control request timeout")->capture_default_str();
-  app.add_option("--log-level", log_level, "service log level in embedded mode")->envname("TUNEBUS_LOG_LEVEL")->capture_default_str();
+  app.add_option("--log-level", log_level, "service log level in embedded mode")
+      ->envname("TUNEBUS_LOG_LEVEL")
+      ->capture_default_str();
 
   RunFlags run;
-  auto* run_cmd = app.add_subcommand("run", "run an experiment: embedded (no --connect) or on a running suite");
+  auto* run_cmd =
+      app.add_subcommand("run", "run an experiment: embedded (no --connect) or on a running suite");
   run_cmd->add_option("experiment", run.experiment_file, "experiment file (YAML)")->required();
   run_cmd->add_flag("--detach,-d", run.detach, "submit and return at once (needs --connect)");
   run_cmd->add_option("--refresh-s", run.refresh_s, "progress refresh period in seconds");
-  run_cmd->add_option("--resume", run.resume,
-                      "auto: continue an unfinished or interrupted experiment of the same name; never: a new run")
+  run_cmd
+      ->add_option("--resume", run.resume,
+                   "auto: continue an unfinished or interrupted experiment of the same name; "
+                   "never: a new run")
       ->check(CLI::IsMember({"auto", "never"}))
       ->capture_default_str();
   run_cmd->add_option("--cpus", run.suite.cpus, "embedded worker CPUs (default: all cores)");
@@ -35,9 +43,12 @@ int main(int argc, char** argv) {
   SuiteOptions up;
   up.control_endpoint = "tcp://127.0.0.1:5555";
   up.events_endpoint = "tcp://127.0.0.1:*";  // a free port; `watch` learns it from `status`
-  auto* up_cmd = app.add_subcommand("up", "run the embedded suite as a server until SIGTERM/SIGINT");
-  up_cmd->add_option("--control", up.control_endpoint, "control endpoint to bind")->capture_default_str();
-  up_cmd->add_option("--events", up.events_endpoint, "event stream endpoint to bind")->capture_default_str();
+  auto* up_cmd =
+      app.add_subcommand("up", "run the embedded suite as a server until SIGTERM/SIGINT");
+  up_cmd->add_option("--control", up.control_endpoint, "control endpoint to bind")
+      ->capture_default_str();
+  up_cmd->add_option("--events", up.events_endpoint, "event stream endpoint to bind")
+      ->capture_default_str();
   up_cmd->add_option("--data-dir", up.data_dir, "checkpoint-store folder")->capture_default_str();
   up_cmd->add_option("--cpus", up.cpus, "embedded worker CPUs (default: all cores)");
   up_cmd->add_option("--gpus", up.gpus, "embedded worker GPUs");
@@ -45,16 +56,23 @@ int main(int argc, char** argv) {
   std::string trial_id;
   ListFlags list;
   auto* ls_cmd = app.add_subcommand("ls", "list the trials of an experiment");
-  ls_cmd->add_option("--status", list.status, "only trials with this status (PENDING, RUNNING, ...)");
-  ls_cmd->add_option("--sort", list.sort, "sort by a result key or trial field; -KEY sorts descending");
-  ls_cmd->add_option("--columns", list.columns, "table columns: trial fields, result keys, config.KEY")->delimiter(',');
-  ls_cmd->add_option("--limit", list.limit, "at most this many trials")->check(CLI::NonNegativeNumber);
+  ls_cmd->add_option("--status", list.status,
+                     "only trials with this status (PENDING, RUNNING, ...)");
+  ls_cmd->add_option("--sort", list.sort,
+                     "sort by a result key or trial field; -KEY sorts descending");
+  ls_cmd
+      ->add_option("--columns", list.columns,
+                   "table columns: trial fields, result keys, config.KEY")
+      ->delimiter(',');
+  ls_cmd->add_option("--limit", list.limit, "at most this many trials")
+      ->check(CLI::NonNegativeNumber);
   ls_cmd->add_option("--offset", list.offset, "skip this many trials first (with --limit: a page)")
       ->check(CLI::NonNegativeNumber);
   auto* best_cmd = app.add_subcommand("best", "the best trial: config, metric, checkpoint");
   std::string export_format;  // "" = csv, or json with -o json
   auto* export_cmd = app.add_subcommand("export", "every trial with its config and last result");
-  export_cmd->add_option("--format", export_format, "csv (default) or json (the default with -o json)")
+  export_cmd
+      ->add_option("--format", export_format, "csv (default) or json (the default with -o json)")
       ->check(CLI::IsMember({"csv", "json"}));
   int64_t log_lines = 50;
   bool log_stderr = false;
@@ -65,32 +83,42 @@ int main(int argc, char** argv) {
   std::string watch_events;
   double watch_for_s = 0;
   auto* watch_cmd = app.add_subcommand("watch", "live progress from the scheduler's event stream");
-  watch_cmd->add_option("--events", watch_events, "event stream endpoint (default: the one the scheduler names in its status)")
+  watch_cmd
+      ->add_option("--events", watch_events,
+                   "event stream endpoint (default: the one the scheduler names in its status)")
       ->envname("TUNEBUS_EVENTS_ENDPOINT");
-  watch_cmd->add_option("--for-s", watch_for_s, "return after this many seconds (0: when the experiment ends)");
+  watch_cmd->add_option("--for-s", watch_for_s,
+                        "return after this many seconds (0: when the experiment ends)");
   auto* show_cmd = app.add_subcommand("show", "show one trial");
   show_cmd->add_option("trial_id", trial_id)->required();
   auto* stop_cmd = app.add_subcommand("stop", "stop one trial");
   stop_cmd->add_option("trial_id", trial_id)->required();
-  auto* stopx_cmd = app.add_subcommand("stop-experiment", "stop every unfinished trial and end the experiment");
+  auto* stopx_cmd =
+      app.add_subcommand("stop-experiment", "stop every unfinished trial and end the experiment");
   auto* status_cmd = app.add_subcommand("status", "summary of an experiment");
   auto* workers_cmd = app.add_subcommand("workers", "workers and their resources");
-  auto* resources_cmd = app.add_subcommand("resources", "capacity, committed and free resources per worker and in total");
+  auto* resources_cmd = app.add_subcommand(
+      "resources", "capacity, committed and free resources per worker and in total");
   auto* pause_cmd = app.add_subcommand("pause", "pause a trial (checkpoint, free its resources)");
   pause_cmd->add_option("trial_id", trial_id)->required();
   std::string rerun_errored;
-  auto* resume_cmd = app.add_subcommand("resume", "resume a paused trial (TRIAL_ID) or an experiment (NAME)");
+  auto* resume_cmd =
+      app.add_subcommand("resume", "resume a paused trial (TRIAL_ID) or an experiment (NAME)");
   resume_cmd->add_option("target", trial_id, "trial id or experiment name")->required();
-  resume_cmd->add_option("--rerun-errored", rerun_errored, "also rerun the experiment's ERROR trials")
+  resume_cmd
+      ->add_option("--rerun-errored", rerun_errored, "also rerun the experiment's ERROR trials")
       ->check(CLI::IsMember({"restore", "restart"}));
   auto* lsx_cmd = app.add_subcommand("lsx", "list experiments (name, status, trial counts)");
   std::string config_json;
-  auto* add_cmd = app.add_subcommand("add", "add a trial with an explicit config to the running experiment");
+  auto* add_cmd =
+      app.add_subcommand("add", "add a trial with an explicit config to the running experiment");
   add_cmd->add_option("--config", config_json, "the trial's config as a JSON object")->required();
   std::vector<std::string> resource_pairs;
-  auto* setres_cmd = app.add_subcommand("set-resources", "change the resources a trial that is not running asks for");
+  auto* setres_cmd = app.add_subcommand(
+      "set-resources", "change the resources a trial that is not running asks for");
   setres_cmd->add_option("trial_id", trial_id)->required();
-  setres_cmd->add_option("resources", resource_pairs, "name=amount ... (cpu=2 gpu=0 custom=1)")->required();
+  setres_cmd->add_option("resources", resource_pairs, "name=amount ... (cpu=2 gpu=0 custom=1)")
+      ->required();
 
   CheckpointExportFlags checkpoint_export;
   auto* checkpoint_cmd = app.add_subcommand("checkpoint", "stored checkpoints");
@@ -98,14 +126,18 @@ int main(int argc, char** argv) {
   auto* ckpt_export_cmd = checkpoint_cmd->add_subcommand(
       "export", "write a trial's checkpoint (the files its trainable saved) into a folder");
   ckpt_export_cmd->add_option("trial_id", checkpoint_export.trial_id)->required();
-  ckpt_export_cmd->add_option("--checkpoint", checkpoint_export.checkpoint_id,
-                              "checkpoint id (or its last part, e.g. 00000020-a1); default: the newest");
-  ckpt_export_cmd->add_option("--to", checkpoint_export.to,
-                              "a new or empty folder; default ./<trial_id>_checkpoint_<iteration>-a<attempt>");
+  ckpt_export_cmd->add_option(
+      "--checkpoint", checkpoint_export.checkpoint_id,
+      "checkpoint id (or its last part, e.g. 00000020-a1); default: the newest");
+  ckpt_export_cmd->add_option(
+      "--to", checkpoint_export.to,
+      "a new or empty folder; default ./<trial_id>_checkpoint_<iteration>-a<attempt>");
   // The read commands answer for a finished experiment too (read from its journal).
-  for (CLI::App* read : {ls_cmd, best_cmd, export_cmd, logs_cmd, watch_cmd, show_cmd, status_cmd, ckpt_export_cmd}) {
-    read->add_option("--experiment,-e", g.experiment,
-                     "the experiment (name, or journal name NAME-ID); default: the current or newest one");
+  for (CLI::App* read :
+       {ls_cmd, best_cmd, export_cmd, logs_cmd, watch_cmd, show_cmd, status_cmd, ckpt_export_cmd}) {
+    read->add_option(
+        "--experiment,-e", g.experiment,
+        "the experiment (name, or journal name NAME-ID); default: the current or newest one");
   }
 
   try {

@@ -39,7 +39,8 @@ json Cell(const json& t, const std::string& column, const std::string& metric) {
   const json& result = Field(t, "last_result");
   const json& reported = Field(result, column.c_str());
   if (!reported.is_null()) return reported;
-  if ((column == "metric" || column == "score") && !metric.empty()) return Field(result, metric.c_str());
+  if ((column == "metric" || column == "score") && !metric.empty())
+    return Field(result, metric.c_str());
   return nullptr;
 }
 
@@ -55,9 +56,7 @@ void Flatten(const json& j, const std::string& prefix, std::map<std::string, jso
   }
 }
 
-std::string CsvField(const json& v) {
-  return CsvQuote(v.is_null() ? "" : FormatValueExact(v));
-}
+std::string CsvField(const json& v) { return CsvQuote(v.is_null() ? "" : FormatValueExact(v)); }
 
 }  // namespace
 
@@ -83,12 +82,17 @@ int ListCommand(const GlobalFlags& g, const ListFlags& f) {
     });
   }
   if (!f.sort.empty()) {
-    trials.erase(trials.begin(), trials.begin() + std::min<int64_t>(f.offset, int64_t(trials.size())));
-    if (f.limit > 0 && int64_t(trials.size()) > f.limit) trials.erase(trials.begin() + f.limit, trials.end());
+    trials.erase(trials.begin(),
+                 trials.begin() + std::min<int64_t>(f.offset, int64_t(trials.size())));
+    if (f.limit > 0 && int64_t(trials.size()) > f.limit)
+      trials.erase(trials.begin() + f.limit, trials.end());
   }
   return PrintBody(g, trials, [&](const json& rows) {
     if (f.columns.empty()) {
-      json summary = {{"name", "trials"}, {"counts", json::object()}, {"total", rows.size()}, {"metric", metric}};
+      json summary = {{"name", "trials"},
+                      {"counts", json::object()},
+                      {"total", rows.size()},
+                      {"metric", metric}};
       auto lines = RenderProgressTable(summary, rows, rows.size());
       for (size_t i = 1; i < lines.size(); ++i) std::cout << lines[i] << "\n";
       return;
@@ -120,27 +124,31 @@ int BestCommand(const GlobalFlags& g) {
   if (!status.ok()) return Fail(status.status());
   const json& best = (*status)["best"];
   if (!best.is_object()) {
-    std::cerr << "tunectl: no best trial yet (the experiment needs a metric and a result that has it)\n";
+    std::cerr
+        << "tunectl: no best trial yet (the experiment needs a metric and a result that has it)\n";
     return 1;
   }
   const std::string metric = status->value("metric", std::string());
   return PrintBody(g, best, [&](const json& t) {
     const json checkpoints = t.value("checkpoints", json::array());
-    std::cout << "trial:      " << t.value("trial_id", std::string()) << " (" << t.value("status", std::string())
-              << ")\n"
+    std::cout << "trial:      " << t.value("trial_id", std::string()) << " ("
+              << t.value("status", std::string()) << ")\n"
               << "config:     " << t["config"].dump() << "\n"
               << "metric:     " << metric << " = "
-              << (t["last_result"].contains(metric) ? FormatValue(t["last_result"][metric]) : "-") << " (mode "
-              << status->value("mode", std::string()) << ")\n"
+              << (t["last_result"].contains(metric) ? FormatValue(t["last_result"][metric]) : "-")
+              << " (mode " << status->value("mode", std::string()) << ")\n"
               << "checkpoint: "
-              << (checkpoints.empty() ? std::string("-") : checkpoints.back().value("checkpoint_id", std::string()))
+              << (checkpoints.empty() ? std::string("-")
+                                      : checkpoints.back().value("checkpoint_id", std::string()))
               << "\n"
               << "dir:        " << t.value("dir", std::string()) << std::endl;
   });
 }
 
 int ExportCommand(const GlobalFlags& g, const std::string& format_flag) {
-  const std::string format = !format_flag.empty() ? format_flag : g.output == "json" ? "json" : "csv";
+  const std::string format = !format_flag.empty() ? format_flag
+                             : g.output == "json" ? "json"
+                                                  : "csv";
   auto trials = Call(g, ReadRequest<proto::ListTrials>(g));
   if (!trials.ok()) return Fail(trials.status());
   if (format == "json") {
@@ -189,7 +197,8 @@ int ExportCommand(const GlobalFlags& g, const std::string& format_flag) {
   return 0;
 }
 
-int LogsCommand(const GlobalFlags& g, const std::string& trial_id, int64_t lines, bool stderr_stream) {
+int LogsCommand(const GlobalFlags& g, const std::string& trial_id, int64_t lines,
+                bool stderr_stream) {
   auto req = ReadRequest<proto::ShowTrial>(g);
   req.trial_id = trial_id;
   auto t = Call(g, req);

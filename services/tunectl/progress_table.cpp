@@ -1,9 +1,9 @@
 #include "services/tunectl/progress_table.hpp"
 
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <cstdio>
-
-#include <fmt/format.h>
 
 namespace tunebus {
 
@@ -15,7 +15,9 @@ std::string FormatValue(const json& v) {
   return v.dump();
 }
 
-std::string FormatValueExact(const json& v) { return v.is_string() ? v.get<std::string>() : v.dump(); }
+std::string FormatValueExact(const json& v) {
+  return v.is_string() ? v.get<std::string>() : v.dump();
+}
 
 const json& Field(const json& j, const char* key) {
   static const json kNull;
@@ -47,7 +49,8 @@ double NumberField(const json& j, const char* key, double fallback) {
 
 namespace {
 
-void Flatten(const json& config, const std::string& prefix, std::vector<std::pair<std::string, std::string>>& out) {
+void Flatten(const json& config, const std::string& prefix,
+             std::vector<std::pair<std::string, std::string>>& out) {
   for (const auto& [k, v] : config.items()) {
     const std::string key = prefix.empty() ? k : prefix + "." + k;
     if (v.is_object()) {
@@ -58,7 +61,9 @@ void Flatten(const json& config, const std::string& prefix, std::vector<std::pai
   }
 }
 
-std::string Pad(const std::string& s, size_t width) { return s.size() >= width ? s : s + std::string(width - s.size(), ' '); }
+std::string Pad(const std::string& s, size_t width) {
+  return s.size() >= width ? s : s + std::string(width - s.size(), ' ');
+}
 
 }  // namespace
 
@@ -81,12 +86,13 @@ std::string RenderSummaryLine(const json& e) {
   }
   const int64_t total = IntField(e, "total", -1);
   std::string line = fmt::format("{}: {} trials | {} | {:.1f} s", StringField(e, "name", "?"),
-                                 total < 0 ? std::string("unbounded") : std::to_string(total), counts,
-                                 NumberField(e, "elapsed_s"));
+                                 total < 0 ? std::string("unbounded") : std::to_string(total),
+                                 counts, NumberField(e, "elapsed_s"));
   const std::string metric = StringField(e, "metric");
   const json& best_value = Field(Field(Field(e, "best"), "last_result"), metric.c_str());
   if (!metric.empty() && !best_value.is_null()) {
-    line += fmt::format(" | best {}={} ({})", metric, FormatValue(best_value), StringField(Field(e, "best"), "trial_id"));
+    line += fmt::format(" | best {}={} ({})", metric, FormatValue(best_value),
+                        StringField(Field(e, "best"), "trial_id"));
   }
   return line;
 }
@@ -103,7 +109,8 @@ std::vector<std::string> RenderProgressTable(const json& e, const json& trials, 
   const size_t shown = std::min(rows.size(), max_rows);
 
   std::vector<std::vector<std::string>> cells;
-  cells.push_back({"trial", "status", "params", metric.empty() ? "metric" : metric, "iter", "time (s)"});
+  cells.push_back(
+      {"trial", "status", "params", metric.empty() ? "metric" : metric, "iter", "time (s)"});
   for (size_t i = 0; i < shown; ++i) {
     const json& t = *rows[i];
     const json& value = Field(Field(t, "last_result"), metric.c_str());

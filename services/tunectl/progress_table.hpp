@@ -3,10 +3,9 @@
 #pragma once
 
 #include <cstdint>
+#include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
-
-#include <nlohmann/json.hpp>
 
 namespace tunebus {
 
@@ -29,10 +28,11 @@ std::string TrialStatusText(const nlohmann::json& trial);
 
 /// Formats a table from the experiment summary and the list_trials array. At most `max_rows`
 /// trials are shown (RUNNING first, then the most recently created); the rest are counted.
-std::vector<std::string> RenderProgressTable(const nlohmann::json& experiment, const nlohmann::json& trials,
-                                             size_t max_rows);
+std::vector<std::string> RenderProgressTable(const nlohmann::json& experiment,
+                                             const nlohmann::json& trials, size_t max_rows);
 
-/// One summary line: "digits: 12 trials | 2 RUNNING, 4 TERMINATED, 6 PENDING | best val_accuracy=0.95 | 12.3 s".
+/// One summary line: "digits: 12 trials | 2 RUNNING, 4 TERMINATED, 6 PENDING | best
+/// val_accuracy=0.95 | 12.3 s".
 std::string RenderSummaryLine(const nlohmann::json& experiment);
 
 /// Flattens a config to "a.b=1,c=x" with numbers in short form.

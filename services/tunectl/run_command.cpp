@@ -1,4 +1,5 @@
 // `tunectl run` and `tunectl up`.
+#include <fmt/format.h>
 #include <unistd.h>
 
 #include <atomic>
@@ -8,8 +9,6 @@
 #include <iostream>
 #include <sstream>
 #include <thread>
-
-#include <fmt/format.h>
 
 #include "libs/bus/service_guard.hpp"
 #include "libs/spec/experiment_spec.hpp"
@@ -47,8 +46,9 @@ bool ResumeExisting(ControlClient& client, const ExperimentSpec& spec, int* exit
   resume.name = spec.name;
   auto resumed = client.Call(resume);
   if (resumed.ok()) {
-    std::cout << fmt::format("Resuming experiment {}: {} trials so far (--resume never starts a new run)", spec.name,
-                             (*resumed)["total"].dump())
+    std::cout << fmt::format(
+                     "Resuming experiment {}: {} trials so far (--resume never starts a new run)",
+                     spec.name, (*resumed)["total"].dump())
               << std::endl;
     return true;
   }
@@ -56,7 +56,8 @@ bool ResumeExisting(ControlClient& client, const ExperimentSpec& spec, int* exit
   if (s.code() == StatusCode::kUnavailable) {
     std::cerr << "tunectl: " << s.ToString() << "\n";
     *exit_code = 3;
-  } else if (s.code() == StatusCode::kFailedPrecondition && s.message().find(" is finished") != std::string::npos) {
+  } else if (s.code() == StatusCode::kFailedPrecondition &&
+             s.message().find(" is finished") != std::string::npos) {
     std::cout << fmt::format("Experiment {} ended before; starting a new run (new trial ids in {})",
                              spec.name, spec.results_dir + "/" + spec.name)
               << std::endl;
@@ -69,8 +70,8 @@ void PrintFinal(const nlohmann::json& e, bool json_output) {
     std::cout << e.dump(2) << std::endl;
     return;
   }
-  std::cout << "\nExperiment " << e.value("name", std::string()) << " " << e.value("status", std::string()) << ": "
-            << e.value("reason", std::string()) << "\n";
+  std::cout << "\nExperiment " << e.value("name", std::string()) << " "
+            << e.value("status", std::string()) << ": " << e.value("reason", std::string()) << "\n";
   const nlohmann::json& best = e["best"];
   if (best.is_object()) {
     const std::string metric = e.value("metric", std::string());
@@ -93,15 +94,16 @@ void PrintErrored(ControlClient& client) {
   std::cout << "Errored trials (" << trials->size() << "):\n";
   for (const nlohmann::json& t : *trials) {
     const std::string error = StringField(t, "error");
-    std::cout << "  " << StringField(t, "trial_id") << ": " << error.substr(0, error.find('\n')) << "\n"
+    std::cout << "  " << StringField(t, "trial_id") << ": " << error.substr(0, error.find('\n'))
+              << "\n"
               << "    " << StringField(t, "dir") << "/error.txt\n";
   }
   std::cout << std::flush;
 }
 
 // Submits and (unless detached) follows the experiment to its end. Returns the exit code.
-int SubmitAndFollow(ControlClient& client, const ExperimentSpec& spec, const GlobalFlags& g, const RunFlags& r,
-                    bool json_output) {
+int SubmitAndFollow(ControlClient& client, const ExperimentSpec& spec, const GlobalFlags& g,
+                    const RunFlags& r, bool json_output) {
   int exit_code = 0;
   const bool resumed = r.resume == "auto" && !r.detach && ResumeExisting(client, spec, &exit_code);
   if (exit_code != 0) return exit_code;
@@ -111,12 +113,14 @@ int SubmitAndFollow(ControlClient& client, const ExperimentSpec& spec, const Glo
   submit.source_name = spec.source_path;
   auto submitted = resumed ? Result<nlohmann::json>(nlohmann::json::object()) : client.Call(submit);
   if (!submitted.ok()) {
-    std::cerr << "tunectl: the scheduler refused the experiment: " << submitted.status().ToString() << "\n";
+    std::cerr << "tunectl: the scheduler refused the experiment: " << submitted.status().ToString()
+              << "\n";
     return submitted.status().code() == StatusCode::kUnavailable ? 3 : 1;
   }
   if (r.detach) {
-    std::cout << (json_output ? submitted->dump(2) : fmt::format("Submitted experiment {} ({} trials)",
-                                                                  spec.name, (*submitted)["total"].dump()))
+    std::cout << (json_output ? submitted->dump(2)
+                              : fmt::format("Submitted experiment {} ({} trials)", spec.name,
+                                            (*submitted)["total"].dump()))
               << std::endl;
     return 0;
   }
@@ -127,12 +131,13 @@ int SubmitAndFollow(ControlClient& client, const ExperimentSpec& spec, const Glo
   bool interrupt_sent = false;
   while (true) {
     if (g_signals.load() >= 2) {
-      std::cerr << "\ntunectl: exiting at once; the experiment stays resumable: " << ResumeHint(g, r, spec.name)
-                << "\n";
+      std::cerr << "\ntunectl: exiting at once; the experiment stays resumable: "
+                << ResumeHint(g, r, spec.name) << "\n";
       return 130;
     }
     if (g_signals.load() == 1 && !interrupt_sent) {
-      std::cerr << "\ntunectl: interrupting the experiment: running trials stop and wait to be resumed from their "
+      std::cerr << "\ntunectl: interrupting the experiment: running trials stop and wait to be "
+                   "resumed from their "
                    "newest checkpoint (Ctrl-C again to exit at once)\n";
       proto::StopExperiment interrupt;
       interrupt.interrupt = true;
@@ -146,7 +151,8 @@ int SubmitAndFollow(ControlClient& client, const ExperimentSpec& spec, const Glo
     }
     const bool finished = (*e)["finished"].get<bool>();
     const auto now = std::chrono::steady_clock::now();
-    if (!json_output && (finished || now - last_print >= std::chrono::duration<double>(refresh_s))) {
+    if (!json_output &&
+        (finished || now - last_print >= std::chrono::duration<double>(refresh_s))) {
       last_print = now;
       auto trials = client.Call(proto::ListTrials{});
       if (trials.ok()) {
@@ -169,7 +175,8 @@ int SubmitAndFollow(ControlClient& client, const ExperimentSpec& spec, const Glo
       const auto& counts = (*e)["counts"];
       if ((*e)["status"] != "FINISHED") return 1;
       if (counts.value("ERROR", 0) > 0) {
-        std::cerr << "tunectl: " << counts["ERROR"] << " trial(s) ended in ERROR (see error.txt in their folders)\n";
+        std::cerr << "tunectl: " << counts["ERROR"]
+                  << " trial(s) ended in ERROR (see error.txt in their folders)\n";
         return 1;
       }
       return 0;
@@ -209,7 +216,8 @@ int RunCommand(const GlobalFlags& g, RunFlags r) {
     std::cerr << "tunectl: cannot start the embedded suite: " << suite.status().ToString() << "\n";
     return 1;
   }
-  auto client = ControlClient::Connect(ctx, (*suite)->control_endpoint(), std::chrono::milliseconds(g.timeout_ms));
+  auto client = ControlClient::Connect(ctx, (*suite)->control_endpoint(),
+                                       std::chrono::milliseconds(g.timeout_ms));
   if (!client.ok()) {
     std::cerr << "tunectl: " << client.status().ToString() << "\n";
     return 1;
@@ -230,7 +238,8 @@ int UpCommand(const GlobalFlags& g, SuiteOptions suite) {
     std::cerr << "tunectl up: " << s.status().ToString() << "\n";
     return 1;
   }
-  std::cout << "tunebus is up; control socket " << (*s)->control_endpoint() << " (Ctrl-C to stop)" << std::endl;
+  std::cout << "tunebus is up; control socket " << (*s)->control_endpoint() << " (Ctrl-C to stop)"
+            << std::endl;
   while (g_signals.load() == 0) std::this_thread::sleep_for(std::chrono::milliseconds(100));
   (*s)->Stop();
   return 0;

@@ -1,15 +1,14 @@
 // tunectl watch: the experiment live from the scheduler's PUB event stream (proto/events.hpp).
 // One snapshot over the control socket to start from, then only events: no polling.
+#include <fmt/format.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdlib>
 #include <iostream>
-#include <algorithm>
 #include <map>
 #include <optional>
-
-#include <fmt/format.h>
 
 #include "libs/bus/socket.hpp"
 #include "proto/control.hpp"
@@ -31,20 +30,24 @@ std::string ProgressBar(int64_t finished, int64_t total, double elapsed_s) {
   if (total <= 0) return fmt::format("{} trials finished (unbounded)", finished);
   const int filled = int(kWidth * std::min(finished, total) / total);
   std::string bar = std::string(size_t(filled), '#') + std::string(size_t(kWidth - filled), '-');
-  std::string eta = finished > 0 && finished < total
-                        ? fmt::format(", ETA {:.0f} s", elapsed_s / double(finished) * double(total - finished))
-                        : "";
+  std::string eta =
+      finished > 0 && finished < total
+          ? fmt::format(", ETA {:.0f} s", elapsed_s / double(finished) * double(total - finished))
+          : "";
   return fmt::format("[{}] {}/{} trials{}", bar, finished, total, eta);
 }
 
 // Status words in colour on a terminal, never with NO_COLOR (https://no-color.org).
 std::string Colour(const std::string& line, bool colour) {
   if (!colour) return line;
-  static const std::map<std::string, const char*> kColours = {
-      {"RUNNING", "\033[34m"}, {"TERMINATED", "\033[32m"}, {"ERROR", "\033[31m"}, {"PAUSED", "\033[33m"}};
+  static const std::map<std::string, const char*> kColours = {{"RUNNING", "\033[34m"},
+                                                              {"TERMINATED", "\033[32m"},
+                                                              {"ERROR", "\033[31m"},
+                                                              {"PAUSED", "\033[33m"}};
   std::string out = line;
   for (const auto& [word, code] : kColours) {
-    for (size_t at = out.find(word); at != std::string::npos; at = out.find(word, at + word.size() + 9)) {
+    for (size_t at = out.find(word); at != std::string::npos;
+         at = out.find(word, at + word.size() + 9)) {
       out.replace(at, word.size(), std::string(code) + word + "\033[0m");
     }
   }
@@ -79,7 +82,8 @@ int WatchCommand(const GlobalFlags& g, std::string events, double for_s) {
   InPlaceRenderer renderer;
   auto draw = [&] {
     json summary = state.Summary();
-    const double elapsed = elapsed0 + std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    const double elapsed =
+        elapsed0 + std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
     summary["elapsed_s"] = elapsed;
     std::vector<std::string> lines = RenderProgressTable(summary, state.Trials(), 20);
     lines.insert(lines.begin() + 1, ProgressBar(state.Finished(), state.Total(), elapsed));
@@ -87,13 +91,17 @@ int WatchCommand(const GlobalFlags& g, std::string events, double for_s) {
     renderer.Draw(lines);
   };
   if (g.output != "json") {
-    if (tty) draw();
-    else std::cout << RenderSummaryLine(*experiment) << std::endl;
+    if (tty)
+      draw();
+    else
+      std::cout << RenderSummaryLine(*experiment) << std::endl;
   }
-  if (Field(*experiment, "finished") == true) return StringField(*experiment, "status") == "FINISHED" ? 0 : 1;
+  if (Field(*experiment, "finished") == true)
+    return StringField(*experiment, "status") == "FINISHED" ? 0 : 1;
 
   for (;;) {
-    if (for_s > 0 && std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count() >= for_s) {
+    if (for_s > 0 &&
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count() >= for_s) {
       return 0;
     }
     zmq::pollitem_t item{sub->handle(), 0, ZMQ_POLLIN, 0};
@@ -106,14 +114,16 @@ int WatchCommand(const GlobalFlags& g, std::string events, double for_s) {
       const std::optional<std::string> line = state.Apply(*e);
       if (g.output == "json") {
         const json body = json::parse(e->body_json, nullptr, /*allow_exceptions=*/false);
-        std::cout << json{{"event", e->event}, {"trial_id", e->trial_id}, {"body", body}}.dump() << std::endl;
+        std::cout << json{{"event", e->event}, {"trial_id", e->trial_id}, {"body", body}}.dump()
+                  << std::endl;
       } else if (!tty && line) {
         std::cout << *line << std::endl;
       }
       if (state.ended()) {
         if (g.output != "json") {
           if (tty) draw();
-          std::cout << "Experiment " << e->experiment << " ended: " << state.ended_status() << std::endl;
+          std::cout << "Experiment " << e->experiment << " ended: " << state.ended_status()
+                    << std::endl;
         }
         return state.ended_status() == "FINISHED" ? 0 : 1;
       }

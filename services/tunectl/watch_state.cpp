@@ -23,13 +23,15 @@ std::optional<std::string> WatchState::Apply(const proto::SchedulerEvent& e) {
     return std::nullopt;
   }
   // Trial events carry the trial object; anything else (checkpoint events, odd bodies) is skipped.
-  if (e.trial_id.empty() || !body.is_object() || StringField(body, "status").empty()) return std::nullopt;
+  if (e.trial_id.empty() || !body.is_object() || StringField(body, "status").empty())
+    return std::nullopt;
   const auto known = trials_.find(e.trial_id);
   const std::string before = known == trials_.end() ? "" : StringField(known->second, "status");
   trials_[e.trial_id] = body;
   const std::string status = StringField(body, "status");
   if (e.event == "trial_result" && before == status) return std::nullopt;
-  return fmt::format("{} {} {} iter {}", e.event, e.trial_id, status, IntField(body, "training_iteration"));
+  return fmt::format("{} {} {} iter {}", e.event, e.trial_id, status,
+                     IntField(body, "training_iteration"));
 }
 
 int64_t WatchState::Finished() const {
@@ -67,7 +69,8 @@ json WatchState::Summary() const {
 Result<std::string> WatchEndpoint(const std::string& control, const nlohmann::json& experiment) {
   std::string events = StringField(experiment, "events_endpoint");
   if (events.empty()) {
-    return Status::FailedPrecondition("the scheduler does not say where its event stream is; pass --events");
+    return Status::FailedPrecondition(
+        "the scheduler does not say where its event stream is; pass --events");
   }
   if (events.rfind("inproc://", 0) == 0) {
     return Status::FailedPrecondition(

@@ -13,11 +13,13 @@
 //   {"trial": i, "step": t, "value": v}   trial i reports value v as its result number t
 //                                          (training_iteration t, time_this_iter_s 1, so
 //                                          time_total_s t): answered
-//                                          {"trial": i, "step": t, "decision": "continue"|"stop"|"pause"},
-//                                          or "decision": "skipped" when the trial has finished
-//                                          (a stopped trial reports nothing more).
+//                                          {"trial": i, "step": t, "decision":
+//                                          "continue"|"stop"|"pause"}, or "decision": "skipped"
+//                                          when the trial has finished (a stopped trial reports
+//                                          nothing more).
 //   {"trial": i, "end": "complete"}       its trainable returned (the curve ended): TERMINATED, the
-//                                          scheduler hears OnTrialComplete. Answered {"trial": i, "status": ...}.
+//                                          scheduler hears OnTrialComplete. Answered {"trial": i,
+//                                          "status": ...}.
 //   {"trial": i, "end": "stop"}           stopped from outside (Ray Tune's stop_trial), likewise.
 // Or, instead of events, the first line may also hold "curves": [[v_1, v_2, ...], ...] (one per
 // trial, value at step 1, 2, ...) and "order": [i, ...] (each entry: trial i's next step); each
@@ -29,10 +31,9 @@
 #include <fstream>
 #include <iostream>
 #include <memory>
+#include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
-
-#include <nlohmann/json.hpp>
 
 #include "libs/tune/make_trial_scheduler.hpp"
 #include "libs/tune/trial_runner.hpp"
@@ -47,9 +48,13 @@ using nlohmann::json;
 class CrosscheckExecutor final : public TrialExecutor {
  public:
   bool CanPlace() const override { return true; }
-  void PlaceTrial(const Trial& trial, int64_t attempt) override { open.push_back({trial.trial_id, attempt}); }
+  void PlaceTrial(const Trial& trial, int64_t attempt) override {
+    open.push_back({trial.trial_id, attempt});
+  }
   void LaunchTrial(const Trial&) override {}
-  void SendDecision(const Trial& trial, int64_t, const char* action) override { last_action[trial.trial_id] = action; }
+  void SendDecision(const Trial& trial, int64_t, const char* action) override {
+    last_action[trial.trial_id] = action;
+  }
   void StopTrial(const Trial&) override {}
   void ReleaseResources(const Trial&) override {}
   void DeleteCheckpoint(const std::string&) override {}
@@ -65,10 +70,12 @@ class Crosscheck {
   /// Errors: InvalidArgument for a bad setup line or scheduler parameters.
   Status Setup(const json& setup) {
     num_trials_ = setup.at("num_trials").get<int64_t>();
-    if (num_trials_ < 1 || num_trials_ > 100000) return Status::InvalidArgument("num_trials: must be in 1..100000");
+    if (num_trials_ < 1 || num_trials_ > 100000)
+      return Status::InvalidArgument("num_trials: must be in 1..100000");
     const std::string mode = setup.value("mode", "max");
-    auto scheduler = MakeTrialScheduler(setup.at("scheduler").get<std::string>(), setup.value("config", json::object()),
-                                        "value", mode, setup.value("seed", uint64_t{0}));
+    auto scheduler = MakeTrialScheduler(setup.at("scheduler").get<std::string>(),
+                                        setup.value("config", json::object()), "value", mode,
+                                        setup.value("seed", uint64_t{0}));
     if (!scheduler.ok()) return scheduler.status();
     RunnerOptions o;
     o.experiment_id = "xc";
@@ -77,7 +84,8 @@ class Crosscheck {
     json values = json::array();
     for (int64_t i = 0; i < num_trials_; ++i) values.push_back(i);
     runner_ = std::make_unique<TrialRunner>(
-        std::move(o), std::make_unique<VariantGenerator>(json{{"trial", {{"grid_search", values}}}}, 1, 0),
+        std::move(o),
+        std::make_unique<VariantGenerator>(json{{"trial", {{"grid_search", values}}}}, 1, 0),
         std::move(*scheduler), executor_, observer_, [] { return 0.0; });
     runner_->Step();
     for (const auto& [id, attempt] : executor_.open) runner_->OnTrialPlaced(id, attempt, "w", {});
@@ -88,7 +96,8 @@ class Crosscheck {
   /// One event line -> its answer. Errors: InvalidArgument for an event that does not fit.
   Result<json> Event(const json& e) {
     const int64_t i = e.at("trial").get<int64_t>();
-    if (i < 0 || i >= num_trials_) return Status::InvalidArgument(fmt::format("trial {}: no such trial", i));
+    if (i < 0 || i >= num_trials_)
+      return Status::InvalidArgument(fmt::format("trial {}: no such trial", i));
     const Trial& t = *runner_->FindTrial(Id(i));
     if (e.contains("end")) {
       const std::string how = e["end"].get<std::string>();
@@ -103,23 +112,30 @@ class Crosscheck {
     }
     const int64_t step = e.at("step").get<int64_t>();
     if (t.status != TrialStatus::kRunning) {
-      return json{{"trial", i}, {"step", step}, {"decision", "skipped"}, {"status", TrialStatusName(t.status)}};
+      return json{{"trial", i},
+                  {"step", step},
+                  {"decision", "skipped"},
+                  {"status", TrialStatusName(t.status)}};
     }
     if (step != t.training_iteration + 1) {
       return Status::InvalidArgument(
-          fmt::format("trial {}: step {} is not its next training_iteration {}", i, step, t.training_iteration + 1));
+          fmt::format("trial {}: step {} is not its next training_iteration {}", i, step,
+                      t.training_iteration + 1));
     }
-    if (Status s = runner_->OnResult(t.trial_id, t.attempt, step, {{"value", e.at("value").get<double>()}}, 1.0);
+    if (Status s = runner_->OnResult(t.trial_id, t.attempt, step,
+                                     {{"value", e.at("value").get<double>()}}, 1.0);
         !s.ok()) {
       return s;
     }
     return json{{"trial", i}, {"step", step}, {"decision", executor_.last_action.at(Id(i))}};
   }
 
-  /// The "curves" + "order" form: every event of the order, each trial completed after its last value.
+  /// The "curves" + "order" form: every event of the order, each trial completed after its last
+  /// value.
   Result<std::vector<json>> Batch(const json& setup) {
     const auto curves = setup.at("curves").get<std::vector<std::vector<double>>>();
-    if (int64_t(curves.size()) != num_trials_) return Status::InvalidArgument("curves: one per trial");
+    if (int64_t(curves.size()) != num_trials_)
+      return Status::InvalidArgument("curves: one per trial");
     std::vector<size_t> next(curves.size(), 0);
     std::vector<json> out;
     for (const json& entry : setup.at("order")) {

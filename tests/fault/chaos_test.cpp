@@ -4,18 +4,18 @@
 // SIGKILLed in between, each restarted at once. The mock trainable writes its own ground truth
 // (every result it produced, every decision it received) next to the results; at the end the
 // journal is compared with it. Then an errored-only rerun must touch only the ERROR trials.
+#include <gtest/gtest.h>
+
 #include <algorithm>
 #include <cstdlib>
 #include <map>
+#include <nlohmann/json.hpp>
 #include <random>
 #include <regex>
 #include <set>
 #include <string>
 #include <thread>
 #include <vector>
-
-#include <gtest/gtest.h>
-#include <nlohmann/json.hpp>
 
 #include "tests/fault/fault_support.hpp"
 #include "tests/integration/harness.hpp"
@@ -28,7 +28,7 @@ using namespace std::chrono_literals;
 
 using Iterations = std::vector<int64_t>;
 struct TrialTruth {
-  std::map<int64_t, Iterations> reported;  // attempt -> iterations the trainable produced
+  std::map<int64_t, Iterations> reported;       // attempt -> iterations the trainable produced
   std::set<std::pair<int64_t, int64_t>> acked;  // (attempt, iteration) it got a decision for
 };
 
@@ -61,29 +61,35 @@ TEST(ChaosTest, EveryServiceKilledAtRandomLosesAndDuplicatesNoResult) {
   constexpr int kTrials = 50, kIterations = 20;
   const double sleep_s = 0.04 * std::max(1, scheduler_kills / 20);
   const fs::path file = cluster.dir() / "chaos.yaml";
-  WriteFile(file, "name: chaos\n"
-                  "trainable: {builtin: mock}\n"
-                  "param_space:\n"
-                  "  lr: {uniform: [0.01, 0.1]}\n"
-                  "  mock_error: {grid_search: [false, false, false, false, true]}\n"
-                  "  persistent_error: {choice: [false, true]}\n"
-                  "  mock_error_iteration: 7\n"
-                  "  mock_iterations: " + std::to_string(kIterations) + "\n"
-                  "  mock_truth_log: true\n"
-                  "  sleep_s: " + std::to_string(sleep_s) + "\n"
-                  "num_samples: 10\n"
-                  "seed: 5\n"
-                  "checkpoint_freq: 5\n"
-                  "max_failures: 2\n"
-                  "results_dir: " + (cluster.dir() / "results").string() + "\n");
+  WriteFile(file,
+            "name: chaos\n"
+            "trainable: {builtin: mock}\n"
+            "param_space:\n"
+            "  lr: {uniform: [0.01, 0.1]}\n"
+            "  mock_error: {grid_search: [false, false, false, false, true]}\n"
+            "  persistent_error: {choice: [false, true]}\n"
+            "  mock_error_iteration: 7\n"
+            "  mock_iterations: " +
+                std::to_string(kIterations) +
+                "\n"
+                "  mock_truth_log: true\n"
+                "  sleep_s: " +
+                std::to_string(sleep_s) +
+                "\n"
+                "num_samples: 10\n"
+                "seed: 5\n"
+                "checkpoint_freq: 5\n"
+                "max_failures: 2\n"
+                "results_dir: " +
+                (cluster.dir() / "results").string() + "\n");
   const std::string journal = SubmitDetached(cluster, file, "chaos");
   ASSERT_FALSE(journal.empty());
 
   // The kill plan: the scheduler `scheduler_kills` times, the store 3, the resource-manager 2,
   // each worker once, in a seeded random order with 50..300 ms between kills.
   std::vector<std::string> plan(size_t(scheduler_kills), "scheduler");
-  for (const char* v : {"checkpoint-store", "checkpoint-store", "checkpoint-store", "resource-manager",
-                        "resource-manager", "w1", "w2"}) {
+  for (const char* v : {"checkpoint-store", "checkpoint-store", "checkpoint-store",
+                        "resource-manager", "resource-manager", "w1", "w2"}) {
     plan.push_back(v);
   }
   std::mt19937 rng(20261122);
@@ -102,7 +108,8 @@ TEST(ChaosTest, EveryServiceKilledAtRandomLosesAndDuplicatesNoResult) {
           << cluster.LogTails();
       std::smatch m;
       const std::string log = cluster.process("scheduler")->Stdout();
-      if (std::regex_search(log, m, std::regex(R"(records \((\d+) from a snapshot\))")) && std::stoll(m[1]) > 0) {
+      if (std::regex_search(log, m, std::regex(R"(records \((\d+) from a snapshot\))")) &&
+          std::stoll(m[1]) > 0) {
         ++from_snapshot;
       }
     }
@@ -120,7 +127,8 @@ TEST(ChaosTest, EveryServiceKilledAtRandomLosesAndDuplicatesNoResult) {
   int errored = 0;
   for (const json& t : trials) {
     by_id[t.value("trial_id", "")] = t;
-    const bool persistent = t["config"].value("mock_error", false) && t["config"].value("persistent_error", false);
+    const bool persistent =
+        t["config"].value("mock_error", false) && t["config"].value("persistent_error", false);
     EXPECT_EQ(t.value("status", ""), persistent ? "ERROR" : "TERMINATED") << t.dump();
     errored += persistent;
   }
@@ -144,17 +152,20 @@ TEST(ChaosTest, EveryServiceKilledAtRandomLosesAndDuplicatesNoResult) {
     for (const auto& [attempt, its] : journaled[id]) {
       // What the journal holds of an attempt is what its trainable produced, in order, from
       // the start: the truth may go on past it only where the attempt was cut off.
-      const Iterations& produced = truth.reported.count(attempt) ? truth.reported.at(attempt) : Iterations{};
-      const bool prefix = its.size() <= produced.size() && std::equal(its.begin(), its.end(), produced.begin());
+      const Iterations& produced =
+          truth.reported.count(attempt) ? truth.reported.at(attempt) : Iterations{};
+      const bool prefix =
+          its.size() <= produced.size() && std::equal(its.begin(), its.end(), produced.begin());
       wrong += !prefix;
-      EXPECT_TRUE(prefix) << id << " attempt " << attempt << ": journal " << json(its).dump() << " vs produced "
-                          << json(produced).dump();
+      EXPECT_TRUE(prefix) << id << " attempt " << attempt << ": journal " << json(its).dump()
+                          << " vs produced " << json(produced).dump();
     }
     for (const auto& [attempt, it] : truth.acked) {
       const Iterations& its = journaled[id][attempt];
       const bool kept = std::find(its.begin(), its.end(), it) != its.end();
       lost += !kept;
-      EXPECT_TRUE(kept) << id << " attempt " << attempt << " iteration " << it << " was acked but is not journaled";
+      EXPECT_TRUE(kept) << id << " attempt " << attempt << " iteration " << it
+                        << " was acked but is not journaled";
     }
     if (t.value("status", "") == "TERMINATED") {
       ASSERT_FALSE(journaled[id].empty()) << id;
@@ -164,11 +175,12 @@ TEST(ChaosTest, EveryServiceKilledAtRandomLosesAndDuplicatesNoResult) {
   EXPECT_EQ(duplicated, 0);
   EXPECT_EQ(lost, 0);
   EXPECT_EQ(wrong, 0);
-  std::printf("fault summary: kills scheduler=%d checkpoint-store=%d resource-manager=%d trial-worker=%d, "
-              "resumes from a snapshot=%d, trials=%d (ERROR %d), results checked=%d (acked %d), lost=%d, "
-              "duplicated=%d\n",
-              kills["scheduler"], kills["checkpoint-store"], kills["resource-manager"], kills["trial-worker"],
-              from_snapshot, kTrials, errored, results, acked, lost, duplicated);
+  std::printf(
+      "fault summary: kills scheduler=%d checkpoint-store=%d resource-manager=%d trial-worker=%d, "
+      "resumes from a snapshot=%d, trials=%d (ERROR %d), results checked=%d (acked %d), lost=%d, "
+      "duplicated=%d\n",
+      kills["scheduler"], kills["checkpoint-store"], kills["resource-manager"],
+      kills["trial-worker"], from_snapshot, kTrials, errored, results, acked, lost, duplicated);
 
   // Errored-only rerun from scratch: the ERROR trials run again (and fail again: their error is
   // persistent); every other trial is left exactly as it was.

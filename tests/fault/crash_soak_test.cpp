@@ -19,20 +19,20 @@
 //    checkpoint the journal names.
 // The experiment must finish; the checks run also when it does not (a hang). It prints one
 // summary line, then asserts.
+#include <fmt/format.h>
+#include <gtest/gtest.h>
+
 #include <algorithm>
 #include <cstdio>
 #include <cstdlib>
 #include <map>
+#include <nlohmann/json.hpp>
 #include <random>
 #include <set>
 #include <string>
 #include <thread>
 #include <tuple>
 #include <vector>
-
-#include <fmt/format.h>
-#include <gtest/gtest.h>
-#include <nlohmann/json.hpp>
 
 #include "tests/fault/fault_support.hpp"
 #include "tests/integration/harness.hpp"

@@ -42,7 +42,8 @@ std::vector<json> ReadJournal(const std::string& store_endpoint, const std::stri
     auto frame = store.Receive(5s);
     if (!frame) break;
     auto d = proto::Decode(frame->data(), frame->size());
-    auto reply = d.ok() ? d->As<proto::JournalReadReply>() : Result<proto::JournalReadReply>(d.status());
+    auto reply =
+        d.ok() ? d->As<proto::JournalReadReply>() : Result<proto::JournalReadReply>(d.status());
     if (!reply.ok() || reply->records.empty()) break;
     for (const std::string& bytes : reply->records) {
       auto r = journal::DecodeRecord(bytes);
@@ -53,15 +54,18 @@ std::vector<json> ReadJournal(const std::string& store_endpoint, const std::stri
   return records;
 }
 
-std::vector<std::string> ListCheckpoints(const std::string& store_endpoint, const std::string& prefix) {
+std::vector<std::string> ListCheckpoints(const std::string& store_endpoint,
+                                         const std::string& prefix) {
   DealerClient store(store_endpoint);
   proto::CheckpointList list;
   list.id = 1;
   list.prefix = prefix;
   store.Send(proto::Encode(list));
   auto frame = store.Receive(10s);
-  auto d = frame ? proto::Decode(frame->data(), frame->size()) : Result<proto::Decoded>(Status::Unavailable("no reply"));
-  auto reply = d.ok() ? d->As<proto::CheckpointListReply>() : Result<proto::CheckpointListReply>(d.status());
+  auto d = frame ? proto::Decode(frame->data(), frame->size())
+                 : Result<proto::Decoded>(Status::Unavailable("no reply"));
+  auto reply =
+      d.ok() ? d->As<proto::CheckpointListReply>() : Result<proto::CheckpointListReply>(d.status());
   EXPECT_TRUE(reply.ok()) << "checkpoint_list " << prefix << ": " << reply.status().ToString();
   std::vector<std::string> ids;
   if (reply.ok()) {

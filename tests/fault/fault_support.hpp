@@ -3,10 +3,9 @@
 // truth the tests check against).
 #pragma once
 
+#include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
-
-#include <nlohmann/json.hpp>
 
 #include "tests/integration/harness.hpp"
 
@@ -22,10 +21,12 @@ nlohmann::json WaitFinished(Cluster& cluster, Millis timeout);
 
 /// Every decodable record of `journal`, in order, read from the checkpoint-store at
 /// `store_endpoint` (5,000 records a request).
-std::vector<nlohmann::json> ReadJournal(const std::string& store_endpoint, const std::string& journal);
+std::vector<nlohmann::json> ReadJournal(const std::string& store_endpoint,
+                                        const std::string& journal);
 
 /// Ids of the checkpoints the checkpoint-store at `store_endpoint` holds under `prefix` (sorted;
 /// empty after adding a test failure if the store does not answer).
-std::vector<std::string> ListCheckpoints(const std::string& store_endpoint, const std::string& prefix);
+std::vector<std::string> ListCheckpoints(const std::string& store_endpoint,
+                                         const std::string& prefix);
 
 }  // namespace tunebus::testing

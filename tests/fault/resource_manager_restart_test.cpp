@@ -2,12 +2,12 @@
 // allocations are soft state: the workers re-register and report what they run, so the new
 // process commits exactly the running trials' resources, nothing is placed on top of them, and
 // no trial runs twice.
+#include <gtest/gtest.h>
+
 #include <map>
+#include <nlohmann/json.hpp>
 #include <string>
 #include <thread>
-
-#include <gtest/gtest.h>
-#include <nlohmann/json.hpp>
 
 #include "tests/integration/harness.hpp"
 
@@ -27,14 +27,16 @@ TEST(ResourceManagerRestartTest, AllocationsAreRebuiltFromWorkerReportsAndNothin
   Cluster cluster(o);
   ASSERT_TRUE(cluster.Start());
   const fs::path file = cluster.dir() / "rm.yaml";
-  WriteFile(file, "name: rmrestart\n"
-                  "trainable: {builtin: mock}\n"
-                  "param_space:\n"
-                  "  lr: {grid_search: [0.01, 0.02, 0.03, 0.04, 0.05, 0.06]}\n"
-                  "  mock_iterations: 30\n"
-                  "  sleep_s: 0.1\n"
-                  "resources_per_trial: {cpu: 1}\n"
-                  "results_dir: " + (cluster.dir() / "results").string() + "\n");
+  WriteFile(file,
+            "name: rmrestart\n"
+            "trainable: {builtin: mock}\n"
+            "param_space:\n"
+            "  lr: {grid_search: [0.01, 0.02, 0.03, 0.04, 0.05, 0.06]}\n"
+            "  mock_iterations: 30\n"
+            "  sleep_s: 0.1\n"
+            "resources_per_trial: {cpu: 1}\n"
+            "results_dir: " +
+                (cluster.dir() / "results").string() + "\n");
   auto submit = cluster.Ctl({"-o", "json", "run", "--detach", file.string()});
   ASSERT_EQ(submit.exit_code, 0) << submit.Describe();
   ASSERT_TRUE(WaitFor(

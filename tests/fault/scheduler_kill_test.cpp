@@ -3,18 +3,18 @@
 // results recorded exactly once (no gap, no duplicate), all from one attempt: running trials are
 // reattached, and only a trial whose start had not reached its worker runs again.
 // TUNEBUS_FAULT_KILLS sets the number of kills (default 20; a soak run uses 200).
+#include <gtest/gtest.h>
+
 #include <algorithm>
 #include <csignal>
 #include <cstdlib>
 #include <map>
+#include <nlohmann/json.hpp>
 #include <random>
 #include <set>
 #include <string>
 #include <thread>
 #include <vector>
-
-#include <gtest/gtest.h>
-#include <nlohmann/json.hpp>
 
 #include "tests/fault/fault_support.hpp"
 #include "tests/integration/harness.hpp"
@@ -35,16 +35,22 @@ TEST(SchedulerKillTest, KilledSchedulerResumesAndLosesOrDuplicatesNoResult) {
   const int kTrials = 50;
   const int kIterations = std::max(20, kills / 2);  // long enough to be killed `kills` times
   const fs::path file = cluster.dir() / "faults.yaml";
-  WriteFile(file, "name: faults\n"
-                  "trainable: {builtin: mock}\n"
-                  "param_space:\n"
-                  "  lr: {uniform: [0.01, 0.1]}\n"
-                  "  mock_iterations: " + std::to_string(kIterations) + "\n"
-                  "  sleep_s: 0.02\n"
-                  "num_samples: " + std::to_string(kTrials) + "\n"
-                  "seed: 7\n"
-                  "checkpoint_freq: 10\n"
-                  "results_dir: " + (cluster.dir() / "results").string() + "\n");
+  WriteFile(file,
+            "name: faults\n"
+            "trainable: {builtin: mock}\n"
+            "param_space:\n"
+            "  lr: {uniform: [0.01, 0.1]}\n"
+            "  mock_iterations: " +
+                std::to_string(kIterations) +
+                "\n"
+                "  sleep_s: 0.02\n"
+                "num_samples: " +
+                std::to_string(kTrials) +
+                "\n"
+                "seed: 7\n"
+                "checkpoint_freq: 10\n"
+                "results_dir: " +
+                (cluster.dir() / "results").string() + "\n");
   auto submit = cluster.Ctl({"-o", "json", "run", "--detach", file.string()});
   ASSERT_EQ(submit.exit_code, 0) << submit.Describe();
   const std::string journal = "faults-" + submit.Json().value("experiment_id", "");
@@ -83,7 +89,8 @@ TEST(SchedulerKillTest, KilledSchedulerResumesAndLosesOrDuplicatesNoResult) {
     if (kind != "result") continue;
     ++results;
     const std::string id = r.value("trial_id", "");
-    if (!seen[id].insert({r.value("attempt", int64_t(0)), r.value("seq", int64_t(0))}).second) ++duplicated;
+    if (!seen[id].insert({r.value("attempt", int64_t(0)), r.value("seq", int64_t(0))}).second)
+      ++duplicated;
     iterations[id].push_back(r["result"].value("training_iteration", int64_t(-1)));
     attempts[id].insert(r.value("attempt", int64_t(0)));
   }
@@ -100,8 +107,8 @@ TEST(SchedulerKillTest, KilledSchedulerResumesAndLosesOrDuplicatesNoResult) {
   EXPECT_EQ(resumed, done_kills);
   EXPECT_EQ(lost, 0);
   EXPECT_EQ(duplicated, 0);
-  std::printf("fault summary: kills scheduler=%d, results checked=%d, lost=%d, duplicated=%d\n", done_kills,
-              results, lost, duplicated);
+  std::printf("fault summary: kills scheduler=%d, results checked=%d, lost=%d, duplicated=%d\n",
+              done_kills, results, lost, duplicated);
 }
 
 }  // namespace
@@ -122,16 +129,20 @@ TEST(ServiceKillTest, StoreResourceManagerAndWorkerKillsLoseNoAcknowledgedResult
   ASSERT_TRUE(cluster.Start());
   constexpr int kIterations = 30;
   const fs::path file = cluster.dir() / "services.yaml";
-  WriteFile(file, "name: services\n"
-                  "trainable: {builtin: mock}\n"
-                  "param_space:\n"
-                  "  lr: {uniform: [0.01, 0.1]}\n"
-                  "  mock_iterations: " + std::to_string(kIterations) + "\n"
-                  "  sleep_s: 0.02\n"
-                  "num_samples: 16\n"
-                  "seed: 11\n"
-                  "checkpoint_freq: 5\n"
-                  "results_dir: " + (cluster.dir() / "results").string() + "\n");
+  WriteFile(file,
+            "name: services\n"
+            "trainable: {builtin: mock}\n"
+            "param_space:\n"
+            "  lr: {uniform: [0.01, 0.1]}\n"
+            "  mock_iterations: " +
+                std::to_string(kIterations) +
+                "\n"
+                "  sleep_s: 0.02\n"
+                "num_samples: 16\n"
+                "seed: 11\n"
+                "checkpoint_freq: 5\n"
+                "results_dir: " +
+                (cluster.dir() / "results").string() + "\n");
   auto submit = cluster.Ctl({"-o", "json", "run", "--detach", file.string()});
   ASSERT_EQ(submit.exit_code, 0) << submit.Describe();
   const std::string journal = "services-" + submit.Json().value("experiment_id", "");
@@ -139,7 +150,8 @@ TEST(ServiceKillTest, StoreResourceManagerAndWorkerKillsLoseNoAcknowledgedResult
   std::mt19937 rng(7);
   std::uniform_int_distribution<int> pause_ms(100, 400);
   std::map<std::string, int> kills;
-  for (const std::string victim : {"checkpoint-store", "w1", "checkpoint-store", "resource-manager", "checkpoint-store"}) {
+  for (const std::string victim :
+       {"checkpoint-store", "w1", "checkpoint-store", "resource-manager", "checkpoint-store"}) {
     std::this_thread::sleep_for(std::chrono::milliseconds(pause_ms(rng)));
     ASSERT_TRUE(cluster.Restart(victim));
     ++kills[victim];
@@ -174,9 +186,11 @@ TEST(ServiceKillTest, StoreResourceManagerAndWorkerKillsLoseNoAcknowledgedResult
   }
   EXPECT_EQ(duplicated, 0);
   EXPECT_EQ(gaps, 0);
-  std::printf("fault summary: kills checkpoint-store=%d resource-manager=%d trial-worker=%d, results checked=%d, "
-              "lost=%d, duplicated=%d\n",
-              kills["checkpoint-store"], kills["resource-manager"], kills["w1"], results, gaps, duplicated);
+  std::printf(
+      "fault summary: kills checkpoint-store=%d resource-manager=%d trial-worker=%d, results "
+      "checked=%d, "
+      "lost=%d, duplicated=%d\n",
+      kills["checkpoint-store"], kills["resource-manager"], kills["w1"], results, gaps, duplicated);
 }
 
 }  // namespace
@@ -194,14 +208,16 @@ TEST(WorkerFreezeTest, AFrozenWorkerIsLostItsTrialsRunElsewhereAndItsLateResults
   Cluster cluster(o);
   ASSERT_TRUE(cluster.Start());
   const fs::path file = cluster.dir() / "freeze.yaml";
-  WriteFile(file, "name: freeze\n"
-                  "trainable: {builtin: mock}\n"
-                  "param_space:\n"
-                  "  lr: {grid_search: [0.01, 0.02, 0.03, 0.04]}\n"
-                  "  mock_iterations: 60\n"
-                  "  sleep_s: 0.03\n"
-                  "checkpoint_freq: 10\n"
-                  "results_dir: " + (cluster.dir() / "results").string() + "\n");
+  WriteFile(file,
+            "name: freeze\n"
+            "trainable: {builtin: mock}\n"
+            "param_space:\n"
+            "  lr: {grid_search: [0.01, 0.02, 0.03, 0.04]}\n"
+            "  mock_iterations: 60\n"
+            "  sleep_s: 0.03\n"
+            "checkpoint_freq: 10\n"
+            "results_dir: " +
+                (cluster.dir() / "results").string() + "\n");
   auto submit = cluster.Ctl({"-o", "json", "run", "--detach", file.string()});
   ASSERT_EQ(submit.exit_code, 0) << submit.Describe();
   const std::string journal = "freeze-" + submit.Json().value("experiment_id", "");

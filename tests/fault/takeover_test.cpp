@@ -2,15 +2,15 @@
 // folder" and "Checkpoints across a takeover"): the result files are written live and completed
 // from the journal after a SIGKILL, and checkpoints the killed scheduler asked for are adopted
 // by its successor, with nothing orphaned in the checkpoint-store.
+#include <gtest/gtest.h>
+
 #include <algorithm>
 #include <chrono>
+#include <nlohmann/json.hpp>
 #include <set>
 #include <string>
 #include <thread>
 #include <vector>
-
-#include <gtest/gtest.h>
-#include <nlohmann/json.hpp>
 
 #include "tests/fault/fault_support.hpp"
 #include "tests/integration/harness.hpp"
@@ -45,12 +45,16 @@ json ShowOnly(Cluster& cluster) {
 
 // Submits one mock trial reporting every `sleep_s` until iteration 30, with `extra` YAML lines;
 // returns its journal name.
-std::string SubmitOneTrial(Cluster& cluster, const std::string& name, double sleep_s, const std::string& extra = "") {
+std::string SubmitOneTrial(Cluster& cluster, const std::string& name, double sleep_s,
+                           const std::string& extra = "") {
   const fs::path file = cluster.dir() / (name + ".yaml");
-  WriteFile(file, "name: " + name + "\ntrainable: {builtin: mock}\n"
-                  "param_space: {sleep_s: " + std::to_string(sleep_s) + ", mock_iterations: 100}\n"
-                  "stop: {training_iteration: 30}\n" + extra +
-                  "results_dir: " + (cluster.dir() / "results").string() + "\n");
+  WriteFile(file, "name: " + name +
+                      "\ntrainable: {builtin: mock}\n"
+                      "param_space: {sleep_s: " +
+                      std::to_string(sleep_s) +
+                      ", mock_iterations: 100}\n"
+                      "stop: {training_iteration: 30}\n" +
+                      extra + "results_dir: " + (cluster.dir() / "results").string() + "\n");
   return SubmitDetached(cluster, file, name);
 }
 
@@ -70,23 +74,29 @@ TEST(TakeoverTest, ResultFilesAreLiveAndCompleteAfterASchedulerKill) {
   ASSERT_FALSE(SubmitOneTrial(cluster, "live", 0.2).empty());
 
   json shown;
-  ASSERT_TRUE(WaitFor([&] { return (shown = ShowOnly(cluster)).value("training_iteration", 0) >= 10; }, 20s, 50ms))
+  ASSERT_TRUE(WaitFor(
+      [&] { return (shown = ShowOnly(cluster)).value("training_iteration", 0) >= 10; }, 20s, 50ms))
       << shown.dump() << cluster.LogTails();
   const fs::path dir = shown.value("dir", "");
   const int64_t acknowledged = shown.value("training_iteration", int64_t(0));
   const auto asked = std::chrono::steady_clock::now();
-  ASSERT_TRUE(WaitFor([&] { return int64_t(JsonIterations(dir).size()) >= acknowledged; }, 3s, 10ms))
-      << "result.json has " << JsonIterations(dir).size() << " rows while show says " << acknowledged;
-  std::printf("live files: %lld rows visible %.0f ms after show said %lld\n", (long long)JsonIterations(dir).size(),
-              std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - asked).count(),
-              (long long)acknowledged);
+  ASSERT_TRUE(
+      WaitFor([&] { return int64_t(JsonIterations(dir).size()) >= acknowledged; }, 3s, 10ms))
+      << "result.json has " << JsonIterations(dir).size() << " rows while show says "
+      << acknowledged;
+  std::printf(
+      "live files: %lld rows visible %.0f ms after show said %lld\n",
+      (long long)JsonIterations(dir).size(),
+      std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - asked).count(),
+      (long long)acknowledged);
 
   ASSERT_TRUE(cluster.Restart("scheduler"));
   const json summary = WaitFinished(cluster, 40s);
   ASSERT_EQ(summary.value("status", ""), "FINISHED") << summary.dump() << cluster.LogTails();
   EXPECT_EQ(JsonIterations(dir), OneTo(30));
   EXPECT_EQ(CsvRows(dir), 30u) << ReadFile(dir / "progress.csv");
-  const json state = json::parse(ReadFile(dir.parent_path() / "experiment_state.json"), nullptr, false);
+  const json state =
+      json::parse(ReadFile(dir.parent_path() / "experiment_state.json"), nullptr, false);
   ASSERT_TRUE(state.is_object());
   EXPECT_EQ(state["trials"][0].value("training_iteration", 0), 30);
 }
@@ -100,7 +110,8 @@ TEST(TakeoverTest, CheckpointsAskedByAKilledSchedulerAreAdoptedAndNoneIsOrphaned
   ASSERT_TRUE(cluster.Start());
   const std::string journal = SubmitOneTrial(cluster, "ckpt", 0.2, "checkpoint_freq: 1\n");
   ASSERT_FALSE(journal.empty());
-  ASSERT_TRUE(WaitFor([&] { return ShowOnly(cluster).value("training_iteration", 0) >= 3; }, 20s, 50ms));
+  ASSERT_TRUE(
+      WaitFor([&] { return ShowOnly(cluster).value("training_iteration", 0) >= 3; }, 20s, 50ms));
   for (int kill = 0; kill < 5; ++kill) {
     ASSERT_TRUE(cluster.Restart("scheduler"));
     std::this_thread::sleep_for(1s);
@@ -129,7 +140,8 @@ TEST(TakeoverTest, ResultsAcknowledgedAcrossAStoreOutageReachTheFilesOnce) {
   ASSERT_TRUE(cluster.Start());
   ASSERT_FALSE(SubmitOneTrial(cluster, "outage", 0.05).empty());
   json shown;
-  ASSERT_TRUE(WaitFor([&] { return (shown = ShowOnly(cluster)).value("training_iteration", 0) >= 5; }, 20s, 20ms));
+  ASSERT_TRUE(WaitFor(
+      [&] { return (shown = ShowOnly(cluster)).value("training_iteration", 0) >= 5; }, 20s, 20ms));
   cluster.process("checkpoint-store")->Kill();
   std::this_thread::sleep_for(2s);
   ASSERT_TRUE(cluster.Restart("checkpoint-store"));
@@ -163,7 +175,8 @@ TEST(TakeoverTest, RowsRerunAfterAWorkerLossFollowTheLostOnesMarkedByIterationsS
   const json summary = WaitFinished(cluster, 60s);
   ASSERT_EQ(summary.value("status", ""), "FINISHED") << summary.dump() << cluster.LogTails();
 
-  std::vector<std::pair<int64_t, int64_t>> journaled;  // (training_iteration, iterations_since_restore)
+  std::vector<std::pair<int64_t, int64_t>>
+      journaled;  // (training_iteration, iterations_since_restore)
   for (const json& r : ReadJournal(cluster.store(), journal)) {
     if (r.value("kind", "") != "result") continue;
     journaled.emplace_back(r["result"].value("training_iteration", int64_t(-1)),
@@ -172,7 +185,8 @@ TEST(TakeoverTest, RowsRerunAfterAWorkerLossFollowTheLostOnesMarkedByIterationsS
   std::vector<std::pair<int64_t, int64_t>> rows;
   for (const std::string& line : ReadLines(fs::path(shown.value("dir", "")) / "result.json")) {
     const json row = json::parse(line);
-    rows.emplace_back(row.value("training_iteration", int64_t(-1)), row.value("iterations_since_restore", int64_t(-1)));
+    rows.emplace_back(row.value("training_iteration", int64_t(-1)),
+                      row.value("iterations_since_restore", int64_t(-1)));
   }
   EXPECT_EQ(rows, journaled);
   const auto rerun = std::find(rows.begin() + 1, rows.end(), std::pair<int64_t, int64_t>{11, 1});

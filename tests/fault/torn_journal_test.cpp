@@ -2,11 +2,11 @@
 // records are appended to its journal behind its back, and it is started again: the resume
 // reports the bad tail, cuts it from the store, continues from the last good record, and the
 // experiment finishes; a second restart replays the whole (clean) journal.
+#include <gtest/gtest.h>
+
+#include <nlohmann/json.hpp>
 #include <string>
 #include <thread>
-
-#include <gtest/gtest.h>
-#include <nlohmann/json.hpp>
 
 #include "libs/journal/records.hpp"
 #include "proto/codec.hpp"
@@ -39,27 +39,31 @@ TEST(TornJournalTest, CorruptTailIsReportedCutAndTheExperimentGoesOn) {
   Cluster cluster;
   ASSERT_TRUE(cluster.Start());
   const fs::path file = cluster.dir() / "torn.yaml";
-  WriteFile(file, "name: torn\n"
-                  "trainable: {builtin: mock}\n"
-                  "param_space:\n"
-                  "  lr: {grid_search: [0.01, 0.02, 0.03]}\n"
-                  "  mock_iterations: 25\n"
-                  "  sleep_s: 0.04\n"
-                  "results_dir: " + (cluster.dir() / "results").string() + "\n");
+  WriteFile(file,
+            "name: torn\n"
+            "trainable: {builtin: mock}\n"
+            "param_space:\n"
+            "  lr: {grid_search: [0.01, 0.02, 0.03]}\n"
+            "  mock_iterations: 25\n"
+            "  sleep_s: 0.04\n"
+            "results_dir: " +
+                (cluster.dir() / "results").string() + "\n");
   const std::string journal = SubmitDetached(cluster, file, "torn");
   ASSERT_FALSE(journal.empty());
   std::this_thread::sleep_for(500ms);
   cluster.process("scheduler")->Kill();
   const size_t good = ReadJournal(cluster.store(), journal).size();
   // Undecodable bytes, then a record of an unknown kind: nothing from the bad one on is applied.
-  AppendRaw(cluster, journal, {std::string("\xc1\xc1 torn"), journal::EncodeRecord({{"kind", "no_such_kind"}})});
+  AppendRaw(cluster, journal,
+            {std::string("\xc1\xc1 torn"), journal::EncodeRecord({{"kind", "no_such_kind"}})});
 
   ASSERT_TRUE(cluster.Restart("scheduler"));
   const json summary = WaitFinished(cluster, 60s);
   ASSERT_FALSE(summary.empty()) << cluster.LogTails();
   EXPECT_EQ(summary.value("status", ""), "FINISHED") << summary.dump();
   const std::string log = cluster.process("scheduler")->Stdout();
-  const std::string expected = "records " + std::to_string(good + 1) + ".." + std::to_string(good + 2) + " are torn or corrupt";
+  const std::string expected = "records " + std::to_string(good + 1) + ".." +
+                               std::to_string(good + 2) + " are torn or corrupt";
   EXPECT_NE(log.find(expected), std::string::npos) << log;
 
   // The journal now decodes record by record to the end, and a fresh replay of it agrees.

@@ -4,12 +4,11 @@
 // run time such a folder fails the one request or trial that needs it, and the service keeps
 // serving. Each process runs as an unprivileged user on a folder owned by root (as root, through
 // setpriv; otherwise on a folder without write permission).
+#include <gtest/gtest.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
 #include <string>
-
-#include <gtest/gtest.h>
 
 #include "tests/integration/harness.hpp"
 
@@ -37,7 +36,8 @@ fs::path OpenFolder(const fs::path& path) {
 }
 
 // Runs `binary args...` as the unprivileged user until it exits (at most 30 s).
-std::unique_ptr<Process> RunLocked(const fs::path& dir, const std::string& binary, std::vector<std::string> args) {
+std::unique_ptr<Process> RunLocked(const fs::path& dir, const std::string& binary,
+                                   std::vector<std::string> args) {
   Process::Options o;
   o.name = binary + "-locked";
   o.log_dir = dir / "logs";
@@ -53,7 +53,8 @@ std::unique_ptr<Process> RunLocked(const fs::path& dir, const std::string& binar
 void ExpectCleanExitOne(Process& p, const std::string& message) {
   ASSERT_TRUE(p.exit_code().has_value()) << p.Output();
   EXPECT_EQ(*p.exit_code(), 1) << p.Output();
-  EXPECT_NE(p.Output().find(message), std::string::npos) << "expected: " << message << "\n" << p.Output();
+  EXPECT_NE(p.Output().find(message), std::string::npos) << "expected: " << message << "\n"
+                                                         << p.Output();
   EXPECT_EQ(p.Output().find("terminate called"), std::string::npos) << p.Output();
 }
 
@@ -61,11 +62,13 @@ TEST(BadEnvironmentTest, AnUnwritableResultsFolderIsAClearErrorAndExitOne) {
   TempDir dir;
   const fs::path locked = LockedFolder(dir.path());
   const fs::path file = dir.path() / "exp.yaml";
-  WriteFile(file, "name: locked\ntrainable: {builtin: noop}\nresults_dir: " + (locked / "results").string() + "\n");
+  WriteFile(file, "name: locked\ntrainable: {builtin: noop}\nresults_dir: " +
+                      (locked / "results").string() + "\n");
   ASSERT_EQ(::chmod(file.c_str(), 0644), 0);
 
   auto run = RunLocked(dir.path(), "tunectl", {"run", file.string()});
-  ExpectCleanExitOne(*run, "tunectl: cannot create the results folder " + (locked / "results").string());
+  ExpectCleanExitOne(*run,
+                     "tunectl: cannot create the results folder " + (locked / "results").string());
   EXPECT_NE(run->Stderr().find("Permission denied"), std::string::npos) << run->Output();
   ::chmod(locked.c_str(), 0755);  // so TempDir can remove it
 }
@@ -76,12 +79,14 @@ TEST(BadEnvironmentTest, ACheckpointStoreWithAnUnwritableDataDirExitsOneNamingIt
   TempDir dir;
   const fs::path locked = LockedFolder(dir.path());
   const std::string ep = "tcp://127.0.0.1:" + std::to_string(FreePort());
-  auto store = RunLocked(dir.path(), "checkpoint-store", {"--endpoint", ep, "--data-dir", (locked / "store").string()});
+  auto store = RunLocked(dir.path(), "checkpoint-store",
+                         {"--endpoint", ep, "--data-dir", (locked / "store").string()});
   ExpectCleanExitOne(*store, "checkpoint-store cannot start: io_error: cannot create data dir " +
                                  (locked / "store").string() + ": Permission denied");
-  store = RunLocked(dir.path(), "checkpoint-store", {"--endpoint", ep, "--data-dir", locked.string()});
-  ExpectCleanExitOne(*store, "checkpoint-store cannot start: io_error: cannot write in data dir " + locked.string() +
-                                 ": Permission denied");
+  store =
+      RunLocked(dir.path(), "checkpoint-store", {"--endpoint", ep, "--data-dir", locked.string()});
+  ExpectCleanExitOne(*store, "checkpoint-store cannot start: io_error: cannot write in data dir " +
+                                 locked.string() + ": Permission denied");
   ::chmod(locked.c_str(), 0755);
 }
 
@@ -89,12 +94,13 @@ TEST(BadEnvironmentTest, ASchedulerWithAnUnwritableResultsDirExitsOneNamingIt) {
   TempDir dir;
   const fs::path locked = LockedFolder(dir.path());
   auto scheduler = RunLocked(dir.path(), "scheduler",
-                             {"--control", "tcp://127.0.0.1:" + std::to_string(FreePort()), "--workers",
-                              "tcp://127.0.0.1:" + std::to_string(FreePort()), "--events",
-                              "tcp://127.0.0.1:" + std::to_string(FreePort()), "--results-dir",
-                              (locked / "results").string()});
-  ExpectCleanExitOne(*scheduler, "scheduler cannot start: io_error: cannot create the results folder " +
-                                     (locked / "results").string() + ": Permission denied");
+                             {"--control", "tcp://127.0.0.1:" + std::to_string(FreePort()),
+                              "--workers", "tcp://127.0.0.1:" + std::to_string(FreePort()),
+                              "--events", "tcp://127.0.0.1:" + std::to_string(FreePort()),
+                              "--results-dir", (locked / "results").string()});
+  ExpectCleanExitOne(*scheduler,
+                     "scheduler cannot start: io_error: cannot create the results folder " +
+                         (locked / "results").string() + ": Permission denied");
   ::chmod(locked.c_str(), 0755);
 }
 
@@ -106,9 +112,11 @@ TEST(BadEnvironmentTest, AResourceManagerAndAWorkerOnABadEndpointExitOneNamingIt
   ASSERT_NE(::mkdtemp(short_dir), nullptr);
   const fs::path locked = LockedFolder(short_dir);
   const std::string ipc = "ipc://" + (locked / "rm.sock").string();
-  auto rm = RunLocked(dir.path(), "resource-manager",
-                      {"--endpoint", ipc, "--events-endpoint", "tcp://127.0.0.1:" + std::to_string(FreePort())});
-  ExpectCleanExitOne(*rm, "resource-manager cannot start: unavailable: cannot bind " + ipc + ": Permission denied");
+  auto rm = RunLocked(
+      dir.path(), "resource-manager",
+      {"--endpoint", ipc, "--events-endpoint", "tcp://127.0.0.1:" + std::to_string(FreePort())});
+  ExpectCleanExitOne(*rm, "resource-manager cannot start: unavailable: cannot bind " + ipc +
+                              ": Permission denied");
   // A worker whose scheduler endpoint is not one.
   auto worker = RunLocked(dir.path(), "trial-worker", {"--scheduler", "nowhere", "--cpus", "1"});
   ExpectCleanExitOne(*worker, "Cannot start trial-worker: unavailable: cannot connect nowhere");
@@ -127,12 +135,15 @@ TEST(BadEnvironmentTest, ASchedulerRefusesAnExperimentItCannotWriteAndKeepsServi
   ASSERT_TRUE(cluster.Start());
   const fs::path locked = LockedFolder(cluster.dir());
   const fs::path file = cluster.dir() / "exp.yaml";
-  WriteFile(file, "name: locked\ntrainable: {builtin: noop}\nresults_dir: " + (locked / "results").string() + "\n");
+  WriteFile(file, "name: locked\ntrainable: {builtin: noop}\nresults_dir: " +
+                      (locked / "results").string() + "\n");
   auto refused = cluster.Ctl({"run", file.string()});
   EXPECT_EQ(refused.exit_code, 1) << refused.Describe();
-  EXPECT_NE(refused.err.find("the scheduler refused the experiment: io_error: cannot create the results folder " +
-                             (locked / "results" / "locked").string() + ": Permission denied on the scheduler's host"),
-            std::string::npos)
+  EXPECT_NE(
+      refused.err.find(
+          "the scheduler refused the experiment: io_error: cannot create the results folder " +
+          (locked / "results" / "locked").string() + ": Permission denied on the scheduler's host"),
+      std::string::npos)
       << refused.Describe();
 
   const fs::path open = OpenFolder(cluster.dir() / "open");
@@ -157,7 +168,8 @@ TEST(BadEnvironmentTest, AWorkerThatCannotWriteATrialDirFailsThatTrialAndKeepsSe
   const fs::path results = cluster.dir() / "results";
   fs::create_directories(results);
   const fs::path file = cluster.dir() / "exp.yaml";
-  WriteFile(file, "name: rootowned\ntrainable: {builtin: noop}\nresults_dir: " + results.string() + "\n");
+  WriteFile(file,
+            "name: rootowned\ntrainable: {builtin: noop}\nresults_dir: " + results.string() + "\n");
   auto failed = cluster.Ctl({"run", file.string()}, 60s);
   EXPECT_EQ(failed.exit_code, 1) << failed.Describe();
   auto ls = cluster.Ctl({"-o", "json", "ls"});
@@ -166,17 +178,21 @@ TEST(BadEnvironmentTest, AWorkerThatCannotWriteATrialDirFailsThatTrialAndKeepsSe
   EXPECT_EQ(t.value("status", ""), "ERROR") << t.dump();
   const std::string error = t.value("error", "");
   // The worker cannot create the folder, or cannot write in it when the scheduler made it first.
-  EXPECT_NE(error.find(" trial dir " + (results / "rootowned").string()), std::string::npos) << error;
+  EXPECT_NE(error.find(" trial dir " + (results / "rootowned").string()), std::string::npos)
+      << error;
   EXPECT_NE(error.find("Permission denied (worker w1 on host"), std::string::npos) << error;
 
   // The worker is still there and answers the next StartTrial the same way.
-  WriteFile(file, "name: again\ntrainable: {builtin: noop}\nresults_dir: " + results.string() + "\n");
+  WriteFile(file,
+            "name: again\ntrainable: {builtin: noop}\nresults_dir: " + results.string() + "\n");
   auto again = cluster.Ctl({"run", file.string()}, 60s);
   EXPECT_EQ(again.exit_code, 1) << again.Describe();
-  EXPECT_NE(again.out.find("Permission denied (worker w1 on host"), std::string::npos) << again.Describe();
+  EXPECT_NE(again.out.find("Permission denied (worker w1 on host"), std::string::npos)
+      << again.Describe();
   const json workers = cluster.Workers();
   ASSERT_EQ(workers.size(), 1u) << workers.dump();
-  EXPECT_TRUE(workers[0].value("alive", false) && workers[0].value("connected", false)) << workers.dump();
+  EXPECT_TRUE(workers[0].value("alive", false) && workers[0].value("connected", false))
+      << workers.dump();
   EXPECT_TRUE(cluster.Dead().empty()) << cluster.LogTails();
 }
 

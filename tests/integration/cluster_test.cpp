@@ -1,16 +1,16 @@
 // End-to-end tests: the real service binaries as separate processes on loopback (see
 // harness.hpp), driven through tunectl and raw ZeroMQ clients.
+#include <gtest/gtest.h>
+
 #include <algorithm>
 #include <cmath>
 #include <cstdlib>
+#include <nlohmann/json.hpp>
 #include <random>
 #include <set>
 #include <string>
 #include <thread>
 #include <vector>
-
-#include <gtest/gtest.h>
-#include <nlohmann/json.hpp>
 
 #include "proto/codec.hpp"
 #include "proto/control.hpp"
@@ -141,17 +141,22 @@ std::vector<json> ReadJournal(const std::string& endpoint, const std::string& ex
 }
 
 // A decoded ErrorReply, or a failure naming what came back instead.
-::testing::AssertionResult IsErrorReply(const std::optional<std::string>& raw, proto::ErrorReply* out) {
+::testing::AssertionResult IsErrorReply(const std::optional<std::string>& raw,
+                                        proto::ErrorReply* out) {
   if (!raw) return ::testing::AssertionFailure() << "no reply within the timeout";
   auto d = proto::Decode(raw->data(), raw->size());
-  if (!d.ok()) return ::testing::AssertionFailure() << "the reply does not decode: " << d.status().ToString();
-  if (d->type() != "error") return ::testing::AssertionFailure() << "reply type is '" << d->type() << "', not error";
+  if (!d.ok())
+    return ::testing::AssertionFailure() << "the reply does not decode: " << d.status().ToString();
+  if (d->type() != "error")
+    return ::testing::AssertionFailure() << "reply type is '" << d->type() << "', not error";
   auto e = d->As<proto::ErrorReply>();
   if (!e.ok()) return ::testing::AssertionFailure() << e.status().ToString();
-  static const std::set<std::string> kCodes = {"invalid_argument", "not_found",   "failed_precondition",
-                                               "resource_exhausted", "unavailable", "corruption",
-                                               "internal",          "io_error"};
-  if (!kCodes.count(e->code)) return ::testing::AssertionFailure() << "unknown error code '" << e->code << "'";
+  static const std::set<std::string> kCodes = {
+      "invalid_argument",   "not_found",   "failed_precondition",
+      "resource_exhausted", "unavailable", "corruption",
+      "internal",           "io_error"};
+  if (!kCodes.count(e->code))
+    return ::testing::AssertionFailure() << "unknown error code '" << e->code << "'";
   if (e->message.empty()) return ::testing::AssertionFailure() << "error without a message";
   *out = *e;
   return ::testing::AssertionSuccess();
@@ -180,7 +185,8 @@ std::string PackMap(const std::vector<Field>& fields) {
 // ---------------------------------------------------------------------------------------------
 
 TEST(ClusterTest, MockExperimentFinishesOnSeparateProcesses) {
-  // Six mock trials run on two single-CPU workers, each service its own process; tunectl shows them all TERMINATED and the files are on disk.
+  // Six mock trials run on two single-CPU workers, each service its own process; tunectl shows them
+  // all TERMINATED and the files are on disk.
   Cluster cluster;
   ASSERT_TRUE(cluster.Start());
   const fs::path file = cluster.dir() / "mock.yaml";
@@ -197,7 +203,8 @@ TEST(ClusterTest, MockExperimentFinishesOnSeparateProcesses) {
   ASSERT_EQ(trials.size(), 6u) << ls.out;
   for (const json& t : trials) {
     SCOPED_TRACE(t.dump());
-    for (const char* key : {"trial_id", "status", "config", "last_result", "num_failures", "resources", "worker", "error"}) {
+    for (const char* key : {"trial_id", "status", "config", "last_result", "num_failures",
+                            "resources", "worker", "error"}) {
       EXPECT_TRUE(t.contains(key)) << key;
     }
     EXPECT_EQ(t["status"], "TERMINATED");
@@ -231,7 +238,8 @@ TEST(ClusterTest, MockExperimentFinishesOnSeparateProcesses) {
     ASSERT_TRUE(r.is_object());
     const std::string kind = r.value("kind", "");
     if (kind == "trial_started") workers.insert(r.value("worker_id", ""));
-    if (kind == "trial_status" && r.value("status", "") == "TERMINATED") terminated.insert(r.value("trial_id", ""));
+    if (kind == "trial_status" && r.value("status", "") == "TERMINATED")
+      terminated.insert(r.value("trial_id", ""));
     if (kind == "experiment_ended") ended = r.value("status", "") == "FINISHED";
   }
   EXPECT_EQ(workers, (std::set<std::string>{"w1", "w2"}));
@@ -243,20 +251,23 @@ TEST(ClusterTest, MockExperimentFinishesOnSeparateProcesses) {
 }
 
 TEST(ClusterTest, StopTrialStopsARunningTrial) {
-  // A detached slow experiment: one running trial is stopped, then the whole experiment; stopping twice or an unknown trial is handled.
+  // A detached slow experiment: one running trial is stopped, then the whole experiment; stopping
+  // twice or an unknown trial is handled.
   Cluster cluster;
   ASSERT_TRUE(cluster.Start());
   const fs::path file = cluster.dir() / "slow.yaml";
-  WriteFile(file, "name: slow\n"
-                  "trainable:\n"
-                  "  builtin: mock\n"
-                  "param_space:\n"
-                  "  lr: {grid_search: [0.01, 0.1]}\n"
-                  "  sleep_s: 0.2\n"
-                  "  mock_iterations: 1000\n"
-                  "metric: mean_accuracy\n"
-                  "mode: max\n"
-                  "results_dir: " + (cluster.dir() / "results").string() + "\n");
+  WriteFile(file,
+            "name: slow\n"
+            "trainable:\n"
+            "  builtin: mock\n"
+            "param_space:\n"
+            "  lr: {grid_search: [0.01, 0.1]}\n"
+            "  sleep_s: 0.2\n"
+            "  mock_iterations: 1000\n"
+            "metric: mean_accuracy\n"
+            "mode: max\n"
+            "results_dir: " +
+                (cluster.dir() / "results").string() + "\n");
   auto submit = cluster.Ctl({"-o", "json", "run", "--detach", file.string()});
   ASSERT_EQ(submit.exit_code, 0) << submit.Describe();
   EXPECT_EQ(submit.Json().value("total", -1), 2) << submit.out;
@@ -315,28 +326,32 @@ TEST(ClusterTest, StopTrialStopsARunningTrial) {
       5s, 100ms))
       << last.dump();
   auto show_later = cluster.Ctl({"-o", "json", "show", id});
-  EXPECT_EQ(show_later.Json().value("training_iteration", int64_t(-2)), iterations_at_stop) << show_later.out;
+  EXPECT_EQ(show_later.Json().value("training_iteration", int64_t(-2)), iterations_at_stop)
+      << show_later.out;
   EXPECT_EQ(show_later.Json().value("status", ""), "TERMINATED");
   auto status = cluster.Ctl({"-o", "json", "status"});
   EXPECT_EQ(status.Json().value("status", ""), "STOPPED") << status.Describe();
 }
 
 TEST(ClusterTest, ErroringTrialIsErrorAndOthersFinish) {
-  // Of two mock trials one fails on every attempt: it ends ERROR with error.txt, the other TERMINATED, and tunectl run exits 1.
+  // Of two mock trials one fails on every attempt: it ends ERROR with error.txt, the other
+  // TERMINATED, and tunectl run exits 1.
   Cluster cluster;
   ASSERT_TRUE(cluster.Start());
   const fs::path file = cluster.dir() / "err.yaml";
-  WriteFile(file, "name: err\n"
-                  "trainable:\n"
-                  "  builtin: mock\n"
-                  "param_space:\n"
-                  "  mock_error: {grid_search: [false, true]}\n"
-                  "  persistent_error: true\n"
-                  "  sleep_s: 0.02\n"
-                  "  mock_iterations: 5\n"
-                  "metric: mean_accuracy\n"
-                  "mode: max\n"
-                  "results_dir: " + (cluster.dir() / "results").string() + "\n");
+  WriteFile(file,
+            "name: err\n"
+            "trainable:\n"
+            "  builtin: mock\n"
+            "param_space:\n"
+            "  mock_error: {grid_search: [false, true]}\n"
+            "  persistent_error: true\n"
+            "  sleep_s: 0.02\n"
+            "  mock_iterations: 5\n"
+            "metric: mean_accuracy\n"
+            "mode: max\n"
+            "results_dir: " +
+                (cluster.dir() / "results").string() + "\n");
   auto run = cluster.Ctl({"run", file.string()}, 60s);
   EXPECT_EQ(run.exit_code, 1) << run.Describe();
   EXPECT_NE(run.err.find("ERROR"), std::string::npos) << run.Describe();
@@ -354,11 +369,14 @@ TEST(ClusterTest, ErroringTrialIsErrorAndOthersFinish) {
       EXPECT_EQ(t.value("status", ""), "ERROR");
       // tunectl show lists the failure history.
       auto show = cluster.Ctl({"show", t.value("trial_id", "")});
-      EXPECT_NE(show.out.find("attempt 1 -> ERROR: mock_error: failing at iteration 2"), std::string::npos) << show.out;
+      EXPECT_NE(show.out.find("attempt 1 -> ERROR: mock_error: failing at iteration 2"),
+                std::string::npos)
+          << show.out;
       ASSERT_TRUE(t["error"].is_string());
       EXPECT_NE(t["error"].get<std::string>().find("mock_error"), std::string::npos);
       ASSERT_TRUE(fs::exists(dir / "error.txt"));
-      EXPECT_NE(ReadFile(dir / "error.txt").find("mock_error"), std::string::npos) << ReadFile(dir / "error.txt");
+      EXPECT_NE(ReadFile(dir / "error.txt").find("mock_error"), std::string::npos)
+          << ReadFile(dir / "error.txt");
     } else {
       ++terminated;
       EXPECT_EQ(t.value("status", ""), "TERMINATED");
@@ -379,11 +397,13 @@ TEST(ClusterTest, UnknownCommandTrialErrorsWithReason) {
   Cluster cluster;
   ASSERT_TRUE(cluster.Start());
   const fs::path file = cluster.dir() / "cmd.yaml";
-  WriteFile(file, "name: cmd\n"
-                  "trainable:\n"
-                  "  command: [/nonexistent/trainer]\n"
-                  "max_failures: -1\n"
-                  "results_dir: " + (cluster.dir() / "results").string() + "\n");
+  WriteFile(file,
+            "name: cmd\n"
+            "trainable:\n"
+            "  command: [/nonexistent/trainer]\n"
+            "max_failures: -1\n"
+            "results_dir: " +
+                (cluster.dir() / "results").string() + "\n");
   auto run = cluster.Ctl({"run", file.string()}, 60s);
   EXPECT_EQ(run.exit_code, 1) << run.Describe();
 
@@ -394,10 +414,12 @@ TEST(ClusterTest, UnknownCommandTrialErrorsWithReason) {
   EXPECT_EQ(t.value("status", ""), "ERROR") << t.dump();
   EXPECT_EQ(t.value("attempt", 0), 1) << "retried: " << t.dump();
   ASSERT_TRUE(t["error"].is_string()) << t.dump();
-  EXPECT_NE(t["error"].get<std::string>().find("/nonexistent/trainer"), std::string::npos) << t.dump();
+  EXPECT_NE(t["error"].get<std::string>().find("/nonexistent/trainer"), std::string::npos)
+      << t.dump();
   const fs::path error_txt = fs::path(t.value("dir", "")) / "error.txt";
   ASSERT_TRUE(fs::exists(error_txt)) << error_txt;
-  EXPECT_NE(ReadFile(error_txt).find("/nonexistent/trainer"), std::string::npos) << ReadFile(error_txt);
+  EXPECT_NE(ReadFile(error_txt).find("/nonexistent/trainer"), std::string::npos)
+      << ReadFile(error_txt);
 }
 
 TEST(ClusterTest, EmbeddedRunMatchesClusterRun) {
@@ -405,7 +427,8 @@ TEST(ClusterTest, EmbeddedRunMatchesClusterRun) {
   TempDir dir;
   const fs::path file = dir.path() / "mock.yaml";
   WriteFile(file, MockExperimentYaml(dir.path() / "results"));
-  auto run = RunTunectl({"run", "--cpus", "2", file.string()}, 60s, dir.path() / "tunectl", dir.path());
+  auto run =
+      RunTunectl({"run", "--cpus", "2", file.string()}, 60s, dir.path() / "tunectl", dir.path());
   ASSERT_EQ(run.exit_code, 0) << run.Describe();
   EXPECT_NE(run.out.find("Best trial"), std::string::npos) << run.Describe();
   EXPECT_NE(run.out.find("FINISHED"), std::string::npos) << run.Describe();
@@ -418,11 +441,18 @@ TEST(ClusterTest, TunectlUpServesTheControlSocketUntilSigterm) {
   TempDir dir;
   const std::string control = "tcp://127.0.0.1:" + std::to_string(FreePort());
   const std::string events = "tcp://127.0.0.1:" + std::to_string(FreePort());
-  auto up = Process::Spawn({"up", BinDir() / "tunectl",
+  auto up = Process::Spawn({"up",
+                            BinDir() / "tunectl",
                             {"up", "--control", control, "--events", events, "--data-dir",
                              (dir.path() / "store").string(), "--cpus", "2"},
-                            {}, dir.path() / "logs", dir.path()});
-  ASSERT_TRUE(WaitFor([&] { return RunTunectl({"--connect", control, "status"}, 2s).exit_code != 3; }, 15s, 100ms))
+                            {},
+                            dir.path() / "logs",
+                            dir.path()});
+  ASSERT_TRUE(WaitFor(
+      [&] {
+        return RunTunectl({"--connect", control, "status"}, 2s).exit_code != 3;
+      },
+      15s, 100ms))
       << up->Output();
   const fs::path file = dir.path() / "mock.yaml";
   WriteFile(file, MockExperimentYaml(dir.path() / "results"));
@@ -437,7 +467,8 @@ TEST(ClusterTest, TunectlUpServesTheControlSocketUntilSigterm) {
 }
 
 TEST(ClusterTest, InvalidExperimentFileIsRejectedWithLine) {
-  // A file with `mode: maximum` on line 5 is rejected (exit 2, file:line and field named) by tunectl and by the scheduler; nothing is submitted.
+  // A file with `mode: maximum` on line 5 is rejected (exit 2, file:line and field named) by
+  // tunectl and by the scheduler; nothing is submitted.
   Cluster cluster;
   ASSERT_TRUE(cluster.Start());
   const std::string text =
@@ -485,7 +516,8 @@ TEST(ClusterTest, InvalidExperimentFileIsRejectedWithLine) {
 }
 
 TEST(ClusterTest, GarbageMessagesGetTypedErrorsAndServicesSurvive) {
-  // Every bound request socket answers garbage, non-maps, unknown types, wrong versions and wrong field types with a typed error, and the cluster still runs an experiment afterwards.
+  // Every bound request socket answers garbage, non-maps, unknown types, wrong versions and wrong
+  // field types with a typed error, and the cluster still runs an experiment afterwards.
   Cluster cluster;
   ASSERT_TRUE(cluster.Start());
 
@@ -517,13 +549,15 @@ TEST(ClusterTest, GarbageMessagesGetTypedErrorsAndServicesSurvive) {
       EXPECT_EQ(e.code, "invalid_argument") << e.message;
     }
 
-    client.Send(PackMap({{"v", uint64_t(1)}, {"type", std::string("frobnicate")}, {"id", uint64_t(41)}}));
+    client.Send(
+        PackMap({{"v", uint64_t(1)}, {"type", std::string("frobnicate")}, {"id", uint64_t(41)}}));
     ASSERT_TRUE(IsErrorReply(client.Receive(), &e));
     EXPECT_EQ(e.code, "invalid_argument") << e.message;
     EXPECT_EQ(e.id, 41u);
     EXPECT_EQ(e.request_type, "frobnicate");
 
-    client.Send(PackMap({{"v", uint64_t(99)}, {"type", target.wrong_fields_type}, {"id", uint64_t(42)}}));
+    client.Send(
+        PackMap({{"v", uint64_t(99)}, {"type", target.wrong_fields_type}, {"id", uint64_t(42)}}));
     ASSERT_TRUE(IsErrorReply(client.Receive(), &e));
     EXPECT_TRUE(e.code == "failed_precondition" || e.code == "invalid_argument") << e.code;
     EXPECT_NE(e.message.find("99"), std::string::npos) << e.message;
@@ -533,7 +567,9 @@ TEST(ClusterTest, GarbageMessagesGetTypedErrorsAndServicesSurvive) {
                               : target.wrong_fields_type == "register_worker" ? "worker_id"
                               : target.wrong_fields_type == "allocate"        ? "trial_id"
                                                                               : "experiment";
-    client.Send(PackMap({{"v", uint64_t(1)}, {"type", target.wrong_fields_type}, {"id", uint64_t(43)},
+    client.Send(PackMap({{"v", uint64_t(1)},
+                         {"type", target.wrong_fields_type},
+                         {"id", uint64_t(43)},
                          {field, uint64_t(5)}}));
     ASSERT_TRUE(IsErrorReply(client.Receive(), &e));
     EXPECT_EQ(e.code, "invalid_argument") << e.message;
@@ -568,10 +604,11 @@ TEST(ClusterTest, GarbageMessagesGetTypedErrorsAndServicesSurvive) {
 // Tests that expose product bugs (see the comments); they fail until the bug is fixed.
 
 TEST(ClusterTest, WorkersStayAliveWithDefaultLiveness) {
-  // Workers heartbeating every 200 ms to a resource-manager with the default liveness (3) are never declared lost.
-  // Bug: ResourceManager::HandleHeartbeat sends no reply on success, while TrialWorker::SendNodeHeartbeat
-  // waits for one (timeout interval x liveness) before it sends the next heartbeat, so the RM sees a
-  // gap of >= 3 intervals and declares the worker lost every ~3 intervals (its trials are requeued).
+  // Workers heartbeating every 200 ms to a resource-manager with the default liveness (3) are never
+  // declared lost. Bug: ResourceManager::HandleHeartbeat sends no reply on success, while
+  // TrialWorker::SendNodeHeartbeat waits for one (timeout interval x liveness) before it sends the
+  // next heartbeat, so the RM sees a gap of >= 3 intervals and declares the worker lost every ~3
+  // intervals (its trials are requeued).
   ClusterOptions options;
   options.rm_liveness = 3;
   Cluster cluster(options);
@@ -593,28 +630,31 @@ TEST(ClusterTest, WorkersStayAliveWithDefaultLiveness) {
 }
 
 TEST(ClusterTest, GlobalFlagsAfterTheSubcommandAreAccepted) {
-  // `tunectl workers -o json --connect EP` (and `tunectl run FILE --connect EP`, as README.md documents) work.
-  // Bug: services/tunectl/main.cpp does not enable CLI11 fallthrough, so global options after the
-  // subcommand are "not expected" (exit 2).
+  // `tunectl workers -o json --connect EP` (and `tunectl run FILE --connect EP`, as README.md
+  // documents) work. Bug: services/tunectl/main.cpp does not enable CLI11 fallthrough, so global
+  // options after the subcommand are "not expected" (exit 2).
   Cluster cluster;
   ASSERT_TRUE(cluster.Start());
-  auto workers = RunTunectl({"workers", "-o", "json", "--connect", cluster.control()}, 30s, cluster.dir() / "tunectl");
+  auto workers = RunTunectl({"workers", "-o", "json", "--connect", cluster.control()}, 30s,
+                            cluster.dir() / "tunectl");
   ASSERT_EQ(workers.exit_code, 0) << workers.Describe();
   EXPECT_EQ(workers.Json().size(), 2u) << workers.out;
 
   const fs::path file = cluster.dir() / "mock.yaml";
   WriteFile(file, MockExperimentYaml(cluster.dir() / "results"));
-  auto run = RunTunectl({"run", file.string(), "--connect", cluster.control(), "--detach", "-o", "json"}, 30s,
-                        cluster.dir() / "tunectl");
+  auto run =
+      RunTunectl({"run", file.string(), "--connect", cluster.control(), "--detach", "-o", "json"},
+                 30s, cluster.dir() / "tunectl");
   EXPECT_EQ(run.exit_code, 0) << run.Describe();
   EXPECT_EQ(run.Json().value("total", -1), 6) << run.out;
 }
 
 TEST(ClusterTest, WrongVersionErrorEchoesIdAndType) {
-  // A request of an unsupported protocol version gets an error that echoes its id and type (PROTOCOL.md section 1: a reply echoes the request's id; request_type is "" only if unreadable).
-  // Bug: the scheduler (control and worker sockets) and the resource-manager answer with id 0 and
-  // request_type "" because proto::Decode drops the envelope it already read; the checkpoint-store
-  // gets it right with its PeekEnvelope.
+  // A request of an unsupported protocol version gets an error that echoes its id and type
+  // (PROTOCOL.md section 1: a reply echoes the request's id; request_type is "" only if
+  // unreadable). Bug: the scheduler (control and worker sockets) and the resource-manager answer
+  // with id 0 and request_type "" because proto::Decode drops the envelope it already read; the
+  // checkpoint-store gets it right with its PeekEnvelope.
   Cluster cluster;
   ASSERT_TRUE(cluster.Start());
   const std::vector<std::pair<std::string, std::string>> targets = {
@@ -626,7 +666,8 @@ TEST(ClusterTest, WrongVersionErrorEchoesIdAndType) {
   for (const auto& [name, endpoint] : targets) {
     SCOPED_TRACE(name);
     DealerClient client(endpoint);
-    client.Send(PackMap({{"v", uint64_t(2)}, {"type", std::string("get_cluster_view")}, {"id", uint64_t(42)}}));
+    client.Send(PackMap(
+        {{"v", uint64_t(2)}, {"type", std::string("get_cluster_view")}, {"id", uint64_t(42)}}));
     proto::ErrorReply e;
     ASSERT_TRUE(IsErrorReply(client.Receive(), &e));
     EXPECT_EQ(e.code, "failed_precondition") << e.message;

@@ -2,16 +2,16 @@
 // engine here and no Dockerfile linter in Debian): every binary, flag, environment variable and
 // path they name exists in this build and source tree. `docker-compose config -q` (in .ci/run)
 // checks the compose syntax on top.
+#include <gtest/gtest.h>
+#include <yaml-cpp/yaml.h>
+
 #include <algorithm>
 #include <map>
 #include <regex>
-#include <sstream>
 #include <set>
+#include <sstream>
 #include <string>
 #include <vector>
-
-#include <gtest/gtest.h>
-#include <yaml-cpp/yaml.h>
 
 #include "tests/integration/harness.hpp"
 
@@ -20,8 +20,8 @@ namespace {
 
 using namespace std::chrono_literals;
 
-const std::set<std::string> kBinaries = {"scheduler", "resource-manager", "checkpoint-store", "trial-worker",
-                                         "tunectl"};
+const std::set<std::string> kBinaries = {"scheduler", "resource-manager", "checkpoint-store",
+                                         "trial-worker", "tunectl"};
 
 // `binary --help` (the flags and the TUNEBUS_* variables it reads).
 std::string Help(const std::string& binary) {
@@ -36,7 +36,8 @@ std::string Help(const std::string& binary) {
 }
 
 // Every TUNEBUS_* variable a compose service sets, with the service.
-std::vector<std::pair<std::string, std::string>> EnvOf(const YAML::Node& service, const std::string& name) {
+std::vector<std::pair<std::string, std::string>> EnvOf(const YAML::Node& service,
+                                                       const std::string& name) {
   std::vector<std::pair<std::string, std::string>> out;
   for (const auto& kv : service["environment"]) out.emplace_back(name, kv.first.as<std::string>());
   return out;
@@ -61,18 +62,22 @@ TEST(DeployFilesTest, ComposeNamesOnlyBinariesFlagsAndVariablesThatExist) {
         }
       }
       const std::string binary = !argv.empty() && kBinaries.contains(argv[0]) ? argv[0] : name;
-      ASSERT_TRUE(kBinaries.contains(binary)) << file << ": service " << name << " runs no tunebus binary";
+      ASSERT_TRUE(kBinaries.contains(binary))
+          << file << ": service " << name << " runs no tunebus binary";
       EXPECT_TRUE(fs::exists(BinDir() / binary)) << binary;
       for (const std::string& a : argv) {
         if (a.rfind("--", 0) == 0) {
-          EXPECT_NE(help[binary].find(a + " "), std::string::npos) << file << ": " << binary << " has no flag " << a;
+          EXPECT_NE(help[binary].find(a + " "), std::string::npos)
+              << file << ": " << binary << " has no flag " << a;
         }
       }
       for (const auto& [svc, var] : EnvOf(s, name)) {
         if (var.rfind("TUNEBUS_", 0) != 0) continue;
         bool read = false;
-        for (const auto& [b, text] : help) read = read || text.find("Env:" + var + ")") != std::string::npos;
-        EXPECT_TRUE(read) << file << ": service " << svc << " sets " << var << ", which no binary reads";
+        for (const auto& [b, text] : help)
+          read = read || text.find("Env:" + var + ")") != std::string::npos;
+        EXPECT_TRUE(read) << file << ": service " << svc << " sets " << var
+                          << ", which no binary reads";
       }
     }
   }
@@ -81,13 +86,16 @@ TEST(DeployFilesTest, ComposeNamesOnlyBinariesFlagsAndVariablesThatExist) {
 TEST(DeployFilesTest, DockerfileCopiesBinariesAndPathsThatExist) {
   const std::string dockerfile = ReadFile(SourceDir() / "compose/Dockerfile");
   ASSERT_FALSE(dockerfile.empty());
-  const std::regex bin(R"(/build/bin/([a-z-]+))"), src(R"(/src/([A-Za-z0-9_./-]+))"), target(R"(cmake --build \S+ --target ([a-z -]+))");
+  const std::regex bin(R"(/build/bin/([a-z-]+))"), src(R"(/src/([A-Za-z0-9_./-]+))"),
+      target(R"(cmake --build \S+ --target ([a-z -]+))");
   int binaries = 0, paths = 0;
-  for (auto it = std::sregex_iterator(dockerfile.begin(), dockerfile.end(), bin); it != std::sregex_iterator(); ++it) {
+  for (auto it = std::sregex_iterator(dockerfile.begin(), dockerfile.end(), bin);
+       it != std::sregex_iterator(); ++it) {
     EXPECT_TRUE(fs::exists(BinDir() / (*it)[1].str())) << (*it)[1];
     ++binaries;
   }
-  for (auto it = std::sregex_iterator(dockerfile.begin(), dockerfile.end(), src); it != std::sregex_iterator(); ++it) {
+  for (auto it = std::sregex_iterator(dockerfile.begin(), dockerfile.end(), src);
+       it != std::sregex_iterator(); ++it) {
     EXPECT_TRUE(fs::exists(SourceDir() / (*it)[1].str())) << (*it)[1];
     ++paths;
   }
@@ -97,7 +105,8 @@ TEST(DeployFilesTest, DockerfileCopiesBinariesAndPathsThatExist) {
   for (std::string t; names >> t;) EXPECT_TRUE(kBinaries.contains(t)) << "--target " << t;
   EXPECT_EQ(binaries, 5);
   EXPECT_GE(paths, 2);
-  EXPECT_NE(dockerfile.find("USER tunebus"), std::string::npos) << "the runtime image must not run as root";
+  EXPECT_NE(dockerfile.find("USER tunebus"), std::string::npos)
+      << "the runtime image must not run as root";
   EXPECT_NE(dockerfile.find("FROM debian:bookworm AS build"), std::string::npos);
   EXPECT_NE(dockerfile.find("FROM debian:bookworm-slim AS runtime"), std::string::npos);
 }
@@ -124,15 +133,19 @@ TEST(DeployFilesTest, ServicesWaitForHealthyOnesAndEachRoleHasItsOwnSlimImage) {
   // folders, .git and results.
   const YAML::Node compose = YAML::LoadFile((SourceDir() / "compose/docker-compose.yml").string());
   const auto stages = DockerfileStages(ReadFile(SourceDir() / "compose/Dockerfile"));
-  ASSERT_TRUE(stages.contains("build") && stages.contains("runtime")) << "stages: " << stages.size();
+  ASSERT_TRUE(stages.contains("build") && stages.contains("runtime"))
+      << "stages: " << stages.size();
   int healthchecks = 0;
   for (const auto& kv : compose["services"]) {
     const std::string name = kv.first.as<std::string>();
     const YAML::Node& s = kv.second;
     const std::string target = s["build"]["target"].as<std::string>("");
-    ASSERT_TRUE(stages.contains(target)) << name << " builds target '" << target << "', not a Dockerfile stage";
-    EXPECT_NE(stages.at(target).find("/build/bin/" + name + " "), std::string::npos) << target << " lacks " << name;
-    EXPECT_EQ(stages.at(target).find("FROM runtime AS"), 0u) << target << " is not built on the slim runtime";
+    ASSERT_TRUE(stages.contains(target))
+        << name << " builds target '" << target << "', not a Dockerfile stage";
+    EXPECT_NE(stages.at(target).find("/build/bin/" + name + " "), std::string::npos)
+        << target << " lacks " << name;
+    EXPECT_EQ(stages.at(target).find("FROM runtime AS"), 0u)
+        << target << " is not built on the slim runtime";
     if (name != "tunectl") {
       const YAML::Node test = s["healthcheck"]["test"];
       ASSERT_TRUE(test && test.size() == 3) << name << " has no healthcheck";
@@ -144,23 +157,29 @@ TEST(DeployFilesTest, ServicesWaitForHealthyOnesAndEachRoleHasItsOwnSlimImage) {
     }
     for (const auto& dep : s["depends_on"]) {
       const std::string on = dep.first.as<std::string>();
-      EXPECT_EQ(dep.second["condition"].as<std::string>(""), "service_healthy") << name << " -> " << on;
-      EXPECT_TRUE(compose["services"][on]["healthcheck"]["test"]) << name << " waits for " << on << ", which has none";
+      EXPECT_EQ(dep.second["condition"].as<std::string>(""), "service_healthy")
+          << name << " -> " << on;
+      EXPECT_TRUE(compose["services"][on]["healthcheck"]["test"])
+          << name << " waits for " << on << ", which has none";
     }
   }
   EXPECT_EQ(healthchecks, 4);
   for (const auto& [stage, text] : stages) {
     EXPECT_EQ(text.find("python3-sklearn") != std::string::npos, stage == "trial-worker") << stage;
   }
-  EXPECT_EQ(compose["services"]["scheduler"]["environment"]["TUNEBUS_RESULTS_DIR"].as<std::string>(""), "/results");
+  EXPECT_EQ(
+      compose["services"]["scheduler"]["environment"]["TUNEBUS_RESULTS_DIR"].as<std::string>(""),
+      "/results");
   for (const char* service : {"scheduler", "trial-worker", "tunectl"}) {
     bool mounted = false;
-    for (const auto& v : compose["services"][service]["volumes"]) mounted = mounted || v.as<std::string>() == "results:/results";
+    for (const auto& v : compose["services"][service]["volumes"])
+      mounted = mounted || v.as<std::string>() == "results:/results";
     EXPECT_TRUE(mounted) << service << " does not mount the results volume at /results";
   }
   const std::vector<std::string> ignored = ReadLines(SourceDir() / ".dockerignore");
   for (const char* pattern : {".git", "build", "build-*", "**/results"}) {
-    EXPECT_NE(std::find(ignored.begin(), ignored.end(), pattern), ignored.end()) << ".dockerignore lacks " << pattern;
+    EXPECT_NE(std::find(ignored.begin(), ignored.end(), pattern), ignored.end())
+        << ".dockerignore lacks " << pattern;
   }
 }
 

@@ -3,11 +3,10 @@
 // without an absolute results_dir write; a worker that cannot see the trainable's files fails the
 // trial saying so and how to fix it; the healthcheck the compose file runs (`<binary>
 // --healthcheck`) passes against a live service and fails against a dead or frozen one.
+#include <gtest/gtest.h>
 #include <signal.h>
 
 #include <string>
-
-#include <gtest/gtest.h>
 
 #include "proto/codec.hpp"
 #include "proto/control.hpp"
@@ -37,12 +36,14 @@ std::pair<int, std::string> Healthcheck(const fs::path& log_dir, const std::stri
 // The only trial of the current experiment, once it is ERROR (an empty object after 30 s).
 json ErroredTrial(Cluster& cluster) {
   json trial = json::object();
-  WaitFor([&] {
-    const json ls = cluster.Ctl({"-o", "json", "ls"}).Json();
-    if (!ls.is_array() || ls.size() != 1 || ls[0].value("status", "") != "ERROR") return false;
-    trial = ls[0];
-    return true;
-  }, 30s, 200ms);
+  WaitFor(
+      [&] {
+        const json ls = cluster.Ctl({"-o", "json", "ls"}).Json();
+        if (!ls.is_array() || ls.size() != 1 || ls[0].value("status", "") != "ERROR") return false;
+        trial = ls[0];
+        return true;
+      },
+      30s, 200ms);
   return trial;
 }
 
@@ -59,23 +60,27 @@ TEST(DeploymentTest, TheHealthcheckPassesAgainstALiveServiceAndFailsAgainstADead
   const fs::path logs = cluster.dir() / "healthchecks";
   for (const auto& [name, port] : ports) {
     const std::string binary = name == "w1" ? "trial-worker" : name;
-    auto [code, out] = Healthcheck(logs, binary, {"--metrics-host", "0.0.0.0", "--metrics-port", std::to_string(port)});
+    auto [code, out] = Healthcheck(
+        logs, binary, {"--metrics-host", "0.0.0.0", "--metrics-port", std::to_string(port)});
     EXPECT_EQ(code, 0) << binary << ": " << out;
     EXPECT_EQ(out, "ok\n") << binary;
   }
   // A frozen service (SIGSTOP: its loop and its HTTP thread stand still) does not answer in time.
   cluster.process("resource-manager")->Signal(SIGSTOP);
-  auto [frozen, frozen_out] = Healthcheck(logs, "resource-manager", {"--metrics-port", std::to_string(rm)});
+  auto [frozen, frozen_out] =
+      Healthcheck(logs, "resource-manager", {"--metrics-port", std::to_string(rm)});
   cluster.process("resource-manager")->Signal(SIGCONT);
   EXPECT_EQ(frozen, 1) << frozen_out;
-  EXPECT_NE(frozen_out.find("unhealthy: no answer from http://127.0.0.1:" + std::to_string(rm) + "/healthz"),
+  EXPECT_NE(frozen_out.find("unhealthy: no answer from http://127.0.0.1:" + std::to_string(rm) +
+                            "/healthz"),
             std::string::npos)
       << frozen_out;
   // A dead one.
   cluster.process("scheduler")->Kill();
   auto [dead, dead_out] = Healthcheck(logs, "scheduler", {"--metrics-port", std::to_string(sched)});
   EXPECT_EQ(dead, 1) << dead_out;
-  EXPECT_NE(dead_out.find("unhealthy: no answer from http://127.0.0.1:" + std::to_string(sched) + "/healthz"),
+  EXPECT_NE(dead_out.find("unhealthy: no answer from http://127.0.0.1:" + std::to_string(sched) +
+                          "/healthz"),
             std::string::npos)
       << dead_out;
   // Without a metrics port there is nothing to ask: unhealthy, not a hang.
@@ -99,13 +104,16 @@ TEST(DeploymentTest, TheSchedulersResultsDirHoldsExperimentsWithoutAnAbsoluteOne
   WriteFile(file, "name: relative\ntrainable: {builtin: noop}\nresults_dir: results\n");
   auto run = cluster.Ctl({"run", file.string()}, 60s);
   ASSERT_EQ(run.exit_code, 0) << run.Describe();
-  EXPECT_NE(run.out.find("Results directory: " + (results.path() / "relative").string()), std::string::npos)
+  EXPECT_NE(run.out.find("Results directory: " + (results.path() / "relative").string()),
+            std::string::npos)
       << run.Describe();
   EXPECT_TRUE(fs::exists(results.path() / "relative" / "experiment_state.json"));
-  EXPECT_FALSE(fs::exists(file.parent_path() / "results")) << "written beside the file on the client's host";
+  EXPECT_FALSE(fs::exists(file.parent_path() / "results"))
+      << "written beside the file on the client's host";
 
   const fs::path absolute = cluster.dir() / "absolute";
-  WriteFile(file, "name: kept\ntrainable: {builtin: noop}\nresults_dir: " + absolute.string() + "\n");
+  WriteFile(file,
+            "name: kept\ntrainable: {builtin: noop}\nresults_dir: " + absolute.string() + "\n");
   run = cluster.Ctl({"run", file.string()}, 60s);
   ASSERT_EQ(run.exit_code, 0) << run.Describe();
   EXPECT_TRUE(fs::exists(absolute / "kept" / "experiment_state.json"));
@@ -122,8 +130,9 @@ TEST(DeploymentTest, AWorkerThatCannotSeeTheTrainablesFilesFailsTheTrialSayingHo
   // 1. The folder exists on the client's host only: a submission from there, sent as tunectl does.
   proto::SubmitExperiment submit;
   submit.id = 1;
-  submit.spec_yaml = "name: elsewhere\ntrainable: {command: [sh, run_trainable.sh]}\nresults_dir: " +
-                     results.string() + "\n";
+  submit.spec_yaml =
+      "name: elsewhere\ntrainable: {command: [sh, run_trainable.sh]}\nresults_dir: " +
+      results.string() + "\n";
   submit.base_dir = "/home/someone/tunebus-client-only/examples/digits";
   submit.source_name = "experiment.yaml";
   DealerClient control(cluster.control());
@@ -131,11 +140,12 @@ TEST(DeploymentTest, AWorkerThatCannotSeeTheTrainablesFilesFailsTheTrialSayingHo
   ASSERT_TRUE(control.Receive(10s).has_value());
   json t = ErroredTrial(cluster);
   std::string error = t.value("error", "");
-  EXPECT_NE(error.find("cannot start command [sh run_trainable.sh]: the trainable's folder " + submit.base_dir +
-                       " does not exist on this worker"),
+  EXPECT_NE(error.find("cannot start command [sh run_trainable.sh]: the trainable's folder " +
+                       submit.base_dir + " does not exist on this worker"),
             std::string::npos)
       << t.dump();
-  EXPECT_NE(error.find("mount that folder at the same path on every worker"), std::string::npos) << error;
+  EXPECT_NE(error.find("mount that folder at the same path on every worker"), std::string::npos)
+      << error;
   EXPECT_NE(error.find("(worker w1 on host"), std::string::npos) << error;
   EXPECT_EQ(t.value("attempt", 0), 1) << "a start failure is not retried: " << t.dump();
 
@@ -152,7 +162,8 @@ TEST(DeploymentTest, AWorkerThatCannotSeeTheTrainablesFilesFailsTheTrialSayingHo
                        file.parent_path().string() + " on this worker"),
             std::string::npos)
       << t.dump();
-  EXPECT_NE(error.find("the same volume or an image that holds it there"), std::string::npos) << error;
+  EXPECT_NE(error.find("the same volume or an image that holds it there"), std::string::npos)
+      << error;
 }
 
 }  // namespace

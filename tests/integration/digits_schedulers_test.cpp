@@ -2,11 +2,11 @@
 // trainable that pickles its model on a "checkpoint" decision) runs with ASHA and with PBT on
 // two trial-worker processes, from the experiment files users run (examples/digits/asha.yaml,
 // examples/digits/pbt.yaml). Skipped, saying why, where no Python can import scikit-learn.
-#include <cstdlib>
-#include <string>
-
 #include <gtest/gtest.h>
+
+#include <cstdlib>
 #include <nlohmann/json.hpp>
+#include <string>
 
 #include "tests/integration/harness.hpp"
 
@@ -18,8 +18,9 @@ using namespace std::chrono_literals;
 
 bool HavePythonWithSklearn() {
   const fs::path probe = SourceDir() / "examples/digits/run_trainable.sh";
-  const std::string cmd = "for py in \"${TUNEBUS_PYTHON:-}\" /usr/bin/python3 python3; do [ -n \"$py\" ] && "
-                          "\"$py\" -c 'import sklearn' >/dev/null 2>&1 && exit 0; done; exit 1";
+  const std::string cmd =
+      "for py in \"${TUNEBUS_PYTHON:-}\" /usr/bin/python3 python3; do [ -n \"$py\" ] && "
+      "\"$py\" -c 'import sklearn' >/dev/null 2>&1 && exit 0; done; exit 1";
   return fs::exists(probe) && std::system(cmd.c_str()) == 0;
 }
 
@@ -28,8 +29,10 @@ bool HavePythonWithSklearn() {
 fs::path ExampleFile(Cluster& cluster, const std::string& name) {
   std::string yaml = ReadFile(SourceDir() / "examples/digits" / name);
   const std::string script = "run_trainable.sh", results = "results_dir: results";
-  yaml.replace(yaml.find(script), script.size(), (SourceDir() / "examples/digits" / script).string());
-  yaml.replace(yaml.find(results), results.size(), "results_dir: " + (cluster.dir() / "results").string());
+  yaml.replace(yaml.find(script), script.size(),
+               (SourceDir() / "examples/digits" / script).string());
+  yaml.replace(yaml.find(results), results.size(),
+               "results_dir: " + (cluster.dir() / "results").string());
   const fs::path file = cluster.dir() / name;
   WriteFile(file, yaml);
   return file;
@@ -50,7 +53,8 @@ std::vector<json> AllResults(Cluster& cluster, const std::string& experiment) {
 class DigitsSchedulersTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    if (!HavePythonWithSklearn()) GTEST_SKIP() << "no Python with scikit-learn ($TUNEBUS_PYTHON, /usr/bin/python3, python3)";
+    if (!HavePythonWithSklearn())
+      GTEST_SKIP() << "no Python with scikit-learn ($TUNEBUS_PYTHON, /usr/bin/python3, python3)";
     ClusterOptions o;
     o.cpus_per_worker = 2;
     cluster_ = std::make_unique<Cluster>(o);
@@ -109,7 +113,8 @@ TEST_F(DigitsSchedulersTest, PbtWeakModelsExploitTheCheckpointsOfStrongOnes) {
     for (const char* key : {"loss", "learning_rate", "epochs"}) {
       EXPECT_EQ(e["new_config"][key], e["old_config"][key]) << key << " " << r.dump();
     }
-    for (const char* key : {"alpha", "eta0"}) EXPECT_GT(e["new_config"].value(key, 0.0), 0.0) << r.dump();
+    for (const char* key : {"alpha", "eta0"})
+      EXPECT_GT(e["new_config"].value(key, 0.0), 0.0) << r.dump();
     // The first result after the exploit continues the donor's training: the iteration goes on
     // from the donor's checkpoint (a multiple of perturbation_interval 4), not from 1.
     EXPECT_EQ(r.value("iterations_since_restore", 0), 1) << r.dump();

@@ -3,11 +3,11 @@
 // one), `tunectl checkpoint export` writes a trial's checkpoint (the bytes its trainable saved)
 // into a folder with clear errors, the journal of a finished experiment gets nothing appended by
 // reads, and trial folders keep no empty checkpoint_tmp/.
+#include <gtest/gtest.h>
+
+#include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
-
-#include <gtest/gtest.h>
-#include <nlohmann/json.hpp>
 
 #include "tests/fault/fault_support.hpp"
 #include "tests/integration/harness.hpp"
@@ -40,15 +40,17 @@ constexpr const char* kTrainable =
 fs::path WriteExperiment(const fs::path& dir, const std::string& name, bool checkpoints) {
   WriteFile(dir / "train.sh", kTrainable);
   const fs::path file = dir / (name + ".yaml");
-  WriteFile(file, "name: " + name + "\n"
-                  "trainable: {command: [sh, train.sh]}\n"
-                  "param_space:\n"
-                  "  lr: {grid_search: [0.1, 0.3, 0.2]}\n"
-                  "metric: score\n"
-                  "mode: max\n"
-                  "stop: {training_iteration: 3}\n" +
-                  std::string(checkpoints ? "checkpoint_freq: 2\ncheckpoint_at_end: true\n" : "") +
-                  "results_dir: " + (dir / "results").string() + "\n");
+  WriteFile(file,
+            "name: " + name +
+                "\n"
+                "trainable: {command: [sh, train.sh]}\n"
+                "param_space:\n"
+                "  lr: {grid_search: [0.1, 0.3, 0.2]}\n"
+                "metric: score\n"
+                "mode: max\n"
+                "stop: {training_iteration: 3}\n" +
+                std::string(checkpoints ? "checkpoint_freq: 2\ncheckpoint_at_end: true\n" : "") +
+                "results_dir: " + (dir / "results").string() + "\n");
   return file;
 }
 
@@ -69,10 +71,13 @@ class Suite {
         control_("tcp://127.0.0.1:" + std::to_string(FreePort())),
         events_("tcp://127.0.0.1:" + std::to_string(FreePort())) {}
   ::testing::AssertionResult Start() {
-    up_ = Process::Spawn({"up-" + std::to_string(++starts_), BinDir() / "tunectl",
+    up_ = Process::Spawn({"up-" + std::to_string(++starts_),
+                          BinDir() / "tunectl",
                           {"up", "--control", control_, "--events", events_, "--data-dir",
                            (dir_ / "store").string(), "--cpus", "2"},
-                          {}, dir_ / "logs", dir_});
+                          {},
+                          dir_ / "logs",
+                          dir_});
     if (!WaitFor([&] { return Ctl({"lsx"}, 2s).exit_code == 0; }, 20s, 100ms)) {
       return ::testing::AssertionFailure() << "tunectl up did not answer: " << up_->Output();
     }
@@ -80,7 +85,8 @@ class Suite {
   }
   ::testing::AssertionResult Restart() {
     const int code = up_->Stop();
-    if (code != 0) return ::testing::AssertionFailure() << "tunectl up exited " << code << ": " << up_->Output();
+    if (code != 0)
+      return ::testing::AssertionFailure() << "tunectl up exited " << code << ": " << up_->Output();
     return Start();
   }
   CommandResult Ctl(std::vector<std::string> args, Millis timeout = 30s, const fs::path& cwd = {}) {
@@ -129,8 +135,9 @@ TEST(FinishedExperimentsTest, ReadCommandsAndCheckpointExportAnswerFromTheJourna
   ASSERT_EQ(lsx.Json().size(), 2u) << lsx.out;
 
   // best: -e NAME, and without -e the newest experiment (models), read-only from its journal.
-  for (const std::vector<std::string>& args : {std::vector<std::string>{"-o", "json", "best", "-e", "models"},
-                                               std::vector<std::string>{"-o", "json", "best"}}) {
+  for (const std::vector<std::string>& args :
+       {std::vector<std::string>{"-o", "json", "best", "-e", "models"},
+        std::vector<std::string>{"-o", "json", "best"}}) {
     auto best = suite.Ctl(args);
     ASSERT_EQ(best.exit_code, 0) << best.Describe() << suite.Output();
     EXPECT_EQ(best.Json().value("trial_id", ""), best_id) << best.out;
@@ -138,7 +145,8 @@ TEST(FinishedExperimentsTest, ReadCommandsAndCheckpointExportAnswerFromTheJourna
     EXPECT_FALSE(best.Json()["checkpoints"].empty()) << best.out;
   }
   auto best_text = suite.Ctl({"best", "-e", "models"});
-  EXPECT_NE(best_text.out.find("metric:     score = 0.9 (mode max)"), std::string::npos) << best_text.out;
+  EXPECT_NE(best_text.out.find("metric:     score = 0.9 (mode max)"), std::string::npos)
+      << best_text.out;
   EXPECT_EQ(suite.Ctl({"-o", "json", "status"}).Json().value("read_only", false), true);
   auto status = suite.Ctl({"-o", "json", "status", "-e", "plain"});
   ASSERT_EQ(status.exit_code, 0) << status.Describe();
@@ -150,7 +158,10 @@ TEST(FinishedExperimentsTest, ReadCommandsAndCheckpointExportAnswerFromTheJourna
   ASSERT_EQ(ls.exit_code, 0) << ls.Describe();
   ASSERT_EQ(ls.Json().size(), 3u) << ls.out;
   const std::string plain_id = ls.Json()[0].value("trial_id", "");
-  EXPECT_EQ(suite.Ctl({"-o", "json", "ls", "-e", "plain", "--sort", "-score", "--limit", "1"}).Json()[0]["config"].value("lr", 0.0), 0.3);
+  EXPECT_EQ(suite.Ctl({"-o", "json", "ls", "-e", "plain", "--sort", "-score", "--limit", "1"})
+                .Json()[0]["config"]
+                .value("lr", 0.0),
+            0.3);
   auto show = suite.Ctl({"-o", "json", "show", best_id, "-e", "models"});
   ASSERT_EQ(show.exit_code, 0) << show.Describe();
   EXPECT_EQ(show.Json().value("status", ""), "TERMINATED") << show.out;
@@ -159,22 +170,26 @@ TEST(FinishedExperimentsTest, ReadCommandsAndCheckpointExportAnswerFromTheJourna
   EXPECT_EQ(std::count(csv.out.begin(), csv.out.end(), '\n'), 4) << csv.out;
   auto logs = suite.Ctl({"logs", plain_id, "-e", "plain"});
   EXPECT_EQ(logs.exit_code, 0) << logs.Describe();
-  auto watch = suite.Ctl({"watch", "-e", "plain"}, 10s);  // a finished experiment: the table, then exit
+  auto watch =
+      suite.Ctl({"watch", "-e", "plain"}, 10s);  // a finished experiment: the table, then exit
   EXPECT_EQ(watch.exit_code, 0) << watch.Describe();
 
   // Unknown experiment or trial: clear errors, exit 1.
   auto unknown = suite.Ctl({"best", "-e", "nosuch"});
   EXPECT_EQ(unknown.exit_code, 1) << unknown.Describe();
-  EXPECT_NE(unknown.err.find("no experiment named nosuch; known experiments: models, plain"), std::string::npos)
+  EXPECT_NE(unknown.err.find("no experiment named nosuch; known experiments: models, plain"),
+            std::string::npos)
       << unknown.Describe();
   auto no_trial = suite.Ctl({"show", "nosuch", "-e", "models"});
   EXPECT_EQ(no_trial.exit_code, 1) << no_trial.Describe();
-  EXPECT_NE(no_trial.err.find("no trial nosuch in experiment models-"), std::string::npos) << no_trial.Describe();
+  EXPECT_NE(no_trial.err.find("no trial nosuch in experiment models-"), std::string::npos)
+      << no_trial.Describe();
 
   // checkpoint export: the newest checkpoint (iteration 3, checkpoint_at_end) into --to, byte for
   // byte what the trainable saved.
   const fs::path out = dir.path() / "exported" / "best";
-  auto exported = suite.Ctl({"-o", "json", "checkpoint", "export", best_id, "-e", "models", "--to", out.string()});
+  auto exported = suite.Ctl(
+      {"-o", "json", "checkpoint", "export", best_id, "-e", "models", "--to", out.string()});
   ASSERT_EQ(exported.exit_code, 0) << exported.Describe() << suite.Output();
   EXPECT_EQ(exported.Json().value("training_iteration", -1), 3) << exported.out;
   EXPECT_EQ(exported.Json().value("dir", ""), out.string()) << exported.out;
@@ -184,29 +199,38 @@ TEST(FinishedExperimentsTest, ReadCommandsAndCheckpointExportAnswerFromTheJourna
   // An older one by its short id, into the default folder in the working directory.
   const fs::path cwd = dir.path() / "cwd";
   fs::create_directories(cwd);
-  auto older = suite.Ctl({"checkpoint", "export", best_id, "--checkpoint", "00000002-a1", "-e", "models"}, 30s, cwd);
+  auto older = suite.Ctl(
+      {"checkpoint", "export", best_id, "--checkpoint", "00000002-a1", "-e", "models"}, 30s, cwd);
   ASSERT_EQ(older.exit_code, 0) << older.Describe();
   const fs::path default_dir = cwd / (best_id + "_checkpoint_00000002-a1");
   EXPECT_NE(older.out.find(default_dir.string()), std::string::npos) << older.out;
   EXPECT_EQ(FilesIn(default_dir), FilesIn(best_dir / "saved" / "2"));
-  EXPECT_EQ(std::distance(fs::directory_iterator(cwd), fs::directory_iterator()), 1) << "nothing else is left";
+  EXPECT_EQ(std::distance(fs::directory_iterator(cwd), fs::directory_iterator()), 1)
+      << "nothing else is left";
 
   // Export errors: clear messages, exit codes, nothing written.
-  auto not_empty = suite.Ctl({"checkpoint", "export", best_id, "-e", "models", "--to", out.string()});
+  auto not_empty =
+      suite.Ctl({"checkpoint", "export", best_id, "-e", "models", "--to", out.string()});
   EXPECT_EQ(not_empty.exit_code, 2) << not_empty.Describe();
-  EXPECT_NE(not_empty.err.find("exists and is not empty"), std::string::npos) << not_empty.Describe();
+  EXPECT_NE(not_empty.err.find("exists and is not empty"), std::string::npos)
+      << not_empty.Describe();
   WriteFile(dir.path() / "a-file", "x");
-  auto unwritable = suite.Ctl({"checkpoint", "export", best_id, "-e", "models", "--to", (dir.path() / "a-file" / "sub").string()});
+  auto unwritable = suite.Ctl({"checkpoint", "export", best_id, "-e", "models", "--to",
+                               (dir.path() / "a-file" / "sub").string()});
   EXPECT_EQ(unwritable.exit_code, 1) << unwritable.Describe();
   EXPECT_NE(unwritable.err.find("cannot create"), std::string::npos) << unwritable.Describe();
-  auto no_checkpoint = suite.Ctl({"checkpoint", "export", plain_id, "-e", "plain", "--to", (dir.path() / "none").string()});
+  auto no_checkpoint = suite.Ctl(
+      {"checkpoint", "export", plain_id, "-e", "plain", "--to", (dir.path() / "none").string()});
   EXPECT_EQ(no_checkpoint.exit_code, 1) << no_checkpoint.Describe();
-  EXPECT_NE(no_checkpoint.err.find("has no stored checkpoint"), std::string::npos) << no_checkpoint.Describe();
-  auto bad_id = suite.Ctl({"checkpoint", "export", best_id, "--checkpoint", "nosuch", "-e", "models", "--to",
-                           (dir.path() / "none").string()});
+  EXPECT_NE(no_checkpoint.err.find("has no stored checkpoint"), std::string::npos)
+      << no_checkpoint.Describe();
+  auto bad_id = suite.Ctl({"checkpoint", "export", best_id, "--checkpoint", "nosuch", "-e",
+                           "models", "--to", (dir.path() / "none").string()});
   EXPECT_EQ(bad_id.exit_code, 1) << bad_id.Describe();
-  EXPECT_NE(bad_id.err.find("keeps no checkpoint nosuch; it keeps"), std::string::npos) << bad_id.Describe();
-  auto bad_trial = suite.Ctl({"checkpoint", "export", "nosuch", "-e", "models", "--to", (dir.path() / "none").string()});
+  EXPECT_NE(bad_id.err.find("keeps no checkpoint nosuch; it keeps"), std::string::npos)
+      << bad_id.Describe();
+  auto bad_trial = suite.Ctl(
+      {"checkpoint", "export", "nosuch", "-e", "models", "--to", (dir.path() / "none").string()});
   EXPECT_EQ(bad_trial.exit_code, 1) << bad_trial.Describe();
   EXPECT_NE(bad_trial.err.find("no trial nosuch"), std::string::npos) << bad_trial.Describe();
   EXPECT_FALSE(fs::exists(dir.path() / "none"));
@@ -222,20 +246,25 @@ TEST(FinishedExperimentsTest, ReadingAFinishedExperimentAppendsNothingToItsJourn
   Cluster cluster;
   ASSERT_TRUE(cluster.Start());
   const fs::path file = cluster.dir() / "ro.yaml";
-  WriteFile(file, "name: ro\n"
-                  "trainable: {builtin: mock}\n"
-                  "param_space: {lr: {grid_search: [0.01, 0.1]}, mock_iterations: 5}\n"
-                  "metric: mean_accuracy\nmode: max\n"
-                  // Saved as the trials stop, so the journal ends with experiment_ended (a
-                  // checkpoint_saved after it would make the restart resume the experiment).
-                  "stop: {training_iteration: 3}\ncheckpoint_at_end: true\n"
-                  "results_dir: " + (cluster.dir() / "results").string() + "\n");
+  WriteFile(file,
+            "name: ro\n"
+            "trainable: {builtin: mock}\n"
+            "param_space: {lr: {grid_search: [0.01, 0.1]}, mock_iterations: 5}\n"
+            "metric: mean_accuracy\nmode: max\n"
+            // Saved as the trials stop, so the journal ends with experiment_ended (a
+            // checkpoint_saved after it would make the restart resume the experiment).
+            "stop: {training_iteration: 3}\ncheckpoint_at_end: true\n"
+            "results_dir: " +
+                (cluster.dir() / "results").string() + "\n");
   const std::string journal = SubmitDetached(cluster, file, "ro");
   ASSERT_FALSE(journal.empty());
   ASSERT_EQ(WaitFinished(cluster, 60s).value("status", ""), "FINISHED");
   // Killed once the journal ends with experiment_ended (else the restart resumes and ends it).
-  ASSERT_TRUE(WaitFor([&] { return ReadJournal(cluster.store(), journal).back().value("kind", "") == "experiment_ended"; },
-                      10s, 100ms));
+  ASSERT_TRUE(WaitFor(
+      [&] {
+        return ReadJournal(cluster.store(), journal).back().value("kind", "") == "experiment_ended";
+      },
+      10s, 100ms));
   ASSERT_TRUE(cluster.Restart("scheduler"));
   ASSERT_TRUE(WaitFor([&] { return cluster.Ctl({"lsx"}, 2s).exit_code == 0; }, 20s, 100ms));
   const size_t records = ReadJournal(cluster.store(), journal).size();
@@ -250,9 +279,11 @@ TEST(FinishedExperimentsTest, ReadingAFinishedExperimentAppendsNothingToItsJourn
   ASSERT_EQ(status.exit_code, 0) << status.Describe();
   EXPECT_EQ(status.Json().value("read_only", false), true) << status.out;
   EXPECT_EQ(status.Json().value("journal", ""), journal) << status.out;
-  auto exported = cluster.Ctl({"checkpoint", "export", id, "--to", (cluster.dir() / "ckpt").string()});
+  auto exported =
+      cluster.Ctl({"checkpoint", "export", id, "--to", (cluster.dir() / "ckpt").string()});
   ASSERT_EQ(exported.exit_code, 0) << exported.Describe();
-  EXPECT_NE(ReadFile(cluster.dir() / "ckpt" / "checkpoint.json").find("\"iteration\":3"), std::string::npos);
+  EXPECT_NE(ReadFile(cluster.dir() / "ckpt" / "checkpoint.json").find("\"iteration\":3"),
+            std::string::npos);
 
   EXPECT_EQ(ReadJournal(cluster.store(), journal).size(), records);
   // Not current: stopping "it" finds nothing to stop.

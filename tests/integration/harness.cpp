@@ -1,6 +1,5 @@
 #include "tests/integration/harness.hpp"
 
-#include <algorithm>
 #include <arpa/inet.h>
 #include <fcntl.h>
 #include <netinet/in.h>
@@ -11,6 +10,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <array>
 #include <atomic>
 #include <cerrno>
@@ -139,7 +139,8 @@ bool WaitFor(const std::function<bool()>& predicate, Millis timeout, Millis poll
     if (predicate()) return true;
     const auto now = std::chrono::steady_clock::now();
     if (now >= deadline) return false;
-    std::this_thread::sleep_for(std::min<std::chrono::steady_clock::duration>(poll, deadline - now));
+    std::this_thread::sleep_for(
+        std::min<std::chrono::steady_clock::duration>(poll, deadline - now));
   }
 }
 
@@ -180,7 +181,8 @@ void WriteFile(const fs::path& path, const std::string& text) {
 std::string Tail(const fs::path& path, size_t n) {
   const auto lines = ReadLines(path);
   std::string out;
-  for (size_t i = lines.size() > n ? lines.size() - n : 0; i < lines.size(); ++i) out += lines[i] + "\n";
+  for (size_t i = lines.size() > n ? lines.size() - n : 0; i < lines.size(); ++i)
+    out += lines[i] + "\n";
   return out;
 }
 
@@ -224,7 +226,8 @@ std::unique_ptr<Process> Process::Spawn(const Options& o) {
     const auto eq = kv.find('=');
     if (eq == std::string::npos) continue;
     const std::string key = kv.substr(0, eq);
-    if (key.rfind("TUNEBUS_", 0) == 0 && key != "TUNEBUS_BIN_DIR" && key != "TUNEBUS_SOURCE_DIR") continue;
+    if (key.rfind("TUNEBUS_", 0) == 0 && key != "TUNEBUS_BIN_DIR" && key != "TUNEBUS_SOURCE_DIR")
+      continue;
     env[key] = kv.substr(eq + 1);
   }
   // Short reconnect backoff (production: 1 s doubling to 30 s) so restarts in tests take
@@ -256,7 +259,8 @@ std::unique_ptr<Process> Process::Spawn(const Options& o) {
   posix_spawnattr_setsigmask(&attr, &empty);
   posix_spawnattr_setsigdefault(&attr, &defaults);
   posix_spawnattr_setpgroup(&attr, 0);  // own group: a terminal's Ctrl-C reaches only the test
-  posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF | POSIX_SPAWN_SETPGROUP);
+  posix_spawnattr_setflags(&attr,
+                           POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF | POSIX_SPAWN_SETPGROUP);
 
   pid_t pid = -1;
   const int rc = ::posix_spawn(&pid, argv[0], &actions, &attr, argv.data(), envp.data());
@@ -390,7 +394,8 @@ std::map<std::string, int> ServeMetrics(ClusterOptions& o) {
 
 void RunUnprivileged(Process::Options& o) {
   if (::geteuid() != 0) return;
-  std::vector<std::string> args = {"--reuid=65534", "--regid=65534", "--clear-groups", o.binary.string()};
+  std::vector<std::string> args = {"--reuid=65534", "--regid=65534", "--clear-groups",
+                                   o.binary.string()};
   args.insert(args.end(), o.args.begin(), o.args.end());
   o.args = std::move(args);
   o.binary = "/usr/bin/setpriv";
@@ -400,7 +405,9 @@ Cluster::Cluster(ClusterOptions options) : options_(std::move(options)) {}
 
 Cluster::~Cluster() {
   if (::testing::Test::HasFailure() && !processes_.empty()) {
-    std::cerr << "[harness] service logs (" << dir() / "logs" << "):\n" << LogTails(40);
+    std::cerr << "[harness] service logs (" << dir() / "logs"
+              << "):\n"
+              << LogTails(40);
   }
   StopAll();
 }
@@ -427,11 +434,20 @@ void Cluster::SpawnWorker(const std::string& id) {
   Process::Options o;
   o.name = id;
   o.binary = BinDir() / "trial-worker";
-  o.args = {"--worker-id", id, "--scheduler", worker_endpoint(), "--rm", rm(), "--store", store(),
-            "--heartbeat-interval-ms", std::to_string(options_.heartbeat_interval_ms)};
+  o.args = {"--worker-id",
+            id,
+            "--scheduler",
+            worker_endpoint(),
+            "--rm",
+            rm(),
+            "--store",
+            store(),
+            "--heartbeat-interval-ms",
+            std::to_string(options_.heartbeat_interval_ms)};
   std::vector<std::string> extra;
   if (auto it = options_.worker_args.find(id); it != options_.worker_args.end()) extra = it->second;
-  if (std::find(extra.begin(), extra.end(), "--cpus") == extra.end()) extra.insert(extra.begin(), {"--cpus", cpus});
+  if (std::find(extra.begin(), extra.end(), "--cpus") == extra.end())
+    extra.insert(extra.begin(), {"--cpus", cpus});
   o.args.insert(o.args.end(), extra.begin(), extra.end());
   o.log_dir = dir() / "logs";
   o.cwd = dir();
@@ -451,7 +467,8 @@ void Cluster::SpawnWorker(const std::string& id) {
   return ::testing::AssertionSuccess();
 }
 
-::testing::AssertionResult Cluster::AddWorker(const std::string& id, std::vector<std::string> extra_args) {
+::testing::AssertionResult Cluster::AddWorker(const std::string& id,
+                                              std::vector<std::string> extra_args) {
   options_.worker_args[id] = std::move(extra_args);
   SpawnWorker(id);
   const bool up = WaitFor(
@@ -459,7 +476,9 @@ void Cluster::SpawnWorker(const std::string& id) {
         const nlohmann::json view = Workers();
         if (!view.is_array()) return false;
         for (const auto& w : view) {
-          if (w.value("worker_id", "") == id && w.value("alive", false) && w.value("connected", false)) return true;
+          if (w.value("worker_id", "") == id && w.value("alive", false) &&
+              w.value("connected", false))
+            return true;
         }
         return false;
       },
@@ -480,7 +499,8 @@ void Cluster::SpawnWorker(const std::string& id) {
   store_port_ = FreePort();
   const fs::path logs = dir() / "logs";
   const std::string hb = std::to_string(options_.heartbeat_interval_ms);
-  auto spawn = [&](const std::string& name, const std::string& binary, std::vector<std::string> args) {
+  auto spawn = [&](const std::string& name, const std::string& binary,
+                   std::vector<std::string> args) {
     Process::Options o;
     o.name = name;
     o.binary = BinDir() / binary;
@@ -495,13 +515,16 @@ void Cluster::SpawnWorker(const std::string& id) {
     processes_.push_back(Process::Spawn(o));
   };
   spawn("checkpoint-store", "checkpoint-store",
-        {"--endpoint", store(), "--data-dir", (dir() / ("store-" + std::to_string(attempt_))).string()});
+        {"--endpoint", store(), "--data-dir",
+         (dir() / ("store-" + std::to_string(attempt_))).string()});
   spawn("resource-manager", "resource-manager",
-        {"--endpoint", rm(), "--events-endpoint", rm_events(), "--heartbeat-interval-ms", hb, "--liveness",
-         std::to_string(options_.rm_liveness)});
-  std::vector<std::string> scheduler_args = {"--control", control(), "--workers", worker_endpoint(), "--events",
-                                             events(), "--rm", rm(), "--rm-events", rm_events(), "--store", store()};
-  scheduler_args.insert(scheduler_args.end(), options_.scheduler_args.begin(), options_.scheduler_args.end());
+        {"--endpoint", rm(), "--events-endpoint", rm_events(), "--heartbeat-interval-ms", hb,
+         "--liveness", std::to_string(options_.rm_liveness)});
+  std::vector<std::string> scheduler_args = {
+      "--control", control(), "--workers",   worker_endpoint(), "--events", events(),
+      "--rm",      rm(),      "--rm-events", rm_events(),       "--store",  store()};
+  scheduler_args.insert(scheduler_args.end(), options_.scheduler_args.begin(),
+                        options_.scheduler_args.end());
   spawn("scheduler", "scheduler", std::move(scheduler_args));
   for (const auto& id : worker_ids()) SpawnWorker(id);
 
@@ -518,7 +541,9 @@ void Cluster::SpawnWorker(const std::string& id) {
         for (const auto& id : worker_ids()) {
           bool ok = false;
           for (const auto& w : last_view) {
-            if (w.value("worker_id", "") == id && w.value("alive", false) && w.value("connected", false)) ok = true;
+            if (w.value("worker_id", "") == id && w.value("alive", false) &&
+                w.value("connected", false))
+              ok = true;
           }
           if (!ok) return false;
         }
@@ -527,11 +552,13 @@ void Cluster::SpawnWorker(const std::string& id) {
       options_.ready_timeout, Millis{100});
   if (ready && !died) return ::testing::AssertionSuccess();
   std::string dead;
-  for (const auto& n : Dead()) dead += " " + n + "(exit " + std::to_string(process(n)->exit_code().value_or(-1)) + ")";
+  for (const auto& n : Dead())
+    dead += " " + n + "(exit " + std::to_string(process(n)->exit_code().value_or(-1)) + ")";
   auto failure = ::testing::AssertionFailure()
-                 << (died ? "a service exited early:" + dead : "workers not all alive and connected after " +
-                                                                   std::to_string(options_.ready_timeout.count()) +
-                                                                   " ms; last view: " + last_view.dump())
+                 << (died ? "a service exited early:" + dead
+                          : "workers not all alive and connected after " +
+                                std::to_string(options_.ready_timeout.count()) +
+                                " ms; last view: " + last_view.dump())
                  << "\n"
                  << LogTails(15);
   StopAll();
@@ -549,7 +576,8 @@ std::map<std::string, int> Cluster::StopAll() {
     for (Process* p : group) p->Signal(SIGTERM);
     const auto deadline = std::chrono::steady_clock::now() + Millis{5000};
     for (Process* p : group) {
-      const auto left = std::chrono::duration_cast<Millis>(deadline - std::chrono::steady_clock::now());
+      const auto left =
+          std::chrono::duration_cast<Millis>(deadline - std::chrono::steady_clock::now());
       if (!p->Wait(std::max(left, Millis{0}))) p->Kill();
       codes[p->name()] = p->exit_code().value_or(-1);
     }
@@ -595,24 +623,29 @@ std::vector<std::string> Cluster::Dead() {
 std::string Cluster::LogTails(size_t lines) {
   std::string out;
   for (auto& p : processes_) {
-    out += "----- " + p->name() + " (" + p->stdout_path().string() + ") -----\n" + Tail(p->stdout_path(), lines);
+    out += "----- " + p->name() + " (" + p->stdout_path().string() + ") -----\n" +
+           Tail(p->stdout_path(), lines);
     const std::string err = Tail(p->stderr_path(), lines);
-    if (!err.empty()) out += "----- " + p->name() + " (" + p->stderr_path().string() + ") -----\n" + err;
+    if (!err.empty())
+      out += "----- " + p->name() + " (" + p->stderr_path().string() + ") -----\n" + err;
   }
   return out;
 }
 
 // ---------------------------------------------------------------------------------------------
 
-DealerClient::DealerClient(const std::string& endpoint) : ctx_(1), socket_(ctx_, zmq::socket_type::dealer) {
+DealerClient::DealerClient(const std::string& endpoint)
+    : ctx_(1), socket_(ctx_, zmq::socket_type::dealer) {
   socket_.set(zmq::sockopt::linger, 0);
   socket_.connect(endpoint);
 }
 
 void DealerClient::Send(const std::string& payload, const std::vector<std::string>& more) {
-  socket_.send(zmq::buffer(payload), more.empty() ? zmq::send_flags::none : zmq::send_flags::sndmore);
+  socket_.send(zmq::buffer(payload),
+               more.empty() ? zmq::send_flags::none : zmq::send_flags::sndmore);
   for (size_t i = 0; i < more.size(); ++i) {
-    socket_.send(zmq::buffer(more[i]), i + 1 < more.size() ? zmq::send_flags::sndmore : zmq::send_flags::none);
+    socket_.send(zmq::buffer(more[i]),
+                 i + 1 < more.size() ? zmq::send_flags::sndmore : zmq::send_flags::none);
   }
 }
 

@@ -10,6 +10,7 @@
 // variable (they are flag fallbacks and must not redirect a test's services), plus overrides.
 #pragma once
 
+#include <gtest/gtest.h>
 #include <sys/types.h>
 
 #include <chrono>
@@ -18,13 +19,11 @@
 #include <functional>
 #include <map>
 #include <memory>
+#include <nlohmann/json.hpp>
 #include <optional>
 #include <set>
 #include <string>
 #include <vector>
-
-#include <gtest/gtest.h>
-#include <nlohmann/json.hpp>
 #include <zmq.hpp>
 
 namespace tunebus::testing {
@@ -70,12 +69,12 @@ class TempDir {
 class Process {
  public:
   struct Options {
-    std::string name;                          // for file names and messages
-    fs::path binary;                           // absolute path
-    std::vector<std::string> args;             // without argv[0]
-    std::map<std::string, std::string> env;    // added to / overriding the inherited environment
-    fs::path log_dir;                          // created if missing
-    fs::path cwd;                              // working folder; empty = the test's
+    std::string name;                        // for file names and messages
+    fs::path binary;                         // absolute path
+    std::vector<std::string> args;           // without argv[0]
+    std::map<std::string, std::string> env;  // added to / overriding the inherited environment
+    fs::path log_dir;                        // created if missing
+    fs::path cwd;                            // working folder; empty = the test's
   };
 
   /// posix_spawn. Throws std::runtime_error if the binary cannot be started.
@@ -122,7 +121,7 @@ void RunUnprivileged(Process::Options& o);
 
 /// Output of one tunectl run.
 struct CommandResult {
-  int exit_code = -1;     // 128 + signal if it died by one; -1 when it timed out
+  int exit_code = -1;  // 128 + signal if it died by one; -1 when it timed out
   bool timed_out = false;
   std::string out, err;
   /// "exit N\n--- stdout ---\n...\n--- stderr ---\n..." for assertion messages.
@@ -153,7 +152,8 @@ struct ClusterOptions {
   std::vector<std::string> scheduler_args;
   /// Extra flags of the other services by process name ("checkpoint-store", "resource-manager").
   std::map<std::string, std::vector<std::string>> service_args;
-  /// Processes by name ("scheduler", "w1", ...) that run as the unprivileged user (RunUnprivileged).
+  /// Processes by name ("scheduler", "w1", ...) that run as the unprivileged user
+  /// (RunUnprivileged).
   std::set<std::string> unprivileged;
 };
 
@@ -181,7 +181,8 @@ class Cluster {
   /// connected.
   /// SIGKILLs `name` if it runs and starts it again with the same flags and data.
   ::testing::AssertionResult Restart(const std::string& name);
-  ::testing::AssertionResult AddWorker(const std::string& id, std::vector<std::string> extra_args = {});
+  ::testing::AssertionResult AddWorker(const std::string& id,
+                                       std::vector<std::string> extra_args = {});
 
   /// `tunectl --connect <control> args...` (put global flags such as -o json before the
   /// subcommand).
@@ -216,7 +217,7 @@ class Cluster {
   int attempt_ = 0;
   int control_port_ = 0, workers_port_ = 0, events_port_ = 0, rm_port_ = 0, rm_events_port_ = 0,
       store_port_ = 0;
-  std::vector<std::unique_ptr<Process>> processes_;  // start order
+  std::vector<std::unique_ptr<Process>> processes_;        // start order
   std::map<std::string, Process::Options> spawn_options_;  // how each was started
 };
 

@@ -1,12 +1,12 @@
 // Ctrl-C during an embedded `tunectl run` keeps the run (Ray Tune's SIGINT then resume="AUTO"):
 // the experiment is recorded INTERRUPTED, tunectl prints the command that resumes it and exits
 // 130, and running the same command again continues the same trials to the end.
+#include <gtest/gtest.h>
+
 #include <csignal>
+#include <nlohmann/json.hpp>
 #include <set>
 #include <string>
-
-#include <gtest/gtest.h>
-#include <nlohmann/json.hpp>
 
 #include "tests/integration/harness.hpp"
 
@@ -30,10 +30,11 @@ std::set<std::string> TrialIds(const fs::path& experiment_dir) {
 TEST(InterruptTest, CtrlCInterruptsAndRunningTheSameCommandAgainResumesTheSameTrials) {
   TempDir dir;
   const fs::path file = dir.path() / "exp.yaml";
-  WriteFile(file, "name: ctrlc\ntrainable: {builtin: mock}\n"
-                  "param_space: {lr: {uniform: [0.01, 0.1]}, sleep_s: 0.1, mock_iterations: 15}\n"
-                  "num_samples: 4\nseed: 3\ncheckpoint_freq: 5\nmax_concurrent_trials: 2\n"
-                  "results_dir: results\n");
+  WriteFile(file,
+            "name: ctrlc\ntrainable: {builtin: mock}\n"
+            "param_space: {lr: {uniform: [0.01, 0.1]}, sleep_s: 0.1, mock_iterations: 15}\n"
+            "num_samples: 4\nseed: 3\ncheckpoint_freq: 5\nmax_concurrent_trials: 2\n"
+            "results_dir: results\n");
   Process::Options o;
   o.name = "tunectl-run";
   o.binary = BinDir() / "tunectl";
@@ -57,14 +58,17 @@ TEST(InterruptTest, CtrlCInterruptsAndRunningTheSameCommandAgainResumesTheSameTr
   const auto code = run->Wait(20s);
   ASSERT_TRUE(code.has_value()) << run->Output();
   EXPECT_EQ(*code, 130) << run->Output();
-  EXPECT_NE(run->Stderr().find("resume with: tunectl run " + file.string()), std::string::npos) << run->Output();
-  const json state = json::parse(ReadFile(experiment_dir / "experiment_state.json"), nullptr, false);
+  EXPECT_NE(run->Stderr().find("resume with: tunectl run " + file.string()), std::string::npos)
+      << run->Output();
+  const json state =
+      json::parse(ReadFile(experiment_dir / "experiment_state.json"), nullptr, false);
   ASSERT_TRUE(state.is_object());
   EXPECT_EQ(state.value("status", ""), "INTERRUPTED") << state.dump();
   for (const json& t : state["trials"]) EXPECT_NE(t.value("status", ""), "TERMINATED") << t.dump();
   const std::set<std::string> before = TrialIds(experiment_dir);
 
-  auto again = RunTunectl({"run", "--cpus", "2", file.string()}, 90s, dir.path() / "again", dir.path());
+  auto again =
+      RunTunectl({"run", "--cpus", "2", file.string()}, 90s, dir.path() / "again", dir.path());
   ASSERT_EQ(again.exit_code, 0) << again.Describe();
   EXPECT_NE(again.out.find("Resuming experiment ctrlc"), std::string::npos) << again.Describe();
   EXPECT_NE(again.out.find("FINISHED"), std::string::npos) << again.Describe();

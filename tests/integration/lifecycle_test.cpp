@@ -1,12 +1,12 @@
 // Issue 3 on real processes: placement on workers of different sizes, checkpoints through the
 // checkpoint-store, restore on another worker, large chunked checkpoints.
-#include <set>
-#include <thread>
-#include <string>
-#include <vector>
-
 #include <gtest/gtest.h>
+
 #include <nlohmann/json.hpp>
+#include <set>
+#include <string>
+#include <thread>
+#include <vector>
 
 #include "tests/integration/harness.hpp"
 
@@ -19,7 +19,8 @@ using namespace std::chrono_literals;
 // An experiment file in the cluster's folder; `body` holds everything after name/results_dir.
 fs::path WriteExperiment(Cluster& cluster, const std::string& name, const std::string& body) {
   const fs::path file = cluster.dir() / (name + ".yaml");
-  WriteFile(file, "name: " + name + "\nresults_dir: " + (cluster.dir() / "results").string() + "\n" + body);
+  WriteFile(file, "name: " + name + "\nresults_dir: " + (cluster.dir() / "results").string() +
+                      "\n" + body);
   return file;
 }
 
@@ -34,7 +35,8 @@ json Trials(Cluster& cluster) { return cluster.Ctl({"-o", "json", "ls"}).Json();
 
 json ResultLines(const fs::path& trial_dir) {
   json out = json::array();
-  for (const std::string& line : ReadLines(trial_dir / "result.json")) out.push_back(json::parse(line, nullptr, false));
+  for (const std::string& line : ReadLines(trial_dir / "result.json"))
+    out.push_back(json::parse(line, nullptr, false));
   return out;
 }
 
@@ -52,7 +54,8 @@ TEST(LifecycleTest, HandedOverSlotsKeepTheResourceManagerInStep) {
   int polls = 0;
   json workers;
   bool finished = false;
-  for (auto deadline = std::chrono::steady_clock::now() + 60s; !finished && std::chrono::steady_clock::now() < deadline;) {
+  for (auto deadline = std::chrono::steady_clock::now() + 60s;
+       !finished && std::chrono::steady_clock::now() < deadline;) {
     workers = cluster.Workers();
     ASSERT_TRUE(workers.is_array()) << cluster.LogTails();
     for (const json& w : workers) EXPECT_LE(w["trials"].size(), 1u) << workers.dump();
@@ -85,11 +88,12 @@ TEST(LifecycleTest, FractionalGpuTrialsRunOnlyOnTheGpuWorkerWithCudaVisibleDevic
   ASSERT_TRUE(cluster.Start());
   WriteFile(cluster.dir() / "gpu.sh",
             "echo \"{\\\"gpu\\\": \\\"$CUDA_VISIBLE_DEVICES\\\"}\" >&3\nread d <&4\nsleep 0.3\n");
-  const fs::path file = WriteExperiment(cluster, "gpu",
-                                        "trainable:\n  command: [sh, " + (cluster.dir() / "gpu.sh").string() +
-                                            "]\n"
-                                            "param_space:\n  i: {grid_search: [1, 2, 3, 4]}\n"
-                                            "resources_per_trial: {cpu: 0.5, gpu: 0.5}\n");
+  const fs::path file =
+      WriteExperiment(cluster, "gpu",
+                      "trainable:\n  command: [sh, " + (cluster.dir() / "gpu.sh").string() +
+                          "]\n"
+                          "param_space:\n  i: {grid_search: [1, 2, 3, 4]}\n"
+                          "resources_per_trial: {cpu: 0.5, gpu: 0.5}\n");
   auto run = cluster.Ctl({"-o", "json", "run", file.string()}, 60s);
   ASSERT_EQ(run.exit_code, 0) << run.Describe();
   const json trials = Trials(cluster);
@@ -102,7 +106,8 @@ TEST(LifecycleTest, FractionalGpuTrialsRunOnlyOnTheGpuWorkerWithCudaVisibleDevic
   }
   // Every trial ran on w2: its log names each start.
   const std::string w2_log = cluster.process("w2")->Output();
-  for (const json& t : trials) EXPECT_NE(w2_log.find("Started trial " + t.value("trial_id", "")), std::string::npos);
+  for (const json& t : trials)
+    EXPECT_NE(w2_log.find("Started trial " + t.value("trial_id", "")), std::string::npos);
   EXPECT_EQ(cluster.process("w1")->Output().find("Started trial"), std::string::npos);
 }
 
@@ -146,7 +151,8 @@ TEST(LifecycleTest, QueueTrialsKeepsATrialPendingUntilABigEnoughWorkerRegisters)
   ASSERT_EQ(trials.size(), 1u) << trials.dump();
   EXPECT_EQ(trials[0].value("status", ""), "PENDING") << trials.dump();
   ASSERT_TRUE(cluster.AddWorker("big", {"--cpus", "4", "--resource", "big=1"}));
-  EXPECT_TRUE(WaitFor([&] { return Trials(cluster)[0].value("status", "") == "TERMINATED"; }, 20s, 100ms))
+  EXPECT_TRUE(
+      WaitFor([&] { return Trials(cluster)[0].value("status", "") == "TERMINATED"; }, 20s, 100ms))
       << Trials(cluster).dump();
 }
 
@@ -156,12 +162,13 @@ TEST(LifecycleTest, FailedTrialContinuesFromItsLatestCheckpoint) {
   // room) and goes on from training_iteration 3: no iteration is lost, 1..5 are all reported.
   Cluster cluster(MixedSizes());
   ASSERT_TRUE(cluster.Start());
-  const fs::path file = WriteExperiment(cluster, "restore",
-                                        "trainable: {builtin: mock}\n"
-                                        "param_space: {mock_iterations: 5, mock_error: true, mock_error_iteration: 3, "
-                                        "sleep_s: 0.02}\n"
-                                        "checkpoint_freq: 1\n"
-                                        "max_failures: 1\n");
+  const fs::path file = WriteExperiment(
+      cluster, "restore",
+      "trainable: {builtin: mock}\n"
+      "param_space: {mock_iterations: 5, mock_error: true, mock_error_iteration: 3, "
+      "sleep_s: 0.02}\n"
+      "checkpoint_freq: 1\n"
+      "max_failures: 1\n");
   auto run = cluster.Ctl({"-o", "json", "run", file.string()}, 60s);
   ASSERT_EQ(run.exit_code, 0) << run.Describe();
   const json t = Trials(cluster)[0];
@@ -201,14 +208,16 @@ TEST(LifecycleTest, LargeCheckpointTravelsInChunksThroughTheStore) {
             "read d <&4\n"
             "if [ \"$d\" = checkpoint ]; then\n"
             "  head -c 104857600 /dev/urandom > \"$TUNEBUS_CHECKPOINT_DIR/blob\"\n"
-            "  sha256sum \"$TUNEBUS_CHECKPOINT_DIR/blob\" | cut -c1-64 > \"$TUNEBUS_TRIAL_DIR/saved_sha\"\n"
+            "  sha256sum \"$TUNEBUS_CHECKPOINT_DIR/blob\" | cut -c1-64 > "
+            "\"$TUNEBUS_TRIAL_DIR/saved_sha\"\n"
             "fi\n"
             "exit 3\n");
-  const fs::path file = WriteExperiment(cluster, "large",
-                                        "trainable:\n  command: [sh, " + (cluster.dir() / "big.sh").string() +
-                                            "]\n"
-                                            "checkpoint_freq: 1\n"
-                                            "max_failures: 1\n");
+  const fs::path file =
+      WriteExperiment(cluster, "large",
+                      "trainable:\n  command: [sh, " + (cluster.dir() / "big.sh").string() +
+                          "]\n"
+                          "checkpoint_freq: 1\n"
+                          "max_failures: 1\n");
   auto run = cluster.Ctl({"-o", "json", "run", file.string()}, 120s);
   ASSERT_EQ(run.exit_code, 0) << run.Describe();
   const json t = Trials(cluster)[0];
@@ -222,7 +231,8 @@ TEST(LifecycleTest, LargeCheckpointTravelsInChunksThroughTheStore) {
   EXPECT_EQ(t["last_result"].value("restored_sha", ""), saved);
   // Peak resident memory of each worker stays well below the checkpoint's size.
   for (const char* w : {"w1", "w2"}) {
-    const std::string status = ReadFile("/proc/" + std::to_string(cluster.process(w)->pid()) + "/status");
+    const std::string status =
+        ReadFile("/proc/" + std::to_string(cluster.process(w)->pid()) + "/status");
     const auto at = status.find("VmHWM:");
     ASSERT_NE(at, std::string::npos);
     const long kib = std::stol(status.substr(at + 6));
@@ -258,7 +268,8 @@ TEST(LifecycleTest, RestoreFromStartsNewTrialsFromAStoredCheckpoint) {
   const fs::path b = WriteExperiment(cluster, "second",
                                      "trainable: {builtin: mock}\n"
                                      "param_space: {mock_iterations: 6}\n"
-                                     "restore_from: " + id + "\n");
+                                     "restore_from: " +
+                                         id + "\n");
   auto run_b = cluster.Ctl({"-o", "json", "run", b.string()}, 60s);
   ASSERT_EQ(run_b.exit_code, 0) << run_b.Describe();
   const json second = Trials(cluster)[0];
@@ -270,7 +281,8 @@ TEST(LifecycleTest, RestoreFromStartsNewTrialsFromAStoredCheckpoint) {
     since_restore.push_back(r.value("iterations_since_restore", -1));
   }
   ASSERT_FALSE(rows.empty());
-  EXPECT_NEAR(rows[0].value("time_total_s", 0.0), trained_s + rows[0].value("time_this_iter_s", 0.0), 1e-6)
+  EXPECT_NEAR(rows[0].value("time_total_s", 0.0),
+              trained_s + rows[0].value("time_this_iter_s", 0.0), 1e-6)
       << rows[0].dump();
   EXPECT_EQ(iterations, (std::vector<int>{5, 6}));
   EXPECT_EQ(since_restore, (std::vector<int>{1, 2}));
@@ -296,14 +308,16 @@ TEST(LifecycleTest, FailFastStopsTheOthersAndRaiseLeavesThemAsTheyWere) {
       "  mock_error_iteration: 2\n"
       "  mock_iterations: 1000\n"
       "  sleep_s: 0.05\n";
-  auto run_true = cluster.Ctl({"run", WriteExperiment(cluster, "ff", trials + "fail_fast: true\n").string()}, 60s);
+  auto run_true = cluster.Ctl(
+      {"run", WriteExperiment(cluster, "ff", trials + "fail_fast: true\n").string()}, 60s);
   EXPECT_EQ(run_true.exit_code, 1) << run_true.Describe();
   json ls = Trials(cluster);
   ASSERT_EQ(ls.size(), 2u);
   EXPECT_EQ(ls[0].value("status", ""), "ERROR");
   EXPECT_EQ(ls[1].value("status", ""), "TERMINATED");
 
-  auto run_raise = cluster.Ctl({"run", WriteExperiment(cluster, "ffr", trials + "fail_fast: raise\n").string()}, 60s);
+  auto run_raise = cluster.Ctl(
+      {"run", WriteExperiment(cluster, "ffr", trials + "fail_fast: raise\n").string()}, 60s);
   EXPECT_EQ(run_raise.exit_code, 1) << run_raise.Describe();
   ls = Trials(cluster);
   ASSERT_EQ(ls.size(), 2u);
@@ -329,7 +343,9 @@ TEST(LifecycleTest, FailFastStopsTheOthersAndRaiseLeavesThemAsTheyWere) {
 namespace tunebus::testing {
 namespace {
 
-json Show(Cluster& cluster, const std::string& id) { return cluster.Ctl({"-o", "json", "show", id}).Json(); }
+json Show(Cluster& cluster, const std::string& id) {
+  return cluster.Ctl({"-o", "json", "show", id}).Json();
+}
 
 TEST(LifecycleTest, PauseResumeAddAndSetResourcesFromTunectl) {
   // tunectl pause checkpoints a RUNNING trial and frees its CPU; resume continues it from that
@@ -362,12 +378,14 @@ TEST(LifecycleTest, PauseResumeAddAndSetResourcesFromTunectl) {
       [&] {
         paused = Show(cluster, a);
         if (paused.value("status", "") != "PAUSED") return false;
-        if (paused["checkpoints"].empty() || !paused["worker"].is_null()) premature.push_back(paused.dump());
+        if (paused["checkpoints"].empty() || !paused["worker"].is_null())
+          premature.push_back(paused.dump());
         return !paused["checkpoints"].empty();
       },
       10s, 10ms))
       << paused.dump();
-  EXPECT_TRUE(premature.empty()) << "PAUSED before its checkpoint was stored: " << premature.front();
+  EXPECT_TRUE(premature.empty()) << "PAUSED before its checkpoint was stored: "
+                                 << premature.front();
   const int at = paused.value("training_iteration", -1);
   EXPECT_EQ(paused["checkpoints"].back().value("training_iteration", -2), at);
   // Its CPU is free again: one trial runs, one CPU of the three is committed.
@@ -397,7 +415,8 @@ TEST(LifecycleTest, PauseResumeAddAndSetResourcesFromTunectl) {
   ASSERT_TRUE(WaitFor(
       [&] {
         resumed = Show(cluster, a);
-        return resumed.value("status", "") == "RUNNING" && resumed.value("training_iteration", 0) >= at + 2;
+        return resumed.value("status", "") == "RUNNING" &&
+               resumed.value("training_iteration", 0) >= at + 2;
       },
       10s, 50ms))
       << resumed.dump();
@@ -407,11 +426,13 @@ TEST(LifecycleTest, PauseResumeAddAndSetResourcesFromTunectl) {
   const std::string c = add.Json().value("trial_id", "");
   EXPECT_EQ(add.Json().value("status", ""), "PENDING") << add.out;
   ASSERT_EQ(cluster.Ctl({"stop", b}).exit_code, 0);  // frees a CPU for the added trial
-  EXPECT_TRUE(WaitFor([&] { return Show(cluster, c).value("status", "") == "TERMINATED"; }, 10s, 50ms))
+  EXPECT_TRUE(
+      WaitFor([&] { return Show(cluster, c).value("status", "") == "TERMINATED"; }, 10s, 50ms))
       << Show(cluster, c).dump();
 
   ASSERT_EQ(cluster.Ctl({"stop-experiment"}).exit_code, 0);
-  // (Result files are flushed when a trial finishes.) The result after the pause is iteration at+1, the first since the restore.
+  // (Result files are flushed when a trial finishes.) The result after the pause is iteration at+1,
+  // the first since the restore.
   bool found = false;
   for (const json& r : ResultLines(resumed.value("dir", ""))) {
     if (r.value("training_iteration", -1) == at + 1) {

@@ -1,10 +1,9 @@
 // Issue 7: every service serves Prometheus text metrics over HTTP (cpp-httplib) on the port its
 // --metrics-port flag names; scraped here on loopback while a mock experiment runs and after.
+#include <gtest/gtest.h>
 #include <httplib.h>
 
 #include <string>
-
-#include <gtest/gtest.h>
 
 #include "tests/fault/fault_support.hpp"
 #include "tests/integration/harness.hpp"
@@ -26,35 +25,47 @@ TEST(MetricsTest, EveryServiceServesPrometheusTextWithItsFigures) {
   o.workers = 1;
   o.cpus_per_worker = 2;
   auto ports = ServeMetrics(o);
-  const int store = ports["checkpoint-store"], rm = ports["resource-manager"], sched = ports["scheduler"],
-            w1 = ports["w1"];
+  const int store = ports["checkpoint-store"], rm = ports["resource-manager"],
+            sched = ports["scheduler"], w1 = ports["w1"];
   Cluster cluster(o);
   ASSERT_TRUE(cluster.Start());
   const fs::path file = cluster.dir() / "m.yaml";
-  WriteFile(file, "name: m\ntrainable: {builtin: mock}\n"
-                  "param_space: {lr: {grid_search: [0.1, 0.2, 0.3]}, mock_iterations: 5}\n"
-                  "resources_per_trial: {cpu: 1}\n"
-                  "results_dir: " + (cluster.dir() / "results").string() + "\n");
+  WriteFile(file,
+            "name: m\ntrainable: {builtin: mock}\n"
+            "param_space: {lr: {grid_search: [0.1, 0.2, 0.3]}, mock_iterations: 5}\n"
+            "resources_per_trial: {cpu: 1}\n"
+            "results_dir: " +
+                (cluster.dir() / "results").string() + "\n");
   ASSERT_FALSE(SubmitDetached(cluster, file, "m").empty());
   ASSERT_FALSE(WaitFinished(cluster, 30s).empty());
 
   // Figures are rendered every second: wait for the ones the finished experiment leaves.
   std::string text;
-  EXPECT_TRUE(WaitFor([&] {
-    text = Scrape(sched);
-    return text.find("tunebus_trials{status=\"TERMINATED\"} 3") != std::string::npos;
-  }, 5s, 200ms)) << text;
+  EXPECT_TRUE(WaitFor(
+      [&] {
+        text = Scrape(sched);
+        return text.find("tunebus_trials{status=\"TERMINATED\"} 3") != std::string::npos;
+      },
+      5s, 200ms))
+      << text;
   EXPECT_NE(text.find("# TYPE tunebus_results_total counter"), std::string::npos) << text;
   EXPECT_NE(text.find("tunebus_results_total 15"), std::string::npos) << text;
   EXPECT_NE(text.find("tunebus_journal_append_latency_seconds"), std::string::npos) << text;
   EXPECT_NE(text.find("tunebus_workers_connected 1"), std::string::npos) << text;
 
-  EXPECT_TRUE(WaitFor([&] {
-    text = Scrape(rm);
-    return text.find("tunebus_workers_alive 1") != std::string::npos;
-  }, 5s, 200ms)) << text;
-  EXPECT_NE(text.find("tunebus_resources_capacity{resource=\"cpu\",worker=\"w1\"} 2"), std::string::npos) << text;
-  EXPECT_NE(text.find("tunebus_resources_free{resource=\"cpu\",worker=\"w1\"} 2"), std::string::npos) << text;
+  EXPECT_TRUE(WaitFor(
+      [&] {
+        text = Scrape(rm);
+        return text.find("tunebus_workers_alive 1") != std::string::npos;
+      },
+      5s, 200ms))
+      << text;
+  EXPECT_NE(text.find("tunebus_resources_capacity{resource=\"cpu\",worker=\"w1\"} 2"),
+            std::string::npos)
+      << text;
+  EXPECT_NE(text.find("tunebus_resources_free{resource=\"cpu\",worker=\"w1\"} 2"),
+            std::string::npos)
+      << text;
 
   text = Scrape(store);
   EXPECT_NE(text.find("tunebus_group_commits_total"), std::string::npos) << text;

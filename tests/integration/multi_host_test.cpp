@@ -4,16 +4,15 @@
 // experiment runs across them; host a's link is cut mid-run (ip link set ... down): its worker
 // is declared lost, its trials requeue on b and finish; the link comes back, the worker rejoins
 // and receives new trials. Needs root and iproute2; skipped with a message otherwise.
+#include <gtest/gtest.h>
 #include <unistd.h>
 
 #include <cstdlib>
+#include <nlohmann/json.hpp>
 #include <set>
 #include <string>
 #include <thread>
 #include <vector>
-
-#include <gtest/gtest.h>
-#include <nlohmann/json.hpp>
 
 #include "tests/integration/harness.hpp"
 
@@ -24,9 +23,13 @@ using nlohmann::json;
 using namespace std::chrono_literals;
 
 // The trial's worker, "" when it has none (null in the JSON).
-std::string WorkerOf(const json& t) { return t.contains("worker") && t["worker"].is_string() ? t["worker"].get<std::string>() : ""; }
+std::string WorkerOf(const json& t) {
+  return t.contains("worker") && t["worker"].is_string() ? t["worker"].get<std::string>() : "";
+}
 
-bool Sh(const std::string& command) { return std::system((command + " >/dev/null 2>&1").c_str()) == 0; }
+bool Sh(const std::string& command) {
+  return std::system((command + " >/dev/null 2>&1").c_str()) == 0;
+}
 
 // Three namespaces and two veth links, removed again (with every process in them) on exit.
 class Hosts {
@@ -37,17 +40,21 @@ class Hosts {
     for (const char* h : {"c", "a", "b"}) Sh("ip netns del " + Ns(h));
   }
   std::string Ns(const std::string& host) const { return "tb" + tag_ + host; }
-  std::string Veth(const std::string& host) const { return "tb" + tag_ + "c" + host; }  // c's end of host's link
+  std::string Veth(const std::string& host) const {
+    return "tb" + tag_ + "c" + host;
+  }  // c's end of host's link
 
   bool Create() {
     for (const char* h : {"c", "a", "b"}) {
-      if (!Sh("ip netns add " + Ns(h)) || !Sh("ip netns exec " + Ns(h) + " ip link set lo up")) return false;
+      if (!Sh("ip netns add " + Ns(h)) || !Sh("ip netns exec " + Ns(h) + " ip link set lo up"))
+        return false;
     }
     int subnet = 1;
     for (const char* h : {"a", "b"}) {
       const std::string c_end = Veth(h), far_end = "tb" + tag_ + h + "c";
       const std::string net = "10.77." + std::to_string(subnet++) + ".";
-      if (!Sh("ip link add " + c_end + " netns " + Ns("c") + " type veth peer name " + far_end + " netns " + Ns(h)) ||
+      if (!Sh("ip link add " + c_end + " netns " + Ns("c") + " type veth peer name " + far_end +
+              " netns " + Ns(h)) ||
           !Sh("ip netns exec " + Ns("c") + " ip addr add " + net + "1/24 dev " + c_end) ||
           !Sh("ip netns exec " + Ns("c") + " ip link set " + c_end + " up") ||
           !Sh("ip netns exec " + Ns(h) + " ip addr add " + net + "2/24 dev " + far_end) ||
@@ -84,7 +91,8 @@ class Hosts {
   std::string Logs() {
     std::string out;
     for (const char* n : {"scheduler", "resource-manager", "w-a", "w-b"}) {
-      out += std::string("----- ") + n + "\n" + Tail(dir_.path() / "logs" / (std::string(n) + ".stdout"), 15);
+      out += std::string("----- ") + n + "\n" +
+             Tail(dir_.path() / "logs" / (std::string(n) + ".stdout"), 15);
     }
     return out;
   }
@@ -116,77 +124,100 @@ TEST(MultiHostTest, CutWorkerHostIsLostItsTrialsFinishElsewhereAndItRejoins) {
                "--heartbeat-interval-ms", "200", "--liveness", "5"});
   hosts.Start("c", "scheduler", "scheduler",
               {"--control", "tcp://127.0.0.1:5555", "--workers", "tcp://0.0.0.0:5559", "--events",
-               "tcp://127.0.0.1:5560", "--rm", "tcp://127.0.0.1:5556", "--rm-events", "tcp://127.0.0.1:5558",
-               "--store", "tcp://127.0.0.1:5557"});
+               "tcp://127.0.0.1:5560", "--rm", "tcp://127.0.0.1:5556", "--rm-events",
+               "tcp://127.0.0.1:5558", "--store", "tcp://127.0.0.1:5557"});
   int subnet = 1;
   for (const char* h : {"a", "b"}) {
     const std::string c = "tcp://10.77." + std::to_string(subnet++) + ".1:";
     hosts.Start(h, std::string("w-") + h, "trial-worker",
-                {"--worker-id", std::string("w-") + h, "--cpus", "2", "--heartbeat-interval-ms", "200", "--scheduler",
-                 c + "5559", "--rm", c + "5556", "--store", c + "5557"});
+                {"--worker-id", std::string("w-") + h, "--cpus", "2", "--heartbeat-interval-ms",
+                 "200", "--scheduler", c + "5559", "--rm", c + "5556", "--store", c + "5557"});
   }
-  ASSERT_TRUE(WaitFor([&] {
-    const json w = hosts.Ctl({"workers"});
-    int alive = 0;
-    for (const json& x : w.is_array() ? w : json::array()) alive += x.value("alive", false);
-    return alive == 2;
-  }, 20s, 200ms)) << hosts.Logs();
+  ASSERT_TRUE(WaitFor(
+      [&] {
+        const json w = hosts.Ctl({"workers"});
+        int alive = 0;
+        for (const json& x : w.is_array() ? w : json::array()) alive += x.value("alive", false);
+        return alive == 2;
+      },
+      20s, 200ms))
+      << hosts.Logs();
 
   const fs::path file = hosts.dir() / "multi.yaml";
-  WriteFile(file, "name: multi\ntrainable: {builtin: mock}\n"
-                  "param_space:\n  lr: {uniform: [0.01, 0.1]}\n  mock_iterations: 30\n  sleep_s: 0.05\n"
-                  "num_samples: 12\nseed: 3\ncheckpoint_freq: 5\n"
-                  "resources_per_trial: {cpu: 1}\n"
-                  "results_dir: " + (hosts.dir() / "results").string() + "\n");
+  WriteFile(file,
+            "name: multi\ntrainable: {builtin: mock}\n"
+            "param_space:\n  lr: {uniform: [0.01, 0.1]}\n  mock_iterations: 30\n  sleep_s: 0.05\n"
+            "num_samples: 12\nseed: 3\ncheckpoint_freq: 5\n"
+            "resources_per_trial: {cpu: 1}\n"
+            "results_dir: " +
+                (hosts.dir() / "results").string() + "\n");
   const json submitted = hosts.Ctl({"run", "--detach", file.string()});
   ASSERT_TRUE(submitted.is_object()) << hosts.Logs();
 
   // Both hosts run trials; then host a is cut off.
   std::set<std::string> on_a;
-  ASSERT_TRUE(WaitFor([&] {
-    on_a.clear();
-    const json ls = hosts.Ctl({"ls", "--status", "RUNNING"});
-    for (const json& t : ls.is_array() ? ls : json::array()) {
-      if (WorkerOf(t) == "w-a") on_a.insert(t.value("trial_id", ""));
-    }
-    return on_a.size() == 2;
-  }, 20s, 100ms)) << hosts.Logs();
+  ASSERT_TRUE(WaitFor(
+      [&] {
+        on_a.clear();
+        const json ls = hosts.Ctl({"ls", "--status", "RUNNING"});
+        for (const json& t : ls.is_array() ? ls : json::array()) {
+          if (WorkerOf(t) == "w-a") on_a.insert(t.value("trial_id", ""));
+        }
+        return on_a.size() == 2;
+      },
+      20s, 100ms))
+      << hosts.Logs();
   ASSERT_TRUE(hosts.SetLink("a", false));
-  ASSERT_TRUE(WaitFor([&] {
-    for (const json& x : hosts.Ctl({"workers"})) {
-      if (x.value("worker_id", "") == "w-a") return !x.value("alive", true);
-    }
-    return false;
-  }, 10s, 200ms)) << "w-a was not declared lost\n" << hosts.Logs();
+  ASSERT_TRUE(WaitFor(
+      [&] {
+        for (const json& x : hosts.Ctl({"workers"})) {
+          if (x.value("worker_id", "") == "w-a") return !x.value("alive", true);
+        }
+        return false;
+      },
+      10s, 200ms))
+      << "w-a was not declared lost\n"
+      << hosts.Logs();
   // Its trials run again on host b.
-  ASSERT_TRUE(WaitFor([&] {
-    for (const std::string& id : on_a) {
-      const json t = hosts.Ctl({"show", id});
-      if (t.value("status", "") != "TERMINATED" && WorkerOf(t) != "w-b") return false;
-    }
-    return true;
-  }, 20s, 200ms)) << hosts.Logs();
+  ASSERT_TRUE(WaitFor(
+      [&] {
+        for (const std::string& id : on_a) {
+          const json t = hosts.Ctl({"show", id});
+          if (t.value("status", "") != "TERMINATED" && WorkerOf(t) != "w-b") return false;
+        }
+        return true;
+      },
+      20s, 200ms))
+      << hosts.Logs();
 
   // The link comes back: w-a rejoins and gets new trials.
   ASSERT_TRUE(hosts.SetLink("a", true));
-  ASSERT_TRUE(WaitFor([&] {
-    const json ls = hosts.Ctl({"ls", "--status", "RUNNING"});
-    for (const json& t : ls.is_array() ? ls : json::array()) {
-      if (WorkerOf(t) == "w-a") return true;
-    }
-    return false;
-  }, 20s, 100ms)) << "w-a got no trial after it rejoined\n" << hosts.Logs();
+  ASSERT_TRUE(WaitFor(
+      [&] {
+        const json ls = hosts.Ctl({"ls", "--status", "RUNNING"});
+        for (const json& t : ls.is_array() ? ls : json::array()) {
+          if (WorkerOf(t) == "w-a") return true;
+        }
+        return false;
+      },
+      20s, 100ms))
+      << "w-a got no trial after it rejoined\n"
+      << hosts.Logs();
 
   json status;
-  ASSERT_TRUE(WaitFor([&] {
-    status = hosts.Ctl({"status"});
-    return status.is_object() && status.value("finished", false);
-  }, 60s, 250ms)) << status.dump() << hosts.Logs();
+  ASSERT_TRUE(WaitFor(
+      [&] {
+        status = hosts.Ctl({"status"});
+        return status.is_object() && status.value("finished", false);
+      },
+      60s, 250ms))
+      << status.dump() << hosts.Logs();
   EXPECT_EQ(status.value("status", ""), "FINISHED");
   for (const json& t : hosts.Ctl({"ls"})) {
     EXPECT_EQ(t.value("status", ""), "TERMINATED") << t.dump();
     EXPECT_EQ(t.value("training_iteration", 0), 30) << t.dump();
-    EXPECT_EQ(t.value("num_failures", -1), 0) << "a lost host is not a trainable failure: " << t.dump();
+    EXPECT_EQ(t.value("num_failures", -1), 0)
+        << "a lost host is not a trainable failure: " << t.dump();
     if (on_a.contains(t.value("trial_id", ""))) {
       EXPECT_GE(t.value("attempt", 0), 2) << t.dump();
     }

@@ -1,9 +1,9 @@
 // Issue 7's tunectl commands for operators on real service processes: watch follows the event
 // stream to the end, ls sorts, limits and picks columns, best, export (csv and json), logs.
-#include <string>
-
 #include <gtest/gtest.h>
+
 #include <nlohmann/json.hpp>
+#include <string>
 
 #include "tests/fault/fault_support.hpp"
 #include "tests/integration/harness.hpp"
@@ -30,13 +30,15 @@ TEST(OperatorCommandsTest, WatchLsBestExportAndLogsFromTunectl) {
             "  sleep 0.1\n"
             "done\n");
   const fs::path file = cluster.dir() / "ops.yaml";
-  WriteFile(file, "name: ops\n"
-                  "trainable: {command: [sh, train.sh]}\n"
-                  "param_space:\n"
-                  "  lr: {grid_search: [0.1, 0.4, 0.2, 0.3]}\n"
-                  "metric: score\n"
-                  "mode: max\n"
-                  "results_dir: " + (cluster.dir() / "results").string() + "\n");
+  WriteFile(file,
+            "name: ops\n"
+            "trainable: {command: [sh, train.sh]}\n"
+            "param_space:\n"
+            "  lr: {grid_search: [0.1, 0.4, 0.2, 0.3]}\n"
+            "metric: score\n"
+            "mode: max\n"
+            "results_dir: " +
+                (cluster.dir() / "results").string() + "\n");
   ASSERT_FALSE(SubmitDetached(cluster, file, "ops").empty());
 
   // watch (not a terminal: one line per event) follows the stream until the experiment ends.
@@ -58,12 +60,15 @@ TEST(OperatorCommandsTest, WatchLsBestExportAndLogsFromTunectl) {
   ASSERT_EQ(page.Json().size(), 2u) << page.out;
   EXPECT_DOUBLE_EQ(page.Json()[0]["config"].value("lr", 0.0), 0.4) << page.out;
   EXPECT_DOUBLE_EQ(page.Json()[1]["config"].value("lr", 0.0), 0.2) << page.out;
-  auto sorted_page = cluster.Ctl({"-o", "json", "ls", "--sort", "-score", "--offset", "1", "--limit", "1"});
+  auto sorted_page =
+      cluster.Ctl({"-o", "json", "ls", "--sort", "-score", "--offset", "1", "--limit", "1"});
   ASSERT_EQ(sorted_page.Json().size(), 1u) << sorted_page.out;
-  EXPECT_NEAR(sorted_page.Json()[0]["last_result"].value("score", 0.0), 0.9, 1e-9) << sorted_page.out;
+  EXPECT_NEAR(sorted_page.Json()[0]["last_result"].value("score", 0.0), 0.9, 1e-9)
+      << sorted_page.out;
   auto columns = cluster.Ctl({"ls", "--sort", "score", "--columns", "trial_id,config.lr,score"});
   ASSERT_EQ(columns.exit_code, 0) << columns.Describe();
-  EXPECT_EQ(columns.out.substr(0, columns.out.find('\n')), "trial_id     config.lr  score") << columns.out;
+  EXPECT_EQ(columns.out.substr(0, columns.out.find('\n')), "trial_id     config.lr  score")
+      << columns.out;
   EXPECT_NE(columns.out.find("0.1        0.3"), std::string::npos) << columns.out;
 
   // The default table shows the experiment's metric; "metric" names it as a column; a status
@@ -76,7 +81,8 @@ TEST(OperatorCommandsTest, WatchLsBestExportAndLogsFromTunectl) {
   EXPECT_EQ(cluster.Ctl({"-o", "json", "ls", "--status", "terminated"}).Json().size(), 4u);
   auto bad_status = cluster.Ctl({"ls", "--status", "runing"});
   EXPECT_EQ(bad_status.exit_code, 1) << bad_status.Describe();
-  EXPECT_NE(bad_status.err.find("one of PENDING, RUNNING"), std::string::npos) << bad_status.Describe();
+  EXPECT_NE(bad_status.err.find("one of PENDING, RUNNING"), std::string::npos)
+      << bad_status.Describe();
   // watch finds the event stream from the scheduler's status (no --events).
   auto told = cluster.Ctl({"watch"}, 10s);
   EXPECT_EQ(told.exit_code, 0) << told.Describe();
@@ -85,7 +91,8 @@ TEST(OperatorCommandsTest, WatchLsBestExportAndLogsFromTunectl) {
   ASSERT_EQ(best.exit_code, 0) << best.Describe();
   EXPECT_DOUBLE_EQ(best.Json()["config"].value("lr", 0.0), 0.4);
   auto best_text = cluster.Ctl({"best"});
-  EXPECT_NE(best_text.out.find("metric:     score = 1.2 (mode max)"), std::string::npos) << best_text.out;
+  EXPECT_NE(best_text.out.find("metric:     score = 1.2 (mode max)"), std::string::npos)
+      << best_text.out;
 
   auto csv = cluster.Ctl({"export", "--format", "csv"});
   ASSERT_EQ(csv.exit_code, 0) << csv.Describe();
@@ -107,13 +114,15 @@ TEST(OperatorCommandsTest, WatchLsBestExportAndLogsFromTunectl) {
 
   // On a terminal (util-linux `script` gives it one) watch draws in colour, but never with
   // NO_COLOR.
-  if (!fs::exists("/usr/bin/script")) GTEST_SKIP() << "util-linux script(1) is needed for a pseudo-terminal";
+  if (!fs::exists("/usr/bin/script"))
+    GTEST_SKIP() << "util-linux script(1) is needed for a pseudo-terminal";
   for (const bool no_color : {false, true}) {
     Process::Options o;
     o.name = no_color ? "watch-tty-nocolor" : "watch-tty";
     o.binary = "/usr/bin/script";
     o.args = {"-q", "-e", "-c",
-              (BinDir() / "tunectl").string() + " --connect " + cluster.control() + " watch --events " + cluster.events(),
+              (BinDir() / "tunectl").string() + " --connect " + cluster.control() +
+                  " watch --events " + cluster.events(),
               "/dev/null"};
     if (no_color) o.env["NO_COLOR"] = "1";
     o.log_dir = cluster.dir() / "logs";

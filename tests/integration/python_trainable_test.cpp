@@ -1,11 +1,11 @@
 // Python trainables run embedded through clients/python/tunebus.py, and the results folder they
 // leave read with the tools a Ray Tune user's notebook uses (pandas, TensorBoard's protobufs).
+#include <gtest/gtest.h>
+
 #include <algorithm>
 #include <cstdlib>
-#include <string>
-
-#include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
+#include <string>
 
 #include "tests/integration/harness.hpp"
 
@@ -20,36 +20,47 @@ using namespace std::chrono_literals;
 // x in {1, 2}, metric score (max), results in <dir>/<name>/results. Returns exp.yaml's path.
 // (The source folder travels as TRAINER_SOURCE_DIR: trainable.env rejects names starting with
 // TUNEBUS_.)
-fs::path WritePythonExperiment(const fs::path& dir, const std::string& name, const std::string& python,
-                               const std::string& loop) {
-  WriteFile(dir / name / "train.py",
-            "import os, sys\n"
-            "sys.path.insert(0, os.path.join(os.environ['TRAINER_SOURCE_DIR'], 'clients', 'python'))\n"
-            "import tunebus\n"
-            "cfg = tunebus.config()\n" + loop);
+fs::path WritePythonExperiment(const fs::path& dir, const std::string& name,
+                               const std::string& python, const std::string& loop) {
+  WriteFile(
+      dir / name / "train.py",
+      "import os, sys\n"
+      "sys.path.insert(0, os.path.join(os.environ['TRAINER_SOURCE_DIR'], 'clients', 'python'))\n"
+      "import tunebus\n"
+      "cfg = tunebus.config()\n" +
+          loop);
   const fs::path file = dir / name / "exp.yaml";
-  WriteFile(file, "name: " + name + "\n"
-                  "trainable:\n"
-                  "  command: [" + python + ", train.py]\n"
-                  "  env:\n"
-                  "    TRAINER_SOURCE_DIR: " + SourceDir().string() + "\n"
-                  "param_space:\n"
-                  "  x: {grid_search: [1, 2]}\n"
-                  "metric: score\n"
-                  "mode: max\n"
-                  "results_dir: results\n");
+  WriteFile(file, "name: " + name +
+                      "\n"
+                      "trainable:\n"
+                      "  command: [" +
+                      python +
+                      ", train.py]\n"
+                      "  env:\n"
+                      "    TRAINER_SOURCE_DIR: " +
+                      SourceDir().string() +
+                      "\n"
+                      "param_space:\n"
+                      "  x: {grid_search: [1, 2]}\n"
+                      "metric: score\n"
+                      "mode: max\n"
+                      "results_dir: results\n");
   return file;
 }
 
 TEST(ClusterTest, CommandTrainableWithPythonHelper) {
-  // An embedded run of a Python trainable that uses clients/python/tunebus.py: 3 results per trial, its stdout saved in the trial folder.
-  if (std::system("command -v python3 >/dev/null 2>&1") != 0) GTEST_SKIP() << "python3 is not on PATH";
+  // An embedded run of a Python trainable that uses clients/python/tunebus.py: 3 results per trial,
+  // its stdout saved in the trial folder.
+  if (std::system("command -v python3 >/dev/null 2>&1") != 0)
+    GTEST_SKIP() << "python3 is not on PATH";
   TempDir dir;
-  const fs::path file = WritePythonExperiment(dir.path(), "py", "python3",
-                                              "print('hello from', tunebus.trial_id(), flush=True)\n"
-                                              "for i in range(3):\n"
-                                              "    tunebus.report(score=cfg['x'] * (i + 1))\n");
-  auto run = RunTunectl({"-o", "json", "run", "--cpus", "2", file.string()}, 60s, dir.path() / "tunectl", dir.path());
+  const fs::path file =
+      WritePythonExperiment(dir.path(), "py", "python3",
+                            "print('hello from', tunebus.trial_id(), flush=True)\n"
+                            "for i in range(3):\n"
+                            "    tunebus.report(score=cfg['x'] * (i + 1))\n");
+  auto run = RunTunectl({"-o", "json", "run", "--cpus", "2", file.string()}, 60s,
+                        dir.path() / "tunectl", dir.path());
   ASSERT_EQ(run.exit_code, 0) << run.Describe();
   const json summary = run.Json();
   ASSERT_TRUE(summary.is_object()) << run.Describe();
@@ -58,7 +69,8 @@ TEST(ClusterTest, CommandTrainableWithPythonHelper) {
   const fs::path experiment_dir = dir.path() / "py" / "results" / "py";
   EXPECT_EQ(fs::path(summary.value("results_dir", "")), experiment_dir);
 
-  const json state = json::parse(ReadFile(experiment_dir / "experiment_state.json"), nullptr, false);
+  const json state =
+      json::parse(ReadFile(experiment_dir / "experiment_state.json"), nullptr, false);
   ASSERT_TRUE(state.is_object());
   ASSERT_EQ(state["trials"].size(), 2u) << state.dump(1);
   for (const json& t : state["trials"]) {
@@ -75,7 +87,8 @@ TEST(ClusterTest, CommandTrainableWithPythonHelper) {
       EXPECT_EQ(r.value("done", false), i == 3) << results[i];
     }
     ASSERT_TRUE(fs::exists(trial_dir / "stdout"));
-    EXPECT_NE(ReadFile(trial_dir / "stdout").find("hello from " + t.value("trial_id", "")), std::string::npos)
+    EXPECT_NE(ReadFile(trial_dir / "stdout").find("hello from " + t.value("trial_id", "")),
+              std::string::npos)
         << ReadFile(trial_dir / "stdout") << ReadFile(trial_dir / "stderr");
   }
 }
@@ -83,10 +96,12 @@ TEST(ClusterTest, CommandTrainableWithPythonHelper) {
 // A Python interpreter that can import pandas and google.protobuf ($TUNEBUS_PYTHON,
 // /usr/bin/python3 — Debian's modules — or python3), or "".
 std::string PythonWithPandasAndProtobuf() {
-  for (const std::string& py : {std::string(std::getenv("TUNEBUS_PYTHON") ? std::getenv("TUNEBUS_PYTHON") : ""),
-                               std::string("/usr/bin/python3"), std::string("python3")}) {
+  for (const std::string& py :
+       {std::string(std::getenv("TUNEBUS_PYTHON") ? std::getenv("TUNEBUS_PYTHON") : ""),
+        std::string("/usr/bin/python3"), std::string("python3")}) {
     if (py.empty()) continue;
-    if (std::system((py + " -c 'import pandas, google.protobuf' >/dev/null 2>&1").c_str()) == 0) return py;
+    if (std::system((py + " -c 'import pandas, google.protobuf' >/dev/null 2>&1").c_str()) == 0)
+      return py;
   }
   return "";
 }
@@ -100,21 +115,26 @@ TEST(ClusterTest, ResultsFolderReadsAsARayTuneUsersNotebookReadsIt) {
   // tensorboard/event.proto, every TFRecord's masked CRC-32C checked by the crc32c module, one
   // Event per row with ray/tune/score and ray/tune/info/a.
   const std::string python = PythonWithPandasAndProtobuf();
-  if (python.empty()) GTEST_SKIP() << "no Python with pandas and protobuf (Debian python3-pandas python3-protobuf)";
-  if (std::system("command -v protoc >/dev/null 2>&1") != 0) GTEST_SKIP() << "protoc is not on PATH";
+  if (python.empty())
+    GTEST_SKIP() << "no Python with pandas and protobuf (Debian python3-pandas python3-protobuf)";
+  if (std::system("command -v protoc >/dev/null 2>&1") != 0)
+    GTEST_SKIP() << "protoc is not on PATH";
   TempDir dir;
-  const fs::path file = WritePythonExperiment(dir.path(), "nb", python,
-                                              "for i in range(3):\n"
-                                              "    score = cfg['x'] * (i + 1)\n"
-                                              "    tunebus.report(score=score, info={'a': score * 10})\n");
-  auto run = RunTunectl({"-o", "json", "run", "--cpus", "2", file.string()}, 60s, dir.path() / "tunectl", dir.path());
+  const fs::path file =
+      WritePythonExperiment(dir.path(), "nb", python,
+                            "for i in range(3):\n"
+                            "    score = cfg['x'] * (i + 1)\n"
+                            "    tunebus.report(score=score, info={'a': score * 10})\n");
+  auto run = RunTunectl({"-o", "json", "run", "--cpus", "2", file.string()}, 60s,
+                        dir.path() / "tunectl", dir.path());
   ASSERT_EQ(run.exit_code, 0) << run.Describe();
   const fs::path experiment_dir = dir.path() / "nb" / "results" / "nb";
   const fs::path out = dir.path() / "read_results.out";
-  const std::string cmd = python + " " + (SourceDir() / "tests" / "integration" / "read_results.py").string() + " " +
-                          experiment_dir.string() + " " +
-                          (SourceDir() / "services" / "scheduler" / "tensorboard" / "event.proto").string() + " >" +
-                          out.string() + " 2>&1";
+  const std::string cmd =
+      python + " " + (SourceDir() / "tests" / "integration" / "read_results.py").string() + " " +
+      experiment_dir.string() + " " +
+      (SourceDir() / "services" / "scheduler" / "tensorboard" / "event.proto").string() + " >" +
+      out.string() + " 2>&1";
   const int rc = std::system(cmd.c_str());
   ASSERT_EQ(rc, 0) << cmd << "\n" << ReadFile(out);
   const json summary = json::parse(ReadLines(out).back(), nullptr, false);

@@ -1,11 +1,11 @@
 // Issue 4's resume modes on real processes: an experiment that finished with an ERROR trial is
 // resumed by name after a scheduler restart; --rerun-errored=restore continues the errored trial
 // from its checkpoint, =restart from scratch, and nothing else is touched. tunectl lsx lists it.
+#include <gtest/gtest.h>
+
+#include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
-
-#include <gtest/gtest.h>
-#include <nlohmann/json.hpp>
 
 #include "tests/integration/harness.hpp"
 
@@ -19,14 +19,16 @@ using namespace std::chrono_literals;
 // (checkpoint at 1), so a rerun succeeds.
 fs::path WriteFlaky(Cluster& cluster, const std::string& name) {
   const fs::path file = cluster.dir() / (name + ".yaml");
-  WriteFile(file, "name: " + name + "\n"
-                  "trainable: {builtin: mock}\n"
-                  "param_space:\n"
-                  "  mock_error: {grid_search: [false, true, false]}\n"
-                  "  mock_error_iteration: 2\n"
-                  "  mock_iterations: 4\n"
-                  "checkpoint_freq: 1\n"
-                  "results_dir: " + (cluster.dir() / "results").string() + "\n");
+  WriteFile(file, "name: " + name +
+                      "\n"
+                      "trainable: {builtin: mock}\n"
+                      "param_space:\n"
+                      "  mock_error: {grid_search: [false, true, false]}\n"
+                      "  mock_error_iteration: 2\n"
+                      "  mock_iterations: 4\n"
+                      "checkpoint_freq: 1\n"
+                      "results_dir: " +
+                      (cluster.dir() / "results").string() + "\n");
   return file;
 }
 
@@ -35,7 +37,12 @@ json ByIndex(Cluster& cluster, size_t i) { return cluster.Ctl({"-o", "json", "ls
 // Waits until trial `i` is TERMINATED and returns it.
 json WaitTerminated(Cluster& cluster, size_t i) {
   json t;
-  EXPECT_TRUE(WaitFor([&] { t = ByIndex(cluster, i); return t.value("status", "") == "TERMINATED"; }, 20s, 100ms))
+  EXPECT_TRUE(WaitFor(
+      [&] {
+        t = ByIndex(cluster, i);
+        return t.value("status", "") == "TERMINATED";
+      },
+      20s, 100ms))
       << t.dump();
   return t;
 }
@@ -43,7 +50,7 @@ json WaitTerminated(Cluster& cluster, size_t i) {
 void RunAndRestart(Cluster& cluster, const std::string& name) {
   auto run = cluster.Ctl({"run", WriteFlaky(cluster, name).string()}, 60s);
   ASSERT_EQ(run.exit_code, 1) << run.Describe();  // one trial ERROR
-  ASSERT_TRUE(cluster.Restart("scheduler"));     // the experiment now lives only in the journal
+  ASSERT_TRUE(cluster.Restart("scheduler"));      // the experiment now lives only in the journal
   ASSERT_TRUE(WaitFor([&] { return cluster.Ctl({"status"}, 2s).exit_code != 3; }, 20s, 100ms));
 }
 
@@ -73,7 +80,8 @@ TEST(ResumeTest, RerunErroredRestoreContinuesOnlyTheErroredTrialFromItsCheckpoin
   EXPECT_EQ(rerun.Json().value("rerun", -1), 1) << rerun.out;
   const json t = WaitTerminated(cluster, 1);
   EXPECT_EQ(t.value("attempt", -1), 2);
-  EXPECT_NE(t.value("restored_checkpoint_id", "").find("00000001-a1"), std::string::npos) << t.dump();
+  EXPECT_NE(t.value("restored_checkpoint_id", "").find("00000001-a1"), std::string::npos)
+      << t.dump();
   EXPECT_EQ(t.value("training_iteration", -1), 4);
   // Nothing else was touched.
   EXPECT_EQ(ByIndex(cluster, 0), before0);

@@ -1,10 +1,10 @@
 // What a user sees when trials fail, in an embedded `tunectl run`: each failure is logged once
 // (trial, attempt, error with exit code, what follows, the last lines of the trainable's
 // stderr), and a trainable that stops reporting fails after report_timeout_s.
-#include <string>
-
 #include <gtest/gtest.h>
+
 #include <nlohmann/json.hpp>
+#include <string>
 
 #include "tests/integration/harness.hpp"
 
@@ -21,7 +21,8 @@ size_t Count(const std::string& text, const std::string& what) {
 }
 
 // A command trainable from `script` (Python, stdlib only), run embedded in `dir`.
-CommandResult RunEmbedded(const TempDir& dir, const std::string& script, const std::string& extra_yaml) {
+CommandResult RunEmbedded(const TempDir& dir, const std::string& script,
+                          const std::string& extra_yaml) {
   WriteFile(dir.path() / "trainable.py", script);
   const fs::path file = dir.path() / "exp.yaml";
   WriteFile(file, "name: failing\ntrainable: {command: [python3, trainable.py]}\n" + extra_yaml +
@@ -43,7 +44,8 @@ TEST(TrialErrorsTest, EachFailureIsLoggedOnceWithItsTracebackAndWhatFollows) {
   EXPECT_EQ(Count(all, "attempt 1 failed"), 1u) << run.Describe();
   EXPECT_EQ(Count(all, "attempt 2 failed"), 1u) << run.Describe();
   EXPECT_NE(all.find("attempt 1 failed on local-"), std::string::npos) << run.Describe();
-  EXPECT_NE(all.find("exited with code 1; PENDING, requeued (failure 1 of max_failures 1)"), std::string::npos)
+  EXPECT_NE(all.find("exited with code 1; PENDING, requeued (failure 1 of max_failures 1)"),
+            std::string::npos)
       << run.Describe();
   EXPECT_NE(all.find("exited with code 1; ERROR, see "), std::string::npos) << run.Describe();
   EXPECT_EQ(Count(all, "| ValueError: lr too large: 0.5"), 2u) << run.Describe();
@@ -55,18 +57,20 @@ TEST(TrialErrorsTest, ATrainableThatStopsReportingFailsAfterReportTimeout) {
   // and the trial is ERROR naming the timeout; its results so far are kept. A trainable that
   // reports every 0.3 s under the same timeout finishes.
   TempDir dir;
-  const auto run = RunEmbedded(dir,
-                               "import json, os, time\n"
-                               "cfg = json.loads(os.environ['TUNEBUS_CONFIG'])\n"
-                               "report = os.fdopen(3, 'w'); decide = os.fdopen(4)\n"
-                               "for i in range(6):\n"
-                               "    if cfg['hang'] and i == 3: time.sleep(600)\n"
-                               "    time.sleep(cfg['every_s'])\n"
-                               "    report.write(json.dumps({'loss': 1.0 / (i + 1)}) + '\\n'); report.flush()\n"
-                               "    if decide.readline().strip() == 'stop': break\n",
-                               "param_space: {hang: {grid_search: [true, false]}, every_s: {grid_search: [0.1, 0.3]}}\n"
-                               "report_timeout_s: 1\n");
-  EXPECT_EQ(run.exit_code, 1) << run.Describe();  // trials ended in ERROR (Ray: "Trials did not complete")
+  const auto run = RunEmbedded(
+      dir,
+      "import json, os, time\n"
+      "cfg = json.loads(os.environ['TUNEBUS_CONFIG'])\n"
+      "report = os.fdopen(3, 'w'); decide = os.fdopen(4)\n"
+      "for i in range(6):\n"
+      "    if cfg['hang'] and i == 3: time.sleep(600)\n"
+      "    time.sleep(cfg['every_s'])\n"
+      "    report.write(json.dumps({'loss': 1.0 / (i + 1)}) + '\\n'); report.flush()\n"
+      "    if decide.readline().strip() == 'stop': break\n",
+      "param_space: {hang: {grid_search: [true, false]}, every_s: {grid_search: [0.1, 0.3]}}\n"
+      "report_timeout_s: 1\n");
+  EXPECT_EQ(run.exit_code, 1)
+      << run.Describe();  // trials ended in ERROR (Ray: "Trials did not complete")
   int hung = 0, finished = 0;
   for (const auto& entry : fs::directory_iterator(dir.path() / "results" / "failing")) {
     if (!entry.is_directory()) continue;
@@ -75,17 +79,20 @@ TEST(TrialErrorsTest, ATrainableThatStopsReportingFailsAfterReportTimeout) {
     if (params.value("hang", false)) {
       ++hung;
       EXPECT_EQ(rows, 3u) << entry.path();
-      EXPECT_NE(ReadFile(entry.path() / "error.txt").find("report_timeout_s 1"), std::string::npos) << entry.path();
+      EXPECT_NE(ReadFile(entry.path() / "error.txt").find("report_timeout_s 1"), std::string::npos)
+          << entry.path();
     } else {
       ++finished;
-      EXPECT_EQ(rows, 7u) << entry.path();  // 6 reports, then the last again with done: true (it returned)
+      EXPECT_EQ(rows, 7u)
+          << entry.path();  // 6 reports, then the last again with done: true (it returned)
       EXPECT_FALSE(fs::exists(entry.path() / "error.txt")) << entry.path();
     }
   }
   EXPECT_EQ(hung, 2);
   EXPECT_EQ(finished, 2);
   const std::string all = run.out + run.err;
-  EXPECT_EQ(Count(all, "reported no result for 1 s (report_timeout_s 1); killed; ERROR"), 2u) << run.Describe();
+  EXPECT_EQ(Count(all, "reported no result for 1 s (report_timeout_s 1); killed; ERROR"), 2u)
+      << run.Describe();
   EXPECT_EQ(Count(all, "failed on"), 2u) << run.Describe();  // the two trials that hang, only
 }
 

@@ -2,12 +2,12 @@
 // two workers; the scheduler is SIGKILLed mid-run and resumes from the journal (the ASHA rungs
 // come back from the journaled state deltas). Low-lr trials stop early at a rung, the best run to
 // max_t, and every trial finishes.
+#include <gtest/gtest.h>
+
 #include <cmath>
+#include <nlohmann/json.hpp>
 #include <string>
 #include <thread>
-
-#include <gtest/gtest.h>
-#include <nlohmann/json.hpp>
 
 #include "tests/fault/fault_support.hpp"
 #include "tests/integration/harness.hpp"
@@ -24,16 +24,19 @@ TEST(TrialSchedulersTest, AshaStopsWeakTrialsAtRungsAcrossASchedulerRestart) {
   Cluster cluster(o);
   ASSERT_TRUE(cluster.Start());
   const fs::path file = cluster.dir() / "asha.yaml";
-  WriteFile(file, "name: asha\n"
-                  "trainable: {builtin: mock}\n"
-                  "param_space:\n"
-                  "  lr: {grid_search: [0.001, 0.1, 0.002, 0.05, 0.003, 0.08, 0.0015, 0.06, 0.0025, 0.07]}\n"
-                  "  mock_iterations: 27\n"
-                  "  sleep_s: 0.03\n"
-                  "metric: mean_accuracy\n"
-                  "mode: max\n"
-                  "scheduler: {type: asha, max_t: 27, grace_period: 1, reduction_factor: 3}\n"
-                  "results_dir: " + (cluster.dir() / "results").string() + "\n");
+  WriteFile(
+      file,
+      "name: asha\n"
+      "trainable: {builtin: mock}\n"
+      "param_space:\n"
+      "  lr: {grid_search: [0.001, 0.1, 0.002, 0.05, 0.003, 0.08, 0.0015, 0.06, 0.0025, 0.07]}\n"
+      "  mock_iterations: 27\n"
+      "  sleep_s: 0.03\n"
+      "metric: mean_accuracy\n"
+      "mode: max\n"
+      "scheduler: {type: asha, max_t: 27, grace_period: 1, reduction_factor: 3}\n"
+      "results_dir: " +
+          (cluster.dir() / "results").string() + "\n");
   const std::string journal = SubmitDetached(cluster, file, "asha");
   ASSERT_FALSE(journal.empty());
   std::this_thread::sleep_for(600ms);
@@ -65,7 +68,6 @@ TEST(TrialSchedulersTest, AshaStopsWeakTrialsAtRungsAcrossASchedulerRestart) {
   EXPECT_NE(log.find("Resumed experiment asha"), std::string::npos) << log;
 }
 
-
 // Every sampling function of the variant generator in one experiment file, run on two worker
 // processes under each remaining trial scheduler: the configs arrive in the trials within their
 // bounds, and the scheduler stops the weak (low-lr) trials before max_t.
@@ -83,30 +85,33 @@ TEST_P(EverySamplerTest, ExperimentFileWithEverySamplerRunsOnWorkersAndWeakTrial
   Cluster cluster(o);
   ASSERT_TRUE(cluster.Start());
   const fs::path file = cluster.dir() / "samplers.yaml";
-  WriteFile(file, std::string("name: samplers\n"
-                              "trainable: {builtin: mock}\n"
-                              "param_space:\n"
-                              "  lr: {grid_search: [0.0005, 0.1, 0.001, 0.08, 0.0008, 0.06, 0.0006, 0.09]}\n"
-                              "  mock_iterations: 27\n"
-                              "  sleep_s: 0.01\n"
-                              "  s:\n"
-                              "    choice: {choice: [a, b, 3]}\n"
-                              "    uniform: {uniform: [1, 2]}\n"
-                              "    quniform: {quniform: [0, 10, 2.5]}\n"
-                              "    loguniform: {loguniform: [1.0, 1000.0, 10]}\n"
-                              "    qloguniform: {qloguniform: [1.0, 1000.0, 5]}\n"
-                              "    randn: {randn: [0, 1]}\n"
-                              "    qrandn: {qrandn: [0, 1, 0.5]}\n"
-                              "    randint: {randint: [0, 10]}\n"
-                              "    qrandint: {qrandint: [0, 20, 5]}\n"
-                              "    lograndint: {lograndint: [1, 100]}\n"
-                              "    qlograndint: {qlograndint: [1, 100, 5]}\n"
-                              "metric: mean_accuracy\n"
-                              "mode: max\n"
-                              "seed: 5\n"
-                              "checkpoint_freq: 1\n"
-                              "scheduler: ") +
-                      GetParam().scheduler_yaml + "\nresults_dir: " + (cluster.dir() / "results").string() + "\n");
+  WriteFile(
+      file,
+      std::string("name: samplers\n"
+                  "trainable: {builtin: mock}\n"
+                  "param_space:\n"
+                  "  lr: {grid_search: [0.0005, 0.1, 0.001, 0.08, 0.0008, 0.06, 0.0006, 0.09]}\n"
+                  "  mock_iterations: 27\n"
+                  "  sleep_s: 0.01\n"
+                  "  s:\n"
+                  "    choice: {choice: [a, b, 3]}\n"
+                  "    uniform: {uniform: [1, 2]}\n"
+                  "    quniform: {quniform: [0, 10, 2.5]}\n"
+                  "    loguniform: {loguniform: [1.0, 1000.0, 10]}\n"
+                  "    qloguniform: {qloguniform: [1.0, 1000.0, 5]}\n"
+                  "    randn: {randn: [0, 1]}\n"
+                  "    qrandn: {qrandn: [0, 1, 0.5]}\n"
+                  "    randint: {randint: [0, 10]}\n"
+                  "    qrandint: {qrandint: [0, 20, 5]}\n"
+                  "    lograndint: {lograndint: [1, 100]}\n"
+                  "    qlograndint: {qlograndint: [1, 100, 5]}\n"
+                  "metric: mean_accuracy\n"
+                  "mode: max\n"
+                  "seed: 5\n"
+                  "checkpoint_freq: 1\n"
+                  "scheduler: ") +
+          GetParam().scheduler_yaml + "\nresults_dir: " + (cluster.dir() / "results").string() +
+          "\n");
   const CommandResult run = cluster.Ctl({"run", file.string()}, 120s);
   ASSERT_EQ(run.exit_code, 0) << run.Describe() << cluster.LogTails();
   const json trials = cluster.Ctl({"-o", "json", "ls"}).Json();
@@ -153,12 +158,17 @@ TEST_P(EverySamplerTest, ExperimentFileWithEverySamplerRunsOnWorkersAndWeakTrial
 INSTANTIATE_TEST_SUITE_P(
     Schedulers, EverySamplerTest,
     ::testing::Values(
-        SchedulerCase{"hyperband", "{type: hyperband, time_attr: training_iteration, max_t: 27, reduction_factor: 3}",
-                      true},
+        SchedulerCase{
+            "hyperband",
+            "{type: hyperband, time_attr: training_iteration, max_t: 27, reduction_factor: 3}",
+            true},
         SchedulerCase{"median_stopping",
-                      "{type: median_stopping, time_attr: training_iteration, grace_period: 3, min_samples_required: 3}",
+                      "{type: median_stopping, time_attr: training_iteration, grace_period: 3, "
+                      "min_samples_required: 3}",
                       false}),
-    [](const ::testing::TestParamInfo<SchedulerCase>& info) { return std::string(info.param.name); });
+    [](const ::testing::TestParamInfo<SchedulerCase>& info) {
+      return std::string(info.param.name);
+    });
 
 }  // namespace
 }  // namespace tunebus::testing

@@ -14,8 +14,9 @@ using AshaSchedulerTest = TrialRunnerTest;
 
 TEST_F(AshaSchedulerTest, RungsFollowRayTunesMilestones) {
   // max_t 9, grace 1, eta 3: int(log3(9) + 1) = 3 rungs at 9, 3, 1; a second bracket starts at 3.
-  auto s = AshaScheduler::Create({{"max_t", 9}, {"grace_period", 1}, {"reduction_factor", 3}, {"brackets", 2}},
-                                 "acc", "max", 0);
+  auto s = AshaScheduler::Create(
+      {{"max_t", 9}, {"grace_period", 1}, {"reduction_factor", 3}, {"brackets", 2}}, "acc", "max",
+      0);
   ASSERT_TRUE(s.ok());
   auto* asha = static_cast<AshaScheduler*>(s->get());
   EXPECT_EQ(asha->Milestones(0), (std::vector<double>{9, 3, 1}));
@@ -58,21 +59,27 @@ TEST_F(AshaSchedulerTest, AReplayedRecordReplacesItsValueInTheRungCutoff) {
   auto s = AshaScheduler::Create(kAsha, "acc", "max", 0);
   ASSERT_TRUE(s.ok());
   auto* asha = static_cast<AshaScheduler*>(s->get());
-  for (const char* id : {"a", "b", "c"}) ASSERT_TRUE(asha->ApplyStateDelta(json::array({{{"add", {id, 0}}}})).ok());
+  for (const char* id : {"a", "b", "c"})
+    ASSERT_TRUE(asha->ApplyStateDelta(json::array({{{"add", {id, 0}}}})).ok());
   // rung index 2 of bracket 0 is milestone 1
-  ASSERT_TRUE(asha->ApplyStateDelta(json::array({{{"rec", {"a", 0, 2, 0.1}}}, {{"rec", {"b", 0, 2, 0.9}}},
-                                                  {{"rec", {"a", 0, 2, 0.5}}}}))
+  ASSERT_TRUE(asha->ApplyStateDelta(json::array({{{"rec", {"a", 0, 2, 0.1}}},
+                                                 {{"rec", {"b", 0, 2, 0.9}}},
+                                                 {{"rec", {"a", 0, 2, 0.5}}}}))
                   .ok());
   EXPECT_EQ(asha->Recorded(0, 2), (std::map<std::string, double>{{"a", 0.5}, {"b", 0.9}}));
   // c at t=1: cutoff of {0.5, 0.9} at the 2/3 quantile = 0.5 + 0.4 * 2/3 = 0.767 (0.1 is gone)
   Trial c;
   c.trial_id = "c";
-  EXPECT_EQ(asha->OnTrialResult(c, TrainingResult::FromJson({{"acc", 0.7}, {"training_iteration", 1}})), Decision::kStop);
+  EXPECT_EQ(
+      asha->OnTrialResult(c, TrainingResult::FromJson({{"acc", 0.7}, {"training_iteration", 1}})),
+      Decision::kStop);
   // d: cutoff of {0.5, 0.7, 0.9} = 0.7 + 0.2 / 3 = 0.767, so 0.8 continues and 0.75 would not
   ASSERT_TRUE(asha->ApplyStateDelta(json::array({{{"add", {"d", 0}}}})).ok());
   Trial d;
   d.trial_id = "d";
-  EXPECT_EQ(asha->OnTrialResult(d, TrainingResult::FromJson({{"acc", 0.8}, {"training_iteration", 1}})), Decision::kContinue);
+  EXPECT_EQ(
+      asha->OnTrialResult(d, TrainingResult::FromJson({{"acc", 0.8}, {"training_iteration", 1}})),
+      Decision::kContinue);
 }
 
 TEST_F(AshaSchedulerTest, MinModeStopsTheLargerLosses) {
@@ -87,8 +94,9 @@ TEST_F(AshaSchedulerTest, AResultWithoutTheMetricIsATrialErrorNamingIt) {
   StartScheduled("asha", kAsha, 1);
   ASSERT_TRUE(Report(0, 1, {{"loss", 0.3}}).ok());
   EXPECT_EQ(T(0).status, TrialStatus::kError);
-  EXPECT_NE(T(0).error.find("result has no number 'acc' (needed by the asha scheduler as its metric)"),
-            std::string::npos)
+  EXPECT_NE(
+      T(0).error.find("result has no number 'acc' (needed by the asha scheduler as its metric)"),
+      std::string::npos)
       << T(0).error;
   EXPECT_NE(T(0).error.find("loss"), std::string::npos) << T(0).error;
 }
@@ -96,9 +104,13 @@ TEST_F(AshaSchedulerTest, AResultWithoutTheMetricIsATrialErrorNamingIt) {
 TEST_F(AshaSchedulerTest, BadParametersAreNamed) {
   EXPECT_EQ(MakeTrialScheduler("asha", {{"reduction_factor", 1}}, "acc", "max").status().message(),
             "reduction_factor: must be > 1, got 1");
-  EXPECT_EQ(MakeTrialScheduler("asha", {{"grace_period", 20}, {"max_t", 10}}, "acc", "max").status().message(),
+  EXPECT_EQ(MakeTrialScheduler("asha", {{"grace_period", 20}, {"max_t", 10}}, "acc", "max")
+                .status()
+                .message(),
             "grace_period: must be <= max_t (10), got 20");
-  EXPECT_EQ(MakeTrialScheduler("asha", json::object(), "", "").status().message().rfind("metric: ", 0), 0u);
+  EXPECT_EQ(
+      MakeTrialScheduler("asha", json::object(), "", "").status().message().rfind("metric: ", 0),
+      0u);
 }
 
 }  // namespace

@@ -5,10 +5,9 @@
 #include <gtest/gtest.h>
 
 #include <cstdint>
+#include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
-
-#include <nlohmann/json.hpp>
 
 #include "proto/control.hpp"
 #include "proto/events.hpp"
@@ -20,9 +19,9 @@
 namespace tunebus::proto {
 namespace {
 
+using codec_util::Bytes;
 using codec_util::Packer;
 using codec_util::PackStr;
-using codec_util::Bytes;
 
 // Encodes `m`, decodes it, checks the envelope and converts back; the re-encoded bytes must
 // equal the original bytes (so every field survived).
@@ -41,7 +40,6 @@ M RoundTrip(const M& m) {
   EXPECT_EQ(Encode(*back), bytes) << M::kType;
   return *back;
 }
-
 
 // ---- round trips -------------------------------------------------------------------------
 
@@ -470,7 +468,8 @@ TEST(CodecTest, ReportMetricsTravelAsANestedMsgpackMap) {
     return std::string(buf.data(), buf.size());
   }();
   ResultItem empty_back;
-  const msgpack::object_handle empty_handle = msgpack::unpack(packed.data(), packed.size());  // outlives the view
+  const msgpack::object_handle empty_handle =
+      msgpack::unpack(packed.data(), packed.size());  // outlives the view
   empty_handle.get().convert(empty_back);
   EXPECT_EQ(nlohmann::json::from_msgpack(empty_back.metrics.Encoded()), nlohmann::json::object());
 

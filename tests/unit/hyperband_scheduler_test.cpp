@@ -20,7 +20,8 @@ class HyperBandSchedulerTest : public TrialRunnerTest {
     ASSERT_TRUE(s.ok()) << s.status().ToString();
     hyperband_ = static_cast<HyperBandScheduler*>(s->get());
     Start(o, trials, std::move(*s));
-    for (size_t placed = SIZE_MAX; placed != exec_.placements.size();) {  // trials come 16 at a time
+    for (size_t placed = SIZE_MAX;
+         placed != exec_.placements.size();) {  // trials come 16 at a time
       placed = exec_.placements.size();
       runner_->Step();
       GrantAll();
@@ -32,7 +33,10 @@ class HyperBandSchedulerTest : public TrialRunnerTest {
     // A pause saves a checkpoint and the trainable exits: the worker says so.
     if (action == "pause") {
       const int64_t at = T(index).training_iteration;
-      EXPECT_TRUE(runner_->OnCheckpointSaved(Id(index), T(index).attempt, Id(index) + "/" + std::to_string(at), at, 10).ok());
+      EXPECT_TRUE(runner_
+                      ->OnCheckpointSaved(Id(index), T(index).attempt,
+                                          Id(index) + "/" + std::to_string(at), at, 10)
+                      .ok());
       runner_->OnTrialExited(Id(index), T(index).attempt, true, "");
     }
     return action;

@@ -1,8 +1,6 @@
 // Journal replay and snapshots (libs/journal/replay.hpp, snapshot.hpp): a resume folds the
 // newest snapshot plus the records after it, and must reach exactly the state a replay of the
 // whole journal reaches (DESIGN.md "Journal and recovery": replay = newest snapshot + tail).
-#include "libs/journal/snapshot.hpp"
-
 #include <gtest/gtest.h>
 
 #include <string>
@@ -10,6 +8,7 @@
 
 #include "libs/journal/records.hpp"
 #include "libs/journal/replay.hpp"
+#include "libs/journal/snapshot.hpp"
 
 namespace tunebus::journal {
 namespace {
@@ -20,7 +19,8 @@ using nlohmann::json;
 // the last one failing once and requeued; then the first two terminate.
 std::vector<json> MakeJournal() {
   std::vector<json> out;
-  out.push_back(ExperimentSubmitted("abcde", "name: snap\ntrainable: {builtin: mock}\n", "/tmp", "snap.yaml", 9, 1.5));
+  out.push_back(ExperimentSubmitted("abcde", "name: snap\ntrainable: {builtin: mock}\n", "/tmp",
+                                    "snap.yaml", 9, 1.5));
   std::vector<Trial> trials(3);
   for (int i = 0; i < 3; ++i) {
     Trial& t = trials[size_t(i)];
@@ -119,14 +119,19 @@ TEST(JournalSnapshotTest, ReplayRebuildsTheCheckpointsAskedAndNotYetStored) {
   for (int k = 1; k <= 4; ++k) {
     t.last_seq = t.training_iteration = k;
     const bool ask = k % 2 == 0;
-    if (ask) t.requested_checkpoints.push_back({"", k, double(k), k == 4 ? std::optional<double>(0.5) : std::nullopt, 0});
-    records.push_back(ResultRecord(t, {{"training_iteration", k}, {"time_total_s", double(k)}}, ask ? "checkpoint" : "continue"));
+    if (ask)
+      t.requested_checkpoints.push_back(
+          {"", k, double(k), k == 4 ? std::optional<double>(0.5) : std::nullopt, 0});
+    records.push_back(ResultRecord(t, {{"training_iteration", k}, {"time_total_s", double(k)}},
+                                   ask ? "checkpoint" : "continue"));
     if (k == 2) {
-      records.push_back(CheckpointSavedRecord(t, {"ask-abcde/abcde_00000/00000002-a1", 2, 2.0, std::nullopt, 10}));
+      records.push_back(CheckpointSavedRecord(
+          t, {"ask-abcde/abcde_00000/00000002-a1", 2, 2.0, std::nullopt, 10}));
       t.requested_checkpoints.clear();
     }
   }
-  EXPECT_EQ(records.back().value("checkpoint_score", -1.0), 0.5);  // the request at 4 carries its score
+  EXPECT_EQ(records.back().value("checkpoint_score", -1.0),
+            0.5);  // the request at 4 carries its score
   const ReplayedExperiment s = ReplayAll(records);
   ASSERT_EQ(s.trials[0].requested_checkpoints.size(), 1u);
   const CheckpointRef& asked = s.trials[0].requested_checkpoints[0];
@@ -146,7 +151,8 @@ TEST(JournalSnapshotTest, ReplayRebuildsTheCheckpointsAskedAndNotYetStored) {
 TEST(JournalSnapshotTest, DamagedSnapshotIsCorruptionNotACrash) {
   // Truncated bytes, garbage, and a snapshot of another version are refused with Corruption.
   const std::string good = EncodeSnapshot(ReplayAll(MakeJournal()));
-  for (const std::string& bad : {good.substr(0, good.size() / 2), std::string("\xc1\xff garbage"), std::string()}) {
+  for (const std::string& bad :
+       {good.substr(0, good.size() / 2), std::string("\xc1\xff garbage"), std::string()}) {
     auto r = DecodeSnapshot(bad);
     ASSERT_FALSE(r.ok());
     EXPECT_EQ(r.status().code(), StatusCode::kCorruption) << r.status().ToString();

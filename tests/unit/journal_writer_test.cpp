@@ -155,7 +155,8 @@ TEST(JournalRecordsTest, EncodedResultRecordDecodesToTheResultRecord) {
   t.trial_id = "abc_00007";
   t.attempt = 3;
   t.last_seq = 300;  // wider than a fixint
-  const json result = {{"training_iteration", 300}, {"loss", 0.25}, {"done", false}, {"note", "x,y"}};
+  const json result = {
+      {"training_iteration", 300}, {"loss", 0.25}, {"done", false}, {"note", "x,y"}};
   std::string result_msgpack;
   json::to_msgpack(result, result_msgpack);
   const std::string bytes = EncodeResultRecord(t, result_msgpack, "checkpoint");
@@ -221,7 +222,8 @@ TEST(JournalRecordsTest, TrialRecordsWrittenStraightAreTheBytesOfTheirDocuments)
     EXPECT_EQ(EncodeTrialStatusRecord(c), EncodeRecord(TrialStatusRecord(c))) << i;
   }
   for (const json& delta : {json::array({{{"add", {"abc_00007", 2}}}}), json::array()}) {
-    EXPECT_EQ(EncodeTrialSchedulerDelta(delta), EncodeRecord(TrialSchedulerDelta(delta))) << delta.dump();
+    EXPECT_EQ(EncodeTrialSchedulerDelta(delta), EncodeRecord(TrialSchedulerDelta(delta)))
+        << delta.dump();
   }
 }
 
@@ -288,20 +290,21 @@ TEST_F(JournalWriterTest, OnlyOneBatchInFlightAndAppendsDuringItFormTheNextBatch
   EXPECT_EQ(store_.max_outstanding, 1);
 }
 
-
 TEST_F(JournalWriterTest, ABacklogLargerThanOneBatchGoesAsBoundedBatchesInOrder) {
   // Records of ~10 KiB: at most kMaxBatchBytes go per batch, the next part only after the ack
   // of the previous one, and an effect after the last record waits for the last part.
   const std::string pad(10 * 1024, 'x');
   const int n = 20;
-  for (int i = 1; i <= n; ++i) writer_->Append(json{{"kind", "trial_added"}, {"n", i}, {"pad", pad}});
+  for (int i = 1; i <= n; ++i)
+    writer_->Append(json{{"kind", "trial_added"}, {"n", i}, {"pad", pad}});
   bool ran = false;
   writer_->AfterDurable([&] { ran = true; });
   std::vector<int> sent;
   for (size_t batch = 0; sent.size() < size_t(n); ++batch) {
     ASSERT_TRUE(WaitForRequests(batch + 1)) << "batch " << batch;
     Spin(2);
-    EXPECT_EQ(store_.requests.size(), batch + 1) << "a second batch went before the first was acked";
+    EXPECT_EQ(store_.requests.size(), batch + 1)
+        << "a second batch went before the first was acked";
     const auto& records = store_.requests[batch].append.records;
     size_t bytes = 0;
     for (const std::string& r : records) bytes += r.size();

@@ -10,7 +10,8 @@ namespace {
 
 using MedianStoppingRuleTest = TrialRunnerTest;
 
-const json kMedian = {{"time_attr", "training_iteration"}, {"grace_period", 1}, {"min_samples_required", 2}};
+const json kMedian = {
+    {"time_attr", "training_iteration"}, {"grace_period", 1}, {"min_samples_required", 2}};
 
 TEST_F(MedianStoppingRuleTest, TrialsWorseThanTheMedianOfRunningMeansStop) {
   // Four trials report acc t0 1.0, t1 0.8, t2 0.6, t3 0.1 at every iteration, in that order.
@@ -62,7 +63,8 @@ TEST_F(MedianStoppingRuleTest, WithTrialsWaitingARunningTrialYieldsAfterItsTimeS
   EXPECT_EQ(Decide(1, 1, 0.8), "pause");
 }
 
-TEST_F(MedianStoppingRuleTest, WithEnoughSamplesATrialAtOrAboveTheMedianContinuesEvenWhenOthersWait) {
+TEST_F(MedianStoppingRuleTest,
+       WithEnoughSamplesATrialAtOrAboveTheMedianContinuesEvenWhenOthersWait) {
   // As Ray Tune: time slicing happens only while samples are insufficient. t3 waits (3 at once).
   // t0 and t1 at time 1 have fewer than 2 others there: they yield (pause). t2 has t0 (1.0) and
   // t1 (0.8): median 0.9 <= its 0.95, enough samples: CONTINUE, though t3 still waits.

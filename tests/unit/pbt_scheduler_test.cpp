@@ -8,10 +8,11 @@
 namespace tunebus {
 namespace {
 
-const json kPbt = {{"time_attr", "training_iteration"},
-                   {"perturbation_interval", 2},
-                   {"resample_probability", 0},
-                   {"hyperparam_mutations", {{"lr", {{"uniform", {0.01, 1.0}}}}, {"layers", {1, 2, 4}}}}};
+const json kPbt = {
+    {"time_attr", "training_iteration"},
+    {"perturbation_interval", 2},
+    {"resample_probability", 0},
+    {"hyperparam_mutations", {{"lr", {{"uniform", {0.01, 1.0}}}}, {"layers", {1, 2, 4}}}}};
 
 class PbtSchedulerTest : public TrialRunnerTest {
  protected:
@@ -22,7 +23,8 @@ class PbtSchedulerTest : public TrialRunnerTest {
     auto s = MakeTrialScheduler("pbt", kPbt, "acc", "max", 7);
     ASSERT_TRUE(s.ok()) << s.status().ToString();
     // lr 0.5, 0.4, 0.3, 0.2 and layers 2 for t0..t3.
-    StartWith(o, {{"lr", {{"grid_search", {0.5, 0.4, 0.3, 0.2}}}}, {"layers", 2}}, 1, std::move(*s));
+    StartWith(o, {{"lr", {{"grid_search", {0.5, 0.4, 0.3, 0.2}}}}, {"layers", 2}}, 1,
+              std::move(*s));
     runner_->Step();
     GrantAll();
   }
@@ -41,7 +43,10 @@ class PbtSchedulerTest : public TrialRunnerTest {
     const std::string action = LastAction(index);
     if (action == "checkpoint") {
       const int64_t at = T(index).training_iteration;
-      EXPECT_TRUE(runner_->OnCheckpointSaved(Id(index), T(index).attempt, Id(index) + "/" + std::to_string(at), at, 10).ok());
+      EXPECT_TRUE(runner_
+                      ->OnCheckpointSaved(Id(index), T(index).attempt,
+                                          Id(index) + "/" + std::to_string(at), at, 10)
+                      .ok());
     }
     return action;
   }
@@ -113,7 +118,8 @@ TEST_F(PbtSchedulerTest, ExploreIsDeterministicForASeedAndPerturbsWithinTheRules
   json always = kPbt;
   always["resample_probability"] = 1;
   auto c = MakeTrialScheduler("pbt", always, "acc", "max", 3);
-  const json y = static_cast<PopulationBasedTraining*>(c->get())->Explore(config, always["hyperparam_mutations"]);
+  const json y = static_cast<PopulationBasedTraining*>(c->get())->Explore(
+      config, always["hyperparam_mutations"]);
   EXPECT_GE(y["lr"].get<double>(), 0.01);
   EXPECT_LT(y["lr"].get<double>(), 1.0);
 }

@@ -353,7 +353,8 @@ TEST_F(PlacementTest, AdoptRefusesUnknownWorkersGpusAndWhatDoesNotFit) {
   EXPECT_EQ(cluster_.Adopt("w9", "t1", 1, R({{"cpu", 1}}), {}).code(), StatusCode::kNotFound);
   EXPECT_EQ(cluster_.Adopt("w1", "t1", 1, R({{"cpu", 1}, {"gpu", 1}}), {"7"}).code(),
             StatusCode::kInvalidArgument);
-  EXPECT_EQ(cluster_.Adopt("w1", "t1", 1, R({{"cpu", 3}}), {}).code(), StatusCode::kResourceExhausted);
+  EXPECT_EQ(cluster_.Adopt("w1", "t1", 1, R({{"cpu", 3}}), {}).code(),
+            StatusCode::kResourceExhausted);
   EXPECT_EQ(cluster_.allocation_count(), 0u);
   EXPECT_TRUE(cluster_.CheckInvariants().ok());
 }

@@ -321,7 +321,9 @@ TEST_F(ResourceManagerTest, AllocateBatchHandOverAndReleaseBatchKeepTheAccountin
   Start(1000);
   Register("w1", 2, 1);
   proto::AllocateBatch batch;
-  batch.items = {{"t1", 1, {{"cpu", kScale}, {"gpu", kScale}}}, {"t2", 1, {{"cpu", kScale}}}, {"t3", 1, {{"cpu", kScale}}},
+  batch.items = {{"t1", 1, {{"cpu", kScale}, {"gpu", kScale}}},
+                 {"t2", 1, {{"cpu", kScale}}},
+                 {"t3", 1, {{"cpu", kScale}}},
                  {"t4", 1, {{"cpu", 8 * kScale}}}};
   auto got = Call<proto::AllocateBatchReply>(batch);
   ASSERT_EQ(got.items.size(), 4u);
@@ -349,7 +351,8 @@ TEST_F(ResourceManagerTest, AllocateBatchHandOverAndReleaseBatchKeepTheAccountin
 
   proto::ReleaseBatch release;
   release.items = {{"t2", 1}, {"t3", 1}, {"t1", 1}};
-  EXPECT_EQ(Call<proto::ReleaseBatchReply>(release).released, (std::vector<bool>{true, true, false}));
+  EXPECT_EQ(Call<proto::ReleaseBatchReply>(release).released,
+            (std::vector<bool>{true, true, false}));
   EXPECT_TRUE(ViewOf("w1").committed.empty());
 }
 

@@ -10,11 +10,10 @@
 #include <algorithm>
 #include <filesystem>
 #include <fstream>
+#include <nlohmann/json.hpp>
 #include <sstream>
 #include <string>
 #include <vector>
-
-#include <nlohmann/json.hpp>
 
 namespace tunebus {
 namespace {
@@ -29,7 +28,9 @@ std::string Read(const fs::path& file) {
   return text.str();
 }
 
-void Write(const fs::path& file, const std::string& text) { std::ofstream(file, std::ios::trunc) << text; }
+void Write(const fs::path& file, const std::string& text) {
+  std::ofstream(file, std::ios::trunc) << text;
+}
 
 json ResultAt(int64_t iteration) {
   return {{"training_iteration", iteration}, {"loss", 1.0 / double(iteration)}, {"note", "a,b"}};
@@ -38,8 +39,9 @@ json ResultAt(int64_t iteration) {
 class ResultFilesRepairTest : public ::testing::Test {
  protected:
   ResultFilesRepairTest()
-      : dir_(fs::temp_directory_path() / ("tunebus-repair-" + std::to_string(::getpid()) + "-" +
-                                          ::testing::UnitTest::GetInstance()->current_test_info()->name())) {
+      : dir_(fs::temp_directory_path() /
+             ("tunebus-repair-" + std::to_string(::getpid()) + "-" +
+              ::testing::UnitTest::GetInstance()->current_test_info()->name())) {
     trial_.trial_id = "abc12_00000";
     trial_.experiment_tag = "0_lr=0.1";
     trial_.config = {{"lr", 0.1}};
@@ -81,7 +83,7 @@ class ResultFilesRepairTest : public ::testing::Test {
 
   fs::path dir_;
   Trial trial_;
-  int64_t switch_config_at_ = 0;  // from this result on the trial's config is second_config_
+  int64_t switch_config_at_ = 0;       // from this result on the trial's config is second_config_
   json first_config_ = {{"lr", 0.1}};  // in the trial_added record
   json second_config_ = {{"lr", 0.5}};
 };
@@ -154,7 +156,8 @@ TEST_F(ResultFilesRepairTest, RepairedRowsShowTheConfigTheJournalHadAtEachResult
   EXPECT_EQ(Read(repaired / events_name), Read(reference / events_name));
   std::ifstream lines(repaired / "result.json");
   std::vector<double> lrs;
-  for (std::string line; std::getline(lines, line);) lrs.push_back(json::parse(line)["config"]["lr"].get<double>());
+  for (std::string line; std::getline(lines, line);)
+    lrs.push_back(json::parse(line)["config"]["lr"].get<double>());
   EXPECT_EQ(lrs, (std::vector<double>{0.1, 0.1, 0.5, 0.5}));
   EXPECT_NE(Read(repaired / "progress.csv").find("config/lr"), std::string::npos);
 }

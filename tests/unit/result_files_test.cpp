@@ -7,16 +7,15 @@
 #include <sys/resource.h>
 #include <unistd.h>
 
+#include <chrono>
 #include <filesystem>
 #include <fstream>
 #include <iterator>
+#include <nlohmann/json.hpp>
 #include <sstream>
 #include <string>
 #include <thread>
-#include <chrono>
 #include <vector>
-
-#include <nlohmann/json.hpp>
 
 namespace tunebus {
 namespace {
@@ -40,8 +39,9 @@ std::vector<std::string> Lines(const fs::path& file) {
 class ResultFilesTest : public ::testing::Test {
  protected:
   ResultFilesTest()
-      : dir_(fs::temp_directory_path() / ("tunebus-result-files-" + std::to_string(::getpid()) + "-" +
-                                          ::testing::UnitTest::GetInstance()->current_test_info()->name())) {}
+      : dir_(fs::temp_directory_path() /
+             ("tunebus-result-files-" + std::to_string(::getpid()) + "-" +
+              ::testing::UnitTest::GetInstance()->current_test_info()->name())) {}
   ~ResultFilesTest() override { fs::remove_all(dir_); }
   fs::path dir_;
 };
@@ -62,7 +62,8 @@ TEST_F(ResultFilesTest, WritesRayTuneFilesAndKeepsTheHeaderWhenATrialReopens) {
     EXPECT_EQ(files.Backlog(), 0u);
   }
   EXPECT_EQ(json::parse(std::ifstream(trial / "params.json")), (json{{"lr", 0.1}}));
-  EXPECT_EQ(Lines(trial / "progress.csv"), (std::vector<std::string>{"acc,training_iteration", "0.5,1", "0.75,2"}));
+  EXPECT_EQ(Lines(trial / "progress.csv"),
+            (std::vector<std::string>{"acc,training_iteration", "0.5,1", "0.75,2"}));
   {
     ResultFiles files;  // a new scheduler process resuming the trial
     files.AppendResult(0, trial.string(), Msgpack({{"new", "x"}, {"training_iteration", 3}}));
@@ -84,7 +85,8 @@ TEST_F(ResultFilesTest, BacklogCountsWorkUntilItIsWritten) {
   EXPECT_EQ(files.Backlog(), 10u);
   files.Drain();
   EXPECT_EQ(files.Backlog(), 0u);
-  for (int i = 0; i < 10; ++i) EXPECT_EQ(Lines(dir_ / ("t" + std::to_string(i)) / "result.json").size(), 1u) << i;
+  for (int i = 0; i < 10; ++i)
+    EXPECT_EQ(Lines(dir_ / ("t" + std::to_string(i)) / "result.json").size(), 1u) << i;
 }
 
 TEST_F(ResultFilesTest, RowsWaitForTheirJournalRecordAndReachTheFileWithoutAClose) {
@@ -98,10 +100,12 @@ TEST_F(ResultFilesTest, RowsWaitForTheirJournalRecordAndReachTheFileWithoutAClos
   EXPECT_EQ(files.Backlog(), 1u);
   files.Flush(5);
   const auto handed = std::chrono::steady_clock::now();
-  while (Lines(trial / "result.json").size() < 1 && std::chrono::steady_clock::now() - handed < std::chrono::seconds(5)) {
+  while (Lines(trial / "result.json").size() < 1 &&
+         std::chrono::steady_clock::now() - handed < std::chrono::seconds(5)) {
     std::this_thread::sleep_for(std::chrono::milliseconds(10));
   }
-  EXPECT_EQ(Lines(trial / "result.json"), (std::vector<std::string>{R"({"training_iteration":1})"}));
+  EXPECT_EQ(Lines(trial / "result.json"),
+            (std::vector<std::string>{R"({"training_iteration":1})"}));
   EXPECT_EQ(Lines(trial / "progress.csv"), (std::vector<std::string>{"training_iteration", "1"}));
   EXPECT_TRUE(files.IsOpen(0));
 }
@@ -139,7 +143,8 @@ TEST_F(ResultFilesTest, WriterThreadRunsAtTheLowestPriorityAndTheCallerKeepsItsO
     files.Drain();  // the writer thread has run
     for (const auto& task : fs::directory_iterator("/proc/self/task")) {
       const std::string tid = task.path().filename().string();
-      if (tid != std::to_string(gettid()) && NiceOf(tid) == ResultFiles::kWriterNice) writer_threads.push_back(tid);
+      if (tid != std::to_string(gettid()) && NiceOf(tid) == ResultFiles::kWriterNice)
+        writer_threads.push_back(tid);
     }
   }
   EXPECT_EQ(writer_threads.size(), 1u);

@@ -6,9 +6,8 @@
 #include <gtest/gtest.h>
 
 #include <limits>
-#include <string>
-
 #include <nlohmann/json.hpp>
+#include <string>
 
 #include "libs/core/csv.hpp"
 
@@ -25,17 +24,18 @@ std::string Msgpack(const json& j) {
 
 TEST(ResultTextTest, JsonLineParsesToTheSameResultAsNlohmannsDump) {
   // Every JSON type a trainable can report, escapes and UTF-8 included.
-  const json result = {{"training_iteration", 3},
-                       {"neg", -42},
-                       {"big", uint64_t(1) << 63},
-                       {"acc", 0.912345678901234},
-                       {"tiny", 1e-300},
-                       {"whole", 2.0},
-                       {"huge", 1.5e300},
-                       {"done", false},
-                       {"none", nullptr},
-                       {"name", "quote\" back\\ nl\n tab\t ctl\x01 é"},
-                       {"nested", {{"a", json::array({1, 2.5, "x", json::object()})}, {"b", json::array()}}}};
+  const json result = {
+      {"training_iteration", 3},
+      {"neg", -42},
+      {"big", uint64_t(1) << 63},
+      {"acc", 0.912345678901234},
+      {"tiny", 1e-300},
+      {"whole", 2.0},
+      {"huge", 1.5e300},
+      {"done", false},
+      {"none", nullptr},
+      {"name", "quote\" back\\ nl\n tab\t ctl\x01 é"},
+      {"nested", {{"a", json::array({1, 2.5, "x", json::object()})}, {"b", json::array()}}}};
   ResultText text;
   const std::string bytes = Msgpack(result);  // the strings point into these
   ASSERT_TRUE(text.Decode(bytes));
@@ -45,7 +45,8 @@ TEST(ResultTextTest, JsonLineParsesToTheSameResultAsNlohmannsDump) {
   line.pop_back();
   EXPECT_EQ(json::parse(line), result) << line;
   // Same bytes as nlohmann for the usual values (integral floats keep ".0").
-  const json usual = {{"done", true}, {"mean_accuracy", 0.25}, {"time_total_s", 2.0}, {"trial_id", "ab_00001"}};
+  const json usual = {
+      {"done", true}, {"mean_accuracy", 0.25}, {"time_total_s", 2.0}, {"trial_id", "ab_00001"}};
   const std::string usual_bytes = Msgpack(usual);
   ASSERT_TRUE(text.Decode(usual_bytes));
   line.clear();
@@ -66,13 +67,15 @@ TEST(ResultTextTest, NonFiniteFloatsBecomeNullAsNlohmannWritesThem) {
 
 TEST(ResultTextTest, CsvRowFollowsTheGivenColumnsWithQuotingAndGaps) {
   // Columns of an earlier result: a key missing now stays empty, a new key is left out.
-  const json result = {{"a", 1}, {"c", "x,y"}, {"d", "say \"hi\""}, {"e", json::array({1, 2})}, {"new", 5}};
+  const json result = {
+      {"a", 1}, {"c", "x,y"}, {"d", "say \"hi\""}, {"e", json::array({1, 2})}, {"new", 5}};
   ResultText text;
   const std::string bytes = Msgpack(result);
   ASSERT_TRUE(text.Decode(bytes));
   std::string row;
   text.AppendCsvRow({"e", "a", "b", "c", "d"}, row);
-  EXPECT_EQ(row, CsvQuote("[1,2]") + ",1,," + CsvQuote("x,y") + "," + CsvQuote("say \"hi\"") + "\n");
+  EXPECT_EQ(row,
+            CsvQuote("[1,2]") + ",1,," + CsvQuote("x,y") + "," + CsvQuote("say \"hi\"") + "\n");
   EXPECT_EQ(text.Keys(), (std::vector<std::string>{"a", "c", "d", "e", "new"}));
 }
 
@@ -93,8 +96,9 @@ TEST(ResultTextTest, RowsShowTheTrialsConfigAndFlattenNestedMetricsWithSlashes) 
   json expected = result;
   expected["config"] = {{"lr", 0.01}, {"model", {{"depth", 3}, {"kind", "mlp"}}}};
   EXPECT_EQ(json::parse(line), expected) << line;
-  EXPECT_EQ(text.Keys(), (std::vector<std::string>{"acc", "config/lr", "config/model/depth", "config/model/kind",
-                                                   "info/a", "info/deep/b", "training_iteration"}));
+  EXPECT_EQ(text.Keys(),
+            (std::vector<std::string>{"acc", "config/lr", "config/model/depth", "config/model/kind",
+                                      "info/a", "info/deep/b", "training_iteration"}));
   std::string row;
   text.AppendCsvRow(text.Keys(), row);
   EXPECT_EQ(row, "0.5,0.01,3,mlp,1,x,2\n");

@@ -102,7 +102,8 @@ class RecordingObserver final : public RunnerObserver {
     started.push_back(trial);
     log_.push_back("obs:started " + KeyOf(trial.trial_id, trial.attempt));
   }
-  void OnTrialResult(const Trial& trial, const TrainingResult& result, const char* decision) override {
+  void OnTrialResult(const Trial& trial, const TrainingResult& result,
+                     const char* decision) override {
     results.push_back({trial.trial_id, result.ToJson(), decision});
     log_.push_back("obs:result " + KeyOf(trial.trial_id, trial.attempt) + " " + decision);
   }
@@ -229,8 +230,8 @@ class TrialRunnerTest : public ::testing::Test {
   }
   // Starts `trials` trials (a grid over x) under the trial scheduler `name` (metric "acc"), with
   // every placement granted.
-  void StartScheduled(const std::string& name, const json& config, int trials, const std::string& mode = "max",
-                      int64_t max_concurrent = 0) {
+  void StartScheduled(const std::string& name, const json& config, int trials,
+                      const std::string& mode = "max", int64_t max_concurrent = 0) {
     RunnerOptions o;
     o.metric = "acc";
     o.mode = mode;
@@ -255,12 +256,14 @@ class TrialRunnerTest : public ::testing::Test {
   }
   // A fresh scheduler built like the runner's, brought up from the journaled deltas alone,
   // holds the same state as the runner's (what a resume relies on).
-  void ExpectDeltasRebuildState(const std::string& name, const json& config, const std::string& metric,
-                                const std::string& mode, uint64_t seed = 0) {
+  void ExpectDeltasRebuildState(const std::string& name, const json& config,
+                                const std::string& metric, const std::string& mode,
+                                uint64_t seed = 0) {
     auto fresh = MakeTrialScheduler(name, config, metric, mode, seed);
     ASSERT_TRUE(fresh.ok()) << fresh.status().ToString();
     ASSERT_TRUE((*fresh)->RestoreState(nullptr).ok());
-    for (const json& d : obs_.scheduler_deltas) ASSERT_TRUE((*fresh)->ApplyStateDelta(d).ok()) << d.dump();
+    for (const json& d : obs_.scheduler_deltas)
+      ASSERT_TRUE((*fresh)->ApplyStateDelta(d).ok()) << d.dump();
     EXPECT_EQ((*fresh)->SaveState(), runner_->TrialSchedulerState());
     auto again = MakeTrialScheduler(name, config, metric, mode, seed);
     ASSERT_TRUE((*again)->RestoreState(runner_->TrialSchedulerState()).ok());

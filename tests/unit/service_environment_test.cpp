@@ -2,14 +2,13 @@
 // tells a folder that can be written from one that cannot, bus::GuardMain turns an escaping
 // exception into exit 1, and /healthz (what `<service> --healthcheck` asks) is ok only while the
 // service publishes its figures.
+#include <gtest/gtest.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
 #include <filesystem>
 #include <stdexcept>
 #include <thread>
-
-#include <gtest/gtest.h>
 
 #include "libs/bus/service_guard.hpp"
 #include "libs/metrics/metrics_server.hpp"
@@ -28,14 +27,20 @@ TEST(MakeWritableDirTest, CreatesAFolderAndNamesOneItCannotWrite) {
   EXPECT_TRUE(fs::is_directory(dir / "a" / "b"));
   EXPECT_TRUE(fs::is_empty(dir / "a" / "b")) << "the write probe is removed";
   // A path through a regular file cannot be created, even by root.
-  { std::FILE* f = std::fopen((dir / "file").c_str(), "w"); ASSERT_NE(f, nullptr); std::fclose(f); }
+  {
+    std::FILE* f = std::fopen((dir / "file").c_str(), "w");
+    ASSERT_NE(f, nullptr);
+    std::fclose(f);
+  }
   Status s = bus::MakeWritableDir((dir / "file" / "x").string(), "trial dir");
   EXPECT_EQ(s.code(), StatusCode::kIoError);
-  EXPECT_EQ(s.message(), "cannot create trial dir " + (dir / "file" / "x").string() + ": Not a directory");
+  EXPECT_EQ(s.message(),
+            "cannot create trial dir " + (dir / "file" / "x").string() + ": Not a directory");
   if (::geteuid() != 0) {  // root writes anywhere: the permission case runs in bad_environment_test
     ASSERT_EQ(::chmod((dir / "a").c_str(), 0555), 0);
     s = bus::MakeWritableDir((dir / "a").string(), "data dir");
-    EXPECT_EQ(s.message(), "cannot write in data dir " + (dir / "a").string() + ": Permission denied");
+    EXPECT_EQ(s.message(),
+              "cannot write in data dir " + (dir / "a").string() + ": Permission denied");
     ::chmod((dir / "a").c_str(), 0755);
   }
   fs::remove_all(dir);
@@ -44,7 +49,12 @@ TEST(MakeWritableDirTest, CreatesAFolderAndNamesOneItCannotWrite) {
 TEST(GuardMainTest, AnEscapingExceptionIsExitOneNotAnAbort) {
   EXPECT_EQ(bus::GuardMain("svc", [] { return 0; }), 0);
   EXPECT_EQ(bus::GuardMain("svc", [] { return 2; }), 2);
-  EXPECT_EQ(bus::GuardMain("svc", []() -> int { throw fs::filesystem_error("mkdir", std::error_code(13, std::generic_category())); }), 1);
+  EXPECT_EQ(bus::GuardMain("svc",
+                           []() -> int {
+                             throw fs::filesystem_error(
+                                 "mkdir", std::error_code(13, std::generic_category()));
+                           }),
+            1);
   EXPECT_EQ(bus::GuardMain("svc", []() -> int { throw 42; }), 1);
 }
 

@@ -63,20 +63,24 @@ TEST(ExperimentSpecTest, MinimalFileGetsRayDefaults) {
 
 TEST(ExperimentSpecTest, AMisspelledSamplingFunctionIsAnErrorThatNamesTheOneMeant) {
   // `lr: {logunifrom: [...]}` used to become a constant map passed to the trainable.
-  Result<ExperimentSpec> spec =
-      Parse("name: e\ntrainable: {builtin: mock}\nparam_space:\n  lr: {logunifrom: [1.0e-4, 0.1]}\n");
+  Result<ExperimentSpec> spec = Parse(
+      "name: e\ntrainable: {builtin: mock}\nparam_space:\n  lr: {logunifrom: [1.0e-4, 0.1]}\n");
   ASSERT_FALSE(spec.ok());
-  EXPECT_NE(spec.status().message().find("exp.yaml:4"), std::string::npos) << spec.status().message();
-  EXPECT_NE(spec.status().message().find("param_space.lr.logunifrom: not a sampling function; did you mean loguniform?"),
+  EXPECT_NE(spec.status().message().find("exp.yaml:4"), std::string::npos)
+      << spec.status().message();
+  EXPECT_NE(spec.status().message().find(
+                "param_space.lr.logunifrom: not a sampling function; did you mean loguniform?"),
             std::string::npos)
       << spec.status().message();
   // A constant map whose key is nothing like a sampler stays a constant.
-  EXPECT_TRUE(Parse("name: e\ntrainable: {builtin: mock}\nparam_space:\n  opt: {momentum: 0.9}\n").ok());
+  EXPECT_TRUE(
+      Parse("name: e\ntrainable: {builtin: mock}\nparam_space:\n  opt: {momentum: 0.9}\n").ok());
 }
 
 TEST(ExperimentSpecTest, FullFileParsesEveryField) {
   // tests/unit/data/spec/full.yaml sets every field; the file's folder anchors relative paths.
-  fs::path file = fs::path(TUNEBUS_TEST_SOURCE_DIR) / "tests" / "unit" / "data" / "spec" / "full.yaml";
+  fs::path file =
+      fs::path(TUNEBUS_TEST_SOURCE_DIR) / "tests" / "unit" / "data" / "spec" / "full.yaml";
   Result<ExperimentSpec> spec = ParseExperimentFile(file.string());
   ASSERT_TRUE(spec.ok()) << spec.status().message();
   const std::string dir = file.parent_path().lexically_normal().string();
@@ -113,7 +117,8 @@ TEST(ExperimentSpecTest, FullFileParsesEveryField) {
 
 TEST(ExperimentSpecTest, ParsedParamSpaceDrivesTheVariantGenerator) {
   // The parsed full file feeds VariantGenerator: 2 grid points x 4 samples, ints stay ints.
-  fs::path file = fs::path(TUNEBUS_TEST_SOURCE_DIR) / "tests" / "unit" / "data" / "spec" / "full.yaml";
+  fs::path file =
+      fs::path(TUNEBUS_TEST_SOURCE_DIR) / "tests" / "unit" / "data" / "spec" / "full.yaml";
   Result<ExperimentSpec> spec = ParseExperimentFile(file.string());
   ASSERT_TRUE(spec.ok()) << spec.status().message();
   VariantGenerator gen(spec->param_space, spec->num_samples, *spec->seed);
@@ -239,7 +244,8 @@ TEST(ExperimentSpecTest, UnknownTopLevelFieldListsExpectedFields) {
   ExpectInvalid(std::string(kMinimal) + "num_sample: 3\n",
                 "exp.yaml:3: unknown field 'num_sample'; expected one of name, trainable, "
                 "param_space, num_samples, seed, metric, mode, stop, resources_per_trial, "
-                "max_concurrent_trials, results_dir, max_failures, max_worker_losses, fail_fast, scheduler, queue_trials, checkpoint_freq, checkpoint_at_end, "
+                "max_concurrent_trials, results_dir, max_failures, max_worker_losses, fail_fast, "
+                "scheduler, queue_trials, checkpoint_freq, checkpoint_at_end, "
                 "keep_checkpoints_num, checkpoint_score_attr, restore_from, report_timeout_s");
 }
 
@@ -420,9 +426,10 @@ TEST(ExperimentSpecTest, NonPositiveTimeBudgetIsRejected) {
 TEST(ExperimentSpecTest, SchedulerParametersAreCheckedWithTheirLine) {
   // Each trial scheduler checks its parameters; the error names the parameter and its line.
   const std::string metric = std::string(kMinimal) + "metric: loss\nmode: min\n";
-  ExpectInvalid(std::string(kMinimal) + "scheduler: asha\n",
-                "exp.yaml:3: scheduler.metric: the asha scheduler needs a metric: set `metric` and `mode` in "
-                "the experiment (or in the scheduler)");
+  ExpectInvalid(
+      std::string(kMinimal) + "scheduler: asha\n",
+      "exp.yaml:3: scheduler.metric: the asha scheduler needs a metric: set `metric` and `mode` in "
+      "the experiment (or in the scheduler)");
   ExpectInvalid(metric + "scheduler:\n  type: asha\n  grace_period: 0\n",
                 "exp.yaml:7: scheduler.grace_period: must be > 0, got 0");
   ExpectInvalid(metric + "scheduler:\n  type: hyperband\n  reduction_factor: 1\n",
@@ -430,13 +437,18 @@ TEST(ExperimentSpecTest, SchedulerParametersAreCheckedWithTheirLine) {
   ExpectInvalid(metric + "scheduler:\n  type: median_stopping\n  hard_stop: maybe\n",
                 "exp.yaml:7: scheduler.hard_stop: must be true or false, got \"maybe\"");
   ExpectInvalid(metric + "scheduler:\n  type: pbt\n  quantile_fraction: 0.3\n",
-                "exp.yaml:6: scheduler.hyperparam_mutations: the pbt scheduler needs the config keys to explore");
-  ExpectInvalid(metric + "scheduler:\n  type: pbt\n  hyperparam_mutations:\n    lr: {uniform: [1, 0]}\n",
-                "exp.yaml:7: scheduler.hyperparam_mutations.lr.uniform: low must be < high, got low=1, high=0");
+                "exp.yaml:6: scheduler.hyperparam_mutations: the pbt scheduler needs the config "
+                "keys to explore");
+  ExpectInvalid(
+      metric + "scheduler:\n  type: pbt\n  hyperparam_mutations:\n    lr: {uniform: [1, 0]}\n",
+      "exp.yaml:7: scheduler.hyperparam_mutations.lr.uniform: low must be < high, got low=1, "
+      "high=0");
   ExpectInvalid(metric + "scheduler:\n  type: asha\n  grace: 3\n",
-                "exp.yaml:7: scheduler.grace: unknown parameter of the asha scheduler (known: time_attr, max_t, "
+                "exp.yaml:7: scheduler.grace: unknown parameter of the asha scheduler (known: "
+                "time_attr, max_t, "
                 "grace_period, reduction_factor, brackets, stop_last_trials)");
-  Result<ExperimentSpec> ok = Parse(metric + "scheduler:\n  type: asha\n  max_t: 20\n  grace_period: 2\n");
+  Result<ExperimentSpec> ok =
+      Parse(metric + "scheduler:\n  type: asha\n  max_t: 20\n  grace_period: 2\n");
   ASSERT_TRUE(ok.ok()) << ok.status().message();
   EXPECT_EQ(ok->scheduler, "asha");
   EXPECT_EQ(ok->scheduler_config.value("max_t", 0), 20);

@@ -11,11 +11,10 @@
 #include <filesystem>
 #include <fstream>
 #include <map>
+#include <nlohmann/json.hpp>
 #include <sstream>
 #include <string>
 #include <vector>
-
-#include <nlohmann/json.hpp>
 
 #include "libs/core/crc32c.hpp"
 #include "services/scheduler/result_files.hpp"
@@ -73,8 +72,14 @@ TEST(TensorBoardEventsTest, ATrialsEventFileHoldsItsResultsAsRayTuneScalars) {
     ResultFiles files;
     const json config = {{"lr", 0.1}};
     for (int i = 1; i <= 2; ++i) {
-      json r = {{"acc", 0.25 * i}, {"done", i == 2}, {"info", {{"a", i}}}, {"hostname", "h"}, {"pid", 7},
-                {"timestamp", 1700000000 + i}, {"time_total_s", 1.5}, {"training_iteration", i},
+      json r = {{"acc", 0.25 * i},
+                {"done", i == 2},
+                {"info", {{"a", i}}},
+                {"hostname", "h"},
+                {"pid", 7},
+                {"timestamp", 1700000000 + i},
+                {"time_total_s", 1.5},
+                {"training_iteration", i},
                 {"nan", std::nan("")}};
       std::string bytes;
       json::to_msgpack(r, bytes);

@@ -189,12 +189,16 @@ TEST_F(CommandTrainableTest, MissingTrainableFilesAreAStartErrorPointingToTheFix
     return s.ok() ? std::string() : s.message();
   };
   std::string e = start_error({"sh", "run.sh"}, (dir_ / "client-only").string());
-  EXPECT_NE(e.find("the trainable's folder " + (dir_ / "client-only").string() + " does not exist on this worker"),
-            std::string::npos) << e;
+  EXPECT_NE(e.find("the trainable's folder " + (dir_ / "client-only").string() +
+                   " does not exist on this worker"),
+            std::string::npos)
+      << e;
   EXPECT_NE(e.find("mount that folder at the same path on every worker"), std::string::npos) << e;
   e = start_error({"sh", "run.sh"}, dir_.string());
-  EXPECT_NE(e.find("cannot start command [sh run.sh]: run.sh does not exist in " + dir_.string() + " on this worker"),
-            std::string::npos) << e;
+  EXPECT_NE(e.find("cannot start command [sh run.sh]: run.sh does not exist in " + dir_.string() +
+                   " on this worker"),
+            std::string::npos)
+      << e;
   e = start_error({"/usr/bin/python3", "-u", "-B", "sub/train.py", "--lr", "1"}, dir_.string());
   EXPECT_NE(e.find("sub/train.py does not exist in"), std::string::npos) << e;
   e = start_error({"./train", "--epochs", "3"}, dir_.string());

@@ -59,7 +59,8 @@ TEST(TrainingResultTest, NumbersTruthinessAndLookupsFollowTheValues) {
 
 TEST(TrainingResultTest, TheLaterValueOfAKeyWinsAndTheMapIsSortedAndUnique) {
   // The trainable reports training_iteration and a repeated key; the runner's Set* override.
-  auto r = TrainingResult::FromJsonText(R"({"zeta": 1, "training_iteration": 99, "alpha": "a", "zeta": 2})");
+  auto r = TrainingResult::FromJsonText(
+      R"({"zeta": 1, "training_iteration": 99, "alpha": "a", "zeta": 2})");
   ASSERT_TRUE(r.ok()) << r.status().ToString();
   EXPECT_EQ(r->Number("zeta"), 2.0);
   r->SetInt("training_iteration", int64_t{5});
@@ -68,10 +69,16 @@ TEST(TrainingResultTest, TheLaterValueOfAKeyWinsAndTheMapIsSortedAndUnique) {
   r->SetDouble("time_total_s", 1.5);
   r->SetString("trial_id", "t_00001");
   EXPECT_EQ(r->Number("training_iteration"), 5.0);
-  const std::vector<std::string> keys = {"alpha", "done", "note", "time_total_s", "training_iteration", "trial_id", "zeta"};
+  const std::vector<std::string> keys = {
+      "alpha", "done", "note", "time_total_s", "training_iteration", "trial_id", "zeta"};
   EXPECT_EQ(r->Keys(), keys);
-  EXPECT_EQ(r->ToJson(), (json{{"alpha", "a"}, {"done", false}, {"note", {{"from", "t1"}}}, {"time_total_s", 1.5},
-                               {"training_iteration", 5}, {"trial_id", "t_00001"}, {"zeta", 2}}));
+  EXPECT_EQ(r->ToJson(), (json{{"alpha", "a"},
+                               {"done", false},
+                               {"note", {{"from", "t1"}}},
+                               {"time_total_s", 1.5},
+                               {"training_iteration", 5},
+                               {"trial_id", "t_00001"},
+                               {"zeta", 2}}));
 
   // The encoded bytes are one map with the keys in that order (what the file writer formats).
   const std::string bytes = r->Encode();
@@ -97,11 +104,13 @@ TEST(TrainingResultTest, TextThatIsNotAJsonObjectIsRefusedWithTheReason) {
     EXPECT_EQ(r.status().code(), StatusCode::kInvalidArgument);
     EXPECT_EQ(r.status().message(), "is not a JSON object") << text;
   }
-  for (const char* text : {"", "{", R"({"a": })", R"({"a": 1} trailing)", R"({"a": NaN})", "{'a': 1}"}) {
+  for (const char* text :
+       {"", "{", R"({"a": })", R"({"a": 1} trailing)", R"({"a": NaN})", "{'a': 1}"}) {
     auto r = TrainingResult::FromJsonText(text);
     ASSERT_FALSE(r.ok()) << text;
     EXPECT_EQ(r.status().code(), StatusCode::kInvalidArgument);
-    EXPECT_NE(r.status().message().find("parse error"), std::string::npos) << text << ": " << r.status().message();
+    EXPECT_NE(r.status().message().find("parse error"), std::string::npos)
+        << text << ": " << r.status().message();
   }
 }
 
@@ -143,8 +152,14 @@ TEST(TrainingResultTest, MsgpackThatIsNotAMapWithStringKeysAndJsonValuesIsRefuse
     return std::string(buf.data(), buf.size());
   };
   const std::vector<std::pair<std::string, std::string>> cases = {
-      {packed([](auto& pk) { pk.pack(std::vector<int>{1, 2}); }), "is not a msgpack map"},
-      {packed([](auto& pk) { pk.pack(std::map<int, int>{{1, 2}}); }), "has a key that is not a string"},
+      {packed([](auto& pk) {
+         pk.pack(std::vector<int>{1, 2});
+       }),
+       "is not a msgpack map"},
+      {packed([](auto& pk) {
+         pk.pack(std::map<int, int>{{1, 2}});
+       }),
+       "has a key that is not a string"},
       {packed([](auto& pk) {
          pk.pack_map(1);
          pk.pack(std::string("blob"));

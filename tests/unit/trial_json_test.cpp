@@ -26,7 +26,8 @@ json Appended(const Trial& t) {
   fields.erase("last_result");
   std::string dumped = fields.dump();
   dumped.pop_back();
-  EXPECT_EQ(text.substr(7), dumped + ",\"config\":" + config.dump() + ",\"last_result\":" + last_result.dump() + "}");
+  EXPECT_EQ(text.substr(7), dumped + ",\"config\":" + config.dump() +
+                                ",\"last_result\":" + last_result.dump() + "}");
   return json::parse(text.substr(7));
 }
 
@@ -40,7 +41,8 @@ TEST(TrialJsonTest, StateFileTextHoldsWhatTrialToJsonGives) {
   t.trial_id = "exp_00007";
   t.index = 7;
   t.status = TrialStatus::kError;
-  t.config = {{"lr", 0.1}, {"layers", {64, 32}}, {"opt", {{"name", "sgd \"fast\"\n"}, {"momentum", 0.9}}}};
+  t.config = {
+      {"lr", 0.1}, {"layers", {64, 32}}, {"opt", {{"name", "sgd \"fast\"\n"}, {"momentum", 0.9}}}};
   t.SetLastResult({{"loss", 0.25},
                    {"acc", 1},
                    {"big", std::numeric_limits<uint64_t>::max()},
@@ -62,8 +64,8 @@ TEST(TrialJsonTest, StateFileTextHoldsWhatTrialToJsonGives) {
   t.gpu_ids = {"0", "1"};
   t.restored_checkpoint_id = "exp/exp_00007/00000003-a1";
   t.checkpoints.push_back(CheckpointRef{"exp/exp_00007/00000009-b2", 9, 4.125, std::nullopt, 0});
-  t.failures.push_back(
-      TrialFailure{2, "worker w1 lost\t(heartbeats)", TrialStatus::kPending, FailureKind::kWorkerLost});
+  t.failures.push_back(TrialFailure{2, "worker w1 lost\t(heartbeats)", TrialStatus::kPending,
+                                    FailureKind::kWorkerLost});
   t.num_failures = 2;
   t.num_worker_losses = 1;
   t.error = "line 1\nline \"2\"";

@@ -336,13 +336,13 @@ TEST_F(TrialRunnerControlTest, ResourcesAreReleasedExactlyOncePerPlacedAttemptOn
   runner_->OnTrialExited(Id(2), 1, true, "");        // 2: normal exit
   Fail(3, "once");                                   // 3: requeue (attempt 1)
   runner_->Step();
-  Grant("w3b");                                 // 3: attempt 2
-  Fail(3, "twice");                             // 3: error (attempt 2)
-  runner_->OnWorkerLost("w4");                  // 4: worker lost -> requeue
+  Grant("w3b");                                       // 3: attempt 2
+  Fail(3, "twice");                                   // 3: error (attempt 2)
+  runner_->OnWorkerLost("w4");                        // 4: worker lost -> requeue
   ASSERT_TRUE(runner_->StopTrialByUser(Id(5)).ok());  // 5: user stop while running
-  ASSERT_TRUE(Report(6, 1).ok());               // 6: pause
+  ASSERT_TRUE(Report(6, 1).ok());                     // 6: pause
   ASSERT_TRUE(runner_->StopTrialByUser(Id(9)).ok());  // 9: stop while placing
-  grants_[{p9.trial_id, p9.attempt}] += 1;      // 9: late grant -> released at once
+  grants_[{p9.trial_id, p9.attempt}] += 1;            // 9: late grant -> released at once
   runner_->OnTrialPlaced(p9.trial_id, p9.attempt, "w9", {});
   runner_->Step();
   Grant("w4b");                    // 4: attempt 2

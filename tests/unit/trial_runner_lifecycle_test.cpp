@@ -36,7 +36,9 @@ class ScriptedScheduler final : public TrialScheduler {
     return Decision::kContinue;
   }
   void OnTrialRemove(const Trial& trial) override { removed.push_back(trial.trial_id); }
-  void OnTrialComplete(const Trial& trial, const TrainingResult&) override { completed.push_back(trial.trial_id); }
+  void OnTrialComplete(const Trial& trial, const TrainingResult&) override {
+    completed.push_back(trial.trial_id);
+  }
   int64_t ChooseTrialToRun(const std::set<int64_t>& pending) override { return *pending.begin(); }
   std::vector<std::string> removed, completed;
 };
@@ -71,7 +73,8 @@ TEST_F(TrialLifecycleTest, ATrialThatReturnsRecordsItsLastResultAgainWithDoneTru
   EXPECT_EQ(obs_.results[before - 1].result.value("done", false), true);  // trial 1's own
 }
 
-TEST_F(TrialLifecycleTest, PauseOfARunningTrialIsPausedOnlyOnceItsCheckpointIsStoredAndItHasExited) {
+TEST_F(TrialLifecycleTest,
+       PauseOfARunningTrialIsPausedOnlyOnceItsCheckpointIsStoredAndItHasExited) {
   // Ray's pause_trial saves, then the trial is PAUSED: here the next result is answered
   // "pause", the trial stays RUNNING (pausing) while the worker saves, and it is PAUSED, its
   // resources returned, only when the worker reports the exit.
@@ -96,7 +99,7 @@ TEST_F(TrialLifecycleTest, PauseOfARunningTrialIsPausedOnlyOnceItsCheckpointIsSt
   EXPECT_FALSE(runner_->IsPausing(T(0)));
   EXPECT_EQ(exec_.releases.at({Id(0), 1}), 1);
   EXPECT_EQ(T(0).checkpoints.size(), 1u);
-  EXPECT_FALSE(runner_->IsFinished());  // a PAUSED trial keeps the experiment open
+  EXPECT_FALSE(runner_->IsFinished());            // a PAUSED trial keeps the experiment open
   EXPECT_FALSE(runner_->PauseTrial(Id(0)).ok());  // already PAUSED
   EXPECT_TRUE(runner_->SetTrialResources(Id(0), *Resources::FromAmounts({{"cpu", 2}})).ok());
 }
@@ -197,7 +200,8 @@ TEST_F(TrialLifecycleTest, CheckpointFreqAsksForACheckpointEveryNIterations) {
     ASSERT_TRUE(Report(0, seq).ok());
     actions.push_back(LastAction());
   }
-  EXPECT_EQ(actions, (std::vector<std::string>{"continue", "checkpoint", "continue", "checkpoint", "continue"}));
+  EXPECT_EQ(actions, (std::vector<std::string>{"continue", "checkpoint", "continue", "checkpoint",
+                                               "continue"}));
   ASSERT_TRUE(Saved(0, 2).ok());
   ASSERT_TRUE(Saved(0, 4).ok());
   EXPECT_EQ(T(0).checkpoints.size(), 2u);
@@ -305,7 +309,8 @@ TEST_F(TrialLifecycleTest, ACheckpointOfAStaleAttemptOrOfAnIterationNeverAskedIs
   Run(0);
   ASSERT_TRUE(Report(0, 1).ok());
   EXPECT_EQ(Saved(0, 1).code(), StatusCode::kFailedPrecondition);  // not asked at iteration 1
-  EXPECT_EQ(runner_->OnCheckpointSaved(Id(0), 7, "x", 2, 1).code(), StatusCode::kFailedPrecondition);
+  EXPECT_EQ(runner_->OnCheckpointSaved(Id(0), 7, "x", 2, 1).code(),
+            StatusCode::kFailedPrecondition);
   EXPECT_EQ(runner_->OnCheckpointSaved("nosuch", 1, "x", 2, 1).code(), StatusCode::kNotFound);
   EXPECT_TRUE(T(0).checkpoints.empty());
 }
@@ -366,7 +371,8 @@ TEST_F(TrialLifecycleTest, AddTrialRefusesAConfigKeyThatIsNotInTheParamSpace) {
   Start({}, 1);  // the space is {"x": grid}
   auto typo = runner_->AddTrial({{"xx", 1}});
   ASSERT_EQ(typo.status().code(), StatusCode::kInvalidArgument);
-  EXPECT_EQ(typo.status().message(), "config key 'xx' is not in the param space; did you mean x? (its keys: x)");
+  EXPECT_EQ(typo.status().message(),
+            "config key 'xx' is not in the param space; did you mean x? (its keys: x)");
   EXPECT_TRUE(runner_->AddTrial({{"x", 7}}).ok());
 }
 
@@ -398,7 +404,8 @@ TEST_F(TrialLifecycleTest, SetTrialResourcesIsRefusedWhileRunningAndAppliesToThe
   EXPECT_EQ(T(1).resources.units("cpu"), two_cpus->units("cpu"));
 }
 
-TEST_F(TrialLifecycleTest, ExploitFromInsideOnTrialResultRequeuesWithTheNewConfigAndTheDonorCheckpoint) {
+TEST_F(TrialLifecycleTest,
+       ExploitFromInsideOnTrialResultRequeuesWithTheNewConfigAndTheDonorCheckpoint) {
   // PBT's exploit on the trial being decided: its result is recorded, the worker is told
   // "stop", the trial goes PENDING with config {"x": 99} and restores the donor's checkpoint;
   // its next result carries "pbt_exploit".
@@ -484,9 +491,9 @@ TEST_F(TrialLifecycleTest, FailFastRaiseEndsTheExperimentAtOnceAndLeavesTheOther
   EXPECT_EQ(T(0).status, TrialStatus::kError);
   EXPECT_EQ(T(1).status, TrialStatus::kRunning);  // as it was
   EXPECT_EQ(T(2).status, TrialStatus::kPending);
-  EXPECT_EQ(exec_.stops.size(), 1u);              // its trainable is stopped...
-  EXPECT_EQ(exec_.releases.at({Id(1), 1}), 1);    // ...and its resources returned
-  runner_->OnTrialExited(Id(1), 1, true, "");     // the late exit changes nothing
+  EXPECT_EQ(exec_.stops.size(), 1u);            // its trainable is stopped...
+  EXPECT_EQ(exec_.releases.at({Id(1), 1}), 1);  // ...and its resources returned
+  runner_->OnTrialExited(Id(1), 1, true, "");   // the late exit changes nothing
   EXPECT_EQ(T(1).status, TrialStatus::kRunning);
   ExpectEachGrantReleasedOnce();
 }
@@ -498,7 +505,8 @@ TEST_F(TrialLifecycleTest, QueueTrialsKeepsATrialThatFitsNoWorkerPending) {
   runner_->Step();
   const PlacementCall p = exec_.open.front();
   exec_.open.pop_front();
-  runner_->OnPlacementFailed(p.trial_id, p.attempt, "asks cpu=64 but the largest worker offers cpu=2");
+  runner_->OnPlacementFailed(p.trial_id, p.attempt,
+                             "asks cpu=64 but the largest worker offers cpu=2");
   EXPECT_EQ(T(0).status, TrialStatus::kPending);
   runner_->Step();
   ASSERT_EQ(exec_.open.size(), 1u);  // asked again
@@ -597,7 +605,8 @@ TEST_F(TrialLifecycleTest, ACheckpointAskedBeforeATakeoverIsAdoptedWithItsIterat
   trials[0].last_seq = trials[0].training_iteration = 4;
   trials[0].requested_checkpoints.push_back({"", 4, 7.5, 0.9, 0});
   ASSERT_TRUE(runner_->Restore(trials, nullptr, {}, now_).ok());
-  EXPECT_EQ(runner_->OnCheckpointSaved(Id(0), 1, "c/3", 3, 10).code(), StatusCode::kFailedPrecondition);
+  EXPECT_EQ(runner_->OnCheckpointSaved(Id(0), 1, "c/3", 3, 10).code(),
+            StatusCode::kFailedPrecondition);
   EXPECT_FALSE(runner_->ReferencesCheckpoint("c/3"));
   ASSERT_TRUE(runner_->OnCheckpointSaved(Id(0), 1, "c/4", 4, 10).ok());
   ASSERT_EQ(T(0).checkpoints.size(), 1u);
@@ -658,7 +667,8 @@ TEST_F(TrialLifecycleTest, DecisionsForOneResultCombineStopOverPauseOverContinue
   EXPECT_EQ(T(0).status, TrialStatus::kTerminated);
   EXPECT_EQ(LastAction(1), "pause");
   EXPECT_EQ(LastAction(2), "pause");
-  EXPECT_EQ(Combine(Combine(Decision::kContinue, Decision::kStop), Decision::kPause), Decision::kStop);
+  EXPECT_EQ(Combine(Combine(Decision::kContinue, Decision::kStop), Decision::kPause),
+            Decision::kStop);
 }
 
 }  // namespace

@@ -284,7 +284,7 @@ TEST_F(TrialRunnerTest, FailureWithMaxFailuresZeroIsError) {
   EXPECT_EQ(obs_.statuses.back().error, "ValueError: boom");
   ExpectEachGrantReleasedOnce();
   runner_->Step();
-  EXPECT_EQ(exec_.placements.size(), 1u);                     // not retried
+  EXPECT_EQ(exec_.placements.size(), 1u);                  // not retried
   EXPECT_EQ(runner_->status(), ExperimentStatus::kError);  // its only trial errored
 }
 

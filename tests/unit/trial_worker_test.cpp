@@ -3,8 +3,8 @@
 #include "services/trial-worker/trial_worker.hpp"
 
 #include <gtest/gtest.h>
-#include <unistd.h>
 #include <stdlib.h>
+#include <unistd.h>
 
 #include <chrono>
 #include <deque>
@@ -41,7 +41,8 @@ struct Message {
     auto m = d->As<M>();
     EXPECT_TRUE(m.ok()) << m.status().ToString();
     if constexpr (std::is_same_v<M, proto::ReportResult>) {
-      if (m.ok()) m->metrics = proto::MsgpackMap{m->metrics.Encoded(), {}};  // the view dies with `d`
+      if (m.ok())
+        m->metrics = proto::MsgpackMap{m->metrics.Encoded(), {}};  // the view dies with `d`
     }
     return m.ok() ? *m : M{};
   }
@@ -300,7 +301,8 @@ TEST_F(TrialWorkerTest, OneDecisionsBatchGetsTheNextReportsInOneReportResults) {
   // "continue" for each makes their next four results, which leave in one ReportResults.
   StartWorker();
   WaitRegistered();
-  for (int i = 0; i < 4; ++i) Send(Start("n" + std::to_string(i), {{"mock_iterations", 5}}, "noop"));
+  for (int i = 0; i < 4; ++i)
+    Send(Start("n" + std::to_string(i), {{"mock_iterations", 5}}, "noop"));
   proto::Decisions batch;
   for (int i = 0; i < 4; ++i) {
     auto msg = WaitFor(proto::ReportResult::kType);

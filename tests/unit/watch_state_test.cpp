@@ -17,7 +17,8 @@ namespace {
 
 using nlohmann::json;
 
-proto::SchedulerEvent Event(const std::string& event, const std::string& trial_id, const json& body) {
+proto::SchedulerEvent Event(const std::string& event, const std::string& trial_id,
+                            const json& body) {
   proto::SchedulerEvent e;
   e.event = event;
   e.experiment = "exp";
@@ -28,14 +29,16 @@ proto::SchedulerEvent Event(const std::string& event, const std::string& trial_i
 
 TEST(WatchStateTest, ATrialAddedWhileWatchingIsShownAndCountedInTheProgressBar) {
   WatchState state({{"name", "exp"}, {"total", 2}},
-                   json::array({{{"trial_id", "a"}, {"status", "RUNNING"}}, {{"trial_id", "b"}, {"status", "PENDING"}}}));
+                   json::array({{{"trial_id", "a"}, {"status", "RUNNING"}},
+                                {{"trial_id", "b"}, {"status", "PENDING"}}}));
   // A result of a trial the snapshot did not hold (added with `tunectl add` meanwhile).
   auto line = state.Apply(Event("trial_added", "c", {{"trial_id", "c"}, {"status", "PENDING"}}));
   EXPECT_EQ(line, std::optional<std::string>("trial_added c PENDING iter 0"));
   EXPECT_EQ(state.Apply(Event("trial_result", "d", {{"trial_id", "d"}, {"status", "RUNNING"}})),
             std::optional<std::string>("trial_result d RUNNING iter 0"));
   EXPECT_EQ(state.Total(), 4);
-  state.Apply(Event("trial_status", "a", {{"trial_id", "a"}, {"status", "TERMINATED"}, {"training_iteration", 3}}));
+  state.Apply(Event("trial_status", "a",
+                    {{"trial_id", "a"}, {"status", "TERMINATED"}, {"training_iteration", 3}}));
   EXPECT_EQ(state.Finished(), 1);
   EXPECT_EQ(state.Summary()["counts"], (json{{"PENDING", 2}, {"RUNNING", 1}, {"TERMINATED", 1}}));
   EXPECT_FALSE(state.ended());
@@ -46,18 +49,36 @@ TEST(WatchStateTest, ATrialAddedWhileWatchingIsShownAndCountedInTheProgressBar) 
 
 // A random JSON value of any shape, a few levels deep.
 json RandomJson(std::mt19937& rng, int depth) {
-  static const char* kKeys[] = {"trial_id", "status", "training_iteration", "time_total_s", "config",
-                                "last_result", "total", "counts", "metric", "best", "name", "elapsed_s", "x"};
+  static const char* kKeys[] = {"trial_id",
+                                "status",
+                                "training_iteration",
+                                "time_total_s",
+                                "config",
+                                "last_result",
+                                "total",
+                                "counts",
+                                "metric",
+                                "best",
+                                "name",
+                                "elapsed_s",
+                                "x"};
   switch (std::uniform_int_distribution<int>(0, depth > 0 ? 7 : 5)(rng)) {
-    case 0: return nullptr;
-    case 1: return std::uniform_int_distribution<int>(0, 1)(rng) == 1;
-    case 2: return std::uniform_int_distribution<int64_t>(-5, 5)(rng);
-    case 3: return std::uniform_real_distribution<double>(-1, 1)(rng);
-    case 4: return std::string(kKeys[std::uniform_int_distribution<int>(0, 12)(rng)]);
-    case 5: return std::string("RUNNING");
+    case 0:
+      return nullptr;
+    case 1:
+      return std::uniform_int_distribution<int>(0, 1)(rng) == 1;
+    case 2:
+      return std::uniform_int_distribution<int64_t>(-5, 5)(rng);
+    case 3:
+      return std::uniform_real_distribution<double>(-1, 1)(rng);
+    case 4:
+      return std::string(kKeys[std::uniform_int_distribution<int>(0, 12)(rng)]);
+    case 5:
+      return std::string("RUNNING");
     case 6: {
       json a = json::array();
-      for (int i = std::uniform_int_distribution<int>(0, 3)(rng); i > 0; --i) a.push_back(RandomJson(rng, depth - 1));
+      for (int i = std::uniform_int_distribution<int>(0, 3)(rng); i > 0; --i)
+        a.push_back(RandomJson(rng, depth - 1));
       return a;
     }
     default: {
@@ -74,8 +95,9 @@ TEST(WatchStateTest, NoEventShapeMakesTheWatcherThrow) {
   // Seeded fuzzing of the decoder and the renderer: 20,000 events of random shapes, names and
   // bodies (some not JSON at all), over snapshots of random shapes, and random frames.
   std::mt19937 rng(20261125);
-  static const char* kEvents[] = {"trial_added", "trial_started", "trial_result", "trial_status", "checkpoint_saved",
-                                  "trial_updated", "experiment_ended", "?"};
+  static const char* kEvents[] = {
+      "trial_added",      "trial_started", "trial_result",     "trial_status",
+      "checkpoint_saved", "trial_updated", "experiment_ended", "?"};
   for (int snapshot = 0; snapshot < 50; ++snapshot) {
     const json experiment = RandomJson(rng, 3), trials = RandomJson(rng, 3);
     ASSERT_NO_THROW({
@@ -83,14 +105,16 @@ TEST(WatchStateTest, NoEventShapeMakesTheWatcherThrow) {
       for (int i = 0; i < 400; ++i) {
         proto::SchedulerEvent e;
         e.event = kEvents[std::uniform_int_distribution<int>(0, 7)(rng)];
-        e.trial_id = std::uniform_int_distribution<int>(0, 4)(rng) == 0 ? "" : "t" + std::to_string(i % 7);
+        e.trial_id =
+            std::uniform_int_distribution<int>(0, 4)(rng) == 0 ? "" : "t" + std::to_string(i % 7);
         e.body_json = i % 13 == 0 ? "{not json" : RandomJson(rng, 3).dump();
         state.Apply(e);
         RenderProgressTable(state.Summary(), state.Trials(), 20);
         RenderSummaryLine(state.Summary());
       }
       RenderProgressTable(experiment, trials, 20);
-    }) << "snapshot " << snapshot << ": " << experiment.dump() << " " << trials.dump();
+    }) << "snapshot "
+       << snapshot << ": " << experiment.dump() << " " << trials.dump();
   }
   for (int i = 0; i < 2000; ++i) {
     std::string frame(size_t(std::uniform_int_distribution<int>(0, 64)(rng)), '\0');
@@ -105,11 +129,15 @@ TEST(WatchStateTest, NoEventShapeMakesTheWatcherThrow) {
 TEST(WatchStateTest, WatchUsesTheEventEndpointTheSchedulerNames) {
   EXPECT_EQ(*WatchEndpoint("tcp://127.0.0.2:5555", {{"events_endpoint", "tcp://127.0.0.1:41234"}}),
             "tcp://127.0.0.1:41234");
-  EXPECT_EQ(*WatchEndpoint("tcp://127.0.0.2:5555", {{"events_endpoint", "tcp://0.0.0.0:5560"}}), "tcp://127.0.0.2:5560");
+  EXPECT_EQ(*WatchEndpoint("tcp://127.0.0.2:5555", {{"events_endpoint", "tcp://0.0.0.0:5560"}}),
+            "tcp://127.0.0.2:5560");
   EXPECT_EQ(*WatchEndpoint("ipc:///tmp/c", {{"events_endpoint", "ipc:///tmp/e"}}), "ipc:///tmp/e");
-  EXPECT_EQ(WatchEndpoint("tcp://127.0.0.1:5555", {{"events_endpoint", "inproc://tunebus-events"}}).status().code(),
+  EXPECT_EQ(WatchEndpoint("tcp://127.0.0.1:5555", {{"events_endpoint", "inproc://tunebus-events"}})
+                .status()
+                .code(),
             StatusCode::kFailedPrecondition);
-  EXPECT_EQ(WatchEndpoint("tcp://127.0.0.1:5555", json::object()).status().code(), StatusCode::kFailedPrecondition);
+  EXPECT_EQ(WatchEndpoint("tcp://127.0.0.1:5555", json::object()).status().code(),
+            StatusCode::kFailedPrecondition);
 }
 
 }  // namespace

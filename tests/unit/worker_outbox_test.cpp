@@ -45,7 +45,8 @@ class WorkerOutboxTest : public ::testing::Test {
         what += ":";
         const Result<proto::Decisions> batch = d->As<proto::Decisions>();
         EXPECT_TRUE(batch.ok());
-        const std::vector<proto::DecisionItem> items = batch.ok() ? batch->decisions : std::vector<proto::DecisionItem>{};
+        const std::vector<proto::DecisionItem> items =
+            batch.ok() ? batch->decisions : std::vector<proto::DecisionItem>{};
         for (const proto::DecisionItem& item : items) what += std::to_string(item.seq);
       }
       out.push_back(what);
@@ -53,7 +54,9 @@ class WorkerOutboxTest : public ::testing::Test {
     return out;
   }
 
-  static proto::DecisionItem Decision(int64_t seq) { return proto::DecisionItem{"t1", 1, seq, "continue"}; }
+  static proto::DecisionItem Decision(int64_t seq) {
+    return proto::DecisionItem{"t1", 1, seq, "continue"};
+  }
   static std::string Stop() {
     proto::StopTrialRequest stop;
     stop.trial_id = "t2";
