@@ -1,24 +1,36 @@
-// One submitted experiment inside the scheduler: its spec, journal writer, recorder, executor
-// and runner, wired together. Owned by Scheduler; never destroyed while the process runs, so
+// Experiment: one submitted experiment inside the scheduler. It owns its TrialRunner (with the
+// variant generator and trial scheduler), its journal writer, its recorder (result files,
+// experiment_state.json, events) and its executor, wired together, and does the experiment's
+// own bookkeeping on the bus: snapshots, the takeover's allocation reconcile and checkpoint
+// sweep, the result-file repair, and the requeue of trials no worker reattached.
+//
+// The Scheduler owns its experiments and never destroys a live one while the process runs, so
 // late callbacks (placement replies, journal acks) always find it alive.
 //
-// A read-only experiment (read_only) is one loaded from its journal to answer read requests
+// A read-only experiment (read_only()) is one loaded from its journal to answer read requests
 // (Scheduler::FindExperiment): it has a restored runner only (no journal writer, recorder or
 // executor; the runner's executor and observer are NoEffects), is never current, is never
-// stepped, and is dropped when the cache of them is full (nothing calls back into it).
+// stepped, and may be dropped at any time (nothing calls back into it).
 #pragma once
 
+#include <functional>
 #include <memory>
 #include <optional>
 #include <set>
 #include <string>
 
+#include "libs/bus/event_loop.hpp"
+#include "libs/bus/request_client.hpp"
+#include "libs/core/clock.hpp"
 #include "libs/journal/journal_writer.hpp"
+#include "libs/journal/replay.hpp"
 #include "libs/spec/experiment_spec.hpp"
 #include "libs/tune/trial_runner.hpp"
 #include "services/scheduler/bus_executor.hpp"
+#include "services/scheduler/event_publisher.hpp"
 #include "services/scheduler/experiment_recorder.hpp"
-#include "services/scheduler/scheduler.hpp"
+#include "services/scheduler/journal_reader.hpp"
+#include "services/scheduler/worker_outbox.hpp"
 
 namespace tunebus {
 
@@ -46,34 +58,134 @@ RunnerOptions MakeRunnerOptions(const ExperimentSpec& spec, const std::string& e
                                 const Resources& resources_per_trial,
                                 std::optional<CheckpointRef> restore_from);
 
-struct Scheduler::Experiment {
-  ExperimentSpec spec;
-  std::string experiment_id;   // 5 hex digits, prefix of trial ids
-  std::string journal_name;    // "<name>-<experiment_id>": the journal's key in the store
-  std::string experiment_dir;  // <results_dir>/<name>
-  bus::Clock::time_point started;
-  std::optional<bus::Clock::time_point> ended;  // set by the round that sees the runner finished
-  /// Seconds from the start to the end (or to now while it runs).
-  double ElapsedS() const {
-    return std::chrono::duration<double>(ended.value_or(bus::Clock::now()) - started).count();
-  }
-  double submitted_at_s = 0;  // wall clock of the submission, seconds since the epoch
-  std::string base_dir;       // as submitted (for snapshots)
-  std::string source_name;
+/// What a live experiment uses of its scheduler. Owned by the Scheduler; outlives every
+/// experiment.
+struct ExperimentContext {
+  bus::EventLoop& loop;
+  bus::RequestClient& rm;     // resource-manager
+  bus::RequestClient& store;  // checkpoint-store
+  WorkerOutbox& outbox;
+  EventPublisher& publisher;
+  const Clock& clock;
+  /// Whether a worker registered with this scheduler process.
+  std::function<bool(const std::string& worker_id)> is_registered;
+};
+
+/// Who an experiment is: what its experiment_submitted record holds.
+struct ExperimentIdentity {
+  std::string experiment_id;  // 5 hex digits, prefix of trial ids
   uint64_t seed = 0;
-  uint64_t journal_base = 0;       // records the journal held before this process appended
-  uint64_t last_snapshot_seq = 0;  // journal seq the newest snapshot covers (or resumed at)
-  std::string last_snapshot_id;
-  bool snapshot_in_flight = false;
-  /// Loaded from its journal for reads only (see the top of this file); the journal held
-  /// journal_base records then.
-  bool read_only = false;
-  std::unique_ptr<journal::JournalWriter> journal;  // null when read_only (also recorder, executor)
-  std::unique_ptr<ExperimentRecorder> recorder;
-  std::unique_ptr<BusExecutor> executor;
-  std::unique_ptr<TrialRunner> runner;
+  double submitted_at_s = 0;  // wall clock of the submission, seconds since the epoch
+  std::string base_dir;       // the experiment file's folder, as submitted
+  std::string source_name;    // the experiment file's name, as submitted
+  std::optional<CheckpointRef> restore_from;
+};
+
+class Experiment {
+ public:
+  /// A live experiment, wired to `ctx`: its runner steps, its journal appends. Writes no record
+  /// (Submit or Resume does). `experiment_dir` is <results folder>/<name>.
+  /// Errors: the spec's trial scheduler or resources_per_trial are invalid.
+  static Result<std::unique_ptr<Experiment>> Create(ExperimentContext& ctx, ExperimentSpec spec,
+                                                    std::string experiment_dir,
+                                                    ExperimentIdentity identity);
+  /// A read-only experiment restored from `replayed` (its journal held `journal_length` records):
+  /// nothing is appended, no file is touched. Errors: as Create; Corruption when the journal's
+  /// name is not this experiment's; the runner's Restore errors.
+  static Result<std::unique_ptr<Experiment>> LoadReadOnly(
+      ExperimentSpec spec, std::string experiment_dir, const std::string& journal_name,
+      journal::ReplayedExperiment replayed, uint64_t journal_length, const Clock& clock);
+  ~Experiment();
+
+  /// Journals experiment_submitted with the file's text and steps the runner once.
+  void Submit(const std::string& spec_yaml);
+  /// Restores the runner from `replayed` (the journal `journal_name` holds `store_last_seq`
+  /// records; appends continue after them), journals experiment_resumed unless it had ended,
+  /// then completes the result files from the journal (`reader`), rewrites
+  /// experiment_state.json, gives back stale allocations, sweeps the stored checkpoints and,
+  /// after `reattach_grace`, requeues RUNNING trials no worker reported.
+  /// Errors: Corruption when the journal's name is not this experiment's; the runner's Restore
+  /// and RestoreTrialScheduler errors.
+  Status Resume(JournalReader& reader, const std::string& journal_name,
+                journal::ReplayedExperiment replayed, uint64_t store_last_seq,
+                bus::Duration reattach_grace);
+  /// One poll round's end: flushes the executor's placements and releases, stores a snapshot
+  /// every `snapshot_every_records` journal records, sends the journal batch, and hands durable
+  /// rows to the result-file writer.
+  void AfterRound(int64_t snapshot_every_records);
+  /// Flushes the executor only (an experiment that is no longer current may still release).
+  void FlushExecutor() { executor_->Flush(); }
+
+  /// Marks the end of the run (the round that saw the runner finished).
+  void MarkEnded() { ended_ = clock_.Now(); }
+  /// Seconds from the start to the end (or to now while it runs).
+  double ElapsedS() const;
+
+  /// A registering worker reported the trial (reattached) or showed it is gone: it no longer
+  /// awaits reattachment.
+  void OnReattached(const std::string& trial_id) { awaiting_reattach_.erase(trial_id); }
+  bool AwaitsReattach(const std::string& trial_id) const {
+    return awaiting_reattach_.contains(trial_id);
+  }
+  /// Gives back allocations of this experiment's trials that no RUNNING attempt owns (the
+  /// scheduler died between a grant and its journal record, or while a trial left RUNNING).
+  void ReconcileAllocations();
+
+  const ExperimentSpec& spec() const { return spec_; }
+  const std::string& name() const { return spec_.name; }
+  const ExperimentIdentity& identity() const { return identity_; }
+  const std::string& experiment_id() const { return identity_.experiment_id; }
+  /// "<name>-<experiment_id>": the journal's key in the store.
+  const std::string& journal_name() const { return journal_name_; }
+  /// <results folder>/<name>.
+  const std::string& experiment_dir() const { return experiment_dir_; }
+  bool read_only() const { return read_only_; }
+  /// Records the journal held before this process appended (a read-only one: when loaded).
+  uint64_t journal_base() const { return journal_base_; }
+
+  TrialRunner& runner() { return *runner_; }
+  const TrialRunner& runner() const { return *runner_; }
+  /// REQUIRES: !read_only() (also recorder() and executor()).
+  journal::JournalWriter& journal() { return *journal_; }
+  const journal::JournalWriter& journal() const { return *journal_; }
+  ExperimentRecorder& recorder() { return *recorder_; }
+  BusExecutor& executor() { return *executor_; }
+
+ private:
+  Experiment(ExperimentSpec spec, std::string experiment_dir, ExperimentIdentity identity,
+             const Clock& clock, ExperimentContext* ctx);
+  /// The runner (and, when live, the journal writer, recorder and executor, wired).
+  Status Build();
+  void RepairResultFiles(JournalReader& reader, uint64_t last_seq);
+  /// The takeover's checkpoint sweep: every checkpoint the store holds under the experiment's
+  /// journal is kept if a trial lists it, adopted if it answers a journaled request of its
+  /// trial's current attempt (TrialRunner::OnCheckpointSaved), else deleted.
+  void AdoptStoredCheckpoints();
+  /// Requeues the trials still awaiting reattachment (the reattach grace is over).
+  void RequeueUnattached();
+  /// Every `every_records` records: stores a snapshot of the experiment (replay = snapshot +
+  /// tail) once the records it covers are durable.
+  void MaybeSnapshot(int64_t every_records);
+
+  ExperimentSpec spec_;
+  std::string experiment_dir_;
+  ExperimentIdentity identity_;
+  std::string journal_name_;
+  const Clock& clock_;
+  ExperimentContext* ctx_;  // null when read-only
+  bool read_only_;
+  SteadyTime started_;
+  std::optional<SteadyTime> ended_;
+  uint64_t journal_base_ = 0;
+  uint64_t last_snapshot_seq_ = 0;  // journal seq the newest snapshot covers (or resumed at)
+  std::string last_snapshot_id_;
+  bool snapshot_in_flight_ = false;
+  std::unique_ptr<journal::JournalWriter> journal_;
+  std::unique_ptr<ExperimentRecorder> recorder_;
+  std::unique_ptr<BusExecutor> executor_;
+  std::unique_ptr<TrialRunner> runner_;
   /// Resumed experiments: trials the journal says are RUNNING that no worker has reported yet.
-  std::set<std::string> awaiting_reattach;
+  std::set<std::string> awaiting_reattach_;
 };
 
 }  // namespace tunebus

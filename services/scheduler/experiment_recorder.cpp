@@ -1,6 +1,8 @@
 #include "services/scheduler/experiment_recorder.hpp"
 
+#include <fcntl.h>
 #include <spdlog/spdlog.h>
+#include <unistd.h>
 
 #include <chrono>
 #include <filesystem>
@@ -16,24 +18,19 @@ namespace tunebus {
 namespace fs = std::filesystem;
 using nlohmann::json;
 
-namespace {
-
-double WallSeconds() {
-  return std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
-}
-
-}  // namespace
-
 ExperimentRecorder::ExperimentRecorder(std::string name, std::string experiment_dir,
-                                       journal::JournalWriter& journal, EventPublisher& events)
+                                       journal::JournalWriter& journal, EventPublisher& events,
+                                       const Clock& clock)
     : name_(std::move(name)),
       experiment_dir_(std::move(experiment_dir)),
       journal_(journal),
-      events_(events) {
+      events_(events),
+      clock_(clock),
+      files_(clock) {
   std::error_code ec;
   fs::create_directories(experiment_dir_, ec);
   if (ec) spdlog::error("Cannot create results folder {}: {}", experiment_dir_, ec.message());
-  started_at_ = WallSeconds();
+  started_at_ = clock_.WallSeconds();
 }
 
 ExperimentRecorder::~ExperimentRecorder() = default;
@@ -133,7 +130,7 @@ void ExperimentRecorder::WriteErrorFile(const Trial& t, const std::string& text)
 void ExperimentRecorder::WriteStateFile() {
   FlushFiles();
   if (runner_ == nullptr) return;
-  json state = ExperimentToJson(name_, *runner_, experiment_dir_, WallSeconds() - started_at_);
+  json state = ExperimentToJson(name_, *runner_, experiment_dir_, clock_.WallSeconds() - started_at_);
   state["journal"] = journal_.experiment();
   const std::string path = experiment_dir_ + "/experiment_state.json";
   {
@@ -152,9 +149,21 @@ void ExperimentRecorder::WriteStateFile() {
       first = false;
     }
     out << "\n ]\n}\n";
+    out.close();
+    if (!out) {
+      spdlog::warn("Could not write {}.tmp; experiment_state.json stays as it was", path);
+      return;
+    }
+  }
+  // Synced before the rename, so that after a machine crash the file is the old or the new
+  // state, never an empty or partial one.
+  if (const int fd = ::open((path + ".tmp").c_str(), O_RDONLY | O_CLOEXEC); fd >= 0) {
+    ::fsync(fd);
+    ::close(fd);
   }
   std::error_code ec;
   fs::rename(path + ".tmp", path, ec);
+  if (ec) spdlog::warn("Could not rename {}.tmp into place: {}", path, ec.message());
 }
 
 }  // namespace tunebus

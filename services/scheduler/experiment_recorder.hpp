@@ -12,6 +12,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "libs/core/clock.hpp"
 #include "libs/journal/journal_writer.hpp"
 #include "libs/tune/trial_executor.hpp"
 #include "services/scheduler/event_publisher.hpp"
@@ -23,9 +24,10 @@ class TrialRunner;
 
 class ExperimentRecorder final : public RunnerObserver {
  public:
-  /// `experiment_dir` is <results_dir>/<experiment name>; created if missing.
+  /// `experiment_dir` is <results_dir>/<experiment name>; created if missing. `clock` dates
+  /// experiment_state.json and the result files.
   ExperimentRecorder(std::string name, std::string experiment_dir, journal::JournalWriter& journal,
-                     EventPublisher& events);
+                     EventPublisher& events, const Clock& clock);
   ~ExperimentRecorder() override;
 
   /// The runner whose summary experiment_state.json shows (set once it exists).
@@ -68,6 +70,7 @@ class ExperimentRecorder final : public RunnerObserver {
   std::string experiment_dir_;
   journal::JournalWriter& journal_;
   EventPublisher& events_;
+  const Clock& clock_;
   const TrialRunner* runner_ = nullptr;
   ResultFiles files_;
   double started_at_ = 0;

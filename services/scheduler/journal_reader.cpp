@@ -14,6 +14,10 @@
 
 namespace tunebus {
 
+std::string ExperimentNameOfJournal(const std::string& journal) {
+  return journal.size() > 6 ? journal.substr(0, journal.size() - 6) : journal;
+}
+
 using nlohmann::json;
 
 namespace {
@@ -22,18 +26,18 @@ namespace {
 // `deadline` (the store may still be starting). Errors: Unavailable at the deadline, or the
 // store's error reply.
 template <typename Reply, typename Request>
-Result<Reply> BlockingCall(zmq::socket_t& socket, Request request,
-                           bus::Clock::time_point deadline) {
+Result<Reply> BlockingCall(const Clock& clock, zmq::socket_t& socket, Request request,
+                           SteadyTime deadline) {
   static uint64_t next_id = 1;
   request.id = next_id++;
   const std::string payload = proto::Encode(request);
-  while (bus::Clock::now() < deadline) {
+  while (clock.Now() < deadline) {
     bus::Send(socket, payload);
     zmq::pollitem_t item{socket.handle(), 0, ZMQ_POLLIN, 0};
-    const auto until = std::min(deadline, bus::Clock::now() + std::chrono::seconds(1));
-    while (bus::Clock::now() < until) {
+    const auto until = std::min(deadline, clock.Now() + std::chrono::seconds(1));
+    while (clock.Now() < until) {
       const auto left =
-          std::chrono::duration_cast<std::chrono::milliseconds>(until - bus::Clock::now());
+          std::chrono::duration_cast<std::chrono::milliseconds>(until - clock.Now());
       if (zmq::poll(&item, 1,
                     std::max<std::chrono::milliseconds>(left, std::chrono::milliseconds(1))) == 0)
         continue;
@@ -55,8 +59,8 @@ Result<Reply> BlockingCall(zmq::socket_t& socket, Request request,
 }  // namespace
 
 JournalReader::JournalReader(zmq::context_t& ctx, const std::string& store_endpoint,
-                             std::chrono::milliseconds timeout)
-    : ctx_(ctx), endpoint_(store_endpoint), deadline_(bus::Clock::now() + timeout) {}
+                             std::chrono::milliseconds timeout, const Clock& clock)
+    : ctx_(ctx), endpoint_(store_endpoint), clock_(clock), deadline_(clock.Now() + timeout) {}
 
 Result<std::vector<json>> JournalReader::Read(const std::string& journal, uint64_t from,
                                               uint32_t max) {
@@ -67,7 +71,7 @@ Result<std::vector<json>> JournalReader::Read(const std::string& journal, uint64
   read.experiment = journal;
   read.from_seq = from;
   read.max_records = max;
-  auto got = BlockingCall<proto::JournalReadReply>(*socket, read, deadline_);
+  auto got = BlockingCall<proto::JournalReadReply>(clock_, *socket, read, deadline_);
   if (!got.ok()) return got.status();
   for (size_t i = 0; i < got->records.size(); ++i) {
     auto r = journal::DecodeRecord(got->records[i]);
@@ -85,7 +89,7 @@ Result<std::vector<json>> JournalReader::Read(const std::string& journal, uint64
 Result<std::vector<JournalSummary>> JournalReader::List() {
   auto socket = bus::Connect(ctx_, zmq::socket_type::dealer, endpoint_);
   if (!socket.ok()) return socket.status();
-  auto list = BlockingCall<proto::JournalListReply>(*socket, proto::JournalList{}, deadline_);
+  auto list = BlockingCall<proto::JournalListReply>(clock_, *socket, proto::JournalList{}, deadline_);
   if (!list.ok()) return list.status();
   std::vector<JournalSummary> out;
   for (size_t i = 0; i < list->experiments.size() && i < list->last_seqs.size(); ++i) {
@@ -110,7 +114,7 @@ Result<std::optional<journal::ReplayedExperiment>> JournalReader::NewestSnapshot
   if (!socket.ok()) return socket.status();
   proto::CheckpointList list;
   list.prefix = journal::SnapshotPrefix(name);
-  auto listed = BlockingCall<proto::CheckpointListReply>(*socket, list, deadline_);
+  auto listed = BlockingCall<proto::CheckpointListReply>(clock_, *socket, list, deadline_);
   if (!listed.ok()) return listed.status();
   std::string newest;  // ids end in a zero-padded seq: the greatest is the newest
   for (const proto::CheckpointInfo& info : listed->checkpoints)
@@ -121,7 +125,7 @@ Result<std::optional<journal::ReplayedExperiment>> JournalReader::NewestSnapshot
     proto::CheckpointGet get;
     get.checkpoint_id = newest;
     get.chunk_index = chunk;
-    auto got = BlockingCall<proto::CheckpointGetReply>(*socket, get, deadline_);
+    auto got = BlockingCall<proto::CheckpointGetReply>(clock_, *socket, get, deadline_);
     if (!got.ok()) return got.status();
     chunks = got->num_chunks;
     bytes.append(got->data.begin(), got->data.end());
@@ -157,7 +161,7 @@ Result<uint64_t> JournalReader::Truncate(const std::string& journal, uint64_t ke
   cut.experiment = journal;
   cut.keep_through_seq = keep_through_seq;
   cut.expected_last_seq = expected_last_seq;
-  auto ack = BlockingCall<proto::JournalTruncateAck>(*socket, cut, deadline_);
+  auto ack = BlockingCall<proto::JournalTruncateAck>(clock_, *socket, cut, deadline_);
   if (!ack.ok()) return ack.status();
   return ack->removed;
 }

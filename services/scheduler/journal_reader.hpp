@@ -13,6 +13,7 @@
 #include <zmq.hpp>
 
 #include "libs/bus/event_loop.hpp"
+#include "libs/core/clock.hpp"
 #include "libs/core/status.hpp"
 #include "libs/journal/replay.hpp"
 
@@ -25,10 +26,18 @@ struct JournalSummary {
   bool ended = false;         // its last record is experiment_ended
 };
 
+/// "digits-3e962" -> "digits": journals are named "<experiment name>-<experiment_id>" (5 hex
+/// digits).
+std::string ExperimentNameOfJournal(const std::string& journal);
+
+/// How long a control request waits for the journals it reads (the store may be busy).
+constexpr std::chrono::milliseconds kJournalReadTimeout{5000};
+
 class JournalReader {
  public:
+  /// Requests give up `timeout` after construction, as `clock` tells.
   JournalReader(zmq::context_t& ctx, const std::string& store_endpoint,
-                std::chrono::milliseconds timeout);
+                std::chrono::milliseconds timeout, const Clock& clock);
   /// Every non-empty journal. Errors: Unavailable when the store does not answer in time.
   Result<std::vector<JournalSummary>> List();
   /// The experiment's state: the newest snapshot in the store (if any) plus the records after
@@ -59,7 +68,8 @@ class JournalReader {
 
   zmq::context_t& ctx_;
   std::string endpoint_;
-  bus::Clock::time_point deadline_;
+  const Clock& clock_;
+  SteadyTime deadline_;
 };
 
 }  // namespace tunebus

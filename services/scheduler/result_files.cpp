@@ -27,7 +27,8 @@ std::string Hostname() {
 
 }  // namespace
 
-ResultFiles::ResultFiles() : hostname_(Hostname()), thread_([this] { Loop(); }) {}
+ResultFiles::ResultFiles(const Clock& clock)
+    : hostname_(Hostname()), clock_(clock), thread_([this] { Loop(); }) {}
 
 ResultFiles::~ResultFiles() {
   Flush(0);  // what waits for no journal record; rows still waiting for theirs are dropped
@@ -110,7 +111,7 @@ void ResultFiles::Loop() {
   }
   std::unique_lock<std::mutex> lock(mu_);
   std::vector<Task> chunk;
-  auto flushed_at = std::chrono::steady_clock::now();
+  auto flushed_at = clock_.Now();
   while (true) {
     // Rows written since the last flush reach the kernel within kFileFlushInterval, busy or idle.
     const auto due = flushed_at + kFileFlushInterval;
@@ -119,10 +120,10 @@ void ResultFiles::Loop() {
     } else {
       wake_.wait_until(lock, due, [this] { return stopping_ || !queued_.empty(); });
     }
-    if (!dirty_.empty() && std::chrono::steady_clock::now() >= due) {
+    if (!dirty_.empty() && clock_.Now() >= due) {
       lock.unlock();
       FlushDirty();
-      flushed_at = std::chrono::steady_clock::now();
+      flushed_at = clock_.Now();
       lock.lock();
     }
     if (queued_.empty()) {
@@ -191,8 +192,7 @@ ResultFiles::TrialFiles* ResultFiles::Open(const Task& task) {
     // TensorBoard: the trial's event file if there is one (a resumed or reopened trial), else a
     // new one starting with the file version.
     std::string events = FindEventFile(trial_dir);
-    const double now =
-        std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
+    const double now = clock_.WallSeconds();
     if (events.empty()) events = trial_dir + "/" + EventFileName(int64_t(now), hostname_);
     slot->events.open(events, std::ios::app | std::ios::binary);
     if (slot->events.seekp(0, std::ios::end).tellp() == 0) {

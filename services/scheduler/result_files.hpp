@@ -39,6 +39,7 @@
 #include <unordered_set>
 #include <vector>
 
+#include "libs/core/clock.hpp"
 #include "services/scheduler/result_text.hpp"
 #include "services/scheduler/tensorboard_events.hpp"
 
@@ -46,7 +47,8 @@ namespace tunebus {
 
 class ResultFiles {
  public:
-  ResultFiles();
+  /// `clock` times the flushes (kFileFlushInterval) and dates new TensorBoard event files.
+  explicit ResultFiles(const Clock& clock = Clock::Real());
   /// Writes what is queued and what waits for no journal record, then stops the thread. Rows
   /// still waiting for their record are dropped: the journal may never hold them (a resume
   /// writes them from the journal if it does).
@@ -131,6 +133,7 @@ class ResultFiles {
   TensorBoardEvents events_;
   std::string line_, row_, event_;
   std::string hostname_;  // in new event files' names
+  const Clock& clock_;
   std::thread thread_;
 };
 

@@ -4,6 +4,8 @@
 #include <spdlog/spdlog.h>
 
 #include <filesystem>
+#include <string_view>
+#include <utility>
 
 #include "libs/bus/service_guard.hpp"
 #include "proto/resources.hpp"
@@ -64,7 +66,10 @@ Status Scheduler::Init() {
   loop_.AddSocket(rm_sub_, [this] { OnNodeEvent(); });
   loop_.AddSocket(events_, [this] { publisher_->OnReadable(); });
   loop_.SetIdleHook([this] { AfterRound(); });
-  next_state_file_ = bus::Clock::now();
+  experiment_context_.reset(new ExperimentContext{
+      loop_, *rm_, *store_, *outbox_, *publisher_, clock_,
+      [this](const std::string& worker) { return worker_registry_.IsRegistered(worker); }});
+  next_state_file_ = clock_.Now();
   return Status::Ok();
 }
 
@@ -83,13 +88,13 @@ void Scheduler::Run() {
     spdlog::error("No metrics endpoint: {}", s.ToString());
   }
   loop_.Run();
-  for (auto& e : experiments_) e->recorder->WriteStateFile();
+  for (auto& e : experiments_) e->recorder().WriteStateFile();
   std::string counts;
   for (const auto& [type, n] : counters_) counts += " " + type + "=" + std::to_string(n);
   spdlog::info("scheduler stopped; handled{}", counts);
 }
 
-Scheduler::Experiment* Scheduler::Current() {
+Experiment* Scheduler::Current() {
   return experiments_.empty() ? nullptr : experiments_.back().get();
 }
 
@@ -102,12 +107,12 @@ void Scheduler::AfterRound() {
     return;
   }
   if (state_ == State::kRunning) {
-    e->runner->Step();
-    if (e->runner->IsFinished()) {
+    e->runner().Step();
+    if (e->runner().IsFinished()) {
       state_ = State::kIdle;
-      e->ended = bus::Clock::now();
-      spdlog::info("Experiment {} ended: {} ({})", e->spec.name,
-                   ExperimentStatusName(e->runner->status()), e->runner->end_reason());
+      e->MarkEnded();
+      spdlog::info("Experiment {} ended: {} ({})", e->name(),
+                   ExperimentStatusName(e->runner().status()), e->runner().end_reason());
       // Give back to the system what the run's transient buffers (result batches, journal
       // records, the file writer's queue) left free in malloc's arenas.
       malloc_trim(0);
@@ -117,21 +122,45 @@ void Scheduler::AfterRound() {
           heap.uordblks, heap.fordblks, heap.hblkhd);
     }
   }
-  for (auto& x : experiments_) x->executor->Flush();  // an ended one may still release
-  MaybeSnapshot(*e);
-  e->journal->Flush();
-  e->recorder->FlushFiles();
+  for (auto& x : experiments_) {
+    if (x.get() != e) x->FlushExecutor();  // an ended one may still release
+  }
+  e->AfterRound(options_.snapshot_every_records);
   outbox_->Flush();
-  const auto now = bus::Clock::now();
+  const SteadyTime now = clock_.Now();
   if (now >= next_state_file_) {
-    e->recorder->WriteStateFile();
-    const auto cost = bus::Clock::now() - now;
-    next_state_file_ = now + std::max<bus::Clock::duration>(
+    e->recorder().WriteStateFile();
+    const auto cost = clock_.Now() - now;
+    next_state_file_ = now + std::max<SteadyTime::duration>(
                                  bus::Duration{options_.state_file_interval_ms}, 20 * cost);
   }
 }
 
+namespace {
+
+// Messages a worker of an earlier scheduler process may send before it registers with this one:
+// it is answered not_found (so it registers again and reports its trials) and the message is
+// handled anyway. Workers send a result, a trial_exited or a checkpoint_saved once (results are
+// resent only while unacknowledged), so dropping them would lose a trial that ended while no
+// scheduler ran; handling them is safe because every handler checks the trial's current attempt
+// (and a result's seq) against the journal-restored runner.
+bool NeedsRegistration(const std::string& type) {
+  return type == proto::WorkerHeartbeat::kType || type == proto::ReportResult::kType ||
+         type == proto::ReportResults::kType || type == proto::TrialExited::kType ||
+         type == proto::CheckpointSaved::kType;
+}
+
+}  // namespace
+
 void Scheduler::OnWorkerReadable() {
+  static const std::pair<std::string_view, WorkerHandler> kWorkerHandlers[] = {
+      {proto::RegisterWorker::kType, &Scheduler::HandleRegisterWorker},
+      {proto::ReportResults::kType, &Scheduler::HandleReportResults},
+      {proto::ReportResult::kType, &Scheduler::HandleReportResult},
+      {proto::TrialExited::kType, &Scheduler::HandleTrialExited},
+      {proto::CheckpointSaved::kType, &Scheduler::HandleCheckpointSaved},
+      {proto::WorkerHeartbeat::kType, &Scheduler::HandleWorkerHeartbeat},
+  };
   bus::Incoming in;
   while (bus::Receive(workers_, in)) {
     const std::string peer = in.peer();
@@ -146,37 +175,26 @@ void Scheduler::OnWorkerReadable() {
       continue;
     }
     counters_[d->type()]++;
-    workers_seen_[peer] = bus::Clock::now();
-    const bool from_registered_peer_only =
-        d->type() == proto::WorkerHeartbeat::kType || d->type() == proto::ReportResult::kType ||
-        d->type() == proto::ReportResults::kType || d->type() == proto::TrialExited::kType ||
-        d->type() == proto::CheckpointSaved::kType;
-    if (from_registered_peer_only && !registered_.contains(peer)) {
-      // A worker of an earlier scheduler process: make it register (and report its trials).
+    worker_registry_.Seen(peer, clock_.Now());
+    if (NeedsRegistration(d->type()) && !worker_registry_.IsRegistered(peer)) {
       bus::Reply(
           workers_, in,
           proto::Encode(proto::MakeError(Status::NotFound("worker " + peer + " is not registered"),
                                          d->id(), d->type())));
     }
-    if (d->type() == proto::RegisterWorker::kType) {
-      HandleRegisterWorker(peer, in, *d);
-    } else if (d->type() == proto::ReportResults::kType) {
-      HandleReportResults(peer, *d);
-    } else if (d->type() == proto::ReportResult::kType) {
-      HandleReportResult(peer, *d);
-    } else if (d->type() == proto::TrialExited::kType) {
-      HandleTrialExited(peer, *d);
-    } else if (d->type() == proto::CheckpointSaved::kType) {
-      HandleCheckpointSaved(peer, *d);
-    } else if (d->type() == proto::WorkerHeartbeat::kType) {
-      // liveness is the resource-manager's job; the timestamp above is enough here
-    } else {
+    const WorkerHandler* handler = nullptr;
+    for (const auto& [type, h] : kWorkerHandlers) {
+      if (type == d->type()) handler = &h;
+    }
+    if (handler == nullptr) {
       spdlog::warn("Dropping message of unknown type '{}' from worker {}", d->type(), peer);
       bus::Reply(workers_, in,
                  proto::Encode(proto::MakeError(
                      Status::InvalidArgument("unknown message type '" + d->type() + "'"), d->id(),
                      d->type())));
+      continue;
     }
+    (this->*(*handler))(peer, in, *d);
   }
 }
 
@@ -195,16 +213,16 @@ void Scheduler::OnNodeEvent() {
     if (e == nullptr) continue;
     // resources_freed answers this scheduler's own releases, which the executor's placement
     // budget already counts; a worker added or lost changes what fits.
-    if (ev->event != "resources_freed") e->executor->Unblock();
+    if (ev->event != "resources_freed") e->executor().Unblock();
     if (ev->event == "node_added") {
       // A worker (re-)registered: after a resource-manager restart it reported what it runs,
       // stale attempts included; give back what no RUNNING trial owns.
-      ReconcileAllocations(*e);
+      e->ReconcileAllocations();
     }
     if (ev->event == "node_lost") {
       spdlog::warn("Worker {} was lost; requeueing its trials", ev->worker_id);
-      workers_seen_.erase(ev->worker_id);
-      e->runner->OnWorkerLost(ev->worker_id);
+      worker_registry_.Lost(ev->worker_id);
+      e->runner().OnWorkerLost(ev->worker_id);
     }
   }
 }

@@ -26,6 +26,7 @@
 #include "libs/bus/event_loop.hpp"
 #include "libs/bus/request_client.hpp"
 #include "libs/bus/socket.hpp"
+#include "libs/core/clock.hpp"
 #include "libs/core/status.hpp"
 #include "libs/core/trial.hpp"
 #include "libs/journal/replay.hpp"
@@ -37,6 +38,7 @@
 #include "services/scheduler/event_publisher.hpp"
 #include "services/scheduler/journal_reader.hpp"
 #include "services/scheduler/worker_outbox.hpp"
+#include "services/scheduler/worker_registry.hpp"
 
 namespace tunebus {
 
@@ -67,11 +69,15 @@ struct SchedulerOptions {
   std::string results_dir;
 };
 
+class Experiment;
+struct ExperimentContext;
+
 class Scheduler {
  public:
   enum class State {
-    kIdle,     // no experiment submitted yet, or the last one ended: accepts submit
-    kRunning,  // an experiment is active: its runner owns the trials
+    kIdle,        // no experiment runs (none submitted yet, or the last one ended): accepts submit
+    kSubmitting,  // a submission with restore_from waits for the checkpoint-store's answer
+    kRunning,     // an experiment is active: its runner owns the trials
   };
 
   static Result<std::unique_ptr<Scheduler>> Create(zmq::context_t& ctx, SchedulerOptions options);
@@ -85,7 +91,6 @@ class Scheduler {
   std::string worker_endpoint() const { return workers_bound_; }
 
  private:
-  struct Experiment;
   Scheduler(zmq::context_t& ctx, SchedulerOptions options);
   Status Init();
 
@@ -95,33 +100,59 @@ class Scheduler {
   void OnNodeEvent();
   void AfterRound();
 
-  // worker handlers (scheduler_workers.cpp)
+  // worker handlers (scheduler_workers.cpp), dispatched by kWorkerHandlers
+  using WorkerHandler = void (Scheduler::*)(const std::string& peer, const bus::Incoming& in,
+                                            const proto::Decoded& d);
   void HandleRegisterWorker(const std::string& peer, const bus::Incoming& in,
                             const proto::Decoded& d);
-  void HandleReportResult(const std::string& peer, const proto::Decoded& d);   // one result
-  void HandleReportResults(const std::string& peer, const proto::Decoded& d);  // a batch
+  void HandleReportResult(const std::string& peer, const bus::Incoming& in,
+                          const proto::Decoded& d);  // one result
+  void HandleReportResults(const std::string& peer, const bus::Incoming& in,
+                           const proto::Decoded& d);  // a batch
+  void HandleTrialExited(const std::string& peer, const bus::Incoming& in, const proto::Decoded& d);
+  void HandleCheckpointSaved(const std::string& peer, const bus::Incoming& in,
+                             const proto::Decoded& d);
+  void HandleWorkerHeartbeat(const std::string& peer, const bus::Incoming& in,
+                             const proto::Decoded& d);
   void HandleResult(const std::string& peer, proto::ResultItem result);
-  void HandleTrialExited(const std::string& peer, const proto::Decoded& d);
   /// Logs a trial failure once for users: trial, attempt, worker, error (exit code), what
   /// follows (requeued or ERROR with its error.txt) and the last lines of the trainable's stderr.
   void LogTrialFailure(const Experiment& e, const Trial& t, const std::string& worker,
                        const proto::TrialExited& exited) const;
 
-  // control handlers (scheduler_control.cpp): each answers `in` exactly once
+  // control handlers (control_handlers.cpp), dispatched by kControlHandlers: each answers `in`
+  // exactly once
+  using ControlHandler = void (Scheduler::*)(const bus::Incoming& in, const proto::Decoded& d);
   void HandleSubmit(const bus::Incoming& in, const proto::Decoded& d);
+  void HandleListTrials(const bus::Incoming& in, const proto::Decoded& d);
+  void HandleShowTrial(const bus::Incoming& in, const proto::Decoded& d);
+  void HandleStopTrial(const bus::Incoming& in, const proto::Decoded& d);
+  void HandleStopExperiment(const bus::Incoming& in, const proto::Decoded& d);
+  void HandleGetExperiment(const bus::Incoming& in, const proto::Decoded& d);
+  void HandleListWorkers(const bus::Incoming& in, const proto::Decoded& d);
+  void HandleResumeExperiment(const bus::Incoming& in, const proto::Decoded& d);
+  void HandleListExperiments(const bus::Incoming& in, const proto::Decoded& d);
+  void HandlePauseTrial(const bus::Incoming& in, const proto::Decoded& d);
+  void HandleResumeTrial(const bus::Incoming& in, const proto::Decoded& d);
+  void HandleAddTrial(const bus::Incoming& in, const proto::Decoded& d);
+  void HandleSetTrialResources(const bus::Incoming& in, const proto::Decoded& d);
+  void HandleFetchCheckpoint(const bus::Incoming& in, const proto::Decoded& d);
+  void ReplyJson(const bus::Incoming& in, uint64_t id, const nlohmann::json& body);
+  void ReplyError(const bus::Incoming& in, uint64_t id, const std::string& type,
+                  const Status& status);
+
+  // experiments (scheduler_experiments.cpp)
+  /// Starts a new experiment from a parsed spec: checks its results folder, creates it, journals
+  /// experiment_submitted and answers `in` (the experiment, or the error).
   void StartExperiment(const bus::Incoming& in, uint64_t id, const proto::SubmitExperiment& msg,
                        ExperimentSpec spec, std::optional<CheckpointRef> restore_from);
-  /// The experiment's journal writer, recorder, executor and runner, wired; appended to
-  /// experiments_. Writes no record. Errors: the spec's scheduler or resources are invalid.
-  Result<Experiment*> BuildExperiment(ExperimentSpec spec, const std::string& experiment_id,
-                                      uint64_t seed, std::optional<CheckpointRef> restore_from);
-  /// The experiment's spec and runner (not in experiments_); with `read_only` nothing else
-  /// (Experiment::read_only), else also its journal writer, recorder and executor, not wired.
-  Result<std::unique_ptr<Experiment>> NewExperiment(ExperimentSpec spec,
-                                                    const std::string& experiment_id, uint64_t seed,
-                                                    std::optional<CheckpointRef> restore_from,
-                                                    bool read_only);
-  // finished experiments (scheduler_experiments.cpp)
+  /// Resumes `journal_name` (the newest unfinished experiment at start, or one tunectl resumes):
+  /// it becomes current and, unless it had ended, runs. `store_last_seq`: the journal's length
+  /// in the store (appends continue after it); `reader` completes its result files.
+  Status ResumeExperiment(JournalReader& reader, const std::string& journal_name,
+                          journal::ReplayedExperiment replayed, uint64_t store_last_seq);
+  /// At start: resumes the newest unfinished experiment in the store's journals (if any).
+  Status ResumeFromJournals();
   /// The experiment a read request names (proto::ListTrials::experiment): "" = the current one,
   /// else (none in this process) the newest journaled; a name or journal name = the newest such
   /// experiment in this process, else in the store's journals. One found only in the journals
@@ -132,49 +163,15 @@ class Scheduler {
   /// the same length. Blocks the loop for the replay (bounded by snapshots and kJournalTimeout).
   /// Appends nothing, cuts no torn tail, touches no result file or checkpoint.
   Result<Experiment*> LoadJournaled(JournalReader& reader, const JournalSummary& journal);
-  void HandleFetchCheckpoint(const bus::Incoming& in, const proto::Decoded& d);
   /// <results folder>/<name> of an experiment: options_.results_dir replaces a results_dir that
   /// names a folder beside the experiment file (on the submitting host).
   std::string ExperimentDir(const ExperimentSpec& spec) const;
-  // resume (scheduler_resume.cpp)
-  Status ResumeFromJournals();
-  /// `store_last_seq`: the journal's length in the store (appends continue after it). `reader`
-  /// reads the journal again when the result files miss rows it holds (ResultFilesRepair).
-  Status ResumeExperiment(JournalReader& reader, const std::string& journal_name,
-                          journal::ReplayedExperiment replayed, uint64_t store_last_seq);
-  /// Completes the resumed experiment's result files from its journal (ResultFilesRepair).
-  void RepairResultFiles(JournalReader& reader, Experiment& e, uint64_t last_seq);
-  /// The takeover's checkpoint sweep: every checkpoint the store holds under the experiment's
-  /// journal is kept if a trial lists it, adopted if it answers a journaled request of its
-  /// trial's current attempt (TrialRunner::OnCheckpointSaved), else deleted.
-  void AdoptStoredCheckpoints(Experiment& e);
-  /// Every options_.snapshot_every_records records: stores a snapshot of the experiment (replay =
-  /// snapshot + tail) once the records it covers are durable.
-  void MaybeSnapshot(Experiment& e);
-  void ReconcileAllocations(Experiment& e);
-  void RequeueUnattached(Experiment& e);
-  void HandleResumeExperiment(const bus::Incoming& in, const proto::Decoded& d);
-  void HandleListExperiments(const bus::Incoming& in, const proto::Decoded& d);
-  void HandlePauseTrial(const bus::Incoming& in, const proto::Decoded& d);
-  void HandleResumeTrial(const bus::Incoming& in, const proto::Decoded& d);
-  void HandleAddTrial(const bus::Incoming& in, const proto::Decoded& d);
-  void HandleSetTrialResources(const bus::Incoming& in, const proto::Decoded& d);
-  void HandleCheckpointSaved(const std::string& peer, const proto::Decoded& d);
-  void HandleListTrials(const bus::Incoming& in, const proto::Decoded& d);
-  void HandleShowTrial(const bus::Incoming& in, const proto::Decoded& d);
-  void HandleStopTrial(const bus::Incoming& in, const proto::Decoded& d);
-  void HandleStopExperiment(const bus::Incoming& in, const proto::Decoded& d);
-  void HandleGetExperiment(const bus::Incoming& in, const proto::Decoded& d);
-  void HandleListWorkers(const bus::Incoming& in, const proto::Decoded& d);
-  void ReplyJson(const bus::Incoming& in, uint64_t id, const nlohmann::json& body);
-  void ReplyError(const bus::Incoming& in, uint64_t id, const std::string& type,
-                  const Status& status);
   Experiment* Current();
 
   zmq::context_t& ctx_;
   SchedulerOptions options_;
+  const Clock& clock_ = Clock::Real();
   State state_ = State::kIdle;
-  bool submitting_ = false;  // a submission waits for the checkpoint-store (restore_from)
   bus::EventLoop loop_;
   zmq::socket_t control_;
   zmq::socket_t workers_;
@@ -184,21 +181,21 @@ class Scheduler {
   zmq::socket_t rm_sub_;
   std::unique_ptr<bus::RequestClient> rm_;
   std::unique_ptr<bus::RequestClient> store_;
+  std::unique_ptr<ExperimentContext> experiment_context_;  // what experiments use of this
   std::string control_bound_, workers_bound_, events_bound_;
-  std::map<std::string, bus::Clock::time_point> workers_seen_;  // worker_id -> last message
-  std::set<std::string> registered_;  // workers that sent register_worker to this process
+  WorkerRegistry worker_registry_;
   std::vector<std::unique_ptr<Experiment>> experiments_;  // the last one is current
   /// Read-only experiments loaded from their journals, by journal name (at most
   /// kJournaledCacheSize; any other is dropped to make room).
   std::map<std::string, std::unique_ptr<Experiment>> journaled_;
   std::map<std::string, uint64_t> counters_;  // messages handled, by type
-  bus::Clock::time_point next_state_file_;
+  SteadyTime next_state_file_;
   /// Prometheus figures (<service>_metrics.cpp), rendered on the loop thread every second.
   void RenderMetrics(metrics::MetricsText& m);
   metrics::MetricsPublisher metrics_;
-  uint64_t results_received_ = 0;             // results in report_result(s) messages
-  uint64_t metrics_last_results_ = 0;         // results_received_ at the last render
-  bus::Clock::time_point metrics_last_at_{};  // when that was
+  uint64_t results_received_ = 0;      // results in report_result(s) messages
+  uint64_t metrics_last_results_ = 0;  // results_received_ at the last render
+  SteadyTime metrics_last_at_{};       // when that was
 };
 
 }  // namespace tunebus

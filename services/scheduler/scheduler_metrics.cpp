@@ -1,21 +1,22 @@
 // The scheduler's Prometheus figures (GET /metrics, see libs/metrics).
 #include "proto/worker.hpp"
 #include "services/scheduler/experiment.hpp"
+#include "services/scheduler/scheduler.hpp"
 
 namespace tunebus {
 
 void Scheduler::RenderMetrics(metrics::MetricsText& m) {
-  const auto now = bus::Clock::now();
+  const SteadyTime now = clock_.Now();
   const uint64_t results = results_received_ + counters_[proto::ReportResult::kType];
   const double dt = std::chrono::duration<double>(now - metrics_last_at_).count();
-  const double rate = metrics_last_at_ == bus::Clock::time_point{} || dt <= 0
+  const double rate = metrics_last_at_ == SteadyTime{} || dt <= 0
                           ? 0
                           : double(results - metrics_last_results_) / dt;
   metrics_last_results_ = results;
   metrics_last_at_ = now;
 
   Experiment* e = Current();
-  const auto counts = e ? e->runner->CountByStatus() : std::map<TrialStatus, int64_t>{};
+  const auto counts = e ? e->runner().CountByStatus() : std::map<TrialStatus, int64_t>{};
   for (TrialStatus s : {TrialStatus::kPending, TrialStatus::kRunning, TrialStatus::kPaused,
                         TrialStatus::kTerminated, TrialStatus::kError}) {
     auto it = counts.find(s);
@@ -26,11 +27,11 @@ void Scheduler::RenderMetrics(metrics::MetricsText& m) {
   m.Counter("results_total", "Results received from workers", double(results));
   m.Gauge("journal_append_latency_seconds",
           "Time from sending the newest journal batch to its durable ack",
-          e ? e->journal->last_append_latency_s() : 0);
+          e ? e->journal().last_append_latency_s() : 0);
   m.Gauge("journal_queue_records", "Journal records appended but not durable yet",
-          e ? double(e->journal->appended() - e->journal->durable()) : 0);
+          e ? double(e->journal().appended() - e->journal().durable()) : 0);
   m.Gauge("workers_connected", "Workers registered with this scheduler process",
-          double(registered_.size()));
+          double(worker_registry_.registered_count()));
   for (const auto& [type, n] : counters_) {
     m.Counter("messages_total", "Messages handled, by type", double(n), {{"type", type}});
   }

@@ -9,6 +9,7 @@
 
 #include "proto/worker.hpp"
 #include "services/scheduler/experiment.hpp"
+#include "services/scheduler/scheduler.hpp"
 
 namespace tunebus {
 
@@ -47,15 +48,15 @@ void Scheduler::HandleRegisterWorker(const std::string& peer, const bus::Incomin
   ack.id = d.id();
   // Trials the worker runs that are not a current RUNNING attempt here must be killed.
   Experiment* e = Current();
-  registered_.insert(peer);
+  worker_registry_.Register(peer);
   std::set<std::string> reported;
   for (const auto& r : msg->running) {
-    if (e == nullptr || !e->runner->AttemptMayRun(r.trial_id, r.attempt, peer)) {
+    if (e == nullptr || !e->runner().AttemptMayRun(r.trial_id, r.attempt, peer)) {
       ack.stale_trials.push_back(r.trial_id);
       continue;
     }
     // One still saving the checkpoint its decision asked for goes on to store it and exit.
-    if (e->runner->FindTrial(r.trial_id)->status == TrialStatus::kRunning)
+    if (e->runner().FindTrial(r.trial_id)->status == TrialStatus::kRunning)
       reported.insert(r.trial_id);
   }
   if (e != nullptr) {
@@ -63,11 +64,11 @@ void Scheduler::HandleRegisterWorker(const std::string& peer, const bus::Incomin
     // restarted, or the scheduler resumed from its journal): requeue it, not as a failure.
     // Reported ones are reattached.
     std::vector<std::string> lost;
-    for (const Trial& t : e->runner->trials()) {
+    for (const Trial& t : e->runner().trials()) {
       if (t.status != TrialStatus::kRunning || t.worker_id != peer) continue;
-      if (e->executor->StartUnsent(t.trial_id, t.attempt)) continue;  // its StartTrial follows
+      if (e->executor().StartUnsent(t.trial_id, t.attempt)) continue;  // its StartTrial follows
       if (reported.contains(t.trial_id)) {
-        if (e->awaiting_reattach.contains(t.trial_id)) {
+        if (e->AwaitsReattach(t.trial_id)) {
           spdlog::info("Reattached trial {} attempt {} on {}", t.trial_id, t.attempt, peer);
         }
       } else {
@@ -76,20 +77,21 @@ void Scheduler::HandleRegisterWorker(const std::string& peer, const bus::Incomin
     }
     for (const std::string& trial_id : lost) {
       spdlog::warn("Worker {} registered without trial {}; requeueing it", peer, trial_id);
-      e->runner->RequeueLost(trial_id, fmt::format("worker {} no longer runs it", peer));
+      e->runner().RequeueLost(trial_id, fmt::format("worker {} no longer runs it", peer));
     }
-    for (const std::string& trial_id : reported) e->awaiting_reattach.erase(trial_id);
-    for (const std::string& trial_id : lost) e->awaiting_reattach.erase(trial_id);
+    for (const std::string& trial_id : reported) e->OnReattached(trial_id);
+    for (const std::string& trial_id : lost) e->OnReattached(trial_id);
   }
   spdlog::info("Worker {} ({}) connected, running {} trial(s)", peer, msg->hostname,
                msg->running.size());
   bus::Reply(workers_, in, proto::Encode(ack));
 }
 
-void Scheduler::HandleReportResult(const std::string& peer, const proto::Decoded& d) {
+void Scheduler::HandleReportResult(const std::string& peer, const bus::Incoming&,
+                                   const proto::Decoded& d) {
   auto msg = d.As<proto::ReportResult>();
   if (!msg.ok()) {
-    spdlog::warn("Dropping report_result from {}: {}", peer, msg.status().ToString());
+    spdlog::warn("Dropping report_result from {} because {}", peer, msg.status().ToString());
     return;
   }
   HandleResult(peer, proto::ResultItem{std::move(msg->trial_id), msg->attempt, msg->seq,
@@ -97,14 +99,20 @@ void Scheduler::HandleReportResult(const std::string& peer, const proto::Decoded
                                        std::move(msg->metrics)});
 }
 
-void Scheduler::HandleReportResults(const std::string& peer, const proto::Decoded& d) {
+void Scheduler::HandleReportResults(const std::string& peer, const bus::Incoming&,
+                                    const proto::Decoded& d) {
   auto msg = d.As<proto::ReportResults>();
   if (!msg.ok()) {
-    spdlog::warn("Dropping report_results from {}: {}", peer, msg.status().ToString());
+    spdlog::warn("Dropping report_results from {} because {}", peer, msg.status().ToString());
     return;
   }
   results_received_ += msg->results.size();
   for (proto::ResultItem& r : msg->results) HandleResult(peer, std::move(r));
+}
+
+void Scheduler::HandleWorkerHeartbeat(const std::string&, const bus::Incoming&,
+                                      const proto::Decoded&) {
+  // Liveness is the resource-manager's job; OnWorkerReadable noted the worker as seen.
 }
 
 void Scheduler::HandleResult(const std::string& peer, proto::ResultItem r) {
@@ -118,14 +126,14 @@ void Scheduler::HandleResult(const std::string& peer, proto::ResultItem r) {
                  : r.metrics.decoded.type == msgpack::type::MAP
                      ? TrainingResult::FromMsgpack(r.metrics.decoded)
                      : TrainingResult::FromMsgpack(r.metrics.bytes);
-  Status st = metrics.ok() ? e->runner->OnResult(r.trial_id, r.attempt, r.seq, std::move(*metrics),
-                                                 r.time_this_iter_s)
+  Status st = metrics.ok() ? e->runner().OnResult(r.trial_id, r.attempt, r.seq, std::move(*metrics),
+                                                  r.time_this_iter_s)
                            : Status::InvalidArgument((text ? "metrics_json " : "metrics ") +
                                                      metrics.status().message());
   if (st.ok()) return;
   spdlog::warn("Dropping result {} of {} attempt {} from {} because {}", r.seq, r.trial_id,
                r.attempt, peer, st.message());
-  const Trial* t = e->runner->FindTrial(r.trial_id);
+  const Trial* t = e->runner().FindTrial(r.trial_id);
   if (t && r.attempt < t->attempt) {
     // A late result of a dead attempt: make sure that trainable stops.
     proto::StopTrialRequest stop;
@@ -135,21 +143,22 @@ void Scheduler::HandleResult(const std::string& peer, proto::ResultItem r) {
   }
 }
 
-void Scheduler::HandleTrialExited(const std::string& peer, const proto::Decoded& d) {
+void Scheduler::HandleTrialExited(const std::string& peer, const bus::Incoming&,
+                                  const proto::Decoded& d) {
   auto msg = d.As<proto::TrialExited>();
   if (!msg.ok()) {
-    spdlog::warn("Dropping trial_exited from {}: {}", peer, msg.status().ToString());
+    spdlog::warn("Dropping trial_exited from {} because {}", peer, msg.status().ToString());
     return;
   }
   Experiment* e = Current();
   if (e == nullptr) return;
-  const Trial* t = e->runner->FindTrial(msg->trial_id);
+  const Trial* t = e->runner().FindTrial(msg->trial_id);
   if (t == nullptr || t->attempt != msg->attempt) return;
   if (msg->worker_shutdown && !msg->stopped) {
     if (t->status != TrialStatus::kRunning) return;  // it had already finished
     spdlog::warn("Trial {} attempt {}: worker {} shut down; requeueing it", msg->trial_id,
                  msg->attempt, peer);
-    e->runner->RequeueLost(msg->trial_id, msg->error);
+    e->runner().RequeueLost(msg->trial_id, msg->error);
     return;
   }
   const bool ok = msg->ok || msg->stopped;
@@ -157,9 +166,9 @@ void Scheduler::HandleTrialExited(const std::string& peer, const proto::Decoded&
   if (failed) {
     std::string text = msg->error;
     if (!msg->stderr_tail.empty()) text += "\n--- stderr (tail) ---\n" + msg->stderr_tail;
-    e->recorder->WriteErrorFile(*t, text);
+    e->recorder().WriteErrorFile(*t, text);
   }
-  e->runner->OnTrialExited(msg->trial_id, msg->attempt, ok, msg->error, msg->start_failed);
+  e->runner().OnTrialExited(msg->trial_id, msg->attempt, ok, msg->error, msg->start_failed);
   if (failed) LogTrialFailure(*e, *t, peer, *msg);
 }
 
@@ -167,13 +176,35 @@ void Scheduler::LogTrialFailure(const Experiment& e, const Trial& t, const std::
                                 const proto::TrialExited& exited) const {
   const std::string then =
       t.status == TrialStatus::kError
-          ? fmt::format("ERROR, see {}/{}/error.txt", e.experiment_dir, t.DirName())
+          ? fmt::format("ERROR, see {}/{}/error.txt", e.experiment_dir(), t.DirName())
           : fmt::format(
                 "{}, requeued (failure {} of max_failures {})", TrialStatusName(t.status),
                 t.num_failures,
-                e.spec.max_failures < 0 ? "unlimited" : std::to_string(e.spec.max_failures));
+                e.spec().max_failures < 0 ? "unlimited" : std::to_string(e.spec().max_failures));
   spdlog::warn("Trial {} attempt {} failed on {}: {}; {}{}", exited.trial_id, exited.attempt,
                worker, exited.error, then, StderrLastLines(exited.stderr_tail, kFailureLogLines));
+}
+
+void Scheduler::HandleCheckpointSaved(const std::string& peer, const bus::Incoming&,
+                                      const proto::Decoded& d) {
+  auto msg = d.As<proto::CheckpointSaved>();
+  if (!msg.ok()) {
+    spdlog::warn("Dropping checkpoint_saved from {} because {}", peer, msg.status().ToString());
+    return;
+  }
+  Experiment* e = Current();
+  if (e == nullptr) return;
+  Status s = e->runner().OnCheckpointSaved(msg->trial_id, msg->attempt, msg->checkpoint_id,
+                                           msg->training_iteration, msg->size_bytes);
+  if (s.ok()) return;
+  if (e->runner().ReferencesCheckpoint(msg->checkpoint_id)) {
+    spdlog::debug("Checkpoint {} from {} is already kept (adopted at the takeover)",
+                  msg->checkpoint_id, peer);
+    return;
+  }
+  // No trial will ever restore it: delete it rather than leak it in the store.
+  spdlog::warn("Deleting checkpoint {} from {} because {}", msg->checkpoint_id, peer, s.message());
+  e->executor().DeleteCheckpoint(msg->checkpoint_id);
 }
 
 }  // namespace tunebus

@@ -101,6 +101,40 @@ TEST(TakeoverTest, ResultFilesAreLiveAndCompleteAfterASchedulerKill) {
   EXPECT_EQ(state["trials"][0].value("training_iteration", 0), 30);
 }
 
+TEST(TakeoverTest, ATrialThatFailsWhileNoSchedulerRunsIsRecordedAsFailedByTheNextOne) {
+  // The scheduler handles what a worker of its predecessor sends before it registers again
+  // (Scheduler::OnWorkerReadable). One mock trial reports iteration 1 and fails at iteration 2,
+  // 2 s later; the scheduler is SIGKILLed right after iteration 1, so the failure happens while
+  // no scheduler runs and its trial_exited reaches the restarted scheduler from an unregistered
+  // worker. It must count as the trial's failure (ERROR with max_failures 0, its error.txt), not
+  // vanish and leave the trial to be requeued as if its worker had lost it.
+  Cluster cluster;
+  ASSERT_TRUE(cluster.Start());
+  const fs::path file = cluster.dir() / "failsalone.yaml";
+  WriteFile(file,
+            "name: failsalone\ntrainable: {builtin: mock}\n"
+            "param_space: {sleep_s: 2.0, mock_iterations: 5, mock_error: true}\n"
+            "results_dir: " +
+                (cluster.dir() / "results").string() + "\n");
+  ASSERT_FALSE(SubmitDetached(cluster, file, "failsalone").empty());
+  json shown;
+  ASSERT_TRUE(WaitFor(
+      [&] { return (shown = ShowOnly(cluster)).value("training_iteration", 0) >= 1; }, 20s, 20ms))
+      << shown.dump() << cluster.LogTails();
+  cluster.process("scheduler")->Kill();
+  std::this_thread::sleep_for(3500ms);  // the trainable fails at about 2 s
+  ASSERT_TRUE(cluster.Restart("scheduler"));
+  const json status = WaitFinished(cluster, 30s);
+  ASSERT_FALSE(status.empty()) << cluster.LogTails();
+  shown = ShowOnly(cluster);
+  EXPECT_EQ(shown.value("status", ""), "ERROR") << shown.dump();
+  EXPECT_EQ(shown.value("num_failures", -1), 1) << shown.dump();
+  EXPECT_EQ(shown.value("attempt", -1), 1) << shown.dump();
+  const std::string error = ReadFile(fs::path(shown.value("dir", "")) / "error.txt");
+  EXPECT_NE(error.find("mock_error: failing at iteration 2 (attempt 1)"), std::string::npos)
+      << error;
+}
+
 TEST(TakeoverTest, CheckpointsAskedByAKilledSchedulerAreAdoptedAndNoneIsOrphaned) {
   // checkpoint_freq 1 and five scheduler kills one second apart: every checkpoint the worker
   // stored is listed by `show` (none dropped as "never asked for"), and the store holds exactly

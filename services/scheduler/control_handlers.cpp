@@ -1,0 +1,533 @@
+// The scheduler's control socket (tunectl): the dispatch table and every control handler. Every
+// request gets exactly one reply: ControlReply with a JSON body, or ErrorReply. Replies wait for
+// the journal (write-ahead). Requests that change the experiment act on the current one; read
+// requests may name any experiment, a finished one too (FindExperiment).
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+#include <spdlog/spdlog.h>
+
+#include <string_view>
+#include <utility>
+
+#include "libs/journal/records.hpp"
+#include "proto/control.hpp"
+#include "proto/resources.hpp"
+#include "proto/store.hpp"
+#include "services/scheduler/experiment.hpp"
+#include "services/scheduler/scheduler.hpp"
+#include "services/scheduler/journal_reader.hpp"
+#include "services/scheduler/trial_json.hpp"
+
+namespace tunebus {
+
+using nlohmann::json;
+
+namespace {
+
+json CountsOf(const std::vector<Trial>& trials) {
+  json counts = json::object();
+  for (auto s : {TrialStatus::kPending, TrialStatus::kRunning, TrialStatus::kPaused,
+                 TrialStatus::kTerminated, TrialStatus::kError}) {
+    counts[TrialStatusName(s)] = 0;
+  }
+  for (const Trial& t : trials)
+    counts[TrialStatusName(t.status)] = counts[TrialStatusName(t.status)].get<int64_t>() + 1;
+  return counts;
+}
+
+json TrialReply(const TrialRunner& runner, const std::string& trial_id,
+                const std::string& message) {
+  const Trial* t = runner.FindTrial(trial_id);
+  return {{"trial_id", trial_id},
+          {"status", t ? TrialStatusName(t->status) : "UNKNOWN"},
+          {"message", message}};
+}
+
+// The trial's checkpoint `wanted`: "" = the newest; else its full id or the part after the
+// trial's prefix ("00000020-a1"). Errors: FailedPrecondition when it has none, NotFound naming
+// the ones it keeps.
+Result<CheckpointRef> ChooseCheckpoint(const Trial& t, const std::string& wanted) {
+  if (t.checkpoints.empty()) {
+    return Status::FailedPrecondition(
+        fmt::format("trial {} has no stored checkpoint (checkpoints are saved with checkpoint_freq "
+                    "or checkpoint_at_end)",
+                    t.trial_id));
+  }
+  if (wanted.empty()) return t.checkpoints.back();
+  std::vector<std::string> kept;
+  for (const CheckpointRef& c : t.checkpoints) {
+    const std::string& id = c.checkpoint_id;
+    if (id == wanted || (id.size() > wanted.size() && id.ends_with("/" + wanted))) return c;
+    kept.push_back(id);
+  }
+  return Status::NotFound(fmt::format("trial {} keeps no checkpoint {}; it keeps {}", t.trial_id,
+                                      wanted, fmt::join(kept, ", ")));
+}
+
+}  // namespace
+
+void Scheduler::ReplyJson(const bus::Incoming& in, uint64_t id, const json& body) {
+  proto::ControlReply reply;
+  reply.id = id;
+  reply.body_json = body.dump();
+  auto send = [this, in_route = in.route, payload = proto::Encode(reply)] {
+    bus::Incoming route;
+    route.route = in_route;
+    bus::Reply(control_, route, payload);
+  };
+  Experiment* e = Current();
+  if (e) {
+    e->journal().AfterDurable(std::move(send));
+  } else {
+    send();
+  }
+}
+
+void Scheduler::ReplyError(const bus::Incoming& in, uint64_t id, const std::string& type,
+                           const Status& status) {
+  bus::Reply(control_, in, proto::Encode(proto::MakeError(status, id, type)));
+}
+
+void Scheduler::OnControlReadable() {
+  static const std::pair<std::string_view, ControlHandler> kControlHandlers[] = {
+      {proto::SubmitExperiment::kType, &Scheduler::HandleSubmit},
+      {proto::ListTrials::kType, &Scheduler::HandleListTrials},
+      {proto::ShowTrial::kType, &Scheduler::HandleShowTrial},
+      {proto::StopTrialCommand::kType, &Scheduler::HandleStopTrial},
+      {proto::StopExperiment::kType, &Scheduler::HandleStopExperiment},
+      {proto::GetExperiment::kType, &Scheduler::HandleGetExperiment},
+      {proto::ListWorkers::kType, &Scheduler::HandleListWorkers},
+      {proto::ResumeExperimentCommand::kType, &Scheduler::HandleResumeExperiment},
+      {proto::ListExperiments::kType, &Scheduler::HandleListExperiments},
+      {proto::PauseTrialCommand::kType, &Scheduler::HandlePauseTrial},
+      {proto::ResumeTrialCommand::kType, &Scheduler::HandleResumeTrial},
+      {proto::AddTrialCommand::kType, &Scheduler::HandleAddTrial},
+      {proto::SetTrialResourcesCommand::kType, &Scheduler::HandleSetTrialResources},
+      {proto::FetchCheckpoint::kType, &Scheduler::HandleFetchCheckpoint},
+  };
+  bus::Incoming in;
+  while (bus::Receive(control_, in)) {
+    auto d = proto::Decode(in.payload.data(), in.payload.size());
+    if (!d.ok()) {
+      counters_["invalid"]++;
+      spdlog::warn("Dropping control request because it is malformed: {}", d.status().ToString());
+      bus::Reply(
+          control_, in,
+          proto::Encode(proto::MakeDecodeError(in.payload.data(), in.payload.size(), d.status())));
+      continue;
+    }
+    counters_[d->type()]++;
+    const ControlHandler* handler = nullptr;
+    for (const auto& [type, h] : kControlHandlers) {
+      if (type == d->type()) handler = &h;
+    }
+    if (handler == nullptr) {
+      spdlog::warn("Dropping control request of unknown type '{}'", d->type());
+      ReplyError(in, d->id(), d->type(),
+                 Status::InvalidArgument("unknown control request type '" + d->type() + "'"));
+      continue;
+    }
+    (this->*(*handler))(in, *d);
+  }
+}
+
+void Scheduler::HandleSubmit(const bus::Incoming& in, const proto::Decoded& d) {
+  auto msg = d.As<proto::SubmitExperiment>();
+  if (!msg.ok()) return ReplyError(in, d.id(), d.type(), msg.status());
+  if (Experiment* current = Current();
+      state_ == State::kRunning && current->spec().source_yaml == msg->spec_yaml) {
+    // The same experiment is already running (e.g. resumed after a restart): follow it.
+    return ReplyJson(in, d.id(),
+                     ExperimentToJson(current->name(), current->runner(), current->experiment_dir(),
+                                      current->ElapsedS()));
+  }
+  if (state_ != State::kIdle) {
+    return ReplyError(
+        in, d.id(), d.type(),
+        Status::FailedPrecondition(
+            state_ == State::kSubmitting
+                ? std::string("another experiment is being submitted")
+                : fmt::format("experiment {} is still running; stop it first", Current()->name())));
+  }
+  auto spec = ParseExperimentYaml(msg->spec_yaml, msg->base_dir, msg->source_name);
+  if (!spec.ok()) return ReplyError(in, d.id(), d.type(), spec.status());
+  if (spec->restore_from.empty())
+    return StartExperiment(in, d.id(), *msg, std::move(*spec), std::nullopt);
+  // restore_from: learn the checkpoint's training_iteration from the store first.
+  proto::CheckpointList list;
+  list.prefix = spec->restore_from;
+  state_ = State::kSubmitting;
+  store_->Request(list, [this, route = in.route, id = d.id(), type = d.type(), msg = *msg,
+                         spec = std::move(*spec)](Result<proto::Decoded> reply) mutable {
+    state_ = State::kIdle;
+    bus::Incoming back;
+    back.route = route;
+    auto listed = reply.ok() ? reply->As<proto::CheckpointListReply>()
+                             : Result<proto::CheckpointListReply>(reply.status());
+    if (!listed.ok()) return ReplyError(back, id, type, listed.status());
+    for (const proto::CheckpointInfo& info : listed->checkpoints) {
+      if (info.checkpoint_id != spec.restore_from) continue;
+      json meta = json::parse(info.metadata_json, nullptr, /*allow_exceptions=*/false);
+      CheckpointRef ref;
+      ref.checkpoint_id = info.checkpoint_id;
+      ref.size_bytes = int64_t(info.size_bytes);
+      if (meta.is_object()) {
+        ref.training_iteration = meta.value("training_iteration", int64_t(0));
+        ref.time_total_s = meta.value("time_total_s", 0.0);
+      }
+      return StartExperiment(back, id, msg, std::move(spec), ref);
+    }
+    ReplyError(back, id, type,
+               Status::NotFound("restore_from: no checkpoint '" + spec.restore_from +
+                                "' in the checkpoint-store"));
+  });
+}
+
+void Scheduler::HandleListTrials(const bus::Incoming& in, const proto::Decoded& d) {
+  auto msg = d.As<proto::ListTrials>();
+  if (!msg.ok()) return ReplyError(in, d.id(), d.type(), msg.status());
+  std::optional<TrialStatus> filter;
+  if (!msg->status.empty()) {
+    filter = ParseTrialStatus(msg->status);
+    if (!filter) {
+      return ReplyError(in, d.id(), d.type(),
+                        Status::InvalidArgument(
+                            "unknown status '" + msg->status +
+                            "'; one of PENDING, RUNNING, PAUSED, TERMINATED, ERROR (any case)"));
+    }
+  }
+  if (msg->offset < 0 || msg->limit < 0) {
+    return ReplyError(in, d.id(), d.type(),
+                      Status::InvalidArgument("offset and limit must be >= 0"));
+  }
+  json body = json::array();
+  auto found = FindExperiment(msg->experiment);
+  // No experiment at all: an empty list, unless one was named.
+  if (!found.ok() && (!msg->experiment.empty() || found.status().code() != StatusCode::kNotFound)) {
+    return ReplyError(in, d.id(), d.type(), found.status());
+  }
+  if (Experiment* e = found.ok() ? *found : nullptr) {
+    int64_t skip = msg->offset;
+    for (const Trial& t : e->runner().trials()) {
+      if (filter && t.status != *filter) continue;
+      if (skip > 0) {
+        --skip;
+        continue;
+      }
+      if (msg->limit > 0 && int64_t(body.size()) >= msg->limit) break;
+      body.push_back(TrialToJson(t, e->experiment_dir()));
+      if (e->runner().IsPausing(t)) body.back()["pausing"] = true;
+    }
+  }
+  ReplyJson(in, d.id(), body);
+}
+
+void Scheduler::HandleShowTrial(const bus::Incoming& in, const proto::Decoded& d) {
+  auto msg = d.As<proto::ShowTrial>();
+  if (!msg.ok()) return ReplyError(in, d.id(), d.type(), msg.status());
+  auto e = FindExperiment(msg->experiment);
+  if (!e.ok()) {
+    return ReplyError(in, d.id(), d.type(),
+                      e.status().code() == StatusCode::kNotFound && msg->experiment.empty()
+                          ? Status::NotFound("no trial " + msg->trial_id)
+                          : e.status());
+  }
+  const Trial* t = (*e)->runner().FindTrial(msg->trial_id);
+  if (t == nullptr) {
+    return ReplyError(in, d.id(), d.type(),
+                      Status::NotFound(fmt::format("no trial {} in experiment {}", msg->trial_id,
+                                                   (*e)->journal_name())));
+  }
+  json body = TrialToJson(*t, (*e)->experiment_dir());
+  if ((*e)->runner().IsPausing(*t)) body["pausing"] = true;
+  ReplyJson(in, d.id(), body);
+}
+
+void Scheduler::HandleStopTrial(const bus::Incoming& in, const proto::Decoded& d) {
+  auto msg = d.As<proto::StopTrialCommand>();
+  if (!msg.ok()) return ReplyError(in, d.id(), d.type(), msg.status());
+  Experiment* e = Current();
+  if (e == nullptr)
+    return ReplyError(in, d.id(), d.type(), Status::NotFound("no trial " + msg->trial_id));
+  auto r = e->runner().StopTrialByUser(msg->trial_id);
+  if (!r.ok()) return ReplyError(in, d.id(), d.type(), r.status());
+  const Trial* t = e->runner().FindTrial(msg->trial_id);
+  ReplyJson(in, d.id(),
+            {{"trial_id", msg->trial_id}, {"status", TrialStatusName(t->status)}, {"message", *r}});
+}
+
+void Scheduler::HandleStopExperiment(const bus::Incoming& in, const proto::Decoded& d) {
+  Experiment* e = Current();
+  if (e == nullptr)
+    return ReplyError(in, d.id(), d.type(), Status::NotFound("no experiment has been submitted"));
+  auto msg = d.As<proto::StopExperiment>();
+  if (!msg.ok()) return ReplyError(in, d.id(), d.type(), msg.status());
+  if (msg->interrupt) {
+    e->runner().InterruptExperiment("interrupted by the user");
+  } else {
+    e->runner().StopExperiment("stopped by the user");
+  }
+  ReplyJson(in, d.id(),
+            ExperimentToJson(e->name(), e->runner(), e->experiment_dir(), e->ElapsedS()));
+}
+
+void Scheduler::HandleGetExperiment(const bus::Incoming& in, const proto::Decoded& d) {
+  auto msg = d.As<proto::GetExperiment>();
+  if (!msg.ok()) return ReplyError(in, d.id(), d.type(), msg.status());
+  auto found = FindExperiment(msg->experiment);
+  if (!found.ok()) return ReplyError(in, d.id(), d.type(), found.status());
+  const Experiment* e = *found;
+  json body = ExperimentToJson(e->name(), e->runner(), e->experiment_dir(), e->ElapsedS());
+  body["journal"] = e->journal_name();
+  body["read_only"] = e->read_only();
+  body["events_endpoint"] = events_bound_;  // where `tunectl watch` subscribes
+  ReplyJson(in, d.id(), body);
+}
+
+void Scheduler::HandleListWorkers(const bus::Incoming& in, const proto::Decoded& d) {
+  const uint64_t id = d.id();
+  const std::string type = d.type();
+  rm_->Request(proto::GetClusterView{},
+               [this, route = in.route, id, type](Result<proto::Decoded> reply) {
+                 bus::Incoming back;
+                 back.route = route;
+                 auto view = reply.ok() ? reply->As<proto::ClusterView>()
+                                        : Result<proto::ClusterView>(reply.status());
+                 if (!view.ok()) return ReplyError(back, id, type, view.status());
+                 json body = json::array();
+                 for (const auto& n : view->nodes) {
+                   auto cap = Resources::FromUnits(n.capacity);
+                   auto used = Resources::FromUnits(n.committed);
+                   if (!cap.ok() || !used.ok()) continue;
+                   Resources free = *cap;
+                   if (used->FitsIn(free)) free -= *used;
+                   body.push_back({{"worker_id", n.worker_id},
+                                   {"hostname", n.hostname},
+                                   {"alive", n.alive},
+                                   {"capacity", cap->ToAmounts()},
+                                   {"committed", used->ToAmounts()},
+                                   {"free", free.ToAmounts()},
+                                   {"trials", n.trials},
+                                   {"connected", worker_registry_.IsConnected(n.worker_id)}});
+                 }
+                 ReplyJson(back, id, body);
+               });
+}
+
+void Scheduler::HandlePauseTrial(const bus::Incoming& in, const proto::Decoded& d) {
+  auto msg = d.As<proto::PauseTrialCommand>();
+  if (!msg.ok()) return ReplyError(in, d.id(), d.type(), msg.status());
+  Experiment* e = Current();
+  if (e == nullptr)
+    return ReplyError(in, d.id(), d.type(), Status::NotFound("no trial " + msg->trial_id));
+  auto r = e->runner().PauseTrial(msg->trial_id);
+  if (!r.ok()) return ReplyError(in, d.id(), d.type(), r.status());
+  ReplyJson(in, d.id(), TrialReply(e->runner(), msg->trial_id, *r));
+}
+
+void Scheduler::HandleResumeTrial(const bus::Incoming& in, const proto::Decoded& d) {
+  auto msg = d.As<proto::ResumeTrialCommand>();
+  if (!msg.ok()) return ReplyError(in, d.id(), d.type(), msg.status());
+  Experiment* e = Current();
+  if (e == nullptr)
+    return ReplyError(in, d.id(), d.type(), Status::NotFound("no trial " + msg->trial_id));
+  if (Status s = e->runner().UnpauseTrial(msg->trial_id); !s.ok())
+    return ReplyError(in, d.id(), d.type(), s);
+  e->runner().Step();
+  ReplyJson(in, d.id(),
+            TrialReply(e->runner(), msg->trial_id, "trial " + msg->trial_id + " resumed"));
+}
+
+void Scheduler::HandleAddTrial(const bus::Incoming& in, const proto::Decoded& d) {
+  auto msg = d.As<proto::AddTrialCommand>();
+  if (!msg.ok()) return ReplyError(in, d.id(), d.type(), msg.status());
+  Experiment* e = Current();
+  if (e == nullptr)
+    return ReplyError(in, d.id(), d.type(), Status::FailedPrecondition("no experiment is running"));
+  if (e->runner().IsFinished()) {
+    return ReplyError(
+        in, d.id(), d.type(),
+        Status::FailedPrecondition(fmt::format("experiment {} is finished", e->name())));
+  }
+  json config = json::parse(msg->config_json, nullptr, /*allow_exceptions=*/false);
+  if (config.is_discarded()) {
+    return ReplyError(in, d.id(), d.type(),
+                      Status::InvalidArgument("config_json is not valid JSON"));
+  }
+  auto added = e->runner().AddTrial(std::move(config));
+  if (!added.ok()) return ReplyError(in, d.id(), d.type(), added.status());
+  const std::string trial_id = (*added)->trial_id;
+  e->runner().Step();
+  ReplyJson(in, d.id(), TrialToJson(*e->runner().FindTrial(trial_id), e->experiment_dir()));
+}
+
+void Scheduler::HandleSetTrialResources(const bus::Incoming& in, const proto::Decoded& d) {
+  auto msg = d.As<proto::SetTrialResourcesCommand>();
+  if (!msg.ok()) return ReplyError(in, d.id(), d.type(), msg.status());
+  Experiment* e = Current();
+  const Trial* t = e ? e->runner().FindTrial(msg->trial_id) : nullptr;
+  if (t == nullptr)
+    return ReplyError(in, d.id(), d.type(), Status::NotFound("no trial " + msg->trial_id));
+  std::map<std::string, double> amounts = t->resources.ToAmounts();
+  for (const auto& [name, amount] : msg->resources) amounts[name] = amount;
+  auto resources = Resources::FromAmounts(amounts);
+  if (!resources.ok()) return ReplyError(in, d.id(), d.type(), resources.status());
+  if (Status s = e->runner().SetTrialResources(msg->trial_id, *resources); !s.ok()) {
+    return ReplyError(in, d.id(), d.type(), s);
+  }
+  e->runner().Step();
+  ReplyJson(in, d.id(), TrialToJson(*e->runner().FindTrial(msg->trial_id), e->experiment_dir()));
+}
+
+void Scheduler::HandleResumeExperiment(const bus::Incoming& in, const proto::Decoded& d) {
+  auto msg = d.As<proto::ResumeExperimentCommand>();
+  if (!msg.ok()) return ReplyError(in, d.id(), d.type(), msg.status());
+  const std::string& mode = msg->rerun_errored;
+  if (!mode.empty() && mode != "restore" && mode != "restart") {
+    return ReplyError(
+        in, d.id(), d.type(),
+        Status::InvalidArgument("--rerun-errored must be restore or restart, got '" + mode + "'"));
+  }
+  Experiment* e = nullptr;
+  for (auto& x : experiments_) {
+    if (x->name() == msg->name) e = x.get();
+  }
+  if (state_ == State::kSubmitting) {
+    return ReplyError(in, d.id(), d.type(),
+                      Status::FailedPrecondition("another experiment is being submitted"));
+  }
+  if (state_ == State::kRunning && Current() != e) {
+    return ReplyError(in, d.id(), d.type(),
+                      Status::FailedPrecondition(fmt::format(
+                          "experiment {} is running; stop it first", Current()->name())));
+  }
+  if (e == nullptr) {  // not in this process: the newest journal with that name
+    JournalReader reader(ctx_, options_.store_endpoint, kJournalReadTimeout, clock_);
+    auto journals = reader.List();
+    if (!journals.ok()) return ReplyError(in, d.id(), d.type(), journals.status());
+    const JournalSummary* newest = nullptr;
+    for (const JournalSummary& j : *journals) {
+      if (ExperimentNameOfJournal(j.journal) != msg->name) continue;
+      if (newest == nullptr || j.submitted_at_s > newest->submitted_at_s) newest = &j;
+    }
+    if (newest == nullptr) {
+      return ReplyError(in, d.id(), d.type(), Status::NotFound("no experiment named " + msg->name));
+    }
+    uint64_t last_seq = newest->last_seq;
+    auto replayed = reader.ReplayToResume(newest->journal, &last_seq);
+    if (!replayed.ok()) return ReplyError(in, d.id(), d.type(), replayed.status());
+    if (Status s = ResumeExperiment(reader, newest->journal, std::move(*replayed), last_seq);
+        !s.ok()) {
+      return ReplyError(in, d.id(), d.type(), s);
+    }
+    e = Current();
+  }
+  if (e->runner().Reopen()) {
+    e->journal().Append(journal::ExperimentResumed(clock_.WallSeconds(), ""));
+    spdlog::info("Experiment {} continues after its interruption", msg->name);
+  }
+  int64_t rerun = 0;
+  if (!mode.empty()) {
+    auto n = e->runner().RerunErrored(mode);
+    if (!n.ok()) return ReplyError(in, d.id(), d.type(), n.status());
+    rerun = *n;
+    if (rerun > 0) e->journal().Append(journal::ExperimentResumed(clock_.WallSeconds(), mode));
+  }
+  if (e->runner().IsFinished()) {
+    const int64_t errored = CountsOf(e->runner().trials())["ERROR"].get<int64_t>();
+    return ReplyError(
+        in, d.id(), d.type(),
+        Status::FailedPrecondition(fmt::format(
+            "experiment {} is finished ({}); nothing to resume{}", msg->name,
+            e->runner().end_reason(),
+            errored > 0
+                ? fmt::format(" — rerun its {} errored trials with --rerun-errored=restore|restart",
+                              errored)
+                : "")));
+  }
+  state_ = State::kRunning;
+  spdlog::info("Experiment {} resumed by tunectl (rerun_errored='{}': {} trials)", msg->name, mode,
+               rerun);
+  e->runner().Step();
+  json body = ExperimentToJson(e->name(), e->runner(), e->experiment_dir(), 0);
+  body["rerun"] = rerun;
+  ReplyJson(in, d.id(), body);
+}
+
+void Scheduler::HandleListExperiments(const bus::Incoming& in, const proto::Decoded& d) {
+  json body = json::array();
+  std::set<std::string> listed;
+  for (const auto& e : experiments_) {
+    listed.insert(e->journal_name());
+    body.push_back({{"name", e->name()},
+                    {"journal", e->journal_name()},
+                    {"status", ExperimentStatusName(e->runner().status())},
+                    {"counts", CountsOf(e->runner().trials())},
+                    {"total", e->runner().TotalTrials()},
+                    {"submitted_at", e->identity().submitted_at_s}});
+  }
+  JournalReader reader(ctx_, options_.store_endpoint, kJournalReadTimeout, clock_);
+  auto journals = reader.List();
+  if (!journals.ok()) return ReplyError(in, d.id(), d.type(), journals.status());
+  for (const JournalSummary& j : *journals) {
+    if (listed.contains(j.journal)) continue;
+    auto replayed = reader.Replay(j.journal, j.last_seq);
+    if (!replayed.ok()) return ReplyError(in, d.id(), d.type(), replayed.status());
+    const journal::ReplayedExperiment& x = *replayed;
+    body.push_back({{"name", ExperimentNameOfJournal(j.journal)},
+                    {"journal", j.journal},
+                    {"status", x.ended_status.empty() ? "INTERRUPTED" : x.ended_status},
+                    {"counts", CountsOf(x.trials)},
+                    {"total", int64_t(x.trials.size())},
+                    {"submitted_at", x.submitted_at_s}});
+  }
+  std::sort(body.begin(), body.end(), [](const json& a, const json& b) {
+    return a.value("submitted_at", 0.0) < b.value("submitted_at", 0.0);
+  });
+  ReplyJson(in, d.id(), body);
+}
+
+void Scheduler::HandleFetchCheckpoint(const bus::Incoming& in, const proto::Decoded& d) {
+  auto msg = d.As<proto::FetchCheckpoint>();
+  if (!msg.ok()) return ReplyError(in, d.id(), d.type(), msg.status());
+  auto e = FindExperiment(msg->experiment);
+  if (!e.ok()) return ReplyError(in, d.id(), d.type(), e.status());
+  const Trial* t = (*e)->runner().FindTrial(msg->trial_id);
+  if (t == nullptr) {
+    return ReplyError(in, d.id(), d.type(),
+                      Status::NotFound(fmt::format("no trial {} in experiment {}", msg->trial_id,
+                                                   (*e)->journal_name())));
+  }
+  auto checkpoint = ChooseCheckpoint(*t, msg->checkpoint_id);
+  if (!checkpoint.ok()) return ReplyError(in, d.id(), d.type(), checkpoint.status());
+  proto::CheckpointGet get;
+  get.checkpoint_id = checkpoint->checkpoint_id;
+  get.chunk_index = msg->chunk_index;
+  proto::CheckpointChunk chunk;
+  chunk.id = d.id();
+  chunk.experiment = (*e)->journal_name();
+  chunk.trial_id = t->trial_id;
+  chunk.checkpoint_id = checkpoint->checkpoint_id;
+  chunk.training_iteration = checkpoint->training_iteration;
+  // Captures values only: a read-only experiment may leave the cache before the store answers.
+  store_->Request(get, [this, route = in.route, type = d.type(),
+                        chunk = std::move(chunk)](Result<proto::Decoded> reply) mutable {
+    bus::Incoming back;
+    back.route = route;
+    auto got = reply.ok() ? reply->As<proto::CheckpointGetReply>()
+                          : Result<proto::CheckpointGetReply>(reply.status());
+    if (!got.ok()) {
+      spdlog::warn("Checkpoint {} chunk {} was not fetched for export: {}", chunk.checkpoint_id,
+                   chunk.chunk_index, got.status().ToString());
+      return ReplyError(
+          back, chunk.id, type,
+          Status(got.status().code(), fmt::format("checkpoint-store: {}", got.status().message())));
+    }
+    chunk.chunk_index = got->chunk_index;
+    chunk.num_chunks = got->num_chunks;
+    chunk.data = std::move(got->data);
+    bus::Reply(control_, back, proto::Encode(chunk));
+  });
+}
+
+}  // namespace tunebus

@@ -1,0 +1,226 @@
+#include "services/scheduler/experiment.hpp"
+
+#include <fmt/format.h>
+#include <spdlog/spdlog.h>
+
+#include "libs/journal/records.hpp"
+#include "libs/journal/snapshot.hpp"
+#include "libs/tune/make_trial_scheduler.hpp"
+
+namespace tunebus {
+
+namespace {
+
+// Result file tasks (about two per trial) behind which placement waits for the file writer.
+constexpr size_t kMaxFileBacklogToPlace = 8192;
+
+// Seconds from the submission to the newest result any trial reported (a journal has no end time).
+double ElapsedToLastResult(const std::vector<Trial>& trials, double submitted_at_s) {
+  double last = submitted_at_s;
+  for (const Trial& t : trials) {
+    if (!t.last_result_msgpack.empty())
+      last = std::max(last, t.LastResult().value("timestamp", 0.0));
+  }
+  return last - submitted_at_s;
+}
+
+}  // namespace
+
+NoEffects& NoEffects::Instance() {
+  static NoEffects instance;
+  return instance;
+}
+
+void NoEffects::PlaceTrial(const Trial& trial, int64_t attempt) {
+  (void)attempt;
+  Refuse("PlaceTrial", trial);
+}
+
+void NoEffects::DeleteCheckpoint(const std::string& checkpoint_id) {
+  spdlog::error("Ignoring DeleteCheckpoint {} of a read-only experiment", checkpoint_id);
+}
+
+void NoEffects::Refuse(const char* what, const Trial& trial) {
+  spdlog::error("Ignoring {} for trial {} of a read-only experiment", what, trial.trial_id);
+}
+
+RunnerOptions MakeRunnerOptions(const ExperimentSpec& spec, const std::string& experiment_id,
+                                const Resources& resources_per_trial,
+                                std::optional<CheckpointRef> restore_from) {
+  RunnerOptions ro;
+  ro.experiment_id = experiment_id;
+  ro.metric = spec.metric;
+  ro.mode = spec.mode;
+  ro.stop = spec.stop.thresholds;
+  ro.time_budget_s = spec.stop.time_budget_s;
+  ro.max_concurrent_trials = spec.max_concurrent_trials;
+  ro.max_failures = spec.max_failures;
+  ro.max_worker_losses = spec.max_worker_losses;
+  ro.fail_fast = spec.fail_fast;  // "", "true" or "raise"
+  ro.queue_trials = spec.queue_trials;
+  ro.resources_per_trial = resources_per_trial;
+  ro.checkpoint_freq = spec.checkpoint_freq;
+  ro.checkpoint_at_end = spec.checkpoint_at_end;
+  ro.keep_checkpoints_num = spec.keep_checkpoints_num;
+  ro.checkpoint_score_attr = spec.checkpoint_score_attr;
+  ro.restore_from = std::move(restore_from);
+  return ro;
+}
+
+Experiment::Experiment(ExperimentSpec spec, std::string experiment_dir, ExperimentIdentity identity,
+                       const Clock& clock, ExperimentContext* ctx)
+    : spec_(std::move(spec)),
+      experiment_dir_(std::move(experiment_dir)),
+      identity_(std::move(identity)),
+      journal_name_(spec_.name + "-" + identity_.experiment_id),
+      clock_(clock),
+      ctx_(ctx),
+      read_only_(ctx == nullptr),
+      started_(clock.Now()) {}
+
+Experiment::~Experiment() = default;
+
+Result<std::unique_ptr<Experiment>> Experiment::Create(ExperimentContext& ctx, ExperimentSpec spec,
+                                                       std::string experiment_dir,
+                                                       ExperimentIdentity identity) {
+  std::unique_ptr<Experiment> e(new Experiment(std::move(spec), std::move(experiment_dir),
+                                               std::move(identity), ctx.clock, &ctx));
+  if (Status s = e->Build(); !s.ok()) return s;
+  return e;
+}
+
+Result<std::unique_ptr<Experiment>> Experiment::LoadReadOnly(
+    ExperimentSpec spec, std::string experiment_dir, const std::string& journal_name,
+    journal::ReplayedExperiment replayed, uint64_t journal_length, const Clock& clock) {
+  ExperimentIdentity identity{replayed.experiment_id, replayed.seed,        replayed.submitted_at_s,
+                              replayed.base_dir,      replayed.source_name, replayed.restore_from};
+  std::unique_ptr<Experiment> e(new Experiment(std::move(spec), std::move(experiment_dir),
+                                               std::move(identity), clock, nullptr));
+  if (Status s = e->Build(); !s.ok()) return s;
+  if (e->journal_name_ != journal_name) {
+    return Status::Corruption(
+        fmt::format("journal {} holds experiment {}", journal_name, e->journal_name_));
+  }
+  e->journal_base_ = journal_length;
+  const double elapsed_s = ElapsedToLastResult(replayed.trials, replayed.submitted_at_s);
+  e->ended_ = clock.Now();
+  e->started_ = *e->ended_ - std::chrono::duration_cast<SteadyTime::duration>(
+                                 std::chrono::duration<double>(elapsed_s));
+  // A journal without experiment_ended (its scheduler died and it was never resumed) is what lsx
+  // calls INTERRUPTED.
+  const std::string status = replayed.ended_status.empty() ? "INTERRUPTED" : replayed.ended_status;
+  if (Status s = e->runner_->Restore(std::move(replayed.trials), replayed.searcher_state,
+                                     replayed.last_action, replayed.submitted_at_s, status,
+                                     replayed.ended_reason);
+      !s.ok()) {
+    return s;
+  }
+  return e;
+}
+
+Status Experiment::Build() {
+  auto scheduler = MakeTrialScheduler(spec_.scheduler, spec_.scheduler_config, spec_.metric,
+                                      spec_.mode, identity_.seed);
+  if (!scheduler.ok()) return scheduler.status();
+  auto resources = Resources::FromAmounts(spec_.resources_per_trial);
+  if (!resources.ok()) return resources.status();
+  TrialExecutor* executor = &NoEffects::Instance();
+  RunnerObserver* observer = &NoEffects::Instance();
+  if (!read_only_) {
+    journal_ = std::make_unique<journal::JournalWriter>(ctx_->loop, ctx_->store, journal_name_);
+    recorder_ = std::make_unique<ExperimentRecorder>(spec_.name, experiment_dir_, *journal_,
+                                                     ctx_->publisher, clock_);
+    executor_ = std::make_unique<BusExecutor>(ctx_->loop, ctx_->rm, ctx_->store, ctx_->outbox,
+                                              *journal_, spec_, experiment_dir_, journal_name_);
+    executor = executor_.get();
+    observer = recorder_.get();
+  }
+  RunnerOptions ro =
+      MakeRunnerOptions(spec_, identity_.experiment_id, *resources, identity_.restore_from);
+  auto generator =
+      std::make_unique<VariantGenerator>(spec_.param_space, spec_.num_samples, identity_.seed);
+  const Clock& clock = clock_;
+  runner_ =
+      std::make_unique<TrialRunner>(std::move(ro), std::move(generator), std::move(*scheduler),
+                                    *executor, *observer, [&clock] { return clock.WallSeconds(); });
+  if (read_only_) return Status::Ok();
+  executor_->set_runner(runner_.get());
+  recorder_->set_runner(runner_.get());
+  executor_->set_on_unreachable([this](const Trial& t) {
+    const Trial* now = runner_->FindTrial(t.trial_id);
+    if (now == nullptr || now->attempt != t.attempt || now->status != TrialStatus::kRunning) return;
+    runner_->RequeueLost(t.trial_id, fmt::format("worker {} is not connected", t.worker_id));
+  });
+  executor_->set_is_registered(ctx_->is_registered);
+  // No trial starts while its result files would queue behind many others (a slow disk).
+  executor_->set_may_place([this] { return recorder_->FileBacklog() < kMaxFileBacklogToPlace; });
+  return Status::Ok();
+}
+
+void Experiment::Submit(const std::string& spec_yaml) {
+  journal_->Append(journal::ExperimentSubmitted(identity_.experiment_id, spec_yaml,
+                                                identity_.base_dir, identity_.source_name,
+                                                identity_.seed, identity_.submitted_at_s));
+  spdlog::info("Experiment {} ({} trials{}) submitted; journal {}", spec_.name,
+               runner_->TotalTrials(), spec_.seed ? fmt::format(", seed {}", identity_.seed) : "",
+               journal_name_);
+  runner_->Step();
+}
+
+Status Experiment::Resume(JournalReader& reader, const std::string& journal_name,
+                          journal::ReplayedExperiment replayed, uint64_t store_last_seq,
+                          bus::Duration reattach_grace) {
+  const SteadyTime t0 = clock_.Now();
+  if (journal_name_ != journal_name) {
+    return Status::Corruption(
+        fmt::format("journal {} holds experiment {}", journal_name, journal_name_));
+  }
+  journal_base_ = store_last_seq;
+  // The next snapshot is due snapshot_every_records after the one this resume started from, so
+  // replay stays bounded even when the scheduler dies more often than that.
+  last_snapshot_seq_ = replayed.snapshot_records;
+  if (replayed.snapshot_records > 0)
+    last_snapshot_id_ = journal::SnapshotId(journal_name, replayed.snapshot_records);
+  journal_->set_store_seq(store_last_seq);
+  for (const Trial& t : replayed.trials) {
+    if (t.status == TrialStatus::kRunning) awaiting_reattach_.insert(t.trial_id);
+  }
+  const size_t trials = replayed.trials.size();
+  if (Status s = runner_->Restore(std::move(replayed.trials), replayed.searcher_state,
+                                  replayed.last_action, replayed.submitted_at_s,
+                                  replayed.ended_status, replayed.ended_reason);
+      !s.ok()) {
+    return s;
+  }
+  if (Status s =
+          runner_->RestoreTrialScheduler(replayed.scheduler_state, replayed.scheduler_deltas);
+      !s.ok()) {
+    return s;
+  }
+  if (!runner_->IsFinished())
+    journal_->Append(journal::ExperimentResumed(clock_.WallSeconds(), ""));
+  spdlog::info(
+      "Resumed experiment {} from journal {}: {} records ({} from a snapshot), {} trials, {} "
+      "running to reattach ({:.3f} s)",
+      spec_.name, journal_name, replayed.records, replayed.snapshot_records, trials,
+      awaiting_reattach_.size(), clock_.SecondsSince(t0));
+  RepairResultFiles(reader, store_last_seq);
+  recorder_->WriteStateFile();
+  ReconcileAllocations();
+  AdoptStoredCheckpoints();
+  ctx_->loop.AddTimer(reattach_grace, [this] { RequeueUnattached(); });
+  return Status::Ok();
+}
+
+void Experiment::AfterRound(int64_t snapshot_every_records) {
+  executor_->Flush();
+  MaybeSnapshot(snapshot_every_records);
+  journal_->Flush();
+  recorder_->FlushFiles();
+}
+
+double Experiment::ElapsedS() const {
+  return std::chrono::duration<double>(ended_.value_or(clock_.Now()) - started_).count();
+}
+
+}  // namespace tunebus
