@@ -12,6 +12,7 @@
 #include "proto/control.hpp"
 #include "proto/resources.hpp"
 #include "proto/store.hpp"
+#include "services/scheduler/bus_journal_sink.hpp"
 #include "services/scheduler/experiment.hpp"
 #include "services/scheduler/trial_json.hpp"
 
@@ -228,7 +229,8 @@ Result<std::unique_ptr<Scheduler::Experiment>> Scheduler::NewExperiment(
   TrialExecutor* executor = &NoEffects::Instance();
   RunnerObserver* observer = &NoEffects::Instance();
   if (!read_only) {
-    e->journal = std::make_unique<journal::JournalWriter>(loop_, *store_, e->journal_name);
+    e->journal = std::make_unique<journal::JournalWriter>(
+        std::make_unique<BusJournalSink>(loop_, *store_), e->journal_name);
     e->recorder = std::make_unique<ExperimentRecorder>(e->spec.name, e->experiment_dir, *e->journal,
                                                        *publisher_);
     e->executor = std::make_unique<BusExecutor>(loop_, *rm_, *store_, *outbox_, *e->journal,
