@@ -1,4 +1,4 @@
-"""End-to-end benchmarks of issue 6 on the real service binaries (run by bench/run).
+"""End-to-end benchmarks on the real service binaries (run by bench/run).
 
 Starts checkpoint-store, resource-manager, scheduler and N trial-worker *processes* on ipc://
 endpoints in a temporary folder, submits experiments of the built-in `noop` trainable over the

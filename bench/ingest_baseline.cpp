@@ -1,4 +1,4 @@
-// Raw ingest limit (issue 6, the baseline of the result-throughput benchmark): the physical
+// Raw ingest limit (the baseline of the result-throughput benchmark): the physical
 // ceiling of this machine for tunebus's result path without tunebus logic. `senders` DEALER
 // threads stream msgpack `report_result` frames (the worker protocol's own struct, the noop
 // trainable's metrics as a msgpack map, as trial-workers send them) as fast as ZeroMQ takes

@@ -1,4 +1,4 @@
-"""Optuna's half of the peer side-by-side (issue 6): JournalStorage with the file backend shared
+"""Optuna's half of the peer side-by-side: JournalStorage with the file backend shared
 by `--processes` processes, each running study.optimize on a trivial objective that reports 10
 intermediate values and asks a pruner (SuccessiveHalvingPruner, Optuna's ASHA) after each.
 Prints one JSON object: {"benchmark": "peer_optuna", "trials", "processes", "seconds",

@@ -1,10 +1,11 @@
-// Replay benchmark (issues 4 and 6): how long a resuming scheduler takes to rebuild an
+// Replay benchmark: how long a resuming scheduler takes to rebuild an
 // experiment of T trials and R results from its journal. A resume reads the newest snapshot
 // (the scheduler stores one every --snapshot-every records) and folds the records after it;
 // the worst case is a tail of snapshot_every - 1 records. Prints one JSON object:
 //   {"benchmark": "replay", "trials", "results", "records", "snapshot_every", "tail_records",
-//    "snapshot_bytes", "resume_s" (decode the snapshot + decode and apply the tail),
-//    "full_replay_s" (the baseline, same run: decode and apply every record, no snapshot),
+//    "snapshot_bytes", "resume_s" (decode the snapshot + check, decode and apply the tail),
+//    "full_replay_s" (the baseline, same run: check, decode and apply every record, no
+//    snapshot),
 //    "ratio_to_baseline", "target_s", "meets_target", "machine"}
 // Usage: replay_bench [--trials N] [--results-per-trial N] [--snapshot-every N]
 #include <chrono>
@@ -15,6 +16,7 @@
 #include <vector>
 
 #include "bench/machine.hpp"
+#include "libs/journal/record_frame.hpp"
 #include "libs/journal/records.hpp"
 #include "libs/journal/replay.hpp"
 #include "libs/journal/snapshot.hpp"
@@ -28,22 +30,25 @@ double Seconds(Clock::time_point since) {
   return std::chrono::duration<double>(Clock::now() - since).count();
 }
 
-// The records a real experiment writes: submitted, per trial added + started, its results
-// (10 metrics each, as a scheduler journals them) and its final status.
+// The stored records a real experiment writes (framed, as JournalWriter stores them):
+// submitted, per trial added + started, its results (10 metrics each, as a scheduler journals
+// them) and its final status.
 std::vector<std::string> MakeJournal(int trials, int results_per_trial) {
   using namespace tunebus;
   std::vector<std::string> out;
-  out.push_back(journal::EncodeRecord(
-      journal::ExperimentSubmitted("abcde", "name: bench\n", "/tmp", "b.yaml", 1, 0)));
+  auto store = [&out](const json& record) {
+    out.push_back(journal::FrameRecord(journal::EncodeRecord(record)));
+  };
+  store(journal::ExperimentSubmitted("abcde", "name: bench\n", "/tmp", "b.yaml", 1, 0));
   for (int i = 0; i < trials; ++i) {
     Trial t;
     t.trial_id = "abcde_" + std::to_string(i);
     t.index = i;
     t.config = {{"lr", 0.001 * i}, {"layers", i % 4}};
-    out.push_back(journal::EncodeRecord(journal::TrialAdded(t)));
+    store(journal::TrialAdded(t));
     t.attempt = 1;
     t.worker_id = "w1";
-    out.push_back(journal::EncodeRecord(journal::TrialStarted(t)));
+    store(journal::TrialStarted(t));
     for (int k = 1; k <= results_per_trial; ++k) {
       json result = {{"training_iteration", k},
                      {"time_total_s", 0.1 * k},
@@ -56,10 +61,10 @@ std::vector<std::string> MakeJournal(int trials, int results_per_trial) {
                      {"iterations_since_restore", k},
                      {"time_since_restore", 0.1 * k}};
       t.last_seq = k;
-      out.push_back(journal::EncodeRecord(journal::ResultRecord(t, result, "continue")));
+      store(journal::ResultRecord(t, result, "continue"));
     }
     t.status = TrialStatus::kTerminated;
-    out.push_back(journal::EncodeRecord(journal::TrialStatusRecord(t)));
+    store(journal::TrialStatusRecord(t));
   }
   return out;
 }
@@ -70,7 +75,7 @@ std::vector<std::string> MakeJournal(int trials, int results_per_trial) {
 bool Fold(tunebus::journal::JournalReplayer& replayer, const std::vector<std::string>& records,
           size_t from) {
   for (size_t i = from; i < records.size(); ++i) {
-    auto r = tunebus::journal::DecodeRecord(records[i]);
+    auto r = tunebus::journal::ReadStoredRecord(records[i]);
     if (!r.ok() || !replayer.Apply(*r).ok()) {
       std::fprintf(stderr, "replay failed at record %zu\n", i + 1);
       return false;

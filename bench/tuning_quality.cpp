@@ -1,4 +1,4 @@
-// Tuning quality benchmark (issue 5): FIFO, ASHA, HyperBand, median stopping and PBT on the
+// Tuning quality benchmark: FIFO, ASHA, HyperBand, median stopping and PBT on the
 // synthetic learning curves of bench/quality/synthetic_curve.hpp (known optimum 0.95), each run
 // through the real TrialRunner and trial scheduler on a simulated executor and clock, over
 // several seeds with the same num_samples (and the same sampled configs and noise) for every

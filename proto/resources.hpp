@@ -120,7 +120,7 @@ inline constexpr size_t kMaxPlacementBatchItems = 10000;
 
 /// scheduler -> resource-manager: place several trial attempts, each exactly as one Allocate
 /// would be, in order. The scheduler sends the placements (and releases) of one poll round as
-/// one message (issue 6: one wake-up per round, not per trial). Answered by
+/// one message (one wake-up per round, not per trial). Answered by
 /// AllocateBatchReply. A malformed item fails the whole request (nothing is allocated).
 /// Since v1.2.
 struct AllocateBatch {

@@ -1,4 +1,4 @@
-// The synthetic learning-curve family of the tuning quality benchmark (issue 5).
+// The synthetic learning-curve family of the tuning quality benchmark (docs/schedulers.md).
 //
 // A config {lr, width, dropout} (sampled by the real VariantGenerator from kParamSpace) trains a
 // model whose quality s follows a saturating curve: every training iteration moves s toward the

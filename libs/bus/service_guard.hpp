@@ -1,4 +1,4 @@
-// What every service needs from a bad environment (issue 19, point 8): a folder it must write is
+// What every service needs from a bad environment: a folder it must write is
 // checked up front and its failure is a Status naming the folder and the reason, and an exception
 // that escapes a service's main (a library error no handler caught) is a logged message and exit
 // code 1, never std::terminate's abort (exit 134).

@@ -98,7 +98,7 @@ struct Trial {
   std::string worker_id;          // set while RUNNING
   std::vector<std::string> gpu_ids;  // GPU indices assigned on the worker, while RUNNING
   /// The newest result (a JSON object with the auto-filled keys) as msgpack bytes, empty before
-  /// the first: one heap block per trial instead of a node per key (issue 6's memory budget).
+  /// the first: one heap block per trial instead of a node per key (docs/performance.md).
   /// Read it with LastResult(); the runner writes it with SetLastResult().
   std::string last_result_msgpack;
   /// The experiment's `metric` in the newest result when it is a number (set by the runner;

@@ -2,31 +2,27 @@
 
 #include <spdlog/spdlog.h>
 
+#include <algorithm>
+
+#include "libs/journal/record_frame.hpp"
 #include "libs/journal/records.hpp"
-#include "proto/store.hpp"
 
 namespace tunebus::journal {
 
-namespace {
-// A group commit takes milliseconds; a store that does not answer in this time is presumed
-// gone and the batch is resent (expected_first_seq keeps a retry from being written twice).
-constexpr bus::Duration kAppendTimeout{3000};
-}  // namespace
-
-JournalWriter::JournalWriter(bus::EventLoop& loop, bus::RequestClient& store,
-                             std::string experiment, bus::Duration retry_delay)
-    : loop_(loop),
-      store_(store),
-      experiment_(std::move(experiment)),
+JournalWriter::JournalWriter(std::unique_ptr<JournalSink> sink, std::string journal,
+                             Duration retry_delay, const Clock& clock)
+    : sink_(std::move(sink)),
+      journal_(std::move(journal)),
       retry_delay_(retry_delay),
-      backoff_(retry_delay) {}
+      backoff_(retry_delay),
+      clock_(clock) {}
 
 uint64_t JournalWriter::Append(const nlohmann::json& record) {
   return AppendEncoded(EncodeRecord(record));
 }
 
-uint64_t JournalWriter::AppendEncoded(std::string record) {
-  queued_.push_back(std::move(record));
+uint64_t JournalWriter::AppendEncoded(std::string_view record) {
+  queued_.push_back(FrameRecord(record));
   return ++appended_;
 }
 
@@ -52,39 +48,28 @@ void JournalWriter::Flush() {
 }
 
 void JournalWriter::Send() {
-  proto::JournalAppend req;
-  req.experiment = experiment_;
-  req.records = std::move(in_flight_records_);
-  req.expected_first_seq = store_seq_ + 1;  // a retry after a lost ack is not written twice
-  const auto sent = bus::Clock::now();
+  const SteadyTime sent = clock_.Now();
   const uint64_t last = in_flight_last_;
-  store_.Request(
-      req,
-      [this, last, sent](Result<proto::Decoded> reply) {
-        if (reply.ok() && reply->type() != proto::JournalAppendAck::kType) {
-          reply =
-              Status::InvalidArgument("store answered '" + reply->type() + "' to journal_append");
-        }
-        if (reply.ok()) {
-          auto ack = reply->As<proto::JournalAppendAck>();
-          if (ack.ok()) {
-            store_seq_ = std::max(store_seq_, ack->last_seq);
-            last_latency_s_ = std::chrono::duration<double>(bus::Clock::now() - sent).count();
-            backoff_ = retry_delay_;
-            in_flight_records_.clear();
-            OnDurable(last);
-            return;
-          }
-          reply = ack.status();
-        }
-        spdlog::error("Journal append of {} records for {} failed ({}); retrying in {} ms",
-                      in_flight_records_.size(), experiment_, reply.status().ToString(),
-                      backoff_.count());
-        loop_.AddTimer(backoff_, [this] { Send(); });
-        backoff_ = std::min(backoff_ * 2, kMaxBackoff);
-      },
-      kAppendTimeout);
-  in_flight_records_ = std::move(req.records);  // kept for a retry until acknowledged
+  // expected_first_seq: a retry after a lost ack is not written twice.
+  sink_->Append(
+      journal_, store_seq_ + 1, in_flight_records_,
+      [this, sent, last](Result<uint64_t> last_seq) { OnAppended(last_seq, sent, last); });
+}
+
+void JournalWriter::OnAppended(const Result<uint64_t>& last_seq, SteadyTime sent, uint64_t last) {
+  if (last_seq.ok()) {
+    store_seq_ = std::max(store_seq_, *last_seq);
+    last_latency_s_ = clock_.SecondsSince(sent);
+    backoff_ = retry_delay_;
+    in_flight_records_.clear();
+    OnDurable(last);
+    return;
+  }
+  spdlog::error("Journal append of {} records for {} failed ({}); retrying in {} ms",
+                in_flight_records_.size(), journal_, last_seq.status().ToString(),
+                backoff_.count());
+  sink_->AddTimer(backoff_, [this] { Send(); });
+  backoff_ = std::min(backoff_ * 2, kMaxBackoff);
 }
 
 void JournalWriter::OnDurable(uint64_t last) {

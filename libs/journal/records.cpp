@@ -16,8 +16,9 @@ std::string EncodeRecord(const json& record) {
   return bytes;
 }
 
-Result<json> DecodeRecord(const std::string& bytes) {
-  json j = json::from_msgpack(bytes, /*strict=*/true, /*allow_exceptions=*/false);
+Result<json> DecodeRecord(std::string_view bytes) {
+  json j = json::from_msgpack(bytes.begin(), bytes.end(), /*strict=*/true,
+                              /*allow_exceptions=*/false);
   if (j.is_discarded() || !j.is_object() || !j.contains("kind") || !j["kind"].is_string()) {
     return Status::Corruption("journal record is not a msgpack object with a 'kind'");
   }

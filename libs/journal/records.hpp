@@ -1,7 +1,8 @@
 // Journal records: one per experiment state change (DESIGN.md "Journal and recovery").
 //
-// A record is a JSON object with a "kind" field, stored as msgpack bytes (nlohmann::json
-// to_msgpack) in the checkpoint-store's append-only journal. Kinds and their fields:
+// A record is a JSON object with a "kind" field, encoded as msgpack bytes (nlohmann::json
+// to_msgpack) and stored, framed with a CRC (record_frame.hpp), in the checkpoint-store's
+// append-only journal; docs/journal-format.md is the grammar. Kinds and their fields:
 //   experiment_submitted {experiment_id, spec_yaml, base_dir, source_name, seed, submitted_at}
 //   trial_added          {trial_id, index, config, experiment_tag, resources (units),
 //                         restore_checkpoint (checkpoint object, only with restore_from)}
@@ -33,7 +34,7 @@ namespace tunebus::journal {
 /// msgpack bytes of a record.
 std::string EncodeRecord(const nlohmann::json& record);
 /// Errors: Corruption if the bytes are not a msgpack object with a string "kind".
-Result<nlohmann::json> DecodeRecord(const std::string& bytes);
+Result<nlohmann::json> DecodeRecord(std::string_view bytes);
 
 nlohmann::json ExperimentSubmitted(const std::string& experiment_id, const std::string& spec_yaml,
                                    const std::string& base_dir, const std::string& source_name,

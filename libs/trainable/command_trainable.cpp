@@ -64,7 +64,7 @@ struct SpawnAttrs {
   }
 };
 
-// What a worker that cannot see the experiment's files must change (issue 19, point 9).
+// What a worker that cannot see the experiment's files must change (docs/deploy.md).
 constexpr char kSameFilesHint[] =
     "a command trainable runs in the experiment file's folder, at the path it has on the host that "
     "submitted it: mount that folder at the same path on every worker (the same volume or an image "

@@ -87,10 +87,10 @@ class RunnerObserver {
   }
   /// The search algorithm advanced; `state` is VariantGenerator::SaveState().
   virtual void OnSearcherState(const nlohmann::json& state) { (void)state; }
-  /// The experiment ended with `status` ("FINISHED", "STOPPED", "ERROR") and a reason.
   /// The trial scheduler's state changed (TrialScheduler::TakeStateDelta); journaled so a
   /// resume reaches the same state.
   virtual void OnTrialSchedulerState(const nlohmann::json& delta) { (void)delta; }
+  /// The experiment ended with `status` ("FINISHED", "STOPPED", "ERROR") and a reason.
   virtual void OnExperimentEnded(const std::string& status, const std::string& reason) {
     (void)status;
     (void)reason;

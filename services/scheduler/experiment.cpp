@@ -6,6 +6,7 @@
 #include "libs/journal/records.hpp"
 #include "libs/journal/snapshot.hpp"
 #include "libs/tune/make_trial_scheduler.hpp"
+#include "services/scheduler/bus_journal_sink.hpp"
 
 namespace tunebus {
 
@@ -127,7 +128,8 @@ Status Experiment::Build() {
   TrialExecutor* executor = &NoEffects::Instance();
   RunnerObserver* observer = &NoEffects::Instance();
   if (!read_only_) {
-    journal_ = std::make_unique<journal::JournalWriter>(ctx_->loop, ctx_->store, journal_name_);
+    journal_ = std::make_unique<journal::JournalWriter>(
+        std::make_unique<BusJournalSink>(ctx_->loop, ctx_->store), journal_name_);
     recorder_ = std::make_unique<ExperimentRecorder>(spec_.name, experiment_dir_, *journal_,
                                                      ctx_->publisher, clock_);
     executor_ = std::make_unique<BusExecutor>(ctx_->loop, ctx_->rm, ctx_->store, ctx_->outbox,

@@ -7,7 +7,7 @@
 
 #include "libs/bus/request_client.hpp"
 #include "libs/bus/socket.hpp"
-#include "libs/journal/records.hpp"
+#include "libs/journal/record_frame.hpp"
 #include "libs/journal/snapshot.hpp"
 #include "proto/codec.hpp"
 #include "proto/store.hpp"
@@ -74,9 +74,9 @@ Result<std::vector<json>> JournalReader::Read(const std::string& journal, uint64
   auto got = BlockingCall<proto::JournalReadReply>(clock_, *socket, read, deadline_);
   if (!got.ok()) return got.status();
   for (size_t i = 0; i < got->records.size(); ++i) {
-    auto r = journal::DecodeRecord(got->records[i]);
-    if (!r.ok()) {  // a torn record ends the usable journal; nothing after it is applied
-      spdlog::error("Journal {} record {} does not decode ({}); using the records before it",
+    auto r = journal::ReadStoredRecord(got->records[i]);
+    if (!r.ok()) {  // a torn or flipped record ends the usable journal; nothing after it applies
+      spdlog::error("Journal {} record {} is torn or corrupt ({}); using the records before it",
                     journal, got->first_seq + i, r.status().message());
       records.push_back(json{{"kind", "torn"}});
       return records;

@@ -41,8 +41,9 @@ class JournalReader {
   /// Every non-empty journal. Errors: Unavailable when the store does not answer in time.
   Result<std::vector<JournalSummary>> List();
   /// The experiment's state: the newest snapshot in the store (if any) plus the records after
-  /// it, up to last_seq. A record that does not decode (torn tail) or does not apply ends the
-  /// replay there, with an error log line. Errors: Unavailable; Corruption for a journal that
+  /// it, up to last_seq. A record that fails its frame's CRC or does not decode (torn or
+  /// flipped, docs/journal-format.md) or does not apply ends the replay there, with an error
+  /// log line naming its seq. Errors: Unavailable; Corruption for a journal that
   /// does not start with experiment_submitted.
   Result<journal::ReplayedExperiment> Replay(const std::string& journal, uint64_t last_seq);
 
@@ -53,7 +54,7 @@ class JournalReader {
   Result<journal::ReplayedExperiment> ReplayToResume(const std::string& journal,
                                                      uint64_t* last_seq);
   /// Calls `on_record` with every record of `journal` from seq `from` through `last_seq`, in
-  /// order, stopping before a record that does not decode. Errors: Unavailable.
+  /// order, stopping before a record that is torn or corrupt. Errors: Unavailable.
   Status ForEachRecord(const std::string& journal, uint64_t from, uint64_t last_seq,
                        const std::function<void(const nlohmann::json&)>& on_record);
   /// Cuts `journal` after `keep_through_seq` (its corrupt tail), fenced on its last seq being

@@ -18,7 +18,7 @@
 //
 // The writer thread runs at nice kWriterNice: on a busy host the loop's decisions, which workers
 // wait for, take the CPU first, and the files catch up when it is free (measured in
-// docs/performance.md, item 29).
+// docs/performance.md, "The result file writer at nice 19").
 //
 // Memory stays bounded when the files cannot keep up: Backlog() tells the scheduler to start
 // no new trial while it is high (the scheduler's placement gate), and past kMaxBacklog tasks

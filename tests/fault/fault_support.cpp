@@ -2,7 +2,7 @@
 
 #include <algorithm>
 
-#include "libs/journal/records.hpp"
+#include "libs/journal/record_frame.hpp"
 #include "proto/codec.hpp"
 #include "proto/store.hpp"
 
@@ -46,7 +46,7 @@ std::vector<json> ReadJournal(const std::string& store_endpoint, const std::stri
         d.ok() ? d->As<proto::JournalReadReply>() : Result<proto::JournalReadReply>(d.status());
     if (!reply.ok() || reply->records.empty()) break;
     for (const std::string& bytes : reply->records) {
-      auto r = journal::DecodeRecord(bytes);
+      auto r = journal::ReadStoredRecord(bytes);
       if (r.ok()) records.push_back(*r);
     }
     from = reply->first_seq + reply->records.size();

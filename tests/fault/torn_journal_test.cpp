@@ -1,13 +1,16 @@
-// Fault test (issue 4): a journal whose tail is corrupt. The scheduler is SIGKILLed, garbage
-// records are appended to its journal behind its back, and it is started again: the resume
-// reports the bad tail, cuts it from the store, continues from the last good record, and the
-// experiment finishes; a second restart replays the whole (clean) journal.
+// Fault tests: a journal whose tail is corrupt. The scheduler is SIGKILLed, bad records are
+// appended to its journal behind its back, and it is started again: the resume reports the bad
+// tail (with its seqs), cuts it from the store, continues from the last good record, and the
+// experiment finishes; a second restart replays the whole (clean) journal. The bad records are
+// bytes that never were a record, a record of an unknown kind, and a record with one flipped
+// byte that still decodes (only its CRC-32C tells; docs/journal-format.md).
 #include <gtest/gtest.h>
 
 #include <nlohmann/json.hpp>
 #include <string>
 #include <thread>
 
+#include "libs/journal/record_frame.hpp"
 #include "libs/journal/records.hpp"
 #include "proto/codec.hpp"
 #include "proto/store.hpp"
@@ -35,23 +38,31 @@ void AppendRaw(Cluster& cluster, const std::string& journal, std::vector<std::st
   ASSERT_EQ(d->type(), proto::JournalAppendAck::kType);
 }
 
+// Submits a 3-trial experiment named `name` (25 iterations of 40 ms each), lets it run for
+// half a second and SIGKILLs the scheduler. Returns the journal's name ("" on failure).
+std::string SubmitAndKillTheScheduler(Cluster& cluster, const std::string& name) {
+  const fs::path file = cluster.dir() / (name + ".yaml");
+  WriteFile(file, "name: " + name +
+                      "\n"
+                      "trainable: {builtin: mock}\n"
+                      "param_space:\n"
+                      "  lr: {grid_search: [0.01, 0.02, 0.03]}\n"
+                      "  mock_iterations: 25\n"
+                      "  sleep_s: 0.04\n"
+                      "results_dir: " +
+                      (cluster.dir() / "results").string() + "\n");
+  const std::string journal = SubmitDetached(cluster, file, name);
+  if (journal.empty()) return "";
+  std::this_thread::sleep_for(500ms);
+  cluster.process("scheduler")->Kill();
+  return journal;
+}
+
 TEST(TornJournalTest, CorruptTailIsReportedCutAndTheExperimentGoesOn) {
   Cluster cluster;
   ASSERT_TRUE(cluster.Start());
-  const fs::path file = cluster.dir() / "torn.yaml";
-  WriteFile(file,
-            "name: torn\n"
-            "trainable: {builtin: mock}\n"
-            "param_space:\n"
-            "  lr: {grid_search: [0.01, 0.02, 0.03]}\n"
-            "  mock_iterations: 25\n"
-            "  sleep_s: 0.04\n"
-            "results_dir: " +
-                (cluster.dir() / "results").string() + "\n");
-  const std::string journal = SubmitDetached(cluster, file, "torn");
+  const std::string journal = SubmitAndKillTheScheduler(cluster, "torn");
   ASSERT_FALSE(journal.empty());
-  std::this_thread::sleep_for(500ms);
-  cluster.process("scheduler")->Kill();
   const size_t good = ReadJournal(cluster.store(), journal).size();
   // Undecodable bytes, then a record of an unknown kind: nothing from the bad one on is applied.
   AppendRaw(cluster, journal,
@@ -90,6 +101,41 @@ TEST(TornJournalTest, CorruptTailIsReportedCutAndTheExperimentGoesOn) {
   const json ls = cluster.Ctl({"-o", "json", "ls"}).Json();
   ASSERT_EQ(ls.size(), 3u) << ls.dump();
   for (const json& t : ls) EXPECT_EQ(t.value("training_iteration", 0), 25) << t.dump();
+}
+
+TEST(TornJournalTest, ARecordWithAFlippedByteIsCaughtByItsCrcAndCut) {
+  // A framed experiment_ended record with one byte of its reason flipped: its payload still
+  // decodes to a valid record (replayed, it would end the experiment as STOPPED), but its CRC
+  // no longer matches, so the resume reports it with its seq, cuts it, and the experiment
+  // goes on to FINISHED.
+  Cluster cluster;
+  ASSERT_TRUE(cluster.Start());
+  const std::string journal = SubmitAndKillTheScheduler(cluster, "flipped");
+  ASSERT_FALSE(journal.empty());
+  const size_t good = ReadJournal(cluster.store(), journal).size();
+  std::string record = journal::FrameRecord(
+      journal::EncodeRecord(journal::ExperimentEnded("STOPPED", "a reason to flip")));
+  const size_t at = record.find("flip");
+  ASSERT_NE(at, std::string::npos);
+  record[at] = 'F';
+  ASSERT_FALSE(journal::UnframeRecord(record).ok());
+  ASSERT_TRUE(journal::DecodeRecord(std::string_view(record).substr(1, record.size() - 5)).ok());
+  AppendRaw(cluster, journal, {record});
+
+  ASSERT_TRUE(cluster.Restart("scheduler"));
+  const json summary = WaitFinished(cluster, 60s);
+  ASSERT_FALSE(summary.empty()) << cluster.LogTails();
+  EXPECT_EQ(summary.value("status", ""), "FINISHED") << summary.dump();
+  const std::string log = cluster.process("scheduler")->Stdout();
+  const std::string seq = std::to_string(good + 1);
+  EXPECT_NE(log.find("record " + seq + " is torn or corrupt"), std::string::npos) << log;
+  EXPECT_NE(log.find("fails its CRC-32C"), std::string::npos) << log;
+  EXPECT_NE(log.find("records " + seq + ".." + seq + " are torn or corrupt"), std::string::npos)
+      << log;
+  const std::vector<json> records = ReadJournal(cluster.store(), journal);
+  for (const json& r : records) EXPECT_NE(r.value("reason", ""), "a reason to Flip") << r.dump();
+  EXPECT_EQ(records.back().value("kind", ""), "experiment_ended");
+  EXPECT_EQ(records.back().value("status", ""), "FINISHED");
 }
 
 }  // namespace

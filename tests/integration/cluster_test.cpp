@@ -12,6 +12,7 @@
 #include <thread>
 #include <vector>
 
+#include "libs/journal/record_frame.hpp"
 #include "proto/codec.hpp"
 #include "proto/control.hpp"
 #include "proto/resources.hpp"
@@ -133,7 +134,10 @@ std::vector<json> ReadJournal(const std::string& endpoint, const std::string& ex
       ADD_FAILURE() << "unexpected reply " << decoded->type();
       break;
     }
-    for (const auto& r : reply->records) records.push_back(json::from_msgpack(r, true, false));
+    for (const auto& r : reply->records) {
+      auto record = journal::ReadStoredRecord(r);
+      records.push_back(record.ok() ? *record : json(json::value_t::discarded));
+    }
     from = reply->first_seq + reply->records.size();
     if (reply->end || reply->records.empty()) break;
   }

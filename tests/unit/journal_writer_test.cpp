@@ -1,10 +1,13 @@
-// Tests for JournalWriter: write-ahead ordering against a fake checkpoint-store (a test-owned
-// ROUTER on inproc) that acknowledges, delays or fails each JournalAppend (DESIGN.md "Journal
-// and recovery"). The test thread drives the writer's EventLoop with RunOnce.
+// Tests for JournalWriter: write-ahead ordering against an in-memory JournalSink that
+// acknowledges, delays or fails each batch when the test says so (DESIGN.md "Journal and
+// recovery"). The test plays the scheduler's event loop: a round fires the sink's due retry
+// timers, then flushes the writer as the loop's idle hook does. The writer over the bus
+// (BusJournalSink and a ZeroMQ stand-in for the checkpoint-store) is bus_journal_sink_test.cpp.
 #include "libs/journal/journal_writer.hpp"
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <chrono>
 #include <functional>
 #include <memory>
@@ -12,141 +15,111 @@
 #include <string>
 #include <vector>
 
-#include "libs/bus/event_loop.hpp"
-#include "libs/bus/request_client.hpp"
-#include "libs/bus/socket.hpp"
+#include "libs/core/clock.hpp"
+#include "libs/journal/record_frame.hpp"
 #include "libs/journal/records.hpp"
-#include "proto/codec.hpp"
-#include "proto/store.hpp"
 
 namespace tunebus::journal {
 namespace {
 
 using json = nlohmann::json;
+using std::chrono::milliseconds;
 
 json Rec(int n) { return {{"kind", "trial_added"}, {"n", n}}; }
 
-// The `n` of each record bytes (as encoded by EncodeRecord).
+// The `n` of each stored record (as JournalWriter frames EncodeRecord's bytes).
 std::vector<int> Ns(const std::vector<std::string>& records) {
   std::vector<int> out;
   for (const std::string& bytes : records) {
-    auto r = DecodeRecord(bytes);
+    auto r = ReadStoredRecord(bytes);
     EXPECT_TRUE(r.ok()) << r.status().ToString();
     out.push_back(r.ok() ? (*r)["n"].get<int>() : -1);
   }
   return out;
 }
 
-// A checkpoint-store stand-in: receives JournalAppend requests and answers them only when the
-// test says so (ack, typed error or raw bytes). Acked records form `journal`, in store order.
-class FakeStore {
+// A checkpoint-store stand-in behind the JournalSink interface: keeps every batch the writer
+// hands it and answers it only when the test says so (ack or error). Acked records form
+// `journal`, in store order. Retry timers wait for the test's next round (their delays are
+// kept in `timer_delays`), so nothing sleeps.
+class FakeSink final : public JournalSink {
  public:
   struct Request {
-    std::vector<std::string> route;
-    proto::JournalAppend append;
+    std::string journal;
+    uint64_t expected_first_seq = 0;
+    std::vector<std::string> records;
+    AppendDone done;
     bool answered = false;
   };
 
-  FakeStore(zmq::context_t& ctx, const std::string& endpoint) {
-    auto s = bus::Bind(ctx, zmq::socket_type::router, endpoint);
-    EXPECT_TRUE(s.ok()) << s.status().ToString();
-    if (s.ok()) router_ = std::move(*s);
+  void Append(const std::string& journal, uint64_t expected_first_seq,
+              std::vector<std::string>& records, AppendDone done) override {
+    requests.push_back({journal, expected_first_seq, records, std::move(done), false});
+    int outstanding = 0;
+    for (const Request& r : requests) outstanding += !r.answered;
+    max_outstanding = std::max(max_outstanding, outstanding);
+  }
+  void AddTimer(milliseconds delay, std::function<void()> fn) override {
+    timer_delays.push_back(delay);
+    timers_.push_back(std::move(fn));
   }
 
-  // Takes every request waiting on the socket, without blocking.
-  void Poll() {
-    bus::Incoming in;
-    while (bus::Receive(router_, in)) {
-      auto d = proto::Decode(in.payload.data(), in.payload.size());
-      ASSERT_TRUE(d.ok()) << d.status().ToString();
-      ASSERT_EQ(d->type(), proto::JournalAppend::kType);
-      auto m = d->As<proto::JournalAppend>();
-      ASSERT_TRUE(m.ok()) << m.status().ToString();
-      requests.push_back({in.route, *m, false});
-      int outstanding = 0;
-      for (const Request& r : requests) outstanding += !r.answered;
-      max_outstanding = std::max(max_outstanding, outstanding);
-    }
-  }
-
-  // Makes request `i` durable: assigns the next seqs and answers JournalAppendAck.
+  // Makes request `i` durable: assigns the next seqs and acknowledges the last one.
   void Ack(size_t i) {
-    Request& r = requests.at(i);
-    proto::JournalAppendAck ack;
-    ack.id = r.append.id;
-    ack.experiment = r.append.experiment;
-    ack.first_seq = journal.size() + 1;
-    for (const std::string& rec : r.append.records) journal.push_back(rec);
-    ack.last_seq = journal.size();
-    Answer(r, proto::Encode(ack));
+    for (const std::string& rec : requests.at(i).records) journal.push_back(rec);
+    Answer(i, uint64_t(journal.size()));
   }
-  // Answers request `i` with a typed error; nothing is written.
-  void Fail(size_t i, const Status& status) {
-    Request& r = requests.at(i);
-    Answer(r, proto::Encode(proto::MakeError(status, r.append.id, proto::JournalAppend::kType)));
-  }
-  // Answers request `i` with arbitrary bytes built from its id.
-  void AnswerRaw(size_t i, const std::function<std::string(uint64_t id)>& make) {
-    Request& r = requests.at(i);
-    Answer(r, make(r.append.id));
+  // Answers request `i` with an error; nothing is written.
+  void Fail(size_t i, const Status& status) { Answer(i, status); }
+  // Runs the retry timers set so far (the ones they set wait for the next call).
+  void FireTimers() {
+    std::vector<std::function<void()>> due;
+    due.swap(timers_);
+    for (auto& fn : due) fn();
   }
 
   std::vector<Request> requests;
-  std::vector<std::string> journal;  // durable records, in store order
-  int max_outstanding = 0;           // most requests ever received but not answered
+  std::vector<std::string> journal;        // durable records, in store order
+  int max_outstanding = 0;                 // most requests ever received but not answered
+  std::vector<milliseconds> timer_delays;  // every retry delay asked for, in order
 
  private:
-  void Answer(Request& r, const std::string& payload) {
+  void Answer(size_t i, Result<uint64_t> outcome) {
+    Request& r = requests.at(i);
     ASSERT_FALSE(r.answered);
-    bus::Incoming to;
-    to.route = r.route;
-    ASSERT_TRUE(bus::Reply(router_, to, payload));
     r.answered = true;
+    AppendDone done = std::move(r.done);  // `r` may move: the writer may append from `done`
+    done(std::move(outcome));
   }
-  zmq::socket_t router_;
+  std::vector<std::function<void()>> timers_;
 };
-
-int g_endpoint_counter = 0;
 
 class JournalWriterTest : public ::testing::Test {
  protected:
-  JournalWriterTest()
-      : endpoint_("inproc://journal-writer-test-" + std::to_string(g_endpoint_counter++)),
-        store_(ctx_, endpoint_) {
-    auto dealer = bus::Connect(ctx_, zmq::socket_type::dealer, endpoint_);
-    EXPECT_TRUE(dealer.ok()) << dealer.status().ToString();
-    client_ = std::make_unique<bus::RequestClient>(loop_, std::move(*dealer), "checkpoint-store");
-    writer_ = std::make_unique<JournalWriter>(loop_, *client_, "exp1", bus::Duration{20});
-    loop_.SetIdleHook([this] { writer_->Flush(); });  // as the scheduler does
-  }
-  ~JournalWriterTest() override {
-    loop_.SetIdleHook(nullptr);
-    writer_.reset();
-    client_.reset();
+  JournalWriterTest() {
+    auto sink = std::make_unique<FakeSink>();
+    sink_ = sink.get();
+    writer_ = std::make_unique<JournalWriter>(std::move(sink), "exp1", milliseconds{20}, clock_);
   }
 
-  // One loop round (at most 10 ms), then the store takes what arrived.
+  // One loop round: the due retry timers, then the idle hook's Flush (as the scheduler does).
   void Spin(int rounds = 1) {
     for (int i = 0; i < rounds; ++i) {
-      loop_.RunOnce(bus::Duration{10});
-      store_.Poll();
+      sink_->FireTimers();
+      writer_->Flush();
     }
   }
-  // Spins until `done` holds (at most ~2 s, normally a round or two).
+  // Spins until `done` holds (at most 100 rounds, normally a round or two).
   bool SpinUntil(const std::function<bool()>& done) {
-    const auto deadline = bus::Clock::now() + std::chrono::seconds(2);
-    while (!done() && bus::Clock::now() < deadline) Spin();
+    for (int round = 0; round < 100 && !done(); ++round) Spin();
     return done();
   }
   bool WaitForRequests(size_t n) {
-    return SpinUntil([&] { return store_.requests.size() >= n; });
+    return SpinUntil([&] { return sink_->requests.size() >= n; });
   }
 
-  zmq::context_t ctx_;
-  std::string endpoint_;
-  FakeStore store_;
-  bus::EventLoop loop_;
-  std::unique_ptr<bus::RequestClient> client_;
+  ManualClock clock_;
+  FakeSink* sink_ = nullptr;  // owned by writer_
   std::unique_ptr<JournalWriter> writer_;
 };
 
@@ -234,11 +207,11 @@ TEST_F(JournalWriterTest, EffectRunsAtOnceWhenEverythingIsDurable) {
   EXPECT_EQ(ran, 1);
   writer_->Flush();  // nothing queued: no request
   Spin(2);
-  EXPECT_TRUE(store_.requests.empty());
+  EXPECT_TRUE(sink_->requests.empty());
 
   writer_->Append(Rec(1));
   ASSERT_TRUE(WaitForRequests(1));
-  store_.Ack(0);
+  sink_->Ack(0);
   ASSERT_TRUE(SpinUntil([&] { return writer_->durable() == 1; }));
   writer_->AfterDurable([&] { ++ran; });
   EXPECT_EQ(ran, 2);
@@ -254,16 +227,16 @@ TEST_F(JournalWriterTest, EffectWaitsForTheAckCoveringEveryEarlierAppend) {
   EXPECT_FALSE(ran);
   EXPECT_EQ(writer_->appended(), 2u);
   ASSERT_TRUE(WaitForRequests(1));
-  EXPECT_EQ(store_.requests[0].append.experiment, "exp1");
-  EXPECT_EQ(Ns(store_.requests[0].append.records), (std::vector<int>{1, 2}));
+  EXPECT_EQ(sink_->requests[0].journal, "exp1");
+  EXPECT_EQ(Ns(sink_->requests[0].records), (std::vector<int>{1, 2}));
   Spin(3);  // the store is slow
   EXPECT_FALSE(ran);
   EXPECT_EQ(writer_->durable(), 0u);
-  store_.Ack(0);
+  sink_->Ack(0);
   ASSERT_TRUE(SpinUntil([&] { return ran; }));
   EXPECT_EQ(writer_->durable(), 2u);
   EXPECT_EQ(writer_->store_seq(), 2u);
-  EXPECT_EQ(store_.requests.size(), 1u);
+  EXPECT_EQ(sink_->requests.size(), 1u);
 }
 
 TEST_F(JournalWriterTest, OnlyOneBatchInFlightAndAppendsDuringItFormTheNextBatch) {
@@ -276,18 +249,18 @@ TEST_F(JournalWriterTest, OnlyOneBatchInFlightAndAppendsDuringItFormTheNextBatch
   bool ran = false;
   writer_->AfterDurable([&] { ran = true; });
   Spin(3);
-  EXPECT_EQ(store_.requests.size(), 1u);
-  store_.Ack(0);
+  EXPECT_EQ(sink_->requests.size(), 1u);
+  sink_->Ack(0);
   ASSERT_TRUE(WaitForRequests(2));
   EXPECT_EQ(writer_->durable(), 1u);
   EXPECT_FALSE(ran);
-  EXPECT_EQ(Ns(store_.requests[1].append.records), (std::vector<int>{2, 3}));
-  store_.Ack(1);
+  EXPECT_EQ(Ns(sink_->requests[1].records), (std::vector<int>{2, 3}));
+  sink_->Ack(1);
   ASSERT_TRUE(SpinUntil([&] { return ran; }));
   EXPECT_EQ(writer_->durable(), 3u);
   EXPECT_EQ(writer_->store_seq(), 3u);
-  EXPECT_EQ(Ns(store_.journal), (std::vector<int>{1, 2, 3}));
-  EXPECT_EQ(store_.max_outstanding, 1);
+  EXPECT_EQ(Ns(sink_->journal), (std::vector<int>{1, 2, 3}));
+  EXPECT_EQ(sink_->max_outstanding, 1);
 }
 
 TEST_F(JournalWriterTest, ABacklogLargerThanOneBatchGoesAsBoundedBatchesInOrder) {
@@ -303,25 +276,25 @@ TEST_F(JournalWriterTest, ABacklogLargerThanOneBatchGoesAsBoundedBatchesInOrder)
   for (size_t batch = 0; sent.size() < size_t(n); ++batch) {
     ASSERT_TRUE(WaitForRequests(batch + 1)) << "batch " << batch;
     Spin(2);
-    EXPECT_EQ(store_.requests.size(), batch + 1)
+    EXPECT_EQ(sink_->requests.size(), batch + 1)
         << "a second batch went before the first was acked";
-    const auto& records = store_.requests[batch].append.records;
+    const auto& records = sink_->requests[batch].records;
     size_t bytes = 0;
     for (const std::string& r : records) bytes += r.size();
     EXPECT_LE(bytes, JournalWriter::kMaxBatchBytes);
     EXPECT_GE(records.size(), 1u);
     for (int x : Ns(records)) sent.push_back(x);
     EXPECT_FALSE(ran);
-    store_.Ack(batch);
+    sink_->Ack(batch);
   }
   ASSERT_TRUE(SpinUntil([&] { return ran; }));
-  EXPECT_GT(store_.requests.size(), 2u);
+  EXPECT_GT(sink_->requests.size(), 2u);
   std::vector<int> expected;
   for (int i = 1; i <= n; ++i) expected.push_back(i);
   EXPECT_EQ(sent, expected);
-  EXPECT_EQ(Ns(store_.journal), expected);
+  EXPECT_EQ(Ns(sink_->journal), expected);
   EXPECT_EQ(writer_->durable(), uint64_t(n));
-  EXPECT_EQ(store_.max_outstanding, 1);
+  EXPECT_EQ(sink_->max_outstanding, 1);
 }
 TEST_F(JournalWriterTest, EffectsRunInCallOrderEachAfterItsOwnRecords) {
   // e1 follows record 1; e2 and e3 follow record 2. The ack of batch 1 runs only e1; the ack
@@ -333,12 +306,12 @@ TEST_F(JournalWriterTest, EffectsRunInCallOrderEachAfterItsOwnRecords) {
   writer_->Append(Rec(2));
   writer_->AfterDurable([&] { order.push_back(2); });
   writer_->AfterDurable([&] { order.push_back(3); });
-  store_.Ack(0);
+  sink_->Ack(0);
   ASSERT_TRUE(SpinUntil([&] { return !order.empty(); }));
   ASSERT_TRUE(WaitForRequests(2));
   Spin(2);
   EXPECT_EQ(order, (std::vector<int>{1}));
-  store_.Ack(1);
+  sink_->Ack(1);
   ASSERT_TRUE(SpinUntil([&] { return order.size() == 3; }));
   EXPECT_EQ(order, (std::vector<int>{1, 2, 3}));
 }
@@ -352,53 +325,60 @@ TEST_F(JournalWriterTest, FailedAppendIsRetriedWithTheSameRecordsWhileEffectsWai
   bool ran = false;
   writer_->AfterDurable([&] { ran = true; });
   ASSERT_TRUE(WaitForRequests(1));
-  store_.Fail(0, Status::IoError("rocksdb: disk full"));
+  sink_->Fail(0, Status::IoError("rocksdb: disk full"));
   writer_->Append(Rec(3));
   ASSERT_TRUE(WaitForRequests(2));
   EXPECT_FALSE(ran);
   EXPECT_EQ(writer_->durable(), 0u);
-  EXPECT_EQ(Ns(store_.requests[1].append.records), (std::vector<int>{1, 2}));
-  store_.Fail(1, Status::Unavailable("busy"));
+  EXPECT_EQ(Ns(sink_->requests[1].records), (std::vector<int>{1, 2}));
+  sink_->Fail(1, Status::Unavailable("busy"));
   ASSERT_TRUE(WaitForRequests(3));
   EXPECT_FALSE(ran);
-  EXPECT_EQ(Ns(store_.requests[2].append.records), (std::vector<int>{1, 2}));
-  EXPECT_EQ(store_.max_outstanding, 1);
-  store_.Ack(2);
+  EXPECT_EQ(Ns(sink_->requests[2].records), (std::vector<int>{1, 2}));
+  EXPECT_EQ(sink_->max_outstanding, 1);
+  sink_->Ack(2);
   ASSERT_TRUE(SpinUntil([&] { return ran; }));
   EXPECT_EQ(writer_->durable(), 2u);
   ASSERT_TRUE(WaitForRequests(4));
-  EXPECT_EQ(Ns(store_.requests[3].append.records), (std::vector<int>{3}));
-  store_.Ack(3);
+  EXPECT_EQ(Ns(sink_->requests[3].records), (std::vector<int>{3}));
+  sink_->Ack(3);
   ASSERT_TRUE(SpinUntil([&] { return writer_->durable() == 3; }));
-  EXPECT_EQ(Ns(store_.journal), (std::vector<int>{1, 2, 3}));
-  EXPECT_EQ(store_.max_outstanding, 1);
+  EXPECT_EQ(Ns(sink_->journal), (std::vector<int>{1, 2, 3}));
+  EXPECT_EQ(sink_->max_outstanding, 1);
+  // Every try of the first batch asks for seq 1 (so the store writes it once), the next for 3.
+  for (size_t i = 0; i < 3; ++i) EXPECT_EQ(sink_->requests[i].expected_first_seq, 1u) << i;
+  EXPECT_EQ(sink_->requests[3].expected_first_seq, 3u);
+  EXPECT_EQ(sink_->timer_delays, (std::vector<milliseconds>{milliseconds{20}, milliseconds{40}}));
 }
 
-TEST_F(JournalWriterTest, MalformedAckIsNotTakenAsDurable) {
-  // An ack whose fields have the wrong types cannot prove durability: the batch is retried.
+TEST_F(JournalWriterTest, RetryDelayDoublesPerFailureUpTo30sAndAnAckResetsIt) {
+  // A store down for a long time: the delay before each retry doubles from retry_delay and
+  // stops at 30 s; once a batch is acknowledged, the next failure waits retry_delay again.
   writer_->Append(Rec(1));
-  bool ran = false;
-  writer_->AfterDurable([&] { ran = true; });
+  for (size_t i = 0; i < 14; ++i) {
+    ASSERT_TRUE(WaitForRequests(i + 1));
+    sink_->Fail(i, Status::Unavailable("the checkpoint-store did not answer"));
+  }
+  ASSERT_TRUE(WaitForRequests(15));
+  sink_->Ack(14);
+  writer_->Append(Rec(2));
+  ASSERT_TRUE(WaitForRequests(16));
+  sink_->Fail(15, Status::IoError("flaky"));
+  std::vector<milliseconds> expected;
+  for (int64_t delay = 20; delay < 30000; delay *= 2) expected.push_back(milliseconds{delay});
+  while (expected.size() < 14) expected.push_back(milliseconds{30000});
+  expected.push_back(milliseconds{20});
+  EXPECT_EQ(sink_->timer_delays, expected);
+  EXPECT_EQ(writer_->durable(), 1u);
+}
+
+TEST_F(JournalWriterTest, AppendLatencyIsTheTimeFromHandingTheBatchOverToItsAck) {
+  // The writer times a batch on its clock: from the try that succeeded to the ack.
+  writer_->Append(Rec(1));
   ASSERT_TRUE(WaitForRequests(1));
-  store_.AnswerRaw(0, [](uint64_t id) {
-    msgpack::sbuffer buf;
-    msgpack::packer<msgpack::sbuffer> p(buf);
-    p.pack_map(4);
-    p.pack(std::string("v"));
-    p.pack(proto::kProtocolVersion);
-    p.pack(std::string("type"));
-    p.pack(std::string(proto::JournalAppendAck::kType));
-    p.pack(std::string("id"));
-    p.pack(id);
-    p.pack(std::string("last_seq"));
-    p.pack(std::string("one"));
-    return std::string(buf.data(), buf.size());
-  });
-  ASSERT_TRUE(WaitForRequests(2));
-  EXPECT_FALSE(ran);
-  EXPECT_EQ(Ns(store_.requests[1].append.records), (std::vector<int>{1}));
-  store_.Ack(1);
-  ASSERT_TRUE(SpinUntil([&] { return ran; }));
+  clock_.Advance(milliseconds{7});
+  sink_->Ack(0);
+  EXPECT_DOUBLE_EQ(writer_->last_append_latency_s(), 0.007);
 }
 
 TEST_F(JournalWriterTest, EffectsMayAppendAndWaitAgain) {
@@ -412,11 +392,11 @@ TEST_F(JournalWriterTest, EffectsMayAppendAndWaitAgain) {
     writer_->AfterDurable([&] { order.push_back(2); });
   });
   ASSERT_TRUE(WaitForRequests(1));
-  store_.Ack(0);
+  sink_->Ack(0);
   ASSERT_TRUE(WaitForRequests(2));
   EXPECT_EQ(order, (std::vector<int>{1}));
-  EXPECT_EQ(Ns(store_.requests[1].append.records), (std::vector<int>{2}));
-  store_.Ack(1);
+  EXPECT_EQ(Ns(sink_->requests[1].records), (std::vector<int>{2}));
+  sink_->Ack(1);
   ASSERT_TRUE(SpinUntil([&] { return order.size() == 2; }));
   EXPECT_EQ(order, (std::vector<int>{1, 2}));
 }
@@ -434,24 +414,24 @@ TEST_F(JournalWriterTest, EveryEffectSeesItsRecordsDurableUnderMixedAcksAndFailu
       const size_t need = size_t(appended);
       const int effect = appended;
       writer_->AfterDurable([&, need, effect] {
-        EXPECT_GE(store_.journal.size(), need)
+        EXPECT_GE(sink_->journal.size(), need)
             << "effect " << effect << " ran before its record was durable";
         ran.push_back(effect);
       });
     }
     Spin();
-    for (size_t i = 0; i < store_.requests.size(); ++i) {
-      if (store_.requests[i].answered) continue;
+    for (size_t i = 0; i < sink_->requests.size(); ++i) {
+      if (sink_->requests[i].answered) continue;
       if (++answers % 3 == 0) {
-        store_.Fail(i, Status::IoError("flaky"));
+        sink_->Fail(i, Status::IoError("flaky"));
       } else {
-        store_.Ack(i);
+        sink_->Ack(i);
       }
     }
   }
   ASSERT_TRUE(SpinUntil([&] {
-    for (size_t i = 0; i < store_.requests.size(); ++i) {
-      if (!store_.requests[i].answered) store_.Ack(i);
+    for (size_t i = 0; i < sink_->requests.size(); ++i) {
+      if (!sink_->requests[i].answered) sink_->Ack(i);
     }
     return writer_->durable() == uint64_t(appended);
   }));
@@ -459,8 +439,8 @@ TEST_F(JournalWriterTest, EveryEffectSeesItsRecordsDurableUnderMixedAcksAndFailu
   for (int i = 0; i < appended; ++i) EXPECT_EQ(ran[size_t(i)], i + 1);
   std::vector<int> expected;
   for (int i = 1; i <= appended; ++i) expected.push_back(i);
-  EXPECT_EQ(Ns(store_.journal), expected);
-  EXPECT_EQ(store_.max_outstanding, 1);
+  EXPECT_EQ(Ns(sink_->journal), expected);
+  EXPECT_EQ(sink_->max_outstanding, 1);
   EXPECT_EQ(writer_->store_seq(), uint64_t(appended));
 }
 
