@@ -56,7 +56,7 @@ void JournalWriter::Send() {
   req.experiment = experiment_;
   req.records = std::move(in_flight_records_);
   req.expected_first_seq = store_seq_ + 1;  // a retry after a lost ack is not written twice
-  const auto sent = bus::Clock::now();
+  const SteadyTime sent = loop_.clock().Now();
   const uint64_t last = in_flight_last_;
   store_.Request(
       req,
@@ -69,7 +69,7 @@ void JournalWriter::Send() {
           auto ack = reply->As<proto::JournalAppendAck>();
           if (ack.ok()) {
             store_seq_ = std::max(store_seq_, ack->last_seq);
-            last_latency_s_ = std::chrono::duration<double>(bus::Clock::now() - sent).count();
+            last_latency_s_ = loop_.clock().SecondsSince(sent);
             backoff_ = retry_delay_;
             in_flight_records_.clear();
             OnDurable(last);
