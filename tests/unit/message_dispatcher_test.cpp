@@ -16,8 +16,8 @@ using namespace std::chrono_literals;
 class MessageDispatcherTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    router_ = std::move(*bus::Bind(ctx_, zmq::socket_type::router, "inproc://dispatcher"));
-    dealer_ = std::move(*bus::Connect(ctx_, zmq::socket_type::dealer, "inproc://dispatcher"));
+    router_ = bus::Bind(ctx_, zmq::socket_type::router, "inproc://dispatcher").value();
+    dealer_ = bus::Connect(ctx_, zmq::socket_type::dealer, "inproc://dispatcher").value();
   }
   // Sends `bytes`, dispatches what the router received, returns the reply (if any in 1 s).
   std::optional<proto::ErrorReply> Exchange(const std::string& bytes) {

@@ -124,6 +124,7 @@ class ResourceManagerTest : public ::testing::Test {
     return {};
   }
 
+  ManualClock manual_clock_;  // for tests that Start(..., &manual_clock_): outlives rm_
   zmq::context_t ctx_;
   std::unique_ptr<ResourceManager> rm_;
   zmq::socket_t dealer_;
@@ -251,7 +252,7 @@ TEST_F(ResourceManagerTest, AWorkerIsLostOnlyOnceThePausedClockPassesItsLiveness
   // The resource-manager runs on a ManualClock (heartbeats 1000 ms x 3): w1 never beats after
   // registering, w2 beats every 500 ms of clock time. Nothing sleeps: each step advances the
   // clock, and a second view request proves the loop ran the timers due at the first.
-  ManualClock clock;
+  ManualClock& clock = manual_clock_;
   Start(1000, &clock);
   Register("w1", 2);
   Register("w2", 2);
