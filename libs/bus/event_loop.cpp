@@ -18,20 +18,20 @@ void EventLoop::RemoveFd(int fd) {
 
 EventLoop::TimerId EventLoop::AddTimer(Duration delay, Handler handler) {
   const TimerId id = next_timer_++;
-  timers_[id] = Timer{Clock::now() + delay, Duration{0}, std::move(handler)};
+  timers_[id] = Timer{clock_.Now() + delay, Duration{0}, std::move(handler)};
   return id;
 }
 
 EventLoop::TimerId EventLoop::AddPeriodic(Duration interval, Handler handler) {
   const TimerId id = next_timer_++;
-  timers_[id] = Timer{Clock::now() + interval, interval, std::move(handler)};
+  timers_[id] = Timer{clock_.Now() + interval, interval, std::move(handler)};
   return id;
 }
 
 void EventLoop::CancelTimer(TimerId id) { timers_.erase(id); }
 
 void EventLoop::RunDueTimers() {
-  const auto now = Clock::now();
+  const auto now = clock_.Now();
   std::vector<TimerId> due;
   for (const auto& [id, t] : timers_) {
     if (t.due <= now) due.push_back(id);
@@ -52,7 +52,7 @@ void EventLoop::RunDueTimers() {
 bool EventLoop::RunOnce(Duration max_wait) {
   if (stopped()) return false;
   Duration wait = max_wait;
-  const auto now = Clock::now();
+  const auto now = clock_.Now();
   for (const auto& [id, t] : timers_) {
     wait = std::min(wait, std::max(Duration{0}, std::chrono::duration_cast<Duration>(t.due - now)));
   }

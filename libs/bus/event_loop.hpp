@@ -4,6 +4,11 @@
 // runs due timers, and calls one handler per readable source. All state of a service is owned
 // by the thread that calls Run(), so handlers take no locks. Stop() is the only method that may
 // be called from another thread or a signal handler.
+//
+// Time: timers and poll timeouts read the loop's tunebus::Clock (clock(), Clock::Real() unless
+// a test passes a ManualClock), so a test advances time by hand instead of sleeping. With a
+// ManualClock a timer is due only once the clock was advanced past it; a poll round still
+// waits up to its real max_wait for sockets.
 #pragma once
 
 #include <atomic>
@@ -14,8 +19,12 @@
 #include <vector>
 #include <zmq.hpp>
 
+#include "libs/core/clock.hpp"
+
 namespace tunebus::bus {
 
+/// std::chrono::steady_clock, for code that still reads the system clock itself; new code reads
+/// the loop's tunebus::Clock (EventLoop::clock()).
 using Clock = std::chrono::steady_clock;
 using Duration = std::chrono::milliseconds;
 
@@ -23,6 +32,14 @@ class EventLoop {
  public:
   using Handler = std::function<void()>;
   using TimerId = uint64_t;
+
+  /// `clock` times the timers and must outlive the loop.
+  explicit EventLoop(const tunebus::Clock& clock = tunebus::Clock::Real()) : clock_(clock) {}
+  EventLoop(const EventLoop&) = delete;
+  EventLoop& operator=(const EventLoop&) = delete;
+
+  /// The time source of this loop's timers; services and libraries on the loop read it too.
+  const tunebus::Clock& clock() const { return clock_; }
 
   /// Calls `on_readable` whenever `socket` has a message. The socket must outlive the loop.
   void AddSocket(zmq::socket_t& socket, Handler on_readable);
@@ -54,12 +71,13 @@ class EventLoop {
     Handler handler;
   };
   struct Timer {
-    Clock::time_point due;
+    SteadyTime due;
     Duration interval{0};  // 0 = one-shot
     Handler handler;
   };
   void RunDueTimers();
 
+  const tunebus::Clock& clock_;
   std::vector<Source> sources_;
   std::map<TimerId, Timer> timers_;
   TimerId next_timer_ = 1;

@@ -56,9 +56,11 @@ MetricsServer::~MetricsServer() {
 }
 
 Result<std::unique_ptr<MetricsServer>> MetricsServer::Start(
-    const std::string& host, int port, std::chrono::milliseconds healthy_within) {
+    const std::string& host, int port, std::chrono::milliseconds healthy_within,
+    const Clock& clock) {
   std::unique_ptr<MetricsServer> s(new MetricsServer());
   s->healthy_within_ = healthy_within;
+  s->clock_ = &clock;
   MetricsServer* raw = s.get();
   s->server_->Get("/metrics", [raw](const httplib::Request&, httplib::Response& res) {
     std::lock_guard<std::mutex> lock(raw->mu_);
@@ -71,7 +73,7 @@ Result<std::unique_ptr<MetricsServer>> MetricsServer::Start(
       return res.set_content("starting: the service has not published its figures yet\n",
                              "text/plain");
     }
-    const auto silent = std::chrono::steady_clock::now() - *raw->published_at_;
+    const auto silent = raw->clock_->Now() - *raw->published_at_;
     if (silent > raw->healthy_within_) {
       res.status = 503;
       return res.set_content(
@@ -92,7 +94,7 @@ Result<std::unique_ptr<MetricsServer>> MetricsServer::Start(
 void MetricsServer::Publish(std::string text) {
   std::lock_guard<std::mutex> lock(mu_);
   text_ = std::move(text);
-  published_at_ = std::chrono::steady_clock::now();
+  published_at_ = clock_->Now();
 }
 
 int CheckHealth(const std::string& host, int port) {

@@ -18,6 +18,7 @@
 #include <string>
 #include <thread>
 
+#include "libs/core/clock.hpp"
 #include "libs/core/status.hpp"
 
 namespace httplib {
@@ -50,10 +51,12 @@ class MetricsServer {
   /// /healthz fails when the last Publish is older than this (the loop publishes every second).
   static constexpr std::chrono::milliseconds kHealthyWithin{10000};
 
-  /// Listens on host:port (port 0: any free port) and serves on a thread of its own.
+  /// Listens on host:port (port 0: any free port) and serves on a thread of its own. `clock`
+  /// (thread-safe, outlives the server) times /healthz's age of the last Publish.
   /// Errors: Unavailable if it cannot bind.
   static Result<std::unique_ptr<MetricsServer>> Start(
-      const std::string& host, int port, std::chrono::milliseconds healthy_within = kHealthyWithin);
+      const std::string& host, int port, std::chrono::milliseconds healthy_within = kHealthyWithin,
+      const Clock& clock = Clock::Real());
   ~MetricsServer();  // stops the server and joins its thread
   MetricsServer(const MetricsServer&) = delete;
   MetricsServer& operator=(const MetricsServer&) = delete;
@@ -68,9 +71,10 @@ class MetricsServer {
   std::thread thread_;
   int port_ = 0;
   std::mutex mu_;
-  std::string text_;                                                   // guarded by mu_
-  std::optional<std::chrono::steady_clock::time_point> published_at_;  // guarded by mu_
+  std::string text_;                        // guarded by mu_
+  std::optional<SteadyTime> published_at_;  // guarded by mu_
   std::chrono::milliseconds healthy_within_ = kHealthyWithin;
+  const Clock* clock_ = &Clock::Real();
 };
 
 /// The healthcheck client (`<service> --healthcheck`): GET http://<host>:<port>/healthz (a

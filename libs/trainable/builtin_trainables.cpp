@@ -13,7 +13,6 @@
 namespace tunebus::trainable {
 
 namespace fs = std::filesystem;
-using SteadyClock = std::chrono::steady_clock;
 
 nlohmann::json MockMetrics(double lr, int64_t t) {
   const double s = 1.0 / (1.0 + 10.0 * lr * static_cast<double>(t));
@@ -56,7 +55,7 @@ class BuiltinTrainable : public Trainable {
     if (Status s = Configure(setup_.config); !s.ok()) return s;
     started_ = true;
     iteration_ = setup_.start_iteration;
-    iter_start_ = SteadyClock::now();
+    iter_start_ = setup_.clock->Now();
     if (delay_.count() == 0) {  // unpaced: the first report is ready at once, no timer at all
       Iterate();
       return Status::Ok();
@@ -79,8 +78,7 @@ class BuiltinTrainable : public Trainable {
     if (ended()) return Status::FailedPrecondition("the trainable has exited");
     if (!ConsumeAwaited()) return Status::FailedPrecondition("no report waits for a decision");
     OnDecision(iteration_);
-    last_decision_latency_s_ =
-        std::chrono::duration<double>(SteadyClock::now() - reported_at_).count();
+    last_decision_latency_s_ = setup_.clock->SecondsSince(reported_at_);
     if (action == Action::kCheckpoint) {  // saved now, before the next report or the end
       if (Status s = WriteCheckpoint(); !s.ok()) {
         ExitStatus es;
@@ -96,7 +94,7 @@ class BuiltinTrainable : public Trainable {
       End(std::move(es));
       return Status::Ok();
     }
-    iter_start_ = SteadyClock::now();
+    iter_start_ = setup_.clock->Now();
     if (delay_.count() > 0) return timer_.Arm(delay_);
     // No pacing: the next report is made here, without a timer round trip through the kernel
     // (timerfd_settime + poll cost more than the noop iteration itself); the worker collects
@@ -130,7 +128,7 @@ class BuiltinTrainable : public Trainable {
     }
     done_ = iteration_ >= max_iterations_;
     if (done_) (*metrics)["done"] = true;
-    const auto now = SteadyClock::now();
+    const auto now = setup_.clock->Now();
     reported_at_ = now;
     QueueReport(
         Report{std::move(*metrics), std::chrono::duration<double>(now - iter_start_).count()});
@@ -157,12 +155,12 @@ class BuiltinTrainable : public Trainable {
     return Status::Ok();
   }
 
-  SteadyClock::time_point reported_at_;
+  SteadyTime reported_at_;
   TimerFd timer_;
   bool started_ = false;
   bool done_ = false;
   int64_t iteration_ = 0;
-  SteadyClock::time_point iter_start_;
+  SteadyTime iter_start_;
 };
 
 class MockTrainable : public BuiltinTrainable {

@@ -23,7 +23,6 @@ extern char** environ;
 namespace tunebus::trainable {
 
 namespace fs = std::filesystem;
-using SteadyClock = std::chrono::steady_clock;
 
 namespace {
 
@@ -256,7 +255,7 @@ Status CommandTrainable::Start() {
     Kill();
     return s;
   }
-  iter_start_ = SteadyClock::now();
+  iter_start_ = setup_.clock->Now();
   return Status::Ok();
 }
 
@@ -324,7 +323,7 @@ void CommandTrainable::HandleLine(std::string_view line) {
         fmt::format("report line is not a JSON object: '{}'", Truncate(line, kErrorLineBytes)));
     return;
   }
-  const auto now = SteadyClock::now();
+  const auto now = setup_.clock->Now();
   const double secs = std::chrono::duration<double>(now - iter_start_).count();
   iter_start_ = now;
   QueueReport(Report{std::move(metrics), secs});
@@ -396,7 +395,7 @@ void CommandTrainable::Finish(int wait_status) {
 Status CommandTrainable::SendDecision(Action action) {
   if (ended() || reaped_) return Status::FailedPrecondition("the trainable has exited");
   if (!ConsumeAwaited()) return Status::FailedPrecondition("no report waits for a decision");
-  iter_start_ = SteadyClock::now();
+  iter_start_ = setup_.clock->Now();
   const std::string line = std::string(ActionName(action)) + "\n";
   if (!decision_fd_.valid()) return Status::Unavailable("decision channel is closed");
   ssize_t n;

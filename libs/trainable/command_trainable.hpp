@@ -84,7 +84,7 @@ class CommandTrainable : public Trainable {
   TimerFd reap_timer_;  // only without pidfd
   bool report_eof_ = false;
   std::string line_buf_;
-  std::chrono::steady_clock::time_point iter_start_;
+  SteadyTime iter_start_;
   long long stderr_start_ = 0;  // size of <trial_dir>/stderr when this attempt started
 };
 

@@ -24,6 +24,7 @@
 #include <string_view>
 #include <vector>
 
+#include "libs/core/clock.hpp"
 #include "libs/core/status.hpp"
 
 namespace tunebus::trainable {
@@ -34,10 +35,11 @@ struct TrialSetup {
   std::string trial_id;
   int64_t attempt = 1;                               // 1 for the first start, +1 per restart
   nlohmann::json config = nlohmann::json::object();  // the trial's config (a JSON object)
-  std::string trial_dir;             // absolute; created by the trainable if missing
-  std::vector<std::string> gpu_ids;  // exported as CUDA_VISIBLE_DEVICES
-  int64_t start_iteration = 0;       // iterations already done (restore), else 0
-  std::string restore_dir;           // checkpoint to restore from, "" if none
+  std::string trial_dir;                // absolute; created by the trainable if missing
+  std::vector<std::string> gpu_ids;     // exported as CUDA_VISIBLE_DEVICES
+  int64_t start_iteration = 0;          // iterations already done (restore), else 0
+  std::string restore_dir;              // checkpoint to restore from, "" if none
+  const Clock* clock = &Clock::Real();  // times iterations (time_this_iter_s); outlives it
 };
 
 /// Decision words sent to a trainable after each report.

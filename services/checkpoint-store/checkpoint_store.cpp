@@ -11,26 +11,6 @@
 
 namespace tunebus {
 
-namespace {
-
-// Peer-supplied strings echoed into logs and error replies are cut to this many bytes.
-constexpr size_t kEchoBytes = 64;
-
-std::string Truncated(std::string_view s) {
-  if (s.size() <= kEchoBytes) return std::string(s);
-  return fmt::format("{}…({} bytes)", s.substr(0, kEchoBytes), s.size());
-}
-
-// ZeroMQ routing ids are binary: log them as hex.
-std::string PeerName(const bus::Incoming& in) {
-  const std::string peer = in.peer();
-  std::string hex;
-  for (size_t i = 0; i < peer.size() && i < 16; ++i) hex += fmt::format("{:02x}", uint8_t(peer[i]));
-  return hex.empty() ? "?" : hex;
-}
-
-}  // namespace
-
 Result<std::unique_ptr<CheckpointStore>> CheckpointStore::Create(zmq::context_t& ctx,
                                                                  CheckpointStoreOptions options) {
   auto db = store::StoreDb::Open(options.data_dir, options.sync);
@@ -51,7 +31,16 @@ CheckpointStore::CheckpointStore(CheckpointStoreOptions options, std::unique_ptr
       journals_(std::move(journals)),
       checkpoints_(*db_),
       router_(std::move(router)),
-      endpoint_(bus::BoundEndpoint(router_)) {
+      endpoint_(bus::BoundEndpoint(router_)),
+      dispatcher_({.reply_socket = &router_}) {
+  dispatcher_.On(proto::JournalAppend::kType, this, &CheckpointStore::HandleJournalAppend)
+      .On(proto::JournalRead::kType, this, &CheckpointStore::HandleJournalRead)
+      .On(proto::JournalList::kType, this, &CheckpointStore::HandleJournalList)
+      .On(proto::JournalTruncate::kType, this, &CheckpointStore::HandleJournalTruncate)
+      .On(proto::CheckpointPut::kType, this, &CheckpointStore::HandleCheckpointPut)
+      .On(proto::CheckpointGet::kType, this, &CheckpointStore::HandleCheckpointGet)
+      .On(proto::CheckpointList::kType, this, &CheckpointStore::HandleCheckpointList)
+      .On(proto::CheckpointDelete::kType, this, &CheckpointStore::HandleCheckpointDelete);
   loop_.AddSocket(router_, [this] { OnReadable(); });
 }
 
@@ -69,62 +58,20 @@ void CheckpointStore::Run() {
   loop_.Run();
   FlushAppends();  // nothing is pending between rounds; kept as a safety net
   state_ = State::kStopped;
-  std::string counts;
-  for (const auto& [type, n] : counts_) counts += fmt::format(" {}={}", type, n);
-  spdlog::info("checkpoint-store stopped; messages handled:{}", counts.empty() ? " none" : counts);
+  spdlog::info("checkpoint-store stopped; messages handled: {}", dispatcher_.CountsSummary());
 }
 
 void CheckpointStore::OnReadable() {
   for (size_t n = 0; n < kMaxFramesPerRound; ++n) {
     bus::Incoming in;
     if (!bus::Receive(router_, in)) break;
-    Dispatch(in);
+    dispatcher_.Dispatch(in);
   }
   FlushAppends();  // the group commit: one synced write for every append of this round
 }
 
-void CheckpointStore::Dispatch(bus::Incoming& in) {
-  auto decoded = proto::Decode(in.payload.data(), in.payload.size());
-  if (!decoded.ok()) {
-    Count("<malformed>");
-    const proto::PeekedEnvelope env = proto::PeekEnvelope(in.payload.data(), in.payload.size());
-    spdlog::warn("Rejecting a {}-byte frame from peer {} because it does not decode: {}",
-                 in.payload.size(), PeerName(in), decoded.status().ToString());
-    ReplyError(in, decoded.status(), env.id, env.type);
-    return;
-  }
-  using Handler = void (CheckpointStore::*)(bus::Incoming&, const proto::Decoded&);
-  static const std::pair<std::string_view, Handler> kHandlers[] = {
-      {proto::JournalAppend::kType, &CheckpointStore::HandleJournalAppend},
-      {proto::JournalRead::kType, &CheckpointStore::HandleJournalRead},
-      {proto::JournalList::kType, &CheckpointStore::HandleJournalList},
-      {proto::JournalTruncate::kType, &CheckpointStore::HandleJournalTruncate},
-      {proto::CheckpointPut::kType, &CheckpointStore::HandleCheckpointPut},
-      {proto::CheckpointGet::kType, &CheckpointStore::HandleCheckpointGet},
-      {proto::CheckpointList::kType, &CheckpointStore::HandleCheckpointList},
-      {proto::CheckpointDelete::kType, &CheckpointStore::HandleCheckpointDelete},
-  };
-  for (const auto& [type, handler] : kHandlers) {
-    if (decoded->type() == type) return (this->*handler)(in, *decoded);
-  }
-  const std::string type = Truncated(decoded->type());
-  if (decoded->type() == proto::ErrorReply::kType) {
-    // Never answer an error with an error: two peers doing so would loop forever.
-    Count(proto::ErrorReply::kType);
-    spdlog::warn("Dropping an error message {} from peer {} because the store sends no requests",
-                 decoded->id(), PeerName(in));
-    return;
-  }
-  Count("<unknown>");
-  spdlog::warn("Rejecting message {} from peer {} because its type '{}' is unknown", decoded->id(),
-               PeerName(in), type);
-  ReplyError(in, Status::InvalidArgument(fmt::format("unknown message type '{}'", type)),
-             decoded->id(), type);
-}
-
-void CheckpointStore::HandleJournalAppend(bus::Incoming& in, const proto::Decoded& msg) {
-  Count(proto::JournalAppend::kType);
-  if (RefuseWriteIfDegraded(in, msg.id(), msg.type())) return;
+Status CheckpointStore::HandleJournalAppend(bus::Incoming& in, const proto::Decoded& msg) {
+  if (Status s = RefuseWriteIfDegraded(); !s.ok()) return s;
   auto m = msg.As<proto::JournalAppend>();
   Status valid = m.status();
   store::JournalAppendRequest request;
@@ -134,11 +81,7 @@ void CheckpointStore::HandleJournalAppend(bus::Incoming& in, const proto::Decode
     request.expected_first_seq = m->expected_first_seq;
     valid = store::JournalStore::ValidateAppend(request);
   }
-  if (!valid.ok()) {
-    spdlog::warn("Rejecting journal_append {} from peer {}: {}", msg.id(), PeerName(in),
-                 valid.ToString());
-    return ReplyError(in, valid, msg.id(), msg.type());
-  }
+  if (!valid.ok()) return valid;
   for (const auto& r : request.records) pending_bytes_ += r.size();
   PendingAppend pending;
   pending.reply_to.route = std::move(in.route);
@@ -146,6 +89,7 @@ void CheckpointStore::HandleJournalAppend(bus::Incoming& in, const proto::Decode
   pending.request = std::move(request);
   pending_.push_back(std::move(pending));
   if (pending_.size() >= kMaxBatchAppends || pending_bytes_ >= kMaxBatchBytes) FlushAppends();
+  return Status::Ok();  // acknowledged by FlushAppends
 }
 
 void CheckpointStore::FlushAppends() {
@@ -164,19 +108,17 @@ void CheckpointStore::FlushAppends() {
     spdlog::error("Failing {} journal appends because the group commit failed: {}", batch.size(),
                   ranges.status().ToString());
     NoteWriteFailure(ranges.status());
-    for (const auto& p : batch)
-      ReplyError(p.reply_to, ranges.status(), p.id, proto::JournalAppend::kType);
+    for (const auto& p : batch) ReplyAppendError(p, ranges.status());
     return;
   }
   ++group_commits_;
   spdlog::debug("Group commit: {} appends, {} records in one write", batch.size(), records);
   for (size_t i = 0; i < batch.size(); ++i) {
     if ((*ranges)[i].first_seq == 0) {
-      ReplyError(batch[i].reply_to,
-                 Status::FailedPrecondition(fmt::format(
-                     "journal {} does not continue at seq {}: another writer appended to it",
-                     requests[i].experiment, requests[i].expected_first_seq)),
-                 batch[i].id, proto::JournalAppend::kType);
+      ReplyAppendError(batch[i], Status::FailedPrecondition(fmt::format(
+                                     "journal {} does not continue at seq {}: another writer "
+                                     "appended to it",
+                                     requests[i].experiment, requests[i].expected_first_seq)));
       continue;
     }
     proto::JournalAppendAck ack;
@@ -184,52 +126,37 @@ void CheckpointStore::FlushAppends() {
     ack.experiment = requests[i].experiment;
     ack.first_seq = (*ranges)[i].first_seq;
     ack.last_seq = (*ranges)[i].last_seq;
-    ReplyTo(batch[i].reply_to, ack);
+    dispatcher_.Reply(batch[i].reply_to, ack);
   }
 }
 
-void CheckpointStore::HandleJournalRead(bus::Incoming& in, const proto::Decoded& msg) {
-  Count(proto::JournalRead::kType);
+Status CheckpointStore::HandleJournalRead(bus::Incoming& in, const proto::Decoded& msg) {
   auto m = msg.As<proto::JournalRead>();
   Status valid = m.ok() ? store::JournalStore::ValidateExperiment(m->experiment) : m.status();
-  if (!valid.ok()) {
-    spdlog::warn("Rejecting journal_read {} from peer {}: {}", msg.id(), PeerName(in),
-                 valid.ToString());
-    return ReplyError(in, valid, msg.id(), msg.type());
-  }
+  if (!valid.ok()) return valid;
   FlushAppends();  // a read sees every append that arrived before it
   auto page = journals_->Read(m->experiment, m->from_seq, m->max_records);
-  if (!page.ok()) {
-    spdlog::error("Failing journal_read {} of '{}': {}", msg.id(), m->experiment,
-                  page.status().ToString());
-    return ReplyError(in, page.status(), msg.id(), msg.type());
-  }
+  if (!page.ok()) return page.status();
   proto::JournalReadReply reply;
   reply.id = msg.id();
   reply.experiment = m->experiment;
   reply.first_seq = page->first_seq;
   reply.records = std::move(page->records);
   reply.end = page->end;
-  ReplyTo(in, reply);
+  dispatcher_.Reply(in, reply);
+  return Status::Ok();
 }
 
-void CheckpointStore::HandleJournalTruncate(bus::Incoming& in, const proto::Decoded& msg) {
-  Count(proto::JournalTruncate::kType);
-  if (RefuseWriteIfDegraded(in, msg.id(), msg.type())) return;
+Status CheckpointStore::HandleJournalTruncate(bus::Incoming& in, const proto::Decoded& msg) {
+  if (Status s = RefuseWriteIfDegraded(); !s.ok()) return s;
   auto m = msg.As<proto::JournalTruncate>();
   Status valid = m.ok() ? store::JournalStore::ValidateExperiment(m->experiment) : m.status();
-  if (!valid.ok()) {
-    spdlog::warn("Rejecting journal_truncate {} from peer {}: {}", msg.id(), PeerName(in),
-                 valid.ToString());
-    return ReplyError(in, valid, msg.id(), msg.type());
-  }
+  if (!valid.ok()) return valid;
   FlushAppends();  // appends that arrived first are in the journal the fence compares with
   auto removed = journals_->Truncate(m->experiment, m->keep_through_seq, m->expected_last_seq);
   if (!removed.ok()) {
-    spdlog::warn("Refusing journal_truncate {} of '{}': {}", msg.id(), m->experiment,
-                 removed.status().ToString());
     if (removed.status().code() == StatusCode::kIoError) NoteWriteFailure(removed.status());
-    return ReplyError(in, removed.status(), msg.id(), msg.type());
+    return removed.status();
   }
   spdlog::warn("Cut journal '{}' after seq {}: {} record(s) removed", m->experiment,
                m->keep_through_seq, *removed);
@@ -238,11 +165,11 @@ void CheckpointStore::HandleJournalTruncate(bus::Incoming& in, const proto::Deco
   ack.experiment = m->experiment;
   ack.last_seq = journals_->LastSeq(m->experiment);
   ack.removed = *removed;
-  ReplyTo(in, ack);
+  dispatcher_.Reply(in, ack);
+  return Status::Ok();
 }
 
-void CheckpointStore::HandleJournalList(bus::Incoming& in, const proto::Decoded& msg) {
-  Count(proto::JournalList::kType);
+Status CheckpointStore::HandleJournalList(bus::Incoming& in, const proto::Decoded& msg) {
   FlushAppends();
   proto::JournalListReply reply;
   reply.id = msg.id();
@@ -250,43 +177,37 @@ void CheckpointStore::HandleJournalList(bus::Incoming& in, const proto::Decoded&
     reply.experiments.push_back(experiment);
     reply.last_seqs.push_back(last);
   }
-  ReplyTo(in, reply);
+  dispatcher_.Reply(in, reply);
+  return Status::Ok();
 }
 
-void CheckpointStore::HandleCheckpointPut(bus::Incoming& in, const proto::Decoded& msg) {
-  Count(proto::CheckpointPut::kType);
-  if (RefuseWriteIfDegraded(in, msg.id(), msg.type())) return;
+Status CheckpointStore::HandleCheckpointPut(bus::Incoming& in, const proto::Decoded& msg) {
+  if (Status s = RefuseWriteIfDegraded(); !s.ok()) return s;
   auto m = msg.As<proto::CheckpointPut>();
   const Status s = m.ok() ? checkpoints_.Put(m->checkpoint_id, m->chunk_index, m->data, m->last,
                                              m->metadata_json)
                           : m.status();
   if (!s.ok()) {
-    spdlog::warn("Rejecting checkpoint_put {} (chunk {}) from peer {}: {}", msg.id(),
-                 m.ok() ? m->chunk_index : 0, PeerName(in), s.ToString());
     NoteWriteFailure(s);
-    return ReplyError(in, s, msg.id(), msg.type());
+    return s;
   }
   if (m->last) {
-    spdlog::info("Committed checkpoint '{}' ({} chunks)", Truncated(m->checkpoint_id),
-                 m->chunk_index + 1);
+    spdlog::info("Committed checkpoint '{}' ({} chunks)",
+                 service::MessageDispatcher::Truncated(m->checkpoint_id), m->chunk_index + 1);
   }
   proto::CheckpointPutAck ack;
   ack.id = msg.id();
   ack.checkpoint_id = m->checkpoint_id;
   ack.chunk_index = m->chunk_index;
-  ReplyTo(in, ack);
+  dispatcher_.Reply(in, ack);
+  return Status::Ok();
 }
 
-void CheckpointStore::HandleCheckpointGet(bus::Incoming& in, const proto::Decoded& msg) {
-  Count(proto::CheckpointGet::kType);
+Status CheckpointStore::HandleCheckpointGet(bus::Incoming& in, const proto::Decoded& msg) {
   auto m = msg.As<proto::CheckpointGet>();
-  if (!m.ok()) return ReplyError(in, m.status(), msg.id(), msg.type());
+  if (!m.ok()) return m.status();
   auto chunk = checkpoints_.Get(m->checkpoint_id, m->chunk_index);
-  if (!chunk.ok()) {
-    spdlog::warn("Failing checkpoint_get {} of '{}' chunk {}: {}", msg.id(),
-                 Truncated(m->checkpoint_id), m->chunk_index, chunk.status().ToString());
-    return ReplyError(in, chunk.status(), msg.id(), msg.type());
-  }
+  if (!chunk.ok()) return chunk.status();
   proto::CheckpointGetReply reply;
   reply.id = msg.id();
   reply.checkpoint_id = m->checkpoint_id;
@@ -294,19 +215,15 @@ void CheckpointStore::HandleCheckpointGet(bus::Incoming& in, const proto::Decode
   reply.num_chunks = chunk->meta.num_chunks;
   reply.data.assign(chunk->data.begin(), chunk->data.end());
   reply.metadata_json = std::move(chunk->meta.metadata_json);
-  ReplyTo(in, reply);
+  dispatcher_.Reply(in, reply);
+  return Status::Ok();
 }
 
-void CheckpointStore::HandleCheckpointList(bus::Incoming& in, const proto::Decoded& msg) {
-  Count(proto::CheckpointList::kType);
+Status CheckpointStore::HandleCheckpointList(bus::Incoming& in, const proto::Decoded& msg) {
   auto m = msg.As<proto::CheckpointList>();
-  if (!m.ok()) return ReplyError(in, m.status(), msg.id(), msg.type());
+  if (!m.ok()) return m.status();
   auto entries = checkpoints_.List(m->prefix);
-  if (!entries.ok()) {
-    spdlog::warn("Failing checkpoint_list {} of prefix '{}': {}", msg.id(), Truncated(m->prefix),
-                 entries.status().ToString());
-    return ReplyError(in, entries.status(), msg.id(), msg.type());
-  }
+  if (!entries.ok()) return entries.status();
   proto::CheckpointListReply reply;
   reply.id = msg.id();
   for (auto& e : *entries) {
@@ -314,38 +231,33 @@ void CheckpointStore::HandleCheckpointList(bus::Incoming& in, const proto::Decod
                                                       e.meta.num_chunks,
                                                       std::move(e.meta.metadata_json)});
   }
-  ReplyTo(in, reply);
+  dispatcher_.Reply(in, reply);
+  return Status::Ok();
 }
 
-void CheckpointStore::HandleCheckpointDelete(bus::Incoming& in, const proto::Decoded& msg) {
-  Count(proto::CheckpointDelete::kType);
-  if (RefuseWriteIfDegraded(in, msg.id(), msg.type())) return;
+Status CheckpointStore::HandleCheckpointDelete(bus::Incoming& in, const proto::Decoded& msg) {
+  if (Status s = RefuseWriteIfDegraded(); !s.ok()) return s;
   auto m = msg.As<proto::CheckpointDelete>();
-  if (!m.ok()) return ReplyError(in, m.status(), msg.id(), msg.type());
+  if (!m.ok()) return m.status();
   auto deleted = checkpoints_.Delete(m->checkpoint_id);
   if (!deleted.ok()) {
-    spdlog::warn("Failing checkpoint_delete {} of '{}': {}", msg.id(), Truncated(m->checkpoint_id),
-                 deleted.status().ToString());
     NoteWriteFailure(deleted.status());
-    return ReplyError(in, deleted.status(), msg.id(), msg.type());
+    return deleted.status();
   }
-  if (*deleted) spdlog::info("Deleted checkpoint '{}'", Truncated(m->checkpoint_id));
+  if (*deleted)
+    spdlog::info("Deleted checkpoint '{}'",
+                 service::MessageDispatcher::Truncated(m->checkpoint_id));
   proto::CheckpointDeleteAck ack;
   ack.id = msg.id();
   ack.checkpoint_id = m->checkpoint_id;
   ack.deleted = *deleted;
-  ReplyTo(in, ack);
+  dispatcher_.Reply(in, ack);
+  return Status::Ok();
 }
 
-bool CheckpointStore::RefuseWriteIfDegraded(const bus::Incoming& in, uint64_t id,
-                                            const std::string& type) {
-  if (state_ != State::kDegraded) return false;
-  spdlog::warn("Dropping {} {} from peer {} because the store is degraded after a failed write",
-               type, id, PeerName(in));
-  ReplyError(in,
-             Status::IoError("the store refuses writes after a failed RocksDB write; restart it"),
-             id, type);
-  return true;
+Status CheckpointStore::RefuseWriteIfDegraded() const {
+  if (state_ != State::kDegraded) return Status::Ok();
+  return Status::IoError("the store refuses writes after a failed RocksDB write; restart it");
 }
 
 void CheckpointStore::NoteWriteFailure(const Status& status) {
@@ -356,17 +268,9 @@ void CheckpointStore::NoteWriteFailure(const Status& status) {
   state_ = State::kDegraded;
 }
 
-void CheckpointStore::ReplyError(const bus::Incoming& in, const Status& status, uint64_t id,
-                                 const std::string& request_type) {
-  ReplyTo(in, proto::MakeError(status, id, Truncated(request_type)));
-}
-
-template <typename M>
-void CheckpointStore::ReplyTo(const bus::Incoming& in, const M& message) {
-  if (!bus::ReplyMessage(router_, in, message)) {
-    spdlog::warn("Dropping {} {} to peer {} because the peer is gone or its queue is full",
-                 message.type, message.id, PeerName(in));
-  }
+void CheckpointStore::ReplyAppendError(const PendingAppend& append, const Status& status) {
+  dispatcher_.Reply(append.reply_to,
+                    proto::MakeError(status, append.id, proto::JournalAppend::kType));
 }
 
 }  // namespace tunebus

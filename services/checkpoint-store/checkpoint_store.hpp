@@ -37,6 +37,7 @@
 #include "libs/bus/socket.hpp"
 #include "libs/core/status.hpp"
 #include "libs/metrics/metrics_publisher.hpp"
+#include "libs/service/message_dispatcher.hpp"
 #include "services/checkpoint-store/checkpoint_blob_store.hpp"
 #include "services/checkpoint-store/journal_store.hpp"
 #include "services/checkpoint-store/store_db.hpp"
@@ -90,7 +91,7 @@ class CheckpointStore {
   State state() const { return state_; }
   /// Messages handled per type ("<malformed>" for undecodable frames, "<unknown>" for
   /// unknown types). REQUIRES: Run() is not running.
-  const std::map<std::string, uint64_t>& message_counts() const { return counts_; }
+  const std::map<std::string, uint64_t>& message_counts() const { return dispatcher_.counts(); }
   /// Synced journal writes so far; each covers every append of its poll round (group commit).
   /// REQUIRES: Run() is not running.
   uint64_t group_commits() const { return group_commits_; }
@@ -106,27 +107,23 @@ class CheckpointStore {
                   std::unique_ptr<store::JournalStore> journals, zmq::socket_t router);
 
   void OnReadable();
-  void Dispatch(bus::Incoming& in);
-  void HandleJournalAppend(bus::Incoming& in, const proto::Decoded& msg);
-  void HandleJournalRead(bus::Incoming& in, const proto::Decoded& msg);
-  void HandleJournalList(bus::Incoming& in, const proto::Decoded& msg);
-  void HandleJournalTruncate(bus::Incoming& in, const proto::Decoded& msg);
-  void HandleCheckpointPut(bus::Incoming& in, const proto::Decoded& msg);
-  void HandleCheckpointGet(bus::Incoming& in, const proto::Decoded& msg);
-  void HandleCheckpointList(bus::Incoming& in, const proto::Decoded& msg);
-  void HandleCheckpointDelete(bus::Incoming& in, const proto::Decoded& msg);
+  Status HandleJournalAppend(bus::Incoming& in, const proto::Decoded& msg);
+  Status HandleJournalRead(bus::Incoming& in, const proto::Decoded& msg);
+  Status HandleJournalList(bus::Incoming& in, const proto::Decoded& msg);
+  Status HandleJournalTruncate(bus::Incoming& in, const proto::Decoded& msg);
+  Status HandleCheckpointPut(bus::Incoming& in, const proto::Decoded& msg);
+  Status HandleCheckpointGet(bus::Incoming& in, const proto::Decoded& msg);
+  Status HandleCheckpointList(bus::Incoming& in, const proto::Decoded& msg);
+  Status HandleCheckpointDelete(bus::Incoming& in, const proto::Decoded& msg);
 
   /// Writes the pending appends in one synced batch and acks (or fails) each.
   void FlushAppends();
-  /// True (and answers io_error) if a write request arrives while kDegraded.
-  bool RefuseWriteIfDegraded(const bus::Incoming& in, uint64_t id, const std::string& type);
+  /// IoError while kDegraded (a write request is then refused), else Ok.
+  Status RefuseWriteIfDegraded() const;
   /// Enters kDegraded if `status` is a storage failure.
   void NoteWriteFailure(const Status& status);
-  void Count(const std::string& type) { ++counts_[type]; }
-  void ReplyError(const bus::Incoming& in, const Status& status, uint64_t id,
-                  const std::string& request_type);
-  template <typename M>
-  void ReplyTo(const bus::Incoming& in, const M& message);
+  /// Answers a journal_append that FlushAppends could not write.
+  void ReplyAppendError(const PendingAppend& append, const Status& status);
 
   CheckpointStoreOptions options_;
   std::unique_ptr<store::StoreDb> db_;  // declared first: destroyed after the stores using it
@@ -138,7 +135,7 @@ class CheckpointStore {
   State state_ = State::kReady;
   std::vector<PendingAppend> pending_;
   size_t pending_bytes_ = 0;
-  std::map<std::string, uint64_t> counts_;
+  service::MessageDispatcher dispatcher_;  // one handler per request type; counts messages
   uint64_t group_commits_ = 0;
   /// Prometheus figures (<service>_metrics.cpp), rendered on the loop thread every second.
   void RenderMetrics(metrics::MetricsText& m);

@@ -9,7 +9,7 @@ void CheckpointStore::RenderMetrics(metrics::MetricsText& m) {
   m.Gauge("append_queue", "Journal appends waiting for the next group commit",
           double(pending_.size()));
   m.Gauge("journals", "Experiment journals in the store", double(journals_->last_seqs().size()));
-  for (const auto& [type, n] : counts_) {
+  for (const auto& [type, n] : dispatcher_.counts()) {
     m.Counter("messages_total", "Messages handled, by type", double(n), {{"type", type}});
   }
 }

@@ -45,9 +45,21 @@ Result<std::unique_ptr<ResourceManager>> ResourceManager::Create(zmq::context_t&
 }
 
 ResourceManager::ResourceManager(Options options, zmq::socket_t router, zmq::socket_t pub)
-    : options_(std::move(options)), router_(std::move(router)), pub_(std::move(pub)) {
+    : options_(std::move(options)),
+      router_(std::move(router)),
+      pub_(std::move(pub)),
+      loop_(*options_.clock),
+      epoch_(loop_.clock().Now()),
+      dispatcher_({.reply_socket = &router_}) {
   endpoint_ = bus::BoundEndpoint(router_);
   events_endpoint_ = bus::BoundEndpoint(pub_);
+  dispatcher_.On(proto::RegisterNode::kType, this, &ResourceManager::HandleRegisterNode)
+      .On(proto::NodeHeartbeat::kType, this, &ResourceManager::HandleHeartbeat)
+      .On(proto::Allocate::kType, this, &ResourceManager::HandleAllocate)
+      .On(proto::Release::kType, this, &ResourceManager::HandleRelease)
+      .On(proto::AllocateBatch::kType, this, &ResourceManager::HandleAllocateBatch)
+      .On(proto::ReleaseBatch::kType, this, &ResourceManager::HandleReleaseBatch)
+      .On(proto::GetClusterView::kType, this, &ResourceManager::HandleGetClusterView);
 }
 
 void ResourceManager::Run() {
@@ -63,68 +75,26 @@ void ResourceManager::Run() {
   }
   loop_.Run();
   state_ = State::kStopped;
-  std::string summary;
-  for (const auto& [type, n] : counts_) summary += fmt::format(" {}={}", type, n);
-  spdlog::info("resource-manager stopped; messages received:{}",
-               summary.empty() ? " none" : summary);
+  spdlog::info("resource-manager stopped; messages received: {}", dispatcher_.CountsSummary());
 }
 
 Millis ResourceManager::Now() const {
-  return std::chrono::duration_cast<Millis>(std::chrono::steady_clock::now() - epoch_);
+  return std::chrono::duration_cast<Millis>(loop_.clock().Now() - epoch_);
 }
 
 void ResourceManager::OnRouterReadable() {
   bus::Incoming in;
-  for (int i = 0; i < kMaxBatch && bus::Receive(router_, in); ++i) Dispatch(in);
+  for (int i = 0; i < kMaxBatch && bus::Receive(router_, in); ++i) dispatcher_.Dispatch(in);
 }
 
-void ResourceManager::Dispatch(const bus::Incoming& in) {
-  auto decoded = proto::Decode(in.payload.data(), in.payload.size());
-  if (!decoded.ok()) {
-    ++counts_["invalid"];
-    spdlog::warn("Rejecting a message from peer of {} bytes: {}", in.payload.size(),
-                 decoded.status().ToString());
-    const proto::PeekedEnvelope env = proto::PeekEnvelope(in.payload.data(), in.payload.size());
-    ReplyError(in, decoded.status(), env.id, env.type);
-    return;
-  }
-  const proto::Decoded& msg = *decoded;
-  if (state_ != State::kServing) {
-    spdlog::warn("Dropping {} because the resource-manager is not serving", msg.type());
-    return;
-  }
-  const std::string& type = msg.type();
-  if (type == proto::RegisterNode::kType) {
-    HandleRegisterNode(in, msg);
-  } else if (type == proto::NodeHeartbeat::kType) {
-    HandleHeartbeat(in, msg);
-  } else if (type == proto::Allocate::kType) {
-    HandleAllocate(in, msg);
-  } else if (type == proto::Release::kType) {
-    HandleRelease(in, msg);
-  } else if (type == proto::AllocateBatch::kType) {
-    HandleAllocateBatch(in, msg);
-  } else if (type == proto::ReleaseBatch::kType) {
-    HandleReleaseBatch(in, msg);
-  } else if (type == proto::GetClusterView::kType) {
-    HandleGetClusterView(in, msg);
-  } else {
-    ++counts_["unknown"];
-    spdlog::warn("Rejecting message {} of unknown type '{}'", msg.id(), type);
-    ReplyError(in, Status::InvalidArgument(fmt::format("unknown message type '{}'", type)),
-               msg.id(), type);
-  }
-}
-
-void ResourceManager::HandleRegisterNode(const bus::Incoming& in, const proto::Decoded& msg) {
-  ++counts_[proto::RegisterNode::kType];
+Status ResourceManager::HandleRegisterNode(bus::Incoming& in, const proto::Decoded& msg) {
   auto req = msg.As<proto::RegisterNode>();
-  if (!req.ok()) return ReplyError(in, req.status(), msg.id(), msg.type());
+  if (!req.ok()) return req.status();
   auto capacity = Resources::FromUnits(req->capacity);
-  if (!capacity.ok()) return ReplyError(in, capacity.status(), msg.id(), msg.type());
+  if (!capacity.ok()) return capacity.status();
   auto outcome =
       cluster_.RegisterNode(req->worker_id, req->hostname, *capacity, req->gpu_ids, Now());
-  if (!outcome.ok()) return ReplyError(in, outcome.status(), msg.id(), msg.type());
+  if (!outcome.ok()) return outcome.status();
 
   if (!outcome->dropped_trials.empty()) {
     spdlog::warn("Worker {} re-registered with another capacity; dropping allocations of {}",
@@ -153,27 +123,25 @@ void ResourceManager::HandleRegisterNode(const bus::Incoming& in, const proto::D
   proto::RegisterNodeAck ack;
   ack.id = msg.id();
   ack.heartbeat_interval_ms = options_.heartbeat_interval_ms;
-  bus::ReplyMessage(router_, in, ack);
+  dispatcher_.Reply(in, ack);
+  return Status::Ok();
 }
 
-void ResourceManager::HandleHeartbeat(const bus::Incoming& in, const proto::Decoded& msg) {
-  ++counts_[proto::NodeHeartbeat::kType];
+Status ResourceManager::HandleHeartbeat(bus::Incoming& /*in*/, const proto::Decoded& msg) {
   auto hb = msg.As<proto::NodeHeartbeat>();
-  if (!hb.ok()) return ReplyError(in, hb.status(), msg.id(), msg.type());
+  if (!hb.ok()) return hb.status();
   const Status s = cluster_.Heartbeat(hb->worker_id, Now());
-  if (!s.ok()) ReplyError(in, s, msg.id(), msg.type());  // the worker re-registers
+  return s;  // not_found: the worker re-registers
 }
 
-void ResourceManager::HandleAllocate(const bus::Incoming& in, const proto::Decoded& msg) {
-  ++counts_[proto::Allocate::kType];
+Status ResourceManager::HandleAllocate(bus::Incoming& in, const proto::Decoded& msg) {
   auto req = msg.As<proto::Allocate>();
-  if (!req.ok()) return ReplyError(in, req.status(), msg.id(), msg.type());
+  if (!req.ok()) return req.status();
   if (req->trial_id.empty()) {
-    return ReplyError(in, Status::InvalidArgument("allocate: trial_id is empty"), msg.id(),
-                      msg.type());
+    return Status::InvalidArgument("allocate: trial_id is empty");
   }
   auto request = Resources::FromUnits(req->request);
-  if (!request.ok()) return ReplyError(in, request.status(), msg.id(), msg.type());
+  if (!request.ok()) return request.status();
 
   proto::Allocation a = AllocateOne(req->trial_id, req->attempt, *request);
   proto::AllocateReply reply;
@@ -185,7 +153,8 @@ void ResourceManager::HandleAllocate(const bus::Incoming& in, const proto::Decod
   reply.gpu_ids = std::move(a.gpu_ids);
   reply.infeasible = a.infeasible;
   reply.reason = std::move(a.reason);
-  bus::ReplyMessage(router_, in, reply);
+  dispatcher_.Reply(in, reply);
+  return Status::Ok();
 }
 
 proto::Allocation ResourceManager::AllocateOne(const std::string& trial_id, int64_t attempt,
@@ -235,34 +204,26 @@ proto::Allocation ResourceManager::HandOver(const proto::AllocateItem& item,
   return a;
 }
 
-void ResourceManager::HandleAllocateBatch(const bus::Incoming& in, const proto::Decoded& msg) {
-  ++counts_[proto::AllocateBatch::kType];
+Status ResourceManager::HandleAllocateBatch(bus::Incoming& in, const proto::Decoded& msg) {
   auto req = msg.As<proto::AllocateBatch>();
-  if (!req.ok()) return ReplyError(in, req.status(), msg.id(), msg.type());
-  if (Status s = CheckBatchSize("allocate_batch", req->items.size()); !s.ok())
-    return ReplyError(in, s, msg.id(), msg.type());
+  if (!req.ok()) return req.status();
+  if (Status s = CheckBatchSize("allocate_batch", req->items.size()); !s.ok()) return s;
   // Validate every item before allocating any: a bad request changes nothing.
   std::vector<Resources> requests;
   requests.reserve(req->items.size());
   for (size_t i = 0; i < req->items.size(); ++i) {
     const proto::AllocateItem& item = req->items[i];
     if (item.trial_id.empty()) {
-      return ReplyError(
-          in, Status::InvalidArgument(fmt::format("allocate_batch: item {} has no trial_id", i)),
-          msg.id(), msg.type());
+      return Status::InvalidArgument(fmt::format("allocate_batch: item {} has no trial_id", i));
     }
     if (!item.replaces_trial_id.empty() && item.worker_id.empty()) {
-      return ReplyError(in,
-                        Status::InvalidArgument(fmt::format(
-                            "allocate_batch: item {} hands over without a worker_id", i)),
-                        msg.id(), msg.type());
+      return Status::InvalidArgument(
+          fmt::format("allocate_batch: item {} hands over without a worker_id", i));
     }
     auto request = Resources::FromUnits(item.request);
     if (!request.ok()) {
-      return ReplyError(in,
-                        Status::InvalidArgument(fmt::format("allocate_batch: item {}: {}", i,
-                                                            request.status().message())),
-                        msg.id(), msg.type());
+      return Status::InvalidArgument(
+          fmt::format("allocate_batch: item {}: {}", i, request.status().message()));
     }
     requests.push_back(std::move(*request));
   }
@@ -275,15 +236,14 @@ void ResourceManager::HandleAllocateBatch(const bus::Incoming& in, const proto::
                               ? AllocateOne(item.trial_id, item.attempt, requests[i])
                               : HandOver(item, requests[i]));
   }
-  bus::ReplyMessage(router_, in, reply);
+  dispatcher_.Reply(in, reply);
+  return Status::Ok();
 }
 
-void ResourceManager::HandleReleaseBatch(const bus::Incoming& in, const proto::Decoded& msg) {
-  ++counts_[proto::ReleaseBatch::kType];
+Status ResourceManager::HandleReleaseBatch(bus::Incoming& in, const proto::Decoded& msg) {
   auto req = msg.As<proto::ReleaseBatch>();
-  if (!req.ok()) return ReplyError(in, req.status(), msg.id(), msg.type());
-  if (Status s = CheckBatchSize("release_batch", req->items.size()); !s.ok())
-    return ReplyError(in, s, msg.id(), msg.type());
+  if (!req.ok()) return req.status();
+  if (Status s = CheckBatchSize("release_batch", req->items.size()); !s.ok()) return s;
   proto::ReleaseBatchReply reply;
   reply.id = msg.id();
   std::map<std::string, std::vector<std::string>> freed;  // worker -> "trial_id/attempt"
@@ -297,13 +257,13 @@ void ResourceManager::HandleReleaseBatch(const bus::Incoming& in, const proto::D
     }
   }
   for (auto& [worker_id, trials] : freed) Publish("resources_freed", worker_id, std::move(trials));
-  bus::ReplyMessage(router_, in, reply);
+  dispatcher_.Reply(in, reply);
+  return Status::Ok();
 }
 
-void ResourceManager::HandleRelease(const bus::Incoming& in, const proto::Decoded& msg) {
-  ++counts_[proto::Release::kType];
+Status ResourceManager::HandleRelease(bus::Incoming& in, const proto::Decoded& msg) {
   auto req = msg.As<proto::Release>();
-  if (!req.ok()) return ReplyError(in, req.status(), msg.id(), msg.type());
+  if (!req.ok()) return req.status();
   std::string worker_id;
   proto::ReleaseReply reply;
   reply.id = msg.id();
@@ -314,16 +274,17 @@ void ResourceManager::HandleRelease(const bus::Incoming& in, const proto::Decode
   } else {
     spdlog::debug("Release of {}/{}: nothing held", req->trial_id, req->attempt);
   }
-  bus::ReplyMessage(router_, in, reply);
+  dispatcher_.Reply(in, reply);
+  return Status::Ok();
 }
 
-void ResourceManager::HandleGetClusterView(const bus::Incoming& in, const proto::Decoded& msg) {
-  ++counts_[proto::GetClusterView::kType];
+Status ResourceManager::HandleGetClusterView(bus::Incoming& in, const proto::Decoded& msg) {
   auto req = msg.As<proto::GetClusterView>();
-  if (!req.ok()) return ReplyError(in, req.status(), msg.id(), msg.type());
+  if (!req.ok()) return req.status();
   proto::ClusterView view = cluster_.View();
   view.id = msg.id();
-  bus::ReplyMessage(router_, in, view);
+  dispatcher_.Reply(in, view);
+  return Status::Ok();
 }
 
 void ResourceManager::OnExpiryTimer() {
@@ -332,16 +293,6 @@ void ResourceManager::OnExpiryTimer() {
     spdlog::warn("Worker {} is lost: no heartbeat for more than {} ms; dropped allocations of {}",
                  lost.worker_id, timeout.count(), Join(lost.trials));
     Publish("node_lost", lost.worker_id, std::move(lost.trials));
-  }
-}
-
-void ResourceManager::ReplyError(const bus::Incoming& in, const Status& status, uint64_t id,
-                                 const std::string& request_type) {
-  if (!request_type.empty()) {
-    spdlog::warn("Rejecting {} {}: {}", request_type, id, status.ToString());
-  }
-  if (!bus::ReplyMessage(router_, in, proto::MakeError(status, id, request_type))) {
-    spdlog::debug("Could not send an error reply: the peer is gone");
   }
 }
 

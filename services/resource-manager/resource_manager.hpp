@@ -34,6 +34,7 @@
 #include "libs/bus/socket.hpp"
 #include "libs/core/status.hpp"
 #include "libs/metrics/metrics_publisher.hpp"
+#include "libs/service/message_dispatcher.hpp"
 #include "services/resource-manager/placement.hpp"
 
 namespace tunebus {
@@ -44,6 +45,8 @@ struct ResourceManagerOptions {
   int64_t heartbeat_interval_ms = 1000;                  // told to workers in RegisterNodeAck; > 0
   int64_t liveness = 3;             // a worker silent for liveness x interval is lost; >= 1
   metrics::MetricsOptions metrics;  // --metrics-port / --metrics-host (0 = off)
+  /// Times heartbeats and liveness; tests pass a ManualClock. Outlives the service.
+  const Clock* clock = &Clock::Real();
 };
 
 class ResourceManager {
@@ -73,24 +76,21 @@ class ResourceManager {
   ResourceManager(Options options, zmq::socket_t router, zmq::socket_t pub);
 
   void OnRouterReadable();
-  void Dispatch(const bus::Incoming& in);
-  void HandleRegisterNode(const bus::Incoming& in, const proto::Decoded& msg);
-  void HandleHeartbeat(const bus::Incoming& in, const proto::Decoded& msg);
-  void HandleAllocate(const bus::Incoming& in, const proto::Decoded& msg);
-  void HandleRelease(const bus::Incoming& in, const proto::Decoded& msg);
-  void HandleAllocateBatch(const bus::Incoming& in, const proto::Decoded& msg);
-  void HandleReleaseBatch(const bus::Incoming& in, const proto::Decoded& msg);
+  Status HandleRegisterNode(bus::Incoming& in, const proto::Decoded& msg);
+  Status HandleHeartbeat(bus::Incoming& in, const proto::Decoded& msg);
+  Status HandleAllocate(bus::Incoming& in, const proto::Decoded& msg);
+  Status HandleRelease(bus::Incoming& in, const proto::Decoded& msg);
+  Status HandleAllocateBatch(bus::Incoming& in, const proto::Decoded& msg);
+  Status HandleReleaseBatch(bus::Incoming& in, const proto::Decoded& msg);
   /// Decides one placement (shared by allocate and allocate_batch) and logs it.
   proto::Allocation AllocateOne(const std::string& trial_id, int64_t attempt,
                                 const Resources& request);
   /// A hand-over (AllocateItem.replaces_trial_id): releases the former holder and records the
   /// new attempt on the same worker, if it fits there.
   proto::Allocation HandOver(const proto::AllocateItem& item, const Resources& request);
-  void HandleGetClusterView(const bus::Incoming& in, const proto::Decoded& msg);
+  Status HandleGetClusterView(bus::Incoming& in, const proto::Decoded& msg);
   void OnExpiryTimer();
 
-  void ReplyError(const bus::Incoming& in, const Status& status, uint64_t id,
-                  const std::string& request_type);
   void Publish(const std::string& event, const std::string& worker_id,
                std::vector<std::string> trials);
   Millis Now() const;
@@ -103,8 +103,8 @@ class ResourceManager {
   std::string events_endpoint_;
   bus::EventLoop loop_;
   ClusterState cluster_;
-  std::chrono::steady_clock::time_point epoch_ = std::chrono::steady_clock::now();
-  std::map<std::string, uint64_t> counts_;  // messages received, by type ("invalid" for garbage)
+  SteadyTime epoch_;                       // Now() counts from here
+  service::MessageDispatcher dispatcher_;  // one handler per request type; counts messages
   /// Prometheus figures (<service>_metrics.cpp), rendered on the loop thread every second.
   void RenderMetrics(metrics::MetricsText& m);
   metrics::MetricsPublisher metrics_;

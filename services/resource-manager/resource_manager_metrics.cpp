@@ -23,7 +23,7 @@ void ResourceManager::RenderMetrics(metrics::MetricsText& m) {
       }
     }
   }
-  for (const auto& [type, n] : counts_) {
+  for (const auto& [type, n] : dispatcher_.counts()) {
     m.Counter("messages_total", "Messages handled, by type", double(n), {{"type", type}});
   }
 }

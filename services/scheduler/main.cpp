@@ -1,24 +1,12 @@
-// scheduler: runs experiments (see scheduler.hpp). Flags fall back to TUNEBUS_* variables.
-#include <spdlog/spdlog.h>
-
-#include <CLI/CLI.hpp>
-#include <csignal>
-
-#include "libs/bus/service_guard.hpp"
-#include "libs/metrics/metrics_flags.hpp"
+// scheduler: runs experiments (see scheduler.hpp). Flags fall back to TUNEBUS_* variables;
+// logging, signals and exit codes are libs/service's RunService. SIGTERM/SIGINT stop it
+// cleanly (exit 0).
+#include "libs/service/service_main.hpp"
 #include "services/scheduler/scheduler.hpp"
 
 namespace {
-tunebus::Scheduler* g_scheduler = nullptr;
-void OnSignal(int) {
-  if (g_scheduler) g_scheduler->Stop();
-}
-}  // namespace
 
-int main(int argc, char** argv) {
-  tunebus::SchedulerOptions o;
-  std::string log_level = "info";
-  CLI::App app{"tunebus scheduler: runs experiments and their trials"};
+void AddFlags(CLI::App& app, tunebus::SchedulerOptions& o) {
   app.add_option("--control", o.control_endpoint, "control socket (tunectl), ROUTER bind")
       ->envname("TUNEBUS_CONTROL_ENDPOINT")
       ->capture_default_str();
@@ -47,25 +35,11 @@ int main(int argc, char** argv) {
       ->envname("TUNEBUS_SNAPSHOT_EVERY")
       ->check(CLI::PositiveNumber)
       ->capture_default_str();
-  tunebus::metrics::AddMetricsFlags(app, o.metrics);
-  app.add_option("--log-level", log_level, "trace|debug|info|warn|error")
-      ->envname("TUNEBUS_LOG_LEVEL")
-      ->capture_default_str();
-  CLI11_PARSE(app, argc, argv);
-  spdlog::set_level(spdlog::level::from_str(log_level));
+}
 
-  return tunebus::bus::GuardMain("scheduler", [&] {
-    zmq::context_t ctx;
-    auto scheduler = tunebus::Scheduler::Create(ctx, o);
-    if (!scheduler.ok()) {
-      spdlog::critical("scheduler cannot start: {}", scheduler.status().ToString());
-      return 1;
-    }
-    g_scheduler = scheduler->get();
-    std::signal(SIGTERM, OnSignal);
-    std::signal(SIGINT, OnSignal);
-    (*scheduler)->Run();
-    g_scheduler = nullptr;
-    return 0;
-  });
+}  // namespace
+
+int main(int argc, char** argv) {
+  return tunebus::service::RunService<tunebus::Scheduler>(
+      argc, argv, "scheduler", "tunebus scheduler: runs experiments and their trials", AddFlags);
 }

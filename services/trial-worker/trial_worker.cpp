@@ -119,7 +119,15 @@ TrialWorker::TrialWorker(TrialWorkerOptions options, std::string hostname, zmq::
     : options_(std::move(options)),
       hostname_(std::move(hostname)),
       node_ip_(options_.node_ip),
-      scheduler_(std::move(scheduler)) {
+      loop_(*options_.clock),
+      scheduler_(std::move(scheduler)),
+      dispatcher_({.peer_name = "the scheduler"}) {
+  dispatcher_.On(proto::StartTrial::kType, this, &TrialWorker::HandleStartTrial)
+      .On(proto::Decisions::kType, this, &TrialWorker::HandleDecisions)
+      .On(proto::Decision::kType, this, &TrialWorker::HandleDecision)
+      .On(proto::StopTrialRequest::kType, this, &TrialWorker::HandleStopTrial)
+      .On(proto::RegisterWorkerAck::kType, this, &TrialWorker::HandleRegisterWorkerAck)
+      .On(proto::ErrorReply::kType, this, &TrialWorker::HandleSchedulerError);
   rm_ = std::make_unique<bus::RequestClient>(loop_, std::move(rm), "resource-manager");
   store_ = std::make_unique<bus::RequestClient>(loop_, std::move(store), "checkpoint-store");
   transfer_ = std::make_unique<CheckpointTransfer>(loop_, *store_);
@@ -128,7 +136,7 @@ TrialWorker::TrialWorker(TrialWorkerOptions options, std::string hostname, zmq::
                    ? msg.As<proto::ErrorReply>()
                    : Result<proto::ErrorReply>(Status::NotFound(""));
     if (err.ok() && err->request_type == proto::NodeHeartbeat::kType && err->code == "not_found") {
-      ++counters_["node_heartbeat_rejected"];
+      dispatcher_.Count("node_heartbeat_rejected");
       spdlog::warn("The resource-manager does not know worker {} ({}); registering again",
                    options_.worker_id, err->message);
       rm_registered_ = false;
@@ -224,7 +232,7 @@ void TrialWorker::OnHeartbeat() {
   }
   const auto silence = bus::Duration{options_.heartbeat_interval_ms * options_.liveness};
   if (scheduler_seen_ && !scheduler_silence_logged_ &&
-      bus::Clock::now() - last_scheduler_message_ > silence) {
+      loop_.clock().Now() - last_scheduler_message_ > silence) {
     scheduler_silence_logged_ = true;
     // Not an error by itself (the protocol has no scheduler->worker heartbeat yet): a debug hint.
     spdlog::debug("The scheduler has been silent for more than {} ms; trials keep running",
@@ -249,7 +257,7 @@ void TrialWorker::RegisterNode() {
       m,
       [this](Result<proto::Decoded> reply) {
         rm_request_in_flight_ = false;
-        ++counters_["register_node_reply"];
+        dispatcher_.Count("register_node_reply");
         if (!reply.ok()) {
           spdlog::warn("RegisterNode to the resource-manager failed: {}; retrying",
                        reply.status().ToString());
@@ -289,37 +297,14 @@ void TrialWorker::SendRegisterWorker() {
 void TrialWorker::OnSchedulerReadable() {
   bus::Incoming in;
   while (bus::Receive(scheduler_, in)) {
-    last_scheduler_message_ = bus::Clock::now();
+    last_scheduler_message_ = loop_.clock().Now();
     scheduler_seen_ = true;
     scheduler_silence_logged_ = false;
-    auto msg = proto::Decode(in.payload.data(), in.payload.size());
-    if (!msg.ok()) {
-      ++counters_["invalid"];
-      spdlog::warn("Dropping a message from the scheduler: {}", msg.status().ToString());
-      continue;
-    }
-    const std::string& type = msg->type();
-    if (type == proto::StartTrial::kType) {
-      HandleStartTrial(*msg);
-    } else if (type == proto::Decisions::kType) {
-      HandleDecisions(*msg);
-    } else if (type == proto::Decision::kType) {
-      HandleDecision(*msg);
-    } else if (type == proto::StopTrialRequest::kType) {
-      HandleStopTrial(*msg);
-    } else if (type == proto::RegisterWorkerAck::kType) {
-      HandleRegisterWorkerAck(*msg);
-    } else if (type == proto::ErrorReply::kType) {
-      HandleSchedulerError(*msg);
-    } else {
-      ++counters_["unknown"];
-      spdlog::warn("Dropping a message of unknown type '{}' from the scheduler", type);
-    }
+    dispatcher_.Dispatch(in);
   }
 }
 
 void TrialWorker::HandleRegisterWorkerAck(const proto::Decoded& msg) {
-  ++counters_[msg.type()];
   if (state_ == State::kShutDown) return;
   auto ack = msg.As<proto::RegisterWorkerAck>();
   if (!ack.ok()) {
@@ -356,7 +341,6 @@ void TrialWorker::ResendUnacked() {
 }
 
 void TrialWorker::HandleSchedulerError(const proto::Decoded& msg) {
-  ++counters_[msg.type()];
   auto err = msg.As<proto::ErrorReply>();
   if (!err.ok()) {
     spdlog::warn("Dropping a malformed error from the scheduler: {}", err.status().ToString());

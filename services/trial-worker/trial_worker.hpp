@@ -37,6 +37,7 @@
 #include "libs/bus/request_client.hpp"
 #include "libs/core/status.hpp"
 #include "libs/metrics/metrics_publisher.hpp"
+#include "libs/service/message_dispatcher.hpp"
 #include "libs/trainable/trainable.hpp"
 #include "proto/worker.hpp"
 #include "services/trial-worker/checkpoint_transfer.hpp"
@@ -58,6 +59,9 @@ struct TrialWorkerOptions {
   int64_t stop_grace_ms = 2000;        // time a stopping trainable gets before SIGKILL
   std::string node_ip;  // results' `node_ip`; "" = the address this host reaches the scheduler from
   metrics::MetricsOptions metrics;  // --metrics-port / --metrics-host (0 = off)
+  /// Times heartbeats, timeouts and trainables' iterations; tests pass a ManualClock. Outlives
+  /// the worker.
+  const Clock* clock = &Clock::Real();
 };
 
 class TrialWorker {
@@ -194,14 +198,14 @@ class TrialWorker {
   State state_ = State::kRegistering;
   bool rm_registered_ = false;
   bool rm_request_in_flight_ = false;
-  bus::Clock::time_point last_scheduler_message_{};
+  SteadyTime last_scheduler_message_{};
   bool scheduler_seen_ = false;
   bool scheduler_silence_logged_ = false;
   std::map<RunKey, std::unique_ptr<TrialRun>> runs_;
   int64_t total_unacked_ = 0;
   std::set<RunKey> held_;        // runs whose reports wait for max_unacked_results to allow them
   proto::ReportResults outbox_;  // results of this poll round, not sent yet
-  std::map<std::string, uint64_t> counters_;  // messages handled, by type
+  service::MessageDispatcher dispatcher_;  // the scheduler's messages; counts messages
   /// Prometheus figures (<service>_metrics.cpp), rendered on the loop thread every second.
   void RenderMetrics(metrics::MetricsText& m);
   metrics::MetricsPublisher metrics_;

@@ -12,7 +12,7 @@ void TrialWorker::RenderMetrics(metrics::MetricsText& m) {
   m.Gauge("trials_running", "Trainables running on this worker", double(running));
   m.Gauge("unacked_results", "Results sent but not acknowledged by the scheduler yet",
           double(unacked));
-  for (const auto& [type, n] : counters_) {
+  for (const auto& [type, n] : dispatcher_.counts()) {
     m.Counter("messages_total", "Messages handled, by type", double(n), {{"type", type}});
   }
 }

@@ -35,7 +35,6 @@ void TrialWorker::FailStart(const proto::StartTrial& start, const std::string& e
 }
 
 void TrialWorker::HandleStartTrial(const proto::Decoded& msg) {
-  ++counters_[msg.type()];
   auto start = msg.As<proto::StartTrial>();
   if (!start.ok()) {
     spdlog::warn("Dropping StartTrial: {}", start.status().ToString());
@@ -143,6 +142,7 @@ void TrialWorker::StartRun(const proto::StartTrial& start_msg, nlohmann::json co
   setup.gpu_ids = start->gpu_ids;
   setup.start_iteration = start->start_iteration;
   setup.restore_dir = std::move(restore_dir);
+  setup.clock = &loop_.clock();
   auto made = trainable::MakeTrainable(tdef, std::move(setup));
   if (!made.ok()) return FailStart(*start, made.status().message());
   if (Status s = (*made)->Start(); !s.ok()) return FailStart(*start, s.message());
@@ -171,7 +171,6 @@ void TrialWorker::StartRun(const proto::StartTrial& start_msg, nlohmann::json co
 }
 
 void TrialWorker::HandleDecision(const proto::Decoded& msg) {
-  ++counters_[msg.type()];
   auto d = msg.As<proto::Decision>();
   if (!d.ok()) {
     spdlog::warn("Dropping Decision: {}", d.status().ToString());
@@ -182,7 +181,6 @@ void TrialWorker::HandleDecision(const proto::Decoded& msg) {
 }
 
 void TrialWorker::HandleDecisions(const proto::Decoded& msg) {
-  ++counters_[msg.type()];
   auto batch = msg.As<proto::Decisions>();
   if (!batch.ok()) {
     spdlog::warn("Dropping Decisions: {}", batch.status().ToString());
@@ -246,7 +244,6 @@ void TrialWorker::ApplyDecision(const proto::DecisionItem& item) {
 }
 
 void TrialWorker::HandleStopTrial(const proto::Decoded& msg) {
-  ++counters_[msg.type()];
   auto req = msg.As<proto::StopTrialRequest>();
   if (!req.ok()) {
     spdlog::warn("Dropping StopTrialRequest: {}", req.status().ToString());

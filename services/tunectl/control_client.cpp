@@ -9,10 +9,11 @@
 namespace tunebus {
 
 Result<ControlClient> ControlClient::Connect(zmq::context_t& ctx, const std::string& endpoint,
-                                             std::chrono::milliseconds timeout) {
+                                             std::chrono::milliseconds timeout,
+                                             const Clock& clock) {
   auto s = bus::Connect(ctx, zmq::socket_type::dealer, endpoint);
   if (!s.ok()) return s.status();
-  return ControlClient(std::move(*s), endpoint, timeout);
+  return ControlClient(std::move(*s), endpoint, timeout, clock);
 }
 
 Status ControlClient::Exchange(uint64_t id, const std::string& payload,
@@ -20,10 +21,10 @@ Status ControlClient::Exchange(uint64_t id, const std::string& payload,
                                const std::function<void(const proto::Decoded&)>& on_reply) {
   if (!bus::Send(socket_, payload))
     return Status::Unavailable(fmt::format("cannot send to {}", endpoint_));
-  const auto deadline = std::chrono::steady_clock::now() + timeout_;
+  const auto deadline = clock_->Now() + timeout_;
   while (true) {
-    const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
-        deadline - std::chrono::steady_clock::now());
+    const auto left =
+        std::chrono::duration_cast<std::chrono::milliseconds>(deadline - clock_->Now());
     if (left.count() <= 0) {
       return Status::Unavailable(
           fmt::format("no answer from {} within {} ms (is the scheduler running?)", endpoint_,

@@ -7,6 +7,7 @@
 #include <string>
 #include <zmq.hpp>
 
+#include "libs/core/clock.hpp"
 #include "libs/core/status.hpp"
 #include "proto/codec.hpp"
 
@@ -15,9 +16,11 @@ namespace tunebus {
 class ControlClient {
  public:
   /// Connects a DEALER to `endpoint` (connecting never fails for a well-formed endpoint; an
-  /// absent server shows up as a timeout in Call).
+  /// absent server shows up as a timeout in Call). `clock` times the timeout and outlives the
+  /// client.
   static Result<ControlClient> Connect(zmq::context_t& ctx, const std::string& endpoint,
-                                       std::chrono::milliseconds timeout);
+                                       std::chrono::milliseconds timeout,
+                                       const Clock& clock = Clock::Real());
 
   /// Sends `request`, waits for its reply. Returns the ControlReply body as JSON.
   /// Errors: Unavailable on timeout ("no answer from <endpoint> within N ms"), the server's
@@ -41,8 +44,12 @@ class ControlClient {
   }
 
  private:
-  ControlClient(zmq::socket_t socket, std::string endpoint, std::chrono::milliseconds timeout)
-      : socket_(std::move(socket)), endpoint_(std::move(endpoint)), timeout_(timeout) {}
+  ControlClient(zmq::socket_t socket, std::string endpoint, std::chrono::milliseconds timeout,
+                const Clock& clock)
+      : socket_(std::move(socket)),
+        endpoint_(std::move(endpoint)),
+        timeout_(timeout),
+        clock_(&clock) {}
   Result<nlohmann::json> CallRaw(uint64_t id, const std::string& payload);
   /// Sends `payload` and waits for the answer to `id`: an ErrorReply becomes the Status, a
   /// message of `reply_type` is passed to `on_reply` (while its bytes are alive).
@@ -52,6 +59,7 @@ class ControlClient {
   zmq::socket_t socket_;
   std::string endpoint_;
   std::chrono::milliseconds timeout_;
+  const Clock* clock_;
   uint64_t next_id_ = 1;
 };
 

@@ -127,7 +127,8 @@ int SubmitAndFollow(ControlClient& client, const ExperimentSpec& spec, const Glo
   const bool tty = ::isatty(STDOUT_FILENO) && !json_output;
   const double refresh_s = r.refresh_s > 0 ? r.refresh_s : (tty ? 1.0 : 10.0);
   InPlaceRenderer renderer;
-  auto last_print = std::chrono::steady_clock::now() - std::chrono::hours(1);
+  const Clock& clock = Clock::Real();
+  auto last_print = clock.Now() - std::chrono::hours(1);
   bool interrupt_sent = false;
   while (true) {
     if (g_signals.load() >= 2) {
@@ -150,7 +151,7 @@ int SubmitAndFollow(ControlClient& client, const ExperimentSpec& spec, const Glo
       return 3;
     }
     const bool finished = (*e)["finished"].get<bool>();
-    const auto now = std::chrono::steady_clock::now();
+    const auto now = clock.Now();
     if (!json_output &&
         (finished || now - last_print >= std::chrono::duration<double>(refresh_s))) {
       last_print = now;

@@ -77,13 +77,13 @@ int WatchCommand(const GlobalFlags& g, std::string events, double for_s) {
 
   const bool tty = ::isatty(STDOUT_FILENO) != 0;
   const bool colour = tty && std::getenv("NO_COLOR") == nullptr;
-  const auto start = std::chrono::steady_clock::now();
+  const Clock& clock = Clock::Real();
+  const SteadyTime start = clock.Now();
   const double elapsed0 = NumberField(*experiment, "elapsed_s");
   InPlaceRenderer renderer;
   auto draw = [&] {
     json summary = state.Summary();
-    const double elapsed =
-        elapsed0 + std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    const double elapsed = elapsed0 + clock.SecondsSince(start);
     summary["elapsed_s"] = elapsed;
     std::vector<std::string> lines = RenderProgressTable(summary, state.Trials(), 20);
     lines.insert(lines.begin() + 1, ProgressBar(state.Finished(), state.Total(), elapsed));
@@ -100,8 +100,7 @@ int WatchCommand(const GlobalFlags& g, std::string events, double for_s) {
     return StringField(*experiment, "status") == "FINISHED" ? 0 : 1;
 
   for (;;) {
-    if (for_s > 0 &&
-        std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count() >= for_s) {
+    if (for_s > 0 && clock.SecondsSince(start) >= for_s) {
       return 0;
     }
     zmq::pollitem_t item{sub->handle(), 0, ZMQ_POLLIN, 0};

@@ -119,7 +119,7 @@ TEST(BadEnvironmentTest, AResourceManagerAndAWorkerOnABadEndpointExitOneNamingIt
                               ": Permission denied");
   // A worker whose scheduler endpoint is not one.
   auto worker = RunLocked(dir.path(), "trial-worker", {"--scheduler", "nowhere", "--cpus", "1"});
-  ExpectCleanExitOne(*worker, "Cannot start trial-worker: unavailable: cannot connect nowhere");
+  ExpectCleanExitOne(*worker, "trial-worker cannot start: unavailable: cannot connect nowhere");
   ::chmod(locked.c_str(), 0755);
   fs::remove_all(short_dir);
 }

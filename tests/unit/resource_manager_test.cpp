@@ -30,8 +30,9 @@ std::string PackMap(const std::map<std::string, std::variant<int64_t, std::strin
 
 class ResourceManagerTest : public ::testing::Test {
  protected:
-  void Start(int64_t heartbeat_interval_ms) {
+  void Start(int64_t heartbeat_interval_ms, const Clock* clock = &Clock::Real()) {
     ResourceManagerOptions o;
+    o.clock = clock;
     o.endpoint = "tcp://127.0.0.1:0";
     o.events_endpoint = "tcp://127.0.0.1:0";
     o.heartbeat_interval_ms = heartbeat_interval_ms;
@@ -123,6 +124,7 @@ class ResourceManagerTest : public ::testing::Test {
     return {};
   }
 
+  ManualClock manual_clock_;  // for tests that Start(..., &manual_clock_): outlives rm_
   zmq::context_t ctx_;
   std::unique_ptr<ResourceManager> rm_;
   zmq::socket_t dealer_;
@@ -244,6 +246,26 @@ TEST_F(ResourceManagerTest, PublishesNodeAddedNodeLostAndResourcesFreed) {
   auto freed = events.WaitFor(is("resources_freed", "w2"), 3s);
   ASSERT_TRUE(freed);
   EXPECT_EQ(freed->trials, std::vector<std::string>{"t2/1"});
+}
+
+TEST_F(ResourceManagerTest, AWorkerIsLostOnlyOnceThePausedClockPassesItsLiveness) {
+  // The resource-manager runs on a ManualClock (heartbeats 1000 ms x 3): w1 never beats after
+  // registering, w2 beats every 500 ms of clock time. Nothing sleeps: each step advances the
+  // clock, and a second view request proves the loop ran the timers due at the first.
+  ManualClock& clock = manual_clock_;
+  Start(1000, &clock);
+  Register("w1", 2);
+  Register("w2", 2);
+  for (int step = 1; step <= 5; ++step) {  // w1 silent for 0.5 .. 2.5 s: alive
+    clock.Advance(500ms);
+    Heartbeat("w2");
+    ViewOf("w1");
+    EXPECT_TRUE(ViewOf("w1").alive) << "after " << step * 500 << " ms";
+  }
+  clock.Advance(600ms);  // w1 silent for 3.1 s, w2 for 0.6 s
+  ViewOf("w1");
+  EXPECT_FALSE(ViewOf("w1").alive);
+  EXPECT_TRUE(ViewOf("w2").alive);
 }
 
 TEST_F(ResourceManagerTest, MalformedMessagesGetErrorRepliesAndStateIsKept) {

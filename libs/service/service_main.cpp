@@ -1,0 +1,83 @@
+#include "libs/service/service_main.hpp"
+
+#include <signal.h>
+#include <spdlog/spdlog.h>
+
+#include <atomic>
+
+#include "libs/bus/service_guard.hpp"
+#include "libs/metrics/metrics_flags.hpp"
+
+namespace tunebus::service {
+
+namespace {
+
+// The running service, for the signal handler. One per process.
+std::atomic<Service*> g_service{nullptr};
+std::atomic<bool> g_stop_requested{false};
+
+extern "C" void OnStopSignal(int) {
+  g_stop_requested.store(true);
+  if (Service* s = g_service.load()) s->Stop();
+}
+
+void InstallSignals() {
+  struct sigaction sa {};
+  sa.sa_handler = OnStopSignal;
+  sigemptyset(&sa.sa_mask);
+  sigaction(SIGTERM, &sa, nullptr);
+  sigaction(SIGINT, &sa, nullptr);
+  signal(SIGPIPE, SIG_IGN);
+}
+
+// CLI11's verdict as an exit code: --help and a healthy --healthcheck are 0, an unhealthy
+// --healthcheck is the code it carries (1), every other parse error is a bad flag.
+int ParseExitCode(CLI::App& app, const CLI::ParseError& e) {
+  const int code = app.exit(e);
+  if (code == 0) return kExitStopped;
+  if (dynamic_cast<const CLI::RuntimeError*>(&e) != nullptr) return code;
+  return kExitBadFlags;
+}
+
+}  // namespace
+
+int RunService(int argc, char** argv, const ServiceMain& service,
+               metrics::MetricsOptions& metrics) {
+  CLI::App app{service.description};
+  std::string log_level = "info";
+  if (service.add_flags) service.add_flags(app);
+  metrics::AddMetricsFlags(app, metrics);
+  app.add_option("--log-level", log_level, "trace, debug, info, warn, error, critical, off")
+      ->envname("TUNEBUS_LOG_LEVEL")
+      ->check(CLI::IsMember({"trace", "debug", "info", "warn", "error", "critical", "off"}))
+      ->capture_default_str();
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    return ParseExitCode(app, e);
+  }
+  spdlog::set_level(spdlog::level::from_str(log_level));
+  if (service.check_flags) {
+    if (Status s = service.check_flags(); !s.ok()) {
+      spdlog::error("{}: {}", service.name, s.message());
+      return kExitBadFlags;
+    }
+  }
+
+  InstallSignals();  // before Create: a SIGTERM while it starts is not lost
+  return bus::GuardMain(service.name, [&] {
+    zmq::context_t ctx;
+    auto created = service.create(ctx);
+    if (!created.ok()) {
+      spdlog::critical("{} cannot start: {}", service.name, created.status().ToString());
+      return kExitCannotStart;
+    }
+    g_service.store(created->get());
+    if (!g_stop_requested.load()) (*created)->Run();  // a signal before this point stops it
+    g_service.store(nullptr);
+    spdlog::info("{} stopped", service.name);
+    return kExitStopped;  // the service is destroyed here, before the context
+  });
+}
+
+}  // namespace tunebus::service
