@@ -34,6 +34,7 @@
 #include "libs/bus/socket.hpp"
 #include "libs/core/status.hpp"
 #include "libs/metrics/metrics_publisher.hpp"
+#include "proto/resources.hpp"
 #include "services/resource-manager/placement.hpp"
 
 namespace tunebus {
@@ -91,7 +92,7 @@ class ResourceManager {
 
   void ReplyError(const bus::Incoming& in, const Status& status, uint64_t id,
                   const std::string& request_type);
-  void Publish(const std::string& event, const std::string& worker_id,
+  void Publish(proto::NodeEventKind event, const std::string& worker_id,
                std::vector<std::string> trials);
   Millis Now() const;
 

@@ -42,7 +42,7 @@ RunnerOptions MakeRunnerOptions(const ExperimentSpec& spec, const std::string& e
   ro.max_concurrent_trials = spec.max_concurrent_trials;
   ro.max_failures = spec.max_failures;
   ro.max_worker_losses = spec.max_worker_losses;
-  ro.fail_fast = spec.fail_fast;  // "", "true" or "raise"
+  ro.fail_fast = spec.fail_fast;
   ro.queue_trials = spec.queue_trials;
   ro.resources_per_trial = resources_per_trial;
   ro.checkpoint_freq = spec.checkpoint_freq;

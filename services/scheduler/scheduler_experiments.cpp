@@ -129,8 +129,7 @@ Result<Scheduler::Experiment*> Scheduler::LoadJournaled(JournalReader& reader,
                                std::chrono::duration<double>(elapsed_s));
   // A journal without experiment_ended (its scheduler died and it was never resumed) is what lsx
   // calls INTERRUPTED.
-  const std::string status =
-      replayed->ended_status.empty() ? "INTERRUPTED" : replayed->ended_status;
+  const ExperimentStatus status = replayed->ended_status.value_or(ExperimentStatus::kInterrupted);
   if (Status s = e->runner->Restore(std::move(replayed->trials), replayed->searcher_state,
                                     replayed->last_action, replayed->submitted_at_s, status,
                                     replayed->ended_reason);
@@ -150,11 +149,11 @@ Result<Scheduler::Experiment*> Scheduler::LoadJournaled(JournalReader& reader,
 void Scheduler::HandleResumeExperiment(const bus::Incoming& in, const proto::Decoded& d) {
   auto msg = d.As<proto::ResumeExperimentCommand>();
   if (!msg.ok()) return ReplyError(in, d.id(), d.type(), msg.status());
-  const std::string& mode = msg->rerun_errored;
-  if (!mode.empty() && mode != "restore" && mode != "restart") {
-    return ReplyError(
-        in, d.id(), d.type(),
-        Status::InvalidArgument("--rerun-errored must be restore or restart, got '" + mode + "'"));
+  const auto mode = ParseRerunMode(msg->rerun_errored);
+  if (!mode.ok()) {
+    return ReplyError(in, d.id(), d.type(),
+                      Status::InvalidArgument("--rerun-errored must be restore or restart, got '" +
+                                              msg->rerun_errored + "'"));
   }
   Experiment* e = nullptr;
   for (auto& x : experiments_) {
@@ -187,15 +186,15 @@ void Scheduler::HandleResumeExperiment(const bus::Incoming& in, const proto::Dec
     e = Current();
   }
   if (e->runner->Reopen()) {
-    e->journal->Append(journal::ExperimentResumed(WallSeconds(), ""));
+    e->journal->Append(journal::ExperimentResumed(WallSeconds(), RerunMode::kNone));
     spdlog::info("Experiment {} continues after its interruption", msg->name);
   }
   int64_t rerun = 0;
-  if (!mode.empty()) {
-    auto n = e->runner->RerunErrored(mode);
+  if (*mode != RerunMode::kNone) {
+    auto n = e->runner->RerunErrored(*mode);
     if (!n.ok()) return ReplyError(in, d.id(), d.type(), n.status());
     rerun = *n;
-    if (rerun > 0) e->journal->Append(journal::ExperimentResumed(WallSeconds(), mode));
+    if (rerun > 0) e->journal->Append(journal::ExperimentResumed(WallSeconds(), *mode));
   }
   if (e->runner->IsFinished()) {
     const int64_t errored = CountsOf(e->runner->trials())["ERROR"].get<int64_t>();
@@ -210,8 +209,8 @@ void Scheduler::HandleResumeExperiment(const bus::Incoming& in, const proto::Dec
                 : "")));
   }
   state_ = State::kRunning;
-  spdlog::info("Experiment {} resumed by tunectl (rerun_errored='{}': {} trials)", msg->name, mode,
-               rerun);
+  spdlog::info("Experiment {} resumed by tunectl (rerun_errored='{}': {} trials)", msg->name,
+               RerunModeName(*mode), rerun);
   e->runner->Step();
   json body = ExperimentToJson(e->spec.name, *e->runner, e->experiment_dir, 0);
   body["rerun"] = rerun;
@@ -238,12 +237,13 @@ void Scheduler::HandleListExperiments(const bus::Incoming& in, const proto::Deco
     auto replayed = reader.Replay(j.journal, j.last_seq);
     if (!replayed.ok()) return ReplyError(in, d.id(), d.type(), replayed.status());
     const journal::ReplayedExperiment& x = *replayed;
-    body.push_back({{"name", NameOfJournal(j.journal)},
-                    {"journal", j.journal},
-                    {"status", x.ended_status.empty() ? "INTERRUPTED" : x.ended_status},
-                    {"counts", CountsOf(x.trials)},
-                    {"total", int64_t(x.trials.size())},
-                    {"submitted_at", x.submitted_at_s}});
+    body.push_back(
+        {{"name", NameOfJournal(j.journal)},
+         {"journal", j.journal},
+         {"status", ExperimentStatusName(x.ended_status.value_or(ExperimentStatus::kInterrupted))},
+         {"counts", CountsOf(x.trials)},
+         {"total", int64_t(x.trials.size())},
+         {"submitted_at", x.submitted_at_s}});
   }
   std::sort(body.begin(), body.end(), [](const json& a, const json& b) {
     return a.value("submitted_at", 0.0) < b.value("submitted_at", 0.0);

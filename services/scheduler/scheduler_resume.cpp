@@ -79,7 +79,8 @@ Status Scheduler::ResumeExperiment(JournalReader& reader, const std::string& jou
   const size_t trials = replayed.trials.size();
   if (Status s = e->runner->Restore(std::move(replayed.trials), replayed.searcher_state,
                                     replayed.last_action, replayed.submitted_at_s,
-                                    replayed.ended_status, replayed.ended_reason);
+                                    replayed.ended_status.value_or(ExperimentStatus::kRunning),
+                                    replayed.ended_reason);
       !s.ok()) {
     return s;
   }
@@ -89,7 +90,7 @@ Status Scheduler::ResumeExperiment(JournalReader& reader, const std::string& jou
     return s;
   }
   if (!e->runner->IsFinished()) {
-    e->journal->Append(journal::ExperimentResumed(WallSeconds(), ""));
+    e->journal->Append(journal::ExperimentResumed(WallSeconds(), RerunMode::kNone));
     state_ = State::kRunning;
   }
   spdlog::info(
