@@ -5,8 +5,11 @@
 
 #include <map>
 #include <string>
+#include <string_view>
 #include <vector>
 
+#include "libs/core/enum_names.hpp"
+#include "libs/core/status.hpp"
 #include "proto/envelope.hpp"
 
 namespace tunebus::proto {
@@ -178,10 +181,32 @@ struct ClusterView {
   TUNEBUS_DEFINE_MAP(v, type, id, nodes)
 };
 
+/// What a NodeEvent reports.
+enum class NodeEventKind {
+  kNodeAdded,       // "node_added": a worker registered (or re-registered)
+  kNodeLost,        // "node_lost": a worker missed its heartbeats or left; `trials` ran there
+  kResourcesFreed,  // "resources_freed": allocations on the worker were released (`trials`)
+};
+
+inline constexpr EnumName<NodeEventKind> kNodeEventKindNames[] = {
+    {NodeEventKind::kNodeAdded, "node_added"},
+    {NodeEventKind::kNodeLost, "node_lost"},
+    {NodeEventKind::kResourcesFreed, "resources_freed"},
+};
+
+/// "node_added" | "node_lost" | "resources_freed".
+inline const char* NodeEventKindName(NodeEventKind kind) {
+  return NameIn(kNodeEventKindNames, kind);
+}
+/// Errors: InvalidArgument naming an unknown event word.
+inline Result<NodeEventKind> ParseNodeEventKind(std::string_view word) {
+  return ParseIn(kNodeEventKindNames, word, "node event");
+}
+
 /// resource-manager PUB: published on every node change. Topic frame = "node".
 struct NodeEvent {
   TUNEBUS_ENVELOPE("node_event");
-  std::string event;  // "node_added" | "node_lost" | "resources_freed"
+  std::string event;  // NodeEventKindName
   std::string worker_id;
   std::vector<std::string> trials;  // node_lost: "trial_id/attempt" that were running there
   TUNEBUS_DEFINE_MAP(v, type, id, event, worker_id, trials)

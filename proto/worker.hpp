@@ -119,7 +119,7 @@ struct Decision {
   int64_t attempt = 0;
   int64_t seq = 0;
   /// "continue" | "checkpoint" (save, go on) | "pause" (save, then stop) |
-  /// "checkpoint_and_stop" (save, then stop) | "stop"
+  /// "checkpoint_and_stop" (save, then stop) | "stop": ActionName / ParseAction (libs/core)
   std::string action;
   TUNEBUS_DEFINE_MAP(v, type, id, trial_id, attempt, seq, action)
 };

@@ -74,9 +74,9 @@ void SimExecutor::Report(const std::string& trial_id, int64_t attempt) {
   if (!s.ok()) errors_.push_back(fmt::format("{}: result rejected: {}", trial_id, s.ToString()));
 }
 
-void SimExecutor::SendDecision(const Trial& trial, int64_t seq, const char* action) {
-  At(now_, [this, id = trial.trial_id, attempt = trial.attempt, seq, act = std::string(action)] {
-    Act(id, attempt, seq, act);
+void SimExecutor::SendDecision(const Trial& trial, int64_t seq, Action action) {
+  At(now_, [this, id = trial.trial_id, attempt = trial.attempt, seq, action] {
+    Act(id, attempt, seq, action);
   });
 }
 
@@ -87,17 +87,13 @@ void SimExecutor::SaveCheckpoint(const std::string& trial_id, Attempt& a) {
   if (!s.ok()) errors_.push_back(fmt::format("{}: checkpoint refused: {}", trial_id, s.ToString()));
 }
 
-void SimExecutor::Act(const std::string& trial_id, int64_t attempt, int64_t seq,
-                      const std::string& action) {
+void SimExecutor::Act(const std::string& trial_id, int64_t attempt, int64_t seq, Action action) {
   Attempt* a = Live(trial_id, attempt);
   if (a == nullptr || a->seq != seq) return;
-  if (action == "continue") return NextResult(trial_id, attempt);
-  if (action == "checkpoint") {
-    SaveCheckpoint(trial_id, *a);
-    return NextResult(trial_id, attempt);
-  }
-  if (action == "pause" || action == "checkpoint_and_stop") SaveCheckpoint(trial_id, *a);
-  a->live = false;  // "pause", "checkpoint_and_stop", "stop": the trainable exits
+  if (action == Action::kContinue) return NextResult(trial_id, attempt);
+  if (SavesCheckpoint(action)) SaveCheckpoint(trial_id, *a);
+  if (action == Action::kCheckpoint) return NextResult(trial_id, attempt);
+  a->live = false;  // pause, checkpoint_and_stop, stop: the trainable exits
   runner_->OnTrialExited(trial_id, attempt, true, "");
 }
 

@@ -61,7 +61,7 @@ class SimExecutor final : public TrialExecutor, public RunnerObserver {
   bool CanPlace() const override { return true; }
   void PlaceTrial(const Trial& trial, int64_t attempt) override;
   void LaunchTrial(const Trial& trial) override;
-  void SendDecision(const Trial& trial, int64_t seq, const char* action) override;
+  void SendDecision(const Trial& trial, int64_t seq, Action action) override;
   void StopTrial(const Trial& trial) override;
   void ReleaseResources(const Trial& trial) override { (void)trial; }
   void DeleteCheckpoint(const std::string& checkpoint_id) override {
@@ -98,7 +98,7 @@ class SimExecutor final : public TrialExecutor, public RunnerObserver {
   Attempt* Live(const std::string& trial_id, int64_t attempt);
   void NextResult(const std::string& trial_id, int64_t attempt);
   void Report(const std::string& trial_id, int64_t attempt);
-  void Act(const std::string& trial_id, int64_t attempt, int64_t seq, const std::string& action);
+  void Act(const std::string& trial_id, int64_t attempt, int64_t seq, Action action);
   void SaveCheckpoint(const std::string& trial_id, Attempt& a);
 
   CurveFamily curves_;

@@ -142,22 +142,21 @@ std::optional<double> RequestedCheckpointScore(const Trial& t) {
 }
 }  // namespace
 
-json ResultRecord(const Trial& t, const json& result, const char* decision) {
+json ResultRecord(const Trial& t, const json& result, Action decision) {
   json r = {{"kind", "result"},  {"trial_id", t.trial_id}, {"attempt", t.attempt},
-            {"seq", t.last_seq}, {"result", result},       {"decision", decision}};
+            {"seq", t.last_seq}, {"result", result},       {"decision", ActionName(decision)}};
   if (auto score = RequestedCheckpointScore(t)) r["checkpoint_score"] = *score;
   return r;
 }
 
-std::string EncodeResultRecord(const Trial& t, std::string_view result_msgpack,
-                               const char* decision) {
+std::string EncodeResultRecord(const Trial& t, std::string_view result_msgpack, Action decision) {
   std::string bytes;
   bytes.reserve(96 + t.trial_id.size() + result_msgpack.size());
   const std::optional<double> score = RequestedCheckpointScore(t);
   RecordPacker record(bytes, score ? 7 : 6);  // the keys in ResultRecord's (sorted) order
   record.Field("attempt", t.attempt);
   if (score) record.Field("checkpoint_score", *score);
-  record.Field("decision", decision)
+  record.Field("decision", ActionName(decision))
       .Field("kind", "result")
       .RawField("result", result_msgpack)
       .Field("seq", t.last_seq)
@@ -191,8 +190,9 @@ json TrialSchedulerDelta(const json& delta) {
   return {{"kind", "trial_scheduler"}, {"delta", delta}};
 }
 
-json ExperimentEnded(const std::string& status, const std::string& reason) {
-  return {{"kind", "experiment_ended"}, {"status", status}, {"reason", reason}};
+json ExperimentEnded(ExperimentStatus status, const std::string& reason) {
+  return {
+      {"kind", "experiment_ended"}, {"status", ExperimentStatusName(status)}, {"reason", reason}};
 }
 
 json CheckpointSavedRecord(const Trial& t, const CheckpointRef& c) {
@@ -203,8 +203,10 @@ json CheckpointSavedRecord(const Trial& t, const CheckpointRef& c) {
   return r;
 }
 
-json ExperimentResumed(double at_s, const std::string& rerun_errored) {
-  return {{"kind", "experiment_resumed"}, {"at", at_s}, {"rerun_errored", rerun_errored}};
+json ExperimentResumed(double at_s, RerunMode rerun_errored) {
+  return {{"kind", "experiment_resumed"},
+          {"at", at_s},
+          {"rerun_errored", RerunModeName(rerun_errored)}};
 }
 
 json CheckpointDeletedRecord(const Trial& t, const std::string& checkpoint_id) {

@@ -26,6 +26,9 @@
 #include <string>
 #include <string_view>
 
+#include "libs/core/action.hpp"
+#include "libs/core/experiment_status.hpp"
+#include "libs/core/rerun_mode.hpp"
 #include "libs/core/status.hpp"
 #include "libs/core/trial.hpp"
 
@@ -45,12 +48,12 @@ nlohmann::json TrialStarted(const Trial& trial);
 /// A result and the worker action answering it. When that action saves a checkpoint (the trial's
 /// newest requested_checkpoints entry is at its training_iteration) and the checkpoint has a
 /// score, the record carries it as `checkpoint_score` (replay rebuilds the request from it).
-nlohmann::json ResultRecord(const Trial& trial, const nlohmann::json& result, const char* decision);
+nlohmann::json ResultRecord(const Trial& trial, const nlohmann::json& result, Action decision);
 /// EncodeRecord(ResultRecord(trial, result, decision)) from the result already encoded as
 /// msgpack (`result_msgpack`, e.g. by nlohmann::json::to_msgpack), without copying the result
 /// into a record document: the scheduler's per-result path.
 std::string EncodeResultRecord(const Trial& trial, std::string_view result_msgpack,
-                               const char* decision);
+                               Action decision);
 nlohmann::json TrialStatusRecord(const Trial& trial);
 /// The trial scheduler's state delta (TrialScheduler::TakeStateDelta): kind "trial_scheduler".
 nlohmann::json TrialSchedulerDelta(const nlohmann::json& delta);
@@ -66,9 +69,9 @@ std::string EncodeTrialStatusRecord(
 /// EncodeRecord(TrialSchedulerDelta(delta))
 std::string EncodeTrialSchedulerDelta(const nlohmann::json& delta);
 
-nlohmann::json ExperimentEnded(const std::string& status, const std::string& reason);
+nlohmann::json ExperimentEnded(ExperimentStatus status, const std::string& reason);
 nlohmann::json CheckpointJson(const CheckpointRef& ref);
-nlohmann::json ExperimentResumed(double at_s, const std::string& rerun_errored);
+nlohmann::json ExperimentResumed(double at_s, RerunMode rerun_errored);
 nlohmann::json CheckpointSavedRecord(const Trial& trial, const CheckpointRef& ref);
 nlohmann::json CheckpointDeletedRecord(const Trial& trial, const std::string& checkpoint_id);
 nlohmann::json TrialUpdated(const Trial& trial, const nlohmann::json& change);

@@ -93,10 +93,15 @@ Status JournalReplayer::Apply(const json& r) {
     } else if (kind == "trial_scheduler") {
       state_.scheduler_deltas.push_back(r.at("delta"));
     } else if (kind == "experiment_ended") {
-      state_.ended_status = r.at("status").get<std::string>();
+      auto status = ParseExperimentStatus(r.at("status").get<std::string>());
+      if (!status.ok()) {
+        return Status::Corruption(
+            fmt::format("journal record {} ({}): {}", position, kind, status.status().message()));
+      }
+      state_.ended_status = *status;
       state_.ended_reason = r.value("reason", "");
     } else if (kind == "experiment_resumed") {
-      state_.ended_status.clear();  // reopened (e.g. to rerun errored trials)
+      state_.ended_status.reset();  // reopened (e.g. to rerun errored trials)
       state_.ended_reason.clear();
     } else {
       Trial* t = Find(r.at("trial_id").get<std::string>());
@@ -138,15 +143,16 @@ Status JournalReplayer::ApplyTrialRecord(const std::string& kind, const json& r,
     t.time_total_s = result.value("time_total_s", t.time_total_s);
     last_results_[size_t(t.index)] = result;
     ++t.num_results;
-    const std::string decision = r.value("decision", "continue");
-    if (decision == "checkpoint" || decision == "pause" || decision == "checkpoint_and_stop") {
+    auto decision = ParseAction(r.value("decision", ActionName(Action::kContinue)));
+    if (!decision.ok()) return Status::Corruption("result record: " + decision.status().message());
+    if (SavesCheckpoint(*decision)) {
       CheckpointRef asked;  // the request the decision made (TrialRunner::ActionFor)
       asked.training_iteration = t.training_iteration;
       asked.time_total_s = t.time_total_s;
       asked.score = OptionalNumber(r.value("checkpoint_score", json()));
       t.requested_checkpoints.push_back(asked);
     }
-    state_.last_action[t.trial_id] = decision;
+    state_.last_action[t.trial_id] = *decision;
   } else if (kind == "trial_status") {
     const auto status = ParseTrialStatus(r.at("status").get<std::string>());
     if (!status) return Status::Corruption("unknown trial status " + r.at("status").dump());

@@ -14,6 +14,8 @@
 #include <unordered_map>
 #include <vector>
 
+#include "libs/core/action.hpp"
+#include "libs/core/experiment_status.hpp"
 #include "libs/core/status.hpp"
 #include "libs/core/trial.hpp"
 
@@ -35,8 +37,10 @@ struct ReplayedExperiment {
   std::vector<nlohmann::json> scheduler_deltas;
   std::optional<CheckpointRef> restore_from;  // the experiment's restore_from checkpoint, if any
   /// trial_id -> the worker action answering its newest result (resent for a duplicate).
-  std::map<std::string, std::string> last_action;
-  std::string ended_status;  // "FINISHED" | "STOPPED" | "ERROR", "" while the experiment runs
+  std::map<std::string, Action> last_action;
+  /// The status of the newest experiment_ended record; nullopt while the experiment runs (none
+  /// yet, or an experiment_resumed came after it).
+  std::optional<ExperimentStatus> ended_status;
   std::string ended_reason;
   uint64_t records = 0;           // records applied
   uint64_t snapshot_records = 0;  // of those, how many a snapshot covered (0: none was used)

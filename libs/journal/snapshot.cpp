@@ -106,6 +106,13 @@ Trial TrialFrom(const json& j, int64_t index) {
   return t;
 }
 
+// trial_id -> the action's name, as the snapshot stores it.
+json ActionNames(const std::map<std::string, Action>& actions) {
+  json out = json::object();
+  for (const auto& [trial_id, action] : actions) out[trial_id] = ActionName(action);
+  return out;
+}
+
 }  // namespace
 
 std::string SnapshotPrefix(const std::string& journal) { return journal + "/snapshot-"; }
@@ -125,9 +132,9 @@ std::string EncodeSnapshot(const ReplayedExperiment& s, const std::vector<Trial>
             {"seed", s.seed},
             {"submitted_at", s.submitted_at_s},
             {"searcher_state", s.searcher_state},
-            {"last_action", s.last_action},
+            {"last_action", ActionNames(s.last_action)},
             {"scheduler_state", s.scheduler_state},
-            {"ended_status", s.ended_status},
+            {"ended_status", s.ended_status ? ExperimentStatusName(*s.ended_status) : ""},
             {"ended_reason", s.ended_reason},
             {"records", s.records}};
   if (s.restore_from) j["restore_from"] = CheckpointJson(*s.restore_from);
@@ -168,8 +175,16 @@ Result<ReplayedExperiment> DecodeSnapshot(const std::string& bytes) {
     for (const json& t : j.at("trials")) s.trials.push_back(TrialFrom(t, index++));
     s.searcher_state = j.at("searcher_state");
     s.scheduler_state = j.at("scheduler_state");
-    s.last_action = j.at("last_action").get<std::map<std::string, std::string>>();
-    s.ended_status = j.at("ended_status").get<std::string>();
+    for (const auto& [trial_id, word] : j.at("last_action").items()) {
+      auto action = ParseAction(word.get<std::string>());
+      if (!action.ok()) return Status::Corruption("journal snapshot: " + action.status().message());
+      s.last_action[trial_id] = *action;
+    }
+    if (const std::string ended = j.at("ended_status").get<std::string>(); !ended.empty()) {
+      auto status = ParseExperimentStatus(ended);
+      if (!status.ok()) return Status::Corruption("journal snapshot: " + status.status().message());
+      s.ended_status = *status;
+    }
     s.ended_reason = j.at("ended_reason").get<std::string>();
     s.records = j.at("records").get<uint64_t>();
     if (j.contains("restore_from")) s.restore_from = CheckpointFrom(j["restore_from"]);

@@ -13,6 +13,7 @@
 #include <string>
 #include <vector>
 
+#include "libs/core/fail_fast.hpp"
 #include "libs/core/status.hpp"
 
 namespace tunebus {
@@ -54,10 +55,10 @@ struct ExperimentSpec {
   /// A running trainable that reports no result for this long (seconds; time spent waiting for
   /// a decision does not count) fails with that reason (then max_failures applies). 0 = off.
   double report_timeout_s = 0;
-  /// Ray Tune's fail_fast: "" (off), "true" (at the first ERROR trial stop every unfinished
-  /// trial, the experiment ends ERROR) or "raise" (abort at once, leaving other trials as they
+  /// Ray Tune's fail_fast: false (off), true (at the first ERROR trial stop every unfinished
+  /// trial, the experiment ends ERROR) or raise (abort at once, leaving other trials as they
   /// were).
-  std::string fail_fast;
+  FailFast fail_fast = FailFast::kOff;
   /// Keep a trial that fits no worker PENDING until a big enough worker registers (Ray Tune's
   /// queue_trials) instead of making it ERROR.
   bool queue_trials = false;

@@ -162,13 +162,13 @@ Status SpecParser::ParseField(const MapEntry& e) {
     return Status::Ok();
   }
   if (k == "fail_fast") {
-    if (e.value.IsScalar() && e.value.Scalar() == "raise") {
-      spec_.fail_fast = "raise";
+    if (e.value.IsScalar() && e.value.Scalar() == FailFastName(FailFast::kRaise)) {
+      spec_.fail_fast = FailFast::kRaise;
       return Status::Ok();
     }
     Result<bool> b = r_.Bool(e.value, k);
     if (!b.ok()) return r_.Error(e.value, k, "expected true, false or raise");
-    spec_.fail_fast = *b ? "true" : "";
+    spec_.fail_fast = *b ? FailFast::kStopExperiment : FailFast::kOff;
     return Status::Ok();
   }
   if (k == "queue_trials" || k == "checkpoint_at_end") {

@@ -75,6 +75,7 @@ class BuiltinTrainable : public Trainable {
   }
 
   Status SendDecision(Action action) override {
+    if (Status s = CheckTrainableAction(action); !s.ok()) return s;
     if (ended()) return Status::FailedPrecondition("the trainable has exited");
     if (!ConsumeAwaited()) return Status::FailedPrecondition("no report waits for a decision");
     OnDecision(iteration_);

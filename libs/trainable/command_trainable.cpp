@@ -393,6 +393,7 @@ void CommandTrainable::Finish(int wait_status) {
 }
 
 Status CommandTrainable::SendDecision(Action action) {
+  if (Status s = CheckTrainableAction(action); !s.ok()) return s;
   if (ended() || reaped_) return Status::FailedPrecondition("the trainable has exited");
   if (!ConsumeAwaited()) return Status::FailedPrecondition("no report waits for a decision");
   iter_start_ = setup_.clock->Now();

@@ -7,24 +7,10 @@
 
 namespace tunebus::trainable {
 
-const char* ActionName(Action action) {
-  switch (action) {
-    case Action::kContinue:
-      return "continue";
-    case Action::kCheckpoint:
-      return "checkpoint";
-    case Action::kStop:
-      return "stop";
-  }
-  return "continue";
-}
-
-Result<Action> ParseAction(std::string_view word) {
-  if (word == "continue") return Action::kContinue;
-  if (word == "checkpoint") return Action::kCheckpoint;
-  if (word == "stop") return Action::kStop;
+Status CheckTrainableAction(Action action) {
+  if (!StopsAfterSaving(action)) return Status::Ok();
   return Status::InvalidArgument(
-      fmt::format("unknown decision '{}' (expected continue, checkpoint or stop)", word));
+      fmt::format("a trainable takes continue, checkpoint or stop, not '{}'", ActionName(action)));
 }
 
 std::optional<Report> Trainable::TakeReport() {

@@ -10,9 +10,10 @@
 //   3. re-read fds(): the set changes (e.g. a report pipe at EOF leaves it).
 //
 // Report/decision protocol (the same for every kind): the trainable produces one report (a JSON
-// object), then waits for one decision: "continue", "checkpoint" (save state into the
-// checkpoint dir before the next report, then continue) or "stop" (exit cleanly now). Reports
-// are delivered in order and decisions answer them in order.
+// object), then waits for one decision (an Action, libs/core/action.hpp): "continue",
+// "checkpoint" (save state into the checkpoint dir before the next report, then continue) or
+// "stop" (exit cleanly now). Reports are delivered in order and decisions answer them in order.
+// The worker splits "pause" and "checkpoint_and_stop" into "checkpoint", then "stop".
 #pragma once
 
 #include <cstdint>
@@ -24,6 +25,7 @@
 #include <string_view>
 #include <vector>
 
+#include "libs/core/action.hpp"
 #include "libs/core/clock.hpp"
 #include "libs/core/status.hpp"
 
@@ -42,16 +44,9 @@ struct TrialSetup {
   const Clock* clock = &Clock::Real();  // times iterations (time_this_iter_s); outlives it
 };
 
-/// Decision words sent to a trainable after each report.
-enum class Action {
-  kContinue,    // "continue": go on with the next iteration
-  kCheckpoint,  // "checkpoint": save into the checkpoint dir before the next report, continue
-  kStop,        // "stop": exit cleanly (exit code 0) now
-};
-/// "continue" | "checkpoint" | "stop".
-const char* ActionName(Action action);
-/// Parses a decision word. Errors: InvalidArgument naming the word.
-Result<Action> ParseAction(std::string_view word);
+/// Ok for the actions a trainable takes (continue, checkpoint, stop). Errors: InvalidArgument
+/// for pause and checkpoint_and_stop (the driver sends checkpoint, then stop).
+Status CheckTrainableAction(Action action);
 
 /// One report of a trainable.
 struct Report {
@@ -84,7 +79,8 @@ class Trainable {
   /// Processes whatever is ready without blocking (reports, process exit, timers).
   virtual void OnReadable() = 0;
   /// Sends the decision for the oldest report that has no decision yet.
-  /// Errors: FailedPrecondition if no report waits for a decision or it has exited.
+  /// Errors: FailedPrecondition if no report waits for a decision or it has exited;
+  /// InvalidArgument for an action CheckTrainableAction refuses.
   [[nodiscard]] virtual Status SendDecision(Action action) = 0;
   /// Ends it now (a process trainable: SIGKILL to its whole process group). Idempotent; the
   /// exit is observed through fds()/OnReadable() like any other exit.

@@ -12,6 +12,8 @@
 #include <string>
 #include <vector>
 
+#include "libs/core/action.hpp"
+#include "libs/core/experiment_status.hpp"
 #include "libs/core/trial.hpp"
 #include "libs/tune/training_result.hpp"
 
@@ -30,13 +32,9 @@ class TrialExecutor {
   /// trial.restored_checkpoint_id is set the worker restores that checkpoint first and the
   /// trainable continues from trial.training_iteration.
   virtual void LaunchTrial(const Trial& trial) = 0;
-  /// Answers result `seq` of the trial's current attempt with a worker action:
-  ///   "continue"            go on
-  ///   "checkpoint"          save a checkpoint (then CheckpointSaved), go on
-  ///   "pause"               save a checkpoint, then stop the trainable (trial -> PAUSED)
-  ///   "checkpoint_and_stop" save a checkpoint, then stop it (checkpoint_at_end)
-  ///   "stop"                stop the trainable now
-  virtual void SendDecision(const Trial& trial, int64_t seq, const char* action) = 0;
+  /// Answers result `seq` of the trial's current attempt with a worker action (see Action; a
+  /// checkpoint it saves comes back as TrialRunner::OnCheckpointSaved).
+  virtual void SendDecision(const Trial& trial, int64_t seq, Action action) = 0;
   /// Tells the trial's worker to stop its current attempt now.
   virtual void StopTrial(const Trial& trial) = 0;
   /// Returns the resources of the trial's current attempt. Called exactly once per attempt
@@ -60,8 +58,7 @@ class RunnerObserver {
   /// The trial got resources and is RUNNING as attempt trial.attempt on trial.worker_id.
   virtual void OnTrialStarted(const Trial& trial) { (void)trial; }
   /// A result was accepted; `result` has the auto-filled keys. `decision` is what it led to.
-  virtual void OnTrialResult(const Trial& trial, const TrainingResult& result,
-                             const char* decision) {
+  virtual void OnTrialResult(const Trial& trial, const TrainingResult& result, Action decision) {
     (void)trial;
     (void)result;
     (void)decision;
@@ -90,8 +87,8 @@ class RunnerObserver {
   /// The trial scheduler's state changed (TrialScheduler::TakeStateDelta); journaled so a
   /// resume reaches the same state.
   virtual void OnTrialSchedulerState(const nlohmann::json& delta) { (void)delta; }
-  /// The experiment ended with `status` ("FINISHED", "STOPPED", "ERROR") and a reason.
-  virtual void OnExperimentEnded(const std::string& status, const std::string& reason) {
+  /// The experiment ended with `status` (FINISHED, STOPPED, ERROR or INTERRUPTED) and a reason.
+  virtual void OnExperimentEnded(ExperimentStatus status, const std::string& reason) {
     (void)status;
     (void)reason;
   }

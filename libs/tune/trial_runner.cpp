@@ -8,22 +8,6 @@ namespace tunebus {
 
 namespace rk = result_keys;
 
-const char* ExperimentStatusName(ExperimentStatus s) {
-  switch (s) {
-    case ExperimentStatus::kRunning:
-      return "RUNNING";
-    case ExperimentStatus::kFinished:
-      return "FINISHED";
-    case ExperimentStatus::kStopped:
-      return "STOPPED";
-    case ExperimentStatus::kError:
-      return "ERROR";
-    case ExperimentStatus::kInterrupted:
-      return "INTERRUPTED";
-  }
-  return "UNKNOWN";
-}
-
 TrialRunner::TrialRunner(RunnerOptions options, std::unique_ptr<VariantGenerator> search_alg,
                          std::unique_ptr<TrialScheduler> scheduler, TrialExecutor& executor,
                          RunnerObserver& observer, std::function<double()> now_s)
@@ -192,10 +176,15 @@ void TrialRunner::OnTrialErrored(Trial& t, const std::string& error) {
   scheduler_->OnTrialError(t);
   JournalSchedulerDelta();
   const std::string why = fmt::format("trial {} errored (fail_fast): {}", t.trial_id, error);
-  if (options_.fail_fast == "raise") {
-    AbortExperiment(why);
-  } else if (!options_.fail_fast.empty()) {
-    EndExperiment(ExperimentStatus::kError, why);
+  switch (options_.fail_fast) {
+    case FailFast::kOff:
+      break;
+    case FailFast::kStopExperiment:
+      EndExperiment(ExperimentStatus::kError, why);
+      break;
+    case FailFast::kRaise:
+      AbortExperiment(why);
+      break;
   }
 }
 
@@ -288,8 +277,8 @@ Status TrialRunner::OnResult(const std::string& trial_id, int64_t attempt, int64
   if (!valid.ok()) {
     metrics.SetBool(rk::kDone, user_done);
     SetLastResult(*t, metrics);
-    observer_.OnTrialResult(*t, metrics, "stop");
-    executor_.SendDecision(*t, seq, "stop");
+    observer_.OnTrialResult(*t, metrics, Action::kStop);
+    executor_.SendDecision(*t, seq, Action::kStop);
     LeaveRunning(*t, TrialStatus::kError, valid.message());
     OnTrialErrored(*t, valid.message());
     CheckFinished();
@@ -306,11 +295,12 @@ Status TrialRunner::OnResult(const std::string& trial_id, int64_t attempt, int64
   deferred_exploit_.reset();
   metrics.SetBool(rk::kDone, user_done || decision == Decision::kStop);
   SetLastResult(*t, metrics);
-  const char* action = exploit ? "stop" : ActionFor(*t, metrics, decision, checkpoint_requested);
+  const Action action =
+      exploit ? Action::kStop : ActionFor(*t, metrics, decision, checkpoint_requested);
   observer_.OnTrialResult(*t, metrics, action);
   last_action_[t->index] = action;
   executor_.SendDecision(*t, seq, action);
-  const bool saving = std::string_view(action) == "checkpoint_and_stop";
+  const bool saving = action == Action::kCheckpointAndStop;
   if (exploit && decision != Decision::kStop) {
     LeaveRunning(*t, TrialStatus::kPending, "");
     (void)ExploitTrial(t->trial_id, exploit->donor_trial_id, std::move(exploit->new_config));
@@ -333,8 +323,8 @@ void TrialRunner::RecordReturn(Trial& t) {
   last->SetBool(rk::kDone, true);
   ++t.num_results;
   SetLastResult(t, *last);
-  observer_.OnTrialResult(t, *last, "stop");
-  last_action_[t.index] = "stop";
+  observer_.OnTrialResult(t, *last, Action::kStop);
+  last_action_[t.index] = Action::kStop;
 }
 
 void TrialRunner::SetLastResult(Trial& t, const TrainingResult& result) const {
@@ -347,8 +337,8 @@ void TrialRunner::CacheMetric(Trial& t, const TrainingResult& result) const {
   if (!options_.metric.empty()) t.last_metric = result.Number(options_.metric);
 }
 
-const char* TrialRunner::ActionFor(Trial& t, const TrainingResult& result, Decision decision,
-                                   bool requested) {
+Action TrialRunner::ActionFor(Trial& t, const TrainingResult& result, Decision decision,
+                              bool requested) {
   // Ray Tune's _process_trial_result: the periodic (or asked) checkpoint is taken whatever the
   // decision, a stopped trial's last iteration included; checkpoint_at_end adds one at a stop.
   const bool at_end = decision == Decision::kStop && options_.checkpoint_at_end;
@@ -366,28 +356,18 @@ const char* TrialRunner::ActionFor(Trial& t, const TrainingResult& result, Decis
   }
   switch (decision) {
     case Decision::kContinue:
-      return checkpoint ? "checkpoint" : "continue";
+      return checkpoint ? Action::kCheckpoint : Action::kContinue;
     case Decision::kPause:
-      return "pause";
+      return Action::kPause;
     case Decision::kStop:
-      return checkpoint ? "checkpoint_and_stop" : "stop";
+      return checkpoint ? Action::kCheckpointAndStop : Action::kStop;
   }
-  return "continue";
+  return Action::kContinue;
 }
-
-namespace {
-// The worker action words as static strings (the runner keeps pointers to them).
-const char* ActionLiteral(const std::string& word) {
-  for (const char* a : {"continue", "checkpoint", "pause", "checkpoint_and_stop", "stop"}) {
-    if (word == a) return a;
-  }
-  return "continue";
-}
-}  // namespace
 
 Status TrialRunner::Restore(std::vector<Trial> trials, const nlohmann::json& searcher_state,
-                            const std::map<std::string, std::string>& last_actions, double start_s,
-                            const std::string& ended_status, const std::string& ended_reason) {
+                            const std::map<std::string, Action>& last_actions, double start_s,
+                            ExperimentStatus ended_status, const std::string& ended_reason) {
   if (!searcher_state.is_null()) {
     if (Status s = search_alg_->RestoreState(searcher_state); !s.ok()) return s;
   }
@@ -402,19 +382,17 @@ Status TrialRunner::Restore(std::vector<Trial> trials, const nlohmann::json& sea
     if (t.status == TrialStatus::kPending) pending_.insert(t.index);
     if (t.status == TrialStatus::kRunning) ++running_;
     if (auto a = last_actions.find(t.trial_id); a != last_actions.end()) {
-      last_action_[t.index] = ActionLiteral(a->second);
+      last_action_[t.index] = a->second;
       // Answered "pause" and not yet exited when the journal ends: still saving.
-      if (t.status == TrialStatus::kRunning && a->second == "pause") pausing_[t.index] = t.attempt;
+      if (t.status == TrialStatus::kRunning && a->second == Action::kPause)
+        pausing_[t.index] = t.attempt;
     }
     if (!t.last_result_msgpack.empty()) CacheMetric(t, TrainingResult::FromJson(t.LastResult()));
     if (t.num_results > 0) {  // results were accepted: every stop key had been carried
       for (const auto& [key, threshold] : options_.stop) stop_keys_seen_.insert(key);
     }
   }
-  for (auto s : {ExperimentStatus::kFinished, ExperimentStatus::kStopped, ExperimentStatus::kError,
-                 ExperimentStatus::kInterrupted}) {
-    if (ended_status == ExperimentStatusName(s)) status_ = s;
-  }
+  status_ = ended_status;
   end_reason_ = ended_reason;
   return Status::Ok();
 }
@@ -557,7 +535,7 @@ void TrialRunner::EndExperiment(ExperimentStatus status, const std::string& reas
   if (status == ExperimentStatus::kError) StopUnfinished();
   status_ = status;
   end_reason_ = reason;
-  observer_.OnExperimentEnded(ExperimentStatusName(status), reason);
+  observer_.OnExperimentEnded(status, reason);
 }
 
 void TrialRunner::CheckFinished() {

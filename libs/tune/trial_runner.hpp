@@ -19,6 +19,10 @@
 #include <unordered_set>
 #include <vector>
 
+#include "libs/core/action.hpp"
+#include "libs/core/experiment_status.hpp"
+#include "libs/core/fail_fast.hpp"
+#include "libs/core/rerun_mode.hpp"
 #include "libs/core/resources.hpp"
 #include "libs/core/status.hpp"
 #include "libs/core/trial.hpp"
@@ -39,8 +43,8 @@ struct RunnerOptions {
   /// Requeues after the trial's worker was lost (not counted in max_failures: a preempted
   /// machine is not the trainable's fault); past it the trial is ERROR. -1 = no limit.
   int64_t max_worker_losses = -1;
-  std::string fail_fast;      // "" (off), "true" or "raise" (see ExperimentSpec)
-  bool queue_trials = false;  // a trial that fits no worker waits (stays PENDING)
+  FailFast fail_fast = FailFast::kOff;  // see ExperimentSpec
+  bool queue_trials = false;            // a trial that fits no worker waits (stays PENDING)
   Resources resources_per_trial;
   // Checkpointing (Ray Tune's checkpoint_freq, checkpoint_at_end, keep_checkpoints_num,
   // checkpoint_score_attr with its "min-" prefix).
@@ -51,15 +55,6 @@ struct RunnerOptions {
   /// Every trial created by the search algorithm starts from this checkpoint (restore_from).
   std::optional<CheckpointRef> restore_from;
 };
-
-enum class ExperimentStatus {
-  kRunning,      // trials remain to run
-  kFinished,     // every trial finished (or the time budget ran out)
-  kStopped,      // stopped by the user
-  kError,        // fail_fast and a trial errored, or every trial ended in ERROR
-  kInterrupted,  // interrupted by the user (Ctrl-C): unfinished trials wait; Reopen continues it
-};
-const char* ExperimentStatusName(ExperimentStatus s);  // "RUNNING", "FINISHED", ...
 
 class TrialRunner final : public TrialSchedulerContext {
  public:
@@ -125,16 +120,17 @@ class TrialRunner final : public TrialSchedulerContext {
   /// its newest result (re-sent when that result arrives again). `start_s` is when the
   /// experiment was submitted (the time budget counts from it). Call before anything else.
   /// Errors: InvalidArgument when the searcher state does not restore.
-  /// `ended_status` ("FINISHED", "STOPPED", "ERROR", "INTERRUPTED" or "" while running) and
-  /// `ended_reason` restore an experiment that had ended.
+  /// `ended_status` (kRunning while it runs) and `ended_reason` restore an experiment that had
+  /// ended.
   Status Restore(std::vector<Trial> trials, const nlohmann::json& searcher_state,
-                 const std::map<std::string, std::string>& last_actions, double start_s,
-                 const std::string& ended_status = "", const std::string& ended_reason = "");
-  /// Reruns the ERROR trials (Ray Tune's resume="ERRORED_ONLY", done right): "restore" makes
-  /// each PENDING to continue from its newest checkpoint; "restart" from scratch (checkpoints
+                 const std::map<std::string, Action>& last_actions, double start_s,
+                 ExperimentStatus ended_status = ExperimentStatus::kRunning,
+                 const std::string& ended_reason = "");
+  /// Reruns the ERROR trials (Ray Tune's resume="ERRORED_ONLY", done right): kRestore makes
+  /// each PENDING to continue from its newest checkpoint; kRestart from scratch (checkpoints
   /// forgotten, num_failures 0). Nothing else changes. A finished experiment runs again when
-  /// there is at least one. Returns how many. Errors: InvalidArgument for another mode.
-  Result<int64_t> RerunErrored(const std::string& mode);
+  /// there is at least one. Returns how many. Errors: InvalidArgument for kNone.
+  Result<int64_t> RerunErrored(RerunMode mode);
   /// Brings the trial scheduler to its journaled state: RestoreState(`state`, the newest
   /// snapshot's, or null) then every delta journaled after it, in order. Call after Restore.
   /// Errors: Corruption from the scheduler.
@@ -205,7 +201,7 @@ class TrialRunner final : public TrialSchedulerContext {
   /// For snapshots: the search algorithm's state, and per trial the worker action that
   /// answered its newest result (see Restore).
   nlohmann::json SearcherState() const { return search_alg_->SaveState(); }
-  std::map<std::string, std::string> LastActions() const;
+  std::map<std::string, Action> LastActions() const;
 
  private:
   Trial* Find(const std::string& trial_id);
@@ -227,8 +223,8 @@ class TrialRunner final : public TrialSchedulerContext {
   void SetPending(Trial& trial);
   Trial& NewTrial(nlohmann::json config, std::string tag);
   /// The worker action for `decision` at the trial's current result, with checkpointing.
-  const char* ActionFor(Trial& trial, const TrainingResult& result, Decision decision,
-                        bool requested = false);
+  Action ActionFor(Trial& trial, const TrainingResult& result, Decision decision,
+                   bool requested = false);
   /// Stores `result` as the trial's newest (msgpack) and caches options.metric from it.
   // A trial whose trainable returned (exit ok, still RUNNING) and whose last result of this
   // attempt is not done: that result again with done=true, recorded like a result (journal,
@@ -285,11 +281,9 @@ class TrialRunner final : public TrialSchedulerContext {
   int64_t in_result_ = -1;                   // index whose OnTrialResult is running
   bool checkpoint_requested_ = false;        // RequestCheckpoint for `in_result_`
   std::optional<Exploit> deferred_exploit_;  // ExploitTrial on `in_result_`
-  std::map<int64_t, nlohmann::json> exploit_notes_;
-  std::unordered_map<int64_t, const char*>
-      last_action_;  // index -> action of its newest result  // index -> "pbt_exploit" for its next
-                     // result
-  std::set<std::string> stop_keys_seen_;  // stop keys some accepted result carried
+  std::map<int64_t, nlohmann::json> exploit_notes_;  // index -> "pbt_exploit" for its next result
+  std::unordered_map<int64_t, Action> last_action_;  // index -> action of its newest result
+  std::set<std::string> stop_keys_seen_;             // stop keys some accepted result carried
   int64_t running_ = 0;
   double start_s_ = 0;
   ExperimentStatus status_ = ExperimentStatus::kRunning;

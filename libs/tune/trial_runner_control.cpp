@@ -262,15 +262,14 @@ void TrialRunner::ApplyRetention(Trial& t) {
   }
 }
 
-Result<int64_t> TrialRunner::RerunErrored(const std::string& mode) {
-  if (mode != "restore" && mode != "restart") {
-    return Status::InvalidArgument("rerun_errored must be 'restore' or 'restart', got '" + mode +
-                                   "'");
+Result<int64_t> TrialRunner::RerunErrored(RerunMode mode) {
+  if (mode == RerunMode::kNone) {
+    return Status::InvalidArgument("rerun_errored must be 'restore' or 'restart', got ''");
   }
   int64_t n = 0;
   for (Trial& t : trials_) {
     if (t.status != TrialStatus::kError) continue;
-    if (mode == "restart") {
+    if (mode == RerunMode::kRestart) {
       t.checkpoints.clear();
       t.newest_checkpoint_has_config = false;
       t.restore_checkpoint.reset();
@@ -352,7 +351,7 @@ void TrialRunner::AbortExperiment(const std::string& reason) {
   placing_.clear();
   status_ = ExperimentStatus::kError;
   end_reason_ = reason;
-  observer_.OnExperimentEnded(ExperimentStatusName(status_), reason);
+  observer_.OnExperimentEnded(status_, reason);
 }
 
 const Trial* TrialRunner::BestTrial() const {
@@ -371,8 +370,8 @@ const Trial* TrialRunner::BestTrial() const {
   return best;
 }
 
-std::map<std::string, std::string> TrialRunner::LastActions() const {
-  std::map<std::string, std::string> out;
+std::map<std::string, Action> TrialRunner::LastActions() const {
+  std::map<std::string, Action> out;
   for (const auto& [index, action] : last_action_) out[trials_[size_t(index)].trial_id] = action;
   return out;
 }

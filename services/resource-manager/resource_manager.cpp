@@ -99,7 +99,7 @@ Status ResourceManager::HandleRegisterNode(bus::Incoming& in, const proto::Decod
   if (!outcome->dropped_trials.empty()) {
     spdlog::warn("Worker {} re-registered with another capacity; dropping allocations of {}",
                  req->worker_id, Join(outcome->dropped_trials));
-    Publish("node_lost", req->worker_id, outcome->dropped_trials);
+    Publish(proto::NodeEventKind::kNodeLost, req->worker_id, outcome->dropped_trials);
   }
   for (const proto::HeldAllocation& held : req->running) {
     // A restarted resource-manager learns what runs from the workers (adopting a held
@@ -116,7 +116,7 @@ Status ResourceManager::HandleRegisterNode(bus::Incoming& in, const proto::Decod
   if (outcome->added) {
     spdlog::info("Worker {} ({}) registered with {}, running {} trial(s)", req->worker_id,
                  req->hostname, capacity->ToString(), req->running.size());
-    Publish("node_added", req->worker_id, {});
+    Publish(proto::NodeEventKind::kNodeAdded, req->worker_id, {});
   } else {
     spdlog::debug("Worker {} re-registered (reconnect), allocations kept", req->worker_id);
   }
@@ -256,7 +256,8 @@ Status ResourceManager::HandleReleaseBatch(bus::Incoming& in, const proto::Decod
       freed[worker_id].push_back(fmt::format("{}/{}", item.trial_id, item.attempt));
     }
   }
-  for (auto& [worker_id, trials] : freed) Publish("resources_freed", worker_id, std::move(trials));
+  for (auto& [worker_id, trials] : freed)
+    Publish(proto::NodeEventKind::kResourcesFreed, worker_id, std::move(trials));
   dispatcher_.Reply(in, reply);
   return Status::Ok();
 }
@@ -270,7 +271,8 @@ Status ResourceManager::HandleRelease(bus::Incoming& in, const proto::Decoded& m
   reply.released = cluster_.Release(req->trial_id, req->attempt, &worker_id);
   if (reply.released) {
     spdlog::info("Released {}/{} on {}", req->trial_id, req->attempt, worker_id);
-    Publish("resources_freed", worker_id, {fmt::format("{}/{}", req->trial_id, req->attempt)});
+    Publish(proto::NodeEventKind::kResourcesFreed, worker_id,
+            {fmt::format("{}/{}", req->trial_id, req->attempt)});
   } else {
     spdlog::debug("Release of {}/{}: nothing held", req->trial_id, req->attempt);
   }
@@ -292,14 +294,14 @@ void ResourceManager::OnExpiryTimer() {
   for (auto& lost : cluster_.ExpireNodes(Now(), timeout)) {
     spdlog::warn("Worker {} is lost: no heartbeat for more than {} ms; dropped allocations of {}",
                  lost.worker_id, timeout.count(), Join(lost.trials));
-    Publish("node_lost", lost.worker_id, std::move(lost.trials));
+    Publish(proto::NodeEventKind::kNodeLost, lost.worker_id, std::move(lost.trials));
   }
 }
 
-void ResourceManager::Publish(const std::string& event, const std::string& worker_id,
+void ResourceManager::Publish(proto::NodeEventKind event, const std::string& worker_id,
                               std::vector<std::string> trials) {
   proto::NodeEvent e;
-  e.event = event;
+  e.event = proto::NodeEventKindName(event);
   e.worker_id = worker_id;
   e.trials = std::move(trials);
   const std::string payload = proto::Encode(e);
@@ -308,7 +310,8 @@ void ResourceManager::Publish(const std::string& event, const std::string& worke
     pub_.send(zmq::buffer(kTopic), zmq::send_flags::sndmore | zmq::send_flags::dontwait);
     pub_.send(zmq::buffer(payload), zmq::send_flags::dontwait);
   } catch (const zmq::error_t& e) {
-    spdlog::error("Could not publish {} for {}: {}", event, worker_id, e.what());
+    spdlog::error("Could not publish {} for {}: {}", proto::NodeEventKindName(event), worker_id,
+                  e.what());
   }
 }
 

@@ -35,6 +35,7 @@
 #include "libs/core/status.hpp"
 #include "libs/metrics/metrics_publisher.hpp"
 #include "libs/service/message_dispatcher.hpp"
+#include "proto/resources.hpp"
 #include "services/resource-manager/placement.hpp"
 
 namespace tunebus {
@@ -91,7 +92,7 @@ class ResourceManager {
   Status HandleGetClusterView(bus::Incoming& in, const proto::Decoded& msg);
   void OnExpiryTimer();
 
-  void Publish(const std::string& event, const std::string& worker_id,
+  void Publish(proto::NodeEventKind event, const std::string& worker_id,
                std::vector<std::string> trials);
   Millis Now() const;
 

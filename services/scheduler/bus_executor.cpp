@@ -252,12 +252,12 @@ void BusExecutor::RetryStart(const std::string& worker_id, std::string payload,
   });
 }
 
-void BusExecutor::SendDecision(const Trial& trial, int64_t seq, const char* action) {
-  journal_.AfterDurable(
-      [this, worker = trial.worker_id,
-       decision = proto::DecisionItem{trial.trial_id, trial.attempt, seq, action}]() mutable {
-        workers_.QueueDecision(worker, std::move(decision));
-      });
+void BusExecutor::SendDecision(const Trial& trial, int64_t seq, Action action) {
+  journal_.AfterDurable([this, worker = trial.worker_id,
+                         decision = proto::DecisionItem{trial.trial_id, trial.attempt, seq,
+                                                        ActionName(action)}]() mutable {
+    workers_.QueueDecision(worker, std::move(decision));
+  });
 }
 
 void BusExecutor::StopTrial(const Trial& trial) {

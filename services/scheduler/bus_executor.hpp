@@ -76,7 +76,7 @@ class BusExecutor final : public TrialExecutor {
   }
   void PlaceTrial(const Trial& trial, int64_t attempt) override;
   void LaunchTrial(const Trial& trial) override;
-  void SendDecision(const Trial& trial, int64_t seq, const char* action) override;
+  void SendDecision(const Trial& trial, int64_t seq, Action action) override;
   void StopTrial(const Trial& trial) override;
   void ReleaseResources(const Trial& trial) override;
   void ReleaseReusable(const Trial& trial) override;

@@ -382,11 +382,11 @@ void Scheduler::HandleSetTrialResources(const bus::Incoming& in, const proto::De
 void Scheduler::HandleResumeExperiment(const bus::Incoming& in, const proto::Decoded& d) {
   auto msg = d.As<proto::ResumeExperimentCommand>();
   if (!msg.ok()) return ReplyError(in, d.id(), d.type(), msg.status());
-  const std::string& mode = msg->rerun_errored;
-  if (!mode.empty() && mode != "restore" && mode != "restart") {
-    return ReplyError(
-        in, d.id(), d.type(),
-        Status::InvalidArgument("--rerun-errored must be restore or restart, got '" + mode + "'"));
+  const auto mode = ParseRerunMode(msg->rerun_errored);
+  if (!mode.ok()) {
+    return ReplyError(in, d.id(), d.type(),
+                      Status::InvalidArgument("--rerun-errored must be restore or restart, got '" +
+                                              msg->rerun_errored + "'"));
   }
   Experiment* e = nullptr;
   for (auto& x : experiments_) {
@@ -423,15 +423,15 @@ void Scheduler::HandleResumeExperiment(const bus::Incoming& in, const proto::Dec
     e = Current();
   }
   if (e->runner().Reopen()) {
-    e->journal().Append(journal::ExperimentResumed(clock_.WallSeconds(), ""));
+    e->journal().Append(journal::ExperimentResumed(clock_.WallSeconds(), RerunMode::kNone));
     spdlog::info("Experiment {} continues after its interruption", msg->name);
   }
   int64_t rerun = 0;
-  if (!mode.empty()) {
-    auto n = e->runner().RerunErrored(mode);
+  if (*mode != RerunMode::kNone) {
+    auto n = e->runner().RerunErrored(*mode);
     if (!n.ok()) return ReplyError(in, d.id(), d.type(), n.status());
     rerun = *n;
-    if (rerun > 0) e->journal().Append(journal::ExperimentResumed(clock_.WallSeconds(), mode));
+    if (rerun > 0) e->journal().Append(journal::ExperimentResumed(clock_.WallSeconds(), *mode));
   }
   if (e->runner().IsFinished()) {
     const int64_t errored = CountsOf(e->runner().trials())["ERROR"].get<int64_t>();
@@ -446,8 +446,8 @@ void Scheduler::HandleResumeExperiment(const bus::Incoming& in, const proto::Dec
                 : "")));
   }
   state_ = State::kRunning;
-  spdlog::info("Experiment {} resumed by tunectl (rerun_errored='{}': {} trials)", msg->name, mode,
-               rerun);
+  spdlog::info("Experiment {} resumed by tunectl (rerun_errored='{}': {} trials)", msg->name,
+               RerunModeName(*mode), rerun);
   e->runner().Step();
   json body = ExperimentToJson(e->name(), e->runner(), e->experiment_dir(), 0);
   body["rerun"] = rerun;
@@ -476,7 +476,7 @@ void Scheduler::HandleListExperiments(const bus::Incoming& in, const proto::Deco
     const journal::ReplayedExperiment& x = *replayed;
     body.push_back({{"name", ExperimentNameOfJournal(j.journal)},
                     {"journal", j.journal},
-                    {"status", x.ended_status.empty() ? "INTERRUPTED" : x.ended_status},
+                    {"status", ExperimentStatusName(x.ended_status.value_or(ExperimentStatus::kInterrupted))},
                     {"counts", CountsOf(x.trials)},
                     {"total", int64_t(x.trials.size())},
                     {"submitted_at", x.submitted_at_s}});

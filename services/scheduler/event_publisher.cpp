@@ -37,12 +37,13 @@ bool EventPublisher::Wanted(const std::string& topic) const {
   return false;
 }
 
-void EventPublisher::Publish(const std::string& topic, const char* event,
-                             const std::string& experiment, const std::string& trial_id,
+void EventPublisher::Publish(proto::SchedulerEventKind event, const std::string& experiment,
+                             const std::string& trial_id,
                              const std::function<nlohmann::json()>& make_body) {
+  const std::string topic = proto::SchedulerEventTopic(event);
   if (!Wanted(topic)) return;
   proto::SchedulerEvent e;
-  e.event = event;
+  e.event = proto::SchedulerEventKindName(event);
   e.experiment = experiment;
   e.trial_id = trial_id;
   e.body_json = make_body().dump();
@@ -50,7 +51,7 @@ void EventPublisher::Publish(const std::string& topic, const char* event,
     socket_.send(zmq::buffer(topic), zmq::send_flags::sndmore | zmq::send_flags::dontwait);
     socket_.send(zmq::buffer(proto::Encode(e)), zmq::send_flags::dontwait);
   } catch (const zmq::error_t& err) {
-    spdlog::debug("Dropping event {}: {}", event, err.what());
+    spdlog::debug("Dropping event {}: {}", e.event, err.what());
   }
 }
 

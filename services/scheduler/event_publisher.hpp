@@ -11,6 +11,8 @@
 #include <string>
 #include <zmq.hpp>
 
+#include "proto/events.hpp"
+
 namespace tunebus {
 
 class EventPublisher {
@@ -24,9 +26,10 @@ class EventPublisher {
   void OnReadable();
   /// True if some subscriber's prefix matches `topic`.
   bool Wanted(const std::string& topic) const;
-  /// Sends `event` (experiment `experiment`, trial `trial_id`, may be empty) under `topic` with
-  /// the body `make_body()` returns, if Wanted(topic); never blocks (a full queue drops it).
-  void Publish(const std::string& topic, const char* event, const std::string& experiment,
+  /// Sends `event` (experiment `experiment`, trial `trial_id`, may be empty) under its topic
+  /// (proto::SchedulerEventTopic) with the body `make_body()` returns, if Wanted(topic); never
+  /// blocks (a full queue drops it).
+  void Publish(proto::SchedulerEventKind event, const std::string& experiment,
                const std::string& trial_id, const std::function<nlohmann::json()>& make_body);
 
  private:

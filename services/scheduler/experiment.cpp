@@ -57,7 +57,7 @@ RunnerOptions MakeRunnerOptions(const ExperimentSpec& spec, const std::string& e
   ro.max_concurrent_trials = spec.max_concurrent_trials;
   ro.max_failures = spec.max_failures;
   ro.max_worker_losses = spec.max_worker_losses;
-  ro.fail_fast = spec.fail_fast;  // "", "true" or "raise"
+  ro.fail_fast = spec.fail_fast;
   ro.queue_trials = spec.queue_trials;
   ro.resources_per_trial = resources_per_trial;
   ro.checkpoint_freq = spec.checkpoint_freq;
@@ -109,7 +109,7 @@ Result<std::unique_ptr<Experiment>> Experiment::LoadReadOnly(
                                  std::chrono::duration<double>(elapsed_s));
   // A journal without experiment_ended (its scheduler died and it was never resumed) is what lsx
   // calls INTERRUPTED.
-  const std::string status = replayed.ended_status.empty() ? "INTERRUPTED" : replayed.ended_status;
+  const ExperimentStatus status = replayed.ended_status.value_or(ExperimentStatus::kInterrupted);
   if (Status s = e->runner_->Restore(std::move(replayed.trials), replayed.searcher_state,
                                      replayed.last_action, replayed.submitted_at_s, status,
                                      replayed.ended_reason);
@@ -190,7 +190,8 @@ Status Experiment::Resume(JournalReader& reader, const std::string& journal_name
   const size_t trials = replayed.trials.size();
   if (Status s = runner_->Restore(std::move(replayed.trials), replayed.searcher_state,
                                   replayed.last_action, replayed.submitted_at_s,
-                                  replayed.ended_status, replayed.ended_reason);
+                                  replayed.ended_status.value_or(ExperimentStatus::kRunning),
+                                  replayed.ended_reason);
       !s.ok()) {
     return s;
   }
@@ -200,7 +201,7 @@ Status Experiment::Resume(JournalReader& reader, const std::string& journal_name
     return s;
   }
   if (!runner_->IsFinished())
-    journal_->Append(journal::ExperimentResumed(clock_.WallSeconds(), ""));
+    journal_->Append(journal::ExperimentResumed(clock_.WallSeconds(), RerunMode::kNone));
   spdlog::info(
       "Resumed experiment {} from journal {}: {} records ({} from a snapshot), {} trials, {} "
       "running to reattach ({:.3f} s)",

@@ -42,9 +42,7 @@ class NoEffects final : public TrialExecutor, public RunnerObserver {
   bool CanPlace() const override { return false; }
   void PlaceTrial(const Trial& trial, int64_t attempt) override;
   void LaunchTrial(const Trial& trial) override { Refuse("LaunchTrial", trial); }
-  void SendDecision(const Trial& trial, int64_t, const char*) override {
-    Refuse("SendDecision", trial);
-  }
+  void SendDecision(const Trial& trial, int64_t, Action) override { Refuse("SendDecision", trial); }
   void StopTrial(const Trial& trial) override { Refuse("StopTrial", trial); }
   void ReleaseResources(const Trial& trial) override { Refuse("ReleaseResources", trial); }
   void DeleteCheckpoint(const std::string& checkpoint_id) override;

@@ -16,6 +16,7 @@
 namespace tunebus {
 
 namespace fs = std::filesystem;
+using Event = proto::SchedulerEventKind;
 using nlohmann::json;
 
 ExperimentRecorder::ExperimentRecorder(std::string name, std::string experiment_dir,
@@ -42,18 +43,18 @@ std::string ExperimentRecorder::TrialDir(const Trial& t) const {
 void ExperimentRecorder::OnTrialAdded(const Trial& t) {
   const uint64_t record = journal_.AppendEncoded(journal::EncodeTrialAdded(t));
   files_.WriteParams(t.index, TrialDir(t), t.config, record);
-  events_.Publish("trial", "trial_added", name_, t.trial_id,
+  events_.Publish(Event::kTrialAdded, name_, t.trial_id,
                   [&] { return TrialToJson(t, experiment_dir_); });
 }
 
 void ExperimentRecorder::OnTrialStarted(const Trial& t) {
   journal_.AppendEncoded(journal::EncodeTrialStarted(t));
-  events_.Publish("trial", "trial_started", name_, t.trial_id,
+  events_.Publish(Event::kTrialStarted, name_, t.trial_id,
                   [&] { return TrialToJson(t, experiment_dir_); });
 }
 
 void ExperimentRecorder::OnTrialResult(const Trial& t, const TrainingResult& result,
-                                       const char* decision) {
+                                       Action decision) {
   (void)result;
   // The runner encoded the result once (Trial::last_result_msgpack): the journal record embeds
   // those bytes and the file writer formats them on its own thread.
@@ -61,7 +62,7 @@ void ExperimentRecorder::OnTrialResult(const Trial& t, const TrainingResult& res
       journal_.AppendEncoded(journal::EncodeResultRecord(t, t.last_result_msgpack, decision));
   files_.AppendResult(t.index, files_.IsOpen(t.index) ? std::string() : TrialDir(t),
                       t.last_result_msgpack, record, &t.config);
-  events_.Publish("trial", "trial_result", name_, t.trial_id,
+  events_.Publish(Event::kTrialResult, name_, t.trial_id,
                   [&] { return TrialToJson(t, experiment_dir_); });
 }
 
@@ -74,13 +75,13 @@ void ExperimentRecorder::OnTrialStatus(const Trial& t) {
       WriteErrorFile(t, t.error);
     error_file_attempt_.erase(t.index);
   }
-  events_.Publish("trial", "trial_status", name_, t.trial_id,
+  events_.Publish(Event::kTrialStatus, name_, t.trial_id,
                   [&] { return TrialToJson(t, experiment_dir_); });
 }
 
 void ExperimentRecorder::OnCheckpointSaved(const Trial& t, const CheckpointRef& ref) {
   journal_.Append(journal::CheckpointSavedRecord(t, ref));
-  events_.Publish("trial", "checkpoint_saved", name_, t.trial_id,
+  events_.Publish(Event::kCheckpointSaved, name_, t.trial_id,
                   [&] { return CheckpointToJson(ref); });
 }
 
@@ -91,7 +92,7 @@ void ExperimentRecorder::OnCheckpointDeleted(const Trial& t, const std::string& 
 void ExperimentRecorder::OnTrialUpdated(const Trial& t, const json& change) {
   const uint64_t record = journal_.Append(journal::TrialUpdated(t, change));
   if (change.contains("pbt_exploit")) files_.WriteParams(t.index, TrialDir(t), t.config, record);
-  events_.Publish("trial", "trial_updated", name_, t.trial_id,
+  events_.Publish(Event::kTrialUpdated, name_, t.trial_id,
                   [&] { return TrialToJson(t, experiment_dir_); });
 }
 
@@ -103,14 +104,14 @@ void ExperimentRecorder::OnTrialSchedulerState(const json& delta) {
   journal_.AppendEncoded(journal::EncodeTrialSchedulerDelta(delta));
 }
 
-void ExperimentRecorder::OnExperimentEnded(const std::string& status, const std::string& reason) {
+void ExperimentRecorder::OnExperimentEnded(ExperimentStatus status, const std::string& reason) {
   // The files are complete before the journal says the experiment ended: a scheduler killed
   // before that record is durable resumes the experiment, and the resume completes the files.
   files_.Drain();
   WriteStateFile();
   journal_.Append(journal::ExperimentEnded(status, reason));
-  events_.Publish("experiment", "experiment_ended", name_, "", [&] {
-    return json{{"status", status}, {"reason", reason}};
+  events_.Publish(Event::kExperimentEnded, name_, "", [&] {
+    return json{{"status", ExperimentStatusName(status)}, {"reason", reason}};
   });
 }
 

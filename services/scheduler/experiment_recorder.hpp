@@ -35,15 +35,14 @@ class ExperimentRecorder final : public RunnerObserver {
 
   void OnTrialAdded(const Trial& trial) override;
   void OnTrialStarted(const Trial& trial) override;
-  void OnTrialResult(const Trial& trial, const TrainingResult& result,
-                     const char* decision) override;
+  void OnTrialResult(const Trial& trial, const TrainingResult& result, Action decision) override;
   void OnTrialStatus(const Trial& trial) override;
   void OnCheckpointSaved(const Trial& trial, const CheckpointRef& ref) override;
   void OnCheckpointDeleted(const Trial& trial, const std::string& checkpoint_id) override;
   void OnTrialUpdated(const Trial& trial, const nlohmann::json& change) override;
   void OnSearcherState(const nlohmann::json& state) override;
   void OnTrialSchedulerState(const nlohmann::json& delta) override;
-  void OnExperimentEnded(const std::string& status, const std::string& reason) override;
+  void OnExperimentEnded(ExperimentStatus status, const std::string& reason) override;
 
   /// Appends "attempt N: <text>" ("not started: <text>" before a first attempt) to
   /// <trial>/error.txt (the reason and the trainable's stderr tail). A trial that becomes ERROR

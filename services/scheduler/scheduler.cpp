@@ -208,18 +208,23 @@ void Scheduler::OnNodeEvent() {
     }
     auto ev = d->As<proto::NodeEvent>();
     if (!ev.ok()) continue;
+    auto kind = proto::ParseNodeEventKind(ev->event);
+    if (!kind.ok()) {
+      spdlog::warn("Dropping node event because it is unknown: {}", kind.status().message());
+      continue;
+    }
     counters_["node_event"]++;
     Experiment* e = Current();
     if (e == nullptr) continue;
     // resources_freed answers this scheduler's own releases, which the executor's placement
     // budget already counts; a worker added or lost changes what fits.
-    if (ev->event != "resources_freed") e->executor().Unblock();
-    if (ev->event == "node_added") {
+    if (*kind != proto::NodeEventKind::kResourcesFreed) e->executor().Unblock();
+    if (*kind == proto::NodeEventKind::kNodeAdded) {
       // A worker (re-)registered: after a resource-manager restart it reported what it runs,
       // stale attempts included; give back what no RUNNING trial owns.
       e->ReconcileAllocations();
     }
-    if (ev->event == "node_lost") {
+    if (*kind == proto::NodeEventKind::kNodeLost) {
       spdlog::warn("Worker {} was lost; requeueing its trials", ev->worker_id);
       worker_registry_.Lost(ev->worker_id);
       e->runner().OnWorkerLost(ev->worker_id);

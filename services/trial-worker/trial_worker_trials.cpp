@@ -10,13 +10,13 @@
 
 #include "libs/bus/service_guard.hpp"
 #include "libs/bus/socket.hpp"
+#include "libs/core/action.hpp"
 #include "libs/core/trial.hpp"
 #include "services/trial-worker/trial_worker.hpp"
 
 namespace tunebus {
 
 namespace fs = std::filesystem;
-using trainable::Action;
 
 TrialWorker::TrialRun* TrialWorker::FindRun(const std::string& trial_id, int64_t attempt) {
   auto it = runs_.find(RunKey{trial_id, attempt});
@@ -204,15 +204,15 @@ void TrialWorker::ApplyDecision(const proto::DecisionItem& item) {
                  d->trial_id, d->attempt, d->seq, run->last_seq);
     return;
   }
-  // "pause" and "checkpoint_and_stop": the trainable saves a checkpoint, then stops.
-  const bool save_then_stop = d->action == "pause" || d->action == "checkpoint_and_stop";
-  auto action =
-      save_then_stop ? Result<Action>(Action::kCheckpoint) : trainable::ParseAction(d->action);
-  if (!action.ok()) {
+  auto decided = ParseAction(d->action);
+  if (!decided.ok()) {
     spdlog::warn("Dropping Decision for {} attempt {} seq {}: {}", d->trial_id, d->attempt, d->seq,
-                 action.status().message());
+                 decided.status().message());
     return;
   }
+  // pause and checkpoint_and_stop: the trainable saves a checkpoint, then stops.
+  const bool save_then_stop = StopsAfterSaving(*decided);
+  const Action action = save_then_stop ? Action::kCheckpoint : *decided;
   // The decision acknowledges every result up to its seq.
   while (!run->unacked.empty() && run->unacked.begin()->first <= d->seq) {
     run->acked_time_total_s += run->unacked.begin()->second.time_this_iter_s;
@@ -223,16 +223,16 @@ void TrialWorker::ApplyDecision(const proto::DecisionItem& item) {
   if (d->seq > run->answered_seq && run->phase == TrialRun::Phase::kRunning) {
     const int64_t answers = d->seq - run->answered_seq;
     run->answered_seq = d->seq;
-    if (*action == Action::kCheckpoint) {
+    if (action == Action::kCheckpoint) {
       run->capture_iteration = run->start_iteration + d->seq;
       run->capture_time_total_s = run->acked_time_total_s;
       run->stop_after_capture = save_then_stop;
     }
-    if (*action == Action::kStop) {
+    if (action == Action::kStop) {
       BeginStopping(*run, fmt::format("decision {} for seq {}", d->action, d->seq));
     } else {
       for (int64_t i = 0; i < answers && run->trainable->awaiting_decisions() > 0; ++i) {
-        if (Status s = run->trainable->SendDecision(*action); !s.ok()) {
+        if (Status s = run->trainable->SendDecision(action); !s.ok()) {
           spdlog::debug("Trial {} attempt {}: decision not delivered: {}", key.first, key.second,
                         s.message());
         }

@@ -16,8 +16,11 @@ WatchState::WatchState(const json& experiment, const json& trials)
 }
 
 std::optional<std::string> WatchState::Apply(const proto::SchedulerEvent& e) {
+  // An event this tunectl does not know (from a newer scheduler) is skipped.
+  const auto kind = proto::ParseSchedulerEventKind(e.event);
+  if (!kind.ok()) return std::nullopt;
   const json body = json::parse(e.body_json, nullptr, /*allow_exceptions=*/false);
-  if (e.event == "experiment_ended") {
+  if (*kind == proto::SchedulerEventKind::kExperimentEnded) {
     ended_ = true;
     ended_status_ = StringField(body, "status", "UNKNOWN");
     return std::nullopt;
@@ -29,7 +32,7 @@ std::optional<std::string> WatchState::Apply(const proto::SchedulerEvent& e) {
   const std::string before = known == trials_.end() ? "" : StringField(known->second, "status");
   trials_[e.trial_id] = body;
   const std::string status = StringField(body, "status");
-  if (e.event == "trial_result" && before == status) return std::nullopt;
+  if (*kind == proto::SchedulerEventKind::kTrialResult && before == status) return std::nullopt;
   return fmt::format("{} {} {} iter {}", e.event, e.trial_id, status,
                      IntField(body, "training_iteration"));
 }

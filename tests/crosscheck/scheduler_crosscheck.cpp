@@ -52,8 +52,8 @@ class CrosscheckExecutor final : public TrialExecutor {
     open.push_back({trial.trial_id, attempt});
   }
   void LaunchTrial(const Trial&) override {}
-  void SendDecision(const Trial& trial, int64_t, const char* action) override {
-    last_action[trial.trial_id] = action;
+  void SendDecision(const Trial& trial, int64_t, Action action) override {
+    last_action[trial.trial_id] = ActionName(action);
   }
   void StopTrial(const Trial&) override {}
   void ReleaseResources(const Trial&) override {}

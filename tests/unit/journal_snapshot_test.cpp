@@ -37,7 +37,8 @@ std::vector<json> MakeJournal() {
   for (int k = 1; k <= 4; ++k) {
     for (Trial& t : trials) {
       t.last_seq = k;
-      out.push_back(ResultRecord(t, {{"training_iteration", k}, {"loss", 1.0 / k}}, "continue"));
+      out.push_back(
+          ResultRecord(t, {{"training_iteration", k}, {"loss", 1.0 / k}}, Action::kContinue));
       if (k == 2) {
         CheckpointRef ref;
         ref.checkpoint_id = "snap-abcde/" + t.trial_id + "/00000002-a1";
@@ -100,7 +101,7 @@ TEST(JournalSnapshotTest, ReplayedStateKeepsTrialsResultsCheckpointsAndFailures)
   ASSERT_EQ(s.trials[2].failures.size(), 1u);  // rebuilt from the trial_status record
   EXPECT_EQ(s.trials[2].failures[0].error, "mock_error");
   EXPECT_EQ(s.trials[2].failures[0].attempt, 1);
-  EXPECT_EQ(s.last_action.at("abcde_00002"), "continue");
+  EXPECT_EQ(s.last_action.at("abcde_00002"), Action::kContinue);
 }
 
 TEST(JournalSnapshotTest, ReplayRebuildsTheCheckpointsAskedAndNotYetStored) {
@@ -123,7 +124,7 @@ TEST(JournalSnapshotTest, ReplayRebuildsTheCheckpointsAskedAndNotYetStored) {
       t.requested_checkpoints.push_back(
           {"", k, double(k), k == 4 ? std::optional<double>(0.5) : std::nullopt, 0});
     records.push_back(ResultRecord(t, {{"training_iteration", k}, {"time_total_s", double(k)}},
-                                   ask ? "checkpoint" : "continue"));
+                                   ask ? Action::kCheckpoint : Action::kContinue));
     if (k == 2) {
       records.push_back(CheckpointSavedRecord(
           t, {"ask-abcde/abcde_00000/00000002-a1", 2, 2.0, std::nullopt, 10}));

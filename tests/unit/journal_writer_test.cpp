@@ -132,11 +132,12 @@ TEST(JournalRecordsTest, EncodedResultRecordDecodesToTheResultRecord) {
       {"training_iteration", 300}, {"loss", 0.25}, {"done", false}, {"note", "x,y"}};
   std::string result_msgpack;
   json::to_msgpack(result, result_msgpack);
-  const std::string bytes = EncodeResultRecord(t, result_msgpack, "checkpoint");
+  const std::string bytes = EncodeResultRecord(t, result_msgpack, Action::kCheckpoint);
   auto decoded = DecodeRecord(bytes);
   ASSERT_TRUE(decoded.ok()) << decoded.status().ToString();
-  EXPECT_EQ(*decoded, ResultRecord(t, result, "checkpoint"));
-  EXPECT_EQ(bytes, EncodeRecord(ResultRecord(t, result, "checkpoint")));  // the same bytes, too
+  EXPECT_EQ(*decoded, ResultRecord(t, result, Action::kCheckpoint));
+  EXPECT_EQ(bytes,
+            EncodeRecord(ResultRecord(t, result, Action::kCheckpoint)));  // the same bytes, too
 }
 
 TEST(JournalRecordsTest, AResultWhoseDecisionAsksForAScoredCheckpointCarriesTheScore) {
@@ -150,11 +151,11 @@ TEST(JournalRecordsTest, AResultWhoseDecisionAsksForAScoredCheckpointCarriesTheS
   const json result = {{"training_iteration", 6}, {"acc", 0.125}};
   std::string result_msgpack;
   json::to_msgpack(result, result_msgpack);
-  const std::string bytes = EncodeResultRecord(t, result_msgpack, "checkpoint");
-  EXPECT_EQ(bytes, EncodeRecord(ResultRecord(t, result, "checkpoint")));
+  const std::string bytes = EncodeResultRecord(t, result_msgpack, Action::kCheckpoint);
+  EXPECT_EQ(bytes, EncodeRecord(ResultRecord(t, result, Action::kCheckpoint)));
   EXPECT_EQ(DecodeRecord(bytes)->value("checkpoint_score", -1.0), 0.125);
   t.training_iteration = 7;
-  EXPECT_FALSE(ResultRecord(t, result, "continue").contains("checkpoint_score"));
+  EXPECT_FALSE(ResultRecord(t, result, Action::kContinue).contains("checkpoint_score"));
 }
 
 // The per-trial records written straight from the trial are the bytes of the record documents,

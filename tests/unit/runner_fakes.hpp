@@ -57,9 +57,10 @@ class FakeExecutor final : public TrialExecutor {
     launches.push_back(trial);
     log_.push_back("exec:launch " + KeyOf(trial.trial_id, trial.attempt));
   }
-  void SendDecision(const Trial& trial, int64_t seq, const char* action) override {
-    decisions.push_back({trial.trial_id, trial.attempt, seq, action});
-    log_.push_back("exec:decision " + KeyOf(trial.trial_id, trial.attempt) + " " + action);
+  void SendDecision(const Trial& trial, int64_t seq, Action action) override {
+    decisions.push_back({trial.trial_id, trial.attempt, seq, ActionName(action)});
+    log_.push_back("exec:decision " + KeyOf(trial.trial_id, trial.attempt) + " " +
+                   ActionName(action));
   }
   void StopTrial(const Trial& trial) override {
     stops.push_back(trial);
@@ -102,10 +103,10 @@ class RecordingObserver final : public RunnerObserver {
     started.push_back(trial);
     log_.push_back("obs:started " + KeyOf(trial.trial_id, trial.attempt));
   }
-  void OnTrialResult(const Trial& trial, const TrainingResult& result,
-                     const char* decision) override {
-    results.push_back({trial.trial_id, result.ToJson(), decision});
-    log_.push_back("obs:result " + KeyOf(trial.trial_id, trial.attempt) + " " + decision);
+  void OnTrialResult(const Trial& trial, const TrainingResult& result, Action decision) override {
+    results.push_back({trial.trial_id, result.ToJson(), ActionName(decision)});
+    log_.push_back("obs:result " + KeyOf(trial.trial_id, trial.attempt) + " " +
+                   ActionName(decision));
   }
   void OnTrialStatus(const Trial& trial) override {
     statuses.push_back(trial);
@@ -125,9 +126,9 @@ class RecordingObserver final : public RunnerObserver {
   }
   void OnSearcherState(const json& state) override { searcher_states.push_back(state); }
   void OnTrialSchedulerState(const json& delta) override { scheduler_deltas.push_back(delta); }
-  void OnExperimentEnded(const std::string& status, const std::string& reason) override {
-    ended.emplace_back(status, reason);
-    log_.push_back("obs:ended " + status);
+  void OnExperimentEnded(ExperimentStatus status, const std::string& reason) override {
+    ended.emplace_back(ExperimentStatusName(status), reason);
+    log_.push_back(std::string("obs:ended ") + ExperimentStatusName(status));
   }
 
   struct ResultCall {

@@ -54,7 +54,7 @@ TEST(ExperimentSpecTest, MinimalFileGetsRayDefaults) {
   EXPECT_EQ(spec->max_concurrent_trials, 0);
   EXPECT_EQ(spec->results_dir, "/srv/exp/results");
   EXPECT_EQ(spec->max_failures, 0);
-  EXPECT_EQ(spec->fail_fast, "");
+  EXPECT_EQ(spec->fail_fast, FailFast::kOff);
   EXPECT_EQ(spec->scheduler, "fifo");
   EXPECT_EQ(spec->scheduler_config, json::object());
   EXPECT_EQ(spec->source_yaml, kMinimal);
@@ -108,7 +108,7 @@ TEST(ExperimentSpecTest, FullFileParsesEveryField) {
   EXPECT_EQ(spec->max_concurrent_trials, 3);
   EXPECT_EQ(spec->results_dir, dir + "/out/results");
   EXPECT_EQ(spec->max_failures, 2);
-  EXPECT_EQ(spec->fail_fast, "true");
+  EXPECT_EQ(spec->fail_fast, FailFast::kStopExperiment);
   EXPECT_EQ(spec->scheduler, "fifo");
   EXPECT_EQ(spec->scheduler_config, json::object());
   EXPECT_EQ(spec->source_path, file.string());

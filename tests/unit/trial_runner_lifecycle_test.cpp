@@ -126,7 +126,7 @@ TEST_F(TrialLifecycleTest, ATakeoverFindsATrialAnsweredPauseStillPausing) {
   std::vector<Trial> trials{T(0)};
   ASSERT_TRUE(runner_->Restore(trials, nullptr, {}, now_).ok());
   EXPECT_FALSE(runner_->IsPausing(T(0)));  // answered "continue" as far as this journal knows
-  ASSERT_TRUE(runner_->Restore(trials, nullptr, {{Id(0), "pause"}}, now_).ok());
+  ASSERT_TRUE(runner_->Restore(trials, nullptr, {{Id(0), Action::kPause}}, now_).ok());
   EXPECT_TRUE(runner_->IsPausing(T(0)));
   EXPECT_TRUE(runner_->AttemptMayRun(Id(0), 1, "w1"));
   EXPECT_FALSE(Report(0, 2).ok());
@@ -275,7 +275,7 @@ TEST_F(TrialLifecycleTest, AnAttemptSavingItsLastCheckpointMayRunOnUntilItExits)
   runner_->OnTrialExited(Id(0), 1, true, "");
   EXPECT_FALSE(runner_->AttemptMayRun(Id(0), 1, "w1"));  // exited: nothing may run
   ASSERT_EQ(trials[0].requested_checkpoints.size(), 1u);
-  ASSERT_TRUE(runner_->Restore(trials, nullptr, {{Id(0), "checkpoint_and_stop"}}, now_).ok());
+  ASSERT_TRUE(runner_->Restore(trials, nullptr, {{Id(0), Action::kCheckpointAndStop}}, now_).ok());
   EXPECT_TRUE(runner_->AttemptMayRun(Id(0), 1, "w1"));
 }
 
@@ -481,7 +481,7 @@ TEST_F(TrialLifecycleTest, StopOfAPausedTrialTellsTheSchedulerOnTrialRemove) {
 
 TEST_F(TrialLifecycleTest, FailFastRaiseEndsTheExperimentAtOnceAndLeavesTheOtherTrialsAsTheyWere) {
   RunnerOptions o;
-  o.fail_fast = "raise";
+  o.fail_fast = FailFast::kRaise;
   Start(o, 3);
   runner_->Step();
   Grant("w1");
@@ -537,8 +537,10 @@ TEST_F(TrialLifecycleTest, RerunErroredRestoreKeepsCheckpointsAndRestartForgetsT
   Fail(0, "boom");
   runner_->OnTrialExited(Id(1), 1, true, "");
   ASSERT_TRUE(runner_->IsFinished());
-  EXPECT_EQ(runner_->RerunErrored("sideways").status().code(), StatusCode::kInvalidArgument);
-  auto n = runner_->RerunErrored("restore");
+  // A mode other than restore or restart is refused: at the boundary, and by the runner.
+  EXPECT_EQ(ParseRerunMode("sideways").status().code(), StatusCode::kInvalidArgument);
+  EXPECT_EQ(runner_->RerunErrored(RerunMode::kNone).status().code(), StatusCode::kInvalidArgument);
+  auto n = runner_->RerunErrored(RerunMode::kRestore);
   ASSERT_TRUE(n.ok());
   EXPECT_EQ(*n, 1);
   EXPECT_FALSE(runner_->IsFinished());
@@ -548,7 +550,7 @@ TEST_F(TrialLifecycleTest, RerunErroredRestoreKeepsCheckpointsAndRestartForgetsT
   Run(0);
   EXPECT_EQ(T(0).restored_checkpoint_id, Id(0) + "/00000001-a1");
   Fail(0, "boom again");
-  ASSERT_TRUE(runner_->RerunErrored("restart").ok());
+  ASSERT_TRUE(runner_->RerunErrored(RerunMode::kRestart).ok());
   EXPECT_TRUE(T(0).checkpoints.empty());
   EXPECT_EQ(T(0).num_failures, 0);
 }
@@ -576,7 +578,7 @@ TEST_F(TrialLifecycleTest, RestoreFromJournalStateQueuesPendingKeepsRunningAndRe
   trials[1].status = TrialStatus::kRunning;
   trials[1].attempt = 1;
   trials[1].worker_id = "w2";
-  ASSERT_TRUE(runner_->Restore(trials, searcher_state, {{Id(0), "checkpoint"}}, now_).ok());
+  ASSERT_TRUE(runner_->Restore(trials, searcher_state, {{Id(0), Action::kCheckpoint}}, now_).ok());
   EXPECT_FALSE(Report(0, 2).ok());  // duplicate: answered again, not applied
   EXPECT_EQ(LastAction(), "checkpoint");
   ASSERT_TRUE(Report(0, 3).ok());

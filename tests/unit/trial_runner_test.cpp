@@ -383,7 +383,7 @@ TEST_F(TrialRunnerTest, FailFastEndsExperimentAsErrorAndStopsRunningTrials) {
   // fail_fast: the first trial to error ends the experiment as ERROR; running trials are told
   // to stop and released, pending ones become TERMINATED without executor calls.
   RunnerOptions o;
-  o.fail_fast = "true";
+  o.fail_fast = FailFast::kStopExperiment;
   o.max_concurrent_trials = 3;
   Start(o, 4);
   runner_->Step();
@@ -437,7 +437,7 @@ TEST_F(TrialRunnerTest, InfeasiblePlacementIsErrorWithTheReason) {
 TEST_F(TrialRunnerTest, InfeasiblePlacementWithFailFastEndsExperiment) {
   // fail_fast also applies to a trial that can never be placed.
   RunnerOptions o;
-  o.fail_fast = "true";
+  o.fail_fast = FailFast::kStopExperiment;
   Start(o, 2);
   runner_->Step();
   runner_->OnPlacementFailed(Id(0), 1, "too big");
