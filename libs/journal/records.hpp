@@ -66,7 +66,6 @@ std::string EncodeTrialStatusRecord(
 std::string EncodeTrialSchedulerDelta(const nlohmann::json& delta);
 
 nlohmann::json ExperimentEnded(const std::string& status, const std::string& reason);
-nlohmann::json CheckpointJson(const CheckpointRef& ref);
 nlohmann::json ExperimentResumed(double at_s, const std::string& rerun_errored);
 nlohmann::json CheckpointSavedRecord(const Trial& trial, const CheckpointRef& ref);
 nlohmann::json CheckpointDeletedRecord(const Trial& trial, const std::string& checkpoint_id);
