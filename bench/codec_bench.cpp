@@ -8,12 +8,12 @@
 #include <nlohmann/json.hpp>
 
 #include "libs/core/trial.hpp"
+#include "libs/core/trial_view.hpp"
 #include "libs/journal/records.hpp"
 #include "libs/tune/training_result.hpp"
 #include "proto/codec.hpp"
 #include "proto/worker.hpp"
 #include "services/scheduler/result_text.hpp"
-#include "libs/core/trial_view.hpp"
 
 namespace {
 
