@@ -8,6 +8,7 @@
 #include <nlohmann/json.hpp>
 
 #include "libs/core/trial.hpp"
+#include "libs/core/trial_view.hpp"
 #include "libs/journal/records.hpp"
 #include "libs/tune/training_result.hpp"
 #include "proto/codec.hpp"
@@ -128,6 +129,49 @@ void BM_JournalResultRecordEncode(benchmark::State& state) {
         tunebus::journal::EncodeResultRecord(t, t.last_result_msgpack, "continue"));
 }
 BENCHMARK(BM_JournalResultRecordEncode);
+
+// A running trial as the scheduler journals it and as experiment_state.json shows it.
+tunebus::Trial SampleTrial() {
+  tunebus::Trial t;
+  t.trial_id = "bench0_00001";
+  t.index = 1;
+  t.config = {{"lr", 0.001}, {"layers", 4}};
+  t.experiment_tag = "1_layers=4,lr=0.001";
+  t.resources = *tunebus::Resources::FromAmounts({{"cpu", 1}});
+  t.status = tunebus::TrialStatus::kRunning;
+  t.attempt = 1;
+  t.worker_id = "w1";
+  t.start_time_s = 1795366691.25;
+  t.training_iteration = 42;
+  t.time_total_s = 0.01;
+  t.SetLastResult(SampleResult());
+  t.checkpoints.push_back({"bench0/bench0_00001/00000040-a1", 40, 0.009, 0.5, 1024});
+  return t;
+}
+
+// The trial records the scheduler appends per trial (added, started, status), each written
+// straight from the trial.
+void BM_JournalTrialRecordsEncode(benchmark::State& state) {
+  const tunebus::Trial t = SampleTrial();
+  for (auto _ : state) {
+    benchmark::DoNotOptimize(tunebus::journal::EncodeTrialAdded(t));
+    benchmark::DoNotOptimize(tunebus::journal::EncodeTrialStarted(t));
+    benchmark::DoNotOptimize(tunebus::journal::EncodeTrialStatusRecord(t));
+  }
+}
+BENCHMARK(BM_JournalTrialRecordsEncode);
+
+// One trial of experiment_state.json: its JSON text, written without documents.
+void BM_TrialStateText(benchmark::State& state) {
+  const tunebus::Trial t = SampleTrial();
+  std::string text;
+  for (auto _ : state) {
+    text.clear();
+    tunebus::AppendTrialJson(t, "/results/bench", text);
+    benchmark::DoNotOptimize(text.data());
+  }
+}
+BENCHMARK(BM_TrialStateText);
 
 // The result file writer's work per result: decode, result.json line, progress.csv row.
 void BM_ResultFileLines(benchmark::State& state) {

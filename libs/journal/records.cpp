@@ -4,7 +4,10 @@
 #include <limits>
 #include <msgpack.hpp>
 #include <optional>
+#include <span>
 #include <type_traits>
+
+#include "libs/journal/trial_record_fields.hpp"
 
 namespace tunebus::journal {
 
@@ -25,14 +28,6 @@ Result<json> DecodeRecord(std::string_view bytes) {
   return j;
 }
 
-json CheckpointJson(const CheckpointRef& c) {
-  return {{"checkpoint_id", c.checkpoint_id},
-          {"training_iteration", c.training_iteration},
-          {"time_total_s", c.time_total_s},
-          {"score", c.score ? json(*c.score) : json(nullptr)},
-          {"size_bytes", c.size_bytes}};
-}
-
 json ExperimentSubmitted(const std::string& experiment_id, const std::string& spec_yaml,
                          const std::string& base_dir, const std::string& source_name, uint64_t seed,
                          double submitted_at_s) {
@@ -42,30 +37,7 @@ json ExperimentSubmitted(const std::string& experiment_id, const std::string& sp
           {"submitted_at", submitted_at_s}};
 }
 
-json TrialAdded(const Trial& t) {
-  json r = {{"kind", "trial_added"},
-            {"trial_id", t.trial_id},
-            {"index", t.index},
-            {"config", t.config},
-            {"experiment_tag", t.experiment_tag},
-            {"resources", t.resources.units_map()}};
-  if (t.restore_checkpoint) r["restore_checkpoint"] = CheckpointJson(*t.restore_checkpoint);
-  return r;
-}
-
 json SearcherState(const json& state) { return {{"kind", "searcher_state"}, {"state", state}}; }
-
-json TrialStarted(const Trial& t) {
-  return {{"kind", "trial_started"},
-          {"trial_id", t.trial_id},
-          {"attempt", t.attempt},
-          {"worker_id", t.worker_id},
-          {"gpu_ids", t.gpu_ids},
-          {"restored_checkpoint_id", t.restored_checkpoint_id},
-          {"restored_iteration", t.restored_iteration},
-          {"restored_time_total_s", t.restored_time_total_s},
-          {"start_time_s", t.start_time_s}};
-}
 
 namespace {
 // msgpack-c's packer writing straight into a std::string (no sbuffer to copy from).
@@ -177,15 +149,6 @@ const char* StatusFailureKind(const Trial& t) {
 }
 }  // namespace
 
-json TrialStatusRecord(const Trial& t) {
-  json r = {{"kind", "trial_status"}, {"trial_id", t.trial_id},
-            {"attempt", t.attempt},   {"status", TrialStatusName(t.status)},
-            {"error", t.error},       {"num_failures", t.num_failures}};
-  if (t.num_worker_losses > 0) r["num_worker_losses"] = t.num_worker_losses;
-  if (const char* kind = StatusFailureKind(t)) r["failure_kind"] = kind;
-  return r;
-}
-
 json TrialSchedulerDelta(const json& delta) {
   return {{"kind", "trial_scheduler"}, {"delta", delta}};
 }
@@ -196,7 +159,7 @@ json ExperimentEnded(ExperimentStatus status, const std::string& reason) {
 }
 
 json CheckpointSavedRecord(const Trial& t, const CheckpointRef& c) {
-  json r = CheckpointJson(c);
+  json r = c;
   r["kind"] = "checkpoint_saved";
   r["trial_id"] = t.trial_id;
   r["attempt"] = t.attempt;
@@ -222,50 +185,122 @@ json TrialUpdated(const Trial& t, const json& change) {
           {"change", change}};
 }
 
-std::string EncodeTrialAdded(const Trial& t) {
-  if (t.restore_checkpoint) return EncodeRecord(TrialAdded(t));  // rare: restore_from
+namespace {
+
+// A string field a trial record has besides its field list ("kind", "failure_kind").
+struct ExtraField {
+  std::string_view key, value;
+};
+
+// Writes a field list with a RecordPacker, and `extras` (in key order) at their places among the
+// list's keys: the bytes of the record's document.
+class PackFields {
+ public:
+  PackFields(RecordPacker& packer, std::span<const ExtraField> extras)
+      : packer_(packer), extras_(extras) {}
+
+  template <typename T>
+  void operator()(std::string_view key, const T& v, unsigned flags = fields::kNone) {
+    if (fields::Omitted(v, flags)) return;
+    ExtrasBefore(key);
+    Pack(key, v);
+  }
+  // The extras after the list's last key.
+  void Finish() {
+    for (; next_ < extras_.size(); ++next_) packer_.Field(extras_[next_].key, extras_[next_].value);
+  }
+
+ private:
+  void ExtrasBefore(std::string_view key) {
+    for (; next_ < extras_.size() && extras_[next_].key < key; ++next_) {
+      packer_.Field(extras_[next_].key, extras_[next_].value);
+    }
+  }
+  template <typename T>
+  void Pack(std::string_view key, const T& v) {
+    packer_.Field(key, v);
+  }
+  void Pack(std::string_view key, TrialStatus v) {
+    packer_.Field(key, std::string_view(TrialStatusName(v)));
+  }
+  void Pack(std::string_view key, const Resources& v) { packer_.Field(key, v.units_map()); }
+  void Pack(std::string_view key, const json& v) { packer_.JsonField(key, v); }
+  void Pack(std::string_view key, const std::optional<CheckpointRef>& v) {
+    packer_.JsonField(key, json(*v));  // present: an empty one is omitted (kOmitDefault)
+  }
+
+  RecordPacker& packer_;
+  std::span<const ExtraField> extras_;
+  size_t next_ = 0;
+};
+
+// The record of `visit`'s fields of `t` (visit(t, visitor) calls a field list) and `extras`, as
+// a document.
+template <typename Visit>
+json TrialRecord(const Trial& t, std::span<const ExtraField> extras, Visit visit) {
+  json r = json::object();
+  for (const ExtraField& e : extras) r[std::string(e.key)] = e.value;
+  visit(t, fields::JsonWriter{r});
+  return r;
+}
+
+// The same record as msgpack bytes, packed field by field. REQUIRES: `extras` in key order.
+template <typename Visit>
+std::string EncodeTrialRecord(const Trial& t, std::span<const ExtraField> extras, Visit visit,
+                              size_t reserve) {
+  uint32_t n = uint32_t(extras.size());
+  visit(t, [&n](std::string_view, const auto& v, unsigned flags = fields::kNone) {
+    if (!fields::Omitted(v, flags)) ++n;
+  });
   std::string bytes;
-  bytes.reserve(128 + t.experiment_tag.size());
-  RecordPacker(bytes, 6)  // the keys in TrialAdded's (sorted) order
-      .JsonField("config", t.config)
-      .Field("experiment_tag", t.experiment_tag)
-      .Field("index", t.index)
-      .Field("kind", "trial_added")
-      .Field("resources", t.resources.units_map())
-      .Field("trial_id", t.trial_id);
+  bytes.reserve(reserve);
+  RecordPacker packer(bytes, n);
+  PackFields pack(packer, extras);
+  visit(t, pack);
+  pack.Finish();
   return bytes;
+}
+
+constexpr ExtraField kTrialAddedKind[] = {{"kind", "trial_added"}};
+constexpr auto kTrialAddedFields = [](const Trial& t, auto&& v) { VisitTrialAddedFields(t, v); };
+constexpr ExtraField kTrialStartedKind[] = {{"kind", "trial_started"}};
+constexpr auto kTrialStartedFields = [](const Trial& t, auto&& v) {
+  VisitTrialStartedFields(t, v);
+};
+constexpr auto kTrialStatusFields = [](const Trial& t, auto&& v) { VisitTrialStatusFields(t, v); };
+
+// trial_status's extras: its kind, after failure_kind when the record carries one.
+struct TrialStatusExtras {
+  explicit TrialStatusExtras(const Trial& t) {
+    const char* kind = StatusFailureKind(t);
+    all[0] = {"failure_kind", kind ? kind : ""};
+    all[1] = {"kind", "trial_status"};
+    used = std::span<const ExtraField>(all).subspan(kind ? 0 : 1);
+  }
+  ExtraField all[2];
+  std::span<const ExtraField> used;
+};
+
+}  // namespace
+
+json TrialAdded(const Trial& t) { return TrialRecord(t, kTrialAddedKind, kTrialAddedFields); }
+
+json TrialStarted(const Trial& t) { return TrialRecord(t, kTrialStartedKind, kTrialStartedFields); }
+
+json TrialStatusRecord(const Trial& t) {
+  return TrialRecord(t, TrialStatusExtras(t).used, kTrialStatusFields);
+}
+
+std::string EncodeTrialAdded(const Trial& t) {
+  return EncodeTrialRecord(t, kTrialAddedKind, kTrialAddedFields, 128 + t.experiment_tag.size());
 }
 
 std::string EncodeTrialStarted(const Trial& t) {
-  std::string bytes;
-  bytes.reserve(192);
-  RecordPacker(bytes, 9)
-      .Field("attempt", t.attempt)
-      .Field("gpu_ids", t.gpu_ids)
-      .Field("kind", "trial_started")
-      .Field("restored_checkpoint_id", t.restored_checkpoint_id)
-      .Field("restored_iteration", t.restored_iteration)
-      .Field("restored_time_total_s", t.restored_time_total_s)
-      .Field("start_time_s", t.start_time_s)
-      .Field("trial_id", t.trial_id)
-      .Field("worker_id", t.worker_id);
-  return bytes;
+  return EncodeTrialRecord(t, kTrialStartedKind, kTrialStartedFields, 192);
 }
 
 std::string EncodeTrialStatusRecord(const Trial& t) {
-  if (t.num_worker_losses > 0 || StatusFailureKind(t) != nullptr) {
-    return EncodeRecord(TrialStatusRecord(t));  // rare: the optional fields
-  }
-  std::string bytes;
-  bytes.reserve(96 + t.error.size());
-  RecordPacker(bytes, 6)
-      .Field("attempt", t.attempt)
-      .Field("error", t.error)
-      .Field("kind", "trial_status")
-      .Field("num_failures", t.num_failures)
-      .Field("status", TrialStatusName(t.status))
-      .Field("trial_id", t.trial_id);
-  return bytes;
+  return EncodeTrialRecord(t, TrialStatusExtras(t).used, kTrialStatusFields, 96 + t.error.size());
 }
 
 std::string EncodeTrialSchedulerDelta(const json& delta) {

@@ -70,7 +70,6 @@ std::string EncodeTrialStatusRecord(
 std::string EncodeTrialSchedulerDelta(const nlohmann::json& delta);
 
 nlohmann::json ExperimentEnded(ExperimentStatus status, const std::string& reason);
-nlohmann::json CheckpointJson(const CheckpointRef& ref);
 nlohmann::json ExperimentResumed(double at_s, RerunMode rerun_errored);
 nlohmann::json CheckpointSavedRecord(const Trial& trial, const CheckpointRef& ref);
 nlohmann::json CheckpointDeletedRecord(const Trial& trial, const std::string& checkpoint_id);

@@ -4,7 +4,9 @@
 
 #include <algorithm>
 
-#include "libs/core/resources.hpp"
+#include "libs/core/fields.hpp"
+#include "libs/core/trial_fields.hpp"
+#include "libs/journal/trial_record_fields.hpp"
 
 namespace tunebus::journal {
 
@@ -15,27 +17,6 @@ namespace {
 std::optional<double> OptionalNumber(const json& v) {
   if (v.is_number()) return v.get<double>();
   return std::nullopt;
-}
-
-CheckpointRef CheckpointOf(const json& r) {
-  CheckpointRef c;
-  c.checkpoint_id = r.at("checkpoint_id").get<std::string>();
-  c.training_iteration = r.at("training_iteration").get<int64_t>();
-  c.time_total_s = r.value("time_total_s", 0.0);
-  c.score = OptionalNumber(r.value("score", json()));
-  c.size_bytes = r.value("size_bytes", int64_t(0));
-  return c;
-}
-
-Resources ResourcesOf(const json& units) {
-  std::map<std::string, int64_t> m;
-  if (units.is_object()) {
-    for (const auto& [k, v] : units.items()) {
-      if (v.is_number_integer()) m[k] = v.get<int64_t>();
-    }
-  }
-  auto r = Resources::FromUnits(m);
-  return r.ok() ? *r : Resources();
 }
 
 }  // namespace
@@ -77,15 +58,9 @@ Status JournalReplayer::Apply(const json& r) {
           fmt::format("journal record {} ({}) comes before experiment_submitted", position, kind));
     } else if (kind == "trial_added") {
       Trial t;
-      t.trial_id = r.at("trial_id").get<std::string>();
-      t.index = int64_t(state_.trials.size());
-      t.config = r.at("config");
-      t.experiment_tag = r.value("experiment_tag", "");
-      t.resources = ResourcesOf(r.value("resources", json::object()));
-      if (r.contains("restore_checkpoint")) {
-        t.restore_checkpoint = CheckpointOf(r["restore_checkpoint"]);
-        if (!state_.restore_from) state_.restore_from = t.restore_checkpoint;
-      }
+      VisitTrialAddedFields(t, fields::JsonReader{r});
+      t.index = int64_t(state_.trials.size());  // trials are numbered in the order added
+      if (t.restore_checkpoint && !state_.restore_from) state_.restore_from = t.restore_checkpoint;
       index_[t.trial_id] = state_.trials.size();
       state_.trials.push_back(std::move(t));
     } else if (kind == "searcher_state") {
@@ -121,19 +96,15 @@ Status JournalReplayer::Apply(const json& r) {
 
 Status JournalReplayer::ApplyTrialRecord(const std::string& kind, const json& r, Trial& t) {
   if (kind == "trial_started") {
-    t.attempt = r.at("attempt").get<int64_t>();
+    const double first_start_s = t.start_time_s;
+    VisitTrialStartedFields(t, fields::JsonReader{r, fields::Absent::kDefault});
+    if (first_start_s != 0) t.start_time_s = first_start_s;  // the trial's first start is kept
     t.status = TrialStatus::kRunning;
-    t.worker_id = r.at("worker_id").get<std::string>();
-    t.gpu_ids = r.value("gpu_ids", std::vector<std::string>{});
     t.last_seq = 0;
-    t.restored_checkpoint_id = r.value("restored_checkpoint_id", "");
-    t.restored_iteration = r.value("restored_iteration", int64_t(0));
-    t.restored_time_total_s = r.value("restored_time_total_s", 0.0);
     t.training_iteration = t.restored_iteration;
     t.time_total_s = t.restored_time_total_s;
     t.restore_checkpoint.reset();
     t.requested_checkpoints.clear();
-    if (t.start_time_s == 0) t.start_time_s = r.value("start_time_s", 0.0);
   } else if (kind == "result") {
     if (r.at("attempt").get<int64_t>() != t.attempt)
       return Status::Ok();  // written before a restart
@@ -154,13 +125,7 @@ Status JournalReplayer::ApplyTrialRecord(const std::string& kind, const json& r,
     }
     state_.last_action[t.trial_id] = *decision;
   } else if (kind == "trial_status") {
-    const auto status = ParseTrialStatus(r.at("status").get<std::string>());
-    if (!status) return Status::Corruption("unknown trial status " + r.at("status").dump());
-    t.status = *status;
-    t.error = r.value("error", "");
-    t.num_failures = r.value("num_failures", t.num_failures);
-    t.num_worker_losses = r.value("num_worker_losses", t.num_worker_losses);
-    t.attempt = r.value("attempt", t.attempt);
+    VisitTrialStatusFields(t, fields::JsonReader{r});
     NoteFailure(t, r.value("failure_kind", "") == "worker_lost" ? FailureKind::kWorkerLost
                                                                 : FailureKind::kError);
     if (t.status != TrialStatus::kRunning) {
@@ -168,7 +133,7 @@ Status JournalReplayer::ApplyTrialRecord(const std::string& kind, const json& r,
       t.gpu_ids.clear();
     }
   } else if (kind == "checkpoint_saved") {
-    CheckpointRef saved = CheckpointOf(r);
+    CheckpointRef saved = r.get<CheckpointRef>();
     std::erase_if(t.requested_checkpoints, [&](const CheckpointRef& c) {
       return c.training_iteration <= saved.training_iteration;
     });
@@ -179,7 +144,7 @@ Status JournalReplayer::ApplyTrialRecord(const std::string& kind, const json& r,
     std::erase_if(t.checkpoints, [&](const CheckpointRef& c) { return c.checkpoint_id == id; });
   } else if (kind == "trial_updated") {
     t.config = r.at("config");
-    t.resources = ResourcesOf(r.value("resources", json::object()));
+    t.resources = r.value("resources", json::object()).get<Resources>();
     const json& change = r.value("change", json::object());
     if (change.contains("pbt_exploit")) {
       t.newest_checkpoint_has_config = false;

@@ -4,8 +4,9 @@
 
 #include <msgpack.hpp>
 
-#include "libs/core/resources.hpp"
-#include "libs/journal/records.hpp"
+#include "libs/core/fields.hpp"
+#include "libs/core/trial_fields.hpp"
+#include "libs/journal/trial_record_fields.hpp"
 
 namespace tunebus::journal {
 
@@ -15,37 +16,27 @@ namespace {
 
 constexpr int kSnapshotVersion = 1;
 
+// A snapshot's trial: the fields of its trial_added, trial_started and trial_status records and
+// the state the others fold into it.
+template <class T, class V>  // T: Trial or const Trial
+void VisitTrialSnapshotFields(T& t, V&& v) {
+  VisitTrialAddedFields(t, v);
+  VisitTrialStartedFields(t, v);
+  VisitTrialStatusFields(t, v);
+  v("checkpoints", t.checkpoints, fields::kRequired);
+  v("last_seq", t.last_seq, fields::kRequired);
+  v("newest_checkpoint_has_config", t.newest_checkpoint_has_config);
+  v("num_results", t.num_results, fields::kRequired);
+  v("requested_checkpoints", t.requested_checkpoints, fields::kOmitDefault);
+  v("time_total_s", t.time_total_s, fields::kRequired);
+  v("training_iteration", t.training_iteration, fields::kRequired);
+}
+
 json TrialJson(const Trial& t) {
-  json checkpoints = json::array();
-  for (const CheckpointRef& c : t.checkpoints) checkpoints.push_back(CheckpointJson(c));
-  json j = {{"trial_id", t.trial_id},
-            {"config", t.config},
-            {"experiment_tag", t.experiment_tag},
-            {"resources", t.resources.units_map()},
-            {"status", TrialStatusName(t.status)},
-            {"attempt", t.attempt},
-            {"num_failures", t.num_failures},
-            {"num_worker_losses", t.num_worker_losses},
-            {"worker_id", t.worker_id},
-            {"gpu_ids", t.gpu_ids},
-            {"last_result", t.LastResult()},
-            {"num_results", t.num_results},
-            {"error", t.error},
-            {"start_time_s", t.start_time_s},
-            {"training_iteration", t.training_iteration},
-            {"time_total_s", t.time_total_s},
-            {"last_seq", t.last_seq},
-            {"checkpoints", std::move(checkpoints)},
-            {"restored_checkpoint_id", t.restored_checkpoint_id},
-            {"restored_iteration", t.restored_iteration},
-            {"restored_time_total_s", t.restored_time_total_s},
-            {"newest_checkpoint_has_config", t.newest_checkpoint_has_config}};
-  if (t.restore_checkpoint) j["restore_checkpoint"] = CheckpointJson(*t.restore_checkpoint);
-  if (!t.requested_checkpoints.empty()) {
-    json requested = json::array();
-    for (const CheckpointRef& c : t.requested_checkpoints) requested.push_back(CheckpointJson(c));
-    j["requested_checkpoints"] = std::move(requested);
-  }
+  json j = json::object();
+  VisitTrialSnapshotFields(t, fields::JsonWriter{j});
+  j["last_result"] = t.LastResult();
+  // Failures as [attempt, error, then, kind] arrays (the snapshot's first form).
   json failures = json::array();
   for (const TrialFailure& f : t.failures) {
     failures.push_back({f.attempt, f.error, TrialStatusName(f.then), FailureKindName(f.kind)});
@@ -54,54 +45,19 @@ json TrialJson(const Trial& t) {
   return j;
 }
 
-CheckpointRef CheckpointFrom(const json& j) {
-  CheckpointRef c;
-  c.checkpoint_id = j.at("checkpoint_id").get<std::string>();
-  c.training_iteration = j.at("training_iteration").get<int64_t>();
-  c.time_total_s = j.value("time_total_s", 0.0);
-  if (j.contains("score") && j["score"].is_number()) c.score = j["score"].get<double>();
-  c.size_bytes = j.value("size_bytes", int64_t(0));
-  return c;
-}
-
 Trial TrialFrom(const json& j, int64_t index) {
   Trial t;
-  t.trial_id = j.at("trial_id").get<std::string>();
+  VisitTrialSnapshotFields(t, fields::JsonReader{j});
   t.index = index;
-  t.config = j.at("config");
-  t.experiment_tag = j.value("experiment_tag", "");
-  auto units = j.at("resources").get<std::map<std::string, int64_t>>();
-  if (auto r = Resources::FromUnits(units); r.ok()) t.resources = *r;
-  t.status = ParseTrialStatus(j.at("status").get<std::string>()).value_or(TrialStatus::kPending);
-  t.attempt = j.at("attempt").get<int64_t>();
-  t.num_failures = j.at("num_failures").get<int64_t>();
-  t.num_worker_losses = j.value("num_worker_losses", int64_t{0});
-  t.worker_id = j.at("worker_id").get<std::string>();
-  t.gpu_ids = j.at("gpu_ids").get<std::vector<std::string>>();
   t.SetLastResult(j.at("last_result"));
-  t.num_results = j.at("num_results").get<int64_t>();
-  t.error = j.at("error").get<std::string>();
-  t.start_time_s = j.at("start_time_s").get<double>();
-  t.training_iteration = j.at("training_iteration").get<int64_t>();
-  t.time_total_s = j.at("time_total_s").get<double>();
-  t.last_seq = j.at("last_seq").get<int64_t>();
-  for (const json& c : j.at("checkpoints")) t.checkpoints.push_back(CheckpointFrom(c));
-  t.restored_checkpoint_id = j.at("restored_checkpoint_id").get<std::string>();
-  t.restored_iteration = j.at("restored_iteration").get<int64_t>();
-  t.restored_time_total_s = j.at("restored_time_total_s").get<double>();
   // Snapshots older than the field: a trial's newest checkpoint was taken as its config's.
-  t.newest_checkpoint_has_config = j.value("newest_checkpoint_has_config", !t.checkpoints.empty());
-  if (j.contains("restore_checkpoint"))
-    t.restore_checkpoint = CheckpointFrom(j["restore_checkpoint"]);
-  for (const json& c : j.value("requested_checkpoints", json::array())) {
-    t.requested_checkpoints.push_back(CheckpointFrom(c));
+  if (!j.contains("newest_checkpoint_has_config")) {
+    t.newest_checkpoint_has_config = !t.checkpoints.empty();
   }
   for (const json& f : j.value("failures", json::array())) {
-    const bool lost = f.size() > 3 && f.at(3) == "worker_lost";
-    t.failures.push_back(
-        {f.at(0).get<int64_t>(), f.at(1).get<std::string>(),
-         ParseTrialStatus(f.at(2).get<std::string>()).value_or(TrialStatus::kPending),
-         lost ? FailureKind::kWorkerLost : FailureKind::kError});
+    t.failures.push_back({f.at(0).get<int64_t>(), f.at(1).get<std::string>(),
+                          f.at(2).get<TrialStatus>(),
+                          f.size() > 3 ? f.at(3).get<FailureKind>() : FailureKind::kError});
   }
   return t;
 }
@@ -137,7 +93,7 @@ std::string EncodeSnapshot(const ReplayedExperiment& s, const std::vector<Trial>
             {"ended_status", s.ended_status ? ExperimentStatusName(*s.ended_status) : ""},
             {"ended_reason", s.ended_reason},
             {"records", s.records}};
-  if (s.restore_from) j["restore_from"] = CheckpointJson(*s.restore_from);
+  if (s.restore_from) j["restore_from"] = *s.restore_from;
   // A msgpack map of j's entries plus "trials", written trial by trial: no document of every
   // trial is ever built (at 100,000 trials that document alone is hundreds of MB of small nodes).
   std::string out;
@@ -187,7 +143,7 @@ Result<ReplayedExperiment> DecodeSnapshot(const std::string& bytes) {
     }
     s.ended_reason = j.at("ended_reason").get<std::string>();
     s.records = j.at("records").get<uint64_t>();
-    if (j.contains("restore_from")) s.restore_from = CheckpointFrom(j["restore_from"]);
+    if (j.contains("restore_from")) s.restore_from = j["restore_from"].get<CheckpointRef>();
     return s;
   } catch (const json::exception& e) {
     return Status::Corruption(std::string("malformed journal snapshot: ") + e.what());

@@ -13,18 +13,9 @@
 #include <utility>
 #include <vector>
 
+#include "libs/core/json_text.hpp"
+
 namespace tunebus {
-
-/// Appends `o` as compact JSON (nlohmann::json::dump's form: no spaces, keys in the order of
-/// the map, strings UTF-8 with '"', '\\' and control characters escaped, non-finite floats as
-/// null, integral floats with ".0"). Binary and extension values become null.
-void AppendJson(const msgpack::object& o, std::string& out);
-
-/// Appends `s` as a JSON string (quoted; '"', '\\' and control characters escaped).
-void AppendJsonString(std::string_view s, std::string& out);
-/// Appends `v` as nlohmann::json::dump does: the shortest text that reads back as `v`, an
-/// integral value with ".0", a non-finite one as null.
-void AppendJsonDouble(double v, std::string& out);
 
 /// A trial's config as its rows show it, formatted once per config (a trial's config changes
 /// only at a PBT exploit), not once per result.

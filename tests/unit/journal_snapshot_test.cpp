@@ -165,6 +165,46 @@ TEST(JournalSnapshotTest, DamagedSnapshotIsCorruptionNotACrash) {
   EXPECT_EQ(r.status().code(), StatusCode::kCorruption);
 }
 
+TEST(JournalSnapshotTest, ReplayAndSnapshotKeepWorkerLossesAndTheirResetByARestart) {
+  // A trial loses its worker (trial_status with num_worker_losses 1 and failure_kind
+  // worker_lost), errors, and is rerun from scratch ("restart" zeroes its counts, so its status
+  // record leaves num_worker_losses out): replay and a snapshot of each point agree.
+  std::vector<json> records;
+  records.push_back(ExperimentSubmitted("abcde", "name: lost\n", "/tmp", "lost.yaml", 1, 1.0));
+  Trial t;
+  t.trial_id = "abcde_00000";
+  records.push_back(TrialAdded(t));
+  t.attempt = 1;
+  t.worker_id = "w1";
+  t.status = TrialStatus::kRunning;
+  records.push_back(TrialStarted(t));
+  t.status = TrialStatus::kError;
+  t.error = "worker w1 lost";
+  t.num_worker_losses = 1;
+  t.failures.push_back({1, t.error, TrialStatus::kError, FailureKind::kWorkerLost});
+  records.push_back(TrialStatusRecord(t));
+  EXPECT_EQ(records.back().value("failure_kind", ""), "worker_lost");
+
+  const ReplayedExperiment lost = ReplayAll(records);
+  EXPECT_EQ(lost.trials[0].num_worker_losses, 1);
+  ASSERT_EQ(lost.trials[0].failures.size(), 1u);
+  EXPECT_EQ(lost.trials[0].failures[0].kind, FailureKind::kWorkerLost);
+  auto decoded = DecodeSnapshot(EncodeSnapshot(lost));
+  ASSERT_TRUE(decoded.ok()) << decoded.status().ToString();
+  EXPECT_EQ(decoded->trials[0].num_worker_losses, 1);
+  EXPECT_EQ(decoded->trials[0].failures[0].kind, FailureKind::kWorkerLost);
+  EXPECT_EQ(decoded->trials[0].status, TrialStatus::kError);
+
+  t.status = TrialStatus::kPending;
+  t.error.clear();
+  t.num_worker_losses = 0;
+  records.push_back(TrialStatusRecord(t));
+  EXPECT_FALSE(records.back().contains("num_worker_losses"));
+  const ReplayedExperiment restarted = ReplayAll(records);
+  EXPECT_EQ(restarted.trials[0].num_worker_losses, 0);
+  EXPECT_EQ(restarted.trials[0].status, TrialStatus::kPending);
+}
+
 TEST(JournalSnapshotTest, SnapshotIdsSortByTheSeqTheyCover) {
   // The resume picks the greatest id under the prefix: zero padding makes that the newest.
   EXPECT_LT(SnapshotId("exp-abcde", 99999), SnapshotId("exp-abcde", 100000));

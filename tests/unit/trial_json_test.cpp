@@ -1,13 +1,13 @@
-// Tests for the trial's JSON views: the text experiment_state.json writes for a trial
-// (AppendTrialJson, built without documents of the config and the last result) holds exactly
-// what the control socket's TrialToJson gives, for a fresh trial and for one with a last
-// result, checkpoints, failures and nested values.
-#include "services/scheduler/trial_json.hpp"
-
+// Tests for the trial's JSON views (libs/core/trial_view.hpp): the text experiment_state.json
+// writes for a trial (AppendTrialJson, built without documents of the config and the last result)
+// holds exactly what the control socket's TrialToJson gives, for a fresh trial and for one with a
+// last result, checkpoints, failures and nested values.
 #include <gtest/gtest.h>
 
 #include <limits>
 #include <string>
+
+#include "libs/core/trial_view.hpp"
 
 namespace tunebus {
 namespace {
