@@ -14,8 +14,8 @@
 #include "proto/resources.hpp"
 #include "proto/store.hpp"
 #include "services/scheduler/experiment.hpp"
-#include "services/scheduler/scheduler.hpp"
 #include "services/scheduler/journal_reader.hpp"
+#include "services/scheduler/scheduler.hpp"
 #include "services/scheduler/trial_json.hpp"
 
 namespace tunebus {
@@ -85,74 +85,54 @@ void Scheduler::ReplyJson(const bus::Incoming& in, uint64_t id, const json& body
 
 void Scheduler::ReplyError(const bus::Incoming& in, uint64_t id, const std::string& type,
                            const Status& status) {
-  bus::Reply(control_, in, proto::Encode(proto::MakeError(status, id, type)));
+  control_dispatcher_->Drop(in, id, type, status);
+}
+
+void Scheduler::AddControlHandlers() {
+  control_dispatcher_->On(proto::SubmitExperiment::kType, this, &Scheduler::HandleSubmit)
+      .On(proto::ListTrials::kType, this, &Scheduler::HandleListTrials)
+      .On(proto::ShowTrial::kType, this, &Scheduler::HandleShowTrial)
+      .On(proto::StopTrialCommand::kType, this, &Scheduler::HandleStopTrial)
+      .On(proto::StopExperiment::kType, this, &Scheduler::HandleStopExperiment)
+      .On(proto::GetExperiment::kType, this, &Scheduler::HandleGetExperiment)
+      .On(proto::ListWorkers::kType, this, &Scheduler::HandleListWorkers)
+      .On(proto::ResumeExperimentCommand::kType, this, &Scheduler::HandleResumeExperiment)
+      .On(proto::ListExperiments::kType, this, &Scheduler::HandleListExperiments)
+      .On(proto::PauseTrialCommand::kType, this, &Scheduler::HandlePauseTrial)
+      .On(proto::ResumeTrialCommand::kType, this, &Scheduler::HandleResumeTrial)
+      .On(proto::AddTrialCommand::kType, this, &Scheduler::HandleAddTrial)
+      .On(proto::SetTrialResourcesCommand::kType, this, &Scheduler::HandleSetTrialResources)
+      .On(proto::FetchCheckpoint::kType, this, &Scheduler::HandleFetchCheckpoint);
 }
 
 void Scheduler::OnControlReadable() {
-  static const std::pair<std::string_view, ControlHandler> kControlHandlers[] = {
-      {proto::SubmitExperiment::kType, &Scheduler::HandleSubmit},
-      {proto::ListTrials::kType, &Scheduler::HandleListTrials},
-      {proto::ShowTrial::kType, &Scheduler::HandleShowTrial},
-      {proto::StopTrialCommand::kType, &Scheduler::HandleStopTrial},
-      {proto::StopExperiment::kType, &Scheduler::HandleStopExperiment},
-      {proto::GetExperiment::kType, &Scheduler::HandleGetExperiment},
-      {proto::ListWorkers::kType, &Scheduler::HandleListWorkers},
-      {proto::ResumeExperimentCommand::kType, &Scheduler::HandleResumeExperiment},
-      {proto::ListExperiments::kType, &Scheduler::HandleListExperiments},
-      {proto::PauseTrialCommand::kType, &Scheduler::HandlePauseTrial},
-      {proto::ResumeTrialCommand::kType, &Scheduler::HandleResumeTrial},
-      {proto::AddTrialCommand::kType, &Scheduler::HandleAddTrial},
-      {proto::SetTrialResourcesCommand::kType, &Scheduler::HandleSetTrialResources},
-      {proto::FetchCheckpoint::kType, &Scheduler::HandleFetchCheckpoint},
-  };
   bus::Incoming in;
-  while (bus::Receive(control_, in)) {
-    auto d = proto::Decode(in.payload.data(), in.payload.size());
-    if (!d.ok()) {
-      counters_["invalid"]++;
-      spdlog::warn("Dropping control request because it is malformed: {}", d.status().ToString());
-      bus::Reply(
-          control_, in,
-          proto::Encode(proto::MakeDecodeError(in.payload.data(), in.payload.size(), d.status())));
-      continue;
-    }
-    counters_[d->type()]++;
-    const ControlHandler* handler = nullptr;
-    for (const auto& [type, h] : kControlHandlers) {
-      if (type == d->type()) handler = &h;
-    }
-    if (handler == nullptr) {
-      spdlog::warn("Dropping control request of unknown type '{}'", d->type());
-      ReplyError(in, d->id(), d->type(),
-                 Status::InvalidArgument("unknown control request type '" + d->type() + "'"));
-      continue;
-    }
-    (this->*(*handler))(in, *d);
-  }
+  while (bus::Receive(control_, in)) control_dispatcher_->Dispatch(in);
 }
 
-void Scheduler::HandleSubmit(const bus::Incoming& in, const proto::Decoded& d) {
+Status Scheduler::HandleSubmit(bus::Incoming& in, const proto::Decoded& d) {
   auto msg = d.As<proto::SubmitExperiment>();
-  if (!msg.ok()) return ReplyError(in, d.id(), d.type(), msg.status());
+  if (!msg.ok()) return msg.status();
   if (Experiment* current = Current();
       state_ == State::kRunning && current->spec().source_yaml == msg->spec_yaml) {
     // The same experiment is already running (e.g. resumed after a restart): follow it.
-    return ReplyJson(in, d.id(),
-                     ExperimentToJson(current->name(), current->runner(), current->experiment_dir(),
-                                      current->ElapsedS()));
+    ReplyJson(in, d.id(),
+              ExperimentToJson(current->name(), current->runner(), current->experiment_dir(),
+                               current->ElapsedS()));
+    return Status::Ok();
   }
   if (state_ != State::kIdle) {
-    return ReplyError(
-        in, d.id(), d.type(),
-        Status::FailedPrecondition(
-            state_ == State::kSubmitting
-                ? std::string("another experiment is being submitted")
-                : fmt::format("experiment {} is still running; stop it first", Current()->name())));
+    return Status::FailedPrecondition(
+        state_ == State::kSubmitting
+            ? std::string("another experiment is being submitted")
+            : fmt::format("experiment {} is still running; stop it first", Current()->name()));
   }
   auto spec = ParseExperimentYaml(msg->spec_yaml, msg->base_dir, msg->source_name);
-  if (!spec.ok()) return ReplyError(in, d.id(), d.type(), spec.status());
-  if (spec->restore_from.empty())
-    return StartExperiment(in, d.id(), *msg, std::move(*spec), std::nullopt);
+  if (!spec.ok()) return spec.status();
+  if (spec->restore_from.empty()) {
+    StartExperiment(in, d.id(), *msg, std::move(*spec), std::nullopt);
+    return Status::Ok();
+  }
   // restore_from: learn the checkpoint's training_iteration from the store first.
   proto::CheckpointList list;
   list.prefix = spec->restore_from;
@@ -181,30 +161,29 @@ void Scheduler::HandleSubmit(const bus::Incoming& in, const proto::Decoded& d) {
                Status::NotFound("restore_from: no checkpoint '" + spec.restore_from +
                                 "' in the checkpoint-store"));
   });
+  return Status::Ok();
 }
 
-void Scheduler::HandleListTrials(const bus::Incoming& in, const proto::Decoded& d) {
+Status Scheduler::HandleListTrials(bus::Incoming& in, const proto::Decoded& d) {
   auto msg = d.As<proto::ListTrials>();
-  if (!msg.ok()) return ReplyError(in, d.id(), d.type(), msg.status());
+  if (!msg.ok()) return msg.status();
   std::optional<TrialStatus> filter;
   if (!msg->status.empty()) {
     filter = ParseTrialStatus(msg->status);
     if (!filter) {
-      return ReplyError(in, d.id(), d.type(),
-                        Status::InvalidArgument(
-                            "unknown status '" + msg->status +
-                            "'; one of PENDING, RUNNING, PAUSED, TERMINATED, ERROR (any case)"));
+      return Status::InvalidArgument(
+          "unknown status '" + msg->status +
+          "'; one of PENDING, RUNNING, PAUSED, TERMINATED, ERROR (any case)");
     }
   }
   if (msg->offset < 0 || msg->limit < 0) {
-    return ReplyError(in, d.id(), d.type(),
-                      Status::InvalidArgument("offset and limit must be >= 0"));
+    return Status::InvalidArgument("offset and limit must be >= 0");
   }
   json body = json::array();
   auto found = FindExperiment(msg->experiment);
   // No experiment at all: an empty list, unless one was named.
   if (!found.ok() && (!msg->experiment.empty() || found.status().code() != StatusCode::kNotFound)) {
-    return ReplyError(in, d.id(), d.type(), found.status());
+    return found.status();
   }
   if (Experiment* e = found.ok() ? *found : nullptr) {
     int64_t skip = msg->offset;
@@ -220,48 +199,47 @@ void Scheduler::HandleListTrials(const bus::Incoming& in, const proto::Decoded& 
     }
   }
   ReplyJson(in, d.id(), body);
+  return Status::Ok();
 }
 
-void Scheduler::HandleShowTrial(const bus::Incoming& in, const proto::Decoded& d) {
+Status Scheduler::HandleShowTrial(bus::Incoming& in, const proto::Decoded& d) {
   auto msg = d.As<proto::ShowTrial>();
-  if (!msg.ok()) return ReplyError(in, d.id(), d.type(), msg.status());
+  if (!msg.ok()) return msg.status();
   auto e = FindExperiment(msg->experiment);
   if (!e.ok()) {
-    return ReplyError(in, d.id(), d.type(),
-                      e.status().code() == StatusCode::kNotFound && msg->experiment.empty()
-                          ? Status::NotFound("no trial " + msg->trial_id)
-                          : e.status());
+    return e.status().code() == StatusCode::kNotFound && msg->experiment.empty()
+               ? Status::NotFound("no trial " + msg->trial_id)
+               : e.status();
   }
   const Trial* t = (*e)->runner().FindTrial(msg->trial_id);
   if (t == nullptr) {
-    return ReplyError(in, d.id(), d.type(),
-                      Status::NotFound(fmt::format("no trial {} in experiment {}", msg->trial_id,
-                                                   (*e)->journal_name())));
+    return Status::NotFound(
+        fmt::format("no trial {} in experiment {}", msg->trial_id, (*e)->journal_name()));
   }
   json body = TrialToJson(*t, (*e)->experiment_dir());
   if ((*e)->runner().IsPausing(*t)) body["pausing"] = true;
   ReplyJson(in, d.id(), body);
+  return Status::Ok();
 }
 
-void Scheduler::HandleStopTrial(const bus::Incoming& in, const proto::Decoded& d) {
+Status Scheduler::HandleStopTrial(bus::Incoming& in, const proto::Decoded& d) {
   auto msg = d.As<proto::StopTrialCommand>();
-  if (!msg.ok()) return ReplyError(in, d.id(), d.type(), msg.status());
+  if (!msg.ok()) return msg.status();
   Experiment* e = Current();
-  if (e == nullptr)
-    return ReplyError(in, d.id(), d.type(), Status::NotFound("no trial " + msg->trial_id));
+  if (e == nullptr) return Status::NotFound("no trial " + msg->trial_id);
   auto r = e->runner().StopTrialByUser(msg->trial_id);
-  if (!r.ok()) return ReplyError(in, d.id(), d.type(), r.status());
+  if (!r.ok()) return r.status();
   const Trial* t = e->runner().FindTrial(msg->trial_id);
   ReplyJson(in, d.id(),
             {{"trial_id", msg->trial_id}, {"status", TrialStatusName(t->status)}, {"message", *r}});
+  return Status::Ok();
 }
 
-void Scheduler::HandleStopExperiment(const bus::Incoming& in, const proto::Decoded& d) {
+Status Scheduler::HandleStopExperiment(bus::Incoming& in, const proto::Decoded& d) {
   Experiment* e = Current();
-  if (e == nullptr)
-    return ReplyError(in, d.id(), d.type(), Status::NotFound("no experiment has been submitted"));
+  if (e == nullptr) return Status::NotFound("no experiment has been submitted");
   auto msg = d.As<proto::StopExperiment>();
-  if (!msg.ok()) return ReplyError(in, d.id(), d.type(), msg.status());
+  if (!msg.ok()) return msg.status();
   if (msg->interrupt) {
     e->runner().InterruptExperiment("interrupted by the user");
   } else {
@@ -269,22 +247,24 @@ void Scheduler::HandleStopExperiment(const bus::Incoming& in, const proto::Decod
   }
   ReplyJson(in, d.id(),
             ExperimentToJson(e->name(), e->runner(), e->experiment_dir(), e->ElapsedS()));
+  return Status::Ok();
 }
 
-void Scheduler::HandleGetExperiment(const bus::Incoming& in, const proto::Decoded& d) {
+Status Scheduler::HandleGetExperiment(bus::Incoming& in, const proto::Decoded& d) {
   auto msg = d.As<proto::GetExperiment>();
-  if (!msg.ok()) return ReplyError(in, d.id(), d.type(), msg.status());
+  if (!msg.ok()) return msg.status();
   auto found = FindExperiment(msg->experiment);
-  if (!found.ok()) return ReplyError(in, d.id(), d.type(), found.status());
+  if (!found.ok()) return found.status();
   const Experiment* e = *found;
   json body = ExperimentToJson(e->name(), e->runner(), e->experiment_dir(), e->ElapsedS());
   body["journal"] = e->journal_name();
   body["read_only"] = e->read_only();
   body["events_endpoint"] = events_bound_;  // where `tunectl watch` subscribes
   ReplyJson(in, d.id(), body);
+  return Status::Ok();
 }
 
-void Scheduler::HandleListWorkers(const bus::Incoming& in, const proto::Decoded& d) {
+Status Scheduler::HandleListWorkers(bus::Incoming& in, const proto::Decoded& d) {
   const uint64_t id = d.id();
   const std::string type = d.type();
   rm_->Request(proto::GetClusterView{},
@@ -312,113 +292,107 @@ void Scheduler::HandleListWorkers(const bus::Incoming& in, const proto::Decoded&
                  }
                  ReplyJson(back, id, body);
                });
+  return Status::Ok();
 }
 
-void Scheduler::HandlePauseTrial(const bus::Incoming& in, const proto::Decoded& d) {
+Status Scheduler::HandlePauseTrial(bus::Incoming& in, const proto::Decoded& d) {
   auto msg = d.As<proto::PauseTrialCommand>();
-  if (!msg.ok()) return ReplyError(in, d.id(), d.type(), msg.status());
+  if (!msg.ok()) return msg.status();
   Experiment* e = Current();
-  if (e == nullptr)
-    return ReplyError(in, d.id(), d.type(), Status::NotFound("no trial " + msg->trial_id));
+  if (e == nullptr) return Status::NotFound("no trial " + msg->trial_id);
   auto r = e->runner().PauseTrial(msg->trial_id);
-  if (!r.ok()) return ReplyError(in, d.id(), d.type(), r.status());
+  if (!r.ok()) return r.status();
   ReplyJson(in, d.id(), TrialReply(e->runner(), msg->trial_id, *r));
+  return Status::Ok();
 }
 
-void Scheduler::HandleResumeTrial(const bus::Incoming& in, const proto::Decoded& d) {
+Status Scheduler::HandleResumeTrial(bus::Incoming& in, const proto::Decoded& d) {
   auto msg = d.As<proto::ResumeTrialCommand>();
-  if (!msg.ok()) return ReplyError(in, d.id(), d.type(), msg.status());
+  if (!msg.ok()) return msg.status();
   Experiment* e = Current();
-  if (e == nullptr)
-    return ReplyError(in, d.id(), d.type(), Status::NotFound("no trial " + msg->trial_id));
-  if (Status s = e->runner().UnpauseTrial(msg->trial_id); !s.ok())
-    return ReplyError(in, d.id(), d.type(), s);
+  if (e == nullptr) return Status::NotFound("no trial " + msg->trial_id);
+  if (Status s = e->runner().UnpauseTrial(msg->trial_id); !s.ok()) return s;
   e->runner().Step();
   ReplyJson(in, d.id(),
             TrialReply(e->runner(), msg->trial_id, "trial " + msg->trial_id + " resumed"));
+  return Status::Ok();
 }
 
-void Scheduler::HandleAddTrial(const bus::Incoming& in, const proto::Decoded& d) {
+Status Scheduler::HandleAddTrial(bus::Incoming& in, const proto::Decoded& d) {
   auto msg = d.As<proto::AddTrialCommand>();
-  if (!msg.ok()) return ReplyError(in, d.id(), d.type(), msg.status());
+  if (!msg.ok()) return msg.status();
   Experiment* e = Current();
-  if (e == nullptr)
-    return ReplyError(in, d.id(), d.type(), Status::FailedPrecondition("no experiment is running"));
+  if (e == nullptr) return Status::FailedPrecondition("no experiment is running");
   if (e->runner().IsFinished()) {
-    return ReplyError(
-        in, d.id(), d.type(),
-        Status::FailedPrecondition(fmt::format("experiment {} is finished", e->name())));
+    return Status::FailedPrecondition(fmt::format("experiment {} is finished", e->name()));
   }
   json config = json::parse(msg->config_json, nullptr, /*allow_exceptions=*/false);
   if (config.is_discarded()) {
-    return ReplyError(in, d.id(), d.type(),
-                      Status::InvalidArgument("config_json is not valid JSON"));
+    return Status::InvalidArgument("config_json is not valid JSON");
   }
   auto added = e->runner().AddTrial(std::move(config));
-  if (!added.ok()) return ReplyError(in, d.id(), d.type(), added.status());
+  if (!added.ok()) return added.status();
   const std::string trial_id = (*added)->trial_id;
   e->runner().Step();
   ReplyJson(in, d.id(), TrialToJson(*e->runner().FindTrial(trial_id), e->experiment_dir()));
+  return Status::Ok();
 }
 
-void Scheduler::HandleSetTrialResources(const bus::Incoming& in, const proto::Decoded& d) {
+Status Scheduler::HandleSetTrialResources(bus::Incoming& in, const proto::Decoded& d) {
   auto msg = d.As<proto::SetTrialResourcesCommand>();
-  if (!msg.ok()) return ReplyError(in, d.id(), d.type(), msg.status());
+  if (!msg.ok()) return msg.status();
   Experiment* e = Current();
   const Trial* t = e ? e->runner().FindTrial(msg->trial_id) : nullptr;
-  if (t == nullptr)
-    return ReplyError(in, d.id(), d.type(), Status::NotFound("no trial " + msg->trial_id));
+  if (t == nullptr) return Status::NotFound("no trial " + msg->trial_id);
   std::map<std::string, double> amounts = t->resources.ToAmounts();
   for (const auto& [name, amount] : msg->resources) amounts[name] = amount;
   auto resources = Resources::FromAmounts(amounts);
-  if (!resources.ok()) return ReplyError(in, d.id(), d.type(), resources.status());
+  if (!resources.ok()) return resources.status();
   if (Status s = e->runner().SetTrialResources(msg->trial_id, *resources); !s.ok()) {
-    return ReplyError(in, d.id(), d.type(), s);
+    return s;
   }
   e->runner().Step();
   ReplyJson(in, d.id(), TrialToJson(*e->runner().FindTrial(msg->trial_id), e->experiment_dir()));
+  return Status::Ok();
 }
 
-void Scheduler::HandleResumeExperiment(const bus::Incoming& in, const proto::Decoded& d) {
+Status Scheduler::HandleResumeExperiment(bus::Incoming& in, const proto::Decoded& d) {
   auto msg = d.As<proto::ResumeExperimentCommand>();
-  if (!msg.ok()) return ReplyError(in, d.id(), d.type(), msg.status());
+  if (!msg.ok()) return msg.status();
   const auto mode = ParseRerunMode(msg->rerun_errored);
   if (!mode.ok()) {
-    return ReplyError(in, d.id(), d.type(),
-                      Status::InvalidArgument("--rerun-errored must be restore or restart, got '" +
-                                              msg->rerun_errored + "'"));
+    return Status::InvalidArgument("--rerun-errored must be restore or restart, got '" +
+                                   msg->rerun_errored + "'");
   }
   Experiment* e = nullptr;
   for (auto& x : experiments_) {
     if (x->name() == msg->name) e = x.get();
   }
   if (state_ == State::kSubmitting) {
-    return ReplyError(in, d.id(), d.type(),
-                      Status::FailedPrecondition("another experiment is being submitted"));
+    return Status::FailedPrecondition("another experiment is being submitted");
   }
   if (state_ == State::kRunning && Current() != e) {
-    return ReplyError(in, d.id(), d.type(),
-                      Status::FailedPrecondition(fmt::format(
-                          "experiment {} is running; stop it first", Current()->name())));
+    return Status::FailedPrecondition(
+        fmt::format("experiment {} is running; stop it first", Current()->name()));
   }
   if (e == nullptr) {  // not in this process: the newest journal with that name
     JournalReader reader(ctx_, options_.store_endpoint, kJournalReadTimeout, clock_);
     auto journals = reader.List();
-    if (!journals.ok()) return ReplyError(in, d.id(), d.type(), journals.status());
+    if (!journals.ok()) return journals.status();
     const JournalSummary* newest = nullptr;
     for (const JournalSummary& j : *journals) {
       if (ExperimentNameOfJournal(j.journal) != msg->name) continue;
       if (newest == nullptr || j.submitted_at_s > newest->submitted_at_s) newest = &j;
     }
     if (newest == nullptr) {
-      return ReplyError(in, d.id(), d.type(), Status::NotFound("no experiment named " + msg->name));
+      return Status::NotFound("no experiment named " + msg->name);
     }
     uint64_t last_seq = newest->last_seq;
     auto replayed = reader.ReplayToResume(newest->journal, &last_seq);
-    if (!replayed.ok()) return ReplyError(in, d.id(), d.type(), replayed.status());
+    if (!replayed.ok()) return replayed.status();
     if (Status s = ResumeExperiment(reader, newest->journal, std::move(*replayed), last_seq);
         !s.ok()) {
-      return ReplyError(in, d.id(), d.type(), s);
+      return s;
     }
     e = Current();
   }
@@ -429,21 +403,18 @@ void Scheduler::HandleResumeExperiment(const bus::Incoming& in, const proto::Dec
   int64_t rerun = 0;
   if (*mode != RerunMode::kNone) {
     auto n = e->runner().RerunErrored(*mode);
-    if (!n.ok()) return ReplyError(in, d.id(), d.type(), n.status());
+    if (!n.ok()) return n.status();
     rerun = *n;
     if (rerun > 0) e->journal().Append(journal::ExperimentResumed(clock_.WallSeconds(), *mode));
   }
   if (e->runner().IsFinished()) {
     const int64_t errored = CountsOf(e->runner().trials())["ERROR"].get<int64_t>();
-    return ReplyError(
-        in, d.id(), d.type(),
-        Status::FailedPrecondition(fmt::format(
-            "experiment {} is finished ({}); nothing to resume{}", msg->name,
-            e->runner().end_reason(),
-            errored > 0
-                ? fmt::format(" — rerun its {} errored trials with --rerun-errored=restore|restart",
-                              errored)
-                : "")));
+    return Status::FailedPrecondition(fmt::format(
+        "experiment {} is finished ({}); nothing to resume{}", msg->name, e->runner().end_reason(),
+        errored > 0
+            ? fmt::format(" — rerun its {} errored trials with --rerun-errored=restore|restart",
+                          errored)
+            : ""));
   }
   state_ = State::kRunning;
   spdlog::info("Experiment {} resumed by tunectl (rerun_errored='{}': {} trials)", msg->name,
@@ -452,9 +423,10 @@ void Scheduler::HandleResumeExperiment(const bus::Incoming& in, const proto::Dec
   json body = ExperimentToJson(e->name(), e->runner(), e->experiment_dir(), 0);
   body["rerun"] = rerun;
   ReplyJson(in, d.id(), body);
+  return Status::Ok();
 }
 
-void Scheduler::HandleListExperiments(const bus::Incoming& in, const proto::Decoded& d) {
+Status Scheduler::HandleListExperiments(bus::Incoming& in, const proto::Decoded& d) {
   json body = json::array();
   std::set<std::string> listed;
   for (const auto& e : experiments_) {
@@ -468,38 +440,39 @@ void Scheduler::HandleListExperiments(const bus::Incoming& in, const proto::Deco
   }
   JournalReader reader(ctx_, options_.store_endpoint, kJournalReadTimeout, clock_);
   auto journals = reader.List();
-  if (!journals.ok()) return ReplyError(in, d.id(), d.type(), journals.status());
+  if (!journals.ok()) return journals.status();
   for (const JournalSummary& j : *journals) {
     if (listed.contains(j.journal)) continue;
     auto replayed = reader.Replay(j.journal, j.last_seq);
-    if (!replayed.ok()) return ReplyError(in, d.id(), d.type(), replayed.status());
+    if (!replayed.ok()) return replayed.status();
     const journal::ReplayedExperiment& x = *replayed;
-    body.push_back({{"name", ExperimentNameOfJournal(j.journal)},
-                    {"journal", j.journal},
-                    {"status", ExperimentStatusName(x.ended_status.value_or(ExperimentStatus::kInterrupted))},
-                    {"counts", CountsOf(x.trials)},
-                    {"total", int64_t(x.trials.size())},
-                    {"submitted_at", x.submitted_at_s}});
+    body.push_back(
+        {{"name", ExperimentNameOfJournal(j.journal)},
+         {"journal", j.journal},
+         {"status", ExperimentStatusName(x.ended_status.value_or(ExperimentStatus::kInterrupted))},
+         {"counts", CountsOf(x.trials)},
+         {"total", int64_t(x.trials.size())},
+         {"submitted_at", x.submitted_at_s}});
   }
   std::sort(body.begin(), body.end(), [](const json& a, const json& b) {
     return a.value("submitted_at", 0.0) < b.value("submitted_at", 0.0);
   });
   ReplyJson(in, d.id(), body);
+  return Status::Ok();
 }
 
-void Scheduler::HandleFetchCheckpoint(const bus::Incoming& in, const proto::Decoded& d) {
+Status Scheduler::HandleFetchCheckpoint(bus::Incoming& in, const proto::Decoded& d) {
   auto msg = d.As<proto::FetchCheckpoint>();
-  if (!msg.ok()) return ReplyError(in, d.id(), d.type(), msg.status());
+  if (!msg.ok()) return msg.status();
   auto e = FindExperiment(msg->experiment);
-  if (!e.ok()) return ReplyError(in, d.id(), d.type(), e.status());
+  if (!e.ok()) return e.status();
   const Trial* t = (*e)->runner().FindTrial(msg->trial_id);
   if (t == nullptr) {
-    return ReplyError(in, d.id(), d.type(),
-                      Status::NotFound(fmt::format("no trial {} in experiment {}", msg->trial_id,
-                                                   (*e)->journal_name())));
+    return Status::NotFound(
+        fmt::format("no trial {} in experiment {}", msg->trial_id, (*e)->journal_name()));
   }
   auto checkpoint = ChooseCheckpoint(*t, msg->checkpoint_id);
-  if (!checkpoint.ok()) return ReplyError(in, d.id(), d.type(), checkpoint.status());
+  if (!checkpoint.ok()) return checkpoint.status();
   proto::CheckpointGet get;
   get.checkpoint_id = checkpoint->checkpoint_id;
   get.chunk_index = msg->chunk_index;
@@ -528,6 +501,7 @@ void Scheduler::HandleFetchCheckpoint(const bus::Incoming& in, const proto::Deco
     chunk.data = std::move(got->data);
     bus::Reply(control_, back, proto::Encode(chunk));
   });
+  return Status::Ok();
 }
 
 }  // namespace tunebus

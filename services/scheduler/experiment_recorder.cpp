@@ -131,7 +131,8 @@ void ExperimentRecorder::WriteErrorFile(const Trial& t, const std::string& text)
 void ExperimentRecorder::WriteStateFile() {
   FlushFiles();
   if (runner_ == nullptr) return;
-  json state = ExperimentToJson(name_, *runner_, experiment_dir_, clock_.WallSeconds() - started_at_);
+  json state =
+      ExperimentToJson(name_, *runner_, experiment_dir_, clock_.WallSeconds() - started_at_);
   state["journal"] = journal_.experiment();
   const std::string path = experiment_dir_ + "/experiment_state.json";
   {

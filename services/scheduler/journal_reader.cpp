@@ -36,8 +36,7 @@ Result<Reply> BlockingCall(const Clock& clock, zmq::socket_t& socket, Request re
     zmq::pollitem_t item{socket.handle(), 0, ZMQ_POLLIN, 0};
     const auto until = std::min(deadline, clock.Now() + std::chrono::seconds(1));
     while (clock.Now() < until) {
-      const auto left =
-          std::chrono::duration_cast<std::chrono::milliseconds>(until - clock.Now());
+      const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(until - clock.Now());
       if (zmq::poll(&item, 1,
                     std::max<std::chrono::milliseconds>(left, std::chrono::milliseconds(1))) == 0)
         continue;
@@ -89,7 +88,8 @@ Result<std::vector<json>> JournalReader::Read(const std::string& journal, uint64
 Result<std::vector<JournalSummary>> JournalReader::List() {
   auto socket = bus::Connect(ctx_, zmq::socket_type::dealer, endpoint_);
   if (!socket.ok()) return socket.status();
-  auto list = BlockingCall<proto::JournalListReply>(clock_, *socket, proto::JournalList{}, deadline_);
+  auto list =
+      BlockingCall<proto::JournalListReply>(clock_, *socket, proto::JournalList{}, deadline_);
   if (!list.ok()) return list.status();
   std::vector<JournalSummary> out;
   for (size_t i = 0; i < list->experiments.size() && i < list->last_seqs.size(); ++i) {

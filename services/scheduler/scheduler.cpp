@@ -66,6 +66,12 @@ Status Scheduler::Init() {
   loop_.AddSocket(rm_sub_, [this] { OnNodeEvent(); });
   loop_.AddSocket(events_, [this] { publisher_->OnReadable(); });
   loop_.SetIdleHook([this] { AfterRound(); });
+  control_dispatcher_ = std::make_unique<service::MessageDispatcher>(
+      service::MessageDispatcher::Options{.reply_socket = &control_, .peer_name = "tunectl"});
+  AddControlHandlers();
+  worker_dispatcher_ = std::make_unique<service::MessageDispatcher>(
+      service::MessageDispatcher::Options{.reply_socket = &workers_});
+  AddWorkerHandlers();
   experiment_context_.reset(new ExperimentContext{
       loop_, *rm_, *store_, *outbox_, *publisher_, clock_,
       [this](const std::string& worker) { return worker_registry_.IsRegistered(worker); }});
@@ -89,9 +95,9 @@ void Scheduler::Run() {
   }
   loop_.Run();
   for (auto& e : experiments_) e->recorder().WriteStateFile();
-  std::string counts;
-  for (const auto& [type, n] : counters_) counts += " " + type + "=" + std::to_string(n);
-  spdlog::info("scheduler stopped; handled{}", counts);
+  spdlog::info("scheduler stopped; control requests: {}; worker messages: {}; node events: {}",
+               control_dispatcher_->CountsSummary(), worker_dispatcher_->CountsSummary(),
+               node_events_);
 }
 
 Experiment* Scheduler::Current() {
@@ -136,66 +142,40 @@ void Scheduler::AfterRound() {
   }
 }
 
-namespace {
-
-// Messages a worker of an earlier scheduler process may send before it registers with this one:
-// it is answered not_found (so it registers again and reports its trials) and the message is
-// handled anyway. Workers send a result, a trial_exited or a checkpoint_saved once (results are
-// resent only while unacknowledged), so dropping them would lose a trial that ended while no
-// scheduler ran; handling them is safe because every handler checks the trial's current attempt
-// (and a result's seq) against the journal-restored runner.
-bool NeedsRegistration(const std::string& type) {
-  return type == proto::WorkerHeartbeat::kType || type == proto::ReportResult::kType ||
-         type == proto::ReportResults::kType || type == proto::TrialExited::kType ||
-         type == proto::CheckpointSaved::kType;
+// A worker of an earlier scheduler process may send results, trial_exited, checkpoint_saved or
+// heartbeats before it registers with this one: it is answered not_found (so it registers again
+// and reports its trials) and the message is handled anyway. A worker sends trial_exited and
+// checkpoint_saved once (results are resent only while unacknowledged), so dropping them would
+// lose a trial that ended while no scheduler ran; handling them is safe because every handler
+// checks the trial's current attempt (and a result's seq) against the journal-restored runner.
+void Scheduler::AddWorkerHandlers() {
+  auto seen = [this](Handler handler) {
+    return [this, handler](bus::Incoming& in, const proto::Decoded& d) {
+      worker_registry_.Seen(in.peer(), clock_.Now());
+      return (this->*handler)(in, d);
+    };
+  };
+  auto registered_only = [this, seen](Handler handler) {
+    return [this, handler = seen(handler)](bus::Incoming& in, const proto::Decoded& d) {
+      if (!worker_registry_.IsRegistered(in.peer())) {
+        worker_dispatcher_->Reply(
+            in, proto::MakeError(Status::NotFound("worker " + in.peer() + " is not registered"),
+                                 d.id(), d.type()));
+      }
+      return handler(in, d);
+    };
+  };
+  worker_dispatcher_->On(proto::RegisterWorker::kType, seen(&Scheduler::HandleRegisterWorker))
+      .On(proto::ReportResults::kType, registered_only(&Scheduler::HandleReportResults))
+      .On(proto::ReportResult::kType, registered_only(&Scheduler::HandleReportResult))
+      .On(proto::TrialExited::kType, registered_only(&Scheduler::HandleTrialExited))
+      .On(proto::CheckpointSaved::kType, registered_only(&Scheduler::HandleCheckpointSaved))
+      .On(proto::WorkerHeartbeat::kType, registered_only(&Scheduler::HandleWorkerHeartbeat));
 }
 
-}  // namespace
-
 void Scheduler::OnWorkerReadable() {
-  static const std::pair<std::string_view, WorkerHandler> kWorkerHandlers[] = {
-      {proto::RegisterWorker::kType, &Scheduler::HandleRegisterWorker},
-      {proto::ReportResults::kType, &Scheduler::HandleReportResults},
-      {proto::ReportResult::kType, &Scheduler::HandleReportResult},
-      {proto::TrialExited::kType, &Scheduler::HandleTrialExited},
-      {proto::CheckpointSaved::kType, &Scheduler::HandleCheckpointSaved},
-      {proto::WorkerHeartbeat::kType, &Scheduler::HandleWorkerHeartbeat},
-  };
   bus::Incoming in;
-  while (bus::Receive(workers_, in)) {
-    const std::string peer = in.peer();
-    auto d = proto::Decode(in.payload.data(), in.payload.size());
-    if (!d.ok()) {
-      counters_["invalid"]++;
-      spdlog::warn("Dropping message from worker {} because it is malformed: {}", peer,
-                   d.status().ToString());
-      bus::Reply(
-          workers_, in,
-          proto::Encode(proto::MakeDecodeError(in.payload.data(), in.payload.size(), d.status())));
-      continue;
-    }
-    counters_[d->type()]++;
-    worker_registry_.Seen(peer, clock_.Now());
-    if (NeedsRegistration(d->type()) && !worker_registry_.IsRegistered(peer)) {
-      bus::Reply(
-          workers_, in,
-          proto::Encode(proto::MakeError(Status::NotFound("worker " + peer + " is not registered"),
-                                         d->id(), d->type())));
-    }
-    const WorkerHandler* handler = nullptr;
-    for (const auto& [type, h] : kWorkerHandlers) {
-      if (type == d->type()) handler = &h;
-    }
-    if (handler == nullptr) {
-      spdlog::warn("Dropping message of unknown type '{}' from worker {}", d->type(), peer);
-      bus::Reply(workers_, in,
-                 proto::Encode(proto::MakeError(
-                     Status::InvalidArgument("unknown message type '" + d->type() + "'"), d->id(),
-                     d->type())));
-      continue;
-    }
-    (this->*(*handler))(peer, in, *d);
-  }
+  while (bus::Receive(workers_, in)) worker_dispatcher_->Dispatch(in);
 }
 
 void Scheduler::OnNodeEvent() {
@@ -213,7 +193,7 @@ void Scheduler::OnNodeEvent() {
       spdlog::warn("Dropping node event because it is unknown: {}", kind.status().message());
       continue;
     }
-    counters_["node_event"]++;
+    ++node_events_;
     Experiment* e = Current();
     if (e == nullptr) continue;
     // resources_freed answers this scheduler's own releases, which the executor's placement

@@ -32,6 +32,7 @@
 #include "libs/journal/replay.hpp"
 #include "libs/journal/snapshot.hpp"
 #include "libs/metrics/metrics_publisher.hpp"
+#include "libs/service/message_dispatcher.hpp"
 #include "libs/spec/experiment_spec.hpp"
 #include "proto/control.hpp"
 #include "proto/worker.hpp"
@@ -100,44 +101,40 @@ class Scheduler {
   void OnNodeEvent();
   void AfterRound();
 
-  // worker handlers (scheduler_workers.cpp), dispatched by kWorkerHandlers
-  using WorkerHandler = void (Scheduler::*)(const std::string& peer, const bus::Incoming& in,
-                                            const proto::Decoded& d);
-  void HandleRegisterWorker(const std::string& peer, const bus::Incoming& in,
-                            const proto::Decoded& d);
-  void HandleReportResult(const std::string& peer, const bus::Incoming& in,
-                          const proto::Decoded& d);  // one result
-  void HandleReportResults(const std::string& peer, const bus::Incoming& in,
-                           const proto::Decoded& d);  // a batch
-  void HandleTrialExited(const std::string& peer, const bus::Incoming& in, const proto::Decoded& d);
-  void HandleCheckpointSaved(const std::string& peer, const bus::Incoming& in,
-                             const proto::Decoded& d);
-  void HandleWorkerHeartbeat(const std::string& peer, const bus::Incoming& in,
-                             const proto::Decoded& d);
+  // worker handlers (scheduler_workers.cpp), in worker_dispatcher_'s table
+  void AddWorkerHandlers();
+  using Handler = Status (Scheduler::*)(bus::Incoming& in, const proto::Decoded& d);
+  Status HandleRegisterWorker(bus::Incoming& in, const proto::Decoded& d);
+  Status HandleReportResult(bus::Incoming& in, const proto::Decoded& d);   // one result
+  Status HandleReportResults(bus::Incoming& in, const proto::Decoded& d);  // a batch
+  Status HandleTrialExited(bus::Incoming& in, const proto::Decoded& d);
+  Status HandleCheckpointSaved(bus::Incoming& in, const proto::Decoded& d);
+  Status HandleWorkerHeartbeat(bus::Incoming& in, const proto::Decoded& d);
   void HandleResult(const std::string& peer, proto::ResultItem result);
   /// Logs a trial failure once for users: trial, attempt, worker, error (exit code), what
   /// follows (requeued or ERROR with its error.txt) and the last lines of the trainable's stderr.
   void LogTrialFailure(const Experiment& e, const Trial& t, const std::string& worker,
                        const proto::TrialExited& exited) const;
 
-  // control handlers (control_handlers.cpp), dispatched by kControlHandlers: each answers `in`
-  // exactly once
-  using ControlHandler = void (Scheduler::*)(const bus::Incoming& in, const proto::Decoded& d);
-  void HandleSubmit(const bus::Incoming& in, const proto::Decoded& d);
-  void HandleListTrials(const bus::Incoming& in, const proto::Decoded& d);
-  void HandleShowTrial(const bus::Incoming& in, const proto::Decoded& d);
-  void HandleStopTrial(const bus::Incoming& in, const proto::Decoded& d);
-  void HandleStopExperiment(const bus::Incoming& in, const proto::Decoded& d);
-  void HandleGetExperiment(const bus::Incoming& in, const proto::Decoded& d);
-  void HandleListWorkers(const bus::Incoming& in, const proto::Decoded& d);
-  void HandleResumeExperiment(const bus::Incoming& in, const proto::Decoded& d);
-  void HandleListExperiments(const bus::Incoming& in, const proto::Decoded& d);
-  void HandlePauseTrial(const bus::Incoming& in, const proto::Decoded& d);
-  void HandleResumeTrial(const bus::Incoming& in, const proto::Decoded& d);
-  void HandleAddTrial(const bus::Incoming& in, const proto::Decoded& d);
-  void HandleSetTrialResources(const bus::Incoming& in, const proto::Decoded& d);
-  void HandleFetchCheckpoint(const bus::Incoming& in, const proto::Decoded& d);
+  // control handlers (control_handlers.cpp), in control_dispatcher_'s table: each answers `in`
+  // exactly once, itself or (a refusal) through the dispatcher
+  void AddControlHandlers();
+  Status HandleSubmit(bus::Incoming& in, const proto::Decoded& d);
+  Status HandleListTrials(bus::Incoming& in, const proto::Decoded& d);
+  Status HandleShowTrial(bus::Incoming& in, const proto::Decoded& d);
+  Status HandleStopTrial(bus::Incoming& in, const proto::Decoded& d);
+  Status HandleStopExperiment(bus::Incoming& in, const proto::Decoded& d);
+  Status HandleGetExperiment(bus::Incoming& in, const proto::Decoded& d);
+  Status HandleListWorkers(bus::Incoming& in, const proto::Decoded& d);
+  Status HandleResumeExperiment(bus::Incoming& in, const proto::Decoded& d);
+  Status HandleListExperiments(bus::Incoming& in, const proto::Decoded& d);
+  Status HandlePauseTrial(bus::Incoming& in, const proto::Decoded& d);
+  Status HandleResumeTrial(bus::Incoming& in, const proto::Decoded& d);
+  Status HandleAddTrial(bus::Incoming& in, const proto::Decoded& d);
+  Status HandleSetTrialResources(bus::Incoming& in, const proto::Decoded& d);
+  Status HandleFetchCheckpoint(bus::Incoming& in, const proto::Decoded& d);
   void ReplyJson(const bus::Incoming& in, uint64_t id, const nlohmann::json& body);
+  /// Refuses control request `id` of `type` (logged, answered with an ErrorReply).
   void ReplyError(const bus::Incoming& in, uint64_t id, const std::string& type,
                   const Status& status);
 
@@ -188,7 +185,9 @@ class Scheduler {
   /// Read-only experiments loaded from their journals, by journal name (at most
   /// kJournaledCacheSize; any other is dropped to make room).
   std::map<std::string, std::unique_ptr<Experiment>> journaled_;
-  std::map<std::string, uint64_t> counters_;  // messages handled, by type
+  std::unique_ptr<service::MessageDispatcher> control_dispatcher_;
+  std::unique_ptr<service::MessageDispatcher> worker_dispatcher_;
+  uint64_t node_events_ = 0;  // node events received from the resource-manager
   SteadyTime next_state_file_;
   /// Prometheus figures (<service>_metrics.cpp), rendered on the loop thread every second.
   void RenderMetrics(metrics::MetricsText& m);

@@ -13,8 +13,8 @@
 #include "libs/journal/replay.hpp"
 #include "proto/control.hpp"
 #include "services/scheduler/experiment.hpp"
-#include "services/scheduler/scheduler.hpp"
 #include "services/scheduler/journal_reader.hpp"
+#include "services/scheduler/scheduler.hpp"
 #include "services/scheduler/trial_json.hpp"
 
 namespace tunebus {

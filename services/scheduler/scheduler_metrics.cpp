@@ -6,8 +6,11 @@
 namespace tunebus {
 
 void Scheduler::RenderMetrics(metrics::MetricsText& m) {
+  std::map<std::string, uint64_t> handled = control_dispatcher_->counts();
+  for (const auto& [type, n] : worker_dispatcher_->counts()) handled[type] += n;
+  if (node_events_ > 0) handled["node_event"] += node_events_;
   const SteadyTime now = clock_.Now();
-  const uint64_t results = results_received_ + counters_[proto::ReportResult::kType];
+  const uint64_t results = results_received_ + handled[proto::ReportResult::kType];
   const double dt = std::chrono::duration<double>(now - metrics_last_at_).count();
   const double rate = metrics_last_at_ == SteadyTime{} || dt <= 0
                           ? 0
@@ -32,7 +35,7 @@ void Scheduler::RenderMetrics(metrics::MetricsText& m) {
           e ? double(e->journal().appended() - e->journal().durable()) : 0);
   m.Gauge("workers_connected", "Workers registered with this scheduler process",
           double(worker_registry_.registered_count()));
-  for (const auto& [type, n] : counters_) {
+  for (const auto& [type, n] : handled) {
     m.Counter("messages_total", "Messages handled, by type", double(n), {{"type", type}});
   }
 }

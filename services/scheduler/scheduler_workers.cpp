@@ -37,13 +37,10 @@ std::string StderrLastLines(const std::string& tail, size_t n) {
 
 }  // namespace
 
-void Scheduler::HandleRegisterWorker(const std::string& peer, const bus::Incoming& in,
-                                     const proto::Decoded& d) {
+Status Scheduler::HandleRegisterWorker(bus::Incoming& in, const proto::Decoded& d) {
+  const std::string peer = in.peer();
   auto msg = d.As<proto::RegisterWorker>();
-  if (!msg.ok()) {
-    bus::Reply(workers_, in, proto::Encode(proto::MakeError(msg.status(), d.id(), d.type())));
-    return;
-  }
+  if (!msg.ok()) return msg.status();
   proto::RegisterWorkerAck ack;
   ack.id = d.id();
   // Trials the worker runs that are not a current RUNNING attempt here must be killed.
@@ -84,35 +81,32 @@ void Scheduler::HandleRegisterWorker(const std::string& peer, const bus::Incomin
   }
   spdlog::info("Worker {} ({}) connected, running {} trial(s)", peer, msg->hostname,
                msg->running.size());
-  bus::Reply(workers_, in, proto::Encode(ack));
+  worker_dispatcher_->Reply(in, ack);
+  return Status::Ok();
 }
 
-void Scheduler::HandleReportResult(const std::string& peer, const bus::Incoming&,
-                                   const proto::Decoded& d) {
+Status Scheduler::HandleReportResult(bus::Incoming& in, const proto::Decoded& d) {
+  const std::string peer = in.peer();
   auto msg = d.As<proto::ReportResult>();
-  if (!msg.ok()) {
-    spdlog::warn("Dropping report_result from {} because {}", peer, msg.status().ToString());
-    return;
-  }
+  if (!msg.ok()) return msg.status();
   HandleResult(peer, proto::ResultItem{std::move(msg->trial_id), msg->attempt, msg->seq,
                                        std::move(msg->metrics_json), msg->time_this_iter_s,
                                        std::move(msg->metrics)});
+  return Status::Ok();
 }
 
-void Scheduler::HandleReportResults(const std::string& peer, const bus::Incoming&,
-                                    const proto::Decoded& d) {
+Status Scheduler::HandleReportResults(bus::Incoming& in, const proto::Decoded& d) {
+  const std::string peer = in.peer();
   auto msg = d.As<proto::ReportResults>();
-  if (!msg.ok()) {
-    spdlog::warn("Dropping report_results from {} because {}", peer, msg.status().ToString());
-    return;
-  }
+  if (!msg.ok()) return msg.status();
   results_received_ += msg->results.size();
   for (proto::ResultItem& r : msg->results) HandleResult(peer, std::move(r));
+  return Status::Ok();
 }
 
-void Scheduler::HandleWorkerHeartbeat(const std::string&, const bus::Incoming&,
-                                      const proto::Decoded&) {
-  // Liveness is the resource-manager's job; OnWorkerReadable noted the worker as seen.
+Status Scheduler::HandleWorkerHeartbeat(bus::Incoming&, const proto::Decoded&) {
+  // Liveness is the resource-manager's job; the dispatcher's table noted the worker as seen.
+  return Status::Ok();
 }
 
 void Scheduler::HandleResult(const std::string& peer, proto::ResultItem r) {
@@ -143,23 +137,20 @@ void Scheduler::HandleResult(const std::string& peer, proto::ResultItem r) {
   }
 }
 
-void Scheduler::HandleTrialExited(const std::string& peer, const bus::Incoming&,
-                                  const proto::Decoded& d) {
+Status Scheduler::HandleTrialExited(bus::Incoming& in, const proto::Decoded& d) {
+  const std::string peer = in.peer();
   auto msg = d.As<proto::TrialExited>();
-  if (!msg.ok()) {
-    spdlog::warn("Dropping trial_exited from {} because {}", peer, msg.status().ToString());
-    return;
-  }
+  if (!msg.ok()) return msg.status();
   Experiment* e = Current();
-  if (e == nullptr) return;
+  if (e == nullptr) return Status::Ok();
   const Trial* t = e->runner().FindTrial(msg->trial_id);
-  if (t == nullptr || t->attempt != msg->attempt) return;
+  if (t == nullptr || t->attempt != msg->attempt) return Status::Ok();
   if (msg->worker_shutdown && !msg->stopped) {
-    if (t->status != TrialStatus::kRunning) return;  // it had already finished
+    if (t->status != TrialStatus::kRunning) return Status::Ok();  // it had already finished
     spdlog::warn("Trial {} attempt {}: worker {} shut down; requeueing it", msg->trial_id,
                  msg->attempt, peer);
     e->runner().RequeueLost(msg->trial_id, msg->error);
-    return;
+    return Status::Ok();
   }
   const bool ok = msg->ok || msg->stopped;
   const bool failed = !ok && t->status == TrialStatus::kRunning;
@@ -170,6 +161,7 @@ void Scheduler::HandleTrialExited(const std::string& peer, const bus::Incoming&,
   }
   e->runner().OnTrialExited(msg->trial_id, msg->attempt, ok, msg->error, msg->start_failed);
   if (failed) LogTrialFailure(*e, *t, peer, *msg);
+  return Status::Ok();
 }
 
 void Scheduler::LogTrialFailure(const Experiment& e, const Trial& t, const std::string& worker,
@@ -185,26 +177,24 @@ void Scheduler::LogTrialFailure(const Experiment& e, const Trial& t, const std::
                worker, exited.error, then, StderrLastLines(exited.stderr_tail, kFailureLogLines));
 }
 
-void Scheduler::HandleCheckpointSaved(const std::string& peer, const bus::Incoming&,
-                                      const proto::Decoded& d) {
+Status Scheduler::HandleCheckpointSaved(bus::Incoming& in, const proto::Decoded& d) {
+  const std::string peer = in.peer();
   auto msg = d.As<proto::CheckpointSaved>();
-  if (!msg.ok()) {
-    spdlog::warn("Dropping checkpoint_saved from {} because {}", peer, msg.status().ToString());
-    return;
-  }
+  if (!msg.ok()) return msg.status();
   Experiment* e = Current();
-  if (e == nullptr) return;
+  if (e == nullptr) return Status::Ok();
   Status s = e->runner().OnCheckpointSaved(msg->trial_id, msg->attempt, msg->checkpoint_id,
                                            msg->training_iteration, msg->size_bytes);
-  if (s.ok()) return;
+  if (s.ok()) return Status::Ok();
   if (e->runner().ReferencesCheckpoint(msg->checkpoint_id)) {
     spdlog::debug("Checkpoint {} from {} is already kept (adopted at the takeover)",
                   msg->checkpoint_id, peer);
-    return;
+    return Status::Ok();
   }
   // No trial will ever restore it: delete it rather than leak it in the store.
   spdlog::warn("Deleting checkpoint {} from {} because {}", msg->checkpoint_id, peer, s.message());
   e->executor().DeleteCheckpoint(msg->checkpoint_id);
+  return Status::Ok();
 }
 
 }  // namespace tunebus
