@@ -38,13 +38,13 @@ void MessageDispatcher::Dispatch(bus::Incoming& in) {
     return;
   }
   Count(it->first);
-  if (Status s = it->second(in, msg); !s.ok()) Drop(in, msg.id(), msg.type(), s);
+  if (Status s = it->second(in, msg); !s.ok()) Refuse(in, msg.id(), msg.type(), s);
 }
 
 void MessageDispatcher::Drop(const bus::Incoming& in, uint64_t id, std::string_view type,
-                             const Status& why) {
-  spdlog::warn("Dropping {} {} from {} because {}", Truncated(type), id, PeerName(in),
-               why.ToString());
+                             const Status& why, spdlog::level::level_enum level) {
+  spdlog::log(level, "Dropping {} {} from {} because {}", Truncated(type), id, PeerName(in),
+              why.ToString());
   Answer(in, id, type, why);
 }
 

@@ -18,6 +18,8 @@
 // Threading: owned and used by the service's loop thread only.
 #pragma once
 
+#include <spdlog/spdlog.h>
+
 #include <cstdint>
 #include <functional>
 #include <map>
@@ -52,6 +54,10 @@ class MessageDispatcher {
     /// Names the peer in log lines ("the scheduler") on a socket with one peer; "" names each
     /// peer by its routing id in hex ("peer 0a1b...").
     std::string peer_name;
+    /// Level of the log line of a message a handler refuses (malformed and unknown messages
+    /// are always warnings). A control socket whose refusals are answers a user reads anyway
+    /// (not_found, failed_precondition) logs them at info.
+    spdlog::level::level_enum refusal_level = spdlog::level::warn;
   };
 
   explicit MessageDispatcher(Options options) : options_(std::move(options)) {}
@@ -81,10 +87,15 @@ class MessageDispatcher {
   /// Decodes `in`, counts it and runs its handler, or drops it (see the file comment).
   void Dispatch(bus::Incoming& in);
 
-  /// Drops message `id` of `type` from `in`'s peer because of `why`: logs it and, on an
-  /// answering socket (unless `type` is an error), replies `why` as an ErrorReply. For refusals
-  /// a handler decides later (after a batch write, say).
-  void Drop(const bus::Incoming& in, uint64_t id, std::string_view type, const Status& why);
+  /// Drops message `id` of `type` from `in`'s peer because of `why`: logs it (at `level`) and,
+  /// on an answering socket (unless `type` is an error), replies `why` as an ErrorReply.
+  void Drop(const bus::Incoming& in, uint64_t id, std::string_view type, const Status& why,
+            spdlog::level::level_enum level = spdlog::level::warn);
+  /// Drop for a refusal a handler decides later (after a batch write, say): logged at
+  /// options.refusal_level.
+  void Refuse(const bus::Incoming& in, uint64_t id, std::string_view type, const Status& why) {
+    Drop(in, id, type, why, options_.refusal_level);
+  }
 
   /// Answers `message` through the reply socket; a failed send (peer gone, queue full) is
   /// logged as a drop. REQUIRES: options.reply_socket.

@@ -85,7 +85,7 @@ void Scheduler::ReplyJson(const bus::Incoming& in, uint64_t id, const json& body
 
 void Scheduler::ReplyError(const bus::Incoming& in, uint64_t id, const std::string& type,
                            const Status& status) {
-  control_dispatcher_->Drop(in, id, type, status);
+  control_dispatcher_->Refuse(in, id, type, status);
 }
 
 void Scheduler::AddControlHandlers() {

@@ -66,8 +66,9 @@ Status Scheduler::Init() {
   loop_.AddSocket(rm_sub_, [this] { OnNodeEvent(); });
   loop_.AddSocket(events_, [this] { publisher_->OnReadable(); });
   loop_.SetIdleHook([this] { AfterRound(); });
-  control_dispatcher_ = std::make_unique<service::MessageDispatcher>(
-      service::MessageDispatcher::Options{.reply_socket = &control_, .peer_name = "tunectl"});
+  control_dispatcher_ =
+      std::make_unique<service::MessageDispatcher>(service::MessageDispatcher::Options{
+          .reply_socket = &control_, .peer_name = "tunectl", .refusal_level = spdlog::level::info});
   AddControlHandlers();
   worker_dispatcher_ = std::make_unique<service::MessageDispatcher>(
       service::MessageDispatcher::Options{.reply_socket = &workers_});
