@@ -56,14 +56,31 @@ class Searcher {
   virtual Status SetSearchProperties(const std::string& metric, const std::string& mode,
                                      const nlohmann::json& param_space) = 0;
 
-  /// The config of new trial `trial_id`, not now, or finished.
+  /// The config of new trial `trial_id`, not now, or finished. Asked again for a trial id it
+  /// already answered with a config (a resume whose journal lost the trial_added record after
+  /// the searcher's delta), it should answer that config again.
   virtual Suggestion Suggest(const std::string& trial_id) = 0;
+
+  /// Ray's add_evaluated_point(parameters, value): `config` was already evaluated elsewhere and
+  /// reached `value` of the metric (the experiment's `evaluated_rewards`, or a
+  /// points_to_evaluate trial that ended, fed by the wrapper that ran it). A searcher that learns
+  /// from results counts it as an observation before it suggests; the default ignores it (a
+  /// searcher whose suggestions do not depend on results). Errors: InvalidArgument when `config`
+  /// is not a point of its space.
+  virtual Status AddEvaluatedPoint(const nlohmann::json& config, double value) {
+    (void)config;
+    (void)value;
+    return Status::Ok();
+  }
 
   /// A result of `trial_id` was accepted (auto-filled keys included).
   virtual void OnTrialResult(const std::string& trial_id, const TrainingResult& result) {
     (void)trial_id;
     (void)result;
   }
+  /// The runner also shows results and ends of trials the searcher did not suggest (`tunectl
+  /// add`), and may show a trial's end twice (a resume that requeued it): ignore those.
+  ///
   /// `trial_id` ended: `last_result` is its newest result (nullptr if it reported none),
   /// `error` true when it ended in ERROR (Ray's on_trial_complete(trial_id, result, error)).
   virtual void OnTrialComplete(const std::string& trial_id, const TrainingResult* last_result,

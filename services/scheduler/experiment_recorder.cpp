@@ -100,6 +100,10 @@ void ExperimentRecorder::OnSearcherState(const json& state) {
   journal_.Append(journal::SearcherState(state));
 }
 
+void ExperimentRecorder::OnSearcherDelta(const json& delta) {
+  journal_.AppendEncoded(journal::EncodeSearcherDelta(delta));
+}
+
 void ExperimentRecorder::OnTrialSchedulerState(const json& delta) {
   journal_.AppendEncoded(journal::EncodeTrialSchedulerDelta(delta));
 }
@@ -131,7 +135,8 @@ void ExperimentRecorder::WriteErrorFile(const Trial& t, const std::string& text)
 void ExperimentRecorder::WriteStateFile() {
   FlushFiles();
   if (runner_ == nullptr) return;
-  json state = ExperimentToJson(name_, *runner_, experiment_dir_, clock_.WallSeconds() - started_at_);
+  json state =
+      ExperimentToJson(name_, *runner_, experiment_dir_, clock_.WallSeconds() - started_at_);
   state["journal"] = journal_.experiment();
   const std::string path = experiment_dir_ + "/experiment_state.json";
   {
