@@ -17,7 +17,7 @@ using json = nlohmann::json;
 
 TEST(JsonTextTest, ScalarsAreWrittenAsDumpWritesThem) {
   // Escapes, control characters, integral and shortest doubles, non-finite numbers, integers.
-  for (const std::string s :
+  for (const std::string& s :
        std::initializer_list<std::string>{"", "plain", "quote \" and \\ back", "tab\tnew\nline\r",
                                           std::string("nul\0bell\x07", 9), "utf-8 \xc3\xa9"}) {
     std::string out;
