@@ -18,17 +18,22 @@ Status SpecParser::ParseSearch(const YAML::Node& value) {
   YAML::Node type = value;
   std::string field = "search";
   json config = json::object();
+  bool has_type = true;
   search_keys_.clear();
   search_values_.clear();
+  search_node_ = value;
+  search_type_node_ = value;
   if (value.IsMap()) {
     Result<std::vector<MapEntry>> entries = r_.Entries(value, field);
     if (!entries.ok()) return entries.status();
-    type = YAML::Node();
+    has_type = false;
     for (const MapEntry& e : *entries) {
       search_keys_[e.key] = e.key_node;
       search_values_[e.key] = e.value;
       if (e.key == "type") {
         type = e.value;
+        search_type_node_ = e.value;
+        has_type = true;
         continue;
       }
       Result<json> param = r_.ToJson(e.value, "search." + e.key);
@@ -38,7 +43,7 @@ Status SpecParser::ParseSearch(const YAML::Node& value) {
     field = "search.type";
   }
   std::string name = "random";
-  if (type.IsDefined()) {
+  if (has_type) {
     Result<std::string> text = r_.String(type, field);
     if (!text.ok()) return text.status();
     name = *text;
@@ -49,8 +54,6 @@ Status SpecParser::ParseSearch(const YAML::Node& value) {
   }
   spec_.search = name;
   spec_.search_config = std::move(config);
-  search_node_ = value;
-  search_type_node_ = type.IsDefined() ? type : value;
   return Status::Ok();
 }
 

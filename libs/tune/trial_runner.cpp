@@ -55,6 +55,7 @@ int64_t TrialRunner::TotalTrials() const {
 
 bool TrialRunner::SearcherDone() const {
   if (searcher_finished_) return true;
+  if (searcher_unconfirmed_) return false;
   const int64_t total = search_alg_->Total();
   return total >= 0 && search_alg_->suggested() >= total;
 }
@@ -73,9 +74,9 @@ void TrialRunner::Step() {
   const int64_t max_rounds = std::max<int64_t>(32, 2 * options_.max_concurrent_trials);
   for (int64_t round = 0; round < max_rounds; ++round) {
     const int64_t added = MaybeAddTrials();
-    PlacePending();
-    if (!one_at_a_time || added == 0 || !pending_.empty() || !executor_.CanPlace() ||
-        IsFinished()) {
+    const int64_t placed = PlacePending();
+    if (!one_at_a_time || (added == 0 && placed == 0) || !pending_.empty() ||
+        !executor_.CanPlace() || IsFinished()) {
       break;
     }
     if (options_.max_concurrent_trials > 0 && InFlight() >= options_.max_concurrent_trials) break;
@@ -94,8 +95,10 @@ int64_t TrialRunner::MaybeAddTrials() {
   while (int64_t(pending_.size()) < window) {
     const std::string trial_id = fmt::format("{}_{:05d}", options_.experiment_id, trials_.size());
     Suggestion s = search_alg_->Suggest(trial_id);
+    searcher_unconfirmed_ = false;
     JournalSearcherDelta();  // before the trial_added record and any effect of the trial
     if (s.kind == Suggestion::Kind::kFinished) searcher_finished_ = true;
+    searcher_not_now_ = s.kind == Suggestion::Kind::kNotNow;
     if (s.kind != Suggestion::Kind::kConfig) break;
     if (!s.config.is_object()) s.config = nlohmann::json::object();
     NewTrial(std::move(s.config), std::move(s.tag));
@@ -123,21 +126,26 @@ Trial& TrialRunner::NewTrial(nlohmann::json config, std::string tag) {
   return trials_.back();
 }
 
-void TrialRunner::PlacePending() {
-  if (pending_.empty() && placing_.empty() && !IsFinished() && SearcherDone()) {
+int64_t TrialRunner::PlacePending() {
+  if (pending_.empty() && placing_.empty() && !IsFinished() &&
+      (SearcherDone() || searcher_not_now_)) {
     // Ray Tune's FIFO choose_trial_to_run falls back to PAUSED trials: a trial the scheduler
-    // paused itself (time slicing) runs again when nothing else waits.
+    // paused itself (time slicing) runs again when nothing else waits (nor will come now: the
+    // searcher is done, or said not now, e.g. a ConcurrencyLimiter full of paused trials).
     if (auto id = scheduler_->ChoosePausedTrialToRun()) (void)UnpauseTrial(*id);
   }
+  int64_t placed = 0;
   while (!pending_.empty() && executor_.CanPlace() && !IsFinished()) {
-    if (options_.max_concurrent_trials > 0 && InFlight() >= options_.max_concurrent_trials) return;
+    if (options_.max_concurrent_trials > 0 && InFlight() >= options_.max_concurrent_trials) break;
     const int64_t index = scheduler_->ChooseTrialToRun(pending_);
     JournalSchedulerDelta();
     pending_.erase(index);
     placing_.insert(index);
     Trial& t = trials_[size_t(index)];
     executor_.PlaceTrial(t, t.attempt + 1);
+    ++placed;
   }
+  return placed;
 }
 
 void TrialRunner::OnTrialPlaced(const std::string& trial_id, int64_t attempt,
@@ -409,6 +417,7 @@ Status TrialRunner::Restore(std::vector<Trial> trials, const nlohmann::json& sea
   }
   (void)search_alg_->TakeStateDelta();
   searcher_finished_ = false;  // asked again: a finished searcher answers Finished again
+  searcher_unconfirmed_ = true;
   trials_ = std::move(trials);
   index_.clear();
   pending_.clear();

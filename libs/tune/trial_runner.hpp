@@ -235,7 +235,8 @@ class TrialRunner final : public TrialSchedulerContext {
   Trial* FindCurrent(const std::string& trial_id, int64_t attempt, const char* what);
   /// Asks the searcher for trials (see Step); returns how many it added.
   int64_t MaybeAddTrials();
-  void PlacePending();
+  /// Places PENDING trials while the executor can; returns how many placements it asked for.
+  int64_t PlacePending();
   /// RUNNING -> `to`: observer first, then (if asked) stop the trainable, then release.
   /// `saving`: the trainable saves a checkpoint before it stops, so the attempt keeps its
   /// resources until OnTrialExited (see saving_).
@@ -291,6 +292,11 @@ class TrialRunner final : public TrialSchedulerContext {
   RunnerOptions options_;
   std::unique_ptr<Searcher> search_alg_;
   bool searcher_finished_ = false;  // Suggest answered Finished
+  bool searcher_not_now_ = false;   // the newest Suggest answered NotNow
+  // Restored and not asked since: its suggested() may count a suggestion whose trial_added the
+  // journal lost (cut after the searcher's delta); it is asked again (and answers that config
+  // again) before Total() may say it is done.
+  bool searcher_unconfirmed_ = false;
   std::unique_ptr<TrialScheduler> scheduler_;
   TrialExecutor& executor_;
   RunnerObserver& observer_;

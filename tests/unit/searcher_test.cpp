@@ -176,8 +176,11 @@ TEST(SearcherTest, EndedPointTrialsAreEvaluatedPointsOfTheInnerSearcher) {
   TrainingResult r = TrainingResult::FromJson({{"score", 4.0}, {"training_iteration", 1}});
   points.OnTrialResult("p", r);
   points.OnTrialComplete("p", &r, false);
-  points.OnTrialComplete("p", &r, false);  // told twice (a resume): once is enough
-  EXPECT_EQ(mean->calls, (std::vector<std::string>{"point {\"x\":1.5} 4"}));
+  points.OnTrialComplete("p", &r, false);  // told twice (a resume): no longer a point trial,
+                                           // passed on, and the inner searcher ignores it
+  EXPECT_EQ(mean->calls,
+            (std::vector<std::string>{"point {\"x\":1.5} 4", "complete p error=false value=4"}));
+  EXPECT_EQ(mean->Describe()["observations"], 1);
   EXPECT_EQ(points.Total(), 3);
 }
 
@@ -216,7 +219,7 @@ TEST(SearcherTest, MakeSearcherNamesTheParameterThatIsWrong) {
             "n_startup_trials: unknown parameter of the random searcher (known: max_concurrent, "
             "points_to_evaluate, evaluated_rewards)");
   EXPECT_EQ(MakeError("random", {{"points_to_evaluate", {{{"c", 1}}}}}, s),
-            "points_to_evaluate[0].c: not in the param space (its keys: a, b)");
+            "points_to_evaluate[0].c: not in the param space; did you mean a? (its keys: a, b)");
   EXPECT_EQ(MakeError("random", {{"points_to_evaluate", {{{"a", 2}}}}}, s),
             "points_to_evaluate[0].a: 2 is outside [0, 1] (uniform)");
   EXPECT_EQ(MakeError("random", {{"points_to_evaluate", {{{"b", "z"}}}}}, s),

@@ -71,25 +71,31 @@ TEST_F(RunnerSearcherTest, StoppedTrialsResultIsShownThenItsEnd) {
 
 TEST_F(RunnerSearcherTest, OneAtATimeSearcherGetsAsManyTrialsAsFreeSlots) {
   // A window-1 searcher is asked again within a Step while its trial was placed and a slot is
-  // free: max_concurrent_trials 2 gives two trials now, a third once one ends.
+  // free; one more trial waits for a slot (Ray's max_pending_trials of 1), no other.
   RunnerOptions o;
   o.max_concurrent_trials = 2;
-  StartMean(o, 5);
-  runner_->Step();
+  StartMean(o, 8);
+  runner_->Step();  // two free slots: two trials at once
   EXPECT_EQ(exec_.placements.size(), 2u);
-  GrantAll();
-  runner_->Step();
   EXPECT_EQ(runner_->trials().size(), 2u);
+  GrantAll();
+  runner_->Step();  // no free slot: one suggestion waits
+  EXPECT_EQ(runner_->trials().size(), 3u);
+  EXPECT_EQ(exec_.placements.size(), 2u);
   runner_->OnTrialExited(Id(0), 1, true, "");
-  runner_->Step();
-  EXPECT_EQ(exec_.placements.size(), 3u);
+  runner_->OnTrialExited(Id(1), 1, true, "");
+  runner_->Step();  // two free slots: the waiting trial and a new one, in the same Step
+  EXPECT_EQ(exec_.placements.size(), 4u);
+  EXPECT_EQ(runner_->trials().size(), 4u);
   // While the cluster has no room, one suggestion waits unplaced and no other is asked for.
   exec_.can_place = false;
-  runner_->OnTrialExited(Id(1), 1, true, "");
+  GrantAll();
+  runner_->OnTrialExited(Id(2), 1, true, "");
   runner_->Step();
-  EXPECT_EQ(runner_->trials().size(), 4u);
+  EXPECT_EQ(runner_->trials().size(), 5u);
   runner_->Step();
-  EXPECT_EQ(runner_->trials().size(), 4u);
+  EXPECT_EQ(runner_->trials().size(), 5u);
+  EXPECT_EQ(exec_.placements.size(), 4u);
 }
 
 TEST_F(RunnerSearcherTest, NotNowStopsAskingAndTheExperimentWaitsForTheSearcher) {
