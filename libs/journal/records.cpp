@@ -39,6 +39,8 @@ json ExperimentSubmitted(const std::string& experiment_id, const std::string& sp
 
 json SearcherState(const json& state) { return {{"kind", "searcher_state"}, {"state", state}}; }
 
+json SearcherDelta(const json& delta) { return {{"kind", "searcher"}, {"delta", delta}}; }
+
 namespace {
 // msgpack-c's packer writing straight into a std::string (no sbuffer to copy from).
 struct StringSink {
@@ -306,6 +308,12 @@ std::string EncodeTrialStatusRecord(const Trial& t) {
 std::string EncodeTrialSchedulerDelta(const json& delta) {
   std::string bytes;
   RecordPacker(bytes, 2).JsonField("delta", delta).Field("kind", "trial_scheduler");
+  return bytes;
+}
+
+std::string EncodeSearcherDelta(const json& delta) {
+  std::string bytes;
+  RecordPacker(bytes, 2).JsonField("delta", delta).Field("kind", "searcher");
   return bytes;
 }
 

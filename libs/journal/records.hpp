@@ -6,7 +6,10 @@
 //   experiment_submitted {experiment_id, spec_yaml, base_dir, source_name, seed, submitted_at}
 //   trial_added          {trial_id, index, config, experiment_tag, resources (units),
 //                         restore_checkpoint (checkpoint object, only with restore_from)}
-//   searcher_state       {state}                      VariantGenerator::SaveState()
+//   searcher_state       {state}                      the searcher's whole state (SaveState):
+//                                                     replaces the deltas journaled before it
+//   searcher             {delta}                      Searcher::TakeStateDelta(), after a call
+//   trial_scheduler      {delta}                      TrialScheduler::TakeStateDelta()
 //   trial_started        {trial_id, attempt, worker_id, gpu_ids, restored_checkpoint_id,
 //                         restored_iteration, restored_time_total_s, start_time_s}
 //   result               {trial_id, attempt, seq, result, decision}
@@ -43,7 +46,10 @@ nlohmann::json ExperimentSubmitted(const std::string& experiment_id, const std::
                                    const std::string& base_dir, const std::string& source_name,
                                    uint64_t seed, double submitted_at_s);
 nlohmann::json TrialAdded(const Trial& trial);
+/// The searcher's whole state (Searcher::SaveState): kind "searcher_state".
 nlohmann::json SearcherState(const nlohmann::json& state);
+/// The searcher's state delta (Searcher::TakeStateDelta): kind "searcher".
+nlohmann::json SearcherDelta(const nlohmann::json& delta);
 nlohmann::json TrialStarted(const Trial& trial);
 /// A result and the worker action answering it. When that action saves a checkpoint (the trial's
 /// newest requested_checkpoints entry is at its training_iteration) and the checkpoint has a
@@ -68,6 +74,8 @@ std::string EncodeTrialStatusRecord(
     const Trial& trial);  ///< EncodeRecord(TrialStatusRecord(trial))
 /// EncodeRecord(TrialSchedulerDelta(delta))
 std::string EncodeTrialSchedulerDelta(const nlohmann::json& delta);
+/// EncodeRecord(SearcherDelta(delta))
+std::string EncodeSearcherDelta(const nlohmann::json& delta);
 
 nlohmann::json ExperimentEnded(ExperimentStatus status, const std::string& reason);
 nlohmann::json ExperimentResumed(double at_s, RerunMode rerun_errored);

@@ -65,6 +65,9 @@ Status JournalReplayer::Apply(const json& r) {
       state_.trials.push_back(std::move(t));
     } else if (kind == "searcher_state") {
       state_.searcher_state = r.at("state");
+      state_.searcher_deltas.clear();  // the whole state holds them
+    } else if (kind == "searcher") {
+      state_.searcher_deltas.push_back(r.at("delta"));
     } else if (kind == "trial_scheduler") {
       state_.scheduler_deltas.push_back(r.at("delta"));
     } else if (kind == "experiment_ended") {

@@ -28,9 +28,13 @@ struct ReplayedExperiment {
   std::string base_dir;
   std::string source_name;
   uint64_t seed = 0;
-  double submitted_at_s = 0;      // wall clock, seconds since the epoch
-  std::vector<Trial> trials;      // as the runner held them, in creation order
-  nlohmann::json searcher_state;  // newest VariantGenerator::SaveState(), null if none
+  double submitted_at_s = 0;  // wall clock, seconds since the epoch
+  std::vector<Trial> trials;  // as the runner held them, in creation order
+  /// The searcher's newest whole state (a searcher_state record's or the snapshot's; null: its
+  /// initial state) and the `searcher` deltas journaled after it (TrialRunner::Restore then
+  /// TrialRunner::ApplySearcherDeltas).
+  nlohmann::json searcher_state;
+  std::vector<nlohmann::json> searcher_deltas;
   /// The trial scheduler's whole state from the snapshot replay started from (null: initial)
   /// and the deltas journaled after it (TrialRunner::RestoreTrialScheduler applies both).
   nlohmann::json scheduler_state;

@@ -88,6 +88,7 @@ std::string EncodeSnapshot(const ReplayedExperiment& s, const std::vector<Trial>
             {"seed", s.seed},
             {"submitted_at", s.submitted_at_s},
             {"searcher_state", s.searcher_state},
+            {"searcher_deltas", s.searcher_deltas},
             {"last_action", ActionNames(s.last_action)},
             {"scheduler_state", s.scheduler_state},
             {"ended_status", s.ended_status ? ExperimentStatusName(*s.ended_status) : ""},
@@ -130,6 +131,9 @@ Result<ReplayedExperiment> DecodeSnapshot(const std::string& bytes) {
     int64_t index = 0;
     for (const json& t : j.at("trials")) s.trials.push_back(TrialFrom(t, index++));
     s.searcher_state = j.at("searcher_state");
+    if (auto it = j.find("searcher_deltas"); it != j.end() && it->is_array()) {
+      for (const json& d : *it) s.searcher_deltas.push_back(d);
+    }
     s.scheduler_state = j.at("scheduler_state");
     for (const auto& [trial_id, word] : j.at("last_action").items()) {
       auto action = ParseAction(word.get<std::string>());

@@ -73,6 +73,11 @@ struct ExperimentSpec {
   std::string restore_from;
   std::string scheduler = "fifo";                              // trial scheduler name
   nlohmann::json scheduler_config = nlohmann::json::object();  // its parameters
+  /// The search algorithm (`search:`, docs/search.md): "random" (default), "tpe" or "bohb", and
+  /// the section's other keys (max_concurrent, points_to_evaluate, evaluated_rewards, the
+  /// searcher's own parameters) as MakeSearcher / SearchOptions::Parse read them.
+  std::string search = "random";
+  nlohmann::json search_config = nlohmann::json::object();
   std::string source_yaml;  // the file's text, kept for the journal and resubmission
   std::string source_path;  // the file's path as given (for error messages)
 };

@@ -30,6 +30,7 @@ const std::vector<std::string_view> kTopFields = {"name",
                                                   "max_worker_losses",
                                                   "fail_fast",
                                                   "scheduler",
+                                                  "search",
                                                   "queue_trials",
                                                   "checkpoint_freq",
                                                   "checkpoint_at_end",
@@ -191,6 +192,7 @@ Status SpecParser::ParseField(const MapEntry& e) {
     return Status::Ok();
   }
   if (k == "scheduler") return ParseScheduler(e.value);
+  if (k == "search") return ParseSearch(e.value);
   return r_.Error(e.key_node, "", "unhandled field '" + k + "'");  // kTopFields is out of sync
 }
 
@@ -292,6 +294,7 @@ Status SpecParser::CheckAcrossFields(const YAML::Node& root) {
     return r_.Error(given_["num_samples"], "num_samples",
                     "-1 (unbounded) needs stop.time_budget_s or a stop threshold");
   }
+  if (given_.contains("search")) return CheckSearch();
   return Status::Ok();
 }
 

@@ -44,6 +44,11 @@ class SpecParser {
   Status ParseEnv(const YAML::Node& value);         // spec_sections.cpp
   Status ParseParamSpace(const YAML::Node& value);  // spec_sections.cpp
   Status ParseScheduler(const YAML::Node& value);   // spec_sections.cpp
+  Status ParseSearch(const YAML::Node& value);      // spec_search.cpp
+  /// The searcher built from the whole file (points against the param space). spec_search.cpp
+  Status CheckSearch();
+  /// A MakeSearcher / SearchOptions error "<param>: <why>" at its line. spec_search.cpp
+  Status SearchError(const std::string& message) const;
   Status ParseStop(const YAML::Node& value);
   Status ParseResources(const YAML::Node& value);
   // Reads an integer field that must be >= min; `rule` explains the bound in the error.
@@ -56,6 +61,10 @@ class SpecParser {
   std::map<std::string, YAML::Node> given_;           // top-level field -> its key node
   YAML::Node scheduler_node_;                         // the `scheduler:` value
   std::map<std::string, YAML::Node> scheduler_keys_;  // its parameters' key nodes
+  YAML::Node search_node_;                            // the `search:` value
+  YAML::Node search_type_node_;                       // its type (the value itself for a name)
+  std::map<std::string, YAML::Node> search_keys_;     // its parameters' key nodes
+  std::map<std::string, YAML::Node> search_values_;   // and value nodes
 };
 
 }  // namespace tunebus::spec_internal

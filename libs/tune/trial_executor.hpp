@@ -82,8 +82,13 @@ class RunnerObserver {
     (void)trial;
     (void)change;
   }
-  /// The search algorithm advanced; `state` is VariantGenerator::SaveState().
+  /// The searcher's whole state (Searcher::SaveState), journaled after each batch of suggestions
+  /// of a searcher that suggests in batches (MaxPendingSuggestions() > 1: the variant generator):
+  /// a resume restores it and applies the deltas journaled after it.
   virtual void OnSearcherState(const nlohmann::json& state) { (void)state; }
+  /// A searcher call changed its state (Searcher::TakeStateDelta); journaled (record `searcher`)
+  /// before any effect of that call, so a resume reaches the same state.
+  virtual void OnSearcherDelta(const nlohmann::json& delta) { (void)delta; }
   /// The trial scheduler's state changed (TrialScheduler::TakeStateDelta); journaled so a
   /// resume reaches the same state.
   virtual void OnTrialSchedulerState(const nlohmann::json& delta) { (void)delta; }

@@ -8,7 +8,7 @@ namespace tunebus {
 
 namespace rk = result_keys;
 
-TrialRunner::TrialRunner(RunnerOptions options, std::unique_ptr<VariantGenerator> search_alg,
+TrialRunner::TrialRunner(RunnerOptions options, std::unique_ptr<Searcher> search_alg,
                          std::unique_ptr<TrialScheduler> scheduler, TrialExecutor& executor,
                          RunnerObserver& observer, std::function<double()> now_s)
     : options_(std::move(options)),
@@ -47,7 +47,17 @@ Trial* TrialRunner::FindCurrent(const std::string& trial_id, int64_t attempt, co
 int64_t TrialRunner::TotalTrials() const {
   const int64_t searched = search_alg_->Total();
   // The trials there are (tunectl add's included) plus those the search algorithm has yet to make.
-  return searched < 0 ? -1 : int64_t(trials_.size()) + searched - search_alg_->produced();
+  if (searcher_finished_) return int64_t(trials_.size());
+  return searched < 0
+             ? -1
+             : int64_t(trials_.size()) + std::max<int64_t>(0, searched - search_alg_->suggested());
+}
+
+bool TrialRunner::SearcherDone() const {
+  if (searcher_finished_) return true;
+  if (searcher_unconfirmed_) return false;
+  const int64_t total = search_alg_->Total();
+  return total >= 0 && search_alg_->suggested() >= total;
 }
 
 void TrialRunner::Step() {
@@ -58,25 +68,45 @@ void TrialRunner::Step() {
                   fmt::format("time budget of {} s reached", *options_.time_budget_s));
     return;
   }
-  MaybeAddTrials();
-  PlacePending();
+  const bool one_at_a_time = search_alg_->MaxPendingSuggestions() <= 1;
+  // A window-1 searcher sees every result before it suggests, so it is asked again only once its
+  // trial was placed; the bound keeps a Step finite when the executor always CanPlace.
+  const int64_t max_rounds = std::max<int64_t>(32, 2 * options_.max_concurrent_trials);
+  for (int64_t round = 0; round < max_rounds; ++round) {
+    const int64_t added = MaybeAddTrials();
+    const int64_t placed = PlacePending();
+    if (!one_at_a_time || (added == 0 && placed == 0) || !pending_.empty() ||
+        !executor_.CanPlace() || IsFinished()) {
+      break;
+    }
+    if (options_.max_concurrent_trials > 0 && InFlight() >= options_.max_concurrent_trials) break;
+  }
   CheckFinished();
 }
 
-// Keeps a window of generated-but-unstarted trials (Ray Tune's _max_pending_trials), so an
+// Keeps a window of suggested-but-unstarted trials (Ray Tune's _max_pending_trials), so an
 // unbounded search space (num_samples: -1) is generated lazily. It is refilled once half of it
-// has started, so the searcher state (its RNG's state, about 6 KB) is journaled once per
-// window/2 trials, not once per trial.
-void TrialRunner::MaybeAddTrials() {
-  const int64_t window = std::max<int64_t>(32, 2 * options_.max_concurrent_trials);
-  if (int64_t(pending_.size()) > window / 2) return;
-  bool added = false;
-  while (search_alg_->HasNext() && int64_t(pending_.size()) < window) {
-    Variant v = search_alg_->Next();
-    NewTrial(std::move(v.config), std::move(v.tag));
-    added = true;
+// has started, so a batch searcher's state (the variant generator's RNG state, about 6 KB) is
+// journaled once per window/2 trials, not once per trial.
+int64_t TrialRunner::MaybeAddTrials() {
+  const int64_t window = std::max<int64_t>(1, search_alg_->MaxPendingSuggestions());
+  if (SearcherDone() || int64_t(pending_.size()) > window / 2) return 0;
+  int64_t added = 0;
+  while (int64_t(pending_.size()) < window) {
+    const std::string trial_id = fmt::format("{}_{:05d}", options_.experiment_id, trials_.size());
+    Suggestion s = search_alg_->Suggest(trial_id);
+    searcher_unconfirmed_ = false;
+    JournalSearcherDelta();  // before the trial_added record and any effect of the trial
+    if (s.kind == Suggestion::Kind::kFinished) searcher_finished_ = true;
+    searcher_not_now_ = s.kind == Suggestion::Kind::kNotNow;
+    if (s.kind != Suggestion::Kind::kConfig) break;
+    if (!s.config.is_object()) s.config = nlohmann::json::object();
+    NewTrial(std::move(s.config), std::move(s.tag));
+    ++added;
+    if (SearcherDone()) break;
   }
-  if (added) observer_.OnSearcherState(search_alg_->SaveState());
+  if (added > 0 && window > 1) observer_.OnSearcherState(search_alg_->SaveState());
+  return added;
 }
 
 Trial& TrialRunner::NewTrial(nlohmann::json config, std::string tag) {
@@ -96,21 +126,26 @@ Trial& TrialRunner::NewTrial(nlohmann::json config, std::string tag) {
   return trials_.back();
 }
 
-void TrialRunner::PlacePending() {
-  if (pending_.empty() && placing_.empty() && !IsFinished() && !search_alg_->HasNext()) {
+int64_t TrialRunner::PlacePending() {
+  if (pending_.empty() && placing_.empty() && !IsFinished() &&
+      (SearcherDone() || searcher_not_now_)) {
     // Ray Tune's FIFO choose_trial_to_run falls back to PAUSED trials: a trial the scheduler
-    // paused itself (time slicing) runs again when nothing else waits.
+    // paused itself (time slicing) runs again when nothing else waits (nor will come now: the
+    // searcher is done, or said not now, e.g. a ConcurrencyLimiter full of paused trials).
     if (auto id = scheduler_->ChoosePausedTrialToRun()) (void)UnpauseTrial(*id);
   }
+  int64_t placed = 0;
   while (!pending_.empty() && executor_.CanPlace() && !IsFinished()) {
-    if (options_.max_concurrent_trials > 0 && InFlight() >= options_.max_concurrent_trials) return;
+    if (options_.max_concurrent_trials > 0 && InFlight() >= options_.max_concurrent_trials) break;
     const int64_t index = scheduler_->ChooseTrialToRun(pending_);
     JournalSchedulerDelta();
     pending_.erase(index);
     placing_.insert(index);
     Trial& t = trials_[size_t(index)];
     executor_.PlaceTrial(t, t.attempt + 1);
+    ++placed;
   }
+  return placed;
 }
 
 void TrialRunner::OnTrialPlaced(const std::string& trial_id, int64_t attempt,
@@ -175,6 +210,7 @@ void TrialRunner::OnPlacementFailed(const std::string& trial_id, int64_t attempt
 void TrialRunner::OnTrialErrored(Trial& t, const std::string& error) {
   scheduler_->OnTrialError(t);
   JournalSchedulerDelta();
+  SearcherTrialComplete(t, /*error=*/true);
   const std::string why = fmt::format("trial {} errored (fail_fast): {}", t.trial_id, error);
   switch (options_.fail_fast) {
     case FailFast::kOff:
@@ -295,6 +331,13 @@ Status TrialRunner::OnResult(const std::string& trial_id, int64_t attempt, int64
   deferred_exploit_.reset();
   metrics.SetBool(rk::kDone, user_done || decision == Decision::kStop);
   SetLastResult(*t, metrics);
+  // Ray's _process_trial_result: the searcher sees the result, then (a stop) the trial's end.
+  search_alg_->OnTrialResult(t->trial_id, metrics);
+  JournalSearcherDelta();
+  if (decision == Decision::kStop) {
+    search_alg_->OnTrialComplete(t->trial_id, &metrics, /*error=*/false);
+    JournalSearcherDelta();
+  }
   const Action action =
       exploit ? Action::kStop : ActionFor(*t, metrics, decision, checkpoint_requested);
   observer_.OnTrialResult(*t, metrics, action);
@@ -368,9 +411,13 @@ Action TrialRunner::ActionFor(Trial& t, const TrainingResult& result, Decision d
 Status TrialRunner::Restore(std::vector<Trial> trials, const nlohmann::json& searcher_state,
                             const std::map<std::string, Action>& last_actions, double start_s,
                             ExperimentStatus ended_status, const std::string& ended_reason) {
+  // Null: the searcher keeps the initial state it was built in (RestoreState(null)'s).
   if (!searcher_state.is_null()) {
     if (Status s = search_alg_->RestoreState(searcher_state); !s.ok()) return s;
   }
+  (void)search_alg_->TakeStateDelta();
+  searcher_finished_ = false;  // asked again: a finished searcher answers Finished again
+  searcher_unconfirmed_ = true;
   trials_ = std::move(trials);
   index_.clear();
   pending_.clear();
@@ -409,6 +456,29 @@ Status TrialRunner::RestoreTrialScheduler(const nlohmann::json& state,
 void TrialRunner::JournalSchedulerDelta() {
   nlohmann::json delta = scheduler_->TakeStateDelta();
   if (!delta.is_null()) observer_.OnTrialSchedulerState(delta);
+}
+
+Status TrialRunner::ApplySearcherDeltas(const std::vector<nlohmann::json>& deltas) {
+  for (const nlohmann::json& delta : deltas) {
+    if (Status s = search_alg_->ApplyStateDelta(delta); !s.ok()) return s;
+  }
+  (void)search_alg_->TakeStateDelta();  // what replay applied is journaled already
+  return Status::Ok();
+}
+
+void TrialRunner::JournalSearcherDelta() {
+  nlohmann::json delta = search_alg_->TakeStateDelta();
+  if (!delta.is_null()) observer_.OnSearcherDelta(delta);
+}
+
+void TrialRunner::SearcherTrialComplete(const Trial& t, bool error) {
+  std::optional<TrainingResult> last;
+  if (!t.last_result_msgpack.empty()) {
+    if (Result<TrainingResult> r = TrainingResult::FromMsgpack(t.last_result_msgpack); r.ok())
+      last = std::move(r).value();
+  }
+  search_alg_->OnTrialComplete(t.trial_id, last ? &*last : nullptr, error);
+  JournalSearcherDelta();
 }
 
 void TrialRunner::RequestCheckpoint(const std::string& trial_id) {
@@ -504,6 +574,7 @@ void TrialRunner::OnTrialExited(const std::string& trial_id, int64_t attempt, bo
     RecordReturn(*t);
     scheduler_->OnTrialComplete(*t, TrainingResult::FromJson(t->LastResult()));
     JournalSchedulerDelta();
+    SearcherTrialComplete(*t, /*error=*/false);
     LeaveRunning(*t, TrialStatus::kTerminated, "");
   } else if (start_failed) {
     t->num_failures += 1;
@@ -539,8 +610,8 @@ void TrialRunner::EndExperiment(ExperimentStatus status, const std::string& reas
 }
 
 void TrialRunner::CheckFinished() {
-  if (IsFinished() || search_alg_->HasNext() || !pending_.empty() || !placing_.empty() ||
-      running_ > 0 || !saving_.empty()) {
+  if (IsFinished() || !SearcherDone() || !pending_.empty() || !placing_.empty() || running_ > 0 ||
+      !saving_.empty()) {
     return;
   }
   int64_t errored = 0;

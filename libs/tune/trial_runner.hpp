@@ -1,7 +1,9 @@
 // TrialRunner: the experiment's event loop logic (Ray Tune's `TrialRunner`, shared/seeds/000
-// and 003), without I/O. It creates trials from the search algorithm, asks the executor to
-// place and launch them, turns every result into a decision (stoppers + trial scheduler),
-// handles failures with max_failures / fail_fast, and decides when the experiment is over.
+// and 003), without I/O. It creates trials from its searcher (searcher.hpp), asks the executor to
+// place and launch them, turns every result into a decision (stoppers + trial scheduler), shows
+// results and trial ends to the searcher, handles failures with max_failures / fail_fast, and
+// decides when the experiment is over (Ray's is_finished: every trial done and the searcher
+// finished).
 //
 // Threading: one thread calls everything (the scheduler service's loop, or a unit test).
 // Time comes from the `now_s` function (seconds), so tests use a fake clock.
@@ -26,6 +28,7 @@
 #include "libs/core/resources.hpp"
 #include "libs/core/status.hpp"
 #include "libs/core/trial.hpp"
+#include "libs/tune/searcher.hpp"
 #include "libs/tune/trial_executor.hpp"
 #include "libs/tune/trial_scheduler.hpp"
 #include "libs/tune/variant_generator.hpp"
@@ -54,16 +57,24 @@ struct RunnerOptions {
   std::string checkpoint_score_attr;
   /// Every trial created by the search algorithm starts from this checkpoint (restore_from).
   std::optional<CheckpointRef> restore_from;
+  /// The experiment's param space: `tunectl add` configs must use its keys. Null: any keys.
+  nlohmann::json param_space;
 };
 
 class TrialRunner final : public TrialSchedulerContext {
  public:
-  TrialRunner(RunnerOptions options, std::unique_ptr<VariantGenerator> search_alg,
+  /// REQUIRES: search_alg ready to suggest (MakeSearcher called its SetSearchProperties).
+  TrialRunner(RunnerOptions options, std::unique_ptr<Searcher> search_alg,
               std::unique_ptr<TrialScheduler> scheduler, TrialExecutor& executor,
               RunnerObserver& observer, std::function<double()> now_s);
 
-  /// Makes progress without an external event: creates trials, places pending ones while the
-  /// executor can, enforces the time budget. Call after every event batch.
+  /// Makes progress without an external event: asks the searcher for trials, places pending ones
+  /// while the executor can, enforces the time budget. Call after every event batch.
+  /// Suggestions (Ray's _update_trial_queue): asked only while fewer than the searcher's
+  /// MaxPendingSuggestions() trials wait unplaced (refilled once at most half of them wait);
+  /// NotNow ends the asking for this Step, Finished for good. A searcher with a window of 1 is
+  /// asked again within the Step as long as its trial was placed and a slot is free (the executor
+  /// CanPlace and max_concurrent_trials allows), so N free workers get N trials at once.
   void Step();
 
   // ---- answers from the executor -------------------------------------------------------
@@ -136,6 +147,10 @@ class TrialRunner final : public TrialSchedulerContext {
   /// Errors: Corruption from the scheduler.
   Status RestoreTrialScheduler(const nlohmann::json& state,
                                const std::vector<nlohmann::json>& deltas);
+  /// Brings the searcher to its journaled state: Restore gave it the newest whole state (a
+  /// searcher_state record's or the snapshot's, or null); this applies every `searcher` delta
+  /// journaled after it, in order. Call after Restore. Errors: Corruption from the searcher.
+  Status ApplySearcherDeltas(const std::vector<nlohmann::json>& deltas);
   /// The trial scheduler's whole state (for snapshots).
   nlohmann::json TrialSchedulerState() const { return scheduler_->SaveState(); }
   /// A RUNNING trial that no worker reported after a restart: its attempt's resources are
@@ -201,15 +216,27 @@ class TrialRunner final : public TrialSchedulerContext {
   /// For snapshots: the search algorithm's state, and per trial the worker action that
   /// answered its newest result (see Restore).
   nlohmann::json SearcherState() const { return search_alg_->SaveState(); }
+  /// What `tunectl status` shows of the searcher: Searcher::Describe().
+  nlohmann::json SearcherDescription() const { return search_alg_->Describe(); }
+  const Searcher& searcher() const { return *search_alg_; }
   std::map<std::string, Action> LastActions() const;
 
  private:
   Trial* Find(const std::string& trial_id);
   /// Journals what the last trial scheduler callback changed (before any effect it causes).
   void JournalSchedulerDelta();
+  /// Journals what the last searcher call changed (before any effect it causes).
+  void JournalSearcherDelta();
+  /// Tells the searcher that `trial` ended (TERMINATED or ERROR) with its newest result.
+  void SearcherTrialComplete(const Trial& trial, bool error);
+  /// True once the searcher will suggest nothing more: it answered Finished, or it suggested its
+  /// Total().
+  bool SearcherDone() const;
   Trial* FindCurrent(const std::string& trial_id, int64_t attempt, const char* what);
-  void MaybeAddTrials();
-  void PlacePending();
+  /// Asks the searcher for trials (see Step); returns how many it added.
+  int64_t MaybeAddTrials();
+  /// Places PENDING trials while the executor can; returns how many placements it asked for.
+  int64_t PlacePending();
   /// RUNNING -> `to`: observer first, then (if asked) stop the trainable, then release.
   /// `saving`: the trainable saves a checkpoint before it stops, so the attempt keeps its
   /// resources until OnTrialExited (see saving_).
@@ -263,7 +290,13 @@ class TrialRunner final : public TrialSchedulerContext {
   };
 
   RunnerOptions options_;
-  std::unique_ptr<VariantGenerator> search_alg_;
+  std::unique_ptr<Searcher> search_alg_;
+  bool searcher_finished_ = false;  // Suggest answered Finished
+  bool searcher_not_now_ = false;   // the newest Suggest answered NotNow
+  // Restored and not asked since: its suggested() may count a suggestion whose trial_added the
+  // journal lost (cut after the searcher's delta); it is asked again (and answers that config
+  // again) before Total() may say it is done.
+  bool searcher_unconfirmed_ = false;
   std::unique_ptr<TrialScheduler> scheduler_;
   TrialExecutor& executor_;
   RunnerObserver& observer_;

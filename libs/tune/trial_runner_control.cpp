@@ -21,6 +21,7 @@ Status TrialRunner::StopTrial(const std::string& trial_id) {
   if (t->status == TrialStatus::kRunning) {
     scheduler_->OnTrialComplete(*t, TrainingResult::FromJson(t->LastResult()));
     JournalSchedulerDelta();
+    SearcherTrialComplete(*t, /*error=*/false);
     LeaveRunning(*t, TrialStatus::kTerminated, "", /*stop_trainable=*/true);
   } else {
     pending_.erase(t->index);
@@ -29,6 +30,7 @@ Status TrialRunner::StopTrial(const std::string& trial_id) {
     if (auto it = saving_.find(t->index); it != saving_.end()) it->second.requeue = false;
     scheduler_->OnTrialRemove(*t);
     JournalSchedulerDelta();
+    SearcherTrialComplete(*t, /*error=*/false);  // Ray's stop_trial of a PENDING/PAUSED trial
     NoteFailure(*t);
     observer_.OnTrialStatus(*t);
   }
@@ -104,9 +106,11 @@ Result<const Trial*> TrialRunner::AddTrial(nlohmann::json config) {
   if (!config.is_object()) return Status::InvalidArgument("a trial's config must be a JSON object");
   if (IsFinished()) return Status::FailedPrecondition("experiment is finished");
   // A key the param space does not have is a typo unless the space is empty (every key is new).
-  const nlohmann::json& space = search_alg_->param_space();
+  const nlohmann::json& space = options_.param_space;
   std::vector<std::string> known;
-  for (const auto& [key, value] : space.items()) known.push_back(key);
+  if (space.is_object()) {
+    for (const auto& [key, value] : space.items()) known.push_back(key);
+  }
   for (const auto& [key, value] : config.items()) {
     if (known.empty() || space.contains(key)) continue;
     const auto meant = NearMiss(key, known);
@@ -292,6 +296,7 @@ Result<int64_t> TrialRunner::RerunErrored(RerunMode mode) {
 
 void TrialRunner::StopUnfinished() {
   for (Trial& t : trials_) {
+    if (!tunebus::IsFinished(t.status)) SearcherTrialComplete(t, /*error=*/false);
     if (t.status == TrialStatus::kRunning) {
       LeaveRunning(t, TrialStatus::kTerminated, "", /*stop_trainable=*/true);
     } else if (!tunebus::IsFinished(t.status)) {

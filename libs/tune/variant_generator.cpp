@@ -1,6 +1,7 @@
 #include "libs/tune/variant_generator.hpp"
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include <algorithm>
 #include <cmath>
@@ -339,8 +340,13 @@ json Resolve(const json& spec, std::vector<std::string>& keys, Visit& visit) {
 
 }  // namespace
 
-VariantGenerator::VariantGenerator(nlohmann::json param_space, int64_t num_samples, uint64_t seed)
-    : param_space_(std::move(param_space)), num_samples_(num_samples), rng_(seed) {
+VariantGenerator::VariantGenerator(nlohmann::json param_space, int64_t num_samples, uint64_t seed,
+                                   int64_t max_pending)
+    : param_space_(std::move(param_space)),
+      num_samples_(num_samples),
+      seed_(seed),
+      max_pending_(std::max<int64_t>(1, max_pending)),
+      rng_(seed) {
   auto collect = [this](const std::vector<std::string>& keys, const SamplerInfo& s,
                         const json& args) {
     if (s.is_grid) {
@@ -401,6 +407,11 @@ nlohmann::json VariantGenerator::SaveState() const {
 }
 
 Status VariantGenerator::RestoreState(const nlohmann::json& state) {
+  if (state.is_null()) {
+    rng_.seed(seed_);
+    produced_ = 0;
+    return Status::Ok();
+  }
   if (!state.is_object() || !state.contains("produced") || !state.contains("rng") ||
       !state["produced"].is_number_integer() || !state["rng"].is_string()) {
     return Status::InvalidArgument(
@@ -422,6 +433,99 @@ Status VariantGenerator::RestoreState(const nlohmann::json& state) {
   rng_ = rng;
   produced_ = produced;
   return Status::Ok();
+}
+
+Status VariantGenerator::SetSearchProperties(const std::string& metric, const std::string& mode,
+                                             const nlohmann::json& param_space) {
+  (void)metric;
+  (void)mode;
+  if (param_space != param_space_) {
+    return Status::InvalidArgument("param_space: not the one the variant generator was built with");
+  }
+  return Validate(param_space);
+}
+
+Suggestion VariantGenerator::Suggest(const std::string& trial_id) {
+  (void)trial_id;
+  if (!HasNext()) return Suggestion::Finished();
+  Variant v = Next();
+  return Suggestion::Config(std::move(v.config), std::move(v.tag));
+}
+
+nlohmann::json VariantGenerator::Describe() const {
+  return {{"searcher", name()}, {"suggested", produced_}, {"total", Total()}};
+}
+
+bool VariantGenerator::IsSampler(const nlohmann::json& node) { return AsSampler(node) != nullptr; }
+
+namespace {
+
+std::string Listed(const json& values) {
+  std::string out;
+  for (const json& v : values) out += (out.empty() ? "" : ", ") + v.dump();
+  return "[" + out + "]";
+}
+
+Status CheckPointValue(const SamplerInfo& s, const json& args, const json& value,
+                       const std::string& where) {
+  if (s.is_list) {
+    for (const json& v : args) {
+      if (v == value) return Status::Ok();
+    }
+    return Invalid(where, fmt::format("{} is not one of the {} values {}", value.dump(), s.name,
+                                      Listed(args)));
+  }
+  if (s.is_int ? !value.is_number_integer() : !value.is_number()) {
+    return Invalid(where,
+                   fmt::format("must be {} for {} {}, got {}", s.is_int ? "an integer" : "a number",
+                               s.name, args.dump(), value.dump()));
+  }
+  if (s.is_normal) return Status::Ok();
+  const NumArgs n = ReadArgs(s, args);
+  const double x = value.get<double>();
+  const bool high_excluded = s.is_int && !s.has_q;  // randint, lograndint: [low, high)
+  const bool inside = x >= n.a && (high_excluded ? x < n.b : x <= n.b);
+  if (!inside) {
+    return Invalid(where, fmt::format("{} is outside [{}, {}{} ({})", value.dump(), args[0].dump(),
+                                      args[1].dump(), high_excluded ? ")" : "]", s.name));
+  }
+  return Status::Ok();
+}
+
+Status ValidatePointNode(const json& space, const json& point, const std::string& path) {
+  for (const auto& [key, value] : point.items()) {
+    const std::string where = Join(path, key);
+    if (!space.contains(key)) {
+      std::vector<std::string> keys;
+      for (const auto& [k, v] : space.items()) keys.push_back(k);
+      const auto meant = NearMiss(key, keys);
+      return Invalid(where,
+                     fmt::format("not in the param space{} (its keys{}: {})",
+                                 meant ? "; did you mean " + *meant + "?" : "",
+                                 path.empty() ? "" : " under " + path, fmt::join(keys, ", ")));
+    }
+    const json& node = space[key];
+    if (const SamplerInfo* s = AsSampler(node)) {
+      if (Status st = CheckPointValue(*s, node.begin().value(), value, where); !st.ok()) return st;
+    } else if (node.is_object()) {
+      if (!value.is_object()) {
+        return Invalid(where, "expected a map (the param space has one here), got " + value.dump());
+      }
+      if (Status st = ValidatePointNode(node, value, where); !st.ok()) return st;
+    }
+  }
+  return Status::Ok();
+}
+
+}  // namespace
+
+Status VariantGenerator::ValidatePoint(const nlohmann::json& param_space,
+                                       const nlohmann::json& point) {
+  if (!point.is_object()) {
+    return Status::InvalidArgument("a point is a map of config keys to values, got " +
+                                   point.dump());
+  }
+  return ValidatePointNode(param_space, point, "");
 }
 
 }  // namespace tunebus

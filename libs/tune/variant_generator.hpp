@@ -32,6 +32,12 @@
 //   replaced by '_' (as Ray's tags), other JSON compact.
 // - Distributions are computed from raw mt19937_64 output (not <random> distributions), so a
 //   seed yields the same configs on every platform and standard library.
+//
+// As a Searcher (searcher.hpp) it is `search: random`, Ray Tune 2.x's BasicVariantGenerator:
+// Suggest answers Next() until every variant is out, then Finished; results are ignored. Its
+// suggestions do not depend on results, so it answers MaxPendingSuggestions() = a window of
+// max(32, 2 * max_concurrent_trials) (Ray's _max_pending_trials) and leaves no state deltas: the
+// runner journals its whole state (record searcher_state) once per batch of suggestions.
 #pragma once
 
 #include <cstdint>
@@ -41,6 +47,7 @@
 #include <vector>
 
 #include "libs/core/status.hpp"
+#include "libs/tune/searcher.hpp"
 
 namespace tunebus {
 
@@ -49,20 +56,31 @@ struct Variant {
   std::string tag;        // "lr=0.0012,penalty=l2": the sampled and grid values, dotted paths
 };
 
-class VariantGenerator {
+class VariantGenerator final : public Searcher {
  public:
-  /// REQUIRES: param_space validated (ParseExperimentYaml does it); num_samples >= 1 or -1.
-  VariantGenerator(nlohmann::json param_space, int64_t num_samples, uint64_t seed);
+  /// REQUIRES: param_space validated (ParseExperimentYaml does it); num_samples >= 0 or -1 (0: a
+  /// searcher with nothing to suggest, e.g. when points_to_evaluate took every sample).
+  /// `max_pending`: MaxPendingSuggestions(), the runner's window of unstarted trials.
+  VariantGenerator(nlohmann::json param_space, int64_t num_samples, uint64_t seed,
+                   int64_t max_pending = 32);
 
   /// Validates a param space alone. Errors: InvalidArgument "<dotted.path>.<sampler>: <why>".
   static Status Validate(const nlohmann::json& param_space);
+  /// Validates a (partial) config against a validated param space: every key is one of the
+  /// space's (nested maps recurse), a value for a sampler is in its domain (one of the values of
+  /// choice / grid_search; a number, an integer for int samplers, within [low, high] — high
+  /// excluded for randint and lograndint — for the range samplers; any number for randn). A
+  /// value for a constant replaces it. Errors: InvalidArgument "<dotted.path>: <why>".
+  static Status ValidatePoint(const nlohmann::json& param_space, const nlohmann::json& point);
+  /// True if `node` is a sampler ({"<sampler name>": args}).
+  static bool IsSampler(const nlohmann::json& node);
 
   /// False once every variant has been produced (never false when num_samples == -1).
   bool HasNext() const;
   /// The next variant. REQUIRES: HasNext().
   Variant Next();
   /// Total variants (grid size × num_samples), or -1 when unbounded.
-  int64_t Total() const;
+  int64_t Total() const override;
   /// The param space it samples (an object).
   const nlohmann::json& param_space() const { return param_space_; }
   /// How many variants Next() returned so far.
@@ -70,13 +88,28 @@ class VariantGenerator {
 
   /// State to journal so a resumed experiment continues the same sequence:
   /// {"produced": N, "rng": "<mt19937_64 state text>"}.
-  nlohmann::json SaveState() const;
-  /// Errors: InvalidArgument if `state` is not what SaveState returned.
-  Status RestoreState(const nlohmann::json& state);
+  nlohmann::json SaveState() const override;
+  /// Null restores the initial state (the seed's). Errors: InvalidArgument if `state` is not
+  /// what SaveState returned.
+  Status RestoreState(const nlohmann::json& state) override;
+
+  // ---- Searcher ----------------------------------------------------------------------------
+  const char* name() const override { return "random"; }
+  /// Validates `param_space` (the one it was built with); metric and mode are not needed.
+  Status SetSearchProperties(const std::string& metric, const std::string& mode,
+                             const nlohmann::json& param_space) override;
+  /// Next() as a config with its tag, or Finished once !HasNext().
+  Suggestion Suggest(const std::string& trial_id) override;
+  int64_t MaxPendingSuggestions() const override { return max_pending_; }
+  int64_t suggested() const override { return produced_; }
+  /// {"searcher": "random", "suggested": N, "total": T (-1: unbounded)}.
+  nlohmann::json Describe() const override;
 
  private:
   nlohmann::json param_space_;
   int64_t num_samples_;
+  uint64_t seed_;
+  int64_t max_pending_;
   std::mt19937_64 rng_;
   int64_t produced_ = 0;
   // grid axes: dotted path + values, in param-space order

@@ -5,6 +5,7 @@
 
 #include "libs/journal/records.hpp"
 #include "libs/journal/snapshot.hpp"
+#include "libs/tune/make_searcher.hpp"
 #include "libs/tune/make_trial_scheduler.hpp"
 #include "services/scheduler/bus_journal_sink.hpp"
 
@@ -65,6 +66,7 @@ RunnerOptions MakeRunnerOptions(const ExperimentSpec& spec, const std::string& e
   ro.keep_checkpoints_num = spec.keep_checkpoints_num;
   ro.checkpoint_score_attr = spec.checkpoint_score_attr;
   ro.restore_from = std::move(restore_from);
+  ro.param_space = spec.param_space;
   return ro;
 }
 
@@ -116,6 +118,7 @@ Result<std::unique_ptr<Experiment>> Experiment::LoadReadOnly(
       !s.ok()) {
     return s;
   }
+  if (Status s = e->runner_->ApplySearcherDeltas(replayed.searcher_deltas); !s.ok()) return s;
   return e;
 }
 
@@ -139,11 +142,18 @@ Status Experiment::Build() {
   }
   RunnerOptions ro =
       MakeRunnerOptions(spec_, identity_.experiment_id, *resources, identity_.restore_from);
-  auto generator =
-      std::make_unique<VariantGenerator>(spec_.param_space, spec_.num_samples, identity_.seed);
+  SearchSetup setup;
+  setup.param_space = spec_.param_space;
+  setup.num_samples = spec_.num_samples;
+  setup.metric = spec_.metric;
+  setup.mode = spec_.mode;
+  setup.seed = identity_.seed;
+  setup.max_concurrent_trials = spec_.max_concurrent_trials;
+  auto searcher = MakeSearcher(spec_.search, spec_.search_config, setup);
+  if (!searcher.ok()) return searcher.status();
   const Clock& clock = clock_;
   runner_ =
-      std::make_unique<TrialRunner>(std::move(ro), std::move(generator), std::move(*scheduler),
+      std::make_unique<TrialRunner>(std::move(ro), std::move(*searcher), std::move(*scheduler),
                                     *executor, *observer, [&clock] { return clock.WallSeconds(); });
   if (read_only_) return Status::Ok();
   executor_->set_runner(runner_.get());
@@ -200,6 +210,7 @@ Status Experiment::Resume(JournalReader& reader, const std::string& journal_name
       !s.ok()) {
     return s;
   }
+  if (Status s = runner_->ApplySearcherDeltas(replayed.searcher_deltas); !s.ok()) return s;
   if (!runner_->IsFinished())
     journal_->Append(journal::ExperimentResumed(clock_.WallSeconds(), RerunMode::kNone));
   spdlog::info(

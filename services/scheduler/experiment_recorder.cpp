@@ -100,6 +100,10 @@ void ExperimentRecorder::OnSearcherState(const json& state) {
   journal_.Append(journal::SearcherState(state));
 }
 
+void ExperimentRecorder::OnSearcherDelta(const json& delta) {
+  journal_.AppendEncoded(journal::EncodeSearcherDelta(delta));
+}
+
 void ExperimentRecorder::OnTrialSchedulerState(const json& delta) {
   journal_.AppendEncoded(journal::EncodeTrialSchedulerDelta(delta));
 }

@@ -41,6 +41,7 @@ class ExperimentRecorder final : public RunnerObserver {
   void OnCheckpointDeleted(const Trial& trial, const std::string& checkpoint_id) override;
   void OnTrialUpdated(const Trial& trial, const nlohmann::json& change) override;
   void OnSearcherState(const nlohmann::json& state) override;
+  void OnSearcherDelta(const nlohmann::json& delta) override;
   void OnTrialSchedulerState(const nlohmann::json& delta) override;
   void OnExperimentEnded(ExperimentStatus status, const std::string& reason) override;
 

@@ -25,6 +25,7 @@ json ExperimentToJson(const std::string& name, const TrialRunner& runner,
           {"mode", runner.options().mode},
           {"results_dir", experiment_dir},
           {"best", best ? TrialToJson(*best, experiment_dir) : json(nullptr)},
+          {"searcher", runner.SearcherDescription()},
           {"elapsed_s", elapsed_s}};
 }
 

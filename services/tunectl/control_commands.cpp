@@ -156,6 +156,8 @@ int StopExperimentCommand(const GlobalFlags& g) {
 int StatusCommand(const GlobalFlags& g) {
   return CallAndPrint(g, ReadRequest<proto::GetExperiment>(g), [](const nlohmann::json& e) {
     std::cout << RenderSummaryLine(e) << std::endl;
+    if (const std::string searcher = RenderSearcherLine(e); !searcher.empty())
+      std::cout << searcher << std::endl;
   });
 }
 

@@ -97,6 +97,19 @@ std::string RenderSummaryLine(const json& e) {
   return line;
 }
 
+std::string RenderSearcherLine(const json& e) {
+  const json& searcher = Field(e, "searcher");
+  if (!searcher.is_object()) return "";
+  std::string fields;
+  for (const auto& [key, value] : searcher.items()) {
+    if (key == "searcher") continue;
+    fields += fmt::format("{}{} {}", fields.empty() ? "" : ", ", key,
+                          value.is_string() ? value.get<std::string>() : value.dump());
+  }
+  return fmt::format("searcher: {}{}", StringField(searcher, "searcher", "?"),
+                     fields.empty() ? "" : " (" + fields + ")");
+}
+
 std::vector<std::string> RenderProgressTable(const json& e, const json& trials, size_t max_rows) {
   const std::string metric = StringField(e, "metric");
   std::vector<const json*> rows;

@@ -34,6 +34,9 @@ std::vector<std::string> RenderProgressTable(const nlohmann::json& experiment,
 /// One summary line: "digits: 12 trials | 2 RUNNING, 4 TERMINATED, 6 PENDING | best
 /// val_accuracy=0.95 | 12.3 s".
 std::string RenderSummaryLine(const nlohmann::json& experiment);
+/// "searcher: random (suggested 12, total 20, max_concurrent 4, live_trials 4)": the experiment's
+/// `searcher` (Searcher::Describe()), its fields after the name in the order given; "" without one.
+std::string RenderSearcherLine(const nlohmann::json& experiment);
 
 /// Flattens a config to "a.b=1,c=x" with numbers in short form.
 std::string FormatParams(const nlohmann::json& config);

@@ -125,6 +125,10 @@ class RecordingObserver final : public RunnerObserver {
     log_.push_back("obs:updated " + trial.trial_id);
   }
   void OnSearcherState(const json& state) override { searcher_states.push_back(state); }
+  void OnSearcherDelta(const json& delta) override {
+    searcher_deltas.push_back(delta);
+    log_.push_back("obs:searcher");
+  }
   void OnTrialSchedulerState(const json& delta) override { scheduler_deltas.push_back(delta); }
   void OnExperimentEnded(ExperimentStatus status, const std::string& reason) override {
     ended.emplace_back(ExperimentStatusName(status), reason);
@@ -141,6 +145,7 @@ class RecordingObserver final : public RunnerObserver {
   std::vector<ResultCall> results;
   std::vector<Trial> statuses;
   std::vector<json> searcher_states;
+  std::vector<json> searcher_deltas;
   std::vector<json> scheduler_deltas;
   std::vector<CheckpointRef> saved_checkpoints;
   std::vector<json> updates;
@@ -179,10 +184,21 @@ class TrialRunnerTest : public ::testing::Test {
   void StartWith(RunnerOptions options, const json& space, int64_t num_samples,
                  std::unique_ptr<TrialScheduler> scheduler = nullptr) {
     if (options.experiment_id.empty()) options.experiment_id = "exp";
+    if (options.param_space.is_null()) options.param_space = space;
     if (!scheduler) scheduler = std::make_unique<FifoScheduler>();
     runner_ = std::make_unique<TrialRunner>(
         std::move(options), std::make_unique<VariantGenerator>(space, num_samples, 42),
         std::move(scheduler), exec_, obs_, [this] { return now_; });
+  }
+
+  // Starts a runner over `searcher` (its SetSearchProperties already called).
+  void StartWithSearcher(RunnerOptions options, std::unique_ptr<Searcher> searcher,
+                         std::unique_ptr<TrialScheduler> scheduler = nullptr) {
+    if (options.experiment_id.empty()) options.experiment_id = "exp";
+    if (!scheduler) scheduler = std::make_unique<FifoScheduler>();
+    runner_ =
+        std::make_unique<TrialRunner>(std::move(options), std::move(searcher), std::move(scheduler),
+                                      exec_, obs_, [this] { return now_; });
   }
 
   static std::string Id(int index) {

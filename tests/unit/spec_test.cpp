@@ -245,7 +245,7 @@ TEST(ExperimentSpecTest, UnknownTopLevelFieldListsExpectedFields) {
                 "exp.yaml:3: unknown field 'num_sample'; expected one of name, trainable, "
                 "param_space, num_samples, seed, metric, mode, stop, resources_per_trial, "
                 "max_concurrent_trials, results_dir, max_failures, max_worker_losses, fail_fast, "
-                "scheduler, queue_trials, checkpoint_freq, checkpoint_at_end, "
+                "scheduler, search, queue_trials, checkpoint_freq, checkpoint_at_end, "
                 "keep_checkpoints_num, checkpoint_score_attr, restore_from, report_timeout_s");
 }
 
@@ -452,6 +452,96 @@ TEST(ExperimentSpecTest, SchedulerParametersAreCheckedWithTheirLine) {
   ASSERT_TRUE(ok.ok()) << ok.status().message();
   EXPECT_EQ(ok->scheduler, "asha");
   EXPECT_EQ(ok->scheduler_config.value("max_t", 0), 20);
+}
+
+TEST(ExperimentSpecTest, SearchIsRandomByDefaultOrNamedOrAMap) {
+  // `search:` (docs/search.md): absent means random; a name; or a map whose type defaults to
+  // random, with the generic keys kept for MakeSearcher.
+  Result<ExperimentSpec> none = Parse(kMinimal);
+  ASSERT_TRUE(none.ok()) << none.status().message();
+  EXPECT_EQ(none->search, "random");
+  EXPECT_EQ(none->search_config, json::object());
+  Result<ExperimentSpec> named = Parse(std::string(kMinimal) + "search: random\n");
+  ASSERT_TRUE(named.ok()) << named.status().message();
+  EXPECT_EQ(named->search, "random");
+  Result<ExperimentSpec> map = Parse(std::string(kMinimal) +
+                                     "param_space:\n  lr: {loguniform: [0.0001, 0.1]}\n"
+                                     "  opt: {choice: [sgd, adam]}\n"
+                                     "num_samples: 8\n"
+                                     "metric: acc\nmode: max\n"
+                                     "search:\n"
+                                     "  max_concurrent: 2\n"
+                                     "  points_to_evaluate:\n"
+                                     "    - {lr: 0.01}\n"
+                                     "    - {lr: 0.001, opt: sgd}\n");
+  ASSERT_TRUE(map.ok()) << map.status().message();
+  EXPECT_EQ(map->search, "random");
+  EXPECT_EQ(map->search_config["max_concurrent"], 2);
+  EXPECT_EQ(map->search_config["points_to_evaluate"][1], (json{{"lr", 0.001}, {"opt", "sgd"}}));
+  Result<ExperimentSpec> rewards = Parse(std::string(kMinimal) +
+                                         "param_space: {x: {uniform: [0, 1]}}\n"
+                                         "metric: acc\nmode: max\n"
+                                         "search: {type: random, points_to_evaluate: [{x: 0.5}], "
+                                         "evaluated_rewards: [0.9]}\n");
+  ASSERT_TRUE(rewards.ok()) << rewards.status().message();
+  EXPECT_EQ(rewards->search_config["evaluated_rewards"], json::array({0.9}));
+}
+
+TEST(ExperimentSpecTest, SearchErrorsNameTheFieldAndItsLine) {
+  // Like the scheduler section: the error names the file, the line of the parameter (or of the
+  // point's key) and the field.
+  const std::string base = std::string(kMinimal) +
+                           "param_space:\n"
+                           "  lr: {loguniform: [0.0001, 0.1]}\n"
+                           "  opt: {choice: [sgd, adam]}\n"
+                           "metric: acc\n"
+                           "mode: max\n";  // lines 1-7
+  ExpectInvalid(base + "search: grid\n",
+                "exp.yaml:8: search.type: unknown search type 'grid'; expected one of random, "
+                "tpe, bohb");
+  ExpectInvalid(base + "search:\n  type: tpee\n",
+                "exp.yaml:9: search.type: unknown search type 'tpee'; did you mean tpe?; expected "
+                "one of random, tpe, bohb");
+  ExpectInvalid(base + "search:\n  type: random\n  n_startup_trials: 5\n",
+                "exp.yaml:10: search.n_startup_trials: unknown parameter of the random searcher "
+                "(known: max_concurrent, points_to_evaluate, evaluated_rewards)");
+  ExpectInvalid(base + "search:\n  max_concurrent: 0\n",
+                "exp.yaml:9: search.max_concurrent: must be an integer >= 1, got 0");
+  ExpectInvalid(base + "search:\n  max_concurrent: two\n",
+                "exp.yaml:9: search.max_concurrent: must be an integer >= 1, got \"two\"");
+  ExpectInvalid(base + "search:\n  points_to_evaluate: {lr: 0.01}\n",
+                "exp.yaml:9: search.points_to_evaluate: must be a list of configs (maps), got "
+                "{\"lr\":0.01}");
+  ExpectInvalid(base +
+                    "search:\n"
+                    "  points_to_evaluate:\n"
+                    "    - {lr: 0.01}\n"
+                    "    - lr: 0.001\n"
+                    "      optimizer: sgd\n",
+                "exp.yaml:12: search.points_to_evaluate[1].optimizer: not in the param space (its "
+                "keys: lr, opt)");
+  ExpectInvalid(base +
+                    "search:\n"
+                    "  points_to_evaluate:\n"
+                    "    - {lr: 0.5}\n",
+                "exp.yaml:10: search.points_to_evaluate[0].lr: 0.5 is outside [0.0001, 0.1] "
+                "(loguniform)");
+  ExpectInvalid(base +
+                    "search:\n"
+                    "  points_to_evaluate:\n"
+                    "    - {lr: 0.01, opt: sgd}\n"
+                    "    - {lr: 0.02, opt: adam}\n"
+                    "  evaluated_rewards: [0.9]\n",
+                "exp.yaml:12: search.evaluated_rewards: has 1 values for 2 points_to_evaluate (one "
+                "reward per point)");
+  ExpectInvalid(base +
+                    "search:\n"
+                    "  points_to_evaluate: [{lr: 0.01}]\n"
+                    "  evaluated_rewards: [0.9]\n",
+                "exp.yaml:9: search.points_to_evaluate[0]: a point with a reward "
+                "(evaluated_rewards) gives every sampled key; it lacks opt");
+  ExpectInvalid(base + "search: {type: tpe}\n",
+                "exp.yaml:8: search.type: search type 'tpe' is not built into this tunebus");
 }
 
 TEST(ExperimentSpecTest, UnknownSchedulerIsRejected) {

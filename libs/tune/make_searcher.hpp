@@ -1,0 +1,69 @@
+// The experiment file's `search:` section and the searcher it builds (as MakeTrialScheduler does
+// for `scheduler:`). docs/search.md is the user's reference.
+//
+//   search: random                       # a name: random (default), tpe, bohb
+//   search:                              # or a map
+//     type: random                       # optional, default random
+//     max_concurrent: 4                  # ConcurrencyLimiter (Ray Tune 2.x), >= 1
+//     points_to_evaluate: [{lr: 0.01}]   # configs tried first (partial: the rest is sampled)
+//     evaluated_rewards: [0.93]          # one per point: known results, those points not run
+//     ...                                # the searcher's own parameters (tpe, bohb)
+//
+// Every error reads "<param>: <what is wrong>" (points: "points_to_evaluate[<i>].<key>: ..."), so
+// the spec parser points at the parameter's line, as for the trial scheduler.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <vector>
+
+#include "libs/core/status.hpp"
+#include "libs/tune/searcher.hpp"
+
+namespace tunebus {
+
+/// The search types an experiment file may name.
+inline constexpr const char* kSearchTypes[] = {"random", "tpe", "bohb"};
+
+/// The `search:` section, checked for shape (not yet against the param space: MakeSearcher).
+struct SearchOptions {
+  std::string type = "random";
+  int64_t max_concurrent = 0;                        // 0: no ConcurrencyLimiter, else >= 1
+  std::vector<nlohmann::json> points_to_evaluate;    // configs (objects), in order
+  std::vector<double> evaluated_rewards;             // empty, or one finite value per point
+  nlohmann::json params = nlohmann::json::object();  // the searcher's own parameters
+
+  /// `type` is the section's name (or its `type:`, "" for the default); `config` its other keys.
+  /// Errors: InvalidArgument "type: unknown search type ...", "max_concurrent: ...",
+  /// "points_to_evaluate: ...", "evaluated_rewards: ...", or "<key>: unknown parameter of the
+  /// random searcher ..." (random takes none of its own).
+  static Result<SearchOptions> Parse(const std::string& type, const nlohmann::json& config);
+};
+
+/// What a searcher is built for: the experiment's param space (validated), num_samples (>= 1, or
+/// -1 unbounded), metric and mode (may be empty), seed, and max_concurrent_trials (the random
+/// searcher's window is max(32, 2 * it)).
+struct SearchSetup {
+  nlohmann::json param_space = nlohmann::json::object();
+  int64_t num_samples = 1;
+  std::string metric;
+  std::string mode;
+  uint64_t seed = 0;
+  int64_t max_concurrent_trials = 0;
+};
+
+/// Builds the searcher: the type's searcher, wrapped in PointsToEvaluate when points are given
+/// (they take the place of num_samples samples unless they carry rewards) and in a
+/// ConcurrencyLimiter when max_concurrent is, with SetSearchProperties called.
+/// Errors: InvalidArgument "<param>: <why>" (points that do not fit the param space, a type that
+/// is not built into this binary, the searcher's own checks).
+Result<std::unique_ptr<Searcher>> MakeSearcher(const SearchOptions& options,
+                                               const SearchSetup& setup);
+/// SearchOptions::Parse, then MakeSearcher.
+Result<std::unique_ptr<Searcher>> MakeSearcher(const std::string& type,
+                                               const nlohmann::json& config,
+                                               const SearchSetup& setup);
+
+}  // namespace tunebus
