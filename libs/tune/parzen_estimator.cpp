@@ -357,7 +357,7 @@ void TpeDefaultWeights(size_t n, double* out) {
 
 void FitTpeEstimator(std::span<const ParzenDim> dims, std::span<const TpePrior> priors,
                      const double* obs, size_t n, const TpeEstimatorOptions& options,
-                     ParzenEstimator* out) {
+                     ParzenEstimator* out, std::span<const uint32_t> sorted_obs) {
   const bool consider_prior = options.consider_prior || n == 0;
   const size_t m = n + (consider_prior ? 1 : 0);
   const size_t num_dims = dims.size();
@@ -390,9 +390,23 @@ void FitTpeEstimator(std::span<const ParzenDim> dims, std::span<const TpePrior> 
       // The larger gap to the neighbours in sorted order, [low, high] as end points.
       std::vector<uint32_t>& order = out->order_;
       order.resize(m);
-      std::iota(order.begin(), order.end(), 0u);
-      std::stable_sort(order.begin(), order.end(),
-                       [&](uint32_t a, uint32_t b) { return mu[a] < mu[b]; });
+      if (sorted_obs.size() == n && num_dims == 1) {
+        // The prior (index n) goes after the observations equal to it.
+        const auto at = std::upper_bound(sorted_obs.begin(), sorted_obs.end(), mu[m - 1],
+                                         [&](double v, uint32_t i) { return v < mu[i]; });
+        const size_t split = consider_prior ? size_t(at - sorted_obs.begin()) : n;
+        std::copy(sorted_obs.begin(), sorted_obs.begin() + ptrdiff_t(split), order.begin());
+        if (consider_prior) order[split] = uint32_t(n);
+        std::copy(sorted_obs.begin() + ptrdiff_t(split), sorted_obs.end(),
+                  order.begin() + ptrdiff_t(split + (consider_prior ? 1 : 0)));
+      } else {
+        // Sorted (center, index) pairs: contiguous, and ties in age order as a stable sort.
+        std::vector<std::pair<double, uint32_t>>& keyed = out->keyed_;
+        keyed.resize(m);
+        for (size_t i = 0; i < m; ++i) keyed[i] = {mu[i], uint32_t(i)};
+        std::sort(keyed.begin(), keyed.end());
+        for (size_t k = 0; k < m; ++k) order[k] = keyed[k].second;
+      }
       sorted_once = true;
       std::vector<double>& s = out->sorted_;  // low, sorted centers, high
       s.resize(m + 2);

@@ -23,6 +23,7 @@
 #include <cstdint>
 #include <limits>
 #include <span>
+#include <utility>
 #include <vector>
 
 #include "libs/tune/search_rng.hpp"
@@ -108,9 +109,11 @@ class ParzenEstimator {
   // FitTpeEstimator's sort buffers.
   std::vector<uint32_t> order_;
   std::vector<double> sorted_;
+  std::vector<std::pair<double, uint32_t>> keyed_;
 
   friend void FitTpeEstimator(std::span<const ParzenDim>, std::span<const TpePrior>, const double*,
-                              size_t, const TpeEstimatorOptions&, ParzenEstimator*);
+                              size_t, const TpeEstimatorOptions&, ParzenEstimator*,
+                              std::span<const uint32_t>);
 };
 
 /// Optuna 3.1.0 TPESampler's default_weights(n): 1 for every observation when n < 25, else a
@@ -129,9 +132,11 @@ void TpeDefaultWeights(size_t n, double* out);
 /// Categorical: each observation row is prior_weight/m everywhere plus 1 on its choice,
 /// normalised (m = components), the prior row uniform. `priors` has one entry per dim
 /// (ignored for categorical ones). Ties between equal observations are broken by age (Optuna
-/// uses an unstable sort there).
+/// uses an unstable sort there). `sorted_obs`, for one numeric dim and univariate only, may
+/// give the observations' indices by ascending value (ties by index): the fit then skips its
+/// sort (a searcher keeps its observations sorted across suggestions).
 void FitTpeEstimator(std::span<const ParzenDim> dims, std::span<const TpePrior> priors,
                      const double* obs, size_t n, const TpeEstimatorOptions& options,
-                     ParzenEstimator* out);
+                     ParzenEstimator* out, std::span<const uint32_t> sorted_obs = {});
 
 }  // namespace tunebus

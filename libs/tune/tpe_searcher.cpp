@@ -102,7 +102,7 @@ Suggestion TpeSearcher::Suggest(const std::string& trial_id) {
 void TpeSearcher::OnTrialComplete(const std::string& trial_id, const TrainingResult* last_result,
                                   bool error) {
   auto it = index_.find(trial_id);
-  if (it == index_.end() || trials_[it->second].state != TrialState::kRunning) return;
+  if (it == index_.end() || states_[it->second] != TrialState::kRunning) return;
   json value = nullptr;
   if (!error && last_result != nullptr) {
     std::optional<double> v = last_result->Number(metric_);
@@ -113,9 +113,17 @@ void TpeSearcher::OnTrialComplete(const std::string& trial_id, const TrainingRes
 
 void TpeSearcher::EncodeNewTrials() {
   const size_t num_dims = space_->size();
+  if (encoded_rows_ == 0) sorted_.assign(options_.multivariate ? 0 : num_dims, {});
   encoded_.resize(trials_.size() * num_dims);
   for (; encoded_rows_ < trials_.size(); ++encoded_rows_) {
-    space_->Encode(trials_[encoded_rows_].config, encoded_.data() + encoded_rows_ * num_dims);
+    double* row = encoded_.data() + encoded_rows_ * num_dims;
+    space_->Encode(trials_[encoded_rows_].config, row);
+    for (size_t d = 0; d < sorted_.size(); ++d) {
+      if (std::isnan(row[d]) || space_->dims()[d].parzen.categorical()) continue;
+      // The newest trial goes after the equal values: ties stay in age order.
+      const std::pair<double, uint32_t> entry(row[d], uint32_t(encoded_rows_));
+      sorted_[d].insert(std::upper_bound(sorted_[d].begin(), sorted_[d].end(), entry), entry);
+    }
   }
 }
 
@@ -124,21 +132,21 @@ json TpeSearcher::ModelConfig(SearchRng& rng) {
   // Split the completed observations: the best gamma(n) by loss are below (Optuna's
   // _split_observation_pairs, a stable sort); the rest and, with the constant liar, the
   // running trials are above. Both keep chronological order.
+  // (loss, index) pairs order equal losses by age, as the stable sort; only the best gamma(n)
+  // need to be found.
   ranked_.clear();
   for (size_t i = 0; i < trials_.size(); ++i) {
-    if (trials_[i].state == TrialState::kComplete) ranked_.push_back(uint32_t(i));
+    if (states_[i] == TrialState::kComplete) ranked_.emplace_back(sign_ * values_[i], uint32_t(i));
   }
-  std::stable_sort(ranked_.begin(), ranked_.end(), [&](uint32_t a, uint32_t b) {
-    return sign_ * trials_[a].value < sign_ * trials_[b].value;
-  });
   const size_t n_below =
       size_t(std::min(TpeDefaultGamma(int64_t(ranked_.size())), int64_t(ranked_.size())));
+  std::nth_element(ranked_.begin(), ranked_.begin() + ptrdiff_t(n_below), ranked_.end());
   is_below_.assign(trials_.size(), 0);
-  for (size_t r = 0; r < n_below; ++r) is_below_[ranked_[r]] = 1;
+  for (size_t r = 0; r < n_below; ++r) is_below_[ranked_[r].second] = 1;
   below_rows_.clear();
   above_rows_.clear();
   for (size_t i = 0; i < trials_.size(); ++i) {
-    const TrialState state = trials_[i].state;
+    const TrialState state = states_[i];
     if (is_below_[i]) {
       below_rows_.push_back(uint32_t(i));
     } else if (state == TrialState::kComplete ||
@@ -146,13 +154,13 @@ json TpeSearcher::ModelConfig(SearchRng& rng) {
       above_rows_.push_back(uint32_t(i));
     }
   }
-  values_.assign(space_->size(), 0.0);
+  chosen_.assign(space_->size(), 0.0);
   if (options_.multivariate) {
     if (space_->size() > 0) ChooseDims(rng, 0, space_->size());
   } else {
     for (size_t d = 0; d < space_->size(); ++d) ChooseDims(rng, d, 1);
   }
-  return space_->Config(values_.data());
+  return space_->Config(chosen_.data());
 }
 
 void TpeSearcher::ChooseDims(SearchRng& rng, size_t d, size_t count) {
@@ -164,16 +172,25 @@ void TpeSearcher::ChooseDims(SearchRng& rng, size_t d, size_t count) {
   const std::span<const TpePrior> priors(priors_.data() + d, count);
   // The observations of dims [d, d + count), leaving out rows where one is missing (Optuna's
   // param mask).
+  const bool presorted = count == 1 && d < sorted_.size() && !parzen_dims_[d].categorical();
   auto fit = [&](const std::vector<uint32_t>& rows, ParzenEstimator* estimator) {
     obs_.clear();
+    if (presorted) slot_.assign(trials_.size(), -1);
     size_t n = 0;
     for (uint32_t row : rows) {
       const double* x = encoded_.data() + size_t(row) * num_dims + d;
       if (std::any_of(x, x + count, [](double v) { return std::isnan(v); })) continue;
       obs_.insert(obs_.end(), x, x + count);
+      if (presorted) slot_[row] = int32_t(n);
       ++n;
     }
-    FitTpeEstimator(dims, priors, obs_.data(), n, estimator_options, estimator);
+    sorted_obs_.clear();
+    if (presorted) {
+      for (const auto& [value, row] : sorted_[d]) {
+        if (slot_[row] >= 0) sorted_obs_.push_back(uint32_t(slot_[row]));
+      }
+    }
+    FitTpeEstimator(dims, priors, obs_.data(), n, estimator_options, estimator, sorted_obs_);
   };
   fit(below_rows_, &below_);
   fit(above_rows_, &above_);
@@ -202,7 +219,7 @@ void TpeSearcher::ChooseDims(SearchRng& rng, size_t d, size_t count) {
     const double score = log_l_[j] - log_g_[j];
     if (score > best_score) best_score = score, best = j;
   }
-  std::copy_n(obs_.data() + best * count, count, values_.data() + d);
+  std::copy_n(obs_.data() + best * count, count, chosen_.data() + d);
 }
 
 json TpeSearcher::Describe() const {
@@ -225,7 +242,9 @@ Status TpeSearcher::Apply(const json& event) {
       return Status::Corruption(fmt::format("tpe: trial {} suggested twice", id));
     }
     index_.emplace(id, trials_.size());
-    trials_.push_back({id, *config, TrialState::kRunning, 0});
+    trials_.push_back({id, *config});
+    states_.push_back(TrialState::kRunning);
+    values_.push_back(0);
     ++running_;
     return Status::Ok();
   }
@@ -238,15 +257,15 @@ Status TpeSearcher::Apply(const json& event) {
     if (trial == index_.end()) {
       return Status::Corruption("tpe: complete event for a trial never suggested: " + event.dump());
     }
-    TrialRecord& record = trials_[trial->second];
-    if (record.state == TrialState::kRunning) --running_;
-    if (record.state == TrialState::kComplete) --complete_;
+    TrialState& state = states_[trial->second];
+    if (state == TrialState::kRunning) --running_;
+    if (state == TrialState::kComplete) --complete_;
     if (value->is_number()) {
-      record.state = TrialState::kComplete;
-      record.value = value->get<double>();
+      state = TrialState::kComplete;
+      values_[trial->second] = value->get<double>();
       ++complete_;
     } else {
-      record.state = TrialState::kDropped;
+      state = TrialState::kDropped;
     }
     return Status::Ok();
   }
@@ -255,20 +274,23 @@ Status TpeSearcher::Apply(const json& event) {
 
 json TpeSearcher::SaveState() const {
   json trials = json::array();
-  for (const TrialRecord& t : trials_) {
-    const char* state = t.state == TrialState::kRunning    ? "running"
-                        : t.state == TrialState::kComplete ? "complete"
-                                                           : "dropped";
-    trials.push_back({{"id", t.id},
-                      {"config", t.config},
+  for (size_t i = 0; i < trials_.size(); ++i) {
+    const TrialState st = states_[i];
+    const char* state = st == TrialState::kRunning    ? "running"
+                        : st == TrialState::kComplete ? "complete"
+                                                      : "dropped";
+    trials.push_back({{"id", trials_[i].id},
+                      {"config", trials_[i].config},
                       {"state", state},
-                      {"value", t.state == TrialState::kComplete ? json(t.value) : json()}});
+                      {"value", st == TrialState::kComplete ? json(values_[i]) : json()}});
   }
   return {{"trials", std::move(trials)}};
 }
 
 void TpeSearcher::Reset() {
   trials_.clear();
+  states_.clear();
+  values_.clear();
   index_.clear();
   complete_ = running_ = 0;
   encoded_rows_ = 0;

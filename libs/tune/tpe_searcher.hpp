@@ -108,8 +108,6 @@ class TpeSearcher final : public JournaledSearcher {
   struct TrialRecord {
     std::string id;
     nlohmann::json config;
-    TrialState state = TrialState::kRunning;
-    double value = 0;  // kComplete: the metric
   };
 
   nlohmann::json ModelConfig(SearchRng& rng);
@@ -128,15 +126,23 @@ class TpeSearcher final : public JournaledSearcher {
   std::vector<TpePrior> priors_;
 
   std::vector<TrialRecord> trials_;  // in suggestion order (Optuna's chronological order)
+  std::vector<TrialState> states_;   // per trial, apart so the model's scans stay compact
+  std::vector<double> values_;       // per trial: the metric when kComplete
   std::unordered_map<std::string, size_t> index_;
   int64_t complete_ = 0, running_ = 0;
 
   // Per-suggestion work, kept to reuse its buffers.
   std::vector<double> encoded_;  // trials_ × dims, model coordinates (NaN: missing)
   size_t encoded_rows_ = 0;
-  std::vector<uint32_t> ranked_, below_rows_, above_rows_;
+  // Univariate: per numeric dim, (model value, trial) of every encoded trial in ascending
+  // order, kept across suggestions so a fit filters instead of sorting.
+  std::vector<std::vector<std::pair<double, uint32_t>>> sorted_;
+  std::vector<int32_t> slot_;  // per trial: its row among the observations being fitted, or -1
+  std::vector<uint32_t> sorted_obs_;
+  std::vector<std::pair<double, uint32_t>> ranked_;  // (loss, trial) of completed trials
+  std::vector<uint32_t> below_rows_, above_rows_;
   std::vector<char> is_below_;
-  std::vector<double> obs_, candidates_, log_l_, log_g_, values_;
+  std::vector<double> obs_, candidates_, log_l_, log_g_, chosen_;
   ParzenEstimator below_, above_;
 };
 
