@@ -38,6 +38,8 @@ double LogBinMass(double za, double zb, double log_width) {
 double LogTruncationMass(double low, double high, double mu, double sigma) {
   const double a = (low - mu) / sigma, b = (high - mu) / sigma;
   if (a < -8.5 && b > 8.5) return 0;
+  if (a < -8.5 && b > 0) return std::log1p(-NormalCdf(-b));  // one tail matters
+  if (b > 8.5 && a < 0) return std::log1p(-NormalCdf(a));
   return LogNormalMass(a, b);
 }
 
@@ -74,13 +76,13 @@ void ParzenEstimator::Finalize(std::span<const uint32_t> center_order) {
   log_weights_.resize(n_);
   cumulative_weights_.resize(n_);
   double cumulative = 0;
+  const size_t num_dims = dims_.size();
   for (size_t i = 0; i < n_; ++i) {
     weights_[i] /= total;
-    log_weights_[i] = std::log(weights_[i]);
+    if (num_dims != 1) log_weights_[i] = std::log(weights_[i]);  // 1-D uses merged weights
     cumulative += weights_[i];
     cumulative_weights_[i] = cumulative;
   }
-  const size_t num_dims = dims_.size();
   log_sigmas_.resize(n_ * num_dims);
   log_norms_.resize(n_ * num_dims);
   for (size_t d = 0; d < num_dims; ++d) {
@@ -146,6 +148,19 @@ void ParzenEstimator::Finalize(std::span<const uint32_t> center_order) {
     if (dim.step <= 0) coef -= merged_log_sigma_[k] + kLogSqrt2Pi;
     merged_log_coef_[k] = coef;
   }
+  blocks_.clear();
+  if (dim.step > 0) return;
+  for (size_t begin = 0; begin < merged_center_.size(); begin += kBlock) {
+    const size_t end = std::min(begin + kBlock, merged_center_.size());
+    Block b{kInf, -kInf, 0, -kInf};
+    for (size_t k = begin; k < end; ++k) {
+      b.low = std::min(b.low, merged_center_[k]);
+      b.high = std::max(b.high, merged_center_[k]);
+      b.max_sigma = std::max(b.max_sigma, merged_sigma_[k]);
+      b.max_log_coef = std::max(b.max_log_coef, merged_log_coef_[k]);
+    }
+    blocks_.push_back(b);
+  }
 }
 
 double ParzenEstimator::LogKernelNumeric(size_t d, size_t i, double x) const {
@@ -167,16 +182,35 @@ double ParzenEstimator::LogKernelNumeric(size_t d, size_t i, double x) const {
 double ParzenEstimator::LogPdfContinuous1D(double x) const {
   const ParzenDim& dim = dims_[0];
   if (x < dim.low || x > dim.high) return -kInf;
-  const size_t m = merged_center_.size();
-  scratch_.resize(m);
-  double max = -kInf;
-  for (size_t k = 0; k < m; ++k) {
-    const double z = (x - merged_center_[k]) / merged_sigma_[k];
-    const double e = merged_log_coef_[k] - 0.5 * z * z;
-    scratch_[k] = e;
-    max = std::max(max, e);
+  const size_t m = merged_center_.size(), num_blocks = blocks_.size();
+  // A bound on each block's terms; the block with the largest bound first, so the running
+  // maximum is high early and far blocks are skipped.
+  scratch_hi_.resize(num_blocks);
+  size_t first = 0;
+  for (size_t b = 0; b < num_blocks; ++b) {
+    const Block& block = blocks_[b];
+    const double gap = x < block.low ? block.low - x : (x > block.high ? x - block.high : 0.0);
+    const double z = gap / block.max_sigma;
+    scratch_hi_[b] = block.max_log_coef - 0.5 * z * z;
+    if (scratch_hi_[b] > scratch_hi_[first]) first = b;
   }
-  return LogSumExpAbove(scratch_.data(), m, max);
+  scratch_.resize(m);
+  size_t kept = 0;
+  double max = -kInf;
+  auto evaluate = [&](size_t b) {
+    const size_t end = std::min((b + 1) * kBlock, m);
+    for (size_t k = b * kBlock; k < end; ++k) {
+      const double z = (x - merged_center_[k]) / merged_sigma_[k];
+      const double e = merged_log_coef_[k] - 0.5 * z * z;
+      scratch_[kept++] = e;
+      max = std::max(max, e);
+    }
+  };
+  evaluate(first);
+  for (size_t b = 0; b < num_blocks; ++b) {
+    if (b != first && scratch_hi_[b] >= max - kCut) evaluate(b);
+  }
+  return LogSumExpAbove(scratch_.data(), kept, max);
 }
 
 double ParzenEstimator::LogPdfStepped1D(double x) const {

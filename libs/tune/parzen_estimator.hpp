@@ -105,6 +105,14 @@ class ParzenEstimator {
   std::vector<double> choice_log_prob_;         // 1-D categorical: log density per choice
   // 1-D numeric: the merged components (center, sigma, log weight - log Z).
   std::vector<double> merged_center_, merged_sigma_, merged_log_sigma_, merged_log_coef_;
+  // 1-D continuous: the merged components in blocks of kBlock, each with what bounds its
+  // terms (center range, largest sigma and coefficient), so LogPdf skips blocks whose terms
+  // cannot matter (with components in center order, most of those far from x).
+  struct Block {
+    double low, high, max_sigma, max_log_coef;
+  };
+  static constexpr size_t kBlock = 16;
+  std::vector<Block> blocks_;
   mutable std::vector<double> scratch_, scratch_hi_;
   // FitTpeEstimator's sort buffers.
   std::vector<uint32_t> order_;

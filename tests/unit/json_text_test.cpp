@@ -17,9 +17,9 @@ using json = nlohmann::json;
 
 TEST(JsonTextTest, ScalarsAreWrittenAsDumpWritesThem) {
   // Escapes, control characters, integral and shortest doubles, non-finite numbers, integers.
-  for (const std::string s : {std::string(), std::string("plain"),
-                              std::string("quote \" and \\ back"), std::string("tab\tnew\nline\r"),
-                              std::string("nul\0bell\x07", 9), std::string("utf-8 \xc3\xa9")}) {
+  for (const std::string& s : {std::string(), std::string("plain"),
+                               std::string("quote \" and \\ back"), std::string("tab\tnew\nline\r"),
+                               std::string("nul\0bell\x07", 9), std::string("utf-8 \xc3\xa9")}) {
     std::string out;
     AppendJsonString(s, out);
     EXPECT_EQ(out, json(s).dump()) << s;
