@@ -7,7 +7,9 @@
 //   [x - step/2, x + step/2] ∩ [low, high] (Optuna's stepped and integer distributions).
 // - categorical d (n_choices > 0): the center is a choice index; the kernel gives that choice
 //   p_hit and every other p_miss; a center of -1 gives every choice 1 / n_choices (a prior).
-// The density of a point is Σ_i w_i Π_d kernel_{i,d}(x_d).
+// The density of a point is Σ_i w_i Π_d kernel_{i,d}(x_d), each kernel a normalised density
+// (Optuna 3.1.0's truncnorm.logpdf leaves out the -log sigma term, optuna/optuna#5109, fixed
+// by #5110 in Optuna 3.5; this class computes the fixed, normalised density).
 //
 // TPE (Bergstra et al., NeurIPS 2011, section 4) fits one to the good and one to the bad
 // observations with FitTpeEstimator (Optuna 3.1.0's _ParzenEstimator); BOHB (Falkner et al.,

@@ -85,11 +85,12 @@ Status TpeSearcher::SetSearchProperties(const std::string& metric, const std::st
 
 Suggestion TpeSearcher::Suggest(const std::string& trial_id) {
   if (!space_) return Suggestion::Finished();
+  if (trial_id.empty()) return Suggestion::NotNow();  // "" marks evaluated points
   if (auto it = index_.find(trial_id); it != index_.end()) {
     const json& config = trials_[it->second].config;
     return Suggestion::Config(config, space_->Tag(config));
   }
-  const int64_t k = int64_t(trials_.size());
+  const int64_t k = suggested_;
   if (num_samples_ >= 0 && k >= num_samples_) return Suggestion::Finished();
   SearchRng rng(seed_, uint64_t(k));
   json config =
@@ -109,6 +110,23 @@ void TpeSearcher::OnTrialComplete(const std::string& trial_id, const TrainingRes
     if (v && std::isfinite(*v)) value = *v;
   }
   Record({{"complete", trial_id}, {"value", value}});
+}
+
+Status TpeSearcher::AddEvaluatedPoint(const json& config, double value) {
+  if (!space_)
+    return Status::FailedPrecondition("tpe: AddEvaluatedPoint before SetSearchProperties");
+  if (!std::isfinite(value)) return Status::Ok();
+  std::vector<double> row(space_->size());
+  if (config.is_object()) space_->Encode(config, row.data());
+  for (size_t d = 0; d < row.size(); ++d) {
+    if (!config.is_object() || std::isnan(row[d])) {
+      return Status::InvalidArgument(
+          fmt::format("{}: the evaluated point has no value of this param in its domain: {}",
+                      space_->dims()[d].name, config.dump()));
+    }
+  }
+  Record({{"evaluated", config}, {"value", value}});
+  return Status::Ok();
 }
 
 void TpeSearcher::EncodeNewTrials() {
@@ -238,14 +256,26 @@ Status TpeSearcher::Apply(const json& event) {
       return Status::Corruption("tpe: bad suggest event " + event.dump());
     }
     const std::string& id = it->get_ref<const std::string&>();
-    if (index_.count(id) != 0) {
-      return Status::Corruption(fmt::format("tpe: trial {} suggested twice", id));
+    if (id.empty() || index_.count(id) != 0) {
+      return Status::Corruption(fmt::format("tpe: trial '{}' suggested twice or unnamed", id));
     }
     index_.emplace(id, trials_.size());
     trials_.push_back({id, *config});
     states_.push_back(TrialState::kRunning);
     values_.push_back(0);
     ++running_;
+    ++suggested_;
+    return Status::Ok();
+  }
+  if (auto it = event.find("evaluated"); it != event.end()) {
+    auto value = event.find("value");
+    if (!it->is_object() || value == event.end() || !value->is_number()) {
+      return Status::Corruption("tpe: bad evaluated event " + event.dump());
+    }
+    trials_.push_back({"", *it});  // no trial id: never suggested, never completed again
+    states_.push_back(TrialState::kComplete);
+    values_.push_back(value->get<double>());
+    ++complete_;
     return Status::Ok();
   }
   if (auto it = event.find("complete"); it != event.end()) {
@@ -292,7 +322,7 @@ void TpeSearcher::Reset() {
   states_.clear();
   values_.clear();
   index_.clear();
-  complete_ = running_ = 0;
+  suggested_ = complete_ = running_ = 0;
   encoded_rows_ = 0;
 }
 
@@ -313,6 +343,11 @@ Status TpeSearcher::RestoreState(const json& state) {
     }
     const json& st = t["state"];
     // Replayed as the events that made it, so the checks are Apply's.
+    if (t["id"] == "") {  // an evaluated point
+      Status s = Apply({{"evaluated", t["config"]}, {"value", t.value("value", json())}});
+      if (!s.ok()) return invalid(s.message());
+      continue;
+    }
     Status s = Apply({{"suggest", t["id"]}, {"config", t["config"]}});
     if (s.ok() && st != "running") {
       if (st != "complete" && st != "dropped") return invalid("unknown state " + st.dump());

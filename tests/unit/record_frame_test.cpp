@@ -23,7 +23,8 @@ std::string ResultPayload() {
   t.trial_id = "abc_00007";
   t.attempt = 2;
   t.last_seq = 41;
-  return EncodeRecord(ResultRecord(t, {{"training_iteration", 41}, {"loss", 0.25}}, "continue"));
+  return EncodeRecord(
+      ResultRecord(t, {{"training_iteration", 41}, {"loss", 0.25}}, Action::kContinue));
 }
 
 TEST(Crc32cTest, TheFastPathAgreesWithTheTableAtEveryLengthAndAlignment) {

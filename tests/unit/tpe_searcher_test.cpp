@@ -392,6 +392,30 @@ TEST(TpeSearcherTest, EverySamplerGivesValuesInItsDomainWithTheRightType) {
   EXPECT_EQ(s.Describe()["phase"], "model");
 }
 
+TEST(TpeSearcherTest, EvaluatedPointsAreObservations) {
+  // evaluated_rewards: ten points evaluated elsewhere end the startup phase without a suggestion,
+  // survive a snapshot, and do not count as suggested; a point outside the space is an error
+  // naming the param.
+  TpeSearcher s = Make(kQuadraticSpace);
+  for (int i = 0; i < 10; ++i) {
+    const json config = {{"x", -9.0 + 2 * i}};
+    ASSERT_TRUE(s.AddEvaluatedPoint(config, Quadratic(config)).ok());
+  }
+  EXPECT_TRUE(s.AddEvaluatedPoint({{"x", 1.0}}, std::nan("")).ok());  // ignored
+  EXPECT_EQ(s.Describe()["phase"], "model");
+  EXPECT_EQ(s.num_observations(), 10);
+  EXPECT_EQ(s.suggested(), 0);
+  const Status bad = s.AddEvaluatedPoint({{"y", 1.0}}, 1.0);
+  EXPECT_EQ(bad.code(), StatusCode::kInvalidArgument);
+  EXPECT_EQ(bad.message().rfind("x: ", 0), 0u) << bad.message();
+  TpeSearcher restored = Make(kQuadraticSpace);
+  ASSERT_TRUE(restored.RestoreState(s.SaveState()).ok());
+  EXPECT_EQ(restored.SaveState(), s.SaveState());
+  EXPECT_EQ(restored.Suggest("a").config, s.Suggest("a").config);
+  EXPECT_EQ(s.suggested(), 1);
+  EXPECT_EQ(s.Suggest("").kind, Suggestion::Kind::kNotNow);
+}
+
 TEST(TpeSearcherTest, FinishesAfterNumSamples) {
   // num_samples bounds the suggestions; Total and suggested report it.
   TpeSearcher s = Make(kQuadraticSpace, {}, 1, 3);
