@@ -1,0 +1,468 @@
+#include "libs/tune/parzen_estimator.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <numeric>
+
+#include "libs/tune/normal_distribution.hpp"
+
+namespace tunebus {
+namespace {
+
+constexpr double kInf = std::numeric_limits<double>::infinity();
+constexpr double kLogSqrt2Pi = 0.91893853320467274178;
+// Terms more than this below the largest one change a log-sum-exp by < e^-40 each.
+constexpr double kCut = 40;
+// Bins narrower than this (in sigmas) use the midpoint series instead of two erfc.
+constexpr double kNarrowBin = 1e-3;
+
+// log of the standard normal mass of [za, zb] when zb - za < kNarrowBin: the integral of
+// φ(m + s) over |s| <= w/2 is w φ(m) (1 + He2(m) w²/24 + He4(m) w⁴/1920 + O(w⁶ He6(m))).
+double LogNarrowMass(double za, double zb, double log_width) {
+  const double m = 0.5 * (za + zb), w = zb - za;
+  const double m2 = m * m, w2 = w * w;
+  const double eps = w2 * (m2 - 1) / 24 + w2 * w2 * (m2 * m2 - 6 * m2 + 3) / 1920;
+  const double log1p_eps =
+      std::abs(eps) < 1e-4 ? eps * (1 - eps * (0.5 - eps / 3)) : std::log1p(eps);
+  return log_width - 0.5 * m2 - kLogSqrt2Pi + log1p_eps;
+}
+
+// log of the standard normal mass of [za, zb] (in sigmas); log_width = log(zb - za).
+double LogBinMass(double za, double zb, double log_width) {
+  if (zb - za < kNarrowBin) return LogNarrowMass(za, zb, log_width);
+  return LogNormalMass(za, zb);
+}
+
+// log Z of N(mu, sigma) truncated to [low, high]; 0 when both ends are beyond 8.5 sigma
+// (Φ(-8.5) < 1e-17).
+double LogTruncationMass(double low, double high, double mu, double sigma) {
+  const double a = (low - mu) / sigma, b = (high - mu) / sigma;
+  if (a < -8.5 && b > 8.5) return 0;
+  if (a < -8.5 && b > 0) return std::log1p(-NormalCdf(-b));  // one tail matters
+  if (b > 8.5 && a < 0) return std::log1p(-NormalCdf(a));
+  return LogNormalMass(a, b);
+}
+
+// log Σ exp(e_i) over the values kept by the cut; max is the largest.
+double LogSumExpAbove(const double* e, size_t n, double max) {
+  if (max == -kInf) return -kInf;
+  double sum = 0;
+  for (size_t i = 0; i < n; ++i) {
+    const double d = e[i] - max;
+    if (d > -kCut) sum += ExpNonPositive(d);
+  }
+  return max + std::log(sum);
+}
+
+}  // namespace
+
+void ParzenEstimator::Reset(std::span<const ParzenDim> dims, size_t n) {
+  dims_.assign(dims.begin(), dims.end());
+  n_ = n;
+  weights_.assign(n, 1.0);
+  centers_.assign(n * dims.size(), 0.0);
+  sigmas_.assign(n * dims.size(), 1.0);
+}
+
+double ParzenEstimator::ChoiceProbability(size_t d, size_t i, int64_t c) const {
+  const ParzenDim& dim = dims_[d];
+  const double center = centers_[d * n_ + i];
+  if (center < 0) return 1.0 / double(dim.n_choices);
+  return int64_t(center) == c ? dim.p_hit : dim.p_miss;
+}
+
+void ParzenEstimator::Finalize(std::span<const uint32_t> center_order) {
+  const double total = std::accumulate(weights_.begin(), weights_.end(), 0.0);
+  log_weights_.resize(n_);
+  cumulative_weights_.resize(n_);
+  double cumulative = 0;
+  const size_t num_dims = dims_.size();
+  for (size_t i = 0; i < n_; ++i) {
+    weights_[i] /= total;
+    if (num_dims != 1) log_weights_[i] = std::log(weights_[i]);  // 1-D uses merged weights
+    cumulative += weights_[i];
+    cumulative_weights_[i] = cumulative;
+  }
+  log_sigmas_.resize(n_ * num_dims);
+  log_norms_.resize(n_ * num_dims);
+  for (size_t d = 0; d < num_dims; ++d) {
+    if (dims_[d].categorical()) continue;
+    double last_sigma = -1, last_log = 0;
+    for (size_t i = 0; i < n_; ++i) {
+      const size_t k = d * n_ + i;
+      if (sigmas_[k] != last_sigma) last_sigma = sigmas_[k], last_log = std::log(last_sigma);
+      log_sigmas_[k] = last_log;
+      log_norms_[k] = LogTruncationMass(dims_[d].low, dims_[d].high, centers_[k], sigmas_[k]);
+    }
+  }
+  merged_center_.clear();
+  merged_sigma_.clear();
+  merged_log_sigma_.clear();
+  merged_log_coef_.clear();
+  choice_log_prob_.clear();
+  if (num_dims != 1) return;
+  const ParzenDim& dim = dims_[0];
+  if (dim.categorical()) {
+    // Σ_i w_i p_i(c) = prior mass / n_choices + hit(c) p_hit + (observed mass - hit(c)) p_miss.
+    choice_log_prob_.assign(size_t(dim.n_choices), 0.0);
+    double prior_mass = 0, observed_mass = 0;
+    for (size_t i = 0; i < n_; ++i) {
+      const double c = centers_[i];
+      if (c < 0) {
+        prior_mass += weights_[i];
+      } else {
+        observed_mass += weights_[i];
+        if (size_t(c) < choice_log_prob_.size()) choice_log_prob_[size_t(c)] += weights_[i];
+      }
+    }
+    for (double& p : choice_log_prob_) {
+      p = std::log(prior_mass / double(dim.n_choices) + p * dim.p_hit +
+                   (observed_mass - p) * dim.p_miss);
+    }
+    return;
+  }
+  // Numeric: merge components equal in center and sigma (adjacent in center order).
+  std::vector<double>& merged_weight = scratch_;
+  merged_weight.clear();
+  auto add = [&](size_t i) {
+    if (!merged_center_.empty() && merged_center_.back() == centers_[i] &&
+        merged_sigma_.back() == sigmas_[i]) {
+      merged_weight.back() += weights_[i];
+      return;
+    }
+    merged_center_.push_back(centers_[i]);
+    merged_sigma_.push_back(sigmas_[i]);
+    merged_log_sigma_.push_back(log_sigmas_[i]);
+    merged_weight.push_back(weights_[i]);
+    merged_log_coef_.push_back(log_norms_[i]);  // log Z for now
+  };
+  if (center_order.size() == n_) {
+    for (uint32_t i : center_order) add(i);
+  } else {
+    for (size_t i = 0; i < n_; ++i) add(i);
+  }
+  for (size_t k = 0; k < merged_center_.size(); ++k) {
+    // Continuous: log(w / (sigma sqrt(2 pi) Z)); stepped: log(w / Z) (the bin mass carries the
+    // rest).
+    double coef = std::log(merged_weight[k]) - merged_log_coef_[k];
+    if (dim.step <= 0) coef -= merged_log_sigma_[k] + kLogSqrt2Pi;
+    merged_log_coef_[k] = coef;
+  }
+  blocks_.clear();
+  if (dim.step > 0) return;
+  for (size_t begin = 0; begin < merged_center_.size(); begin += kBlock) {
+    const size_t end = std::min(begin + kBlock, merged_center_.size());
+    Block b{kInf, -kInf, 0, -kInf};
+    for (size_t k = begin; k < end; ++k) {
+      b.low = std::min(b.low, merged_center_[k]);
+      b.high = std::max(b.high, merged_center_[k]);
+      b.max_sigma = std::max(b.max_sigma, merged_sigma_[k]);
+      b.max_log_coef = std::max(b.max_log_coef, merged_log_coef_[k]);
+    }
+    blocks_.push_back(b);
+  }
+}
+
+double ParzenEstimator::LogKernelNumeric(size_t d, size_t i, double x) const {
+  const ParzenDim& dim = dims_[d];
+  const size_t k = d * n_ + i;
+  const double mu = centers_[k], sigma = sigmas_[k];
+  if (dim.step <= 0) {
+    if (x < dim.low || x > dim.high) return -kInf;
+    const double z = (x - mu) / sigma;
+    return -0.5 * z * z - log_sigmas_[k] - kLogSqrt2Pi - log_norms_[k];
+  }
+  const double xa = std::max(x - 0.5 * dim.step, dim.low);
+  const double xb = std::min(x + 0.5 * dim.step, dim.high);
+  if (!(xa < xb)) return -kInf;
+  return LogBinMass((xa - mu) / sigma, (xb - mu) / sigma, std::log(xb - xa) - log_sigmas_[k]) -
+         log_norms_[k];
+}
+
+double ParzenEstimator::LogPdfContinuous1D(double x) const {
+  const ParzenDim& dim = dims_[0];
+  if (x < dim.low || x > dim.high) return -kInf;
+  const size_t m = merged_center_.size(), num_blocks = blocks_.size();
+  // A bound on each block's terms; the block with the largest bound first, so the running
+  // maximum is high early and far blocks are skipped.
+  scratch_hi_.resize(num_blocks);
+  size_t first = 0;
+  for (size_t b = 0; b < num_blocks; ++b) {
+    const Block& block = blocks_[b];
+    const double gap = x < block.low ? block.low - x : (x > block.high ? x - block.high : 0.0);
+    const double z = gap / block.max_sigma;
+    scratch_hi_[b] = block.max_log_coef - 0.5 * z * z;
+    if (scratch_hi_[b] > scratch_hi_[first]) first = b;
+  }
+  scratch_.resize(m);
+  size_t kept = 0;
+  double max = -kInf;
+  auto evaluate = [&](size_t b) {
+    const size_t end = std::min((b + 1) * kBlock, m);
+    for (size_t k = b * kBlock; k < end; ++k) {
+      const double z = (x - merged_center_[k]) / merged_sigma_[k];
+      const double e = merged_log_coef_[k] - 0.5 * z * z;
+      scratch_[kept++] = e;
+      max = std::max(max, e);
+    }
+  };
+  evaluate(first);
+  for (size_t b = 0; b < num_blocks; ++b) {
+    if (b != first && scratch_hi_[b] >= max - kCut) evaluate(b);
+  }
+  return LogSumExpAbove(scratch_.data(), kept, max);
+}
+
+double ParzenEstimator::LogPdfStepped1D(double x) const {
+  const ParzenDim& dim = dims_[0];
+  const double xa = std::max(x - 0.5 * dim.step, dim.low);
+  const double xb = std::min(x + 0.5 * dim.step, dim.high);
+  if (!(xa < xb)) return -kInf;
+  const double log_bin = std::log(xb - xa);
+  const size_t m = merged_center_.size();
+  scratch_.resize(m);
+  scratch_hi_.resize(m);
+  // Cheap bounds first: the mass of [za, zb] lies between w φ(farthest) and w φ(nearest).
+  double max_low = -kInf;
+  for (size_t k = 0; k < m; ++k) {
+    const double za = (xa - merged_center_[k]) / merged_sigma_[k];
+    const double zb = (xb - merged_center_[k]) / merged_sigma_[k];
+    const double base = merged_log_coef_[k] + log_bin - merged_log_sigma_[k] - kLogSqrt2Pi;
+    const double z_near = za > 0 ? za : (zb < 0 ? zb : 0.0);
+    const double z_far = std::max(std::abs(za), std::abs(zb));
+    scratch_[k] = base - 0.5 * z_far * z_far;
+    scratch_hi_[k] = base - 0.5 * z_near * z_near;
+    max_low = std::max(max_low, scratch_[k]);
+  }
+  // Exact masses for the components that can matter.
+  double max = -kInf;
+  for (size_t k = 0; k < m; ++k) {
+    if (scratch_hi_[k] < max_low - kCut) {
+      scratch_[k] = -kInf;
+      continue;
+    }
+    const double za = (xa - merged_center_[k]) / merged_sigma_[k];
+    const double zb = (xb - merged_center_[k]) / merged_sigma_[k];
+    scratch_[k] = merged_log_coef_[k] + LogBinMass(za, zb, log_bin - merged_log_sigma_[k]);
+    max = std::max(max, scratch_[k]);
+  }
+  return LogSumExpAbove(scratch_.data(), m, max);
+}
+
+double ParzenEstimator::LogPdfOne(const double* point) const {
+  if (dims_.size() == 1) {
+    if (dims_[0].categorical()) {
+      const double c = point[0];
+      if (!(c >= 0) || size_t(c) >= choice_log_prob_.size()) return -kInf;
+      return choice_log_prob_[size_t(c)];
+    }
+    return dims_[0].step > 0 ? LogPdfStepped1D(point[0]) : LogPdfContinuous1D(point[0]);
+  }
+  // General mixture: cheap lower and upper bounds per component (exact except for stepped
+  // dims), then the exact log kernel of the components that can matter.
+  scratch_.assign(log_weights_.begin(), log_weights_.end());
+  scratch_hi_.assign(log_weights_.begin(), log_weights_.end());
+  bool inexact = false;
+  for (size_t d = 0; d < dims_.size(); ++d) {
+    const ParzenDim& dim = dims_[d];
+    const double x = point[d];
+    const double* mu = centers_.data() + d * n_;
+    const double* sigma = sigmas_.data() + d * n_;
+    const double* log_sigma = log_sigmas_.data() + d * n_;
+    const double* log_norm = log_norms_.data() + d * n_;
+    if (dim.categorical()) {
+      const int64_t c = int64_t(x);
+      if (!(x >= 0) || c >= dim.n_choices) return -kInf;
+      const double log_hit = std::log(dim.p_hit), log_miss = std::log(dim.p_miss);
+      const double log_prior = -std::log(double(dim.n_choices));
+      for (size_t i = 0; i < n_; ++i) {
+        const double t = mu[i] < 0 ? log_prior : (int64_t(mu[i]) == c ? log_hit : log_miss);
+        scratch_[i] += t;
+        scratch_hi_[i] += t;
+      }
+    } else if (dim.step <= 0) {
+      if (x < dim.low || x > dim.high) return -kInf;
+      for (size_t i = 0; i < n_; ++i) {
+        const double z = (x - mu[i]) / sigma[i];
+        const double t = -0.5 * z * z - log_sigma[i] - kLogSqrt2Pi - log_norm[i];
+        scratch_[i] += t;
+        scratch_hi_[i] += t;
+      }
+    } else {
+      const double xa = std::max(x - 0.5 * dim.step, dim.low);
+      const double xb = std::min(x + 0.5 * dim.step, dim.high);
+      if (!(xa < xb)) return -kInf;
+      const double log_bin = std::log(xb - xa);
+      inexact = true;
+      for (size_t i = 0; i < n_; ++i) {
+        const double za = (xa - mu[i]) / sigma[i], zb = (xb - mu[i]) / sigma[i];
+        const double base = log_bin - log_sigma[i] - kLogSqrt2Pi - log_norm[i];
+        const double z_near = za > 0 ? za : (zb < 0 ? zb : 0.0);
+        const double z_far = std::max(std::abs(za), std::abs(zb));
+        scratch_[i] += base - 0.5 * z_far * z_far;
+        scratch_hi_[i] += base - 0.5 * z_near * z_near;
+      }
+    }
+  }
+  double max = *std::max_element(scratch_.begin(), scratch_.end());
+  if (inexact) {
+    const double max_low = max;
+    max = -kInf;
+    for (size_t i = 0; i < n_; ++i) {
+      if (scratch_hi_[i] < max_low - kCut) {
+        scratch_[i] = -kInf;
+        continue;
+      }
+      double e = log_weights_[i];
+      for (size_t d = 0; d < dims_.size(); ++d) {
+        const ParzenDim& dim = dims_[d];
+        e += dim.categorical() ? std::log(ChoiceProbability(d, i, int64_t(point[d])))
+                               : LogKernelNumeric(d, i, point[d]);
+      }
+      scratch_[i] = e;
+      max = std::max(max, e);
+    }
+  }
+  return LogSumExpAbove(scratch_.data(), n_, max);
+}
+
+void ParzenEstimator::LogPdf(const double* points, size_t count, double* out) const {
+  const size_t num_dims = dims_.size();
+  for (size_t j = 0; j < count; ++j) {
+    const double* point = points + j * num_dims;
+    // Stepped and categorical candidates repeat: reuse an earlier equal point's density.
+    bool reused = false;
+    for (size_t k = 0; k < j && !reused; ++k) {
+      if (std::equal(point, point + num_dims, points + k * num_dims)) {
+        out[j] = out[k];
+        reused = true;
+      }
+    }
+    if (!reused) out[j] = LogPdfOne(point);
+  }
+}
+
+void ParzenEstimator::Sample(SearchRng& rng, size_t count, double* out) const {
+  const size_t num_dims = dims_.size();
+  for (size_t j = 0; j < count; ++j) {
+    // A component by weight: the first whose cumulative weight exceeds u (numpy's
+    // RandomState.choice with p).
+    const double u = rng.Uniform01() * cumulative_weights_.back();
+    size_t i = size_t(std::upper_bound(cumulative_weights_.begin(), cumulative_weights_.end(), u) -
+                      cumulative_weights_.begin());
+    i = std::min(i, n_ - 1);
+    for (size_t d = 0; d < num_dims; ++d) {
+      const ParzenDim& dim = dims_[d];
+      const double mu = centers_[d * n_ + i];
+      if (dim.categorical()) {
+        // Optuna's _sample_from_categorical_dist: the number of cumulative probabilities
+        // below u.
+        const double v = rng.Uniform01();
+        double cumulative = 0;
+        int64_t c = 0;
+        for (; c < dim.n_choices - 1; ++c) {
+          cumulative += ChoiceProbability(d, i, c);
+          if (!(cumulative < v)) break;
+        }
+        out[j * num_dims + d] = double(c);
+        continue;
+      }
+      const double sigma = sigmas_[d * n_ + i];
+      const double z =
+          TruncatedNormalQuantile(rng.Uniform01(), (dim.low - mu) / sigma, (dim.high - mu) / sigma);
+      out[j * num_dims + d] = std::clamp(mu + sigma * z, dim.low, dim.high);
+    }
+  }
+}
+
+void TpeDefaultWeights(size_t n, double* out) {
+  if (n < 25) {
+    std::fill(out, out + n, 1.0);
+    return;
+  }
+  // numpy.linspace(1/n, 1, n - 25): start + i * step, the last exactly 1.
+  const size_t ramp = n - 25;
+  const double start = 1.0 / double(n);
+  const double step = ramp > 1 ? (1.0 - start) / double(ramp - 1) : 0.0;
+  for (size_t i = 0; i < ramp; ++i) out[i] = double(i) * step + start;
+  if (ramp > 1) out[ramp - 1] = 1.0;
+  std::fill(out + ramp, out + n, 1.0);
+}
+
+void FitTpeEstimator(std::span<const ParzenDim> dims, std::span<const TpePrior> priors,
+                     const double* obs, size_t n, const TpeEstimatorOptions& options,
+                     ParzenEstimator* out, std::span<const uint32_t> sorted_obs) {
+  const bool consider_prior = options.consider_prior || n == 0;
+  const size_t m = n + (consider_prior ? 1 : 0);
+  const size_t num_dims = dims.size();
+  out->Reset(dims, m);
+  double* weights = out->mutable_weights();
+  TpeDefaultWeights(n, weights);
+  if (consider_prior) weights[n] = options.prior_weight;
+
+  // Multivariate: one bandwidth per dim (Scott's rule; Optuna's SIGMA0_MAGNITUDE = 0.2).
+  const double sigma0 = 0.2 * std::pow(double(std::max<size_t>(n, 1)), -1.0 / double(num_dims + 4));
+  bool sorted_once = false;
+  for (size_t d = 0; d < num_dims; ++d) {
+    double* mu = out->mutable_centers(d);
+    for (size_t i = 0; i < n; ++i) mu[i] = obs[i * num_dims + d];
+    ParzenDim& dim = out->dim(d);
+    if (dim.categorical()) {
+      if (consider_prior) mu[n] = -1;
+      const double v = options.prior_weight / double(m);
+      const double row = double(dim.n_choices) * v + 1;
+      dim.p_hit = (v + 1) / row;
+      dim.p_miss = v / row;
+      continue;
+    }
+    const double low = dim.low, high = dim.high;
+    if (consider_prior) mu[n] = priors[d].mu;
+    double* sigma = out->mutable_sigmas(d);
+    if (options.multivariate) {
+      std::fill(sigma, sigma + m, sigma0 * (high - low));
+    } else {
+      // The larger gap to the neighbours in sorted order, [low, high] as end points.
+      std::vector<uint32_t>& order = out->order_;
+      order.resize(m);
+      if (sorted_obs.size() == n && num_dims == 1) {
+        // The prior (index n) goes after the observations equal to it.
+        const auto at = std::upper_bound(sorted_obs.begin(), sorted_obs.end(), mu[m - 1],
+                                         [&](double v, uint32_t i) { return v < mu[i]; });
+        const size_t split = consider_prior ? size_t(at - sorted_obs.begin()) : n;
+        std::copy(sorted_obs.begin(), sorted_obs.begin() + ptrdiff_t(split), order.begin());
+        if (consider_prior) order[split] = uint32_t(n);
+        std::copy(sorted_obs.begin() + ptrdiff_t(split), sorted_obs.end(),
+                  order.begin() + ptrdiff_t(split + (consider_prior ? 1 : 0)));
+      } else {
+        // Sorted (center, index) pairs: contiguous, and ties in age order as a stable sort.
+        std::vector<std::pair<double, uint32_t>>& keyed = out->keyed_;
+        keyed.resize(m);
+        for (size_t i = 0; i < m; ++i) keyed[i] = {mu[i], uint32_t(i)};
+        std::sort(keyed.begin(), keyed.end());
+        for (size_t k = 0; k < m; ++k) order[k] = keyed[k].second;
+      }
+      sorted_once = true;
+      std::vector<double>& s = out->sorted_;  // low, sorted centers, high
+      s.resize(m + 2);
+      s[0] = low;
+      for (size_t k = 0; k < m; ++k) s[k + 1] = mu[order[k]];
+      s[m + 1] = high;
+      for (size_t k = 1; k <= m; ++k) {
+        sigma[order[k - 1]] = std::max(s[k] - s[k - 1], s[k + 1] - s[k]);
+      }
+      if (!options.consider_endpoints && m >= 2) {
+        sigma[order[0]] = s[2] - s[1];
+        sigma[order[m - 1]] = s[m] - s[m - 1];
+      }
+    }
+    const double max_sigma = high - low;
+    const double min_sigma =
+        options.consider_magic_clip ? (high - low) / std::min(100.0, 1.0 + double(m)) : 1e-12;
+    for (size_t i = 0; i < m; ++i) sigma[i] = std::clamp(sigma[i], min_sigma, max_sigma);
+    if (consider_prior) sigma[n] = priors[d].sigma;
+  }
+  out->Finalize(sorted_once && num_dims == 1 ? std::span<const uint32_t>(out->order_)
+                                             : std::span<const uint32_t>());
+}
+
+}  // namespace tunebus

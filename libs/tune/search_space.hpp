@@ -1,0 +1,89 @@
+// SearchSpace: a param space as the model-based searchers (TPE, BOHB) see it: one dimension
+// per sampling function, in param-space order (VariantGenerator's conventions), each with a
+// value domain and model coordinates for a ParzenEstimator.
+//
+// Model coordinates (Optuna 3.1.0's distributions, samplers/_tpe/parzen_estimator.py):
+// - uniform [low, high]: the value, bounds [low, high].
+// - quniform [low, high, q]: the value, stepped by q, bounds the multiples of q in the range
+//   widened by q/2 (Optuna's FloatDistribution with step); values are multiples of q.
+// - loguniform [low, high(, base)]: ln(value), bounds [ln low, ln high] (the base does not
+//   change the distribution).
+// - qloguniform [low, high, q(, base)]: ln(value), continuous, bounds ln of the multiples of q
+//   widened by q/2 (Optuna has no stepped log float; as its log int); values rounded to q.
+// - randn [mean, sd] / qrandn [mean, sd, q]: the value in the window mean ± 5 sd (a draw of
+//   the normal falls outside with probability 6e-7; observations outside are clamped into it),
+//   qrandn stepped by q over the multiples of q in the window. TPE's prior component is
+//   N(mean, sd) instead of Optuna's N(middle, width): a normal prior.
+// - randint [low, high): the value, stepped by 1, bounds [low - 0.5, high - 0.5] (Optuna's
+//   IntDistribution(low, high - 1)); qrandint [low, high, q]: stepped by q over the multiples
+//   of q in [low, high] (high inclusive, as Ray).
+// - lograndint [low, high(, base)): ln(value), bounds [ln(low - 0.5), ln(high - 0.5)], values
+//   rounded (Optuna's log IntDistribution); qlograndint likewise over the multiples of q.
+// - choice [values...]: the index of the choice (categorical).
+// Int dims give JSON integers (exact up to 2^53), float dims doubles, choices their literal.
+// Constants (anything that is not a sampler) pass through into every config.
+#pragma once
+
+#include <cstdint>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <vector>
+
+#include "libs/core/status.hpp"
+#include "libs/tune/parzen_estimator.hpp"
+
+namespace tunebus {
+
+/// One sampled parameter.
+struct SearchDim {
+  enum class Kind { kFloat, kInt, kCategorical };
+  std::vector<std::string> keys;  // its key path in the config
+  std::string name;               // the dotted path: "model.lr"
+  std::string sampler;            // "loguniform", "choice", ...
+  Kind kind = Kind::kFloat;
+  bool log = false;  // model coordinate is ln(value)
+  // The values it takes: [value_low, value_high], multiples of `quantum` when it is > 0
+  // (ints: quantum >= 1). Not used for choices.
+  double value_low = 0, value_high = 0, quantum = 0;
+  double low = 0, high = 0;  // the sampler's own low/high (quantised values are clamped to it)
+  nlohmann::json choices;    // kCategorical: the literals
+  ParzenDim parzen;          // model coordinates: bounds, step, n_choices
+  TpePrior prior;            // TPE's prior component (model coordinates)
+};
+
+class SearchSpace {
+ public:
+  /// The dims of a param space for searcher `searcher` ("tpe", "bohb": used in messages).
+  /// Errors: InvalidArgument "param_space.<path>: grid_search cannot be combined with search:
+  /// <searcher>; use search: random", or VariantGenerator::Validate's error prefixed with
+  /// "param_space.".
+  static Result<SearchSpace> Create(const nlohmann::json& param_space, const std::string& searcher);
+
+  const std::vector<SearchDim>& dims() const { return dims_; }
+  size_t size() const { return dims_.size(); }
+  const nlohmann::json& param_space() const { return param_space_; }
+
+  /// The model coordinate of every dim's value in `config` into out[0, size()): clamped into
+  /// the dim's bounds; NaN where the value is missing, not a number, not positive on a log
+  /// dim, or (categorical) equal to none of the choices.
+  void Encode(const nlohmann::json& config, double* out) const;
+  /// The value of dim d nearest model coordinate t: exp on log dims, rounded to the quantum,
+  /// clamped to the domain; a choice index for a categorical dim.
+  double ToValue(size_t d, double t) const;
+  /// The model coordinate of value v of dim d (ln on log dims, the index for choices).
+  double ToModel(size_t d, double v) const;
+  /// The config whose dim d has value values[d] (ToValue's units) and every constant of the
+  /// param space.
+  nlohmann::json Config(const double* values) const;
+  /// Variant.tag's form for `config`: "path=value" per dim joined by ",", doubles "{:.4g}",
+  /// strings raw with '/' replaced by '_', other JSON compact.
+  std::string Tag(const nlohmann::json& config) const;
+  /// A config drawn as the variant generator draws it (Ray Tune's sampling functions).
+  nlohmann::json RandomConfig(uint64_t seed) const;
+
+ private:
+  nlohmann::json param_space_;
+  std::vector<SearchDim> dims_;
+};
+
+}  // namespace tunebus

@@ -1,0 +1,362 @@
+#include "libs/tune/tpe_searcher.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <numeric>
+
+#include "libs/tune/searcher_params.hpp"
+
+namespace tunebus {
+
+using nlohmann::json;
+
+Result<TpeOptions> TpeOptions::Parse(const json& params) {
+  SearcherParams p(params, "tpe");
+  if (Status s = p.OnlyKnown({"n_startup_trials", "n_ei_candidates", "consider_prior",
+                              "prior_weight", "consider_magic_clip", "consider_endpoints",
+                              "multivariate", "group", "constant_liar"});
+      !s.ok()) {
+    return s;
+  }
+  TpeOptions o;
+  auto startup = p.Int("n_startup_trials", o.n_startup_trials, 0);
+  auto candidates = p.Int("n_ei_candidates", o.n_ei_candidates, 1);
+  auto consider_prior = p.Bool("consider_prior", o.consider_prior);
+  auto prior_weight = p.Number("prior_weight", o.prior_weight, 0, /*exclusive=*/true);
+  auto magic_clip = p.Bool("consider_magic_clip", o.consider_magic_clip);
+  auto endpoints = p.Bool("consider_endpoints", o.consider_endpoints);
+  auto multivariate = p.Bool("multivariate", o.multivariate);
+  auto group = p.Bool("group", o.group);
+  auto liar = p.Bool("constant_liar", o.constant_liar);
+  for (const Status& s : {startup.status(), candidates.status(), consider_prior.status(),
+                          prior_weight.status(), magic_clip.status(), endpoints.status(),
+                          multivariate.status(), group.status(), liar.status()}) {
+    if (!s.ok()) return s;
+  }
+  if (*group && !*multivariate) {
+    return SearcherParams::Error("group", "needs multivariate: true (as Optuna's TPESampler)");
+  }
+  o.n_startup_trials = *startup;
+  o.n_ei_candidates = *candidates;
+  o.consider_prior = *consider_prior;
+  o.prior_weight = *prior_weight;
+  o.consider_magic_clip = *magic_clip;
+  o.consider_endpoints = *endpoints;
+  o.multivariate = *multivariate;
+  o.group = *group;
+  o.constant_liar = *liar;
+  return o;
+}
+
+int64_t TpeDefaultGamma(int64_t n) {
+  return std::min(int64_t(std::ceil(0.1 * double(n))), int64_t{25});
+}
+
+TpeSearcher::TpeSearcher(TpeOptions options, int64_t num_samples, uint64_t seed)
+    : options_(options), num_samples_(num_samples), seed_(seed) {}
+
+Status TpeSearcher::SetSearchProperties(const std::string& metric, const std::string& mode,
+                                        const json& param_space) {
+  if (metric.empty()) {
+    return Status::InvalidArgument(
+        "metric: search: tpe needs a metric to model: set `metric` and `mode` in the experiment");
+  }
+  if (mode != "max" && mode != "min") {
+    return Status::InvalidArgument(
+        fmt::format("mode: search: tpe needs a mode, max or min, got '{}'", mode));
+  }
+  auto space = SearchSpace::Create(param_space, "tpe");
+  if (!space.ok()) return space.status();
+  metric_ = metric;
+  sign_ = mode == "max" ? -1 : 1;
+  space_ = std::move(*space);
+  parzen_dims_.clear();
+  priors_.clear();
+  for (const SearchDim& dim : space_->dims()) {
+    parzen_dims_.push_back(dim.parzen);
+    priors_.push_back(dim.prior);
+  }
+  encoded_rows_ = 0;
+  return Status::Ok();
+}
+
+Suggestion TpeSearcher::Suggest(const std::string& trial_id) {
+  if (!space_) return Suggestion::Finished();
+  if (trial_id.empty()) return Suggestion::NotNow();  // "" marks evaluated points
+  if (auto it = index_.find(trial_id); it != index_.end()) {
+    const json& config = trials_[it->second].config;
+    return Suggestion::Config(config, space_->Tag(config));
+  }
+  const int64_t k = suggested_;
+  if (num_samples_ >= 0 && k >= num_samples_) return Suggestion::Finished();
+  SearchRng rng(seed_, uint64_t(k));
+  json config =
+      complete_ < options_.n_startup_trials ? space_->RandomConfig(rng.Next()) : ModelConfig(rng);
+  std::string tag = space_->Tag(config);
+  Record({{"suggest", trial_id}, {"config", config}});
+  return Suggestion::Config(std::move(config), std::move(tag));
+}
+
+void TpeSearcher::OnTrialComplete(const std::string& trial_id, const TrainingResult* last_result,
+                                  bool error) {
+  auto it = index_.find(trial_id);
+  if (it == index_.end() || states_[it->second] != TrialState::kRunning) return;
+  json value = nullptr;
+  if (!error && last_result != nullptr) {
+    std::optional<double> v = last_result->Number(metric_);
+    if (v && std::isfinite(*v)) value = *v;
+  }
+  Record({{"complete", trial_id}, {"value", value}});
+}
+
+Status TpeSearcher::AddEvaluatedPoint(const json& config, double value) {
+  if (!space_)
+    return Status::FailedPrecondition("tpe: AddEvaluatedPoint before SetSearchProperties");
+  if (!std::isfinite(value)) return Status::Ok();
+  std::vector<double> row(space_->size());
+  if (config.is_object()) space_->Encode(config, row.data());
+  for (size_t d = 0; d < row.size(); ++d) {
+    if (!config.is_object() || std::isnan(row[d])) {
+      return Status::InvalidArgument(
+          fmt::format("{}: the evaluated point has no value of this param in its domain: {}",
+                      space_->dims()[d].name, config.dump()));
+    }
+  }
+  Record({{"evaluated", config}, {"value", value}});
+  return Status::Ok();
+}
+
+void TpeSearcher::EncodeNewTrials() {
+  const size_t num_dims = space_->size();
+  if (encoded_rows_ == 0) sorted_.assign(options_.multivariate ? 0 : num_dims, {});
+  encoded_.resize(trials_.size() * num_dims);
+  for (; encoded_rows_ < trials_.size(); ++encoded_rows_) {
+    double* row = encoded_.data() + encoded_rows_ * num_dims;
+    space_->Encode(trials_[encoded_rows_].config, row);
+    for (size_t d = 0; d < sorted_.size(); ++d) {
+      if (std::isnan(row[d]) || space_->dims()[d].parzen.categorical()) continue;
+      // The newest trial goes after the equal values: ties stay in age order.
+      const std::pair<double, uint32_t> entry(row[d], uint32_t(encoded_rows_));
+      sorted_[d].insert(std::upper_bound(sorted_[d].begin(), sorted_[d].end(), entry), entry);
+    }
+  }
+}
+
+json TpeSearcher::ModelConfig(SearchRng& rng) {
+  EncodeNewTrials();
+  // Split the completed observations: the best gamma(n) by loss are below (Optuna's
+  // _split_observation_pairs, a stable sort); the rest and, with the constant liar, the
+  // running trials are above. Both keep chronological order.
+  // (loss, index) pairs order equal losses by age, as the stable sort; only the best gamma(n)
+  // need to be found.
+  ranked_.clear();
+  for (size_t i = 0; i < trials_.size(); ++i) {
+    if (states_[i] == TrialState::kComplete) ranked_.emplace_back(sign_ * values_[i], uint32_t(i));
+  }
+  const size_t n_below =
+      size_t(std::min(TpeDefaultGamma(int64_t(ranked_.size())), int64_t(ranked_.size())));
+  std::nth_element(ranked_.begin(), ranked_.begin() + ptrdiff_t(n_below), ranked_.end());
+  is_below_.assign(trials_.size(), 0);
+  for (size_t r = 0; r < n_below; ++r) is_below_[ranked_[r].second] = 1;
+  below_rows_.clear();
+  above_rows_.clear();
+  for (size_t i = 0; i < trials_.size(); ++i) {
+    const TrialState state = states_[i];
+    if (is_below_[i]) {
+      below_rows_.push_back(uint32_t(i));
+    } else if (state == TrialState::kComplete ||
+               (state == TrialState::kRunning && options_.constant_liar)) {
+      above_rows_.push_back(uint32_t(i));
+    }
+  }
+  chosen_.assign(space_->size(), 0.0);
+  if (options_.multivariate) {
+    if (space_->size() > 0) ChooseDims(rng, 0, space_->size());
+  } else {
+    for (size_t d = 0; d < space_->size(); ++d) ChooseDims(rng, d, 1);
+  }
+  return space_->Config(chosen_.data());
+}
+
+void TpeSearcher::ChooseDims(SearchRng& rng, size_t d, size_t count) {
+  const size_t num_dims = space_->size();
+  const TpeEstimatorOptions estimator_options{options_.consider_prior, options_.prior_weight,
+                                              options_.consider_magic_clip,
+                                              options_.consider_endpoints, options_.multivariate};
+  const std::span<const ParzenDim> dims(parzen_dims_.data() + d, count);
+  const std::span<const TpePrior> priors(priors_.data() + d, count);
+  // The observations of dims [d, d + count), leaving out rows where one is missing (Optuna's
+  // param mask).
+  const bool presorted = count == 1 && d < sorted_.size() && !parzen_dims_[d].categorical();
+  auto fit = [&](const std::vector<uint32_t>& rows, ParzenEstimator* estimator) {
+    obs_.clear();
+    if (presorted) slot_.assign(trials_.size(), -1);
+    size_t n = 0;
+    for (uint32_t row : rows) {
+      const double* x = encoded_.data() + size_t(row) * num_dims + d;
+      if (std::any_of(x, x + count, [](double v) { return std::isnan(v); })) continue;
+      obs_.insert(obs_.end(), x, x + count);
+      if (presorted) slot_[row] = int32_t(n);
+      ++n;
+    }
+    sorted_obs_.clear();
+    if (presorted) {
+      for (const auto& [value, row] : sorted_[d]) {
+        if (slot_[row] >= 0) sorted_obs_.push_back(uint32_t(slot_[row]));
+      }
+    }
+    FitTpeEstimator(dims, priors, obs_.data(), n, estimator_options, estimator, sorted_obs_);
+  };
+  fit(below_rows_, &below_);
+  fit(above_rows_, &above_);
+
+  // Candidates from l(x), snapped to values the params take (Optuna samples, rounds, then
+  // evaluates both densities at the rounded point); the best log l - log g wins (first of
+  // equals, as numpy.argmax).
+  const size_t n_candidates = size_t(options_.n_ei_candidates);
+  candidates_.resize(n_candidates * count);
+  below_.Sample(rng, n_candidates, candidates_.data());
+  obs_.resize(n_candidates * count);  // the candidates' values
+  for (size_t j = 0; j < n_candidates; ++j) {
+    for (size_t k = 0; k < count; ++k) {
+      const double value = space_->ToValue(d + k, candidates_[j * count + k]);
+      obs_[j * count + k] = value;
+      candidates_[j * count + k] = space_->ToModel(d + k, value);
+    }
+  }
+  log_l_.resize(n_candidates);
+  log_g_.resize(n_candidates);
+  below_.LogPdf(candidates_.data(), n_candidates, log_l_.data());
+  above_.LogPdf(candidates_.data(), n_candidates, log_g_.data());
+  size_t best = 0;
+  double best_score = -std::numeric_limits<double>::infinity();
+  for (size_t j = 0; j < n_candidates; ++j) {
+    const double score = log_l_[j] - log_g_[j];
+    if (score > best_score) best_score = score, best = j;
+  }
+  std::copy_n(obs_.data() + best * count, count, chosen_.data() + d);
+}
+
+json TpeSearcher::Describe() const {
+  return {{"searcher", name()},
+          {"phase", complete_ < options_.n_startup_trials ? "startup" : "model"},
+          {"observations", complete_},
+          {"running", running_}};
+}
+
+Status TpeSearcher::Apply(const json& event) {
+  if (!event.is_object())
+    return Status::Corruption("tpe: an event is an object, got " + event.dump());
+  if (auto it = event.find("suggest"); it != event.end()) {
+    auto config = event.find("config");
+    if (!it->is_string() || config == event.end() || !config->is_object()) {
+      return Status::Corruption("tpe: bad suggest event " + event.dump());
+    }
+    const std::string& id = it->get_ref<const std::string&>();
+    if (id.empty() || index_.count(id) != 0) {
+      return Status::Corruption(fmt::format("tpe: trial '{}' suggested twice or unnamed", id));
+    }
+    index_.emplace(id, trials_.size());
+    trials_.push_back({id, *config});
+    states_.push_back(TrialState::kRunning);
+    values_.push_back(0);
+    ++running_;
+    ++suggested_;
+    return Status::Ok();
+  }
+  if (auto it = event.find("evaluated"); it != event.end()) {
+    auto value = event.find("value");
+    if (!it->is_object() || value == event.end() || !value->is_number()) {
+      return Status::Corruption("tpe: bad evaluated event " + event.dump());
+    }
+    trials_.push_back({"", *it});  // no trial id: never suggested, never completed again
+    states_.push_back(TrialState::kComplete);
+    values_.push_back(value->get<double>());
+    ++complete_;
+    return Status::Ok();
+  }
+  if (auto it = event.find("complete"); it != event.end()) {
+    auto value = event.find("value");
+    if (!it->is_string() || value == event.end() || !(value->is_null() || value->is_number())) {
+      return Status::Corruption("tpe: bad complete event " + event.dump());
+    }
+    auto trial = index_.find(it->get<std::string>());
+    if (trial == index_.end()) {
+      return Status::Corruption("tpe: complete event for a trial never suggested: " + event.dump());
+    }
+    TrialState& state = states_[trial->second];
+    if (state == TrialState::kRunning) --running_;
+    if (state == TrialState::kComplete) --complete_;
+    if (value->is_number()) {
+      state = TrialState::kComplete;
+      values_[trial->second] = value->get<double>();
+      ++complete_;
+    } else {
+      state = TrialState::kDropped;
+    }
+    return Status::Ok();
+  }
+  return Status::Corruption("tpe: unknown event " + event.dump());
+}
+
+json TpeSearcher::SaveState() const {
+  json trials = json::array();
+  for (size_t i = 0; i < trials_.size(); ++i) {
+    const TrialState st = states_[i];
+    const char* state = st == TrialState::kRunning    ? "running"
+                        : st == TrialState::kComplete ? "complete"
+                                                      : "dropped";
+    trials.push_back({{"id", trials_[i].id},
+                      {"config", trials_[i].config},
+                      {"state", state},
+                      {"value", st == TrialState::kComplete ? json(values_[i]) : json()}});
+  }
+  return {{"trials", std::move(trials)}};
+}
+
+void TpeSearcher::Reset() {
+  trials_.clear();
+  states_.clear();
+  values_.clear();
+  index_.clear();
+  suggested_ = complete_ = running_ = 0;
+  encoded_rows_ = 0;
+}
+
+Status TpeSearcher::RestoreState(const json& state) {
+  ClearDelta();
+  Reset();
+  if (state.is_null()) return Status::Ok();
+  auto invalid = [&](const std::string& why) {
+    Reset();
+    return Status::InvalidArgument("tpe state: " + why);
+  };
+  if (!state.is_object() || !state.contains("trials") || !state["trials"].is_array()) {
+    return invalid("expected {\"trials\": [...]}");
+  }
+  for (const json& t : state["trials"]) {
+    if (!t.is_object() || !t.contains("id") || !t.contains("config") || !t.contains("state")) {
+      return invalid("a trial needs id, config and state, got " + t.dump());
+    }
+    const json& st = t["state"];
+    // Replayed as the events that made it, so the checks are Apply's.
+    if (t["id"] == "") {  // an evaluated point
+      Status s = Apply({{"evaluated", t["config"]}, {"value", t.value("value", json())}});
+      if (!s.ok()) return invalid(s.message());
+      continue;
+    }
+    Status s = Apply({{"suggest", t["id"]}, {"config", t["config"]}});
+    if (s.ok() && st != "running") {
+      if (st != "complete" && st != "dropped") return invalid("unknown state " + st.dump());
+      s = Apply(
+          {{"complete", t["id"]}, {"value", st == "complete" ? t.value("value", json()) : json()}});
+    }
+    if (!s.ok()) return invalid(s.message());
+  }
+  return Status::Ok();
+}
+
+}  // namespace tunebus
