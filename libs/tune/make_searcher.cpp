@@ -7,8 +7,10 @@
 #include <cmath>
 
 #include "libs/core/near_miss.hpp"
+#include "libs/tune/bohb_searcher.hpp"
 #include "libs/tune/concurrency_limiter.hpp"
 #include "libs/tune/points_to_evaluate.hpp"
+#include "libs/tune/tpe_searcher.hpp"
 #include "libs/tune/variant_generator.hpp"
 
 namespace tunebus {
@@ -25,26 +27,18 @@ bool IsGeneric(const std::string& key) {
                      [&](const char* k) { return key == k; });
 }
 
-// The searcher of a model-based type, from its own parameters. This is the seam the tpe and
-// bohb searchers (branch `tpe`) plug into; until they are merged these types are refused here.
+// The searcher of a model-based type, from its own parameters.
 Result<std::unique_ptr<Searcher>> MakeModelSearcher(const std::string& type, const json& params,
                                                     int64_t num_samples, uint64_t seed) {
-  (void)params;
-  (void)num_samples;
-  (void)seed;
   if (type == "tpe") {
-    // TODO(merge tpe): #include "libs/tune/tpe_searcher.hpp", then
-    //   auto options = TpeOptions::Parse(params);
-    //   if (!options.ok()) return options.status();
-    //   return std::unique_ptr<Searcher>(new TpeSearcher(*options, num_samples, seed));
-    return Status::InvalidArgument("type: search type 'tpe' is not built into this tunebus");
+    auto options = TpeOptions::Parse(params);
+    if (!options.ok()) return options.status();
+    return std::unique_ptr<Searcher>(new TpeSearcher(*options, num_samples, seed));
   }
   if (type == "bohb") {
-    // TODO(merge tpe): #include "libs/tune/bohb_searcher.hpp", then
-    //   auto options = BohbOptions::Parse(params);
-    //   if (!options.ok()) return options.status();
-    //   return std::unique_ptr<Searcher>(new BohbSearcher(*options, num_samples, seed));
-    return Status::InvalidArgument("type: search type 'bohb' is not built into this tunebus");
+    auto options = BohbOptions::Parse(params);
+    if (!options.ok()) return options.status();
+    return std::unique_ptr<Searcher>(new BohbSearcher(*options, num_samples, seed));
   }
   return Status::InvalidArgument(fmt::format("type: unknown search type '{}'", type));
 }

@@ -9,13 +9,6 @@
 namespace tunebus {
 namespace {
 
-// SchedulerParams' "<key>: ..." becomes "search.<key>: ...".
-template <typename T>
-Result<T> Prefixed(Result<T> r) {
-  if (r.ok()) return r;
-  return Status::InvalidArgument("search." + r.status().message());
-}
-
 constexpr std::array<std::string_view, 6> kRunnerKeys = {
     "type", "metric", "mode", "max_concurrent", "points_to_evaluate", "evaluated_rewards"};
 
@@ -26,24 +19,24 @@ SearcherParams::SearcherParams(const nlohmann::json& config, std::string searche
 
 Result<double> SearcherParams::Number(const char* key, double def, double min,
                                       bool exclusive) const {
-  return Prefixed(params_.Number(key, def, min, exclusive));
+  return params_.Number(key, def, min, exclusive);
 }
 
 Result<int64_t> SearcherParams::Int(const char* key, int64_t def, int64_t min) const {
-  return Prefixed(params_.Int(key, def, min));
+  return params_.Int(key, def, min);
 }
 
 Result<bool> SearcherParams::Bool(const char* key, bool def) const {
-  return Prefixed(params_.Bool(key, def));
+  return params_.Bool(key, def);
 }
 
 Result<std::string> SearcherParams::String(const char* key, const std::string& def,
                                            std::initializer_list<const char*> allowed) const {
-  return Prefixed(params_.String(key, def, allowed));
+  return params_.String(key, def, allowed);
 }
 
 Status SearcherParams::Error(const char* key, const std::string& message) {
-  return Status::InvalidArgument(fmt::format("search.{}: {}", key, message));
+  return Status::InvalidArgument(fmt::format("{}: {}", key, message));
 }
 
 Status SearcherParams::OnlyKnown(std::initializer_list<const char*> known) const {
@@ -51,8 +44,8 @@ Status SearcherParams::OnlyKnown(std::initializer_list<const char*> known) const
     (void)value;
     if (std::find(kRunnerKeys.begin(), kRunnerKeys.end(), key) != kRunnerKeys.end()) continue;
     if (std::none_of(known.begin(), known.end(), [&](const char* k) { return key == k; })) {
-      return Status::InvalidArgument(fmt::format("search.{}: unknown parameter of {} (known: {})",
-                                                 key, searcher_, fmt::join(known, ", ")));
+      return Status::InvalidArgument(fmt::format("{}: unknown parameter of {} (known: {})", key,
+                                                 searcher_, fmt::join(known, ", ")));
     }
   }
   return Status::Ok();

@@ -1,6 +1,6 @@
 // Reading a searcher's options (the experiment file's `search:` map, as JSON) with errors that
-// name the field: every Status from here reads "search.<key>: <what is wrong>". The typed
-// readers are SchedulerParams' (scheduler_params.hpp).
+// name the field: every Status from here reads "<key>: <what is wrong>" (the spec parser adds
+// "search." and the key's line). The typed readers are SchedulerParams' (scheduler_params.hpp).
 #pragma once
 
 #include <initializer_list>
@@ -17,15 +17,15 @@ class SearcherParams {
   /// `config`: the `search:` map (an object); `searcher`: its type ("tpe"), for messages.
   SearcherParams(const nlohmann::json& config, std::string searcher);
 
-  /// As SchedulerParams::Number / Int / Bool, with "search." before the key in errors.
+  /// As SchedulerParams::Number / Int / Bool / String.
   Result<double> Number(const char* key, double def, double min, bool exclusive = false) const;
   Result<int64_t> Int(const char* key, int64_t def, int64_t min) const;
   Result<bool> Bool(const char* key, bool def) const;
   Result<std::string> String(const char* key, const std::string& def,
                              std::initializer_list<const char*> allowed = {}) const;
-  /// InvalidArgument "search.<key>: <message>".
+  /// InvalidArgument "<key>: <message>".
   static Status Error(const char* key, const std::string& message);
-  /// InvalidArgument "search.<key>: unknown parameter of <searcher> (known: ...)" for the first
+  /// InvalidArgument "<key>: unknown parameter of <searcher> (known: ...)" for the first
   /// key neither in `known` nor one the runner reads ("type", "metric", "mode",
   /// "max_concurrent", "points_to_evaluate", "evaluated_rewards").
   Status OnlyKnown(std::initializer_list<const char*> known) const;

@@ -97,9 +97,8 @@ class TpeSearcher final : public JournaledSearcher {
   /// elsewhere (evaluated_rewards); it becomes a completed observation, in order with the
   /// trials (event {"evaluated": config, "value": x}). A non-finite value is ignored.
   /// Errors: FailedPrecondition before SetSearchProperties; InvalidArgument "<param>: ..." when
-  /// `config` lacks a value of the space or has one outside it. (Searcher::AddEvaluatedPoint on
-  /// branch `search`: add `override` when both meet.)
-  Status AddEvaluatedPoint(const nlohmann::json& config, double value);
+  /// `config` lacks a value of the space or has one outside it.
+  Status AddEvaluatedPoint(const nlohmann::json& config, double value) override;
 
   int64_t Total() const override { return num_samples_; }
   int64_t suggested() const override { return suggested_; }

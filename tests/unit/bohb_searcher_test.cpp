@@ -62,17 +62,17 @@ TEST(BohbSearcherTest, OptionsParseDefaultsAndNameTheBadField) {
 
   auto top = BohbOptions::Parse({{"top_n_percent", 150}});
   ASSERT_FALSE(top.ok());
-  EXPECT_EQ(top.status().message(), "search.top_n_percent: must be < 100, got 150");
+  EXPECT_EQ(top.status().message(), "top_n_percent: must be < 100, got 150");
   auto fraction = BohbOptions::Parse({{"random_fraction", 1.5}});
   ASSERT_FALSE(fraction.ok());
-  EXPECT_EQ(fraction.status().message(), "search.random_fraction: must be <= 1, got 1.5");
+  EXPECT_EQ(fraction.status().message(), "random_fraction: must be <= 1, got 1.5");
   auto bandwidth = BohbOptions::Parse({{"min_bandwidth", 0}});
   ASSERT_FALSE(bandwidth.ok());
-  EXPECT_EQ(bandwidth.status().message().rfind("search.min_bandwidth: must be > 0", 0), 0u);
+  EXPECT_EQ(bandwidth.status().message().rfind("min_bandwidth: must be > 0", 0), 0u);
   auto unknown = BohbOptions::Parse({{"eta", 3}});
   ASSERT_FALSE(unknown.ok());
   EXPECT_EQ(unknown.status().message().rfind(
-                "search.eta: unknown parameter of bohb (known: min_points_in_model, ", 0),
+                "eta: unknown parameter of bohb (known: min_points_in_model, ", 0),
             0u);
 }
 

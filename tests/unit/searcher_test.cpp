@@ -211,8 +211,8 @@ TEST(SearcherTest, MakeSearcherNamesTheParameterThatIsWrong) {
   EXPECT_EQ(MakeError("randon", {}, s),
             "type: unknown search type 'randon'; did you mean random?; expected one of random, "
             "tpe, bohb");
-  EXPECT_EQ(MakeError("tpe", {}, s), "type: search type 'tpe' is not built into this tunebus");
-  EXPECT_EQ(MakeError("bohb", {}, s), "type: search type 'bohb' is not built into this tunebus");
+  EXPECT_EQ(MakeError("tpe", {{"n_ei_candidates", 0}}, s), "n_ei_candidates: must be >= 1, got 0");
+  EXPECT_EQ(MakeError("bohb", {{"random_fraction", 2}}, s).rfind("random_fraction: ", 0), 0u);
   EXPECT_EQ(MakeError("random", {{"max_concurrent", 0}}, s),
             "max_concurrent: must be an integer >= 1, got 0");
   EXPECT_EQ(MakeError("random", {{"n_startup_trials", 5}}, s),

@@ -540,8 +540,11 @@ TEST(ExperimentSpecTest, SearchErrorsNameTheFieldAndItsLine) {
                     "  evaluated_rewards: [0.9]\n",
                 "exp.yaml:9: search.points_to_evaluate[0]: a point with a reward "
                 "(evaluated_rewards) gives every sampled key; it lacks opt");
-  ExpectInvalid(base + "search: {type: tpe}\n",
-                "exp.yaml:8: search.type: search type 'tpe' is not built into this tunebus");
+  ExpectInvalid(base +
+                    "search:\n"
+                    "  type: tpe\n"
+                    "  n_startup_trials: -1\n",
+                "exp.yaml:10: search.n_startup_trials: must be >= 0, got -1");
 }
 
 TEST(ExperimentSpecTest, UnknownSchedulerIsRejected) {

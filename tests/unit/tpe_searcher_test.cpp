@@ -60,7 +60,7 @@ TEST(TpeSearcherTest, GammaIsOptunasDefaultGamma) {
 
 TEST(TpeSearcherTest, OptionsParseDefaultsAndNameTheBadField) {
   // Defaults are Optuna 3.1.0's (constant_liar aside); the runner's keys pass; a bad value or an
-  // unknown key is an error naming search.<key>.
+  // unknown key is an error naming the key.
   auto o = TpeOptions::Parse(json::object());
   ASSERT_TRUE(o.ok());
   EXPECT_EQ(o->n_startup_trials, 10);
@@ -88,22 +88,22 @@ TEST(TpeSearcherTest, OptionsParseDefaultsAndNameTheBadField) {
   ASSERT_FALSE(unknown.ok());
   EXPECT_EQ(unknown.status().code(), StatusCode::kInvalidArgument);
   EXPECT_EQ(unknown.status().message().rfind(
-                "search.n_startup: unknown parameter of tpe (known: n_startup_trials, ", 0),
+                "n_startup: unknown parameter of tpe (known: n_startup_trials, ", 0),
             0u)
       << unknown.status().message();
 
   auto zero = TpeOptions::Parse({{"n_ei_candidates", 0}});
   ASSERT_FALSE(zero.ok());
-  EXPECT_EQ(zero.status().message(), "search.n_ei_candidates: must be >= 1, got 0");
+  EXPECT_EQ(zero.status().message(), "n_ei_candidates: must be >= 1, got 0");
   auto weight = TpeOptions::Parse({{"prior_weight", "heavy"}});
   ASSERT_FALSE(weight.ok());
-  EXPECT_EQ(weight.status().message().rfind("search.prior_weight: must be a number", 0), 0u);
+  EXPECT_EQ(weight.status().message().rfind("prior_weight: must be a number", 0), 0u);
   auto liar = TpeOptions::Parse({{"constant_liar", 1}});
   ASSERT_FALSE(liar.ok());
-  EXPECT_EQ(liar.status().message().rfind("search.constant_liar: ", 0), 0u);
+  EXPECT_EQ(liar.status().message().rfind("constant_liar: ", 0), 0u);
   auto group = TpeOptions::Parse({{"group", true}});
   ASSERT_FALSE(group.ok());
-  EXPECT_EQ(group.status().message().rfind("search.group: needs multivariate", 0), 0u);
+  EXPECT_EQ(group.status().message().rfind("group: needs multivariate", 0), 0u);
 }
 
 TEST(TpeSearcherTest, GridSearchIsRejectedNamingTheKey) {
