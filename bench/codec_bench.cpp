@@ -126,7 +126,7 @@ void BM_JournalResultRecordEncode(benchmark::State& state) {
   t.SetLastResult(SampleResult());
   for (auto _ : state)
     benchmark::DoNotOptimize(
-        tunebus::journal::EncodeResultRecord(t, t.last_result_msgpack, "continue"));
+        tunebus::journal::EncodeResultRecord(t, t.last_result_msgpack, tunebus::Action::kContinue));
 }
 BENCHMARK(BM_JournalResultRecordEncode);
 

@@ -61,7 +61,7 @@ std::vector<std::string> MakeJournal(int trials, int results_per_trial) {
                      {"iterations_since_restore", k},
                      {"time_since_restore", 0.1 * k}};
       t.last_seq = k;
-      store(journal::ResultRecord(t, result, "continue"));
+      store(journal::ResultRecord(t, result, Action::kContinue));
     }
     t.status = TrialStatus::kTerminated;
     store(journal::TrialStatusRecord(t));

@@ -113,8 +113,8 @@ TEST(TornJournalTest, ARecordWithAFlippedByteIsCaughtByItsCrcAndCut) {
   const std::string journal = SubmitAndKillTheScheduler(cluster, "flipped");
   ASSERT_FALSE(journal.empty());
   const size_t good = ReadJournal(cluster.store(), journal).size();
-  std::string record = journal::FrameRecord(
-      journal::EncodeRecord(journal::ExperimentEnded("STOPPED", "a reason to flip")));
+  std::string record = journal::FrameRecord(journal::EncodeRecord(
+      journal::ExperimentEnded(ExperimentStatus::kStopped, "a reason to flip")));
   const size_t at = record.find("flip");
   ASSERT_NE(at, std::string::npos);
   record[at] = 'F';
