@@ -144,6 +144,8 @@ int64_t PointsToEvaluate::Total() const {
 
 json PointsToEvaluate::Describe() const {
   json d = inner_->Describe();
+  if (d.contains("suggested")) d["suggested"] = suggested();  // the points' trials count too
+  if (d.contains("total")) d["total"] = Total();
   if (RunsPoints()) {
     d["points_to_evaluate"] = points_.size();
     d["points_served"] = served_;

@@ -53,8 +53,8 @@ class PointsToEvaluate final : public SearcherWrapper {
   /// The points' trials (their grid expansions) plus the inner searcher's total; -1 if that is.
   int64_t Total() const override;
   int64_t suggested() const override { return served_ + inner_->suggested(); }
-  /// The inner searcher's, plus {"points_to_evaluate": P, "points_served": n} or
-  /// {"evaluated_rewards": P}.
+  /// The inner searcher's (its `suggested` and `total`, when it has them, counting the points'
+  /// trials), plus {"points_to_evaluate": P, "points_served": n} or {"evaluated_rewards": P}.
   nlohmann::json Describe() const override;
 
  protected:

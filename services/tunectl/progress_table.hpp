@@ -35,7 +35,7 @@ std::vector<std::string> RenderProgressTable(const nlohmann::json& experiment,
 /// val_accuracy=0.95 | 12.3 s".
 std::string RenderSummaryLine(const nlohmann::json& experiment);
 /// "searcher: random (suggested 12, total 20, max_concurrent 4, live_trials 4)": the experiment's
-/// `searcher` (Searcher::Describe()), its fields after the name in the order given; "" without one.
+/// `searcher` (Searcher::Describe()), its other fields in key order; "" without one.
 std::string RenderSearcherLine(const nlohmann::json& experiment);
 
 /// Flattens a config to "a.b=1,c=x" with numbers in short form.

@@ -29,8 +29,8 @@ TEST(SearcherResumeFaultTest, KilledSchedulerResumesTheSearcherWhereItWas) {
             "trainable: {builtin: mock}\n"
             "param_space:\n"
             "  lr: {uniform: [0.01, 0.1]}\n"
-            "  mock_iterations: 10\n"
-            "  sleep_s: 0.02\n"
+            "  mock_iterations: 20\n"
+            "  sleep_s: 0.05\n"
             "num_samples: 12\n"
             "seed: 7\n"
             "metric: mean_accuracy\n"
@@ -44,7 +44,7 @@ TEST(SearcherResumeFaultTest, KilledSchedulerResumesTheSearcherWhereItWas) {
   ASSERT_EQ(submit.exit_code, 0) << submit.Describe();
   const std::string journal = "search-" + submit.Json().value("experiment_id", "");
   for (int kill = 0; kill < 3; ++kill) {
-    std::this_thread::sleep_for(250ms);
+    std::this_thread::sleep_for(400ms);
     auto status = cluster.Ctl({"-o", "json", "status"}, 10s);
     if (status.exit_code == 0 && status.Json().value("finished", false)) break;
     ASSERT_TRUE(cluster.Restart("scheduler"));  // SIGKILL, then the same binary and flags
@@ -72,7 +72,7 @@ TEST(SearcherResumeFaultTest, KilledSchedulerResumesTheSearcherWhereItWas) {
   // The same searcher, never interrupted.
   SearchSetup setup;
   setup.param_space = {
-      {"lr", {{"uniform", {0.01, 0.1}}}}, {"mock_iterations", 10}, {"sleep_s", 0.02}};
+      {"lr", {{"uniform", {0.01, 0.1}}}}, {"mock_iterations", 20}, {"sleep_s", 0.05}};
   setup.num_samples = 12;
   setup.metric = "mean_accuracy";
   setup.mode = "max";
@@ -89,13 +89,15 @@ TEST(SearcherResumeFaultTest, KilledSchedulerResumesTheSearcherWhereItWas) {
     (*searcher)->OnTrialComplete("t" + std::to_string(i), nullptr, false);
   }
   std::vector<json> configs;
-  int searcher_records = 0;
+  int searcher_records = 0, resumed = 0;
   for (const json& r : ReadJournal(cluster.store(), journal)) {
+    if (r.value("kind", "") == "experiment_resumed") ++resumed;
     if (r.value("kind", "") == "trial_added") configs.push_back(r["config"]);
     if (r.value("kind", "") == "searcher") ++searcher_records;
   }
   EXPECT_EQ(configs, expected);
   EXPECT_GT(searcher_records, 0);
+  EXPECT_GT(resumed, 0) << "the scheduler was never killed while the experiment ran";
 }
 
 }  // namespace
