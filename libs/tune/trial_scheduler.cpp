@@ -30,23 +30,4 @@ Status TrialScheduler::RequireNumbers(
   return Status::Ok();
 }
 
-nlohmann::json JournaledTrialScheduler::TakeStateDelta() {
-  if (delta_.empty()) return nullptr;
-  return std::exchange(delta_, nlohmann::json::array());
-}
-
-Status JournaledTrialScheduler::ApplyStateDelta(const nlohmann::json& delta) {
-  if (!delta.is_array())
-    return Status::Corruption(std::string(name()) + ": a state delta is an array of events");
-  for (const nlohmann::json& e : delta) {
-    if (Status s = Apply(e); !s.ok()) return s;
-  }
-  return Status::Ok();
-}
-
-void JournaledTrialScheduler::Record(nlohmann::json event) {
-  (void)Apply(event);
-  delta_.push_back(std::move(event));
-}
-
 }  // namespace tunebus

@@ -13,6 +13,7 @@
 
 #include "libs/core/status.hpp"
 #include "libs/core/trial.hpp"
+#include "libs/tune/journaled.hpp"
 #include "libs/tune/training_result.hpp"
 
 namespace tunebus {
@@ -129,28 +130,8 @@ class TrialScheduler {
   TrialSchedulerContext* context_ = nullptr;
 };
 
-/// A trial scheduler whose state changes only through events (small JSON values of its own
-/// shape) applied by Apply, both live and when a resume replays the journal: Record applies an
-/// event and keeps it for the next TakeStateDelta, so what is journaled is exactly what changed.
-class JournaledTrialScheduler : public TrialScheduler {
- public:
-  /// The events recorded since the last call (a JSON array), or null if none.
-  nlohmann::json TakeStateDelta() final;
-  /// Applies each event of a delta in order. Errors: Corruption from Apply, or a delta that is
-  /// not an array.
-  Status ApplyStateDelta(const nlohmann::json& delta) final;
-
- protected:
-  /// The one place the state changes. Errors: Corruption for an event it does not know.
-  virtual Status Apply(const nlohmann::json& event) = 0;
-  /// Applies `event` and keeps it for the next delta.
-  void Record(nlohmann::json event);
-  /// Forgets recorded events (RestoreState replaces the whole state).
-  void ClearDelta() { delta_ = nlohmann::json::array(); }
-
- private:
-  nlohmann::json delta_ = nlohmann::json::array();
-};
+/// A trial scheduler journaled as events (journaled.hpp).
+using JournaledTrialScheduler = Journaled<TrialScheduler>;
 
 /// FIFO (Ray Tune's FIFOScheduler): trials run in creation order, every result CONTINUEs.
 class FifoScheduler final : public TrialScheduler {
