@@ -9,6 +9,7 @@
 #include <string_view>
 
 #include "libs/tune/variant_generator.hpp"
+#include "libs/tune/variant_tag.hpp"
 
 namespace tunebus {
 namespace {
@@ -125,16 +126,6 @@ json Fill(const json& node, bool top, size_t& next, Value& value) {
   json out = json::object();
   for (const auto& [key, child] : node.items()) out[key] = Fill(child, false, next, value);
   return out;
-}
-
-std::string TagValue(const json& v) {
-  if (v.is_number_float()) return fmt::format("{:.4g}", v.get<double>());
-  if (v.is_string()) {
-    std::string s = v.get<std::string>();
-    std::replace(s.begin(), s.end(), '/', '_');
-    return s;
-  }
-  return v.dump();
 }
 
 const json* Find(const json& config, const std::vector<std::string>& keys) {

@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "libs/core/near_miss.hpp"
+#include "libs/tune/variant_tag.hpp"
 
 namespace tunebus {
 namespace {
@@ -305,16 +306,6 @@ json Draw(const SamplerInfo& s, const json& args, std::mt19937_64& rng) {
   return int64_t(k) * n.iq;
 }
 
-std::string TagValue(const json& v) {
-  if (v.is_number_float()) return fmt::format("{:.4g}", v.get<double>());
-  if (v.is_string()) {
-    std::string s = v.get<std::string>();
-    std::replace(s.begin(), s.end(), '/', '_');
-    return s;
-  }
-  return v.dump();
-}
-
 std::string Dotted(const std::vector<std::string>& keys) {
   std::string out;
   for (const std::string& key : keys) out = Join(out, key);
@@ -526,6 +517,16 @@ Status VariantGenerator::ValidatePoint(const nlohmann::json& param_space,
                                    point.dump());
   }
   return ValidatePointNode(param_space, point, "");
+}
+
+std::string TagValue(const json& v) {
+  if (v.is_number_float()) return fmt::format("{:.4g}", v.get<double>());
+  if (v.is_string()) {
+    std::string s = v.get<std::string>();
+    std::replace(s.begin(), s.end(), '/', '_');
+    return s;
+  }
+  return v.dump();
 }
 
 }  // namespace tunebus
