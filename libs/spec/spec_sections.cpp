@@ -17,8 +17,8 @@ using json = nlohmann::json;
 
 const std::vector<std::string_view> kTrainableFields = {"command", "builtin", "env"};
 const std::vector<std::string_view> kBuiltins = {"mock", "noop"};
-const std::vector<std::string_view> kSchedulers = {"fifo", "asha", "hyperband", "median_stopping",
-                                                   "pbt"};
+const std::vector<std::string_view> kSchedulers = {
+    "fifo", "asha", "hyperband", "hyperband_bohb", "median_stopping", "pbt"};
 
 bool Contains(const std::vector<std::string_view>& names, std::string_view name) {
   return std::find(names.begin(), names.end(), name) != names.end();

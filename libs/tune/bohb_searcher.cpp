@@ -14,7 +14,8 @@ using nlohmann::json;
 
 namespace {
 constexpr double kInf = std::numeric_limits<double>::infinity();
-const double kLogFloor = std::log(1e-32);  // HpBandSter's max(1e-32, pdf)
+const double kLogFloor = std::log(1e-32);                 // HpBandSter's max(1e-32, pdf)
+constexpr const char* kHyperBandInfo = "hyperband_info";  // HyperBandForBohb's result key
 }  // namespace
 
 Result<BohbOptions> BohbOptions::Parse(const json& params) {
@@ -125,7 +126,14 @@ Suggestion BohbSearcher::Suggest(const std::string& trial_id) {
 
 void BohbSearcher::OnTrialResult(const std::string& trial_id, const TrainingResult& result) {
   if (index_.count(trial_id) == 0) return;
-  const std::optional<double> budget = result.Number(options_.time_attr);
+  std::optional<double> budget;
+  if (result.Has(kHyperBandInfo)) {  // HyperBandForBohb's results: its milestones are the budgets
+    const json info = result.Value(kHyperBandInfo);
+    if (info.is_object() && info.contains("budget") && info["budget"].is_number())
+      budget = info["budget"].get<double>();
+  } else {
+    budget = result.Number(options_.time_attr);
+  }
   const std::optional<double> value = result.Number(metric_);
   if (!budget || !std::isfinite(*budget) || !value) return;
   Record({{"result", trial_id},
@@ -259,7 +267,7 @@ json BohbSearcher::ModelConfig(SearchRng& rng, double budget) {
 json BohbSearcher::Describe() const {
   const std::optional<double> budget = ModelBudget();
   return {{"searcher", name()},
-          {"phase", budget ? "model" : "random"},
+          {"phase", budget ? "model" : "startup"},
           {"model_budget", budget ? json(*budget) : json()},
           {"observations", observations_},
           {"running", running_}};

@@ -3,10 +3,13 @@
 // HpBandSter's BOHB config generator (hpbandster/optimizers/config_generators/bohb.py), the one
 // Ray Tune's TuneBOHB wraps. The HyperBand side (HyperBandForBOHB) is a trial scheduler.
 //
-// - Observations: every result is one, at budget = the result's `time_attr` (default
-//   training_iteration) with loss = the metric (negated for mode max); a non-finite metric is
-//   the worst loss (HpBandSter: inf), a result without the metric or the budget is none. A
-//   trial that reports a budget again (after a restore) replaces its value there.
+// - Observations: with `scheduler: hyperband_bohb` (HyperBandForBohb), as Ray's TuneBOHB, the
+//   results at a bracket's milestone, at budget = their `hyperband_info.budget` (a result with
+//   `hyperband_info` but no budget is none). With any other trial scheduler every result is one,
+//   at budget = the result's `time_attr` (default training_iteration). Loss = the metric
+//   (negated for mode max); a non-finite metric is the worst loss (HpBandSter: inf), a result
+//   without the metric or the budget is none. A trial that reports a budget again (after a
+//   restore) replaces its value there.
 // - The model is the pair of KDEs at the largest budget with enough observations: n >=
 //   min_points_in_model (default d + 1, never less), good = the best max(min_points,
 //   floor(top_n_percent n / 100)) and bad = the next max(min_points, floor((100 -
@@ -83,7 +86,7 @@ class BohbSearcher final : public JournaledSearcher {
 
   int64_t Total() const override { return num_samples_; }
   int64_t suggested() const override { return int64_t(trials_.size()); }
-  /// {"searcher": "bohb", "phase": "random" | "model", "model_budget": b | null,
+  /// {"searcher": "bohb", "phase": "startup" | "model", "model_budget": b | null,
   ///  "observations": n, "running": m}.
   nlohmann::json Describe() const override;
 

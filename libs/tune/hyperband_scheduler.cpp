@@ -11,10 +11,11 @@ namespace tunebus {
 
 using nlohmann::json;
 
-Result<std::unique_ptr<TrialScheduler>> HyperBandScheduler::Create(const json& config,
-                                                                   const std::string& metric,
-                                                                   const std::string& mode) {
-  SchedulerParams p(config, "hyperband");
+Result<HyperBandScheduler::Options> HyperBandScheduler::ParseOptions(const json& config,
+                                                                     const std::string& metric,
+                                                                     const std::string& mode,
+                                                                     const char* name) {
+  SchedulerParams p(config, name);
   if (Status s = p.OnlyKnown({"time_attr", "max_t", "reduction_factor", "stop_last_trials"});
       !s.ok())
     return s;
@@ -31,7 +32,15 @@ Result<std::unique_ptr<TrialScheduler>> HyperBandScheduler::Create(const json& c
   o.max_t = *max_t;
   o.reduction_factor = *eta;
   o.stop_last_trials = *stop_last;
-  return std::unique_ptr<TrialScheduler>(new HyperBandScheduler(std::move(o)));
+  return o;
+}
+
+Result<std::unique_ptr<TrialScheduler>> HyperBandScheduler::Create(const json& config,
+                                                                   const std::string& metric,
+                                                                   const std::string& mode) {
+  auto o = ParseOptions(config, metric, mode, "hyperband");
+  if (!o.ok()) return o.status();
+  return std::unique_ptr<TrialScheduler>(new HyperBandScheduler(std::move(o).value()));
 }
 
 HyperBandScheduler::HyperBandScheduler(Options options) : options_(std::move(options)) {
@@ -65,12 +74,16 @@ bool HyperBandScheduler::ContinueTrial(const Bracket& b, const std::string& tria
 
 void HyperBandScheduler::OnTrialAdd(const Trial& trial) { Record({{"add", trial.trial_id}}); }
 
+void HyperBandScheduler::RecordResult(const std::string& trial_id, const TrainingResult& result) {
+  Record({{"res",
+           {trial_id, result.Number(options_.time_attr).value_or(0.0),
+            sign_ * result.Number(options_.metric).value_or(0.0)}}});
+}
+
 Decision HyperBandScheduler::OnTrialResult(const Trial& trial, const TrainingResult& result) {
   auto it = trial_bracket_.find(trial.trial_id);
   if (it == trial_bracket_.end()) return Decision::kContinue;
-  Record({{"res",
-           {trial.trial_id, result.Number(options_.time_attr).value_or(0.0),
-            sign_ * result.Number(options_.metric).value_or(0.0)}}});
+  RecordResult(trial.trial_id, result);
   if (ContinueTrial(brackets_[it->second], trial.trial_id)) return Decision::kContinue;
   return ProcessBracket(it->second, trial.trial_id);
 }
@@ -128,11 +141,7 @@ Decision HyperBandScheduler::ProcessBracket(size_t index, const std::string& cur
 void HyperBandScheduler::OnTrialComplete(const Trial& trial, const TrainingResult& result) {
   auto it = trial_bracket_.find(trial.trial_id);
   if (it == trial_bracket_.end()) return;
-  if (ValidateResult(result).ok()) {
-    Record({{"res",
-             {trial.trial_id, result.Number(options_.time_attr).value_or(0.0),
-              sign_ * result.Number(options_.metric).value_or(0.0)}}});
-  }
+  if (ValidateResult(result).ok()) RecordResult(trial.trial_id, result);
   OnTrialRemove(trial);
 }
 
@@ -172,7 +181,7 @@ Status HyperBandScheduler::Apply(const json& e) {
   try {
     if (e.contains("add")) {
       const std::string id = e["add"].get<std::string>();
-      if (brackets_.empty() || brackets_.back().live.size() == size_t(brackets_.back().n)) {
+      if (brackets_.empty() || HoldsItsSize(brackets_.back())) {
         // Ray Tune's on_trial_add: the next bracket of this band (s = brackets so far), or a new
         // band; a bracket whose r0 would be 0 takes its slot empty.
         for (;;) {
@@ -184,7 +193,7 @@ Status HyperBandScheduler::Apply(const json& e) {
           }
           Bracket b;
           b.band = bands_ - 1;
-          b.s = int64_t(in_band);
+          b.s = BracketS(int64_t(in_band));
           b.n0 = b.n = R0(b.s) == 0 ? 0 : N0(b.s);
           b.r = R0(b.s);
           b.milestone = double(b.r);

@@ -17,6 +17,10 @@
 // (min(r * eta, max_t - milestone), as Ray Tune), and stops the rest. After the last halving
 // the bracket's trials stop at their milestone. choose_trial_to_run prefers pending trials of
 // the least complete bracket of the oldest band.
+//
+// HyperBandForBohb (hyperband_for_bohb.hpp) derives from it, as Ray Tune's HyperBandForBOHB
+// derives from HyperBandScheduler: the bracket order (BracketS), the pause rule and the choice
+// of the next trial differ; the brackets, halving and journaled events are these.
 #pragma once
 
 #include <map>
@@ -28,7 +32,7 @@
 
 namespace tunebus {
 
-class HyperBandScheduler final : public JournaledTrialScheduler {
+class HyperBandScheduler : public JournaledTrialScheduler {
  public:
   struct Options {
     std::string time_attr = "training_iteration";
@@ -43,6 +47,10 @@ class HyperBandScheduler final : public JournaledTrialScheduler {
                                                         const std::string& metric,
                                                         const std::string& mode);
   explicit HyperBandScheduler(Options options);
+  /// The parameters above from the `scheduler:` map of the scheduler named `name`. Errors:
+  /// InvalidArgument "<param>: ...".
+  static Result<Options> ParseOptions(const nlohmann::json& config, const std::string& metric,
+                                      const std::string& mode, const char* name);
 
   const char* name() const override { return "hyperband"; }
   Status ValidateResult(const TrainingResult& result) const override;
@@ -65,7 +73,7 @@ class HyperBandScheduler final : public JournaledTrialScheduler {
   };
   std::vector<BracketView> Brackets() const;
 
- private:
+ protected:
   struct Live {
     double time = 0;   // time_attr of its newest result (0 before any)
     double value = 0;  // metric * sign of its newest result
@@ -90,10 +98,17 @@ class HyperBandScheduler final : public JournaledTrialScheduler {
     return options_.stop_last_trials && b.halves == 0 && CurIterDone(b);
   }
   bool ContinueTrial(const Bracket& b, const std::string& trial_id) const;
+  /// Records a result of `trial_id` (its time_attr and signed metric) in its bracket.
+  void RecordResult(const std::string& trial_id, const TrainingResult& result);
   /// Ray Tune's _process_bracket: halve a completed rung, stop the bad, unpause the good.
   Decision ProcessBracket(size_t bracket, const std::string& current);
   int64_t N0(int64_t s) const;
   int64_t R0(int64_t s) const;
+  /// The s of the bracket a band creates after `in_band` brackets (Ray Tune's on_trial_add:
+  /// s = len(cur_band), the smallest brackets first).
+  virtual int64_t BracketS(int64_t in_band) const { return in_band; }
+  /// Ray Tune's _Bracket.filled: it holds as many live trials as its current size n.
+  static bool HoldsItsSize(const Bracket& b) { return b.live.size() == size_t(b.n); }
 
   /// The one place state changes (live and in replay):
   ///   {"add": trial_id}  {"res": [trial_id, time, value]}  {"halve": bracket}  {"del": trial_id}

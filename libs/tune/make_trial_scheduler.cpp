@@ -1,6 +1,7 @@
 #include "libs/tune/make_trial_scheduler.hpp"
 
 #include "libs/tune/asha_scheduler.hpp"
+#include "libs/tune/hyperband_for_bohb.hpp"
 #include "libs/tune/hyperband_scheduler.hpp"
 #include "libs/tune/median_stopping_rule.hpp"
 #include "libs/tune/pbt_scheduler.hpp"
@@ -15,6 +16,7 @@ Result<std::unique_ptr<TrialScheduler>> MakeTrialScheduler(const std::string& na
   if (name == "fifo" || name.empty()) return Ptr(new FifoScheduler());
   if (name == "asha") return AshaScheduler::Create(config, metric, mode, seed);
   if (name == "hyperband") return HyperBandScheduler::Create(config, metric, mode);
+  if (name == "hyperband_bohb") return HyperBandForBohb::Create(config, metric, mode);
   if (name == "median_stopping") return MedianStoppingRule::Create(config, metric, mode);
   if (name == "pbt") return PopulationBasedTraining::Create(config, metric, mode, seed);
   return Status::InvalidArgument("type: unknown trial scheduler '" + name + "'");

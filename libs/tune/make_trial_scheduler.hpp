@@ -12,9 +12,9 @@
 namespace tunebus {
 
 /// Builds the trial scheduler named in an experiment file: "fifo" (or ""), "asha", "hyperband",
-/// "median_stopping" or "pbt". `config` holds its parameters (the file's `scheduler` map);
-/// `metric`/`mode` are the experiment's, used when the config names none (Ray Tune's
-/// behaviour). `seed` seeds the schedulers that draw random numbers (ASHA's bracket choice,
+/// "hyperband_bohb", "median_stopping" or "pbt". `config` holds its parameters (the file's
+/// `scheduler` map); `metric`/`mode` are the experiment's, used when the config names none (Ray
+/// Tune's behaviour). `seed` seeds the schedulers that draw random numbers (ASHA's bracket choice,
 /// PBT), so a run is reproducible.
 /// Errors: InvalidArgument for an unknown name, or "<param>: <what is wrong>" (SchedulerParams).
 Result<std::unique_ptr<TrialScheduler>> MakeTrialScheduler(const std::string& name,

@@ -307,6 +307,13 @@ std::optional<double> TrainingResult::Number(std::string_view key) const {
 
 bool TrainingResult::Has(std::string_view key) const { return Find(key) != nullptr; }
 
+nlohmann::json TrainingResult::Value(std::string_view key) const {
+  const Entry* e = Find(key);
+  if (e == nullptr) return nullptr;
+  const auto begin = body_.begin() + e->key_begin + e->key_size;
+  return nlohmann::json::from_msgpack(begin, body_.begin() + e->end);
+}
+
 bool TrainingResult::Truthy(std::string_view key) const {
   const Entry* e = Find(key);
   return e != nullptr && e->truthy;

@@ -59,6 +59,8 @@ class TrainingResult {
   /// The value of `key` if it is a number (integers converted to double), else nullopt.
   std::optional<double> Number(std::string_view key) const;
   bool Has(std::string_view key) const;
+  /// The value of `key` decoded as JSON (objects and arrays included), or null when absent.
+  nlohmann::json Value(std::string_view key) const;
   /// Ray Tune's `if result.get(key)`: booleans as they are, numbers when not 0, strings,
   /// arrays and objects when not empty; null and a missing key are false.
   bool Truthy(std::string_view key) const;

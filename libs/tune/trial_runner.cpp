@@ -72,15 +72,20 @@ void TrialRunner::Step() {
   // A window-1 searcher sees every result before it suggests, so it is asked again only once its
   // trial was placed; the bound keeps a Step finite when the executor always CanPlace.
   const int64_t max_rounds = std::max<int64_t>(32, 2 * options_.max_concurrent_trials);
+  int64_t placed = 0;
   for (int64_t round = 0; round < max_rounds; ++round) {
     const int64_t added = MaybeAddTrials();
-    const int64_t placed = PlacePending();
+    placed = PlacePending();
     if (!one_at_a_time || (added == 0 && placed == 0) || !pending_.empty() ||
         !executor_.CanPlace() || IsFinished()) {
       break;
     }
     if (options_.max_concurrent_trials > 0 && InFlight() >= options_.max_concurrent_trials) break;
   }
+  // A window-1 searcher whose trial was just placed suggests the next one now, not a round later
+  // (it waits PENDING for a slot): the suggestion is journaled no later than the placed trial's
+  // start, so no result of that trial can come before it, across a scheduler kill either.
+  if (one_at_a_time && placed > 0 && pending_.empty() && !IsFinished()) MaybeAddTrials();
   CheckFinished();
 }
 
@@ -132,7 +137,9 @@ int64_t TrialRunner::PlacePending() {
     // Ray Tune's FIFO choose_trial_to_run falls back to PAUSED trials: a trial the scheduler
     // paused itself (time slicing) runs again when nothing else waits (nor will come now: the
     // searcher is done, or said not now, e.g. a ConcurrencyLimiter full of paused trials).
-    if (auto id = scheduler_->ChoosePausedTrialToRun()) (void)UnpauseTrial(*id);
+    std::optional<std::string> id = scheduler_->ChoosePausedTrialToRun();
+    JournalSchedulerDelta();  // it may have changed its state (HyperBandForBOHB halves a rung)
+    if (id) (void)UnpauseTrial(*id);
   }
   int64_t placed = 0;
   while (!pending_.empty() && executor_.CanPlace() && !IsFinished()) {
@@ -324,6 +331,8 @@ Status TrialRunner::OnResult(const std::string& trial_id, int64_t attempt, int64
   Decision decision = scheduler_->OnTrialResult(*t, metrics);
   in_result_ = -1;
   JournalSchedulerDelta();
+  for (auto& [key, value] : result_info_) metrics.SetJson(key, value);
+  result_info_.clear();
   const bool checkpoint_requested = std::exchange(checkpoint_requested_, false);
   if (auto stop = StopperDecision(metrics, user_done)) decision = Combine(decision, *stop);
   if (pause_requested_.erase(t->index) > 0) decision = Combine(decision, Decision::kPause);
@@ -484,6 +493,12 @@ void TrialRunner::SearcherTrialComplete(const Trial& t, bool error) {
 void TrialRunner::RequestCheckpoint(const std::string& trial_id) {
   const Trial* t = FindTrial(trial_id);
   if (t != nullptr && t->index == in_result_) checkpoint_requested_ = true;
+}
+
+void TrialRunner::SetResultInfo(const std::string& trial_id, const std::string& key,
+                                nlohmann::json value) {
+  const Trial* t = FindTrial(trial_id);
+  if (t != nullptr && t->index == in_result_) result_info_.emplace_back(key, std::move(value));
 }
 
 void TrialRunner::RequeueLost(const std::string& trial_id, const std::string& why) {

@@ -74,7 +74,8 @@ class TrialRunner final : public TrialSchedulerContext {
   /// MaxPendingSuggestions() trials wait unplaced (refilled once at most half of them wait);
   /// NotNow ends the asking for this Step, Finished for good. A searcher with a window of 1 is
   /// asked again within the Step as long as its trial was placed and a slot is free (the executor
-  /// CanPlace and max_concurrent_trials allows), so N free workers get N trials at once.
+  /// CanPlace and max_concurrent_trials allows), so N free workers get N trials at once; when
+  /// no slot is left it is asked once more, for the trial that waits for the next slot.
   void Step();
 
   // ---- answers from the executor -------------------------------------------------------
@@ -206,6 +207,8 @@ class TrialRunner final : public TrialSchedulerContext {
   const Trial* FindTrial(const std::string& trial_id) const override;
   double NowS() const override { return now_s_(); }
   void RequestCheckpoint(const std::string& trial_id) override;
+  void SetResultInfo(const std::string& trial_id, const std::string& key,
+                     nlohmann::json value) override;
   /// Total trials the experiment will have, added ones included (-1 if unbounded).
   int64_t TotalTrials() const;
   /// The trial whose last result is best by metric/mode (Ray Tune's get_best_trial, scope
@@ -309,11 +312,12 @@ class TrialRunner final : public TrialSchedulerContext {
   std::set<int64_t> pending_;                      // indices of PENDING trials not being placed
   std::set<int64_t> placing_;                      // indices with a placement in flight
   std::map<int64_t, Saving> saving_;               // index -> attempt saving before it stops
-  std::map<int64_t, int64_t> pausing_;       // index -> RUNNING attempt saving before it pauses
-  std::set<int64_t> pause_requested_;        // RUNNING, pause at the next result
-  int64_t in_result_ = -1;                   // index whose OnTrialResult is running
-  bool checkpoint_requested_ = false;        // RequestCheckpoint for `in_result_`
-  std::optional<Exploit> deferred_exploit_;  // ExploitTrial on `in_result_`
+  std::map<int64_t, int64_t> pausing_;  // index -> RUNNING attempt saving before it pauses
+  std::set<int64_t> pause_requested_;   // RUNNING, pause at the next result
+  int64_t in_result_ = -1;              // index whose OnTrialResult is running
+  bool checkpoint_requested_ = false;   // RequestCheckpoint for `in_result_`
+  std::vector<std::pair<std::string, nlohmann::json>> result_info_;  // SetResultInfo, in order
+  std::optional<Exploit> deferred_exploit_;                          // ExploitTrial on `in_result_`
   std::map<int64_t, nlohmann::json> exploit_notes_;  // index -> "pbt_exploit" for its next result
   std::unordered_map<int64_t, Action> last_action_;  // index -> action of its newest result
   std::set<std::string> stop_keys_seen_;             // stop keys some accepted result carried

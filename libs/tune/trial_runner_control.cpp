@@ -80,6 +80,9 @@ Status TrialRunner::UnpauseTrial(const std::string& trial_id) {
   Trial* t = Find(trial_id);
   if (t == nullptr) return Status::NotFound(fmt::format("no trial {}", trial_id));
   if (IsFinished()) return Status::FailedPrecondition("the experiment is finished");
+  // A trial scheduler that unpauses from inside a callback (HyperBand's halving) has its state
+  // change journaled before the unpause.
+  JournalSchedulerDelta();
   if (pausing_.contains(t->index)) {
     // PENDING now (journaled), placed once its checkpoint is stored and it has exited.
     LeaveRunning(*t, TrialStatus::kPending, "", /*stop_trainable=*/false, /*saving=*/true);

@@ -62,6 +62,12 @@ class TrialSchedulerContext {
   /// Makes the answer to the result being decided save a checkpoint (PBT checkpoints its top
   /// trials at each perturbation). Only for the trial whose OnTrialResult is running.
   virtual void RequestCheckpoint(const std::string& trial_id) = 0;
+  /// Adds `key: value` to the result being decided (Ray Tune's schedulers write into the result
+  /// dict: HyperBandForBOHB's `hyperband_info`), before the searcher, the journal and the result
+  /// files see it; a later call for the same key wins. Only for the trial whose OnTrialResult is
+  /// running (others are ignored).
+  virtual void SetResultInfo(const std::string& trial_id, const std::string& key,
+                             nlohmann::json value) = 0;
   /// The runner's clock, seconds (fake in unit tests).
   virtual double NowS() const = 0;
 };

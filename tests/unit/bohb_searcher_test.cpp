@@ -90,7 +90,7 @@ TEST(BohbSearcherTest, ModelIsAtTheLargestBudgetWithEnoughPoints) {
   // with two points never counts.
   BohbSearcher s = Make();
   EXPECT_EQ(s.Describe(), json({{"searcher", "bohb"},
-                                {"phase", "random"},
+                                {"phase", "startup"},
                                 {"model_budget", nullptr},
                                 {"observations", 0},
                                 {"running", 0}}));

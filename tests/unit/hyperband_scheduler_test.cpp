@@ -20,26 +20,7 @@ class HyperBandSchedulerTest : public TrialRunnerTest {
     ASSERT_TRUE(s.ok()) << s.status().ToString();
     hyperband_ = static_cast<HyperBandScheduler*>(s->get());
     Start(o, trials, std::move(*s));
-    for (size_t placed = SIZE_MAX;
-         placed != exec_.placements.size();) {  // trials come 16 at a time
-      placed = exec_.placements.size();
-      runner_->Step();
-      GrantAll();
-    }
-  }
-  std::string At(int index, int64_t iteration, double acc) {
-    EXPECT_TRUE(Report(index, iteration, {{"acc", acc}}).ok());
-    const std::string action = LastAction(index);
-    // A pause saves a checkpoint and the trainable exits: the worker says so.
-    if (action == "pause") {
-      const int64_t at = T(index).training_iteration;
-      EXPECT_TRUE(runner_
-                      ->OnCheckpointSaved(Id(index), T(index).attempt,
-                                          Id(index) + "/" + std::to_string(at), at, 10)
-                      .ok());
-      runner_->OnTrialExited(Id(index), T(index).attempt, true, "");
-    }
-    return action;
+    StepAndGrantAll();  // trials come 16 at a time
   }
   HyperBandScheduler* hyperband_ = nullptr;
 };
@@ -105,13 +86,13 @@ TEST_F(HyperBandSchedulerTest, RungWaitsPausedThenHalvingUnpausesTheBestAndStops
   StartHyperBand(8);
   const double acc[] = {0, 0, 0, 0.3, 0.9, 0.5, 0.7, 0.1};
   for (int i = 3; i <= 7; ++i) {
-    for (int64_t it = 1; it <= 2; ++it) EXPECT_EQ(At(i, it, acc[i]), "continue") << i;
+    for (int64_t it = 1; it <= 2; ++it) EXPECT_EQ(AtIteration(i, it, acc[i]), "continue") << i;
   }
   for (int i = 3; i <= 6; ++i) {
-    EXPECT_EQ(At(i, 3, acc[i]), "pause") << i;
+    EXPECT_EQ(AtIteration(i, 3, acc[i]), "pause") << i;
     EXPECT_EQ(T(i).status, TrialStatus::kPaused);
   }
-  EXPECT_EQ(At(7, 3, acc[7]), "stop");
+  EXPECT_EQ(AtIteration(7, 3, acc[7]), "stop");
   EXPECT_EQ(T(7).status, TrialStatus::kTerminated);
   EXPECT_EQ(T(3).status, TrialStatus::kTerminated);
   EXPECT_EQ(T(5).status, TrialStatus::kTerminated);
@@ -129,11 +110,11 @@ TEST_F(HyperBandSchedulerTest, RungWaitsPausedThenHalvingUnpausesTheBestAndStops
   EXPECT_EQ(T(4).restored_iteration, 3);  // continued from the checkpoint of its pause
   EXPECT_EQ(T(6).restored_iteration, 3);
   for (int64_t it = 4; it <= 5; ++it) {
-    EXPECT_EQ(At(4, it, 0.9), "continue");
-    EXPECT_EQ(At(6, it, 0.7), "continue");
+    EXPECT_EQ(AtIteration(4, it, 0.9), "continue");
+    EXPECT_EQ(AtIteration(6, it, 0.7), "continue");
   }
-  EXPECT_EQ(At(4, 6, 0.9), "pause");
-  EXPECT_EQ(At(6, 6, 0.7), "stop");
+  EXPECT_EQ(AtIteration(4, 6, 0.9), "pause");
+  EXPECT_EQ(AtIteration(6, 6, 0.7), "stop");
   EXPECT_EQ(T(4).status, TrialStatus::kTerminated);
   ExpectDeltasRebuildState("hyperband", kHyperBand, "acc", "max");
 }

@@ -259,6 +259,31 @@ class TrialRunnerTest : public ::testing::Test {
     runner_->Step();
     GrantAll();
   }
+  // Steps and grants every placement until a Step places nothing more (window-1 searchers and
+  // unpaused trials come a Step at a time).
+  void StepAndGrantAll() {
+    for (size_t placed = SIZE_MAX; placed != exec_.placements.size();) {
+      placed = exec_.placements.size();
+      runner_->Step();
+      GrantAll();
+    }
+  }
+  // Reports {"acc": acc} at `iteration` of trial `index` (its attempt's result iteration -
+  // restored_iteration) and returns the action that answered it; after a "pause" the worker's
+  // part follows, as for a real trial: the checkpoint of that iteration is stored and the
+  // trainable exits.
+  std::string AtIteration(int index, int64_t iteration, double acc) {
+    const int64_t seq = iteration - T(index).restored_iteration;
+    EXPECT_TRUE(Report(index, seq, {{"acc", acc}}).ok()) << Id(index) << " @" << iteration;
+    const std::string action = LastAction(index);
+    if (action == "pause") {
+      const std::string checkpoint = Id(index) + "/" + std::to_string(iteration);
+      EXPECT_TRUE(
+          runner_->OnCheckpointSaved(Id(index), T(index).attempt, checkpoint, iteration, 10).ok());
+      runner_->OnTrialExited(Id(index), T(index).attempt, true, "");
+    }
+    return action;
+  }
   // Reports {"acc": acc} as result `seq` of trial `index`; the action that answered it.
   std::string Decide(int index, int64_t seq, double acc) {
     EXPECT_TRUE(Report(index, seq, {{"acc", acc}}).ok());

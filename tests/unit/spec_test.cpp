@@ -434,6 +434,11 @@ TEST(ExperimentSpecTest, SchedulerParametersAreCheckedWithTheirLine) {
                 "exp.yaml:7: scheduler.grace_period: must be > 0, got 0");
   ExpectInvalid(metric + "scheduler:\n  type: hyperband\n  reduction_factor: 1\n",
                 "exp.yaml:7: scheduler.reduction_factor: must be > 1, got 1");
+  ExpectInvalid(metric + "scheduler:\n  type: hyperband_bohb\n  max_t: 0\n",
+                "exp.yaml:7: scheduler.max_t: must be >= 1, got 0");
+  ExpectInvalid(metric + "scheduler:\n  type: hyperband_bohb\n  eta: 3\n",
+                "exp.yaml:7: scheduler.eta: unknown parameter of the hyperband_bohb scheduler "
+                "(known: time_attr, max_t, reduction_factor, stop_last_trials)");
   ExpectInvalid(metric + "scheduler:\n  type: median_stopping\n  hard_stop: maybe\n",
                 "exp.yaml:7: scheduler.hard_stop: must be true or false, got \"maybe\"");
   ExpectInvalid(metric + "scheduler:\n  type: pbt\n  quantile_fraction: 0.3\n",
@@ -551,14 +556,14 @@ TEST(ExperimentSpecTest, UnknownSchedulerIsRejected) {
   // A name that is no scheduler at all lists the known ones.
   ExpectInvalid(std::string(kMinimal) + "scheduler: random\n",
                 "exp.yaml:3: scheduler: unknown scheduler 'random'; expected one of fifo, asha, "
-                "hyperband, median_stopping, pbt");
+                "hyperband, hyperband_bohb, median_stopping, pbt");
 }
 
 TEST(ExperimentSpecTest, SchedulerMapNeedsTypeAndFifoTakesNoParameters) {
   // The map form needs `type`; fifo has no parameters to set.
   ExpectInvalid(std::string(kMinimal) + "scheduler: {max_t: 10}\n",
                 "exp.yaml:3: scheduler: needs a 'type', one of fifo, asha, hyperband, "
-                "median_stopping, pbt");
+                "hyperband_bohb, median_stopping, pbt");
   ExpectInvalid(std::string(kMinimal) + "scheduler:\n  type: fifo\n  max_t: 10\n",
                 "exp.yaml:5: scheduler.max_t: the fifo scheduler takes no parameters");
 }

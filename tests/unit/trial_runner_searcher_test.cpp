@@ -71,22 +71,24 @@ TEST_F(RunnerSearcherTest, StoppedTrialsResultIsShownThenItsEnd) {
 
 TEST_F(RunnerSearcherTest, OneAtATimeSearcherGetsAsManyTrialsAsFreeSlots) {
   // A window-1 searcher is asked again within a Step while its trial was placed and a slot is
-  // free; one more trial waits for a slot (Ray's max_pending_trials of 1), no other.
+  // free; one more trial waits for a slot (Ray's max_pending_trials of 1), no other. That one
+  // is suggested in the Step that filled the slots, so it is journaled before their trials
+  // start.
   RunnerOptions o;
   o.max_concurrent_trials = 2;
   StartMean(o, 8);
-  runner_->Step();  // two free slots: two trials at once
+  runner_->Step();  // two free slots: two trials at once, and one that waits
   EXPECT_EQ(exec_.placements.size(), 2u);
-  EXPECT_EQ(runner_->trials().size(), 2u);
+  EXPECT_EQ(runner_->trials().size(), 3u);
   GrantAll();
-  runner_->Step();  // no free slot: one suggestion waits
+  runner_->Step();  // no free slot: the one suggestion still waits
   EXPECT_EQ(runner_->trials().size(), 3u);
   EXPECT_EQ(exec_.placements.size(), 2u);
   runner_->OnTrialExited(Id(0), 1, true, "");
   runner_->OnTrialExited(Id(1), 1, true, "");
-  runner_->Step();  // two free slots: the waiting trial and a new one, in the same Step
+  runner_->Step();  // two free slots: the waiting trial and a new one, and the next waits
   EXPECT_EQ(exec_.placements.size(), 4u);
-  EXPECT_EQ(runner_->trials().size(), 4u);
+  EXPECT_EQ(runner_->trials().size(), 5u);
   // While the cluster has no room, one suggestion waits unplaced and no other is asked for.
   exec_.can_place = false;
   GrantAll();
@@ -126,7 +128,8 @@ TEST_F(RunnerSearcherTest, NotNowStopsAskingAndTheExperimentWaitsForTheSearcher)
   EXPECT_EQ(std::count(waiting->calls.begin(), waiting->calls.end(), "suggest u_00000"), 2);
   waiting->not_now = false;
   runner.Step();
-  EXPECT_EQ(runner.trials().size(), 32u);  // no slot limit: one Step asks at most 32 times
+  // No slot limit: one Step places at most 32, and one more waits.
+  EXPECT_EQ(runner.trials().size(), 33u);
 }
 
 TEST_F(RunnerSearcherTest, SearcherDeltaIsJournaledBeforeTheTrialAndItsPlacement) {
