@@ -439,8 +439,10 @@ Status TrialRunner::Restore(std::vector<Trial> trials, const nlohmann::json& sea
     if (t.status == TrialStatus::kRunning) ++running_;
     if (auto a = last_actions.find(t.trial_id); a != last_actions.end()) {
       last_action_[t.index] = a->second;
-      // Answered "pause" and not yet exited when the journal ends: still saving.
-      if (t.status == TrialStatus::kRunning && a->second == Action::kPause)
+      // Answered "pause" and not yet exited when the journal ends: still saving. Only a result
+      // of the current attempt (last_seq > 0) says so: an unpaused trial's new attempt keeps
+      // its previous attempt's "pause" here until its first result.
+      if (t.status == TrialStatus::kRunning && a->second == Action::kPause && t.last_seq > 0)
         pausing_[t.index] = t.attempt;
     }
     if (!t.last_result_msgpack.empty()) CacheMetric(t, TrainingResult::FromJson(t.LastResult()));

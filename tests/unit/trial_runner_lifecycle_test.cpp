@@ -134,6 +134,27 @@ TEST_F(TrialLifecycleTest, ATakeoverFindsATrialAnsweredPauseStillPausing) {
   EXPECT_EQ(T(0).status, TrialStatus::kPaused);
 }
 
+TEST_F(TrialLifecycleTest, ATakeoverFindsAnUnpausedTrialsNewAttemptRunningNotPausing) {
+  // The trial paused (its newest result answered "pause"), was unpaused and started again: the
+  // journal's last action is still attempt 1's "pause", but attempt 2 has no result yet. The
+  // successor takes attempt 2's results (it used to drop them as those of a pausing attempt and
+  // the experiment hung; found by SearcherResumeFaultTest with hyperband_bohb).
+  Start({}, 1);
+  Run(0, "w1");
+  ASSERT_TRUE(runner_->PauseTrial(Id(0)).ok());
+  ASSERT_TRUE(Report(0, 1).ok());
+  ASSERT_TRUE(runner_->OnCheckpointSaved(Id(0), 1, "c1", 1, 10).ok());
+  runner_->OnTrialExited(Id(0), 1, true, "");
+  ASSERT_TRUE(runner_->UnpauseTrial(Id(0)).ok());
+  Run(0, "w1");
+  ASSERT_EQ(T(0).attempt, 2);
+  std::vector<Trial> trials{T(0)};
+  ASSERT_TRUE(runner_->Restore(trials, nullptr, runner_->LastActions(), now_).ok());
+  EXPECT_FALSE(runner_->IsPausing(T(0)));
+  EXPECT_TRUE(Report(0, 1).ok());
+  EXPECT_EQ(T(0).training_iteration, 2);
+}
+
 TEST_F(TrialLifecycleTest, PauseOfAPendingTrialIsImmediateAndWithoutCheckpoint) {
   RunnerOptions o;
   o.max_concurrent_trials = 1;
