@@ -1,6 +1,7 @@
 #include "tests/fault/fault_support.hpp"
 
 #include <algorithm>
+#include <thread>
 
 #include "libs/journal/record_frame.hpp"
 #include "proto/codec.hpp"
@@ -27,6 +28,32 @@ json WaitFinished(Cluster& cluster, Millis timeout) {
       },
       timeout, 200ms);
   return finished ? status : json::object();
+}
+
+int KillSchedulerWhileRunning(Cluster& cluster, const std::vector<Millis>& pauses) {
+  int kills = 0;
+  for (const Millis pause : pauses) {
+    std::this_thread::sleep_for(pause);
+    auto status = cluster.Ctl({"-o", "json", "status"}, 10s);
+    if (status.exit_code == 0 && status.Json().value("finished", false)) break;
+    const ::testing::AssertionResult restarted = cluster.Restart("scheduler");
+    EXPECT_TRUE(restarted);  // SIGKILL, then the same binary and flags
+    if (!restarted) return -1;
+    ++kills;
+    const bool answers =
+        WaitFor([&] { return cluster.Ctl({"status"}, 2s).exit_code == 0; }, 20s, 100ms);
+    EXPECT_TRUE(answers) << cluster.LogTails();
+    if (!answers) return -1;
+  }
+  return kills;
+}
+
+std::map<int64_t, json> TrialConfigs(const std::vector<json>& records) {
+  std::map<int64_t, json> configs;
+  for (const json& r : records) {
+    if (r.value("kind", "") == "trial_added") configs[r.value("index", int64_t(-1))] = r["config"];
+  }
+  return configs;
 }
 
 std::vector<json> ReadJournal(const std::string& store_endpoint, const std::string& journal) {

@@ -3,6 +3,7 @@
 // truth the tests check against).
 #pragma once
 
+#include <map>
 #include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
@@ -18,6 +19,15 @@ std::string SubmitDetached(Cluster& cluster, const fs::path& file, const std::st
 /// Polls `tunectl status` until the experiment is finished; returns the last status (an
 /// empty object after `timeout`).
 nlohmann::json WaitFinished(Cluster& cluster, Millis timeout);
+
+/// SIGKILLs the scheduler after each pause of `pauses` while the experiment runs, each time
+/// restarting it (the same binary and flags) and waiting until it answers `tunectl status`;
+/// stops early once the experiment is finished. Returns how many kills it made, or -1 after
+/// adding a test failure (a restart that failed or a scheduler that never answered).
+int KillSchedulerWhileRunning(Cluster& cluster, const std::vector<Millis>& pauses);
+
+/// The trials' configs by index (trial_added records' `index` and `config`), from `records`.
+std::map<int64_t, nlohmann::json> TrialConfigs(const std::vector<nlohmann::json>& records);
 
 /// Every decodable record of `journal`, in order, read from the checkpoint-store at
 /// `store_endpoint` (5,000 records a request).

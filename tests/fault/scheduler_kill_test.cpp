@@ -57,15 +57,10 @@ TEST(SchedulerKillTest, KilledSchedulerResumesAndLosesOrDuplicatesNoResult) {
 
   std::mt19937 rng(20261122);
   std::uniform_int_distribution<int> pause_ms(20, 300);
-  int done_kills = 0;
-  for (; done_kills < kills; ++done_kills) {
-    std::this_thread::sleep_for(std::chrono::milliseconds(pause_ms(rng)));
-    auto status = cluster.Ctl({"-o", "json", "status"}, 10s);
-    if (status.exit_code == 0 && status.Json().value("finished", false)) break;
-    ASSERT_TRUE(cluster.Restart("scheduler"));  // SIGKILL, then the same binary and flags
-    ASSERT_TRUE(WaitFor([&] { return cluster.Ctl({"status"}, 2s).exit_code == 0; }, 20s, 100ms))
-        << cluster.LogTails();
-  }
+  std::vector<Millis> pauses;
+  for (int i = 0; i < kills; ++i) pauses.push_back(Millis(pause_ms(rng)));
+  const int done_kills = KillSchedulerWhileRunning(cluster, pauses);
+  ASSERT_GE(done_kills, 0);
   json summary;
   ASSERT_TRUE(WaitFor(
       [&] {

@@ -1,13 +1,20 @@
-// Fault test (issue 21): a searcher's state survives SIGKILLs of the scheduler. An experiment
-// with `search: {max_concurrent, points_to_evaluate}` over random search is killed a few times
-// while it runs; the configs its journal holds, in order, are those the same searcher suggests
-// without any kill (computed here with MakeSearcher): the points first, then the seeded samples,
-// none repeated or skipped by a resume.
+// Fault tests (issue 21, point 5): a searcher's state survives SIGKILLs of the scheduler.
+// - Random search with `search: {max_concurrent, points_to_evaluate}` is killed a few times while
+//   it runs; the configs its journal holds, in order, are those the same searcher suggests
+//   without any kill (computed here with MakeSearcher): the points first, then the seeded
+//   samples, none repeated or skipped by a resume.
+// - The model-based searchers, TPE and BOHB with hyperband_bohb (pauses, halvings), whose
+//   suggestions depend on the results: the same experiment (same seed) is run once without a
+//   kill, the ground truth, then again with the scheduler killed three times; the trials'
+//   configs, by trial index, are the same. One trial runs at a time (max_concurrent_trials: 1),
+//   so the uninterrupted run is itself reproducible: each suggestion sees the results of the
+//   trials before it and no other (TrialRunner::Step suggests the next trial in the step that
+//   places one, so it is journaled before that trial starts).
 #include <gtest/gtest.h>
 
+#include <map>
 #include <nlohmann/json.hpp>
 #include <string>
-#include <thread>
 #include <vector>
 
 #include "libs/tune/make_searcher.hpp"
@@ -43,14 +50,7 @@ TEST(SearcherResumeFaultTest, KilledSchedulerResumesTheSearcherWhereItWas) {
   auto submit = cluster.Ctl({"-o", "json", "run", "--detach", file.string()});
   ASSERT_EQ(submit.exit_code, 0) << submit.Describe();
   const std::string journal = "search-" + submit.Json().value("experiment_id", "");
-  for (int kill = 0; kill < 3; ++kill) {
-    std::this_thread::sleep_for(400ms);
-    auto status = cluster.Ctl({"-o", "json", "status"}, 10s);
-    if (status.exit_code == 0 && status.Json().value("finished", false)) break;
-    ASSERT_TRUE(cluster.Restart("scheduler"));  // SIGKILL, then the same binary and flags
-    ASSERT_TRUE(WaitFor([&] { return cluster.Ctl({"status"}, 2s).exit_code == 0; }, 20s, 100ms))
-        << cluster.LogTails();
-  }
+  ASSERT_GE(KillSchedulerWhileRunning(cluster, {400ms, 400ms, 400ms}), 0);
   json summary;
   ASSERT_TRUE(WaitFor(
       [&] {
@@ -98,6 +98,95 @@ TEST(SearcherResumeFaultTest, KilledSchedulerResumesTheSearcherWhereItWas) {
   EXPECT_EQ(configs, expected);
   EXPECT_GT(searcher_records, 0);
   EXPECT_GT(resumed, 0) << "the scheduler was never killed while the experiment ran";
+}
+
+// The experiment file of a model-based searcher's run: the mock trainable (mean_accuracy grows
+// with lr and the iteration), nine iterations of 30 ms, one trial at a time, seed 11.
+std::string ModelSearchYaml(const std::string& name, const std::string& search,
+                            const std::string& scheduler, int num_samples, const fs::path& dir) {
+  return "name: " + name +
+         "\n"
+         "trainable: {builtin: mock}\n"
+         "param_space:\n"
+         "  lr: {loguniform: [0.001, 0.1]}\n"
+         "  momentum: {uniform: [0.0, 0.9]}\n"
+         "  mock_iterations: 9\n"
+         "  sleep_s: 0.03\n"
+         "num_samples: " +
+         std::to_string(num_samples) +
+         "\n"
+         "seed: 11\n"
+         "metric: mean_accuracy\n"
+         "mode: max\n"
+         "max_concurrent_trials: 1\n"
+         "search: " +
+         search + "\nscheduler: " + scheduler + "\nresults_dir: " + (dir / "results").string() +
+         "\n";
+}
+
+struct SearchRun {
+  std::map<int64_t, json> configs;  // by trial index
+  int resumed = 0;                  // experiment_resumed records
+  json summary;                     // `tunectl status -o json` at the end
+};
+
+// Runs `yaml` to its end on `cluster`, SIGKILLing the scheduler after each of `kill_after`.
+SearchRun RunSearch(Cluster& cluster, const std::string& name, const std::string& yaml,
+                    const std::vector<Millis>& kill_after) {
+  SearchRun run;
+  const fs::path file = cluster.dir() / (name + ".yaml");
+  WriteFile(file, yaml);
+  const std::string journal = SubmitDetached(cluster, file, name);
+  if (journal.empty()) return run;
+  EXPECT_GE(KillSchedulerWhileRunning(cluster, kill_after), 0);
+  run.summary = WaitFinished(cluster, 120s);
+  EXPECT_EQ(run.summary.value("status", ""), "FINISHED")
+      << run.summary.dump() << cluster.LogTails();
+  const std::vector<json> records = ReadJournal(cluster.store(), journal);
+  run.configs = TrialConfigs(records);
+  for (const json& r : records) run.resumed += r.value("kind", "") == "experiment_resumed";
+  return run;
+}
+
+// Runs the experiment without a kill, then with three, and compares the suggested configs.
+void ExpectKilledRunSuggestsAsTheUninterruptedOne(const std::string& search,
+                                                  const std::string& scheduler, int num_samples,
+                                                  const json& searcher_at_end) {
+  Cluster cluster(ClusterOptions{});
+  ASSERT_TRUE(cluster.Start());
+  const SearchRun truth =
+      RunSearch(cluster, "truth",
+                ModelSearchYaml("truth", search, scheduler, num_samples, cluster.dir()), {});
+  ASSERT_EQ(truth.configs.size(), size_t(num_samples)) << truth.summary.dump();
+  const SearchRun killed = RunSearch(
+      cluster, "killed", ModelSearchYaml("killed", search, scheduler, num_samples, cluster.dir()),
+      {700ms, 900ms, 900ms});
+  EXPECT_GT(killed.resumed, 0) << "the scheduler was never killed while the experiment ran";
+  EXPECT_EQ(killed.configs, truth.configs);
+  for (const char* key : {"searcher", "phase", "observations", "running"}) {
+    EXPECT_EQ(killed.summary["searcher"][key], truth.summary["searcher"][key]) << key;
+  }
+  for (const auto& [key, value] : searcher_at_end.items()) {
+    EXPECT_EQ(truth.summary["searcher"][key], value) << key << " " << truth.summary.dump();
+  }
+  std::printf("%s: %zu trials, %d resumes, configs equal: %s\n", search.c_str(),
+              killed.configs.size(), killed.resumed,
+              killed.configs == truth.configs ? "yes" : "no");
+}
+
+TEST(SearcherResumeFaultTest, KilledTpeExperimentSuggestsWhatAnUninterruptedOneDoes) {
+  // Three random configs, then seven from the model of every finished trial.
+  ExpectKilledRunSuggestsAsTheUninterruptedOne("{type: tpe, n_startup_trials: 3}", "fifo", 10,
+                                               {{"searcher", "tpe"}, {"phase", "model"}});
+}
+
+TEST(SearcherResumeFaultTest, KilledBohbExperimentSuggestsWhatAnUninterruptedOneDoes) {
+  // One band of hyperband_bohb with max_t 9, eta 3: brackets of 9, 5 and 3 trials; the first
+  // pauses nine trials at iteration 1 and continues three, then one. BOHB's model (d = 2: at
+  // least 3 observations at a budget) is fitted from the first rung's results on.
+  ExpectKilledRunSuggestsAsTheUninterruptedOne(
+      "{type: bohb}", "{type: hyperband_bohb, max_t: 9, reduction_factor: 3}", 17,
+      {{"searcher", "bohb"}, {"phase", "model"}});
 }
 
 }  // namespace
