@@ -139,6 +139,8 @@ std::vector<std::string> RenderProgressTable(const json& e, const json& trials, 
     for (size_t c = 0; c < row.size(); ++c) width[c] = std::max(width[c], row[c].size());
   }
   std::vector<std::string> lines{RenderSummaryLine(e)};
+  if (std::string searcher = RenderSearcherLine(e); !searcher.empty())
+    lines.push_back(std::move(searcher));
   for (const auto& row : cells) {
     std::string line;
     for (size_t c = 0; c < row.size(); ++c) line += (c ? " | " : "") + Pad(row[c], width[c]);

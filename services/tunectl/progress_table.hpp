@@ -26,7 +26,8 @@ const nlohmann::json& Field(const nlohmann::json& j, const char* key);
 /// (`"pausing": true` in the trial object), else its `status`.
 std::string TrialStatusText(const nlohmann::json& trial);
 
-/// Formats a table from the experiment summary and the list_trials array. At most `max_rows`
+/// Formats a table from the experiment summary and the list_trials array: the summary line, the
+/// searcher line (RenderSearcherLine) when there is one, the trials. At most `max_rows`
 /// trials are shown (RUNNING first, then the most recently created); the rest are counted.
 std::vector<std::string> RenderProgressTable(const nlohmann::json& experiment,
                                              const nlohmann::json& trials, size_t max_rows);

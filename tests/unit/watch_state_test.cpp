@@ -91,6 +91,21 @@ json RandomJson(std::mt19937& rng, int depth) {
   }
 }
 
+TEST(WatchStateTest, ProgressTableNamesTheSearcherAndItsPhase) {
+  // `tunectl run`'s table (and status) say which searcher suggests and whether it still draws
+  // startup configs or has a model: the line under the summary, fields in key order.
+  const json experiment = {
+      {"name", "digits-bohb"},
+      {"total", 17},
+      {"searcher",
+       {{"searcher", "bohb"}, {"phase", "model"}, {"model_budget", 1.0}, {"observations", 9}}}};
+  const std::vector<std::string> lines = RenderProgressTable(experiment, json::array(), 20);
+  ASSERT_GE(lines.size(), 2u);
+  EXPECT_EQ(lines[1], "searcher: bohb (model_budget 1.0, observations 9, phase model)");
+  EXPECT_EQ(RenderProgressTable({{"name", "x"}}, json::array(), 20)[1].rfind("trial", 0), 0u)
+      << "no searcher line without a searcher";
+}
+
 TEST(WatchStateTest, NoEventShapeMakesTheWatcherThrow) {
   // Seeded fuzzing of the decoder and the renderer: 20,000 events of random shapes, names and
   // bodies (some not JSON at all), over snapshots of random shapes, and random frames.
