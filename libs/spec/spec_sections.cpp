@@ -7,6 +7,7 @@
 #include <string_view>
 #include <vector>
 
+#include "libs/core/near_miss.hpp"
 #include "libs/spec/spec_parser.hpp"
 #include "libs/tune/variant_generator.hpp"
 
@@ -159,9 +160,12 @@ Status SpecParser::ParseScheduler(const YAML::Node& value) {
   Result<std::string> name = r_.String(type, field);
   if (!name.ok()) return name.status();
   if (!Contains(kSchedulers, *name)) {
-    return r_.Error(type, field,
-                    fmt::format("unknown scheduler '{}'; expected one of {}", *name,
-                                fmt::join(kSchedulers, ", ")));
+    const auto meant =
+        NearMiss(*name, std::vector<std::string>(kSchedulers.begin(), kSchedulers.end()));
+    return r_.Error(
+        type, field,
+        fmt::format("unknown scheduler '{}'{}; expected one of {}", *name,
+                    meant ? "; did you mean " + *meant + "?" : "", fmt::join(kSchedulers, ", ")));
   }
   if (*name == "fifo" && !param_keys.empty()) {
     const auto& [key, key_node] = *param_keys.begin();

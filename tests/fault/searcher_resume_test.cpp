@@ -182,8 +182,8 @@ TEST(SearcherResumeFaultTest, KilledTpeExperimentSuggestsWhatAnUninterruptedOneD
 
 TEST(SearcherResumeFaultTest, KilledBohbExperimentSuggestsWhatAnUninterruptedOneDoes) {
   // One band of hyperband_bohb with max_t 9, eta 3: brackets of 9, 5 and 3 trials; the first
-  // pauses nine trials at iteration 1 and continues three, then one. BOHB's model (d = 2: at
-  // least 3 observations at a budget) is fitted from the first rung's results on.
+  // pauses nine trials at iteration 1 and continues three, then one. BOHB's model (d = 2: 6
+  // observations at a budget, 3 good and 3 bad) is fitted from the first rung's results on.
   ExpectKilledRunSuggestsAsTheUninterruptedOne(
       "{type: bohb}", "{type: hyperband_bohb, max_t: 9, reduction_factor: 3}", 17,
       {{"searcher", "bohb"}, {"phase", "model"}});

@@ -553,10 +553,14 @@ TEST(ExperimentSpecTest, SearchErrorsNameTheFieldAndItsLine) {
 }
 
 TEST(ExperimentSpecTest, UnknownSchedulerIsRejected) {
-  // A name that is no scheduler at all lists the known ones.
+  // A name that is no scheduler at all lists the known ones; a near miss is named.
   ExpectInvalid(std::string(kMinimal) + "scheduler: random\n",
                 "exp.yaml:3: scheduler: unknown scheduler 'random'; expected one of fifo, asha, "
                 "hyperband, hyperband_bohb, median_stopping, pbt");
+  ExpectInvalid(std::string(kMinimal) + "scheduler: hyperband_bohbb\n",
+                "exp.yaml:3: scheduler: unknown scheduler 'hyperband_bohbb'; did you mean "
+                "hyperband_bohb?; expected one of fifo, asha, hyperband, hyperband_bohb, "
+                "median_stopping, pbt");
 }
 
 TEST(ExperimentSpecTest, SchedulerMapNeedsTypeAndFifoTakesNoParameters) {
