@@ -9,10 +9,12 @@
 //   Methods: random (the variant generator), tpe (n_startup_trials 10, strictly sequential:
 //   ConcurrencyLimiter max_concurrent 1, as Optuna's study.optimize), tpe_runner (the same
 //   without the limiter: the runner suggests the next trial while one runs, a constant lie),
-//   tpe_parallel (max_concurrent_trials and max_concurrent --parallel, constant liar).
+//   tpe_normalized (tpe with normalized_density: true, TpeOptions), tpe_parallel
+//   (max_concurrent_trials and max_concurrent --parallel, constant liar).
 // - multi-fidelity: the learning curves of bench/quality/synthetic_curve.hpp (optimum 0.95),
 //   asha_random (ASHA, grace 4, reduction 4, random search) vs bohb (the BOHB searcher under
-//   kBohbScheduler), counting training iterations.
+//   kBohbScheduler), counting training iterations; hyperband_random (HyperBand with random
+//   search) and bohb_asha (the BOHB searcher under asha_random's ASHA) beside them.
 // - latency: TpeSearcher::Suggest with --latency-observations completed random configs of
 //   each function (and no running trial), each suggestion completed before the next.
 //
@@ -117,6 +119,8 @@ std::vector<Method> SingleFidelityMethods(int parallel) {
   return {{"random", "random", 1},
           {"tpe", fmt::format("{{{}, max_concurrent: 1}}", tpe), 1},
           {"tpe_runner", fmt::format("{{{}}}", tpe), 1},
+          {"tpe_normalized", fmt::format("{{{}, max_concurrent: 1, normalized_density: true}}", tpe),
+           1},
           {"tpe_parallel", fmt::format("{{{}, max_concurrent: {}}}", tpe, parallel), parallel}};
 }
 
@@ -171,16 +175,28 @@ bool RunSingleFidelity(const std::string& function, const std::string& param_spa
 // ASHA + random vs BOHB on the synthetic learning curves.
 bool RunMultiFidelity(const Options& o, const json& machine) {
   const int64_t max_t = 100;
+  const std::string asha = fmt::format(
+      "{{type: asha, time_attr: training_iteration, max_t: {}, grace_period: 4, "
+      "reduction_factor: 4, brackets: 1}}",
+      max_t);
+  auto hyperband = [max_t](const char* type) {
+    return fmt::format(
+        "{{type: {}, time_attr: training_iteration, max_t: {}, reduction_factor: 3}}", type,
+        max_t);
+  };
+  // bohb is the pair the criterion judges; hyperband_random and bohb_asha separate the
+  // searcher's share from the trial scheduler's.
   const std::vector<Method> methods = {
       {"asha_random", "random", 8},
       {"bohb", "bohb", 8},
+      {"hyperband_random", "random", 8},
+      {"bohb_asha", "bohb", 8},
   };
   const std::vector<std::string> schedulers = {
-      fmt::format("{{type: asha, time_attr: training_iteration, max_t: {}, grace_period: 4, "
-                  "reduction_factor: 4, brackets: 1}}",
-                  max_t),
-      fmt::format("{{type: {}, time_attr: training_iteration, max_t: {}, reduction_factor: 3}}",
-                  kBohbScheduler, max_t),
+      asha,
+      hyperband(kBohbScheduler),
+      hyperband("hyperband"),
+      asha,
   };
   const SimModel model = SimModel::Curves(CurveFamily{});
   for (size_t m = 0; m < methods.size(); ++m) {
@@ -368,9 +384,9 @@ int main(int argc, char** argv) {
       return v.ok() ? *v : std::nan("");
     });
     // The model costs tens of milliseconds per config (2 cores): random, tpe and the parallel
-    // run only (tpe_runner is a variant shown on the cheap functions).
+    // run only (tpe_runner and tpe_normalized are variants shown on the cheap functions).
     for (const Method& m : methods) {
-      if (m.name == "tpe_runner") continue;
+      if (m.name == "tpe_runner" || m.name == "tpe_normalized") continue;
       if (!RunSingleFidelity("digits", kDigitsParamSpaceYaml, "val_accuracy", "max", std::nan(""),
                              model, m, o.digits_seeds, o.digits_trials, machine) ||
           !error.empty()) {

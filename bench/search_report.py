@@ -155,7 +155,7 @@ def main():
         asha, bohb = mf["asha_random"], mf["bohb"]
         target = float(np.median(finals_of(asha, 1)))
         asha_iters = float(np.median(asha["iterations"]))
-        never = max(max(asha["iterations"]), max(bohb["iterations"])) + 1
+        never = max(max(l["iterations"]) for l in mf.values()) + 1
 
         def iterations_to(l, target):
             ns = []
@@ -168,7 +168,8 @@ def main():
                         break
                 ns.append(hit)
             return ns
-        for name, l in (("asha_random", asha), ("bohb", bohb)):
+        for name in ["asha_random", "bohb"] + sorted(set(mf) - {"asha_random", "bohb"}):
+            l = mf[name]
             ns = iterations_to(l, target)
             med = median_trials(ns, never)
             out.append({"benchmark": "search_multi_fidelity", "method": name,
@@ -182,6 +183,7 @@ def main():
                             "median": med, "per_seed": ns,
                             "seeds_reaching": sum(n is not None for n in ns)},
                         "ratio_to_asha_iterations": med / asha_iters if med is not None else None,
+                        "iterations_ratio_to_asha": float(np.median(l["iterations"])) / asha_iters,
                         "wall_s": l["wall_s"], "machine": machine})
             if name == "bohb":
                 mf_result = out[-1]
