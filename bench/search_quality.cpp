@@ -119,8 +119,8 @@ std::vector<Method> SingleFidelityMethods(int parallel) {
   return {{"random", "random", 1},
           {"tpe", fmt::format("{{{}, max_concurrent: 1}}", tpe), 1},
           {"tpe_runner", fmt::format("{{{}}}", tpe), 1},
-          {"tpe_normalized", fmt::format("{{{}, max_concurrent: 1, normalized_density: true}}", tpe),
-           1},
+          {"tpe_normalized",
+           fmt::format("{{{}, max_concurrent: 1, normalized_density: true}}", tpe), 1},
           {"tpe_parallel", fmt::format("{{{}, max_concurrent: {}}}", tpe, parallel), parallel}};
 }
 
@@ -181,8 +181,7 @@ bool RunMultiFidelity(const Options& o, const json& machine) {
       max_t);
   auto hyperband = [max_t](const char* type) {
     return fmt::format(
-        "{{type: {}, time_attr: training_iteration, max_t: {}, reduction_factor: 3}}", type,
-        max_t);
+        "{{type: {}, time_attr: training_iteration, max_t: {}, reduction_factor: 3}}", type, max_t);
   };
   // bohb is the pair the criterion judges; hyperband_random and bohb_asha separate the
   // searcher's share from the trial scheduler's.

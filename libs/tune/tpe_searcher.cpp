@@ -32,10 +32,10 @@ Result<TpeOptions> TpeOptions::Parse(const json& params) {
   auto group = p.Bool("group", o.group);
   auto liar = p.Bool("constant_liar", o.constant_liar);
   auto normalized = p.Bool("normalized_density", o.normalized_density);
-  for (const Status& s : {startup.status(), candidates.status(), consider_prior.status(),
-                          prior_weight.status(), magic_clip.status(), endpoints.status(),
-                          multivariate.status(), group.status(), liar.status(),
-                          normalized.status()}) {
+  for (const Status& s :
+       {startup.status(), candidates.status(), consider_prior.status(), prior_weight.status(),
+        magic_clip.status(), endpoints.status(), multivariate.status(), group.status(),
+        liar.status(), normalized.status()}) {
     if (!s.ok()) return s;
   }
   if (*group && !*multivariate) {
