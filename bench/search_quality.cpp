@@ -161,7 +161,7 @@ bool RunSingleFidelity(const std::string& function, const std::string& param_spa
                {"search_yaml", method.search_yaml},
                {"max_concurrent_trials", method.max_concurrent_trials},
                {"mode", mode},
-               {"optimum", optimum == optimum ? json(optimum) : json()},
+               {"optimum", std::isnan(optimum) ? json() : json(optimum)},
                {"seeds", seeds},
                {"trials", trials},
                {"values", std::move(values)},
