@@ -35,8 +35,8 @@ const json* FindPath(const json& config, const std::vector<std::string>& keys) {
 
 Result<ExternalOptions> ExternalOptions::Parse(const json& params) {
   SearcherParams p(params, "external");
-  if (Status s = p.OnlyKnown(
-          {"endpoint", "timeout_s", "backoff_initial_s", "backoff_max_s", "options"});
+  if (Status s =
+          p.OnlyKnown({"endpoint", "timeout_s", "backoff_initial_s", "backoff_max_s", "options"});
       !s.ok()) {
     return s;
   }
@@ -59,9 +59,8 @@ Result<ExternalOptions> ExternalOptions::Parse(const json& params) {
         fmt::format("'{}' is not a ZeroMQ endpoint (tcp://host:port, ipc://path)", *endpoint));
   }
   if (*max < *initial) {
-    return SearcherParams::Error("backoff_max_s",
-                                 fmt::format("must be >= backoff_initial_s ({}), got {}",
-                                             *initial, *max));
+    return SearcherParams::Error(
+        "backoff_max_s", fmt::format("must be >= backoff_initial_s ({}), got {}", *initial, *max));
   }
   if (auto it = params.find("options"); it != params.end()) {
     if (!it->is_object()) {
@@ -193,20 +192,17 @@ void ExternalSearcher::OnTrialComplete(const std::string& trial_id,
 }
 
 json ExternalSearcher::Describe() const {
-  json d = {{"searcher", name()},
-            {"endpoint", options_.endpoint},
-            {"state", LinkStateName(state_)},
-            {"suggested", suggested_},
-            {"total", num_samples_},
-            {"observations", observations_}};
+  json d = {
+      {"searcher", name()},      {"endpoint", options_.endpoint}, {"state", LinkStateName(state_)},
+      {"suggested", suggested_}, {"total", num_samples_},         {"observations", observations_}};
   if (remote_.is_object()) {
-    d["remote"] = fmt::format("{} {}", remote_.value("searcher", "?"), remote_.value("version", ""));
+    d["remote"] =
+        fmt::format("{} {}", remote_.value("searcher", "?"), remote_.value("version", ""));
   }
   if (state_ == LinkState::kUnavailable) {
     d["last_error"] = last_error_;
     d["retries"] = retries_;
-    d["retry_in_s"] =
-        std::round(std::max(0.0, retry_at_ - (link_ ? link_->NowS() : 0)) * 10) / 10;
+    d["retry_in_s"] = std::round(std::max(0.0, retry_at_ - (link_ ? link_->NowS() : 0)) * 10) / 10;
   }
   if (sessions_ok_ > 1) d["sessions"] = sessions_ok_;
   return d;
@@ -248,9 +244,7 @@ Status ExternalSearcher::Apply(const json& event) {
   return Status::Corruption("external: unknown searcher event " + event.dump());
 }
 
-json ExternalSearcher::SaveState() const {
-  return {{"events", events_}, {"finished", finished_}};
-}
+json ExternalSearcher::SaveState() const { return {{"events", events_}, {"finished", finished_}}; }
 
 Status ExternalSearcher::RestoreState(const json& state) {
   events_.clear();
@@ -331,7 +325,8 @@ void ExternalSearcher::SendTell() {
   }
   if (from_log == 0) {  // the log is told: the newest results
     for (auto& [trial_id, result] : live_results_) {
-      events.push_back({{"event", "result"}, {"trial_id", trial_id}, {"result", std::move(result)}});
+      events.push_back(
+          {{"event", "result"}, {"trial_id", trial_id}, {"result", std::move(result)}});
     }
     live_results_.clear();
   }
@@ -414,9 +409,10 @@ void ExternalSearcher::OnAsk(Result<json> reply, const std::string& trial_id) {
   } else if (status == "finished") {
     a.kind = Suggestion::Kind::kFinished;
   } else {
-    return Fail(Status::InvalidArgument(fmt::format(
-                    "the searcher's suggestion has status '{}' (config, not_now, finished)", status)),
-                false);
+    return Fail(
+        Status::InvalidArgument(fmt::format(
+            "the searcher's suggestion has status '{}' (config, not_now, finished)", status)),
+        false);
   }
   if (trial_id == wanted_) answer_ = std::move(a);
 }
@@ -430,9 +426,9 @@ void ExternalSearcher::Fail(const Status& status, bool was_hello) {
   }
   state_ = LinkState::kUnavailable;
   ++retries_;
-  const double delay = std::min(options_.backoff_max_s,
-                                options_.backoff_initial_s * std::ldexp(1.0, int(std::min<int64_t>(
-                                                                                 retries_ - 1, 30))));
+  const double delay = std::min(
+      options_.backoff_max_s,
+      options_.backoff_initial_s * std::ldexp(1.0, int(std::min<int64_t>(retries_ - 1, 30))));
   retry_at_ = link_->NowS() + delay;
   link_->After(delay, [this] { Pump(); });
 }
@@ -486,8 +482,8 @@ Result<json> ExternalSearcher::ConfigOf(const json& params) const {
     }
     if (!it->is_number() || !std::isfinite(it->get<double>()) ||
         (dim.log && !(it->get<double>() > 0))) {
-      return Status::InvalidArgument(
-          fmt::format("{}: {} is not a {}number", dim.name, it->dump(), dim.log ? "positive " : ""));
+      return Status::InvalidArgument(fmt::format("{}: {} is not a {}number", dim.name, it->dump(),
+                                                 dim.log ? "positive " : ""));
     }
     values[d] = space_->ToValue(d, space_->ToModel(d, it->get<double>()));
   }
@@ -500,7 +496,8 @@ Result<json> ExternalSearcher::ParamsOf(const json& config) const {
   for (const SearchDim& dim : space_->dims()) {
     const json* value = FindPath(config, dim.keys);
     if (value == nullptr) {
-      return Status::InvalidArgument(fmt::format("the config lacks {} of the param space", dim.name));
+      return Status::InvalidArgument(
+          fmt::format("the config lacks {} of the param space", dim.name));
     }
     params[dim.name] = *value;
   }

@@ -144,9 +144,9 @@ class ExternalSearcher final : public JournaledSearcher {
   std::optional<SearchSpace> space_;
 
   // Journaled state (Apply).
-  std::vector<nlohmann::json> events_;                  // the log the remote must hold
+  std::vector<nlohmann::json> events_;                       // the log the remote must hold
   std::unordered_map<std::string, nlohmann::json> configs_;  // suggested trial -> config
-  std::set<std::string> ended_;                         // suggested trials that completed
+  std::set<std::string> ended_;                              // suggested trials that completed
   int64_t suggested_ = 0;
   int64_t observations_ = 0;
   bool finished_ = false;
@@ -154,20 +154,20 @@ class ExternalSearcher final : public JournaledSearcher {
   // The link (not journaled).
   LinkState state_ = LinkState::kOffline;
   std::string session_;
-  uint64_t sessions_ = 0;       // hellos sent
-  uint64_t sessions_ok_ = 0;    // hellos answered
+  uint64_t sessions_ = 0;     // hellos sent
+  uint64_t sessions_ok_ = 0;  // hellos answered
   bool in_flight_ = false;
-  size_t sent_ = 0;                              // events_[0, sent_) the remote holds
+  size_t sent_ = 0;                                     // events_[0, sent_) the remote holds
   std::map<std::string, nlohmann::json> live_results_;  // trial -> newest unsent result
-  std::string wanted_;                           // the trial Suggest waits for
-  std::optional<Answer> answer_;                 // the remote's answer for `wanted_`
-  double not_now_until_ = 0;                     // after a not_now: ask again then
-  int64_t retries_ = 0;                          // consecutive failures
+  std::string wanted_;                                  // the trial Suggest waits for
+  std::optional<Answer> answer_;                        // the remote's answer for `wanted_`
+  double not_now_until_ = 0;                            // after a not_now: ask again then
+  int64_t retries_ = 0;                                 // consecutive failures
   int64_t lost_sessions_ = 0;  // failed_precondition answers since a request last succeeded
   double retry_at_ = 0;
   std::string last_error_;
-  nlohmann::json remote_;                        // hello's reply
-  std::unique_ptr<SearcherLink> link_;           // last: destroyed first (no late callbacks)
+  nlohmann::json remote_;               // hello's reply
+  std::unique_ptr<SearcherLink> link_;  // last: destroyed first (no late callbacks)
 };
 
 }  // namespace tunebus

@@ -30,8 +30,7 @@ bool IsGeneric(const std::string& key) {
 
 // The searcher of a model-based or external type, from its own parameters.
 Result<std::unique_ptr<Searcher>> MakeModelSearcher(const std::string& type, const json& params,
-                                                    int64_t num_samples,
-                                                    const SearchSetup& setup) {
+                                                    int64_t num_samples, const SearchSetup& setup) {
   const uint64_t seed = setup.seed;
   if (type == "tpe") {
     auto options = TpeOptions::Parse(params);

@@ -74,12 +74,12 @@ class ExternalSearcherFaultTest : public ::testing::Test {
   std::string endpoint() const { return "tcp://127.0.0.1:" + std::to_string(port_); }
 
   void StartSearcher() {
-    searcher_ = Process::Spawn(
-        {.name = "searcher" + std::to_string(++searchers_),
-         .binary = kPython,
-         .args = {(SourceDir() / "clients/python/tunebus_searcher.py").string(), "--sampler",
-                  "cmaes", "--seed", "1", "--endpoint", endpoint()},
-         .log_dir = cluster_.dir() / "logs"});
+    searcher_ =
+        Process::Spawn({.name = "searcher" + std::to_string(++searchers_),
+                        .binary = kPython,
+                        .args = {(SourceDir() / "clients/python/tunebus_searcher.py").string(),
+                                 "--sampler", "cmaes", "--seed", "1", "--endpoint", endpoint()},
+                        .log_dir = cluster_.dir() / "logs"});
   }
 
   json Summary() { return cluster_.Ctl({"-o", "json", "status"}, 10s).Json(); }

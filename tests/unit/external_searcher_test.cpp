@@ -129,8 +129,8 @@ TEST(ExternalOptionsTest, ParametersAreCheckedAndNamed) {
             "endpoint: search: external needs the searcher's endpoint, e.g. tcp://127.0.0.1:5600");
   EXPECT_EQ(ExternalOptions::Parse({{"endpoint", "localhost:1"}}).status().message(),
             "endpoint: 'localhost:1' is not a ZeroMQ endpoint (tcp://host:port, ipc://path)");
-  EXPECT_EQ(ExternalOptions::Parse({{"endpoint", "tcp://h:1"}, {"backoff_initial_s", 5},
-                                    {"backoff_max_s", 1}})
+  EXPECT_EQ(ExternalOptions::Parse(
+                {{"endpoint", "tcp://h:1"}, {"backoff_initial_s", 5}, {"backoff_max_s", 1}})
                 .status()
                 .message(),
             "backoff_max_s: must be >= backoff_initial_s (5), got 1");
