@@ -20,17 +20,6 @@ constexpr size_t kTellBatch = 64;
 // with an end or an evaluated point was answered) or after this many seconds.
 constexpr double kNotNowRetryS = 1.0;
 
-const json* FindPath(const json& config, const std::vector<std::string>& keys) {
-  const json* node = &config;
-  for (const std::string& k : keys) {
-    if (!node->is_object()) return nullptr;
-    auto it = node->find(k);
-    if (it == node->end()) return nullptr;
-    node = &*it;
-  }
-  return node;
-}
-
 }  // namespace
 
 Result<ExternalOptions> ExternalOptions::Parse(const json& params) {
@@ -109,15 +98,7 @@ const char* ExternalSearcher::LinkStateName(LinkState s) {
 
 Status ExternalSearcher::SetSearchProperties(const std::string& metric, const std::string& mode,
                                              const json& param_space) {
-  if (metric.empty()) {
-    return Status::InvalidArgument(
-        "metric: search: external needs a metric to optimise: set `metric` and `mode` in the "
-        "experiment");
-  }
-  if (mode != "max" && mode != "min") {
-    return Status::InvalidArgument(
-        fmt::format("mode: search: external needs a mode, max or min, got '{}'", mode));
-  }
+  if (Status s = SearcherParams::RequireMetricAndMode("external", metric, mode); !s.ok()) return s;
   auto space = SearchSpace::Create(param_space, "external");
   if (!space.ok()) return space.status();
   metric_ = metric;
@@ -493,8 +474,9 @@ Result<json> ExternalSearcher::ConfigOf(const json& params) const {
 Result<json> ExternalSearcher::ParamsOf(const json& config) const {
   if (!space_) return Status::FailedPrecondition("external: no search space yet");
   json params = json::object();
-  for (const SearchDim& dim : space_->dims()) {
-    const json* value = FindPath(config, dim.keys);
+  for (size_t d = 0; d < space_->size(); ++d) {
+    const SearchDim& dim = space_->dims()[d];
+    const json* value = space_->Value(config, d);
     if (value == nullptr) {
       return Status::InvalidArgument(
           fmt::format("the config lacks {} of the param space", dim.name));

@@ -216,6 +216,10 @@ json SearchSpace::Config(const double* values) const {
   return Fill(param_space_, true, next, value);
 }
 
+const json* SearchSpace::Value(const json& config, size_t d) const {
+  return Find(config, dims_[d].keys);
+}
+
 std::string SearchSpace::Tag(const json& config) const {
   std::string tag;
   for (const SearchDim& dim : dims_) {

@@ -75,6 +75,8 @@ class SearchSpace {
   /// The config whose dim d has value values[d] (ToValue's units) and every constant of the
   /// param space.
   nlohmann::json Config(const double* values) const;
+  /// The value of dim d in `config` (found by its key path), or nullptr when it has none.
+  const nlohmann::json* Value(const nlohmann::json& config, size_t d) const;
   /// Variant.tag's form for `config`: "path=value" per dim joined by ",", doubles "{:.4g}",
   /// strings raw with '/' replaced by '_', other JSON compact.
   std::string Tag(const nlohmann::json& config) const;

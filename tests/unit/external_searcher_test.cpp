@@ -119,6 +119,14 @@ class ExternalSearcherTest : public ::testing::Test {
         {"type", "suggestion"}, {"trial_id", trial_id}, {"status", "config"}, {"params", params}});
   }
 
+  // Connects and adopts the remote's config for t0.
+  void FirstTrial(ExternalSearcher& s) {
+    (void)s.Suggest("t0");
+    Connect();
+    AnswerAsk("t0", Params(0.01, 1, "sgd", 8));
+    ASSERT_EQ(s.Suggest("t0").kind, Suggestion::Kind::kConfig);
+  }
+
   FakeLinkState link;
   std::vector<json> told;
 };
@@ -151,7 +159,7 @@ TEST(ExternalOptionsTest, MakeSearcherNeedsMetricModeAndNoGrid) {
   setup.param_space = {{"x", {{"uniform", {0, 1}}}}};
   const json config = {{"endpoint", "tcp://127.0.0.1:5600"}};
   EXPECT_EQ(MakeSearcher("external", config, setup).status().message(),
-            "metric: search: external needs a metric to optimise: set `metric` and `mode` in the "
+            "metric: search: external needs a metric to model: set `metric` and `mode` in the "
             "experiment");
   setup.metric = "loss";
   setup.mode = "min";
@@ -216,10 +224,7 @@ TEST_F(ExternalSearcherTest, HelloDescribesTheSpaceAndSuggestNeverWaits) {
 TEST_F(ExternalSearcherTest, EndsAreToldBeforeTheNextAskAndResultsLive) {
   // The remote sees every end before it is asked again; intermediate results go out live.
   auto s = Make();
-  (void)s->Suggest("t0");
-  Connect();
-  AnswerAsk("t0", Params(0.01, 1, "sgd", 8));
-  ASSERT_EQ(s->Suggest("t0").kind, Suggestion::Kind::kConfig);
+  ASSERT_NO_FATAL_FAILURE(FirstTrial(*s));
   s->OnTrialResult("t0", Loss(0.5));
   ASSERT_EQ(link.requests.size(), 1u);
   EXPECT_EQ(link.requests.front().request["events"][0]["event"], "result");
@@ -244,10 +249,7 @@ TEST_F(ExternalSearcherTest, TimeoutMakesItUnavailableAndRetriesWithBackoffThenR
   // A hung remote: the ask times out; Suggest keeps answering NotNow; retries back off
   // 0.5, 1, 2 s; the reconnect tells the whole journaled log again before the ask.
   auto s = Make();
-  (void)s->Suggest("t0");
-  Connect();
-  AnswerAsk("t0", Params(0.01, 1, "sgd", 8));
-  ASSERT_EQ(s->Suggest("t0").kind, Suggestion::Kind::kConfig);
+  ASSERT_NO_FATAL_FAILURE(FirstTrial(*s));
   TrainingResult last = Loss(0.3);
   s->OnTrialComplete("t0", &last, false);
   AnswerTells();
