@@ -268,12 +268,18 @@ void ExternalSearcher::Pump() {
     case LinkState::kReady:
       break;
   }
-  if (sent_ < events_.size() || !live_results_.empty()) {
+  // The journaled events first (an ask sees every end), then the ask, then live results (which
+  // must not delay asks while trials report).
+  if (sent_ < events_.size()) {
     SendTell();
     return;
   }
   state_ = LinkState::kReady;
-  if (!wanted_.empty() && !answer_ && link_->NowS() >= not_now_until_) SendAsk();
+  if (!wanted_.empty() && !answer_ && link_->NowS() >= not_now_until_) {
+    SendAsk();
+  } else if (!live_results_.empty()) {
+    SendTell();
+  }
 }
 
 void ExternalSearcher::SendHello() {
@@ -396,6 +402,7 @@ void ExternalSearcher::OnAsk(Result<json> reply, const std::string& trial_id) {
         false);
   }
   if (trial_id == wanted_) answer_ = std::move(a);
+  Pump();
 }
 
 void ExternalSearcher::Fail(const Status& status, bool was_hello) {
@@ -466,7 +473,7 @@ Result<json> ExternalSearcher::ConfigOf(const json& params) const {
       return Status::InvalidArgument(fmt::format("{}: {} is not a {}number", dim.name, it->dump(),
                                                  dim.log ? "positive " : ""));
     }
-    values[d] = space_->ToValue(d, space_->ToModel(d, it->get<double>()));
+    values[d] = space_->Snap(d, it->get<double>());
   }
   return space_->Config(values.data());
 }
