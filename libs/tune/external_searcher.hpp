@@ -23,7 +23,7 @@
 // failed_precondition answer (the remote does not know the session: it was restarted) is
 // followed by a new hello at once. Trials already running are not affected by any of this.
 //
-// Values from the remote are snapped to the param space's domains (SearchSpace::ToValue:
+// Values from the remote are snapped to the param space's domains (SearchSpace::Snap:
 // quantised, clamped) and built into a full config with the constants; a reply that names an
 // unknown trial, lacks a parameter or has a value of the wrong type is an error (backoff).
 #pragma once
