@@ -20,7 +20,9 @@ wins). The seed is --seed, or else the experiment's seed.
 
 State: one Optuna study per session. `hello` starts a new one; the scheduler then tells every
 journaled event again (a replay through the same ask/tell calls, the configs fixed by
-enqueue_trial), so a restarted searcher holds the observations it had. Nothing is kept on disk.
+enqueue_trial), so a restarted searcher holds the observations it had; its sampler is then seeded
+with the seed and the number of replayed events, so it does not repeat its first draws. Nothing is
+kept on disk.
 """
 
 import argparse
@@ -156,6 +158,11 @@ class OptunaSearcher:
         options = dict(self.sampler_options)
         options.update(msg.get("options") or {})
         seed = self.seed if self.seed is not None else msg.get("seed")
+        replay = int(msg.get("replay", 0) or 0)
+        if seed is not None and replay > 0:
+            # A session that replays: the replayed trials' params are fixed, so a sampler seeded
+            # as at the start would draw its first draws again. Vary the seed with the replay.
+            seed = (int(seed) * 1000003 + replay) % (2**32)
         cls = getattr(optuna.samplers, SAMPLERS[self.sampler_name])
         try:
             sampler = cls(seed=seed, **options)

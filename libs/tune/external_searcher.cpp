@@ -293,6 +293,7 @@ void ExternalSearcher::SendHello() {
                 {"mode", mode_},
                 {"seed", seed_},
                 {"num_samples", num_samples_},
+                {"replay", events_.size()},
                 {"space", SpaceMessage()},
                 {"param_space", param_space_},
                 {"options", options_.options}};

@@ -45,6 +45,9 @@ Result<zmq::socket_t> ConnectDealer(zmq::context_t& ctx, const std::string& endp
     s.set(zmq::sockopt::maxmsgsize, proto::kMaxMessageBytes);
     s.set(zmq::sockopt::reconnect_ivl, 100);
     s.set(zmq::sockopt::reconnect_ivl_max, 1000);
+    // Queue only to a connected searcher: while it is down a request fails at once (backoff)
+    // instead of waiting in the socket to reach a restarted searcher as a stale session.
+    s.set(zmq::sockopt::immediate, 1);
     s.connect(endpoint);
     return s;
   } catch (const zmq::error_t& e) {

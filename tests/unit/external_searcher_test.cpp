@@ -182,6 +182,7 @@ TEST_F(ExternalSearcherTest, HelloDescribesTheSpaceAndSuggestNeverWaits) {
   EXPECT_EQ(hello["mode"], "min");
   EXPECT_EQ(hello["seed"], 7);
   EXPECT_EQ(hello["num_samples"], 10);
+  EXPECT_EQ(hello["replay"], 0);
   EXPECT_EQ(hello["experiment"], "exp-abcde");
   EXPECT_EQ(hello["space"][0], (json{{"name", "lr"},
                                      {"path", {"lr"}},
@@ -338,6 +339,7 @@ TEST_F(ExternalSearcherTest, ResumedSearcherHoldsTheJournaledEventsAndReplaysThe
   EXPECT_EQ(b.Suggest("t0").config, c0);
   EXPECT_EQ(b.Suggest("t1").kind, Suggestion::Kind::kNotNow);
   ASSERT_EQ(other.requests.front().request["type"], "hello");
+  EXPECT_EQ(other.requests.front().request["replay"], 3);
   other.Answer(json{{"type", "hello_ok"}});
   ASSERT_EQ(other.requests.front().request["type"], "tell");
   EXPECT_EQ(other.requests.front().request["events"], snapshot["events"]);
