@@ -116,6 +116,11 @@ void ZmqSearcherLink::Request(json request, double timeout_s, ReplyCallback done
       JsonRequest{0, std::move(request)},
       [this, type, done = std::move(done), alive = alive_](Result<proto::Decoded> reply) {
         if (!*alive) return;
+        if (!reply.ok() && reply.status().message().find("queue full") != std::string::npos) {
+          // With ZMQ_IMMEDIATE and one request at a time, a full queue means no connection.
+          reply = Status::Unavailable(fmt::format(
+              "the searcher at {} is not connected (nothing listens there)", endpoint_));
+        }
         if (!reply.ok()) {
           spdlog::warn("The searcher at {} did not answer {}: {}", endpoint_, type,
                        reply.status().ToString());

@@ -87,10 +87,12 @@ class ExternalSearcherFaultTest : public ::testing::Test {
     const json s = Summary();
     return s.is_object() && s.contains("searcher") ? s["searcher"].value("state", "") : "";
   }
-  int64_t Terminated() {
+  int64_t Count(const char* status) {
     const json s = Summary();
-    return s.is_object() && s.contains("counts") ? s["counts"].value("TERMINATED", int64_t{0}) : -1;
+    return s.is_object() && s.contains("counts") ? s["counts"].value(status, int64_t{0}) : -1;
   }
+  int64_t Terminated() { return Count("TERMINATED"); }
+  int64_t Running() { return Count("RUNNING"); }
   // Waits until `n` trials were added.
   bool WaitForTrials(int64_t n) {
     return WaitFor(
@@ -153,16 +155,16 @@ TEST_F(ExternalSearcherFaultTest, KilledSearcherIsRestartedAndTheRunCompletes) {
   const std::string journal = SubmitDetached(cluster_, file_, "external");
   ASSERT_FALSE(journal.empty());
   ASSERT_TRUE(WaitForTrials(4)) << Summary().dump() << cluster_.LogTails();
+  ASSERT_TRUE(WaitFor([&] { return Running() > 0; }, 30s, 20ms)) << Summary().dump();
+  const int64_t before = Terminated();
   searcher_->Kill();
   ASSERT_TRUE(WaitFor([&] { return SearcherState() == "unavailable"; }, 30s, 100ms))
       << Summary().dump();
   const json down = Summary();
   EXPECT_FALSE(down["searcher"].value("last_error", "").empty()) << down.dump();
   // Trials placed before the kill finish while the searcher is away.
-  const int64_t before = Terminated();
-  EXPECT_TRUE(WaitFor([&] { return Terminated() > before || Summary().value("finished", false); },
-                      30s, 100ms))
-      << Summary().dump();
+  EXPECT_TRUE(WaitFor([&] { return Terminated() > before; }, 30s, 100ms)) << Summary().dump();
+  EXPECT_EQ(SearcherState(), "unavailable");
   StartSearcher();
   ExpectCompleteAndExact(journal);
   EXPECT_GE(Summary()["searcher"].value("sessions", 0), 2);
@@ -176,10 +178,11 @@ TEST_F(ExternalSearcherFaultTest, HungSearcherLeavesRunningTrialsAloneAndResumes
   const std::string journal = SubmitDetached(cluster_, file_, "external");
   ASSERT_FALSE(journal.empty());
   ASSERT_TRUE(WaitForTrials(3)) << Summary().dump() << cluster_.LogTails();
+  ASSERT_TRUE(WaitFor([&] { return Running() > 0; }, 30s, 20ms)) << Summary().dump();
+  const int64_t before = Terminated();
   searcher_->Signal(SIGSTOP);
   ASSERT_TRUE(WaitFor([&] { return SearcherState() == "unavailable"; }, 30s, 100ms))
       << Summary().dump();
-  const int64_t before = Terminated();
   EXPECT_TRUE(WaitFor([&] { return Terminated() > before; }, 30s, 100ms)) << Summary().dump();
   EXPECT_EQ(cluster_.Ctl({"status"}, 5s).exit_code, 0);  // the control socket answers
   searcher_->Signal(SIGCONT);
