@@ -63,14 +63,7 @@ TpeSearcher::TpeSearcher(TpeOptions options, int64_t num_samples, uint64_t seed)
 
 Status TpeSearcher::SetSearchProperties(const std::string& metric, const std::string& mode,
                                         const json& param_space) {
-  if (metric.empty()) {
-    return Status::InvalidArgument(
-        "metric: search: tpe needs a metric to model: set `metric` and `mode` in the experiment");
-  }
-  if (mode != "max" && mode != "min") {
-    return Status::InvalidArgument(
-        fmt::format("mode: search: tpe needs a mode, max or min, got '{}'", mode));
-  }
+  if (Status s = SearcherParams::RequireMetricAndMode("tpe", metric, mode); !s.ok()) return s;
   auto space = SearchSpace::Create(param_space, "tpe");
   if (!space.ok()) return space.status();
   metric_ = metric;
