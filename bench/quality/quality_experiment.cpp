@@ -6,30 +6,43 @@
 
 #include "bench/quality/synthetic_curve.hpp"
 #include "libs/spec/experiment_spec.hpp"
+#include "libs/tune/make_searcher.hpp"
 #include "libs/tune/make_trial_scheduler.hpp"
 #include "libs/tune/trial_runner.hpp"
-#include "libs/tune/variant_generator.hpp"
 
 namespace tunebus::bench {
 
-std::string ExperimentYaml(const std::string& scheduler_yaml, const QualitySetup& setup,
-                           uint64_t seed) {
+std::string ExperimentYaml(const ExperimentShape& shape, uint64_t seed) {
   return fmt::format(
       "name: tuning_quality\n"
       "trainable: {{builtin: noop}}\n"
       "param_space: {}\n"
       "num_samples: {}\n"
       "seed: {}\n"
-      "metric: mean_accuracy\n"
-      "mode: max\n"
+      "metric: {}\n"
+      "mode: {}\n"
       "stop: {{training_iteration: {}}}\n"
       "max_concurrent_trials: {}\n"
+      "search: {}\n"
       "scheduler: {}\n",
-      kParamSpaceYaml, setup.num_samples, seed, setup.max_t, setup.max_concurrent_trials,
-      scheduler_yaml);
+      shape.param_space_yaml, shape.setup.num_samples, seed, shape.metric, shape.mode,
+      shape.setup.max_t, shape.setup.max_concurrent_trials, shape.search_yaml,
+      shape.scheduler_yaml);
+}
+
+std::string ExperimentYaml(const std::string& scheduler_yaml, const QualitySetup& setup,
+                           uint64_t seed) {
+  ExperimentShape shape;
+  shape.scheduler_yaml = scheduler_yaml;
+  shape.setup = setup;
+  return ExperimentYaml(shape, seed);
 }
 
 Result<SimFigures> RunExperiment(const std::string& yaml, const CurveFamily& curves) {
+  return RunExperiment(yaml, SimModel::Curves(curves));
+}
+
+Result<SimFigures> RunExperiment(const std::string& yaml, const SimModel& model) {
   Result<ExperimentSpec> spec = ParseExperimentYaml(yaml, "/tmp", "tuning_quality.yaml");
   if (!spec.ok()) return spec.status();
   const uint64_t seed = spec->seed.value_or(0);
@@ -50,10 +63,18 @@ Result<SimFigures> RunExperiment(const std::string& yaml, const CurveFamily& cur
   ro.checkpoint_at_end = spec->checkpoint_at_end;
   ro.keep_checkpoints_num = spec->keep_checkpoints_num;
   ro.checkpoint_score_attr = spec->checkpoint_score_attr;
-  SimExecutor executor(curves, seed, spec->metric, int64_t(max_t->second));
-  TrialRunner runner(
-      std::move(ro), std::make_unique<VariantGenerator>(spec->param_space, spec->num_samples, seed),
-      std::move(*scheduler), executor, executor, [&executor] { return executor.now(); });
+  SearchSetup setup;
+  setup.param_space = spec->param_space;
+  setup.num_samples = spec->num_samples;
+  setup.metric = spec->metric;
+  setup.mode = spec->mode;
+  setup.seed = seed;
+  setup.max_concurrent_trials = spec->max_concurrent_trials;
+  auto searcher = MakeSearcher(spec->search, spec->search_config, setup);
+  if (!searcher.ok()) return searcher.status();
+  SimExecutor executor(model, seed, spec->metric, int64_t(max_t->second));
+  TrialRunner runner(std::move(ro), std::move(*searcher), std::move(*scheduler), executor, executor,
+                     [&executor] { return executor.now(); });
   executor.set_runner(&runner);
   return executor.Run();
 }

@@ -1,6 +1,6 @@
-// One experiment of the tuning quality benchmark: the experiment file text (parsed by the real
-// libs/spec parser), and a run of it through the real TrialRunner and trial scheduler on the
-// SimExecutor (bench/quality/sim_executor.hpp).
+// One experiment of the tuning and search quality benchmarks: the experiment file text (parsed
+// by the real libs/spec parser), and a run of it through the real TrialRunner, searcher and
+// trial scheduler on the SimExecutor (bench/quality/sim_executor.hpp).
 #pragma once
 
 #include <cstdint>
@@ -18,16 +18,32 @@ struct QualitySetup {
   int64_t max_concurrent_trials = 8;  // trials running at once
 };
 
-/// The experiment file (YAML) for `scheduler_yaml`, the value of its `scheduler:` field, e.g.
-/// "{type: asha, grace_period: 1}". Metric mean_accuracy, mode max, param space
-/// kParamSpaceYaml, stop at training_iteration max_t, the given seed.
+/// An experiment file's fields that the benchmarks vary. The *_yaml fields are YAML flow values
+/// of the experiment file's keys of the same name.
+struct ExperimentShape {
+  std::string param_space_yaml = kParamSpaceYaml;
+  std::string metric = "mean_accuracy";
+  std::string mode = "max";
+  std::string search_yaml = "random";
+  std::string scheduler_yaml = "fifo";
+  QualitySetup setup;
+};
+
+/// The experiment file (YAML) of `shape` with `seed`: stop at training_iteration setup.max_t.
+std::string ExperimentYaml(const ExperimentShape& shape, uint64_t seed);
+
+/// The tuning quality benchmark's experiment file for `scheduler_yaml`, the value of its
+/// `scheduler:` field, e.g. "{type: asha, grace_period: 1}": metric mean_accuracy, mode max,
+/// param space kParamSpaceYaml, the random searcher.
 std::string ExperimentYaml(const std::string& scheduler_yaml, const QualitySetup& setup,
                            uint64_t seed);
 
-/// Parses `yaml` with ParseExperimentYaml and plays it: MakeTrialScheduler and the
-/// VariantGenerator seeded with the file's seed (as the scheduler service does), the noise keyed
-/// by the same seed, the trainables following `curves`. Errors: InvalidArgument from the parser or
-/// the scheduler's parameters; Internal from the simulation.
+/// Parses `yaml` with ParseExperimentYaml and plays it as the scheduler service would:
+/// MakeTrialScheduler and MakeSearcher (the file's `search:`) seeded with the file's seed, the
+/// noise keyed by the same seed, the trainables following `model`. Errors: InvalidArgument from
+/// the parser, the trial scheduler's or the searcher's parameters; Internal from the simulation.
+Result<SimFigures> RunExperiment(const std::string& yaml, const SimModel& model);
+/// RunExperiment with the trainables following `curves` (SimModel::Curves).
 Result<SimFigures> RunExperiment(const std::string& yaml, const CurveFamily& curves);
 
 }  // namespace tunebus::bench

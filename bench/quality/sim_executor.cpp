@@ -4,8 +4,15 @@
 
 namespace tunebus::bench {
 
-SimExecutor::SimExecutor(CurveFamily curves, uint64_t seed, std::string metric, int64_t max_t)
-    : curves_(curves), seed_(seed), metric_(std::move(metric)), max_t_(max_t) {}
+SimModel SimModel::Curves(const CurveFamily& curves) {
+  return {
+      [curves](double s, const nlohmann::json& config) { return curves.Step(s, config); },
+      [](uint64_t seed, int64_t index, int64_t iteration) { return Noise(seed, index, iteration); },
+      [](uint64_t, int64_t, const nlohmann::json& config) { return IterationSeconds(config); }};
+}
+
+SimExecutor::SimExecutor(SimModel model, uint64_t seed, std::string metric, int64_t max_t)
+    : model_(std::move(model)), seed_(seed), metric_(std::move(metric)), max_t_(max_t) {}
 
 void SimExecutor::At(double time, std::function<void()> fire) {
   queue_.push(Event{time, order_++, std::move(fire)});
@@ -47,17 +54,19 @@ void SimExecutor::LaunchTrial(const Trial& trial) {
 void SimExecutor::NextResult(const std::string& trial_id, int64_t attempt) {
   const Attempt* a = Live(trial_id, attempt);
   if (a == nullptr) return;
-  At(now_ + IterationSeconds(a->config), [this, trial_id, attempt] { Report(trial_id, attempt); });
+  At(now_ + model_.seconds(seed_, a->index, a->config),
+     [this, trial_id, attempt] { Report(trial_id, attempt); });
 }
 
 void SimExecutor::Report(const std::string& trial_id, int64_t attempt) {
   Attempt* a = Live(trial_id, attempt);
   if (a == nullptr) return;  // stopped meanwhile
-  a->s = curves_.Step(a->s, a->config);
+  a->s = model_.step(a->s, a->config);
   a->iteration += 1;
   a->seq += 1;
   ++figures_.iterations;
-  const double value = a->s + Noise(seed_, a->index, a->iteration);
+  const double value = a->s + model_.noise(seed_, a->index, a->iteration);
+  figures_.reports.push_back({a->index, a->iteration, value, a->s});
   if (a->iteration == max_t_) {
     if (figures_.reached_max_t == 0 || value > figures_.best_final) {
       figures_.best_final = value;
@@ -69,7 +78,7 @@ void SimExecutor::Report(const std::string& trial_id, int64_t attempt) {
     best_last_ = value;
     best_last_true_ = a->s;
   }
-  const double dt = IterationSeconds(a->config);
+  const double dt = model_.seconds(seed_, a->index, a->config);
   Status s = runner_->OnResult(trial_id, attempt, a->seq, {{metric_, value}}, dt);
   if (!s.ok()) errors_.push_back(fmt::format("{}: result rejected: {}", trial_id, s.ToString()));
 }

@@ -1,8 +1,10 @@
-// SimExecutor: a deterministic, in-process TrialExecutor for the tuning quality benchmark. It
-// drives the real TrialRunner (libs/tune) with the experiment's real trial scheduler on a
-// simulated clock: every trainable is the synthetic curve of bench/quality/synthetic_curve.hpp,
-// and every executor effect becomes an event on a time-ordered queue that Run() plays back (no
-// threads, no sockets, no wall clock), so a seed gives the same run on every machine.
+// SimExecutor: a deterministic, in-process TrialExecutor for the tuning and search quality
+// benchmarks. It drives the real TrialRunner (libs/tune) with the experiment's real searcher and
+// trial scheduler on a simulated clock: every trainable follows a SimModel (the synthetic curves
+// of bench/quality/synthetic_curve.hpp, or a test function of bench/quality/test_functions.hpp
+// reported once), and every executor effect becomes an event on a time-ordered queue that Run()
+// plays back (no threads, no sockets, no wall clock), so a seed gives the same run on every
+// machine.
 //
 // Worker semantics kept from the real trial-worker (proto/PROTOCOL.md): a placement is granted
 // at once (max_concurrent_trials bounds the cluster); a launched trial restores its checkpoint
@@ -14,6 +16,7 @@
 #include <cstdint>
 #include <functional>
 #include <map>
+#include <memory>
 #include <nlohmann/json.hpp>
 #include <queue>
 #include <string>
@@ -23,6 +26,29 @@
 #include "libs/tune/trial_runner.hpp"
 
 namespace tunebus::bench {
+
+/// What a simulated trainable does. Qualities and values are in the metric's units.
+struct SimModel {
+  /// The quality after one more training iteration from quality `s` under `config` (s is 0
+  /// before the first iteration). REQUIRES: deterministic in (s, config).
+  std::function<double(double s, const nlohmann::json& config)> step;
+  /// The noise on the value trial `index` reports at `iteration` for the experiment's `seed`.
+  std::function<double(uint64_t seed, int64_t index, int64_t iteration)> noise;
+  /// Simulated seconds one iteration of trial `index` with `config` takes (> 0).
+  std::function<double(uint64_t seed, int64_t index, const nlohmann::json& config)> seconds;
+
+  /// The curve family of tuning_quality: CurveFamily::Step, Noise, IterationSeconds.
+  static SimModel Curves(const CurveFamily& curves);
+};
+
+/// One reported result, in the order the simulation produced them: the k-th (from 0) is the
+/// (k + 1)-th training iteration run in the experiment.
+struct SimReport {
+  int64_t index = 0;      // the trial's index (creation order, 0-based)
+  int64_t iteration = 0;  // its training_iteration
+  double value = 0;       // what it reported (quality + noise)
+  double s = 0;           // the noise-free quality
+};
 
 /// What one simulated experiment produced.
 struct SimFigures {
@@ -37,18 +63,19 @@ struct SimFigures {
   int64_t reached_max_t = 0;  // trials with a result at max_t
   int64_t iterations = 0;     // training iterations the trainables ran (= results reported)
   int64_t trials = 0;
-  int64_t checkpoints = 0;  // checkpoints stored
-  int64_t restores = 0;     // launches that restored a checkpoint (unpause, PBT exploit)
-  int64_t exploits = 0;     // PBT exploits
-  double sim_time_s = 0;    // simulated makespan, seconds
-  std::string status;       // the experiment's end status ("FINISHED", ...)
+  int64_t checkpoints = 0;         // checkpoints stored
+  int64_t restores = 0;            // launches that restored a checkpoint (unpause, PBT exploit)
+  int64_t exploits = 0;            // PBT exploits
+  double sim_time_s = 0;           // simulated makespan, seconds
+  std::string status;              // the experiment's end status ("FINISHED", ...)
+  std::vector<SimReport> reports;  // every result, in simulated time order
 };
 
 class SimExecutor final : public TrialExecutor, public RunnerObserver {
  public:
-  /// `curves`: the trainables' curve family; `seed` keys the noise; `metric` is the reported key;
+  /// `model`: what every trainable does; `seed` keys the noise; `metric` is the reported key;
   /// `max_t` the iteration that counts as final.
-  SimExecutor(CurveFamily curves, uint64_t seed, std::string metric, int64_t max_t);
+  SimExecutor(SimModel model, uint64_t seed, std::string metric, int64_t max_t);
 
   /// Plays the experiment to its end. REQUIRES: set_runner was called. Errors: Internal if the
   /// runner stalls (no event left while unfinished) or rejects a result.
@@ -101,7 +128,7 @@ class SimExecutor final : public TrialExecutor, public RunnerObserver {
   void Act(const std::string& trial_id, int64_t attempt, int64_t seq, Action action);
   void SaveCheckpoint(const std::string& trial_id, Attempt& a);
 
-  CurveFamily curves_;
+  SimModel model_;
   uint64_t seed_;
   std::string metric_;
   int64_t max_t_;

@@ -1,6 +1,5 @@
 #include "libs/bus/service_guard.hpp"
 
-#include <fcntl.h>
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
 #include <unistd.h>
@@ -14,16 +13,13 @@ namespace tunebus::bus {
 
 Status MakeWritableDir(const std::string& dir, std::string_view what) {
   std::error_code ec;
-  std::filesystem::create_directories(dir, ec);
+  const bool created = std::filesystem::create_directories(dir, ec);
   if (ec) return Status::IoError(fmt::format("cannot create {} {}: {}", what, dir, ec.message()));
-  // create_directories succeeds on a folder that exists but is not ours to write: probe it.
-  const std::string probe = fmt::format("{}/.tunebus-write-probe-{}", dir, ::getpid());
-  const int fd = ::open(probe.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
-  if (fd < 0)
+  // A folder this process just created is its own; one that existed may not be ours to write.
+  // access(2) checks permissions (ACLs included) and a read-only mount without touching the disk.
+  if (!created && ::access(dir.c_str(), W_OK | X_OK) != 0)
     return Status::IoError(
         fmt::format("cannot write in {} {}: {}", what, dir, std::strerror(errno)));
-  ::close(fd);
-  ::unlink(probe.c_str());
   return Status::Ok();
 }
 

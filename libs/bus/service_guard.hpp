@@ -12,11 +12,11 @@
 
 namespace tunebus::bus {
 
-/// Creates `dir` (and its parents) if missing and proves it is writable by creating and removing
-/// a file in it. `what` names the folder in the message ("results folder", "trial dir").
-/// Errors: IoError "cannot create <what> <dir>: <reason>" or "cannot write in <what> <dir>:
-/// <reason>" (e.g. "Permission denied" for a folder owned by another user, "Read-only file
-/// system"). Never throws.
+/// Creates `dir` (and its parents) if missing; a folder that existed is checked writable by this
+/// process (access(2) W_OK | X_OK, no file is created: a trial start pays one stat, not an inode).
+/// `what` names the folder in the message ("results folder", "trial dir"). Errors: IoError "cannot
+/// create <what> <dir>: <reason>" or "cannot write in <what> <dir>: <reason>" (e.g. "Permission
+/// denied" for a folder owned by another user, "Read-only file system"). Never throws.
 Status MakeWritableDir(const std::string& dir, std::string_view what);
 
 /// Runs `body` (a service's main after flag parsing) and returns its exit code. An exception that

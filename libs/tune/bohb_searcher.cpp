@@ -60,15 +60,7 @@ BohbSearcher::BohbSearcher(BohbOptions options, int64_t num_samples, uint64_t se
 
 Status BohbSearcher::SetSearchProperties(const std::string& metric, const std::string& mode,
                                          const json& param_space) {
-  if (metric.empty()) {
-    return Status::InvalidArgument(
-        "metric: search: bohb needs a metric to model: set `metric` and `mode` in the "
-        "experiment");
-  }
-  if (mode != "max" && mode != "min") {
-    return Status::InvalidArgument(
-        fmt::format("mode: search: bohb needs a mode, max or min, got '{}'", mode));
-  }
+  if (Status s = SearcherParams::RequireMetricAndMode("bohb", metric, mode); !s.ok()) return s;
   auto space = SearchSpace::Create(param_space, "bohb");
   if (!space.ok()) return space.status();
   metric_ = metric;

@@ -9,6 +9,7 @@
 #include "libs/core/near_miss.hpp"
 #include "libs/tune/bohb_searcher.hpp"
 #include "libs/tune/concurrency_limiter.hpp"
+#include "libs/tune/external_searcher.hpp"
 #include "libs/tune/points_to_evaluate.hpp"
 #include "libs/tune/tpe_searcher.hpp"
 #include "libs/tune/variant_generator.hpp"
@@ -27,9 +28,10 @@ bool IsGeneric(const std::string& key) {
                      [&](const char* k) { return key == k; });
 }
 
-// The searcher of a model-based type, from its own parameters.
+// The searcher of a model-based or external type, from its own parameters.
 Result<std::unique_ptr<Searcher>> MakeModelSearcher(const std::string& type, const json& params,
-                                                    int64_t num_samples, uint64_t seed) {
+                                                    int64_t num_samples, const SearchSetup& setup) {
+  const uint64_t seed = setup.seed;
   if (type == "tpe") {
     auto options = TpeOptions::Parse(params);
     if (!options.ok()) return options.status();
@@ -39,6 +41,15 @@ Result<std::unique_ptr<Searcher>> MakeModelSearcher(const std::string& type, con
     auto options = BohbOptions::Parse(params);
     if (!options.ok()) return options.status();
     return std::unique_ptr<Searcher>(new BohbSearcher(*options, num_samples, seed));
+  }
+  if (type == "external") {
+    auto options = ExternalOptions::Parse(params);
+    if (!options.ok()) return options.status();
+    std::unique_ptr<SearcherLink> link;
+    if (setup.connect_external) link = setup.connect_external(options->endpoint);
+    return std::unique_ptr<Searcher>(new ExternalSearcher(std::move(*options), num_samples, seed,
+                                                          setup.experiment, setup.session_nonce,
+                                                          std::move(link)));
   }
   return Status::InvalidArgument(fmt::format("type: unknown search type '{}'", type));
 }
@@ -127,7 +138,7 @@ Result<std::unique_ptr<Searcher>> MakeSearcher(const SearchOptions& options,
     searcher =
         std::make_unique<VariantGenerator>(setup.param_space, num_samples, setup.seed, window);
   } else {
-    auto made = MakeModelSearcher(options.type, options.params, num_samples, setup.seed);
+    auto made = MakeModelSearcher(options.type, options.params, num_samples, setup);
     if (!made.ok()) return made.status();
     searcher = std::move(made).value();
   }

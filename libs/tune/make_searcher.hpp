@@ -1,13 +1,13 @@
 // The experiment file's `search:` section and the searcher it builds (as MakeTrialScheduler does
 // for `scheduler:`). docs/search.md is the user's reference.
 //
-//   search: random                       # a name: random (default), tpe, bohb
+//   search: random                       # a name: random (default), tpe, bohb, external
 //   search:                              # or a map
 //     type: random                       # optional, default random
 //     max_concurrent: 4                  # ConcurrencyLimiter (Ray Tune 2.x), >= 1
 //     points_to_evaluate: [{lr: 0.01}]   # configs tried first (partial: the rest is sampled)
 //     evaluated_rewards: [0.93]          # one per point: known results, those points not run
-//     ...                                # the searcher's own parameters (tpe, bohb)
+//     ...                                # the searcher's own parameters (tpe, bohb, external)
 //
 // Every error reads "<param>: <what is wrong>" (points: "points_to_evaluate[<i>].<key>: ..."), so
 // the spec parser points at the parameter's line, as for the trial scheduler.
@@ -21,11 +21,12 @@
 
 #include "libs/core/status.hpp"
 #include "libs/tune/searcher.hpp"
+#include "libs/tune/searcher_link.hpp"
 
 namespace tunebus {
 
 /// The search types an experiment file may name.
-inline constexpr const char* kSearchTypes[] = {"random", "tpe", "bohb"};
+inline constexpr const char* kSearchTypes[] = {"random", "tpe", "bohb", "external"};
 
 /// The `search:` section, checked for shape (not yet against the param space: MakeSearcher).
 struct SearchOptions {
@@ -44,7 +45,9 @@ struct SearchOptions {
 
 /// What a searcher is built for: the experiment's param space (validated), num_samples (>= 1, or
 /// -1 unbounded), metric and mode (may be empty), seed, and max_concurrent_trials (the random
-/// searcher's window is max(32, 2 * it)).
+/// searcher's window is max(32, 2 * it)). An external searcher also gets the experiment's name,
+/// a nonce for its session ids, and its link from `connect_external` (null: no link, as in a
+/// spec check or a read-only experiment; the searcher then only holds its journaled state).
 struct SearchSetup {
   nlohmann::json param_space = nlohmann::json::object();
   int64_t num_samples = 1;
@@ -52,6 +55,9 @@ struct SearchSetup {
   std::string mode;
   uint64_t seed = 0;
   int64_t max_concurrent_trials = 0;
+  std::string experiment;
+  uint64_t session_nonce = 0;
+  SearcherLinkFactory connect_external;
 };
 
 /// Builds the searcher: the type's searcher, wrapped in PointsToEvaluate when points are given

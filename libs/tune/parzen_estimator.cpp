@@ -91,7 +91,8 @@ void ParzenEstimator::Finalize(std::span<const uint32_t> center_order) {
     for (size_t i = 0; i < n_; ++i) {
       const size_t k = d * n_ + i;
       if (sigmas_[k] != last_sigma) last_sigma = sigmas_[k], last_log = std::log(last_sigma);
-      log_sigmas_[k] = last_log;
+      // Optuna 3.1.0's continuous log density has no -log sigma term (set_optuna31_density).
+      log_sigmas_[k] = optuna31_density_ && dims_[d].step <= 0 ? 0.0 : last_log;
       log_norms_[k] = LogTruncationMass(dims_[d].low, dims_[d].high, centers_[k], sigmas_[k]);
     }
   }
@@ -461,6 +462,7 @@ void FitTpeEstimator(std::span<const ParzenDim> dims, std::span<const TpePrior> 
     for (size_t i = 0; i < m; ++i) sigma[i] = std::clamp(sigma[i], min_sigma, max_sigma);
     if (consider_prior) sigma[n] = priors[d].sigma;
   }
+  out->set_optuna31_density(!options.normalized_density);
   out->Finalize(sorted_once && num_dims == 1 ? std::span<const uint32_t>(out->order_)
                                              : std::span<const uint32_t>());
 }

@@ -9,7 +9,9 @@
 //   p_hit and every other p_miss; a center of -1 gives every choice 1 / n_choices (a prior).
 // The density of a point is Σ_i w_i Π_d kernel_{i,d}(x_d), each kernel a normalised density
 // (Optuna 3.1.0's truncnorm.logpdf leaves out the -log sigma term, optuna/optuna#5109, fixed
-// by #5110 in Optuna 3.5; this class computes the fixed, normalised density).
+// by #5110 in Optuna 3.5; this class computes the fixed, normalised density unless
+// set_optuna31_density(true): then a continuous kernel is Optuna 3.1.0's φ(z) / Z without the
+// 1 / sigma, which TPE uses by default, see TpeOptions::normalized_density).
 //
 // TPE (Bergstra et al., NeurIPS 2011, section 4) fits one to the good and one to the bad
 // observations with FitTpeEstimator (Optuna 3.1.0's _ParzenEstimator); BOHB (Falkner et al.,
@@ -57,12 +59,20 @@ struct TpeEstimatorOptions {
   bool consider_magic_clip = true;
   bool consider_endpoints = false;
   bool multivariate = false;
+  /// false: continuous kernels as Optuna 3.1.0 evaluates them (ParzenEstimator's
+  /// set_optuna31_density); true: normalised (Optuna >= 3.5, optuna/optuna#5110).
+  bool normalized_density = true;
 };
 
 class ParzenEstimator {
  public:
   /// Starts a mixture of `n` components over `dims`: weights 1, centers 0, sigmas 1 until set.
   void Reset(std::span<const ParzenDim> dims, size_t n);
+  /// true: LogPdf gives continuous (not stepped, not categorical) kernels Optuna 3.1.0's
+  /// log density, -z²/2 - log √(2π) - log Z, without -log sigma (optuna/optuna#5109), so the
+  /// mixture is not normalised; stepped and categorical kernels are unchanged (Optuna 3.1.0
+  /// computes those as masses). Takes effect at Finalize. Default false.
+  void set_optuna31_density(bool on) { optuna31_density_ = on; }
   ParzenDim& dim(size_t d) { return dims_[d]; }
   double* mutable_weights() { return weights_.data(); }
   double* mutable_centers(size_t d) { return centers_.data() + d * n_; }
@@ -99,6 +109,7 @@ class ParzenEstimator {
 
   std::vector<ParzenDim> dims_;
   size_t n_ = 0;
+  bool optuna31_density_ = false;
   std::vector<double> weights_, centers_, sigmas_;  // n_, n_ × dims, n_ × dims
   // Finalize's tables.
   std::vector<double> log_weights_, cumulative_weights_;

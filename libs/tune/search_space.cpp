@@ -173,7 +173,12 @@ double SearchSpace::ToValue(size_t d, double t) const {
   if (dim.kind == SearchDim::Kind::kCategorical) {
     return std::clamp(std::round(t), 0.0, double(dim.parzen.n_choices - 1));
   }
-  double v = std::clamp(dim.log ? std::exp(t) : t, dim.value_low, dim.value_high);
+  return Snap(d, dim.log ? std::exp(t) : t);
+}
+
+double SearchSpace::Snap(size_t d, double v) const {
+  const SearchDim& dim = dims_[d];
+  v = std::clamp(v, dim.value_low, dim.value_high);
   if (dim.quantum > 0) {
     v = std::round(v / dim.quantum) * dim.quantum + 0.0;  // + 0.0: no "-0"
     v = std::clamp(v, dim.value_low, dim.value_high);
@@ -214,6 +219,10 @@ json SearchSpace::Config(const double* values) const {
   };
   size_t next = 0;
   return Fill(param_space_, true, next, value);
+}
+
+const json* SearchSpace::Value(const json& config, size_t d) const {
+  return Find(config, dims_[d].keys);
 }
 
 std::string SearchSpace::Tag(const json& config) const {

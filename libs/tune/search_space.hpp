@@ -70,11 +70,16 @@ class SearchSpace {
   /// The value of dim d nearest model coordinate t: exp on log dims, rounded to the quantum,
   /// clamped to the domain; a choice index for a categorical dim.
   double ToValue(size_t d, double t) const;
+  /// Value v of numeric dim d made one of its values: clamped to the domain, rounded to the
+  /// quantum.
+  double Snap(size_t d, double v) const;
   /// The model coordinate of value v of dim d (ln on log dims, the index for choices).
   double ToModel(size_t d, double v) const;
   /// The config whose dim d has value values[d] (ToValue's units) and every constant of the
   /// param space.
   nlohmann::json Config(const double* values) const;
+  /// The value of dim d in `config` (found by its key path), or nullptr when it has none.
+  const nlohmann::json* Value(const nlohmann::json& config, size_t d) const;
   /// Variant.tag's form for `config`: "path=value" per dim joined by ",", doubles "{:.4g}",
   /// strings raw with '/' replaced by '_', other JSON compact.
   std::string Tag(const nlohmann::json& config) const;

@@ -39,6 +39,21 @@ Status SearcherParams::Error(const char* key, const std::string& message) {
   return Status::InvalidArgument(fmt::format("{}: {}", key, message));
 }
 
+Status SearcherParams::RequireMetricAndMode(const char* searcher, const std::string& metric,
+                                            const std::string& mode) {
+  if (metric.empty()) {
+    return Status::InvalidArgument(
+        fmt::format("metric: search: {} needs a metric to model: set `metric` and `mode` in the "
+                    "experiment",
+                    searcher));
+  }
+  if (mode != "max" && mode != "min") {
+    return Status::InvalidArgument(
+        fmt::format("mode: search: {} needs a mode, max or min, got '{}'", searcher, mode));
+  }
+  return Status::Ok();
+}
+
 Status SearcherParams::OnlyKnown(std::initializer_list<const char*> known) const {
   for (const auto& [key, value] : params_.config().items()) {
     (void)value;

@@ -25,6 +25,10 @@ class SearcherParams {
                              std::initializer_list<const char*> allowed = {}) const;
   /// InvalidArgument "<key>: <message>".
   static Status Error(const char* key, const std::string& message);
+  /// A model-based or external searcher's SetSearchProperties check: InvalidArgument "metric:
+  /// search: <searcher> needs a metric to model: ..." or "mode: ... needs a mode, max or min".
+  static Status RequireMetricAndMode(const char* searcher, const std::string& metric,
+                                     const std::string& mode);
   /// InvalidArgument "<key>: unknown parameter of <searcher> (known: ...)" for the first
   /// key neither in `known` nor one the runner reads ("type", "metric", "mode",
   /// "max_concurrent", "points_to_evaluate", "evaluated_rewards").

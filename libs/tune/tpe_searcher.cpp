@@ -17,7 +17,7 @@ Result<TpeOptions> TpeOptions::Parse(const json& params) {
   SearcherParams p(params, "tpe");
   if (Status s = p.OnlyKnown({"n_startup_trials", "n_ei_candidates", "consider_prior",
                               "prior_weight", "consider_magic_clip", "consider_endpoints",
-                              "multivariate", "group", "constant_liar"});
+                              "multivariate", "group", "constant_liar", "normalized_density"});
       !s.ok()) {
     return s;
   }
@@ -31,9 +31,11 @@ Result<TpeOptions> TpeOptions::Parse(const json& params) {
   auto multivariate = p.Bool("multivariate", o.multivariate);
   auto group = p.Bool("group", o.group);
   auto liar = p.Bool("constant_liar", o.constant_liar);
-  for (const Status& s : {startup.status(), candidates.status(), consider_prior.status(),
-                          prior_weight.status(), magic_clip.status(), endpoints.status(),
-                          multivariate.status(), group.status(), liar.status()}) {
+  auto normalized = p.Bool("normalized_density", o.normalized_density);
+  for (const Status& s :
+       {startup.status(), candidates.status(), consider_prior.status(), prior_weight.status(),
+        magic_clip.status(), endpoints.status(), multivariate.status(), group.status(),
+        liar.status(), normalized.status()}) {
     if (!s.ok()) return s;
   }
   if (*group && !*multivariate) {
@@ -48,6 +50,7 @@ Result<TpeOptions> TpeOptions::Parse(const json& params) {
   o.multivariate = *multivariate;
   o.group = *group;
   o.constant_liar = *liar;
+  o.normalized_density = *normalized;
   return o;
 }
 
@@ -60,14 +63,7 @@ TpeSearcher::TpeSearcher(TpeOptions options, int64_t num_samples, uint64_t seed)
 
 Status TpeSearcher::SetSearchProperties(const std::string& metric, const std::string& mode,
                                         const json& param_space) {
-  if (metric.empty()) {
-    return Status::InvalidArgument(
-        "metric: search: tpe needs a metric to model: set `metric` and `mode` in the experiment");
-  }
-  if (mode != "max" && mode != "min") {
-    return Status::InvalidArgument(
-        fmt::format("mode: search: tpe needs a mode, max or min, got '{}'", mode));
-  }
+  if (Status s = SearcherParams::RequireMetricAndMode("tpe", metric, mode); !s.ok()) return s;
   auto space = SearchSpace::Create(param_space, "tpe");
   if (!space.ok()) return space.status();
   metric_ = metric;
@@ -183,9 +179,9 @@ json TpeSearcher::ModelConfig(SearchRng& rng) {
 
 void TpeSearcher::ChooseDims(SearchRng& rng, size_t d, size_t count) {
   const size_t num_dims = space_->size();
-  const TpeEstimatorOptions estimator_options{options_.consider_prior, options_.prior_weight,
-                                              options_.consider_magic_clip,
-                                              options_.consider_endpoints, options_.multivariate};
+  const TpeEstimatorOptions estimator_options{
+      options_.consider_prior,     options_.prior_weight, options_.consider_magic_clip,
+      options_.consider_endpoints, options_.multivariate, options_.normalized_density};
   const std::span<const ParzenDim> dims(parzen_dims_.data() + d, count);
   const std::span<const TpePrior> priors(priors_.data() + d, count);
   // The observations of dims [d, d + count), leaving out rows where one is missing (Optuna's

@@ -24,9 +24,13 @@
 //   is no observation (Optuna ignores failed trials); it stops counting as running.
 // - constant_liar defaults to true (Optuna: false): tunebus runs trials in parallel by design,
 //   and without it the suggestions made while trials run all come from the same model.
-// - Densities are normalised (Optuna 3.1.0 drops -log sigma in continuous densities,
-//   optuna/optuna#5109; see parzen_estimator.hpp). Random numbers are tunebus' own, so a seed
-//   does not reproduce Optuna's sequence; the estimators match Optuna's (parzen_estimator_test).
+// - Densities are Optuna 3.1.0's: a continuous kernel's log density leaves out -log sigma
+//   (optuna/optuna#5109, "fixed" by #5110 in Optuna 3.5), so narrow components count for less
+//   in l(x) / g(x). normalized_density: true computes the normalised density instead; the
+//   search quality benchmark (docs/search.md) measured it worse on Branin, Hartmann-6 and the
+//   10-d mixed space (e.g. median trials to random search's best of 100 on Branin 41.5 vs
+//   30.5), so the default is Optuna 3.1.0's. Random numbers are tunebus' own, so a seed does
+//   not reproduce Optuna's sequence; the estimators match Optuna's (parzen_estimator_test).
 // - Cost: with 1,000 observations a suggestion takes about 0.1-0.2 ms per numeric param
 //   (bench/searcher_bench.cpp): the above-estimator's observations stay sorted across
 //   suggestions, equal integer components are merged, far components are skipped.
@@ -54,7 +58,8 @@
 
 namespace tunebus {
 
-/// TPESampler's arguments (Optuna 3.1.0 defaults, but constant_liar; see the file comment).
+/// TPESampler's arguments (Optuna 3.1.0 defaults, but constant_liar; see the file comment), and
+/// normalized_density (not Optuna's: which density, see the file comment).
 struct TpeOptions {
   int64_t n_startup_trials = 10;
   int64_t n_ei_candidates = 24;
@@ -65,6 +70,7 @@ struct TpeOptions {
   bool multivariate = false;
   bool group = false;  // REQUIRES multivariate (as Optuna)
   bool constant_liar = true;
+  bool normalized_density = false;  // true: normalised kernels (Optuna >= 3.5), see above
 
   /// From the experiment file's `search:` map (JSON) with the keys above. "type", "metric",
   /// "mode", "max_concurrent", "points_to_evaluate" and "evaluated_rewards" are the runner's

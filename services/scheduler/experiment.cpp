@@ -3,6 +3,8 @@
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
 
+#include <random>
+
 #include "libs/journal/records.hpp"
 #include "libs/journal/snapshot.hpp"
 #include "libs/tune/make_searcher.hpp"
@@ -149,6 +151,11 @@ Status Experiment::Build() {
   setup.mode = spec_.mode;
   setup.seed = identity_.seed;
   setup.max_concurrent_trials = spec_.max_concurrent_trials;
+  setup.experiment = journal_name_;
+  if (!read_only_) {
+    setup.session_nonce = std::random_device{}() ^ (uint64_t(std::random_device{}()) << 32);
+    setup.connect_external = ctx_->connect_searcher;
+  }
   auto searcher = MakeSearcher(spec_.search, spec_.search_config, setup);
   if (!searcher.ok()) return searcher.status();
   const Clock& clock = clock_;

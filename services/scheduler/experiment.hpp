@@ -25,6 +25,7 @@
 #include "libs/journal/journal_writer.hpp"
 #include "libs/journal/replay.hpp"
 #include "libs/spec/experiment_spec.hpp"
+#include "libs/tune/searcher_link.hpp"
 #include "libs/tune/trial_runner.hpp"
 #include "services/scheduler/bus_executor.hpp"
 #include "services/scheduler/event_publisher.hpp"
@@ -67,6 +68,8 @@ struct ExperimentContext {
   const Clock& clock;
   /// Whether a worker registered with this scheduler process.
   std::function<bool(const std::string& worker_id)> is_registered;
+  /// Links external searchers (`search: {type: external}`) to their processes.
+  SearcherLinkFactory connect_searcher;
 };
 
 /// Who an experiment is: what its experiment_submitted record holds.

@@ -11,6 +11,7 @@
 #include "proto/resources.hpp"
 #include "proto/worker.hpp"
 #include "services/scheduler/experiment.hpp"
+#include "services/scheduler/zmq_searcher_link.hpp"
 
 namespace tunebus {
 
@@ -75,7 +76,8 @@ Status Scheduler::Init() {
   AddWorkerHandlers();
   experiment_context_.reset(new ExperimentContext{
       loop_, *rm_, *store_, *outbox_, *publisher_, clock_,
-      [this](const std::string& worker) { return worker_registry_.IsRegistered(worker); }});
+      [this](const std::string& worker) { return worker_registry_.IsRegistered(worker); },
+      ZmqSearcherLink::Factory(loop_, ctx_)});
   next_state_file_ = clock_.Now();
   return Status::Ok();
 }

@@ -119,6 +119,7 @@ TrialWorker::TrialWorker(TrialWorkerOptions options, std::string hostname, zmq::
     : options_(std::move(options)),
       hostname_(std::move(hostname)),
       node_ip_(options_.node_ip),
+      pid_(::getpid()),
       loop_(*options_.clock),
       scheduler_(std::move(scheduler)),
       dispatcher_({.peer_name = "the scheduler"}) {

@@ -189,6 +189,7 @@ class TrialWorker {
   TrialWorkerOptions options_;
   std::string hostname_;
   std::string node_ip_;  // this host's address, in every result (NodeIp in trial_worker.cpp)
+  int64_t pid_;          // this process's id: a built-in trainable's results' `pid`
   bus::EventLoop loop_;
   zmq::socket_t scheduler_;
   std::unique_ptr<bus::RequestClient> rm_;

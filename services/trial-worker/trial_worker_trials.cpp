@@ -386,7 +386,7 @@ void TrialWorker::AfterTrainableEvent(TrialRun& run) {
       const int64_t pid = t.process_id();
       report.metrics[result_keys::kHostname] = hostname_;
       report.metrics[result_keys::kNodeIp] = node_ip_;
-      report.metrics[result_keys::kPid] = pid > 0 ? pid : int64_t(::getpid());
+      report.metrics[result_keys::kPid] = pid > 0 ? pid : pid_;
     }
     // As msgpack (keys sorted, numbers as they are): the scheduler takes the entries without
     // parsing text.

@@ -116,6 +116,29 @@ TEST(ParzenEstimatorTest, SteppedFloatMatchesOptuna) {
   ExpectNear(LogPdf(f.pe, {0.5, 1.0}), {-1.1690882253177868, -2.521977535571417});
 }
 
+TEST(ParzenEstimatorTest, Optuna31DensityMatchesUnpatchedOptuna) {
+  // normalized_density false: continuous kernels as Optuna 3.1.0 itself evaluates them (no
+  // -log sigma, the script's "log_pdf_3.1.0"); stepped ones are unchanged.
+  TpeEstimatorOptions o;
+  o.normalized_density = false;
+  const ParzenDim x = Range(-5, 5);
+  Fit1D f(x, MidPrior(x), {1.0, -2.0, 3.5, 0.2}, o);
+  ExpectNear(LogPdf(f.pe, {0.0, 2.5, -4.9}),
+             {-0.7774640223483134, -0.8860087316541038, -1.5092663375435886});
+  std::vector<double> obs;  // many components: the blocked path
+  for (int i = 0; i < 30; ++i) obs.push_back(std::fmod(i * 0.6180339887498949, 1.0));
+  const ParzenDim unit = Range(0, 1);
+  Fit1D g(unit, MidPrior(unit), obs, o);
+  ExpectNear(LogPdf(g.pe, {0.5, 0.01}), {-2.5558298786429945, -2.9527519639159294}, 1e-11);
+  const ParzenDim lr = Range(std::log(1e-4), std::log(1e-1));
+  Fit1D h(lr, MidPrior(lr), {std::log(1e-3), std::log(5e-3), std::log(2e-2)}, o);
+  ExpectNear(LogPdf(h.pe, {std::log(1e-3), std::log(0.05)}),
+             {-0.8570396812164232, -1.0235303802058167});
+  const ParzenDim n = Range(-0.5, 9.5, 1);  // IntDistribution(0, 9)
+  Fit1D stepped(n, MidPrior(n), {3, 3, 7, 0}, o), normalised(n, MidPrior(n), {3, 3, 7, 0});
+  ExpectNear(LogPdf(stepped.pe, {3, 5, 9}), LogPdf(normalised.pe, {3, 5, 9}));
+}
+
 TEST(ParzenEstimatorTest, LogFloatAndLogIntMatchOptuna) {
   // FloatDistribution(1e-4, 1e-1, log=True) and IntDistribution(1, 128, log=True), in log
   // coordinates.

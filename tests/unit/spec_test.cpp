@@ -503,10 +503,10 @@ TEST(ExperimentSpecTest, SearchErrorsNameTheFieldAndItsLine) {
                            "mode: max\n";  // lines 1-7
   ExpectInvalid(base + "search: grid\n",
                 "exp.yaml:8: search.type: unknown search type 'grid'; expected one of random, "
-                "tpe, bohb");
+                "tpe, bohb, external");
   ExpectInvalid(base + "search:\n  type: tpee\n",
                 "exp.yaml:9: search.type: unknown search type 'tpee'; did you mean tpe?; expected "
-                "one of random, tpe, bohb");
+                "one of random, tpe, bohb, external");
   ExpectInvalid(base + "search:\n  type: random\n  n_startup_trials: 5\n",
                 "exp.yaml:10: search.n_startup_trials: unknown parameter of the random searcher "
                 "(known: max_concurrent, points_to_evaluate, evaluated_rewards)");
@@ -550,6 +550,28 @@ TEST(ExperimentSpecTest, SearchErrorsNameTheFieldAndItsLine) {
                     "  type: tpe\n"
                     "  n_startup_trials: -1\n",
                 "exp.yaml:10: search.n_startup_trials: must be >= 0, got -1");
+  ExpectInvalid(base + "search:\n  type: external\n",
+                "exp.yaml:9: search.endpoint: search: external needs the searcher's endpoint, "
+                "e.g. tcp://127.0.0.1:5600");
+  ExpectInvalid(base +
+                    "search:\n"
+                    "  type: external\n"
+                    "  endpoint: 127.0.0.1:5600\n",
+                "exp.yaml:10: search.endpoint: '127.0.0.1:5600' is not a ZeroMQ endpoint "
+                "(tcp://host:port, ipc://path)");
+  ExpectInvalid(base +
+                    "search:\n"
+                    "  type: external\n"
+                    "  endpoint: tcp://127.0.0.1:5600\n"
+                    "  timeout_s: 0\n",
+                "exp.yaml:11: search.timeout_s: must be > 0, got 0");
+  ExpectInvalid(base +
+                    "search:\n"
+                    "  type: external\n"
+                    "  endpoint: tcp://127.0.0.1:5600\n"
+                    "  sampler: cmaes\n",
+                "exp.yaml:11: search.sampler: unknown parameter of external (known: endpoint, "
+                "timeout_s, backoff_initial_s, backoff_max_s, options)");
 }
 
 TEST(ExperimentSpecTest, UnknownSchedulerIsRejected) {

@@ -70,6 +70,10 @@ TEST(TpeSearcherTest, OptionsParseDefaultsAndNameTheBadField) {
   EXPECT_FALSE(o->consider_endpoints);
   EXPECT_FALSE(o->multivariate);
   EXPECT_TRUE(o->constant_liar);
+  EXPECT_FALSE(o->normalized_density);  // Optuna 3.1.0's density (tpe_searcher.hpp)
+  auto normalized = TpeOptions::Parse({{"normalized_density", true}});
+  ASSERT_TRUE(normalized.ok());
+  EXPECT_TRUE(normalized->normalized_density);
 
   auto runner_keys = TpeOptions::Parse({{"type", "tpe"},
                                         {"metric", "loss"},

@@ -1,0 +1,125 @@
+// The test functions of the search quality benchmark (bench/search_quality.cpp, docs/search.md
+// "Search quality benchmark"): each is a param space in the experiment file's syntax and a
+// deterministic objective of a config from it, with a known optimum. bench/search_optuna.py has
+// the same functions and spaces in Python for Optuna's side; the benchmark checks that both give
+// the same values at the same points (search_function_check).
+//
+// Single-fidelity: a trial reports the function's value once (one training iteration), no noise.
+#pragma once
+
+#include <array>
+#include <cmath>
+#include <nlohmann/json.hpp>
+#include <numbers>
+#include <string>
+
+namespace tunebus::bench {
+
+/// A test function: the param space, the metric it is reported as, and its optimum.
+struct TestFunction {
+  const char* name;              // "branin", ...
+  const char* param_space_yaml;  // the experiment file's param_space (YAML flow map)
+  const char* mode;              // "min" or "max"
+  double optimum;                // the best value over the space
+  /// The value of `config` (a config of param_space_yaml).
+  double (*value)(const nlohmann::json& config);
+};
+
+/// Branin (Branin-Hoo), 2-d: Dixon & Szegő, "The global optimisation problem: an introduction",
+/// Towards Global Optimisation 2, 1978; as in Surjanovic & Bingham's Virtual Library of
+/// Simulation Experiments (sfu.ca/~ssurjano/branin.html): a (x2 - b x1² + c x1 - r)² +
+/// s (1 - t) cos x1 + s with a = 1, b = 5.1 / (4π²), c = 5 / π, r = 6, s = 10, t = 1 / (8π);
+/// x1 in [-5, 10], x2 in [0, 15]. Minimum 0.397887 at (-π, 12.275), (π, 2.275), (9.42478, 2.475).
+inline double Branin(const nlohmann::json& c) {
+  using std::numbers::pi;
+  const double x1 = c.at("x1").get<double>(), x2 = c.at("x2").get<double>();
+  const double b = 5.1 / (4 * pi * pi), cc = 5 / pi, t = 1 / (8 * pi);
+  const double u = x2 - b * x1 * x1 + cc * x1 - 6;
+  return u * u + 10 * (1 - t) * std::cos(x1) + 10;
+}
+
+/// Hartmann-6, 6-d on [0, 1]^6: Dixon & Szegő 1978 (as above); Surjanovic & Bingham
+/// (sfu.ca/~ssurjano/hart6.html): -Σ_i α_i exp(-Σ_j A_ij (x_j - P_ij)²). Minimum -3.32237 at
+/// (0.20169, 0.150011, 0.476874, 0.275332, 0.311652, 0.6573).
+inline double Hartmann6(const nlohmann::json& c) {
+  static constexpr std::array<double, 4> kAlpha = {1.0, 1.2, 3.0, 3.2};
+  static constexpr double kA[4][6] = {{10, 3, 17, 3.5, 1.7, 8},
+                                      {0.05, 10, 17, 0.1, 8, 14},
+                                      {3, 3.5, 1.7, 10, 17, 8},
+                                      {17, 8, 0.05, 10, 0.1, 14}};
+  static constexpr double kP[4][6] = {{1312, 1696, 5569, 124, 8283, 5886},
+                                      {2329, 4135, 8307, 3736, 1004, 9991},
+                                      {2348, 1451, 3522, 2883, 3047, 6650},
+                                      {4047, 8828, 8732, 5743, 1091, 381}};
+  double x[6];
+  for (int j = 0; j < 6; ++j) x[j] = c.at("x" + std::to_string(j + 1)).get<double>();
+  double sum = 0;
+  for (int i = 0; i < 4; ++i) {
+    double inner = 0;
+    for (int j = 0; j < 6; ++j) {
+      const double d = x[j] - kP[i][j] * 1e-4;
+      inner += kA[i][j] * d * d;
+    }
+    sum += kAlpha[i] * std::exp(-inner);
+  }
+  return -sum;
+}
+
+/// A 10-d mixed space shaped like a training run's (tunebus' own, for this benchmark): two
+/// categoricals (optimizer, activation), two log floats (lr, weight_decay), three ints (layers,
+/// log units, stepped batch_size), three floats (dropout, momentum, warmup_frac). The value is
+/// a sum of non-negative terms, each 0 at its optimum; lr's optimum depends on the optimizer
+/// and dropout's on the layers (interactions a univariate model does not see). Minimum 0 at
+/// optimizer adam, activation gelu, lr 1e-3, weight_decay 1e-4, layers 3, units 128,
+/// batch_size 64, dropout 0.25, momentum 0.9, warmup_frac 0.1 (every value in the space).
+inline double Mixed10(const nlohmann::json& c) {
+  const std::string optimizer = c.at("optimizer").get<std::string>();
+  const std::string activation = c.at("activation").get<std::string>();
+  // Per optimizer: its penalty and the log10 of its best learning rate.
+  double opt_penalty = 0.3, lr_best = -1;  // sgd
+  if (optimizer == "momentum") opt_penalty = 0.1, lr_best = -1.5;
+  if (optimizer == "adam") opt_penalty = 0, lr_best = -3;
+  if (optimizer == "rmsprop") opt_penalty = 0.05, lr_best = -2.5;
+  const double act_penalty = activation == "gelu"   ? 0
+                             : activation == "relu" ? 0.05
+                             : activation == "tanh" ? 0.2
+                                                    : 0.5;  // sigmoid
+  const double dl = std::log10(c.at("lr").get<double>()) - lr_best;
+  const double dw = std::log10(c.at("weight_decay").get<double>()) + 4;
+  const double layers = c.at("layers").get<double>();
+  const double du = std::log2(c.at("units").get<double>()) - 7;
+  const double db = std::log2(c.at("batch_size").get<double>() / 64);
+  const double dd = c.at("dropout").get<double>() - (0.1 + 0.05 * layers);
+  const double dm = c.at("momentum").get<double>() - 0.9;
+  const double dr = c.at("warmup_frac").get<double>() - 0.1;
+  return opt_penalty + act_penalty + 0.1 * dl * dl + 0.05 * dw * dw +
+         0.05 * (layers - 3) * (layers - 3) + 0.08 * du * du + 0.1 * db * db + dd * dd +
+         0.5 * dm * dm + 2 * dr * dr;
+}
+
+/// The single-fidelity functions evaluated in-process.
+inline constexpr TestFunction kTestFunctions[] = {
+    {"branin", "{x1: {uniform: [-5, 10]}, x2: {uniform: [0, 15]}}", "min", 0.39788735772973816,
+     Branin},
+    {"hartmann6",
+     "{x1: {uniform: [0, 1]}, x2: {uniform: [0, 1]}, x3: {uniform: [0, 1]}, x4: {uniform: [0, 1]}, "
+     "x5: {uniform: [0, 1]}, x6: {uniform: [0, 1]}}",
+     "min", -3.32236801141551, Hartmann6},
+    {"mixed10",
+     "{optimizer: {choice: [sgd, momentum, adam, rmsprop]}, activation: {choice: [relu, tanh, "
+     "sigmoid, gelu]}, lr: {loguniform: [1.0e-5, 1.0]}, weight_decay: {loguniform: [1.0e-7, "
+     "1.0e-1]}, layers: {randint: [1, 9]}, units: {lograndint: [8, 1025]}, batch_size: "
+     "{qrandint: [16, 512, 16]}, dropout: {uniform: [0.0, 0.8]}, momentum: {uniform: [0.0, "
+     "0.99]}, warmup_frac: {uniform: [0.0, 0.5]}}",
+     "min", 0.0, Mixed10},
+};
+
+/// The digits model (examples/digits, scikit-learn SGDClassifier on load_digits), evaluated by
+/// bench/quality/digits_objective.py; metric val_accuracy (max), optimum unknown (reported
+/// against 1.0).
+inline constexpr const char* kDigitsParamSpaceYaml =
+    "{alpha: {loguniform: [1.0e-6, 1.0e-2]}, eta0: {loguniform: [1.0e-4, 1.0e-1]}, loss: "
+    "{choice: [hinge, log_loss, modified_huber]}, learning_rate: {choice: [constant, "
+    "invscaling]}}";
+
+}  // namespace tunebus::bench

@@ -1,0 +1,400 @@
+// Search quality benchmark, tunebus' side (issue 21, point 6; docs/search.md "Search quality
+// benchmark"). Every experiment runs through the real spec parser, MakeSearcher, TrialRunner and
+// trial scheduler on the simulated executor and clock of bench/quality (so the results are
+// what a user's run would get, and deterministic per seed):
+//
+// - single-fidelity: the test functions of bench/quality/test_functions.hpp (Branin,
+//   Hartmann-6, the 10-d mixed space) and the digits model (bench/quality/digits_objective.py,
+//   evaluated by a Python child process, see --python); each trial reports the value once.
+//   Methods: random (the variant generator), tpe (n_startup_trials 10, strictly sequential:
+//   ConcurrencyLimiter max_concurrent 1, as Optuna's study.optimize), tpe_runner (the same
+//   without the limiter: the runner suggests the next trial while one runs, a constant lie),
+//   tpe_normalized (tpe with normalized_density: true, TpeOptions), tpe_parallel
+//   (max_concurrent_trials and max_concurrent --parallel, constant liar).
+// - multi-fidelity: the learning curves of bench/quality/synthetic_curve.hpp (optimum 0.95),
+//   asha_random (ASHA, grace 4, reduction 4, random search) vs bohb (the BOHB searcher under
+//   kBohbScheduler), counting training iterations; hyperband_random (HyperBand with random
+//   search) and bohb_asha (the BOHB searcher under asha_random's ASHA) beside them.
+// - latency: TpeSearcher::Suggest with --latency-observations completed random configs of
+//   each function (and no running trial), each suggestion completed before the next.
+//
+// Prints JSON lines: "search_function_check" (each function at a few configs, so
+// bench/search_report.py can check that Optuna's side computes the same values),
+// "search_quality_run" (per function and method: every seed's values in trial order, or for
+// multi-fidelity the (iterations so far, value) of every result at max_t), "search_latency".
+// bench/search_report.py turns them (and bench/search_optuna.py's) into figures and criteria.
+//
+// Usage: search_quality [--quick] [--seeds N] [--trials N] [--digits-seeds N]
+//          [--digits-trials N] [--parallel N] [--mf-seeds N] [--mf-samples N]
+//          [--latency-observations N] [--latency-suggestions N] [--python PATH] [--no-digits]
+//   --quick: CI-sized (3 seeds of 30 trials, digits 1 seed of 12, 200 observations).
+#include <fmt/format.h>
+#include <time.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <vector>
+
+#include "bench/machine.hpp"
+#include "bench/quality/pipe_objective.hpp"
+#include "bench/quality/quality_experiment.hpp"
+#include "bench/quality/synthetic_curve.hpp"
+#include "bench/quality/test_functions.hpp"
+#include "libs/spec/experiment_spec.hpp"
+#include "libs/tune/search_space.hpp"
+#include "libs/tune/tpe_searcher.hpp"
+
+namespace {
+
+using nlohmann::json;
+using namespace tunebus;
+using namespace tunebus::bench;
+
+// The trial scheduler BOHB runs under. Ray Tune pairs TuneBOHB with HyperBandForBOHB; until
+// tunebus has it (`hyperband_bohb`, branch bohb), BOHB runs under HyperBand: a one-line switch.
+constexpr const char* kBohbScheduler = "hyperband";
+
+// n_startup_trials of both TPEs (tunebus' and Optuna's, bench/search_optuna.py): Optuna's default.
+constexpr int kStartupTrials = 10;
+
+struct Options {
+  bool quick = false;
+  int seeds = 20, trials = 100;
+  int digits_seeds = 20, digits_trials = 50;
+  int parallel = 16;
+  int mf_seeds = 20, mf_samples = 64;
+  int latency_observations = 1000, latency_suggestions = 200;
+  std::string python = "/usr/bin/python3";
+  std::string digits_script = "bench/quality/digits_objective.py";
+  bool digits = true;
+};
+
+double ThreadCpuMs() {
+  timespec ts;
+  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+  return double(ts.tv_sec) * 1e3 + double(ts.tv_nsec) * 1e-6;
+}
+
+// The q-quantile of sorted values (nearest rank).
+double At(const std::vector<double>& sorted, double q) {
+  return sorted[std::min(sorted.size() - 1, size_t(q * double(sorted.size())))];
+}
+
+// The param space (JSON) of a param_space YAML flow map, as the spec parser reads it.
+json ParamSpace(const std::string& param_space_yaml) {
+  ExperimentShape shape;
+  shape.param_space_yaml = param_space_yaml;
+  auto spec = ParseExperimentYaml(ExperimentYaml(shape, 1), "/tmp", "search_quality.yaml");
+  if (!spec.ok()) {
+    std::fprintf(stderr, "search_quality: %s\n", spec.status().ToString().c_str());
+    std::exit(2);
+  }
+  return spec->param_space;
+}
+
+// A single-fidelity trainable: reports value(config) once, no noise, and takes 0.5-1.5
+// simulated seconds (a hash of seed and trial), so parallel trials end in a mixed order.
+SimModel SingleFidelity(std::function<double(const json&)> value) {
+  return {[value](double, const json& config) { return value(config); },
+          [](uint64_t, int64_t, int64_t) { return 0.0; },
+          [](uint64_t seed, int64_t index, const json&) {
+            return 0.5 + double(Mix(Mix(seed) ^ uint64_t(index)) >> 11) * 0x1.0p-53;
+          }};
+}
+
+struct Method {
+  std::string name;
+  std::string search_yaml;
+  int64_t max_concurrent_trials;
+};
+
+std::vector<Method> SingleFidelityMethods(int parallel) {
+  const std::string tpe = fmt::format("type: tpe, n_startup_trials: {}", kStartupTrials);
+  return {{"random", "random", 1},
+          {"tpe", fmt::format("{{{}, max_concurrent: 1}}", tpe), 1},
+          {"tpe_runner", fmt::format("{{{}}}", tpe), 1},
+          {"tpe_normalized",
+           fmt::format("{{{}, max_concurrent: 1, normalized_density: true}}", tpe), 1},
+          {"tpe_parallel", fmt::format("{{{}, max_concurrent: {}}}", tpe, parallel), parallel}};
+}
+
+// Runs `method` on a single-fidelity function over `seeds` seeds and prints its
+// search_quality_run line. Returns false on an error (printed).
+bool RunSingleFidelity(const std::string& function, const std::string& param_space_yaml,
+                       const std::string& metric, const std::string& mode, double optimum,
+                       const SimModel& model, const Method& method, int seeds, int trials,
+                       const json& machine) {
+  ExperimentShape shape;
+  shape.param_space_yaml = param_space_yaml;
+  shape.metric = metric;
+  shape.mode = mode;
+  shape.search_yaml = method.search_yaml;
+  shape.setup.num_samples = trials;
+  shape.setup.max_t = 1;
+  shape.setup.max_concurrent_trials = method.max_concurrent_trials;
+  json values = json::array();
+  const auto start = std::chrono::steady_clock::now();
+  for (int seed = 1; seed <= seeds; ++seed) {
+    auto figures = RunExperiment(ExperimentYaml(shape, uint64_t(seed)), model);
+    if (!figures.ok() || int64_t(figures->reports.size()) != trials) {
+      std::fprintf(stderr, "search_quality: %s %s seed %d: %s\n", function.c_str(),
+                   method.name.c_str(), seed,
+                   figures.ok() ? "not one report per trial" : figures.status().ToString().c_str());
+      return false;
+    }
+    std::vector<double> by_index(size_t(trials), std::nan(""));
+    for (const SimReport& r : figures->reports) by_index[size_t(r.index)] = r.value;
+    values.push_back(by_index);
+  }
+  const double wall_s =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  json line = {{"benchmark", "search_quality_run"},
+               {"side", "tunebus"},
+               {"function", function},
+               {"method", method.name},
+               {"search_yaml", method.search_yaml},
+               {"max_concurrent_trials", method.max_concurrent_trials},
+               {"mode", mode},
+               {"optimum", std::isnan(optimum) ? json() : json(optimum)},
+               {"seeds", seeds},
+               {"trials", trials},
+               {"values", std::move(values)},
+               {"wall_s", wall_s},
+               {"machine", machine}};
+  std::printf("%s\n", line.dump().c_str());
+  std::fflush(stdout);
+  return true;
+}
+
+// ASHA + random vs BOHB on the synthetic learning curves.
+bool RunMultiFidelity(const Options& o, const json& machine) {
+  const int64_t max_t = 100;
+  const std::string asha = fmt::format(
+      "{{type: asha, time_attr: training_iteration, max_t: {}, grace_period: 4, "
+      "reduction_factor: 4, brackets: 1}}",
+      max_t);
+  auto hyperband = [max_t](const char* type) {
+    return fmt::format(
+        "{{type: {}, time_attr: training_iteration, max_t: {}, reduction_factor: 3}}", type, max_t);
+  };
+  // bohb is the pair the criterion judges; hyperband_random and bohb_asha separate the
+  // searcher's share from the trial scheduler's.
+  const std::vector<Method> methods = {
+      {"asha_random", "random", 8},
+      {"bohb", "bohb", 8},
+      {"hyperband_random", "random", 8},
+      {"bohb_asha", "bohb", 8},
+  };
+  const std::vector<std::string> schedulers = {
+      asha,
+      hyperband(kBohbScheduler),
+      hyperband("hyperband"),
+      asha,
+  };
+  const SimModel model = SimModel::Curves(CurveFamily{});
+  for (size_t m = 0; m < methods.size(); ++m) {
+    ExperimentShape shape;
+    shape.search_yaml = methods[m].search_yaml;
+    shape.scheduler_yaml = schedulers[m];
+    shape.setup.num_samples = o.mf_samples;
+    shape.setup.max_t = max_t;
+    shape.setup.max_concurrent_trials = methods[m].max_concurrent_trials;
+    json finals = json::array(), iterations = json::array();
+    const auto start = std::chrono::steady_clock::now();
+    for (int seed = 1; seed <= o.mf_seeds; ++seed) {
+      auto figures = RunExperiment(ExperimentYaml(shape, uint64_t(seed)), model);
+      if (!figures.ok()) {
+        std::fprintf(stderr, "search_quality: curves %s seed %d: %s\n", methods[m].name.c_str(),
+                     seed, figures.status().ToString().c_str());
+        return false;
+      }
+      json at_max_t = json::array();  // [iterations run so far, value, noise-free value]
+      for (size_t k = 0; k < figures->reports.size(); ++k) {
+        const SimReport& r = figures->reports[k];
+        if (r.iteration == max_t) at_max_t.push_back({int64_t(k) + 1, r.value, r.s});
+      }
+      finals.push_back(std::move(at_max_t));
+      iterations.push_back(figures->iterations);
+    }
+    const double wall_s =
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    json line = {{"benchmark", "search_quality_run"},
+                 {"side", "tunebus"},
+                 {"function", "curves"},
+                 {"method", methods[m].name},
+                 {"search_yaml", methods[m].search_yaml},
+                 {"scheduler_yaml", schedulers[m]},
+                 {"max_concurrent_trials", methods[m].max_concurrent_trials},
+                 {"mode", "max"},
+                 {"optimum", kOptimum},
+                 {"seeds", o.mf_seeds},
+                 {"trials", o.mf_samples},
+                 {"max_t", max_t},
+                 {"param_space", kParamSpaceYaml},
+                 {"curve", "s(t) = f(c) * (1 - exp(-t / tau(c))) + N(0, 0.005)"},
+                 {"at_max_t", std::move(finals)},
+                 {"iterations", std::move(iterations)},
+                 {"wall_s", wall_s},
+                 {"machine", machine}};
+    std::printf("%s\n", line.dump().c_str());
+    std::fflush(stdout);
+  }
+  return true;
+}
+
+// TpeSearcher::Suggest latency with `observations` completed random configs of `f`.
+void RunLatency(const TestFunction& f, const Options& o, const json& machine) {
+  const json space_json = ParamSpace(f.param_space_yaml);
+  auto space = SearchSpace::Create(space_json, "bench");
+  TpeOptions options;
+  options.n_startup_trials = kStartupTrials;
+  TpeSearcher searcher(options, -1, 42);
+  if (!searcher.SetSearchProperties("value", f.mode, space_json).ok()) std::abort();
+  json delta = json::array();  // the history as journal events
+  for (int i = 0; i < o.latency_observations; ++i) {
+    const std::string id = "h" + std::to_string(i);
+    const json config = space->RandomConfig(uint64_t(i) + 1);
+    delta.push_back({{"suggest", id}, {"config", config}});
+    delta.push_back({{"complete", id}, {"value", f.value(config)}});
+  }
+  if (!searcher.ApplyStateDelta(delta).ok()) std::abort();
+  std::vector<double> ms, cpu_ms;
+  for (int i = 0; i < o.latency_suggestions; ++i) {
+    const std::string id = "s" + std::to_string(i);
+    const double cpu_start = ThreadCpuMs();
+    const auto start = std::chrono::steady_clock::now();
+    Suggestion s = searcher.Suggest(id);
+    ms.push_back(std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start)
+                     .count());
+    cpu_ms.push_back(ThreadCpuMs() - cpu_start);
+    TrainingResult r;
+    r.SetDouble("value", f.value(s.config));
+    searcher.OnTrialComplete(id, &r, false);
+    (void)searcher.TakeStateDelta();
+  }
+  std::sort(ms.begin(), ms.end());
+  std::sort(cpu_ms.begin(), cpu_ms.end());
+  json line = {{"benchmark", "search_latency"},
+               {"side", "tunebus"},
+               {"function", f.name},
+               {"dims", space->size()},
+               {"observations", o.latency_observations},
+               {"suggestions", o.latency_suggestions},
+               {"what", "TpeSearcher::Suggest (univariate, n_ei_candidates 24)"},
+               {"p50_ms", At(ms, 0.5)},
+               {"p99_ms", At(ms, 0.99)},
+               {"max_ms", ms.back()},
+               {"cpu_p50_ms", At(cpu_ms, 0.5)},
+               {"cpu_p99_ms", At(cpu_ms, 0.99)},
+               {"machine", machine}};
+  std::printf("%s\n", line.dump().c_str());
+  std::fflush(stdout);
+}
+
+// Each function's value at 8 random configs, so bench/search_report.py can check that the
+// Python side (bench/search_optuna.py) computes the same function.
+void PrintFunctionCheck(const TestFunction& f) {
+  auto space = SearchSpace::Create(ParamSpace(f.param_space_yaml), "bench");
+  json configs = json::array(), values = json::array();
+  for (uint64_t i = 1; i <= 8; ++i) {
+    json config = space->RandomConfig(i);
+    values.push_back(f.value(config));
+    configs.push_back(std::move(config));
+  }
+  json line = {{"benchmark", "search_function_check"},
+               {"function", f.name},
+               {"configs", std::move(configs)},
+               {"values", std::move(values)}};
+  std::printf("%s\n", line.dump().c_str());
+}
+
+int Usage(const char* argv0) {
+  std::fprintf(stderr,
+               "usage: %s [--quick] [--seeds N] [--trials N] [--digits-seeds N] "
+               "[--digits-trials N] [--parallel N] [--mf-seeds N] [--mf-samples N] "
+               "[--latency-observations N] [--latency-suggestions N] [--python PATH] "
+               "[--no-digits]\n",
+               argv0);
+  return 2;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  Options o;
+  for (int i = 1; i < argc; ++i) {
+    const std::string a = argv[i];
+    const bool has_value = i + 1 < argc;
+    if (a == "--quick") {
+      o.quick = true;
+      o.seeds = 3, o.trials = 30;
+      o.digits_seeds = 1, o.digits_trials = 12;
+      o.mf_seeds = 3, o.mf_samples = 32;
+      o.latency_observations = 200, o.latency_suggestions = 20;
+    } else if (a == "--no-digits") {
+      o.digits = false;
+    } else if (!has_value) {
+      return Usage(argv[0]);
+    } else if (a == "--python") {
+      o.python = argv[++i];
+    } else {
+      int* target = a == "--seeds"                  ? &o.seeds
+                    : a == "--trials"               ? &o.trials
+                    : a == "--digits-seeds"         ? &o.digits_seeds
+                    : a == "--digits-trials"        ? &o.digits_trials
+                    : a == "--parallel"             ? &o.parallel
+                    : a == "--mf-seeds"             ? &o.mf_seeds
+                    : a == "--mf-samples"           ? &o.mf_samples
+                    : a == "--latency-observations" ? &o.latency_observations
+                    : a == "--latency-suggestions"  ? &o.latency_suggestions
+                                                    : nullptr;
+      if (target == nullptr) return Usage(argv[0]);
+      *target = std::atoi(argv[++i]);
+    }
+  }
+  const json machine = Machine();
+  for (const TestFunction& f : kTestFunctions) PrintFunctionCheck(f);
+  const std::vector<Method> methods = SingleFidelityMethods(o.parallel);
+  for (const TestFunction& f : kTestFunctions) {
+    const SimModel model = SingleFidelity(f.value);
+    for (const Method& m : methods) {
+      if (!RunSingleFidelity(f.name, f.param_space_yaml, "value", f.mode, f.optimum, model, m,
+                             o.seeds, o.trials, machine)) {
+        return 2;
+      }
+    }
+  }
+  if (o.digits) {
+    PipeObjective digits;
+    if (Status s = digits.Start({o.python, o.digits_script, "--serve"}); !s.ok()) {
+      std::fprintf(stderr, "search_quality: digits: %s\n", s.ToString().c_str());
+      return 2;
+    }
+    std::string error;
+    const SimModel model = SingleFidelity([&digits, &error](const json& config) {
+      Result<double> v = digits.Evaluate(config);
+      if (!v.ok() && error.empty()) error = v.status().ToString();
+      return v.ok() ? *v : std::nan("");
+    });
+    // The model costs tens of milliseconds per config (2 cores): random, tpe and the parallel
+    // run only (tpe_runner and tpe_normalized are variants shown on the cheap functions).
+    for (const Method& m : methods) {
+      if (m.name == "tpe_runner" || m.name == "tpe_normalized") continue;
+      if (!RunSingleFidelity("digits", kDigitsParamSpaceYaml, "val_accuracy", "max", std::nan(""),
+                             model, m, o.digits_seeds, o.digits_trials, machine) ||
+          !error.empty()) {
+        std::fprintf(stderr, "search_quality: digits: %s\n", error.c_str());
+        return 2;
+      }
+    }
+  }
+  if (!RunMultiFidelity(o, machine)) return 2;
+  for (const TestFunction& f : kTestFunctions) RunLatency(f, o, machine);
+  return 0;
+}

@@ -1,0 +1,497 @@
+#include "libs/tune/external_searcher.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cmath>
+
+#include "libs/tune/searcher_params.hpp"
+
+namespace tunebus {
+
+using nlohmann::json;
+
+namespace {
+
+// Events per `tell`: a replay is many requests of bounded size and time (each `suggested` event
+// costs the remote one ask of its sampler).
+constexpr size_t kTellBatch = 64;
+// After the remote answered not_now, it is asked again once it learnt something new (a `tell`
+// with an end or an evaluated point was answered) or after this many seconds.
+constexpr double kNotNowRetryS = 1.0;
+
+}  // namespace
+
+Result<ExternalOptions> ExternalOptions::Parse(const json& params) {
+  SearcherParams p(params, "external");
+  if (Status s =
+          p.OnlyKnown({"endpoint", "timeout_s", "backoff_initial_s", "backoff_max_s", "options"});
+      !s.ok()) {
+    return s;
+  }
+  ExternalOptions o;
+  auto endpoint = p.String("endpoint", "");
+  auto timeout = p.Number("timeout_s", o.timeout_s, 0, /*exclusive=*/true);
+  auto initial = p.Number("backoff_initial_s", o.backoff_initial_s, 0, /*exclusive=*/true);
+  auto max = p.Number("backoff_max_s", o.backoff_max_s, 0, /*exclusive=*/true);
+  for (const Status& s : {endpoint.status(), timeout.status(), initial.status(), max.status()}) {
+    if (!s.ok()) return s;
+  }
+  if (endpoint->empty()) {
+    return SearcherParams::Error(
+        "endpoint", "search: external needs the searcher's endpoint, e.g. tcp://127.0.0.1:5600");
+  }
+  if (endpoint->rfind("tcp://", 0) != 0 && endpoint->rfind("ipc://", 0) != 0 &&
+      endpoint->rfind("inproc://", 0) != 0) {
+    return SearcherParams::Error(
+        "endpoint",
+        fmt::format("'{}' is not a ZeroMQ endpoint (tcp://host:port, ipc://path)", *endpoint));
+  }
+  if (*max < *initial) {
+    return SearcherParams::Error(
+        "backoff_max_s", fmt::format("must be >= backoff_initial_s ({}), got {}", *initial, *max));
+  }
+  if (auto it = params.find("options"); it != params.end()) {
+    if (!it->is_object()) {
+      return SearcherParams::Error(
+          "options", fmt::format("must be a map (sent to the searcher as is), got {}", it->dump()));
+    }
+    o.options = *it;
+  }
+  o.endpoint = *endpoint;
+  o.timeout_s = *timeout;
+  o.backoff_initial_s = *initial;
+  o.backoff_max_s = *max;
+  return o;
+}
+
+ExternalSearcher::ExternalSearcher(ExternalOptions options, int64_t num_samples, uint64_t seed,
+                                   std::string experiment, uint64_t session_nonce,
+                                   std::unique_ptr<SearcherLink> link)
+    : options_(std::move(options)),
+      num_samples_(num_samples),
+      seed_(seed),
+      experiment_(std::move(experiment)),
+      session_nonce_(session_nonce),
+      state_(link ? LinkState::kIdle : LinkState::kOffline),
+      link_(std::move(link)) {}
+
+ExternalSearcher::~ExternalSearcher() { link_.reset(); }
+
+const char* ExternalSearcher::LinkStateName(LinkState s) {
+  switch (s) {
+    case LinkState::kOffline:
+      return "offline";
+    case LinkState::kIdle:
+      return "idle";
+    case LinkState::kConnecting:
+      return "connecting";
+    case LinkState::kReplaying:
+      return "replaying";
+    case LinkState::kReady:
+      return "ready";
+    case LinkState::kUnavailable:
+      return "unavailable";
+  }
+  return "?";
+}
+
+Status ExternalSearcher::SetSearchProperties(const std::string& metric, const std::string& mode,
+                                             const json& param_space) {
+  if (Status s = SearcherParams::RequireMetricAndMode("external", metric, mode); !s.ok()) return s;
+  auto space = SearchSpace::Create(param_space, "external");
+  if (!space.ok()) return space.status();
+  metric_ = metric;
+  mode_ = mode;
+  param_space_ = param_space;
+  space_ = std::move(*space);
+  return Status::Ok();
+}
+
+// ---- the runner's calls -------------------------------------------------------------------
+
+Suggestion ExternalSearcher::Suggest(const std::string& trial_id) {
+  if (auto it = configs_.find(trial_id); it != configs_.end()) {
+    return Suggestion::Config(it->second, space_ ? space_->Tag(it->second) : "");
+  }
+  if (finished_ || (num_samples_ >= 0 && suggested_ >= num_samples_)) {
+    return Suggestion::Finished();
+  }
+  if (answer_ && answer_->trial_id != trial_id) answer_.reset();  // the runner moved on
+  if (answer_) {
+    Answer a = std::move(*answer_);
+    answer_.reset();
+    wanted_.clear();
+    switch (a.kind) {
+      case Suggestion::Kind::kConfig: {
+        // The remote knows its own suggestion: it is not told it again unless a replay does.
+        const bool caught_up = sent_ == events_.size();
+        Record({{"event", "suggested"},
+                {"trial_id", trial_id},
+                {"params", a.params},
+                {"config", a.config}});
+        if (caught_up) sent_ = events_.size();
+        return Suggestion::Config(a.config, space_->Tag(a.config));
+      }
+      case Suggestion::Kind::kFinished:
+        Record({{"event", "finished"}});
+        return Suggestion::Finished();
+      case Suggestion::Kind::kNotNow:
+        not_now_until_ = link_ ? link_->NowS() + kNotNowRetryS : 0;
+        if (link_) link_->After(kNotNowRetryS, [this] { Pump(); });
+        return Suggestion::NotNow();
+    }
+  }
+  wanted_ = trial_id;
+  Pump();
+  return Suggestion::NotNow();
+}
+
+Status ExternalSearcher::AddEvaluatedPoint(const json& config, double value) {
+  auto params = ParamsOf(config);
+  if (!params.ok()) return params.status();
+  Record({{"event", "evaluated"}, {"params", *params}, {"config", config}, {"value", value}});
+  Pump();
+  return Status::Ok();
+}
+
+void ExternalSearcher::OnTrialResult(const std::string& trial_id, const TrainingResult& result) {
+  if (!configs_.contains(trial_id) || ended_.contains(trial_id)) return;
+  live_results_[trial_id] = result.ToJson();
+  Pump();
+}
+
+void ExternalSearcher::OnTrialComplete(const std::string& trial_id,
+                                       const TrainingResult* last_result, bool error) {
+  if (!configs_.contains(trial_id) || ended_.contains(trial_id)) return;
+  live_results_.erase(trial_id);
+  Record({{"event", "completed"},
+          {"trial_id", trial_id},
+          {"result", last_result != nullptr ? last_result->ToJson() : json(nullptr)},
+          {"error", error}});
+  Pump();
+}
+
+json ExternalSearcher::Describe() const {
+  json d = {
+      {"searcher", name()},      {"endpoint", options_.endpoint}, {"state", LinkStateName(state_)},
+      {"suggested", suggested_}, {"total", num_samples_},         {"observations", observations_}};
+  if (remote_.is_object()) {
+    d["remote"] =
+        fmt::format("{} {}", remote_.value("searcher", "?"), remote_.value("version", ""));
+  }
+  if (state_ == LinkState::kUnavailable) {
+    d["last_error"] = last_error_;
+    d["retries"] = retries_;
+    d["retry_in_s"] = std::round(std::max(0.0, retry_at_ - (link_ ? link_->NowS() : 0)) * 10) / 10;
+  }
+  if (sessions_ok_ > 1) d["sessions"] = sessions_ok_;
+  return d;
+}
+
+// ---- journaled state ----------------------------------------------------------------------
+
+Status ExternalSearcher::Apply(const json& event) {
+  const std::string kind = event.is_object() ? event.value("event", "") : "";
+  if (kind == "suggested") {
+    const std::string id = event.value("trial_id", "");
+    if (id.empty() || !event.contains("config")) {
+      return Status::Corruption("external: a suggested event without trial_id or config");
+    }
+    if (configs_.emplace(id, event["config"]).second) ++suggested_;
+    events_.push_back(event);
+    return Status::Ok();
+  }
+  if (kind == "completed") {
+    const std::string id = event.value("trial_id", "");
+    if (!ended_.insert(id).second) return Status::Ok();
+    const json& result = event.contains("result") ? event["result"] : json(nullptr);
+    if (!event.value("error", false) && result.is_object() && result.contains(metric_) &&
+        result[metric_].is_number()) {
+      ++observations_;
+    }
+    events_.push_back(event);
+    return Status::Ok();
+  }
+  if (kind == "evaluated") {
+    ++observations_;
+    events_.push_back(event);
+    return Status::Ok();
+  }
+  if (kind == "finished") {
+    finished_ = true;
+    return Status::Ok();
+  }
+  return Status::Corruption("external: unknown searcher event " + event.dump());
+}
+
+json ExternalSearcher::SaveState() const { return {{"events", events_}, {"finished", finished_}}; }
+
+Status ExternalSearcher::RestoreState(const json& state) {
+  events_.clear();
+  configs_.clear();
+  ended_.clear();
+  suggested_ = observations_ = 0;
+  finished_ = false;
+  ClearDelta();
+  // A new session tells the remote the restored log from its start.
+  if (state_ != LinkState::kOffline) state_ = LinkState::kIdle;
+  sent_ = 0;
+  answer_.reset();
+  live_results_.clear();
+  if (state.is_null()) return Status::Ok();
+  if (!state.is_object() || !state.contains("events") || !state["events"].is_array()) {
+    return Status::InvalidArgument("external: a state is {events: [...], finished}");
+  }
+  for (const json& event : state["events"]) {
+    if (Status s = Apply(event); !s.ok()) return Status::InvalidArgument(s.message());
+  }
+  finished_ = state.value("finished", false);
+  return Status::Ok();
+}
+
+// ---- the protocol -------------------------------------------------------------------------
+
+void ExternalSearcher::Pump() {
+  if (!link_ || in_flight_ || !space_) return;
+  switch (state_) {
+    case LinkState::kOffline:
+    case LinkState::kConnecting:
+      return;
+    case LinkState::kUnavailable:
+      if (link_->NowS() < retry_at_) return;
+      [[fallthrough]];
+    case LinkState::kIdle:
+      SendHello();
+      return;
+    case LinkState::kReplaying:
+    case LinkState::kReady:
+      break;
+  }
+  // The journaled events first (an ask sees every end), then the ask, then live results (which
+  // must not delay asks while trials report).
+  if (sent_ < events_.size()) {
+    SendTell();
+    return;
+  }
+  state_ = LinkState::kReady;
+  if (!wanted_.empty() && !answer_ && link_->NowS() >= not_now_until_) {
+    SendAsk();
+  } else if (!live_results_.empty()) {
+    SendTell();
+  }
+}
+
+void ExternalSearcher::SendHello() {
+  session_ = fmt::format("{:016x}-{}", session_nonce_, ++sessions_);
+  state_ = LinkState::kConnecting;
+  in_flight_ = true;
+  json hello = {{"type", "hello"},
+                {"session", session_},
+                {"experiment", experiment_},
+                {"metric", metric_},
+                {"mode", mode_},
+                {"seed", seed_},
+                {"num_samples", num_samples_},
+                {"replay", events_.size()},
+                {"space", SpaceMessage()},
+                {"param_space", param_space_},
+                {"options", options_.options}};
+  link_->Request(std::move(hello), options_.timeout_s,
+                 [this](Result<json> reply) { OnHello(std::move(reply)); });
+}
+
+void ExternalSearcher::SendTell() {
+  json events = json::array();
+  size_t from_log = 0;
+  bool informative = false;
+  while (sent_ + from_log < events_.size() && from_log < kTellBatch) {
+    const json& e = events_[sent_ + from_log];
+    informative = informative || e.value("event", "") != "suggested";
+    events.push_back(e);
+    ++from_log;
+  }
+  if (from_log == 0) {  // the log is told: the newest results
+    for (auto& [trial_id, result] : live_results_) {
+      events.push_back(
+          {{"event", "result"}, {"trial_id", trial_id}, {"result", std::move(result)}});
+    }
+    live_results_.clear();
+  }
+  in_flight_ = true;
+  link_->Request({{"type", "tell"}, {"session", session_}, {"events", std::move(events)}},
+                 options_.timeout_s, [this, from_log, informative](Result<json> reply) {
+                   OnTell(std::move(reply), from_log, informative);
+                 });
+}
+
+void ExternalSearcher::SendAsk() {
+  in_flight_ = true;
+  const std::string trial_id = wanted_;
+  link_->Request({{"type", "ask"}, {"session", session_}, {"trial_id", trial_id}},
+                 options_.timeout_s,
+                 [this, trial_id](Result<json> reply) { OnAsk(std::move(reply), trial_id); });
+}
+
+Result<json> ExternalSearcher::Expect(Result<json> reply, const char* type) {
+  if (!reply.ok()) return reply;
+  if (!reply->is_object() || reply->value("type", "") != type) {
+    return Status::InvalidArgument(
+        fmt::format("the searcher answered {} where {} was expected",
+                    reply->is_object() ? reply->value("type", "?") : reply->dump(), type));
+  }
+  return reply;
+}
+
+void ExternalSearcher::OnHello(Result<json> reply) {
+  in_flight_ = false;
+  reply = Expect(std::move(reply), "hello_ok");
+  if (!reply.ok()) return Fail(reply.status(), /*was_hello=*/true);
+  remote_ = *reply;
+  ++sessions_ok_;
+  retries_ = 0;
+  last_error_.clear();
+  state_ = LinkState::kReplaying;
+  sent_ = 0;
+  answer_.reset();
+  live_results_.clear();
+  not_now_until_ = 0;
+  Pump();
+}
+
+void ExternalSearcher::OnTell(Result<json> reply, size_t events, bool informative) {
+  in_flight_ = false;
+  reply = Expect(std::move(reply), "tell_ok");
+  if (!reply.ok()) return Fail(reply.status(), /*was_hello=*/false);
+  lost_sessions_ = 0;
+  sent_ = std::min(sent_ + events, events_.size());
+  if (informative) not_now_until_ = 0;
+  Pump();
+}
+
+void ExternalSearcher::OnAsk(Result<json> reply, const std::string& trial_id) {
+  in_flight_ = false;
+  reply = Expect(std::move(reply), "suggestion");
+  if (reply.ok() && reply->value("trial_id", "") != trial_id) {
+    reply = Status::InvalidArgument(fmt::format("the searcher answered the ask for {} for '{}'",
+                                                trial_id, reply->value("trial_id", "")));
+  }
+  if (!reply.ok()) return Fail(reply.status(), /*was_hello=*/false);
+  lost_sessions_ = 0;
+  Answer a;
+  a.trial_id = trial_id;
+  const std::string status = reply->value("status", "");
+  if (status == "config") {
+    auto config = ConfigOf(reply->contains("params") ? (*reply)["params"] : json(nullptr));
+    if (!config.ok()) {
+      return Fail(Status::InvalidArgument(fmt::format("the searcher's config for {}: {}", trial_id,
+                                                      config.status().message())),
+                  false);
+    }
+    auto params = ParamsOf(*config);
+    a.kind = Suggestion::Kind::kConfig;
+    a.params = params.ok() ? *params : json::object();
+    a.config = std::move(*config);
+  } else if (status == "not_now") {
+    a.kind = Suggestion::Kind::kNotNow;
+  } else if (status == "finished") {
+    a.kind = Suggestion::Kind::kFinished;
+  } else {
+    return Fail(
+        Status::InvalidArgument(fmt::format(
+            "the searcher's suggestion has status '{}' (config, not_now, finished)", status)),
+        false);
+  }
+  if (trial_id == wanted_) answer_ = std::move(a);
+  Pump();
+}
+
+void ExternalSearcher::Fail(const Status& status, bool was_hello) {
+  last_error_ = status.ToString();
+  if (status.code() == StatusCode::kFailedPrecondition && !was_hello && ++lost_sessions_ < 3) {
+    state_ = LinkState::kIdle;  // the remote lost the session (restarted): hello and replay
+    Pump();
+    return;
+  }
+  state_ = LinkState::kUnavailable;
+  ++retries_;
+  const double delay = std::min(
+      options_.backoff_max_s,
+      options_.backoff_initial_s * std::ldexp(1.0, int(std::min<int64_t>(retries_ - 1, 30))));
+  retry_at_ = link_->NowS() + delay;
+  link_->After(delay, [this] { Pump(); });
+}
+
+// ---- values ---------------------------------------------------------------------------------
+
+json ExternalSearcher::SpaceMessage() const {
+  json dims = json::array();
+  for (const SearchDim& dim : space_->dims()) {
+    json d = {{"name", dim.name}, {"path", dim.keys}, {"sampler", dim.sampler}};
+    switch (dim.kind) {
+      case SearchDim::Kind::kCategorical:
+        d["type"] = "categorical";
+        d["choices"] = dim.choices;
+        break;
+      case SearchDim::Kind::kInt:
+        d["type"] = "int";
+        d["low"] = int64_t(dim.value_low);
+        d["high"] = int64_t(dim.value_high);
+        d["step"] = int64_t(dim.quantum);
+        d["log"] = dim.log;
+        break;
+      case SearchDim::Kind::kFloat:
+        d["type"] = "float";
+        d["low"] = dim.value_low;
+        d["high"] = dim.value_high;
+        d["step"] = dim.quantum;
+        d["log"] = dim.log;
+        break;
+    }
+    dims.push_back(std::move(d));
+  }
+  return dims;
+}
+
+Result<json> ExternalSearcher::ConfigOf(const json& params) const {
+  if (!params.is_object()) return Status::InvalidArgument("params must be a map");
+  std::vector<double> values(space_->size());
+  for (size_t d = 0; d < space_->size(); ++d) {
+    const SearchDim& dim = space_->dims()[d];
+    auto it = params.find(dim.name);
+    if (it == params.end()) return Status::InvalidArgument(fmt::format("{} is missing", dim.name));
+    if (dim.kind == SearchDim::Kind::kCategorical) {
+      auto c = std::find(dim.choices.begin(), dim.choices.end(), *it);
+      if (c == dim.choices.end()) {
+        return Status::InvalidArgument(fmt::format("{}: {} is not one of its choices {}", dim.name,
+                                                   it->dump(), dim.choices.dump()));
+      }
+      values[d] = double(c - dim.choices.begin());
+      continue;
+    }
+    if (!it->is_number() || !std::isfinite(it->get<double>()) ||
+        (dim.log && !(it->get<double>() > 0))) {
+      return Status::InvalidArgument(fmt::format("{}: {} is not a {}number", dim.name, it->dump(),
+                                                 dim.log ? "positive " : ""));
+    }
+    values[d] = space_->Snap(d, it->get<double>());
+  }
+  return space_->Config(values.data());
+}
+
+Result<json> ExternalSearcher::ParamsOf(const json& config) const {
+  if (!space_) return Status::FailedPrecondition("external: no search space yet");
+  json params = json::object();
+  for (size_t d = 0; d < space_->size(); ++d) {
+    const SearchDim& dim = space_->dims()[d];
+    const json* value = space_->Value(config, d);
+    if (value == nullptr) {
+      return Status::InvalidArgument(
+          fmt::format("the config lacks {} of the param space", dim.name));
+    }
+    params[dim.name] = *value;
+  }
+  return params;
+}
+
+}  // namespace tunebus

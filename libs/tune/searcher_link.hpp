@@ -1,0 +1,41 @@
+// SearcherLink: the request/reply channel between ExternalSearcher and a searcher process
+// (proto/PROTOCOL.md "External searchers"). It is ExternalSearcher's only way out, so libs/tune
+// stays free of I/O: the scheduler gives it a ZeroMQ link (services/scheduler/zmq_searcher_link
+// .hpp), unit tests a fake one.
+//
+// Threading: one thread calls everything and receives every callback (the scheduler's loop).
+#pragma once
+
+#include <functional>
+#include <memory>
+#include <nlohmann/json.hpp>
+#include <string>
+
+#include "libs/core/status.hpp"
+
+namespace tunebus {
+
+class SearcherLink {
+ public:
+  using ReplyCallback = std::function<void(Result<nlohmann::json>)>;
+
+  virtual ~SearcherLink() = default;
+
+  /// Sends `request` (a JSON object with `type` and its fields; the link adds `v` and `id`) and
+  /// calls `done` exactly once, later, on the loop thread: with the reply (an object with its
+  /// `type`), with the peer's typed `error` as a Status (its code and message), or with
+  /// Unavailable when no reply came within `timeout_s` seconds (a late reply is dropped).
+  /// Nothing is called after the link is destroyed.
+  virtual void Request(nlohmann::json request, double timeout_s, ReplyCallback done) = 0;
+  /// Calls `fn` once, `delay_s` seconds from now, on the loop thread (unless destroyed first).
+  virtual void After(double delay_s, std::function<void()> fn) = 0;
+  /// Monotonic seconds.
+  virtual double NowS() const = 0;
+};
+
+/// Builds the link to the searcher process at `endpoint` ("tcp://host:port", "ipc://path").
+/// The scheduler provides one; without it (a spec check, a read-only experiment) an external
+/// searcher has no link and only replays its journaled state.
+using SearcherLinkFactory = std::function<std::unique_ptr<SearcherLink>(const std::string&)>;
+
+}  // namespace tunebus
