@@ -56,9 +56,8 @@ using nlohmann::json;
 using namespace tunebus;
 using namespace tunebus::bench;
 
-// The trial scheduler BOHB runs under. Ray Tune pairs TuneBOHB with HyperBandForBOHB; until
-// tunebus has it (`hyperband_bohb`, branch bohb), BOHB runs under HyperBand: a one-line switch.
-constexpr const char* kBohbScheduler = "hyperband";
+// The trial scheduler BOHB runs under: Ray Tune pairs TuneBOHB with HyperBandForBOHB.
+constexpr const char* kBohbScheduler = "hyperband_bohb";
 
 // n_startup_trials of both TPEs (tunebus' and Optuna's, bench/search_optuna.py): Optuna's default.
 constexpr int kStartupTrials = 10;
@@ -179,9 +178,13 @@ bool RunMultiFidelity(const Options& o, const json& machine) {
       "{{type: asha, time_attr: training_iteration, max_t: {}, grace_period: 4, "
       "reduction_factor: 4, brackets: 1}}",
       max_t);
+  // stop_last_trials false: a bracket's last rung trains on to max_t (Ray's milestones stop it
+  // at max_t minus the previous milestone, 73 of 100 here, and the criteria read values at max_t).
   auto hyperband = [max_t](const char* type) {
     return fmt::format(
-        "{{type: {}, time_attr: training_iteration, max_t: {}, reduction_factor: 3}}", type, max_t);
+        "{{type: {}, time_attr: training_iteration, max_t: {}, reduction_factor: 3, "
+        "stop_last_trials: false}}",
+        type, max_t);
   };
   // bohb is the pair the criterion judges; hyperband_random and bohb_asha separate the
   // searcher's share from the trial scheduler's.
