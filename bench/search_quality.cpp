@@ -261,7 +261,7 @@ void RunLatency(const TestFunction& f, const Options& o, const json& machine) {
   if (!searcher.SetSearchProperties("value", f.mode, space_json).ok()) std::abort();
   json delta = json::array();  // the history as journal events
   for (int i = 0; i < o.latency_observations; ++i) {
-    const std::string id = "h" + std::to_string(i);
+    const std::string id = fmt::format("h{}", i);
     const json config = space->RandomConfig(uint64_t(i) + 1);
     delta.push_back({{"suggest", id}, {"config", config}});
     delta.push_back({{"complete", id}, {"value", f.value(config)}});
@@ -269,7 +269,7 @@ void RunLatency(const TestFunction& f, const Options& o, const json& machine) {
   if (!searcher.ApplyStateDelta(delta).ok()) std::abort();
   std::vector<double> ms, cpu_ms;
   for (int i = 0; i < o.latency_suggestions; ++i) {
-    const std::string id = "s" + std::to_string(i);
+    const std::string id = fmt::format("s{}", i);
     const double cpu_start = ThreadCpuMs();
     const auto start = std::chrono::steady_clock::now();
     Suggestion s = searcher.Suggest(id);

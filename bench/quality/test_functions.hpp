@@ -52,7 +52,8 @@ inline double Hartmann6(const nlohmann::json& c) {
                                       {2348, 1451, 3522, 2883, 3047, 6650},
                                       {4047, 8828, 8732, 5743, 1091, 381}};
   double x[6];
-  for (int j = 0; j < 6; ++j) x[j] = c.at("x" + std::to_string(j + 1)).get<double>();
+  static constexpr const char* kKeys[6] = {"x1", "x2", "x3", "x4", "x5", "x6"};
+  for (int j = 0; j < 6; ++j) x[j] = c.at(kKeys[j]).get<double>();
   double sum = 0;
   for (int i = 0; i < 4; ++i) {
     double inner = 0;
