@@ -29,7 +29,6 @@
 //          [--latency-observations N] [--latency-suggestions N] [--python PATH] [--no-digits]
 //   --quick: CI-sized (3 seeds of 30 trials, digits 1 seed of 12, 200 observations).
 #include <fmt/format.h>
-#include <time.h>
 
 #include <algorithm>
 #include <chrono>
@@ -41,6 +40,7 @@
 #include <string>
 #include <vector>
 
+#include "bench/latency.hpp"
 #include "bench/machine.hpp"
 #include "bench/quality/pipe_objective.hpp"
 #include "bench/quality/quality_experiment.hpp"
@@ -73,17 +73,6 @@ struct Options {
   std::string digits_script = "bench/quality/digits_objective.py";
   bool digits = true;
 };
-
-double ThreadCpuMs() {
-  timespec ts;
-  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
-  return double(ts.tv_sec) * 1e3 + double(ts.tv_nsec) * 1e-6;
-}
-
-// The q-quantile of sorted values (nearest rank).
-double At(const std::vector<double>& sorted, double q) {
-  return sorted[std::min(sorted.size() - 1, size_t(q * double(sorted.size())))];
-}
 
 // The param space (JSON) of a param_space YAML flow map, as the spec parser reads it.
 json ParamSpace(const std::string& param_space_yaml) {

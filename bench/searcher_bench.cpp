@@ -12,7 +12,8 @@
 //    "target_p99_ms": 1, "meets_target" (cpu_p99_ms below the target), "machine"}
 // Usage: searcher_bench [--observations N] [--suggestions N] [--running N] [--case I] (only the
 // I-th case, from 0)
-#include <time.h>
+
+#include <fmt/format.h>
 
 #include <algorithm>
 #include <chrono>
@@ -24,6 +25,7 @@
 #include <string>
 #include <vector>
 
+#include "bench/latency.hpp"
 #include "bench/machine.hpp"
 #include "libs/tune/bohb_searcher.hpp"
 #include "libs/tune/search_space.hpp"
@@ -34,17 +36,7 @@ namespace {
 using nlohmann::json;
 using Clock = std::chrono::steady_clock;
 using namespace tunebus;
-
-double ThreadCpuMs() {
-  timespec ts;
-  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
-  return double(ts.tv_sec) * 1e3 + double(ts.tv_nsec) * 1e-6;
-}
-
-// The q-quantile of sorted values (nearest rank).
-double At(const std::vector<double>& sorted, double q) {
-  return sorted[std::min(sorted.size() - 1, size_t(q * double(sorted.size())))];
-}
+using namespace tunebus::bench;
 
 double Objective(const json& config) {
   double loss = 0;
@@ -77,7 +69,7 @@ json Run(const Case& c, int observations, int suggestions, int running) {
   auto space = SearchSpace::Create(c.space, "bench");
   json delta = json::array();
   for (int i = 0; i < observations + running; ++i) {
-    const std::string id = "h" + std::to_string(i);
+    const std::string id = fmt::format("h{}", i);
     const json config = space->RandomConfig(uint64_t(i) + 1);
     delta.push_back({{"suggest", id}, {"config", config}});
     if (i >= observations) continue;
@@ -88,7 +80,7 @@ json Run(const Case& c, int observations, int suggestions, int running) {
   if (c.converged) {  // the searcher's own 1,000 trials: observations crowd the optimum
     delta = json::array();
     for (int i = 0; i < observations + running; ++i) {
-      const std::string id = "h" + std::to_string(i);
+      const std::string id = fmt::format("h{}", i);
       const json config = searcher->Suggest(id).config;
       if (i >= observations) continue;
       TrainingResult r;
@@ -103,7 +95,7 @@ json Run(const Case& c, int observations, int suggestions, int running) {
 
   std::vector<double> ms, cpu_ms;
   for (int i = 0; i < suggestions; ++i) {
-    const std::string id = "s" + std::to_string(i);
+    const std::string id = fmt::format("s{}", i);
     const double cpu_start = ThreadCpuMs();
     const auto start = Clock::now();
     Suggestion s = searcher->Suggest(id);
