@@ -6,6 +6,7 @@
 #include <cmath>
 #include <limits>
 
+#include "libs/tune/hyperband_for_bohb.hpp"
 #include "libs/tune/searcher_params.hpp"
 
 namespace tunebus {
@@ -14,8 +15,7 @@ using nlohmann::json;
 
 namespace {
 constexpr double kInf = std::numeric_limits<double>::infinity();
-const double kLogFloor = std::log(1e-32);                 // HpBandSter's max(1e-32, pdf)
-constexpr const char* kHyperBandInfo = "hyperband_info";  // HyperBandForBohb's result key
+const double kLogFloor = std::log(1e-32);  // HpBandSter's max(1e-32, pdf)
 }  // namespace
 
 Result<BohbOptions> BohbOptions::Parse(const json& params) {
@@ -119,7 +119,8 @@ Suggestion BohbSearcher::Suggest(const std::string& trial_id) {
 void BohbSearcher::OnTrialResult(const std::string& trial_id, const TrainingResult& result) {
   if (index_.count(trial_id) == 0) return;
   std::optional<double> budget;
-  if (result.Has(kHyperBandInfo)) {  // HyperBandForBohb's results: its milestones are the budgets
+  // HyperBandForBohb's results: its milestones are the budgets.
+  if (result.Has(kHyperBandInfo)) {
     const json info = result.Value(kHyperBandInfo);
     if (info.is_object() && info.contains("budget") && info["budget"].is_number())
       budget = info["budget"].get<double>();

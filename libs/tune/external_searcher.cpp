@@ -76,7 +76,7 @@ ExternalSearcher::ExternalSearcher(ExternalOptions options, int64_t num_samples,
       state_(link ? LinkState::kIdle : LinkState::kOffline),
       link_(std::move(link)) {}
 
-ExternalSearcher::~ExternalSearcher() { link_.reset(); }
+ExternalSearcher::~ExternalSearcher() = default;
 
 const char* ExternalSearcher::LinkStateName(LinkState s) {
   switch (s) {

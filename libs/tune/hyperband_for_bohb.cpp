@@ -18,11 +18,11 @@ Decision HyperBandForBohb::OnTrialResult(const Trial& trial, const TrainingResul
   auto it = trial_bracket_.find(trial.trial_id);
   if (it == trial_bracket_.end()) return Decision::kContinue;
   const size_t index = it->second;
-  context_->SetResultInfo(trial.trial_id, "hyperband_info", json::object());
+  context_->SetResultInfo(trial.trial_id, kHyperBandInfo, json::object());
   RecordResult(trial.trial_id, result);
   const Bracket& b = brackets_[index];
   if (ContinueTrial(b, trial.trial_id)) return Decision::kContinue;
-  context_->SetResultInfo(trial.trial_id, "hyperband_info", {{"budget", b.r}});
+  context_->SetResultInfo(trial.trial_id, kHyperBandInfo, {{"budget", b.r}});
   // Ray's HyperBandForBOHB.on_trial_result: wait, paused, for the bracket to fill and for every
   // other live trial to reach the milestone.
   const bool others_paused = std::all_of(b.order.begin(), b.order.end(), [&](const auto& id) {

@@ -37,6 +37,11 @@
 
 namespace tunebus {
 
+/// The key HyperBandForBohb writes into every result of its trials (Ray Tune 2.x's
+/// `hyperband_info`): {} between milestones, {"budget": milestone} at one; BohbSearcher
+/// observes exactly the results that carry a budget.
+inline constexpr const char* kHyperBandInfo = "hyperband_info";
+
 class HyperBandForBohb final : public HyperBandScheduler {
  public:
   /// Errors: InvalidArgument "<param>: ..." (the parameters of HyperBandScheduler).
