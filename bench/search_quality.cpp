@@ -27,7 +27,14 @@
 // Usage: search_quality [--quick] [--seeds N] [--trials N] [--digits-seeds N]
 //          [--digits-trials N] [--parallel N] [--mf-seeds N] [--mf-samples N]
 //          [--latency-observations N] [--latency-suggestions N] [--python PATH] [--no-digits]
+//          [--first-seed N] [--functions F,...] [--methods M,...] [--method NAME=SEARCH_YAML]
+//          [--no-mf] [--no-latency]
 //   --quick: CI-sized (3 seeds of 30 trials, digits 1 seed of 12, 200 observations).
+//   --first-seed: seeds N .. N + seeds - 1 (default 1), e.g. to check a change on seeds the
+//   full run does not use. --functions / --methods: only these single-fidelity functions
+//   (branin, hartmann6, mixed10, digits) / methods. --method: one more single-fidelity method
+//   (its `search:` YAML; max_concurrent_trials 1, or --parallel when the name starts with
+//   "parallel").
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -72,7 +79,26 @@ struct Options {
   std::string python = "/usr/bin/python3";
   std::string digits_script = "bench/quality/digits_objective.py";
   bool digits = true;
+  int first_seed = 1;
+  std::vector<std::string> functions, methods;                     // empty: all
+  std::vector<std::pair<std::string, std::string>> extra_methods;  // name, search YAML
+  bool multi_fidelity = true, latency = true;
+
+  static bool Selected(const std::vector<std::string>& names, const std::string& name) {
+    return names.empty() || std::find(names.begin(), names.end(), name) != names.end();
+  }
 };
+
+std::vector<std::string> SplitCommas(const std::string& list) {
+  std::vector<std::string> out;
+  size_t begin = 0;
+  while (begin <= list.size()) {
+    const size_t end = std::min(list.find(',', begin), list.size());
+    if (end > begin) out.push_back(list.substr(begin, end - begin));
+    begin = end + 1;
+  }
+  return out;
+}
 
 // The param space (JSON) of a param_space YAML flow map, as the spec parser reads it.
 json ParamSpace(const std::string& param_space_yaml) {
@@ -116,8 +142,8 @@ std::vector<Method> SingleFidelityMethods(int parallel) {
 // search_quality_run line. Returns false on an error (printed).
 bool RunSingleFidelity(const std::string& function, const std::string& param_space_yaml,
                        const std::string& metric, const std::string& mode, double optimum,
-                       const SimModel& model, const Method& method, int seeds, int trials,
-                       const json& machine) {
+                       const SimModel& model, const Method& method, int first_seed, int seeds,
+                       int trials, const json& machine) {
   ExperimentShape shape;
   shape.param_space_yaml = param_space_yaml;
   shape.metric = metric;
@@ -128,7 +154,7 @@ bool RunSingleFidelity(const std::string& function, const std::string& param_spa
   shape.setup.max_concurrent_trials = method.max_concurrent_trials;
   json values = json::array();
   const auto start = std::chrono::steady_clock::now();
-  for (int seed = 1; seed <= seeds; ++seed) {
+  for (int seed = first_seed; seed < first_seed + seeds; ++seed) {
     auto figures = RunExperiment(ExperimentYaml(shape, uint64_t(seed)), model);
     if (!figures.ok() || int64_t(figures->reports.size()) != trials) {
       std::fprintf(stderr, "search_quality: %s %s seed %d: %s\n", function.c_str(),
@@ -151,6 +177,7 @@ bool RunSingleFidelity(const std::string& function, const std::string& param_spa
                {"mode", mode},
                {"optimum", std::isnan(optimum) ? json() : json(optimum)},
                {"seeds", seeds},
+               {"first_seed", first_seed},
                {"trials", trials},
                {"values", std::move(values)},
                {"wall_s", wall_s},
@@ -199,7 +226,7 @@ bool RunMultiFidelity(const Options& o, const json& machine) {
     shape.setup.max_concurrent_trials = methods[m].max_concurrent_trials;
     json finals = json::array(), iterations = json::array();
     const auto start = std::chrono::steady_clock::now();
-    for (int seed = 1; seed <= o.mf_seeds; ++seed) {
+    for (int seed = o.first_seed; seed < o.first_seed + o.mf_seeds; ++seed) {
       auto figures = RunExperiment(ExperimentYaml(shape, uint64_t(seed)), model);
       if (!figures.ok()) {
         std::fprintf(stderr, "search_quality: curves %s seed %d: %s\n", methods[m].name.c_str(),
@@ -226,6 +253,7 @@ bool RunMultiFidelity(const Options& o, const json& machine) {
                  {"mode", "max"},
                  {"optimum", kOptimum},
                  {"seeds", o.mf_seeds},
+                 {"first_seed", o.first_seed},
                  {"trials", o.mf_samples},
                  {"max_t", max_t},
                  {"param_space", kParamSpaceYaml},
@@ -311,7 +339,8 @@ int Usage(const char* argv0) {
                "usage: %s [--quick] [--seeds N] [--trials N] [--digits-seeds N] "
                "[--digits-trials N] [--parallel N] [--mf-seeds N] [--mf-samples N] "
                "[--latency-observations N] [--latency-suggestions N] [--python PATH] "
-               "[--no-digits]\n",
+               "[--no-digits] [--first-seed N] [--functions F,...] [--methods M,...] "
+               "[--method NAME=SEARCH_YAML] [--no-mf] [--no-latency]\n",
                argv0);
   return 2;
 }
@@ -331,10 +360,23 @@ int main(int argc, char** argv) {
       o.latency_observations = 200, o.latency_suggestions = 20;
     } else if (a == "--no-digits") {
       o.digits = false;
+    } else if (a == "--no-mf") {
+      o.multi_fidelity = false;
+    } else if (a == "--no-latency") {
+      o.latency = false;
     } else if (!has_value) {
       return Usage(argv[0]);
     } else if (a == "--python") {
       o.python = argv[++i];
+    } else if (a == "--functions") {
+      o.functions = SplitCommas(argv[++i]);
+    } else if (a == "--methods") {
+      o.methods = SplitCommas(argv[++i]);
+    } else if (a == "--method") {
+      const std::string v = argv[++i];
+      const size_t eq = v.find('=');
+      if (eq == std::string::npos || eq == 0) return Usage(argv[0]);
+      o.extra_methods.emplace_back(v.substr(0, eq), v.substr(eq + 1));
     } else {
       int* target = a == "--seeds"                  ? &o.seeds
                     : a == "--trials"               ? &o.trials
@@ -345,6 +387,7 @@ int main(int argc, char** argv) {
                     : a == "--mf-samples"           ? &o.mf_samples
                     : a == "--latency-observations" ? &o.latency_observations
                     : a == "--latency-suggestions"  ? &o.latency_suggestions
+                    : a == "--first-seed"           ? &o.first_seed
                                                     : nullptr;
       if (target == nullptr) return Usage(argv[0]);
       *target = std::atoi(argv[++i]);
@@ -352,17 +395,24 @@ int main(int argc, char** argv) {
   }
   const json machine = Machine();
   for (const TestFunction& f : kTestFunctions) PrintFunctionCheck(f);
-  const std::vector<Method> methods = SingleFidelityMethods(o.parallel);
+  std::vector<Method> methods;
+  for (Method& m : SingleFidelityMethods(o.parallel)) {
+    if (Options::Selected(o.methods, m.name)) methods.push_back(std::move(m));
+  }
+  for (const auto& [name, yaml] : o.extra_methods) {
+    methods.push_back({name, yaml, name.starts_with("parallel") ? o.parallel : 1});
+  }
   for (const TestFunction& f : kTestFunctions) {
+    if (!Options::Selected(o.functions, f.name)) continue;
     const SimModel model = SingleFidelity(f.value);
     for (const Method& m : methods) {
       if (!RunSingleFidelity(f.name, f.param_space_yaml, "value", f.mode, f.optimum, model, m,
-                             o.seeds, o.trials, machine)) {
+                             o.first_seed, o.seeds, o.trials, machine)) {
         return 2;
       }
     }
   }
-  if (o.digits) {
+  if (o.digits && Options::Selected(o.functions, "digits")) {
     PipeObjective digits;
     if (Status s = digits.Start({o.python, o.digits_script, "--serve"}); !s.ok()) {
       std::fprintf(stderr, "search_quality: digits: %s\n", s.ToString().c_str());
@@ -379,14 +429,17 @@ int main(int argc, char** argv) {
     for (const Method& m : methods) {
       if (m.name == "tpe_runner" || m.name == "tpe_normalized") continue;
       if (!RunSingleFidelity("digits", kDigitsParamSpaceYaml, "val_accuracy", "max", std::nan(""),
-                             model, m, o.digits_seeds, o.digits_trials, machine) ||
+                             model, m, o.first_seed, o.digits_seeds, o.digits_trials, machine) ||
           !error.empty()) {
         std::fprintf(stderr, "search_quality: digits: %s\n", error.c_str());
         return 2;
       }
     }
   }
-  if (!RunMultiFidelity(o, machine)) return 2;
-  for (const TestFunction& f : kTestFunctions) RunLatency(f, o, machine);
+  if (o.multi_fidelity && !RunMultiFidelity(o, machine)) return 2;
+  if (!o.latency) return 0;
+  for (const TestFunction& f : kTestFunctions) {
+    if (Options::Selected(o.functions, f.name)) RunLatency(f, o, machine);
+  }
   return 0;
 }
