@@ -62,11 +62,13 @@ def reaches(curve, target, mode):
     return int(idx[0]) + 1 if len(idx) else None
 
 
-def median_trials(ns, never):
-    """Median of trial counts where None (never reached) counts as `never` (above any count)."""
-    xs = sorted(n if n is not None else never for n in ns)
-    med = float(np.median(xs))
-    return med if med < never else None
+def median_trials(ns):
+    """Median of counts where None (never reached) counts as infinite; None if the median is.
+
+    With an even number of seeds and exactly half reaching, the median is the mean of a count
+    and infinity: never, not a count halfway to an arbitrary cap."""
+    med = float(np.median([n if n is not None else math.inf for n in ns]))
+    return med if math.isfinite(med) else None
 
 
 def load(paths):
@@ -129,7 +131,7 @@ def main():
             ns = [reaches(c, target, s["mode"]) for c in s["_curves"]]
             s["random_median_best"] = target
             s["trials_to_random_median_best"] = {
-                "median": median_trials(ns, s["trials"] + 1),
+                "median": median_trials(ns),
                 "per_seed": ns,
                 "seeds_reaching": sum(n is not None for n in ns)}
             r = s["regret_final"]["median"]
@@ -156,7 +158,6 @@ def main():
         asha, bohb = mf["asha_random"], mf["bohb"]
         target = float(np.median(finals_of(asha, 1)))
         asha_iters = float(np.median(asha["iterations"]))
-        never = max(max(l["iterations"]) for l in mf.values()) + 1
 
         def iterations_to(l, target):
             ns = []
@@ -172,7 +173,7 @@ def main():
         for name in ["asha_random", "bohb"] + sorted(set(mf) - {"asha_random", "bohb"}):
             l = mf[name]
             ns = iterations_to(l, target)
-            med = median_trials(ns, never)
+            med = median_trials(ns)
             out.append({"benchmark": "search_multi_fidelity", "method": name,
                         "search_yaml": l["search_yaml"], "scheduler_yaml": l["scheduler_yaml"],
                         "seeds": l["seeds"], "trials": l["trials"], "max_t": l["max_t"],
