@@ -13,8 +13,9 @@
 //   (max_concurrent_trials and max_concurrent --parallel, constant liar).
 // - multi-fidelity: the learning curves of bench/quality/synthetic_curve.hpp (optimum 0.95),
 //   asha_random (ASHA, grace 4, reduction 4, random search) vs bohb (the BOHB searcher under
-//   kBohbScheduler), counting training iterations; hyperband_random (HyperBand with random
-//   search) and bohb_asha (the BOHB searcher under asha_random's ASHA) beside them.
+//   kBohbScheduler, in whole HyperBand iterations of 143 trials), counting training iterations;
+//   hyperband_random (HyperBand with random search) and bohb_asha (the BOHB searcher under
+//   asha_random's ASHA) beside them.
 // - latency: TpeSearcher::Suggest with --latency-observations completed random configs of
 //   each function (and no running trial), each suggestion completed before the next.
 //
@@ -187,21 +188,44 @@ bool RunSingleFidelity(const std::string& function, const std::string& param_spa
   return true;
 }
 
+// The trials one HyperBand iteration (a band: one bracket per s = s_max .. 0) holds, as Ray
+// Tune 2.x's hyperband.py sizes it: s_max + 1 = round(log(max_t) / log(eta)) + 1 brackets, bracket
+// s with n0 = ceil((s_max + 1) / (s + 1) * eta^s) trials starting at r0 = floor(max_t * eta^-s)
+// (a bracket whose r0 is 0 is skipped). 143 for max_t 100, eta 3 (81 + 34 + 15 + 8 + 5).
+int64_t HyperBandBandTrials(double max_t, double eta) {
+  const int64_t s_max_1 = int64_t(std::round(std::log(max_t) / std::log(eta))) + 1;
+  int64_t trials = 0;
+  for (int64_t s = 0; s < s_max_1; ++s) {
+    if (int64_t(max_t * std::pow(eta, -double(s)) + 1e-9) == 0) continue;
+    trials += int64_t(std::ceil(double(s_max_1) / double(s + 1) * std::pow(eta, double(s)) - 1e-9));
+  }
+  return trials;
+}
+
 // ASHA + random vs BOHB on the synthetic learning curves.
 bool RunMultiFidelity(const Options& o, const json& machine) {
   const int64_t max_t = 100;
+  const double hyperband_eta = 3;
   const std::string asha = fmt::format(
       "{{type: asha, time_attr: training_iteration, max_t: {}, grace_period: 4, "
       "reduction_factor: 4, brackets: 1}}",
       max_t);
   // stop_last_trials false: a bracket's last rung trains on to max_t (Ray's milestones stop it
   // at max_t minus the previous milestone, 73 of 100 here, and the criteria read values at max_t).
-  auto hyperband = [max_t](const char* type) {
+  auto hyperband = [max_t, hyperband_eta](const char* type) {
     return fmt::format(
-        "{{type: {}, time_attr: training_iteration, max_t: {}, reduction_factor: 3, "
+        "{{type: {}, time_attr: training_iteration, max_t: {}, reduction_factor: {}, "
         "stop_last_trials: false}}",
-        type, max_t);
+        type, max_t, hyperband_eta);
   };
+  // bohb runs whole HyperBand iterations (bands), at least --mf-samples trials: BOHB (Falkner et
+  // al., ICML 2018, Algorithm 1; HpBandSter's run(n_iterations)) runs every bracket of an
+  // iteration, and HyperBandForBohb fills the largest bracket first: with fewer trials than its
+  // 81 the first bracket is never filled, its rungs are halved only once the searcher is done,
+  // and one trial reaches max_t. The criterion counts training iterations, not trials; the other
+  // methods run --mf-samples trials.
+  const int64_t band = HyperBandBandTrials(double(max_t), hyperband_eta);
+  const int64_t bohb_trials = (o.mf_samples + band - 1) / band * band;
   // bohb is the pair the criterion judges; hyperband_random and bohb_asha separate the
   // searcher's share from the trial scheduler's.
   const std::vector<Method> methods = {
@@ -221,7 +245,8 @@ bool RunMultiFidelity(const Options& o, const json& machine) {
     ExperimentShape shape;
     shape.search_yaml = methods[m].search_yaml;
     shape.scheduler_yaml = schedulers[m];
-    shape.setup.num_samples = o.mf_samples;
+    const int64_t trials = methods[m].name == "bohb" ? bohb_trials : o.mf_samples;
+    shape.setup.num_samples = trials;
     shape.setup.max_t = max_t;
     shape.setup.max_concurrent_trials = methods[m].max_concurrent_trials;
     json finals = json::array(), iterations = json::array();
@@ -254,7 +279,7 @@ bool RunMultiFidelity(const Options& o, const json& machine) {
                  {"optimum", kOptimum},
                  {"seeds", o.mf_seeds},
                  {"first_seed", o.first_seed},
-                 {"trials", o.mf_samples},
+                 {"trials", trials},
                  {"max_t", max_t},
                  {"param_space", kParamSpaceYaml},
                  {"curve", "s(t) = f(c) * (1 - exp(-t / tau(c))) + N(0, 0.005)"},
