@@ -130,9 +130,12 @@ class BusJournalSinkTest : public ::testing::Test {
     loop_.RunOnce(bus::Duration{10});
     store_.Poll();
   }
-  // Spins until `done` holds (at most ~2 s, normally a round or two).
+  // Spins until `done` holds, for at most 2 s (normally a round or two). Bounded by time, not
+  // rounds: a round returns at once while a timer is due, so rounds can be much shorter than
+  // 10 ms, and the writer's retry waits 20 ms.
   bool SpinUntil(const std::function<bool()>& done) {
-    for (int round = 0; round < 200 && !done(); ++round) Spin();
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds{2};
+    while (!done() && std::chrono::steady_clock::now() < deadline) Spin();
     return done();
   }
   bool WaitForRequests(size_t n) {
