@@ -43,18 +43,42 @@ Result<std::unique_ptr<TrialScheduler>> HyperBandScheduler::Create(const json& c
   return std::unique_ptr<TrialScheduler>(new HyperBandScheduler(std::move(o).value()));
 }
 
+namespace {
+
+// s_max + 1, n0 and r0 of the file comment.
+int64_t BracketCount(double max_t, double eta) {
+  return int64_t(std::round(std::log(max_t) / std::log(eta))) + 1;
+}
+int64_t BracketTrials(int64_t s_max_1, double eta, int64_t s) {
+  return int64_t(std::ceil(double(s_max_1) / double(s + 1) * std::pow(eta, double(s)) - 1e-9));
+}
+int64_t BracketFirstMilestone(double max_t, double eta, int64_t s) {
+  return int64_t(max_t * std::pow(eta, -double(s)) + 1e-9);
+}
+
+}  // namespace
+
 HyperBandScheduler::HyperBandScheduler(Options options) : options_(std::move(options)) {
   sign_ = options_.mode == "min" ? -1 : 1;
-  s_max_1_ =
-      int64_t(std::round(std::log(options_.max_t) / std::log(options_.reduction_factor))) + 1;
+  s_max_1_ = BracketCount(options_.max_t, options_.reduction_factor);
+}
+
+int64_t HyperBandScheduler::BandTrials(double max_t, double reduction_factor) {
+  const int64_t s_max_1 = BracketCount(max_t, reduction_factor);
+  int64_t trials = 0;
+  for (int64_t s = 0; s < s_max_1; ++s) {
+    if (BracketFirstMilestone(max_t, reduction_factor, s) >= 1) {
+      trials += BracketTrials(s_max_1, reduction_factor, s);
+    }
+  }
+  return trials;
 }
 
 int64_t HyperBandScheduler::N0(int64_t s) const {
-  return int64_t(std::ceil(
-      double(s_max_1_) / double(s + 1) * std::pow(options_.reduction_factor, double(s)) - 1e-9));
+  return BracketTrials(s_max_1_, options_.reduction_factor, s);
 }
 int64_t HyperBandScheduler::R0(int64_t s) const {
-  return int64_t(options_.max_t * std::pow(options_.reduction_factor, -double(s)) + 1e-9);
+  return BracketFirstMilestone(options_.max_t, options_.reduction_factor, s);
 }
 
 Status HyperBandScheduler::ValidateResult(const TrainingResult& result) const {

@@ -51,6 +51,9 @@ class HyperBandScheduler : public JournaledTrialScheduler {
   /// InvalidArgument "<param>: ...".
   static Result<Options> ParseOptions(const nlohmann::json& config, const std::string& metric,
                                       const std::string& mode, const char* name);
+  /// The trials one band holds (the n0 of its brackets with r0 >= 1), e.g. 143 for max_t 100
+  /// and reduction_factor 3 (81 + 34 + 15 + 8 + 5).
+  static int64_t BandTrials(double max_t, double reduction_factor);
 
   const char* name() const override { return "hyperband"; }
   Status ValidateResult(const TrainingResult& result) const override;

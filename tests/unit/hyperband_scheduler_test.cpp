@@ -43,6 +43,9 @@ TEST_F(HyperBandSchedulerTest, BracketsFollowTheHyperBandSchedule) {
   EXPECT_EQ(b[2].r, 1);
   EXPECT_EQ(b[3].band, 1u);
   EXPECT_EQ(b[3].live, (std::vector<std::string>{Id(17), Id(18)}));
+  EXPECT_EQ(HyperBandScheduler::BandTrials(9, 3), 17);
+  // max_t 100, eta 3: 5 brackets, 81 + 34 + 15 + 8 + 5.
+  EXPECT_EQ(HyperBandScheduler::BandTrials(100, 3), 143);
 }
 
 TEST_F(HyperBandSchedulerTest, HalvingWhileThePausedTrialsStillSaveStopsAndUnpausesThemAllTheSame) {
