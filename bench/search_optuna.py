@@ -13,7 +13,10 @@ Prints JSON lines of the C++ side's shapes:
 
 Usage: /usr/bin/python3 bench/search_optuna.py [--quick] [--seeds N] [--trials N]
          [--digits-seeds N] [--digits-trials N] [--latency-observations N]
-         [--latency-suggestions N] [--no-digits]
+         [--latency-suggestions N] [--no-digits] [--first-seed N] [--functions F,...]
+         [--no-latency]
+  --first-seed: seeds N .. N + seeds - 1 (default 1); --functions: only these (branin,
+  hartmann6, mixed10, digits); as bench/search_quality.cpp's flags of the same names.
 Run with Debian's /usr/bin/python3 (python3-optuna 3.1, numpy, scikit-learn).
 """
 import argparse
@@ -129,11 +132,11 @@ FUNCTIONS = {
 }
 
 
-def run_quality(name, seeds, trials):
+def run_quality(name, seeds, trials, first_seed=1):
     value, space, direction = FUNCTIONS[name]
     values = []
     t0 = time.time()
-    for seed in range(1, seeds + 1):
+    for seed in range(first_seed, first_seed + seeds):
         sampler = optuna.samplers.TPESampler(n_startup_trials=STARTUP_TRIALS, seed=seed)
         study = optuna.create_study(direction=direction, sampler=sampler)
         study.optimize(lambda t: value(space(t)), n_trials=trials)
@@ -142,7 +145,7 @@ def run_quality(name, seeds, trials):
             "method": "optuna_tpe",
             "sampler": "TPESampler(n_startup_trials=%d, seed=seed)" % STARTUP_TRIALS,
             "mode": "min" if direction == "minimize" else "max", "seeds": seeds,
-            "trials": trials, "values": values, "wall_s": time.time() - t0,
+            "first_seed": first_seed, "trials": trials, "values": values, "wall_s": time.time() - t0,
             "optuna_version": optuna.__version__, "machine": machine()}
 
 
@@ -182,7 +185,11 @@ def main():
     p.add_argument("--latency-observations", type=int)
     p.add_argument("--latency-suggestions", type=int)
     p.add_argument("--no-digits", action="store_true")
+    p.add_argument("--first-seed", type=int, default=1)
+    p.add_argument("--functions", default="branin,hartmann6,mixed10,digits")
+    p.add_argument("--no-latency", action="store_true")
     a = p.parse_args()
+    functions = a.functions.split(",")
     # The same defaults as bench/search_quality.cpp.
     quick = dict(seeds=3, trials=30, digits_seeds=1, digits_trials=12, latency_observations=200,
                  latency_suggestions=5)
@@ -193,12 +200,15 @@ def main():
             setattr(a, key, default)
     optuna.logging.set_verbosity(optuna.logging.WARNING)
     for name in ("branin", "hartmann6", "mixed10"):
-        print(json.dumps(run_quality(name, a.seeds, a.trials)), flush=True)
-    if not a.no_digits:
-        print(json.dumps(run_quality("digits", a.digits_seeds, a.digits_trials)), flush=True)
-    for name in ("branin", "hartmann6", "mixed10"):
-        print(json.dumps(run_latency(name, a.latency_observations, a.latency_suggestions)),
+        if name in functions:
+            print(json.dumps(run_quality(name, a.seeds, a.trials, a.first_seed)), flush=True)
+    if not a.no_digits and "digits" in functions:
+        print(json.dumps(run_quality("digits", a.digits_seeds, a.digits_trials, a.first_seed)),
               flush=True)
+    for name in ("branin", "hartmann6", "mixed10"):
+        if name in functions and not a.no_latency:
+            print(json.dumps(run_latency(name, a.latency_observations, a.latency_suggestions)),
+                  flush=True)
 
 
 if __name__ == "__main__":

@@ -10,7 +10,8 @@
 //   ConcurrencyLimiter max_concurrent 1, as Optuna's study.optimize), tpe_runner (the same
 //   without the limiter: the runner suggests the next trial while one runs, a constant lie),
 //   tpe_normalized (tpe with normalized_density: true, TpeOptions), tpe_parallel
-//   (max_concurrent_trials and max_concurrent --parallel, constant liar).
+//   (max_concurrent_trials and max_concurrent --parallel, constant liar), tpe_multivariate
+//   (tpe with multivariate: true, bandwidth: hyperopt).
 // - multi-fidelity: the learning curves of bench/quality/synthetic_curve.hpp (optimum 0.95),
 //   asha_random (ASHA, grace 4, reduction 4, random search) vs bohb (the BOHB searcher under
 //   kBohbScheduler, in whole HyperBand iterations of 143 trials), counting training iterations;
@@ -55,6 +56,7 @@
 #include "bench/quality/synthetic_curve.hpp"
 #include "bench/quality/test_functions.hpp"
 #include "libs/spec/experiment_spec.hpp"
+#include "libs/tune/hyperband_scheduler.hpp"
 #include "libs/tune/search_space.hpp"
 #include "libs/tune/tpe_searcher.hpp"
 
@@ -131,12 +133,15 @@ struct Method {
 
 std::vector<Method> SingleFidelityMethods(int parallel) {
   const std::string tpe = fmt::format("type: tpe, n_startup_trials: {}", kStartupTrials);
-  return {{"random", "random", 1},
-          {"tpe", fmt::format("{{{}, max_concurrent: 1}}", tpe), 1},
-          {"tpe_runner", fmt::format("{{{}}}", tpe), 1},
-          {"tpe_normalized",
-           fmt::format("{{{}, max_concurrent: 1, normalized_density: true}}", tpe), 1},
-          {"tpe_parallel", fmt::format("{{{}, max_concurrent: {}}}", tpe, parallel), parallel}};
+  return {
+      {"random", "random", 1},
+      {"tpe", fmt::format("{{{}, max_concurrent: 1}}", tpe), 1},
+      {"tpe_runner", fmt::format("{{{}}}", tpe), 1},
+      {"tpe_normalized", fmt::format("{{{}, max_concurrent: 1, normalized_density: true}}", tpe),
+       1},
+      {"tpe_parallel", fmt::format("{{{}, max_concurrent: {}}}", tpe, parallel), parallel},
+      {"tpe_multivariate",
+       fmt::format("{{{}, max_concurrent: 1, multivariate: true, bandwidth: hyperopt}}", tpe), 1}};
 }
 
 // Runs `method` on a single-fidelity function over `seeds` seeds and prints its
@@ -188,20 +193,6 @@ bool RunSingleFidelity(const std::string& function, const std::string& param_spa
   return true;
 }
 
-// The trials one HyperBand iteration (a band: one bracket per s = s_max .. 0) holds, as Ray
-// Tune 2.x's hyperband.py sizes it: s_max + 1 = round(log(max_t) / log(eta)) + 1 brackets, bracket
-// s with n0 = ceil((s_max + 1) / (s + 1) * eta^s) trials starting at r0 = floor(max_t * eta^-s)
-// (a bracket whose r0 is 0 is skipped). 143 for max_t 100, eta 3 (81 + 34 + 15 + 8 + 5).
-int64_t HyperBandBandTrials(double max_t, double eta) {
-  const int64_t s_max_1 = int64_t(std::round(std::log(max_t) / std::log(eta))) + 1;
-  int64_t trials = 0;
-  for (int64_t s = 0; s < s_max_1; ++s) {
-    if (int64_t(max_t * std::pow(eta, -double(s)) + 1e-9) == 0) continue;
-    trials += int64_t(std::ceil(double(s_max_1) / double(s + 1) * std::pow(eta, double(s)) - 1e-9));
-  }
-  return trials;
-}
-
 // ASHA + random vs BOHB on the synthetic learning curves.
 bool RunMultiFidelity(const Options& o, const json& machine) {
   const int64_t max_t = 100;
@@ -224,7 +215,7 @@ bool RunMultiFidelity(const Options& o, const json& machine) {
   // 81 the first bracket is never filled, its rungs are halved only once the searcher is done,
   // and one trial reaches max_t. The criterion counts training iterations, not trials; the other
   // methods run --mf-samples trials.
-  const int64_t band = HyperBandBandTrials(double(max_t), hyperband_eta);
+  const int64_t band = HyperBandScheduler::BandTrials(double(max_t), hyperband_eta);
   const int64_t bohb_trials = (o.mf_samples + band - 1) / band * band;
   // bohb is the pair the criterion judges; hyperband_random and bohb_asha separate the
   // searcher's share from the trial scheduler's.

@@ -52,6 +52,14 @@ struct TpePrior {
   double sigma = 1;
 };
 
+/// How a multivariate TPE estimator picks its numeric bandwidths (univariate ones always use
+/// kHyperopt's rule). kScott: Optuna 3.1.0's multivariate rule, 0.2 n^(-1/(D+4)) (high - low)
+/// for every component. kHyperopt: each component's own, per dim, as univariate TPE (the larger
+/// gap to its sorted neighbours; Bergstra et al. 2011's Parzen estimator, hyperopt's
+/// adaptive_parzen_normal), Watanabe 2023's `heuristic="hyperopt"` with `multivariate=True`
+/// (arXiv:2304.11127; github.com/nabenabe0928/tpe).
+enum class TpeBandwidth { kScott, kHyperopt };
+
 /// Optuna 3.1.0's _ParzenEstimatorParameters, with weights = default_weights.
 struct TpeEstimatorOptions {
   bool consider_prior = true;
@@ -59,6 +67,7 @@ struct TpeEstimatorOptions {
   bool consider_magic_clip = true;
   bool consider_endpoints = false;
   bool multivariate = false;
+  TpeBandwidth multivariate_bandwidth = TpeBandwidth::kScott;
   /// false: continuous kernels as Optuna 3.1.0 evaluates them (ParzenEstimator's
   /// set_optuna31_density); true: normalised (Optuna >= 3.5, optuna/optuna#5110).
   bool normalized_density = true;
@@ -148,14 +157,15 @@ void TpeDefaultWeights(size_t n, double* out);
 /// TpeDefaultWeights then prior_weight, normalised. Numeric sigmas: univariate, the larger gap
 /// to the sorted neighbours with [low, high] as end points (the outermost take their inner gap
 /// unless consider_endpoints); multivariate, 0.2 n^(-1/(D+4)) (high - low) (Scott's rule as
-/// in the BOHB paper); then clipped to [(high - low) / min(100, 1 + components), high - low]
-/// (the magic clip; 1e-12 from below without it); the prior gets `priors[d].sigma`.
-/// Categorical: each observation row is prior_weight/m everywhere plus 1 on its choice,
-/// normalised (m = components), the prior row uniform. `priors` has one entry per dim
-/// (ignored for categorical ones). Ties between equal observations are broken by age (Optuna
-/// uses an unstable sort there). `sorted_obs`, for one numeric dim and univariate only, may
-/// give the observations' indices by ascending value (ties by index): the fit then skips its
-/// sort (a searcher keeps its observations sorted across suggestions).
+/// in the BOHB paper) or, with multivariate_bandwidth kHyperopt, the univariate ones; then clipped
+/// to [(high - low) / min(100, 1 + components), high - low] (the magic clip; 1e-12 from below
+/// without it); the prior gets `priors[d].sigma`. Categorical: each observation row is
+/// prior_weight/m everywhere plus 1 on its choice, normalised (m = components), the prior row
+/// uniform. `priors` has one entry per dim (ignored for categorical ones). Ties between equal
+/// observations are broken by age (Optuna uses an unstable sort there). `sorted_obs`, for one
+/// numeric dim and univariate only, may give the observations' indices by ascending value (ties by
+/// index): the fit then skips its sort (a searcher keeps its observations sorted across
+/// suggestions).
 void FitTpeEstimator(std::span<const ParzenDim> dims, std::span<const TpePrior> priors,
                      const double* obs, size_t n, const TpeEstimatorOptions& options,
                      ParzenEstimator* out, std::span<const uint32_t> sorted_obs = {});

@@ -15,9 +15,10 @@ using nlohmann::json;
 
 Result<TpeOptions> TpeOptions::Parse(const json& params) {
   SearcherParams p(params, "tpe");
-  if (Status s = p.OnlyKnown({"n_startup_trials", "n_ei_candidates", "consider_prior",
-                              "prior_weight", "consider_magic_clip", "consider_endpoints",
-                              "multivariate", "group", "constant_liar", "normalized_density"});
+  if (Status s =
+          p.OnlyKnown({"n_startup_trials", "n_ei_candidates", "consider_prior", "prior_weight",
+                       "consider_magic_clip", "consider_endpoints", "multivariate", "group",
+                       "bandwidth", "constant_liar", "normalized_density"});
       !s.ok()) {
     return s;
   }
@@ -30,16 +31,21 @@ Result<TpeOptions> TpeOptions::Parse(const json& params) {
   auto endpoints = p.Bool("consider_endpoints", o.consider_endpoints);
   auto multivariate = p.Bool("multivariate", o.multivariate);
   auto group = p.Bool("group", o.group);
+  auto bandwidth = p.String("bandwidth", "scott", {"scott", "hyperopt"});
   auto liar = p.Bool("constant_liar", o.constant_liar);
   auto normalized = p.Bool("normalized_density", o.normalized_density);
   for (const Status& s :
        {startup.status(), candidates.status(), consider_prior.status(), prior_weight.status(),
         magic_clip.status(), endpoints.status(), multivariate.status(), group.status(),
-        liar.status(), normalized.status()}) {
+        bandwidth.status(), liar.status(), normalized.status()}) {
     if (!s.ok()) return s;
   }
   if (*group && !*multivariate) {
     return SearcherParams::Error("group", "needs multivariate: true (as Optuna's TPESampler)");
+  }
+  if (*bandwidth != "scott" && !*multivariate) {
+    return SearcherParams::Error(
+        "bandwidth", "needs multivariate: true (univariate TPE always uses hyperopt's widths)");
   }
   o.n_startup_trials = *startup;
   o.n_ei_candidates = *candidates;
@@ -49,6 +55,7 @@ Result<TpeOptions> TpeOptions::Parse(const json& params) {
   o.consider_endpoints = *endpoints;
   o.multivariate = *multivariate;
   o.group = *group;
+  o.bandwidth = *bandwidth == "hyperopt" ? TpeBandwidth::kHyperopt : TpeBandwidth::kScott;
   o.constant_liar = *liar;
   o.normalized_density = *normalized;
   return o;
@@ -181,7 +188,8 @@ void TpeSearcher::ChooseDims(SearchRng& rng, size_t d, size_t count) {
   const size_t num_dims = space_->size();
   const TpeEstimatorOptions estimator_options{
       options_.consider_prior,     options_.prior_weight, options_.consider_magic_clip,
-      options_.consider_endpoints, options_.multivariate, options_.normalized_density};
+      options_.consider_endpoints, options_.multivariate, options_.bandwidth,
+      options_.normalized_density};
   const std::span<const ParzenDim> dims(parzen_dims_.data() + d, count);
   const std::span<const TpePrior> priors(priors_.data() + d, count);
   // The observations of dims [d, d + count), leaving out rows where one is missing (Optuna's

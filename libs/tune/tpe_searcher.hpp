@@ -17,6 +17,10 @@
 //   bandwidth (Optuna's multivariate TPE; Falkner et al. 2018). group: Optuna splits the space
 //   into groups of params that appear together; in a tunebus param space every param appears
 //   in every config, so there is one group and group is the same as multivariate.
+//   bandwidth (multivariate only): scott, Optuna's rule (default), or hyperopt, each kernel's
+//   own per-dim width as univariate TPE (TpeBandwidth). The search quality benchmark measured
+//   multivariate + hyperopt far better than both on Branin sequentially, and worse than
+//   univariate with 16 trials at once (docs/search.md "TPE variants").
 // - Observations: a trial's value is the metric of its last result (OnTrialComplete), also for
 //   a trial a trial scheduler stopped early (Optuna ranks a pruned trial by its last
 //   intermediate value too, though behind the completed ones; tunebus cannot tell them apart).
@@ -68,7 +72,8 @@ struct TpeOptions {
   bool consider_magic_clip = true;
   bool consider_endpoints = false;
   bool multivariate = false;
-  bool group = false;  // REQUIRES multivariate (as Optuna)
+  bool group = false;                             // REQUIRES multivariate (as Optuna)
+  TpeBandwidth bandwidth = TpeBandwidth::kScott;  // multivariate only (see the file comment)
   bool constant_liar = true;
   bool normalized_density = false;  // true: normalised kernels (Optuna >= 3.5), see above
 

@@ -9,6 +9,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <numbers>
 #include <numeric>
 #include <vector>
 
@@ -205,6 +206,52 @@ TEST(ParzenEstimatorTest, MultivariateMatchesOptuna) {
   ExpectNear(pe.sigmas(0), {s, s, s, s, s, 10.0});
   ExpectNear(pe.sigmas(1), {s, s, s, s, s, 10.0});
   ExpectNear(LogPdf(pe, {0.0, 3, 3.9, 8}), {-3.983130526927212, -3.4422836541615913});
+}
+
+TEST(ParzenEstimatorTest, MultivariateHyperoptBandwidthsAreTheUnivariateOnes) {
+  // The same observations as MultivariateMatchesOptuna: with bandwidth kHyperopt each
+  // component keeps, per dim, the sigma a univariate fit of that dim gives it; the log
+  // density is the product kernel's.
+  const ParzenDim dims[] = {Range(-5, 5), Range(-0.5, 9.5, 1)};
+  const TpePrior priors[] = {MidPrior(dims[0]), MidPrior(dims[1])};
+  const std::vector<double> obs = {1.0, 3, -2.0, 3, 3.5, 7, 0.2, 0, 4.0, 9};
+  TpeEstimatorOptions o;
+  o.multivariate = true;
+  o.multivariate_bandwidth = TpeBandwidth::kHyperopt;
+  ParzenEstimator joint;
+  FitTpeEstimator(dims, priors, obs.data(), 5, o, &joint);
+  for (size_t d = 0; d < 2; ++d) {
+    std::vector<double> column;
+    for (size_t i = 0; i < 5; ++i) column.push_back(obs[i * 2 + d]);
+    ParzenEstimator alone;
+    FitTpeEstimator({&dims[d], 1}, {&priors[d], 1}, column.data(), 5, {}, &alone);
+    ExpectNear(joint.sigmas(d), {alone.sigmas(0).begin(), alone.sigmas(0).end()});
+  }
+  // x: sorted -2, 0 (the prior), 0.2, 1, 3.5, 4 over [-5, 5]: the larger neighbour gap, the
+  // outermost their inner one, the magic clip (10 / 7) raising 0.8 and 0.5; the prior's 10.
+  ExpectNear(joint.sigmas(0), {2.5, 2.0, 2.5, 10.0 / 7, 10.0 / 7, 10.0});
+  double expected[2];
+  for (size_t j = 0; j < 2; ++j) {
+    const double point[2] = {j == 0 ? 0.0 : 3.9, j == 0 ? 3.0 : 8.0};
+    double sum = 0;
+    for (size_t i = 0; i < joint.size(); ++i) {
+      double log_kernel = std::log(joint.weights()[i]);
+      for (size_t d = 0; d < 2; ++d) {
+        const ParzenDim& dim = joint.dim(d);
+        const double mu = joint.centers(d)[i], sigma = joint.sigmas(d)[i];
+        const double z_norm =
+            NormalCdf((dim.high - mu) / sigma) - NormalCdf((dim.low - mu) / sigma);
+        const double mass = d == 0 ? std::exp(-0.5 * std::pow((point[d] - mu) / sigma, 2)) /
+                                         (sigma * std::sqrt(2 * std::numbers::pi))
+                                   : NormalCdf((point[d] + 0.5 - mu) / sigma) -
+                                         NormalCdf((point[d] - 0.5 - mu) / sigma);
+        log_kernel += std::log(mass / z_norm);
+      }
+      sum += std::exp(log_kernel);
+    }
+    expected[j] = std::log(sum);
+  }
+  ExpectNear(LogPdf(joint, {0.0, 3, 3.9, 8}), {expected[0], expected[1]});
 }
 
 TEST(ParzenEstimatorTest, DefaultWeightsAreOptunas) {

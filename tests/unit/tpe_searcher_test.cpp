@@ -108,6 +108,17 @@ TEST(TpeSearcherTest, OptionsParseDefaultsAndNameTheBadField) {
   auto group = TpeOptions::Parse({{"group", true}});
   ASSERT_FALSE(group.ok());
   EXPECT_EQ(group.status().message().rfind("group: needs multivariate", 0), 0u);
+
+  EXPECT_EQ(o->bandwidth, TpeBandwidth::kScott);  // Optuna's multivariate rule
+  auto hyperopt = TpeOptions::Parse({{"multivariate", true}, {"bandwidth", "hyperopt"}});
+  ASSERT_TRUE(hyperopt.ok()) << hyperopt.status().ToString();
+  EXPECT_EQ(hyperopt->bandwidth, TpeBandwidth::kHyperopt);
+  auto univariate = TpeOptions::Parse({{"bandwidth", "hyperopt"}});
+  ASSERT_FALSE(univariate.ok());
+  EXPECT_EQ(univariate.status().message().rfind("bandwidth: needs multivariate: true", 0), 0u);
+  auto typo = TpeOptions::Parse({{"multivariate", true}, {"bandwidth", "hyperop"}});
+  ASSERT_FALSE(typo.ok());
+  EXPECT_EQ(typo.status().message().rfind("bandwidth: ", 0), 0u) << typo.status().message();
 }
 
 TEST(TpeSearcherTest, GridSearchIsRejectedNamingTheKey) {
