@@ -20,7 +20,7 @@
 //   bandwidth (multivariate only): scott, Optuna's rule (default), or hyperopt, each kernel's
 //   own per-dim width as univariate TPE (TpeBandwidth). The search quality benchmark measured
 //   multivariate + hyperopt far better than both on Branin sequentially, and worse than
-//   univariate with 16 trials at once (docs/search.md "TPE variants").
+//   univariate with 16 trials at once (docs/search.md "Held-out seeds and TPE variants").
 // - Observations: a trial's value is the metric of its last result (OnTrialComplete), also for
 //   a trial a trial scheduler stopped early (Optuna ranks a pruned trial by its last
 //   intermediate value too, though behind the completed ones; tunebus cannot tell them apart).
