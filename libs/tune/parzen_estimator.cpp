@@ -1,6 +1,7 @@
 #include "libs/tune/parzen_estimator.hpp"
 
 #include <algorithm>
+#include <bit>
 #include <cmath>
 #include <numeric>
 
@@ -43,14 +44,18 @@ double LogTruncationMass(double low, double high, double mu, double sigma) {
   return LogNormalMass(a, b);
 }
 
-// log Σ exp(e_i) over the values kept by the cut; max is the largest.
-double LogSumExpAbove(const double* e, size_t n, double max) {
+// log Σ exp(e_i) over the values within kCut of max, the largest; overwrites e. The
+// exponentials come first, in a loop without branches that the compiler vectorises, then
+// their sum in index order.
+double LogSumExpAbove(double* e, size_t n, double max) {
   if (max == -kInf) return -kInf;
-  double sum = 0;
   for (size_t i = 0; i < n; ++i) {
     const double d = e[i] - max;
-    if (d > -kCut) sum += ExpNonPositive(d);
+    const double exp_d = ExpNonPositive(d);
+    e[i] = d > -kCut ? exp_d : 0.0;
   }
+  double sum = 0;
+  for (size_t i = 0; i < n; ++i) sum += e[i];
   return max + std::log(sum);
 }
 
@@ -83,6 +88,13 @@ void ParzenEstimator::Finalize(std::span<const uint32_t> center_order) {
     cumulative += weights_[i];
     cumulative_weights_[i] = cumulative;
   }
+  choice_log_prob_.clear();
+  blocks_.clear();
+  if (num_dims == 1 && !dims_[0].categorical()) {
+    MergeComponents(center_order);
+    return;
+  }
+  merged_center_.clear();  // no previous fit to reuse
   log_sigmas_.resize(n_ * num_dims);
   log_norms_.resize(n_ * num_dims);
   for (size_t d = 0; d < num_dims; ++d) {
@@ -96,63 +108,103 @@ void ParzenEstimator::Finalize(std::span<const uint32_t> center_order) {
       log_norms_[k] = LogTruncationMass(dims_[d].low, dims_[d].high, centers_[k], sigmas_[k]);
     }
   }
-  merged_center_.clear();
-  merged_sigma_.clear();
-  merged_log_sigma_.clear();
-  merged_log_coef_.clear();
-  choice_log_prob_.clear();
   if (num_dims != 1) return;
   const ParzenDim& dim = dims_[0];
-  if (dim.categorical()) {
-    // Σ_i w_i p_i(c) = prior mass / n_choices + hit(c) p_hit + (observed mass - hit(c)) p_miss.
-    choice_log_prob_.assign(size_t(dim.n_choices), 0.0);
-    double prior_mass = 0, observed_mass = 0;
-    for (size_t i = 0; i < n_; ++i) {
-      const double c = centers_[i];
-      if (c < 0) {
-        prior_mass += weights_[i];
-      } else {
-        observed_mass += weights_[i];
-        if (size_t(c) < choice_log_prob_.size()) choice_log_prob_[size_t(c)] += weights_[i];
-      }
+  // Categorical: Σ_i w_i p_i(c) = prior mass / n_choices + hit(c) p_hit + (observed mass -
+  // hit(c)) p_miss.
+  choice_log_prob_.assign(size_t(dim.n_choices), 0.0);
+  double prior_mass = 0, observed_mass = 0;
+  for (size_t i = 0; i < n_; ++i) {
+    const double c = centers_[i];
+    if (c < 0) {
+      prior_mass += weights_[i];
+    } else {
+      observed_mass += weights_[i];
+      if (size_t(c) < choice_log_prob_.size()) choice_log_prob_[size_t(c)] += weights_[i];
     }
-    for (double& p : choice_log_prob_) {
-      p = std::log(prior_mass / double(dim.n_choices) + p * dim.p_hit +
-                   (observed_mass - p) * dim.p_miss);
-    }
-    return;
   }
-  // Numeric: merge components equal in center and sigma (adjacent in center order).
+  for (double& p : choice_log_prob_) {
+    p = std::log(prior_mass / double(dim.n_choices) + p * dim.p_hit +
+                 (observed_mass - p) * dim.p_miss);
+  }
+}
+
+bool ParzenEstimator::FindPrevious(double center, double sigma, size_t* from, size_t* found) const {
+  // Both fits list their components by ascending center: skip the smaller centers, then look
+  // through the run of equal ones (bitwise equal, so the reused values are the same).
+  const std::vector<double>& centers = previous_.center;
+  while (*from < centers.size() && centers[*from] < center) ++*from;
+  for (size_t k = *from; k < centers.size() && centers[k] == center; ++k) {
+    if (std::bit_cast<uint64_t>(centers[k]) == std::bit_cast<uint64_t>(center) &&
+        std::bit_cast<uint64_t>(previous_.sigma[k]) == std::bit_cast<uint64_t>(sigma)) {
+      *found = k;
+      return true;
+    }
+  }
+  return false;
+}
+
+void ParzenEstimator::MergeComponents(std::span<const uint32_t> center_order) {
+  const ParzenDim& dim = dims_[0];
+  // The previous fit's components: their log sigma and log Z are reused when this fit has a
+  // component of the same center and sigma in the same dim.
+  std::swap(merged_center_, previous_.center);
+  std::swap(merged_sigma_, previous_.sigma);
+  std::swap(merged_log_sigma_, previous_.log_sigma);
+  std::swap(merged_log_norm_, previous_.log_norm);
+  const bool in_order = center_order.size() == n_;
+  const bool reuse = previous_.in_order && in_order && previous_.low == dim.low &&
+                     previous_.high == dim.high && previous_.step == dim.step &&
+                     previous_.optuna31_density == optuna31_density_;
+  previous_.in_order = in_order;
+  previous_.low = dim.low;
+  previous_.high = dim.high;
+  previous_.step = dim.step;
+  previous_.optuna31_density = optuna31_density_;
+  if (!reuse) previous_.center.clear();
+
+  // Components equal in center and sigma (adjacent in center order) become one.
   std::vector<double>& merged_weight = scratch_;
-  merged_weight.clear();
-  auto add = [&](size_t i) {
-    if (!merged_center_.empty() && merged_center_.back() == centers_[i] &&
-        merged_sigma_.back() == sigmas_[i]) {
-      merged_weight.back() += weights_[i];
-      return;
-    }
-    merged_center_.push_back(centers_[i]);
-    merged_sigma_.push_back(sigmas_[i]);
-    merged_log_sigma_.push_back(log_sigmas_[i]);
-    merged_weight.push_back(weights_[i]);
-    merged_log_coef_.push_back(log_norms_[i]);  // log Z for now
-  };
-  if (center_order.size() == n_) {
-    for (uint32_t i : center_order) add(i);
-  } else {
-    for (size_t i = 0; i < n_; ++i) add(i);
+  for (std::vector<double>* v :
+       {&merged_center_, &merged_sigma_, &merged_log_sigma_, &merged_log_norm_, &merged_weight}) {
+    v->resize(n_);
   }
-  for (size_t k = 0; k < merged_center_.size(); ++k) {
+  size_t m = 0, from = 0;
+  for (size_t j = 0; j < n_; ++j) {
+    const size_t i = in_order ? center_order[j] : j;
+    const double center = centers_[i], sigma = sigmas_[i];
+    if (m > 0 && merged_center_[m - 1] == center && merged_sigma_[m - 1] == sigma) {
+      merged_weight[m - 1] += weights_[i];
+      continue;
+    }
+    merged_center_[m] = center;
+    merged_sigma_[m] = sigma;
+    merged_weight[m] = weights_[i];
+    if (size_t k; FindPrevious(center, sigma, &from, &k)) {
+      merged_log_sigma_[m] = previous_.log_sigma[k];
+      merged_log_norm_[m] = previous_.log_norm[k];
+    } else {
+      // Optuna 3.1.0's continuous log density has no -log sigma term (set_optuna31_density).
+      merged_log_sigma_[m] = optuna31_density_ && dim.step <= 0 ? 0.0 : std::log(sigma);
+      merged_log_norm_[m] = LogTruncationMass(dim.low, dim.high, center, sigma);
+    }
+    ++m;
+  }
+  for (std::vector<double>* v :
+       {&merged_center_, &merged_sigma_, &merged_log_sigma_, &merged_log_norm_, &merged_weight}) {
+    v->resize(m);
+  }
+  merged_log_coef_.resize(m);
+  for (size_t k = 0; k < m; ++k) {
     // Continuous: log(w / (sigma sqrt(2 pi) Z)); stepped: log(w / Z) (the bin mass carries the
     // rest).
-    double coef = std::log(merged_weight[k]) - merged_log_coef_[k];
+    double coef = std::log(merged_weight[k]) - merged_log_norm_[k];
     if (dim.step <= 0) coef -= merged_log_sigma_[k] + kLogSqrt2Pi;
     merged_log_coef_[k] = coef;
   }
-  blocks_.clear();
   if (dim.step > 0) return;
-  for (size_t begin = 0; begin < merged_center_.size(); begin += kBlock) {
-    const size_t end = std::min(begin + kBlock, merged_center_.size());
+  for (size_t begin = 0; begin < m; begin += kBlock) {
+    const size_t end = std::min(begin + kBlock, m);
     Block b{kInf, -kInf, 0, -kInf};
     for (size_t k = begin; k < end; ++k) {
       b.low = std::min(b.low, merged_center_[k]);
@@ -198,14 +250,19 @@ double ParzenEstimator::LogPdfContinuous1D(double x) const {
   scratch_.resize(m);
   size_t kept = 0;
   double max = -kInf;
+  // The terms first (a loop the compiler vectorises), then their maximum.
   auto evaluate = [&](size_t b) {
-    const size_t end = std::min((b + 1) * kBlock, m);
-    for (size_t k = b * kBlock; k < end; ++k) {
-      const double z = (x - merged_center_[k]) / merged_sigma_[k];
-      const double e = merged_log_coef_[k] - 0.5 * z * z;
-      scratch_[kept++] = e;
-      max = std::max(max, e);
+    const size_t begin = b * kBlock, size = std::min(kBlock, m - begin);
+    const double* center = merged_center_.data() + begin;
+    const double* sigma = merged_sigma_.data() + begin;
+    const double* coef = merged_log_coef_.data() + begin;
+    double* e = scratch_.data() + kept;
+    for (size_t k = 0; k < size; ++k) {
+      const double z = (x - center[k]) / sigma[k];
+      e[k] = coef[k] - 0.5 * z * z;
     }
+    for (size_t k = 0; k < size; ++k) max = std::max(max, e[k]);
+    kept += size;
   };
   evaluate(first);
   for (size_t b = 0; b < num_blocks; ++b) {

@@ -106,6 +106,12 @@ class ParzenEstimator {
   double LogPdfOne(const double* point) const;
   double LogPdfContinuous1D(double x) const;
   double LogPdfStepped1D(double x) const;
+  // Finalize of a one-dimensional numeric mixture: the merged components and their tables.
+  void MergeComponents(std::span<const uint32_t> center_order);
+  // Whether the previous fit has a component of this center and sigma: its index into
+  // *found. `from`: where to start looking, advanced past smaller centers (call it in
+  // ascending center order).
+  bool FindPrevious(double center, double sigma, size_t* from, size_t* found) const;
 
   std::vector<ParzenDim> dims_;
   size_t n_ = 0;
@@ -113,11 +119,23 @@ class ParzenEstimator {
   std::vector<double> weights_, centers_, sigmas_;  // n_, n_ × dims, n_ × dims
   // Finalize's tables.
   std::vector<double> log_weights_, cumulative_weights_;
-  std::vector<double> log_sigmas_, log_norms_;  // per component and numeric dim: log Z of the
-                                                // truncation [low, high] (0 untruncated)
-  std::vector<double> choice_log_prob_;         // 1-D categorical: log density per choice
-  // 1-D numeric: the merged components (center, sigma, log weight - log Z).
-  std::vector<double> merged_center_, merged_sigma_, merged_log_sigma_, merged_log_coef_;
+  // Mixtures of several dims and 1-D categorical ones: per component and numeric dim, log
+  // sigma and log Z of the truncation to [low, high] (0 untruncated).
+  std::vector<double> log_sigmas_, log_norms_;
+  std::vector<double> choice_log_prob_;  // 1-D categorical: log density per choice
+  // 1-D numeric: the merged components (center, sigma, log sigma, log Z, and log weight -
+  // log Z, less log sigma + log √(2π) when continuous).
+  std::vector<double> merged_center_, merged_sigma_, merged_log_sigma_, merged_log_norm_,
+      merged_log_coef_;
+  // 1-D numeric: the previous fit's merged components and what they depend on besides center
+  // and sigma, kept for the next fit (MergeComponents).
+  struct PreviousFit {
+    std::vector<double> center, sigma, log_sigma, log_norm;
+    double low = 0, high = 0, step = 0;
+    bool optuna31_density = false;
+    bool in_order = false;  // in ascending center order
+  };
+  PreviousFit previous_;
   // 1-D continuous: the merged components in blocks of kBlock, each with what bounds its
   // terms (center range, largest sigma and coefficient), so LogPdf skips blocks whose terms
   // cannot matter (with components in center order, most of those far from x).
