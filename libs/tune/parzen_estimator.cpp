@@ -44,16 +44,53 @@ double LogTruncationMass(double low, double high, double mu, double sigma) {
   return LogNormalMass(a, b);
 }
 
-// log Σ exp(e_i) over the values within kCut of max, the largest; overwrites e. The
-// exponentials come first, in a loop without branches that the compiler vectorises, then
-// their sum in index order.
-double LogSumExpAbove(double* e, size_t n, double max) {
-  if (max == -kInf) return -kInf;
+// The loops below are compiled twice on x86-64, for AVX2 (4 doubles a vector) and for the
+// baseline (SSE2, 2), and the loader picks the one the processor runs. AVX2 brings no fused
+// multiply-add (that is FMA's flag), so both give the same results, operation for operation.
+#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
+#define TUNEBUS_AVX2_CLONES __attribute__((target_clones("avx2", "default")))
+#else
+#define TUNEBUS_AVX2_CLONES
+#endif
+
+// e[i] = exp(e[i] - max) for the values within kCut of max, 0 for the others: a loop without
+// branches, which the compiler vectorises.
+TUNEBUS_AVX2_CLONES void ExpWithinCut(double* e, size_t n, double max) {
   for (size_t i = 0; i < n; ++i) {
     const double d = e[i] - max;
     const double exp_d = ExpNonPositive(d);
     e[i] = d > -kCut ? exp_d : 0.0;
   }
+}
+
+// out[k] = coef[k] - z²/2 with z = (x - center[k]) / sigma[k], k < n: the log terms of a
+// continuous mixture's components.
+TUNEBUS_AVX2_CLONES void ContinuousTerms(double x, const double* center, const double* sigma,
+                                         const double* coef, size_t n, double* out) {
+  for (size_t k = 0; k < n; ++k) {
+    const double z = (x - center[k]) / sigma[k];
+    out[k] = coef[k] - 0.5 * z * z;
+  }
+}
+
+// out[b] = the largest value a term of block b can have at x, b < n: the block's largest log
+// coefficient less z²/2, z the distance from x to its centers' range [low, high] in its
+// largest sigma.
+TUNEBUS_AVX2_CLONES void BlockBounds(double x, const double* low, const double* high,
+                                     const double* max_sigma, const double* max_log_coef, size_t n,
+                                     double* out) {
+  for (size_t b = 0; b < n; ++b) {
+    const double gap = std::max(low[b] - x, 0.0) + std::max(x - high[b], 0.0);
+    const double z = gap / max_sigma[b];
+    out[b] = max_log_coef[b] - 0.5 * z * z;
+  }
+}
+
+// log Σ exp(e_i) over the values within kCut of max, the largest; overwrites e. The sum is
+// in index order.
+double LogSumExpAbove(double* e, size_t n, double max) {
+  if (max == -kInf) return -kInf;
+  ExpWithinCut(e, n, max);
   double sum = 0;
   for (size_t i = 0; i < n; ++i) sum += e[i];
   return max + std::log(sum);
@@ -78,18 +115,20 @@ double ParzenEstimator::ChoiceProbability(size_t d, size_t i, int64_t c) const {
 
 void ParzenEstimator::Finalize(std::span<const uint32_t> center_order) {
   const double total = std::accumulate(weights_.begin(), weights_.end(), 0.0);
-  log_weights_.resize(n_);
+  for (double& w : weights_) w /= total;
   cumulative_weights_.resize(n_);
   double cumulative = 0;
+  for (size_t i = 0; i < n_; ++i) cumulative_weights_[i] = cumulative += weights_[i];
   const size_t num_dims = dims_.size();
-  for (size_t i = 0; i < n_; ++i) {
-    weights_[i] /= total;
-    if (num_dims != 1) log_weights_[i] = std::log(weights_[i]);  // 1-D uses merged weights
-    cumulative += weights_[i];
-    cumulative_weights_[i] = cumulative;
+  if (num_dims != 1) {  // 1-D uses merged weights
+    log_weights_.resize(n_);
+    for (size_t i = 0; i < n_; ++i) log_weights_[i] = std::log(weights_[i]);
   }
   choice_log_prob_.clear();
-  blocks_.clear();
+  for (std::vector<double>* v :
+       {&block_low_, &block_high_, &block_max_sigma_, &block_max_log_coef_}) {
+    v->clear();
+  }
   if (num_dims == 1 && !dims_[0].categorical()) {
     MergeComponents(center_order);
     return;
@@ -129,25 +168,10 @@ void ParzenEstimator::Finalize(std::span<const uint32_t> center_order) {
   }
 }
 
-bool ParzenEstimator::FindPrevious(double center, double sigma, size_t* from, size_t* found) const {
-  // Both fits list their components by ascending center: skip the smaller centers, then look
-  // through the run of equal ones (bitwise equal, so the reused values are the same).
-  const std::vector<double>& centers = previous_.center;
-  while (*from < centers.size() && centers[*from] < center) ++*from;
-  for (size_t k = *from; k < centers.size() && centers[k] == center; ++k) {
-    if (std::bit_cast<uint64_t>(centers[k]) == std::bit_cast<uint64_t>(center) &&
-        std::bit_cast<uint64_t>(previous_.sigma[k]) == std::bit_cast<uint64_t>(sigma)) {
-      *found = k;
-      return true;
-    }
-  }
-  return false;
-}
-
 void ParzenEstimator::MergeComponents(std::span<const uint32_t> center_order) {
   const ParzenDim& dim = dims_[0];
   // The previous fit's components: their log sigma and log Z are reused when this fit has a
-  // component of the same center and sigma in the same dim.
+  // component of the same center and sigma (bitwise) in the same dim.
   std::swap(merged_center_, previous_.center);
   std::swap(merged_sigma_, previous_.sigma);
   std::swap(merged_log_sigma_, previous_.log_sigma);
@@ -161,7 +185,9 @@ void ParzenEstimator::MergeComponents(std::span<const uint32_t> center_order) {
   previous_.high = dim.high;
   previous_.step = dim.step;
   previous_.optuna31_density = optuna31_density_;
-  if (!reuse) previous_.center.clear();
+  const size_t num_previous = reuse ? previous_.center.size() : 0;
+  const double* previous_center = previous_.center.data();
+  const double* previous_sigma = previous_.sigma.data();
 
   // Components equal in center and sigma (adjacent in center order) become one.
   std::vector<double>& merged_weight = scratch_;
@@ -169,18 +195,30 @@ void ParzenEstimator::MergeComponents(std::span<const uint32_t> center_order) {
        {&merged_center_, &merged_sigma_, &merged_log_sigma_, &merged_log_norm_, &merged_weight}) {
     v->resize(n_);
   }
+  double* center_out = merged_center_.data();
+  double* sigma_out = merged_sigma_.data();
+  double* weight_out = merged_weight.data();
   size_t m = 0, from = 0;
   for (size_t j = 0; j < n_; ++j) {
     const size_t i = in_order ? center_order[j] : j;
     const double center = centers_[i], sigma = sigmas_[i];
-    if (m > 0 && merged_center_[m - 1] == center && merged_sigma_[m - 1] == sigma) {
-      merged_weight[m - 1] += weights_[i];
+    if (m > 0 && center_out[m - 1] == center && sigma_out[m - 1] == sigma) {
+      weight_out[m - 1] += weights_[i];
       continue;
     }
-    merged_center_[m] = center;
-    merged_sigma_[m] = sigma;
-    merged_weight[m] = weights_[i];
-    if (size_t k; FindPrevious(center, sigma, &from, &k)) {
+    center_out[m] = center;
+    sigma_out[m] = sigma;
+    weight_out[m] = weights_[i];
+    // Both fits list their components by ascending center: skip the previous fit's smaller
+    // centers, then look through its run of equal ones.
+    while (from < num_previous && previous_center[from] < center) ++from;
+    size_t k = from;
+    while (k < num_previous && previous_center[k] == center &&
+           !(std::bit_cast<uint64_t>(previous_center[k]) == std::bit_cast<uint64_t>(center) &&
+             std::bit_cast<uint64_t>(previous_sigma[k]) == std::bit_cast<uint64_t>(sigma))) {
+      ++k;
+    }
+    if (k < num_previous && previous_center[k] == center) {
       merged_log_sigma_[m] = previous_.log_sigma[k];
       merged_log_norm_[m] = previous_.log_norm[k];
     } else {
@@ -205,14 +243,17 @@ void ParzenEstimator::MergeComponents(std::span<const uint32_t> center_order) {
   if (dim.step > 0) return;
   for (size_t begin = 0; begin < m; begin += kBlock) {
     const size_t end = std::min(begin + kBlock, m);
-    Block b{kInf, -kInf, 0, -kInf};
+    double low = kInf, high = -kInf, max_sigma = 0, max_log_coef = -kInf;
     for (size_t k = begin; k < end; ++k) {
-      b.low = std::min(b.low, merged_center_[k]);
-      b.high = std::max(b.high, merged_center_[k]);
-      b.max_sigma = std::max(b.max_sigma, merged_sigma_[k]);
-      b.max_log_coef = std::max(b.max_log_coef, merged_log_coef_[k]);
+      low = std::min(low, merged_center_[k]);
+      high = std::max(high, merged_center_[k]);
+      max_sigma = std::max(max_sigma, merged_sigma_[k]);
+      max_log_coef = std::max(max_log_coef, merged_log_coef_[k]);
     }
-    blocks_.push_back(b);
+    block_low_.push_back(low);
+    block_high_.push_back(high);
+    block_max_sigma_.push_back(max_sigma);
+    block_max_log_coef_.push_back(max_log_coef);
   }
 }
 
@@ -235,32 +276,24 @@ double ParzenEstimator::LogKernelNumeric(size_t d, size_t i, double x) const {
 double ParzenEstimator::LogPdfContinuous1D(double x) const {
   const ParzenDim& dim = dims_[0];
   if (x < dim.low || x > dim.high) return -kInf;
-  const size_t m = merged_center_.size(), num_blocks = blocks_.size();
+  const size_t m = merged_center_.size(), num_blocks = block_low_.size();
   // A bound on each block's terms; the block with the largest bound first, so the running
   // maximum is high early and far blocks are skipped.
   scratch_hi_.resize(num_blocks);
+  BlockBounds(x, block_low_.data(), block_high_.data(), block_max_sigma_.data(),
+              block_max_log_coef_.data(), num_blocks, scratch_hi_.data());
   size_t first = 0;
-  for (size_t b = 0; b < num_blocks; ++b) {
-    const Block& block = blocks_[b];
-    const double gap = x < block.low ? block.low - x : (x > block.high ? x - block.high : 0.0);
-    const double z = gap / block.max_sigma;
-    scratch_hi_[b] = block.max_log_coef - 0.5 * z * z;
+  for (size_t b = 1; b < num_blocks; ++b) {
     if (scratch_hi_[b] > scratch_hi_[first]) first = b;
   }
   scratch_.resize(m);
   size_t kept = 0;
   double max = -kInf;
-  // The terms first (a loop the compiler vectorises), then their maximum.
   auto evaluate = [&](size_t b) {
     const size_t begin = b * kBlock, size = std::min(kBlock, m - begin);
-    const double* center = merged_center_.data() + begin;
-    const double* sigma = merged_sigma_.data() + begin;
-    const double* coef = merged_log_coef_.data() + begin;
     double* e = scratch_.data() + kept;
-    for (size_t k = 0; k < size; ++k) {
-      const double z = (x - center[k]) / sigma[k];
-      e[k] = coef[k] - 0.5 * z * z;
-    }
+    ContinuousTerms(x, merged_center_.data() + begin, merged_sigma_.data() + begin,
+                    merged_log_coef_.data() + begin, size, e);
     for (size_t k = 0; k < size; ++k) max = std::max(max, e[k]);
     kept += size;
   };

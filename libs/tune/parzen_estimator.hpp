@@ -108,10 +108,6 @@ class ParzenEstimator {
   double LogPdfStepped1D(double x) const;
   // Finalize of a one-dimensional numeric mixture: the merged components and their tables.
   void MergeComponents(std::span<const uint32_t> center_order);
-  // Whether the previous fit has a component of this center and sigma: its index into
-  // *found. `from`: where to start looking, advanced past smaller centers (call it in
-  // ascending center order).
-  bool FindPrevious(double center, double sigma, size_t* from, size_t* found) const;
 
   std::vector<ParzenDim> dims_;
   size_t n_ = 0;
@@ -137,13 +133,11 @@ class ParzenEstimator {
   };
   PreviousFit previous_;
   // 1-D continuous: the merged components in blocks of kBlock, each with what bounds its
-  // terms (center range, largest sigma and coefficient), so LogPdf skips blocks whose terms
-  // cannot matter (with components in center order, most of those far from x).
-  struct Block {
-    double low, high, max_sigma, max_log_coef;
-  };
+  // terms (the range of its centers, its largest sigma and log coefficient), so LogPdf skips
+  // blocks whose terms cannot matter (with components in center order, most of those far
+  // from x).
   static constexpr size_t kBlock = 16;
-  std::vector<Block> blocks_;
+  std::vector<double> block_low_, block_high_, block_max_sigma_, block_max_log_coef_;
   mutable std::vector<double> scratch_, scratch_hi_;
   // FitTpeEstimator's sort buffers.
   std::vector<uint32_t> order_;
