@@ -102,6 +102,8 @@ class ParzenEstimator {
   void LogPdf(const double* points, size_t count, double* out) const;
 
  private:
+  // Gives every per-component buffer room for about 1.5 n components of num_dims dims.
+  void Reserve(size_t n, size_t num_dims);
   double LogKernelNumeric(size_t d, size_t i, double x) const;  // exact, any dim
   double LogPdfOne(const double* point) const;
   double LogPdfContinuous1D(double x) const;
@@ -111,6 +113,7 @@ class ParzenEstimator {
 
   std::vector<ParzenDim> dims_;
   size_t n_ = 0;
+  size_t reserved_ = 0;  // components × dims the buffers have room for
   bool optuna31_density_ = false;
   std::vector<double> weights_, centers_, sigmas_;  // n_, n_ × dims, n_ × dims
   // Finalize's tables.

@@ -127,7 +127,18 @@ Status TpeSearcher::AddEvaluatedPoint(const json& config, double value) {
 
 void TpeSearcher::EncodeNewTrials() {
   const size_t num_dims = space_->size();
-  if (encoded_rows_ == 0) sorted_.assign(options_.multivariate ? 0 : num_dims, {});
+  if (encoded_rows_ == 0) {
+    // The first encoding (after a restore: of every trial so far) makes room for as many
+    // trials again, so the per-trial buffers do not grow, and fault in fresh pages, over the
+    // next suggestions but in this already long one.
+    const size_t room = 2 * trials_.size() + 16;
+    sorted_.assign(options_.multivariate ? 0 : num_dims, {});
+    for (auto& sorted : sorted_) sorted.reserve(room);
+    trials_.reserve(room);
+    states_.reserve(room);
+    values_.reserve(room);
+    encoded_.reserve(room * num_dims);
+  }
   encoded_.resize(trials_.size() * num_dims);
   for (; encoded_rows_ < trials_.size(); ++encoded_rows_) {
     double* row = encoded_.data() + encoded_rows_ * num_dims;

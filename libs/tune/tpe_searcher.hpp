@@ -31,9 +31,11 @@
 //   10-d mixed space (e.g. median trials to random search's best of 100 on Branin 41.5 vs
 //   30.5), so the default is Optuna 3.1.0's. Random numbers are tunebus' own, so a seed does
 //   not reproduce Optuna's sequence; the estimators match Optuna's (parzen_estimator_test).
-// - Cost: with 1,000 observations a suggestion takes about 0.1-0.2 ms per numeric param
-//   (bench/searcher_bench.cpp): the above-estimator's observations stay sorted across
-//   suggestions, equal integer components are merged, far components are skipped.
+// - Cost: with 1,000 observations a suggestion takes about 0.1 ms per numeric param
+//   (bench/searcher_bench.cpp, thread CPU on a shared 2-core host): the observations stay
+//   sorted across suggestions, each dim keeps its estimators so a refit reuses log sigma and
+//   log Z of unchanged components, equal integer components are merged, far components are
+//   skipped, and the log-sum-exp loops are vectorised (AVX2 where the processor has it).
 //
 // Determinism and journaling: the randomness of suggestion k comes from SearchRng(seed, k), so
 // the state is just the trials (in suggestion order: id, config, running / complete value /
