@@ -1,6 +1,7 @@
 #include "libs/tune/parzen_estimator.hpp"
 
 #include <algorithm>
+#include <bit>
 #include <cmath>
 #include <numeric>
 
@@ -43,25 +44,91 @@ double LogTruncationMass(double low, double high, double mu, double sigma) {
   return LogNormalMass(a, b);
 }
 
-// log Σ exp(e_i) over the values kept by the cut; max is the largest.
-double LogSumExpAbove(const double* e, size_t n, double max) {
-  if (max == -kInf) return -kInf;
-  double sum = 0;
+// The loops below are compiled twice on x86-64, for AVX2 (4 doubles a vector) and for the
+// baseline (SSE2, 2), and the loader picks the one the processor runs. AVX2 brings no fused
+// multiply-add (that is FMA's flag), so both give the same results, operation for operation.
+#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
+#define TUNEBUS_AVX2_CLONES __attribute__((target_clones("avx2", "default")))
+#else
+#define TUNEBUS_AVX2_CLONES
+#endif
+
+// e[i] = exp(e[i] - max) for the values within kCut of max, 0 for the others: a loop without
+// branches, which the compiler vectorises.
+TUNEBUS_AVX2_CLONES void ExpWithinCut(double* e, size_t n, double max) {
   for (size_t i = 0; i < n; ++i) {
     const double d = e[i] - max;
-    if (d > -kCut) sum += ExpNonPositive(d);
+    const double exp_d = ExpNonPositive(d);
+    e[i] = d > -kCut ? exp_d : 0.0;
   }
+}
+
+// out[k] = coef[k] - z²/2 with z = (x - center[k]) / sigma[k], k < n: the log terms of a
+// continuous mixture's components.
+TUNEBUS_AVX2_CLONES void ContinuousTerms(double x, const double* center, const double* sigma,
+                                         const double* coef, size_t n, double* out) {
+  for (size_t k = 0; k < n; ++k) {
+    const double z = (x - center[k]) / sigma[k];
+    out[k] = coef[k] - 0.5 * z * z;
+  }
+}
+
+// out[b] = the largest value a term of block b can have at x, b < n: the block's largest log
+// coefficient less z²/2, z the distance from x to its centers' range [low, high] in its
+// largest sigma.
+TUNEBUS_AVX2_CLONES void BlockBounds(double x, const double* low, const double* high,
+                                     const double* max_sigma, const double* max_log_coef, size_t n,
+                                     double* out) {
+  for (size_t b = 0; b < n; ++b) {
+    const double gap = std::max(low[b] - x, 0.0) + std::max(x - high[b], 0.0);
+    const double z = gap / max_sigma[b];
+    out[b] = max_log_coef[b] - 0.5 * z * z;
+  }
+}
+
+// log Σ exp(e_i) over the values within kCut of max, the largest; overwrites e. The sum is
+// in index order.
+double LogSumExpAbove(double* e, size_t n, double max) {
+  if (max == -kInf) return -kInf;
+  ExpWithinCut(e, n, max);
+  double sum = 0;
+  for (size_t i = 0; i < n; ++i) sum += e[i];
   return max + std::log(sum);
 }
 
 }  // namespace
 
 void ParzenEstimator::Reset(std::span<const ParzenDim> dims, size_t n) {
+  if (n * dims.size() > reserved_) Reserve(n, dims.size());
   dims_.assign(dims.begin(), dims.end());
   n_ = n;
   weights_.assign(n, 1.0);
   centers_.assign(n * dims.size(), 0.0);
   sigmas_.assign(n * dims.size(), 1.0);
+}
+
+void ParzenEstimator::Reserve(size_t n, size_t num_dims) {
+  // Half again as much, so refits with a few more components reuse the buffers instead of
+  // growing them over the next suggestions; and written once now, because a fresh buffer's
+  // pages fault in when first written (about a hundred a fit of 1,000 components, a few
+  // hundred microseconds), which had better happen in the fit that grows the buffers. The
+  // buffers are refilled by every fit; the previous fit's tables are dropped (not reused once).
+  const size_t per_dim = n + n / 2 + 2, all = per_dim * std::max<size_t>(num_dims, 1);
+  auto grow = [](auto* v, size_t size) {
+    v->reserve(size);
+    v->resize(size);
+    v->clear();
+  };
+  for (std::vector<double>* v :
+       {&weights_, &log_weights_, &cumulative_weights_, &scratch_, &scratch_hi_, &merged_center_,
+        &merged_sigma_, &merged_log_sigma_, &merged_log_norm_, &merged_log_coef_, &previous_.center,
+        &previous_.sigma, &previous_.log_sigma, &previous_.log_norm, &sorted_}) {
+    grow(v, per_dim);
+  }
+  for (std::vector<double>* v : {&centers_, &sigmas_, &log_sigmas_, &log_norms_}) grow(v, all);
+  grow(&order_, per_dim);
+  grow(&keyed_, per_dim);
+  reserved_ = all;
 }
 
 double ParzenEstimator::ChoiceProbability(size_t d, size_t i, int64_t c) const {
@@ -73,16 +140,25 @@ double ParzenEstimator::ChoiceProbability(size_t d, size_t i, int64_t c) const {
 
 void ParzenEstimator::Finalize(std::span<const uint32_t> center_order) {
   const double total = std::accumulate(weights_.begin(), weights_.end(), 0.0);
-  log_weights_.resize(n_);
+  for (double& w : weights_) w /= total;
   cumulative_weights_.resize(n_);
   double cumulative = 0;
+  for (size_t i = 0; i < n_; ++i) cumulative_weights_[i] = cumulative += weights_[i];
   const size_t num_dims = dims_.size();
-  for (size_t i = 0; i < n_; ++i) {
-    weights_[i] /= total;
-    if (num_dims != 1) log_weights_[i] = std::log(weights_[i]);  // 1-D uses merged weights
-    cumulative += weights_[i];
-    cumulative_weights_[i] = cumulative;
+  if (num_dims != 1) {  // 1-D uses merged weights
+    log_weights_.resize(n_);
+    for (size_t i = 0; i < n_; ++i) log_weights_[i] = std::log(weights_[i]);
   }
+  choice_log_prob_.clear();
+  for (std::vector<double>* v :
+       {&block_low_, &block_high_, &block_max_sigma_, &block_max_log_coef_}) {
+    v->clear();
+  }
+  if (num_dims == 1 && !dims_[0].categorical()) {
+    MergeComponents(center_order);
+    return;
+  }
+  merged_center_.clear();  // no previous fit to reuse
   log_sigmas_.resize(n_ * num_dims);
   log_norms_.resize(n_ * num_dims);
   for (size_t d = 0; d < num_dims; ++d) {
@@ -96,71 +172,113 @@ void ParzenEstimator::Finalize(std::span<const uint32_t> center_order) {
       log_norms_[k] = LogTruncationMass(dims_[d].low, dims_[d].high, centers_[k], sigmas_[k]);
     }
   }
-  merged_center_.clear();
-  merged_sigma_.clear();
-  merged_log_sigma_.clear();
-  merged_log_coef_.clear();
-  choice_log_prob_.clear();
   if (num_dims != 1) return;
   const ParzenDim& dim = dims_[0];
-  if (dim.categorical()) {
-    // Σ_i w_i p_i(c) = prior mass / n_choices + hit(c) p_hit + (observed mass - hit(c)) p_miss.
-    choice_log_prob_.assign(size_t(dim.n_choices), 0.0);
-    double prior_mass = 0, observed_mass = 0;
-    for (size_t i = 0; i < n_; ++i) {
-      const double c = centers_[i];
-      if (c < 0) {
-        prior_mass += weights_[i];
-      } else {
-        observed_mass += weights_[i];
-        if (size_t(c) < choice_log_prob_.size()) choice_log_prob_[size_t(c)] += weights_[i];
-      }
+  // Categorical: Σ_i w_i p_i(c) = prior mass / n_choices + hit(c) p_hit + (observed mass -
+  // hit(c)) p_miss.
+  choice_log_prob_.assign(size_t(dim.n_choices), 0.0);
+  double prior_mass = 0, observed_mass = 0;
+  for (size_t i = 0; i < n_; ++i) {
+    const double c = centers_[i];
+    if (c < 0) {
+      prior_mass += weights_[i];
+    } else {
+      observed_mass += weights_[i];
+      if (size_t(c) < choice_log_prob_.size()) choice_log_prob_[size_t(c)] += weights_[i];
     }
-    for (double& p : choice_log_prob_) {
-      p = std::log(prior_mass / double(dim.n_choices) + p * dim.p_hit +
-                   (observed_mass - p) * dim.p_miss);
-    }
-    return;
   }
-  // Numeric: merge components equal in center and sigma (adjacent in center order).
+  for (double& p : choice_log_prob_) {
+    p = std::log(prior_mass / double(dim.n_choices) + p * dim.p_hit +
+                 (observed_mass - p) * dim.p_miss);
+  }
+}
+
+void ParzenEstimator::MergeComponents(std::span<const uint32_t> center_order) {
+  const ParzenDim& dim = dims_[0];
+  // The previous fit's components: their log sigma and log Z are reused when this fit has a
+  // component of the same center and sigma (bitwise) in the same dim.
+  std::swap(merged_center_, previous_.center);
+  std::swap(merged_sigma_, previous_.sigma);
+  std::swap(merged_log_sigma_, previous_.log_sigma);
+  std::swap(merged_log_norm_, previous_.log_norm);
+  const bool in_order = center_order.size() == n_;
+  const bool reuse = previous_.in_order && in_order && previous_.low == dim.low &&
+                     previous_.high == dim.high && previous_.step == dim.step &&
+                     previous_.optuna31_density == optuna31_density_;
+  previous_.in_order = in_order;
+  previous_.low = dim.low;
+  previous_.high = dim.high;
+  previous_.step = dim.step;
+  previous_.optuna31_density = optuna31_density_;
+  const size_t num_previous = reuse ? previous_.center.size() : 0;
+  const double* previous_center = previous_.center.data();
+  const double* previous_sigma = previous_.sigma.data();
+
+  // Components equal in center and sigma (adjacent in center order) become one.
   std::vector<double>& merged_weight = scratch_;
-  merged_weight.clear();
-  auto add = [&](size_t i) {
-    if (!merged_center_.empty() && merged_center_.back() == centers_[i] &&
-        merged_sigma_.back() == sigmas_[i]) {
-      merged_weight.back() += weights_[i];
-      return;
-    }
-    merged_center_.push_back(centers_[i]);
-    merged_sigma_.push_back(sigmas_[i]);
-    merged_log_sigma_.push_back(log_sigmas_[i]);
-    merged_weight.push_back(weights_[i]);
-    merged_log_coef_.push_back(log_norms_[i]);  // log Z for now
-  };
-  if (center_order.size() == n_) {
-    for (uint32_t i : center_order) add(i);
-  } else {
-    for (size_t i = 0; i < n_; ++i) add(i);
+  for (std::vector<double>* v :
+       {&merged_center_, &merged_sigma_, &merged_log_sigma_, &merged_log_norm_, &merged_weight}) {
+    v->resize(n_);
   }
-  for (size_t k = 0; k < merged_center_.size(); ++k) {
+  double* center_out = merged_center_.data();
+  double* sigma_out = merged_sigma_.data();
+  double* weight_out = merged_weight.data();
+  size_t m = 0, from = 0;
+  for (size_t j = 0; j < n_; ++j) {
+    const size_t i = in_order ? center_order[j] : j;
+    const double center = centers_[i], sigma = sigmas_[i];
+    if (m > 0 && center_out[m - 1] == center && sigma_out[m - 1] == sigma) {
+      weight_out[m - 1] += weights_[i];
+      continue;
+    }
+    center_out[m] = center;
+    sigma_out[m] = sigma;
+    weight_out[m] = weights_[i];
+    // Both fits list their components by ascending center: skip the previous fit's smaller
+    // centers, then look through its run of equal ones.
+    while (from < num_previous && previous_center[from] < center) ++from;
+    size_t k = from;
+    while (k < num_previous && previous_center[k] == center &&
+           !(std::bit_cast<uint64_t>(previous_center[k]) == std::bit_cast<uint64_t>(center) &&
+             std::bit_cast<uint64_t>(previous_sigma[k]) == std::bit_cast<uint64_t>(sigma))) {
+      ++k;
+    }
+    if (k < num_previous && previous_center[k] == center) {
+      merged_log_sigma_[m] = previous_.log_sigma[k];
+      merged_log_norm_[m] = previous_.log_norm[k];
+    } else {
+      // Optuna 3.1.0's continuous log density has no -log sigma term (set_optuna31_density).
+      merged_log_sigma_[m] = optuna31_density_ && dim.step <= 0 ? 0.0 : std::log(sigma);
+      merged_log_norm_[m] = LogTruncationMass(dim.low, dim.high, center, sigma);
+    }
+    ++m;
+  }
+  for (std::vector<double>* v :
+       {&merged_center_, &merged_sigma_, &merged_log_sigma_, &merged_log_norm_, &merged_weight}) {
+    v->resize(m);
+  }
+  merged_log_coef_.resize(m);
+  for (size_t k = 0; k < m; ++k) {
     // Continuous: log(w / (sigma sqrt(2 pi) Z)); stepped: log(w / Z) (the bin mass carries the
     // rest).
-    double coef = std::log(merged_weight[k]) - merged_log_coef_[k];
+    double coef = std::log(merged_weight[k]) - merged_log_norm_[k];
     if (dim.step <= 0) coef -= merged_log_sigma_[k] + kLogSqrt2Pi;
     merged_log_coef_[k] = coef;
   }
-  blocks_.clear();
   if (dim.step > 0) return;
-  for (size_t begin = 0; begin < merged_center_.size(); begin += kBlock) {
-    const size_t end = std::min(begin + kBlock, merged_center_.size());
-    Block b{kInf, -kInf, 0, -kInf};
+  for (size_t begin = 0; begin < m; begin += kBlock) {
+    const size_t end = std::min(begin + kBlock, m);
+    double low = kInf, high = -kInf, max_sigma = 0, max_log_coef = -kInf;
     for (size_t k = begin; k < end; ++k) {
-      b.low = std::min(b.low, merged_center_[k]);
-      b.high = std::max(b.high, merged_center_[k]);
-      b.max_sigma = std::max(b.max_sigma, merged_sigma_[k]);
-      b.max_log_coef = std::max(b.max_log_coef, merged_log_coef_[k]);
+      low = std::min(low, merged_center_[k]);
+      high = std::max(high, merged_center_[k]);
+      max_sigma = std::max(max_sigma, merged_sigma_[k]);
+      max_log_coef = std::max(max_log_coef, merged_log_coef_[k]);
     }
-    blocks_.push_back(b);
+    block_low_.push_back(low);
+    block_high_.push_back(high);
+    block_max_sigma_.push_back(max_sigma);
+    block_max_log_coef_.push_back(max_log_coef);
   }
 }
 
@@ -183,29 +301,26 @@ double ParzenEstimator::LogKernelNumeric(size_t d, size_t i, double x) const {
 double ParzenEstimator::LogPdfContinuous1D(double x) const {
   const ParzenDim& dim = dims_[0];
   if (x < dim.low || x > dim.high) return -kInf;
-  const size_t m = merged_center_.size(), num_blocks = blocks_.size();
+  const size_t m = merged_center_.size(), num_blocks = block_low_.size();
   // A bound on each block's terms; the block with the largest bound first, so the running
   // maximum is high early and far blocks are skipped.
   scratch_hi_.resize(num_blocks);
+  BlockBounds(x, block_low_.data(), block_high_.data(), block_max_sigma_.data(),
+              block_max_log_coef_.data(), num_blocks, scratch_hi_.data());
   size_t first = 0;
-  for (size_t b = 0; b < num_blocks; ++b) {
-    const Block& block = blocks_[b];
-    const double gap = x < block.low ? block.low - x : (x > block.high ? x - block.high : 0.0);
-    const double z = gap / block.max_sigma;
-    scratch_hi_[b] = block.max_log_coef - 0.5 * z * z;
+  for (size_t b = 1; b < num_blocks; ++b) {
     if (scratch_hi_[b] > scratch_hi_[first]) first = b;
   }
   scratch_.resize(m);
   size_t kept = 0;
   double max = -kInf;
   auto evaluate = [&](size_t b) {
-    const size_t end = std::min((b + 1) * kBlock, m);
-    for (size_t k = b * kBlock; k < end; ++k) {
-      const double z = (x - merged_center_[k]) / merged_sigma_[k];
-      const double e = merged_log_coef_[k] - 0.5 * z * z;
-      scratch_[kept++] = e;
-      max = std::max(max, e);
-    }
+    const size_t begin = b * kBlock, size = std::min(kBlock, m - begin);
+    double* e = scratch_.data() + kept;
+    ContinuousTerms(x, merged_center_.data() + begin, merged_sigma_.data() + begin,
+                    merged_log_coef_.data() + begin, size, e);
+    for (size_t k = 0; k < size; ++k) max = std::max(max, e[k]);
+    kept += size;
   };
   evaluate(first);
   for (size_t b = 0; b < num_blocks; ++b) {

@@ -111,30 +111,45 @@ class ParzenEstimator {
   void LogPdf(const double* points, size_t count, double* out) const;
 
  private:
+  // Gives every per-component buffer room for about 1.5 n components of num_dims dims.
+  void Reserve(size_t n, size_t num_dims);
   double LogKernelNumeric(size_t d, size_t i, double x) const;  // exact, any dim
   double LogPdfOne(const double* point) const;
   double LogPdfContinuous1D(double x) const;
   double LogPdfStepped1D(double x) const;
+  // Finalize of a one-dimensional numeric mixture: the merged components and their tables.
+  void MergeComponents(std::span<const uint32_t> center_order);
 
   std::vector<ParzenDim> dims_;
   size_t n_ = 0;
+  size_t reserved_ = 0;  // components × dims the buffers have room for
   bool optuna31_density_ = false;
   std::vector<double> weights_, centers_, sigmas_;  // n_, n_ × dims, n_ × dims
   // Finalize's tables.
   std::vector<double> log_weights_, cumulative_weights_;
-  std::vector<double> log_sigmas_, log_norms_;  // per component and numeric dim: log Z of the
-                                                // truncation [low, high] (0 untruncated)
-  std::vector<double> choice_log_prob_;         // 1-D categorical: log density per choice
-  // 1-D numeric: the merged components (center, sigma, log weight - log Z).
-  std::vector<double> merged_center_, merged_sigma_, merged_log_sigma_, merged_log_coef_;
-  // 1-D continuous: the merged components in blocks of kBlock, each with what bounds its
-  // terms (center range, largest sigma and coefficient), so LogPdf skips blocks whose terms
-  // cannot matter (with components in center order, most of those far from x).
-  struct Block {
-    double low, high, max_sigma, max_log_coef;
+  // Mixtures of several dims and 1-D categorical ones: per component and numeric dim, log
+  // sigma and log Z of the truncation to [low, high] (0 untruncated).
+  std::vector<double> log_sigmas_, log_norms_;
+  std::vector<double> choice_log_prob_;  // 1-D categorical: log density per choice
+  // 1-D numeric: the merged components (center, sigma, log sigma, log Z, and log weight -
+  // log Z, less log sigma + log √(2π) when continuous).
+  std::vector<double> merged_center_, merged_sigma_, merged_log_sigma_, merged_log_norm_,
+      merged_log_coef_;
+  // 1-D numeric: the previous fit's merged components and what they depend on besides center
+  // and sigma, kept for the next fit (MergeComponents).
+  struct PreviousFit {
+    std::vector<double> center, sigma, log_sigma, log_norm;
+    double low = 0, high = 0, step = 0;
+    bool optuna31_density = false;
+    bool in_order = false;  // in ascending center order
   };
+  PreviousFit previous_;
+  // 1-D continuous: the merged components in blocks of kBlock, each with what bounds its
+  // terms (the range of its centers, its largest sigma and log coefficient), so LogPdf skips
+  // blocks whose terms cannot matter (with components in center order, most of those far
+  // from x).
   static constexpr size_t kBlock = 16;
-  std::vector<Block> blocks_;
+  std::vector<double> block_low_, block_high_, block_max_sigma_, block_max_log_coef_;
   mutable std::vector<double> scratch_, scratch_hi_;
   // FitTpeEstimator's sort buffers.
   std::vector<uint32_t> order_;

@@ -134,7 +134,18 @@ Status TpeSearcher::AddEvaluatedPoint(const json& config, double value) {
 
 void TpeSearcher::EncodeNewTrials() {
   const size_t num_dims = space_->size();
-  if (encoded_rows_ == 0) sorted_.assign(options_.multivariate ? 0 : num_dims, {});
+  if (encoded_rows_ == 0) {
+    // The first encoding (after a restore: of every trial so far) makes room for as many
+    // trials again, so the per-trial buffers do not grow, and fault in fresh pages, over the
+    // next suggestions but in this already long one.
+    const size_t room = 2 * trials_.size() + 16;
+    sorted_.assign(options_.multivariate ? 0 : num_dims, {});
+    for (auto& sorted : sorted_) sorted.reserve(room);
+    trials_.reserve(room);
+    states_.reserve(room);
+    values_.reserve(room);
+    encoded_.reserve(room * num_dims);
+  }
   encoded_.resize(trials_.size() * num_dims);
   for (; encoded_rows_ < trials_.size(); ++encoded_rows_) {
     double* row = encoded_.data() + encoded_rows_ * num_dims;
@@ -176,6 +187,9 @@ json TpeSearcher::ModelConfig(SearchRng& rng) {
     }
   }
   chosen_.assign(space_->size(), 0.0);
+  const size_t num_models = options_.multivariate ? 1 : space_->size();
+  below_.resize(num_models);
+  above_.resize(num_models);
   if (options_.multivariate) {
     if (space_->size() > 0) ChooseDims(rng, 0, space_->size());
   } else {
@@ -185,63 +199,75 @@ json TpeSearcher::ModelConfig(SearchRng& rng) {
 }
 
 void TpeSearcher::ChooseDims(SearchRng& rng, size_t d, size_t count) {
-  const size_t num_dims = space_->size();
   const TpeEstimatorOptions estimator_options{
       options_.consider_prior,     options_.prior_weight, options_.consider_magic_clip,
       options_.consider_endpoints, options_.multivariate, options_.bandwidth,
       options_.normalized_density};
   const std::span<const ParzenDim> dims(parzen_dims_.data() + d, count);
   const std::span<const TpePrior> priors(priors_.data() + d, count);
-  // The observations of dims [d, d + count), leaving out rows where one is missing (Optuna's
-  // param mask).
   const bool presorted = count == 1 && d < sorted_.size() && !parzen_dims_[d].categorical();
-  auto fit = [&](const std::vector<uint32_t>& rows, ParzenEstimator* estimator) {
-    obs_.clear();
-    if (presorted) slot_.assign(trials_.size(), -1);
-    size_t n = 0;
-    for (uint32_t row : rows) {
-      const double* x = encoded_.data() + size_t(row) * num_dims + d;
-      if (std::any_of(x, x + count, [](double v) { return std::isnan(v); })) continue;
-      obs_.insert(obs_.end(), x, x + count);
-      if (presorted) slot_[row] = int32_t(n);
-      ++n;
+  if (presorted) slot_.assign(trials_.size(), -1);
+  const size_t n_below = GatherObservations(below_rows_, d, count, presorted, &below_obs_);
+  const size_t n_above = GatherObservations(above_rows_, d, count, presorted, &above_obs_);
+  // Both sides' observations by ascending value: sorted_[d] filtered (slot_ tells the side's
+  // row; the sides have no trial in common).
+  below_sorted_.clear();
+  above_sorted_.clear();
+  if (presorted) {
+    for (const auto& [value, row] : sorted_[d]) {
+      if (slot_[row] < 0) continue;
+      (is_below_[row] ? below_sorted_ : above_sorted_).push_back(uint32_t(slot_[row]));
     }
-    sorted_obs_.clear();
-    if (presorted) {
-      for (const auto& [value, row] : sorted_[d]) {
-        if (slot_[row] >= 0) sorted_obs_.push_back(uint32_t(slot_[row]));
-      }
-    }
-    FitTpeEstimator(dims, priors, obs_.data(), n, estimator_options, estimator, sorted_obs_);
-  };
-  fit(below_rows_, &below_);
-  fit(above_rows_, &above_);
+  }
+  ParzenEstimator& below = below_[count == 1 ? d : 0];
+  ParzenEstimator& above = above_[count == 1 ? d : 0];
+  FitTpeEstimator(dims, priors, below_obs_.data(), n_below, estimator_options, &below,
+                  below_sorted_);
+  FitTpeEstimator(dims, priors, above_obs_.data(), n_above, estimator_options, &above,
+                  above_sorted_);
 
   // Candidates from l(x), snapped to values the params take (Optuna samples, rounds, then
   // evaluates both densities at the rounded point); the best log l - log g wins (first of
   // equals, as numpy.argmax).
   const size_t n_candidates = size_t(options_.n_ei_candidates);
   candidates_.resize(n_candidates * count);
-  below_.Sample(rng, n_candidates, candidates_.data());
-  obs_.resize(n_candidates * count);  // the candidates' values
+  below.Sample(rng, n_candidates, candidates_.data());
+  candidate_values_.resize(n_candidates * count);
   for (size_t j = 0; j < n_candidates; ++j) {
     for (size_t k = 0; k < count; ++k) {
       const double value = space_->ToValue(d + k, candidates_[j * count + k]);
-      obs_[j * count + k] = value;
+      candidate_values_[j * count + k] = value;
       candidates_[j * count + k] = space_->ToModel(d + k, value);
     }
   }
   log_l_.resize(n_candidates);
   log_g_.resize(n_candidates);
-  below_.LogPdf(candidates_.data(), n_candidates, log_l_.data());
-  above_.LogPdf(candidates_.data(), n_candidates, log_g_.data());
+  below.LogPdf(candidates_.data(), n_candidates, log_l_.data());
+  above.LogPdf(candidates_.data(), n_candidates, log_g_.data());
   size_t best = 0;
   double best_score = -std::numeric_limits<double>::infinity();
   for (size_t j = 0; j < n_candidates; ++j) {
     const double score = log_l_[j] - log_g_[j];
     if (score > best_score) best_score = score, best = j;
   }
-  std::copy_n(obs_.data() + best * count, count, chosen_.data() + d);
+  std::copy_n(candidate_values_.data() + best * count, count, chosen_.data() + d);
+}
+
+size_t TpeSearcher::GatherObservations(const std::vector<uint32_t>& rows, size_t d, size_t count,
+                                       bool slots, std::vector<double>* out) {
+  const size_t num_dims = space_->size();
+  out->resize(rows.size() * count);
+  size_t n = 0;
+  for (uint32_t row : rows) {
+    const double* x = encoded_.data() + size_t(row) * num_dims + d;
+    bool missing = false;
+    for (size_t k = 0; k < count; ++k) missing |= std::isnan(x[k]);
+    if (missing) continue;
+    std::copy_n(x, count, out->data() + n * count);
+    if (slots) slot_[row] = int32_t(n);
+    ++n;
+  }
+  return n;
 }
 
 json TpeSearcher::Describe() const {

@@ -35,9 +35,11 @@
 //   10-d mixed space (e.g. median trials to random search's best of 100 on Branin 41.5 vs
 //   30.5), so the default is Optuna 3.1.0's. Random numbers are tunebus' own, so a seed does
 //   not reproduce Optuna's sequence; the estimators match Optuna's (parzen_estimator_test).
-// - Cost: with 1,000 observations a suggestion takes about 0.1-0.2 ms per numeric param
-//   (bench/searcher_bench.cpp): the above-estimator's observations stay sorted across
-//   suggestions, equal integer components are merged, far components are skipped.
+// - Cost: with 1,000 observations a suggestion takes about 0.1 ms per numeric param
+//   (bench/searcher_bench.cpp, thread CPU on a shared 2-core host): the observations stay
+//   sorted across suggestions, each dim keeps its estimators so a refit reuses log sigma and
+//   log Z of unchanged components, equal integer components are merged, far components are
+//   skipped, and the log-sum-exp loops are vectorised (AVX2 where the processor has it).
 //
 // Determinism and journaling: the randomness of suggestion k comes from SearchRng(seed, k), so
 // the state is just the trials (in suggestion order: id, config, running / complete value /
@@ -136,8 +138,14 @@ class TpeSearcher final : public JournaledSearcher {
   };
 
   nlohmann::json ModelConfig(SearchRng& rng);
-  // Fits below/above to the rows `rows` of dims [d, d + count) and returns the chosen values.
+  // Fits below/above to their rows' values of dims [d, d + count) and puts the value of the
+  // best candidate into chosen_[d, d + count).
   void ChooseDims(SearchRng& rng, size_t d, size_t count);
+  // The values of dims [d, d + count) of `rows` into `out` (row-major), leaving out rows where
+  // one is missing (Optuna's param mask); returns how many rows are kept. slots: also sets
+  // slot_[row] to each kept row's index in `out`.
+  size_t GatherObservations(const std::vector<uint32_t>& rows, size_t d, size_t count, bool slots,
+                            std::vector<double>* out);
   void EncodeNewTrials();
   void Reset();
 
@@ -162,13 +170,17 @@ class TpeSearcher final : public JournaledSearcher {
   // Univariate: per numeric dim, (model value, trial) of every encoded trial in ascending
   // order, kept across suggestions so a fit filters instead of sorting.
   std::vector<std::vector<std::pair<double, uint32_t>>> sorted_;
-  std::vector<int32_t> slot_;  // per trial: its row among the observations being fitted, or -1
-  std::vector<uint32_t> sorted_obs_;
-  std::vector<std::pair<double, uint32_t>> ranked_;  // (loss, trial) of completed trials
+  std::vector<int32_t> slot_;  // per trial: its row among its side's observations, or -1
+  std::vector<uint32_t> below_sorted_, above_sorted_;  // each side's rows by ascending value
+  std::vector<std::pair<double, uint32_t>> ranked_;    // (loss, trial) of completed trials
   std::vector<uint32_t> below_rows_, above_rows_;
   std::vector<char> is_below_;
-  std::vector<double> obs_, candidates_, log_l_, log_g_, chosen_;
-  ParzenEstimator below_, above_;
+  std::vector<double> below_obs_, above_obs_;          // each side's observations
+  std::vector<double> candidates_, candidate_values_;  // model coordinates, values
+  std::vector<double> log_l_, log_g_, chosen_;
+  // One pair per dim (univariate) or one (multivariate), refitted for every suggestion; a
+  // refit reuses what the estimator computed for components that did not change.
+  std::vector<ParzenEstimator> below_, above_;
 };
 
 }  // namespace tunebus
