@@ -194,9 +194,24 @@ TEST_F(ExternalSearcherFaultTest, KilledSchedulerResumesAndTheSearcherIsReplayed
   // the same searcher process and replays the journal to it; the run completes exactly.
   const std::string journal = SubmitDetached(cluster_, file_, "external");
   ASSERT_FALSE(journal.empty());
+  // Sessions the searcher process has started (its log's hello lines).
+  auto hellos = [&] {
+    size_t n = 0;
+    const std::string out = searcher_->Output();
+    for (size_t at = out.find("hello: session"); at != std::string::npos;
+         at = out.find("hello: session", at + 1)) {
+      ++n;
+    }
+    return n;
+  };
+  size_t restarts = 0;
   for (int64_t trials : {3, 7}) {
     ASSERT_TRUE(WaitForTrials(trials)) << Summary().dump() << cluster_.LogTails();
+    // The scheduler about to be killed has started its session (one killed within its first
+    // second may not have reached the searcher yet, and then there is no session to replay).
+    ASSERT_TRUE(WaitFor([&] { return hellos() > restarts; }, 30s, 50ms)) << searcher_->Output();
     ASSERT_TRUE(cluster_.Restart("scheduler"));
+    ++restarts;
     ASSERT_TRUE(WaitFor([&] { return cluster_.Ctl({"status"}, 2s).exit_code == 0; }, 20s, 100ms))
         << cluster_.LogTails();
   }
@@ -206,13 +221,7 @@ TEST_F(ExternalSearcherFaultTest, KilledSchedulerResumesAndTheSearcherIsReplayed
     resumed += r.value("kind", "") == "experiment_resumed";
   EXPECT_EQ(resumed, 2);
   // Three scheduler processes, three sessions (at least) with the one searcher process.
-  size_t hellos = 0;
-  const std::string out = searcher_->Output();
-  for (size_t at = out.find("hello: session"); at != std::string::npos;
-       at = out.find("hello: session", at + 1)) {
-    ++hellos;
-  }
-  EXPECT_GE(hellos, 3u) << out;
+  EXPECT_TRUE(WaitFor([&] { return hellos() >= 3; }, 30s, 50ms)) << searcher_->Output();
 }
 
 }  // namespace
