@@ -534,7 +534,7 @@ void FitTpeEstimator(std::span<const ParzenDim> dims, std::span<const TpePrior> 
     const double low = dim.low, high = dim.high;
     if (consider_prior) mu[n] = priors[d].mu;
     double* sigma = out->mutable_sigmas(d);
-    if (options.multivariate && options.multivariate_bandwidth == TpeBandwidth::kScott) {
+    if (options.multivariate && options.bandwidth == TpeBandwidth::kScott) {
       std::fill(sigma, sigma + m, sigma0 * (high - low));
     } else {
       // The larger gap to the neighbours in sorted order, [low, high] as end points.

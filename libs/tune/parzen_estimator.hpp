@@ -67,7 +67,7 @@ struct TpeEstimatorOptions {
   bool consider_magic_clip = true;
   bool consider_endpoints = false;
   bool multivariate = false;
-  TpeBandwidth multivariate_bandwidth = TpeBandwidth::kScott;
+  TpeBandwidth bandwidth = TpeBandwidth::kScott;  // multivariate only
   /// false: continuous kernels as Optuna 3.1.0 evaluates them (ParzenEstimator's
   /// set_optuna31_density); true: normalised (Optuna >= 3.5, optuna/optuna#5110).
   bool normalized_density = true;
@@ -172,7 +172,7 @@ void TpeDefaultWeights(size_t n, double* out);
 /// TpeDefaultWeights then prior_weight, normalised. Numeric sigmas: univariate, the larger gap
 /// to the sorted neighbours with [low, high] as end points (the outermost take their inner gap
 /// unless consider_endpoints); multivariate, 0.2 n^(-1/(D+4)) (high - low) (Scott's rule as
-/// in the BOHB paper) or, with multivariate_bandwidth kHyperopt, the univariate ones; then clipped
+/// in the BOHB paper) or, with bandwidth kHyperopt, the univariate ones; then clipped
 /// to [(high - low) / min(100, 1 + components), high - low] (the magic clip; 1e-12 from below
 /// without it); the prior gets `priors[d].sigma`. Categorical: each observation row is
 /// prior_weight/m everywhere plus 1 on its choice, normalised (m = components), the prior row

@@ -190,16 +190,25 @@ TEST(ParzenEstimatorTest, NoObservationsForceThePrior) {
   ExpectNear(LogPdf(f.pe, {1.0}), {-2.266607292503096});
 }
 
-TEST(ParzenEstimatorTest, MultivariateMatchesOptuna) {
-  // {x: FloatDistribution(-5, 5), n: IntDistribution(0, 9)} jointly: Scott's bandwidth
-  // 0.2 n^(-1/6) (high - low) for every observation.
-  const ParzenDim dims[] = {Range(-5, 5), Range(-0.5, 9.5, 1)};
-  const TpePrior priors[] = {MidPrior(dims[0]), MidPrior(dims[1])};
+// {x: FloatDistribution(-5, 5), n: IntDistribution(0, 9)}, five observations (x, n), row-major.
+struct TwoDims {
+  const ParzenDim dims[2] = {Range(-5, 5), Range(-0.5, 9.5, 1)};
+  const TpePrior priors[2] = {MidPrior(dims[0]), MidPrior(dims[1])};
   const std::vector<double> obs = {1.0, 3, -2.0, 3, 3.5, 7, 0.2, 0, 4.0, 9};
-  TpeEstimatorOptions o;
-  o.multivariate = true;
-  ParzenEstimator pe;
-  FitTpeEstimator(dims, priors, obs.data(), 5, o, &pe);
+  // A joint (multivariate) fit with these bandwidths.
+  ParzenEstimator Fit(TpeBandwidth bandwidth) const {
+    TpeEstimatorOptions o;
+    o.multivariate = true;
+    o.bandwidth = bandwidth;
+    ParzenEstimator pe;
+    FitTpeEstimator(dims, priors, obs.data(), 5, o, &pe);
+    return pe;
+  }
+};
+
+TEST(ParzenEstimatorTest, MultivariateMatchesOptuna) {
+  // Jointly: Scott's bandwidth 0.2 n^(-1/6) (high - low) for every observation.
+  const ParzenEstimator pe = TwoDims().Fit(TpeBandwidth::kScott);
   ExpectNear(pe.centers(0), {1.0, -2.0, 3.5, 0.2, 4.0, 0.0});
   ExpectNear(pe.centers(1), {3.0, 3.0, 7.0, 0.0, 9.0, 4.5});
   const double s = 1.5294489826634603;
@@ -212,19 +221,13 @@ TEST(ParzenEstimatorTest, MultivariateHyperoptBandwidthsAreTheUnivariateOnes) {
   // The same observations as MultivariateMatchesOptuna: with bandwidth kHyperopt each
   // component keeps, per dim, the sigma a univariate fit of that dim gives it; the log
   // density is the product kernel's.
-  const ParzenDim dims[] = {Range(-5, 5), Range(-0.5, 9.5, 1)};
-  const TpePrior priors[] = {MidPrior(dims[0]), MidPrior(dims[1])};
-  const std::vector<double> obs = {1.0, 3, -2.0, 3, 3.5, 7, 0.2, 0, 4.0, 9};
-  TpeEstimatorOptions o;
-  o.multivariate = true;
-  o.multivariate_bandwidth = TpeBandwidth::kHyperopt;
-  ParzenEstimator joint;
-  FitTpeEstimator(dims, priors, obs.data(), 5, o, &joint);
+  const TwoDims example;
+  const ParzenEstimator joint = example.Fit(TpeBandwidth::kHyperopt);
   for (size_t d = 0; d < 2; ++d) {
     std::vector<double> column;
-    for (size_t i = 0; i < 5; ++i) column.push_back(obs[i * 2 + d]);
+    for (size_t i = 0; i < 5; ++i) column.push_back(example.obs[i * 2 + d]);
     ParzenEstimator alone;
-    FitTpeEstimator({&dims[d], 1}, {&priors[d], 1}, column.data(), 5, {}, &alone);
+    FitTpeEstimator({&example.dims[d], 1}, {&example.priors[d], 1}, column.data(), 5, {}, &alone);
     ExpectNear(joint.sigmas(d), {alone.sigmas(0).begin(), alone.sigmas(0).end()});
   }
   // x: sorted -2, 0 (the prior), 0.2, 1, 3.5, 4 over [-5, 5]: the larger neighbour gap, the
