@@ -568,14 +568,7 @@ void TrialRunner::OnTrialExited(const std::string& trial_id, int64_t attempt, bo
   Trial* t = Find(trial_id);
   if (t == nullptr || t->attempt != attempt) return;
   if (auto it = saving_.find(t->index); it != saving_.end() && it->second.attempt == attempt) {
-    Trial released = *t;
-    released.worker_id = it->second.worker_id;
-    const bool requeue = it->second.requeue;
-    saving_.erase(it);
-    t->requested_checkpoints.clear();
-    executor_.ReleaseReusable(released);
-    if (!ok) t->error = "while saving its checkpoint: " + error;
-    if (requeue && t->status == TrialStatus::kPending) pending_.insert(t->index);
+    EndSaving(*t, ok, error, FailureKind::kError);
     CheckFinished();
     return;
   }
@@ -603,14 +596,39 @@ void TrialRunner::OnTrialExited(const std::string& trial_id, int64_t attempt, bo
   CheckFinished();
 }
 
-void TrialRunner::OnWorkerLost(const std::string& worker_id) {
-  std::vector<std::pair<std::string, int64_t>> lost_saving;
-  for (const auto& [index, saving] : saving_) {
-    if (saving.worker_id == worker_id)
-      lost_saving.emplace_back(trials_[size_t(index)].trial_id, saving.attempt);
+void TrialRunner::EndSaving(Trial& t, bool ok, const std::string& error, FailureKind kind) {
+  const auto saving = saving_.find(t.index);
+  Trial released = t;
+  released.worker_id = saving->second.worker_id;
+  const bool requeue = saving->second.requeue;
+  saving_.erase(saving);
+  const bool end_checkpoint_lost =
+      !ok && t.status == TrialStatus::kTerminated && !t.requested_checkpoints.empty();
+  t.requested_checkpoints.clear();
+  if (!ok) t.error = "while saving its checkpoint: " + error;
+  if (end_checkpoint_lost) {
+    // The trial stays TERMINATED with every result it reported; the journal says that the
+    // checkpoint its stop asked for (checkpoint_at_end) is not stored, and why.
+    NoteFailure(t, kind);
+    observer_.OnTrialStatus(t);
   }
-  for (const auto& [trial_id, attempt] : lost_saving)
-    OnTrialExited(trial_id, attempt, false, "worker lost");
+  if (kind == FailureKind::kWorkerLost) {
+    executor_.ReleaseResources(released);
+  } else {
+    executor_.ReleaseReusable(released);
+  }
+  if (requeue && t.status == TrialStatus::kPending) pending_.insert(t.index);
+}
+
+void TrialRunner::OnWorkerLost(const std::string& worker_id) {
+  std::vector<int64_t> lost_saving;
+  for (const auto& [index, saving] : saving_) {
+    if (saving.worker_id == worker_id) lost_saving.push_back(index);
+  }
+  for (int64_t index : lost_saving) {
+    EndSaving(trials_[size_t(index)], false, fmt::format("worker {} was lost", worker_id),
+              FailureKind::kWorkerLost);
+  }
   for (Trial& t : trials_) {
     if (t.status != TrialStatus::kRunning || t.worker_id != worker_id) continue;
     HandleWorkerLoss(t, fmt::format("worker {} was lost", worker_id));

@@ -250,6 +250,10 @@ class TrialRunner final : public TrialSchedulerContext {
   void HandleFailure(Trial& trial, const std::string& error);
   /// The trial's worker was lost (or never reached): requeue, or ERROR past max_worker_losses.
   void HandleWorkerLoss(Trial& trial, const std::string& why);
+  /// The attempt in saving_ (saving before it stopped) exited (ok) or failed: its resources are
+  /// returned; a TERMINATED trial whose end checkpoint was not stored gets the error in its
+  /// journaled status (failure `kind`).
+  void EndSaving(Trial& trial, bool ok, const std::string& error, FailureKind kind);
   void SetPending(Trial& trial);
   Trial& NewTrial(nlohmann::json config, std::string tag);
   /// The worker action for `decision` at the trial's current result, with checkpointing.

@@ -131,7 +131,14 @@ JournalView FoldJournal(const std::vector<json>& records, Tally& tally) {
       awaiting.erase(id);
     } else if (kind == "trial_status") {
       const std::string status = r.value("error", "").empty() ? r.value("status", "") : "error";
-      j.ended_by.emplace(attempt, r.value("failure_kind", status));
+      const std::string ended = r.value("failure_kind", status);
+      // A TERMINATED attempt whose worker died before its end checkpoint was stored gets a
+      // second status record saying so.
+      if (ended == "worker_lost") {
+        j.ended_by[attempt] = ended;
+      } else {
+        j.ended_by.emplace(attempt, ended);
+      }
       running.erase(id);
       awaiting.erase(id);
     } else if (kind == "checkpoint_deleted") {

@@ -205,6 +205,22 @@ TempDir::~TempDir() {
 
 // ---------------------------------------------------------------------------------------------
 
+namespace {
+// A restarted process's earlier log is kept beside it as <log>.1, <log>.2, ... (oldest first).
+void KeepPreviousLog(const fs::path& path) {
+  std::error_code ec;
+  if (!fs::exists(path, ec)) return;
+  for (int n = 1;; ++n) {
+    fs::path kept = path;
+    kept += "." + std::to_string(n);
+    if (!fs::exists(kept, ec)) {
+      fs::rename(path, kept, ec);
+      return;
+    }
+  }
+}
+}  // namespace
+
 std::unique_ptr<Process> Process::Spawn(const Options& o) {
   InstallFatalSignalHandlers();
   fs::create_directories(o.log_dir);
@@ -212,6 +228,8 @@ std::unique_ptr<Process> Process::Spawn(const Options& o) {
   p->name_ = o.name;
   p->stdout_path_ = o.log_dir / (o.name + ".stdout");
   p->stderr_path_ = o.log_dir / (o.name + ".stderr");
+  KeepPreviousLog(p->stdout_path_);
+  KeepPreviousLog(p->stderr_path_);
 
   std::vector<std::string> argv_storage;
   argv_storage.push_back(o.binary.string());

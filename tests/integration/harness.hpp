@@ -65,7 +65,8 @@ class TempDir {
   fs::path path_;
 };
 
-/// One child process. stdout and stderr go to <log_dir>/<name>.stdout and .stderr.
+/// One child process. stdout and stderr go to <log_dir>/<name>.stdout and .stderr (a restart
+/// keeps the earlier ones as <name>.stdout.1, .2, ...).
 class Process {
  public:
   struct Options {

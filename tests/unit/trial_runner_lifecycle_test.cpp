@@ -276,6 +276,32 @@ TEST_F(TrialLifecycleTest, CheckpointAtEndMakesAStoppedTrialCheckpointBeforeItSt
   EXPECT_EQ(T(0).checkpoints.back().training_iteration, 2);
   ExpectEachGrantReleasedOnce();
 }
+TEST_F(TrialLifecycleTest, AWorkerLostBeforeTheEndCheckpointIsStoredIsJournaledOnTheTrial) {
+  // checkpoint_and_stop at iteration 2, then the worker dies before the upload: the trial stays
+  // TERMINATED with its results, and a second status record (failure kind worker_lost) says its
+  // end checkpoint is not stored; the allocation is released once, the experiment ends.
+  RunnerOptions o;
+  o.checkpoint_at_end = true;
+  o.stop = {{"training_iteration", 2}};
+  Start(o, 1);
+  Run(0, "w1");
+  ASSERT_TRUE(Report(0, 1).ok());
+  ASSERT_TRUE(Report(0, 2).ok());
+  ASSERT_EQ(LastAction(), "checkpoint_and_stop");
+  ASSERT_EQ(obs_.statuses.size(), 1u);
+  runner_->OnWorkerLost("w1");
+  ASSERT_EQ(obs_.statuses.size(), 2u);
+  const Trial& journaled = obs_.statuses.back();
+  EXPECT_EQ(journaled.status, TrialStatus::kTerminated);
+  EXPECT_EQ(journaled.error, "while saving its checkpoint: worker w1 was lost");
+  ASSERT_EQ(journaled.failures.size(), 1u);
+  EXPECT_EQ(journaled.failures[0].kind, FailureKind::kWorkerLost);
+  EXPECT_EQ(T(0).num_results, 2);
+  EXPECT_TRUE(T(0).checkpoints.empty());
+  EXPECT_FALSE(runner_->AttemptMayRun(Id(0), 1, "w1"));
+  EXPECT_TRUE(runner_->IsFinished());
+  ExpectEachGrantReleasedOnce();
+}
 
 TEST_F(TrialLifecycleTest, AnAttemptSavingItsLastCheckpointMayRunOnUntilItExits) {
   // A worker registering (after a scheduler restart) with an attempt answered checkpoint_and_stop
