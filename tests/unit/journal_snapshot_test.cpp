@@ -149,6 +149,36 @@ TEST(JournalSnapshotTest, ReplayRebuildsTheCheckpointsAskedAndNotYetStored) {
   EXPECT_TRUE(ReplayAll(records).trials[0].requested_checkpoints.empty());
 }
 
+TEST(JournalSnapshotTest, ReplayClosesAnEndCheckpointRequestTheTrialStatusSaysWasLost) {
+  // checkpoint_and_stop at iteration 2: TERMINATED with the end checkpoint asked (a successor
+  // accepts its upload); a second TERMINATED record with an error and failure_kind worker_lost
+  // says it will not come: the request is closed and the failure kept, as the runner has it.
+  std::vector<json> records;
+  records.push_back(ExperimentSubmitted("abcde", "name: end\n", "/tmp", "end.yaml", 1, 1.0));
+  Trial t;
+  t.trial_id = "abcde_00000";
+  records.push_back(TrialAdded(t));
+  t.attempt = 1;
+  t.worker_id = "w1";
+  records.push_back(TrialStarted(t));
+  t.last_seq = t.training_iteration = 2;
+  t.requested_checkpoints.push_back({"", 2, 2.0, std::nullopt, 0});
+  records.push_back(ResultRecord(t, {{"training_iteration", 2}}, Action::kCheckpointAndStop));
+  t.status = TrialStatus::kTerminated;
+  records.push_back(TrialStatusRecord(t));
+  EXPECT_EQ(ReplayAll(records).trials[0].requested_checkpoints.size(), 1u);
+
+  t.error = "while saving its checkpoint: worker w1 was lost";
+  t.failures.push_back({1, t.error, TrialStatus::kTerminated, FailureKind::kWorkerLost});
+  records.push_back(TrialStatusRecord(t));
+  const ReplayedExperiment s = ReplayAll(records);
+  EXPECT_EQ(s.trials[0].status, TrialStatus::kTerminated);
+  EXPECT_TRUE(s.trials[0].requested_checkpoints.empty());
+  ASSERT_EQ(s.trials[0].failures.size(), 1u);
+  EXPECT_EQ(s.trials[0].failures[0].kind, FailureKind::kWorkerLost);
+  EXPECT_EQ(s.trials[0].error, t.error);
+}
+
 TEST(JournalSnapshotTest, DamagedSnapshotIsCorruptionNotACrash) {
   // Truncated bytes, garbage, and a snapshot of another version are refused with Corruption.
   const std::string good = EncodeSnapshot(ReplayAll(MakeJournal()));
