@@ -135,9 +135,6 @@ Status JournalReplayer::ApplyTrialRecord(const std::string& kind, const json& r,
       t.worker_id.clear();
       t.gpu_ids.clear();
     }
-    // TERMINATED with an error: the end checkpoint it was stopped with will not come
-    // (TrialRunner::EndSaving), its request is closed.
-    if (t.status == TrialStatus::kTerminated && !t.error.empty()) t.requested_checkpoints.clear();
   } else if (kind == "checkpoint_saved") {
     CheckpointRef saved = r.get<CheckpointRef>();
     std::erase_if(t.requested_checkpoints, [&](const CheckpointRef& c) {

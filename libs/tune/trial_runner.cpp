@@ -604,13 +604,16 @@ void TrialRunner::EndSaving(Trial& t, bool ok, const std::string& error, Failure
   saving_.erase(saving);
   const bool end_checkpoint_lost =
       !ok && t.status == TrialStatus::kTerminated && !t.requested_checkpoints.empty();
-  t.requested_checkpoints.clear();
   if (!ok) t.error = "while saving its checkpoint: " + error;
   if (end_checkpoint_lost) {
     // The trial stays TERMINATED with every result it reported; the journal says that the
-    // checkpoint its stop asked for (checkpoint_at_end) is not stored, and why.
+    // checkpoint its stop asked for (checkpoint_at_end) is not stored, and why. The request
+    // stays open: the checkpoint is still taken if it turns up (a frozen worker that comes
+    // back; an upload the store committed, adopted at a takeover).
     NoteFailure(t, kind);
     observer_.OnTrialStatus(t);
+  } else {
+    t.requested_checkpoints.clear();
   }
   if (kind == FailureKind::kWorkerLost) {
     executor_.ReleaseResources(released);

@@ -149,10 +149,11 @@ TEST(JournalSnapshotTest, ReplayRebuildsTheCheckpointsAskedAndNotYetStored) {
   EXPECT_TRUE(ReplayAll(records).trials[0].requested_checkpoints.empty());
 }
 
-TEST(JournalSnapshotTest, ReplayClosesAnEndCheckpointRequestTheTrialStatusSaysWasLost) {
+TEST(JournalSnapshotTest, ReplayKeepsALostEndCheckpointOnTheTrialAndItsRequestOpen) {
   // checkpoint_and_stop at iteration 2: TERMINATED with the end checkpoint asked (a successor
   // accepts its upload); a second TERMINATED record with an error and failure_kind worker_lost
-  // says it will not come: the request is closed and the failure kept, as the runner has it.
+  // says its worker died first: the failure is kept and the request stays open (a successor
+  // adopts the checkpoint if the store has it), as the runner has them.
   std::vector<json> records;
   records.push_back(ExperimentSubmitted("abcde", "name: end\n", "/tmp", "end.yaml", 1, 1.0));
   Trial t;
@@ -173,7 +174,7 @@ TEST(JournalSnapshotTest, ReplayClosesAnEndCheckpointRequestTheTrialStatusSaysWa
   records.push_back(TrialStatusRecord(t));
   const ReplayedExperiment s = ReplayAll(records);
   EXPECT_EQ(s.trials[0].status, TrialStatus::kTerminated);
-  EXPECT_TRUE(s.trials[0].requested_checkpoints.empty());
+  EXPECT_EQ(s.trials[0].requested_checkpoints.size(), 1u);
   ASSERT_EQ(s.trials[0].failures.size(), 1u);
   EXPECT_EQ(s.trials[0].failures[0].kind, FailureKind::kWorkerLost);
   EXPECT_EQ(s.trials[0].error, t.error);

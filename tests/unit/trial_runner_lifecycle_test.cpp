@@ -279,7 +279,8 @@ TEST_F(TrialLifecycleTest, CheckpointAtEndMakesAStoppedTrialCheckpointBeforeItSt
 TEST_F(TrialLifecycleTest, AWorkerLostBeforeTheEndCheckpointIsStoredIsJournaledOnTheTrial) {
   // checkpoint_and_stop at iteration 2, then the worker dies before the upload: the trial stays
   // TERMINATED with its results, and a second status record (failure kind worker_lost) says its
-  // end checkpoint is not stored; the allocation is released once, the experiment ends.
+  // end checkpoint is not stored; the allocation is released once, the experiment ends. The
+  // request stays open: the worker, frozen rather than dead, may still store it.
   RunnerOptions o;
   o.checkpoint_at_end = true;
   o.stop = {{"training_iteration", 2}};
@@ -298,9 +299,10 @@ TEST_F(TrialLifecycleTest, AWorkerLostBeforeTheEndCheckpointIsStoredIsJournaledO
   EXPECT_EQ(journaled.failures[0].kind, FailureKind::kWorkerLost);
   EXPECT_EQ(T(0).num_results, 2);
   EXPECT_TRUE(T(0).checkpoints.empty());
-  EXPECT_FALSE(runner_->AttemptMayRun(Id(0), 1, "w1"));
   EXPECT_TRUE(runner_->IsFinished());
   ExpectEachGrantReleasedOnce();
+  EXPECT_TRUE(runner_->AttemptMayRun(Id(0), 1, "w1"));
+  EXPECT_EQ(T(0).requested_checkpoints.size(), 1u);
 }
 
 TEST_F(TrialLifecycleTest, AnAttemptSavingItsLastCheckpointMayRunOnUntilItExits) {
