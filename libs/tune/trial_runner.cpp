@@ -623,15 +623,21 @@ void TrialRunner::EndSaving(Trial& t, bool ok, const std::string& error, Failure
   if (requeue && t.status == TrialStatus::kPending) pending_.insert(t.index);
 }
 
-void TrialRunner::OnWorkerLost(const std::string& worker_id) {
-  std::vector<int64_t> lost_saving;
+void TrialRunner::EndSavingGoneFrom(const std::string& worker_id,
+                                    const std::set<std::string>& still_running,
+                                    const std::string& why) {
+  std::vector<int64_t> gone;
   for (const auto& [index, saving] : saving_) {
-    if (saving.worker_id == worker_id) lost_saving.push_back(index);
+    if (saving.worker_id == worker_id && !still_running.contains(trials_[size_t(index)].trial_id))
+      gone.push_back(index);
   }
-  for (int64_t index : lost_saving) {
-    EndSaving(trials_[size_t(index)], false, fmt::format("worker {} was lost", worker_id),
-              FailureKind::kWorkerLost);
-  }
+  for (int64_t index : gone)
+    EndSaving(trials_[size_t(index)], false, why, FailureKind::kWorkerLost);
+  CheckFinished();
+}
+
+void TrialRunner::OnWorkerLost(const std::string& worker_id) {
+  EndSavingGoneFrom(worker_id, {}, fmt::format("worker {} was lost", worker_id));
   for (Trial& t : trials_) {
     if (t.status != TrialStatus::kRunning || t.worker_id != worker_id) continue;
     HandleWorkerLoss(t, fmt::format("worker {} was lost", worker_id));

@@ -158,6 +158,12 @@ class TrialRunner final : public TrialSchedulerContext {
   /// returned and it requeues from its newest checkpoint (a worker loss: counted in
   /// num_worker_losses, not num_failures; ERROR past max_worker_losses).
   void RequeueLost(const std::string& trial_id, const std::string& why);
+  /// `worker_id` no longer runs its attempts that are saving before they stop, except those of
+  /// `still_running` (trial ids): it restarted without them. Each ends as in OnWorkerLost: a
+  /// TERMINATED trial's end checkpoint is journaled as not stored (failure kind worker_lost,
+  /// error "while saving its checkpoint: " + `why`).
+  void EndSavingGoneFrom(const std::string& worker_id, const std::set<std::string>& still_running,
+                         const std::string& why);
 
   // ---- control ----------------------------------------------------------------------------
   /// Stops one trial (PENDING, RUNNING or PAUSED -> TERMINATED; Ray Tune's stop_trial: the

@@ -46,17 +46,20 @@ Status Scheduler::HandleRegisterWorker(bus::Incoming& in, const proto::Decoded& 
   // Trials the worker runs that are not a current RUNNING attempt here must be killed.
   Experiment* e = Current();
   worker_registry_.Register(peer);
-  std::set<std::string> reported;
+  std::set<std::string> reported, may_run;
   for (const auto& r : msg->running) {
     if (e == nullptr || !e->runner().AttemptMayRun(r.trial_id, r.attempt, peer)) {
       ack.stale_trials.push_back(r.trial_id);
       continue;
     }
     // One still saving the checkpoint its decision asked for goes on to store it and exit.
+    may_run.insert(r.trial_id);
     if (e->runner().FindTrial(r.trial_id)->status == TrialStatus::kRunning)
       reported.insert(r.trial_id);
   }
   if (e != nullptr) {
+    // One that was saving here and is not reported died with the worker's previous process.
+    e->runner().EndSavingGoneFrom(peer, may_run, fmt::format("worker {} restarted", peer));
     // A trial this scheduler runs on `peer` that the worker does not report is gone (the worker
     // restarted, or the scheduler resumed from its journal): requeue it, not as a failure.
     // Reported ones are reattached.

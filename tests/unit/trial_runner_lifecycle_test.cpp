@@ -305,6 +305,33 @@ TEST_F(TrialLifecycleTest, AWorkerLostBeforeTheEndCheckpointIsStoredIsJournaledO
   EXPECT_EQ(T(0).requested_checkpoints.size(), 1u);
 }
 
+TEST_F(TrialLifecycleTest, AWorkerThatRestartedWithoutASavingAttemptEndsItAsLost) {
+  // The worker comes back (a restart within the liveness window, so never declared lost) and
+  // registers without the attempt saving trial 0's end checkpoint: it ends as a worker loss;
+  // trial 1's, which it still reports, saves on.
+  RunnerOptions o;
+  o.checkpoint_at_end = true;
+  o.stop = {{"training_iteration", 1}};
+  Start(o, 2);
+  runner_->Step();
+  Grant("w1");
+  Grant("w1");
+  ASSERT_TRUE(Report(0, 1).ok());
+  ASSERT_TRUE(Report(1, 1).ok());
+  const size_t statuses = obs_.statuses.size();
+  runner_->EndSavingGoneFrom("w1", {Id(1)}, "worker w1 restarted");
+  ASSERT_EQ(obs_.statuses.size(), statuses + 1);
+  EXPECT_EQ(obs_.statuses.back().trial_id, Id(0));
+  EXPECT_EQ(obs_.statuses.back().error, "while saving its checkpoint: worker w1 restarted");
+  EXPECT_EQ(obs_.statuses.back().failures.back().kind, FailureKind::kWorkerLost);
+  EXPECT_FALSE(runner_->IsFinished());  // trial 1 still saving
+  ASSERT_TRUE(Saved(1, 1).ok());
+  runner_->OnTrialExited(Id(1), 1, true, "");
+  EXPECT_TRUE(runner_->IsFinished());
+  EXPECT_TRUE(T(1).error.empty());
+  ExpectEachGrantReleasedOnce();
+}
+
 TEST_F(TrialLifecycleTest, AnAttemptSavingItsLastCheckpointMayRunOnUntilItExits) {
   // A worker registering (after a scheduler restart) with an attempt answered checkpoint_and_stop
   // keeps it running to store the checkpoint, whether the decision is this runner's (saving) or
