@@ -148,4 +148,12 @@ struct Trial {
 /// live and in replay, so both build the same history.
 void NoteFailure(Trial& trial, FailureKind kind = FailureKind::kError);
 
+/// True while a TERMINATED trial's attempt stores the end checkpoint its stop asked for
+/// (checkpoint_at_end): the request is open and no error says it was lost. The attempt keeps
+/// its worker and allocation until it exits.
+inline bool StoresEndCheckpoint(const Trial& t) {
+  return t.status == TrialStatus::kTerminated && t.error.empty() &&
+         !t.requested_checkpoints.empty();
+}
+
 }  // namespace tunebus

@@ -131,7 +131,8 @@ Status JournalReplayer::ApplyTrialRecord(const std::string& kind, const json& r,
     VisitTrialStatusFields(t, fields::JsonReader{r});
     NoteFailure(t, r.value("failure_kind", "") == "worker_lost" ? FailureKind::kWorkerLost
                                                                 : FailureKind::kError);
-    if (t.status != TrialStatus::kRunning) {
+    // A successor must know where an attempt still storing its end checkpoint runs.
+    if (t.status != TrialStatus::kRunning && !StoresEndCheckpoint(t)) {
       t.worker_id.clear();
       t.gpu_ids.clear();
     }
@@ -142,6 +143,7 @@ Status JournalReplayer::ApplyTrialRecord(const std::string& kind, const json& r,
     });
     t.checkpoints.push_back(std::move(saved));
     t.newest_checkpoint_has_config = true;
+    if (t.status != TrialStatus::kRunning && !StoresEndCheckpoint(t)) t.worker_id.clear();
   } else if (kind == "checkpoint_deleted") {
     const std::string id = r.at("checkpoint_id").get<std::string>();
     std::erase_if(t.checkpoints, [&](const CheckpointRef& c) { return c.checkpoint_id == id; });

@@ -272,9 +272,14 @@ Status TrialRunner::OnResult(const std::string& trial_id, int64_t attempt, int64
   Trial* t = Find(trial_id);
   if (t == nullptr) return Status::NotFound(fmt::format("result for unknown trial {}", trial_id));
   if (attempt == t->attempt && seq == t->last_seq && seq > 0) {
-    // Seen before (resent after a reconnect): its decision may have been lost, answer again.
-    if (auto a = last_action_.find(t->index); a != last_action_.end())
-      executor_.SendDecision(*t, seq, a->second);
+    // Seen before (resent after a reconnect): its decision may have been lost, answer again
+    // (a TERMINATED trial's attempt still saving is reached through saving_).
+    if (auto a = last_action_.find(t->index); a != last_action_.end()) {
+      Trial to = *t;
+      if (auto s = saving_.find(t->index); s != saving_.end() && s->second.attempt == attempt)
+        to.worker_id = s->second.worker_id;
+      executor_.SendDecision(to, seq, a->second);
+    }
     return Status::FailedPrecondition(
         fmt::format("duplicate result {} of {} attempt {}", seq, trial_id, attempt));
   }
@@ -431,12 +436,15 @@ Status TrialRunner::Restore(std::vector<Trial> trials, const nlohmann::json& sea
   index_.clear();
   pending_.clear();
   pausing_.clear();
+  saving_.clear();
   running_ = 0;
   start_s_ = start_s;
   for (Trial& t : trials_) {
     index_[t.trial_id] = size_t(t.index);
     if (t.status == TrialStatus::kPending) pending_.insert(t.index);
     if (t.status == TrialStatus::kRunning) ++running_;
+    if (StoresEndCheckpoint(t) && !t.worker_id.empty()) saving_[t.index] = {t.attempt, t.worker_id};
+    if (t.status != TrialStatus::kRunning) t.worker_id.clear();
     if (auto a = last_actions.find(t.trial_id); a != last_actions.end()) {
       last_action_[t.index] = a->second;
       // Answered "pause" and not yet exited when the journal ends: still saving. Only a result
@@ -634,6 +642,23 @@ void TrialRunner::EndSavingGoneFrom(const std::string& worker_id,
   for (int64_t index : gone)
     EndSaving(trials_[size_t(index)], false, why, FailureKind::kWorkerLost);
   CheckFinished();
+}
+
+bool TrialRunner::EndSavingLost(const std::string& trial_id, const std::string& why) {
+  Trial* t = Find(trial_id);
+  if (t == nullptr || !saving_.contains(t->index)) return false;
+  EndSaving(*t, false, why, FailureKind::kWorkerLost);
+  CheckFinished();
+  return true;
+}
+
+bool TrialRunner::HoldsAllocation(const std::string& trial_id, int64_t attempt,
+                                  const std::string& worker_id) const {
+  const Trial* t = FindTrial(trial_id);
+  if (t == nullptr || t->attempt != attempt) return false;
+  if (t->status == TrialStatus::kRunning) return t->worker_id == worker_id;
+  auto it = saving_.find(t->index);
+  return it != saving_.end() && it->second.attempt == attempt && it->second.worker_id == worker_id;
 }
 
 void TrialRunner::OnWorkerLost(const std::string& worker_id) {

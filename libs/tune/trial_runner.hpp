@@ -164,6 +164,14 @@ class TrialRunner final : public TrialSchedulerContext {
   /// error "while saving its checkpoint: " + `why`).
   void EndSavingGoneFrom(const std::string& worker_id, const std::set<std::string>& still_running,
                          const std::string& why);
+  /// The same for one trial's saving attempt (no worker reported it after a restart). False if
+  /// the trial has none.
+  bool EndSavingLost(const std::string& trial_id, const std::string& why);
+  /// True if (trial_id, attempt) on `worker_id` still owns its allocation: the trial's RUNNING
+  /// attempt there, or an attempt saving before it stops (also one Restore found storing its
+  /// end checkpoint, see StoresEndCheckpoint).
+  bool HoldsAllocation(const std::string& trial_id, int64_t attempt,
+                       const std::string& worker_id) const;
 
   // ---- control ----------------------------------------------------------------------------
   /// Stops one trial (PENDING, RUNNING or PAUSED -> TERMINATED; Ray Tune's stop_trial: the

@@ -202,7 +202,8 @@ Status Experiment::Resume(JournalReader& reader, const std::string& journal_name
     last_snapshot_id_ = journal::SnapshotId(journal_name, replayed.snapshot_records);
   journal_->set_store_seq(store_last_seq);
   for (const Trial& t : replayed.trials) {
-    if (t.status == TrialStatus::kRunning) awaiting_reattach_.insert(t.trial_id);
+    if (t.status == TrialStatus::kRunning || (StoresEndCheckpoint(t) && !t.worker_id.empty()))
+      awaiting_reattach_.insert(t.trial_id);
   }
   const size_t trials = replayed.trials.size();
   if (Status s = runner_->Restore(std::move(replayed.trials), replayed.searcher_state,

@@ -32,10 +32,7 @@ void Experiment::ReconcileAllocations() {
         if (held.rfind(prefix, 0) != 0 || slash == std::string::npos) continue;
         const std::string trial_id = held.substr(0, slash);
         const int64_t attempt = std::strtoll(held.c_str() + slash + 1, nullptr, 10);
-        const Trial* t = runner_->FindTrial(trial_id);
-        const bool owned = t && t->status == TrialStatus::kRunning && t->attempt == attempt &&
-                           t->worker_id == node.worker_id;
-        if (owned) continue;
+        if (runner_->HoldsAllocation(trial_id, attempt, node.worker_id)) continue;
         spdlog::info("Releasing {} on {}: no running attempt owns it after the restart", held,
                      node.worker_id);
         proto::Release release;
@@ -119,6 +116,13 @@ void Experiment::AdoptStoredCheckpoints() {
 void Experiment::RequeueUnattached() {
   for (const std::string& trial_id : awaiting_reattach_) {
     const Trial* t = runner_->FindTrial(trial_id);
+    if (t != nullptr && t->status == TrialStatus::kTerminated) {
+      if (runner_->EndSavingLost(trial_id,
+                                 "not reported by its worker after the scheduler restarted")) {
+        spdlog::warn("Trial {} was storing its end checkpoint; no worker reported it", trial_id);
+      }
+      continue;
+    }
     if (t == nullptr || t->status != TrialStatus::kRunning) continue;
     spdlog::warn(
         "Trial {} was running on {} but no worker reported it after the restart; requeueing it",

@@ -79,7 +79,7 @@ Status Scheduler::HandleRegisterWorker(bus::Incoming& in, const proto::Decoded& 
       spdlog::warn("Worker {} registered without trial {}; requeueing it", peer, trial_id);
       e->runner().RequeueLost(trial_id, fmt::format("worker {} no longer runs it", peer));
     }
-    for (const std::string& trial_id : reported) e->OnReattached(trial_id);
+    for (const std::string& trial_id : may_run) e->OnReattached(trial_id);
     for (const std::string& trial_id : lost) e->OnReattached(trial_id);
   }
   spdlog::info("Worker {} ({}) connected, running {} trial(s)", peer, msg->hostname,

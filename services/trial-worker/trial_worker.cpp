@@ -288,8 +288,9 @@ void TrialWorker::SendRegisterWorker() {
   proto::RegisterWorker m;
   m.worker_id = options_.worker_id;
   m.hostname = hostname_;
+  // An exited attempt whose checkpoint upload goes on (its exit report waits) still counts.
   for (const auto& [key, run] : runs_) {
-    if (run->phase != TrialRun::Phase::kExited && !run->silent)
+    if ((run->phase != TrialRun::Phase::kExited || run->exit_deferred) && !run->silent)
       m.running.push_back({key.first, key.second});
   }
   SendToScheduler(m);

@@ -149,11 +149,12 @@ TEST(JournalSnapshotTest, ReplayRebuildsTheCheckpointsAskedAndNotYetStored) {
   EXPECT_TRUE(ReplayAll(records).trials[0].requested_checkpoints.empty());
 }
 
-TEST(JournalSnapshotTest, ReplayKeepsALostEndCheckpointOnTheTrialAndItsRequestOpen) {
-  // checkpoint_and_stop at iteration 2: TERMINATED with the end checkpoint asked (a successor
-  // accepts its upload); a second TERMINATED record with an error and failure_kind worker_lost
-  // says its worker died first: the failure is kept and the request stays open (a successor
-  // adopts the checkpoint if the store has it), as the runner has them.
+TEST(JournalSnapshotTest, ReplayKeepsAnEndCheckpointRequestAndItsWorkerUntilStoredOrLost) {
+  // checkpoint_and_stop at iteration 2: TERMINATED with the end checkpoint asked and the
+  // attempt's worker kept (a successor waits for the upload there). A second TERMINATED record
+  // with an error and failure_kind worker_lost says its worker died first: the failure is kept,
+  // the worker dropped, the request stays open (a successor adopts the checkpoint if the store
+  // has it). A checkpoint_saved instead closes the request and drops the worker.
   std::vector<json> records;
   records.push_back(ExperimentSubmitted("abcde", "name: end\n", "/tmp", "end.yaml", 1, 1.0));
   Trial t;
@@ -167,7 +168,14 @@ TEST(JournalSnapshotTest, ReplayKeepsALostEndCheckpointOnTheTrialAndItsRequestOp
   records.push_back(ResultRecord(t, {{"training_iteration", 2}}, Action::kCheckpointAndStop));
   t.status = TrialStatus::kTerminated;
   records.push_back(TrialStatusRecord(t));
-  EXPECT_EQ(ReplayAll(records).trials[0].requested_checkpoints.size(), 1u);
+  const ReplayedExperiment saving = ReplayAll(records);
+  EXPECT_EQ(saving.trials[0].requested_checkpoints.size(), 1u);
+  EXPECT_EQ(saving.trials[0].worker_id, "w1");
+  EXPECT_TRUE(StoresEndCheckpoint(saving.trials[0]));
+  std::vector<json> stored = records;
+  stored.push_back(CheckpointSavedRecord(t, {"end-abcde/abcde_00000/00000002-a1", 2, 2.0, {}, 10}));
+  EXPECT_TRUE(ReplayAll(stored).trials[0].worker_id.empty());
+  EXPECT_TRUE(ReplayAll(stored).trials[0].requested_checkpoints.empty());
 
   t.error = "while saving its checkpoint: worker w1 was lost";
   t.failures.push_back({1, t.error, TrialStatus::kTerminated, FailureKind::kWorkerLost});
@@ -175,6 +183,8 @@ TEST(JournalSnapshotTest, ReplayKeepsALostEndCheckpointOnTheTrialAndItsRequestOp
   const ReplayedExperiment s = ReplayAll(records);
   EXPECT_EQ(s.trials[0].status, TrialStatus::kTerminated);
   EXPECT_EQ(s.trials[0].requested_checkpoints.size(), 1u);
+  EXPECT_TRUE(s.trials[0].worker_id.empty());
+  EXPECT_FALSE(StoresEndCheckpoint(s.trials[0]));
   ASSERT_EQ(s.trials[0].failures.size(), 1u);
   EXPECT_EQ(s.trials[0].failures[0].kind, FailureKind::kWorkerLost);
   EXPECT_EQ(s.trials[0].error, t.error);

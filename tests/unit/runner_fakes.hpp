@@ -37,6 +37,7 @@ struct DecisionCall {
   int64_t attempt = 0;
   int64_t seq = 0;
   std::string action;
+  std::string worker_id;  // where it goes
 };
 
 // Records every executor call into `log` (shared with the observer) and keeps the placement
@@ -58,7 +59,7 @@ class FakeExecutor final : public TrialExecutor {
     log_.push_back("exec:launch " + KeyOf(trial.trial_id, trial.attempt));
   }
   void SendDecision(const Trial& trial, int64_t seq, Action action) override {
-    decisions.push_back({trial.trial_id, trial.attempt, seq, ActionName(action)});
+    decisions.push_back({trial.trial_id, trial.attempt, seq, ActionName(action), trial.worker_id});
     log_.push_back("exec:decision " + KeyOf(trial.trial_id, trial.attempt) + " " +
                    ActionName(action));
   }

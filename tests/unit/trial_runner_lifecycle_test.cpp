@@ -332,6 +332,35 @@ TEST_F(TrialLifecycleTest, AWorkerThatRestartedWithoutASavingAttemptEndsItAsLost
   ExpectEachGrantReleasedOnce();
 }
 
+TEST_F(TrialLifecycleTest, ATakeoverWaitsForAnEndCheckpointStillBeingStored) {
+  // The journal ends with trial 0 TERMINATED by checkpoint_and_stop on w1, its request open
+  // (replay keeps that attempt's worker): the successor keeps the allocation, answers the
+  // resent result again to w1, and ends the experiment once the attempt has exited.
+  RunnerOptions o;
+  o.checkpoint_at_end = true;
+  o.stop = {{"training_iteration", 1}};
+  Start(o, 1);
+  Run(0, "w1");
+  ASSERT_TRUE(Report(0, 1).ok());
+  std::vector<Trial> trials{T(0)};
+  trials[0].worker_id = "w1";
+  ASSERT_TRUE(StoresEndCheckpoint(trials[0]));
+  ASSERT_TRUE(runner_->Restore(trials, nullptr, {{Id(0), Action::kCheckpointAndStop}}, now_).ok());
+  EXPECT_TRUE(T(0).worker_id.empty());
+  EXPECT_TRUE(runner_->HoldsAllocation(Id(0), 1, "w1"));
+  EXPECT_FALSE(runner_->HoldsAllocation(Id(0), 1, "w2"));
+  EXPECT_FALSE(Report(0, 1).ok());  // resent after the restart: a duplicate, answered again
+  EXPECT_EQ(exec_.decisions.back().action, "checkpoint_and_stop");
+  EXPECT_EQ(exec_.decisions.back().worker_id, "w1");
+  runner_->Step();
+  EXPECT_FALSE(runner_->IsFinished());
+  ASSERT_TRUE(Saved(0, 1).ok());
+  runner_->OnTrialExited(Id(0), 1, true, "");
+  EXPECT_TRUE(runner_->IsFinished());
+  EXPECT_TRUE(T(0).error.empty());
+  ExpectEachGrantReleasedOnce();
+}
+
 TEST_F(TrialLifecycleTest, AnAttemptSavingItsLastCheckpointMayRunOnUntilItExits) {
   // A worker registering (after a scheduler restart) with an attempt answered checkpoint_and_stop
   // keeps it running to store the checkpoint, whether the decision is this runner's (saving) or
