@@ -110,16 +110,19 @@ void CheckpointTransfer::SendChunk(Job& job, bool last) {
   job.bytes += int64_t(job.buffer.size());
   job.buffer.clear();
   const uint64_t id = job.id;
-  store_.Request(put, [this, id, last](Result<proto::Decoded> reply) {
-    Job* j = FindJob(id);
-    if (j == nullptr) return;
-    auto ack = reply.ok() ? reply->As<proto::CheckpointPutAck>()
-                          : Result<proto::CheckpointPutAck>(reply.status());
-    if (!ack.ok()) return Finish(id, ack.status());
-    if (last) return Finish(id, Status::Ok());
-    j->polled = true;
-    loop_.AddFd(j->fd, [this, id] { OnUploadReadable(id); });
-  });
+  store_.Request(
+      put,
+      [this, id, last](Result<proto::Decoded> reply) {
+        Job* j = FindJob(id);
+        if (j == nullptr) return;
+        auto ack = reply.ok() ? reply->As<proto::CheckpointPutAck>()
+                              : Result<proto::CheckpointPutAck>(reply.status());
+        if (!ack.ok()) return Finish(id, ack.status());
+        if (last) return Finish(id, Status::Ok());
+        j->polled = true;
+        loop_.AddFd(j->fd, [this, id] { OnUploadReadable(id); });
+      },
+      kPutTimeout);
 }
 
 void CheckpointTransfer::Download(const std::string& checkpoint_id, const std::string& dir,

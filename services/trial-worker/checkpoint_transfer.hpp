@@ -23,8 +23,14 @@ namespace tunebus {
 class CheckpointTransfer {
  public:
   /// Called once per transfer with the bytes moved (the tar stream's size), or the error:
-  /// Unavailable (store unreachable / timed out), IoError (tar failed), or the store's error.
+  /// Unavailable (store unreachable, or a chunk unanswered for kPutTimeout), IoError (tar
+  /// failed), or the store's error.
   using Done = std::function<void(Result<int64_t> bytes)>;
+
+  /// How long a stored chunk may go unanswered: a synced write of one 4 MiB chunk takes
+  /// milliseconds, so an unanswered one went to a store that died, and the caller's retry reaches
+  /// its successor that much sooner than after the request client's default 10 s.
+  static constexpr bus::Duration kPutTimeout{3000};
 
   CheckpointTransfer(bus::EventLoop& loop, bus::RequestClient& store);
   ~CheckpointTransfer();  // kills and reaps unfinished tar processes; their Done is not called
