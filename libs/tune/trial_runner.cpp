@@ -443,8 +443,11 @@ Status TrialRunner::Restore(std::vector<Trial> trials, const nlohmann::json& sea
     index_[t.trial_id] = size_t(t.index);
     if (t.status == TrialStatus::kPending) pending_.insert(t.index);
     if (t.status == TrialStatus::kRunning) ++running_;
-    if (StoresEndCheckpoint(t) && !t.worker_id.empty()) saving_[t.index] = {t.attempt, t.worker_id};
-    if (t.status != TrialStatus::kRunning) t.worker_id.clear();
+    if (StoresEndCheckpoint(t) && !t.worker_id.empty()) {
+      saving_[t.index] = {t.attempt, t.worker_id};
+    } else if (t.status != TrialStatus::kRunning) {
+      t.worker_id.clear();
+    }
     if (auto a = last_actions.find(t.trial_id); a != last_actions.end()) {
       last_action_[t.index] = a->second;
       // Answered "pause" and not yet exited when the journal ends: still saving. Only a result
@@ -553,8 +556,12 @@ void TrialRunner::LeaveRunning(Trial& t, TrialStatus to, const std::string& erro
   } else {
     executor_.ReleaseReusable(t);
   }
-  t.worker_id.clear();
-  t.gpu_ids.clear();
+  // A TERMINATED trial storing its end checkpoint keeps its worker until the attempt exits, as
+  // replay has it (StoresEndCheckpoint): snapshots carry it to a successor.
+  if (!(saving && to == TrialStatus::kTerminated)) {
+    t.worker_id.clear();
+    t.gpu_ids.clear();
+  }
 }
 
 void TrialRunner::SetPending(Trial& t) { pending_.insert(t.index); }
@@ -627,6 +634,10 @@ void TrialRunner::EndSaving(Trial& t, bool ok, const std::string& error, Failure
     executor_.ReleaseResources(released);
   } else {
     executor_.ReleaseReusable(released);
+  }
+  if (t.status != TrialStatus::kRunning) {
+    t.worker_id.clear();
+    t.gpu_ids.clear();
   }
   if (requeue && t.status == TrialStatus::kPending) pending_.insert(t.index);
 }

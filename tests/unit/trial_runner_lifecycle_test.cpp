@@ -342,11 +342,10 @@ TEST_F(TrialLifecycleTest, ATakeoverWaitsForAnEndCheckpointStillBeingStored) {
   Start(o, 1);
   Run(0, "w1");
   ASSERT_TRUE(Report(0, 1).ok());
+  EXPECT_EQ(T(0).worker_id, "w1");  // kept while it stores the end checkpoint, as replay has it
   std::vector<Trial> trials{T(0)};
-  trials[0].worker_id = "w1";
   ASSERT_TRUE(StoresEndCheckpoint(trials[0]));
   ASSERT_TRUE(runner_->Restore(trials, nullptr, {{Id(0), Action::kCheckpointAndStop}}, now_).ok());
-  EXPECT_TRUE(T(0).worker_id.empty());
   EXPECT_TRUE(runner_->HoldsAllocation(Id(0), 1, "w1"));
   EXPECT_FALSE(runner_->HoldsAllocation(Id(0), 1, "w2"));
   EXPECT_FALSE(Report(0, 1).ok());  // resent after the restart: a duplicate, answered again
@@ -358,6 +357,7 @@ TEST_F(TrialLifecycleTest, ATakeoverWaitsForAnEndCheckpointStillBeingStored) {
   runner_->OnTrialExited(Id(0), 1, true, "");
   EXPECT_TRUE(runner_->IsFinished());
   EXPECT_TRUE(T(0).error.empty());
+  EXPECT_TRUE(T(0).worker_id.empty());
   ExpectEachGrantReleasedOnce();
 }
 
