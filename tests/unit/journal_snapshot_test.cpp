@@ -65,6 +65,20 @@ ReplayedExperiment ReplayAll(const std::vector<json>& records) {
   return replayer.Take();
 }
 
+// The records of an experiment `name` whose one trial (`t`, abcde_00000) started attempt 1 on w1.
+std::vector<json> OneTrialStarted(const std::string& name, Trial& t) {
+  std::vector<json> records;
+  records.push_back(
+      ExperimentSubmitted("abcde", "name: " + name + "\n", "/tmp", name + ".yaml", 1, 1.0));
+  t.trial_id = "abcde_00000";
+  records.push_back(TrialAdded(t));
+  t.attempt = 1;
+  t.worker_id = "w1";
+  t.status = TrialStatus::kRunning;
+  records.push_back(TrialStarted(t));
+  return records;
+}
+
 TEST(JournalSnapshotTest, SnapshotPlusTailEqualsAFullReplayAtEveryCutPoint) {
   // For every k, snapshot the state after record k (through encode + decode, as stored) and
   // apply the records after it: the result encodes to the same bytes as replaying them all.
@@ -109,14 +123,8 @@ TEST(JournalSnapshotTest, ReplayRebuildsTheCheckpointsAskedAndNotYetStored) {
   // replay ending after the request at iteration 4 (score 0.5) but before its checkpoint_saved
   // hands the successor that request (at time_total_s 4), also through a snapshot; the request
   // at 2 was answered by its checkpoint_saved, and a new attempt drops what the old one asked.
-  std::vector<json> records;
-  records.push_back(ExperimentSubmitted("abcde", "name: ask\n", "/tmp", "ask.yaml", 1, 1.0));
   Trial t;
-  t.trial_id = "abcde_00000";
-  records.push_back(TrialAdded(t));
-  t.attempt = 1;
-  t.worker_id = "w1";
-  records.push_back(TrialStarted(t));
+  std::vector<json> records = OneTrialStarted("ask", t);
   for (int k = 1; k <= 4; ++k) {
     t.last_seq = t.training_iteration = k;
     const bool ask = k % 2 == 0;
@@ -155,14 +163,8 @@ TEST(JournalSnapshotTest, ReplayKeepsAnEndCheckpointRequestAndItsWorkerUntilStor
   // with an error and failure_kind worker_lost says its worker died first: the failure is kept,
   // the worker dropped, the request stays open (a successor adopts the checkpoint if the store
   // has it). A checkpoint_saved instead closes the request and drops the worker.
-  std::vector<json> records;
-  records.push_back(ExperimentSubmitted("abcde", "name: end\n", "/tmp", "end.yaml", 1, 1.0));
   Trial t;
-  t.trial_id = "abcde_00000";
-  records.push_back(TrialAdded(t));
-  t.attempt = 1;
-  t.worker_id = "w1";
-  records.push_back(TrialStarted(t));
+  std::vector<json> records = OneTrialStarted("end", t);
   t.last_seq = t.training_iteration = 2;
   t.requested_checkpoints.push_back({"", 2, 2.0, std::nullopt, 0});
   records.push_back(ResultRecord(t, {{"training_iteration", 2}}, Action::kCheckpointAndStop));
@@ -210,15 +212,8 @@ TEST(JournalSnapshotTest, ReplayAndSnapshotKeepWorkerLossesAndTheirResetByAResta
   // A trial loses its worker (trial_status with num_worker_losses 1 and failure_kind
   // worker_lost), errors, and is rerun from scratch ("restart" zeroes its counts, so its status
   // record leaves num_worker_losses out): replay and a snapshot of each point agree.
-  std::vector<json> records;
-  records.push_back(ExperimentSubmitted("abcde", "name: lost\n", "/tmp", "lost.yaml", 1, 1.0));
   Trial t;
-  t.trial_id = "abcde_00000";
-  records.push_back(TrialAdded(t));
-  t.attempt = 1;
-  t.worker_id = "w1";
-  t.status = TrialStatus::kRunning;
-  records.push_back(TrialStarted(t));
+  std::vector<json> records = OneTrialStarted("lost", t);
   t.status = TrialStatus::kError;
   t.error = "worker w1 lost";
   t.num_worker_losses = 1;

@@ -19,6 +19,14 @@ class TrialLifecycleTest : public TrialRunnerTest {
   }
   std::string LastAction() const { return exec_.decisions.back().action; }
   using TrialRunnerTest::LastAction;
+  // `trials` trials with checkpoint_at_end, stopped at `stop_iteration`: the stop is answered
+  // checkpoint_and_stop.
+  void StartCheckpointAtEnd(int64_t stop_iteration, int trials) {
+    RunnerOptions o;
+    o.checkpoint_at_end = true;
+    o.stop = {{"training_iteration", stop_iteration}};
+    Start(o, trials);
+  }
 };
 
 // Returns kStop for trials in `stop`, and asks PBT-style exploits: when `exploiter` reports, it
@@ -260,10 +268,7 @@ TEST_F(TrialLifecycleTest, AStopAtAMultipleOfCheckpointFreqKeepsThatIterationsCh
 TEST_F(TrialLifecycleTest, CheckpointAtEndMakesAStoppedTrialCheckpointBeforeItStops) {
   // A stopper hit (training_iteration >= 2) answers "checkpoint_and_stop"; the trial is
   // TERMINATED at once, keeps its resources until it exits, and the experiment ends after.
-  RunnerOptions o;
-  o.checkpoint_at_end = true;
-  o.stop = {{"training_iteration", 2}};
-  Start(o, 1);
+  StartCheckpointAtEnd(2, 1);
   Run(0);
   ASSERT_TRUE(Report(0, 1).ok());
   ASSERT_TRUE(Report(0, 2).ok());
@@ -281,10 +286,7 @@ TEST_F(TrialLifecycleTest, AWorkerLostBeforeTheEndCheckpointIsStoredIsJournaledO
   // TERMINATED with its results, and a second status record (failure kind worker_lost) says its
   // end checkpoint is not stored; the allocation is released once, the experiment ends. The
   // request stays open: the worker, frozen rather than dead, may still store it.
-  RunnerOptions o;
-  o.checkpoint_at_end = true;
-  o.stop = {{"training_iteration", 2}};
-  Start(o, 1);
+  StartCheckpointAtEnd(2, 1);
   Run(0, "w1");
   ASSERT_TRUE(Report(0, 1).ok());
   ASSERT_TRUE(Report(0, 2).ok());
@@ -309,10 +311,7 @@ TEST_F(TrialLifecycleTest, AWorkerThatRestartedWithoutASavingAttemptEndsItAsLost
   // The worker comes back (a restart within the liveness window, so never declared lost) and
   // registers without the attempt saving trial 0's end checkpoint: it ends as a worker loss;
   // trial 1's, which it still reports, saves on.
-  RunnerOptions o;
-  o.checkpoint_at_end = true;
-  o.stop = {{"training_iteration", 1}};
-  Start(o, 2);
+  StartCheckpointAtEnd(1, 2);
   runner_->Step();
   Grant("w1");
   Grant("w1");
@@ -336,10 +335,7 @@ TEST_F(TrialLifecycleTest, ATakeoverWaitsForAnEndCheckpointStillBeingStored) {
   // The journal ends with trial 0 TERMINATED by checkpoint_and_stop on w1, its request open
   // (replay keeps that attempt's worker): the successor keeps the allocation, answers the
   // resent result again to w1, and ends the experiment once the attempt has exited.
-  RunnerOptions o;
-  o.checkpoint_at_end = true;
-  o.stop = {{"training_iteration", 1}};
-  Start(o, 1);
+  StartCheckpointAtEnd(1, 1);
   Run(0, "w1");
   ASSERT_TRUE(Report(0, 1).ok());
   EXPECT_EQ(T(0).worker_id, "w1");  // kept while it stores the end checkpoint, as replay has it
@@ -365,10 +361,7 @@ TEST_F(TrialLifecycleTest, AnAttemptSavingItsLastCheckpointMayRunOnUntilItExits)
   // A worker registering (after a scheduler restart) with an attempt answered checkpoint_and_stop
   // keeps it running to store the checkpoint, whether the decision is this runner's (saving) or
   // a journaled one of its predecessor (the request is open); any other worker or attempt is stale.
-  RunnerOptions o;
-  o.checkpoint_at_end = true;
-  o.stop = {{"training_iteration", 1}};
-  Start(o, 1);
+  StartCheckpointAtEnd(1, 1);
   Run(0, "w1");
   ASSERT_TRUE(Report(0, 1).ok());
   ASSERT_EQ(LastAction(), "checkpoint_and_stop");
