@@ -273,7 +273,7 @@ Status TrialRunner::OnResult(const std::string& trial_id, int64_t attempt, int64
   if (t == nullptr) return Status::NotFound(fmt::format("result for unknown trial {}", trial_id));
   if (attempt == t->attempt && seq == t->last_seq && seq > 0) {
     // Seen before (resent after a reconnect): its decision may have been lost, answer again
-    // (a TERMINATED trial's attempt still saving is reached through saving_).
+    // (an attempt saving before it stops is reached at its saving_ worker).
     if (auto a = last_action_.find(t->index); a != last_action_.end()) {
       Trial to = *t;
       if (auto s = saving_.find(t->index); s != saving_.end() && s->second.attempt == attempt)
@@ -617,8 +617,7 @@ void TrialRunner::EndSaving(Trial& t, bool ok, const std::string& error, Failure
   released.worker_id = saving->second.worker_id;
   const bool requeue = saving->second.requeue;
   saving_.erase(saving);
-  const bool end_checkpoint_lost =
-      !ok && t.status == TrialStatus::kTerminated && !t.requested_checkpoints.empty();
+  const bool end_checkpoint_lost = !ok && StoresEndCheckpoint(t);
   if (!ok) t.error = "while saving its checkpoint: " + error;
   if (end_checkpoint_lost) {
     // The trial stays TERMINATED with every result it reported; the journal says that the
