@@ -24,6 +24,7 @@
 #pragma once
 
 #include <cstdint>
+#include <deque>
 #include <map>
 #include <memory>
 #include <set>
@@ -122,8 +123,17 @@ class TrialWorker {
     int64_t capture_iteration = 0;    // > 0: a checkpoint was asked at this iteration
     double capture_time_total_s = 0;  // its time_total_s, stored in the checkpoint's metadata
     bool stop_after_capture = false;  // "pause" / "checkpoint_and_stop"
-    int uploads = 0;                  // checkpoint uploads in flight
-    bool exit_deferred = false;       // TrialExited waits for the uploads
+    int uploads = 0;                  // checkpoint uploads in flight or queued
+    // Checkpoints saved while an older one still uploads: sent one at a time, oldest first, so
+    // the scheduler gets them in the order it asked for them (a newer one answers the older
+    // requests too).
+    struct QueuedUpload {
+      std::string saved, id;
+      int64_t iteration = 0;
+      nlohmann::json metadata;
+    };
+    std::deque<QueuedUpload> queued_uploads;
+    bool exit_deferred = false;                    // TrialExited waits for the uploads
     std::map<int64_t, proto::ResultItem> unacked;  // seq -> result
     proto::TrialExited exited;  // valid in kExited (resent after re-registration)
   };

@@ -486,7 +486,10 @@ void TrialWorker::CaptureCheckpoint(TrialRun& run) {
                          {"training_iteration", iteration},
                          {"time_total_s", run.capture_time_total_s},
                          {"worker_id", options_.worker_id}};
-  ++run.uploads;
+  if (++run.uploads > 1) {
+    run.queued_uploads.push_back({saved.string(), id, iteration, std::move(meta)});
+    return;
+  }
   UploadCheckpoint(RunKey{run.trial_id, run.attempt}, saved.string(), id, iteration,
                    std::move(meta), kUploadTries);
 }
@@ -540,6 +543,12 @@ void TrialWorker::UploadCheckpoint(const RunKey& key, const std::string& saved,
         TrialRun* r = FindRun(key.first, key.second);
         if (r == nullptr) return;
         --r->uploads;
+        if (!r->queued_uploads.empty()) {
+          TrialRun::QueuedUpload next = std::move(r->queued_uploads.front());
+          r->queued_uploads.pop_front();
+          UploadCheckpoint(key, next.saved, next.id, next.iteration, std::move(next.metadata),
+                           kUploadTries);
+        }
         if (r->uploads == 0 && r->exit_deferred) {
           r->exit_deferred = false;
           if (!r->silent) SendToScheduler(r->exited);
