@@ -335,7 +335,9 @@ void TrialWorker::HandleRegisterWorkerAck(const proto::Decoded& msg) {
 void TrialWorker::ResendUnacked() {
   for (auto& [key, run] : runs_) {
     for (const auto& [seq, result] : run->unacked) QueueResult(result);
-    if (run->phase == TrialRun::Phase::kExited && !run->silent) SendToScheduler(run->exited);
+    // An exit that waits for its uploads goes after their checkpoint_saved, not now.
+    if (run->phase == TrialRun::Phase::kExited && !run->exit_deferred && !run->silent)
+      SendToScheduler(run->exited);
   }
   std::vector<RunKey> keys;
   for (const auto& [key, run] : runs_) keys.push_back(key);
