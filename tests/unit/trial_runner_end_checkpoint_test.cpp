@@ -7,7 +7,10 @@
 namespace tunebus {
 namespace {
 
-TEST_F(TrialLifecycleTest, CheckpointAtEndMakesAStoppedTrialCheckpointBeforeItStops) {
+// Its own suite: gtest wants one fixture class per suite name across test files.
+class EndCheckpointTest : public TrialLifecycleTest {};
+
+TEST_F(EndCheckpointTest, CheckpointAtEndMakesAStoppedTrialCheckpointBeforeItStops) {
   // A stopper hit (training_iteration >= 2) answers "checkpoint_and_stop"; the trial is
   // TERMINATED at once, keeps its resources until it exits, and the experiment ends after.
   StartCheckpointAtEnd(2, 1);
@@ -23,7 +26,7 @@ TEST_F(TrialLifecycleTest, CheckpointAtEndMakesAStoppedTrialCheckpointBeforeItSt
   EXPECT_EQ(T(0).checkpoints.back().training_iteration, 2);
   ExpectEachGrantReleasedOnce();
 }
-TEST_F(TrialLifecycleTest, AWorkerLostBeforeTheEndCheckpointIsStoredIsJournaledOnTheTrial) {
+TEST_F(EndCheckpointTest, AWorkerLostBeforeTheEndCheckpointIsStoredIsJournaledOnTheTrial) {
   // checkpoint_and_stop at iteration 2, then the worker dies before the upload: the trial stays
   // TERMINATED with its results, and a second status record (failure kind worker_lost) says its
   // end checkpoint is not stored; the allocation is released once, the experiment ends. The
@@ -49,7 +52,7 @@ TEST_F(TrialLifecycleTest, AWorkerLostBeforeTheEndCheckpointIsStoredIsJournaledO
   EXPECT_EQ(T(0).requested_checkpoints.size(), 1u);
 }
 
-TEST_F(TrialLifecycleTest, AWorkerThatRestartedWithoutASavingAttemptEndsItAsLost) {
+TEST_F(EndCheckpointTest, AWorkerThatRestartedWithoutASavingAttemptEndsItAsLost) {
   // The worker comes back (a restart within the liveness window, so never declared lost) and
   // registers without the attempt saving trial 0's end checkpoint: it ends as a worker loss;
   // trial 1's, which it still reports, saves on.
@@ -73,7 +76,7 @@ TEST_F(TrialLifecycleTest, AWorkerThatRestartedWithoutASavingAttemptEndsItAsLost
   ExpectEachGrantReleasedOnce();
 }
 
-TEST_F(TrialLifecycleTest, ATakeoverWaitsForAnEndCheckpointStillBeingStored) {
+TEST_F(EndCheckpointTest, ATakeoverWaitsForAnEndCheckpointStillBeingStored) {
   // The journal ends with trial 0 TERMINATED by checkpoint_and_stop on w1, its request open
   // (replay keeps that attempt's worker): the successor keeps the allocation, answers the
   // resent result again to w1, and ends the experiment once the attempt has exited.
@@ -99,7 +102,7 @@ TEST_F(TrialLifecycleTest, ATakeoverWaitsForAnEndCheckpointStillBeingStored) {
   ExpectEachGrantReleasedOnce();
 }
 
-TEST_F(TrialLifecycleTest, AnAttemptSavingItsLastCheckpointMayRunOnUntilItExits) {
+TEST_F(EndCheckpointTest, AnAttemptSavingItsLastCheckpointMayRunOnUntilItExits) {
   // A worker registering (after a scheduler restart) with an attempt answered checkpoint_and_stop
   // keeps it running to store the checkpoint, whether the decision is this runner's (saving) or
   // a journaled one of its predecessor (the request is open); any other worker or attempt is stale.
