@@ -104,7 +104,11 @@ struct Trial {
   /// The experiment's `metric` in the newest result when it is a number (set by the runner;
   /// BestTrial reads this instead of decoding every trial's result).
   std::optional<double> last_metric;
-  int64_t num_results = 0;             // results received over all attempts
+  int64_t num_results = 0;  // results received over all attempts
+  /// The current attempt's trainable returned after its last result (Ray Tune's RESULT_DUPLICATE,
+  /// tune_controller._process_trial_result): the trial is TERMINATED and its newest result says
+  /// done: true, while the results folder keeps that result as reported (docs/results.md).
+  bool returned = false;
   std::string error;                   // the last error message, empty if none
   std::vector<TrialFailure> failures;  // failure history, oldest first (see NoteFailure)
   double start_time_s = 0;  // wall clock of the first start (seconds since epoch), 0 before

@@ -30,11 +30,13 @@ Result<json> DecodeRecord(std::string_view bytes) {
 
 json ExperimentSubmitted(const std::string& experiment_id, const std::string& spec_yaml,
                          const std::string& base_dir, const std::string& source_name, uint64_t seed,
-                         double submitted_at_s) {
-  return {{"kind", "experiment_submitted"}, {"experiment_id", experiment_id},
-          {"spec_yaml", spec_yaml},         {"base_dir", base_dir},
-          {"source_name", source_name},     {"seed", seed},
-          {"submitted_at", submitted_at_s}};
+                         double submitted_at_s, const std::string& results_folder) {
+  json r = {{"kind", "experiment_submitted"}, {"experiment_id", experiment_id},
+            {"spec_yaml", spec_yaml},         {"base_dir", base_dir},
+            {"source_name", source_name},     {"seed", seed},
+            {"submitted_at", submitted_at_s}};
+  if (!results_folder.empty()) r["results_folder"] = results_folder;
+  return r;
 }
 
 json SearcherState(const json& state) { return {{"kind", "searcher_state"}, {"state", state}}; }

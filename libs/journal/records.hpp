@@ -3,7 +3,8 @@
 // A record is a JSON object with a "kind" field, encoded as msgpack bytes (nlohmann::json
 // to_msgpack) and stored, framed with a CRC (record_frame.hpp), in the checkpoint-store's
 // append-only journal; docs/journal-format.md is the grammar. Kinds and their fields:
-//   experiment_submitted {experiment_id, spec_yaml, base_dir, source_name, seed, submitted_at}
+//   experiment_submitted {experiment_id, spec_yaml, base_dir, source_name, seed, submitted_at,
+//                         results_folder (when not the name)}
 //   trial_added          {trial_id, index, config, experiment_tag, resources (units),
 //                         restore_checkpoint (checkpoint object, only with restore_from)}
 //   searcher_state       {state}                      the searcher's whole state (SaveState):
@@ -42,9 +43,12 @@ std::string EncodeRecord(const nlohmann::json& record);
 /// Errors: Corruption if the bytes are not a msgpack object with a string "kind".
 Result<nlohmann::json> DecodeRecord(std::string_view bytes);
 
+/// `results_folder`: the folder under the results directory the run writes to, when it is not
+/// the experiment's name (a new run of a name whose folder holds an earlier run); "" = the name.
 nlohmann::json ExperimentSubmitted(const std::string& experiment_id, const std::string& spec_yaml,
                                    const std::string& base_dir, const std::string& source_name,
-                                   uint64_t seed, double submitted_at_s);
+                                   uint64_t seed, double submitted_at_s,
+                                   const std::string& results_folder = "");
 nlohmann::json TrialAdded(const Trial& trial);
 /// The searcher's whole state (Searcher::SaveState): kind "searcher_state".
 nlohmann::json SearcherState(const nlohmann::json& state);

@@ -52,6 +52,7 @@ Status JournalReplayer::Apply(const json& r) {
       state_.source_name = r.at("source_name").get<std::string>();
       state_.seed = r.at("seed").get<uint64_t>();
       state_.submitted_at_s = r.value("submitted_at", 0.0);
+      state_.results_folder = r.value("results_folder", "");
       submitted_ = true;
     } else if (!submitted_) {
       return Status::Corruption(
@@ -97,6 +98,12 @@ Status JournalReplayer::Apply(const json& r) {
   return Status::Ok();
 }
 
+void JournalReplayer::MarkLastResultDone(const Trial& t) {
+  auto it = last_results_.find(size_t(t.index));
+  if (it == last_results_.end()) it = last_results_.emplace(size_t(t.index), t.LastResult()).first;
+  if (it->second.is_object()) it->second["done"] = true;
+}
+
 Status JournalReplayer::ApplyTrialRecord(const std::string& kind, const json& r, Trial& t) {
   if (kind == "trial_started") {
     const double first_start_s = t.start_time_s;
@@ -104,6 +111,7 @@ Status JournalReplayer::ApplyTrialRecord(const std::string& kind, const json& r,
     if (first_start_s != 0) t.start_time_s = first_start_s;  // the trial's first start is kept
     t.status = TrialStatus::kRunning;
     t.last_seq = 0;
+    t.returned = false;
     t.training_iteration = t.restored_iteration;
     t.time_total_s = t.restored_time_total_s;
     t.restore_checkpoint.reset();
@@ -112,6 +120,10 @@ Status JournalReplayer::ApplyTrialRecord(const std::string& kind, const json& r,
     if (r.at("attempt").get<int64_t>() != t.attempt)
       return Status::Ok();  // written before a restart
     const json& result = r.at("result");
+    if (IsReturnCopy(t.last_seq, r)) {  // an older journal's form of trial.returned: not a result
+      last_results_[size_t(t.index)] = result;
+      return Status::Ok();
+    }
     t.last_seq = r.at("seq").get<int64_t>();
     t.training_iteration = result.value("training_iteration", t.training_iteration);
     t.time_total_s = result.value("time_total_s", t.time_total_s);
@@ -129,6 +141,7 @@ Status JournalReplayer::ApplyTrialRecord(const std::string& kind, const json& r,
     state_.last_action[t.trial_id] = *decision;
   } else if (kind == "trial_status") {
     VisitTrialStatusFields(t, fields::JsonReader{r});
+    if (t.returned) MarkLastResultDone(t);
     NoteFailure(t, r.value("failure_kind", "") == "worker_lost" ? FailureKind::kWorkerLost
                                                                 : FailureKind::kError);
     // A successor must know where an attempt still storing its end checkpoint runs.

@@ -28,8 +28,9 @@ struct ReplayedExperiment {
   std::string base_dir;
   std::string source_name;
   uint64_t seed = 0;
-  double submitted_at_s = 0;  // wall clock, seconds since the epoch
-  std::vector<Trial> trials;  // as the runner held them, in creation order
+  double submitted_at_s = 0;   // wall clock, seconds since the epoch
+  std::string results_folder;  // "" = the experiment's name (records.hpp ExperimentSubmitted)
+  std::vector<Trial> trials;   // as the runner held them, in creation order
   /// The searcher's newest whole state (a searcher_state record's or the snapshot's; null: its
   /// initial state) and the `searcher` deltas journaled after it (TrialRunner::Restore then
   /// TrialRunner::ApplySearcherDeltas).
@@ -50,6 +51,14 @@ struct ReplayedExperiment {
   uint64_t snapshot_records = 0;  // of those, how many a snapshot covered (0: none was used)
 };
 
+/// True for a result record that repeats the trial's previous result record of the same attempt
+/// (`previous_seq`: that record's seq, 0 before the first): the copy with done: true that
+/// journals written before Trial::returned existed appended when a trainable returned. It is no
+/// reported result: replay takes only its done, and the results folder's repair writes no row.
+inline bool IsReturnCopy(int64_t previous_seq, const nlohmann::json& result_record) {
+  return previous_seq != 0 && result_record.value("seq", int64_t(0)) == previous_seq;
+}
+
 /// Applies records one at a time, in journal order.
 class JournalReplayer {
  public:
@@ -66,6 +75,8 @@ class JournalReplayer {
  private:
   Trial* Find(const std::string& trial_id);
   Status ApplyTrialRecord(const std::string& kind, const nlohmann::json& r, Trial& t);
+  /// Sets done: true in the trial's newest result (trial.returned).
+  void MarkLastResultDone(const Trial& t);
 
   ReplayedExperiment state_;
   std::unordered_map<std::string, size_t> index_;

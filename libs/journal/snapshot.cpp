@@ -87,6 +87,7 @@ std::string EncodeSnapshot(const ReplayedExperiment& s, const std::vector<Trial>
             {"source_name", s.source_name},
             {"seed", s.seed},
             {"submitted_at", s.submitted_at_s},
+            {"results_folder", s.results_folder},
             {"searcher_state", s.searcher_state},
             {"searcher_deltas", s.searcher_deltas},
             {"last_action", ActionNames(s.last_action)},
@@ -128,6 +129,7 @@ Result<ReplayedExperiment> DecodeSnapshot(const std::string& bytes) {
     s.source_name = j.at("source_name").get<std::string>();
     s.seed = j.at("seed").get<uint64_t>();
     s.submitted_at_s = j.at("submitted_at").get<double>();
+    s.results_folder = j.value("results_folder", "");
     int64_t index = 0;
     for (const json& t : j.at("trials")) s.trials.push_back(TrialFrom(t, index++));
     s.searcher_state = j.at("searcher_state");

@@ -42,6 +42,7 @@ void VisitTrialStatusFields(T& t, V&& v) {
   v("error", t.error);
   v("num_failures", t.num_failures);
   v("num_worker_losses", t.num_worker_losses, fields::kOmitDefault);
+  v("returned", t.returned, fields::kOmitDefault);
   v("status", t.status, fields::kRequired);
   v("trial_id", t.trial_id, fields::kRequired);
 }

@@ -124,6 +124,12 @@ Result<SearchOptions> SearchOptions::Parse(const std::string& type, const json& 
   return o;
 }
 
+int64_t ConcurrencyLimit(const SearchOptions& options, const SearchSetup& setup) {
+  if (options.type == "random" || setup.max_concurrent_trials <= 0) return options.max_concurrent;
+  if (options.max_concurrent <= 0) return setup.max_concurrent_trials;
+  return std::min(options.max_concurrent, setup.max_concurrent_trials);
+}
+
 Result<std::unique_ptr<Searcher>> MakeSearcher(const SearchOptions& options,
                                                const SearchSetup& setup) {
   // Points to run take the place of samples (Ray's count_variants); points with rewards do not.
@@ -146,8 +152,8 @@ Result<std::unique_ptr<Searcher>> MakeSearcher(const SearchOptions& options,
     searcher = std::make_unique<PointsToEvaluate>(std::move(searcher), options.points_to_evaluate,
                                                   options.evaluated_rewards, setup.seed);
   }
-  if (options.max_concurrent > 0) {
-    searcher = std::make_unique<ConcurrencyLimiter>(std::move(searcher), options.max_concurrent);
+  if (const int64_t limit = ConcurrencyLimit(options, setup); limit > 0) {
+    searcher = std::make_unique<ConcurrencyLimiter>(std::move(searcher), limit);
   }
   if (Status s = searcher->SetSearchProperties(setup.metric, setup.mode, setup.param_space);
       !s.ok()) {

@@ -60,9 +60,17 @@ struct SearchSetup {
   SearcherLinkFactory connect_external;
 };
 
+/// The ConcurrencyLimiter's max_concurrent (0: none). A searcher other than random is limited to
+/// the experiment's max_concurrent_trials (when > 0), as Ray Tune 2.x's tune.run / Tuner wrap a
+/// Searcher in ConcurrencyLimiter(searcher, max_concurrent_trials): with max_concurrent_trials 1
+/// a model-based searcher suggests the next trial only after the previous one ended. With both
+/// set, the smaller (Ray raises an error when they differ). The random searcher's suggestions do
+/// not depend on results: only its own max_concurrent limits it.
+int64_t ConcurrencyLimit(const SearchOptions& options, const SearchSetup& setup);
+
 /// Builds the searcher: the type's searcher, wrapped in PointsToEvaluate when points are given
 /// (they take the place of num_samples samples unless they carry rewards) and in a
-/// ConcurrencyLimiter when max_concurrent is, with SetSearchProperties called.
+/// ConcurrencyLimiter of ConcurrencyLimit(options, setup), with SetSearchProperties called.
 /// Errors: InvalidArgument "<param>: <why>" (points that do not fit the param space, a type that
 /// is not built into this binary, the searcher's own checks).
 Result<std::unique_ptr<Searcher>> MakeSearcher(const SearchOptions& options,

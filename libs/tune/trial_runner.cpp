@@ -174,6 +174,7 @@ void TrialRunner::OnTrialPlaced(const std::string& trial_id, int64_t attempt,
   t->worker_id = worker_id;
   t->gpu_ids = gpu_ids;
   t->last_seq = 0;
+  t->returned = false;
   t->requested_checkpoints.clear();  // asked of the previous attempt: its checkpoints are stale
   // Restore the one-shot override (exploit, restore_from), else the newest checkpoint, else
   // start from scratch (Ray Tune restores a restarted trial from its latest checkpoint).
@@ -376,12 +377,10 @@ Status TrialRunner::OnResult(const std::string& trial_id, int64_t attempt, int64
 void TrialRunner::RecordReturn(Trial& t) {
   if (t.last_seq == 0 || t.last_result_msgpack.empty()) return;  // no result in this attempt
   Result<TrainingResult> last = TrainingResult::FromMsgpack(t.last_result_msgpack);
-  if (!last.ok() || last->Truthy(rk::kDone)) return;  // the last row already says done
+  if (!last.ok() || last->Truthy(rk::kDone)) return;  // the last result already says done
   last->SetBool(rk::kDone, true);
-  ++t.num_results;
   SetLastResult(t, *last);
-  observer_.OnTrialResult(t, *last, Action::kStop);
-  last_action_[t.index] = Action::kStop;
+  t.returned = true;  // journaled with the TERMINATED status that follows
 }
 
 void TrialRunner::SetLastResult(Trial& t, const TrainingResult& result) const {

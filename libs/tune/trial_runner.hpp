@@ -263,7 +263,14 @@ class TrialRunner final : public TrialSchedulerContext {
   /// The trainable failed: requeue (from the newest checkpoint) or ERROR per max_failures.
   void HandleFailure(Trial& trial, const std::string& error);
   /// The trial's worker was lost (or never reached): requeue, or ERROR past max_worker_losses.
-  void HandleWorkerLoss(Trial& trial, const std::string& why);
+  /// `lost` says why; the journaled error adds CheckpointsLostWith(trial).
+  void HandleWorkerLoss(Trial& trial, const std::string& lost);
+  /// "" or "; the checkpoint of iteration 4 it was saving was not stored, so the trial goes on
+  /// from iteration 2": the checkpoints asked of the current attempt and never reported stored,
+  /// lost with its worker. A worker keeps a checkpoint it could not upload only on its own disk
+  /// and uploads nothing of an attempt after its own restart: the loss is journaled here (in the
+  /// trial_status record's error and the failure history), not recovered.
+  static std::string CheckpointsLostWith(const Trial& trial);
   /// The attempt in saving_ (saving before it stopped) exited (ok) or failed: its resources are
   /// returned; a TERMINATED trial whose end checkpoint was not stored gets the error in its
   /// journaled status (failure `kind`).
@@ -274,12 +281,13 @@ class TrialRunner final : public TrialSchedulerContext {
   Action ActionFor(Trial& trial, const TrainingResult& result, Decision decision,
                    bool requested = false);
   /// Stores `result` as the trial's newest (msgpack) and caches options.metric from it.
-  // A trial whose trainable returned (exit ok, still RUNNING) and whose last result of this
-  // attempt is not done: that result again with done=true, recorded like a result (journal,
-  // files; not shown to the trial scheduler or the searcher), so the last row of a trial that
-  // returned says done: true. Ray Tune 2.x's runner makes the same result of a function
-  // trainable's return (RESULT_DUPLICATE, tune_controller._process_trial_result) but keeps it
-  // out of its files; docs/results.md.
+  /// A trial whose trainable returned (exit ok, still RUNNING) and whose last result of this
+  /// attempt is not done: that result, with done=true, becomes the trial's newest and
+  /// trial.returned is set (journaled by the TERMINATED status). It is not a new result: no
+  /// result record, no row in the files, not counted in num_results. Ray Tune 2.x's runner does
+  /// the same with a function trainable's return (RESULT_DUPLICATE,
+  /// tune_controller._process_trial_result: done for the scheduler and searcher, kept out of the
+  /// logger callbacks); docs/results.md.
   void RecordReturn(Trial& trial);
   void SetLastResult(Trial& trial, const TrainingResult& result) const;
   /// Sets trial.last_metric from `result` (options.metric when it is a number).

@@ -3,6 +3,9 @@
 // which attempts still own their allocation. Ray Tune counts a dead actor as a trial failure;
 // here worker loss is its own failure kind (DESIGN.md, docs/recovery.md).
 #include <fmt/format.h>
+#include <fmt/ranges.h>
+
+#include <vector>
 
 #include "libs/tune/trial_runner.hpp"
 
@@ -14,14 +17,15 @@ void TrialRunner::RequeueLost(const std::string& trial_id, const std::string& wh
   HandleWorkerLoss(*t, why);
 }
 
-void TrialRunner::HandleWorkerLoss(Trial& t, const std::string& why) {
+void TrialRunner::HandleWorkerLoss(Trial& t, const std::string& lost) {
   t.num_worker_losses += 1;
   if (pausing_.contains(t.index)) {
     // Lost while saving its pause checkpoint: PAUSED all the same (from its newest stored one).
-    LeaveRunning(t, TrialStatus::kPaused, "while saving its pause checkpoint: " + why, false, false,
-                 FailureKind::kWorkerLost);
+    LeaveRunning(t, TrialStatus::kPaused, "while saving its pause checkpoint: " + lost, false,
+                 false, FailureKind::kWorkerLost);
     return;
   }
+  const std::string why = lost + CheckpointsLostWith(t);
   if (options_.max_worker_losses >= 0 && t.num_worker_losses > options_.max_worker_losses) {
     const std::string error = fmt::format("{} ({} worker losses, max_worker_losses {})", why,
                                           t.num_worker_losses, options_.max_worker_losses);
@@ -31,6 +35,18 @@ void TrialRunner::HandleWorkerLoss(Trial& t, const std::string& why) {
   }
   LeaveRunning(t, TrialStatus::kPending, why, false, false, FailureKind::kWorkerLost);
   SetPending(t);
+}
+
+std::string TrialRunner::CheckpointsLostWith(const Trial& t) {
+  if (t.requested_checkpoints.empty()) return "";
+  std::vector<int64_t> iterations;
+  for (const CheckpointRef& c : t.requested_checkpoints) iterations.push_back(c.training_iteration);
+  return fmt::format(
+      "; the checkpoint of iteration {} it was saving was not stored, so the trial "
+      "goes on from {}",
+      fmt::join(iterations, ", "),
+      t.checkpoints.empty() ? std::string("the start")
+                            : fmt::format("iteration {}", t.checkpoints.back().training_iteration));
 }
 
 void TrialRunner::EndSaving(Trial& t, bool ok, const std::string& error, FailureKind kind) {

@@ -64,6 +64,17 @@ Result<CheckpointRef> ChooseCheckpoint(const Trial& t, const std::string& wanted
                                       wanted, fmt::join(kept, ", ")));
 }
 
+// What `tunectl resume` / `tunectl run` of a finished experiment is told.
+Status FinishedExperimentError(const Experiment& e) {
+  const int64_t errored = CountsOf(e.runner().trials())["ERROR"].get<int64_t>();
+  return Status::FailedPrecondition(fmt::format(
+      "experiment {} is finished ({}); nothing to resume{}", e.name(), e.runner().end_reason(),
+      errored > 0
+          ? fmt::format(" — rerun its {} errored trials with --rerun-errored=restore|restart",
+                        errored)
+          : ""));
+}
+
 }  // namespace
 
 void Scheduler::ReplyJson(const bus::Incoming& in, uint64_t id, const json& body) {
@@ -387,6 +398,13 @@ Status Scheduler::HandleResumeExperiment(bus::Incoming& in, const proto::Decoded
     if (newest == nullptr) {
       return Status::NotFound("no experiment named " + msg->name);
     }
+    if (newest->ended && *mode == RerunMode::kNone) {
+      // Finished for good (not INTERRUPTED): answered from a read-only load, its files untouched.
+      auto loaded = LoadJournaled(reader, *newest);
+      if (!loaded.ok()) return loaded.status();
+      if ((*loaded)->runner().status() != ExperimentStatus::kInterrupted)
+        return FinishedExperimentError(**loaded);
+    }
     uint64_t last_seq = newest->last_seq;
     auto replayed = reader.ReplayToResume(newest->journal, &last_seq);
     if (!replayed.ok()) return replayed.status();
@@ -407,15 +425,7 @@ Status Scheduler::HandleResumeExperiment(bus::Incoming& in, const proto::Decoded
     rerun = *n;
     if (rerun > 0) e->journal().Append(journal::ExperimentResumed(clock_.WallSeconds(), *mode));
   }
-  if (e->runner().IsFinished()) {
-    const int64_t errored = CountsOf(e->runner().trials())["ERROR"].get<int64_t>();
-    return Status::FailedPrecondition(fmt::format(
-        "experiment {} is finished ({}); nothing to resume{}", msg->name, e->runner().end_reason(),
-        errored > 0
-            ? fmt::format(" — rerun its {} errored trials with --rerun-errored=restore|restart",
-                          errored)
-            : ""));
-  }
+  if (e->runner().IsFinished()) return FinishedExperimentError(*e);
   state_ = State::kRunning;
   spdlog::info("Experiment {} resumed by tunectl (rerun_errored='{}': {} trials)", msg->name,
                RerunModeName(*mode), rerun);

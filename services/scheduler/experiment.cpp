@@ -98,7 +98,8 @@ Result<std::unique_ptr<Experiment>> Experiment::LoadReadOnly(
     ExperimentSpec spec, std::string experiment_dir, const std::string& journal_name,
     journal::ReplayedExperiment replayed, uint64_t journal_length, const Clock& clock) {
   ExperimentIdentity identity{replayed.experiment_id, replayed.seed,        replayed.submitted_at_s,
-                              replayed.base_dir,      replayed.source_name, replayed.restore_from};
+                              replayed.base_dir,      replayed.source_name, replayed.restore_from,
+                              replayed.results_folder};
   std::unique_ptr<Experiment> e(new Experiment(std::move(spec), std::move(experiment_dir),
                                                std::move(identity), clock, nullptr));
   if (Status s = e->Build(); !s.ok()) return s;
@@ -177,9 +178,9 @@ Status Experiment::Build() {
 }
 
 void Experiment::Submit(const std::string& spec_yaml) {
-  journal_->Append(journal::ExperimentSubmitted(identity_.experiment_id, spec_yaml,
-                                                identity_.base_dir, identity_.source_name,
-                                                identity_.seed, identity_.submitted_at_s));
+  journal_->Append(journal::ExperimentSubmitted(
+      identity_.experiment_id, spec_yaml, identity_.base_dir, identity_.source_name, identity_.seed,
+      identity_.submitted_at_s, identity_.results_folder));
   spdlog::info("Experiment {} ({} trials{}) submitted; journal {}", spec_.name,
                runner_->TotalTrials(), spec_.seed ? fmt::format(", seed {}", identity_.seed) : "",
                journal_name_);

@@ -80,6 +80,7 @@ struct ExperimentIdentity {
   std::string base_dir;       // the experiment file's folder, as submitted
   std::string source_name;    // the experiment file's name, as submitted
   std::optional<CheckpointRef> restore_from;
+  std::string results_folder;  // under the results directory; "" = the experiment's name
 };
 
 class Experiment {

@@ -55,7 +55,7 @@ void Experiment::RepairResultFiles(JournalReader& reader, uint64_t last_seq) {
       if (kind != "result" && kind != "trial_added" && kind != "trial_updated") return;
       const Trial* t = runner_->FindTrial(r.value("trial_id", ""));
       if (t == nullptr) return;
-      if (kind == "result" && r.contains("result")) repair.OnResultRecord(*t, r["result"]);
+      if (kind == "result" && r.contains("result")) repair.OnResultRecord(*t, r);
       if (kind != "result" && r.contains("config")) repair.OnConfigRecord(*t, r["config"]);
     });
     if (!read.ok())
@@ -144,6 +144,7 @@ void Experiment::MaybeSnapshot(int64_t every_records) {
   state.source_name = identity_.source_name;
   state.seed = identity_.seed;
   state.submitted_at_s = identity_.submitted_at_s;
+  state.results_folder = identity_.results_folder;
   state.searcher_state = runner_->SearcherState();
   state.scheduler_state = runner_->TrialSchedulerState();
   state.last_action = runner_->LastActions();

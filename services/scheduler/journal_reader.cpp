@@ -85,6 +85,24 @@ Result<std::vector<json>> JournalReader::Read(const std::string& journal, uint64
   return records;
 }
 
+Result<bool> JournalReader::Ended(const std::string& journal, uint64_t last_seq) {
+  constexpr uint64_t kWindow = 32;  // records read a request, newest first
+  for (uint64_t end = last_seq; end >= 1;) {
+    const uint64_t from = end > kWindow ? end - kWindow + 1 : 1;
+    auto records = Read(journal, from, uint32_t(end - from + 1));
+    if (!records.ok()) return records.status();
+    for (auto it = records->rbegin(); it != records->rend(); ++it) {
+      const std::string kind = it->value("kind", "");
+      if (kind != "checkpoint_saved" && kind != "checkpoint_deleted") {
+        return kind == "experiment_ended";
+      }
+    }
+    if (records->size() != end - from + 1) return false;  // a short read: treated as not ended
+    end = from - 1;
+  }
+  return false;
+}
+
 Result<std::vector<JournalSummary>> JournalReader::List() {
   auto socket = bus::Connect(ctx_, zmq::socket_type::dealer, endpoint_);
   if (!socket.ok()) return socket.status();
@@ -100,9 +118,9 @@ Result<std::vector<JournalSummary>> JournalReader::List() {
     auto first = Read(j.journal, 1, 1);
     if (!first.ok()) return first.status();
     if (!first->empty()) j.submitted_at_s = first->front().value("submitted_at", 0.0);
-    auto last = Read(j.journal, j.last_seq, 1);
-    if (!last.ok()) return last.status();
-    j.ended = !last->empty() && last->back().value("kind", "") == "experiment_ended";
+    auto ended = Ended(j.journal, j.last_seq);
+    if (!ended.ok()) return ended.status();
+    j.ended = *ended;
     out.push_back(std::move(j));
   }
   return out;

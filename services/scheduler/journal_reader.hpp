@@ -23,7 +23,7 @@ struct JournalSummary {
   std::string journal;        // "<name>-<experiment_id>"
   uint64_t last_seq = 0;      // records in it
   double submitted_at_s = 0;  // from its experiment_submitted record, seconds since the epoch
-  bool ended = false;         // its last record is experiment_ended
+  bool ended = false;         // see JournalReader::Ended
 };
 
 /// "digits-3e962" -> "digits": journals are named "<experiment name>-<experiment_id>" (5 hex
@@ -40,6 +40,11 @@ class JournalReader {
                 std::chrono::milliseconds timeout, const Clock& clock);
   /// Every non-empty journal. Errors: Unavailable when the store does not answer in time.
   Result<std::vector<JournalSummary>> List();
+  /// True if the experiment of `journal` (holding `last_seq` records) ended: its newest record
+  /// other than checkpoint_saved / checkpoint_deleted is experiment_ended. A checkpoint the store
+  /// committed late may be journaled after the end; the experiment stays finished (a read-only
+  /// load adopts it) and is not resumed. Reads the tail 32 records a request.
+  Result<bool> Ended(const std::string& journal, uint64_t last_seq);
   /// The experiment's state: the newest snapshot in the store (if any) plus the records after
   /// it, up to last_seq. A record that fails its frame's CRC or does not decode (torn or
   /// flipped, docs/journal-format.md) or does not apply ends the replay there, with an error

@@ -10,6 +10,8 @@
 #include <fstream>
 #include <functional>
 
+#include "libs/journal/replay.hpp"
+
 namespace tunebus {
 
 namespace {
@@ -142,10 +144,16 @@ void ResultFilesRepair::OnConfigRecord(const Trial& t, const nlohmann::json& con
   files_.SetConfig(t.index, config);  // rows staged from here on show it (if the files are open)
 }
 
-void ResultFilesRepair::OnResultRecord(const Trial& t, const nlohmann::json& result) {
+void ResultFilesRepair::OnResultRecord(const Trial& t, const nlohmann::json& record) {
   auto it = progress_.find(t.index);
   if (it == progress_.end()) return;
   Progress& p = it->second;
+  const int64_t attempt = record.value("attempt", int64_t(0));
+  const bool copy = attempt == p.attempt && journal::IsReturnCopy(p.seq, record);
+  p.attempt = attempt;
+  p.seq = record.value("seq", int64_t(0));
+  if (copy) return;
+  const nlohmann::json& result = record.at("result");
   ++p.seen;
   if (p.seen <= p.kept || p.seen > p.total) return;
   std::string bytes;

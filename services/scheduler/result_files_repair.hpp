@@ -12,7 +12,7 @@
 //   1. Plan(trials): cuts torn last lines and rows beyond the journal's, writes a missing
 //      params.json, and returns how many rows are missing;
 //   2. if any are, for every record of the journal in order, OnConfigRecord(trial, config) for a
-//      trial_added or trial_updated record and OnResultRecord(trial, result) for a result
+//      trial_added or trial_updated record and OnResultRecord(trial, record) for a result
 //      record: the missing rows are staged on the experiment's ResultFiles (which keeps the CSV
 //      header already there), ahead of every live result.
 #pragma once
@@ -67,16 +67,20 @@ class ResultFilesRepair {
   int64_t Plan(const std::vector<Trial>& trials);
   /// Step 2: the next trial_added / trial_updated record of the journal, `config` its `config`.
   void OnConfigRecord(const Trial& trial, const nlohmann::json& config);
-  /// Step 2: the next result record of the journal, `result` its `result` object.
-  void OnResultRecord(const Trial& trial, const nlohmann::json& result);
+  /// Step 2: the next result record of the journal (its `attempt`, `seq` and `result`). A record
+  /// repeating the trial's previous one (journal::IsReturnCopy: an older journal's copy of the
+  /// last result with done: true) is no reported result and writes no row.
+  void OnResultRecord(const Trial& trial, const nlohmann::json& record);
   const Summary& summary() const { return summary_; }
 
  private:
   struct Progress {
     int64_t kept = 0;       // rows the files hold after Plan
     int64_t seen = 0;       // result records of the trial fed so far
-    int64_t total = 0;      // result records of the trial in the journal
+    int64_t total = 0;      // result records of the trial in the journal (copies not counted)
     nlohmann::json config;  // the trial's config at the journal record fed last
+    int64_t attempt = 0;    // attempt and seq of the result record fed last
+    int64_t seq = 0;
   };
   std::string experiment_dir_;
   ResultFiles& files_;

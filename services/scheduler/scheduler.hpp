@@ -162,7 +162,8 @@ class Scheduler {
   Result<Experiment*> LoadJournaled(JournalReader& reader, const JournalSummary& journal);
   /// <results folder>/<name> of an experiment: options_.results_dir replaces a results_dir that
   /// names a folder beside the experiment file (on the submitting host).
-  std::string ExperimentDir(const ExperimentSpec& spec) const;
+  /// <results directory>/<results_folder, or the experiment's name when "">.
+  std::string ExperimentDir(const ExperimentSpec& spec, const std::string& results_folder) const;
   Experiment* Current();
 
   zmq::context_t& ctx_;

@@ -7,6 +7,7 @@
 #include <spdlog/spdlog.h>
 
 #include <chrono>
+#include <filesystem>
 #include <random>
 
 #include "libs/bus/service_guard.hpp"
@@ -21,6 +22,8 @@ namespace tunebus {
 
 using nlohmann::json;
 
+namespace fs = std::filesystem;
+
 namespace {
 
 // Read-only experiments kept loaded (each holds its trials).
@@ -31,9 +34,20 @@ constexpr size_t kJournaledCacheSize = 4;
 void Scheduler::StartExperiment(const bus::Incoming& in, uint64_t id,
                                 const proto::SubmitExperiment& msg, ExperimentSpec spec,
                                 std::optional<CheckpointRef> restore_from) {
+  std::random_device rd;
+  const std::string experiment_id = fmt::format("{:05x}", rd() & 0xfffff);
+  // A new run never mixes its trial folders with an earlier run's: when <name> holds files, it
+  // writes to <name>-<experiment id> (the journal's name), journaled as its results_folder.
+  std::string results_folder;
+  if (std::error_code ec; !fs::is_empty(ExperimentDir(spec, ""), ec) && !ec) {
+    results_folder = spec.name + "-" + experiment_id;
+    spdlog::info("The results folder {} holds an earlier run of {}; this run writes to {}",
+                 ExperimentDir(spec, ""), spec.name, ExperimentDir(spec, results_folder));
+  }
+  const std::string experiment_dir = ExperimentDir(spec, results_folder);
   // The folder is checked before anything is journaled: an experiment whose results cannot be
   // written is refused, and the scheduler goes on serving.
-  if (Status s = bus::MakeWritableDir(ExperimentDir(spec), "the results folder"); !s.ok()) {
+  if (Status s = bus::MakeWritableDir(experiment_dir, "the results folder"); !s.ok()) {
     spdlog::warn("Refusing experiment {}: {}", spec.name, s.message());
     return ReplyError(in, id, proto::SubmitExperiment::kType,
                       Status::IoError(fmt::format(
@@ -42,14 +56,11 @@ void Scheduler::StartExperiment(const bus::Incoming& in, uint64_t id,
                           "(TUNEBUS_RESULTS_DIR)",
                           s.message())));
   }
-  std::random_device rd;
-  const std::string experiment_id = fmt::format("{:05x}", rd() & 0xfffff);
   const uint64_t seed = spec.seed.value_or((uint64_t(rd()) << 32) | rd());
-  const std::string experiment_dir = ExperimentDir(spec);
-  auto created =
-      Experiment::Create(*experiment_context_, std::move(spec), experiment_dir,
-                         ExperimentIdentity{experiment_id, seed, clock_.WallSeconds(), msg.base_dir,
-                                            msg.source_name, std::move(restore_from)});
+  auto created = Experiment::Create(
+      *experiment_context_, std::move(spec), experiment_dir,
+      ExperimentIdentity{experiment_id, seed, clock_.WallSeconds(), msg.base_dir, msg.source_name,
+                         std::move(restore_from), results_folder});
   if (!created.ok()) return ReplyError(in, id, proto::SubmitExperiment::kType, created.status());
   experiments_.push_back(std::move(*created));
   Experiment* e = experiments_.back().get();
@@ -81,11 +92,12 @@ Status Scheduler::ResumeExperiment(JournalReader& reader, const std::string& jou
                                    journal::ReplayedExperiment replayed, uint64_t store_last_seq) {
   auto spec = ParseExperimentYaml(replayed.spec_yaml, replayed.base_dir, replayed.source_name);
   if (!spec.ok()) return spec.status();
-  const std::string experiment_dir = ExperimentDir(*spec);
+  const std::string experiment_dir = ExperimentDir(*spec, replayed.results_folder);
   auto created = Experiment::Create(
       *experiment_context_, std::move(*spec), experiment_dir,
       ExperimentIdentity{replayed.experiment_id, replayed.seed, replayed.submitted_at_s,
-                         replayed.base_dir, replayed.source_name, replayed.restore_from});
+                         replayed.base_dir, replayed.source_name, replayed.restore_from,
+                         replayed.results_folder});
   if (!created.ok()) return created.status();
   // Kept even if the resume fails half-way: callbacks it registered may still come.
   experiments_.push_back(std::move(*created));
@@ -133,7 +145,7 @@ Result<Experiment*> Scheduler::LoadJournaled(JournalReader& reader, const Journa
   auto spec = ParseExperimentYaml(replayed->spec_yaml, replayed->base_dir, replayed->source_name);
   if (!spec.ok()) return spec.status();
   const uint64_t records = replayed->records;
-  const std::string experiment_dir = ExperimentDir(*spec);
+  const std::string experiment_dir = ExperimentDir(*spec, replayed->results_folder);
   auto loaded = Experiment::LoadReadOnly(std::move(*spec), experiment_dir, j.journal,
                                          std::move(*replayed), j.last_seq, clock_);
   if (!loaded.ok()) return loaded.status();
@@ -147,9 +159,11 @@ Result<Experiment*> Scheduler::LoadJournaled(JournalReader& reader, const Journa
   return raw;
 }
 
-std::string Scheduler::ExperimentDir(const ExperimentSpec& spec) const {
+std::string Scheduler::ExperimentDir(const ExperimentSpec& spec,
+                                     const std::string& results_folder) const {
   const bool deployed = !options_.results_dir.empty() && spec.results_dir_beside_file;
-  return (deployed ? options_.results_dir : spec.results_dir) + "/" + spec.name;
+  return (deployed ? options_.results_dir : spec.results_dir) + "/" +
+         (results_folder.empty() ? spec.name : results_folder);
 }
 
 }  // namespace tunebus

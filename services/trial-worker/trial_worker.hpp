@@ -168,9 +168,15 @@ class TrialWorker {
   void ApplyDecision(const proto::DecisionItem& d);
   void HandleStopTrial(const proto::Decoded& msg);
   void StartRun(const proto::StartTrial& start, nlohmann::json config, std::string restore_dir);
-  /// Removes the trial folder's checkpoint_tmp when it is empty (the attempt exited and saved
-  /// nothing more), unless another attempt of the trial runs on this worker.
-  void RemoveEmptyCheckpointDir(const TrialRun& run);
+  /// The folder a restored attempt's checkpoint is fetched into: <trial_dir>/restore_a<attempt>
+  /// (the trainable's TUNEBUS_RESTORE_DIR).
+  static std::string RestoreDir(const std::string& trial_dir, int64_t attempt);
+  /// Removes the restore folders of attempts up to `through_attempt` from `trial_dir` (those a
+  /// killed worker left behind, and a new attempt's own from an earlier try).
+  static void RemoveRestoreDirs(const std::string& trial_dir, int64_t through_attempt);
+  /// The attempt exited: removes its restore folder, and the trial folder's checkpoint_tmp when
+  /// it is empty (it saved nothing more) unless another attempt of the trial runs on this worker.
+  void RemoveScratchDirs(const TrialRun& run);
   /// Moves the trainable's finished checkpoint aside and uploads it (checkpoints below).
   void CaptureCheckpoint(TrialRun& run);
   /// Streams the checkpoint folder `saved` to the checkpoint-store as `id`, then reports it

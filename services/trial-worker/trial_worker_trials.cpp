@@ -5,6 +5,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <charconv>
 #include <chrono>
 #include <filesystem>
 
@@ -94,11 +95,10 @@ void TrialWorker::HandleStartTrial(const proto::Decoded& msg) {
     return FailStart(*start, made.message());
   }
   const RunKey key{start->trial_id, start->attempt};
+  RemoveRestoreDirs(start->trial_dir, start->attempt);  // older attempts' (a killed worker's)
   if (start->restore_checkpoint_id.empty()) return StartRun(*start, std::move(config), "");
   // Restore first: fetch the checkpoint (saved on any worker) into the trial dir.
-  const std::string restore_dir = fmt::format("{}/restore_a{}", start->trial_dir, start->attempt);
-  std::error_code rm_ec;
-  fs::remove_all(restore_dir, rm_ec);
+  const std::string restore_dir = RestoreDir(start->trial_dir, start->attempt);
   restoring_[key] = false;
   spdlog::info("Trial {} attempt {}: restoring checkpoint {}", key.first, key.second,
                start->restore_checkpoint_id);
@@ -116,6 +116,8 @@ void TrialWorker::HandleStartTrial(const proto::Decoded& msg) {
                           return;
                         }
                         if (!bytes.ok()) {
+                          std::error_code rm_ec;
+                          fs::remove_all(restore_dir, rm_ec);
                           return FailStart(start, fmt::format("cannot restore checkpoint {}: {}",
                                                               start.restore_checkpoint_id,
                                                               bytes.status().message()));
@@ -429,7 +431,7 @@ void TrialWorker::OnTrainableExited(TrialRun& run) {
   run.phase = TrialRun::Phase::kExited;
   run.trainable.reset();
   if (run.capture_iteration > 0 && !run.silent) CaptureCheckpoint(run);
-  RemoveEmptyCheckpointDir(run);
+  RemoveScratchDirs(run);
   if (run.uploads > 0) {
     run.exit_deferred = true;  // sent once the checkpoint is stored (CheckpointSaved first)
     return;
@@ -448,13 +450,33 @@ void TrialWorker::OnTrainableExited(TrialRun& run) {
   SendToScheduler(exited);
 }
 
-void TrialWorker::RemoveEmptyCheckpointDir(const TrialRun& run) {
+std::string TrialWorker::RestoreDir(const std::string& trial_dir, int64_t attempt) {
+  return fmt::format("{}/restore_a{}", trial_dir, attempt);
+}
+
+void TrialWorker::RemoveRestoreDirs(const std::string& trial_dir, int64_t through_attempt) {
+  std::error_code ec;
+  for (fs::directory_iterator it(trial_dir, ec), end; !ec && it != end; it.increment(ec)) {
+    const std::string name = it->path().filename().string();
+    int64_t attempt = 0;
+    if (name.rfind("restore_a", 0) != 0 ||
+        std::from_chars(name.data() + 9, name.data() + name.size(), attempt).ec != std::errc() ||
+        attempt > through_attempt) {
+      continue;
+    }
+    std::error_code rm_ec;
+    fs::remove_all(it->path(), rm_ec);
+  }
+}
+
+void TrialWorker::RemoveScratchDirs(const TrialRun& run) {
+  std::error_code ec;
+  fs::remove_all(RestoreDir(run.trial_dir, run.attempt), ec);
   for (const auto& [key, other] : runs_) {
     if (key.first == run.trial_id && other.get() != &run && other->trainable)
       return;  // it may save there
   }
   const fs::path tmp = fs::path(run.trial_dir) / "checkpoint_tmp";
-  std::error_code ec;
   if (fs::is_directory(tmp, ec) && fs::is_empty(tmp, ec) && !ec) fs::remove(tmp, ec);
 }
 

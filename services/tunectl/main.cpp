@@ -1,10 +1,12 @@
 // tunectl: run experiments (embedded or against a cluster) and control a running scheduler.
+#include <spdlog/sinks/stdout_color_sinks.h>
 #include <spdlog/spdlog.h>
 
 #include <CLI/CLI.hpp>
 #include <cstdlib>
 #include <exception>
 #include <iostream>
+#include <memory>
 
 #include "services/tunectl/commands.hpp"
 
@@ -146,6 +148,10 @@ int main(int argc, char** argv) {
     const int code = app.exit(e);
     return code == 0 ? 0 : 2;
   }
+  // Logs (the embedded services' too) go to stderr: stdout holds only what the command prints,
+  // so `-o json` output is one JSON document.
+  spdlog::set_default_logger(std::make_shared<spdlog::logger>(
+      "", std::make_shared<spdlog::sinks::stderr_color_sink_mt>()));
   spdlog::set_level(spdlog::level::from_str(log_level));
   if (up.data_dir.empty()) up.data_dir = "./tunebus-data/store";
 

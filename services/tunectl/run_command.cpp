@@ -5,6 +5,7 @@
 #include <atomic>
 #include <csignal>
 #include <cstdio>
+#include <filesystem>
 #include <fstream>
 #include <iostream>
 #include <sstream>
@@ -46,7 +47,7 @@ bool ResumeExisting(ControlClient& client, const ExperimentSpec& spec, int* exit
   resume.name = spec.name;
   auto resumed = client.Call(resume);
   if (resumed.ok()) {
-    std::cout << fmt::format(
+    std::cerr << fmt::format(
                      "Resuming experiment {}: {} trials so far (--resume never starts a new run)",
                      spec.name, (*resumed)["total"].dump())
               << std::endl;
@@ -58,8 +59,7 @@ bool ResumeExisting(ControlClient& client, const ExperimentSpec& spec, int* exit
     *exit_code = 3;
   } else if (s.code() == StatusCode::kFailedPrecondition &&
              s.message().find(" is finished") != std::string::npos) {
-    std::cout << fmt::format("Experiment {} ended before; starting a new run (new trial ids in {})",
-                             spec.name, spec.results_dir + "/" + spec.name)
+    std::cerr << fmt::format("Experiment {} ended before; starting a new run", spec.name)
               << std::endl;
   }
   return false;
@@ -116,6 +116,12 @@ int SubmitAndFollow(ControlClient& client, const ExperimentSpec& spec, const Glo
     std::cerr << "tunectl: the scheduler refused the experiment: " << submitted.status().ToString()
               << "\n";
     return submitted.status().code() == StatusCode::kUnavailable ? 3 : 1;
+  }
+  if (const std::string dir = submitted->value("results_dir", std::string());
+      !resumed && !dir.empty() && std::filesystem::path(dir).filename() != spec.name) {
+    std::cerr << fmt::format("{}/{} holds an earlier run; this run writes to {}",
+                             std::filesystem::path(dir).parent_path().string(), spec.name, dir)
+              << std::endl;
   }
   if (r.detach) {
     std::cout << (json_output ? submitted->dump(2)

@@ -4,6 +4,7 @@
 #include <thread>
 
 #include "libs/journal/record_frame.hpp"
+#include "libs/journal/records.hpp"
 #include "proto/codec.hpp"
 #include "proto/store.hpp"
 
@@ -79,6 +80,25 @@ std::vector<json> ReadJournal(const std::string& store_endpoint, const std::stri
     from = reply->first_seq + reply->records.size();
   }
   return records;
+}
+
+uint64_t AppendJournal(const std::string& store_endpoint, const std::string& journal,
+                       const std::vector<json>& records) {
+  DealerClient store(store_endpoint);
+  proto::JournalAppend append;
+  append.id = 1;
+  append.experiment = journal;
+  for (const json& r : records) {
+    append.records.push_back(journal::FrameRecord(journal::EncodeRecord(r)));
+  }
+  store.Send(proto::Encode(append));
+  auto frame = store.Receive(10s);
+  auto d = frame ? proto::Decode(frame->data(), frame->size())
+                 : Result<proto::Decoded>(Status::Unavailable("no reply"));
+  auto ack =
+      d.ok() ? d->As<proto::JournalAppendAck>() : Result<proto::JournalAppendAck>(d.status());
+  EXPECT_TRUE(ack.ok()) << "journal_append " << journal << ": " << ack.status().ToString();
+  return ack.ok() ? ack->last_seq : 0;
 }
 
 std::vector<std::string> ListCheckpoints(const std::string& store_endpoint,

@@ -34,6 +34,12 @@ std::map<int64_t, nlohmann::json> TrialConfigs(const std::vector<nlohmann::json>
 std::vector<nlohmann::json> ReadJournal(const std::string& store_endpoint,
                                         const std::string& journal);
 
+/// Appends `records` (journal records as documents, libs/journal/records.hpp) to `journal` in the
+/// checkpoint-store at `store_endpoint`, framed as the scheduler stores them. Returns the last
+/// seq written, or 0 after adding a test failure.
+uint64_t AppendJournal(const std::string& store_endpoint, const std::string& journal,
+                       const std::vector<nlohmann::json>& records);
+
 /// Ids of the checkpoints the checkpoint-store at `store_endpoint` holds under `prefix` (sorted;
 /// empty after adding a test failure if the store does not answer).
 std::vector<std::string> ListCheckpoints(const std::string& store_endpoint,

@@ -5,10 +5,12 @@
 // reads, and trial folders keep no empty checkpoint_tmp/.
 #include <gtest/gtest.h>
 
+#include <map>
 #include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
 
+#include "libs/journal/records.hpp"
 #include "tests/fault/fault_support.hpp"
 #include "tests/integration/harness.hpp"
 
@@ -239,32 +241,37 @@ TEST(FinishedExperimentsTest, ReadCommandsAndCheckpointExportAnswerFromTheJourna
   }
 }
 
+// Runs experiment `name` (the mock trainable, metric mean_accuracy, `yaml` added) on `cluster`
+// to FINISHED and until its journal's last record is experiment_ended. Returns its journal's
+// name, or "" after adding a test failure.
+std::string RunToTheEnd(Cluster& cluster, const std::string& name, const std::string& yaml) {
+  const fs::path file = cluster.dir() / (name + ".yaml");
+  WriteFile(file, "name: " + name + "\ntrainable: {builtin: mock}\n" + yaml +
+                      "metric: mean_accuracy\nmode: max\nresults_dir: " +
+                      (cluster.dir() / "results").string() + "\n");
+  const std::string journal = SubmitDetached(cluster, file, name);
+  if (journal.empty()) return "";
+  EXPECT_EQ(WaitFinished(cluster, 60s).value("status", ""), "FINISHED");
+  const bool ended = WaitFor(
+      [&] {
+        return ReadJournal(cluster.store(), journal).back().value("kind", "") == "experiment_ended";
+      },
+      10s, 100ms);
+  EXPECT_TRUE(ended) << journal;
+  return ended ? journal : "";
+}
+
 TEST(FinishedExperimentsTest, ReadingAFinishedExperimentAppendsNothingToItsJournal) {
   // A finished experiment read after a scheduler restart is loaded read-only: its journal (read
   // straight from the checkpoint-store) has the same records after ls, show, best, status and a
   // checkpoint export, and it does not become the current experiment of a resume.
   Cluster cluster;
   ASSERT_TRUE(cluster.Start());
-  const fs::path file = cluster.dir() / "ro.yaml";
-  WriteFile(file,
-            "name: ro\n"
-            "trainable: {builtin: mock}\n"
-            "param_space: {lr: {grid_search: [0.01, 0.1]}, mock_iterations: 5}\n"
-            "metric: mean_accuracy\nmode: max\n"
-            // Saved as the trials stop, so the journal ends with experiment_ended (a
-            // checkpoint_saved after it would make the restart resume the experiment).
-            "stop: {training_iteration: 3}\ncheckpoint_at_end: true\n"
-            "results_dir: " +
-                (cluster.dir() / "results").string() + "\n");
-  const std::string journal = SubmitDetached(cluster, file, "ro");
+  const std::string journal =
+      RunToTheEnd(cluster, "ro",
+                  "param_space: {lr: {grid_search: [0.01, 0.1]}, mock_iterations: 5}\n"
+                  "stop: {training_iteration: 3}\ncheckpoint_at_end: true\n");
   ASSERT_FALSE(journal.empty());
-  ASSERT_EQ(WaitFinished(cluster, 60s).value("status", ""), "FINISHED");
-  // Killed once the journal ends with experiment_ended (else the restart resumes and ends it).
-  ASSERT_TRUE(WaitFor(
-      [&] {
-        return ReadJournal(cluster.store(), journal).back().value("kind", "") == "experiment_ended";
-      },
-      10s, 100ms));
   ASSERT_TRUE(cluster.Restart("scheduler"));
   ASSERT_TRUE(WaitFor([&] { return cluster.Ctl({"lsx"}, 2s).exit_code == 0; }, 20s, 100ms));
   const size_t records = ReadJournal(cluster.store(), journal).size();
@@ -295,6 +302,82 @@ TEST(FinishedExperimentsTest, ReadingAFinishedExperimentAppendsNothingToItsJourn
       EXPECT_FALSE(fs::exists(trial.path() / "checkpoint_tmp")) << trial.path();
     }
   }
+}
+
+TEST(FinishedExperimentsTest, ALateCheckpointAfterTheEndLeavesTheExperimentFinished) {
+  // An experiment ended, then a checkpoint_saved is journaled after experiment_ended (an upload
+  // the store committed is answered late). A restarted scheduler does not resume it: it stays
+  // finished and read-only (no experiment_resumed record), and the late checkpoint is adopted
+  // (listed on its trial).
+  Cluster cluster;
+  ASSERT_TRUE(cluster.Start());
+  const std::string journal = RunToTheEnd(cluster, "late", "param_space: {mock_iterations: 3}\n");
+  ASSERT_FALSE(journal.empty());
+  const std::string trial_id = journal.substr(journal.size() - 5) + "_00000";
+  Trial t;
+  t.trial_id = trial_id;
+  t.attempt = 1;
+  const std::string late_id = journal + "/" + trial_id + "/00000003-a1";
+  ASSERT_GT(AppendJournal(cluster.store(), journal,
+                          {journal::CheckpointSavedRecord(t, {late_id, 3, 0.3, std::nullopt, 10})}),
+            0u);
+  const size_t records = ReadJournal(cluster.store(), journal).size();
+
+  ASSERT_TRUE(cluster.Restart("scheduler"));
+  ASSERT_TRUE(WaitFor([&] { return cluster.Ctl({"lsx"}, 2s).exit_code == 0; }, 20s, 100ms));
+  auto status = cluster.Ctl({"-o", "json", "status"});
+  ASSERT_EQ(status.exit_code, 0) << status.Describe();
+  EXPECT_EQ(status.Json().value("read_only", false), true) << status.out;
+  EXPECT_EQ(status.Json().value("status", ""), "FINISHED") << status.out;
+  auto show = cluster.Ctl({"-o", "json", "show", trial_id, "-e", "late"});
+  ASSERT_EQ(show.exit_code, 0) << show.Describe();
+  ASSERT_EQ(show.Json()["checkpoints"].size(), 1u) << show.out;
+  EXPECT_EQ(show.Json()["checkpoints"][0].value("checkpoint_id", ""), late_id);
+  const auto after = ReadJournal(cluster.store(), journal);
+  EXPECT_EQ(after.size(), records);
+  for (const json& r : after) EXPECT_NE(r.value("kind", ""), "experiment_resumed") << r.dump();
+}
+
+TEST(FinishedExperimentsTest, ANewRunOfAFinishedExperimentWritesToAFreshFolder) {
+  // The same file run three times, embedded: the first run writes results/fresh, each later run
+  // (new trial ids) a folder of its own, results/fresh-<experiment id>, said on stderr and in
+  // the run's results_dir; the earlier runs' folders are left as they were.
+  TempDir dir;
+  const fs::path file = dir.path() / "fresh.yaml";
+  WriteFile(file,
+            "name: fresh\ntrainable: {builtin: mock}\nparam_space: {mock_iterations: 2}\n"
+            "num_samples: 2\nresults_dir: results\n");
+  const fs::path results = dir.path() / "results";
+  std::vector<fs::path> folders;
+  std::map<std::string, std::string> first_files;
+  for (int run_no = 1; run_no <= 3; ++run_no) {
+    SCOPED_TRACE(run_no);
+    auto run = RunTunectl({"-o", "json", "run", "--cpus", "2", file.string()}, 60s,
+                          dir.path() / ("tunectl" + std::to_string(run_no)), dir.path());
+    ASSERT_EQ(run.exit_code, 0) << run.Describe();
+    const json summary = run.Json();
+    ASSERT_TRUE(summary.is_object()) << run.out;
+    const std::string id = summary.value("experiment_id", "");
+    const fs::path folder = summary.value("results_dir", "");
+    EXPECT_EQ(folder, run_no == 1 ? results / "fresh" : results / ("fresh-" + id)) << run.out;
+    if (run_no > 1) {
+      EXPECT_NE(run.err.find("fresh holds an earlier run; this run writes to " + folder.string()),
+                std::string::npos)
+          << run.Describe();
+      EXPECT_EQ(FilesIn(results / "fresh"), first_files);  // untouched
+    } else {
+      first_files = FilesIn(results / "fresh");
+    }
+    int trial_folders = 0;
+    for (const auto& entry : fs::directory_iterator(folder)) {
+      if (!entry.is_directory()) continue;
+      ++trial_folders;
+      EXPECT_EQ(entry.path().filename().string().rfind(id + "_", 0), 0u) << entry.path();
+    }
+    EXPECT_EQ(trial_folders, 2);
+    folders.push_back(folder);
+  }
+  EXPECT_NE(folders[1], folders[2]);
 }
 
 }  // namespace

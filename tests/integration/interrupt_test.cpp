@@ -70,7 +70,7 @@ TEST(InterruptTest, CtrlCInterruptsAndRunningTheSameCommandAgainResumesTheSameTr
   auto again =
       RunTunectl({"run", "--cpus", "2", file.string()}, 90s, dir.path() / "again", dir.path());
   ASSERT_EQ(again.exit_code, 0) << again.Describe();
-  EXPECT_NE(again.out.find("Resuming experiment ctrlc"), std::string::npos) << again.Describe();
+  EXPECT_NE(again.err.find("Resuming experiment ctrlc"), std::string::npos) << again.Describe();
   EXPECT_NE(again.out.find("FINISHED"), std::string::npos) << again.Describe();
   EXPECT_EQ(TrialIds(experiment_dir), before);  // the same trials, no second run in the folder
   for (const auto& e : fs::directory_iterator(experiment_dir)) {

@@ -229,6 +229,10 @@ TEST(LifecycleTest, LargeCheckpointTravelsInChunksThroughTheStore) {
   saved.erase(saved.find_last_not_of('\n') + 1);
   EXPECT_EQ(saved.size(), 64u);
   EXPECT_EQ(t["last_result"].value("restored_sha", ""), saved);
+  // The restore folder the worker fetched the checkpoint into is gone once the attempt exited.
+  for (const auto& entry : fs::directory_iterator(dir)) {
+    EXPECT_NE(entry.path().filename().string().rfind("restore_a", 0), 0u) << entry.path();
+  }
   // Peak resident memory of each worker stays well below the checkpoint's size.
   for (const char* w : {"w1", "w2"}) {
     const std::string status =

@@ -52,6 +52,29 @@ TEST(TrialErrorsTest, EachFailureIsLoggedOnceWithItsTracebackAndWhatFollows) {
   EXPECT_NE(all.find("|     raise ValueError"), std::string::npos) << run.Describe();
 }
 
+TEST(TrialErrorsTest, JsonOutputIsOnlyJsonWhileTheSuiteLogsWarningsAndErrors) {
+  // `tunectl -o json run` of an experiment whose trial fails (the embedded scheduler logs a
+  // warning and the traceback) and is then run again as a new run (a note for people): stdout is
+  // one JSON document each time, every log line and note is on stderr.
+  TempDir dir;
+  WriteFile(dir.path() / "trainable.py", "raise ValueError('lr too large')\n");
+  const fs::path file = dir.path() / "exp.yaml";
+  WriteFile(file,
+            "name: jsonout\ntrainable: {command: [python3, trainable.py]}\nresults_dir: "
+            "results\n");
+  for (int run_no = 1; run_no <= 2; ++run_no) {
+    SCOPED_TRACE(run_no);
+    const auto run = RunTunectl({"-o", "json", "run", "--cpus", "2", file.string()}, 60s,
+                                dir.path() / ("tunectl" + std::to_string(run_no)), dir.path());
+    EXPECT_EQ(run.exit_code, 1) << run.Describe();
+    const json summary = run.Json();
+    ASSERT_TRUE(summary.is_object()) << "stdout is not one JSON document:\n" << run.out;
+    EXPECT_EQ(summary["counts"].value("ERROR", -1), 1) << run.out;
+    EXPECT_NE(run.err.find("ValueError: lr too large"), std::string::npos) << run.Describe();
+    EXPECT_NE(run.err.find("[warning]"), std::string::npos) << run.Describe();
+  }
+}
+
 TEST(TrialErrorsTest, ATrainableThatStopsReportingFailsAfterReportTimeout) {
   // Three reports 0.1 s apart, then silence: with report_timeout_s 3 the attempt is killed
   // and the trial is ERROR naming the timeout; its results so far are kept. A trainable that
@@ -85,8 +108,7 @@ TEST(TrialErrorsTest, ATrainableThatStopsReportingFailsAfterReportTimeout) {
           << entry.path();
     } else {
       ++finished;
-      EXPECT_EQ(rows, 7u)
-          << entry.path();  // 6 reports, then the last again with done: true (it returned)
+      EXPECT_EQ(rows, 6u) << entry.path();  // its 6 reports, once each (then it returned)
       EXPECT_FALSE(fs::exists(entry.path() / "error.txt")) << entry.path();
     }
   }

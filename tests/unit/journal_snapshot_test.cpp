@@ -157,6 +157,41 @@ TEST(JournalSnapshotTest, ReplayRebuildsTheCheckpointsAskedAndNotYetStored) {
   EXPECT_TRUE(ReplayAll(records).trials[0].requested_checkpoints.empty());
 }
 
+TEST(JournalSnapshotTest, AReturnedTrialIsDoneWithItsReportedResultsOnly) {
+  // A trainable that returned after 2 reports: its TERMINATED status carries `returned`, and the
+  // replayed trial has num_results 2 and a newest result that says done: true (also through a
+  // snapshot). An older journal recorded the return as a third result record repeating seq 2 with
+  // done: true; replay reads it the same way, as no reported result.
+  for (const bool older_form : {false, true}) {
+    SCOPED_TRACE(older_form ? "older journal: a copy record" : "returned in trial_status");
+    Trial t;
+    std::vector<json> records = OneTrialStarted("ret", t);
+    for (int k = 1; k <= 2; ++k) {
+      t.last_seq = t.training_iteration = k;
+      records.push_back(
+          ResultRecord(t, {{"training_iteration", k}, {"done", false}}, Action::kContinue));
+    }
+    if (older_form) {
+      records.push_back(
+          ResultRecord(t, {{"training_iteration", 2}, {"done", true}}, Action::kStop));
+    } else {
+      t.returned = true;
+    }
+    t.status = TrialStatus::kTerminated;
+    records.push_back(TrialStatusRecord(t));
+    EXPECT_EQ(records.back().contains("returned"), !older_form) << records.back().dump();
+    const ReplayedExperiment s = ReplayAll(records);
+    EXPECT_EQ(s.trials[0].num_results, 2);
+    EXPECT_EQ(s.trials[0].training_iteration, 2);
+    EXPECT_EQ(s.trials[0].LastResult().value("done", false), true);
+    EXPECT_EQ(s.trials[0].returned, !older_form);
+    auto restored = DecodeSnapshot(EncodeSnapshot(s));
+    ASSERT_TRUE(restored.ok()) << restored.status().ToString();
+    EXPECT_EQ(restored->trials[0].LastResult().value("done", false), true);
+    EXPECT_EQ(restored->trials[0].num_results, 2);
+  }
+}
+
 TEST(JournalSnapshotTest, ReplayKeepsAnEndCheckpointRequestAndItsWorkerUntilStoredOrLost) {
   // checkpoint_and_stop at iteration 2: TERMINATED with the end checkpoint asked and the
   // attempt's worker kept (a successor waits for the upload there). A second TERMINATED record
@@ -239,6 +274,21 @@ TEST(JournalSnapshotTest, ReplayAndSnapshotKeepWorkerLossesAndTheirResetByAResta
   const ReplayedExperiment restarted = ReplayAll(records);
   EXPECT_EQ(restarted.trials[0].num_worker_losses, 0);
   EXPECT_EQ(restarted.trials[0].status, TrialStatus::kPending);
+}
+
+TEST(JournalSnapshotTest, ARunsResultsFolderIsReplayedAndSnapshotted) {
+  // A new run of a name whose folder held an earlier run writes to "<name>-<id>": the submission
+  // record names it, and a replay, a snapshot or a journal without it (an older one: the name)
+  // give it back.
+  const ReplayedExperiment fresh = ReplayAll(
+      {ExperimentSubmitted("abcde", "name: again\n", "/tmp", "again.yaml", 1, 1.0, "again-abcde")});
+  EXPECT_EQ(fresh.results_folder, "again-abcde");
+  auto restored = DecodeSnapshot(EncodeSnapshot(fresh));
+  ASSERT_TRUE(restored.ok()) << restored.status().ToString();
+  EXPECT_EQ(restored->results_folder, "again-abcde");
+  const json older = ExperimentSubmitted("abcde", "name: again\n", "/tmp", "again.yaml", 1, 1.0);
+  EXPECT_FALSE(older.contains("results_folder"));
+  EXPECT_EQ(ReplayAll({older}).results_folder, "");
 }
 
 TEST(JournalSnapshotTest, SnapshotIdsSortByTheSeqTheyCover) {

@@ -36,6 +36,11 @@ json ResultAt(int64_t iteration) {
   return {{"training_iteration", iteration}, {"loss", 1.0 / double(iteration)}, {"note", "a,b"}};
 }
 
+// A journal's result record of attempt 1 with sequence number `seq`.
+json ResultRecordAt(int64_t seq, const json& result) {
+  return {{"kind", "result"}, {"attempt", 1}, {"seq", seq}, {"result", result}};
+}
+
 class ResultFilesRepairTest : public ::testing::Test {
  protected:
   ResultFilesRepairTest()
@@ -65,8 +70,10 @@ class ResultFilesRepairTest : public ::testing::Test {
     return trial_dir;
   }
 
-  // Repairs the "repaired" experiment folder against a journal of results 1..n.
-  ResultFilesRepair::Summary Repair(int64_t n) {
+  // Repairs the "repaired" experiment folder against a journal of results 1..n (attempt 1, seq
+  // i). `return_copy`: the journal also holds an older journal's copy of result n with done: true
+  // (same seq), which replay does not count in num_results.
+  ResultFilesRepair::Summary Repair(int64_t n, bool return_copy = false) {
     trial_.num_results = n;
     ResultFiles files;
     ResultFilesRepair repair((dir_ / "repaired").string(), files);
@@ -74,7 +81,12 @@ class ResultFilesRepairTest : public ::testing::Test {
       repair.OnConfigRecord(trial_, first_config_);  // trial_added
       for (int64_t i = 1; i <= n; ++i) {
         if (i == switch_config_at_) repair.OnConfigRecord(trial_, second_config_);  // a PBT exploit
-        repair.OnResultRecord(trial_, ResultAt(i));
+        repair.OnResultRecord(trial_, ResultRecordAt(i, ResultAt(i)));
+      }
+      if (return_copy) {
+        json copy = ResultAt(n);
+        copy["done"] = true;
+        repair.OnResultRecord(trial_, ResultRecordAt(n, copy));
       }
     }
     files.Drain();
@@ -174,6 +186,29 @@ TEST_F(ResultFilesRepairTest, RowsBeyondTheJournalAreCut) {
   EXPECT_EQ(std::count(json_text.begin(), json_text.end(), '\n'), 3);
   EXPECT_EQ(CountRows((repaired / "progress.csv").string(), true).rows, 3);
   EXPECT_TRUE(CountRows((repaired / "progress.csv").string(), true).header);
+}
+
+TEST_F(ResultFilesRepairTest, AnOlderFoldersRowNobodyReportedIsCutAndNotWrittenAgain) {
+  // A folder written before Trial::returned: 4 reported rows, then result 4 again with done: true
+  // (the trainable returned). Its journal holds that copy as a fifth result record with seq 4;
+  // replay counts 4 results. The repair cuts the fifth row, and the copy record writes none: the
+  // files are those of the 4 reported results.
+  const fs::path repaired = dir_ / "repaired" / trial_.DirName();
+  fs::copy(Reference(5), repaired);  // its fifth row stands for the copy (cut by count)
+  fs::remove_all(dir_ / "reference");
+  const fs::path reference = Reference(4);
+  const auto summary = Repair(4, /*return_copy=*/true);
+  EXPECT_EQ(summary.surplus_rows, 1);
+  EXPECT_EQ(summary.rows_written, 0);
+  EXPECT_EQ(Read(repaired / "result.json"), Read(reference / "result.json"));
+  EXPECT_EQ(Read(repaired / "progress.csv"), Read(reference / "progress.csv"));
+
+  // Files short of a row: the missing reported row is written, the copy is not.
+  Write(repaired / "result.json", "");
+  fs::remove(repaired / "progress.csv");
+  const auto again = Repair(4, /*return_copy=*/true);
+  EXPECT_EQ(again.rows_written, 4);
+  EXPECT_EQ(Read(repaired / "result.json"), Read(reference / "result.json"));
 }
 
 TEST_F(ResultFilesRepairTest, QuotedNewlinesInACsvRowDoNotCountAsRows) {

@@ -92,6 +92,28 @@ TEST(SearcherTest, ConcurrencyLimiterSaysNotNowWhileMaxConcurrentAreLive) {
   EXPECT_EQ(limiter.Describe()["searcher"], "mean");
 }
 
+TEST(SearcherTest, MaxConcurrentTrialsLimitsAModelSearcherAsRaysTunerDoes) {
+  // `max_concurrent_trials: 1` with TPE: one live trial at a time, the next suggested only after
+  // it ended (Ray 2.x wraps the searcher in ConcurrencyLimiter(max_concurrent_trials)), without
+  // `search.max_concurrent`. Both set: the smaller. Random is not wrapped.
+  SearchSetup s = SetupFor(kSpace, 10, "score");
+  s.max_concurrent_trials = 1;
+  auto tpe = Make("tpe", json::object(), s);
+  ASSERT_NE(tpe, nullptr);
+  EXPECT_EQ(tpe->Describe().value("max_concurrent", 0), 1) << tpe->Describe();
+  EXPECT_EQ(tpe->Suggest("t0").kind, Suggestion::Kind::kConfig);
+  EXPECT_EQ(tpe->Suggest("t1").kind, Suggestion::Kind::kNotNow);
+  tpe->OnTrialComplete("t0", nullptr, false);
+  EXPECT_EQ(tpe->Suggest("t1").kind, Suggestion::Kind::kConfig);
+
+  s.max_concurrent_trials = 4;
+  EXPECT_EQ(Make("tpe", {{"max_concurrent", 2}}, s)->Describe().value("max_concurrent", 0), 2);
+  EXPECT_EQ(Make("tpe", {{"max_concurrent", 8}}, s)->Describe().value("max_concurrent", 0), 4);
+  EXPECT_FALSE(Make("random", json::object(), s)->Describe().contains("max_concurrent"));
+  s.max_concurrent_trials = 0;  // no limit
+  EXPECT_FALSE(Make("tpe", json::object(), s)->Describe().contains("max_concurrent"));
+}
+
 TEST(SearcherTest, WrapperDeltasRebuildTheWholeState) {
   // What a resume relies on: a fresh limiter over points over a delta-journaled searcher,
   // brought up from null and the deltas alone, holds the state of the one that made them.

@@ -26,6 +26,30 @@ TEST_F(EndCheckpointTest, CheckpointAtEndMakesAStoppedTrialCheckpointBeforeItSto
   EXPECT_EQ(T(0).checkpoints.back().training_iteration, 2);
   ExpectEachGrantReleasedOnce();
 }
+TEST_F(EndCheckpointTest, AnIntermediateCheckpointLostWithItsWorkerIsJournaledOnTheTrial) {
+  // checkpoint_freq 2: the checkpoint of iteration 2 is stored, the one of iteration 4 is asked
+  // and the worker is lost before it reports it stored. The requeue's journaled status says that
+  // checkpoint was lost and that the trial goes on from iteration 2 (a restarted worker does not
+  // upload what its predecessor left on disk), and the failure history keeps it.
+  RunnerOptions o;
+  o.checkpoint_freq = 2;
+  Start(o, 1);
+  Run(0, "w1");
+  for (int64_t i = 1; i <= 4; ++i) {
+    ASSERT_TRUE(Report(0, i).ok());
+    if (i == 2) ASSERT_TRUE(Saved(0, 2).ok());
+  }
+  ASSERT_EQ(LastAction(), "checkpoint");
+  runner_->OnWorkerLost("w1");
+  EXPECT_EQ(T(0).status, TrialStatus::kPending);
+  const std::string expected =
+      "; the checkpoint of iteration 4 it was saving was not stored, so the trial goes on from "
+      "iteration 2";
+  EXPECT_NE(T(0).error.find(expected), std::string::npos) << T(0).error;
+  ASSERT_FALSE(obs_.statuses.empty());
+  EXPECT_NE(T(0).failures.back().error.find(expected), std::string::npos);
+}
+
 TEST_F(EndCheckpointTest, AWorkerLostBeforeTheEndCheckpointIsStoredIsJournaledOnTheTrial) {
   // checkpoint_and_stop at iteration 2, then the worker dies before the upload: the trial stays
   // TERMINATED with its results, and a second status record (failure kind worker_lost) says its

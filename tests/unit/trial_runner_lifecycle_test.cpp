@@ -32,12 +32,12 @@ class ScriptedScheduler final : public TrialScheduler {
   std::vector<std::string> removed, completed;
 };
 
-TEST_F(TrialLifecycleTest, ATrialThatReturnsRecordsItsLastResultAgainWithDoneTrue) {
-  // The trainable reports twice (not done) and returns: the runner records the last result again
-  // with done=true and decision "stop" before the TERMINATED status (so the last row of the
-  // files says done: true), counts it in num_results, and shows it to no trial scheduler. A
-  // trial whose last result already said done gets no extra result. Every result carries `date`
-  // (its timestamp as local time, Ray Tune's form).
+TEST_F(TrialLifecycleTest, ATrialThatReturnsIsDoneWithoutAResultNobodyReported) {
+  // The trainable reports twice (not done) and returns: as Ray Tune's runner (RESULT_DUPLICATE),
+  // the trial is TERMINATED with its last result marked done: true and `returned` set for the
+  // journal, but no result is recorded again (no row in the files), num_results counts what was
+  // reported, and no trial scheduler sees the result twice. A trial whose last result already
+  // said done is not marked returned. Every result carries `date` (its timestamp as local time).
   Start({}, 2);
   Run(0);
   Run(1);
@@ -45,19 +45,21 @@ TEST_F(TrialLifecycleTest, ATrialThatReturnsRecordsItsLastResultAgainWithDoneTru
   ASSERT_TRUE(Report(0, 2, {{"acc", 2}}).ok());
   ASSERT_TRUE(Report(1, 1, {{"acc", 3}, {"done", true}}).ok());
   const size_t before = obs_.results.size();
+  const auto& reported = obs_.results[before - 2];
+  EXPECT_EQ(reported.trial_id, Id(0));
+  EXPECT_EQ(reported.result.value("done", true), false);
+  EXPECT_EQ(reported.result.value("date", ""),
+            RayDate(reported.result.value("timestamp", int64_t(0))));
   runner_->OnTrialExited(Id(0), 1, true, "");
   runner_->OnTrialExited(Id(1), 1, true, "");
-  ASSERT_EQ(obs_.results.size(), before + 1);
-  const auto& last = obs_.results.back();
-  EXPECT_EQ(last.trial_id, Id(0));
-  EXPECT_EQ(last.decision, "stop");
-  EXPECT_EQ(last.result.value("done", false), true);
-  EXPECT_EQ(last.result.value("acc", 0), 2);
-  EXPECT_EQ(last.result.value("training_iteration", 0), 2);
-  EXPECT_EQ(last.result.value("date", ""), RayDate(last.result.value("timestamp", int64_t(0))));
-  EXPECT_EQ(T(0).num_results, 3);
-  EXPECT_EQ(T(0).training_iteration, 2);
+  EXPECT_EQ(obs_.results.size(), before);
   EXPECT_EQ(T(0).status, TrialStatus::kTerminated);
+  EXPECT_TRUE(T(0).returned);
+  EXPECT_EQ(T(0).LastResult().value("done", false), true);
+  EXPECT_EQ(T(0).LastResult().value("acc", 0), 2);
+  EXPECT_EQ(T(0).num_results, 2);
+  EXPECT_EQ(T(0).training_iteration, 2);
+  EXPECT_FALSE(T(1).returned);
   EXPECT_EQ(T(1).num_results, 1);
   EXPECT_EQ(obs_.results[before - 1].result.value("done", false), true);  // trial 1's own
 }
