@@ -29,6 +29,7 @@ import argparse
 import json
 import logging
 import math
+import os
 import signal
 import sys
 import warnings
@@ -293,14 +294,33 @@ def error_reply(request_id, request_type, code, message):
     }
 
 
-def serve(searcher, endpoint, stop):
-    """Answers requests on a ROUTER bound at `endpoint` until stop() is true."""
+def write_ready_file(path, endpoint):
+    """Writes the bound endpoint to `path` atomically, in the services' ready-file format
+    (libs/service/ready_file.hpp): {service, pid, endpoints: {endpoint}, metrics_port}."""
+    ready = {
+        "service": "tunebus_searcher",
+        "pid": os.getpid(),
+        "endpoints": {"endpoint": endpoint},
+        "metrics_port": 0,
+    }
+    tmp = "%s.tmp.%d" % (path, os.getpid())
+    with open(tmp, "w") as f:
+        f.write(json.dumps(ready) + "\n")
+    os.replace(tmp, path)
+
+
+def serve(searcher, endpoint, stop, ready_file=None):
+    """Answers requests on a ROUTER bound at `endpoint` until stop() is true; once bound, writes
+    the bound endpoint (a wildcard port resolved) to `ready_file` if given."""
     ctx = zmq.Context.instance()
     sock = ctx.socket(zmq.ROUTER)
     sock.setsockopt(zmq.LINGER, 0)
     sock.setsockopt(zmq.MAXMSGSIZE, MAX_MESSAGE_BYTES)
     sock.bind(endpoint)
-    LOG.info("serving %s on %s", searcher.sampler_name, endpoint)
+    bound = sock.getsockopt_string(zmq.LAST_ENDPOINT)
+    LOG.info("serving %s on %s", searcher.sampler_name, bound)
+    if ready_file:
+        write_ready_file(ready_file, bound)
     poller = zmq.Poller()
     poller.register(sock, zmq.POLLIN)
     while not stop():
@@ -350,7 +370,11 @@ def parse_option(text):
 
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--endpoint", default="tcp://127.0.0.1:5600", help="ZeroMQ endpoint to bind")
+    parser.add_argument(
+        "--endpoint",
+        default="tcp://127.0.0.1:5600",
+        help="ZeroMQ endpoint to bind (tcp://127.0.0.1:* picks a free port: see --ready-file)",
+    )
     parser.add_argument("--sampler", choices=sorted(SAMPLERS), default="tpe")
     parser.add_argument("--seed", type=int, default=None, help="default: the experiment's seed")
     parser.add_argument(
@@ -362,6 +386,13 @@ def main(argv=None):
         help="a keyword argument of the sampler, e.g. n_startup_trials=5 (repeatable)",
     )
     parser.add_argument("--log-level", default="info", choices=["debug", "info", "warning"])
+    parser.add_argument(
+        "--ready-file",
+        default=None,
+        metavar="PATH",
+        help="once bound, write the bound endpoint to PATH as JSON "
+        '({"service", "pid", "endpoints": {"endpoint": ...}, "metrics_port": 0}), atomically',
+    )
     args = parser.parse_args(argv)
     logging.basicConfig(
         level=args.log_level.upper(), format="%(asctime)s %(name)s %(levelname)s %(message)s"
@@ -378,7 +409,7 @@ def main(argv=None):
     stopping = []
     for signo in (signal.SIGINT, signal.SIGTERM):
         signal.signal(signo, lambda *_: stopping.append(True))
-    serve(searcher, args.endpoint, lambda: bool(stopping))
+    serve(searcher, args.endpoint, lambda: bool(stopping), args.ready_file)
     return 0
 
 

@@ -6,11 +6,15 @@ namespace tunebus::metrics {
 
 Status MetricsPublisher::Start(bus::EventLoop& loop, const MetricsOptions& options,
                                std::function<void(MetricsText&)> render) {
-  if (options.port == 0) return Status::Ok();
-  auto server =
-      MetricsServer::Start(options.host, options.port, MetricsServer::kHealthyWithin, loop.clock());
-  if (!server.ok()) return server.status();
-  server_ = std::move(*server);
+  if (options.server) {
+    server_ = options.server;
+  } else {
+    if (options.port == 0) return Status::Ok();
+    auto server = MetricsServer::Start(options.host, options.port, MetricsServer::kHealthyWithin,
+                                       loop.clock());
+    if (!server.ok()) return server.status();
+    server_ = std::move(*server);
+  }
   render_ = std::move(render);
   Render();
   loop.AddPeriodic(bus::Duration{1000}, [this] { Render(); });

@@ -14,13 +14,17 @@ namespace tunebus::metrics {
 
 struct MetricsOptions {
   std::string host = "127.0.0.1";  // 0.0.0.0 in containers
-  int port = 0;                    // 0 = no metrics endpoint
+  int port = 0;                    // 0 = no metrics endpoint; kAnyPort = one the kernel picks
   bool healthcheck = false;        // --healthcheck: check the running service, start nothing
+  /// A server already listening on host:port (RunService binds it before it creates the
+  /// service, so that its --ready-file can name the port); null: Start binds one itself.
+  std::shared_ptr<MetricsServer> server;
 };
 
 class MetricsPublisher {
  public:
-  /// No-op when options.port is 0. Errors: Unavailable when the port cannot be bound.
+  /// Publishes on options.server if set, else binds options.host:port (kAnyPort: a free port);
+  /// a no-op when neither (port 0). Errors: Unavailable when the port cannot be bound.
   Status Start(bus::EventLoop& loop, const MetricsOptions& options,
                std::function<void(MetricsText&)> render);
   /// The bound port, 0 when off.
@@ -28,7 +32,7 @@ class MetricsPublisher {
 
  private:
   void Render();
-  std::unique_ptr<MetricsServer> server_;
+  std::shared_ptr<MetricsServer> server_;
   std::function<void(MetricsText&)> render_;
 };
 

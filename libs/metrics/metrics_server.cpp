@@ -83,10 +83,12 @@ Result<std::unique_ptr<MetricsServer>> MetricsServer::Start(
     }
     res.set_content("ok\n", "text/plain");
   });
-  s->port_ = port == 0 ? s->server_->bind_to_any_port(host)
-                       : (s->server_->bind_to_port(host, port) ? port : -1);
-  if (s->port_ <= 0)
-    return Status::Unavailable(fmt::format("cannot serve metrics on {}:{}", host, port));
+  s->port_ = port == 0 || port == kAnyPort ? s->server_->bind_to_any_port(host)
+                                           : (s->server_->bind_to_port(host, port) ? port : -1);
+  if (s->port_ <= 0) {
+    return Status::Unavailable(fmt::format("cannot serve metrics on {}:{}", host,
+                                           port == kAnyPort ? "*" : std::to_string(port)));
+  }
   s->thread_ = std::thread([raw] { raw->server_->listen_after_bind(); });
   return s;
 }
@@ -98,6 +100,12 @@ void MetricsServer::Publish(std::string text) {
 }
 
 int CheckHealth(const std::string& host, int port) {
+  if (port == kAnyPort) {
+    std::fprintf(stderr,
+                 "unhealthy: --metrics-port * names no port to ask; give the port the service "
+                 "bound (its --ready-file names it)\n");
+    return 1;
+  }
   if (port <= 0) {
     std::fprintf(stderr,
                  "unhealthy: no metrics port (--metrics-port / TUNEBUS_METRICS_PORT) to ask\n");

@@ -46,13 +46,18 @@ class MetricsText {
   std::string last_name_;  // HELP/TYPE are written once per metric family
 };
 
+/// The port number that asks for any free port (`--metrics-port *`): 0 already means "no metrics
+/// endpoint" in MetricsOptions and the TUNEBUS_METRICS_PORT variable.
+inline constexpr int kAnyPort = -1;
+
 class MetricsServer {
  public:
   /// /healthz fails when the last Publish is older than this (the loop publishes every second).
   static constexpr std::chrono::milliseconds kHealthyWithin{10000};
 
-  /// Listens on host:port (port 0: any free port) and serves on a thread of its own. `clock`
-  /// (thread-safe, outlives the server) times /healthz's age of the last Publish.
+  /// Listens on host:port (port 0 or kAnyPort: any free port; port() names it) and serves on a
+  /// thread of its own. `clock` (thread-safe, outlives the server) times /healthz's age of the
+  /// last Publish.
   /// Errors: Unavailable if it cannot bind.
   static Result<std::unique_ptr<MetricsServer>> Start(
       const std::string& host, int port, std::chrono::milliseconds healthy_within = kHealthyWithin,
@@ -79,7 +84,8 @@ class MetricsServer {
 
 /// The healthcheck client (`<service> --healthcheck`): GET http://<host>:<port>/healthz (a
 /// wildcard host asks 127.0.0.1) with a 2 s timeout. Prints "ok" and returns 0 on 200; prints the
-/// reason to stderr and returns 1 otherwise (no metrics port, nobody listening, 503, timeout).
+/// reason to stderr and returns 1 otherwise (no metrics port or kAnyPort, nobody listening, 503,
+/// timeout).
 int CheckHealth(const std::string& host, int port);
 
 }  // namespace tunebus::metrics

@@ -2,6 +2,7 @@
 
 #include <signal.h>
 #include <spdlog/spdlog.h>
+#include <unistd.h>
 
 #include <atomic>
 
@@ -45,12 +46,18 @@ int RunService(int argc, char** argv, const ServiceMain& service,
                metrics::MetricsOptions& metrics) {
   CLI::App app{service.description};
   std::string log_level = "info";
+  std::string ready_file;
   if (service.add_flags) service.add_flags(app);
   metrics::AddMetricsFlags(app, metrics);
   app.add_option("--log-level", log_level, "trace, debug, info, warn, error, critical, off")
       ->envname("TUNEBUS_LOG_LEVEL")
       ->check(CLI::IsMember({"trace", "debug", "info", "warn", "error", "critical", "off"}))
       ->capture_default_str();
+  app.add_option("--ready-file", ready_file,
+                 "once every socket and the metrics port are bound, write them to this file as "
+                 "JSON (atomically: {service, pid, endpoints: {flag: endpoint}, metrics_port}), "
+                 "so ports given as tcp://host:* or --metrics-port * can be learned")
+      ->envname("TUNEBUS_READY_FILE");
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
@@ -66,15 +73,38 @@ int RunService(int argc, char** argv, const ServiceMain& service,
 
   InstallSignals();  // before Create: a SIGTERM while it starts is not lost
   return bus::GuardMain(service.name, [&] {
+    // Bound before the service exists, so the ready file can name the port; the service
+    // publishes on this server (MetricsOptions::server).
+    if (metrics.port != 0) {
+      auto server = metrics::MetricsServer::Start(metrics.host, metrics.port);
+      if (server.ok()) {
+        metrics.server = std::move(*server);
+      } else {
+        spdlog::error("No metrics endpoint: {}", server.status().ToString());
+        metrics.port = 0;
+      }
+    }
     zmq::context_t ctx;
     auto created = service.create(ctx);
     if (!created.ok()) {
       spdlog::critical("{} cannot start: {}", service.name, created.status().ToString());
       return kExitCannotStart;
     }
+    if (!ready_file.empty()) {
+      const BoundEndpoints bound = (*created)->Endpoints();
+      const int metrics_port = metrics.server ? metrics.server->port() : 0;
+      if (Status s = WriteReadyFile(ready_file, service.name, bound, metrics_port); !s.ok()) {
+        spdlog::critical("{} cannot start: {}", service.name, s.ToString());
+        return kExitCannotStart;
+      }
+      std::string text = ReadyFileText(service.name, ::getpid(), bound, metrics_port);
+      text.pop_back();  // the newline
+      spdlog::info("{} wrote its ready file {}: {}", service.name, ready_file, text);
+    }
     g_service.store(created->get());
     if (!g_stop_requested.load()) (*created)->Run();  // a signal before this point stops it
     g_service.store(nullptr);
+    metrics.server.reset();  // the service holds the last reference
     spdlog::info("{} stopped", service.name);
     return kExitStopped;  // the service is destroyed here, before the context
   });

@@ -4,18 +4,22 @@
 //
 //   1. flags (CLI11; each flag may fall back to a TUNEBUS_* environment variable) plus the
 //      shared ones: --log-level (TUNEBUS_LOG_LEVEL, checked: trace, debug, info, warn, error,
-//      critical, off), --metrics-port, --metrics-host and --healthcheck (metrics_flags.hpp);
+//      critical, off), --metrics-port, --metrics-host and --healthcheck (metrics_flags.hpp),
+//      --ready-file (TUNEBUS_READY_FILE);
 //   2. logging at that level;
 //   3. SIGTERM/SIGINT handlers, installed BEFORE the service is created, so a signal that arrives
 //      while it starts stops it as soon as it exists; SIGPIPE ignored (a peer or child that
 //      closed its pipe fails a write with EPIPE instead of killing the service);
-//   4. creation and Run() inside GuardMain: an exception that escapes is a logged message and
-//      exit 1, never an abort.
+//   4. inside GuardMain (an exception that escapes is a logged message and exit 1, never an
+//      abort): the metrics endpoint is bound (a port that cannot be bound is logged and the
+//      service runs without metrics, as before), the service is created (it binds its sockets),
+//      the ready file is written (ready_file.hpp: every bound endpoint by flag, wildcard ports
+//      resolved, and the metrics port), and Run() serves.
 //
 // Exit codes: kExitStopped (0) after a clean stop (or a healthy --healthcheck, or --help),
-// kExitCannotStart (1) when creation fails ("<name> cannot start: <status>"), an exception
-// escapes, or --healthcheck finds the service unhealthy, kExitBadFlags (2) for flags CLI11 or
-// check_flags refuse.
+// kExitCannotStart (1) when creation fails ("<name> cannot start: <status>"), the ready file
+// cannot be written, an exception escapes, or --healthcheck finds the service unhealthy,
+// kExitBadFlags (2) for flags CLI11 or check_flags refuse.
 #pragma once
 
 #include <CLI/CLI.hpp>
@@ -27,6 +31,7 @@
 
 #include "libs/core/status.hpp"
 #include "libs/metrics/metrics_publisher.hpp"
+#include "libs/service/ready_file.hpp"
 
 namespace tunebus::service {
 
@@ -41,6 +46,9 @@ class Service {
   virtual ~Service() = default;
   virtual void Run() = 0;
   virtual void Stop() = 0;
+  /// What it bound, by flag name, wildcard ports resolved (for the ready file). Called after
+  /// creation, before Run().
+  virtual BoundEndpoints Endpoints() const { return {}; }
 };
 
 /// A service's main, as its main.cpp declares it.
@@ -59,45 +67,61 @@ struct ServiceMain {
   std::function<Result<std::unique_ptr<Service>>(zmq::context_t& ctx)> create;
 };
 
-/// The whole main of a service (see the file comment). `metrics` receives the metrics flags.
-/// Returns the process exit code.
+/// The whole main of a service (see the file comment). `metrics` receives the metrics flags, and
+/// the bound metrics server (MetricsOptions::server) before service.create runs. Returns the
+/// process exit code.
 int RunService(int argc, char** argv, const ServiceMain& service, metrics::MetricsOptions& metrics);
 
 /// The usual main: `add_flags` declares the service's flags into its options (a free function
-/// of the main.cpp), and the service is S::Create(ctx, options). For example
+/// of the main.cpp), the service is S::Create(ctx, options), and `endpoints` (null for a service
+/// that binds no socket) names what it bound by the flags of the main.cpp. For example
 ///   int main(int argc, char** argv) {
-///     return RunService<ResourceManager>(argc, argv, "resource-manager", "...", AddFlags);
+///     return RunService<ResourceManager>(argc, argv, "resource-manager", "...", AddFlags,
+///                                        Endpoints);
 ///   }
 template <typename S, typename Options>
 int RunService(int argc, char** argv, std::string name, std::string description,
-               void (*add_flags)(CLI::App& app, Options& options));
+               void (*add_flags)(CLI::App& app, Options& options),
+               BoundEndpoints (*endpoints)(const S& service) = nullptr);
 
-/// Adapts a service class with Run() and an async-signal-safe Stop() to Service.
+/// Adapts a service class with Run() and an async-signal-safe Stop() to Service; `endpoints`
+/// (may be null) answers Endpoints().
 template <typename S>
 class ServiceOf final : public Service {
  public:
-  explicit ServiceOf(std::unique_ptr<S> service) : service_(std::move(service)) {}
+  explicit ServiceOf(std::unique_ptr<S> service,
+                     BoundEndpoints (*endpoints)(const S& service) = nullptr)
+      : service_(std::move(service)), endpoints_(endpoints) {}
   void Run() override { service_->Run(); }
   void Stop() override { service_->Stop(); }
+  BoundEndpoints Endpoints() const override {
+    return endpoints_ ? endpoints_(*service_) : BoundEndpoints{};
+  }
 
  private:
   std::unique_ptr<S> service_;
+  BoundEndpoints (*endpoints_)(const S& service);
 };
 
 /// `created` (a service's Create() result) as a Service for ServiceMain::create.
 template <typename S>
-Result<std::unique_ptr<Service>> Serve(Result<std::unique_ptr<S>> created) {
+Result<std::unique_ptr<Service>> Serve(Result<std::unique_ptr<S>> created,
+                                       BoundEndpoints (*endpoints)(const S& service) = nullptr) {
   if (!created.ok()) return created.status();
-  return std::unique_ptr<Service>(std::make_unique<ServiceOf<S>>(std::move(created).value()));
+  return std::unique_ptr<Service>(
+      std::make_unique<ServiceOf<S>>(std::move(created).value(), endpoints));
 }
 
 template <typename S, typename Options>
 int RunService(int argc, char** argv, std::string name, std::string description,
-               void (*add_flags)(CLI::App& app, Options& options)) {
+               void (*add_flags)(CLI::App& app, Options& options),
+               BoundEndpoints (*endpoints)(const S& service)) {
   Options options;
   ServiceMain service{std::move(name), std::move(description)};
   service.add_flags = [&options, add_flags](CLI::App& app) { add_flags(app, options); };
-  service.create = [&options](zmq::context_t& ctx) { return Serve(S::Create(ctx, options)); };
+  service.create = [&options, endpoints](zmq::context_t& ctx) {
+    return Serve(S::Create(ctx, options), endpoints);
+  };
   return RunService(argc, argv, service, options.metrics);
 }
 

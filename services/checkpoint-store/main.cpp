@@ -22,10 +22,16 @@ void AddFlags(CLI::App& app, tunebus::CheckpointStoreOptions& o) {
       ->envname("TUNEBUS_STORE_NO_SYNC");
 }
 
+// What --ready-file names, by the flags above.
+tunebus::service::BoundEndpoints Endpoints(const tunebus::CheckpointStore& store) {
+  return {{"endpoint", store.endpoint()}};
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
   return tunebus::service::RunService<tunebus::CheckpointStore>(
       argc, argv, "checkpoint-store",
-      "tunebus checkpoint-store: experiment journals and trial checkpoints (RocksDB)", AddFlags);
+      "tunebus checkpoint-store: experiment journals and trial checkpoints (RocksDB)", AddFlags,
+      Endpoints);
 }

@@ -24,10 +24,15 @@ void AddFlags(CLI::App& app, tunebus::ResourceManagerOptions& o) {
       ->capture_default_str();
 }
 
+// What --ready-file names, by the flags above.
+tunebus::service::BoundEndpoints Endpoints(const tunebus::ResourceManager& rm) {
+  return {{"endpoint", rm.endpoint()}, {"events-endpoint", rm.events_endpoint()}};
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
   return tunebus::service::RunService<tunebus::ResourceManager>(
       argc, argv, "resource-manager",
-      "tunebus resource-manager: worker capacity, placement and liveness", AddFlags);
+      "tunebus resource-manager: worker capacity, placement and liveness", AddFlags, Endpoints);
 }

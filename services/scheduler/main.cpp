@@ -37,9 +37,17 @@ void AddFlags(CLI::App& app, tunebus::SchedulerOptions& o) {
       ->capture_default_str();
 }
 
+// What --ready-file names, by the flags above.
+tunebus::service::BoundEndpoints Endpoints(const tunebus::Scheduler& s) {
+  return {{"control", s.control_endpoint()},
+          {"workers", s.worker_endpoint()},
+          {"events", s.events_endpoint()}};
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
   return tunebus::service::RunService<tunebus::Scheduler>(
-      argc, argv, "scheduler", "tunebus scheduler: runs experiments and their trials", AddFlags);
+      argc, argv, "scheduler", "tunebus scheduler: runs experiments and their trials", AddFlags,
+      Endpoints);
 }

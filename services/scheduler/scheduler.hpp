@@ -90,6 +90,7 @@ class Scheduler {
   std::string endpoint() const;
   std::string control_endpoint() const { return control_bound_; }
   std::string worker_endpoint() const { return workers_bound_; }
+  std::string events_endpoint() const { return events_bound_; }
 
  private:
   Scheduler(zmq::context_t& ctx, SchedulerOptions options);

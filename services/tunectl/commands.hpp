@@ -31,7 +31,9 @@ struct RunFlags {
 };
 
 int RunCommand(const GlobalFlags& g, RunFlags r);
-int UpCommand(const GlobalFlags& g, SuiteOptions suite);
+/// `tunectl up`: serves until SIGTERM/SIGINT. With `ready_file`, writes the bound control and
+/// events endpoints there once they are bound (libs/service/ready_file.hpp).
+int UpCommand(const GlobalFlags& g, SuiteOptions suite, const std::string& ready_file);
 struct ListFlags {
   std::string status;                // only trials with this status
   std::string sort;                  // result key (or trial field); "-key" sorts descending

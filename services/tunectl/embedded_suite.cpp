@@ -67,6 +67,8 @@ Result<std::unique_ptr<EmbeddedSuite>> EmbeddedSuite::Start(zmq::context_t& ctx,
   return s;
 }
 
+std::string EmbeddedSuite::events_endpoint() const { return scheduler_->events_endpoint(); }
+
 void EmbeddedSuite::Stop() {
   if (threads_.empty()) return;
   // Workers first (they kill their trainables), the store last (it takes the final appends).

@@ -38,7 +38,9 @@ class EmbeddedSuite {
   void Stop();
   ~EmbeddedSuite();
 
+  /// The bound control and events endpoints (wildcard ports resolved).
   std::string control_endpoint() const { return control_endpoint_; }
+  std::string events_endpoint() const;
 
  private:
   EmbeddedSuite() = default;

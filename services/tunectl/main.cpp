@@ -52,6 +52,11 @@ int main(int argc, char** argv) {
   up_cmd->add_option("--events", up.events_endpoint, "event stream endpoint to bind")
       ->capture_default_str();
   up_cmd->add_option("--data-dir", up.data_dir, "checkpoint-store folder")->capture_default_str();
+  std::string up_ready_file;
+  up_cmd->add_option("--ready-file", up_ready_file,
+                     "once the control and events endpoints are bound, write them to this file as "
+                     "JSON (atomically: {service, pid, endpoints: {control, events}}), so ports "
+                     "given as tcp://host:* can be learned");
   up_cmd->add_option("--cpus", up.cpus, "embedded worker CPUs (default: all cores)");
   up_cmd->add_option("--gpus", up.gpus, "embedded worker GPUs");
 
@@ -159,7 +164,7 @@ int main(int argc, char** argv) {
   // exit 1, never an abort.
   try {
     if (*run_cmd) return RunCommand(g, run);
-    if (*up_cmd) return UpCommand(g, up);
+    if (*up_cmd) return UpCommand(g, up, up_ready_file);
     if (g.connect.empty()) g.connect = "tcp://127.0.0.1:5555";
     if (*ls_cmd) return ListCommand(g, list);
     if (*best_cmd) return BestCommand(g);

@@ -12,6 +12,7 @@
 #include <thread>
 
 #include "libs/bus/service_guard.hpp"
+#include "libs/service/ready_file.hpp"
 #include "libs/spec/experiment_spec.hpp"
 #include "proto/control.hpp"
 #include "services/tunectl/commands.hpp"
@@ -234,7 +235,7 @@ int RunCommand(const GlobalFlags& g, RunFlags r) {
   return code;
 }
 
-int UpCommand(const GlobalFlags& g, SuiteOptions suite) {
+int UpCommand(const GlobalFlags& g, SuiteOptions suite, const std::string& ready_file) {
   (void)g;
   std::signal(SIGINT, OnSignal);
   std::signal(SIGTERM, OnSignal);
@@ -244,6 +245,16 @@ int UpCommand(const GlobalFlags& g, SuiteOptions suite) {
   if (!s.ok()) {
     std::cerr << "tunectl up: " << s.status().ToString() << "\n";
     return 1;
+  }
+  if (!ready_file.empty()) {
+    const Status written = service::WriteReadyFile(
+        ready_file, "tunectl",
+        {{"control", (*s)->control_endpoint()}, {"events", (*s)->events_endpoint()}}, 0);
+    if (!written.ok()) {
+      std::cerr << "tunectl up: " << written.ToString() << "\n";
+      (*s)->Stop();
+      return 1;
+    }
   }
   std::cout << "tunebus is up; control socket " << (*s)->control_endpoint() << " (Ctrl-C to stop)"
             << std::endl;

@@ -42,9 +42,8 @@ class ExternalSearcherFaultTest : public ::testing::Test {
     if (!fs::exists(kPython) || !PythonHasOptuna(cluster_.dir() / "logs")) {
       GTEST_SKIP() << kPython << " cannot import zmq, msgpack and optuna";
     }
-    port_ = FreePort();
     ASSERT_TRUE(cluster_.Start());
-    StartSearcher();
+    ASSERT_TRUE(StartSearcher());
     file_ = cluster_.dir() / "external.yaml";
     WriteFile(file_,
               "name: external\n"
@@ -71,15 +70,17 @@ class ExternalSearcherFaultTest : public ::testing::Test {
                   (cluster_.dir() / "results").string() + "\n");
   }
 
-  std::string endpoint() const { return "tcp://127.0.0.1:" + std::to_string(port_); }
+  // The endpoint the first searcher bound; a restarted one binds it again (the experiment file
+  // names it).
+  std::string endpoint() const { return endpoint_; }
 
-  void StartSearcher() {
-    searcher_ =
-        Process::Spawn({.name = "searcher" + std::to_string(++searchers_),
-                        .binary = kPython,
-                        .args = {(SourceDir() / "clients/python/tunebus_searcher.py").string(),
-                                 "--sampler", "cmaes", "--seed", "1", "--endpoint", endpoint()},
-                        .log_dir = cluster_.dir() / "logs"});
+  ::testing::AssertionResult StartSearcher() {
+    searcher_options_.name = "searcher" + std::to_string(++searchers_);
+    Ready ready;
+    auto r = SpawnReady(searcher_options_, cluster_.dir() / "ready" / "searcher.json", searcher_,
+                        ready, 60s);
+    if (r) endpoint_ = ready.endpoint("endpoint");
+    return r;
   }
 
   json Summary() { return cluster_.Ctl({"-o", "json", "status"}, 10s).Json(); }
@@ -142,7 +143,12 @@ class ExternalSearcherFaultTest : public ::testing::Test {
   }
 
   Cluster cluster_{ClusterOptions{}};
-  int port_ = 0;
+  Process::Options searcher_options_{
+      .binary = kPython,
+      .args = {(SourceDir() / "clients/python/tunebus_searcher.py").string(), "--sampler", "cmaes",
+               "--seed", "1", "--endpoint", kAnyLoopback},
+      .log_dir = cluster_.dir() / "logs"};
+  std::string endpoint_;
   int searchers_ = 0;
   std::unique_ptr<Process> searcher_;
   fs::path file_;
@@ -165,7 +171,7 @@ TEST_F(ExternalSearcherFaultTest, KilledSearcherIsRestartedAndTheRunCompletes) {
   // Trials placed before the kill finish while the searcher is away.
   EXPECT_TRUE(WaitFor([&] { return Terminated() > before; }, 30s, 100ms)) << Summary().dump();
   EXPECT_EQ(SearcherState(), "unavailable");
-  StartSearcher();
+  ASSERT_TRUE(StartSearcher());  // on the same endpoint
   ExpectCompleteAndExact(journal);
   EXPECT_GE(Summary()["searcher"].value("sessions", 0), 2);
   // The new process was told the earlier suggestions before it suggested again.

@@ -78,7 +78,7 @@ TEST(BadEnvironmentTest, ACheckpointStoreWithAnUnwritableDataDirExitsOneNamingIt
   // message used to name its LOG file instead).
   TempDir dir;
   const fs::path locked = LockedFolder(dir.path());
-  const std::string ep = "tcp://127.0.0.1:" + std::to_string(FreePort());
+  const std::string ep = kAnyLoopback;
   auto store = RunLocked(dir.path(), "checkpoint-store",
                          {"--endpoint", ep, "--data-dir", (locked / "store").string()});
   ExpectCleanExitOne(*store, "checkpoint-store cannot start: io_error: cannot create data dir " +
@@ -94,10 +94,8 @@ TEST(BadEnvironmentTest, ASchedulerWithAnUnwritableResultsDirExitsOneNamingIt) {
   TempDir dir;
   const fs::path locked = LockedFolder(dir.path());
   auto scheduler = RunLocked(dir.path(), "scheduler",
-                             {"--control", "tcp://127.0.0.1:" + std::to_string(FreePort()),
-                              "--workers", "tcp://127.0.0.1:" + std::to_string(FreePort()),
-                              "--events", "tcp://127.0.0.1:" + std::to_string(FreePort()),
-                              "--results-dir", (locked / "results").string()});
+                             {"--control", kAnyLoopback, "--workers", kAnyLoopback, "--events",
+                              kAnyLoopback, "--results-dir", (locked / "results").string()});
   ExpectCleanExitOne(*scheduler,
                      "scheduler cannot start: io_error: cannot create the results folder " +
                          (locked / "results").string() + ": Permission denied");
@@ -112,9 +110,8 @@ TEST(BadEnvironmentTest, AResourceManagerAndAWorkerOnABadEndpointExitOneNamingIt
   ASSERT_NE(::mkdtemp(short_dir), nullptr);
   const fs::path locked = LockedFolder(short_dir);
   const std::string ipc = "ipc://" + (locked / "rm.sock").string();
-  auto rm = RunLocked(
-      dir.path(), "resource-manager",
-      {"--endpoint", ipc, "--events-endpoint", "tcp://127.0.0.1:" + std::to_string(FreePort())});
+  auto rm = RunLocked(dir.path(), "resource-manager",
+                      {"--endpoint", ipc, "--events-endpoint", kAnyLoopback});
   ExpectCleanExitOne(*rm, "resource-manager cannot start: unavailable: cannot bind " + ipc +
                               ": Permission denied");
   // A worker whose scheduler endpoint is not one.

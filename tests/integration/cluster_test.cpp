@@ -443,15 +443,18 @@ TEST(ClusterTest, TunectlUpServesTheControlSocketUntilSigterm) {
   // `tunectl up` runs the embedded suite as a server: an experiment submitted with
   // `tunectl run --connect` finishes on it, `ls` answers, and SIGTERM ends it with exit 0.
   TempDir dir;
-  const std::string control = "tcp://127.0.0.1:" + std::to_string(FreePort());
-  const std::string events = "tcp://127.0.0.1:" + std::to_string(FreePort());
-  auto up = Process::Spawn({"up",
-                            BinDir() / "tunectl",
-                            {"up", "--control", control, "--events", events, "--data-dir",
-                             (dir.path() / "store").string(), "--cpus", "2"},
-                            {},
-                            dir.path() / "logs",
-                            dir.path()});
+  Process::Options o{"up",
+                     BinDir() / "tunectl",
+                     {"up", "--control", kAnyLoopback, "--events", kAnyLoopback, "--data-dir",
+                      (dir.path() / "store").string(), "--cpus", "2"},
+                     {},
+                     dir.path() / "logs",
+                     dir.path()};
+  std::unique_ptr<Process> up;
+  Ready ready;
+  ASSERT_TRUE(SpawnReady(o, dir.path() / "up.json", up, ready));
+  const std::string control = ready.endpoint("control");
+  ASSERT_NE(ready.endpoint("events"), "") << up->Output();
   ASSERT_TRUE(WaitFor(
       [&] {
         return RunTunectl({"--connect", control, "status"}, 2s).exit_code != 3;

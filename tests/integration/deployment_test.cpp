@@ -53,12 +53,15 @@ TEST(DeploymentTest, TheHealthcheckPassesAgainstALiveServiceAndFailsAgainstADead
   // TUNEBUS_METRICS_PORT=9100). /healthz is ok only while the service's loop publishes.
   ClusterOptions o;
   o.workers = 1;
-  auto ports = ServeMetrics(o);
-  const int rm = ports["resource-manager"], sched = ports["scheduler"];
+  o.metrics = true;
   Cluster cluster(o);
   ASSERT_TRUE(cluster.Start());
+  const int rm = cluster.metrics_port("resource-manager"),
+            sched = cluster.metrics_port("scheduler");
   const fs::path logs = cluster.dir() / "healthchecks";
-  for (const auto& [name, port] : ports) {
+  for (const std::string name : {"checkpoint-store", "resource-manager", "scheduler", "w1"}) {
+    const int port = cluster.metrics_port(name);
+    ASSERT_GT(port, 0) << name;
     const std::string binary = name == "w1" ? "trial-worker" : name;
     auto [code, out] = Healthcheck(
         logs, binary, {"--metrics-host", "0.0.0.0", "--metrics-port", std::to_string(port)});
@@ -87,6 +90,11 @@ TEST(DeploymentTest, TheHealthcheckPassesAgainstALiveServiceAndFailsAgainstADead
   auto [none, none_out] = Healthcheck(logs, "trial-worker", {});
   EXPECT_EQ(none, 1) << none_out;
   EXPECT_NE(none_out.find("unhealthy: no metrics port"), std::string::npos) << none_out;
+  // Nor with `*` (any port: the one a service bound is in its ready file).
+  auto [any, any_out] = Healthcheck(logs, "trial-worker", {"--metrics-port", "*"});
+  EXPECT_EQ(any, 1) << any_out;
+  EXPECT_NE(any_out.find("unhealthy: --metrics-port * names no port to ask"), std::string::npos)
+      << any_out;
 }
 
 TEST(DeploymentTest, TheSchedulersResultsDirHoldsExperimentsWithoutAnAbsoluteOne) {

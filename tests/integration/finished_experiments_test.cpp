@@ -65,21 +65,24 @@ std::map<std::string, std::string> FilesIn(const fs::path& dir) {
   return files;
 }
 
-// `tunectl up` on fixed endpoints and data folder, started again by Restart().
+// `tunectl up` on one data folder, started again by Restart() on the endpoints its first start
+// bound (on ports it picked).
 class Suite {
  public:
   explicit Suite(const fs::path& dir)
       : dir_(dir),
-        control_("tcp://127.0.0.1:" + std::to_string(FreePort())),
-        events_("tcp://127.0.0.1:" + std::to_string(FreePort())) {}
+        options_{"up",
+                 BinDir() / "tunectl",
+                 {"up", "--control", kAnyLoopback, "--events", kAnyLoopback, "--data-dir",
+                  (dir_ / "store").string(), "--cpus", "2"},
+                 {},
+                 dir_ / "logs",
+                 dir_} {}
   ::testing::AssertionResult Start() {
-    up_ = Process::Spawn({"up-" + std::to_string(++starts_),
-                          BinDir() / "tunectl",
-                          {"up", "--control", control_, "--events", events_, "--data-dir",
-                           (dir_ / "store").string(), "--cpus", "2"},
-                          {},
-                          dir_ / "logs",
-                          dir_});
+    options_.name = "up-" + std::to_string(++starts_);
+    Ready ready;
+    if (auto r = SpawnReady(options_, dir_ / "up.json", up_, ready); !r) return r;
+    control_ = ready.endpoint("control");
     if (!WaitFor([&] { return Ctl({"lsx"}, 2s).exit_code == 0; }, 20s, 100ms)) {
       return ::testing::AssertionFailure() << "tunectl up did not answer: " << up_->Output();
     }
@@ -99,7 +102,8 @@ class Suite {
 
  private:
   fs::path dir_;
-  std::string control_, events_;
+  Process::Options options_;  // the ports pinned after the first start
+  std::string control_;
   int starts_ = 0;
   std::unique_ptr<Process> up_;
 };

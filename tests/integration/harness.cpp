@@ -1,12 +1,10 @@
 #include "tests/integration/harness.hpp"
 
-#include <arpa/inet.h>
 #include <fcntl.h>
-#include <netinet/in.h>
 #include <signal.h>
 #include <spawn.h>
 #include <stdlib.h>
-#include <sys/socket.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -76,20 +74,6 @@ int DecodeWaitStatus(int status) {
   return -1;
 }
 
-bool CanBind(int port) {
-  const int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-  if (fd < 0) return false;
-  int one = 1;
-  ::setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));  // as ZeroMQ's listeners do
-  sockaddr_in addr{};
-  addr.sin_family = AF_INET;
-  addr.sin_port = htons(static_cast<uint16_t>(port));
-  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  const bool ok = ::bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) == 0;
-  ::close(fd);
-  return ok;
-}
-
 std::string SanitizedTestName() {
   std::string name = "tunebus";
   if (const auto* info = ::testing::UnitTest::GetInstance()->current_test_info()) {
@@ -142,19 +126,6 @@ bool WaitFor(const std::function<bool()>& predicate, Millis timeout, Millis poll
     std::this_thread::sleep_for(
         std::min<std::chrono::steady_clock::duration>(poll, deadline - now));
   }
-}
-
-int FreePort() {
-  static std::mutex mu;
-  static int next = -1;
-  std::lock_guard<std::mutex> lock(mu);
-  if (next < 0) next = static_cast<int>((static_cast<int64_t>(::getpid()) * 7919) % 10000);
-  for (int tries = 0; tries < 10000; ++tries) {
-    const int port = 20000 + next;
-    next = (next + 1) % 10000;
-    if (CanBind(port)) return port;
-  }
-  throw std::runtime_error("no free loopback port in 20000-29999");
 }
 
 std::string ReadFile(const fs::path& path) {
@@ -394,20 +365,94 @@ CommandResult RunTunectl(const std::vector<std::string>& args, Millis timeout, c
 
 // ---------------------------------------------------------------------------------------------
 
-std::map<std::string, int> ServeMetrics(ClusterOptions& o) {
-  std::map<std::string, int> ports;
-  for (const char* service : {"checkpoint-store", "resource-manager"}) {
-    ports[service] = FreePort();
-    o.service_args[service] = {"--metrics-port", std::to_string(ports[service])};
+std::string Ready::endpoint(const std::string& flag) const {
+  auto it = endpoints.find(flag);
+  return it == endpoints.end() ? std::string() : it->second;
+}
+
+::testing::AssertionResult WaitReady(Process& p, const fs::path& file, Millis timeout,
+                                     Ready& ready) {
+  std::string last_error = "no file";
+  bool exited = false;
+  const bool reported = WaitFor(
+      [&] {
+        // Read before checking the process: a service that wrote its file and then exited at
+        // once still reported what it bound.
+        std::error_code ec;
+        if (fs::exists(file, ec)) {
+          const auto j = nlohmann::json::parse(ReadFile(file), nullptr, /*allow_exceptions=*/false);
+          if (!j.is_object() || !j.contains("endpoints")) {
+            last_error = "unparsable: " + ReadFile(file);  // cannot happen: written by rename
+          } else if (j.value("pid", 0) != p.pid()) {
+            last_error = "a file of pid " + std::to_string(j.value("pid", 0));
+          } else {
+            ready = Ready{};
+            ready.pid = p.pid();
+            ready.metrics_port = j.value("metrics_port", 0);
+            for (const auto& [flag, endpoint] : j["endpoints"].items())
+              ready.endpoints[flag] = endpoint.get<std::string>();
+            return true;
+          }
+        }
+        if (!p.Running()) {
+          exited = true;
+          return true;
+        }
+        return false;
+      },
+      timeout, Millis{10});
+  if (reported && !exited) return ::testing::AssertionSuccess();
+  auto failure = ::testing::AssertionFailure() << p.name() << " (pid " << p.pid() << ") ";
+  if (exited) {
+    failure << "exited (code " << p.exit_code().value_or(-1) << ") before it wrote " << file;
+  } else {
+    failure << "did not write " << file << " within " << timeout.count() << " ms (" << last_error
+            << ")";
   }
-  ports["scheduler"] = FreePort();
-  o.scheduler_args = {"--metrics-port", std::to_string(ports["scheduler"])};
-  for (int i = 1; i <= o.workers; ++i) {
-    const std::string id = "w" + std::to_string(i);
-    ports[id] = FreePort();
-    o.worker_args[id] = {"--metrics-port", std::to_string(ports[id])};
+  return failure << "; its output:\n" << p.Output();
+}
+
+void PinReportedPorts(std::vector<std::string>& args, const Ready& ready) {
+  for (size_t i = 1; i < args.size(); ++i) {
+    const std::string& flag = args[i - 1];
+    if (flag.rfind("--", 0) != 0) continue;
+    std::string& value = args[i];
+    if (flag == "--metrics-port" && value == "*" && ready.metrics_port > 0) {
+      value = std::to_string(ready.metrics_port);
+    } else if (value.rfind("tcp://", 0) == 0 && value.size() > 2 &&
+               value.compare(value.size() - 2, 2, ":*") == 0) {
+      if (const std::string bound = ready.endpoint(flag.substr(2)); !bound.empty()) value = bound;
+    }
   }
-  return ports;
+}
+
+::testing::AssertionResult SpawnReady(Process::Options& o, const fs::path& ready_file,
+                                      std::unique_ptr<Process>& process, Ready& ready,
+                                      Millis timeout) {
+  if (std::find(o.args.begin(), o.args.end(), "--ready-file") == o.args.end()) {
+    o.args.insert(o.args.end(), {"--ready-file", ready_file.string()});
+  }
+  fs::create_directories(ready_file.parent_path());
+  const auto give_up = std::chrono::steady_clock::now() + Millis{10000};
+  for (int start = 1;; ++start) {
+    std::error_code ec;
+    fs::remove(ready_file, ec);
+    process = Process::Spawn(o);
+    auto r = WaitReady(*process, ready_file, timeout, ready);
+    if (r) {
+      PinReportedPorts(o.args, ready);
+      return r;
+    }
+    const bool port_taken = !process->Running() &&
+                            process->Output().find("Address already in use") != std::string::npos;
+    if (!port_taken) return r;
+    if (std::chrono::steady_clock::now() >= give_up) {
+      return ::testing::AssertionFailure()
+             << o.name << " could not bind its port, taken by another process since it was "
+             << "reported, in " << start << " starts over 10 s; the last start: " << r.message();
+    }
+    std::this_thread::sleep_for(Millis{200});
+  }
 }
 
 void RunUnprivileged(Process::Options& o) {
@@ -436,17 +481,31 @@ std::vector<std::string> Cluster::worker_ids() const {
   return ids;
 }
 
-::testing::AssertionResult Cluster::Start() {
-  std::string failures;
-  for (int i = 0; i < 3; ++i) {
-    auto r = StartOnce();
-    if (r) return r;
-    failures += std::string("attempt ") + std::to_string(i + 1) + ": " + r.message() + "\n";
-  }
-  return ::testing::AssertionFailure() << "the cluster did not start:\n" << failures;
+std::string Cluster::Reported(const std::string& name, const std::string& flag) const {
+  auto it = ready_.find(name);
+  return it == ready_.end() ? std::string() : it->second.endpoint(flag);
 }
 
-void Cluster::SpawnWorker(const std::string& id) {
+int Cluster::metrics_port(const std::string& name) const {
+  auto it = ready_.find(name);
+  return it == ready_.end() ? 0 : it->second.metrics_port;
+}
+
+::testing::AssertionResult Cluster::Spawn(Process::Options o) {
+  if (options_.metrics) o.args.insert(o.args.end(), {"--metrics-port", "*"});
+  o.log_dir = dir() / "logs";
+  o.cwd = dir();
+  if (options_.unprivileged.contains(o.name)) RunUnprivileged(o);
+  std::unique_ptr<Process> process;
+  Ready ready;
+  auto r = SpawnReady(o, ReadyFile(o.name), process, ready, options_.ready_timeout);
+  spawn_options_[o.name] = o;
+  processes_.push_back(std::move(process));
+  if (r) ready_[o.name] = ready;
+  return r;
+}
+
+::testing::AssertionResult Cluster::SpawnWorker(const std::string& id) {
   char cpus[32];
   std::snprintf(cpus, sizeof(cpus), "%g", options_.cpus_per_worker);
   Process::Options o;
@@ -467,11 +526,7 @@ void Cluster::SpawnWorker(const std::string& id) {
   if (std::find(extra.begin(), extra.end(), "--cpus") == extra.end())
     extra.insert(extra.begin(), {"--cpus", cpus});
   o.args.insert(o.args.end(), extra.begin(), extra.end());
-  o.log_dir = dir() / "logs";
-  o.cwd = dir();
-  if (options_.unprivileged.contains(id)) RunUnprivileged(o);
-  spawn_options_[id] = o;
-  processes_.push_back(Process::Spawn(o));
+  return Spawn(std::move(o));
 }
 
 ::testing::AssertionResult Cluster::Restart(const std::string& name) {
@@ -481,14 +536,19 @@ void Cluster::SpawnWorker(const std::string& id) {
     if (p && p->name() == name && p->Running()) p->Kill();
   }
   std::erase_if(processes_, [&](const std::unique_ptr<Process>& p) { return p->name() == name; });
-  processes_.push_back(Process::Spawn(it->second));
-  return ::testing::AssertionSuccess();
+  // The same flags, the ports pinned to those the first start reported (clients reconnect there).
+  std::unique_ptr<Process> process;
+  Ready ready;
+  auto r = SpawnReady(it->second, ReadyFile(name), process, ready, options_.ready_timeout);
+  processes_.push_back(std::move(process));
+  if (r) ready_[name] = ready;
+  return r;
 }
 
 ::testing::AssertionResult Cluster::AddWorker(const std::string& id,
                                               std::vector<std::string> extra_args) {
   options_.worker_args[id] = std::move(extra_args);
-  SpawnWorker(id);
+  if (auto spawned = SpawnWorker(id); !spawned) return spawned;
   const bool up = WaitFor(
       [&] {
         const nlohmann::json view = Workers();
@@ -505,46 +565,50 @@ void Cluster::SpawnWorker(const std::string& id) {
   return ::testing::AssertionFailure() << "worker " << id << " did not come up:\n" << LogTails();
 }
 
-::testing::AssertionResult Cluster::StartOnce() {
+::testing::AssertionResult Cluster::Start() {
   StopAll();
   processes_.clear();
-  ++attempt_;
-  control_port_ = FreePort();
-  workers_port_ = FreePort();
-  events_port_ = FreePort();
-  rm_port_ = FreePort();
-  rm_events_port_ = FreePort();
-  store_port_ = FreePort();
-  const fs::path logs = dir() / "logs";
+  ready_.clear();
+  if (!options_.unprivileged.empty()) {
+    // Unprivileged processes write their ready files too: they may pass through dir() (not
+    // list it) and write in ready/ (sticky, as /tmp).
+    fs::create_directories(dir() / "ready");
+    ::chmod(dir().c_str(), 0711);
+    ::chmod((dir() / "ready").c_str(), 01777);
+  }
   const std::string hb = std::to_string(options_.heartbeat_interval_ms);
-  auto spawn = [&](const std::string& name, const std::string& binary,
-                   std::vector<std::string> args) {
+  auto spawn = [&](const std::string& name, std::vector<std::string> args) {
     Process::Options o;
     o.name = name;
-    o.binary = BinDir() / binary;
+    o.binary = BinDir() / name;
     o.args = std::move(args);
     if (auto extra = options_.service_args.find(name); extra != options_.service_args.end()) {
       o.args.insert(o.args.end(), extra->second.begin(), extra->second.end());
     }
-    o.log_dir = logs;
-    o.cwd = dir();
-    if (options_.unprivileged.contains(name)) RunUnprivileged(o);
-    spawn_options_[name] = o;
-    processes_.push_back(Process::Spawn(o));
+    return Spawn(std::move(o));
   };
-  spawn("checkpoint-store", "checkpoint-store",
-        {"--endpoint", store(), "--data-dir",
-         (dir() / ("store-" + std::to_string(attempt_))).string()});
-  spawn("resource-manager", "resource-manager",
-        {"--endpoint", rm(), "--events-endpoint", rm_events(), "--heartbeat-interval-ms", hb,
-         "--liveness", std::to_string(options_.rm_liveness)});
-  std::vector<std::string> scheduler_args = {
-      "--control", control(), "--workers",   worker_endpoint(), "--events", events(),
-      "--rm",      rm(),      "--rm-events", rm_events(),       "--store",  store()};
-  scheduler_args.insert(scheduler_args.end(), options_.scheduler_args.begin(),
-                        options_.scheduler_args.end());
-  spawn("scheduler", "scheduler", std::move(scheduler_args));
-  for (const auto& id : worker_ids()) SpawnWorker(id);
+  // Each service starts once those it connects to have reported where they listen.
+  ::testing::AssertionResult spawned = spawn(
+      "checkpoint-store", {"--endpoint", kAnyLoopback, "--data-dir", (dir() / "store").string()});
+  if (spawned) {
+    spawned = spawn("resource-manager", {"--endpoint", kAnyLoopback, "--events-endpoint",
+                                         kAnyLoopback, "--heartbeat-interval-ms", hb, "--liveness",
+                                         std::to_string(options_.rm_liveness)});
+  }
+  if (spawned) {
+    std::vector<std::string> args = {"--control",   kAnyLoopback, "--workers", kAnyLoopback,
+                                     "--events",    kAnyLoopback, "--rm",      rm(),
+                                     "--rm-events", rm_events(),  "--store",   store()};
+    args.insert(args.end(), options_.scheduler_args.begin(), options_.scheduler_args.end());
+    spawned = spawn("scheduler", std::move(args));
+  }
+  for (const auto& id : worker_ids()) {
+    if (spawned) spawned = SpawnWorker(id);
+  }
+  if (!spawned) {
+    StopAll();
+    return ::testing::AssertionFailure() << "the cluster did not start: " << spawned.message();
+  }
 
   bool died = false;
   nlohmann::json last_view;
@@ -572,15 +636,15 @@ void Cluster::SpawnWorker(const std::string& id) {
   std::string dead;
   for (const auto& n : Dead())
     dead += " " + n + "(exit " + std::to_string(process(n)->exit_code().value_or(-1)) + ")";
-  auto failure = ::testing::AssertionFailure()
-                 << (died ? "a service exited early:" + dead
-                          : "workers not all alive and connected after " +
-                                std::to_string(options_.ready_timeout.count()) +
-                                " ms; last view: " + last_view.dump())
-                 << "\n"
-                 << LogTails(15);
+  auto f = ::testing::AssertionFailure()
+           << (died ? "a service exited early:" + dead
+                    : "workers not all alive and connected after " +
+                          std::to_string(options_.ready_timeout.count()) +
+                          " ms; last view: " + last_view.dump())
+           << "\n"
+           << LogTails(15);
   StopAll();
-  return failure;
+  return f;
 }
 
 std::map<std::string, int> Cluster::StopAll() {

@@ -1,6 +1,12 @@
 // Process harness for integration and fault tests: starts the real service binaries as child
 // processes on loopback, runs tunectl with a hard timeout, and always reaps what it started.
 //
+// Ports: a service is started on ports the kernel picks (kAnyLoopback, `--metrics-port *`) and
+// tells what it bound in its --ready-file (libs/service/ready_file.hpp), which the harness reads
+// (SpawnReady). No port is chosen before the service binds it, so tests running in parallel
+// (ctest -j) cannot take each other's ports. A restart reuses the ports the first start reported
+// (clients reconnect to them).
+//
 // Every wait is bounded. Children are reaped by their owner's destructor (also when a test
 // fails half-way); a fatal signal to the test binary (SIGINT, SIGTERM, SIGABRT, SIGSEGV, ...)
 // SIGKILLs every child still registered before the binary dies.
@@ -38,12 +44,6 @@ fs::path SourceDir();
 
 /// Polls `predicate` every `poll` until it is true or `timeout` passed; true if it became true.
 bool WaitFor(const std::function<bool()>& predicate, Millis timeout, Millis poll = Millis{50});
-
-/// A fresh loopback TCP port nobody listens on. Candidates come from a per-process range
-/// (20000-29999, derived from the pid, below the kernel's ephemeral range) and are checked by
-/// binding 127.0.0.1:port. A port can still be taken between this call and the service's bind;
-/// Cluster::Start retries with fresh ports when a service cannot start.
-int FreePort();
 
 std::string ReadFile(const fs::path& path);
 std::vector<std::string> ReadLines(const fs::path& path);  // without the newlines
@@ -116,6 +116,39 @@ class Process {
   std::optional<int> exit_code_;
 };
 
+/// An endpoint on a loopback port the kernel picks when the service binds it.
+inline constexpr const char* kAnyLoopback = "tcp://127.0.0.1:*";
+
+/// What a process wrote to its --ready-file once it had bound everything
+/// (libs/service/ready_file.hpp).
+struct Ready {
+  pid_t pid = 0;
+  std::map<std::string, std::string> endpoints;  // bound endpoint by flag name ("control")
+  int metrics_port = 0;                          // 0: no metrics endpoint
+  /// The endpoint bound for `--flag`, or "" if none.
+  std::string endpoint(const std::string& flag) const;
+};
+
+/// Waits up to `timeout` until `p` has written `file` with its own pid (an earlier process's file
+/// at the same path does not count), then parses it into `ready`. Fails, naming why and with `p`'s
+/// output, if `p` exits first or nothing comes in time.
+::testing::AssertionResult WaitReady(Process& p, const fs::path& file, Millis timeout,
+                                     Ready& ready);
+
+/// Replaces the wildcards in `args` by what `ready` reports: the value of `--FLAG` that is a
+/// `tcp://host:*` endpoint becomes ready.endpoint("FLAG"), and `--metrics-port *` the metrics port.
+/// The same args then start the process again on the same ports.
+void PinReportedPorts(std::vector<std::string>& args, const Ready& ready);
+
+/// Spawns `o` with `--ready-file <ready_file>` added, waits until it reports (WaitReady), and pins
+/// the reported ports into o.args (PinReportedPorts), so that spawning `o` again restarts it on the
+/// same ports. A start on a fixed port can find it taken ("Address already in use": a restart on
+/// a port another process took since the first start reported it); that start is tried again
+/// for up to 10 s, then it fails saying so. `process` is the last process spawned, also on failure.
+::testing::AssertionResult SpawnReady(Process::Options& o, const fs::path& ready_file,
+                                      std::unique_ptr<Process>& process, Ready& ready,
+                                      Millis timeout = Millis{15000});
+
 /// Makes `o` run as the unprivileged user nobody (uid/gid 65534, no groups) through setpriv when
 /// the tests run as root; leaves it as it is otherwise (the tests already run unprivileged).
 void RunUnprivileged(Process::Options& o);
@@ -146,6 +179,9 @@ struct ClusterOptions {
   /// and trials get requeued. ClusterTest.WorkersStayAliveWithDefaultLiveness covers the bug.
   int64_t rm_liveness = 10;
   Millis ready_timeout = Millis{15000};
+  /// Every process serves metrics on a port of its own (--metrics-port *); Cluster::metrics_port
+  /// names it.
+  bool metrics = false;
   /// Extra trial-worker flags by worker id (e.g. {"w2", {"--cpus", "4", "--gpus", "1"}}); a
   /// --cpus here replaces cpus_per_worker.
   std::map<std::string, std::vector<std::string>> worker_args;
@@ -158,13 +194,9 @@ struct ClusterOptions {
   std::set<std::string> unprivileged;
 };
 
-/// Gives every process of a cluster of `o.workers` workers a metrics endpoint on a fresh port
-/// (--metrics-port); returns the ports by process name ("checkpoint-store", ..., "w1", ...).
-std::map<std::string, int> ServeMetrics(ClusterOptions& o);
-
 /// checkpoint-store, resource-manager, scheduler and N trial-workers ("w1".."wN") as separate
-/// processes on 127.0.0.1 with fresh ports, each with its own logs, and a temporary folder
-/// (dir()) for the store's data and the test's files.
+/// processes on 127.0.0.1, each on ports the kernel picks and reports (SpawnReady), each with its
+/// own logs, and a temporary folder (dir()) for the store's data and the test's files.
 class Cluster {
  public:
   explicit Cluster(ClusterOptions options = {});
@@ -172,16 +204,17 @@ class Cluster {
   Cluster(const Cluster&) = delete;
   Cluster& operator=(const Cluster&) = delete;
 
-  /// Starts the services and waits until `tunectl workers` lists every worker alive and
-  /// connected. Retries twice with fresh ports if a service exits early (port taken).
+  /// Starts the services, each once the ones it connects to have reported their endpoints, and
+  /// waits until `tunectl workers` lists every worker alive and connected.
   ::testing::AssertionResult Start();
   /// Stops every process: SIGTERM to all (workers first), one shared 5 s grace, then SIGKILL.
   /// Returns name -> exit code.
   std::map<std::string, int> StopAll();
+  /// SIGKILLs `name` if it runs and starts it again with the same flags, data and ports (those
+  /// its first start reported), waiting until it has bound them (SpawnReady).
+  ::testing::AssertionResult Restart(const std::string& name);
   /// Starts one more trial-worker `id` with `extra_args` and waits until it is alive and
   /// connected.
-  /// SIGKILLs `name` if it runs and starts it again with the same flags and data.
-  ::testing::AssertionResult Restart(const std::string& name);
   ::testing::AssertionResult AddWorker(const std::string& id,
                                        std::vector<std::string> extra_args = {});
 
@@ -192,12 +225,15 @@ class Cluster {
   nlohmann::json Workers();
 
   const fs::path& dir() const { return dir_.path(); }
-  std::string control() const { return Endpoint(control_port_); }
-  std::string worker_endpoint() const { return Endpoint(workers_port_); }
-  std::string events() const { return Endpoint(events_port_); }
-  std::string rm() const { return Endpoint(rm_port_); }
-  std::string rm_events() const { return Endpoint(rm_events_port_); }
-  std::string store() const { return Endpoint(store_port_); }
+  /// The endpoints the services reported (empty before Start).
+  std::string control() const { return Reported("scheduler", "control"); }
+  std::string worker_endpoint() const { return Reported("scheduler", "workers"); }
+  std::string events() const { return Reported("scheduler", "events"); }
+  std::string rm() const { return Reported("resource-manager", "endpoint"); }
+  std::string rm_events() const { return Reported("resource-manager", "events-endpoint"); }
+  std::string store() const { return Reported("checkpoint-store", "endpoint"); }
+  /// The metrics port process `name` reported (0: none; see ClusterOptions::metrics).
+  int metrics_port(const std::string& name) const;
   std::vector<std::string> worker_ids() const;
 
   /// The processes ("checkpoint-store", "resource-manager", "scheduler", "w1", ...).
@@ -209,17 +245,17 @@ class Cluster {
   std::string LogTails(size_t lines = 25);
 
  private:
-  static std::string Endpoint(int port) { return "tcp://127.0.0.1:" + std::to_string(port); }
-  ::testing::AssertionResult StartOnce();
-  void SpawnWorker(const std::string& id);
+  std::string Reported(const std::string& name, const std::string& flag) const;
+  /// Spawns `o` (SpawnReady), keeps the process and how it was started (ports pinned).
+  ::testing::AssertionResult Spawn(Process::Options o);
+  ::testing::AssertionResult SpawnWorker(const std::string& id);
+  fs::path ReadyFile(const std::string& name) const { return dir() / "ready" / (name + ".json"); }
 
   ClusterOptions options_;
   TempDir dir_;
-  int attempt_ = 0;
-  int control_port_ = 0, workers_port_ = 0, events_port_ = 0, rm_port_ = 0, rm_events_port_ = 0,
-      store_port_ = 0;
   std::vector<std::unique_ptr<Process>> processes_;        // start order
-  std::map<std::string, Process::Options> spawn_options_;  // how each was started
+  std::map<std::string, Process::Options> spawn_options_;  // how each was started, ports pinned
+  std::map<std::string, Ready> ready_;                     // what each reported last
 };
 
 /// A raw DEALER client for protocol tests: sends arbitrary frames to a service's ROUTER and

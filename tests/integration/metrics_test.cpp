@@ -1,5 +1,6 @@
 // Issue 7: every service serves Prometheus text metrics over HTTP (cpp-httplib) on the port its
-// --metrics-port flag names; scraped here on loopback while a mock experiment runs and after.
+// --metrics-port flag names (here `*`: the port it picks and reports in its --ready-file); scraped
+// here on loopback while a mock experiment runs and after.
 #include <gtest/gtest.h>
 #include <httplib.h>
 
@@ -24,11 +25,12 @@ TEST(MetricsTest, EveryServiceServesPrometheusTextWithItsFigures) {
   ClusterOptions o;
   o.workers = 1;
   o.cpus_per_worker = 2;
-  auto ports = ServeMetrics(o);
-  const int store = ports["checkpoint-store"], rm = ports["resource-manager"],
-            sched = ports["scheduler"], w1 = ports["w1"];
+  o.metrics = true;
   Cluster cluster(o);
   ASSERT_TRUE(cluster.Start());
+  const int store = cluster.metrics_port("checkpoint-store"),
+            rm = cluster.metrics_port("resource-manager"),
+            sched = cluster.metrics_port("scheduler"), w1 = cluster.metrics_port("w1");
   const fs::path file = cluster.dir() / "m.yaml";
   WriteFile(file,
             "name: m\ntrainable: {builtin: mock}\n"
