@@ -46,7 +46,7 @@ def ensure_optuna():
                 env = dict(os.environ, TUNEBUS_CROSSCHECK_REEXEC="1")
                 os.execve(cand, [cand] + sys.argv, env)
     print("SKIPPED: no Python interpreter can import optuna (tried %s); install python3-optuna "
-          "(scripts/setup) or set TUNEBUS_OPTUNA_PYTHON" % ", ".join(tried), flush=True)
+          "(scripts/test installs it) or set TUNEBUS_OPTUNA_PYTHON" % ", ".join(tried), flush=True)
     sys.exit(SKIP)
 
 
