@@ -37,7 +37,9 @@ TEST_F(EndCheckpointTest, AnIntermediateCheckpointLostWithItsWorkerIsJournaledOn
   Run(0, "w1");
   for (int64_t i = 1; i <= 4; ++i) {
     ASSERT_TRUE(Report(0, i).ok());
-    if (i == 2) ASSERT_TRUE(Saved(0, 2).ok());
+    if (i == 2) {
+      ASSERT_TRUE(Saved(0, 2).ok());
+    }
   }
   ASSERT_EQ(LastAction(), "checkpoint");
   runner_->OnWorkerLost("w1");
