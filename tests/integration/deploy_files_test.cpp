@@ -23,13 +23,16 @@ using namespace std::chrono_literals;
 const std::set<std::string> kBinaries = {"scheduler", "resource-manager", "checkpoint-store",
                                          "trial-worker", "tunectl"};
 
-// `binary --help` (the flags and the TUNEBUS_* variables it reads).
+// `binary --help` (the flags and the TUNEBUS_* variables it reads). Its output goes to a folder
+// of its own: two tests of this file asking the same binary at once (ctest -j2) must not write
+// each other's files.
 std::string Help(const std::string& binary) {
+  TempDir logs;
   Process::Options o;
   o.name = binary + "-help";
   o.binary = BinDir() / binary;
   o.args = {"--help"};
-  o.log_dir = fs::temp_directory_path() / "tunebus-deploy-files-test";
+  o.log_dir = logs.path();
   auto p = Process::Spawn(o);
   p->Wait(10s);
   return p->Stdout();
