@@ -86,9 +86,9 @@ Result<std::vector<json>> JournalReader::Read(const std::string& journal, uint64
 }
 
 Result<bool> JournalReader::Ended(const std::string& journal, uint64_t last_seq) {
-  constexpr uint64_t kWindow = 32;  // records read a request, newest first
-  for (uint64_t end = last_seq; end >= 1;) {
-    const uint64_t from = end > kWindow ? end - kWindow + 1 : 1;
+  // The newest record alone first (it answers for almost every journal), then 32 at a time.
+  for (uint64_t end = last_seq, window = 1; end >= 1; window = 32) {
+    const uint64_t from = end > window ? end - window + 1 : 1;
     auto records = Read(journal, from, uint32_t(end - from + 1));
     if (!records.ok()) return records.status();
     for (auto it = records->rbegin(); it != records->rend(); ++it) {

@@ -43,7 +43,7 @@ class JournalReader {
   /// True if the experiment of `journal` (holding `last_seq` records) ended: its newest record
   /// other than checkpoint_saved / checkpoint_deleted is experiment_ended. A checkpoint the store
   /// committed late may be journaled after the end; the experiment stays finished (a read-only
-  /// load adopts it) and is not resumed. Reads the tail 32 records a request.
+  /// load adopts it) and is not resumed. Reads the newest record, then 32 records a request.
   Result<bool> Ended(const std::string& journal, uint64_t last_seq);
   /// The experiment's state: the newest snapshot in the store (if any) plus the records after
   /// it, up to last_seq. A record that fails its frame's CRC or does not decode (torn or
