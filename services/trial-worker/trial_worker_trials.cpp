@@ -95,7 +95,8 @@ void TrialWorker::HandleStartTrial(const proto::Decoded& msg) {
     return FailStart(*start, made.message());
   }
   const RunKey key{start->trial_id, start->attempt};
-  RemoveRestoreDirs(start->trial_dir, start->attempt);  // older attempts' (a killed worker's)
+  // Older attempts' restore folders (a killed worker's); a first attempt has none, and scans none.
+  if (start->attempt > 1) RemoveRestoreDirs(start->trial_dir, start->attempt);
   if (start->restore_checkpoint_id.empty()) return StartRun(*start, std::move(config), "");
   // Restore first: fetch the checkpoint (saved on any worker) into the trial dir.
   const std::string restore_dir = RestoreDir(start->trial_dir, start->attempt);
