@@ -1,5 +1,6 @@
 #include "services/scheduler/result_files.hpp"
 
+#include <pthread.h>
 #include <spdlog/spdlog.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
@@ -105,6 +106,7 @@ void ResultFiles::Drain() {
 }
 
 void ResultFiles::Loop() {
+  pthread_setname_np(pthread_self(), "result-files");  // as top -H and perf show it
   // Linux applies a PRIO_PROCESS priority to the one thread named by its id.
   if (setpriority(PRIO_PROCESS, id_t(gettid()), kWriterNice) != 0) {
     spdlog::debug("Result file writer keeps its priority: {}", std::strerror(errno));

@@ -42,32 +42,88 @@ void AppendTfRecord(std::string_view data, std::string& out) {
   AppendLittleEndian(MaskCrc32c(Crc32c(data)), 4, out);
 }
 
+namespace {
+
+// Protobuf wire format (https://protobuf.dev/programming-guides/encoding/): a field's key is the
+// varint (field_number << 3) | wire_type.
+constexpr char kWallTimeKey = 0x09;     // Event.wall_time = 1, fixed64 (double)
+constexpr char kStepKey = 0x10;         // Event.step = 2, varint (int64)
+constexpr char kFileVersionKey = 0x1A;  // Event.file_version = 3, length-delimited
+constexpr char kSummaryKey = 0x2A;      // Event.summary = 5, length-delimited
+constexpr char kValueKey = 0x0A;        // Summary.value = 1, length-delimited
+constexpr char kTagKey = 0x0A;          // Summary.Value.tag = 1, length-delimited
+constexpr char kSimpleValueKey = 0x15;  // Summary.Value.simple_value = 2, fixed32 (float)
+constexpr std::string_view kTagPrefix = "ray/tune/";
+
+void AppendVarint(uint64_t v, std::string& out) {
+  while (v >= 0x80) {
+    out.push_back(char(v | 0x80));
+    v >>= 7;
+  }
+  out.push_back(char(v));
+}
+
+size_t VarintSize(uint64_t v) {
+  size_t n = 1;
+  for (; v >= 0x80; v >>= 7) ++n;
+  return n;
+}
+
+// Event's wall_time and step as libprotobuf writes them: proto3 leaves a field out when it holds
+// its default (a double by its bits, so -0.0 is written).
+void AppendWallTimeAndStep(double wall_time, int64_t step, std::string& out) {
+  uint64_t bits;
+  std::memcpy(&bits, &wall_time, sizeof(bits));
+  if (bits != 0) {
+    out.push_back(kWallTimeKey);
+    AppendLittleEndian(bits, 8, out);
+  }
+  if (step != 0) {
+    out.push_back(kStepKey);
+    AppendVarint(uint64_t(step), out);  // a negative int64 takes 10 bytes, as protobuf's
+  }
+}
+
+}  // namespace
+
 void TensorBoardEvents::AppendFileVersion(double wall_time, std::string& out) {
-  event_.Clear();
-  event_.set_wall_time(wall_time);
-  event_.set_file_version("brain.Event:2");
+  constexpr std::string_view kFileVersion = "brain.Event:2";
   data_.clear();
-  event_.SerializeToString(&data_);
+  AppendWallTimeAndStep(wall_time, 0, data_);
+  data_.push_back(kFileVersionKey);
+  AppendVarint(kFileVersion.size(), data_);
+  data_.append(kFileVersion);
   AppendTfRecord(data_, out);
 }
 
 void TensorBoardEvents::AppendResult(const ResultText& text, std::string& out) {
-  event_.Clear();
-  event_.set_wall_time(text.Number("timestamp").value_or(0));
-  const std::optional<double> timesteps = text.Number("timesteps_total");
-  event_.set_step(int64_t(
-      timesteps && *timesteps != 0 ? *timesteps : text.Number("training_iteration").value_or(0)));
-  tensorboard::Summary* summary = event_.mutable_summary();
+  // One pass over the numbers: the Summary's values, and the three keys Event's fields take.
+  double timestamp = 0, timesteps_total = 0, training_iteration = 0;
+  summary_.clear();
   text.ForEachNumber([&](std::string_view column, double value) {
+    if (column == "timestamp") timestamp = value;
+    if (column == "timesteps_total") timesteps_total = value;
+    if (column == "training_iteration") training_iteration = value;
     if (LeftOut(column)) return;
-    tensorboard::Summary::Value* v = summary->add_value();
-    tag_.assign("ray/tune/");
-    tag_.append(column);
-    v->set_tag(tag_);
-    v->set_simple_value(float(value));
+    const size_t tag_size = kTagPrefix.size() + column.size();
+    summary_.push_back(kValueKey);
+    AppendVarint(1 + VarintSize(tag_size) + tag_size + 5, summary_);
+    summary_.push_back(kTagKey);
+    AppendVarint(tag_size, summary_);
+    summary_.append(kTagPrefix);
+    summary_.append(column);
+    summary_.push_back(kSimpleValueKey);
+    const float scalar = float(value);
+    uint32_t bits;
+    std::memcpy(&bits, &scalar, sizeof(bits));
+    AppendLittleEndian(bits, 4, summary_);
   });
   data_.clear();
-  event_.SerializeToString(&data_);
+  AppendWallTimeAndStep(
+      timestamp, int64_t(timesteps_total != 0 ? timesteps_total : training_iteration), data_);
+  data_.push_back(kSummaryKey);
+  AppendVarint(summary_.size(), data_);
+  data_.append(summary_);
   AppendTfRecord(data_, out);
 }
 

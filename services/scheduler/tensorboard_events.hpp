@@ -3,6 +3,12 @@
 // tensorboardX's writer (Debian packages neither): Event protobufs (tensorboard/event.proto, a
 // subset of TensorBoard's schema with its field numbers) framed as TFRecords.
 //
+// The Events are written in protobuf's wire format directly (varint keys and lengths, fixed64
+// wall_time, fixed32 floats, fields in number order, proto3 defaults left out: the bytes
+// libprotobuf's SerializeToString gives, which tests/unit/tensorboard_events_test.cpp checks
+// byte for byte against the generated tensorboard/event.pb.h). Building and freeing an Event
+// message per result was a third of the result file writer's time (docs/performance.md).
+//
 // TFRecord framing (TensorFlow's tensorflow/core/lib/io/record_writer.cc, and the TFRecord
 // format in the TensorFlow guide "TFRecord and tf.train.Example"), every integer little-endian:
 //     uint64 length
@@ -22,14 +28,13 @@
 #include <string_view>
 
 #include "services/scheduler/result_text.hpp"
-#include "services/scheduler/tensorboard/event.pb.h"
 
 namespace tunebus {
 
 /// Appends `data` to `out` as one TFRecord (see above).
 void AppendTfRecord(std::string_view data, std::string& out);
 
-/// Formats a trial's events; one per writer thread (the Event and its buffers are reused).
+/// Formats a trial's events; one per writer thread (its buffers are reused).
 class TensorBoardEvents {
  public:
   /// The first record of a new file: Event{wall_time (seconds since the Unix epoch),
@@ -45,8 +50,7 @@ class TensorBoardEvents {
   void AppendResult(const ResultText& text, std::string& out);
 
  private:
-  tensorboard::Event event_;
-  std::string data_, tag_;
+  std::string data_, summary_;
 };
 
 /// Prefix of every event file's name.

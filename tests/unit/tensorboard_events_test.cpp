@@ -18,6 +18,7 @@
 
 #include "libs/core/crc32c.hpp"
 #include "services/scheduler/result_files.hpp"
+#include "services/scheduler/tensorboard/event.pb.h"
 
 namespace tunebus {
 namespace {
@@ -108,6 +109,64 @@ TEST(TensorBoardEventsTest, ATrialsEventFileHoldsItsResultsAsRayTuneScalars) {
                                                      {"ray/tune/info/a", float(i)}}));
   }
   fs::remove_all(dir);
+}
+
+// The Event libprotobuf serializes for a decoded result, built field by field from the rules in
+// tensorboard_events.hpp: the reference the hand-written wire format must equal byte for byte.
+std::string ReferenceEvent(const ResultText& text) {
+  tensorboard::Event event;
+  event.set_wall_time(text.Number("timestamp").value_or(0));
+  const std::optional<double> timesteps = text.Number("timesteps_total");
+  event.set_step(int64_t(
+      timesteps && *timesteps != 0 ? *timesteps : text.Number("training_iteration").value_or(0)));
+  tensorboard::Summary* summary = event.mutable_summary();
+  text.ForEachNumber([&](std::string_view column, double value) {
+    if (column == "pid" || column == "timestamp" || column == "time_total_s" ||
+        column == "training_iteration" || column.rfind("config/", 0) == 0)
+      return;
+    tensorboard::Summary::Value* v = summary->add_value();
+    v->set_tag("ray/tune/" + std::string(column));
+    v->set_simple_value(float(value));
+  });
+  std::string record;
+  AppendTfRecord(event.SerializeAsString(), record);
+  return record;
+}
+
+TEST(TensorBoardEventsTest, EventsAreTheBytesLibprotobufSerializes) {
+  // Defaults left out (zero step and wall time, an empty summary), -0.0 written, a negative step
+  // as a 10-byte varint, long tags (2-byte lengths), floats rounded, nested and unicode keys.
+  const std::vector<json> results = {
+      {{"acc", 0.5}, {"timestamp", 1700000000}, {"training_iteration", 3}},
+      {{"acc", 0}, {"done", false}, {"timestamp", 0}, {"training_iteration", 0}},
+      {{"timestamp", -0.0}, {"training_iteration", -5}, {"hostname", "h"}},
+      {{"timesteps_total", 1e12}, {"training_iteration", 2}, {"loss", -1e-40}, {"big", 1e300}},
+      {{"pid", 7}, {"time_total_s", 1.5}, {"config", {{"lr", 0.1}}}},
+      {{"info", {{"a", 1}, {"b", {{"c", true}}}}}, {"nan", std::nan("")}, {"\u00e9t\u00e9", 2}},
+      {{std::string(200, 'k'), 1.25}, {"u", uint64_t(1) << 63}, {"i", int64_t(-3)}},
+  };
+  const ConfigText config(json{{"lr", 0.1}, {"model", {{"depth", 3}}}});
+  TensorBoardEvents events;
+  ResultText text;
+  for (const json& r : results) {
+    std::string bytes;
+    json::to_msgpack(r, bytes);
+    for (const ConfigText* c : {static_cast<const ConfigText*>(nullptr), &config}) {
+      ASSERT_TRUE(text.Decode(bytes, c));
+      std::string ours;
+      events.AppendResult(text, ours);
+      EXPECT_EQ(ours, ReferenceEvent(text)) << r.dump();
+    }
+  }
+  for (double wall_time : {0.0, 1700000000.25, -0.0}) {
+    tensorboard::Event version;
+    version.set_wall_time(wall_time);
+    version.set_file_version("brain.Event:2");
+    std::string expected, ours;
+    AppendTfRecord(version.SerializeAsString(), expected);
+    events.AppendFileVersion(wall_time, ours);
+    EXPECT_EQ(ours, expected) << wall_time;
+  }
 }
 
 }  // namespace
