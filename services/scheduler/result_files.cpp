@@ -151,19 +151,21 @@ void ResultFiles::Loop() {
 void ResultFiles::FlushDirty() {
   for (int64_t index : dirty_) {
     auto it = open_.find(index);
-    if (it == open_.end()) continue;
+    if (it == open_.end() || !it->second->dirty) continue;  // closed (flushed) since
     it->second->result_json.flush();
     it->second->progress_csv.flush();
     it->second->events.flush();
+    it->second->dirty = false;
   }
   dirty_.clear();
 }
 
-void ResultFiles::MakeTrialDir(const std::string& trial_dir) {
+bool ResultFiles::MakeTrialDir(const std::string& trial_dir) {
   // One mkdir when the experiment's folder exists (create_directories stats every level first).
-  if (::mkdir(trial_dir.c_str(), 0777) == 0 || errno == EEXIST) return;
+  if (::mkdir(trial_dir.c_str(), 0777) == 0) return true;
+  if (errno == EEXIST) return false;
   std::error_code ec;
-  fs::create_directories(trial_dir, ec);
+  return fs::create_directories(trial_dir, ec);
 }
 
 ResultFiles::TrialFiles* ResultFiles::Open(const Task& task) {
@@ -173,6 +175,9 @@ ResultFiles::TrialFiles* ResultFiles::Open(const Task& task) {
       return nullptr;  // closed meanwhile: not reachable from the loop's calls
     const std::string& trial_dir = task.trial_dir;
     slot = std::make_unique<TrialFiles>();
+    // A folder this writer made holds no result files yet; another one may (a resumed or
+    // reopened trial), and their rows are appended to.
+    const bool new_dir = new_dirs_.erase(task.trial_index) > 0;
     // The folder is there (WriteParams made it when the trial was added) unless it was removed
     // since: only then is it made again.
     slot->result_json.open(trial_dir + "/result.json", std::ios::app);
@@ -183,7 +188,7 @@ ResultFiles::TrialFiles* ResultFiles::Open(const Task& task) {
     }
     const std::string csv = trial_dir + "/progress.csv";
     slot->progress_csv.open(csv, std::ios::app);
-    if (slot->progress_csv.seekp(0, std::ios::end).tellp() > 0) {
+    if (!new_dir && slot->progress_csv.seekp(0, std::ios::end).tellp() > 0) {
       // Reopened (a resumed or unpaused trial): keep the columns of the header already there.
       std::ifstream existing(csv);
       std::string header, column;
@@ -193,11 +198,11 @@ ResultFiles::TrialFiles* ResultFiles::Open(const Task& task) {
     }
     // TensorBoard: the trial's event file if there is one (a resumed or reopened trial), else a
     // new one starting with the file version.
-    std::string events = FindEventFile(trial_dir);
+    std::string events = new_dir ? std::string() : FindEventFile(trial_dir);
     const double now = clock_.WallSeconds();
     if (events.empty()) events = trial_dir + "/" + EventFileName(int64_t(now), hostname_);
     slot->events.open(events, std::ios::app | std::ios::binary);
-    if (slot->events.seekp(0, std::ios::end).tellp() == 0) {
+    if (new_dir || slot->events.seekp(0, std::ios::end).tellp() == 0) {
       event_.clear();
       events_.AppendFileVersion(now, event_);
       slot->events.write(event_.data(), std::streamsize(event_.size()));
@@ -218,7 +223,7 @@ void ResultFiles::Run(Task& task) {
         it->second->config = std::make_unique<ConfigText>(task.config);
       }
       if (task.kind == Task::Kind::kConfig) return;
-      MakeTrialDir(task.trial_dir);
+      if (MakeTrialDir(task.trial_dir)) new_dirs_.insert(task.trial_index);
       std::ofstream params(task.trial_dir + "/params.json", std::ios::trunc);
       params << task.config.dump(2) << "\n";
       if (!params) spdlog::error("Cannot write {}/params.json", task.trial_dir);
@@ -245,18 +250,22 @@ void ResultFiles::Run(Task& task) {
       event_.clear();
       events_.AppendResult(text_, event_);
       f.events.write(event_.data(), std::streamsize(event_.size()));
-      dirty_.insert(task.trial_index);
+      if (!f.dirty) {
+        f.dirty = true;
+        dirty_.push_back(task.trial_index);
+      }
       return;
     }
     case Task::Kind::kClose:
-      open_.erase(task.trial_index);
-      dirty_.erase(task.trial_index);
+      open_.erase(task.trial_index);  // the files flush as they close
+      new_dirs_.erase(task.trial_index);
       return;
     case Task::Kind::kFlushFiles:
       for (auto& [dir, f] : open_) {
         f->result_json.flush();
         f->progress_csv.flush();
         f->events.flush();
+        f->dirty = false;
       }
       dirty_.clear();
       return;

@@ -109,13 +109,15 @@ class ResultFiles {
     std::ofstream events;  // events.out.tfevents.*
     std::vector<std::string> csv_columns;
     std::unique_ptr<ConfigText> config;  // null: rows show no config
+    bool dirty = false;                  // written to since the last flush to the kernel
   };
   void Loop();
   void HandOver(std::vector<Task>::iterator end);  // loop thread: staged_[begin, end) to the writer
   void Run(Task& task);                            // writer thread only
   void FlushDirty();                               // writer thread only
   TrialFiles* Open(const Task& task);              // writer thread only
-  static void MakeTrialDir(const std::string& trial_dir);  // mkdir, or create_directories
+  // mkdir, or create_directories; true if it made the trial's folder (it was not there).
+  static bool MakeTrialDir(const std::string& trial_dir);
 
   std::vector<Task> staged_;                    // the loop thread's, until Flush
   std::unordered_set<int64_t> open_on_writer_;  // the loop thread's view of open_
@@ -128,7 +130,10 @@ class ResultFiles {
   size_t peak_backlog_ = 0, backpressure_waits_ = 0;  // loop thread
   // Writer thread only.
   std::unordered_map<int64_t, std::unique_ptr<TrialFiles>> open_;  // trial index -> its files
-  std::unordered_set<int64_t> dirty_;  // trials written to since the last flush to the kernel
+  std::vector<int64_t> dirty_;  // trials written to since the last flush to the kernel
+  // Trials whose folder this writer made (WriteParams) and whose files it has not opened yet:
+  // their first Open creates the files without looking for older ones (no directory scan).
+  std::unordered_set<int64_t> new_dirs_;
   ResultText text_;
   TensorBoardEvents events_;
   std::string line_, row_, event_;
