@@ -51,10 +51,10 @@ def percentile(values, p):
 
 # Each cluster's folder (journal, result files) is deleted when the whole run ends, not when the
 # cluster stops: on an ext4 without a journal (this machine's disk), creating an inode within
-# ~30 s of deleting many makes ext4 step over each recently deleted one (recently_deleted() in
-# its inode allocator), so deleting one benchmark's thousands of files would slow the next
-# benchmark's file creation 5-20x (measured: 70 us per trial folder, 1,560 us right after
-# deleting 10,000).
+# 1-6 minutes of deleting many makes ext4 step over each recently deleted one (recently_deleted()
+# in its inode allocator: RECENTCY_MIN 60 s, + RECENTCY_DIRTY 300 s while the inode table block
+# is dirty), so deleting one benchmark's thousands of files would slow the next benchmark's file
+# creation 5-20x (measured: 70 us per trial folder, 1,560 us right after deleting 10,000).
 _FOLDERS_TO_DELETE = []
 atexit.register(lambda: [shutil.rmtree(d, ignore_errors=True) for d in _FOLDERS_TO_DELETE])
 
