@@ -13,6 +13,7 @@
 #include "libs/bus/socket.hpp"
 #include "libs/core/action.hpp"
 #include "libs/core/trial.hpp"
+#include "services/trial-worker/report_encoding.hpp"
 #include "services/trial-worker/trial_worker.hpp"
 
 namespace tunebus {
@@ -384,16 +385,12 @@ void TrialWorker::AfterTrainableEvent(TrialRun& run) {
     result.trial_id = run.trial_id;
     result.attempt = run.attempt;
     result.seq = ++run.last_seq;
-    // Ray Tune's auto-filled keys that only the worker knows (they replace reported ones).
-    if (report.metrics.is_object()) {
-      const int64_t pid = t.process_id();
-      report.metrics[result_keys::kHostname] = hostname_;
-      report.metrics[result_keys::kNodeIp] = node_ip_;
-      report.metrics[result_keys::kPid] = pid > 0 ? pid : pid_;
-    }
-    // As msgpack (keys sorted, numbers as they are): the scheduler takes the entries without
+    // As msgpack (keys sorted, numbers as they are), with Ray Tune's auto-filled keys that only
+    // the worker knows (they replace reported ones): the scheduler takes the entries without
     // parsing text.
-    nlohmann::json::to_msgpack(report.metrics, result.metrics.bytes);
+    const int64_t pid = t.process_id();
+    AppendReportMetrics(report.metrics, hostname_, node_ip_, pid > 0 ? pid : pid_,
+                        result.metrics.bytes);
     result.time_this_iter_s = report.time_this_iter_s;
     if (!run.silent) {
       ++total_unacked_;
