@@ -79,6 +79,15 @@ class CheckFloorsTest(unittest.TestCase):
     def failed_lines(self, out):
         return [l for l in out.splitlines() if l.startswith("FAIL")]
 
+    def expect_one_failure(self, run, *fragments):
+        """Checks `run` (lines) against the test floors: exit 1, one FAIL line holding each fragment."""
+        code, out, _ = self.check(self.floors(), self.run_lines(run))
+        self.assertEqual(code, 1)
+        failed = self.failed_lines(out)
+        self.assertEqual(len(failed), 1, out)
+        for fragment in fragments:
+            self.assertIn(fragment, failed[0])
+
     def test_a_run_meeting_every_floor_passes(self):
         code, out, err = self.check(self.floors(), self.run_lines(RUN))
         self.assertEqual(code, 0, out + err)
@@ -88,31 +97,15 @@ class CheckFloorsTest(unittest.TestCase):
     def test_a_halved_higher_is_better_ratio_fails_naming_it(self):
         run = copy.deepcopy(RUN)
         run[1]["ratio_to_baseline"] /= 2
-        code, out, _ = self.check(self.floors(), self.run_lines(run))
-        self.assertEqual(code, 1)
-        failed = self.failed_lines(out)
-        self.assertEqual(len(failed), 1, out)
-        self.assertIn("result_throughput[workers=4]", failed[0])
-        self.assertIn("ratio_to_baseline", failed[0])
-        self.assertIn("measured 0.15", failed[0])
+        self.expect_one_failure(run, "result_throughput[workers=4]", "ratio_to_baseline", "measured 0.15")
 
     def test_a_doubled_lower_is_better_figure_fails(self):
         run = copy.deepcopy(RUN)
         run[3]["overhead_ms_per_trial"] *= 2
-        code, out, _ = self.check(self.floors(), self.run_lines(run))
-        self.assertEqual(code, 1)
-        failed = self.failed_lines(out)
-        self.assertEqual(len(failed), 1, out)
-        self.assertIn("bookkeeping[result_files=tmpfs]", failed[0])
-        self.assertIn("overhead_ms_per_trial", failed[0])
+        self.expect_one_failure(run, "bookkeeping[result_files=tmpfs]", "overhead_ms_per_trial")
 
     def test_a_missing_line_fails(self):
-        code, out, _ = self.check(self.floors(), self.run_lines([l for l in RUN if l["benchmark"] != "memory"]))
-        self.assertEqual(code, 1)
-        failed = self.failed_lines(out)
-        self.assertEqual(len(failed), 1, out)
-        self.assertIn("memory", failed[0])
-        self.assertIn("missing", failed[0])
+        self.expect_one_failure([l for l in RUN if l["benchmark"] != "memory"], "memory", "missing")
 
     def test_a_figure_that_is_not_a_number_fails(self):
         # result_throughput's ratio is null when the run measured no raw baseline.
