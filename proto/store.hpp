@@ -151,4 +151,25 @@ struct CheckpointDeleteAck {
   TUNEBUS_DEFINE_MAP(v, type, id, checkpoint_id, deleted)
 };
 
+/// The store's health (issue 31): whether it takes writes. Cheap (no RocksDB call); the
+/// scheduler asks about once a second and shows the answer in `tunectl status`.
+struct StoreStatus {
+  TUNEBUS_ENVELOPE("store_status");
+  TUNEBUS_DEFINE_MAP(v, type, id)
+};
+
+struct StoreStatusReply {
+  TUNEBUS_ENVELOPE("store_status_reply");
+  /// "ok" (writes taken) or "degraded" (a RocksDB write failed: writes are refused with
+  /// io_error, reads served, and the store retries RocksDB's recovery about once a second).
+  std::string state = "ok";
+  /// Why it is degraded (RocksDB's error, "IO error: No space left on device: ..."); "" when ok.
+  std::string reason;
+  /// Unix time (seconds) of the last change of `state`; 0 = never changed since start.
+  double since_unix_s = 0;
+  /// Times the store went back from degraded to ok without a restart.
+  uint64_t recoveries = 0;
+  TUNEBUS_DEFINE_MAP(v, type, id, state, reason, since_unix_s, recoveries)
+};
+
 }  // namespace tunebus::proto

@@ -256,6 +256,18 @@ TEST(CodecTest, StoreMessagesRoundTripIncludingBinaryChunks) {
   jlr.last_seqs = {3, 18446744073709551615ull};
   EXPECT_EQ(RoundTrip(jlr).last_seqs, jlr.last_seqs);
 
+  RoundTrip(StoreStatus{});
+  StoreStatusReply ssr;
+  ssr.state = "degraded";
+  ssr.reason = "IO error: No space left on device";
+  ssr.since_unix_s = 1795000000.25;
+  ssr.recoveries = 3;
+  const StoreStatusReply ssr2 = RoundTrip(ssr);
+  EXPECT_EQ(ssr2.state, "degraded");
+  EXPECT_EQ(ssr2.reason, ssr.reason);
+  EXPECT_EQ(ssr2.since_unix_s, ssr.since_unix_s);
+  EXPECT_EQ(ssr2.recoveries, 3u);
+
   CheckpointPut put;
   put.id = 8;
   put.checkpoint_id = "exp/exp_00000/ckpt_3";
