@@ -5,6 +5,8 @@
 
 #include <cassert>
 
+#include "libs/service/stop_request.hpp"
+
 namespace tunebus::service {
 
 MessageDispatcher& MessageDispatcher::On(std::string_view type, MessageHandler handler) {
@@ -38,6 +40,7 @@ void MessageDispatcher::Dispatch(bus::Incoming& in) {
     return;
   }
   Count(it->first);
+  const HandlingMessage handling;  // a wait in the handler is not a start-up wait
   if (Status s = it->second(in, msg); !s.ok()) Refuse(in, msg.id(), msg.type(), s);
 }
 

@@ -5,9 +5,12 @@
 #include <unistd.h>
 
 #include <atomic>
+#include <optional>
+#include <string>
 
 #include "libs/bus/service_guard.hpp"
 #include "libs/metrics/metrics_flags.hpp"
+#include "libs/service/stop_request.hpp"
 
 namespace tunebus::service {
 
@@ -15,10 +18,11 @@ namespace {
 
 // The running service, for the signal handler. One per process.
 std::atomic<Service*> g_service{nullptr};
-std::atomic<bool> g_stop_requested{false};
 
+// SIGTERM/SIGINT: the stop request ends any wait outside the loop (stop_request.hpp), Stop() the
+// loop.
 extern "C" void OnStopSignal(int) {
-  g_stop_requested.store(true);
+  RequestStop();
   if (Service* s = g_service.load()) s->Stop();
 }
 
@@ -102,10 +106,17 @@ int RunService(int argc, char** argv, const ServiceMain& service,
       spdlog::info("{} wrote its ready file {}: {}", service.name, ready_file, text);
     }
     g_service.store(created->get());
-    if (!g_stop_requested.load()) (*created)->Run();  // a signal before this point stops it
+    const bool stopped_before_run = StopRequested();  // a signal before this point stops it
+    if (!stopped_before_run) (*created)->Run();
     g_service.store(nullptr);
     metrics.server.reset();  // the service holds the last reference
-    spdlog::info("{} stopped", service.name);
+    if (stopped_before_run) {
+      spdlog::info("{} stopped during start-up", service.name);
+    } else if (std::optional<std::string> what = StartUpWaitStopped()) {
+      spdlog::info("{} stopped during start-up (waiting for {})", service.name, *what);
+    } else {
+      spdlog::info("{} stopped", service.name);
+    }
     return kExitStopped;  // the service is destroyed here, before the context
   });
 }

@@ -8,18 +8,21 @@
 //      --ready-file (TUNEBUS_READY_FILE);
 //   2. logging at that level;
 //   3. SIGTERM/SIGINT handlers, installed BEFORE the service is created, so a signal that arrives
-//      while it starts stops it as soon as it exists; SIGPIPE ignored (a peer or child that
-//      closed its pipe fails a write with EPIPE instead of killing the service);
+//      while it starts stops it as soon as it exists; the handler requests the stop
+//      (stop_request.hpp: it ends every wait outside the service's loop, start-up waits such as
+//      the scheduler's journal reads included) and calls Service::Stop(); SIGPIPE ignored (a peer
+//      or child that closed its pipe fails a write with EPIPE instead of killing the service);
 //   4. inside GuardMain (an exception that escapes is a logged message and exit 1, never an
 //      abort): the metrics endpoint is bound (a port that cannot be bound is logged and the
 //      service runs without metrics, as before), the service is created (it binds its sockets),
 //      the ready file is written (ready_file.hpp: every bound endpoint by flag, wildcard ports
 //      resolved, and the metrics port), and Run() serves.
 //
-// Exit codes: kExitStopped (0) after a clean stop (or a healthy --healthcheck, or --help),
-// kExitCannotStart (1) when creation fails ("<name> cannot start: <status>"), the ready file
-// cannot be written, an exception escapes, or --healthcheck finds the service unhealthy,
-// kExitBadFlags (2) for flags CLI11 or check_flags refuse.
+// Exit codes: kExitStopped (0) after a clean stop, whenever SIGTERM/SIGINT came (logged "<name>
+// stopped", or "<name> stopped during start-up" before the service served), a healthy
+// --healthcheck, or --help; kExitCannotStart (1) when creation fails ("<name> cannot start:
+// <status>"), the ready file cannot be written, an exception escapes, or --healthcheck finds the
+// service unhealthy; kExitBadFlags (2) for flags CLI11 or check_flags refuse.
 #pragma once
 
 #include <CLI/CLI.hpp>

@@ -9,6 +9,7 @@
 #include "libs/bus/socket.hpp"
 #include "libs/journal/record_frame.hpp"
 #include "libs/journal/snapshot.hpp"
+#include "libs/service/stop_request.hpp"
 #include "proto/codec.hpp"
 #include "proto/store.hpp"
 
@@ -22,8 +23,10 @@ using nlohmann::json;
 
 namespace {
 
-// One request over a dedicated DEALER, before the event loop runs: resent every second until
-// `deadline` (the store may still be starting). Errors: Unavailable at the deadline, or the
+// One request over a dedicated DEALER, outside the event loop (before it runs, or inside a
+// handler): resent every second until `deadline` (the store may still be starting). A stop
+// request (SIGTERM/SIGINT) ends the wait at once (service::PollUnlessStopped). Errors:
+// Unavailable at the deadline, or when the service stops (service::StoppedWaiting), or the
 // store's error reply.
 template <typename Reply, typename Request>
 Result<Reply> BlockingCall(const Clock& clock, zmq::socket_t& socket, Request request,
@@ -31,15 +34,18 @@ Result<Reply> BlockingCall(const Clock& clock, zmq::socket_t& socket, Request re
   static uint64_t next_id = 1;
   request.id = next_id++;
   const std::string payload = proto::Encode(request);
+  const std::string what = fmt::format("the checkpoint-store's answer to {}", Request::kType);
   while (clock.Now() < deadline) {
     bus::Send(socket, payload);
     zmq::pollitem_t item{socket.handle(), 0, ZMQ_POLLIN, 0};
     const auto until = std::min(deadline, clock.Now() + std::chrono::seconds(1));
     while (clock.Now() < until) {
       const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(until - clock.Now());
-      if (zmq::poll(&item, 1,
-                    std::max<std::chrono::milliseconds>(left, std::chrono::milliseconds(1))) == 0)
-        continue;
+      auto ready = service::PollUnlessStopped(
+          {&item, 1}, std::max<std::chrono::milliseconds>(left, std::chrono::milliseconds(1)),
+          what);
+      if (!ready.ok()) return ready.status();
+      if (*ready == 0) continue;
       bus::Incoming in;
       if (!bus::Receive(socket, in)) continue;
       auto d = proto::Decode(in.payload.data(), in.payload.size());

@@ -1,7 +1,10 @@
 // JournalReader: blocking reads of experiment journals from the checkpoint-store, for the
 // scheduler's resume at start and for requests that need a journal that is not in memory
 // (resume of a finished experiment, lsx). Uses its own DEALER; every request is resent each
-// second until the deadline given at construction (the store may still be starting).
+// second until the deadline given at construction (the store may still be starting). A stop
+// request (SIGTERM/SIGINT, libs/service/stop_request.hpp) ends a read at once: it fails with
+// Unavailable "stopped waiting for ..." like a store that does not answer, and is never taken for
+// a torn journal (nothing is cut).
 #pragma once
 
 #include <chrono>
@@ -38,7 +41,8 @@ class JournalReader {
   /// Requests give up `timeout` after construction, as `clock` tells.
   JournalReader(zmq::context_t& ctx, const std::string& store_endpoint,
                 std::chrono::milliseconds timeout, const Clock& clock);
-  /// Every non-empty journal. Errors: Unavailable when the store does not answer in time.
+  /// Every non-empty journal. Errors: Unavailable when the store does not answer in time (or the
+  /// service stops).
   Result<std::vector<JournalSummary>> List();
   /// True if the experiment of `journal` (holding `last_seq` records) ended: its newest record
   /// other than checkpoint_saved / checkpoint_deleted is experiment_ended. A checkpoint the store

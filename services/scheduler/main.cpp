@@ -1,6 +1,7 @@
 // scheduler: runs experiments (see scheduler.hpp). Flags fall back to TUNEBUS_* variables;
 // logging, signals and exit codes are libs/service's RunService. SIGTERM/SIGINT stop it
-// cleanly (exit 0).
+// cleanly (exit 0), also while it still waits at start for the checkpoint-store to answer its
+// journal reads (libs/service/stop_request.hpp).
 #include "libs/service/service_main.hpp"
 #include "services/scheduler/scheduler.hpp"
 
