@@ -1,5 +1,9 @@
 #include "libs/core/clock.hpp"
 
+#include <fmt/chrono.h>
+
+#include <ctime>
+
 namespace tunebus {
 
 namespace {
@@ -34,6 +38,10 @@ void ManualClock::Advance(std::chrono::nanoseconds d) {
   std::lock_guard lock(mu_);
   now_ += d;
   wall_seconds_ += std::chrono::duration<double>(d).count();
+}
+
+std::string FormatTimeOfDayUtc(double unix_s) {
+  return fmt::format("{:%H:%M:%S} UTC", fmt::gmtime(std::time_t(unix_s)));
 }
 
 }  // namespace tunebus

@@ -8,6 +8,7 @@
 
 #include <chrono>
 #include <mutex>
+#include <string>
 
 namespace tunebus {
 
@@ -45,5 +46,8 @@ class ManualClock final : public Clock {
   SteadyTime now_{std::chrono::hours(1)};
   double wall_seconds_;
 };
+
+/// "HH:MM:SS UTC" of `unix_s` (Unix seconds), for messages that say since when something holds.
+std::string FormatTimeOfDayUtc(double unix_s);
 
 }  // namespace tunebus

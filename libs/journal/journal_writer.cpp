@@ -56,8 +56,23 @@ void JournalWriter::Send() {
       [this, sent, last](Result<uint64_t> last_seq) { OnAppended(last_seq, sent, last); });
 }
 
+void JournalWriter::RetryNow() {
+  if (!retry_pending_) return;
+  retry_pending_ = false;
+  ++retry_generation_;
+  Send();
+}
+
 void JournalWriter::OnAppended(const Result<uint64_t>& last_seq, SteadyTime sent, uint64_t last) {
   if (last_seq.ok()) {
+    if (state_ == State::kFailing) {
+      spdlog::warn(
+          "Journal writes for {} resumed after {:.1f} s and {} failed tries; nothing "
+          "acknowledged was lost",
+          journal_, clock_.WallSeconds() - failing_since_wall_s_, failed_tries_);
+    }
+    state_ = State::kOk;
+    failed_tries_ = 0;
     store_seq_ = std::max(store_seq_, *last_seq);
     last_latency_s_ = clock_.SecondsSince(sent);
     backoff_ = retry_delay_;
@@ -65,11 +80,29 @@ void JournalWriter::OnAppended(const Result<uint64_t>& last_seq, SteadyTime sent
     OnDurable(last);
     return;
   }
-  spdlog::error("Journal append of {} records for {} failed ({}); retrying in {} ms",
-                in_flight_records_.size(), journal_, last_seq.status().ToString(),
-                backoff_.count());
-  sink_->AddTimer(backoff_, [this] { Send(); });
-  backoff_ = std::min(backoff_ * 2, kMaxBackoff);
+  const SteadyTime now = clock_.Now();
+  if (state_ == State::kOk) {
+    state_ = State::kFailing;
+    failing_since_wall_s_ = clock_.WallSeconds();
+  }
+  last_error_ = last_seq.status();
+  // An answer (an error reply) means the store is up: retry soon. No answer: back off.
+  const bool answered = last_error_.code() != StatusCode::kUnavailable;
+  const Duration delay = answered ? retry_delay_ : backoff_;
+  backoff_ = answered ? retry_delay_ : std::min(backoff_ * 2, kMaxBackoff);
+  if (failed_tries_++ == 0 || now - last_failure_log_ >= kFailureLogPeriod) {
+    last_failure_log_ = now;
+    spdlog::error(
+        "Journal append of {} records for {} failed ({}; {} tries so far); retrying in {} ms, "
+        "trials that wait on it are held",
+        in_flight_records_.size(), journal_, last_error_.ToString(), failed_tries_, delay.count());
+  }
+  retry_pending_ = true;
+  sink_->AddTimer(delay, [this, generation = retry_generation_] {
+    if (generation != retry_generation_) return;  // RetryNow sent it already
+    retry_pending_ = false;
+    Send();
+  });
 }
 
 void JournalWriter::OnDurable(uint64_t last) {

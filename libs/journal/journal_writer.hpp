@@ -12,9 +12,12 @@
 // before it is acknowledged as durable, in call order: this is how the scheduler releases
 // effects (start a trial, ack a result, answer a control request) only after the record that
 // causes them is safe (DESIGN.md "Journal and recovery").
-// A failed append is retried with the same records after `retry_delay`, doubling per
-// consecutive failure up to 30 s (back-off while the checkpoint-store is down); a success
-// resets it. The sink's AddTimer times the retries.
+// A failed append is retried with the same records. When the store answered with an error (it
+// is up but refuses writes, e.g. its disk is full: State::kFailing), the retry comes after
+// `retry_delay`, so writes resume within that delay of the store taking them again; when nothing
+// answered (Unavailable: the store is down), the delay doubles per consecutive failure up to
+// 30 s. RetryNow() skips the wait (the scheduler calls it when the store says it is back). The
+// sink's AddTimer times the retries.
 #pragma once
 
 #include <chrono>
@@ -35,6 +38,10 @@ namespace tunebus::journal {
 class JournalWriter {
  public:
   using Duration = std::chrono::milliseconds;
+  enum class State {
+    kOk,       // the last append succeeded (or none was tried yet)
+    kFailing,  // the last append failed; its batch is retried until the store acknowledges it
+  };
   /// Bytes of stored records one batch carries at most (a single larger record goes alone).
   static constexpr size_t kMaxBatchBytes = 48 * 1024;
 
@@ -52,6 +59,16 @@ class JournalWriter {
   /// Hands the queued records to the sink as one batch. Cheap when nothing is queued or a
   /// batch is in flight.
   void Flush();
+  /// Sends the failed batch again now if it waits for its retry timer (which then does
+  /// nothing); no-op otherwise.
+  void RetryNow();
+
+  State state() const { return state_; }
+  /// While kFailing: the wall time (Unix seconds) of the first failure of this outage, the
+  /// newest failure's status and the failed tries so far. Unspecified while kOk.
+  double failing_since_wall_s() const { return failing_since_wall_s_; }
+  const Status& last_error() const { return last_error_; }
+  uint64_t failed_tries() const { return failed_tries_; }
 
   uint64_t appended() const { return appended_; }
   uint64_t durable() const { return durable_; }
@@ -83,6 +100,14 @@ class JournalWriter {
   uint64_t store_seq_ = 0;
   bool in_flight_ = false;
   double last_latency_s_ = 0;
+  State state_ = State::kOk;
+  double failing_since_wall_s_ = 0;
+  Status last_error_;
+  uint64_t failed_tries_ = 0;
+  SteadyTime last_failure_log_{};  // a failing writer logs once, then every kFailureLogPeriod
+  static constexpr Duration kFailureLogPeriod{30000};
+  bool retry_pending_ = false;     // a retry timer is set for the in-flight batch
+  uint64_t retry_generation_ = 0;  // a timer set for an older generation does nothing
   std::deque<std::pair<uint64_t, std::function<void()>>> effects_;
 };
 

@@ -94,26 +94,77 @@ void Scheduler::ReplyJson(const bus::Incoming& in, uint64_t id, const json& body
   }
 }
 
+void Scheduler::ReplyRead(const bus::Incoming& in, uint64_t id, const json& body) {
+  proto::ControlReply reply;
+  reply.id = id;
+  reply.body_json = body.dump();
+  bus::Reply(control_, in, proto::Encode(reply));
+}
+
+json Scheduler::JournalHealthJson(const Experiment& e) {
+  const journal::JournalWriter& w = e.journal();
+  const bool failing = w.state() == journal::JournalWriter::State::kFailing;
+  json health = {{"state", failing ? "failing" : "ok"},
+                 {"not_durable_records", w.appended() - w.durable()}};
+  if (failing) {
+    health["since_unix_s"] = w.failing_since_wall_s();
+    health["error"] = w.last_error().ToString();
+    health["failed_tries"] = w.failed_tries();
+  }
+  return health;
+}
+
+void Scheduler::MarkNotDurable(const Experiment& e, const Trial& t, json& view) {
+  if (!e.read_only() && !e.recorder().IsDurable(t)) view["durable"] = false;
+}
+
+Status Scheduler::JournalWritable() {
+  if (Experiment* e = Current();
+      e != nullptr && e->journal().state() == journal::JournalWriter::State::kFailing) {
+    return Status::Unavailable(fmt::format(
+        "journal writes of experiment {} are failing since {}: {}; nothing acknowledged is "
+        "lost; try again once the checkpoint-store takes writes",
+        e->name(), FormatTimeOfDayUtc(e->journal().failing_since_wall_s()),
+        e->journal().last_error().ToString()));
+  }
+  if (store_health_->state() == StoreHealth::State::kDegraded) {
+    const json h = store_health_->ToJson();
+    return Status::Unavailable(fmt::format(
+        "the checkpoint-store refuses writes (degraded since {}: {}); try again once it recovers",
+        FormatTimeOfDayUtc(h["since_unix_s"].get<double>()), h["reason"].get<std::string>()));
+  }
+  return Status::Ok();
+}
+
 void Scheduler::ReplyError(const bus::Incoming& in, uint64_t id, const std::string& type,
                            const Status& status) {
   control_dispatcher_->Refuse(in, id, type, status);
 }
 
 void Scheduler::AddControlHandlers() {
+  // A request that changes state is refused (unavailable, naming the cause) while the journal
+  // cannot take its record; reads are always answered (ReplyRead). HandleSubmit checks itself:
+  // following the running experiment is a read.
+  const auto mutating = [this](Handler handler) {
+    return [this, handler](bus::Incoming& in, const proto::Decoded& d) {
+      if (Status s = JournalWritable(); !s.ok()) return s;
+      return (this->*handler)(in, d);
+    };
+  };
   control_dispatcher_->On(proto::SubmitExperiment::kType, this, &Scheduler::HandleSubmit)
       .On(proto::ListTrials::kType, this, &Scheduler::HandleListTrials)
       .On(proto::ShowTrial::kType, this, &Scheduler::HandleShowTrial)
-      .On(proto::StopTrialCommand::kType, this, &Scheduler::HandleStopTrial)
-      .On(proto::StopExperiment::kType, this, &Scheduler::HandleStopExperiment)
       .On(proto::GetExperiment::kType, this, &Scheduler::HandleGetExperiment)
       .On(proto::ListWorkers::kType, this, &Scheduler::HandleListWorkers)
-      .On(proto::ResumeExperimentCommand::kType, this, &Scheduler::HandleResumeExperiment)
       .On(proto::ListExperiments::kType, this, &Scheduler::HandleListExperiments)
-      .On(proto::PauseTrialCommand::kType, this, &Scheduler::HandlePauseTrial)
-      .On(proto::ResumeTrialCommand::kType, this, &Scheduler::HandleResumeTrial)
-      .On(proto::AddTrialCommand::kType, this, &Scheduler::HandleAddTrial)
-      .On(proto::SetTrialResourcesCommand::kType, this, &Scheduler::HandleSetTrialResources)
-      .On(proto::FetchCheckpoint::kType, this, &Scheduler::HandleFetchCheckpoint);
+      .On(proto::FetchCheckpoint::kType, this, &Scheduler::HandleFetchCheckpoint)
+      .On(proto::StopTrialCommand::kType, mutating(&Scheduler::HandleStopTrial))
+      .On(proto::StopExperiment::kType, mutating(&Scheduler::HandleStopExperiment))
+      .On(proto::ResumeExperimentCommand::kType, mutating(&Scheduler::HandleResumeExperiment))
+      .On(proto::PauseTrialCommand::kType, mutating(&Scheduler::HandlePauseTrial))
+      .On(proto::ResumeTrialCommand::kType, mutating(&Scheduler::HandleResumeTrial))
+      .On(proto::AddTrialCommand::kType, mutating(&Scheduler::HandleAddTrial))
+      .On(proto::SetTrialResourcesCommand::kType, mutating(&Scheduler::HandleSetTrialResources));
 }
 
 void Scheduler::OnControlReadable() {
@@ -127,11 +178,12 @@ Status Scheduler::HandleSubmit(bus::Incoming& in, const proto::Decoded& d) {
   if (Experiment* current = Current();
       state_ == State::kRunning && current->spec().source_yaml == msg->spec_yaml) {
     // The same experiment is already running (e.g. resumed after a restart): follow it.
-    ReplyJson(in, d.id(),
+    ReplyRead(in, d.id(),
               ExperimentToJson(current->name(), current->runner(), current->experiment_dir(),
                                current->ElapsedS()));
     return Status::Ok();
   }
+  if (Status s = JournalWritable(); !s.ok()) return s;
   if (state_ != State::kIdle) {
     return Status::FailedPrecondition(
         state_ == State::kSubmitting
@@ -207,9 +259,10 @@ Status Scheduler::HandleListTrials(bus::Incoming& in, const proto::Decoded& d) {
       if (msg->limit > 0 && int64_t(body.size()) >= msg->limit) break;
       body.push_back(TrialToJson(t, e->experiment_dir()));
       if (e->runner().IsPausing(t)) body.back()["pausing"] = true;
+      MarkNotDurable(*e, t, body.back());
     }
   }
-  ReplyJson(in, d.id(), body);
+  ReplyRead(in, d.id(), body);
   return Status::Ok();
 }
 
@@ -229,7 +282,8 @@ Status Scheduler::HandleShowTrial(bus::Incoming& in, const proto::Decoded& d) {
   }
   json body = TrialToJson(*t, (*e)->experiment_dir());
   if ((*e)->runner().IsPausing(*t)) body["pausing"] = true;
-  ReplyJson(in, d.id(), body);
+  MarkNotDurable(**e, *t, body);
+  ReplyRead(in, d.id(), body);
   return Status::Ok();
 }
 
@@ -271,7 +325,9 @@ Status Scheduler::HandleGetExperiment(bus::Incoming& in, const proto::Decoded& d
   body["journal"] = e->journal_name();
   body["read_only"] = e->read_only();
   body["events_endpoint"] = events_bound_;  // where `tunectl watch` subscribes
-  ReplyJson(in, d.id(), body);
+  if (!e->read_only()) body["journal_health"] = JournalHealthJson(*e);
+  body["store"] = store_health_->ToJson();
+  ReplyRead(in, d.id(), body);
   return Status::Ok();
 }
 
@@ -301,7 +357,7 @@ Status Scheduler::HandleListWorkers(bus::Incoming& in, const proto::Decoded& d) 
                                    {"trials", n.trials},
                                    {"connected", worker_registry_.IsConnected(n.worker_id)}});
                  }
-                 ReplyJson(back, id, body);
+                 ReplyRead(back, id, body);
                });
   return Status::Ok();
 }
@@ -467,7 +523,7 @@ Status Scheduler::HandleListExperiments(bus::Incoming& in, const proto::Decoded&
   std::sort(body.begin(), body.end(), [](const json& a, const json& b) {
     return a.value("submitted_at", 0.0) < b.value("submitted_at", 0.0);
   });
-  ReplyJson(in, d.id(), body);
+  ReplyRead(in, d.id(), body);
   return Status::Ok();
 }
 

@@ -151,6 +151,7 @@ class Experiment {
   journal::JournalWriter& journal() { return *journal_; }
   const journal::JournalWriter& journal() const { return *journal_; }
   ExperimentRecorder& recorder() { return *recorder_; }
+  const ExperimentRecorder& recorder() const { return *recorder_; }
   BusExecutor& executor() { return *executor_; }
 
  private:

@@ -40,15 +40,27 @@ std::string ExperimentRecorder::TrialDir(const Trial& t) const {
   return experiment_dir_ + "/" + t.DirName();
 }
 
+void ExperimentRecorder::NoteRecord(const Trial& t, uint64_t record) {
+  const size_t i = size_t(t.index);
+  if (i >= last_record_.size()) last_record_.resize(i + 1, 0);
+  last_record_[i] = record;
+}
+
+bool ExperimentRecorder::IsDurable(const Trial& t) const {
+  const size_t i = size_t(t.index);
+  return i >= last_record_.size() || last_record_[i] <= journal_.durable();
+}
+
 void ExperimentRecorder::OnTrialAdded(const Trial& t) {
   const uint64_t record = journal_.AppendEncoded(journal::EncodeTrialAdded(t));
+  NoteRecord(t, record);
   files_.WriteParams(t.index, TrialDir(t), t.config, record);
   events_.Publish(Event::kTrialAdded, name_, t.trial_id,
                   [&] { return TrialToJson(t, experiment_dir_); });
 }
 
 void ExperimentRecorder::OnTrialStarted(const Trial& t) {
-  journal_.AppendEncoded(journal::EncodeTrialStarted(t));
+  NoteRecord(t, journal_.AppendEncoded(journal::EncodeTrialStarted(t)));
   events_.Publish(Event::kTrialStarted, name_, t.trial_id,
                   [&] { return TrialToJson(t, experiment_dir_); });
 }
@@ -60,6 +72,7 @@ void ExperimentRecorder::OnTrialResult(const Trial& t, const TrainingResult& res
   // those bytes and the file writer formats them on its own thread.
   const uint64_t record =
       journal_.AppendEncoded(journal::EncodeResultRecord(t, t.last_result_msgpack, decision));
+  NoteRecord(t, record);
   files_.AppendResult(t.index, files_.IsOpen(t.index) ? std::string() : TrialDir(t),
                       t.last_result_msgpack, record, &t.config);
   events_.Publish(Event::kTrialResult, name_, t.trial_id,
@@ -68,6 +81,7 @@ void ExperimentRecorder::OnTrialResult(const Trial& t, const TrainingResult& res
 
 void ExperimentRecorder::OnTrialStatus(const Trial& t) {
   const uint64_t record = journal_.AppendEncoded(journal::EncodeTrialStatusRecord(t));
+  NoteRecord(t, record);
   if (IsFinished(t.status)) files_.Close(t.index, record);
   if (t.status == TrialStatus::kError) {
     const auto written = error_file_attempt_.find(t.index);
@@ -80,17 +94,18 @@ void ExperimentRecorder::OnTrialStatus(const Trial& t) {
 }
 
 void ExperimentRecorder::OnCheckpointSaved(const Trial& t, const CheckpointRef& ref) {
-  journal_.Append(journal::CheckpointSavedRecord(t, ref));
+  NoteRecord(t, journal_.Append(journal::CheckpointSavedRecord(t, ref)));
   events_.Publish(Event::kCheckpointSaved, name_, t.trial_id,
                   [&] { return CheckpointToJson(ref); });
 }
 
 void ExperimentRecorder::OnCheckpointDeleted(const Trial& t, const std::string& checkpoint_id) {
-  journal_.Append(journal::CheckpointDeletedRecord(t, checkpoint_id));
+  NoteRecord(t, journal_.Append(journal::CheckpointDeletedRecord(t, checkpoint_id)));
 }
 
 void ExperimentRecorder::OnTrialUpdated(const Trial& t, const json& change) {
   const uint64_t record = journal_.Append(journal::TrialUpdated(t, change));
+  NoteRecord(t, record);
   if (change.contains("pbt_exploit")) files_.WriteParams(t.index, TrialDir(t), t.config, record);
   events_.Publish(Event::kTrialUpdated, name_, t.trial_id,
                   [&] { return TrialToJson(t, experiment_dir_); });

@@ -54,6 +54,10 @@ class ExperimentRecorder final : public RunnerObserver {
   /// Hands the result files' work whose journal records are durable to their writer thread (once
   /// per poll round).
   void FlushFiles() { files_.Flush(journal_.durable()); }
+  /// Whether every journal record of `t`'s changes is durable: false while a change that a
+  /// read reply shows (a result, a status) waits for the journal (read replies mark such
+  /// trials, proto/PROTOCOL.md §2).
+  bool IsDurable(const Trial& t) const;
   /// Result file tasks not written yet (see ResultFiles::Backlog).
   size_t FileBacklog() const { return files_.Backlog(); }
   /// Hands the durable result file work to the writer and rewrites experiment_state.json (the
@@ -65,6 +69,8 @@ class ExperimentRecorder final : public RunnerObserver {
 
  private:
   std::string TrialDir(const Trial& trial) const;
+  /// Remembers `record` (a JournalWriter position) as `t`'s newest.
+  void NoteRecord(const Trial& t, uint64_t record);
 
   std::string name_;
   std::string experiment_dir_;
@@ -75,7 +81,8 @@ class ExperimentRecorder final : public RunnerObserver {
   ResultFiles files_;
   double started_at_ = 0;
   std::unordered_map<int64_t, int64_t>
-      error_file_attempt_;  // trial index -> attempt last in error.txt
+      error_file_attempt_;             // trial index -> attempt last in error.txt
+  std::vector<uint64_t> last_record_;  // trial index -> its newest record's position
 };
 
 }  // namespace tunebus

@@ -8,6 +8,7 @@
 #include <utility>
 
 #include "libs/bus/service_guard.hpp"
+#include "libs/service/stop_request.hpp"
 #include "proto/resources.hpp"
 #include "proto/worker.hpp"
 #include "services/scheduler/experiment.hpp"
@@ -61,6 +62,10 @@ Status Scheduler::Init() {
   events_bound_ = bus::BoundEndpoint(events_);
   rm_ = std::make_unique<bus::RequestClient>(loop_, std::move(*rm), "resource-manager");
   store_ = std::make_unique<bus::RequestClient>(loop_, std::move(*store), "checkpoint-store");
+  // A store that says it takes writes again: a journal batch waiting for its retry goes now.
+  store_health_ = std::make_unique<StoreHealth>(loop_, *store_, [this] {
+    for (auto& e : experiments_) e->journal().RetryNow();
+  });
 
   loop_.AddSocket(control_, [this] { OnControlReadable(); });
   loop_.AddSocket(workers_, [this] { OnWorkerReadable(); });
@@ -88,9 +93,10 @@ std::string Scheduler::endpoint() const {
 
 void Scheduler::Run() {
   spdlog::info("scheduler serving {}", endpoint());
-  if (Status s = ResumeFromJournals(); !s.ok()) {
+  if (Status s = ResumeFromJournals(); !s.ok() && !service::StopRequested()) {
     spdlog::error("Could not resume from the journals: {}; serving without resuming", s.ToString());
   }
+  store_health_->Start();
   if (Status s = metrics_.Start(loop_, options_.metrics,
                                 [this](metrics::MetricsText& m) { RenderMetrics(m); });
       !s.ok()) {

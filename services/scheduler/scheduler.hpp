@@ -38,6 +38,7 @@
 #include "proto/worker.hpp"
 #include "services/scheduler/event_publisher.hpp"
 #include "services/scheduler/journal_reader.hpp"
+#include "services/scheduler/store_health.hpp"
 #include "services/scheduler/worker_outbox.hpp"
 #include "services/scheduler/worker_registry.hpp"
 
@@ -134,7 +135,22 @@ class Scheduler {
   Status HandleAddTrial(bus::Incoming& in, const proto::Decoded& d);
   Status HandleSetTrialResources(bus::Incoming& in, const proto::Decoded& d);
   Status HandleFetchCheckpoint(bus::Incoming& in, const proto::Decoded& d);
+  /// Answers a request that changed state: sent once every journal record appended so far is
+  /// durable (the change it reports is then safe).
   void ReplyJson(const bus::Incoming& in, uint64_t id, const nlohmann::json& body);
+  /// Answers a read at once, whatever the journal's state: what it shows may include changes
+  /// not yet durable, marked as proto/PROTOCOL.md §2 says ("durable": false on a trial, the
+  /// experiment's "journal_health").
+  void ReplyRead(const bus::Incoming& in, uint64_t id, const nlohmann::json& body);
+  /// Ok, or Unavailable naming the cause while the current experiment's journal writes fail or
+  /// the checkpoint-store refuses writes: mutating control requests are refused then.
+  Status JournalWritable();
+  /// `e`'s journal: {"state": "ok"|"failing", "since_unix_s", "error", "failed_tries",
+  ///  "not_durable_records"} ("since_unix_s", "error", "failed_tries" only while failing).
+  /// REQUIRES: !e.read_only().
+  static nlohmann::json JournalHealthJson(const Experiment& e);
+  /// Adds "durable": false to a trial's view while one of its changes waits for the journal.
+  static void MarkNotDurable(const Experiment& e, const Trial& t, nlohmann::json& view);
   /// Refuses control request `id` of `type` (logged, answered with an ErrorReply).
   void ReplyError(const bus::Incoming& in, uint64_t id, const std::string& type,
                   const Status& status);
@@ -180,6 +196,7 @@ class Scheduler {
   zmq::socket_t rm_sub_;
   std::unique_ptr<bus::RequestClient> rm_;
   std::unique_ptr<bus::RequestClient> store_;
+  std::unique_ptr<StoreHealth> store_health_;  // asks the store store_status every second
   std::unique_ptr<ExperimentContext> experiment_context_;  // what experiments use of this
   std::string control_bound_, workers_bound_, events_bound_;
   WorkerRegistry worker_registry_;

@@ -158,6 +158,7 @@ int StatusCommand(const GlobalFlags& g) {
     std::cout << RenderSummaryLine(e) << std::endl;
     if (const std::string searcher = RenderSearcherLine(e); !searcher.empty())
       std::cout << searcher << std::endl;
+    for (const std::string& health : RenderHealthLines(e)) std::cout << health << std::endl;
   });
 }
 

@@ -5,6 +5,8 @@
 #include <algorithm>
 #include <cstdio>
 
+#include "libs/core/clock.hpp"
+
 namespace tunebus {
 
 using nlohmann::json;
@@ -34,7 +36,34 @@ std::string StringField(const json& j, const char* key, const std::string& fallb
 std::string TrialStatusText(const json& trial) {
   const std::string status = StringField(trial, "status");
   const json& pausing = Field(trial, "pausing");
-  return pausing.is_boolean() && pausing.get<bool>() ? status + " (pausing)" : status;
+  std::string text = pausing.is_boolean() && pausing.get<bool>() ? status + " (pausing)" : status;
+  const json& durable = Field(trial, "durable");
+  if (durable.is_boolean() && !durable.get<bool>()) text += " (not durable)";
+  return text;
+}
+
+std::vector<std::string> RenderHealthLines(const json& e) {
+  std::vector<std::string> lines;
+  const json& journal = Field(e, "journal_health");
+  if (StringField(journal, "state") == "failing") {
+    lines.push_back(fmt::format(
+        "journal writes failing since {}: {}; nothing acknowledged is lost; trials are held ({} "
+        "changes not yet durable)",
+        FormatTimeOfDayUtc(NumberField(journal, "since_unix_s")), StringField(journal, "error"),
+        IntField(journal, "not_durable_records")));
+  }
+  const json& store = Field(e, "store");
+  const std::string state = StringField(store, "state");
+  if (state == "degraded") {
+    const double since = NumberField(store, "since_unix_s");
+    lines.push_back(fmt::format(
+        "checkpoint-store degraded{}: {} (writes refused, reads served; "
+        "it recovers by itself when space returns)",
+        since > 0 ? " since " + FormatTimeOfDayUtc(since) : "", StringField(store, "reason")));
+  } else if (state == "unreachable") {
+    lines.push_back("checkpoint-store unreachable: " + StringField(store, "reason"));
+  }
+  return lines;
 }
 
 int64_t IntField(const json& j, const char* key, int64_t fallback) {
@@ -141,6 +170,7 @@ std::vector<std::string> RenderProgressTable(const json& e, const json& trials, 
   std::vector<std::string> lines{RenderSummaryLine(e)};
   if (std::string searcher = RenderSearcherLine(e); !searcher.empty())
     lines.push_back(std::move(searcher));
+  for (std::string& health : RenderHealthLines(e)) lines.push_back(std::move(health));
   for (const auto& row : cells) {
     std::string line;
     for (size_t c = 0; c < row.size(); ++c) line += (c ? " | " : "") + Pad(row[c], width[c]);

@@ -23,7 +23,8 @@ double NumberField(const nlohmann::json& j, const char* key, double fallback = 0
 const nlohmann::json& Field(const nlohmann::json& j, const char* key);
 
 /// A trial's status as shown: "RUNNING (pausing)" while it saves its pause checkpoint
-/// (`"pausing": true` in the trial object), else its `status`.
+/// (`"pausing": true` in the trial object), else its `status`; " (not durable)" is added while
+/// the trial shows a change its journal record does not hold yet (`"durable": false`).
 std::string TrialStatusText(const nlohmann::json& trial);
 
 /// Formats a table from the experiment summary and the list_trials array: the summary line, the
@@ -38,6 +39,13 @@ std::string RenderSummaryLine(const nlohmann::json& experiment);
 /// "searcher: random (suggested 12, total 20, max_concurrent 4, live_trials 4)": the experiment's
 /// `searcher` (Searcher::Describe()), its other fields in key order; "" without one.
 std::string RenderSearcherLine(const nlohmann::json& experiment);
+
+/// The suite's health, when something is wrong (none when all is well):
+///   "journal writes failing since HH:MM:SS UTC: <error>; nothing acknowledged is lost; trials
+///    are held (N changes not yet durable)" from `journal_health`, and
+///   "checkpoint-store degraded since HH:MM:SS UTC: <reason>" (or "unreachable: <reason>") from
+///   `store` (proto/PROTOCOL.md §2, get_experiment).
+std::vector<std::string> RenderHealthLines(const nlohmann::json& experiment);
 
 /// Flattens a config to "a.b=1,c=x" with numbers in short form.
 std::string FormatParams(const nlohmann::json& config);

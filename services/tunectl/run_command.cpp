@@ -149,7 +149,10 @@ int SubmitAndFollow(ControlClient& client, const ExperimentSpec& spec, const Glo
                    "newest checkpoint (Ctrl-C again to exit at once)\n";
       proto::StopExperiment interrupt;
       interrupt.interrupt = true;
-      (void)client.Call(interrupt);
+      if (auto sent = client.Call(interrupt); !sent.ok()) {
+        std::cerr << "tunectl: the scheduler cannot interrupt now: " << sent.status().ToString()
+                  << "\n";
+      }
       interrupt_sent = true;
     }
     auto e = client.Call(proto::GetExperiment{});
@@ -170,6 +173,7 @@ int SubmitAndFollow(ControlClient& client, const ExperimentSpec& spec, const Glo
           for (const auto& line : RenderProgressTable(*e, *trials, 1000)) std::cout << line << "\n";
         } else {
           std::cout << RenderSummaryLine(*e) << std::endl;
+          for (const std::string& health : RenderHealthLines(*e)) std::cout << health << std::endl;
         }
       }
     }

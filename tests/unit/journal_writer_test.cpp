@@ -349,7 +349,52 @@ TEST_F(JournalWriterTest, FailedAppendIsRetriedWithTheSameRecordsWhileEffectsWai
   // Every try of the first batch asks for seq 1 (so the store writes it once), the next for 3.
   for (size_t i = 0; i < 3; ++i) EXPECT_EQ(sink_->requests[i].expected_first_seq, 1u) << i;
   EXPECT_EQ(sink_->requests[3].expected_first_seq, 3u);
-  EXPECT_EQ(sink_->timer_delays, (std::vector<milliseconds>{milliseconds{20}, milliseconds{40}}));
+  // The store answered the first failure (it is up): retry_delay. The second had no answer:
+  // retry_delay, doubling from there.
+  EXPECT_EQ(sink_->timer_delays, (std::vector<milliseconds>{milliseconds{20}, milliseconds{20}}));
+}
+
+TEST_F(JournalWriterTest, AStoreThatAnswersWithErrorsIsRetriedEveryRetryDelayWithoutBackOff) {
+  // A degraded store (disk full) answers every append with io_error: the writer is kFailing
+  // from the first failure, keeps its since-time, counts its tries, and retries every
+  // retry_delay so that writes resume within that delay of the store taking them again.
+  writer_->Append(Rec(1));
+  EXPECT_EQ(writer_->state(), JournalWriter::State::kOk);
+  const double start = clock_.WallSeconds();
+  for (size_t i = 0; i < 5; ++i) {
+    ASSERT_TRUE(WaitForRequests(i + 1));
+    sink_->Fail(i, Status::IoError("RocksDB write: IO error: No space left on device"));
+    EXPECT_EQ(writer_->state(), JournalWriter::State::kFailing);
+    clock_.Advance(milliseconds{20});
+  }
+  EXPECT_DOUBLE_EQ(writer_->failing_since_wall_s(), start);
+  EXPECT_EQ(writer_->failed_tries(), 5u);
+  EXPECT_EQ(writer_->last_error().code(), StatusCode::kIoError);
+  EXPECT_EQ(sink_->timer_delays, std::vector<milliseconds>(5, milliseconds{20}));
+  ASSERT_TRUE(WaitForRequests(6));
+  sink_->Ack(5);
+  EXPECT_EQ(writer_->state(), JournalWriter::State::kOk);
+  EXPECT_EQ(writer_->failed_tries(), 0u);
+  EXPECT_EQ(writer_->durable(), 1u);
+  EXPECT_EQ(Ns(sink_->journal), (std::vector<int>{1}));
+}
+
+TEST_F(JournalWriterTest, RetryNowSendsTheFailedBatchAtOnceAndItsTimerThenDoesNothing) {
+  // The store was down (back-off at 30 s) and says it is back: RetryNow sends the batch at
+  // once; the timer set for that retry fires later and sends nothing more.
+  writer_->Append(Rec(1));
+  ASSERT_TRUE(WaitForRequests(1));
+  sink_->Fail(0, Status::Unavailable("the checkpoint-store did not answer"));
+  EXPECT_EQ(sink_->requests.size(), 1u);
+  writer_->RetryNow();
+  ASSERT_EQ(sink_->requests.size(), 2u);
+  EXPECT_EQ(Ns(sink_->requests[1].records), (std::vector<int>{1}));
+  writer_->RetryNow();  // nothing waits for a retry now: no third request
+  Spin(3);              // fires the stale timer
+  EXPECT_EQ(sink_->requests.size(), 2u);
+  sink_->Ack(1);
+  EXPECT_EQ(writer_->durable(), 1u);
+  EXPECT_EQ(sink_->max_outstanding, 1);
 }
 
 TEST_F(JournalWriterTest, RetryDelayDoublesPerFailureUpTo30sAndAnAckResetsIt) {
