@@ -143,6 +143,9 @@ class BuiltinTrainable : public Trainable {
   TrialSetup setup_;
   std::chrono::nanoseconds delay_{0};
   int64_t max_iterations_ = 1;
+  /// Bytes of filler each checkpoint carries besides checkpoint.json (padding.bin; bytes that
+  /// do not compress), so tests can fill a store's disk.
+  int64_t checkpoint_padding_bytes_ = 0;
   double last_decision_latency_s_ = -1;  // report -> its decision, seconds; -1 before the first
 
  private:
@@ -153,6 +156,19 @@ class BuiltinTrainable : public Trainable {
     std::ofstream out(dir / "checkpoint.json", std::ios::trunc);
     out << nlohmann::json{{"iteration", iteration_}}.dump() << "\n";
     if (ec || !out.good()) return Status::IoError("cannot write checkpoint into " + dir.string());
+    if (checkpoint_padding_bytes_ > 0) {
+      std::string filler(size_t(checkpoint_padding_bytes_), '\0');
+      uint64_t x = uint64_t(iteration_) * 0x9E3779B97F4A7C15ull + 1;  // xorshift64: incompressible
+      for (char& c : filler) {
+        x ^= x << 13;
+        x ^= x >> 7;
+        x ^= x << 17;
+        c = char(x);
+      }
+      std::ofstream pad(dir / "padding.bin", std::ios::trunc | std::ios::binary);
+      pad.write(filler.data(), std::streamsize(filler.size()));
+      if (!pad.good()) return Status::IoError("cannot write checkpoint into " + dir.string());
+    }
     return Status::Ok();
   }
 
@@ -176,10 +192,15 @@ class MockTrainable : public BuiltinTrainable {
     auto error = GetBool(c, "mock_error");
     auto error_iteration = GetInt(c, "mock_error_iteration", 2);
     auto persistent = GetBool(c, "persistent_error");
+    auto padding = GetInt(c, "mock_checkpoint_bytes", 0);
     for (const Status& s : {lr.status(), sleep_s.status(), iterations.status(), error.status(),
-                            error_iteration.status(), persistent.status()}) {
+                            error_iteration.status(), persistent.status(), padding.status()}) {
       if (!s.ok()) return s;
     }
+    if (*padding < 0 || *padding > (int64_t(1) << 30)) {
+      return Status::InvalidArgument("config.mock_checkpoint_bytes must be in [0, 2^30]");
+    }
+    checkpoint_padding_bytes_ = *padding;
     if (!(*lr > 0) || !std::isfinite(*lr)) return Status::InvalidArgument("config.lr must be > 0");
     if (!(*sleep_s >= 0) || *sleep_s > 1e6) {
       return Status::InvalidArgument("config.sleep_s must be in [0, 1e6] seconds");

@@ -17,6 +17,8 @@
 //                         <trial_dir>/mock_truth.jsonl, one line per result produced
 //                         {"event":"report","attempt","iteration"} and per decision received
 //                         {"event":"acked",...}, flushed at once
+//   mock_checkpoint_bytes bytes of incompressible filler each checkpoint carries in
+//                         padding.bin, default 0 (tests that fill the checkpoint-store's disk)
 // Result of iteration t, with s = 1 / (1 + 10 * lr * t):
 //   mean_accuracy = 1 - s,  loss = s,  episode_reward_mean = 100 * (1 - s)
 // A "checkpoint" decision writes {"iteration": t} to <trial_dir>/checkpoint_tmp/checkpoint.json.
