@@ -33,6 +33,11 @@ void Scheduler::RenderMetrics(metrics::MetricsText& m) {
           e ? e->journal().last_append_latency_s() : 0);
   m.Gauge("journal_queue_records", "Journal records appended but not durable yet",
           e ? double(e->journal().appended() - e->journal().durable()) : 0);
+  m.Gauge("journal_writes_failing",
+          "1 while the current experiment's journal appends fail (retried; effects held)",
+          e && e->journal().state() == journal::JournalWriter::State::kFailing ? 1 : 0);
+  m.Gauge("store_degraded", "1 while the checkpoint-store says it refuses writes",
+          store_health_->state() == StoreHealth::State::kDegraded ? 1 : 0);
   m.Gauge("workers_connected", "Workers registered with this scheduler process",
           double(worker_registry_.registered_count()));
   for (const auto& [type, n] : handled) {
