@@ -4,6 +4,7 @@
 #include <rocksdb/options.h>
 
 #include "libs/bus/service_guard.hpp"
+#include "services/checkpoint-store/rocksdb_spdlog_logger.hpp"
 
 namespace tunebus::store {
 
@@ -95,6 +96,9 @@ Result<std::unique_ptr<StoreDb>> StoreDb::Open(const std::string& data_dir, bool
   rocksdb::Options options;
   options.create_if_missing = true;
   options.paranoid_checks = true;
+  // No LOG file in data_dir: RocksDB writes it outside its error handler, and a failed append
+  // to it aborts the next log line (rocksdb_spdlog_logger.hpp).
+  options.info_log = std::make_shared<RocksDbSpdlogLogger>();
   // Checkpoint chunks (up to proto::kCheckpointChunkBytes) live in blob files; the LSM tree
   // holds only journal records, meta and blob references.
   options.enable_blob_files = true;

@@ -3,6 +3,8 @@
 #include "services/checkpoint-store/checkpoint_store.hpp"
 
 #include <gtest/gtest.h>
+#include <spdlog/sinks/ringbuffer_sink.h>
+#include <spdlog/spdlog.h>
 
 #include <chrono>
 #include <cstdlib>
@@ -20,6 +22,7 @@
 #include "proto/store.hpp"
 #include "services/checkpoint-store/checkpoint_blob_store.hpp"
 #include "services/checkpoint-store/journal_store.hpp"
+#include "services/checkpoint-store/rocksdb_spdlog_logger.hpp"
 #include "services/checkpoint-store/store_db.hpp"
 
 namespace tunebus {
@@ -149,6 +152,37 @@ proto::CheckpointGet Get(const std::string& id, uint32_t index) {
   m.chunk_index = index;
   return m;
 }
+
+// Sends spdlog's default logger to memory ("<level> <message>" lines) while it lives.
+class CapturedLog {
+ public:
+  CapturedLog()
+      : sink_(std::make_shared<spdlog::sinks::ringbuffer_sink_mt>(100000)),
+        previous_(spdlog::default_logger()) {
+    auto logger = std::make_shared<spdlog::logger>("captured", sink_);
+    logger->set_pattern("%l %v");
+    logger->set_level(spdlog::level::debug);
+    spdlog::set_default_logger(logger);
+  }
+  ~CapturedLog() { spdlog::set_default_logger(previous_); }
+  std::vector<std::string> lines() const {
+    std::vector<std::string> lines = sink_->last_formatted();
+    for (auto& line : lines) {
+      while (!line.empty() && (line.back() == '\n' || line.back() == '\r')) line.pop_back();
+    }
+    return lines;
+  }
+  bool Contains(const std::string& text) const {
+    for (const auto& line : lines()) {
+      if (line.find(text) != std::string::npos) return true;
+    }
+    return false;
+  }
+
+ private:
+  std::shared_ptr<spdlog::sinks::ringbuffer_sink_mt> sink_;
+  std::shared_ptr<spdlog::logger> previous_;
+};
 
 class CheckpointStoreTest : public ::testing::Test {
  protected:
@@ -607,6 +641,49 @@ TEST_F(CheckpointStoreTest, TruncateCutsATailDurablyAndAppendsContinueAfterIt) {
   EXPECT_EQ(next.first_seq, 4u);
   RestartStore();
   EXPECT_EQ(ReadAll("cut"), (std::vector<std::string>{"1", "2", "3", "4"}));
+}
+
+TEST_F(CheckpointStoreTest, RocksDbLogsThroughSpdlogAndWritesNoLogFileInTheDataFolder) {
+  // A store is started, written to, restarted and stopped: RocksDB's info log reached spdlog
+  // ("rocksdb: " lines) and the data folder holds no LOG or LOG.old.* file, the one file
+  // RocksDB would write outside its error handler.
+  CapturedLog log;
+  StartStore();
+  peer().Call<proto::JournalAppendAck>(Append("quiet", {Record("q", 0)}));
+  peer().Call<proto::CheckpointPutAck>(Put("quiet/t/1", 0, Blob(300000, 1), true));
+  RestartStore();
+  EXPECT_EQ(ReadAll("quiet"), std::vector<std::string>{Record("q", 0)});
+  StopStore();
+  std::vector<std::string> files;
+  for (const auto& entry : fs::directory_iterator(dir_)) {
+    files.push_back(entry.path().filename().string());
+  }
+  EXPECT_FALSE(files.empty());
+  for (const auto& name : files) EXPECT_NE(name.rfind("LOG", 0), 0u) << name;
+  EXPECT_TRUE(log.Contains("debug rocksdb: "));
+}
+
+TEST(RocksDbSpdlogLogger, MapsLevelsAndPrefixesEveryLine) {
+  // RocksDB's levels become spdlog's (INFO and the HEADER banner are debug), lines lose their
+  // trailing newline, long lines are whole, and lines under the logger's level are dropped.
+  CapturedLog log;
+  auto logger = std::make_shared<store::RocksDbSpdlogLogger>();
+  rocksdb::Log(rocksdb::InfoLogLevel::DEBUG_LEVEL, logger, "not logged %d", 1);
+  rocksdb::Log(rocksdb::InfoLogLevel::INFO_LEVEL, logger, "flushed %d files\n", 2);
+  rocksdb::Log(rocksdb::InfoLogLevel::WARN_LEVEL, logger, "slow %s", "disk");
+  rocksdb::Log(rocksdb::InfoLogLevel::ERROR_LEVEL, logger, "write failed: %s", "ENOSPC");
+  rocksdb::Log(rocksdb::InfoLogLevel::FATAL_LEVEL, logger, "fatal %d", 3);
+  rocksdb::Header(logger, "RocksDB version: %s", "7.8.3");
+  const std::string long_text(2000, 'x');
+  rocksdb::Log(rocksdb::InfoLogLevel::WARN_LEVEL, logger, "%s", long_text.c_str());
+  EXPECT_EQ(log.lines(), (std::vector<std::string>{
+                             "debug rocksdb: flushed 2 files",
+                             "warning rocksdb: slow disk",
+                             "error rocksdb: write failed: ENOSPC",
+                             "critical rocksdb: fatal 3",
+                             "debug rocksdb: RocksDB version: 7.8.3",
+                             "warning rocksdb: " + long_text,
+                         }));
 }
 
 }  // namespace
