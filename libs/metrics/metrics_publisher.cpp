@@ -5,7 +5,8 @@
 namespace tunebus::metrics {
 
 Status MetricsPublisher::Start(bus::EventLoop& loop, const MetricsOptions& options,
-                               std::function<void(MetricsText&)> render) {
+                               std::function<void(MetricsText&)> render,
+                               std::function<std::string()> health) {
   if (options.server) {
     server_ = options.server;
   } else {
@@ -16,6 +17,7 @@ Status MetricsPublisher::Start(bus::EventLoop& loop, const MetricsOptions& optio
     server_ = std::move(*server);
   }
   render_ = std::move(render);
+  health_ = std::move(health);
   Render();
   loop.AddPeriodic(bus::Duration{1000}, [this] { Render(); });
   spdlog::info("metrics on http://{}:{}/metrics", options.host, server_->port());
@@ -25,7 +27,7 @@ Status MetricsPublisher::Start(bus::EventLoop& loop, const MetricsOptions& optio
 void MetricsPublisher::Render() {
   MetricsText text;
   render_(text);
-  server_->Publish(text.str());
+  server_->Publish(text.str(), health_ ? health_() : "ok");
 }
 
 }  // namespace tunebus::metrics

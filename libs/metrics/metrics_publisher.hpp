@@ -1,6 +1,6 @@
 // MetricsPublisher: the per-service glue between a service's event loop and MetricsServer. Every
 // second (a periodic timer on the service's loop, so rendering reads the service's state on its
-// own thread) it renders the service's figures and publishes the text.
+// own thread) it renders the service's figures and its health text and publishes them.
 #pragma once
 
 #include <functional>
@@ -24,9 +24,10 @@ struct MetricsOptions {
 class MetricsPublisher {
  public:
   /// Publishes on options.server if set, else binds options.host:port (kAnyPort: a free port);
-  /// a no-op when neither (port 0). Errors: Unavailable when the port cannot be bound.
+  /// a no-op when neither (port 0). `health` (optional) gives /healthz's body while the loop
+  /// publishes, one line ("ok" when not given). Errors: Unavailable when the port cannot be bound.
   Status Start(bus::EventLoop& loop, const MetricsOptions& options,
-               std::function<void(MetricsText&)> render);
+               std::function<void(MetricsText&)> render, std::function<std::string()> health = {});
   /// The bound port, 0 when off.
   int port() const { return server_ ? server_->port() : 0; }
 
@@ -34,6 +35,7 @@ class MetricsPublisher {
   void Render();
   std::shared_ptr<MetricsServer> server_;
   std::function<void(MetricsText&)> render_;
+  std::function<std::string()> health_;
 };
 
 }  // namespace tunebus::metrics

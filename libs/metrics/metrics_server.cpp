@@ -81,7 +81,7 @@ Result<std::unique_ptr<MetricsServer>> MetricsServer::Start(
                       std::chrono::duration<double>(silent).count()),
           "text/plain");
     }
-    res.set_content("ok\n", "text/plain");
+    res.set_content(raw->health_ + "\n", "text/plain");
   });
   s->port_ = port == 0 || port == kAnyPort ? s->server_->bind_to_any_port(host)
                                            : (s->server_->bind_to_port(host, port) ? port : -1);
@@ -93,9 +93,10 @@ Result<std::unique_ptr<MetricsServer>> MetricsServer::Start(
   return s;
 }
 
-void MetricsServer::Publish(std::string text) {
+void MetricsServer::Publish(std::string text, std::string health) {
   std::lock_guard<std::mutex> lock(mu_);
   text_ = std::move(text);
+  health_ = std::move(health);
   published_at_ = clock_->Now();
 }
 
@@ -127,7 +128,7 @@ int CheckHealth(const std::string& host, int port) {
                  res->status, res->body.c_str());
     return 1;
   }
-  std::printf("ok\n");
+  std::fputs(res->body.c_str(), stdout);
   return 0;
 }
 

@@ -4,8 +4,10 @@
 // service's state is never read from another thread.
 //
 //   GET /metrics  -> 200, text/plain; version=0.0.4 (Prometheus text exposition format)
-//   GET /healthz  -> 200 "ok" while the service's loop publishes (it does every second), else
-//                    503 naming how long it has been silent: a loop stuck in a handler or a
+//   GET /healthz  -> 200 while the service's loop publishes (it does every second), with the
+//                    service's health text as the body: "ok", or what the service says of
+//                    itself while its loop runs (the checkpoint-store's "degraded: <reason>");
+//                    else 503 naming how long it has been silent: a loop stuck in a handler or a
 //                    service still starting is not healthy (container healthchecks; CheckHealth)
 #pragma once
 
@@ -66,8 +68,9 @@ class MetricsServer {
   MetricsServer(const MetricsServer&) = delete;
   MetricsServer& operator=(const MetricsServer&) = delete;
 
-  /// Replaces the text /metrics serves. Thread-safe.
-  void Publish(std::string text);
+  /// Replaces the text /metrics serves and the health text /healthz answers (one line, no
+  /// newline). Thread-safe.
+  void Publish(std::string text, std::string health = "ok");
   int port() const { return port_; }
 
  private:
@@ -77,15 +80,16 @@ class MetricsServer {
   int port_ = 0;
   std::mutex mu_;
   std::string text_;                        // guarded by mu_
+  std::string health_ = "ok";               // guarded by mu_
   std::optional<SteadyTime> published_at_;  // guarded by mu_
   std::chrono::milliseconds healthy_within_ = kHealthyWithin;
   const Clock* clock_ = &Clock::Real();
 };
 
 /// The healthcheck client (`<service> --healthcheck`): GET http://<host>:<port>/healthz (a
-/// wildcard host asks 127.0.0.1) with a 2 s timeout. Prints "ok" and returns 0 on 200; prints the
-/// reason to stderr and returns 1 otherwise (no metrics port or kAnyPort, nobody listening, 503,
-/// timeout).
+/// wildcard host asks 127.0.0.1) with a 2 s timeout. Prints the health text ("ok", or e.g.
+/// "degraded: …") and returns 0 on 200; prints the reason to stderr and returns 1 otherwise (no
+/// metrics port or kAnyPort, nobody listening, 503, timeout).
 int CheckHealth(const std::string& host, int port);
 
 }  // namespace tunebus::metrics
