@@ -1,8 +1,10 @@
 #include "services/checkpoint-store/checkpoint_store.hpp"
 
+#include <fmt/chrono.h>
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
 
+#include <ctime>
 #include <string_view>
 #include <utility>
 
@@ -13,7 +15,7 @@ namespace tunebus {
 
 Result<std::unique_ptr<CheckpointStore>> CheckpointStore::Create(zmq::context_t& ctx,
                                                                  CheckpointStoreOptions options) {
-  auto db = store::StoreDb::Open(options.data_dir, options.sync);
+  auto db = store::StoreDb::Open(options.data_dir, options.sync, options.file_system);
   if (!db.ok()) return db.status();
   auto journals = store::JournalStore::Open(**db);
   if (!journals.ok()) return journals.status();
@@ -32,6 +34,7 @@ CheckpointStore::CheckpointStore(CheckpointStoreOptions options, std::unique_ptr
       checkpoints_(*db_),
       router_(std::move(router)),
       endpoint_(bus::BoundEndpoint(router_)),
+      loop_(*options_.clock),
       dispatcher_({.reply_socket = &router_}) {
   dispatcher_.On(proto::JournalAppend::kType, this, &CheckpointStore::HandleJournalAppend)
       .On(proto::JournalRead::kType, this, &CheckpointStore::HandleJournalRead)
@@ -40,7 +43,8 @@ CheckpointStore::CheckpointStore(CheckpointStoreOptions options, std::unique_ptr
       .On(proto::CheckpointPut::kType, this, &CheckpointStore::HandleCheckpointPut)
       .On(proto::CheckpointGet::kType, this, &CheckpointStore::HandleCheckpointGet)
       .On(proto::CheckpointList::kType, this, &CheckpointStore::HandleCheckpointList)
-      .On(proto::CheckpointDelete::kType, this, &CheckpointStore::HandleCheckpointDelete);
+      .On(proto::CheckpointDelete::kType, this, &CheckpointStore::HandleCheckpointDelete)
+      .On(proto::StoreStatus::kType, this, &CheckpointStore::HandleStoreStatus);
   loop_.AddSocket(router_, [this] { OnReadable(); });
 }
 
@@ -50,8 +54,9 @@ void CheckpointStore::Run() {
   state_ = State::kServing;
   spdlog::info("checkpoint-store serving on {} with data in {} (sync={}, {} journals)", endpoint_,
                options_.data_dir, options_.sync, journals_->last_seqs().size());
-  if (Status s = metrics_.Start(loop_, options_.metrics,
-                                [this](metrics::MetricsText& m) { RenderMetrics(m); });
+  if (Status s = metrics_.Start(
+          loop_, options_.metrics, [this](metrics::MetricsText& m) { RenderMetrics(m); },
+          [this] { return HealthText(); });
       !s.ok()) {
     spdlog::error("No metrics endpoint: {}", s.ToString());
   }
@@ -255,17 +260,67 @@ Status CheckpointStore::HandleCheckpointDelete(bus::Incoming& in, const proto::D
   return Status::Ok();
 }
 
+Status CheckpointStore::HandleStoreStatus(bus::Incoming& in, const proto::Decoded& msg) {
+  // Answered in every state, from memory: a client asks it precisely when writes fail.
+  proto::StoreStatusReply reply;
+  reply.id = msg.id();
+  reply.state = state_ == State::kDegraded ? "degraded" : "ok";
+  reply.reason = degraded_reason_;
+  reply.since_unix_s = state_since_unix_s_;
+  reply.recoveries = recoveries_;
+  dispatcher_.Reply(in, reply);
+  return Status::Ok();
+}
+
 Status CheckpointStore::RefuseWriteIfDegraded() const {
   if (state_ != State::kDegraded) return Status::Ok();
-  return Status::IoError("the store refuses writes after a failed RocksDB write; restart it");
+  return Status::IoError(fmt::format(
+      "the checkpoint-store refuses writes while degraded since {:%H:%M:%S} UTC: {}; it retries "
+      "RocksDB's recovery every second",
+      fmt::gmtime(std::time_t(state_since_unix_s_)), degraded_reason_));
 }
 
 void CheckpointStore::NoteWriteFailure(const Status& status) {
   if (status.code() != StatusCode::kIoError || state_ == State::kDegraded) return;
   spdlog::error(
-      "checkpoint-store is degraded (writes refused, reads served) because a write failed: {}",
+      "checkpoint-store is degraded (writes refused, reads served; RocksDB's recovery is retried "
+      "every second) because a write failed: {}",
       status.ToString());
   state_ = State::kDegraded;
+  degraded_reason_ = status.message();
+  state_since_unix_s_ = loop_.clock().WallSeconds();
+  degraded_at_ = loop_.clock().Now();
+  failed_resumes_ = 0;
+  resume_timer_ = loop_.AddPeriodic(kResumeInterval, [this] { TryResume(); });
+}
+
+void CheckpointStore::TryResume() {
+  if (state_ != State::kDegraded) return;
+  if (Status s = db_->Resume(); !s.ok()) {
+    // Still out of space, most likely; the first failure of an outage is worth a line.
+    if (failed_resumes_++ == 0) {
+      spdlog::warn(
+          "checkpoint-store is still degraded: RocksDB's recovery failed ({}); retrying "
+          "every second",
+          s.ToString());
+    } else {
+      spdlog::debug("RocksDB's recovery failed again ({} times): {}", failed_resumes_,
+                    s.ToString());
+    }
+    return;
+  }
+  loop_.CancelTimer(resume_timer_);
+  resume_timer_ = 0;
+  state_ = State::kServing;
+  degraded_reason_.clear();
+  state_since_unix_s_ = loop_.clock().WallSeconds();
+  ++recoveries_;
+  spdlog::warn("checkpoint-store recovered after {:.1f} s: writes are taken again",
+               loop_.clock().SecondsSince(degraded_at_));
+}
+
+std::string CheckpointStore::HealthText() const {
+  return state_ == State::kDegraded ? "degraded: " + degraded_reason_ : "ok";
 }
 
 void CheckpointStore::ReplyAppendError(const PendingAppend& append, const Status& status) {

@@ -14,6 +14,19 @@
 //   corruption          stored bytes are inconsistent (journal gap, bad meta)
 // A bad request never changes state; the service keeps serving.
 //
+// Degraded and healing (issue 31): a RocksDB write that fails with an I/O error (the data
+// folder's disk is full, say) puts the store in kDegraded: write requests (journal_append,
+// journal_truncate, checkpoint_put, checkpoint_delete) answer io_error naming the time and
+// RocksDB's error, reads are served from what is stored. While degraded, a timer on the loop
+// calls StoreDb::Resume() (RocksDB's DB::Resume()) every kResumeInterval; once it succeeds the
+// store serves writes again, without a restart, and counts a recovery. Every write acknowledged
+// before the failure stays readable; a refused write was never acknowledged, so its sender
+// retries it (the scheduler's journal appends do). store_status reports the state, its reason,
+// the time of the last change and the recoveries; so do the metrics (`degraded`,
+// `recoveries_total`) and /healthz's body ("ok" or "degraded: <reason>", still HTTP 200: the
+// loop runs, reads are served and the store heals itself, which a container restart would not
+// speed up).
+//
 // Group commit: each poll round drains every frame queued on the socket (up to
 // kMaxFramesPerRound); the journal_appends among them are written in ONE synced WriteBatch
 // and then acknowledged in arrival order, so an ack means the records are durable and
@@ -35,6 +48,7 @@
 
 #include "libs/bus/event_loop.hpp"
 #include "libs/bus/socket.hpp"
+#include "libs/core/clock.hpp"
 #include "libs/core/status.hpp"
 #include "libs/metrics/metrics_publisher.hpp"
 #include "libs/service/message_dispatcher.hpp"
@@ -53,6 +67,12 @@ struct CheckpointStoreOptions {
   /// survives a process crash but may lose acked writes on a machine crash.
   bool sync = true;
   metrics::MetricsOptions metrics;  // --metrics-port / --metrics-host (0 = off)
+  /// Times the recovery retries and the state changes that store_status reports; tests pass a
+  /// ManualClock. Outlives the service.
+  const Clock* clock = &Clock::Real();
+  /// Test seam: the file system RocksDB writes through (a rocksdb::FileSystemWrapper that
+  /// injects faults, see StoreDb::Open); null = the real one.
+  std::shared_ptr<rocksdb::FileSystem> file_system;
 };
 
 class CheckpointStore {
@@ -60,8 +80,9 @@ class CheckpointStore {
   enum class State {
     kReady,     // DB open and socket bound; Run() not called yet
     kServing,   // Run() is polling; every request is served
-    kDegraded,  // a RocksDB write failed: writes answer io_error, reads are still served;
-                // restart the process to recover (RocksDB replays its WAL)
+    kDegraded,  // a RocksDB write failed: writes answer io_error, reads are still served, and
+                // RocksDB's recovery is retried every kResumeInterval; back to kServing once it
+                // succeeds (no restart needed)
     kStopped,   // Run() returned; the DB stays open until the object is destroyed
   };
 
@@ -70,6 +91,8 @@ class CheckpointStore {
   /// A pending group-commit batch is flushed early once it holds this many appends/bytes.
   static constexpr size_t kMaxBatchAppends = 4096;
   static constexpr size_t kMaxBatchBytes = 64u << 20;
+  /// How often a degraded store asks RocksDB to recover (StoreDb::Resume()).
+  static constexpr bus::Duration kResumeInterval{1000};
 
   /// Opens the DB in options.data_dir and binds options.endpoint.
   /// Errors: IoError/Corruption (the DB cannot be opened, e.g. locked by another store),
@@ -95,6 +118,8 @@ class CheckpointStore {
   /// Synced journal writes so far; each covers every append of its poll round (group commit).
   /// REQUIRES: Run() is not running.
   uint64_t group_commits() const { return group_commits_; }
+  /// Times the store went from kDegraded back to kServing. REQUIRES: Run() is not running.
+  uint64_t recoveries() const { return recoveries_; }
 
  private:
   struct PendingAppend {
@@ -115,13 +140,18 @@ class CheckpointStore {
   Status HandleCheckpointGet(bus::Incoming& in, const proto::Decoded& msg);
   Status HandleCheckpointList(bus::Incoming& in, const proto::Decoded& msg);
   Status HandleCheckpointDelete(bus::Incoming& in, const proto::Decoded& msg);
+  Status HandleStoreStatus(bus::Incoming& in, const proto::Decoded& msg);
 
   /// Writes the pending appends in one synced batch and acks (or fails) each.
   void FlushAppends();
   /// IoError while kDegraded (a write request is then refused), else Ok.
   Status RefuseWriteIfDegraded() const;
-  /// Enters kDegraded if `status` is a storage failure.
+  /// Enters kDegraded if `status` is a storage failure, and starts the recovery timer.
   void NoteWriteFailure(const Status& status);
+  /// The recovery timer (kDegraded only): StoreDb::Resume(); back to kServing if it succeeds.
+  void TryResume();
+  /// /healthz's body: "ok", or "degraded: <reason>".
+  std::string HealthText() const;
   /// Answers a journal_append that FlushAppends could not write.
   void ReplyAppendError(const PendingAppend& append, const Status& status);
 
@@ -137,6 +167,13 @@ class CheckpointStore {
   size_t pending_bytes_ = 0;
   service::MessageDispatcher dispatcher_;  // one handler per request type; counts messages
   uint64_t group_commits_ = 0;
+  // kDegraded's bookkeeping (store_status, metrics, the refusal's message).
+  std::string degraded_reason_;    // RocksDB's error that degraded the store; "" while serving
+  double state_since_unix_s_ = 0;  // wall time of the last kServing <-> kDegraded change; 0 = none
+  SteadyTime degraded_at_{};       // when the store last entered kDegraded (loop clock)
+  uint64_t recoveries_ = 0;
+  uint64_t failed_resumes_ = 0;  // of the current outage
+  bus::EventLoop::TimerId resume_timer_ = 0;
   /// Prometheus figures (<service>_metrics.cpp), rendered on the loop thread every second.
   void RenderMetrics(metrics::MetricsText& m);
   metrics::MetricsPublisher metrics_;

@@ -9,6 +9,12 @@ void CheckpointStore::RenderMetrics(metrics::MetricsText& m) {
   m.Gauge("append_queue", "Journal appends waiting for the next group commit",
           double(pending_.size()));
   m.Gauge("journals", "Experiment journals in the store", double(journals_->last_seqs().size()));
+  m.Gauge("degraded",
+          "1 while a failed RocksDB write makes the store refuse writes (it retries RocksDB's "
+          "recovery every second), else 0",
+          state_ == State::kDegraded ? 1.0 : 0.0);
+  m.Counter("recoveries_total", "Times the store went back from degraded to taking writes",
+            double(recoveries_));
   for (const auto& [type, n] : dispatcher_.counts()) {
     m.Counter("messages_total", "Messages handled, by type", double(n), {{"type", type}});
   }

@@ -1,12 +1,30 @@
 #include "services/checkpoint-store/store_db.hpp"
 
 #include <fmt/format.h>
+#include <rocksdb/listener.h>
 #include <rocksdb/options.h>
 
 #include "libs/bus/service_guard.hpp"
 #include "services/checkpoint-store/rocksdb_spdlog_logger.hpp"
 
 namespace tunebus::store {
+
+namespace {
+
+// Turns off RocksDB's automatic recovery from hard background errors (out of space: its
+// SstFileManager retries every 5 s, and DB::Resume() answers Busy meanwhile), so that the
+// store's own DB::Resume() about once a second recovers (CheckpointStore). Soft errors keep
+// RocksDB's recovery: writes go on through them and Resume() has nothing to resume.
+class ResumeHardErrorsByHand final : public rocksdb::EventListener {
+ public:
+  const char* Name() const override { return "tunebus.ResumeHardErrorsByHand"; }
+  void OnErrorRecoveryBegin(rocksdb::BackgroundErrorReason /*reason*/, rocksdb::Status bg_error,
+                            bool* auto_recovery) override {
+    if (bg_error.severity() >= rocksdb::Status::Severity::kHardError) *auto_recovery = false;
+  }
+};
+
+}  // namespace
 
 void PutBigEndian64(std::string& out, uint64_t v) {
   for (int shift = 56; shift >= 0; shift -= 8) out.push_back(char((v >> shift) & 0xff));
@@ -90,15 +108,22 @@ Status FromRocks(const rocksdb::Status& s, std::string_view what) {
   return Status::IoError(message);
 }
 
-Result<std::unique_ptr<StoreDb>> StoreDb::Open(const std::string& data_dir, bool sync) {
+Result<std::unique_ptr<StoreDb>> StoreDb::Open(const std::string& data_dir, bool sync,
+                                               std::shared_ptr<rocksdb::FileSystem> file_system) {
   if (Status s = bus::MakeWritableDir(data_dir, "data dir"); !s.ok()) return s;
 
   rocksdb::Options options;
+  std::unique_ptr<rocksdb::Env> env;
+  if (file_system) {
+    env = rocksdb::NewCompositeEnv(file_system);
+    options.env = env.get();
+  }
   options.create_if_missing = true;
   options.paranoid_checks = true;
   // No LOG file in data_dir: RocksDB writes it outside its error handler, and a failed append
   // to it aborts the next log line (rocksdb_spdlog_logger.hpp).
   options.info_log = std::make_shared<RocksDbSpdlogLogger>();
+  options.listeners.push_back(std::make_shared<ResumeHardErrorsByHand>());
   // Checkpoint chunks (up to proto::kCheckpointChunkBytes) live in blob files; the LSM tree
   // holds only journal records, meta and blob references.
   options.enable_blob_files = true;
@@ -107,11 +132,13 @@ Result<std::unique_ptr<StoreDb>> StoreDb::Open(const std::string& data_dir, bool
   rocksdb::DB* raw = nullptr;
   const rocksdb::Status s = rocksdb::DB::Open(options, data_dir, &raw);
   if (!s.ok()) return FromRocks(s, fmt::format("cannot open RocksDB in {}", data_dir));
-  return std::unique_ptr<StoreDb>(new StoreDb(std::unique_ptr<rocksdb::DB>(raw), data_dir, sync));
+  return std::unique_ptr<StoreDb>(
+      new StoreDb(std::move(env), std::unique_ptr<rocksdb::DB>(raw), data_dir, sync));
 }
 
-StoreDb::StoreDb(std::unique_ptr<rocksdb::DB> db, std::string data_dir, bool sync)
-    : db_(std::move(db)), data_dir_(std::move(data_dir)), sync_(sync) {}
+StoreDb::StoreDb(std::unique_ptr<rocksdb::Env> env, std::unique_ptr<rocksdb::DB> db,
+                 std::string data_dir, bool sync)
+    : env_(std::move(env)), db_(std::move(db)), data_dir_(std::move(data_dir)), sync_(sync) {}
 
 StoreDb::~StoreDb() {
   if (db_) {
@@ -126,6 +153,8 @@ Status StoreDb::Write(rocksdb::WriteBatch& batch, bool durable) {
   options.sync = durable && sync_;
   return FromRocks(db_->Write(options, &batch), "RocksDB write");
 }
+
+Status StoreDb::Resume() { return FromRocks(db_->Resume(), "RocksDB resume"); }
 
 Result<std::optional<std::string>> StoreDb::Get(const std::string& key) {
   std::string value;

@@ -20,10 +20,21 @@
 // checkpoint is one contiguous key range. Large values (checkpoint chunks) go to RocksDB blob
 // files (integrated BlobDB) so compactions do not rewrite them.
 //
+// Failures: RocksDB's info log goes to spdlog (RocksDbSpdlogLogger), so no LOG file is written
+// in `data_dir`, and every file RocksDB keeps open there (WAL, MANIFEST, SST and blob files) is
+// written under RocksDB's background-error handler. A failed write (out of space, say) stops
+// RocksDB's writes with a "hard" background error until Resume() succeeds; the owner calls it
+// (CheckpointStore retries about once a second). RocksDB's own recovery of an out-of-space hard
+// error is turned off (its SstFileManager polls only every 5 s, and Resume() answers Busy while it
+// runs), so Resume() is the way back from a full disk; RocksDB still recovers by itself from
+// out-of-space "soft" errors (a compaction; writes go on) and from retryable I/O errors.
+//
 // Thread-compatible: the owning service uses it from its loop thread only.
 #pragma once
 
 #include <rocksdb/db.h>
+#include <rocksdb/env.h>
+#include <rocksdb/file_system.h>
 #include <rocksdb/write_batch.h>
 
 #include <cstdint>
@@ -71,9 +82,13 @@ Status FromRocks(const rocksdb::Status& s, std::string_view what);
 class StoreDb {
  public:
   /// Opens (creating if missing, with parent directories) the database in `data_dir`.
-  /// `sync` is the default for Write(…, durable=true). Errors: IoError (cannot create the
-  /// directory, the database is locked by another process, …), Corruption.
-  static Result<std::unique_ptr<StoreDb>> Open(const std::string& data_dir, bool sync);
+  /// `sync` is the default for Write(…, durable=true). `file_system` is a test seam: the
+  /// rocksdb::FileSystem RocksDB reads and writes its files through (a FileSystemWrapper that
+  /// injects faults); null = the real one. Errors: IoError (cannot create the directory, the
+  /// database is locked by another process, …), Corruption.
+  static Result<std::unique_ptr<StoreDb>> Open(
+      const std::string& data_dir, bool sync,
+      std::shared_ptr<rocksdb::FileSystem> file_system = nullptr);
   /// Flushes nothing extra (the WAL already holds every acknowledged write) and closes the DB.
   ~StoreDb();
   StoreDb(const StoreDb&) = delete;
@@ -81,8 +96,15 @@ class StoreDb {
 
   /// Writes `batch` atomically. `durable`: fsync the WAL first when the store syncs (this
   /// also makes every earlier unsynced write durable, since the WAL is sequential).
-  /// Errors: IoError; after one the caller should treat the DB as failed (RocksDB does).
+  /// Errors: IoError; after one RocksDB may refuse every write (a hard background error) until
+  /// Resume() succeeds.
   Status Write(rocksdb::WriteBatch& batch, bool durable);
+  /// Asks RocksDB to recover from a background error (DB::Resume(): flush the memtables, start
+  /// a new WAL, clear the error) so that writes are taken again. Ok also when there was nothing
+  /// to recover from. Blocks for the flush. Errors: IoError with RocksDB's error (still out of
+  /// space; "Busy" while RocksDB's own recovery runs; a fatal error that no Resume() clears),
+  /// Corruption.
+  Status Resume();
   /// The value of `key`, nullopt if absent. Errors: IoError, Corruption.
   Result<std::optional<std::string>> Get(const std::string& key);
   /// A forward iterator over the keys in [lower, upper) (upper "" = unbounded), positioned
@@ -107,7 +129,11 @@ class StoreDb {
   bool sync() const { return sync_; }
 
  private:
-  StoreDb(std::unique_ptr<rocksdb::DB> db, std::string data_dir, bool sync);
+  StoreDb(std::unique_ptr<rocksdb::Env> env, std::unique_ptr<rocksdb::DB> db, std::string data_dir,
+          bool sync);
+  // RocksDB's Env over Open's file_system (null: Env::Default()); declared first, so it
+  // outlives db_.
+  std::unique_ptr<rocksdb::Env> env_;
   std::unique_ptr<rocksdb::DB> db_;
   std::string data_dir_;
   bool sync_;

@@ -1,11 +1,15 @@
 // checkpoint-store: the real CheckpointStore on a thread with a temporary RocksDB directory,
 // driven through a real ZeroMQ DEALER socket (plus a few direct tests of its RocksDB layer).
+// A full disk is a rocksdb::FileSystemWrapper that fails appends; time is a ManualClock where a
+// test needs the store's timers.
 #include "services/checkpoint-store/checkpoint_store.hpp"
 
 #include <gtest/gtest.h>
+#include <rocksdb/file_system.h>
 #include <spdlog/sinks/ringbuffer_sink.h>
 #include <spdlog/spdlog.h>
 
+#include <atomic>
 #include <chrono>
 #include <cstdlib>
 #include <filesystem>
@@ -18,6 +22,7 @@
 #include <vector>
 #include <zmq.hpp>
 
+#include "libs/metrics/metrics_server.hpp"
 #include "proto/codec.hpp"
 #include "proto/store.hpp"
 #include "services/checkpoint-store/checkpoint_blob_store.hpp"
@@ -153,6 +158,78 @@ proto::CheckpointGet Get(const std::string& id, uint32_t index) {
   return m;
 }
 
+// The data folder's disk: while `full` is set, every append to a file RocksDB writes fails with
+// NoSpace (ENOSPC), as on a full file system. Files are still created, and read as usual.
+class FullDiskFileSystem final : public rocksdb::FileSystemWrapper {
+ public:
+  FullDiskFileSystem() : FileSystemWrapper(rocksdb::FileSystem::Default()) {}
+  const char* Name() const override { return "FullDiskFileSystem"; }
+
+  rocksdb::IOStatus NewWritableFile(const std::string& name, const rocksdb::FileOptions& options,
+                                    std::unique_ptr<rocksdb::FSWritableFile>* file,
+                                    rocksdb::IODebugContext* dbg) override {
+    return Wrap(target()->NewWritableFile(name, options, file, dbg), file);
+  }
+  rocksdb::IOStatus ReopenWritableFile(const std::string& name, const rocksdb::FileOptions& options,
+                                       std::unique_ptr<rocksdb::FSWritableFile>* file,
+                                       rocksdb::IODebugContext* dbg) override {
+    return Wrap(target()->ReopenWritableFile(name, options, file, dbg), file);
+  }
+  rocksdb::IOStatus ReuseWritableFile(const std::string& name, const std::string& old_name,
+                                      const rocksdb::FileOptions& options,
+                                      std::unique_ptr<rocksdb::FSWritableFile>* file,
+                                      rocksdb::IODebugContext* dbg) override {
+    return Wrap(target()->ReuseWritableFile(name, old_name, options, file, dbg), file);
+  }
+
+  std::atomic<bool> full{false};
+  std::atomic<int> refused_appends{0};
+
+ private:
+  class File final : public rocksdb::FSWritableFileOwnerWrapper {
+   public:
+    File(std::unique_ptr<rocksdb::FSWritableFile> file, FullDiskFileSystem* disk)
+        : FSWritableFileOwnerWrapper(std::move(file)), disk_(disk) {}
+    rocksdb::IOStatus Append(const rocksdb::Slice& data, const rocksdb::IOOptions& options,
+                             rocksdb::IODebugContext* dbg) override {
+      if (disk_->Refuse()) return rocksdb::IOStatus::NoSpace("injected: the disk is full");
+      return target()->Append(data, options, dbg);
+    }
+    rocksdb::IOStatus Append(const rocksdb::Slice& data, const rocksdb::IOOptions& options,
+                             const rocksdb::DataVerificationInfo& info,
+                             rocksdb::IODebugContext* dbg) override {
+      if (disk_->Refuse()) return rocksdb::IOStatus::NoSpace("injected: the disk is full");
+      return target()->Append(data, options, info, dbg);
+    }
+    rocksdb::IOStatus PositionedAppend(const rocksdb::Slice& data, uint64_t offset,
+                                       const rocksdb::IOOptions& options,
+                                       rocksdb::IODebugContext* dbg) override {
+      if (disk_->Refuse()) return rocksdb::IOStatus::NoSpace("injected: the disk is full");
+      return target()->PositionedAppend(data, offset, options, dbg);
+    }
+    rocksdb::IOStatus PositionedAppend(const rocksdb::Slice& data, uint64_t offset,
+                                       const rocksdb::IOOptions& options,
+                                       const rocksdb::DataVerificationInfo& info,
+                                       rocksdb::IODebugContext* dbg) override {
+      if (disk_->Refuse()) return rocksdb::IOStatus::NoSpace("injected: the disk is full");
+      return target()->PositionedAppend(data, offset, options, info, dbg);
+    }
+
+   private:
+    FullDiskFileSystem* disk_;
+  };
+
+  bool Refuse() {
+    if (!full) return false;
+    ++refused_appends;
+    return true;
+  }
+  rocksdb::IOStatus Wrap(rocksdb::IOStatus s, std::unique_ptr<rocksdb::FSWritableFile>* file) {
+    if (s.ok()) *file = std::make_unique<File>(std::move(*file), this);
+    return s;
+  }
+};
+
 // Sends spdlog's default logger to memory ("<level> <message>" lines) while it lives.
 class CapturedLog {
  public:
@@ -184,6 +261,16 @@ class CapturedLog {
   std::shared_ptr<spdlog::logger> previous_;
 };
 
+// Calls `done` until it is true, for at most 5 s of real time (the loop polls every 100 ms).
+bool Eventually(const std::function<bool()>& done) {
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(5);
+  while (!done()) {
+    if (std::chrono::steady_clock::now() > deadline) return false;
+    std::this_thread::sleep_for(milliseconds(5));
+  }
+  return true;
+}
+
 class CheckpointStoreTest : public ::testing::Test {
  protected:
   void SetUp() override { dir_ = MakeTempDir(); }
@@ -196,6 +283,9 @@ class CheckpointStoreTest : public ::testing::Test {
     CheckpointStoreOptions options;
     options.endpoint = endpoint;
     options.data_dir = dir_;
+    options.clock = clock_;
+    options.file_system = file_system_;
+    options.metrics.server = metrics_server_;
     auto created = CheckpointStore::Create(ctx_, options);
     if (!created.ok()) throw std::runtime_error("Create: " + created.status().ToString());
     store_ = std::move(*created);
@@ -225,8 +315,26 @@ class CheckpointStoreTest : public ::testing::Test {
     return reply.records;
   }
 
+  // What /healthz answers: the last line CheckHealth prints (its body; spdlog's lines from the
+  // store's thread may come before it), "" when it is not 200.
+  std::string Health() {
+    testing::internal::CaptureStdout();
+    const int exit_code = metrics::CheckHealth("127.0.0.1", metrics_server_->port());
+    const std::string out = testing::internal::GetCapturedStdout();
+    if (exit_code != 0 || out.empty()) return "";
+    const size_t start = out.rfind('\n', out.size() - 2);
+    return start == std::string::npos ? out : out.substr(start + 1);
+  }
+  proto::StoreStatusReply StoreStatus() {
+    return peer().Call<proto::StoreStatusReply>(proto::StoreStatus{});
+  }
+
   zmq::context_t ctx_;  // first: destroyed after every socket
   std::string dir_;
+  ManualClock manual_clock_;  // for tests that set clock_ to it: outlives store_
+  const Clock* clock_ = &Clock::Real();
+  std::shared_ptr<rocksdb::FileSystem> file_system_;        // null: the real one
+  std::shared_ptr<metrics::MetricsServer> metrics_server_;  // null: no metrics
   std::unique_ptr<CheckpointStore> store_;
   std::unique_ptr<Peer> peer_;
   std::thread thread_;
@@ -641,6 +749,94 @@ TEST_F(CheckpointStoreTest, TruncateCutsATailDurablyAndAppendsContinueAfterIt) {
   EXPECT_EQ(next.first_seq, 4u);
   RestartStore();
   EXPECT_EQ(ReadAll("cut"), (std::vector<std::string>{"1", "2", "3", "4"}));
+}
+
+TEST_F(CheckpointStoreTest, AFullDiskDegradesTheStoreAndItHealsWithoutARestart) {
+  // A journal and a two-chunk checkpoint are acknowledged, then the data folder's disk fills
+  // up: the next write fails and the store degrades. Writes are refused with io_error naming
+  // why and since when, reads are served, store_status and /healthz say "degraded". RocksDB's
+  // recovery, retried every second of the store's (manual) clock, fails while the disk is full
+  // and succeeds at the first retry after space is freed: writes are taken again without a
+  // restart, nothing acknowledged is lost (also after a restart), and nothing aborts.
+  auto disk = std::make_shared<FullDiskFileSystem>();
+  file_system_ = disk;
+  clock_ = &manual_clock_;
+  auto server = metrics::MetricsServer::Start("127.0.0.1", 0);
+  ASSERT_TRUE(server.ok()) << server.status().ToString();
+  metrics_server_ = std::move(*server);
+  StartStore();
+  EXPECT_EQ(StoreStatus().state, "ok");  // also: Run() started, so the figures are published
+  EXPECT_EQ(Health(), "ok\n");
+
+  std::vector<std::string> journal{Record("d", 0), Record("d", 1), Record("d", 2)};
+  peer().Call<proto::JournalAppendAck>(Append("outage", journal));
+  const std::vector<char> chunk0 = Blob(300000, 1), chunk1 = Blob(200000, 2);
+  peer().Call<proto::CheckpointPutAck>(Put("outage/t1/1", 0, chunk0, false));
+  peer().Call<proto::CheckpointPutAck>(Put("outage/t1/1", 1, chunk1, true, R"({"iteration":1})"));
+
+  disk->full = true;
+  const double degraded_at = manual_clock_.WallSeconds();
+  auto failed = peer().CallExpectingError(Put("outage/t1/2", 0, Blob(300000, 3), false));
+  EXPECT_EQ(failed.code, "io_error");
+  EXPECT_NE(failed.message.find("No space left on device"), std::string::npos) << failed.message;
+
+  const proto::StoreStatusReply degraded = StoreStatus();
+  EXPECT_EQ(degraded.state, "degraded");
+  EXPECT_NE(degraded.reason.find("No space left on device"), std::string::npos) << degraded.reason;
+  EXPECT_EQ(degraded.since_unix_s, degraded_at);
+  EXPECT_EQ(degraded.recoveries, 0u);
+  // Every write request is refused without touching RocksDB; the clock says 22:13:20 UTC.
+  for (const proto::ErrorReply& refused :
+       {peer().CallExpectingError(Append("outage", {Record("d", 3)})),
+        peer().CallExpectingError(Put("outage/t1/2", 0, Blob(300000, 3), false)),
+        peer().CallExpectingError(proto::CheckpointDelete{.checkpoint_id = "outage/t1/1"})}) {
+    EXPECT_EQ(refused.code, "io_error");
+    EXPECT_EQ(refused.message,
+              "the checkpoint-store refuses writes while degraded since "
+              "22:13:20 UTC: " +
+                  degraded.reason + "; it retries RocksDB's recovery every second");
+  }
+  // Reads are served.
+  EXPECT_EQ(ReadAll("outage"), journal);
+  EXPECT_EQ(peer().Call<proto::CheckpointGetReply>(Get("outage/t1/1", 0)).data, chunk0);
+
+  // A second later RocksDB's recovery is tried and fails: the disk is still full.
+  const int refused_before = disk->refused_appends;
+  manual_clock_.Advance(std::chrono::seconds(1));
+  ASSERT_TRUE(Eventually([&] { return disk->refused_appends > refused_before; }));
+  EXPECT_EQ(StoreStatus().state, "degraded");
+  EXPECT_EQ(Health(), "degraded: " + degraded.reason + "\n");  // still HTTP 200
+
+  // Space is freed: the next retry recovers.
+  disk->full = false;
+  manual_clock_.Advance(std::chrono::seconds(1));
+  proto::StoreStatusReply healed;
+  ASSERT_TRUE(Eventually([&] {
+    healed = StoreStatus();
+    return healed.state == "ok";
+  }));
+  EXPECT_EQ(healed.reason, "");
+  EXPECT_EQ(healed.since_unix_s, degraded_at + 2);
+  EXPECT_EQ(healed.recoveries, 1u);
+  manual_clock_.Advance(std::chrono::seconds(1));
+  EXPECT_TRUE(Eventually([&] { return Health() == "ok\n"; }));
+
+  // Writes are taken again; the refused ones consumed nothing.
+  auto ack = peer().Call<proto::JournalAppendAck>(Append("outage", {Record("d", 3)}));
+  EXPECT_EQ(ack.first_seq, 4u);
+  journal.push_back(Record("d", 3));
+  peer().Call<proto::CheckpointPutAck>(Put("outage/t1/2", 0, Blob(300000, 3), true));
+  EXPECT_EQ(ReadAll("outage"), journal);
+  EXPECT_EQ(peer().Call<proto::CheckpointGetReply>(Get("outage/t1/1", 1)).data, chunk1);
+
+  RestartStore();
+  EXPECT_EQ(ReadAll("outage"), journal);
+  auto list = peer().Call<proto::CheckpointListReply>(proto::CheckpointList{.prefix = "outage/"});
+  ASSERT_EQ(list.checkpoints.size(), 2u);
+  EXPECT_EQ(list.checkpoints[0].size_bytes, chunk0.size() + chunk1.size());
+  EXPECT_EQ(peer().Call<proto::CheckpointGetReply>(Get("outage/t1/1", 0)).data, chunk0);
+  EXPECT_EQ(peer().Call<proto::CheckpointGetReply>(Get("outage/t1/2", 0)).data, Blob(300000, 3));
+  EXPECT_EQ(StoreStatus().state, "ok");
 }
 
 TEST_F(CheckpointStoreTest, RocksDbLogsThroughSpdlogAndWritesNoLogFileInTheDataFolder) {
