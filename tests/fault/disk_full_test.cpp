@@ -192,9 +192,27 @@ TEST(DiskFullTest, StoreOnAFullDiskStaysVisibleLosesNothingAndHealsWithoutAResta
                   "results_dir: " +
                   results.string() + "\n");
     const pid_t store_pid = cluster.process("checkpoint-store")->pid();
-    StatusPoller poller(cluster);
-    const CommandResult submit = cluster.Ctl({"-o", "json", "run", "--detach", file.string()});
-    ASSERT_EQ(submit.exit_code, 0) << submit.Describe();
+    // The user's `tunectl run`, following the experiment through the outage to its end.
+    CommandResult follow;
+    std::thread follower([&] {
+      follow = cluster.Ctl({"run", "--refresh-s", "0.2", file.string()}, 120s);
+    });
+    struct Join {  // a failed assertion returns early: stop the suite so tunectl run ends
+      std::thread& t;
+      Cluster& c;
+      ~Join() {
+        if (!t.joinable()) return;
+        c.StopAll();
+        t.join();
+      }
+    } join{follower, cluster};
+    ASSERT_TRUE(WaitFor(
+        [&] {
+          return cluster.Ctl({"-o", "json", "status"}, 5s).exit_code == 0;
+        },
+        15s))
+        << follow.Describe() << cluster.LogTails();
+    StatusPoller poller(cluster);  // from the submit on, every answer must come within 1 s
 
     // The disk fills: the store says it is degraded, through the scheduler's status.
     ASSERT_TRUE(WaitFor([&] { return poller.store_state() == "degraded"; }, 30s))
@@ -202,6 +220,11 @@ TEST(DiskFullTest, StoreOnAFullDiskStaysVisibleLosesNothingAndHealsWithoutAResta
         << cluster.LogTails();
     EXPECT_NE(poller.degraded_reason().find("No space left on device"), std::string::npos)
         << poller.degraded_reason();
+    // A request that changes state is refused, naming the cause.
+    const CommandResult stop = cluster.Ctl({"stop-experiment"}, 5s);
+    EXPECT_NE(stop.exit_code, 0) << stop.Describe();
+    EXPECT_NE(stop.err.find("unavailable"), std::string::npos) << stop.Describe();
+    EXPECT_NE(stop.err.find("checkpoint-store"), std::string::npos) << stop.Describe();
     std::this_thread::sleep_for(500ms);  // the outage lasts a while: results wait, status answers
 
     // Space returns; the store heals by itself within 5 s.
@@ -222,6 +245,11 @@ TEST(DiskFullTest, StoreOnAFullDiskStaysVisibleLosesNothingAndHealsWithoutAResta
         60s, 100ms))
         << summary.dump() << cluster.LogTails();
     poller.Stop();
+    follower.join();
+    EXPECT_EQ(follow.exit_code, 0) << follow.Describe();
+    EXPECT_NE(follow.out.find("checkpoint-store degraded"), std::string::npos)
+        << "tunectl run did not show the outage\n"
+        << follow.Describe();
     EXPECT_EQ(summary.value("status", ""), "FINISHED") << summary.dump();
     EXPECT_EQ(poller.failures(), 0) << poller.last_failure();
     EXPECT_LT(poller.slowest(), 1000ms)
