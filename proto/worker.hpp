@@ -184,6 +184,20 @@ struct CheckpointSaved {
   TUNEBUS_DEFINE_MAP(v, type, id, trial_id, attempt, checkpoint_id, training_iteration, size_bytes)
 };
 
+/// worker -> scheduler: a checkpoint of (trial_id, attempt) that its decision asked for was not
+/// stored: the checkpoint-store refused the upload (e.g. io_error when its disk is full), or
+/// stayed unreachable through the worker's retries. Sent once the upload has finally failed,
+/// before that attempt's TrialExited (since v1.7).
+struct CheckpointFailed {
+  TUNEBUS_ENVELOPE("checkpoint_failed");
+  std::string trial_id;
+  int64_t attempt = 0;
+  std::string checkpoint_id;       // the id it would have had (never stored)
+  int64_t training_iteration = 0;  // the iteration the checkpoint held
+  std::string error;               // the store's error, "io_error: ... No space left on device"
+  TUNEBUS_DEFINE_MAP(v, type, id, trial_id, attempt, checkpoint_id, training_iteration, error)
+};
+
 /// worker -> scheduler, every heartbeat interval; lets each side notice the other is gone.
 struct WorkerHeartbeat {
   TUNEBUS_ENVELOPE("worker_heartbeat");

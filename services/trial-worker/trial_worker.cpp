@@ -203,6 +203,7 @@ void TrialWorker::SendToScheduler(const M& message) {
 }
 template void TrialWorker::SendToScheduler(const proto::TrialExited&);
 template void TrialWorker::SendToScheduler(const proto::CheckpointSaved&);
+template void TrialWorker::SendToScheduler(const proto::CheckpointFailed&);
 
 void TrialWorker::QueueResult(const proto::ResultItem& result) {
   outbox_.results.push_back(result);
@@ -335,7 +336,7 @@ void TrialWorker::HandleRegisterWorkerAck(const proto::Decoded& msg) {
 void TrialWorker::ResendUnacked() {
   for (auto& [key, run] : runs_) {
     for (const auto& [seq, result] : run->unacked) QueueResult(result);
-    // An exit that waits for its uploads goes after their checkpoint_saved, not now.
+    // An exit that waits for its uploads goes after their checkpoint_saved / checkpoint_failed.
     if (run->phase == TrialRun::Phase::kExited && !run->exit_deferred && !run->silent)
       SendToScheduler(run->exited);
   }

@@ -183,7 +183,10 @@ class TrialWorker {
   /// (checkpoint_saved) and removes the folder. While the store does not answer (a restart), it
   /// tries again every second, kUploadTries times in all: the checkpoint the decision asked for
   /// outlives a store outage. A retry the store refuses as already committed (it died after
-  /// committing an earlier try) counts as stored.
+  /// committing an earlier try) counts as stored. An upload that finally fails (any other
+  /// refusal, e.g. io_error from a full disk, or the last try unanswered) is reported as
+  /// checkpoint_failed with the store's error, and the folder removed all the same; either
+  /// report goes before the attempt's deferred TrialExited.
   void UploadCheckpoint(const RunKey& key, const std::string& saved, const std::string& id,
                         int64_t iteration, nlohmann::json metadata, int tries_left);
   static constexpr int kUploadTries = 60;

@@ -557,8 +557,17 @@ void TrialWorker::UploadCheckpoint(const RunKey& key, const std::string& saved,
                        key.second, id, *bytes);
           SendToScheduler(msg);
         } else {
+          // The trainable runs on; the scheduler notes the refusal on the trial and applies the
+          // experiment's checkpoint_failure.
+          proto::CheckpointFailed msg;
+          msg.trial_id = key.first;
+          msg.attempt = key.second;
+          msg.checkpoint_id = id;
+          msg.training_iteration = iteration;
+          msg.error = bytes.status().ToString();
           spdlog::warn("Trial {} attempt {}: checkpoint {} was not stored: {}", key.first,
-                       key.second, id, bytes.status().ToString());
+                       key.second, id, msg.error);
+          SendToScheduler(msg);
         }
         TrialRun* r = FindRun(key.first, key.second);
         if (r == nullptr) return;

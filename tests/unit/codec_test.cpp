@@ -124,6 +124,24 @@ TEST(CodecTest, WorkerMessagesRoundTrip) {
   EXPECT_EQ(RoundTrip(hb).worker_id, "w-1");
 }
 
+TEST(CodecTest, CheckpointFailedRoundTripsWithTheStoresReason) {
+  // checkpoint_failed carries the checkpoint the store refused and the store's error as the
+  // worker got it; every field survives, the reason byte for byte.
+  CheckpointFailed failed;
+  failed.trial_id = "exp_00004";
+  failed.attempt = 2;
+  failed.checkpoint_id = "digits-3e962/exp_00004/00000007-a2";
+  failed.training_iteration = 7;
+  failed.error = "io_error: RocksDB write failed: IO error: No space left on device ü";
+  const CheckpointFailed back = RoundTrip(failed);
+  EXPECT_EQ(std::string(CheckpointFailed::kType), "checkpoint_failed");
+  EXPECT_EQ(back.trial_id, failed.trial_id);
+  EXPECT_EQ(back.attempt, 2);
+  EXPECT_EQ(back.checkpoint_id, failed.checkpoint_id);
+  EXPECT_EQ(back.training_iteration, 7);
+  EXPECT_EQ(back.error, failed.error);
+}
+
 TEST(CodecTest, ResourceMessagesRoundTrip) {
   // Every message of proto/resources.hpp with non-default fields survives encode + decode.
   RegisterNode node;

@@ -56,9 +56,12 @@ class TrialWorkerTest : public ::testing::Test {
     sched_ =
         std::move(bus::Bind(ctx_, zmq::socket_type::router, "inproc://sched-" + suffix)).value();
     rm_ = std::move(bus::Bind(ctx_, zmq::socket_type::router, "inproc://rm-" + suffix)).value();
+    store_ =
+        std::move(bus::Bind(ctx_, zmq::socket_type::router, "inproc://store-" + suffix)).value();
     options_.worker_id = "w1";
     options_.scheduler_endpoint = "inproc://sched-" + suffix;
     options_.rm_endpoint = "inproc://rm-" + suffix;
+    options_.store_endpoint = "inproc://store-" + suffix;
     options_.cpus = 2;
     options_.gpus = 1;
     options_.custom = {{"tpu", 4}};
@@ -85,13 +88,20 @@ class TrialWorkerTest : public ::testing::Test {
     fs::remove_all(dir_);
   }
 
-  // Polls both fake peers once: answers the RM, acks RegisterWorker (if ack_ is set), queues
-  // every scheduler-side message in inbox_.
+  // Polls the fake peers once: answers the RM, acks RegisterWorker (if ack_ is set), refuses
+  // every checkpoint_put with store_refusal_, queues every scheduler-side message in inbox_.
   void PumpOnce() {
     zmq::pollitem_t items[] = {{sched_.handle(), 0, ZMQ_POLLIN, 0},
-                               {rm_.handle(), 0, ZMQ_POLLIN, 0}};
-    zmq::poll(items, 2, std::chrono::milliseconds(10));
+                               {rm_.handle(), 0, ZMQ_POLLIN, 0},
+                               {store_.handle(), 0, ZMQ_POLLIN, 0}};
+    zmq::poll(items, 3, std::chrono::milliseconds(10));
     bus::Incoming in;
+    while (bus::Receive(store_, in)) {
+      auto d = proto::Decode(in.payload.data(), in.payload.size());
+      ASSERT_TRUE(d.ok());
+      ++store_requests_;
+      bus::ReplyMessage(store_, in, proto::MakeError(store_refusal_, d->id(), d->type()));
+    }
     while (bus::Receive(rm_, in)) {
       auto d = proto::Decode(in.payload.data(), in.payload.size());
       ASSERT_TRUE(d.ok());
@@ -207,6 +217,9 @@ class TrialWorkerTest : public ::testing::Test {
   zmq::context_t ctx_{1};
   zmq::socket_t sched_;
   zmq::socket_t rm_;
+  zmq::socket_t store_;  // the checkpoint-store: refuses every request with store_refusal_
+  Status store_refusal_ = Status::IoError("RocksDB write failed: No space left on device");
+  int store_requests_ = 0;
   TrialWorkerOptions options_;
   fs::path dir_;
   std::unique_ptr<TrialWorker> worker_;
@@ -448,6 +461,41 @@ TEST_F(TrialWorkerTest, UnackedResultsAreResentAfterReRegistration) {
   auto next = WaitFor(proto::ReportResult::kType);
   ASSERT_TRUE(next.has_value());
   EXPECT_EQ(next->As<proto::ReportResult>().seq, 2);
+}
+
+TEST_F(TrialWorkerTest, ACheckpointTheStoreRefusesIsReportedAndTheTrialRunsOn) {
+  // The store's disk is full: it answers the upload of the checkpoint asked at seq 1 io_error
+  // (not retried: only unavailable is). The worker reports checkpoint_failed once, with the
+  // store's error, removes its local copy, and the trainable goes on: its next reports arrive
+  // and are answered, and the attempt exits ok.
+  StartWorker();
+  WaitRegistered();
+  auto start = Start("t8", {{"mock_iterations", 3}});
+  start.checkpoint_prefix = "exp-abcde/t8/";
+  Send(start);
+  auto first = WaitFor(proto::ReportResult::kType);
+  ASSERT_TRUE(first.has_value());
+  Send(DecisionFor(first->As<proto::ReportResult>(), "checkpoint"));
+  auto failed = WaitFor(proto::CheckpointFailed::kType);
+  ASSERT_TRUE(failed.has_value()) << "no checkpoint_failed";
+  const auto f = failed->As<proto::CheckpointFailed>();
+  EXPECT_EQ(f.trial_id, "t8");
+  EXPECT_EQ(f.attempt, 1);
+  EXPECT_EQ(f.training_iteration, 1);
+  EXPECT_EQ(f.checkpoint_id, "exp-abcde/t8/00000001-a1");
+  EXPECT_EQ(f.error, "io_error: RocksDB write failed: No space left on device");
+  EXPECT_GE(store_requests_, 1);
+  for (int64_t seq = 2; seq <= 3; ++seq) {
+    auto r = WaitFor(proto::ReportResult::kType);
+    ASSERT_TRUE(r.has_value()) << "seq " << seq;
+    EXPECT_EQ(r->As<proto::ReportResult>().seq, seq);
+    Send(DecisionFor(r->As<proto::ReportResult>()));
+  }
+  auto exited = WaitFor(proto::TrialExited::kType);
+  ASSERT_TRUE(exited.has_value());
+  EXPECT_TRUE(exited->As<proto::TrialExited>().ok);
+  EXPECT_FALSE(WaitFor(proto::CheckpointFailed::kType, 200ms).has_value());  // reported once
+  EXPECT_FALSE(fs::exists(dir_ / "t8" / "checkpoint_00000001"));  // the local copy is removed
 }
 
 TEST_F(TrialWorkerTest, DecisionStopEndsTheTrialAsStopped) {
