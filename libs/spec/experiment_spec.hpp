@@ -13,6 +13,7 @@
 #include <string>
 #include <vector>
 
+#include "libs/core/checkpoint_failure.hpp"
 #include "libs/core/fail_fast.hpp"
 #include "libs/core/status.hpp"
 
@@ -68,6 +69,10 @@ struct ExperimentSpec {
   /// Result key ranking checkpoints for keep_checkpoints_num ("min-" prefix = lower is better);
   /// empty = newest are best.
   std::string checkpoint_score_attr;
+  /// What a running trial does when the checkpoint-store refuses a checkpoint asked of it
+  /// (e.g. its disk is full): continue (default; noted on the trial, which runs on), pause (as
+  /// `tunectl pause`) or fail (a trial failure: max_failures retries, then ERROR).
+  CheckpointFailureMode checkpoint_failure = CheckpointFailureMode::kContinue;
   /// Checkpoint id (from `tunectl show`) every trial of this experiment starts from; results
   /// continue its training_iteration. Empty = from scratch.
   std::string restore_from;

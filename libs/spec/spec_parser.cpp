@@ -7,6 +7,7 @@
 #include <string_view>
 #include <vector>
 
+#include "libs/core/near_miss.hpp"
 #include "libs/core/resources.hpp"
 #include "libs/tune/make_trial_scheduler.hpp"
 
@@ -36,6 +37,7 @@ const std::vector<std::string_view> kTopFields = {"name",
                                                   "checkpoint_at_end",
                                                   "keep_checkpoints_num",
                                                   "checkpoint_score_attr",
+                                                  "checkpoint_failure",
                                                   "restore_from",
                                                   "report_timeout_s"};
 
@@ -189,6 +191,19 @@ Status SpecParser::ParseField(const MapEntry& e) {
     if (!text.ok()) return text.status();
     if (text->empty()) return r_.Error(e.value, k, "must not be empty");
     (k == "restore_from" ? spec_.restore_from : spec_.checkpoint_score_attr) = *text;
+    return Status::Ok();
+  }
+  if (k == "checkpoint_failure") {
+    Result<std::string> word = r_.String(e.value, k);
+    if (!word.ok()) return word.status();
+    Result<CheckpointFailureMode> mode = ParseCheckpointFailureMode(*word);
+    if (!mode.ok()) {
+      const auto meant = NearMiss(*word, {"continue", "pause", "fail"});
+      return r_.Error(e.value, k,
+                      fmt::format("expected continue, pause or fail, got '{}'{}", *word,
+                                  meant ? "; did you mean " + *meant + "?" : ""));
+    }
+    spec_.checkpoint_failure = *mode;
     return Status::Ok();
   }
   if (k == "scheduler") return ParseScheduler(e.value);

@@ -6,6 +6,7 @@
 #include <string>
 
 #include "libs/core/action.hpp"
+#include "libs/core/checkpoint_failure.hpp"
 #include "libs/core/experiment_status.hpp"
 #include "libs/core/fail_fast.hpp"
 #include "libs/core/rerun_mode.hpp"
@@ -78,6 +79,14 @@ TEST(EnumNamesTest, FailFastNamesAreTheExperimentFileValues) {
   EXPECT_STREQ(FailFastName(FailFast::kOff), "false");
   EXPECT_STREQ(FailFastName(FailFast::kStopExperiment), "true");
   EXPECT_STREQ(FailFastName(FailFast::kRaise), "raise");
+}
+
+TEST(EnumNamesTest, CheckpointFailureModeNamesAreTheExperimentFileValues) {
+  ExpectRoundTrip(kCheckpointFailureModeNames, CheckpointFailureModeName,
+                  ParseCheckpointFailureMode, "retry");
+  EXPECT_STREQ(CheckpointFailureModeName(CheckpointFailureMode::kContinue), "continue");
+  EXPECT_STREQ(CheckpointFailureModeName(CheckpointFailureMode::kPause), "pause");
+  EXPECT_STREQ(CheckpointFailureModeName(CheckpointFailureMode::kFail), "fail");
 }
 
 TEST(EnumNamesTest, RerunModeNamesRoundTripAndTheEmptyWordIsNone) {

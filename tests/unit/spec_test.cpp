@@ -55,6 +55,7 @@ TEST(ExperimentSpecTest, MinimalFileGetsRayDefaults) {
   EXPECT_EQ(spec->results_dir, "/srv/exp/results");
   EXPECT_EQ(spec->max_failures, 0);
   EXPECT_EQ(spec->fail_fast, FailFast::kOff);
+  EXPECT_EQ(spec->checkpoint_failure, CheckpointFailureMode::kContinue);
   EXPECT_EQ(spec->scheduler, "fifo");
   EXPECT_EQ(spec->scheduler_config, json::object());
   EXPECT_EQ(spec->source_yaml, kMinimal);
@@ -246,7 +247,39 @@ TEST(ExperimentSpecTest, UnknownTopLevelFieldListsExpectedFields) {
                 "param_space, num_samples, seed, metric, mode, stop, resources_per_trial, "
                 "max_concurrent_trials, results_dir, max_failures, max_worker_losses, fail_fast, "
                 "scheduler, search, queue_trials, checkpoint_freq, checkpoint_at_end, "
-                "keep_checkpoints_num, checkpoint_score_attr, restore_from, report_timeout_s");
+                "keep_checkpoints_num, checkpoint_score_attr, checkpoint_failure, restore_from, "
+                "report_timeout_s");
+}
+
+TEST(ExperimentSpecTest, CheckpointFailureTakesContinuePauseOrFail) {
+  // What a trial does when the store refuses a checkpoint: each of the three words (the default,
+  // continue, is checked with the minimal file above).
+  for (const auto& [word, mode] : {std::pair{"continue", CheckpointFailureMode::kContinue},
+                                   std::pair{"pause", CheckpointFailureMode::kPause},
+                                   std::pair{"fail", CheckpointFailureMode::kFail}}) {
+    auto spec =
+        Parse(std::string(kMinimal) + "checkpoint_freq: 1\ncheckpoint_failure: " + word + "\n");
+    ASSERT_TRUE(spec.ok()) << word << ": " << spec.status().ToString();
+    EXPECT_EQ(spec->checkpoint_failure, mode) << word;
+  }
+}
+
+TEST(ExperimentSpecTest, CheckpointFailureTypoNamesTheFileLineFieldAndTheNearMiss) {
+  // A misspelt value names the file, the line and the field, the three words, and the one
+  // meant; a value that is not a word, and a misspelt field name, are errors as well.
+  ExpectInvalid(std::string(kMinimal) + "seed: 1\ncheckpoint_failure: pasue\n",
+                "exp.yaml:4: checkpoint_failure: expected continue, pause or fail, got 'pasue'; "
+                "did you mean pause?");
+  ExpectInvalid(std::string(kMinimal) + "checkpoint_failure: stop\n",
+                "exp.yaml:3: checkpoint_failure: expected continue, pause or fail, got 'stop'");
+  ExpectInvalid(std::string(kMinimal) + "checkpoint_failure: [fail]\n",
+                "exp.yaml:3: checkpoint_failure: expected a string, got a list");
+  auto typo = Parse(std::string(kMinimal) + "checkpoint_failures: fail\n");
+  ASSERT_FALSE(typo.ok());
+  EXPECT_TRUE(typo.status().message().starts_with(
+      "exp.yaml:3: unknown field 'checkpoint_failures'; expected one of "))
+      << typo.status().message();
+  EXPECT_NE(typo.status().message().find("checkpoint_failure,"), std::string::npos);
 }
 
 TEST(ExperimentSpecTest, ReportTimeoutIsSecondsAndZeroIsOff) {
