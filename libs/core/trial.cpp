@@ -89,4 +89,11 @@ void NoteFailure(Trial& t, FailureKind kind) {
   if (t.failures.size() > kMaxFailureHistory) t.failures.erase(t.failures.begin());
 }
 
+void NoteCheckpointNotStored(Trial& t, int64_t training_iteration, std::string reason) {
+  t.checkpoints_not_stored.push_back({training_iteration, std::move(reason)});
+  if (t.checkpoints_not_stored.size() > kMaxCheckpointsNotStored)
+    t.checkpoints_not_stored.erase(t.checkpoints_not_stored.begin());
+  ++t.num_checkpoints_not_stored;
+}
+
 }  // namespace tunebus

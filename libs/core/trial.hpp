@@ -85,6 +85,18 @@ struct TrialFailure {
 /// Failures kept per trial (the oldest are dropped beyond it).
 inline constexpr size_t kMaxFailureHistory = 20;
 
+/// A checkpoint asked of the trial that was never stored: the worker saved it but the
+/// checkpoint-store refused it (its disk full, say) after the worker's retries. It is in no
+/// trial's checkpoints, so retention and restores never see it.
+struct CheckpointNotStored {
+  int64_t training_iteration = 0;  // the iteration the refused checkpoint held
+  std::string reason;              // the store's error as the worker got it, "io_error: ..."
+};
+
+/// Refused checkpoints listed per trial (the oldest are dropped beyond it; the trial counts them
+/// all in num_checkpoints_not_stored).
+inline constexpr size_t kMaxCheckpointsNotStored = 100;
+
 struct Trial {
   std::string trial_id;        // "<experiment hash>_<index:05>", unique within the experiment
   int64_t index = 0;           // 0-based order of creation
@@ -124,6 +136,10 @@ struct Trial {
   /// time_total_s and score as of that result). The result record with that decision is the
   /// request's journal entry, so a scheduler that takes over adopts what the worker then stores.
   std::vector<CheckpointRef> requested_checkpoints;
+  /// Checkpoints asked of the trial that the store refused, oldest first (the newest
+  /// kMaxCheckpointsNotStored; see NoteCheckpointNotStored), and how many there were in all.
+  std::vector<CheckpointNotStored> checkpoints_not_stored;
+  int64_t num_checkpoints_not_stored = 0;
   /// True when checkpoints.back() was saved with the trial's current config: false from a PBT
   /// exploit (the config changed) until the trial stores a checkpoint of its own again. A PBT
   /// donor without it gives no checkpoint (it would pair an old state with the new config).
@@ -151,6 +167,10 @@ struct Trial {
 /// entry already holds it for this attempt. Called for every status change the journal records,
 /// live and in replay, so both build the same history.
 void NoteFailure(Trial& trial, FailureKind kind = FailureKind::kError);
+
+/// Adds a refused checkpoint to the trial's checkpoints_not_stored (dropping the oldest beyond
+/// kMaxCheckpointsNotStored) and counts it. Live and in replay, so both build the same list.
+void NoteCheckpointNotStored(Trial& trial, int64_t training_iteration, std::string reason);
 
 /// True while a TERMINATED trial's attempt stores the end checkpoint its stop asked for
 /// (checkpoint_at_end): the request is open and no error says it was lost. The attempt keeps

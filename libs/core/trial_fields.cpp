@@ -17,6 +17,16 @@ void from_json(const json& j, CheckpointRef& c) {
   VisitCheckpointFields(c, fields::JsonReader{j});
 }
 
+void to_json(json& j, const CheckpointNotStored& c) {
+  j = json::object();
+  VisitCheckpointNotStoredFields(c, fields::JsonWriter{j});
+}
+
+void from_json(const json& j, CheckpointNotStored& c) {
+  c = CheckpointNotStored{};
+  VisitCheckpointNotStoredFields(c, fields::JsonReader{j});
+}
+
 void to_json(json& j, const TrialFailure& f) {
   j = json::object();
   VisitFailureFields(f, fields::JsonWriter{j});

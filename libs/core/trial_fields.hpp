@@ -4,6 +4,7 @@
 //   CheckpointRef  {checkpoint_id, score (number or null), size_bytes, time_total_s (seconds),
 //                   training_iteration}
 //   TrialFailure   {attempt, error, kind ("error" | "worker_lost"), then (a trial status)}
+//   CheckpointNotStored  {reason, training_iteration}
 //   TrialStatus    its name ("RUNNING"); reading accepts any case
 //   FailureKind    its name; reading an unknown name gives "error"
 //   Resources      its units ({"cpu": 1000, ...}, Resources::units_map), the exact form
@@ -37,8 +38,17 @@ void VisitFailureFields(F& f, V&& v) {
   v("then", f.then);
 }
 
+/// A refused checkpoint's fields, in key order.
+template <class C, class V>  // C: CheckpointNotStored or const CheckpointNotStored
+void VisitCheckpointNotStoredFields(C& c, V&& v) {
+  v("reason", c.reason);
+  v("training_iteration", c.training_iteration, fields::kRequired);
+}
+
 void to_json(nlohmann::json& j, const CheckpointRef& c);
 void from_json(const nlohmann::json& j, CheckpointRef& c);
+void to_json(nlohmann::json& j, const CheckpointNotStored& c);
+void from_json(const nlohmann::json& j, CheckpointNotStored& c);
 void to_json(nlohmann::json& j, const TrialFailure& f);
 void from_json(const nlohmann::json& j, TrialFailure& f);
 void to_json(nlohmann::json& j, TrialStatus s);

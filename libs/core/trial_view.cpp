@@ -29,11 +29,13 @@ void VisitTrialViewFields(const Trial& t, const std::string& experiment_dir, V&&
   using fields::kNullWhenEmpty;
   v("attempt", t.attempt);
   v("checkpoints", t.checkpoints);
+  v("checkpoints_not_stored", t.checkpoints_not_stored);
   v("dir", experiment_dir + "/" + t.DirName());
   v("error", t.error, kNullWhenEmpty);
   v("experiment_tag", t.experiment_tag);
   v("failures", t.failures);
   v("gpu_ids", t.gpu_ids);
+  v("num_checkpoints_not_stored", t.num_checkpoints_not_stored);
   v("num_failures", t.num_failures);
   v("num_worker_losses", t.num_worker_losses);
   v("resources", t.resources.ToAmounts());
@@ -87,6 +89,11 @@ class TextWriter {
   void operator()(std::string_view key, const std::vector<CheckpointRef>& v, unsigned = 0) {
     o_.Array(key, v, [](const CheckpointRef& c, std::string& out) {
       VisitCheckpointFields(c, TextWriter(out));
+    });
+  }
+  void operator()(std::string_view key, const std::vector<CheckpointNotStored>& v, unsigned = 0) {
+    o_.Array(key, v, [](const CheckpointNotStored& c, std::string& out) {
+      VisitCheckpointNotStoredFields(c, TextWriter(out));
     });
   }
   void operator()(std::string_view key, const std::vector<TrialFailure>& v, unsigned = 0) {

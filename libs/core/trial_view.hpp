@@ -16,7 +16,9 @@ nlohmann::json CheckpointToJson(const CheckpointRef& checkpoint);
 /// {"trial_id", "status", "config", "last_result", the failure counts num_failures and
 ///  num_worker_losses, "resources" (amounts), "worker", "gpu_ids", "error", "experiment_tag",
 ///  "training_iteration", "time_total_s", "attempt", "checkpoints": [checkpoint objects, oldest
-///  first], "failures": [{"attempt", "error", "kind", "then"}, oldest first],
+///  first], "checkpoints_not_stored": [{"training_iteration", "reason"}, oldest first: the
+///  newest 100 checkpoints the store refused], "num_checkpoints_not_stored" (all of them),
+///  "failures": [{"attempt", "error", "kind", "then"}, oldest first],
 ///  "restored_checkpoint_id", "dir" (`experiment_dir`/Trial::DirName())}; "worker", "error" and
 ///  "restored_checkpoint_id" are null when empty.
 nlohmann::json TrialToJson(const Trial& trial, const std::string& experiment_dir);

@@ -181,6 +181,14 @@ json CheckpointDeletedRecord(const Trial& t, const std::string& checkpoint_id) {
       {"kind", "checkpoint_deleted"}, {"trial_id", t.trial_id}, {"checkpoint_id", checkpoint_id}};
 }
 
+json CheckpointFailedRecord(const Trial& t, const CheckpointNotStored& failed) {
+  return {{"kind", "checkpoint_failed"},
+          {"trial_id", t.trial_id},
+          {"attempt", t.attempt},
+          {"training_iteration", failed.training_iteration},
+          {"reason", failed.reason}};
+}
+
 json TrialUpdated(const Trial& t, const json& change) {
   return {{"kind", "trial_updated"},
           {"trial_id", t.trial_id},

@@ -19,6 +19,8 @@
 //   checkpoint_saved     {trial_id, attempt, checkpoint_id, training_iteration, time_total_s,
 //                         score (number or null), size_bytes}
 //   checkpoint_deleted   {trial_id, checkpoint_id}
+//   checkpoint_failed    {trial_id, attempt, training_iteration, reason}   the store refused the
+//                        checkpoint asked at that iteration (since issue 31)
 //   trial_updated        {trial_id, config, resources (units), change}   set-resources, PBT exploit
 //   experiment_resumed   {at, rerun_errored ("", "restore", "restart")}  a scheduler took it over
 // A checkpoint object is {checkpoint_id, training_iteration, time_total_s, score, size_bytes}.
@@ -85,6 +87,9 @@ nlohmann::json ExperimentEnded(ExperimentStatus status, const std::string& reaso
 nlohmann::json ExperimentResumed(double at_s, RerunMode rerun_errored);
 nlohmann::json CheckpointSavedRecord(const Trial& trial, const CheckpointRef& ref);
 nlohmann::json CheckpointDeletedRecord(const Trial& trial, const std::string& checkpoint_id);
+/// The checkpoint of the trial's current attempt asked at `failed.training_iteration` was not
+/// stored, for `failed.reason`: kind "checkpoint_failed".
+nlohmann::json CheckpointFailedRecord(const Trial& trial, const CheckpointNotStored& failed);
 nlohmann::json TrialUpdated(const Trial& trial, const nlohmann::json& change);
 
 }  // namespace tunebus::journal

@@ -157,6 +157,14 @@ Status JournalReplayer::ApplyTrialRecord(const std::string& kind, const json& r,
     t.checkpoints.push_back(std::move(saved));
     t.newest_checkpoint_has_config = true;
     if (t.status != TrialStatus::kRunning && !StoresEndCheckpoint(t)) t.worker_id.clear();
+  } else if (kind == "checkpoint_failed") {
+    // As TrialRunner::OnCheckpointFailed: the request (and every older one) is closed and the
+    // trial notes the refusal; nothing joins its checkpoints.
+    const int64_t iteration = r.at("training_iteration").get<int64_t>();
+    std::erase_if(t.requested_checkpoints,
+                  [&](const CheckpointRef& c) { return c.training_iteration <= iteration; });
+    NoteCheckpointNotStored(t, iteration, r.value("reason", ""));
+    if (t.status != TrialStatus::kRunning && !StoresEndCheckpoint(t)) t.worker_id.clear();
   } else if (kind == "checkpoint_deleted") {
     const std::string id = r.at("checkpoint_id").get<std::string>();
     std::erase_if(t.checkpoints, [&](const CheckpointRef& c) { return c.checkpoint_id == id; });

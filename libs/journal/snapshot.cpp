@@ -24,8 +24,10 @@ void VisitTrialSnapshotFields(T& t, V&& v) {
   VisitTrialStartedFields(t, v);
   VisitTrialStatusFields(t, v);
   v("checkpoints", t.checkpoints, fields::kRequired);
+  v("checkpoints_not_stored", t.checkpoints_not_stored, fields::kOmitDefault);
   v("last_seq", t.last_seq, fields::kRequired);
   v("newest_checkpoint_has_config", t.newest_checkpoint_has_config);
+  v("num_checkpoints_not_stored", t.num_checkpoints_not_stored, fields::kOmitDefault);
   v("num_results", t.num_results, fields::kRequired);
   v("requested_checkpoints", t.requested_checkpoints, fields::kOmitDefault);
   v("time_total_s", t.time_total_s, fields::kRequired);

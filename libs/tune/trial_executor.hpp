@@ -71,6 +71,12 @@ class RunnerObserver {
     (void)trial;
     (void)ref;
   }
+  /// A checkpoint asked of the trial was not stored: `failed` is now the newest of
+  /// trial.checkpoints_not_stored (the trial's requests up to its iteration are closed).
+  virtual void OnCheckpointFailed(const Trial& trial, const CheckpointNotStored& failed) {
+    (void)trial;
+    (void)failed;
+  }
   /// Retention removed a checkpoint from trial.checkpoints (deletion from the store follows).
   virtual void OnCheckpointDeleted(const Trial& trial, const std::string& checkpoint_id) {
     (void)trial;

@@ -540,15 +540,15 @@ void TrialRunner::LeaveRunning(Trial& t, TrialStatus to, const std::string& erro
 
 void TrialRunner::SetPending(Trial& t) { pending_.insert(t.index); }
 
-void TrialRunner::HandleFailure(Trial& t, const std::string& error) {
+void TrialRunner::HandleFailure(Trial& t, const std::string& error, bool stop_trainable) {
   t.num_failures += 1;
   const bool retry = options_.max_failures < 0 || t.num_failures <= options_.max_failures;
   if (retry) {
-    LeaveRunning(t, TrialStatus::kPending, error);
+    LeaveRunning(t, TrialStatus::kPending, error, stop_trainable);
     SetPending(t);
     return;
   }
-  LeaveRunning(t, TrialStatus::kError, error);
+  LeaveRunning(t, TrialStatus::kError, error, stop_trainable);
   OnTrialErrored(t, error);
 }
 

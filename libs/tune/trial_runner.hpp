@@ -22,6 +22,7 @@
 #include <vector>
 
 #include "libs/core/action.hpp"
+#include "libs/core/checkpoint_failure.hpp"
 #include "libs/core/experiment_status.hpp"
 #include "libs/core/fail_fast.hpp"
 #include "libs/core/rerun_mode.hpp"
@@ -55,6 +56,8 @@ struct RunnerOptions {
   bool checkpoint_at_end = false;
   int64_t keep_checkpoints_num = 0;  // 0 = keep all
   std::string checkpoint_score_attr;
+  /// What a RUNNING trial does when a checkpoint asked of it is not stored (OnCheckpointFailed).
+  CheckpointFailureMode checkpoint_failure = CheckpointFailureMode::kContinue;
   /// Every trial created by the search algorithm starts from this checkpoint (restore_from).
   std::optional<CheckpointRef> restore_from;
   /// The experiment's param space: `tunectl add` configs must use its keys. Null: any keys.
@@ -110,6 +113,28 @@ class TrialRunner final : public TrialSchedulerContext {
   Status OnCheckpointSaved(const std::string& trial_id, int64_t attempt,
                            const std::string& checkpoint_id, int64_t training_iteration,
                            int64_t size_bytes);
+  /// The worker could not store the checkpoint of (trial_id, attempt) asked at
+  /// `training_iteration`: the checkpoint-store refused it (after the worker's retries);
+  /// `reason` is the store's error ("io_error: ... No space left on device"). The request, and
+  /// every older one of the attempt still open, is closed, and the trial notes the refusal in
+  /// checkpoints_not_stored (journaled). The checkpoint never joins trial.checkpoints, so
+  /// keep_checkpoints_num retention and every restore (unpause, requeue, rerun) use stored
+  /// checkpoints only. Then options.checkpoint_failure acts on a trial that is RUNNING and not
+  /// pausing (a refused pause or end checkpoint is only noted: the trial keeps the status its
+  /// decision gave it):
+  ///   kContinue  nothing more: the trial runs on (Ray Tune 2.x's syncer logs a failed upload
+  ///              and training continues);
+  ///   kPause     PauseTrial: answered "pause" at its next result, PAUSED once that checkpoint
+  ///              is stored or refused too (then it resumes from its newest stored checkpoint);
+  ///   kFail      a trial failure with error "checkpoint at iteration N not stored: <reason>":
+  ///              num_failures++, the trainable is stopped, and the trial requeues from its
+  ///              newest stored checkpoint while max_failures allows, else is ERROR (fail_fast
+  ///              applies).
+  /// Errors: NotFound; FailedPrecondition for a stale attempt, an iteration never asked for, or
+  /// an experiment that has ended (nothing is journaled after experiment_ended but checkpoints
+  /// the store holds; the caller logs the refusal instead).
+  Status OnCheckpointFailed(const std::string& trial_id, int64_t attempt,
+                            int64_t training_iteration, const std::string& reason);
   /// True if `worker_id` may go on running (trial_id, attempt): the trial is RUNNING there, or
   /// the attempt is saving the checkpoint its last decision asked before it stops (pause,
   /// checkpoint_and_stop; also when that decision was journaled by a scheduler that died since).
@@ -261,7 +286,9 @@ class TrialRunner final : public TrialSchedulerContext {
                     bool stop_trainable = false, bool saving = false,
                     FailureKind kind = FailureKind::kError);
   /// The trainable failed: requeue (from the newest checkpoint) or ERROR per max_failures.
-  void HandleFailure(Trial& trial, const std::string& error);
+  /// `stop_trainable`: the trainable still runs (the runner fails it, e.g. a refused checkpoint
+  /// with checkpoint_failure: fail) and is told to stop.
+  void HandleFailure(Trial& trial, const std::string& error, bool stop_trainable = false);
   /// The trial's worker was lost (or never reached): requeue, or ERROR past max_worker_losses.
   /// `lost` says why; the journaled error adds CheckpointsLostWith(trial).
   void HandleWorkerLoss(Trial& trial, const std::string& lost);

@@ -216,6 +216,49 @@ Status TrialRunner::OnCheckpointSaved(const std::string& trial_id, int64_t attem
   return Status::Ok();
 }
 
+Status TrialRunner::OnCheckpointFailed(const std::string& trial_id, int64_t attempt,
+                                       int64_t training_iteration, const std::string& reason) {
+  Trial* t = Find(trial_id);
+  if (t == nullptr)
+    return Status::NotFound(fmt::format("refused checkpoint of unknown trial {}", trial_id));
+  if (attempt != t->attempt) {
+    return Status::FailedPrecondition(
+        fmt::format("refused checkpoint of {} attempt {} is stale (current {})", trial_id, attempt,
+                    t->attempt));
+  }
+  if (IsFinished()) {
+    return Status::FailedPrecondition(
+        fmt::format("the experiment has ended ({})", ExperimentStatusName(status_)));
+  }
+  auto& asked = t->requested_checkpoints;
+  auto it = std::find_if(asked.begin(), asked.end(), [&](const CheckpointRef& c) {
+    return c.training_iteration == training_iteration;
+  });
+  if (it == asked.end()) {
+    return Status::FailedPrecondition(fmt::format(
+        "checkpoint of {} at iteration {} was never asked for", trial_id, training_iteration));
+  }
+  asked.erase(asked.begin(), std::next(it));
+  NoteCheckpointNotStored(*t, training_iteration, reason);
+  observer_.OnCheckpointFailed(*t, t->checkpoints_not_stored.back());
+  // A pause or an end checkpoint: the decision that asked for it has already stopped the trial.
+  if (t->status != TrialStatus::kRunning || pausing_.contains(t->index)) return Status::Ok();
+  switch (options_.checkpoint_failure) {
+    case CheckpointFailureMode::kContinue:
+      break;
+    case CheckpointFailureMode::kPause:
+      (void)PauseTrial(trial_id);  // RUNNING: cannot fail
+      break;
+    case CheckpointFailureMode::kFail:
+      HandleFailure(
+          *t, fmt::format("checkpoint at iteration {} not stored: {}", training_iteration, reason),
+          /*stop_trainable=*/true);
+      CheckFinished();
+      break;
+  }
+  return Status::Ok();
+}
+
 bool TrialRunner::AttemptMayRun(const std::string& trial_id, int64_t attempt,
                                 const std::string& worker_id) const {
   const Trial* t = FindTrial(trial_id);

@@ -67,6 +67,7 @@ RunnerOptions MakeRunnerOptions(const ExperimentSpec& spec, const std::string& e
   ro.checkpoint_at_end = spec.checkpoint_at_end;
   ro.keep_checkpoints_num = spec.keep_checkpoints_num;
   ro.checkpoint_score_attr = spec.checkpoint_score_attr;
+  ro.checkpoint_failure = spec.checkpoint_failure;
   ro.restore_from = std::move(restore_from);
   ro.param_space = spec.param_space;
   return ro;
@@ -240,6 +241,47 @@ void Experiment::AfterRound(int64_t snapshot_every_records) {
   MaybeSnapshot(snapshot_every_records);
   journal_->Flush();
   recorder_->FlushFiles();
+}
+
+void Experiment::OnCheckpointFailed(const std::string& worker,
+                                    const proto::CheckpointFailed& failed) {
+  const Trial* t = runner_->FindTrial(failed.trial_id);
+  const bool was_running =
+      t != nullptr && t->status == TrialStatus::kRunning && !runner_->IsPausing(*t);
+  const Status noted = runner_->OnCheckpointFailed(failed.trial_id, failed.attempt,
+                                                   failed.training_iteration, failed.error);
+  if (!noted.ok()) {
+    spdlog::warn("Checkpoint {} from {} was not stored ({}); not noted on its trial because {}",
+                 failed.checkpoint_id, worker, failed.error, noted.message());
+    return;
+  }
+  t = runner_->FindTrial(failed.trial_id);
+  std::string then = "; the trial had already stopped or paused for it";
+  if (was_running) {
+    switch (spec_.checkpoint_failure) {
+      case CheckpointFailureMode::kContinue:
+        then = "; the trial runs on (checkpoint_failure: continue)";
+        break;
+      case CheckpointFailureMode::kPause:
+        then = "; the trial pauses at its next result (checkpoint_failure: pause)";
+        break;
+      case CheckpointFailureMode::kFail:
+        if (t->status == TrialStatus::kError) {
+          then = fmt::format("; ERROR (checkpoint_failure: fail), see {}/{}/error.txt",
+                             experiment_dir_, t->DirName());
+        } else {
+          recorder_->WriteErrorFile(*t, t->error);  // as a trainable failure's requeue has
+          then = fmt::format(
+              "; requeued (checkpoint_failure: fail; failure {} of max_failures {})",
+              t->num_failures,
+              spec_.max_failures < 0 ? "unlimited" : std::to_string(spec_.max_failures));
+        }
+        break;
+    }
+  }
+  spdlog::warn("Trial {} attempt {}: checkpoint at iteration {} was not stored on worker {}: {}{}",
+               failed.trial_id, failed.attempt, failed.training_iteration, worker, failed.error,
+               then);
 }
 
 double Experiment::ElapsedS() const {

@@ -27,6 +27,7 @@
 #include "libs/spec/experiment_spec.hpp"
 #include "libs/tune/searcher_link.hpp"
 #include "libs/tune/trial_runner.hpp"
+#include "proto/worker.hpp"
 #include "services/scheduler/bus_executor.hpp"
 #include "services/scheduler/event_publisher.hpp"
 #include "services/scheduler/experiment_recorder.hpp"
@@ -129,6 +130,13 @@ class Experiment {
   bool AwaitsReattach(const std::string& trial_id) const {
     return awaiting_reattach_.contains(trial_id);
   }
+  /// A worker (`worker`) could not store a checkpoint of a trial of this experiment
+  /// (checkpoint_failed): the runner notes it on the trial and applies the spec's
+  /// checkpoint_failure (TrialRunner::OnCheckpointFailed). One warning says what the trial does
+  /// next; a failure that requeues the trial is appended to its error.txt (an ERROR trial gets
+  /// its line from the recorder). One the runner refuses (stale attempt, never asked for, the
+  /// experiment has ended) is logged and dropped. REQUIRES: !read_only().
+  void OnCheckpointFailed(const std::string& worker, const proto::CheckpointFailed& failed);
   /// Gives back allocations of this experiment's trials that no RUNNING attempt owns (the
   /// scheduler died between a grant and its journal record, or while a trial left RUNNING).
   void ReconcileAllocations();

@@ -103,6 +103,10 @@ void ExperimentRecorder::OnCheckpointDeleted(const Trial& t, const std::string& 
   NoteRecord(t, journal_.Append(journal::CheckpointDeletedRecord(t, checkpoint_id)));
 }
 
+void ExperimentRecorder::OnCheckpointFailed(const Trial& t, const CheckpointNotStored& failed) {
+  journal_.Append(journal::CheckpointFailedRecord(t, failed));
+}
+
 void ExperimentRecorder::OnTrialUpdated(const Trial& t, const json& change) {
   const uint64_t record = journal_.Append(journal::TrialUpdated(t, change));
   NoteRecord(t, record);

@@ -39,6 +39,8 @@ class ExperimentRecorder final : public RunnerObserver {
   void OnTrialStatus(const Trial& trial) override;
   void OnCheckpointSaved(const Trial& trial, const CheckpointRef& ref) override;
   void OnCheckpointDeleted(const Trial& trial, const std::string& checkpoint_id) override;
+  /// Journals checkpoint_failed (what the trial does about it follows as its own records).
+  void OnCheckpointFailed(const Trial& trial, const CheckpointNotStored& failed) override;
   void OnTrialUpdated(const Trial& trial, const nlohmann::json& change) override;
   void OnSearcherState(const nlohmann::json& state) override;
   void OnSearcherDelta(const nlohmann::json& delta) override;

@@ -15,8 +15,9 @@ namespace {
 
 using nlohmann::json;
 
-// A small experiment's journal: 3 trials, each added, started, 4 results (a checkpoint at 2),
-// the last one failing once and requeued; then the first two terminate.
+// A small experiment's journal: 3 trials, each added, started, 4 results (a checkpoint at 2; the
+// first trial's checkpoint at 3 refused by the store), the last one failing once and requeued;
+// then the first two terminate.
 std::vector<json> MakeJournal() {
   std::vector<json> out;
   out.push_back(ExperimentSubmitted("abcde", "name: snap\ntrainable: {builtin: mock}\n", "/tmp",
@@ -45,6 +46,9 @@ std::vector<json> MakeJournal() {
         ref.training_iteration = 2;
         ref.size_bytes = 100;
         out.push_back(CheckpointSavedRecord(t, ref));
+      }
+      if (k == 3 && t.index == 0) {
+        out.push_back(CheckpointFailedRecord(t, {3, "io_error: No space left on device"}));
       }
     }
   }
@@ -110,6 +114,9 @@ TEST(JournalSnapshotTest, ReplayedStateKeepsTrialsResultsCheckpointsAndFailures)
   EXPECT_EQ(s.trials[0].num_results, 4);
   ASSERT_EQ(s.trials[1].checkpoints.size(), 1u);
   EXPECT_EQ(s.trials[1].checkpoints[0].training_iteration, 2);
+  ASSERT_EQ(s.trials[0].checkpoints_not_stored.size(), 1u);
+  EXPECT_EQ(s.trials[0].checkpoints_not_stored[0].training_iteration, 3);
+  EXPECT_TRUE(s.trials[1].checkpoints_not_stored.empty());
   EXPECT_EQ(s.trials[2].status, TrialStatus::kPending);
   EXPECT_EQ(s.trials[2].num_failures, 1);
   ASSERT_EQ(s.trials[2].failures.size(), 1u);  // rebuilt from the trial_status record
@@ -155,6 +162,48 @@ TEST(JournalSnapshotTest, ReplayRebuildsTheCheckpointsAskedAndNotYetStored) {
   t.attempt = 2;
   records.push_back(TrialStarted(t));
   EXPECT_TRUE(ReplayAll(records).trials[0].requested_checkpoints.empty());
+}
+
+TEST(JournalSnapshotTest, ReplayRestoresTheCheckpointsTheStoreRefused) {
+  // checkpoint_failed records: each closes its request (and older ones) and is kept on the trial
+  // with its reason, in order, counted; nothing joins the trial's checkpoints. A snapshot keeps
+  // them, and an older snapshot without the fields reads as none.
+  Trial t;
+  std::vector<json> records = OneTrialStarted("refused", t);
+  for (int k = 1; k <= 4; ++k) {
+    t.last_seq = t.training_iteration = k;
+    records.push_back(ResultRecord(t, {{"training_iteration", k}}, Action::kCheckpoint));
+  }
+  records.push_back(CheckpointSavedRecord(
+      t, {"refused-abcde/abcde_00000/00000001-a1", 1, 1.0, std::nullopt, 10}));
+  records.push_back(CheckpointFailedRecord(t, {3, "io_error: No space left on device"}));
+  records.push_back(CheckpointFailedRecord(t, {4, "unavailable: no answer"}));
+  const ReplayedExperiment s = ReplayAll(records);
+  const Trial& r = s.trials[0];
+  ASSERT_EQ(r.checkpoints.size(), 1u);
+  EXPECT_EQ(r.checkpoints[0].training_iteration, 1);
+  ASSERT_EQ(r.checkpoints_not_stored.size(), 2u);
+  EXPECT_EQ(r.checkpoints_not_stored[0].training_iteration, 3);
+  EXPECT_EQ(r.checkpoints_not_stored[0].reason, "io_error: No space left on device");
+  EXPECT_EQ(r.checkpoints_not_stored[1].training_iteration, 4);
+  EXPECT_EQ(r.checkpoints_not_stored[1].reason, "unavailable: no answer");
+  EXPECT_EQ(r.num_checkpoints_not_stored, 2);
+  EXPECT_TRUE(r.requested_checkpoints.empty());  // 2 and 3 closed by 3's refusal, 4 by its own
+  EXPECT_EQ(r.status, TrialStatus::kRunning);
+  EXPECT_EQ(r.worker_id, "w1");
+
+  auto restored = DecodeSnapshot(EncodeSnapshot(s));
+  ASSERT_TRUE(restored.ok()) << restored.status().ToString();
+  const Trial& back = restored->trials[0];
+  ASSERT_EQ(back.checkpoints_not_stored.size(), 2u);
+  EXPECT_EQ(back.checkpoints_not_stored[1].reason, "unavailable: no answer");
+  EXPECT_EQ(back.num_checkpoints_not_stored, 2);
+
+  const ReplayedExperiment none = ReplayAll(OneTrialStarted("refused", t));
+  auto without = DecodeSnapshot(EncodeSnapshot(none));
+  ASSERT_TRUE(without.ok());
+  EXPECT_TRUE(without->trials[0].checkpoints_not_stored.empty());
+  EXPECT_EQ(without->trials[0].num_checkpoints_not_stored, 0);
 }
 
 TEST(JournalSnapshotTest, AReturnedTrialIsDoneWithItsReportedResultsOnly) {

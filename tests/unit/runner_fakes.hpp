@@ -121,6 +121,11 @@ class RecordingObserver final : public RunnerObserver {
   void OnCheckpointDeleted(const Trial& trial, const std::string& checkpoint_id) override {
     log_.push_back("obs:checkpoint_deleted " + trial.trial_id + " " + checkpoint_id);
   }
+  void OnCheckpointFailed(const Trial& trial, const CheckpointNotStored& failed) override {
+    failed_checkpoints.push_back(failed);
+    log_.push_back("obs:checkpoint_failed " + trial.trial_id + " " +
+                   std::to_string(failed.training_iteration));
+  }
   void OnTrialUpdated(const Trial& trial, const json& change) override {
     updates.push_back(change);
     log_.push_back("obs:updated " + trial.trial_id);
@@ -149,6 +154,7 @@ class RecordingObserver final : public RunnerObserver {
   std::vector<json> searcher_deltas;
   std::vector<json> scheduler_deltas;
   std::vector<CheckpointRef> saved_checkpoints;
+  std::vector<CheckpointNotStored> failed_checkpoints;
   std::vector<json> updates;
   std::vector<std::pair<std::string, std::string>> ended;
 

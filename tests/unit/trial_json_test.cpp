@@ -74,6 +74,15 @@ TEST(TrialJsonTest, StateFileTextHoldsWhatTrialToJsonGives) {
   t.attempt = 3;
   t.status = TrialStatus::kRunning;
   EXPECT_EQ(Appended(t), TrialToJson(t, "/results/exp"));
+
+  // Checkpoints the store refused, with a reason that needs escapes.
+  NoteCheckpointNotStored(t, 4, "io_error: No space left on device");
+  NoteCheckpointNotStored(t, 5, "io_error: \"quota\"\n");
+  const json view = Appended(t);
+  EXPECT_EQ(view, TrialToJson(t, "/results/exp"));
+  EXPECT_EQ(view["checkpoints_not_stored"][1],
+            (json{{"training_iteration", 5}, {"reason", "io_error: \"quota\"\n"}}));
+  EXPECT_EQ(view["num_checkpoints_not_stored"], 2);
 }
 
 }  // namespace
