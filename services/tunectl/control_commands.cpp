@@ -11,6 +11,7 @@
 #include "services/tunectl/control_call.hpp"
 #include "services/tunectl/control_client.hpp"
 #include "services/tunectl/progress_table.hpp"
+#include "services/tunectl/show_trial.hpp"
 
 namespace tunebus {
 
@@ -44,6 +45,7 @@ void PrintTrial(const nlohmann::json& t) {
                              c.value("training_iteration", int64_t(0)), c["score"].dump(),
                              c.value("size_bytes", int64_t(0)));
   }
+  for (const std::string& line : RenderCheckpointsNotStored(t)) std::cout << "  " << line << "\n";
   std::cout << std::flush;
 }
 
