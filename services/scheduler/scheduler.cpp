@@ -151,12 +151,13 @@ void Scheduler::AfterRound() {
   }
 }
 
-// A worker of an earlier scheduler process may send results, trial_exited, checkpoint_saved or
-// heartbeats before it registers with this one: it is answered not_found (so it registers again
-// and reports its trials) and the message is handled anyway. A worker sends trial_exited and
-// checkpoint_saved once (results are resent only while unacknowledged), so dropping them would
-// lose a trial that ended while no scheduler ran; handling them is safe because every handler
-// checks the trial's current attempt (and a result's seq) against the journal-restored runner.
+// A worker of an earlier scheduler process may send results, trial_exited, checkpoint_saved,
+// checkpoint_failed or heartbeats before it registers with this one: it is answered not_found (so
+// it registers again and reports its trials) and the message is handled anyway. A worker sends
+// trial_exited, checkpoint_saved and checkpoint_failed once (results are resent only while
+// unacknowledged), so dropping them would lose a trial that ended while no scheduler ran;
+// handling them is safe because every handler checks the trial's current attempt (and a
+// result's seq) against the journal-restored runner.
 void Scheduler::AddWorkerHandlers() {
   auto seen = [this](Handler handler) {
     return [this, handler](bus::Incoming& in, const proto::Decoded& d) {
@@ -179,6 +180,7 @@ void Scheduler::AddWorkerHandlers() {
       .On(proto::ReportResult::kType, registered_only(&Scheduler::HandleReportResult))
       .On(proto::TrialExited::kType, registered_only(&Scheduler::HandleTrialExited))
       .On(proto::CheckpointSaved::kType, registered_only(&Scheduler::HandleCheckpointSaved))
+      .On(proto::CheckpointFailed::kType, registered_only(&Scheduler::HandleCheckpointFailed))
       .On(proto::WorkerHeartbeat::kType, registered_only(&Scheduler::HandleWorkerHeartbeat));
 }
 

@@ -111,6 +111,7 @@ class Scheduler {
   Status HandleReportResults(bus::Incoming& in, const proto::Decoded& d);  // a batch
   Status HandleTrialExited(bus::Incoming& in, const proto::Decoded& d);
   Status HandleCheckpointSaved(bus::Incoming& in, const proto::Decoded& d);
+  Status HandleCheckpointFailed(bus::Incoming& in, const proto::Decoded& d);
   Status HandleWorkerHeartbeat(bus::Incoming& in, const proto::Decoded& d);
   void HandleResult(const std::string& peer, proto::ResultItem result);
   /// Logs a trial failure once for users: trial, attempt, worker, error (exit code), what

@@ -200,4 +200,18 @@ Status Scheduler::HandleCheckpointSaved(bus::Incoming& in, const proto::Decoded&
   return Status::Ok();
 }
 
+Status Scheduler::HandleCheckpointFailed(bus::Incoming& in, const proto::Decoded& d) {
+  const std::string peer = in.peer();
+  auto msg = d.As<proto::CheckpointFailed>();
+  if (!msg.ok()) return msg.status();
+  Experiment* e = Current();
+  if (e == nullptr) {
+    spdlog::warn("Checkpoint {} from {} was not stored ({}); no experiment is active",
+                 msg->checkpoint_id, peer, msg->error);
+    return Status::Ok();
+  }
+  e->OnCheckpointFailed(peer, *msg);
+  return Status::Ok();
+}
+
 }  // namespace tunebus
