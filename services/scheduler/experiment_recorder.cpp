@@ -104,7 +104,7 @@ void ExperimentRecorder::OnCheckpointDeleted(const Trial& t, const std::string& 
 }
 
 void ExperimentRecorder::OnCheckpointFailed(const Trial& t, const CheckpointNotStored& failed) {
-  journal_.Append(journal::CheckpointFailedRecord(t, failed));
+  NoteRecord(t, journal_.Append(journal::CheckpointFailedRecord(t, failed)));
 }
 
 void ExperimentRecorder::OnTrialUpdated(const Trial& t, const json& change) {
