@@ -86,10 +86,8 @@ void JournalWriter::OnAppended(const Result<uint64_t>& last_seq, SteadyTime sent
     failing_since_wall_s_ = clock_.WallSeconds();
   }
   last_error_ = last_seq.status();
-  // An answer (an error reply) means the store is up: retry soon. No answer: back off.
-  const bool answered = last_error_.code() != StatusCode::kUnavailable;
-  const Duration delay = answered ? retry_delay_ : backoff_;
-  backoff_ = answered ? retry_delay_ : std::min(backoff_ * 2, kMaxBackoff);
+  const Duration delay = backoff_;
+  backoff_ = std::min(backoff_ * 2, kMaxBackoff);
   if (failed_tries_++ == 0 || now - last_failure_log_ >= kFailureLogPeriod) {
     last_failure_log_ = now;
     spdlog::error(

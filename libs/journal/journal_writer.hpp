@@ -12,12 +12,12 @@
 // before it is acknowledged as durable, in call order: this is how the scheduler releases
 // effects (start a trial, ack a result, answer a control request) only after the record that
 // causes them is safe (DESIGN.md "Journal and recovery").
-// A failed append is retried with the same records. When the store answered with an error (it
-// is up but refuses writes, e.g. its disk is full: State::kFailing), the retry comes after
-// `retry_delay`, so writes resume within that delay of the store taking them again; when nothing
-// answered (Unavailable: the store is down), the delay doubles per consecutive failure up to
-// 30 s. RetryNow() skips the wait (the scheduler calls it when the store says it is back). The
-// sink's AddTimer times the retries.
+// A failed append (State::kFailing) is retried with the same records after `retry_delay`,
+// doubling per consecutive failure up to 30 s (back-off while the checkpoint-store is down or
+// refuses writes); a success resets it. RetryNow() skips the wait: the scheduler calls it when
+// the store says it takes writes again (services/scheduler/store_health.hpp), so writes resume
+// within a poll of the store's recovery whatever the back-off. The sink's AddTimer times the
+// retries.
 #pragma once
 
 #include <chrono>

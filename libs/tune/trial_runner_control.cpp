@@ -226,10 +226,6 @@ Status TrialRunner::OnCheckpointFailed(const std::string& trial_id, int64_t atte
         fmt::format("refused checkpoint of {} attempt {} is stale (current {})", trial_id, attempt,
                     t->attempt));
   }
-  if (IsFinished()) {
-    return Status::FailedPrecondition(
-        fmt::format("the experiment has ended ({})", ExperimentStatusName(status_)));
-  }
   auto& asked = t->requested_checkpoints;
   auto it = std::find_if(asked.begin(), asked.end(), [&](const CheckpointRef& c) {
     return c.training_iteration == training_iteration;
@@ -240,9 +236,12 @@ Status TrialRunner::OnCheckpointFailed(const std::string& trial_id, int64_t atte
   }
   asked.erase(asked.begin(), std::next(it));
   NoteCheckpointNotStored(*t, training_iteration, reason);
+  // Noted also after the experiment ended (like a checkpoint stored then: JournalReader::Ended
+  // skips both kinds of record after experiment_ended), with nothing more to do.
   observer_.OnCheckpointFailed(*t, t->checkpoints_not_stored.back());
   // A pause or an end checkpoint: the decision that asked for it has already stopped the trial.
-  if (t->status != TrialStatus::kRunning || pausing_.contains(t->index)) return Status::Ok();
+  if (IsFinished() || t->status != TrialStatus::kRunning || pausing_.contains(t->index))
+    return Status::Ok();
   switch (options_.checkpoint_failure) {
     case CheckpointFailureMode::kContinue:
       break;

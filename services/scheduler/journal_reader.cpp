@@ -99,7 +99,8 @@ Result<bool> JournalReader::Ended(const std::string& journal, uint64_t last_seq)
     if (!records.ok()) return records.status();
     for (auto it = records->rbegin(); it != records->rend(); ++it) {
       const std::string kind = it->value("kind", "");
-      if (kind != "checkpoint_saved" && kind != "checkpoint_deleted") {
+      if (kind != "checkpoint_saved" && kind != "checkpoint_deleted" &&
+          kind != "checkpoint_failed") {
         return kind == "experiment_ended";
       }
     }

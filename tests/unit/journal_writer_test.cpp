@@ -349,15 +349,13 @@ TEST_F(JournalWriterTest, FailedAppendIsRetriedWithTheSameRecordsWhileEffectsWai
   // Every try of the first batch asks for seq 1 (so the store writes it once), the next for 3.
   for (size_t i = 0; i < 3; ++i) EXPECT_EQ(sink_->requests[i].expected_first_seq, 1u) << i;
   EXPECT_EQ(sink_->requests[3].expected_first_seq, 3u);
-  // The store answered the first failure (it is up): retry_delay. The second had no answer:
-  // retry_delay, doubling from there.
-  EXPECT_EQ(sink_->timer_delays, (std::vector<milliseconds>{milliseconds{20}, milliseconds{20}}));
+  EXPECT_EQ(sink_->timer_delays, (std::vector<milliseconds>{milliseconds{20}, milliseconds{40}}));
 }
 
-TEST_F(JournalWriterTest, AStoreThatAnswersWithErrorsIsRetriedEveryRetryDelayWithoutBackOff) {
+TEST_F(JournalWriterTest, AFailingWriterSaysSinceWhenWhyAndHowManyTries) {
   // A degraded store (disk full) answers every append with io_error: the writer is kFailing
-  // from the first failure, keeps its since-time, counts its tries, and retries every
-  // retry_delay so that writes resume within that delay of the store taking them again.
+  // from the first failure, keeps its since-time, the newest error and its tries, and is kOk
+  // again at the ack.
   writer_->Append(Rec(1));
   EXPECT_EQ(writer_->state(), JournalWriter::State::kOk);
   const double start = clock_.WallSeconds();
@@ -365,12 +363,14 @@ TEST_F(JournalWriterTest, AStoreThatAnswersWithErrorsIsRetriedEveryRetryDelayWit
     ASSERT_TRUE(WaitForRequests(i + 1));
     sink_->Fail(i, Status::IoError("RocksDB write: IO error: No space left on device"));
     EXPECT_EQ(writer_->state(), JournalWriter::State::kFailing);
-    clock_.Advance(milliseconds{20});
+    clock_.Advance(milliseconds{500});
   }
   EXPECT_DOUBLE_EQ(writer_->failing_since_wall_s(), start);
   EXPECT_EQ(writer_->failed_tries(), 5u);
   EXPECT_EQ(writer_->last_error().code(), StatusCode::kIoError);
-  EXPECT_EQ(sink_->timer_delays, std::vector<milliseconds>(5, milliseconds{20}));
+  EXPECT_EQ(sink_->timer_delays,
+            (std::vector<milliseconds>{milliseconds{20}, milliseconds{40}, milliseconds{80},
+                                       milliseconds{160}, milliseconds{320}}));
   ASSERT_TRUE(WaitForRequests(6));
   sink_->Ack(5);
   EXPECT_EQ(writer_->state(), JournalWriter::State::kOk);
