@@ -17,8 +17,10 @@
 #include <optional>
 #include <set>
 #include <string>
+#include <string_view>
 #include <unordered_map>
 #include <unordered_set>
+#include <utility>
 #include <vector>
 
 #include "libs/core/action.hpp"
@@ -265,6 +267,14 @@ class TrialRunner final : public TrialSchedulerContext {
 
  private:
   Trial* Find(const std::string& trial_id);
+  /// The worker's answer (`what`: "checkpoint", "refused checkpoint") to the checkpoint request
+  /// of `attempt` at `training_iteration`: closes it and the older requests of the attempt (the
+  /// uploads go oldest first), and returns the trial and the request. Errors: NotFound (unknown
+  /// trial), FailedPrecondition (a stale attempt, or no such open request).
+  Result<std::pair<Trial*, CheckpointRef>> CloseCheckpointRequest(const std::string& trial_id,
+                                                                  int64_t attempt,
+                                                                  int64_t training_iteration,
+                                                                  std::string_view what);
   /// Journals what the last trial scheduler callback changed (before any effect it causes).
   void JournalSchedulerDelta();
   /// Journals what the last searcher call changed (before any effect it causes).

@@ -187,15 +187,14 @@ Status TrialRunner::ExploitTrial(const std::string& trial_id, const std::string&
   return Status::Ok();
 }
 
-Status TrialRunner::OnCheckpointSaved(const std::string& trial_id, int64_t attempt,
-                                      const std::string& checkpoint_id, int64_t training_iteration,
-                                      int64_t size_bytes) {
+Result<std::pair<Trial*, CheckpointRef>> TrialRunner::CloseCheckpointRequest(
+    const std::string& trial_id, int64_t attempt, int64_t training_iteration,
+    std::string_view what) {
   Trial* t = Find(trial_id);
-  if (t == nullptr)
-    return Status::NotFound(fmt::format("checkpoint of unknown trial {}", trial_id));
+  if (t == nullptr) return Status::NotFound(fmt::format("{} of unknown trial {}", what, trial_id));
   if (attempt != t->attempt) {
-    return Status::FailedPrecondition(fmt::format(
-        "checkpoint of {} attempt {} is stale (current {})", trial_id, attempt, t->attempt));
+    return Status::FailedPrecondition(fmt::format("{} of {} attempt {} is stale (current {})", what,
+                                                  trial_id, attempt, t->attempt));
   }
   auto& asked = t->requested_checkpoints;
   auto it = std::find_if(asked.begin(), asked.end(), [&](const CheckpointRef& c) {
@@ -206,9 +205,18 @@ Status TrialRunner::OnCheckpointSaved(const std::string& trial_id, int64_t attem
         "checkpoint of {} at iteration {} was never asked for", trial_id, training_iteration));
   }
   CheckpointRef ref = *it;
+  asked.erase(asked.begin(), std::next(it));
+  return std::make_pair(t, std::move(ref));
+}
+
+Status TrialRunner::OnCheckpointSaved(const std::string& trial_id, int64_t attempt,
+                                      const std::string& checkpoint_id, int64_t training_iteration,
+                                      int64_t size_bytes) {
+  auto closed = CloseCheckpointRequest(trial_id, attempt, training_iteration, "checkpoint");
+  if (!closed.ok()) return closed.status();
+  auto& [t, ref] = *closed;
   ref.checkpoint_id = checkpoint_id;
   ref.size_bytes = size_bytes;
-  asked.erase(asked.begin(), std::next(it));
   t->checkpoints.push_back(ref);
   t->newest_checkpoint_has_config = true;
   observer_.OnCheckpointSaved(*t, ref);
@@ -218,23 +226,9 @@ Status TrialRunner::OnCheckpointSaved(const std::string& trial_id, int64_t attem
 
 Status TrialRunner::OnCheckpointFailed(const std::string& trial_id, int64_t attempt,
                                        int64_t training_iteration, const std::string& reason) {
-  Trial* t = Find(trial_id);
-  if (t == nullptr)
-    return Status::NotFound(fmt::format("refused checkpoint of unknown trial {}", trial_id));
-  if (attempt != t->attempt) {
-    return Status::FailedPrecondition(
-        fmt::format("refused checkpoint of {} attempt {} is stale (current {})", trial_id, attempt,
-                    t->attempt));
-  }
-  auto& asked = t->requested_checkpoints;
-  auto it = std::find_if(asked.begin(), asked.end(), [&](const CheckpointRef& c) {
-    return c.training_iteration == training_iteration;
-  });
-  if (it == asked.end()) {
-    return Status::FailedPrecondition(fmt::format(
-        "checkpoint of {} at iteration {} was never asked for", trial_id, training_iteration));
-  }
-  asked.erase(asked.begin(), std::next(it));
+  auto closed = CloseCheckpointRequest(trial_id, attempt, training_iteration, "refused checkpoint");
+  if (!closed.ok()) return closed.status();
+  Trial* t = closed->first;
   NoteCheckpointNotStored(*t, training_iteration, reason);
   // Noted also after the experiment ended (like a checkpoint stored then: JournalReader::Ended
   // skips both kinds of record after experiment_ended), with nothing more to do.
