@@ -65,13 +65,12 @@ void JournalWriter::RetryNow() {
 
 void JournalWriter::OnAppended(const Result<uint64_t>& last_seq, SteadyTime sent, uint64_t last) {
   if (last_seq.ok()) {
-    if (state_ == State::kFailing) {
+    if (failed_tries_ > 0) {
       spdlog::warn(
           "Journal writes for {} resumed after {:.1f} s and {} failed tries; nothing "
           "acknowledged was lost",
           journal_, clock_.WallSeconds() - failing_since_wall_s_, failed_tries_);
     }
-    state_ = State::kOk;
     failed_tries_ = 0;
     store_seq_ = std::max(store_seq_, *last_seq);
     last_latency_s_ = clock_.SecondsSince(sent);
@@ -81,14 +80,11 @@ void JournalWriter::OnAppended(const Result<uint64_t>& last_seq, SteadyTime sent
     return;
   }
   const SteadyTime now = clock_.Now();
-  if (state_ == State::kOk) {
-    state_ = State::kFailing;
-    failing_since_wall_s_ = clock_.WallSeconds();
-  }
+  if (failed_tries_++ == 0) failing_since_wall_s_ = clock_.WallSeconds();
   last_error_ = last_seq.status();
   const Duration delay = backoff_;
   backoff_ = std::min(backoff_ * 2, kMaxBackoff);
-  if (failed_tries_++ == 0 || now - last_failure_log_ >= kFailureLogPeriod) {
+  if (failed_tries_ == 1 || now - last_failure_log_ >= kFailureLogPeriod) {
     last_failure_log_ = now;
     spdlog::error(
         "Journal append of {} records for {} failed ({}; {} tries so far); retrying in {} ms, "

@@ -63,7 +63,7 @@ class JournalWriter {
   /// nothing); no-op otherwise.
   void RetryNow();
 
-  State state() const { return state_; }
+  State state() const { return failed_tries_ > 0 ? State::kFailing : State::kOk; }
   /// While kFailing: the wall time (Unix seconds) of the first failure of this outage, the
   /// newest failure's status and the failed tries so far. Unspecified while kOk.
   double failing_since_wall_s() const { return failing_since_wall_s_; }
@@ -100,10 +100,9 @@ class JournalWriter {
   uint64_t store_seq_ = 0;
   bool in_flight_ = false;
   double last_latency_s_ = 0;
-  State state_ = State::kOk;
   double failing_since_wall_s_ = 0;
   Status last_error_;
-  uint64_t failed_tries_ = 0;
+  uint64_t failed_tries_ = 0;      // consecutive failed appends: > 0 is State::kFailing
   SteadyTime last_failure_log_{};  // a failing writer logs once, then every kFailureLogPeriod
   static constexpr Duration kFailureLogPeriod{30000};
   bool retry_pending_ = false;     // a retry timer is set for the in-flight batch

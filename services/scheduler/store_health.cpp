@@ -1,21 +1,23 @@
 #include "services/scheduler/store_health.hpp"
 
+#include "libs/core/enum_names.hpp"
 #include "proto/store.hpp"
 
 namespace tunebus {
 
+namespace {
+
+constexpr EnumName<StoreHealth::State> kStoreHealthStateNames[] = {
+    {StoreHealth::State::kUnknown, "unknown"},
+    {StoreHealth::State::kOk, "ok"},
+    {StoreHealth::State::kDegraded, "degraded"},
+    {StoreHealth::State::kUnreachable, "unreachable"},
+};
+
+}  // namespace
+
 const char* StoreHealthStateName(StoreHealth::State state) {
-  switch (state) {
-    case StoreHealth::State::kUnknown:
-      return "unknown";
-    case StoreHealth::State::kOk:
-      return "ok";
-    case StoreHealth::State::kDegraded:
-      return "degraded";
-    case StoreHealth::State::kUnreachable:
-      return "unreachable";
-  }
-  return "unknown";
+  return NameIn(kStoreHealthStateNames, state);
 }
 
 StoreHealth::StoreHealth(bus::EventLoop& loop, bus::RequestClient& store,
