@@ -255,10 +255,15 @@ def _gone(pid, within_s):
 
 def test_a_script_without_main_guard_runs_once_and_leaves_nothing(tmp_path, tunectl):
     (tmp_path / "script.py").write_text(SCRIPT.format(package=os.path.abspath(PACKAGE), iterations=2))
+    # Files of the script's folder are linked into the staging folder, never written through.
+    for name in ("experiment.yaml", "_tunebus_experiment.yaml"):
+        (tmp_path / name).write_text("mine\n")
     out = subprocess.run([sys.executable, "script.py"], cwd=tmp_path, capture_output=True,
                          text=True, timeout=120, env=dict(os.environ, TUNEBUS_TUNECTL=tunectl))
     assert out.returncode == 0, out.stderr
     assert (tmp_path / "marker.txt").read_text() == "top\n"
+    for name in ("experiment.yaml", "_tunebus_experiment.yaml"):
+        assert (tmp_path / name).read_text() == "mine\n"
     assert "trials 2 0" in out.stdout
     suite_pid = int(out.stdout.split("suite ")[1].split()[0])
     assert _gone(suite_pid, 10)

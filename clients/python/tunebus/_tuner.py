@@ -7,7 +7,8 @@
    top-level entry of the script's folder (without the results folder) and a real `_tunebus/`:
    `trainable.pkl` (cloudpickle: functions of `__main__` by value, importable ones by reference,
    so the script's top level never runs on a worker), `run_trainable.py` and a copy of this
-   package. The experiment file, `experiment.yaml` (JSON, which YAML reads), is written there,
+   package. The experiment file, `_tunebus_experiment.yaml` (JSON, which YAML reads), is written
+   there (entries of the script's folder named `_tunebus*` are not linked),
    so the trainable's command runs in the staging folder.
 3. Python callables Ray runs in the driver (a callable stop or Stopper, PBT function mutations,
    `sample_from`) are served by tunebus._driver on sockets of this process.
@@ -37,6 +38,7 @@ from tunebus._trainable import Stopper, TrainableSpec, unwrap
 
 PACKAGE_DIR = os.path.dirname(os.path.abspath(__file__))
 STATE_FILE = "tunebus_tuner.json"
+EXPERIMENT_FILE = "_tunebus_experiment.yaml"
 _NAME_RE = re.compile(r"[^A-Za-z0-9_.-]+")
 
 RUN_TRAINABLE = '''"""Runs the cloudpickled trainable of this folder over tunebus's trainable protocol."""
@@ -185,7 +187,7 @@ def stage(exp, spec, results_dir):
     for entry in sorted(os.listdir(source)):
         full = os.path.join(source, entry)
         real = os.path.realpath(full)
-        if entry == "_tunebus" or results == real or results.startswith(real + os.sep):
+        if entry.startswith("_tunebus") or results == real or results.startswith(real + os.sep):
             continue
         os.symlink(full, os.path.join(folder, entry))
     inner = os.path.join(folder, "_tunebus")
@@ -196,8 +198,8 @@ def stage(exp, spec, results_dir):
         f.write(RUN_TRAINABLE)
     shutil.copytree(PACKAGE_DIR, os.path.join(inner, "tunebus"),
                     ignore=shutil.ignore_patterns("__pycache__", "*.pyc"))
-    path = os.path.join(folder, "experiment.yaml")
-    with open(path, "w") as f:
+    path = os.path.join(folder, EXPERIMENT_FILE)
+    with open(path, "x") as f:  # never through a symlink into the user's folder
         f.write("# written by tunebus.tune.Tuner (JSON is YAML)\n")
         json.dump(exp, f, indent=2, sort_keys=False)
         f.write("\n")
