@@ -36,13 +36,20 @@ def _run(trainable, tmp_path, name, param_space=None, tune_config=None, **run):
     return tuner.fit()
 
 
+_TAKES = {}
+
+
 def _scheduler_takes(key, tmp_path):
-    """Whether this scheduler's experiment files take top-level `key` (a feature of a branch)."""
-    probe = tmp_path / "probe.yaml"
-    probe.write_text(json.dumps({"name": "probe", "trainable": {"builtin": "noop"}, key: {}}))
-    out = subprocess.run([os.environ["TUNEBUS_TUNECTL"], "--connect", "tcp://127.0.0.1:1", "run",
-                          str(probe)], capture_output=True, text=True, timeout=30)
-    return "unknown field '%s'" % key not in out.stderr
+    """Whether this build's experiment files take top-level `key` (a feature of a branch):
+    tunectl checks the file before it connects, so an unreachable endpoint is enough."""
+    if key not in _TAKES:
+        probe = tmp_path / "probe.yaml"
+        probe.write_text(json.dumps({"name": "probe", "trainable": {"builtin": "noop"}, key: {}}))
+        out = subprocess.run([os.environ["TUNEBUS_TUNECTL"], "--timeout-ms", "500", "--connect",
+                              "tcp://127.0.0.1:1", "run", str(probe)],
+                             capture_output=True, text=True, timeout=60)
+        _TAKES[key] = "unknown field '%s'" % key not in out.stderr
+    return _TAKES[key]
 
 
 def linear(config):
