@@ -2,8 +2,8 @@
 
 Embedded (default): one `tunectl up` per driver process on loopback ports the kernel picks,
 started on first use and reused by later `fit()` calls, with its checkpoint-store in a private
-temporary folder. It dies with the driver: atexit stops it (SIGTERM, then SIGKILL after 10 s), and
-the child asks the kernel for SIGTERM when the driver dies (prctl PR_SET_PDEATHSIG), so a
+temporary folder (or TUNEBUS_DATA_DIR, which lets a later driver restore its experiments). It
+dies with the driver: atexit stops it (SIGTERM, then SIGKILL after 10 s), and the child asks the kernel for SIGTERM when the driver dies (prctl PR_SET_PDEATHSIG), so a
 SIGKILLed driver leaves nothing running. Connected: `tunebus.init(address=EP)` or the
 environment variable TUNEBUS_ADDRESS names a running scheduler's control endpoint.
 """
@@ -63,11 +63,16 @@ def set_address(address):
     return address or os.environ.get("TUNEBUS_ADDRESS") or None
 
 
-def _set_pdeathsig():
+def die_with_parent():
+    """preexec_fn: the child gets SIGTERM when the driver dies (Linux's PR_SET_PDEATHSIG)."""
     try:
         ctypes.CDLL(None, use_errno=True).prctl(_PR_SET_PDEATHSIG, signal.SIGTERM, 0, 0, 0)
     except (OSError, AttributeError):
-        pass  # not Linux: atexit still stops it
+        pass  # not Linux: atexit still stops the suite
+
+
+def _set_pdeathsig():
+    die_with_parent()
     os.setpgid(0, 0)  # its own group: a Ctrl-C of the driver's terminal is the driver's to handle
 
 
@@ -132,7 +137,7 @@ def endpoint():
         return chosen, False
     with _lock:
         if _embedded is None or not _embedded.alive():
-            _embedded = EmbeddedSuite(find_tunectl())
+            _embedded = EmbeddedSuite(find_tunectl(), os.environ.get("TUNEBUS_DATA_DIR"))
         return _embedded.control, True
 
 

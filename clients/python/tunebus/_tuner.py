@@ -312,8 +312,10 @@ class Tuner:
         watch = None
         if verbose >= 2:
             watch = subprocess.Popen([tunectl, "--connect", endpoint, "-o", "json", "watch"],
-                                     stdin=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-        proc = subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=out, stderr=subprocess.PIPE)
+                                     stdin=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                                     preexec_fn=_suite.die_with_parent)
+        proc = subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=out, stderr=subprocess.PIPE,
+                                preexec_fn=_suite.die_with_parent)
         tail = []
 
         def pump():
