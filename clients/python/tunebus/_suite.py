@@ -3,8 +3,8 @@
 Embedded (default): one `tunectl up` per driver process on loopback ports the kernel picks,
 started on first use and reused by later `fit()` calls, with its checkpoint-store in a private
 temporary folder (or TUNEBUS_DATA_DIR, which lets a later driver restore its experiments). It
-dies with the driver: atexit stops it (SIGTERM, then SIGKILL after 10 s), and the child asks the kernel for SIGTERM when the driver dies (prctl PR_SET_PDEATHSIG), so a
-SIGKILLed driver leaves nothing running. Connected: `tunebus.init(address=EP)` or the
+dies with the driver: atexit stops it (SIGTERM, then SIGKILL after 10 s), and the child asks
+the kernel for SIGTERM when the driver dies (prctl PR_SET_PDEATHSIG), so a SIGKILLed driver leaves nothing running. Connected: `tunebus.init(address=EP)` or the
 environment variable TUNEBUS_ADDRESS names a running scheduler's control endpoint.
 """
 
