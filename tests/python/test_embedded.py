@@ -288,3 +288,53 @@ def test_a_killed_driver_leaves_no_suite_running(tmp_path, tunectl):
     proc.send_signal(signal.SIGKILL)
     proc.wait()
     assert _gone(suite_pid, 10)
+
+
+RESUMABLE = textwrap.dedent("""\
+    import sys, time
+    sys.path.insert(0, {package!r})
+    from tunebus import tune, train
+
+    def fn(config):
+        i = 0
+        while True:
+            i += 1
+            time.sleep(0.05)
+            train.report({{"score": i}})
+
+    if sys.argv[1] == "fit":
+        tuner = tune.Tuner(fn, run_config=tune.RunConfig(
+            name="resumable", storage_path="results", verbose=0, stop={{"training_iteration": 60}}))
+        print("fitting", flush=True)
+    else:
+        tuner = tune.Tuner.restore(sys.argv[2], fn)
+    grid = tuner.fit()
+    print("done", grid[0].metrics["training_iteration"], grid.num_errors, flush=True)
+    print("path", grid.experiment_path, flush=True)
+""")
+
+
+def test_an_interrupted_fit_is_restored_by_a_later_driver(tmp_path, tunectl):
+    # Ctrl-C interrupts the experiment resumably; a new driver on the same TUNEBUS_DATA_DIR
+    # continues it with Tuner.restore(path, trainable) to its stop criterion.
+    (tmp_path / "script.py").write_text(RESUMABLE.format(package=os.path.abspath(PACKAGE)))
+    env = dict(os.environ, TUNEBUS_TUNECTL=tunectl, TUNEBUS_DATA_DIR=str(tmp_path / "store"))
+    proc = subprocess.Popen([sys.executable, "script.py", "fit"], cwd=tmp_path, env=env,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            start_new_session=True)
+    assert proc.stdout.readline().strip() == "fitting"
+    results = tmp_path / "results" / "resumable"
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline and not list(results.glob("*/result.json")):
+        time.sleep(0.1)
+    time.sleep(1)
+    os.killpg(proc.pid, signal.SIGINT)  # the terminal's Ctrl-C: the driver and tunectl run
+    _, err = proc.communicate(timeout=60)
+    assert "Tuner.restore(" in err, err
+    rows_before = len(next(results.glob("*/result.json")).read_text().splitlines())
+    assert 0 < rows_before < 60
+    out = subprocess.run([sys.executable, "script.py", "restore", str(results)], cwd=tmp_path,
+                         env=env, capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0, out.stderr
+    assert "done 60 0" in out.stdout
+    assert "path %s\n" % results in out.stdout  # the same run continued, not a new one
