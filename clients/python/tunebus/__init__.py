@@ -29,6 +29,9 @@ from tunebus._helper import (  # noqa: F401 - the helper's API, re-exported
 __version__ = "0.2.0"
 
 __all__ = [
+    "CHECKPOINT",
+    "CONTINUE",
+    "STOP",
     "config",
     "report",
     "checkpoint_dir",

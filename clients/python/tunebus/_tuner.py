@@ -23,7 +23,6 @@ import datetime
 import json
 import os
 import re
-import secrets
 import shutil
 import subprocess
 import sys
@@ -34,7 +33,7 @@ from tunebus import _deps, _space, _suite
 from tunebus._configs import CheckpointConfig, FailureConfig, RunConfig, TuneConfig
 from tunebus._errors import TuneError
 from tunebus._results import ResultGrid, tunectl_exporter
-from tunebus._trainable import Stopper, TrainableSpec, unwrap
+from tunebus._trainable import Stopper, unwrap
 
 PACKAGE_DIR = os.path.dirname(os.path.abspath(__file__))
 STATE_FILE = "tunebus_tuner.json"

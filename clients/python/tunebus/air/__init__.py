@@ -13,3 +13,6 @@ from tunebus.train import (  # noqa: F401
     session,
 )
 from tunebus._configs import TuneConfig  # noqa: F401  (not in ray.air, harmless)
+
+__all__ = ["Checkpoint", "CheckpointConfig", "FailureConfig", "Result", "RunConfig", "TuneConfig",
+           "get_checkpoint", "get_context", "report", "session"]
