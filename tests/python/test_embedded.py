@@ -338,3 +338,10 @@ def test_an_interrupted_fit_is_restored_by_a_later_driver(tmp_path, tunectl):
     assert out.returncode == 0, out.stderr
     assert "done 60 0" in out.stdout
     assert "path %s\n" % results in out.stdout  # the same run continued, not a new one
+
+
+def test_verbose_2_prints_each_result(tmp_path, capfd):
+    _run(linear, tmp_path, "verbose2", param_space={"x": 3}, verbose=2)
+    out = capfd.readouterr().out
+    assert 'iter 3: {"score": 9}' in out, out
+    assert "Experiment verbose2 FINISHED" in out

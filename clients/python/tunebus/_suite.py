@@ -117,6 +117,21 @@ class EmbeddedSuite:
         shutil.rmtree(self.folder, ignore_errors=True)
 
 
+def events_endpoint(control):
+    """The scheduler's event stream endpoint: the embedded suite's, else `get_experiment`'s
+    `events_endpoint` (its 0.0.0.0 meaning the control endpoint's host); None when unknown."""
+    if _embedded is not None and _embedded.control == control:
+        return _embedded.endpoints.get("events")
+    try:
+        found = ControlClient(control, timeout_s=2).request("get_experiment").get("events_endpoint")
+    except TuneError:
+        return None
+    if found and "://0.0.0.0:" in found:
+        host = control.split("://", 1)[-1].rsplit(":", 1)[0]
+        found = found.replace("0.0.0.0", host)
+    return found if found and not found.startswith("inproc://") else None
+
+
 def shutdown():
     global _embedded
     with _lock:

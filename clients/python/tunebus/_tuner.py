@@ -308,11 +308,7 @@ class Tuner:
         tunectl = _suite.find_tunectl()
         cmd = [tunectl, "--connect", endpoint, "run", path]
         out = None if verbose else subprocess.DEVNULL
-        watch = None
-        if verbose >= 2:
-            watch = subprocess.Popen([tunectl, "--connect", endpoint, "-o", "json", "watch"],
-                                     stdin=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-                                     preexec_fn=_suite.die_with_parent)
+        printer = ResultPrinter(_suite.events_endpoint(endpoint)) if verbose >= 2 else None
         proc = subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=out, stderr=subprocess.PIPE,
                                 preexec_fn=_suite.die_with_parent)
         tail = []
@@ -336,9 +332,52 @@ class Tuner:
             except KeyboardInterrupt:
                 interrupted = True  # tunectl got the same SIGINT: it interrupts resumably
         reader.join(5)
-        if watch is not None:
-            watch.terminate()
-            watch.wait()
+        if printer is not None:
+            printer.close()
         if interrupted and rcode != 130:
             rcode = 130
         return rcode, "".join(tail).strip()
+
+
+class ResultPrinter:
+    """verbose=2: one line per result, from the scheduler's event stream (PROTOCOL.md §6,
+    `trial_result` events), printed by a daemon thread until close()."""
+
+    def __init__(self, events_endpoint):
+        self._stopping = False
+        self._thread = None
+        if events_endpoint:
+            self._thread = threading.Thread(target=self._run, args=(events_endpoint,), daemon=True)
+            self._thread.start()
+
+    def _run(self, events_endpoint):
+        zmq, msgpack = _deps.load("zmq"), _deps.load("msgpack")
+        sock = zmq.Context.instance().socket(zmq.SUB)
+        sock.setsockopt(zmq.LINGER, 0)
+        sock.setsockopt(zmq.SUBSCRIBE, b"trial")
+        sock.connect(events_endpoint)
+        try:
+            while not self._stopping:
+                if not sock.poll(200):
+                    continue
+                frames = sock.recv_multipart()
+                event = msgpack.unpackb(frames[-1], raw=False)
+                if event.get("event") != "trial_result":
+                    continue
+                trial = json.loads(event.get("body_json") or "{}")
+                result = trial.get("last_result") or {}
+                shown = {k: v for k, v in result.items() if k not in _AUTO_KEYS}
+                print("%s iter %s: %s" % (event.get("trial_id"), result.get("training_iteration"),
+                                          json.dumps(shown, sort_keys=True)), flush=True)
+        finally:
+            sock.close()
+
+    def close(self):
+        self._stopping = True
+        if self._thread is not None:
+            self._thread.join(2)
+
+
+_AUTO_KEYS = {"training_iteration", "time_this_iter_s", "time_total_s", "timestamp", "date",
+              "trial_id", "pid", "hostname", "node_ip", "config", "done", "experiment_tag",
+              "iterations_since_restore", "time_since_restore"}
