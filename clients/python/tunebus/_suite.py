@@ -1,8 +1,11 @@
 """Where the driver's suite is: finding `tunectl`, the embedded suite, the control socket.
 
 Embedded (default): one `tunectl up` per driver process on loopback ports the kernel picks,
-started on first use and reused by later `fit()` calls, with its checkpoint-store in a private
-temporary folder (or TUNEBUS_DATA_DIR, which lets a later driver restore its experiments). It
+started on first use and reused by later `fit()` calls. Its checkpoint-store (journals and
+checkpoints) lives in TUNEBUS_DATA_DIR, else in `<storage_path>/_tunebus_store` of the first
+`fit()`, so a later driver restores an interrupted experiment (`Tuner.restore`) from it, as Ray
+Tune restores from its storage path; while another driver's suite holds that store (RocksDB's
+lock), this one uses a private temporary store and says so on stderr. It
 dies with the driver: atexit stops it (SIGTERM, then SIGKILL after 10 s), and the child asks
 the kernel for SIGTERM when the driver dies (prctl PR_SET_PDEATHSIG), so a SIGKILLed driver leaves nothing running. Connected: `tunebus.init(address=EP)` or the
 environment variable TUNEBUS_ADDRESS names a running scheduler's control endpoint.
@@ -15,6 +18,7 @@ import os
 import shutil
 import signal
 import subprocess
+import sys
 import tempfile
 import threading
 import time
@@ -143,16 +147,38 @@ def shutdown():
 atexit.register(shutdown)
 
 
-def endpoint():
+STORE_FOLDER = "_tunebus_store"
+
+
+def _start_embedded(storage_path):
+    """An EmbeddedSuite on TUNEBUS_DATA_DIR or `<storage_path>/_tunebus_store`; a private
+    temporary store when another process holds that one."""
+    tunectl = find_tunectl()
+    data_dir = os.environ.get("TUNEBUS_DATA_DIR")
+    if data_dir is None and storage_path:
+        data_dir = os.path.join(storage_path, STORE_FOLDER)
+        os.makedirs(storage_path, exist_ok=True)
+    try:
+        return EmbeddedSuite(tunectl, data_dir)
+    except TuneError as e:
+        if data_dir is None or "lock" not in e.message.lower():
+            raise
+        print("tunebus: the store %s is in use by another driver's suite; this driver uses a "
+              "private temporary store, which Tuner.restore cannot read after it exits"
+              % data_dir, file=sys.stderr)
+        return EmbeddedSuite(tunectl, None)
+
+
+def endpoint(storage_path=None):
     """The control endpoint fit() uses: tunebus.init's, TUNEBUS_ADDRESS, or the embedded suite
-    (started now if needed). Returns (endpoint, embedded: bool)."""
+    (started now if needed, its store under `storage_path`). Returns (endpoint, embedded: bool)."""
     global _embedded
     chosen = _address or os.environ.get("TUNEBUS_ADDRESS")
     if chosen:
         return chosen, False
     with _lock:
         if _embedded is None or not _embedded.alive():
-            _embedded = EmbeddedSuite(find_tunectl(), os.environ.get("TUNEBUS_DATA_DIR"))
+            _embedded = _start_embedded(storage_path)
         return _embedded.control, True
 
 

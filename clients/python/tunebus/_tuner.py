@@ -229,9 +229,9 @@ class Tuner:
                 resume_errored=False, restart_errored=False, **_ignored):
         """Ray's `Tuner.restore(path, trainable)`: continues the experiment whose results folder
         is `path`, with the same settings (read from its `tunebus_tuner.json`) and `trainable`
-        (re-pickled). The suite must still hold the experiment's journal: the same driver
-        process's embedded suite, a connected suite (TUNEBUS_ADDRESS / tunebus.init), or an
-        embedded suite on the same TUNEBUS_DATA_DIR."""
+        (re-pickled). The suite must hold the experiment's journal: an embedded suite on the
+        same storage path (its `_tunebus_store`, or the same TUNEBUS_DATA_DIR), or a connected
+        suite (TUNEBUS_ADDRESS / tunebus.init)."""
         state_file = os.path.join(path, STATE_FILE)
         if not os.path.exists(state_file):
             raise TuneError("not_found", "%s has no %s: not a results folder of a Tuner" % (path, STATE_FILE))
@@ -260,7 +260,7 @@ class Tuner:
                                           self._run_config, self._name)
             rc, tc = self._run_config, self._tune_config
         self._name = exp["name"]
-        endpoint, embedded = _suite.endpoint()
+        endpoint, embedded = _suite.endpoint(exp["results_dir"])
         links = []
         try:
             if needs.link or needs.sample_from:
