@@ -318,7 +318,9 @@ class Tuner:
                 line = raw.decode("utf-8", "replace")
                 tail.append(line)
                 del tail[:-50]
-                if verbose:
+                # tunectl's own resume hint names the embedded suite's port, which dies with
+                # this driver: fit() prints the Tuner.restore hint instead.
+                if verbose and not line.startswith("tunectl: interrupted; resume with"):
                     sys.stderr.write(line)
                     sys.stderr.flush()
 
