@@ -49,6 +49,7 @@ class SpecParser {
   Status CheckSearch();
   /// A MakeSearcher / SearchOptions error "<param>: <why>" at its line. spec_search.cpp
   Status SearchError(const std::string& message) const;
+  Status ParseDriver(const YAML::Node& value);
   Status ParseStop(const YAML::Node& value);
   Status ParseResources(const YAML::Node& value);
   // Reads an integer field that must be >= min; `rule` explains the bound in the error.

@@ -334,13 +334,7 @@ void ExternalSearcher::SendAsk() {
 }
 
 Result<json> ExternalSearcher::Expect(Result<json> reply, const char* type) {
-  if (!reply.ok()) return reply;
-  if (!reply->is_object() || reply->value("type", "") != type) {
-    return Status::InvalidArgument(
-        fmt::format("the searcher answered {} where {} was expected",
-                    reply->is_object() ? reply->value("type", "?") : reply->dump(), type));
-  }
-  return reply;
+  return ExpectReply(std::move(reply), type, "searcher");
 }
 
 void ExternalSearcher::OnHello(Result<json> reply) {
