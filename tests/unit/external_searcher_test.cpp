@@ -14,60 +14,12 @@
 #include <vector>
 
 #include "libs/tune/make_searcher.hpp"
+#include "tests/unit/fake_link.hpp"
 
 namespace tunebus {
 namespace {
 
 using nlohmann::json;
-
-// Requests wait in `requests` until the test answers them; timers run when the clock passes them.
-struct FakeLinkState {
-  struct Pending {
-    json request;
-    double timeout_s;
-    SearcherLink::ReplyCallback done;
-  };
-  std::deque<Pending> requests;
-  std::vector<std::pair<double, std::function<void()>>> timers;
-  double now = 100;
-
-  void Advance(double s) {
-    now += s;
-    auto due = std::move(timers);
-    timers.clear();
-    for (auto& [at, fn] : due) {
-      if (at <= now) {
-        fn();
-      } else {
-        timers.emplace_back(at, std::move(fn));
-      }
-    }
-  }
-  // Answers the oldest request with `reply`.
-  json Answer(Result<json> reply) {
-    EXPECT_FALSE(requests.empty());
-    if (requests.empty()) return nullptr;
-    Pending p = std::move(requests.front());
-    requests.pop_front();
-    p.done(std::move(reply));
-    return p.request;
-  }
-};
-
-class FakeLink final : public SearcherLink {
- public:
-  explicit FakeLink(FakeLinkState& s) : s_(s) {}
-  void Request(json request, double timeout_s, ReplyCallback done) override {
-    s_.requests.push_back({std::move(request), timeout_s, std::move(done)});
-  }
-  void After(double delay_s, std::function<void()> fn) override {
-    s_.timers.emplace_back(s_.now + delay_s, std::move(fn));
-  }
-  double NowS() const override { return s_.now; }
-
- private:
-  FakeLinkState& s_;
-};
 
 const json kSpace = {{"lr", {{"loguniform", {1e-4, 1e-1}}}},
                      {"model", {{"depth", {{"randint", {1, 5}}}}}},
