@@ -11,6 +11,7 @@
 #include "libs/core/resources.hpp"
 #include "libs/tune/make_trial_scheduler.hpp"
 #include "libs/tune/pbt_scheduler.hpp"
+#include "libs/tune/variant_generator.hpp"
 
 namespace tunebus::spec_internal {
 namespace {
@@ -352,6 +353,13 @@ Status SpecParser::CheckAcrossFields(const YAML::Node& root) {
       return r_.Error(where, param.empty() ? "scheduler" : "scheduler." + param,
                       colon == std::string::npos ? message : message.substr(colon + 2));
     }
+  }
+  if (auto path = VariantGenerator::SampleFromPath(spec_.param_space);
+      path && spec_.search != "external") {
+    return ParamSpaceError(fmt::format(
+        "{}: sample_from needs the Python driver, which serves search itself (search: {{type: "
+        "external}}); search: {} cannot sample it",
+        *path, spec_.search));
   }
   if (spec_.scheduler == "pbt" &&
       PopulationBasedTraining::HasDriverMutations(

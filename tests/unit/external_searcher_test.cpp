@@ -124,6 +124,39 @@ TEST(ExternalOptionsTest, MakeSearcherNeedsMetricModeAndNoGrid) {
             "random");
 }
 
+TEST_F(ExternalSearcherTest, SampleFromIsAnAnyDimTakenAsIs) {
+  // {sample_from: driver}: a dim of type any in hello's space; the remote's value (any msgpack
+  // value) is built into the config at its path without snapping.
+  ExternalOptions o;
+  o.endpoint = "tcp://127.0.0.1:5600";
+  ExternalSearcher s(o, 10, 7, "exp-abcde", 0xfeed, std::make_unique<FakeLink>(link));
+  const json space = {{"lr", {{"uniform", {0.1, 1.0}}}},
+                      {"model", {{"act", {{"sample_from", "driver"}}}, {"depth", 3}}}};
+  ASSERT_TRUE(s.SetSearchProperties("loss", "min", space).ok());
+  EXPECT_EQ(s.Suggest("t0").kind, Suggestion::Kind::kNotNow);
+  const json hello = link.requests.front().request;
+  ASSERT_EQ(hello["space"].size(), 2u);
+  EXPECT_EQ(hello["space"][1],
+            (json{{"name", "model.act"}, {"path", {"model", "act"}}, {"sampler", "sample_from"},
+                  {"type", "any"}}));
+  Connect();
+  const json act = {{"fn", {1, "relu"}}};
+  AnswerAsk("t0", {{"lr", 0.5}, {"model.act", act}});
+  Suggestion got = s.Suggest("t0");
+  ASSERT_EQ(got.kind, Suggestion::Kind::kConfig);
+  EXPECT_EQ(got.config, (json{{"lr", 0.5}, {"model", {{"act", act}, {"depth", 3}}}}));
+}
+
+TEST(ExternalOptionsTest, SampleFromNeedsTheExternalSearcher) {
+  SearchSetup setup;
+  setup.param_space = {{"x", {{"sample_from", "driver"}}}};
+  setup.metric = "loss";
+  setup.mode = "min";
+  EXPECT_EQ(MakeSearcher("tpe", json::object(), setup).status().message(),
+            "param_space.x: sample_from needs the Python driver, which serves search itself "
+            "(search: {type: external}); search: tpe cannot sample it");
+}
+
 TEST_F(ExternalSearcherTest, HelloDescribesTheSpaceAndSuggestNeverWaits) {
   // The first Suggest sends hello and answers NotNow; the config arrives with a later call.
   auto s = Make();

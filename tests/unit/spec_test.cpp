@@ -715,5 +715,23 @@ scheduler:
                 "values with every result)");
 }
 
+TEST(ExperimentSpecTest, SampleFromNeedsTheExternalSearch) {
+  // {sample_from: driver}: the Python driver fills it while serving search: external itself.
+  const std::string space = "param_space:\n  lr: {uniform: [0.1, 1]}\n  model:\n"
+                            "    act: {sample_from: driver}\n";
+  ExpectInvalid(std::string(kMinimal) + space,
+                "exp.yaml:6: param_space.model.act: sample_from needs the Python driver, which "
+                "serves search itself (search: {type: external}); search: random cannot sample "
+                "it");
+  Result<ExperimentSpec> spec =
+      Parse(std::string(kMinimal) + space +
+            "metric: loss\nmode: min\nsearch: {type: external, endpoint: 'tcp://h:5600'}\n");
+  ASSERT_TRUE(spec.ok()) << spec.status().ToString();
+  EXPECT_EQ(spec->param_space["model"]["act"], json({{"sample_from", "driver"}}));
+  ExpectInvalid(std::string(kMinimal) + "param_space:\n  act: {sample_from: fn}\n",
+                "exp.yaml:4: param_space.act.sample_from: expected driver (the Python driver's "
+                "tune.sample_from fills it), got \"fn\"");
+}
+
 }  // namespace
 }  // namespace tunebus
