@@ -47,7 +47,7 @@ class SpecParser {
   /// "<dotted.path>: <why>" (VariantGenerator::Validate's form) as "param_space.<path>: <why>"
   /// at the line of the longest path it starts with. spec_sections.cpp
   Status ParamSpaceError(const std::string& message) const;
-  Status ParseSearch(const YAML::Node& value);      // spec_search.cpp
+  Status ParseSearch(const YAML::Node& value);  // spec_search.cpp
   /// The searcher built from the whole file (points against the param space). spec_search.cpp
   Status CheckSearch();
   /// A MakeSearcher / SearchOptions error "<param>: <why>" at its line. spec_search.cpp

@@ -53,8 +53,7 @@ const char* DriverLink::StateName(State s) {
 }
 
 DriverLink::DriverLink(DriverOptions options, std::string experiment, std::string metric,
-                       std::string mode, uint64_t session_nonce,
-                       std::unique_ptr<SearcherLink> link)
+                       std::string mode, uint64_t session_nonce, std::unique_ptr<SearcherLink> link)
     : options_(std::move(options)),
       experiment_(std::move(experiment)),
       metric_(std::move(metric)),
@@ -127,10 +126,9 @@ void DriverLink::SendResult() {
                   {"session", session_},
                   {"trial_id", h.trial_id},
                   {"result", h.result}};
-  link_->Request(std::move(request), options_.timeout_s,
-                 [this, ticket = h.ticket](Result<json> reply) {
-                   OnDecision(std::move(reply), ticket);
-                 });
+  link_->Request(
+      std::move(request), options_.timeout_s,
+      [this, ticket = h.ticket](Result<json> reply) { OnDecision(std::move(reply), ticket); });
 }
 
 void DriverLink::OnDecision(Result<json> reply, uint64_t ticket) {
@@ -146,8 +144,8 @@ void DriverLink::OnDecision(Result<json> reply, uint64_t ticket) {
   lost_sessions_ = 0;
   last_error_.clear();
   ++answered_;
-  auto it = std::find_if(queue_.begin(), queue_.end(),
-                         [&](const Held& h) { return h.ticket == ticket; });
+  auto it =
+      std::find_if(queue_.begin(), queue_.end(), [&](const Held& h) { return h.ticket == ticket; });
   if (it != queue_.end()) {  // else forgotten meanwhile: the trial left RUNNING
     Held h = std::move(*it);
     queue_.erase(it);

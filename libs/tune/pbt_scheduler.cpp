@@ -42,7 +42,8 @@ Status ValidateMutations(const json& m, const std::string& path) {
       continue;
     } else if (v.is_object() && v.size() == 1 && v.contains("driver")) {
       return Status::InvalidArgument(
-          where + ".driver: takes no parameters ({driver: {}}: the driver's function resamples it)");
+          where +
+          ".driver: takes no parameters ({driver: {}}: the driver's function resamples it)");
     } else if (v.is_object() && v.size() == 1 &&
                (v.contains("choice") || v.contains("grid_search"))) {
       if (!v.begin()->is_array() || v.begin()->empty())

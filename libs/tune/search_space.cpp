@@ -21,9 +21,8 @@ constexpr double kEps = 1e-9;          // as VariantGenerator: tolerance locatin
 constexpr double kNormalWindow = 5.0;  // randn's model window: mean ± 5 sd
 
 constexpr std::array<std::string_view, 13> kSamplerNames = {
-    "choice",   "grid_search", "uniform",    "quniform",    "loguniform",
-    "qloguniform", "randn",    "qrandn",     "randint",     "qrandint",
-    "lograndint",  "qlograndint", "sample_from"};
+    "choice", "grid_search", "uniform",  "quniform",   "loguniform",  "qloguniform", "randn",
+    "qrandn", "randint",     "qrandint", "lograndint", "qlograndint", "sample_from"};
 
 bool IsSampler(const json& node) {
   if (!node.is_object() || node.size() != 1) return false;

@@ -39,7 +39,8 @@ namespace tunebus {
 
 /// One sampled parameter.
 struct SearchDim {
-  enum class Kind { kFloat, kInt, kCategorical, kAny };  // kAny: sample_from, any value
+  // kAny: sample_from (the Python driver's value, any JSON).
+  enum class Kind { kFloat, kInt, kCategorical, kAny };
   std::vector<std::string> keys;  // its key path in the config
   std::string name;               // the dotted path: "model.lr"
   std::string sampler;            // "loguniform", "choice", ...

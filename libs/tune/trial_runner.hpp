@@ -439,7 +439,7 @@ class TrialRunner final : public TrialSchedulerContext {
   DriverLink* driver_ = nullptr;                     // not owned; null: no driver link
   std::map<int64_t, Held> held_;                     // index -> result held for the driver
   std::map<int64_t, JournaledAnswer> journaled_answers_;  // index -> answer journaled, unused
-  const DriverAnswer* deciding_answer_ = nullptr;  // the driver's answer for `in_result_`
+  const DriverAnswer* deciding_answer_ = nullptr;         // the driver's answer for `in_result_`
   int64_t running_ = 0;
   double start_s_ = 0;
   ExperimentStatus status_ = ExperimentStatus::kRunning;

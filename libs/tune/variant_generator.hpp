@@ -42,8 +42,8 @@
 
 #include <cstdint>
 #include <nlohmann/json.hpp>
-#include <random>
 #include <optional>
+#include <random>
 #include <string>
 #include <vector>
 

@@ -172,11 +172,11 @@ Status Experiment::Build() {
     d.timeout_s = spec_.driver->timeout_s;
     driver_ = std::make_unique<DriverLink>(d, journal_name_, spec_.metric, spec_.mode,
                                            setup.session_nonce, ctx_->connect_driver(d.endpoint));
-    driver_->SetAnswerCallback([this](const std::string& trial_id, int64_t attempt, int64_t seq,
-                                      DriverAnswer answer) {
-      runner_->OnDriverAnswer(trial_id, attempt, seq, answer);
-      runner_->Step();
-    });
+    driver_->SetAnswerCallback(
+        [this](const std::string& trial_id, int64_t attempt, int64_t seq, DriverAnswer answer) {
+          runner_->OnDriverAnswer(trial_id, attempt, seq, answer);
+          runner_->Step();
+        });
     runner_->SetDriver(driver_.get());
   }
   executor_->set_runner(runner_.get());

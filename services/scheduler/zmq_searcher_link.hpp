@@ -1,7 +1,8 @@
 // ZmqSearcherLink: the SearcherLink of an external searcher (libs/tune/external_searcher.hpp)
 // and of the driver link (libs/tune/driver_link.hpp) over ZeroMQ: a DEALER connected to the
-// peer process's ROUTER (proto/PROTOCOL.md sections 7a and 7b), requests matched to replies by correlation id (bus::RequestClient), timers on the
-// scheduler's loop. Nothing here blocks the loop: a searcher that hangs costs a timeout.
+// peer process's ROUTER (proto/PROTOCOL.md sections 7a and 7b), requests matched to replies by
+// correlation id (bus::RequestClient), timers on the scheduler's loop. Nothing here blocks the
+// loop: a searcher that hangs costs a timeout.
 //
 // One socket for the link's life, made at the first request (so a link that never sent one, as
 // an experiment whose submission is refused, leaves nothing on the loop; a link that sent one

@@ -45,21 +45,22 @@ class DriverLinkFaultTest : public ::testing::Test {
     ASSERT_TRUE(cluster_.Start());
     ASSERT_TRUE(StartDriver());
     file_ = cluster_.dir() / "driven.yaml";
-    WriteFile(file_, "name: driven\n"
-                     "trainable: {builtin: mock}\n"
-                     "param_space:\n"
-                     "  lr: {grid_search: [0.1, 0.2, 0.3]}\n"
-                     "  sleep_s: 0.3\n"
-                     "  mock_iterations: 20\n"
-                     "metric: mean_accuracy\n"
-                     "mode: max\n"
-                     "driver:\n"
-                     "  endpoint: " +
-                         endpoint_ +
-                         "\n"
-                         "  timeout_s: 1\n"
-                         "results_dir: " +
-                         (cluster_.dir() / "results").string() + "\n");
+    WriteFile(file_,
+              "name: driven\n"
+              "trainable: {builtin: mock}\n"
+              "param_space:\n"
+              "  lr: {grid_search: [0.1, 0.2, 0.3]}\n"
+              "  sleep_s: 0.3\n"
+              "  mock_iterations: 20\n"
+              "metric: mean_accuracy\n"
+              "mode: max\n"
+              "driver:\n"
+              "  endpoint: " +
+                  endpoint_ +
+                  "\n"
+                  "  timeout_s: 1\n"
+                  "results_dir: " +
+                  (cluster_.dir() / "results").string() + "\n");
   }
 
   // Starts the fake driver (again on the endpoint the first one bound).

@@ -136,9 +136,10 @@ TEST_F(ExternalSearcherTest, SampleFromIsAnAnyDimTakenAsIs) {
   EXPECT_EQ(s.Suggest("t0").kind, Suggestion::Kind::kNotNow);
   const json hello = link.requests.front().request;
   ASSERT_EQ(hello["space"].size(), 2u);
-  EXPECT_EQ(hello["space"][1],
-            (json{{"name", "model.act"}, {"path", {"model", "act"}}, {"sampler", "sample_from"},
-                  {"type", "any"}}));
+  EXPECT_EQ(hello["space"][1], (json{{"name", "model.act"},
+                                     {"path", {"model", "act"}},
+                                     {"sampler", "sample_from"},
+                                     {"type", "any"}}));
   Connect();
   const json act = {{"fn", {1, "relu"}}};
   AnswerAsk("t0", {{"lr", 0.5}, {"model.act", act}});

@@ -717,8 +717,9 @@ scheduler:
 
 TEST(ExperimentSpecTest, SampleFromNeedsTheExternalSearch) {
   // {sample_from: driver}: the Python driver fills it while serving search: external itself.
-  const std::string space = "param_space:\n  lr: {uniform: [0.1, 1]}\n  model:\n"
-                            "    act: {sample_from: driver}\n";
+  const std::string space =
+      "param_space:\n  lr: {uniform: [0.1, 1]}\n  model:\n"
+      "    act: {sample_from: driver}\n";
   ExpectInvalid(std::string(kMinimal) + space,
                 "exp.yaml:6: param_space.model.act: sample_from needs the Python driver, which "
                 "serves search itself (search: {type: external}); search: random cannot sample "

@@ -108,7 +108,8 @@ TEST_F(RunnerDriverTest, HeldResultIsDecidedOnceTheDriverAnswers) {
   EXPECT_EQ(LastAction(0), "continue");
   EXPECT_EQ(T(0).training_iteration, 1);
   EXPECT_EQ(runner_->HeldResults(), 0u);
-  EXPECT_LT(IndexOf("obs:driver_decision exp_00000/1 1"), IndexOf("obs:result exp_00000/1 continue"));
+  EXPECT_LT(IndexOf("obs:driver_decision exp_00000/1 1"),
+            IndexOf("obs:result exp_00000/1 continue"));
   EXPECT_EQ(obs_.driver_decisions.at(0), DriverAnswer{}.ToJson());
 }
 
@@ -282,12 +283,12 @@ std::unique_ptr<TrialRunner> Resumed(const std::vector<json>& records, FakeExecu
   o.experiment_id = "exp";
   o.metric = "acc";
   o.mode = "max";
-  auto runner = std::make_unique<TrialRunner>(
-      o, std::make_unique<VariantGenerator>(Grid(1), 1, 42), std::make_unique<FifoScheduler>(),
-      exec, obs, [] { return 1000.0; });
-  EXPECT_TRUE(runner->Restore(std::move(st.trials), st.searcher_state, st.last_action, 1000.0,
-                              st.ended_status.value_or(ExperimentStatus::kRunning),
-                              st.ended_reason)
+  auto runner = std::make_unique<TrialRunner>(o, std::make_unique<VariantGenerator>(Grid(1), 1, 42),
+                                              std::make_unique<FifoScheduler>(), exec, obs,
+                                              [] { return 1000.0; });
+  EXPECT_TRUE(runner
+                  ->Restore(std::move(st.trials), st.searcher_state, st.last_action, 1000.0,
+                            st.ended_status.value_or(ExperimentStatus::kRunning), st.ended_reason)
                   .ok());
   EXPECT_TRUE(runner->RestoreTrialScheduler(st.scheduler_state, st.scheduler_deltas).ok());
   EXPECT_TRUE(runner->ApplySearcherDeltas(st.searcher_deltas).ok());
