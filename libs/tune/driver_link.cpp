@@ -5,6 +5,8 @@
 #include <algorithm>
 #include <cmath>
 
+#include "libs/core/enum_names.hpp"
+
 namespace tunebus {
 
 using nlohmann::json;
@@ -38,19 +40,18 @@ Result<DriverAnswer> DriverAnswer::FromJson(const json& j) {
   return a;
 }
 
-const char* DriverLink::StateName(State s) {
-  switch (s) {
-    case State::kIdle:
-      return "idle";
-    case State::kConnecting:
-      return "connecting";
-    case State::kReady:
-      return "ready";
-    case State::kUnavailable:
-      return "unavailable";
-  }
-  return "?";
-}
+namespace {
+
+constexpr EnumName<DriverLink::State> kStateNames[] = {
+    {DriverLink::State::kIdle, "idle"},
+    {DriverLink::State::kConnecting, "connecting"},
+    {DriverLink::State::kReady, "ready"},
+    {DriverLink::State::kUnavailable, "unavailable"},
+};
+
+}  // namespace
+
+const char* DriverLink::StateName(State s) { return NameIn(kStateNames, s); }
 
 DriverLink::DriverLink(DriverOptions options, std::string experiment, std::string metric,
                        std::string mode, uint64_t session_nonce, std::unique_ptr<SearcherLink> link)

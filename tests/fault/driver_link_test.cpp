@@ -28,18 +28,10 @@ constexpr const char* kPython = "/usr/bin/python3";
 constexpr int kTrials = 3;
 constexpr int kStopAt = 3;
 
-bool PythonHasZmq(const fs::path& log_dir) {
-  auto p = Process::Spawn({.name = "python-check",
-                           .binary = kPython,
-                           .args = {"-c", "import zmq, msgpack"},
-                           .log_dir = log_dir});
-  return p->Wait(60s) == 0;
-}
-
 class DriverLinkFaultTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    if (!fs::exists(kPython) || !PythonHasZmq(cluster_.dir() / "logs")) {
+    if (!PythonImports(cluster_.dir() / "logs", "zmq, msgpack")) {
       GTEST_SKIP() << kPython << " cannot import zmq and msgpack";
     }
     ASSERT_TRUE(cluster_.Start());
