@@ -657,8 +657,7 @@ TEST(ExperimentSpecTest, EmptyOrNonMapDocumentIsRejected) {
 TEST(ExperimentSpecTest, DriverSectionIsParsed) {
   // The Python driver's link: endpoint required, on_result defaults to true, timeout_s to 10.
   Result<ExperimentSpec> spec =
-      Parse(std::string(kMinimal) + "driver: {endpoint: 'tcp://127.0.0.1:5700'}
-");
+      Parse(std::string(kMinimal) + "driver: {endpoint: 'tcp://127.0.0.1:5700'}\n");
   ASSERT_TRUE(spec.ok()) << spec.status().ToString();
   ASSERT_TRUE(spec->driver.has_value());
   EXPECT_EQ(spec->driver->endpoint, "tcp://127.0.0.1:5700");
