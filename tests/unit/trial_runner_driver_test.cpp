@@ -235,14 +235,14 @@ TEST_F(RunnerDriverTest, UnavailableDriverKeepsTheResultHeldAndRetries) {
   EXPECT_EQ(driver_->state(), DriverLink::State::kUnavailable);
   EXPECT_EQ(driver_->Describe()["retries"], 1);
   EXPECT_TRUE(link_.requests.empty());
-  link_.Advance(0.4);
+  link_.Advance(0.25);
   EXPECT_TRUE(link_.requests.empty());
-  link_.Advance(0.1);
+  link_.Advance(0.25);  // 0.5 s after the failure
   ASSERT_EQ(link_.requests.size(), 1u);
   link_.Answer(Status::Unavailable("no reply within 10 s"));
-  link_.Advance(0.9);
-  EXPECT_TRUE(link_.requests.empty());  // 1 s now
-  link_.Advance(0.1);
+  link_.Advance(0.75);
+  EXPECT_TRUE(link_.requests.empty());
+  link_.Advance(0.25);  // 1 s after the second
   Hello();
   ASSERT_EQ(link_.requests.size(), 1u);
   const std::string first_session = link_.requests.front().request["session"];
@@ -322,12 +322,13 @@ TEST(RunnerDriverResumeTest, JournaledAnswerDecidesWithoutTheDriver) {
     link.Answer(json{{"type", "driver_decision"}, {"stop_trial", seq == 2}});
   }
   ASSERT_EQ(runner.FindTrial("exp_00000")->status, TrialStatus::kTerminated);
-  size_t answered = 0;
+  size_t answered = 0, result = 0;
   for (size_t i = 0; i < records.size(); ++i) {
-    if (records[i]["kind"] == "driver_decision" && records[i]["seq"] == 2) answered = i;
+    if (records[i].value("seq", 0) == 2 && records[i]["kind"] == "driver_decision") answered = i;
+    if (records[i].value("seq", 0) == 2 && records[i]["kind"] == "result") result = i;
   }
   ASSERT_GT(answered, 0u);
-  EXPECT_EQ(records[answered + 1]["kind"], "result");  // the answer comes first
+  EXPECT_GT(result, answered);  // the answer is journaled first
 
   // Cut right after the answer: seq 2 has no result record.
   std::vector<std::string> log2;
