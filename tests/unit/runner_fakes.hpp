@@ -180,6 +180,15 @@ class JournalingObserver final : public RunnerObserver {
     Add(journal::ResultRecord(t, r.ToJson(), a));
   }
   void OnTrialStatus(const Trial& t) override { Add(journal::TrialStatusRecord(t)); }
+  void OnCheckpointSaved(const Trial& t, const CheckpointRef& ref) override {
+    Add(journal::CheckpointSavedRecord(t, ref));
+  }
+  void OnCheckpointDeleted(const Trial& t, const std::string& id) override {
+    Add(journal::CheckpointDeletedRecord(t, id));
+  }
+  void OnCheckpointFailed(const Trial& t, const CheckpointNotStored& failed) override {
+    Add(journal::CheckpointFailedRecord(t, failed));
+  }
   void OnSearcherState(const json& state) override { Add(journal::SearcherState(state)); }
   void OnSearcherDelta(const json& delta) override { Add(journal::SearcherDelta(delta)); }
   void OnTrialSchedulerState(const json& d) override { Add(journal::TrialSchedulerDelta(d)); }
