@@ -162,6 +162,44 @@ TEST_F(RunnerDriverTest, TrialSchedulerSeesTheDriverSamples) {
   EXPECT_EQ(seen[0], json({{"lr", 0.25}}));
 }
 
+// PBT with `lr: {driver: {}}` (always resample): the bottom trial that exploits the top one at
+// iteration 4 takes the lr the driver drew for that trial's result, and the exploit is journaled
+// as any other (so a resume needs no driver for it).
+TEST_F(RunnerDriverTest, PbtExploitTakesTheDriverSampleOfTheExploitingResult) {
+  const json pbt = {{"time_attr", "training_iteration"},
+                    {"perturbation_interval", 2},
+                    {"resample_probability", 1},
+                    {"hyperparam_mutations", {{"lr", {{"driver", json::object()}}}}}};
+  auto s = MakeTrialScheduler("pbt", pbt, "acc", "max", 7);
+  ASSERT_TRUE(s.ok()) << s.status().ToString();
+  StartDriven(4, std::move(*s));
+  const double acc[4] = {0.9, 0.5, 0.4, 0.1};
+  // Reports iteration `it` of trial i, the driver drawing lr = 0.001 * (100 * i + it).
+  auto at = [&](int i, int64_t it) {
+    EXPECT_TRUE(Report(i, it, {{"acc", acc[i]}}).ok());
+    Answer(json{{"samples", {{"lr", 0.001 * double(100 * i + it)}}}});
+    const std::string action = LastAction(i);
+    if (action == "checkpoint") {
+      EXPECT_TRUE(
+          runner_->OnCheckpointSaved(Id(i), T(i).attempt, Id(i) + "/" + std::to_string(it), it, 10)
+              .ok());
+    }
+    return action;
+  };
+  for (int64_t it = 1; it <= 3; ++it) {
+    for (int i = 0; i < 4; ++i) EXPECT_EQ(at(i, it), "continue") << i << " at " << it;
+  }
+  EXPECT_EQ(at(0, 4), "checkpoint");
+  EXPECT_EQ(at(1, 4), "continue");
+  EXPECT_EQ(at(2, 4), "continue");
+  EXPECT_EQ(at(3, 4), "stop");  // exploits t0
+  EXPECT_EQ(T(3).status, TrialStatus::kPending);
+  EXPECT_DOUBLE_EQ(T(3).config.value("lr", 0.0), 0.304);  // t3's draw at iteration 4
+  EXPECT_EQ(T(3).config["x"], T(0).config["x"]);          // the rest is the donor's
+  ASSERT_EQ(obs_.updates.size(), 1u);
+  EXPECT_EQ(obs_.updates[0]["pbt_exploit"].value("donor", ""), Id(0));
+}
+
 // PBT's explore of a `{driver: {}}` mutation: a resample takes the driver's value by the key's
 // dotted path, a perturbation multiplies by 1.2 or 0.8 (Ray's callable branch).
 TEST(PbtDriverMutationTest, ResampleTakesTheDriverValueAndPerturbMultiplies) {
