@@ -246,7 +246,9 @@ TEST(PbtDriverMutationTest, DriverMutationTakesNoParameters) {
 
 // Ray Tune's `should_checkpoint` result key asks for a checkpoint whatever checkpoint_freq says;
 // a stronger decision keeps its own action (pause; checkpoint_and_stop at a stop).
-TEST_F(TrialRunnerTest, ShouldCheckpointAsksForACheckpoint) {
+class ShouldCheckpointTest : public TrialRunnerTest {};
+
+TEST_F(ShouldCheckpointTest, ResultKeyAsksForACheckpoint) {
   RunnerOptions o;
   o.stop = {{"training_iteration", 3}};
   Start(o, 2, std::make_unique<PausingScheduler>(std::set<std::string>{Id(1)}));
