@@ -38,4 +38,9 @@ class SearcherLink {
 /// searcher has no link and only replays its journaled state.
 using SearcherLinkFactory = std::function<std::unique_ptr<SearcherLink>(const std::string&)>;
 
+/// `reply` when it is a map of `type`; a failed reply as it is; else InvalidArgument "the <peer>
+/// answered <its type> where <type> was expected" (`peer`: "searcher", "driver").
+Result<nlohmann::json> ExpectReply(Result<nlohmann::json> reply, const char* type,
+                                   const char* peer);
+
 }  // namespace tunebus

@@ -28,18 +28,10 @@ using namespace std::chrono_literals;
 constexpr const char* kPython = "/usr/bin/python3";
 constexpr int kTrials = 12;
 
-bool PythonHasOptuna(const fs::path& log_dir) {
-  auto p = Process::Spawn({.name = "python-check",
-                           .binary = kPython,
-                           .args = {"-c", "import zmq, msgpack, optuna"},
-                           .log_dir = log_dir});
-  return p->Wait(60s) == 0;
-}
-
 class ExternalSearcherFaultTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    if (!fs::exists(kPython) || !PythonHasOptuna(cluster_.dir() / "logs")) {
+    if (!PythonImports(cluster_.dir() / "logs", "zmq, msgpack, optuna")) {
       GTEST_SKIP() << kPython << " cannot import zmq, msgpack and optuna";
     }
     ASSERT_TRUE(cluster_.Start());

@@ -20,6 +20,15 @@ std::string SubmitDetached(Cluster& cluster, const fs::path& file, const std::st
   return name + "-" + submit.Json().value("experiment_id", "");
 }
 
+bool PythonImports(const fs::path& log_dir, const std::string& modules) {
+  if (!fs::exists("/usr/bin/python3")) return false;
+  auto p = Process::Spawn({.name = "python-check",
+                           .binary = "/usr/bin/python3",
+                           .args = {"-c", "import " + modules},
+                           .log_dir = log_dir});
+  return p->Wait(60s) == 0;
+}
+
 json WaitFinished(Cluster& cluster, Millis timeout) {
   json status;
   const bool finished = WaitFor(

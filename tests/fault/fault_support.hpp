@@ -16,6 +16,11 @@ namespace tunebus::testing {
 /// after adding a test failure.
 std::string SubmitDetached(Cluster& cluster, const fs::path& file, const std::string& name);
 
+/// True if /usr/bin/python3 can run `import <modules>` (e.g. "zmq, msgpack"): the fault tests
+/// that start a Python peer skip without Debian's python3-* packages. Its output goes to
+/// `log_dir`.
+bool PythonImports(const fs::path& log_dir, const std::string& modules);
+
 /// Polls `tunectl status` until the experiment is finished; returns the last status (an
 /// empty object after `timeout`).
 nlohmann::json WaitFinished(Cluster& cluster, Millis timeout);
