@@ -12,7 +12,7 @@
 #include <vector>
 
 #include "proto/store.hpp"
-#include "services/trial-worker/tar_process.hpp"
+#include "libs/workdir/tar_process.hpp"
 
 namespace tunebus {
 

@@ -16,7 +16,7 @@
 #include <vector>
 
 #include "proto/control.hpp"
-#include "services/trial-worker/tar_process.hpp"
+#include "libs/workdir/tar_process.hpp"
 #include "services/tunectl/commands.hpp"
 #include "services/tunectl/control_call.hpp"
 #include "services/tunectl/control_client.hpp"
