@@ -29,7 +29,7 @@ struct TrainableSpec {
   /// SHA-256 of the shipped working_dir's archive in the checkpoint-store, "" = not shipped.
   /// Not from the file: `tunectl` packs and uploads it, the scheduler journals it.
   std::string working_dir_digest;
-  int64_t working_dir_size_bytes = 0;  // of that archive
+  int64_t working_dir_size_bytes = 0;             // of that archive
   nlohmann::json env = nlohmann::json::object();  // extra environment variables (string values)
 };
 
@@ -97,6 +97,7 @@ struct ExperimentSpec {
   nlohmann::json search_config = nlohmann::json::object();
   std::string source_yaml;  // the file's text, kept for the journal and resubmission
   std::string source_path;  // the file's path as given (for error messages)
+  std::string base_dir;     // absolute: the folder relative paths resolve against (the file's)
 };
 
 /// Parses and validates an experiment file. Relative paths (results_dir, the command's

@@ -87,6 +87,7 @@ Result<ExperimentSpec> SpecParser::Parse(const std::string& text, const std::str
   if (spec_.results_dir.empty()) spec_.results_dir = NormalizeDir(fs::path(base_dir_) / "results");
   spec_.source_yaml = text;
   spec_.source_path = source;
+  spec_.base_dir = base_dir_;
   return std::move(spec_);
 }
 
