@@ -59,6 +59,15 @@ fs::path WriteShippedExperiment(const fs::path& folder, const fs::path& results,
   return file;
 }
 
+// Writes the experiment into <cluster dir>/project (results in <cluster dir>/results) and submits
+// it with `tunectl run --detach`.
+CommandResult SubmitShipped(Cluster& cluster, int samples, int iters, double sleep_s,
+                            const std::string& extra = "") {
+  const fs::path file = WriteShippedExperiment(cluster.dir() / "project", cluster.dir() / "results",
+                                               samples, iters, sleep_s, extra);
+  return cluster.Ctl({"run", "--detach", file.string()});
+}
+
 json Trials(Cluster& cluster) { return cluster.Ctl({"-o", "json", "ls"}).Json(); }
 
 // Waits until the experiment is no longer RUNNING; returns its summary.
@@ -90,8 +99,7 @@ TEST(WorkingDirTest, DeletedFolderRunsFromTheStoreAndSurvivesASchedulerKill) {
   Cluster cluster;
   ASSERT_TRUE(cluster.Start());
   const fs::path folder = cluster.dir() / "project";
-  const fs::path file = WriteShippedExperiment(folder, cluster.dir() / "results", 4, 6, 0.3);
-  auto submit = cluster.Ctl({"run", "--detach", file.string()});
+  auto submit = SubmitShipped(cluster, 4, 6, 0.3);
   ASSERT_EQ(submit.exit_code, 0) << submit.Describe();
   EXPECT_NE(submit.err.find("Shipping working_dir " + folder.string()), std::string::npos)
       << submit.err;
@@ -139,17 +147,14 @@ TEST(WorkingDirTest, RestartedWorkerReusesItsCacheAndTheSameFolderIsNotUploadedA
   options.workers = 1;
   Cluster cluster(options);
   ASSERT_TRUE(cluster.Start());
-  const fs::path folder = cluster.dir() / "project";
-  const fs::path file = WriteShippedExperiment(folder, cluster.dir() / "results", 1, 2, 0.05);
-  auto first = cluster.Ctl({"run", "--detach", file.string()});
+  auto first = SubmitShipped(cluster, 1, 2, 0.05);
   ASSERT_EQ(first.exit_code, 0) << first.Describe();
   EXPECT_EQ(WaitFinished(cluster, 60s).value("status", ""), "FINISHED");
   EXPECT_NE(cluster.process("w1")->Output().find("Fetching working_dir"), std::string::npos);
-  fs::remove_all(folder);
+  fs::remove_all(cluster.dir() / "project");
 
   ASSERT_TRUE(cluster.Restart("w1"));
-  WriteShippedExperiment(folder, cluster.dir() / "results", 1, 2, 0.05);
-  auto second = cluster.Ctl({"run", "--detach", file.string()});
+  auto second = SubmitShipped(cluster, 1, 2, 0.05);
   ASSERT_EQ(second.exit_code, 0) << second.Describe();
   EXPECT_NE(second.err.find("already in the checkpoint-store"), std::string::npos) << second.err;
   EXPECT_EQ(ShortDigest(second.err), ShortDigest(first.err));
@@ -161,24 +166,22 @@ TEST(WorkingDirTest, RestartedWorkerReusesItsCacheAndTheSameFolderIsNotUploadedA
   EXPECT_EQ(restarted.find("Fetching working_dir"), std::string::npos) << restarted;
 }
 
-// Sends checkpoint_delete for `id` to the checkpoint-store at `endpoint`; true when deleted.
-bool DeleteFromStore(const std::string& endpoint, const std::string& id) {
+// Sends `request` to the checkpoint-store at `endpoint` and returns its reply of type Reply.
+template <typename Reply, typename M>
+Result<Reply> AskStore(const std::string& endpoint, M request) {
   zmq::context_t ctx;
   zmq::socket_t s(ctx, zmq::socket_type::dealer);
   s.set(zmq::sockopt::linger, 0);
   s.set(zmq::sockopt::rcvtimeo, 10000);
   s.connect(endpoint);
-  proto::CheckpointDelete del;
-  del.id = 1;
-  del.checkpoint_id = id;
-  const std::string bytes = proto::Encode(del);
+  request.id = 1;
+  const std::string bytes = proto::Encode(request);
   s.send(zmq::buffer(bytes), zmq::send_flags::none);
   zmq::message_t reply;
-  if (!s.recv(reply)) return false;
+  if (!s.recv(reply)) return Status::Unavailable("the checkpoint-store did not answer");
   auto d = proto::Decode(reply.data(), reply.size());
-  if (!d.ok()) return false;
-  auto ack = d->As<proto::CheckpointDeleteAck>();
-  return ack.ok() && ack->deleted;
+  if (!d.ok()) return d.status();
+  return d->As<Reply>();
 }
 
 TEST(WorkingDirTest, WorkerThatCannotFetchItFailsTheTrialSayingWhy) {
@@ -190,39 +193,24 @@ TEST(WorkingDirTest, WorkerThatCannotFetchItFailsTheTrialSayingWhy) {
   options.workers = 1;
   Cluster cluster(options);
   ASSERT_TRUE(cluster.Start());
-  const fs::path folder = cluster.dir() / "project";
-  const fs::path file =
-      WriteShippedExperiment(folder, cluster.dir() / "results", 1, 2, 0.05,
-                             "resources_per_trial: {cpu: 1, fetchtest: 1}\nqueue_trials: true\n");
-  auto submit = cluster.Ctl({"run", "--detach", file.string()});
+  auto submit = SubmitShipped(cluster, 1, 2, 0.05,
+                              "resources_per_trial: {cpu: 1, fetchtest: 1}\nqueue_trials: true\n");
   ASSERT_EQ(submit.exit_code, 0) << submit.Describe();
   const auto at = submit.err.find("sha256 ");
   ASSERT_NE(at, std::string::npos) << submit.err;
   const std::string digest12 = submit.err.substr(at + 7, 12);
-  // The full digest is the one cache folder name a worker would use: list the store instead.
-  std::string digest;
-  {
-    const std::string prefix = "working_dirs/" + digest12;
-    zmq::context_t ctx;
-    zmq::socket_t s(ctx, zmq::socket_type::dealer);
-    s.set(zmq::sockopt::linger, 0);
-    s.set(zmq::sockopt::rcvtimeo, 10000);
-    s.connect(cluster.store());
-    proto::CheckpointList list;
-    list.id = 1;
-    list.prefix = prefix;
-    const std::string bytes = proto::Encode(list);
-    s.send(zmq::buffer(bytes), zmq::send_flags::none);
-    zmq::message_t reply;
-    ASSERT_TRUE(s.recv(reply));
-    auto d = proto::Decode(reply.data(), reply.size());
-    ASSERT_TRUE(d.ok());
-    auto listed = d->As<proto::CheckpointListReply>();
-    ASSERT_TRUE(listed.ok());
-    ASSERT_EQ(listed->checkpoints.size(), 1u);
-    digest = listed->checkpoints[0].checkpoint_id.substr(std::string("working_dirs/").size());
-  }
-  ASSERT_TRUE(DeleteFromStore(cluster.store(), "working_dirs/" + digest));
+  // tunectl prints 12 digits: the store's list of `working_dirs/<those>` names the whole digest.
+  proto::CheckpointList list;
+  list.prefix = "working_dirs/" + digest12;
+  auto listed = AskStore<proto::CheckpointListReply>(cluster.store(), list);
+  ASSERT_TRUE(listed.ok()) << listed.status().ToString();
+  ASSERT_EQ(listed->checkpoints.size(), 1u);
+  const std::string id = listed->checkpoints[0].checkpoint_id;
+  const std::string digest = id.substr(std::string("working_dirs/").size());
+  proto::CheckpointDelete del;
+  del.checkpoint_id = id;
+  auto deleted = AskStore<proto::CheckpointDeleteAck>(cluster.store(), del);
+  ASSERT_TRUE(deleted.ok() && deleted->deleted) << deleted.status().ToString();
   ASSERT_TRUE(cluster.AddWorker("w2", {"--resource", "fetchtest=1"}));
   const json summary = WaitFinished(cluster, 60s);
   const json ls = Trials(cluster);

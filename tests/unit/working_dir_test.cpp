@@ -32,7 +32,7 @@ class TempDir {
   }
   const std::string& path() const { return path_; }
   void Write(const std::string& rel, const std::string& content) const {
-    fs::create_directories(fs::path(path_ / fs::path(rel)).parent_path());
+    fs::create_directories((fs::path(path_) / rel).parent_path());
     std::ofstream(fs::path(path_) / rel, std::ios::binary) << content;
   }
 
@@ -193,7 +193,7 @@ TEST(WorkingDirArchiveTest, AlwaysExcludedAndIgnoreFileAndResultsFolder) {
   std::vector<std::string> paths;
   for (const WorkingDirEntry& e : listing->entries) paths.push_back(e.path);
   EXPECT_EQ(paths, (std::vector<std::string>{".tunebusignore", "pkg", "pkg/util.py", "train.py"}));
-  EXPECT_EQ(listing->total_bytes, 17 + 6 + 9);
+  EXPECT_EQ(listing->total_bytes, 16 + 6 + 9);
 }
 
 TEST(WorkingDirArchiveTest, SizeCapNamesSizeCapAndTheFiveLargestFiles) {
