@@ -128,13 +128,8 @@ int SubmitAndFollow(ControlClient& client, const ExperimentSpec& spec,
     if (!uploaded.ok()) {
       std::cerr << fmt::format("tunectl: cannot upload the working_dir {}: {}",
                                spec.working_dir.path, uploaded.status().ToString())
-                << "
-                   ";
-                   return uploaded.status()
-                       .code() ==
-              StatusCode::kUnavailable
-          ? 3
-          : 1;
+                << "\n";
+      return uploaded.status().code() == StatusCode::kUnavailable ? 3 : 1;
     }
     std::cerr << fmt::format("Shipping working_dir {}: {} files, {} ({} archive, sha256 {}){}",
                              spec.working_dir.path, working_dir->files,
