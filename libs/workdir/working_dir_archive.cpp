@@ -58,9 +58,11 @@ class Walker {
       if (is_dir) {
         const FileId child_id{st.st_dev, st.st_ino};
         if (std::find(ancestors_.begin(), ancestors_.end(), child_id) != ancestors_.end()) {
+          std::error_code canonical_ec;
+          const fs::path real = fs::canonical(child_abs, canonical_ec);
           return Status::InvalidArgument(
-              fmt::format("symbolic link loop: {} -> {} is a folder that contains it", child_rel,
-                          LinkTarget(child_abs)));
+              fmt::format("symbolic link loop: {} leads back to {}, a folder that contains it",
+                          child_rel, canonical_ec ? LinkTarget(child_abs) : real.string()));
         }
         out_.entries.push_back({child_rel, true, 0});
         if (Status s = Walk(child_abs, child_rel, child_id); !s.ok()) return s;
@@ -86,9 +88,9 @@ class Walker {
 };
 
 Status Prefixed(const WorkingDirSpec& spec, std::string_view field, const Status& s) {
-  const std::string where =
-      spec.source_name.empty() ? std::string() : fmt::format("{}:{}: ", spec.source_name,
-                                                             std::max(1, spec.line));
+  const std::string where = spec.source_name.empty()
+                                ? std::string()
+                                : fmt::format("{}:{}: ", spec.source_name, std::max(1, spec.line));
   return Status(s.code(), fmt::format("{}{}: {}", where, field, s.message()));
 }
 
@@ -217,10 +219,9 @@ Result<WorkingDirArchive> PackExperimentWorkingDir(const WorkingDirSpec& spec,
   if (!excludes.ok()) return excludes.status();
   auto listing = ListWorkingDir(spec.path, *excludes);
   if (!listing.ok()) {
-    return Prefixed(spec,
-                    listing.status().code() == StatusCode::kNotFound ? "working_dir.path"
-                                                                     : "working_dir",
-                    listing.status());
+    return Prefixed(
+        spec, listing.status().code() == StatusCode::kNotFound ? "working_dir.path" : "working_dir",
+        listing.status());
   }
   if (Status s = CheckWorkingDirSize(*listing, spec.max_size_bytes); !s.ok()) {
     return Prefixed(spec, "working_dir", s);

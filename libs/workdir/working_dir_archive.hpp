@@ -61,8 +61,8 @@ Result<ExcludeMatcher> WorkingDirExcludes(const WorkingDirSpec& spec,
 
 /// Walks `root` following symbolic links, leaving out what `excludes` matches (an excluded
 /// folder is not entered). Sockets, FIFOs and devices are left out. Errors: NotFound "no such
-/// folder <root>"; InvalidArgument for a symbolic link loop ("symbolic link loop: a/b -> ...")
-/// or a link to nothing; IoError for an unreadable folder.
+/// folder <root>"; InvalidArgument for a symbolic link loop ("symbolic link loop: a/b leads back
+/// to /x, a folder that contains it") or a link to nothing; IoError for an unreadable folder.
 Result<WorkingDirListing> ListWorkingDir(const std::string& root, const ExcludeMatcher& excludes);
 
 /// OK when `listing.total_bytes` <= `max_size_bytes`; else ResourceExhausted naming the size,
