@@ -88,9 +88,12 @@ class Walker {
 };
 
 Status Prefixed(const WorkingDirSpec& spec, std::string_view field, const Status& s) {
-  const std::string where = spec.source_name.empty()
-                                ? std::string()
-                                : fmt::format("{}:{}: ", spec.source_name, std::max(1, spec.line));
+  // No `working_dir` in the file (line 0): the default, the file's folder, has no line to name.
+  std::string where;
+  if (!spec.source_name.empty()) {
+    where = spec.line > 0 ? fmt::format("{}:{}: ", spec.source_name, spec.line)
+                          : fmt::format("{}: ", spec.source_name);
+  }
   return Status(s.code(), fmt::format("{}{}: {}", where, field, s.message()));
 }
 

@@ -74,7 +74,8 @@ Status CheckWorkingDirSize(const WorkingDirListing& listing, int64_t max_size_by
 Result<WorkingDirArchive> PackWorkingDir(const WorkingDirListing& listing);
 
 /// All of the above for an experiment's working_dir; errors are prefixed with
-/// "<source>:<line>: working_dir[.path]: ". REQUIRES: spec.shipped.
+/// "<source>:<line>: working_dir[.path]: " ("<source>: " without a line when the file has no
+/// `working_dir`). REQUIRES: spec.shipped.
 Result<WorkingDirArchive> PackExperimentWorkingDir(const WorkingDirSpec& spec,
                                                    const std::string& results_dir);
 
