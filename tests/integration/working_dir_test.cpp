@@ -228,19 +228,22 @@ TEST(WorkingDirTest, TunectlRefusesAFolderOverTheCapNamingTheLargestFiles) {
   // Packing happens before anything is submitted: an over-cap folder is an error naming the
   // file's line, the size, the cap and the largest files, and nothing runs.
   TempDir dir;
-  WriteFile(dir.path() / "weights.bin", std::string(300 * 1024, 'w'));
-  WriteFile(dir.path() / "train.py", "print(1)\n");
-  WriteFile(dir.path() / "exp.yaml",
+  const fs::path project = dir.path() / "project";
+  WriteFile(project / "weights.bin", std::string(300 * 1024, 'w'));
+  WriteFile(project / "train.py", "print(1)\n");
+  WriteFile(project / "exp.yaml",
             "name: big\n"
             "trainable: {command: [python3, train.py]}\n"
             "working_dir: {path: ., max_size_mb: 0.1}\n");
-  auto run = RunTunectl({"run", (dir.path() / "exp.yaml").string()}, 30s, dir.path() / "tunectl");
+  auto run = RunTunectl({"run", (project / "exp.yaml").string()}, 30s, dir.path() / "tunectl");
   EXPECT_EQ(run.exit_code, 2) << run.Describe();
-  EXPECT_NE(run.err.find("exp.yaml:3: working_dir: " + dir.path().string() +
-                         " holds 300.0 KiB to ship, over the cap of 102.4 KiB (max_size_mb); "
-                         "the largest files: weights.bin (300.0 KiB), train.py (9 B)"),
+  EXPECT_NE(run.err.find("exp.yaml:3: working_dir: " + project.string() +
+                         " holds 300.1 KiB to ship, over the cap of 102.4 KiB (max_size_mb); "
+                         "the largest files: weights.bin (300.0 KiB), exp.yaml (93 B), train.py "
+                         "(9 B); exclude them"),
             std::string::npos)
       << run.err;
+  EXPECT_FALSE(fs::exists(project / "results")) << "nothing ran";
 }
 
 }  // namespace
