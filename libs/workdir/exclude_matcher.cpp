@@ -56,9 +56,8 @@ Status ExcludeMatcher::Add(std::string_view pattern) {
   }
   for (const std::string& c : rule.components) {
     if (c == "." || c == "..") {
-      return Status::InvalidArgument(
-          fmt::format("'{}' has a '{}' component; patterns are relative to the working_dir",
-                      pattern, c));
+      return Status::InvalidArgument(fmt::format(
+          "'{}' has a '{}' component; patterns are relative to the working_dir", pattern, c));
     }
   }
   if (!anchored) rule.components.insert(rule.components.begin(), "**");

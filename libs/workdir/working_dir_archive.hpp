@@ -20,9 +20,9 @@ namespace tunebus {
 /// The experiment file's `working_dir` (README "Experiment file").
 struct WorkingDirSpec {
   static constexpr int64_t kDefaultMaxSizeBytes = int64_t(100) << 20;  // Ray's working_dir cap
-  bool shipped = true;                 // false: `working_dir: false`, run at `path` as is
-  std::string path;                    // absolute folder
-  std::vector<std::string> excludes;   // gitignore-like patterns (ExcludeMatcher)
+  bool shipped = true;                // false: `working_dir: false`, run at `path` as is
+  std::string path;                   // absolute folder
+  std::vector<std::string> excludes;  // gitignore-like patterns (ExcludeMatcher)
   int64_t max_size_bytes = kDefaultMaxSizeBytes;  // of the files' content, before tar
   /// Where the experiment file sets it, for errors ("exp.yaml:4: working_dir.path: ...");
   /// line 0 when the file has no `working_dir` (the default: the file's folder).

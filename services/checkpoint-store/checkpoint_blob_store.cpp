@@ -99,9 +99,9 @@ Status CheckpointBlobStore::Put(const std::string& checkpoint_id, uint32_t index
     if (!digest.ok()) return digest.status();
     if (*digest != sha256) {
       if (auto deleted = Delete(checkpoint_id); !deleted.ok()) return deleted.status();
-      return Status::Corruption(fmt::format(
-          "'{}' has SHA-256 {}, not the {} its uploader named; the upload is dropped",
-          checkpoint_id, *digest, sha256));
+      return Status::Corruption(
+          fmt::format("'{}' has SHA-256 {}, not the {} its uploader named; the upload is dropped",
+                      checkpoint_id, *digest, sha256));
     }
   }
   meta.num_chunks = index + 1;

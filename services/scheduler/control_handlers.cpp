@@ -201,9 +201,9 @@ Status Scheduler::HandleSubmit(bus::Incoming& in, const proto::Decoded& d) {
   }
   // A shipped working_dir: the store must hold its archive before anything is journaled.
   if (!IsSha256Hex(msg->working_dir_digest)) {
-    return Status::InvalidArgument(fmt::format(
-        "working_dir_digest '{}' is not a SHA-256 (64 lowercase hex digits)",
-        msg->working_dir_digest.substr(0, 80)));
+    return Status::InvalidArgument(
+        fmt::format("working_dir_digest '{}' is not a SHA-256 (64 lowercase hex digits)",
+                    msg->working_dir_digest.substr(0, 80)));
   }
   state_ = State::kSubmitting;
   StatWorkingDir(msg->working_dir_digest, [this, route = in.route, id = d.id(), type = d.type(),

@@ -102,9 +102,10 @@ Result<std::unique_ptr<Experiment>> Experiment::Create(ExperimentContext& ctx, E
 Result<std::unique_ptr<Experiment>> Experiment::LoadReadOnly(
     ExperimentSpec spec, std::string experiment_dir, const std::string& journal_name,
     journal::ReplayedExperiment replayed, uint64_t journal_length, const Clock& clock) {
-  ExperimentIdentity identity{replayed.experiment_id, replayed.seed,        replayed.submitted_at_s,
-                              replayed.base_dir,      replayed.source_name, replayed.restore_from,
-                              replayed.results_folder, replayed.working_dir_digest,
+  ExperimentIdentity identity{replayed.experiment_id,         replayed.seed,
+                              replayed.submitted_at_s,        replayed.base_dir,
+                              replayed.source_name,           replayed.restore_from,
+                              replayed.results_folder,        replayed.working_dir_digest,
                               replayed.working_dir_size_bytes};
   std::unique_ptr<Experiment> e(new Experiment(std::move(spec), std::move(experiment_dir),
                                                std::move(identity), clock, nullptr));

@@ -18,8 +18,8 @@ using json = nlohmann::json;
 
 Status CheckDigest(const std::string& digest) {
   if (IsSha256Hex(digest)) return Status::Ok();
-  return Status::InvalidArgument(fmt::format(
-      "digest '{}' is not a SHA-256 (64 lowercase hex digits)", digest.substr(0, 80)));
+  return Status::InvalidArgument(
+      fmt::format("digest '{}' is not a SHA-256 (64 lowercase hex digits)", digest.substr(0, 80)));
 }
 
 Status FromStore(const Status& s) {
@@ -52,10 +52,9 @@ Status Scheduler::HandleWorkingDirStat(bus::Incoming& in, const proto::Decoded& 
     bus::Incoming back;
     back.route = route;
     if (!size.ok()) return ReplyError(back, id, type, size.status());
-    ReplyRead(back, id,
-              json{{"digest", digest},
-                   {"stored", size->has_value()},
-                   {"size_bytes", size->value_or(0)}});
+    ReplyRead(
+        back, id,
+        json{{"digest", digest}, {"stored", size->has_value()}, {"size_bytes", size->value_or(0)}});
   });
   return Status::Ok();
 }
