@@ -17,7 +17,39 @@ struct SubmitExperiment {
   std::string spec_yaml;    // the file's text
   std::string base_dir;     // absolute folder relative paths resolve against
   std::string source_name;  // file name for error messages
-  TUNEBUS_DEFINE_MAP(v, type, id, spec_yaml, base_dir, source_name)
+  /// The shipped working_dir (since v1.8): the SHA-256 of its archive, uploaded before with
+  /// WorkingDirPut, and the archive's size in bytes. "" = not shipped (the command runs at the
+  /// path the file names, on every worker host). The scheduler checks that the store holds it
+  /// (not_found otherwise) and journals it with the experiment.
+  std::string working_dir_digest;
+  int64_t working_dir_size_bytes = 0;
+  TUNEBUS_DEFINE_MAP(v, type, id, spec_yaml, base_dir, source_name, working_dir_digest,
+                     working_dir_size_bytes)
+};
+
+/// Whether the checkpoint-store holds the working_dir archive `digest` (since v1.8), so a client
+/// uploads it only when it does not. body: {digest, stored (bool), size_bytes}. Errors:
+/// invalid_argument (not 64 lowercase hex digits), the store's errors (unavailable).
+struct WorkingDirStat {
+  TUNEBUS_ENVELOPE("working_dir_stat");
+  std::string digest;  // SHA-256 of the archive, 64 lowercase hex digits
+  TUNEBUS_DEFINE_MAP(v, type, id, digest)
+};
+
+/// One chunk of a working_dir archive (since v1.8); the scheduler stores it in the
+/// checkpoint-store as `working_dirs/<digest>`. Chunks go in order 0..n-1, one at a time; the
+/// one with `last` commits the archive once the store has checked that the chunks' SHA-256 is
+/// `digest`. body: {digest, chunk_index, stored (true after the last chunk)}. Errors:
+/// invalid_argument (bad digest, chunk over 4 MiB), corruption (digest mismatch: nothing is
+/// stored), failed_precondition (a chunk out of order), the store's errors (unavailable,
+/// io_error).
+struct WorkingDirPut {
+  TUNEBUS_ENVELOPE("working_dir_put");
+  std::string digest;
+  uint32_t chunk_index = 0;
+  std::vector<char> data;  // <= 4 MiB of the archive
+  bool last = false;
+  TUNEBUS_DEFINE_MAP(v, type, id, digest, chunk_index, data, last)
 };
 
 /// The `experiment` field of read requests (since v1.5; absent = ""): which experiment answers.

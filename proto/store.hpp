@@ -81,6 +81,9 @@ struct JournalListReply {
   TUNEBUS_DEFINE_MAP(v, type, id, experiments, last_seqs)
 };
 
+/// The checkpoint id a shipped working_dir archive is stored under (content-addressed).
+inline std::string WorkingDirBlobId(const std::string& sha256) { return "working_dirs/" + sha256; }
+
 /// Store one chunk of a checkpoint. Chunks are written in order 0..n-1; the one with
 /// last=true commits the checkpoint (metadata, total size) atomically.
 struct CheckpointPut {
@@ -90,7 +93,11 @@ struct CheckpointPut {
   std::vector<char> data;  // <= kCheckpointChunkBytes
   bool last = false;
   std::string metadata_json;  // on the last chunk: {"trial_id", "iteration", ...}
-  TUNEBUS_DEFINE_MAP(v, type, id, checkpoint_id, chunk_index, data, last, metadata_json)
+  /// On the last chunk, optional (since v1.8): the SHA-256 (64 lowercase hex digits) the chunks
+  /// concatenated must have. The store checks it before committing; on a mismatch it answers
+  /// `corruption` and drops the upload (nothing is committed).
+  std::string sha256;
+  TUNEBUS_DEFINE_MAP(v, type, id, checkpoint_id, chunk_index, data, last, metadata_json, sha256)
 };
 
 struct CheckpointPutAck {

@@ -67,9 +67,14 @@ struct StartTrial {
   /// What the attempt was allocated (fixed-point units, see proto/resources.hpp). The worker
   /// reports it back in RegisterNode.running so a restarted resource-manager rebuilds it.
   std::map<std::string, int64_t> resources;
+  /// SHA-256 of the experiment's shipped working_dir (since v1.8; "" = not shipped: the command
+  /// runs in trainable.working_dir as is). The worker fetches the archive
+  /// `working_dirs/<digest>` from the checkpoint-store once, keeps it unpacked in its cache and
+  /// runs the command there, resolved relative to it.
+  std::string working_dir_digest;
   TUNEBUS_DEFINE_MAP(v, type, id, experiment, trial_id, attempt, config_json, trainable, trial_dir,
                      gpu_ids, start_iteration, start_time_total_s, report_timeout_s,
-                     restore_checkpoint_id, checkpoint_prefix, resources)
+                     restore_checkpoint_id, checkpoint_prefix, resources, working_dir_digest)
 };
 
 /// worker -> scheduler: one result reported by the trainable. The worker keeps it until a

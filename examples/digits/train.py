@@ -18,10 +18,10 @@ Runs standalone too:  TUNEBUS_CONFIG='{"alpha": 1e-4, "eta0": 0.01}' python3 tra
 
 import os
 import pickle
-import sys
 import warnings
 
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "clients", "python"))
+# tunebus/ beside this file links to clients/python/tunebus/: the link's target ships with the
+# working_dir (this folder), so the import works in a worker's copy of it too.
 
 import numpy as np  # noqa: E402
 import sklearn  # noqa: E402

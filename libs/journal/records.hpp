@@ -4,7 +4,8 @@
 // to_msgpack) and stored, framed with a CRC (record_frame.hpp), in the checkpoint-store's
 // append-only journal; docs/journal-format.md is the grammar. Kinds and their fields:
 //   experiment_submitted {experiment_id, spec_yaml, base_dir, source_name, seed, submitted_at,
-//                         results_folder (when not the name)}
+//                         results_folder (when not the name), working_dir_digest and
+//                         working_dir_size_bytes (when its working_dir is shipped)}
 //   trial_added          {trial_id, index, config, experiment_tag, resources (units),
 //                         restore_checkpoint (checkpoint object, only with restore_from)}
 //   searcher_state       {state}                      the searcher's whole state (SaveState):
@@ -52,7 +53,9 @@ Result<nlohmann::json> DecodeRecord(std::string_view bytes);
 nlohmann::json ExperimentSubmitted(const std::string& experiment_id, const std::string& spec_yaml,
                                    const std::string& base_dir, const std::string& source_name,
                                    uint64_t seed, double submitted_at_s,
-                                   const std::string& results_folder = "");
+                                   const std::string& results_folder = "",
+                                   const std::string& working_dir_digest = "",
+                                   int64_t working_dir_size_bytes = 0);
 nlohmann::json TrialAdded(const Trial& trial);
 /// The searcher's whole state (Searcher::SaveState): kind "searcher_state".
 nlohmann::json SearcherState(const nlohmann::json& state);

@@ -53,6 +53,8 @@ Status JournalReplayer::Apply(const json& r) {
       state_.seed = r.at("seed").get<uint64_t>();
       state_.submitted_at_s = r.value("submitted_at", 0.0);
       state_.results_folder = r.value("results_folder", "");
+      state_.working_dir_digest = r.value("working_dir_digest", "");
+      state_.working_dir_size_bytes = r.value("working_dir_size_bytes", int64_t(0));
       submitted_ = true;
     } else if (!submitted_) {
       return Status::Corruption(

@@ -28,9 +28,11 @@ struct ReplayedExperiment {
   std::string base_dir;
   std::string source_name;
   uint64_t seed = 0;
-  double submitted_at_s = 0;   // wall clock, seconds since the epoch
-  std::string results_folder;  // "" = the experiment's name (records.hpp ExperimentSubmitted)
-  std::vector<Trial> trials;   // as the runner held them, in creation order
+  double submitted_at_s = 0;       // wall clock, seconds since the epoch
+  std::string results_folder;      // "" = the experiment's name (records.hpp ExperimentSubmitted)
+  std::string working_dir_digest;  // the shipped working_dir's SHA-256, "" = not shipped
+  int64_t working_dir_size_bytes = 0;  // its archive's size
+  std::vector<Trial> trials;           // as the runner held them, in creation order
   /// The searcher's newest whole state (a searcher_state record's or the snapshot's; null: its
   /// initial state) and the `searcher` deltas journaled after it (TrialRunner::Restore then
   /// TrialRunner::ApplySearcherDeltas).

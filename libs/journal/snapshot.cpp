@@ -90,6 +90,8 @@ std::string EncodeSnapshot(const ReplayedExperiment& s, const std::vector<Trial>
             {"seed", s.seed},
             {"submitted_at", s.submitted_at_s},
             {"results_folder", s.results_folder},
+            {"working_dir_digest", s.working_dir_digest},
+            {"working_dir_size_bytes", s.working_dir_size_bytes},
             {"searcher_state", s.searcher_state},
             {"searcher_deltas", s.searcher_deltas},
             {"last_action", ActionNames(s.last_action)},
@@ -132,6 +134,8 @@ Result<ReplayedExperiment> DecodeSnapshot(const std::string& bytes) {
     s.seed = j.at("seed").get<uint64_t>();
     s.submitted_at_s = j.at("submitted_at").get<double>();
     s.results_folder = j.value("results_folder", "");
+    s.working_dir_digest = j.value("working_dir_digest", "");
+    s.working_dir_size_bytes = j.value("working_dir_size_bytes", int64_t(0));
     int64_t index = 0;
     for (const json& t : j.at("trials")) s.trials.push_back(TrialFrom(t, index++));
     s.searcher_state = j.at("searcher_state");

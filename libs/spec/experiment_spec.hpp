@@ -16,13 +16,20 @@
 #include "libs/core/checkpoint_failure.hpp"
 #include "libs/core/fail_fast.hpp"
 #include "libs/core/status.hpp"
+#include "libs/workdir/working_dir_archive.hpp"
 
 namespace tunebus {
 
 struct TrainableSpec {
   std::vector<std::string> command;  // argv of a command trainable; empty when builtin is set
   std::string builtin;               // name of a built-in trainable ("mock", "noop"), or empty
-  std::string working_dir;           // absolute: the experiment file's folder (command runs here)
+  /// Absolute: where the command runs when its working_dir is not shipped (`working_dir: false`,
+  /// or a submission without a digest): the experiment file's folder or `working_dir.path`.
+  std::string working_dir;
+  /// SHA-256 of the shipped working_dir's archive in the checkpoint-store, "" = not shipped.
+  /// Not from the file: `tunectl` packs and uploads it, the scheduler journals it.
+  std::string working_dir_digest;
+  int64_t working_dir_size_bytes = 0;             // of that archive
   nlohmann::json env = nlohmann::json::object();  // extra environment variables (string values)
 };
 
@@ -53,6 +60,11 @@ struct ExperimentSpec {
   std::string metric;            // result key to optimise, may be empty
   std::string mode;              // "max", "min", or empty when metric is empty
   StopSpec stop;
+  /// `working_dir`: the folder shipped to every worker (Ray's runtime_env working_dir). Absent:
+  /// the file's folder, shipped for a command trainable (a builtin ships nothing); a string: that
+  /// folder (relative to the file's); a map {path, excludes, max_size_mb}; false: not shipped,
+  /// the command runs at the file's folder on every worker host.
+  WorkingDirSpec working_dir;
   std::map<std::string, double> resources_per_trial = {{"cpu", 1.0}};  // amounts, cpu/gpu/custom
   int64_t max_concurrent_trials = 0;                                   // 0 = no limit
   std::string results_dir;  // absolute; default "<working_dir>/results"
@@ -95,6 +107,7 @@ struct ExperimentSpec {
   nlohmann::json search_config = nlohmann::json::object();
   std::string source_yaml;  // the file's text, kept for the journal and resubmission
   std::string source_path;  // the file's path as given (for error messages)
+  std::string base_dir;     // absolute: the folder relative paths resolve against (the file's)
 };
 
 /// Parses and validates an experiment file. Relative paths (results_dir, the command's

@@ -42,7 +42,8 @@ const std::vector<std::string_view> kTopFields = {"name",
                                                   "checkpoint_failure",
                                                   "restore_from",
                                                   "report_timeout_s",
-                                                  "driver"};
+                                                  "driver",
+                                                  "working_dir"};
 const std::vector<std::string_view> kDriverFields = {"endpoint", "on_result", "timeout_s"};
 
 }  // namespace
@@ -80,10 +81,17 @@ Result<ExperimentSpec> SpecParser::Parse(const std::string& text, const std::str
     return Status::Internal(
         fmt::format("{}: unexpected error while parsing: {}", source, e.what()));
   }
-  spec_.trainable.working_dir = base_dir_;
+  WorkingDirSpec& wd = spec_.working_dir;
+  wd.source_name = source;
+  if (!given_.contains("working_dir")) {
+    wd.path = base_dir_;
+    wd.shipped = !spec_.trainable.command.empty();
+  }
+  spec_.trainable.working_dir = wd.path;
   if (spec_.results_dir.empty()) spec_.results_dir = NormalizeDir(fs::path(base_dir_) / "results");
   spec_.source_yaml = text;
   spec_.source_path = source;
+  spec_.base_dir = base_dir_;
   return std::move(spec_);
 }
 
@@ -111,6 +119,7 @@ Status SpecParser::ParseField(const MapEntry& e) {
   if (k == "name") return ParseName(e.value);
   if (k == "trainable") return ParseTrainable(e.value);
   if (k == "param_space") return ParseParamSpace(e.value);
+  if (k == "working_dir") return ParseWorkingDir(e);
   if (k == "num_samples") {
     Result<int64_t> n = r_.Int(e.value, k);
     if (!n.ok()) return n.status();

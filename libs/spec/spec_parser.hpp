@@ -42,6 +42,7 @@ class SpecParser {
   Status ParseTrainable(const YAML::Node& value);   // spec_sections.cpp
   Status ParseCommand(const YAML::Node& value);     // spec_sections.cpp
   Status ParseEnv(const YAML::Node& value);         // spec_sections.cpp
+  Status ParseWorkingDir(const MapEntry& e);        // spec_sections.cpp
   Status ParseParamSpace(const YAML::Node& value);  // spec_sections.cpp
   Status ParseScheduler(const YAML::Node& value);   // spec_sections.cpp
   /// "<dotted.path>: <why>" (VariantGenerator::Validate's form) as "param_space.<path>: <why>"

@@ -18,6 +18,7 @@ using json = nlohmann::json;
 
 const std::vector<std::string_view> kTrainableFields = {"command", "builtin", "env"};
 const std::vector<std::string_view> kBuiltins = {"mock", "noop"};
+const std::vector<std::string_view> kWorkingDirFields = {"path", "excludes", "max_size_mb"};
 const std::vector<std::string_view> kSchedulers = {
     "fifo", "asha", "hyperband", "hyperband_bohb", "median_stopping", "pbt"};
 
@@ -60,6 +61,59 @@ Status SpecParser::ParseTrainable(const YAML::Node& value) {
     has_program = has_program || e.key != "env";
   }
   if (!has_program) return r_.Error(value, "trainable", "needs 'command' or 'builtin'");
+  return Status::Ok();
+}
+
+Status SpecParser::ParseWorkingDir(const MapEntry& e) {
+  WorkingDirSpec& wd = spec_.working_dir;
+  wd.line = YamlReader::Line(e.key_node);
+  wd.path = base_dir_;
+  const YAML::Node& value = e.value;
+  if (value.IsScalar() && ScalarToJson(value).is_boolean()) {
+    wd.shipped = ScalarToJson(value).get<bool>();
+    return Status::Ok();
+  }
+  auto set_path = [&](const YAML::Node& node, const std::string& field) -> Status {
+    Result<std::string> path = r_.String(node, field);
+    if (!path.ok()) return path.status();
+    wd.path = NormalizeDir(std::filesystem::path(base_dir_) / *path);
+    wd.line = YamlReader::Line(node);
+    return Status::Ok();
+  };
+  if (value.IsScalar()) return set_path(value, "working_dir");
+  if (!value.IsMap()) {
+    return r_.Error(value, "working_dir",
+                    "expected a folder, a map {path, excludes, max_size_mb} or false, got " +
+                        YamlReader::Describe(value));
+  }
+  Result<std::vector<MapEntry>> entries = r_.Entries(value, "working_dir", kWorkingDirFields);
+  if (!entries.ok()) return entries.status();
+  for (const MapEntry& f : *entries) {
+    const std::string field = "working_dir." + f.key;
+    if (f.key == "path") {
+      if (Status s = set_path(f.value, field); !s.ok()) return s;
+    } else if (f.key == "max_size_mb") {
+      Result<double> mb = r_.Number(f.value, field);
+      if (!mb.ok()) return mb.status();
+      if (!(*mb > 0) || *mb > 1024 * 1024) {
+        return r_.Error(f.value, field, fmt::format("must be > 0 (MiB), got {}", *mb));
+      }
+      wd.max_size_bytes = int64_t(*mb * double(1 << 20));
+    } else {
+      if (!f.value.IsSequence()) {
+        return r_.Error(f.value, field,
+                        "expected a list of patterns, got " + YamlReader::Describe(f.value));
+      }
+      ExcludeMatcher check;
+      for (size_t i = 0; i < f.value.size(); ++i) {
+        const std::string item = fmt::format("{}[{}]", field, i);
+        Result<std::string> pattern = r_.String(f.value[i], item);
+        if (!pattern.ok()) return pattern.status();
+        if (Status s = check.Add(*pattern); !s.ok()) return r_.Error(f.value[i], item, s.message());
+        wd.excludes.push_back(*pattern);
+      }
+    }
+  }
   return Status::Ok();
 }
 

@@ -65,10 +65,10 @@ struct SpawnAttrs {
 
 // What a worker that cannot see the experiment's files must change (docs/deploy.md).
 constexpr char kSameFilesHint[] =
-    "a command trainable runs in the experiment file's folder, at the path it has on the host that "
-    "submitted it: mount that folder at the same path on every worker (the same volume or an image "
-    "that "
-    "holds it there), or submit the experiment from a folder the workers share";
+    "a command trainable whose working_dir is not shipped (`working_dir: false`, or a submission "
+    "without one) runs at the path its folder has on the host that submitted it: ship it (leave "
+    "`working_dir` out, or name the folder), or mount that folder at the same path on every "
+    "worker";
 
 bool IsInterpreter(const std::string& program) {
   static const std::regex kInterpreter(

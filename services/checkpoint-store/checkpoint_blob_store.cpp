@@ -4,6 +4,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "libs/core/sha256.hpp"
 #include "proto/codec.hpp"
 
 namespace tunebus::store {
@@ -47,7 +48,7 @@ Result<std::optional<CheckpointMeta>> CheckpointBlobStore::LoadMeta(
 
 Status CheckpointBlobStore::Put(const std::string& checkpoint_id, uint32_t index,
                                 const std::vector<char>& data, bool last,
-                                const std::string& metadata_json) {
+                                const std::string& metadata_json, const std::string& sha256) {
   if (Status s = ValidateId(checkpoint_id); !s.ok()) return s;
   if (data.size() > proto::kCheckpointChunkBytes) {
     return Status::InvalidArgument(fmt::format("chunk is {} bytes, the limit is {}", data.size(),
@@ -89,6 +90,20 @@ Status CheckpointBlobStore::Put(const std::string& checkpoint_id, uint32_t index
   } else {
     meta = *existing;
   }
+  if (last && !sha256.empty()) {
+    if (!IsSha256Hex(sha256)) {
+      return Status::InvalidArgument(
+          fmt::format("sha256 '{}' is not 64 lowercase hex digits", sha256.substr(0, 80)));
+    }
+    auto digest = DigestOfUpload(checkpoint_id, index, data);
+    if (!digest.ok()) return digest.status();
+    if (*digest != sha256) {
+      if (auto deleted = Delete(checkpoint_id); !deleted.ok()) return deleted.status();
+      return Status::Corruption(
+          fmt::format("'{}' has SHA-256 {}, not the {} its uploader named; the upload is dropped",
+                      checkpoint_id, *digest, sha256));
+    }
+  }
   meta.num_chunks = index + 1;
   meta.size_bytes += data.size();
   if (last) {
@@ -103,6 +118,23 @@ Status CheckpointBlobStore::Put(const std::string& checkpoint_id, uint32_t index
     return FromRocks(s, "build checkpoint batch");
   }
   return db_.Write(batch, /*durable=*/last);
+}
+
+Result<std::string> CheckpointBlobStore::DigestOfUpload(const std::string& checkpoint_id,
+                                                        uint32_t num_chunks,
+                                                        const std::vector<char>& tail) {
+  Sha256 hash;
+  for (uint32_t i = 0; i < num_chunks; ++i) {
+    auto data = db_.Get(ChunkKey(checkpoint_id, i));
+    if (!data.ok()) return data.status();
+    if (!data->has_value()) {
+      return Status::Corruption(
+          fmt::format("chunk {} of the upload of '{}' is missing", i, checkpoint_id));
+    }
+    hash.Update(**data);
+  }
+  hash.Update(tail.data(), tail.size());
+  return hash.HexDigest();
 }
 
 Result<CheckpointChunk> CheckpointBlobStore::Get(const std::string& checkpoint_id, uint32_t index) {

@@ -64,9 +64,11 @@ class CheckpointBlobStore {
   /// committing write is synced. Errors: InvalidArgument (bad id, data larger than
   /// proto::kCheckpointChunkBytes, bad metadata); FailedPrecondition (already committed, or
   /// index is not the next expected one: no upload in progress and index > 0, or index !=
-  /// chunks written so far); IoError, Corruption.
+  /// chunks written so far); IoError, Corruption. With `last` and a non-empty `sha256` (64 hex
+  /// digits), the chunks' SHA-256 must equal it: otherwise the upload is deleted and the error
+  /// is Corruption naming both digests (nothing is committed).
   Status Put(const std::string& checkpoint_id, uint32_t index, const std::vector<char>& data,
-             bool last, const std::string& metadata_json);
+             bool last, const std::string& metadata_json, const std::string& sha256 = "");
 
   /// Chunk `index` of a committed checkpoint. Errors: NotFound (unknown or uncommitted id,
   /// index ≥ num_chunks); Corruption (a committed chunk is missing); IoError.
@@ -85,6 +87,9 @@ class CheckpointBlobStore {
  private:
   /// The meta of `checkpoint_id`, nullopt if absent. Errors: Corruption, IoError.
   Result<std::optional<CheckpointMeta>> LoadMeta(const std::string& checkpoint_id);
+  /// SHA-256 hex of chunks 0..num_chunks-1 already written of `checkpoint_id`, then `tail`.
+  Result<std::string> DigestOfUpload(const std::string& checkpoint_id, uint32_t num_chunks,
+                                     const std::vector<char>& tail);
 
   StoreDb& db_;
 };

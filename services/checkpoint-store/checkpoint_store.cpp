@@ -190,7 +190,7 @@ Status CheckpointStore::HandleCheckpointPut(bus::Incoming& in, const proto::Deco
   if (Status s = RefuseWriteIfDegraded(); !s.ok()) return s;
   auto m = msg.As<proto::CheckpointPut>();
   const Status s = m.ok() ? checkpoints_.Put(m->checkpoint_id, m->chunk_index, m->data, m->last,
-                                             m->metadata_json)
+                                             m->metadata_json, m->sha256)
                           : m.status();
   if (!s.ok()) {
     NoteWriteFailure(s);

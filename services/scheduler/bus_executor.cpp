@@ -194,6 +194,7 @@ void BusExecutor::LaunchTrial(const Trial& trial) {
   msg.trainable.command = spec_.trainable.command;
   msg.trainable.builtin = spec_.trainable.builtin;
   msg.trainable.working_dir = spec_.trainable.working_dir;
+  msg.working_dir_digest = spec_.trainable.working_dir_digest;
   for (const auto& [k, v] : spec_.trainable.env.items()) {
     msg.trainable.env[k] = v.is_string() ? v.get<std::string>() : v.dump();
   }

@@ -9,6 +9,7 @@
 #include <string_view>
 #include <utility>
 
+#include "libs/core/sha256.hpp"
 #include "libs/journal/records.hpp"
 #include "proto/control.hpp"
 #include "proto/resources.hpp"
@@ -158,6 +159,8 @@ void Scheduler::AddControlHandlers() {
       .On(proto::ListWorkers::kType, this, &Scheduler::HandleListWorkers)
       .On(proto::ListExperiments::kType, this, &Scheduler::HandleListExperiments)
       .On(proto::FetchCheckpoint::kType, this, &Scheduler::HandleFetchCheckpoint)
+      .On(proto::WorkingDirStat::kType, this, &Scheduler::HandleWorkingDirStat)
+      .On(proto::WorkingDirPut::kType, this, &Scheduler::HandleWorkingDirPut)
       .On(proto::StopTrialCommand::kType, mutating(&Scheduler::HandleStopTrial))
       .On(proto::StopExperiment::kType, mutating(&Scheduler::HandleStopExperiment))
       .On(proto::ResumeExperimentCommand::kType, mutating(&Scheduler::HandleResumeExperiment))
@@ -192,16 +195,45 @@ Status Scheduler::HandleSubmit(bus::Incoming& in, const proto::Decoded& d) {
   }
   auto spec = ParseExperimentYaml(msg->spec_yaml, msg->base_dir, msg->source_name);
   if (!spec.ok()) return spec.status();
-  if (spec->restore_from.empty()) {
-    StartExperiment(in, d.id(), *msg, std::move(*spec), std::nullopt);
+  if (msg->working_dir_digest.empty()) {
+    SubmitParsed(in, d.id(), *msg, std::move(*spec));
     return Status::Ok();
   }
+  // A shipped working_dir: the store must hold its archive before anything is journaled.
+  if (!IsSha256Hex(msg->working_dir_digest)) {
+    return Status::InvalidArgument(
+        fmt::format("working_dir_digest '{}' is not a SHA-256 (64 lowercase hex digits)",
+                    msg->working_dir_digest.substr(0, 80)));
+  }
+  state_ = State::kSubmitting;
+  StatWorkingDir(msg->working_dir_digest, [this, route = in.route, id = d.id(), type = d.type(),
+                                           msg = *msg, spec = std::move(*spec)](
+                                              Result<std::optional<int64_t>> size) mutable {
+    state_ = State::kIdle;
+    bus::Incoming back;
+    back.route = route;
+    if (!size.ok()) return ReplyError(back, id, type, size.status());
+    if (!size->has_value()) {
+      return ReplyError(
+          back, id, type,
+          Status::NotFound(fmt::format("working_dir {} is not in the checkpoint-store; upload it "
+                                       "with working_dir_put before submitting",
+                                       msg.working_dir_digest.substr(0, 12))));
+    }
+    SubmitParsed(back, id, msg, std::move(spec));
+  });
+  return Status::Ok();
+}
+
+void Scheduler::SubmitParsed(const bus::Incoming& in, uint64_t id,
+                             const proto::SubmitExperiment& msg, ExperimentSpec spec) {
+  if (spec.restore_from.empty()) return StartExperiment(in, id, msg, std::move(spec), std::nullopt);
   // restore_from: learn the checkpoint's training_iteration from the store first.
   proto::CheckpointList list;
-  list.prefix = spec->restore_from;
+  list.prefix = spec.restore_from;
   state_ = State::kSubmitting;
-  store_->Request(list, [this, route = in.route, id = d.id(), type = d.type(), msg = *msg,
-                         spec = std::move(*spec)](Result<proto::Decoded> reply) mutable {
+  store_->Request(list, [this, route = in.route, id, type = std::string(msg.kType), msg,
+                         spec = std::move(spec)](Result<proto::Decoded> reply) mutable {
     state_ = State::kIdle;
     bus::Incoming back;
     back.route = route;
@@ -224,7 +256,6 @@ Status Scheduler::HandleSubmit(bus::Incoming& in, const proto::Decoded& d) {
                Status::NotFound("restore_from: no checkpoint '" + spec.restore_from +
                                 "' in the checkpoint-store"));
   });
-  return Status::Ok();
 }
 
 Status Scheduler::HandleListTrials(bus::Incoming& in, const proto::Decoded& d) {

@@ -82,7 +82,11 @@ Experiment::Experiment(ExperimentSpec spec, std::string experiment_dir, Experime
       clock_(clock),
       ctx_(ctx),
       read_only_(ctx == nullptr),
-      started_(clock.Now()) {}
+      started_(clock.Now()) {
+  // Every start_trial names the archive the experiment was submitted (and journaled) with.
+  spec_.trainable.working_dir_digest = identity_.working_dir_digest;
+  spec_.trainable.working_dir_size_bytes = identity_.working_dir_size_bytes;
+}
 
 Experiment::~Experiment() = default;
 
@@ -98,9 +102,11 @@ Result<std::unique_ptr<Experiment>> Experiment::Create(ExperimentContext& ctx, E
 Result<std::unique_ptr<Experiment>> Experiment::LoadReadOnly(
     ExperimentSpec spec, std::string experiment_dir, const std::string& journal_name,
     journal::ReplayedExperiment replayed, uint64_t journal_length, const Clock& clock) {
-  ExperimentIdentity identity{replayed.experiment_id, replayed.seed,        replayed.submitted_at_s,
-                              replayed.base_dir,      replayed.source_name, replayed.restore_from,
-                              replayed.results_folder};
+  ExperimentIdentity identity{replayed.experiment_id,         replayed.seed,
+                              replayed.submitted_at_s,        replayed.base_dir,
+                              replayed.source_name,           replayed.restore_from,
+                              replayed.results_folder,        replayed.working_dir_digest,
+                              replayed.working_dir_size_bytes};
   std::unique_ptr<Experiment> e(new Experiment(std::move(spec), std::move(experiment_dir),
                                                std::move(identity), clock, nullptr));
   if (Status s = e->Build(); !s.ok()) return s;
@@ -195,7 +201,8 @@ Status Experiment::Build() {
 void Experiment::Submit(const std::string& spec_yaml) {
   journal_->Append(journal::ExperimentSubmitted(
       identity_.experiment_id, spec_yaml, identity_.base_dir, identity_.source_name, identity_.seed,
-      identity_.submitted_at_s, identity_.results_folder));
+      identity_.submitted_at_s, identity_.results_folder, identity_.working_dir_digest,
+      identity_.working_dir_size_bytes));
   spdlog::info("Experiment {} ({} trials{}) submitted; journal {}", spec_.name,
                runner_->TotalTrials(), spec_.seed ? fmt::format(", seed {}", identity_.seed) : "",
                journal_name_);

@@ -84,7 +84,9 @@ struct ExperimentIdentity {
   std::string base_dir;       // the experiment file's folder, as submitted
   std::string source_name;    // the experiment file's name, as submitted
   std::optional<CheckpointRef> restore_from;
-  std::string results_folder;  // under the results directory; "" = the experiment's name
+  std::string results_folder;          // under the results directory; "" = the experiment's name
+  std::string working_dir_digest;      // the shipped working_dir's SHA-256; "" = not shipped
+  int64_t working_dir_size_bytes = 0;  // its archive's size
 };
 
 class Experiment {

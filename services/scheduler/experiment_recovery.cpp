@@ -145,6 +145,8 @@ void Experiment::MaybeSnapshot(int64_t every_records) {
   state.seed = identity_.seed;
   state.submitted_at_s = identity_.submitted_at_s;
   state.results_folder = identity_.results_folder;
+  state.working_dir_digest = identity_.working_dir_digest;
+  state.working_dir_size_bytes = identity_.working_dir_size_bytes;
   state.searcher_state = runner_->SearcherState();
   state.scheduler_state = runner_->TrialSchedulerState();
   state.last_action = runner_->LastActions();

@@ -14,6 +14,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <memory>
 #include <nlohmann/json.hpp>
@@ -136,6 +137,18 @@ class Scheduler {
   Status HandleAddTrial(bus::Incoming& in, const proto::Decoded& d);
   Status HandleSetTrialResources(bus::Incoming& in, const proto::Decoded& d);
   Status HandleFetchCheckpoint(bus::Incoming& in, const proto::Decoded& d);
+  // The shipped working_dir's archive (working_dir_handlers.cpp): stored in the checkpoint-store
+  // as proto::WorkingDirBlobId(digest), which checks its digest before committing it.
+  Status HandleWorkingDirStat(bus::Incoming& in, const proto::Decoded& d);
+  Status HandleWorkingDirPut(bus::Incoming& in, const proto::Decoded& d);
+  /// Asks the store for the archive `digest`: `done` gets its size, nullopt when the store does
+  /// not hold it, or the store's error (prefixed "checkpoint-store: ").
+  void StatWorkingDir(const std::string& digest,
+                      std::function<void(Result<std::optional<int64_t>>)> done);
+  /// Submits a parsed, checked experiment: with restore_from, after the store named the
+  /// checkpoint's iteration; then StartExperiment.
+  void SubmitParsed(const bus::Incoming& in, uint64_t id, const proto::SubmitExperiment& msg,
+                    ExperimentSpec spec);
   /// Answers a request that changed state: sent once every journal record appended so far is
   /// durable (the change it reports is then safe).
   void ReplyJson(const bus::Incoming& in, uint64_t id, const nlohmann::json& body);

@@ -60,7 +60,8 @@ void Scheduler::StartExperiment(const bus::Incoming& in, uint64_t id,
   auto created = Experiment::Create(
       *experiment_context_, std::move(spec), experiment_dir,
       ExperimentIdentity{experiment_id, seed, clock_.WallSeconds(), msg.base_dir, msg.source_name,
-                         std::move(restore_from), results_folder});
+                         std::move(restore_from), results_folder, msg.working_dir_digest,
+                         msg.working_dir_size_bytes});
   if (!created.ok()) return ReplyError(in, id, proto::SubmitExperiment::kType, created.status());
   experiments_.push_back(std::move(*created));
   Experiment* e = experiments_.back().get();
@@ -97,7 +98,8 @@ Status Scheduler::ResumeExperiment(JournalReader& reader, const std::string& jou
       *experiment_context_, std::move(*spec), experiment_dir,
       ExperimentIdentity{replayed.experiment_id, replayed.seed, replayed.submitted_at_s,
                          replayed.base_dir, replayed.source_name, replayed.restore_from,
-                         replayed.results_folder});
+                         replayed.results_folder, replayed.working_dir_digest,
+                         replayed.working_dir_size_bytes});
   if (!created.ok()) return created.status();
   // Kept even if the resume fails half-way: callbacks it registered may still come.
   experiments_.push_back(std::move(*created));

@@ -11,8 +11,8 @@
 #include <filesystem>
 #include <vector>
 
+#include "libs/workdir/tar_process.hpp"
 #include "proto/store.hpp"
-#include "services/trial-worker/tar_process.hpp"
 
 namespace tunebus {
 
@@ -126,7 +126,7 @@ void CheckpointTransfer::SendChunk(Job& job, bool last) {
 }
 
 void CheckpointTransfer::Download(const std::string& checkpoint_id, const std::string& dir,
-                                  Done done) {
+                                  Done done, const std::string& expected_sha256) {
   std::error_code ec;
   std::filesystem::create_directories(dir, ec);
   if (ec) return done(Status::IoError(fmt::format("cannot create {}: {}", dir, ec.message())));
@@ -138,6 +138,8 @@ void CheckpointTransfer::Download(const std::string& checkpoint_id, const std::s
   job->pid = spawned->first;
   job->fd = spawned->second;
   job->done = std::move(done);
+  job->expected_sha256 = expected_sha256;
+  if (!expected_sha256.empty()) job->hash = std::make_unique<Sha256>();
   const uint64_t id = job->id;
   jobs_[id] = std::move(job);
   RequestChunk(id);
@@ -159,9 +161,17 @@ void CheckpointTransfer::RequestChunk(uint64_t job_id) {
       return Finish(job_id, written);
     }
     j->bytes += int64_t(got->data.size());
+    if (j->hash) j->hash->Update(got->data.data(), got->data.size());
     if (++j->chunk < got->num_chunks) return RequestChunk(job_id);
     ::close(j->fd);
     j->fd = -1;
+    if (j->hash) {
+      if (const std::string digest = j->hash->HexDigest(); digest != j->expected_sha256) {
+        return Finish(
+            job_id, Status::Corruption(fmt::format("digest mismatch: the store's {} has SHA-256 {}",
+                                                   j->checkpoint_id, digest)));
+      }
+    }
     Finish(job_id, Status::Ok());
   });
 }

@@ -16,6 +16,7 @@
 
 #include "libs/bus/event_loop.hpp"
 #include "libs/bus/request_client.hpp"
+#include "libs/core/sha256.hpp"
 #include "libs/core/status.hpp"
 
 namespace tunebus {
@@ -39,8 +40,11 @@ class CheckpointTransfer {
   /// the last chunk.
   void Upload(const std::string& dir, const std::string& checkpoint_id, nlohmann::json metadata,
               Done done);
-  /// Fetches `checkpoint_id` and unpacks it into `dir` (created if missing).
-  void Download(const std::string& checkpoint_id, const std::string& dir, Done done);
+  /// Fetches `checkpoint_id` and unpacks it into `dir` (created if missing). With a non-empty
+  /// `expected_sha256`, the fetched bytes' SHA-256 must equal it, else the error is Corruption
+  /// ("digest mismatch") and `dir` may hold part of it (the caller removes it).
+  void Download(const std::string& checkpoint_id, const std::string& dir, Done done,
+                const std::string& expected_sha256 = "");
 
  private:
   struct Job {
@@ -53,6 +57,8 @@ class CheckpointTransfer {
     std::string buffer;   // upload: bytes of the chunk being filled
     uint32_t chunk = 0;
     int64_t bytes = 0;
+    std::string expected_sha256;   // download: "" = not checked
+    std::unique_ptr<Sha256> hash;  // download: of the chunks so far, with expected_sha256
     Done done;
   };
   void OnUploadReadable(uint64_t job_id);

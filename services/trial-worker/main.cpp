@@ -41,6 +41,10 @@ void AddFlags(CLI::App& app, tunebus::TrialWorkerOptions& o) {
   app.add_option("--store", o.store_endpoint, "the checkpoint-store endpoint")
       ->envname("TUNEBUS_STORE_ENDPOINT")
       ->capture_default_str();
+  app.add_option("--cache-dir", o.cache_dir,
+                 "where shipped working_dirs are unpacked, one folder per digest (default "
+                 "<temp dir>/tunebus-working-dirs)")
+      ->envname("TUNEBUS_CACHE_DIR");
   app.add_option("--cpus", o.cpus, "CPUs offered")
       ->envname("TUNEBUS_CPUS")
       ->check(CLI::NonNegativeNumber)

@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include <cmath>
+#include <filesystem>
 
 #include "libs/bus/socket.hpp"
 #include "libs/core/resources.hpp"
@@ -132,6 +133,11 @@ TrialWorker::TrialWorker(TrialWorkerOptions options, std::string hostname, zmq::
   rm_ = std::make_unique<bus::RequestClient>(loop_, std::move(rm), "resource-manager");
   store_ = std::make_unique<bus::RequestClient>(loop_, std::move(store), "checkpoint-store");
   transfer_ = std::make_unique<CheckpointTransfer>(loop_, *store_);
+  working_dirs_ = std::make_unique<WorkingDirCache>(
+      loop_, *transfer_,
+      options_.cache_dir.empty()
+          ? (std::filesystem::temp_directory_path() / "tunebus-working-dirs").string()
+          : options_.cache_dir);
   rm_->SetUnsolicitedHandler([this](const proto::Decoded& msg) {
     auto err = msg.type() == proto::ErrorReply::kType
                    ? msg.As<proto::ErrorReply>()

@@ -11,7 +11,9 @@
 // not_found from the scheduler makes it register again. The first RegisterWorkerAck of each
 // registration makes it resend its unacknowledged results and the TrialExited of trials that
 // still hold some (the scheduler drops duplicates by (trial_id, attempt, seq)).
-// Trials: StartTrial creates the trial dir and starts the trainable; each report becomes a
+// Trials: StartTrial creates the trial dir, fetches the experiment's shipped working_dir into
+// the cache when it names one (WorkingDirCache; the trainable runs there) and the checkpoint to
+// restore, and starts the trainable; each report becomes a
 // result (seq 1, 2, ... per attempt), sent in one ReportResults per poll round and kept until a
 // decision (Decision, or an item of Decisions) with seq >= it arrives; the
 // decision's action goes to the trainable ("pause" is delivered as "stop" for now). Stop (a
@@ -42,6 +44,7 @@
 #include "libs/trainable/trainable.hpp"
 #include "proto/worker.hpp"
 #include "services/trial-worker/checkpoint_transfer.hpp"
+#include "services/trial-worker/working_dir_cache.hpp"
 
 namespace tunebus {
 
@@ -59,6 +62,9 @@ struct TrialWorkerOptions {
   int64_t max_unacked_results = 1000;  // reports beyond this wait inside their trainables
   int64_t stop_grace_ms = 2000;        // time a stopping trainable gets before SIGKILL
   std::string node_ip;  // results' `node_ip`; "" = the address this host reaches the scheduler from
+  /// Unpacked shipped working_dirs, one folder per digest (WorkingDirCache); "" =
+  /// <temp dir>/tunebus-working-dirs.
+  std::string cache_dir;
   metrics::MetricsOptions metrics;  // --metrics-port / --metrics-host (0 = off)
   /// Times heartbeats, timeouts and trainables' iterations; tests pass a ManualClock. Outlives
   /// the worker.
@@ -167,6 +173,11 @@ class TrialWorker {
   void HandleDecisions(const proto::Decoded& msg);  // a Decisions batch
   void ApplyDecision(const proto::DecisionItem& d);
   void HandleStopTrial(const proto::Decoded& msg);
+  /// Fetches the checkpoint to restore (if any), then StartRun.
+  void RestoreAndStart(const proto::StartTrial& start, nlohmann::json config);
+  /// Ends a wait (working_dir fetch, restore) of `key` registered in restoring_: false, after
+  /// answering TrialExited(stopped) unless shutting down, when it was cancelled meanwhile.
+  bool EndWait(const RunKey& key);
   void StartRun(const proto::StartTrial& start, nlohmann::json config, std::string restore_dir);
   /// The folder a restored attempt's checkpoint is fetched into: <trial_dir>/restore_a<attempt>
   /// (the trainable's TUNEBUS_RESTORE_DIR).
@@ -190,7 +201,11 @@ class TrialWorker {
   void UploadCheckpoint(const RunKey& key, const std::string& saved, const std::string& id,
                         int64_t iteration, nlohmann::json metadata, int tries_left);
   static constexpr int kUploadTries = 60;
-  void FailStart(const proto::StartTrial& start, const std::string& error);
+  /// Reports an attempt that never ran its trainable as exited with `error`. `start_failed`: it
+  /// cannot start anywhere (the trial is ERROR at once); false: a failure of this attempt only
+  /// (a working_dir this worker could not fetch), retried as max_failures allows.
+  void FailStart(const proto::StartTrial& start, const std::string& error,
+                 bool start_failed = true);
   void BeginStopping(TrialRun& run, const std::string& why);
   /// Arms run.report_timer for one check period (report_timeout_s / 4).
   void ArmReportTimer(TrialRun& run);
@@ -214,7 +229,9 @@ class TrialWorker {
   std::unique_ptr<bus::RequestClient> rm_;
   std::unique_ptr<bus::RequestClient> store_;
   std::unique_ptr<CheckpointTransfer> transfer_;
-  std::map<RunKey, bool> restoring_;  // starts waiting for their checkpoint -> cancelled
+  std::unique_ptr<WorkingDirCache> working_dirs_;
+  /// starts waiting for their working_dir or checkpoint -> cancelled
+  std::map<RunKey, bool> restoring_;
   State state_ = State::kRegistering;
   bool rm_registered_ = false;
   bool rm_request_in_flight_ = false;

@@ -25,14 +25,15 @@ TrialWorker::TrialRun* TrialWorker::FindRun(const std::string& trial_id, int64_t
   return it == runs_.end() ? nullptr : it->second.get();
 }
 
-void TrialWorker::FailStart(const proto::StartTrial& start, const std::string& error) {
+void TrialWorker::FailStart(const proto::StartTrial& start, const std::string& error,
+                            bool start_failed) {
   spdlog::warn("Trial {} attempt {} could not start: {}", start.trial_id, start.attempt, error);
   proto::TrialExited exited;
   exited.trial_id = start.trial_id;
   exited.attempt = start.attempt;
   exited.ok = false;
   exited.error = fmt::format("{} (worker {} on host {})", error, options_.worker_id, hostname_);
-  exited.start_failed = true;
+  exited.start_failed = start_failed;
   SendToScheduler(exited);
 }
 
@@ -98,6 +99,37 @@ void TrialWorker::HandleStartTrial(const proto::Decoded& msg) {
   const RunKey key{start->trial_id, start->attempt};
   // Older attempts' restore folders (a killed worker's); a first attempt has none, and scans none.
   if (start->attempt > 1) RemoveRestoreDirs(start->trial_dir, start->attempt);
+  if (start->working_dir_digest.empty()) return RestoreAndStart(*start, std::move(config));
+  // The shipped working_dir first: the trainable runs in the cache's copy.
+  restoring_[key] = false;
+  working_dirs_->Acquire(
+      start->working_dir_digest,
+      [this, key, start = *start, config = std::move(config)](Result<std::string> folder) mutable {
+        if (!EndWait(key)) return;
+        if (!folder.ok()) {
+          return FailStart(start, folder.status().message(),
+                           /*start_failed=*/false);
+        }
+        start.trainable.working_dir = *folder;
+        RestoreAndStart(start, std::move(config));
+      });
+}
+
+bool TrialWorker::EndWait(const RunKey& key) {
+  const bool cancelled = restoring_[key];
+  restoring_.erase(key);
+  if (!cancelled && state_ != State::kShutDown) return true;
+  proto::TrialExited exited;
+  exited.trial_id = key.first;
+  exited.attempt = key.second;
+  exited.stopped = true;
+  if (state_ != State::kShutDown) SendToScheduler(exited);
+  return false;
+}
+
+void TrialWorker::RestoreAndStart(const proto::StartTrial& start_msg, nlohmann::json config) {
+  const proto::StartTrial* start = &start_msg;
+  const RunKey key{start->trial_id, start->attempt};
   if (start->restore_checkpoint_id.empty()) return StartRun(*start, std::move(config), "");
   // Restore first: fetch the checkpoint (saved on any worker) into the trial dir.
   const std::string restore_dir = RestoreDir(start->trial_dir, start->attempt);
@@ -107,16 +139,7 @@ void TrialWorker::HandleStartTrial(const proto::Decoded& msg) {
   transfer_->Download(start->restore_checkpoint_id, restore_dir,
                       [this, key, start = *start, config = std::move(config),
                        restore_dir](Result<int64_t> bytes) mutable {
-                        const bool cancelled = restoring_[key];
-                        restoring_.erase(key);
-                        if (cancelled || state_ == State::kShutDown) {
-                          proto::TrialExited exited;
-                          exited.trial_id = key.first;
-                          exited.attempt = key.second;
-                          exited.stopped = true;
-                          if (state_ != State::kShutDown) SendToScheduler(exited);
-                          return;
-                        }
+                        if (!EndWait(key)) return;
                         if (!bytes.ok()) {
                           std::error_code rm_ec;
                           fs::remove_all(restore_dir, rm_ec);

@@ -15,8 +15,8 @@
 #include <string>
 #include <vector>
 
+#include "libs/workdir/tar_process.hpp"
 #include "proto/control.hpp"
-#include "services/trial-worker/tar_process.hpp"
 #include "services/tunectl/commands.hpp"
 #include "services/tunectl/control_call.hpp"
 #include "services/tunectl/control_client.hpp"

@@ -2,6 +2,7 @@
 
 #include <unistd.h>
 
+#include <filesystem>
 #include <thread>
 
 #include "services/checkpoint-store/checkpoint_store.hpp"
@@ -56,6 +57,10 @@ Result<std::unique_ptr<EmbeddedSuite>> EmbeddedSuite::Start(zmq::context_t& ctx,
   wo.cpus = o.cpus > 0 ? o.cpus : int64_t(std::max(1u, std::thread::hardware_concurrency()));
   wo.gpus = o.gpus;
   wo.custom = o.custom;
+  // Shipped working_dirs unpack beside the store's data (<results>/.tunebus/working-dirs).
+  if (!o.data_dir.empty()) {
+    wo.cache_dir = (std::filesystem::path(o.data_dir).parent_path() / "working-dirs").string();
+  }
   auto worker = TrialWorker::Create(ctx, wo);
   if (!worker.ok()) return worker.status();
   s->worker_ = std::move(*worker);

@@ -18,6 +18,7 @@
 #include "services/tunectl/commands.hpp"
 #include "services/tunectl/control_client.hpp"
 #include "services/tunectl/progress_table.hpp"
+#include "services/tunectl/working_dir_upload.hpp"
 
 namespace tunebus {
 
@@ -102,16 +103,44 @@ void PrintErrored(ControlClient& client) {
   std::cout << std::flush;
 }
 
+// Packs the experiment's working_dir when it is shipped (nullopt when it is not). Errors name
+// the file, line and field ("exp.yaml:4: working_dir.path: no such folder /x").
+Result<std::optional<WorkingDirArchive>> PackWorkingDirOf(const ExperimentSpec& spec) {
+  if (!spec.working_dir.shipped) return std::optional<WorkingDirArchive>();
+  auto archive = PackExperimentWorkingDir(spec.working_dir, spec.results_dir);
+  if (!archive.ok()) return archive.status();
+  return std::optional<WorkingDirArchive>(std::move(*archive));
+}
+
 // Submits and (unless detached) follows the experiment to its end. Returns the exit code.
-int SubmitAndFollow(ControlClient& client, const ExperimentSpec& spec, const GlobalFlags& g,
+int SubmitAndFollow(ControlClient& client, const ExperimentSpec& spec,
+                    const std::optional<WorkingDirArchive>& working_dir, const GlobalFlags& g,
                     const RunFlags& r, bool json_output) {
   int exit_code = 0;
   const bool resumed = r.resume == "auto" && !r.detach && ResumeExisting(client, spec, &exit_code);
   if (exit_code != 0) return exit_code;
   proto::SubmitExperiment submit;
   submit.spec_yaml = spec.source_yaml;
-  submit.base_dir = spec.trainable.working_dir;
+  submit.base_dir = spec.base_dir;
   submit.source_name = spec.source_path;
+  if (working_dir && !resumed) {
+    auto uploaded = UploadWorkingDir(client, *working_dir);
+    if (!uploaded.ok()) {
+      std::cerr << fmt::format("tunectl: cannot upload the working_dir {}: {}",
+                               spec.working_dir.path, uploaded.status().ToString())
+                << "\n";
+      return uploaded.status().code() == StatusCode::kUnavailable ? 3 : 1;
+    }
+    std::cerr << fmt::format("Shipping working_dir {}: {} files, {} ({} archive, sha256 {}){}",
+                             spec.working_dir.path, working_dir->files,
+                             HumanBytes(working_dir->content_bytes),
+                             HumanBytes(int64_t(working_dir->data.size())),
+                             working_dir->digest.substr(0, 12),
+                             *uploaded ? "" : ", already in the checkpoint-store")
+              << std::endl;
+    submit.working_dir_digest = working_dir->digest;
+    submit.working_dir_size_bytes = int64_t(working_dir->data.size());
+  }
   auto submitted = resumed ? Result<nlohmann::json>(nlohmann::json::object()) : client.Call(submit);
   if (!submitted.ok()) {
     std::cerr << "tunectl: the scheduler refused the experiment: " << submitted.status().ToString()
@@ -205,6 +234,11 @@ int RunCommand(const GlobalFlags& g, RunFlags r) {
     std::cerr << "tunectl: invalid experiment file: " << spec.status().message() << "\n";
     return 2;
   }
+  auto working_dir = PackWorkingDirOf(*spec);
+  if (!working_dir.ok()) {
+    std::cerr << "tunectl: cannot ship the working_dir: " << working_dir.status().message() << "\n";
+    return 2;
+  }
   std::signal(SIGINT, OnSignal);
   std::signal(SIGTERM, OnSignal);
   zmq::context_t ctx;
@@ -215,7 +249,7 @@ int RunCommand(const GlobalFlags& g, RunFlags r) {
       std::cerr << "tunectl: " << client.status().ToString() << "\n";
       return 3;
     }
-    return SubmitAndFollow(*client, *spec, g, r, json_output);
+    return SubmitAndFollow(*client, *spec, *working_dir, g, r, json_output);
   }
   if (r.detach) {
     std::cerr << "tunectl: --detach needs --connect (an embedded run ends with tunectl)\n";
@@ -234,7 +268,7 @@ int RunCommand(const GlobalFlags& g, RunFlags r) {
     std::cerr << "tunectl: " << client.status().ToString() << "\n";
     return 1;
   }
-  const int code = SubmitAndFollow(*client, *spec, g, r, json_output);
+  const int code = SubmitAndFollow(*client, *spec, *working_dir, g, r, json_output);
   (*suite)->Stop();
   return code;
 }

@@ -347,6 +347,7 @@ TEST(CrashSoakTest, EveryAcknowledgedResultAndCheckpointSurvivesKills) {
 trainable:
   command: [python3, {}]
   env: {{SOAK_TRUTH_DIR: {}}}
+working_dir: false
 param_space:
   lr: {{uniform: [0.01, 0.3]}}
   fail_at: {{grid_search: [0, 0, 0, 0, 8]}}

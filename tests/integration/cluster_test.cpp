@@ -405,6 +405,7 @@ TEST(ClusterTest, UnknownCommandTrialErrorsWithReason) {
             "name: cmd\n"
             "trainable:\n"
             "  command: [/nonexistent/trainer]\n"
+            "working_dir: false\n"  // the file sits among the cluster's data
             "max_failures: -1\n"
             "results_dir: " +
                 (cluster.dir() / "results").string() + "\n");

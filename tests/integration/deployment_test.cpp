@@ -157,11 +157,13 @@ TEST(DeploymentTest, AWorkerThatCannotSeeTheTrainablesFilesFailsTheTrialSayingHo
   EXPECT_NE(error.find("(worker w1 on host"), std::string::npos) << error;
   EXPECT_EQ(t.value("attempt", 0), 1) << "a start failure is not retried: " << t.dump();
 
-  // 2. The folder is there, the script is not (an image without it).
+  // 2. The folder is there, the script is not (an image without it; not shipped).
   const fs::path file = cluster.dir() / "client" / "exp.yaml";
   fs::create_directories(file.parent_path());
-  WriteFile(file, "name: noscript\ntrainable: {command: [python3, -u, train.py]}\nresults_dir: " +
-                      results.string() + "\n");
+  WriteFile(file,
+            "name: noscript\ntrainable: {command: [python3, -u, train.py]}\nworking_dir: false\n"
+            "results_dir: " +
+                results.string() + "\n");
   auto run = cluster.Ctl({"run", file.string()}, 60s);
   EXPECT_EQ(run.exit_code, 1) << run.Describe();
   t = ErroredTrial(cluster);
@@ -170,7 +172,7 @@ TEST(DeploymentTest, AWorkerThatCannotSeeTheTrainablesFilesFailsTheTrialSayingHo
                        file.parent_path().string() + " on this worker"),
             std::string::npos)
       << t.dump();
-  EXPECT_NE(error.find("the same volume or an image that holds it there"), std::string::npos)
+  EXPECT_NE(error.find("ship it (leave `working_dir` out, or name the folder)"), std::string::npos)
       << error;
 }
 

@@ -25,7 +25,7 @@ bool HavePythonWithSklearn() {
 }
 
 /// examples/digits/<name> with the trainable command and results_dir made absolute, written into
-/// the cluster's folder.
+/// the cluster's folder (among its data, so not shipped: `working_dir: false`).
 fs::path ExampleFile(Cluster& cluster, const std::string& name) {
   std::string yaml = ReadFile(SourceDir() / "examples/digits" / name);
   const std::string script = "run_trainable.sh", results = "results_dir: results";
@@ -34,7 +34,7 @@ fs::path ExampleFile(Cluster& cluster, const std::string& name) {
   yaml.replace(yaml.find(results), results.size(),
                "results_dir: " + (cluster.dir() / "results").string());
   const fs::path file = cluster.dir() / name;
-  WriteFile(file, yaml);
+  WriteFile(file, yaml + "working_dir: false\n");
   return file;
 }
 

@@ -46,6 +46,7 @@ fs::path WriteExperiment(const fs::path& dir, const std::string& name, bool chec
             "name: " + name +
                 "\n"
                 "trainable: {command: [sh, train.sh]}\n"
+                "working_dir: false\n"  // the file sits beside the suite's data
                 "param_space:\n"
                 "  lr: {grid_search: [0.1, 0.3, 0.2]}\n"
                 "metric: score\n"

@@ -323,6 +323,13 @@ int Cluster::metrics_port(const std::string& name) const {
   if (auto it = options_.worker_args.find(id); it != options_.worker_args.end()) extra = it->second;
   if (std::find(extra.begin(), extra.end(), "--cpus") == extra.end())
     extra.insert(extra.begin(), {"--cpus", cpus});
+  if (std::find(extra.begin(), extra.end(), "--cache-dir") == extra.end()) {
+    // Each worker's own working_dir cache, in the cluster's folder: no test sees another's.
+    // Sticky and open to all, as /tmp, for workers that run unprivileged.
+    fs::create_directories(dir() / "cache");
+    ::chmod((dir() / "cache").c_str(), 01777);
+    extra.insert(extra.begin(), {"--cache-dir", (dir() / "cache" / id).string()});
+  }
   o.args.insert(o.args.end(), extra.begin(), extra.end());
   return Spawn(std::move(o));
 }

@@ -196,7 +196,8 @@ struct ClusterOptions {
 
 /// checkpoint-store, resource-manager, scheduler and N trial-workers ("w1".."wN") as separate
 /// processes on 127.0.0.1, each on ports the kernel picks and reports (SpawnReady), each with its
-/// own logs, and a temporary folder (dir()) for the store's data and the test's files.
+/// own logs, and a temporary folder (dir()) for the store's data and the test's files. Worker
+/// `id` keeps shipped working_dirs in dir()/cache/<id> unless its worker_args give --cache-dir.
 class Cluster {
  public:
   explicit Cluster(ClusterOptions options = {});

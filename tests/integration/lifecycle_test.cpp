@@ -17,10 +17,12 @@ using nlohmann::json;
 using namespace std::chrono_literals;
 
 // An experiment file in the cluster's folder; `body` holds everything after name/results_dir.
+// The file sits among the cluster's data (the store's, the logs), so its folder is not shipped:
+// the trainables are scripts named by absolute paths.
 fs::path WriteExperiment(Cluster& cluster, const std::string& name, const std::string& body) {
   const fs::path file = cluster.dir() / (name + ".yaml");
   WriteFile(file, "name: " + name + "\nresults_dir: " + (cluster.dir() / "results").string() +
-                      "\n" + body);
+                      "\nworking_dir: false\n" + body);
   return file;
 }
 

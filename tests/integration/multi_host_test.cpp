@@ -3,7 +3,10 @@
 // each run a trial-worker that reaches c over its own link (10.77.1.0/24, 10.77.2.0/24). An
 // experiment runs across them; host a's link is cut mid-run (ip link set ... down): its worker
 // is declared lost, its trials requeue on b and finish; the link comes back, the worker rejoins
-// and receives new trials. Needs root and iproute2; skipped with a message otherwise.
+// and receives new trials. Then a Python trainable whose folder is deleted right after
+// `tunectl run --detach` uploaded it runs on both worker hosts from their working_dir caches
+// (the namespaces share the filesystem, so only the deletion makes the store's copy the only
+// one). Needs root and iproute2; skipped with a message otherwise.
 #include <gtest/gtest.h>
 #include <unistd.h>
 
@@ -131,7 +134,8 @@ TEST(MultiHostTest, CutWorkerHostIsLostItsTrialsFinishElsewhereAndItRejoins) {
     const std::string c = "tcp://10.77." + std::to_string(subnet++) + ".1:";
     hosts.Start(h, std::string("w-") + h, "trial-worker",
                 {"--worker-id", std::string("w-") + h, "--cpus", "2", "--heartbeat-interval-ms",
-                 "200", "--scheduler", c + "5559", "--rm", c + "5556", "--store", c + "5557"});
+                 "200", "--scheduler", c + "5559", "--rm", c + "5556", "--store", c + "5557",
+                 "--cache-dir", (hosts.dir() / "cache" / h).string()});
   }
   ASSERT_TRUE(WaitFor(
       [&] {
@@ -222,6 +226,45 @@ TEST(MultiHostTest, CutWorkerHostIsLostItsTrialsFinishElsewhereAndItRejoins) {
       EXPECT_GE(t.value("attempt", 0), 2) << t.dump();
     }
   }
+
+  // A Python trainable that exists only in the store once submitted: one trial per host (each
+  // asks for both of a worker's cpus), each run in its host's cache.
+  if (!Sh("command -v python3")) GTEST_SKIP() << "python3 is not on PATH";
+  const fs::path project = hosts.dir() / "project";
+  WriteFile(project / "tunebus.py", ReadFile(SourceDir() / "clients" / "python" / "tunebus.py"));
+  WriteFile(project / "train.py",
+            "import os, time\nimport tunebus\ncfg = tunebus.config()\n"
+            "for i in range(10):\n"
+            "    time.sleep(0.1)\n"
+            "    tunebus.report(score=cfg['x'] * (i + 1), cwd=os.getcwd())\n");
+  WriteFile(project / "exp.yaml",
+            "name: shipped\ntrainable: {command: [python3, train.py]}\n"
+            "param_space: {x: {grid_search: [1, 2]}}\n"
+            "resources_per_trial: {cpu: 2}\n"
+            "results_dir: " +
+                (hosts.dir() / "results").string() + "\n");
+  const json shipped = hosts.Ctl({"run", "--detach", (project / "exp.yaml").string()});
+  ASSERT_TRUE(shipped.is_object()) << hosts.Logs();
+  fs::remove_all(project);
+  ASSERT_TRUE(WaitFor(
+      [&] {
+        status = hosts.Ctl({"status"});
+        return status.is_object() && status.value("name", "") == "shipped" &&
+               status.value("finished", false);
+      },
+      60s, 250ms))
+      << status.dump() << hosts.Logs();
+  EXPECT_EQ(status.value("status", ""), "FINISHED");
+  std::set<std::string> caches;
+  for (const json& t : hosts.Ctl({"ls"})) {
+    EXPECT_EQ(t.value("status", ""), "TERMINATED") << t.dump();
+    EXPECT_EQ(t.value("training_iteration", 0), 10) << t.dump();
+    const std::string cwd = t["last_result"].value("cwd", "");
+    for (const char* h : {"a", "b"}) {
+      if (cwd.starts_with((hosts.dir() / "cache" / h).string() + "/")) caches.insert(h);
+    }
+  }
+  EXPECT_EQ(caches, (std::set<std::string>{"a", "b"})) << "each host ran one trial in its cache";
 }
 
 }  // namespace

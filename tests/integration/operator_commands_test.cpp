@@ -33,6 +33,7 @@ TEST(OperatorCommandsTest, WatchLsBestExportAndLogsFromTunectl) {
   WriteFile(file,
             "name: ops\n"
             "trainable: {command: [sh, train.sh]}\n"
+            "working_dir: false\n"  // the file sits among the cluster's data
             "param_space:\n"
             "  lr: {grid_search: [0.1, 0.4, 0.2, 0.3]}\n"
             "metric: score\n"

@@ -74,7 +74,9 @@ TEST(CodecTest, WorkerMessagesRoundTrip) {
   start.trial_dir = "/results/exp/exp_00003";
   start.gpu_ids = {"0", "3"};
   start.start_iteration = 12;
+  start.working_dir_digest = std::string(64, 'f');
   StartTrial start2 = RoundTrip(start);
+  EXPECT_EQ(start2.working_dir_digest, start.working_dir_digest);
   EXPECT_EQ(start2.trainable.command, start.trainable.command);
   EXPECT_EQ(start2.trainable.env, start.trainable.env);
   EXPECT_EQ(start2.config_json, start.config_json);

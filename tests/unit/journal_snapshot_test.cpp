@@ -340,6 +340,23 @@ TEST(JournalSnapshotTest, ARunsResultsFolderIsReplayedAndSnapshotted) {
   EXPECT_EQ(ReplayAll({older}).results_folder, "");
 }
 
+TEST(JournalSnapshotTest, AShippedWorkingDirsDigestIsReplayedAndSnapshotted) {
+  // The submission names the shipped working_dir's archive; a replay and a snapshot give it back,
+  // so a restarted scheduler ships the same one. A submission without it ships nothing.
+  const std::string digest(64, 'a');
+  const ReplayedExperiment shipped = ReplayAll(
+      {ExperimentSubmitted("abcde", "name: s\n", "/tmp", "s.yaml", 1, 1.0, "", digest, 4096)});
+  EXPECT_EQ(shipped.working_dir_digest, digest);
+  EXPECT_EQ(shipped.working_dir_size_bytes, 4096);
+  auto restored = DecodeSnapshot(EncodeSnapshot(shipped));
+  ASSERT_TRUE(restored.ok()) << restored.status().ToString();
+  EXPECT_EQ(restored->working_dir_digest, digest);
+  EXPECT_EQ(restored->working_dir_size_bytes, 4096);
+  const json plain = ExperimentSubmitted("abcde", "name: s\n", "/tmp", "s.yaml", 1, 1.0);
+  EXPECT_FALSE(plain.contains("working_dir_digest"));
+  EXPECT_EQ(ReplayAll({plain}).working_dir_digest, "");
+}
+
 TEST(JournalSnapshotTest, SnapshotIdsSortByTheSeqTheyCover) {
   // The resume picks the greatest id under the prefix: zero padding makes that the newest.
   EXPECT_LT(SnapshotId("exp-abcde", 99999), SnapshotId("exp-abcde", 100000));

@@ -203,7 +203,8 @@ TEST_F(CommandTrainableTest, MissingTrainableFilesAreAStartErrorPointingToTheFix
   EXPECT_NE(e.find("sub/train.py does not exist in"), std::string::npos) << e;
   e = start_error({"./train", "--epochs", "3"}, dir_.string());
   EXPECT_NE(e.find("./train does not exist in"), std::string::npos) << e;
-  EXPECT_NE(e.find("same volume or an image that holds it"), std::string::npos) << e;
+  EXPECT_NE(e.find("ship it (leave `working_dir` out, or name the folder)"), std::string::npos)
+      << e;
 }
 
 TEST_F(CommandTrainableTest, CommandsWithoutAScriptFileAreNotMistakenForMissingOnes) {

@@ -1,4 +1,4 @@
-#include "services/trial-worker/tar_process.hpp"
+#include "libs/workdir/tar_process.hpp"
 
 #include <fcntl.h>
 #include <fmt/format.h>

@@ -1,7 +1,7 @@
 // The system `tar` as a child process fed or drained through a pipe: how checkpoint folders
-// become the byte streams the checkpoint-store keeps, and back (CheckpointTransfer on a worker,
-// `tunectl checkpoint export`). Callers ignore SIGPIPE, so a tar that dies fails a write with
-// EPIPE instead of killing them.
+// and working_dirs become the byte streams the checkpoint-store keeps, and back
+// (CheckpointTransfer on a worker, `tunectl checkpoint export`, PackWorkingDir). Callers ignore
+// SIGPIPE, so a tar that dies fails a write with EPIPE instead of killing them.
 #pragma once
 
 #include <sys/types.h>
