@@ -20,13 +20,15 @@ namespace {
 using nlohmann::json;
 using namespace std::chrono_literals;
 
-// Writes <folder>/train.py, a copy of clients/python/tunebus.py beside it (so the trainable
-// needs nothing outside its folder) and <folder>/exp.yaml: `samples` trials of `iters` reports
-// `sleep_s` apart, each reporting its cwd; results go to `results` (outside the folder, which
-// the tests delete). `extra` is appended to the file. Returns exp.yaml's path.
+// Writes <folder>/train.py, a copy of the stdlib trainable helper
+// (clients/python/tunebus/_helper.py) as tunebus.py beside it (so the trainable needs nothing
+// outside its folder) and <folder>/exp.yaml: `samples` trials of `iters` reports `sleep_s` apart,
+// each reporting its cwd; results go to `results` (outside the folder, which the tests delete).
+// `extra` is appended to the file. Returns exp.yaml's path.
 fs::path WriteShippedExperiment(const fs::path& folder, const fs::path& results, int samples,
                                 int iters, double sleep_s, const std::string& extra = "") {
-  WriteFile(folder / "tunebus.py", ReadFile(SourceDir() / "clients" / "python" / "tunebus.py"));
+  WriteFile(folder / "tunebus.py",
+            ReadFile(SourceDir() / "clients" / "python" / "tunebus" / "_helper.py"));
   WriteFile(folder / "train.py",
             "import os, time\n"
             "import tunebus\n"
