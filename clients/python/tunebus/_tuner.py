@@ -239,12 +239,27 @@ class Tuner:
             state = json.load(f)
         tuner = cls(trainable, param_space=param_space, _restore_name=state["name"])
         tuner._restored = state
+        tuner._results_dir = os.path.abspath(path)
         return tuner
 
     def get_results(self):
-        """The ResultGrid of the last `fit()`."""
-        if self._results is None:
+        """The ResultGrid of the last `fit()`, or of a restored Tuner's results folder as it is
+        (Ray's `Tuner.restore(path, fn).get_results()`: statuses and checkpoints come from the
+        suite holding its journal, the embedded one on its storage path started if needed)."""
+        if self._results is not None:
+            return self._results
+        restored = getattr(self, "_restored", None)
+        if not restored:
             raise RuntimeError("get_results() before fit()")
+        exp = restored["experiment"]
+        endpoint, _ = _suite.endpoint(exp["results_dir"])
+        client = _suite.ControlClient(endpoint)
+        summary = client.request("get_experiment", experiment=exp["name"])
+        trials = client.request("list_trials", status="", experiment=exp["name"]) or []
+        exporter = tunectl_exporter(_suite.find_tunectl(), endpoint,
+                                    summary.get("journal") or exp["name"])
+        self._results = ResultGrid.from_folder(self._results_dir, exp.get("metric"),
+                                               exp.get("mode"), trials, exporter)
         return self._results
 
     def fit(self):
@@ -262,6 +277,7 @@ class Tuner:
         self._name = exp["name"]
         endpoint, embedded = _suite.endpoint(exp["results_dir"])
         links = []
+        path = None
         try:
             if needs.link or needs.sample_from:
                 host = "127.0.0.1" if embedded else _driver.local_address_for(endpoint)
@@ -273,6 +289,8 @@ class Tuner:
         finally:
             for link in links:
                 link.close()
+            if path is not None:  # shipped at submission: the store holds its archive now
+                shutil.rmtree(os.path.dirname(path), ignore_errors=True)
         client = _suite.ControlClient(endpoint)
         if rcode == 2:
             raise TuneError("invalid_argument", tail or "tunectl run refused the experiment file")
