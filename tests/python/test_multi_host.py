@@ -85,7 +85,7 @@ def train_fn(config):
     from tunebus import train
     for i in range(3):
         train.report({"score": config["x"] * (i + 1),
-                      "sees_original_folder": int(os.path.exists(config["original"])),
+                      "sees_original_file": int(os.path.exists(os.path.join(config["original"], "model_lib.py"))),
                       "cwd_is_original": int(os.getcwd() == config["original"])})
 """
 
@@ -101,7 +101,7 @@ results = tune.Tuner(
     tune_config=tune.TuneConfig(metric="score", mode="max"),
     run_config=tune.RunConfig(name="shipped", storage_path=sys.argv[1], verbose=0),
 ).fit()
-print("ROWS " + json.dumps(sorted([r.metrics.get("score"), r.metrics.get("sees_original_folder"),
+print("ROWS " + json.dumps(sorted([r.metrics.get("score"), r.metrics.get("sees_original_file"),
                                    r.metrics.get("cwd_is_original")] for r in results)))
 print("ERRORS %d" % results.num_errors)
 """
@@ -158,8 +158,9 @@ def test_function_trainable_runs_on_a_host_without_its_file(tmp_path):
         assert driver.returncode == 0, driver.stdout + driver.stderr + hosts.log("w-a")
         rows = next(line for line in driver.stdout.splitlines() if line.startswith("ROWS "))
         assert "ERRORS 0" in driver.stdout, driver.stdout + hosts.log("w-a")
-        # Every trial reached its last score [score, sees the project folder, runs in it]: in a
-        # folder that is not the project's, on a host where the project's folder is empty.
+        # Every trial reached its last score [score, sees the project's model_lib.py, runs in the
+        # project folder]: in a folder that is not the project's, on a host where the project's
+        # folder is an empty tmpfs.
         assert json.loads(rows[5:]) == [[3, 0, 0], [6, 0, 0], [9, 0, 0]], rows
         assert "shipped" in os.listdir(results)
     finally:
