@@ -20,6 +20,8 @@ except ImportError as e:
 
 
 def pytest_collection_modifyitems(config, items):
+    if DRIVER_MISSING and os.environ.get("CI") == "true":
+        raise pytest.UsageError("CI=true but the driver's modules are missing: " + DRIVER_MISSING)
     if DRIVER_MISSING:
         skip = pytest.mark.skip(reason=DRIVER_MISSING)
         for item in items:
