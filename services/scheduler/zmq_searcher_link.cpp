@@ -86,8 +86,8 @@ ZmqSearcherLink::ZmqSearcherLink(bus::EventLoop& loop, zmq::context_t& ctx, std:
     : loop_(loop), ctx_(ctx), endpoint_(std::move(endpoint)) {}
 
 SearcherLinkFactory ZmqSearcherLink::Factory(bus::EventLoop& loop, zmq::context_t& ctx) {
-  return [&loop, &ctx](const std::string& endpoint) -> std::unique_ptr<SearcherLink> {
-    return std::make_unique<ZmqSearcherLink>(loop, ctx, endpoint);
+  return [&loop, &ctx](const SearcherTarget& target) -> Result<std::unique_ptr<SearcherLink>> {
+    return std::unique_ptr<SearcherLink>(new ZmqSearcherLink(loop, ctx, target.endpoint));
   };
 }
 

@@ -27,7 +27,8 @@ class ZmqSearcherLink final : public SearcherLink {
  public:
   /// `loop` and `ctx` outlive the link.
   ZmqSearcherLink(bus::EventLoop& loop, zmq::context_t& ctx, std::string endpoint);
-  /// The factory MakeSearcher takes.
+  /// The factory MakeSearcher takes: a link to the target's endpoint (its command is the
+  /// caller's: SearcherProcess).
   static SearcherLinkFactory Factory(bus::EventLoop& loop, zmq::context_t& ctx);
   ~ZmqSearcherLink() override;
 
