@@ -119,6 +119,14 @@ Status CheckEnvironmentName(const std::string& name) {
   return Status::Ok();
 }
 
+std::vector<char*> NullTerminated(const std::vector<std::string>& strings) {
+  std::vector<char*> out;
+  out.reserve(strings.size() + 1);
+  for (const std::string& s : strings) out.push_back(const_cast<char*>(s.c_str()));
+  out.push_back(nullptr);
+  return out;
+}
+
 std::string ChildExit::Describe() const {
   return signal != 0 ? fmt::format("signal {}", signal) : fmt::format("exit code {}", exit_code);
 }
@@ -140,12 +148,8 @@ Result<std::unique_ptr<ChildProcess>> ChildProcess::Spawn(const Options& options
   }
   auto env = BuildEnv(options.env);
   if (!env.ok()) return env.status();
-  std::vector<char*> argv;
-  for (const auto& a : options.argv) argv.push_back(const_cast<char*>(a.c_str()));
-  argv.push_back(nullptr);
-  std::vector<char*> envp;
-  for (auto& e : *env) envp.push_back(e.data());
-  envp.push_back(nullptr);
+  std::vector<char*> argv = NullTerminated(options.argv);
+  std::vector<char*> envp = NullTerminated(*env);
 
   int error_pipe[2];
   if (::pipe2(error_pipe, O_CLOEXEC) != 0) return Status::IoError("pipe2: " + ErrnoText(errno));

@@ -38,6 +38,10 @@ std::map<std::string, std::string> CurrentEnvironment();
 /// Errors: InvalidArgument "invalid environment variable name '<name>'" (empty, '=' or NUL).
 Status CheckEnvironmentName(const std::string& name);
 
+/// The argv / envp array execve takes: pointers to `strings` (which must outlive it), then
+/// nullptr.
+std::vector<char*> NullTerminated(const std::vector<std::string>& strings);
+
 /// How a child ended.
 struct ChildExit {
   int exit_code = 0;  // with signal == 0

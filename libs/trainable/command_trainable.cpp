@@ -213,12 +213,8 @@ Status CommandTrainable::Start() {
   posix_spawnattr_setflags(&sa.attr,
                            POSIX_SPAWN_SETPGROUP | POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF);
 
-  std::vector<char*> argv;
-  for (const auto& a : def_.command) argv.push_back(const_cast<char*>(a.c_str()));
-  argv.push_back(nullptr);
-  std::vector<char*> envp;
-  for (auto& e : *env) envp.push_back(e.data());
-  envp.push_back(nullptr);
+  std::vector<char*> argv = NullTerminated(def_.command);
+  std::vector<char*> envp = NullTerminated(*env);
 
   pid_t pid = 0;
   const bool search_path = def_.command[0].find('/') == std::string::npos;

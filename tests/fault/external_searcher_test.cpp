@@ -25,49 +25,27 @@ namespace {
 using nlohmann::json;
 using namespace std::chrono_literals;
 
-constexpr const char* kPython = "/usr/bin/python3";
+constexpr const char* kPython = kSystemPython;
 constexpr int kTrials = 12;
-
-bool PythonHasOptuna(const fs::path& log_dir) {
-  auto p = Process::Spawn({.name = "python-check",
-                           .binary = kPython,
-                           .args = {"-c", "import zmq, msgpack, optuna"},
-                           .log_dir = log_dir});
-  return p->Wait(60s) == 0;
-}
 
 class ExternalSearcherFaultTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    if (!fs::exists(kPython) || !PythonHasOptuna(cluster_.dir() / "logs")) {
+    if (!PythonHasOptuna(cluster_.dir() / "logs")) {
       GTEST_SKIP() << kPython << " cannot import zmq, msgpack and optuna";
     }
     ASSERT_TRUE(cluster_.Start());
     ASSERT_TRUE(StartSearcher());
     file_ = cluster_.dir() / "external.yaml";
-    WriteFile(file_,
-              "name: external\n"
-              "trainable: {builtin: mock}\n"
-              "param_space:\n"
-              "  lr: {loguniform: [0.001, 0.1]}\n"
-              "  sleep_s: {uniform: [0.1, 0.15]}\n"
-              "  mock_iterations: 8\n"
-              "num_samples: " +
-                  std::to_string(kTrials) +
-                  "\n"
-                  "seed: 3\n"
-                  "metric: mean_accuracy\n"
-                  "mode: max\n"
-                  "search:\n"
-                  "  type: external\n"
-                  "  endpoint: " +
-                  endpoint() +
-                  "\n"
-                  "  timeout_s: 1\n"
-                  "  backoff_initial_s: 0.2\n"
-                  "  backoff_max_s: 1\n"
-                  "results_dir: " +
-                  (cluster_.dir() / "results").string() + "\n");
+    WriteFile(file_, ExternalSearchExperiment("external", kTrials,
+                                              "  type: external\n"
+                                              "  endpoint: " +
+                                                  endpoint() +
+                                                  "\n"
+                                                  "  timeout_s: 1\n"
+                                                  "  backoff_initial_s: 0.2\n"
+                                                  "  backoff_max_s: 1\n",
+                                              cluster_.dir() / "results"));
   }
 
   // The endpoint the first searcher bound; a restarted one binds it again (the experiment file
@@ -96,15 +74,7 @@ class ExternalSearcherFaultTest : public ::testing::Test {
   int64_t Running() { return Count("RUNNING"); }
   // Waits until `n` trials were added.
   bool WaitForTrials(int64_t n) {
-    return WaitFor(
-        [&] {
-          const json s = Summary();
-          if (!s.is_object() || !s.contains("counts")) return false;
-          int64_t added = 0;
-          for (const auto& [status, count] : s["counts"].items()) added += count.get<int64_t>();
-          return added >= n;
-        },
-        60s, 100ms);
+    return WaitFor([&] { return TrialsAdded(Summary()) >= n; }, 60s, 100ms);
   }
 
   // The run ended FINISHED with kTrials trials, each added once and TERMINATED, each config the

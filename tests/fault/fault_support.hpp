@@ -12,6 +12,24 @@
 
 namespace tunebus::testing {
 
+/// The Python the external-searcher tests run tunebus_searcher.py with (Debian's, which sees
+/// python3-zmq, python3-msgpack and python3-optuna).
+inline constexpr const char* kSystemPython = "/usr/bin/python3";
+
+/// Whether kSystemPython exists and imports zmq, msgpack and optuna (its output goes to
+/// `log_dir`).
+bool PythonHasOptuna(const fs::path& log_dir);
+
+/// An experiment file for the external-searcher tests: `name`, the mock trainable (8 iterations
+/// of 0.1-0.15 s), lr and sleep_s sampled, `trials` samples, seed 3, mean_accuracy max, the
+/// `search:` lines `search` (each indented by two spaces, ending in a newline), results under
+/// `results_dir`.
+std::string ExternalSearchExperiment(const std::string& name, int trials, const std::string& search,
+                                     const fs::path& results_dir);
+
+/// How many trials a `tunectl -o json status` summary counts (all statuses); 0 without counts.
+int64_t TrialsAdded(const nlohmann::json& summary);
+
 /// `tunectl run --detach FILE`; returns the experiment's journal name ("<name>-<id>"), or ""
 /// after adding a test failure.
 std::string SubmitDetached(Cluster& cluster, const fs::path& file, const std::string& name);

@@ -22,16 +22,8 @@ namespace {
 using nlohmann::json;
 using namespace std::chrono_literals;
 
-constexpr const char* kPython = "/usr/bin/python3";
+constexpr const char* kPython = kSystemPython;
 constexpr int kTrials = 10;
-
-bool PythonHasOptuna(const fs::path& log_dir) {
-  auto p = Process::Spawn({.name = "python-check",
-                           .binary = kPython,
-                           .args = {"-c", "import zmq, msgpack, optuna"},
-                           .log_dir = log_dir});
-  return p->Wait(60s) == 0;
-}
 
 // Whether `pid` no longer runs (no such process, or a zombie nobody reaped yet).
 bool Gone(pid_t pid) {
@@ -44,7 +36,7 @@ bool Gone(pid_t pid) {
 class SpawnedSearcherTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    if (!fs::exists(kPython) || !PythonHasOptuna(cluster_.dir() / "logs")) {
+    if (!PythonHasOptuna(cluster_.dir() / "logs")) {
       GTEST_SKIP() << kPython
                    << " cannot import zmq, msgpack and optuna (install python3-zmq, "
                       "python3-msgpack, python3-optuna)";
@@ -57,28 +49,15 @@ class SpawnedSearcherTest : public ::testing::Test {
                   folder / "tunebus_searcher.py");
     file_ = folder / "spawned.yaml";
     WriteFile(file_,
-              "name: spawned\n"
-              "trainable: {builtin: mock}\n"
-              "param_space:\n"
-              "  lr: {loguniform: [0.001, 0.1]}\n"
-              "  sleep_s: {uniform: [0.1, 0.15]}\n"
-              "  mock_iterations: 8\n"
-              "num_samples: " +
-                  std::to_string(kTrials) +
-                  "\n"
-                  "seed: 3\n"
-                  "metric: mean_accuracy\n"
-                  "mode: max\n"
-                  "search:\n"
-                  "  type: external\n"
-                  "  command: [" +
-                  std::string(kPython) +
-                  ", tunebus_searcher.py, --sampler, tpe, --seed, '1']\n"
-                  "  timeout_s: 2\n"
-                  "  backoff_initial_s: 0.2\n"
-                  "  backoff_max_s: 1\n"
-                  "results_dir: " +
-                  (cluster_.dir() / "results").string() + "\n");
+              ExternalSearchExperiment("spawned", kTrials,
+                                       "  type: external\n"
+                                       "  command: [" +
+                                           std::string(kPython) +
+                                           ", tunebus_searcher.py, --sampler, tpe, --seed, '1']\n"
+                                           "  timeout_s: 2\n"
+                                           "  backoff_initial_s: 0.2\n"
+                                           "  backoff_max_s: 1\n",
+                                       cluster_.dir() / "results"));
   }
 
   json Summary() { return cluster_.Ctl({"-o", "json", "status"}, 10s).Json(); }
@@ -87,13 +66,7 @@ class SpawnedSearcherTest : public ::testing::Test {
     return s.is_object() && s.contains("searcher") ? s["searcher"] : json::object();
   }
   pid_t SearcherPid() { return pid_t(Searcher().value("pid", int64_t{0})); }
-  int64_t Added() {
-    const json s = Summary();
-    if (!s.is_object() || !s.contains("counts")) return 0;
-    int64_t added = 0;
-    for (const auto& [status, count] : s["counts"].items()) added += count.get<int64_t>();
-    return added;
-  }
+  int64_t Added() { return TrialsAdded(Summary()); }
   // Waits until the searcher process runs, has answered (trials were added) and `trials` exist.
   pid_t WaitRunning(int64_t trials) {
     pid_t pid = 0;

@@ -187,8 +187,11 @@ TEST_F(SearcherProcessTest, PicksAPrivateIpcEndpointAndRestartsWithBackoff) {
   EXPECT_NE(log.find("arg=" + endpoint + " env=" + endpoint), std::string::npos) << log;
   EXPECT_NE(log.find("ended: exit code 3; starting it again in 0.2 s"), std::string::npos) << log;
   EXPECT_NE(log.find("starting it again in 0.4 s"), std::string::npos) << log;
+  ASSERT_TRUE(RunUntil([&] { return p.state() == SearcherProcess::State::kBackoff; }));
   p.Stop();
   EXPECT_EQ(p.state(), SearcherProcess::State::kStopped);  // between two starts: stopped at once
+  loop_.RunOnce(bus::Duration{500});
+  EXPECT_EQ(p.state(), SearcherProcess::State::kStopped);  // and not started again
   made->reset();
   EXPECT_FALSE(fs::exists(folder)) << "the private folder outlived the searcher";
 }
