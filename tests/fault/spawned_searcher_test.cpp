@@ -136,7 +136,7 @@ TEST_F(SpawnedSearcherTest, KilledSearcherIsRestartedByTheSchedulerAndTheRunComp
       << Summary().dump();
   const std::string log = SearcherLog();
   EXPECT_NE(log.find("ended: signal 9; starting it again"), std::string::npos) << log;
-  EXPECT_NE(log.find("serving optuna.TPESampler"), std::string::npos) << log;
+  EXPECT_NE(log.find("serving tpe on ipc://"), std::string::npos) << log;
 }
 
 TEST_F(SpawnedSearcherTest, StoppedSchedulerStopsItsSearcher) {
