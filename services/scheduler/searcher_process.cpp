@@ -231,9 +231,9 @@ void SearcherProcess::Note(const std::string& line) const {
   trainable::UniqueFd log(
       ::open(options_.log_path.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644));
   if (!log.valid()) return;
-  const std::string text =
-      fmt::format("{:%Y-%m-%d %H:%M:%S} tunebus: {}\n",
-                  std::chrono::floor<std::chrono::seconds>(std::chrono::system_clock::now()), line);
+  const std::string text = fmt::format(
+      "{:%Y-%m-%d %H:%M:%S} tunebus: {}\n",
+      std::chrono::floor<std::chrono::milliseconds>(std::chrono::system_clock::now()), line);
   [[maybe_unused]] ssize_t n = ::write(log.get(), text.data(), text.size());
 }
 

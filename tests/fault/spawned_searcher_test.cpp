@@ -98,6 +98,7 @@ TEST_F(SpawnedSearcherTest, KilledSearcherIsRestartedByTheSchedulerAndTheRunComp
   const json running = Searcher();
   EXPECT_EQ(running.value("restarts", -1), 0) << running.dump();
   EXPECT_EQ(running.value("endpoint", "").rfind("ipc://", 0), 0u) << running.dump();
+  const auto killed_at = std::chrono::steady_clock::now();
   ASSERT_EQ(::kill(first, SIGKILL), 0);
   ASSERT_TRUE(WaitFor(
       [&] {
@@ -108,6 +109,10 @@ TEST_F(SpawnedSearcherTest, KilledSearcherIsRestartedByTheSchedulerAndTheRunComp
       30s, 100ms))
       << Summary().dump() << SearcherLog();
   const json restarted = Searcher();
+  RecordProperty(
+      "kill_to_restarted_ms",
+      int(std::chrono::duration_cast<Millis>(std::chrono::steady_clock::now() - killed_at)
+              .count()));
   EXPECT_EQ(restarted.value("last_exit", ""), "signal 9") << restarted.dump();
   const std::string line = cluster_.Ctl({"status"}, 10s).out;
   EXPECT_NE(line.find("restarts 1"), std::string::npos) << line;
@@ -147,10 +152,15 @@ TEST_F(SpawnedSearcherTest, StoppedSchedulerStopsItsSearcher) {
   ASSERT_FALSE(Gone(pid));
   Process* scheduler = cluster_.process("scheduler");
   ASSERT_NE(scheduler, nullptr);
+  const auto stopped_at = std::chrono::steady_clock::now();
   scheduler->Stop(10s);
-  EXPECT_TRUE(WaitFor([&] { return Gone(pid); }, 10s, 50ms))
+  EXPECT_TRUE(WaitFor([&] { return Gone(pid); }, 10s, 10ms))
       << "the searcher " << pid << " outlived its scheduler\n"
       << SearcherLog();
+  RecordProperty(
+      "scheduler_stop_to_searcher_gone_ms",
+      int(std::chrono::duration_cast<Millis>(std::chrono::steady_clock::now() - stopped_at)
+              .count()));
 }
 
 TEST_F(SpawnedSearcherTest, KilledSchedulerLeavesNoSearcherBehind) {
@@ -160,10 +170,18 @@ TEST_F(SpawnedSearcherTest, KilledSchedulerLeavesNoSearcherBehind) {
   ASSERT_FALSE(SubmitDetached(cluster_, file_, "spawned").empty());
   const pid_t pid = WaitRunning(2);
   ASSERT_GT(pid, 0);
-  ASSERT_TRUE(cluster_.Restart("scheduler"));  // SIGKILL, then a new scheduler process
-  EXPECT_TRUE(WaitFor([&] { return Gone(pid); }, 10s, 50ms))
+  Process* scheduler = cluster_.process("scheduler");
+  ASSERT_NE(scheduler, nullptr);
+  const auto killed_at = std::chrono::steady_clock::now();
+  scheduler->Kill();
+  EXPECT_TRUE(WaitFor([&] { return Gone(pid); }, 10s, 10ms))
       << "the searcher " << pid << " outlived its SIGKILLed scheduler\n"
       << SearcherLog();
+  RecordProperty(
+      "scheduler_kill_to_searcher_gone_ms",
+      int(std::chrono::duration_cast<Millis>(std::chrono::steady_clock::now() - killed_at)
+              .count()));
+  ASSERT_TRUE(cluster_.Restart("scheduler"));  // a new scheduler process on the same ports
   const json summary = WaitFinished(cluster_, 180s);
   ASSERT_TRUE(summary.is_object() && summary.value("finished", false))
       << summary.dump() << cluster_.LogTails() << SearcherLog();
