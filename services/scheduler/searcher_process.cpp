@@ -231,9 +231,11 @@ void SearcherProcess::Note(const std::string& line) const {
   trainable::UniqueFd log(
       ::open(options_.log_path.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644));
   if (!log.valid()) return;
+  const auto now = std::chrono::system_clock::now();
+  const auto seconds = std::chrono::floor<std::chrono::seconds>(now);
   const std::string text = fmt::format(
-      "{:%Y-%m-%d %H:%M:%S} tunebus: {}\n",
-      std::chrono::floor<std::chrono::milliseconds>(std::chrono::system_clock::now()), line);
+      "{:%Y-%m-%d %H:%M:%S}.{:03d} tunebus: {}\n", seconds,
+      std::chrono::duration_cast<std::chrono::milliseconds>(now - seconds).count(), line);
   [[maybe_unused]] ssize_t n = ::write(log.get(), text.data(), text.size());
 }
 

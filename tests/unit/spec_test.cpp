@@ -654,6 +654,19 @@ TEST(ExperimentSpecTest, ExternalSearcherCommandIsCheckedWithItsLine) {
   ASSERT_TRUE(both.ok()) << both.status().message();
 }
 
+TEST(ExperimentSpecTest, DigitsExampleWithASpawnedSearcherParses) {
+  // examples/digits/cmaes_spawned.yaml: the searcher's command, relative to the example's folder,
+  // kept as written (the scheduler starts it in that folder).
+  const fs::path file =
+      fs::path(TUNEBUS_TEST_SOURCE_DIR) / "examples" / "digits" / "cmaes_spawned.yaml";
+  Result<ExperimentSpec> spec = ParseExperimentFile(file.string());
+  ASSERT_TRUE(spec.ok()) << spec.status().message();
+  EXPECT_EQ(spec->search, "external");
+  EXPECT_EQ(spec->search_config["command"][1], "../../clients/python/tunebus_searcher.py");
+  EXPECT_TRUE(fs::exists(file.parent_path() / "../../clients/python/tunebus_searcher.py"));
+  EXPECT_FALSE(spec->search_config.contains("endpoint"));
+}
+
 TEST(ExperimentSpecTest, UnknownSchedulerIsRejected) {
   // A name that is no scheduler at all lists the known ones; a near miss is named.
   ExpectInvalid(std::string(kMinimal) + "scheduler: random\n",
