@@ -112,8 +112,19 @@ void SearcherProcess::EnsureStarted() {
   if (state_ == State::kIdle) Start();
 }
 
+bool SearcherProcess::Bound() const {
+  if (state_ != State::kRunning || endpoint_.rfind("ipc://", 0) != 0) return true;
+  std::error_code ec;
+  return fs::exists(endpoint_.substr(6), ec);
+}
+
 void SearcherProcess::Start() {
   restart_.reset();
+  if (!private_dir_.empty()) {
+    // A SIGKILLed searcher leaves its socket file: Bound() waits for the new one's.
+    std::error_code ec;
+    fs::remove(endpoint_.substr(6), ec);
+  }
   if (starts_++ > 0) ++restarts_;
   trainable::ChildProcess::Options o;
   for (const std::string& arg : options_.command) {
@@ -243,6 +254,19 @@ void SearcherProcess::Note(const std::string& line) const {
 
 void SpawnedSearcherLink::Request(json request, double timeout_s, ReplyCallback done) {
   process_.EnsureStarted();
+  SendWhenBound(std::move(request), timeout_s, NowS() + timeout_s, std::move(done));
+}
+
+void SpawnedSearcherLink::SendWhenBound(json request, double timeout_s, double hold_until_s,
+                                        ReplyCallback done) {
+  if (!process_.Bound() && NowS() < hold_until_s) {
+    // The inner link's timers end with it, and so with this link: `this` outlives them.
+    inner_->After(kBindPollS, [this, request = std::move(request), timeout_s, hold_until_s,
+                               done = std::move(done)]() mutable {
+      SendWhenBound(std::move(request), timeout_s, hold_until_s, std::move(done));
+    });
+    return;
+  }
   inner_->Request(std::move(request), timeout_s,
                   [&process = process_, done = std::move(done)](Result<json> reply) {
                     if (reply.ok()) process.NoteServed();

@@ -80,6 +80,9 @@ class SearcherProcess {
   /// The experiment ended: SIGTERM now, SIGKILL after kStopGraceS; never restarted. Not
   /// blocking.
   void Stop();
+  /// False while the child runs but has not bound its ipc:// endpoint yet (its socket file is
+  /// missing); true otherwise (a tcp:// endpoint cannot be checked without connecting).
+  bool Bound() const;
 
   /// {"endpoint", "process" (state name), "pid" while running, "restarts" (starts after the
   /// first), "last_exit" ("signal 9", "exit code 1", or why it could not start) once it ended,
@@ -120,12 +123,14 @@ class SearcherProcess {
 
 /// The link to a SearcherProcess: `inner` (the ZeroMQ link to its endpoint) with the process
 /// started on the first request, its backoff reset by every answered request, and its
-/// Describe merged in. `process` outlives the link.
+/// Describe merged in. `process` outlives the link. Threading: the loop thread.
 class SpawnedSearcherLink final : public SearcherLink {
  public:
   SpawnedSearcherLink(std::unique_ptr<SearcherLink> inner, SearcherProcess& process)
       : inner_(std::move(inner)), process_(process) {}
 
+  /// Starts the process if it never was; while it has not bound its endpoint, holds `request`
+  /// (checking every kBindPollS, up to `timeout_s`) rather than fail it as "not connected".
   void Request(nlohmann::json request, double timeout_s, ReplyCallback done) override;
   void After(double delay_s, std::function<void()> fn) override {
     inner_->After(delay_s, std::move(fn));
@@ -133,7 +138,12 @@ class SpawnedSearcherLink final : public SearcherLink {
   double NowS() const override { return inner_->NowS(); }
   nlohmann::json Describe() const override;
 
+  static constexpr double kBindPollS = 0.05;
+
  private:
+  void SendWhenBound(nlohmann::json request, double timeout_s, double hold_until_s,
+                     ReplyCallback done);
+
   std::unique_ptr<SearcherLink> inner_;
   SearcherProcess& process_;
 };

@@ -228,6 +228,26 @@ TEST_F(SearcherProcessTest, AProgramThatCannotStartIsRetriedAndDescribed) {
   ASSERT_TRUE(RunUntil([&] { return p.restarts() >= 1; }));
 }
 
+TEST_F(SearcherProcessTest, BoundOnceTheChildMadeItsIpcSocket) {
+  // The link holds requests until the ipc socket file exists (a searcher that is still
+  // starting is not "unavailable"); a restart removes the file the killed one left.
+  auto made = SearcherProcess::Create(
+      loop_, Options({"sh", "-c",
+                      "p=${TUNEBUS_SEARCHER_ENDPOINT#ipc://}; sleep 0.2; : > \"$p\"; "
+                      "sleep 30"}));
+  ASSERT_TRUE(made.ok());
+  SearcherProcess& p = **made;
+  EXPECT_TRUE(p.Bound());  // not running: nothing to wait for
+  p.EnsureStarted();
+  EXPECT_FALSE(p.Bound());
+  ASSERT_TRUE(RunUntil([&] { return p.Bound(); }));
+  const pid_t first = p.pid();
+  ::kill(first, SIGKILL);
+  ASSERT_TRUE(RunUntil([&] { return p.pid() != 0 && p.pid() != first; }));
+  EXPECT_FALSE(p.Bound());  // the old socket file is gone; the new child has not made one yet
+  ASSERT_TRUE(RunUntil([&] { return p.Bound(); }));
+}
+
 TEST_F(SearcherProcessTest, DestroyingItStopsTheChild) {
   // The scheduler stops (its experiments are destroyed): the child goes, blocking, within the
   // grace.
