@@ -45,12 +45,11 @@ import signal
 import sys
 import warnings
 
-import msgpack
-import zmq
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))  # the tunebus package beside it
+from tunebus import _router  # noqa: E402  (the ROUTER loop and typed errors, PROTOCOL.md section 1)
+from tunebus._router import ProtocolError  # noqa: E402
 
-PROTOCOL_VERSION = 1
 DEFAULT_ENDPOINT = "tcp://127.0.0.1:5600"
-MAX_MESSAGE_BYTES = 32 << 20
 
 LOG = logging.getLogger("tunebus_searcher")
 
@@ -61,15 +60,6 @@ SAMPLERS = {
     "nsga2": "NSGAIISampler",
     "random": "RandomSampler",
 }
-
-
-class ProtocolError(Exception):
-    """A request this searcher refuses: answered as a typed `error` (PROTOCOL.md section 1)."""
-
-    def __init__(self, code, message):
-        super().__init__(message)
-        self.code = code
-        self.message = message
 
 
 def _primitive(value):
@@ -295,17 +285,6 @@ class OptunaSearcher:
         return len(self.study.get_trials(deepcopy=False, states=states)) if self.study else 0
 
 
-def error_reply(request_id, request_type, code, message):
-    return {
-        "v": PROTOCOL_VERSION,
-        "type": "error",
-        "id": request_id,
-        "code": code,
-        "message": message,
-        "request_type": request_type,
-    }
-
-
 def write_ready_file(path, endpoint):
     """Writes the bound endpoint to `path` atomically, in the services' ready-file format
     (libs/service/ready_file.hpp): {service, pid, endpoints: {endpoint}, metrics_port}."""
@@ -332,50 +311,13 @@ def serve(searcher, endpoint, stop, ready_file=None):
     """Answers requests on a ROUTER bound at `endpoint` until stop() is true (checked at least
     every 200 ms); once bound, writes the bound endpoint (a wildcard port resolved) to
     `ready_file` if given."""
-    ctx = zmq.Context.instance()
-    sock = ctx.socket(zmq.ROUTER)
-    sock.setsockopt(zmq.LINGER, 0)
-    sock.setsockopt(zmq.MAXMSGSIZE, MAX_MESSAGE_BYTES)
-    sock.bind(endpoint)
-    bound = sock.getsockopt_string(zmq.LAST_ENDPOINT)
-    LOG.info("serving %s on %s", searcher.sampler_name, bound)
-    if ready_file:
-        write_ready_file(ready_file, bound)
-    poller = zmq.Poller()
-    poller.register(sock, zmq.POLLIN)
-    while not stop():
-        if not poller.poll(200):
-            continue
-        frames = sock.recv_multipart()
-        route, payload = frames[:-1], frames[-1]
-        request_id, request_type = 0, ""
-        try:
-            msg = msgpack.unpackb(
-                payload,
-                raw=False,
-                max_str_len=16 << 20,
-                max_bin_len=16 << 20,
-                max_array_len=100000,
-                max_map_len=100000,
-            )
-            if not isinstance(msg, dict) or not isinstance(msg.get("type"), str):
-                raise ProtocolError("invalid_argument", "not a msgpack map with a string type")
-            request_id, request_type = msg.get("id", 0), msg["type"]
-            if msg.get("v") != PROTOCOL_VERSION:
-                raise ProtocolError(
-                    "failed_precondition",
-                    "protocol version %r; this searcher speaks %d" % (msg.get("v"), PROTOCOL_VERSION),
-                )
-            reply = searcher.handle(msg)
-            reply.update({"v": PROTOCOL_VERSION, "id": request_id})
-        except ProtocolError as e:
-            LOG.warning("refusing %s: %s", request_type or "a request", e.message)
-            reply = error_reply(request_id, request_type, e.code, e.message)
-        except Exception as e:  # noqa: BLE001 - the sampler failed: answer, never die
-            LOG.exception("%s failed", request_type)
-            reply = error_reply(request_id, request_type, "internal", "%s: %s" % (type(e).__name__, e))
-        sock.send_multipart(route + [msgpack.packb(reply, use_bin_type=True)])
-    sock.close()
+
+    def on_bound(bound):
+        LOG.info("serving %s on %s", searcher.sampler_name, bound)
+        if ready_file:
+            write_ready_file(ready_file, bound)
+
+    _router.serve(searcher.handle, endpoint, stop, on_bound)
 
 
 def parse_option(text):

@@ -1,7 +1,7 @@
 """Digits: a real tunebus trainable (scikit-learn SGDClassifier on the bundled digits data).
 
 Each epoch is one shuffled pass of partial_fit over the training split; after every epoch it
-reports val_accuracy and train_accuracy through clients/python/tunebus.py and obeys the
+reports val_accuracy and train_accuracy through clients/python/tunebus/ and obeys the
 decision (a "checkpoint" decision pickles the model into the checkpoint dir; a restored
 attempt continues from TUNEBUS_RESTORE_DIR).
 

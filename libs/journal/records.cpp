@@ -189,6 +189,15 @@ json CheckpointFailedRecord(const Trial& t, const CheckpointNotStored& failed) {
           {"reason", failed.reason}};
 }
 
+json DriverDecisionRecord(const Trial& t, int64_t seq, const json& answer) {
+  json r = {
+      {"kind", "driver_decision"}, {"trial_id", t.trial_id}, {"attempt", t.attempt}, {"seq", seq}};
+  for (const char* key : {"stop_trial", "stop_all", "samples"}) {
+    if (answer.contains(key)) r[key] = answer[key];
+  }
+  return r;
+}
+
 json TrialUpdated(const Trial& t, const json& change) {
   return {{"kind", "trial_updated"},
           {"trial_id", t.trial_id},

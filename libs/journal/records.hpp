@@ -22,6 +22,8 @@
 //   checkpoint_failed    {trial_id, attempt, training_iteration, reason}   the store refused the
 //                        checkpoint asked at that iteration (since issue 31)
 //   trial_updated        {trial_id, config, resources (units), change}   set-resources, PBT exploit
+//   driver_decision      {trial_id, attempt, seq, stop_trial, stop_all, samples}   the driver's
+//                        answer to a result (proto/PROTOCOL.md section 7b), before its result
 //   experiment_resumed   {at, rerun_errored ("", "restore", "restart")}  a scheduler took it over
 // A checkpoint object is {checkpoint_id, training_iteration, time_total_s, score, size_bytes}.
 // Readers reject unknown kinds (libs/journal/replay.hpp): a newer writer must not be replayed
@@ -91,5 +93,8 @@ nlohmann::json CheckpointDeletedRecord(const Trial& trial, const std::string& ch
 /// stored, for `failed.reason`: kind "checkpoint_failed".
 nlohmann::json CheckpointFailedRecord(const Trial& trial, const CheckpointNotStored& failed);
 nlohmann::json TrialUpdated(const Trial& trial, const nlohmann::json& change);
+/// The driver's answer (DriverAnswer::ToJson: stop_trial, stop_all, samples) to result `seq` of
+/// the trial's current attempt: kind "driver_decision".
+nlohmann::json DriverDecisionRecord(const Trial& trial, int64_t seq, const nlohmann::json& answer);
 
 }  // namespace tunebus::journal

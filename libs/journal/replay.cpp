@@ -165,6 +165,9 @@ Status JournalReplayer::ApplyTrialRecord(const std::string& kind, const json& r,
                   [&](const CheckpointRef& c) { return c.training_iteration <= iteration; });
     NoteCheckpointNotStored(t, iteration, r.value("reason", ""));
     if (t.status != TrialStatus::kRunning && !StoresEndCheckpoint(t)) t.worker_id.clear();
+  } else if (kind == "driver_decision") {
+    (void)r.at("seq").get<int64_t>();  // malformed without it
+    state_.driver_answers[t.trial_id] = r;
   } else if (kind == "checkpoint_deleted") {
     const std::string id = r.at("checkpoint_id").get<std::string>();
     std::erase_if(t.checkpoints, [&](const CheckpointRef& c) { return c.checkpoint_id == id; });

@@ -43,6 +43,10 @@ struct ReplayedExperiment {
   std::optional<CheckpointRef> restore_from;  // the experiment's restore_from checkpoint, if any
   /// trial_id -> the worker action answering its newest result (resent for a duplicate).
   std::map<std::string, Action> last_action;
+  /// trial_id -> its newest driver_decision record (TrialRunner::RestoreDriverAnswers uses the
+  /// ones whose result has no result record). Not kept in snapshots: a driver_decision and its
+  /// result are appended in one loop turn, so a snapshot never falls between them.
+  std::map<std::string, nlohmann::json> driver_answers;
   /// The status of the newest experiment_ended record; nullopt while the experiment runs (none
   /// yet, or an experiment_resumed came after it).
   std::optional<ExperimentStatus> ended_status;

@@ -34,6 +34,14 @@ struct StopSpec {
   std::optional<double> time_budget_s;
 };
 
+/// The `driver:` section: the Python driver that runs Ray Tune's driver-side callables
+/// (stoppers, PBT mutation functions) over the driver link, proto/PROTOCOL.md section 7b.
+struct DriverSpec {
+  std::string endpoint;   // the driver's ROUTER (required): tcp://host:port, ipc://path
+  bool on_result = true;  // send every result to the driver before deciding
+  double timeout_s = 10;  // per request; then unavailable, retried with backoff
+};
+
 struct ExperimentSpec {
   std::string name;  // [A-Za-z0-9_.-]+, names the results folder
   TrainableSpec trainable;
@@ -82,6 +90,8 @@ struct ExperimentSpec {
   /// the section's other keys (max_concurrent, points_to_evaluate, evaluated_rewards, the
   /// searcher's own parameters) as MakeSearcher / SearchOptions::Parse read them.
   std::string search = "random";
+  /// `driver:` (absent: no driver link).
+  std::optional<DriverSpec> driver;
   nlohmann::json search_config = nlohmann::json::object();
   std::string source_yaml;  // the file's text, kept for the journal and resubmission
   std::string source_path;  // the file's path as given (for error messages)

@@ -10,6 +10,8 @@
 #include "libs/core/near_miss.hpp"
 #include "libs/core/resources.hpp"
 #include "libs/tune/make_trial_scheduler.hpp"
+#include "libs/tune/pbt_scheduler.hpp"
+#include "libs/tune/variant_generator.hpp"
 
 namespace tunebus::spec_internal {
 namespace {
@@ -39,7 +41,9 @@ const std::vector<std::string_view> kTopFields = {"name",
                                                   "checkpoint_score_attr",
                                                   "checkpoint_failure",
                                                   "restore_from",
-                                                  "report_timeout_s"};
+                                                  "report_timeout_s",
+                                                  "driver"};
+const std::vector<std::string_view> kDriverFields = {"endpoint", "on_result", "timeout_s"};
 
 }  // namespace
 
@@ -208,6 +212,7 @@ Status SpecParser::ParseField(const MapEntry& e) {
   }
   if (k == "scheduler") return ParseScheduler(e.value);
   if (k == "search") return ParseSearch(e.value);
+  if (k == "driver") return ParseDriver(e.value);
   return r_.Error(e.key_node, "", "unhandled field '" + k + "'");  // kTopFields is out of sync
 }
 
@@ -280,6 +285,50 @@ Status SpecParser::ParseResources(const YAML::Node& value) {
   return Status::Ok();
 }
 
+Status SpecParser::ParseDriver(const YAML::Node& value) {
+  if (!value.IsMap()) {
+    return r_.Error(value, "driver",
+                    "expected a map with 'endpoint' (the Python driver's ROUTER), got " +
+                        YamlReader::Describe(value));
+  }
+  Result<std::vector<MapEntry>> entries = r_.Entries(value, "driver", kDriverFields);
+  if (!entries.ok()) return entries.status();
+  DriverSpec d;
+  bool has_endpoint = false;
+  for (const MapEntry& e : *entries) {
+    const std::string field = "driver." + e.key;
+    if (e.key == "endpoint") {
+      Result<std::string> endpoint = r_.String(e.value, field);
+      if (!endpoint.ok()) return endpoint.status();
+      if (!endpoint->starts_with("tcp://") && !endpoint->starts_with("ipc://") &&
+          !endpoint->starts_with("inproc://")) {
+        return r_.Error(
+            e.value, field,
+            fmt::format("'{}' is not a ZeroMQ endpoint (tcp://host:port, ipc://path)", *endpoint));
+      }
+      d.endpoint = *endpoint;
+      has_endpoint = true;
+    } else if (e.key == "on_result") {
+      Result<bool> b = r_.Bool(e.value, field);
+      if (!b.ok()) return b.status();
+      d.on_result = *b;
+    } else {
+      Result<double> seconds = r_.Number(e.value, field);
+      if (!seconds.ok()) return seconds.status();
+      if (*seconds <= 0) {
+        return r_.Error(e.value, field, "must be > 0 seconds, got " + e.value.Scalar());
+      }
+      d.timeout_s = *seconds;
+    }
+  }
+  if (!has_endpoint) {
+    return r_.Error(value, "driver.endpoint",
+                    "required: the driver's ROUTER, e.g. tcp://127.0.0.1:5700");
+  }
+  spec_.driver = std::move(d);
+  return Status::Ok();
+}
+
 Status SpecParser::CheckAcrossFields(const YAML::Node& root) {
   for (const char* required : {"name", "trainable"}) {
     if (!given_.contains(required)) return r_.Error(root, required, "required field is missing");
@@ -304,6 +353,23 @@ Status SpecParser::CheckAcrossFields(const YAML::Node& root) {
       return r_.Error(where, param.empty() ? "scheduler" : "scheduler." + param,
                       colon == std::string::npos ? message : message.substr(colon + 2));
     }
+  }
+  if (auto path = VariantGenerator::SampleFromPath(spec_.param_space);
+      path && spec_.search != "external") {
+    return ParamSpaceError(fmt::format(
+        "{}: sample_from needs the Python driver, which serves search itself (search: {{type: "
+        "external}}); search: {} cannot sample it",
+        *path, spec_.search));
+  }
+  if (spec_.scheduler == "pbt" &&
+      PopulationBasedTraining::HasDriverMutations(
+          spec_.scheduler_config.value("hyperparam_mutations", nlohmann::json::object())) &&
+      !(spec_.driver && spec_.driver->on_result)) {
+    const auto key = scheduler_keys_.find("hyperparam_mutations");
+    return r_.Error(key != scheduler_keys_.end() ? key->second : scheduler_node_,
+                    "scheduler.hyperparam_mutations",
+                    "a {driver: {}} mutation needs the Python driver: a 'driver' section with "
+                    "on_result: true (the driver draws its values with every result)");
   }
   if (spec_.num_samples == -1 && !spec_.stop.time_budget_s && spec_.stop.thresholds.empty()) {
     return r_.Error(given_["num_samples"], "num_samples",

@@ -44,11 +44,15 @@ class SpecParser {
   Status ParseEnv(const YAML::Node& value);         // spec_sections.cpp
   Status ParseParamSpace(const YAML::Node& value);  // spec_sections.cpp
   Status ParseScheduler(const YAML::Node& value);   // spec_sections.cpp
-  Status ParseSearch(const YAML::Node& value);      // spec_search.cpp
+  /// "<dotted.path>: <why>" (VariantGenerator::Validate's form) as "param_space.<path>: <why>"
+  /// at the line of the longest path it starts with. spec_sections.cpp
+  Status ParamSpaceError(const std::string& message) const;
+  Status ParseSearch(const YAML::Node& value);  // spec_search.cpp
   /// The searcher built from the whole file (points against the param space). spec_search.cpp
   Status CheckSearch();
   /// A MakeSearcher / SearchOptions error "<param>: <why>" at its line. spec_search.cpp
   Status SearchError(const std::string& message) const;
+  Status ParseDriver(const YAML::Node& value);
   Status ParseStop(const YAML::Node& value);
   Status ParseResources(const YAML::Node& value);
   // Reads an integer field that must be >= min; `rule` explains the bound in the error.
@@ -59,6 +63,8 @@ class SpecParser {
   std::string base_dir_;
   ExperimentSpec spec_;
   std::map<std::string, YAML::Node> given_;           // top-level field -> its key node
+  YAML::Node param_space_node_;                       // the `param_space:` value
+  PathLines param_space_lines_;                       // its dotted key paths -> lines
   YAML::Node scheduler_node_;                         // the `scheduler:` value
   std::map<std::string, YAML::Node> scheduler_keys_;  // its parameters' key nodes
   YAML::Node search_node_;                            // the `search:` value

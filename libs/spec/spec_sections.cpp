@@ -107,28 +107,29 @@ Status SpecParser::ParseParamSpace(const YAML::Node& value) {
     return r_.Error(value, "param_space",
                     "expected a map of config keys, got " + YamlReader::Describe(value));
   }
-  PathLines lines;
-  Result<json> space = r_.ToJson(value, "param_space", &lines);
+  param_space_node_ = value;
+  Result<json> space = r_.ToJson(value, "param_space", &param_space_lines_);
   if (!space.ok()) return space.status();
   Status st = VariantGenerator::Validate(*space);
-  if (!st.ok()) {
-    // The message is "<dotted.path>: <why>"; report the line of the longest matching path.
-    const std::string& msg = st.message();
-    int line = YamlReader::Line(value);
-    size_t best = 0;
-    for (const auto& [path, path_line] : lines) {
-      if (path.size() > best && msg.size() > path.size() + 1 && msg.starts_with(path) &&
-          msg.compare(path.size(), 2, ": ") == 0) {
-        best = path.size();
-        line = path_line;
-      }
-    }
-    constexpr std::string_view kTop = "(top level)";
-    std::string where = msg.starts_with(kTop) ? msg.substr(kTop.size()) : "." + msg;
-    return r_.Error(line, "", "param_space" + where);
-  }
+  if (!st.ok()) return ParamSpaceError(st.message());
   spec_.param_space = std::move(space).value();
   return Status::Ok();
+}
+
+Status SpecParser::ParamSpaceError(const std::string& msg) const {
+  // The message is "<dotted.path>: <why>"; report the line of the longest matching path.
+  int line = YamlReader::Line(param_space_node_);
+  size_t best = 0;
+  for (const auto& [path, path_line] : param_space_lines_) {
+    if (path.size() > best && msg.size() > path.size() + 1 && msg.starts_with(path) &&
+        msg.compare(path.size(), 2, ": ") == 0) {
+      best = path.size();
+      line = path_line;
+    }
+  }
+  constexpr std::string_view kTop = "(top level)";
+  std::string where = msg.starts_with(kTop) ? msg.substr(kTop.size()) : "." + msg;
+  return r_.Error(line, "", "param_space" + where);
 }
 
 Status SpecParser::ParseScheduler(const YAML::Node& value) {

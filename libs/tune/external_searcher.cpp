@@ -392,13 +392,7 @@ void ExternalSearcher::SendAsk() {
 }
 
 Result<json> ExternalSearcher::Expect(Result<json> reply, const char* type) {
-  if (!reply.ok()) return reply;
-  if (!reply->is_object() || reply->value("type", "") != type) {
-    return Status::InvalidArgument(
-        fmt::format("the searcher answered {} where {} was expected",
-                    reply->is_object() ? reply->value("type", "?") : reply->dump(), type));
-  }
-  return reply;
+  return ExpectReply(std::move(reply), type, "searcher");
 }
 
 void ExternalSearcher::OnHello(Result<json> reply) {
@@ -499,6 +493,9 @@ json ExternalSearcher::SpaceMessage() const {
         d["type"] = "categorical";
         d["choices"] = dim.choices;
         break;
+      case SearchDim::Kind::kAny:  // sample_from: the Python driver draws it
+        d["type"] = "any";
+        break;
       case SearchDim::Kind::kInt:
         d["type"] = "int";
         d["low"] = int64_t(dim.value_low);
@@ -522,10 +519,15 @@ json ExternalSearcher::SpaceMessage() const {
 Result<json> ExternalSearcher::ConfigOf(const json& params) const {
   if (!params.is_object()) return Status::InvalidArgument("params must be a map");
   std::vector<double> values(space_->size());
+  std::vector<std::pair<size_t, json>> any;  // sample_from dims: taken as they are
   for (size_t d = 0; d < space_->size(); ++d) {
     const SearchDim& dim = space_->dims()[d];
     auto it = params.find(dim.name);
     if (it == params.end()) return Status::InvalidArgument(fmt::format("{} is missing", dim.name));
+    if (dim.kind == SearchDim::Kind::kAny) {
+      any.emplace_back(d, *it);
+      continue;
+    }
     if (dim.kind == SearchDim::Kind::kCategorical) {
       auto c = std::find(dim.choices.begin(), dim.choices.end(), *it);
       if (c == dim.choices.end()) {
@@ -542,7 +544,9 @@ Result<json> ExternalSearcher::ConfigOf(const json& params) const {
     }
     values[d] = space_->Snap(d, it->get<double>());
   }
-  return space_->Config(values.data());
+  json config = space_->Config(values.data());
+  for (auto& [d, value] : any) space_->SetValue(config, d, std::move(value));
+  return config;
 }
 
 Result<json> ExternalSearcher::ParamsOf(const json& config) const {

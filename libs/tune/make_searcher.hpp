@@ -59,7 +59,7 @@ struct SearchSetup {
   int64_t max_concurrent_trials = 0;
   std::string experiment;
   uint64_t session_nonce = 0;
-  SearcherLinkFactory connect_external;
+  ExternalLinkFactory connect_external;
 };
 
 /// The ConcurrencyLimiter's max_concurrent (0: none). A searcher other than random is limited to

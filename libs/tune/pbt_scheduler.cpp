@@ -20,7 +20,15 @@ bool IsSampler(const json& v) {
          VariantGenerator::Validate(json{{"x", v}}).ok();
 }
 
-// Checks hyperparam_mutations: lists (non-empty), samplers, or nested maps of those.
+// `{driver: {}}`: a mutation whose resampled value the driver's function draws
+// (proto/PROTOCOL.md section 7b, DriverAnswer::samples).
+bool IsDriverMutation(const json& v) {
+  return v.is_object() && v.size() == 1 && v.contains("driver") && v["driver"].is_object() &&
+         v["driver"].empty();
+}
+
+// Checks hyperparam_mutations: lists (non-empty), samplers, driver mutations, or nested maps of
+// those.
 Status ValidateMutations(const json& m, const std::string& path) {
   if (!m.is_object() || m.empty()) {
     return Status::InvalidArgument(path +
@@ -30,6 +38,12 @@ Status ValidateMutations(const json& m, const std::string& path) {
     const std::string where = path + "." + key;
     if (v.is_array()) {
       if (v.empty()) return Status::InvalidArgument(where + ": the list is empty");
+    } else if (IsDriverMutation(v)) {
+      continue;
+    } else if (v.is_object() && v.size() == 1 && v.contains("driver")) {
+      return Status::InvalidArgument(
+          where +
+          ".driver: takes no parameters ({driver: {}}: the driver's function resamples it)");
     } else if (v.is_object() && v.size() == 1 &&
                (v.contains("choice") || v.contains("grid_search"))) {
       if (!v.begin()->is_array() || v.begin()->empty())
@@ -122,13 +136,39 @@ Status PopulationBasedTraining::ValidateResult(const TrainingResult& result) con
 
 void PopulationBasedTraining::OnTrialAdd(const Trial& trial) { Record({{"add", trial.trial_id}}); }
 
-json PopulationBasedTraining::Explore(const json& config, const json& mutations) {
+bool PopulationBasedTraining::HasDriverMutations(const json& mutations) {
+  for (const auto& [key, dist] : mutations.items()) {
+    if (IsDriverMutation(dist)) return true;
+    if (dist.is_object() && !IsSampler(dist) && HasDriverMutations(dist)) return true;
+  }
+  return false;
+}
+
+json PopulationBasedTraining::Explore(const json& config, const json& mutations,
+                                      const json* driver_samples, const std::string& prefix) {
   json out = config;
   for (const auto& [key, dist] : mutations.items()) {
     const bool has = config.contains(key);
+    const std::string path = prefix.empty() ? key : prefix + "." + key;
+    if (IsDriverMutation(dist)) {
+      // Ray Tune's _explore for a callable: resample (call it), else perturb a number by a
+      // factor. The driver called it for this result; without its sample the value is perturbed
+      // (a number) or kept.
+      const bool sampled = driver_samples != nullptr && driver_samples->contains(path);
+      const bool numeric = has && config[key].is_number();
+      if (sampled && (Uniform() < options_.resample_probability || !numeric)) {
+        out[key] = (*driver_samples)[path];
+      } else if (numeric) {
+        const double factor = Uniform() > 0.5 ? options_.factor_up : options_.factor_down;
+        const double v = config[key].get<double>() * factor;
+        out[key] = config[key].is_number_integer() ? json(int64_t(v)) : json(v);
+      }
+      continue;
+    }
     if (dist.is_object() && !dist.contains("choice") && !dist.contains("grid_search") &&
         !IsSampler(dist)) {
-      out[key] = Explore(has ? config[key] : json::object(), dist);  // a nested map
+      out[key] = Explore(has ? config[key] : json::object(), dist, driver_samples,
+                         path);  // a nested map
       continue;
     }
     const json* values =
@@ -208,7 +248,8 @@ Decision PopulationBasedTraining::OnTrialResult(const Trial& trial, const Traini
     const std::string donor = upper[Choice(upper.size())];
     const Trial* d = context_->FindTrial(donor);
     if (d != nullptr && !d->checkpoints.empty() && d->newest_checkpoint_has_config) {
-      json new_config = Explore(d->config, options_.hyperparam_mutations);
+      json new_config = Explore(d->config, options_.hyperparam_mutations,
+                                context_->DriverSamples(trial.trial_id));
       if (context_->ExploitTrial(trial.trial_id, donor, std::move(new_config)).ok()) {
         Record({{"exploit", {trial.trial_id, donor}}});
       }

@@ -8,7 +8,11 @@
 //   burn_in_period         no perturbation before this time_attr (default 0)
 //   hyperparam_mutations   config keys to explore (required): a list (move to a neighbouring
 //                          value, or resample), a sampler such as {uniform: [a, b]} (multiply
-//                          by a perturbation factor, or resample), or a nested map
+//                          by a perturbation factor, or resample), {driver: {}} (a Python
+//                          function the driver calls on every result: resample takes the value
+//                          it drew, DriverAnswer::samples by the key's dotted path; perturb
+//                          multiplies a number by a factor, as Ray does for a callable), or a
+//                          nested map
 //   quantile_fraction      the top and bottom fraction of the population (default 0.25, <= 0.5)
 //   resample_probability   probability of resampling instead of perturbing (default 0.25)
 //   perturbation_factors   [up, down] multipliers (default [1.2, 0.8])
@@ -66,8 +70,14 @@ class PopulationBasedTraining final : public JournaledTrialScheduler {
   Status RestoreState(const nlohmann::json& state) override;
 
   /// Ray Tune's _explore: a copy of `config` with every key of `mutations` perturbed or
-  /// resampled. Public for tests.
-  nlohmann::json Explore(const nlohmann::json& config, const nlohmann::json& mutations);
+  /// resampled. `driver_samples`: the driver's values of the `{driver: {}}` mutations (dotted
+  /// key path -> value; nullptr: none), `prefix` the key path of `mutations` in the config.
+  /// Public for tests.
+  nlohmann::json Explore(const nlohmann::json& config, const nlohmann::json& mutations,
+                         const nlohmann::json* driver_samples = nullptr,
+                         const std::string& prefix = "");
+  /// True if `mutations` (hyperparam_mutations) holds a `{driver: {}}` mutation at any depth.
+  static bool HasDriverMutations(const nlohmann::json& mutations);
 
  private:
   struct TrialState {

@@ -20,9 +20,9 @@ constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
 constexpr double kEps = 1e-9;          // as VariantGenerator: tolerance locating multiples of q
 constexpr double kNormalWindow = 5.0;  // randn's model window: mean ± 5 sd
 
-constexpr std::array<std::string_view, 12> kSamplerNames = {
-    "choice", "grid_search", "uniform", "quniform", "loguniform", "qloguniform",
-    "randn",  "qrandn",      "randint", "qrandint", "lograndint", "qlograndint"};
+constexpr std::array<std::string_view, 13> kSamplerNames = {
+    "choice", "grid_search", "uniform",  "quniform",   "loguniform",  "qloguniform", "randn",
+    "qrandn", "randint",     "qrandint", "lograndint", "qlograndint", "sample_from"};
 
 bool IsSampler(const json& node) {
   if (!node.is_object() || node.size() != 1) return false;
@@ -49,6 +49,10 @@ int64_t CeilDiv(int64_t a, int64_t b) {  // b > 0
 void Describe(const std::string& sampler, const json& args, SearchDim* dim) {
   dim->sampler = sampler;
   ParzenDim& p = dim->parzen;
+  if (sampler == "sample_from") {
+    dim->kind = SearchDim::Kind::kAny;
+    return;
+  }
   if (sampler == "choice") {
     dim->kind = SearchDim::Kind::kCategorical;
     dim->choices = args;
@@ -154,6 +158,12 @@ Result<SearchSpace> SearchSpace::Create(const json& param_space, const std::stri
           "param_space.{}: grid_search cannot be combined with search: {}; use search: random",
           Dotted(keys), searcher));
     }
+    if (sampler == "sample_from" && searcher != "external") {
+      return Status::InvalidArgument(fmt::format(
+          "param_space.{}: sample_from needs the Python driver, which serves search itself "
+          "(search: {{type: external}}); search: {} cannot sample it",
+          Dotted(keys), searcher));
+    }
     SearchDim dim;
     dim.keys = keys;
     dim.name = Dotted(keys);
@@ -191,7 +201,7 @@ void SearchSpace::Encode(const json& config, double* out) const {
     const SearchDim& dim = dims_[d];
     const json* value = Find(config, dim.keys);
     out[d] = kNaN;
-    if (value == nullptr) continue;
+    if (value == nullptr || dim.kind == SearchDim::Kind::kAny) continue;
     if (dim.kind == SearchDim::Kind::kCategorical) {
       auto it = std::find(dim.choices.begin(), dim.choices.end(), *value);
       if (it != dim.choices.end()) out[d] = double(it - dim.choices.begin());
@@ -212,6 +222,8 @@ json SearchSpace::Config(const double* values) const {
         return dim.choices[size_t(values[d])];
       case SearchDim::Kind::kInt:
         return int64_t(values[d]);
+      case SearchDim::Kind::kAny:
+        return nullptr;
       case SearchDim::Kind::kFloat:
         break;
     }
@@ -219,6 +231,12 @@ json SearchSpace::Config(const double* values) const {
   };
   size_t next = 0;
   return Fill(param_space_, true, next, value);
+}
+
+void SearchSpace::SetValue(json& config, size_t d, json value) const {
+  json* node = &config;
+  for (const std::string& key : dims_[d].keys) node = &(*node)[key];
+  *node = std::move(value);
 }
 
 const json* SearchSpace::Value(const json& config, size_t d) const {

@@ -20,6 +20,9 @@
 // - lograndint [low, high(, base)): ln(value), bounds [ln(low - 0.5), ln(high - 0.5)], values
 //   rounded (Optuna's log IntDistribution); qlograndint likewise over the multiples of q.
 // - choice [values...]: the index of the choice (categorical).
+// - sample_from: driver (`{sample_from: driver}`): a value the Python driver's
+//   tune.sample_from function draws (proto/PROTOCOL.md section 7b); any msgpack value, no model
+//   coordinate (NaN). Only the external searcher takes it: the Python driver serves its ask/tell.
 // Int dims give JSON integers (exact up to 2^53), float dims doubles, choices their literal.
 // Constants (anything that is not a sampler) pass through into every config.
 #pragma once
@@ -36,7 +39,8 @@ namespace tunebus {
 
 /// One sampled parameter.
 struct SearchDim {
-  enum class Kind { kFloat, kInt, kCategorical };
+  // kAny: sample_from (the Python driver's value, any JSON).
+  enum class Kind { kFloat, kInt, kCategorical, kAny };
   std::vector<std::string> keys;  // its key path in the config
   std::string name;               // the dotted path: "model.lr"
   std::string sampler;            // "loguniform", "choice", ...
@@ -55,8 +59,9 @@ class SearchSpace {
  public:
   /// The dims of a param space for searcher `searcher` ("tpe", "bohb": used in messages).
   /// Errors: InvalidArgument "param_space.<path>: grid_search cannot be combined with search:
-  /// <searcher>; use search: random", or VariantGenerator::Validate's error prefixed with
-  /// "param_space.".
+  /// <searcher>; use search: random", "param_space.<path>: sample_from needs the Python driver,
+  /// which serves search itself ..." for a searcher other than "external", or
+  /// VariantGenerator::Validate's error prefixed with "param_space.".
   static Result<SearchSpace> Create(const nlohmann::json& param_space, const std::string& searcher);
 
   const std::vector<SearchDim>& dims() const { return dims_; }
@@ -76,8 +81,10 @@ class SearchSpace {
   /// The model coordinate of value v of dim d (ln on log dims, the index for choices).
   double ToModel(size_t d, double v) const;
   /// The config whose dim d has value values[d] (ToValue's units) and every constant of the
-  /// param space.
+  /// param space; kAny dims are null there (SetValue fills them).
   nlohmann::json Config(const double* values) const;
+  /// Sets dim d's value in `config` (by its key path) to `value`, as is.
+  void SetValue(nlohmann::json& config, size_t d, nlohmann::json value) const;
   /// The value of dim d in `config` (found by its key path), or nullptr when it has none.
   const nlohmann::json* Value(const nlohmann::json& config, size_t d) const;
   /// Variant.tag's form for `config`: "path=value" per dim joined by ",", doubles "{:.4g}",

@@ -50,11 +50,21 @@ struct SearcherTarget {
   double backoff_max_s = 30;
 };
 
-/// Builds the link to the searcher process of `target`. The scheduler provides one; without it
-/// (a spec check, a read-only experiment) an external searcher has no link and only replays its
-/// journaled state. Errors: whatever keeps the link from being made (e.g. IoError for the
-/// private folder of a spawned searcher's endpoint).
-using SearcherLinkFactory =
+/// Builds the link to the process at `endpoint` ("tcp://host:port", "ipc://path"): the
+/// scheduler's ZeroMQ links (to a searcher, to a driver).
+using SearcherLinkFactory = std::function<std::unique_ptr<SearcherLink>(const std::string&)>;
+
+/// Builds the link to the searcher of `target` (`search: {type: external}`), starting its
+/// process when `target.command` is given. The scheduler provides one; without it (a spec check,
+/// a read-only experiment) an external searcher has no link and only replays its journaled
+/// state. Errors: whatever keeps the link from being made (e.g. IoError for the private folder of
+/// a spawned searcher's endpoint).
+using ExternalLinkFactory =
     std::function<Result<std::unique_ptr<SearcherLink>>(const SearcherTarget&)>;
+
+/// `reply` when it is a map of `type`; a failed reply as it is; else InvalidArgument "the <peer>
+/// answered <its type> where <type> was expected" (`peer`: "searcher", "driver").
+Result<nlohmann::json> ExpectReply(Result<nlohmann::json> reply, const char* type,
+                                   const char* peer);
 
 }  // namespace tunebus

@@ -95,6 +95,14 @@ class RunnerObserver {
   /// A searcher call changed its state (Searcher::TakeStateDelta); journaled (record `searcher`)
   /// before any effect of that call, so a resume reaches the same state.
   virtual void OnSearcherDelta(const nlohmann::json& delta) { (void)delta; }
+  /// The driver answered result `seq` of the trial's current attempt (proto/PROTOCOL.md section
+  /// 7b); `answer` is DriverAnswer::ToJson(). Journaled (record driver_decision) before the
+  /// result's own record and decision, so a resume never asks the driver again for it.
+  virtual void OnDriverDecision(const Trial& trial, int64_t seq, const nlohmann::json& answer) {
+    (void)trial;
+    (void)seq;
+    (void)answer;
+  }
   /// The trial scheduler's state changed (TrialScheduler::TakeStateDelta); journaled so a
   /// resume reaches the same state.
   virtual void OnTrialSchedulerState(const nlohmann::json& delta) { (void)delta; }

@@ -272,6 +272,12 @@ Status TrialRunner::OnResult(const std::string& trial_id, int64_t attempt, int64
                              TrainingResult metrics, double time_this_iter_s) {
   Trial* t = Find(trial_id);
   if (t == nullptr) return Status::NotFound(fmt::format("result for unknown trial {}", trial_id));
+  if (auto h = held_.find(t->index);
+      h != held_.end() && h->second.attempt == attempt && h->second.seq == seq) {
+    // Resent (a reconnect) while the driver has not answered: its decision follows the answer.
+    return Status::FailedPrecondition(fmt::format(
+        "result {} of {} attempt {} waits for the driver's answer", seq, trial_id, attempt));
+  }
   if (attempt == t->attempt && seq == t->last_seq && seq > 0) {
     // Seen before (resent after a reconnect): its decision may have been lost, answer again
     // (an attempt saving before it stops is reached at its saving_ worker).
@@ -295,10 +301,9 @@ Status TrialRunner::OnResult(const std::string& trial_id, int64_t attempt, int64
     return Status::FailedPrecondition(
         fmt::format("duplicate result {} of {} attempt {}", seq, trial_id, attempt));
   }
-  t->last_seq = seq;
-  t->training_iteration += 1;
-  t->time_total_s += time_this_iter_s;
-  ++t->num_results;
+  // The counters this result moves the trial to (AcceptResult sets them once it is decided).
+  const int64_t training_iteration = t->training_iteration + 1;
+  const double time_total_s = t->time_total_s + time_this_iter_s;
   // Ray Tune's auto-filled keys, set in sorted order (TrainingResult::Order is cheapest on
   // sorted runs); `done` last, once the decision is known.
   const bool user_done = metrics.Truthy(rk::kDone);
@@ -309,21 +314,22 @@ Status TrialRunner::OnResult(const std::string& trial_id, int64_t attempt, int64
   }
   metrics.SetString(rk::kDate, date_);
   metrics.SetString(rk::kExperimentTag, t->experiment_tag);
-  metrics.SetInt(rk::kIterationsSinceRestore, t->training_iteration - t->restored_iteration);
+  metrics.SetInt(rk::kIterationsSinceRestore, training_iteration - t->restored_iteration);
   if (auto note = exploit_notes_.find(t->index); note != exploit_notes_.end()) {
     metrics.SetJson("pbt_exploit", note->second);
     exploit_notes_.erase(note);
   }
-  metrics.SetDouble(rk::kTimeSinceRestore, t->time_total_s - t->restored_time_total_s);
+  metrics.SetDouble(rk::kTimeSinceRestore, time_total_s - t->restored_time_total_s);
   metrics.SetDouble(rk::kTimeThisIterS, time_this_iter_s);
-  metrics.SetDouble(rk::kTimeTotalS, t->time_total_s);
+  metrics.SetDouble(rk::kTimeTotalS, time_total_s);
   metrics.SetInt(rk::kTimestamp, timestamp);
-  metrics.SetInt(rk::kTrainingIteration, t->training_iteration);
+  metrics.SetInt(rk::kTrainingIteration, training_iteration);
   metrics.SetString(rk::kTrialId, t->trial_id);
 
   Status valid = ValidateStopKeys(metrics);
   if (valid.ok()) valid = scheduler_->ValidateResult(metrics);
   if (!valid.ok()) {
+    AcceptResult(*t, seq, time_this_iter_s);
     metrics.SetBool(rk::kDone, user_done);
     SetLastResult(*t, metrics);
     observer_.OnTrialResult(*t, metrics, Action::kStop);
@@ -333,45 +339,125 @@ Status TrialRunner::OnResult(const std::string& trial_id, int64_t attempt, int64
     CheckFinished();
     return Status::Ok();
   }
-  in_result_ = t->index;
-  Decision decision = scheduler_->OnTrialResult(*t, metrics);
+  if (driver_ == nullptr) {
+    AcceptResult(*t, seq, time_this_iter_s);
+    Decide(*t, seq, std::move(metrics), user_done, nullptr);
+    return Status::Ok();
+  }
+  if (auto j = journaled_answers_.find(t->index); j != journaled_answers_.end()) {
+    const JournaledAnswer journaled = std::move(j->second);
+    journaled_answers_.erase(j);
+    if (journaled.attempt == attempt && journaled.seq == seq) {
+      // Answered before a restart (its driver_decision record is durable): not asked again.
+      AcceptResult(*t, seq, time_this_iter_s);
+      Decide(*t, seq, std::move(metrics), user_done, &journaled.answer);
+      if (journaled.answer.stop_all) StopExperiment("the driver's stopper asked to stop all");
+      return Status::Ok();
+    }
+  }
+  // The driver sees the result as the trial scheduler will, with the trial's config (Ray's
+  // result dict carries it).
+  nlohmann::json shown = metrics.ToJson();
+  shown["config"] = t->config;
+  held_[t->index] = Held{attempt, seq, time_this_iter_s, std::move(metrics), user_done};
+  driver_->Ask(t->trial_id, attempt, seq, std::move(shown));
+  return Status::Ok();
+}
+
+void TrialRunner::AcceptResult(Trial& t, int64_t seq, double time_this_iter_s) {
+  t.last_seq = seq;
+  t.training_iteration += 1;
+  t.time_total_s += time_this_iter_s;
+  ++t.num_results;
+}
+
+void TrialRunner::OnDriverAnswer(const std::string& trial_id, int64_t attempt, int64_t seq,
+                                 const DriverAnswer& answer) {
+  Trial* t = Find(trial_id);
+  if (t == nullptr) return;
+  auto h = held_.find(t->index);
+  if (h == held_.end() || h->second.attempt != attempt || h->second.seq != seq ||
+      t->attempt != attempt || t->status != TrialStatus::kRunning || IsFinished()) {
+    return;  // no longer held: the trial left RUNNING meanwhile
+  }
+  Held held = std::move(h->second);
+  held_.erase(h);
+  // Write-ahead: the answer is journaled before the result's record and its decision.
+  observer_.OnDriverDecision(*t, seq, answer.ToJson());
+  AcceptResult(*t, seq, held.time_this_iter_s);
+  Decide(*t, seq, std::move(held.metrics), held.user_done, &answer);
+  if (answer.stop_all) StopExperiment("the driver's stopper asked to stop all");
+}
+
+void TrialRunner::RestoreDriverAnswers(const std::map<std::string, nlohmann::json>& records) {
+  journaled_answers_.clear();
+  for (const auto& [trial_id, record] : records) {
+    const Trial* t = FindTrial(trial_id);
+    const int64_t attempt = record.value("attempt", int64_t(0));
+    const int64_t seq = record.value("seq", int64_t(0));
+    if (t == nullptr || t->status != TrialStatus::kRunning || attempt != t->attempt ||
+        seq <= t->last_seq) {
+      continue;  // its result was journaled too: decided, nothing to reuse
+    }
+    Result<DriverAnswer> answer = DriverAnswer::FromJson(record);
+    if (answer.ok()) journaled_answers_[t->index] = {attempt, seq, std::move(answer).value()};
+  }
+}
+
+const nlohmann::json* TrialRunner::DriverSamples(const std::string& trial_id) const {
+  const Trial* t = FindTrial(trial_id);
+  if (t == nullptr || t->index != in_result_ || deciding_answer_ == nullptr) return nullptr;
+  return &deciding_answer_->samples;
+}
+
+void TrialRunner::Decide(Trial& t, int64_t seq, TrainingResult metrics, bool user_done,
+                         const DriverAnswer* answer) {
+  Decision decision = Decision::kStop;
+  in_result_ = t.index;
+  if (answer == nullptr || !answer->stop_trial) {
+    // Ray's _process_trial_result: a stopper's STOP is final, the trial scheduler is not asked.
+    deciding_answer_ = answer;
+    decision = scheduler_->OnTrialResult(t, metrics);
+    deciding_answer_ = nullptr;
+  }
   in_result_ = -1;
   JournalSchedulerDelta();
   for (auto& [key, value] : result_info_) metrics.SetJson(key, value);
   result_info_.clear();
-  const bool checkpoint_requested = std::exchange(checkpoint_requested_, false);
+  // Ray Tune's `should_checkpoint` result key asks for a checkpoint at this result.
+  const bool checkpoint_requested =
+      std::exchange(checkpoint_requested_, false) || metrics.Truthy("should_checkpoint");
   if (auto stop = StopperDecision(metrics, user_done)) decision = Combine(decision, *stop);
-  if (pause_requested_.erase(t->index) > 0) decision = Combine(decision, Decision::kPause);
+  if (pause_requested_.erase(t.index) > 0) decision = Combine(decision, Decision::kPause);
   std::optional<Exploit> exploit = std::move(deferred_exploit_);
   deferred_exploit_.reset();
   metrics.SetBool(rk::kDone, user_done || decision == Decision::kStop);
-  SetLastResult(*t, metrics);
+  SetLastResult(t, metrics);
   // Ray's _process_trial_result: the searcher sees the result, then (a stop) the trial's end.
-  search_alg_->OnTrialResult(t->trial_id, metrics);
+  search_alg_->OnTrialResult(t.trial_id, metrics);
   JournalSearcherDelta();
   if (decision == Decision::kStop) {
-    search_alg_->OnTrialComplete(t->trial_id, &metrics, /*error=*/false);
+    search_alg_->OnTrialComplete(t.trial_id, &metrics, /*error=*/false);
     JournalSearcherDelta();
   }
   const Action action =
-      exploit ? Action::kStop : ActionFor(*t, metrics, decision, checkpoint_requested);
-  observer_.OnTrialResult(*t, metrics, action);
-  last_action_[t->index] = action;
-  executor_.SendDecision(*t, seq, action);
+      exploit ? Action::kStop : ActionFor(t, metrics, decision, checkpoint_requested);
+  observer_.OnTrialResult(t, metrics, action);
+  last_action_[t.index] = action;
+  executor_.SendDecision(t, seq, action);
   const bool saving = action == Action::kCheckpointAndStop;
   if (exploit && decision != Decision::kStop) {
-    LeaveRunning(*t, TrialStatus::kPending, "");
-    (void)ExploitTrial(t->trial_id, exploit->donor_trial_id, std::move(exploit->new_config));
-    pending_.insert(t->index);
+    LeaveRunning(t, TrialStatus::kPending, "");
+    (void)ExploitTrial(t.trial_id, exploit->donor_trial_id, std::move(exploit->new_config));
+    pending_.insert(t.index);
   } else if (decision == Decision::kStop) {
-    scheduler_->OnTrialComplete(*t, metrics);
+    scheduler_->OnTrialComplete(t, metrics);
     JournalSchedulerDelta();
-    LeaveRunning(*t, TrialStatus::kTerminated, "", /*stop_trainable=*/false, saving);
+    LeaveRunning(t, TrialStatus::kTerminated, "", /*stop_trainable=*/false, saving);
   } else if (decision == Decision::kPause) {
-    pausing_[t->index] = t->attempt;  // PAUSED in OnTrialExited
+    pausing_[t.index] = t.attempt;  // PAUSED in OnTrialExited
   }
   CheckFinished();
-  return Status::Ok();
 }
 
 void TrialRunner::RecordReturn(Trial& t) {
@@ -436,6 +522,8 @@ Status TrialRunner::Restore(std::vector<Trial> trials, const nlohmann::json& sea
   pending_.clear();
   pausing_.clear();
   saving_.clear();
+  held_.clear();
+  journaled_answers_.clear();
   running_ = 0;
   start_s_ = start_s;
   for (Trial& t : trials_) {
@@ -518,6 +606,7 @@ void TrialRunner::LeaveRunning(Trial& t, TrialStatus to, const std::string& erro
   t.status = to;
   t.error = error;
   --running_;
+  if (held_.erase(t.index) > 0 && driver_ != nullptr) driver_->Forget(t.trial_id);
   pause_requested_.erase(t.index);
   pausing_.erase(t.index);
   NoteFailure(t, kind);

@@ -31,6 +31,7 @@
 #include "libs/core/resources.hpp"
 #include "libs/core/status.hpp"
 #include "libs/core/trial.hpp"
+#include "libs/tune/driver_link.hpp"
 #include "libs/tune/searcher.hpp"
 #include "libs/tune/trial_executor.hpp"
 #include "libs/tune/trial_scheduler.hpp"
@@ -95,6 +96,11 @@ class TrialRunner final : public TrialSchedulerContext {
   /// which the runner adds Ray Tune's auto-filled keys; `time_this_iter_s` in seconds.
   /// Duplicates (seq already seen) and stale attempts are dropped with an error Status saying
   /// why (not a failure).
+  /// With a driver (SetDriver), a result that passes the checks is held: sent to the driver
+  /// (driver_result, with the auto-filled keys and `config`) and decided in OnDriverAnswer, or
+  /// at once with the answer journaled for it before a restart (RestoreDriverAnswers). While it
+  /// is held its trial's counters (training_iteration, time_total_s, last_seq) do not move, and
+  /// a resend of it is dropped without a decision.
   Status OnResult(const std::string& trial_id, int64_t attempt, int64_t seq, TrainingResult metrics,
                   double time_this_iter_s);
   /// The same for metrics held as a JSON value (tests, the scheduler crosscheck). Errors:
@@ -151,6 +157,33 @@ class TrialRunner final : public TrialSchedulerContext {
   /// A worker is gone: its RUNNING trials requeue (a worker loss does not count against
   /// max_failures, see DESIGN.md).
   void OnWorkerLost(const std::string& worker_id);
+
+  // ---- the driver link (proto/PROTOCOL.md section 7b) ------------------------------------
+  /// Every result is held for `driver`'s answer before the trial scheduler decides (the
+  /// experiment file's `driver: {on_result: true}`). `driver` outlives the runner's use of it;
+  /// its answers must reach OnDriverAnswer (SetDriver does not set its callback: the caller
+  /// steps the runner after each). Call before the first result.
+  void SetDriver(DriverLink* driver) { driver_ = driver; }
+  /// The driver answered result `seq` of (trial_id, attempt). The answer is journaled, then the
+  /// result is decided as Ray Tune 2.x's TuneController._process_trial_result does with a
+  /// stopper: `stop_trial` makes the decision STOP without asking the trial scheduler (the
+  /// trial is TERMINATED at exactly this result; the scheduler hears OnTrialComplete),
+  /// otherwise the trial scheduler decides with the answer's `samples` at hand (DriverSamples);
+  /// then `stop_all` stops the experiment (StopExperiment: every unfinished trial is stopped,
+  /// the experiment ends STOPPED, as Ray's Stopper.stop_all ends tune.run). An answer to a
+  /// result no longer held (its trial left RUNNING) is ignored.
+  void OnDriverAnswer(const std::string& trial_id, int64_t attempt, int64_t seq,
+                      const DriverAnswer& answer);
+  /// Answers journaled (driver_decision records, newest per trial) whose results have no result
+  /// record: the result, sent again by its worker, is decided with it without the driver.
+  /// Call after Restore.
+  void RestoreDriverAnswers(const std::map<std::string, nlohmann::json>& records);
+  /// DriverLink::Describe(), or null without a driver.
+  nlohmann::json DriverDescription() const {
+    return driver_ != nullptr ? driver_->Describe() : nlohmann::json(nullptr);
+  }
+  /// Results held for the driver's answer (at most one per RUNNING trial).
+  size_t HeldResults() const { return held_.size(); }
 
   // ---- resume (DESIGN.md "Journal and recovery") ------------------------------------------
   /// Takes over the state replayed from the experiment's journal: `trials` in creation order
@@ -250,6 +283,7 @@ class TrialRunner final : public TrialSchedulerContext {
   void RequestCheckpoint(const std::string& trial_id) override;
   void SetResultInfo(const std::string& trial_id, const std::string& key,
                      nlohmann::json value) override;
+  const nlohmann::json* DriverSamples(const std::string& trial_id) const override;
   /// Total trials the experiment will have, added ones included (-1 if unbounded).
   int64_t TotalTrials() const;
   /// The trial whose last result is best by metric/mode (Ray Tune's get_best_trial, scope
@@ -338,6 +372,12 @@ class TrialRunner final : public TrialSchedulerContext {
   /// Ray Tune's check that every `stop` key is in the result, kept for keys no result has
   /// carried yet. Errors: InvalidArgument naming the key, its near miss and the result's keys.
   Status ValidateStopKeys(const TrainingResult& result);
+  /// Makes result `seq` (its auto-filled keys set) the trial's newest: counters, last_seq.
+  void AcceptResult(Trial& trial, int64_t seq, double time_this_iter_s);
+  /// The decision on an accepted, valid result (OnResult's second half): the trial scheduler,
+  /// stoppers, searcher, journal and worker action. `answer`: the driver's, or nullptr.
+  void Decide(Trial& trial, int64_t seq, TrainingResult metrics, bool user_done,
+              const DriverAnswer* answer);
   /// `user_done`: the trainable reported a truthy `done`.
   std::optional<Decision> StopperDecision(const TrainingResult& result, bool user_done) const;
   int64_t InFlight() const { return int64_t(placing_.size() + saving_.size()) + running_; }
@@ -349,6 +389,18 @@ class TrialRunner final : public TrialSchedulerContext {
     int64_t attempt = 0;
     std::string worker_id;
     bool requeue = false;  // unpaused while saving: placed once it has exited
+  };
+  // A result waiting for the driver's answer.
+  struct Held {
+    int64_t attempt = 0, seq = 0;
+    double time_this_iter_s = 0;
+    TrainingResult metrics;
+    bool user_done = false;
+  };
+  // A journaled driver answer whose result has no result record yet (RestoreDriverAnswers).
+  struct JournaledAnswer {
+    int64_t attempt = 0, seq = 0;
+    DriverAnswer answer;
   };
   struct Exploit {
     std::string donor_trial_id;
@@ -384,6 +436,10 @@ class TrialRunner final : public TrialSchedulerContext {
   std::map<int64_t, nlohmann::json> exploit_notes_;  // index -> "pbt_exploit" for its next result
   std::unordered_map<int64_t, Action> last_action_;  // index -> action of its newest result
   std::set<std::string> stop_keys_seen_;             // stop keys some accepted result carried
+  DriverLink* driver_ = nullptr;                     // not owned; null: no driver link
+  std::map<int64_t, Held> held_;                     // index -> result held for the driver
+  std::map<int64_t, JournaledAnswer> journaled_answers_;  // index -> answer journaled, unused
+  const DriverAnswer* deciding_answer_ = nullptr;         // the driver's answer for `in_result_`
   int64_t running_ = 0;
   double start_s_ = 0;
   ExperimentStatus status_ = ExperimentStatus::kRunning;

@@ -70,6 +70,13 @@ class TrialSchedulerContext {
                              nlohmann::json value) = 0;
   /// The runner's clock, seconds (fake in unit tests).
   virtual double NowS() const = 0;
+  /// The driver's `samples` for the result being decided (proto/PROTOCOL.md section 7b: mutation
+  /// key path -> value its PBT mutation function drew), or nullptr when there is no driver
+  /// answer. Only for the trial whose OnTrialResult is running (nullptr for others).
+  virtual const nlohmann::json* DriverSamples(const std::string& trial_id) const {
+    (void)trial_id;
+    return nullptr;
+  }
 };
 
 class TrialScheduler {

@@ -207,7 +207,20 @@ std::optional<std::string> MisspelledSampler(const json& node) {
   return NearMiss(node.begin().key(), names, 2);
 }
 
+// `{sample_from: ...}`: a placeholder the Python driver fills (SearchSpace's kAny dims).
+bool IsSampleFrom(const json& node) {
+  return node.is_object() && node.size() == 1 && node.begin().key() == "sample_from";
+}
+
 Status ValidateNode(const json& node, const std::string& path, int64_t* grid_size) {
+  if (!path.empty() && IsSampleFrom(node)) {
+    if (node.begin().value() != "driver") {
+      return Invalid(Join(path, "sample_from"),
+                     "expected driver (the Python driver's tune.sample_from fills it), got " +
+                         node.begin().value().dump());
+    }
+    return Status::Ok();
+  }
   const SamplerInfo* s = path.empty() ? nullptr : AsSampler(node);
   if (s != nullptr) {
     return CheckSampler(*s, node.begin().value(), Join(path, std::string(s->name)), grid_size);
@@ -348,6 +361,17 @@ VariantGenerator::VariantGenerator(nlohmann::json param_space, int64_t num_sampl
   };
   std::vector<std::string> keys;
   (void)Resolve(param_space_, keys, collect);
+}
+
+std::optional<std::string> VariantGenerator::SampleFromPath(const nlohmann::json& param_space) {
+  if (!param_space.is_object()) return std::nullopt;
+  for (const auto& [key, value] : param_space.items()) {
+    if (IsSampleFrom(value)) return key;
+    if (value.is_object() && AsSampler(value) == nullptr) {
+      if (auto inner = SampleFromPath(value)) return key + "." + *inner;
+    }
+  }
+  return std::nullopt;
 }
 
 Status VariantGenerator::Validate(const nlohmann::json& param_space) {

@@ -42,6 +42,7 @@
 
 #include <cstdint>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <random>
 #include <string>
 #include <vector>
@@ -65,7 +66,11 @@ class VariantGenerator final : public Searcher {
                    int64_t max_pending = 32);
 
   /// Validates a param space alone. Errors: InvalidArgument "<dotted.path>.<sampler>: <why>".
+  /// `{sample_from: driver}` (a value the Python driver's tune.sample_from draws; only with
+  /// search: external, SearchSpace) is valid here; another sample_from value is an error.
   static Status Validate(const nlohmann::json& param_space);
+  /// The dotted path of the first `{sample_from: driver}` of a param space, or nullopt.
+  static std::optional<std::string> SampleFromPath(const nlohmann::json& param_space);
   /// Validates a (partial) config against a validated param space: every key is one of the
   /// space's (nested maps recurse), a value for a sampler is in its domain (one of the values of
   /// choice / grid_search; a number, an integer for int samplers, within [low, high] — high

@@ -95,7 +95,7 @@ void Experiment::MarkEnded() {
 }
 
 Result<std::unique_ptr<SearcherLink>> Experiment::LinkSearcher(const SearcherTarget& target) {
-  if (target.command.empty()) return ctx_->connect_searcher(target);
+  if (target.command.empty()) return ctx_->connect_searcher(target.endpoint);
   SearcherProcess::Options o{.command = target.command,
                              .endpoint = target.endpoint,
                              .working_dir = identity_.base_dir,
@@ -104,12 +104,9 @@ Result<std::unique_ptr<SearcherLink>> Experiment::LinkSearcher(const SearcherTar
                              .backoff_max_s = target.backoff_max_s};
   auto process = SearcherProcess::Create(ctx_->loop, std::move(o));
   if (!process.ok()) return process.status();
-  SearcherTarget at{.endpoint = (*process)->endpoint()};
-  auto link = ctx_->connect_searcher(at);
-  if (!link.ok()) return link.status();
+  std::unique_ptr<SearcherLink> link = ctx_->connect_searcher((*process)->endpoint());
   searcher_process_ = std::move(*process);
-  return std::unique_ptr<SearcherLink>(
-      new SpawnedSearcherLink(std::move(*link), *searcher_process_));
+  return std::unique_ptr<SearcherLink>(new SpawnedSearcherLink(std::move(link), *searcher_process_));
 }
 
 Result<std::unique_ptr<Experiment>> Experiment::Create(ExperimentContext& ctx, ExperimentSpec spec,
@@ -191,6 +188,20 @@ Status Experiment::Build() {
       std::make_unique<TrialRunner>(std::move(ro), std::move(*searcher), std::move(*scheduler),
                                     *executor, *observer, [&clock] { return clock.WallSeconds(); });
   if (read_only_) return Status::Ok();
+  if (spec_.driver && spec_.driver->on_result && ctx_->connect_driver) {
+    DriverOptions d;
+    d.endpoint = spec_.driver->endpoint;
+    d.on_result = spec_.driver->on_result;
+    d.timeout_s = spec_.driver->timeout_s;
+    driver_ = std::make_unique<DriverLink>(d, journal_name_, spec_.metric, spec_.mode,
+                                           setup.session_nonce, ctx_->connect_driver(d.endpoint));
+    driver_->SetAnswerCallback(
+        [this](const std::string& trial_id, int64_t attempt, int64_t seq, DriverAnswer answer) {
+          runner_->OnDriverAnswer(trial_id, attempt, seq, answer);
+          runner_->Step();
+        });
+    runner_->SetDriver(driver_.get());
+  }
   executor_->set_runner(runner_.get());
   recorder_->set_runner(runner_.get());
   executor_->set_on_unreachable([this](const Trial& t) {
@@ -247,6 +258,7 @@ Status Experiment::Resume(JournalReader& reader, const std::string& journal_name
     return s;
   }
   if (Status s = runner_->ApplySearcherDeltas(replayed.searcher_deltas); !s.ok()) return s;
+  runner_->RestoreDriverAnswers(replayed.driver_answers);
   if (!runner_->IsFinished())
     journal_->Append(journal::ExperimentResumed(clock_.WallSeconds(), RerunMode::kNone));
   spdlog::info(

@@ -25,6 +25,7 @@
 #include "libs/journal/journal_writer.hpp"
 #include "libs/journal/replay.hpp"
 #include "libs/spec/experiment_spec.hpp"
+#include "libs/tune/driver_link.hpp"
 #include "libs/tune/searcher_link.hpp"
 #include "libs/tune/trial_runner.hpp"
 #include "proto/worker.hpp"
@@ -72,6 +73,8 @@ struct ExperimentContext {
   std::function<bool(const std::string& worker_id)> is_registered;
   /// Links external searchers (`search: {type: external}`) to their processes.
   SearcherLinkFactory connect_searcher;
+  /// Links the experiment's Python driver (`driver:`, proto/PROTOCOL.md section 7b).
+  SearcherLinkFactory connect_driver;
 };
 
 /// Who an experiment is: what its experiment_submitted record holds.
@@ -205,6 +208,9 @@ class Experiment {
   /// before runner_: the runner's searcher links to it, so it goes after the runner.
   std::unique_ptr<SearcherProcess> searcher_process_;
   std::unique_ptr<TrialRunner> runner_;
+  /// The driver link (`driver: {on_result: true}` of a live experiment), else null. After
+  /// runner_: destroyed first, so no answer reaches a destroyed runner.
+  std::unique_ptr<DriverLink> driver_;
   /// Resumed experiments: trials the journal says are RUNNING that no worker has reported yet.
   std::set<std::string> awaiting_reattach_;
 };

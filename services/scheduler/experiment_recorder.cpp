@@ -107,6 +107,10 @@ void ExperimentRecorder::OnCheckpointFailed(const Trial& t, const CheckpointNotS
   NoteRecord(t, journal_.Append(journal::CheckpointFailedRecord(t, failed)));
 }
 
+void ExperimentRecorder::OnDriverDecision(const Trial& t, int64_t seq, const json& answer) {
+  NoteRecord(t, journal_.Append(journal::DriverDecisionRecord(t, seq, answer)));
+}
+
 void ExperimentRecorder::OnTrialUpdated(const Trial& t, const json& change) {
   const uint64_t record = journal_.Append(journal::TrialUpdated(t, change));
   NoteRecord(t, record);

@@ -42,6 +42,7 @@ class ExperimentRecorder final : public RunnerObserver {
   /// Journals checkpoint_failed (what the trial does about it follows as its own records).
   void OnCheckpointFailed(const Trial& trial, const CheckpointNotStored& failed) override;
   void OnTrialUpdated(const Trial& trial, const nlohmann::json& change) override;
+  void OnDriverDecision(const Trial& trial, int64_t seq, const nlohmann::json& answer) override;
   void OnSearcherState(const nlohmann::json& state) override;
   void OnSearcherDelta(const nlohmann::json& delta) override;
   void OnTrialSchedulerState(const nlohmann::json& delta) override;

@@ -82,7 +82,8 @@ Status Scheduler::Init() {
   experiment_context_.reset(new ExperimentContext{
       loop_, *rm_, *store_, *outbox_, *publisher_, clock_,
       [this](const std::string& worker) { return worker_registry_.IsRegistered(worker); },
-      ZmqSearcherLink::Factory(loop_, ctx_)});
+      ZmqSearcherLink::Factory(loop_, ctx_, "searcher"),
+      ZmqSearcherLink::Factory(loop_, ctx_, "driver")});
   next_state_file_ = clock_.Now();
   return Status::Ok();
 }

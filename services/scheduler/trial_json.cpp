@@ -13,20 +13,23 @@ json ExperimentToJson(const std::string& name, const TrialRunner& runner,
   }
   for (const auto& [status, n] : runner.CountByStatus()) counts[TrialStatusName(status)] = n;
   const Trial* best = runner.BestTrial();
-  return {{"name", name},
-          {"experiment_id", runner.options().experiment_id},
-          {"status", ExperimentStatusName(runner.status())},
-          {"reason", runner.end_reason()},
-          {"counts", counts},
-          {"total", runner.TotalTrials()},
-          {"created", runner.trials().size()},
-          {"finished", runner.IsFinished()},
-          {"metric", runner.options().metric},
-          {"mode", runner.options().mode},
-          {"results_dir", experiment_dir},
-          {"best", best ? TrialToJson(*best, experiment_dir) : json(nullptr)},
-          {"searcher", runner.SearcherDescription()},
-          {"elapsed_s", elapsed_s}};
+  json summary = {{"name", name},
+                  {"experiment_id", runner.options().experiment_id},
+                  {"status", ExperimentStatusName(runner.status())},
+                  {"reason", runner.end_reason()},
+                  {"counts", counts},
+                  {"total", runner.TotalTrials()},
+                  {"created", runner.trials().size()},
+                  {"finished", runner.IsFinished()},
+                  {"metric", runner.options().metric},
+                  {"mode", runner.options().mode},
+                  {"results_dir", experiment_dir},
+                  {"best", best ? TrialToJson(*best, experiment_dir) : json(nullptr)},
+                  {"searcher", runner.SearcherDescription()},
+                  {"elapsed_s", elapsed_s}};
+  // The driver link's state (proto/PROTOCOL.md section 7b), for an experiment that has one.
+  if (json driver = runner.DriverDescription(); !driver.is_null()) summary["driver"] = driver;
+  return summary;
 }
 
 }  // namespace tunebus

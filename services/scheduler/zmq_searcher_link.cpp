@@ -82,12 +82,14 @@ MSGPACK_API_VERSION_NAMESPACE(MSGPACK_DEFAULT_API_NS) {
 
 namespace tunebus {
 
-ZmqSearcherLink::ZmqSearcherLink(bus::EventLoop& loop, zmq::context_t& ctx, std::string endpoint)
-    : loop_(loop), ctx_(ctx), endpoint_(std::move(endpoint)) {}
+ZmqSearcherLink::ZmqSearcherLink(bus::EventLoop& loop, zmq::context_t& ctx, std::string endpoint,
+                                 std::string peer)
+    : loop_(loop), ctx_(ctx), endpoint_(std::move(endpoint)), peer_(std::move(peer)) {}
 
-SearcherLinkFactory ZmqSearcherLink::Factory(bus::EventLoop& loop, zmq::context_t& ctx) {
-  return [&loop, &ctx](const SearcherTarget& target) -> Result<std::unique_ptr<SearcherLink>> {
-    return std::unique_ptr<SearcherLink>(new ZmqSearcherLink(loop, ctx, target.endpoint));
+SearcherLinkFactory ZmqSearcherLink::Factory(bus::EventLoop& loop, zmq::context_t& ctx,
+                                             std::string peer) {
+  return [&loop, &ctx, peer](const std::string& endpoint) -> std::unique_ptr<SearcherLink> {
+    return std::make_unique<ZmqSearcherLink>(loop, ctx, endpoint, peer);
   };
 }
 
@@ -104,13 +106,13 @@ void ZmqSearcherLink::Request(json request, double timeout_s, ReplyCallback done
       return;
     }
     client_ = std::make_unique<bus::RequestClient>(loop_, std::move(*socket),
-                                                   "the searcher at " + endpoint_);
+                                                   "the " + peer_ + " at " + endpoint_);
     client_->SetUnsolicitedHandler([this](const proto::Decoded& d) {
-      spdlog::info("Dropping {} from the searcher at {} because its request timed out", d.type(),
+      spdlog::info("Dropping {} from the {} at {} because its request timed out", d.type(), peer_,
                    endpoint_);
     });
     // ZeroMQ connects in its I/O thread: the first request waits kConnectS for the connection
-    // to a listening searcher, which ZMQ_IMMEDIATE needs to queue it.
+    // to a listening peer, which ZMQ_IMMEDIATE needs to queue it.
     After(kConnectS, [this, request = std::move(request), timeout_s, done = std::move(done)] {
       Request(request, timeout_s, done);
     });
@@ -125,10 +127,10 @@ void ZmqSearcherLink::Request(json request, double timeout_s, ReplyCallback done
         if (!reply.ok() && reply.status().message().find("queue full") != std::string::npos) {
           // With ZMQ_IMMEDIATE and one request at a time, a full queue means no connection.
           reply = Status::Unavailable(fmt::format(
-              "the searcher at {} is not connected (nothing listens there)", endpoint_));
+              "the {} at {} is not connected (nothing listens there)", peer_, endpoint_));
         }
         if (!reply.ok()) {
-          spdlog::warn("The searcher at {} did not answer {}: {}", endpoint_, type,
+          spdlog::warn("The {} at {} did not answer {}: {}", peer_, endpoint_, type,
                        reply.status().ToString());
           done(reply.status());
           return;

@@ -1,7 +1,8 @@
 // ZmqSearcherLink: the SearcherLink of an external searcher (libs/tune/external_searcher.hpp)
-// over ZeroMQ: a DEALER connected to the searcher process's ROUTER (proto/PROTOCOL.md section
-// 7a), requests matched to replies by correlation id (bus::RequestClient), timers on the
-// scheduler's loop. Nothing here blocks the loop: a searcher that hangs costs a timeout.
+// and of the driver link (libs/tune/driver_link.hpp) over ZeroMQ: a DEALER connected to the
+// peer process's ROUTER (proto/PROTOCOL.md sections 7a and 7b), requests matched to replies by
+// correlation id (bus::RequestClient), timers on the scheduler's loop. Nothing here blocks the
+// loop: a searcher that hangs costs a timeout.
 //
 // One socket for the link's life, made at the first request (so a link that never sent one, as
 // an experiment whose submission is refused, leaves nothing on the loop; a link that sent one
@@ -25,11 +26,13 @@ namespace tunebus {
 
 class ZmqSearcherLink final : public SearcherLink {
  public:
-  /// `loop` and `ctx` outlive the link.
-  ZmqSearcherLink(bus::EventLoop& loop, zmq::context_t& ctx, std::string endpoint);
-  /// The factory MakeSearcher takes: a link to the target's endpoint (its command is the
-  /// caller's: SearcherProcess).
-  static SearcherLinkFactory Factory(bus::EventLoop& loop, zmq::context_t& ctx);
+  /// `loop` and `ctx` outlive the link; `peer` names the other side in logs and errors
+  /// ("searcher", "driver").
+  ZmqSearcherLink(bus::EventLoop& loop, zmq::context_t& ctx, std::string endpoint,
+                  std::string peer = "searcher");
+  /// The factory MakeSearcher (peer "searcher") and the driver link (peer "driver") take.
+  static SearcherLinkFactory Factory(bus::EventLoop& loop, zmq::context_t& ctx,
+                                     std::string peer = "searcher");
   ~ZmqSearcherLink() override;
 
   /// Encodes `request` as a msgpack map with `v` and a fresh `id`; the reply's msgpack map comes
@@ -46,6 +49,7 @@ class ZmqSearcherLink final : public SearcherLink {
   bus::EventLoop& loop_;
   zmq::context_t& ctx_;
   std::string endpoint_;
+  std::string peer_;
   std::unique_ptr<bus::RequestClient> client_;
   std::set<bus::EventLoop::TimerId> timers_;
   std::shared_ptr<bool> alive_ = std::make_shared<bool>(true);

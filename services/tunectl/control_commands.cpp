@@ -160,6 +160,8 @@ int StatusCommand(const GlobalFlags& g) {
     std::cout << RenderSummaryLine(e) << std::endl;
     if (const std::string searcher = RenderSearcherLine(e); !searcher.empty())
       std::cout << searcher << std::endl;
+    if (const std::string driver = RenderDriverLine(e); !driver.empty())
+      std::cout << driver << std::endl;
     for (const std::string& health : RenderHealthLines(e)) std::cout << health << std::endl;
   });
 }

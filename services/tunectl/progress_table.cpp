@@ -126,18 +126,30 @@ std::string RenderSummaryLine(const json& e) {
   return line;
 }
 
-std::string RenderSearcherLine(const json& e) {
-  const json& searcher = Field(e, "searcher");
-  if (!searcher.is_object()) return "";
+namespace {
+
+// "<field>: <described[name_key]> (key value, ...)": the other fields of `experiment[field]` in
+// key order; "" when it has no such object.
+std::string RenderDescribedLine(const json& e, const char* field, const char* name_key) {
+  const json& described = Field(e, field);
+  if (!described.is_object()) return "";
   std::string fields;
-  for (const auto& [key, value] : searcher.items()) {
-    if (key == "searcher") continue;
+  for (const auto& [key, value] : described.items()) {
+    if (key == name_key) continue;
     fields += fmt::format("{}{} {}", fields.empty() ? "" : ", ", key,
                           value.is_string() ? value.get<std::string>() : value.dump());
   }
-  return fmt::format("searcher: {}{}", StringField(searcher, "searcher", "?"),
+  return fmt::format("{}: {}{}", field, StringField(described, name_key, "?"),
                      fields.empty() ? "" : " (" + fields + ")");
 }
+
+}  // namespace
+
+std::string RenderSearcherLine(const json& e) {
+  return RenderDescribedLine(e, "searcher", "searcher");
+}
+
+std::string RenderDriverLine(const json& e) { return RenderDescribedLine(e, "driver", "endpoint"); }
 
 std::vector<std::string> RenderProgressTable(const json& e, const json& trials, size_t max_rows) {
   const std::string metric = StringField(e, "metric");
@@ -170,6 +182,7 @@ std::vector<std::string> RenderProgressTable(const json& e, const json& trials, 
   std::vector<std::string> lines{RenderSummaryLine(e)};
   if (std::string searcher = RenderSearcherLine(e); !searcher.empty())
     lines.push_back(std::move(searcher));
+  if (std::string driver = RenderDriverLine(e); !driver.empty()) lines.push_back(std::move(driver));
   for (std::string& health : RenderHealthLines(e)) lines.push_back(std::move(health));
   for (const auto& row : cells) {
     std::string line;

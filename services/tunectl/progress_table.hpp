@@ -28,7 +28,8 @@ const nlohmann::json& Field(const nlohmann::json& j, const char* key);
 std::string TrialStatusText(const nlohmann::json& trial);
 
 /// Formats a table from the experiment summary and the list_trials array: the summary line, the
-/// searcher line (RenderSearcherLine) when there is one, the trials. At most `max_rows`
+/// searcher line (RenderSearcherLine) and the driver line (RenderDriverLine) when there are, the
+/// trials. At most `max_rows`
 /// trials are shown (RUNNING first, then the most recently created); the rest are counted.
 std::vector<std::string> RenderProgressTable(const nlohmann::json& experiment,
                                              const nlohmann::json& trials, size_t max_rows);
@@ -39,6 +40,10 @@ std::string RenderSummaryLine(const nlohmann::json& experiment);
 /// "searcher: random (suggested 12, total 20, max_concurrent 4, live_trials 4)": the experiment's
 /// `searcher` (Searcher::Describe()), its other fields in key order; "" without one.
 std::string RenderSearcherLine(const nlohmann::json& experiment);
+/// "driver: tcp://127.0.0.1:5700 (answered 12, held 1, sessions 1, state ready)": the
+/// experiment's `driver` (DriverLink::Describe(), proto/PROTOCOL.md section 7b), its other fields
+/// in key order; "" for an experiment without a driver link.
+std::string RenderDriverLine(const nlohmann::json& experiment);
 
 /// The suite's health, when something is wrong (none when all is well):
 ///   "journal writes failing since HH:MM:SS UTC: <error>; nothing acknowledged is lost; trials

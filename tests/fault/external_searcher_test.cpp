@@ -25,13 +25,13 @@ namespace {
 using nlohmann::json;
 using namespace std::chrono_literals;
 
-constexpr const char* kPython = kSystemPython;
+constexpr const char* kPython = "/usr/bin/python3";
 constexpr int kTrials = 12;
 
 class ExternalSearcherFaultTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    if (!PythonHasOptuna(cluster_.dir() / "logs")) {
+    if (!PythonImports(cluster_.dir() / "logs", "zmq, msgpack, optuna")) {
       GTEST_SKIP() << kPython << " cannot import zmq, msgpack and optuna";
     }
     ASSERT_TRUE(cluster_.Start());

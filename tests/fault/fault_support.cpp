@@ -20,6 +20,15 @@ std::string SubmitDetached(Cluster& cluster, const fs::path& file, const std::st
   return name + "-" + submit.Json().value("experiment_id", "");
 }
 
+bool PythonImports(const fs::path& log_dir, const std::string& modules) {
+  if (!fs::exists("/usr/bin/python3")) return false;
+  auto p = Process::Spawn({.name = "python-check",
+                           .binary = "/usr/bin/python3",
+                           .args = {"-c", "import " + modules},
+                           .log_dir = log_dir});
+  return p->Wait(60s) == 0;
+}
+
 json WaitFinished(Cluster& cluster, Millis timeout) {
   json status;
   const bool finished = WaitFor(
@@ -55,15 +64,6 @@ int64_t TrialsAdded(const json& summary) {
   int64_t added = 0;
   for (const auto& [status, count] : summary["counts"].items()) added += count.get<int64_t>();
   return added;
-}
-
-bool PythonHasOptuna(const fs::path& log_dir) {
-  if (!fs::exists(kSystemPython)) return false;
-  auto p = Process::Spawn({.name = "python-check",
-                           .binary = kSystemPython,
-                           .args = {"-c", "import zmq, msgpack, optuna"},
-                           .log_dir = log_dir});
-  return p->Wait(60s) == 0;
 }
 
 int KillSchedulerWhileRunning(Cluster& cluster, const std::vector<Millis>& pauses) {

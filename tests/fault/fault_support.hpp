@@ -12,14 +12,6 @@
 
 namespace tunebus::testing {
 
-/// The Python the external-searcher tests run tunebus_searcher.py with (Debian's, which sees
-/// python3-zmq, python3-msgpack and python3-optuna).
-inline constexpr const char* kSystemPython = "/usr/bin/python3";
-
-/// Whether kSystemPython exists and imports zmq, msgpack and optuna (its output goes to
-/// `log_dir`).
-bool PythonHasOptuna(const fs::path& log_dir);
-
 /// An experiment file for the external-searcher tests: `name`, the mock trainable (8 iterations
 /// of 0.1-0.15 s), lr and sleep_s sampled, `trials` samples, seed 3, mean_accuracy max, the
 /// `search:` lines `search` (each indented by two spaces, ending in a newline), results under
@@ -33,6 +25,11 @@ int64_t TrialsAdded(const nlohmann::json& summary);
 /// `tunectl run --detach FILE`; returns the experiment's journal name ("<name>-<id>"), or ""
 /// after adding a test failure.
 std::string SubmitDetached(Cluster& cluster, const fs::path& file, const std::string& name);
+
+/// True if /usr/bin/python3 can run `import <modules>` (e.g. "zmq, msgpack"): the fault tests
+/// that start a Python peer skip without Debian's python3-* packages. Its output goes to
+/// `log_dir`.
+bool PythonImports(const fs::path& log_dir, const std::string& modules);
 
 /// Polls `tunectl status` until the experiment is finished; returns the last status (an
 /// empty object after `timeout`).

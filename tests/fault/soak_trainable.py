@@ -1,7 +1,7 @@
 """Ground-truth command trainable of the crash soak (tests/fault/crash_soak_test.cpp).
 
 Stdlib only; runs under any python3 >= 3.6. It speaks the command trainable protocol
-(proto/PROTOCOL.md section 7) itself rather than through clients/python/tunebus.py's report(),
+(proto/PROTOCOL.md section 7) itself rather than through clients/python/tunebus/'s report(),
 because it must log every decision it reads, "stop" and end of file included, before acting.
 
 Before acting on anything it appends one JSON object per line (write, flush, fsync) to

@@ -1,6 +1,6 @@
 // Fault tests: `search: {type: external, command: [...]}` — the scheduler starts the searcher
 // (clients/python/tunebus_searcher.py wrapping Optuna's TPE, run by /usr/bin/python3, the script
-// named relative to the experiment file's folder) on an ipc:// endpoint it picks. SIGKILLed
+// named by its path relative to the experiment file's folder) on an ipc:// endpoint it picks. SIGKILLed
 // mid-run, the searcher is restarted by the scheduler, `tunectl status` shows the restart and the
 // run completes with exactly num_samples trials; when the experiment ends, the scheduler stops,
 // or the scheduler is SIGKILLed, the searcher process is gone within 10 s. Skipped when
@@ -22,7 +22,7 @@ namespace {
 using nlohmann::json;
 using namespace std::chrono_literals;
 
-constexpr const char* kPython = kSystemPython;
+constexpr const char* kPython = "/usr/bin/python3";
 constexpr int kTrials = 10;
 
 // Whether `pid` no longer runs (no such process, or a zombie nobody reaped yet).
@@ -36,24 +36,24 @@ bool Gone(pid_t pid) {
 class SpawnedSearcherTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    if (!PythonHasOptuna(cluster_.dir() / "logs")) {
+    if (!PythonImports(cluster_.dir() / "logs", "zmq, msgpack, optuna")) {
       GTEST_SKIP() << kPython
                    << " cannot import zmq, msgpack and optuna (install python3-zmq, "
                       "python3-msgpack, python3-optuna)";
     }
     ASSERT_TRUE(cluster_.Start());
-    // The searcher script sits beside the experiment file and is named relative to it.
+    // The searcher script is named relative to the experiment file's folder.
     const fs::path folder = cluster_.dir() / "exp";
     fs::create_directories(folder);
-    fs::copy_file(SourceDir() / "clients/python/tunebus_searcher.py",
-                  folder / "tunebus_searcher.py");
+    const std::string script =
+        fs::relative(SourceDir() / "clients/python/tunebus_searcher.py", folder).string();
     file_ = folder / "spawned.yaml";
     WriteFile(file_,
               ExternalSearchExperiment("spawned", kTrials,
                                        "  type: external\n"
                                        "  command: [" +
                                            std::string(kPython) +
-                                           ", tunebus_searcher.py, --sampler, tpe, --seed, '1']\n"
+                                           ", " + script + ", --sampler, tpe, --seed, '1']\n"
                                            "  timeout_s: 2\n"
                                            "  backoff_initial_s: 0.2\n"
                                            "  backoff_max_s: 1\n",

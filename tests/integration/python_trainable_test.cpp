@@ -1,4 +1,4 @@
-// Python trainables run embedded through clients/python/tunebus.py, and the results folder they
+// Python trainables run embedded through clients/python/tunebus/, and the results folder they
 // leave read with the tools a Ray Tune user's notebook uses (pandas, TensorBoard's protobufs).
 #include <gtest/gtest.h>
 
@@ -16,7 +16,7 @@ using nlohmann::json;
 using namespace std::chrono_literals;
 
 // Writes <dir>/<name>/train.py (`loop`: its body after `cfg = tunebus.config()`, which imports
-// clients/python/tunebus.py) and <dir>/<name>/exp.yaml running it with `python` over
+// clients/python/tunebus/) and <dir>/<name>/exp.yaml running it with `python` over
 // x in {1, 2}, metric score (max), results in <dir>/<name>/results. Returns exp.yaml's path.
 // (The source folder travels as TRAINER_SOURCE_DIR: trainable.env rejects names starting with
 // TUNEBUS_.)
@@ -49,7 +49,7 @@ fs::path WritePythonExperiment(const fs::path& dir, const std::string& name,
 }
 
 TEST(ClusterTest, CommandTrainableWithPythonHelper) {
-  // An embedded run of a Python trainable that uses clients/python/tunebus.py: 3 results per trial,
+  // An embedded run of a Python trainable that uses clients/python/tunebus/: 3 results per trial,
   // its stdout saved in the trial folder.
   if (std::system("command -v python3 >/dev/null 2>&1") != 0)
     GTEST_SKIP() << "python3 is not on PATH";

@@ -14,60 +14,12 @@
 #include <vector>
 
 #include "libs/tune/make_searcher.hpp"
+#include "tests/unit/fake_link.hpp"
 
 namespace tunebus {
 namespace {
 
 using nlohmann::json;
-
-// Requests wait in `requests` until the test answers them; timers run when the clock passes them.
-struct FakeLinkState {
-  struct Pending {
-    json request;
-    double timeout_s;
-    SearcherLink::ReplyCallback done;
-  };
-  std::deque<Pending> requests;
-  std::vector<std::pair<double, std::function<void()>>> timers;
-  double now = 100;
-
-  void Advance(double s) {
-    now += s;
-    auto due = std::move(timers);
-    timers.clear();
-    for (auto& [at, fn] : due) {
-      if (at <= now) {
-        fn();
-      } else {
-        timers.emplace_back(at, std::move(fn));
-      }
-    }
-  }
-  // Answers the oldest request with `reply`.
-  json Answer(Result<json> reply) {
-    EXPECT_FALSE(requests.empty());
-    if (requests.empty()) return nullptr;
-    Pending p = std::move(requests.front());
-    requests.pop_front();
-    p.done(std::move(reply));
-    return p.request;
-  }
-};
-
-class FakeLink final : public SearcherLink {
- public:
-  explicit FakeLink(FakeLinkState& s) : s_(s) {}
-  void Request(json request, double timeout_s, ReplyCallback done) override {
-    s_.requests.push_back({std::move(request), timeout_s, std::move(done)});
-  }
-  void After(double delay_s, std::function<void()> fn) override {
-    s_.timers.emplace_back(s_.now + delay_s, std::move(fn));
-  }
-  double NowS() const override { return s_.now; }
-
- private:
-  FakeLinkState& s_;
-};
 
 const json kSpace = {{"lr", {{"loguniform", {1e-4, 1e-1}}}},
                      {"model", {{"depth", {{"randint", {1, 5}}}}}},
@@ -201,6 +153,40 @@ TEST(ExternalOptionsTest, MakeSearcherNeedsMetricModeAndNoGrid) {
   EXPECT_EQ(MakeSearcher("external", config, setup).status().message(),
             "param_space.x: grid_search cannot be combined with search: external; use search: "
             "random");
+}
+
+TEST_F(ExternalSearcherTest, SampleFromIsAnAnyDimTakenAsIs) {
+  // {sample_from: driver}: a dim of type any in hello's space; the remote's value (any msgpack
+  // value) is built into the config at its path without snapping.
+  ExternalOptions o;
+  o.endpoint = "tcp://127.0.0.1:5600";
+  ExternalSearcher s(o, 10, 7, "exp-abcde", 0xfeed, std::make_unique<FakeLink>(link));
+  const json space = {{"lr", {{"uniform", {0.1, 1.0}}}},
+                      {"model", {{"act", {{"sample_from", "driver"}}}, {"depth", 3}}}};
+  ASSERT_TRUE(s.SetSearchProperties("loss", "min", space).ok());
+  EXPECT_EQ(s.Suggest("t0").kind, Suggestion::Kind::kNotNow);
+  const json hello = link.requests.front().request;
+  ASSERT_EQ(hello["space"].size(), 2u);
+  EXPECT_EQ(hello["space"][1], (json{{"name", "model.act"},
+                                     {"path", {"model", "act"}},
+                                     {"sampler", "sample_from"},
+                                     {"type", "any"}}));
+  Connect();
+  const json act = {{"fn", {1, "relu"}}};
+  AnswerAsk("t0", {{"lr", 0.5}, {"model.act", act}});
+  Suggestion got = s.Suggest("t0");
+  ASSERT_EQ(got.kind, Suggestion::Kind::kConfig);
+  EXPECT_EQ(got.config, (json{{"lr", 0.5}, {"model", {{"act", act}, {"depth", 3}}}}));
+}
+
+TEST(ExternalOptionsTest, SampleFromNeedsTheExternalSearcher) {
+  SearchSetup setup;
+  setup.param_space = {{"x", {{"sample_from", "driver"}}}};
+  setup.metric = "loss";
+  setup.mode = "min";
+  EXPECT_EQ(MakeSearcher("tpe", json::object(), setup).status().message(),
+            "param_space.x: sample_from needs the Python driver, which serves search itself "
+            "(search: {type: external}); search: tpe cannot sample it");
 }
 
 TEST_F(ExternalSearcherTest, HelloDescribesTheSpaceAndSuggestNeverWaits) {

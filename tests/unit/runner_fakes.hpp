@@ -14,6 +14,7 @@
 #include <utility>
 #include <vector>
 
+#include "libs/journal/records.hpp"
 #include "libs/tune/make_trial_scheduler.hpp"
 #include "libs/tune/trial_runner.hpp"
 
@@ -136,6 +137,11 @@ class RecordingObserver final : public RunnerObserver {
     log_.push_back("obs:searcher");
   }
   void OnTrialSchedulerState(const json& delta) override { scheduler_deltas.push_back(delta); }
+  void OnDriverDecision(const Trial& trial, int64_t seq, const json& answer) override {
+    driver_decisions.push_back(answer);
+    log_.push_back("obs:driver_decision " + KeyOf(trial.trial_id, trial.attempt) + " " +
+                   std::to_string(seq));
+  }
   void OnExperimentEnded(ExperimentStatus status, const std::string& reason) override {
     ended.emplace_back(ExperimentStatusName(status), reason);
     log_.push_back(std::string("obs:ended ") + ExperimentStatusName(status));
@@ -153,6 +159,7 @@ class RecordingObserver final : public RunnerObserver {
   std::vector<json> searcher_states;
   std::vector<json> searcher_deltas;
   std::vector<json> scheduler_deltas;
+  std::vector<json> driver_decisions;
   std::vector<CheckpointRef> saved_checkpoints;
   std::vector<CheckpointNotStored> failed_checkpoints;
   std::vector<json> updates;
@@ -160,6 +167,45 @@ class RecordingObserver final : public RunnerObserver {
 
  private:
   std::vector<std::string>& log_;
+};
+
+// An observer that journals every call as the scheduler's ExperimentRecorder does (the records of
+// libs/journal/records.hpp, through their msgpack encoding).
+class JournalingObserver final : public RunnerObserver {
+ public:
+  explicit JournalingObserver(std::vector<json>& records) : records_(records) {}
+  void OnTrialAdded(const Trial& t) override { Add(journal::TrialAdded(t)); }
+  void OnTrialStarted(const Trial& t) override { Add(journal::TrialStarted(t)); }
+  void OnTrialResult(const Trial& t, const TrainingResult& r, Action a) override {
+    Add(journal::ResultRecord(t, r.ToJson(), a));
+  }
+  void OnTrialStatus(const Trial& t) override { Add(journal::TrialStatusRecord(t)); }
+  void OnCheckpointSaved(const Trial& t, const CheckpointRef& ref) override {
+    Add(journal::CheckpointSavedRecord(t, ref));
+  }
+  void OnCheckpointDeleted(const Trial& t, const std::string& id) override {
+    Add(journal::CheckpointDeletedRecord(t, id));
+  }
+  void OnCheckpointFailed(const Trial& t, const CheckpointNotStored& failed) override {
+    Add(journal::CheckpointFailedRecord(t, failed));
+  }
+  void OnSearcherState(const json& state) override { Add(journal::SearcherState(state)); }
+  void OnSearcherDelta(const json& delta) override { Add(journal::SearcherDelta(delta)); }
+  void OnTrialSchedulerState(const json& d) override { Add(journal::TrialSchedulerDelta(d)); }
+  void OnDriverDecision(const Trial& t, int64_t seq, const json& answer) override {
+    Add(journal::DriverDecisionRecord(t, seq, answer));
+  }
+  void OnExperimentEnded(ExperimentStatus s, const std::string& why) override {
+    Add(journal::ExperimentEnded(s, why));
+  }
+
+ private:
+  void Add(const json& record) {
+    auto decoded = journal::DecodeRecord(journal::EncodeRecord(record));
+    ASSERT_TRUE(decoded.ok());
+    records_.push_back(*decoded);
+  }
+  std::vector<json>& records_;
 };
 
 // A trial scheduler that PAUSEs every result of the trials in `pause` (FIFO otherwise).

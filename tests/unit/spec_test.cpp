@@ -248,7 +248,7 @@ TEST(ExperimentSpecTest, UnknownTopLevelFieldListsExpectedFields) {
                 "max_concurrent_trials, results_dir, max_failures, max_worker_losses, fail_fast, "
                 "scheduler, search, queue_trials, checkpoint_freq, checkpoint_at_end, "
                 "keep_checkpoints_num, checkpoint_score_attr, checkpoint_failure, restore_from, "
-                "report_timeout_s");
+                "report_timeout_s, driver");
 }
 
 TEST(ExperimentSpecTest, CheckpointFailureTakesContinuePauseOrFail) {
@@ -712,6 +712,85 @@ TEST(ExperimentSpecTest, EmptyOrNonMapDocumentIsRejected) {
   ExpectInvalid("- name\n", "exp.yaml:1: expected a map of experiment fields, got a list");
   ExpectInvalid(std::string(kMinimal) + "---\nname: f\n",
                 "exp.yaml:4: expected one YAML document, found another one");
+}
+
+TEST(ExperimentSpecTest, DriverSectionIsParsed) {
+  // The Python driver's link: endpoint required, on_result defaults to true, timeout_s to 10.
+  Result<ExperimentSpec> spec =
+      Parse(std::string(kMinimal) + "driver: {endpoint: 'tcp://127.0.0.1:5700'}\n");
+  ASSERT_TRUE(spec.ok()) << spec.status().ToString();
+  ASSERT_TRUE(spec->driver.has_value());
+  EXPECT_EQ(spec->driver->endpoint, "tcp://127.0.0.1:5700");
+  EXPECT_TRUE(spec->driver->on_result);
+  EXPECT_EQ(spec->driver->timeout_s, 10);
+  spec = Parse(std::string(kMinimal) +
+               "driver:\n  endpoint: ipc:///tmp/d\n  on_result: false\n  timeout_s: 2.5\n");
+  ASSERT_TRUE(spec.ok()) << spec.status().ToString();
+  EXPECT_FALSE(spec->driver->on_result);
+  EXPECT_EQ(spec->driver->timeout_s, 2.5);
+  EXPECT_FALSE(Parse(kMinimal)->driver.has_value());
+}
+
+TEST(ExperimentSpecTest, BadDriverSectionsNameTheField) {
+  ExpectInvalid(std::string(kMinimal) + "driver:\n  on_result: true\n",
+                "exp.yaml:4: driver.endpoint: required: the driver's ROUTER, e.g. "
+                "tcp://127.0.0.1:5700");
+  ExpectInvalid(std::string(kMinimal) + "driver:\n  endpoint: 127.0.0.1:5700\n",
+                "exp.yaml:4: driver.endpoint: '127.0.0.1:5700' is not a ZeroMQ endpoint "
+                "(tcp://host:port, ipc://path)");
+  ExpectInvalid(std::string(kMinimal) + "driver:\n  endpoint: tcp://h:1\n  timeout_s: 0\n",
+                "exp.yaml:5: driver.timeout_s: must be > 0 seconds, got 0");
+  ExpectInvalid(std::string(kMinimal) + "driver:\n  endpoint: tcp://h:1\n  on_result: 3\n",
+                "exp.yaml:5: driver.on_result: expected true or false, got '3'");
+  ExpectInvalid(std::string(kMinimal) + "driver:\n  endpoint: tcp://h:1\n  stopper: x\n",
+                "exp.yaml:5: driver: unknown field 'stopper'; expected one of endpoint, "
+                "on_result, timeout_s");
+  ExpectInvalid(std::string(kMinimal) + "driver: tcp://h:1\n",
+                "exp.yaml:3: driver: expected a map with 'endpoint' (the Python driver's "
+                "ROUTER), got 'tcp://h:1'");
+}
+
+TEST(ExperimentSpecTest, PbtDriverMutationNeedsTheDriverOnResults) {
+  // {driver: {}} mutations draw their values in the driver with every result.
+  const std::string pbt = Yaml(R"(
+metric: acc
+mode: max
+param_space: {lr: {uniform: [0.01, 0.1]}}
+scheduler:
+  type: pbt
+  hyperparam_mutations: {lr: {driver: {}}}
+)");
+  Result<ExperimentSpec> spec =
+      Parse(std::string(kMinimal) + pbt + "driver: {endpoint: 'tcp://127.0.0.1:5700'}\n");
+  ASSERT_TRUE(spec.ok()) << spec.status().ToString();
+  ExpectInvalid(std::string(kMinimal) + pbt,
+                "exp.yaml:8: scheduler.hyperparam_mutations: a {driver: {}} mutation needs the "
+                "Python driver: a 'driver' section with on_result: true (the driver draws its "
+                "values with every result)");
+  ExpectInvalid(std::string(kMinimal) + pbt +
+                    "driver: {endpoint: 'tcp://127.0.0.1:5700', on_result: false}\n",
+                "exp.yaml:8: scheduler.hyperparam_mutations: a {driver: {}} mutation needs the "
+                "Python driver: a 'driver' section with on_result: true (the driver draws its "
+                "values with every result)");
+}
+
+TEST(ExperimentSpecTest, SampleFromNeedsTheExternalSearch) {
+  // {sample_from: driver}: the Python driver fills it while serving search: external itself.
+  const std::string space =
+      "param_space:\n  lr: {uniform: [0.1, 1]}\n  model:\n"
+      "    act: {sample_from: driver}\n";
+  ExpectInvalid(std::string(kMinimal) + space,
+                "exp.yaml:6: param_space.model.act: sample_from needs the Python driver, which "
+                "serves search itself (search: {type: external}); search: random cannot sample "
+                "it");
+  Result<ExperimentSpec> spec =
+      Parse(std::string(kMinimal) + space +
+            "metric: loss\nmode: min\nsearch: {type: external, endpoint: 'tcp://h:5600'}\n");
+  ASSERT_TRUE(spec.ok()) << spec.status().ToString();
+  EXPECT_EQ(spec->param_space["model"]["act"], json({{"sample_from", "driver"}}));
+  ExpectInvalid(std::string(kMinimal) + "param_space:\n  act: {sample_from: fn}\n",
+                "exp.yaml:4: param_space.act.sample_from: expected driver (the Python driver's "
+                "tune.sample_from fills it), got \"fn\"");
 }
 
 }  // namespace

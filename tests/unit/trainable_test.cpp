@@ -317,11 +317,11 @@ TEST_F(CommandTrainableTest, ExitWithoutReportsAfterLastDecisionIsOk) {
 }
 
 TEST_F(CommandTrainableTest, PythonHelperSpeaksTheProtocol) {
-  // clients/python/tunebus.py under a real CommandTrainable: config round trip, reports with
+  // clients/python/tunebus (the package's trainable helper) under a real CommandTrainable: config round trip, reports with
   // the decision returned, "checkpoint" visible to the script, "stop" exits 0.
   const fs::path helper = fs::path(TUNEBUS_TEST_SOURCE_DIR) / "clients" / "python";
-  if (::access("/usr/bin/python3", X_OK) != 0 || !fs::exists(helper / "tunebus.py")) {
-    GTEST_SKIP() << "needs /usr/bin/python3 and clients/python/tunebus.py";
+  if (::access("/usr/bin/python3", X_OK) != 0 || !fs::exists(helper / "tunebus" / "__init__.py")) {
+    GTEST_SKIP() << "needs /usr/bin/python3 and clients/python/tunebus/__init__.py";
   }
   std::ofstream(dir_ / "script.py")
       << "import sys\nsys.path.insert(0, " << nlohmann::json(helper.string()).dump() << ")\n"

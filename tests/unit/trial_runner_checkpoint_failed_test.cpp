@@ -274,38 +274,6 @@ TEST_F(CheckpointFailedTest, TheTrialViewListsTheRefusedCheckpoints) {
   EXPECT_EQ(view["checkpoints"], json::array());
 }
 
-// An observer that journals every call as the scheduler's ExperimentRecorder does.
-class JournalingObserver final : public RunnerObserver {
- public:
-  void OnTrialAdded(const Trial& t) override { Add(journal::TrialAdded(t)); }
-  void OnTrialStarted(const Trial& t) override { Add(journal::TrialStarted(t)); }
-  void OnTrialResult(const Trial& t, const TrainingResult& r, Action a) override {
-    Add(journal::ResultRecord(t, r.ToJson(), a));
-  }
-  void OnTrialStatus(const Trial& t) override { Add(journal::TrialStatusRecord(t)); }
-  void OnCheckpointSaved(const Trial& t, const CheckpointRef& ref) override {
-    Add(journal::CheckpointSavedRecord(t, ref));
-  }
-  void OnCheckpointDeleted(const Trial& t, const std::string& id) override {
-    Add(journal::CheckpointDeletedRecord(t, id));
-  }
-  void OnCheckpointFailed(const Trial& t, const CheckpointNotStored& failed) override {
-    Add(journal::CheckpointFailedRecord(t, failed));
-  }
-  void OnSearcherState(const json& state) override { Add(journal::SearcherState(state)); }
-  void OnExperimentEnded(ExperimentStatus s, const std::string& why) override {
-    Add(journal::ExperimentEnded(s, why));
-  }
-  std::vector<json> records = {journal::ExperimentSubmitted("exp", "name: e", "/", "e.yaml", 1, 0)};
-
- private:
-  void Add(const json& record) {
-    auto decoded = journal::DecodeRecord(journal::EncodeRecord(record));
-    ASSERT_TRUE(decoded.ok());
-    records.push_back(*decoded);
-  }
-};
-
 TEST(CheckpointFailedJournalTest, ReplayOfTheJournalRestoresTheTrialWithItsRefusedCheckpoints) {
   // A runner with checkpoint_failure: fail, max_failures 2 and keep_checkpoints_num 1 journals
   // through the recorder's records: 1 stored, 2 refused (a failure, requeued), the retry stores
@@ -314,7 +282,8 @@ TEST(CheckpointFailedJournalTest, ReplayOfTheJournalRestoresTheTrialWithItsRefus
   // failures and status; and a runner restored from it restores the newest stored checkpoint.
   std::vector<std::string> log;
   FakeExecutor exec(log);
-  JournalingObserver obs;
+  std::vector<json> records = {journal::ExperimentSubmitted("exp", "name: e", "/", "e.yaml", 1, 0)};
+  JournalingObserver obs(records);
   RunnerOptions o;
   o.experiment_id = "exp";
   o.checkpoint_freq = 1;
@@ -348,7 +317,7 @@ TEST(CheckpointFailedJournalTest, ReplayOfTheJournalRestoresTheTrialWithItsRefus
   ASSERT_EQ(live.failures.size(), 2u);
 
   journal::JournalReplayer replayer;
-  for (const json& r : obs.records) ASSERT_TRUE(replayer.Apply(r).ok()) << r.dump();
+  for (const json& r : records) ASSERT_TRUE(replayer.Apply(r).ok()) << r.dump();
   journal::ReplayedExperiment state = replayer.Take();
   ASSERT_EQ(state.trials.size(), 1u);
   const Trial& replayed = state.trials[0];

@@ -149,33 +149,6 @@ TEST_F(RunnerSearcherTest, SearcherDeltaIsJournaledBeforeTheTrialAndItsPlacement
 
 // ---- resume: a journal cut anywhere ----------------------------------------------------------
 
-// An observer that journals every call as the scheduler's ExperimentRecorder does (the records of
-// libs/journal/records.hpp, through their msgpack encoding).
-class JournalingObserver final : public RunnerObserver {
- public:
-  explicit JournalingObserver(std::vector<json>& records) : records_(records) {}
-  void OnTrialAdded(const Trial& t) override { Add(journal::TrialAdded(t)); }
-  void OnTrialStarted(const Trial& t) override { Add(journal::TrialStarted(t)); }
-  void OnTrialResult(const Trial& t, const TrainingResult& r, Action a) override {
-    Add(journal::ResultRecord(t, r.ToJson(), a));
-  }
-  void OnTrialStatus(const Trial& t) override { Add(journal::TrialStatusRecord(t)); }
-  void OnSearcherState(const json& state) override { Add(journal::SearcherState(state)); }
-  void OnSearcherDelta(const json& delta) override { Add(journal::SearcherDelta(delta)); }
-  void OnTrialSchedulerState(const json& d) override { Add(journal::TrialSchedulerDelta(d)); }
-  void OnExperimentEnded(ExperimentStatus s, const std::string& why) override {
-    Add(journal::ExperimentEnded(s, why));
-  }
-
- private:
-  void Add(const json& record) {
-    auto decoded = journal::DecodeRecord(journal::EncodeRecord(record));
-    ASSERT_TRUE(decoded.ok());
-    records_.push_back(*decoded);
-  }
-  std::vector<json>& records_;
-};
-
 // One experiment run by a deterministic driver: each tick steps the runner, grants every
 // placement, and has every RUNNING trial (in index order) report {"score": f(config)}; a trial's
 // attempt returns after its third result.

@@ -1,4 +1,5 @@
-"""tunebus trainable helper: stdlib only, Python 3.9+.
+"""The trainable helper (re-exported as `tunebus.config()`, `tunebus.report(...)`, ...): stdlib only,
+Python 3.9+.
 
 A tunebus *command trainable* is any program the trial-worker starts once per trial attempt.
 This module speaks its side of the protocol (specified in proto/PROTOCOL.md, "Trainable

@@ -1,0 +1,241 @@
+"""The driver's sockets: Python callables Ray Tune runs in the driver, served to the scheduler.
+
+*Driver link* (a ROUTER bound in this process; the experiment file's
+`driver: {endpoint, on_result: true}`): the scheduler sends `hello {session, experiment, metric,
+mode}` → `hello_ok {}` (a new session drops the old one's state), and per result
+`driver_result {session, trial_id, result}` → `driver_decision {stop_trial, stop_all,
+samples}`: `stop_trial` is the stopper's verdict on this result (a callable
+`fn(trial_id, result)`, or a `tune.Stopper`'s `__call__` followed by `stop_all()`), `samples` a
+fresh `fn()` for each PBT mutation key whose mutation is a function (written
+`{driver: {}}` in `hyperparam_mutations`). A request of another session is refused with
+`failed_precondition`.
+
+*Searcher* (PROTOCOL.md §7a, `search: {type: external, endpoint}`) when the param space holds a
+`tune.sample_from`: Ray's BasicVariantGenerator in Python — every grid point × num_samples
+(samples outer, the first grid axis fastest), the other domains drawn at random, then each
+`sample_from` function called with a spec whose `.config` is the config drawn so far. In the
+file, grid axes become `choice` dims (the driver picks them in grid order) and
+`num_samples` the whole count; a `sample_from` key is `{sample_from: driver}`.
+
+Both sockets are polled by one daemon thread until `close()`.
+"""
+
+import random
+import socket
+import threading
+
+from tunebus import _deps, _router, _space
+from tunebus._router import ProtocolError
+
+
+def local_address_for(endpoint):
+    """This host's address as seen from `endpoint`'s host (for a remote suite to connect back)."""
+    host = endpoint.split("://", 1)[-1].rsplit(":", 1)[0]
+    if host in ("127.0.0.1", "localhost", "*"):
+        return "127.0.0.1"
+    probe = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+    try:
+        probe.connect((host, 9))
+        return probe.getsockname()[0]
+    finally:
+        probe.close()
+
+
+class _AttrDict(dict):
+    """Ray's spec.config: a dict that also reads as attributes."""
+
+    def __getattr__(self, key):
+        try:
+            value = self[key]
+        except KeyError:
+            raise AttributeError(key) from None
+        return _AttrDict(value) if isinstance(value, dict) else value
+
+
+class _Spec:
+    def __init__(self, config):
+        self.config = _AttrDict(config)
+
+
+def _leaves(space, prefix=()):
+    """(path tuple, value) for every non-dict leaf of a Ray param space (grids are leaves)."""
+    if isinstance(space, dict) and not _space.is_grid(space):
+        for key, value in space.items():
+            yield from _leaves(value, prefix + (key,))
+    else:
+        yield prefix, space
+
+
+def _put(config, path, value):
+    for key in path[:-1]:
+        config = config.setdefault(key, {})
+    config[path[-1]] = value
+
+
+def _get(config, path):
+    for key in path:
+        config = config[key]
+    return config
+
+
+class VariantGenerator:
+    """Ray's BasicVariantGenerator over a Ray param space; `config(i)` is the i-th trial's."""
+
+    def __init__(self, space, num_samples, seed):
+        self.leaves = list(_leaves(space))
+        self.grid = [(p, v["grid_search"]) for p, v in self.leaves if _space.is_grid(v)]
+        size = 1
+        for _, values in self.grid:
+            size *= len(values)
+        self.grid_size = size
+        self.num_samples = num_samples
+        self.total = -1 if num_samples < 0 else num_samples * size
+        self.rng = random.Random(seed)
+        self.configs = []
+
+    def config(self, index):
+        while len(self.configs) <= index:
+            self.configs.append(self._draw(len(self.configs)))
+        return self.configs[index]
+
+    def _draw(self, index):
+        point = index % self.grid_size
+        config = {}
+        for path, values in self.grid:  # the first axis varies fastest
+            _put(config, path, values[point % len(values)])
+            point //= len(values)
+        functions = []
+        for path, value in self.leaves:
+            if _space.is_grid(value):
+                continue
+            if isinstance(value, _space.Function):
+                functions.append((path, value))
+            elif isinstance(value, _space.Domain):
+                _put(config, path, value.sample(self.rng))
+            else:
+                _put(config, path, value)
+        for path, fn in functions:
+            _put(config, path, fn.sample(self.rng, _Spec(config)))
+        return config
+
+
+def searcher_space(space):
+    """The param space the scheduler gets when the driver serves the search."""
+    if isinstance(space, _space.Function):
+        return {"sample_from": "driver"}
+    if _space.is_grid(space):
+        return {"choice": list(space["grid_search"])}
+    if isinstance(space, dict):
+        return {k: searcher_space(v) for k, v in space.items()}
+    return _space.to_spec(space)
+
+
+class DriverLink:
+    """The driver's ROUTER sockets for one experiment (see the module doc)."""
+
+    def __init__(self, exp, needs, param_space, host="127.0.0.1"):
+        self.zmq = _deps.load("zmq")
+        self.needs = needs
+        self.param_space = param_space or {}
+        self.session = None
+        self.search_session = None
+        self.suggestions = {}
+        self.generator = None
+        self._sockets = []
+        self.link_endpoint = self.search_endpoint = None
+        if needs.link:
+            sock, self.link_endpoint = _router.bind("tcp://%s:*" % host)
+            self._sockets.append((sock, self.handle_link))
+        if needs.sample_from:
+            self.generator = VariantGenerator(self.param_space, exp.get("num_samples", 1),
+                                              exp.get("seed"))
+            sock, self.search_endpoint = _router.bind("tcp://%s:*" % host)
+            self._sockets.append((sock, self.handle_search))
+        self._stopping = False
+        self._thread = threading.Thread(target=self._loop, name="tunebus-driver", daemon=True)
+        self._thread.start()
+
+    def amend(self, exp):
+        """The experiment map with the `driver:` section and, for sample_from, the searcher."""
+        exp = dict(exp)
+        if self.link_endpoint:
+            exp["driver"] = {"endpoint": self.link_endpoint, "on_result": True}
+        if self.search_endpoint:
+            exp["param_space"] = searcher_space(self.param_space)
+            exp["num_samples"] = self.generator.total
+            exp["search"] = {"type": "external", "endpoint": self.search_endpoint}
+        return exp
+
+    def _loop(self):
+        poller = self.zmq.Poller()
+        for sock, _ in self._sockets:
+            poller.register(sock, self.zmq.POLLIN)
+        handlers = dict(self._sockets)
+        while not self._stopping:
+            for sock, _ in poller.poll(200):
+                _router.answer(sock, handlers[sock])
+        for sock, _ in self._sockets:
+            sock.close()
+
+    def close(self):
+        self._stopping = True
+        self._thread.join(5)
+
+    # ---- driver link ------------------------------------------------------------------------
+    def handle_link(self, msg):
+        kind = msg["type"]
+        if kind == "hello":
+            self.session = msg.get("session")
+            return {"type": "hello_ok"}
+        if msg.get("session") != self.session or self.session is None:
+            raise ProtocolError("failed_precondition", "unknown session %r; send hello"
+                                % (msg.get("session"),))
+        if kind == "driver_result":
+            return self.decide(msg.get("trial_id", ""), msg.get("result") or {})
+        raise ProtocolError("invalid_argument", "unknown request type %r" % kind)
+
+    def decide(self, trial_id, result):
+        """The driver_decision for one result."""
+        stop_trial = stop_all = False
+        stopper = self.needs.stopper
+        if stopper is not None:
+            stop_trial = bool(stopper(trial_id, result))
+            if hasattr(stopper, "stop_all"):
+                stop_all = bool(stopper.stop_all())
+        samples = {key: fn() for key, fn in self.needs.mutations.items()}
+        return {"type": "driver_decision", "stop_trial": stop_trial, "stop_all": stop_all,
+                "samples": samples}
+
+    # ---- searcher (PROTOCOL.md §7a) ---------------------------------------------------------
+    def handle_search(self, msg):
+        kind = msg["type"]
+        if kind == "hello":
+            self.search_session = msg.get("session")
+            self.dims = msg.get("space") or []
+            self.suggestions = {}
+            return {"type": "hello_ok", "searcher": "tunebus.BasicVariantGenerator",
+                    "version": "1"}
+        if msg.get("session") != self.search_session:
+            raise ProtocolError("failed_precondition", "unknown session %r" % (msg.get("session"),))
+        if kind == "tell":
+            for event in msg.get("events", []):
+                if event.get("event") == "suggested" and event.get("trial_id") not in self.suggestions:
+                    self.suggestions[event["trial_id"]] = event.get("params") or {}
+            return {"type": "tell_ok", "observations": 0}
+        if kind == "ask":
+            trial_id = msg.get("trial_id", "")
+            if trial_id not in self.suggestions:
+                index = len(self.suggestions)
+                if 0 <= self.generator.total <= index:
+                    return {"type": "suggestion", "trial_id": trial_id, "status": "finished",
+                            "params": {}}
+                config = self.generator.config(index)
+                self.suggestions[trial_id] = {
+                    d["name"]: _get(config, tuple(d.get("path") or d["name"].split(".")))
+                    for d in self.dims}
+            return {"type": "suggestion", "trial_id": trial_id, "status": "config",
+                    "params": self.suggestions[trial_id]}
+        raise ProtocolError("invalid_argument", "unknown request type %r" % kind)
+
+
+__all__ = ["DriverLink", "VariantGenerator", "local_address_for"]

@@ -1,0 +1,68 @@
+"""`tunebus.Experiment`: a running (or finished) experiment on a suite's control socket."""
+
+import json
+
+from tunebus import _suite
+from tunebus._results import ResultGrid, tunectl_exporter
+
+
+class Experiment:
+    """Control and read one experiment over the scheduler's control socket (PROTOCOL.md §2).
+
+    `name`: an experiment name or journal name (`NAME-ID`); None = the scheduler's current (or
+    newest) one. `connect`: the control endpoint; default `tunebus.init`'s address, then
+    TUNEBUS_ADDRESS, then this process's embedded suite. Every method raises `TuneError` with the
+    scheduler's `code` and `message` when it refuses (e.g. `not_found` for an unknown trial id).
+    """
+
+    def __init__(self, name=None, connect=None, timeout_s=10.0):
+        self.name = name
+        self.endpoint = connect or _suite.endpoint()[0]
+        self._client = _suite.ControlClient(self.endpoint, timeout_s)
+
+    def _read(self, type_, **fields):
+        if self.name:
+            fields["experiment"] = self.name
+        return self._client.request(type_, **fields)
+
+    def status(self):
+        """The experiment summary: `{name, experiment_id, status, counts, total, metric, mode,
+        results_dir, best, searcher, ...}`."""
+        return self._read("get_experiment")
+
+    def trials(self, status=""):
+        """The trial objects (`{trial_id, status, config, last_result, checkpoints, ...}`),
+        optionally only those of one status (PENDING, RUNNING, PAUSED, TERMINATED, ERROR)."""
+        return self._read("list_trials", status=status)
+
+    def trial(self, trial_id):
+        return self._read("show_trial", trial_id=trial_id)
+
+    def stop(self, trial_id):
+        """Stops one trial: `{trial_id, status, message}`."""
+        return self._client.request("stop_trial_command", trial_id=trial_id)
+
+    def stop_all(self):
+        """Stops every unfinished trial and ends the experiment."""
+        return self._client.request("stop_experiment")
+
+    def pause(self, trial_id):
+        """Checkpoints a trial and frees its resources (PAUSED once saved)."""
+        return self._client.request("pause_trial_command", trial_id=trial_id)
+
+    def resume(self, trial_id):
+        """Continues a paused trial from its newest checkpoint."""
+        return self._client.request("resume_trial_command", trial_id=trial_id)
+
+    def add(self, config):
+        """Adds a trial with an explicit config (a JSON-able dict); returns its trial object."""
+        return self._client.request("add_trial_command", config_json=json.dumps(config))
+
+    def results(self):
+        """A ResultGrid of the experiment's results folder, with its checkpoints."""
+        summary = self.status()
+        trials = self.trials()
+        exporter = tunectl_exporter(_suite.find_tunectl(), self.endpoint,
+                                    summary.get("journal") or summary.get("name"))
+        return ResultGrid.from_folder(summary["results_dir"], summary.get("metric") or None,
+                                      summary.get("mode") or None, trials, exporter)

@@ -1,0 +1,228 @@
+"""Ray Tune 2.x's `Result` and `ResultGrid`, read from an experiment's results folder.
+
+The folder's layout is docs/results.md's: `<experiment>/<trial>/params.json`, `result.json` (one
+JSON object per result), `progress.csv`, `error.txt`. Checkpoints are in the checkpoint-store:
+with a control endpoint (`endpoint`), the trial objects of `list_trials` name them and
+`Result.checkpoint` / `best_checkpoints` are lazily exported `Checkpoint`s (tunebus._checkpoint);
+without one (a folder read on its own) they are None / [].
+"""
+
+import json
+import math
+import os
+import subprocess
+
+from tunebus._checkpoint import Checkpoint
+from tunebus._errors import TuneError
+
+
+def _read_json_lines(path):
+    rows = []
+    try:
+        with open(path) as f:
+            for number, line in enumerate(f, 1):
+                line = line.strip()
+                if line:
+                    try:
+                        rows.append(json.loads(line))
+                    except ValueError as e:
+                        raise TuneError("corruption", "%s:%d: not JSON: %s" % (path, number, e))
+    except FileNotFoundError:
+        pass
+    return rows
+
+
+class Result:
+    """One trial's outcome (Ray's `ray.train.Result`): `config` (dict), `metrics` (the last
+    result, `{}` if it never reported), `metrics_dataframe` (progress.csv via pandas),
+    `checkpoint` (the newest, or None), `best_checkpoints` ([(Checkpoint, metrics)]), `path`
+    (the trial folder), `error` (a TuneError with error.txt's text, or None), `trial_id`,
+    `status`."""
+
+    def __init__(self, path, config, rows, error=None, trial=None, exporter=None):
+        self.path = path
+        self.config = config
+        self._rows = rows
+        self.metrics = dict(rows[-1]) if rows else {}
+        self.error = error
+        self.trial_id = (trial or {}).get("trial_id") or self.metrics.get("trial_id")
+        self.status = (trial or {}).get("status")
+        checkpoints = (trial or {}).get("checkpoints") or []
+        by_iteration = {r.get("training_iteration"): r for r in rows}
+        self.best_checkpoints = [
+            (Checkpoint(_exporter=_bind(exporter, self.trial_id, c["checkpoint_id"]),
+                        _checkpoint_id=c["checkpoint_id"]),
+             by_iteration.get(c.get("training_iteration"), {}))
+            for c in checkpoints] if exporter else []
+        self.checkpoint = self.best_checkpoints[-1][0] if self.best_checkpoints else None
+
+    @property
+    def metrics_dataframe(self):
+        import pandas as pd
+
+        csv = os.path.join(self.path, "progress.csv")
+        if os.path.exists(csv) and os.path.getsize(csv) > 0:
+            return pd.read_csv(csv)
+        return pd.DataFrame()
+
+    def __repr__(self):
+        return "Result(metrics=%r, path=%r, error=%r)" % (self.metrics, self.path, self.error)
+
+
+def _bind(exporter, trial_id, checkpoint_id):
+    return lambda target: exporter(trial_id, checkpoint_id, target)
+
+
+class ResultGrid:
+    """Ray's ResultGrid: the `Result` of every trial of one experiment, in trial order.
+
+    `get_best_result(metric=None, mode=None, scope="last")`: `scope` "last" (each trial's last
+    result), "all" (any result), "last-N-avg" / "avg" / "all-avg" as Ray; trials without the
+    metric are skipped; metric and mode default to the TuneConfig's. `get_dataframe(filter_metric,
+    filter_mode)`: one row per trial (its last result, or with filter_metric the best by it),
+    flattened as Ray (`config/lr`). `errors`, `num_errors`, `num_terminated`,
+    `experiment_path`."""
+
+    def __init__(self, experiment_path, results, metric=None, mode=None):
+        self.experiment_path = experiment_path
+        self._results = results
+        self._metric = metric
+        self._mode = mode
+
+    @classmethod
+    def from_folder(cls, path, metric=None, mode=None, trials=None, exporter=None):
+        """Reads `path` (an experiment's results folder); `trials` are the scheduler's trial
+        objects (list_trials), which give the order, the status and the checkpoints."""
+        by_id = {t["trial_id"]: t for t in (trials or [])}
+        folders = sorted(d for d in os.listdir(path) if os.path.isdir(os.path.join(path, d)))
+        entries = []
+        for name in folders:
+            trial_path = os.path.join(path, name)
+            params = os.path.join(trial_path, "params.json")
+            if not os.path.exists(params):
+                continue
+            with open(params) as f:
+                config = json.load(f)
+            rows = _read_json_lines(os.path.join(trial_path, "result.json"))
+            trial_id = name.split("_", 2)
+            trial_id = "_".join(trial_id[:2]) if len(trial_id) >= 2 else name
+            trial = by_id.get(trial_id, {"trial_id": trial_id})
+            error = None
+            error_file = os.path.join(trial_path, "error.txt")
+            if os.path.exists(error_file) and (trial.get("status") in (None, "ERROR")):
+                with open(error_file, errors="replace") as f:
+                    error = TuneError("internal", f.read().strip())
+            entries.append(Result(trial_path, config, rows, error, trial, exporter))
+        return cls(path, entries, metric, mode)
+
+    def __len__(self):
+        return len(self._results)
+
+    def __getitem__(self, i):
+        return self._results[i]
+
+    def __iter__(self):
+        return iter(self._results)
+
+    @property
+    def errors(self):
+        return [r.error for r in self._results if r.error is not None]
+
+    @property
+    def num_errors(self):
+        return len(self.errors)
+
+    @property
+    def num_terminated(self):
+        return sum(1 for r in self._results
+                   if r.error is None and r.status in (None, "TERMINATED"))
+
+    def _metric_mode(self, metric, mode):
+        metric = metric or self._metric
+        mode = mode or self._mode
+        if not metric or not mode:
+            raise ValueError("no metric/mode: pass them to get_best_result or to tune.TuneConfig")
+        if mode not in ("min", "max"):
+            raise ValueError("mode must be 'min' or 'max', got %r" % (mode,))
+        return metric, mode
+
+    @staticmethod
+    def _score(result, metric, scope):
+        values = [r[metric] for r in result._rows
+                  if isinstance(r.get(metric), (int, float)) and not isinstance(r.get(metric), bool)
+                  and math.isfinite(r[metric])]
+        if not values:
+            return None
+        if scope == "last":
+            return values[-1] if result._rows and metric in result._rows[-1] else None
+        if scope in ("all", "avg", "all-avg"):
+            return values if scope == "all" else sum(values) / len(values)
+        if scope.startswith("last-") and scope.endswith("-avg"):
+            n = int(scope[len("last-"):-len("-avg")])
+            tail = values[-n:]
+            return sum(tail) / len(tail)
+        raise ValueError("scope must be last, avg, last-N-avg, all or all-avg, got %r" % (scope,))
+
+    def get_best_result(self, metric=None, mode=None, scope="last", filter_nan_and_inf=True):
+        metric, mode = self._metric_mode(metric, mode)
+        best, best_value = None, None
+        for result in self._results:
+            score = self._score(result, metric, scope)
+            if score is None:
+                continue
+            if isinstance(score, list):
+                score = max(score) if mode == "max" else min(score)
+            if best is None or (score > best_value if mode == "max" else score < best_value):
+                best, best_value = result, score
+        if best is None:
+            raise RuntimeError("no trial reported %r (scope %s)" % (metric, scope))
+        return best
+
+    def get_dataframe(self, filter_metric=None, filter_mode=None):
+        import pandas as pd
+
+        rows = []
+        for result in self._results:
+            pick = result.metrics
+            if filter_metric:
+                candidates = [r for r in result._rows if isinstance(r.get(filter_metric), (int, float))]
+                if candidates:
+                    key = lambda r: r[filter_metric]  # noqa: E731
+                    pick = max(candidates, key=key) if filter_mode != "min" else min(candidates, key=key)
+            row = dict(pick)
+            row.setdefault("config", result.config)
+            row["logdir"] = result.path
+            rows.append(_flatten(row))
+        return pd.DataFrame(rows)
+
+    def __repr__(self):
+        return "ResultGrid<%d trials, %d errors, path %s>" % (len(self), self.num_errors,
+                                                              self.experiment_path)
+
+
+def _flatten(row, prefix=""):
+    out = {}
+    for key, value in row.items():
+        name = prefix + str(key)
+        if isinstance(value, dict) and value:
+            out.update(_flatten(value, name + "/"))
+        elif not isinstance(value, dict):
+            out[name] = value
+    return out
+
+
+def tunectl_exporter(tunectl, endpoint, experiment):
+    """An exporter (trial_id, checkpoint_id, target) → writes the checkpoint's files to `target`
+    with `tunectl checkpoint export`; TuneError when the suite is unreachable or refuses."""
+
+    def export(trial_id, checkpoint_id, target):
+        proc = subprocess.run(
+            [tunectl, "--connect", endpoint, "checkpoint", "export", trial_id, "--checkpoint",
+             checkpoint_id, "--to", target, "-e", experiment],
+            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        if proc.returncode != 0:
+            code = "unavailable" if proc.returncode == 3 else "not_found"
+            raise TuneError(code, "cannot export checkpoint %s of trial %s from %s: %s"
+                            % (checkpoint_id, trial_id, endpoint, proc.stderr.strip()))
+
+    return export

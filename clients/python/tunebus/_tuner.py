@@ -1,0 +1,385 @@
+"""Ray Tune 2.x's `Tuner`: a Tuner becomes an experiment file run by tunebus (docs/python.md).
+
+`fit()`:
+1. `build_experiment` translates the trainable, param space, TuneConfig and RunConfig into the
+   experiment file's map (README "Experiment file"); pure, so it is unit-tested without a suite.
+2. `stage` writes a staging folder `<tmp>/tunebus-<name>-<random>/` holding a symlink to every
+   top-level entry of the script's folder (without the results folder) and a real `_tunebus/`:
+   `trainable.pkl` (cloudpickle: functions of `__main__` by value, importable ones by reference,
+   so the script's top level never runs on a worker), `run_trainable.py` and a copy of this
+   package. The experiment file, `_tunebus_experiment.yaml` (JSON, which YAML reads), is written
+   there (entries of the script's folder named `_tunebus*` are not linked),
+   so the trainable's command runs in the staging folder.
+3. Python callables Ray runs in the driver (a callable stop or Stopper, PBT function mutations,
+   `sample_from`) are served by tunebus._driver on sockets of this process.
+4. `tunectl run FILE --connect EP` submits and follows it as a child process (its progress table
+   is the output; Ctrl-C reaches it too and interrupts the experiment resumably).
+5. The results folder the scheduler names (`get_experiment`'s `results_dir`) becomes a
+   ResultGrid; errored trials are in `ResultGrid.errors`, not raised.
+"""
+
+import copy
+import datetime
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+import threading
+
+from tunebus import _deps, _space, _suite
+from tunebus._configs import CheckpointConfig, FailureConfig, RunConfig, TuneConfig
+from tunebus._errors import TuneError
+from tunebus._results import ResultGrid, tunectl_exporter
+from tunebus._trainable import Stopper, unwrap
+
+PACKAGE_DIR = os.path.dirname(os.path.abspath(__file__))
+STATE_FILE = "tunebus_tuner.json"
+EXPERIMENT_FILE = "_tunebus_experiment.yaml"
+_NAME_RE = re.compile(r"[^A-Za-z0-9_.-]+")
+
+RUN_TRAINABLE = '''"""Runs the cloudpickled trainable of this folder over tunebus's trainable protocol."""
+import os
+import sys
+
+here = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, here)                   # the tunebus package copied beside this file
+sys.path.insert(1, os.path.dirname(here))  # the user's script folder (the working folder)
+from tunebus import _runner  # noqa: E402
+
+sys.exit(_runner.main(os.path.join(here, "trainable.pkl")))
+'''
+
+
+class DriverNeeds:
+    """The callables of an experiment that run in the driver (tunebus._driver)."""
+
+    def __init__(self, stopper=None, mutations=None, sample_from=False):
+        self.stopper = stopper
+        self.mutations = mutations or {}
+        self.sample_from = sample_from
+
+    @property
+    def link(self):
+        return self.stopper is not None or bool(self.mutations)
+
+
+def default_name(trainable):
+    base = getattr(unwrap(trainable).trainable, "__name__", "trainable")
+    stamp = datetime.datetime.now().strftime("%Y-%m-%d_%H-%M-%S")
+    return _NAME_RE.sub("_", "%s_%s" % (base, stamp))
+
+
+def default_storage_path():
+    return os.environ.get("TUNEBUS_STORAGE_PATH") or os.path.expanduser("~/tunebus_results")
+
+
+def python_command():
+    return os.environ.get("TUNEBUS_PYTHON") or sys.executable
+
+
+def _inherit(holder, metric, mode, what):
+    holder = copy.copy(holder)
+    if not holder.set_search_properties(metric, mode, config={}):
+        raise ValueError(
+            "You passed a `metric` or `mode` argument to `tune.TuneConfig()`, but the %s you are "
+            "using was already instantiated with their own `metric` and `mode` parameters. Either "
+            "remove the arguments from tune.TuneConfig() or from your %s." % (what, what))
+    return holder
+
+
+def build_experiment(trainable, param_space=None, tune_config=None, run_config=None, name=None):
+    """The experiment file's map for a Tuner, and its DriverNeeds. Raises TuneError
+    invalid_argument for what the file cannot say (naming the field), ValueError for Ray's own
+    argument errors (metric/mode given twice)."""
+    spec = unwrap(trainable)
+    tc = tune_config or TuneConfig()
+    rc = run_config or RunConfig()
+    name = name or rc.name or default_name(spec)
+    if not re.fullmatch(r"[A-Za-z0-9_.-]+", name):
+        raise TuneError("invalid_argument", "RunConfig.name %r: use [A-Za-z0-9_.-]+" % name)
+    if tc.mode is not None and tc.mode not in ("min", "max"):
+        raise ValueError("TuneConfig.mode must be 'min' or 'max', got %r" % (tc.mode,))
+    try:
+        space = _space.to_spec(param_space or {})
+    except ValueError as e:
+        raise TuneError("invalid_argument", str(e)) from None
+    exp = {
+        "name": name,
+        "trainable": {"command": [python_command(), "_tunebus/run_trainable.py"],
+                      "env": {"TB_EXPERIMENT_NAME": name}},
+        "param_space": space,
+        "num_samples": tc.num_samples,
+        "results_dir": os.path.abspath(os.path.expanduser(
+            rc.storage_path or rc.local_dir or default_storage_path())),
+    }
+    if tc.metric is not None:
+        exp["metric"] = tc.metric
+    if tc.mode is not None:
+        exp["mode"] = tc.mode
+    needs = DriverNeeds(sample_from=_space.has_function(param_space or {}))
+    stop = {}
+    if isinstance(rc.stop, dict):
+        stop.update(rc.stop)
+    elif rc.stop is not None:
+        if not (callable(rc.stop) or isinstance(rc.stop, Stopper)):
+            raise TuneError("invalid_argument", "RunConfig.stop: a dict, a callable or a "
+                            "tune.Stopper, got %r" % (rc.stop,))
+        needs.stopper = rc.stop
+    if tc.time_budget_s:
+        stop["time_budget_s"] = tc.time_budget_s
+    if stop:
+        exp["stop"] = stop
+    if spec.resources:
+        exp["resources_per_trial"] = spec.resources
+    if tc.max_concurrent_trials:
+        exp["max_concurrent_trials"] = tc.max_concurrent_trials
+    fc = rc.failure_config or FailureConfig()
+    if fc.max_failures:
+        exp["max_failures"] = fc.max_failures
+    if fc.fail_fast:
+        exp["fail_fast"] = fc.fail_fast
+    cc = rc.checkpoint_config or CheckpointConfig()
+    if cc.checkpoint_frequency:
+        exp["checkpoint_freq"] = cc.checkpoint_frequency
+    if cc.checkpoint_at_end is not None:
+        exp["checkpoint_at_end"] = bool(cc.checkpoint_at_end)
+    if cc.num_to_keep:
+        exp["keep_checkpoints_num"] = cc.num_to_keep
+    if cc.checkpoint_score_attribute:
+        attr = cc.checkpoint_score_attribute
+        exp["checkpoint_score_attr"] = ("min-" + attr) if cc.checkpoint_score_order == "min" else attr
+    if tc.scheduler is not None:
+        scheduler = _inherit(tc.scheduler, tc.metric, tc.mode, "scheduler")
+        exp["scheduler"] = scheduler.to_spec()
+        needs.mutations = scheduler.driver_mutations()
+    if tc.search_alg is not None:
+        if needs.sample_from:
+            raise TuneError("invalid_argument", "tune.sample_from is served by the driver's "
+                            "BasicVariantGenerator; it cannot be combined with search_alg %s"
+                            % type(tc.search_alg).__name__)
+        searcher = _inherit(tc.search_alg, tc.metric, tc.mode, "searcher")
+        exp["search"] = searcher.to_spec()
+        if searcher.seed is not None:
+            exp["seed"] = searcher.seed
+    return exp, needs
+
+
+def _script_folder():
+    main = sys.modules.get("__main__")
+    path = getattr(main, "__file__", None)
+    if (not path or getattr(main, "__spec__", None) is not None
+            or "site-packages" in path or "dist-packages" in path):
+        return os.getcwd()  # interactive, `python -m`, or a tool's entry point (pytest)
+    return os.path.dirname(os.path.abspath(path))
+
+
+def stage(exp, spec, results_dir):
+    """Writes the staging folder (see the module doc) and the experiment file; returns the file's
+    path."""
+    cloudpickle = _deps.load("cloudpickle")
+    folder = tempfile.mkdtemp(prefix="tunebus-%s-" % exp["name"])
+    source = os.environ.get("TUNEBUS_WORKING_DIR") or _script_folder()
+    results = os.path.realpath(results_dir)
+    for entry in sorted(os.listdir(source)):
+        full = os.path.join(source, entry)
+        real = os.path.realpath(full)
+        if entry.startswith("_tunebus") or results == real or results.startswith(real + os.sep):
+            continue
+        os.symlink(full, os.path.join(folder, entry))
+    inner = os.path.join(folder, "_tunebus")
+    os.mkdir(inner)
+    with open(os.path.join(inner, "trainable.pkl"), "wb") as f:
+        cloudpickle.dump(spec, f)
+    with open(os.path.join(inner, "run_trainable.py"), "w") as f:
+        f.write(RUN_TRAINABLE)
+    shutil.copytree(PACKAGE_DIR, os.path.join(inner, "tunebus"),
+                    ignore=shutil.ignore_patterns("__pycache__", "*.pyc"))
+    path = os.path.join(folder, EXPERIMENT_FILE)
+    with open(path, "x") as f:  # never through a symlink into the user's folder
+        f.write("# written by tunebus.tune.Tuner (JSON is YAML)\n")
+        json.dump(exp, f, indent=2, sort_keys=False)
+        f.write("\n")
+    return path
+
+
+class Tuner:
+    """Ray Tune 2.x's Tuner. `trainable`: a function `fn(config)`, a `tune.Trainable` subclass,
+    or either wrapped by `tune.with_parameters` / `tune.with_resources`. Every keyword is
+    optional. `fit()` returns a ResultGrid; errored trials do not raise (see `errors`), an
+    invalid or refused experiment raises TuneError with the scheduler's code and message, Ctrl-C
+    raises KeyboardInterrupt after printing how to resume."""
+
+    def __init__(self, trainable=None, *, param_space=None, tune_config=None, run_config=None,
+                 _restore_name=None):
+        if trainable is None:
+            raise TypeError("Tuner needs a trainable")
+        self._trainable = unwrap(trainable)
+        self._param_space = param_space
+        self._tune_config = tune_config or TuneConfig()
+        self._run_config = run_config or RunConfig()
+        self._name = _restore_name or self._run_config.name
+        self._results = None
+        self._results_dir = None
+
+    @classmethod
+    def restore(cls, path, trainable, *, param_space=None, resume_unfinished=True,
+                resume_errored=False, restart_errored=False, **_ignored):
+        """Ray's `Tuner.restore(path, trainable)`: continues the experiment whose results folder
+        is `path`, with the same settings (read from its `tunebus_tuner.json`) and `trainable`
+        (re-pickled). The suite must hold the experiment's journal: an embedded suite on the
+        same storage path (its `_tunebus_store`, or the same TUNEBUS_DATA_DIR), or a connected
+        suite (TUNEBUS_ADDRESS / tunebus.init)."""
+        state_file = os.path.join(path, STATE_FILE)
+        if not os.path.exists(state_file):
+            raise TuneError("not_found", "%s has no %s: not a results folder of a Tuner" % (path, STATE_FILE))
+        with open(state_file) as f:
+            state = json.load(f)
+        tuner = cls(trainable, param_space=param_space, _restore_name=state["name"])
+        tuner._restored = state
+        return tuner
+
+    def get_results(self):
+        """The ResultGrid of the last `fit()`."""
+        if self._results is None:
+            raise RuntimeError("get_results() before fit()")
+        return self._results
+
+    def fit(self):
+        from tunebus import _driver
+
+        restored = getattr(self, "_restored", None)
+        if restored:
+            exp, needs = restored["experiment"], DriverNeeds()
+            rc, tc = self._run_config, self._tune_config
+            exp["trainable"]["command"][0] = python_command()
+        else:
+            exp, needs = build_experiment(self._trainable, self._param_space, self._tune_config,
+                                          self._run_config, self._name)
+            rc, tc = self._run_config, self._tune_config
+        self._name = exp["name"]
+        endpoint, embedded = _suite.endpoint(exp["results_dir"])
+        links = []
+        try:
+            if needs.link or needs.sample_from:
+                host = "127.0.0.1" if embedded else _driver.local_address_for(endpoint)
+                link = _driver.DriverLink(exp, needs, self._param_space, host)
+                links.append(link)
+                exp = link.amend(exp)
+            path = stage(exp, self._trainable, exp["results_dir"])
+            rcode, tail = self._run_tunectl(endpoint, path, rc.verbose)
+        finally:
+            for link in links:
+                link.close()
+        client = _suite.ControlClient(endpoint)
+        if rcode == 2:
+            raise TuneError("invalid_argument", tail or "tunectl run refused the experiment file")
+        if rcode == 3:
+            raise TuneError("unavailable", tail or "the scheduler at %s cannot be reached" % endpoint)
+        try:
+            summary = client.request("get_experiment", experiment=exp["name"])
+        except TuneError as e:
+            if e.code == "not_found":
+                raise TuneError("failed_precondition", tail or "the scheduler refused the experiment")
+            raise
+        results_dir = summary.get("results_dir") or os.path.join(exp["results_dir"], exp["name"])
+        self._results_dir = results_dir
+        if os.path.isdir(results_dir):
+            with open(os.path.join(results_dir, STATE_FILE), "w") as f:
+                json.dump({"name": exp["name"], "endpoint": endpoint, "experiment": exp}, f, indent=2)
+        if rcode == 130:
+            print("tunebus: interrupted; resume with tune.Tuner.restore(%r, trainable).fit()"
+                  % results_dir, file=sys.stderr)
+            raise KeyboardInterrupt
+        if rcode not in (0, 1):
+            raise TuneError("internal", "tunectl run exited with %d: %s" % (rcode, tail))
+        trials = client.request("list_trials", status="", experiment=exp["name"]) or []
+        exporter = tunectl_exporter(_suite.find_tunectl(), endpoint,
+                                    summary.get("journal") or exp["name"])
+        self._results = ResultGrid.from_folder(results_dir, exp.get("metric", tc.metric),
+                                               exp.get("mode", tc.mode), trials, exporter)
+        return self._results
+
+    @staticmethod
+    def _run_tunectl(endpoint, path, verbose):
+        """Runs `tunectl run` on the file; returns (exit code, stderr tail)."""
+        tunectl = _suite.find_tunectl()
+        cmd = [tunectl, "--connect", endpoint, "run", path]
+        out = None if verbose else subprocess.DEVNULL
+        printer = ResultPrinter(_suite.events_endpoint(endpoint)) if verbose >= 2 else None
+        proc = subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=out, stderr=subprocess.PIPE,
+                                preexec_fn=_suite.die_with_parent)
+        tail = []
+
+        def pump():
+            for raw in proc.stderr:
+                line = raw.decode("utf-8", "replace")
+                tail.append(line)
+                del tail[:-50]
+                # tunectl's own resume hint names the embedded suite's port, which dies with
+                # this driver: fit() prints the Tuner.restore hint instead.
+                if verbose and not line.startswith("tunectl: interrupted; resume with"):
+                    sys.stderr.write(line)
+                    sys.stderr.flush()
+
+        reader = threading.Thread(target=pump, daemon=True)
+        reader.start()
+        interrupted = False
+        while True:
+            try:
+                rcode = proc.wait()
+                break
+            except KeyboardInterrupt:
+                interrupted = True  # tunectl got the same SIGINT: it interrupts resumably
+        reader.join(5)
+        if printer is not None:
+            printer.close()
+        if interrupted and rcode != 130:
+            rcode = 130
+        return rcode, "".join(tail).strip()
+
+
+class ResultPrinter:
+    """verbose=2: one line per result, from the scheduler's event stream (PROTOCOL.md §6,
+    `trial_result` events), printed by a daemon thread until close()."""
+
+    def __init__(self, events_endpoint):
+        self._stopping = False
+        self._thread = None
+        if events_endpoint:
+            self._thread = threading.Thread(target=self._run, args=(events_endpoint,), daemon=True)
+            self._thread.start()
+
+    def _run(self, events_endpoint):
+        zmq, msgpack = _deps.load("zmq"), _deps.load("msgpack")
+        sock = zmq.Context.instance().socket(zmq.SUB)
+        sock.setsockopt(zmq.LINGER, 0)
+        sock.setsockopt(zmq.SUBSCRIBE, b"trial")
+        sock.connect(events_endpoint)
+        try:
+            while not self._stopping:
+                if not sock.poll(200):
+                    continue
+                frames = sock.recv_multipart()
+                event = msgpack.unpackb(frames[-1], raw=False)
+                if event.get("event") != "trial_result":
+                    continue
+                trial = json.loads(event.get("body_json") or "{}")
+                result = trial.get("last_result") or {}
+                shown = {k: v for k, v in result.items() if k not in _AUTO_KEYS}
+                print("%s iter %s: %s" % (event.get("trial_id"), result.get("training_iteration"),
+                                          json.dumps(shown, sort_keys=True)), flush=True)
+        finally:
+            sock.close()
+
+    def close(self):
+        self._stopping = True
+        if self._thread is not None:
+            self._thread.join(2)
+
+
+_AUTO_KEYS = {"training_iteration", "time_this_iter_s", "time_total_s", "timestamp", "date",
+              "trial_id", "pid", "hostname", "node_ip", "config", "done", "experiment_tag",
+              "iterations_since_restore", "time_since_restore"}

@@ -1,0 +1,210 @@
+"""A Tuner's translation into the experiment file, without a suite: Ray's argument names and
+defaults, metric/mode inheritance, the driver's callables, the driver's variant generator."""
+
+import os
+import random
+import subprocess
+import sys
+
+import pytest
+
+from tunebus import tune
+from tunebus._driver import DriverLink, VariantGenerator, searcher_space
+from tunebus._errors import TuneError
+from tunebus._tuner import DriverNeeds, build_experiment
+from tunebus.tune.schedulers import (ASHAScheduler, HyperBandForBOHB, MedianStoppingRule,
+                                     PopulationBasedTraining)
+from tunebus.tune.search import BasicVariantGenerator, ConcurrencyLimiter, TPESearch, TuneBOHB
+
+
+def fn(config):
+    pass
+
+
+def test_param_space_takes_rays_argument_names():
+    # Every sampling function with Ray's keyword names becomes its experiment-file form.
+    space = {
+        "a": tune.uniform(lower=0.1, upper=0.9),
+        "b": tune.quniform(lower=0, upper=1, q=0.25),
+        "c": tune.loguniform(lower=1e-4, upper=1e-1),
+        "d": tune.qloguniform(lower=1e-4, upper=1e-1, q=1e-4, base=2),
+        "e": tune.randn(mean=1.0, sd=2.0),
+        "f": tune.qrandn(mean=0.0, sd=1.0, q=0.1),
+        "g": tune.randint(lower=1, upper=10),
+        "h": tune.qrandint(lower=2, upper=64, q=2),
+        "i": tune.lograndint(lower=16, upper=1024),
+        "j": tune.qlograndint(lower=2, upper=64, q=2, base=2),
+        "k": tune.choice(categories=["relu", "tanh"]),
+        "l": tune.grid_search([1, 2]),
+        "m": {"n": tune.randn(), "const": [1, 2]},
+        "o": "fixed",
+    }
+    exp, needs = build_experiment(fn, space)
+    assert exp["param_space"] == {
+        "a": {"uniform": [0.1, 0.9]}, "b": {"quniform": [0, 1, 0.25]},
+        "c": {"loguniform": [1e-4, 1e-1, 10]}, "d": {"qloguniform": [1e-4, 1e-1, 1e-4, 2]},
+        "e": {"randn": [1.0, 2.0]}, "f": {"qrandn": [0.0, 1.0, 0.1]},
+        "g": {"randint": [1, 10]}, "h": {"qrandint": [2, 64, 2]},
+        "i": {"lograndint": [16, 1024, 10]}, "j": {"qlograndint": [2, 64, 2, 2]},
+        "k": {"choice": ["relu", "tanh"]}, "l": {"grid_search": [1, 2]},
+        "m": {"n": {"randn": [0.0, 1.0]}, "const": [1, 2]}, "o": "fixed"}
+    assert not needs.sample_from and not needs.link
+
+
+def test_a_config_value_json_cannot_hold_names_its_path():
+    with pytest.raises(TuneError) as e:
+        build_experiment(fn, {"model": {"data": object()}})
+    assert e.value.code == "invalid_argument"
+    assert "param_space.model.data" in e.value.message
+
+
+def test_configs_map_to_the_experiment_file():
+    exp, _ = build_experiment(
+        tune.with_resources(fn, {"CPU": 2, "gpu": 0.5, "custom": 1}), {},
+        tune.TuneConfig(metric="acc", mode="max", num_samples=5, max_concurrent_trials=2,
+                        time_budget_s=60, reuse_actors=True),
+        tune.RunConfig(name="exp1", storage_path="/tmp/x", stop={"training_iteration": 7},
+                       failure_config=tune.FailureConfig(max_failures=3, fail_fast=True),
+                       checkpoint_config=tune.CheckpointConfig(
+                           num_to_keep=2, checkpoint_score_attribute="loss",
+                           checkpoint_score_order="min", checkpoint_frequency=4,
+                           checkpoint_at_end=True)))
+    assert exp["name"] == "exp1" and exp["results_dir"] == "/tmp/x"
+    assert exp["num_samples"] == 5 and exp["metric"] == "acc" and exp["mode"] == "max"
+    assert exp["stop"] == {"training_iteration": 7, "time_budget_s": 60}
+    assert exp["resources_per_trial"] == {"cpu": 2, "gpu": 0.5, "custom": 1}
+    assert exp["max_concurrent_trials"] == 2
+    assert exp["max_failures"] == 3 and exp["fail_fast"] is True
+    assert exp["checkpoint_freq"] == 4 and exp["checkpoint_at_end"] is True
+    assert exp["keep_checkpoints_num"] == 2 and exp["checkpoint_score_attr"] == "min-loss"
+    assert exp["trainable"]["command"][1] == "_tunebus/run_trainable.py"
+
+
+def test_schedulers_take_rays_names_and_inherit_metric_and_mode():
+    exp, _ = build_experiment(fn, {}, tune.TuneConfig(
+        metric="acc", mode="max", scheduler=ASHAScheduler(max_t=9, grace_period=2)))
+    assert exp["scheduler"] == {"type": "asha", "metric": "acc", "mode": "max",
+                                "time_attr": "training_iteration", "max_t": 9, "grace_period": 2,
+                                "reduction_factor": 4, "brackets": 1, "stop_last_trials": True}
+    exp, _ = build_experiment(fn, {}, tune.TuneConfig(
+        scheduler=MedianStoppingRule(metric="loss", mode="min", grace_period=5)))
+    assert exp["scheduler"]["type"] == "median_stopping"
+    assert exp["scheduler"]["metric"] == "loss" and "metric" not in exp
+    exp, _ = build_experiment(fn, {}, tune.TuneConfig(
+        metric="acc", mode="max", scheduler=HyperBandForBOHB(max_t=27), search_alg=TuneBOHB()))
+    assert exp["scheduler"]["type"] == "hyperband_bohb" and exp["search"]["type"] == "bohb"
+
+
+def test_metric_in_both_scheduler_and_tune_config_is_refused_as_ray_does():
+    with pytest.raises(ValueError, match="already instantiated"):
+        build_experiment(fn, {}, tune.TuneConfig(
+            metric="acc", mode="max", scheduler=ASHAScheduler(metric="acc", mode="max")))
+
+
+def test_pbt_function_mutations_go_to_the_driver():
+    pbt = PopulationBasedTraining(
+        perturbation_interval=2,
+        hyperparam_mutations={"lr": tune.loguniform(1e-4, 1e-1), "batch": [16, 32],
+                              "momentum": lambda: random.uniform(0.8, 0.99)})
+    exp, needs = build_experiment(fn, {}, tune.TuneConfig(metric="acc", mode="max",
+                                                          scheduler=pbt))
+    assert exp["scheduler"]["hyperparam_mutations"] == {
+        "lr": {"loguniform": [1e-4, 1e-1, 10]}, "batch": [16, 32], "momentum": {"driver": {}}}
+    assert exp["scheduler"]["perturbation_factors"] == [1.2, 0.8]
+    assert list(needs.mutations) == ["momentum"] and needs.link
+
+
+def test_searchers_map_to_search():
+    exp, _ = build_experiment(fn, {}, tune.TuneConfig(
+        metric="acc", mode="max",
+        search_alg=ConcurrencyLimiter(TPESearch(n_startup_trials=5, seed=3), max_concurrent=2)))
+    assert exp["search"] == {"type": "tpe", "metric": "acc", "mode": "max",
+                             "n_startup_trials": 5, "max_concurrent": 2}
+    assert exp["seed"] == 3
+    exp, _ = build_experiment(fn, {}, tune.TuneConfig(search_alg=BasicVariantGenerator(
+        points_to_evaluate=[{"x": 1}], random_state=7)))
+    assert exp["search"] == {"type": "random", "points_to_evaluate": [{"x": 1}]}
+    assert exp["seed"] == 7
+
+
+def test_a_callable_stop_runs_in_the_driver():
+    class Stop(tune.Stopper):
+        def __call__(self, trial_id, result):
+            return result["training_iteration"] >= 2
+
+    stopper = Stop()
+    exp, needs = build_experiment(fn, {}, run_config=tune.RunConfig(stop=stopper))
+    assert "stop" not in exp and needs.stopper is stopper and needs.link
+
+
+def test_variant_generator_is_grid_times_samples_then_sample_from():
+    # Ray's BasicVariantGenerator: samples outer, the first grid axis fastest, sample_from last
+    # with spec.config holding what was drawn.
+    space = {"a": tune.grid_search([1, 2]), "b": tune.grid_search(["x", "y"]),
+             "r": tune.uniform(0, 1), "twice": tune.sample_from(lambda spec: spec.config.a * 2)}
+    gen = VariantGenerator(space, num_samples=2, seed=0)
+    assert gen.total == 8
+    points = [(gen.config(i)["a"], gen.config(i)["b"]) for i in range(8)]
+    assert points == [(1, "x"), (2, "x"), (1, "y"), (2, "y")] * 2
+    assert all(gen.config(i)["twice"] == 2 * gen.config(i)["a"] for i in range(8))
+    assert searcher_space(space)["a"] == {"choice": [1, 2]}
+    assert searcher_space(space)["twice"] == {"sample_from": "driver"}
+
+
+def test_driver_link_answers_results_and_refuses_unknown_sessions():
+    seen = []
+
+    class Stop(tune.Stopper):
+        def __call__(self, trial_id, result):
+            seen.append((trial_id, result["training_iteration"]))
+            return result["training_iteration"] >= 3
+
+        def stop_all(self):
+            return len(seen) >= 5
+
+    link = DriverLink({"num_samples": 1}, DriverNeeds(stopper=Stop(), mutations={"m": lambda: 7}),
+                      {})
+    try:
+        assert link.handle_link({"type": "hello", "session": "s1", "experiment": "e",
+                                 "metric": "acc", "mode": "max"}) == {"type": "hello_ok"}
+        reply = link.handle_link({"type": "driver_result", "session": "s1", "trial_id": "t0",
+                                  "result": {"training_iteration": 3}})
+        assert reply == {"type": "driver_decision", "stop_trial": True, "stop_all": False,
+                         "samples": {"m": 7}}
+        from tunebus._router import ProtocolError
+
+        with pytest.raises(ProtocolError) as e:
+            link.handle_link({"type": "driver_result", "session": "old", "trial_id": "t0",
+                              "result": {}})
+        assert e.value.code == "failed_precondition"
+        exp = link.amend({"name": "e"})
+        assert exp["driver"]["endpoint"].startswith("tcp://127.0.0.1:")
+        assert exp["driver"]["on_result"] is True
+    finally:
+        link.close()
+
+
+def test_the_trainable_helper_api_is_unchanged():
+    import tunebus
+
+    for name in ("config", "report", "checkpoint_dir", "restore_dir", "trial_id", "trial_dir",
+                 "start_iteration"):
+        assert callable(getattr(tunebus, name))
+    assert tunebus.config() == {} or isinstance(tunebus.config(), dict)
+
+
+def test_the_package_imports_under_an_interpreter_without_debians_modules():
+    # The pyenv python3 on PATH (if any) lacks zmq/msgpack/cloudpickle: tunebus falls back to
+    # Debian's dist-packages when the versions match, else names the Debian packages.
+    other = [p for p in os.environ.get("PATH", "").split(os.pathsep)
+             if os.path.exists(os.path.join(p, "python3"))
+             and os.path.realpath(os.path.join(p, "python3")) != os.path.realpath(sys.executable)]
+    if not other:
+        pytest.skip("no second python3 on PATH")
+    python = os.path.join(other[0], "python3")
+    code = ("import sys; sys.path.insert(0, %r)\n"
+            "try:\n from tunebus import tune; tune.Tuner; from tunebus import _deps; _deps.load('zmq'); print('ok')\n"
+            "except ImportError as e:\n print('importerror', 'python3-zmq' in str(e))\n"
+            % os.path.join(os.path.dirname(__file__), "..", "..", "clients", "python"))
+    out = subprocess.run([python, "-c", code], capture_output=True, text=True, timeout=60)
+    assert out.stdout.strip() in ("ok", "importerror True"), out.stderr
