@@ -106,7 +106,8 @@ Result<std::unique_ptr<SearcherLink>> Experiment::LinkSearcher(const SearcherTar
   if (!process.ok()) return process.status();
   std::unique_ptr<SearcherLink> link = ctx_->connect_searcher((*process)->endpoint());
   searcher_process_ = std::move(*process);
-  return std::unique_ptr<SearcherLink>(new SpawnedSearcherLink(std::move(link), *searcher_process_));
+  return std::unique_ptr<SearcherLink>(
+      new SpawnedSearcherLink(std::move(link), *searcher_process_));
 }
 
 Result<std::unique_ptr<Experiment>> Experiment::Create(ExperimentContext& ctx, ExperimentSpec spec,

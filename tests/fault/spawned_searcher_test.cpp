@@ -1,9 +1,9 @@
 // Fault tests: `search: {type: external, command: [...]}` — the scheduler starts the searcher
 // (clients/python/tunebus_searcher.py wrapping Optuna's TPE, run by /usr/bin/python3, the script
-// named by its path relative to the experiment file's folder) on an ipc:// endpoint it picks. SIGKILLed
-// mid-run, the searcher is restarted by the scheduler, `tunectl status` shows the restart and the
-// run completes with exactly num_samples trials; when the experiment ends, the scheduler stops,
-// or the scheduler is SIGKILLed, the searcher process is gone within 10 s. Skipped when
+// named by its path relative to the experiment file's folder) on an ipc:// endpoint it picks.
+// SIGKILLed mid-run, the searcher is restarted by the scheduler, `tunectl status` shows the restart
+// and the run completes with exactly num_samples trials; when the experiment ends, the scheduler
+// stops, or the scheduler is SIGKILLed, the searcher process is gone within 10 s. Skipped when
 // /usr/bin/python3 cannot import zmq, msgpack and optuna (Debian's python3-zmq,
 // python3-msgpack, python3-optuna).
 #include <gtest/gtest.h>
@@ -48,16 +48,15 @@ class SpawnedSearcherTest : public ::testing::Test {
     const std::string script =
         fs::relative(SourceDir() / "clients/python/tunebus_searcher.py", folder).string();
     file_ = folder / "spawned.yaml";
-    WriteFile(file_,
-              ExternalSearchExperiment("spawned", kTrials,
-                                       "  type: external\n"
-                                       "  command: [" +
-                                           std::string(kPython) +
-                                           ", " + script + ", --sampler, tpe, --seed, '1']\n"
-                                           "  timeout_s: 2\n"
-                                           "  backoff_initial_s: 0.2\n"
-                                           "  backoff_max_s: 1\n",
-                                       cluster_.dir() / "results"));
+    WriteFile(file_, ExternalSearchExperiment("spawned", kTrials,
+                                              "  type: external\n"
+                                              "  command: [" +
+                                                  std::string(kPython) + ", " + script +
+                                                  ", --sampler, tpe, --seed, '1']\n"
+                                                  "  timeout_s: 2\n"
+                                                  "  backoff_initial_s: 0.2\n"
+                                                  "  backoff_max_s: 1\n",
+                                              cluster_.dir() / "results"));
   }
 
   json Summary() { return cluster_.Ctl({"-o", "json", "status"}, 10s).Json(); }
