@@ -13,6 +13,17 @@ and name the endpoint in the experiment file:
 
     search: {type: external, endpoint: "tcp://127.0.0.1:5600"}
 
+or let the scheduler start (and restart, and stop) it, binding the endpoint it picks:
+
+    search:
+      type: external
+      command: [/usr/bin/python3, tunebus_searcher.py, --sampler, cmaes]
+
+Without --endpoint it binds $TUNEBUS_SEARCHER_ENDPOINT (set by the scheduler that started it),
+else tcp://127.0.0.1:5600. With $TUNEBUS_SEARCHER_PARENT_PID set (the scheduler that started it)
+it exits once that process is no longer its parent: a scheduler that was SIGKILLed leaves no
+searcher behind (the scheduler also asks the kernel for SIGTERM then, PR_SET_PDEATHSIG).
+
 Samplers (Optuna 3.1): tpe (TPESampler), cmaes (CmaEsSampler), qmc (QMCSampler), nsga2
 (NSGAIISampler), random (RandomSampler). Keyword arguments for the sampler's constructor come
 from --sampler-option KEY=JSON (repeatable) and from the experiment's `search.options` map (which
@@ -37,6 +48,8 @@ import warnings
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))  # the tunebus package beside it
 from tunebus import _router  # noqa: E402  (the ROUTER loop and typed errors, PROTOCOL.md section 1)
 from tunebus._router import ProtocolError  # noqa: E402
+
+DEFAULT_ENDPOINT = "tcp://127.0.0.1:5600"
 
 LOG = logging.getLogger("tunebus_searcher")
 
@@ -287,9 +300,17 @@ def write_ready_file(path, endpoint):
     os.replace(tmp, path)
 
 
+def parent_gone(parent_pid):
+    """A stop() condition: true once `parent_pid` (an int, or None: never) is not our parent."""
+    if parent_pid is None:
+        return lambda: False
+    return lambda: os.getppid() != parent_pid
+
+
 def serve(searcher, endpoint, stop, ready_file=None):
-    """Answers requests on a ROUTER bound at `endpoint` until stop() is true; once bound, writes
-    the bound endpoint (a wildcard port resolved) to `ready_file` if given."""
+    """Answers requests on a ROUTER bound at `endpoint` until stop() is true (checked at least
+    every 200 ms); once bound, writes the bound endpoint (a wildcard port resolved) to
+    `ready_file` if given."""
 
     def on_bound(bound):
         LOG.info("serving %s on %s", searcher.sampler_name, bound)
@@ -313,8 +334,9 @@ def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument(
         "--endpoint",
-        default="tcp://127.0.0.1:5600",
-        help="ZeroMQ endpoint to bind (tcp://127.0.0.1:* picks a free port: see --ready-file)",
+        default=None,
+        help="ZeroMQ endpoint to bind (tcp://127.0.0.1:* picks a free port: see --ready-file); "
+        "default: $TUNEBUS_SEARCHER_ENDPOINT, else " + DEFAULT_ENDPOINT,
     )
     parser.add_argument("--sampler", choices=sorted(SAMPLERS), default="tpe")
     parser.add_argument("--seed", type=int, default=None, help="default: the experiment's seed")
@@ -335,6 +357,9 @@ def main(argv=None):
         '({"service", "pid", "endpoints": {"endpoint": ...}, "metrics_port": 0}), atomically',
     )
     args = parser.parse_args(argv)
+    endpoint = args.endpoint or os.environ.get("TUNEBUS_SEARCHER_ENDPOINT") or DEFAULT_ENDPOINT
+    parent_pid = os.environ.get("TUNEBUS_SEARCHER_PARENT_PID")
+    parent_pid = int(parent_pid) if parent_pid and parent_pid.isdigit() else None
     logging.basicConfig(
         level=args.log_level.upper(), format="%(asctime)s %(name)s %(levelname)s %(message)s"
     )
@@ -350,7 +375,13 @@ def main(argv=None):
     stopping = []
     for signo in (signal.SIGINT, signal.SIGTERM):
         signal.signal(signo, lambda *_: stopping.append(True))
-    serve(searcher, args.endpoint, lambda: bool(stopping), args.ready_file)
+    orphaned = parent_gone(parent_pid)
+    if orphaned():
+        LOG.warning("the scheduler (pid %d) that started this searcher is gone", parent_pid)
+        return 0
+    serve(searcher, endpoint, lambda: bool(stopping) or orphaned(), args.ready_file)
+    if orphaned():
+        LOG.warning("the scheduler (pid %d) that started this searcher is gone: exiting", parent_pid)
     return 0
 
 

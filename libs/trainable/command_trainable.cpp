@@ -18,7 +18,7 @@
 #include <optional>
 #include <regex>
 
-extern char** environ;
+#include "libs/trainable/child_process.hpp"
 
 namespace tunebus::trainable {
 
@@ -120,18 +120,9 @@ CommandTrainable::~CommandTrainable() {
 }
 
 Result<std::vector<std::string>> CommandTrainable::BuildEnv() const {
-  std::map<std::string, std::string> env;
-  for (char** e = environ; e != nullptr && *e != nullptr; ++e) {
-    std::string_view kv(*e);
-    const auto eq = kv.find('=');
-    if (eq == std::string_view::npos || eq == 0) continue;
-    env[std::string(kv.substr(0, eq))] = std::string(kv.substr(eq + 1));
-  }
+  std::map<std::string, std::string> env = CurrentEnvironment();
   for (const auto& [name, value] : def_.env) {
-    if (name.empty() || name.find('=') != std::string::npos ||
-        name.find('\0') != std::string::npos) {
-      return Status::InvalidArgument(fmt::format("invalid environment variable name '{}'", name));
-    }
+    if (Status s = CheckEnvironmentName(name); !s.ok()) return s;
     env[name] = value;
   }
   const fs::path dir(setup_.trial_dir);
@@ -222,12 +213,8 @@ Status CommandTrainable::Start() {
   posix_spawnattr_setflags(&sa.attr,
                            POSIX_SPAWN_SETPGROUP | POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF);
 
-  std::vector<char*> argv;
-  for (const auto& a : def_.command) argv.push_back(const_cast<char*>(a.c_str()));
-  argv.push_back(nullptr);
-  std::vector<char*> envp;
-  for (auto& e : *env) envp.push_back(e.data());
-  envp.push_back(nullptr);
+  std::vector<char*> argv = NullTerminated(def_.command);
+  std::vector<char*> envp = NullTerminated(*env);
 
   pid_t pid = 0;
   const bool search_path = def_.command[0].find('/') == std::string::npos;

@@ -24,8 +24,8 @@ constexpr double kNotNowRetryS = 1.0;
 
 Result<ExternalOptions> ExternalOptions::Parse(const json& params) {
   SearcherParams p(params, "external");
-  if (Status s =
-          p.OnlyKnown({"endpoint", "timeout_s", "backoff_initial_s", "backoff_max_s", "options"});
+  if (Status s = p.OnlyKnown(
+          {"endpoint", "command", "timeout_s", "backoff_initial_s", "backoff_max_s", "options"});
       !s.ok()) {
     return s;
   }
@@ -37,15 +37,48 @@ Result<ExternalOptions> ExternalOptions::Parse(const json& params) {
   for (const Status& s : {endpoint.status(), timeout.status(), initial.status(), max.status()}) {
     if (!s.ok()) return s;
   }
-  if (endpoint->empty()) {
-    return SearcherParams::Error(
-        "endpoint", "search: external needs the searcher's endpoint, e.g. tcp://127.0.0.1:5600");
+  if (auto it = params.find("command"); it != params.end()) {
+    if (!it->is_array() || it->empty()) {
+      return SearcherParams::Error(
+          "command", fmt::format("must be a non-empty list of strings (the program and its "
+                                 "arguments, e.g. [/usr/bin/python3, searcher.py]), got {}",
+                                 it->dump()));
+    }
+    for (size_t i = 0; i < it->size(); ++i) {
+      const json& arg = (*it)[i];
+      if (!arg.is_string() || (i == 0 && arg.get<std::string>().empty())) {
+        return SearcherParams::Error(
+            fmt::format("command[{}]", i).c_str(),
+            fmt::format("must be a {}string, got {}", i == 0 ? "non-empty " : "", arg.dump()));
+      }
+      o.command.push_back(arg.get<std::string>());
+    }
   }
-  if (endpoint->rfind("tcp://", 0) != 0 && endpoint->rfind("ipc://", 0) != 0 &&
-      endpoint->rfind("inproc://", 0) != 0) {
+  if (endpoint->empty() && o.command.empty()) {
     return SearcherParams::Error(
         "endpoint",
-        fmt::format("'{}' is not a ZeroMQ endpoint (tcp://host:port, ipc://path)", *endpoint));
+        "search: external needs the searcher's endpoint (e.g. tcp://127.0.0.1:5600), or a "
+        "command that the scheduler starts");
+  }
+  if (!endpoint->empty()) {
+    const bool tcp = endpoint->rfind("tcp://", 0) == 0;
+    const bool ipc = endpoint->rfind("ipc://", 0) == 0;
+    if (!tcp && !ipc && endpoint->rfind("inproc://", 0) != 0) {
+      return SearcherParams::Error(
+          "endpoint",
+          fmt::format("'{}' is not a ZeroMQ endpoint (tcp://host:port, ipc://path)", *endpoint));
+    }
+    if (tcp && endpoint->ends_with(":*")) {
+      return SearcherParams::Error(
+          "endpoint", fmt::format("'{}' has no port to connect to; name the port{}", *endpoint,
+                                  o.command.empty() ? "" : ", or leave endpoint out"));
+    }
+    if (!o.command.empty() && !tcp && !ipc) {
+      return SearcherParams::Error(
+          "endpoint", fmt::format("'{}': a searcher the scheduler starts is another process: "
+                                  "tcp://host:port or ipc://path (or leave endpoint out)",
+                                  *endpoint));
+    }
   }
   if (*max < *initial) {
     return SearcherParams::Error(
@@ -63,6 +96,13 @@ Result<ExternalOptions> ExternalOptions::Parse(const json& params) {
   o.backoff_initial_s = *initial;
   o.backoff_max_s = *max;
   return o;
+}
+
+SearcherTarget ExternalOptions::Target() const {
+  return {.endpoint = endpoint,
+          .command = command,
+          .backoff_initial_s = backoff_initial_s,
+          .backoff_max_s = backoff_max_s};
 }
 
 ExternalSearcher::ExternalSearcher(ExternalOptions options, int64_t num_samples, uint64_t seed,
@@ -157,14 +197,15 @@ Status ExternalSearcher::AddEvaluatedPoint(const json& config, double value) {
 
 void ExternalSearcher::OnTrialResult(const std::string& trial_id, const TrainingResult& result) {
   if (!configs_.contains(trial_id) || ended_.contains(trial_id)) return;
-  live_results_[trial_id] = result.ToJson();
+  running_results_[trial_id].push_back(result.ToJson());
   Pump();
 }
 
 void ExternalSearcher::OnTrialComplete(const std::string& trial_id,
                                        const TrainingResult* last_result, bool error) {
   if (!configs_.contains(trial_id) || ended_.contains(trial_id)) return;
-  live_results_.erase(trial_id);
+  running_results_.erase(trial_id);
+  results_told_.erase(trial_id);
   Record({{"event", "completed"},
           {"trial_id", trial_id},
           {"result", last_result != nullptr ? last_result->ToJson() : json(nullptr)},
@@ -186,6 +227,7 @@ json ExternalSearcher::Describe() const {
     d["retry_in_s"] = std::round(std::max(0.0, retry_at_ - (link_ ? link_->NowS() : 0)) * 10) / 10;
   }
   if (sessions_ok_ > 1) d["sessions"] = sessions_ok_;
+  if (link_) d.update(link_->Describe());
   return d;
 }
 
@@ -238,7 +280,8 @@ Status ExternalSearcher::RestoreState(const json& state) {
   if (state_ != LinkState::kOffline) state_ = LinkState::kIdle;
   sent_ = 0;
   answer_.reset();
-  live_results_.clear();
+  running_results_.clear();
+  results_told_.clear();
   if (state.is_null()) return Status::Ok();
   if (!state.is_object() || !state.contains("events") || !state["events"].is_array()) {
     return Status::InvalidArgument("external: a state is {events: [...], finished}");
@@ -268,16 +311,17 @@ void ExternalSearcher::Pump() {
     case LinkState::kReady:
       break;
   }
-  // The journaled events first (an ask sees every end), then the ask, then live results (which
-  // must not delay asks while trials report).
-  if (sent_ < events_.size()) {
+  // The journaled events first (an ask sees every end), then, once per session, the results
+  // of the running trials; then the ask, then new results (which must not delay asks while
+  // trials report).
+  if (sent_ < events_.size() || (state_ == LinkState::kReplaying && HasUntoldResults())) {
     SendTell();
     return;
   }
   state_ = LinkState::kReady;
   if (!wanted_.empty() && !answer_ && link_->NowS() >= not_now_until_) {
     SendAsk();
-  } else if (!live_results_.empty()) {
+  } else if (HasUntoldResults()) {
     SendTell();
   }
 }
@@ -311,18 +355,32 @@ void ExternalSearcher::SendTell() {
     events.push_back(e);
     ++from_log;
   }
-  if (from_log == 0) {  // the log is told: the newest results
-    for (auto& [trial_id, result] : live_results_) {
-      events.push_back(
-          {{"event", "result"}, {"trial_id", trial_id}, {"result", std::move(result)}});
+  std::map<std::string, size_t> told;  // trial -> its results held once this tell is answered
+  if (from_log == 0) {  // the log is told: the results the remote lacks, oldest first per trial
+    for (const auto& [trial_id, results] : running_results_) {
+      size_t next = results_told_[trial_id];
+      while (next < results.size() && events.size() < kTellBatch) {
+        events.push_back(
+            {{"event", "result"}, {"trial_id", trial_id}, {"result", results[next++]}});
+      }
+      told[trial_id] = next;
+      if (events.size() == kTellBatch) break;
     }
-    live_results_.clear();
   }
   in_flight_ = true;
   link_->Request({{"type", "tell"}, {"session", session_}, {"events", std::move(events)}},
-                 options_.timeout_s, [this, from_log, informative](Result<json> reply) {
-                   OnTell(std::move(reply), from_log, informative);
+                 options_.timeout_s,
+                 [this, from_log, informative, told = std::move(told)](Result<json> reply) mutable {
+                   OnTell(std::move(reply), from_log, informative, std::move(told));
                  });
+}
+
+bool ExternalSearcher::HasUntoldResults() const {
+  for (const auto& [trial_id, results] : running_results_) {
+    auto it = results_told_.find(trial_id);
+    if (results.size() > (it == results_told_.end() ? 0 : it->second)) return true;
+  }
+  return false;
 }
 
 void ExternalSearcher::SendAsk() {
@@ -348,17 +406,25 @@ void ExternalSearcher::OnHello(Result<json> reply) {
   state_ = LinkState::kReplaying;
   sent_ = 0;
   answer_.reset();
-  live_results_.clear();
+  results_told_.clear();  // a new session holds none: running trials' results are told again
   not_now_until_ = 0;
   Pump();
 }
 
-void ExternalSearcher::OnTell(Result<json> reply, size_t events, bool informative) {
+void ExternalSearcher::OnTell(Result<json> reply, size_t events, bool informative,
+                              std::map<std::string, size_t> results) {
   in_flight_ = false;
   reply = Expect(std::move(reply), "tell_ok");
   if (!reply.ok()) return Fail(reply.status(), /*was_hello=*/false);
   lost_sessions_ = 0;
   sent_ = std::min(sent_ + events, events_.size());
+  for (const auto& [trial_id, count] : results) {
+    // A trial that ended meanwhile holds no results any more.
+    if (running_results_.contains(trial_id)) {
+      size_t& told = results_told_[trial_id];
+      told = std::max(told, count);
+    }
+  }
   if (informative) not_now_until_ = 0;
   Pump();
 }

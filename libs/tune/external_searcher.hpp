@@ -12,8 +12,10 @@
 // with the remote starts with `hello`, upon which the remote forgets everything, and then tells
 // it the whole log (batches of `tell`) before the first `ask`: so a restarted remote, a remote
 // that outlived a scheduler SIGKILL and a fresh one all hold exactly the journaled
-// observations. Intermediate results are sent live (`tell` of `result` events, the newest per
-// trial) and not journaled or replayed.
+// observations. Intermediate results are not journaled: they are sent live (`tell` of `result`
+// events, every one, in report order per trial) and held while their trial runs, so a new
+// session is told, after the journaled events and before its first `ask`, every result of the
+// trials still running that this scheduler process saw.
 //
 // Never blocking: Suggest answers NotNow while the answer to its `ask` is on the way (the
 // runner asks again the next poll round) or while the remote is unreachable; one request is in
@@ -47,15 +49,20 @@ namespace tunebus {
 
 /// The `search:` parameters of type external (docs/search.md).
 struct ExternalOptions {
-  std::string endpoint;            // required: tcp://host:port, ipc://path or inproc://name
-  double timeout_s = 10;           // a request unanswered this long: the remote is unavailable
-  double backoff_initial_s = 0.5;  // first retry after a failure, seconds
-  double backoff_max_s = 30;       // the backoff doubles up to this
+  std::string endpoint;  // tcp://host:port, ipc://path or inproc://name; "" with command
+  std::vector<std::string> command;  // the searcher the scheduler starts; empty: started by others
+  double timeout_s = 10;             // a request unanswered this long: the remote is unavailable
+  double backoff_initial_s = 0.5;    // first retry after a failure, seconds
+  double backoff_max_s = 30;         // the backoff doubles up to this
   nlohmann::json options = nlohmann::json::object();  // sent as is in `hello`
 
-  /// Errors: InvalidArgument "<key>: ..." (endpoint missing or not a ZeroMQ endpoint, a number
-  /// out of range, backoff_max_s < backoff_initial_s, options not a map, an unknown key).
+  /// Errors: InvalidArgument "<key>: ..." (endpoint missing without a command, not a ZeroMQ
+  /// endpoint, a tcp port `*`, inproc:// with a command; "command" not a non-empty list of
+  /// strings or "command[i]" not a string; a number out of range, backoff_max_s <
+  /// backoff_initial_s, options not a map, an unknown key).
   static Result<ExternalOptions> Parse(const nlohmann::json& params);
+  /// What the link factory gets: endpoint, command and the backoff.
+  SearcherTarget Target() const;
 };
 
 class ExternalSearcher final : public JournaledSearcher {
@@ -121,7 +128,11 @@ class ExternalSearcher final : public JournaledSearcher {
   void SendTell();
   void SendAsk();
   void OnHello(Result<nlohmann::json> reply);
-  void OnTell(Result<nlohmann::json> reply, size_t events, bool informative);
+  /// `results`: per trial, how many of its results the remote holds once this tell succeeded.
+  void OnTell(Result<nlohmann::json> reply, size_t events, bool informative,
+              std::map<std::string, size_t> results);
+  /// Whether a running trial has results the remote was not told in this session.
+  bool HasUntoldResults() const;
   void OnAsk(Result<nlohmann::json> reply, const std::string& trial_id);
   /// A failed request: unavailable, retried after the backoff. failed_precondition (the remote
   /// lost the session) re-hellos at once unless the hello itself failed.
@@ -157,13 +168,17 @@ class ExternalSearcher final : public JournaledSearcher {
   uint64_t sessions_ = 0;     // hellos sent
   uint64_t sessions_ok_ = 0;  // hellos answered
   bool in_flight_ = false;
-  size_t sent_ = 0;                                     // events_[0, sent_) the remote holds
-  std::map<std::string, nlohmann::json> live_results_;  // trial -> newest unsent result
-  std::string wanted_;                                  // the trial Suggest waits for
-  std::optional<Answer> answer_;                        // the remote's answer for `wanted_`
-  double not_now_until_ = 0;                            // after a not_now: ask again then
-  int64_t retries_ = 0;                                 // consecutive failures
-  int64_t lost_sessions_ = 0;  // failed_precondition answers since a request last succeeded
+  size_t sent_ = 0;  // events_[0, sent_) the remote holds
+  // Every result of each suggested, not yet completed trial this process saw (OnTrialResult), in
+  // report order: a new session is told them after the log (Optuna's pruners read every
+  // intermediate value), and results_told_ counts, per trial, how many this session holds.
+  std::map<std::string, std::vector<nlohmann::json>> running_results_;
+  std::map<std::string, size_t> results_told_;
+  std::string wanted_;            // the trial Suggest waits for
+  std::optional<Answer> answer_;  // the remote's answer for `wanted_`
+  double not_now_until_ = 0;      // after a not_now: ask again then
+  int64_t retries_ = 0;           // consecutive failures
+  int64_t lost_sessions_ = 0;     // failed_precondition answers since a request last succeeded
   double retry_at_ = 0;
   std::string last_error_;
   nlohmann::json remote_;               // hello's reply

@@ -46,7 +46,14 @@ Result<std::unique_ptr<Searcher>> MakeModelSearcher(const std::string& type, con
     auto options = ExternalOptions::Parse(params);
     if (!options.ok()) return options.status();
     std::unique_ptr<SearcherLink> link;
-    if (setup.connect_external) link = setup.connect_external(options->endpoint);
+    if (setup.connect_external) {
+      auto made = setup.connect_external(options->Target());
+      if (!made.ok()) {
+        return Status::InvalidArgument(fmt::format(
+            "{}: {}", options->command.empty() ? "endpoint" : "command", made.status().message()));
+      }
+      link = std::move(*made);
+    }
     return std::unique_ptr<Searcher>(new ExternalSearcher(std::move(*options), num_samples, seed,
                                                           setup.experiment, setup.session_nonce,
                                                           std::move(link)));

@@ -46,8 +46,10 @@ struct SearchOptions {
 /// What a searcher is built for: the experiment's param space (validated), num_samples (>= 1, or
 /// -1 unbounded), metric and mode (may be empty), seed, and max_concurrent_trials (the random
 /// searcher's window is max(32, 2 * it)). An external searcher also gets the experiment's name,
-/// a nonce for its session ids, and its link from `connect_external` (null: no link, as in a
-/// spec check or a read-only experiment; the searcher then only holds its journaled state).
+/// a nonce for its session ids, and its link from `connect_external` (given the `search:`
+/// section's endpoint, command and backoff; null: no link, as in a spec check or a read-only
+/// experiment; the searcher then only holds its journaled state). An error of the factory is
+/// MakeSearcher's "command: <why>" (or "endpoint: <why>" without a command).
 struct SearchSetup {
   nlohmann::json param_space = nlohmann::json::object();
   int64_t num_samples = 1;
@@ -57,7 +59,7 @@ struct SearchSetup {
   int64_t max_concurrent_trials = 0;
   std::string experiment;
   uint64_t session_nonce = 0;
-  SearcherLinkFactory connect_external;
+  ExternalLinkFactory connect_external;
 };
 
 /// The ConcurrencyLimiter's max_concurrent (0: none). A searcher other than random is limited to

@@ -10,6 +10,7 @@
 #include <memory>
 #include <nlohmann/json.hpp>
 #include <string>
+#include <vector>
 
 #include "libs/core/status.hpp"
 
@@ -31,12 +32,35 @@ class SearcherLink {
   virtual void After(double delay_s, std::function<void()> fn) = 0;
   /// Monotonic seconds.
   virtual double NowS() const = 0;
+  /// What the link knows of its peer beyond the protocol, merged into the searcher's Describe
+  /// (a searcher process the scheduler started: "endpoint", "pid", "restarts", "last_exit").
+  virtual nlohmann::json Describe() const { return nlohmann::json::object(); }
 };
 
-/// Builds the link to the searcher process at `endpoint` ("tcp://host:port", "ipc://path").
-/// The scheduler provides one; without it (a spec check, a read-only experiment) an external
-/// searcher has no link and only replays its journaled state.
+/// Where the searcher process is (`search: {type: external}`, docs/search.md).
+struct SearcherTarget {
+  /// "tcp://host:port" or "ipc://path"; may be empty when `command` is given (the link's maker
+  /// picks one).
+  std::string endpoint;
+  /// Empty: somebody else runs the searcher at `endpoint`. Else the program and its arguments,
+  /// started (and restarted after `backoff_initial_s` doubling to `backoff_max_s`) by the link's
+  /// maker in the experiment file's folder.
+  std::vector<std::string> command;
+  double backoff_initial_s = 0.5;
+  double backoff_max_s = 30;
+};
+
+/// Builds the link to the process at `endpoint` ("tcp://host:port", "ipc://path"): the
+/// scheduler's ZeroMQ links (to a searcher, to a driver).
 using SearcherLinkFactory = std::function<std::unique_ptr<SearcherLink>(const std::string&)>;
+
+/// Builds the link to the searcher of `target` (`search: {type: external}`), starting its
+/// process when `target.command` is given. The scheduler provides one; without it (a spec check,
+/// a read-only experiment) an external searcher has no link and only replays its journaled
+/// state. Errors: whatever keeps the link from being made (e.g. IoError for the private folder of
+/// a spawned searcher's endpoint).
+using ExternalLinkFactory =
+    std::function<Result<std::unique_ptr<SearcherLink>>(const SearcherTarget&)>;
 
 /// `reply` when it is a map of `type`; a failed reply as it is; else InvalidArgument "the <peer>
 /// answered <its type> where <type> was expected" (`peer`: "searcher", "driver").

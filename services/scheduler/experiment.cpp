@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
 
+#include <filesystem>
 #include <random>
 
 #include "libs/journal/records.hpp"
@@ -12,6 +13,8 @@
 #include "services/scheduler/bus_journal_sink.hpp"
 
 namespace tunebus {
+
+namespace fs = std::filesystem;
 
 namespace {
 
@@ -90,6 +93,27 @@ Experiment::Experiment(ExperimentSpec spec, std::string experiment_dir, Experime
 
 Experiment::~Experiment() = default;
 
+void Experiment::MarkEnded() {
+  ended_ = clock_.Now();
+  if (searcher_process_) searcher_process_->Stop();
+}
+
+Result<std::unique_ptr<SearcherLink>> Experiment::LinkSearcher(const SearcherTarget& target) {
+  if (target.command.empty()) return ctx_->connect_searcher(target.endpoint);
+  SearcherProcess::Options o{.command = target.command,
+                             .endpoint = target.endpoint,
+                             .working_dir = identity_.base_dir,
+                             .log_path = (fs::path(experiment_dir_) / "searcher.log").string(),
+                             .backoff_initial_s = target.backoff_initial_s,
+                             .backoff_max_s = target.backoff_max_s};
+  auto process = SearcherProcess::Create(ctx_->loop, std::move(o));
+  if (!process.ok()) return process.status();
+  std::unique_ptr<SearcherLink> link = ctx_->connect_searcher((*process)->endpoint());
+  searcher_process_ = std::move(*process);
+  return std::unique_ptr<SearcherLink>(
+      new SpawnedSearcherLink(std::move(link), *searcher_process_));
+}
+
 Result<std::unique_ptr<Experiment>> Experiment::Create(ExperimentContext& ctx, ExperimentSpec spec,
                                                        std::string experiment_dir,
                                                        ExperimentIdentity identity) {
@@ -162,7 +186,7 @@ Status Experiment::Build() {
   setup.experiment = journal_name_;
   if (!read_only_) {
     setup.session_nonce = std::random_device{}() ^ (uint64_t(std::random_device{}()) << 32);
-    setup.connect_external = ctx_->connect_searcher;
+    setup.connect_external = [this](const SearcherTarget& target) { return LinkSearcher(target); };
   }
   auto searcher = MakeSearcher(spec_.search, spec_.search_config, setup);
   if (!searcher.ok()) return searcher.status();

@@ -33,6 +33,7 @@
 #include "services/scheduler/event_publisher.hpp"
 #include "services/scheduler/experiment_recorder.hpp"
 #include "services/scheduler/journal_reader.hpp"
+#include "services/scheduler/searcher_process.hpp"
 #include "services/scheduler/worker_outbox.hpp"
 
 namespace tunebus {
@@ -125,7 +126,9 @@ class Experiment {
   void FlushExecutor() { executor_->Flush(); }
 
   /// Marks the end of the run (the round that saw the runner finished).
-  void MarkEnded() { ended_ = clock_.Now(); }
+  /// Marks the end of the run (the round that saw the runner finished) and stops the searcher
+  /// process the scheduler started for it, if any.
+  void MarkEnded();
   /// Seconds from the start to the end (or to now while it runs).
   double ElapsedS() const;
 
@@ -172,6 +175,10 @@ class Experiment {
              const Clock& clock, ExperimentContext* ctx);
   /// The runner (and, when live, the journal writer, recorder and executor, wired).
   Status Build();
+  /// The link of an external searcher: ctx_'s link to `target`'s endpoint, or, with a command,
+  /// to the SearcherProcess this experiment then owns (started in the experiment file's folder,
+  /// logging to <experiment dir>/searcher.log). Errors: SearcherProcess::Create's.
+  Result<std::unique_ptr<SearcherLink>> LinkSearcher(const SearcherTarget& target);
   void RepairResultFiles(JournalReader& reader, uint64_t last_seq);
   /// The takeover's checkpoint sweep: every checkpoint the store holds under the experiment's
   /// journal is kept if a trial lists it, adopted if it answers a journaled request of its
@@ -199,6 +206,9 @@ class Experiment {
   std::unique_ptr<journal::JournalWriter> journal_;
   std::unique_ptr<ExperimentRecorder> recorder_;
   std::unique_ptr<BusExecutor> executor_;
+  /// The searcher process of `search: {type: external, command: [...]}` (else null). Declared
+  /// before runner_: the runner's searcher links to it, so it goes after the runner.
+  std::unique_ptr<SearcherProcess> searcher_process_;
   std::unique_ptr<TrialRunner> runner_;
   /// The driver link (`driver: {on_result: true}` of a live experiment), else null. After
   /// runner_: destroyed first, so no answer reaches a destroyed runner.

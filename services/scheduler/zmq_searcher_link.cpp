@@ -111,6 +111,12 @@ void ZmqSearcherLink::Request(json request, double timeout_s, ReplyCallback done
       spdlog::info("Dropping {} from the {} at {} because its request timed out", d.type(), peer_,
                    endpoint_);
     });
+    // ZeroMQ connects in its I/O thread: the first request waits kConnectS for the connection
+    // to a listening peer, which ZMQ_IMMEDIATE needs to queue it.
+    After(kConnectS, [this, request = std::move(request), timeout_s, done = std::move(done)] {
+      Request(request, timeout_s, done);
+    });
+    return;
   }
   const std::string type = request.value("type", "");
   request["v"] = proto::kProtocolVersion;

@@ -38,7 +38,10 @@ class ZmqSearcherLink final : public SearcherLink {
   /// Encodes `request` as a msgpack map with `v` and a fresh `id`; the reply's msgpack map comes
   /// back as JSON (a reply that JSON cannot hold, e.g. a non-string key, is InvalidArgument). An
   /// endpoint ZeroMQ cannot connect to fails every request with Unavailable.
+  /// The first request makes the socket and goes kConnectS later (ZeroMQ connects in the
+  /// background; see ConnectDealer's ZMQ_IMMEDIATE).
   void Request(nlohmann::json request, double timeout_s, ReplyCallback done) override;
+  static constexpr double kConnectS = 0.02;
   void After(double delay_s, std::function<void()> fn) override;
   double NowS() const override;
 

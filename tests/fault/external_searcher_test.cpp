@@ -37,29 +37,15 @@ class ExternalSearcherFaultTest : public ::testing::Test {
     ASSERT_TRUE(cluster_.Start());
     ASSERT_TRUE(StartSearcher());
     file_ = cluster_.dir() / "external.yaml";
-    WriteFile(file_,
-              "name: external\n"
-              "trainable: {builtin: mock}\n"
-              "param_space:\n"
-              "  lr: {loguniform: [0.001, 0.1]}\n"
-              "  sleep_s: {uniform: [0.1, 0.15]}\n"
-              "  mock_iterations: 8\n"
-              "num_samples: " +
-                  std::to_string(kTrials) +
-                  "\n"
-                  "seed: 3\n"
-                  "metric: mean_accuracy\n"
-                  "mode: max\n"
-                  "search:\n"
-                  "  type: external\n"
-                  "  endpoint: " +
-                  endpoint() +
-                  "\n"
-                  "  timeout_s: 1\n"
-                  "  backoff_initial_s: 0.2\n"
-                  "  backoff_max_s: 1\n"
-                  "results_dir: " +
-                  (cluster_.dir() / "results").string() + "\n");
+    WriteFile(file_, ExternalSearchExperiment("external", kTrials,
+                                              "  type: external\n"
+                                              "  endpoint: " +
+                                                  endpoint() +
+                                                  "\n"
+                                                  "  timeout_s: 1\n"
+                                                  "  backoff_initial_s: 0.2\n"
+                                                  "  backoff_max_s: 1\n",
+                                              cluster_.dir() / "results"));
   }
 
   // The endpoint the first searcher bound; a restarted one binds it again (the experiment file
@@ -88,15 +74,7 @@ class ExternalSearcherFaultTest : public ::testing::Test {
   int64_t Running() { return Count("RUNNING"); }
   // Waits until `n` trials were added.
   bool WaitForTrials(int64_t n) {
-    return WaitFor(
-        [&] {
-          const json s = Summary();
-          if (!s.is_object() || !s.contains("counts")) return false;
-          int64_t added = 0;
-          for (const auto& [status, count] : s["counts"].items()) added += count.get<int64_t>();
-          return added >= n;
-        },
-        60s, 100ms);
+    return WaitFor([&] { return TrialsAdded(Summary()) >= n; }, 60s, 100ms);
   }
 
   // The run ended FINISHED with kTrials trials, each added once and TERMINATED, each config the

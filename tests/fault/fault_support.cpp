@@ -40,6 +40,32 @@ json WaitFinished(Cluster& cluster, Millis timeout) {
   return finished ? status : json::object();
 }
 
+std::string ExternalSearchExperiment(const std::string& name, int trials, const std::string& search,
+                                     const fs::path& results_dir) {
+  return "name: " + name +
+         "\n"
+         "trainable: {builtin: mock}\n"
+         "param_space:\n"
+         "  lr: {loguniform: [0.001, 0.1]}\n"
+         "  sleep_s: {uniform: [0.1, 0.15]}\n"
+         "  mock_iterations: 8\n"
+         "num_samples: " +
+         std::to_string(trials) +
+         "\n"
+         "seed: 3\n"
+         "metric: mean_accuracy\n"
+         "mode: max\n"
+         "search:\n" +
+         search + "results_dir: " + results_dir.string() + "\n";
+}
+
+int64_t TrialsAdded(const json& summary) {
+  if (!summary.is_object() || !summary.contains("counts")) return 0;
+  int64_t added = 0;
+  for (const auto& [status, count] : summary["counts"].items()) added += count.get<int64_t>();
+  return added;
+}
+
 int KillSchedulerWhileRunning(Cluster& cluster, const std::vector<Millis>& pauses) {
   int kills = 0;
   for (const Millis pause : pauses) {

@@ -12,6 +12,16 @@
 
 namespace tunebus::testing {
 
+/// An experiment file for the external-searcher tests: `name`, the mock trainable (8 iterations
+/// of 0.1-0.15 s), lr and sleep_s sampled, `trials` samples, seed 3, mean_accuracy max, the
+/// `search:` lines `search` (each indented by two spaces, ending in a newline), results under
+/// `results_dir`.
+std::string ExternalSearchExperiment(const std::string& name, int trials, const std::string& search,
+                                     const fs::path& results_dir);
+
+/// How many trials a `tunectl -o json status` summary counts (all statuses); 0 without counts.
+int64_t TrialsAdded(const nlohmann::json& summary);
+
 /// `tunectl run --detach FILE`; returns the experiment's journal name ("<name>-<id>"), or ""
 /// after adding a test failure.
 std::string SubmitDetached(Cluster& cluster, const fs::path& file, const std::string& name);

@@ -86,7 +86,12 @@ class ExternalSearcherTest : public ::testing::Test {
 TEST(ExternalOptionsTest, ParametersAreCheckedAndNamed) {
   // Every error reads "<key>: ..." so the spec parser points at the parameter's line.
   EXPECT_EQ(ExternalOptions::Parse(json::object()).status().message(),
-            "endpoint: search: external needs the searcher's endpoint, e.g. tcp://127.0.0.1:5600");
+            "endpoint: search: external needs the searcher's endpoint (e.g. "
+            "tcp://127.0.0.1:5600), or a command that the scheduler starts");
+  EXPECT_EQ(ExternalOptions::Parse({{"endpoint", "tcp://127.0.0.1:*"}}).status().message(),
+            "endpoint: 'tcp://127.0.0.1:*' has no port to connect to; name the port");
+  EXPECT_EQ(ExternalOptions::Parse({{"command", {"python3", 1}}}).status().message(),
+            "command[1]: must be a string, got 1");
   EXPECT_EQ(ExternalOptions::Parse({{"endpoint", "localhost:1"}}).status().message(),
             "endpoint: 'localhost:1' is not a ZeroMQ endpoint (tcp://host:port, ipc://path)");
   EXPECT_EQ(ExternalOptions::Parse(
@@ -103,6 +108,32 @@ TEST(ExternalOptionsTest, ParametersAreCheckedAndNamed) {
   EXPECT_EQ(ok->backoff_initial_s, 0.5);
   EXPECT_EQ(ok->backoff_max_s, 30);
   EXPECT_EQ(ok->options["n_startup_trials"], 4);
+  auto spawned = ExternalOptions::Parse(
+      {{"command", {"python3", "s.py", "--endpoint={endpoint}"}}, {"backoff_initial_s", 0.2}});
+  ASSERT_TRUE(spawned.ok()) << spawned.status().ToString();
+  const SearcherTarget target = spawned->Target();
+  EXPECT_EQ(target.endpoint, "");  // the scheduler picks it
+  EXPECT_EQ(target.command, (std::vector<std::string>{"python3", "s.py", "--endpoint={endpoint}"}));
+  EXPECT_EQ(target.backoff_initial_s, 0.2);
+  EXPECT_EQ(target.backoff_max_s, 30);
+}
+
+TEST(ExternalOptionsTest, LinkFactoryGetsTheTargetAndItsErrorNamesTheKey) {
+  // MakeSearcher hands the link factory the endpoint and command; a factory that cannot make
+  // the link (e.g. no private folder for a spawned searcher's socket) is an error of `command`.
+  SearchSetup setup;
+  setup.param_space = {{"x", {{"uniform", {0, 1}}}}};
+  setup.metric = "loss";
+  setup.mode = "min";
+  SearcherTarget seen;
+  setup.connect_external = [&](const SearcherTarget& t) -> Result<std::unique_ptr<SearcherLink>> {
+    seen = t;
+    return Status::IoError("cannot make a private folder");
+  };
+  EXPECT_EQ(MakeSearcher("external", {{"command", {"python3", "s.py"}}}, setup).status().message(),
+            "command: cannot make a private folder");
+  EXPECT_EQ(seen.command, (std::vector<std::string>{"python3", "s.py"}));
+  EXPECT_EQ(seen.endpoint, "");
 }
 
 TEST(ExternalOptionsTest, MakeSearcherNeedsMetricModeAndNoGrid) {
@@ -215,12 +246,12 @@ TEST_F(ExternalSearcherTest, EndsAreToldBeforeTheNextAskAndResultsLive) {
   s->OnTrialResult("t0", Loss(0.5));
   ASSERT_EQ(link.requests.size(), 1u);
   EXPECT_EQ(link.requests.front().request["events"][0]["event"], "result");
-  s->OnTrialResult("t0", Loss(0.4));  // coalesced while the first tell is in flight
+  s->OnTrialResult("t0", Loss(0.4));  // held while the first tell is in flight
   TrainingResult last = Loss(0.3);
   s->OnTrialComplete("t0", &last, false);
   EXPECT_EQ(s->Suggest("t1").kind, Suggestion::Kind::kNotNow);
   AnswerTells();
-  ASSERT_EQ(told.size(), 2u);  // the first result, then the end (the newer result is dropped)
+  ASSERT_EQ(told.size(), 2u);  // the first result, then the end (which supersedes the held one)
   EXPECT_EQ(told[1]["event"], "completed");
   EXPECT_EQ(told[1]["result"]["loss"], 0.3);
   EXPECT_EQ(s->Describe()["observations"], 1);
@@ -230,6 +261,106 @@ TEST_F(ExternalSearcherTest, EndsAreToldBeforeTheNextAskAndResultsLive) {
   s->OnTrialComplete("other", &last, false);
   s->OnTrialComplete("t0", &last, false);
   EXPECT_TRUE(link.requests.empty());
+}
+
+TEST_F(ExternalSearcherTest, EveryResultIsToldLiveInReportOrder) {
+  // Results reported while a tell is in flight all go out with the next one, oldest first
+  // (Optuna's pruners read every intermediate value).
+  auto s = Make();
+  ASSERT_NO_FATAL_FAILURE(FirstTrial(*s));
+  s->OnTrialResult("t0", Loss(0.5));
+  s->OnTrialResult("t0", Loss(0.4));
+  s->OnTrialResult("t0", Loss(0.3));
+  ASSERT_EQ(link.requests.size(), 1u);
+  EXPECT_EQ(link.requests.front().request["events"].size(), 1u);
+  AnswerTells();
+  ASSERT_EQ(told.size(), 3u);
+  EXPECT_EQ(told[1]["result"]["loss"], 0.4);
+  EXPECT_EQ(told[2]["result"]["loss"], 0.3);
+  EXPECT_TRUE(link.requests.empty());
+}
+
+TEST_F(ExternalSearcherTest, NewSessionIsToldRunningTrialsResultsAfterTheJournaledEvents) {
+  // Intermediate results are not journaled; a new session (the remote was restarted) is told,
+  // after the journaled events and before its first ask, every result of the trials still
+  // running, in report order. A trial that ended is told by its completed event only.
+  auto s = Make();
+  ASSERT_NO_FATAL_FAILURE(FirstTrial(*s));
+  (void)s->Suggest("t1");
+  AnswerAsk("t1", Params(0.02, 2, "sgd", 16));
+  ASSERT_EQ(s->Suggest("t1").kind, Suggestion::Kind::kConfig);
+  s->OnTrialResult("t0", Loss(0.5));
+  AnswerTells();
+  s->OnTrialResult("t0", Loss(0.4));
+  s->OnTrialResult("t1", Loss(0.9));
+  AnswerTells();
+  TrainingResult last = Loss(0.8);
+  s->OnTrialComplete("t1", &last, false);
+  AnswerTells();
+  ASSERT_EQ(told.size(), 4u);  // live: three results and t1's end
+
+  (void)s->Suggest("t2");
+  link.Answer(Status::FailedPrecondition("unknown session"));  // the ask: a restarted remote
+  ASSERT_EQ(link.requests.size(), 1u);
+  EXPECT_EQ(link.requests.front().request["replay"], 3);
+  told.clear();
+  Connect();
+  ASSERT_EQ(told.size(), 5u) << json(told).dump();
+  EXPECT_EQ(told[0]["event"], "suggested");
+  EXPECT_EQ(told[0]["trial_id"], "t0");
+  EXPECT_EQ(told[1]["event"], "suggested");
+  EXPECT_EQ(told[1]["trial_id"], "t1");
+  EXPECT_EQ(told[2]["event"], "completed");
+  EXPECT_EQ(told[2]["trial_id"], "t1");
+  for (size_t i : {size_t{3}, size_t{4}}) {
+    EXPECT_EQ(told[i]["event"], "result");
+    EXPECT_EQ(told[i]["trial_id"], "t0");
+  }
+  EXPECT_EQ(told[3]["result"]["loss"], 0.5);
+  EXPECT_EQ(told[4]["result"]["loss"], 0.4);
+  // Only then the ask; a result reported now goes out live, once.
+  ASSERT_EQ(link.requests.size(), 1u);
+  EXPECT_EQ(link.requests.front().request["type"], "ask");
+  AnswerAsk("t2", Params(0.03, 1, "sgd", 8));
+  s->OnTrialResult("t0", Loss(0.2));
+  told.clear();
+  AnswerTells();
+  ASSERT_EQ(told.size(), 1u);
+  EXPECT_EQ(told[0]["result"]["loss"], 0.2);
+  // The results are not part of the journaled state.
+  for (const json& e : s->SaveState()["events"]) EXPECT_NE(e["event"], "result");
+}
+
+TEST_F(ExternalSearcherTest, LinkDescribeIsMergedIntoDescribe) {
+  // What the link knows of a process the scheduler started (pid, restarts, last_exit, the
+  // endpoint it picked) shows in the searcher's Describe, so `tunectl status` prints it.
+  class DescribedLink final : public SearcherLink {
+   public:
+    explicit DescribedLink(FakeLinkState& s) : inner_(s) {}
+    void Request(json request, double timeout_s, ReplyCallback done) override {
+      inner_.Request(std::move(request), timeout_s, std::move(done));
+    }
+    void After(double delay_s, std::function<void()> fn) override {
+      inner_.After(delay_s, std::move(fn));
+    }
+    double NowS() const override { return inner_.NowS(); }
+    json Describe() const override {
+      return {
+          {"endpoint", "ipc:///tmp/x/searcher.ipc"}, {"restarts", 2}, {"last_exit", "signal 9"}};
+    }
+
+   private:
+    FakeLink inner_;
+  };
+  ExternalOptions o;
+  o.command = {"python3", "s.py"};
+  ExternalSearcher s(o, 10, 7, "exp-abcde", 1, std::make_unique<DescribedLink>(link));
+  ASSERT_TRUE(s.SetSearchProperties("loss", "min", kSpace).ok());
+  const json d = s.Describe();
+  EXPECT_EQ(d["endpoint"], "ipc:///tmp/x/searcher.ipc");
+  EXPECT_EQ(d["restarts"], 2);
+  EXPECT_EQ(d["last_exit"], "signal 9");
+  EXPECT_EQ(d["state"], "idle");
 }
 
 TEST_F(ExternalSearcherTest, TimeoutMakesItUnavailableAndRetriesWithBackoffThenReplays) {

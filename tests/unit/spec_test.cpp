@@ -584,8 +584,8 @@ TEST(ExperimentSpecTest, SearchErrorsNameTheFieldAndItsLine) {
                     "  n_startup_trials: -1\n",
                 "exp.yaml:10: search.n_startup_trials: must be >= 0, got -1");
   ExpectInvalid(base + "search:\n  type: external\n",
-                "exp.yaml:9: search.endpoint: search: external needs the searcher's endpoint, "
-                "e.g. tcp://127.0.0.1:5600");
+                "exp.yaml:9: search.endpoint: search: external needs the searcher's endpoint "
+                "(e.g. tcp://127.0.0.1:5600), or a command that the scheduler starts");
   ExpectInvalid(base +
                     "search:\n"
                     "  type: external\n"
@@ -604,7 +604,67 @@ TEST(ExperimentSpecTest, SearchErrorsNameTheFieldAndItsLine) {
                     "  endpoint: tcp://127.0.0.1:5600\n"
                     "  sampler: cmaes\n",
                 "exp.yaml:11: search.sampler: unknown parameter of external (known: endpoint, "
-                "timeout_s, backoff_initial_s, backoff_max_s, options)");
+                "command, timeout_s, backoff_initial_s, backoff_max_s, options)");
+}
+
+TEST(ExperimentSpecTest, ExternalSearcherCommandIsCheckedWithItsLine) {
+  // `command` (the searcher the scheduler starts) is a non-empty list of strings, and makes
+  // `endpoint` optional; an endpoint given with it must be one another process can bind.
+  const std::string base = std::string(kMinimal) +
+                           "param_space:\n"
+                           "  lr: {loguniform: [0.0001, 0.1]}\n"
+                           "metric: acc\n"
+                           "mode: max\n"
+                           "search:\n"
+                           "  type: external\n";
+  ExpectInvalid(base + "  command: []\n",
+                "exp.yaml:9: search.command: must be a non-empty list of strings (the program "
+                "and its arguments, e.g. [/usr/bin/python3, searcher.py]), got []");
+  ExpectInvalid(base + "  command: python3 searcher.py\n",
+                "exp.yaml:9: search.command: must be a non-empty list of strings (the program "
+                "and its arguments, e.g. [/usr/bin/python3, searcher.py]), got \"python3 "
+                "searcher.py\"");
+  ExpectInvalid(base +
+                    "  command:\n"
+                    "    - python3\n"
+                    "    - {sampler: tpe}\n",
+                "exp.yaml:11: search.command[1]: must be a string, got {\"sampler\":\"tpe\"}");
+  ExpectInvalid(base + "  command: ['', searcher.py]\n",
+                "exp.yaml:9: search.command[0]: must be a non-empty string, got \"\"");
+  ExpectInvalid(base +
+                    "  command: [python3, searcher.py]\n"
+                    "  endpoint: inproc://searcher\n",
+                "exp.yaml:10: search.endpoint: 'inproc://searcher': a searcher the scheduler "
+                "starts is another process: tcp://host:port or ipc://path (or leave endpoint "
+                "out)");
+  ExpectInvalid(base +
+                    "  command: [python3, searcher.py]\n"
+                    "  endpoint: tcp://127.0.0.1:*\n",
+                "exp.yaml:10: search.endpoint: 'tcp://127.0.0.1:*' has no port to connect to; "
+                "name the port, or leave endpoint out");
+  auto spawned = Parse(base +
+                       "  command: [/usr/bin/python3, searcher.py, --endpoint, "
+                       "'{endpoint}']\n");
+  ASSERT_TRUE(spawned.ok()) << spawned.status().message();
+  EXPECT_EQ(spawned->search_config["command"],
+            (json{"/usr/bin/python3", "searcher.py", "--endpoint", "{endpoint}"}));
+  auto both = Parse(base +
+                    "  command: [/usr/bin/python3, searcher.py]\n"
+                    "  endpoint: ipc:///tmp/searcher.ipc\n");
+  ASSERT_TRUE(both.ok()) << both.status().message();
+}
+
+TEST(ExperimentSpecTest, DigitsExampleWithASpawnedSearcherParses) {
+  // examples/digits/cmaes_spawned.yaml: the searcher's command, relative to the example's folder,
+  // kept as written (the scheduler starts it in that folder).
+  const fs::path file =
+      fs::path(TUNEBUS_TEST_SOURCE_DIR) / "examples" / "digits" / "cmaes_spawned.yaml";
+  Result<ExperimentSpec> spec = ParseExperimentFile(file.string());
+  ASSERT_TRUE(spec.ok()) << spec.status().message();
+  EXPECT_EQ(spec->search, "external");
+  EXPECT_EQ(spec->search_config["command"][1], "../../clients/python/tunebus_searcher.py");
+  EXPECT_TRUE(fs::exists(file.parent_path() / "../../clients/python/tunebus_searcher.py"));
+  EXPECT_FALSE(spec->search_config.contains("endpoint"));
 }
 
 TEST(ExperimentSpecTest, UnknownSchedulerIsRejected) {
