@@ -318,8 +318,9 @@ TEST_F(CommandTrainableTest, ExitWithoutReportsAfterLastDecisionIsOk) {
 }
 
 TEST_F(CommandTrainableTest, PythonHelperSpeaksTheProtocol) {
-  // clients/python/tunebus (the package's trainable helper) under a real CommandTrainable: config round trip, reports with
-  // the decision returned, "checkpoint" visible to the script, "stop" exits 0.
+  // clients/python/tunebus (the package's trainable helper) under a real CommandTrainable: config
+  // round trip, reports with the decision returned, "checkpoint" visible to the script, "stop"
+  // exits 0.
   const fs::path helper = fs::path(TUNEBUS_TEST_SOURCE_DIR) / "clients" / "python";
   if (::access("/usr/bin/python3", X_OK) != 0 || !fs::exists(helper / "tunebus" / "__init__.py")) {
     GTEST_SKIP() << "needs /usr/bin/python3 and clients/python/tunebus/__init__.py";
