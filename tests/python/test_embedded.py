@@ -4,6 +4,7 @@ scripts run as their own processes."""
 
 import json
 import os
+import random
 import shutil
 import signal
 import subprocess
@@ -34,22 +35,6 @@ def _run(trainable, tmp_path, name, param_space=None, tune_config=None, **run):
                        tune_config=tune_config or tune.TuneConfig(metric="score", mode="max"),
                        run_config=tune.RunConfig(name=name, storage_path=str(tmp_path), **run))
     return tuner.fit()
-
-
-_TAKES = {}
-
-
-def _scheduler_takes(key, tmp_path):
-    """Whether this build's experiment files take top-level `key` (a feature of a branch):
-    tunectl checks the file before it connects, so an unreachable endpoint is enough."""
-    if key not in _TAKES:
-        probe = tmp_path / "probe.yaml"
-        probe.write_text(json.dumps({"name": "probe", "trainable": {"builtin": "noop"}, key: {}}))
-        out = subprocess.run([os.environ["TUNEBUS_TUNECTL"], "--timeout-ms", "500", "--connect",
-                              "tcp://127.0.0.1:1", "run", str(probe)],
-                             capture_output=True, text=True, timeout=60)
-        _TAKES[key] = "unknown field '%s'" % key not in out.stderr
-    return _TAKES[key]
 
 
 def linear(config):
@@ -135,8 +120,6 @@ def test_reported_checkpoint_is_kept_after_the_script_deletes_its_folder(tmp_pat
 
 
 def test_reported_checkpoint_is_stored_without_a_checkpoint_frequency(tmp_path):
-    if not _scheduler_takes("driver", tmp_path):
-        pytest.skip("needs the driverlink branch (should_checkpoint results)")
     _check_checkpoint(_run(saving, tmp_path, "saving2", param_space={"x": 1}))
 
 
@@ -166,8 +149,6 @@ def test_with_resources_and_with_parameters(tmp_path):
 
 @pytest.mark.parametrize("form", ["callable", "stopper"])
 def test_driver_side_stoppers_stop_at_the_chosen_result(tmp_path, form):
-    if not _scheduler_takes("driver", tmp_path):
-        pytest.skip("needs the driverlink branch (driver: section)")
 
     class AtFour(tune.Stopper):
         def __call__(self, trial_id, result):
@@ -179,8 +160,6 @@ def test_driver_side_stoppers_stop_at_the_chosen_result(tmp_path, form):
 
 
 def test_sample_from_is_drawn_in_the_driver(tmp_path):
-    if not _scheduler_takes("driver", tmp_path):
-        pytest.skip("needs the driverlink branch ({sample_from: driver} params)")
 
     def fn(config):
         train.report({"score": config["y"]})
@@ -189,6 +168,45 @@ def test_sample_from_is_drawn_in_the_driver(tmp_path):
                 param_space={"x": tune.grid_search([1, 2]),
                              "y": tune.sample_from(lambda spec: spec.config.x * 10)})
     assert sorted(r.metrics["score"] for r in grid) == [10, 20]
+
+
+def pbt_fn(config):
+    step = 0
+    checkpoint = train.get_checkpoint()
+    if checkpoint:
+        with checkpoint.as_directory() as d:
+            with open(os.path.join(d, "step.json")) as f:
+                step = json.load(f)["step"]
+    while step < 6:
+        step += 1
+        d = tempfile.mkdtemp()
+        with open(os.path.join(d, "step.json"), "w") as f:
+            json.dump({"step": step}, f)
+        train.report({"score": config["lr"] * step, "lr": config["lr"]},
+                     checkpoint=train.Checkpoint.from_directory(d))
+        shutil.rmtree(d)
+
+
+def test_pbt_function_mutation_is_sampled_in_the_driver(tmp_path):
+    # resample_probability=1: every explore takes the driver's fresh sample of the lambda.
+    drawn = (0.5, 0.25)
+    scheduler = tune.schedulers.PopulationBasedTraining(
+        time_attr="training_iteration", perturbation_interval=2, resample_probability=1.0,
+        hyperparam_mutations={"lr": lambda: random.choice(drawn)})
+    grid = _run(pbt_fn, tmp_path, "pbt-driver",
+                param_space={"lr": tune.grid_search([0.01, 0.02, 0.03, 0.04])},
+                tune_config=tune.TuneConfig(metric="score", mode="max", scheduler=scheduler))
+    assert grid.num_errors == 0
+    rows = [row for r in grid for row in _rows(r.path)]
+    exploited = [row for row in rows if row.get("lr") in drawn]
+    assert exploited, "no result ran with a driver-sampled lr: %s" % [r.get("lr") for r in rows]
+    assert all(row["training_iteration"] > 2 for row in exploited)
+    assert max(row["training_iteration"] for row in rows) == 6
+
+
+def _rows(trial_path):
+    with open(os.path.join(trial_path, "result.json")) as f:
+        return [json.loads(line) for line in f if line.strip()]
 
 
 def test_api_errors_are_typed(tmp_path):
