@@ -11,8 +11,10 @@
 // waits up to its real max_wait for sockets.
 #pragma once
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
+#include <cmath>
 #include <cstdint>
 #include <functional>
 #include <map>
@@ -27,6 +29,11 @@ namespace tunebus::bus {
 /// the loop's tunebus::Clock (EventLoop::clock()).
 using Clock = std::chrono::steady_clock;
 using Duration = std::chrono::milliseconds;
+
+/// `seconds` as a timer Duration: rounded up to whole milliseconds, negative as 0.
+inline Duration DurationFromSeconds(double seconds) {
+  return Duration{int64_t(std::ceil(std::max(0.0, seconds) * 1000))};
+}
 
 class EventLoop {
  public:

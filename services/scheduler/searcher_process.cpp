@@ -55,10 +55,6 @@ std::string Replace(std::string text, const std::string& from, const std::string
   return text;
 }
 
-bus::Duration Millis(double seconds) {
-  return bus::Duration{int64_t(std::ceil(std::max(0.0, seconds) * 1000))};
-}
-
 double Seconds(SteadyTime t) { return std::chrono::duration<double>(t.time_since_epoch()).count(); }
 
 }  // namespace
@@ -163,7 +159,7 @@ void SearcherProcess::Start() {
   // Could not start: as if it had exited at once.
   state_ = State::kBackoff;
   restart_at_s_ = Seconds(loop_.clock().Now()) + delay_s_;
-  restart_ = loop_.AddTimer(Millis(delay_s_), [this] { Start(); });
+  restart_ = loop_.AddTimer(bus::DurationFromSeconds(delay_s_), [this] { Start(); });
   delay_s_ = std::min(options_.backoff_max_s, delay_s_ * 2);
 }
 
@@ -187,7 +183,7 @@ void SearcherProcess::CheckExit() {
                    delay_s_));
   spdlog::warn("The searcher process {} ended ({}); starting it again in {} s (see {})", pid,
                last_exit_, delay_s_, options_.log_path);
-  restart_ = loop_.AddTimer(Millis(delay_s_), [this] { Start(); });
+  restart_ = loop_.AddTimer(bus::DurationFromSeconds(delay_s_), [this] { Start(); });
   delay_s_ = std::min(options_.backoff_max_s, delay_s_ * 2);
 }
 
@@ -207,7 +203,7 @@ void SearcherProcess::Stop() {
   state_ = State::kStopping;
   Note(fmt::format("stopping the searcher (pid {}): SIGTERM", child_->pid()));
   child_->Signal(SIGTERM);
-  kill_ = loop_.AddTimer(Millis(kStopGraceS), [this] {
+  kill_ = loop_.AddTimer(bus::DurationFromSeconds(kStopGraceS), [this] {
     kill_.reset();
     if (state_ != State::kStopping) return;
     Note(fmt::format("the searcher (pid {}) outlived SIGTERM by {} s: SIGKILL", child_->pid(),

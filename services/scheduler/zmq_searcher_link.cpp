@@ -55,10 +55,6 @@ Result<zmq::socket_t> ConnectDealer(zmq::context_t& ctx, const std::string& endp
   }
 }
 
-bus::Duration Millis(double seconds) {
-  return bus::Duration{int64_t(std::ceil(std::max(0.0, seconds) * 1000))};
-}
-
 }  // namespace
 }  // namespace tunebus
 
@@ -137,17 +133,18 @@ void ZmqSearcherLink::Request(json request, double timeout_s, ReplyCallback done
         }
         done(ToJson(*reply));
       },
-      Millis(timeout_s));
+      bus::DurationFromSeconds(timeout_s));
 }
 
 void ZmqSearcherLink::After(double delay_s, std::function<void()> fn) {
   // The id is known only once the timer is added: the handler finds it through a shared slot.
   auto id = std::make_shared<bus::EventLoop::TimerId>(0);
-  *id = loop_.AddTimer(Millis(delay_s), [this, id, fn = std::move(fn), alive = alive_] {
-    if (!*alive) return;
-    timers_.erase(*id);
-    fn();
-  });
+  *id = loop_.AddTimer(bus::DurationFromSeconds(delay_s),
+                       [this, id, fn = std::move(fn), alive = alive_] {
+                         if (!*alive) return;
+                         timers_.erase(*id);
+                         fn();
+                       });
   timers_.insert(*id);
 }
 
