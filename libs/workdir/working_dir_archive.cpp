@@ -113,7 +113,7 @@ Result<ExcludeMatcher> WorkingDirExcludes(const WorkingDirSpec& spec,
   (void)m.Add("__pycache__/");
   const fs::path rel = fs::path(results_dir).lexically_relative(spec.path);
   if (!results_dir.empty() && !rel.empty() && *rel.begin() != ".." && rel != ".") {
-    (void)m.Add("/" + rel.generic_string() + "/");
+    (void)m.Add(fmt::format("/{}/", rel.generic_string()));
   }
   for (size_t i = 0; i < spec.excludes.size(); ++i) {
     if (Status s = m.Add(spec.excludes[i]); !s.ok()) {
