@@ -9,10 +9,11 @@ in the driver only when the driver serves the search itself (a param space holdi
 `randint`/`lograndint` and inclusive for `qrandint`/`qlograndint`, as in Ray.
 """
 
+import abc
 import math
 
 
-class Domain:
+class Domain(abc.ABC):
     """One sampled dimension: a sampler name of the experiment file and its argument list."""
 
     sampler = ""
@@ -24,9 +25,9 @@ class Domain:
         """The experiment file's form: {sampler: [args...]}."""
         return {self.sampler: list(self.args)}
 
+    @abc.abstractmethod
     def sample(self, rng):
-        """One value drawn with `rng` (a random.Random)."""
-        raise NotImplementedError
+        """One value drawn with `rng` (a random.Random); each sampler class defines it."""
 
     def __repr__(self):
         return "%s(%s)" % (self.sampler, ", ".join(repr(a) for a in self.args))
