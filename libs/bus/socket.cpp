@@ -7,8 +7,8 @@
 
 namespace tunebus::bus {
 
-Result<zmq::socket_t> Bind(zmq::context_t& ctx, zmq::socket_type type,
-                           const std::string& endpoint) {
+Result<zmq::socket_t> Bind(zmq::context_t& ctx, zmq::socket_type type, const std::string& endpoint,
+                           Security& security, const Domain& domain) {
   try {
     zmq::socket_t s(ctx, type);
     s.set(zmq::sockopt::linger, 0);
@@ -16,6 +16,8 @@ Result<zmq::socket_t> Bind(zmq::context_t& ctx, zmq::socket_type type,
     s.set(zmq::sockopt::sndhwm, kHighWaterMark);
     s.set(zmq::sockopt::rcvhwm, kHighWaterMark);
     if (type == zmq::socket_type::router) s.set(zmq::sockopt::router_mandatory, 1);
+    if (Status secured = security.SecureBind(ctx, s, endpoint, domain); !secured.ok())
+      return secured;
     s.bind(endpoint);
     return s;
   } catch (const zmq::error_t& e) {
@@ -44,18 +46,21 @@ ReconnectBackoff DefaultReconnectBackoff() {
 }
 
 Result<zmq::socket_t> Connect(zmq::context_t& ctx, zmq::socket_type type,
-                              const std::string& endpoint, const std::string& routing_id) {
+                              const std::string& endpoint, const Security& security,
+                              const ServerKey& server, const ConnectOptions& options) {
   try {
     zmq::socket_t s(ctx, type);
     s.set(zmq::sockopt::linger, 0);
     s.set(zmq::sockopt::maxmsgsize, proto::kMaxMessageBytes);
     s.set(zmq::sockopt::sndhwm, kHighWaterMark);
     s.set(zmq::sockopt::rcvhwm, kHighWaterMark);
-    if (!routing_id.empty()) s.set(zmq::sockopt::routing_id, routing_id);
+    if (!options.routing_id.empty()) s.set(zmq::sockopt::routing_id, options.routing_id);
     if (type == zmq::socket_type::router) s.set(zmq::sockopt::router_mandatory, 1);
-    const ReconnectBackoff backoff = DefaultReconnectBackoff();
+    const ReconnectBackoff backoff = options.backoff.value_or(DefaultReconnectBackoff());
     s.set(zmq::sockopt::reconnect_ivl, backoff.initial_ms);
     s.set(zmq::sockopt::reconnect_ivl_max, backoff.max_ms);
+    if (options.immediate) s.set(zmq::sockopt::immediate, 1);
+    if (Status secured = security.SecureConnect(s, endpoint, server); !secured.ok()) return secured;
     s.connect(endpoint);
     return s;
   } catch (const zmq::error_t& e) {
@@ -73,6 +78,13 @@ bool Receive(zmq::socket_t& socket, Incoming& out) {
     out.route.push_back(frame.to_string());
     // the next frame is already queued: multipart messages arrive atomically
     if (!socket.recv(frame, zmq::recv_flags::dontwait)) return false;
+  }
+  // The ZAP handler's user id (zap_authenticator.hpp); no metadata on a socket without CURVE.
+  const char* key = zmq_msg_gets(frame.handle(), "User-Id");
+  if (key != nullptr) {
+    out.key = key;
+  } else {
+    out.key.clear();
   }
   out.payload = std::move(frame);
   return true;

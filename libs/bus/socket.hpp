@@ -1,14 +1,17 @@
-// ZeroMQ socket helpers shared by every service: creation with tunebus's options, framed
-// send/receive for ROUTER and DEALER sockets.
+// The socket factory of every service and client: Bind and Connect are the only places a socket
+// is made, with tunebus's options and its Security (security.hpp: CURVE on tcp:// with keys,
+// refusal of plaintext non-loopback binds); framed send/receive for ROUTER and DEALER sockets.
 //
-// Every bound socket sets ZMQ_MAXMSGSIZE (proto::kMaxMessageBytes) so a hostile peer cannot
-// make a service allocate an unbounded frame, and ZMQ_LINGER 0 so shutdown never blocks.
+// Every socket sets ZMQ_MAXMSGSIZE (proto::kMaxMessageBytes) so a hostile peer cannot make a
+// service allocate an unbounded frame, and ZMQ_LINGER 0 so shutdown never blocks.
 #pragma once
 
+#include <optional>
 #include <string>
 #include <vector>
 #include <zmq.hpp>
 
+#include "libs/bus/security.hpp"
 #include "libs/core/status.hpp"
 #include "proto/codec.hpp"
 
@@ -17,8 +20,10 @@ namespace tunebus::bus {
 inline constexpr int kHighWaterMark = 100000;
 
 /// Creates a socket of `type` bound to `endpoint` ("tcp://127.0.0.1:5555", "tcp://*:0",
-/// "inproc://name", "ipc:///path"). Errors: Unavailable naming the endpoint and zmq's reason.
-Result<zmq::socket_t> Bind(zmq::context_t& ctx, zmq::socket_type type, const std::string& endpoint);
+/// "inproc://name", "ipc:///path"), secured by `security` as server of `domain`
+/// (Security::SecureBind). Errors: Unavailable naming the endpoint and zmq's reason; SecureBind's.
+Result<zmq::socket_t> Bind(zmq::context_t& ctx, zmq::socket_type type, const std::string& endpoint,
+                           Security& security, const Domain& domain);
 
 /// Reconnect backoff of every connecting socket (ZMQ_RECONNECT_IVL / ZMQ_RECONNECT_IVL_MAX):
 /// after the peer goes away, retry after `initial_ms`, doubling after each failed attempt up to
@@ -30,10 +35,22 @@ struct ReconnectBackoff {
 };
 ReconnectBackoff DefaultReconnectBackoff();
 
-/// Creates a socket of `type` connected to `endpoint` with DefaultReconnectBackoff();
-/// `routing_id` (if not empty) names this peer to a ROUTER. Errors: Unavailable.
+/// How a connecting socket differs from the defaults.
+struct ConnectOptions {
+  /// Names this peer to a ROUTER (empty: ZeroMQ picks one).
+  std::string routing_id;
+  /// ZeroMQ's reconnect interval (default: DefaultReconnectBackoff()).
+  std::optional<ReconnectBackoff> backoff;
+  /// ZMQ_IMMEDIATE: queue messages only to a connected peer (a send fails at once while it is
+  /// away, instead of waiting in the socket).
+  bool immediate = false;
+};
+
+/// Creates a socket of `type` connected to `endpoint`, a CURVE client of `server`'s key where
+/// `security` says so (Security::SecureConnect). Errors: Unavailable; SecureConnect's.
 Result<zmq::socket_t> Connect(zmq::context_t& ctx, zmq::socket_type type,
-                              const std::string& endpoint, const std::string& routing_id = "");
+                              const std::string& endpoint, const Security& security,
+                              const ServerKey& server, const ConnectOptions& options = {});
 
 /// The endpoint a socket actually bound (resolves "tcp://*:0" to its port).
 std::string BoundEndpoint(zmq::socket_t& socket);
@@ -43,6 +60,9 @@ std::string BoundEndpoint(zmq::socket_t& socket);
 struct Incoming {
   std::vector<std::string> route;
   zmq::message_t payload;
+  /// The sender's CURVE public key (Z85) as its server's ZAP handler accepted it; "" on
+  /// plaintext, inproc and ipc sockets (Security::Authorize).
+  std::string key;
   /// The ROUTER peer's routing id, or "" on other sockets.
   std::string peer() const { return route.empty() ? std::string() : route.front(); }
 };

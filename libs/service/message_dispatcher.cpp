@@ -9,8 +9,10 @@
 
 namespace tunebus::service {
 
-MessageDispatcher& MessageDispatcher::On(std::string_view type, MessageHandler handler) {
-  [[maybe_unused]] const bool added = handlers_.emplace(type, std::move(handler)).second;
+MessageDispatcher& MessageDispatcher::On(std::string_view type, bus::RoleSet roles,
+                                         MessageHandler handler) {
+  [[maybe_unused]] const bool added =
+      handlers_.emplace(type, Entry{roles, std::move(handler)}).second;
   assert(added && "one handler per message type");
   return *this;
 }
@@ -40,8 +42,14 @@ void MessageDispatcher::Dispatch(bus::Incoming& in) {
     return;
   }
   Count(it->first);
+  if (!in.key.empty() && options_.security) {
+    if (Status s = options_.security->Authorize(in, it->second.roles, it->first); !s.ok()) {
+      Drop(in, msg.id(), msg.type(), s);
+      return;
+    }
+  }
   const HandlingMessage handling;  // a wait in the handler is not a start-up wait
-  if (Status s = it->second(in, msg); !s.ok()) Refuse(in, msg.id(), msg.type(), s);
+  if (Status s = it->second.handler(in, msg); !s.ok()) Refuse(in, msg.id(), msg.type(), s);
 }
 
 void MessageDispatcher::Drop(const bus::Incoming& in, uint64_t id, std::string_view type,
@@ -65,11 +73,14 @@ std::string MessageDispatcher::CountsSummary() const {
 }
 
 std::string MessageDispatcher::PeerName(const bus::Incoming& in) const {
-  if (!options_.peer_name.empty()) return options_.peer_name;
+  const std::string key = in.key.empty() || !options_.security
+                              ? ""
+                              : fmt::format(" (key {})", options_.security->KeyName(in.key));
+  if (!options_.peer_name.empty()) return options_.peer_name + key;
   const std::string peer = in.peer();
   std::string hex;
   for (size_t i = 0; i < peer.size() && i < 16; ++i) hex += fmt::format("{:02x}", uint8_t(peer[i]));
-  return "peer " + (hex.empty() ? std::string("?") : hex);
+  return "peer " + (hex.empty() ? std::string("?") : hex) + key;
 }
 
 std::string MessageDispatcher::Truncated(std::string_view s) {

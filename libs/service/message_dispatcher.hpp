@@ -10,6 +10,8 @@
 //
 //   malformed frame      counted "<malformed>"; its envelope's id and type are echoed
 //   unknown type         counted "<unknown>"; invalid_argument "unknown message type '<type>'"
+//   sender's key refused counted by type; forbidden "key bob has role viewer; stop_experiment
+//                        needs operator" (Security::Authorize: the roles of the type's entry)
 //   handler refuses      counted by type; the handler's Status
 //
 // Counts (by message type, plus "<malformed>" and "<unknown>", plus whatever the service counts
@@ -23,10 +25,12 @@
 #include <cstdint>
 #include <functional>
 #include <map>
+#include <memory>
 #include <string>
 #include <string_view>
 #include <zmq.hpp>
 
+#include "libs/bus/security.hpp"
 #include "libs/bus/socket.hpp"
 #include "libs/core/status.hpp"
 #include "proto/codec.hpp"
@@ -58,20 +62,35 @@ class MessageDispatcher {
     /// are always warnings). A control socket whose refusals are answers a user reads anyway
     /// (not_found, failed_precondition) logs them at info.
     spdlog::level::level_enum refusal_level = spdlog::level::warn;
+    /// Checks each message's CURVE key (Incoming::key) against the roles of its type's entry;
+    /// null, or a message without a key (plaintext, inproc, ipc), is not checked.
+    std::shared_ptr<const bus::Security> security;
+    /// The roles of the entries added without their own (On(type, handler)).
+    bus::RoleSet roles = bus::RoleSet::Any();
   };
 
   explicit MessageDispatcher(Options options) : options_(std::move(options)) {}
 
-  /// Routes messages of `type` to `handler`. REQUIRES: no handler for `type` yet. Returns
-  /// *this, so a service lists its table as one chain of On() calls.
-  MessageDispatcher& On(std::string_view type, MessageHandler handler);
-  /// Routes `type` to a member function of `service` (which outlives the dispatcher).
+  /// Routes messages of `type` from keys of `roles` to `handler`. REQUIRES: no handler for
+  /// `type` yet. Returns *this, so a service lists its table as one chain of On() calls.
+  MessageDispatcher& On(std::string_view type, bus::RoleSet roles, MessageHandler handler);
+  /// On(type, options.roles, handler).
+  MessageDispatcher& On(std::string_view type, MessageHandler handler) {
+    return On(type, options_.roles, std::move(handler));
+  }
+  /// Routes `type` from keys of `roles` to a member function of `service` (which outlives the
+  /// dispatcher).
+  template <typename S>
+  MessageDispatcher& On(std::string_view type, bus::RoleSet roles, S* service,
+                        Status (S::*handler)(bus::Incoming&, const proto::Decoded&)) {
+    return On(type, roles, [service, handler](bus::Incoming& in, const proto::Decoded& msg) {
+      return (service->*handler)(in, msg);
+    });
+  }
   template <typename S>
   MessageDispatcher& On(std::string_view type, S* service,
                         Status (S::*handler)(bus::Incoming&, const proto::Decoded&)) {
-    return On(type, [service, handler](bus::Incoming& in, const proto::Decoded& msg) {
-      return (service->*handler)(in, msg);
-    });
+    return On(type, options_.roles, service, handler);
   }
   /// Routes `type` to a member function that needs only the message and refuses nothing: it
   /// logs its own drops (a socket whose peer expects no answers).
@@ -122,8 +141,12 @@ class MessageDispatcher {
   void Answer(const bus::Incoming& in, uint64_t id, std::string_view type, const Status& why);
   void LogUndelivered(const bus::Incoming& in, std::string_view type, uint64_t id) const;
 
+  struct Entry {
+    bus::RoleSet roles;
+    MessageHandler handler;
+  };
   Options options_;
-  std::map<std::string, MessageHandler, std::less<>> handlers_;
+  std::map<std::string, Entry, std::less<>> handlers_;
   std::map<std::string, uint64_t> counts_;
 };
 

@@ -10,6 +10,7 @@
 
 #include "libs/bus/service_guard.hpp"
 #include "libs/metrics/metrics_flags.hpp"
+#include "libs/service/security_flags.hpp"
 #include "libs/service/stop_request.hpp"
 
 namespace tunebus::service {
@@ -26,12 +27,20 @@ extern "C" void OnStopSignal(int) {
   if (Service* s = g_service.load()) s->Stop();
 }
 
+// SIGHUP: the allow-list is reloaded by the ZAP handler's thread (bus::Security).
+extern "C" void OnReloadSignal(int) { bus::Security::RequestReload(); }
+
 void InstallSignals() {
   struct sigaction sa {};
   sa.sa_handler = OnStopSignal;
   sigemptyset(&sa.sa_mask);
   sigaction(SIGTERM, &sa, nullptr);
   sigaction(SIGINT, &sa, nullptr);
+  struct sigaction hup {};
+  hup.sa_handler = OnReloadSignal;
+  sigemptyset(&hup.sa_mask);
+  hup.sa_flags = SA_RESTART;
+  sigaction(SIGHUP, &hup, nullptr);
   signal(SIGPIPE, SIG_IGN);
 }
 
@@ -46,12 +55,18 @@ int ParseExitCode(CLI::App& app, const CLI::ParseError& e) {
 
 }  // namespace
 
+std::string KeyNameOf(std::string_view name) {
+  return name == "trial-worker" ? "worker" : std::string(name);
+}
+
 int RunService(int argc, char** argv, const ServiceMain& service,
                metrics::MetricsOptions& metrics) {
   CLI::App app{service.description};
   std::string log_level = "info";
   std::string ready_file;
+  bus::SecurityOptions security;
   if (service.add_flags) service.add_flags(app);
+  AddSecurityFlags(app, security);
   metrics::AddMetricsFlags(app, metrics);
   app.add_option("--log-level", log_level, "trace, debug, info, warn, error, critical, off")
       ->envname("TUNEBUS_LOG_LEVEL")
@@ -74,6 +89,13 @@ int RunService(int argc, char** argv, const ServiceMain& service,
       return kExitBadFlags;
     }
   }
+
+  auto loaded = LoadSecurity(security, service.key_name.empty() ? service.name : service.key_name);
+  if (!loaded.ok()) {
+    spdlog::critical("{} cannot start: {}", service.name, loaded.status().ToString());
+    return kExitCannotStart;
+  }
+  if (service.set_security) service.set_security(std::move(loaded).value());
 
   InstallSignals();  // before Create: a SIGTERM while it starts is not lost
   return bus::GuardMain(service.name, [&] {

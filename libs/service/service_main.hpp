@@ -3,8 +3,10 @@
 // does the rest, the same way for all:
 //
 //   1. flags (CLI11; each flag may fall back to a TUNEBUS_* environment variable) plus the
-//      shared ones: --log-level (TUNEBUS_LOG_LEVEL, checked: trace, debug, info, warn, error,
-//      critical, off), --metrics-port, --metrics-host and --healthcheck (metrics_flags.hpp),
+//      shared ones: the security flags (security_flags.hpp; the Security they load is handed to
+//      the service before it is created, and SIGHUP reloads its allow-list), --log-level
+//      (TUNEBUS_LOG_LEVEL, checked: trace, debug, info, warn, error, critical, off),
+//      --metrics-port, --metrics-host and --healthcheck (metrics_flags.hpp),
 //      --ready-file (TUNEBUS_READY_FILE);
 //   2. logging at that level;
 //   3. SIGTERM/SIGINT handlers, installed BEFORE the service is created, so a signal that arrives
@@ -32,6 +34,7 @@
 #include <utility>
 #include <zmq.hpp>
 
+#include "libs/bus/security.hpp"
 #include "libs/core/status.hpp"
 #include "libs/metrics/metrics_publisher.hpp"
 #include "libs/service/ready_file.hpp"
@@ -62,6 +65,10 @@ struct ServiceMain {
   std::string description;
   /// Declares the service's own flags on `app`; their variables must outlive RunService.
   std::function<void(CLI::App& app)> add_flags;
+  /// The name of this service's keypair when --key-name is not given ("scheduler", "worker").
+  std::string key_name;
+  /// Receives the loaded Security (plaintext without --keys-dir) before `create` runs.
+  std::function<void(std::shared_ptr<bus::Security>)> set_security;
   /// Optional: runs after parsing to check and convert flags. An error is logged as
   /// "<name>: <message>" and exits kExitBadFlags.
   std::function<Status()> check_flags;
@@ -74,6 +81,9 @@ struct ServiceMain {
 /// the bound metrics server (MetricsOptions::server) before service.create runs. Returns the
 /// process exit code.
 int RunService(int argc, char** argv, const ServiceMain& service, metrics::MetricsOptions& metrics);
+
+/// The default key name of service `name`: "worker" for "trial-worker", else `name`.
+std::string KeyNameOf(std::string_view name);
 
 /// The usual main: `add_flags` declares the service's flags into its options (a free function
 /// of the main.cpp), the service is S::Create(ctx, options), and `endpoints` (null for a service
@@ -121,6 +131,10 @@ int RunService(int argc, char** argv, std::string name, std::string description,
                BoundEndpoints (*endpoints)(const S& service)) {
   Options options;
   ServiceMain service{std::move(name), std::move(description)};
+  service.key_name = KeyNameOf(service.name);
+  service.set_security = [&options](std::shared_ptr<bus::Security> s) {
+    options.security = std::move(s);
+  };
   service.add_flags = [&options, add_flags](CLI::App& app) { add_flags(app, options); };
   service.create = [&options, endpoints](zmq::context_t& ctx) {
     return Serve(S::Create(ctx, options), endpoints);

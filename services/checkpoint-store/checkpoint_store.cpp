@@ -8,6 +8,7 @@
 #include <string_view>
 #include <utility>
 
+#include "libs/bus/domains.hpp"
 #include "proto/codec.hpp"
 #include "proto/store.hpp"
 
@@ -19,7 +20,8 @@ Result<std::unique_ptr<CheckpointStore>> CheckpointStore::Create(zmq::context_t&
   if (!db.ok()) return db.status();
   auto journals = store::JournalStore::Open(**db);
   if (!journals.ok()) return journals.status();
-  auto router = bus::Bind(ctx, zmq::socket_type::router, options.endpoint);
+  auto router = bus::Bind(ctx, zmq::socket_type::router, options.endpoint, *options.security,
+                          bus::kCheckpointStoreDomain);
   if (!router.ok()) return router.status();
   return std::unique_ptr<CheckpointStore>(new CheckpointStore(
       std::move(options), std::move(*db), std::move(*journals), std::move(*router)));
@@ -35,11 +37,15 @@ CheckpointStore::CheckpointStore(CheckpointStoreOptions options, std::unique_ptr
       router_(std::move(router)),
       endpoint_(bus::BoundEndpoint(router_)),
       loop_(*options_.clock),
-      dispatcher_({.reply_socket = &router_}) {
-  dispatcher_.On(proto::JournalAppend::kType, this, &CheckpointStore::HandleJournalAppend)
-      .On(proto::JournalRead::kType, this, &CheckpointStore::HandleJournalRead)
-      .On(proto::JournalList::kType, this, &CheckpointStore::HandleJournalList)
-      .On(proto::JournalTruncate::kType, this, &CheckpointStore::HandleJournalTruncate)
+      dispatcher_({.reply_socket = &router_,
+                   .security = options_.security,
+                   .roles = {bus::Role::kWorker, bus::Role::kService}}) {
+  // Journals are the scheduler's (service); checkpoints and status also the workers'.
+  const bus::RoleSet services{bus::Role::kService};
+  dispatcher_.On(proto::JournalAppend::kType, services, this, &CheckpointStore::HandleJournalAppend)
+      .On(proto::JournalRead::kType, services, this, &CheckpointStore::HandleJournalRead)
+      .On(proto::JournalList::kType, services, this, &CheckpointStore::HandleJournalList)
+      .On(proto::JournalTruncate::kType, services, this, &CheckpointStore::HandleJournalTruncate)
       .On(proto::CheckpointPut::kType, this, &CheckpointStore::HandleCheckpointPut)
       .On(proto::CheckpointGet::kType, this, &CheckpointStore::HandleCheckpointGet)
       .On(proto::CheckpointList::kType, this, &CheckpointStore::HandleCheckpointList)

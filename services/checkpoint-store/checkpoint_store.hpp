@@ -67,6 +67,8 @@ struct CheckpointStoreOptions {
   /// survives a process crash but may lose acked writes on a machine crash.
   bool sync = true;
   metrics::MetricsOptions metrics;  // --metrics-port / --metrics-host (0 = off)
+  /// CURVE keys and bind checks of its sockets (RunService loads it from --keys-dir).
+  std::shared_ptr<bus::Security> security = bus::Security::Plaintext();
   /// Times the recovery retries and the state changes that store_status reports; tests pass a
   /// ManualClock. Outlives the service.
   const Clock* clock = &Clock::Real();

@@ -36,9 +36,11 @@ Result<std::unique_ptr<ResourceManager>> ResourceManager::Create(zmq::context_t&
   if (options.liveness < 1) {
     return Status::InvalidArgument(fmt::format("liveness must be >= 1, got {}", options.liveness));
   }
-  auto router = bus::Bind(ctx, zmq::socket_type::router, options.endpoint);
+  auto router = bus::Bind(ctx, zmq::socket_type::router, options.endpoint, *options.security,
+                          bus::kResourceManagerDomain);
   if (!router.ok()) return router.status();
-  auto pub = bus::Bind(ctx, zmq::socket_type::pub, options.events_endpoint);
+  auto pub = bus::Bind(ctx, zmq::socket_type::pub, options.events_endpoint, *options.security,
+                       bus::kNodeEventsDomain);
   if (!pub.ok()) return pub.status();
   return std::unique_ptr<ResourceManager>(
       new ResourceManager(std::move(options), std::move(*router), std::move(*pub)));
@@ -50,11 +52,15 @@ ResourceManager::ResourceManager(Options options, zmq::socket_t router, zmq::soc
       pub_(std::move(pub)),
       loop_(*options_.clock),
       epoch_(loop_.clock().Now()),
-      dispatcher_({.reply_socket = &router_}) {
+      dispatcher_({.reply_socket = &router_,
+                   .security = options_.security,
+                   .roles = {bus::Role::kService}}) {
   endpoint_ = bus::BoundEndpoint(router_);
   events_endpoint_ = bus::BoundEndpoint(pub_);
-  dispatcher_.On(proto::RegisterNode::kType, this, &ResourceManager::HandleRegisterNode)
-      .On(proto::NodeHeartbeat::kType, this, &ResourceManager::HandleHeartbeat)
+  // Workers register and heartbeat; placement is the scheduler's (service).
+  const bus::RoleSet workers{bus::Role::kWorker};
+  dispatcher_.On(proto::RegisterNode::kType, workers, this, &ResourceManager::HandleRegisterNode)
+      .On(proto::NodeHeartbeat::kType, workers, this, &ResourceManager::HandleHeartbeat)
       .On(proto::Allocate::kType, this, &ResourceManager::HandleAllocate)
       .On(proto::Release::kType, this, &ResourceManager::HandleRelease)
       .On(proto::AllocateBatch::kType, this, &ResourceManager::HandleAllocateBatch)
@@ -90,6 +96,7 @@ void ResourceManager::OnRouterReadable() {
 Status ResourceManager::HandleRegisterNode(bus::Incoming& in, const proto::Decoded& msg) {
   auto req = msg.As<proto::RegisterNode>();
   if (!req.ok()) return req.status();
+  if (Status s = worker_keys_.Claim(req->worker_id, in.key); !s.ok()) return s;
   auto capacity = Resources::FromUnits(req->capacity);
   if (!capacity.ok()) return capacity.status();
   auto outcome =
@@ -127,9 +134,10 @@ Status ResourceManager::HandleRegisterNode(bus::Incoming& in, const proto::Decod
   return Status::Ok();
 }
 
-Status ResourceManager::HandleHeartbeat(bus::Incoming& /*in*/, const proto::Decoded& msg) {
+Status ResourceManager::HandleHeartbeat(bus::Incoming& in, const proto::Decoded& msg) {
   auto hb = msg.As<proto::NodeHeartbeat>();
   if (!hb.ok()) return hb.status();
+  if (Status s = worker_keys_.Claim(hb->worker_id, in.key); !s.ok()) return s;
   const Status s = cluster_.Heartbeat(hb->worker_id, Now());
   return s;  // not_found: the worker re-registers
 }

@@ -30,7 +30,9 @@
 #include <string>
 #include <zmq.hpp>
 
+#include "libs/bus/domains.hpp"
 #include "libs/bus/event_loop.hpp"
+#include "libs/bus/identity_keys.hpp"
 #include "libs/bus/socket.hpp"
 #include "libs/core/status.hpp"
 #include "libs/metrics/metrics_publisher.hpp"
@@ -46,6 +48,8 @@ struct ResourceManagerOptions {
   int64_t heartbeat_interval_ms = 1000;                  // told to workers in RegisterNodeAck; > 0
   int64_t liveness = 3;             // a worker silent for liveness x interval is lost; >= 1
   metrics::MetricsOptions metrics;  // --metrics-port / --metrics-host (0 = off)
+  /// CURVE keys and bind checks of its sockets (RunService loads it from --keys-dir).
+  std::shared_ptr<bus::Security> security = bus::Security::Plaintext();
   /// Times heartbeats and liveness; tests pass a ManualClock. Outlives the service.
   const Clock* clock = &Clock::Real();
 };
@@ -98,6 +102,7 @@ class ResourceManager {
 
   Options options_;
   State state_ = State::kCreated;
+  bus::IdentityKeys worker_keys_;  // a worker id is the CURVE key's that registered it
   zmq::socket_t router_;
   zmq::socket_t pub_;
   std::string endpoint_;

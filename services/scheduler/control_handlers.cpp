@@ -152,22 +152,26 @@ void Scheduler::AddControlHandlers() {
       return (this->*handler)(in, d);
     };
   };
-  control_dispatcher_->On(proto::SubmitExperiment::kType, this, &Scheduler::HandleSubmit)
+  // Reads are the viewers' (the dispatcher's default roles, bus::kViewers); everything that
+  // submits, uploads or changes state needs an operator key (docs/security.md).
+  const bus::RoleSet ops = bus::kOperators;
+  control_dispatcher_->On(proto::SubmitExperiment::kType, ops, this, &Scheduler::HandleSubmit)
       .On(proto::ListTrials::kType, this, &Scheduler::HandleListTrials)
       .On(proto::ShowTrial::kType, this, &Scheduler::HandleShowTrial)
       .On(proto::GetExperiment::kType, this, &Scheduler::HandleGetExperiment)
       .On(proto::ListWorkers::kType, this, &Scheduler::HandleListWorkers)
       .On(proto::ListExperiments::kType, this, &Scheduler::HandleListExperiments)
       .On(proto::FetchCheckpoint::kType, this, &Scheduler::HandleFetchCheckpoint)
-      .On(proto::WorkingDirStat::kType, this, &Scheduler::HandleWorkingDirStat)
-      .On(proto::WorkingDirPut::kType, this, &Scheduler::HandleWorkingDirPut)
-      .On(proto::StopTrialCommand::kType, mutating(&Scheduler::HandleStopTrial))
-      .On(proto::StopExperiment::kType, mutating(&Scheduler::HandleStopExperiment))
-      .On(proto::ResumeExperimentCommand::kType, mutating(&Scheduler::HandleResumeExperiment))
-      .On(proto::PauseTrialCommand::kType, mutating(&Scheduler::HandlePauseTrial))
-      .On(proto::ResumeTrialCommand::kType, mutating(&Scheduler::HandleResumeTrial))
-      .On(proto::AddTrialCommand::kType, mutating(&Scheduler::HandleAddTrial))
-      .On(proto::SetTrialResourcesCommand::kType, mutating(&Scheduler::HandleSetTrialResources));
+      .On(proto::WorkingDirStat::kType, ops, this, &Scheduler::HandleWorkingDirStat)
+      .On(proto::WorkingDirPut::kType, ops, this, &Scheduler::HandleWorkingDirPut)
+      .On(proto::StopTrialCommand::kType, ops, mutating(&Scheduler::HandleStopTrial))
+      .On(proto::StopExperiment::kType, ops, mutating(&Scheduler::HandleStopExperiment))
+      .On(proto::ResumeExperimentCommand::kType, ops, mutating(&Scheduler::HandleResumeExperiment))
+      .On(proto::PauseTrialCommand::kType, ops, mutating(&Scheduler::HandlePauseTrial))
+      .On(proto::ResumeTrialCommand::kType, ops, mutating(&Scheduler::HandleResumeTrial))
+      .On(proto::AddTrialCommand::kType, ops, mutating(&Scheduler::HandleAddTrial))
+      .On(proto::SetTrialResourcesCommand::kType, ops,
+          mutating(&Scheduler::HandleSetTrialResources));
 }
 
 void Scheduler::OnControlReadable() {
@@ -474,7 +478,8 @@ Status Scheduler::HandleResumeExperiment(bus::Incoming& in, const proto::Decoded
         fmt::format("experiment {} is running; stop it first", Current()->name()));
   }
   if (e == nullptr) {  // not in this process: the newest journal with that name
-    JournalReader reader(ctx_, options_.store_endpoint, kJournalReadTimeout, clock_);
+    JournalReader reader(ctx_, options_.store_endpoint, *options_.security, kJournalReadTimeout,
+                         clock_);
     auto journals = reader.List();
     if (!journals.ok()) return journals.status();
     const JournalSummary* newest = nullptr;
@@ -535,7 +540,8 @@ Status Scheduler::HandleListExperiments(bus::Incoming& in, const proto::Decoded&
                     {"total", e->runner().TotalTrials()},
                     {"submitted_at", e->identity().submitted_at_s}});
   }
-  JournalReader reader(ctx_, options_.store_endpoint, kJournalReadTimeout, clock_);
+  JournalReader reader(ctx_, options_.store_endpoint, *options_.security, kJournalReadTimeout,
+                       clock_);
   auto journals = reader.List();
   if (!journals.ok()) return journals.status();
   for (const JournalSummary& j : *journals) {

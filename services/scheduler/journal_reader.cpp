@@ -5,6 +5,7 @@
 
 #include <algorithm>
 
+#include "libs/bus/domains.hpp"
 #include "libs/bus/request_client.hpp"
 #include "libs/bus/socket.hpp"
 #include "libs/journal/record_frame.hpp"
@@ -64,12 +65,18 @@ Result<Reply> BlockingCall(const Clock& clock, zmq::socket_t& socket, Request re
 }  // namespace
 
 JournalReader::JournalReader(zmq::context_t& ctx, const std::string& store_endpoint,
-                             std::chrono::milliseconds timeout, const Clock& clock)
-    : ctx_(ctx), endpoint_(store_endpoint), clock_(clock), deadline_(clock.Now() + timeout) {}
+                             const bus::Security& security, std::chrono::milliseconds timeout,
+                             const Clock& clock)
+    : ctx_(ctx),
+      endpoint_(store_endpoint),
+      security_(security),
+      clock_(clock),
+      deadline_(clock.Now() + timeout) {}
 
 Result<std::vector<json>> JournalReader::Read(const std::string& journal, uint64_t from,
                                               uint32_t max) {
-  auto socket = bus::Connect(ctx_, zmq::socket_type::dealer, endpoint_);
+  auto socket =
+      bus::Connect(ctx_, zmq::socket_type::dealer, endpoint_, security_, bus::kCheckpointStoreKey);
   if (!socket.ok()) return socket.status();
   std::vector<json> records;
   proto::JournalRead read;
@@ -111,7 +118,8 @@ Result<bool> JournalReader::Ended(const std::string& journal, uint64_t last_seq)
 }
 
 Result<std::vector<JournalSummary>> JournalReader::List() {
-  auto socket = bus::Connect(ctx_, zmq::socket_type::dealer, endpoint_);
+  auto socket =
+      bus::Connect(ctx_, zmq::socket_type::dealer, endpoint_, security_, bus::kCheckpointStoreKey);
   if (!socket.ok()) return socket.status();
   auto list =
       BlockingCall<proto::JournalListReply>(clock_, *socket, proto::JournalList{}, deadline_);
@@ -135,7 +143,8 @@ Result<std::vector<JournalSummary>> JournalReader::List() {
 
 Result<std::optional<journal::ReplayedExperiment>> JournalReader::NewestSnapshot(
     const std::string& name) {
-  auto socket = bus::Connect(ctx_, zmq::socket_type::dealer, endpoint_);
+  auto socket =
+      bus::Connect(ctx_, zmq::socket_type::dealer, endpoint_, security_, bus::kCheckpointStoreKey);
   if (!socket.ok()) return socket.status();
   proto::CheckpointList list;
   list.prefix = journal::SnapshotPrefix(name);
@@ -180,7 +189,8 @@ Result<journal::ReplayedExperiment> JournalReader::ReplayToResume(const std::str
 
 Result<uint64_t> JournalReader::Truncate(const std::string& journal, uint64_t keep_through_seq,
                                          uint64_t expected_last_seq) {
-  auto socket = bus::Connect(ctx_, zmq::socket_type::dealer, endpoint_);
+  auto socket =
+      bus::Connect(ctx_, zmq::socket_type::dealer, endpoint_, security_, bus::kCheckpointStoreKey);
   if (!socket.ok()) return socket.status();
   proto::JournalTruncate cut;
   cut.experiment = journal;

@@ -16,6 +16,7 @@
 #include <zmq.hpp>
 
 #include "libs/bus/event_loop.hpp"
+#include "libs/bus/security.hpp"
 #include "libs/core/clock.hpp"
 #include "libs/core/status.hpp"
 #include "libs/journal/replay.hpp"
@@ -39,8 +40,10 @@ constexpr std::chrono::milliseconds kJournalReadTimeout{5000};
 class JournalReader {
  public:
   /// Requests give up `timeout` after construction, as `clock` tells.
+  /// Its sockets are secured by `security` (which outlives it).
   JournalReader(zmq::context_t& ctx, const std::string& store_endpoint,
-                std::chrono::milliseconds timeout, const Clock& clock);
+                const bus::Security& security, std::chrono::milliseconds timeout,
+                const Clock& clock);
   /// Every non-empty journal. Errors: Unavailable when the store does not answer in time (or the
   /// service stops).
   Result<std::vector<JournalSummary>> List();
@@ -78,6 +81,7 @@ class JournalReader {
 
   zmq::context_t& ctx_;
   std::string endpoint_;
+  const bus::Security& security_;
   const Clock& clock_;
   SteadyTime deadline_;
 };

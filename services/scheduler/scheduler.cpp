@@ -37,17 +37,24 @@ Status Scheduler::Init() {
     if (Status s = bus::MakeWritableDir(options_.results_dir, "the results folder"); !s.ok())
       return s;
   }
-  auto control = bus::Bind(ctx_, zmq::socket_type::router, options_.control_endpoint);
+  bus::Security& security = *options_.security;
+  auto control = bus::Bind(ctx_, zmq::socket_type::router, options_.control_endpoint, security,
+                           bus::kControlDomain);
   if (!control.ok()) return control.status();
-  auto workers = bus::Bind(ctx_, zmq::socket_type::router, options_.worker_endpoint);
+  auto workers = bus::Bind(ctx_, zmq::socket_type::router, options_.worker_endpoint, security,
+                           bus::kWorkersDomain);
   if (!workers.ok()) return workers.status();
-  auto events = bus::Bind(ctx_, zmq::socket_type::xpub, options_.events_endpoint);
+  auto events = bus::Bind(ctx_, zmq::socket_type::xpub, options_.events_endpoint, security,
+                          bus::kEventsDomain);
   if (!events.ok()) return events.status();
-  auto rm = bus::Connect(ctx_, zmq::socket_type::dealer, options_.rm_endpoint);
+  auto rm = bus::Connect(ctx_, zmq::socket_type::dealer, options_.rm_endpoint, security,
+                         bus::kResourceManagerKey);
   if (!rm.ok()) return rm.status();
-  auto rm_sub = bus::Connect(ctx_, zmq::socket_type::sub, options_.rm_events_endpoint);
+  auto rm_sub = bus::Connect(ctx_, zmq::socket_type::sub, options_.rm_events_endpoint, security,
+                             bus::kResourceManagerKey);
   if (!rm_sub.ok()) return rm_sub.status();
-  auto store = bus::Connect(ctx_, zmq::socket_type::dealer, options_.store_endpoint);
+  auto store = bus::Connect(ctx_, zmq::socket_type::dealer, options_.store_endpoint, security,
+                            bus::kCheckpointStoreKey);
   if (!store.ok()) return store.status();
 
   control_ = std::move(*control);
@@ -72,18 +79,22 @@ Status Scheduler::Init() {
   loop_.AddSocket(rm_sub_, [this] { OnNodeEvent(); });
   loop_.AddSocket(events_, [this] { publisher_->OnReadable(); });
   loop_.SetIdleHook([this] { AfterRound(); });
-  control_dispatcher_ =
-      std::make_unique<service::MessageDispatcher>(service::MessageDispatcher::Options{
-          .reply_socket = &control_, .peer_name = "tunectl", .refusal_level = spdlog::level::info});
+  control_dispatcher_ = std::make_unique<service::MessageDispatcher>(
+      service::MessageDispatcher::Options{.reply_socket = &control_,
+                                          .peer_name = "tunectl",
+                                          .refusal_level = spdlog::level::info,
+                                          .security = options_.security,
+                                          .roles = bus::kViewers});
   AddControlHandlers();
-  worker_dispatcher_ = std::make_unique<service::MessageDispatcher>(
-      service::MessageDispatcher::Options{.reply_socket = &workers_});
+  worker_dispatcher_ =
+      std::make_unique<service::MessageDispatcher>(service::MessageDispatcher::Options{
+          .reply_socket = &workers_, .security = options_.security, .roles = {bus::Role::kWorker}});
   AddWorkerHandlers();
   experiment_context_.reset(new ExperimentContext{
       loop_, *rm_, *store_, *outbox_, *publisher_, clock_,
       [this](const std::string& worker) { return worker_registry_.IsRegistered(worker); },
-      ZmqSearcherLink::Factory(loop_, ctx_, "searcher"),
-      ZmqSearcherLink::Factory(loop_, ctx_, "driver")});
+      ZmqSearcherLink::Factory(loop_, ctx_, options_.security, "searcher"),
+      ZmqSearcherLink::Factory(loop_, ctx_, options_.security, "driver")});
   next_state_file_ = clock_.Now();
   return Status::Ok();
 }
@@ -162,6 +173,7 @@ void Scheduler::AfterRound() {
 void Scheduler::AddWorkerHandlers() {
   auto seen = [this](Handler handler) {
     return [this, handler](bus::Incoming& in, const proto::Decoded& d) {
+      if (Status s = worker_keys_.Claim(in.peer(), in.key); !s.ok()) return s;
       worker_registry_.Seen(in.peer(), clock_.Now());
       return (this->*handler)(in, d);
     };

@@ -24,7 +24,9 @@
 #include <vector>
 #include <zmq.hpp>
 
+#include "libs/bus/domains.hpp"
 #include "libs/bus/event_loop.hpp"
+#include "libs/bus/identity_keys.hpp"
 #include "libs/bus/request_client.hpp"
 #include "libs/bus/socket.hpp"
 #include "libs/core/clock.hpp"
@@ -65,6 +67,8 @@ struct SchedulerOptions {
   /// Journal records between two snapshots of an experiment (replay = snapshot + tail); > 0.
   int64_t snapshot_every_records = journal::kSnapshotEveryRecords;
   metrics::MetricsOptions metrics;  // --metrics-port / --metrics-host (0 = off)
+  /// CURVE keys and bind checks of its sockets (RunService loads it from --keys-dir).
+  std::shared_ptr<bus::Security> security = bus::Security::Plaintext();
   /// The results folder of experiments whose file sets no absolute `results_dir` (a relative one
   /// names a folder beside the file on the submitting host): they write to
   /// <results_dir>/<experiment name> on the scheduler's host. Empty = as the file says (relative
@@ -204,6 +208,7 @@ class Scheduler {
   bus::EventLoop loop_;
   zmq::socket_t control_;
   zmq::socket_t workers_;
+  bus::IdentityKeys worker_keys_;         // a worker's routing id is its CURVE key's
   std::unique_ptr<WorkerOutbox> outbox_;  // decisions, starts and stops to workers (not replies)
   zmq::socket_t events_;                  // XPUB
   std::unique_ptr<EventPublisher> publisher_;

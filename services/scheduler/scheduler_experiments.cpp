@@ -72,7 +72,7 @@ void Scheduler::StartExperiment(const bus::Incoming& in, uint64_t id,
 
 Status Scheduler::ResumeFromJournals() {
   if (!options_.resume) return Status::Ok();
-  JournalReader reader(ctx_, options_.store_endpoint,
+  JournalReader reader(ctx_, options_.store_endpoint, *options_.security,
                        std::chrono::milliseconds(options_.resume_timeout_ms), clock_);
   auto journals = reader.List();
   if (!journals.ok()) return journals.status();
@@ -118,7 +118,8 @@ Result<Experiment*> Scheduler::FindExperiment(const std::string& name) {
   for (auto it = experiments_.rbegin(); !name.empty() && it != experiments_.rend(); ++it) {
     if ((*it)->name() == name || (*it)->journal_name() == name) return it->get();
   }
-  JournalReader reader(ctx_, options_.store_endpoint, kJournalReadTimeout, clock_);
+  JournalReader reader(ctx_, options_.store_endpoint, *options_.security, kJournalReadTimeout,
+                       clock_);
   auto journals = reader.List();
   if (!journals.ok()) return journals.status();
   const JournalSummary* newest = nullptr;

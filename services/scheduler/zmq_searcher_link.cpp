@@ -37,22 +37,13 @@ Result<json> ToJson(const proto::Decoded& decoded) {
 
 // A DEALER to the searcher. ZeroMQ's own reconnect interval stays short (100 ms up to 1 s):
 // the link's requests carry the backoff (ExternalSearcher), and a restarted searcher should
-// be reached as soon as it listens. Errors: Unavailable.
-Result<zmq::socket_t> ConnectDealer(zmq::context_t& ctx, const std::string& endpoint) {
-  try {
-    zmq::socket_t s(ctx, zmq::socket_type::dealer);
-    s.set(zmq::sockopt::linger, 0);
-    s.set(zmq::sockopt::maxmsgsize, proto::kMaxMessageBytes);
-    s.set(zmq::sockopt::reconnect_ivl, 100);
-    s.set(zmq::sockopt::reconnect_ivl_max, 1000);
-    // Queue only to a connected searcher: while it is down a request fails at once (backoff)
-    // instead of waiting in the socket to reach a restarted searcher as a stale session.
-    s.set(zmq::sockopt::immediate, 1);
-    s.connect(endpoint);
-    return s;
-  } catch (const zmq::error_t& e) {
-    return Status::Unavailable(fmt::format("cannot connect {}: {}", endpoint, e.what()));
-  }
+// be reached as soon as it listens. Queued only to a connected searcher (ZMQ_IMMEDIATE): while
+// it is down a request fails at once (backoff) instead of waiting in the socket to reach a
+// restarted searcher as a stale session. Errors: Unavailable; Security::SecureConnect's.
+Result<zmq::socket_t> ConnectDealer(zmq::context_t& ctx, const std::string& endpoint,
+                                    const bus::Security& security, const std::string& peer) {
+  return bus::Connect(ctx, zmq::socket_type::dealer, endpoint, security, bus::ServerKey{peer, ""},
+                      {.backoff = bus::ReconnectBackoff{100, 1000}, .immediate = true});
 }
 
 }  // namespace
@@ -78,14 +69,20 @@ MSGPACK_API_VERSION_NAMESPACE(MSGPACK_DEFAULT_API_NS) {
 
 namespace tunebus {
 
-ZmqSearcherLink::ZmqSearcherLink(bus::EventLoop& loop, zmq::context_t& ctx, std::string endpoint,
-                                 std::string peer)
-    : loop_(loop), ctx_(ctx), endpoint_(std::move(endpoint)), peer_(std::move(peer)) {}
+ZmqSearcherLink::ZmqSearcherLink(bus::EventLoop& loop, zmq::context_t& ctx,
+                                 std::shared_ptr<const bus::Security> security,
+                                 std::string endpoint, std::string peer)
+    : loop_(loop),
+      ctx_(ctx),
+      security_(std::move(security)),
+      endpoint_(std::move(endpoint)),
+      peer_(std::move(peer)) {}
 
 SearcherLinkFactory ZmqSearcherLink::Factory(bus::EventLoop& loop, zmq::context_t& ctx,
+                                             std::shared_ptr<const bus::Security> security,
                                              std::string peer) {
-  return [&loop, &ctx, peer](const std::string& endpoint) -> std::unique_ptr<SearcherLink> {
-    return std::make_unique<ZmqSearcherLink>(loop, ctx, endpoint, peer);
+  return [&loop, &ctx, security, peer](const std::string& endpoint) {
+    return std::unique_ptr<SearcherLink>(new ZmqSearcherLink(loop, ctx, security, endpoint, peer));
   };
 }
 
@@ -96,7 +93,7 @@ ZmqSearcherLink::~ZmqSearcherLink() {
 
 void ZmqSearcherLink::Request(json request, double timeout_s, ReplyCallback done) {
   if (!client_) {
-    auto socket = ConnectDealer(ctx_, endpoint_);
+    auto socket = ConnectDealer(ctx_, endpoint_, *security_, peer_);
     if (!socket.ok()) {
       After(timeout_s, [done = std::move(done), status = socket.status()] { done(status); });
       return;

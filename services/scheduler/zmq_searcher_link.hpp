@@ -20,6 +20,7 @@
 
 #include "libs/bus/event_loop.hpp"
 #include "libs/bus/request_client.hpp"
+#include "libs/bus/security.hpp"
 #include "libs/tune/searcher_link.hpp"
 
 namespace tunebus {
@@ -27,11 +28,14 @@ namespace tunebus {
 class ZmqSearcherLink final : public SearcherLink {
  public:
   /// `loop` and `ctx` outlive the link; `peer` names the other side in logs and errors
-  /// ("searcher", "driver").
-  ZmqSearcherLink(bus::EventLoop& loop, zmq::context_t& ctx, std::string endpoint,
+  /// ("searcher", "driver") and, on a tcp:// endpoint with CURVE keys, the peer's public key
+  /// file <keys-dir>/<peer>.key (bus::ServerKey).
+  ZmqSearcherLink(bus::EventLoop& loop, zmq::context_t& ctx,
+                  std::shared_ptr<const bus::Security> security, std::string endpoint,
                   std::string peer = "searcher");
   /// The factory MakeSearcher (peer "searcher") and the driver link (peer "driver") take.
   static SearcherLinkFactory Factory(bus::EventLoop& loop, zmq::context_t& ctx,
+                                     std::shared_ptr<const bus::Security> security,
                                      std::string peer = "searcher");
   ~ZmqSearcherLink() override;
 
@@ -48,6 +52,7 @@ class ZmqSearcherLink final : public SearcherLink {
  private:
   bus::EventLoop& loop_;
   zmq::context_t& ctx_;
+  std::shared_ptr<const bus::Security> security_;
   std::string endpoint_;
   std::string peer_;
   std::unique_ptr<bus::RequestClient> client_;

@@ -13,6 +13,7 @@
 #include <cmath>
 #include <filesystem>
 
+#include "libs/bus/domains.hpp"
 #include "libs/bus/socket.hpp"
 #include "libs/core/resources.hpp"
 #include "proto/resources.hpp"
@@ -103,12 +104,15 @@ Result<std::unique_ptr<TrialWorker>> TrialWorker::Create(zmq::context_t& ctx,
   if (options.node_ip.empty()) options.node_ip = NodeIp(options.scheduler_endpoint);
   if (options.worker_id.empty()) options.worker_id = fmt::format("{}-{}", hostname, ::getpid());
 
-  auto scheduler =
-      bus::Connect(ctx, zmq::socket_type::dealer, options.scheduler_endpoint, options.worker_id);
+  const bus::Security& security = *options.security;
+  auto scheduler = bus::Connect(ctx, zmq::socket_type::dealer, options.scheduler_endpoint, security,
+                                bus::kSchedulerKey, {.routing_id = options.worker_id});
   if (!scheduler.ok()) return scheduler.status();
-  auto rm = bus::Connect(ctx, zmq::socket_type::dealer, options.rm_endpoint, options.worker_id);
+  auto rm = bus::Connect(ctx, zmq::socket_type::dealer, options.rm_endpoint, security,
+                         bus::kResourceManagerKey, {.routing_id = options.worker_id});
   if (!rm.ok()) return rm.status();
-  auto store = bus::Connect(ctx, zmq::socket_type::dealer, options.store_endpoint);
+  auto store = bus::Connect(ctx, zmq::socket_type::dealer, options.store_endpoint, security,
+                            bus::kCheckpointStoreKey);
   if (!store.ok()) return store.status();
   return std::unique_ptr<TrialWorker>(
       new TrialWorker(std::move(options), std::move(hostname), std::move(scheduler).value(),

@@ -66,6 +66,8 @@ struct TrialWorkerOptions {
   /// <temp dir>/tunebus-working-dirs.
   std::string cache_dir;
   metrics::MetricsOptions metrics;  // --metrics-port / --metrics-host (0 = off)
+  /// CURVE keys and bind checks of its sockets (RunService loads it from --keys-dir).
+  std::shared_ptr<bus::Security> security = bus::Security::Plaintext();
   /// Times heartbeats, timeouts and trainables' iterations; tests pass a ManualClock. Outlives
   /// the worker.
   const Clock* clock = &Clock::Real();

@@ -101,7 +101,8 @@ int CheckpointExportCommand(const GlobalFlags& g, const CheckpointExportFlags& f
     if (int code = CheckTarget(Normalized(f.to)); code != 0) return code;
   }
   zmq::context_t ctx;
-  auto client = ControlClient::Connect(ctx, g.connect, std::chrono::milliseconds(g.timeout_ms));
+  auto client =
+      ControlClient::Connect(ctx, g.connect, *g.security, std::chrono::milliseconds(g.timeout_ms));
   if (!client.ok()) return Fail(client.status());
   auto req = ReadRequest<proto::FetchCheckpoint>(g);
   req.trial_id = f.trial_id;

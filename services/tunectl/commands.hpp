@@ -18,6 +18,18 @@ struct GlobalFlags {
   /// -e NAME of the read commands (ls, show, best, status, export, logs, watch, checkpoint
   /// export): which experiment answers; "" = the current one (proto::ListTrials::experiment).
   std::string experiment;
+  /// CURVE keys of the control and event sockets (--keys-dir; key name default "tunectl").
+  std::shared_ptr<bus::Security> security = bus::Security::Plaintext();
+  std::string keys_dir;  // --keys-dir as given (keygen's default folder)
+};
+
+struct KeygenFlags {
+  std::string name;
+  std::string role;  // "" = by name: service for the services' names, worker for worker*, viewer
+  std::string dir;   // "" = --keys-dir, else ./tunebus-keys
+  bool authorize = false;  // also copy the public key into <dir>/authorized
+  bool suite = false;      // the keys of a whole suite, all authorized
+  bool force = false;      // replace existing key files
 };
 
 struct RunFlags {
@@ -34,6 +46,9 @@ int RunCommand(const GlobalFlags& g, RunFlags r);
 /// `tunectl up`: serves until SIGTERM/SIGINT. With `ready_file`, writes the bound control and
 /// events endpoints there once they are bound (libs/service/ready_file.hpp).
 int UpCommand(const GlobalFlags& g, SuiteOptions suite, const std::string& ready_file);
+/// `tunectl keygen NAME [--role ROLE] [--dir DIR] [--authorize] [--force]`, or `--suite`: writes
+/// CURVE keypairs (bus::WriteCurveKeyPair). 0, 1 on an error, 2 on bad flags.
+int KeygenCommand(const GlobalFlags& g, const KeygenFlags& flags);
 struct ListFlags {
   std::string status;                // only trials with this status
   std::string sort;                  // result key (or trial field); "-key" sorts descending

@@ -14,7 +14,8 @@ namespace tunebus {
 template <typename M>
 inline Result<nlohmann::json> Call(const GlobalFlags& g, M request) {
   zmq::context_t ctx;
-  auto client = ControlClient::Connect(ctx, g.connect, std::chrono::milliseconds(g.timeout_ms));
+  auto client =
+      ControlClient::Connect(ctx, g.connect, *g.security, std::chrono::milliseconds(g.timeout_ms));
   if (!client.ok()) return client.status();
   return client->Call(request);
 }

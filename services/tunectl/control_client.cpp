@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include "libs/bus/domains.hpp"
 #include "libs/bus/request_client.hpp"
 #include "libs/bus/socket.hpp"
 #include "proto/control.hpp"
@@ -9,9 +10,10 @@
 namespace tunebus {
 
 Result<ControlClient> ControlClient::Connect(zmq::context_t& ctx, const std::string& endpoint,
+                                             const bus::Security& security,
                                              std::chrono::milliseconds timeout,
                                              const Clock& clock) {
-  auto s = bus::Connect(ctx, zmq::socket_type::dealer, endpoint);
+  auto s = bus::Connect(ctx, zmq::socket_type::dealer, endpoint, security, bus::kSchedulerKey);
   if (!s.ok()) return s.status();
   return ControlClient(std::move(*s), endpoint, timeout, clock);
 }

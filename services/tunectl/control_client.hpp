@@ -7,6 +7,7 @@
 #include <string>
 #include <zmq.hpp>
 
+#include "libs/bus/security.hpp"
 #include "libs/core/clock.hpp"
 #include "libs/core/status.hpp"
 #include "proto/codec.hpp"
@@ -18,7 +19,10 @@ class ControlClient {
   /// Connects a DEALER to `endpoint` (connecting never fails for a well-formed endpoint; an
   /// absent server shows up as a timeout in Call). `clock` times the timeout and outlives the
   /// client.
+  /// `security` makes it a CURVE client of the scheduler's key on tcp:// with keys. Errors:
+  /// Security::SecureConnect's (a missing scheduler.key).
   static Result<ControlClient> Connect(zmq::context_t& ctx, const std::string& endpoint,
+                                       const bus::Security& security,
                                        std::chrono::milliseconds timeout,
                                        const Clock& clock = Clock::Real());
 

@@ -44,6 +44,7 @@ Result<std::unique_ptr<EmbeddedSuite>> EmbeddedSuite::Start(zmq::context_t& ctx,
   sch.rm_endpoint = kRm;
   sch.rm_events_endpoint = kRmEvents;
   sch.store_endpoint = kStore;
+  sch.security = o.security;
   auto scheduler = Scheduler::Create(ctx, sch);
   if (!scheduler.ok()) return scheduler.status();
   s->scheduler_ = std::move(*scheduler);

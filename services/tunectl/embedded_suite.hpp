@@ -10,6 +10,7 @@
 #include <vector>
 #include <zmq.hpp>
 
+#include "libs/bus/security.hpp"
 #include "libs/core/status.hpp"
 
 namespace tunebus {
@@ -26,6 +27,9 @@ struct SuiteOptions {
   int64_t cpus = 0;  // 0 = this machine's core count
   int64_t gpus = 0;
   std::map<std::string, double> custom;  // custom resources of the embedded worker
+  /// Secures the control and events endpoints (the others are inproc://): `tunectl up
+  /// --keys-dir` serves them with CURVE; without keys a non-loopback tcp:// bind is refused.
+  std::shared_ptr<bus::Security> security = bus::Security::Plaintext();
 };
 
 class EmbeddedSuite {

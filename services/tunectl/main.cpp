@@ -8,6 +8,7 @@
 #include <iostream>
 #include <memory>
 
+#include "libs/service/security_flags.hpp"
 #include "services/tunectl/commands.hpp"
 
 int main(int argc, char** argv) {
@@ -26,6 +27,25 @@ int main(int argc, char** argv) {
   app.add_option("--log-level", log_level, "service log level in embedded mode")
       ->envname("TUNEBUS_LOG_LEVEL")
       ->capture_default_str();
+  bus::SecurityOptions security;
+  service::AddSecurityFlags(app, security);
+
+  KeygenFlags keygen;
+  auto* keygen_cmd = app.add_subcommand(
+      "keygen", "write a CURVE keypair: <dir>/NAME.key (public) and NAME.key_secret (0600)");
+  keygen_cmd->add_option("name", keygen.name, "key name (a file name): alice, worker-a, ...");
+  keygen_cmd->add_option("--role", keygen.role,
+                         "viewer, operator, worker, service or searcher (default: service for "
+                         "scheduler, checkpoint-store, resource-manager; worker for worker*; "
+                         "else viewer)");
+  keygen_cmd->add_option("--dir", keygen.dir,
+                         "key folder (default: --keys-dir, else ./tunebus-keys)");
+  keygen_cmd->add_flag("--authorize", keygen.authorize,
+                       "also put the public key in <dir>/authorized, the allow-list");
+  keygen_cmd->add_flag("--suite", keygen.suite,
+                       "the keys of a whole suite (scheduler, checkpoint-store, resource-manager, "
+                       "worker, tunectl), all authorized");
+  keygen_cmd->add_flag("--force", keygen.force, "replace existing key files");
 
   RunFlags run;
   auto* run_cmd =
@@ -159,6 +179,14 @@ int main(int argc, char** argv) {
       "", std::make_shared<spdlog::sinks::stderr_color_sink_mt>()));
   spdlog::set_level(spdlog::level::from_str(log_level));
   if (up.data_dir.empty()) up.data_dir = "./tunebus-data/store";
+  g.keys_dir = security.keys_dir;
+  if (*keygen_cmd) return KeygenCommand(g, keygen);
+  if (auto loaded = service::LoadSecurity(security, "tunectl"); loaded.ok()) {
+    g.security = std::move(loaded).value();
+  } else {
+    std::cerr << "tunectl: " << loaded.status().message() << "\n";
+    return 2;
+  }
 
   // A library error that escapes a command (a file system or socket failure) is a message and
   // exit 1, never an abort.

@@ -244,7 +244,8 @@ int RunCommand(const GlobalFlags& g, RunFlags r) {
   zmq::context_t ctx;
   const bool json_output = g.output == "json";
   if (!g.connect.empty()) {
-    auto client = ControlClient::Connect(ctx, g.connect, std::chrono::milliseconds(g.timeout_ms));
+    auto client = ControlClient::Connect(ctx, g.connect, *g.security,
+                                         std::chrono::milliseconds(g.timeout_ms));
     if (!client.ok()) {
       std::cerr << "tunectl: " << client.status().ToString() << "\n";
       return 3;
@@ -262,7 +263,7 @@ int RunCommand(const GlobalFlags& g, RunFlags r) {
     std::cerr << "tunectl: cannot start the embedded suite: " << suite.status().ToString() << "\n";
     return 1;
   }
-  auto client = ControlClient::Connect(ctx, (*suite)->control_endpoint(),
+  auto client = ControlClient::Connect(ctx, (*suite)->control_endpoint(), *g.security,
                                        std::chrono::milliseconds(g.timeout_ms));
   if (!client.ok()) {
     std::cerr << "tunectl: " << client.status().ToString() << "\n";
@@ -274,9 +275,10 @@ int RunCommand(const GlobalFlags& g, RunFlags r) {
 }
 
 int UpCommand(const GlobalFlags& g, SuiteOptions suite, const std::string& ready_file) {
-  (void)g;
+  suite.security = g.security;
   std::signal(SIGINT, OnSignal);
   std::signal(SIGTERM, OnSignal);
+  std::signal(SIGHUP, [](int) { bus::Security::RequestReload(); });  // reload the allow-list
   if (!MakeFolder(suite.data_dir, "the data folder")) return 1;
   zmq::context_t ctx;
   auto s = EmbeddedSuite::Start(ctx, suite);

@@ -10,6 +10,7 @@
 #include <map>
 #include <optional>
 
+#include "libs/bus/domains.hpp"
 #include "libs/bus/socket.hpp"
 #include "proto/control.hpp"
 #include "proto/events.hpp"
@@ -65,7 +66,7 @@ int WatchCommand(const GlobalFlags& g, std::string events, double for_s) {
     events = *told;
   }
   zmq::context_t ctx;
-  auto sub = bus::Connect(ctx, zmq::socket_type::sub, events);
+  auto sub = bus::Connect(ctx, zmq::socket_type::sub, events, *g.security, bus::kSchedulerKey);
   if (!sub.ok()) return Fail(sub.status());
   sub->set(zmq::sockopt::subscribe, "");
   // Subscribed first, then the snapshot: an event between the two is applied twice, harmlessly.

@@ -291,6 +291,7 @@ int Cluster::metrics_port(const std::string& name) const {
 
 ::testing::AssertionResult Cluster::Spawn(Process::Options o) {
   if (options_.metrics) o.args.insert(o.args.end(), {"--metrics-port", "*"});
+  if (!options_.keys_dir.empty()) o.args.insert(o.args.end(), {"--keys-dir", options_.keys_dir});
   o.log_dir = dir() / "logs";
   o.cwd = dir();
   if (options_.unprivileged.contains(o.name)) RunUnprivileged(o);
@@ -476,6 +477,7 @@ std::map<std::string, int> Cluster::StopAll() {
 
 CommandResult Cluster::Ctl(const std::vector<std::string>& args, Millis timeout) {
   std::vector<std::string> full = {"--connect", control()};
+  if (!options_.keys_dir.empty()) full.insert(full.end(), {"--keys-dir", options_.keys_dir});
   full.insert(full.end(), args.begin(), args.end());
   return RunTunectl(full, timeout, dir() / "tunectl", dir());
 }

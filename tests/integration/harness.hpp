@@ -192,6 +192,10 @@ struct ClusterOptions {
   /// Processes by name ("scheduler", "w1", ...) that run as the unprivileged user
   /// (RunUnprivileged).
   std::set<std::string> unprivileged;
+  /// A keys folder (tunectl keygen --suite): every process gets --keys-dir (CURVE on every
+  /// socket; each finds its key by its default name, workers share "worker"), and Ctl() passes it
+  /// to tunectl (key "tunectl" unless the args name another with --key-name).
+  std::string keys_dir;
 };
 
 /// checkpoint-store, resource-manager, scheduler and N trial-workers ("w1".."wN") as separate

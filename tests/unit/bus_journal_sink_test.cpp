@@ -51,7 +51,8 @@ class FakeStore {
   };
 
   FakeStore(zmq::context_t& ctx, const std::string& endpoint) {
-    auto s = bus::Bind(ctx, zmq::socket_type::router, endpoint);
+    auto s = bus::Bind(ctx, zmq::socket_type::router, endpoint, *bus::Security::Plaintext(),
+                       {"test", bus::RoleSet::Any()});
     EXPECT_TRUE(s.ok()) << s.status().ToString();
     if (s.ok()) router_ = std::move(*s);
   }
@@ -112,7 +113,8 @@ class BusJournalSinkTest : public ::testing::Test {
   BusJournalSinkTest()
       : endpoint_("inproc://bus-journal-sink-test-" + std::to_string(g_endpoint_counter++)),
         store_(ctx_, endpoint_) {
-    auto dealer = bus::Connect(ctx_, zmq::socket_type::dealer, endpoint_);
+    auto dealer = bus::Connect(ctx_, zmq::socket_type::dealer, endpoint_,
+                               *bus::Security::Plaintext(), {"test", ""});
     EXPECT_TRUE(dealer.ok()) << dealer.status().ToString();
     client_ = std::make_unique<bus::RequestClient>(loop_, std::move(*dealer), "checkpoint-store");
     writer_ = std::make_unique<journal::JournalWriter>(

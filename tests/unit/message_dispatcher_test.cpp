@@ -16,8 +16,12 @@ using namespace std::chrono_literals;
 class MessageDispatcherTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    router_ = bus::Bind(ctx_, zmq::socket_type::router, "inproc://dispatcher").value();
-    dealer_ = bus::Connect(ctx_, zmq::socket_type::dealer, "inproc://dispatcher").value();
+    router_ = bus::Bind(ctx_, zmq::socket_type::router, "inproc://dispatcher",
+                        *bus::Security::Plaintext(), {"test", bus::RoleSet::Any()})
+                  .value();
+    dealer_ = bus::Connect(ctx_, zmq::socket_type::dealer, "inproc://dispatcher",
+                           *bus::Security::Plaintext(), {"test", ""})
+                  .value();
   }
   // Sends `bytes`, dispatches what the router received, returns the reply (if any in 1 s).
   std::optional<proto::ErrorReply> Exchange(const std::string& bytes) {

@@ -40,7 +40,8 @@ class ResourceManagerTest : public ::testing::Test {
     auto rm = ResourceManager::Create(ctx_, o);
     ASSERT_TRUE(rm.ok()) << rm.status().ToString();
     rm_ = std::move(*rm);
-    auto dealer = bus::Connect(ctx_, zmq::socket_type::dealer, rm_->endpoint());
+    auto dealer = bus::Connect(ctx_, zmq::socket_type::dealer, rm_->endpoint(),
+                               *bus::Security::Plaintext(), {"test", ""});
     ASSERT_TRUE(dealer.ok());
     dealer_ = std::move(*dealer);
     thread_ = std::thread([this] { rm_->Run(); });

@@ -53,11 +53,15 @@ class TrialWorkerTest : public ::testing::Test {
   void SetUp() override {
     static int n = 0;
     const std::string suffix = std::to_string(::getpid()) + "-" + std::to_string(++n);
-    sched_ =
-        std::move(bus::Bind(ctx_, zmq::socket_type::router, "inproc://sched-" + suffix)).value();
-    rm_ = std::move(bus::Bind(ctx_, zmq::socket_type::router, "inproc://rm-" + suffix)).value();
-    store_ =
-        std::move(bus::Bind(ctx_, zmq::socket_type::router, "inproc://store-" + suffix)).value();
+    sched_ = std::move(bus::Bind(ctx_, zmq::socket_type::router, "inproc://sched-" + suffix,
+                                 *bus::Security::Plaintext(), {"test", bus::RoleSet::Any()}))
+                 .value();
+    rm_ = std::move(bus::Bind(ctx_, zmq::socket_type::router, "inproc://rm-" + suffix,
+                              *bus::Security::Plaintext(), {"test", bus::RoleSet::Any()}))
+              .value();
+    store_ = std::move(bus::Bind(ctx_, zmq::socket_type::router, "inproc://store-" + suffix,
+                                 *bus::Security::Plaintext(), {"test", bus::RoleSet::Any()}))
+                 .value();
     options_.worker_id = "w1";
     options_.scheduler_endpoint = "inproc://sched-" + suffix;
     options_.rm_endpoint = "inproc://rm-" + suffix;

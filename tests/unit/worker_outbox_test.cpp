@@ -20,10 +20,12 @@ namespace {
 class WorkerOutboxTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    auto router = bus::Bind(ctx_, zmq::socket_type::router, "inproc://outbox-test");
+    auto router = bus::Bind(ctx_, zmq::socket_type::router, "inproc://outbox-test",
+                            *bus::Security::Plaintext(), {"test", bus::RoleSet::Any()});
     ASSERT_TRUE(router.ok()) << router.status().ToString();
     router_ = std::move(*router);
-    auto dealer = bus::Connect(ctx_, zmq::socket_type::dealer, "inproc://outbox-test", "w1");
+    auto dealer = bus::Connect(ctx_, zmq::socket_type::dealer, "inproc://outbox-test",
+                               *bus::Security::Plaintext(), {"test", ""}, {.routing_id = "w1"});
     ASSERT_TRUE(dealer.ok()) << dealer.status().ToString();
     dealer_ = std::move(*dealer);
     // The ROUTER learns the worker's routing id from its first message.

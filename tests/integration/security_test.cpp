@@ -1,0 +1,226 @@
+// Issue 33's security as a user meets it: keys made with `tunectl keygen`, the four services as
+// processes on loopback with CURVE on every socket (--keys-dir), and tunectl with different
+// keys. A viewer reads but cannot submit or stop; an operator can; a stranger's key, a worker's
+// key and a plaintext client get nothing from the control socket and the scheduler logs each
+// drop; an unknown key gets nothing from any server socket; a key removed from the allow-list
+// stops working after SIGHUP; a service refuses a non-loopback bind without keys unless
+// --insecure, and refuses a secret key file others can read.
+#include "libs/bus/security.hpp"
+
+#include <gtest/gtest.h>
+#include <signal.h>
+#include <sys/stat.h>
+
+#include <nlohmann/json.hpp>
+#include <string>
+
+#include "libs/bus/socket.hpp"
+#include "proto/control.hpp"
+#include "tests/fault/fault_support.hpp"
+#include "tests/integration/harness.hpp"
+
+namespace tunebus::testing {
+namespace {
+
+using namespace std::chrono_literals;
+
+// `tunectl keygen` as a user runs it; fails the test if it does not exit 0.
+void Keygen(const std::vector<std::string>& args) {
+  std::vector<std::string> full = {"keygen"};
+  full.insert(full.end(), args.begin(), args.end());
+  auto r = RunTunectl(full);
+  ASSERT_EQ(r.exit_code, 0) << r.Describe();
+}
+
+// A folder of keys: the suite's (all authorized), a viewer (authorized), a stranger (not).
+std::string MakeKeys(const fs::path& dir) {
+  const std::string keys = (dir / "keys").string();
+  Keygen({"--suite", "--dir", keys});
+  Keygen({"viewer", "--role", "viewer", "--authorize", "--dir", keys});
+  Keygen({"stranger", "--role", "operator", "--dir", keys});
+  return keys;
+}
+
+// An experiment of 2 trials that report 3 results each.
+fs::path WriteExperiment(Cluster& cluster) {
+  WriteFile(cluster.dir() / "train.sh",
+            "for i in 1 2 3; do\n"
+            "  echo \"{\\\"score\\\": $i}\" >&$TUNEBUS_REPORT_FD\n"
+            "  read -r decision <&$TUNEBUS_DECISION_FD\n"
+            "  [ \"$decision\" = stop ] && exit 0\n"
+            "  sleep 0.2\n"
+            "done\n");
+  const fs::path file = cluster.dir() / "secure.yaml";
+  WriteFile(file,
+            "name: secure\n"
+            "trainable: {command: [sh, train.sh]}\n"
+            "working_dir: false\n"
+            "param_space: {x: {grid_search: [1, 2]}}\n"
+            "metric: score\nmode: max\n"
+            "results_dir: " +
+                (cluster.dir() / "results").string() + "\n");
+  return file;
+}
+
+std::string SchedulerLog(Cluster& cluster) { return cluster.process("scheduler")->Output(); }
+
+TEST(SecurityTest, RolesDecideWhoMayReadSubmitAndStopAndStrangersGetNothing) {
+  TempDir keys_dir;
+  ClusterOptions o;
+  o.workers = 1;
+  o.keys_dir = MakeKeys(keys_dir.path());
+  Cluster cluster(o);
+  ASSERT_TRUE(cluster.Start());  // the workers registered with their worker key
+  const fs::path file = WriteExperiment(cluster);
+
+  // A viewer cannot submit: a typed forbidden error naming the role needed, and a log line.
+  auto submit = cluster.Ctl({"--key-name", "viewer", "run", file.string(), "--detach"});
+  EXPECT_EQ(submit.exit_code, 1) << submit.Describe();
+  EXPECT_NE(submit.err.find("forbidden"), std::string::npos) << submit.Describe();
+  EXPECT_NE(submit.err.find("key viewer has role viewer; submit_experiment needs operator"),
+            std::string::npos)
+      << submit.Describe();
+  EXPECT_TRUE(WaitFor(
+      [&] {
+        return SchedulerLog(cluster).find("Dropping submit_experiment") != std::string::npos &&
+               SchedulerLog(cluster).find("because forbidden: key viewer has role viewer") !=
+                   std::string::npos;
+      },
+      5s))
+      << SchedulerLog(cluster);
+
+  // The operator key (tunectl's default name) can; the viewer then reads.
+  ASSERT_FALSE(SubmitDetached(cluster, file, "secure").empty());
+  auto ls = cluster.Ctl({"--key-name", "viewer", "-o", "json", "ls"});
+  ASSERT_EQ(ls.exit_code, 0) << ls.Describe();
+  EXPECT_EQ(ls.Json().size(), 2u) << ls.out;
+  auto stop = cluster.Ctl({"--key-name", "viewer", "stop-experiment"});
+  EXPECT_EQ(stop.exit_code, 1) << stop.Describe();
+  EXPECT_NE(stop.err.find("needs operator"), std::string::npos) << stop.Describe();
+
+  // A stranger's key, a worker's key and a plaintext client get no answer at all.
+  auto stranger = cluster.Ctl({"--key-name", "stranger", "--timeout-ms", "1500", "ls"});
+  EXPECT_EQ(stranger.exit_code, 3) << stranger.Describe();
+  auto worker = cluster.Ctl({"--key-name", "worker", "--timeout-ms", "1500", "ls"});
+  EXPECT_EQ(worker.exit_code, 3) << worker.Describe();
+  auto plaintext = RunTunectl({"--connect", cluster.control(), "--timeout-ms", "1500", "ls"});
+  EXPECT_EQ(plaintext.exit_code, 3) << plaintext.Describe();
+  const std::string log = SchedulerLog(cluster);
+  EXPECT_NE(log.find("Dropping connection to control from 127.0.0.1 because key "),
+            std::string::npos)
+      << log;
+  EXPECT_NE(log.find("is not in the allow-list"), std::string::npos) << log;
+  EXPECT_NE(log.find("because key worker has role worker; control needs viewer or operator"),
+            std::string::npos)
+      << log;
+
+  // The run itself is not disturbed: the operator stops it (an operator may).
+  auto stopped = cluster.Ctl({"stop-experiment"});
+  EXPECT_EQ(stopped.exit_code, 0) << stopped.Describe();
+}
+
+TEST(SecurityTest, AnUnknownKeyGetsNothingFromAnySocketAndEachServerLogsTheDrop) {
+  TempDir keys_dir;
+  ClusterOptions o;
+  o.workers = 1;
+  o.keys_dir = MakeKeys(keys_dir.path());
+  Cluster cluster(o);
+  ASSERT_TRUE(cluster.Start());
+  auto stranger = bus::Security::Load({.keys_dir = o.keys_dir, .key_name = "stranger"}, "");
+  ASSERT_TRUE(stranger.ok()) << stranger.status().ToString();
+  zmq::context_t ctx;
+  struct Target {
+    std::string endpoint, server, process, domain;
+  };
+  const std::vector<Target> targets = {
+      {cluster.control(), "scheduler", "scheduler", "control"},
+      {cluster.worker_endpoint(), "scheduler", "scheduler", "workers"},
+      {cluster.rm(), "resource-manager", "resource-manager", "resource-manager"},
+      {cluster.store(), "checkpoint-store", "checkpoint-store", "checkpoint-store"}};
+  for (const Target& t : targets) {
+    auto dealer = bus::Connect(ctx, zmq::socket_type::dealer, t.endpoint, **stranger,
+                               {t.server, ""}, {.routing_id = "w1"});
+    ASSERT_TRUE(dealer.ok()) << dealer.status().ToString();
+    proto::ListWorkers request;  // any message: none gets through the handshake
+    request.id = 1;
+    EXPECT_TRUE(bus::SendMessage(*dealer, request));
+    zmq::pollitem_t item{dealer->handle(), 0, ZMQ_POLLIN, 0};
+    EXPECT_EQ(zmq::poll(&item, 1, 1000ms), 0) << t.domain << " answered a stranger";
+    EXPECT_TRUE(WaitFor(
+        [&] {
+          return cluster.process(t.process)->Output().find("Dropping connection to " + t.domain +
+                                                           " from 127.0.0.1") != std::string::npos;
+        },
+        5s))
+        << t.process << ":\n"
+        << cluster.process(t.process)->Output();
+  }
+  // A plaintext DEALER to the store gets nothing either.
+  DealerClient plaintext(cluster.store());
+  plaintext.Send("\x81\xa4type\xacstore_status");
+  EXPECT_FALSE(plaintext.Receive(1000ms).has_value());
+}
+
+TEST(SecurityTest, AKeyRemovedFromTheAllowListStopsWorkingAfterSighup) {
+  TempDir keys_dir;
+  ClusterOptions o;
+  o.workers = 1;
+  o.keys_dir = MakeKeys(keys_dir.path());
+  Cluster cluster(o);
+  ASSERT_TRUE(cluster.Start());
+  auto before = cluster.Ctl({"--key-name", "viewer", "workers"});
+  ASSERT_EQ(before.exit_code, 0) << before.Describe();
+  ASSERT_TRUE(fs::remove(fs::path(o.keys_dir) / "authorized" / "viewer.key"));
+  // Without SIGHUP the running scheduler still lets it in.
+  auto unchanged = cluster.Ctl({"--key-name", "viewer", "workers"});
+  EXPECT_EQ(unchanged.exit_code, 0) << unchanged.Describe();
+  cluster.process("scheduler")->Signal(SIGHUP);
+  ASSERT_TRUE(WaitFor(
+      [&] { return SchedulerLog(cluster).find("reloaded: 5 keys") != std::string::npos; }, 5s))
+      << SchedulerLog(cluster);
+  auto after = cluster.Ctl({"--key-name", "viewer", "--timeout-ms", "1500", "workers"});
+  EXPECT_EQ(after.exit_code, 3) << after.Describe();
+  EXPECT_NE(SchedulerLog(cluster).find("is not in the allow-list"), std::string::npos);
+  // The others still work: the scheduler kept running and serving.
+  auto op = cluster.Ctl({"workers"});
+  EXPECT_EQ(op.exit_code, 0) << op.Describe();
+}
+
+TEST(SecurityTest, ServicesRefuseNonLoopbackBindsWithoutKeysAndReadableSecretKeys) {
+  TempDir dir;
+  Process::Options o;
+  o.name = "store-open";
+  o.binary = BinDir() / "checkpoint-store";
+  o.args = {"--endpoint", "tcp://0.0.0.0:0", "--data-dir", (dir.path() / "store").string()};
+  o.log_dir = dir.path() / "logs";
+  auto refused = Process::Spawn(o);
+  EXPECT_EQ(refused->Wait(10000ms), 1);
+  EXPECT_NE(refused->Output().find("refusing to bind tcp://0.0.0.0:0 (checkpoint-store) without "
+                                   "CURVE keys"),
+            std::string::npos)
+      << refused->Output();
+
+  o.name = "store-insecure";
+  o.args.push_back("--insecure");
+  const fs::path ready = dir.path() / "insecure.json";
+  std::unique_ptr<Process> insecure;
+  Ready reported;
+  ASSERT_TRUE(SpawnReady(o, ready, insecure, reported));
+  EXPECT_NE(insecure->Output().find("INSECURE"), std::string::npos) << insecure->Output();
+  insecure->Stop();
+
+  const std::string keys = MakeKeys(dir.path());
+  ASSERT_EQ(::chmod((fs::path(keys) / "checkpoint-store.key_secret").c_str(), 0644), 0);
+  o.name = "store-readable-key";
+  o.args = {"--endpoint", "tcp://127.0.0.1:0",
+            "--data-dir", (dir.path() / "store").string(),
+            "--keys-dir", keys};
+  auto readable = Process::Spawn(o);
+  EXPECT_EQ(readable->Wait(10000ms), 1);
+  EXPECT_NE(readable->Output().find("has mode 0644: group or others may read it; chmod 600 it"),
+            std::string::npos)
+      << readable->Output();
+}
+
+}  // namespace
+}  // namespace tunebus::testing
