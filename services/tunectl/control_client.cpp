@@ -15,7 +15,18 @@ Result<ControlClient> ControlClient::Connect(zmq::context_t& ctx, const std::str
                                              const Clock& clock) {
   auto s = bus::Connect(ctx, zmq::socket_type::dealer, endpoint, security, bus::kSchedulerKey);
   if (!s.ok()) return s.status();
-  return ControlClient(std::move(*s), endpoint, timeout, clock);
+  // A CURVE scheduler drops a handshake it refuses without a word: say what to check.
+  std::string hint;
+  if (endpoint.rfind("tcp://", 0) == 0) {
+    hint = security.curve()
+               ? fmt::format(
+                     "; if it runs, check that its allow-list holds key {} with a role "
+                     "that may use the control socket (viewer or operator)",
+                     security.own_key().name)
+               : "; a scheduler started with --keys-dir answers only clients with keys "
+                 "(--keys-dir, docs/security.md)";
+  }
+  return ControlClient(std::move(*s), endpoint, std::move(hint), timeout, clock);
 }
 
 Status ControlClient::Exchange(uint64_t id, const std::string& payload,
@@ -29,8 +40,8 @@ Status ControlClient::Exchange(uint64_t id, const std::string& payload,
         std::chrono::duration_cast<std::chrono::milliseconds>(deadline - clock_->Now());
     if (left.count() <= 0) {
       return Status::Unavailable(
-          fmt::format("no answer from {} within {} ms (is the scheduler running?)", endpoint_,
-                      timeout_.count()));
+          fmt::format("no answer from {} within {} ms (is the scheduler running?{})", endpoint_,
+                      timeout_.count(), unanswered_hint_));
     }
     zmq::pollitem_t item{socket_.handle(), 0, ZMQ_POLLIN, 0};
     zmq::poll(&item, 1, left);

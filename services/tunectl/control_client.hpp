@@ -48,10 +48,11 @@ class ControlClient {
   }
 
  private:
-  ControlClient(zmq::socket_t socket, std::string endpoint, std::chrono::milliseconds timeout,
-                const Clock& clock)
+  ControlClient(zmq::socket_t socket, std::string endpoint, std::string unanswered_hint,
+                std::chrono::milliseconds timeout, const Clock& clock)
       : socket_(std::move(socket)),
         endpoint_(std::move(endpoint)),
+        unanswered_hint_(std::move(unanswered_hint)),
         timeout_(timeout),
         clock_(&clock) {}
   Result<nlohmann::json> CallRaw(uint64_t id, const std::string& payload);
@@ -62,6 +63,7 @@ class ControlClient {
 
   zmq::socket_t socket_;
   std::string endpoint_;
+  std::string unanswered_hint_;  // why a running scheduler may not answer (keys)
   std::chrono::milliseconds timeout_;
   const Clock* clock_;
   uint64_t next_id_ = 1;
