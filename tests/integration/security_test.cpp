@@ -16,6 +16,7 @@
 
 #include "libs/bus/socket.hpp"
 #include "proto/control.hpp"
+#include "proto/resources.hpp"
 #include "tests/fault/fault_support.hpp"
 #include "tests/integration/harness.hpp"
 
@@ -159,6 +160,41 @@ TEST(SecurityTest, AnUnknownKeyGetsNothingFromAnySocketAndEachServerLogsTheDrop)
   DealerClient plaintext(cluster.store());
   plaintext.Send("\x81\xa4type\xacstore_status");
   EXPECT_FALSE(plaintext.Receive(1000ms).has_value());
+
+  // A second, authorized worker key cannot register as worker w1: the id is w1's key's.
+  Keygen({"worker-b", "--role", "worker", "--authorize", "--dir", o.keys_dir});
+  cluster.process("resource-manager")->Signal(SIGHUP);
+  ASSERT_TRUE(WaitFor(
+      [&] {
+        return cluster.process("resource-manager")->Output().find("reloaded: 7 keys") !=
+               std::string::npos;
+      },
+      5s))
+      << cluster.process("resource-manager")->Output();
+  auto impostor = bus::Security::Load({.keys_dir = o.keys_dir, .key_name = "worker-b"}, "");
+  ASSERT_TRUE(impostor.ok()) << impostor.status().ToString();
+  auto dealer = bus::Connect(ctx, zmq::socket_type::dealer, cluster.rm(), **impostor,
+                             {"resource-manager", ""}, {.routing_id = "w1-impostor"});
+  ASSERT_TRUE(dealer.ok());
+  proto::RegisterNode take_over;
+  take_over.id = 7;
+  take_over.worker_id = "w1";
+  take_over.hostname = "elsewhere";
+  take_over.capacity = {{"cpu", 10000}};
+  ASSERT_TRUE(bus::SendMessage(*dealer, take_over));
+  zmq::pollitem_t item{dealer->handle(), 0, ZMQ_POLLIN, 0};
+  ASSERT_EQ(zmq::poll(&item, 1, 5000ms), 1);
+  bus::Incoming reply;
+  ASSERT_TRUE(bus::Receive(*dealer, reply));
+  auto decoded = proto::Decode(reply.payload.data(), reply.payload.size());
+  ASSERT_TRUE(decoded.ok());
+  auto error = decoded->As<proto::ErrorReply>();
+  ASSERT_TRUE(error.ok()) << decoded->type();
+  EXPECT_EQ(error->code, "forbidden");
+  EXPECT_NE(error->message.find("worker w1 belongs to key"), std::string::npos) << error->message;
+  auto workers = cluster.Workers();
+  ASSERT_EQ(workers.size(), 1u) << workers.dump();
+  EXPECT_EQ(workers.dump().find("elsewhere"), std::string::npos) << workers.dump();
 }
 
 TEST(SecurityTest, AKeyRemovedFromTheAllowListStopsWorkingAfterSighup) {
