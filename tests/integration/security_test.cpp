@@ -65,17 +65,27 @@ fs::path WriteExperiment(Cluster& cluster) {
 
 std::string SchedulerLog(Cluster& cluster) { return cluster.process("scheduler")->Output(); }
 
-TEST(SecurityTest, RolesDecideWhoMayReadSubmitAndStopAndStrangersGetNothing) {
-  TempDir keys_dir;
-  ClusterOptions o;
-  o.workers = 1;
-  o.keys_dir = MakeKeys(keys_dir.path());
-  Cluster cluster(o);
-  ASSERT_TRUE(cluster.Start());  // the workers registered with their worker key
-  const fs::path file = WriteExperiment(cluster);
+// Keys made by MakeKeys and a cluster of one worker with CURVE on every socket (the worker
+// registered with its worker key).
+class SecureClusterTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    ClusterOptions o;
+    o.workers = 1;
+    o.keys_dir = keys_ = MakeKeys(keys_dir_.path());
+    cluster_ = std::make_unique<Cluster>(o);
+    ASSERT_TRUE(cluster_->Start());
+  }
+  TempDir keys_dir_;
+  std::string keys_;
+  std::unique_ptr<Cluster> cluster_;
+};
+
+TEST_F(SecureClusterTest, RolesDecideWhoMayReadSubmitAndStopAndStrangersGetNothing) {
+  const fs::path file = WriteExperiment(*cluster_);
 
   // A viewer cannot submit: a typed forbidden error naming the role needed, and a log line.
-  auto submit = cluster.Ctl({"--key-name", "viewer", "run", file.string(), "--detach"});
+  auto submit = cluster_->Ctl({"--key-name", "viewer", "run", file.string(), "--detach"});
   EXPECT_EQ(submit.exit_code, 1) << submit.Describe();
   EXPECT_NE(submit.err.find("forbidden"), std::string::npos) << submit.Describe();
   EXPECT_NE(submit.err.find("key viewer has role viewer; submit_experiment needs operator"),
@@ -83,30 +93,30 @@ TEST(SecurityTest, RolesDecideWhoMayReadSubmitAndStopAndStrangersGetNothing) {
       << submit.Describe();
   EXPECT_TRUE(WaitFor(
       [&] {
-        return SchedulerLog(cluster).find("Dropping submit_experiment") != std::string::npos &&
-               SchedulerLog(cluster).find("because forbidden: key viewer has role viewer") !=
+        return SchedulerLog(*cluster_).find("Dropping submit_experiment") != std::string::npos &&
+               SchedulerLog(*cluster_).find("because forbidden: key viewer has role viewer") !=
                    std::string::npos;
       },
       5s))
-      << SchedulerLog(cluster);
+      << SchedulerLog(*cluster_);
 
   // The operator key (tunectl's default name) can; the viewer then reads.
-  ASSERT_FALSE(SubmitDetached(cluster, file, "secure").empty());
-  auto ls = cluster.Ctl({"--key-name", "viewer", "-o", "json", "ls"});
+  ASSERT_FALSE(SubmitDetached(*cluster_, file, "secure").empty());
+  auto ls = cluster_->Ctl({"--key-name", "viewer", "-o", "json", "ls"});
   ASSERT_EQ(ls.exit_code, 0) << ls.Describe();
   EXPECT_EQ(ls.Json().size(), 2u) << ls.out;
-  auto stop = cluster.Ctl({"--key-name", "viewer", "stop-experiment"});
+  auto stop = cluster_->Ctl({"--key-name", "viewer", "stop-experiment"});
   EXPECT_EQ(stop.exit_code, 1) << stop.Describe();
   EXPECT_NE(stop.err.find("needs operator"), std::string::npos) << stop.Describe();
 
   // A stranger's key, a worker's key and a plaintext client get no answer at all.
-  auto stranger = cluster.Ctl({"--key-name", "stranger", "--timeout-ms", "1500", "ls"});
+  auto stranger = cluster_->Ctl({"--key-name", "stranger", "--timeout-ms", "1500", "ls"});
   EXPECT_EQ(stranger.exit_code, 3) << stranger.Describe();
-  auto worker = cluster.Ctl({"--key-name", "worker", "--timeout-ms", "1500", "ls"});
+  auto worker = cluster_->Ctl({"--key-name", "worker", "--timeout-ms", "1500", "ls"});
   EXPECT_EQ(worker.exit_code, 3) << worker.Describe();
-  auto plaintext = RunTunectl({"--connect", cluster.control(), "--timeout-ms", "1500", "ls"});
+  auto plaintext = RunTunectl({"--connect", cluster_->control(), "--timeout-ms", "1500", "ls"});
   EXPECT_EQ(plaintext.exit_code, 3) << plaintext.Describe();
-  const std::string log = SchedulerLog(cluster);
+  const std::string log = SchedulerLog(*cluster_);
   EXPECT_NE(log.find("Dropping connection to control from 127.0.0.1 because key "),
             std::string::npos)
       << log;
@@ -116,28 +126,22 @@ TEST(SecurityTest, RolesDecideWhoMayReadSubmitAndStopAndStrangersGetNothing) {
       << log;
 
   // The run itself is not disturbed: the operator stops it (an operator may).
-  auto stopped = cluster.Ctl({"stop-experiment"});
+  auto stopped = cluster_->Ctl({"stop-experiment"});
   EXPECT_EQ(stopped.exit_code, 0) << stopped.Describe();
 }
 
-TEST(SecurityTest, AnUnknownKeyGetsNothingFromAnySocketAndEachServerLogsTheDrop) {
-  TempDir keys_dir;
-  ClusterOptions o;
-  o.workers = 1;
-  o.keys_dir = MakeKeys(keys_dir.path());
-  Cluster cluster(o);
-  ASSERT_TRUE(cluster.Start());
-  auto stranger = bus::Security::Load({.keys_dir = o.keys_dir, .key_name = "stranger"}, "");
+TEST_F(SecureClusterTest, AnUnknownKeyGetsNothingFromAnySocketAndEachServerLogsTheDrop) {
+  auto stranger = bus::Security::Load({.keys_dir = keys_, .key_name = "stranger"}, "");
   ASSERT_TRUE(stranger.ok()) << stranger.status().ToString();
   zmq::context_t ctx;
   struct Target {
     std::string endpoint, server, process, domain;
   };
   const std::vector<Target> targets = {
-      {cluster.control(), "scheduler", "scheduler", "control"},
-      {cluster.worker_endpoint(), "scheduler", "scheduler", "workers"},
-      {cluster.rm(), "resource-manager", "resource-manager", "resource-manager"},
-      {cluster.store(), "checkpoint-store", "checkpoint-store", "checkpoint-store"}};
+      {cluster_->control(), "scheduler", "scheduler", "control"},
+      {cluster_->worker_endpoint(), "scheduler", "scheduler", "workers"},
+      {cluster_->rm(), "resource-manager", "resource-manager", "resource-manager"},
+      {cluster_->store(), "checkpoint-store", "checkpoint-store", "checkpoint-store"}};
   for (const Target& t : targets) {
     auto dealer = bus::Connect(ctx, zmq::socket_type::dealer, t.endpoint, **stranger,
                                {t.server, ""}, {.routing_id = "w1"});
@@ -149,31 +153,31 @@ TEST(SecurityTest, AnUnknownKeyGetsNothingFromAnySocketAndEachServerLogsTheDrop)
     EXPECT_EQ(zmq::poll(&item, 1, 1000ms), 0) << t.domain << " answered a stranger";
     EXPECT_TRUE(WaitFor(
         [&] {
-          return cluster.process(t.process)->Output().find("Dropping connection to " + t.domain +
-                                                           " from 127.0.0.1") != std::string::npos;
+          return cluster_->process(t.process)->Output().find(
+                     "Dropping connection to " + t.domain + " from 127.0.0.1") != std::string::npos;
         },
         5s))
         << t.process << ":\n"
-        << cluster.process(t.process)->Output();
+        << cluster_->process(t.process)->Output();
   }
   // A plaintext DEALER to the store gets nothing either.
-  DealerClient plaintext(cluster.store());
+  DealerClient plaintext(cluster_->store());
   plaintext.Send("\x81\xa4type\xacstore_status");
   EXPECT_FALSE(plaintext.Receive(1000ms).has_value());
 
   // A second, authorized worker key cannot register as worker w1: the id is w1's key's.
-  Keygen({"worker-b", "--role", "worker", "--authorize", "--dir", o.keys_dir});
-  cluster.process("resource-manager")->Signal(SIGHUP);
+  Keygen({"worker-b", "--role", "worker", "--authorize", "--dir", keys_});
+  cluster_->process("resource-manager")->Signal(SIGHUP);
   ASSERT_TRUE(WaitFor(
       [&] {
-        return cluster.process("resource-manager")->Output().find("reloaded: 7 keys") !=
+        return cluster_->process("resource-manager")->Output().find("reloaded: 7 keys") !=
                std::string::npos;
       },
       5s))
-      << cluster.process("resource-manager")->Output();
-  auto impostor = bus::Security::Load({.keys_dir = o.keys_dir, .key_name = "worker-b"}, "");
+      << cluster_->process("resource-manager")->Output();
+  auto impostor = bus::Security::Load({.keys_dir = keys_, .key_name = "worker-b"}, "");
   ASSERT_TRUE(impostor.ok()) << impostor.status().ToString();
-  auto dealer = bus::Connect(ctx, zmq::socket_type::dealer, cluster.rm(), **impostor,
+  auto dealer = bus::Connect(ctx, zmq::socket_type::dealer, cluster_->rm(), **impostor,
                              {"resource-manager", ""}, {.routing_id = "w1-impostor"});
   ASSERT_TRUE(dealer.ok());
   proto::RegisterNode take_over;
@@ -192,33 +196,27 @@ TEST(SecurityTest, AnUnknownKeyGetsNothingFromAnySocketAndEachServerLogsTheDrop)
   ASSERT_TRUE(error.ok()) << decoded->type();
   EXPECT_EQ(error->code, "forbidden");
   EXPECT_NE(error->message.find("worker w1 belongs to key"), std::string::npos) << error->message;
-  auto workers = cluster.Workers();
+  auto workers = cluster_->Workers();
   ASSERT_EQ(workers.size(), 1u) << workers.dump();
   EXPECT_EQ(workers.dump().find("elsewhere"), std::string::npos) << workers.dump();
 }
 
-TEST(SecurityTest, AKeyRemovedFromTheAllowListStopsWorkingAfterSighup) {
-  TempDir keys_dir;
-  ClusterOptions o;
-  o.workers = 1;
-  o.keys_dir = MakeKeys(keys_dir.path());
-  Cluster cluster(o);
-  ASSERT_TRUE(cluster.Start());
-  auto before = cluster.Ctl({"--key-name", "viewer", "workers"});
+TEST_F(SecureClusterTest, AKeyRemovedFromTheAllowListStopsWorkingAfterSighup) {
+  auto before = cluster_->Ctl({"--key-name", "viewer", "workers"});
   ASSERT_EQ(before.exit_code, 0) << before.Describe();
-  ASSERT_TRUE(fs::remove(fs::path(o.keys_dir) / "authorized" / "viewer.key"));
+  ASSERT_TRUE(fs::remove(fs::path(keys_) / "authorized" / "viewer.key"));
   // Without SIGHUP the running scheduler still lets it in.
-  auto unchanged = cluster.Ctl({"--key-name", "viewer", "workers"});
+  auto unchanged = cluster_->Ctl({"--key-name", "viewer", "workers"});
   EXPECT_EQ(unchanged.exit_code, 0) << unchanged.Describe();
-  cluster.process("scheduler")->Signal(SIGHUP);
+  cluster_->process("scheduler")->Signal(SIGHUP);
   ASSERT_TRUE(WaitFor(
-      [&] { return SchedulerLog(cluster).find("reloaded: 5 keys") != std::string::npos; }, 5s))
-      << SchedulerLog(cluster);
-  auto after = cluster.Ctl({"--key-name", "viewer", "--timeout-ms", "1500", "workers"});
+      [&] { return SchedulerLog(*cluster_).find("reloaded: 5 keys") != std::string::npos; }, 5s))
+      << SchedulerLog(*cluster_);
+  auto after = cluster_->Ctl({"--key-name", "viewer", "--timeout-ms", "1500", "workers"});
   EXPECT_EQ(after.exit_code, 3) << after.Describe();
-  EXPECT_NE(SchedulerLog(cluster).find("is not in the allow-list"), std::string::npos);
+  EXPECT_NE(SchedulerLog(*cluster_).find("is not in the allow-list"), std::string::npos);
   // The others still work: the scheduler kept running and serving.
-  auto op = cluster.Ctl({"workers"});
+  auto op = cluster_->Ctl({"workers"});
   EXPECT_EQ(op.exit_code, 0) << op.Describe();
 }
 
