@@ -24,9 +24,8 @@ constexpr double kNotNowRetryS = 1.0;
 
 Result<ExternalOptions> ExternalOptions::Parse(const json& params) {
   SearcherParams p(params, "external");
-  if (Status s = p.OnlyKnown(
-          {"endpoint", "command", "server_key", "timeout_s", "backoff_initial_s", "backoff_max_s",
-           "options"});
+  if (Status s = p.OnlyKnown({"endpoint", "command", "server_key", "timeout_s", "backoff_initial_s",
+                              "backoff_max_s", "options"});
       !s.ok()) {
     return s;
   }
@@ -36,8 +35,8 @@ Result<ExternalOptions> ExternalOptions::Parse(const json& params) {
   auto timeout = p.Number("timeout_s", o.timeout_s, 0, /*exclusive=*/true);
   auto initial = p.Number("backoff_initial_s", o.backoff_initial_s, 0, /*exclusive=*/true);
   auto max = p.Number("backoff_max_s", o.backoff_max_s, 0, /*exclusive=*/true);
-  for (const Status& s : {endpoint.status(), server_key.status(), timeout.status(),
-                          initial.status(), max.status()}) {
+  for (const Status& s :
+       {endpoint.status(), server_key.status(), timeout.status(), initial.status(), max.status()}) {
     if (!s.ok()) return s;
   }
   if (auto it = params.find("command"); it != params.end()) {

@@ -54,9 +54,9 @@ struct ExternalOptions {
   /// The searcher's CURVE public key on a tcp:// endpoint: 40 Z85 characters or a public key
   /// file's path (relative to the experiment file's folder); "" = <keys-dir>/searcher.key.
   std::string server_key;
-  double timeout_s = 10;             // a request unanswered this long: the remote is unavailable
-  double backoff_initial_s = 0.5;    // first retry after a failure, seconds
-  double backoff_max_s = 30;         // the backoff doubles up to this
+  double timeout_s = 10;           // a request unanswered this long: the remote is unavailable
+  double backoff_initial_s = 0.5;  // first retry after a failure, seconds
+  double backoff_max_s = 30;       // the backoff doubles up to this
   nlohmann::json options = nlohmann::json::object();  // sent as is in `hello`
 
   /// Errors: InvalidArgument "<key>: ..." (endpoint missing without a command, not a ZeroMQ

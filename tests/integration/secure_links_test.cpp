@@ -65,13 +65,12 @@ class SecureLinksTest : public ::testing::Test {
 
   // Starts tunebus_searcher.py serving CURVE on a loopback port with keypair `key_name`.
   ::testing::AssertionResult StartSearcher(const std::string& key_name) {
-    Process::Options o{
-        .name = "searcher-" + key_name,
-        .binary = kPython,
-        .args = {(SourceDir() / "clients/python/tunebus_searcher.py").string(), "--sampler",
-                 "random", "--seed", "1", "--endpoint", kAnyLoopback},
-        .env = {{"TUNEBUS_KEYS_DIR", keys_}, {"TUNEBUS_KEY_NAME", key_name}},
-        .log_dir = cluster_->dir() / "logs"};
+    Process::Options o{.name = "searcher-" + key_name,
+                       .binary = kPython,
+                       .args = {(SourceDir() / "clients/python/tunebus_searcher.py").string(),
+                                "--sampler", "random", "--seed", "1", "--endpoint", kAnyLoopback},
+                       .env = {{"TUNEBUS_KEYS_DIR", keys_}, {"TUNEBUS_KEY_NAME", key_name}},
+                       .log_dir = cluster_->dir() / "logs"};
     Ready ready;
     auto r = SpawnReady(o, cluster_->dir() / "ready" / (o.name + ".json"), searcher_, ready, 60s);
     if (r) endpoint_ = ready.endpoint("endpoint");
@@ -187,8 +186,7 @@ TEST_F(SecureLinksTest, SearcherKeyWithAnotherRoleIsRefused) {
   const size_t at = text.find("public-key = \"");
   ASSERT_NE(at, std::string::npos) << text;
   const std::string z85 = text.substr(at + 14, 40);
-  const std::string journal =
-      SubmitDetached(*cluster_, WriteExperiment("viewer", z85), "viewer");
+  const std::string journal = SubmitDetached(*cluster_, WriteExperiment("viewer", z85), "viewer");
   ASSERT_FALSE(journal.empty());
   const std::string error = WaitRefused("has role viewer");
   ASSERT_FALSE(error.empty()) << Summary().dump() << cluster_->LogTails();

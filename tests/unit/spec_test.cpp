@@ -765,10 +765,10 @@ TEST(ExperimentSpecTest, BadServerKeysNameTheField) {
   ExpectInvalid(std::string(kMinimal) + "driver:\n  endpoint: tcp://h:1\n  server_key: ''\n",
                 "exp.yaml:5: driver.server_key: must be the driver's CURVE public key (40 Z85 "
                 "characters) or the path of its public key file, got an empty string");
-  ExpectInvalid(std::string(kMinimal) +
-                    "driver:\n  endpoint: ipc:///tmp/d\n  server_key: driver.key\n",
-                "exp.yaml:5: driver.server_key: only a tcp:// endpoint uses CURVE; the driver at "
-                "ipc:///tmp/d is reached without it (leave server_key out)");
+  ExpectInvalid(
+      std::string(kMinimal) + "driver:\n  endpoint: ipc:///tmp/d\n  server_key: driver.key\n",
+      "exp.yaml:5: driver.server_key: only a tcp:// endpoint uses CURVE; the driver at "
+      "ipc:///tmp/d is reached without it (leave server_key out)");
   const std::string base = std::string(kMinimal) +
                            "param_space:\n"
                            "  lr: {loguniform: [0.0001, 0.1]}\n"
