@@ -737,15 +737,11 @@ TEST(ExperimentSpecTest, ServerKeysOfTheSearcherAndTheDriverAreRead) {
   // as Z85 or a key file's path (made absolute against the file's folder by the scheduler).
   const std::string z85 = "rq:rM>}U?@Lns47E1%kR.o@n%FcmmsL/@{H8]yf7";
   Result<ExperimentSpec> spec = Parse(std::string(kMinimal) +
-                                      "metric: loss
-mode: min
-"
+                                      "metric: loss\nmode: min\n"
                                       "search: {type: external, endpoint: 'tcp://h:5600', "
-                                      "server_key: 'keys/searcher.key'}
-"
+                                      "server_key: 'keys/searcher.key'}\n"
                                       "driver: {endpoint: 'tcp://h:5700', server_key: '" +
-                                      z85 + "'}
-");
+                                      z85 + "'}\n");
   ASSERT_TRUE(spec.ok()) << spec.status().ToString();
   auto options = ExternalOptions::Parse(spec->search_config);
   ASSERT_TRUE(options.ok()) << options.status().ToString();
@@ -753,8 +749,7 @@ mode: min
   EXPECT_EQ(options->Target().server_key, "keys/searcher.key");
   EXPECT_EQ(spec->driver->server_key, z85);
   // Absent: the scheduler's default key files (<keys-dir>/searcher.key, driver.key).
-  spec = Parse(std::string(kMinimal) + "driver: {endpoint: 'tcp://h:5700'}
-");
+  spec = Parse(std::string(kMinimal) + "driver: {endpoint: 'tcp://h:5700'}\n");
   ASSERT_TRUE(spec.ok()) << spec.status().ToString();
   EXPECT_EQ(spec->driver->server_key, "");
 }
