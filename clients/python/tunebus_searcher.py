@@ -24,6 +24,13 @@ else tcp://127.0.0.1:5600. With $TUNEBUS_SEARCHER_PARENT_PID set (the scheduler 
 it exits once that process is no longer its parent: a scheduler that was SIGKILLed leaves no
 searcher behind (the scheduler also asks the kernel for SIGTERM then, PR_SET_PDEATHSIG).
 
+With $TUNEBUS_KEYS_DIR set, a tcp:// endpoint is a CURVE server (docs/security.md): it serves
+with the keypair <keys-dir>/<--key-name>.key_secret (default $TUNEBUS_KEY_NAME, else "searcher",
+the key the scheduler expects at <keys-dir>/searcher.key unless the experiment's
+`search.server_key` names another) and accepts only the scheduler's key <keys-dir>/scheduler.key.
+Make the keypair with `tunectl keygen searcher --role searcher --authorize` (the scheduler talks
+only to a searcher whose key its allow-list holds with role searcher).
+
 Samplers (Optuna 3.1): tpe (TPESampler), cmaes (CmaEsSampler), qmc (QMCSampler), nsga2
 (NSGAIISampler), random (RandomSampler). Keyword arguments for the sampler's constructor come
 from --sampler-option KEY=JSON (repeatable) and from the experiment's `search.options` map (which
@@ -47,6 +54,7 @@ import warnings
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))  # the tunebus package beside it
 from tunebus import _router  # noqa: E402  (the ROUTER loop and typed errors, PROTOCOL.md section 1)
+from tunebus._errors import TuneError  # noqa: E402
 from tunebus._router import ProtocolError  # noqa: E402
 
 DEFAULT_ENDPOINT = "tcp://127.0.0.1:5600"
@@ -307,17 +315,18 @@ def parent_gone(parent_pid):
     return lambda: os.getppid() != parent_pid
 
 
-def serve(searcher, endpoint, stop, ready_file=None):
+def serve(searcher, endpoint, stop, ready_file=None, key_name="searcher"):
     """Answers requests on a ROUTER bound at `endpoint` until stop() is true (checked at least
     every 200 ms); once bound, writes the bound endpoint (a wildcard port resolved) to
-    `ready_file` if given."""
+    `ready_file` if given. Under $TUNEBUS_KEYS_DIR a tcp:// endpoint serves CURVE with keypair
+    `key_name`."""
 
     def on_bound(bound):
         LOG.info("serving %s on %s", searcher.sampler_name, bound)
         if ready_file:
             write_ready_file(ready_file, bound)
 
-    _router.serve(searcher.handle, endpoint, stop, on_bound)
+    _router.serve(searcher.handle, endpoint, stop, on_bound, key_name)
 
 
 def parse_option(text):
@@ -347,6 +356,12 @@ def main(argv=None):
         default=[],
         metavar="KEY=JSON",
         help="a keyword argument of the sampler, e.g. n_startup_trials=5 (repeatable)",
+    )
+    parser.add_argument(
+        "--key-name",
+        default=os.environ.get("TUNEBUS_KEY_NAME") or "searcher",
+        help="with $TUNEBUS_KEYS_DIR: serve a tcp:// endpoint with CURVE keypair "
+        "<keys-dir>/NAME.key_secret (default: $TUNEBUS_KEY_NAME, else searcher)",
     )
     parser.add_argument("--log-level", default="info", choices=["debug", "info", "warning"])
     parser.add_argument(
@@ -379,7 +394,12 @@ def main(argv=None):
     if orphaned():
         LOG.warning("the scheduler (pid %d) that started this searcher is gone", parent_pid)
         return 0
-    serve(searcher, endpoint, lambda: bool(stopping) or orphaned(), args.ready_file)
+    try:
+        serve(searcher, endpoint, lambda: bool(stopping) or orphaned(), args.ready_file,
+              args.key_name)
+    except TuneError as e:
+        LOG.error("cannot serve %s: %s", endpoint, e.message)
+        return 2
     if orphaned():
         LOG.warning("the scheduler (pid %d) that started this searcher is gone: exiting", parent_pid)
     return 0

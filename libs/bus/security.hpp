@@ -83,6 +83,8 @@ class Security {
   /// This process's key (empty without keys).
   const CurveKeyFile& own_key() const { return own_; }
   const std::string& authorized_dir() const { return authorized_dir_; }
+  /// The keys folder (--keys-dir); "" without keys.
+  const std::string& keys_dir() const { return options_.keys_dir; }
 
   /// Makes `socket`, about to bind `endpoint`, a CURVE server of `domain` (starting this
   /// context's ZAP handler first), or checks that a plaintext bind is allowed. Errors:

@@ -44,7 +44,10 @@ struct StopSpec {
 /// The `driver:` section: the Python driver that runs Ray Tune's driver-side callables
 /// (stoppers, PBT mutation functions) over the driver link, proto/PROTOCOL.md section 7b.
 struct DriverSpec {
-  std::string endpoint;   // the driver's ROUTER (required): tcp://host:port, ipc://path
+  std::string endpoint;  // the driver's ROUTER (required): tcp://host:port, ipc://path
+  /// The driver's CURVE public key on a tcp:// endpoint: 40 Z85 characters or a public key
+  /// file's path (relative to the experiment file's folder); "" = <keys-dir>/driver.key.
+  std::string server_key;
   bool on_result = true;  // send every result to the driver before deciding
   double timeout_s = 10;  // per request; then unavailable, retried with backoff
 };

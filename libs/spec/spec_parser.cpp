@@ -44,7 +44,8 @@ const std::vector<std::string_view> kTopFields = {"name",
                                                   "report_timeout_s",
                                                   "driver",
                                                   "working_dir"};
-const std::vector<std::string_view> kDriverFields = {"endpoint", "on_result", "timeout_s"};
+const std::vector<std::string_view> kDriverFields = {"endpoint", "server_key", "on_result",
+                                                     "timeout_s"};
 
 }  // namespace
 
@@ -317,6 +318,10 @@ Status SpecParser::ParseDriver(const YAML::Node& value) {
       }
       d.endpoint = *endpoint;
       has_endpoint = true;
+    } else if (e.key == "server_key") {
+      Result<std::string> key = r_.String(e.value, field);  // refuses "" itself
+      if (!key.ok()) return key.status();
+      d.server_key = *key;
     } else if (e.key == "on_result") {
       Result<bool> b = r_.Bool(e.value, field);
       if (!b.ok()) return b.status();
@@ -333,6 +338,12 @@ Status SpecParser::ParseDriver(const YAML::Node& value) {
   if (!has_endpoint) {
     return r_.Error(value, "driver.endpoint",
                     "required: the driver's ROUTER, e.g. tcp://127.0.0.1:5700");
+  }
+  if (!d.server_key.empty() && !d.endpoint.starts_with("tcp://")) {
+    return r_.Error(value["server_key"], "driver.server_key",
+                    fmt::format("only a tcp:// endpoint uses CURVE; the driver at {} is reached "
+                                "without it (leave server_key out)",
+                                d.endpoint));
   }
   spec_.driver = std::move(d);
   return Status::Ok();

@@ -24,17 +24,19 @@ constexpr double kNotNowRetryS = 1.0;
 
 Result<ExternalOptions> ExternalOptions::Parse(const json& params) {
   SearcherParams p(params, "external");
-  if (Status s = p.OnlyKnown(
-          {"endpoint", "command", "timeout_s", "backoff_initial_s", "backoff_max_s", "options"});
+  if (Status s = p.OnlyKnown({"endpoint", "command", "server_key", "timeout_s", "backoff_initial_s",
+                              "backoff_max_s", "options"});
       !s.ok()) {
     return s;
   }
   ExternalOptions o;
   auto endpoint = p.String("endpoint", "");
+  auto server_key = p.String("server_key", "");
   auto timeout = p.Number("timeout_s", o.timeout_s, 0, /*exclusive=*/true);
   auto initial = p.Number("backoff_initial_s", o.backoff_initial_s, 0, /*exclusive=*/true);
   auto max = p.Number("backoff_max_s", o.backoff_max_s, 0, /*exclusive=*/true);
-  for (const Status& s : {endpoint.status(), timeout.status(), initial.status(), max.status()}) {
+  for (const Status& s :
+       {endpoint.status(), server_key.status(), timeout.status(), initial.status(), max.status()}) {
     if (!s.ok()) return s;
   }
   if (auto it = params.find("command"); it != params.end()) {
@@ -80,6 +82,21 @@ Result<ExternalOptions> ExternalOptions::Parse(const json& params) {
                                   *endpoint));
     }
   }
+  if (params.contains("server_key")) {
+    if (server_key->empty()) {
+      return SearcherParams::Error(
+          "server_key",
+          "must be the searcher's CURVE public key (40 Z85 characters) or the path of its public "
+          "key file (tunectl keygen NAME --role searcher), got an empty string");
+    }
+    if (endpoint->rfind("tcp://", 0) != 0) {
+      return SearcherParams::Error(
+          "server_key",
+          fmt::format("only a tcp:// endpoint uses CURVE; the searcher at {} is reached without "
+                      "it (leave server_key out)",
+                      endpoint->empty() ? "the ipc:// endpoint the scheduler picks" : *endpoint));
+    }
+  }
   if (*max < *initial) {
     return SearcherParams::Error(
         "backoff_max_s", fmt::format("must be >= backoff_initial_s ({}), got {}", *initial, *max));
@@ -92,6 +109,7 @@ Result<ExternalOptions> ExternalOptions::Parse(const json& params) {
     o.options = *it;
   }
   o.endpoint = *endpoint;
+  o.server_key = *server_key;
   o.timeout_s = *timeout;
   o.backoff_initial_s = *initial;
   o.backoff_max_s = *max;
@@ -101,6 +119,7 @@ Result<ExternalOptions> ExternalOptions::Parse(const json& params) {
 SearcherTarget ExternalOptions::Target() const {
   return {.endpoint = endpoint,
           .command = command,
+          .server_key = server_key,
           .backoff_initial_s = backoff_initial_s,
           .backoff_max_s = backoff_max_s};
 }

@@ -51,17 +51,21 @@ namespace tunebus {
 struct ExternalOptions {
   std::string endpoint;  // tcp://host:port, ipc://path or inproc://name; "" with command
   std::vector<std::string> command;  // the searcher the scheduler starts; empty: started by others
-  double timeout_s = 10;             // a request unanswered this long: the remote is unavailable
-  double backoff_initial_s = 0.5;    // first retry after a failure, seconds
-  double backoff_max_s = 30;         // the backoff doubles up to this
+  /// The searcher's CURVE public key on a tcp:// endpoint: 40 Z85 characters or a public key
+  /// file's path (relative to the experiment file's folder); "" = <keys-dir>/searcher.key.
+  std::string server_key;
+  double timeout_s = 10;           // a request unanswered this long: the remote is unavailable
+  double backoff_initial_s = 0.5;  // first retry after a failure, seconds
+  double backoff_max_s = 30;       // the backoff doubles up to this
   nlohmann::json options = nlohmann::json::object();  // sent as is in `hello`
 
   /// Errors: InvalidArgument "<key>: ..." (endpoint missing without a command, not a ZeroMQ
-  /// endpoint, a tcp port `*`, inproc:// with a command; "command" not a non-empty list of
+  /// endpoint, a tcp port `*`, inproc:// with a command; "server_key" empty or given for an
+  /// endpoint that is not tcp://; "command" not a non-empty list of
   /// strings or "command[i]" not a string; a number out of range, backoff_max_s <
   /// backoff_initial_s, options not a map, an unknown key).
   static Result<ExternalOptions> Parse(const nlohmann::json& params);
-  /// What the link factory gets: endpoint, command and the backoff.
+  /// What the link factory gets: endpoint, command, server key and the backoff.
   SearcherTarget Target() const;
 };
 

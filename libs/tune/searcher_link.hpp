@@ -46,13 +46,20 @@ struct SearcherTarget {
   /// started (and restarted after `backoff_initial_s` doubling to `backoff_max_s`) by the link's
   /// maker in the experiment file's folder.
   std::vector<std::string> command;
+  /// The searcher's CURVE public key, as the experiment file gives it: 40 Z85 characters or the
+  /// path of a public key file; "" = <keys-dir>/searcher.key. Used only on a tcp:// endpoint
+  /// when the scheduler has keys.
+  std::string server_key;
   double backoff_initial_s = 0.5;
   double backoff_max_s = 30;
 };
 
-/// Builds the link to the process at `endpoint` ("tcp://host:port", "ipc://path"): the
-/// scheduler's ZeroMQ links (to a searcher, to a driver).
-using SearcherLinkFactory = std::function<std::unique_ptr<SearcherLink>(const std::string&)>;
+/// Builds the link to the process at `endpoint` ("tcp://host:port", "ipc://path") whose CURVE
+/// public key is `server_key` (40 Z85 characters, or an absolute key file path; "" = the
+/// default key file of the link's peer): the scheduler's ZeroMQ links (to a searcher, to a
+/// driver).
+using SearcherLinkFactory = std::function<std::unique_ptr<SearcherLink>(
+    const std::string& endpoint, const std::string& server_key)>;
 
 /// Builds the link to the searcher of `target` (`search: {type: external}`), starting its
 /// process when `target.command` is given. The scheduler provides one; without it (a spec check,

@@ -6,6 +6,7 @@
 #include <filesystem>
 #include <random>
 
+#include "libs/bus/curve_keys.hpp"
 #include "libs/journal/records.hpp"
 #include "libs/journal/snapshot.hpp"
 #include "libs/tune/make_searcher.hpp"
@@ -29,6 +30,14 @@ double ElapsedToLastResult(const std::vector<Trial>& trials, double submitted_at
       last = std::max(last, t.LastResult().value("timestamp", 0.0));
   }
   return last - submitted_at_s;
+}
+
+// An experiment file's server_key as the link takes it: a Z85 key or "" as is, a key file's
+// path made absolute against the file's folder `base_dir` (docs/search.md).
+std::string KeyRelativeTo(const std::string& server_key, const std::string& base_dir) {
+  if (server_key.empty() || bus::IsZ85Key(server_key) || base_dir.empty()) return server_key;
+  const fs::path path(server_key);
+  return path.is_absolute() ? server_key : (fs::path(base_dir) / path).string();
 }
 
 }  // namespace
@@ -99,7 +108,8 @@ void Experiment::MarkEnded() {
 }
 
 Result<std::unique_ptr<SearcherLink>> Experiment::LinkSearcher(const SearcherTarget& target) {
-  if (target.command.empty()) return ctx_->connect_searcher(target.endpoint);
+  const std::string server_key = KeyRelativeTo(target.server_key, identity_.base_dir);
+  if (target.command.empty()) return ctx_->connect_searcher(target.endpoint, server_key);
   SearcherProcess::Options o{.command = target.command,
                              .endpoint = target.endpoint,
                              .working_dir = identity_.base_dir,
@@ -108,7 +118,7 @@ Result<std::unique_ptr<SearcherLink>> Experiment::LinkSearcher(const SearcherTar
                              .backoff_max_s = target.backoff_max_s};
   auto process = SearcherProcess::Create(ctx_->loop, std::move(o));
   if (!process.ok()) return process.status();
-  std::unique_ptr<SearcherLink> link = ctx_->connect_searcher((*process)->endpoint());
+  std::unique_ptr<SearcherLink> link = ctx_->connect_searcher((*process)->endpoint(), server_key);
   searcher_process_ = std::move(*process);
   return std::unique_ptr<SearcherLink>(
       new SpawnedSearcherLink(std::move(link), *searcher_process_));
@@ -200,8 +210,10 @@ Status Experiment::Build() {
     d.endpoint = spec_.driver->endpoint;
     d.on_result = spec_.driver->on_result;
     d.timeout_s = spec_.driver->timeout_s;
-    driver_ = std::make_unique<DriverLink>(d, journal_name_, spec_.metric, spec_.mode,
-                                           setup.session_nonce, ctx_->connect_driver(d.endpoint));
+    driver_ = std::make_unique<DriverLink>(
+        d, journal_name_, spec_.metric, spec_.mode, setup.session_nonce,
+        ctx_->connect_driver(d.endpoint,
+                             KeyRelativeTo(spec_.driver->server_key, identity_.base_dir)));
     driver_->SetAnswerCallback(
         [this](const std::string& trial_id, int64_t attempt, int64_t seq, DriverAnswer answer) {
           runner_->OnDriverAnswer(trial_id, attempt, seq, answer);

@@ -93,8 +93,10 @@ Status Scheduler::Init() {
   experiment_context_.reset(new ExperimentContext{
       loop_, *rm_, *store_, *outbox_, *publisher_, clock_,
       [this](const std::string& worker) { return worker_registry_.IsRegistered(worker); },
-      ZmqSearcherLink::Factory(loop_, ctx_, options_.security, "searcher"),
-      ZmqSearcherLink::Factory(loop_, ctx_, options_.security, "driver")});
+      ZmqSearcherLink::Factory(loop_, ctx_, options_.security, "searcher",
+                               ZmqSearcherLink::kSearcherRoles),
+      ZmqSearcherLink::Factory(loop_, ctx_, options_.security, "driver",
+                               ZmqSearcherLink::kDriverRoles)});
   next_state_file_ = clock_.Now();
   return Status::Ok();
 }

@@ -41,8 +41,8 @@ Result<json> ToJson(const proto::Decoded& decoded) {
 // it is down a request fails at once (backoff) instead of waiting in the socket to reach a
 // restarted searcher as a stale session. Errors: Unavailable; Security::SecureConnect's.
 Result<zmq::socket_t> ConnectDealer(zmq::context_t& ctx, const std::string& endpoint,
-                                    const bus::Security& security, const std::string& peer) {
-  return bus::Connect(ctx, zmq::socket_type::dealer, endpoint, security, bus::ServerKey{peer, ""},
+                                    const bus::Security& security, const bus::ServerKey& peer) {
+  return bus::Connect(ctx, zmq::socket_type::dealer, endpoint, security, peer,
                       {.backoff = bus::ReconnectBackoff{100, 1000}, .immediate = true});
 }
 
@@ -71,19 +71,62 @@ namespace tunebus {
 
 ZmqSearcherLink::ZmqSearcherLink(bus::EventLoop& loop, zmq::context_t& ctx,
                                  std::shared_ptr<const bus::Security> security,
-                                 std::string endpoint, std::string peer)
+                                 std::string endpoint, std::string server_key, std::string peer,
+                                 bus::RoleSet roles)
     : loop_(loop),
       ctx_(ctx),
       security_(std::move(security)),
       endpoint_(std::move(endpoint)),
-      peer_(std::move(peer)) {}
+      server_key_(std::move(server_key)),
+      peer_(std::move(peer)),
+      roles_(roles) {}
 
 SearcherLinkFactory ZmqSearcherLink::Factory(bus::EventLoop& loop, zmq::context_t& ctx,
                                              std::shared_ptr<const bus::Security> security,
-                                             std::string peer) {
-  return [&loop, &ctx, security, peer](const std::string& endpoint) {
-    return std::unique_ptr<SearcherLink>(new ZmqSearcherLink(loop, ctx, security, endpoint, peer));
+                                             std::string peer, bus::RoleSet roles) {
+  return [&loop, &ctx, security, peer, roles](const std::string& endpoint,
+                                              const std::string& server_key) {
+    return std::unique_ptr<SearcherLink>(
+        new ZmqSearcherLink(loop, ctx, security, endpoint, server_key, peer, roles));
   };
+}
+
+Result<std::string> ZmqSearcherLink::AllowedPeerKey() const {
+  if (!security_->curve() || endpoint_.rfind("tcp://", 0) != 0) return std::string();
+  std::string key = server_key_;
+  std::string source = "server_key";
+  if (!bus::IsZ85Key(key)) {
+    const std::string file =
+        key.empty() ? bus::KeyPathsOf(security_->keys_dir(), peer_).public_file : key;
+    auto read = bus::ReadCurveKeyFile(file);
+    if (!read.ok()) {
+      return Status::FailedPrecondition(
+          key.empty()
+              ? fmt::format("the {} at {} needs its CURVE public key: {}; copy the {}'s public "
+                            "key file there, or name it with server_key in the experiment file",
+                            peer_, endpoint_, read.status().message(), peer_)
+              : fmt::format("the {}'s server_key '{}' is neither a CURVE public key (40 Z85 "
+                            "characters) nor a readable key file: {}",
+                            peer_, key, read.status().message()));
+    }
+    key = read->public_key;
+    source = file;
+  }
+  bus::AllowedKey entry;
+  if (!security_->Find(key, entry)) {
+    return Status::Forbidden(fmt::format(
+        "refusing to connect to the {} at {}: its key {}… ({}) is not in the scheduler's "
+        "allow-list {}; a {} needs a key with role {} there (tunectl keygen NAME --role {} "
+        "--authorize, or copy its .key file there, then SIGHUP the scheduler)",
+        peer_, endpoint_, key.substr(0, 8), source, security_->authorized_dir(), peer_,
+        roles_.ToString(), peer_ == "driver" ? "operator" : "searcher"));
+  }
+  if (!roles_.Contains(entry.role)) {
+    return Status::Forbidden(fmt::format(
+        "refusing to connect to the {} at {}: its key {} has role {}; a {} needs role {}", peer_,
+        endpoint_, entry.name, bus::RoleName(entry.role), peer_, roles_.ToString()));
+  }
+  return key;
 }
 
 ZmqSearcherLink::~ZmqSearcherLink() {
@@ -92,8 +135,15 @@ ZmqSearcherLink::~ZmqSearcherLink() {
 }
 
 void ZmqSearcherLink::Request(json request, double timeout_s, ReplyCallback done) {
+  auto key = AllowedPeerKey();
+  if (!key.ok()) {
+    spdlog::warn("Not sending {} to the {} at {} because {}", request.value("type", ""), peer_,
+                 endpoint_, key.status().ToString());
+    After(0, [done = std::move(done), status = key.status()] { done(status); });
+    return;
+  }
   if (!client_) {
-    auto socket = ConnectDealer(ctx_, endpoint_, *security_, peer_);
+    auto socket = ConnectDealer(ctx_, endpoint_, *security_, bus::ServerKey{peer_, *key});
     if (!socket.ok()) {
       After(timeout_s, [done = std::move(done), status = socket.status()] { done(status); });
       return;

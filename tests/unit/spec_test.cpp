@@ -7,6 +7,7 @@
 #include <string>
 
 #include "libs/spec/experiment_spec.hpp"
+#include "libs/tune/external_searcher.hpp"
 #include "libs/tune/variant_generator.hpp"
 
 namespace tunebus {
@@ -604,7 +605,7 @@ TEST(ExperimentSpecTest, SearchErrorsNameTheFieldAndItsLine) {
                     "  endpoint: tcp://127.0.0.1:5600\n"
                     "  sampler: cmaes\n",
                 "exp.yaml:11: search.sampler: unknown parameter of external (known: endpoint, "
-                "command, timeout_s, backoff_initial_s, backoff_max_s, options)");
+                "command, server_key, timeout_s, backoff_initial_s, backoff_max_s, options)");
 }
 
 TEST(ExperimentSpecTest, ExternalSearcherCommandIsCheckedWithItsLine) {
@@ -731,6 +732,56 @@ TEST(ExperimentSpecTest, DriverSectionIsParsed) {
   EXPECT_FALSE(Parse(kMinimal)->driver.has_value());
 }
 
+TEST(ExperimentSpecTest, ServerKeysOfTheSearcherAndTheDriverAreRead) {
+  // server_key: the CURVE public key the scheduler expects of a searcher or driver on tcp://,
+  // as Z85 or a key file's path (made absolute against the file's folder by the scheduler).
+  const std::string z85 = "rq:rM>}U?@Lns47E1%kR.o@n%FcmmsL/@{H8]yf7";
+  Result<ExperimentSpec> spec = Parse(std::string(kMinimal) +
+                                      "metric: loss\nmode: min\n"
+                                      "search: {type: external, endpoint: 'tcp://h:5600', "
+                                      "server_key: 'keys/searcher.key'}\n"
+                                      "driver: {endpoint: 'tcp://h:5700', server_key: '" +
+                                      z85 + "'}\n");
+  ASSERT_TRUE(spec.ok()) << spec.status().ToString();
+  auto options = ExternalOptions::Parse(spec->search_config);
+  ASSERT_TRUE(options.ok()) << options.status().ToString();
+  EXPECT_EQ(options->server_key, "keys/searcher.key");
+  EXPECT_EQ(options->Target().server_key, "keys/searcher.key");
+  EXPECT_EQ(spec->driver->server_key, z85);
+  // Absent: the scheduler's default key files (<keys-dir>/searcher.key, driver.key).
+  spec = Parse(std::string(kMinimal) + "driver: {endpoint: 'tcp://h:5700'}\n");
+  ASSERT_TRUE(spec.ok()) << spec.status().ToString();
+  EXPECT_EQ(spec->driver->server_key, "");
+}
+
+TEST(ExperimentSpecTest, BadServerKeysNameTheField) {
+  // An empty key, or a key for an endpoint that never uses CURVE (ipc://, a spawned searcher's
+  // endpoint), is an error on the key's line.
+  ExpectInvalid(std::string(kMinimal) + "driver:\n  endpoint: tcp://h:1\n  server_key: ''\n",
+                "exp.yaml:5: driver.server_key: expected a non-empty string, got ''");
+  ExpectInvalid(
+      std::string(kMinimal) + "driver:\n  endpoint: ipc:///tmp/d\n  server_key: driver.key\n",
+      "exp.yaml:5: driver.server_key: only a tcp:// endpoint uses CURVE; the driver at "
+      "ipc:///tmp/d is reached without it (leave server_key out)");
+  const std::string base = std::string(kMinimal) +
+                           "param_space:\n"
+                           "  lr: {loguniform: [0.0001, 0.1]}\n"
+                           "metric: acc\n"
+                           "mode: max\n"
+                           "search:\n"
+                           "  type: external\n";
+  ExpectInvalid(base + "  endpoint: tcp://h:5600\n  server_key: 3\n",
+                "exp.yaml:10: search.server_key: must be a string, got 3");
+  ExpectInvalid(base + "  endpoint: tcp://h:5600\n  server_key: ''\n",
+                "exp.yaml:10: search.server_key: must be the searcher's CURVE public key (40 Z85 "
+                "characters) or the path of its public key file (tunectl keygen NAME --role "
+                "searcher), got an empty string");
+  ExpectInvalid(base + "  command: [python3, s.py]\n  server_key: searcher.key\n",
+                "exp.yaml:10: search.server_key: only a tcp:// endpoint uses CURVE; the searcher "
+                "at the ipc:// endpoint the scheduler picks is reached without it (leave "
+                "server_key out)");
+}
+
 TEST(ExperimentSpecTest, BadDriverSectionsNameTheField) {
   ExpectInvalid(std::string(kMinimal) + "driver:\n  on_result: true\n",
                 "exp.yaml:4: driver.endpoint: required: the driver's ROUTER, e.g. "
@@ -744,7 +795,7 @@ TEST(ExperimentSpecTest, BadDriverSectionsNameTheField) {
                 "exp.yaml:5: driver.on_result: expected true or false, got '3'");
   ExpectInvalid(std::string(kMinimal) + "driver:\n  endpoint: tcp://h:1\n  stopper: x\n",
                 "exp.yaml:5: driver: unknown field 'stopper'; expected one of endpoint, "
-                "on_result, timeout_s");
+                "server_key, on_result, timeout_s");
   ExpectInvalid(std::string(kMinimal) + "driver: tcp://h:1\n",
                 "exp.yaml:3: driver: expected a map with 'endpoint' (the Python driver's "
                 "ROUTER), got 'tcp://h:1'");

@@ -17,14 +17,18 @@ fresh `fn()` for each PBT mutation key whose mutation is a function (written
 file, grid axes become `choice` dims (the driver picks them in grid order) and
 `num_samples` the whole count; a `sample_from` key is `{sample_from: driver}`.
 
-Both sockets are polled by one daemon thread until `close()`.
+Both sockets are polled by one daemon thread until `close()`. Against a connected suite with
+TUNEBUS_KEYS_DIR set they are CURVE servers with the user's keypair (tunebus._curve: TUNEBUS_KEY_NAME,
+else "tunectl") that accept only the scheduler's key, and the experiment names that public key as
+`driver.server_key` / `search.server_key`: the scheduler connects only to a driver whose key its
+allow-list holds with role operator.
 """
 
 import random
 import socket
 import threading
 
-from tunebus import _deps, _router, _space
+from tunebus import _curve, _deps, _router, _space
 from tunebus._router import ProtocolError
 
 
@@ -133,7 +137,9 @@ def searcher_space(space):
 class DriverLink:
     """The driver's ROUTER sockets for one experiment (see the module doc)."""
 
-    def __init__(self, exp, needs, param_space, host="127.0.0.1"):
+    def __init__(self, exp, needs, param_space, host="127.0.0.1", curve=True):
+        """`curve`: serve CURVE when TUNEBUS_KEYS_DIR is set (False for the embedded suite, which
+        runs without keys). TuneError when a key file is missing."""
         self.zmq = _deps.load("zmq")
         self.needs = needs
         self.param_space = param_space or {}
@@ -143,14 +149,23 @@ class DriverLink:
         self.generator = None
         self._sockets = []
         self.link_endpoint = self.search_endpoint = None
-        if needs.link:
-            sock, self.link_endpoint = _router.bind("tcp://%s:*" % host)
-            self._sockets.append((sock, self.handle_link))
-        if needs.sample_from:
-            self.generator = VariantGenerator(self.param_space, exp.get("num_samples", 1),
-                                              exp.get("seed"))
-            sock, self.search_endpoint = _router.bind("tcp://%s:*" % host)
-            self._sockets.append((sock, self.handle_search))
+        endpoint = "tcp://%s:*" % host
+        self.server_key = None
+        if curve and _curve.applies(endpoint):
+            self.server_key = _curve.public_key(_curve.key_name())
+        try:
+            if needs.link:
+                sock, self.link_endpoint = _router.bind(endpoint, curve=curve)
+                self._sockets.append((sock, self.handle_link))
+            if needs.sample_from:
+                self.generator = VariantGenerator(self.param_space, exp.get("num_samples", 1),
+                                                  exp.get("seed"))
+                sock, self.search_endpoint = _router.bind(endpoint, curve=curve)
+                self._sockets.append((sock, self.handle_search))
+        except Exception:
+            for sock, _ in self._sockets:
+                _router.close(sock)
+            raise
         self._stopping = False
         self._thread = threading.Thread(target=self._loop, name="tunebus-driver", daemon=True)
         self._thread.start()
@@ -160,10 +175,14 @@ class DriverLink:
         exp = dict(exp)
         if self.link_endpoint:
             exp["driver"] = {"endpoint": self.link_endpoint, "on_result": True}
+            if self.server_key:
+                exp["driver"]["server_key"] = self.server_key
         if self.search_endpoint:
             exp["param_space"] = searcher_space(self.param_space)
             exp["num_samples"] = self.generator.total
             exp["search"] = {"type": "external", "endpoint": self.search_endpoint}
+            if self.server_key:
+                exp["search"]["server_key"] = self.server_key
         return exp
 
     def _loop(self):
@@ -175,7 +194,7 @@ class DriverLink:
             for sock, _ in poller.poll(200):
                 _router.answer(sock, handlers[sock])
         for sock, _ in self._sockets:
-            sock.close()
+            _router.close(sock)
 
     def close(self):
         self._stopping = True

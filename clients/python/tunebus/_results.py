@@ -12,6 +12,7 @@ import math
 import os
 import subprocess
 
+from tunebus import _suite
 from tunebus._checkpoint import Checkpoint
 from tunebus._errors import TuneError
 
@@ -219,7 +220,8 @@ def tunectl_exporter(tunectl, endpoint, experiment):
         proc = subprocess.run(
             [tunectl, "--connect", endpoint, "checkpoint", "export", trial_id, "--checkpoint",
              checkpoint_id, "--to", target, "-e", experiment],
-            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+            env=_suite.tunectl_env(endpoint))
         if proc.returncode != 0:
             code = "unavailable" if proc.returncode == 3 else "not_found"
             raise TuneError(code, "cannot export checkpoint %s of trial %s from %s: %s"

@@ -1,6 +1,10 @@
 """A ROUTER socket answering msgpack requests (proto/PROTOCOL.md §1): the server side shared by
 the driver link, the driver's searcher (tunebus._driver) and clients/python/tunebus_searcher.py.
 
+With TUNEBUS_KEYS_DIR set, a tcp:// ROUTER is a CURVE server that accepts only the scheduler's
+key (tunebus._curve); `key_name` is the keypair it serves with (default: TUNEBUS_KEY_NAME, else
+"tunectl", the user's key).
+
 A handler maps a decoded request (a dict with `type`) to a reply dict; `ProtocolError(code,
 message)` becomes a typed `error` reply, any other exception an `internal` one; the server never
 dies on a bad message.
@@ -8,11 +12,12 @@ dies on a bad message.
 
 import logging
 
-from tunebus import _deps
+from tunebus import _curve, _deps
 
 PROTOCOL_VERSION = 1
 MAX_MESSAGE_BYTES = 32 << 20
 LOG = logging.getLogger("tunebus")
+_curve_sockets = set()  # id() of the open sockets bind() made CURVE servers
 
 
 class ProtocolError(Exception):
@@ -29,14 +34,30 @@ def error_reply(request_id, request_type, code, message):
             "message": message, "request_type": request_type}
 
 
-def bind(endpoint):
-    """A ROUTER bound at `endpoint`; returns (socket, bound endpoint with the port resolved)."""
+def bind(endpoint, key_name=None, curve=True):
+    """A ROUTER bound at `endpoint` (a CURVE server under keys with keypair `key_name`, see the
+    module doc; `curve` False: never, for a peer without keys such as the embedded suite); returns
+    (socket, bound endpoint with the port resolved). TuneError when a key file is missing."""
     zmq = _deps.load("zmq")
     sock = zmq.Context.instance().socket(zmq.ROUTER)
     sock.setsockopt(zmq.LINGER, 0)
     sock.setsockopt(zmq.MAXMSGSIZE, MAX_MESSAGE_BYTES)
-    sock.bind(endpoint)
+    try:
+        if curve and _curve.make_server(sock, endpoint, key_name or _curve.key_name()):
+            _curve_sockets.add(id(sock))
+        sock.bind(endpoint)
+    except Exception:
+        close(sock)
+        raise
     return sock, sock.getsockopt_string(zmq.LAST_ENDPOINT)
+
+
+def close(sock):
+    """Closes a socket bind() made (and, after the last CURVE one, the authenticator)."""
+    sock.close()
+    if id(sock) in _curve_sockets:
+        _curve_sockets.discard(id(sock))
+        _curve.server_closed()
 
 
 def answer(sock, handle):
@@ -65,11 +86,11 @@ def answer(sock, handle):
     sock.send_multipart(route + [msgpack.packb(reply, use_bin_type=True)])
 
 
-def serve(handle, endpoint, stop, on_bound=None):
-    """Answers requests on a ROUTER bound at `endpoint` until stop() is true; calls
-    on_bound(bound endpoint) once bound."""
+def serve(handle, endpoint, stop, on_bound=None, key_name=None):
+    """Answers requests on a ROUTER bound at `endpoint` (with keypair `key_name` under keys)
+    until stop() is true; calls on_bound(bound endpoint) once bound."""
     zmq = _deps.load("zmq")
-    sock, bound = bind(endpoint)
+    sock, bound = bind(endpoint, key_name)
     if on_bound:
         on_bound(bound)
     poller = zmq.Poller()
@@ -79,4 +100,4 @@ def serve(handle, endpoint, stop, on_bound=None):
             if poller.poll(200):
                 answer(sock, handle)
     finally:
-        sock.close()
+        close(sock)

@@ -8,7 +8,10 @@ Tune restores from its storage path; while another driver's suite holds that sto
 lock), this one uses a private temporary store and says so on stderr. It
 dies with the driver: atexit stops it (SIGTERM, then SIGKILL after 10 s), and the child asks
 the kernel for SIGTERM when the driver dies (prctl PR_SET_PDEATHSIG), so a SIGKILLed driver leaves nothing running. Connected: `tunebus.init(address=EP)` or the
-environment variable TUNEBUS_ADDRESS names a running scheduler's control endpoint.
+environment variable TUNEBUS_ADDRESS names a running scheduler's control endpoint; with
+TUNEBUS_KEYS_DIR set, its tcp:// sockets use CURVE (tunebus._curve) and the `tunectl` it runs
+finds the same keys in its environment. The embedded suite runs without keys: its `tunectl`
+processes get an environment without TUNEBUS_KEYS_DIR and the like.
 """
 
 import atexit
@@ -23,7 +26,7 @@ import tempfile
 import threading
 import time
 
-from tunebus import _deps
+from tunebus import _curve, _deps
 from tunebus._errors import TuneError
 
 PROTOCOL_VERSION = 1
@@ -93,7 +96,7 @@ class EmbeddedSuite:
                 [tunectl, "up", "--control", "tcp://127.0.0.1:*", "--events", "tcp://127.0.0.1:*",
                  "--ready-file", ready, "--data-dir", self.data_dir],
                 stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT,
-                preexec_fn=_set_pdeathsig)
+                env=_curve.without_keys(os.environ), preexec_fn=_set_pdeathsig)
         deadline = time.monotonic() + 60
         while not os.path.exists(ready):
             if self.process.poll() is not None or time.monotonic() > deadline:
@@ -119,6 +122,23 @@ class EmbeddedSuite:
                 self.process.kill()
                 self.process.wait()
         shutil.rmtree(self.folder, ignore_errors=True)
+
+
+def is_embedded(endpoint):
+    """True when `endpoint` is one of this process's embedded suite's."""
+    return _embedded is not None and endpoint in _embedded.endpoints.values()
+
+
+def secured(endpoint):
+    """True when a socket to `endpoint` uses CURVE: TUNEBUS_KEYS_DIR is set, it is tcp://, and
+    it is not the embedded suite's."""
+    return _curve.applies(endpoint) and not is_embedded(endpoint)
+
+
+def tunectl_env(endpoint):
+    """The environment of a `tunectl --connect endpoint` child: this one, without the key
+    variables for the embedded suite."""
+    return _curve.without_keys(os.environ) if is_embedded(endpoint) else dict(os.environ)
 
 
 def events_endpoint(control):
@@ -200,6 +220,8 @@ class ControlClient:
         sock = zmq.Context.instance().socket(zmq.DEALER)
         sock.setsockopt(zmq.LINGER, 0)
         try:
+            if secured(self.endpoint):
+                _curve.make_client(sock, self.endpoint)
             sock.connect(self.endpoint)
             request_id = self._next_id
             self._next_id += 1

@@ -29,7 +29,7 @@ import sys
 import tempfile
 import threading
 
-from tunebus import _deps, _space, _suite
+from tunebus import _curve, _deps, _space, _suite
 from tunebus._configs import CheckpointConfig, FailureConfig, RunConfig, TuneConfig
 from tunebus._errors import TuneError
 from tunebus._results import ResultGrid, tunectl_exporter
@@ -281,7 +281,8 @@ class Tuner:
         try:
             if needs.link or needs.sample_from:
                 host = "127.0.0.1" if embedded else _driver.local_address_for(endpoint)
-                link = _driver.DriverLink(exp, needs, self._param_space, host)
+                link = _driver.DriverLink(exp, needs, self._param_space, host,
+                                          curve=_suite.secured(endpoint))
                 links.append(link)
                 exp = link.amend(exp)
             path = stage(exp, self._trainable, exp["results_dir"])
@@ -328,6 +329,7 @@ class Tuner:
         out = None if verbose else subprocess.DEVNULL
         printer = ResultPrinter(_suite.events_endpoint(endpoint)) if verbose >= 2 else None
         proc = subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=out, stderr=subprocess.PIPE,
+                                env=_suite.tunectl_env(endpoint),
                                 preexec_fn=_suite.die_with_parent)
         tail = []
 
@@ -375,6 +377,13 @@ class ResultPrinter:
         sock = zmq.Context.instance().socket(zmq.SUB)
         sock.setsockopt(zmq.LINGER, 0)
         sock.setsockopt(zmq.SUBSCRIBE, b"trial")
+        try:
+            if _suite.secured(events_endpoint):
+                _curve.make_client(sock, events_endpoint)
+        except TuneError as e:
+            print("tunebus: no per-result lines: %s" % e.message, file=sys.stderr)
+            sock.close()
+            return
         sock.connect(events_endpoint)
         try:
             while not self._stopping:
