@@ -79,8 +79,8 @@ std::map<std::string, std::string> KeyMountsOf(const YAML::Node& compose, const 
     mounts[target.substr(6)] = host.substr(7);
   };
   for (const auto& secret : service["secrets"]) {
-    const std::string source = secret.IsMap() ? secret["source"].as<std::string>("")
-                                              : secret.as<std::string>();
+    const std::string source =
+        secret.IsMap() ? secret["source"].as<std::string>("") : secret.as<std::string>();
     const std::string target =
         secret.IsMap() ? secret["target"].as<std::string>("") : std::string();
     add(compose["secrets"][source]["file"].as<std::string>(""), target);
@@ -235,8 +235,7 @@ TEST(DeployFilesTest, ComposeGivesEachServiceOnlyItsOwnKeysReadOnly) {
   EXPECT_NE(std::find(gitignore.begin(), gitignore.end(), "/keys/"), gitignore.end())
       << "compose/.gitignore lacks /keys/";
   const std::vector<std::string> dockerignore = ReadLines(SourceDir() / ".dockerignore");
-  EXPECT_NE(std::find(dockerignore.begin(), dockerignore.end(), "compose/keys"),
-            dockerignore.end())
+  EXPECT_NE(std::find(dockerignore.begin(), dockerignore.end(), "compose/keys"), dockerignore.end())
       << ".dockerignore lacks compose/keys: the build stage's COPY . . would take the secret keys";
 }
 
@@ -248,7 +247,8 @@ TEST(DeployFilesTest, EachServiceRunsWithOnlyTheKeysComposeMountsForIt) {
   const YAML::Node compose = YAML::LoadFile((SourceDir() / "compose/docker-compose.yml").string());
   TempDir dir;
   const fs::path keys = KeygenSuite(dir.path());
-  std::map<std::string, std::vector<std::string>> flags;  // compose service -> --keys-dir, --key-name
+  // compose service -> --keys-dir, --key-name
+  std::map<std::string, std::vector<std::string>> flags;
   for (const auto& [name, want] : kComposeKeys) {
     const fs::path root = dir.path() / "mounts" / name;
     fs::create_directories(root);

@@ -88,11 +88,11 @@ class Hosts {
     Start("c", "resource-manager", "resource-manager",
           {"--endpoint", "tcp://0.0.0.0:5556", "--events-endpoint", "tcp://127.0.0.1:5558",
            "--heartbeat-interval-ms", "200", "--liveness", "5", "--keys-dir", keys_});
-    scheduler_ = Start("c", "scheduler", "scheduler",
-                       {"--control", "tcp://0.0.0.0:5555", "--workers", "tcp://0.0.0.0:5559",
-                        "--events", "tcp://127.0.0.1:5560", "--rm", "tcp://127.0.0.1:5556",
-                        "--rm-events", "tcp://127.0.0.1:5558", "--store", "tcp://127.0.0.1:5557",
-                        "--keys-dir", keys_});
+    scheduler_ =
+        Start("c", "scheduler", "scheduler",
+              {"--control", "tcp://0.0.0.0:5555", "--workers", "tcp://0.0.0.0:5559", "--events",
+               "tcp://127.0.0.1:5560", "--rm", "tcp://127.0.0.1:5556", "--rm-events",
+               "tcp://127.0.0.1:5558", "--store", "tcp://127.0.0.1:5557", "--keys-dir", keys_});
   }
   Process* scheduler() const { return scheduler_; }
   bool SetLink(const std::string& host, bool up) {
@@ -113,8 +113,8 @@ class Hosts {
   // `tunectl -o json ARGS` on host c against the scheduler's control socket on loopback, with
   // the suite's operator key.
   json Ctl(const std::vector<std::string>& args) {
-    std::vector<std::string> full = {"--connect", "tcp://127.0.0.1:5555", "--keys-dir", keys_,
-                                     "-o", "json"};
+    std::vector<std::string> full = {"--connect", "tcp://127.0.0.1:5555", "--keys-dir", keys_, "-o",
+                                     "json"};
     full.insert(full.end(), args.begin(), args.end());
     Process* p = Start("c", "tunectl-" + std::to_string(++calls_), "tunectl", full);
     if (!p->Wait(10s)) return nullptr;
@@ -141,19 +141,19 @@ class Hosts {
 
 // Skips the test (fails it under CI=true, where a skip would hide a broken namespace setup)
 // unless this process is root and `hosts` could make its namespaces and links.
-#define REQUIRE_HOSTS(hosts)                                                                    \
-  do {                                                                                          \
-    const bool required =                                                                       \
-        std::getenv("CI") != nullptr && std::string(std::getenv("CI")) == "true";               \
-    if (::geteuid() != 0) {                                                                     \
-      if (required) FAIL() << "CI=true but not root: network namespaces cannot be made";        \
-      GTEST_SKIP() << "needs root to create network namespaces (ip netns)";                     \
-    }                                                                                           \
-    if (!(hosts).Create()) {                                                                    \
-      if (required) FAIL() << "CI=true but ip netns add / veth links failed";                   \
-      GTEST_SKIP() << "cannot create network namespaces and veth links here (ip netns add "     \
-                      "failed)";                                                                \
-    }                                                                                           \
+#define REQUIRE_HOSTS(hosts)                                                                \
+  do {                                                                                      \
+    const bool required =                                                                   \
+        std::getenv("CI") != nullptr && std::string(std::getenv("CI")) == "true";           \
+    if (::geteuid() != 0) {                                                                 \
+      if (required) FAIL() << "CI=true but not root: network namespaces cannot be made";    \
+      GTEST_SKIP() << "needs root to create network namespaces (ip netns)";                 \
+    }                                                                                       \
+    if (!(hosts).Create()) {                                                                \
+      if (required) FAIL() << "CI=true but ip netns add / veth links failed";               \
+      GTEST_SKIP() << "cannot create network namespaces and veth links here (ip netns add " \
+                      "failed)";                                                            \
+    }                                                                                       \
   } while (false)
 
 TEST(MultiHostTest, CutWorkerHostIsLostItsTrialsFinishElsewhereAndItRejoins) {
