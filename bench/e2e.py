@@ -24,8 +24,9 @@ CURVE keys), submits experiments of the built-in `noop` trainable over the real 
                      --quick) on tcp:// loopback twice, run by run in turn: plaintext, and with
                      CURVE on every socket (keys from `tunectl keygen --suite` in a temporary
                      folder; the bench's control client is a CURVE client with the tunectl key);
-                     results/s and decision latency p50/p99 of each, the median of --runs runs,
-                     and the ratio CURVE / plaintext (target >= 0.70, docs/security.md).
+                     results/s, decision latency p50/p99 and CPU µs per result (all processes)
+                     of each, the median of --runs runs, and the ratios CURVE / plaintext
+                     (target: results/s >= 0.70 of plaintext, docs/performance.md "CURVE").
 
 Usage: e2e.py --bin BUILD/bin [--quick] [--runs N] [--only NAME,...]
 Needs pyzmq (with CURVE: libzmq built with libsodium, as Debian's) and msgpack (Debian
@@ -275,18 +276,22 @@ def run_throughput(a, workers, trials, results_per_trial, transport="ipc", keys=
     result files go to tmpfs: CI runs it right after the test suite deleted thousands of files,
     and on a journal-less ext4 each inode created within 1-6 minutes of such deletions costs up to
     ~1 ms (ext4's recently_deleted(), RECENTCY_MIN 60 s + RECENTCY_DIRTY 300 s in
-    fs/ext4/ialloc.c), which would swamp the guarded ratio (bench/floors.json)."""
+    fs/ext4/ialloc.c), which would swamp the guarded ratio (bench/floors.json).
+    Returns (summary, wall s, results, results/s, decision latencies in ms, CPU seconds that every
+    process of the cluster spent from submission to the end)."""
     c = Cluster(a.bin, workers, max(1, trials // workers), transport, keys)
     shm = tempfile.mkdtemp(prefix="tunebus-bench-results-", dir="/dev/shm") if a.quick else None
     try:
+        cpu0 = c.cpu_seconds()
         summary, wall = c.run_experiment(noop_spec("tp", trials, results_per_trial, results_dir=shm or "results"))
+        cpu = c.cpu_seconds() - cpu0
         lines = result_lines(c, "tp", shm)
     finally:
         c.stop()
         if shm:
             shutil.rmtree(shm, ignore_errors=True)
     lat = [r["decision_latency_s"] * 1e3 for r in lines if "decision_latency_s" in r]
-    return summary, wall, len(lines), len(lines) / summary["elapsed_s"], lat
+    return summary, wall, len(lines), len(lines) / summary["elapsed_s"], lat, cpu
 
 
 def bench_throughput(a, raw):
@@ -297,7 +302,7 @@ def bench_throughput(a, raw):
         trials = a.in_flight
         k = max(1, a.results // trials)
         # The median of a.runs runs (the host's speed moves between runs); its latencies too.
-        runs, (summary, wall, results, rps, lat) = median_run(
+        runs, (summary, wall, results, rps, lat, _) = median_run(
             [run_throughput(a, n, trials, k) for _ in range(a.runs)], key=lambda r: r[3])
         peak = max(peak, rps)
         by_workers[n] = rps
@@ -316,7 +321,7 @@ def bench_throughput(a, raw):
     # first concurrency whose throughput reaches 50% of the peak.
     for trials in a.half_load_in_flight:
         k = max(1, a.results // (2 * trials))
-        summary, wall, results, rps, lat = run_throughput(a, 4, trials, k)
+        summary, wall, results, rps, lat, _ = run_throughput(a, 4, trials, k)
         if rps >= 0.5 * peak or trials == a.half_load_in_flight[-1]:
             p99 = percentile(lat, 99)
             emit({"benchmark": "decision_latency_half_load", "workers": 4, "trials_in_flight": trials,
@@ -349,14 +354,19 @@ def bench_curve(a, ipc_results_per_s):
                 "journal": "synced group commit", "result_files": "tmpfs" if a.quick else "disk",
                 "figure": "median of %d runs per side, run in turn" % a.runs}
         for side, name in (("tcp", "plaintext"), ("curve", "curve")):
-            ordered, (summary, _, results, rps, lat) = median_run(runs[side], key=lambda r: r[3])
+            ordered, (summary, _, results, rps, lat, _) = median_run(runs[side], key=lambda r: r[3])
             line.update({name + "_status": summary["status"], name + "_results": results,
                          name + "_results_per_s": rps,
                          "runs_%s_results_per_s" % name: [r[3] for r in ordered],
+                         # CPU of every process per result: CURVE's work, less moved by what
+                         # else the host runs than results/s (the median over its runs)
+                         name + "_cpu_us_per_result": sorted(r[5] / r[2] * 1e6 for r in ordered)[len(ordered) // 2],
                          name + "_decision_latency_ms_p50": percentile(lat, 50),
                          name + "_decision_latency_ms_p99": percentile(lat, 99)})
         ratio = line["curve_results_per_s"] / line["plaintext_results_per_s"]
         line.update({"ratio_curve_to_plaintext": ratio, "runs_ratio_curve_to_plaintext": pairs,
+                     "cpu_ratio_curve_to_plaintext":
+                         line["curve_cpu_us_per_result"] / line["plaintext_cpu_us_per_result"],
                      "ipc_results_per_s": ipc_results_per_s.get(n),
                      "target_ratio": 0.70, "meets_target": ratio >= 0.70})
         emit(line)
