@@ -1,8 +1,9 @@
 """End-to-end benchmarks on the real service binaries (run by bench/run).
 
 Starts checkpoint-store, resource-manager, scheduler and N trial-worker *processes* on ipc://
-endpoints in a temporary folder, submits experiments of the built-in `noop` trainable over the
-real control socket (msgpack, proto/PROTOCOL.md §2) and prints one JSON object per line:
+endpoints in a temporary folder (the `curve` benchmark: on tcp:// loopback, plaintext and with
+CURVE keys), submits experiments of the built-in `noop` trainable over the real control socket
+(msgpack, proto/PROTOCOL.md §2) and prints one JSON object per line:
 
   result_throughput  N = 1, 4, 16, 64 worker processes (1, 4 with --quick) sharing 256 noop trials
                      in flight (--cpus 256/N each), K results each, FIFO, synced journal, result files
@@ -19,9 +20,17 @@ real control socket (msgpack, proto/PROTOCOL.md §2) and prints one JSON object 
   memory             scheduler VmRSS growth for T trials, each with a last result of 10 metrics.
   peer_tunebus       T trials × 10 results, ASHA, on 2 workers × 8, 32, 64 and 128 trial slots (the
                      side-by-side's tunebus half, its target judged at 64; bench/optuna_peer.py is Optuna's).
+  result_throughput_curve  the result_throughput workload at N = 1, 4, 16, 64 workers (1, 16 with
+                     --quick) on tcp:// loopback twice, run by run in turn: plaintext, and with
+                     CURVE on every socket (keys from `tunectl keygen --suite` in a temporary
+                     folder; the bench's control client is a CURVE client with the tunectl key);
+                     results/s, decision latency p50/p99 and CPU µs per result (all processes)
+                     of each, the median of --runs runs, and the ratios CURVE / plaintext
+                     (target: results/s >= 0.70 of plaintext, docs/performance.md "CURVE").
 
 Usage: e2e.py --bin BUILD/bin [--quick] [--runs N] [--only NAME,...]
-Needs pyzmq and msgpack (Debian python3-zmq, python3-msgpack).
+Needs pyzmq (with CURVE: libzmq built with libsodium, as Debian's) and msgpack (Debian
+python3-zmq, python3-msgpack).
 """
 import argparse
 import atexit
@@ -37,6 +46,7 @@ import time
 
 import msgpack
 import zmq
+import zmq.auth
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from machine import machine  # noqa: E402
@@ -59,47 +69,92 @@ _FOLDERS_TO_DELETE = []
 atexit.register(lambda: [shutil.rmtree(d, ignore_errors=True) for d in _FOLDERS_TO_DELETE])
 
 
-class Cluster:
-    """The four services as processes; stop() kills them (SIGTERM, then SIGKILL)."""
+def make_keys(bindir):
+    """A keys folder made by `tunectl keygen --suite` (removed at exit): the services', the
+    workers' and tunectl's keypairs, all in its allow-list."""
+    keys = os.path.join(tempfile.mkdtemp(prefix="tunebus-bench-keys-"), "keys")
+    _FOLDERS_TO_DELETE.append(os.path.dirname(keys))
+    subprocess.run([os.path.join(bindir, "tunectl"), "keygen", "--suite", "--dir", keys],
+                   check=True, stdout=subprocess.DEVNULL)
+    return keys
 
-    def __init__(self, bindir, workers, cpus_per_worker):
+
+class Cluster:
+    """The four services as processes; stop() kills them (SIGTERM, then SIGKILL).
+
+    transport: "ipc" (ipc:// endpoints in the cluster's folder), "tcp" (tcp://127.0.0.1 on ports
+    the kernel picks, learned from each service's --ready-file) or "curve" (tcp as above, every
+    process with --keys-dir `keys`, and this client a CURVE client with the tunectl key)."""
+
+    def __init__(self, bindir, workers, cpus_per_worker, transport="ipc", keys=None):
         self.tmp = tempfile.mkdtemp(prefix="tunebus-bench-")
         self.procs = []
-        ep = lambda n: "ipc://%s/%s.sock" % (self.tmp, n)  # noqa: E731
-        self.control = ep("control")
         logs = os.path.join(self.tmp, "logs")
         os.makedirs(logs)
+        tcp = transport in ("tcp", "curve")
+        security = ["--keys-dir", keys] if transport == "curve" else []
+        endpoints = {}  # name -> endpoint, once bound
 
-        def start(name, args):
+        def ep(name):
+            if not tcp:
+                return "ipc://%s/%s.sock" % (self.tmp, name)
+            return endpoints.get(name, "tcp://127.0.0.1:*")
+
+        def start(name, args, ready=None):
+            extra = ["--ready-file", os.path.join(self.tmp, name + ".ready")] if ready and tcp else []
             with open(os.path.join(logs, name + ".log"), "wb") as log:
-                p = subprocess.Popen([os.path.join(bindir, args[0])] + args[1:] + ["--log-level", "warn"],
-                                     stdout=log, stderr=log)
+                p = subprocess.Popen([os.path.join(bindir, args[0])] + args[1:] + security + extra
+                                     + ["--log-level", "warn"], stdout=log, stderr=log)
             self.procs.append(p)
+            self.ready[name] = ready or {}  # flag -> the endpoint's name in `endpoints`
             return p
 
         def bound(*names):
             # Each service starts once the endpoints it connects to are bound (as compose's
             # depends_on with a health check): a connect to an endpoint not bound yet is retried
             # after the reconnect interval (1 s plus up to 1 s of jitter, libs/bus/socket.hpp),
-            # and the first requests would wait for that retry inside the measured time.
+            # and the first requests would wait for that retry inside the measured time. On tcp the
+            # services report the ports they bound in their ready files.
             deadline = time.time() + 30
-            while not all(os.path.exists(os.path.join(self.tmp, n + ".sock")) for n in names):
+            while True:
+                if tcp:
+                    for service, flags in self.ready.items():
+                        path = os.path.join(self.tmp, service + ".ready")
+                        if flags and os.path.exists(path):
+                            with open(path) as f:
+                                reported = json.load(f)["endpoints"]
+                            for flag, name in flags.items():
+                                endpoints[name] = reported[flag]
+                    done = all(n in endpoints for n in names)
+                else:
+                    done = all(os.path.exists(os.path.join(self.tmp, n + ".sock")) for n in names)
+                if done:
+                    return
                 if time.time() > deadline:
                     raise RuntimeError("%s not bound within 30 s; logs in %s" % (", ".join(names), logs))
                 time.sleep(0.005)
 
-        start("store", ["checkpoint-store", "--endpoint", ep("store"), "--data-dir", os.path.join(self.tmp, "store")])
-        start("rm", ["resource-manager", "--endpoint", ep("rm"), "--events-endpoint", ep("rm-events")])
+        self.ready = {}
+        start("store", ["checkpoint-store", "--endpoint", ep("store"), "--data-dir", os.path.join(self.tmp, "store")],
+              {"endpoint": "store"})
+        start("rm", ["resource-manager", "--endpoint", ep("rm"), "--events-endpoint", ep("rm-events")],
+              {"endpoint": "rm", "events-endpoint": "rm-events"})
         bound("store", "rm", "rm-events")
-        self.scheduler = start("scheduler", ["scheduler", "--control", self.control, "--workers", ep("workers"),
+        self.scheduler = start("scheduler", ["scheduler", "--control", ep("control"), "--workers", ep("workers"),
                                              "--events", ep("events"), "--rm", ep("rm"), "--rm-events", ep("rm-events"),
-                                             "--store", ep("store")])
+                                             "--store", ep("store")],
+                               {"control": "control", "workers": "workers", "events": "events"})
         bound("workers", "control")
+        self.control = ep("control")
         for i in range(workers):
             start("worker%d" % i, ["trial-worker", "--worker-id", "w%d" % i, "--scheduler", ep("workers"),
                                    "--rm", ep("rm"), "--store", ep("store"), "--cpus", str(cpus_per_worker)])
         self.ctx = zmq.Context()
         self.sock = self.ctx.socket(zmq.DEALER)
+        if transport == "curve":
+            public, secret = zmq.auth.load_certificate(os.path.join(keys, "tunectl.key_secret"))
+            self.sock.curve_publickey, self.sock.curve_secretkey = public, secret
+            self.sock.curve_serverkey = zmq.auth.load_certificate(os.path.join(keys, "scheduler.key"))[0]
         self.sock.connect(self.control)
         self.next_id = 1
         deadline = time.time() + 60
@@ -216,34 +271,41 @@ def emit(obj):
     print(json.dumps(obj), flush=True)
 
 
-def run_throughput(a, workers, trials, results_per_trial):
+def run_throughput(a, workers, trials, results_per_trial, transport="ipc", keys=None):
     """One closed-loop run: `trials` noop trials in flight on `workers` processes. With --quick the
     result files go to tmpfs: CI runs it right after the test suite deleted thousands of files,
     and on a journal-less ext4 each inode created within 1-6 minutes of such deletions costs up to
     ~1 ms (ext4's recently_deleted(), RECENTCY_MIN 60 s + RECENTCY_DIRTY 300 s in
-    fs/ext4/ialloc.c), which would swamp the guarded ratio (bench/floors.json)."""
-    c = Cluster(a.bin, workers, max(1, trials // workers))
+    fs/ext4/ialloc.c), which would swamp the guarded ratio (bench/floors.json).
+    Returns (summary, wall s, results, results/s, decision latencies in ms, CPU seconds that every
+    process of the cluster spent from submission to the end)."""
+    c = Cluster(a.bin, workers, max(1, trials // workers), transport, keys)
     shm = tempfile.mkdtemp(prefix="tunebus-bench-results-", dir="/dev/shm") if a.quick else None
     try:
+        cpu0 = c.cpu_seconds()
         summary, wall = c.run_experiment(noop_spec("tp", trials, results_per_trial, results_dir=shm or "results"))
+        cpu = c.cpu_seconds() - cpu0
         lines = result_lines(c, "tp", shm)
     finally:
         c.stop()
         if shm:
             shutil.rmtree(shm, ignore_errors=True)
     lat = [r["decision_latency_s"] * 1e3 for r in lines if "decision_latency_s" in r]
-    return summary, wall, len(lines), len(lines) / summary["elapsed_s"], lat
+    return summary, wall, len(lines), len(lines) / summary["elapsed_s"], lat, cpu
 
 
 def bench_throughput(a, raw):
+    """Emits result_throughput and decision_latency_half_load; returns {workers: results/s}."""
     peak = 0
+    by_workers = {}
     for n in a.workers:
         trials = a.in_flight
         k = max(1, a.results // trials)
         # The median of a.runs runs (the host's speed moves between runs); its latencies too.
-        runs, (summary, wall, results, rps, lat) = median_run(
+        runs, (summary, wall, results, rps, lat, _) = median_run(
             [run_throughput(a, n, trials, k) for _ in range(a.runs)], key=lambda r: r[3])
         peak = max(peak, rps)
+        by_workers[n] = rps
         emit({"benchmark": "result_throughput", "workers": n,
               "worker_kind": "processes (trial-worker, --cpus %d)" % max(1, trials // n),
               "trials_in_flight": trials, "results_per_trial": k, "results": results, "scheduler": "fifo",
@@ -259,7 +321,7 @@ def bench_throughput(a, raw):
     # first concurrency whose throughput reaches 50% of the peak.
     for trials in a.half_load_in_flight:
         k = max(1, a.results // (2 * trials))
-        summary, wall, results, rps, lat = run_throughput(a, 4, trials, k)
+        summary, wall, results, rps, lat, _ = run_throughput(a, 4, trials, k)
         if rps >= 0.5 * peak or trials == a.half_load_in_flight[-1]:
             p99 = percentile(lat, 99)
             emit({"benchmark": "decision_latency_half_load", "workers": 4, "trials_in_flight": trials,
@@ -268,6 +330,46 @@ def bench_throughput(a, raw):
                   "decision_latency_ms_p50": percentile(lat, 50), "decision_latency_ms_p99": p99,
                   "target_p99_ms": 5, "meets_target": bool(p99 is not None and p99 <= 5)})
             break
+    return by_workers
+
+
+def bench_curve(a, ipc_results_per_s):
+    """CURVE's cost: result_throughput's workload on tcp:// loopback, plaintext and with CURVE on
+    every socket, in turn run by run (the host's drift then moves both sides alike); each side's
+    median of a.runs runs. `ipc_results_per_s` ({workers: results/s}) are this run's ipc:// figures,
+    reported alongside."""
+    keys = make_keys(a.bin)
+    trials = a.in_flight
+    k = max(1, a.results // trials)
+    for n in a.curve_workers:
+        runs = {"tcp": [], "curve": []}
+        for _ in range(a.runs):
+            for transport in ("tcp", "curve"):
+                runs[transport].append(run_throughput(a, n, trials, k, transport, keys))
+        pairs = [c[3] / p[3] for p, c in zip(runs["tcp"], runs["curve"])]
+        line = {"benchmark": "result_throughput_curve", "workers": n,
+                "worker_kind": "processes (trial-worker, --cpus %d)" % max(1, trials // n),
+                "transport": "tcp://127.0.0.1", "keys": "tunectl keygen --suite",
+                "trials_in_flight": trials, "results_per_trial": k, "scheduler": "fifo",
+                "journal": "synced group commit", "result_files": "tmpfs" if a.quick else "disk",
+                "figure": "median of %d runs per side, run in turn" % a.runs}
+        for side, name in (("tcp", "plaintext"), ("curve", "curve")):
+            ordered, (summary, _, results, rps, lat, _) = median_run(runs[side], key=lambda r: r[3])
+            line.update({name + "_status": summary["status"], name + "_results": results,
+                         name + "_results_per_s": rps,
+                         "runs_%s_results_per_s" % name: [r[3] for r in ordered],
+                         # CPU of every process per result: CURVE's work, less moved by what
+                         # else the host runs than results/s (the median over its runs)
+                         name + "_cpu_us_per_result": sorted(r[5] / r[2] * 1e6 for r in ordered)[len(ordered) // 2],
+                         name + "_decision_latency_ms_p50": percentile(lat, 50),
+                         name + "_decision_latency_ms_p99": percentile(lat, 99)})
+        ratio = line["curve_results_per_s"] / line["plaintext_results_per_s"]
+        line.update({"ratio_curve_to_plaintext": ratio, "runs_ratio_curve_to_plaintext": pairs,
+                     "cpu_ratio_curve_to_plaintext":
+                         line["curve_cpu_us_per_result"] / line["plaintext_cpu_us_per_result"],
+                     "ipc_results_per_s": ipc_results_per_s.get(n),
+                     "target_ratio": 0.70, "meets_target": ratio >= 0.70})
+        emit(line)
 
 
 def bench_bookkeeping_and_control(a):
@@ -397,12 +499,13 @@ def main():
     p.add_argument("--bin", required=True)
     p.add_argument("--quick", action="store_true")
     p.add_argument("--runs", type=int, default=1, help="runs per result throughput and peer figure (the median is reported)")
-    p.add_argument("--only", default="throughput,bookkeeping,memory,peer")
+    p.add_argument("--only", default="throughput,bookkeeping,memory,peer,curve")
     p.add_argument("--raw-results-per-s", type=float, default=0.0, help="the raw ingest limit of this run")
     p.add_argument("--optuna-trials-per-s", type=float, default=0.0, help="Optuna's trials/s of this run")
     p.add_argument("--peer-trials", type=int, default=0, help="trials of the side-by-side (Optuna ran as many)")
     a = p.parse_args()
     a.workers = [1, 4] if a.quick else [1, 4, 16, 64]
+    a.curve_workers = [1, 16] if a.quick else [1, 4, 16, 64]
     # --quick: sized so that each guarded ratio (bench/floors.json) is a steady-state figure, not
     # the cluster's start-up: 256 in flight and 50,000 results (~0.5 s each), 2,000 trials.
     a.in_flight = 256
@@ -414,8 +517,11 @@ def main():
     if a.peer_trials <= 0:
         a.peer_trials = 300 if a.quick else 2000
     only = set(a.only.split(","))
+    ipc_results_per_s = {}
     if "throughput" in only:
-        bench_throughput(a, a.raw_results_per_s)
+        ipc_results_per_s = bench_throughput(a, a.raw_results_per_s)
+    if "curve" in only:
+        bench_curve(a, ipc_results_per_s)
     if "bookkeeping" in only:
         bench_bookkeeping_and_control(a)
     if "memory" in only:

@@ -7,6 +7,7 @@
 
 #include <algorithm>
 #include <map>
+#include <nlohmann/json.hpp>
 #include <regex>
 #include <set>
 #include <sstream>
@@ -38,12 +39,83 @@ std::string Help(const std::string& binary) {
   return p->Stdout();
 }
 
+// A compose map with its merge key (`<<: *anchor`) applied: yaml-cpp reads `<<` as an ordinary
+// key holding the anchored map. Keys written beside `<<` win, as in YAML's merge.
+YAML::Node Merged(const YAML::Node& map) {
+  YAML::Node out(YAML::NodeType::Map);
+  if (!map || !map.IsMap()) return out;
+  if (map["<<"] && map["<<"].IsMap()) {
+    for (const auto& kv : map["<<"]) out[kv.first.as<std::string>()] = kv.second;
+  }
+  for (const auto& kv : map) {
+    if (kv.first.as<std::string>() != "<<") out[kv.first.as<std::string>()] = kv.second;
+  }
+  return out;
+}
+
 // Every TUNEBUS_* variable a compose service sets, with the service.
 std::vector<std::pair<std::string, std::string>> EnvOf(const YAML::Node& service,
                                                        const std::string& name) {
   std::vector<std::pair<std::string, std::string>> out;
-  for (const auto& kv : service["environment"]) out.emplace_back(name, kv.first.as<std::string>());
+  for (const auto& kv : Merged(service["environment"]))
+    out.emplace_back(name, kv.first.as<std::string>());
   return out;
+}
+
+// What compose puts under a service's /keys: path inside /keys -> path inside compose/keys (the
+// folder `tunectl keygen --suite --dir compose/keys` writes), from its secrets (the top level's
+// `file: ./keys/...`) and its bind mounts of ./keys/...; `read_only` is false if one of the
+// bind mounts is writable. ADD_FAILUREs name what does not map a ./keys path onto /keys.
+std::map<std::string, std::string> KeyMountsOf(const YAML::Node& compose, const std::string& name,
+                                               bool& read_only) {
+  std::map<std::string, std::string> mounts;
+  read_only = true;
+  const YAML::Node service = compose["services"][name];
+  auto add = [&](const std::string& host, const std::string& target) {
+    if (host.rfind("./keys/", 0) != 0 || target.rfind("/keys/", 0) != 0) {
+      ADD_FAILURE() << name << ": " << host << " -> " << target << " is not ./keys/X -> /keys/X";
+      return;
+    }
+    mounts[target.substr(6)] = host.substr(7);
+  };
+  for (const auto& secret : service["secrets"]) {
+    const std::string source =
+        secret.IsMap() ? secret["source"].as<std::string>("") : secret.as<std::string>();
+    const std::string target =
+        secret.IsMap() ? secret["target"].as<std::string>("") : std::string();
+    add(compose["secrets"][source]["file"].as<std::string>(""), target);
+  }
+  for (const auto& v : service["volumes"]) {
+    const std::string spec = v.as<std::string>();
+    if (spec.rfind("./keys/", 0) != 0) continue;
+    const size_t colon = spec.find(':');
+    const size_t second = spec.find(':', colon + 1);
+    add(spec.substr(0, colon), spec.substr(colon + 1, second - colon - 1));
+    read_only = read_only && second != std::string::npos && spec.substr(second + 1) == "ro";
+  }
+  return mounts;
+}
+
+// The keys each compose service needs: its key name (TUNEBUS_KEY_NAME), the servers whose public
+// keys it connects with, and whether it serves (reads the allow-list).
+struct ComposeKeys {
+  std::string key_name;
+  std::set<std::string> servers;
+  bool serves = false;
+};
+const std::map<std::string, ComposeKeys> kComposeKeys = {
+    {"checkpoint-store", {"checkpoint-store", {}, true}},
+    {"resource-manager", {"resource-manager", {}, true}},
+    {"scheduler", {"scheduler", {"checkpoint-store", "resource-manager"}, true}},
+    {"trial-worker", {"worker", {"scheduler", "checkpoint-store", "resource-manager"}, false}},
+    {"tunectl", {"tunectl", {"scheduler"}, false}}};
+
+// `tunectl keygen --suite --dir <dir>/keys`: the folder compose's mounts come from.
+fs::path KeygenSuite(const fs::path& dir) {
+  const fs::path keys = dir / "keys";
+  const CommandResult r = RunTunectl({"keygen", "--suite", "--dir", keys.string()});
+  EXPECT_EQ(r.exit_code, 0) << r.Describe();
+  return keys;
 }
 
 TEST(DeployFilesTest, ComposeNamesOnlyBinariesFlagsAndVariablesThatExist) {
@@ -112,6 +184,108 @@ TEST(DeployFilesTest, DockerfileCopiesBinariesAndPathsThatExist) {
       << "the runtime image must not run as root";
   EXPECT_NE(dockerfile.find("FROM debian:bookworm AS build"), std::string::npos);
   EXPECT_NE(dockerfile.find("FROM debian:bookworm-slim AS runtime"), std::string::npos);
+}
+
+TEST(DeployFilesTest, ComposeGivesEachServiceOnlyItsOwnKeysReadOnly) {
+  // Issue 33, point 5: the services bind 0.0.0.0 in their containers, so each runs with CURVE
+  // keys under /keys (TUNEBUS_KEYS_DIR) and its TUNEBUS_KEY_NAME, never --insecure. It gets its
+  // own secret key and no other, the public keys of the servers it connects to, and (servers)
+  // the allow-list folder, all read-only, each from the file `tunectl keygen --suite` writes
+  // under that name. The keys never reach git or the image's build context.
+  const YAML::Node compose = YAML::LoadFile((SourceDir() / "compose/docker-compose.yml").string());
+  TempDir dir;
+  const fs::path keys = KeygenSuite(dir.path());
+  std::set<std::string> services;
+  for (const auto& kv : compose["services"]) services.insert(kv.first.as<std::string>());
+  std::set<std::string> expected_services;
+  for (const auto& [name, _] : kComposeKeys) expected_services.insert(name);
+  ASSERT_EQ(services, expected_services);
+  for (const auto& [name, want] : kComposeKeys) {
+    const YAML::Node s = compose["services"][name];
+    const YAML::Node env = Merged(s["environment"]);
+    EXPECT_EQ(env["TUNEBUS_KEYS_DIR"].as<std::string>(""), "/keys") << name;
+    EXPECT_EQ(env["TUNEBUS_KEY_NAME"].as<std::string>(""), want.key_name) << name;
+    EXPECT_FALSE(env["TUNEBUS_INSECURE"]) << name << " runs without CURVE";
+    for (const char* key : {"entrypoint", "command"}) {
+      for (const auto& a : s[key]) EXPECT_NE(a.as<std::string>(), "--insecure") << name;
+    }
+    bool read_only = false;
+    const auto mounts = KeyMountsOf(compose, name, read_only);
+    EXPECT_TRUE(read_only) << name << " mounts a keys folder writable";
+    std::set<std::string> secrets, publics;
+    bool allow_list = false;
+    for (const auto& [inside, host] : mounts) {
+      EXPECT_EQ(inside, host) << name << ": /keys/" << inside << " is not the file keygen wrote "
+                              << "as " << host;
+      EXPECT_TRUE(fs::exists(keys / host)) << name << ": tunectl keygen --suite writes no " << host;
+      if (inside.ends_with(".key_secret")) {
+        secrets.insert(inside.substr(0, inside.size() - 11));
+      } else if (inside.ends_with(".key")) {
+        publics.insert(inside.substr(0, inside.size() - 4));
+      } else {
+        EXPECT_EQ(inside, "authorized") << name;
+        allow_list = true;
+      }
+    }
+    EXPECT_EQ(secrets, std::set<std::string>{want.key_name}) << name;
+    EXPECT_EQ(publics, want.servers) << name;
+    EXPECT_EQ(allow_list, want.serves) << name;
+  }
+  const std::vector<std::string> gitignore = ReadLines(SourceDir() / "compose/.gitignore");
+  EXPECT_NE(std::find(gitignore.begin(), gitignore.end(), "/keys/"), gitignore.end())
+      << "compose/.gitignore lacks /keys/";
+  const std::vector<std::string> dockerignore = ReadLines(SourceDir() / ".dockerignore");
+  EXPECT_NE(std::find(dockerignore.begin(), dockerignore.end(), "compose/keys"), dockerignore.end())
+      << ".dockerignore lacks compose/keys: the build stage's COPY . . would take the secret keys";
+}
+
+TEST(DeployFilesTest, EachServiceRunsWithOnlyTheKeysComposeMountsForIt) {
+  // The compose mounts are enough: each process gets a keys folder holding only what compose
+  // mounts at its /keys (copied from a `tunectl keygen --suite` folder, modes kept) and the
+  // TUNEBUS_KEY_NAME compose gives it; the suite starts with CURVE on every socket (on loopback
+  // here), the worker registers, and tunectl runs an experiment to its end.
+  const YAML::Node compose = YAML::LoadFile((SourceDir() / "compose/docker-compose.yml").string());
+  TempDir dir;
+  const fs::path keys = KeygenSuite(dir.path());
+  // compose service -> --keys-dir, --key-name
+  std::map<std::string, std::vector<std::string>> flags;
+  for (const auto& [name, want] : kComposeKeys) {
+    const fs::path root = dir.path() / "mounts" / name;
+    fs::create_directories(root);
+    fs::permissions(root, fs::perms::owner_all);
+    bool read_only = false;
+    for (const auto& [inside, host] : KeyMountsOf(compose, name, read_only)) {
+      fs::copy(keys / host, root / inside, fs::copy_options::recursive);
+      if (fs::is_regular_file(keys / host))
+        fs::permissions(root / inside, fs::status(keys / host).permissions());
+    }
+    const std::string key_name =
+        Merged(compose["services"][name]["environment"])["TUNEBUS_KEY_NAME"].as<std::string>("");
+    flags[name] = {"--keys-dir", root.string(), "--key-name", key_name};
+  }
+  ClusterOptions o;
+  o.workers = 1;
+  o.service_args = {{"checkpoint-store", flags["checkpoint-store"]},
+                    {"resource-manager", flags["resource-manager"]}};
+  o.scheduler_args = flags["scheduler"];
+  o.worker_args["w1"] = flags["trial-worker"];
+  o.keys_dir = flags["tunectl"][1];  // tunectl's; Ctl() adds it (its key name is the default)
+  Cluster cluster(o);
+  ASSERT_TRUE(cluster.Start());
+  for (const char* service : {"checkpoint-store", "resource-manager", "scheduler", "w1"}) {
+    EXPECT_NE(cluster.process(service)->Output().find("CURVE on"), std::string::npos)
+        << service << ":\n"
+        << cluster.process(service)->Output();
+  }
+  const fs::path file = cluster.dir() / "exp.yaml";
+  WriteFile(file, "name: keyed\ntrainable: {builtin: noop}\nnum_samples: 2\nresults_dir: " +
+                      (cluster.dir() / "results").string() + "\n");
+  const CommandResult run = cluster.Ctl({"run", file.string()}, 60s);
+  ASSERT_EQ(run.exit_code, 0) << run.Describe();
+  const nlohmann::json ls = cluster.Ctl({"-o", "json", "ls"}).Json();
+  ASSERT_TRUE(ls.is_array()) << ls.dump();
+  EXPECT_EQ(ls.size(), 2u) << ls.dump();
+  for (const auto& t : ls) EXPECT_EQ(t.value("status", ""), "TERMINATED") << t.dump();
 }
 
 // The Dockerfile's stages by name ("FROM <image> AS <name>"), each with its text.

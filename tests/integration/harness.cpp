@@ -291,7 +291,9 @@ int Cluster::metrics_port(const std::string& name) const {
 
 ::testing::AssertionResult Cluster::Spawn(Process::Options o) {
   if (options_.metrics) o.args.insert(o.args.end(), {"--metrics-port", "*"});
-  if (!options_.keys_dir.empty()) o.args.insert(o.args.end(), {"--keys-dir", options_.keys_dir});
+  const bool own_keys = std::find(o.args.begin(), o.args.end(), "--keys-dir") != o.args.end();
+  if (!options_.keys_dir.empty() && !own_keys)
+    o.args.insert(o.args.end(), {"--keys-dir", options_.keys_dir});
   o.log_dir = dir() / "logs";
   o.cwd = dir();
   if (options_.unprivileged.contains(o.name)) RunUnprivileged(o);

@@ -194,7 +194,8 @@ struct ClusterOptions {
   std::set<std::string> unprivileged;
   /// A keys folder (tunectl keygen --suite): every process gets --keys-dir (CURVE on every
   /// socket; each finds its key by its default name, workers share "worker"), and Ctl() passes it
-  /// to tunectl (key "tunectl" unless the args name another with --key-name).
+  /// to tunectl (key "tunectl" unless the args name another with --key-name). A process whose
+  /// own extra args (service_args, scheduler_args, worker_args) give --keys-dir keeps those.
   std::string keys_dir;
 };
 

@@ -5,7 +5,11 @@ the checkpoint-store, resource-manager and scheduler, and the driver script; hos
 only trial-worker, inside its own mount namespace where a tmpfs hides the script's folder. The
 trainable is a function of a module beside the script (`model_lib.train_fn`), so cloudpickle
 pickles it by reference and the worker must import `model_lib` from the working_dir the driver
-shipped through the checkpoint-store. Needs root, iproute2 and util-linux's unshare; skipped
+shipped through the checkpoint-store. Every service and the worker run with CURVE keys made by
+`tunectl keygen --suite` (docs/security.md), so the link carries only encrypted, authenticated
+traffic; the driver reaches the scheduler on its own host through an ipc:// control socket (a
+file in the test's folder: no CURVE there, file permissions guard it). Needs root, iproute2 and
+util-linux's unshare; skipped
 with the reason otherwise, and failed instead of skipped under CI=true, as
 tests/integration/multi_host_test.cpp does.
 """
@@ -122,28 +126,35 @@ def test_function_trainable_runs_on_a_host_without_its_file(tmp_path):
         (project / "driver.py").write_text(textwrap.dedent(DRIVER))
         results = tmp_path / "results"
         b = os.path.abspath(BIN)
+        keys = str(tmp_path / "keys")
+        keygen = subprocess.run([os.path.join(b, "tunectl"), "keygen", "--suite", "--dir", keys],
+                                capture_output=True, text=True, timeout=30)
+        assert keygen.returncode == 0, keygen.stdout + keygen.stderr
+        control = "ipc://%s" % (tmp_path / "control.sock")
         hosts.start("c", "checkpoint-store", [os.path.join(b, "checkpoint-store"), "--endpoint",
-                    "tcp://0.0.0.0:5557", "--data-dir", str(tmp_path / "store")])
+                    "tcp://0.0.0.0:5557", "--data-dir", str(tmp_path / "store"),
+                    "--keys-dir", keys])
         hosts.start("c", "resource-manager", [os.path.join(b, "resource-manager"), "--endpoint",
                     "tcp://0.0.0.0:5556", "--events-endpoint", "tcp://127.0.0.1:5558",
-                    "--heartbeat-interval-ms", "200"])
-        hosts.start("c", "scheduler", [os.path.join(b, "scheduler"), "--control",
-                    "tcp://127.0.0.1:5555", "--workers", "tcp://0.0.0.0:5559", "--events",
+                    "--heartbeat-interval-ms", "200", "--keys-dir", keys])
+        hosts.start("c", "scheduler", [os.path.join(b, "scheduler"), "--control", control,
+                    "--workers", "tcp://0.0.0.0:5559", "--events",
                     "tcp://127.0.0.1:5560", "--rm", "tcp://127.0.0.1:5556", "--rm-events",
-                    "tcp://127.0.0.1:5558", "--store", "tcp://127.0.0.1:5557"])
+                    "tcp://127.0.0.1:5558", "--store", "tcp://127.0.0.1:5557", "--keys-dir", keys])
         # Host a: the worker's own mount namespace hides the project folder under a tmpfs.
         worker = [os.path.join(b, "trial-worker"), "--worker-id", "w-a", "--cpus", "2",
                   "--heartbeat-interval-ms", "200", "--scheduler", "tcp://10.78.1.1:5559",
-                  "--rm", "tcp://10.78.1.1:5556", "--store", "tcp://10.78.1.1:5557"]
+                  "--rm", "tcp://10.78.1.1:5556", "--store", "tcp://10.78.1.1:5557",
+                  "--keys-dir", keys]
         hosts.start("a", "w-a", ["unshare", "-m", "--propagation", "private", "sh", "-c",
                                  'mount -t tmpfs tmpfs "$0" && exec "$@"', str(project)] + worker)
         env = dict(os.environ, PYTHONPATH=os.path.abspath(PACKAGE),
-                   TUNEBUS_ADDRESS="tcp://127.0.0.1:5555",
+                   TUNEBUS_ADDRESS=control,
                    TUNEBUS_TUNECTL=os.path.join(b, "tunectl"))
         deadline = time.monotonic() + 20
         while True:  # the worker registered: tunectl workers lists it alive
             out = subprocess.run(["ip", "netns", "exec", hosts.ns["c"], os.path.join(b, "tunectl"),
-                                  "--connect", "tcp://127.0.0.1:5555", "-o", "json", "workers"],
+                                  "--connect", control, "-o", "json", "workers"],
                                  capture_output=True, text=True, timeout=30)
             try:
                 if any(w.get("alive") for w in json.loads(out.stdout or "[]")):
@@ -163,5 +174,8 @@ def test_function_trainable_runs_on_a_host_without_its_file(tmp_path):
         # folder is an empty tmpfs.
         assert json.loads(rows[5:]) == [[3, 0, 0], [6, 0, 0], [9, 0, 0]], rows
         assert "shipped" in os.listdir(results)
+        for name in ("w-a", "scheduler"):  # the link's sockets ran CURVE
+            with open(tmp_path / (name + ".log"), errors="replace") as f:
+                assert "CURVE on every tcp:// socket" in f.read(), hosts.log(name)
     finally:
         hosts.close()
