@@ -21,8 +21,14 @@
 #include "libs/bus/event_loop.hpp"
 #include "libs/bus/request_client.hpp"
 #include "libs/tune/searcher_link.hpp"
+#include "proto/codec.hpp"
 
 namespace tunebus {
+
+/// A searcher's (or driver's) decoded reply frame as the JSON object the link's callback gets:
+/// its msgpack map converted by nlohmann's from_msgpack. Errors: InvalidArgument "<type>: the
+/// reply is not a map JSON can hold: ..." (e.g. a non-string key).
+Result<nlohmann::json> SearcherReplyToJson(const proto::Decoded& decoded);
 
 class ZmqSearcherLink final : public SearcherLink {
  public:
