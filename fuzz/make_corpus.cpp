@@ -231,7 +231,7 @@ void JournalSeeds(const std::string& mock_yaml) {
 }
 
 void SpecSeeds(const fs::path& source) {
-  for (const fs::path dir : {source / "examples" / "asha", source / "examples" / "digits",
+  for (const fs::path& dir : {source / "examples" / "asha", source / "examples" / "digits",
                              source / "examples" / "mock", source / "tests/unit/data/spec"}) {
     for (const auto& e : fs::directory_iterator(dir)) {
       if (e.path().extension() != ".yaml") continue;

@@ -302,7 +302,9 @@ Result<std::optional<nlohmann::json>> ParseReportLine(std::string_view line) {
   while (!line.empty() && (line.back() == '\r' || line.back() == ' ' || line.back() == '\t')) {
     line.remove_suffix(1);
   }
-  if (line.find_first_not_of(" \t") == std::string_view::npos) return std::nullopt;
+  if (line.find_first_not_of(" \t") == std::string_view::npos) {
+    return std::optional<nlohmann::json>();  // a blank line
+  }
   nlohmann::json metrics = nlohmann::json::parse(line, nullptr, /*allow_exceptions=*/false);
   if (metrics.is_discarded() || !metrics.is_object()) {
     return Status::InvalidArgument(
