@@ -10,11 +10,11 @@
 
 #include "fuzz/fuzz_targets.hpp"
 
-#define TUNEBUS_FUZZ_MAIN(body)                                                 \
-  extern "C" int LLVMFuzzerInitialize(int*, char***) {                          \
-    spdlog::set_level(spdlog::level::off);                                      \
-    return 0;                                                                   \
-  }                                                                             \
-  extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {     \
-    return ::tunebus::fuzz::body(data, size);                                   \
+#define TUNEBUS_FUZZ_MAIN(body)                                             \
+  extern "C" int LLVMFuzzerInitialize(int*, char***) {                      \
+    spdlog::set_level(spdlog::level::off);                                  \
+    return 0;                                                               \
+  }                                                                         \
+  extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) { \
+    return ::tunebus::fuzz::body(data, size);                               \
   }

@@ -183,10 +183,8 @@ std::vector<std::string> JournalRecords(const std::string& mock_yaml) {
   t1.config = {{"lr", 0.1}};
   t1.experiment_tag = "1_lr=0.1";
   std::vector<json> records = {
-      journal::ExperimentSubmitted("5f3a1", mock_yaml, "/tmp/fuzz", "experiment.yaml", 7,
-                                   1.7e9),
-      journal::TrialAdded(t0),
-      journal::TrialAdded(t1),
+      journal::ExperimentSubmitted("5f3a1", mock_yaml, "/tmp/fuzz", "experiment.yaml", 7, 1.7e9),
+      journal::TrialAdded(t0), journal::TrialAdded(t1),
       journal::SearcherDelta(json::array({{{"event", "suggested"}, {"trial_id", t0.trial_id}}}))};
   t0.status = TrialStatus::kRunning;
   t0.attempt = 1;
@@ -232,7 +230,7 @@ void JournalSeeds(const std::string& mock_yaml) {
 
 void SpecSeeds(const fs::path& source) {
   for (const fs::path& dir : {source / "examples" / "asha", source / "examples" / "digits",
-                             source / "examples" / "mock", source / "tests/unit/data/spec"}) {
+                              source / "examples" / "mock", source / "tests/unit/data/spec"}) {
     for (const auto& e : fs::directory_iterator(dir)) {
       if (e.path().extension() != ".yaml") continue;
       Write("spec", dir.filename().string() + "_" + e.path().filename().string(),
@@ -242,8 +240,9 @@ void SpecSeeds(const fs::path& source) {
 }
 
 void ReportLineSeeds() {
-  Write("report_line", "one", R"({"loss": 0.5, "training_iteration": 1})"
-                              "\n");
+  Write("report_line", "one",
+        R"({"loss": 0.5, "training_iteration": 1})"
+        "\n");
   Write("report_line", "nested",
         R"({"mean_accuracy": 0.91, "info": {"lr": 0.01, "tags": ["a", "b"]}, "done": false})"
         "\n");
@@ -253,8 +252,9 @@ void ReportLineSeeds() {
         R"({"i": -9223372036854775808, "u": 18446744073709551615, "f": 1e308, "z": -0.0})"
         "\n");
   Write("report_line", "not_an_object", "[1, 2, 3]\n");
-  Write("report_line", "unicode", R"({"name": "caf\u00e9 \ud83d\ude00", "n": null})"
-                                  "\n");
+  Write("report_line", "unicode",
+        R"({"name": "caf\u00e9 \ud83d\ude00", "n": null})"
+        "\n");
 }
 
 void SearcherSeeds() {
@@ -272,14 +272,12 @@ void SearcherSeeds() {
   }
   Write("searcher_reply", "four_trials", run);
   Write("searcher_reply", "not_now",
-        Chunk(hello) + Chunk(Frame({{"type", "suggestion"},
-                                    {"trial_id", "t0"},
-                                    {"status", "not_now"}})) +
+        Chunk(hello) +
+            Chunk(Frame({{"type", "suggestion"}, {"trial_id", "t0"}, {"status", "not_now"}})) +
             Chunk(suggestion("t0")));
   Write("searcher_reply", "finished",
-        Chunk(hello) + Chunk(Frame({{"type", "suggestion"},
-                                    {"trial_id", "t0"},
-                                    {"status", "finished"}})));
+        Chunk(hello) +
+            Chunk(Frame({{"type", "suggestion"}, {"trial_id", "t0"}, {"status", "finished"}})));
   Write("searcher_reply", "error_then_hello",
         Chunk(Frame({{"type", "error"},
                      {"code", "failed_precondition"},
@@ -296,10 +294,11 @@ void ControlSeeds(const std::string& mock_yaml) {
   Write("control", "show_trial", Frame({{"type", "show_trial"}, {"trial_id", "x_00000"}}));
   Write("control", "get_experiment", Frame({{"type", "get_experiment"}, {"experiment", "mock"}}));
   Write("control", "list_workers", Frame({{"type", "list_workers"}}));
-  Write("control", "submit_experiment", Frame({{"type", "submit_experiment"},
-                                               {"spec_yaml", mock_yaml},
-                                               {"base_dir", "/tmp/fuzz"},
-                                               {"source_name", "experiment.yaml"}}));
+  Write("control", "submit_experiment",
+        Frame({{"type", "submit_experiment"},
+               {"spec_yaml", mock_yaml},
+               {"base_dir", "/tmp/fuzz"},
+               {"source_name", "experiment.yaml"}}));
   Write("control", "stop_experiment", Frame({{"type", "stop_experiment"}, {"interrupt", true}}));
   Write("control", "add_trial_command",
         Frame({{"type", "add_trial_command"}, {"config_json", R"({"lr": 0.5})"}}));

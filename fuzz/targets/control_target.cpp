@@ -58,8 +58,8 @@ ControlSuite& Suite() {
   if (g_suite != nullptr) return *g_suite;
   auto* s = new ControlSuite();  // lives until exit: its threads use it
   const char* tmp = std::getenv("TMPDIR");
-  std::string pattern = std::string(tmp != nullptr && *tmp ? tmp : "/tmp") +
-                        "/tunebus-fuzz-control-XXXXXX";
+  std::string pattern =
+      std::string(tmp != nullptr && *tmp ? tmp : "/tmp") + "/tunebus-fuzz-control-XXXXXX";
   Check(::mkdtemp(pattern.data()) != nullptr, "mkdtemp failed");
   s->dir = pattern;
 
@@ -110,8 +110,8 @@ bool SafeToSend(const uint8_t* data, size_t size) {
   if (!d.ok() || d->type() != proto::SubmitExperiment::kType) return true;
   Result<proto::SubmitExperiment> msg = d->As<proto::SubmitExperiment>();
   if (!msg.ok()) return true;
-  Result<ExperimentSpec> spec = ParseExperimentYaml(msg->spec_yaml, msg->base_dir,
-                                                    msg->source_name);
+  Result<ExperimentSpec> spec =
+      ParseExperimentYaml(msg->spec_yaml, msg->base_dir, msg->source_name);
   if (!spec.ok()) return true;  // the scheduler refuses it as well
   if (!spec->results_dir_beside_file) return false;
   return !(spec->search == "external" && spec->search_config.contains("command"));

@@ -50,8 +50,8 @@ void Convert(const Decoded& d) {
                         again.status().ToString());
   Check(again->type() == d.type(), std::string(M::kType) + ": re-encoded with another type");
   Result<M> m2 = again->As<M>();
-  Check(m2.ok(), std::string(M::kType) + ": a converted message does not convert again: " +
-                     m2.status().ToString());
+  Check(m2.ok(), std::string(M::kType) +
+                     ": a converted message does not convert again: " + m2.status().ToString());
 }
 
 using ConvertFn = void (*)(const Decoded&);
@@ -68,12 +68,12 @@ constexpr MessageType Entry() {
 // Every message type of proto/*.hpp.
 constexpr std::array kMessageTypes = {
     // control.hpp
-    Entry<SubmitExperiment>(), Entry<WorkingDirStat>(), Entry<WorkingDirPut>(),
-    Entry<ListTrials>(), Entry<ShowTrial>(), Entry<FetchCheckpoint>(), Entry<CheckpointChunk>(),
+    Entry<SubmitExperiment>(), Entry<WorkingDirStat>(), Entry<WorkingDirPut>(), Entry<ListTrials>(),
+    Entry<ShowTrial>(), Entry<FetchCheckpoint>(), Entry<CheckpointChunk>(),
     Entry<StopTrialCommand>(), Entry<PauseTrialCommand>(), Entry<ResumeTrialCommand>(),
-    Entry<AddTrialCommand>(), Entry<SetTrialResourcesCommand>(),
-    Entry<ResumeExperimentCommand>(), Entry<ListExperiments>(), Entry<StopExperiment>(),
-    Entry<GetExperiment>(), Entry<ListWorkers>(), Entry<ControlReply>(),
+    Entry<AddTrialCommand>(), Entry<SetTrialResourcesCommand>(), Entry<ResumeExperimentCommand>(),
+    Entry<ListExperiments>(), Entry<StopExperiment>(), Entry<GetExperiment>(), Entry<ListWorkers>(),
+    Entry<ControlReply>(),
     // envelope.hpp, events.hpp
     Entry<ErrorReply>(), Entry<SchedulerEvent>(),
     // resources.hpp
@@ -89,10 +89,10 @@ constexpr std::array kMessageTypes = {
     Entry<CheckpointList>(), Entry<CheckpointListReply>(), Entry<CheckpointDelete>(),
     Entry<CheckpointDeleteAck>(), Entry<StoreStatus>(), Entry<StoreStatusReply>(),
     // worker.hpp
-    Entry<RegisterWorker>(), Entry<RegisterWorkerAck>(), Entry<StartTrial>(),
-    Entry<ReportResult>(), Entry<ReportResults>(), Entry<Decision>(), Entry<Decisions>(),
-    Entry<StopTrialRequest>(), Entry<TrialExited>(), Entry<CheckpointSaved>(),
-    Entry<CheckpointFailed>(), Entry<WorkerHeartbeat>()};
+    Entry<RegisterWorker>(), Entry<RegisterWorkerAck>(), Entry<StartTrial>(), Entry<ReportResult>(),
+    Entry<ReportResults>(), Entry<Decision>(), Entry<Decisions>(), Entry<StopTrialRequest>(),
+    Entry<TrialExited>(), Entry<CheckpointSaved>(), Entry<CheckpointFailed>(),
+    Entry<WorkerHeartbeat>()};
 
 }  // namespace
 

@@ -20,8 +20,8 @@ int FuzzReportLine(const uint8_t* data, size_t size) {
     std::string bytes;
     AppendReportMetrics(**metrics, "fuzz-host", "10.0.0.1", 4242, bytes);
     Result<TrainingResult> result = TrainingResult::FromMsgpack(bytes);
-    Check(result.ok(), "the worker's encoding of a report line does not decode: " +
-                           result.status().ToString());
+    Check(result.ok(),
+          "the worker's encoding of a report line does not decode: " + result.status().ToString());
   }
   return 0;
 }

@@ -97,7 +97,8 @@ int FuzzSearcherReply(const uint8_t* data, size_t size) {
     }
     if (!shared.requests.empty()) {
       if (at + 2 > size) break;  // no more replies
-      const size_t n = std::min<size_t>(size - at - 2, size_t(data[at]) | size_t(data[at + 1]) << 8);
+      const size_t n =
+          std::min<size_t>(size - at - 2, size_t(data[at]) | size_t(data[at + 1]) << 8);
       Result<json> reply = ReplyOf(data + at + 2, n);
       at += 2 + n;
       ScriptedLink::Pending p = std::move(shared.requests.front());
@@ -109,8 +110,10 @@ int FuzzSearcherReply(const uint8_t* data, size_t size) {
       auto due = std::move(shared.timers);
       shared.timers.clear();
       for (auto& [when, fn] : due) {
-        if (when <= shared.now) fn();
-        else shared.timers.emplace_back(when, std::move(fn));
+        if (when <= shared.now)
+          fn();
+        else
+          shared.timers.emplace_back(when, std::move(fn));
       }
     }
   }

@@ -43,16 +43,18 @@ class FuzzCorpusTest : public ::testing::TestWithParam<Target> {};
 
 TEST_P(FuzzCorpusTest, EverySeedRuns) { EXPECT_GE(RunCorpus(GetParam()), 4u); }
 
-INSTANTIATE_TEST_SUITE_P(
-    Targets, FuzzCorpusTest,
-    ::testing::Values(Target{"message", fuzz::FuzzMessage},
-                      Target{"journal_record", fuzz::FuzzJournalRecord},
-                      Target{"journal_replay", fuzz::FuzzJournalReplay},
-                      Target{"snapshot", fuzz::FuzzSnapshot}, Target{"spec", fuzz::FuzzSpec},
-                      Target{"report_line", fuzz::FuzzReportLine},
-                      Target{"searcher_reply", fuzz::FuzzSearcherReply},
-                      Target{"control", fuzz::FuzzControl}),
-    [](const ::testing::TestParamInfo<Target>& info) { return std::string(info.param.name); });
+INSTANTIATE_TEST_SUITE_P(Targets, FuzzCorpusTest,
+                         ::testing::Values(Target{"message", fuzz::FuzzMessage},
+                                           Target{"journal_record", fuzz::FuzzJournalRecord},
+                                           Target{"journal_replay", fuzz::FuzzJournalReplay},
+                                           Target{"snapshot", fuzz::FuzzSnapshot},
+                                           Target{"spec", fuzz::FuzzSpec},
+                                           Target{"report_line", fuzz::FuzzReportLine},
+                                           Target{"searcher_reply", fuzz::FuzzSearcherReply},
+                                           Target{"control", fuzz::FuzzControl}),
+                         [](const ::testing::TestParamInfo<Target>& info) {
+                           return std::string(info.param.name);
+                         });
 
 TEST(FuzzCorpusTest, EveryMessageTypeHasASeed) {
   // FuzzMessage picks the type by the first byte: the corpus holds one seed per type.
