@@ -1,5 +1,6 @@
 #include <stdlib.h>
 
+#include <cerrno>
 #include <chrono>
 #include <cstdlib>
 #include <filesystem>
@@ -131,7 +132,13 @@ int FuzzControl(const uint8_t* data, size_t size) {
   while (std::chrono::steady_clock::now() < deadline) {
     const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
         deadline - std::chrono::steady_clock::now());
-    if (zmq::poll(&item, 1, left) <= 0) continue;
+    int ready = 0;
+    try {
+      ready = zmq::poll(&item, 1, left);
+    } catch (const zmq::error_t& e) {
+      if (e.num() != EINTR) throw;  // libFuzzer's timers interrupt the poll: wait on
+    }
+    if (ready <= 0) continue;
     zmq::message_t reply;
     if (!s.client.recv(reply, zmq::recv_flags::dontwait)) continue;
     // Every answer is a frame the protocol allows: a control_reply or an error.
