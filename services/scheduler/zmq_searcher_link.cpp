@@ -70,7 +70,11 @@ Result<json> SearcherReplyToJson(const proto::Decoded& decoded) {
   msgpack::sbuffer buf;
   msgpack::pack(buf, *object);
   try {
-    return json::from_msgpack(buf.data(), buf.data() + buf.size());
+    json reply = json::from_msgpack(buf.data(), buf.data() + buf.size());
+    // from_msgpack takes strings as bytes; a string that is not UTF-8 would throw later, where
+    // the reply is written out (a config's dump): refused here (type_error 316).
+    (void)reply.dump();
+    return reply;
   } catch (const std::exception& e) {
     return Status::InvalidArgument(
         fmt::format("{}: the reply is not a map JSON can hold: {}", decoded.type(), e.what()));

@@ -8,6 +8,8 @@
 
 #include "fuzz/fuzz_targets.hpp"
 #include "libs/spec/experiment_spec.hpp"
+#include "proto/codec.hpp"
+#include "services/scheduler/zmq_searcher_link.hpp"
 
 namespace tunebus {
 namespace {
@@ -51,6 +53,38 @@ TEST(FuzzRegressionTest, TheSchedulerSurvivesASubmissionThatIsNotUtf8) {
   EXPECT_EQ(fuzz::FuzzControl(submit.data(), submit.size()), 0);
   const std::vector<uint8_t> list = frame({{"v", 1}, {"type", "list_trials"}, {"id", 8}});
   EXPECT_EQ(fuzz::FuzzControl(list.data(), list.size()), 0);
+}
+
+// The searcher_reply target's find: a suggestion whose params hold a string that is not UTF-8.
+// nlohmann's from_msgpack took it as it was, and ExternalSearcher::ConfigOf's dump of the config
+// threw type_error 316 out of the scheduler's loop (std::terminate). The link now refuses the
+// reply as malformed (InvalidArgument: the searcher is retried after its backoff).
+TEST(FuzzRegressionTest, ASearcherReplyWithAStringThatIsNotUtf8IsRefused) {
+  const std::vector<uint8_t> frame = nlohmann::json::to_msgpack({{"v", 1},
+                                                                 {"type", "suggestion"},
+                                                                 {"id", 2},
+                                                                 {"trial_id", "t0"},
+                                                                 {"status", "config"},
+                                                                 {"params", {{"opt", "a\x93"}}}});
+  Result<proto::Decoded> d = proto::Decode(frame.data(), frame.size());
+  ASSERT_TRUE(d.ok()) << d.status().ToString();
+  Result<nlohmann::json> reply = SearcherReplyToJson(*d);
+  ASSERT_FALSE(reply.ok());
+  EXPECT_EQ(reply.status().code(), StatusCode::kInvalidArgument);
+  EXPECT_NE(reply.status().message().find("suggestion: the reply is not a map JSON can hold"),
+            std::string::npos)
+      << reply.status().message();
+  // The whole exchange, as the fuzz target found it, runs to its end.
+  std::string input;
+  auto chunk = [&input](const std::vector<uint8_t>& bytes) {
+    input.push_back(char(bytes.size() & 0xff));
+    input.push_back(char(bytes.size() >> 8));
+    input.append(bytes.begin(), bytes.end());
+  };
+  chunk(nlohmann::json::to_msgpack({{"v", 1}, {"type", "hello_ok"}, {"id", 1}}));
+  chunk(frame);
+  EXPECT_EQ(fuzz::FuzzSearcherReply(reinterpret_cast<const uint8_t*>(input.data()), input.size()),
+            0);
 }
 
 }  // namespace
