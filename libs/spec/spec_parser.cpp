@@ -47,6 +47,36 @@ const std::vector<std::string_view> kTopFields = {"name",
 const std::vector<std::string_view> kDriverFields = {"endpoint", "server_key", "on_result",
                                                      "timeout_s"};
 
+// The offset of the first byte of `text` that is not valid UTF-8 (RFC 3629: no overlong forms,
+// surrogates or code points above U+10FFFF), or npos. YAML 1.2 files are Unicode text, and every
+// string of the spec ends up in JSON (configs, experiment_state.json, params.json), which
+// nlohmann::json refuses to dump with invalid UTF-8 in it.
+size_t FirstInvalidUtf8(std::string_view text) {
+  const auto* p = reinterpret_cast<const unsigned char*>(text.data());
+  const size_t n = text.size();
+  auto cont = [&](size_t i, unsigned char lo = 0x80, unsigned char hi = 0xbf) {
+    return i < n && p[i] >= lo && p[i] <= hi;
+  };
+  for (size_t i = 0; i < n;) {
+    const unsigned char c = p[i];
+    size_t len = 0;
+    if (c < 0x80) {
+      len = 1;
+    } else if (c >= 0xc2 && c <= 0xdf) {
+      len = cont(i + 1) ? 2 : 0;
+    } else if (c >= 0xe0 && c <= 0xef) {
+      const unsigned char lo = c == 0xe0 ? 0xa0 : 0x80, hi = c == 0xed ? 0x9f : 0xbf;
+      len = cont(i + 1, lo, hi) && cont(i + 2) ? 3 : 0;
+    } else if (c >= 0xf0 && c <= 0xf4) {
+      const unsigned char lo = c == 0xf0 ? 0x90 : 0x80, hi = c == 0xf4 ? 0x8f : 0xbf;
+      len = cont(i + 1, lo, hi) && cont(i + 2) && cont(i + 3) ? 4 : 0;
+    }
+    if (len == 0) return i;
+    i += len;
+  }
+  return std::string_view::npos;
+}
+
 }  // namespace
 
 bool IsIdentifier(const std::string& s) {
@@ -66,6 +96,15 @@ std::string NormalizeDir(const fs::path& dir) {
 }
 
 Result<ExperimentSpec> SpecParser::Parse(const std::string& text, const std::string& source) {
+  if (const size_t bad = FirstInvalidUtf8(text); bad != std::string_view::npos) {
+    const size_t line_start = text.rfind('\n', bad == 0 ? 0 : bad - 1);
+    const size_t column = line_start == std::string::npos || bad == 0 ? bad + 1 : bad - line_start;
+    const int line = 1 + int(std::count(text.begin(), text.begin() + bad, '\n'));
+    return r_.Error(line, "",
+                    fmt::format("not UTF-8 text: byte 0x{:02x} at column {} (an experiment file "
+                                "is UTF-8)",
+                                static_cast<unsigned char>(text[bad]), column));
+  }
   try {
     std::vector<YAML::Node> docs = YAML::LoadAll(text);
     for (size_t i = 1; i < docs.size(); ++i) {

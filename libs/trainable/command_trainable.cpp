@@ -298,22 +298,33 @@ void CommandTrainable::ReadReports() {
   }
 }
 
-void CommandTrainable::HandleLine(std::string_view line) {
-  if (!protocol_error_.empty()) return;
+Result<std::optional<nlohmann::json>> ParseReportLine(std::string_view line) {
   while (!line.empty() && (line.back() == '\r' || line.back() == ' ' || line.back() == '\t')) {
     line.remove_suffix(1);
   }
-  if (line.find_first_not_of(" \t") == std::string_view::npos) return;  // blank lines are ignored
+  if (line.find_first_not_of(" \t") == std::string_view::npos) {
+    return std::optional<nlohmann::json>();  // a blank line
+  }
   nlohmann::json metrics = nlohmann::json::parse(line, nullptr, /*allow_exceptions=*/false);
   if (metrics.is_discarded() || !metrics.is_object()) {
-    FailProtocol(
+    return Status::InvalidArgument(
         fmt::format("report line is not a JSON object: '{}'", Truncate(line, kErrorLineBytes)));
+  }
+  return std::optional<nlohmann::json>(std::move(metrics));
+}
+
+void CommandTrainable::HandleLine(std::string_view line) {
+  if (!protocol_error_.empty()) return;
+  Result<std::optional<nlohmann::json>> metrics = ParseReportLine(line);
+  if (!metrics.ok()) {
+    FailProtocol(metrics.status().message());
     return;
   }
+  if (!metrics->has_value()) return;  // blank lines are ignored
   const auto now = setup_.clock->Now();
   const double secs = std::chrono::duration<double>(now - iter_start_).count();
   iter_start_ = now;
-  QueueReport(Report{std::move(metrics), secs});
+  QueueReport(Report{std::move(**metrics), secs});
 }
 
 void CommandTrainable::FailProtocol(std::string error) {

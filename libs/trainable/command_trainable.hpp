@@ -30,7 +30,10 @@
 #include <sys/types.h>
 
 #include <chrono>
+#include <nlohmann/json.hpp>
+#include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "libs/trainable/fd.hpp"
@@ -43,6 +46,12 @@ inline constexpr int kChildReportFd = 3;
 inline constexpr int kChildDecisionFd = 4;
 /// A report line longer than this (bytes) is a protocol error.
 inline constexpr size_t kMaxReportLineBytes = 8u << 20;
+/// One line of the report pipe (its '\n' removed) as CommandTrainable reads it: trailing '\r',
+/// spaces and tabs are ignored; a blank line is nullopt (skipped); else the JSON object.
+/// Errors: InvalidArgument "report line is not a JSON object: '<the line, cut to 200 bytes>'"
+/// (the child is then killed).
+Result<std::optional<nlohmann::json>> ParseReportLine(std::string_view line);
+
 /// stderr tail limits.
 inline constexpr size_t kStderrTailLines = 20;
 inline constexpr size_t kStderrTailBytes = 4096;

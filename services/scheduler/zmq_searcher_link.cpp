@@ -21,20 +21,6 @@ struct JsonRequest {
   json body;
 };
 
-// The reply's msgpack map as JSON. Errors: InvalidArgument.
-Result<json> ToJson(const proto::Decoded& decoded) {
-  auto object = decoded.As<msgpack::object>();
-  if (!object.ok()) return object.status();
-  msgpack::sbuffer buf;
-  msgpack::pack(buf, *object);
-  try {
-    return json::from_msgpack(buf.data(), buf.data() + buf.size());
-  } catch (const std::exception& e) {
-    return Status::InvalidArgument(
-        fmt::format("{}: the reply is not a map JSON can hold: {}", decoded.type(), e.what()));
-  }
-}
-
 // A DEALER to the searcher. ZeroMQ's own reconnect interval stays short (100 ms up to 1 s):
 // the link's requests carry the backoff (ExternalSearcher), and a restarted searcher should
 // be reached as soon as it listens. Queued only to a connected searcher (ZMQ_IMMEDIATE): while
@@ -68,6 +54,23 @@ MSGPACK_API_VERSION_NAMESPACE(MSGPACK_DEFAULT_API_NS) {
 }  // namespace msgpack
 
 namespace tunebus {
+
+Result<json> SearcherReplyToJson(const proto::Decoded& decoded) {
+  auto object = decoded.As<msgpack::object>();
+  if (!object.ok()) return object.status();
+  msgpack::sbuffer buf;
+  msgpack::pack(buf, *object);
+  try {
+    json reply = json::from_msgpack(buf.data(), buf.data() + buf.size());
+    // from_msgpack takes strings as bytes; a string that is not UTF-8 would throw later, where
+    // the reply is written out (a config's dump): refused here (type_error 316).
+    (void)reply.dump();
+    return reply;
+  } catch (const std::exception& e) {
+    return Status::InvalidArgument(
+        fmt::format("{}: the reply is not a map JSON can hold: {}", decoded.type(), e.what()));
+  }
+}
 
 ZmqSearcherLink::ZmqSearcherLink(bus::EventLoop& loop, zmq::context_t& ctx,
                                  std::shared_ptr<const bus::Security> security,
@@ -178,7 +181,7 @@ void ZmqSearcherLink::Request(json request, double timeout_s, ReplyCallback done
           done(reply.status());
           return;
         }
-        done(ToJson(*reply));
+        done(SearcherReplyToJson(*reply));
       },
       bus::DurationFromSeconds(timeout_s));
 }

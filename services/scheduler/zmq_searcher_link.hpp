@@ -30,8 +30,14 @@
 #include "libs/bus/request_client.hpp"
 #include "libs/bus/security.hpp"
 #include "libs/tune/searcher_link.hpp"
+#include "proto/codec.hpp"
 
 namespace tunebus {
+
+/// A searcher's (or driver's) decoded reply frame as the JSON object the link's callback gets:
+/// its msgpack map converted by nlohmann's from_msgpack. Errors: InvalidArgument "<type>: the
+/// reply is not a map JSON can hold: ..." (e.g. a non-string key, a string that is not UTF-8).
+Result<nlohmann::json> SearcherReplyToJson(const proto::Decoded& decoded);
 
 class ZmqSearcherLink final : public SearcherLink {
  public:

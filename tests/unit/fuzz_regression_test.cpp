@@ -1,0 +1,91 @@
+// Inputs the fuzz targets (fuzz/, docs/security.md "Fuzzing") found crashing, fed to the same
+// bodies in the ordinary build, with the check of the fix.
+#include <gtest/gtest.h>
+
+#include <nlohmann/json.hpp>
+#include <string>
+#include <vector>
+
+#include "fuzz/fuzz_targets.hpp"
+#include "libs/spec/experiment_spec.hpp"
+#include "proto/codec.hpp"
+#include "services/scheduler/zmq_searcher_link.hpp"
+
+namespace tunebus {
+namespace {
+
+// The control target's find: an experiment file with a byte that is not UTF-8 (0x93) in a
+// constant of its param_space. The scheduler accepted it, and its results-file thread died on
+// nlohmann::json's type_error 316 writing the trial's params.json (std::terminate: the whole
+// scheduler). The parser now refuses such a file.
+const std::string kNotUtf8Yaml =
+    "name: fuzz\n"
+    "trainable:\n"
+    "  builtin: mock\n"
+    "param_space:\n"
+    "  lr: 0.1\n"
+    "  tag: \"ab\x93\"\n"
+    "metric: mean_accuracy\n"
+    "mode: max\n";
+
+TEST(FuzzRegressionTest, AnExperimentFileThatIsNotUtf8IsRefusedWithItsLine) {
+  Result<ExperimentSpec> spec = ParseExperimentYaml(kNotUtf8Yaml, "/tmp", "exp.yaml");
+  ASSERT_FALSE(spec.ok());
+  EXPECT_EQ(spec.status().code(), StatusCode::kInvalidArgument);
+  EXPECT_EQ(spec.status().message(),
+            "exp.yaml:6: not UTF-8 text: byte 0x93 at column 11 (an experiment file is UTF-8)");
+  // Overlong forms and surrogates are refused too; valid multi-byte text is not.
+  EXPECT_FALSE(ParseExperimentYaml("name: \xc0\xaf\n", "/tmp", "exp.yaml").ok());
+  EXPECT_FALSE(ParseExperimentYaml("name: \xed\xa0\x80\n", "/tmp", "exp.yaml").ok());
+  Result<ExperimentSpec> ok =
+      ParseExperimentYaml("name: caf\xc3\xa9\ntrainable: {builtin: mock}\n", "/tmp", "exp.yaml");
+  EXPECT_EQ(ok.status().message().find("UTF-8"), std::string::npos) << ok.status().ToString();
+}
+
+TEST(FuzzRegressionTest, TheSchedulerSurvivesASubmissionThatIsNotUtf8) {
+  auto frame = [](const nlohmann::json& m) { return nlohmann::json::to_msgpack(m); };
+  const std::vector<uint8_t> submit = frame({{"v", 1},
+                                             {"type", "submit_experiment"},
+                                             {"id", 7},
+                                             {"spec_yaml", kNotUtf8Yaml},
+                                             {"base_dir", "/tmp/fuzz"},
+                                             {"source_name", "exp.yaml"}});
+  EXPECT_EQ(fuzz::FuzzControl(submit.data(), submit.size()), 0);
+  const std::vector<uint8_t> list = frame({{"v", 1}, {"type", "list_trials"}, {"id", 8}});
+  EXPECT_EQ(fuzz::FuzzControl(list.data(), list.size()), 0);
+}
+
+// The searcher_reply target's find: a suggestion whose params hold a string that is not UTF-8.
+// nlohmann's from_msgpack took it as it was, and ExternalSearcher::ConfigOf's dump of the config
+// threw type_error 316 out of the scheduler's loop (std::terminate). The link now refuses the
+// reply as malformed (InvalidArgument: the searcher is retried after its backoff).
+TEST(FuzzRegressionTest, ASearcherReplyWithAStringThatIsNotUtf8IsRefused) {
+  const std::vector<uint8_t> frame = nlohmann::json::to_msgpack({{"v", 1},
+                                                                 {"type", "suggestion"},
+                                                                 {"id", 2},
+                                                                 {"trial_id", "t0"},
+                                                                 {"status", "config"},
+                                                                 {"params", {{"opt", "a\x93"}}}});
+  Result<proto::Decoded> d = proto::Decode(frame.data(), frame.size());
+  ASSERT_TRUE(d.ok()) << d.status().ToString();
+  Result<nlohmann::json> reply = SearcherReplyToJson(*d);
+  ASSERT_FALSE(reply.ok());
+  EXPECT_EQ(reply.status().code(), StatusCode::kInvalidArgument);
+  EXPECT_NE(reply.status().message().find("suggestion: the reply is not a map JSON can hold"),
+            std::string::npos)
+      << reply.status().message();
+  // The whole exchange, as the fuzz target found it, runs to its end.
+  std::string input;
+  auto chunk = [&input](const std::vector<uint8_t>& bytes) {
+    input.push_back(char(bytes.size() & 0xff));
+    input.push_back(char(bytes.size() >> 8));
+    input.append(bytes.begin(), bytes.end());
+  };
+  chunk(nlohmann::json::to_msgpack({{"v", 1}, {"type", "hello_ok"}, {"id", 1}}));
+  chunk(frame);
+  EXPECT_EQ(fuzz::FuzzSearcherReply(reinterpret_cast<const uint8_t*>(input.data()), input.size()),
+            0);
+}
+
+}  // namespace
+}  // namespace tunebus
