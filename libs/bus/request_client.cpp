@@ -5,7 +5,7 @@
 namespace tunebus::bus {
 
 StatusCode StatusCodeFromName(const std::string& name) {
-  for (int c = 0; c <= int(StatusCode::kIoError); ++c) {
+  for (int c = 0; c <= int(StatusCode::kPermissionDenied); ++c) {
     if (name == StatusCodeName(StatusCode(c))) return StatusCode(c);
   }
   return StatusCode::kInternal;

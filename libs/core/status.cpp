@@ -22,6 +22,8 @@ const char* StatusCodeName(StatusCode code) {
       return "internal";
     case StatusCode::kIoError:
       return "io_error";
+    case StatusCode::kPermissionDenied:
+      return "permission_denied";
   }
   return "unknown";
 }

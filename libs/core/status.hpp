@@ -20,6 +20,7 @@ enum class StatusCode {
   kCorruption,          // stored bytes failed validation (torn journal tail, bad checksum)
   kInternal,            // a bug: an invariant was broken
   kIoError,             // the filesystem or RocksDB failed
+  kPermissionDenied,    // valid, but this peer's policy forbids it (a worker's --allow-command)
 };
 
 /// Stable lower-case name of a code, used in error replies on the wire ("invalid_argument").
@@ -45,6 +46,9 @@ class [[nodiscard]] Status {
   static Status Corruption(std::string m) { return {StatusCode::kCorruption, std::move(m)}; }
   static Status Internal(std::string m) { return {StatusCode::kInternal, std::move(m)}; }
   static Status IoError(std::string m) { return {StatusCode::kIoError, std::move(m)}; }
+  static Status PermissionDenied(std::string m) {
+    return {StatusCode::kPermissionDenied, std::move(m)};
+  }
 
   bool ok() const { return code_ == StatusCode::kOk; }
   StatusCode code() const { return code_; }
