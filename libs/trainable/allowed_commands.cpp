@@ -73,10 +73,10 @@ Result<AllowedCommands> AllowedCommands::Make(std::vector<std::string> patterns)
   for (const std::string& p : patterns) {
     if (p.empty()) return Status::InvalidArgument("--allow-command: empty pattern");
     if (p[0] != '/' && p[0] != '*' && p[0] != '?' && p[0] != '[') {
-      return Status::InvalidArgument(fmt::format(
-          "--allow-command '{}' can never match: patterns match absolute paths (e.g. "
-          "/usr/bin/python3*)",
-          p));
+      return Status::InvalidArgument(
+          fmt::format("--allow-command '{}' can never match: patterns match absolute paths (e.g. "
+                      "/usr/bin/python3*)",
+                      p));
     }
   }
   return AllowedCommands(std::move(patterns));

@@ -11,8 +11,8 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include <cerrno>
 #include <algorithm>
+#include <cerrno>
 #include <cstring>
 #include <filesystem>
 #include <map>
@@ -113,8 +113,8 @@ std::map<std::string, std::string> TrainableBaseEnvironment() {
   std::erase_if(env, [](const auto& entry) {
     const std::string& name = entry.first;
     return name.starts_with("TUNEBUS_") &&
-           std::find(kTrialEnvironment.begin(), kTrialEnvironment.end(), name) ==
-               kTrialEnvironment.end();
+           std::find(kTrainableEnvironment.begin(), kTrainableEnvironment.end(), name) ==
+               kTrainableEnvironment.end();
   });
   return env;
 }
@@ -241,8 +241,8 @@ Status CommandTrainable::Start() {
   std::vector<char*> envp = NullTerminated(*env);
 
   pid_t pid = 0;
-  const int rc = ::posix_spawn(&pid, program->path.c_str(), &sa.actions, &sa.attr, argv.data(),
-                               envp.data());
+  const int rc =
+      ::posix_spawn(&pid, program->path.c_str(), &sa.actions, &sa.attr, argv.data(), envp.data());
   if (rc != 0) {
     std::string why = ErrnoText(rc);
     if (rc == ENOENT) why += " (no such file)";

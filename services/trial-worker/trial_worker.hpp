@@ -155,8 +155,7 @@ class TrialWorker {
   using RunKey = std::pair<std::string, int64_t>;  // (trial_id, attempt)
 
   TrialWorker(TrialWorkerOptions options, trainable::AllowedCommands allowed_commands,
-              std::string hostname, zmq::socket_t scheduler, zmq::socket_t rm,
-              zmq::socket_t store);
+              std::string hostname, zmq::socket_t scheduler, zmq::socket_t rm, zmq::socket_t store);
 
   // Registration and heartbeats (trial_worker.cpp).
   void OnHeartbeat();

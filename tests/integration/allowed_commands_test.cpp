@@ -57,11 +57,10 @@ TEST(AllowedCommandsTest, AWorkerFailsATrialWhoseCommandIsNotAllowedAndRunsAnAll
                   std::string(kShellTrainable) + "touch \"$TUNEBUS_TRIAL_DIR/ran\"\n");
   const fs::path results = cluster.dir() / "results";
 
-  auto refused = cluster.Ctl(
-      {"run", WriteExperiment(project, "refused", "[./other/train.sh]", results,
-                              "max_failures: 1\n")
-                  .string()},
-      60s);
+  auto refused = cluster.Ctl({"run", WriteExperiment(project, "refused", "[./other/train.sh]",
+                                                     results, "max_failures: 1\n")
+                                         .string()},
+                             60s);
   EXPECT_EQ(refused.exit_code, 1) << refused.Describe();
   const json trials = cluster.Ctl({"-o", "json", "ls"}).Json();
   ASSERT_EQ(trials.size(), 1u) << trials.dump(1);
@@ -131,9 +130,9 @@ TEST(AllowedCommandsTest, ATrainablesEnvironmentHoldsNoneOfTheWorkersKeysOrSecre
   const fs::path trial_dir = trials[0].value("dir", "");
   const json env = json::parse(ReadFile(trial_dir / "env.json"), nullptr, false);
   ASSERT_TRUE(env.is_object()) << ReadFile(trial_dir / "env.json");
-  for (const char* name : {"TUNEBUS_KEYS_DIR", "TUNEBUS_KEY_NAME", "TUNEBUS_SECRET_TEST",
-                           "TUNEBUS_ALLOW_COMMANDS", "TUNEBUS_SCHEDULER_WORKER_ENDPOINT",
-                           "TUNEBUS_RECONNECT_MS"}) {
+  for (const char* name :
+       {"TUNEBUS_KEYS_DIR", "TUNEBUS_KEY_NAME", "TUNEBUS_SECRET_TEST", "TUNEBUS_ALLOW_COMMANDS",
+        "TUNEBUS_SCHEDULER_WORKER_ENDPOINT", "TUNEBUS_RECONNECT_MS"}) {
     EXPECT_FALSE(env.contains(name)) << name << " in " << env.dump(1);
   }
   for (const auto& [name, value] : env.items()) {
@@ -144,9 +143,9 @@ TEST(AllowedCommandsTest, ATrainablesEnvironmentHoldsNoneOfTheWorkersKeysOrSecre
   EXPECT_EQ(env.value("TUNEBUS_TRIAL_DIR", ""), trial_dir.string()) << env.dump(1);
   EXPECT_EQ(json::parse(env.value("TUNEBUS_CONFIG", "null"), nullptr, false), json({{"x", 3}}))
       << env.dump(1);
-  for (const char* name : {"TUNEBUS_EXPERIMENT", "TUNEBUS_ATTEMPT", "TUNEBUS_CHECKPOINT_DIR",
-                           "TUNEBUS_START_ITERATION", "TUNEBUS_REPORT_FD", "TUNEBUS_DECISION_FD",
-                           "PATH"}) {
+  for (const char* name :
+       {"TUNEBUS_EXPERIMENT", "TUNEBUS_ATTEMPT", "TUNEBUS_CHECKPOINT_DIR",
+        "TUNEBUS_START_ITERATION", "TUNEBUS_REPORT_FD", "TUNEBUS_DECISION_FD", "PATH"}) {
     EXPECT_TRUE(env.contains(name)) << name << " missing from " << env.dump(1);
   }
   const std::string worker_log = cluster.process("w1")->Output();

@@ -153,8 +153,8 @@ TEST(AllowedCommandsTest, APatternMatchesThePathOrTheRealPath) {
   auto tree = AllowedCommands::Make({"/opt/ml/*"});
   ASSERT_TRUE(tree.ok());
   EXPECT_TRUE(tree->Check({.path = "/opt/ml/a/b/train", .real_path = "/opt/ml/a/b/train"}).ok());
-  EXPECT_TRUE(tree->Check({.path = "/opt/ml/.venv/bin/python", .real_path = "/usr/bin/python3.11"})
-                  .ok());
+  EXPECT_TRUE(
+      tree->Check({.path = "/opt/ml/.venv/bin/python", .real_path = "/usr/bin/python3.11"}).ok());
   EXPECT_FALSE(tree->Check(python).ok());
   auto any_python = AllowedCommands::Make({"*/python[0-9]*"});
   ASSERT_TRUE(any_python.ok());

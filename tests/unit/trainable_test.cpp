@@ -264,8 +264,8 @@ TEST_F(CommandTrainableTest, EnvironmentCarriesConfigDirsAndDevices) {
 TEST_F(CommandTrainableTest, TheEnvironmentHoldsNoneOfTheWorkersOwnTunebusVariables) {
   // The worker runs with its keys and secrets in TUNEBUS_* variables (and a stale
   // TUNEBUS_TRIAL_ID): the trainable's environment has none of them, holds every trial variable
-  // it needs with this attempt's values, other variables (HOME) as they were, and the
-  // experiment's own `env` even when it is named TUNEBUS_*.
+  // it needs with this attempt's values, TUNEBUS_PYTHON and other variables (HOME) as they were,
+  // and the experiment's own `env` even when it is named TUNEBUS_*.
   struct Scoped {
     std::vector<std::string> names;
     void Set(const std::string& name, const std::string& value) {
@@ -281,6 +281,7 @@ TEST_F(CommandTrainableTest, TheEnvironmentHoldsNoneOfTheWorkersOwnTunebusVariab
   env.Set("TUNEBUS_SECRET_TEST", "x");
   env.Set("TUNEBUS_TRIAL_ID", "stale");
   env.Set("TUNEBUS_RESTORE_DIR", "/stale");
+  env.Set("TUNEBUS_PYTHON", "/opt/py/bin/python3");
   TrainableDef def;
   def.command = {"/bin/sh", "-c", "env > env.txt"};
   def.working_dir = dir_.string();
@@ -300,17 +301,21 @@ TEST_F(CommandTrainableTest, TheEnvironmentHoldsNoneOfTheWorkersOwnTunebusVariab
   }
   for (const auto& [name, value] : seen) {
     if (!name.starts_with("TUNEBUS_") || name == "TUNEBUS_FROM_EXPERIMENT") continue;
-    EXPECT_NE(std::find(kTrialEnvironment.begin(), kTrialEnvironment.end(), name),
-              kTrialEnvironment.end())
+    EXPECT_NE(std::find(kTrainableEnvironment.begin(), kTrainableEnvironment.end(), name),
+              kTrainableEnvironment.end())
         << name << "=" << value;
   }
   EXPECT_EQ(seen.count("TUNEBUS_KEYS_DIR"), 0u);
   EXPECT_EQ(seen.count("TUNEBUS_KEY_NAME"), 0u);
   EXPECT_EQ(seen.count("TUNEBUS_SECRET_TEST"), 0u);
   EXPECT_EQ(seen.count("TUNEBUS_RESTORE_DIR"), 0u);  // not restoring
-  for (const std::string_view name : kTrialEnvironment) {
-    if (name != "TUNEBUS_RESTORE_DIR") EXPECT_EQ(seen.count(std::string(name)), 1u) << name;
+  for (const char* name :
+       {"TUNEBUS_CONFIG", "TUNEBUS_EXPERIMENT", "TUNEBUS_TRIAL_ID", "TUNEBUS_ATTEMPT",
+        "TUNEBUS_TRIAL_DIR", "TUNEBUS_CHECKPOINT_DIR", "TUNEBUS_START_ITERATION",
+        "TUNEBUS_REPORT_FD", "TUNEBUS_DECISION_FD", "TUNEBUS_PYTHON"}) {
+    EXPECT_EQ(seen.count(name), 1u) << name;
   }
+  EXPECT_EQ(seen["TUNEBUS_PYTHON"], "/opt/py/bin/python3");
   EXPECT_EQ(seen["TUNEBUS_TRIAL_ID"], "t9");
   EXPECT_EQ(seen["TUNEBUS_FROM_EXPERIMENT"], "kept");
   if (const char* home = ::getenv("HOME")) EXPECT_EQ(seen["HOME"], home);
