@@ -318,7 +318,9 @@ TEST_F(CommandTrainableTest, TheEnvironmentHoldsNoneOfTheWorkersOwnTunebusVariab
   EXPECT_EQ(seen["TUNEBUS_PYTHON"], "/opt/py/bin/python3");
   EXPECT_EQ(seen["TUNEBUS_TRIAL_ID"], "t9");
   EXPECT_EQ(seen["TUNEBUS_FROM_EXPERIMENT"], "kept");
-  if (const char* home = ::getenv("HOME")) EXPECT_EQ(seen["HOME"], home);
+  if (const char* home = ::getenv("HOME")) {
+    EXPECT_EQ(seen["HOME"], home);
+  }
   EXPECT_EQ(TrainableBaseEnvironment().count("TUNEBUS_KEYS_DIR"), 0u);
 }
 
