@@ -66,10 +66,10 @@ void AddFlags(CLI::App& app, tunebus::TrialWorkerOptions& o) {
       ->envname("TUNEBUS_RESOURCES")
       ->delimiter(',');
   app.add_option("--allow-command", o.allow_commands,
-                 "run only command trainables whose program, resolved as execvp would and with "
-                 "its folder's symlinks resolved (or every symlink), matches this fnmatch glob, "
-                 "e.g. '/usr/bin/python3*' ('*' also matches '/'); repeatable (env: "
-                 "comma-separated); none = every command")
+                 "run only command trainables whose program (argv[0] found as execvp would, "
+                 "matched by its path and by its real path) matches this fnmatch glob, e.g. "
+                 "'/usr/bin/python3*' ('*' also matches '/'); repeatable (env: comma-separated); "
+                 "none = every command (docs/security.md)")
       ->envname("TUNEBUS_ALLOW_COMMANDS")
       ->delimiter(',');
   app.add_option("--heartbeat-interval-ms", o.heartbeat_interval_ms, "heartbeat interval, ms")
