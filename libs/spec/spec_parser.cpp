@@ -77,6 +77,17 @@ size_t FirstInvalidUtf8(std::string_view text) {
   return std::string_view::npos;
 }
 
+// The offset of the first C0 control character other than tab, LF and CR (or DEL), or npos.
+// YAML 1.2's c-printable excludes them, and yaml-cpp 0.7 loops for minutes on a NUL
+// (fuzz/findings/spec-timeout-yaml-cpp), so they are refused before yaml-cpp reads the file.
+size_t FirstControlCharacter(std::string_view text) {
+  for (size_t i = 0; i < text.size(); ++i) {
+    const auto c = static_cast<unsigned char>(text[i]);
+    if ((c < 0x20 && c != '\t' && c != '\n' && c != '\r') || c == 0x7f) return i;
+  }
+  return std::string_view::npos;
+}
+
 }  // namespace
 
 bool IsIdentifier(const std::string& s) {
@@ -96,14 +107,21 @@ std::string NormalizeDir(const fs::path& dir) {
 }
 
 Result<ExperimentSpec> SpecParser::Parse(const std::string& text, const std::string& source) {
-  if (const size_t bad = FirstInvalidUtf8(text); bad != std::string_view::npos) {
+  const size_t invalid = FirstInvalidUtf8(text);
+  const size_t control = FirstControlCharacter(text);
+  if (const size_t bad = std::min(invalid, control); bad != std::string_view::npos) {
     const size_t line_start = text.rfind('\n', bad == 0 ? 0 : bad - 1);
     const size_t column = line_start == std::string::npos || bad == 0 ? bad + 1 : bad - line_start;
     const int line = 1 + int(std::count(text.begin(), text.begin() + bad, '\n'));
+    const auto byte = static_cast<unsigned char>(text[bad]);
     return r_.Error(line, "",
-                    fmt::format("not UTF-8 text: byte 0x{:02x} at column {} (an experiment file "
-                                "is UTF-8)",
-                                static_cast<unsigned char>(text[bad]), column));
+                    bad == invalid
+                        ? fmt::format("not UTF-8 text: byte 0x{:02x} at column {} (an experiment "
+                                      "file is UTF-8)",
+                                      byte, column)
+                        : fmt::format("control character 0x{:02x} at column {} (YAML allows "
+                                      "only tab, LF and CR)",
+                                      byte, column));
   }
   try {
     std::vector<YAML::Node> docs = YAML::LoadAll(text);

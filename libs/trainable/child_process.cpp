@@ -17,6 +17,8 @@
 #include <map>
 #include <thread>
 
+#include "libs/trainable/allowed_commands.hpp"
+
 extern char** environ;
 
 namespace tunebus::trainable {
@@ -24,28 +26,6 @@ namespace tunebus::trainable {
 namespace fs = std::filesystem;
 
 namespace {
-
-// The program execve gets: argv[0] as is when it has a '/', else the first executable file of
-// that name in PATH. Errors: Unavailable.
-Result<std::string> ResolveProgram(const std::string& program) {
-  if (program.find('/') != std::string::npos) return program;
-  const char* path = std::getenv("PATH");
-  std::string dirs = path != nullptr ? path : "/usr/local/bin:/usr/bin:/bin";
-  size_t start = 0;
-  while (start <= dirs.size()) {
-    size_t end = dirs.find(':', start);
-    if (end == std::string::npos) end = dirs.size();
-    const std::string dir = dirs.substr(start, end - start);
-    const std::string candidate = (dir.empty() ? std::string(".") : dir) + "/" + program;
-    struct stat st {};
-    if (::stat(candidate.c_str(), &st) == 0 && S_ISREG(st.st_mode) &&
-        ::access(candidate.c_str(), X_OK) == 0) {
-      return candidate;
-    }
-    start = end + 1;
-  }
-  return Status::Unavailable(fmt::format("{}: not found in PATH ({})", program, dirs));
-}
 
 // The parent's environment with `overrides` set, as "NAME=value" strings. Errors:
 // InvalidArgument.
@@ -141,7 +121,7 @@ Result<std::unique_ptr<ChildProcess>> ChildProcess::Spawn(const Options& options
     return Status::Unavailable(
         fmt::format("cannot start {}: its folder {} does not exist", what, options.working_dir));
   }
-  auto program = ResolveProgram(options.argv[0]);
+  auto program = ResolveProgram(options.argv[0], options.working_dir);
   if (!program.ok()) {
     return Status::Unavailable(
         fmt::format("cannot start {}: {}", what, program.status().message()));
@@ -159,7 +139,7 @@ Result<std::unique_ptr<ChildProcess>> ChildProcess::Spawn(const Options& options
   const pid_t pid = ::fork();
   if (pid < 0) return Status::IoError("fork: " + ErrnoText(errno));
   if (pid == 0) {
-    RunChild(program->c_str(), argv.data(), envp.data(), options.working_dir.c_str(),
+    RunChild(program->path.c_str(), argv.data(), envp.data(), options.working_dir.c_str(),
              options.output_fd, error_write.get(), options.parent_death_signal, parent);
   }
   std::unique_ptr<ChildProcess> child(new ChildProcess(pid));

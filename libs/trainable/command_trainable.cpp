@@ -11,6 +11,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 #include <filesystem>
@@ -18,6 +19,7 @@
 #include <optional>
 #include <regex>
 
+#include "libs/trainable/allowed_commands.hpp"
 #include "libs/trainable/child_process.hpp"
 
 namespace tunebus::trainable {
@@ -106,6 +108,17 @@ std::optional<std::string> MissingFile(const std::vector<std::string>& command,
 
 }  // namespace
 
+std::map<std::string, std::string> TrainableBaseEnvironment() {
+  std::map<std::string, std::string> env = CurrentEnvironment();
+  std::erase_if(env, [](const auto& entry) {
+    const std::string& name = entry.first;
+    return name.starts_with("TUNEBUS_") &&
+           std::find(kTrainableEnvironment.begin(), kTrainableEnvironment.end(), name) ==
+               kTrainableEnvironment.end();
+  });
+  return env;
+}
+
 CommandTrainable::CommandTrainable(TrainableDef def, TrialSetup setup)
     : def_(std::move(def)), setup_(std::move(setup)) {}
 
@@ -120,7 +133,7 @@ CommandTrainable::~CommandTrainable() {
 }
 
 Result<std::vector<std::string>> CommandTrainable::BuildEnv() const {
-  std::map<std::string, std::string> env = CurrentEnvironment();
+  std::map<std::string, std::string> env = TrainableBaseEnvironment();
   for (const auto& [name, value] : def_.env) {
     if (Status s = CheckEnvironmentName(name); !s.ok()) return s;
     env[name] = value;
@@ -171,6 +184,17 @@ Status CommandTrainable::Start() {
         fmt::format("cannot start {}: {} does not exist in {} on this worker; {}", what, *file,
                     workdir, kSameFilesHint));
   }
+  auto program = ResolveProgram(def_.command[0], workdir);
+  if (!program.ok()) {
+    std::string why = program.status().message();
+    if (def_.command[0].find('/') == std::string::npos) {
+      why += " (install it on this worker, e.g. in the trial-worker image)";
+    }
+    return Status::Unavailable(fmt::format("cannot start {} in {}: {}", what, workdir, why));
+  }
+  if (setup_.allowed_commands != nullptr) {
+    if (Status allowed = setup_.allowed_commands->Check(*program); !allowed.ok()) return allowed;
+  }
   auto env = BuildEnv();
   if (!env.ok()) return env.status();
 
@@ -217,18 +241,14 @@ Status CommandTrainable::Start() {
   std::vector<char*> envp = NullTerminated(*env);
 
   pid_t pid = 0;
-  const bool search_path = def_.command[0].find('/') == std::string::npos;
   const int rc =
-      search_path ? ::posix_spawnp(&pid, argv[0], &sa.actions, &sa.attr, argv.data(), envp.data())
-                  : ::posix_spawn(&pid, argv[0], &sa.actions, &sa.attr, argv.data(), envp.data());
+      ::posix_spawn(&pid, program->path.c_str(), &sa.actions, &sa.attr, argv.data(), envp.data());
   if (rc != 0) {
     std::string why = ErrnoText(rc);
-    if (rc == ENOENT)
-      why += search_path ? " (not found in PATH on this worker: install it there, e.g. in the "
-                           "trial-worker image)"
-                         : " (no such file)";
+    if (rc == ENOENT) why += " (no such file)";
     if (rc == EACCES) why += " (not executable)";
-    return Status::Unavailable(fmt::format("cannot start {} in {}: {}", what, workdir, why));
+    return Status::Unavailable(
+        fmt::format("cannot start {} ({}) in {}: {}", what, program->path, workdir, why));
   }
   pid_ = pid;
 #ifndef TUNEBUS_TRAINABLE_NO_PIDFD  // defined only to test the fallback

@@ -1,12 +1,17 @@
 // CommandTrainable: runs the experiment's command as a child process per trial attempt
 // (DESIGN.md "Trainables"; the protocol is specified in proto/PROTOCOL.md "Trainable protocol").
 //
-// Start() spawns argv with posix_spawn(p) — never fork-then-run-code, because in embedded mode
-// the services are threads of one process — in `working_dir`, in a new process group (so
-// Kill() can SIGKILL the whole tree with kill(-pgid)), with stdin /dev/null, stdout and stderr
-// appended to <trial_dir>/stdout and <trial_dir>/stderr, and every other descriptor closed.
+// Start() resolves argv[0] as execvp(3) would (ResolveProgram in
+// libs/trainable/allowed_commands.hpp), refuses a program TrialSetup::allowed_commands does not
+// allow (Forbidden, nothing spawned), and spawns that resolved file with posix_spawn —
+// never fork-then-run-code, because in embedded mode the services are threads of one process —
+// in `working_dir`, in a new process group (so Kill() can SIGKILL the whole tree with
+// kill(-pgid)), with stdin /dev/null, stdout and stderr appended to <trial_dir>/stdout and
+// <trial_dir>/stderr, and every other descriptor closed.
 //
-// The child's environment is the worker's environment, then the trainable's `env`, then:
+// The child's environment is the worker's environment without its TUNEBUS_* variables (the
+// worker's flags, endpoints and keys; TrainableBaseEnvironment keeps only TUNEBUS_PYTHON), then the
+// trainable's `env` (the experiment file's, applied as written), then:
 //   TUNEBUS_CONFIG          the config as a JSON object
 //   TUNEBUS_EXPERIMENT, TUNEBUS_TRIAL_ID, TUNEBUS_ATTEMPT, TUNEBUS_TRIAL_DIR
 //   TUNEBUS_CHECKPOINT_DIR  <trial_dir>/checkpoint_tmp (created): save checkpoints here
@@ -29,7 +34,9 @@
 
 #include <sys/types.h>
 
+#include <array>
 #include <chrono>
+#include <map>
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
@@ -51,6 +58,22 @@ inline constexpr size_t kMaxReportLineBytes = 8u << 20;
 /// Errors: InvalidArgument "report line is not a JSON object: '<the line, cut to 200 bytes>'"
 /// (the child is then killed).
 Result<std::optional<nlohmann::json>> ParseReportLine(std::string_view line);
+/// The TUNEBUS_* variables a command trainable may see. The first ten are the trial's, which
+/// Start() sets for each attempt (the list above; tunebus's Python helper,
+/// clients/python/tunebus/_helper.py, reads them); TUNEBUS_PYTHON is passed on from the worker's
+/// environment (the interpreter trainables such as examples/digits/run_trainable.sh pick). Every
+/// other TUNEBUS_* variable of the worker's environment is its own configuration or secret
+/// (TUNEBUS_KEYS_DIR, TUNEBUS_KEY_NAME, endpoints, TUNEBUS_ALLOW_COMMANDS, ...) and is removed.
+inline constexpr std::array<std::string_view, 11> kTrainableEnvironment = {
+    "TUNEBUS_CONFIG",    "TUNEBUS_EXPERIMENT",     "TUNEBUS_TRIAL_ID",    "TUNEBUS_ATTEMPT",
+    "TUNEBUS_TRIAL_DIR", "TUNEBUS_CHECKPOINT_DIR", "TUNEBUS_RESTORE_DIR", "TUNEBUS_START_ITERATION",
+    "TUNEBUS_REPORT_FD", "TUNEBUS_DECISION_FD",    "TUNEBUS_PYTHON",
+};
+
+/// This process's environment (CurrentEnvironment) without the TUNEBUS_* variables that are not
+/// in kTrainableEnvironment: what a trainable inherits before its own `env` and the trial's
+/// variables.
+std::map<std::string, std::string> TrainableBaseEnvironment();
 
 /// stderr tail limits.
 inline constexpr size_t kStderrTailLines = 20;

@@ -31,6 +31,8 @@
 
 namespace tunebus::trainable {
 
+class AllowedCommands;  // libs/trainable/allowed_commands.hpp
+
 /// Everything a trainable needs to run one attempt of a trial.
 struct TrialSetup {
   std::string experiment;
@@ -42,6 +44,9 @@ struct TrialSetup {
   int64_t start_iteration = 0;          // iterations already done (restore), else 0
   std::string restore_dir;              // checkpoint to restore from, "" if none
   const Clock* clock = &Clock::Real();  // times iterations (time_this_iter_s); outlives it
+  /// The programs a command trainable may run (the worker's --allow-command); nullptr = every
+  /// program. Outlives it.
+  const AllowedCommands* allowed_commands = nullptr;
 };
 
 /// Ok for the actions a trainable takes (continue, checkpoint, stop). Errors: InvalidArgument
@@ -72,7 +77,8 @@ class Trainable {
   Trainable& operator=(const Trainable&) = delete;
 
   /// Starts the attempt. Call once. Errors: Unavailable (cannot be started: the message names
-  /// the command and why), InvalidArgument (bad config), IoError (trial dir not writable).
+  /// the command and why), Forbidden (a program TrialSetup::allowed_commands refuses),
+  /// InvalidArgument (bad config), IoError (trial dir not writable).
   [[nodiscard]] virtual Status Start() = 0;
   /// File descriptors to poll for readability. Owned by the trainable; empty once exited.
   virtual std::vector<int> fds() const = 0;

@@ -14,6 +14,19 @@ struct Appender {
 };
 using Packer = msgpack::packer<Appender>;
 
+// msgpack-c 4's pack_double writes an integral value as an integer after checking d <=
+// double(UINT64_MAX), which rounds up to 2^64: for exactly 2^64 its uint64_t(d) is undefined
+// behaviour (UBSan; fuzz/findings/report_line-ubsan-pack_double-2pow64). 2^64 is exact as a
+// float32, which every reader widens back to the same double.
+template <typename P>
+void PackDouble(P& pk, double v) {
+  if (v == 18446744073709551616.0) {
+    pk.pack_float(float(v));
+    return;
+  }
+  pk.pack_double(v);
+}
+
 void PackStr(Packer& pk, std::string_view s) {
   pk.pack_str(uint32_t(s.size()));
   pk.pack_str_body(s.data(), uint32_t(s.size()));
@@ -58,7 +71,7 @@ class JsonTextToResult {
   }
   bool number_float(json::number_float_t v, const json::string_t&) {
     Element();
-    pk_.pack_double(v);
+    PackDouble(pk_, v);
     return Scalar(true, v, v != 0);
   }
   bool string(json::string_t& v) {
@@ -219,7 +232,7 @@ Result<TrainingResult> TrainingResult::FromMsgpack(const msgpack::object& map) {
     // A float as float64, whatever width the sender chose (nlohmann packs a double that fits
     // float32 as float32): the bytes are those of the same report parsed from JSON text.
     if (v.type == msgpack::type::FLOAT32 || v.type == msgpack::type::FLOAT64) {
-      pk.pack_double(v.via.f64);
+      PackDouble(pk, v.via.f64);
     } else {
       pk.pack(v);
     }
@@ -266,7 +279,8 @@ void TrainingResult::SetInt(std::string_view key, int64_t value) {
 void TrainingResult::SetDouble(std::string_view key, double value) {
   BeginEntry(key);
   Appender out{body_};
-  Packer(out).pack_double(value);
+  Packer packer(out);
+  PackDouble(packer, value);
   EndEntry(true, value, value != 0);
 }
 

@@ -1,7 +1,7 @@
 // trial-worker: runs trainables for the scheduler on this node (see trial_worker.hpp).
 //
 //   trial-worker --scheduler tcp://sched:5559 --rm tcp://rm:5556 --cpus 8 --gpus 2
-//                --resource tpu=4 --resource bigmem=1
+//                --resource tpu=4 --resource bigmem=1 --allow-command '/usr/bin/python3*'
 // Every flag has an environment fallback (TUNEBUS_...); logging, signals and exit codes are
 // libs/service's RunService. SIGTERM/SIGINT stop it: every trainable is killed (its whole
 // process group) and it exits 0.
@@ -64,6 +64,13 @@ void AddFlags(CLI::App& app, tunebus::TrialWorkerOptions& o) {
          },
          "custom resource name=amount (repeatable; env: comma-separated)")
       ->envname("TUNEBUS_RESOURCES")
+      ->delimiter(',');
+  app.add_option("--allow-command", o.allow_commands,
+                 "run only command trainables whose program (argv[0] found as execvp would, "
+                 "matched by its path and by its real path) matches this fnmatch glob, e.g. "
+                 "'/usr/bin/python3*' ('*' also matches '/'); repeatable (env: comma-separated); "
+                 "none = every command (docs/security.md)")
+      ->envname("TUNEBUS_ALLOW_COMMANDS")
       ->delimiter(',');
   app.add_option("--heartbeat-interval-ms", o.heartbeat_interval_ms, "heartbeat interval, ms")
       ->envname("TUNEBUS_HEARTBEAT_INTERVAL_MS")

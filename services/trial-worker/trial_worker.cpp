@@ -100,6 +100,8 @@ Result<std::unique_ptr<TrialWorker>> TrialWorker::Create(zmq::context_t& ctx,
   if (options.gpus < 0) return Status::InvalidArgument("gpus must be >= 0");
   if (options.memory_bytes < 0) return Status::InvalidArgument("memory_bytes must be >= 0");
   if (auto cap = Capacity(options); !cap.ok()) return cap.status();
+  auto allowed = trainable::AllowedCommands::Make(options.allow_commands);
+  if (!allowed.ok()) return allowed.status();
   std::string hostname = Hostname();
   if (options.node_ip.empty()) options.node_ip = NodeIp(options.scheduler_endpoint);
   if (options.worker_id.empty()) options.worker_id = fmt::format("{}-{}", hostname, ::getpid());
@@ -114,14 +116,16 @@ Result<std::unique_ptr<TrialWorker>> TrialWorker::Create(zmq::context_t& ctx,
   auto store = bus::Connect(ctx, zmq::socket_type::dealer, options.store_endpoint, security,
                             bus::kCheckpointStoreKey);
   if (!store.ok()) return store.status();
-  return std::unique_ptr<TrialWorker>(
-      new TrialWorker(std::move(options), std::move(hostname), std::move(scheduler).value(),
-                      std::move(rm).value(), std::move(store).value()));
+  return std::unique_ptr<TrialWorker>(new TrialWorker(
+      std::move(options), std::move(allowed).value(), std::move(hostname),
+      std::move(scheduler).value(), std::move(rm).value(), std::move(store).value()));
 }
 
-TrialWorker::TrialWorker(TrialWorkerOptions options, std::string hostname, zmq::socket_t scheduler,
-                         zmq::socket_t rm, zmq::socket_t store)
+TrialWorker::TrialWorker(TrialWorkerOptions options, trainable::AllowedCommands allowed_commands,
+                         std::string hostname, zmq::socket_t scheduler, zmq::socket_t rm,
+                         zmq::socket_t store)
     : options_(std::move(options)),
+      allowed_commands_(std::move(allowed_commands)),
       hostname_(std::move(hostname)),
       node_ip_(options_.node_ip),
       pid_(::getpid()),
@@ -167,6 +171,12 @@ TrialWorker::~TrialWorker() {
 void TrialWorker::Run() {
   spdlog::info("trial-worker {} on {}: scheduler {}, resource-manager {}", options_.worker_id,
                hostname_, options_.scheduler_endpoint, options_.rm_endpoint);
+  if (allowed_commands_.allows_every_command()) {
+    spdlog::info("trial-worker {} runs every command (no --allow-command)", options_.worker_id);
+  } else {
+    spdlog::info("trial-worker {} runs only commands matching --allow-command: {}",
+                 options_.worker_id, allowed_commands_.Describe());
+  }
   OnHeartbeat();
   loop_.AddPeriodic(bus::Duration{options_.heartbeat_interval_ms}, [this] { OnHeartbeat(); });
   if (Status s = metrics_.Start(loop_, options_.metrics,

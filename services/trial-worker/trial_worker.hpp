@@ -11,6 +11,10 @@
 // not_found from the scheduler makes it register again. The first RegisterWorkerAck of each
 // registration makes it resend its unacknowledged results and the TrialExited of trials that
 // still hold some (the scheduler drops duplicates by (trial_id, attempt, seq)).
+// Commands: a command trainable whose resolved program matches no --allow-command pattern is not
+// started; its attempt exits failed ("command /usr/bin/curl is not allowed on this worker
+// (--allow-command: ...)", logged at warn) and the scheduler retries it as max_failures allows.
+// Trainables never see the worker's own TUNEBUS_* variables (libs/trainable/command_trainable.hpp).
 // Trials: StartTrial creates the trial dir, fetches the experiment's shipped working_dir into
 // the cache when it names one (WorkingDirCache; the trainable runs there) and the checkpoint to
 // restore, and starts the trainable; each report becomes a
@@ -41,6 +45,7 @@
 #include "libs/core/status.hpp"
 #include "libs/metrics/metrics_publisher.hpp"
 #include "libs/service/message_dispatcher.hpp"
+#include "libs/trainable/allowed_commands.hpp"
 #include "libs/trainable/trainable.hpp"
 #include "proto/worker.hpp"
 #include "services/trial-worker/checkpoint_transfer.hpp"
@@ -65,6 +70,10 @@ struct TrialWorkerOptions {
   /// Unpacked shipped working_dirs, one folder per digest (WorkingDirCache); "" =
   /// <temp dir>/tunebus-working-dirs.
   std::string cache_dir;
+  /// --allow-command: fnmatch(3) globs a command trainable's resolved program must match
+  /// (trainable::AllowedCommands); empty = every program. A refused attempt fails like a crashed
+  /// one (max_failures applies: another worker may allow it).
+  std::vector<std::string> allow_commands;
   metrics::MetricsOptions metrics;  // --metrics-port / --metrics-host (0 = off)
   /// CURVE keys and bind checks of its sockets (RunService loads it from --keys-dir).
   std::shared_ptr<bus::Security> security = bus::Security::Plaintext();
@@ -147,8 +156,8 @@ class TrialWorker {
   };
   using RunKey = std::pair<std::string, int64_t>;  // (trial_id, attempt)
 
-  TrialWorker(TrialWorkerOptions options, std::string hostname, zmq::socket_t scheduler,
-              zmq::socket_t rm, zmq::socket_t store);
+  TrialWorker(TrialWorkerOptions options, trainable::AllowedCommands allowed_commands,
+              std::string hostname, zmq::socket_t scheduler, zmq::socket_t rm, zmq::socket_t store);
 
   // Registration and heartbeats (trial_worker.cpp).
   void OnHeartbeat();
@@ -223,6 +232,7 @@ class TrialWorker {
   TrialRun* FindRun(const std::string& trial_id, int64_t attempt);
 
   TrialWorkerOptions options_;
+  trainable::AllowedCommands allowed_commands_;  // from options_.allow_commands
   std::string hostname_;
   std::string node_ip_;  // this host's address, in every result (NodeIp in trial_worker.cpp)
   int64_t pid_;          // this process's id: a built-in trainable's results' `pid`

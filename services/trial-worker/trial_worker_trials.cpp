@@ -170,9 +170,14 @@ void TrialWorker::StartRun(const proto::StartTrial& start_msg, nlohmann::json co
   setup.start_iteration = start->start_iteration;
   setup.restore_dir = std::move(restore_dir);
   setup.clock = &loop_.clock();
+  setup.allowed_commands = &allowed_commands_;
   auto made = trainable::MakeTrainable(tdef, std::move(setup));
   if (!made.ok()) return FailStart(*start, made.status().message());
-  if (Status s = (*made)->Start(); !s.ok()) return FailStart(*start, s.message());
+  if (Status s = (*made)->Start(); !s.ok()) {
+    // A refused program fails this attempt only: another worker may allow it.
+    return FailStart(*start, s.message(),
+                     /*start_failed=*/s.code() != StatusCode::kForbidden);
+  }
 
   auto run = std::make_unique<TrialRun>();
   run->trial_id = start->trial_id;

@@ -334,6 +334,7 @@ int Cluster::metrics_port(const std::string& name) const {
     extra.insert(extra.begin(), {"--cache-dir", (dir() / "cache" / id).string()});
   }
   o.args.insert(o.args.end(), extra.begin(), extra.end());
+  if (auto it = options_.worker_env.find(id); it != options_.worker_env.end()) o.env = it->second;
   return Spawn(std::move(o));
 }
 

@@ -185,6 +185,9 @@ struct ClusterOptions {
   /// Extra trial-worker flags by worker id (e.g. {"w2", {"--cpus", "4", "--gpus", "1"}}); a
   /// --cpus here replaces cpus_per_worker.
   std::map<std::string, std::vector<std::string>> worker_args;
+  /// Extra environment variables of trial-workers by worker id (e.g. {"w1", {{"TUNEBUS_KEY_NAME",
+  /// "worker"}}}), set over the inherited environment.
+  std::map<std::string, std::map<std::string, std::string>> worker_env;
   /// Extra scheduler flags (e.g. {"--snapshot-every", "200"}).
   std::vector<std::string> scheduler_args;
   /// Extra flags of the other services by process name ("checkpoint-store", "resource-manager").

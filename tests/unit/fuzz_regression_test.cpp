@@ -8,6 +8,7 @@
 
 #include "fuzz/fuzz_targets.hpp"
 #include "libs/spec/experiment_spec.hpp"
+#include "libs/tune/training_result.hpp"
 #include "proto/codec.hpp"
 #include "services/scheduler/zmq_searcher_link.hpp"
 
@@ -85,6 +86,37 @@ TEST(FuzzRegressionTest, ASearcherReplyWithAStringThatIsNotUtf8IsRefused) {
   chunk(frame);
   EXPECT_EQ(fuzz::FuzzSearcherReply(reinterpret_cast<const uint8_t*>(input.data()), input.size()),
             0);
+}
+
+}  // namespace
+}  // namespace tunebus
+
+namespace tunebus {
+namespace {
+
+// The spec target's find: a NUL byte in an experiment file made yaml-cpp 0.7's LoadAll loop
+// for over a minute (fuzz/findings/spec-timeout-yaml-cpp). C0 controls other than tab, LF and
+// CR are refused before yaml-cpp reads the file, naming the line and column.
+TEST(FuzzRegressionTest, AControlCharacterInAnExperimentFileIsRefusedBeforeYamlCppReadsIt) {
+  std::string text = "name: x\ntrainable: {builtin: mock}\nmetric: s, ";
+  text += std::string(3, '\0');
+  text += "\n";
+  Result<ExperimentSpec> spec = ParseExperimentYaml(text, "/tmp", "exp.yaml");
+  ASSERT_FALSE(spec.ok());
+  EXPECT_EQ(spec.status().message(),
+            "exp.yaml:3: control character 0x00 at column 12 (YAML allows only tab, LF and CR)");
+  EXPECT_TRUE(
+      ParseExperimentYaml("name: x\r\ntrainable:\t{builtin: mock}\r\n", "/tmp", "exp.yaml").ok());
+}
+
+// The report_line target's find: a reported 2^64 reached msgpack-c's pack_double, whose
+// integral-value branch converts 2^64 to uint64_t (undefined behaviour; UBSan aborted). It is
+// stored as the same double.
+TEST(FuzzRegressionTest, AReportedTwoToThe64IsKeptAsThatDouble) {
+  auto result = TrainingResult::FromJsonText(R"({"u": 18446744073709551616, "i": 3})");
+  ASSERT_TRUE(result.ok()) << result.status().ToString();
+  EXPECT_EQ(result->Number("u"), 18446744073709551616.0);
+  EXPECT_EQ(result->Number("i"), 3.0);
 }
 
 }  // namespace

@@ -8,13 +8,16 @@
 #include <stdlib.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <filesystem>
 #include <fstream>
 #include <functional>
+#include <map>
 #include <sstream>
 #include <thread>
 
+#include "libs/trainable/allowed_commands.hpp"
 #include "libs/trainable/builtin_trainables.hpp"
 #include "libs/trainable/command_trainable.hpp"
 
@@ -256,6 +259,104 @@ TEST_F(CommandTrainableTest, EnvironmentCarriesConfigDirsAndDevices) {
   ASSERT_TRUE(t.SendDecision(Action::kContinue).ok());
   ASSERT_TRUE(WaitExit(t));
   EXPECT_TRUE(t.exit_status().ok);
+}
+
+TEST_F(CommandTrainableTest, TheEnvironmentHoldsNoneOfTheWorkersOwnTunebusVariables) {
+  // The worker runs with its keys and secrets in TUNEBUS_* variables (and a stale
+  // TUNEBUS_TRIAL_ID): the trainable's environment has none of them, holds every trial variable
+  // it needs with this attempt's values, TUNEBUS_PYTHON and other variables (HOME) as they were,
+  // and the experiment's own `env` even when it is named TUNEBUS_*.
+  struct Scoped {
+    std::vector<std::string> names;
+    void Set(const std::string& name, const std::string& value) {
+      ::setenv(name.c_str(), value.c_str(), 1);
+      names.push_back(name);
+    }
+    ~Scoped() {
+      for (const auto& n : names) ::unsetenv(n.c_str());
+    }
+  } env;
+  env.Set("TUNEBUS_KEYS_DIR", (dir_ / "keys").string());
+  env.Set("TUNEBUS_KEY_NAME", "worker");
+  env.Set("TUNEBUS_SECRET_TEST", "x");
+  env.Set("TUNEBUS_TRIAL_ID", "stale");
+  env.Set("TUNEBUS_RESTORE_DIR", "/stale");
+  env.Set("TUNEBUS_PYTHON", "/opt/py/bin/python3");
+  TrainableDef def;
+  def.command = {"/bin/sh", "-c", "env > env.txt"};
+  def.working_dir = dir_.string();
+  def.env = {{"TUNEBUS_FROM_EXPERIMENT", "kept"}};
+  TrialSetup setup;
+  setup.trial_id = "t9";
+  setup.trial_dir = (dir_ / "trial").string();
+  CommandTrainable t(def, setup);
+  ASSERT_TRUE(t.Start().ok());
+  ASSERT_TRUE(WaitExit(t));
+  ASSERT_TRUE(t.exit_status().ok) << t.exit_status().error;
+  std::map<std::string, std::string> seen;
+  std::istringstream lines(ReadFile(dir_ / "env.txt"));
+  for (std::string line; std::getline(lines, line);) {
+    const auto eq = line.find('=');
+    if (eq != std::string::npos) seen[line.substr(0, eq)] = line.substr(eq + 1);
+  }
+  for (const auto& [name, value] : seen) {
+    if (!name.starts_with("TUNEBUS_") || name == "TUNEBUS_FROM_EXPERIMENT") continue;
+    EXPECT_NE(std::find(kTrainableEnvironment.begin(), kTrainableEnvironment.end(), name),
+              kTrainableEnvironment.end())
+        << name << "=" << value;
+  }
+  EXPECT_EQ(seen.count("TUNEBUS_KEYS_DIR"), 0u);
+  EXPECT_EQ(seen.count("TUNEBUS_KEY_NAME"), 0u);
+  EXPECT_EQ(seen.count("TUNEBUS_SECRET_TEST"), 0u);
+  EXPECT_EQ(seen.count("TUNEBUS_RESTORE_DIR"), 0u);  // not restoring
+  for (const char* name :
+       {"TUNEBUS_CONFIG", "TUNEBUS_EXPERIMENT", "TUNEBUS_TRIAL_ID", "TUNEBUS_ATTEMPT",
+        "TUNEBUS_TRIAL_DIR", "TUNEBUS_CHECKPOINT_DIR", "TUNEBUS_START_ITERATION",
+        "TUNEBUS_REPORT_FD", "TUNEBUS_DECISION_FD", "TUNEBUS_PYTHON"}) {
+    EXPECT_EQ(seen.count(name), 1u) << name;
+  }
+  EXPECT_EQ(seen["TUNEBUS_PYTHON"], "/opt/py/bin/python3");
+  EXPECT_EQ(seen["TUNEBUS_TRIAL_ID"], "t9");
+  EXPECT_EQ(seen["TUNEBUS_FROM_EXPERIMENT"], "kept");
+  if (const char* home = ::getenv("HOME")) {
+    EXPECT_EQ(seen["HOME"], home);
+  }
+  EXPECT_EQ(TrainableBaseEnvironment().count("TUNEBUS_KEYS_DIR"), 0u);
+}
+
+TEST_F(CommandTrainableTest, AProgramOutsideTheAllowListIsRefusedBeforeItRuns) {
+  // --allow-command allows only <dir>/allowed/* (and /opt/ml/*): other/train.sh is
+  // Forbidden, naming the pattern list, and never runs; allowed/train.sh runs.
+  fs::create_directories(dir_ / "allowed");
+  fs::create_directories(dir_ / "other");
+  for (const fs::path& p : {dir_ / "allowed" / "train.sh", dir_ / "other" / "train.sh"}) {
+    std::ofstream(p) << "#!/bin/sh\ntouch ran-$(basename $(dirname $0))\n";
+    ::chmod(p.c_str(), 0755);
+  }
+  const fs::path real = fs::canonical(dir_);
+  auto allowed = AllowedCommands::Make({(real / "allowed").string() + "/*", "/opt/ml/*"});
+  ASSERT_TRUE(allowed.ok());
+  TrialSetup setup;
+  setup.trial_dir = (dir_ / "trial").string();
+  setup.allowed_commands = &*allowed;
+  TrainableDef def;
+  def.working_dir = dir_.string();
+  def.command = {"other/train.sh"};
+  CommandTrainable refused(def, setup);
+  const Status s = refused.Start();
+  EXPECT_EQ(s.code(), StatusCode::kForbidden);
+  EXPECT_EQ(s.message(), "command " + (real / "other" / "train.sh").string() +
+                             " is not allowed on this worker (--allow-command: " +
+                             (real / "allowed").string() + "/*, /opt/ml/*)");
+  EXPECT_EQ(refused.pid(), 0);
+  EXPECT_TRUE(refused.fds().empty());
+  def.command = {"./allowed/train.sh"};
+  CommandTrainable ok(def, setup);
+  ASSERT_TRUE(ok.Start().ok());
+  ASSERT_TRUE(WaitExit(ok));
+  EXPECT_TRUE(ok.exit_status().ok) << ok.exit_status().error;
+  EXPECT_TRUE(fs::exists(dir_ / "ran-allowed"));
+  EXPECT_FALSE(fs::exists(dir_ / "ran-other"));
 }
 
 TEST_F(CommandTrainableTest, EmptyGpuListExportsEmptyCudaVisibleDevices) {
