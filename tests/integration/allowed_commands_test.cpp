@@ -100,9 +100,14 @@ TEST(AllowedCommandsTest, ATrainablesEnvironmentHoldsNoneOfTheWorkersKeysOrSecre
   if (std::system("command -v python3 >/dev/null 2>&1") != 0) {
     GTEST_SKIP() << "python3 is not on PATH";
   }
-  TempDir keys;  // the worker's keys folder: its path must show up nowhere in the trainable
+  // The suite runs with CURVE keys; the worker's keys folder must show up nowhere in the
+  // trainable.
+  TempDir keys;
+  auto keygen = RunTunectl({"keygen", "--suite", "--dir", keys.path().string()});
+  ASSERT_EQ(keygen.exit_code, 0) << keygen.Describe();
   ClusterOptions options;
   options.workers = 1;
+  options.keys_dir = keys.path().string();
   options.worker_env["w1"] = {{"TUNEBUS_KEYS_DIR", keys.path().string()},
                               {"TUNEBUS_KEY_NAME", "worker"},
                               {"TUNEBUS_SECRET_TEST", "x"},
