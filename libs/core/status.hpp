@@ -20,7 +20,7 @@ enum class StatusCode {
   kCorruption,          // stored bytes failed validation (torn journal tail, bad checksum)
   kInternal,            // a bug: an invariant was broken
   kIoError,             // the filesystem or RocksDB failed
-  kForbidden,           // policy forbids it: the peer's key role, a worker's --allow-command (last code)
+  kForbidden,           // policy forbids it: a key's role, a worker's --allow-command (last)
 };
 
 /// Stable lower-case name of a code, used in error replies on the wire ("invalid_argument").
