@@ -237,8 +237,14 @@ json ExternalSearcher::Describe() const {
       {"searcher", name()},      {"endpoint", options_.endpoint}, {"state", LinkStateName(state_)},
       {"suggested", suggested_}, {"total", num_samples_},         {"observations", observations_}};
   if (remote_.is_object()) {
-    d["remote"] =
-        fmt::format("{} {}", remote_.value("searcher", "?"), remote_.value("version", ""));
+    // What the searcher said of itself in hello_ok, whatever JSON type it sent
+    // (fuzz/findings/searcher_reply-hello-version-not-a-string: a number threw type_error 302).
+    const auto text = [&](const char* key, const char* fallback) {
+      auto it = remote_.find(key);
+      if (it == remote_.end()) return std::string(fallback);
+      return it->is_string() ? it->get<std::string>() : it->dump();
+    };
+    d["remote"] = fmt::format("{} {}", text("searcher", "?"), text("version", ""));
   }
   if (state_ == LinkState::kUnavailable) {
     d["last_error"] = last_error_;

@@ -2,6 +2,8 @@
 // bodies in the ordinary build, with the check of the fix.
 #include <gtest/gtest.h>
 
+#include <fstream>
+#include <iterator>
 #include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
@@ -117,6 +119,39 @@ TEST(FuzzRegressionTest, AReportedTwoToThe64IsKeptAsThatDouble) {
   ASSERT_TRUE(result.ok()) << result.status().ToString();
   EXPECT_EQ(result->Number("u"), 18446744073709551616.0);
   EXPECT_EQ(result->Number("i"), 3.0);
+}
+
+}  // namespace
+}  // namespace tunebus
+
+namespace tunebus {
+namespace {
+
+// A file of the source tree, whole ("" if it cannot be read).
+std::string ReadFileForTest(const std::string& relative) {
+  std::ifstream in(std::string(TUNEBUS_TEST_SOURCE_DIR) + "/" + relative, std::ios::binary);
+  return std::string(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
+}
+
+// The searcher_reply target's find in a 10 s run: a hello_ok whose `version` is a number made
+// ExternalSearcher::Describe (tunectl status) throw nlohmann's type_error 302 out of the
+// scheduler's loop. Describe now prints whatever type the searcher sent.
+TEST(FuzzRegressionTest, AHelloOkWhoseVersionIsNotAStringIsDescribed) {
+  std::string input;
+  auto chunk = [&input](const std::vector<uint8_t>& bytes) {
+    input.push_back(char(bytes.size() & 0xff));
+    input.push_back(char(bytes.size() >> 8));
+    input.append(bytes.begin(), bytes.end());
+  };
+  chunk(nlohmann::json::to_msgpack(
+      {{"v", 1}, {"type", "hello_ok"}, {"id", 1}, {"searcher", 7}, {"version", 1.5}}));
+  EXPECT_EQ(fuzz::FuzzSearcherReply(reinterpret_cast<const uint8_t*>(input.data()), input.size()),
+            0);
+  const std::string found =
+      ReadFileForTest("fuzz/findings/searcher_reply-hello-version-not-a-string");
+  ASSERT_FALSE(found.empty());
+  EXPECT_EQ(fuzz::FuzzSearcherReply(reinterpret_cast<const uint8_t*>(found.data()), found.size()),
+            0);
 }
 
 }  // namespace
