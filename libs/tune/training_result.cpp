@@ -1,6 +1,7 @@
 #include "libs/tune/training_result.hpp"
 
 #include <algorithm>
+#include <bit>
 #include <msgpack.hpp>
 
 namespace tunebus {
@@ -14,17 +15,20 @@ struct Appender {
 };
 using Packer = msgpack::packer<Appender>;
 
-// msgpack-c 4's pack_double writes an integral value as an integer after checking d <=
-// double(UINT64_MAX), which rounds up to 2^64: for exactly 2^64 its uint64_t(d) is undefined
-// behaviour (UBSan; fuzz/findings/report_line-ubsan-pack_double-2pow64). 2^64 is exact as a
-// float32, which every reader widens back to the same double.
-template <typename P>
-void PackDouble(P& pk, double v) {
+// msgpack-c 4's pack_double (and pack_float) writes an integral value as an integer after
+// checking d <= double(UINT64_MAX), which rounds up to 2^64: for exactly 2^64 its uint64_t(d) is
+// undefined behaviour (UBSan; fuzz/findings/report_line-ubsan-pack_double-2pow64). That one
+// value is written as a msgpack float64 here; every other goes through pack_double as before.
+void PackDouble(Appender& out, double v) {
   if (v == 18446744073709551616.0) {
-    pk.pack_float(float(v));
+    const uint64_t bits = std::bit_cast<uint64_t>(v);
+    char buf[9];
+    buf[0] = char(0xcb);
+    for (int i = 0; i < 8; ++i) buf[1 + i] = char(bits >> (56 - 8 * i));
+    out.write(buf, sizeof buf);
     return;
   }
-  pk.pack_double(v);
+  Packer(out).pack_double(v);
 }
 
 void PackStr(Packer& pk, std::string_view s) {
@@ -71,7 +75,7 @@ class JsonTextToResult {
   }
   bool number_float(json::number_float_t v, const json::string_t&) {
     Element();
-    PackDouble(pk_, v);
+    PackDouble(out_, v);
     return Scalar(true, v, v != 0);
   }
   bool string(json::string_t& v) {
@@ -232,7 +236,7 @@ Result<TrainingResult> TrainingResult::FromMsgpack(const msgpack::object& map) {
     // A float as float64, whatever width the sender chose (nlohmann packs a double that fits
     // float32 as float32): the bytes are those of the same report parsed from JSON text.
     if (v.type == msgpack::type::FLOAT32 || v.type == msgpack::type::FLOAT64) {
-      PackDouble(pk, v.via.f64);
+      PackDouble(out, v.via.f64);
     } else {
       pk.pack(v);
     }
@@ -279,8 +283,7 @@ void TrainingResult::SetInt(std::string_view key, int64_t value) {
 void TrainingResult::SetDouble(std::string_view key, double value) {
   BeginEntry(key);
   Appender out{body_};
-  Packer packer(out);
-  PackDouble(packer, value);
+  PackDouble(out, value);
   EndEntry(true, value, value != 0);
 }
 
