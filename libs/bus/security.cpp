@@ -114,13 +114,16 @@ std::string Security::KeyName(const std::string& public_key) const {
 
 Status Security::Authorize(const Incoming& in, RoleSet roles, std::string_view request) const {
   if (in.key.empty()) return Status::Ok();
-  AllowedKey entry;
-  if (!Find(in.key, entry))
+  // Every message of a CURVE socket passes here: one lookup under the lock, no copy unless
+  // the request is refused.
+  std::lock_guard lock(mu_);
+  const AllowedKey* entry = allow_list_ ? allow_list_->Find(in.key) : nullptr;
+  if (entry == nullptr)
     return Status::Forbidden(
         fmt::format("key {}… is no longer in the allow-list", in.key.substr(0, 8)));
-  if (!roles.Contains(entry.role))
-    return Status::Forbidden(fmt::format("key {} has role {}; {} needs {}", entry.name,
-                                         RoleName(entry.role), request, roles.ToString()));
+  if (!roles.Contains(entry->role))
+    return Status::Forbidden(fmt::format("key {} has role {}; {} needs {}", entry->name,
+                                         RoleName(entry->role), request, roles.ToString()));
   return Status::Ok();
 }
 
