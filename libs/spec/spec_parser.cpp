@@ -1,9 +1,13 @@
 #include "libs/spec/spec_parser.hpp"
 
 #include <fmt/format.h>
+#include <yaml-cpp/eventhandler.h>
+#include <yaml-cpp/parser.h>
 
 #include <algorithm>
+#include <optional>
 #include <regex>
+#include <sstream>
 #include <string_view>
 #include <vector>
 
@@ -88,6 +92,69 @@ size_t FirstControlCharacter(std::string_view text) {
   return std::string_view::npos;
 }
 
+// The event-level walk of a YAML stream that replaces yaml-cpp's LoadAll: yaml-cpp 0.7's LoadAll
+// loops forever, growing memory, when a document starts with a token SingleDocParser::HandleNode
+// does not consume, such as a ',' outside a flow collection (jbeder/yaml-cpp#1040, fixed upstream
+// by #1319 after 0.8.0; fuzz/findings/spec-timeout-yaml-cpp-flow-entry). A document that starts at
+// the mark where the previous one started consumed no token, and is that case.
+class DocumentWalk final : public YAML::EventHandler {
+ public:
+  /// The mark of the root node of the first document after the first whose root is not null,
+  /// or nullopt. Throws YAML::ParserException on a syntax error anywhere in the stream,
+  /// including a token that starts no node ("unexpected ','").
+  static std::optional<YAML::Mark> SecondDocument(const std::string& text) {
+    std::istringstream in(text);
+    YAML::Parser parser(in);
+    DocumentWalk walk;
+    for (int index = 0; parser.HandleNextDocument(walk); ++index) {
+      if (index > 0 && walk.start_.pos == walk.previous_start_.pos) {
+        const size_t pos = std::min(size_t(std::max(0, walk.start_.pos)), text.size() - 1);
+        throw YAML::ParserException(walk.start_, fmt::format("unexpected '{}'", text[pos]));
+      }
+      if (index > 0 && walk.root_is_value_) return walk.root_;
+    }
+    return std::nullopt;
+  }
+
+  void OnDocumentStart(const YAML::Mark& mark) override {
+    previous_start_ = start_;
+    start_ = mark;
+    root_pending_ = true;
+    root_is_value_ = false;
+  }
+  void OnDocumentEnd() override {}
+  void OnNull(const YAML::Mark& mark, YAML::anchor_t) override { Node(mark, false); }
+  void OnAlias(const YAML::Mark& mark, YAML::anchor_t) override { Node(mark, true); }
+  void OnScalar(const YAML::Mark& mark, const std::string&, YAML::anchor_t,
+                const std::string&) override {
+    Node(mark, true);
+  }
+  void OnSequenceStart(const YAML::Mark& mark, const std::string&, YAML::anchor_t,
+                       YAML::EmitterStyle::value) override {
+    Node(mark, true);
+  }
+  void OnSequenceEnd() override {}
+  void OnMapStart(const YAML::Mark& mark, const std::string&, YAML::anchor_t,
+                  YAML::EmitterStyle::value) override {
+    Node(mark, true);
+  }
+  void OnMapEnd() override {}
+
+ private:
+  void Node(const YAML::Mark& mark, bool is_value) {
+    if (!root_pending_) return;
+    root_pending_ = false;
+    root_ = mark;
+    root_is_value_ = is_value;
+  }
+
+  YAML::Mark start_ = YAML::Mark::null_mark();
+  YAML::Mark previous_start_ = YAML::Mark::null_mark();
+  YAML::Mark root_ = YAML::Mark::null_mark();
+  bool root_pending_ = false;
+  bool root_is_value_ = false;
+};
+
 }  // namespace
 
 bool IsIdentifier(const std::string& s) {
@@ -124,13 +191,10 @@ Result<ExperimentSpec> SpecParser::Parse(const std::string& text, const std::str
                                       byte, column));
   }
   try {
-    std::vector<YAML::Node> docs = YAML::LoadAll(text);
-    for (size_t i = 1; i < docs.size(); ++i) {
-      if (docs[i].IsDefined() && !docs[i].IsNull()) {
-        return r_.Error(docs[i], "", "expected one YAML document, found another one");
-      }
+    if (std::optional<YAML::Mark> second = DocumentWalk::SecondDocument(text)) {
+      return r_.Error(second->line + 1, "", "expected one YAML document, found another one");
     }
-    if (Status st = ParseRoot(docs.empty() ? YAML::Node() : docs[0]); !st.ok()) return st;
+    if (Status st = ParseRoot(YAML::Load(text)); !st.ok()) return st;
   } catch (const YAML::ParserException& e) {
     return r_.Error(std::max(1, e.mark.line + 1), "", "YAML syntax error: " + e.msg);
   } catch (const YAML::Exception& e) {

@@ -156,3 +156,40 @@ TEST(FuzzRegressionTest, AHelloOkWhoseVersionIsNotAStringIsDescribed) {
 
 }  // namespace
 }  // namespace tunebus
+
+namespace tunebus {
+namespace {
+
+// The spec target's find: a ',' that starts a document outside a flow collection (here after an
+// indented block, which yaml-cpp ends as a document) made yaml-cpp 0.7's LoadAll add empty
+// documents forever until memory ran out (jbeder/yaml-cpp#1040). The parser walks the documents
+// itself and reports the ',' as a syntax error at its line.
+TEST(FuzzRegressionTest, ACommaOutsideAFlowCollectionIsASyntaxErrorAtItsLine) {
+  const std::string header = "name: x\ntrainable: {builtin: mock}\n";
+  struct Case {
+    std::string text;
+    std::string message;
+  };
+  for (const Case& c : std::vector<Case>{
+           {",\n", "exp.yaml:1: YAML syntax error: unexpected ','"},
+           {"  a: 1\n, b\n", "exp.yaml:2: YAML syntax error: unexpected ','"},
+           {header + "...\n, x\n", "exp.yaml:4: YAML syntax error: unexpected ','"},
+       }) {
+    Result<ExperimentSpec> spec = ParseExperimentYaml(c.text, "/tmp", "exp.yaml");
+    ASSERT_FALSE(spec.ok()) << c.text;
+    EXPECT_EQ(spec.status().code(), StatusCode::kInvalidArgument);
+    EXPECT_EQ(spec.status().message(), c.message);
+  }
+  const std::string found = ReadFileForTest("fuzz/findings/spec-timeout-yaml-cpp-flow-entry");
+  ASSERT_FALSE(found.empty());
+  EXPECT_EQ(fuzz::FuzzSpec(reinterpret_cast<const uint8_t*>(found.data()), found.size()), 0);
+  Result<ExperimentSpec> spec = ParseExperimentYaml(found, "/tmp", "exp.yaml");
+  ASSERT_FALSE(spec.ok());
+  EXPECT_EQ(spec.status().message(), "exp.yaml:3: YAML syntax error: unexpected ','");
+  // Flow collections and later empty documents still parse.
+  EXPECT_TRUE(
+      ParseExperimentYaml(header + "param_space: {a: [1, 2]}\n---\n", "/tmp", "exp.yaml").ok());
+}
+
+}  // namespace
+}  // namespace tunebus
