@@ -76,7 +76,7 @@ void TrialRunner::Step() {
   for (int64_t round = 0; round < max_rounds; ++round) {
     const int64_t added = MaybeAddTrials();
     placed = PlacePending();
-    if (!one_at_a_time || (added == 0 && placed == 0) || !pending_.empty() ||
+    if (!one_at_a_time || (added == 0 && placed == 0) || !phases_.queued().empty() ||
         !executor_.CanPlace() || IsFinished()) {
       break;
     }
@@ -85,7 +85,7 @@ void TrialRunner::Step() {
   // A window-1 searcher whose trial was just placed suggests the next one now, not a round later
   // (it waits PENDING for a slot): the suggestion is journaled no later than the placed trial's
   // start, so no result of that trial can come before it, across a scheduler kill either.
-  if (one_at_a_time && placed > 0 && pending_.empty() && !IsFinished()) MaybeAddTrials();
+  if (one_at_a_time && placed > 0 && phases_.queued().empty() && !IsFinished()) MaybeAddTrials();
   CheckFinished();
 }
 
@@ -95,9 +95,9 @@ void TrialRunner::Step() {
 // journaled once per window/2 trials, not once per trial.
 int64_t TrialRunner::MaybeAddTrials() {
   const int64_t window = std::max<int64_t>(1, search_alg_->MaxPendingSuggestions());
-  if (SearcherDone() || int64_t(pending_.size()) > window / 2) return 0;
+  if (SearcherDone() || int64_t(phases_.queued().size()) > window / 2) return 0;
   int64_t added = 0;
-  while (int64_t(pending_.size()) < window) {
+  while (int64_t(phases_.queued().size()) < window) {
     const std::string trial_id = fmt::format("{}_{:05d}", options_.experiment_id, trials_.size());
     Suggestion s = search_alg_->Suggest(trial_id);
     searcher_unconfirmed_ = false;
@@ -123,7 +123,7 @@ Trial& TrialRunner::NewTrial(nlohmann::json config, std::string tag) {
   t.resources = options_.resources_per_trial;
   t.restore_checkpoint = options_.restore_from;
   index_[t.trial_id] = trials_.size();
-  pending_.insert(t.index);
+  phases_.Queue(phases_.Add());
   trials_.push_back(std::move(t));
   observer_.OnTrialAdded(trials_.back());
   scheduler_->OnTrialAdd(trials_.back());
@@ -132,7 +132,7 @@ Trial& TrialRunner::NewTrial(nlohmann::json config, std::string tag) {
 }
 
 int64_t TrialRunner::PlacePending() {
-  if (pending_.empty() && placing_.empty() && !IsFinished() &&
+  if (phases_.queued().empty() && phases_.count(RunnerPhase::kPlacing) == 0 && !IsFinished() &&
       (SearcherDone() || searcher_not_now_)) {
     // Ray Tune's FIFO choose_trial_to_run falls back to PAUSED trials: a trial the scheduler
     // paused itself (time slicing) runs again when nothing else waits (nor will come now: the
@@ -142,12 +142,11 @@ int64_t TrialRunner::PlacePending() {
     if (id) (void)UnpauseTrial(*id);
   }
   int64_t placed = 0;
-  while (!pending_.empty() && executor_.CanPlace() && !IsFinished()) {
+  while (!phases_.queued().empty() && executor_.CanPlace() && !IsFinished()) {
     if (options_.max_concurrent_trials > 0 && InFlight() >= options_.max_concurrent_trials) break;
-    const int64_t index = scheduler_->ChooseTrialToRun(pending_);
+    const int64_t index = scheduler_->ChooseTrialToRun(phases_.queued());
     JournalSchedulerDelta();
-    pending_.erase(index);
-    placing_.insert(index);
+    phases_.Place(index);
     Trial& t = trials_[size_t(index)];
     executor_.PlaceTrial(t, t.attempt + 1);
     ++placed;
@@ -160,9 +159,10 @@ void TrialRunner::OnTrialPlaced(const std::string& trial_id, int64_t attempt,
                                 const std::vector<std::string>& gpu_ids) {
   Trial* t = Find(trial_id);
   if (t == nullptr || attempt != t->attempt + 1) return;
-  const bool was_placing = placing_.erase(t->index) > 0;
+  const bool was_placing = phases_.Is(t->index, RunnerPhase::kPlacing);
   if (!was_placing || t->status != TrialStatus::kPending || IsFinished()) {
     // Stopped while its placement was in flight: give the grant straight back.
+    if (was_placing) phases_.Drop(t->index);
     Trial released = *t;
     released.attempt = attempt;
     released.worker_id = worker_id;
@@ -187,26 +187,28 @@ void TrialRunner::OnTrialPlaced(const std::string& trial_id, int64_t attempt,
   t->training_iteration = t->restored_iteration;
   t->time_total_s = t->restored_time_total_s;
   if (t->start_time_s == 0) t->start_time_s = now_s_();
-  ++running_;
+  phases_.Placed(t->index);
   observer_.OnTrialStarted(*t);
   executor_.LaunchTrial(*t);
 }
 
 void TrialRunner::OnPlacementDeferred(const std::string& trial_id, int64_t attempt) {
   Trial* t = Find(trial_id);
-  if (t == nullptr || attempt != t->attempt + 1 || !placing_.erase(t->index)) return;
-  if (t->status == TrialStatus::kPending) pending_.insert(t->index);
+  if (t == nullptr || attempt != t->attempt + 1 || !phases_.Is(t->index, RunnerPhase::kPlacing))
+    return;
+  phases_.Defer(t->index);  // placing: PENDING
 }
 
 void TrialRunner::OnPlacementFailed(const std::string& trial_id, int64_t attempt,
                                     const std::string& reason) {
   Trial* t = Find(trial_id);
-  if (t == nullptr || attempt != t->attempt + 1 || !placing_.erase(t->index)) return;
-  if (t->status != TrialStatus::kPending) return;
+  if (t == nullptr || attempt != t->attempt + 1 || !phases_.Is(t->index, RunnerPhase::kPlacing))
+    return;
   if (options_.queue_trials) {  // waits until a big enough worker registers
-    pending_.insert(t->index);
+    phases_.Defer(t->index);
     return;
   }
+  phases_.Drop(t->index);
   t->status = TrialStatus::kError;
   t->error = reason;
   NoteFailure(*t);
@@ -280,11 +282,12 @@ Status TrialRunner::OnResult(const std::string& trial_id, int64_t attempt, int64
   }
   if (attempt == t->attempt && seq == t->last_seq && seq > 0) {
     // Seen before (resent after a reconnect): its decision may have been lost, answer again
-    // (an attempt saving before it stops is reached at its saving_ worker).
+    // (an attempt saving before it stops is reached at the worker it saves on).
     if (auto a = last_action_.find(t->index); a != last_action_.end()) {
       Trial to = *t;
-      if (auto s = saving_.find(t->index); s != saving_.end() && s->second.attempt == attempt)
-        to.worker_id = s->second.worker_id;
+      if (const TrialPhase& p = phases_.at(t->index);
+          p.phase == RunnerPhase::kSaving && p.attempt == attempt)
+        to.worker_id = p.worker_id;
       executor_.SendDecision(to, seq, a->second);
     }
     return Status::FailedPrecondition(
@@ -292,7 +295,7 @@ Status TrialRunner::OnResult(const std::string& trial_id, int64_t attempt, int64
   }
   if (IsFinished())
     return Status::FailedPrecondition("result of " + trial_id + ": the experiment is finished");
-  if (attempt != t->attempt || t->status != TrialStatus::kRunning || pausing_.contains(t->index)) {
+  if (attempt != t->attempt || t->status != TrialStatus::kRunning || IsPausing(*t)) {
     return Status::FailedPrecondition(
         fmt::format("result of {} attempt {} is stale (current attempt {}, {})", trial_id, attempt,
                     t->attempt, TrialStatusName(t->status)));
@@ -428,7 +431,7 @@ void TrialRunner::Decide(Trial& t, int64_t seq, TrainingResult metrics, bool use
   const bool checkpoint_requested =
       std::exchange(checkpoint_requested_, false) || metrics.Truthy("should_checkpoint");
   if (auto stop = StopperDecision(metrics, user_done)) decision = Combine(decision, *stop);
-  if (pause_requested_.erase(t.index) > 0) decision = Combine(decision, Decision::kPause);
+  if (phases_.TakePauseRequest(t.index)) decision = Combine(decision, Decision::kPause);
   std::optional<Exploit> exploit = std::move(deferred_exploit_);
   deferred_exploit_.reset();
   metrics.SetBool(rk::kDone, user_done || decision == Decision::kStop);
@@ -449,13 +452,13 @@ void TrialRunner::Decide(Trial& t, int64_t seq, TrainingResult metrics, bool use
   if (exploit && decision != Decision::kStop) {
     LeaveRunning(t, TrialStatus::kPending, "");
     (void)ExploitTrial(t.trial_id, exploit->donor_trial_id, std::move(exploit->new_config));
-    pending_.insert(t.index);
+    phases_.Queue(t.index);
   } else if (decision == Decision::kStop) {
     scheduler_->OnTrialComplete(t, metrics);
     JournalSchedulerDelta();
     LeaveRunning(t, TrialStatus::kTerminated, "", /*stop_trainable=*/false, saving);
   } else if (decision == Decision::kPause) {
-    pausing_[t.index] = t.attempt;  // PAUSED in OnTrialExited
+    phases_.StartPausing(t.index, t.attempt);  // PAUSED in OnTrialExited
   }
   CheckFinished();
 }
@@ -507,72 +510,9 @@ Action TrialRunner::ActionFor(Trial& t, const TrainingResult& result, Decision d
   return Action::kContinue;
 }
 
-Status TrialRunner::Restore(std::vector<Trial> trials, const nlohmann::json& searcher_state,
-                            const std::map<std::string, Action>& last_actions, double start_s,
-                            ExperimentStatus ended_status, const std::string& ended_reason) {
-  // Null: the searcher keeps the initial state it was built in (RestoreState(null)'s).
-  if (!searcher_state.is_null()) {
-    if (Status s = search_alg_->RestoreState(searcher_state); !s.ok()) return s;
-  }
-  (void)search_alg_->TakeStateDelta();
-  searcher_finished_ = false;  // asked again: a finished searcher answers Finished again
-  searcher_unconfirmed_ = true;
-  trials_ = std::move(trials);
-  index_.clear();
-  pending_.clear();
-  pausing_.clear();
-  saving_.clear();
-  held_.clear();
-  journaled_answers_.clear();
-  running_ = 0;
-  start_s_ = start_s;
-  for (Trial& t : trials_) {
-    index_[t.trial_id] = size_t(t.index);
-    if (t.status == TrialStatus::kPending) pending_.insert(t.index);
-    if (t.status == TrialStatus::kRunning) ++running_;
-    if (StoresEndCheckpoint(t) && !t.worker_id.empty()) {
-      saving_[t.index] = {t.attempt, t.worker_id};
-    } else if (t.status != TrialStatus::kRunning) {
-      t.worker_id.clear();
-    }
-    if (auto a = last_actions.find(t.trial_id); a != last_actions.end()) {
-      last_action_[t.index] = a->second;
-      // Answered "pause" and not yet exited when the journal ends: still saving. Only a result
-      // of the current attempt (last_seq > 0) says so: an unpaused trial's new attempt keeps
-      // its previous attempt's "pause" here until its first result.
-      if (t.status == TrialStatus::kRunning && a->second == Action::kPause && t.last_seq > 0)
-        pausing_[t.index] = t.attempt;
-    }
-    if (!t.last_result_msgpack.empty()) CacheMetric(t, TrainingResult::FromJson(t.LastResult()));
-    if (t.num_results > 0) {  // results were accepted: every stop key had been carried
-      for (const auto& [key, threshold] : options_.stop) stop_keys_seen_.insert(key);
-    }
-  }
-  status_ = ended_status;
-  end_reason_ = ended_reason;
-  return Status::Ok();
-}
-
-Status TrialRunner::RestoreTrialScheduler(const nlohmann::json& state,
-                                          const std::vector<nlohmann::json>& deltas) {
-  if (Status s = scheduler_->RestoreState(state); !s.ok()) return s;
-  for (const nlohmann::json& delta : deltas) {
-    if (Status s = scheduler_->ApplyStateDelta(delta); !s.ok()) return s;
-  }
-  return Status::Ok();
-}
-
 void TrialRunner::JournalSchedulerDelta() {
   nlohmann::json delta = scheduler_->TakeStateDelta();
   if (!delta.is_null()) observer_.OnTrialSchedulerState(delta);
-}
-
-Status TrialRunner::ApplySearcherDeltas(const std::vector<nlohmann::json>& deltas) {
-  for (const nlohmann::json& delta : deltas) {
-    if (Status s = search_alg_->ApplyStateDelta(delta); !s.ok()) return s;
-  }
-  (void)search_alg_->TakeStateDelta();  // what replay applied is journaled already
-  return Status::Ok();
 }
 
 void TrialRunner::JournalSearcherDelta() {
@@ -605,20 +545,18 @@ void TrialRunner::LeaveRunning(Trial& t, TrialStatus to, const std::string& erro
                                bool stop_trainable, bool saving, FailureKind kind) {
   t.status = to;
   t.error = error;
-  --running_;
+  if (saving) {
+    phases_.LeaveSaving(t.index, t.attempt, t.worker_id, /*requeue=*/false);
+  } else {
+    phases_.Leave(t.index);
+  }
   if (held_.erase(t.index) > 0 && driver_ != nullptr) driver_->Forget(t.trial_id);
-  pause_requested_.erase(t.index);
-  pausing_.erase(t.index);
   NoteFailure(t, kind);
   observer_.OnTrialStatus(t);
   if (stop_trainable) executor_.StopTrial(t);  // before the release: nothing else gets them first
-  if (saving) {
-    saving_[t.index] = Saving{t.attempt, t.worker_id};  // released in OnTrialExited
-  } else if (kind == FailureKind::kWorkerLost) {
-    executor_.ReleaseResources(t);
-  } else {
-    executor_.ReleaseReusable(t);
-  }
+  // A saving attempt keeps its allocation until it exits (EndSaving).
+  if (!saving && kind == FailureKind::kWorkerLost) executor_.ReleaseResources(t);
+  if (!saving && kind != FailureKind::kWorkerLost) executor_.ReleaseReusable(t);
   // A TERMINATED trial storing its end checkpoint keeps its worker until the attempt exits, as
   // replay has it (StoresEndCheckpoint): snapshots carry it to a successor.
   if (!(saving && to == TrialStatus::kTerminated)) {
@@ -627,14 +565,12 @@ void TrialRunner::LeaveRunning(Trial& t, TrialStatus to, const std::string& erro
   }
 }
 
-void TrialRunner::SetPending(Trial& t) { pending_.insert(t.index); }
-
 void TrialRunner::HandleFailure(Trial& t, const std::string& error, bool stop_trainable) {
   t.num_failures += 1;
   const bool retry = options_.max_failures < 0 || t.num_failures <= options_.max_failures;
   if (retry) {
     LeaveRunning(t, TrialStatus::kPending, error, stop_trainable);
-    SetPending(t);
+    phases_.Queue(t.index);
     return;
   }
   LeaveRunning(t, TrialStatus::kError, error, stop_trainable);
@@ -645,12 +581,13 @@ void TrialRunner::OnTrialExited(const std::string& trial_id, int64_t attempt, bo
                                 const std::string& error, bool start_failed) {
   Trial* t = Find(trial_id);
   if (t == nullptr || t->attempt != attempt) return;
-  if (auto it = saving_.find(t->index); it != saving_.end() && it->second.attempt == attempt) {
+  const TrialPhase& phase = phases_.at(t->index);
+  if (phase.phase == RunnerPhase::kSaving && phase.attempt == attempt) {
     EndSaving(*t, ok, error, FailureKind::kError);
     CheckFinished();
     return;
   }
-  if (auto it = pausing_.find(t->index); it != pausing_.end() && it->second == attempt) {
+  if (phase.phase == RunnerPhase::kPausing && phase.attempt == attempt) {
     t->requested_checkpoints.clear();
     LeaveRunning(*t, TrialStatus::kPaused, ok ? "" : "while saving its pause checkpoint: " + error);
     CheckFinished();
@@ -683,10 +620,7 @@ void TrialRunner::EndExperiment(ExperimentStatus status, const std::string& reas
 }
 
 void TrialRunner::CheckFinished() {
-  if (IsFinished() || !SearcherDone() || !pending_.empty() || !placing_.empty() || running_ > 0 ||
-      !saving_.empty()) {
-    return;
-  }
+  if (IsFinished() || !SearcherDone() || phases_.busy() > 0) return;
   int64_t errored = 0;
   for (const Trial& t : trials_) {
     if (t.status == TrialStatus::kPaused) return;  // waits for an unpause

@@ -34,6 +34,7 @@
 #include "libs/tune/driver_link.hpp"
 #include "libs/tune/searcher.hpp"
 #include "libs/tune/trial_executor.hpp"
+#include "libs/tune/trial_phases.hpp"
 #include "libs/tune/trial_scheduler.hpp"
 #include "libs/tune/variant_generator.hpp"
 
@@ -252,7 +253,11 @@ class TrialRunner final : public TrialSchedulerContext {
   /// it has exited. Errors: NotFound; FailedPrecondition for other statuses.
   Status UnpauseTrial(const std::string& trial_id) override;
   /// True while a RUNNING trial's attempt saves the checkpoint its "pause" answer asked for.
-  bool IsPausing(const Trial& trial) const { return pausing_.contains(trial.index); }
+  bool IsPausing(const Trial& trial) const {
+    return phases_.Is(trial.index, RunnerPhase::kPausing);
+  }
+  /// The runner sub-state of every trial (trial_phases.hpp).
+  const TrialPhases& phases() const { return phases_; }
   bool IsPaused(const std::string& trial_id) const override;
   /// Adds a trial with an explicit config (Ray Tune's add_trial). Returns it (PENDING).
   /// Errors: InvalidArgument if config is not an object; FailedPrecondition once finished.
@@ -325,7 +330,7 @@ class TrialRunner final : public TrialSchedulerContext {
   int64_t PlacePending();
   /// RUNNING -> `to`: observer first, then (if asked) stop the trainable, then release.
   /// `saving`: the trainable saves a checkpoint before it stops, so the attempt keeps its
-  /// resources until OnTrialExited (see saving_).
+  /// resources until OnTrialExited (RunnerPhase::kSaving).
   void LeaveRunning(Trial& trial, TrialStatus to, const std::string& error,
                     bool stop_trainable = false, bool saving = false,
                     FailureKind kind = FailureKind::kError);
@@ -342,11 +347,14 @@ class TrialRunner final : public TrialSchedulerContext {
   /// and uploads nothing of an attempt after its own restart: the loss is journaled here (in the
   /// trial_status record's error and the failure history), not recovered.
   static std::string CheckpointsLostWith(const Trial& trial);
-  /// The attempt in saving_ (saving before it stopped) exited (ok) or failed: its resources are
+  /// The attempt in kSaving (saving before it stopped) exited (ok) or failed: its resources are
   /// returned; a TERMINATED trial whose end checkpoint was not stored gets the error in its
   /// journaled status (failure `kind`).
   void EndSaving(Trial& trial, bool ok, const std::string& error, FailureKind kind);
-  void SetPending(Trial& trial);
+  /// A PENDING or PAUSED trial is taken out of the placement queue (kQueued, kPlacing -> kIdle:
+  /// a grant that still arrives is released in OnTrialPlaced), or its attempt that still saves
+  /// is no longer requeued when it exits.
+  void DropPending(Trial& trial);
   Trial& NewTrial(nlohmann::json config, std::string tag);
   /// The worker action for `decision` at the trial's current result, with checkpointing.
   Action ActionFor(Trial& trial, const TrainingResult& result, Decision decision,
@@ -380,16 +388,8 @@ class TrialRunner final : public TrialSchedulerContext {
               const DriverAnswer* answer);
   /// `user_done`: the trainable reported a truthy `done`.
   std::optional<Decision> StopperDecision(const TrainingResult& result, bool user_done) const;
-  int64_t InFlight() const { return int64_t(placing_.size() + saving_.size()) + running_; }
+  int64_t InFlight() const { return phases_.in_flight(); }
 
-  // A trainable that is saving its checkpoint before it stops (decision checkpoint_and_stop, or
-  // a pause the user took back): the trial already has its new status, the attempt keeps its
-  // resources until the worker reports the exit.
-  struct Saving {
-    int64_t attempt = 0;
-    std::string worker_id;
-    bool requeue = false;  // unpaused while saving: placed once it has exited
-  };
   // A result waiting for the driver's answer.
   struct Held {
     int64_t attempt = 0, seq = 0;
@@ -424,13 +424,9 @@ class TrialRunner final : public TrialSchedulerContext {
 
   std::vector<Trial> trials_;
   std::unordered_map<std::string, size_t> index_;  // trial_id -> position in trials_
-  std::set<int64_t> pending_;                      // indices of PENDING trials not being placed
-  std::set<int64_t> placing_;                      // indices with a placement in flight
-  std::map<int64_t, Saving> saving_;               // index -> attempt saving before it stops
-  std::map<int64_t, int64_t> pausing_;  // index -> RUNNING attempt saving before it pauses
-  std::set<int64_t> pause_requested_;   // RUNNING, pause at the next result
-  int64_t in_result_ = -1;              // index whose OnTrialResult is running
-  bool checkpoint_requested_ = false;   // RequestCheckpoint for `in_result_`
+  TrialPhases phases_;                             // runner sub-state by trial index
+  int64_t in_result_ = -1;                         // index whose OnTrialResult is running
+  bool checkpoint_requested_ = false;              // RequestCheckpoint for `in_result_`
   std::vector<std::pair<std::string, nlohmann::json>> result_info_;  // SetResultInfo, in order
   std::optional<Exploit> deferred_exploit_;                          // ExploitTrial on `in_result_`
   std::map<int64_t, nlohmann::json> exploit_notes_;  // index -> "pbt_exploit" for its next result
@@ -440,7 +436,6 @@ class TrialRunner final : public TrialSchedulerContext {
   std::map<int64_t, Held> held_;                     // index -> result held for the driver
   std::map<int64_t, JournaledAnswer> journaled_answers_;  // index -> answer journaled, unused
   const DriverAnswer* deciding_answer_ = nullptr;         // the driver's answer for `in_result_`
-  int64_t running_ = 0;
   double start_s_ = 0;
   ExperimentStatus status_ = ExperimentStatus::kRunning;
   std::string end_reason_;

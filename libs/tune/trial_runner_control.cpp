@@ -24,10 +24,8 @@ Status TrialRunner::StopTrial(const std::string& trial_id) {
     SearcherTrialComplete(*t, /*error=*/false);
     LeaveRunning(*t, TrialStatus::kTerminated, "", /*stop_trainable=*/true);
   } else {
-    pending_.erase(t->index);
-    placing_.erase(t->index);  // a grant that still arrives is released in OnTrialPlaced
+    DropPending(*t);  // a grant that still arrives is released in OnTrialPlaced
     t->status = TrialStatus::kTerminated;
-    if (auto it = saving_.find(t->index); it != saving_.end()) it->second.requeue = false;
     scheduler_->OnTrialRemove(*t);
     JournalSchedulerDelta();
     SearcherTrialComplete(*t, /*error=*/false);  // Ray's stop_trial of a PENDING/PAUSED trial
@@ -36,6 +34,20 @@ Status TrialRunner::StopTrial(const std::string& trial_id) {
   }
   CheckFinished();
   return Status::Ok();
+}
+
+void TrialRunner::DropPending(Trial& t) {
+  switch (phases_.phase(t.index)) {
+    case RunnerPhase::kQueued:
+    case RunnerPhase::kPlacing:
+      phases_.Drop(t.index);
+      break;
+    case RunnerPhase::kSaving:
+      phases_.SetRequeue(t.index, false);
+      break;
+    default:
+      break;
+  }
 }
 
 Result<std::string> TrialRunner::StopTrialByUser(const std::string& trial_id) {
@@ -58,18 +70,16 @@ Result<std::string> TrialRunner::PauseTrial(const std::string& trial_id) {
         fmt::format("trial {} is {}; only PENDING or RUNNING trials can be paused", trial_id,
                     TrialStatusName(t->status)));
   }
-  if (pausing_.contains(t->index)) {
+  if (IsPausing(*t)) {
     return fmt::format("trial {} is pausing: saving its checkpoint, then PAUSED", trial_id);
   }
   if (t->status == TrialStatus::kRunning) {
-    pause_requested_.insert(t->index);
+    phases_.RequestPause(t->index);
     return fmt::format(
         "trial {} pauses at its next result (RUNNING until its checkpoint is stored, then PAUSED)",
         trial_id);
   }
-  pending_.erase(t->index);
-  placing_.erase(t->index);
-  if (auto it = saving_.find(t->index); it != saving_.end()) it->second.requeue = false;
+  DropPending(*t);
   t->status = TrialStatus::kPaused;
   NoteFailure(*t);
   observer_.OnTrialStatus(*t);
@@ -83,10 +93,10 @@ Status TrialRunner::UnpauseTrial(const std::string& trial_id) {
   // A trial scheduler that unpauses from inside a callback (HyperBand's halving) has its state
   // change journaled before the unpause.
   JournalSchedulerDelta();
-  if (pausing_.contains(t->index)) {
+  if (IsPausing(*t)) {
     // PENDING now (journaled), placed once its checkpoint is stored and it has exited.
     LeaveRunning(*t, TrialStatus::kPending, "", /*stop_trainable=*/false, /*saving=*/true);
-    saving_[t->index].requeue = true;
+    phases_.SetRequeue(t->index, true);
     return Status::Ok();
   }
   if (t->status != TrialStatus::kPaused) {
@@ -96,7 +106,12 @@ Status TrialRunner::UnpauseTrial(const std::string& trial_id) {
   t->status = TrialStatus::kPending;
   NoteFailure(*t);
   observer_.OnTrialStatus(*t);
-  pending_.insert(t->index);
+  // An attempt still saving (paused while it saved before it stopped) is placed once it exits.
+  if (phases_.Is(t->index, RunnerPhase::kSaving)) {
+    phases_.SetRequeue(t->index, true);
+  } else {
+    phases_.Queue(t->index);
+  }
   return Status::Ok();
 }
 
@@ -128,14 +143,14 @@ Result<const Trial*> TrialRunner::AddTrial(nlohmann::json config) {
 Status TrialRunner::SetTrialResources(const std::string& trial_id, const Resources& resources) {
   Trial* t = Find(trial_id);
   if (t == nullptr) return Status::NotFound(fmt::format("no trial {}", trial_id));
-  if (pausing_.contains(t->index)) {
+  if (IsPausing(*t)) {
     return Status::FailedPrecondition(
         fmt::format("trial {} is pausing (RUNNING until its checkpoint is stored); change its "
                     "resources once it is PAUSED",
                     trial_id));
   }
-  if (t->status == TrialStatus::kRunning || placing_.contains(t->index) ||
-      saving_.contains(t->index)) {
+  if (t->status == TrialStatus::kRunning || phases_.Is(t->index, RunnerPhase::kPlacing) ||
+      phases_.Is(t->index, RunnerPhase::kSaving)) {
     return Status::FailedPrecondition(fmt::format(
         "trial {} is running; pause or stop it before changing its resources", trial_id));
   }
@@ -170,7 +185,7 @@ Status TrialRunner::ExploitTrial(const std::string& trial_id, const std::string&
   }
   if (t->status == TrialStatus::kRunning) {
     LeaveRunning(*t, TrialStatus::kPending, "", /*stop_trainable=*/true);
-    pending_.insert(t->index);
+    phases_.Queue(t->index);
   }
   nlohmann::json change = {{"pbt_exploit",
                             {{"donor", donor_trial_id},
@@ -234,8 +249,7 @@ Status TrialRunner::OnCheckpointFailed(const std::string& trial_id, int64_t atte
   // skips both kinds of record after experiment_ended), with nothing more to do.
   observer_.OnCheckpointFailed(*t, t->checkpoints_not_stored.back());
   // A pause or an end checkpoint: the decision that asked for it has already stopped the trial.
-  if (IsFinished() || t->status != TrialStatus::kRunning || pausing_.contains(t->index))
-    return Status::Ok();
+  if (IsFinished() || t->status != TrialStatus::kRunning || IsPausing(*t)) return Status::Ok();
   switch (options_.checkpoint_failure) {
     case CheckpointFailureMode::kContinue:
       break;
@@ -257,9 +271,8 @@ bool TrialRunner::AttemptMayRun(const std::string& trial_id, int64_t attempt,
   const Trial* t = FindTrial(trial_id);
   if (t == nullptr || t->attempt != attempt) return false;
   if (t->status == TrialStatus::kRunning) return t->worker_id == worker_id;
-  if (auto it = saving_.find(t->index); it != saving_.end()) {
-    return it->second.attempt == attempt && it->second.worker_id == worker_id;
-  }
+  if (const TrialPhase& p = phases_.at(t->index); p.phase == RunnerPhase::kSaving)
+    return p.attempt == attempt && p.worker_id == worker_id;
   const bool stopped_to_save =
       t->status == TrialStatus::kPaused || t->status == TrialStatus::kTerminated;
   return stopped_to_save && !t->requested_checkpoints.empty();
@@ -323,7 +336,7 @@ Result<int64_t> TrialRunner::RerunErrored(RerunMode mode) {
     t.error.clear();
     NoteFailure(t);
     observer_.OnTrialStatus(t);
-    pending_.insert(t.index);
+    phases_.Queue(t.index);
     ++n;
   }
   if (n > 0 && IsFinished()) {
@@ -339,15 +352,12 @@ void TrialRunner::StopUnfinished() {
     if (t.status == TrialStatus::kRunning) {
       LeaveRunning(t, TrialStatus::kTerminated, "", /*stop_trainable=*/true);
     } else if (!tunebus::IsFinished(t.status)) {
+      DropPending(t);  // grants that still arrive are released in OnTrialPlaced
       t.status = TrialStatus::kTerminated;
       NoteFailure(t);
       observer_.OnTrialStatus(t);
     }
-    if (auto it = saving_.find(t.index); it != saving_.end()) it->second.requeue = false;
   }
-  pending_.clear();
-  placing_.clear();  // grants that still arrive are released in OnTrialPlaced
-  pause_requested_.clear();
 }
 
 void TrialRunner::StopExperiment(const std::string& reason) {
@@ -361,16 +371,16 @@ void TrialRunner::InterruptExperiment(const std::string& reason) {
   for (Trial& t : trials_) {
     if (t.status != TrialStatus::kRunning) continue;
     // A pausing trial stays paused (from its newest stored checkpoint).
-    const bool paused = pausing_.contains(t.index);
+    const bool paused = IsPausing(t);
     LeaveRunning(t, paused ? TrialStatus::kPaused : TrialStatus::kPending, "",
                  /*stop_trainable=*/true);
-    if (!paused) pending_.insert(t.index);
+    if (!paused) phases_.Queue(t.index);
   }
   // Placements in flight are given back when their grant arrives (OnTrialPlaced); their trials
   // wait with the others.
-  pending_.insert(placing_.begin(), placing_.end());
-  placing_.clear();
-  pause_requested_.clear();
+  for (const Trial& t : trials_) {
+    if (phases_.Is(t.index, RunnerPhase::kPlacing)) phases_.Defer(t.index);
+  }
   EndExperiment(ExperimentStatus::kInterrupted, reason);
 }
 
@@ -385,14 +395,15 @@ bool TrialRunner::Reopen() {
 // at once; other trials keep their status for a later resume, their trainables are stopped.
 void TrialRunner::AbortExperiment(const std::string& reason) {
   if (IsFinished()) return;
+  // RUNNING trials keep their phase: their attempts are released here, and their status is
+  // what a resume starts from.
   for (Trial& t : trials_) {
+    const RunnerPhase phase = phases_.phase(t.index);
+    if (phase == RunnerPhase::kQueued || phase == RunnerPhase::kPlacing) phases_.Drop(t.index);
     if (t.status != TrialStatus::kRunning) continue;
     executor_.StopTrial(t);
     executor_.ReleaseResources(t);
   }
-  running_ = 0;
-  pending_.clear();
-  placing_.clear();
   status_ = ExperimentStatus::kError;
   end_reason_ = reason;
   observer_.OnExperimentEnded(status_, reason);

@@ -19,7 +19,7 @@ void TrialRunner::RequeueLost(const std::string& trial_id, const std::string& wh
 
 void TrialRunner::HandleWorkerLoss(Trial& t, const std::string& lost) {
   t.num_worker_losses += 1;
-  if (pausing_.contains(t.index)) {
+  if (IsPausing(t)) {
     // Lost while saving its pause checkpoint: PAUSED all the same (from its newest stored one).
     LeaveRunning(t, TrialStatus::kPaused, "while saving its pause checkpoint: " + lost, false,
                  false, FailureKind::kWorkerLost);
@@ -34,7 +34,7 @@ void TrialRunner::HandleWorkerLoss(Trial& t, const std::string& lost) {
     return;
   }
   LeaveRunning(t, TrialStatus::kPending, why, false, false, FailureKind::kWorkerLost);
-  SetPending(t);
+  phases_.Queue(t.index);
 }
 
 std::string TrialRunner::CheckpointsLostWith(const Trial& t) {
@@ -50,11 +50,9 @@ std::string TrialRunner::CheckpointsLostWith(const Trial& t) {
 }
 
 void TrialRunner::EndSaving(Trial& t, bool ok, const std::string& error, FailureKind kind) {
-  const auto saving = saving_.find(t.index);
+  const TrialPhase saving = phases_.EndSaving(t.index);
   Trial released = t;
-  released.worker_id = saving->second.worker_id;
-  const bool requeue = saving->second.requeue;
-  saving_.erase(saving);
+  released.worker_id = saving.worker_id;
   const bool end_checkpoint_lost = !ok && StoresEndCheckpoint(t);
   if (!ok) t.error = "while saving its checkpoint: " + error;
   if (end_checkpoint_lost) {
@@ -76,25 +74,22 @@ void TrialRunner::EndSaving(Trial& t, bool ok, const std::string& error, Failure
     t.worker_id.clear();
     t.gpu_ids.clear();
   }
-  if (requeue && t.status == TrialStatus::kPending) pending_.insert(t.index);
+  if (saving.requeue && t.status == TrialStatus::kPending) phases_.Queue(t.index);
 }
 
 void TrialRunner::EndSavingGoneFrom(const std::string& worker_id,
                                     const std::set<std::string>& still_running,
                                     const std::string& why) {
-  std::vector<int64_t> gone;
-  for (const auto& [index, saving] : saving_) {
-    if (saving.worker_id == worker_id && !still_running.contains(trials_[size_t(index)].trial_id))
-      gone.push_back(index);
+  for (int64_t index : phases_.SavingOn(worker_id)) {
+    Trial& t = trials_[size_t(index)];
+    if (!still_running.contains(t.trial_id)) EndSaving(t, false, why, FailureKind::kWorkerLost);
   }
-  for (int64_t index : gone)
-    EndSaving(trials_[size_t(index)], false, why, FailureKind::kWorkerLost);
   CheckFinished();
 }
 
 bool TrialRunner::EndSavingLost(const std::string& trial_id, const std::string& why) {
   Trial* t = Find(trial_id);
-  if (t == nullptr || !saving_.contains(t->index)) return false;
+  if (t == nullptr || !phases_.Is(t->index, RunnerPhase::kSaving)) return false;
   EndSaving(*t, false, why, FailureKind::kWorkerLost);
   CheckFinished();
   return true;
@@ -105,8 +100,8 @@ bool TrialRunner::HoldsAllocation(const std::string& trial_id, int64_t attempt,
   const Trial* t = FindTrial(trial_id);
   if (t == nullptr || t->attempt != attempt) return false;
   if (t->status == TrialStatus::kRunning) return t->worker_id == worker_id;
-  auto it = saving_.find(t->index);
-  return it != saving_.end() && it->second.attempt == attempt && it->second.worker_id == worker_id;
+  const TrialPhase& p = phases_.at(t->index);
+  return p.phase == RunnerPhase::kSaving && p.attempt == attempt && p.worker_id == worker_id;
 }
 
 void TrialRunner::OnWorkerLost(const std::string& worker_id) {

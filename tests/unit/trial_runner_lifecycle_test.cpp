@@ -202,6 +202,31 @@ TEST_F(TrialLifecycleTest, UnpauseWhileTheCheckpointIsStillSavingWaitsForTheExit
   EXPECT_EQ(T(0).restored_checkpoint_id, Id(0) + "/00000001-a1");
 }
 
+TEST_F(TrialLifecycleTest, APausedTrialUnpausedWhileItsAttemptStillSavesWaitsForTheExit) {
+  // Unpaused while saving its pause checkpoint (PENDING, requeued at its exit), paused again
+  // (PAUSED, not requeued) and unpaused again: still one attempt saving, so the trial is placed
+  // only once that attempt has exited, from the checkpoint it stored.
+  Start({}, 1, std::make_unique<PausingScheduler>(std::set<std::string>{"exp_00000"}));
+  Run(0);
+  ASSERT_TRUE(Report(0, 1).ok());  // PAUSE: saving
+  ASSERT_TRUE(runner_->UnpauseTrial(Id(0)).ok());
+  ASSERT_TRUE(runner_->PauseTrial(Id(0)).ok());
+  EXPECT_EQ(T(0).status, TrialStatus::kPaused);
+  ASSERT_TRUE(runner_->UnpauseTrial(Id(0)).ok());
+  EXPECT_EQ(T(0).status, TrialStatus::kPending);
+  EXPECT_EQ(runner_->phases().phase(0), RunnerPhase::kSaving);
+  runner_->Step();
+  EXPECT_TRUE(exec_.open.empty());  // not placed before its attempt has exited
+  ASSERT_TRUE(Saved(0, 1).ok());
+  runner_->OnTrialExited(Id(0), 1, true, "");
+  runner_->Step();
+  ASSERT_EQ(exec_.open.size(), 1u);
+  Grant();
+  EXPECT_EQ(T(0).attempt, 2);
+  EXPECT_EQ(T(0).restored_checkpoint_id, Id(0) + "/00000001-a1");
+  EXPECT_TRUE(runner_->phases().CheckInvariants().ok());
+}
+
 TEST_F(TrialLifecycleTest, CheckpointFreqAsksForACheckpointEveryNIterations) {
   RunnerOptions o;
   o.checkpoint_freq = 2;
