@@ -20,54 +20,40 @@ bool CarriesData(PhaseEvent e) {
          e == PhaseEvent::kAdoptSaving;
 }
 
+// The transition table of the header, row for row.
+struct TransitionRow {
+  RunnerPhase from;
+  PhaseEvent event;
+  RunnerPhase to;
+};
+constexpr TransitionRow kTransitions[] = {
+    {RunnerPhase::kIdle, PhaseEvent::kQueue, RunnerPhase::kQueued},
+    {RunnerPhase::kQueued, PhaseEvent::kPlace, RunnerPhase::kPlacing},
+    {RunnerPhase::kPlacing, PhaseEvent::kPlaced, RunnerPhase::kRunning},
+    {RunnerPhase::kPlacing, PhaseEvent::kDefer, RunnerPhase::kQueued},
+    {RunnerPhase::kQueued, PhaseEvent::kDrop, RunnerPhase::kIdle},
+    {RunnerPhase::kPlacing, PhaseEvent::kDrop, RunnerPhase::kIdle},
+    {RunnerPhase::kRunning, PhaseEvent::kRequestPause, RunnerPhase::kPauseRequested},
+    {RunnerPhase::kPauseRequested, PhaseEvent::kRequestPause, RunnerPhase::kPauseRequested},
+    {RunnerPhase::kPauseRequested, PhaseEvent::kTakePauseRequest, RunnerPhase::kRunning},
+    {RunnerPhase::kRunning, PhaseEvent::kStartPausing, RunnerPhase::kPausing},
+    {RunnerPhase::kRunning, PhaseEvent::kLeave, RunnerPhase::kIdle},
+    {RunnerPhase::kPauseRequested, PhaseEvent::kLeave, RunnerPhase::kIdle},
+    {RunnerPhase::kPausing, PhaseEvent::kLeave, RunnerPhase::kIdle},
+    {RunnerPhase::kRunning, PhaseEvent::kLeaveSaving, RunnerPhase::kSaving},
+    {RunnerPhase::kPauseRequested, PhaseEvent::kLeaveSaving, RunnerPhase::kSaving},
+    {RunnerPhase::kPausing, PhaseEvent::kLeaveSaving, RunnerPhase::kSaving},
+    {RunnerPhase::kSaving, PhaseEvent::kSetRequeue, RunnerPhase::kSaving},
+    {RunnerPhase::kSaving, PhaseEvent::kEndSaving, RunnerPhase::kIdle},
+    {RunnerPhase::kIdle, PhaseEvent::kAdopt, RunnerPhase::kRunning},
+    {RunnerPhase::kIdle, PhaseEvent::kAdoptSaving, RunnerPhase::kSaving},
+};
+
 }  // namespace
 
-// The transition table of the header, as code.
 std::optional<RunnerPhase> TrialPhases::Next(RunnerPhase from, PhaseEvent event) {
-  using P = RunnerPhase;
-  switch (event) {
-    case PhaseEvent::kQueue:
-      if (from == P::kIdle) return P::kQueued;
-      break;
-    case PhaseEvent::kPlace:
-      if (from == P::kQueued) return P::kPlacing;
-      break;
-    case PhaseEvent::kPlaced:
-      if (from == P::kPlacing) return P::kRunning;
-      break;
-    case PhaseEvent::kDefer:
-      if (from == P::kPlacing) return P::kQueued;
-      break;
-    case PhaseEvent::kDrop:
-      if (from == P::kQueued || from == P::kPlacing) return P::kIdle;
-      break;
-    case PhaseEvent::kRequestPause:
-      if (from == P::kRunning || from == P::kPauseRequested) return P::kPauseRequested;
-      break;
-    case PhaseEvent::kTakePauseRequest:
-      if (from == P::kPauseRequested) return P::kRunning;
-      break;
-    case PhaseEvent::kStartPausing:
-      if (from == P::kRunning) return P::kPausing;
-      break;
-    case PhaseEvent::kLeave:
-      if (IsRunningPhase(from)) return P::kIdle;
-      break;
-    case PhaseEvent::kLeaveSaving:
-      if (IsRunningPhase(from)) return P::kSaving;
-      break;
-    case PhaseEvent::kSetRequeue:
-      if (from == P::kSaving) return P::kSaving;
-      break;
-    case PhaseEvent::kEndSaving:
-      if (from == P::kSaving) return P::kIdle;
-      break;
-    case PhaseEvent::kAdopt:
-      if (from == P::kIdle) return P::kRunning;
-      break;
-    case PhaseEvent::kAdoptSaving:
-      if (from == P::kIdle) return P::kSaving;
-      break;
+  for (const TransitionRow& row : kTransitions) {
+    if (row.from == from && row.event == event) return row.to;
   }
   return std::nullopt;
 }
