@@ -19,13 +19,11 @@
 //   PENDING                       for (checkpoint_at_end; an unpause while pausing; a paused
 //   PAUSED                        one unpaused or stopped meanwhile) and keeps its worker and
 //                                 allocation until it exits; `requeue`: queued once it has exited
-//   any         kIdle             nothing in flight: PAUSED, TERMINATED, ERROR; also PENDING once
-//                                 fail_fast: raise emptied the queue, and within one runner call
-//                                 between leaving RUNNING and being queued again
-//
-// Once fail_fast: raise aborted the experiment, RUNNING trials keep their phase (their
-// trainables are told to stop and their allocations are returned; their status stays for a
-// later resume).
+//   any         kIdle             nothing in flight: PAUSED, TERMINATED, ERROR; also PENDING and
+//                                 RUNNING once fail_fast: raise ended the experiment (it emptied
+//                                 the queue, stopped and released the RUNNING attempts, and left
+//                                 every status for a resume), and within one runner call between
+//                                 leaving RUNNING and being queued again
 //
 // Transitions (from, event, to); every other pair is refused:
 //

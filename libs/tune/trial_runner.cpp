@@ -295,7 +295,8 @@ Status TrialRunner::OnResult(const std::string& trial_id, int64_t attempt, int64
   }
   if (IsFinished())
     return Status::FailedPrecondition("result of " + trial_id + ": the experiment is finished");
-  if (attempt != t->attempt || t->status != TrialStatus::kRunning || IsPausing(*t)) {
+  if (attempt != t->attempt || t->status != TrialStatus::kRunning || IsPausing(*t) ||
+      !phases_.IsRunning(t->index)) {
     return Status::FailedPrecondition(
         fmt::format("result of {} attempt {} is stale (current attempt {}, {})", trial_id, attempt,
                     t->attempt, TrialStatusName(t->status)));
@@ -380,7 +381,8 @@ void TrialRunner::OnDriverAnswer(const std::string& trial_id, int64_t attempt, i
   if (t == nullptr) return;
   auto h = held_.find(t->index);
   if (h == held_.end() || h->second.attempt != attempt || h->second.seq != seq ||
-      t->attempt != attempt || t->status != TrialStatus::kRunning || IsFinished()) {
+      t->attempt != attempt || t->status != TrialStatus::kRunning || IsFinished() ||
+      !phases_.IsRunning(t->index)) {
     return;  // no longer held: the trial left RUNNING meanwhile
   }
   Held held = std::move(h->second);
@@ -547,8 +549,8 @@ void TrialRunner::LeaveRunning(Trial& t, TrialStatus to, const std::string& erro
   t.error = error;
   if (saving) {
     phases_.LeaveSaving(t.index, t.attempt, t.worker_id, /*requeue=*/false);
-  } else {
-    phases_.Leave(t.index);
+  } else if (phases_.IsRunning(t.index)) {
+    phases_.Leave(t.index);  // else kIdle: an attempt AbortExperiment stopped (fail_fast: raise)
   }
   if (held_.erase(t.index) > 0 && driver_ != nullptr) driver_->Forget(t.trial_id);
   NoteFailure(t, kind);

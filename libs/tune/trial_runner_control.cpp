@@ -73,6 +73,10 @@ Result<std::string> TrialRunner::PauseTrial(const std::string& trial_id) {
   if (IsPausing(*t)) {
     return fmt::format("trial {} is pausing: saving its checkpoint, then PAUSED", trial_id);
   }
+  if (t->status == TrialStatus::kRunning && !phases_.IsRunning(t->index)) {
+    return Status::FailedPrecondition(fmt::format(
+        "trial {} was stopped when fail_fast: raise ended the experiment; resume it", trial_id));
+  }
   if (t->status == TrialStatus::kRunning) {
     phases_.RequestPause(t->index);
     return fmt::format(
@@ -395,11 +399,12 @@ bool TrialRunner::Reopen() {
 // at once; other trials keep their status for a later resume, their trainables are stopped.
 void TrialRunner::AbortExperiment(const std::string& reason) {
   if (IsFinished()) return;
-  // RUNNING trials keep their phase: their attempts are released here, and their status is
-  // what a resume starts from.
+  // RUNNING trials keep their status for a resume; their attempts are stopped and released here,
+  // so their phase is kIdle (a later exit or stop of one releases nothing more in the runner).
   for (Trial& t : trials_) {
     const RunnerPhase phase = phases_.phase(t.index);
     if (phase == RunnerPhase::kQueued || phase == RunnerPhase::kPlacing) phases_.Drop(t.index);
+    if (phases_.IsRunning(t.index)) phases_.Leave(t.index);
     if (t.status != TrialStatus::kRunning) continue;
     executor_.StopTrial(t);
     executor_.ReleaseResources(t);
