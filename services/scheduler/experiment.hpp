@@ -55,11 +55,6 @@ class NoEffects final : public TrialExecutor, public RunnerObserver {
   static void Refuse(const char* what, const Trial& trial);
 };
 
-/// The runner options an experiment file asks for (resources_per_trial already converted).
-RunnerOptions MakeRunnerOptions(const ExperimentSpec& spec, const std::string& experiment_id,
-                                const Resources& resources_per_trial,
-                                std::optional<CheckpointRef> restore_from);
-
 /// What a live experiment uses of its scheduler. Owned by the Scheduler; outlives every
 /// experiment.
 struct ExperimentContext {

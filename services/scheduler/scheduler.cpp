@@ -16,16 +16,16 @@
 
 namespace tunebus {
 
-Result<std::unique_ptr<Scheduler>> Scheduler::Create(zmq::context_t& ctx,
-                                                     SchedulerOptions options) {
-  std::unique_ptr<Scheduler> s(new Scheduler(ctx, std::move(options)));
+Result<std::unique_ptr<Scheduler>> Scheduler::Create(zmq::context_t& ctx, SchedulerOptions options,
+                                                     const Clock& clock) {
+  std::unique_ptr<Scheduler> s(new Scheduler(ctx, std::move(options), clock));
   Status st = s->Init();
   if (!st.ok()) return st;
   return s;
 }
 
-Scheduler::Scheduler(zmq::context_t& ctx, SchedulerOptions options)
-    : ctx_(ctx), options_(std::move(options)) {}
+Scheduler::Scheduler(zmq::context_t& ctx, SchedulerOptions options, const Clock& clock)
+    : ctx_(ctx), options_(std::move(options)), clock_(clock), loop_(clock) {}
 
 Scheduler::~Scheduler() = default;
 

@@ -87,7 +87,13 @@ class Scheduler {
     kRunning,     // an experiment is active: its runner owns the trials
   };
 
-  static Result<std::unique_ptr<Scheduler>> Create(zmq::context_t& ctx, SchedulerOptions options);
+  /// Binds the scheduler's sockets and resumes from the store's journals (options.resume).
+  /// `clock` times everything the scheduler does (its loop's timers, heartbeat deadlines, trial
+  /// times, the time budget) and outlives it: Clock::Real() in the service, a ManualClock in
+  /// tests that advance time by hand (tests/unit/scheduler_test.cpp). Errors: a socket that does
+  /// not bind, a results_dir that cannot be made, the store's journals unreadable.
+  static Result<std::unique_ptr<Scheduler>> Create(zmq::context_t& ctx, SchedulerOptions options,
+                                                   const Clock& clock = Clock::Real());
   ~Scheduler();
 
   void Run();
@@ -99,7 +105,7 @@ class Scheduler {
   std::string events_endpoint() const { return events_bound_; }
 
  private:
-  Scheduler(zmq::context_t& ctx, SchedulerOptions options);
+  Scheduler(zmq::context_t& ctx, SchedulerOptions options, const Clock& clock);
   Status Init();
 
   // sockets
@@ -203,7 +209,7 @@ class Scheduler {
 
   zmq::context_t& ctx_;
   SchedulerOptions options_;
-  const Clock& clock_ = Clock::Real();
+  const Clock& clock_;
   State state_ = State::kIdle;
   bus::EventLoop loop_;
   zmq::socket_t control_;
