@@ -301,8 +301,8 @@ Status Scheduler::HandleListTrials(bus::Incoming& in, const proto::Decoded& d) {
              [this, msg = *msg, filter](Result<Experiment*> found) -> Result<json> {
                json body = json::array();
                // No experiment at all: an empty list, unless one was named.
-               if (!found.ok() && (!msg.experiment.empty() ||
-                                   found.status().code() != StatusCode::kNotFound)) {
+               if (!found.ok() &&
+                   (!msg.experiment.empty() || found.status().code() != StatusCode::kNotFound)) {
                  return found.status();
                }
                if (Experiment* e = found.ok() ? *found : nullptr) {
@@ -513,20 +513,19 @@ Status Scheduler::HandleResumeExperiment(bus::Incoming& in, const proto::Decoded
     state_ = State::kIdle;
     ReplyError(ReplyTo(route), id, proto::ResumeExperimentCommand::kType, s);
   };
-  const std::function<void(const JournalSummary&)> resume = [this, route = in.route, id = d.id(),
-                                                             mode = *mode,
-                                                             fail](const JournalSummary& j) {
-    journals_->ReplayToResume(
-        j.journal, j.last_seq,
-        [this, route, id, mode, fail, journal = j.journal](Result<JournalReader::Resumable> r) {
-          if (!r.ok()) return fail(r.status());
-          ResumeExperiment(journal, std::move(r->replayed), r->last_seq,
-                           [this, route, id, mode, fail](Status s) {
-                             if (!s.ok()) return fail(s);
-                             ContinueResume(ReplyTo(route), id, Current(), mode);
-                           });
-        });
-  };
+  const std::function<void(const JournalSummary&)> resume =
+      [this, route = in.route, id = d.id(), mode = *mode, fail](const JournalSummary& j) {
+        journals_->ReplayToResume(
+            j.journal, j.last_seq,
+            [this, route, id, mode, fail, journal = j.journal](Result<JournalReader::Resumable> r) {
+              if (!r.ok()) return fail(r.status());
+              ResumeExperiment(journal, std::move(r->replayed), r->last_seq,
+                               [this, route, id, mode, fail](Status s) {
+                                 if (!s.ok()) return fail(s);
+                                 ContinueResume(ReplyTo(route), id, Current(), mode);
+                               });
+            });
+      };
   journals_->List([this, name = msg->name, mode = *mode, fail,
                    resume](Result<std::vector<JournalSummary>> journals) {
     if (!journals.ok()) return fail(journals.status());
@@ -596,10 +595,9 @@ void Scheduler::JournalRow(const JournalLength& j, std::function<void(Result<jso
                     [this, j, then](Result<journal::ReplayedExperiment> replayed) {
                       if (!replayed.ok()) return then(replayed.status());
                       const journal::ReplayedExperiment& x = *replayed;
-                      json row = ListRow(
-                          ExperimentNameOfJournal(j.journal), j.journal,
-                          x.ended_status.value_or(ExperimentStatus::kInterrupted), x.trials,
-                          int64_t(x.trials.size()), x.submitted_at_s);
+                      json row = ListRow(ExperimentNameOfJournal(j.journal), j.journal,
+                                         x.ended_status.value_or(ExperimentStatus::kInterrupted),
+                                         x.trials, int64_t(x.trials.size()), x.submitted_at_s);
                       lsx_rows_[j.journal] = {j.last_seq, row};
                       then(std::move(row));
                     });
@@ -671,7 +669,7 @@ Status Scheduler::HandleFetchCheckpoint(bus::Incoming& in, const proto::Decoded&
   auto msg = d.As<proto::FetchCheckpoint>();
   if (!msg.ok()) return msg.status();
   FindExperiment(msg->experiment, [this, route = in.route, id = d.id(), type = d.type(),
-                                    msg = *msg](Result<Experiment*> e) {
+                                   msg = *msg](Result<Experiment*> e) {
     bus::Incoming back;
     back.route = route;
     if (!e.ok()) return ReplyError(back, id, type, e.status());
@@ -693,23 +691,23 @@ Status Scheduler::HandleFetchCheckpoint(bus::Incoming& in, const proto::Decoded&
     chunk.checkpoint_id = checkpoint->checkpoint_id;
     chunk.training_iteration = checkpoint->training_iteration;
     // Captures values only: a read-only experiment may leave the cache before the store answers.
-    store_->Request(get, [this, route, type,
-                          chunk = std::move(chunk)](Result<proto::Decoded> reply) mutable {
-      bus::Incoming back = ReplyTo(route);
-      auto got = reply.ok() ? reply->As<proto::CheckpointGetReply>()
-                            : Result<proto::CheckpointGetReply>(reply.status());
-      if (!got.ok()) {
-        spdlog::warn("Checkpoint {} chunk {} was not fetched for export: {}", chunk.checkpoint_id,
-                     chunk.chunk_index, got.status().ToString());
-        return ReplyError(back, chunk.id, type,
-                          Status(got.status().code(),
-                                 fmt::format("checkpoint-store: {}", got.status().message())));
-      }
-      chunk.chunk_index = got->chunk_index;
-      chunk.num_chunks = got->num_chunks;
-      chunk.data = std::move(got->data);
-      bus::Reply(control_, back, proto::Encode(chunk));
-    });
+    store_->Request(
+        get, [this, route, type, chunk = std::move(chunk)](Result<proto::Decoded> reply) mutable {
+          bus::Incoming back = ReplyTo(route);
+          auto got = reply.ok() ? reply->As<proto::CheckpointGetReply>()
+                                : Result<proto::CheckpointGetReply>(reply.status());
+          if (!got.ok()) {
+            spdlog::warn("Checkpoint {} chunk {} was not fetched for export: {}",
+                         chunk.checkpoint_id, chunk.chunk_index, got.status().ToString());
+            return ReplyError(back, chunk.id, type,
+                              Status(got.status().code(),
+                                     fmt::format("checkpoint-store: {}", got.status().message())));
+          }
+          chunk.chunk_index = got->chunk_index;
+          chunk.num_chunks = got->num_chunks;
+          chunk.data = std::move(got->data);
+          bus::Reply(control_, back, proto::Encode(chunk));
+        });
   });
   return Status::Ok();
 }

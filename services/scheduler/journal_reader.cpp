@@ -39,9 +39,9 @@ void JournalReader::Call(Request request, Done<Reply> done) {
       [done = std::move(done), timeout = timeout_](Result<proto::Decoded> reply) {
         if (!reply.ok()) {
           if (reply.status().code() != StatusCode::kUnavailable) return done(reply.status());
-          return done(Status::Unavailable(
-              fmt::format("the checkpoint-store did not answer {} within {} ms", Request::kType,
-                          timeout.count())));
+          return done(
+              Status::Unavailable(fmt::format("the checkpoint-store did not answer {} within {} ms",
+                                              Request::kType, timeout.count())));
         }
         if (reply->type() != Reply::kType) {
           return done(Status::Internal(fmt::format("the checkpoint-store answered {} with {}",
@@ -58,23 +58,23 @@ void JournalReader::Read(const std::string& journal, uint64_t from, uint32_t max
   read.experiment = journal;
   read.from_seq = from;
   read.max_records = max;
-  Call<proto::JournalReadReply>(
-      std::move(read), [journal, done = std::move(done)](Result<proto::JournalReadReply> got) {
-        if (!got.ok()) return done(got.status());
-        std::vector<json> records;
-        records.reserve(got->records.size());
-        for (size_t i = 0; i < got->records.size(); ++i) {
-          auto r = journal::ReadStoredRecord(got->records[i]);
-          if (!r.ok()) {  // a torn or flipped record ends the usable journal
-            spdlog::error("Journal {} record {} is torn or corrupt ({}); using the records before it",
-                          journal, got->first_seq + i, r.status().message());
-            records.push_back(json{{"kind", "torn"}});
-            break;
-          }
-          records.push_back(std::move(*r));
-        }
-        done(std::move(records));
-      });
+  Call<proto::JournalReadReply>(std::move(read), [journal, done = std::move(done)](
+                                                     Result<proto::JournalReadReply> got) {
+    if (!got.ok()) return done(got.status());
+    std::vector<json> records;
+    records.reserve(got->records.size());
+    for (size_t i = 0; i < got->records.size(); ++i) {
+      auto r = journal::ReadStoredRecord(got->records[i]);
+      if (!r.ok()) {  // a torn or flipped record ends the usable journal
+        spdlog::error("Journal {} record {} is torn or corrupt ({}); using the records before it",
+                      journal, got->first_seq + i, r.status().message());
+        records.push_back(json{{"kind", "torn"}});
+        break;
+      }
+      records.push_back(std::move(*r));
+    }
+    done(std::move(records));
+  });
 }
 
 void JournalReader::ListLengths(Done<std::vector<JournalLength>> done) {
@@ -204,41 +204,40 @@ void JournalReader::NewestSnapshot(const std::string& name,
   using Snapshot = std::optional<journal::ReplayedExperiment>;
   proto::CheckpointList list;
   list.prefix = journal::SnapshotPrefix(name);
-  Call<proto::CheckpointListReply>(
-      std::move(list), [this, done = std::move(done)](Result<proto::CheckpointListReply> listed) {
-        if (!listed.ok()) return done(listed.status());
-        std::string newest;  // ids end in a zero-padded seq: the greatest is the newest
-        for (const proto::CheckpointInfo& info : listed->checkpoints)
-          newest = std::max(newest, info.checkpoint_id);
-        if (newest.empty()) return done(Snapshot());
-        // Its chunks one after another.
-        auto bytes = std::make_shared<std::string>();
-        auto get = std::make_shared<std::function<void(uint32_t)>>();
-        *get = [this, bytes, get, newest, done](uint32_t chunk) {
-          proto::CheckpointGet req;
-          req.checkpoint_id = newest;
-          req.chunk_index = chunk;
-          Call<proto::CheckpointGetReply>(
-              std::move(req),
-              [bytes, get, newest, done, chunk](Result<proto::CheckpointGetReply> got) {
-                if (!got.ok()) {
-                  *get = nullptr;  // `get` holds itself: break the cycle
-                  return done(got.status());
-                }
-                bytes->append(got->data.begin(), got->data.end());
-                if (chunk + 1 < got->num_chunks) return (*get)(chunk + 1);
-                *get = nullptr;
-                auto state = journal::DecodeSnapshot(*bytes);
-                if (!state.ok()) {
-                  spdlog::error("Snapshot {} is unusable ({}); replaying the whole journal",
-                                newest, state.status().message());
-                  return done(Snapshot());
-                }
-                done(Snapshot(std::move(*state)));
-              });
-        };
-        (*get)(0);
-      });
+  Call<proto::CheckpointListReply>(std::move(list), [this, done = std::move(done)](
+                                                        Result<proto::CheckpointListReply> listed) {
+    if (!listed.ok()) return done(listed.status());
+    std::string newest;  // ids end in a zero-padded seq: the greatest is the newest
+    for (const proto::CheckpointInfo& info : listed->checkpoints)
+      newest = std::max(newest, info.checkpoint_id);
+    if (newest.empty()) return done(Snapshot());
+    // Its chunks one after another.
+    auto bytes = std::make_shared<std::string>();
+    auto get = std::make_shared<std::function<void(uint32_t)>>();
+    *get = [this, bytes, get, newest, done](uint32_t chunk) {
+      proto::CheckpointGet req;
+      req.checkpoint_id = newest;
+      req.chunk_index = chunk;
+      Call<proto::CheckpointGetReply>(
+          std::move(req), [bytes, get, newest, done, chunk](Result<proto::CheckpointGetReply> got) {
+            if (!got.ok()) {
+              *get = nullptr;  // `get` holds itself: break the cycle
+              return done(got.status());
+            }
+            bytes->append(got->data.begin(), got->data.end());
+            if (chunk + 1 < got->num_chunks) return (*get)(chunk + 1);
+            *get = nullptr;
+            auto state = journal::DecodeSnapshot(*bytes);
+            if (!state.ok()) {
+              spdlog::error("Snapshot {} is unusable ({}); replaying the whole journal", newest,
+                            state.status().message());
+              return done(Snapshot());
+            }
+            done(Snapshot(std::move(*state)));
+          });
+    };
+    (*get)(0);
+  });
 }
 
 void JournalReader::Replay(const std::string& name, uint64_t last_seq,
@@ -254,8 +253,8 @@ void JournalReader::Replay(const std::string& name, uint64_t last_seq,
     void Finish() {
       next = nullptr;  // `next` holds the job: break the cycle
       if (replayer.state().experiment_id.empty()) {
-        return done(Status::Corruption("journal " + name +
-                                       " does not start with experiment_submitted"));
+        return done(
+            Status::Corruption("journal " + name + " does not start with experiment_submitted"));
       }
       done(replayer.Take());
     }

@@ -222,12 +222,10 @@ class Scheduler {
   /// Calls `then` with `journal` replayed into a read-only Experiment, cached in journaled_
   /// while the journal has the same length (then at once). Appends nothing, cuts no torn tail,
   /// touches no result file or checkpoint.
-  void LoadJournaled(const JournalSummary& journal,
-                     std::function<void(Result<Experiment*>)> then);
+  void LoadJournaled(const JournalSummary& journal, std::function<void(Result<Experiment*>)> then);
   /// The lsx row of a journal not in memory: {name, journal, status, counts, total,
   /// submitted_at}, from a replay; cached in lsx_rows_ by (journal, last_seq).
-  void JournalRow(const JournalLength& journal,
-                  std::function<void(Result<nlohmann::json>)> then);
+  void JournalRow(const JournalLength& journal, std::function<void(Result<nlohmann::json>)> then);
   /// <results folder>/<name> of an experiment: options_.results_dir replaces a results_dir that
   /// names a folder beside the experiment file (on the submitting host).
   /// <results directory>/<results_folder, or the experiment's name when "">.

@@ -159,32 +159,28 @@ void Scheduler::LoadJournaled(const JournalSummary& j,
     return then(it->second.get());
   }
   const SteadyTime t0 = clock_.Now();
-  journals_->Replay(j.journal, j.last_seq,
-                    [this, j, t0, then](Result<journal::ReplayedExperiment> replayed) {
-                      if (!replayed.ok()) return then(replayed.status());
-                      auto spec = ParseExperimentYaml(replayed->spec_yaml, replayed->base_dir,
-                                                      replayed->source_name);
-                      if (!spec.ok()) return then(spec.status());
-                      const uint64_t records = replayed->records;
-                      const std::string experiment_dir =
-                          ExperimentDir(*spec, replayed->results_folder);
-                      auto loaded =
-                          Experiment::LoadReadOnly(std::move(*spec), experiment_dir, j.journal,
-                                                   std::move(*replayed), j.last_seq, clock_);
-                      if (!loaded.ok()) return then(loaded.status());
-                      std::unique_ptr<Experiment> e = std::move(*loaded);
-                      spdlog::info(
-                          "Loaded experiment {} read-only from journal {} ({} records, {} "
-                          "trials, {:.3f} s)",
-                          e->name(), j.journal, records, e->runner().trials().size(),
-                          clock_.SecondsSince(t0));
-                      if (journaled_.size() >= kJournaledCacheSize &&
-                          !journaled_.contains(j.journal))
-                        journaled_.erase(journaled_.begin());
-                      Experiment* raw = e.get();
-                      journaled_[j.journal] = std::move(e);
-                      then(raw);
-                    });
+  journals_->Replay(
+      j.journal, j.last_seq, [this, j, t0, then](Result<journal::ReplayedExperiment> replayed) {
+        if (!replayed.ok()) return then(replayed.status());
+        auto spec =
+            ParseExperimentYaml(replayed->spec_yaml, replayed->base_dir, replayed->source_name);
+        if (!spec.ok()) return then(spec.status());
+        const uint64_t records = replayed->records;
+        const std::string experiment_dir = ExperimentDir(*spec, replayed->results_folder);
+        auto loaded = Experiment::LoadReadOnly(std::move(*spec), experiment_dir, j.journal,
+                                               std::move(*replayed), j.last_seq, clock_);
+        if (!loaded.ok()) return then(loaded.status());
+        std::unique_ptr<Experiment> e = std::move(*loaded);
+        spdlog::info(
+            "Loaded experiment {} read-only from journal {} ({} records, {} "
+            "trials, {:.3f} s)",
+            e->name(), j.journal, records, e->runner().trials().size(), clock_.SecondsSince(t0));
+        if (journaled_.size() >= kJournaledCacheSize && !journaled_.contains(j.journal))
+          journaled_.erase(journaled_.begin());
+        Experiment* raw = e.get();
+        journaled_[j.journal] = std::move(e);
+        then(raw);
+      });
 }
 
 std::string Scheduler::ExperimentDir(const ExperimentSpec& spec,

@@ -39,8 +39,7 @@ constexpr const char* kCounter =
     "done\n";
 
 double WallNow() {
-  return std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch())
-      .count();
+  return std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
 }
 
 // The decision times of the only trial under `dir` (its `decided` file).
@@ -84,12 +83,13 @@ TEST(JournalStallTest, LsxDuringAFiveSecondStoreStallDelaysNoDecision) {
 
   // A finished experiment that, after the restart, lives only in the store's journal.
   const fs::path done_file = cluster.dir() / "stalldone.yaml";
-  WriteFile(done_file, "name: stalldone\n"
-                       "trainable: {builtin: mock}\n"
-                       "param_space:\n"
-                       "  mock_iterations: 2\n"
-                       "results_dir: " +
-                           results.string() + "\n");
+  WriteFile(done_file,
+            "name: stalldone\n"
+            "trainable: {builtin: mock}\n"
+            "param_space:\n"
+            "  mock_iterations: 2\n"
+            "results_dir: " +
+                results.string() + "\n");
   auto run = cluster.Ctl({"run", done_file.string()}, 60s);
   ASSERT_EQ(run.exit_code, 0) << run.Describe();
   ASSERT_TRUE(cluster.Restart("scheduler"));
@@ -102,18 +102,19 @@ TEST(JournalStallTest, LsxDuringAFiveSecondStoreStallDelaysNoDecision) {
   fs::create_directories(counter_dir);
   WriteFile(counter_dir / "count.sh", kCounter);
   const fs::path counting_file = counter_dir / "counting.yaml";
-  WriteFile(counting_file, "name: counting\n"
-                           "trainable: {command: [sh, " +
-                               (counter_dir / "count.sh").string() +
-                               "]}\n"
-                               "working_dir: false\n"
-                               "param_space:\n"
-                               "  x: {grid_search: [1]}\n"
-                               "metric: score\n"
-                               "mode: max\n"
-                               "stop: {training_iteration: 1000000}\n"
-                               "results_dir: " +
-                               results.string() + "\n");
+  WriteFile(counting_file,
+            "name: counting\n"
+            "trainable: {command: [sh, " +
+                (counter_dir / "count.sh").string() +
+                "]}\n"
+                "working_dir: false\n"
+                "param_space:\n"
+                "  x: {grid_search: [1]}\n"
+                "metric: score\n"
+                "mode: max\n"
+                "stop: {training_iteration: 1000000}\n"
+                "results_dir: " +
+                results.string() + "\n");
   ASSERT_NE(SubmitDetached(cluster, counting_file, "counting"), "");
   ASSERT_TRUE(WaitFor([&] { return DecisionTimes(results / "counting").size() >= 20; }, 30s))
       << cluster.LogTails();

@@ -33,7 +33,9 @@ std::string Stored(const json& record) {
   return journal::FrameRecord(journal::EncodeRecord(record));
 }
 
-json Submitted(double at_s) { return journal::ExperimentSubmitted("abcde", "name: x\n", "/", "x.yaml", 1, at_s); }
+json Submitted(double at_s) {
+  return journal::ExperimentSubmitted("abcde", "name: x\n", "/", "x.yaml", 1, at_s);
+}
 
 json Added(const std::string& trial_id) {
   Trial t;
@@ -113,8 +115,7 @@ class FakeStore {
       ack.last_seq = records.size();
       return proto::Encode(ack);
     }
-    return proto::Encode(
-        proto::MakeError(Status::InvalidArgument("unexpected"), d.id(), d.type()));
+    return proto::Encode(proto::MakeError(Status::InvalidArgument("unexpected"), d.id(), d.type()));
   }
 
   zmq::socket_t router_;
@@ -206,12 +207,10 @@ TEST_F(JournalReaderTest, EndedLooksBehindLateCheckpointRecords) {
                                 Stored(journal::ExperimentEnded(ExperimentStatus::kFinished, "")),
                                 Stored(saved), Stored(saved)};
   store_.journals["y-01234"] = {Stored(Submitted(200)), Stored(Added("t1"))};
-  auto ended =
-      Wait<bool>([&](auto done) { reader_->Ended("x-abcde", 4, std::move(done)); });
+  auto ended = Wait<bool>([&](auto done) { reader_->Ended("x-abcde", 4, std::move(done)); });
   ASSERT_TRUE(ended.ok()) << ended.status().ToString();
   EXPECT_TRUE(*ended);
-  auto running =
-      Wait<bool>([&](auto done) { reader_->Ended("y-01234", 2, std::move(done)); });
+  auto running = Wait<bool>([&](auto done) { reader_->Ended("y-01234", 2, std::move(done)); });
   ASSERT_TRUE(running.ok()) << running.status().ToString();
   EXPECT_FALSE(*running);
 }
@@ -221,7 +220,8 @@ TEST_F(JournalReaderTest, ListReadsOnlyTheJournalsWhoseLengthChanged) {
                                 Stored(journal::ExperimentEnded(ExperimentStatus::kFinished, ""))};
   store_.journals["y-01234"] = {Stored(Submitted(200)), Stored(Added("t1"))};
   store_.journals["z-empty"] = {};
-  auto first = Wait<std::vector<JournalSummary>>([&](auto done) { reader_->List(std::move(done)); });
+  auto first =
+      Wait<std::vector<JournalSummary>>([&](auto done) { reader_->List(std::move(done)); });
   ASSERT_TRUE(first.ok()) << first.status().ToString();
   ASSERT_EQ(first->size(), 2u);  // the empty journal is left out
   EXPECT_EQ((*first)[0].journal, "x-abcde");
@@ -234,12 +234,14 @@ TEST_F(JournalReaderTest, ListReadsOnlyTheJournalsWhoseLengthChanged) {
   EXPECT_EQ(reads, 4);  // each journal's first and last record
 
   // Unchanged: journal_list only. y grew: its two reads again.
-  auto again = Wait<std::vector<JournalSummary>>([&](auto done) { reader_->List(std::move(done)); });
+  auto again =
+      Wait<std::vector<JournalSummary>>([&](auto done) { reader_->List(std::move(done)); });
   ASSERT_TRUE(again.ok());
   EXPECT_EQ(store_.requests[proto::JournalRead::kType], reads);
   store_.journals["y-01234"].push_back(
       Stored(journal::ExperimentEnded(ExperimentStatus::kStopped, "")));
-  auto grown = Wait<std::vector<JournalSummary>>([&](auto done) { reader_->List(std::move(done)); });
+  auto grown =
+      Wait<std::vector<JournalSummary>>([&](auto done) { reader_->List(std::move(done)); });
   ASSERT_TRUE(grown.ok());
   EXPECT_EQ(store_.requests[proto::JournalRead::kType], reads + 2);
   EXPECT_TRUE((*grown)[1].ended);
