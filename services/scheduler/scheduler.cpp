@@ -116,7 +116,8 @@ void Scheduler::Run() {
   ResumeFromJournals([&resumed](Status s) { resumed = std::move(s); });
   while (!resumed && loop_.RunOnce(bus::Duration{100})) {
   }
-  if (!resumed) service::NoteWaitStopped("the checkpoint-store's journals (the resume at start)");
+  if (!resumed)
+    service::NoteWaitStopped("the checkpoint-store's answers to the resume's journal reads");
   journals_->set_timeout(kJournalReadTimeout);
   if (resumed && !resumed->ok()) {
     spdlog::error("Could not resume from the journals: {}; serving without resuming",
