@@ -110,11 +110,12 @@ class Experiment {
   void Submit(const std::string& spec_yaml);
   /// Restores the runner from `replayed` (the journal `journal_name` holds `store_last_seq`
   /// records; appends continue after them) and journals experiment_resumed unless it had ended;
-  /// then, asynchronously, completes the result files from the journal (`reader`, which outlives
-  /// the call), rewrites experiment_state.json, gives back stale allocations, sweeps the stored
-  /// checkpoints, calls `resumed` and, after `reattach_grace`, requeues RUNNING trials no worker
-  /// reported. The runner must not step before `resumed` (rows it records would come before the
-  /// repaired ones). A journal that cannot be read leaves the result files incomplete (logged).
+  /// then completes the result files from the journal (`reader`, which outlives the call; its
+  /// reads are asynchronous, so this part may finish after the call returns), rewrites
+  /// experiment_state.json, gives back stale allocations, sweeps the stored checkpoints, calls
+  /// `resumed` and, after `reattach_grace`, requeues RUNNING trials no worker reported. The
+  /// runner must not step before `resumed` (rows it records would come before the repaired
+  /// ones). A journal that cannot be read leaves the result files incomplete (logged).
   /// Errors (then `resumed` is never called): Corruption when the journal's name is not this
   /// experiment's; the runner's Restore and RestoreTrialScheduler errors.
   Status Resume(JournalReader& reader, const std::string& journal_name,
