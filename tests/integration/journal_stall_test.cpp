@@ -125,7 +125,7 @@ TEST(JournalStallTest, LsxDuringAFiveSecondStoreStallDelaysNoDecision) {
   CommandResult status_done;
   std::thread reader([&] {
     status_done =
-        cluster.Ctl({"--timeout-ms", "60000", "-o", "json", "-e", "stalldone", "status"}, 90s);
+        cluster.Ctl({"--timeout-ms", "60000", "-o", "json", "status", "-e", "stalldone"}, 90s);
   });
   const double started = WallNow();
   auto first = cluster.Ctl(lsx, 90s);
