@@ -220,7 +220,7 @@ void Experiment::Submit(const std::string& spec_yaml) {
 
 Status Experiment::Resume(JournalReader& reader, const std::string& journal_name,
                           journal::ReplayedExperiment replayed, uint64_t store_last_seq,
-                          bus::Duration reattach_grace) {
+                          bus::Duration reattach_grace, std::function<void()> resumed) {
   const SteadyTime t0 = clock_.Now();
   if (journal_name_ != journal_name) {
     return Status::Corruption(
@@ -259,11 +259,13 @@ Status Experiment::Resume(JournalReader& reader, const std::string& journal_name
       "running to reattach ({:.3f} s)",
       spec_.name, journal_name, replayed.records, replayed.snapshot_records, trials,
       awaiting_reattach_.size(), clock_.SecondsSince(t0));
-  RepairResultFiles(reader, store_last_seq);
-  recorder_->WriteStateFile();
-  ReconcileAllocations();
-  AdoptStoredCheckpoints();
-  ctx_->loop.AddTimer(reattach_grace, [this] { RequeueUnattached(); });
+  RepairResultFiles(reader, store_last_seq, [this, reattach_grace, resumed = std::move(resumed)] {
+    recorder_->WriteStateFile();
+    ReconcileAllocations();
+    AdoptStoredCheckpoints();
+    ctx_->loop.AddTimer(reattach_grace, [this] { RequeueUnattached(); });
+    resumed();
+  });
   return Status::Ok();
 }
 
