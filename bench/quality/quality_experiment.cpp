@@ -6,6 +6,7 @@
 
 #include "bench/quality/synthetic_curve.hpp"
 #include "libs/spec/experiment_spec.hpp"
+#include "libs/spec/runner_options.hpp"
 #include "libs/tune/make_searcher.hpp"
 #include "libs/tune/make_trial_scheduler.hpp"
 #include "libs/tune/trial_runner.hpp"
@@ -53,16 +54,8 @@ Result<SimFigures> RunExperiment(const std::string& yaml, const SimModel& model)
   if (max_t == spec->stop.thresholds.end())
     return Status::InvalidArgument("stop: needs training_iteration");
 
-  RunnerOptions ro;
-  ro.experiment_id = "q";
-  ro.metric = spec->metric;
-  ro.mode = spec->mode;
-  ro.stop = spec->stop.thresholds;
-  ro.max_concurrent_trials = spec->max_concurrent_trials;
-  ro.checkpoint_freq = spec->checkpoint_freq;
-  ro.checkpoint_at_end = spec->checkpoint_at_end;
-  ro.keep_checkpoints_num = spec->keep_checkpoints_num;
-  ro.checkpoint_score_attr = spec->checkpoint_score_attr;
+  Result<RunnerOptions> ro = MakeRunnerOptions(*spec, "q", std::nullopt);
+  if (!ro.ok()) return ro.status();
   SearchSetup setup;
   setup.param_space = spec->param_space;
   setup.num_samples = spec->num_samples;
@@ -73,8 +66,8 @@ Result<SimFigures> RunExperiment(const std::string& yaml, const SimModel& model)
   auto searcher = MakeSearcher(spec->search, spec->search_config, setup);
   if (!searcher.ok()) return searcher.status();
   SimExecutor executor(model, seed, spec->metric, int64_t(max_t->second));
-  TrialRunner runner(std::move(ro), std::move(*searcher), std::move(*scheduler), executor, executor,
-                     [&executor] { return executor.now(); });
+  TrialRunner runner(std::move(*ro), std::move(*searcher), std::move(*scheduler), executor,
+                     executor, executor);
   executor.set_runner(&runner);
   return executor.Run();
 }

@@ -23,6 +23,7 @@
 #include <vector>
 
 #include "bench/quality/synthetic_curve.hpp"
+#include "libs/core/clock.hpp"
 #include "libs/tune/trial_runner.hpp"
 
 namespace tunebus::bench {
@@ -71,7 +72,7 @@ struct SimFigures {
   std::vector<SimReport> reports;  // every result, in simulated time order
 };
 
-class SimExecutor final : public TrialExecutor, public RunnerObserver {
+class SimExecutor final : public TrialExecutor, public RunnerObserver, public Clock {
  public:
   /// `model`: what every trainable does; `seed` keys the noise; `metric` is the reported key;
   /// `max_t` the iteration that counts as final.
@@ -81,8 +82,13 @@ class SimExecutor final : public TrialExecutor, public RunnerObserver {
   /// runner stalls (no event left while unfinished) or rejects a result.
   Result<SimFigures> Run();
   void set_runner(TrialRunner* runner) { runner_ = runner; }
-  /// The simulated clock, seconds.
-  double now() const { return now_; }
+
+  // ---- Clock: the simulated time, seconds from 0 (WallSeconds) ----
+  SteadyTime Now() const override {
+    return SteadyTime(
+        std::chrono::duration_cast<SteadyTime::duration>(std::chrono::duration<double>(now_)));
+  }
+  double WallSeconds() const override { return now_; }
 
   // ---- TrialExecutor ----
   bool CanPlace() const override { return true; }

@@ -2,6 +2,7 @@
 
 #include <fmt/chrono.h>
 
+#include <algorithm>
 #include <ctime>
 
 namespace tunebus {
@@ -38,6 +39,13 @@ void ManualClock::Advance(std::chrono::nanoseconds d) {
   std::lock_guard lock(mu_);
   now_ += d;
   wall_seconds_ += std::chrono::duration<double>(d).count();
+}
+
+void ManualClock::AdvanceTo(double wall_seconds) {
+  std::lock_guard lock(mu_);
+  now_ += std::chrono::duration_cast<std::chrono::nanoseconds>(
+      std::chrono::duration<double>(std::max(0.0, wall_seconds - wall_seconds_)));
+  wall_seconds_ = std::max(wall_seconds_, wall_seconds);
 }
 
 std::string FormatTimeOfDayUtc(double unix_s) {

@@ -40,6 +40,9 @@ class ManualClock final : public Clock {
   double WallSeconds() const override;
   /// Moves both times forward by `d` (d >= 0).
   void Advance(std::chrono::nanoseconds d);
+  /// Sets WallSeconds() to exactly `wall_seconds` and moves Now() forward by as much (Mesos'
+  /// Clock::update). REQUIRES: wall_seconds >= WallSeconds().
+  void AdvanceTo(double wall_seconds);
 
  private:
   mutable std::mutex mu_;

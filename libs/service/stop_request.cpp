@@ -38,11 +38,7 @@ Result<int> PollUnlessStopped(std::span<zmq::pollitem_t> items, std::chrono::mil
   const steady_clock::time_point until = steady_clock::now() + timeout;
   for (;;) {
     if (StopRequested()) {
-      spdlog::info("Stopped waiting for {}: the service is stopping", what);
-      if (t_handling_messages == 0) {
-        std::lock_guard lock(g_mu);
-        if (!g_start_up_wait_stopped) g_start_up_wait_stopped = std::string(what);
-      }
+      NoteWaitStopped(what);
       return StoppedWaiting(what);
     }
     const auto left =
@@ -57,6 +53,13 @@ Result<int> PollUnlessStopped(std::span<zmq::pollitem_t> items, std::chrono::mil
     }
     if (steady_clock::now() >= until) return 0;
   }
+}
+
+void NoteWaitStopped(std::string_view what) {
+  spdlog::info("Stopped waiting for {}: the service is stopping", what);
+  if (t_handling_messages > 0) return;
+  std::lock_guard lock(g_mu);
+  if (!g_start_up_wait_stopped) g_start_up_wait_stopped = std::string(what);
 }
 
 std::optional<std::string> StartUpWaitStopped() {

@@ -3,8 +3,8 @@
 //
 // RunService's signal handler calls RequestStop() (one process-wide flag) and then the service's
 // Stop() (its event loop ends the round it is in). The event loop already treats EINTR as a round
-// without news. A wait OUTSIDE the loop (a blocking request before the loop runs, such as the
-// scheduler's journal reads at start, or one a handler makes) must not block the stop: it waits
+// without news. A wait OUTSIDE the loop (a blocking request before the loop runs, or one a
+// handler makes) must not block the stop: it waits
 // with PollUnlessStopped, which looks at the flag at least every kStopCheckInterval, takes EINTR
 // (the signal landed on this thread) as "look at the flag and wait on", and returns
 // StoppedWaiting once a stop was requested. The caller unwinds with that Status like with any
@@ -52,7 +52,11 @@ Status StoppedWaiting(std::string_view what);
 Result<int> PollUnlessStopped(std::span<zmq::pollitem_t> items, std::chrono::milliseconds timeout,
                               std::string_view what);
 
-/// What the first start-up wait a stop request ended waited for (PollUnlessStopped outside every
+/// Notes (and logs) that a stop request ended a wait for `what`: a start-up wait unless a
+/// message handler runs on this thread (HandlingMessage). PollUnlessStopped calls it; so does a
+/// service whose start-up wait is its own event loop (the scheduler's resume at start).
+void NoteWaitStopped(std::string_view what);
+/// What the first start-up wait a stop request ended waited for (NoteWaitStopped outside every
 /// HandlingMessage), or nullopt if none did. For RunService's last log line.
 std::optional<std::string> StartUpWaitStopped();
 

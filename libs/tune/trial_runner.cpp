@@ -10,14 +10,14 @@ namespace rk = result_keys;
 
 TrialRunner::TrialRunner(RunnerOptions options, std::unique_ptr<Searcher> search_alg,
                          std::unique_ptr<TrialScheduler> scheduler, TrialExecutor& executor,
-                         RunnerObserver& observer, std::function<double()> now_s)
+                         RunnerObserver& observer, const Clock& clock)
     : options_(std::move(options)),
       search_alg_(std::move(search_alg)),
       scheduler_(std::move(scheduler)),
       executor_(executor),
       observer_(observer),
-      now_s_(std::move(now_s)) {
-  start_s_ = now_s_();
+      clock_(clock) {
+  start_s_ = clock_.WallSeconds();
   scheduler_->Attach(this);
   // A known trial count is allocated once (no doubling of a vector of large Trial objects).
   constexpr int64_t kMaxReserve = 1'000'000;
@@ -62,7 +62,7 @@ bool TrialRunner::SearcherDone() const {
 
 void TrialRunner::Step() {
   if (IsFinished()) return;
-  if (options_.time_budget_s && now_s_() - start_s_ >= *options_.time_budget_s) {
+  if (options_.time_budget_s && clock_.WallSeconds() - start_s_ >= *options_.time_budget_s) {
     StopUnfinished();
     EndExperiment(ExperimentStatus::kFinished,
                   fmt::format("time budget of {} s reached", *options_.time_budget_s));
@@ -186,7 +186,7 @@ void TrialRunner::OnTrialPlaced(const std::string& trial_id, int64_t attempt,
   t->restored_time_total_s = from ? from->time_total_s : 0;
   t->training_iteration = t->restored_iteration;
   t->time_total_s = t->restored_time_total_s;
-  if (t->start_time_s == 0) t->start_time_s = now_s_();
+  if (t->start_time_s == 0) t->start_time_s = clock_.WallSeconds();
   phases_.Placed(t->index);
   observer_.OnTrialStarted(*t);
   executor_.LaunchTrial(*t);
@@ -311,7 +311,7 @@ Status TrialRunner::OnResult(const std::string& trial_id, int64_t attempt, int64
   // Ray Tune's auto-filled keys, set in sorted order (TrainingResult::Order is cheapest on
   // sorted runs); `done` last, once the decision is known.
   const bool user_done = metrics.Truthy(rk::kDone);
-  const int64_t timestamp = int64_t(now_s_());
+  const int64_t timestamp = int64_t(clock_.WallSeconds());
   if (timestamp != date_of_) {  // formatted once a second at most
     date_of_ = timestamp;
     date_ = RayDate(timestamp);

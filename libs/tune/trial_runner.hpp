@@ -6,11 +6,11 @@
 // finished).
 //
 // Threading: one thread calls everything (the scheduler service's loop, or a unit test).
-// Time comes from the `now_s` function (seconds), so tests use a fake clock.
+// Time comes from a tunebus::Clock (libs/core/clock.hpp): its WallSeconds() (Unix seconds) for
+// start times, result timestamps and the time budget, so tests pass a ManualClock.
 #pragma once
 
 #include <cstdint>
-#include <functional>
 #include <map>
 #include <memory>
 #include <nlohmann/json.hpp>
@@ -25,6 +25,7 @@
 
 #include "libs/core/action.hpp"
 #include "libs/core/checkpoint_failure.hpp"
+#include "libs/core/clock.hpp"
 #include "libs/core/experiment_status.hpp"
 #include "libs/core/fail_fast.hpp"
 #include "libs/core/rerun_mode.hpp"
@@ -70,10 +71,11 @@ struct RunnerOptions {
 
 class TrialRunner final : public TrialSchedulerContext {
  public:
-  /// REQUIRES: search_alg ready to suggest (MakeSearcher called its SetSearchProperties).
+  /// REQUIRES: search_alg ready to suggest (MakeSearcher called its SetSearchProperties);
+  /// executor, observer and clock outlive the runner.
   TrialRunner(RunnerOptions options, std::unique_ptr<Searcher> search_alg,
               std::unique_ptr<TrialScheduler> scheduler, TrialExecutor& executor,
-              RunnerObserver& observer, std::function<double()> now_s);
+              RunnerObserver& observer, const Clock& clock);
 
   /// Makes progress without an external event: asks the searcher for trials, places pending ones
   /// while the executor can, enforces the time budget. Call after every event batch.
@@ -284,7 +286,7 @@ class TrialRunner final : public TrialSchedulerContext {
   const std::string& end_reason() const { return end_reason_; }
   const std::vector<Trial>& trials() const override { return trials_; }
   const Trial* FindTrial(const std::string& trial_id) const override;
-  double NowS() const override { return now_s_(); }
+  double NowS() const override { return clock_.WallSeconds(); }
   void RequestCheckpoint(const std::string& trial_id) override;
   void SetResultInfo(const std::string& trial_id, const std::string& key,
                      nlohmann::json value) override;
@@ -418,7 +420,7 @@ class TrialRunner final : public TrialSchedulerContext {
   std::unique_ptr<TrialScheduler> scheduler_;
   TrialExecutor& executor_;
   RunnerObserver& observer_;
-  std::function<double()> now_s_;
+  const Clock& clock_;    // WallSeconds(): trial start times, result timestamps, the time budget
   int64_t date_of_ = -1;  // the timestamp date_ shows (RayDate), to format it once a second
   std::string date_;
 

@@ -141,6 +141,16 @@ void CheckpointStore::FlushAppends() {
   }
 }
 
+template <typename M>
+void CheckpointStore::ReplyToRead(const bus::Incoming& in, M reply) {
+  if (options_.read_delay.count() <= 0) return dispatcher_.Reply(in, reply);
+  loop_.AddTimer(options_.read_delay, [this, route = in.route, reply = std::move(reply)] {
+    bus::Incoming back;
+    back.route = route;
+    dispatcher_.Reply(back, reply);
+  });
+}
+
 Status CheckpointStore::HandleJournalRead(bus::Incoming& in, const proto::Decoded& msg) {
   auto m = msg.As<proto::JournalRead>();
   Status valid = m.ok() ? store::JournalStore::ValidateExperiment(m->experiment) : m.status();
@@ -154,7 +164,7 @@ Status CheckpointStore::HandleJournalRead(bus::Incoming& in, const proto::Decode
   reply.first_seq = page->first_seq;
   reply.records = std::move(page->records);
   reply.end = page->end;
-  dispatcher_.Reply(in, reply);
+  ReplyToRead(in, std::move(reply));
   return Status::Ok();
 }
 
@@ -188,7 +198,7 @@ Status CheckpointStore::HandleJournalList(bus::Incoming& in, const proto::Decode
     reply.experiments.push_back(experiment);
     reply.last_seqs.push_back(last);
   }
-  dispatcher_.Reply(in, reply);
+  ReplyToRead(in, std::move(reply));
   return Status::Ok();
 }
 

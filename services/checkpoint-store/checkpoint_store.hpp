@@ -72,6 +72,11 @@ struct CheckpointStoreOptions {
   /// Times the recovery retries and the state changes that store_status reports; tests pass a
   /// ManualClock. Outlives the service.
   const Clock* clock = &Clock::Real();
+  /// Test seam (--read-delay-ms): journal_list and journal_read replies are sent this long after
+  /// the request (a stalled store, for the test that the scheduler decides meanwhile); their
+  /// content is read at once, so they see every append before them. Other requests, appends
+  /// among them, are answered as usual. 0 = at once.
+  bus::Duration read_delay{0};
   /// Test seam: the file system RocksDB writes through (a rocksdb::FileSystemWrapper that
   /// injects faults, see StoreDb::Open); null = the real one.
   std::shared_ptr<rocksdb::FileSystem> file_system;
@@ -137,6 +142,9 @@ class CheckpointStore {
   Status HandleJournalAppend(bus::Incoming& in, const proto::Decoded& msg);
   Status HandleJournalRead(bus::Incoming& in, const proto::Decoded& msg);
   Status HandleJournalList(bus::Incoming& in, const proto::Decoded& msg);
+  /// Sends a journal_read / journal_list reply, options_.read_delay later when that is set.
+  template <typename M>
+  void ReplyToRead(const bus::Incoming& in, M reply);
   Status HandleJournalTruncate(bus::Incoming& in, const proto::Decoded& msg);
   Status HandleCheckpointPut(bus::Incoming& in, const proto::Decoded& msg);
   Status HandleCheckpointGet(bus::Incoming& in, const proto::Decoded& msg);

@@ -20,6 +20,13 @@ void AddFlags(CLI::App& app, tunebus::CheckpointStoreOptions& o) {
          "do not fsync before acknowledging writes (faster; acked writes can be lost on a "
          "machine crash, not on a process crash)")
       ->envname("TUNEBUS_STORE_NO_SYNC");
+  // A test seam (CheckpointStoreOptions::read_delay): no environment variable, so a deployment
+  // cannot turn it on by accident.
+  app.add_option_function<int64_t>(
+         "--read-delay-ms", [&o](int64_t ms) { o.read_delay = tunebus::bus::Duration{ms}; },
+         "testing only: answer journal_list and journal_read this many ms late (a stalled "
+         "store); other requests as usual")
+      ->check(CLI::NonNegativeNumber);
 }
 
 // What --ready-file names, by the flags above.

@@ -1,7 +1,10 @@
 // The scheduler's control socket (tunectl): the dispatch table and every control handler. Every
 // request gets exactly one reply: ControlReply with a JSON body, or ErrorReply. Replies wait for
 // the journal (write-ahead). Requests that change the experiment act on the current one; read
-// requests may name any experiment, a finished one too (FindExperiment).
+// requests may name any experiment, a finished one too (FindExperiment). A request that reads
+// journals from the store (lsx, resume of an experiment not in memory, reads of one only in the
+// store) answers from the JournalReader's completion callback, with a copy of what it needs to
+// reply, and looks at the scheduler's state again there: the loop served others meanwhile.
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 #include <spdlog/spdlog.h>
@@ -63,6 +66,14 @@ Result<CheckpointRef> ChooseCheckpoint(const Trial& t, const std::string& wanted
   }
   return Status::NotFound(fmt::format("trial {} keeps no checkpoint {}; it keeps {}", t.trial_id,
                                       wanted, fmt::join(kept, ", ")));
+}
+
+// The address of a reply that callbacks can copy (bus::Incoming holds the request's payload and
+// is not copyable).
+bus::Incoming ReplyTo(const std::vector<std::string>& route) {
+  bus::Incoming to;
+  to.route = route;
+  return to;
 }
 
 // What `tunectl resume` / `tunectl run` of a finished experiment is told.
@@ -149,6 +160,10 @@ void Scheduler::AddControlHandlers() {
   const auto mutating = [this](Handler handler) {
     return [this, handler](bus::Incoming& in, const proto::Decoded& d) {
       if (Status s = JournalWritable(); !s.ok()) return s;
+      if (state_ == State::kResuming) {
+        return Status::FailedPrecondition(
+            "an experiment is being resumed (its journal is being read); try again");
+      }
       return (this->*handler)(in, d);
     };
   };
@@ -191,11 +206,16 @@ Status Scheduler::HandleSubmit(bus::Incoming& in, const proto::Decoded& d) {
     return Status::Ok();
   }
   if (Status s = JournalWritable(); !s.ok()) return s;
-  if (state_ != State::kIdle) {
+  if (state_ == State::kSubmitting) {
+    return Status::FailedPrecondition("another experiment is being submitted");
+  }
+  if (state_ == State::kResuming) {
     return Status::FailedPrecondition(
-        state_ == State::kSubmitting
-            ? std::string("another experiment is being submitted")
-            : fmt::format("experiment {} is still running; stop it first", Current()->name()));
+        fmt::format("experiment {} is being resumed; try again", Current()->name()));
+  }
+  if (state_ == State::kRunning) {
+    return Status::FailedPrecondition(
+        fmt::format("experiment {} is still running; stop it first", Current()->name()));
   }
   auto spec = ParseExperimentYaml(msg->spec_yaml, msg->base_dir, msg->source_name);
   if (!spec.ok()) return spec.status();
@@ -277,48 +297,52 @@ Status Scheduler::HandleListTrials(bus::Incoming& in, const proto::Decoded& d) {
   if (msg->offset < 0 || msg->limit < 0) {
     return Status::InvalidArgument("offset and limit must be >= 0");
   }
-  json body = json::array();
-  auto found = FindExperiment(msg->experiment);
-  // No experiment at all: an empty list, unless one was named.
-  if (!found.ok() && (!msg->experiment.empty() || found.status().code() != StatusCode::kNotFound)) {
-    return found.status();
-  }
-  if (Experiment* e = found.ok() ? *found : nullptr) {
-    int64_t skip = msg->offset;
-    for (const Trial& t : e->runner().trials()) {
-      if (filter && t.status != *filter) continue;
-      if (skip > 0) {
-        --skip;
-        continue;
-      }
-      if (msg->limit > 0 && int64_t(body.size()) >= msg->limit) break;
-      body.push_back(TrialToJson(t, e->experiment_dir()));
-      if (e->runner().IsPausing(t)) body.back()["pausing"] = true;
-      MarkNotDurable(*e, t, body.back());
-    }
-  }
-  ReplyRead(in, d.id(), body);
+  AnswerRead(in, d, msg->experiment,
+             [this, msg = *msg, filter](Result<Experiment*> found) -> Result<json> {
+               json body = json::array();
+               // No experiment at all: an empty list, unless one was named.
+               if (!found.ok() &&
+                   (!msg.experiment.empty() || found.status().code() != StatusCode::kNotFound)) {
+                 return found.status();
+               }
+               if (Experiment* e = found.ok() ? *found : nullptr) {
+                 int64_t skip = msg.offset;
+                 for (const Trial& t : e->runner().trials()) {
+                   if (filter && t.status != *filter) continue;
+                   if (skip > 0) {
+                     --skip;
+                     continue;
+                   }
+                   if (msg.limit > 0 && int64_t(body.size()) >= msg.limit) break;
+                   body.push_back(TrialToJson(t, e->experiment_dir()));
+                   if (e->runner().IsPausing(t)) body.back()["pausing"] = true;
+                   MarkNotDurable(*e, t, body.back());
+                 }
+               }
+               return body;
+             });
   return Status::Ok();
 }
 
 Status Scheduler::HandleShowTrial(bus::Incoming& in, const proto::Decoded& d) {
   auto msg = d.As<proto::ShowTrial>();
   if (!msg.ok()) return msg.status();
-  auto e = FindExperiment(msg->experiment);
-  if (!e.ok()) {
-    return e.status().code() == StatusCode::kNotFound && msg->experiment.empty()
-               ? Status::NotFound("no trial " + msg->trial_id)
-               : e.status();
-  }
-  const Trial* t = (*e)->runner().FindTrial(msg->trial_id);
-  if (t == nullptr) {
-    return Status::NotFound(
-        fmt::format("no trial {} in experiment {}", msg->trial_id, (*e)->journal_name()));
-  }
-  json body = TrialToJson(*t, (*e)->experiment_dir());
-  if ((*e)->runner().IsPausing(*t)) body["pausing"] = true;
-  MarkNotDurable(**e, *t, body);
-  ReplyRead(in, d.id(), body);
+  AnswerRead(in, d, msg->experiment, [msg = *msg](Result<Experiment*> e) -> Result<json> {
+    if (!e.ok()) {
+      return e.status().code() == StatusCode::kNotFound && msg.experiment.empty()
+                 ? Status::NotFound("no trial " + msg.trial_id)
+                 : e.status();
+    }
+    const Trial* t = (*e)->runner().FindTrial(msg.trial_id);
+    if (t == nullptr) {
+      return Status::NotFound(
+          fmt::format("no trial {} in experiment {}", msg.trial_id, (*e)->journal_name()));
+    }
+    json body = TrialToJson(*t, (*e)->experiment_dir());
+    if ((*e)->runner().IsPausing(*t)) body["pausing"] = true;
+    MarkNotDurable(**e, *t, body);
+    return body;
+  });
   return Status::Ok();
 }
 
@@ -353,16 +377,17 @@ Status Scheduler::HandleStopExperiment(bus::Incoming& in, const proto::Decoded& 
 Status Scheduler::HandleGetExperiment(bus::Incoming& in, const proto::Decoded& d) {
   auto msg = d.As<proto::GetExperiment>();
   if (!msg.ok()) return msg.status();
-  auto found = FindExperiment(msg->experiment);
-  if (!found.ok()) return found.status();
-  const Experiment* e = *found;
-  json body = ExperimentToJson(e->name(), e->runner(), e->experiment_dir(), e->ElapsedS());
-  body["journal"] = e->journal_name();
-  body["read_only"] = e->read_only();
-  body["events_endpoint"] = events_bound_;  // where `tunectl watch` subscribes
-  if (!e->read_only()) body["journal_health"] = JournalHealthJson(*e);
-  body["store"] = store_health_->ToJson();
-  ReplyRead(in, d.id(), body);
+  AnswerRead(in, d, msg->experiment, [this](Result<Experiment*> found) -> Result<json> {
+    if (!found.ok()) return found.status();
+    const Experiment* e = *found;
+    json body = ExperimentToJson(e->name(), e->runner(), e->experiment_dir(), e->ElapsedS());
+    body["journal"] = e->journal_name();
+    body["read_only"] = e->read_only();
+    body["events_endpoint"] = events_bound_;  // where `tunectl watch` subscribes
+    if (!e->read_only()) body["journal_health"] = JournalHealthJson(*e);
+    body["store"] = store_health_->ToJson();
+    return body;
+  });
   return Status::Ok();
 }
 
@@ -477,132 +502,212 @@ Status Scheduler::HandleResumeExperiment(bus::Incoming& in, const proto::Decoded
     return Status::FailedPrecondition(
         fmt::format("experiment {} is running; stop it first", Current()->name()));
   }
-  if (e == nullptr) {  // not in this process: the newest journal with that name
-    JournalReader reader(ctx_, options_.store_endpoint, *options_.security, kJournalReadTimeout,
-                         clock_);
-    auto journals = reader.List();
-    if (!journals.ok()) return journals.status();
+  if (e != nullptr) {
+    ContinueResume(in, d.id(), e, *mode);
+    return Status::Ok();
+  }
+  // Not in this process: the newest journal with that name. Submit and resume wait meanwhile.
+  state_ = State::kResuming;
+  const std::function<void(const Status&)> fail = [this, route = in.route,
+                                                   id = d.id()](const Status& s) {
+    state_ = State::kIdle;
+    ReplyError(ReplyTo(route), id, proto::ResumeExperimentCommand::kType, s);
+  };
+  const std::function<void(const JournalSummary&)> resume =
+      [this, route = in.route, id = d.id(), mode = *mode, fail](const JournalSummary& j) {
+        journals_->ReplayToResume(
+            j.journal, j.last_seq,
+            [this, route, id, mode, fail, journal = j.journal](Result<JournalReader::Resumable> r) {
+              if (!r.ok()) return fail(r.status());
+              ResumeExperiment(journal, std::move(r->replayed), r->last_seq,
+                               [this, route, id, mode, fail](Status s) {
+                                 if (!s.ok()) return fail(s);
+                                 ContinueResume(ReplyTo(route), id, Current(), mode);
+                               });
+            });
+      };
+  journals_->List([this, name = msg->name, mode = *mode, fail,
+                   resume](Result<std::vector<JournalSummary>> journals) {
+    if (!journals.ok()) return fail(journals.status());
     const JournalSummary* newest = nullptr;
     for (const JournalSummary& j : *journals) {
-      if (ExperimentNameOfJournal(j.journal) != msg->name) continue;
+      if (ExperimentNameOfJournal(j.journal) != name) continue;
       if (newest == nullptr || j.submitted_at_s > newest->submitted_at_s) newest = &j;
     }
-    if (newest == nullptr) {
-      return Status::NotFound("no experiment named " + msg->name);
-    }
-    if (newest->ended && *mode == RerunMode::kNone) {
-      // Finished for good (not INTERRUPTED): answered from a read-only load, its files untouched.
-      auto loaded = LoadJournaled(reader, *newest);
-      if (!loaded.ok()) return loaded.status();
+    if (newest == nullptr) return fail(Status::NotFound("no experiment named " + name));
+    if (!newest->ended || mode != RerunMode::kNone) return resume(*newest);
+    // Finished for good (not INTERRUPTED): answered from a read-only load, its files untouched.
+    LoadJournaled(*newest, [fail, resume, j = *newest](Result<Experiment*> loaded) {
+      if (!loaded.ok()) return fail(loaded.status());
       if ((*loaded)->runner().status() != ExperimentStatus::kInterrupted)
-        return FinishedExperimentError(**loaded);
-    }
-    uint64_t last_seq = newest->last_seq;
-    auto replayed = reader.ReplayToResume(newest->journal, &last_seq);
-    if (!replayed.ok()) return replayed.status();
-    if (Status s = ResumeExperiment(reader, newest->journal, std::move(*replayed), last_seq);
-        !s.ok()) {
-      return s;
-    }
-    e = Current();
-  }
-  if (e->runner().Reopen()) {
-    e->journal().Append(journal::ExperimentResumed(clock_.WallSeconds(), RerunMode::kNone));
-    spdlog::info("Experiment {} continues after its interruption", msg->name);
-  }
-  int64_t rerun = 0;
-  if (*mode != RerunMode::kNone) {
-    auto n = e->runner().RerunErrored(*mode);
-    if (!n.ok()) return n.status();
-    rerun = *n;
-    if (rerun > 0) e->journal().Append(journal::ExperimentResumed(clock_.WallSeconds(), *mode));
-  }
-  if (e->runner().IsFinished()) return FinishedExperimentError(*e);
-  state_ = State::kRunning;
-  spdlog::info("Experiment {} resumed by tunectl (rerun_errored='{}': {} trials)", msg->name,
-               RerunModeName(*mode), rerun);
-  e->runner().Step();
-  json body = ExperimentToJson(e->name(), e->runner(), e->experiment_dir(), 0);
-  body["rerun"] = rerun;
-  ReplyJson(in, d.id(), body);
+        return fail(FinishedExperimentError(**loaded));
+      resume(j);
+    });
+  });
   return Status::Ok();
 }
 
+void Scheduler::ContinueResume(const bus::Incoming& in, uint64_t id, Experiment* e,
+                               RerunMode mode) {
+  const std::string type = proto::ResumeExperimentCommand::kType;
+  if (e->runner().Reopen()) {
+    e->journal().Append(journal::ExperimentResumed(clock_.WallSeconds(), RerunMode::kNone));
+    spdlog::info("Experiment {} continues after its interruption", e->name());
+  }
+  int64_t rerun = 0;
+  if (mode != RerunMode::kNone) {
+    auto n = e->runner().RerunErrored(mode);
+    if (!n.ok()) return ReplyError(in, id, type, n.status());
+    rerun = *n;
+    if (rerun > 0) e->journal().Append(journal::ExperimentResumed(clock_.WallSeconds(), mode));
+  }
+  if (e->runner().IsFinished()) return ReplyError(in, id, type, FinishedExperimentError(*e));
+  state_ = State::kRunning;
+  spdlog::info("Experiment {} resumed by tunectl (rerun_errored='{}': {} trials)", e->name(),
+               RerunModeName(mode), rerun);
+  e->runner().Step();
+  json body = ExperimentToJson(e->name(), e->runner(), e->experiment_dir(), 0);
+  body["rerun"] = rerun;
+  ReplyJson(in, id, body);
+}
+
+namespace {
+
+// An experiment's lsx row.
+json ListRow(const std::string& name, const std::string& journal, ExperimentStatus status,
+             const std::vector<Trial>& trials, int64_t total, double submitted_at_s) {
+  return {{"name", name},
+          {"journal", journal},
+          {"status", ExperimentStatusName(status)},
+          {"counts", CountsOf(trials)},
+          {"total", total},
+          {"submitted_at", submitted_at_s}};
+}
+
+}  // namespace
+
+void Scheduler::JournalRow(const JournalLength& j, std::function<void(Result<json>)> then) {
+  if (auto it = lsx_rows_.find(j.journal);
+      it != lsx_rows_.end() && it->second.first == j.last_seq) {
+    return then(it->second.second);
+  }
+  journals_->Replay(j.journal, j.last_seq,
+                    [this, j, then](Result<journal::ReplayedExperiment> replayed) {
+                      if (!replayed.ok()) return then(replayed.status());
+                      const journal::ReplayedExperiment& x = *replayed;
+                      json row = ListRow(ExperimentNameOfJournal(j.journal), j.journal,
+                                         x.ended_status.value_or(ExperimentStatus::kInterrupted),
+                                         x.trials, int64_t(x.trials.size()), x.submitted_at_s);
+                      lsx_rows_[j.journal] = {j.last_seq, row};
+                      then(std::move(row));
+                    });
+}
+
 Status Scheduler::HandleListExperiments(bus::Incoming& in, const proto::Decoded& d) {
-  json body = json::array();
-  std::set<std::string> listed;
-  for (const auto& e : experiments_) {
-    listed.insert(e->journal_name());
-    body.push_back({{"name", e->name()},
-                    {"journal", e->journal_name()},
-                    {"status", ExperimentStatusName(e->runner().status())},
-                    {"counts", CountsOf(e->runner().trials())},
-                    {"total", e->runner().TotalTrials()},
-                    {"submitted_at", e->identity().submitted_at_s}});
-  }
-  JournalReader reader(ctx_, options_.store_endpoint, *options_.security, kJournalReadTimeout,
-                       clock_);
-  auto journals = reader.List();
-  if (!journals.ok()) return journals.status();
-  for (const JournalSummary& j : *journals) {
-    if (listed.contains(j.journal)) continue;
-    auto replayed = reader.Replay(j.journal, j.last_seq);
-    if (!replayed.ok()) return replayed.status();
-    const journal::ReplayedExperiment& x = *replayed;
-    body.push_back(
-        {{"name", ExperimentNameOfJournal(j.journal)},
-         {"journal", j.journal},
-         {"status", ExperimentStatusName(x.ended_status.value_or(ExperimentStatus::kInterrupted))},
-         {"counts", CountsOf(x.trials)},
-         {"total", int64_t(x.trials.size())},
-         {"submitted_at", x.submitted_at_s}});
-  }
-  std::sort(body.begin(), body.end(), [](const json& a, const json& b) {
-    return a.value("submitted_at", 0.0) < b.value("submitted_at", 0.0);
+  journals_->ListLengths([this, route = in.route, id = d.id(),
+                          type = d.type()](Result<std::vector<JournalLength>> lengths) {
+    if (!lengths.ok()) return ReplyError(ReplyTo(route), id, type, lengths.status());
+    // Rows of journals not in memory (replayed, or cached by length), joined; the rows of the
+    // experiments in memory are made when all are in (the loop ran meanwhile).
+    struct Join {
+      std::map<std::string, json> rows;  // by journal
+      size_t waiting = 0;
+      bool failed = false;
+    };
+    auto join = std::make_shared<Join>();
+    const auto finish = [this, route, id, join] {
+      json body = json::array();
+      for (const auto& e : experiments_) {
+        join->rows.erase(e->journal_name());
+        body.push_back(ListRow(e->name(), e->journal_name(), e->runner().status(),
+                               e->runner().trials(), e->runner().TotalTrials(),
+                               e->identity().submitted_at_s));
+      }
+      for (auto& [journal, row] : join->rows) body.push_back(std::move(row));
+      std::sort(body.begin(), body.end(), [](const json& a, const json& b) {
+        return a.value("submitted_at", 0.0) < b.value("submitted_at", 0.0);
+      });
+      ReplyRead(ReplyTo(route), id, body);
+    };
+    std::set<std::string> listed, in_memory;
+    for (const auto& e : experiments_) in_memory.insert(e->journal_name());
+    std::vector<JournalLength> wanted;
+    for (const JournalLength& j : *lengths) {
+      listed.insert(j.journal);
+      if (!in_memory.contains(j.journal)) wanted.push_back(j);
+    }
+    std::erase_if(lsx_rows_, [&listed](const auto& kv) { return !listed.contains(kv.first); });
+    join->waiting = wanted.size();
+    if (wanted.empty()) return finish();
+    for (const JournalLength& j : wanted) {
+      JournalRow(j, [this, route, id, type, join, finish, journal = j.journal](Result<json> row) {
+        if (join->failed) return;
+        if (!row.ok()) {
+          join->failed = true;
+          return ReplyError(ReplyTo(route), id, type, row.status());
+        }
+        join->rows[journal] = std::move(*row);
+        if (--join->waiting == 0) finish();
+      });
+    }
   });
-  ReplyRead(in, d.id(), body);
   return Status::Ok();
+}
+
+void Scheduler::AnswerRead(const bus::Incoming& in, const proto::Decoded& d,
+                           const std::string& experiment,
+                           std::function<Result<json>(Result<Experiment*>)> answer) {
+  FindExperiment(experiment, [this, route = in.route, id = d.id(), type = d.type(),
+                              answer = std::move(answer)](Result<Experiment*> e) {
+    Result<json> body = answer(std::move(e));
+    if (!body.ok()) return ReplyError(ReplyTo(route), id, type, body.status());
+    ReplyRead(ReplyTo(route), id, *body);
+  });
 }
 
 Status Scheduler::HandleFetchCheckpoint(bus::Incoming& in, const proto::Decoded& d) {
   auto msg = d.As<proto::FetchCheckpoint>();
   if (!msg.ok()) return msg.status();
-  auto e = FindExperiment(msg->experiment);
-  if (!e.ok()) return e.status();
-  const Trial* t = (*e)->runner().FindTrial(msg->trial_id);
-  if (t == nullptr) {
-    return Status::NotFound(
-        fmt::format("no trial {} in experiment {}", msg->trial_id, (*e)->journal_name()));
-  }
-  auto checkpoint = ChooseCheckpoint(*t, msg->checkpoint_id);
-  if (!checkpoint.ok()) return checkpoint.status();
-  proto::CheckpointGet get;
-  get.checkpoint_id = checkpoint->checkpoint_id;
-  get.chunk_index = msg->chunk_index;
-  proto::CheckpointChunk chunk;
-  chunk.id = d.id();
-  chunk.experiment = (*e)->journal_name();
-  chunk.trial_id = t->trial_id;
-  chunk.checkpoint_id = checkpoint->checkpoint_id;
-  chunk.training_iteration = checkpoint->training_iteration;
-  // Captures values only: a read-only experiment may leave the cache before the store answers.
-  store_->Request(get, [this, route = in.route, type = d.type(),
-                        chunk = std::move(chunk)](Result<proto::Decoded> reply) mutable {
+  FindExperiment(msg->experiment, [this, route = in.route, id = d.id(), type = d.type(),
+                                   msg = *msg](Result<Experiment*> e) {
     bus::Incoming back;
     back.route = route;
-    auto got = reply.ok() ? reply->As<proto::CheckpointGetReply>()
-                          : Result<proto::CheckpointGetReply>(reply.status());
-    if (!got.ok()) {
-      spdlog::warn("Checkpoint {} chunk {} was not fetched for export: {}", chunk.checkpoint_id,
-                   chunk.chunk_index, got.status().ToString());
-      return ReplyError(
-          back, chunk.id, type,
-          Status(got.status().code(), fmt::format("checkpoint-store: {}", got.status().message())));
+    if (!e.ok()) return ReplyError(back, id, type, e.status());
+    const Trial* t = (*e)->runner().FindTrial(msg.trial_id);
+    if (t == nullptr) {
+      return ReplyError(back, id, type,
+                        Status::NotFound(fmt::format("no trial {} in experiment {}", msg.trial_id,
+                                                     (*e)->journal_name())));
     }
-    chunk.chunk_index = got->chunk_index;
-    chunk.num_chunks = got->num_chunks;
-    chunk.data = std::move(got->data);
-    bus::Reply(control_, back, proto::Encode(chunk));
+    auto checkpoint = ChooseCheckpoint(*t, msg.checkpoint_id);
+    if (!checkpoint.ok()) return ReplyError(back, id, type, checkpoint.status());
+    proto::CheckpointGet get;
+    get.checkpoint_id = checkpoint->checkpoint_id;
+    get.chunk_index = msg.chunk_index;
+    proto::CheckpointChunk chunk;
+    chunk.id = id;
+    chunk.experiment = (*e)->journal_name();
+    chunk.trial_id = t->trial_id;
+    chunk.checkpoint_id = checkpoint->checkpoint_id;
+    chunk.training_iteration = checkpoint->training_iteration;
+    // Captures values only: a read-only experiment may leave the cache before the store answers.
+    store_->Request(
+        get, [this, route, type, chunk = std::move(chunk)](Result<proto::Decoded> reply) mutable {
+          bus::Incoming back = ReplyTo(route);
+          auto got = reply.ok() ? reply->As<proto::CheckpointGetReply>()
+                                : Result<proto::CheckpointGetReply>(reply.status());
+          if (!got.ok()) {
+            spdlog::warn("Checkpoint {} chunk {} was not fetched for export: {}",
+                         chunk.checkpoint_id, chunk.chunk_index, got.status().ToString());
+            return ReplyError(back, chunk.id, type,
+                              Status(got.status().code(),
+                                     fmt::format("checkpoint-store: {}", got.status().message())));
+          }
+          chunk.chunk_index = got->chunk_index;
+          chunk.num_chunks = got->num_chunks;
+          chunk.data = std::move(got->data);
+          bus::Reply(control_, back, proto::Encode(chunk));
+        });
   });
   return Status::Ok();
 }

@@ -9,6 +9,7 @@
 #include "libs/bus/curve_keys.hpp"
 #include "libs/journal/records.hpp"
 #include "libs/journal/snapshot.hpp"
+#include "libs/spec/runner_options.hpp"
 #include "libs/tune/make_searcher.hpp"
 #include "libs/tune/make_trial_scheduler.hpp"
 #include "services/scheduler/bus_journal_sink.hpp"
@@ -58,31 +59,6 @@ void NoEffects::DeleteCheckpoint(const std::string& checkpoint_id) {
 
 void NoEffects::Refuse(const char* what, const Trial& trial) {
   spdlog::error("Ignoring {} for trial {} of a read-only experiment", what, trial.trial_id);
-}
-
-RunnerOptions MakeRunnerOptions(const ExperimentSpec& spec, const std::string& experiment_id,
-                                const Resources& resources_per_trial,
-                                std::optional<CheckpointRef> restore_from) {
-  RunnerOptions ro;
-  ro.experiment_id = experiment_id;
-  ro.metric = spec.metric;
-  ro.mode = spec.mode;
-  ro.stop = spec.stop.thresholds;
-  ro.time_budget_s = spec.stop.time_budget_s;
-  ro.max_concurrent_trials = spec.max_concurrent_trials;
-  ro.max_failures = spec.max_failures;
-  ro.max_worker_losses = spec.max_worker_losses;
-  ro.fail_fast = spec.fail_fast;
-  ro.queue_trials = spec.queue_trials;
-  ro.resources_per_trial = resources_per_trial;
-  ro.checkpoint_freq = spec.checkpoint_freq;
-  ro.checkpoint_at_end = spec.checkpoint_at_end;
-  ro.keep_checkpoints_num = spec.keep_checkpoints_num;
-  ro.checkpoint_score_attr = spec.checkpoint_score_attr;
-  ro.checkpoint_failure = spec.checkpoint_failure;
-  ro.restore_from = std::move(restore_from);
-  ro.param_space = spec.param_space;
-  return ro;
 }
 
 Experiment::Experiment(ExperimentSpec spec, std::string experiment_dir, ExperimentIdentity identity,
@@ -170,8 +146,6 @@ Status Experiment::Build() {
   auto scheduler = MakeTrialScheduler(spec_.scheduler, spec_.scheduler_config, spec_.metric,
                                       spec_.mode, identity_.seed);
   if (!scheduler.ok()) return scheduler.status();
-  auto resources = Resources::FromAmounts(spec_.resources_per_trial);
-  if (!resources.ok()) return resources.status();
   TrialExecutor* executor = &NoEffects::Instance();
   RunnerObserver* observer = &NoEffects::Instance();
   if (!read_only_) {
@@ -184,8 +158,9 @@ Status Experiment::Build() {
     executor = executor_.get();
     observer = recorder_.get();
   }
-  RunnerOptions ro =
-      MakeRunnerOptions(spec_, identity_.experiment_id, *resources, identity_.restore_from);
+  Result<RunnerOptions> ro =
+      MakeRunnerOptions(spec_, identity_.experiment_id, identity_.restore_from);
+  if (!ro.ok()) return ro.status();
   SearchSetup setup;
   setup.param_space = spec_.param_space;
   setup.num_samples = spec_.num_samples;
@@ -200,10 +175,8 @@ Status Experiment::Build() {
   }
   auto searcher = MakeSearcher(spec_.search, spec_.search_config, setup);
   if (!searcher.ok()) return searcher.status();
-  const Clock& clock = clock_;
-  runner_ =
-      std::make_unique<TrialRunner>(std::move(ro), std::move(*searcher), std::move(*scheduler),
-                                    *executor, *observer, [&clock] { return clock.WallSeconds(); });
+  runner_ = std::make_unique<TrialRunner>(std::move(*ro), std::move(*searcher),
+                                          std::move(*scheduler), *executor, *observer, clock_);
   if (read_only_) return Status::Ok();
   if (spec_.driver && spec_.driver->on_result && ctx_->connect_driver) {
     DriverOptions d;
@@ -247,7 +220,7 @@ void Experiment::Submit(const std::string& spec_yaml) {
 
 Status Experiment::Resume(JournalReader& reader, const std::string& journal_name,
                           journal::ReplayedExperiment replayed, uint64_t store_last_seq,
-                          bus::Duration reattach_grace) {
+                          bus::Duration reattach_grace, std::function<void()> resumed) {
   const SteadyTime t0 = clock_.Now();
   if (journal_name_ != journal_name) {
     return Status::Corruption(
@@ -286,11 +259,13 @@ Status Experiment::Resume(JournalReader& reader, const std::string& journal_name
       "running to reattach ({:.3f} s)",
       spec_.name, journal_name, replayed.records, replayed.snapshot_records, trials,
       awaiting_reattach_.size(), clock_.SecondsSince(t0));
-  RepairResultFiles(reader, store_last_seq);
-  recorder_->WriteStateFile();
-  ReconcileAllocations();
-  AdoptStoredCheckpoints();
-  ctx_->loop.AddTimer(reattach_grace, [this] { RequeueUnattached(); });
+  RepairResultFiles(reader, store_last_seq, [this, reattach_grace, resumed = std::move(resumed)] {
+    recorder_->WriteStateFile();
+    ReconcileAllocations();
+    AdoptStoredCheckpoints();
+    ctx_->loop.AddTimer(reattach_grace, [this] { RequeueUnattached(); });
+    resumed();
+  });
   return Status::Ok();
 }
 

@@ -55,11 +55,6 @@ class NoEffects final : public TrialExecutor, public RunnerObserver {
   static void Refuse(const char* what, const Trial& trial);
 };
 
-/// The runner options an experiment file asks for (resources_per_trial already converted).
-RunnerOptions MakeRunnerOptions(const ExperimentSpec& spec, const std::string& experiment_id,
-                                const Resources& resources_per_trial,
-                                std::optional<CheckpointRef> restore_from);
-
 /// What a live experiment uses of its scheduler. Owned by the Scheduler; outlives every
 /// experiment.
 struct ExperimentContext {
@@ -109,15 +104,18 @@ class Experiment {
   /// Journals experiment_submitted with the file's text and steps the runner once.
   void Submit(const std::string& spec_yaml);
   /// Restores the runner from `replayed` (the journal `journal_name` holds `store_last_seq`
-  /// records; appends continue after them), journals experiment_resumed unless it had ended,
-  /// then completes the result files from the journal (`reader`), rewrites
-  /// experiment_state.json, gives back stale allocations, sweeps the stored checkpoints and,
-  /// after `reattach_grace`, requeues RUNNING trials no worker reported.
-  /// Errors: Corruption when the journal's name is not this experiment's; the runner's Restore
-  /// and RestoreTrialScheduler errors.
+  /// records; appends continue after them) and journals experiment_resumed unless it had ended;
+  /// then completes the result files from the journal (`reader`, which outlives the call; its
+  /// reads are asynchronous, so this part may finish after the call returns), rewrites
+  /// experiment_state.json, gives back stale allocations, sweeps the stored checkpoints, calls
+  /// `resumed` and, after `reattach_grace`, requeues RUNNING trials no worker reported. The
+  /// runner must not step before `resumed` (rows it records would come before the repaired
+  /// ones). A journal that cannot be read leaves the result files incomplete (logged).
+  /// Errors (then `resumed` is never called): Corruption when the journal's name is not this
+  /// experiment's; the runner's Restore and RestoreTrialScheduler errors.
   Status Resume(JournalReader& reader, const std::string& journal_name,
                 journal::ReplayedExperiment replayed, uint64_t store_last_seq,
-                bus::Duration reattach_grace);
+                bus::Duration reattach_grace, std::function<void()> resumed);
   /// One poll round's end: flushes the executor's placements and releases, stores a snapshot
   /// every `snapshot_every_records` journal records, sends the journal batch, and hands durable
   /// rows to the result-file writer.
@@ -179,7 +177,10 @@ class Experiment {
   /// to the SearcherProcess this experiment then owns (started in the experiment file's folder,
   /// logging to <experiment dir>/searcher.log). Errors: SearcherProcess::Create's.
   Result<std::unique_ptr<SearcherLink>> LinkSearcher(const SearcherTarget& target);
-  void RepairResultFiles(JournalReader& reader, uint64_t last_seq);
+  /// Writes the result-file rows and params.json the journal (records 1..last_seq, read with
+  /// `reader`) has and the files miss, then calls `done` (also when the journal cannot be read:
+  /// logged, the files stay incomplete).
+  void RepairResultFiles(JournalReader& reader, uint64_t last_seq, std::function<void()> done);
   /// The takeover's checkpoint sweep: every checkpoint the store holds under the experiment's
   /// journal is kept if a trial lists it, adopted if it answers a journaled request of its
   /// trial's current attempt (TrialRunner::OnCheckpointSaved), else deleted.

@@ -46,27 +46,33 @@ void Experiment::ReconcileAllocations() {
   });
 }
 
-void Experiment::RepairResultFiles(JournalReader& reader, uint64_t last_seq) {
+void Experiment::RepairResultFiles(JournalReader& reader, uint64_t last_seq,
+                                   std::function<void()> done) {
   const SteadyTime t0 = clock_.Now();
-  ResultFilesRepair repair(experiment_dir_, recorder_->files());
-  if (repair.Plan(runner_->trials()) > 0) {
-    Status read = reader.ForEachRecord(journal_name_, 1, last_seq, [&](const json& r) {
-      const std::string kind = r.value("kind", "");
-      if (kind != "result" && kind != "trial_added" && kind != "trial_updated") return;
-      const Trial* t = runner_->FindTrial(r.value("trial_id", ""));
-      if (t == nullptr) return;
-      if (kind == "result" && r.contains("result")) repair.OnResultRecord(*t, r);
-      if (kind != "result" && r.contains("config")) repair.OnConfigRecord(*t, r["config"]);
-    });
+  auto repair = std::make_shared<ResultFilesRepair>(experiment_dir_, recorder_->files());
+  const auto finish = [this, repair, t0, done = std::move(done)](Status read) {
     if (!read.ok())
       spdlog::error("Result files of {} stay incomplete: {}", spec_.name, read.ToString());
-  }
-  const ResultFilesRepair::Summary& s = repair.summary();
-  spdlog::info(
-      "Result files of {} match the journal: {} trials, {} rows were missing ({} written), {} rows "
-      "beyond the journal and {} torn lines cut, {} params.json written ({:.3f} s)",
-      spec_.name, s.trials, s.missing_rows, s.rows_written, s.surplus_rows, s.torn_lines,
-      s.params_written, clock_.SecondsSince(t0));
+    const ResultFilesRepair::Summary& s = repair->summary();
+    spdlog::info(
+        "Result files of {} match the journal: {} trials, {} rows were missing ({} written), {} "
+        "rows beyond the journal and {} torn lines cut, {} params.json written ({:.3f} s)",
+        spec_.name, s.trials, s.missing_rows, s.rows_written, s.surplus_rows, s.torn_lines,
+        s.params_written, clock_.SecondsSince(t0));
+    done();
+  };
+  if (repair->Plan(runner_->trials()) == 0) return finish(Status::Ok());
+  reader.ForEachRecord(
+      journal_name_, 1, last_seq,
+      [this, repair](const json& r) {
+        const std::string kind = r.value("kind", "");
+        if (kind != "result" && kind != "trial_added" && kind != "trial_updated") return;
+        const Trial* t = runner_->FindTrial(r.value("trial_id", ""));
+        if (t == nullptr) return;
+        if (kind == "result" && r.contains("result")) repair->OnResultRecord(*t, r);
+        if (kind != "result" && r.contains("config")) repair->OnConfigRecord(*t, r["config"]);
+      },
+      finish);
 }
 
 void Experiment::AdoptStoredCheckpoints() {

@@ -5,12 +5,8 @@
 
 #include <algorithm>
 
-#include "libs/bus/domains.hpp"
-#include "libs/bus/request_client.hpp"
-#include "libs/bus/socket.hpp"
 #include "libs/journal/record_frame.hpp"
 #include "libs/journal/snapshot.hpp"
-#include "libs/service/stop_request.hpp"
 #include "proto/codec.hpp"
 #include "proto/store.hpp"
 
@@ -24,221 +20,344 @@ using nlohmann::json;
 
 namespace {
 
-// One request over a dedicated DEALER, outside the event loop (before it runs, or inside a
-// handler): resent every second until `deadline` (the store may still be starting). A stop
-// request (SIGTERM/SIGINT) ends the wait at once (service::PollUnlessStopped). Errors:
-// Unavailable at the deadline, or when the service stops (service::StoppedWaiting), or the
-// store's error reply.
-template <typename Reply, typename Request>
-Result<Reply> BlockingCall(const Clock& clock, zmq::socket_t& socket, Request request,
-                           SteadyTime deadline) {
-  static uint64_t next_id = 1;
-  request.id = next_id++;
-  const std::string payload = proto::Encode(request);
-  const std::string what = fmt::format("the checkpoint-store's answer to {}", Request::kType);
-  while (clock.Now() < deadline) {
-    bus::Send(socket, payload);
-    zmq::pollitem_t item{socket.handle(), 0, ZMQ_POLLIN, 0};
-    const auto until = std::min(deadline, clock.Now() + std::chrono::seconds(1));
-    while (clock.Now() < until) {
-      const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(until - clock.Now());
-      auto ready = service::PollUnlessStopped(
-          {&item, 1}, std::max<std::chrono::milliseconds>(left, std::chrono::milliseconds(1)),
-          what);
-      if (!ready.ok()) return ready.status();
-      if (*ready == 0) continue;
-      bus::Incoming in;
-      if (!bus::Receive(socket, in)) continue;
-      auto d = proto::Decode(in.payload.data(), in.payload.size());
-      if (!d.ok() || d->id() != request.id) continue;  // a late answer to an earlier try
-      if (d->type() == proto::ErrorReply::kType) {
-        auto err = d->As<proto::ErrorReply>();
-        return Status(bus::StatusCodeFromName(err.ok() ? err->code : "internal"),
-                      err.ok() ? err->message : "error");
-      }
-      return d->As<Reply>();
-    }
-  }
-  return Status::Unavailable(fmt::format("the checkpoint-store did not answer {}", Request::kType));
+// Records a journal_read asks for while paging through a journal.
+constexpr uint32_t kPageRecords = 10000;
+
+bool IsCheckpointRecord(const std::string& kind) {
+  return kind == "checkpoint_saved" || kind == "checkpoint_deleted" || kind == "checkpoint_failed";
 }
 
 }  // namespace
 
-JournalReader::JournalReader(zmq::context_t& ctx, const std::string& store_endpoint,
-                             const bus::Security& security, std::chrono::milliseconds timeout,
-                             const Clock& clock)
-    : ctx_(ctx),
-      endpoint_(store_endpoint),
-      security_(security),
-      clock_(clock),
-      deadline_(clock.Now() + timeout) {}
+JournalReader::JournalReader(bus::RequestClient& store, bus::Duration timeout)
+    : store_(store), timeout_(timeout) {}
 
-Result<std::vector<json>> JournalReader::Read(const std::string& journal, uint64_t from,
-                                              uint32_t max) {
-  auto socket =
-      bus::Connect(ctx_, zmq::socket_type::dealer, endpoint_, security_, bus::kCheckpointStoreKey);
-  if (!socket.ok()) return socket.status();
-  std::vector<json> records;
+template <typename Reply, typename Request>
+void JournalReader::Call(Request request, Done<Reply> done) {
+  store_.Request(
+      request,
+      [done = std::move(done), timeout = timeout_](Result<proto::Decoded> reply) {
+        if (!reply.ok()) {
+          if (reply.status().code() != StatusCode::kUnavailable) return done(reply.status());
+          return done(
+              Status::Unavailable(fmt::format("the checkpoint-store did not answer {} within {} ms",
+                                              Request::kType, timeout.count())));
+        }
+        if (reply->type() != Reply::kType) {
+          return done(Status::Internal(fmt::format("the checkpoint-store answered {} with {}",
+                                                   Request::kType, reply->type())));
+        }
+        done(reply->As<Reply>());
+      },
+      timeout_);
+}
+
+void JournalReader::Read(const std::string& journal, uint64_t from, uint32_t max,
+                         Done<std::vector<json>> done) {
   proto::JournalRead read;
   read.experiment = journal;
   read.from_seq = from;
   read.max_records = max;
-  auto got = BlockingCall<proto::JournalReadReply>(clock_, *socket, read, deadline_);
-  if (!got.ok()) return got.status();
-  for (size_t i = 0; i < got->records.size(); ++i) {
-    auto r = journal::ReadStoredRecord(got->records[i]);
-    if (!r.ok()) {  // a torn or flipped record ends the usable journal; nothing after it applies
-      spdlog::error("Journal {} record {} is torn or corrupt ({}); using the records before it",
-                    journal, got->first_seq + i, r.status().message());
-      records.push_back(json{{"kind", "torn"}});
-      return records;
-    }
-    records.push_back(std::move(*r));
-  }
-  return records;
-}
-
-Result<bool> JournalReader::Ended(const std::string& journal, uint64_t last_seq) {
-  // The newest record alone first (it answers for almost every journal), then 32 at a time.
-  for (uint64_t end = last_seq, window = 1; end >= 1; window = 32) {
-    const uint64_t from = end > window ? end - window + 1 : 1;
-    auto records = Read(journal, from, uint32_t(end - from + 1));
-    if (!records.ok()) return records.status();
-    for (auto it = records->rbegin(); it != records->rend(); ++it) {
-      const std::string kind = it->value("kind", "");
-      if (kind != "checkpoint_saved" && kind != "checkpoint_deleted" &&
-          kind != "checkpoint_failed") {
-        return kind == "experiment_ended";
+  Call<proto::JournalReadReply>(std::move(read), [journal, done = std::move(done)](
+                                                     Result<proto::JournalReadReply> got) {
+    if (!got.ok()) return done(got.status());
+    std::vector<json> records;
+    records.reserve(got->records.size());
+    for (size_t i = 0; i < got->records.size(); ++i) {
+      auto r = journal::ReadStoredRecord(got->records[i]);
+      if (!r.ok()) {  // a torn or flipped record ends the usable journal
+        spdlog::error("Journal {} record {} is torn or corrupt ({}); using the records before it",
+                      journal, got->first_seq + i, r.status().message());
+        records.push_back(json{{"kind", "torn"}});
+        break;
       }
+      records.push_back(std::move(*r));
     }
-    if (records->size() != end - from + 1) return false;  // a short read: treated as not ended
-    end = from - 1;
-  }
-  return false;
+    done(std::move(records));
+  });
 }
 
-Result<std::vector<JournalSummary>> JournalReader::List() {
-  auto socket =
-      bus::Connect(ctx_, zmq::socket_type::dealer, endpoint_, security_, bus::kCheckpointStoreKey);
-  if (!socket.ok()) return socket.status();
-  auto list =
-      BlockingCall<proto::JournalListReply>(clock_, *socket, proto::JournalList{}, deadline_);
-  if (!list.ok()) return list.status();
-  std::vector<JournalSummary> out;
-  for (size_t i = 0; i < list->experiments.size() && i < list->last_seqs.size(); ++i) {
-    if (list->last_seqs[i] == 0) continue;
-    JournalSummary j;
-    j.journal = list->experiments[i];
-    j.last_seq = list->last_seqs[i];
-    auto first = Read(j.journal, 1, 1);
-    if (!first.ok()) return first.status();
-    if (!first->empty()) j.submitted_at_s = first->front().value("submitted_at", 0.0);
-    auto ended = Ended(j.journal, j.last_seq);
-    if (!ended.ok()) return ended.status();
-    j.ended = *ended;
-    out.push_back(std::move(j));
-  }
-  return out;
+void JournalReader::ListLengths(Done<std::vector<JournalLength>> done) {
+  Call<proto::JournalListReply>(
+      proto::JournalList{}, [done = std::move(done)](Result<proto::JournalListReply> list) {
+        if (!list.ok()) return done(list.status());
+        std::vector<JournalLength> out;
+        for (size_t i = 0; i < list->experiments.size() && i < list->last_seqs.size(); ++i) {
+          if (list->last_seqs[i] == 0) continue;
+          out.push_back({list->experiments[i], list->last_seqs[i]});
+        }
+        done(std::move(out));
+      });
 }
 
-Result<std::optional<journal::ReplayedExperiment>> JournalReader::NewestSnapshot(
-    const std::string& name) {
-  auto socket =
-      bus::Connect(ctx_, zmq::socket_type::dealer, endpoint_, security_, bus::kCheckpointStoreKey);
-  if (!socket.ok()) return socket.status();
+void JournalReader::Ended(const std::string& journal, uint64_t last_seq, Done<bool> done) {
+  // The newest record alone first (it answers for almost every journal), then 32 at a time.
+  struct Job {
+    std::string journal;
+    uint64_t end;
+    Done<bool> done;
+  };
+  auto job = std::make_shared<Job>(Job{journal, last_seq, std::move(done)});
+  auto step = std::make_shared<std::function<void(uint64_t)>>();
+  *step = [this, job, step](uint64_t window) {
+    if (job->end < 1) {
+      *step = nullptr;  // `step` holds itself: break the cycle
+      return job->done(false);
+    }
+    const uint64_t from = job->end > window ? job->end - window + 1 : 1;
+    const uint32_t n = uint32_t(job->end - from + 1);
+    Read(job->journal, from, n, [job, step, from, n](Result<std::vector<json>> records) {
+      if (!records.ok()) {
+        *step = nullptr;
+        return job->done(records.status());
+      }
+      for (auto it = records->rbegin(); it != records->rend(); ++it) {
+        const std::string kind = it->value("kind", "");
+        if (!IsCheckpointRecord(kind)) {
+          *step = nullptr;
+          return job->done(kind == "experiment_ended");
+        }
+      }
+      if (records->size() != n) {  // a short read: treated as not ended
+        *step = nullptr;
+        return job->done(false);
+      }
+      job->end = from - 1;
+      (*step)(32);
+    });
+  };
+  (*step)(1);
+}
+
+void JournalReader::Summarize(JournalSummary summary, Done<JournalSummary> done) {
+  // Its first record and Ended at once.
+  struct Join {
+    JournalSummary summary;
+    int waiting = 2;
+    bool failed = false;
+    Done<JournalSummary> done;
+    void Arrived(const Status& s) {
+      if (failed) return;
+      if (!s.ok()) {
+        failed = true;
+        return done(s);
+      }
+      if (--waiting == 0) done(summary);
+    }
+  };
+  auto join = std::make_shared<Join>(Join{std::move(summary), 2, false, std::move(done)});
+  Read(join->summary.journal, 1, 1, [join](Result<std::vector<json>> first) {
+    if (first.ok() && !first->empty())
+      join->summary.submitted_at_s = first->front().value("submitted_at", 0.0);
+    join->Arrived(first.status());
+  });
+  Ended(join->summary.journal, join->summary.last_seq, [join](Result<bool> ended) {
+    if (ended.ok()) join->summary.ended = *ended;
+    join->Arrived(ended.status());
+  });
+}
+
+void JournalReader::List(Done<std::vector<JournalSummary>> done) {
+  ListLengths([this, done = std::move(done)](Result<std::vector<JournalLength>> lengths) {
+    if (!lengths.ok()) return done(lengths.status());
+    // Summaries in listing order; the changed journals are read all at once.
+    struct Join {
+      std::vector<JournalSummary> out;
+      size_t waiting = 0;
+      bool failed = false;
+      Done<std::vector<JournalSummary>> done;
+    };
+    auto join = std::make_shared<Join>();
+    join->done = done;
+    for (const JournalLength& j : *lengths) {
+      auto it = summaries_.find(j.journal);
+      if (it != summaries_.end() && it->second.last_seq == j.last_seq) {
+        join->out.push_back(it->second);
+        continue;
+      }
+      join->out.push_back(JournalSummary{j.journal, j.last_seq});
+      ++join->waiting;
+    }
+    if (join->waiting == 0) return join->done(std::move(join->out));
+    for (size_t i = 0; i < join->out.size(); ++i) {
+      const JournalSummary& s = join->out[i];
+      if (auto it = summaries_.find(s.journal);
+          it != summaries_.end() && it->second.last_seq == s.last_seq) {
+        continue;
+      }
+      Summarize(s, [this, join, i](Result<JournalSummary> got) {
+        if (join->failed) return;
+        if (!got.ok()) {
+          join->failed = true;
+          return join->done(got.status());
+        }
+        summaries_[got->journal] = *got;
+        join->out[i] = std::move(*got);
+        if (--join->waiting == 0) join->done(std::move(join->out));
+      });
+    }
+  });
+}
+
+void JournalReader::NewestSnapshot(const std::string& name,
+                                   Done<std::optional<journal::ReplayedExperiment>> done) {
+  using Snapshot = std::optional<journal::ReplayedExperiment>;
   proto::CheckpointList list;
   list.prefix = journal::SnapshotPrefix(name);
-  auto listed = BlockingCall<proto::CheckpointListReply>(clock_, *socket, list, deadline_);
-  if (!listed.ok()) return listed.status();
-  std::string newest;  // ids end in a zero-padded seq: the greatest is the newest
-  for (const proto::CheckpointInfo& info : listed->checkpoints)
-    newest = std::max(newest, info.checkpoint_id);
-  if (newest.empty()) return std::optional<journal::ReplayedExperiment>();
-  std::string bytes;
-  for (uint32_t chunk = 0, chunks = 1; chunk < chunks; ++chunk) {
-    proto::CheckpointGet get;
-    get.checkpoint_id = newest;
-    get.chunk_index = chunk;
-    auto got = BlockingCall<proto::CheckpointGetReply>(clock_, *socket, get, deadline_);
-    if (!got.ok()) return got.status();
-    chunks = got->num_chunks;
-    bytes.append(got->data.begin(), got->data.end());
-  }
-  auto state = journal::DecodeSnapshot(bytes);
-  if (!state.ok()) {
-    spdlog::error("Snapshot {} is unusable ({}); replaying the whole journal", newest,
-                  state.status().message());
-    return std::optional<journal::ReplayedExperiment>();
-  }
-  return std::optional<journal::ReplayedExperiment>(std::move(*state));
+  Call<proto::CheckpointListReply>(std::move(list), [this, done = std::move(done)](
+                                                        Result<proto::CheckpointListReply> listed) {
+    if (!listed.ok()) return done(listed.status());
+    std::string newest;  // ids end in a zero-padded seq: the greatest is the newest
+    for (const proto::CheckpointInfo& info : listed->checkpoints)
+      newest = std::max(newest, info.checkpoint_id);
+    if (newest.empty()) return done(Snapshot());
+    // Its chunks one after another.
+    auto bytes = std::make_shared<std::string>();
+    auto get = std::make_shared<std::function<void(uint32_t)>>();
+    *get = [this, bytes, get, newest, done](uint32_t chunk) {
+      proto::CheckpointGet req;
+      req.checkpoint_id = newest;
+      req.chunk_index = chunk;
+      Call<proto::CheckpointGetReply>(
+          std::move(req), [bytes, get, newest, done, chunk](Result<proto::CheckpointGetReply> got) {
+            if (!got.ok()) {
+              *get = nullptr;  // `get` holds itself: break the cycle
+              return done(got.status());
+            }
+            bytes->append(got->data.begin(), got->data.end());
+            if (chunk + 1 < got->num_chunks) return (*get)(chunk + 1);
+            *get = nullptr;
+            auto state = journal::DecodeSnapshot(*bytes);
+            if (!state.ok()) {
+              spdlog::error("Snapshot {} is unusable ({}); replaying the whole journal", newest,
+                            state.status().message());
+              return done(Snapshot());
+            }
+            done(Snapshot(std::move(*state)));
+          });
+    };
+    (*get)(0);
+  });
 }
 
-Result<journal::ReplayedExperiment> JournalReader::ReplayToResume(const std::string& journal,
-                                                                  uint64_t* last_seq) {
-  auto replayed = Replay(journal, *last_seq);
-  if (!replayed.ok() || replayed->records >= *last_seq) return replayed;
-  spdlog::error(
-      "Journal {}: records {}..{} are torn or corrupt; cutting them (the state is that of record "
-      "{})",
-      journal, replayed->records + 1, *last_seq, replayed->records);
-  auto removed = Truncate(journal, replayed->records, *last_seq);
-  if (!removed.ok()) return removed.status();
-  *last_seq = replayed->records;
-  return replayed;
+void JournalReader::Replay(const std::string& name, uint64_t last_seq,
+                           Done<journal::ReplayedExperiment> done) {
+  struct Job {
+    std::string name;
+    uint64_t last_seq;
+    journal::JournalReplayer replayer;
+    Done<journal::ReplayedExperiment> done;
+    std::function<void()> next;  // reads the page after the records applied so far
+
+    // The state so far, or Corruption when the journal did not start with experiment_submitted.
+    void Finish() {
+      next = nullptr;  // `next` holds the job: break the cycle
+      if (replayer.state().experiment_id.empty()) {
+        return done(
+            Status::Corruption("journal " + name + " does not start with experiment_submitted"));
+      }
+      done(replayer.Take());
+    }
+  };
+  auto job = std::make_shared<Job>();
+  job->name = name;
+  job->last_seq = last_seq;
+  job->done = std::move(done);
+  job->next = [this, job] {
+    if (job->replayer.state().records >= job->last_seq) return job->Finish();
+    Read(job->name, job->replayer.state().records + 1, kPageRecords,
+         [job](Result<std::vector<json>> got) {
+           if (!got.ok()) {
+             job->next = nullptr;
+             return job->done(got.status());
+           }
+           if (got->empty()) return job->Finish();
+           for (const json& r : *got) {
+             if (r.value("kind", "") == "torn") return job->Finish();
+             if (Status s = job->replayer.Apply(r); !s.ok()) {
+               spdlog::error("Journal {}: {}; using the state before it", job->name, s.message());
+               return job->Finish();
+             }
+           }
+           job->next();
+         });
+  };
+  NewestSnapshot(name, [job](Result<std::optional<journal::ReplayedExperiment>> snapshot) {
+    if (!snapshot.ok()) {
+      job->next = nullptr;
+      return job->done(snapshot.status());
+    }
+    if (snapshot->has_value() && (*snapshot)->records <= job->last_seq)
+      job->replayer.Reset(std::move(**snapshot));
+    job->next();
+  });
 }
 
-Result<uint64_t> JournalReader::Truncate(const std::string& journal, uint64_t keep_through_seq,
-                                         uint64_t expected_last_seq) {
-  auto socket =
-      bus::Connect(ctx_, zmq::socket_type::dealer, endpoint_, security_, bus::kCheckpointStoreKey);
-  if (!socket.ok()) return socket.status();
+void JournalReader::ReplayToResume(const std::string& journal, uint64_t last_seq,
+                                   Done<Resumable> done) {
+  Replay(journal, last_seq,
+         [this, journal, last_seq,
+          done = std::move(done)](Result<journal::ReplayedExperiment> replayed) mutable {
+           if (!replayed.ok()) return done(replayed.status());
+           if (replayed->records >= last_seq) {
+             return done(Resumable{std::move(*replayed), last_seq});
+           }
+           spdlog::error(
+               "Journal {}: records {}..{} are torn or corrupt; cutting them (the state is that "
+               "of record {})",
+               journal, replayed->records + 1, last_seq, replayed->records);
+           const uint64_t good = replayed->records;
+           auto state = std::make_shared<journal::ReplayedExperiment>(std::move(*replayed));
+           Truncate(journal, good, last_seq, [state, good, done](Result<uint64_t> removed) {
+             if (!removed.ok()) return done(removed.status());
+             done(Resumable{std::move(*state), good});
+           });
+         });
+}
+
+void JournalReader::Truncate(const std::string& journal, uint64_t keep_through_seq,
+                             uint64_t expected_last_seq, Done<uint64_t> done) {
   proto::JournalTruncate cut;
   cut.experiment = journal;
   cut.keep_through_seq = keep_through_seq;
   cut.expected_last_seq = expected_last_seq;
-  auto ack = BlockingCall<proto::JournalTruncateAck>(clock_, *socket, cut, deadline_);
-  if (!ack.ok()) return ack.status();
-  return ack->removed;
+  Call<proto::JournalTruncateAck>(std::move(cut),
+                                  [done = std::move(done)](Result<proto::JournalTruncateAck> ack) {
+                                    if (!ack.ok()) return done(ack.status());
+                                    done(ack->removed);
+                                  });
 }
 
-Status JournalReader::ForEachRecord(const std::string& journal, uint64_t from, uint64_t last_seq,
-                                    const std::function<void(const json&)>& on_record) {
-  while (from <= last_seq) {
-    auto got = Read(journal, from, uint32_t(std::min<uint64_t>(10000, last_seq - from + 1)));
-    if (!got.ok()) return got.status();
-    if (got->empty()) break;
-    for (const json& r : *got) {
-      if (r.value("kind", "") == "torn") return Status::Ok();
-      on_record(r);
+void JournalReader::ForEachRecord(const std::string& journal, uint64_t from, uint64_t last_seq,
+                                  RecordFn on_record, std::function<void(Status)> done) {
+  struct Job {
+    std::string journal;
+    uint64_t from, last_seq;
+    RecordFn on_record;
+    std::function<void(Status)> done;
+    std::function<void()> next;
+    void Finish(Status s) {
+      next = nullptr;  // `next` holds the job: break the cycle
+      done(std::move(s));
     }
-    from += got->size();
-  }
-  return Status::Ok();
-}
-
-Result<journal::ReplayedExperiment> JournalReader::Replay(const std::string& name,
-                                                          uint64_t last_seq) {
-  journal::JournalReplayer replayer;
-  auto snapshot = NewestSnapshot(name);
-  if (!snapshot.ok()) return snapshot.status();
-  if (snapshot->has_value() && (*snapshot)->records <= last_seq)
-    replayer.Reset(std::move(**snapshot));
-  while (replayer.state().records < last_seq) {
-    auto got = Read(name, replayer.state().records + 1, 10000);
-    if (!got.ok()) return got.status();
-    if (got->empty()) break;
-    for (const json& r : *got) {
-      if (r.value("kind", "") == "torn") return replayer.Take();
-      if (Status s = replayer.Apply(r); !s.ok()) {
-        spdlog::error("Journal {}: {}; using the state before it", name, s.message());
-        return replayer.Take();
+  };
+  auto job = std::make_shared<Job>(
+      Job{journal, from, last_seq, std::move(on_record), std::move(done), nullptr});
+  job->next = [this, job] {
+    if (job->from > job->last_seq) return job->Finish(Status::Ok());
+    const auto n = uint32_t(std::min<uint64_t>(kPageRecords, job->last_seq - job->from + 1));
+    Read(job->journal, job->from, n, [job](Result<std::vector<json>> got) {
+      if (!got.ok()) return job->Finish(got.status());
+      if (got->empty()) return job->Finish(Status::Ok());
+      for (const json& r : *got) {
+        if (r.value("kind", "") == "torn") return job->Finish(Status::Ok());
+        job->on_record(r);
       }
-    }
-  }
-  if (replayer.state().experiment_id.empty()) {
-    return Status::Corruption("journal " + name + " does not start with experiment_submitted");
-  }
-  return replayer.Take();
+      job->from += got->size();
+      job->next();
+    });
+  };
+  job->next();
 }
 
 }  // namespace tunebus

@@ -1,27 +1,38 @@
-// JournalReader: blocking reads of experiment journals from the checkpoint-store, for the
-// scheduler's resume at start and for requests that need a journal that is not in memory
-// (resume of a finished experiment, lsx). Uses its own DEALER; every request is resent each
-// second until the deadline given at construction (the store may still be starting). A stop
-// request (SIGTERM/SIGINT, libs/service/stop_request.hpp) ends a read at once: it fails with
-// Unavailable "stopped waiting for ..." like a store that does not answer, and is never taken for
-// a torn journal (nothing is cut).
+// JournalReader: asynchronous reads of experiment journals from the checkpoint-store over the
+// scheduler's own loop-owned store client (bus::RequestClient), for the resume at start, `tunectl
+// resume` of an experiment not in memory, `lsx` and reads of a finished experiment. Every read is
+// a chain of requests whose replies arrive on the loop thread: nothing blocks the loop and no
+// socket is opened per call, so the loop keeps serving workers and deciding while the store is
+// slow (issue 34). Each completion callback runs exactly once, on the loop thread, never inside
+// the call that started it.
+//
+// Each request is sent once and waits `timeout` (set_timeout) for its answer: the loop's DEALER
+// holds a request until the store connects, and a resend would only be a second request whose
+// answer a slow store delays as long. Errors: Unavailable "the checkpoint-store did not answer
+// <request> within <ms> ms" (the request it waited for), or the store's error reply.
 #pragma once
 
-#include <chrono>
+#include <cstdint>
 #include <functional>
+#include <map>
+#include <memory>
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
 #include <vector>
-#include <zmq.hpp>
 
 #include "libs/bus/event_loop.hpp"
-#include "libs/bus/security.hpp"
-#include "libs/core/clock.hpp"
+#include "libs/bus/request_client.hpp"
 #include "libs/core/status.hpp"
 #include "libs/journal/replay.hpp"
 
 namespace tunebus {
+
+/// A journal's name and length as journal_list reports it.
+struct JournalLength {
+  std::string journal;    // "<name>-<experiment_id>"
+  uint64_t last_seq = 0;  // records in it
+};
 
 struct JournalSummary {
   std::string journal;        // "<name>-<experiment_id>"
@@ -34,56 +45,81 @@ struct JournalSummary {
 /// digits).
 std::string ExperimentNameOfJournal(const std::string& journal);
 
-/// How long a control request waits for the journals it reads (the store may be busy).
-constexpr std::chrono::milliseconds kJournalReadTimeout{5000};
+/// How long a control request waits for each store answer of the journals it reads (the store
+/// may be busy; the loop goes on meanwhile).
+constexpr bus::Duration kJournalReadTimeout{10000};
 
 class JournalReader {
  public:
-  /// Requests give up `timeout` after construction, as `clock` tells.
-  /// Its sockets are secured by `security` (which outlives it).
-  JournalReader(zmq::context_t& ctx, const std::string& store_endpoint,
-                const bus::Security& security, std::chrono::milliseconds timeout,
-                const Clock& clock);
-  /// Every non-empty journal. Errors: Unavailable when the store does not answer in time (or the
-  /// service stops).
-  Result<std::vector<JournalSummary>> List();
-  /// True if the experiment of `journal` (holding `last_seq` records) ended: its newest record
-  /// other than checkpoint_saved / checkpoint_deleted is experiment_ended. A checkpoint the store
-  /// committed late may be journaled after the end; the experiment stays finished (a read-only
-  /// load adopts it) and is not resumed. Reads the newest record, then 32 records a request.
-  Result<bool> Ended(const std::string& journal, uint64_t last_seq);
-  /// The experiment's state: the newest snapshot in the store (if any) plus the records after
-  /// it, up to last_seq. A record that fails its frame's CRC or does not decode (torn or
-  /// flipped, docs/journal-format.md) or does not apply ends the replay there, with an error
-  /// log line naming its seq. Errors: Unavailable; Corruption for a journal that
-  /// does not start with experiment_submitted.
-  Result<journal::ReplayedExperiment> Replay(const std::string& journal, uint64_t last_seq);
+  template <typename T>
+  using Done = std::function<void(Result<T>)>;
+  using RecordFn = std::function<void(const nlohmann::json&)>;
 
+  /// Requests go over `store` (the loop's client of the checkpoint-store, which outlives this)
+  /// and each waits `timeout` for its answer.
+  JournalReader(bus::RequestClient& store, bus::Duration timeout);
+  JournalReader(const JournalReader&) = delete;
+  JournalReader& operator=(const JournalReader&) = delete;
+
+  /// The wait for each request started from now on.
+  void set_timeout(bus::Duration timeout) { timeout_ = timeout; }
+
+  /// Every non-empty journal with its length: one journal_list round trip.
+  void ListLengths(Done<std::vector<JournalLength>> done);
+  /// Every non-empty journal with its submission time and whether it ended. A journal whose
+  /// length did not change since an earlier List is answered from memory; the others read their
+  /// first record and Ended (all journals at once, pipelined). Errors: Unavailable.
+  void List(Done<std::vector<JournalSummary>> done);
+  /// True if the experiment of `journal` (holding `last_seq` records) ended: its newest record
+  /// other than checkpoint_saved / checkpoint_deleted / checkpoint_failed is experiment_ended. A
+  /// checkpoint the store committed late may be journaled after the end; the experiment stays
+  /// finished (a read-only load adopts it) and is not resumed. Reads the newest record, then 32
+  /// records a request. Errors: Unavailable.
+  void Ended(const std::string& journal, uint64_t last_seq, Done<bool> done);
+  /// The experiment's state: the newest snapshot in the store (if any) plus the records after
+  /// it, up to last_seq, 10,000 a request. A record that fails its frame's CRC or does not decode
+  /// (torn or flipped, docs/journal-format.md) or does not apply ends the replay there, with an
+  /// error log line naming its seq. Errors: Unavailable; Corruption for a journal that does not
+  /// start with experiment_submitted.
+  void Replay(const std::string& journal, uint64_t last_seq,
+              Done<journal::ReplayedExperiment> done);
+
+  /// What ReplayToResume gives: the state and the journal's length after the cut.
+  struct Resumable {
+    journal::ReplayedExperiment replayed;
+    uint64_t last_seq = 0;
+  };
   /// Replay() for a resume: a torn or corrupt tail (records after the last one that decodes
-  /// and applies) is reported and cut from the store, so appends continue right after the
-  /// last good record and the next replay reads them. `*last_seq` (the journal's length) is
-  /// updated to the length after the cut. Errors: as Replay and Truncate.
-  Result<journal::ReplayedExperiment> ReplayToResume(const std::string& journal,
-                                                     uint64_t* last_seq);
+  /// and applies) is reported and cut from the store (Truncate), so appends continue right after
+  /// the last good record and the next replay reads them. Errors: as Replay and Truncate.
+  void ReplayToResume(const std::string& journal, uint64_t last_seq, Done<Resumable> done);
   /// Calls `on_record` with every record of `journal` from seq `from` through `last_seq`, in
-  /// order, stopping before a record that is torn or corrupt. Errors: Unavailable.
-  Status ForEachRecord(const std::string& journal, uint64_t from, uint64_t last_seq,
-                       const std::function<void(const nlohmann::json&)>& on_record);
+  /// order, stopping before a record that is torn or corrupt; then `done`. Errors: Unavailable.
+  void ForEachRecord(const std::string& journal, uint64_t from, uint64_t last_seq,
+                     RecordFn on_record, std::function<void(Status)> done);
   /// Cuts `journal` after `keep_through_seq` (its corrupt tail), fenced on its last seq being
-  /// `expected_last_seq`. Returns the records removed. Errors: Unavailable; FailedPrecondition.
-  Result<uint64_t> Truncate(const std::string& journal, uint64_t keep_through_seq,
-                            uint64_t expected_last_seq);
+  /// `expected_last_seq`. Gives the records removed. Errors: Unavailable; FailedPrecondition.
+  void Truncate(const std::string& journal, uint64_t keep_through_seq, uint64_t expected_last_seq,
+                Done<uint64_t> done);
 
  private:
-  Result<std::vector<nlohmann::json>> Read(const std::string& journal, uint64_t from, uint32_t max);
-  /// The newest snapshot of `journal`, or nullopt when there is none (or it cannot be read).
-  Result<std::optional<journal::ReplayedExperiment>> NewestSnapshot(const std::string& journal);
+  /// One request; `done` gets the decoded `Reply`, the store's error, or Unavailable.
+  template <typename Reply, typename Request>
+  void Call(Request request, Done<Reply> done);
+  /// Records from..from+max-1 (fewer at the journal's end); a torn or corrupt one is logged and
+  /// given as {"kind": "torn"}, the last of the page.
+  void Read(const std::string& journal, uint64_t from, uint32_t max,
+            Done<std::vector<nlohmann::json>> done);
+  /// The newest snapshot of `journal`, or nullopt when there is none (or it does not decode).
+  void NewestSnapshot(const std::string& journal,
+                      Done<std::optional<journal::ReplayedExperiment>> done);
+  /// submitted_at and Ended of one journal, into `summary`.
+  void Summarize(JournalSummary summary, Done<JournalSummary> done);
 
-  zmq::context_t& ctx_;
-  std::string endpoint_;
-  const bus::Security& security_;
-  const Clock& clock_;
-  SteadyTime deadline_;
+  bus::RequestClient& store_;
+  bus::Duration timeout_;
+  /// List's answers by journal, reused while a journal keeps its length.
+  std::map<std::string, JournalSummary> summaries_;
 };
 
 }  // namespace tunebus

@@ -16,16 +16,16 @@
 
 namespace tunebus {
 
-Result<std::unique_ptr<Scheduler>> Scheduler::Create(zmq::context_t& ctx,
-                                                     SchedulerOptions options) {
-  std::unique_ptr<Scheduler> s(new Scheduler(ctx, std::move(options)));
+Result<std::unique_ptr<Scheduler>> Scheduler::Create(zmq::context_t& ctx, SchedulerOptions options,
+                                                     const Clock& clock) {
+  std::unique_ptr<Scheduler> s(new Scheduler(ctx, std::move(options), clock));
   Status st = s->Init();
   if (!st.ok()) return st;
   return s;
 }
 
-Scheduler::Scheduler(zmq::context_t& ctx, SchedulerOptions options)
-    : ctx_(ctx), options_(std::move(options)) {}
+Scheduler::Scheduler(zmq::context_t& ctx, SchedulerOptions options, const Clock& clock)
+    : ctx_(ctx), options_(std::move(options)), clock_(clock), loop_(clock) {}
 
 Scheduler::~Scheduler() = default;
 
@@ -69,14 +69,12 @@ Status Scheduler::Init() {
   events_bound_ = bus::BoundEndpoint(events_);
   rm_ = std::make_unique<bus::RequestClient>(loop_, std::move(*rm), "resource-manager");
   store_ = std::make_unique<bus::RequestClient>(loop_, std::move(*store), "checkpoint-store");
+  journals_ = std::make_unique<JournalReader>(*store_, kJournalReadTimeout);
   // A store that says it takes writes again: a journal batch waiting for its retry goes now.
   store_health_ = std::make_unique<StoreHealth>(loop_, *store_, [this] {
     for (auto& e : experiments_) e->journal().RetryNow();
   });
 
-  loop_.AddSocket(control_, [this] { OnControlReadable(); });
-  loop_.AddSocket(workers_, [this] { OnWorkerReadable(); });
-  loop_.AddSocket(rm_sub_, [this] { OnNodeEvent(); });
   loop_.AddSocket(events_, [this] { publisher_->OnReadable(); });
   loop_.SetIdleHook([this] { AfterRound(); });
   control_dispatcher_ = std::make_unique<service::MessageDispatcher>(
@@ -105,11 +103,27 @@ std::string Scheduler::endpoint() const {
   return "control=" + control_bound_ + " workers=" + workers_bound_ + " events=" + events_bound_;
 }
 
+void Scheduler::ServeClients() {
+  loop_.AddSocket(control_, [this] { OnControlReadable(); });
+  loop_.AddSocket(workers_, [this] { OnWorkerReadable(); });
+  loop_.AddSocket(rm_sub_, [this] { OnNodeEvent(); });
+}
+
 void Scheduler::Run() {
   spdlog::info("scheduler serving {}", endpoint());
-  if (Status s = ResumeFromJournals(); !s.ok() && !service::StopRequested()) {
-    spdlog::error("Could not resume from the journals: {}; serving without resuming", s.ToString());
+  std::optional<Status> resumed;
+  journals_->set_timeout(bus::Duration{options_.resume_timeout_ms});
+  ResumeFromJournals([&resumed](Status s) { resumed = std::move(s); });
+  while (!resumed && loop_.RunOnce(bus::Duration{100})) {
   }
+  if (!resumed)
+    service::NoteWaitStopped("the checkpoint-store's answers to the resume's journal reads");
+  journals_->set_timeout(kJournalReadTimeout);
+  if (resumed && !resumed->ok()) {
+    spdlog::error("Could not resume from the journals: {}; serving without resuming",
+                  resumed->ToString());
+  }
+  ServeClients();
   store_health_->Start();
   if (Status s = metrics_.Start(loop_, options_.metrics,
                                 [this](metrics::MetricsText& m) { RenderMetrics(m); });

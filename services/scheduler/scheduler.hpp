@@ -8,9 +8,11 @@
 //   events   PUB    bind   SchedulerEvent stream (proto/events.hpp)
 //   rm       DEALER connect resource-manager requests (proto/resources.hpp)
 //   rm_sub   SUB    connect resource-manager node events
-//   store    DEALER connect checkpoint-store journal appends (proto/store.hpp)
+//   store    DEALER connect checkpoint-store journal appends and reads (proto/store.hpp)
 // One experiment is active at a time; finished experiments stay listed until the process ends,
-// and read requests naming one that is only in the store's journals load it read-only.
+// and read requests naming one that is only in the store's journals load it read-only. Journal
+// reads (JournalReader) are requests on the store client whose answers the loop handles like any
+// other: a slow store delays the request that reads, never a decision.
 #pragma once
 
 #include <cstdint>
@@ -30,6 +32,7 @@
 #include "libs/bus/request_client.hpp"
 #include "libs/bus/socket.hpp"
 #include "libs/core/clock.hpp"
+#include "libs/core/rerun_mode.hpp"
 #include "libs/core/status.hpp"
 #include "libs/core/trial.hpp"
 #include "libs/journal/replay.hpp"
@@ -84,12 +87,22 @@ class Scheduler {
   enum class State {
     kIdle,        // no experiment runs (none submitted yet, or the last one ended): accepts submit
     kSubmitting,  // a submission with restore_from waits for the checkpoint-store's answer
+    kResuming,    // `tunectl resume` reads an experiment's journal, or its resume completes its
+                  // result files; submit, resume and changes to the current experiment wait
     kRunning,     // an experiment is active: its runner owns the trials
   };
 
-  static Result<std::unique_ptr<Scheduler>> Create(zmq::context_t& ctx, SchedulerOptions options);
+  /// Binds the scheduler's sockets and resumes from the store's journals (options.resume).
+  /// `clock` times everything the scheduler does (its loop's timers, heartbeat deadlines, trial
+  /// times, the time budget) and outlives it: Clock::Real() in the service, a ManualClock in
+  /// tests that advance time by hand (tests/unit/scheduler_test.cpp). Errors: a socket that does
+  /// not bind, a results_dir that cannot be made, the store's journals unreadable.
+  static Result<std::unique_ptr<Scheduler>> Create(zmq::context_t& ctx, SchedulerOptions options,
+                                                   const Clock& clock = Clock::Real());
   ~Scheduler();
 
+  /// Resumes from the journals (ResumeFromJournals), serving only the store and the
+  /// resource-manager until that is done, then serves everything until Stop().
   void Run();
   void Stop() { loop_.Stop(); }
   /// "control=<ep> workers=<ep> events=<ep>" as bound.
@@ -99,10 +112,13 @@ class Scheduler {
   std::string events_endpoint() const { return events_bound_; }
 
  private:
-  Scheduler(zmq::context_t& ctx, SchedulerOptions options);
+  Scheduler(zmq::context_t& ctx, SchedulerOptions options, const Clock& clock);
   Status Init();
 
   // sockets
+  /// Starts serving tunectl, workers and the resource-manager's node events (after the resume
+  /// at start: what they send meanwhile waits in their sockets).
+  void ServeClients();
   void OnControlReadable();
   void OnWorkerReadable();
   void OnNodeEvent();
@@ -160,6 +176,11 @@ class Scheduler {
   /// not yet durable, marked as proto/PROTOCOL.md §2 says ("durable": false on a trial, the
   /// experiment's "journal_health").
   void ReplyRead(const bus::Incoming& in, uint64_t id, const nlohmann::json& body);
+  /// Answers the read `d` (from `in`) with what `answer` makes of the experiment FindExperiment
+  /// finds for `experiment` (ReplyRead, or ReplyError with its error); maybe after the store
+  /// answered, so `answer` captures copies only.
+  void AnswerRead(const bus::Incoming& in, const proto::Decoded& d, const std::string& experiment,
+                  std::function<Result<nlohmann::json>(Result<Experiment*>)> answer);
   /// Ok, or Unavailable naming the cause while the current experiment's journal writes fail or
   /// the checkpoint-store refuses writes: mutating control requests are refused then.
   Status JournalWritable();
@@ -179,22 +200,38 @@ class Scheduler {
   void StartExperiment(const bus::Incoming& in, uint64_t id, const proto::SubmitExperiment& msg,
                        ExperimentSpec spec, std::optional<CheckpointRef> restore_from);
   /// Resumes `journal_name` (the newest unfinished experiment at start, or one tunectl resumes):
-  /// it becomes current and, unless it had ended, runs. `store_last_seq`: the journal's length
-  /// in the store (appends continue after it); `reader` completes its result files.
-  Status ResumeExperiment(JournalReader& reader, const std::string& journal_name,
-                          journal::ReplayedExperiment replayed, uint64_t store_last_seq);
-  /// At start: resumes the newest unfinished experiment in the store's journals (if any).
-  Status ResumeFromJournals();
-  /// The experiment a read request names (proto::ListTrials::experiment): "" = the current one,
-  /// else (none in this process) the newest journaled; a name or journal name = the newest such
-  /// experiment in this process, else in the store's journals. One found only in the journals
-  /// is loaded read-only (LoadJournaled). Errors: NotFound "no experiment has been submitted"
-  /// (""), or naming the known experiments; the JournalReader's errors.
-  Result<Experiment*> FindExperiment(const std::string& name);
-  /// `journal` replayed into a read-only Experiment, cached in journaled_ while the journal has
-  /// the same length. Blocks the loop for the replay (bounded by snapshots and kJournalTimeout).
-  /// Appends nothing, cuts no torn tail, touches no result file or checkpoint.
-  Result<Experiment*> LoadJournaled(JournalReader& reader, const JournalSummary& journal);
+  /// it becomes current at once (state kResuming) and, once its result files are complete,
+  /// runs unless it had ended (state kRunning; kIdle if it had ended); then `done`. Errors (to
+  /// `done`; the state is kIdle again): Experiment::Create's and Experiment::Resume's.
+  /// `store_last_seq`: the journal's length in the store (appends continue after it).
+  void ResumeExperiment(const std::string& journal_name, journal::ReplayedExperiment replayed,
+                        uint64_t store_last_seq, std::function<void(Status)> done);
+  /// At start: resumes the newest unfinished experiment in the store's journals (if any), then
+  /// `done`. Asynchronous on the loop's store client, waiting options_.resume_timeout_ms for each
+  /// answer; Run() drives the loop until `done` before it serves tunectl and workers (no socket
+  /// of its own, no blocking wait).
+  void ResumeFromJournals(std::function<void(Status)> done);
+  /// `tunectl resume` of an experiment found in memory (or just resumed from its journal):
+  /// reopens an interrupted one, reruns its errored trials as `mode` says, and answers `in`.
+  void ContinueResume(const bus::Incoming& in, uint64_t id, Experiment* e, RerunMode mode);
+  /// Calls `then` with the experiment a read request names (proto::ListTrials::experiment): ""
+  /// = the current one, else (none in this process) the newest journaled; a name or journal
+  /// name = the newest such experiment in this process, else in the store's journals. One found
+  /// only in the journals is loaded read-only (LoadJournaled) after the store answered; if the
+  /// name is in this process by then (submitted or resumed meanwhile), that one. `then` runs at
+  /// once for an experiment in memory, else from the loop. The pointer is valid during `then`.
+  /// Errors: NotFound "no experiment has been submitted" (""), or naming the known
+  /// experiments; the JournalReader's errors.
+  void FindExperiment(const std::string& name, std::function<void(Result<Experiment*>)> then);
+  /// The experiment named `name` in this process (the newest such), or null.
+  Experiment* InMemory(const std::string& name);
+  /// Calls `then` with `journal` replayed into a read-only Experiment, cached in journaled_
+  /// while the journal has the same length (then at once). Appends nothing, cuts no torn tail,
+  /// touches no result file or checkpoint.
+  void LoadJournaled(const JournalSummary& journal, std::function<void(Result<Experiment*>)> then);
+  /// The lsx row of a journal not in memory: {name, journal, status, counts, total,
+  /// submitted_at}, from a replay; cached in lsx_rows_ by (journal, last_seq).
+  void JournalRow(const JournalLength& journal, std::function<void(Result<nlohmann::json>)> then);
   /// <results folder>/<name> of an experiment: options_.results_dir replaces a results_dir that
   /// names a folder beside the experiment file (on the submitting host).
   /// <results directory>/<results_folder, or the experiment's name when "">.
@@ -203,7 +240,7 @@ class Scheduler {
 
   zmq::context_t& ctx_;
   SchedulerOptions options_;
-  const Clock& clock_ = Clock::Real();
+  const Clock& clock_;
   State state_ = State::kIdle;
   bus::EventLoop loop_;
   zmq::socket_t control_;
@@ -223,6 +260,10 @@ class Scheduler {
   /// Read-only experiments loaded from their journals, by journal name (at most
   /// kJournaledCacheSize; any other is dropped to make room).
   std::map<std::string, std::unique_ptr<Experiment>> journaled_;
+  /// Journal reads over store_ (resume, lsx, read-only loads).
+  std::unique_ptr<JournalReader> journals_;
+  /// lsx rows of journals not in memory by journal name, with the length they were read at.
+  std::map<std::string, std::pair<uint64_t, nlohmann::json>> lsx_rows_;
   std::unique_ptr<service::MessageDispatcher> control_dispatcher_;
   std::unique_ptr<service::MessageDispatcher> worker_dispatcher_;
   uint64_t node_events_ = 0;  // node events received from the resource-manager

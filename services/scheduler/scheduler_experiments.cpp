@@ -1,7 +1,7 @@
 // The scheduler's experiments: a new one from a submission, one resumed from its journal (at
 // start, or by tunectl), and the experiment a read request names (finished ones loaded
-// read-only from their journals). Journals not in memory are read with a blocking JournalReader
-// (bounded by kJournalReadTimeout).
+// read-only from their journals). Journals not in memory are read asynchronously with the
+// scheduler's JournalReader: each request answers `in` from the reader's completion callback.
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 #include <spdlog/spdlog.h>
@@ -70,29 +70,31 @@ void Scheduler::StartExperiment(const bus::Incoming& in, uint64_t id,
   ReplyJson(in, id, ExperimentToJson(e->name(), e->runner(), e->experiment_dir(), 0));
 }
 
-Status Scheduler::ResumeFromJournals() {
-  if (!options_.resume) return Status::Ok();
-  JournalReader reader(ctx_, options_.store_endpoint, *options_.security,
-                       std::chrono::milliseconds(options_.resume_timeout_ms), clock_);
-  auto journals = reader.List();
-  if (!journals.ok()) return journals.status();
-  // The newest unfinished experiment (by submission time) is resumed.
-  const JournalSummary* newest = nullptr;
-  for (const JournalSummary& j : *journals) {
-    if (j.ended) continue;
-    if (newest == nullptr || j.submitted_at_s > newest->submitted_at_s) newest = &j;
-  }
-  if (newest == nullptr) return Status::Ok();
-  uint64_t last_seq = newest->last_seq;
-  auto replayed = reader.ReplayToResume(newest->journal, &last_seq);
-  if (!replayed.ok()) return replayed.status();
-  return ResumeExperiment(reader, newest->journal, std::move(*replayed), last_seq);
+void Scheduler::ResumeFromJournals(std::function<void(Status)> done) {
+  if (!options_.resume) return done(Status::Ok());
+  journals_->List([this, done](Result<std::vector<JournalSummary>> journals) {
+    if (!journals.ok()) return done(journals.status());
+    // The newest unfinished experiment (by submission time) is resumed.
+    const JournalSummary* newest = nullptr;
+    for (const JournalSummary& j : *journals) {
+      if (j.ended) continue;
+      if (newest == nullptr || j.submitted_at_s > newest->submitted_at_s) newest = &j;
+    }
+    if (newest == nullptr) return done(Status::Ok());
+    journals_->ReplayToResume(
+        newest->journal, newest->last_seq,
+        [this, journal = newest->journal, done](Result<JournalReader::Resumable> r) {
+          if (!r.ok()) return done(r.status());
+          ResumeExperiment(journal, std::move(r->replayed), r->last_seq, done);
+        });
+  });
 }
 
-Status Scheduler::ResumeExperiment(JournalReader& reader, const std::string& journal_name,
-                                   journal::ReplayedExperiment replayed, uint64_t store_last_seq) {
+void Scheduler::ResumeExperiment(const std::string& journal_name,
+                                 journal::ReplayedExperiment replayed, uint64_t store_last_seq,
+                                 std::function<void(Status)> done) {
   auto spec = ParseExperimentYaml(replayed.spec_yaml, replayed.base_dir, replayed.source_name);
-  if (!spec.ok()) return spec.status();
+  if (!spec.ok()) return done(spec.status());
   const std::string experiment_dir = ExperimentDir(*spec, replayed.results_folder);
   auto created = Experiment::Create(
       *experiment_context_, std::move(*spec), experiment_dir,
@@ -100,66 +102,85 @@ Status Scheduler::ResumeExperiment(JournalReader& reader, const std::string& jou
                          replayed.base_dir, replayed.source_name, replayed.restore_from,
                          replayed.results_folder, replayed.working_dir_digest,
                          replayed.working_dir_size_bytes});
-  if (!created.ok()) return created.status();
+  if (!created.ok()) return done(created.status());
   // Kept even if the resume fails half-way: callbacks it registered may still come.
   experiments_.push_back(std::move(*created));
   Experiment* e = experiments_.back().get();
-  if (Status s = e->Resume(reader, journal_name, std::move(replayed), store_last_seq,
-                           bus::Duration{options_.reattach_grace_ms});
+  state_ = State::kResuming;
+  if (Status s = e->Resume(*journals_, journal_name, std::move(replayed), store_last_seq,
+                           bus::Duration{options_.reattach_grace_ms},
+                           [this, e, done] {
+                             state_ = e->runner().IsFinished() ? State::kIdle : State::kRunning;
+                             done(Status::Ok());
+                           });
       !s.ok()) {
-    return s;
+    state_ = State::kIdle;
+    return done(s);
   }
-  if (!e->runner().IsFinished()) state_ = State::kRunning;
-  return Status::Ok();
 }
 
-Result<Experiment*> Scheduler::FindExperiment(const std::string& name) {
-  if (name.empty() && Current() != nullptr) return Current();
+Experiment* Scheduler::InMemory(const std::string& name) {
   for (auto it = experiments_.rbegin(); !name.empty() && it != experiments_.rend(); ++it) {
     if ((*it)->name() == name || (*it)->journal_name() == name) return it->get();
   }
-  JournalReader reader(ctx_, options_.store_endpoint, *options_.security, kJournalReadTimeout,
-                       clock_);
-  auto journals = reader.List();
-  if (!journals.ok()) return journals.status();
-  const JournalSummary* newest = nullptr;
-  std::set<std::string> known;
-  for (const auto& e : experiments_) known.insert(e->name());
-  for (const JournalSummary& j : *journals) {
-    known.insert(ExperimentNameOfJournal(j.journal));
-    if (!name.empty() && ExperimentNameOfJournal(j.journal) != name && j.journal != name) continue;
-    if (newest == nullptr || j.submitted_at_s > newest->submitted_at_s) newest = &j;
-  }
-  if (newest != nullptr) return LoadJournaled(reader, *newest);
-  if (name.empty()) return Status::NotFound("no experiment has been submitted");
-  return Status::NotFound(
-      fmt::format("no experiment named {}; known experiments: {}", name,
-                  known.empty() ? "none" : fmt::format("{}", fmt::join(known, ", "))));
+  return nullptr;
 }
 
-Result<Experiment*> Scheduler::LoadJournaled(JournalReader& reader, const JournalSummary& j) {
+void Scheduler::FindExperiment(const std::string& name,
+                               std::function<void(Result<Experiment*>)> then) {
+  if (name.empty() && Current() != nullptr) return then(Current());
+  if (Experiment* e = InMemory(name)) return then(e);
+  journals_->List([this, name, then](Result<std::vector<JournalSummary>> journals) {
+    if (!journals.ok()) return then(journals.status());
+    // What the store said is from before now: an experiment submitted or resumed meanwhile wins.
+    if (name.empty() && Current() != nullptr) return then(Current());
+    if (Experiment* e = InMemory(name)) return then(e);
+    const JournalSummary* newest = nullptr;
+    std::set<std::string> known;
+    for (const auto& e : experiments_) known.insert(e->name());
+    for (const JournalSummary& j : *journals) {
+      known.insert(ExperimentNameOfJournal(j.journal));
+      if (!name.empty() && ExperimentNameOfJournal(j.journal) != name && j.journal != name)
+        continue;
+      if (newest == nullptr || j.submitted_at_s > newest->submitted_at_s) newest = &j;
+    }
+    if (newest != nullptr) return LoadJournaled(*newest, then);
+    if (name.empty()) return then(Status::NotFound("no experiment has been submitted"));
+    then(Status::NotFound(
+        fmt::format("no experiment named {}; known experiments: {}", name,
+                    known.empty() ? "none" : fmt::format("{}", fmt::join(known, ", ")))));
+  });
+}
+
+void Scheduler::LoadJournaled(const JournalSummary& j,
+                              std::function<void(Result<Experiment*>)> then) {
   if (auto it = journaled_.find(j.journal);
       it != journaled_.end() && it->second->journal_base() == j.last_seq) {
-    return it->second.get();
+    return then(it->second.get());
   }
   const SteadyTime t0 = clock_.Now();
-  auto replayed = reader.Replay(j.journal, j.last_seq);
-  if (!replayed.ok()) return replayed.status();
-  auto spec = ParseExperimentYaml(replayed->spec_yaml, replayed->base_dir, replayed->source_name);
-  if (!spec.ok()) return spec.status();
-  const uint64_t records = replayed->records;
-  const std::string experiment_dir = ExperimentDir(*spec, replayed->results_folder);
-  auto loaded = Experiment::LoadReadOnly(std::move(*spec), experiment_dir, j.journal,
-                                         std::move(*replayed), j.last_seq, clock_);
-  if (!loaded.ok()) return loaded.status();
-  std::unique_ptr<Experiment> e = std::move(*loaded);
-  spdlog::info("Loaded experiment {} read-only from journal {} ({} records, {} trials, {:.3f} s)",
-               e->name(), j.journal, records, e->runner().trials().size(), clock_.SecondsSince(t0));
-  if (journaled_.size() >= kJournaledCacheSize && !journaled_.contains(j.journal))
-    journaled_.erase(journaled_.begin());
-  Experiment* raw = e.get();
-  journaled_[j.journal] = std::move(e);
-  return raw;
+  journals_->Replay(
+      j.journal, j.last_seq, [this, j, t0, then](Result<journal::ReplayedExperiment> replayed) {
+        if (!replayed.ok()) return then(replayed.status());
+        auto spec =
+            ParseExperimentYaml(replayed->spec_yaml, replayed->base_dir, replayed->source_name);
+        if (!spec.ok()) return then(spec.status());
+        const uint64_t records = replayed->records;
+        const std::string experiment_dir = ExperimentDir(*spec, replayed->results_folder);
+        auto loaded = Experiment::LoadReadOnly(std::move(*spec), experiment_dir, j.journal,
+                                               std::move(*replayed), j.last_seq, clock_);
+        if (!loaded.ok()) return then(loaded.status());
+        std::unique_ptr<Experiment> e = std::move(*loaded);
+        spdlog::info(
+            "Loaded experiment {} read-only from journal {} ({} records, {} "
+            "trials, {:.3f} s)",
+            e->name(), j.journal, records, e->runner().trials().size(), clock_.SecondsSince(t0));
+        if (journaled_.size() >= kJournaledCacheSize && !journaled_.contains(j.journal))
+          journaled_.erase(journaled_.begin());
+        Experiment* raw = e.get();
+        journaled_[j.journal] = std::move(e);
+        then(raw);
+      });
 }
 
 std::string Scheduler::ExperimentDir(const ExperimentSpec& spec,

@@ -86,7 +86,7 @@ class Crosscheck {
     runner_ = std::make_unique<TrialRunner>(
         std::move(o),
         std::make_unique<VariantGenerator>(json{{"trial", {{"grid_search", values}}}}, 1, 0),
-        std::move(*scheduler), executor_, observer_, [] { return 0.0; });
+        std::move(*scheduler), executor_, observer_, clock_);
     runner_->Step();
     for (const auto& [id, attempt] : executor_.open) runner_->OnTrialPlaced(id, attempt, "w", {});
     executor_.open.clear();
@@ -156,6 +156,7 @@ class Crosscheck {
   static std::string Id(int64_t i) { return fmt::format("xc_{:05d}", i); }
 
   int64_t num_trials_ = 0;
+  ManualClock clock_{0.0};  // never advanced
   CrosscheckExecutor executor_;
   NullObserver observer_;
   std::unique_ptr<TrialRunner> runner_;

@@ -222,9 +222,27 @@ TEST(WorkerFreezeTest, AFrozenWorkerIsLostItsTrialsRunElsewhereAndItsLateResults
         return ls.is_array() && ls.size() == 2;
       },
       10s, 50ms));
-  std::this_thread::sleep_for(300ms);
+  ASSERT_TRUE(WaitFor(  // a few results of every trial first
+      [&] {
+        const json ls = cluster.Ctl({"-o", "json", "ls", "--status", "RUNNING"}).Json();
+        if (!ls.is_array() || ls.size() != 2) return false;
+        for (const json& t : ls)
+          if (t.value("training_iteration", 0) < 3) return false;
+        return true;
+      },
+      10s, 50ms));
   cluster.process("w1")->Signal(SIGSTOP);
-  std::this_thread::sleep_for(2500ms);  // lost after ~1 s; its trial restarts on w2
+  // Lost after 5 x 200 ms: its trial restarts (attempt 2) on w2.
+  ASSERT_TRUE(WaitFor(
+      [&] {
+        const json ls = cluster.Ctl({"-o", "json", "ls"}).Json();
+        if (!ls.is_array()) return false;
+        for (const json& t : ls)
+          if (t.value("attempt", 0) >= 2) return true;
+        return false;
+      },
+      20s, 50ms))
+      << cluster.LogTails();
   cluster.process("w1")->Signal(SIGCONT);
   json summary;
   ASSERT_TRUE(WaitFor(

@@ -122,7 +122,16 @@ TEST(TakeoverTest, ATrialThatFailsWhileNoSchedulerRunsIsRecordedAsFailedByTheNex
       [&] { return (shown = ShowOnly(cluster)).value("training_iteration", 0) >= 1; }, 20s, 20ms))
       << shown.dump() << cluster.LogTails();
   cluster.process("scheduler")->Kill();
-  std::this_thread::sleep_for(3500ms);  // the trainable fails at about 2 s
+  // The trainable fails at about 2 s, while no scheduler runs.
+  ASSERT_TRUE(WaitFor(
+      [&] {
+        for (const std::string& w : cluster.worker_ids())
+          if (cluster.process(w)->Output().find("attempt 1 failed: ") != std::string::npos)
+            return true;
+        return false;
+      },
+      20s, 50ms))
+      << cluster.LogTails();
   ASSERT_TRUE(cluster.Restart("scheduler"));
   const json status = WaitFinished(cluster, 30s);
   ASSERT_FALSE(status.empty()) << cluster.LogTails();

@@ -53,8 +53,17 @@ std::string SubmitAndKillTheScheduler(Cluster& cluster, const std::string& name)
                       (cluster.dir() / "results").string() + "\n");
   const std::string journal = SubmitDetached(cluster, file, name);
   if (journal.empty()) return "";
-  std::this_thread::sleep_for(500ms);
+  const bool some_results = WaitFor(  // every trial journaled a few results
+      [&] {
+        const json ls = cluster.Ctl({"-o", "json", "ls"}).Json();
+        if (!ls.is_array() || ls.size() != 3) return false;
+        for (const json& t : ls)
+          if (t.value("training_iteration", 0) < 2) return false;
+        return true;
+      },
+      20s, 50ms);
   cluster.process("scheduler")->Kill();
+  if (!some_results) return "";
   return journal;
 }
 

@@ -14,6 +14,7 @@
 #include <utility>
 #include <vector>
 
+#include "libs/core/clock.hpp"
 #include "libs/journal/records.hpp"
 #include "libs/tune/make_trial_scheduler.hpp"
 #include "libs/tune/trial_runner.hpp"
@@ -241,7 +242,7 @@ class TrialRunnerTest : public ::testing::Test {
     if (!scheduler) scheduler = std::make_unique<FifoScheduler>();
     runner_ = std::make_unique<TrialRunner>(
         std::move(options), std::make_unique<VariantGenerator>(space, num_samples, 42),
-        std::move(scheduler), exec_, obs_, [this] { return now_; });
+        std::move(scheduler), exec_, obs_, clock_);
   }
 
   // Starts a runner over `searcher` (its SetSearchProperties already called).
@@ -249,9 +250,8 @@ class TrialRunnerTest : public ::testing::Test {
                          std::unique_ptr<TrialScheduler> scheduler = nullptr) {
     if (options.experiment_id.empty()) options.experiment_id = "exp";
     if (!scheduler) scheduler = std::make_unique<FifoScheduler>();
-    runner_ =
-        std::make_unique<TrialRunner>(std::move(options), std::move(searcher), std::move(scheduler),
-                                      exec_, obs_, [this] { return now_; });
+    runner_ = std::make_unique<TrialRunner>(std::move(options), std::move(searcher),
+                                            std::move(scheduler), exec_, obs_, clock_);
   }
 
   static std::string Id(int index) {
@@ -380,7 +380,7 @@ class TrialRunnerTest : public ::testing::Test {
     return size_t(it - log_.begin());
   }
 
-  double now_ = 1000.0;
+  ManualClock clock_{1000.0};  // the runner's time; tests move it with AdvanceTo
   std::vector<std::string> log_;
   FakeExecutor exec_{log_};
   RecordingObserver obs_{log_};

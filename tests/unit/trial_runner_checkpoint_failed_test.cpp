@@ -290,8 +290,9 @@ TEST(CheckpointFailedJournalTest, ReplayOfTheJournalRestoresTheTrialWithItsRefus
   o.keep_checkpoints_num = 1;
   o.max_failures = 2;
   o.checkpoint_failure = CheckpointFailureMode::kFail;
+  ManualClock clock(1000.0);
   TrialRunner runner(o, std::make_unique<VariantGenerator>(Grid(1), 1, 42),
-                     std::make_unique<FifoScheduler>(), exec, obs, [] { return 1000.0; });
+                     std::make_unique<FifoScheduler>(), exec, obs, clock);
   const std::string id = "exp_00000";
   auto place = [&](const std::string& worker) {
     runner.Step();
@@ -338,7 +339,7 @@ TEST(CheckpointFailedJournalTest, ReplayOfTheJournalRestoresTheTrialWithItsRefus
   FakeExecutor exec2(log2);
   RecordingObserver obs2(log2);
   TrialRunner successor(o, std::make_unique<VariantGenerator>(Grid(1), 1, 42),
-                        std::make_unique<FifoScheduler>(), exec2, obs2, [] { return 1000.0; });
+                        std::make_unique<FifoScheduler>(), exec2, obs2, clock);
   ASSERT_TRUE(
       successor.Restore(std::move(state.trials), state.searcher_state, state.last_action, 1000.0)
           .ok());

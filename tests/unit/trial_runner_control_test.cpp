@@ -140,11 +140,11 @@ TEST_F(TrialRunnerControlTest, TimeBudgetReachedFinishesTheExperimentAndStopsTri
   Start(o, 3);
   runner_->Step();
   Grant("w1");
-  now_ = 1059.9;
+  clock_.AdvanceTo(1059.9);
   runner_->Step();
   EXPECT_FALSE(runner_->IsFinished());
   EXPECT_EQ(T(0).status, TrialStatus::kRunning);
-  now_ = 1060.0;
+  clock_.AdvanceTo(1060.0);
   runner_->Step();
   EXPECT_EQ(runner_->status(), ExperimentStatus::kFinished);
   EXPECT_NE(runner_->end_reason().find("time budget"), std::string::npos) << runner_->end_reason();

@@ -323,9 +323,9 @@ std::unique_ptr<TrialRunner> Resumed(const std::vector<json>& records, FakeExecu
   o.experiment_id = "exp";
   o.metric = "acc";
   o.mode = "max";
+  static ManualClock clock(1000.0);  // never advanced: outlives the runner returned
   auto runner = std::make_unique<TrialRunner>(o, std::make_unique<VariantGenerator>(Grid(1), 1, 42),
-                                              std::make_unique<FifoScheduler>(), exec, obs,
-                                              [] { return 1000.0; });
+                                              std::make_unique<FifoScheduler>(), exec, obs, clock);
   EXPECT_TRUE(runner
                   ->Restore(std::move(st.trials), st.searcher_state, st.last_action, 1000.0,
                             st.ended_status.value_or(ExperimentStatus::kRunning), st.ended_reason)
@@ -349,8 +349,9 @@ TEST(RunnerDriverResumeTest, JournaledAnswerDecidesWithoutTheDriver) {
   o.experiment_id = "exp";
   o.metric = "acc";
   o.mode = "max";
+  ManualClock clock(1000.0);
   TrialRunner runner(o, std::make_unique<VariantGenerator>(Grid(1), 1, 42),
-                     std::make_unique<FifoScheduler>(), exec, obs, [] { return 1000.0; });
+                     std::make_unique<FifoScheduler>(), exec, obs, clock);
   FakeLinkState link;
   auto driver = MakeDriver(link, runner);
   runner.Step();

@@ -115,9 +115,10 @@ TEST_F(TrialLifecycleTest, ATakeoverFindsATrialAnsweredPauseStillPausing) {
   Run(0, "w1");
   ASSERT_TRUE(Report(0, 1).ok());
   std::vector<Trial> trials{T(0)};
-  ASSERT_TRUE(runner_->Restore(trials, nullptr, {}, now_).ok());
+  ASSERT_TRUE(runner_->Restore(trials, nullptr, {}, clock_.WallSeconds()).ok());
   EXPECT_FALSE(runner_->IsPausing(T(0)));  // answered "continue" as far as this journal knows
-  ASSERT_TRUE(runner_->Restore(trials, nullptr, {{Id(0), Action::kPause}}, now_).ok());
+  ASSERT_TRUE(
+      runner_->Restore(trials, nullptr, {{Id(0), Action::kPause}}, clock_.WallSeconds()).ok());
   EXPECT_TRUE(runner_->IsPausing(T(0)));
   EXPECT_TRUE(runner_->AttemptMayRun(Id(0), 1, "w1"));
   EXPECT_FALSE(Report(0, 2).ok());
@@ -140,7 +141,7 @@ TEST_F(TrialLifecycleTest, ATakeoverFindsAnUnpausedTrialsNewAttemptRunningNotPau
   Run(0, "w1");
   ASSERT_EQ(T(0).attempt, 2);
   std::vector<Trial> trials{T(0)};
-  ASSERT_TRUE(runner_->Restore(trials, nullptr, runner_->LastActions(), now_).ok());
+  ASSERT_TRUE(runner_->Restore(trials, nullptr, runner_->LastActions(), clock_.WallSeconds()).ok());
   EXPECT_FALSE(runner_->IsPausing(T(0)));
   EXPECT_TRUE(Report(0, 1).ok());
   EXPECT_EQ(T(0).training_iteration, 2);
@@ -572,7 +573,9 @@ TEST_F(TrialLifecycleTest, RestoreFromJournalStateQueuesPendingKeepsRunningAndRe
   trials[1].status = TrialStatus::kRunning;
   trials[1].attempt = 1;
   trials[1].worker_id = "w2";
-  ASSERT_TRUE(runner_->Restore(trials, searcher_state, {{Id(0), Action::kCheckpoint}}, now_).ok());
+  ASSERT_TRUE(
+      runner_->Restore(trials, searcher_state, {{Id(0), Action::kCheckpoint}}, clock_.WallSeconds())
+          .ok());
   EXPECT_FALSE(Report(0, 2).ok());  // duplicate: answered again, not applied
   EXPECT_EQ(LastAction(), "checkpoint");
   ASSERT_TRUE(Report(0, 3).ok());
@@ -600,7 +603,7 @@ TEST_F(TrialLifecycleTest, ACheckpointAskedBeforeATakeoverIsAdoptedWithItsIterat
   trials[0].worker_id = "w1";
   trials[0].last_seq = trials[0].training_iteration = 4;
   trials[0].requested_checkpoints.push_back({"", 4, 7.5, 0.9, 0});
-  ASSERT_TRUE(runner_->Restore(trials, nullptr, {}, now_).ok());
+  ASSERT_TRUE(runner_->Restore(trials, nullptr, {}, clock_.WallSeconds()).ok());
   EXPECT_EQ(runner_->OnCheckpointSaved(Id(0), 1, "c/3", 3, 10).code(),
             StatusCode::kFailedPrecondition);
   EXPECT_FALSE(runner_->ReferencesCheckpoint("c/3"));

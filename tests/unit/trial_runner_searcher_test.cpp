@@ -119,8 +119,9 @@ TEST_F(RunnerSearcherTest, NotNowStopsAskingAndTheExperimentWaitsForTheSearcher)
   MeanSearcher* waiting = searcher.get();
   waiting->not_now = true;
   unbounded.experiment_id = "u";
+  ManualClock clock(0.0);
   TrialRunner runner(unbounded, std::move(searcher), std::make_unique<FifoScheduler>(), exec, obs,
-                     [] { return 0.0; });
+                     clock);
   runner.Step();
   runner.Step();
   EXPECT_TRUE(runner.trials().empty());
@@ -158,7 +159,7 @@ struct Harness {
       : records(std::move(journal)), exec(log), obs(records) {
     options.experiment_id = "exp";
     runner = std::make_unique<TrialRunner>(options, make(), std::make_unique<FifoScheduler>(), exec,
-                                           obs, [] { return 1000.0; });
+                                           obs, clock);
   }
   // A resume from `records` as Experiment::Resume does it: replay, restore the runner, the trial
   // scheduler and the searcher, and requeue the trials no worker reattaches.
@@ -205,6 +206,7 @@ struct Harness {
   std::vector<json> records;
   FakeExecutor exec;
   JournalingObserver obs;
+  ManualClock clock{1000.0};
   std::unique_ptr<TrialRunner> runner;
 };
 

@@ -119,7 +119,7 @@ TEST_F(TrialRunnerTest, ResultsGetAutoFilledKeys) {
   // (sum), timestamp, trial_id, experiment_tag and done=false; user metrics are kept.
   Start({}, 1);
   Run(0);
-  now_ = 1234.9;
+  clock_.AdvanceTo(1234.9);
   ASSERT_TRUE(Report(0, 1, {{"loss", 0.5}}, 1.5).ok());
   const json r1 = T(0).LastResult();
   EXPECT_EQ(r1["training_iteration"], 1);

@@ -1,0 +1,304 @@
+// Scheduler (services/scheduler) in-process on a ManualClock: the real Scheduler, ResourceManager
+// and CheckpointStore (RocksDB in a temporary folder) on their own threads over inproc://
+// endpoints of one context, a trial-worker played by the test with two DEALERs (to the
+// scheduler's worker socket and the resource-manager), and tunectl's control requests. Time
+// moves only when a test advances the clock (Mesos' Clock::pause/advance), so the time budget
+// and heartbeat losses are checked without sleeping; the test waits on states, bounded in real
+// time.
+#include "services/scheduler/scheduler.hpp"
+
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <chrono>
+#include <filesystem>
+#include <memory>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "libs/bus/socket.hpp"
+#include "libs/core/clock.hpp"
+#include "proto/codec.hpp"
+#include "proto/control.hpp"
+#include "proto/resources.hpp"
+#include "proto/worker.hpp"
+#include "services/checkpoint-store/checkpoint_store.hpp"
+#include "services/resource-manager/resource_manager.hpp"
+
+namespace tunebus {
+namespace {
+
+namespace fs = std::filesystem;
+using json = nlohmann::json;
+using namespace std::chrono_literals;
+
+constexpr auto kStateWait = 10s;  // real time a test waits for a state before failing
+
+// The next message on `socket` within `wait` (real time), decoded; nullopt if none came.
+std::optional<proto::Decoded> Next(zmq::socket_t& socket, std::chrono::milliseconds wait) {
+  zmq::pollitem_t item{socket.handle(), 0, ZMQ_POLLIN, 0};
+  if (zmq::poll(&item, 1, wait) == 0) return std::nullopt;
+  bus::Incoming in;
+  if (!bus::Receive(socket, in)) return std::nullopt;
+  Result<proto::Decoded> d = proto::Decode(in.payload.data(), in.payload.size());
+  if (!d.ok()) return std::nullopt;
+  return std::move(*d);
+}
+
+class SchedulerTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    std::string pattern = (fs::temp_directory_path() / "tunebus-scheduler-test-XXXXXX").string();
+    ASSERT_NE(mkdtemp(pattern.data()), nullptr);
+    dir_ = pattern;
+    const std::string tag = std::to_string(reinterpret_cast<uintptr_t>(this));
+    store_ep_ = "inproc://store-" + tag;
+    rm_ep_ = "inproc://rm-" + tag;
+    rm_events_ep_ = "inproc://rm-events-" + tag;
+
+    CheckpointStoreOptions so;
+    so.endpoint = store_ep_;
+    so.data_dir = dir_ + "/store";
+    so.sync = false;
+    auto store = CheckpointStore::Create(ctx_, so);
+    ASSERT_TRUE(store.ok()) << store.status().ToString();
+    store_ = std::move(*store);
+
+    ResourceManagerOptions ro;
+    ro.endpoint = rm_ep_;
+    ro.events_endpoint = rm_events_ep_;
+    ro.heartbeat_interval_ms = 1000;
+    ro.liveness = 3;
+    ro.clock = &clock_;
+    auto rm = ResourceManager::Create(ctx_, ro);
+    ASSERT_TRUE(rm.ok()) << rm.status().ToString();
+    rm_ = std::move(*rm);
+
+    SchedulerOptions sch;
+    sch.control_endpoint = "inproc://control-" + tag;
+    sch.worker_endpoint = "inproc://workers-" + tag;
+    sch.events_endpoint = "inproc://events-" + tag;
+    sch.rm_endpoint = rm_ep_;
+    sch.rm_events_endpoint = rm_events_ep_;
+    sch.store_endpoint = store_ep_;
+    sch.resume = false;
+    auto scheduler = Scheduler::Create(ctx_, sch, clock_);
+    ASSERT_TRUE(scheduler.ok()) << scheduler.status().ToString();
+    scheduler_ = std::move(*scheduler);
+
+    threads_.emplace_back([p = store_.get()] { p->Run(); });
+    threads_.emplace_back([p = rm_.get()] { p->Run(); });
+    threads_.emplace_back([p = scheduler_.get()] { p->Run(); });
+
+    auto control = bus::Connect(ctx_, zmq::socket_type::dealer, scheduler_->control_endpoint(),
+                                *bus::Security::Plaintext(), {"scheduler", ""});
+    ASSERT_TRUE(control.ok());
+    control_ = std::move(*control);
+  }
+
+  void TearDown() override {
+    if (scheduler_) scheduler_->Stop();
+    if (threads_.size() > 2) threads_[2].join();
+    if (rm_) rm_->Stop();
+    if (threads_.size() > 1) threads_[1].join();
+    if (store_) store_->Stop();
+    if (!threads_.empty()) threads_[0].join();
+    worker_rm_.close();
+    worker_.close();
+    control_.close();
+    std::error_code ec;
+    fs::remove_all(dir_, ec);
+  }
+
+  // The trial-worker `id` with `cpus` CPUs: registered at the resource-manager and the scheduler.
+  void StartWorker(const std::string& id, int64_t cpus) {
+    worker_id_ = id;
+    auto to_rm = bus::Connect(ctx_, zmq::socket_type::dealer, rm_ep_, *bus::Security::Plaintext(),
+                              {"resource-manager", ""});
+    ASSERT_TRUE(to_rm.ok());
+    worker_rm_ = std::move(*to_rm);
+    proto::RegisterNode node;
+    node.id = 1;
+    node.worker_id = id;
+    node.hostname = id + ".local";
+    node.capacity = {{"cpu", cpus * Resources::kScale}};
+    ASSERT_TRUE(bus::SendMessage(worker_rm_, node));
+    auto ack = Next(worker_rm_, 5s);
+    ASSERT_TRUE(ack.has_value());
+    ASSERT_EQ(ack->type(), proto::RegisterNodeAck::kType);
+
+    bus::ConnectOptions named;
+    named.routing_id = id;
+    auto to_scheduler = bus::Connect(ctx_, zmq::socket_type::dealer, scheduler_->worker_endpoint(),
+                                     *bus::Security::Plaintext(), {"scheduler", ""}, named);
+    ASSERT_TRUE(to_scheduler.ok());
+    worker_ = std::move(*to_scheduler);
+    proto::RegisterWorker reg;
+    reg.id = 1;
+    reg.worker_id = id;
+    reg.hostname = id + ".local";
+    ASSERT_TRUE(bus::SendMessage(worker_, reg));
+    auto reg_ack = Next(worker_, 5s);
+    ASSERT_TRUE(reg_ack.has_value());
+    ASSERT_EQ(reg_ack->type(), proto::RegisterWorkerAck::kType);
+  }
+
+  // The worker's heartbeats to both services (it is alive at the clock's time).
+  void Heartbeat() {
+    proto::NodeHeartbeat node;
+    node.worker_id = worker_id_;
+    EXPECT_TRUE(bus::SendMessage(worker_rm_, node));
+    proto::WorkerHeartbeat hb;
+    hb.worker_id = worker_id_;
+    EXPECT_TRUE(bus::SendMessage(worker_, hb));
+  }
+
+  // Sends a control request and returns its reply's body (fails the test on an error reply).
+  template <typename Request>
+  json Control(Request request) {
+    request.id = ++control_id_;
+    EXPECT_TRUE(bus::SendMessage(control_, request));
+    for (auto deadline = std::chrono::steady_clock::now() + kStateWait;
+         std::chrono::steady_clock::now() < deadline;) {
+      auto d = Next(control_, 1s);
+      if (!d.has_value() || d->id() != request.id) continue;
+      if (d->type() == proto::ErrorReply::kType) {
+        ADD_FAILURE() << request.type << ": " << d->As<proto::ErrorReply>()->message;
+        return json();
+      }
+      auto reply = d->As<proto::ControlReply>();
+      EXPECT_TRUE(reply.ok());
+      return reply.ok() ? json::parse(reply->body_json) : json();
+    }
+    ADD_FAILURE() << request.type << ": no reply";
+    return json();
+  }
+
+  json Submit(const std::string& yaml) {
+    proto::SubmitExperiment submit;
+    submit.spec_yaml = yaml;
+    submit.base_dir = dir_;
+    submit.source_name = "exp.yaml";
+    return Control(submit);
+  }
+  json Experiment() { return Control(proto::GetExperiment{}); }
+
+  // The StartTrial messages the scheduler sends the worker until `n` came (bounded).
+  std::vector<proto::StartTrial> ExpectStarts(size_t n) {
+    std::vector<proto::StartTrial> starts;
+    for (auto deadline = std::chrono::steady_clock::now() + kStateWait;
+         starts.size() < n && std::chrono::steady_clock::now() < deadline;) {
+      auto d = Next(worker_, 200ms);
+      if (d.has_value() && d->type() == proto::StartTrial::kType) {
+        starts.push_back(*d->As<proto::StartTrial>());
+      }
+    }
+    EXPECT_EQ(starts.size(), n);
+    return starts;
+  }
+
+  // Trial ids of the stop_trial requests the worker gets within `wait` (real time).
+  std::vector<std::string> StopRequests(std::chrono::milliseconds wait, size_t until = SIZE_MAX) {
+    std::vector<std::string> stopped;
+    for (auto deadline = std::chrono::steady_clock::now() + wait;
+         stopped.size() < until && std::chrono::steady_clock::now() < deadline;) {
+      auto d = Next(worker_, 50ms);
+      if (d.has_value() && d->type() == proto::StopTrialRequest::kType) {
+        stopped.push_back(d->As<proto::StopTrialRequest>()->trial_id);
+      }
+    }
+    return stopped;
+  }
+
+  // Waits (real time, bounded) until the experiment's status is `status`.
+  bool WaitForStatus(const std::string& status) {
+    for (auto deadline = std::chrono::steady_clock::now() + kStateWait;
+         std::chrono::steady_clock::now() < deadline;) {
+      if (Experiment().value("status", "") == status) return true;
+      std::this_thread::sleep_for(20ms);
+    }
+    return false;
+  }
+
+  // An experiment "clocked" of the mock trainable over `param_space` (YAML flow text).
+  std::string Yaml(const std::string& param_space, const std::string& extra) const {
+    return "name: clocked\n"
+           "trainable: {builtin: mock}\n"
+           "param_space: " +
+           param_space +
+           "\n"
+           "metric: score\n"
+           "mode: max\n"
+           "resources_per_trial: {cpu: 1}\n"
+           "results_dir: " +
+           dir_ + "/results\n" + extra;
+  }
+
+  ManualClock clock_;
+  zmq::context_t ctx_;
+  std::string dir_, store_ep_, rm_ep_, rm_events_ep_, worker_id_;
+  std::unique_ptr<CheckpointStore> store_;
+  std::unique_ptr<ResourceManager> rm_;
+  std::unique_ptr<Scheduler> scheduler_;
+  std::vector<std::thread> threads_;
+  zmq::socket_t control_, worker_, worker_rm_;
+  uint64_t control_id_ = 0;
+};
+
+// stop: {time_budget_s: 60} counts on the scheduler's clock: at 59 s of it the trials run on, at
+// 60 s the experiment ends FINISHED and its running trials are told to stop, whatever the real
+// time.
+TEST_F(SchedulerTest, TheTimeBudgetEndsTheExperimentOnlyOnceItsClockPassesIt) {
+  StartWorker("w1", 2);
+  ASSERT_EQ(
+      Submit(Yaml("{x: {grid_search: [1, 2]}}", "stop: {time_budget_s: 60}\n")).value("name", ""),
+      "clocked");
+  const std::vector<proto::StartTrial> starts = ExpectStarts(2);
+  ASSERT_EQ(starts.size(), 2u);
+  for (int s = 0; s < 59; ++s) {
+    clock_.Advance(1s);
+    Heartbeat();
+  }
+  EXPECT_TRUE(StopRequests(300ms).empty());
+  json e = Experiment();
+  EXPECT_EQ(e.value("status", ""), "RUNNING") << e.dump();
+  EXPECT_EQ(e["counts"].value("RUNNING", 0), 2) << e.dump();
+
+  clock_.Advance(1s);
+  Heartbeat();
+  std::vector<std::string> stopped = StopRequests(kStateWait, 2);
+  std::sort(stopped.begin(), stopped.end());
+  EXPECT_EQ(stopped, (std::vector<std::string>{starts[0].trial_id, starts[1].trial_id}));
+  ASSERT_TRUE(WaitForStatus("FINISHED"));
+  EXPECT_EQ(Experiment().value("reason", ""), "time budget of 60 s reached");
+}
+
+// A worker silent for the resource-manager's liveness (3 heartbeat intervals of 1 s on the same
+// clock) is lost: its RUNNING trial goes back to PENDING (a worker loss, not a failure). While it
+// heartbeats, no clock time loses it.
+TEST_F(SchedulerTest, AWorkerSilentPastItsLivenessIsLostAndItsTrialRequeues) {
+  StartWorker("w1", 1);
+  ASSERT_EQ(Submit(Yaml("{x: 1}", "")).value("name", ""), "clocked");
+  ASSERT_EQ(ExpectStarts(1).size(), 1u);
+  for (int s = 0; s < 30; ++s) {
+    clock_.Advance(1s);
+    Heartbeat();
+  }
+  std::this_thread::sleep_for(200ms);
+  EXPECT_EQ(Experiment()["counts"].value("RUNNING", 0), 1);
+
+  clock_.Advance(5s);  // no heartbeat: past 3 intervals
+  bool requeued = false;
+  for (auto deadline = std::chrono::steady_clock::now() + kStateWait;
+       !requeued && std::chrono::steady_clock::now() < deadline;) {
+    requeued = Experiment()["counts"].value("PENDING", 0) == 1;
+    if (!requeued) std::this_thread::sleep_for(20ms);
+  }
+  EXPECT_TRUE(requeued) << Experiment().dump();
+  EXPECT_EQ(Experiment().value("status", ""), "RUNNING");
+}
+
+}  // namespace
+}  // namespace tunebus
