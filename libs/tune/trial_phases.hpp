@@ -44,9 +44,8 @@
 //   kIdle                                 AdoptSaving      kSaving (Restore: storing its end
 //                                                          checkpoint, StoresEndCheckpoint)
 //
-// Combinations the five containers this replaces could hold and no phase can: placing while
-// saving, queued while saving (UnpauseTrial of a PAUSED trial still saving now sets `requeue`
-// instead), pausing and pause-requested at once.
+// Combinations no phase can hold: placing while saving, queued while saving (UnpauseTrial of a
+// PAUSED trial still saving sets `requeue` instead), pausing and pause-requested at once.
 //
 // Errors: a refused transition is a programming error of the runner. Apply returns it as
 // FailedPrecondition naming the trial index, its phase and the event, and changes nothing; the
