@@ -1,5 +1,6 @@
 // The scheduler's experiments: a new one from a submission, one resumed from its journal (at
-// start, or by tunectl), and the experiment a read request names (finished ones loaded
+// start, or by `tunectl resume`: HandleResumeExperiment), the `lsx` rows
+// (HandleListExperiments), and the experiment a read request names (finished ones loaded
 // read-only from their journals). Journals not in memory are read asynchronously with the
 // scheduler's JournalReader: each request answers `in` from the reader's completion callback.
 #include <fmt/format.h>
@@ -188,6 +189,177 @@ std::string Scheduler::ExperimentDir(const ExperimentSpec& spec,
   const bool deployed = !options_.results_dir.empty() && spec.results_dir_beside_file;
   return (deployed ? options_.results_dir : spec.results_dir) + "/" +
          (results_folder.empty() ? spec.name : results_folder);
+}
+
+Status Scheduler::HandleResumeExperiment(bus::Incoming& in, const proto::Decoded& d) {
+  auto msg = d.As<proto::ResumeExperimentCommand>();
+  if (!msg.ok()) return msg.status();
+  const auto mode = ParseRerunMode(msg->rerun_errored);
+  if (!mode.ok()) {
+    return Status::InvalidArgument("--rerun-errored must be restore or restart, got '" +
+                                   msg->rerun_errored + "'");
+  }
+  Experiment* e = nullptr;
+  for (auto& x : experiments_) {
+    if (x->name() == msg->name) e = x.get();
+  }
+  if (state_ == State::kSubmitting) {
+    return Status::FailedPrecondition("another experiment is being submitted");
+  }
+  if (state_ == State::kRunning && Current() != e) {
+    return Status::FailedPrecondition(
+        fmt::format("experiment {} is running; stop it first", Current()->name()));
+  }
+  if (e != nullptr) {
+    ContinueResume(in, d.id(), e, *mode);
+    return Status::Ok();
+  }
+  // Not in this process: the newest journal with that name. Submit and resume wait meanwhile.
+  state_ = State::kResuming;
+  const std::function<void(const Status&)> fail = [this, route = in.route,
+                                                   id = d.id()](const Status& s) {
+    state_ = State::kIdle;
+    ReplyError(ReplyTo(route), id, proto::ResumeExperimentCommand::kType, s);
+  };
+  const std::function<void(const JournalSummary&)> resume =
+      [this, route = in.route, id = d.id(), mode = *mode, fail](const JournalSummary& j) {
+        journals_->ReplayToResume(
+            j.journal, j.last_seq,
+            [this, route, id, mode, fail, journal = j.journal](Result<JournalReader::Resumable> r) {
+              if (!r.ok()) return fail(r.status());
+              ResumeExperiment(journal, std::move(r->replayed), r->last_seq,
+                               [this, route, id, mode, fail](Status s) {
+                                 if (!s.ok()) return fail(s);
+                                 ContinueResume(ReplyTo(route), id, Current(), mode);
+                               });
+            });
+      };
+  journals_->List([this, name = msg->name, mode = *mode, fail,
+                   resume](Result<std::vector<JournalSummary>> journals) {
+    if (!journals.ok()) return fail(journals.status());
+    const JournalSummary* newest = nullptr;
+    for (const JournalSummary& j : *journals) {
+      if (ExperimentNameOfJournal(j.journal) != name) continue;
+      if (newest == nullptr || j.submitted_at_s > newest->submitted_at_s) newest = &j;
+    }
+    if (newest == nullptr) return fail(Status::NotFound("no experiment named " + name));
+    if (!newest->ended || mode != RerunMode::kNone) return resume(*newest);
+    // Finished for good (not INTERRUPTED): answered from a read-only load, its files untouched.
+    LoadJournaled(*newest, [fail, resume, j = *newest](Result<Experiment*> loaded) {
+      if (!loaded.ok()) return fail(loaded.status());
+      if ((*loaded)->runner().status() != ExperimentStatus::kInterrupted)
+        return fail(FinishedExperimentError(**loaded));
+      resume(j);
+    });
+  });
+  return Status::Ok();
+}
+
+void Scheduler::ContinueResume(const bus::Incoming& in, uint64_t id, Experiment* e,
+                               RerunMode mode) {
+  const std::string type = proto::ResumeExperimentCommand::kType;
+  if (e->runner().Reopen()) {
+    e->journal().Append(journal::ExperimentResumed(clock_.WallSeconds(), RerunMode::kNone));
+    spdlog::info("Experiment {} continues after its interruption", e->name());
+  }
+  int64_t rerun = 0;
+  if (mode != RerunMode::kNone) {
+    auto n = e->runner().RerunErrored(mode);
+    if (!n.ok()) return ReplyError(in, id, type, n.status());
+    rerun = *n;
+    if (rerun > 0) e->journal().Append(journal::ExperimentResumed(clock_.WallSeconds(), mode));
+  }
+  if (e->runner().IsFinished()) return ReplyError(in, id, type, FinishedExperimentError(*e));
+  state_ = State::kRunning;
+  spdlog::info("Experiment {} resumed by tunectl (rerun_errored='{}': {} trials)", e->name(),
+               RerunModeName(mode), rerun);
+  e->runner().Step();
+  json body = ExperimentToJson(e->name(), e->runner(), e->experiment_dir(), 0);
+  body["rerun"] = rerun;
+  ReplyJson(in, id, body);
+}
+
+namespace {
+
+// An experiment's lsx row.
+json ListRow(const std::string& name, const std::string& journal, ExperimentStatus status,
+             const std::vector<Trial>& trials, int64_t total, double submitted_at_s) {
+  return {{"name", name},
+          {"journal", journal},
+          {"status", ExperimentStatusName(status)},
+          {"counts", TrialCountsJson(trials)},
+          {"total", total},
+          {"submitted_at", submitted_at_s}};
+}
+
+}  // namespace
+
+void Scheduler::JournalRow(const JournalLength& j, std::function<void(Result<json>)> then) {
+  if (auto it = lsx_rows_.find(j.journal);
+      it != lsx_rows_.end() && it->second.first == j.last_seq) {
+    return then(it->second.second);
+  }
+  journals_->Replay(j.journal, j.last_seq,
+                    [this, j, then](Result<journal::ReplayedExperiment> replayed) {
+                      if (!replayed.ok()) return then(replayed.status());
+                      const journal::ReplayedExperiment& x = *replayed;
+                      json row = ListRow(ExperimentNameOfJournal(j.journal), j.journal,
+                                         x.ended_status.value_or(ExperimentStatus::kInterrupted),
+                                         x.trials, int64_t(x.trials.size()), x.submitted_at_s);
+                      lsx_rows_[j.journal] = {j.last_seq, row};
+                      then(std::move(row));
+                    });
+}
+
+Status Scheduler::HandleListExperiments(bus::Incoming& in, const proto::Decoded& d) {
+  journals_->ListLengths([this, route = in.route, id = d.id(),
+                          type = d.type()](Result<std::vector<JournalLength>> lengths) {
+    if (!lengths.ok()) return ReplyError(ReplyTo(route), id, type, lengths.status());
+    // Rows of journals not in memory (replayed, or cached by length), joined; the rows of the
+    // experiments in memory are made when all are in (the loop ran meanwhile).
+    struct Join {
+      std::map<std::string, json> rows;  // by journal
+      size_t waiting = 0;
+      bool failed = false;
+    };
+    auto join = std::make_shared<Join>();
+    const auto finish = [this, route, id, join] {
+      json body = json::array();
+      for (const auto& e : experiments_) {
+        join->rows.erase(e->journal_name());
+        body.push_back(ListRow(e->name(), e->journal_name(), e->runner().status(),
+                               e->runner().trials(), e->runner().TotalTrials(),
+                               e->identity().submitted_at_s));
+      }
+      for (auto& [journal, row] : join->rows) body.push_back(std::move(row));
+      std::sort(body.begin(), body.end(), [](const json& a, const json& b) {
+        return a.value("submitted_at", 0.0) < b.value("submitted_at", 0.0);
+      });
+      ReplyRead(ReplyTo(route), id, body);
+    };
+    std::set<std::string> listed, in_memory;
+    for (const auto& e : experiments_) in_memory.insert(e->journal_name());
+    std::vector<JournalLength> wanted;
+    for (const JournalLength& j : *lengths) {
+      listed.insert(j.journal);
+      if (!in_memory.contains(j.journal)) wanted.push_back(j);
+    }
+    std::erase_if(lsx_rows_, [&listed](const auto& kv) { return !listed.contains(kv.first); });
+    join->waiting = wanted.size();
+    if (wanted.empty()) return finish();
+    for (const JournalLength& j : wanted) {
+      JournalRow(j, [this, route, id, type, join, finish, journal = j.journal](Result<json> row) {
+        if (join->failed) return;
+        if (!row.ok()) {
+          join->failed = true;
+          return ReplyError(ReplyTo(route), id, type, row.status());
+        }
+        join->rows[journal] = std::move(*row);
+        if (--join->waiting == 0) finish();
+      });
+    }
+  });
+  return Status::Ok();
 }
 
 }  // namespace tunebus

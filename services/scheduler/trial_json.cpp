@@ -1,17 +1,25 @@
 #include "services/scheduler/trial_json.hpp"
 
+#include <iterator>
+
 namespace tunebus {
 
 using nlohmann::json;
 
+json TrialCountsJson(const std::vector<Trial>& trials) {
+  constexpr TrialStatus kStatuses[] = {TrialStatus::kPending, TrialStatus::kRunning,
+                                       TrialStatus::kPaused, TrialStatus::kTerminated,
+                                       TrialStatus::kError};
+  int64_t n[std::size(kStatuses)] = {};
+  for (const Trial& t : trials) ++n[size_t(t.status)];
+  json counts = json::object();
+  for (TrialStatus s : kStatuses) counts[TrialStatusName(s)] = n[size_t(s)];
+  return counts;
+}
+
 json ExperimentToJson(const std::string& name, const TrialRunner& runner,
                       const std::string& experiment_dir, double elapsed_s) {
-  json counts = json::object();
-  for (auto s : {TrialStatus::kPending, TrialStatus::kRunning, TrialStatus::kPaused,
-                 TrialStatus::kTerminated, TrialStatus::kError}) {
-    counts[TrialStatusName(s)] = 0;
-  }
-  for (const auto& [status, n] : runner.CountByStatus()) counts[TrialStatusName(status)] = n;
+  const json counts = TrialCountsJson(runner.trials());
   const Trial* best = runner.BestTrial();
   json summary = {{"name", name},
                   {"experiment_id", runner.options().experiment_id},

@@ -12,7 +12,11 @@
 
 namespace tunebus {
 
-/// {"name", "experiment_id", "status", "reason", "counts": {STATUS: n}, "total", "finished",
+/// {"PENDING": n, "RUNNING": n, "PAUSED": n, "TERMINATED": n, "ERROR": n} of `trials` (every
+/// status, 0 when none has it).
+nlohmann::json TrialCountsJson(const std::vector<Trial>& trials);
+
+/// {"name", "experiment_id", "status", "reason", "counts": TrialCountsJson, "total", "finished",
 ///  "metric", "mode", "results_dir", "best": trial object or null, "elapsed_s"}
 nlohmann::json ExperimentToJson(const std::string& name, const TrialRunner& runner,
                                 const std::string& experiment_dir, double elapsed_s);
