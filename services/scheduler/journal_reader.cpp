@@ -297,7 +297,7 @@ void JournalReader::ReplayToResume(const std::string& journal, uint64_t last_seq
                                    Done<Resumable> done) {
   Replay(journal, last_seq,
          [this, journal, last_seq,
-          done = std::move(done)](Result<journal::ReplayedExperiment> replayed) mutable {
+          done = std::move(done)](Result<journal::ReplayedExperiment>&& replayed) mutable {
            if (!replayed.ok()) return done(replayed.status());
            if (replayed->records >= last_seq) {
              return done(Resumable{std::move(*replayed), last_seq});

@@ -84,7 +84,7 @@ void Scheduler::ResumeFromJournals(std::function<void(Status)> done) {
     if (newest == nullptr) return done(Status::Ok());
     journals_->ReplayToResume(
         newest->journal, newest->last_seq,
-        [this, journal = newest->journal, done](Result<JournalReader::Resumable> r) {
+        [this, journal = newest->journal, done](Result<JournalReader::Resumable>&& r) {
           if (!r.ok()) return done(r.status());
           ResumeExperiment(journal, std::move(r->replayed), r->last_seq, done);
         });
@@ -161,7 +161,7 @@ void Scheduler::LoadJournaled(const JournalSummary& j,
   }
   const SteadyTime t0 = clock_.Now();
   journals_->Replay(
-      j.journal, j.last_seq, [this, j, t0, then](Result<journal::ReplayedExperiment> replayed) {
+      j.journal, j.last_seq, [this, j, t0, then](Result<journal::ReplayedExperiment>&& replayed) {
         if (!replayed.ok()) return then(replayed.status());
         auto spec =
             ParseExperimentYaml(replayed->spec_yaml, replayed->base_dir, replayed->source_name);
@@ -225,7 +225,7 @@ Status Scheduler::HandleResumeExperiment(bus::Incoming& in, const proto::Decoded
       [this, route = in.route, id = d.id(), mode = *mode, fail](const JournalSummary& j) {
         journals_->ReplayToResume(
             j.journal, j.last_seq,
-            [this, route, id, mode, fail, journal = j.journal](Result<JournalReader::Resumable> r) {
+            [this, route, id, mode, fail, journal = j.journal](Result<JournalReader::Resumable>&& r) {
               if (!r.ok()) return fail(r.status());
               ResumeExperiment(journal, std::move(r->replayed), r->last_seq,
                                [this, route, id, mode, fail](Status s) {
@@ -300,7 +300,7 @@ void Scheduler::JournalRow(const JournalLength& j, std::function<void(Result<jso
     return then(it->second.second);
   }
   journals_->Replay(j.journal, j.last_seq,
-                    [this, j, then](Result<journal::ReplayedExperiment> replayed) {
+                    [this, j, then](Result<journal::ReplayedExperiment>&& replayed) {
                       if (!replayed.ok()) return then(replayed.status());
                       const journal::ReplayedExperiment& x = *replayed;
                       json row = ListRow(ExperimentNameOfJournal(j.journal), j.journal,
