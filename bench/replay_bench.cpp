@@ -39,7 +39,7 @@ std::vector<std::string> MakeJournal(int trials, int results_per_trial) {
   auto store = [&out](const json& record) {
     out.push_back(journal::FrameRecord(journal::EncodeRecord(record)));
   };
-  store(journal::ExperimentSubmitted("abcde", "name: bench\n", "/tmp", "b.yaml", 1, 0));
+  store(journal::ExperimentSubmitted({"abcde", 1, 0, "/tmp", "b.yaml"}, "name: bench\n"));
   for (int i = 0; i < trials; ++i) {
     Trial t;
     t.trial_id = "abcde_" + std::to_string(i);

@@ -183,7 +183,7 @@ std::vector<std::string> JournalRecords(const std::string& mock_yaml) {
   t1.config = {{"lr", 0.1}};
   t1.experiment_tag = "1_lr=0.1";
   std::vector<json> records = {
-      journal::ExperimentSubmitted("5f3a1", mock_yaml, "/tmp/fuzz", "experiment.yaml", 7, 1.7e9),
+      journal::ExperimentSubmitted({"5f3a1", 7, 1.7e9, "/tmp/fuzz", "experiment.yaml"}, mock_yaml),
       journal::TrialAdded(t0), journal::TrialAdded(t1),
       journal::SearcherDelta(json::array({{{"event", "suggested"}, {"trial_id", t0.trial_id}}}))};
   t0.status = TrialStatus::kRunning;

@@ -28,19 +28,9 @@ Result<json> DecodeRecord(std::string_view bytes) {
   return j;
 }
 
-json ExperimentSubmitted(const std::string& experiment_id, const std::string& spec_yaml,
-                         const std::string& base_dir, const std::string& source_name, uint64_t seed,
-                         double submitted_at_s, const std::string& results_folder,
-                         const std::string& working_dir_digest, int64_t working_dir_size_bytes) {
-  json r = {{"kind", "experiment_submitted"}, {"experiment_id", experiment_id},
-            {"spec_yaml", spec_yaml},         {"base_dir", base_dir},
-            {"source_name", source_name},     {"seed", seed},
-            {"submitted_at", submitted_at_s}};
-  if (!results_folder.empty()) r["results_folder"] = results_folder;
-  if (!working_dir_digest.empty()) {
-    r["working_dir_digest"] = working_dir_digest;
-    r["working_dir_size_bytes"] = working_dir_size_bytes;
-  }
+json ExperimentSubmitted(const ExperimentIdentity& identity, const std::string& spec_yaml) {
+  json r = {{"kind", "experiment_submitted"}, {"spec_yaml", spec_yaml}};
+  VisitExperimentIdentityFields(identity, fields::JsonWriter{r});
   return r;
 }
 

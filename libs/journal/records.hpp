@@ -3,9 +3,10 @@
 // A record is a JSON object with a "kind" field, encoded as msgpack bytes (nlohmann::json
 // to_msgpack) and stored, framed with a CRC (record_frame.hpp), in the checkpoint-store's
 // append-only journal; docs/journal-format.md is the grammar. Kinds and their fields:
-//   experiment_submitted {experiment_id, spec_yaml, base_dir, source_name, seed, submitted_at,
-//                         results_folder (when not the name), working_dir_digest and
-//                         working_dir_size_bytes (when its working_dir is shipped)}
+//   experiment_submitted {spec_yaml} and the identity's fields (experiment_identity.hpp):
+//                        experiment_id, base_dir, source_name, seed, submitted_at,
+//                        restore_from, results_folder (when not the name), working_dir_digest
+//                        and working_dir_size_bytes (when its working_dir is shipped)
 //   trial_added          {trial_id, index, config, experiment_tag, resources (units),
 //                         restore_checkpoint (checkpoint object, only with restore_from)}
 //   searcher_state       {state}                      the searcher's whole state (SaveState):
@@ -40,6 +41,7 @@
 #include "libs/core/rerun_mode.hpp"
 #include "libs/core/status.hpp"
 #include "libs/core/trial.hpp"
+#include "libs/journal/experiment_identity.hpp"
 
 namespace tunebus::journal {
 
@@ -48,14 +50,9 @@ std::string EncodeRecord(const nlohmann::json& record);
 /// Errors: Corruption if the bytes are not a msgpack object with a string "kind".
 Result<nlohmann::json> DecodeRecord(std::string_view bytes);
 
-/// `results_folder`: the folder under the results directory the run writes to, when it is not
-/// the experiment's name (a new run of a name whose folder holds an earlier run); "" = the name.
-nlohmann::json ExperimentSubmitted(const std::string& experiment_id, const std::string& spec_yaml,
-                                   const std::string& base_dir, const std::string& source_name,
-                                   uint64_t seed, double submitted_at_s,
-                                   const std::string& results_folder = "",
-                                   const std::string& working_dir_digest = "",
-                                   int64_t working_dir_size_bytes = 0);
+/// The experiment's identity (VisitExperimentIdentityFields) and its experiment file's text.
+nlohmann::json ExperimentSubmitted(const ExperimentIdentity& identity,
+                                   const std::string& spec_yaml);
 nlohmann::json TrialAdded(const Trial& trial);
 /// The searcher's whole state (Searcher::SaveState): kind "searcher_state".
 nlohmann::json SearcherState(const nlohmann::json& state);

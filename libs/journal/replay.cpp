@@ -46,15 +46,9 @@ Status JournalReplayer::Apply(const json& r) {
   const uint64_t position = state_.records + 1;
   try {
     if (kind == "experiment_submitted") {
-      state_.experiment_id = r.at("experiment_id").get<std::string>();
+      state_.identity = {};
+      VisitExperimentIdentityFields(state_.identity, fields::JsonReader{r});
       state_.spec_yaml = r.at("spec_yaml").get<std::string>();
-      state_.base_dir = r.at("base_dir").get<std::string>();
-      state_.source_name = r.at("source_name").get<std::string>();
-      state_.seed = r.at("seed").get<uint64_t>();
-      state_.submitted_at_s = r.value("submitted_at", 0.0);
-      state_.results_folder = r.value("results_folder", "");
-      state_.working_dir_digest = r.value("working_dir_digest", "");
-      state_.working_dir_size_bytes = r.value("working_dir_size_bytes", int64_t(0));
       submitted_ = true;
     } else if (!submitted_) {
       return Status::Corruption(
@@ -63,7 +57,9 @@ Status JournalReplayer::Apply(const json& r) {
       Trial t;
       VisitTrialAddedFields(t, fields::JsonReader{r});
       t.index = int64_t(state_.trials.size());  // trials are numbered in the order added
-      if (t.restore_checkpoint && !state_.restore_from) state_.restore_from = t.restore_checkpoint;
+      if (t.restore_checkpoint && !state_.identity.restore_from) {
+        state_.identity.restore_from = t.restore_checkpoint;
+      }
       index_[t.trial_id] = state_.trials.size();
       state_.trials.push_back(std::move(t));
     } else if (kind == "searcher_state") {

@@ -18,21 +18,15 @@
 #include "libs/core/experiment_status.hpp"
 #include "libs/core/status.hpp"
 #include "libs/core/trial.hpp"
+#include "libs/journal/experiment_identity.hpp"
 
 namespace tunebus::journal {
 
 struct ReplayedExperiment {
   // From experiment_submitted.
-  std::string experiment_id;
+  ExperimentIdentity identity;
   std::string spec_yaml;
-  std::string base_dir;
-  std::string source_name;
-  uint64_t seed = 0;
-  double submitted_at_s = 0;       // wall clock, seconds since the epoch
-  std::string results_folder;      // "" = the experiment's name (records.hpp ExperimentSubmitted)
-  std::string working_dir_digest;  // the shipped working_dir's SHA-256, "" = not shipped
-  int64_t working_dir_size_bytes = 0;  // its archive's size
-  std::vector<Trial> trials;           // as the runner held them, in creation order
+  std::vector<Trial> trials;  // as the runner held them, in creation order
   /// The searcher's newest whole state (a searcher_state record's or the snapshot's; null: its
   /// initial state) and the `searcher` deltas journaled after it (TrialRunner::Restore then
   /// TrialRunner::ApplySearcherDeltas).
@@ -42,7 +36,6 @@ struct ReplayedExperiment {
   /// and the deltas journaled after it (TrialRunner::RestoreTrialScheduler applies both).
   nlohmann::json scheduler_state;
   std::vector<nlohmann::json> scheduler_deltas;
-  std::optional<CheckpointRef> restore_from;  // the experiment's restore_from checkpoint, if any
   /// trial_id -> the worker action answering its newest result (resent for a duplicate).
   std::map<std::string, Action> last_action;
   /// trial_id -> its newest driver_decision record (TrialRunner::RestoreDriverAnswers uses the

@@ -83,15 +83,7 @@ std::string EncodeSnapshot(const ReplayedExperiment& s) { return EncodeSnapshot(
 
 std::string EncodeSnapshot(const ReplayedExperiment& s, const std::vector<Trial>& trials) {
   json j = {{"snapshot_version", kSnapshotVersion},
-            {"experiment_id", s.experiment_id},
             {"spec_yaml", s.spec_yaml},
-            {"base_dir", s.base_dir},
-            {"source_name", s.source_name},
-            {"seed", s.seed},
-            {"submitted_at", s.submitted_at_s},
-            {"results_folder", s.results_folder},
-            {"working_dir_digest", s.working_dir_digest},
-            {"working_dir_size_bytes", s.working_dir_size_bytes},
             {"searcher_state", s.searcher_state},
             {"searcher_deltas", s.searcher_deltas},
             {"last_action", ActionNames(s.last_action)},
@@ -99,7 +91,7 @@ std::string EncodeSnapshot(const ReplayedExperiment& s, const std::vector<Trial>
             {"ended_status", s.ended_status ? ExperimentStatusName(*s.ended_status) : ""},
             {"ended_reason", s.ended_reason},
             {"records", s.records}};
-  if (s.restore_from) j["restore_from"] = *s.restore_from;
+  VisitExperimentIdentityFields(s.identity, fields::JsonWriter{j});
   // A msgpack map of j's entries plus "trials", written trial by trial: no document of every
   // trial is ever built (at 100,000 trials that document alone is hundreds of MB of small nodes).
   std::string out;
@@ -127,15 +119,8 @@ Result<ReplayedExperiment> DecodeSnapshot(const std::string& bytes) {
   }
   try {
     ReplayedExperiment s;
-    s.experiment_id = j.at("experiment_id").get<std::string>();
+    VisitExperimentIdentityFields(s.identity, fields::JsonReader{j});
     s.spec_yaml = j.at("spec_yaml").get<std::string>();
-    s.base_dir = j.at("base_dir").get<std::string>();
-    s.source_name = j.at("source_name").get<std::string>();
-    s.seed = j.at("seed").get<uint64_t>();
-    s.submitted_at_s = j.at("submitted_at").get<double>();
-    s.results_folder = j.value("results_folder", "");
-    s.working_dir_digest = j.value("working_dir_digest", "");
-    s.working_dir_size_bytes = j.value("working_dir_size_bytes", int64_t(0));
     int64_t index = 0;
     for (const json& t : j.at("trials")) s.trials.push_back(TrialFrom(t, index++));
     s.searcher_state = j.at("searcher_state");
@@ -155,7 +140,6 @@ Result<ReplayedExperiment> DecodeSnapshot(const std::string& bytes) {
     }
     s.ended_reason = j.at("ended_reason").get<std::string>();
     s.records = j.at("records").get<uint64_t>();
-    if (j.contains("restore_from")) s.restore_from = j["restore_from"].get<CheckpointRef>();
     return s;
   } catch (const json::exception& e) {
     return Status::Corruption(std::string("malformed journal snapshot: ") + e.what());

@@ -112,11 +112,7 @@ Result<std::unique_ptr<Experiment>> Experiment::Create(ExperimentContext& ctx, E
 Result<std::unique_ptr<Experiment>> Experiment::LoadReadOnly(
     ExperimentSpec spec, std::string experiment_dir, const std::string& journal_name,
     journal::ReplayedExperiment replayed, uint64_t journal_length, const Clock& clock) {
-  ExperimentIdentity identity{replayed.experiment_id,         replayed.seed,
-                              replayed.submitted_at_s,        replayed.base_dir,
-                              replayed.source_name,           replayed.restore_from,
-                              replayed.results_folder,        replayed.working_dir_digest,
-                              replayed.working_dir_size_bytes};
+  ExperimentIdentity identity = replayed.identity;
   std::unique_ptr<Experiment> e(new Experiment(std::move(spec), std::move(experiment_dir),
                                                std::move(identity), clock, nullptr));
   if (Status s = e->Build(); !s.ok()) return s;
@@ -125,7 +121,7 @@ Result<std::unique_ptr<Experiment>> Experiment::LoadReadOnly(
         fmt::format("journal {} holds experiment {}", journal_name, e->journal_name_));
   }
   e->journal_base_ = journal_length;
-  const double elapsed_s = ElapsedToLastResult(replayed.trials, replayed.submitted_at_s);
+  const double elapsed_s = ElapsedToLastResult(replayed.trials, replayed.identity.submitted_at_s);
   e->ended_ = clock.Now();
   e->started_ = *e->ended_ - std::chrono::duration_cast<SteadyTime::duration>(
                                  std::chrono::duration<double>(elapsed_s));
@@ -133,7 +129,7 @@ Result<std::unique_ptr<Experiment>> Experiment::LoadReadOnly(
   // calls INTERRUPTED.
   const ExperimentStatus status = replayed.ended_status.value_or(ExperimentStatus::kInterrupted);
   if (Status s = e->runner_->Restore(std::move(replayed.trials), replayed.searcher_state,
-                                     replayed.last_action, replayed.submitted_at_s, status,
+                                     replayed.last_action, replayed.identity.submitted_at_s, status,
                                      replayed.ended_reason);
       !s.ok()) {
     return s;
@@ -208,10 +204,7 @@ Status Experiment::Build() {
 }
 
 void Experiment::Submit(const std::string& spec_yaml) {
-  journal_->Append(journal::ExperimentSubmitted(
-      identity_.experiment_id, spec_yaml, identity_.base_dir, identity_.source_name, identity_.seed,
-      identity_.submitted_at_s, identity_.results_folder, identity_.working_dir_digest,
-      identity_.working_dir_size_bytes));
+  journal_->Append(journal::ExperimentSubmitted(identity_, spec_yaml));
   spdlog::info("Experiment {} ({} trials{}) submitted; journal {}", spec_.name,
                runner_->TotalTrials(), spec_.seed ? fmt::format(", seed {}", identity_.seed) : "",
                journal_name_);
@@ -239,7 +232,7 @@ Status Experiment::Resume(JournalReader& reader, const std::string& journal_name
   }
   const size_t trials = replayed.trials.size();
   if (Status s = runner_->Restore(std::move(replayed.trials), replayed.searcher_state,
-                                  replayed.last_action, replayed.submitted_at_s,
+                                  replayed.last_action, replayed.identity.submitted_at_s,
                                   replayed.ended_status.value_or(ExperimentStatus::kRunning),
                                   replayed.ended_reason);
       !s.ok()) {

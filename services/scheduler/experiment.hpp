@@ -72,18 +72,7 @@ struct ExperimentContext {
   SearcherLinkFactory connect_driver;
 };
 
-/// Who an experiment is: what its experiment_submitted record holds.
-struct ExperimentIdentity {
-  std::string experiment_id;  // 5 hex digits, prefix of trial ids
-  uint64_t seed = 0;
-  double submitted_at_s = 0;  // wall clock of the submission, seconds since the epoch
-  std::string base_dir;       // the experiment file's folder, as submitted
-  std::string source_name;    // the experiment file's name, as submitted
-  std::optional<CheckpointRef> restore_from;
-  std::string results_folder;          // under the results directory; "" = the experiment's name
-  std::string working_dir_digest;      // the shipped working_dir's SHA-256; "" = not shipped
-  int64_t working_dir_size_bytes = 0;  // its archive's size
-};
+using journal::ExperimentIdentity;
 
 class Experiment {
  public:

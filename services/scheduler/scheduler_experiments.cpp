@@ -94,15 +94,12 @@ void Scheduler::ResumeFromJournals(std::function<void(Status)> done) {
 void Scheduler::ResumeExperiment(const std::string& journal_name,
                                  journal::ReplayedExperiment replayed, uint64_t store_last_seq,
                                  std::function<void(Status)> done) {
-  auto spec = ParseExperimentYaml(replayed.spec_yaml, replayed.base_dir, replayed.source_name);
+  auto spec = ParseExperimentYaml(replayed.spec_yaml, replayed.identity.base_dir,
+                                  replayed.identity.source_name);
   if (!spec.ok()) return done(spec.status());
-  const std::string experiment_dir = ExperimentDir(*spec, replayed.results_folder);
-  auto created = Experiment::Create(
-      *experiment_context_, std::move(*spec), experiment_dir,
-      ExperimentIdentity{replayed.experiment_id, replayed.seed, replayed.submitted_at_s,
-                         replayed.base_dir, replayed.source_name, replayed.restore_from,
-                         replayed.results_folder, replayed.working_dir_digest,
-                         replayed.working_dir_size_bytes});
+  const std::string experiment_dir = ExperimentDir(*spec, replayed.identity.results_folder);
+  auto created =
+      Experiment::Create(*experiment_context_, std::move(*spec), experiment_dir, replayed.identity);
   if (!created.ok()) return done(created.status());
   // Kept even if the resume fails half-way: callbacks it registered may still come.
   experiments_.push_back(std::move(*created));
@@ -163,11 +160,11 @@ void Scheduler::LoadJournaled(const JournalSummary& j,
   journals_->Replay(
       j.journal, j.last_seq, [this, j, t0, then](Result<journal::ReplayedExperiment>&& replayed) {
         if (!replayed.ok()) return then(replayed.status());
-        auto spec =
-            ParseExperimentYaml(replayed->spec_yaml, replayed->base_dir, replayed->source_name);
+        auto spec = ParseExperimentYaml(replayed->spec_yaml, replayed->identity.base_dir,
+                                        replayed->identity.source_name);
         if (!spec.ok()) return then(spec.status());
         const uint64_t records = replayed->records;
-        const std::string experiment_dir = ExperimentDir(*spec, replayed->results_folder);
+        const std::string experiment_dir = ExperimentDir(*spec, replayed->identity.results_folder);
         auto loaded = Experiment::LoadReadOnly(std::move(*spec), experiment_dir, j.journal,
                                                std::move(*replayed), j.last_seq, clock_);
         if (!loaded.ok()) return then(loaded.status());
@@ -221,19 +218,20 @@ Status Scheduler::HandleResumeExperiment(bus::Incoming& in, const proto::Decoded
     state_ = State::kIdle;
     ReplyError(ReplyTo(route), id, proto::ResumeExperimentCommand::kType, s);
   };
-  const std::function<void(const JournalSummary&)> resume =
-      [this, route = in.route, id = d.id(), mode = *mode, fail](const JournalSummary& j) {
-        journals_->ReplayToResume(
-            j.journal, j.last_seq,
-            [this, route, id, mode, fail, journal = j.journal](Result<JournalReader::Resumable>&& r) {
-              if (!r.ok()) return fail(r.status());
-              ResumeExperiment(journal, std::move(r->replayed), r->last_seq,
-                               [this, route, id, mode, fail](Status s) {
-                                 if (!s.ok()) return fail(s);
-                                 ContinueResume(ReplyTo(route), id, Current(), mode);
-                               });
-            });
-      };
+  const std::function<void(const JournalSummary&)> resume = [this, route = in.route, id = d.id(),
+                                                             mode = *mode,
+                                                             fail](const JournalSummary& j) {
+    journals_->ReplayToResume(
+        j.journal, j.last_seq,
+        [this, route, id, mode, fail, journal = j.journal](Result<JournalReader::Resumable>&& r) {
+          if (!r.ok()) return fail(r.status());
+          ResumeExperiment(journal, std::move(r->replayed), r->last_seq,
+                           [this, route, id, mode, fail](Status s) {
+                             if (!s.ok()) return fail(s);
+                             ContinueResume(ReplyTo(route), id, Current(), mode);
+                           });
+        });
+  };
   journals_->List([this, name = msg->name, mode = *mode, fail,
                    resume](Result<std::vector<JournalSummary>> journals) {
     if (!journals.ok()) return fail(journals.status());
@@ -299,16 +297,16 @@ void Scheduler::JournalRow(const JournalLength& j, std::function<void(Result<jso
       it != lsx_rows_.end() && it->second.first == j.last_seq) {
     return then(it->second.second);
   }
-  journals_->Replay(j.journal, j.last_seq,
-                    [this, j, then](Result<journal::ReplayedExperiment>&& replayed) {
-                      if (!replayed.ok()) return then(replayed.status());
-                      const journal::ReplayedExperiment& x = *replayed;
-                      json row = ListRow(ExperimentNameOfJournal(j.journal), j.journal,
-                                         x.ended_status.value_or(ExperimentStatus::kInterrupted),
-                                         x.trials, int64_t(x.trials.size()), x.submitted_at_s);
-                      lsx_rows_[j.journal] = {j.last_seq, row};
-                      then(std::move(row));
-                    });
+  journals_->Replay(
+      j.journal, j.last_seq, [this, j, then](Result<journal::ReplayedExperiment>&& replayed) {
+        if (!replayed.ok()) return then(replayed.status());
+        const journal::ReplayedExperiment& x = *replayed;
+        json row = ListRow(ExperimentNameOfJournal(j.journal), j.journal,
+                           x.ended_status.value_or(ExperimentStatus::kInterrupted), x.trials,
+                           int64_t(x.trials.size()), x.identity.submitted_at_s);
+        lsx_rows_[j.journal] = {j.last_seq, row};
+        then(std::move(row));
+      });
 }
 
 Status Scheduler::HandleListExperiments(bus::Incoming& in, const proto::Decoded& d) {

@@ -34,7 +34,7 @@ std::string Stored(const json& record) {
 }
 
 json Submitted(double at_s) {
-  return journal::ExperimentSubmitted("abcde", "name: x\n", "/", "x.yaml", 1, at_s);
+  return journal::ExperimentSubmitted({"abcde", 1, at_s, "/", "x.yaml"}, "name: x\n");
 }
 
 json Added(const std::string& trial_id) {
@@ -169,7 +169,7 @@ TEST_F(JournalReaderTest, ReplayPagesThroughTheJournal) {
   ASSERT_TRUE(replayed.ok()) << replayed.status().ToString();
   EXPECT_EQ(replayed->records, 5u);
   EXPECT_EQ(replayed->trials.size(), 4u);
-  EXPECT_EQ(replayed->submitted_at_s, 100);
+  EXPECT_EQ(replayed->identity.submitted_at_s, 100);
   EXPECT_EQ(store_.requests[proto::JournalRead::kType], 3);
 }
 

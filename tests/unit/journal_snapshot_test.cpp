@@ -20,8 +20,8 @@ using nlohmann::json;
 // then the first two terminate.
 std::vector<json> MakeJournal() {
   std::vector<json> out;
-  out.push_back(ExperimentSubmitted("abcde", "name: snap\ntrainable: {builtin: mock}\n", "/tmp",
-                                    "snap.yaml", 9, 1.5));
+  out.push_back(ExperimentSubmitted({"abcde", 9, 1.5, "/tmp", "snap.yaml"},
+                                    "name: snap\ntrainable: {builtin: mock}\n"));
   std::vector<Trial> trials(3);
   for (int i = 0; i < 3; ++i) {
     Trial& t = trials[size_t(i)];
@@ -73,7 +73,7 @@ ReplayedExperiment ReplayAll(const std::vector<json>& records) {
 std::vector<json> OneTrialStarted(const std::string& name, Trial& t) {
   std::vector<json> records;
   records.push_back(
-      ExperimentSubmitted("abcde", "name: " + name + "\n", "/tmp", name + ".yaml", 1, 1.0));
+      ExperimentSubmitted({"abcde", 1, 1.0, "/tmp", name + ".yaml"}, "name: " + name + "\n"));
   t.trial_id = "abcde_00000";
   records.push_back(TrialAdded(t));
   t.attempt = 1;
@@ -106,8 +106,8 @@ TEST(JournalSnapshotTest, ReplayedStateKeepsTrialsResultsCheckpointsAndFailures)
   // The fold itself: what the journal says of each trial.
   const ReplayedExperiment s = ReplayAll(MakeJournal());
   ASSERT_EQ(s.trials.size(), 3u);
-  EXPECT_EQ(s.experiment_id, "abcde");
-  EXPECT_EQ(s.seed, 9u);
+  EXPECT_EQ(s.identity.experiment_id, "abcde");
+  EXPECT_EQ(s.identity.seed, 9u);
   EXPECT_EQ(s.searcher_state, (json{{"next", 3}}));
   EXPECT_EQ(s.trials[0].status, TrialStatus::kTerminated);
   EXPECT_EQ(s.trials[0].LastResult().value("training_iteration", 0), 4);
@@ -329,32 +329,55 @@ TEST(JournalSnapshotTest, ARunsResultsFolderIsReplayedAndSnapshotted) {
   // A new run of a name whose folder held an earlier run writes to "<name>-<id>": the submission
   // record names it, and a replay, a snapshot or a journal without it (an older one: the name)
   // give it back.
-  const ReplayedExperiment fresh = ReplayAll(
-      {ExperimentSubmitted("abcde", "name: again\n", "/tmp", "again.yaml", 1, 1.0, "again-abcde")});
-  EXPECT_EQ(fresh.results_folder, "again-abcde");
+  const ReplayedExperiment fresh = ReplayAll({ExperimentSubmitted(
+      {"abcde", 1, 1.0, "/tmp", "again.yaml", std::nullopt, "again-abcde"}, "name: again\n")});
+  EXPECT_EQ(fresh.identity.results_folder, "again-abcde");
   auto restored = DecodeSnapshot(EncodeSnapshot(fresh));
   ASSERT_TRUE(restored.ok()) << restored.status().ToString();
-  EXPECT_EQ(restored->results_folder, "again-abcde");
-  const json older = ExperimentSubmitted("abcde", "name: again\n", "/tmp", "again.yaml", 1, 1.0);
+  EXPECT_EQ(restored->identity.results_folder, "again-abcde");
+  const json older = ExperimentSubmitted({"abcde", 1, 1.0, "/tmp", "again.yaml"}, "name: again\n");
   EXPECT_FALSE(older.contains("results_folder"));
-  EXPECT_EQ(ReplayAll({older}).results_folder, "");
+  EXPECT_EQ(ReplayAll({older}).identity.results_folder, "");
 }
 
 TEST(JournalSnapshotTest, AShippedWorkingDirsDigestIsReplayedAndSnapshotted) {
   // The submission names the shipped working_dir's archive; a replay and a snapshot give it back,
   // so a restarted scheduler ships the same one. A submission without it ships nothing.
   const std::string digest(64, 'a');
-  const ReplayedExperiment shipped = ReplayAll(
-      {ExperimentSubmitted("abcde", "name: s\n", "/tmp", "s.yaml", 1, 1.0, "", digest, 4096)});
-  EXPECT_EQ(shipped.working_dir_digest, digest);
-  EXPECT_EQ(shipped.working_dir_size_bytes, 4096);
+  const ReplayedExperiment shipped = ReplayAll({ExperimentSubmitted(
+      {"abcde", 1, 1.0, "/tmp", "s.yaml", std::nullopt, "", digest, 4096}, "name: s\n")});
+  EXPECT_EQ(shipped.identity.working_dir_digest, digest);
+  EXPECT_EQ(shipped.identity.working_dir_size_bytes, 4096);
   auto restored = DecodeSnapshot(EncodeSnapshot(shipped));
   ASSERT_TRUE(restored.ok()) << restored.status().ToString();
-  EXPECT_EQ(restored->working_dir_digest, digest);
-  EXPECT_EQ(restored->working_dir_size_bytes, 4096);
-  const json plain = ExperimentSubmitted("abcde", "name: s\n", "/tmp", "s.yaml", 1, 1.0);
+  EXPECT_EQ(restored->identity.working_dir_digest, digest);
+  EXPECT_EQ(restored->identity.working_dir_size_bytes, 4096);
+  const json plain = ExperimentSubmitted({"abcde", 1, 1.0, "/tmp", "s.yaml"}, "name: s\n");
   EXPECT_FALSE(plain.contains("working_dir_digest"));
-  EXPECT_EQ(ReplayAll({plain}).working_dir_digest, "");
+  EXPECT_EQ(ReplayAll({plain}).identity.working_dir_digest, "");
+}
+
+TEST(JournalSnapshotTest, EveryIdentityFieldSurvivesTheRecordTheReplayAndTheSnapshot) {
+  // One field list (experiment_identity.hpp) writes and reads the submission record and the
+  // snapshot: an identity with every field set comes back whole from both.
+  ExperimentIdentity identity{"f00d1",      77,
+                              1234.5,       "/srv/exp",
+                              "tune.yaml",  CheckpointRef{"old_00003/ckpt-9", 9, 4.5, 0.75, 128},
+                              "tune-f00d1", std::string(64, 'c'),
+                              2048};
+  auto as_json = [](const ExperimentIdentity& x) {
+    json out = json::object();
+    VisitExperimentIdentityFields(x, fields::JsonWriter{out});
+    return out;
+  };
+  const ReplayedExperiment replayed = ReplayAll({ExperimentSubmitted(identity, "name: tune\n")});
+  EXPECT_EQ(replayed.spec_yaml, "name: tune\n");
+  EXPECT_EQ(as_json(replayed.identity), as_json(identity));
+  EXPECT_EQ(as_json(identity).size(), 9u);  // every field written
+  auto restored = DecodeSnapshot(EncodeSnapshot(replayed));
+  ASSERT_TRUE(restored.ok()) << restored.status().ToString();
+  EXPECT_EQ(as_json(restored->identity), as_json(identity));
+  EXPECT_EQ(restored->spec_yaml, "name: tune\n");
 }
 
 TEST(JournalSnapshotTest, SnapshotIdsSortByTheSeqTheyCover) {

@@ -282,7 +282,8 @@ TEST(CheckpointFailedJournalTest, ReplayOfTheJournalRestoresTheTrialWithItsRefus
   // failures and status; and a runner restored from it restores the newest stored checkpoint.
   std::vector<std::string> log;
   FakeExecutor exec(log);
-  std::vector<json> records = {journal::ExperimentSubmitted("exp", "name: e", "/", "e.yaml", 1, 0)};
+  std::vector<json> records = {
+      journal::ExperimentSubmitted({"exp", 1, 0, "/", "e.yaml"}, "name: e")};
   JournalingObserver obs(records);
   RunnerOptions o;
   o.experiment_id = "exp";

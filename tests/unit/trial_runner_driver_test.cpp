@@ -341,7 +341,7 @@ std::unique_ptr<TrialRunner> Resumed(const std::vector<json>& records, FakeExecu
 // the result was journaled too, a resend is a duplicate answered with its journaled action.
 TEST(RunnerDriverResumeTest, JournaledAnswerDecidesWithoutTheDriver) {
   std::vector<json> records = {
-      journal::ExperimentSubmitted("exp", "name: e", "/tmp", "e.yaml", 42, 1000.0)};
+      journal::ExperimentSubmitted({"exp", 42, 1000.0, "/tmp", "e.yaml"}, "name: e")};
   std::vector<std::string> log;
   FakeExecutor exec(log);
   JournalingObserver obs(records);

@@ -211,7 +211,7 @@ struct Harness {
 };
 
 std::vector<json> Submitted() {
-  return {journal::ExperimentSubmitted("exp", "name: e", "/tmp", "e.yaml", 11, 1000.0)};
+  return {journal::ExperimentSubmitted({"exp", 11, 1000.0, "/tmp", "e.yaml"}, "name: e")};
 }
 
 // Runs the experiment uninterrupted, then for every cut of its journal (`skip` excepted) resumes a
