@@ -252,7 +252,7 @@ void JournalReader::Replay(const std::string& name, uint64_t last_seq,
     // The state so far, or Corruption when the journal did not start with experiment_submitted.
     void Finish() {
       next = nullptr;  // `next` holds the job: break the cycle
-      if (replayer.state().experiment_id.empty()) {
+      if (replayer.state().identity.experiment_id.empty()) {
         return done(
             Status::Corruption("journal " + name + " does not start with experiment_submitted"));
       }
