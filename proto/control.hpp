@@ -110,7 +110,10 @@ struct CheckpointChunk {
 struct StopTrialCommand {
   TUNEBUS_ENVELOPE("stop_trial_command");
   std::string trial_id;
-  TUNEBUS_DEFINE_MAP(v, type, id, trial_id)
+  /// The experiment (name or journal name; since v1.6, absent = ""): "" = the trial's own (a
+  /// trial id names its experiment); a given one must hold the trial (not_found otherwise).
+  std::string experiment;
+  TUNEBUS_DEFINE_MAP(v, type, id, trial_id, experiment)
 };
 
 /// Pause a RUNNING trial: checkpoint, release its resources, -> PAUSED (Ray Tune's
@@ -119,7 +122,8 @@ struct StopTrialCommand {
 struct PauseTrialCommand {
   TUNEBUS_ENVELOPE("pause_trial_command");
   std::string trial_id;
-  TUNEBUS_DEFINE_MAP(v, type, id, trial_id)
+  std::string experiment;  // as in StopTrialCommand
+  TUNEBUS_DEFINE_MAP(v, type, id, trial_id, experiment)
 };
 
 /// Resume a PAUSED trial: -> PENDING, continuing from its latest checkpoint (Ray Tune's
@@ -128,16 +132,21 @@ struct PauseTrialCommand {
 struct ResumeTrialCommand {
   TUNEBUS_ENVELOPE("resume_trial_command");
   std::string trial_id;
-  TUNEBUS_DEFINE_MAP(v, type, id, trial_id)
+  std::string experiment;  // as in StopTrialCommand
+  TUNEBUS_DEFINE_MAP(v, type, id, trial_id, experiment)
 };
 
-/// Add a trial with an explicit config to the running experiment (Ray Tune's add_trial).
+/// Add a trial with an explicit config to a running experiment (Ray Tune's add_trial).
 /// body: the new trial object. Errors: invalid_argument when config_json is not a JSON object;
-/// failed_precondition when no experiment is running.
+/// failed_precondition when no experiment is running, when it is finished, or when several run
+/// and `experiment` names none of them (the message lists them).
 struct AddTrialCommand {
   TUNEBUS_ENVELOPE("add_trial_command");
   std::string config_json;  // JSON object
-  TUNEBUS_DEFINE_MAP(v, type, id, config_json)
+  /// The experiment (name or journal name; since v1.6, absent = ""): "" = the only unfinished
+  /// one (else the newest in this scheduler).
+  std::string experiment;
+  TUNEBUS_DEFINE_MAP(v, type, id, config_json, experiment)
 };
 
 /// Change the resource request of a trial that is not RUNNING. `resources`: name -> amount
@@ -148,15 +157,16 @@ struct SetTrialResourcesCommand {
   TUNEBUS_ENVELOPE("set_trial_resources_command");
   std::string trial_id;
   std::map<std::string, double> resources;
-  TUNEBUS_DEFINE_MAP(v, type, id, trial_id, resources)
+  std::string experiment;  // as in StopTrialCommand
+  TUNEBUS_DEFINE_MAP(v, type, id, trial_id, resources, experiment)
 };
 
 /// Resume an experiment by name (the newest with that name in this scheduler or in the
 /// store's journals): an unfinished one continues; `rerun_errored` "restore" / "restart" also
 /// reruns its ERROR trials (from their newest checkpoint / from scratch). body: the experiment
-/// summary plus "rerun" (trials rerun). Errors: not_found; failed_precondition when another
-/// experiment runs, or when it is finished and there is nothing to rerun ("experiment is
-/// finished"); invalid_argument for another rerun_errored.
+/// summary plus "rerun" (trials rerun). Errors: not_found; failed_precondition while it is being
+/// submitted or resumed, or when it is finished and there is nothing to rerun ("experiment is
+/// finished"); invalid_argument for another rerun_errored. Other experiments run on meanwhile.
 struct ResumeExperimentCommand {
   TUNEBUS_ENVELOPE("resume_experiment_command");
   std::string name;
@@ -177,7 +187,8 @@ struct ListExperiments {
 struct StopExperiment {
   TUNEBUS_ENVELOPE("stop_experiment");
   bool interrupt = false;
-  TUNEBUS_DEFINE_MAP(v, type, id, interrupt)
+  std::string experiment;  // as in AddTrialCommand
+  TUNEBUS_DEFINE_MAP(v, type, id, interrupt, experiment)
 };
 
 /// The experiment summary. body: {"name", "status", "counts", "total", "finished", "best",

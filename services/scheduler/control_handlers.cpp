@@ -79,7 +79,7 @@ Status FinishedExperimentError(const Experiment& e) {
 
 }  // namespace
 
-void Scheduler::ReplyJson(const bus::Incoming& in, uint64_t id, const json& body) {
+void Scheduler::ReplyJson(Experiment* e, const bus::Incoming& in, uint64_t id, const json& body) {
   proto::ControlReply reply;
   reply.id = id;
   reply.body_json = body.dump();
@@ -88,8 +88,8 @@ void Scheduler::ReplyJson(const bus::Incoming& in, uint64_t id, const json& body
     route.route = in_route;
     bus::Reply(control_, route, payload);
   };
-  Experiment* e = Current();
-  if (e) {
+  // A request's records are durable once every record its experiment appended so far is.
+  if (e != nullptr && !e->read_only()) {
     e->journal().AfterDurable(std::move(send));
   } else {
     send();
@@ -120,9 +120,9 @@ void Scheduler::MarkNotDurable(const Experiment& e, const Trial& t, json& view) 
   if (!e.read_only() && !e.recorder().IsDurable(t)) view["durable"] = false;
 }
 
-Status Scheduler::JournalWritable() {
-  if (Experiment* e = Current();
-      e != nullptr && e->journal().state() == journal::JournalWriter::State::kFailing) {
+Status Scheduler::JournalWritable(const Experiment* e) {
+  if (e != nullptr && !e->read_only() &&
+      e->journal().state() == journal::JournalWriter::State::kFailing) {
     return Status::Unavailable(fmt::format(
         "journal writes of experiment {} are failing since {}: {}; nothing acknowledged is "
         "lost; try again once the checkpoint-store takes writes",
@@ -144,16 +144,13 @@ void Scheduler::ReplyError(const bus::Incoming& in, uint64_t id, const std::stri
 }
 
 void Scheduler::AddControlHandlers() {
-  // A request that changes state is refused (unavailable, naming the cause) while the journal
-  // cannot take its record; reads are always answered (ReplyRead). HandleSubmit checks itself:
-  // following the running experiment is a read.
+  // A request that changes state is refused (unavailable, naming the cause) while the store
+  // refuses writes, or (Target) while its experiment's journal cannot take its record; reads
+  // are always answered (ReplyRead). HandleSubmit checks itself: following the running
+  // experiment is a read.
   const auto mutating = [this](Handler handler) {
     return [this, handler](bus::Incoming& in, const proto::Decoded& d) {
-      if (Status s = JournalWritable(); !s.ok()) return s;
-      if (state_ == State::kResuming) {
-        return Status::FailedPrecondition(
-            "an experiment is being resumed (its journal is being read); try again");
-      }
+      if (Status s = JournalWritable(nullptr); !s.ok()) return s;
       return (this->*handler)(in, d);
     };
   };
@@ -187,28 +184,21 @@ void Scheduler::OnControlReadable() {
 Status Scheduler::HandleSubmit(bus::Incoming& in, const proto::Decoded& d) {
   auto msg = d.As<proto::SubmitExperiment>();
   if (!msg.ok()) return msg.status();
-  if (Experiment* current = Current();
-      state_ == State::kRunning && current->spec().source_yaml == msg->spec_yaml) {
+  for (Experiment* running : Unfinished()) {
+    if (running->phase() != Experiment::Phase::kRunning ||
+        running->spec().source_yaml != msg->spec_yaml) {
+      continue;
+    }
     // The same experiment is already running (e.g. resumed after a restart): follow it.
     ReplyRead(in, d.id(),
-              ExperimentToJson(current->name(), current->runner(), current->experiment_dir(),
-                               current->ElapsedS()));
+              ExperimentToJson(running->name(), running->runner(), running->experiment_dir(),
+                               running->ElapsedS()));
     return Status::Ok();
   }
-  if (Status s = JournalWritable(); !s.ok()) return s;
-  if (state_ == State::kSubmitting) {
-    return Status::FailedPrecondition("another experiment is being submitted");
-  }
-  if (state_ == State::kResuming) {
-    return Status::FailedPrecondition(
-        fmt::format("experiment {} is being resumed; try again", Current()->name()));
-  }
-  if (state_ == State::kRunning) {
-    return Status::FailedPrecondition(
-        fmt::format("experiment {} is still running; stop it first", Current()->name()));
-  }
+  if (Status s = JournalWritable(nullptr); !s.ok()) return s;
   auto spec = ParseExperimentYaml(msg->spec_yaml, msg->base_dir, msg->source_name);
   if (!spec.ok()) return spec.status();
+  if (Status s = NameFree(spec->name); !s.ok()) return s;
   if (msg->working_dir_digest.empty()) {
     SubmitParsed(in, d.id(), *msg, std::move(*spec));
     return Status::Ok();
@@ -219,11 +209,11 @@ Status Scheduler::HandleSubmit(bus::Incoming& in, const proto::Decoded& d) {
         fmt::format("working_dir_digest '{}' is not a SHA-256 (64 lowercase hex digits)",
                     msg->working_dir_digest.substr(0, 80)));
   }
-  state_ = State::kSubmitting;
+  claimed_names_.insert(spec->name);
   StatWorkingDir(msg->working_dir_digest, [this, route = in.route, id = d.id(), type = d.type(),
                                            msg = *msg, spec = std::move(*spec)](
                                               Result<std::optional<int64_t>> size) mutable {
-    state_ = State::kIdle;
+    claimed_names_.erase(spec.name);
     bus::Incoming back;
     back.route = route;
     if (!size.ok()) return ReplyError(back, id, type, size.status());
@@ -245,10 +235,10 @@ void Scheduler::SubmitParsed(const bus::Incoming& in, uint64_t id,
   // restore_from: learn the checkpoint's training_iteration from the store first.
   proto::CheckpointList list;
   list.prefix = spec.restore_from;
-  state_ = State::kSubmitting;
+  claimed_names_.insert(spec.name);
   store_->Request(list, [this, route = in.route, id, type = std::string(msg.kType), msg,
                          spec = std::move(spec)](Result<proto::Decoded> reply) mutable {
-    state_ = State::kIdle;
+    claimed_names_.erase(spec.name);
     bus::Incoming back;
     back.route = route;
     auto listed = reply.ok() ? reply->As<proto::CheckpointListReply>()
@@ -339,27 +329,29 @@ Status Scheduler::HandleShowTrial(bus::Incoming& in, const proto::Decoded& d) {
 Status Scheduler::HandleStopTrial(bus::Incoming& in, const proto::Decoded& d) {
   auto msg = d.As<proto::StopTrialCommand>();
   if (!msg.ok()) return msg.status();
-  Experiment* e = Current();
-  if (e == nullptr) return Status::NotFound("no trial " + msg->trial_id);
+  auto target = Target(msg->experiment, msg->trial_id);
+  if (!target.ok()) return target.status();
+  Experiment* e = *target;
   auto r = e->runner().StopTrialByUser(msg->trial_id);
   if (!r.ok()) return r.status();
   const Trial* t = e->runner().FindTrial(msg->trial_id);
-  ReplyJson(in, d.id(),
+  ReplyJson(e, in, d.id(),
             {{"trial_id", msg->trial_id}, {"status", TrialStatusName(t->status)}, {"message", *r}});
   return Status::Ok();
 }
 
 Status Scheduler::HandleStopExperiment(bus::Incoming& in, const proto::Decoded& d) {
-  Experiment* e = Current();
-  if (e == nullptr) return Status::NotFound("no experiment has been submitted");
   auto msg = d.As<proto::StopExperiment>();
   if (!msg.ok()) return msg.status();
+  auto target = Target(msg->experiment);
+  if (!target.ok()) return target.status();
+  Experiment* e = *target;
   if (msg->interrupt) {
     e->runner().InterruptExperiment("interrupted by the user");
   } else {
     e->runner().StopExperiment("stopped by the user");
   }
-  ReplyJson(in, d.id(),
+  ReplyJson(e, in, d.id(),
             ExperimentToJson(e->name(), e->runner(), e->experiment_dir(), e->ElapsedS()));
   return Status::Ok();
 }
@@ -415,22 +407,24 @@ Status Scheduler::HandleListWorkers(bus::Incoming& in, const proto::Decoded& d) 
 Status Scheduler::HandlePauseTrial(bus::Incoming& in, const proto::Decoded& d) {
   auto msg = d.As<proto::PauseTrialCommand>();
   if (!msg.ok()) return msg.status();
-  Experiment* e = Current();
-  if (e == nullptr) return Status::NotFound("no trial " + msg->trial_id);
+  auto target = Target(msg->experiment, msg->trial_id);
+  if (!target.ok()) return target.status();
+  Experiment* e = *target;
   auto r = e->runner().PauseTrial(msg->trial_id);
   if (!r.ok()) return r.status();
-  ReplyJson(in, d.id(), TrialReply(e->runner(), msg->trial_id, *r));
+  ReplyJson(e, in, d.id(), TrialReply(e->runner(), msg->trial_id, *r));
   return Status::Ok();
 }
 
 Status Scheduler::HandleResumeTrial(bus::Incoming& in, const proto::Decoded& d) {
   auto msg = d.As<proto::ResumeTrialCommand>();
   if (!msg.ok()) return msg.status();
-  Experiment* e = Current();
-  if (e == nullptr) return Status::NotFound("no trial " + msg->trial_id);
+  auto target = Target(msg->experiment, msg->trial_id);
+  if (!target.ok()) return target.status();
+  Experiment* e = *target;
   if (Status s = e->runner().UnpauseTrial(msg->trial_id); !s.ok()) return s;
   e->runner().Step();
-  ReplyJson(in, d.id(),
+  ReplyJson(e, in, d.id(),
             TrialReply(e->runner(), msg->trial_id, "trial " + msg->trial_id + " resumed"));
   return Status::Ok();
 }
@@ -438,8 +432,13 @@ Status Scheduler::HandleResumeTrial(bus::Incoming& in, const proto::Decoded& d) 
 Status Scheduler::HandleAddTrial(bus::Incoming& in, const proto::Decoded& d) {
   auto msg = d.As<proto::AddTrialCommand>();
   if (!msg.ok()) return msg.status();
-  Experiment* e = Current();
-  if (e == nullptr) return Status::FailedPrecondition("no experiment is running");
+  auto target = Target(msg->experiment);
+  if (!target.ok()) {
+    return target.status().code() == StatusCode::kNotFound && msg->experiment.empty()
+               ? Status::FailedPrecondition("no experiment is running")
+               : target.status();
+  }
+  Experiment* e = *target;
   if (e->runner().IsFinished()) {
     return Status::FailedPrecondition(fmt::format("experiment {} is finished", e->name()));
   }
@@ -451,16 +450,17 @@ Status Scheduler::HandleAddTrial(bus::Incoming& in, const proto::Decoded& d) {
   if (!added.ok()) return added.status();
   const std::string trial_id = (*added)->trial_id;
   e->runner().Step();
-  ReplyJson(in, d.id(), TrialToJson(*e->runner().FindTrial(trial_id), e->experiment_dir()));
+  ReplyJson(e, in, d.id(), TrialToJson(*e->runner().FindTrial(trial_id), e->experiment_dir()));
   return Status::Ok();
 }
 
 Status Scheduler::HandleSetTrialResources(bus::Incoming& in, const proto::Decoded& d) {
   auto msg = d.As<proto::SetTrialResourcesCommand>();
   if (!msg.ok()) return msg.status();
-  Experiment* e = Current();
-  const Trial* t = e ? e->runner().FindTrial(msg->trial_id) : nullptr;
-  if (t == nullptr) return Status::NotFound("no trial " + msg->trial_id);
+  auto target = Target(msg->experiment, msg->trial_id);
+  if (!target.ok()) return target.status();
+  Experiment* e = *target;
+  const Trial* t = e->runner().FindTrial(msg->trial_id);
   std::map<std::string, double> amounts = t->resources.ToAmounts();
   for (const auto& [name, amount] : msg->resources) amounts[name] = amount;
   auto resources = Resources::FromAmounts(amounts);
@@ -469,7 +469,7 @@ Status Scheduler::HandleSetTrialResources(bus::Incoming& in, const proto::Decode
     return s;
   }
   e->runner().Step();
-  ReplyJson(in, d.id(), TrialToJson(*e->runner().FindTrial(msg->trial_id), e->experiment_dir()));
+  ReplyJson(e, in, d.id(), TrialToJson(*e->runner().FindTrial(msg->trial_id), e->experiment_dir()));
   return Status::Ok();
 }
 

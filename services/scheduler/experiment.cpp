@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
 
+#include <cassert>
 #include <filesystem>
 #include <random>
 
@@ -70,6 +71,7 @@ Experiment::Experiment(ExperimentSpec spec, std::string experiment_dir, Experime
       clock_(clock),
       ctx_(ctx),
       read_only_(ctx == nullptr),
+      phase_(read_only_ ? Phase::kEnded : Phase::kRunning),
       started_(clock.Now()) {
   // Every start_trial names the archive the experiment was submitted (and journaled) with.
   spec_.trainable.working_dir_digest = identity_.working_dir_digest;
@@ -79,8 +81,15 @@ Experiment::Experiment(ExperimentSpec spec, std::string experiment_dir, Experime
 Experiment::~Experiment() = default;
 
 void Experiment::MarkEnded() {
+  phase_ = Phase::kEnded;
   ended_ = clock_.Now();
   if (searcher_process_) searcher_process_->Stop();
+}
+
+void Experiment::MarkRunning() {
+  assert(phase_ == Phase::kEnded && !runner_->IsFinished());
+  phase_ = Phase::kRunning;
+  ended_.reset();
 }
 
 Result<std::unique_ptr<SearcherLink>> Experiment::LinkSearcher(const SearcherTarget& target) {
@@ -219,6 +228,7 @@ Status Experiment::Resume(JournalReader& reader, const std::string& journal_name
     return Status::Corruption(
         fmt::format("journal {} holds experiment {}", journal_name, journal_name_));
   }
+  phase_ = Phase::kResuming;
   journal_base_ = store_last_seq;
   // The next snapshot is due snapshot_every_records after the one this resume started from, so
   // replay stays bounded even when the scheduler dies more often than that.
@@ -257,6 +267,8 @@ Status Experiment::Resume(JournalReader& reader, const std::string& journal_name
     ReconcileAllocations();
     AdoptStoredCheckpoints();
     ctx_->loop.AddTimer(reattach_grace, [this] { RequeueUnattached(); });
+    phase_ = runner_->IsFinished() ? Phase::kEnded : Phase::kRunning;
+    if (phase_ == Phase::kEnded && !ended_) ended_ = clock_.Now();
     resumed();
   });
   return Status::Ok();

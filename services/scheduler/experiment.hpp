@@ -76,6 +76,17 @@ using journal::ExperimentIdentity;
 
 class Experiment {
  public:
+  /// Where a live experiment is in the scheduler's loop (a read-only one stays kEnded).
+  ///   kResuming -> kRunning | kEnded   Resume's result-file repair is done (`resumed`)
+  ///   kRunning  -> kEnded              MarkEnded: the round that saw the runner finish
+  ///   kEnded    -> kRunning            MarkRunning: `tunectl resume` reopened it
+  /// Submit starts in kRunning, Resume in kResuming.
+  enum class Phase {
+    kResuming,  // the runner does not step; control requests that change it are refused
+    kRunning,   // the runner steps every round
+    kEnded,     // the runner finished; reads, resume and delete remain
+  };
+
   /// A live experiment, wired to `ctx`: its runner steps, its journal appends. Writes no record
   /// (Submit or Resume does). `experiment_dir` is <results folder>/<name>.
   /// Errors: the spec's trial scheduler or resources_per_trial are invalid.
@@ -112,19 +123,24 @@ class Experiment {
   /// Flushes the executor only (an experiment that is no longer current may still release).
   void FlushExecutor() { executor_->Flush(); }
 
-  /// Marks the end of the run (the round that saw the runner finished).
   /// Marks the end of the run (the round that saw the runner finished) and stops the searcher
-  /// process the scheduler started for it, if any.
+  /// process the scheduler started for it, if any: kEnded.
   void MarkEnded();
+  /// `tunectl resume` reopened the ended experiment: kRunning again, its elapsed time counting.
+  /// REQUIRES: phase() == kEnded and !runner().IsFinished().
+  void MarkRunning();
+  Phase phase() const { return phase_; }
   /// Seconds from the start to the end (or to now while it runs).
   double ElapsedS() const;
 
-  /// A registering worker reported the trial (reattached) or showed it is gone: it no longer
-  /// awaits reattachment.
-  void OnReattached(const std::string& trial_id) { awaiting_reattach_.erase(trial_id); }
-  bool AwaitsReattach(const std::string& trial_id) const {
-    return awaiting_reattach_.contains(trial_id);
-  }
+  /// Worker `worker` registered (again) reporting `running`, its trials of this experiment:
+  /// attempts that may not run here are appended to `stale` (the worker kills them); a trial
+  /// still saving the checkpoint its decision asked for goes on; reported RUNNING ones are
+  /// reattached; this experiment's RUNNING trials on `worker` it does not report are requeued
+  /// (not a failure: the worker restarted, or the scheduler resumed from its journal).
+  void OnWorkerRegistered(const std::string& worker,
+                          const std::vector<proto::RunningTrial>& running,
+                          std::vector<std::string>& stale);
   /// A worker (`worker`) could not store a checkpoint of a trial of this experiment
   /// (checkpoint_failed): the runner notes it on the trial and applies the spec's
   /// checkpoint_failure (TrialRunner::OnCheckpointFailed). One warning says what the trial does
@@ -187,6 +203,7 @@ class Experiment {
   const Clock& clock_;
   ExperimentContext* ctx_;  // null when read-only
   bool read_only_;
+  Phase phase_;
   SteadyTime started_;
   std::optional<SteadyTime> ended_;
   uint64_t journal_base_ = 0;

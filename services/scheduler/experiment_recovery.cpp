@@ -6,6 +6,7 @@
 
 #include <functional>
 #include <memory>
+#include <set>
 
 #include "libs/journal/snapshot.hpp"
 #include "proto/resources.hpp"
@@ -44,6 +45,41 @@ void Experiment::ReconcileAllocations() {
       }
     }
   });
+}
+
+void Experiment::OnWorkerRegistered(const std::string& worker,
+                                    const std::vector<proto::RunningTrial>& running,
+                                    std::vector<std::string>& stale) {
+  std::set<std::string> reported, may_run;
+  for (const proto::RunningTrial& r : running) {
+    if (!runner_->AttemptMayRun(r.trial_id, r.attempt, worker)) {
+      stale.push_back(r.trial_id);
+      continue;
+    }
+    // One still saving the checkpoint its decision asked for goes on to store it and exit.
+    may_run.insert(r.trial_id);
+    if (runner_->FindTrial(r.trial_id)->status == TrialStatus::kRunning)
+      reported.insert(r.trial_id);
+  }
+  // One that was saving here and is not reported died with the worker's previous process.
+  runner_->EndSavingGoneFrom(worker, may_run, fmt::format("worker {} restarted", worker));
+  std::vector<std::string> lost;
+  for (const Trial& t : runner_->trials()) {
+    if (t.status != TrialStatus::kRunning || t.worker_id != worker) continue;
+    if (executor_->StartUnsent(t.trial_id, t.attempt)) continue;  // its StartTrial follows
+    if (!reported.contains(t.trial_id)) {
+      lost.push_back(t.trial_id);
+    } else if (awaiting_reattach_.contains(t.trial_id)) {
+      spdlog::info("Reattached trial {} attempt {} on {}", t.trial_id, t.attempt, worker);
+    }
+  }
+  for (const std::string& trial_id : lost) {
+    spdlog::warn("Worker {} registered without trial {}; requeueing it", worker, trial_id);
+    runner_->RequeueLost(trial_id, fmt::format("worker {} no longer runs it", worker));
+  }
+  // Reported or gone: no longer awaiting reattachment.
+  for (const std::string& trial_id : may_run) awaiting_reattach_.erase(trial_id);
+  for (const std::string& trial_id : lost) awaiting_reattach_.erase(trial_id);
 }
 
 void Experiment::RepairResultFiles(JournalReader& reader, uint64_t last_seq,

@@ -137,26 +137,19 @@ void Scheduler::Run() {
                node_events_);
 }
 
-Experiment* Scheduler::Current() {
-  return experiments_.empty() ? nullptr : experiments_.back().get();
-}
-
-// After every poll round: let the runner make progress, then send the journal batch and the
-// decisions this round released.
+// After every poll round: let each running experiment's runner make progress, then send the
+// journal batches and the decisions this round released.
 void Scheduler::AfterRound() {
-  Experiment* e = Current();
-  if (e == nullptr) {
-    outbox_->Flush();  // decisions of a stopped experiment's last round
-    return;
-  }
-  if (state_ == State::kRunning) {
+  for (auto& owned : experiments_) {
+    Experiment* e = owned.get();
+    if (e->phase() != Experiment::Phase::kRunning) continue;
     e->runner().Step();
-    if (e->runner().IsFinished()) {
-      state_ = State::kIdle;
-      e->MarkEnded();
-      spdlog::info("Experiment {} ended: {} ({})", e->name(),
-                   ExperimentStatusName(e->runner().status()), e->runner().end_reason());
-      // Give back to the system what the run's transient buffers (result batches, journal
+    if (!e->runner().IsFinished()) continue;
+    e->MarkEnded();
+    spdlog::info("Experiment {} ended: {} ({})", e->name(),
+                 ExperimentStatusName(e->runner().status()), e->runner().end_reason());
+    if (Unfinished().empty()) {
+      // Give back to the system what the runs' transient buffers (result batches, journal
       // records, the file writer's queue) left free in malloc's arenas.
       malloc_trim(0);
       const struct mallinfo2 heap = mallinfo2();
@@ -165,14 +158,12 @@ void Scheduler::AfterRound() {
           heap.uordblks, heap.fordblks, heap.hblkhd);
     }
   }
-  for (auto& x : experiments_) {
-    if (x.get() != e) x->FlushExecutor();  // an ended one may still release
-  }
-  e->AfterRound(options_.snapshot_every_records);
+  // An ended experiment may still release resources and append records (a late checkpoint).
+  for (auto& e : experiments_) e->AfterRound(options_.snapshot_every_records);
   outbox_->Flush();
   const SteadyTime now = clock_.Now();
   if (now >= next_state_file_) {
-    e->recorder().WriteStateFile();
+    for (Experiment* e : Unfinished()) e->recorder().WriteStateFile();
     const auto cost = clock_.Now() - now;
     next_state_file_ = now + std::max<SteadyTime::duration>(
                                  bus::Duration{options_.state_file_interval_ms}, 20 * cost);
@@ -234,20 +225,21 @@ void Scheduler::OnNodeEvent() {
       continue;
     }
     ++node_events_;
-    Experiment* e = Current();
-    if (e == nullptr) continue;
-    // resources_freed answers this scheduler's own releases, which the executor's placement
-    // budget already counts; a worker added or lost changes what fits.
-    if (*kind != proto::NodeEventKind::kResourcesFreed) e->executor().Unblock();
-    if (*kind == proto::NodeEventKind::kNodeAdded) {
-      // A worker (re-)registered: after a resource-manager restart it reported what it runs,
-      // stale attempts included; give back what no RUNNING trial owns.
-      e->ReconcileAllocations();
-    }
     if (*kind == proto::NodeEventKind::kNodeLost) {
       spdlog::warn("Worker {} was lost; requeueing its trials", ev->worker_id);
       worker_registry_.Lost(ev->worker_id);
-      e->runner().OnWorkerLost(ev->worker_id);
+    }
+    // resources_freed answers a release: with one experiment its executor's placement budget
+    // already counts it; with more (an ended one may still release), another experiment's may
+    // have been waiting for the room. A worker added or lost changes what fits.
+    const bool others_may_wait = experiments_.size() > 1;
+    for (Experiment* e : Unfinished()) {
+      if (*kind != proto::NodeEventKind::kResourcesFreed || others_may_wait)
+        e->executor().Unblock();
+      // A worker (re-)registered: after a resource-manager restart it reported what it runs,
+      // stale attempts included; give back what no RUNNING trial owns.
+      if (*kind == proto::NodeEventKind::kNodeAdded) e->ReconcileAllocations();
+      if (*kind == proto::NodeEventKind::kNodeLost) e->runner().OnWorkerLost(ev->worker_id);
     }
   }
 }

@@ -1,4 +1,4 @@
-// Scheduler: owns experiments and their trials, runs the TrialRunner for the active experiment,
+// Scheduler: owns experiments and their trials, runs a TrialRunner per unfinished experiment,
 // talks to workers, the resource-manager and the checkpoint-store, serves the control socket
 // and publishes the event stream (DESIGN.md "Services").
 //
@@ -9,8 +9,12 @@
 //   rm       DEALER connect resource-manager requests (proto/resources.hpp)
 //   rm_sub   SUB    connect resource-manager node events
 //   store    DEALER connect checkpoint-store journal appends and reads (proto/store.hpp)
-// One experiment is active at a time; finished experiments stay listed until the process ends,
-// and read requests naming one that is only in the store's journals load it read-only. Journal
+// Many experiments run at once, each with its own journal, results folder, searcher and trial
+// scheduler (an Experiment); worker messages go to the experiment their trial id names
+// (<experiment_id>_<index>), control requests to the one they name (default: the only
+// unfinished one). Names are unique among unfinished experiments. Finished experiments stay
+// listed until the process ends, and read requests naming one that is only in the store's
+// journals load it read-only. Journal
 // reads (JournalReader) are requests on the store client whose answers the loop handles like any
 // other: a slow store delays the request that reads, never a decision.
 #pragma once
@@ -60,7 +64,7 @@ struct SchedulerOptions {
   /// experiment_state.json rewrite period, ms; stretched to 20 times the last rewrite's cost so
   /// that a large experiment's rewrites stay under 5% of the loop.
   int64_t state_file_interval_ms = 1000;
-  /// On start, resume the newest unfinished experiment found in the store's journals.
+  /// On start, resume every unfinished experiment found in the store's journals.
   bool resume = true;
   /// How long a resumed scheduler waits for workers to report the trials the journal says
   /// are RUNNING before it requeues the others, ms.
@@ -84,14 +88,6 @@ struct ExperimentContext;
 
 class Scheduler {
  public:
-  enum class State {
-    kIdle,        // no experiment runs (none submitted yet, or the last one ended): accepts submit
-    kSubmitting,  // a submission with restore_from waits for the checkpoint-store's answer
-    kResuming,    // `tunectl resume` reads an experiment's journal, or its resume completes its
-                  // result files; submit, resume and changes to the current experiment wait
-    kRunning,     // an experiment is active: its runner owns the trials
-  };
-
   /// Binds the scheduler's sockets and resumes from the store's journals (options.resume).
   /// `clock` times everything the scheduler does (its loop's timers, heartbeat deadlines, trial
   /// times, the time budget) and outlives it: Clock::Real() in the service, a ManualClock in
@@ -171,7 +167,8 @@ class Scheduler {
                     ExperimentSpec spec);
   /// Answers a request that changed state: sent once every journal record appended so far is
   /// durable (the change it reports is then safe).
-  void ReplyJson(const bus::Incoming& in, uint64_t id, const nlohmann::json& body);
+  /// `e`: the experiment the request changed (null: none, sent at once).
+  void ReplyJson(Experiment* e, const bus::Incoming& in, uint64_t id, const nlohmann::json& body);
   /// Answers a read at once, whatever the journal's state: what it shows may include changes
   /// not yet durable, marked as proto/PROTOCOL.md §2 says ("durable": false on a trial, the
   /// experiment's "journal_health").
@@ -181,9 +178,9 @@ class Scheduler {
   /// answered, so `answer` captures copies only.
   void AnswerRead(const bus::Incoming& in, const proto::Decoded& d, const std::string& experiment,
                   std::function<Result<nlohmann::json>(Result<Experiment*>)> answer);
-  /// Ok, or Unavailable naming the cause while the current experiment's journal writes fail or
-  /// the checkpoint-store refuses writes: mutating control requests are refused then.
-  Status JournalWritable();
+  /// Ok, or Unavailable naming the cause while `e`'s journal writes fail (e may be null) or the
+  /// checkpoint-store refuses writes: mutating control requests are refused then.
+  Status JournalWritable(const Experiment* e);
   /// `e`'s journal: {"state": "ok"|"failing", "since_unix_s", "error", "failed_tries",
   ///  "not_durable_records"} ("since_unix_s", "error", "failed_tries" only while failing).
   /// REQUIRES: !e.read_only().
@@ -199,29 +196,31 @@ class Scheduler {
   /// experiment_submitted and answers `in` (the experiment, or the error).
   void StartExperiment(const bus::Incoming& in, uint64_t id, const proto::SubmitExperiment& msg,
                        ExperimentSpec spec, std::optional<CheckpointRef> restore_from);
-  /// Resumes `journal_name` (the newest unfinished experiment at start, or one tunectl resumes):
-  /// it becomes current at once (state kResuming) and, once its result files are complete,
-  /// runs unless it had ended (state kRunning; kIdle if it had ended); then `done`. Errors (to
-  /// `done`; the state is kIdle again): Experiment::Create's and Experiment::Resume's.
-  /// `store_last_seq`: the journal's length in the store (appends continue after it).
+  /// Resumes `journal_name` (an unfinished experiment at start, or one tunectl resumes): it is
+  /// in experiments_ at once (Phase::kResuming) and, once its result files are complete, runs
+  /// unless it had ended; then `done` with it. Errors (to `done`): FailedPrecondition when its
+  /// experiment id or its name is taken by an unfinished experiment here; Experiment::Create's
+  /// and Experiment::Resume's. `store_last_seq`: the journal's length in the store (appends
+  /// continue after it).
   void ResumeExperiment(const std::string& journal_name, journal::ReplayedExperiment replayed,
-                        uint64_t store_last_seq, std::function<void(Status)> done);
-  /// At start: resumes the newest unfinished experiment in the store's journals (if any), then
-  /// `done`. Asynchronous on the loop's store client, waiting options_.resume_timeout_ms for each
-  /// answer; Run() drives the loop until `done` before it serves tunectl and workers (no socket
-  /// of its own, no blocking wait).
+                        uint64_t store_last_seq, std::function<void(Result<Experiment*>)> done);
+  /// At start: resumes every unfinished experiment in the store's journals, one after another
+  /// (oldest first); one that fails is logged and the others still resume; then `done`.
+  /// Asynchronous on the loop's store client, waiting options_.resume_timeout_ms for each answer;
+  /// Run() drives the loop until `done` before it serves tunectl and workers (no socket of its own,
+  /// no blocking wait).
   void ResumeFromJournals(std::function<void(Status)> done);
   /// `tunectl resume` of an experiment found in memory (or just resumed from its journal):
   /// reopens an interrupted one, reruns its errored trials as `mode` says, and answers `in`.
   void ContinueResume(const bus::Incoming& in, uint64_t id, Experiment* e, RerunMode mode);
   /// Calls `then` with the experiment a read request names (proto::ListTrials::experiment): ""
-  /// = the current one, else (none in this process) the newest journaled; a name or journal
+  /// = DefaultExperiment's, else (none in this process) the newest journaled; a name or journal
   /// name = the newest such experiment in this process, else in the store's journals. One found
   /// only in the journals is loaded read-only (LoadJournaled) after the store answered; if the
   /// name is in this process by then (submitted or resumed meanwhile), that one. `then` runs at
   /// once for an experiment in memory, else from the loop. The pointer is valid during `then`.
   /// Errors: NotFound "no experiment has been submitted" (""), or naming the known
-  /// experiments; the JournalReader's errors.
+  /// experiments; DefaultExperiment's; the JournalReader's errors.
   void FindExperiment(const std::string& name, std::function<void(Result<Experiment*>)> then);
   /// The experiment named `name` in this process (the newest such), or null.
   Experiment* InMemory(const std::string& name);
@@ -236,12 +235,32 @@ class Scheduler {
   /// names a folder beside the experiment file (on the submitting host).
   /// <results directory>/<results_folder, or the experiment's name when "">.
   std::string ExperimentDir(const ExperimentSpec& spec, const std::string& results_folder) const;
-  Experiment* Current();
+  /// The experiment a request that names none means: the only unfinished one, else (none
+  /// unfinished) the newest in this process, else null. Errors: FailedPrecondition when several
+  /// are unfinished (the message lists them and says to name one with -e/--experiment).
+  Result<Experiment*> DefaultExperiment();
+  /// The live experiment a request that changes one names: the one holding `trial_id` when given
+  /// (a trial id names its experiment), else the one named `experiment` (name or journal name),
+  /// else DefaultExperiment's. Errors: NotFound (no such trial, no such experiment here, or
+  /// "no experiment has been submitted"), NotFound when the named experiment does not hold the
+  /// trial, DefaultExperiment's, FailedPrecondition while it is being resumed, JournalWritable's.
+  Result<Experiment*> Target(const std::string& experiment, const std::string& trial_id = "");
+  /// The experiment of `trial_id` (by its experiment id prefix) in this process, or null.
+  Experiment* ForTrial(const std::string& trial_id);
+  /// Unfinished experiments (Phase kRunning or kResuming), oldest first.
+  std::vector<Experiment*> Unfinished() const;
+  /// Takes a new live experiment into experiments_ and the trial routing table.
+  Experiment* Adopt(std::unique_ptr<Experiment> e);
+  /// FailedPrecondition when `name` is being submitted or resumed, or an unfinished experiment
+  /// here has it (names are unique among unfinished experiments).
+  Status NameFree(const std::string& name) const;
 
   zmq::context_t& ctx_;
   SchedulerOptions options_;
   const Clock& clock_;
-  State state_ = State::kIdle;
+  /// Names of experiments whose submission or `tunectl resume` waits for the checkpoint-store
+  /// (they are not in experiments_ yet): another submission or resume of the name is refused.
+  std::set<std::string> claimed_names_;
   bus::EventLoop loop_;
   zmq::socket_t control_;
   zmq::socket_t workers_;
@@ -256,7 +275,10 @@ class Scheduler {
   std::unique_ptr<ExperimentContext> experiment_context_;  // what experiments use of this
   std::string control_bound_, workers_bound_, events_bound_;
   WorkerRegistry worker_registry_;
-  std::vector<std::unique_ptr<Experiment>> experiments_;  // the last one is current
+  /// Live experiments (unfinished and finished), in submission or resume order.
+  std::vector<std::unique_ptr<Experiment>> experiments_;
+  /// experiments_ by experiment id (the prefix of their trial ids): worker messages' routing.
+  std::map<std::string, Experiment*> by_experiment_id_;
   /// Read-only experiments loaded from their journals, by journal name (at most
   /// kJournaledCacheSize; any other is dropped to make room).
   std::map<std::string, std::unique_ptr<Experiment>> journaled_;

@@ -7,8 +7,10 @@
 #include <fmt/ranges.h>
 #include <spdlog/spdlog.h>
 
+#include <algorithm>
 #include <chrono>
 #include <filesystem>
+#include <memory>
 #include <random>
 
 #include "libs/bus/service_guard.hpp"
@@ -36,7 +38,10 @@ void Scheduler::StartExperiment(const bus::Incoming& in, uint64_t id,
                                 const proto::SubmitExperiment& msg, ExperimentSpec spec,
                                 std::optional<CheckpointRef> restore_from) {
   std::random_device rd;
-  const std::string experiment_id = fmt::format("{:05x}", rd() & 0xfffff);
+  std::string experiment_id;
+  do {  // trial ids route worker messages: unique among the experiments in this process
+    experiment_id = fmt::format("{:05x}", rd() & 0xfffff);
+  } while (by_experiment_id_.contains(experiment_id));
   // A new run never mixes its trial folders with an earlier run's: when <name> holds files, it
   // writes to <name>-<experiment id> (the journal's name), journaled as its results_folder.
   std::string results_folder;
@@ -64,36 +69,56 @@ void Scheduler::StartExperiment(const bus::Incoming& in, uint64_t id,
                          std::move(restore_from), results_folder, msg.working_dir_digest,
                          msg.working_dir_size_bytes});
   if (!created.ok()) return ReplyError(in, id, proto::SubmitExperiment::kType, created.status());
-  experiments_.push_back(std::move(*created));
-  Experiment* e = experiments_.back().get();
-  state_ = State::kRunning;
+  Experiment* e = Adopt(std::move(*created));
   e->Submit(msg.spec_yaml);
-  ReplyJson(in, id, ExperimentToJson(e->name(), e->runner(), e->experiment_dir(), 0));
+  ReplyJson(e, in, id, ExperimentToJson(e->name(), e->runner(), e->experiment_dir(), 0));
 }
 
 void Scheduler::ResumeFromJournals(std::function<void(Status)> done) {
   if (!options_.resume) return done(Status::Ok());
   journals_->List([this, done](Result<std::vector<JournalSummary>> journals) {
     if (!journals.ok()) return done(journals.status());
-    // The newest unfinished experiment (by submission time) is resumed.
-    const JournalSummary* newest = nullptr;
+    auto unfinished = std::make_shared<std::vector<JournalSummary>>();
     for (const JournalSummary& j : *journals) {
-      if (j.ended) continue;
-      if (newest == nullptr || j.submitted_at_s > newest->submitted_at_s) newest = &j;
+      if (!j.ended) unfinished->push_back(j);
     }
-    if (newest == nullptr) return done(Status::Ok());
-    journals_->ReplayToResume(
-        newest->journal, newest->last_seq,
-        [this, journal = newest->journal, done](Result<JournalReader::Resumable>&& r) {
-          if (!r.ok()) return done(r.status());
-          ResumeExperiment(journal, std::move(r->replayed), r->last_seq, done);
-        });
+    std::sort(unfinished->begin(), unfinished->end(),
+              [](const JournalSummary& a, const JournalSummary& b) {
+                return a.submitted_at_s < b.submitted_at_s;
+              });
+    // One at a time: each resume reads its journal, then the next starts. The pending read's
+    // callback holds `next` (the function holds itself only weakly).
+    auto next = std::make_shared<std::function<void(size_t)>>();
+    *next = [this, unfinished, self = std::weak_ptr(next), done](size_t i) {
+      if (i == unfinished->size()) return done(Status::Ok());
+      const JournalSummary& j = (*unfinished)[i];
+      journals_->ReplayToResume(
+          j.journal, j.last_seq,
+          [this, journal = j.journal, i, next = self.lock()](Result<JournalReader::Resumable>&& r) {
+            auto go_on = [journal, i, next](Result<Experiment*> resumed) {
+              if (!resumed.ok()) {
+                spdlog::error("Could not resume experiment {}: {}", journal,
+                              resumed.status().ToString());
+              }
+              (*next)(i + 1);
+            };
+            if (!r.ok()) return go_on(r.status());
+            ResumeExperiment(journal, std::move(r->replayed), r->last_seq, go_on);
+          });
+    };
+    (*next)(0);
   });
 }
 
 void Scheduler::ResumeExperiment(const std::string& journal_name,
                                  journal::ReplayedExperiment replayed, uint64_t store_last_seq,
-                                 std::function<void(Status)> done) {
+                                 std::function<void(Result<Experiment*>)> done) {
+  if (by_experiment_id_.contains(replayed.identity.experiment_id)) {
+    return done(Status::FailedPrecondition(
+        fmt::format("experiment id {} of journal {} is taken by experiment {} in this scheduler",
+                    replayed.identity.experiment_id, journal_name,
+                    by_experiment_id_[replayed.identity.experiment_id]->journal_name())));
+  }
   auto spec = ParseExperimentYaml(replayed.spec_yaml, replayed.identity.base_dir,
                                   replayed.identity.source_name);
   if (!spec.ok()) return done(spec.status());
@@ -101,18 +126,13 @@ void Scheduler::ResumeExperiment(const std::string& journal_name,
   auto created =
       Experiment::Create(*experiment_context_, std::move(*spec), experiment_dir, replayed.identity);
   if (!created.ok()) return done(created.status());
+  if (Status s = NameFree((*created)->name()); !s.ok()) return done(s);
   // Kept even if the resume fails half-way: callbacks it registered may still come.
-  experiments_.push_back(std::move(*created));
-  Experiment* e = experiments_.back().get();
-  state_ = State::kResuming;
+  Experiment* e = Adopt(std::move(*created));
   if (Status s = e->Resume(*journals_, journal_name, std::move(replayed), store_last_seq,
-                           bus::Duration{options_.reattach_grace_ms},
-                           [this, e, done] {
-                             state_ = e->runner().IsFinished() ? State::kIdle : State::kRunning;
-                             done(Status::Ok());
-                           });
+                           bus::Duration{options_.reattach_grace_ms}, [e, done] { done(e); });
       !s.ok()) {
-    state_ = State::kIdle;
+    e->MarkEnded();
     return done(s);
   }
 }
@@ -126,12 +146,18 @@ Experiment* Scheduler::InMemory(const std::string& name) {
 
 void Scheduler::FindExperiment(const std::string& name,
                                std::function<void(Result<Experiment*>)> then) {
-  if (name.empty() && Current() != nullptr) return then(Current());
+  if (name.empty()) {
+    auto found = DefaultExperiment();
+    if (!found.ok() || *found != nullptr) return then(found);
+  }
   if (Experiment* e = InMemory(name)) return then(e);
   journals_->List([this, name, then](Result<std::vector<JournalSummary>> journals) {
     if (!journals.ok()) return then(journals.status());
     // What the store said is from before now: an experiment submitted or resumed meanwhile wins.
-    if (name.empty() && Current() != nullptr) return then(Current());
+    if (name.empty()) {
+      auto found = DefaultExperiment();
+      if (!found.ok() || *found != nullptr) return then(found);
+    }
     if (Experiment* e = InMemory(name)) return then(e);
     const JournalSummary* newest = nullptr;
     std::set<std::string> known;
@@ -200,35 +226,39 @@ Status Scheduler::HandleResumeExperiment(bus::Incoming& in, const proto::Decoded
   for (auto& x : experiments_) {
     if (x->name() == msg->name) e = x.get();
   }
-  if (state_ == State::kSubmitting) {
-    return Status::FailedPrecondition("another experiment is being submitted");
-  }
-  if (state_ == State::kRunning && Current() != e) {
+  if (claimed_names_.contains(msg->name)) {
     return Status::FailedPrecondition(
-        fmt::format("experiment {} is running; stop it first", Current()->name()));
+        fmt::format("experiment {} is being submitted or resumed; try again", msg->name));
+  }
+  if (e != nullptr && e->phase() == Experiment::Phase::kResuming) {
+    return Status::FailedPrecondition(fmt::format(
+        "experiment {} is being resumed (its journal is being read); try again", e->name()));
   }
   if (e != nullptr) {
+    if (Status s = JournalWritable(e); !s.ok()) return s;
     ContinueResume(in, d.id(), e, *mode);
     return Status::Ok();
   }
-  // Not in this process: the newest journal with that name. Submit and resume wait meanwhile.
-  state_ = State::kResuming;
-  const std::function<void(const Status&)> fail = [this, route = in.route,
-                                                   id = d.id()](const Status& s) {
-    state_ = State::kIdle;
+  // Not in this process: the newest journal with that name. Its name is claimed meanwhile.
+  claimed_names_.insert(msg->name);
+  const std::function<void(const Status&)> fail = [this, route = in.route, id = d.id(),
+                                                   name = msg->name](const Status& s) {
+    claimed_names_.erase(name);
     ReplyError(ReplyTo(route), id, proto::ResumeExperimentCommand::kType, s);
   };
   const std::function<void(const JournalSummary&)> resume = [this, route = in.route, id = d.id(),
-                                                             mode = *mode,
+                                                             mode = *mode, name = msg->name,
                                                              fail](const JournalSummary& j) {
     journals_->ReplayToResume(
         j.journal, j.last_seq,
-        [this, route, id, mode, fail, journal = j.journal](Result<JournalReader::Resumable>&& r) {
+        [this, route, id, mode, name, fail,
+         journal = j.journal](Result<JournalReader::Resumable>&& r) {
           if (!r.ok()) return fail(r.status());
+          claimed_names_.erase(name);  // ResumeExperiment checks the name itself
           ResumeExperiment(journal, std::move(r->replayed), r->last_seq,
-                           [this, route, id, mode, fail](Status s) {
-                             if (!s.ok()) return fail(s);
-                             ContinueResume(ReplyTo(route), id, Current(), mode);
+                           [this, route, id, mode, fail](Result<Experiment*> resumed) {
+                             if (!resumed.ok()) return fail(resumed.status());
+                             ContinueResume(ReplyTo(route), id, *resumed, mode);
                            });
         });
   };
@@ -268,13 +298,13 @@ void Scheduler::ContinueResume(const bus::Incoming& in, uint64_t id, Experiment*
     if (rerun > 0) e->journal().Append(journal::ExperimentResumed(clock_.WallSeconds(), mode));
   }
   if (e->runner().IsFinished()) return ReplyError(in, id, type, FinishedExperimentError(*e));
-  state_ = State::kRunning;
+  if (e->phase() == Experiment::Phase::kEnded) e->MarkRunning();
   spdlog::info("Experiment {} resumed by tunectl (rerun_errored='{}': {} trials)", e->name(),
                RerunModeName(mode), rerun);
   e->runner().Step();
   json body = ExperimentToJson(e->name(), e->runner(), e->experiment_dir(), 0);
   body["rerun"] = rerun;
-  ReplyJson(in, id, body);
+  ReplyJson(e, in, id, body);
 }
 
 namespace {

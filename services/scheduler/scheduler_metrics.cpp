@@ -1,4 +1,7 @@
 // The scheduler's Prometheus figures (GET /metrics, see libs/metrics).
+#include <algorithm>
+#include <map>
+
 #include "proto/worker.hpp"
 #include "services/scheduler/experiment.hpp"
 #include "services/scheduler/scheduler.hpp"
@@ -18,24 +21,31 @@ void Scheduler::RenderMetrics(metrics::MetricsText& m) {
   metrics_last_results_ = results;
   metrics_last_at_ = now;
 
-  Experiment* e = Current();
-  const auto counts = e ? e->runner().CountByStatus() : std::map<TrialStatus, int64_t>{};
+  // Summed over the experiments in this process (finished ones too, until it exits).
+  std::map<TrialStatus, int64_t> counts;
+  double latency_s = 0, queued = 0, failing = 0;
+  for (const auto& e : experiments_) {
+    for (const auto& [status, n] : e->runner().CountByStatus()) counts[status] += n;
+    const journal::JournalWriter& w = e->journal();
+    latency_s = std::max(latency_s, w.last_append_latency_s());
+    queued += double(w.appended() - w.durable());
+    if (w.state() == journal::JournalWriter::State::kFailing) failing = 1;
+  }
   for (TrialStatus s : {TrialStatus::kPending, TrialStatus::kRunning, TrialStatus::kPaused,
                         TrialStatus::kTerminated, TrialStatus::kError}) {
     auto it = counts.find(s);
-    m.Gauge("trials", "Trials of the current experiment by status",
+    m.Gauge("trials", "Trials of the experiments in this scheduler by status",
             it == counts.end() ? 0 : double(it->second), {{"status", TrialStatusName(s)}});
   }
   m.Gauge("results_per_second", "Results received per second over the last interval", rate);
   m.Counter("results_total", "Results received from workers", double(results));
   m.Gauge("journal_append_latency_seconds",
-          "Time from sending the newest journal batch to its durable ack",
-          e ? e->journal().last_append_latency_s() : 0);
-  m.Gauge("journal_queue_records", "Journal records appended but not durable yet",
-          e ? double(e->journal().appended() - e->journal().durable()) : 0);
+          "Time from sending the newest journal batch to its durable ack (the slowest journal)",
+          latency_s);
+  m.Gauge("journal_queue_records", "Journal records appended but not durable yet, all journals",
+          queued);
   m.Gauge("journal_writes_failing",
-          "1 while the current experiment's journal appends fail (retried; effects held)",
-          e && e->journal().state() == journal::JournalWriter::State::kFailing ? 1 : 0);
+          "1 while an experiment's journal appends fail (retried; effects held)", failing);
   m.Gauge("store_degraded", "1 while the checkpoint-store says it refuses writes",
           store_health_->state() == StoreHealth::State::kDegraded ? 1 : 0);
   m.Gauge("workers_connected", "Workers registered with this scheduler process",

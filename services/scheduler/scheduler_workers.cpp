@@ -2,6 +2,7 @@
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
 
+#include <map>
 #include <set>
 #include <string>
 #include <string_view>
@@ -43,45 +44,19 @@ Status Scheduler::HandleRegisterWorker(bus::Incoming& in, const proto::Decoded& 
   if (!msg.ok()) return msg.status();
   proto::RegisterWorkerAck ack;
   ack.id = d.id();
-  // Trials the worker runs that are not a current RUNNING attempt here must be killed.
-  Experiment* e = Current();
   worker_registry_.Register(peer);
-  std::set<std::string> reported, may_run;
-  for (const auto& r : msg->running) {
-    if (e == nullptr || !e->runner().AttemptMayRun(r.trial_id, r.attempt, peer)) {
+  // Each experiment hears of every registration (its trials on `peer` that are not reported are
+  // gone); a reported trial of no experiment here must be killed.
+  std::map<Experiment*, std::vector<proto::RunningTrial>> reported;
+  for (proto::RunningTrial& r : msg->running) {
+    Experiment* e = ForTrial(r.trial_id);
+    if (e == nullptr) {
       ack.stale_trials.push_back(r.trial_id);
-      continue;
+    } else {
+      reported[e].push_back(std::move(r));
     }
-    // One still saving the checkpoint its decision asked for goes on to store it and exit.
-    may_run.insert(r.trial_id);
-    if (e->runner().FindTrial(r.trial_id)->status == TrialStatus::kRunning)
-      reported.insert(r.trial_id);
   }
-  if (e != nullptr) {
-    // One that was saving here and is not reported died with the worker's previous process.
-    e->runner().EndSavingGoneFrom(peer, may_run, fmt::format("worker {} restarted", peer));
-    // A trial this scheduler runs on `peer` that the worker does not report is gone (the worker
-    // restarted, or the scheduler resumed from its journal): requeue it, not as a failure.
-    // Reported ones are reattached.
-    std::vector<std::string> lost;
-    for (const Trial& t : e->runner().trials()) {
-      if (t.status != TrialStatus::kRunning || t.worker_id != peer) continue;
-      if (e->executor().StartUnsent(t.trial_id, t.attempt)) continue;  // its StartTrial follows
-      if (reported.contains(t.trial_id)) {
-        if (e->AwaitsReattach(t.trial_id)) {
-          spdlog::info("Reattached trial {} attempt {} on {}", t.trial_id, t.attempt, peer);
-        }
-      } else {
-        lost.push_back(t.trial_id);
-      }
-    }
-    for (const std::string& trial_id : lost) {
-      spdlog::warn("Worker {} registered without trial {}; requeueing it", peer, trial_id);
-      e->runner().RequeueLost(trial_id, fmt::format("worker {} no longer runs it", peer));
-    }
-    for (const std::string& trial_id : may_run) e->OnReattached(trial_id);
-    for (const std::string& trial_id : lost) e->OnReattached(trial_id);
-  }
+  for (auto& e : experiments_) e->OnWorkerRegistered(peer, reported[e.get()], ack.stale_trials);
   spdlog::info("Worker {} ({}) connected, running {} trial(s)", peer, msg->hostname,
                msg->running.size());
   worker_dispatcher_->Reply(in, ack);
@@ -113,9 +88,10 @@ Status Scheduler::HandleWorkerHeartbeat(bus::Incoming&, const proto::Decoded&) {
 }
 
 void Scheduler::HandleResult(const std::string& peer, proto::ResultItem r) {
-  Experiment* e = Current();
+  Experiment* e = ForTrial(r.trial_id);
   if (e == nullptr) {
-    spdlog::warn("Dropping result of {} from {} because no experiment is active", r.trial_id, peer);
+    spdlog::warn("Dropping result of {} from {} because no experiment here holds it", r.trial_id,
+                 peer);
     return;
   }
   const bool text = !r.metrics_json.empty();  // a client that sends JSON text (PROTOCOL.md)
@@ -144,7 +120,7 @@ Status Scheduler::HandleTrialExited(bus::Incoming& in, const proto::Decoded& d) 
   const std::string peer = in.peer();
   auto msg = d.As<proto::TrialExited>();
   if (!msg.ok()) return msg.status();
-  Experiment* e = Current();
+  Experiment* e = ForTrial(msg->trial_id);
   if (e == nullptr) return Status::Ok();
   const Trial* t = e->runner().FindTrial(msg->trial_id);
   if (t == nullptr || t->attempt != msg->attempt) return Status::Ok();
@@ -184,8 +160,14 @@ Status Scheduler::HandleCheckpointSaved(bus::Incoming& in, const proto::Decoded&
   const std::string peer = in.peer();
   auto msg = d.As<proto::CheckpointSaved>();
   if (!msg.ok()) return msg.status();
-  Experiment* e = Current();
-  if (e == nullptr) return Status::Ok();
+  Experiment* e = ForTrial(msg->trial_id);
+  if (e == nullptr) {
+    spdlog::warn(
+        "Checkpoint {} from {} is of trial {}, of no experiment here; it stays in the "
+        "store",
+        msg->checkpoint_id, peer, msg->trial_id);
+    return Status::Ok();
+  }
   Status s = e->runner().OnCheckpointSaved(msg->trial_id, msg->attempt, msg->checkpoint_id,
                                            msg->training_iteration, msg->size_bytes);
   if (s.ok()) return Status::Ok();
@@ -204,10 +186,10 @@ Status Scheduler::HandleCheckpointFailed(bus::Incoming& in, const proto::Decoded
   const std::string peer = in.peer();
   auto msg = d.As<proto::CheckpointFailed>();
   if (!msg.ok()) return msg.status();
-  Experiment* e = Current();
+  Experiment* e = ForTrial(msg->trial_id);
   if (e == nullptr) {
-    spdlog::warn("Checkpoint {} from {} was not stored ({}); no experiment is active",
-                 msg->checkpoint_id, peer, msg->error);
+    spdlog::warn("Checkpoint {} from {} was not stored ({}); no experiment here holds trial {}",
+                 msg->checkpoint_id, peer, msg->error, msg->trial_id);
     return Status::Ok();
   }
   e->OnCheckpointFailed(peer, *msg);

@@ -104,7 +104,7 @@ int CheckpointExportCommand(const GlobalFlags& g, const CheckpointExportFlags& f
   auto client =
       ControlClient::Connect(ctx, g.connect, *g.security, std::chrono::milliseconds(g.timeout_ms));
   if (!client.ok()) return Fail(client.status());
-  auto req = ReadRequest<proto::FetchCheckpoint>(g);
+  auto req = ExperimentRequest<proto::FetchCheckpoint>(g);
   req.trial_id = f.trial_id;
   req.checkpoint_id = f.checkpoint_id;
   auto first = client->CallFor<proto::CheckpointChunk>(req);

@@ -20,9 +20,9 @@ inline Result<nlohmann::json> Call(const GlobalFlags& g, M request) {
   return client->Call(request);
 }
 
-// A read request (ListTrials, ShowTrial, GetExperiment, ...) for the experiment -e names.
+// A request (ListTrials, ShowTrial, StopTrialCommand, ...) for the experiment -e names.
 template <typename M>
-inline M ReadRequest(const GlobalFlags& g) {
+inline M ExperimentRequest(const GlobalFlags& g) {
   M request;
   request.experiment = g.experiment;
   return request;

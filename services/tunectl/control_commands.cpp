@@ -56,19 +56,19 @@ void PrintMessage(const nlohmann::json& r) {
 }  // namespace
 
 int ShowCommand(const GlobalFlags& g, const std::string& trial_id) {
-  auto req = ReadRequest<proto::ShowTrial>(g);
+  auto req = ExperimentRequest<proto::ShowTrial>(g);
   req.trial_id = trial_id;
   return CallAndPrint(g, req, PrintTrial);
 }
 
 int StopCommand(const GlobalFlags& g, const std::string& trial_id) {
-  proto::StopTrialCommand req;
+  auto req = ExperimentRequest<proto::StopTrialCommand>(g);
   req.trial_id = trial_id;
   return CallAndPrint(g, req, PrintMessage);
 }
 
 int PauseCommand(const GlobalFlags& g, const std::string& trial_id) {
-  proto::PauseTrialCommand req;
+  auto req = ExperimentRequest<proto::PauseTrialCommand>(g);
   req.trial_id = trial_id;
   return CallAndPrint(g, req, PrintMessage);
 }
@@ -84,7 +84,7 @@ int ResumeCommand(const GlobalFlags& g, const std::string& target,
   experiment.rerun_errored = rerun_errored;
   if (!rerun_errored.empty()) return CallAndPrint(g, experiment, print_experiment);
   // A trial id unpauses that trial; otherwise the name of an experiment.
-  proto::ResumeTrialCommand trial;
+  auto trial = ExperimentRequest<proto::ResumeTrialCommand>(g);
   trial.trial_id = target;
   auto body = Call(g, trial);
   if (!body.ok() && body.status().code() == StatusCode::kNotFound) {
@@ -118,7 +118,7 @@ int AddCommand(const GlobalFlags& g, const std::string& config_json) {
     std::cerr << "tunectl: --config must be a JSON object, e.g. '{\"lr\": 0.01}'\n";
     return 2;
   }
-  proto::AddTrialCommand req;
+  auto req = ExperimentRequest<proto::AddTrialCommand>(g);
   req.config_json = config.dump();
   return CallAndPrint(g, req, [](const nlohmann::json& t) {
     std::cout << "added trial " << t.value("trial_id", std::string()) << " ("
@@ -128,7 +128,7 @@ int AddCommand(const GlobalFlags& g, const std::string& config_json) {
 
 int SetResourcesCommand(const GlobalFlags& g, const std::string& trial_id,
                         const std::vector<std::string>& pairs) {
-  proto::SetTrialResourcesCommand req;
+  auto req = ExperimentRequest<proto::SetTrialResourcesCommand>(g);
   req.trial_id = trial_id;
   for (const std::string& pair : pairs) {
     const auto eq = pair.find('=');
@@ -149,14 +149,14 @@ int SetResourcesCommand(const GlobalFlags& g, const std::string& trial_id,
 }
 
 int StopExperimentCommand(const GlobalFlags& g) {
-  return CallAndPrint(g, proto::StopExperiment{}, [](const nlohmann::json& e) {
+  return CallAndPrint(g, ExperimentRequest<proto::StopExperiment>(g), [](const nlohmann::json& e) {
     std::cout << "Experiment " << e.value("name", std::string()) << " "
               << e.value("status", std::string()) << std::endl;
   });
 }
 
 int StatusCommand(const GlobalFlags& g) {
-  return CallAndPrint(g, ReadRequest<proto::GetExperiment>(g), [](const nlohmann::json& e) {
+  return CallAndPrint(g, ExperimentRequest<proto::GetExperiment>(g), [](const nlohmann::json& e) {
     std::cout << RenderSummaryLine(e) << std::endl;
     if (const std::string searcher = RenderSearcherLine(e); !searcher.empty())
       std::cout << searcher << std::endl;

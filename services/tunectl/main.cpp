@@ -162,9 +162,15 @@ int main(int argc, char** argv) {
   // The read commands answer for a finished experiment too (read from its journal).
   for (CLI::App* read :
        {ls_cmd, best_cmd, export_cmd, logs_cmd, watch_cmd, show_cmd, status_cmd, ckpt_export_cmd}) {
-    read->add_option(
-        "--experiment,-e", g.experiment,
-        "the experiment (name, or journal name NAME-ID); default: the current or newest one");
+    read->add_option("--experiment,-e", g.experiment,
+                     "the experiment (name, or journal name NAME-ID); default: the only running "
+                     "one, else the newest");
+  }
+  // The commands that change an experiment: a trial id names its own experiment.
+  for (CLI::App* change : {stop_cmd, stopx_cmd, pause_cmd, resume_cmd, add_cmd, setres_cmd}) {
+    change->add_option("--experiment,-e", g.experiment,
+                       "the experiment (name, or journal name NAME-ID); default: the only "
+                       "running one (with several, name one)");
   }
 
   try {

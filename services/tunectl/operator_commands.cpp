@@ -61,7 +61,7 @@ std::string CsvField(const json& v) { return CsvQuote(v.is_null() ? "" : FormatV
 }  // namespace
 
 int ListCommand(const GlobalFlags& g, const ListFlags& f) {
-  auto req = ReadRequest<proto::ListTrials>(g);
+  auto req = ExperimentRequest<proto::ListTrials>(g);
   req.status = f.status;
   if (f.sort.empty()) {  // the scheduler pages; sorting needs every trial here first
     req.offset = f.offset;
@@ -70,7 +70,8 @@ int ListCommand(const GlobalFlags& g, const ListFlags& f) {
   auto body = Call(g, req);
   if (!body.ok()) return Fail(body.status());
   json trials = std::move(*body);
-  auto experiment = Call(g, ReadRequest<proto::GetExperiment>(g));  // the metric the table shows
+  auto experiment =
+      Call(g, ExperimentRequest<proto::GetExperiment>(g));  // the metric the table shows
   const std::string metric = experiment.ok() ? StringField(*experiment, "metric") : "";
   if (!f.sort.empty()) {
     const bool desc = f.sort[0] == '-';
@@ -120,7 +121,7 @@ int ListCommand(const GlobalFlags& g, const ListFlags& f) {
 }
 
 int BestCommand(const GlobalFlags& g) {
-  auto status = Call(g, ReadRequest<proto::GetExperiment>(g));
+  auto status = Call(g, ExperimentRequest<proto::GetExperiment>(g));
   if (!status.ok()) return Fail(status.status());
   const json& best = (*status)["best"];
   if (!best.is_object()) {
@@ -149,7 +150,7 @@ int ExportCommand(const GlobalFlags& g, const std::string& format_flag) {
   const std::string format = !format_flag.empty() ? format_flag
                              : g.output == "json" ? "json"
                                                   : "csv";
-  auto trials = Call(g, ReadRequest<proto::ListTrials>(g));
+  auto trials = Call(g, ExperimentRequest<proto::ListTrials>(g));
   if (!trials.ok()) return Fail(trials.status());
   if (format == "json") {
     std::cout << trials->dump(2) << std::endl;
@@ -199,7 +200,7 @@ int ExportCommand(const GlobalFlags& g, const std::string& format_flag) {
 
 int LogsCommand(const GlobalFlags& g, const std::string& trial_id, int64_t lines,
                 bool stderr_stream) {
-  auto req = ReadRequest<proto::ShowTrial>(g);
+  auto req = ExperimentRequest<proto::ShowTrial>(g);
   req.trial_id = trial_id;
   auto t = Call(g, req);
   if (!t.ok()) return Fail(t.status());

@@ -88,9 +88,10 @@ void PrintFinal(const nlohmann::json& e, bool json_output) {
 
 // Ray Tune's closing table of errored trials: each with the first line of its error and the
 // path of its error.txt (the whole error and the trainable's stderr tail).
-void PrintErrored(ControlClient& client) {
+void PrintErrored(ControlClient& client, const std::string& experiment) {
   proto::ListTrials errored;
   errored.status = "ERROR";
+  errored.experiment = experiment;
   auto trials = client.Call(errored);
   if (!trials.ok() || !trials->is_array() || trials->empty()) return;
   std::cout << "Errored trials (" << trials->size() << "):\n";
@@ -160,6 +161,12 @@ int SubmitAndFollow(ControlClient& client, const ExperimentSpec& spec,
               << std::endl;
     return 0;
   }
+  // The run follows its own experiment, whatever else the suite runs: by journal name once
+  // submitted (names are unique only among unfinished experiments), by name when resumed.
+  const std::string followed =
+      submitted->contains("experiment_id")
+          ? fmt::format("{}-{}", spec.name, submitted->value("experiment_id", std::string()))
+          : spec.name;
   const bool tty = ::isatty(STDOUT_FILENO) && !json_output;
   const double refresh_s = r.refresh_s > 0 ? r.refresh_s : (tty ? 1.0 : 10.0);
   InPlaceRenderer renderer;
@@ -178,13 +185,16 @@ int SubmitAndFollow(ControlClient& client, const ExperimentSpec& spec,
                    "newest checkpoint (Ctrl-C again to exit at once)\n";
       proto::StopExperiment interrupt;
       interrupt.interrupt = true;
+      interrupt.experiment = followed;
       if (auto sent = client.Call(interrupt); !sent.ok()) {
         std::cerr << "tunectl: the scheduler cannot interrupt now: " << sent.status().ToString()
                   << "\n";
       }
       interrupt_sent = true;
     }
-    auto e = client.Call(proto::GetExperiment{});
+    proto::GetExperiment get;
+    get.experiment = followed;
+    auto e = client.Call(get);
     if (!e.ok()) {
       std::cerr << "tunectl: lost the scheduler: " << e.status().ToString() << "\n";
       return 3;
@@ -194,7 +204,9 @@ int SubmitAndFollow(ControlClient& client, const ExperimentSpec& spec,
     if (!json_output &&
         (finished || now - last_print >= std::chrono::duration<double>(refresh_s))) {
       last_print = now;
-      auto trials = client.Call(proto::ListTrials{});
+      proto::ListTrials list;
+      list.experiment = followed;
+      auto trials = client.Call(list);
       if (trials.ok()) {
         if (tty) {
           renderer.Draw(RenderProgressTable(*e, *trials, 20));
@@ -208,7 +220,7 @@ int SubmitAndFollow(ControlClient& client, const ExperimentSpec& spec,
     }
     if (finished) {
       PrintFinal(*e, json_output);
-      if (!json_output) PrintErrored(client);
+      if (!json_output) PrintErrored(client, followed);
       if ((*e)["status"] == "INTERRUPTED") {
         std::cerr << "tunectl: interrupted; resume with: " << ResumeHint(g, r, spec.name) << "\n";
         return 130;

@@ -58,7 +58,7 @@ std::string Colour(const std::string& line, bool colour) {
 }  // namespace
 
 int WatchCommand(const GlobalFlags& g, std::string events, double for_s) {
-  auto experiment = Call(g, ReadRequest<proto::GetExperiment>(g));
+  auto experiment = Call(g, ExperimentRequest<proto::GetExperiment>(g));
   if (!experiment.ok()) return Fail(experiment.status());
   if (events.empty()) {
     auto told = WatchEndpoint(g.connect, *experiment);
@@ -70,9 +70,9 @@ int WatchCommand(const GlobalFlags& g, std::string events, double for_s) {
   if (!sub.ok()) return Fail(sub.status());
   sub->set(zmq::sockopt::subscribe, "");
   // Subscribed first, then the snapshot: an event between the two is applied twice, harmlessly.
-  experiment = Call(g, ReadRequest<proto::GetExperiment>(g));
+  experiment = Call(g, ExperimentRequest<proto::GetExperiment>(g));
   if (!experiment.ok()) return Fail(experiment.status());
-  auto listed = Call(g, ReadRequest<proto::ListTrials>(g));
+  auto listed = Call(g, ExperimentRequest<proto::ListTrials>(g));
   if (!listed.ok()) return Fail(listed.status());
   WatchState state(*experiment, *listed);
 

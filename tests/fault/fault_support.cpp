@@ -66,18 +66,23 @@ int64_t TrialsAdded(const json& summary) {
   return added;
 }
 
-int KillSchedulerWhileRunning(Cluster& cluster, const std::vector<Millis>& pauses) {
+int KillSchedulerWhileRunning(Cluster& cluster, const std::vector<Millis>& pauses,
+                              const std::string& experiment) {
+  std::vector<std::string> status_args = {"status"};
+  if (!experiment.empty()) status_args = {"status", "-e", experiment};
+  std::vector<std::string> json_status = {"-o", "json"};
+  json_status.insert(json_status.end(), status_args.begin(), status_args.end());
   int kills = 0;
   for (const Millis pause : pauses) {
     std::this_thread::sleep_for(pause);
-    auto status = cluster.Ctl({"-o", "json", "status"}, 10s);
+    auto status = cluster.Ctl(json_status, 10s);
     if (status.exit_code == 0 && status.Json().value("finished", false)) break;
     const ::testing::AssertionResult restarted = cluster.Restart("scheduler");
     EXPECT_TRUE(restarted);  // SIGKILL, then the same binary and flags
     if (!restarted) return -1;
     ++kills;
     const bool answers =
-        WaitFor([&] { return cluster.Ctl({"status"}, 2s).exit_code == 0; }, 20s, 100ms);
+        WaitFor([&] { return cluster.Ctl(status_args, 2s).exit_code == 0; }, 20s, 100ms);
     EXPECT_TRUE(answers) << cluster.LogTails();
     if (!answers) return -1;
   }

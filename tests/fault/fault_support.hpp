@@ -35,11 +35,13 @@ bool PythonImports(const fs::path& log_dir, const std::string& modules);
 /// empty object after `timeout`).
 nlohmann::json WaitFinished(Cluster& cluster, Millis timeout);
 
-/// SIGKILLs the scheduler after each pause of `pauses` while the experiment runs, each time
-/// restarting it (the same binary and flags) and waiting until it answers `tunectl status`;
-/// stops early once the experiment is finished. Returns how many kills it made, or -1 after
-/// adding a test failure (a restart that failed or a scheduler that never answered).
-int KillSchedulerWhileRunning(Cluster& cluster, const std::vector<Millis>& pauses);
+/// SIGKILLs the scheduler after each pause of `pauses` while the experiment (`experiment`: its
+/// name; "" = the only one) runs, each time restarting it (the same binary and flags) and
+/// waiting until it answers `tunectl status`; stops early once the experiment is finished.
+/// Returns how many kills it made, or -1 after adding a test failure (a restart that failed or
+/// a scheduler that never answered).
+int KillSchedulerWhileRunning(Cluster& cluster, const std::vector<Millis>& pauses,
+                              const std::string& experiment = "");
 
 /// The trials' configs by index (trial_added records' `index` and `config`), from `records`.
 std::map<int64_t, nlohmann::json> TrialConfigs(const std::vector<nlohmann::json>& records);

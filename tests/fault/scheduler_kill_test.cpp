@@ -106,6 +106,82 @@ TEST(SchedulerKillTest, KilledSchedulerResumesAndLosesOrDuplicatesNoResult) {
               done_kills, results, lost, duplicated);
 }
 
+// Issue 34 point 5: two experiments run at once; each SIGKILL of the scheduler resumes both,
+// each reattaching its own running trials. Each journal shows every trial TERMINATED with its
+// results 1..N exactly once, all from one attempt, and one experiment_resumed per kill.
+TEST(SchedulerKillTest, EveryUnfinishedExperimentResumesAfterAKill) {
+  ClusterOptions o;
+  o.cpus_per_worker = 2;
+  Cluster cluster(o);
+  ASSERT_TRUE(cluster.Start());
+  constexpr int kTrials = 10, kIterations = 30;
+  std::map<std::string, std::string> journals;  // name -> journal
+  for (const std::string name : {"alpha", "beta"}) {
+    const fs::path file = cluster.dir() / (name + ".yaml");
+    WriteFile(file, "name: " + name +
+                        "\n"
+                        "trainable: {builtin: mock}\n"
+                        "param_space:\n"
+                        "  lr: {uniform: [0.01, 0.1]}\n"
+                        "  mock_iterations: " +
+                        std::to_string(kIterations) +
+                        "\n"
+                        "  sleep_s: 0.02\n"
+                        "num_samples: " +
+                        std::to_string(kTrials) +
+                        "\n"
+                        "seed: 5\n"
+                        "checkpoint_freq: 10\n"
+                        "results_dir: " +
+                        (cluster.dir() / "results").string() + "\n");
+    auto submit = cluster.Ctl({"-o", "json", "run", "--detach", file.string()});
+    ASSERT_EQ(submit.exit_code, 0) << submit.Describe();
+    journals[name] = name + "-" + submit.Json().value("experiment_id", "");
+  }
+  const int kills =
+      KillSchedulerWhileRunning(cluster, std::vector<Millis>(4, Millis(400)), "alpha");
+  ASSERT_GE(kills, 1);
+  for (const auto& [name, journal] : journals) {
+    json summary;
+    ASSERT_TRUE(WaitFor(
+        [&] {
+          summary = cluster.Ctl({"-o", "json", "status", "-e", name}, 5s).Json();
+          return summary.is_object() && summary.value("finished", false);
+        },
+        90s, 200ms))
+        << name << ": " << summary.dump() << cluster.LogTails();
+    EXPECT_EQ(summary.value("status", ""), "FINISHED") << summary.dump();
+    std::map<std::string, std::vector<int64_t>> iterations;
+    std::map<std::string, std::string> status;
+    std::map<std::string, std::set<int64_t>> attempts;
+    int resumed = 0;
+    for (const json& r : ReadJournal(cluster.store(), journal)) {
+      const std::string kind = r.value("kind", "");
+      if (kind == "experiment_resumed") ++resumed;
+      if (kind == "trial_status") status[r.value("trial_id", "")] = r.value("status", "");
+      if (kind != "result") continue;
+      iterations[r.value("trial_id", "")].push_back(
+          r["result"].value("training_iteration", int64_t(-1)));
+      attempts[r.value("trial_id", "")].insert(r.value("attempt", int64_t(0)));
+    }
+    std::vector<int64_t> expected(kIterations);
+    for (int i = 0; i < kIterations; ++i) expected[size_t(i)] = i + 1;
+    ASSERT_EQ(iterations.size(), size_t(kTrials)) << journal;
+    for (const auto& [id, its] : iterations) {
+      EXPECT_EQ(its, expected) << id;
+      EXPECT_EQ(status[id], "TERMINATED") << id;
+      EXPECT_EQ(attempts[id].size(), 1u) << id << " reported results from more than one attempt";
+    }
+    // alpha ran through every kill; beta (the same length) too, unless it ended first.
+    if (name == "alpha") {
+      EXPECT_EQ(resumed, kills) << journal;
+    }
+    EXPECT_GE(resumed, 1) << journal;
+    std::printf("%s: %d kills, %d resumes, %zu trials checked\n", journal.c_str(), kills, resumed,
+                iterations.size());
+  }
+}
+
 }  // namespace
 }  // namespace tunebus::testing
 

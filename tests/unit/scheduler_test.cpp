@@ -155,9 +155,10 @@ class SchedulerTest : public ::testing::Test {
     EXPECT_TRUE(bus::SendMessage(worker_, hb));
   }
 
-  // Sends a control request and returns its reply's body (fails the test on an error reply).
+  // Sends a control request and returns its reply's body, or the error reply's "code: message"
+  // in `error` (null: an error reply fails the test).
   template <typename Request>
-  json Control(Request request) {
+  json Control(Request request, std::string* error = nullptr) {
     request.id = ++control_id_;
     EXPECT_TRUE(bus::SendMessage(control_, request));
     for (auto deadline = std::chrono::steady_clock::now() + kStateWait;
@@ -165,25 +166,51 @@ class SchedulerTest : public ::testing::Test {
       auto d = Next(control_, 1s);
       if (!d.has_value() || d->id() != request.id) continue;
       if (d->type() == proto::ErrorReply::kType) {
-        ADD_FAILURE() << request.type << ": " << d->As<proto::ErrorReply>()->message;
+        auto e = d->As<proto::ErrorReply>();
+        if (error == nullptr) ADD_FAILURE() << request.type << ": " << e->message;
+        if (error != nullptr) *error = e->code + ": " + e->message;
         return json();
       }
       auto reply = d->As<proto::ControlReply>();
       EXPECT_TRUE(reply.ok());
+      EXPECT_EQ(error, nullptr) << request.type << " answered, an error was expected";
       return reply.ok() ? json::parse(reply->body_json) : json();
     }
     ADD_FAILURE() << request.type << ": no reply";
     return json();
   }
+  // The error a control request is answered with ("code: message"; "" if it succeeded).
+  template <typename Request>
+  std::string ControlError(Request request) {
+    std::string error;
+    Control(std::move(request), &error);
+    return error;
+  }
 
-  json Submit(const std::string& yaml) {
+  proto::SubmitExperiment SubmitRequest(const std::string& yaml) const {
     proto::SubmitExperiment submit;
     submit.spec_yaml = yaml;
     submit.base_dir = dir_;
     submit.source_name = "exp.yaml";
-    return Control(submit);
+    return submit;
   }
-  json Experiment() { return Control(proto::GetExperiment{}); }
+  json Submit(const std::string& yaml) { return Control(SubmitRequest(yaml)); }
+  json Experiment(const std::string& name = "") {
+    proto::GetExperiment get;
+    get.experiment = name;
+    return Control(get);
+  }
+
+  // The worker reports that trial `start`'s trainable exited (`ok`: returned; else failed).
+  void Exited(const proto::StartTrial& start, bool ok) {
+    proto::TrialExited exited;
+    exited.trial_id = start.trial_id;
+    exited.attempt = start.attempt;
+    exited.ok = ok;
+    exited.exit_code = ok ? 0 : 1;
+    exited.error = ok ? "" : "exit code 1";
+    EXPECT_TRUE(bus::SendMessage(worker_, exited));
+  }
 
   // The StartTrial messages the scheduler sends the worker until `n` came (bounded).
   std::vector<proto::StartTrial> ExpectStarts(size_t n) {
@@ -212,19 +239,22 @@ class SchedulerTest : public ::testing::Test {
     return stopped;
   }
 
-  // Waits (real time, bounded) until the experiment's status is `status`.
-  bool WaitForStatus(const std::string& status) {
+  // Waits (real time, bounded) until the experiment's (`name`; "": the default one) status is
+  // `status`.
+  bool WaitForStatus(const std::string& status, const std::string& name = "") {
     for (auto deadline = std::chrono::steady_clock::now() + kStateWait;
          std::chrono::steady_clock::now() < deadline;) {
-      if (Experiment().value("status", "") == status) return true;
+      if (Experiment(name).value("status", "") == status) return true;
       std::this_thread::sleep_for(20ms);
     }
     return false;
   }
 
-  // An experiment "clocked" of the mock trainable over `param_space` (YAML flow text).
-  std::string Yaml(const std::string& param_space, const std::string& extra) const {
-    return "name: clocked\n"
+  // An experiment `name` of the mock trainable over `param_space` (YAML flow text).
+  std::string Yaml(const std::string& param_space, const std::string& extra,
+                   const std::string& name = "clocked") const {
+    return "name: " + name +
+           "\n"
            "trainable: {builtin: mock}\n"
            "param_space: " +
            param_space +
@@ -298,6 +328,132 @@ TEST_F(SchedulerTest, AWorkerSilentPastItsLivenessIsLostAndItsTrialRequeues) {
   }
   EXPECT_TRUE(requeued) << Experiment().dump();
   EXPECT_EQ(Experiment().value("status", ""), "RUNNING");
+}
+
+// Many experiments at once (issue 34 point 2): each has its own trials, and every worker
+// message reaches the experiment its trial id names. Resources one frees go to the other.
+TEST_F(SchedulerTest, TwoExperimentsRunAtOnceAndEachWorkerMessageReachesItsTrialsExperiment) {
+  StartWorker("w1", 4);
+  ASSERT_EQ(Submit(Yaml("{x: {grid_search: [1, 2]}}", "", "a")).value("name", ""), "a");
+  ASSERT_EQ(Submit(Yaml("{x: {grid_search: [1, 2, 3]}}", "", "b")).value("name", ""), "b");
+  const std::string a_id = Experiment("a").value("experiment_id", "");
+  const std::string b_id = Experiment("b").value("experiment_id", "");
+  ASSERT_NE(a_id, b_id);
+  std::vector<proto::StartTrial> starts = ExpectStarts(4);  // 4 CPUs: two of each
+  ASSERT_EQ(starts.size(), 4u);
+  std::vector<proto::StartTrial> of_a, of_b;
+  for (const proto::StartTrial& st : starts) {
+    (st.trial_id.rfind(a_id + "_", 0) == 0 ? of_a : of_b).push_back(st);
+  }
+  ASSERT_EQ(of_a.size(), 2u);
+  ASSERT_EQ(of_b.size(), 2u);
+
+  // A result of a's trial is a's: its best trial; b has none.
+  proto::ReportResults results;
+  results.results.push_back(
+      proto::ResultItem{of_a[0].trial_id, of_a[0].attempt, 1, R"({"score": 0.5})", 0.1, {}});
+  ASSERT_TRUE(bus::SendMessage(worker_, results));
+  bool routed = false;
+  for (auto deadline = std::chrono::steady_clock::now() + kStateWait;
+       !routed && std::chrono::steady_clock::now() < deadline;) {
+    const json best = Experiment("a")["best"];
+    routed = best.is_object() && best.value("trial_id", "") == of_a[0].trial_id;
+    if (!routed) std::this_thread::sleep_for(20ms);
+  }
+  EXPECT_TRUE(routed) << Experiment("a").dump();
+  EXPECT_TRUE(Experiment("b")["best"].is_null()) << Experiment("b").dump();
+
+  // a's trials return: a ends; b runs on and gets the freed CPUs for its third trial.
+  for (const proto::StartTrial& st : of_a) Exited(st, true);
+  ASSERT_TRUE(WaitForStatus("FINISHED", "a"));
+  EXPECT_EQ(Experiment("a")["counts"].value("TERMINATED", 0), 2);
+  const std::vector<proto::StartTrial> third = ExpectStarts(1);
+  ASSERT_EQ(third.size(), 1u);
+  EXPECT_EQ(third[0].trial_id.rfind(b_id + "_", 0), 0u) << third[0].trial_id;
+  EXPECT_EQ(Experiment("b").value("status", ""), "RUNNING");
+  for (const proto::StartTrial& st : of_b) Exited(st, true);
+  Exited(third[0], true);
+  ASSERT_TRUE(WaitForStatus("FINISHED", "b"));
+  EXPECT_EQ(Experiment("b")["counts"].value("TERMINATED", 0), 3);
+}
+
+// One experiment's failure (fail_fast: raise on its errored trial) ends that experiment only:
+// the other's trials run on and finish.
+TEST_F(SchedulerTest, OneExperimentsFailureNeverTouchesAnother) {
+  StartWorker("w1", 2);
+  ASSERT_EQ(
+      Submit(Yaml("{x: 1}", "max_failures: 0\nfail_fast: raise\n", "fragile")).value("name", ""),
+      "fragile");
+  ASSERT_EQ(Submit(Yaml("{x: 2}", "", "sturdy")).value("name", ""), "sturdy");
+  const std::string fragile_id = Experiment("fragile").value("experiment_id", "");
+  const std::vector<proto::StartTrial> starts = ExpectStarts(2);
+  ASSERT_EQ(starts.size(), 2u);
+  const bool first_is_fragile = starts[0].trial_id.rfind(fragile_id + "_", 0) == 0;
+  const proto::StartTrial& fragile = starts[first_is_fragile ? 0 : 1];
+  const proto::StartTrial& sturdy = starts[first_is_fragile ? 1 : 0];
+
+  Exited(fragile, false);
+  ASSERT_TRUE(WaitForStatus("ERROR", "fragile")) << Experiment("fragile").dump();
+  EXPECT_TRUE(StopRequests(300ms).empty());  // nothing of sturdy's is stopped
+  json other = Experiment("sturdy");
+  EXPECT_EQ(other.value("status", ""), "RUNNING") << other.dump();
+  EXPECT_EQ(other["counts"].value("RUNNING", 0), 1) << other.dump();
+  Exited(sturdy, true);
+  ASSERT_TRUE(WaitForStatus("FINISHED", "sturdy"));
+  EXPECT_EQ(Experiment("sturdy")["counts"].value("TERMINATED", 0), 1);
+}
+
+// Names are unique among unfinished experiments; a finished one's name may run again.
+TEST_F(SchedulerTest, SubmittingTheNameOfARunningExperimentIsAClearError) {
+  StartWorker("w1", 1);
+  ASSERT_EQ(Submit(Yaml("{x: 1}", "", "taken")).value("name", ""), "taken");
+  const std::vector<proto::StartTrial> starts = ExpectStarts(1);
+  ASSERT_EQ(starts.size(), 1u);
+  const std::string error = ControlError(SubmitRequest(Yaml("{x: 7}", "", "taken")));
+  EXPECT_NE(error.find("failed_precondition: experiment taken is still running"), std::string::npos)
+      << error;
+  Exited(starts[0], true);
+  ASSERT_TRUE(WaitForStatus("FINISHED", "taken"));
+  EXPECT_EQ(Submit(Yaml("{x: 7}", "", "taken")).value("status", ""), "RUNNING");
+}
+
+// Control requests name their experiment: a trial id names its own; without a name and with
+// several running, the request is refused with the list; a named one must hold the trial.
+TEST_F(SchedulerTest, ControlRequestsGoToTheExperimentTheyNameOrTheirTrialsOwn) {
+  StartWorker("w1", 2);
+  ASSERT_EQ(Submit(Yaml("{x: 1}", "", "a")).value("name", ""), "a");
+  ASSERT_EQ(Submit(Yaml("{x: 2}", "", "b")).value("name", ""), "b");
+  const std::string b_id = Experiment("b").value("experiment_id", "");
+  const std::vector<proto::StartTrial> starts = ExpectStarts(2);
+  ASSERT_EQ(starts.size(), 2u);
+  const std::string b_trial =
+      starts[0].trial_id.rfind(b_id + "_", 0) == 0 ? starts[0].trial_id : starts[1].trial_id;
+
+  const std::string several =
+      "failed_precondition: 2 experiments are running (a, b); name one "
+      "with -e/--experiment";
+  EXPECT_EQ(ControlError(proto::StopExperiment{}), several);
+  EXPECT_EQ(ControlError(proto::GetExperiment{}), several);
+  proto::AddTrialCommand add;
+  add.config_json = R"({"x": 3})";
+  EXPECT_EQ(ControlError(add), several);
+  add.experiment = "b";
+  EXPECT_EQ(Control(add).value("trial_id", "").rfind(b_id + "_", 0), 0u);
+
+  proto::StopTrialCommand stop;
+  stop.trial_id = b_trial;
+  stop.experiment = "a";
+  EXPECT_NE(ControlError(stop).find("not_found: no trial " + b_trial + " in experiment a"),
+            std::string::npos);
+  stop.experiment = "";
+  EXPECT_EQ(Control(stop).value("trial_id", ""), b_trial);
+  EXPECT_EQ(StopRequests(kStateWait, 1), std::vector<std::string>{b_trial});
+  EXPECT_EQ(Experiment("a")["counts"].value("RUNNING", 0), 1);
+
+  proto::StopExperiment stop_a;
+  stop_a.experiment = "a";
+  EXPECT_EQ(Control(stop_a).value("status", ""), "STOPPED");
+  EXPECT_EQ(Experiment("b").value("status", ""), "RUNNING");
 }
 
 }  // namespace

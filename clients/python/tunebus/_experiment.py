@@ -9,8 +9,8 @@ from tunebus._results import ResultGrid, tunectl_exporter
 class Experiment:
     """Control and read one experiment over the scheduler's control socket (PROTOCOL.md §2).
 
-    `name`: an experiment name or journal name (`NAME-ID`); None = the scheduler's current (or
-    newest) one. `connect`: the control endpoint; default `tunebus.init`'s address, then
+    `name`: an experiment name or journal name (`NAME-ID`); None = the only unfinished one (with
+    several, the scheduler refuses with `failed_precondition` listing them), else the newest. `connect`: the control endpoint; default `tunebus.init`'s address, then
     TUNEBUS_ADDRESS, then this process's embedded suite. Every method raises `TuneError` with the
     scheduler's `code` and `message` when it refuses (e.g. `not_found` for an unknown trial id).
     """
@@ -20,7 +20,7 @@ class Experiment:
         self.endpoint = connect or _suite.endpoint()[0]
         self._client = _suite.ControlClient(self.endpoint, timeout_s)
 
-    def _read(self, type_, **fields):
+    def _request(self, type_, **fields):  # names the experiment, when given
         if self.name:
             fields["experiment"] = self.name
         return self._client.request(type_, **fields)
@@ -28,35 +28,35 @@ class Experiment:
     def status(self):
         """The experiment summary: `{name, experiment_id, status, counts, total, metric, mode,
         results_dir, best, searcher, ...}`."""
-        return self._read("get_experiment")
+        return self._request("get_experiment")
 
     def trials(self, status=""):
         """The trial objects (`{trial_id, status, config, last_result, checkpoints, ...}`),
         optionally only those of one status (PENDING, RUNNING, PAUSED, TERMINATED, ERROR)."""
-        return self._read("list_trials", status=status)
+        return self._request("list_trials", status=status)
 
     def trial(self, trial_id):
-        return self._read("show_trial", trial_id=trial_id)
+        return self._request("show_trial", trial_id=trial_id)
 
     def stop(self, trial_id):
         """Stops one trial: `{trial_id, status, message}`."""
-        return self._client.request("stop_trial_command", trial_id=trial_id)
+        return self._request("stop_trial_command", trial_id=trial_id)
 
     def stop_all(self):
         """Stops every unfinished trial and ends the experiment."""
-        return self._client.request("stop_experiment")
+        return self._request("stop_experiment")
 
     def pause(self, trial_id):
         """Checkpoints a trial and frees its resources (PAUSED once saved)."""
-        return self._client.request("pause_trial_command", trial_id=trial_id)
+        return self._request("pause_trial_command", trial_id=trial_id)
 
     def resume(self, trial_id):
         """Continues a paused trial from its newest checkpoint."""
-        return self._client.request("resume_trial_command", trial_id=trial_id)
+        return self._request("resume_trial_command", trial_id=trial_id)
 
     def add(self, config):
         """Adds a trial with an explicit config (a JSON-able dict); returns its trial object."""
-        return self._client.request("add_trial_command", config_json=json.dumps(config))
+        return self._request("add_trial_command", config_json=json.dumps(config))
 
     def results(self):
         """A ResultGrid of the experiment's results folder, with its checkpoints."""
