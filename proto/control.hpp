@@ -174,8 +174,34 @@ struct ResumeExperimentCommand {
   TUNEBUS_DEFINE_MAP(v, type, id, name, rerun_errored)
 };
 
+/// Change a running experiment's fair-share weight (since v1.6; weighted DRF across the
+/// experiments of a suite, docs/scheduling.md), journaled (weight_set). body: the experiment
+/// summary with "weight", "share", "usage". Errors: invalid_argument for a weight that is not
+/// > 0; failed_precondition for a finished experiment; as StopExperiment's `experiment`.
+struct SetExperimentWeight {
+  TUNEBUS_ENVELOPE("set_experiment_weight");
+  std::string experiment;  // as in AddTrialCommand
+  double weight = 1;
+  TUNEBUS_DEFINE_MAP(v, type, id, experiment, weight)
+};
+
+/// Delete a finished experiment (since v1.6): its journal and checkpoints leave the
+/// checkpoint-store (which compacts the space away) and, unless keep_results, its results
+/// folder is removed. body: {name, journal, records, checkpoints, store_bytes_before,
+/// store_bytes_after, compaction_s, results_dir, results_removed}. Errors: not_found (no such
+/// experiment, listing the known ones); failed_precondition while it is unfinished (stop it
+/// first); the store's errors.
+struct DeleteExperiment {
+  TUNEBUS_ENVELOPE("delete_experiment");
+  std::string experiment;  // name (the newest of that name) or journal name
+  bool keep_results = false;
+  TUNEBUS_DEFINE_MAP(v, type, id, experiment, keep_results)
+};
+
 /// Every experiment this scheduler knows or finds in the store's journals. body: array of
-/// {name, journal, status, counts: {STATUS: n}, total, submitted_at (seconds since the epoch)}.
+/// {name, journal, status, counts: {STATUS: n}, total, submitted_at (seconds since the epoch)};
+/// the experiments in this scheduler also have weight, share (the dominant share of the
+/// cluster their running trials hold, 0..1) and usage (resource amounts held).
 struct ListExperiments {
   TUNEBUS_ENVELOPE("list_experiments");
   TUNEBUS_DEFINE_MAP(v, type, id)

@@ -68,6 +68,29 @@ struct JournalTruncateAck {
   TUNEBUS_DEFINE_MAP(v, type, id, experiment, last_seq, removed)
 };
 
+/// Delete a finished experiment: its journal and every checkpoint whose id starts with
+/// "<experiment>/" (its trials' checkpoints and snapshots), in one synced write, then compact
+/// those key ranges with blob garbage collection forced so the space leaves the disk (blocks the
+/// store while it runs; docs/performance.md has its cost). Answered by ExperimentDeleteAck.
+/// Errors: invalid_argument (the name), unavailable (degraded), io_error.
+struct ExperimentDelete {
+  TUNEBUS_ENVELOPE("experiment_delete");
+  std::string experiment;  // the journal name, "<name>-<id>"
+  TUNEBUS_DEFINE_MAP(v, type, id, experiment)
+};
+
+struct ExperimentDeleteAck {
+  TUNEBUS_ENVELOPE("experiment_delete_ack");
+  std::string experiment;
+  uint64_t records = 0;       // journal records deleted
+  uint64_t checkpoints = 0;   // checkpoints deleted (snapshots included)
+  uint64_t bytes_before = 0;  // the store's live SST and blob files, bytes, before
+  uint64_t bytes_after = 0;   // and after the delete and its compaction
+  double compaction_s = 0;    // seconds the compaction took
+  TUNEBUS_DEFINE_MAP(v, type, id, experiment, records, checkpoints, bytes_before, bytes_after,
+                     compaction_s)
+};
+
 /// List experiments that have a journal.
 struct JournalList {
   TUNEBUS_ENVELOPE("journal_list");

@@ -171,6 +171,8 @@ json ExperimentResumed(double at_s, RerunMode rerun_errored) {
           {"rerun_errored", RerunModeName(rerun_errored)}};
 }
 
+json WeightSet(double weight) { return {{"kind", "weight_set"}, {"weight", weight}}; }
+
 json CheckpointDeletedRecord(const Trial& t, const std::string& checkpoint_id) {
   return {
       {"kind", "checkpoint_deleted"}, {"trial_id", t.trial_id}, {"checkpoint_id", checkpoint_id}};

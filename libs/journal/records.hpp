@@ -27,6 +27,7 @@
 //   driver_decision      {trial_id, attempt, seq, stop_trial, stop_all, samples}   the driver's
 //                        answer to a result (proto/PROTOCOL.md section 7b), before its result
 //   experiment_resumed   {at, rerun_errored ("", "restore", "restart")}  a scheduler took it over
+//   weight_set           {weight}                     `tunectl set-weight`: its fair-share weight
 // A checkpoint object is {checkpoint_id, training_iteration, time_total_s, score, size_bytes}.
 // Readers reject unknown kinds (libs/journal/replay.hpp): a newer writer must not be replayed
 // by an older scheduler.
@@ -87,6 +88,8 @@ std::string EncodeSearcherDelta(const nlohmann::json& delta);
 
 nlohmann::json ExperimentEnded(ExperimentStatus status, const std::string& reason);
 nlohmann::json ExperimentResumed(double at_s, RerunMode rerun_errored);
+/// `tunectl set-weight`: the experiment's fair-share weight from now on (> 0).
+nlohmann::json WeightSet(double weight);
 nlohmann::json CheckpointSavedRecord(const Trial& trial, const CheckpointRef& ref);
 nlohmann::json CheckpointDeletedRecord(const Trial& trial, const std::string& checkpoint_id);
 /// The checkpoint of the trial's current attempt asked at `failed.training_iteration` was not

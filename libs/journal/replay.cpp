@@ -80,6 +80,13 @@ Status JournalReplayer::Apply(const json& r) {
     } else if (kind == "experiment_resumed") {
       state_.ended_status.reset();  // reopened (e.g. to rerun errored trials)
       state_.ended_reason.clear();
+    } else if (kind == "weight_set") {
+      const double weight = r.at("weight").get<double>();
+      if (!(weight > 0)) {
+        return Status::Corruption(
+            fmt::format("journal record {} (weight_set): weight {} is not > 0", position, weight));
+      }
+      state_.weight = weight;
     } else {
       Trial* t = Find(r.at("trial_id").get<std::string>());
       if (t == nullptr) {

@@ -45,6 +45,8 @@ struct ReplayedExperiment {
   /// The status of the newest experiment_ended record; nullopt while the experiment runs (none
   /// yet, or an experiment_resumed came after it).
   std::optional<ExperimentStatus> ended_status;
+  /// The newest weight_set's weight; nullopt: the experiment file's.
+  std::optional<double> weight;
   std::string ended_reason;
   uint64_t records = 0;           // records applied
   uint64_t snapshot_records = 0;  // of those, how many a snapshot covered (0: none was used)

@@ -92,6 +92,7 @@ std::string EncodeSnapshot(const ReplayedExperiment& s, const std::vector<Trial>
             {"ended_reason", s.ended_reason},
             {"records", s.records}};
   VisitExperimentIdentityFields(s.identity, fields::JsonWriter{j});
+  if (s.weight) j["weight"] = *s.weight;
   // A msgpack map of j's entries plus "trials", written trial by trial: no document of every
   // trial is ever built (at 100,000 trials that document alone is hundreds of MB of small nodes).
   std::string out;
@@ -120,6 +121,8 @@ Result<ReplayedExperiment> DecodeSnapshot(const std::string& bytes) {
   try {
     ReplayedExperiment s;
     VisitExperimentIdentityFields(s.identity, fields::JsonReader{j});
+    if (auto it = j.find("weight"); it != j.end() && it->is_number() && it->get<double>() > 0)
+      s.weight = it->get<double>();
     s.spec_yaml = j.at("spec_yaml").get<std::string>();
     int64_t index = 0;
     for (const json& t : j.at("trials")) s.trials.push_back(TrialFrom(t, index++));

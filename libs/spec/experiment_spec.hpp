@@ -70,6 +70,14 @@ struct ExperimentSpec {
   WorkingDirSpec working_dir;
   std::map<std::string, double> resources_per_trial = {{"cpu", 1.0}};  // amounts, cpu/gpu/custom
   int64_t max_concurrent_trials = 0;                                   // 0 = no limit
+  /// Its share of a suite that runs several experiments: weighted Dominant Resource Fairness
+  /// (services/scheduler/fair_share.hpp, docs/scheduling.md); > 0. `tunectl set-weight`
+  /// changes it while it runs.
+  double weight = 1;
+  /// Whether another experiment's pending trials may PAUSE (checkpoint, free) this one's running
+  /// trials above its fair share; they continue from that checkpoint once it is under its share
+  /// again (docs/scheduling.md). Off by default: a quota then only stops new placements.
+  bool preemptible = false;
   std::string results_dir;  // absolute; default "<working_dir>/results"
   /// False when the file gives an absolute results_dir; true when it gives a relative one or none
   /// (results_dir then names a folder beside the file, on the host that submitted it).

@@ -5,6 +5,7 @@
 #include <yaml-cpp/parser.h>
 
 #include <algorithm>
+#include <cmath>
 #include <optional>
 #include <regex>
 #include <sstream>
@@ -32,6 +33,8 @@ const std::vector<std::string_view> kTopFields = {"name",
                                                   "stop",
                                                   "resources_per_trial",
                                                   "max_concurrent_trials",
+                                                  "weight",
+                                                  "preemptible",
                                                   "results_dir",
                                                   "max_failures",
                                                   "max_worker_losses",
@@ -280,6 +283,17 @@ Status SpecParser::ParseField(const MapEntry& e) {
   if (k == "max_failures") {
     return ParseInt(e, -1, &spec_.max_failures, "must be >= 0, or -1 to retry forever");
   }
+  if (k == "weight") {
+    Result<double> weight = r_.Number(e.value, k);
+    if (!weight.ok()) return weight.status();
+    if (!(*weight > 0) || !std::isfinite(*weight)) {
+      return r_.Error(
+          e.value, k,
+          "must be a number > 0 (the experiment's fair-share weight), got " + e.value.Scalar());
+    }
+    spec_.weight = *weight;
+    return Status::Ok();
+  }
   if (k == "report_timeout_s") {
     Result<double> seconds = r_.Number(e.value, k);
     if (!seconds.ok()) return seconds.status();
@@ -309,10 +323,12 @@ Status SpecParser::ParseField(const MapEntry& e) {
     spec_.fail_fast = *b ? FailFast::kStopExperiment : FailFast::kOff;
     return Status::Ok();
   }
-  if (k == "queue_trials" || k == "checkpoint_at_end") {
+  if (k == "queue_trials" || k == "checkpoint_at_end" || k == "preemptible") {
     Result<bool> b = r_.Bool(e.value, k);
     if (!b.ok()) return b.status();
-    (k == "queue_trials" ? spec_.queue_trials : spec_.checkpoint_at_end) = *b;
+    (k == "queue_trials"        ? spec_.queue_trials
+     : k == "checkpoint_at_end" ? spec_.checkpoint_at_end
+                                : spec_.preemptible) = *b;
     return Status::Ok();
   }
   if (k == "checkpoint_freq") {

@@ -187,6 +187,22 @@ Result<std::vector<CheckpointEntry>> CheckpointBlobStore::List(const std::string
   return entries;
 }
 
+Result<uint64_t> CheckpointBlobStore::DeletePrefixInto(const std::string& prefix,
+                                                       rocksdb::WriteBatch& batch) {
+  const std::string metas = std::string(kCheckpointMetaPrefix) + prefix;
+  const std::string chunks = std::string(kChunkPrefix) + prefix;
+  uint64_t count = 0;
+  auto range = db_.NewRange(metas, PrefixSuccessor(metas));
+  for (; range->Valid(); range->Next()) ++count;
+  if (Status s = FromRocks(range->status(), "scan checkpoints to delete"); !s.ok()) return s;
+  for (const std::string& p : {metas, chunks}) {
+    if (auto s = batch.DeleteRange(p, PrefixSuccessor(p)); !s.ok()) {
+      return FromRocks(s, "build checkpoints delete");
+    }
+  }
+  return count;
+}
+
 Result<bool> CheckpointBlobStore::Delete(const std::string& checkpoint_id) {
   if (Status s = ValidateId(checkpoint_id); !s.ok()) return s;
   auto loaded = LoadMeta(checkpoint_id);

@@ -83,6 +83,10 @@ class CheckpointBlobStore {
   /// Deletes a checkpoint (committed or a partial upload): its chunks and meta, atomically
   /// and synced. Returns false if it did not exist. Errors: IoError.
   Result<bool> Delete(const std::string& checkpoint_id);
+  /// Adds the deletion of every checkpoint whose id starts with `prefix` (committed or partial:
+  /// chunks and meta) to `batch`, for the caller to write. Returns how many it deletes.
+  /// Errors: IoError, Corruption (scanning the metas).
+  Result<uint64_t> DeletePrefixInto(const std::string& prefix, rocksdb::WriteBatch& batch);
 
  private:
   /// The meta of `checkpoint_id`, nullopt if absent. Errors: Corruption, IoError.

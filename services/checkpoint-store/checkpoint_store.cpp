@@ -4,6 +4,7 @@
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
 
+#include <chrono>
 #include <ctime>
 #include <string_view>
 #include <utility>
@@ -46,6 +47,7 @@ CheckpointStore::CheckpointStore(CheckpointStoreOptions options, std::unique_ptr
       .On(proto::JournalRead::kType, services, this, &CheckpointStore::HandleJournalRead)
       .On(proto::JournalList::kType, services, this, &CheckpointStore::HandleJournalList)
       .On(proto::JournalTruncate::kType, services, this, &CheckpointStore::HandleJournalTruncate)
+      .On(proto::ExperimentDelete::kType, services, this, &CheckpointStore::HandleExperimentDelete)
       .On(proto::CheckpointPut::kType, this, &CheckpointStore::HandleCheckpointPut)
       .On(proto::CheckpointGet::kType, this, &CheckpointStore::HandleCheckpointGet)
       .On(proto::CheckpointList::kType, this, &CheckpointStore::HandleCheckpointList)
@@ -272,6 +274,54 @@ Status CheckpointStore::HandleCheckpointDelete(bus::Incoming& in, const proto::D
   ack.id = msg.id();
   ack.checkpoint_id = m->checkpoint_id;
   ack.deleted = *deleted;
+  dispatcher_.Reply(in, ack);
+  return Status::Ok();
+}
+
+Status CheckpointStore::HandleExperimentDelete(bus::Incoming& in, const proto::Decoded& msg) {
+  if (Status s = RefuseWriteIfDegraded(); !s.ok()) return s;
+  auto m = msg.As<proto::ExperimentDelete>();
+  Status valid = m.ok() ? store::JournalStore::ValidateExperiment(m->experiment) : m.status();
+  if (!valid.ok()) return valid;
+  FlushAppends();  // appends that arrived first are deleted with the rest
+  proto::ExperimentDeleteAck ack;
+  ack.id = msg.id();
+  ack.experiment = m->experiment;
+  if (Status s = db_->Flush(); !s.ok()) {  // so that bytes_before counts everything it holds
+    NoteWriteFailure(s);
+    return s;
+  }
+  ack.bytes_before = db_->LiveBytes();
+  rocksdb::WriteBatch batch;
+  auto records = journals_->DeleteInto(m->experiment, batch);
+  if (!records.ok()) return records.status();
+  // Its checkpoints and snapshots: every id under "<journal>/".
+  auto checkpoints = checkpoints_.DeletePrefixInto(m->experiment + "/", batch);
+  if (!checkpoints.ok()) return checkpoints.status();
+  if (Status s = db_->Write(batch, /*durable=*/true); !s.ok()) {
+    NoteWriteFailure(s);
+    return s;
+  }
+  journals_->Forget(m->experiment);
+  ack.records = *records;
+  ack.checkpoints = *checkpoints;
+  const auto t0 = std::chrono::steady_clock::now();
+  for (const std::string& prefix : {store::JournalRecordPrefix(m->experiment),
+                                    std::string(store::kCheckpointMetaPrefix) + m->experiment + "/",
+                                    std::string(store::kChunkPrefix) + m->experiment + "/"}) {
+    if (Status s = db_->CompactAway(prefix, store::PrefixSuccessor(prefix)); !s.ok()) {
+      spdlog::warn("Deleted experiment '{}'; its space is reclaimed by later compactions: {}",
+                   m->experiment, s.ToString());
+      break;
+    }
+  }
+  ack.compaction_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  ack.bytes_after = db_->LiveBytes();
+  spdlog::info(
+      "Deleted experiment '{}': {} journal records, {} checkpoints; live data {} -> {} bytes "
+      "(compaction {:.3f} s)",
+      m->experiment, ack.records, ack.checkpoints, ack.bytes_before, ack.bytes_after,
+      ack.compaction_s);
   dispatcher_.Reply(in, ack);
   return Status::Ok();
 }

@@ -150,6 +150,7 @@ class CheckpointStore {
   Status HandleCheckpointGet(bus::Incoming& in, const proto::Decoded& msg);
   Status HandleCheckpointList(bus::Incoming& in, const proto::Decoded& msg);
   Status HandleCheckpointDelete(bus::Incoming& in, const proto::Decoded& msg);
+  Status HandleExperimentDelete(bus::Incoming& in, const proto::Decoded& msg);
   Status HandleStoreStatus(bus::Incoming& in, const proto::Decoded& msg);
 
   /// Writes the pending appends in one synced batch and acks (or fails) each.

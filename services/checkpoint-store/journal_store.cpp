@@ -123,6 +123,18 @@ Result<uint64_t> JournalStore::Truncate(const std::string& experiment, uint64_t 
   return last - keep_through_seq;
 }
 
+Result<uint64_t> JournalStore::DeleteInto(const std::string& experiment,
+                                          rocksdb::WriteBatch& batch) const {
+  const std::string prefix = JournalRecordPrefix(experiment);
+  if (auto s = batch.DeleteRange(prefix, PrefixSuccessor(prefix)); !s.ok()) {
+    return FromRocks(s, "build journal delete");
+  }
+  if (auto s = batch.Delete(JournalMetaKey(experiment)); !s.ok()) {
+    return FromRocks(s, "build journal delete");
+  }
+  return LastSeq(experiment);
+}
+
 Result<JournalPage> JournalStore::Read(const std::string& experiment, uint64_t from_seq,
                                        uint32_t max_records) {
   JournalPage page;

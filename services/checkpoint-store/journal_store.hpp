@@ -87,6 +87,14 @@ class JournalStore {
   Result<uint64_t> Truncate(const std::string& experiment, uint64_t keep_through_seq,
                             uint64_t expected_last_seq);
 
+  /// Adds the deletion of the experiment's records and its last seq to `batch` (the caller
+  /// writes it, then calls Forget). Returns how many records that deletes.
+  /// Errors: IoError building the batch.
+  Result<uint64_t> DeleteInto(const std::string& experiment, rocksdb::WriteBatch& batch) const;
+  /// After DeleteInto's batch is written: the experiment has no journal (a new append starts
+  /// at seq 1).
+  void Forget(const std::string& experiment) { last_seqs_.erase(experiment); }
+
   /// Every experiment with a journal and its last seq, sorted by name.
   const std::map<std::string, uint64_t>& last_seqs() const { return last_seqs_; }
   /// The experiment's last seq, 0 if it has no journal.

@@ -164,6 +164,24 @@ Result<std::optional<std::string>> StoreDb::Get(const std::string& key) {
   return std::optional<std::string>(std::move(value));
 }
 
+Status StoreDb::CompactAway(const std::string& begin, const std::string& end) {
+  rocksdb::CompactRangeOptions options;
+  options.bottommost_level_compaction = rocksdb::BottommostLevelCompaction::kForce;
+  options.blob_garbage_collection_policy = rocksdb::BlobGarbageCollectionPolicy::kForce;
+  options.blob_garbage_collection_age_cutoff = 1.0;
+  const rocksdb::Slice from(begin), to(end);
+  return FromRocks(db_->CompactRange(options, &from, &to), "RocksDB compaction");
+}
+
+Status StoreDb::Flush() { return FromRocks(db_->Flush(rocksdb::FlushOptions()), "RocksDB flush"); }
+
+uint64_t StoreDb::LiveBytes() {
+  uint64_t sst = 0, blob = 0;
+  db_->GetIntProperty(rocksdb::DB::Properties::kLiveSstFilesSize, &sst);
+  db_->GetIntProperty(rocksdb::DB::Properties::kLiveBlobFileSize, &blob);
+  return sst + blob;
+}
+
 std::unique_ptr<StoreDb::Range> StoreDb::NewRange(std::string lower, std::string upper) {
   auto range = std::make_unique<Range>();
   range->lower_ = std::move(lower);

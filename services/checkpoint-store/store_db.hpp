@@ -105,6 +105,15 @@ class StoreDb {
   /// space; "Busy" while RocksDB's own recovery runs; a fatal error that no Resume() clears),
   /// Corruption.
   Status Resume();
+  /// Compacts the keys in [begin, end) down to the last level with blob garbage collection
+  /// forced (every blob of the range relocated, so blob files holding only deleted values are
+  /// dropped): deleted keys' space leaves the disk. Blocks until done. Errors: IoError.
+  Status CompactAway(const std::string& begin, const std::string& end);
+  /// Bytes of the live SST and blob files: what the data takes on disk (the WAL and the
+  /// memtables aside: Flush first to count everything).
+  uint64_t LiveBytes();
+  /// Writes the memtables to SST and blob files. Blocks. Errors: IoError.
+  Status Flush();
   /// The value of `key`, nullopt if absent. Errors: IoError, Corruption.
   Result<std::optional<std::string>> Get(const std::string& key);
   /// A forward iterator over the keys in [lower, upper) (upper "" = unbounded), positioned

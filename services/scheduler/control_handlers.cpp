@@ -10,6 +10,7 @@
 #include <fmt/ranges.h>
 #include <spdlog/spdlog.h>
 
+#include <cmath>
 #include <string_view>
 #include <utility>
 
@@ -58,14 +59,6 @@ Result<CheckpointRef> ChooseCheckpoint(const Trial& t, const std::string& wanted
                                       wanted, fmt::join(kept, ", ")));
 }
 
-// The address of a reply that callbacks can copy (bus::Incoming holds the request's payload and
-// is not copyable).
-bus::Incoming ReplyTo(const std::vector<std::string>& route) {
-  bus::Incoming to;
-  to.route = route;
-  return to;
-}
-
 // What `tunectl resume` / `tunectl run` of a finished experiment is told.
 Status FinishedExperimentError(const Experiment& e) {
   const int64_t errored = TrialCountsJson(e.runner().trials())["ERROR"].get<int64_t>();
@@ -78,6 +71,12 @@ Status FinishedExperimentError(const Experiment& e) {
 }
 
 }  // namespace
+
+bus::Incoming Scheduler::ReplyTo(const std::vector<std::string>& route) {
+  bus::Incoming to;
+  to.route = route;
+  return to;
+}
 
 void Scheduler::ReplyJson(Experiment* e, const bus::Incoming& in, uint64_t id, const json& body) {
   proto::ControlReply reply;
@@ -173,7 +172,9 @@ void Scheduler::AddControlHandlers() {
       .On(proto::ResumeTrialCommand::kType, ops, mutating(&Scheduler::HandleResumeTrial))
       .On(proto::AddTrialCommand::kType, ops, mutating(&Scheduler::HandleAddTrial))
       .On(proto::SetTrialResourcesCommand::kType, ops,
-          mutating(&Scheduler::HandleSetTrialResources));
+          mutating(&Scheduler::HandleSetTrialResources))
+      .On(proto::SetExperimentWeight::kType, ops, mutating(&Scheduler::HandleSetExperimentWeight))
+      .On(proto::DeleteExperiment::kType, ops, mutating(&Scheduler::HandleDeleteExperiment));
 }
 
 void Scheduler::OnControlReadable() {
@@ -365,6 +366,7 @@ Status Scheduler::HandleGetExperiment(bus::Incoming& in, const proto::Decoded& d
     json body = ExperimentToJson(e->name(), e->runner(), e->experiment_dir(), e->ElapsedS());
     body["journal"] = e->journal_name();
     body["read_only"] = e->read_only();
+    if (!e->read_only()) body.update(ShareJson(*e));
     body["events_endpoint"] = events_bound_;  // where `tunectl watch` subscribes
     if (!e->read_only()) body["journal_health"] = JournalHealthJson(*e);
     body["store"] = store_health_->ToJson();
@@ -470,6 +472,27 @@ Status Scheduler::HandleSetTrialResources(bus::Incoming& in, const proto::Decode
   }
   e->runner().Step();
   ReplyJson(e, in, d.id(), TrialToJson(*e->runner().FindTrial(msg->trial_id), e->experiment_dir()));
+  return Status::Ok();
+}
+
+Status Scheduler::HandleSetExperimentWeight(bus::Incoming& in, const proto::Decoded& d) {
+  auto msg = d.As<proto::SetExperimentWeight>();
+  if (!msg.ok()) return msg.status();
+  if (!(msg->weight > 0) || !std::isfinite(msg->weight)) {
+    return Status::InvalidArgument(fmt::format("weight must be a number > 0, got {}", msg->weight));
+  }
+  auto target = Target(msg->experiment);
+  if (!target.ok()) return target.status();
+  Experiment* e = *target;
+  if (e->phase() == Experiment::Phase::kEnded) {
+    return Status::FailedPrecondition(fmt::format("experiment {} is finished", e->name()));
+  }
+  spdlog::info("Experiment {}: weight {} -> {} (tunectl set-weight)", e->name(), e->weight(),
+               msg->weight);
+  e->SetWeight(msg->weight);
+  json body = ExperimentToJson(e->name(), e->runner(), e->experiment_dir(), e->ElapsedS());
+  body.update(ShareJson(*e));
+  ReplyJson(e, in, d.id(), body);
   return Status::Ok();
 }
 

@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
 
+#include <algorithm>
 #include <cassert>
 #include <filesystem>
 #include <random>
@@ -72,6 +73,7 @@ Experiment::Experiment(ExperimentSpec spec, std::string experiment_dir, Experime
       ctx_(ctx),
       read_only_(ctx == nullptr),
       phase_(read_only_ ? Phase::kEnded : Phase::kRunning),
+      weight_(spec_.weight),
       started_(clock.Now()) {
   // Every start_trial names the archive the experiment was submitted (and journaled) with.
   spec_.trainable.working_dir_digest = identity_.working_dir_digest;
@@ -84,6 +86,58 @@ void Experiment::MarkEnded() {
   phase_ = Phase::kEnded;
   ended_ = clock_.Now();
   if (searcher_process_) searcher_process_->Stop();
+}
+
+void Experiment::SetWeight(double weight) {
+  assert(weight > 0 && !read_only_);
+  weight_ = weight;
+  journal_->Append(journal::WeightSet(weight));
+}
+
+FairShareDemand Experiment::Demand() const {
+  int64_t wanted = runner_->TrialsInFlight() + runner_->TrialsQueued();
+  if (spec_.max_concurrent_trials > 0) wanted = std::min(wanted, spec_.max_concurrent_trials);
+  return {weight_, runner_->options().resources_per_trial, wanted};
+}
+
+Resources Experiment::Held() const {
+  Resources held;
+  for (const Trial& t : runner_->trials()) {
+    if (t.status == TrialStatus::kRunning) held += t.resources;
+  }
+  return held;
+}
+
+int64_t Experiment::Preempt(int64_t quota) {
+  std::vector<const Trial*> running;  // RUNNING, not already pausing
+  for (const Trial& t : runner_->trials()) {
+    if (t.status == TrialStatus::kRunning && !runner_->IsPausing(t)) running.push_back(&t);
+  }
+  // The newest-started first: they lose the least work (YARN's and Determined's choice).
+  std::sort(running.begin(), running.end(),
+            [](const Trial* a, const Trial* b) { return a->start_time_s > b->start_time_s; });
+  int64_t paused = 0;
+  for (const Trial* t : running) {
+    if (int64_t(running.size()) - paused <= quota) break;
+    const std::string trial_id = t->trial_id;
+    if (!runner_->PauseTrial(trial_id).ok()) continue;
+    spdlog::info("Preempting trial {} of experiment {}: it holds more than its fair share ({})",
+                 trial_id, spec_.name, quota);
+    preempted_.push_back(trial_id);
+    ++paused;
+  }
+  return paused;
+}
+
+void Experiment::Readmit(std::optional<int64_t> quota) {
+  while (!preempted_.empty() && (!quota || runner_->TrialsInFlight() < *quota)) {
+    const std::string trial_id = preempted_.front();
+    preempted_.erase(preempted_.begin());
+    if (runner_->UnpauseTrial(trial_id).ok()) {
+      spdlog::info("Trial {} of experiment {} continues after its preemption", trial_id,
+                   spec_.name);
+    }
+  }
 }
 
 void Experiment::MarkRunning() {
@@ -130,6 +184,7 @@ Result<std::unique_ptr<Experiment>> Experiment::LoadReadOnly(
         fmt::format("journal {} holds experiment {}", journal_name, e->journal_name_));
   }
   e->journal_base_ = journal_length;
+  if (replayed.weight) e->weight_ = *replayed.weight;
   const double elapsed_s = ElapsedToLastResult(replayed.trials, replayed.identity.submitted_at_s);
   e->ended_ = clock.Now();
   e->started_ = *e->ended_ - std::chrono::duration_cast<SteadyTime::duration>(
@@ -208,7 +263,11 @@ Status Experiment::Build() {
   });
   executor_->set_is_registered(ctx_->is_registered);
   // No trial starts while its result files would queue behind many others (a slow disk).
-  executor_->set_may_place([this] { return recorder_->FileBacklog() < kMaxFileBacklogToPlace; });
+  // Nor beyond its fair share of a cluster other experiments want too.
+  executor_->set_may_place([this] {
+    return recorder_->FileBacklog() < kMaxFileBacklogToPlace &&
+           (!trial_quota_ || runner_->TrialsInFlight() < *trial_quota_);
+  });
   return Status::Ok();
 }
 
@@ -229,6 +288,7 @@ Status Experiment::Resume(JournalReader& reader, const std::string& journal_name
         fmt::format("journal {} holds experiment {}", journal_name, journal_name_));
   }
   phase_ = Phase::kResuming;
+  if (replayed.weight) weight_ = *replayed.weight;
   journal_base_ = store_last_seq;
   // The next snapshot is due snapshot_every_records after the one this resume started from, so
   // replay stays bounded even when the scheduler dies more often than that.

@@ -32,6 +32,7 @@
 #include "services/scheduler/bus_executor.hpp"
 #include "services/scheduler/event_publisher.hpp"
 #include "services/scheduler/experiment_recorder.hpp"
+#include "services/scheduler/fair_share.hpp"
 #include "services/scheduler/journal_reader.hpp"
 #include "services/scheduler/searcher_process.hpp"
 #include "services/scheduler/worker_outbox.hpp"
@@ -148,6 +149,27 @@ class Experiment {
   /// its line from the recorder). One the runner refuses (stale attempt, never asked for, the
   /// experiment has ended) is logged and dropped. REQUIRES: !read_only().
   void OnCheckpointFailed(const std::string& worker, const proto::CheckpointFailed& failed);
+  /// Its fair-share weight (> 0): the file's `weight`, or the newest SetWeight (journaled).
+  double weight() const { return weight_; }
+  /// Sets the weight and journals it (weight_set). REQUIRES: weight > 0, !read_only().
+  void SetWeight(double weight);
+  /// What it claims of the cluster now: its weight, one trial's resources, and the trials it
+  /// holds plus those waiting to be placed, capped by max_concurrent_trials.
+  FairShareDemand Demand() const;
+  /// The most trials it may hold at once (its fair share across experiments,
+  /// WeightedDrfQuotas); nullopt = no cap. Checked before each placement.
+  void set_trial_quota(std::optional<int64_t> quota) { trial_quota_ = quota; }
+  std::optional<int64_t> trial_quota() const { return trial_quota_; }
+  /// The resources its RUNNING trials hold (what `lsx` shows as usage).
+  Resources Held() const;
+  /// Preemption of a `preemptible: true` experiment above its quota: pauses (TrialRunner::
+  /// PauseTrial: checkpoint at the next result, then free) its newest-started RUNNING trials
+  /// until those not pausing fit the quota. Returns how many it paused now.
+  int64_t Preempt(int64_t quota);
+  /// Unpauses the trials Preempt paused (they continue from their checkpoint) while its trials
+  /// in flight stay under `quota` (nullopt: all of them).
+  void Readmit(std::optional<int64_t> quota);
+
   /// Gives back allocations of this experiment's trials that no RUNNING attempt owns (the
   /// scheduler died between a grant and its journal record, or while a trial left RUNNING).
   void ReconcileAllocations();
@@ -204,6 +226,9 @@ class Experiment {
   ExperimentContext* ctx_;  // null when read-only
   bool read_only_;
   Phase phase_;
+  double weight_;
+  std::optional<int64_t> trial_quota_;
+  std::vector<std::string> preempted_;  // trials Preempt paused, oldest first
   SteadyTime started_;
   std::optional<SteadyTime> ended_;
   uint64_t journal_base_ = 0;

@@ -7,6 +7,7 @@
 
 #include <memory>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "services/scheduler/experiment.hpp"
@@ -24,7 +25,7 @@ Experiment* Scheduler::Adopt(std::unique_ptr<Experiment> e) {
 Experiment* Scheduler::ForTrial(const std::string& trial_id) {
   const size_t underscore = trial_id.rfind('_');
   if (underscore == std::string::npos) return nullptr;
-  const auto it = by_experiment_id_.find(trial_id.substr(0, underscore));
+  const auto it = by_experiment_id_.find(std::string_view(trial_id).substr(0, underscore));
   return it == by_experiment_id_.end() ? nullptr : it->second;
 }
 

@@ -107,6 +107,71 @@ void Scheduler::ServeClients() {
   loop_.AddSocket(control_, [this] { OnControlReadable(); });
   loop_.AddSocket(workers_, [this] { OnWorkerReadable(); });
   loop_.AddSocket(rm_sub_, [this] { OnNodeEvent(); });
+  RefreshCapacityEvery();
+}
+
+void Scheduler::RefreshCapacityEvery() {
+  RefreshCapacity();
+  loop_.AddTimer(kCapacityRefresh, [this] { RefreshCapacityEvery(); });
+}
+
+void Scheduler::RefreshCapacity() {
+  rm_->Request(proto::GetClusterView{}, [this](Result<proto::Decoded> reply) {
+    auto view =
+        reply.ok() ? reply->As<proto::ClusterView>() : Result<proto::ClusterView>(reply.status());
+    if (!view.ok()) return;  // the last known capacity stays
+    Resources total;
+    for (const proto::NodeView& node : view->nodes) {
+      auto capacity = Resources::FromUnits(node.capacity);
+      if (node.alive && capacity.ok()) total += *capacity;
+    }
+    cluster_capacity_ = std::move(total);
+  });
+}
+
+void Scheduler::ApplyFairShare() {
+  if (experiments_.size() == 1) {  // the common case, every round: nothing to share
+    experiments_.front()->set_trial_quota(std::nullopt);
+    experiments_.front()->Readmit(std::nullopt);
+    return;
+  }
+  std::vector<Experiment*> running;
+  std::vector<FairShareDemand> demands;
+  int wanting = 0;
+  for (auto& e : experiments_) {
+    if (e->phase() != Experiment::Phase::kRunning) continue;
+    running.push_back(e.get());
+    demands.push_back(e->Demand());
+    wanting += demands.back().wanted > 0;
+  }
+  if (wanting < 2 || cluster_capacity_.empty()) {
+    for (Experiment* e : running) {
+      e->set_trial_quota(std::nullopt);
+      e->Readmit(std::nullopt);
+    }
+    return;
+  }
+  const std::vector<int64_t> quotas = WeightedDrfQuotas(cluster_capacity_, demands);
+  // Whether an experiment waits below its quota: then preemptible ones above theirs give way.
+  bool starved = false;
+  for (size_t i = 0; i < running.size(); ++i) {
+    running[i]->set_trial_quota(quotas[i]);
+    starved = starved || (running[i]->runner().TrialsQueued() > 0 &&
+                          running[i]->runner().TrialsInFlight() < quotas[i]);
+  }
+  for (size_t i = 0; i < running.size(); ++i) {
+    if (starved && running[i]->spec().preemptible) running[i]->Preempt(quotas[i]);
+    running[i]->Readmit(quotas[i]);
+  }
+}
+
+nlohmann::json Scheduler::ShareJson(const Experiment& e) const {
+  const Resources held = e.Held();
+  nlohmann::json share = {{"weight", e.weight()},
+                          {"share", DominantShare(held, cluster_capacity_)},
+                          {"usage", held.ToAmounts()}};
+  if (e.trial_quota()) share["trial_quota"] = *e.trial_quota();
+  return share;
 }
 
 void Scheduler::Run() {
@@ -140,6 +205,7 @@ void Scheduler::Run() {
 // After every poll round: let each running experiment's runner make progress, then send the
 // journal batches and the decisions this round released.
 void Scheduler::AfterRound() {
+  ApplyFairShare();
   for (auto& owned : experiments_) {
     Experiment* e = owned.get();
     if (e->phase() != Experiment::Phase::kRunning) continue;
@@ -231,7 +297,9 @@ void Scheduler::OnNodeEvent() {
     }
     // resources_freed answers a release: with one experiment its executor's placement budget
     // already counts it; with more (an ended one may still release), another experiment's may
-    // have been waiting for the room. A worker added or lost changes what fits.
+    // have been waiting for the room. A worker added or lost changes what fits, and the
+    // capacity fair shares divide.
+    if (*kind != proto::NodeEventKind::kResourcesFreed) RefreshCapacity();
     const bool others_may_wait = experiments_.size() > 1;
     for (Experiment* e : Unfinished()) {
       if (*kind != proto::NodeEventKind::kResourcesFreed || others_may_wait)

@@ -152,6 +152,16 @@ class Scheduler {
   Status HandleResumeTrial(bus::Incoming& in, const proto::Decoded& d);
   Status HandleAddTrial(bus::Incoming& in, const proto::Decoded& d);
   Status HandleSetTrialResources(bus::Incoming& in, const proto::Decoded& d);
+  Status HandleSetExperimentWeight(bus::Incoming& in, const proto::Decoded& d);
+  // `tunectl delete` (experiment_delete.cpp)
+  Status HandleDeleteExperiment(bus::Incoming& in, const proto::Decoded& d);
+  /// Deletes the finished experiment `e` (loaded from journal `journal`): the store's
+  /// experiment_delete, then its results folder unless `keep_results`, then answers `route`.
+  void DeleteFinished(const std::vector<std::string>& route, uint64_t id, const Experiment& e,
+                      const std::string& journal, bool keep_results);
+  /// Drops every trace of journal `journal` in this process: experiments_ (moved to retired_:
+  /// callbacks may still name it), the routing table, read-only loads and lsx rows.
+  void Forget(const std::string& journal);
   Status HandleFetchCheckpoint(bus::Incoming& in, const proto::Decoded& d);
   // The shipped working_dir's archive (working_dir_handlers.cpp): stored in the checkpoint-store
   // as proto::WorkingDirBlobId(digest), which checks its digest before committing it.
@@ -165,6 +175,9 @@ class Scheduler {
   /// checkpoint's iteration; then StartExperiment.
   void SubmitParsed(const bus::Incoming& in, uint64_t id, const proto::SubmitExperiment& msg,
                     ExperimentSpec spec);
+  /// The address of a reply that callbacks can copy (bus::Incoming holds the request's payload
+  /// and is not copyable).
+  static bus::Incoming ReplyTo(const std::vector<std::string>& route);
   /// Answers a request that changed state: sent once every journal record appended so far is
   /// durable (the change it reports is then safe).
   /// `e`: the experiment the request changed (null: none, sent at once).
@@ -249,6 +262,17 @@ class Scheduler {
   Experiment* ForTrial(const std::string& trial_id);
   /// Unfinished experiments (Phase kRunning or kResuming), oldest first.
   std::vector<Experiment*> Unfinished() const;
+  /// Sets each running experiment's trial quota for this round: their weighted DRF shares of
+  /// cluster_capacity_ (fair_share.hpp) while two or more want trials, else no cap.
+  void ApplyFairShare();
+  /// Asks the resource-manager for the cluster's capacity (alive workers' sum) into
+  /// cluster_capacity_: at start, on node_added / node_lost, and every kCapacityRefresh.
+  void RefreshCapacity();
+  /// RefreshCapacity now and every kCapacityRefresh while the loop runs.
+  void RefreshCapacityEvery();
+  static constexpr bus::Duration kCapacityRefresh{10000};
+  /// {"weight", "share" (dominant share of what it holds), "usage" (amounts held)} of `e`.
+  nlohmann::json ShareJson(const Experiment& e) const;
   /// Takes a new live experiment into experiments_ and the trial routing table.
   Experiment* Adopt(std::unique_ptr<Experiment> e);
   /// FailedPrecondition when `name` is being submitted or resumed, or an unfinished experiment
@@ -277,8 +301,11 @@ class Scheduler {
   WorkerRegistry worker_registry_;
   /// Live experiments (unfinished and finished), in submission or resume order.
   std::vector<std::unique_ptr<Experiment>> experiments_;
+  /// Deleted experiments, kept allocated until the process ends: a late callback (a timer, a
+  /// store answer) may still name one. Nothing reads them.
+  std::vector<std::unique_ptr<Experiment>> retired_;
   /// experiments_ by experiment id (the prefix of their trial ids): worker messages' routing.
-  std::map<std::string, Experiment*> by_experiment_id_;
+  std::map<std::string, Experiment*, std::less<>> by_experiment_id_;
   /// Read-only experiments loaded from their journals, by journal name (at most
   /// kJournaledCacheSize; any other is dropped to make room).
   std::map<std::string, std::unique_ptr<Experiment>> journaled_;
@@ -288,7 +315,8 @@ class Scheduler {
   std::map<std::string, std::pair<uint64_t, nlohmann::json>> lsx_rows_;
   std::unique_ptr<service::MessageDispatcher> control_dispatcher_;
   std::unique_ptr<service::MessageDispatcher> worker_dispatcher_;
-  uint64_t node_events_ = 0;  // node events received from the resource-manager
+  uint64_t node_events_ = 0;    // node events received from the resource-manager
+  Resources cluster_capacity_;  // alive workers' capacity, as the resource-manager last said
   SteadyTime next_state_file_;
   /// Prometheus figures (<service>_metrics.cpp), rendered on the loop thread every second.
   void RenderMetrics(metrics::MetricsText& m);

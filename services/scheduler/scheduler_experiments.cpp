@@ -358,6 +358,7 @@ Status Scheduler::HandleListExperiments(bus::Incoming& in, const proto::Decoded&
         body.push_back(ListRow(e->name(), e->journal_name(), e->runner().status(),
                                e->runner().trials(), e->runner().TotalTrials(),
                                e->identity().submitted_at_s));
+        body.back().update(ShareJson(*e));
       }
       for (auto& [journal, row] : join->rows) body.push_back(std::move(row));
       std::sort(body.begin(), body.end(), [](const json& a, const json& b) {

@@ -90,6 +90,11 @@ int ResumeCommand(const GlobalFlags& g, const std::string& target,
 int ListExperimentsCommand(const GlobalFlags& g);
 /// `config_json`: a JSON object. Exit 2 if it is not one.
 int AddCommand(const GlobalFlags& g, const std::string& config_json);
+/// `tunectl delete NAME [--keep-results]`: a finished experiment's journal, checkpoints and
+/// (unless kept) results folder.
+int DeleteCommand(const GlobalFlags& g, const std::string& experiment, bool keep_results);
+/// `tunectl set-weight NAME W`: the running experiment's fair-share weight (> 0).
+int SetWeightCommand(const GlobalFlags& g, const std::string& experiment, double weight);
 /// `pairs`: "name=amount" (amount >= 0). Exit 2 for a malformed pair.
 int SetResourcesCommand(const GlobalFlags& g, const std::string& trial_id,
                         const std::vector<std::string>& pairs);

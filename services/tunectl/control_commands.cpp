@@ -95,19 +95,23 @@ int ResumeCommand(const GlobalFlags& g, const std::string& target,
 
 int ListExperimentsCommand(const GlobalFlags& g) {
   return CallAndPrint(g, proto::ListExperiments{}, [](const nlohmann::json& experiments) {
-    std::cout << fmt::format("{:<24} {:<20} {:<12} {:<20} {:>6}  {}\n", "name", "journal", "status",
-                             "started (UTC)", "trials", "counts");
+    std::cout << fmt::format("{:<24} {:<20} {:<12} {:<20} {:>6} {:>6} {:>6}  {}\n", "name",
+                             "journal", "status", "started (UTC)", "trials", "weight", "share",
+                             "counts");
     for (const auto& e : experiments) {
       std::string counts;
       for (const auto& [status, n] : e["counts"].items()) {
         if (n.get<int64_t>() > 0) counts += fmt::format("{}={} ", status, n.get<int64_t>());
       }
       const auto started = std::time_t(e.value("submitted_at", 0.0));
+      // Weight and share: of the experiments this scheduler holds ("-" for journal-only ones).
+      const bool held = e.contains("weight");
       std::cout << fmt::format(
-          "{:<24} {:<20} {:<12} {:<20} {:>6}  {}\n", e.value("name", std::string()),
+          "{:<24} {:<20} {:<12} {:<20} {:>6} {:>6} {:>6}  {}\n", e.value("name", std::string()),
           e.value("journal", std::string()), e.value("status", std::string()),
           started > 0 ? fmt::format("{:%Y-%m-%d %H:%M:%S}", fmt::gmtime(started)) : "-",
-          e.value("total", int64_t(0)), counts);
+          e.value("total", int64_t(0)), held ? fmt::format("{:g}", e.value("weight", 1.0)) : "-",
+          held ? fmt::format("{:.2f}", e.value("share", 0.0)) : "-", counts);
     }
   });
 }
@@ -145,6 +149,36 @@ int SetResourcesCommand(const GlobalFlags& g, const std::string& trial_id,
   return CallAndPrint(g, req, [](const nlohmann::json& t) {
     std::cout << "trial " << t.value("trial_id", std::string()) << " now asks "
               << t["resources"].dump() << std::endl;
+  });
+}
+
+int DeleteCommand(const GlobalFlags& g, const std::string& experiment, bool keep_results) {
+  proto::DeleteExperiment req;
+  req.experiment = experiment;
+  req.keep_results = keep_results;
+  return CallAndPrint(g, req, [](const nlohmann::json& d) {
+    std::cout << fmt::format(
+                     "Deleted experiment {} (journal {}): {} journal records, {} checkpoints; the "
+                     "store's data went from {} to {} bytes; results {} {}",
+                     d.value("name", std::string()), d.value("journal", std::string()),
+                     d.value("records", int64_t(0)), d.value("checkpoints", int64_t(0)),
+                     d.value("store_bytes_before", int64_t(0)),
+                     d.value("store_bytes_after", int64_t(0)),
+                     d.value("results_dir", std::string()),
+                     d.value("results_removed", false) ? "removed" : "kept")
+              << std::endl;
+  });
+}
+
+int SetWeightCommand(const GlobalFlags& g, const std::string& experiment, double weight) {
+  proto::SetExperimentWeight req;
+  req.experiment = experiment;
+  req.weight = weight;
+  return CallAndPrint(g, req, [](const nlohmann::json& e) {
+    std::cout << fmt::format("Experiment {}: weight {:g}, share {:.2f}",
+                             e.value("name", std::string()), e.value("weight", 1.0),
+                             e.value("share", 0.0))
+              << std::endl;
   });
 }
 

@@ -140,6 +140,22 @@ int main(int argc, char** argv) {
   auto* add_cmd =
       app.add_subcommand("add", "add a trial with an explicit config to the running experiment");
   add_cmd->add_option("--config", config_json, "the trial's config as a JSON object")->required();
+  std::string delete_experiment;
+  bool keep_results = false;
+  auto* delete_cmd = app.add_subcommand(
+      "delete", "delete a finished experiment: its journal and checkpoints, and its results");
+  delete_cmd->add_option("experiment", delete_experiment, "experiment name or journal name")
+      ->required();
+  delete_cmd->add_flag("--keep-results", keep_results, "keep its results folder");
+  std::string weight_experiment;
+  double weight = 1;
+  auto* weight_cmd = app.add_subcommand(
+      "set-weight", "change a running experiment's fair share of the suite (weighted DRF)");
+  weight_cmd->add_option("experiment", weight_experiment, "experiment name or journal name")
+      ->required();
+  weight_cmd->add_option("weight", weight, "a number > 0 (the file's `weight`, default 1)")
+      ->required()
+      ->check(CLI::PositiveNumber);
   std::vector<std::string> resource_pairs;
   auto* setres_cmd = app.add_subcommand(
       "set-resources", "change the resources a trial that is not running asks for");
@@ -216,6 +232,8 @@ int main(int argc, char** argv) {
     if (*lsx_cmd) return ListExperimentsCommand(g);
     if (*add_cmd) return AddCommand(g, config_json);
     if (*setres_cmd) return SetResourcesCommand(g, trial_id, resource_pairs);
+    if (*weight_cmd) return SetWeightCommand(g, weight_experiment, weight);
+    if (*delete_cmd) return DeleteCommand(g, delete_experiment, keep_results);
     if (*ckpt_export_cmd) return CheckpointExportCommand(g, checkpoint_export);
   } catch (const std::exception& e) {
     std::cerr << "tunectl: " << e.what() << "\n";

@@ -229,7 +229,8 @@ TEST(ExperimentSpecTest, UnknownTopLevelFieldListsExpectedFields) {
   ExpectInvalid(std::string(kMinimal) + "num_sample: 3\n",
                 "exp.yaml:3: unknown field 'num_sample'; expected one of name, trainable, "
                 "param_space, num_samples, seed, metric, mode, stop, resources_per_trial, "
-                "max_concurrent_trials, results_dir, max_failures, max_worker_losses, fail_fast, "
+                "max_concurrent_trials, weight, preemptible, results_dir, max_failures, "
+                "max_worker_losses, fail_fast, "
                 "scheduler, search, queue_trials, checkpoint_freq, checkpoint_at_end, "
                 "keep_checkpoints_num, checkpoint_score_attr, checkpoint_failure, restore_from, "
                 "report_timeout_s, driver, working_dir");
@@ -617,6 +618,24 @@ TEST(ExperimentSpecTest, OutOfRangeCountsAreRejected) {
                 "exp.yaml:3: max_failures: must be >= 0, or -1 to retry forever, got -2");
   ExpectInvalid(std::string(kMinimal) + "max_concurrent_trials: -1\n",
                 "exp.yaml:3: max_concurrent_trials: must be >= 0 (0 = no limit), got -1");
+}
+
+TEST(ExperimentSpecTest, WeightIsAPositiveNumber) {
+  // The fair-share weight (docs/scheduling.md): any number > 0, 1 when absent.
+  ExpectInvalid(std::string(kMinimal) + "weight: 0\n",
+                "exp.yaml:3: weight: must be a number > 0 (the experiment's fair-share weight), "
+                "got 0");
+  ExpectInvalid(std::string(kMinimal) + "weight: -2\n",
+                "exp.yaml:3: weight: must be a number > 0 (the experiment's fair-share weight), "
+                "got -2");
+  const Result<ExperimentSpec> word = Parse(std::string(kMinimal) + "weight: heavy\n");
+  ASSERT_FALSE(word.ok());
+  EXPECT_EQ(word.status().message().rfind("exp.yaml:3: weight: ", 0), 0u)
+      << word.status().message();
+  const Result<ExperimentSpec> heavier = Parse(std::string(kMinimal) + "weight: 2.5\n");
+  ASSERT_TRUE(heavier.ok()) << heavier.status().ToString();
+  EXPECT_EQ(heavier->weight, 2.5);
+  EXPECT_EQ(Parse(kMinimal)->weight, 1.0);
 }
 
 TEST(ExperimentSpecTest, FailFastMustBeABoolean) {
