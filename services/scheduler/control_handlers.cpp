@@ -462,7 +462,9 @@ Status Scheduler::HandleSetTrialResources(bus::Incoming& in, const proto::Decode
   auto target = Target(msg->experiment, msg->trial_id);
   if (!target.ok()) return target.status();
   Experiment* e = *target;
+  // Without a trial id, Target names the default experiment, which holds no trial "".
   const Trial* t = e->runner().FindTrial(msg->trial_id);
+  if (t == nullptr) return Status::NotFound("no trial " + msg->trial_id);
   std::map<std::string, double> amounts = t->resources.ToAmounts();
   for (const auto& [name, amount] : msg->resources) amounts[name] = amount;
   auto resources = Resources::FromAmounts(amounts);

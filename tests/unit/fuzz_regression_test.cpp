@@ -58,6 +58,23 @@ TEST(FuzzRegressionTest, TheSchedulerSurvivesASubmissionThatIsNotUtf8) {
   EXPECT_EQ(fuzz::FuzzControl(list.data(), list.size()), 0);
 }
 
+// The control target's find at 906b14c (fuzz/findings/control-set-resources-without-trial-id):
+// a set_trial_resources_command whose trial_id is missing went, by Scheduler::Target's default,
+// to the running experiment, and the handler read the resources of the trial it did not find
+// (a null pointer). It is answered not_found "no trial " now, and the scheduler serves on.
+TEST(FuzzRegressionTest, SetTrialResourcesWithoutATrialIdIsNotFound) {
+  std::ifstream in(std::string(TUNEBUS_TEST_SOURCE_DIR) +
+                       "/fuzz/findings/control-set-resources-without-trial-id",
+                   std::ios::binary);
+  const std::vector<uint8_t> finding((std::istreambuf_iterator<char>(in)),
+                                     std::istreambuf_iterator<char>());
+  ASSERT_FALSE(finding.empty());
+  EXPECT_EQ(fuzz::FuzzControl(finding.data(), finding.size()), 0);
+  const std::vector<uint8_t> list =
+      nlohmann::json::to_msgpack({{"v", 1}, {"type", "list_trials"}, {"id", 9}});
+  EXPECT_EQ(fuzz::FuzzControl(list.data(), list.size()), 0);
+}
+
 // The searcher_reply target's find: a suggestion whose params hold a string that is not UTF-8.
 // nlohmann's from_msgpack took it as it was, and ExternalSearcher::ConfigOf's dump of the config
 // threw type_error 316 out of the scheduler's loop (std::terminate). The link now refuses the
