@@ -24,6 +24,7 @@
 #pragma once
 
 #include <chrono>
+#include <algorithm>
 #include <cstdint>
 #include <map>
 #include <memory>
@@ -94,7 +95,15 @@ class ResourceManager {
   /// new attempt on the same worker, if it fits there.
   proto::Allocation HandOver(const proto::AllocateItem& item, const Resources& request);
   Status HandleGetClusterView(bus::Incoming& in, const proto::Decoded& msg);
+  /// Expires the workers silent for more than liveness x interval (ClusterState::ExpireNodes).
   void OnExpiryTimer();
+  /// How often OnExpiryTimer runs: a tenth of the heartbeat interval (at least 10 ms), so a
+  /// worker is declared lost within liveness x interval + interval / 10 of its last heartbeat
+  /// (3.1 s at the defaults; a check every interval made it up to 4 s). The scan is over every
+  /// node: about 2,000 comparisons per check at 2,000 workers.
+  static bus::Duration ExpiryCheckPeriod(int64_t heartbeat_interval_ms) {
+    return bus::Duration{std::max<int64_t>(10, heartbeat_interval_ms / 10)};
+  }
 
   void Publish(proto::NodeEventKind event, const std::string& worker_id,
                std::vector<std::string> trials);
