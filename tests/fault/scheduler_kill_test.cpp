@@ -25,6 +25,71 @@ namespace {
 using nlohmann::json;
 using namespace std::chrono_literals;
 
+// An experiment `name` of `trials` mock trials of `iterations` iterations each (20 ms apart),
+// a checkpoint every 10.
+std::string MockExperiment(const std::string& name, int trials, int iterations, int seed,
+                           const fs::path& results) {
+  return "name: " + name +
+         "\n"
+         "trainable: {builtin: mock}\n"
+         "param_space:\n"
+         "  lr: {uniform: [0.01, 0.1]}\n"
+         "  mock_iterations: " +
+         std::to_string(iterations) +
+         "\n"
+         "  sleep_s: 0.02\n"
+         "num_samples: " +
+         std::to_string(trials) + "\nseed: " + std::to_string(seed) +
+         "\n"
+         "checkpoint_freq: 10\n"
+         "results_dir: " +
+         results.string() + "\n";
+}
+
+// What a journal says of its trials: each one's result iterations in order, its last status and
+// the attempts its results came from; (attempt, seq) pairs seen twice; experiment_resumed records.
+struct JournalTally {
+  std::map<std::string, std::vector<int64_t>> iterations;
+  std::map<std::string, std::string> status;
+  std::map<std::string, std::set<int64_t>> attempts;
+  int results = 0, duplicated = 0, resumed = 0;
+};
+
+JournalTally Tally(const std::vector<json>& records) {
+  JournalTally t;
+  std::map<std::string, std::set<std::pair<int64_t, int64_t>>> seen;
+  for (const json& r : records) {
+    const std::string kind = r.value("kind", "");
+    if (kind == "experiment_resumed") ++t.resumed;
+    if (kind == "trial_status") t.status[r.value("trial_id", "")] = r.value("status", "");
+    if (kind != "result") continue;
+    ++t.results;
+    const std::string id = r.value("trial_id", "");
+    if (!seen[id].insert({r.value("attempt", int64_t(0)), r.value("seq", int64_t(0))}).second)
+      ++t.duplicated;
+    t.iterations[id].push_back(r["result"].value("training_iteration", int64_t(-1)));
+    t.attempts[id].insert(r.value("attempt", int64_t(0)));
+  }
+  return t;
+}
+
+// Every one of `trials` trials TERMINATED with results 1..iterations exactly once, all from one
+// attempt. Returns how many of those iterations no result carries.
+int ExpectEveryTrialWhole(const JournalTally& t, int trials, int iterations) {
+  std::vector<int64_t> expected(iterations);
+  for (int i = 0; i < iterations; ++i) expected[size_t(i)] = i + 1;
+  EXPECT_EQ(t.iterations.size(), size_t(trials));
+  int lost = 0;
+  for (const auto& [id, its] : t.iterations) {
+    EXPECT_EQ(its, expected) << id;
+    const auto status = t.status.find(id);
+    EXPECT_EQ(status == t.status.end() ? "" : status->second, "TERMINATED") << id;
+    EXPECT_EQ(t.attempts.at(id).size(), 1u) << id << " reported results from more than one attempt";
+    for (int64_t want : expected) lost += std::count(its.begin(), its.end(), want) == 0;
+  }
+  return lost;
+}
+
 TEST(SchedulerKillTest, KilledSchedulerResumesAndLosesOrDuplicatesNoResult) {
   const char* env = std::getenv("TUNEBUS_FAULT_KILLS");
   const int kills = env ? std::atoi(env) : 20;
@@ -35,22 +100,7 @@ TEST(SchedulerKillTest, KilledSchedulerResumesAndLosesOrDuplicatesNoResult) {
   const int kTrials = 50;
   const int kIterations = std::max(20, kills / 2);  // long enough to be killed `kills` times
   const fs::path file = cluster.dir() / "faults.yaml";
-  WriteFile(file,
-            "name: faults\n"
-            "trainable: {builtin: mock}\n"
-            "param_space:\n"
-            "  lr: {uniform: [0.01, 0.1]}\n"
-            "  mock_iterations: " +
-                std::to_string(kIterations) +
-                "\n"
-                "  sleep_s: 0.02\n"
-                "num_samples: " +
-                std::to_string(kTrials) +
-                "\n"
-                "seed: 7\n"
-                "checkpoint_freq: 10\n"
-                "results_dir: " +
-                (cluster.dir() / "results").string() + "\n");
+  WriteFile(file, MockExperiment("faults", kTrials, kIterations, 7, cluster.dir() / "results"));
   auto submit = cluster.Ctl({"-o", "json", "run", "--detach", file.string()});
   ASSERT_EQ(submit.exit_code, 0) << submit.Describe();
   const std::string journal = "faults-" + submit.Json().value("experiment_id", "");
@@ -71,35 +121,11 @@ TEST(SchedulerKillTest, KilledSchedulerResumesAndLosesOrDuplicatesNoResult) {
       << summary.dump() << cluster.LogTails();
   EXPECT_EQ(summary.value("status", ""), "FINISHED") << summary.dump();
 
-  // The journal is the truth: per trial, results 1..kIterations exactly once, from attempt 1.
-  std::map<std::string, std::vector<int64_t>> iterations;
-  std::map<std::string, std::set<std::pair<int64_t, int64_t>>> seen;
-  std::map<std::string, std::string> status;
-  std::map<std::string, std::set<int64_t>> attempts;
-  int duplicated = 0, results = 0, resumed = 0;
-  for (const json& r : ReadJournal(cluster.store(), journal)) {
-    const std::string kind = r.value("kind", "");
-    if (kind == "experiment_resumed") ++resumed;
-    if (kind == "trial_status") status[r.value("trial_id", "")] = r.value("status", "");
-    if (kind != "result") continue;
-    ++results;
-    const std::string id = r.value("trial_id", "");
-    if (!seen[id].insert({r.value("attempt", int64_t(0)), r.value("seq", int64_t(0))}).second)
-      ++duplicated;
-    iterations[id].push_back(r["result"].value("training_iteration", int64_t(-1)));
-    attempts[id].insert(r.value("attempt", int64_t(0)));
-  }
-  int lost = 0;
-  std::vector<int64_t> expected(kIterations);
-  for (int i = 0; i < kIterations; ++i) expected[size_t(i)] = i + 1;
-  ASSERT_EQ(iterations.size(), size_t(kTrials));
-  for (const auto& [id, its] : iterations) {
-    EXPECT_EQ(its, expected) << id;
-    EXPECT_EQ(status[id], "TERMINATED") << id;
-    EXPECT_EQ(attempts[id].size(), 1u) << id << " reported results from more than one attempt";
-    for (int64_t want : expected) lost += std::count(its.begin(), its.end(), want) == 0;
-  }
-  EXPECT_EQ(resumed, done_kills);
+  // The journal is the truth: per trial, results 1..kIterations exactly once, from one attempt.
+  const JournalTally t = Tally(ReadJournal(cluster.store(), journal));
+  const int lost = ExpectEveryTrialWhole(t, kTrials, kIterations);
+  const int results = t.results, duplicated = t.duplicated;
+  EXPECT_EQ(t.resumed, done_kills);
   EXPECT_EQ(lost, 0);
   EXPECT_EQ(duplicated, 0);
   std::printf("fault summary: kills scheduler=%d, results checked=%d, lost=%d, duplicated=%d\n",
@@ -118,22 +144,7 @@ TEST(SchedulerKillTest, EveryUnfinishedExperimentResumesAfterAKill) {
   std::map<std::string, std::string> journals;  // name -> journal
   for (const std::string name : {"alpha", "beta"}) {
     const fs::path file = cluster.dir() / (name + ".yaml");
-    WriteFile(file, "name: " + name +
-                        "\n"
-                        "trainable: {builtin: mock}\n"
-                        "param_space:\n"
-                        "  lr: {uniform: [0.01, 0.1]}\n"
-                        "  mock_iterations: " +
-                        std::to_string(kIterations) +
-                        "\n"
-                        "  sleep_s: 0.02\n"
-                        "num_samples: " +
-                        std::to_string(kTrials) +
-                        "\n"
-                        "seed: 5\n"
-                        "checkpoint_freq: 10\n"
-                        "results_dir: " +
-                        (cluster.dir() / "results").string() + "\n");
+    WriteFile(file, MockExperiment(name, kTrials, kIterations, 5, cluster.dir() / "results"));
     auto submit = cluster.Ctl({"-o", "json", "run", "--detach", file.string()});
     ASSERT_EQ(submit.exit_code, 0) << submit.Describe();
     journals[name] = name + "-" + submit.Json().value("experiment_id", "");
@@ -151,34 +162,17 @@ TEST(SchedulerKillTest, EveryUnfinishedExperimentResumesAfterAKill) {
         90s, 200ms))
         << name << ": " << summary.dump() << cluster.LogTails();
     EXPECT_EQ(summary.value("status", ""), "FINISHED") << summary.dump();
-    std::map<std::string, std::vector<int64_t>> iterations;
-    std::map<std::string, std::string> status;
-    std::map<std::string, std::set<int64_t>> attempts;
-    int resumed = 0;
-    for (const json& r : ReadJournal(cluster.store(), journal)) {
-      const std::string kind = r.value("kind", "");
-      if (kind == "experiment_resumed") ++resumed;
-      if (kind == "trial_status") status[r.value("trial_id", "")] = r.value("status", "");
-      if (kind != "result") continue;
-      iterations[r.value("trial_id", "")].push_back(
-          r["result"].value("training_iteration", int64_t(-1)));
-      attempts[r.value("trial_id", "")].insert(r.value("attempt", int64_t(0)));
-    }
-    std::vector<int64_t> expected(kIterations);
-    for (int i = 0; i < kIterations; ++i) expected[size_t(i)] = i + 1;
-    ASSERT_EQ(iterations.size(), size_t(kTrials)) << journal;
-    for (const auto& [id, its] : iterations) {
-      EXPECT_EQ(its, expected) << id;
-      EXPECT_EQ(status[id], "TERMINATED") << id;
-      EXPECT_EQ(attempts[id].size(), 1u) << id << " reported results from more than one attempt";
-    }
+    const JournalTally t = Tally(ReadJournal(cluster.store(), journal));
+    EXPECT_EQ(ExpectEveryTrialWhole(t, kTrials, kIterations), 0) << journal;
+    EXPECT_EQ(t.duplicated, 0) << journal;
+    const int resumed = t.resumed;
     // alpha ran through every kill; beta (the same length) too, unless it ended first.
     if (name == "alpha") {
       EXPECT_EQ(resumed, kills) << journal;
     }
     EXPECT_GE(resumed, 1) << journal;
     std::printf("%s: %d kills, %d resumes, %zu trials checked\n", journal.c_str(), kills, resumed,
-                iterations.size());
+                t.iterations.size());
   }
 }
 
