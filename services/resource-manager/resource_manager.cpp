@@ -73,8 +73,7 @@ void ResourceManager::Run() {
   spdlog::info("resource-manager serving on {} (events on {}), heartbeat {} ms x {}", endpoint_,
                events_endpoint_, options_.heartbeat_interval_ms, options_.liveness);
   loop_.AddSocket(router_, [this] { OnRouterReadable(); });
-  loop_.AddPeriodic(ExpiryCheckPeriod(options_.heartbeat_interval_ms),
-                    [this] { OnExpiryTimer(); });
+  loop_.AddPeriodic(ExpiryCheckPeriod(options_.heartbeat_interval_ms), [this] { OnExpiryTimer(); });
   if (Status s = metrics_.Start(loop_, options_.metrics,
                                 [this](metrics::MetricsText& m) { RenderMetrics(m); });
       !s.ok()) {

@@ -23,8 +23,8 @@
 // state; Stop() from any thread or a signal handler.
 #pragma once
 
-#include <chrono>
 #include <algorithm>
+#include <chrono>
 #include <cstdint>
 #include <map>
 #include <memory>
