@@ -173,6 +173,10 @@ json ExperimentResumed(double at_s, RerunMode rerun_errored) {
 
 json WeightSet(double weight) { return {{"kind", "weight_set"}, {"weight", weight}}; }
 
+json TrialsPreempted(const std::vector<std::string>& trial_ids) {
+  return {{"kind", "trials_preempted"}, {"trial_ids", trial_ids}};
+}
+
 json CheckpointDeletedRecord(const Trial& t, const std::string& checkpoint_id) {
   return {
       {"kind", "checkpoint_deleted"}, {"trial_id", t.trial_id}, {"checkpoint_id", checkpoint_id}};

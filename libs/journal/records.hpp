@@ -28,6 +28,8 @@
 //                        answer to a result (proto/PROTOCOL.md section 7b), before its result
 //   experiment_resumed   {at, rerun_errored ("", "restore", "restart")}  a scheduler took it over
 //   weight_set           {weight}                     `tunectl set-weight`: its fair-share weight
+//   trials_preempted     {trial_ids}                  the trials fair-share preemption paused that
+//                        continue once the experiment is under its quota (the whole list)
 // A checkpoint object is {checkpoint_id, training_iteration, time_total_s, score, size_bytes}.
 // Readers reject unknown kinds (libs/journal/replay.hpp): a newer writer must not be replayed
 // by an older scheduler.
@@ -36,6 +38,7 @@
 #include <nlohmann/json.hpp>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "libs/core/action.hpp"
 #include "libs/core/experiment_status.hpp"
@@ -90,6 +93,9 @@ nlohmann::json ExperimentEnded(ExperimentStatus status, const std::string& reaso
 nlohmann::json ExperimentResumed(double at_s, RerunMode rerun_errored);
 /// `tunectl set-weight`: the experiment's fair-share weight from now on (> 0).
 nlohmann::json WeightSet(double weight);
+/// The trials fair-share preemption paused and will unpause (Experiment::Preempt, Readmit),
+/// oldest first: the whole list, appended whenever it changes.
+nlohmann::json TrialsPreempted(const std::vector<std::string>& trial_ids);
 nlohmann::json CheckpointSavedRecord(const Trial& trial, const CheckpointRef& ref);
 nlohmann::json CheckpointDeletedRecord(const Trial& trial, const std::string& checkpoint_id);
 /// The checkpoint of the trial's current attempt asked at `failed.training_iteration` was not

@@ -87,6 +87,8 @@ Status JournalReplayer::Apply(const json& r) {
             fmt::format("journal record {} (weight_set): weight {} is not > 0", position, weight));
       }
       state_.weight = weight;
+    } else if (kind == "trials_preempted") {
+      state_.preempted = r.at("trial_ids").get<std::vector<std::string>>();
     } else {
       Trial* t = Find(r.at("trial_id").get<std::string>());
       if (t == nullptr) {

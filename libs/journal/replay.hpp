@@ -47,6 +47,8 @@ struct ReplayedExperiment {
   std::optional<ExperimentStatus> ended_status;
   /// The newest weight_set's weight; nullopt: the experiment file's.
   std::optional<double> weight;
+  /// The newest trials_preempted list: trials preemption paused that continue later.
+  std::vector<std::string> preempted;
   std::string ended_reason;
   uint64_t records = 0;           // records applied
   uint64_t snapshot_records = 0;  // of those, how many a snapshot covered (0: none was used)

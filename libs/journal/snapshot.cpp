@@ -93,6 +93,7 @@ std::string EncodeSnapshot(const ReplayedExperiment& s, const std::vector<Trial>
             {"records", s.records}};
   VisitExperimentIdentityFields(s.identity, fields::JsonWriter{j});
   if (s.weight) j["weight"] = *s.weight;
+  if (!s.preempted.empty()) j["preempted"] = s.preempted;
   // A msgpack map of j's entries plus "trials", written trial by trial: no document of every
   // trial is ever built (at 100,000 trials that document alone is hundreds of MB of small nodes).
   std::string out;
@@ -123,6 +124,8 @@ Result<ReplayedExperiment> DecodeSnapshot(const std::string& bytes) {
     VisitExperimentIdentityFields(s.identity, fields::JsonReader{j});
     if (auto it = j.find("weight"); it != j.end() && it->is_number() && it->get<double>() > 0)
       s.weight = it->get<double>();
+    if (auto it = j.find("preempted"); it != j.end())
+      s.preempted = it->get<std::vector<std::string>>();
     s.spec_yaml = j.at("spec_yaml").get<std::string>();
     int64_t index = 0;
     for (const json& t : j.at("trials")) s.trials.push_back(TrialFrom(t, index++));

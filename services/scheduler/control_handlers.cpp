@@ -59,17 +59,6 @@ Result<CheckpointRef> ChooseCheckpoint(const Trial& t, const std::string& wanted
                                       wanted, fmt::join(kept, ", ")));
 }
 
-// What `tunectl resume` / `tunectl run` of a finished experiment is told.
-Status FinishedExperimentError(const Experiment& e) {
-  const int64_t errored = TrialCountsJson(e.runner().trials())["ERROR"].get<int64_t>();
-  return Status::FailedPrecondition(fmt::format(
-      "experiment {} is finished ({}); nothing to resume{}", e.name(), e.runner().end_reason(),
-      errored > 0
-          ? fmt::format(" — rerun its {} errored trials with --rerun-errored=restore|restart",
-                        errored)
-          : ""));
-}
-
 }  // namespace
 
 bus::Incoming Scheduler::ReplyTo(const std::vector<std::string>& route) {

@@ -15,6 +15,7 @@
 #include "libs/tune/make_searcher.hpp"
 #include "libs/tune/make_trial_scheduler.hpp"
 #include "services/scheduler/bus_journal_sink.hpp"
+#include "services/scheduler/trial_json.hpp"
 
 namespace tunebus {
 
@@ -108,6 +109,16 @@ Resources Experiment::Held() const {
   return held;
 }
 
+Status Experiment::FinishedError() const {
+  const int64_t errored = TrialCountsJson(runner_->trials())["ERROR"].get<int64_t>();
+  return Status::FailedPrecondition(fmt::format(
+      "experiment {} is finished ({}); nothing to resume{}", name(), runner_->end_reason(),
+      errored > 0
+          ? fmt::format(" — rerun its {} errored trials with --rerun-errored=restore|restart",
+                        errored)
+          : ""));
+}
+
 int64_t Experiment::Preempt(int64_t quota) {
   std::vector<const Trial*> running;  // RUNNING, not already pausing
   for (const Trial& t : runner_->trials()) {
@@ -123,13 +134,17 @@ int64_t Experiment::Preempt(int64_t quota) {
     if (!runner_->PauseTrial(trial_id).ok()) continue;
     spdlog::info("Preempting trial {} of experiment {}: it holds more than its fair share ({})",
                  trial_id, spec_.name, quota);
-    preempted_.push_back(trial_id);
+    if (std::find(preempted_.begin(), preempted_.end(), trial_id) == preempted_.end())
+      preempted_.push_back(trial_id);
     ++paused;
   }
+  if (paused > 0) journal_->Append(journal::TrialsPreempted(preempted_));
   return paused;
 }
 
 void Experiment::Readmit(std::optional<int64_t> quota) {
+  if (preempted_.empty() || phase_ != Phase::kRunning) return;
+  const size_t before = preempted_.size();
   while (!preempted_.empty() && (!quota || runner_->TrialsInFlight() < *quota)) {
     const std::string trial_id = preempted_.front();
     preempted_.erase(preempted_.begin());
@@ -138,6 +153,7 @@ void Experiment::Readmit(std::optional<int64_t> quota) {
                    spec_.name);
     }
   }
+  if (preempted_.size() != before) journal_->Append(journal::TrialsPreempted(preempted_));
 }
 
 void Experiment::MarkRunning() {
@@ -289,6 +305,7 @@ Status Experiment::Resume(JournalReader& reader, const std::string& journal_name
   }
   phase_ = Phase::kResuming;
   if (replayed.weight) weight_ = *replayed.weight;
+  preempted_ = std::move(replayed.preempted);
   journal_base_ = store_last_seq;
   // The next snapshot is due snapshot_every_records after the one this resume started from, so
   // replay stays bounded even when the scheduler dies more often than that.

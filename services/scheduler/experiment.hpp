@@ -162,12 +162,16 @@ class Experiment {
   std::optional<int64_t> trial_quota() const { return trial_quota_; }
   /// The resources its RUNNING trials hold (what `lsx` shows as usage).
   Resources Held() const;
+  /// What `tunectl resume` or `tunectl run` of this finished experiment is told: a
+  /// FailedPrecondition naming its end reason and, if trials errored, --rerun-errored.
+  Status FinishedError() const;
   /// Preemption of a `preemptible: true` experiment above its quota: pauses (TrialRunner::
   /// PauseTrial: checkpoint at the next result, then free) its newest-started RUNNING trials
   /// until those not pausing fit the quota. Returns how many it paused now.
   int64_t Preempt(int64_t quota);
   /// Unpauses the trials Preempt paused (they continue from their checkpoint) while its trials
-  /// in flight stay under `quota` (nullopt: all of them).
+  /// in flight stay under `quota` (nullopt: all of them); only while it runs. The list survives
+  /// a scheduler restart (journal record trials_preempted).
   void Readmit(std::optional<int64_t> quota);
 
   /// Gives back allocations of this experiment's trials that no RUNNING attempt owns (the

@@ -183,6 +183,7 @@ void Experiment::MaybeSnapshot(int64_t every_records) {
   state.identity = identity_;
   state.spec_yaml = spec_.source_yaml;
   if (weight_ != spec_.weight) state.weight = weight_;
+  state.preempted = preempted_;
   state.searcher_state = runner_->SearcherState();
   state.scheduler_state = runner_->TrialSchedulerState();
   state.last_action = runner_->LastActions();

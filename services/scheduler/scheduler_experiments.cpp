@@ -276,7 +276,7 @@ Status Scheduler::HandleResumeExperiment(bus::Incoming& in, const proto::Decoded
     LoadJournaled(*newest, [fail, resume, j = *newest](Result<Experiment*> loaded) {
       if (!loaded.ok()) return fail(loaded.status());
       if ((*loaded)->runner().status() != ExperimentStatus::kInterrupted)
-        return fail(FinishedExperimentError(**loaded));
+        return fail((*loaded)->FinishedError());
       resume(j);
     });
   });
@@ -297,7 +297,7 @@ void Scheduler::ContinueResume(const bus::Incoming& in, uint64_t id, Experiment*
     rerun = *n;
     if (rerun > 0) e->journal().Append(journal::ExperimentResumed(clock_.WallSeconds(), mode));
   }
-  if (e->runner().IsFinished()) return ReplyError(in, id, type, FinishedExperimentError(*e));
+  if (e->runner().IsFinished()) return ReplyError(in, id, type, e->FinishedError());
   if (e->phase() == Experiment::Phase::kEnded) e->MarkRunning();
   spdlog::info("Experiment {} resumed by tunectl (rerun_errored='{}': {} trials)", e->name(),
                RerunModeName(mode), rerun);

@@ -1,7 +1,8 @@
 // Issue 34, point 3: with `preemptible: true`, an experiment holding more than its fair share
 // gives way to another's pending trials: its newest trial is PAUSED (checkpointed, freed), the
 // other's trial runs, and once that experiment ends the paused trial continues from its
-// checkpoint. The real services on loopback, one worker with 2 CPUs.
+// checkpoint, also across a SIGKILL of the scheduler. The real services on loopback, one worker
+// with 2 CPUs.
 #include <gtest/gtest.h>
 
 #include <map>
@@ -38,29 +39,27 @@ std::string MockExperiment(const std::string& name, int trials, int iterations,
          results.string() + "\n" + extra;
 }
 
-TEST(PreemptionTest, APreemptibleExperimentPausesItsNewestTrialForAnotherAndContinuesItLater) {
-  ClusterOptions o;
-  o.workers = 1;
-  o.cpus_per_worker = 2;
-  Cluster cluster(o);
-  ASSERT_TRUE(cluster.Start());
+// `long` (2 trials, preemptible) fills the worker's 2 CPUs, then `short` (1 trial) comes: at
+// equal weights each gets one CPU, so `long` pauses one trial. Returns that trial's `ls` row.
+json RunLongThenShortUntilAPreemption(Cluster& cluster) {
   const fs::path results = cluster.dir() / "results";
   WriteFile(cluster.dir() / "long.yaml",
             MockExperiment("long", 2, 400, "preemptible: true\n", results));
   WriteFile(cluster.dir() / "short.yaml", MockExperiment("short", 1, 30, "", results));
-  ASSERT_EQ(cluster.Ctl({"run", "--detach", (cluster.dir() / "long.yaml").string()}).exit_code, 0);
-  ASSERT_TRUE(WaitFor(
-      [&] {
-        return cluster.Ctl({"-o", "json", "status", "-e", "long"})
-                   .Json()["counts"]
-                   .value("RUNNING", 0) == 2;
-      },
-      20s, 100ms));
-  ASSERT_EQ(cluster.Ctl({"run", "--detach", (cluster.dir() / "short.yaml").string()}).exit_code, 0);
-
-  // Equal weights on 2 CPUs: one each. `long` pauses one trial, `short` runs.
   json paused;
-  ASSERT_TRUE(WaitFor(
+  if (cluster.Ctl({"run", "--detach", (cluster.dir() / "long.yaml").string()}).exit_code != 0 ||
+      !WaitFor(
+          [&] {
+            return cluster.Ctl({"-o", "json", "status", "-e", "long"})
+                       .Json()["counts"]
+                       .value("RUNNING", 0) == 2;
+          },
+          20s, 100ms) ||
+      cluster.Ctl({"run", "--detach", (cluster.dir() / "short.yaml").string()}).exit_code != 0) {
+    ADD_FAILURE() << "could not start both experiments" << cluster.LogTails();
+    return paused;
+  }
+  EXPECT_TRUE(WaitFor(
       [&] {
         for (const json& t : cluster.Ctl({"-o", "json", "ls", "-e", "long"}).Json()) {
           if (t.value("status", "") == "PAUSED") paused = t;
@@ -69,9 +68,12 @@ TEST(PreemptionTest, APreemptibleExperimentPausesItsNewestTrialForAnotherAndCont
       },
       30s, 100ms))
       << cluster.LogTails();
-  EXPECT_FALSE(paused["checkpoints"].empty()) << paused.dump();
-  const int64_t paused_at = paused.value("training_iteration", int64_t(0));
-  EXPECT_GT(paused_at, 0);
+  return paused;
+}
+
+// `short` finishes, then the paused trial of `long` continues from its checkpoint to its last
+// iteration and `long` finishes.
+void ExpectShortThenTheResumedLongFinish(Cluster& cluster, const json& paused) {
   EXPECT_TRUE(WaitFor(
       [&] {
         return cluster.Ctl({"-o", "json", "status", "-e", "short"}).Json().value("status", "") ==
@@ -79,8 +81,6 @@ TEST(PreemptionTest, APreemptibleExperimentPausesItsNewestTrialForAnotherAndCont
       },
       60s, 200ms))
       << cluster.LogTails();
-
-  // `short` ended: the paused trial continues from its checkpoint and `long` finishes.
   json summary;
   ASSERT_TRUE(WaitFor(
       [&] {
@@ -97,8 +97,38 @@ TEST(PreemptionTest, APreemptibleExperimentPausesItsNewestTrialForAnotherAndCont
   EXPECT_FALSE(resumed.value("restored_checkpoint_id", std::string()).empty())
       << "the preempted trial started again from scratch: " << resumed.dump();
   std::printf("preempted trial %s paused at iteration %lld, restored from %s\n",
-              paused.value("trial_id", "").c_str(), static_cast<long long>(paused_at),
+              paused.value("trial_id", "").c_str(),
+              static_cast<long long>(paused.value("training_iteration", int64_t(0))),
               resumed.value("restored_checkpoint_id", std::string()).c_str());
+}
+
+ClusterOptions OneWorkerWithTwoCpus() {
+  ClusterOptions o;
+  o.workers = 1;
+  o.cpus_per_worker = 2;
+  return o;
+}
+
+TEST(PreemptionTest, APreemptibleExperimentPausesItsNewestTrialForAnotherAndContinuesItLater) {
+  Cluster cluster(OneWorkerWithTwoCpus());
+  ASSERT_TRUE(cluster.Start());
+  const json paused = RunLongThenShortUntilAPreemption(cluster);
+  ASSERT_TRUE(paused.is_object());
+  EXPECT_FALSE(paused["checkpoints"].empty()) << paused.dump();
+  EXPECT_GT(paused.value("training_iteration", int64_t(0)), 0);
+  ExpectShortThenTheResumedLongFinish(cluster, paused);
+}
+
+// The preempted list is journaled (trials_preempted): a scheduler SIGKILLed while a trial is
+// paused by preemption resumes both experiments and still continues that trial once `short` ends
+// (a PAUSED trial the user paused would stay PAUSED).
+TEST(PreemptionTest, APreemptedTrialStillContinuesAfterTheSchedulerIsKilled) {
+  Cluster cluster(OneWorkerWithTwoCpus());
+  ASSERT_TRUE(cluster.Start());
+  const json paused = RunLongThenShortUntilAPreemption(cluster);
+  ASSERT_TRUE(paused.is_object());
+  ASSERT_TRUE(cluster.Restart("scheduler"));
+  ExpectShortThenTheResumedLongFinish(cluster, paused);
 }
 
 }  // namespace

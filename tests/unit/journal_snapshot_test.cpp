@@ -380,6 +380,29 @@ TEST(JournalSnapshotTest, EveryIdentityFieldSurvivesTheRecordTheReplayAndTheSnap
   EXPECT_EQ(restored->spec_yaml, "name: tune\n");
 }
 
+TEST(JournalSnapshotTest, TheWeightAndThePreemptedTrialsSurviveTheReplayAndTheSnapshot) {
+  // Fair-share state a resumed scheduler needs (docs/scheduling.md): the newest weight_set and
+  // the newest trials_preempted list, which an empty list clears.
+  const ExperimentIdentity identity{.experiment_id = "f00d1", .base_dir = "/srv/exp"};
+  const json submitted = ExperimentSubmitted(identity, "name: tune\n");
+  ReplayedExperiment replayed =
+      ReplayAll({submitted, WeightSet(2), TrialsPreempted({"f00d1_00003"}),
+                 TrialsPreempted({"f00d1_00003", "f00d1_00001"}), WeightSet(0.5)});
+  EXPECT_EQ(replayed.weight, 0.5);
+  EXPECT_EQ(replayed.preempted, (std::vector<std::string>{"f00d1_00003", "f00d1_00001"}));
+  auto restored = DecodeSnapshot(EncodeSnapshot(replayed));
+  ASSERT_TRUE(restored.ok()) << restored.status().ToString();
+  EXPECT_EQ(restored->weight, 0.5);
+  EXPECT_EQ(restored->preempted, replayed.preempted);
+  EXPECT_TRUE(ReplayAll({submitted, TrialsPreempted({"f00d1_00003"}), TrialsPreempted({})})
+                  .preempted.empty());
+
+  JournalReplayer replayer;
+  ASSERT_TRUE(replayer.Apply(submitted).ok());
+  const Status bad = replayer.Apply({{"kind", "trials_preempted"}, {"trial_ids", {1, 2}}});
+  EXPECT_EQ(bad.code(), StatusCode::kCorruption) << bad.ToString();
+}
+
 TEST(JournalSnapshotTest, SnapshotIdsSortByTheSeqTheyCover) {
   // The resume picks the greatest id under the prefix: zero padding makes that the newest.
   EXPECT_LT(SnapshotId("exp-abcde", 99999), SnapshotId("exp-abcde", 100000));
