@@ -98,7 +98,7 @@ void Experiment::SetWeight(double weight) {
 FairShareDemand Experiment::Demand() const {
   int64_t wanted = runner_->TrialsInFlight() + runner_->TrialsQueued();
   if (spec_.max_concurrent_trials > 0) wanted = std::min(wanted, spec_.max_concurrent_trials);
-  return {weight_, runner_->options().resources_per_trial, wanted};
+  return {weight_, runner_->options().resources_per_trial, wanted, attained_};
 }
 
 Resources Experiment::Held() const {

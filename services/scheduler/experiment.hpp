@@ -153,9 +153,18 @@ class Experiment {
   double weight() const { return weight_; }
   /// Sets the weight and journals it (weight_set). REQUIRES: weight > 0, !read_only().
   void SetWeight(double weight);
-  /// What it claims of the cluster now: its weight, one trial's resources, and the trials it
-  /// holds plus those waiting to be placed, capped by max_concurrent_trials.
+  /// What it claims of the cluster now: its weight, one trial's resources, the trials it
+  /// holds plus those waiting to be placed, capped by max_concurrent_trials, and its attained
+  /// service.
   FairShareDemand Demand() const;
+  /// Adds `seconds` of holding the trials it had in flight at the previous call, each worth
+  /// `trial_share` (one trial's dominant share of the cluster), to its attained service
+  /// (dominant-share-seconds; in memory only: a restarted scheduler starts every experiment
+  /// from 0), then notes what it holds now. Called once a round, after its placements.
+  void AccrueService(double trial_share, double seconds) {
+    attained_ += trial_share * double(in_flight_) * seconds;
+    in_flight_ = runner_->TrialsInFlight();
+  }
   /// The most trials it may hold at once (its fair share across experiments,
   /// WeightedDrfQuotas); nullopt = no cap. Checked before each placement.
   void set_trial_quota(std::optional<int64_t> quota) { trial_quota_ = quota; }
@@ -232,6 +241,8 @@ class Experiment {
   Phase phase_;
   double weight_;
   std::optional<int64_t> trial_quota_;
+  double attained_ = 0;                 // dominant-share-seconds (AccrueService)
+  int64_t in_flight_ = 0;               // trials in flight at the previous AccrueService
   std::vector<std::string> preempted_;  // trials Preempt paused, oldest first
   SteadyTime started_;
   std::optional<SteadyTime> ended_;

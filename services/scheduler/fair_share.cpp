@@ -39,29 +39,31 @@ double DominantShare(const Resources& held, const Resources& capacity) {
 std::vector<int64_t> WeightedDrfQuotas(const Resources& capacity,
                                        const std::vector<FairShareDemand>& demands) {
   std::vector<int64_t> quota(demands.size(), 0);
-  // (weighted dominant share of what it holds so far, index): the smallest gets the next trial.
-  using Entry = std::tuple<double, size_t>;
+  // (weighted dominant share of what it holds so far, weighted attained service, index): the
+  // smallest gets the next trial.
+  using Entry = std::tuple<double, double, size_t>;
   std::priority_queue<Entry, std::vector<Entry>, std::greater<>> next;
   std::vector<double> step(demands.size(), 0);  // weighted share of one trial
   for (size_t i = 0; i < demands.size(); ++i) {
     const FairShareDemand& d = demands[i];
-    Check(d.weight > 0 && d.wanted >= 0, "a weight <= 0 or a negative wanted");
+    Check(d.weight > 0 && d.wanted >= 0 && d.attained >= 0,
+          "a weight <= 0, a negative wanted or a negative attained");
     const double share = DominantShare(d.per_trial, capacity);
     if (share <= 0 || !KindsExist(d.per_trial, capacity)) {
       quota[i] = d.wanted;  // nothing of the shared capacity to divide
       continue;
     }
     step[i] = share / d.weight;
-    if (d.wanted > 0) next.emplace(0.0, i);
+    if (d.wanted > 0) next.emplace(0.0, d.attained / d.weight, i);
   }
   Resources left = capacity;
   while (!next.empty()) {
-    const auto [share, i] = next.top();
+    const auto [share, attained, i] = next.top();
     next.pop();
     if (!demands[i].per_trial.FitsIn(left)) continue;  // its trials ask the same: none fits now
     left -= demands[i].per_trial;
     ++quota[i];
-    if (quota[i] < demands[i].wanted) next.emplace(double(quota[i]) * step[i], i);
+    if (quota[i] < demands[i].wanted) next.emplace(double(quota[i]) * step[i], attained, i);
   }
   Resources given;
   for (size_t i = 0; i < demands.size(); ++i) {

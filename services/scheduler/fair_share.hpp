@@ -13,9 +13,14 @@
 //
 // Progressive filling (§4): starting from nothing, the experiment with the lowest weighted
 // dominant share whose next trial still fits in what is left of the capacity gets one more
-// trial, until no experiment that wants more fits. Ties go to the experiment listed first (the
-// older one). The result is each experiment's quota: its fair number of concurrent trials. It
-// is work-conserving: what one experiment does not want goes to the others.
+// trial, until no experiment that wants more fits. Ties go to the experiment with the least
+// weighted attained service (its dominant-share-seconds so far divided by its weight: the
+// least-attained-service rule of Tiresias, NSDI 2019, §4), then to the one listed first. DRF
+// alone divides an instant; when the capacity does not divide evenly (50 equal experiments on
+// 64 CPUs: 14 get 2 trials, 36 get 1), this tie-break moves the remainder to whoever has had
+// least, so the shares even out over time instead of always favouring the same experiments.
+// The result is each experiment's quota: its fair number of concurrent trials. It is
+// work-conserving: what one experiment does not want goes to the others.
 //
 // Approximations: capacity is summed over workers (a trial that needs a whole worker's room may
 // still not fit one worker though the sum has room: the resource-manager then answers
@@ -41,6 +46,9 @@ struct FairShareDemand {
   /// Trials it could hold now: those it holds plus those waiting to be placed, capped by its
   /// max_concurrent_trials.
   int64_t wanted = 0;
+  /// Service it has had so far: dominant-share-seconds (Experiment::AccrueService), >= 0. Only
+  /// breaks ties between equal weighted shares.
+  double attained = 0;
 };
 
 /// The quotas for `demands` (same order) over `capacity`, by weighted DRF progressive filling.

@@ -165,6 +165,18 @@ void Scheduler::ApplyFairShare() {
   }
 }
 
+void Scheduler::AccrueAttainedService() {
+  const SteadyTime now = clock_.Now();
+  const double seconds = std::chrono::duration<double>(now - last_accrual_).count();
+  last_accrual_ = now;
+  if (experiments_.size() < 2) return;  // the tie-break it feeds needs two experiments
+  for (auto& e : experiments_) {
+    if (e->phase() != Experiment::Phase::kRunning) continue;
+    e->AccrueService(DominantShare(e->runner().options().resources_per_trial, cluster_capacity_),
+                     seconds);
+  }
+}
+
 nlohmann::json Scheduler::ShareJson(const Experiment& e) const {
   const Resources held = e.Held();
   nlohmann::json share = {{"weight", e.weight()},
@@ -224,6 +236,7 @@ void Scheduler::AfterRound() {
           heap.uordblks, heap.fordblks, heap.hblkhd);
     }
   }
+  AccrueAttainedService();
   // An ended experiment may still release resources and append records (a late checkpoint).
   for (auto& e : experiments_) e->AfterRound(options_.snapshot_every_records);
   outbox_->Flush();

@@ -265,6 +265,10 @@ class Scheduler {
   /// Sets each running experiment's trial quota for this round: their weighted DRF shares of
   /// cluster_capacity_ (fair_share.hpp) while two or more want trials, else no cap.
   void ApplyFairShare();
+  /// At the end of a round (placements made): adds the time since the previous round's end to
+  /// each running experiment's attained service at the trials it held in between (the fair
+  /// share's tie-break, fair_share.hpp).
+  void AccrueAttainedService();
   /// Asks the resource-manager for the cluster's capacity (alive workers' sum) into
   /// cluster_capacity_: at start, on node_added / node_lost, and every kCapacityRefresh.
   void RefreshCapacity();
@@ -317,6 +321,7 @@ class Scheduler {
   std::unique_ptr<service::MessageDispatcher> worker_dispatcher_;
   uint64_t node_events_ = 0;    // node events received from the resource-manager
   Resources cluster_capacity_;  // alive workers' capacity, as the resource-manager last said
+  SteadyTime last_accrual_{};   // the previous AccrueAttainedService
   SteadyTime next_state_file_;
   /// Prometheus figures (<service>_metrics.cpp), rendered on the loop thread every second.
   void RenderMetrics(metrics::MetricsText& m);

@@ -87,6 +87,22 @@ TEST(FairShareTest, DocsSchedulingWorkedExampleHolds) {
             (std::vector<int64_t>{3, 7}));
 }
 
+TEST(FairShareTest, TiesGoToTheLeastWeightedAttainedServiceThenToTheFirstListed) {
+  // 3 equal experiments on 4 CPUs: one trial each, the fourth to the tie's winner.
+  const Resources capacity = R({{"cpu", 4}});
+  auto demand = [](double weight, double attained) {
+    return FairShareDemand{weight, R({{"cpu", 1}}), 10, attained};
+  };
+  EXPECT_EQ(WeightedDrfQuotas(capacity, {demand(1, 0), demand(1, 0), demand(1, 0)}),
+            (std::vector<int64_t>{2, 1, 1}));
+  EXPECT_EQ(WeightedDrfQuotas(capacity, {demand(1, 5), demand(1, 1), demand(1, 3)}),
+            (std::vector<int64_t>{1, 2, 1}));
+  // Attained service counts divided by the weight, and only among equal weighted shares: the
+  // first (weight 2) had the most service yet gets its 2 trials; the last CPU goes to the third.
+  EXPECT_EQ(WeightedDrfQuotas(R({{"cpu", 5}}), {demand(2, 9), demand(1, 4), demand(1, 3)}),
+            (std::vector<int64_t>{2, 1, 2}));
+}
+
 TEST(FairShareTest, AKindTheClusterLacksOrAnEmptyRequestIsNotShared) {
   // A trial asking a custom resource no worker has, or nothing at all, is not divided: its
   // experiment keeps its wanted (the resource-manager refuses or places it as it would alone).

@@ -7,6 +7,7 @@
 // time.
 #include "services/scheduler/scheduler.hpp"
 
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 
 #include <atomic>
@@ -507,65 +508,92 @@ TEST_F(SchedulerTest, WeightsDivideTheCpusAsTheirRatioAsTrialsFinish) {
   EXPECT_EQ(ControlError(zero), "invalid_argument: weight must be a number > 0, got 0");
 }
 
-// Issue 34 point 8: three experiments with weights 1:1:2 on a saturated 4-CPU worker, every
-// trial running 2 s of the scheduler's clock: over the middle of the run they hold 25%, 25% and
-// 50% of the slot-seconds (within 5 points; `a` held all 4 CPUs before the others came).
-TEST_F(SchedulerTest, WeightsOneOneTwoGetAQuarterAQuarterAndAHalfOfTheSlotSeconds) {
-  StartWorker("w1", 4);
-  const std::string samples = "{x: {uniform: [0, 1]}}";
-  std::map<std::string, std::string> by_id;  // experiment id -> name
-  struct Running {
-    proto::StartTrial start;
-    std::string experiment;
-    int ends_at = 0;  // step
-  };
-  std::vector<Running> running;
-  auto track = [&](const std::vector<proto::StartTrial>& starts, int step) {
-    for (const proto::StartTrial& st : starts) {
-      running.push_back({st, by_id[st.trial_id.substr(0, st.trial_id.find('_'))], step + 2});
-    }
-  };
-  for (const auto& [name, weight] :
-       std::vector<std::pair<std::string, int>>{{"a", 1}, {"b", 1}, {"c", 2}}) {
-    ASSERT_EQ(
-        Submit(Yaml(samples, "num_samples: 200\nweight: " + std::to_string(weight) + "\n", name))
-            .value("name", ""),
-        name);
-    by_id[Experiment(name).value("experiment_id", "")] = name;
-  }
-  track(ExpectStarts(4), 0);
-  ASSERT_EQ(running.size(), 4u);
-  std::map<std::string, int> slot_seconds;
+// Slot-seconds of each experiment on a saturated 4-CPU worker over steps kFrom..kTo of the
+// scheduler's clock (1 s each): the experiments (name, weight) are submitted in order with 200
+// trials each, every trial runs 2 s, and each freed CPU is placed at once. `a` holds all 4 CPUs
+// before the others come.
+struct SlotSeconds {
+  std::map<std::string, int> of;
   int measured = 0;
-  constexpr int kSteps = 60, kFrom = 10, kTo = 50;
-  for (int step = 0; step < kSteps; ++step) {
-    if (step >= kFrom && step < kTo) {
-      for (const Running& r : running) ++slot_seconds[r.experiment];
-      measured += int(running.size());
-    }
-    clock_.Advance(1s);
-    Heartbeat();
-    size_t ended = 0;
-    for (auto it = running.begin(); it != running.end();) {
-      if (it->ends_at > step + 1) {
-        ++it;
-        continue;
-      }
-      Exited(it->start, true);
-      it = running.erase(it);
-      ++ended;
-    }
-    const std::vector<proto::StartTrial> next = ExpectStarts(ended);
-    ASSERT_EQ(next.size(), ended) << "step " << step;
-    track(next, step + 1);
+  double Fraction(const std::string& name) const {
+    return measured == 0 ? 0 : double(of.count(name) ? of.at(name) : 0) / double(measured);
   }
-  ASSERT_EQ(measured, 4 * (kTo - kFrom));  // saturated throughout
-  const double total = double(measured);
-  EXPECT_NEAR(slot_seconds["a"] / total, 0.25, 0.05) << slot_seconds["a"];
-  EXPECT_NEAR(slot_seconds["b"] / total, 0.25, 0.05) << slot_seconds["b"];
-  EXPECT_NEAR(slot_seconds["c"] / total, 0.50, 0.05) << slot_seconds["c"];
-  std::printf("slot-seconds over steps %d-%d: a %d, b %d, c %d of %d\n", kFrom, kTo,
-              slot_seconds["a"], slot_seconds["b"], slot_seconds["c"], measured);
+};
+
+class SchedulerFairShareTest : public SchedulerTest {
+ protected:
+  static constexpr int kSteps = 60, kFrom = 10, kTo = 50;
+
+  SlotSeconds RunSaturated(const std::vector<std::pair<std::string, int>>& weights) {
+    StartWorker("w1", 4);
+    std::map<std::string, std::string> by_id;  // experiment id -> name
+    struct Running {
+      proto::StartTrial start;
+      std::string experiment;
+      int ends_at = 0;  // step
+    };
+    std::vector<Running> running;
+    auto track = [&](const std::vector<proto::StartTrial>& starts, int step) {
+      for (const proto::StartTrial& st : starts) {
+        running.push_back({st, by_id[st.trial_id.substr(0, st.trial_id.find('_'))], step + 2});
+      }
+    };
+    for (const auto& [name, weight] : weights) {
+      EXPECT_EQ(Submit(Yaml("{x: {uniform: [0, 1]}}",
+                            "num_samples: 200\nweight: " + std::to_string(weight) + "\n", name))
+                    .value("name", ""),
+                name);
+      by_id[Experiment(name).value("experiment_id", "")] = name;
+    }
+    track(ExpectStarts(4), 0);
+    EXPECT_EQ(running.size(), 4u);
+    SlotSeconds slots;
+    for (int step = 0; step < kSteps; ++step) {
+      if (step >= kFrom && step < kTo) {
+        for (const Running& r : running) ++slots.of[r.experiment];
+        slots.measured += int(running.size());
+      }
+      clock_.Advance(1s);
+      Heartbeat();
+      size_t ended = 0;
+      for (auto it = running.begin(); it != running.end();) {
+        if (it->ends_at > step + 1) {
+          ++it;
+          continue;
+        }
+        Exited(it->start, true);
+        it = running.erase(it);
+        ++ended;
+      }
+      const std::vector<proto::StartTrial> next = ExpectStarts(ended);
+      EXPECT_EQ(next.size(), ended) << "step " << step;
+      if (next.size() != ended) break;
+      track(next, step + 1);
+    }
+    EXPECT_EQ(slots.measured, 4 * (kTo - kFrom));  // saturated throughout
+    std::string line;
+    for (const auto& [name, n] : slots.of) line += fmt::format(" {} {}", name, n);
+    std::printf("slot-seconds over steps %d-%d:%s of %d\n", kFrom, kTo, line.c_str(),
+                slots.measured);
+    return slots;
+  }
+};
+
+// Issue 34 point 8: weights 1:1:2 hold 25%, 25% and 50% of the slot-seconds over the middle of
+// the run (within 5 points).
+TEST_F(SchedulerFairShareTest, WeightsOneOneTwoGetAQuarterAQuarterAndAHalfOfTheSlotSeconds) {
+  const SlotSeconds slots = RunSaturated({{"a", 1}, {"b", 1}, {"c", 2}});
+  EXPECT_NEAR(slots.Fraction("a"), 0.25, 0.05);
+  EXPECT_NEAR(slots.Fraction("b"), 0.25, 0.05);
+  EXPECT_NEAR(slots.Fraction("c"), 0.50, 0.05);
+}
+
+// 4 CPUs do not divide by 3 equal experiments: each instant one of them holds 2. The
+// least-attained-service tie-break (fair_share.hpp) moves that CPU around, so each holds a
+// third of the slot-seconds (within 5 points) instead of `a` always holding half.
+TEST_F(SchedulerFairShareTest, TheRemainderOfAnUnevenDivisionRotatesToWhoeverHadLeast) {
+  const SlotSeconds slots = RunSaturated({{"a", 1}, {"b", 1}, {"c", 1}});
+  for (const char* name : {"a", "b", "c"}) EXPECT_NEAR(slots.Fraction(name), 1.0 / 3, 0.05);
 }
 
 }  // namespace
