@@ -5,8 +5,9 @@
 // Ground truth is the mock trainable's own log of the results the scheduler acknowledged
 // (mock_truth_log). Twenty runs in a row, each asserting:
 //   - no process aborted or exited (the store stays the same process throughout);
-//   - `tunectl status` answered within 1 s at every poll, and showed the outage: the store
-//     degraded with its reason while the disk was full;
+//   - `tunectl status` answered within 3 s at every poll (a loop blocked on the store would take
+//     its 5 s timeout; tunectl itself takes up to 1.8 s on a loaded 2-core host), and showed the
+//     outage: the store degraded with its reason while the disk was full;
 //   - the store back to `ok` within 5 s of space returning, without a restart;
 //   - the experiment FINISHED, every trial TERMINATED;
 //   - every acknowledged result is in the trial's result.json, each iteration exactly once;
@@ -212,7 +213,7 @@ TEST(DiskFullTest, StoreOnAFullDiskStaysVisibleLosesNothingAndHealsWithoutAResta
         },
         15s))
         << follow.Describe() << cluster.LogTails();
-    StatusPoller poller(cluster);  // from the submit on, every answer must come within 1 s
+    StatusPoller poller(cluster);  // from the submit on, every answer must come within 3 s
 
     // The disk fills: the store says it is degraded, through the scheduler's status.
     ASSERT_TRUE(WaitFor([&] { return poller.store_state() == "degraded"; }, 30s))
@@ -252,7 +253,7 @@ TEST(DiskFullTest, StoreOnAFullDiskStaysVisibleLosesNothingAndHealsWithoutAResta
         << follow.Describe();
     EXPECT_EQ(summary.value("status", ""), "FINISHED") << summary.dump();
     EXPECT_EQ(poller.failures(), 0) << poller.last_failure();
-    EXPECT_LT(poller.slowest(), 1000ms)
+    EXPECT_LT(poller.slowest(), 3000ms)
         << "a status call took " << poller.slowest().count() << " ms";
     EXPECT_TRUE(cluster.Dead().empty()) << cluster.LogTails();
     EXPECT_EQ(cluster.process("checkpoint-store")->pid(), store_pid);
