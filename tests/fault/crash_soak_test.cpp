@@ -1,24 +1,34 @@
-// Crash soak (issue 18, point 4): what users READ survives SIGKILLs as completely as the journal.
+// Crash soak (issue 18, point 4; issue 34, point 8): what users READ survives SIGKILLs as
+// completely as the journal, in each of three experiments that run at once.
 //
-// Scenario: 55 trials of the ground-truth command trainable tests/fault/soak_trainable.py (12
+// Scenario: three experiments run at once, alpha (weight 2, 30 trials), beta and gamma (weight
+// 1, 15 trials each: their fair shares of the 4 CPUs, 2, 1 and 1, end them about together), 60
+// trials in all of the ground-truth command trainable tests/fault/soak_trainable.py (12
 // iterations, a checkpoint every 3 and at the end, the best 2 kept by score; one trial in five
-// fails at iteration 8 once or twice and is retried from its checkpoint, max_failures 2) while
-// the scheduler is SIGKILLed at TUNEBUS_SOAK_KILLS (default 20) seeded random moments and, in
-// between, the checkpoint-store (twice), the resource-manager and each trial-worker (once),
-// each restarted at once. The trainable logs, fsynced before it acts, every report, decision,
-// checkpoint, restore and failure of every attempt. At the end, against that ground truth:
+// fails at iteration 8 once or twice and is retried from its checkpoint, max_failures 2),
+// while the scheduler is SIGKILLed at TUNEBUS_SOAK_KILLS (default 20) seeded random moments
+// and, in between, the checkpoint-store (twice), the resource-manager and each trial-worker
+// (once), each restarted at once; every kill comes while all three run. The trainable logs,
+// fsynced before it acts, every report, decision, checkpoint, restore and failure of every
+// attempt, into its experiment's own ground-truth folder, each event and each reported result
+// naming the experiment ($TUNEBUS_EXPERIMENT). At the end, per experiment, against its own
+// ground truth:
+//  - every event in its folder names it, and every result in its journal is one its own
+//    trainables reported (a result that ends in another experiment is lost there and foreign
+//    here); every trial its journal or its folder knows is one `tunectl ls -e NAME` lists;
 //  - every result the trainable got `continue` or `checkpoint` for (acknowledged) is journaled,
 //    exactly once, with the metrics it reported;
 //  - result.json and progress.csv of each trial hold the journal's result records one to one,
 //    in journal order (results of a lost attempt stay, marked by iterations_since_restore);
-//    every line parses, progress.csv has one header; `tunectl show` has the last result;
-//  - the checkpoint-store holds exactly the checkpoints `tunectl show` lists (no orphan, none
-//    missing); each checkpoint an attempt saved is listed or was deleted by retention, unless
-//    the attempt's worker was lost; a trial whose last decision was checkpoint_and_stop saved
-//    that checkpoint (unless its worker died first); each restore got the state of the
-//    checkpoint the journal names.
-// The experiment must finish; the checks run also when it does not (a hang). It prints one
-// summary line, then asserts.
+//    every line parses, progress.csv has one header; `tunectl show -e NAME` has the last result;
+//  - the checkpoint-store holds under the experiment's journal exactly the checkpoints
+//    `tunectl show` lists (no orphan, none missing); each checkpoint an attempt saved is listed
+//    or was deleted by retention, unless the attempt's worker was lost; a trial whose last
+//    decision was checkpoint_and_stop saved that checkpoint (unless its worker died first);
+//    each restore got the state of the checkpoint the journal names;
+//  - it resumed once per scheduler kill.
+// The experiments must finish; the checks run also when one does not (a hang). It prints a
+// summary line per experiment and one for the whole soak, then asserts.
 #include <fmt/format.h>
 #include <gtest/gtest.h>
 
@@ -73,7 +83,10 @@ struct Truth {
   std::map<int64_t, json> restores;  // attempt -> its restore event
 };
 
-std::map<std::string, Truth> ReadTruth(const fs::path& dir) {
+// The ground truth of experiment `experiment`'s trials, from its folder `dir`; an event that says
+// it is another experiment's is tallied as "truth of another experiment".
+std::map<std::string, Truth> ReadTruth(const fs::path& dir, const std::string& experiment,
+                                       Tally& tally) {
   std::map<std::string, Truth> truth;
   for (const auto& entry : fs::directory_iterator(dir)) {
     if (entry.path().extension() != ".jsonl") continue;
@@ -81,6 +94,9 @@ std::map<std::string, Truth> ReadTruth(const fs::path& dir) {
     for (const std::string& line : ReadLines(entry.path())) {
       const json e = json::parse(line, nullptr, /*allow_exceptions=*/false);
       const std::string event = e.is_object() ? e.value("event", "") : "";
+      if (e.is_object() && e.value("experiment", "") != experiment) {
+        tally.Add("truth of another experiment", entry.path().string() + ": " + line);
+      }
       const AttemptIt key{Int(e, "attempt"), Int(e, "iteration")};
       if (event == "report") t.reported[key] = e["metrics"];
       if (event == "decision" && (e["decision"] == "continue" || e["decision"] == "checkpoint")) {
@@ -269,10 +285,11 @@ std::string CheckpointId(const std::string& journal, const std::string& trial,
   return fmt::format("{}/{}/{:08d}-a{}", journal, trial, at.second, at.first);
 }
 
-// One trial: the journal against its ground truth, its files and `tunectl show` against the
-// journal. Adds the checkpoints show lists to `listed`.
-void CheckTrial(const std::string& journal, const std::string& id, const json& shown,
-                const Journaled& j, const Truth& truth, Tally& tally,
+// One trial of experiment `experiment` (journal `journal`): the journal against its ground
+// truth, its files and `tunectl show` against the journal. Adds the checkpoints show lists to
+// `listed`.
+void CheckTrial(const std::string& experiment, const std::string& journal, const std::string& id,
+                const json& shown, const Journaled& j, const Truth& truth, Tally& tally,
                 std::set<std::string>& listed) {
   for (const AttemptIt& a : truth.acked) {
     if (!j.results.contains(a)) {
@@ -285,6 +302,9 @@ void CheckTrial(const std::string& journal, const std::string& id, const json& s
         reported->second.value("score", -1.0) != result.value("score", -2.0) ||
         Int(result, "soak_attempt") != a.first || Int(result, "soak_iteration") != a.second) {
       tally.Add("not reported", id + " " + result.dump());
+    }
+    if (result.value("soak_experiment", "") != experiment) {
+      tally.Add("results of another experiment", journal + " " + id + " " + result.dump());
     }
   }
   for (const auto& [attempt, restore] : truth.restores) {
@@ -328,22 +348,38 @@ void CheckTrial(const std::string& journal, const std::string& id, const json& s
   }
 }
 
-TEST(CrashSoakTest, EveryAcknowledgedResultAndCheckpointSurvivesKills) {
-  const char* env = std::getenv("TUNEBUS_SOAK_KILLS");
-  const int scheduler_kills = std::max(1, env ? std::atoi(env) : 20);
-  ClusterOptions o;
-  o.cpus_per_worker = 2;
-  o.rm_liveness = 5;  // x 200 ms: a killed worker that does not come back is lost after 1 s
-  o.scheduler_args = {"--snapshot-every", "300"};  // some resumes start from a snapshot
-  Cluster cluster(o);
-  ASSERT_TRUE(cluster.Start());
+// One of the soak's experiments, and what the checks found in it.
+struct SoakExperiment {
+  std::string name;
+  int weight = 1, trials_wanted = 0;
+  fs::path truth_dir;  // its trainables' ground truth, and only theirs
+  std::string journal;
+  json summary;  // its last `tunectl status` once finished; empty if it did not finish
+  Tally tally;
+  JournalView view;
+  size_t trials = 0;
+  int acked = 0, restarted = 0, by_failure = 0, by_worker_loss = 0;
 
-  constexpr int kTrials = 55, kIterations = 12;
-  const double sleep_s = 0.08 * std::max(1, scheduler_kills / 20);  // outlast the kill plan
-  const fs::path truth_dir = cluster.dir() / "truth";
+  int Lost() const {
+    return tally["lost journal"] + tally["lost result.json"] + tally["lost progress.csv"] +
+           tally["lost show"] + tally["trials not listed"];
+  }
+  int Duplicated() const {
+    return tally["duplicated journal"] + tally["duplicated result.json"] +
+           tally["duplicated progress.csv"];
+  }
+  int WrongExperiment() const {
+    return tally["truth of another experiment"] + tally["results of another experiment"];
+  }
+};
+
+// The experiment file of soak experiment `e`: e.trials_wanted trials of soak_trainable.py (a
+// multiple of 5: one in five fails at iteration 8), its ground truth in e.truth_dir.
+std::string SoakExperimentFile(const SoakExperiment& e, int seed, int iterations, double sleep_s,
+                               const fs::path& results_dir) {
   const fs::path script = SourceDir() / "tests" / "fault" / "soak_trainable.py";
-  const fs::path file = cluster.dir() / "soak.yaml";
-  WriteFile(file, fmt::format(R"(name: soak
+  return fmt::format(R"(name: {}
+weight: {}
 trainable:
   command: [python3, {}]
   env: {{SOAK_TRUTH_DIR: {}}}
@@ -355,7 +391,7 @@ param_space:
   iterations: {}
   sleep_s: {}
 num_samples: {}
-seed: 18
+seed: {}
 metric: score
 mode: max
 stop: {{training_iteration: {}}}
@@ -366,13 +402,103 @@ checkpoint_score_attr: score
 max_failures: 2
 results_dir: {}
 )",
-                              script.string(), truth_dir.string(), kIterations, sleep_s,
-                              kTrials / 5, kIterations, (cluster.dir() / "results").string()));
-  fs::create_directories(truth_dir);
-  const std::string journal = SubmitDetached(cluster, file, "soak");
-  ASSERT_FALSE(journal.empty());
+                     e.name, e.weight, script.string(), e.truth_dir.string(), iterations, sleep_s,
+                     e.trials_wanted / 5, seed, iterations, results_dir.string());
+}
 
-  // The kill plan, in a seeded random order with 80..400 ms between kills.
+// Checks experiment `e`, finished or not, against its own ground truth: its journal, its trials
+// as `tunectl ls -e` and `show -e` give them, their files, and its checkpoints in the store.
+void CheckExperiment(Cluster& cluster, SoakExperiment& e) {
+  e.view = FoldJournal(ReadJournal(cluster.store(), e.journal), e.tally);
+  const std::map<std::string, Truth> truth = ReadTruth(e.truth_dir, e.name, e.tally);
+  const CommandResult ls = cluster.Ctl({"-o", "json", "ls", "-e", e.name});
+  const json trials = ls.Json();
+  if (!trials.is_array()) {
+    ADD_FAILURE() << e.name << ": " << ls.Describe() << cluster.LogTails();
+    return;
+  }
+  e.trials = trials.size();
+  std::set<std::string> ids;                            // the trials `ls` lists
+  std::map<std::string, std::set<std::string>> listed;  // trial -> the checkpoints show lists
+  for (const json& t : trials) {
+    const std::string id = t.value("trial_id", "");
+    ids.insert(id);
+    const CommandResult show = cluster.Ctl({"-o", "json", "show", "-e", e.name, id});
+    const json shown = show.Json();
+    if (!shown.is_object()) {
+      ADD_FAILURE() << e.name << ": " << show.Describe();
+      continue;
+    }
+    EXPECT_EQ(shown.value("status", ""), "TERMINATED") << e.name << ": " << shown.dump();
+    const Journaled& j = e.view.trials.contains(id) ? e.view.trials.at(id) : Journaled{};
+    const Truth& tr = truth.contains(id) ? truth.at(id) : Truth{};
+    EXPECT_FALSE(tr.reported.empty()) << id << ": no ground truth in " << e.truth_dir;
+    CheckTrial(e.name, e.journal, id, shown, j, tr, e.tally, listed[id]);
+    e.acked += int(tr.acked.size());
+    e.restarted += j.last_attempt > 1;
+    for (int64_t a = 1; a < j.last_attempt; ++a) {  // why each attempt before the last ended
+      const auto ended = j.ended_by.find(a);
+      ++(ended != j.ended_by.end() && ended->second == "worker_lost" ? e.by_worker_loss
+                                                                     : e.by_failure);
+    }
+  }
+  // Every trial its journal or its ground truth knows is one of its own that `ls` lists.
+  for (const auto& [id, j] : e.view.trials) {
+    if (!ids.contains(id)) e.tally.Add("trials not listed", id + " (journaled)");
+  }
+  for (const auto& [id, t] : truth) {
+    if (!ids.contains(id)) e.tally.Add("trials not listed", id + " (in the ground truth)");
+  }
+  std::set<std::string> stored;
+  for (const std::string& ck : ListCheckpoints(cluster.store(), e.journal + "/")) {
+    if (ck.starts_with(e.journal + "/snapshot-")) continue;
+    stored.insert(ck);
+    const size_t from = e.journal.size() + 1;
+    if (!listed[ck.substr(from, ck.find('/', from) - from)].contains(ck)) {
+      e.tally.Add("orphaned checkpoints", ck);
+    }
+  }
+  for (const auto& [trial, checkpoints] : listed) {
+    for (const std::string& ck : checkpoints) {
+      if (!stored.contains(ck)) e.tally.Add("missing checkpoints", ck + " (listed, not stored)");
+    }
+  }
+}
+
+TEST(CrashSoakTest, EveryAcknowledgedResultAndCheckpointSurvivesKills) {
+  const char* env = std::getenv("TUNEBUS_SOAK_KILLS");
+  const int scheduler_kills = std::max(1, env ? std::atoi(env) : 20);
+  ClusterOptions o;
+  o.cpus_per_worker = 2;
+  o.rm_liveness = 5;  // x 200 ms: a killed worker that does not come back is lost after 1 s
+  o.scheduler_args = {"--snapshot-every", "300"};  // some resumes start from a snapshot
+  Cluster cluster(o);
+  ASSERT_TRUE(cluster.Start());
+
+  // alpha, submitted first, starts on all 4 CPUs; from then on their fair shares are 2, 1 and 1,
+  // so the three end within a few seconds of each other, long after the last kill.
+  constexpr int kIterations = 12;
+  const double sleep_s = 0.08 * std::max(1, scheduler_kills / 20);  // outlast the kill plan
+  std::vector<SoakExperiment> experiments;
+  std::vector<std::string> names;
+  int all_trials = 0;
+  for (const auto& [name, weight, trials, seed] :
+       {std::tuple{"alpha", 2, 30, 18}, {"beta", 1, 15, 19}, {"gamma", 1, 15, 20}}) {
+    SoakExperiment& e = experiments.emplace_back();
+    e.name = name;
+    e.weight = weight;
+    e.trials_wanted = trials;
+    all_trials += trials;
+    e.truth_dir = cluster.dir() / "truth" / name;
+    fs::create_directories(e.truth_dir);
+    const fs::path file = cluster.dir() / (e.name + ".yaml");
+    WriteFile(file, SoakExperimentFile(e, seed, kIterations, sleep_s, cluster.dir() / "results"));
+    e.journal = SubmitDetached(cluster, file, name);
+    ASSERT_FALSE(e.journal.empty());
+    names.push_back(name);
+  }
+
+  // The kill plan, in a seeded random order with 80..400 ms between kills, while all three run.
   std::vector<std::string> plan(size_t(scheduler_kills), "scheduler");
   for (const char* v : {"checkpoint-store", "checkpoint-store", "resource-manager", "w1", "w2"}) {
     plan.push_back(v);
@@ -384,98 +510,87 @@ results_dir: {}
   int total_kills = 0;
   for (const std::string& victim : plan) {
     std::this_thread::sleep_for(std::chrono::milliseconds(pause_ms(rng)));
-    const json status = cluster.Ctl({"-o", "json", "status"}, 10s).Json();
-    if (status.is_object() && status.value("finished", false)) break;
-    ASSERT_TRUE(cluster.Restart(victim)) << victim;  // SIGKILL, then the same binary and flags
+    if (AnyFinished(cluster, names)) break;
+    if (victim == "scheduler") {
+      ASSERT_TRUE(RestartScheduler(cluster, names));  // and each experiment answers again
+    } else {
+      ASSERT_TRUE(cluster.Restart(victim)) << victim;  // SIGKILL, then the same binary and flags
+    }
     ++kills[victim == "w1" || victim == "w2" ? "trial-worker" : victim];
     ++total_kills;
-    if (victim == "scheduler") {
-      ASSERT_TRUE(WaitFor([&] { return cluster.Ctl({"status"}, 2s).exit_code == 0; }, 20s, 100ms))
-          << cluster.LogTails();
-    }
   }
-  // The rest of the experiment takes at most 55 x 12 iterations / 4 slots x sleep_s. Unfinished
-  // after twice that plus a minute (a hang) is a failure; what it wrote is checked all the same.
-  const json summary = WaitFinished(cluster, Millis{60000 + int64_t(2 * 165 * sleep_s * 1000)});
-  EXPECT_FALSE(summary.empty()) << "the experiment did not finish\n" << cluster.LogTails();
-
-  Tally tally;
-  const JournalView view = FoldJournal(ReadJournal(cluster.store(), journal), tally);
-  const std::map<std::string, Truth> truth = ReadTruth(truth_dir);
-  const json trials = cluster.Ctl({"-o", "json", "ls"}).Json();
-  ASSERT_TRUE(trials.is_array()) << cluster.LogTails();
-  std::map<std::string, std::set<std::string>> listed;  // trial -> the checkpoints show lists
-  int acked = 0, restarted = 0, by_failure = 0, by_worker_loss = 0;
-  for (const json& t : trials) {
-    const std::string id = t.value("trial_id", "");
-    const CommandResult show = cluster.Ctl({"-o", "json", "show", id});
-    const json shown = show.Json();
-    if (!shown.is_object()) {
-      ADD_FAILURE() << show.Describe();
-      continue;
-    }
-    EXPECT_EQ(shown.value("status", ""), "TERMINATED") << shown.dump();
-    const Journaled& j = view.trials.contains(id) ? view.trials.at(id) : Journaled{};
-    const Truth& tr = truth.contains(id) ? truth.at(id) : Truth{};
-    EXPECT_FALSE(tr.reported.empty()) << id << ": no ground truth in " << truth_dir;
-    CheckTrial(journal, id, shown, j, tr, tally, listed[id]);
-    acked += int(tr.acked.size());
-    restarted += j.last_attempt > 1;
-    for (int64_t a = 1; a < j.last_attempt; ++a) {  // why each attempt before the last ended
-      const auto ended = j.ended_by.find(a);
-      ++(ended != j.ended_by.end() && ended->second == "worker_lost" ? by_worker_loss : by_failure);
-    }
-  }
-  std::set<std::string> stored;
-  for (const std::string& ck : ListCheckpoints(cluster.store(), journal + "/")) {
-    if (ck.starts_with(journal + "/snapshot-")) continue;
-    stored.insert(ck);
-    const size_t from = journal.size() + 1;
-    if (!listed[ck.substr(from, ck.find('/', from) - from)].contains(ck)) {
-      tally.Add("orphaned checkpoints", ck);
-    }
-  }
-  for (const auto& [trial, ids] : listed) {
-    for (const std::string& ck : ids) {
-      if (!stored.contains(ck)) tally.Add("missing checkpoints", ck + " (listed, not stored)");
-    }
+  // The rest takes at most all trials x 12 iterations / 4 slots x sleep_s. Unfinished after twice
+  // that plus a minute (a hang) is a failure; what they wrote is checked all the same.
+  const auto deadline = std::chrono::steady_clock::now() +
+                        Millis{60000 + int64_t(2 * all_trials * kIterations / 4 * sleep_s * 1000)};
+  for (SoakExperiment& e : experiments) {
+    const auto left =
+        std::chrono::duration_cast<Millis>(deadline - std::chrono::steady_clock::now());
+    e.summary = WaitFinished(cluster, std::max(left, Millis{0}), e.name);
+    EXPECT_FALSE(e.summary.empty()) << e.name << " did not finish\n" << cluster.LogTails();
   }
 
-  const int lost = tally["lost journal"] + tally["lost result.json"] + tally["lost progress.csv"] +
-                   tally["lost show"];
-  const int duplicated = tally["duplicated journal"] + tally["duplicated result.json"] +
-                         tally["duplicated progress.csv"];
+  std::map<std::string, int> sum;  // over the three experiments
+  std::string statuses, resumes, problems;
+  for (SoakExperiment& e : experiments) {
+    CheckExperiment(cluster, e);
+    const std::string status = e.summary.value("status", "unfinished");
+    std::printf(
+        "soak %s (weight %d): %s trials=%zu results=%d acked=%d resumes=%d reattached=%d "
+        "restarted=%d "
+        "lost=%d duplicated=%d wrong_experiment=%d orphaned_checkpoints=%d "
+        "missing_checkpoints=%d\n",
+        e.journal.c_str(), e.weight, status.c_str(), e.trials, e.view.results, e.acked,
+        e.view.resumes, e.view.reattached, e.restarted, e.Lost(), e.Duplicated(),
+        e.WrongExperiment(), e.tally["orphaned checkpoints"], e.tally["missing checkpoints"]);
+    statuses += fmt::format("{}{} {}", statuses.empty() ? "" : ", ", e.name, status);
+    resumes += fmt::format("{}{}", resumes.empty() ? "" : "/", e.view.resumes);
+    sum["lost"] += e.Lost();
+    sum["duplicated"] += e.Duplicated();
+    sum["wrong experiment"] += e.WrongExperiment();
+    sum["reattached"] += e.view.reattached;
+    sum["restarted"] += e.restarted;
+    sum["results"] += e.view.results;
+    sum["trials"] += int(e.trials);
+    sum["acked"] += e.acked;
+    sum["by failure"] += e.by_failure;
+    sum["by worker loss"] += e.by_worker_loss;
+    for (const auto& [what, n] : e.tally.count) {
+      sum[what] += n;
+      problems += fmt::format("{} {}: {}\n{}", e.name, what, n, e.tally.examples.at(what));
+    }
+  }
   std::printf(
       "soak: kills=%d lost=%d duplicated=%d orphaned_checkpoints=%d reattached=%d restarted=%d "
-      "results=%d trials=%zu | experiment %s, kills scheduler=%d checkpoint-store=%d "
-      "resource-manager=%d trial-worker=%d, resumes=%d, attempts restarted after failure=%d "
-      "after worker loss=%d, acked=%d, lost journal=%d result.json=%d progress.csv=%d show=%d, "
-      "missing_checkpoints=%d end_checkpoints_never_taken=%d unjournaled_rows=%d torn=%d "
-      "bad_restores=%d\n",
-      total_kills, lost, duplicated, tally["orphaned checkpoints"], view.reattached, restarted,
-      view.results, trials.size(), summary.value("status", "unfinished").c_str(),
-      kills["scheduler"], kills["checkpoint-store"], kills["resource-manager"],
-      kills["trial-worker"], view.resumes, by_failure, by_worker_loss, acked, tally["lost journal"],
-      tally["lost result.json"], tally["lost progress.csv"], tally["lost show"],
-      tally["missing checkpoints"], tally["end checkpoints never taken"], tally["unjournaled rows"],
-      tally["torn lines"], tally["bad restores"]);
+      "results=%d trials=%d | experiments %s, kills scheduler=%d checkpoint-store=%d "
+      "resource-manager=%d trial-worker=%d, resumes=%s, attempts restarted after failure=%d "
+      "after worker loss=%d, acked=%d, lost journal=%d result.json=%d progress.csv=%d show=%d "
+      "trials_not_listed=%d, missing_checkpoints=%d end_checkpoints_never_taken=%d "
+      "unjournaled_rows=%d torn=%d bad_restores=%d wrong_experiment=%d\n",
+      total_kills, sum["lost"], sum["duplicated"], sum["orphaned checkpoints"], sum["reattached"],
+      sum["restarted"], sum["results"], sum["trials"], statuses.c_str(), kills["scheduler"],
+      kills["checkpoint-store"], kills["resource-manager"], kills["trial-worker"], resumes.c_str(),
+      sum["by failure"], sum["by worker loss"], sum["acked"], sum["lost journal"],
+      sum["lost result.json"], sum["lost progress.csv"], sum["lost show"], sum["trials not listed"],
+      sum["missing checkpoints"], sum["end checkpoints never taken"], sum["unjournaled rows"],
+      sum["torn lines"], sum["bad restores"], sum["wrong experiment"]);
   std::fflush(stdout);
 
-  EXPECT_EQ(summary.value("status", "unfinished"), "FINISHED") << summary.dump();
-  EXPECT_EQ(trials.size(), size_t(kTrials));
-  EXPECT_EQ(total_kills, int(plan.size())) << "the experiment ended before the kill plan did";
-  EXPECT_EQ(view.resumes, kills["scheduler"]);
-  EXPECT_GE(by_failure, 1) << "no trial was retried after a failure";
-  EXPECT_GE(acked, kTrials * (kIterations - 1)) << "the ground truth is incomplete";
-  std::string problems;
-  for (const auto& [what, n] : tally.count) {
-    problems += fmt::format("{}: {}\n{}", what, n, tally.examples.at(what));
+  EXPECT_EQ(total_kills, int(plan.size())) << "an experiment ended before the kill plan did";
+  for (const SoakExperiment& e : experiments) {
+    EXPECT_EQ(e.summary.value("status", "unfinished"), "FINISHED") << e.name;
+    EXPECT_EQ(e.trials, size_t(e.trials_wanted)) << e.name;
+    EXPECT_EQ(e.view.resumes, kills["scheduler"]) << e.name;
+    EXPECT_GE(e.by_failure, 1) << e.name << ": no trial was retried after a failure";
+    EXPECT_GE(e.acked, e.trials_wanted * (kIterations - 1))
+        << e.name << ": the ground truth is incomplete";
   }
-  EXPECT_TRUE(tally.count.empty()) << problems;
-  EXPECT_EQ(lost, 0);
-  EXPECT_EQ(duplicated, 0);
-  EXPECT_EQ(tally["orphaned checkpoints"], 0);
-  EXPECT_EQ(tally["missing checkpoints"], 0);
+  EXPECT_TRUE(problems.empty()) << problems;
+  EXPECT_EQ(sum["lost"], 0);
+  EXPECT_EQ(sum["duplicated"], 0);
+  EXPECT_EQ(sum["wrong experiment"], 0);
+  EXPECT_EQ(sum["orphaned checkpoints"], 0);
+  EXPECT_EQ(sum["missing checkpoints"], 0);
 }
 
 }  // namespace

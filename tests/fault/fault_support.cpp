@@ -13,6 +13,22 @@ namespace tunebus::testing {
 using nlohmann::json;
 using namespace std::chrono_literals;
 
+namespace {
+
+// `tunectl status`, of `experiment` unless it is "".
+std::vector<std::string> StatusArgs(const std::string& experiment) {
+  if (experiment.empty()) return {"status"};
+  return {"status", "-e", experiment};
+}
+
+json StatusOf(Cluster& cluster, const std::string& experiment) {
+  std::vector<std::string> args = {"-o", "json"};
+  for (std::string& a : StatusArgs(experiment)) args.push_back(std::move(a));
+  return cluster.Ctl(args, 10s).Json();
+}
+
+}  // namespace
+
 std::string SubmitDetached(Cluster& cluster, const fs::path& file, const std::string& name) {
   auto submit = cluster.Ctl({"-o", "json", "run", "--detach", file.string()});
   EXPECT_EQ(submit.exit_code, 0) << submit.Describe();
@@ -29,15 +45,35 @@ bool PythonImports(const fs::path& log_dir, const std::string& modules) {
   return p->Wait(60s) == 0;
 }
 
-json WaitFinished(Cluster& cluster, Millis timeout) {
+json WaitFinished(Cluster& cluster, Millis timeout, const std::string& experiment) {
   json status;
   const bool finished = WaitFor(
       [&] {
-        status = cluster.Ctl({"-o", "json", "status"}, 5s).Json();
+        status = StatusOf(cluster, experiment);
         return status.is_object() && status.value("finished", false);
       },
       timeout, 200ms);
   return finished ? status : json::object();
+}
+
+bool AnyFinished(Cluster& cluster, const std::vector<std::string>& experiments) {
+  return std::any_of(experiments.begin(), experiments.end(), [&](const std::string& e) {
+    const json status = StatusOf(cluster, e);
+    return status.is_object() && status.value("finished", false);
+  });
+}
+
+bool RestartScheduler(Cluster& cluster, const std::vector<std::string>& experiments) {
+  const ::testing::AssertionResult restarted = cluster.Restart("scheduler");
+  EXPECT_TRUE(restarted);  // SIGKILL, then the same binary and flags
+  if (!restarted) return false;
+  for (const std::string& e : experiments) {
+    const bool answers =
+        WaitFor([&] { return cluster.Ctl(StatusArgs(e), 2s).exit_code == 0; }, 20s, 100ms);
+    EXPECT_TRUE(answers) << "tunectl status " << e << "\n" << cluster.LogTails();
+    if (!answers) return false;
+  }
+  return true;
 }
 
 std::string ExternalSearchExperiment(const std::string& name, int trials, const std::string& search,
@@ -67,24 +103,13 @@ int64_t TrialsAdded(const json& summary) {
 }
 
 int KillSchedulerWhileRunning(Cluster& cluster, const std::vector<Millis>& pauses,
-                              const std::string& experiment) {
-  std::vector<std::string> status_args = {"status"};
-  if (!experiment.empty()) status_args = {"status", "-e", experiment};
-  std::vector<std::string> json_status = {"-o", "json"};
-  json_status.insert(json_status.end(), status_args.begin(), status_args.end());
+                              const std::vector<std::string>& experiments) {
   int kills = 0;
   for (const Millis pause : pauses) {
     std::this_thread::sleep_for(pause);
-    auto status = cluster.Ctl(json_status, 10s);
-    if (status.exit_code == 0 && status.Json().value("finished", false)) break;
-    const ::testing::AssertionResult restarted = cluster.Restart("scheduler");
-    EXPECT_TRUE(restarted);  // SIGKILL, then the same binary and flags
-    if (!restarted) return -1;
+    if (AnyFinished(cluster, experiments)) break;
+    if (!RestartScheduler(cluster, experiments)) return -1;
     ++kills;
-    const bool answers =
-        WaitFor([&] { return cluster.Ctl(status_args, 2s).exit_code == 0; }, 20s, 100ms);
-    EXPECT_TRUE(answers) << cluster.LogTails();
-    if (!answers) return -1;
   }
   return kills;
 }

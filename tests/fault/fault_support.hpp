@@ -31,17 +31,24 @@ std::string SubmitDetached(Cluster& cluster, const fs::path& file, const std::st
 /// `log_dir`.
 bool PythonImports(const fs::path& log_dir, const std::string& modules);
 
-/// Polls `tunectl status` until the experiment is finished; returns the last status (an
-/// empty object after `timeout`).
-nlohmann::json WaitFinished(Cluster& cluster, Millis timeout);
+/// Polls `tunectl status [-e experiment]` ("" = the only one) until the experiment is finished;
+/// returns the last status (an empty object after `timeout`).
+nlohmann::json WaitFinished(Cluster& cluster, Millis timeout, const std::string& experiment = "");
 
-/// SIGKILLs the scheduler after each pause of `pauses` while the experiment (`experiment`: its
-/// name; "" = the only one) runs, each time restarting it (the same binary and flags) and
-/// waiting until it answers `tunectl status`; stops early once the experiment is finished.
-/// Returns how many kills it made, or -1 after adding a test failure (a restart that failed or
-/// a scheduler that never answered).
+/// True if `tunectl status -e NAME` says one of `experiments` ("" = the only one) is finished.
+bool AnyFinished(Cluster& cluster, const std::vector<std::string>& experiments);
+
+/// SIGKILLs the scheduler and starts it again (the same binary and flags), then waits until it
+/// answers `tunectl status -e NAME` for each of `experiments` ("" = the only one). Adds a test
+/// failure and returns false if the restart failed or it did not answer within 20 s.
+bool RestartScheduler(Cluster& cluster, const std::vector<std::string>& experiments);
+
+/// SIGKILLs the scheduler after each pause of `pauses` while every one of `experiments` (their
+/// names; {""} = the only one) runs, each time restarting it (RestartScheduler); stops early
+/// once one of them is finished. Returns how many kills it made, or -1 after adding a test
+/// failure (a restart that failed or a scheduler that never answered).
 int KillSchedulerWhileRunning(Cluster& cluster, const std::vector<Millis>& pauses,
-                              const std::string& experiment = "");
+                              const std::vector<std::string>& experiments = {""});
 
 /// The trials' configs by index (trial_added records' `index` and `config`), from `records`.
 std::map<int64_t, nlohmann::json> TrialConfigs(const std::vector<nlohmann::json>& records);

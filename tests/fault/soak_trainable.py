@@ -6,11 +6,13 @@ because it must log every decision it reads, "stop" and end of file included, be
 
 Before acting on anything it appends one JSON object per line (write, flush, fsync) to
 <truth dir>/<trial id>.jsonl, where the truth dir is $SOAK_TRUTH_DIR or the config key
-`truth_dir`. Events, each with "trial", "attempt" ($TUNEBUS_ATTEMPT) and "pid":
+`truth_dir` (the soak gives each experiment its own). Events, each with "trial", "experiment"
+(the experiment's name, $TUNEBUS_EXPERIMENT), "attempt" ($TUNEBUS_ATTEMPT) and "pid":
     start       start_iteration ($TUNEBUS_START_ITERATION), restoring (bool)
     restore     from_iteration, from_attempt (read from the checkpoint), state_ok (its state is
                 what the config gives at that iteration, and it is the iteration the worker said)
-    report      iteration, metrics (exactly what goes to the report fd)
+    report      iteration, metrics (exactly what goes to the report fd: score, acc and the
+                soak_iteration, soak_attempt and soak_experiment it belongs to)
     decision    iteration, decision ("continue" | "checkpoint" | "stop" | "eof")
     checkpoint  iteration (logged once the state is saved and fsynced, before the next report)
     fail        iteration (an intended failure: the process exits with code 3 right after)
@@ -35,6 +37,7 @@ import tunebus  # noqa: E402  (config(), checkpoint_dir(), restore_dir(), start_
 CONFIG = tunebus.config()
 TRIAL = tunebus.trial_id() or "standalone"
 ATTEMPT = int(os.environ.get("TUNEBUS_ATTEMPT", "1"))
+EXPERIMENT = os.environ.get("TUNEBUS_EXPERIMENT", "")
 TRUTH_DIR = os.environ.get("SOAK_TRUTH_DIR") or CONFIG.get("truth_dir") or "."
 
 
@@ -65,7 +68,8 @@ def append_line(name, obj):
 
 
 def log(event, **fields):
-    fields.update(event=event, trial=TRIAL, attempt=ATTEMPT, pid=os.getpid())
+    fields.update(event=event, trial=TRIAL, experiment=EXPERIMENT, attempt=ATTEMPT,
+                  pid=os.getpid())
     append_line(TRIAL + ".jsonl", fields)
 
 
@@ -146,7 +150,7 @@ def main():
         time.sleep(sleep_s)
         acc += score(i)
         metrics = {"score": score(i), "acc": round(acc, 6), "soak_iteration": i,
-                   "soak_attempt": ATTEMPT}
+                   "soak_attempt": ATTEMPT, "soak_experiment": EXPERIMENT}
         log("report", iteration=i, metrics=metrics)
         decision = channel.report(metrics)
         log("decision", iteration=i, decision=decision)
