@@ -11,12 +11,12 @@
 #include <sstream>
 #include <thread>
 
+#include "libs/bus/control_client.hpp"
 #include "libs/bus/service_guard.hpp"
 #include "libs/service/ready_file.hpp"
 #include "libs/spec/experiment_spec.hpp"
 #include "proto/control.hpp"
 #include "services/tunectl/commands.hpp"
-#include "services/tunectl/control_client.hpp"
 #include "services/tunectl/progress_table.hpp"
 #include "services/tunectl/working_dir_upload.hpp"
 
