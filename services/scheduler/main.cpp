@@ -3,6 +3,7 @@
 // cleanly (exit 0), also while it still waits at start for the checkpoint-store to answer its
 // journal reads (libs/service/stop_request.hpp).
 #include "libs/service/service_main.hpp"
+#include "services/scheduler/dashboard_views.hpp"
 #include "services/scheduler/scheduler.hpp"
 
 namespace {
@@ -36,13 +37,29 @@ void AddFlags(CLI::App& app, tunebus::SchedulerOptions& o) {
       ->envname("TUNEBUS_SNAPSHOT_EVERY")
       ->check(CLI::PositiveNumber)
       ->capture_default_str();
+  app.add_option("--http", o.http,
+                 "serve the read-only web dashboard on PORT (127.0.0.1) or HOST:PORT (0: any free "
+                 "port, which --ready-file names); default: no dashboard (docs/dashboard.md)")
+      ->envname("TUNEBUS_HTTP")
+      ->check(
+          [](const std::string& v) {
+            auto a = tunebus::dashboard::ParseHttpAddress(v);
+            return a.ok() ? std::string() : a.status().message();
+          },
+          "PORT|HOST:PORT");
+  app.add_option("--http-key-name", o.http_key_name,
+                 "with --keys-dir: the dashboard's key (a viewer in the allow-list), "
+                 "<keys-dir>/NAME.key_secret; required with --http then")
+      ->envname("TUNEBUS_HTTP_KEY_NAME");
 }
 
 // What --ready-file names, by the flags above.
 tunebus::service::BoundEndpoints Endpoints(const tunebus::Scheduler& s) {
-  return {{"control", s.control_endpoint()},
-          {"workers", s.worker_endpoint()},
-          {"events", s.events_endpoint()}};
+  tunebus::service::BoundEndpoints bound = {{"control", s.control_endpoint()},
+                                            {"workers", s.worker_endpoint()},
+                                            {"events", s.events_endpoint()}};
+  if (!s.http_url().empty()) bound["http"] = s.http_url();
+  return bound;
 }
 
 }  // namespace

@@ -1,5 +1,6 @@
 #include "services/scheduler/scheduler.hpp"
 
+#include <fmt/format.h>
 #include <malloc.h>
 #include <spdlog/spdlog.h>
 
@@ -11,6 +12,7 @@
 #include "libs/service/stop_request.hpp"
 #include "proto/resources.hpp"
 #include "proto/worker.hpp"
+#include "services/scheduler/dashboard_server.hpp"
 #include "services/scheduler/experiment.hpp"
 #include "services/scheduler/zmq_searcher_link.hpp"
 
@@ -21,7 +23,52 @@ Result<std::unique_ptr<Scheduler>> Scheduler::Create(zmq::context_t& ctx, Schedu
   std::unique_ptr<Scheduler> s(new Scheduler(ctx, std::move(options), clock));
   Status st = s->Init();
   if (!st.ok()) return st;
+  if (st = s->StartDashboard(); !st.ok()) return st;
   return s;
+}
+
+std::string Scheduler::http_url() const { return dashboard_ ? dashboard_->url() : ""; }
+
+Status Scheduler::StartDashboard() {
+  if (options_.http.empty()) return Status::Ok();
+  auto address = dashboard::ParseHttpAddress(options_.http);
+  if (!address.ok()) return address.status();
+  dashboard::DashboardOptions o;
+  o.address = *address;
+  o.control_endpoint = dashboard::LocalConnectEndpoint(control_bound_);
+  o.events_endpoint = dashboard::LocalConnectEndpoint(events_bound_);
+  const bus::Security& security = *options_.security;
+  if (security.curve()) {
+    // The dashboard is a viewer client of this scheduler: its own key, which the allow-list
+    // must hold as a viewer's, so the control socket refuses it any change.
+    if (options_.http_key_name.empty()) {
+      return Status::FailedPrecondition(
+          "--http with --keys-dir needs --http-key-name (TUNEBUS_HTTP_KEY_NAME): a viewer key "
+          "for the dashboard, e.g. `tunectl keygen dashboard --role viewer --authorize "
+          "--dir <keys-dir>` (docs/dashboard.md)");
+    }
+    auto key = bus::Security::Load({security.keys_dir(), options_.http_key_name,
+                                    security.authorized_dir(), security.insecure()},
+                                   options_.http_key_name);
+    if (!key.ok()) return key.status();
+    bus::AllowedKey allowed;
+    if (!security.Find((*key)->own_key().public_key, allowed)) {
+      return Status::FailedPrecondition(fmt::format(
+          "the dashboard's key {} is not in the allow-list {}: authorize it as a viewer",
+          options_.http_key_name, security.authorized_dir()));
+    }
+    if (allowed.role != bus::Role::kViewer) {
+      return Status::FailedPrecondition(fmt::format(
+          "the dashboard's key {} has role {} in the allow-list; the dashboard only reads: give "
+          "it a key with role viewer",
+          options_.http_key_name, bus::RoleName(allowed.role)));
+    }
+    o.security = std::move(*key);
+  }
+  auto started = dashboard::DashboardServer::Start(ctx_, std::move(o));
+  if (!started.ok()) return started.status();
+  dashboard_ = std::move(*started);
+  return Status::Ok();
 }
 
 Scheduler::Scheduler(zmq::context_t& ctx, SchedulerOptions options, const Clock& clock)

@@ -81,10 +81,20 @@ struct SchedulerOptions {
   /// <results_dir>/<experiment name> on the scheduler's host. Empty = as the file says (relative
   /// to its folder). Absolute; created and checked at start (/results in the container images).
   std::string results_dir;
+  /// The dashboard (docs/dashboard.md, dashboard_server.hpp): "PORT" (on 127.0.0.1) or
+  /// "HOST:PORT" (port 0: any free port, http_url() names it); "" = no dashboard.
+  std::string http;
+  /// With CURVE keys (security->curve()), the dashboard's own key <keys-dir>/<name>.key_secret:
+  /// required then, and the scheduler's allow-list must give it the role viewer (the dashboard
+  /// only reads). Unused without keys.
+  std::string http_key_name;
 };
 
 class Experiment;
 struct ExperimentContext;
+namespace dashboard {
+class DashboardServer;
+}
 
 class Scheduler {
  public:
@@ -106,10 +116,16 @@ class Scheduler {
   std::string control_endpoint() const { return control_bound_; }
   std::string worker_endpoint() const { return workers_bound_; }
   std::string events_endpoint() const { return events_bound_; }
+  /// "http://HOST:PORT/" of the dashboard as bound; "" without --http.
+  std::string http_url() const;
 
  private:
   Scheduler(zmq::context_t& ctx, SchedulerOptions options, const Clock& clock);
   Status Init();
+  /// Starts the dashboard (options_.http) as a client of the bound control and events sockets.
+  /// Errors: InvalidArgument for a bad --http; FailedPrecondition with keys but no viewer key;
+  /// the key's and DashboardServer::Start's.
+  Status StartDashboard();
 
   // sockets
   /// Starts serving tunectl, workers and the resource-manager's node events (after the resume
@@ -329,6 +345,9 @@ class Scheduler {
   uint64_t results_received_ = 0;      // results in report_result(s) messages
   uint64_t metrics_last_results_ = 0;  // results_received_ at the last render
   SteadyTime metrics_last_at_{};       // when that was
+  /// The dashboard's HTTP and relay threads (null without --http). Last: destroyed first, while
+  /// the sockets it asks are still open.
+  std::unique_ptr<dashboard::DashboardServer> dashboard_;
 };
 
 }  // namespace tunebus

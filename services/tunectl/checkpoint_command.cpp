@@ -15,11 +15,11 @@
 #include <string>
 #include <vector>
 
+#include "libs/bus/control_client.hpp"
 #include "libs/workdir/tar_process.hpp"
 #include "proto/control.hpp"
 #include "services/tunectl/commands.hpp"
 #include "services/tunectl/control_call.hpp"
-#include "services/tunectl/control_client.hpp"
 
 namespace tunebus {
 

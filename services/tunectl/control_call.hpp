@@ -5,8 +5,8 @@
 #include <iostream>
 #include <nlohmann/json.hpp>
 
+#include "libs/bus/control_client.hpp"
 #include "services/tunectl/commands.hpp"
-#include "services/tunectl/control_client.hpp"
 
 namespace tunebus {
 

@@ -6,10 +6,10 @@
 #include <iostream>
 #include <vector>
 
+#include "libs/bus/control_client.hpp"
 #include "proto/control.hpp"
 #include "services/tunectl/commands.hpp"
 #include "services/tunectl/control_call.hpp"
-#include "services/tunectl/control_client.hpp"
 #include "services/tunectl/progress_table.hpp"
 #include "services/tunectl/show_trial.hpp"
 

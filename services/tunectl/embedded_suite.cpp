@@ -45,6 +45,8 @@ Result<std::unique_ptr<EmbeddedSuite>> EmbeddedSuite::Start(zmq::context_t& ctx,
   sch.rm_events_endpoint = kRmEvents;
   sch.store_endpoint = kStore;
   sch.security = o.security;
+  sch.http = o.http;
+  sch.http_key_name = o.http_key_name;
   auto scheduler = Scheduler::Create(ctx, sch);
   if (!scheduler.ok()) return scheduler.status();
   s->scheduler_ = std::move(*scheduler);
@@ -74,6 +76,8 @@ Result<std::unique_ptr<EmbeddedSuite>> EmbeddedSuite::Start(zmq::context_t& ctx,
 }
 
 std::string EmbeddedSuite::events_endpoint() const { return scheduler_->events_endpoint(); }
+
+std::string EmbeddedSuite::http_url() const { return scheduler_->http_url(); }
 
 void EmbeddedSuite::Stop() {
   if (threads_.empty()) return;

@@ -30,6 +30,9 @@ struct SuiteOptions {
   /// Secures the control and events endpoints (the others are inproc://): `tunectl up
   /// --keys-dir` serves them with CURVE; without keys a non-loopback tcp:// bind is refused.
   std::shared_ptr<bus::Security> security = bus::Security::Plaintext();
+  /// The scheduler's dashboard (SchedulerOptions::http, http_key_name): `tunectl up --http`.
+  std::string http;
+  std::string http_key_name;
 };
 
 class EmbeddedSuite {
@@ -45,6 +48,8 @@ class EmbeddedSuite {
   /// The bound control and events endpoints (wildcard ports resolved).
   std::string control_endpoint() const { return control_endpoint_; }
   std::string events_endpoint() const;
+  /// The dashboard's URL, "" without SuiteOptions::http.
+  std::string http_url() const;
 
  private:
   EmbeddedSuite() = default;

@@ -75,10 +75,19 @@ int main(int argc, char** argv) {
   std::string up_ready_file;
   up_cmd->add_option("--ready-file", up_ready_file,
                      "once the control and events endpoints are bound, write them to this file as "
-                     "JSON (atomically: {service, pid, endpoints: {control, events}}), so ports "
-                     "given as tcp://host:* can be learned");
+                     "JSON (atomically: {service, pid, endpoints: {control, events, http}}), so "
+                     "ports given as tcp://host:* or --http 0 can be learned");
   up_cmd->add_option("--cpus", up.cpus, "embedded worker CPUs (default: all cores)");
   up_cmd->add_option("--gpus", up.gpus, "embedded worker GPUs");
+  up_cmd
+      ->add_option("--http", up.http,
+                   "serve the scheduler's read-only web dashboard on PORT (127.0.0.1) or "
+                   "HOST:PORT (0: any free port, which --ready-file names; docs/dashboard.md)")
+      ->envname("TUNEBUS_HTTP");
+  up_cmd
+      ->add_option("--http-key-name", up.http_key_name,
+                   "with --keys-dir: the dashboard's viewer key (<keys-dir>/NAME.key_secret)")
+      ->envname("TUNEBUS_HTTP_KEY_NAME");
 
   std::string trial_id;
   ListFlags list;

@@ -11,12 +11,12 @@
 #include <sstream>
 #include <thread>
 
+#include "libs/bus/control_client.hpp"
 #include "libs/bus/service_guard.hpp"
 #include "libs/service/ready_file.hpp"
 #include "libs/spec/experiment_spec.hpp"
 #include "proto/control.hpp"
 #include "services/tunectl/commands.hpp"
-#include "services/tunectl/control_client.hpp"
 #include "services/tunectl/progress_table.hpp"
 #include "services/tunectl/working_dir_upload.hpp"
 
@@ -299,17 +299,19 @@ int UpCommand(const GlobalFlags& g, SuiteOptions suite, const std::string& ready
     return 1;
   }
   if (!ready_file.empty()) {
-    const Status written = service::WriteReadyFile(
-        ready_file, "tunectl",
-        {{"control", (*s)->control_endpoint()}, {"events", (*s)->events_endpoint()}}, 0);
+    service::BoundEndpoints bound = {{"control", (*s)->control_endpoint()},
+                                     {"events", (*s)->events_endpoint()}};
+    if (!(*s)->http_url().empty()) bound["http"] = (*s)->http_url();
+    const Status written = service::WriteReadyFile(ready_file, "tunectl", bound, 0);
     if (!written.ok()) {
       std::cerr << "tunectl up: " << written.ToString() << "\n";
       (*s)->Stop();
       return 1;
     }
   }
-  std::cout << "tunebus is up; control socket " << (*s)->control_endpoint() << " (Ctrl-C to stop)"
-            << std::endl;
+  std::cout << "tunebus is up; control socket " << (*s)->control_endpoint();
+  if (!(*s)->http_url().empty()) std::cout << ", dashboard " << (*s)->http_url();
+  std::cout << " (Ctrl-C to stop)" << std::endl;
   while (g_signals.load() == 0) std::this_thread::sleep_for(std::chrono::milliseconds(100));
   (*s)->Stop();
   return 0;

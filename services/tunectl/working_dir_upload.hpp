@@ -2,9 +2,9 @@
 // control socket: proto/control.hpp WorkingDirStat, then WorkingDirPut chunk by chunk.
 #pragma once
 
+#include "libs/bus/control_client.hpp"
 #include "libs/core/status.hpp"
 #include "libs/workdir/working_dir_archive.hpp"
-#include "services/tunectl/control_client.hpp"
 
 namespace tunebus {
 

@@ -1,4 +1,5 @@
-// ControlClient: tunectl's blocking request/reply client for the scheduler's control socket.
+// ControlClient: a blocking request/reply client of the scheduler's control socket (tunectl, the
+// dashboard's HTTP threads). One thread uses a client at a time.
 #pragma once
 
 #include <chrono>

@@ -1,4 +1,4 @@
-#include "services/tunectl/control_client.hpp"
+#include "libs/bus/control_client.hpp"
 
 #include <fmt/format.h>
 

@@ -1,0 +1,360 @@
+#!/usr/bin/python3
+"""The scheduler's dashboard in a real browser (docs/dashboard.md): Debian's chromium, headless,
+driven by chromium-driver through python3-selenium, against a real suite (`tunectl up --http`)
+on loopback running a real experiment of three command trainables.
+
+Scenario: the trainables report 8 quick results each, then wait for trigger files, one result
+per trigger. The test opens the experiments page and the experiment's page and checks:
+  - the experiments page shows the experiment with its status, counts and best metric;
+  - the trial table shows exactly the trials `tunectl ls` lists, sorts by the metric like the
+    API, and filters by status;
+  - the best trial's learning curve is drawn: its Chart.js dataset holds its results and the
+    canvas has pixels of the dataset's colour;
+  - a result reaches the open page within 1 s of the trainable reporting it (kRounds results,
+    each timed from the trainable's own clock to the moment the page's cell shows it);
+  - the experiment ending shows on the experiments page without a reload.
+Screenshots go to $TUNEBUS_SCREENSHOT_DIR (ctest: <build>/dashboard-screenshots), else the
+test's temporary folder; the test prints where.
+
+Run by ctest as browser.dashboard (tests/CMakeLists.txt) with /usr/bin/python3, which sees
+Debian's python3-selenium. Exit 77 (skipped) without selenium, chromium or chromedriver, except
+under CI=true, where that fails. Every process started here is stopped, each wait is bounded.
+"""
+
+import json
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import textwrap
+import time
+
+SOURCE_DIR = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
+CHROMIUM = "/usr/bin/chromium"
+CHROMEDRIVER = "/usr/bin/chromedriver"
+ROUNDS = 5            # results timed from the trainable to the page
+LATENCY_LIMIT_S = 1.0
+FAST_RESULTS = 8      # results each trial reports before it waits for triggers
+
+
+def skip_or_fail(why):
+    if os.environ.get("CI") == "true":
+        print("CI=true but the browser test cannot run: " + why)
+        sys.exit(1)
+    print("skipped: " + why)
+    sys.exit(77)
+
+
+try:
+    from selenium import webdriver
+    from selenium.common.exceptions import StaleElementReferenceException
+    from selenium.webdriver.chrome.service import Service
+    from selenium.webdriver.common.by import By
+    from selenium.webdriver.support.ui import Select, WebDriverWait
+except ImportError as e:
+    skip_or_fail("no selenium for %s (python3-selenium): %s" % (sys.executable, e))
+for path in (CHROMIUM, CHROMEDRIVER):
+    if not os.access(path, os.X_OK):
+        skip_or_fail("no %s (apt-get install chromium chromium-driver)" % path)
+
+TRAINABLE = textwrap.dedent("""\
+    import os, sys, time
+    sys.path.insert(0, %(clients)r)
+    import tunebus
+
+    config = tunebus.config()
+    triggers = config["trigger_dir"]
+    trial = os.environ["TUNEBUS_TRIAL_ID"]
+    lr = config["lr"]
+    score = lambda t: 1 - 1 / (1 + 10 * lr * t)
+    t = 0
+    for _ in range(%(fast)d):
+        t += 1
+        tunebus.report(score=score(t), reported_at_unix=time.time())
+        time.sleep(0.05)
+    # One result per trigger file <trial>.<n> (n = 1, 2, ...) until <triggers>/finish exists.
+    n = 1
+    while not os.path.exists(os.path.join(triggers, "finish")):
+        if os.path.exists(os.path.join(triggers, "%%s.%%d" %% (trial, n))):
+            t += 1
+            n += 1
+            tunebus.report(score=score(t), reported_at_unix=time.time())
+        time.sleep(0.005)
+    """)
+
+EXPERIMENT = textwrap.dedent("""\
+    name: dashboard
+    trainable:
+      command: [%(python)s, %(trainable)s]
+    param_space:
+      lr: {grid_search: [0.01, 0.03, 0.1]}
+      trigger_dir: %(triggers)s
+    metric: score
+    mode: max
+    resources_per_trial:
+      cpu: 1
+    max_concurrent_trials: 3
+    results_dir: %(results)s
+    """)
+
+
+def wait_for(what, predicate, timeout_s, interval_s=0.05):
+    deadline = time.monotonic() + timeout_s
+    while True:
+        value = predicate()
+        if value:
+            return value
+        if time.monotonic() > deadline:
+            raise AssertionError("timed out after %.0f s waiting for %s" % (timeout_s, what))
+        time.sleep(interval_s)
+
+
+class Suite:
+    """`tunectl up` with the dashboard on a free loopback port, in `work`."""
+
+    def __init__(self, tunectl, work):
+        self.tunectl = tunectl
+        self.work = work
+        ready = os.path.join(work, "ready.json")
+        self.log = open(os.path.join(work, "suite.log"), "wb")
+        self.proc = subprocess.Popen(
+            [tunectl, "up", "--control", "tcp://127.0.0.1:*", "--events", "tcp://127.0.0.1:*",
+             "--http", "127.0.0.1:0", "--ready-file", ready, "--data-dir",
+             os.path.join(work, "store"), "--cpus", "4"],
+            stdout=self.log, stderr=subprocess.STDOUT, cwd=work)
+        wait_for("the suite's ready file", lambda: os.path.exists(ready) or self.proc.poll() is not None, 30)
+        assert os.path.exists(ready), self.log_text()
+        endpoints = json.load(open(ready))["endpoints"]
+        self.control = endpoints["control"]
+        self.http = endpoints["http"]
+
+    def log_text(self):
+        if not self.log.closed:
+            self.log.flush()
+        with open(os.path.join(self.work, "suite.log"), errors="replace") as f:
+            return f.read()[-4000:]
+
+    def tunectl_json(self, *args):
+        out = subprocess.run([self.tunectl, *args, "--connect", self.control, "-o", "json"],
+                             capture_output=True, text=True, timeout=30)
+        assert out.returncode == 0, out.stderr
+        return json.loads(out.stdout)
+
+    def api(self, path):
+        import urllib.request
+        with urllib.request.urlopen(self.http.rstrip("/") + path, timeout=10) as r:
+            return json.load(r)
+
+    def stop(self):
+        if self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGTERM)
+            try:
+                self.proc.wait(20)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait(10)
+        self.log.close()
+
+
+def chrome():
+    options = webdriver.ChromeOptions()
+    options.binary_location = CHROMIUM
+    for arg in ("--headless=new", "--no-sandbox", "--disable-dev-shm-usage", "--disable-gpu",
+                "--window-size=1400,1100", "--no-first-run", "--disable-extensions"):
+        options.add_argument(arg)
+    return webdriver.Chrome(service=Service(CHROMEDRIVER), options=options)
+
+
+def text_of(driver, selector):
+    """The text of the element `selector` finds now, or None (the pages re-render their rows, so
+    the test never holds an element across a refresh)."""
+    return driver.execute_script(
+        "const e = document.querySelector(arguments[0]); return e ? e.textContent : null;", selector)
+
+
+def click(driver, selector):
+    """A real click on `selector`, found again if a refresh replaced it meanwhile."""
+    for attempt in range(5):
+        try:
+            return driver.find_element(By.CSS_SELECTOR, selector).click()
+        except StaleElementReferenceException:
+            time.sleep(0.05)
+    raise AssertionError("%s kept being replaced" % selector)
+
+
+def trial_ids(driver):
+    return driver.execute_script(
+        "return [...document.querySelectorAll('#trials tbody tr[data-trial-id]')]"
+        ".map((r) => r.dataset.trialId);")
+
+
+def canvas_pixels_of(driver, colour):
+    """Pixels of the chart's canvas within a small distance of `colour` (#rrggbb)."""
+    return driver.execute_script("""
+        const c = document.getElementById('curve');
+        const [r, g, b] = [1, 3, 5].map((i) => parseInt(arguments[0].slice(i, i + 2), 16));
+        const d = c.getContext('2d').getImageData(0, 0, c.width, c.height).data;
+        let n = 0;
+        for (let i = 0; i < d.length; i += 4) {
+          if (d[i + 3] > 200 && Math.abs(d[i] - r) < 24 && Math.abs(d[i + 1] - g) < 24 &&
+              Math.abs(d[i + 2] - b) < 24) n++;
+        }
+        return n;""", colour)
+
+
+def main():
+    tunectl = os.environ.get("TUNEBUS_TUNECTL") or os.path.join(SOURCE_DIR, "build", "bin", "tunectl")
+    tunectl = os.path.abspath(tunectl)
+    assert os.access(tunectl, os.X_OK), "no tunectl at " + tunectl
+    work = tempfile.mkdtemp(prefix="tunebus-dashboard-")
+    shots = os.environ.get("TUNEBUS_SCREENSHOT_DIR") or os.path.join(work, "screenshots")
+    os.makedirs(shots, exist_ok=True)
+    for old in os.listdir(shots):  # an earlier run's
+        if old.endswith(".png"):
+            os.remove(os.path.join(shots, old))
+    print("screenshots:", shots)
+    triggers = os.path.join(work, "triggers")
+    os.makedirs(triggers)
+    with open(os.path.join(work, "trainable.py"), "w") as f:
+        f.write(TRAINABLE % {"clients": os.path.join(SOURCE_DIR, "clients", "python"),
+                             "fast": FAST_RESULTS})
+    with open(os.path.join(work, "experiment.yaml"), "w") as f:
+        f.write(EXPERIMENT % {"python": sys.executable, "triggers": triggers,
+                              "trainable": os.path.join(work, "trainable.py"),
+                              "results": os.path.join(work, "results")})
+
+    suite = Suite(tunectl, work)
+    driver = None
+    ok = False
+    try:
+        print("suite up: control", suite.control, "dashboard", suite.http)
+        submitted = subprocess.run([tunectl, "run", os.path.join(work, "experiment.yaml"),
+                                    "--connect", suite.control, "--detach"],
+                                   capture_output=True, text=True, timeout=30)
+        assert submitted.returncode == 0, submitted.stderr
+        journal = wait_for("the experiment in /api/experiments",
+                           lambda: next((x["journal"] for x in suite.api("/api/experiments")
+                                         if x["name"] == "dashboard"), None), 20)
+        trials = lambda: suite.api("/api/experiments/%s/trials?limit=100" % journal)["trials"]
+        wait_for("3 trials with %d results each" % FAST_RESULTS,
+                 lambda: len(trials()) == 3 and all(
+                     (t["training_iteration"] or 0) >= FAST_RESULTS for t in trials()), 60, 0.2)
+        listed = suite.tunectl_json("ls", "-e", journal)
+        listed_ids = sorted(t["trial_id"] for t in listed)
+        assert len(listed_ids) == 3, listed
+
+        driver = chrome()
+        driver.set_script_timeout(10)
+        base = suite.http.rstrip("/")
+
+        # The experiments page.
+        driver.get(base + "/")
+        row = 'tr[data-journal="%s"]' % journal
+        WebDriverWait(driver, 10).until(
+            lambda d: text_of(d, row + " td.counts") == "RUNNING 3")
+        best_cell = text_of(driver, row + " td.best")
+        assert "(score, max)" in best_cell, best_cell
+        WebDriverWait(driver, 10).until(lambda d: text_of(d, "#live") == "live")
+        driver.save_screenshot(os.path.join(shots, "experiments.png"))
+        print("experiments page: row", driver.execute_script(
+            "return [...document.querySelector(arguments[0]).cells].map((c) => c.textContent)"
+            ".join(' | ');", row))
+
+        # The experiment's page: the table shows the trials tunectl lists.
+        driver.get("%s/experiments/%s" % (base, journal))
+        WebDriverWait(driver, 10).until(lambda d: text_of(d, "#live") == "live")
+        WebDriverWait(driver, 10).until(lambda d: trial_ids(d))
+        shown = sorted(trial_ids(driver))
+        assert shown == listed_ids, (shown, listed_ids)
+        print("trial table shows", shown, "= tunectl ls")
+
+        # Sorting by the metric, descending (two clicks): the API's order.
+        header = '#trials th[data-sort="metric"]'
+        click(driver, header)
+        WebDriverWait(driver, 5).until(lambda d: "▲" in text_of(d, header))
+        click(driver, header)
+        WebDriverWait(driver, 5).until(lambda d: "▼" in text_of(d, header))
+        expected = [t["trial_id"] for t in suite.api(
+            "/api/experiments/%s/trials?sort=-metric&limit=10" % journal)["trials"]]
+        WebDriverWait(driver, 5).until(lambda d: trial_ids(d) == expected)
+        print("sorted by -metric:", expected)
+        # Filtering by status: no PENDING trial, the 3 RUNNING ones.
+        Select(driver.find_element(By.ID, "status-filter")).select_by_value("PENDING")
+        WebDriverWait(driver, 5).until(lambda d: text_of(d, "#page-info") == "no trials")
+        assert trial_ids(driver) == []
+        Select(driver.find_element(By.ID, "status-filter")).select_by_value("RUNNING")
+        WebDriverWait(driver, 5).until(lambda d: len(trial_ids(d)) == 3)
+        print("status filter: PENDING 0 rows, RUNNING 3 rows")
+
+        # The best trial's curve: drawn by Chart.js, visible on the canvas.
+        best = suite.api("/api/experiments/" + journal)["best"]
+        best_id = best["trial_id"]
+        points = lambda: driver.execute_script(
+            "const c = Chart.getChart('curve');"
+            "const s = c && c.data.datasets.find((x) => x.label === arguments[0]);"
+            "return s ? s.data.length : 0;", best_id)
+        WebDriverWait(driver, 10).until(lambda d: points() >= FAST_RESULTS)
+        colour = driver.execute_script(
+            "return Chart.getChart('curve').data.datasets.find((x) => x.label === arguments[0]).borderColor;",
+            best_id)
+        drawn = canvas_pixels_of(driver, colour)
+        print("curve of %s: %d points, %d canvas pixels of its colour %s" % (
+            best_id, points(), drawn, colour))
+        assert drawn > 100, drawn
+        driver.save_screenshot(os.path.join(shots, "experiment.png"))
+
+        # A result reaches the page within 1 s of being reported.
+        cell = "#trials tr[data-trial-id=\"%s\"] td.training_iteration" % best_id
+        iteration = lambda: driver.execute_script(
+            "const c = document.querySelector(arguments[0]); return c ? c.textContent : '';", cell)
+        latencies = []
+        for n in range(1, ROUNDS + 1):
+            before = int(iteration())
+            time.sleep(0.3)  # apart from the previous round's reloads
+            triggered = time.time()
+            open(os.path.join(triggers, "%s.%d" % (best_id, n)), "w").close()
+            wait_for("iteration %d of %s in the page" % (before + 1, best_id),
+                     lambda: iteration() == str(before + 1), 5, 0.005)
+            seen = time.time()
+            shown_trial = suite.tunectl_json("show", best_id, "-e", journal)
+            reported = shown_trial["last_result"]["reported_at_unix"]
+            assert shown_trial["last_result"]["training_iteration"] == before + 1
+            latencies.append(seen - reported)
+            print("result %d of %s: reported -> shown in the page %.0f ms (trigger -> shown %.0f ms)"
+                  % (before + 1, best_id, 1000 * (seen - reported), 1000 * (seen - triggered)))
+        WebDriverWait(driver, 5).until(lambda d: points() >= FAST_RESULTS + ROUNDS)
+        print("result -> page latency over %d results: max %.0f ms, mean %.0f ms" % (
+            ROUNDS, 1000 * max(latencies), 1000 * sum(latencies) / len(latencies)))
+        assert max(latencies) < LATENCY_LIMIT_S, latencies
+        driver.save_screenshot(os.path.join(shots, "experiment-live.png"))
+
+        # The end of the experiment shows on the open experiments page.
+        driver.get(base + "/")
+        WebDriverWait(driver, 10).until(lambda d: text_of(d, "#live") == "live")
+        open(os.path.join(triggers, "finish"), "w").close()
+        status = lambda: text_of(driver, row + " .status")
+        WebDriverWait(driver, 30).until(lambda d: status() == "FINISHED")
+        counts = text_of(driver, row + " td.counts")
+        assert counts == "TERMINATED 3", counts
+        driver.save_screenshot(os.path.join(shots, "experiments-finished.png"))
+        print("experiments page after the end:", status(), counts)
+        ok = True
+    finally:
+        if driver is not None:
+            if not ok:
+                driver.save_screenshot(os.path.join(shots, "failure.png"))
+            driver.quit()
+        open(os.path.join(triggers, "finish"), "w").close()
+        suite.stop()
+        if not ok:
+            print("suite log:\n" + suite.log_text())
+        elif not shots.startswith(work):
+            shutil.rmtree(work, ignore_errors=True)
+    print("screenshots:", sorted(os.listdir(shots)), "in", shots)
+    print("OK")
+
+
+if __name__ == "__main__":
+    main()
