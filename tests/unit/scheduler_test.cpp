@@ -510,8 +510,8 @@ TEST_F(SchedulerTest, WeightsDivideTheCpusAsTheirRatioAsTrialsFinish) {
 
 // Slot-seconds of each experiment on a saturated 4-CPU worker over steps kFrom..kTo of the
 // scheduler's clock (1 s each): the experiments (name, weight) are submitted in order with 200
-// trials each, every trial runs 2 s, and each freed CPU is placed at once. `a` holds all 4 CPUs
-// before the others come.
+// trials each, every trial runs 2 s, and each freed CPU is placed before the next trial exits. `a`
+// holds all 4 CPUs before the others come.
 struct SlotSeconds {
   std::map<std::string, int> of;
   int measured = 0;
@@ -547,6 +547,15 @@ class SchedulerFairShareTest : public SchedulerTest {
     }
     track(ExpectStarts(4), 0);
     EXPECT_EQ(running.size(), 4u);
+    // The scheduler has the worker's capacity (asked of the resource-manager on its node_added)
+    // before the first trial exits: `a`'s 4 CPUs are its whole share.
+    bool capacity_known = false;
+    for (auto deadline = std::chrono::steady_clock::now() + kStateWait;
+         !capacity_known && std::chrono::steady_clock::now() < deadline;
+         std::this_thread::sleep_for(20ms)) {
+      capacity_known = Experiment(weights.front().first).value("share", 0.0) == 1.0;
+    }
+    EXPECT_TRUE(capacity_known) << Experiment(weights.front().first).dump();
     SlotSeconds slots;
     for (int step = 0; step < kSteps; ++step) {
       if (step >= kFrom && step < kTo) {
@@ -555,20 +564,24 @@ class SchedulerFairShareTest : public SchedulerTest {
       }
       clock_.Advance(1s);
       Heartbeat();
-      size_t ended = 0;
+      // One exit at a time, each followed by the placement it frees: the scheduler sees the
+      // same sequence of rounds in every run.
+      std::vector<proto::StartTrial> ending;
       for (auto it = running.begin(); it != running.end();) {
         if (it->ends_at > step + 1) {
           ++it;
           continue;
         }
-        Exited(it->start, true);
+        ending.push_back(it->start);
         it = running.erase(it);
-        ++ended;
       }
-      const std::vector<proto::StartTrial> next = ExpectStarts(ended);
-      EXPECT_EQ(next.size(), ended) << "step " << step;
-      if (next.size() != ended) break;
-      track(next, step + 1);
+      for (const proto::StartTrial& st : ending) {
+        Exited(st, true);
+        const std::vector<proto::StartTrial> next = ExpectStarts(1);
+        EXPECT_EQ(next.size(), 1u) << "step " << step;
+        track(next, step + 1);
+      }
+      if (running.size() != 4) break;
     }
     EXPECT_EQ(slots.measured, 4 * (kTo - kFrom));  // saturated throughout
     std::string line;
