@@ -26,7 +26,11 @@
 //       (the product's liveness: 3 intervals of 1 s).
 // Usage: cluster_scale --bin BUILD/bin [--workers 100,500,1000,2000] [--idle-s 10]
 //                      [--offered-per-s 200] [--load-s 10] [--log-level warn] [--keep-logs DIR]
-//   --log-level: the services'; --keep-logs: copy their logs to DIR/workers-N-<service>.log.
+//                      [--result-files tmpfs|disk]
+//   --log-level: the services'; --keep-logs: copy their logs to DIR/workers-N-<service>.log;
+//   --result-files: where the scheduler writes the trials' result files (tmpfs by default, see
+//   SimCluster; the journal is synced to the disk either way; each line says which in
+//   "result_files").
 #include <sys/resource.h>
 
 #include <cmath>
@@ -52,8 +56,9 @@ struct Options {
   double idle_s = 10;
   double offered_per_s = 200;
   double load_s = 10;
-  std::string log_level = "warn";   // the services'
-  std::filesystem::path keep_logs;  // "" = the services' logs go with the run's folder
+  std::string log_level = "warn";     // the services'
+  std::filesystem::path keep_logs;    // "" = the services' logs go with the run's folder
+  bool result_files_on_tmpfs = true;  // --result-files tmpfs (default) | disk
 };
 
 std::string NoopExperiment(const std::string& name, int64_t trials) {
@@ -146,7 +151,7 @@ void MeasurePlacement(SimCluster& c, zmq::socket_t& control, const Options& o, j
 
 json Measure(const Options& o, int n, const std::filesystem::path& dir) {
   json out = {{"benchmark", "cluster_scale"}, {"workers", n}, {"heartbeat_ms", 1000}};
-  SimCluster c(o.bin, dir, 1000);
+  SimCluster c(o.bin, dir, 1000, o.result_files_on_tmpfs);
   c.KeepLogs(o.keep_logs, "workers-" + std::to_string(n));
   if (!c.StartServices(o.log_level) || !c.AddWorkers(n)) return out;
   auto control = c.ConnectControl();
@@ -232,13 +237,15 @@ int main(int argc, char** argv) {
       o.log_level = value;
     } else if (flag == "--keep-logs") {
       o.keep_logs = value;
+    } else if (flag == "--result-files") {
+      o.result_files_on_tmpfs = value != "disk";
     }
   }
   if (o.bin.empty()) {
     std::fprintf(stderr,
                  "usage: cluster_scale --bin BUILD/bin [--workers 100,500,1000,2000] "
                  "[--idle-s 10] [--offered-per-s 200] [--load-s 10] [--log-level warn] "
-                 "[--keep-logs DIR]\n");
+                 "[--keep-logs DIR] [--result-files tmpfs|disk]\n");
     return 2;
   }
   StopOnSignals();
@@ -252,6 +259,7 @@ int main(int argc, char** argv) {
     if (dir.path().empty()) return 1;
     json line = Measure(o, n, dir.path());
     if (Interrupted()) return 1;
+    line["result_files"] = o.result_files_on_tmpfs ? "tmpfs" : "disk";
     line["machine"] = Machine();
     std::printf("%s\n", line.dump().c_str());
     std::fflush(stdout);

@@ -13,6 +13,9 @@
 //     runs_submit_s  from the submissions' send to the last one's answer (s);
 //     runs_longest_start_gap_ms  the longest time in the run in which no worker got a trial (ms):
 //         the scheduler's longest stall as the workers saw it;
+//     runs_cpu_us_per_trial {scheduler, checkpoint_store, resource_manager}  each service's CPU
+//         (/proc/<pid>/stat, user + system, all its threads) from the submission to the last
+//         trial_exited, per trial (us; /proc's ticks are 10 ms);
 //     single.lsx_ms, many.lsx_ms {p50, p99, max, n}  the latency of tunectl lsx's control
 //         request (list_experiments on a DEALER, as `tunectl lsx` sends it; the binary's own
 //         start-up is not in it), one in flight every --lsx-interval-ms from a thread of its own,
@@ -36,8 +39,12 @@
 // workers, 50 experiments: a quota of 2 each).
 // Usage: many_experiments --bin BUILD/bin [--workers 100] [--experiments 50] [--trials 200]
 //                         [--rounds 3] [--offered-per-s 200] [--lsx-interval-ms 20]
-//                         [--log-level warn] [--keep-logs DIR]
-//   --log-level: the services'; --keep-logs: copy their logs to DIR/<run>-<service>.log.
+//                         [--log-level warn] [--keep-logs DIR] [--only throughput|fair_share]
+//                         [--result-files tmpfs|disk]
+//   --log-level: the services'; --keep-logs: copy their logs to DIR/<run>-<service>.log;
+//   --only: that line alone; --result-files: where the scheduler writes the trials' result files
+//   (tmpfs by default, see SimCluster; the journal is synced to the disk either way; each line
+//   says which in "result_files").
 #include <sys/resource.h>
 
 #include <atomic>
@@ -66,8 +73,10 @@ struct Options {
   int rounds = 3;
   double offered_per_s = 200;
   int lsx_interval_ms = 20;
-  std::string log_level = "warn";   // the services'
-  std::filesystem::path keep_logs;  // "" = the services' logs go with the run's folder
+  std::string log_level = "warn";             // the services'
+  std::filesystem::path keep_logs;            // "" = the services' logs go with the run's folder
+  bool result_files_on_tmpfs = true;          // --result-files tmpfs (default) | disk
+  bool throughput = true, fair_share = true;  // the lines to measure
 };
 
 // `tunectl lsx`'s control request, list_experiments on a DEALER to the control socket, sent from
@@ -146,6 +155,8 @@ struct SuiteRun {
   std::vector<std::pair<Clock::time_point, double>> lsx_ms;  // send time, latency (ms)
   size_t lsx_unanswered = 0;
   json experiments;  // list_experiments' rows at the end
+  // CPU seconds each service used from the submission to the last trial_exited.
+  double scheduler_cpu_s = 0, store_cpu_s = 0, rm_cpu_s = 0;
 };
 
 SuiteRun RunSuite(const Options& o, const std::string& tag, int workers, int experiments,
@@ -153,7 +164,7 @@ SuiteRun RunSuite(const Options& o, const std::string& tag, int workers, int exp
   SuiteRun run;
   TempDir dir("tunebus-many");
   if (dir.path().empty()) return run;
-  SimCluster c(o.bin, dir.path(), 1000);
+  SimCluster c(o.bin, dir.path(), 1000, o.result_files_on_tmpfs);
   c.KeepLogs(o.keep_logs, tag);
   if (!c.StartServices(o.log_level) || !c.AddWorkers(workers)) return run;
   auto control = c.ConnectControl();
@@ -177,6 +188,8 @@ SuiteRun RunSuite(const Options& o, const std::string& tag, int workers, int exp
     ListExperimentsProbe probe(c.context(), c.Endpoint("control"), o.lsx_interval_ms);
     c.ClearSpans();
     c.set_hold(std::move(hold_s));
+    const double sch0 = CpuSeconds(c.scheduler_pid()), store0 = CpuSeconds(c.store_pid()),
+                 rm0 = CpuSeconds(c.rm_pid());
     run.submitted = Clock::now();
     for (const auto& accepted : c.ControlAll(*control, submits)) {
       if (!accepted) return run;
@@ -187,6 +200,9 @@ SuiteRun RunSuite(const Options& o, const std::string& tag, int workers, int exp
                    c.trials_exited(), total, timeout_s);
       return run;
     }
+    run.scheduler_cpu_s = CpuSeconds(c.scheduler_pid()) - sch0;
+    run.store_cpu_s = CpuSeconds(c.store_pid()) - store0;
+    run.rm_cpu_s = CpuSeconds(c.rm_pid()) - rm0;
     run.lsx_ms = probe.Stop();
     run.lsx_unanswered = probe.unanswered();
   }
@@ -252,6 +268,7 @@ json Throughput(const Options& o) {
               {"lsx_interval_ms", o.lsx_interval_ms}};
   struct Side {
     std::vector<double> trials_per_s, submit_s, longest_gap_ms, lsx_ms;
+    std::vector<json> cpu_us_per_trial;
   } single, many;
   std::vector<double> ratios;
   size_t unanswered = 0;
@@ -260,6 +277,9 @@ json Throughput(const Options& o) {
     side.trials_per_s.push_back(double(trials) / Seconds(run.submitted, run.last_exit));
     side.submit_s.push_back(Seconds(run.submitted, run.all_accepted));
     side.longest_gap_ms.push_back(LongestStartGapMs(run));
+    side.cpu_us_per_trial.push_back({{"scheduler", run.scheduler_cpu_s * 1e6 / double(trials)},
+                                     {"checkpoint_store", run.store_cpu_s * 1e6 / double(trials)},
+                                     {"resource_manager", run.rm_cpu_s * 1e6 / double(trials)}});
     for (const auto& [at, ms] : run.lsx_ms) side.lsx_ms.push_back(ms);
   };
   for (int r = 0; r < o.rounds && !Interrupted(); ++r) {
@@ -281,6 +301,7 @@ json Throughput(const Options& o) {
                 {"runs_trials_per_s", side.trials_per_s},
                 {"runs_submit_s", side.submit_s},
                 {"runs_longest_start_gap_ms", side.longest_gap_ms},
+                {"runs_cpu_us_per_trial", side.cpu_us_per_trial},
                 {"lsx_ms", Quantiles(side.lsx_ms)}};
   };
   out["single"] = side_json(single, 1);
@@ -386,6 +407,11 @@ int main(int argc, char** argv) {
       o.log_level = value;
     } else if (flag == "--keep-logs") {
       o.keep_logs = value;
+    } else if (flag == "--result-files") {
+      o.result_files_on_tmpfs = value != "disk";
+    } else if (flag == "--only") {
+      o.throughput = value == "throughput";
+      o.fair_share = value == "fair_share";
     }
   }
   if (o.bin.empty() || o.experiments < 2 || o.rounds < 1) {
@@ -393,7 +419,8 @@ int main(int argc, char** argv) {
         stderr,
         "usage: many_experiments --bin BUILD/bin [--workers 100] [--experiments 50 (>= 2)] "
         "[--trials 200] [--rounds 3] [--offered-per-s 200] [--lsx-interval-ms 20] "
-        "[--log-level warn] [--keep-logs DIR]\n");
+        "[--log-level warn] [--keep-logs DIR] [--only throughput|fair_share] "
+        "[--result-files tmpfs|disk]\n");
     return 2;
   }
   StopOnSignals();
@@ -402,8 +429,10 @@ int main(int argc, char** argv) {
   files.rlim_cur = files.rlim_max;
   setrlimit(RLIMIT_NOFILE, &files);
   for (json (*measure)(const Options&) : {&Throughput, &FairShare}) {
+    if (measure == &Throughput ? !o.throughput : !o.fair_share) continue;
     json line = measure(o);
     if (Interrupted()) return 1;
+    line["result_files"] = o.result_files_on_tmpfs ? "tmpfs" : "disk";
     line["machine"] = Machine();
     std::printf("%s\n", line.dump().c_str());
     std::fflush(stdout);

@@ -81,8 +81,8 @@ void StopOnSignals() {
 
 bool Interrupted() { return g_interrupted != 0; }
 
-TempDir::TempDir(const std::string& prefix) {
-  std::string pattern = "/tmp/" + prefix + "-XXXXXX";
+TempDir::TempDir(const std::string& prefix, const fs::path& parent) {
+  std::string pattern = (parent / (prefix + "-XXXXXX")).string();
   if (mkdtemp(pattern.data()) != nullptr) path_ = pattern;
 }
 
@@ -131,10 +131,15 @@ struct SimCluster::Worker {
   std::optional<size_t> span;  // index in spans_ (none when started before ClearSpans)
 };
 
-SimCluster::SimCluster(fs::path bin, fs::path dir, int heartbeat_ms)
+SimCluster::SimCluster(fs::path bin, fs::path dir, int heartbeat_ms, bool result_files_on_tmpfs)
     : bin_(std::move(bin)), dir_(std::move(dir)), heartbeat_ms_(heartbeat_ms) {
   ctx_.set(zmq::ctxopt::max_sockets, 65536);
   epoll_ = epoll_create1(EPOLL_CLOEXEC);
+  if (result_files_on_tmpfs) tmpfs_results_.emplace("tunebus-sim-results", "/dev/shm");
+}
+
+fs::path SimCluster::results_dir() const {
+  return tmpfs_results_ ? tmpfs_results_->path() : dir_ / "results";
 }
 
 SimCluster::~SimCluster() {
@@ -158,6 +163,10 @@ std::string SimCluster::Endpoint(const std::string& name) const {
 }
 
 bool SimCluster::StartServices(const std::string& log_level) {
+  if (results_dir().empty()) {
+    std::fprintf(stderr, "sim_cluster: cannot make a folder in /dev/shm for the result files\n");
+    return false;
+  }
   store_.emplace(bin_ / "checkpoint-store",
                  std::vector<std::string>{"--endpoint", Endpoint("store"), "--data-dir",
                                           (dir_ / "store").string(), "--log-level", log_level},
@@ -168,13 +177,13 @@ bool SimCluster::StartServices(const std::string& log_level) {
                                        std::to_string(heartbeat_ms_), "--log-level", log_level},
               dir_ / "rm.log");
   if (!WaitBound({"store", "rm", "rm-events"})) return false;
-  scheduler_.emplace(bin_ / "scheduler",
-                     std::vector<std::string>{
-                         "--control", Endpoint("control"), "--workers", Endpoint("workers"),
-                         "--events", Endpoint("events"), "--rm", Endpoint("rm"), "--rm-events",
-                         Endpoint("rm-events"), "--store", Endpoint("store"), "--results-dir",
-                         (dir_ / "results").string(), "--log-level", log_level},
-                     dir_ / "scheduler.log");
+  scheduler_.emplace(
+      bin_ / "scheduler",
+      std::vector<std::string>{"--control", Endpoint("control"), "--workers", Endpoint("workers"),
+                               "--events", Endpoint("events"), "--rm", Endpoint("rm"),
+                               "--rm-events", Endpoint("rm-events"), "--store", Endpoint("store"),
+                               "--results-dir", results_dir().string(), "--log-level", log_level},
+      dir_ / "scheduler.log");
   return WaitBound({"workers", "control"});
 }
 

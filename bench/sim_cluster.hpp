@@ -54,11 +54,11 @@ double CpuSeconds(pid_t pid);
 void StopOnSignals();
 bool Interrupted();
 
-/// A folder made under /tmp with mkdtemp (prefix: "/tmp/<prefix>-XXXXXX"), removed with all it
-/// holds on destruction. path() is empty when it could not be made.
+/// A folder made with mkdtemp ("<parent>/<prefix>-XXXXXX"), removed with all it holds on
+/// destruction. path() is empty when it could not be made.
 class TempDir {
  public:
-  explicit TempDir(const std::string& prefix);
+  explicit TempDir(const std::string& prefix, const std::filesystem::path& parent = "/tmp");
   ~TempDir();
   TempDir(const TempDir&) = delete;
   TempDir& operator=(const TempDir&) = delete;
@@ -108,9 +108,14 @@ struct SimLoopStats {
 class SimCluster {
  public:
   /// `bin`: the folder of the service binaries; `dir`: an empty folder for the endpoints, the
-  /// store's data, the results and the services' logs; `heartbeat_ms`: the workers' heartbeat
-  /// interval (the resource-manager's too).
-  SimCluster(std::filesystem::path bin, std::filesystem::path dir, int heartbeat_ms);
+  /// store's data (its journal synced there) and the services' logs; `heartbeat_ms`: the
+  /// workers' heartbeat interval (the resource-manager's too); `result_files_on_tmpfs`: the
+  /// scheduler's result files (Ray Tune's per-trial folders) go to a folder of their own in
+  /// /dev/shm, else to `dir`/results. On this VM's ext4 disk creating a file costs up to ~1 ms
+  /// for minutes after many were deleted (docs/performance.md), which these benchmarks (and
+  /// the test suite) do; tmpfs keeps that cost out of what they measure.
+  SimCluster(std::filesystem::path bin, std::filesystem::path dir, int heartbeat_ms,
+             bool result_files_on_tmpfs = true);
   ~SimCluster();
   SimCluster(const SimCluster&) = delete;
   SimCluster& operator=(const SimCluster&) = delete;
@@ -120,7 +125,10 @@ class SimCluster {
   zmq::context_t& context() { return ctx_; }
   pid_t rm_pid() const { return rm_ ? rm_->pid() : 0; }
   pid_t scheduler_pid() const { return scheduler_ ? scheduler_->pid() : 0; }
+  pid_t store_pid() const { return store_ ? store_->pid() : 0; }
   const std::filesystem::path& dir() const { return dir_; }
+  /// Where the scheduler writes the result files.
+  std::filesystem::path results_dir() const;
 
   /// Starts the checkpoint-store, resource-manager and scheduler (`log_level` for all three) and
   /// waits until their endpoints are bound (30 s). False (with a message on stderr) otherwise.
@@ -215,6 +223,7 @@ class SimCluster {
   std::string log_tag_;
   int heartbeat_ms_;
   zmq::context_t ctx_;
+  std::optional<TempDir> tmpfs_results_;  // outlives the services
   std::optional<Service> store_, rm_, scheduler_;
   std::vector<std::unique_ptr<Worker>> workers_;
   int epoll_ = -1;
