@@ -1,8 +1,6 @@
 #include "services/scheduler/experiment_recorder.hpp"
 
-#include <fcntl.h>
 #include <spdlog/spdlog.h>
-#include <unistd.h>
 
 #include <chrono>
 #include <filesystem>
@@ -134,8 +132,8 @@ void ExperimentRecorder::OnTrialSchedulerState(const json& delta) {
 void ExperimentRecorder::OnExperimentEnded(ExperimentStatus status, const std::string& reason) {
   // The files are complete before the journal says the experiment ended: a scheduler killed
   // before that record is durable resumes the experiment, and the resume completes the files.
-  files_.Drain();
   WriteStateFile();
+  files_.Drain();
   journal_.Append(journal::ExperimentEnded(status, reason));
   events_.Publish(Event::kExperimentEnded, name_, "", [&] {
     return json{{"status", ExperimentStatusName(status)}, {"reason", reason}};
@@ -161,38 +159,20 @@ void ExperimentRecorder::WriteStateFile() {
   json state =
       ExperimentToJson(name_, *runner_, experiment_dir_, clock_.WallSeconds() - started_at_);
   state["journal"] = journal_.experiment();
-  const std::string path = experiment_dir_ + "/experiment_state.json";
-  {
-    // The summary's fields, then "trials" written one trial at a time: no document of every
-    // trial is built (it would be hundreds of MB of small nodes at 100,000 trials).
-    std::ofstream out(path + ".tmp", std::ios::trunc);
-    std::string text = state.dump(1);
-    text.pop_back();  // the closing brace
-    out << text << ",\n \"trials\": [";
-    bool first = true;
-    std::string line;
-    for (const Trial& t : runner_->trials()) {
-      line.assign(first ? "\n  " : ",\n  ");
-      AppendTrialJson(t, experiment_dir_, line);
-      out << line;
-      first = false;
-    }
-    out << "\n ]\n}\n";
-    out.close();
-    if (!out) {
-      spdlog::warn("Could not write {}.tmp; experiment_state.json stays as it was", path);
-      return;
-    }
+  // The summary's fields, then "trials" appended one trial at a time: no document of every
+  // trial is built (it would be hundreds of MB of small nodes at 100,000 trials). The writer
+  // thread writes, fsyncs and renames it (ResultFiles::ReplaceFile).
+  std::string text = state.dump(1);
+  text.pop_back();  // the closing brace
+  text += ",\n \"trials\": [";
+  bool first = true;
+  for (const Trial& t : runner_->trials()) {
+    text += first ? "\n  " : ",\n  ";
+    AppendTrialJson(t, experiment_dir_, text);
+    first = false;
   }
-  // Synced before the rename, so that after a machine crash the file is the old or the new
-  // state, never an empty or partial one.
-  if (const int fd = ::open((path + ".tmp").c_str(), O_RDONLY | O_CLOEXEC); fd >= 0) {
-    ::fsync(fd);
-    ::close(fd);
-  }
-  std::error_code ec;
-  fs::rename(path + ".tmp", path, ec);
-  if (ec) spdlog::warn("Could not rename {}.tmp into place: {}", path, ec.message());
+  text += "\n ]\n}\n";
+  files_.ReplaceFile(experiment_dir_ + "/experiment_state.json", std::move(text));
 }
 
 }  // namespace tunebus

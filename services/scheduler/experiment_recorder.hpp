@@ -63,8 +63,9 @@ class ExperimentRecorder final : public RunnerObserver {
   bool IsDurable(const Trial& t) const;
   /// Result file tasks not written yet (see ResultFiles::Backlog).
   size_t FileBacklog() const { return files_.Backlog(); }
-  /// Hands the durable result file work to the writer and rewrites experiment_state.json (the
-  /// runner's current state, for humans).
+  /// Hands the durable result file work to the writer and has it replace experiment_state.json
+  /// (the runner's current state, for humans): the text is built here, on the calling thread;
+  /// the write and its fsync happen on the writer thread (ResultFiles::ReplaceFile).
   void WriteStateFile();
   const std::string& experiment_dir() const { return experiment_dir_; }
   /// The result file writer (ResultFilesRepair stages the rows a resume completes on it).

@@ -1,5 +1,6 @@
 #include "services/scheduler/result_files.hpp"
 
+#include <fcntl.h>
 #include <pthread.h>
 #include <spdlog/spdlog.h>
 #include <sys/resource.h>
@@ -95,6 +96,39 @@ void ResultFiles::HandOver(std::vector<Task>::iterator end) {
 void ResultFiles::FlushAll() {
   staged_.push_back(Task{Task::Kind::kFlushFiles, 0, -1, {}, {}, {}});
   HandOver(staged_.end());
+}
+
+void ResultFiles::ReplaceFile(std::string path, std::string text) {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    queued_.push_back(
+        Task{Task::Kind::kReplaceFile, 0, -1, std::move(path), std::move(text), nullptr});
+    ++backlog_;
+  }
+  wake_.notify_one();
+}
+
+void ResultFiles::Replace(const std::string& path, const std::string& text) {
+  const std::string tmp = path + ".tmp";
+  const int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  int error = fd < 0 ? errno : 0;
+  for (size_t done = 0; error == 0 && done < text.size();) {
+    const ssize_t n = ::write(fd, text.data() + done, text.size() - done);
+    if (n > 0) {
+      done += size_t(n);
+    } else if (n < 0 && errno != EINTR) {
+      error = errno;
+    }
+  }
+  if (error == 0 && ::fsync(fd) != 0) error = errno;
+  if (fd >= 0) ::close(fd);
+  if (error != 0) {
+    spdlog::warn("Could not write {}: {}; {} stays as it was", tmp, std::strerror(error), path);
+    return;
+  }
+  std::error_code ec;
+  std::filesystem::rename(tmp, path, ec);
+  if (ec) spdlog::warn("Could not rename {} into place: {}", tmp, ec.message());
 }
 
 void ResultFiles::Drain() {
@@ -259,6 +293,9 @@ void ResultFiles::Run(Task& task) {
     case Task::Kind::kClose:
       open_.erase(task.trial_index);  // the files flush as they close
       new_dirs_.erase(task.trial_index);
+      return;
+    case Task::Kind::kReplaceFile:
+      Replace(task.trial_dir, task.result_msgpack);
       return;
     case Task::Kind::kFlushFiles:
       for (auto& [dir, f] : open_) {
