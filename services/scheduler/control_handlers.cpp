@@ -268,7 +268,7 @@ Status Scheduler::HandleListTrials(bus::Incoming& in, const proto::Decoded& d) {
     return Status::InvalidArgument("offset and limit must be >= 0");
   }
   AnswerRead(in, d, msg->experiment,
-             [this, msg = *msg, filter](Result<Experiment*> found) -> Result<json> {
+             [msg = *msg, filter](Result<Experiment*> found) -> Result<json> {
                json body = json::array();
                // No experiment at all: an empty list, unless one was named.
                if (!found.ok() &&
