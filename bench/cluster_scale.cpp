@@ -31,16 +31,13 @@
 //   --result-files: where the scheduler writes the trials' result files (tmpfs by default, see
 //   SimCluster; the journal is synced to the disk either way; each line says which in
 //   "result_files").
-#include <sys/resource.h>
 
 #include <cmath>
 #include <cstdio>
 #include <random>
-#include <sstream>
 #include <string>
 #include <vector>
 
-#include "bench/machine.hpp"
 #include "bench/sim_cluster.hpp"
 #include "libs/bus/domains.hpp"
 #include "proto/resources.hpp"
@@ -50,15 +47,11 @@ namespace {
 
 using json = nlohmann::json;
 
-struct Options {
-  std::filesystem::path bin;
+struct Options : HarnessOptions {
   std::vector<int> sizes = {100, 500, 1000, 2000};
   double idle_s = 10;
   double offered_per_s = 200;
   double load_s = 10;
-  std::string log_level = "warn";     // the services'
-  std::filesystem::path keep_logs;    // "" = the services' logs go with the run's folder
-  bool result_files_on_tmpfs = true;  // --result-files tmpfs (default) | disk
 };
 
 std::string NoopExperiment(const std::string& name, int64_t trials) {
@@ -219,50 +212,24 @@ json Measure(const Options& o, int n, const std::filesystem::path& dir) {
 int main(int argc, char** argv) {
   using namespace tunebus::bench;
   Options o;
-  for (int i = 1; i + 1 < argc; i += 2) {
-    const std::string flag = argv[i], value = argv[i + 1];
-    if (flag == "--bin") {
-      o.bin = value;
-    } else if (flag == "--workers") {
-      o.sizes.clear();
-      std::stringstream list(value);
-      for (std::string n; std::getline(list, n, ',');) o.sizes.push_back(std::stoi(n));
-    } else if (flag == "--idle-s") {
-      o.idle_s = std::stod(value);
-    } else if (flag == "--offered-per-s") {
-      o.offered_per_s = std::stod(value);
-    } else if (flag == "--load-s") {
-      o.load_s = std::stod(value);
-    } else if (flag == "--log-level") {
-      o.log_level = value;
-    } else if (flag == "--keep-logs") {
-      o.keep_logs = value;
-    } else if (flag == "--result-files") {
-      o.result_files_on_tmpfs = value != "disk";
-    }
-  }
-  if (o.bin.empty()) {
-    std::fprintf(stderr,
-                 "usage: cluster_scale --bin BUILD/bin [--workers 100,500,1000,2000] "
-                 "[--idle-s 10] [--offered-per-s 200] [--load-s 10] [--log-level warn] "
-                 "[--keep-logs DIR] [--result-files tmpfs|disk]\n");
-    return 2;
-  }
-  StopOnSignals();
-  // Every simulated worker holds two sockets; the services hold a connection per worker.
-  rlimit files{};
-  getrlimit(RLIMIT_NOFILE, &files);
-  files.rlim_cur = files.rlim_max;
-  setrlimit(RLIMIT_NOFILE, &files);
+  CLI::App app{"The resource-manager and the scheduler under N simulated trial-workers"};
+  o.Add(app);
+  app.add_option("--workers", o.sizes, "worker counts, one line each")
+      ->delimiter(',')
+      ->capture_default_str();
+  app.add_option("--idle-s", o.idle_s, "seconds of heartbeats measured")->capture_default_str();
+  app.add_option("--offered-per-s", o.offered_per_s,
+                 "trial completions per s of the placement load")
+      ->capture_default_str();
+  app.add_option("--load-s", o.load_s, "seconds of the placement window")->capture_default_str();
+  CLI11_PARSE(app, argc, argv);
+  PrepareProcess();
   for (int n : o.sizes) {
     TempDir dir("tunebus-scale");
     if (dir.path().empty()) return 1;
     json line = Measure(o, n, dir.path());
     if (Interrupted()) return 1;
-    line["result_files"] = o.result_files_on_tmpfs ? "tmpfs" : "disk";
-    line["machine"] = Machine();
-    std::printf("%s\n", line.dump().c_str());
-    std::fflush(stdout);
+    PrintLine(std::move(line), o);
   }
   return 0;
 }

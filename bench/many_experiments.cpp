@@ -45,7 +45,6 @@
 //   --only: that line alone; --result-files: where the scheduler writes the trials' result files
 //   (tmpfs by default, see SimCluster; the journal is synced to the disk either way; each line
 //   says which in "result_files").
-#include <sys/resource.h>
 
 #include <atomic>
 #include <cmath>
@@ -56,7 +55,6 @@
 #include <thread>
 #include <vector>
 
-#include "bench/machine.hpp"
 #include "bench/sim_cluster.hpp"
 #include "libs/bus/domains.hpp"
 
@@ -65,17 +63,13 @@ namespace {
 
 using json = nlohmann::json;
 
-struct Options {
-  std::filesystem::path bin;
+struct Options : HarnessOptions {
   int workers = 100;
   int experiments = 50;
   int64_t trials = 200;  // per experiment
   int rounds = 3;
   double offered_per_s = 200;
   int lsx_interval_ms = 20;
-  std::string log_level = "warn";             // the services'
-  std::filesystem::path keep_logs;            // "" = the services' logs go with the run's folder
-  bool result_files_on_tmpfs = true;          // --result-files tmpfs (default) | disk
   bool throughput = true, fair_share = true;  // the lines to measure
 };
 
@@ -387,55 +381,35 @@ json FairShare(const Options& o) {
 int main(int argc, char** argv) {
   using namespace tunebus::bench;
   Options o;
-  for (int i = 1; i + 1 < argc; i += 2) {
-    const std::string flag = argv[i], value = argv[i + 1];
-    if (flag == "--bin") {
-      o.bin = value;
-    } else if (flag == "--workers") {
-      o.workers = std::stoi(value);
-    } else if (flag == "--experiments") {
-      o.experiments = std::stoi(value);
-    } else if (flag == "--trials") {
-      o.trials = std::stoll(value);
-    } else if (flag == "--rounds") {
-      o.rounds = std::stoi(value);
-    } else if (flag == "--offered-per-s") {
-      o.offered_per_s = std::stod(value);
-    } else if (flag == "--lsx-interval-ms") {
-      o.lsx_interval_ms = std::stoi(value);
-    } else if (flag == "--log-level") {
-      o.log_level = value;
-    } else if (flag == "--keep-logs") {
-      o.keep_logs = value;
-    } else if (flag == "--result-files") {
-      o.result_files_on_tmpfs = value != "disk";
-    } else if (flag == "--only") {
-      o.throughput = value == "throughput";
-      o.fair_share = value == "fair_share";
-    }
-  }
-  if (o.bin.empty() || o.experiments < 2 || o.rounds < 1) {
-    std::fprintf(
-        stderr,
-        "usage: many_experiments --bin BUILD/bin [--workers 100] [--experiments 50 (>= 2)] "
-        "[--trials 200] [--rounds 3] [--offered-per-s 200] [--lsx-interval-ms 20] "
-        "[--log-level warn] [--keep-logs DIR] [--only throughput|fair_share] "
-        "[--result-files tmpfs|disk]\n");
-    return 2;
-  }
-  StopOnSignals();
-  rlimit files{};
-  getrlimit(RLIMIT_NOFILE, &files);
-  files.rlim_cur = files.rlim_max;
-  setrlimit(RLIMIT_NOFILE, &files);
+  CLI::App app{"Many experiments at once against one: throughput, fair share, lsx latency"};
+  o.Add(app);
+  app.add_option("--workers", o.workers, "simulated one-CPU workers")->capture_default_str();
+  app.add_option("--experiments", o.experiments, "experiments at once")
+      ->check(CLI::Range(2, 100000))
+      ->capture_default_str();
+  app.add_option("--trials", o.trials, "trials per experiment")->capture_default_str();
+  app.add_option("--rounds", o.rounds, "alternated single/many rounds of the throughput line")
+      ->check(CLI::PositiveNumber)
+      ->capture_default_str();
+  app.add_option("--offered-per-s", o.offered_per_s, "trial completions per s (fair share)")
+      ->capture_default_str();
+  app.add_option("--lsx-interval-ms", o.lsx_interval_ms, "ms between lsx requests")
+      ->capture_default_str();
+  app.add_option_function<std::string>(
+         "--only",
+         [&o](const std::string& line) {
+           o.throughput = line == "throughput";
+           o.fair_share = line == "fair_share";
+         },
+         "measure one line only")
+      ->check(CLI::IsMember({"throughput", "fair_share"}));
+  CLI11_PARSE(app, argc, argv);
+  PrepareProcess();
   for (json (*measure)(const Options&) : {&Throughput, &FairShare}) {
     if (measure == &Throughput ? !o.throughput : !o.fair_share) continue;
     json line = measure(o);
     if (Interrupted()) return 1;
-    line["result_files"] = o.result_files_on_tmpfs ? "tmpfs" : "disk";
-    line["machine"] = Machine();
-    std::printf("%s\n", line.dump().c_str());
-    std::fflush(stdout);
+    PrintLine(std::move(line), o);
   }
   return 0;
 }

@@ -4,6 +4,7 @@
 #include <spawn.h>
 #include <stdlib.h>
 #include <sys/epoll.h>
+#include <sys/resource.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -17,6 +18,7 @@
 #include <sstream>
 #include <thread>
 
+#include "bench/machine.hpp"
 #include "libs/bus/domains.hpp"
 #include "libs/core/resources.hpp"
 #include "proto/resources.hpp"
@@ -80,6 +82,32 @@ void StopOnSignals() {
 }
 
 bool Interrupted() { return g_interrupted != 0; }
+
+void HarnessOptions::Add(CLI::App& app) {
+  app.add_option("--bin", bin, "folder of the service binaries (BUILD/bin)")->required();
+  app.add_option("--log-level", log_level, "the services' log level")->capture_default_str();
+  app.add_option("--keep-logs", keep_logs, "copy the services' logs into this folder");
+  app.add_option_function<std::string>(
+         "--result-files",
+         [this](const std::string& where) { result_files_on_tmpfs = where != "disk"; },
+         "tmpfs (default) or disk: where the scheduler writes the results folder")
+      ->check(CLI::IsMember({"tmpfs", "disk"}));
+}
+
+void PrepareProcess() {
+  StopOnSignals();
+  rlimit files{};
+  getrlimit(RLIMIT_NOFILE, &files);
+  files.rlim_cur = files.rlim_max;
+  setrlimit(RLIMIT_NOFILE, &files);
+}
+
+void PrintLine(nlohmann::json line, const HarnessOptions& o) {
+  line["result_files"] = o.result_files_on_tmpfs ? "tmpfs" : "disk";
+  line["machine"] = Machine();
+  std::printf("%s\n", line.dump().c_str());
+  std::fflush(stdout);
+}
 
 TempDir::TempDir(const std::string& prefix, const fs::path& parent) {
   std::string pattern = (parent / (prefix + "-XXXXXX")).string();

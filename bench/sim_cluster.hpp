@@ -16,6 +16,7 @@
 
 #include <sys/types.h>
 
+#include <CLI/CLI.hpp>
 #include <chrono>
 #include <cstdint>
 #include <filesystem>
@@ -53,6 +54,26 @@ double CpuSeconds(pid_t pid);
 /// and the destructors stop the services and remove the temporary folders.
 void StopOnSignals();
 bool Interrupted();
+
+/// The flags every cluster benchmark takes (HarnessOptions::Add): where the services' binaries
+/// are, their log level, where to keep their logs, and where the results folder lives.
+struct HarnessOptions {
+  std::filesystem::path bin;          // --bin BUILD/bin (required)
+  std::string log_level = "warn";     // --log-level: the services'
+  std::filesystem::path keep_logs;    // --keep-logs DIR; "" = the logs go with the run's folder
+  bool result_files_on_tmpfs = true;  // --result-files tmpfs (default) | disk
+
+  /// Adds --bin, --log-level, --keep-logs and --result-files to `app`.
+  void Add(CLI::App& app);
+};
+
+/// What a benchmark's main does once its flags are parsed: StopOnSignals, and the open-file
+/// limit raised to its hard limit (every simulated worker holds two sockets, the services a
+/// connection per worker).
+void PrepareProcess();
+
+/// Prints `line` as one JSON line on stdout (flushed), with "result_files" and "machine" added.
+void PrintLine(nlohmann::json line, const HarnessOptions& o);
 
 /// A folder made with mkdtemp ("<parent>/<prefix>-XXXXXX"), removed with all it holds on
 /// destruction. path() is empty when it could not be made.
