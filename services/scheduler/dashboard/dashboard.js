@@ -129,6 +129,7 @@ function experimentPage() {
     configKeys: null,    // the table's config columns, from the first page
     selected: new Set(), // trials whose curves are drawn
     curves: new Map(),   // trial_id -> [{x: training_iteration, y: metric}]
+    live: new Map(),     // trial_id -> the trial as its newest event showed it
     chart: null,
   };
   $('crumb').textContent = journal;
@@ -249,7 +250,16 @@ function experimentPage() {
           .filter((k) => typeof page.trials[0].config[k] !== 'object').slice(0, 6);
       }
       renderHeader();
-      $('trials').tBodies[0].replaceChildren(...page.trials.map(
+      // A page fetched before a result's event may arrive after it: a row never goes back to
+      // an older iteration than the event already showed.
+      const iter = (t) => ((t && t.last_result) || {}).training_iteration ?? -1;
+      const newest = (t) => {
+        const live = state.live.get(t.trial_id);
+        if (live && iter(live) > iter(t)) return live;
+        state.live.delete(t.trial_id);
+        return t;
+      };
+      $('trials').tBodies[0].replaceChildren(...page.trials.map(newest).map(
         (t) => el('tr', { 'data-trial-id': t.trial_id }, ...cells(t))));
       const last = Math.min(q.offset + q.limit, page.total);
       $('page-info').textContent = page.total ? `${q.offset + 1}–${last} of ${page.total}` : 'no trials';
@@ -300,6 +310,7 @@ function experimentPage() {
   const applyTrial = (kind, data) => {
     const t = data.trial;
     if (!t) return;
+    state.live.set(t.trial_id, t);
     const tr = document.querySelector(`#trials tr[data-trial-id="${CSS.escape(t.trial_id)}"]`);
     if (tr) tr.replaceChildren(...cells(t));
     if (kind === 'trial_result' && state.selected.has(t.trial_id)) {
