@@ -47,6 +47,8 @@ class RequestClient {
 
   size_t in_flight() const { return pending_.size(); }
   zmq::socket_t& socket() { return socket_; }
+  /// The loop whose thread sends the requests and runs the callbacks.
+  EventLoop& loop() { return loop_; }
 
  private:
   void SendRequest(uint64_t id, const std::string& payload, Callback callback, Duration timeout);

@@ -352,6 +352,7 @@ Status Experiment::Resume(JournalReader& reader, const std::string& journal_name
 }
 
 void Experiment::AfterRound(int64_t snapshot_every_records) {
+  recorder_->CompleteEnd(false);
   executor_->Flush();
   MaybeSnapshot(snapshot_every_records);
   journal_->Flush();

@@ -38,13 +38,18 @@ Status Scheduler::HandleDeleteExperiment(bus::Incoming& in, const proto::Decoded
   FindExperiment(name, [this, route = in.route, id = d.id(), type = d.type(),
                         keep = msg->keep_results](Result<Experiment*> found) {
     if (!found.ok()) return ReplyError(ReplyTo(route), id, type, found.status());
-    const Experiment& e = **found;
-    if (!e.read_only() && e.phase() != Experiment::Phase::kEnded) {
+    Experiment* e = *found;
+    if (e->read_only()) return DeleteFinished(route, id, *e, e->journal_name(), keep);
+    if (e->phase() != Experiment::Phase::kEnded) {
       return ReplyError(ReplyTo(route), id, type,
                         Status::FailedPrecondition(fmt::format(
-                            "experiment {} is not finished; stop it first", e.journal_name())));
+                            "experiment {} is not finished; stop it first", e->journal_name())));
     }
-    DeleteFinished(route, id, e, e.journal_name(), keep);
+    // Its experiment_ended record (and any late one) reaches the store before the delete: a
+    // live experiment stays allocated (retired_), so `e` outlives the wait.
+    e->recorder().CompleteEnd(true);
+    e->journal().AfterDurable(
+        [this, route, id, e, keep] { DeleteFinished(route, id, *e, e->journal_name(), keep); });
   });
   return Status::Ok();
 }
@@ -109,6 +114,7 @@ void Scheduler::Forget(const std::string& journal) {
     journaled_.erase(it);
   }
   lsx_rows_.erase(journal);
+  journals_->Forget(journal);
 }
 
 }  // namespace tunebus

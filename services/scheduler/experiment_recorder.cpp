@@ -5,6 +5,7 @@
 #include <chrono>
 #include <filesystem>
 #include <fstream>
+#include <limits>
 
 #include "libs/bus/socket.hpp"
 #include "libs/journal/records.hpp"
@@ -130,14 +131,28 @@ void ExperimentRecorder::OnTrialSchedulerState(const json& delta) {
 }
 
 void ExperimentRecorder::OnExperimentEnded(ExperimentStatus status, const std::string& reason) {
-  // The files are complete before the journal says the experiment ended: a scheduler killed
-  // before that record is durable resumes the experiment, and the resume completes the files.
   WriteStateFile();
-  files_.Drain();
-  journal_.Append(journal::ExperimentEnded(status, reason));
+  files_.FlushAll();
+  pending_end_ = PendingEnd{status, reason, files_.handed_over()};
+  CompleteEnd(false);
+}
+
+bool ExperimentRecorder::CompleteEnd(bool wait) {
+  if (!pending_end_) return true;
+  if (!files_.WrittenThrough(pending_end_->files_through)) {
+    if (!wait) return false;
+    files_.Drain();
+  }
+  spdlog::info(
+      "Result files of {} written; the writer's backlog peaked at {} tasks ({} waits for it)",
+      name_, files_.peak_backlog(), files_.backpressure_waits());
+  const PendingEnd end = std::move(*pending_end_);
+  pending_end_.reset();
+  journal_.Append(journal::ExperimentEnded(end.status, end.reason));
   events_.Publish(Event::kExperimentEnded, name_, "", [&] {
-    return json{{"status", ExperimentStatusName(status)}, {"reason", reason}};
+    return json{{"status", ExperimentStatusName(end.status)}, {"reason", end.reason}};
   });
+  return true;
 }
 
 void ExperimentRecorder::WriteErrorFile(const Trial& t, const std::string& text) {
@@ -154,25 +169,36 @@ void ExperimentRecorder::WriteErrorFile(const Trial& t, const std::string& text)
 }
 
 void ExperimentRecorder::WriteStateFile() {
-  FlushFiles();
-  if (runner_ == nullptr) return;
-  json state =
-      ExperimentToJson(name_, *runner_, experiment_dir_, clock_.WallSeconds() - started_at_);
-  state["journal"] = journal_.experiment();
-  // The summary's fields, then "trials" appended one trial at a time: no document of every
-  // trial is built (it would be hundreds of MB of small nodes at 100,000 trials). The writer
-  // thread writes, fsyncs and renames it (ResultFiles::ReplaceFile).
-  std::string text = state.dump(1);
-  text.pop_back();  // the closing brace
-  text += ",\n \"trials\": [";
-  bool first = true;
-  for (const Trial& t : runner_->trials()) {
-    text += first ? "\n  " : ",\n  ";
-    AppendTrialJson(t, experiment_dir_, text);
-    first = false;
+  state_text_.clear();
+  while (!StepStateFile(std::numeric_limits<size_t>::max())) {
   }
-  text += "\n ]\n}\n";
-  files_.ReplaceFile(experiment_dir_ + "/experiment_state.json", std::move(text));
+}
+
+bool ExperimentRecorder::StepStateFile(size_t max_trials) {
+  FlushFiles();
+  if (runner_ == nullptr) return true;
+  if (state_text_.empty()) {
+    json state =
+        ExperimentToJson(name_, *runner_, experiment_dir_, clock_.WallSeconds() - started_at_);
+    state["journal"] = journal_.experiment();
+    // The summary's fields, then "trials" appended one trial at a time: no document of every
+    // trial is built (it would be hundreds of MB of small nodes at 100,000 trials). The writer
+    // thread writes, fsyncs and renames it (ResultFiles::ReplaceFile).
+    state_text_ = state.dump(1);
+    state_text_.pop_back();  // the closing brace
+    state_text_ += ",\n \"trials\": [";
+    state_next_trial_ = 0;
+  }
+  const std::vector<Trial>& trials = runner_->trials();
+  for (size_t n = 0; n < max_trials && state_next_trial_ < trials.size(); ++n) {
+    state_text_ += state_next_trial_ == 0 ? "\n  " : ",\n  ";
+    AppendTrialJson(trials[state_next_trial_++], experiment_dir_, state_text_);
+  }
+  if (state_next_trial_ < trials.size()) return false;
+  state_text_ += "\n ]\n}\n";
+  files_.ReplaceFile(experiment_dir_ + "/experiment_state.json", std::move(state_text_));
+  state_text_.clear();
+  return true;
 }
 
 }  // namespace tunebus

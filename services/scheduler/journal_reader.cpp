@@ -78,16 +78,43 @@ void JournalReader::Read(const std::string& journal, uint64_t from, uint32_t max
 }
 
 void JournalReader::ListLengths(Done<std::vector<JournalLength>> done) {
+  const SteadyTime asked = store_.loop().clock().Now();
   Call<proto::JournalListReply>(
-      proto::JournalList{}, [done = std::move(done)](Result<proto::JournalListReply> list) {
+      proto::JournalList{}, [this, asked, forgotten = forgotten_,
+                             done = std::move(done)](Result<proto::JournalListReply> list) {
         if (!list.ok()) return done(list.status());
         std::vector<JournalLength> out;
         for (size_t i = 0; i < list->experiments.size() && i < list->last_seqs.size(); ++i) {
           if (list->last_seqs[i] == 0) continue;
           out.push_back({list->experiments[i], list->last_seqs[i]});
         }
+        // An answer asked for before a Forget may still list the journal: it is not kept.
+        if (forgotten == forgotten_ && (!recent_ || recent_->at <= asked)) {
+          recent_ = RecentList{out, asked, false};
+        }
         done(std::move(out));
       });
+}
+
+std::optional<std::vector<JournalLength>> JournalReader::RecentLengths() {
+  if (!recent_) return std::nullopt;
+  if (!recent_->refreshing && store_.loop().clock().Now() - recent_->at >= kRecentLengthsMaxAge) {
+    recent_->refreshing = true;
+    ListLengths([this](const Result<std::vector<JournalLength>>&) {
+      if (recent_)
+        recent_->refreshing = false;  // on an error or a Forget, the next call tries again
+    });
+  }
+  return recent_->lengths;
+}
+
+void JournalReader::Forget(const std::string& journal) {
+  ++forgotten_;
+  if (recent_) {
+    std::erase_if(recent_->lengths,
+                  [&journal](const JournalLength& j) { return j.journal == journal; });
+  }
+  summaries_.erase(journal);
 }
 
 void JournalReader::Ended(const std::string& journal, uint64_t last_seq, Done<bool> done) {

@@ -64,8 +64,18 @@ class JournalReader {
   /// The wait for each request started from now on.
   void set_timeout(bus::Duration timeout) { timeout_ = timeout; }
 
-  /// Every non-empty journal with its length: one journal_list round trip.
+  /// Every non-empty journal with its length: one journal_list round trip. Its answer also
+  /// becomes RecentLengths' list.
   void ListLengths(Done<std::vector<JournalLength>> done);
+  /// The newest ListLengths answer at hand, without waiting for the store (nullopt before the
+  /// first answer); a list older than kRecentLengthsMaxAge starts one journal_list in the
+  /// background for the next call. Only the scheduler appends to and deletes journals, so the
+  /// lengths that can be stale are those of the experiments it holds in memory (answered from
+  /// memory by the callers) and those it deleted (Forget drops them).
+  std::optional<std::vector<JournalLength>> RecentLengths();
+  static constexpr bus::Duration kRecentLengthsMaxAge{1000};
+  /// Drops `journal` from RecentLengths' list (it was deleted).
+  void Forget(const std::string& journal);
   /// Every non-empty journal with its submission time and whether it ended. A journal whose
   /// length did not change since an earlier List is answered from memory; the others read their
   /// first record and Ended (all journals at once, pipelined). Errors: Unavailable.
@@ -120,6 +130,14 @@ class JournalReader {
   bus::Duration timeout_;
   /// List's answers by journal, reused while a journal keeps its length.
   std::map<std::string, JournalSummary> summaries_;
+  /// The newest journal_list answer, when it came, and whether a refresh is in flight.
+  struct RecentList {
+    std::vector<JournalLength> lengths;
+    SteadyTime at{};
+    bool refreshing = false;
+  };
+  std::optional<RecentList> recent_;
+  uint64_t forgotten_ = 0;  // Forget calls so far
 };
 
 }  // namespace tunebus

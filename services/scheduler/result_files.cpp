@@ -83,6 +83,7 @@ void ResultFiles::HandOver(std::vector<Task>::iterator end) {
   queued_.insert(queued_.end(), std::make_move_iterator(staged_.begin()),
                  std::make_move_iterator(end));
   backlog_ += n;
+  handed_over_ += n;
   peak_backlog_ = std::max(peak_backlog_, backlog_.load());
   staged_.erase(staged_.begin(), end);
   if (wake) wake_.notify_one();
@@ -104,6 +105,7 @@ void ResultFiles::ReplaceFile(std::string path, std::string text) {
     queued_.push_back(
         Task{Task::Kind::kReplaceFile, 0, -1, std::move(path), std::move(text), nullptr});
     ++backlog_;
+    ++handed_over_;
   }
   wake_.notify_one();
 }
@@ -135,8 +137,6 @@ void ResultFiles::Drain() {
   FlushAll();
   std::unique_lock<std::mutex> lock(mu_);
   idle_.wait(lock, [this] { return queued_.empty() && !busy_; });
-  spdlog::info("Result files written; the writer's backlog peaked at {} tasks ({} waits for it)",
-               peak_backlog_, backpressure_waits_);
 }
 
 void ResultFiles::Loop() {
@@ -177,6 +177,7 @@ void ResultFiles::Loop() {
     lock.lock();
     busy_ = false;
     backlog_ -= n;
+    written_ += n;
     if (backlog_ <= kMaxBacklog / 2) space_.notify_all();
     if (queued_.empty()) idle_.notify_all();
   }

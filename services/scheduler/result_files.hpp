@@ -85,6 +85,13 @@ class ResultFiles {
   void FlushAll();
   /// Blocks until everything staged before the call is written and flushed.
   void Drain();
+  /// Tasks handed to the writer so far (FlushAll's, Flush's and ReplaceFile's; loop thread).
+  uint64_t handed_over() const { return handed_over_; }
+  /// Whether the writer has written the first `n` tasks handed to it (any thread).
+  bool WrittenThrough(uint64_t n) const { return written_.load() >= n; }
+  /// The most tasks the writer had waiting, and how often Flush waited for it (loop thread).
+  size_t peak_backlog() const { return peak_backlog_; }
+  size_t backpressure_waits() const { return backpressure_waits_; }
   /// Replaces the file `path` with `text` on the writer thread, atomically: written to
   /// `path`.tmp, fsynced, renamed over `path` (after a machine crash the file holds the old or
   /// the new text, never a partial one). Handed to the writer at once, ahead of staged tasks
@@ -135,7 +142,9 @@ class ResultFiles {
   std::condition_variable wake_, idle_, space_;
   std::deque<Task> queued_;  // guarded by mu_
   bool busy_ = false, stopping_ = false;
-  std::atomic<size_t> backlog_{0};                    // queued_ plus the writer's chunk in progress
+  std::atomic<size_t> backlog_{0};  // queued_ plus the writer's chunk in progress
+  uint64_t handed_over_ = 0;        // loop thread
+  std::atomic<uint64_t> written_{0};
   size_t peak_backlog_ = 0, backpressure_waits_ = 0;  // loop thread
   // Writer thread only.
   std::unordered_map<int64_t, std::unique_ptr<TrialFiles>> open_;  // trial index -> its files

@@ -287,12 +287,23 @@ void Scheduler::AfterRound() {
   // An ended experiment may still release resources and append records (a late checkpoint).
   for (auto& e : experiments_) e->AfterRound(options_.snapshot_every_records);
   outbox_->Flush();
+  // experiment_state.json of each unfinished experiment, every state_file_interval_ms or 20
+  // times what building it cost the loop (at most 5% of its time, as Ray Tune's "auto"
+  // checkpoint period), built kStateFileTrialsPerRound trials a round.
   const SteadyTime now = clock_.Now();
-  if (now >= next_state_file_) {
-    for (Experiment* e : Unfinished()) e->recorder().WriteStateFile();
-    const auto cost = clock_.Now() - now;
-    next_state_file_ = now + std::max<SteadyTime::duration>(
-                                 bus::Duration{options_.state_file_interval_ms}, 20 * cost);
+  if (state_file_pass_ || now >= next_state_file_) {
+    if (!state_file_pass_) state_file_pass_ = StateFilePass{now, {}};
+    bool done = true;
+    for (Experiment* e : Unfinished())
+      done &= e->recorder().StepStateFile(kStateFileTrialsPerRound);
+    state_file_pass_->cost += clock_.Now() - now;
+    if (done) {
+      next_state_file_ =
+          state_file_pass_->started +
+          std::max<SteadyTime::duration>(bus::Duration{options_.state_file_interval_ms},
+                                         20 * state_file_pass_->cost);
+      state_file_pass_.reset();
+    }
   }
 }
 
@@ -332,7 +343,12 @@ void Scheduler::AddWorkerHandlers() {
 
 void Scheduler::OnWorkerReadable() {
   bus::Incoming in;
-  while (bus::Receive(workers_, in)) worker_dispatcher_->Dispatch(in);
+  for (size_t n = 1; bus::Receive(workers_, in); ++n) {
+    worker_dispatcher_->Dispatch(in);
+    // At saturation the workers' messages arrive as fast as they are handled: control requests
+    // (tunectl lsx, status) are served between batches instead of after the whole drain.
+    if (n % kWorkerMessagesBetweenControl == 0) OnControlReadable();
+  }
 }
 
 void Scheduler::OnNodeEvent() {

@@ -132,7 +132,10 @@ class Scheduler {
   /// at start: what they send meanwhile waits in their sockets).
   void ServeClients();
   void OnControlReadable();
+  /// Handles every queued worker message, and the queued control requests after each
+  /// kWorkerMessagesBetweenControl of them.
   void OnWorkerReadable();
+  static constexpr size_t kWorkerMessagesBetweenControl = 32;
   void OnNodeEvent();
   void AfterRound();
 
@@ -260,6 +263,10 @@ class Scheduler {
   /// The lsx row of a journal not in memory: {name, journal, status, counts, total,
   /// submitted_at}, from a replay; cached in lsx_rows_ by (journal, last_seq).
   void JournalRow(const JournalLength& journal, std::function<void(Result<nlohmann::json>)> then);
+  /// Answers list_experiments (request `id` of `type` from `route`): a row per experiment in
+  /// memory and per other journal of `lengths`, oldest submission first.
+  void ListExperiments(const std::vector<std::string>& route, uint64_t id, const std::string& type,
+                       std::vector<JournalLength> lengths);
   /// <results folder>/<name> of an experiment: options_.results_dir replaces a results_dir that
   /// names a folder beside the experiment file (on the submitting host).
   /// <results directory>/<results_folder, or the experiment's name when "">.
@@ -339,6 +346,13 @@ class Scheduler {
   Resources cluster_capacity_;  // alive workers' capacity, as the resource-manager last said
   SteadyTime last_accrual_{};   // the previous AccrueAttainedService
   SteadyTime next_state_file_;
+  /// The state files' pass in progress: when it started and what its rounds cost the loop.
+  struct StateFilePass {
+    SteadyTime started;
+    SteadyTime::duration cost{};
+  };
+  std::optional<StateFilePass> state_file_pass_;
+  static constexpr size_t kStateFileTrialsPerRound = 256;
   /// Prometheus figures (<service>_metrics.cpp), rendered on the loop thread every second.
   void RenderMetrics(metrics::MetricsText& m);
   metrics::MetricsPublisher metrics_;

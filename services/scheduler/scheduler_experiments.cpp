@@ -286,6 +286,7 @@ Status Scheduler::HandleResumeExperiment(bus::Incoming& in, const proto::Decoded
 void Scheduler::ContinueResume(const bus::Incoming& in, uint64_t id, Experiment* e,
                                RerunMode mode) {
   const std::string type = proto::ResumeExperimentCommand::kType;
+  e->recorder().CompleteEnd(true);  // its experiment_ended record comes before what follows
   if (e->runner().Reopen()) {
     e->journal().Append(journal::ExperimentResumed(clock_.WallSeconds(), RerunMode::kNone));
     spdlog::info("Experiment {} continues after its interruption", e->name());
@@ -340,55 +341,67 @@ void Scheduler::JournalRow(const JournalLength& j, std::function<void(Result<jso
 }
 
 Status Scheduler::HandleListExperiments(bus::Incoming& in, const proto::Decoded& d) {
+  // The experiments in memory answer from memory; the others' journals do not change while
+  // this scheduler runs, so a recent journal list names them, and their rows are cached by
+  // length: an lsx is answered in this call, without waiting for the store.
+  if (auto recent = journals_->RecentLengths()) {
+    ListExperiments(in.route, d.id(), d.type(), std::move(*recent));
+    return Status::Ok();
+  }
   journals_->ListLengths([this, route = in.route, id = d.id(),
                           type = d.type()](Result<std::vector<JournalLength>> lengths) {
     if (!lengths.ok()) return ReplyError(ReplyTo(route), id, type, lengths.status());
-    // Rows of journals not in memory (replayed, or cached by length), joined; the rows of the
-    // experiments in memory are made when all are in (the loop ran meanwhile).
-    struct Join {
-      std::map<std::string, json> rows;  // by journal
-      size_t waiting = 0;
-      bool failed = false;
-    };
-    auto join = std::make_shared<Join>();
-    const auto finish = [this, route, id, join] {
-      json body = json::array();
-      for (const auto& e : experiments_) {
-        join->rows.erase(e->journal_name());
-        body.push_back(ListRow(e->name(), e->journal_name(), e->runner().status(),
-                               e->runner().trials(), e->runner().TotalTrials(),
-                               e->identity().submitted_at_s));
-        body.back().update(ShareJson(*e));
-      }
-      for (auto& [journal, row] : join->rows) body.push_back(std::move(row));
-      std::sort(body.begin(), body.end(), [](const json& a, const json& b) {
-        return a.value("submitted_at", 0.0) < b.value("submitted_at", 0.0);
-      });
-      ReplyRead(ReplyTo(route), id, body);
-    };
-    std::set<std::string> listed, in_memory;
-    for (const auto& e : experiments_) in_memory.insert(e->journal_name());
-    std::vector<JournalLength> wanted;
-    for (const JournalLength& j : *lengths) {
-      listed.insert(j.journal);
-      if (!in_memory.contains(j.journal)) wanted.push_back(j);
-    }
-    std::erase_if(lsx_rows_, [&listed](const auto& kv) { return !listed.contains(kv.first); });
-    join->waiting = wanted.size();
-    if (wanted.empty()) return finish();
-    for (const JournalLength& j : wanted) {
-      JournalRow(j, [this, route, id, type, join, finish, journal = j.journal](Result<json> row) {
-        if (join->failed) return;
-        if (!row.ok()) {
-          join->failed = true;
-          return ReplyError(ReplyTo(route), id, type, row.status());
-        }
-        join->rows[journal] = std::move(*row);
-        if (--join->waiting == 0) finish();
-      });
-    }
+    ListExperiments(route, id, type, std::move(*lengths));
   });
   return Status::Ok();
+}
+
+void Scheduler::ListExperiments(const std::vector<std::string>& route, uint64_t id,
+                                const std::string& type, std::vector<JournalLength> lengths) {
+  // Rows of journals not in memory (replayed, or cached by length), joined; the rows of the
+  // experiments in memory are made when all are in (the loop ran meanwhile).
+  struct Join {
+    std::map<std::string, json> rows;  // by journal
+    size_t waiting = 0;
+    bool failed = false;
+  };
+  auto join = std::make_shared<Join>();
+  const auto finish = [this, route, id, join] {
+    json body = json::array();
+    for (const auto& e : experiments_) {
+      join->rows.erase(e->journal_name());
+      body.push_back(ListRow(e->name(), e->journal_name(), e->runner().status(),
+                             e->runner().trials(), e->runner().TotalTrials(),
+                             e->identity().submitted_at_s));
+      body.back().update(ShareJson(*e));
+    }
+    for (auto& [journal, row] : join->rows) body.push_back(std::move(row));
+    std::sort(body.begin(), body.end(), [](const json& a, const json& b) {
+      return a.value("submitted_at", 0.0) < b.value("submitted_at", 0.0);
+    });
+    ReplyRead(ReplyTo(route), id, body);
+  };
+  std::set<std::string> listed, in_memory;
+  for (const auto& e : experiments_) in_memory.insert(e->journal_name());
+  std::vector<JournalLength> wanted;
+  for (const JournalLength& j : lengths) {
+    listed.insert(j.journal);
+    if (!in_memory.contains(j.journal)) wanted.push_back(j);
+  }
+  std::erase_if(lsx_rows_, [&listed](const auto& kv) { return !listed.contains(kv.first); });
+  join->waiting = wanted.size();
+  if (wanted.empty()) return finish();
+  for (const JournalLength& j : wanted) {
+    JournalRow(j, [this, route, id, type, join, finish, journal = j.journal](Result<json> row) {
+      if (join->failed) return;
+      if (!row.ok()) {
+        join->failed = true;
+        return ReplyError(ReplyTo(route), id, type, row.status());
+      }
+      join->rows[journal] = std::move(*row);
+      if (--join->waiting == 0) finish();
+    });
+  }
 }
 
 }  // namespace tunebus

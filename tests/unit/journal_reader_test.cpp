@@ -19,6 +19,7 @@
 #include "libs/bus/event_loop.hpp"
 #include "libs/bus/request_client.hpp"
 #include "libs/bus/socket.hpp"
+#include "libs/core/clock.hpp"
 #include "libs/journal/record_frame.hpp"
 #include "libs/journal/records.hpp"
 #include "proto/codec.hpp"
@@ -135,12 +136,19 @@ class JournalReaderTest : public ::testing::Test {
     reader_ = std::make_unique<JournalReader>(*client_, bus::Duration{2000});
   }
 
-  // Runs the loop until `result` is set, for at most 3 s.
+  // Runs the loop until `done()`, for at most 3 s; the loop's clock moves 10 ms a round (the
+  // requests' timeouts are timers on it).
+  bool SpinUntil(const std::function<bool()>& done) {
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds{3};
+    while (!done() && std::chrono::steady_clock::now() < deadline) {
+      loop_.RunOnce(bus::Duration{10});
+      clock_.Advance(std::chrono::milliseconds{10});
+    }
+    return done();
+  }
   template <typename T>
   bool SpinUntilSet(const std::optional<T>& result) {
-    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds{3};
-    while (!result && std::chrono::steady_clock::now() < deadline) loop_.RunOnce(bus::Duration{10});
-    return result.has_value();
+    return SpinUntil([&result] { return result.has_value(); });
   }
 
   template <typename T>
@@ -154,7 +162,8 @@ class JournalReaderTest : public ::testing::Test {
 
   zmq::context_t ctx_;
   std::string endpoint_;
-  bus::EventLoop loop_;
+  ManualClock clock_;
+  bus::EventLoop loop_{clock_};
   FakeStore store_;
   std::unique_ptr<bus::RequestClient> client_;
   std::unique_ptr<JournalReader> reader_;
@@ -258,6 +267,34 @@ TEST_F(JournalReaderTest, AStoreThatDoesNotAnswerIsUnavailableNamingTheRequest) 
   EXPECT_EQ(listed.status().code(), StatusCode::kUnavailable);
   EXPECT_EQ(listed.status().message(),
             "the checkpoint-store did not answer journal_list within 50 ms");
+}
+
+TEST_F(JournalReaderTest, RecentLengthsAnswersFromTheLastListAndRefreshesItInTheBackground) {
+  store_.journals["x-abcde"] = {Stored(Submitted(100))};
+  EXPECT_FALSE(reader_->RecentLengths().has_value()) << "no journal_list answer yet";
+  ASSERT_TRUE(Wait<std::vector<JournalLength>>([&](auto done) {
+                reader_->ListLengths(std::move(done));
+              }).ok());
+  const int lists = store_.requests[proto::JournalList::kType];
+
+  // A journal the store gained since is not in the recent list, and no request is sent.
+  store_.journals["y-01234"] = {Stored(Submitted(200)), Stored(Added("t1"))};
+  auto recent = reader_->RecentLengths();
+  ASSERT_TRUE(recent.has_value());
+  ASSERT_EQ(recent->size(), 1u);
+  EXPECT_EQ((*recent)[0].journal, "x-abcde");
+  EXPECT_EQ(store_.requests[proto::JournalList::kType], lists);
+
+  // Older than kRecentLengthsMaxAge: the same list at once, and one journal_list behind it.
+  clock_.Advance(JournalReader::kRecentLengthsMaxAge);
+  EXPECT_EQ(reader_->RecentLengths()->size(), 1u);
+  ASSERT_TRUE(SpinUntil([&] { return reader_->RecentLengths()->size() == 2; }));
+  EXPECT_EQ(store_.requests[proto::JournalList::kType], lists + 1);
+
+  // A deleted journal leaves the list at once.
+  reader_->Forget("y-01234");
+  ASSERT_EQ(reader_->RecentLengths()->size(), 1u);
+  EXPECT_EQ((*reader_->RecentLengths())[0].journal, "x-abcde");
 }
 
 TEST_F(JournalReaderTest, ForEachRecordStopsBeforeATornRecord) {
