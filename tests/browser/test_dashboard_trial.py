@@ -310,6 +310,16 @@ def main():
             print("%s tail shows the %d printed lines (%s)" % (
                 stream, len(lines), base.text_of(driver, "#%s-info" % stream)))
 
+        # The routes' paging: rows 3-5 of the results, the last whole line of stdout's last 40 bytes.
+        page = suite.api(api + "/results?offset=2&limit=3")
+        assert page["total"] == FAST_RESULTS and [r["phase"] for r in page["rows"]] == [
+            e["phase"] for e in expected[2:5]], page
+        tail = suite.api(api + "/logs?stream=stdout&tail_bytes=40")
+        last_line = "stdout line %d of %s\n" % (FAST_RESULTS, ok_id)
+        assert tail["text"] == last_line and tail["offset"] == tail["size"] - len(last_line), tail
+        print("results?offset=2&limit=3: %s of %d; logs?tail_bytes=40: %r from offset %d of %d" % (
+            [r["phase"] for r in page["rows"]], page["total"], tail["text"], tail["offset"], tail["size"]))
+
         # Checkpoints 2 and 4 in the table.
         names = lambda: driver.execute_script(
             "return [...document.querySelectorAll('#checkpoints tbody tr')].map((r) => r.dataset.checkpoint);")
