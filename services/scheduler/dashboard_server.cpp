@@ -14,6 +14,7 @@
 #include "proto/control.hpp"
 #include "proto/events.hpp"
 #include "services/scheduler/dashboard_assets.hpp"
+#include "services/scheduler/dashboard_http.hpp"
 
 namespace tunebus::dashboard {
 
@@ -25,6 +26,8 @@ namespace {
 constexpr std::streamsize kMaxResultFileBytes = 64 << 20;
 // Points of a curve sent to the page (CurveFromResultLines keeps every k-th row beyond).
 constexpr size_t kMaxCurvePoints = 2000;
+
+}  // namespace
 
 int HttpStatusOf(const Status& s) {
   switch (s.code()) {
@@ -51,6 +54,14 @@ void SendError(httplib::Response& res, const Status& s) {
   SendJson(res, {{"error", s.message()}});
 }
 
+int64_t IntParam(const httplib::Request& req, const char* name, int64_t fallback) {
+  if (!req.has_param(name)) return fallback;
+  const std::string v = req.get_param_value(name);
+  char* end = nullptr;
+  const long long n = std::strtoll(v.c_str(), &end, 10);
+  return v.empty() || *end != '\0' ? -1 : int64_t(n);  // -1: refused by CheckTrialQuery
+}
+
 void SendAsset(httplib::Response& res, std::string_view name) {
   const std::string_view* body = FindAsset(name);
   if (body == nullptr) {
@@ -61,13 +72,7 @@ void SendAsset(httplib::Response& res, std::string_view name) {
   res.set_content(body->data(), body->size(), std::string(ContentTypeOf(name)));
 }
 
-int64_t IntParam(const httplib::Request& req, const char* name, int64_t fallback) {
-  if (!req.has_param(name)) return fallback;
-  const std::string v = req.get_param_value(name);
-  char* end = nullptr;
-  const long long n = std::strtoll(v.c_str(), &end, 10);
-  return v.empty() || *end != '\0' ? -1 : int64_t(n);  // -1: refused by CheckTrialQuery
-}
+namespace {
 
 // The trial object's results file, read whole (up to kMaxResultFileBytes).
 Result<std::string> ReadResultFile(const json& trial) {
@@ -104,6 +109,7 @@ Result<std::unique_ptr<DashboardServer>> DashboardServer::Start(zmq::context_t& 
   s->server_->new_task_queue = [] { return new httplib::ThreadPool(kHttpThreads); };
   s->server_->set_keep_alive_timeout(2);
   s->AddRoutes();
+  s->AddTrialRoutes();
   const HttpAddress& a = s->options_.address;
   s->port_ = a.port == 0 ? s->server_->bind_to_any_port(a.host)
                          : (s->server_->bind_to_port(a.host, a.port) ? a.port : -1);
@@ -137,29 +143,22 @@ std::string DashboardServer::url() const {
                                              : fmt::format("http://{}:{}/", host, port_);
 }
 
-template <typename M>
-Result<json> DashboardServer::Call(M request) {
-  std::optional<ControlClient> client;
+Result<ControlClient> DashboardServer::TakeClient() {
   {
     std::lock_guard<std::mutex> lock(clients_mu_);
     if (!idle_clients_.empty()) {
-      client.emplace(std::move(idle_clients_.back()));
+      ControlClient client = std::move(idle_clients_.back());
       idle_clients_.pop_back();
+      return client;
     }
   }
-  if (!client) {
-    auto made = ControlClient::Connect(ctx_, options_.control_endpoint, *options_.security,
-                                       options_.request_timeout);
-    if (!made.ok()) return made.status();
-    client.emplace(std::move(*made));
-  }
-  Result<json> reply = client->Call(std::move(request));
-  // A client whose request timed out may still get that answer later: it is not reused.
-  if (reply.ok() || reply.status().code() != StatusCode::kUnavailable) {
-    std::lock_guard<std::mutex> lock(clients_mu_);
-    if (idle_clients_.size() < kHttpThreads) idle_clients_.push_back(std::move(*client));
-  }
-  return reply;
+  return ControlClient::Connect(ctx_, options_.control_endpoint, *options_.security,
+                                options_.request_timeout);
+}
+
+void DashboardServer::ReturnClient(ControlClient client) {
+  std::lock_guard<std::mutex> lock(clients_mu_);
+  if (idle_clients_.size() < kHttpThreads) idle_clients_.push_back(std::move(client));
 }
 
 void DashboardServer::Relay(zmq::socket_t sub) {

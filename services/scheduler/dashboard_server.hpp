@@ -24,6 +24,9 @@
 //                                              {total, offset, limit, sort, status, metric, mode,
 //                                               trials: [TrialRow]} (TrialQuery)
 //   GET /api/experiments/NAME/trials/ID/curve  CurveFromResultLines of the trial's result.json
+//   GET /experiments/NAME/trials/ID, /api/experiments/NAME/trials/ID/...
+//                                              the trial page and its routes (AddTrialRoutes,
+//                                              dashboard_trial.cpp)
 //   GET /events                                text/event-stream: "hello" once the stream is
 //                                              subscribed, then one event per scheduler event
 //                                              (EventData), "reset" when this stream fell more
@@ -92,12 +95,29 @@ class DashboardServer {
  private:
   DashboardServer(zmq::context_t& ctx, DashboardOptions options);
   void AddRoutes();
+  /// The trial page's routes (dashboard_trial.cpp).
+  void AddTrialRoutes();
   void Relay(zmq::socket_t sub);
 
   /// A control request on a pooled client: one is taken (or connected), used by this thread
   /// alone, and given back unless the request timed out.
   template <typename M>
-  Result<nlohmann::json> Call(M request);
+  Result<nlohmann::json> Call(M request) {
+    auto client = TakeClient();
+    if (!client.ok()) return client.status();
+    Result<nlohmann::json> reply = client->Call(std::move(request));
+    // A client whose request timed out may still get that answer later: it is not reused.
+    if (reply.ok() || reply.status().code() != StatusCode::kUnavailable) {
+      ReturnClient(std::move(*client));
+    }
+    return reply;
+  }
+  /// A client for this thread alone: a pooled one, or a new connection. Errors:
+  /// ControlClient::Connect's.
+  Result<ControlClient> TakeClient();
+  /// Gives `client` back to the pool; pass only a client whose last request was answered (one
+  /// that timed out may still receive that answer later).
+  void ReturnClient(ControlClient client);
 
   /// The frames after `next` (advanced past them), "" when none came within `wait`, a "reset"
   /// frame when `next` fell out of the feed.

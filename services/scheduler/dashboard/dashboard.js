@@ -218,6 +218,10 @@ function experimentPage() {
       box.addEventListener('change', () => toggle(t.trial_id, box.checked));
       return el('td', {}, box);
     }
+    if (c.key === 'trial_id') {
+      const href = `/experiments/${encodeURIComponent(journal)}/trials/${encodeURIComponent(t.trial_id)}`;
+      return el('td', { class: 'trial_id' }, el('a', { href }, t.trial_id));
+    }
     if (c.key === 'status') return el('td', { class: 'status-cell' }, statusCell(t.status));
     if (c.key === 'metric') return el('td', { class: 'num metric' }, fmt((t.last_result || {})[metric()]));
     if (c.config) return el('td', { class: 'num config' }, fmt((t.config || {})[c.config]));
@@ -350,5 +354,5 @@ function experimentPage() {
 
 document.addEventListener('DOMContentLoaded', () => {
   if (document.body.dataset.page === 'experiment') experimentPage();
-  else experimentsPage();
+  else if (document.body.dataset.page === 'experiments') experimentsPage();
 });

@@ -1,0 +1,35 @@
+// The dashboard's HTTP answers, shared by the files that add its routes (dashboard_server.cpp,
+// dashboard_trial.cpp). Defined in dashboard_server.cpp.
+#pragma once
+
+#include <cstdint>
+#include <nlohmann/json.hpp>
+#include <string_view>
+
+#include "libs/core/status.hpp"
+
+namespace httplib {
+struct Request;
+struct Response;
+}  // namespace httplib
+
+namespace tunebus::dashboard {
+
+/// The HTTP status of an error: 400 InvalidArgument, 403 Forbidden, 404 NotFound, 503
+/// Unavailable, else 500.
+int HttpStatusOf(const Status& s);
+
+/// `body` as application/json, not cached (invalid UTF-8 replaced by U+FFFD).
+void SendJson(httplib::Response& res, const nlohmann::json& body);
+
+/// {"error": message} with HttpStatusOf(s).
+void SendError(httplib::Response& res, const Status& s);
+
+/// The embedded file `name` (dashboard_assets.hpp) with its Content-Type; 404 text if absent.
+void SendAsset(httplib::Response& res, std::string_view name);
+
+/// The query parameter `name` as an integer: `fallback` when absent, -1 when it is not an
+/// integer (the caller's checks refuse it).
+int64_t IntParam(const httplib::Request& req, const char* name, int64_t fallback);
+
+}  // namespace tunebus::dashboard
