@@ -12,6 +12,7 @@
 #include "libs/bus/socket.hpp"
 #include "proto/codec.hpp"
 #include "proto/control.hpp"
+#include "proto/dashboard.hpp"
 #include "proto/events.hpp"
 #include "services/scheduler/dashboard_assets.hpp"
 
@@ -161,6 +162,10 @@ Result<json> DashboardServer::Call(M request) {
   }
   return reply;
 }
+
+// The sign-in and control routes' requests (dashboard_control.cpp).
+template Result<json> DashboardServer::Call(proto::VerifyDashboardToken);
+template Result<json> DashboardServer::Call(proto::DashboardAction);
 
 void DashboardServer::Relay(zmq::socket_t sub) {
   bool subscribed = false;
@@ -373,6 +378,7 @@ void DashboardServer::AddRoutes() {
         },
         [this](bool) { --streams_; });
   });
+  AddControlRoutes();
 }
 
 }  // namespace tunebus::dashboard

@@ -24,6 +24,7 @@
 //                                              {total, offset, limit, sort, status, metric, mode,
 //                                               trials: [TrialRow]} (TrialQuery)
 //   GET /api/experiments/NAME/trials/ID/curve  CurveFromResultLines of the trial's result.json
+//   /login, /logout, /api/session, /api/actions and the control POSTs: dashboard_control.cpp
 //   GET /events                                text/event-stream: "hello" once the stream is
 //                                              subscribed, then one event per scheduler event
 //                                              (EventData), "reset" when this stream fell more
@@ -47,6 +48,7 @@
 #include "libs/bus/control_client.hpp"
 #include "libs/bus/security.hpp"
 #include "libs/core/status.hpp"
+#include "services/scheduler/dashboard_sessions.hpp"
 #include "services/scheduler/dashboard_views.hpp"
 
 namespace httplib {
@@ -92,6 +94,9 @@ class DashboardServer {
  private:
   DashboardServer(zmq::context_t& ctx, DashboardOptions options);
   void AddRoutes();
+  /// Sign-in, sign-out and the control POSTs (dashboard_control.cpp, docs/dashboard.md
+  /// "Control").
+  void AddControlRoutes();
   void Relay(zmq::socket_t sub);
 
   /// A control request on a pooled client: one is taken (or connected), used by this thread
@@ -122,6 +127,8 @@ class DashboardServer {
   std::condition_variable feed_cv_;
   std::deque<std::string> feed_;  // guarded by feed_mu_; frame i has sequence feed_first_ + i
   uint64_t feed_first_ = 0;       // guarded by feed_mu_
+  SessionTable sessions_;         // signed-in browsers (dashboard_control.cpp)
+  ActionLog actions_;             // the actions taken in the pages
 };
 
 }  // namespace tunebus::dashboard

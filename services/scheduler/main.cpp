@@ -51,6 +51,10 @@ void AddFlags(CLI::App& app, tunebus::SchedulerOptions& o) {
                  "with --keys-dir: the dashboard's key (a viewer in the allow-list), "
                  "<keys-dir>/NAME.key_secret; required with --http then")
       ->envname("TUNEBUS_HTTP_KEY_NAME");
+  app.add_option("--dashboard-secret", o.dashboard_secret_file,
+                 "the secret that signs dashboard login tokens (made, 0600, if absent; default "
+                 "<keys-dir>/dashboard_token.secret with keys, else in memory)")
+      ->envname("TUNEBUS_DASHBOARD_SECRET");
 }
 
 // What --ready-file names, by the flags above.
