@@ -32,7 +32,8 @@ json ClaimsJson(const dashboard::TokenClaims& c) {
 
 Status Scheduler::LoadDashboardTokens() {
   // An explicit file must load; the keys folder's default may be read-only (a mounted secret):
-  // then the secret is kept in memory, and a restart ends the tokens made before it.
+  // when the file cannot be made there, the secret is kept in memory, and a restart ends the
+  // tokens made before it.
   std::string path = options_.dashboard_secret_file;
   const bool explicit_file = !path.empty();
   if (!explicit_file && options_.security->curve()) {
@@ -45,7 +46,8 @@ Status Scheduler::LoadDashboardTokens() {
       spdlog::info("Dashboard login tokens are signed with the secret in {}", path);
       return Status::Ok();
     }
-    if (explicit_file) return loaded.status();
+    // Only a file that could not be made falls back; one that exists must load.
+    if (explicit_file || std::filesystem::exists(path)) return loaded.status();
     spdlog::warn(
         "{}; dashboard login tokens are signed with a secret kept in memory instead "
         "(they end when the scheduler stops)",

@@ -118,10 +118,18 @@ Result<LoginTokens> LoginTokens::Load(const std::string& path) {
   InitSodium();
   LoginTokens t;
   t.path_ = path;
-  std::ifstream in(path);
-  if (in) {
+  struct stat st {};
+  if (::stat(path.c_str(), &st) == 0) {
+    if ((st.st_mode & 077) != 0) {
+      return Status::FailedPrecondition(fmt::format(
+          "the dashboard's token secret {} can be read by others (mode {:o}); chmod 600 it", path,
+          st.st_mode & 0777));
+    }
+    std::ifstream in(path);
     std::string hex;
-    std::getline(in, hex);
+    if (!in || !std::getline(in, hex)) {
+      return Status::IoError(fmt::format("cannot read the dashboard's token secret {}", path));
+    }
     size_t size = 0;
     if (hex.size() != 2 * t.key_.size() ||
         sodium_hex2bin(t.key_.data(), t.key_.size(), hex.data(), hex.size(), nullptr, &size,

@@ -44,7 +44,7 @@ class LoginTokens {
   /// The secret in `path`: read (64 hex digits and a newline), or, when the file does not exist,
   /// made from 32 random bytes and written with mode 0600 (atomically: a temporary file renamed).
   /// Errors: IoError naming the file when it cannot be read or written; InvalidArgument when it
-  /// holds anything but 64 hex digits.
+  /// holds anything but 64 hex digits; FailedPrecondition when others may read it (mode & 077).
   static Result<LoginTokens> Load(const std::string& path);
 
   /// A token for `claims`. REQUIRES: CheckClaims(claims) is Ok.

@@ -129,9 +129,12 @@ TEST(DashboardTokenTest, TheSecretFileKeepsTokensValidAcrossLoads) {
   auto fresh = LoginTokens::Load(path);
   ASSERT_TRUE(fresh.ok());
   EXPECT_EQ(fresh->Verify(token, kNow).status().code(), StatusCode::kForbidden);
-  // A damaged file is an error, not a new secret.
+  // A damaged file is an error, not a new secret; so is one that others may read.
   std::ofstream(path) << "not hex\n";
   EXPECT_EQ(LoginTokens::Load(path).status().code(), StatusCode::kInvalidArgument);
+  std::filesystem::permissions(path, std::filesystem::perms::group_read,
+                               std::filesystem::perm_options::add);
+  EXPECT_EQ(LoginTokens::Load(path).status().code(), StatusCode::kFailedPrecondition);
   std::filesystem::remove_all(dir);
 }
 
