@@ -11,7 +11,8 @@ It checks that
     token, cross-origin, and with a viewer's session; a tampered token does not sign in;
   - an operator signs in with the URL `tunectl dashboard-token` prints, clicks stop on a running
     trial, and the trial becomes TERMINATED as `tunectl show` reports it (and the page shows);
-    sets the experiment's weight in the control bar, and `tunectl status` reports it;
+    sets the experiment's weight in the control bar, and `tunectl status` reports it; interrupts
+    the experiment (accepting the page's confirmation), and `tunectl status` reports INTERRUPTED;
   - each action shows in the page's action log (who, what, result) and in the scheduler's log
     (the line naming the token's name and role, the action and the outcome), and the refused
     viewer's attempt in the scheduler's log too;
@@ -217,6 +218,20 @@ def main():
             base.text_of(driver, '#action-log tr[data-action="set_weight"] td.result')))
         driver.save_screenshot(os.path.join(shots, "operator-stopped.png"))
 
+        # Interrupting the experiment from the control bar (after the browser's confirmation).
+        base.click(driver, "#interrupt-experiment")
+        WebDriverWait(driver, 5).until(lambda d: d.switch_to.alert)
+        driver.switch_to.alert.accept()
+        base.wait_for("the experiment INTERRUPTED in tunectl status",
+                      lambda: suite.tunectl_json("status", "-e", journal)["status"] == "INTERRUPTED",
+                      20, 0.1)
+        WebDriverWait(driver, 10).until(lambda d: base.text_of(
+            d, '#action-log tr[data-action="interrupt_experiment"] td.result'))
+        print("interrupt: tunectl status says %s, %s is %s; log: %s" % (
+            suite.tunectl_json("status", "-e", journal)["status"], other, status_of(other),
+            base.text_of(driver, '#action-log tr[data-action="interrupt_experiment"] td.result')))
+        other_status = status_of(other)
+
         # The scheduler's log names the token's holder and role, the action and the outcome.
         log = suite.log_text()
         stop_line = next((l for l in log.splitlines()
@@ -228,6 +243,7 @@ def main():
         weight_line = next((l for l in log.splitlines()
                             if "Dashboard action by alice (operator): set_weight 2.5" in l), None)
         assert weight_line, log
+        assert "Dashboard action by alice (operator): interrupt_experiment of experiment" in log, log
         refused_line = next((l for l in log.splitlines()
                              if "refused POST" in l and "bob (viewer)" in l), None)
         assert refused_line, log
@@ -242,7 +258,7 @@ def main():
         status, _, body = h.request("POST", "/api/experiments/%s/trials/%s/stop" % (journal, other),
                                     dict(same, Cookie=browser_cookie, **{"X-CSRF-Token": op_csrf}),
                                     "{}")
-        assert status == 403 and status_of(other) == "RUNNING", (status, body)
+        assert status == 403 and status_of(other) == other_status, (status, body)
         print("signed out: no trial buttons; the old cookie's POST: %d %s" % (status, body["error"]))
         driver.save_screenshot(os.path.join(shots, "signed-out.png"))
         ok = True
