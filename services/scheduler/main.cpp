@@ -38,7 +38,7 @@ void AddFlags(CLI::App& app, tunebus::SchedulerOptions& o) {
       ->check(CLI::PositiveNumber)
       ->capture_default_str();
   app.add_option("--http", o.http,
-                 "serve the read-only web dashboard on PORT (127.0.0.1) or HOST:PORT (0: any free "
+                 "serve the web dashboard on PORT (127.0.0.1) or HOST:PORT (0: any free "
                  "port, which --ready-file names); default: no dashboard (docs/dashboard.md)")
       ->envname("TUNEBUS_HTTP")
       ->check(

@@ -81,7 +81,7 @@ int main(int argc, char** argv) {
   up_cmd->add_option("--gpus", up.gpus, "embedded worker GPUs");
   up_cmd
       ->add_option("--http", up.http,
-                   "serve the scheduler's read-only web dashboard on PORT (127.0.0.1) or "
+                   "serve the scheduler's web dashboard on PORT (127.0.0.1) or "
                    "HOST:PORT (0: any free port, which --ready-file names; docs/dashboard.md)")
       ->envname("TUNEBUS_HTTP");
   up_cmd
