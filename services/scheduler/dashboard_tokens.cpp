@@ -69,9 +69,10 @@ std::string RandomToken(size_t bytes) {
 }
 
 Result<int64_t> ParseTokenTtl(std::string_view text) {
+  const std::string given(text.substr(0, 40));
   const auto bad = [&] {
-    return Status::InvalidArgument(fmt::format(
-        "--ttl '{}' is not a duration like 90s, 30m, 12h or 7d (at most 30d)", text.substr(0, 40)));
+    return Status::InvalidArgument(
+        fmt::format("--ttl '{}' is not a duration like 90s, 30m, 12h or 7d (at most 30d)", given));
   };
   if (text.empty()) return bad();
   double unit = 1;

@@ -107,6 +107,7 @@ TEST(DashboardTokenTest, TtlTakesSecondsMinutesHoursDays) {
   for (const char* bad : {"", "h", "0", "-1h", "31d", "12x", "1e400", "nan"}) {
     EXPECT_FALSE(ParseTokenTtl(bad).ok()) << bad;
   }
+  EXPECT_NE(ParseTokenTtl("40d").status().message().find("'40d'"), std::string::npos);
 }
 
 // The secret's file is made once (0600) and read again: its tokens outlive a restart.
