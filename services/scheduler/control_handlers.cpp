@@ -17,6 +17,7 @@
 #include "libs/core/sha256.hpp"
 #include "libs/journal/records.hpp"
 #include "proto/control.hpp"
+#include "proto/dashboard.hpp"
 #include "proto/resources.hpp"
 #include "proto/store.hpp"
 #include "services/scheduler/experiment.hpp"
@@ -163,7 +164,11 @@ void Scheduler::AddControlHandlers() {
       .On(proto::SetTrialResourcesCommand::kType, ops,
           mutating(&Scheduler::HandleSetTrialResources))
       .On(proto::SetExperimentWeight::kType, ops, mutating(&Scheduler::HandleSetExperimentWeight))
-      .On(proto::DeleteExperiment::kType, ops, mutating(&Scheduler::HandleDeleteExperiment));
+      .On(proto::DeleteExperiment::kType, ops, mutating(&Scheduler::HandleDeleteExperiment))
+      // The dashboard (a viewer) checks tokens; its actions carry an operator's token.
+      .On(proto::IssueDashboardToken::kType, ops, this, &Scheduler::HandleIssueDashboardToken)
+      .On(proto::VerifyDashboardToken::kType, this, &Scheduler::HandleVerifyDashboardToken)
+      .On(proto::DashboardAction::kType, this, &Scheduler::HandleDashboardAction);
 }
 
 void Scheduler::OnControlReadable() {

@@ -12,6 +12,7 @@
 #include "libs/bus/socket.hpp"
 #include "proto/codec.hpp"
 #include "proto/control.hpp"
+#include "proto/dashboard.hpp"
 #include "proto/events.hpp"
 #include "services/scheduler/dashboard_assets.hpp"
 #include "services/scheduler/dashboard_http.hpp"
@@ -160,6 +161,10 @@ void DashboardServer::ReturnClient(ControlClient client) {
   std::lock_guard<std::mutex> lock(clients_mu_);
   if (idle_clients_.size() < kHttpThreads) idle_clients_.push_back(std::move(client));
 }
+
+// The sign-in and control routes' requests (dashboard_control.cpp).
+template Result<json> DashboardServer::Call(proto::VerifyDashboardToken);
+template Result<json> DashboardServer::Call(proto::DashboardAction);
 
 void DashboardServer::Relay(zmq::socket_t sub) {
   bool subscribed = false;
@@ -372,6 +377,7 @@ void DashboardServer::AddRoutes() {
         },
         [this](bool) { --streams_; });
   });
+  AddControlRoutes();
 }
 
 }  // namespace tunebus::dashboard

@@ -1,4 +1,4 @@
-// DashboardServer: the scheduler's read-only web dashboard (docs/dashboard.md), served over HTTP
+// DashboardServer: the scheduler's web dashboard (docs/dashboard.md), served over HTTP
 // by cpp-httplib on threads of its own. It never touches the scheduler's state: it is a client
 // of the scheduler like `tunectl`, so the page costs the event loop only the control requests
 // it sends, and the roles of the control socket apply to it.
@@ -27,6 +27,7 @@
 //   GET /experiments/NAME/trials/ID, /api/experiments/NAME/trials/ID/...
 //                                              the trial page and its routes (AddTrialRoutes,
 //                                              dashboard_trial.cpp)
+//   /login, /logout, /api/session, /api/actions and the control POSTs: dashboard_control.cpp
 //   GET /events                                text/event-stream: "hello" once the stream is
 //                                              subscribed, then one event per scheduler event
 //                                              (EventData), "reset" when this stream fell more
@@ -50,6 +51,7 @@
 #include "libs/bus/control_client.hpp"
 #include "libs/bus/security.hpp"
 #include "libs/core/status.hpp"
+#include "services/scheduler/dashboard_sessions.hpp"
 #include "services/scheduler/dashboard_views.hpp"
 
 namespace httplib {
@@ -97,6 +99,9 @@ class DashboardServer {
   void AddRoutes();
   /// The trial page's routes (dashboard_trial.cpp).
   void AddTrialRoutes();
+  /// Sign-in, sign-out and the control POSTs (dashboard_control.cpp, docs/dashboard.md
+  /// "Control").
+  void AddControlRoutes();
   void Relay(zmq::socket_t sub);
 
   /// A control request on a pooled client: one is taken (or connected), used by this thread
@@ -142,6 +147,8 @@ class DashboardServer {
   std::condition_variable feed_cv_;
   std::deque<std::string> feed_;  // guarded by feed_mu_; frame i has sequence feed_first_ + i
   uint64_t feed_first_ = 0;       // guarded by feed_mu_
+  SessionTable sessions_;         // signed-in browsers (dashboard_control.cpp)
+  ActionLog actions_;             // the actions taken in the pages
 };
 
 }  // namespace tunebus::dashboard

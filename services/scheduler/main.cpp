@@ -38,7 +38,7 @@ void AddFlags(CLI::App& app, tunebus::SchedulerOptions& o) {
       ->check(CLI::PositiveNumber)
       ->capture_default_str();
   app.add_option("--http", o.http,
-                 "serve the read-only web dashboard on PORT (127.0.0.1) or HOST:PORT (0: any free "
+                 "serve the web dashboard on PORT (127.0.0.1) or HOST:PORT (0: any free "
                  "port, which --ready-file names); default: no dashboard (docs/dashboard.md)")
       ->envname("TUNEBUS_HTTP")
       ->check(
@@ -51,6 +51,10 @@ void AddFlags(CLI::App& app, tunebus::SchedulerOptions& o) {
                  "with --keys-dir: the dashboard's key (a viewer in the allow-list), "
                  "<keys-dir>/NAME.key_secret; required with --http then")
       ->envname("TUNEBUS_HTTP_KEY_NAME");
+  app.add_option("--dashboard-secret", o.dashboard_secret_file,
+                 "the secret that signs dashboard login tokens (made, 0600, if absent; default "
+                 "<keys-dir>/dashboard_token.secret with keys, else in memory)")
+      ->envname("TUNEBUS_DASHBOARD_SECRET");
 }
 
 // What --ready-file names, by the flags above.

@@ -23,6 +23,7 @@ Result<std::unique_ptr<Scheduler>> Scheduler::Create(zmq::context_t& ctx, Schedu
   std::unique_ptr<Scheduler> s(new Scheduler(ctx, std::move(options), clock));
   Status st = s->Init();
   if (!st.ok()) return st;
+  if (st = s->LoadDashboardTokens(); !st.ok()) return st;
   if (st = s->StartDashboard(); !st.ok()) return st;
   return s;
 }

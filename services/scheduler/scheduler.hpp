@@ -88,13 +88,18 @@ struct SchedulerOptions {
   /// required then, and the scheduler's allow-list must give it the role viewer (the dashboard
   /// only reads). Unused without keys.
   std::string http_key_name;
+  /// The dashboard's login-token secret (dashboard_tokens.hpp): this file, made if absent; ""
+  /// = <keys-dir>/dashboard_token.secret with CURVE keys (in memory when it cannot be written),
+  /// else in memory (tokens end with the process).
+  std::string dashboard_secret_file;
 };
 
 class Experiment;
 struct ExperimentContext;
 namespace dashboard {
 class DashboardServer;
-}
+class LoginTokens;
+}  // namespace dashboard
 
 class Scheduler {
  public:
@@ -182,6 +187,12 @@ class Scheduler {
   /// callbacks may still name it), the routing table, read-only loads and lsx rows.
   void Forget(const std::string& journal);
   Status HandleFetchCheckpoint(bus::Incoming& in, const proto::Decoded& d);
+  // The dashboard's login tokens and actions (dashboard_control_handlers.cpp,
+  // proto/dashboard.hpp): LoadDashboardTokens reads or makes the secret (tokens_).
+  Status LoadDashboardTokens();
+  Status HandleIssueDashboardToken(bus::Incoming& in, const proto::Decoded& d);
+  Status HandleVerifyDashboardToken(bus::Incoming& in, const proto::Decoded& d);
+  Status HandleDashboardAction(bus::Incoming& in, const proto::Decoded& d);
   // The shipped working_dir's archive (working_dir_handlers.cpp): stored in the checkpoint-store
   // as proto::WorkingDirBlobId(digest), which checks its digest before committing it.
   Status HandleWorkingDirStat(bus::Incoming& in, const proto::Decoded& d);
@@ -362,6 +373,7 @@ class Scheduler {
   /// The dashboard's HTTP and relay threads (null without --http). Last: destroyed first, while
   /// the sockets it asks are still open.
   std::unique_ptr<dashboard::DashboardServer> dashboard_;
+  std::unique_ptr<dashboard::LoginTokens> tokens_;  // the dashboard's login-token secret
 };
 
 }  // namespace tunebus

@@ -9,6 +9,10 @@
 
 #include "services/tunectl/embedded_suite.hpp"
 
+namespace CLI {
+class App;
+}
+
 namespace tunebus {
 
 struct GlobalFlags {
@@ -109,6 +113,18 @@ struct CheckpointExportFlags {
 /// refuses (unknown experiment or trial, no such checkpoint) or the folder cannot be written, 3
 /// when the server cannot be reached. Nothing is left behind on failure.
 int CheckpointExportCommand(const GlobalFlags& g, const CheckpointExportFlags& flags);
+struct DashboardTokenFlags {
+  std::string role = "operator";  // "operator" | "viewer"
+  std::string ttl = "12h";        // dashboard::ParseTokenTtl
+  std::string name;               // "" = the scheduler names it (the key's name, else operator)
+};
+/// Adds `tunectl dashboard-token [--role R] [--ttl D] [--name N]` to `app`
+/// (dashboard_token_command.cpp).
+CLI::App* AddDashboardTokenCommand(CLI::App& app, DashboardTokenFlags& flags);
+/// Asks the scheduler for a dashboard login token (an operator's request) and prints its sign-in
+/// URL (-o json: {token, name, role, issued_at, expires_at, http_url, login_url}). 0; 1 when the
+/// scheduler refuses (a viewer's key: forbidden); 2 for a bad --ttl; 3 when it cannot be reached.
+int DashboardTokenCommand(const GlobalFlags& g, const DashboardTokenFlags& flags);
 /// Capacity, committed and free per worker and in total; -o json: {"total": {capacity,
 /// committed, free}, "workers": [list_workers objects]}.
 int ResourcesCommand(const GlobalFlags& g);

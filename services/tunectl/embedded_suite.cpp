@@ -47,6 +47,11 @@ Result<std::unique_ptr<EmbeddedSuite>> EmbeddedSuite::Start(zmq::context_t& ctx,
   sch.security = o.security;
   sch.http = o.http;
   sch.http_key_name = o.http_key_name;
+  // Login tokens outlive a restart of `tunectl up` with the same --data-dir.
+  if (!o.http.empty() && !o.data_dir.empty()) {
+    sch.dashboard_secret_file =
+        (std::filesystem::path(o.data_dir).parent_path() / "dashboard_token.secret").string();
+  }
   auto scheduler = Scheduler::Create(ctx, sch);
   if (!scheduler.ok()) return scheduler.status();
   s->scheduler_ = std::move(*scheduler);

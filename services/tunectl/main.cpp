@@ -81,7 +81,7 @@ int main(int argc, char** argv) {
   up_cmd->add_option("--gpus", up.gpus, "embedded worker GPUs");
   up_cmd
       ->add_option("--http", up.http,
-                   "serve the scheduler's read-only web dashboard on PORT (127.0.0.1) or "
+                   "serve the scheduler's web dashboard on PORT (127.0.0.1) or "
                    "HOST:PORT (0: any free port, which --ready-file names; docs/dashboard.md)")
       ->envname("TUNEBUS_HTTP");
   up_cmd
@@ -172,6 +172,9 @@ int main(int argc, char** argv) {
   setres_cmd->add_option("resources", resource_pairs, "name=amount ... (cpu=2 gpu=0 custom=1)")
       ->required();
 
+  DashboardTokenFlags dashboard_token;
+  auto* dashboard_token_cmd = AddDashboardTokenCommand(app, dashboard_token);
+
   CheckpointExportFlags checkpoint_export;
   auto* checkpoint_cmd = app.add_subcommand("checkpoint", "stored checkpoints");
   checkpoint_cmd->require_subcommand(1);
@@ -244,6 +247,7 @@ int main(int argc, char** argv) {
     if (*weight_cmd) return SetWeightCommand(g, weight_experiment, weight);
     if (*delete_cmd) return DeleteCommand(g, delete_experiment, keep_results);
     if (*ckpt_export_cmd) return CheckpointExportCommand(g, checkpoint_export);
+    if (*dashboard_token_cmd) return DashboardTokenCommand(g, dashboard_token);
   } catch (const std::exception& e) {
     std::cerr << "tunectl: " << e.what() << "\n";
     return 1;

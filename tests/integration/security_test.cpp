@@ -130,6 +130,32 @@ TEST_F(SecureClusterTest, RolesDecideWhoMayReadSubmitAndStopAndStrangersGetNothi
   EXPECT_EQ(stopped.exit_code, 0) << stopped.Describe();
 }
 
+// Dashboard login tokens (docs/dashboard.md "Control"): only an operator's key gets one, named
+// after that key; the scheduler signs them with a secret it keeps in its keys folder (0600).
+TEST_F(SecureClusterTest, OnlyAnOperatorKeyGetsADashboardLoginToken) {
+  auto viewer = cluster_->Ctl({"--key-name", "viewer", "dashboard-token"});
+  EXPECT_EQ(viewer.exit_code, 1) << viewer.Describe();
+  EXPECT_NE(viewer.err.find("key viewer has role viewer; issue_dashboard_token needs operator"),
+            std::string::npos)
+      << viewer.Describe();
+  auto op = cluster_->Ctl({"-o", "json", "dashboard-token", "--role", "viewer", "--ttl", "5m"});
+  ASSERT_EQ(op.exit_code, 0) << op.Describe();
+  const nlohmann::json body = op.Json();
+  EXPECT_EQ(body["name"], "tunectl") << op.out;
+  EXPECT_EQ(body["role"], "viewer") << op.out;
+  EXPECT_EQ(body["expires_at"].get<int64_t>() - body["issued_at"].get<int64_t>(), 300) << op.out;
+  EXPECT_TRUE(body["token"].get<std::string>().starts_with("tbt1.")) << op.out;
+  EXPECT_EQ(body["login_url"], "") << op.out;  // this scheduler serves no dashboard
+  struct stat st {};
+  const std::string secret = (fs::path(keys_) / "dashboard_token.secret").string();
+  ASSERT_EQ(::stat(secret.c_str(), &st), 0) << secret;
+  EXPECT_EQ(st.st_mode & 0777, 0600u);
+  EXPECT_NE(SchedulerLog(*cluster_).find(
+                "Dashboard login token for tunectl (viewer) issued by tunectl, valid until"),
+            std::string::npos)
+      << SchedulerLog(*cluster_);
+}
+
 TEST_F(SecureClusterTest, AnUnknownKeyGetsNothingFromAnySocketAndEachServerLogsTheDrop) {
   auto stranger = bus::Security::Load({.keys_dir = keys_, .key_name = "stranger"}, "");
   ASSERT_TRUE(stranger.ok()) << stranger.status().ToString();
