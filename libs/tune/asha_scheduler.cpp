@@ -125,7 +125,13 @@ Decision AshaScheduler::OnBracketResult(const std::string& trial_id, double t, d
     if (!rung.sorted.empty()) {
       const double cutoff =
           PercentileOfSorted(rung.sorted, (1 - 1 / options_.reduction_factor) * 100);
-      if (value < cutoff) decision = Decision::kStop;
+      if (value < cutoff) {
+        decision = Decision::kStop;
+        ExplainDecision({{"rung", rung.milestone},
+                         {"bracket", b},
+                         {"cutoff", sign_ * cutoff},
+                         {"value", sign_ * value}});
+      }
     }
     Record({{"rec", {trial_id, b, r, value}}});
     return decision;

@@ -142,6 +142,7 @@ Decision HyperBandScheduler::ProcessBracket(size_t index, const std::string& cur
     good.assign(sorted.end() - long(keep), sorted.end());
   }
   for (const std::string& id : bad) {
+    ExplainDecision({{"bracket", index}, {"halving", b.halves}});
     if (id == current) {
       Record({{"del", id}});
       action = Decision::kStop;

@@ -13,6 +13,7 @@
 #include "proto/codec.hpp"
 #include "proto/control.hpp"
 #include "proto/events.hpp"
+#include "services/scheduler/dashboard_analysis.hpp"
 #include "services/scheduler/dashboard_assets.hpp"
 
 namespace tunebus::dashboard {
@@ -162,6 +163,11 @@ Result<json> DashboardServer::Call(M request) {
   return reply;
 }
 
+// The requests the other route files send (dashboard_analysis_routes.cpp).
+template Result<json> DashboardServer::Call(proto::GetExperiment);
+template Result<json> DashboardServer::Call(proto::ListTrials);
+template Result<json> DashboardServer::Call(proto::ListSchedulerDecisions);
+
 void DashboardServer::Relay(zmq::socket_t sub) {
   bool subscribed = false;
   while (!stopping_) {
@@ -262,7 +268,9 @@ void DashboardServer::AddRoutes() {
           }
         }
       }
-      rows.push_back(ExperimentRow(row, summary));
+      json shown = ExperimentRow(row, summary);
+      shown["progress"] = Progress(row, summary);
+      rows.push_back(std::move(shown));
     }
     SendJson(res, rows);
   });
@@ -334,6 +342,8 @@ void DashboardServer::AddRoutes() {
           curve["status"] = trial->value("status", std::string());
           SendJson(res, curve);
         });
+
+  AddAnalysisRoutes();
 
   s.Get("/events", [this](const httplib::Request&, httplib::Response& res) {
     if (++streams_ > kMaxStreams) {

@@ -24,6 +24,8 @@
 //                                              {total, offset, limit, sort, status, metric, mode,
 //                                               trials: [TrialRow]} (TrialQuery)
 //   GET /api/experiments/NAME/trials/ID/curve  CurveFromResultLines of the trial's result.json
+//   GET /api/experiments/NAME/{analysis,importance,searcher,decisions}
+//                                              the analysis panels' data (AddAnalysisRoutes)
 //   GET /events                                text/event-stream: "hello" once the stream is
 //                                              subscribed, then one event per scheduler event
 //                                              (EventData), "reset" when this stream fell more
@@ -54,6 +56,8 @@ class Server;
 }
 
 namespace tunebus::dashboard {
+
+struct AnalysisCache;  // dashboard_analysis_routes.cpp
 
 struct DashboardOptions {
   HttpAddress address;           // where to listen (port 0: any free port; port() names it)
@@ -92,6 +96,9 @@ class DashboardServer {
  private:
   DashboardServer(zmq::context_t& ctx, DashboardOptions options);
   void AddRoutes();
+  /// The analysis panels' routes (dashboard_analysis_routes.cpp): GET /api/experiments/NAME/
+  /// analysis, /importance, /searcher, /decisions.
+  void AddAnalysisRoutes();
   void Relay(zmq::socket_t sub);
 
   /// A control request on a pooled client: one is taken (or connected), used by this thread
@@ -122,6 +129,7 @@ class DashboardServer {
   std::condition_variable feed_cv_;
   std::deque<std::string> feed_;  // guarded by feed_mu_; frame i has sequence feed_first_ + i
   uint64_t feed_first_ = 0;       // guarded by feed_mu_
+  std::shared_ptr<AnalysisCache> analysis_cache_;  // the analysis routes' kept answers
 };
 
 }  // namespace tunebus::dashboard
