@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdlib>
 #include <limits>
 #include <map>
 #include <optional>
@@ -33,6 +34,15 @@ bool IsFiniteNumber(const json& v) {
   return v.is_number() && (!v.is_number_float() || std::isfinite(v.get<double>()));
 }
 
+// `v` to 6 significant digits (the answer stays small: "0.123457", not 17 digits); integers
+// and non-finite numbers as they are.
+json Compact(const json& v) {
+  if (!v.is_number_float()) return v;
+  const double d = v.get<double>();
+  if (!std::isfinite(d)) return v;
+  return std::strtod(fmt::format("{:.6g}", d).c_str(), nullptr);
+}
+
 double NumberOr(const json& object, const char* key, double fallback) {
   if (!object.is_object()) return fallback;
   auto it = object.find(key);
@@ -58,10 +68,10 @@ json AnalysisColumns(const json& trials, const std::string& metric, size_t max_p
       auto m = result.is_object() ? result.find(metric) : result.end();
       value.push_back(!metric.empty() && result.is_object() && m != result.end() &&
                               IsFiniteNumber(*m)
-                          ? *m
+                          ? Compact(*m)
                           : json(nullptr));
       iteration.push_back(t.value("training_iteration", int64_t(0)));
-      time.push_back(NumberOr(t, "time_total_s", 0));
+      time.push_back(Compact(NumberOr(t, "time_total_s", 0)));
       std::map<std::string, json> flat;
       Flatten(t.value("config", json::object()), "", flat);
       configs.push_back(std::move(flat));
@@ -105,7 +115,7 @@ json AnalysisColumns(const json& trials, const std::string& metric, size_t max_p
           values.push_back(nullptr);
           continue;
         }
-        values.push_back(it->second);
+        values.push_back(Compact(it->second));
         lo = std::min(lo, it->second.get<double>());
         hi = std::max(hi, it->second.get<double>());
       }

@@ -139,6 +139,14 @@ TEST(DashboardAnalysis, ColumnsHoldOneEntryPerTrialAndOnlyTheParametersThatVary)
   EXPECT_EQ(c["params"][2]["categories"], json({"adam", "sgd"}));
   EXPECT_EQ(c["params"][2]["values"], json({0, 1, 0}));
 
+  // Numbers travel with 6 significant digits.
+  const json rounded = AnalysisColumns(
+      json::array({TrialObject("a", "RUNNING", {{"lr", 0.123456789}}, {{"score", 2.0 / 3}}),
+                   TrialObject("b", "RUNNING", {{"lr", 1}}, {{"score", 1}})}),
+      "score");
+  EXPECT_EQ(rounded["value"][0].dump(), "0.666667");
+  EXPECT_EQ(rounded["params"][0]["values"].dump(), "[0.123457,1]");
+
   const json imp = ImportanceJson(c);
   EXPECT_EQ(imp["trials"], 2);
   EXPECT_EQ(imp["params"].size(), 3u);
