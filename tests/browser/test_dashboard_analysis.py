@@ -72,8 +72,12 @@ EXPERIMENT = textwrap.dedent("""\
     metric: score
     mode: max
     seed: 7
-    scheduler: {type: asha, time_attr: training_iteration, max_t: %(max_t)d, grace_period: 1,
-                reduction_factor: 2}
+    scheduler:
+      type: asha
+      time_attr: training_iteration
+      max_t: %(max_t)d
+      grace_period: 1
+      reduction_factor: 2
     resources_per_trial:
       cpu: 1
     max_concurrent_trials: 3
