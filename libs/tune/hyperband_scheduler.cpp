@@ -151,6 +151,8 @@ Decision HyperBandScheduler::ProcessBracket(size_t index, const std::string& cur
       if (trial_bracket_.contains(id)) Record({{"del", id}});
     }
   }
+  // The current trial's stop is noted after the others' (each StopTrial took its own detail).
+  if (action == Decision::kStop) ExplainDecision({{"bracket", index}, {"halving", b.halves}});
   for (const std::string& id : good) {
     if (!ContinueTrial(brackets_[index], id)) continue;  // too far ahead: waits for the next rung
     if (id == current) {
