@@ -252,6 +252,7 @@ def main():
             best_id, title, [round(x, 3) for x in xs], best["last_result"]["time_total_s"]))
         assert title == "time_total_s" and len(xs) == MAX_T and xs == sorted(xs), (title, xs)
         assert abs(xs[-1] - best["last_result"]["time_total_s"]) < 1e-6
+        driver.set_window_size(1400, 1500)  # the panels and the decisions in one picture
         driver.execute_script("document.getElementById('analysis').scrollIntoView();")
         driver.save_screenshot(os.path.join(shots, "experiment-analysis.png"))
         ok = True

@@ -29,6 +29,7 @@ const tunebusCharts = (() => {
   // "1 h 02 min", "3 min 05 s", "42 s".
   function duration(s) {
     if (s === null || s === undefined || !isFinite(s)) return '–';
+    if (s > 0 && s < 1) return '< 1 s';
     s = Math.max(0, Math.round(s));
     const h = Math.floor(s / 3600), m = Math.floor((s % 3600) / 60), sec = s % 60;
     if (h) return `${h} h ${String(m).padStart(2, '0')} min`;
