@@ -60,7 +60,9 @@ TEST(DashboardImportance, TheDrivingParameterRanksFirstWithMostOfTheImportance) 
 TEST(DashboardImportance, NoiseExplainsLittleOfAMetricItDoesNotMove) {
   const Synthetic s = Make(500, 7, 0.002);
   for (const auto& p : BinnedVarianceImportance(s.params, s.metric)) {
-    if (p.name != "x") EXPECT_LT(p.variance_explained, 0.05) << p.name;
+    if (p.name != "x") {
+      EXPECT_LT(p.variance_explained, 0.05) << p.name;
+    }
   }
 }
 
