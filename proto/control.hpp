@@ -226,6 +226,17 @@ struct GetExperiment {
   TUNEBUS_DEFINE_MAP(v, type, id, experiment)
 };
 
+/// The trial scheduler's decisions (for the dashboard, issue 35): body {"experiment" (journal
+/// name), "scheduler" (its name), "total", "dropped", "decisions": [{kind ("stop" | "pause" |
+/// "exploit"), trial_id, scheduler, training_iteration, time_total_s, at_s (seconds since the
+/// epoch), detail}]} oldest first (libs/tune/scheduler_decisions.hpp: in memory, the newest
+/// 2000, none for an experiment read from its journal). A read, like GetExperiment.
+struct ListSchedulerDecisions {
+  TUNEBUS_ENVELOPE("list_scheduler_decisions");
+  std::string experiment;  // see ListTrials
+  TUNEBUS_DEFINE_MAP(v, type, id, experiment)
+};
+
 /// Workers and resources as the resource-manager reports them. body: JSON array of nodes.
 struct ListWorkers {
   TUNEBUS_ENVELOPE("list_workers");

@@ -95,7 +95,10 @@ void AshaScheduler::OnTrialAdd(const Trial& trial) {
 Decision AshaScheduler::OnTrialResult(const Trial& trial, const TrainingResult& result) {
   const double t = result.Number(options_.time_attr).value_or(0.0);
   const double value = sign_ * result.Number(options_.metric).value_or(0.0);
-  if (options_.stop_last_trials && t >= options_.max_t) return Decision::kStop;
+  if (options_.stop_last_trials && t >= options_.max_t) {
+    ExplainDecision({{"max_t", options_.max_t}});
+    return Decision::kStop;
+  }
   return OnBracketResult(trial.trial_id, t, value);
 }
 
@@ -125,7 +128,13 @@ Decision AshaScheduler::OnBracketResult(const std::string& trial_id, double t, d
     if (!rung.sorted.empty()) {
       const double cutoff =
           PercentileOfSorted(rung.sorted, (1 - 1 / options_.reduction_factor) * 100);
-      if (value < cutoff) decision = Decision::kStop;
+      if (value < cutoff) {
+        decision = Decision::kStop;
+        ExplainDecision({{"rung", rung.milestone},
+                         {"bracket", b},
+                         {"cutoff", sign_ * cutoff},
+                         {"value", sign_ * value}});
+      }
     }
     Record({{"rec", {trial_id, b, r, value}}});
     return decision;

@@ -142,6 +142,7 @@ Decision HyperBandScheduler::ProcessBracket(size_t index, const std::string& cur
     good.assign(sorted.end() - long(keep), sorted.end());
   }
   for (const std::string& id : bad) {
+    ExplainDecision({{"bracket", index}, {"halving", brackets_[index].halves}});
     if (id == current) {
       Record({{"del", id}});
       action = Decision::kStop;
@@ -149,6 +150,10 @@ Decision HyperBandScheduler::ProcessBracket(size_t index, const std::string& cur
       (void)context_->StopTrial(id);  // PAUSED (or a RUNNING one past its milestone)
       if (trial_bracket_.contains(id)) Record({{"del", id}});
     }
+  }
+  // The current trial's stop is noted after the others' (each StopTrial took its own detail).
+  if (action == Decision::kStop) {
+    ExplainDecision({{"bracket", index}, {"halving", brackets_[index].halves}});
   }
   for (const std::string& id : good) {
     if (!ContinueTrial(brackets_[index], id)) continue;  // too far ahead: waits for the next rung

@@ -85,6 +85,7 @@ Decision MedianStoppingRule::OnTrialResult(const Trial& trial, const TrainingRes
   double best = self.results.front().second;
   for (const auto& [t, v] : self.results) best = std::max(best, v);
   if (best < median && time > options_.grace_period) {
+    ExplainDecision({{"median", median}, {"best", best}, {"time", time}});
     Record({{"stop", trial.trial_id}});
     if (options_.hard_stop) return Decision::kStop;
     Record({{"pause", {trial.trial_id, time}}});

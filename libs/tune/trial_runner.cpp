@@ -424,6 +424,7 @@ void TrialRunner::Decide(Trial& t, int64_t seq, TrainingResult metrics, bool use
     deciding_answer_ = answer;
     decision = scheduler_->OnTrialResult(t, metrics);
     deciding_answer_ = nullptr;
+    if (decision != Decision::kContinue) NoteDecision(t, DecisionName(decision));
   }
   in_result_ = -1;
   JournalSchedulerDelta();

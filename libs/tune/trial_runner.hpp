@@ -33,6 +33,7 @@
 #include "libs/core/status.hpp"
 #include "libs/core/trial.hpp"
 #include "libs/tune/driver_link.hpp"
+#include "libs/tune/scheduler_decisions.hpp"
 #include "libs/tune/searcher.hpp"
 #include "libs/tune/trial_executor.hpp"
 #include "libs/tune/trial_phases.hpp"
@@ -308,6 +309,9 @@ class TrialRunner final : public TrialSchedulerContext {
   /// What `tunectl status` shows of the searcher: Searcher::Describe().
   nlohmann::json SearcherDescription() const { return search_alg_->Describe(); }
   const Searcher& searcher() const { return *search_alg_; }
+  /// The trial scheduler's newest STOP / PAUSE decisions and PBT exploits, in memory only
+  /// (scheduler_decisions.hpp).
+  const SchedulerDecisionLog& scheduler_decisions() const { return decisions_; }
   std::map<std::string, Action> LastActions() const;
 
  private:
@@ -320,6 +324,9 @@ class TrialRunner final : public TrialSchedulerContext {
                                                                   int64_t attempt,
                                                                   int64_t training_iteration,
                                                                   std::string_view what);
+  /// Adds a `kind` decision of the trial scheduler on `t` (as it stands now) to decisions_,
+  /// with `detail`, else what the scheduler explained (TakeDecisionDetail).
+  void NoteDecision(const Trial& t, const char* kind, nlohmann::json detail = nullptr);
   /// Journals what the last trial scheduler callback changed (before any effect it causes).
   void JournalSchedulerDelta();
   /// Journals what the last searcher call changed (before any effect it causes).
@@ -442,6 +449,8 @@ class TrialRunner final : public TrialSchedulerContext {
   std::map<int64_t, Held> held_;                     // index -> result held for the driver
   std::map<int64_t, JournaledAnswer> journaled_answers_;  // index -> answer journaled, unused
   const DriverAnswer* deciding_answer_ = nullptr;         // the driver's answer for `in_result_`
+  SchedulerDecisionLog decisions_;
+  bool stopping_by_user_ = false;  // StopTrialByUser is running: its StopTrial is not logged
   double start_s_ = 0;
   ExperimentStatus status_ = ExperimentStatus::kRunning;
   std::string end_reason_;

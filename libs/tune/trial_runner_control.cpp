@@ -18,6 +18,7 @@ Status TrialRunner::StopTrial(const std::string& trial_id) {
   if (t->index == in_result_) {
     return Status::FailedPrecondition("a trial scheduler stops the trial it decides on with kStop");
   }
+  if (!stopping_by_user_) NoteDecision(*t, "stop");
   if (t->status == TrialStatus::kRunning) {
     scheduler_->OnTrialComplete(*t, TrainingResult::FromJson(t->LastResult()));
     JournalSchedulerDelta();
@@ -58,7 +59,10 @@ Result<std::string> TrialRunner::StopTrialByUser(const std::string& trial_id) {
                        TrialStatusName(t->status));
   }
   const TrialStatus was = t->status;
-  if (Status s = StopTrial(trial_id); !s.ok()) return s;
+  stopping_by_user_ = true;
+  const Status stopped = StopTrial(trial_id);
+  stopping_by_user_ = false;
+  if (!stopped.ok()) return stopped;
   return fmt::format("trial {} stopped (was {})", trial_id, TrialStatusName(was));
 }
 
@@ -197,6 +201,11 @@ Status TrialRunner::ExploitTrial(const std::string& trial_id, const std::string&
                              {"old_config", t->config},
                              {"new_config", new_config}}}};
   exploit_notes_[t->index] = change["pbt_exploit"];
+  NoteDecision(*t, "exploit",
+               {{"donor", donor_trial_id},
+                {"donor_iteration", donor->checkpoints.back().training_iteration},
+                {"old_config", t->config},
+                {"new_config", new_config}});
   t->config = std::move(new_config);
   t->restore_checkpoint = donor->checkpoints.back();
   // Its own checkpoints, and those its attempt was still asked for, hold the old config.
@@ -440,6 +449,19 @@ std::map<TrialStatus, int64_t> TrialRunner::CountByStatus() const {
   std::map<TrialStatus, int64_t> counts;
   for (const Trial& t : trials_) counts[t.status]++;
   return counts;
+}
+
+void TrialRunner::NoteDecision(const Trial& t, const char* kind, nlohmann::json detail) {
+  nlohmann::json said = scheduler_->TakeDecisionDetail();
+  SchedulerDecision d;
+  d.kind = kind;
+  d.trial_id = t.trial_id;
+  d.scheduler = scheduler_->name();
+  d.training_iteration = t.training_iteration;
+  d.time_total_s = t.time_total_s;
+  d.at_s = clock_.WallSeconds();
+  d.detail = detail.is_null() ? std::move(said) : std::move(detail);
+  decisions_.Add(std::move(d));
 }
 
 }  // namespace tunebus

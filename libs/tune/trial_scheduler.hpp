@@ -9,6 +9,7 @@
 #include <optional>
 #include <set>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "libs/core/status.hpp"
@@ -108,6 +109,9 @@ class TrialScheduler {
   /// FIFOScheduler.choose_trial_to_run falls back to PAUSED trials when none is PENDING; the
   /// runner asks this when nothing is PENDING and unpauses the trial it names.
   virtual std::optional<std::string> ChoosePausedTrialToRun() { return std::nullopt; }
+  /// What the scheduler said of its newest STOP or PAUSE (ExplainDecision), then null until it
+  /// explains another: the runner takes it for the decision log (scheduler_decisions.hpp).
+  nlohmann::json TakeDecisionDetail() { return std::exchange(decision_detail_, nullptr); }
 
   // ---- journaling (DESIGN.md "Journal and recovery") ---------------------------------------
   // A scheduler's state is journaled as deltas: every callback that changes it leaves a delta
@@ -133,6 +137,9 @@ class TrialScheduler {
   }
 
  protected:
+  /// Notes why the decision being returned (or the StopTrial about to be called) was made, e.g.
+  /// {"rung": 4, "cutoff": 0.61}; shown by the dashboard, not journaled.
+  void ExplainDecision(nlohmann::json detail) { decision_detail_ = std::move(detail); }
   /// Strict metric checking shared by the schedulers: Ok if `result` has a number under each
   /// of `keys`, else InvalidArgument "result has no '<key>' (needed by the <name> scheduler
   /// as its <role>); its keys: ...".
@@ -141,6 +148,9 @@ class TrialScheduler {
       std::initializer_list<std::pair<const char*, std::string>> role_and_key) const;
 
   TrialSchedulerContext* context_ = nullptr;
+
+ private:
+  nlohmann::json decision_detail_;
 };
 
 /// A trial scheduler journaled as events (journaled.hpp).

@@ -150,6 +150,7 @@ void Scheduler::AddControlHandlers() {
       .On(proto::ListTrials::kType, this, &Scheduler::HandleListTrials)
       .On(proto::ShowTrial::kType, this, &Scheduler::HandleShowTrial)
       .On(proto::GetExperiment::kType, this, &Scheduler::HandleGetExperiment)
+      .On(proto::ListSchedulerDecisions::kType, this, &Scheduler::HandleListSchedulerDecisions)
       .On(proto::ListWorkers::kType, this, &Scheduler::HandleListWorkers)
       .On(proto::ListExperiments::kType, this, &Scheduler::HandleListExperiments)
       .On(proto::FetchCheckpoint::kType, this, &Scheduler::HandleFetchCheckpoint)

@@ -14,6 +14,7 @@
 #include "proto/control.hpp"
 #include "proto/dashboard.hpp"
 #include "proto/events.hpp"
+#include "services/scheduler/dashboard_analysis.hpp"
 #include "services/scheduler/dashboard_assets.hpp"
 #include "services/scheduler/dashboard_http.hpp"
 
@@ -165,6 +166,10 @@ void DashboardServer::ReturnClient(ControlClient client) {
 // The sign-in and control routes' requests (dashboard_control.cpp).
 template Result<json> DashboardServer::Call(proto::VerifyDashboardToken);
 template Result<json> DashboardServer::Call(proto::DashboardAction);
+// The analysis routes' requests (dashboard_analysis_routes.cpp).
+template Result<json> DashboardServer::Call(proto::GetExperiment);
+template Result<json> DashboardServer::Call(proto::ListTrials);
+template Result<json> DashboardServer::Call(proto::ListSchedulerDecisions);
 
 void DashboardServer::Relay(zmq::socket_t sub) {
   bool subscribed = false;
@@ -266,7 +271,9 @@ void DashboardServer::AddRoutes() {
           }
         }
       }
-      rows.push_back(ExperimentRow(row, summary));
+      json shown = ExperimentRow(row, summary);
+      shown["progress"] = Progress(row, summary);
+      rows.push_back(std::move(shown));
     }
     SendJson(res, rows);
   });
@@ -338,6 +345,8 @@ void DashboardServer::AddRoutes() {
           curve["status"] = trial->value("status", std::string());
           SendJson(res, curve);
         });
+
+  AddAnalysisRoutes();
 
   s.Get("/events", [this](const httplib::Request&, httplib::Response& res) {
     if (++streams_ > kMaxStreams) {

@@ -28,6 +28,8 @@
 //                                              the trial page and its routes (AddTrialRoutes,
 //                                              dashboard_trial.cpp)
 //   /login, /logout, /api/session, /api/actions and the control POSTs: dashboard_control.cpp
+//   GET /api/experiments/NAME/{analysis,importance,searcher,decisions}
+//                                              the analysis panels' data (AddAnalysisRoutes)
 //   GET /events                                text/event-stream: "hello" once the stream is
 //                                              subscribed, then one event per scheduler event
 //                                              (EventData), "reset" when this stream fell more
@@ -59,6 +61,8 @@ class Server;
 }
 
 namespace tunebus::dashboard {
+
+struct AnalysisCache;  // dashboard_analysis_routes.cpp
 
 struct DashboardOptions {
   HttpAddress address;           // where to listen (port 0: any free port; port() names it)
@@ -102,6 +106,9 @@ class DashboardServer {
   /// Sign-in, sign-out and the control POSTs (dashboard_control.cpp, docs/dashboard.md
   /// "Control").
   void AddControlRoutes();
+  /// The analysis panels' routes (dashboard_analysis_routes.cpp): GET /api/experiments/NAME/
+  /// analysis, /importance, /searcher, /decisions.
+  void AddAnalysisRoutes();
   void Relay(zmq::socket_t sub);
 
   /// A control request on a pooled client: one is taken (or connected), used by this thread
@@ -149,6 +156,7 @@ class DashboardServer {
   uint64_t feed_first_ = 0;       // guarded by feed_mu_
   SessionTable sessions_;         // signed-in browsers (dashboard_control.cpp)
   ActionLog actions_;             // the actions taken in the pages
+  std::shared_ptr<AnalysisCache> analysis_cache_;  // the analysis routes' kept answers
 };
 
 }  // namespace tunebus::dashboard

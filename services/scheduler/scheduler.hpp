@@ -169,6 +169,8 @@ class Scheduler {
   Status HandleStopTrial(bus::Incoming& in, const proto::Decoded& d);
   Status HandleStopExperiment(bus::Incoming& in, const proto::Decoded& d);
   Status HandleGetExperiment(bus::Incoming& in, const proto::Decoded& d);
+  /// ListSchedulerDecisions (analysis_handlers.cpp).
+  Status HandleListSchedulerDecisions(bus::Incoming& in, const proto::Decoded& d);
   Status HandleListWorkers(bus::Incoming& in, const proto::Decoded& d);
   Status HandleResumeExperiment(bus::Incoming& in, const proto::Decoded& d);
   Status HandleListExperiments(bus::Incoming& in, const proto::Decoded& d);

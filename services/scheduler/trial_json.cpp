@@ -35,6 +35,8 @@ json ExperimentToJson(const std::string& name, const TrialRunner& runner,
                   {"best", best ? TrialToJson(*best, experiment_dir) : json(nullptr)},
                   {"searcher", runner.SearcherDescription()},
                   {"elapsed_s", elapsed_s}};
+  // The wall-time budget (Ray Tune's time_budget_s), seconds, for the dashboard's progress.
+  if (runner.options().time_budget_s) summary["time_budget_s"] = *runner.options().time_budget_s;
   // The driver link's state (proto/PROTOCOL.md section 7b), for an experiment that has one.
   if (json driver = runner.DriverDescription(); !driver.is_null()) summary["driver"] = driver;
   return summary;

@@ -53,6 +53,38 @@ TEST_F(AshaSchedulerTest, TrialsBelowTheRungQuantileStopAndTheRestRunToMaxT) {
   ExpectDeltasRebuildState("asha", kAsha, "acc", "max");
 }
 
+TEST_F(AshaSchedulerTest, TheDecisionLogListsEachStopWithItsRungAndNotAUsersStop) {
+  // The scenario above: t2 stops at rung 1, t3 at rung 3, t0 at max_t; t1 is stopped by the
+  // user (tunectl stop), which is not the scheduler's decision.
+  StartScheduled("asha", kAsha, 4);
+  Decide(0, 1, 0.5);
+  Decide(1, 1, 0.9);
+  Decide(2, 1, 0.1);
+  Decide(3, 1, 0.8);
+  for (int i : {0, 1, 3}) Decide(i, 2, 0.5);
+  Decide(0, 3, 0.6);
+  Decide(1, 3, 0.95);
+  Decide(3, 3, 0.7);
+  ASSERT_TRUE(runner_->StopTrialByUser(Id(1)).ok());
+  for (int64_t it = 4; it <= 9; ++it) Decide(0, it, 0.6);
+  const json log = runner_->scheduler_decisions().ToJson();
+  ASSERT_EQ(log["total"], 3) << log.dump();
+  const json& d = log["decisions"];
+  EXPECT_EQ(d[0]["trial_id"], Id(2));
+  EXPECT_EQ(d[0]["kind"], "stop");
+  EXPECT_EQ(d[0]["scheduler"], "asha");
+  EXPECT_EQ(d[0]["training_iteration"], 1);
+  EXPECT_EQ(d[0]["detail"]["rung"], 1.0);
+  EXPECT_NEAR(d[0]["detail"]["cutoff"].get<double>(), 0.5 + 0.4 * 2 / 3, 1e-9);
+  EXPECT_EQ(d[0]["detail"]["value"], 0.1);
+  EXPECT_EQ(d[1]["trial_id"], Id(3));
+  EXPECT_EQ(d[1]["training_iteration"], 3);
+  EXPECT_EQ(d[1]["detail"]["rung"], 3.0);
+  EXPECT_EQ(d[2]["trial_id"], Id(0));
+  EXPECT_EQ(d[2]["training_iteration"], 9);
+  EXPECT_EQ(d[2]["detail"], json({{"max_t", 9.0}}));
+}
+
 TEST_F(AshaSchedulerTest, AReplayedRecordReplacesItsValueInTheRungCutoff) {
   // A rung's cutoff comes from its values kept sorted; a "rec" replayed for a trial the rung
   // already holds replaces that trial's value instead of adding a second one.

@@ -88,6 +88,14 @@ TEST_F(PbtSchedulerTest, BottomQuantileExploitsTheTopTrialsCheckpointWithAnExplo
   EXPECT_TRUE(layers == 1 || layers == 4) << layers;
   ASSERT_EQ(obs_.updates.size(), 1u);
   EXPECT_EQ(obs_.updates[0]["pbt_exploit"].value("donor", ""), Id(0));
+  // The decision log has the exploit: target, source, the source's checkpoint iteration.
+  const json log = runner_->scheduler_decisions().ToJson();
+  ASSERT_EQ(log["total"], 1) << log.dump();
+  EXPECT_EQ(log["decisions"][0]["kind"], "exploit");
+  EXPECT_EQ(log["decisions"][0]["trial_id"], Id(3));
+  EXPECT_EQ(log["decisions"][0]["scheduler"], "pbt");
+  EXPECT_EQ(log["decisions"][0]["detail"]["donor"], Id(0));
+  EXPECT_EQ(log["decisions"][0]["detail"]["donor_iteration"], 4);
 
   // It runs again from iteration 4 and its next result carries the exploit.
   runner_->Step();

@@ -63,17 +63,24 @@ function throttle(fn, ms) {
 function connectEvents(onEvent, onHello) {
   const es = new EventSource('/events');
   const live = $('live');
+  // charts.js (the analysis panels) listens to the same stream through document events.
+  const relay = (kind, data) => document.dispatchEvent(new CustomEvent('tunebus:event', { detail: { kind, data } }));
   es.addEventListener('hello', () => {
     live.textContent = 'live';
     live.className = 'live on';
     onHello();
+    relay('hello', {});
   });
   es.onerror = () => {
     live.textContent = 'reconnecting…';
     live.className = 'live off';
   };
   for (const kind of EVENT_KINDS) {
-    es.addEventListener(kind, (m) => onEvent(kind, JSON.parse(m.data)));
+    es.addEventListener(kind, (m) => {
+      const data = JSON.parse(m.data);
+      onEvent(kind, data);
+      relay(kind, data);
+    });
   }
   return es;
 }
@@ -98,6 +105,7 @@ function experimentsPage() {
           el('td', { class: 'note' }, x.journal),
           el('td', {}, statusCell(x.status)),
           el('td', { class: 'num' }, `${finished}/${x.total}`),
+          el('td', { class: 'progress-cell' }, typeof tunebusCharts === 'undefined' ? '' : tunebusCharts.progress(x.progress)),
           el('td', { class: 'counts' }, countsText(x.counts)),
           el('td', { class: 'num best' },
             x.best_metric === null ? '–' : `${fmt(x.best_metric)} (${x.metric}, ${x.mode})`),
@@ -144,16 +152,20 @@ function experimentPage() {
 
   const drawChart = () => {
     if (!chartsAvailable) return;
+    // x: training_iteration, or time_total_s (the toggle); points keep both (x and t).
+    const xKey = $('curve-x') ? $('curve-x').value : 'training_iteration';
+    const byTime = xKey === 'time_total_s';
     const datasets = [...state.selected].map((id, i) => ({
       label: id,
-      data: state.curves.get(id) || [],
+      data: (state.curves.get(id) || []).filter((p) => !byTime || typeof p.t === 'number')
+        .map((p) => (byTime ? { x: p.t, y: p.y } : p)),
       borderColor: PALETTE[i % PALETTE.length],
       backgroundColor: PALETTE[i % PALETTE.length],
       borderWidth: 2,
       pointRadius: 2,
       fill: false,
     }));
-    $('chart-metric').textContent = `${metric()} vs training_iteration`;
+    $('chart-metric').textContent = `${metric()} vs ${xKey}`;
     if (!state.chart) {
       state.chart = new Chart($('curve'), {
         type: 'line',
@@ -163,7 +175,7 @@ function experimentPage() {
           maintainAspectRatio: false,
           parsing: false,
           scales: {
-            x: { type: 'linear', title: { display: true, text: 'training_iteration' } },
+            x: { type: 'linear', title: { display: true, text: xKey } },
             y: { type: 'linear', title: { display: true, text: metric() } },
           },
         },
@@ -171,6 +183,7 @@ function experimentPage() {
     } else {
       state.chart.data.datasets = datasets;
       state.chart.options.scales.y.title.text = metric();
+      state.chart.options.scales.x.title.text = xKey;
       state.chart.update('none');
     }
     $('chart-note').textContent = state.selected.size ? '' : 'Tick trials in the table to draw their curves.';
@@ -182,7 +195,7 @@ function experimentPage() {
       const m = metric();
       const points = curve.points
         .filter((p) => typeof p.training_iteration === 'number' && typeof p[m] === 'number')
-        .map((p) => ({ x: p.training_iteration, y: p[m] }));
+        .map((p) => ({ x: p.training_iteration, y: p[m], t: p.time_total_s }));
       // Points the event stream added meanwhile are newer than the file may hold yet.
       const live = (state.curves.get(id) || []).filter((p) => !points.length || p.x > points[points.length - 1].x);
       state.curves.set(id, points.concat(live));
@@ -322,7 +335,7 @@ function experimentPage() {
       const x = r.training_iteration, y = r[metric()];
       const points = state.curves.get(t.trial_id) || [];
       if (typeof x === 'number' && typeof y === 'number' && (!points.length || x > points[points.length - 1].x)) {
-        points.push({ x, y });
+        points.push({ x, y, t: r.time_total_s });
         state.curves.set(t.trial_id, points);
         drawChart();
       }
@@ -336,6 +349,7 @@ function experimentPage() {
     reloadAll();
   }, () => reloadAll());
 
+  if ($('curve-x')) $('curve-x').addEventListener('change', drawChart);
   $('status-filter').addEventListener('change', (e) => {
     state.query.status = e.target.value;
     state.query.offset = 0;
