@@ -26,6 +26,7 @@
 
 #include "proto/dashboard.hpp"
 #include "services/scheduler/dashboard_assets.hpp"
+#include "services/scheduler/dashboard_http.hpp"
 #include "services/scheduler/dashboard_server.hpp"
 
 namespace tunebus::dashboard {
@@ -41,23 +42,6 @@ int64_t NowUnix() {
       .count();
 }
 
-int StatusOf(const Status& s) {
-  switch (s.code()) {
-    case StatusCode::kInvalidArgument:
-      return 400;
-    case StatusCode::kForbidden:
-      return 403;
-    case StatusCode::kNotFound:
-      return 404;
-    case StatusCode::kFailedPrecondition:
-      return 409;
-    case StatusCode::kUnavailable:
-      return 503;
-    default:
-      return 500;
-  }
-}
-
 void Reply(httplib::Response& res, int status, const json& body) {
   res.status = status;
   res.set_header("Cache-Control", "no-store");
@@ -71,7 +55,7 @@ PostHeaders HeadersOf(const httplib::Request& req) {
 
 // A short page for a refused sign-in (the browser came from a link, not from the page's script).
 void RefusedPage(httplib::Response& res, const Status& s) {
-  res.status = StatusOf(s);
+  res.status = HttpStatusOf(s);
   res.set_header("Cache-Control", "no-store");
   std::string escaped;
   for (char c : s.message()) {
@@ -216,7 +200,7 @@ void DashboardServer::AddControlRoutes() {
     }
     actions_.Add(entry);
     if (!reply.ok()) {
-      return Reply(res, StatusOf(reply.status()),
+      return Reply(res, HttpStatusOf(reply.status()),
                    {{"error", reply.status().message()}, {"entry", entry}});
     }
     Reply(res, 200, {{"ok", true}, {"entry", entry}, {"body", *reply}});

@@ -15,8 +15,8 @@ struct Response;
 
 namespace tunebus::dashboard {
 
-/// The HTTP status of an error: 400 InvalidArgument, 403 Forbidden, 404 NotFound, 503
-/// Unavailable, else 500.
+/// The HTTP status of an error: 400 InvalidArgument, 403 Forbidden, 404 NotFound, 409
+/// FailedPrecondition (e.g. resuming a finished experiment), 503 Unavailable, else 500.
 int HttpStatusOf(const Status& s);
 
 /// `body` as application/json, not cached (invalid UTF-8 replaced by U+FFFD).

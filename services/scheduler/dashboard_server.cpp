@@ -39,6 +39,8 @@ int HttpStatusOf(const Status& s) {
       return 403;
     case StatusCode::kNotFound:
       return 404;
+    case StatusCode::kFailedPrecondition:
+      return 409;
     case StatusCode::kUnavailable:
       return 503;
     default:

@@ -13,7 +13,7 @@
 //                                   frame kept in a bounded in-memory feed the /events streams
 //                                   read
 //
-// Routes (JSON errors are {"error": message} with 400, 403, 404, 503 or 500):
+// Routes (JSON errors are {"error": message} with 400, 403, 404, 409, 503 or 500):
 //   GET /                                      the experiments page
 //   GET /experiments/NAME                      one experiment's page (NAME or journal name)
 //   GET /static/FILE                           embedded assets (dashboard_assets.hpp)
