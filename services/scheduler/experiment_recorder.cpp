@@ -170,11 +170,11 @@ void ExperimentRecorder::WriteErrorFile(const Trial& t, const std::string& text)
 
 void ExperimentRecorder::WriteStateFile() {
   state_text_.clear();
-  while (!StepStateFile(std::numeric_limits<size_t>::max())) {
-  }
+  size_t unbounded = std::numeric_limits<size_t>::max();
+  StepStateFile(unbounded);
 }
 
-bool ExperimentRecorder::StepStateFile(size_t max_trials) {
+bool ExperimentRecorder::StepStateFile(size_t& budget) {
   FlushFiles();
   if (runner_ == nullptr) return true;
   if (state_text_.empty()) {
@@ -190,7 +190,7 @@ bool ExperimentRecorder::StepStateFile(size_t max_trials) {
     state_next_trial_ = 0;
   }
   const std::vector<Trial>& trials = runner_->trials();
-  for (size_t n = 0; n < max_trials && state_next_trial_ < trials.size(); ++n) {
+  for (; budget > 0 && state_next_trial_ < trials.size(); --budget) {
     state_text_ += state_next_trial_ == 0 ? "\n  " : ",\n  ";
     AppendTrialJson(trials[state_next_trial_++], experiment_dir_, state_text_);
   }

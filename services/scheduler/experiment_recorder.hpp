@@ -80,13 +80,13 @@ class ExperimentRecorder final : public RunnerObserver {
   /// the write and its fsync happen on the writer thread (ResultFiles::ReplaceFile).
   void WriteStateFile();
   /// WriteStateFile in slices, for the periodic write while trials run: each call appends up to
-  /// `max_trials` trials to the text in progress (a new text starts, with the summary as of that
-  /// call, when none is in progress) and, once every trial is in, hands it to the writer as
-  /// WriteStateFile does and returns true. Each trial is written as it was at the call that
-  /// wrote it. The loop's cost per call is O(max_trials), never O(trials): at 8,000 trials a
-  /// whole text took it ~18 ms at once (docs/performance.md "Cluster scale"). WriteStateFile
-  /// drops a text in progress.
-  bool StepStateFile(size_t max_trials);
+  /// `budget` trials to the text in progress, taking them off `budget` (a new text starts, with
+  /// the summary as of that call, when none is in progress) and, once every trial is in, hands
+  /// it to the writer as WriteStateFile does and returns true. Each trial is written as it was
+  /// at the call that wrote it. The loop's cost per call is O(budget), never O(trials): at 8,000
+  /// trials a whole text took it ~18 ms at once (docs/performance.md "Cluster scale").
+  /// WriteStateFile drops a text in progress.
+  bool StepStateFile(size_t& budget);
   const std::string& experiment_dir() const { return experiment_dir_; }
   /// The result file writer (ResultFilesRepair stages the rows a resume completes on it).
   ResultFiles& files() { return files_; }

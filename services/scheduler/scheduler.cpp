@@ -290,15 +290,21 @@ void Scheduler::AfterRound() {
   outbox_->Flush();
   // experiment_state.json of each unfinished experiment, every state_file_interval_ms or 20
   // times what building it cost the loop (at most 5% of its time, as Ray Tune's "auto"
-  // checkpoint period), built kStateFileTrialsPerRound trials a round.
+  // checkpoint period), built kStateFileTrialsPerRound trials a round across the experiments.
   const SteadyTime now = clock_.Now();
   if (state_file_pass_ || now >= next_state_file_) {
-    if (!state_file_pass_) state_file_pass_ = StateFilePass{now, {}};
-    bool done = true;
-    for (Experiment* e : Unfinished())
-      done &= e->recorder().StepStateFile(kStateFileTrialsPerRound);
+    if (!state_file_pass_) state_file_pass_ = StateFilePass{now, {}, Unfinished()};
+    std::vector<Experiment*>& waiting = state_file_pass_->waiting;
+    size_t budget = kStateFileTrialsPerRound;
+    while (!waiting.empty() && budget > 0) {
+      // One that ended meanwhile wrote its file at its end (WriteStateFile).
+      if (waiting.front()->phase() == Experiment::Phase::kEnded ||
+          waiting.front()->recorder().StepStateFile(budget)) {
+        waiting.erase(waiting.begin());
+      }
+    }
     state_file_pass_->cost += clock_.Now() - now;
-    if (done) {
+    if (waiting.empty()) {
       next_state_file_ =
           state_file_pass_->started +
           std::max<SteadyTime::duration>(bus::Duration{options_.state_file_interval_ms},

@@ -359,10 +359,12 @@ class Scheduler {
   Resources cluster_capacity_;  // alive workers' capacity, as the resource-manager last said
   SteadyTime last_accrual_{};   // the previous AccrueAttainedService
   SteadyTime next_state_file_;
-  /// The state files' pass in progress: when it started and what its rounds cost the loop.
+  /// The state files' pass in progress: when it started, what its rounds cost the loop, and
+  /// the experiments whose file it has not written yet (the first one's text in progress).
   struct StateFilePass {
     SteadyTime started;
     SteadyTime::duration cost{};
+    std::vector<Experiment*> waiting;
   };
   std::optional<StateFilePass> state_file_pass_;
   static constexpr size_t kStateFileTrialsPerRound = 256;
