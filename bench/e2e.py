@@ -86,14 +86,14 @@ class Cluster:
     the kernel picks, learned from each service's --ready-file) or "curve" (tcp as above, every
     process with --keys-dir `keys`, and this client a CURVE client with the tunectl key)."""
 
-    def __init__(self, bindir, workers, cpus_per_worker, transport="ipc", keys=None):
+    def __init__(self, bindir, workers, cpus_per_worker, transport="ipc", keys=None, scheduler_args=()):
         self.tmp = tempfile.mkdtemp(prefix="tunebus-bench-")
         self.procs = []
         logs = os.path.join(self.tmp, "logs")
         os.makedirs(logs)
         tcp = transport in ("tcp", "curve")
         security = ["--keys-dir", keys] if transport == "curve" else []
-        endpoints = {}  # name -> endpoint, once bound
+        endpoints = self.endpoints = {}  # name -> endpoint, once bound (tcp)
 
         def ep(name):
             if not tcp:
@@ -142,8 +142,9 @@ class Cluster:
         bound("store", "rm", "rm-events")
         self.scheduler = start("scheduler", ["scheduler", "--control", ep("control"), "--workers", ep("workers"),
                                              "--events", ep("events"), "--rm", ep("rm"), "--rm-events", ep("rm-events"),
-                                             "--store", ep("store")],
-                               {"control": "control", "workers": "workers", "events": "events"})
+                                             "--store", ep("store")] + list(scheduler_args),
+                               {"control": "control", "workers": "workers", "events": "events",
+                                **({"http": "http"} if "--http" in scheduler_args else {})})
         bound("workers", "control")
         self.control = ep("control")
         for i in range(workers):

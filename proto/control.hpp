@@ -62,11 +62,15 @@ struct WorkingDirPut {
 struct ListTrials {
   TUNEBUS_ENVELOPE("list_trials");
   std::string status;  // filter by status name, "" = all
-  int64_t offset = 0;  // skip this many (matching) trials, in creation order
+  int64_t offset = 0;  // skip this many (matching) trials, in `sort` order
   int64_t limit =
       0;  // at most this many; 0 = all (a page keeps the reply small at 10,000s of trials)
   std::string experiment;  // see above
-  TUNEBUS_DEFINE_MAP(v, type, id, status, offset, limit, experiment)
+  /// The order (since v1.9; absent = ""): "" = creation order; else trial_id, status,
+  /// training_iteration, time_total_s, metric, config.NAME or result.NAME, "-KEY" descending;
+  /// trials without the key last (services/scheduler/trial_page.hpp). Errors: invalid_argument.
+  std::string sort;
+  TUNEBUS_DEFINE_MAP(v, type, id, status, offset, limit, experiment, sort)
 };
 
 /// One trial. body: the trial object.

@@ -24,6 +24,7 @@
 #include "services/scheduler/journal_reader.hpp"
 #include "services/scheduler/scheduler.hpp"
 #include "services/scheduler/trial_json.hpp"
+#include "services/scheduler/trial_page.hpp"
 
 namespace tunebus {
 
@@ -273,15 +274,30 @@ Status Scheduler::HandleListTrials(bus::Incoming& in, const proto::Decoded& d) {
   if (msg->offset < 0 || msg->limit < 0) {
     return Status::InvalidArgument("offset and limit must be >= 0");
   }
+  std::optional<TrialSort> sort;
+  if (!msg->sort.empty()) {
+    auto parsed = ParseTrialSort(msg->sort);
+    if (!parsed.ok()) return parsed.status();
+    sort = std::move(*parsed);
+  }
   AnswerRead(in, d, msg->experiment,
-             [msg = *msg, filter](Result<Experiment*> found) -> Result<json> {
+             [msg = *msg, filter, sort](Result<Experiment*> found) -> Result<json> {
                json body = json::array();
                // No experiment at all: an empty list, unless one was named.
                if (!found.ok() &&
                    (!msg.experiment.empty() || found.status().code() != StatusCode::kNotFound)) {
                  return found.status();
                }
-               if (Experiment* e = found.ok() ? *found : nullptr) {
+               Experiment* e = found.ok() ? *found : nullptr;
+               if (e != nullptr && sort) {
+                 // Only the page's trials become JSON (trial_page.hpp).
+                 const std::vector<Trial>& trials = e->runner().trials();
+                 for (size_t i : TrialPageIndices(trials, filter, *sort, msg.offset, msg.limit)) {
+                   body.push_back(TrialToJson(trials[i], e->experiment_dir()));
+                   if (e->runner().IsPausing(trials[i])) body.back()["pausing"] = true;
+                   MarkNotDurable(*e, trials[i], body.back());
+                 }
+               } else if (e != nullptr) {
                  int64_t skip = msg.offset;
                  for (const Trial& t : e->runner().trials()) {
                    if (filter && t.status != *filter) continue;

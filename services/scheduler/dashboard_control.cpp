@@ -44,8 +44,7 @@ int64_t NowUnix() {
 
 void Reply(httplib::Response& res, int status, const json& body) {
   res.status = status;
-  res.set_header("Cache-Control", "no-store");
-  res.set_content(body.dump(-1, ' ', false, json::error_handler_t::replace), "application/json");
+  SendJson(res, body);
 }
 
 PostHeaders HeadersOf(const httplib::Request& req) {

@@ -4,6 +4,7 @@
 #include <httplib.h>
 #include <spdlog/spdlog.h>
 
+#include <algorithm>
 #include <cstdlib>
 #include <fstream>
 #include <optional>
@@ -16,6 +17,7 @@
 #include "proto/events.hpp"
 #include "services/scheduler/dashboard_analysis.hpp"
 #include "services/scheduler/dashboard_assets.hpp"
+#include "services/scheduler/dashboard_body.hpp"
 #include "services/scheduler/dashboard_http.hpp"
 
 namespace tunebus::dashboard {
@@ -50,7 +52,7 @@ int HttpStatusOf(const Status& s) {
 
 void SendJson(httplib::Response& res, const json& body) {
   res.set_header("Cache-Control", "no-store");
-  res.set_content(body.dump(-1, ' ', false, json::error_handler_t::replace), "application/json");
+  SetBody(res, body.dump(-1, ' ', false, json::error_handler_t::replace), "application/json");
 }
 
 void SendError(httplib::Response& res, const Status& s) {
@@ -70,10 +72,10 @@ void SendAsset(httplib::Response& res, std::string_view name) {
   const std::string_view* body = FindAsset(name);
   if (body == nullptr) {
     res.status = 404;
-    return res.set_content(fmt::format("{} is not in this build\n", name), "text/plain");
+    return SetBody(res, fmt::format("{} is not in this build\n", name), "text/plain");
   }
   res.set_header("Cache-Control", "no-cache");
-  res.set_content(body->data(), body->size(), std::string(ContentTypeOf(name)));
+  SetStaticBody(res, *body, ContentTypeOf(name));
 }
 
 namespace {
@@ -85,8 +87,13 @@ Result<std::string> ReadResultFile(const json& trial) {
   const std::string path = dir + "/result.json";
   std::ifstream in(path, std::ios::binary);
   if (!in) return std::string();  // no result yet
-  std::string text(size_t(kMaxResultFileBytes), '\0');
-  in.read(text.data(), kMaxResultFileBytes);
+  // Its size now (the writer may append meanwhile): a buffer of the limit would cost a 64 MiB
+  // fill per curve.
+  in.seekg(0, std::ios::end);
+  const std::streamsize size = std::min<std::streamsize>(in.tellg(), kMaxResultFileBytes);
+  in.seekg(0, std::ios::beg);
+  std::string text(size_t(std::max<std::streamsize>(size, 0)), '\0');
+  in.read(text.data(), std::streamsize(text.size()));
   text.resize(size_t(in.gcount()));
   return text;
 }
@@ -309,23 +316,16 @@ void DashboardServer::AddRoutes() {
           proto::ListTrials list;
           list.experiment = summary->value("journal", experiment);
           list.status = query->status;
-          json page;
-          if (query->sort.empty()) {
-            // Creation order: the control socket cuts the page itself.
-            list.offset = query->offset;
-            list.limit = query->limit;
-            auto trials = Call(list);
-            if (!trials.ok()) return SendError(res, trials.status());
-            const json& counts = summary->value("counts", json::object());
-            const int64_t total = query->status.empty() ? summary->value("created", int64_t(0))
-                                                        : counts.value(query->status, int64_t(0));
-            page = PassThroughPage(*trials, total, *query);
-          } else {
-            // Another order: every matching trial, sorted here (off the scheduler's loop).
-            auto trials = Call(list);
-            if (!trials.ok()) return SendError(res, trials.status());
-            page = SortedPage(*trials, *query, metric);
-          }
+          // The control socket sorts and cuts the page itself: only its rows move.
+          list.sort = query->sort;
+          list.offset = query->offset;
+          list.limit = query->limit;
+          auto trials = Call(list);
+          if (!trials.ok()) return SendError(res, trials.status());
+          const json& counts = summary->value("counts", json::object());
+          const int64_t total = query->status.empty() ? summary->value("created", int64_t(0))
+                                                      : counts.value(query->status, int64_t(0));
+          json page = PassThroughPage(*trials, total, *query);
           page["metric"] = metric;
           page["mode"] = summary->value("mode", std::string());
           page["experiment"] = summary->value("name", experiment);

@@ -50,18 +50,21 @@ Result<TrialQuery> CheckTrialQuery(TrialQuery query);
 nlohmann::json TrialRow(const nlohmann::json& trial);
 
 /// Sorts `rows` (TrialRow shapes) by query.sort, stably; `metric` names the experiment's metric
-/// for the key "metric". Numbers compare as numbers, strings as strings; a row whose value is
-/// missing, null or of the other kind sorts after the others in both directions.
+/// for the key "metric". The scheduler cuts the table's pages itself in this order
+/// (services/scheduler/trial_page.hpp, tested against this function). Numbers compare as numbers,
+/// strings as strings; a row whose value is missing, null or of the other kind sorts after the
+/// others in both directions.
 void SortRows(std::vector<nlohmann::json>& rows, std::string_view sort, const std::string& metric);
 
 /// {"total": rows.size(), "offset", "limit", "sort", "status", "trials": the page} of `trials`
 /// (a JSON array of trial objects, already filtered by status): sorted by query.sort, then
-/// sliced. For the creation order, where the control socket pages itself, see PassThroughPage.
+/// sliced, from every matching trial. The dashboard asks the control socket for the page
+/// itself (PassThroughPage).
 nlohmann::json SortedPage(const nlohmann::json& trials, const TrialQuery& query,
                           const std::string& metric);
 
-/// The same shape for a page the control socket cut itself (creation order): `page` is
-/// ListTrials' answer for offset/limit, `total` the matching trials' count.
+/// The same shape for a page the control socket cut itself: `page` is ListTrials' answer for
+/// sort/offset/limit, `total` the matching trials' count.
 nlohmann::json PassThroughPage(const nlohmann::json& page, int64_t total, const TrialQuery& query);
 
 /// The learning curve of a trial from its result.json text (JSON lines, docs/results.md):

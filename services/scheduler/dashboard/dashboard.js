@@ -128,12 +128,19 @@ function experimentsPage() {
 
 // ---------------------------------------------------------------- one experiment's page
 
+// The trial table's query in the page's address (a link to a sorted or filtered table).
+function pageQuery() {
+  const p = new URLSearchParams(location.search);
+  const offset = Math.max(0, parseInt(p.get('offset') || '0', 10) || 0);
+  return { status: p.get('status') || '', offset, limit: 25, sort: p.get('sort') || '' };
+}
+
 function experimentPage() {
   const journal = decodeURIComponent(location.pathname.replace(/^\/experiments\//, ''));
   const api = `/api/experiments/${encodeURIComponent(journal)}`;
   const state = {
     summary: null,
-    query: { status: '', offset: 0, limit: 25, sort: '' },
+    query: pageQuery(), // the table's first query may come from the address (pageQuery)
     configKeys: null,    // the table's config columns, from the first page
     selected: new Set(), // trials whose curves are drawn
     curves: new Map(),   // trial_id -> [{x: training_iteration, y: metric}]
@@ -141,6 +148,7 @@ function experimentPage() {
     chart: null,
   };
   $('crumb').textContent = journal;
+  $('status-filter').value = state.query.status;
   const metric = () => (state.summary ? state.summary.metric : '');
 
   const chartsAvailable = typeof Chart !== 'undefined';
@@ -257,11 +265,15 @@ function experimentPage() {
     }));
   };
 
-  const loadTrials = async () => {
+  const trialsUrl = () => {
     const q = state.query;
-    const params = new URLSearchParams({ offset: q.offset, limit: q.limit, sort: q.sort, status: q.status });
+    return `${api}/trials?${new URLSearchParams({ offset: q.offset, limit: q.limit, sort: q.sort, status: q.status })}`;
+  };
+  // `fetched`: the page's answer when it was asked already (the first page, with the summary).
+  const loadTrials = async (fetched) => {
+    const q = state.query;
     try {
-      const page = await getJson(`${api}/trials?${params}`);
+      const page = await (fetched instanceof Promise ? fetched : getJson(trialsUrl()));
       if (state.configKeys === null && page.trials.length) {
         state.configKeys = Object.keys(page.trials[0].config || {})
           .filter((k) => typeof page.trials[0].config[k] !== 'object').slice(0, 6);
@@ -363,7 +375,9 @@ function experimentPage() {
     state.query.offset += state.query.limit;
     loadTrials();
   });
-  loadSummary().then(loadTrials);
+  const firstPage = getJson(trialsUrl()); // asked at once with the summary
+  firstPage.catch(() => {}); // loadTrials reports its error
+  loadSummary().then(() => loadTrials(firstPage));
 }
 
 document.addEventListener('DOMContentLoaded', () => {
