@@ -19,6 +19,7 @@
 
 #include "proto/control.hpp"
 #include "services/scheduler/dashboard_analysis.hpp"
+#include "services/scheduler/dashboard_http.hpp"
 #include "services/scheduler/dashboard_server.hpp"
 
 namespace tunebus::dashboard {
@@ -40,31 +41,6 @@ struct AnalysisCache {
 };
 
 namespace {
-
-void Send(httplib::Response& res, const json& body) {
-  res.set_header("Cache-Control", "no-store");
-  res.set_content(body.dump(-1, ' ', false, json::error_handler_t::replace), "application/json");
-}
-
-void SendStatus(httplib::Response& res, const Status& s) {
-  switch (s.code()) {
-    case StatusCode::kInvalidArgument:
-      res.status = 400;
-      break;
-    case StatusCode::kForbidden:
-      res.status = 403;
-      break;
-    case StatusCode::kNotFound:
-      res.status = 404;
-      break;
-    case StatusCode::kUnavailable:
-      res.status = 503;
-      break;
-    default:
-      res.status = 500;
-  }
-  Send(res, {{"error", s.message()}});
-}
 
 std::string Signature(const json& summary) {
   json best = summary.value("best", json());
@@ -138,23 +114,23 @@ void DashboardServer::AddAnalysisRoutes() {
   s.Get(R"(/api/experiments/([^/]+)/analysis)",
         [analysis](const httplib::Request& req, httplib::Response& res) {
           auto got = analysis(req.matches[1].str());
-          if (!got.ok()) return SendStatus(res, got.status());
+          if (!got.ok()) return SendError(res, got.status());
           auto& [summary, body] = *got;
           body["experiment"] = summary.value("name", std::string());
           body["journal"] = summary.value("journal", std::string());
           body["metric"] = summary.value("metric", std::string());
           body["mode"] = summary.value("mode", std::string());
           body["searcher"] = SearcherPhase(summary);
-          Send(res, body);
+          SendJson(res, body);
         });
 
   s.Get(R"(/api/experiments/([^/]+)/importance)",
         [analysis](const httplib::Request& req, httplib::Response& res) {
           auto got = analysis(req.matches[1].str());
-          if (!got.ok()) return SendStatus(res, got.status());
+          if (!got.ok()) return SendError(res, got.status());
           json body = got->second["importance"];
           body["metric"] = got->first.value("metric", std::string());
-          Send(res, body);
+          SendJson(res, body);
         });
 
   s.Get(R"(/api/experiments/([^/]+)/searcher)",
@@ -162,8 +138,8 @@ void DashboardServer::AddAnalysisRoutes() {
           proto::GetExperiment get;
           get.experiment = req.matches[1].str();
           auto summary = Call(get);
-          if (!summary.ok()) return SendStatus(res, summary.status());
-          Send(res, SearcherPhase(*summary));
+          if (!summary.ok()) return SendError(res, summary.status());
+          SendJson(res, SearcherPhase(*summary));
         });
 
   s.Get(R"(/api/experiments/([^/]+)/decisions)",
@@ -171,8 +147,8 @@ void DashboardServer::AddAnalysisRoutes() {
           proto::ListSchedulerDecisions list;
           list.experiment = req.matches[1].str();
           auto decisions = Call(list);
-          if (!decisions.ok()) return SendStatus(res, decisions.status());
-          Send(res, *decisions);
+          if (!decisions.ok()) return SendError(res, decisions.status());
+          SendJson(res, *decisions);
         });
 }
 
