@@ -1,5 +1,6 @@
 // The dashboard's HTTP answers, shared by the files that add its routes (dashboard_server.cpp,
-// dashboard_trial.cpp). Defined in dashboard_server.cpp.
+// dashboard_trial.cpp, dashboard_control.cpp, dashboard_analysis_routes.cpp). Defined in
+// dashboard_server.cpp.
 #pragma once
 
 #include <cstdint>

@@ -12,6 +12,7 @@
 #include <ctime>
 #include <fstream>
 #include <nlohmann/json.hpp>
+#include <utility>
 
 namespace tunebus::dashboard {
 
@@ -75,25 +76,15 @@ Result<int64_t> ParseTokenTtl(std::string_view text) {
         fmt::format("--ttl '{}' is not a duration like 90s, 30m, 12h or 7d (at most 30d)", given));
   };
   if (text.empty()) return bad();
+  // A unit suffix and its seconds; a bare number is seconds.
+  constexpr std::pair<char, double> kUnits[] = {{'s', 1}, {'m', 60}, {'h', 3600}, {'d', 86400}};
   double unit = 1;
-  switch (text.back()) {
-    case 's':
+  for (const auto& [suffix, suffix_s] : kUnits) {
+    if (text.back() == suffix) {
+      unit = suffix_s;
       text.remove_suffix(1);
       break;
-    case 'm':
-      unit = 60;
-      text.remove_suffix(1);
-      break;
-    case 'h':
-      unit = 3600;
-      text.remove_suffix(1);
-      break;
-    case 'd':
-      unit = 86400;
-      text.remove_suffix(1);
-      break;
-    default:
-      break;
+    }
   }
   const std::string number(text);
   char* end = nullptr;

@@ -102,42 +102,51 @@ void DashboardServer::AddTrialRoutes() {
     show.trial_id = req.matches[2].str();
     return Call(show);
   };
-
-  s.Get(kTrialRoute, [this, show](const httplib::Request& req, httplib::Response& res) {
+  // The trial object and its experiment's summary (GetExperiment) of the route's NAME and ID, or
+  // the first of the two calls' errors.
+  struct ShownTrial {
+    json trial;
+    json summary;
+  };
+  auto show_with_summary = [this, show](const httplib::Request& req) -> Result<ShownTrial> {
     auto trial = show(req);
-    if (!trial.ok()) return SendError(res, trial.status());
+    if (!trial.ok()) return trial.status();
     proto::GetExperiment get;
     get.experiment = req.matches[1].str();
     auto summary = Call(get);
-    if (!summary.ok()) return SendError(res, summary.status());
-    json body = {{"experiment", summary->value("name", get.experiment)},
-                 {"journal", summary->value("journal", get.experiment)},
-                 {"metric", summary->value("metric", std::string())},
-                 {"mode", summary->value("mode", std::string())},
+    if (!summary.ok()) return summary.status();
+    return ShownTrial{std::move(*trial), std::move(*summary)};
+  };
+
+  s.Get(kTrialRoute, [show_with_summary](const httplib::Request& req, httplib::Response& res) {
+    auto shown = show_with_summary(req);
+    if (!shown.ok()) return SendError(res, shown.status());
+    const std::string name = req.matches[1].str();
+    const json& summary = shown->summary;
+    json body = {{"experiment", summary.value("name", name)},
+                 {"journal", summary.value("journal", name)},
+                 {"metric", summary.value("metric", std::string())},
+                 {"mode", summary.value("mode", std::string())},
                  {"error_text", nullptr}};
-    if (auto error = ReadTail(TrialDir(*trial) + "/error.txt", kErrorTailBytes)) {
+    if (auto error = ReadTail(TrialDir(shown->trial) + "/error.txt", kErrorTailBytes)) {
       body["error_text"] = std::move(error->bytes);
     }
-    body["trial"] = std::move(*trial);
+    body["trial"] = std::move(shown->trial);
     SendJson(res, body);
   });
 
   s.Get(std::string(kTrialRoute) + "/results",
-        [this, show](const httplib::Request& req, httplib::Response& res) {
+        [show_with_summary](const httplib::Request& req, httplib::Response& res) {
           ResultsQuery q;
           if (req.has_param("offset")) q.offset = IntParam(req, "offset", 0);
           q.limit = IntParam(req, "limit", q.limit);
           auto query = CheckResultsQuery(q);
           if (!query.ok()) return SendError(res, query.status());
-          auto trial = show(req);
-          if (!trial.ok()) return SendError(res, trial.status());
-          proto::GetExperiment get;
-          get.experiment = req.matches[1].str();
-          auto summary = Call(get);
-          if (!summary.ok()) return SendError(res, summary.status());
-          auto file = ReadRange(TrialDir(*trial) + "/result.json", 0, kResultFileReadBytes);
+          auto shown = show_with_summary(req);
+          if (!shown.ok()) return SendError(res, shown.status());
+          auto file = ReadRange(TrialDir(shown->trial) + "/result.json", 0, kResultFileReadBytes);
           json page = ResultPage(file ? file->bytes : std::string(), *query,
-                                 summary->value("metric", std::string()));
+                                 shown->summary.value("metric", std::string()));
           page["trial_id"] = req.matches[2].str();
           page["truncated"] = file && file->size > kResultFileReadBytes;
           SendJson(res, page);

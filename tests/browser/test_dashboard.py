@@ -37,6 +37,7 @@ CHROMEDRIVER = "/usr/bin/chromedriver"
 ROUNDS = 5            # results timed from the trainable to the page
 LATENCY_LIMIT_S = 1.0
 FAST_RESULTS = 8      # results each trial reports before it waits for triggers
+SCREENSHOTS = ("experiments.png", "experiment.png", "experiment-live.png", "experiments-finished.png")
 
 
 def skip_or_fail(why):
@@ -167,6 +168,107 @@ def chrome():
     return webdriver.Chrome(service=Service(CHROMEDRIVER), options=options)
 
 
+class BrowserTest:
+    """The frame each browser test (tests/browser/test_dashboard*.py) runs in: its work folder,
+    its screenshots, the suite, the browser, and their teardown.
+
+    BrowserTest(prefix, screenshots, failure_screenshot, release):
+      - `prefix`: the work folder's name prefix (tempfile.mkdtemp), `self.work`;
+      - `screenshots`: the file names (.png) the test saves; the ones an earlier run left in the
+        screenshot folder `self.shots` ($TUNEBUS_SCREENSHOT_DIR, else work/screenshots) are
+        removed, and the ones present at the end are printed;
+      - `failure_screenshot`: the file name saved from the open browser when the test fails;
+      - `release`: a file path under the work folder (its folder is made here) whose existence
+        lets the test's trainables finish; created on leaving, so that none keeps running.
+    Raises AssertionError when there is no executable tunectl ($TUNEBUS_TUNECTL, else
+    build/bin/tunectl).
+
+    Used as `with BrowserTest(...) as t:`. On leaving, whether the body failed or not: saves
+    `failure_screenshot` (on failure, with a browser open), quits the browser, creates `release`,
+    stops the suite (SIGTERM, bounded waits), and on failure prints the tail of the suite's log
+    and lets the exception through; on success removes the work folder unless the screenshots
+    are in it, prints the screenshots and "OK".
+    """
+
+    def __init__(self, prefix, screenshots, failure_screenshot, release):
+        self.tunectl = os.path.abspath(os.environ.get("TUNEBUS_TUNECTL") or
+                                       os.path.join(SOURCE_DIR, "build", "bin", "tunectl"))
+        assert os.access(self.tunectl, os.X_OK), "no tunectl at " + self.tunectl
+        self.work = tempfile.mkdtemp(prefix=prefix)
+        self.shots = os.environ.get("TUNEBUS_SCREENSHOT_DIR") or os.path.join(self.work, "screenshots")
+        self.screenshots = set(screenshots) | {failure_screenshot}
+        self.failure_screenshot = failure_screenshot
+        os.makedirs(self.shots, exist_ok=True)
+        for old in self.screenshots:
+            if os.path.exists(os.path.join(self.shots, old)):
+                os.remove(os.path.join(self.shots, old))
+        print("screenshots:", self.shots)
+        self.release = os.path.join(self.work, release)
+        os.makedirs(os.path.dirname(self.release), exist_ok=True)
+        self.suite = None
+        self.driver = None
+
+    def path(self, *parts):
+        """A path under the work folder."""
+        return os.path.join(self.work, *parts)
+
+    def write(self, name, text):
+        """Writes `text` to the file `name` of the work folder; returns its path."""
+        with open(self.path(name), "w") as f:
+            f.write(text)
+        return self.path(name)
+
+    def shot(self, name):
+        """Saves a screenshot of the browser as `name` (one of `screenshots`) in the folder."""
+        assert name in self.screenshots, name
+        self.driver.save_screenshot(os.path.join(self.shots, name))
+
+    def submit(self, experiment, name):
+        """Starts the suite (`Suite` in the work folder), writes `experiment` (YAML text) to
+        work/experiment.yaml and submits it with `tunectl run --detach`; returns the journal id
+        /api/experiments shows for the experiment `name` (within 20 s). Raises AssertionError
+        when the suite does not start, tunectl run fails, or the experiment does not show."""
+        self.suite = Suite(self.tunectl, self.work)
+        print("suite up: control", self.suite.control, "dashboard", self.suite.http)
+        submitted = subprocess.run([self.tunectl, "run", self.write("experiment.yaml", experiment),
+                                    "--connect", self.suite.control, "--detach"],
+                                   capture_output=True, text=True, timeout=30)
+        assert submitted.returncode == 0, submitted.stderr
+        return wait_for("the experiment in /api/experiments",
+                        lambda: next((x["journal"] for x in self.suite.api("/api/experiments")
+                                      if x["name"] == name), None), 20)
+
+    def browser(self):
+        """Opens the headless chromium (`chrome()`, scripts bounded to 10 s); returns its driver."""
+        self.driver = chrome()
+        self.driver.set_script_timeout(10)
+        return self.driver
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, failed, error, trace):
+        try:
+            if self.driver is not None:
+                if failed:
+                    self.driver.save_screenshot(os.path.join(self.shots, self.failure_screenshot))
+                self.driver.quit()
+        finally:
+            open(self.release, "w").close()
+            if self.suite is not None:
+                self.suite.stop()
+        if failed:
+            if self.suite is not None:
+                print("suite log:\n" + self.suite.log_text())
+            return False
+        if not self.shots.startswith(self.work):
+            shutil.rmtree(self.work, ignore_errors=True)
+        print("screenshots:", sorted(n for n in os.listdir(self.shots) if n in self.screenshots),
+              "in", self.shots)
+        print("OK")
+        return False
+
+
 def text_of(driver, selector):
     """The text of the element `selector` finds now, or None (the pages re-render their rows, so
     the test never holds an element across a refresh)."""
@@ -190,53 +292,30 @@ def trial_ids(driver):
         ".map((r) => r.dataset.trialId);")
 
 
-def canvas_pixels_of(driver, colour):
-    """Pixels of the chart's canvas within a small distance of `colour` (#rrggbb)."""
+def canvas_pixels(driver, canvas_id, colour):
+    """Pixels of the canvas `canvas_id` within a small distance of `colour` (#rrggbb), opaque ones
+    (alpha > 200) only."""
     return driver.execute_script("""
-        const c = document.getElementById('curve');
-        const [r, g, b] = [1, 3, 5].map((i) => parseInt(arguments[0].slice(i, i + 2), 16));
+        const c = document.getElementById(arguments[0]);
+        const [r, g, b] = [1, 3, 5].map((i) => parseInt(arguments[1].slice(i, i + 2), 16));
         const d = c.getContext('2d').getImageData(0, 0, c.width, c.height).data;
         let n = 0;
         for (let i = 0; i < d.length; i += 4) {
           if (d[i + 3] > 200 && Math.abs(d[i] - r) < 24 && Math.abs(d[i + 1] - g) < 24 &&
               Math.abs(d[i + 2] - b) < 24) n++;
         }
-        return n;""", colour)
+        return n;""", canvas_id, colour)
 
 
 def main():
-    tunectl = os.environ.get("TUNEBUS_TUNECTL") or os.path.join(SOURCE_DIR, "build", "bin", "tunectl")
-    tunectl = os.path.abspath(tunectl)
-    assert os.access(tunectl, os.X_OK), "no tunectl at " + tunectl
-    work = tempfile.mkdtemp(prefix="tunebus-dashboard-")
-    shots = os.environ.get("TUNEBUS_SCREENSHOT_DIR") or os.path.join(work, "screenshots")
-    os.makedirs(shots, exist_ok=True)
-    for old in os.listdir(shots):  # an earlier run's
-        if old.endswith(".png"):
-            os.remove(os.path.join(shots, old))
-    print("screenshots:", shots)
-    triggers = os.path.join(work, "triggers")
-    os.makedirs(triggers)
-    with open(os.path.join(work, "trainable.py"), "w") as f:
-        f.write(TRAINABLE % {"clients": os.path.join(SOURCE_DIR, "clients", "python"),
-                             "fast": FAST_RESULTS})
-    with open(os.path.join(work, "experiment.yaml"), "w") as f:
-        f.write(EXPERIMENT % {"python": sys.executable, "triggers": triggers,
-                              "trainable": os.path.join(work, "trainable.py"),
-                              "results": os.path.join(work, "results")})
-
-    suite = Suite(tunectl, work)
-    driver = None
-    ok = False
-    try:
-        print("suite up: control", suite.control, "dashboard", suite.http)
-        submitted = subprocess.run([tunectl, "run", os.path.join(work, "experiment.yaml"),
-                                    "--connect", suite.control, "--detach"],
-                                   capture_output=True, text=True, timeout=30)
-        assert submitted.returncode == 0, submitted.stderr
-        journal = wait_for("the experiment in /api/experiments",
-                           lambda: next((x["journal"] for x in suite.api("/api/experiments")
-                                         if x["name"] == "dashboard"), None), 20)
+    with BrowserTest("tunebus-dashboard-", SCREENSHOTS, "failure.png", "triggers/finish") as test:
+        triggers = os.path.dirname(test.release)
+        trainable = test.write("trainable.py", TRAINABLE % {
+            "clients": os.path.join(SOURCE_DIR, "clients", "python"), "fast": FAST_RESULTS})
+        journal = test.submit(EXPERIMENT % {"python": sys.executable, "triggers": triggers,
+                                            "trainable": trainable, "results": test.path("results")},
+                              "dashboard")
+        suite = test.suite
         trials = lambda: suite.api("/api/experiments/%s/trials?limit=100" % journal)["trials"]
         wait_for("3 trials with %d results each" % FAST_RESULTS,
                  lambda: len(trials()) == 3 and all(
@@ -245,8 +324,7 @@ def main():
         listed_ids = sorted(t["trial_id"] for t in listed)
         assert len(listed_ids) == 3, listed
 
-        driver = chrome()
-        driver.set_script_timeout(10)
+        driver = test.browser()
         base = suite.http.rstrip("/")
 
         # The experiments page.
@@ -257,7 +335,7 @@ def main():
         best_cell = text_of(driver, row + " td.best")
         assert "(score, max)" in best_cell, best_cell
         WebDriverWait(driver, 10).until(lambda d: text_of(d, "#live") == "live")
-        driver.save_screenshot(os.path.join(shots, "experiments.png"))
+        test.shot("experiments.png")
         print("experiments page: row", driver.execute_script(
             "return [...document.querySelector(arguments[0]).cells].map((c) => c.textContent)"
             ".join(' | ');", row))
@@ -299,11 +377,11 @@ def main():
         colour = driver.execute_script(
             "return Chart.getChart('curve').data.datasets.find((x) => x.label === arguments[0]).borderColor;",
             best_id)
-        drawn = canvas_pixels_of(driver, colour)
+        drawn = canvas_pixels(driver, "curve", colour)
         print("curve of %s: %d points, %d canvas pixels of its colour %s" % (
             best_id, points(), drawn, colour))
         assert drawn > 100, drawn
-        driver.save_screenshot(os.path.join(shots, "experiment.png"))
+        test.shot("experiment.png")
 
         # A result reaches the page within 1 s of being reported.
         cell = "#trials tr[data-trial-id=\"%s\"] td.training_iteration" % best_id
@@ -328,32 +406,18 @@ def main():
         print("result -> page latency over %d results: max %.0f ms, mean %.0f ms" % (
             ROUNDS, 1000 * max(latencies), 1000 * sum(latencies) / len(latencies)))
         assert max(latencies) < LATENCY_LIMIT_S, latencies
-        driver.save_screenshot(os.path.join(shots, "experiment-live.png"))
+        test.shot("experiment-live.png")
 
         # The end of the experiment shows on the open experiments page.
         driver.get(base + "/")
         WebDriverWait(driver, 10).until(lambda d: text_of(d, "#live") == "live")
-        open(os.path.join(triggers, "finish"), "w").close()
+        open(test.release, "w").close()
         status = lambda: text_of(driver, row + " .status")
         WebDriverWait(driver, 30).until(lambda d: status() == "FINISHED")
         counts = text_of(driver, row + " td.counts")
         assert counts == "TERMINATED 3", counts
-        driver.save_screenshot(os.path.join(shots, "experiments-finished.png"))
+        test.shot("experiments-finished.png")
         print("experiments page after the end:", status(), counts)
-        ok = True
-    finally:
-        if driver is not None:
-            if not ok:
-                driver.save_screenshot(os.path.join(shots, "failure.png"))
-            driver.quit()
-        open(os.path.join(triggers, "finish"), "w").close()
-        suite.stop()
-        if not ok:
-            print("suite log:\n" + suite.log_text())
-        elif not shots.startswith(work):
-            shutil.rmtree(work, ignore_errors=True)
-    print("screenshots:", sorted(os.listdir(shots)), "in", shots)
-    print("OK")
 
 
 if __name__ == "__main__":

@@ -30,15 +30,12 @@ here is stopped; every wait is bounded.
 
 import json
 import os
-import shutil
-import subprocess
 import sys
-import tempfile
 import textwrap
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import test_dashboard as base  # noqa: E402  (skips or fails itself without selenium/chromium)
-from test_dashboard import Suite, chrome, text_of, wait_for  # noqa: E402
+from test_dashboard import BrowserTest, text_of, wait_for  # noqa: E402
 from selenium.webdriver.common.by import By  # noqa: E402
 from selenium.webdriver.support.ui import Select, WebDriverWait  # noqa: E402
 
@@ -115,45 +112,21 @@ def canvas_pixels(driver, canvas, colour=None):
 
 
 def main():
-    tunectl = os.environ.get("TUNEBUS_TUNECTL") or os.path.join(base.SOURCE_DIR, "build", "bin", "tunectl")
-    tunectl = os.path.abspath(tunectl)
-    assert os.access(tunectl, os.X_OK), "no tunectl at " + tunectl
-    work = tempfile.mkdtemp(prefix="tunebus-analysis-")
-    shots = os.environ.get("TUNEBUS_SCREENSHOT_DIR") or os.path.join(work, "screenshots")
-    os.makedirs(shots, exist_ok=True)
-    for old in ("experiments-progress.png", "experiment-analysis.png", "failure-analysis.png"):
-        if os.path.exists(os.path.join(shots, old)):
-            os.remove(os.path.join(shots, old))
-    print("screenshots:", shots)
-    gate = os.path.join(work, "gate")
-    os.makedirs(gate)
-    with open(os.path.join(work, "trainable.py"), "w") as f:
-        f.write(TRAINABLE % {"clients": os.path.join(base.SOURCE_DIR, "clients", "python"),
-                             "gated": XS[-1]})
-    with open(os.path.join(work, "experiment.yaml"), "w") as f:
-        f.write(EXPERIMENT % {"python": sys.executable, "trainable": os.path.join(work, "trainable.py"),
-                              "xs": json.dumps(XS), "gate": gate, "max_t": MAX_T,
-                              "results": os.path.join(work, "results")})
-
-    suite = Suite(tunectl, work)
-    driver = None
-    ok = False
-    try:
-        print("suite up: control", suite.control, "dashboard", suite.http)
-        submitted = subprocess.run([tunectl, "run", os.path.join(work, "experiment.yaml"),
-                                    "--connect", suite.control, "--detach"],
-                                   capture_output=True, text=True, timeout=30)
-        assert submitted.returncode == 0, submitted.stderr
-        journal = wait_for("the experiment in /api/experiments",
-                           lambda: next((x["journal"] for x in suite.api("/api/experiments")
-                                         if x["name"] == "analysis"), None), 20)
+    with BrowserTest("tunebus-analysis-", ("experiments-progress.png", "experiment-analysis.png"),
+                     "failure-analysis.png", "gate/release") as test:
+        gate = os.path.dirname(test.release)
+        trainable = test.write("trainable.py", TRAINABLE % {
+            "clients": os.path.join(base.SOURCE_DIR, "clients", "python"), "gated": XS[-1]})
+        journal = test.submit(EXPERIMENT % {"python": sys.executable, "trainable": trainable,
+                                            "xs": json.dumps(XS), "gate": gate, "max_t": MAX_T,
+                                            "results": test.path("results")}, "analysis")
+        suite = test.suite
         finished = lambda: sum(1 for t in suite.tunectl_json("ls", "-e", journal)
                                if t["status"] in ("TERMINATED", "ERROR"))
         wait_for("11 of 12 trials finished (the last waits for its release)",
                  lambda: finished() == len(XS) - 1, 90, 0.2)
 
-        driver = chrome()
-        driver.set_script_timeout(10)
+        driver = test.browser()
         base_url = suite.http.rstrip("/")
 
         # The experiments page: the progress bar at 11/12 with an ETA.
@@ -170,7 +143,7 @@ def main():
         assert abs(fraction - 11 / 12) < 1e-6, fraction
         assert abs(width - 11 / 12) < 0.05, width
         assert eta_s not in ("", None) and float(eta_s) > 0 and eta_text.startswith("ETA "), (eta_s, eta_text)
-        driver.save_screenshot(os.path.join(shots, "experiments-progress.png"))
+        test.shot("experiments-progress.png")
 
         # The experiment's page while the last trial waits: 11 points in the history.
         driver.get("%s/experiments/%s" % (base_url, journal))
@@ -179,7 +152,7 @@ def main():
         print("history before the release:", dataset_lengths(driver, "history"))
 
         # Release the last trial: its result reaches the open page's charts without a reload.
-        open(os.path.join(gate, "release"), "w").close()
+        open(test.release, "w").close()
         wait_for("the experiment to finish", lambda: suite.api("/api/experiments/" + journal)["finished"], 60, 0.2)
         WebDriverWait(driver, 10).until(lambda d: dataset_lengths(d, "history") == [len(XS), len(XS)])
         trials = suite.tunectl_json("ls", "-e", journal)
@@ -254,21 +227,7 @@ def main():
         assert abs(xs[-1] - best["last_result"]["time_total_s"]) < 1e-6
         driver.set_window_size(1400, 1500)  # the panels and the decisions in one picture
         driver.execute_script("document.getElementById('analysis').scrollIntoView();")
-        driver.save_screenshot(os.path.join(shots, "experiment-analysis.png"))
-        ok = True
-    finally:
-        if driver is not None:
-            if not ok:
-                driver.save_screenshot(os.path.join(shots, "failure-analysis.png"))
-            driver.quit()
-        open(os.path.join(gate, "release"), "w").close()
-        suite.stop()
-        if not ok:
-            print("suite log:\n" + suite.log_text())
-        elif not shots.startswith(work):
-            shutil.rmtree(work, ignore_errors=True)
-    print("screenshots:", sorted(os.listdir(shots)), "in", shots)
-    print("OK")
+        test.shot("experiment-analysis.png")
 
 
 if __name__ == "__main__":

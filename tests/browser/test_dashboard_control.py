@@ -28,10 +28,7 @@ import http.client
 import json
 import os
 import re
-import shutil
-import subprocess
 import sys
-import tempfile
 import urllib.parse
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
@@ -79,39 +76,16 @@ class Http:
 
 
 def main():
-    tunectl = os.path.abspath(os.environ.get("TUNEBUS_TUNECTL") or
-                              os.path.join(base.SOURCE_DIR, "build", "bin", "tunectl"))
-    assert os.access(tunectl, os.X_OK), "no tunectl at " + tunectl
-    work = tempfile.mkdtemp(prefix="tunebus-dashboard-control-")
-    shots = os.environ.get("TUNEBUS_SCREENSHOT_DIR") or os.path.join(work, "screenshots")
-    os.makedirs(shots, exist_ok=True)
-    for old in os.listdir(shots):
-        if old.endswith(".png"):
-            os.remove(os.path.join(shots, old))
-    print("screenshots:", shots)
-    triggers = os.path.join(work, "triggers")
-    os.makedirs(triggers)
-    with open(os.path.join(work, "trainable.py"), "w") as f:
-        f.write(base.TRAINABLE % {"clients": os.path.join(base.SOURCE_DIR, "clients", "python"),
-                                  "fast": 3})
-    with open(os.path.join(work, "experiment.yaml"), "w") as f:
-        f.write((base.EXPERIMENT % {"python": sys.executable, "triggers": triggers,
-                                    "trainable": os.path.join(work, "trainable.py"),
-                                    "results": os.path.join(work, "results")})
-                .replace("name: dashboard", "name: control"))
-
-    suite = base.Suite(tunectl, work)
-    driver = None
-    ok = False
-    try:
-        print("suite up: control", suite.control, "dashboard", suite.http)
-        submitted = subprocess.run([tunectl, "run", os.path.join(work, "experiment.yaml"),
-                                    "--connect", suite.control, "--detach"],
-                                   capture_output=True, text=True, timeout=30)
-        assert submitted.returncode == 0, submitted.stderr
-        journal = base.wait_for("the experiment in /api/experiments",
-                                lambda: next((x["journal"] for x in suite.api("/api/experiments")
-                                              if x["name"] == "control"), None), 20)
+    with base.BrowserTest("tunebus-dashboard-control-",
+                          ("viewer.png", "operator.png", "operator-stopped.png", "signed-out.png"),
+                          "failure.png", "triggers/finish") as test:
+        trainable = test.write("trainable.py", base.TRAINABLE % {
+            "clients": os.path.join(base.SOURCE_DIR, "clients", "python"), "fast": 3})
+        experiment = base.EXPERIMENT % {"python": sys.executable,
+                                        "triggers": os.path.dirname(test.release),
+                                        "trainable": trainable, "results": test.path("results")}
+        journal = test.submit(experiment.replace("name: dashboard", "name: control"), "control")
+        suite = test.suite
         running = lambda: [t["trial_id"] for t in suite.tunectl_json("ls", "-e", journal)
                            if t["status"] == "RUNNING"]
         base.wait_for("3 RUNNING trials", lambda: len(running()) == 3, 60, 0.2)
@@ -121,7 +95,7 @@ def main():
         page = "/experiments/" + journal
 
         # --- A browser that is not signed in: read-only, no control.
-        driver = base.chrome()
+        driver = test.browser()
         base_url = suite.http.rstrip("/")
         driver.get(base_url + page)
         WebDriverWait(driver, 10).until(lambda d: base.text_of(d, "#live") == "live")
@@ -133,7 +107,7 @@ def main():
         assert not buttons and not bars, (len(buttons), len(bars))
         print("not signed in: %d trial buttons, %d control bars, sign-in link shown" % (
             len(buttons), len(bars)))
-        driver.save_screenshot(os.path.join(shots, "viewer.png"))
+        test.shot("viewer.png")
 
         # --- POSTs that must be refused, each 403, none changing anything.
         stop_path = "/api/experiments/%s/trials/%s/stop" % (journal, target)
@@ -185,7 +159,7 @@ def main():
         stop_button = 'tr[data-trial-id="%s"] button.trial-action[data-action="stop"]' % target
         WebDriverWait(driver, 10).until(lambda d: d.find_elements(By.CSS_SELECTOR, stop_button))
         assert driver.find_elements(By.ID, "control"), "no control bar for the operator"
-        driver.save_screenshot(os.path.join(shots, "operator.png"))
+        test.shot("operator.png")
         base.click(driver, stop_button)
         base.wait_for("%s TERMINATED in tunectl show" % target,
                       lambda: status_of(target) == "TERMINATED", 20, 0.1)
@@ -216,7 +190,7 @@ def main():
         print("set weight: tunectl status says %s; log: %s" % (
             suite.tunectl_json("status", "-e", journal)["weight"],
             base.text_of(driver, '#action-log tr[data-action="set_weight"] td.result')))
-        driver.save_screenshot(os.path.join(shots, "operator-stopped.png"))
+        test.shot("operator-stopped.png")
 
         # Interrupting the experiment from the control bar (after the browser's confirmation).
         base.click(driver, "#interrupt-experiment")
@@ -260,21 +234,7 @@ def main():
                                     "{}")
         assert status == 403 and status_of(other) == other_status, (status, body)
         print("signed out: no trial buttons; the old cookie's POST: %d %s" % (status, body["error"]))
-        driver.save_screenshot(os.path.join(shots, "signed-out.png"))
-        ok = True
-    finally:
-        if driver is not None:
-            if not ok:
-                driver.save_screenshot(os.path.join(shots, "failure.png"))
-            driver.quit()
-        open(os.path.join(triggers, "finish"), "w").close()
-        suite.stop()
-        if not ok:
-            print("suite log:\n" + suite.log_text())
-        elif not shots.startswith(work):
-            shutil.rmtree(work, ignore_errors=True)
-    print("screenshots:", sorted(os.listdir(shots)), "in", shots)
-    print("OK")
+        test.shot("signed-out.png")
 
 
 if __name__ == "__main__":

@@ -20,7 +20,7 @@ The test opens the ok trial's page from the experiment page's link and checks:
     archive as the export route's, holds the files the trainable saved at that iteration, and
     the same files as `tunectl checkpoint export`; a checkpoint retention dropped is a 404;
 then the failed trial's page shows its error and the traceback the worker reported.
-Screenshots (trial.png, trial-live.png, trial-error.png; failure.png when it fails) go to
+Screenshots (trial.png, trial-live.png, trial-error.png; trial-failure.png when it fails) go to
 $TUNEBUS_SCREENSHOT_DIR (ctest: <build>/dashboard-screenshots), else the test's temporary folder.
 
 Run by ctest as browser.dashboard_trial (tests/CMakeLists.txt). Exit 77 (skipped) without
@@ -32,11 +32,9 @@ import hashlib
 import io
 import json
 import os
-import shutil
 import subprocess
 import sys
 import tarfile
-import tempfile
 import textwrap
 import time
 import urllib.error
@@ -140,26 +138,14 @@ def chart_data(driver):
         return c && c.data.datasets.length ? c.data.datasets[0].data.map((p) => [p.x, p.y]) : [];""")
 
 
-def canvas_pixels(driver, canvas_id, colour):
-    """Pixels of a canvas within a small distance of `colour` (#rrggbb)."""
-    return driver.execute_script("""
-        const c = document.getElementById(arguments[0]);
-        const [r, g, b] = [1, 3, 5].map((i) => parseInt(arguments[1].slice(i, i + 2), 16));
-        const d = c.getContext('2d').getImageData(0, 0, c.width, c.height).data;
-        let n = 0;
-        for (let i = 0; i < d.length; i += 4) {
-          if (d[i + 3] > 200 && Math.abs(d[i] - r) < 24 && Math.abs(d[i + 1] - g) < 24 &&
-              Math.abs(d[i + 2] - b) < 24) n++;
-        }
-        return n;""", canvas_id, colour)
-
-
-def full_page_screenshot(driver, path):
-    """A screenshot of the whole page: the window made as tall as the page (at most 4000 px)."""
+def full_page_screenshot(test, name):
+    """Saves the screenshot `name` (test_dashboard.BrowserTest.shot) of the whole page: the
+    window made as tall as the page (at most 4000 px) for it."""
+    driver = test.driver
     size = driver.get_window_size()
     height = driver.execute_script("return document.documentElement.scrollHeight;")
     driver.set_window_size(size["width"], min(height + 150, 4000))
-    driver.save_screenshot(path)
+    test.shot(name)
     driver.set_window_size(size["width"], size["height"])
 
 
@@ -198,39 +184,18 @@ def http_get(url):
 
 
 def main():
-    tunectl = os.environ.get("TUNEBUS_TUNECTL") or os.path.join(base.SOURCE_DIR, "build", "bin", "tunectl")
-    tunectl = os.path.abspath(tunectl)
-    assert os.access(tunectl, os.X_OK), "no tunectl at " + tunectl
-    work = tempfile.mkdtemp(prefix="tunebus-dashboard-trial-")
-    shots = os.environ.get("TUNEBUS_SCREENSHOT_DIR") or os.path.join(work, "screenshots")
-    os.makedirs(shots, exist_ok=True)
-    for old in ("trial.png", "trial-live.png", "trial-error.png", "trial-failure.png"):
-        if os.path.exists(os.path.join(shots, old)):
-            os.remove(os.path.join(shots, old))
-    print("screenshots:", shots)
-    triggers, ledger, downloads = (os.path.join(work, d) for d in ("triggers", "ledger", "downloads"))
-    for d in (triggers, ledger, downloads):
-        os.makedirs(d)
-    with open(os.path.join(work, "trainable.py"), "w") as f:
-        f.write(TRAINABLE % {"clients": os.path.join(base.SOURCE_DIR, "clients", "python"),
-                             "fast": FAST_RESULTS, "fail_after": FAIL_AFTER})
-    with open(os.path.join(work, "experiment.yaml"), "w") as f:
-        f.write(EXPERIMENT % {"python": sys.executable, "triggers": triggers, "ledger": ledger,
-                              "trainable": os.path.join(work, "trainable.py"),
-                              "results": os.path.join(work, "results")})
-
-    suite = base.Suite(tunectl, work)
-    driver = None
-    ok = False
-    try:
-        print("suite up: control", suite.control, "dashboard", suite.http)
-        submitted = subprocess.run([tunectl, "run", os.path.join(work, "experiment.yaml"),
-                                    "--connect", suite.control, "--detach"],
-                                   capture_output=True, text=True, timeout=30)
-        assert submitted.returncode == 0, submitted.stderr
-        journal = base.wait_for("the experiment in /api/experiments",
-                                lambda: next((x["journal"] for x in suite.api("/api/experiments")
-                                              if x["name"] == "trialpage"), None), 20)
+    with base.BrowserTest("tunebus-dashboard-trial-", ("trial.png", "trial-live.png", "trial-error.png"),
+                          "trial-failure.png", "triggers/finish") as test:
+        triggers, ledger, downloads = (test.path(d) for d in ("triggers", "ledger", "downloads"))
+        for d in (ledger, downloads):
+            os.makedirs(d)
+        trainable = test.write("trainable.py", TRAINABLE % {
+            "clients": os.path.join(base.SOURCE_DIR, "clients", "python"),
+            "fast": FAST_RESULTS, "fail_after": FAIL_AFTER})
+        journal = test.submit(EXPERIMENT % {"python": sys.executable, "triggers": triggers,
+                                            "ledger": ledger, "trainable": trainable,
+                                            "results": test.path("results")}, "trialpage")
+        suite = test.suite
         trials = lambda: suite.api("/api/experiments/%s/trials?limit=10" % journal)["trials"]
         by_kind = lambda: {t["config"]["kind"]: t for t in trials()}
         base.wait_for("the ok trial's %d results and checkpoints 2 and 4, the fail trial in ERROR" % FAST_RESULTS,
@@ -244,8 +209,7 @@ def main():
         api = "/api/experiments/%s/trials/%s" % (journal, ok_id)
         print("trials: ok", ok_id, "fail", fail_id)
 
-        driver = base.chrome()
-        driver.set_script_timeout(10)
+        driver = test.browser()
         driver.execute_cdp_cmd("Browser.setDownloadBehavior",
                                {"behavior": "allow", "downloadPath": downloads})
         root = suite.http.rstrip("/")
@@ -288,7 +252,7 @@ def main():
         assert data == [[i + 1, e["score"]] for i, e in enumerate(expected)], data
         colour = driver.execute_script(
             "return Chart.getChart('trial-chart').data.datasets[0].borderColor;")
-        drawn = canvas_pixels(driver, "trial-chart", colour)
+        drawn = base.canvas_pixels(driver, "trial-chart", colour)
         print("chart: %d points of score vs training_iteration, %d canvas pixels of %s" % (
             len(data), drawn, colour))
         assert drawn > 100, drawn
@@ -324,7 +288,7 @@ def main():
         names = lambda: driver.execute_script(
             "return [...document.querySelectorAll('#checkpoints tbody tr')].map((r) => r.dataset.checkpoint);")
         WebDriverWait(driver, 10).until(lambda d: names() == ["00000002-a1", "00000004-a1"])
-        full_page_screenshot(driver, os.path.join(shots, "trial.png"))
+        full_page_screenshot(test, "trial.png")
 
         # Live: a new result reaches the table, the chart and stdout; it completes checkpoint 6,
         # which retention (keep 2) makes replace checkpoint 2.
@@ -342,7 +306,7 @@ def main():
         print("live: result %d in the table %.0f ms after its trigger; chart %d points; stdout line %d; "
               "checkpoints now %s" % (FAST_RESULTS + 1, 1000 * row_s, len(chart_data(driver)),
                                       FAST_RESULTS + 1, names()))
-        full_page_screenshot(driver, os.path.join(shots, "trial-live.png"))
+        full_page_screenshot(test, "trial-live.png")
 
         # The download: the page's link, saved by the browser into `downloads`.
         base.click(driver, '#checkpoints tr[data-checkpoint="00000006-a1"] a.export')
@@ -360,8 +324,8 @@ def main():
         saved = files_of_folder(os.path.join(ledger, ok_id, "checkpoint-6"))
         in_tar = files_of_tar(downloaded)
         assert in_tar == saved, (sorted(in_tar), sorted(saved))
-        tunectl_dir = os.path.join(work, "tunectl-export")
-        out = subprocess.run([tunectl, "checkpoint", "export", ok_id, "--checkpoint", "00000006-a1",
+        tunectl_dir = test.path("tunectl-export")
+        out = subprocess.run([test.tunectl, "checkpoint", "export", ok_id, "--checkpoint", "00000006-a1",
                               "--to", tunectl_dir, "-e", journal, "--connect", suite.control],
                              capture_output=True, text=True, timeout=60)
         assert out.returncode == 0, out.stderr
@@ -388,21 +352,7 @@ def main():
         assert len(fail_rows) == FAIL_AFTER == len(reported(ledger, fail_id)), fail_rows
         print("failed trial: %r; error.txt shows the traceback (%d chars) ending %r; %d result rows" % (
             summary, len(error_text), error_text.strip().splitlines()[-1], len(fail_rows)))
-        full_page_screenshot(driver, os.path.join(shots, "trial-error.png"))
-        ok = True
-    finally:
-        if driver is not None:
-            if not ok:
-                driver.save_screenshot(os.path.join(shots, "trial-failure.png"))
-            driver.quit()
-        open(os.path.join(triggers, "finish"), "w").close()
-        suite.stop()
-        if not ok:
-            print("suite log:\n" + suite.log_text())
-        elif not shots.startswith(work):
-            shutil.rmtree(work, ignore_errors=True)
-    print("screenshots:", sorted(n for n in os.listdir(shots) if n.startswith("trial")), "in", shots)
-    print("OK")
+        full_page_screenshot(test, "trial-error.png")
 
 
 if __name__ == "__main__":
