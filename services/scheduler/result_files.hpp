@@ -97,7 +97,7 @@ class ResultFiles {
   /// the new text, never a partial one). Handed to the writer at once, ahead of staged tasks
   /// that wait for journal records; a later ReplaceFile of the same path lands after it. A
   /// failure is logged and leaves the old file. For the experiment state file, whose fsync took
-  /// the event loop 20-60 ms at 6,000 trials (docs/performance.md "Cluster scale").
+  /// the event loop 20-60 ms at 6,000 trials (docs/performance-cluster.md "Cluster scale").
   void ReplaceFile(std::string path, std::string text);
   /// Tasks handed over or staged and not written yet (loop thread).
   size_t Backlog() const { return backlog_.load() + staged_.size(); }
