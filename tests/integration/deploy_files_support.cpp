@@ -1,6 +1,7 @@
 #include "tests/integration/deploy_files_support.hpp"
 
 #include <gtest/gtest.h>
+#include <httplib.h>
 #include <unistd.h>
 #include <yaml-cpp/yaml.h>
 
@@ -138,13 +139,24 @@ std::string BinaryOf(const std::string& name, const YAML::Node& service) {
   return kBinaries.contains(name) ? name : "";
 }
 
-// The ports a service's flags bind on every interface (tcp://0.0.0.0:P).
+// The ports a service's flags bind on every interface: each endpoint tcp://0.0.0.0:P and the
+// dashboard's `--http 0.0.0.0:P` (`--http P` binds loopback only, which no published port reaches).
 std::set<int> BoundPorts(const std::vector<std::string>& argv) {
   std::set<int> ports;
   for (const std::string& a : argv) {
     if (a.rfind("tcp://0.0.0.0:", 0) == 0) ports.insert(std::stoi(a.substr(14)));
   }
+  const std::string http = FlagValue(argv, "--http");
+  if (http.rfind("0.0.0.0:", 0) == 0) ports.insert(std::stoi(http.substr(8)));
   return ports;
+}
+
+// The value of `--flag VALUE` in argv, or "" if absent.
+std::string FlagValue(const std::vector<std::string>& argv, const std::string& flag) {
+  for (size_t i = 0; i + 1 < argv.size(); ++i) {
+    if (argv[i] == flag) return argv[i + 1];
+  }
+  return "";
 }
 
 // The environment a compose service sets (a map; merge keys applied).
@@ -287,18 +299,36 @@ std::map<std::string, std::string> KeyMountsOf(const YAML::Node& compose, const 
   return mounts;
 }
 
-extern const std::map<std::string, ComposeKeys> kComposeKeys = {
-    {"checkpoint-store", {"checkpoint-store", {}, true}},
-    {"resource-manager", {"resource-manager", {}, true}},
-    {"scheduler", {"scheduler", {"checkpoint-store", "resource-manager"}, true}},
-    {"trial-worker", {"worker", {"scheduler", "checkpoint-store", "resource-manager"}, false}},
-    {"tunectl", {"tunectl", {"scheduler"}, false}}};
+std::set<std::string> ComposeKeys::Secrets() const {
+  std::set<std::string> secrets = {key_name};
+  if (!http_key_name.empty()) secrets.insert(http_key_name);
+  return secrets;
+}
 
-// `tunectl keygen --suite --dir <dir>/keys`: the folder compose's mounts come from.
+std::set<std::string> ComposeKeys::Publics() const {
+  std::set<std::string> publics = servers;
+  if (!http_key_name.empty()) publics.insert(key_name);  // the dashboard connects to its own
+  return publics;
+}
+
+extern const std::map<std::string, ComposeKeys> kComposeKeys = {
+    {"checkpoint-store", {"checkpoint-store", {}, true, ""}},
+    {"resource-manager", {"resource-manager", {}, true, ""}},
+    {"scheduler", {"scheduler", {"checkpoint-store", "resource-manager"}, true, "dashboard"}},
+    {"trial-worker", {"worker", {"scheduler", "checkpoint-store", "resource-manager"}, false, ""}},
+    {"tunectl", {"tunectl", {"scheduler"}, false, ""}}};
+
+extern const std::vector<std::vector<std::string>> kKeygenSteps = {
+    {"keygen", "--suite"}, {"keygen", "dashboard", "--role", "viewer", "--authorize"}};
+
+// kKeygenSteps into <dir>/keys: the folder compose's mounts come from.
 fs::path KeygenSuite(const fs::path& dir) {
   const fs::path keys = dir / "keys";
-  const CommandResult r = RunTunectl({"keygen", "--suite", "--dir", keys.string()});
-  EXPECT_EQ(r.exit_code, 0) << r.Describe();
+  for (std::vector<std::string> args : kKeygenSteps) {
+    args.insert(args.end(), {"--dir", keys.string()});
+    const CommandResult r = RunTunectl(args);
+    EXPECT_EQ(r.exit_code, 0) << r.Describe();
+  }
   return keys;
 }
 
@@ -319,6 +349,12 @@ void ExpectOnlyItsOwnKeys(const std::string& file, const YAML::Node& compose,
       << name;
   EXPECT_FALSE(env.contains("TUNEBUS_INSECURE")) << name << " runs without CURVE";
   for (const std::string& a : ArgvOf(service)) EXPECT_NE(a, "--insecure") << name;
+  EXPECT_EQ(!FlagValue(ArgvOf(service), "--http").empty(), !want.http_key_name.empty())
+      << file << ": " << name << (want.http_key_name.empty() ? " serves" : " does not serve")
+      << " the web dashboard (--http)";
+  EXPECT_EQ(env.contains("TUNEBUS_HTTP_KEY_NAME") ? env.at("TUNEBUS_HTTP_KEY_NAME") : "",
+            want.http_key_name)
+      << file << ": " << name << "'s dashboard key (TUNEBUS_HTTP_KEY_NAME)";
   bool read_only = false;
   const auto mounts = KeyMountsOf(compose, name, service, read_only);
   EXPECT_TRUE(read_only) << file << ": " << name << " mounts a keys folder writable";
@@ -340,8 +376,8 @@ void ExpectOnlyItsOwnKeys(const std::string& file, const YAML::Node& compose,
       ADD_FAILURE() << file << ": " << name << " mounts /keys/" << inside << ", no key file";
     }
   }
-  EXPECT_EQ(secrets, std::set<std::string>{want.key_name}) << file << ": " << name;
-  EXPECT_EQ(publics, want.servers) << file << ": " << name;
+  EXPECT_EQ(secrets, want.Secrets()) << file << ": " << name;
+  EXPECT_EQ(publics, want.Publics()) << file << ": " << name;
   EXPECT_EQ(allow_list_folder || !allow_list_files.empty(), want.serves) << file << ": " << name;
   if (!allow_list_files.empty()) {
     EXPECT_FALSE(allow_list_folder) << file << ": " << name;
@@ -386,6 +422,15 @@ void ExpectTheSuiteRunsWithOnlyTheMountedKeys(const YAML::Node& servers) {
     flags[name] = MountedKeyFlags(servers, name, keys, mounts / name);
   flags["tunectl"] = MountedKeyFlags(LoadSource("compose/docker-compose.yml"), "tunectl", keys,
                                      mounts / "tunectl");
+  // The file's dashboard, on loopback at a port the kernel picks (the ready file names it).
+  const YAML::Node scheduler = Merged(servers["services"]["scheduler"]);
+  const std::string http = FlagValue(ArgvOf(scheduler), "--http");
+  EXPECT_FALSE(http.empty()) << "the scheduler serves no dashboard (--http)";
+  const auto env = EnvOf(scheduler);
+  const std::string http_key =
+      env.contains("TUNEBUS_HTTP_KEY_NAME") ? env.at("TUNEBUS_HTTP_KEY_NAME") : "";
+  flags["scheduler"].insert(flags["scheduler"].end(),
+                            {"--http", "127.0.0.1:0", "--http-key-name", http_key});
   ClusterOptions o;
   o.workers = 1;
   o.service_args = {{"checkpoint-store", flags["checkpoint-store"]},
@@ -409,6 +454,29 @@ void ExpectTheSuiteRunsWithOnlyTheMountedKeys(const YAML::Node& servers) {
   ASSERT_TRUE(ls.is_array()) << ls.dump();
   EXPECT_EQ(ls.size(), 2u) << ls.dump();
   for (const auto& t : ls) EXPECT_EQ(t.value("status", ""), "TERMINATED") << t.dump();
+  // The dashboard reads the experiment through its own viewer key, and an operator's login URL
+  // (tunectl with the tool service's key) signs a browser in.
+  const std::string url = cluster.http();
+  std::smatch m;
+  ASSERT_TRUE(std::regex_match(url, m, std::regex(R"(http://127\.0\.0\.1:(\d+)/)"))) << url;
+  httplib::Client client("127.0.0.1", std::stoi(m[1].str()));
+  client.set_read_timeout(10, 0);
+  const auto experiments = client.Get("/api/experiments");
+  ASSERT_TRUE(experiments) << httplib::to_string(experiments.error());
+  ASSERT_EQ(experiments->status, 200) << experiments->body;
+  const nlohmann::json rows = nlohmann::json::parse(experiments->body, nullptr, false);
+  ASSERT_TRUE(rows.is_array()) << experiments->body;
+  ASSERT_EQ(rows.size(), 1u) << rows.dump();
+  EXPECT_EQ(rows[0].value("name", ""), "keyed") << rows.dump();
+  EXPECT_EQ(rows[0].value("total", -1), 2) << rows.dump();
+  const nlohmann::json token = cluster.Ctl({"-o", "json", "dashboard-token"}).Json();
+  const std::string login = token.value("login_url", "");
+  ASSERT_EQ(login.rfind(url + "login?token=", 0), 0u) << token.dump();
+  const auto signed_in = client.Get(login.substr(url.size() - 1));
+  ASSERT_TRUE(signed_in) << httplib::to_string(signed_in.error());
+  EXPECT_EQ(signed_in->status, 303) << signed_in->body;
+  EXPECT_NE(signed_in->get_header_value("Set-Cookie").find("tunebus_session="), std::string::npos)
+      << signed_in->body;
 }
 
 }  // namespace tunebus::testing::deploy

@@ -57,8 +57,12 @@ std::vector<std::string> ArgvOf(const YAML::Node& service);
 // one it is named after; "" if neither is one.
 std::string BinaryOf(const std::string& name, const YAML::Node& service);
 
-// The ports a service's flags bind on every interface (tcp://0.0.0.0:P).
+// The ports a service's flags bind on every interface: each endpoint tcp://0.0.0.0:P and the
+// dashboard's `--http 0.0.0.0:P` (`--http P` binds loopback only, which no published port reaches).
 std::set<int> BoundPorts(const std::vector<std::string>& argv);
+
+// The value of `--flag VALUE` in argv, or "" if absent.
+std::string FlagValue(const std::vector<std::string>& argv, const std::string& flag);
 
 // The environment a compose service sets (a map; merge keys applied).
 std::map<std::string, std::string> EnvOf(const YAML::Node& service);
@@ -92,16 +96,29 @@ std::map<std::string, std::string> KeyMountsOf(const YAML::Node& compose, const 
                                                const YAML::Node& service, bool& read_only);
 
 // The keys each role needs, by the binary it runs: its key name (TUNEBUS_KEY_NAME), the servers
-// whose public keys it connects with, and whether it serves (reads the allow-list).
+// whose public keys it connects with, whether it serves (reads the allow-list) and, for the
+// scheduler, the viewer key of the web dashboard it serves (`--http` with TUNEBUS_HTTP_KEY_NAME):
+// the dashboard is a CURVE client of its own scheduler, so that role also holds that key's secret
+// and its own public key.
 struct ComposeKeys {
   std::string key_name;
   std::set<std::string> servers;
   bool serves = false;
+  std::string http_key_name;  // "": the role serves no dashboard
+
+  // The secret keys the role holds (NAME of NAME.key_secret).
+  std::set<std::string> Secrets() const;
+  // The public keys of servers the role holds (NAME of NAME.key).
+  std::set<std::string> Publics() const;
 };
 
 extern const std::map<std::string, ComposeKeys> kComposeKeys;
 
-// `tunectl keygen --suite --dir <dir>/keys`: the folder compose's mounts come from.
+// The key-making steps docs/deploy.md and the deployment files give, in order, as tunectl's
+// arguments before `--dir <folder>`: the suite's keys, then the dashboard's viewer key.
+extern const std::vector<std::vector<std::string>> kKeygenSteps;
+
+// kKeygenSteps into <dir>/keys: the folder compose's mounts come from.
 fs::path KeygenSuite(const fs::path& dir);
 
 // Checks that service `name` of a compose file runs with CURVE (TUNEBUS_KEYS_DIR=/keys, the key
@@ -109,6 +126,7 @@ fs::path KeygenSuite(const fs::path& dir);
 // needs: its own secret key, the public keys of the servers it connects to and, if it serves, the
 // allow-list (the folder, or each file keygen wrote into it); each is the file `tunectl keygen
 // --suite` wrote under that name in `keys`.
+// A service whose role has a dashboard key runs `--http` with TUNEBUS_HTTP_KEY_NAME naming it.
 void ExpectOnlyItsOwnKeys(const std::string& file, const YAML::Node& compose,
                           const std::string& name, const YAML::Node& service, const fs::path& keys);
 
@@ -119,9 +137,11 @@ std::vector<std::string> MountedKeyFlags(const YAML::Node& compose, const std::s
                                          const fs::path& keys, const fs::path& root);
 
 // Starts the suite on loopback, each service with only the keys `servers` (a compose file) mounts
-// for it and tunectl with those compose/docker-compose.yml's tool service gets; checks that every
-// process secured its sockets with CURVE, that the worker registers and that an experiment runs
-// to its end.
+// for it and tunectl with those compose/docker-compose.yml's tool service gets, the scheduler with
+// the file's dashboard (`--http` on 127.0.0.1:0 instead of its port on every interface, and its
+// TUNEBUS_HTTP_KEY_NAME); checks that every process secured its sockets with CURVE, that the
+// worker registers, that an experiment runs to its end, that the dashboard lists it and that a
+// login URL from `tunectl dashboard-token` signs a browser in.
 void ExpectTheSuiteRunsWithOnlyTheMountedKeys(const YAML::Node& servers);
 
 }  // namespace tunebus::testing::deploy

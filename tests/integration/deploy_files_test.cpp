@@ -90,6 +90,31 @@ TEST(DeployFilesTest, ComposeGivesEachServiceOnlyItsOwnKeysReadOnly) {
       << ".dockerignore lacks compose/keys: the build stage's COPY . . would take the secret keys";
 }
 
+TEST(DeployFilesTest, ComposePublishesTheDashboardOnLoopbackAndEveryKeyStepMakesItsKey) {
+  // Issue 35: the scheduler serves the web dashboard on every interface of its container
+  // (`--http 0.0.0.0:P`), which compose publishes on the host's loopback only, as the control
+  // socket (the dashboard speaks plain HTTP). Its viewer key exists only if the keys are made as
+  // kKeygenSteps does: every file and doc that tells how to make the deployments' keys names the
+  // dashboard's step too.
+  const YAML::Node compose = LoadSource("compose/docker-compose.yml");
+  const std::string http = FlagValue(ArgvOf(Merged(compose["services"]["scheduler"])), "--http");
+  ASSERT_EQ(http.rfind("0.0.0.0:", 0), 0u) << "the scheduler's --http is " << http;
+  const std::string port = http.substr(8);
+  std::vector<std::string> published;
+  for (const auto& p : compose["services"]["scheduler"]["ports"])
+    published.push_back(p.as<std::string>(""));
+  EXPECT_NE(std::find(published.begin(), published.end(), "127.0.0.1:" + port + ":" + port),
+            published.end())
+      << "compose does not publish the dashboard's port " << port << " on 127.0.0.1";
+  std::string step = "tunectl";
+  for (const std::string& word : kKeygenSteps.back()) step += " " + word;
+  for (const char* file : {"compose/docker-compose.yml", "compose/docker-stack.yml",
+                           "deploy/k8s/base/kustomization.yaml", "docs/deploy.md"}) {
+    EXPECT_NE(ReadFile(SourceDir() / file).find(step + " --dir"), std::string::npos)
+        << file << " never tells to run `" << step << " --dir ...`";
+  }
+}
+
 TEST(DeployFilesTest, EachServiceRunsWithOnlyTheKeysComposeMountsForIt) {
   // The compose mounts are enough: each process gets a keys folder holding only what compose
   // mounts at its /keys (copied from a `tunectl keygen --suite` folder, modes kept) and the

@@ -65,6 +65,7 @@ TEST(DeployFilesTest, KubernetesManifestsNameOnlyWhatTheBuildHas) {
   std::map<std::string, std::map<std::string, int>> pod_ports;      // app label -> name -> port
   std::map<std::string, std::string> service_selects;               // Service -> app label
   std::set<std::string> workloads;
+  std::map<std::string, int> dashboards;  // app label -> its dashboard's container port
   for (const YAML::Node& d : docs) {
     const std::string kind = d["kind"].as<std::string>("");
     const std::string name = d["metadata"]["name"].as<std::string>("");
@@ -107,12 +108,11 @@ TEST(DeployFilesTest, KubernetesManifestsNameOnlyWhatTheBuildHas) {
       EXPECT_NE(dockerfile.find("FROM runtime AS " + binary), std::string::npos)
           << name << ": compose/Dockerfile builds no image for " << binary;
     }
-    std::set<int> bound;  // ports the flags bind (tcp://0.0.0.0:P)
+    const std::set<int> bound = BoundPorts(argv);  // tcp://0.0.0.0:P, --http 0.0.0.0:P
     for (const std::string& a : argv) {
       if (a.rfind("--", 0) == 0) {
         EXPECT_NE(help[binary].find(a + " "), std::string::npos) << name << ": no flag " << a;
       }
-      if (a.rfind("tcp://0.0.0.0:", 0) == 0) bound.insert(std::stoi(a.substr(14)));
     }
     std::map<std::string, std::string> env;
     for (const auto& e : c["env"])
@@ -138,6 +138,16 @@ TEST(DeployFilesTest, KubernetesManifestsNameOnlyWhatTheBuildHas) {
     const std::string role = binary == "trial-worker" ? "trial-worker" : binary;
     const ComposeKeys& want = kComposeKeys.at(role);
     EXPECT_EQ(env["TUNEBUS_KEY_NAME"], want.key_name) << name;
+    // The scheduler's dashboard: --http on every interface, its viewer key, a port named http.
+    EXPECT_EQ(env["TUNEBUS_HTTP_KEY_NAME"], want.http_key_name) << name;
+    const std::string http = FlagValue(argv, "--http");
+    EXPECT_EQ(!http.empty(), !want.http_key_name.empty()) << name << " --http " << http;
+    if (!want.http_key_name.empty()) {
+      ASSERT_EQ(http.rfind("0.0.0.0:", 0), 0u) << name << " --http " << http;
+      EXPECT_EQ(pod_ports[app]["http"], std::stoi(http.substr(8)))
+          << name << " names no container port http for its dashboard";
+      dashboards[app] = pod_ports[app]["http"];
+    }
     std::set<std::string> files;
     bool allow_list = false;
     for (const auto& v : pod["volumes"]) {
@@ -145,8 +155,9 @@ TEST(DeployFilesTest, KubernetesManifestsNameOnlyWhatTheBuildHas) {
       if (v["name"].as<std::string>("") != "secrets") continue;
       for (const auto& item : v["secret"]["items"]) files.insert(item["key"].as<std::string>(""));
     }
-    std::set<std::string> want_files = {want.key_name + ".key_secret"};
-    for (const std::string& server : want.servers) want_files.insert(server + ".key");
+    std::set<std::string> want_files;
+    for (const std::string& secret : want.Secrets()) want_files.insert(secret + ".key_secret");
+    for (const std::string& server : want.Publics()) want_files.insert(server + ".key");
     EXPECT_EQ(files, want_files) << name;
     EXPECT_EQ(allow_list, want.serves) << name;
     if (binary == "trial-worker") {
@@ -163,6 +174,16 @@ TEST(DeployFilesTest, KubernetesManifestsNameOnlyWhatTheBuildHas) {
     for (const auto& [target, port] : ports) {
       EXPECT_EQ(pod_ports[service_selects[service]][target], port) << service << " " << target;
     }
+  }
+  // Each dashboard is reachable through a Service port (kubectl port-forward svc/<name> P:P).
+  EXPECT_FALSE(dashboards.empty()) << "no workload serves the dashboard";
+  for (const auto& [app, port] : dashboards) {
+    bool exposed = false;
+    for (const auto& [service, ports] : service_ports) {
+      exposed = exposed || (service_selects[service] == app && ports.contains("http") &&
+                            ports.at("http") == port);
+    }
+    EXPECT_TRUE(exposed) << "no Service exposes " << app << "'s dashboard at port " << port;
   }
   const std::regex endpoint(R"(tcp://([a-z-]+):(\d+))");
   for (const auto& [var, value] : config) {

@@ -238,6 +238,8 @@ class Cluster {
   std::string control() const { return Reported("scheduler", "control"); }
   std::string worker_endpoint() const { return Reported("scheduler", "workers"); }
   std::string events() const { return Reported("scheduler", "events"); }
+  /// The dashboard's URL the scheduler reported ("http://127.0.0.1:PORT/"; "" without --http).
+  std::string http() const { return Reported("scheduler", "http"); }
   std::string rm() const { return Reported("resource-manager", "endpoint"); }
   std::string rm_events() const { return Reported("resource-manager", "events-endpoint"); }
   std::string store() const { return Reported("checkpoint-store", "endpoint"); }
