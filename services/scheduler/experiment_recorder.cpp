@@ -149,8 +149,12 @@ bool ExperimentRecorder::CompleteEnd(bool wait) {
   const PendingEnd end = std::move(*pending_end_);
   pending_end_.reset();
   journal_.Append(journal::ExperimentEnded(end.status, end.reason));
-  events_.Publish(Event::kExperimentEnded, name_, "", [&] {
-    return json{{"status", ExperimentStatusName(end.status)}, {"reason", end.reason}};
+  // Who waits for the end (tunectl run, watch, the dashboard) hears of it once it is durable:
+  // a scheduler stopped right after still finds the experiment finished.
+  journal_.AfterDurable([this, end] {
+    events_.Publish(Event::kExperimentEnded, name_, "", [&] {
+      return json{{"status", ExperimentStatusName(end.status)}, {"reason", end.reason}};
+    });
   });
   return true;
 }

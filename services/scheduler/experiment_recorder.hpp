@@ -50,12 +50,13 @@ class ExperimentRecorder final : public RunnerObserver {
   /// Writes experiment_state.json and hands every staged file task to the writer; the
   /// experiment_ended record and event follow once the writer has written them (CompleteEnd).
   void OnExperimentEnded(ExperimentStatus status, const std::string& reason) override;
-  /// Journals and publishes the end OnExperimentEnded deferred, if its files are written; with
-  /// `wait`, waits for the writer first. The files are complete before the journal says the
-  /// experiment ended: a scheduler killed before that record is durable resumes the experiment,
-  /// and the resume completes the files. The loop does not wait at each end: with 50
-  /// experiments ending in a run, each wait for the writer (at nice 19) stalled every other
-  /// experiment's decisions. Returns whether no end is pending after the call.
+  /// Journals the end OnExperimentEnded deferred, if its files are written, and publishes its
+  /// event once that record is durable; with `wait`, waits for the writer first. The files are
+  /// complete before the journal says the experiment ended: a scheduler killed before that
+  /// record is durable resumes the experiment, and the resume completes the files. The loop does
+  /// not wait at each end: with 50 experiments ending in a run, each wait for the writer (at nice
+  /// 19) stalled every other experiment's decisions. Returns whether no end is pending after the
+  /// call.
   bool CompleteEnd(bool wait);
   /// True from OnExperimentEnded until CompleteEnd journals the end.
   bool ending() const { return pending_end_.has_value(); }
