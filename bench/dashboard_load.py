@@ -60,8 +60,10 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from e2e import Cluster, noop_spec, percentile  # noqa: E402
 from machine import machine  # noqa: E402
 
-CHROMIUM = "/usr/bin/chromium"
-CHROMEDRIVER = "/usr/bin/chromedriver"
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "tests", "browser"))
+import headless_chromium  # noqa: E402  (chromium and the waits, shared with the browser tests)
+from headless_chromium import CHROMEDRIVER, CHROMIUM, wait_for  # noqa: E402
+
 PAGE_ROWS = 25  # the experiment page's rows per page (dashboard.js)
 
 
@@ -84,17 +86,6 @@ def stats(name, values):
             name + "_p95": round(percentile(values, 95), 2), name + "_max": round(max(values), 2)}
 
 
-def wait_for(what, predicate, timeout_s, interval_s=0.05):
-    deadline = time.monotonic() + timeout_s
-    while True:
-        value = predicate()
-        if value:
-            return value
-        if time.monotonic() > deadline:
-            raise TimeoutError("timed out after %.0f s waiting for %s" % (timeout_s, what))
-        time.sleep(interval_s)
-
-
 def mock_spec(name, trials, results_dir):
     return ("name: %s\ntrainable: {builtin: mock}\n"
             "param_space: {lr: {loguniform: [0.0001, 1.0]}, mock_iterations: 3, sleep_s: 0}\n"
@@ -112,14 +103,7 @@ def wait_ended(c, name, timeout_s):
 
 
 def chrome():
-    from selenium import webdriver
-    from selenium.webdriver.chrome.service import Service
-    options = webdriver.ChromeOptions()
-    options.binary_location = CHROMIUM
-    for arg in ("--headless=new", "--no-sandbox", "--disable-dev-shm-usage", "--disable-gpu",
-                "--window-size=1400,1100", "--no-first-run", "--disable-extensions"):
-        options.add_argument(arg)
-    driver = webdriver.Chrome(service=Service(CHROMEDRIVER), options=options)
+    driver = headless_chromium.chrome()
     driver.execute_cdp_cmd("Page.addScriptToEvaluateOnNewDocument", {"source": FIRST_RENDER})
     return driver
 

@@ -31,9 +31,9 @@ import tempfile
 import textwrap
 import time
 
+from headless_chromium import CHROMEDRIVER, CHROMIUM, chrome, wait_for  # noqa: F401 (shared)
+
 SOURCE_DIR = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
-CHROMIUM = "/usr/bin/chromium"
-CHROMEDRIVER = "/usr/bin/chromedriver"
 ROUNDS = 5            # results timed from the trainable to the page
 LATENCY_LIMIT_S = 1.0
 FAST_RESULTS = 8      # results each trial reports before it waits for triggers
@@ -49,9 +49,8 @@ def skip_or_fail(why):
 
 
 try:
-    from selenium import webdriver
+    from selenium import webdriver  # noqa: F401 (its presence is the check)
     from selenium.common.exceptions import StaleElementReferenceException
-    from selenium.webdriver.chrome.service import Service
     from selenium.webdriver.common.by import By
     from selenium.webdriver.support.ui import Select, WebDriverWait
 except ImportError as e:
@@ -101,17 +100,6 @@ EXPERIMENT = textwrap.dedent("""\
     """)
 
 
-def wait_for(what, predicate, timeout_s, interval_s=0.05):
-    deadline = time.monotonic() + timeout_s
-    while True:
-        value = predicate()
-        if value:
-            return value
-        if time.monotonic() > deadline:
-            raise AssertionError("timed out after %.0f s waiting for %s" % (timeout_s, what))
-        time.sleep(interval_s)
-
-
 class Suite:
     """`tunectl up` with the dashboard on a free loopback port, in `work`."""
 
@@ -157,15 +145,6 @@ class Suite:
                 self.proc.kill()
                 self.proc.wait(10)
         self.log.close()
-
-
-def chrome():
-    options = webdriver.ChromeOptions()
-    options.binary_location = CHROMIUM
-    for arg in ("--headless=new", "--no-sandbox", "--disable-dev-shm-usage", "--disable-gpu",
-                "--window-size=1400,1100", "--no-first-run", "--disable-extensions"):
-        options.add_argument(arg)
-    return webdriver.Chrome(service=Service(CHROMEDRIVER), options=options)
 
 
 class BrowserTest:
