@@ -282,8 +282,16 @@ const tunebusCharts = (() => {
         again();
       }
     });
+    // The first load waits (at most 3 s) for the trial table's first page: with 10,000 trials
+    // the analysis is the page's largest answer, and the table is what the page shows first.
+    const tableDrawn = () => (byId('page-info') || {}).textContent;
+    const started = Date.now();
+    const firstLoad = () => {
+      if (tableDrawn() || Date.now() - started > 3000) { last = Date.now(); load(); return; }
+      setTimeout(firstLoad, 50);
+    };
     last = Date.now();
-    load();
+    firstLoad();
   }
 
   document.addEventListener('DOMContentLoaded', () => {
