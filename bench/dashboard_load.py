@@ -162,7 +162,34 @@ def time_loads(driver, url, loads, check):
         ms = wait_for("the first render of " + url, lambda: rendered_ms(driver), 30, 0.01)
         check(driver)
         times.append(float(ms))
+        if ms > SLOW_LOAD_MS:
+            explain_slow_load(driver, url, ms)
     return times[1:]
+
+
+SLOW_LOAD_MS = 1000  # issue 35's target: a slower load prints where its time went
+
+
+def explain_slow_load(driver, url, ms):
+    """Prints (stderr) the Resource Timing of each request the page made before its first
+    render (ms from navigation start): when it was asked, how long it waited before connecting
+    (a free connection), connecting, and for the answer's first byte once sent, and its end; so
+    a slow load in CI names its cause."""
+    entries = driver.execute_script("""
+        const nav = performance.getEntriesByType('navigation')[0] || {};
+        const row = (name, r) => ({name, start: r.startTime || 0,
+          stalled: r.connectStart ? r.connectStart - (r.fetchStart || r.startTime) : null,
+          connect: r.connectStart ? r.connectEnd - r.connectStart : null,
+          first_byte: r.requestStart ? r.responseStart - r.requestStart : null, end: r.responseEnd});
+        return [row('document', nav)].concat(performance.getEntriesByType('resource').map(
+          (r) => row(r.name.replace(location.origin, ''), r)));""")
+    print("dashboard_load: %s rendered after %.0f ms; its requests (ms from navigation start):"
+          % (url, ms), file=sys.stderr)
+    num = lambda v: "%.1f" % v if v is not None else "-"
+    for e in entries:
+        print("  %-60s asked %7.1f  stalled %7s  connect %7s  first byte after %7s  done %7.1f" % (
+            e["name"][:60], e["start"], num(e["stalled"]), num(e["connect"]), num(e["first_byte"]),
+            e["end"] or 0), file=sys.stderr)
 
 
 def api(http, path, timeout_s=30):

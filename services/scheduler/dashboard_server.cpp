@@ -363,7 +363,10 @@ void DashboardServer::AddRoutes() {
     res.set_chunked_content_provider(
         "text/event-stream",
         [this, next, last_write](size_t, httplib::DataSink& sink) {
-          if (stopping_) return false;
+          // A closed page ends its stream here, within one wait (250 ms): httplib's chunked
+          // loop finds a closed connection only when a write fails, up to two keep-alives
+          // (10 s) later, and meanwhile the stream holds a thread and one of kMaxStreams.
+          if (stopping_ || !sink.is_writable()) return false;
           std::string out;
           if (!next->has_value()) {
             // Hello once the relay's SUB is subscribed: what the page fetches after it, the

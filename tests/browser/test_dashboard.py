@@ -12,6 +12,9 @@ per trigger. The test opens the experiments page and the experiment's page and c
     canvas has pixels of the dataset's colour;
   - a result reaches the open page within 1 s of the trainable reporting it (kRounds results,
     each timed from the trainable's own clock to the moment the page's cell shows it);
+  - browsing back and forth between the two pages (12 loads) never stalls a load: each page
+    is live within 3 s and its document waited under 1 s for a connection (a left page closes
+    its event stream, so the browser's 6 connections per host stay free);
   - the experiment ending shows on the experiments page without a reload.
 Screenshots go to $TUNEBUS_SCREENSHOT_DIR (ctest: <build>/dashboard-screenshots), else the
 test's temporary folder; the test prints where.
@@ -386,6 +389,22 @@ def main():
             ROUNDS, 1000 * max(latencies), 1000 * sum(latencies) / len(latencies)))
         assert max(latencies) < LATENCY_LIMIT_S, latencies
         test.shot("experiment-live.png")
+
+        # Back and forth between the pages: each load is live at once. A left page that kept
+        # its event stream open (the browser's back/forward cache keeps left pages) would hold
+        # one of the 6 connections per host, and the 7th load would wait for one.
+        for i in range(12):
+            url = "%s/experiments/%s" % (base, journal) if i % 2 else base + "/"
+            driver.get(url)
+            try:
+                WebDriverWait(driver, 3).until(lambda d: text_of(d, "#live") == "live")
+            except Exception:
+                raise AssertionError("load %d of %s: not live within 3 s (%r)" % (i, url, text_of(driver, "#live")))
+            stalled_ms = driver.execute_script(
+                "const n = performance.getEntriesByType('navigation')[0];"
+                "return n.connectStart ? n.connectStart - n.fetchStart : 0;")
+            assert stalled_ms < 1000, "load %d of %s waited %.0f ms for a connection" % (i, url, stalled_ms)
+        print("12 loads back and forth: each live within 3 s, none waited for a connection")
 
         # The end of the experiment shows on the open experiments page.
         driver.get(base + "/")

@@ -60,29 +60,43 @@ function throttle(fn, ms) {
 
 // The event stream: `onEvent(kind, data)` per event, `onHello()` when (re)connected and
 // subscribed (the page refetches then: it may have missed events while it was not).
+// A page the browser leaves closes its stream (pagehide) and opens a new one if the browser
+// brings it back from its back/forward cache (pageshow): a left page's open stream holds one of
+// the 6 connections a browser keeps per host, and six of them stalled the next page's loads
+// for seconds (bench/dashboard_load.py measured 6-13 s).
 function connectEvents(onEvent, onHello) {
-  const es = new EventSource('/events');
   const live = $('live');
   // charts.js (the analysis panels) listens to the same stream through document events.
   const relay = (kind, data) => document.dispatchEvent(new CustomEvent('tunebus:event', { detail: { kind, data } }));
-  es.addEventListener('hello', () => {
-    live.textContent = 'live';
-    live.className = 'live on';
-    onHello();
-    relay('hello', {});
-  });
-  es.onerror = () => {
-    live.textContent = 'reconnecting…';
-    live.className = 'live off';
-  };
-  for (const kind of EVENT_KINDS) {
-    es.addEventListener(kind, (m) => {
-      const data = JSON.parse(m.data);
-      onEvent(kind, data);
-      relay(kind, data);
+  let es = null;
+  const open = () => {
+    es = new EventSource('/events');
+    es.addEventListener('hello', () => {
+      live.textContent = 'live';
+      live.className = 'live on';
+      onHello();
+      relay('hello', {});
     });
-  }
-  return es;
+    es.onerror = () => {
+      live.textContent = 'reconnecting…';
+      live.className = 'live off';
+    };
+    for (const kind of EVENT_KINDS) {
+      es.addEventListener(kind, (m) => {
+        const data = JSON.parse(m.data);
+        onEvent(kind, data);
+        relay(kind, data);
+      });
+    }
+  };
+  window.addEventListener('pagehide', () => {
+    if (es) es.close();
+    es = null;
+  });
+  window.addEventListener('pageshow', (e) => {
+    if (e.persisted && !es) open();
+  });
+  open();
 }
 
 function statusCell(status) { return el('span', { class: `status ${status}` }, status || '–'); }
