@@ -375,6 +375,9 @@ Status Scheduler::HandleGetExperiment(bus::Incoming& in, const proto::Decoded& d
     if (!found.ok()) return found.status();
     const Experiment* e = *found;
     json body = ExperimentToJson(e->name(), e->runner(), e->experiment_dir(), e->ElapsedS());
+    // Finished once its end is journaled (`tunectl run` returns then): a scheduler stopped
+    // right after resumes nothing of it.
+    if (!e->read_only() && !e->recorder().end_durable()) body["finished"] = false;
     body["journal"] = e->journal_name();
     body["read_only"] = e->read_only();
     if (!e->read_only()) body.update(ShareJson(*e));

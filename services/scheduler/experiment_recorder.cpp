@@ -152,6 +152,7 @@ bool ExperimentRecorder::CompleteEnd(bool wait) {
   // Who waits for the end (tunectl run, watch, the dashboard) hears of it once it is durable:
   // a scheduler stopped right after still finds the experiment finished.
   journal_.AfterDurable([this, end] {
+    end_durable_ = true;
     events_.Publish(Event::kExperimentEnded, name_, "", [&] {
       return json{{"status", ExperimentStatusName(end.status)}, {"reason", end.reason}};
     });

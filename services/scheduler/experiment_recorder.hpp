@@ -60,6 +60,9 @@ class ExperimentRecorder final : public RunnerObserver {
   bool CompleteEnd(bool wait);
   /// True from OnExperimentEnded until CompleteEnd journals the end.
   bool ending() const { return pending_end_.has_value(); }
+  /// True once the experiment_ended record is durable (its event is published then): a
+  /// scheduler stopped or killed after that finds the experiment finished.
+  bool end_durable() const { return end_durable_; }
 
   /// Appends "attempt N: <text>" ("not started: <text>" before a first attempt) to
   /// <trial>/error.txt (the reason and the trainable's stderr tail). A trial that becomes ERROR
@@ -115,6 +118,7 @@ class ExperimentRecorder final : public RunnerObserver {
     uint64_t files_through = 0;
   };
   std::optional<PendingEnd> pending_end_;
+  bool end_durable_ = false;
   /// StepStateFile's text in progress (empty: none) and the index of the next trial it takes.
   std::string state_text_;
   size_t state_next_trial_ = 0;
