@@ -200,6 +200,22 @@ json PopulationBasedTraining::Explore(const json& config, const json& mutations,
   return out;
 }
 
+// Ray Tune (2.x, PopulationBasedTraining._checkpoint_or_exploit) clones the donor's checkpoint
+// of its perturbation point: the save it asked of an upper-quantile trial, in progress or done,
+// and skips the exploit of a donor without a checkpoint. A donor's checkpoint reaches the runner
+// once the store holds it, so a newest checkpoint older than the donor's last perturbation
+// (its checkpoint of that point not stored yet) is skipped too: the trial exploits at a later
+// perturbation instead of resuming from an older state. A time_attr the checkpoint does not
+// carry is not checked.
+bool PopulationBasedTraining::HoldsPerturbation(const CheckpointRef& newest,
+                                                double perturbation_time) const {
+  if (options_.time_attr == "training_iteration")
+    return double(newest.training_iteration) >= perturbation_time;
+  if (options_.time_attr == "time_total_s")  // the same double, through the journal's text
+    return newest.time_total_s >= perturbation_time * (1 - 1e-12);
+  return true;
+}
+
 Decision PopulationBasedTraining::OnTrialResult(const Trial& trial, const TrainingResult& result) {
   const double time = result.Number(options_.time_attr).value_or(0.0);
   auto it = trials_.find(trial.trial_id);
@@ -247,7 +263,8 @@ Decision PopulationBasedTraining::OnTrialResult(const Trial& trial, const Traini
   if (std::find(lower.begin(), lower.end(), trial.trial_id) != lower.end()) {
     const std::string donor = upper[Choice(upper.size())];
     const Trial* d = context_->FindTrial(donor);
-    if (d != nullptr && !d->checkpoints.empty() && d->newest_checkpoint_has_config) {
+    if (d != nullptr && !d->checkpoints.empty() && d->newest_checkpoint_has_config &&
+        HoldsPerturbation(d->checkpoints.back(), trials_[donor].last_perturbation_time)) {
       json new_config = Explore(d->config, options_.hyperparam_mutations,
                                 context_->DriverSamples(trial.trial_id));
       if (context_->ExploitTrial(trial.trial_id, donor, std::move(new_config)).ok()) {

@@ -86,6 +86,8 @@ class PopulationBasedTraining final : public JournaledTrialScheduler {
     double last_train_time = 0;
     bool paused_by_us = false;
   };
+  /// Whether a donor's `newest` checkpoint holds its state at `perturbation_time` (time_attr).
+  bool HoldsPerturbation(const CheckpointRef& newest, double perturbation_time) const;
   double Uniform();  // [0, 1), counted
   size_t Choice(size_t n);
   /// The one place state changes (live and in replay):

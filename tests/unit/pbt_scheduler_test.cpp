@@ -107,6 +107,27 @@ TEST_F(PbtSchedulerTest, BottomQuantileExploitsTheTopTrialsCheckpointWithAnExplo
   ExpectDeltasRebuildState("pbt", kPbt, "acc", "max", 7);
 }
 
+TEST_F(PbtSchedulerTest, ADonorWhoseCheckpointOfItsPerturbationIsNotStoredYetIsSkipped) {
+  // t0 stores its checkpoint of iteration 4, runs on to 6 and is asked for another, which the
+  // store has not answered when t3 (the bottom) reaches its perturbation at iteration 4: t0's
+  // newest stored checkpoint (4) is older than its last perturbation (6), so t3 does not resume
+  // from it (Ray Tune clones the donor's save of that point); it continues, and exploits t0's
+  // checkpoint of iteration 6 at its next perturbation, once that is stored.
+  StartPbtAndRunToTheFirstTopCheckpoint();
+  EXPECT_EQ(At(1, 4, acc_[1]), "continue");
+  EXPECT_EQ(At(2, 4, acc_[2]), "continue");
+  EXPECT_EQ(At(0, 5, acc_[0]), "continue");
+  ASSERT_TRUE(Report(0, 6, {{"acc", acc_[0]}}).ok());
+  EXPECT_EQ(LastAction(0), "checkpoint");  // not stored yet
+  EXPECT_EQ(At(3, 4, acc_[3]), "continue");
+  EXPECT_FALSE(T(3).restore_checkpoint.has_value());
+  ASSERT_TRUE(runner_->OnCheckpointSaved(Id(0), T(0).attempt, Id(0) + "/6", 6, 10).ok());
+  EXPECT_EQ(At(3, 5, acc_[3]), "continue");
+  EXPECT_EQ(At(3, 6, acc_[3]), "stop");
+  ASSERT_TRUE(T(3).restore_checkpoint.has_value());
+  EXPECT_EQ(T(3).restore_checkpoint->checkpoint_id, Id(0) + "/6");
+}
+
 TEST_F(PbtSchedulerTest, ExploreIsDeterministicForASeedAndPerturbsWithinTheRules) {
   // The same seed draws the same explorations; numbers are multiplied by 1.2 or 0.8 (ints stay
   // ints), list values move to a neighbour.
