@@ -399,7 +399,8 @@ def main():
             try:
                 WebDriverWait(driver, 3).until(lambda d: text_of(d, "#live") == "live")
             except Exception:
-                raise AssertionError("load %d of %s: not live within 3 s (%r)" % (i, url, text_of(driver, "#live")))
+                raise AssertionError("load %d of %s: not live within 3 s (%r)"
+                                     % (i, url, text_of(driver, "#live")))
             stalled_ms = driver.execute_script(
                 "const n = performance.getEntriesByType('navigation')[0];"
                 "return n.connectStart ? n.connectStart - n.fetchStart : 0;")

@@ -61,9 +61,9 @@ function throttle(fn, ms) {
 // The event stream: `onEvent(kind, data)` per event, `onHello()` when (re)connected and
 // subscribed (the page refetches then: it may have missed events while it was not).
 // A page the browser leaves closes its stream (pagehide) and opens a new one if the browser
-// brings it back from its back/forward cache (pageshow): a left page's open stream holds one of
-// the 6 connections a browser keeps per host, and six of them stalled the next page's loads
-// for seconds (bench/dashboard_load.py measured 6-13 s).
+// brings it back from its back/forward cache (pageshow): a left page's open stream would hold
+// one of the 6 connections a browser keeps per host, and six of them stall the next page's
+// loads until the browser evicts the left pages.
 function connectEvents(onEvent, onHello) {
   const live = $('live');
   // charts.js (the analysis panels) listens to the same stream through document events.
@@ -92,6 +92,8 @@ function connectEvents(onEvent, onHello) {
   window.addEventListener('pagehide', () => {
     if (es) es.close();
     es = null;
+    live.textContent = 'connecting…';
+    live.className = 'live off';
   });
   window.addEventListener('pageshow', (e) => {
     if (e.persisted && !es) open();
