@@ -285,11 +285,19 @@ function experimentPage() {
     const q = state.query;
     return `${api}/trials?${new URLSearchParams({ offset: q.offset, limit: q.limit, sort: q.sort, status: q.status })}`;
   };
-  // `fetched`: the page's answer when it was asked already (the first page, with the summary).
-  const loadTrials = async (fetched) => {
+  // Trial-page requests are numbered as they are asked; the table shows an answer only if no
+  // later-asked one is shown already, so an answer that arrives late (a reload asked before a
+  // sort click, or the first page) never replaces the newer query's rows.
+  let asked = 0, shown = 0;
+  const askTrials = () => ({ number: ++asked, answer: getJson(trialsUrl()) });
+  // `request`: one askTrials() made already (the first page, asked with the summary).
+  const loadTrials = async (request) => {
     const q = state.query;
+    const { number, answer } = request || askTrials();
     try {
-      const page = await (fetched instanceof Promise ? fetched : getJson(trialsUrl()));
+      const page = await answer;
+      if (number < shown) return;
+      shown = number;
       if (state.configKeys === null && page.trials.length) {
         state.configKeys = Object.keys(page.trials[0].config || {})
           .filter((k) => typeof page.trials[0].config[k] !== 'object').slice(0, 6);
@@ -391,8 +399,8 @@ function experimentPage() {
     state.query.offset += state.query.limit;
     loadTrials();
   });
-  const firstPage = getJson(trialsUrl()); // asked at once with the summary
-  firstPage.catch(() => {}); // loadTrials reports its error
+  const firstPage = askTrials(); // asked at once with the summary
+  firstPage.answer.catch(() => {}); // loadTrials reports its error
   loadSummary().then(() => loadTrials(firstPage));
 }
 
