@@ -62,7 +62,7 @@ from machine import machine  # noqa: E402
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "tests", "browser"))
 import headless_chromium  # noqa: E402  (chromium and the waits, shared with the browser tests)
-from headless_chromium import CHROMEDRIVER, CHROMIUM, wait_for  # noqa: E402
+from headless_chromium import wait_for  # noqa: E402
 
 PAGE_ROWS = 25  # the experiment page's rows per page (dashboard.js)
 
@@ -439,13 +439,8 @@ def main():
     a.loads = a.loads or (5 if a.quick else 20)
     a.results = a.results or (8 if a.quick else 20)
     a.cost_trials = a.cost_trials or (5000 if a.quick else 20000)
-    try:
-        import selenium  # noqa: F401
-    except ImportError as e:
-        skip_or_fail("no selenium for %s (python3-selenium): %s" % (sys.executable, e))
-    for path in (CHROMIUM, CHROMEDRIVER):
-        if not os.access(path, os.X_OK):
-            skip_or_fail("no %s (apt-get install chromium chromium-driver)" % path)
+    if headless_chromium.missing():
+        skip_or_fail(headless_chromium.missing())
 
     results = tempfile.mkdtemp(prefix="tunebus-bench-dashboard-", dir="/dev/shm")
     c = Cluster(a.bin, a.workers, 4, "tcp", scheduler_args=["--http", "127.0.0.1:0"])

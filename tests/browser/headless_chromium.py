@@ -1,11 +1,26 @@
 """What the browser tests (tests/browser/test_dashboard*.py) and bench/dashboard_load.py share:
 Debian's chromium, headless, driven by Debian's chromium-driver through python3-selenium, and
-waiting on a condition with a bound. The caller checks that selenium and the two binaries are
-there first (its own skip rule)."""
+waiting on a condition with a bound. The caller asks missing() first and applies its own skip
+rule."""
+import os
+import sys
 import time
 
 CHROMIUM = "/usr/bin/chromium"
 CHROMEDRIVER = "/usr/bin/chromedriver"
+
+
+def missing():
+    """Why the browser cannot run here (no selenium for this Python, no chromium or
+    chromedriver), or None when it can."""
+    try:
+        import selenium  # noqa: F401
+    except ImportError as e:
+        return "no selenium for %s (python3-selenium): %s" % (sys.executable, e)
+    for path in (CHROMIUM, CHROMEDRIVER):
+        if not os.access(path, os.X_OK):
+            return "no %s (apt-get install chromium chromium-driver)" % path
+    return None
 
 
 def chrome():

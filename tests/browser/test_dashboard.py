@@ -34,7 +34,7 @@ import tempfile
 import textwrap
 import time
 
-from headless_chromium import CHROMEDRIVER, CHROMIUM, chrome, wait_for  # noqa: F401 (shared)
+from headless_chromium import chrome, missing, wait_for  # noqa: F401 (shared)
 
 SOURCE_DIR = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
 ROUNDS = 5            # results timed from the trainable to the page
@@ -51,16 +51,11 @@ def skip_or_fail(why):
     sys.exit(77)
 
 
-try:
-    from selenium import webdriver  # noqa: F401 (its presence is the check)
-    from selenium.common.exceptions import StaleElementReferenceException
-    from selenium.webdriver.common.by import By
-    from selenium.webdriver.support.ui import Select, WebDriverWait
-except ImportError as e:
-    skip_or_fail("no selenium for %s (python3-selenium): %s" % (sys.executable, e))
-for path in (CHROMIUM, CHROMEDRIVER):
-    if not os.access(path, os.X_OK):
-        skip_or_fail("no %s (apt-get install chromium chromium-driver)" % path)
+if missing():
+    skip_or_fail(missing())
+from selenium.common.exceptions import StaleElementReferenceException  # noqa: E402
+from selenium.webdriver.common.by import By  # noqa: E402
+from selenium.webdriver.support.ui import Select, WebDriverWait  # noqa: E402
 
 TRAINABLE = textwrap.dedent("""\
     import os, sys, time
