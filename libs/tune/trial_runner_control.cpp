@@ -201,11 +201,9 @@ Status TrialRunner::ExploitTrial(const std::string& trial_id, const std::string&
                              {"old_config", t->config},
                              {"new_config", new_config}}}};
   exploit_notes_[t->index] = change["pbt_exploit"];
-  NoteDecision(*t, "exploit",
-               {{"donor", donor_trial_id},
-                {"donor_iteration", donor->checkpoints.back().training_iteration},
-                {"old_config", t->config},
-                {"new_config", new_config}});
+  nlohmann::json decision = change["pbt_exploit"];  // and where the donor's checkpoint is
+  decision["donor_iteration"] = donor->checkpoints.back().training_iteration;
+  NoteDecision(*t, "exploit", std::move(decision));
   t->config = std::move(new_config);
   t->restore_checkpoint = donor->checkpoints.back();
   // Its own checkpoints, and those its attempt was still asked for, hold the old config.
