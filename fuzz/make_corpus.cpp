@@ -125,6 +125,12 @@ void MessageSeeds(const std::string& mock_yaml) {
   MessageSeed(NodeEvent{});
   MessageSeed(JournalAppend{});
   MessageSeed(JournalAppendAck{});
+  JournalAppendMany append_many;
+  append_many.parts = {{"exp-1", {"\x01record"}, 1}, {"exp-2", {"a", "b"}, 0}};
+  MessageSeed(append_many);
+  JournalAppendManyAck append_many_ack;
+  append_many_ack.parts = {{"exp-1", 1, 1, "", ""}, {"exp-2", 0, 0, "failed_precondition", "x"}};
+  MessageSeed(append_many_ack);
   MessageSeed(JournalRead{});
   MessageSeed(JournalReadReply{});
   MessageSeed(JournalTruncate{});

@@ -30,6 +30,44 @@ struct JournalAppendAck {
   TUNEBUS_DEFINE_MAP(v, type, id, experiment, first_seq, last_seq)
 };
 
+/// One journal's part of a JournalAppendMany: the fields of a JournalAppend.
+struct JournalAppendPart {
+  std::string experiment;
+  std::vector<std::string> records;
+  uint64_t expected_first_seq = 0;
+  TUNEBUS_DEFINE_MAP(experiment, records, expected_first_seq)
+};
+
+/// Most parts in one JournalAppendMany; more is invalid_argument.
+inline constexpr size_t kMaxJournalAppendParts = 4096;
+
+/// Appends to several journals at once, each part exactly as one JournalAppend would, in order,
+/// in the store's one group commit. The scheduler sends every experiment's appends of a poll
+/// round as one message (one request per round, not one per experiment and round). A malformed
+/// part fails the whole request (nothing is appended). Answered by JournalAppendManyAck once
+/// durable. Since v1.10.
+struct JournalAppendMany {
+  TUNEBUS_ENVELOPE("journal_append_many");
+  std::vector<JournalAppendPart> parts;  // 1..kMaxJournalAppendParts
+  TUNEBUS_DEFINE_MAP(v, type, id, parts)
+};
+
+/// One part's outcome: its seqs, or the error a JournalAppend of it would get.
+struct JournalAppendPartAck {
+  std::string experiment;
+  uint64_t first_seq = 0;  // 0 when error_code is set
+  uint64_t last_seq = 0;
+  std::string error_code;  // "" = appended (durable); else a StatusCodeName
+  std::string error;       // human-readable, with error_code
+  TUNEBUS_DEFINE_MAP(experiment, first_seq, last_seq, error_code, error)
+};
+
+struct JournalAppendManyAck {
+  TUNEBUS_ENVELOPE("journal_append_many_ack");
+  std::vector<JournalAppendPartAck> parts;  // one per request part, same order
+  TUNEBUS_DEFINE_MAP(v, type, id, parts)
+};
+
 /// Read records with seq >= from_seq, at most max_records (<= 10000).
 struct JournalRead {
   TUNEBUS_ENVELOPE("journal_read");

@@ -92,7 +92,9 @@ constexpr std::array kMessageTypes = {
     Entry<RegisterWorker>(), Entry<RegisterWorkerAck>(), Entry<StartTrial>(), Entry<ReportResult>(),
     Entry<ReportResults>(), Entry<Decision>(), Entry<Decisions>(), Entry<StopTrialRequest>(),
     Entry<TrialExited>(), Entry<CheckpointSaved>(), Entry<CheckpointFailed>(),
-    Entry<WorkerHeartbeat>()};
+    Entry<WorkerHeartbeat>(),
+    // Added since: at the end, so the corpus' seeds keep their type byte.
+    Entry<JournalAppendMany>(), Entry<JournalAppendManyAck>()};
 
 }  // namespace
 

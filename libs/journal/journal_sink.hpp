@@ -1,7 +1,7 @@
 // JournalSink: where a JournalWriter's batches of records go, and the timer its retries wait on.
 //
-// The writer owns one sink. The scheduler's sink sends each batch to the checkpoint-store as a
-// JournalAppend over the bus (services/scheduler/bus_journal_sink.hpp); tests use an in-memory
+// The writer owns one sink. The scheduler's sink sends each batch to the checkpoint-store in a
+// JournalAppendMany over the bus (services/scheduler/bus_journal_sink.hpp); tests use an in-memory
 // sink that acknowledges or fails batches when the test says so. Both calls are made on, and
 // both callbacks run on, the writer's thread (the scheduler's event loop).
 #pragma once
@@ -26,9 +26,11 @@ class JournalSink {
 
   /// Appends `records` (stored records, FrameRecord's bytes, in order) to the journal named
   /// `journal` as seqs expected_first_seq, expected_first_seq + 1, ...; a store that already
-  /// holds them from an earlier try acknowledges without writing them twice. `records` is only
-  /// read during the call and is unchanged when it returns. Calls `done` exactly once, later,
-  /// once the records are durable (Ok) or the append failed or timed out (an error).
+  /// holds them from an earlier try acknowledges without writing them twice. The caller keeps
+  /// `records` unchanged until `done` runs, and the sink may read it until then (the
+  /// scheduler's sends every experiment's batches of a round at its end); the sink leaves it as
+  /// it found it. Calls `done` exactly once, later, once the records are durable (Ok) or the
+  /// append failed or timed out (an error).
   virtual void Append(const std::string& journal, uint64_t expected_first_seq,
                       std::vector<std::string>& records, AppendDone done) = 0;
 

@@ -93,7 +93,8 @@ class JournalWriter {
   const Clock& clock_;
   static constexpr Duration kMaxBackoff{30000};
   std::deque<std::string> queued_;              // stored records, not yet handed to the sink
-  std::vector<std::string> in_flight_records_;  // the batch sent and not yet acknowledged
+  std::vector<std::string> in_flight_records_;  // the batch sent and not yet acknowledged (the
+                                                // sink may read it until its done runs)
   uint64_t in_flight_last_ = 0;                 // its last record's position
   uint64_t appended_ = 0;
   uint64_t durable_ = 0;

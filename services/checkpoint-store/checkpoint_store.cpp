@@ -44,6 +44,8 @@ CheckpointStore::CheckpointStore(CheckpointStoreOptions options, std::unique_ptr
   // Journals are the scheduler's (service); checkpoints and status also the workers'.
   const bus::RoleSet services{bus::Role::kService};
   dispatcher_.On(proto::JournalAppend::kType, services, this, &CheckpointStore::HandleJournalAppend)
+      .On(proto::JournalAppendMany::kType, services, this,
+          &CheckpointStore::HandleJournalAppendMany)
       .On(proto::JournalRead::kType, services, this, &CheckpointStore::HandleJournalRead)
       .On(proto::JournalList::kType, services, this, &CheckpointStore::HandleJournalList)
       .On(proto::JournalTruncate::kType, services, this, &CheckpointStore::HandleJournalTruncate)
@@ -86,60 +88,110 @@ void CheckpointStore::OnReadable() {
 Status CheckpointStore::HandleJournalAppend(bus::Incoming& in, const proto::Decoded& msg) {
   if (Status s = RefuseWriteIfDegraded(); !s.ok()) return s;
   auto m = msg.As<proto::JournalAppend>();
-  Status valid = m.status();
-  store::JournalAppendRequest request;
-  if (valid.ok()) {
-    request.experiment = std::move(m->experiment);
-    request.records = std::move(m->records);
-    request.expected_first_seq = m->expected_first_seq;
-    valid = store::JournalStore::ValidateAppend(request);
+  if (!m.ok()) return m.status();
+  std::vector<store::JournalAppendRequest> parts(1);
+  parts[0].experiment = std::move(m->experiment);
+  parts[0].records = std::move(m->records);
+  parts[0].expected_first_seq = m->expected_first_seq;
+  if (Status s = store::JournalStore::ValidateAppend(parts[0]); !s.ok()) return s;
+  QueueAppend(in, msg.id(), false, std::move(parts));
+  return Status::Ok();  // acknowledged by FlushAppends
+}
+
+Status CheckpointStore::HandleJournalAppendMany(bus::Incoming& in, const proto::Decoded& msg) {
+  if (Status s = RefuseWriteIfDegraded(); !s.ok()) return s;
+  auto m = msg.As<proto::JournalAppendMany>();
+  if (!m.ok()) return m.status();
+  if (m->parts.empty() || m->parts.size() > proto::kMaxJournalAppendParts) {
+    return Status::InvalidArgument(fmt::format("journal_append_many has {} parts, it takes 1 to {}",
+                                               m->parts.size(), proto::kMaxJournalAppendParts));
   }
-  if (!valid.ok()) return valid;
-  for (const auto& r : request.records) pending_bytes_ += r.size();
+  std::vector<store::JournalAppendRequest> parts(m->parts.size());
+  for (size_t i = 0; i < parts.size(); ++i) {
+    parts[i].experiment = std::move(m->parts[i].experiment);
+    parts[i].records = std::move(m->parts[i].records);
+    parts[i].expected_first_seq = m->parts[i].expected_first_seq;
+    if (Status s = store::JournalStore::ValidateAppend(parts[i]); !s.ok()) {
+      return Status(s.code(), fmt::format("part {}: {}", i, s.message()));
+    }
+  }
+  QueueAppend(in, msg.id(), true, std::move(parts));
+  return Status::Ok();  // acknowledged by FlushAppends
+}
+
+void CheckpointStore::QueueAppend(bus::Incoming& in, uint64_t id, bool many,
+                                  std::vector<store::JournalAppendRequest> parts) {
   PendingAppend pending;
   pending.reply_to.route = std::move(in.route);
-  pending.id = msg.id();
-  pending.request = std::move(request);
+  pending.id = id;
+  pending.many = many;
+  pending.first = pending_parts_.size();
+  pending.count = parts.size();
+  for (auto& part : parts) {
+    for (const auto& r : part.records) pending_bytes_ += r.size();
+    pending_parts_.push_back(std::move(part));
+  }
   pending_.push_back(std::move(pending));
-  if (pending_.size() >= kMaxBatchAppends || pending_bytes_ >= kMaxBatchBytes) FlushAppends();
-  return Status::Ok();  // acknowledged by FlushAppends
+  if (pending_parts_.size() >= kMaxBatchAppends || pending_bytes_ >= kMaxBatchBytes) {
+    FlushAppends();
+  }
 }
 
 void CheckpointStore::FlushAppends() {
   if (pending_.empty()) return;
-  std::vector<PendingAppend> batch = std::exchange(pending_, {});
+  const std::vector<PendingAppend> batch = std::exchange(pending_, {});
+  const std::vector<store::JournalAppendRequest> parts = std::exchange(pending_parts_, {});
   pending_bytes_ = 0;
-  std::vector<store::JournalAppendRequest> requests;
-  requests.reserve(batch.size());
   size_t records = 0;
-  for (auto& p : batch) {
-    records += p.request.records.size();
-    requests.push_back(std::move(p.request));
-  }
-  auto ranges = journals_->AppendBatch(requests);
+  for (const auto& part : parts) records += part.records.size();
+  auto ranges = journals_->AppendBatch(parts);
   if (!ranges.ok()) {
-    spdlog::error("Failing {} journal appends because the group commit failed: {}", batch.size(),
+    spdlog::error("Failing {} journal appends because the group commit failed: {}", parts.size(),
                   ranges.status().ToString());
     NoteWriteFailure(ranges.status());
     for (const auto& p : batch) ReplyAppendError(p, ranges.status());
     return;
   }
   ++group_commits_;
-  spdlog::debug("Group commit: {} appends, {} records in one write", batch.size(), records);
-  for (size_t i = 0; i < batch.size(); ++i) {
-    if ((*ranges)[i].first_seq == 0) {
-      ReplyAppendError(batch[i], Status::FailedPrecondition(fmt::format(
-                                     "journal {} does not continue at seq {}: another writer "
-                                     "appended to it",
-                                     requests[i].experiment, requests[i].expected_first_seq)));
+  spdlog::debug("Group commit: {} appends, {} records in one write", parts.size(), records);
+  // A part whose range is empty did not continue its journal where it said (fencing).
+  const auto fenced = [&](size_t i) {
+    return Status::FailedPrecondition(
+        fmt::format("journal {} does not continue at seq {}: another writer appended to it",
+                    parts[i].experiment, parts[i].expected_first_seq));
+  };
+  for (const PendingAppend& p : batch) {
+    if (!p.many) {
+      const size_t i = p.first;
+      if ((*ranges)[i].first_seq == 0) {
+        ReplyAppendError(p, fenced(i));
+        continue;
+      }
+      proto::JournalAppendAck ack;
+      ack.id = p.id;
+      ack.experiment = parts[i].experiment;
+      ack.first_seq = (*ranges)[i].first_seq;
+      ack.last_seq = (*ranges)[i].last_seq;
+      dispatcher_.Reply(p.reply_to, ack);
       continue;
     }
-    proto::JournalAppendAck ack;
-    ack.id = batch[i].id;
-    ack.experiment = requests[i].experiment;
-    ack.first_seq = (*ranges)[i].first_seq;
-    ack.last_seq = (*ranges)[i].last_seq;
-    dispatcher_.Reply(batch[i].reply_to, ack);
+    proto::JournalAppendManyAck ack;
+    ack.id = p.id;
+    ack.parts.resize(p.count);
+    for (size_t k = 0; k < p.count; ++k) {
+      const size_t i = p.first + k;
+      proto::JournalAppendPartAck& part = ack.parts[k];
+      part.experiment = parts[i].experiment;
+      if ((*ranges)[i].first_seq == 0) {
+        const Status s = fenced(i);
+        part.error_code = StatusCodeName(s.code());
+        part.error = s.message();
+        continue;
+      }
+      part.first_seq = (*ranges)[i].first_seq;
+      part.last_seq = (*ranges)[i].last_seq;
+    }
+    dispatcher_.Reply(p.reply_to, ack);
   }
 }
 
@@ -390,8 +442,9 @@ std::string CheckpointStore::HealthText() const {
 }
 
 void CheckpointStore::ReplyAppendError(const PendingAppend& append, const Status& status) {
-  dispatcher_.Reply(append.reply_to,
-                    proto::MakeError(status, append.id, proto::JournalAppend::kType));
+  dispatcher_.Reply(append.reply_to, proto::MakeError(status, append.id,
+                                                      append.many ? proto::JournalAppendMany::kType
+                                                                  : proto::JournalAppend::kType));
 }
 
 }  // namespace tunebus

@@ -95,7 +95,7 @@ class CheckpointStore {
 
   /// Frames handled per poll round before returning to the loop (bounds Stop() latency).
   static constexpr size_t kMaxFramesPerRound = 4096;
-  /// A pending group-commit batch is flushed early once it holds this many appends/bytes.
+  /// A pending group-commit batch is flushed early once it holds this many journal parts/bytes.
   static constexpr size_t kMaxBatchAppends = 4096;
   static constexpr size_t kMaxBatchBytes = 64u << 20;
   /// How often a degraded store asks RocksDB to recover (StoreDb::Resume()).
@@ -129,10 +129,13 @@ class CheckpointStore {
   uint64_t recoveries() const { return recoveries_; }
 
  private:
+  /// A journal_append or journal_append_many waiting for the group commit: its parts are
+  /// pending_parts_[first, first + count).
   struct PendingAppend {
     bus::Incoming reply_to;  // route frames only
     uint64_t id = 0;
-    store::JournalAppendRequest request;
+    bool many = false;  // journal_append_many: one JournalAppendManyAck for all its parts
+    size_t first = 0, count = 0;
   };
 
   CheckpointStore(CheckpointStoreOptions options, std::unique_ptr<store::StoreDb> db,
@@ -140,6 +143,10 @@ class CheckpointStore {
 
   void OnReadable();
   Status HandleJournalAppend(bus::Incoming& in, const proto::Decoded& msg);
+  Status HandleJournalAppendMany(bus::Incoming& in, const proto::Decoded& msg);
+  /// Queues a validated request's parts for the next group commit.
+  void QueueAppend(bus::Incoming& in, uint64_t id, bool many,
+                   std::vector<store::JournalAppendRequest> parts);
   Status HandleJournalRead(bus::Incoming& in, const proto::Decoded& msg);
   Status HandleJournalList(bus::Incoming& in, const proto::Decoded& msg);
   /// Sends a journal_read / journal_list reply, options_.read_delay later when that is set.
@@ -163,7 +170,7 @@ class CheckpointStore {
   void TryResume();
   /// /healthz's body: "ok", or "degraded: <reason>".
   std::string HealthText() const;
-  /// Answers a journal_append that FlushAppends could not write.
+  /// Answers a request FlushAppends could not write.
   void ReplyAppendError(const PendingAppend& append, const Status& status);
 
   CheckpointStoreOptions options_;
@@ -175,6 +182,7 @@ class CheckpointStore {
   bus::EventLoop loop_;
   State state_ = State::kReady;
   std::vector<PendingAppend> pending_;
+  std::vector<store::JournalAppendRequest> pending_parts_;  // every pending_ request's parts
   size_t pending_bytes_ = 0;
   service::MessageDispatcher dispatcher_;  // one handler per request type; counts messages
   uint64_t group_commits_ = 0;

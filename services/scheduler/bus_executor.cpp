@@ -15,12 +15,12 @@ constexpr bus::Duration kStartRetry{200};
 constexpr bus::Duration kRmRetry{1000};
 }  // namespace
 
-BusExecutor::BusExecutor(bus::EventLoop& loop, bus::RequestClient& rm, bus::RequestClient& store,
-                         WorkerOutbox& workers, journal::JournalWriter& journal,
-                         const ExperimentSpec& spec, std::string experiment_dir,
-                         std::string journal_name)
+BusExecutor::BusExecutor(bus::EventLoop& loop, PlacementBatcher& placements,
+                         bus::RequestClient& store, WorkerOutbox& workers,
+                         journal::JournalWriter& journal, const ExperimentSpec& spec,
+                         std::string experiment_dir, std::string journal_name)
     : loop_(loop),
-      rm_(rm),
+      placements_(placements),
       store_(store),
       workers_(workers),
       journal_(journal),
@@ -99,13 +99,12 @@ void BusExecutor::Flush() {
   reusable_.clear();
   SendRmOps();
   if (allocations_.empty()) return;
-  proto::AllocateBatch req;
-  req.items = std::move(allocations_);
-  allocations_.clear();
-  rm_.Request(
-      req, [this, asked = req.items, epoch = freed_epoch_](Result<proto::Decoded> reply) mutable {
-        OnAllocations(asked, epoch, std::move(reply));
-      });
+  std::vector<proto::AllocateItem> asked = std::exchange(allocations_, {});
+  auto done = [this, asked,
+               epoch = freed_epoch_](Result<std::vector<proto::Allocation>> allocations) {
+    OnAllocations(asked, epoch, std::move(allocations));
+  };
+  placements_.Allocate(this, std::move(asked), std::move(done));
 }
 
 void BusExecutor::SendRmOps() {
@@ -118,23 +117,22 @@ void BusExecutor::SendRmOps() {
       ++last;
     }
     if (release) {
-      proto::ReleaseBatch req;
+      std::vector<proto::ReleaseItem> items;
       for (size_t i = first; i < last; ++i)
-        req.items.push_back({rm_ops_[i].item.trial_id, rm_ops_[i].item.attempt});
-      rm_.Request(req, [](Result<proto::Decoded> reply) {
-        if (!reply.ok()) spdlog::warn("Release batch failed: {}", reply.status().ToString());
+        items.push_back({rm_ops_[i].item.trial_id, rm_ops_[i].item.attempt});
+      placements_.Release(this, std::move(items), [](const Status& s) {
+        if (!s.ok()) spdlog::warn("Release batch failed: {}", s.ToString());
       });
     } else {
-      proto::AllocateBatch req;
-      for (size_t i = first; i < last; ++i) req.items.push_back(std::move(rm_ops_[i].item));
-      rm_.Request(req, [n = req.items.size()](Result<proto::Decoded> reply) {
-        auto r = reply.ok() ? reply->As<proto::AllocateBatchReply>()
-                            : Result<proto::AllocateBatchReply>(reply.status());
+      std::vector<proto::AllocateItem> items;
+      for (size_t i = first; i < last; ++i) items.push_back(std::move(rm_ops_[i].item));
+      const size_t n = items.size();
+      placements_.Allocate(this, std::move(items), [n](Result<std::vector<proto::Allocation>> r) {
         if (!r.ok()) {
           spdlog::warn("Hand-over of {} allocation(s) failed: {}", n, r.status().ToString());
           return;
         }
-        for (const proto::Allocation& a : r->items) {
+        for (const proto::Allocation& a : *r) {
           // The trial runs there already; a resource-manager that lost its state re-learns it
           // when the worker registers again.
           if (!a.granted)
@@ -149,16 +147,9 @@ void BusExecutor::SendRmOps() {
 }
 
 void BusExecutor::OnAllocations(const std::vector<proto::AllocateItem>& asked, uint64_t epoch,
-                                Result<proto::Decoded> reply) {
+                                Result<std::vector<proto::Allocation>> r) {
   placing_ -= int(asked.size());
   if (runner_ == nullptr) return;
-  Result<proto::AllocateBatchReply> r = reply.ok()
-                                            ? reply->As<proto::AllocateBatchReply>()
-                                            : Result<proto::AllocateBatchReply>(reply.status());
-  if (r.ok() && r->items.size() != asked.size()) {
-    r = Status::InvalidArgument("allocate_batch_reply has " + std::to_string(r->items.size()) +
-                                " items for " + std::to_string(asked.size()));
-  }
   if (!r.ok()) {
     spdlog::warn("Placement of {} trial(s) failed: {}; retrying in {} ms", asked.size(),
                  r.status().ToString(), kRmRetry.count());
@@ -168,7 +159,7 @@ void BusExecutor::OnAllocations(const std::vector<proto::AllocateItem>& asked, u
       runner_->OnPlacementDeferred(item.trial_id, item.attempt);
     return;
   }
-  for (const proto::Allocation& a : r->items) {
+  for (const proto::Allocation& a : *r) {
     if (a.granted) {
       AddBudget(1);  // there may be room for more
       runner_->OnTrialPlaced(a.trial_id, a.attempt, a.worker_id, a.gpu_ids);

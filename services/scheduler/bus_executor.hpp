@@ -1,8 +1,9 @@
 // BusExecutor: the scheduler's TrialExecutor over the bus.
 //
 // Placement asks the resource-manager in batches: the placements and releases of one poll round
-// leave as one release_batch and one allocate_batch (Flush, once per round; the
-// resource-manager answers in order, so an allocation sees what the round released). A budget
+// are queued on the scheduler's PlacementBatcher (Flush, once per round), which sends every
+// experiment's as one release_batch and one allocate_batch (the resource-manager answers in
+// order, so an allocation sees what the round released; placement_batcher.hpp). A budget
 // bounds what is asked: after a "no room" answer nothing is asked until something is freed;
 // each Release sent then allows one placement, each grant one more (there may be room left),
 // and a node event (a worker added or lost) lifts the bound, so a full cluster costs one
@@ -35,6 +36,7 @@
 #include "libs/spec/experiment_spec.hpp"
 #include "libs/tune/trial_executor.hpp"
 #include "proto/resources.hpp"
+#include "services/scheduler/placement_batcher.hpp"
 #include "services/scheduler/worker_outbox.hpp"
 
 namespace tunebus {
@@ -45,7 +47,7 @@ class BusExecutor final : public TrialExecutor {
  public:
   /// `store` serves checkpoint deletes; checkpoints of trial T are stored as
   /// "<journal_name>/<T>/...".
-  BusExecutor(bus::EventLoop& loop, bus::RequestClient& rm, bus::RequestClient& store,
+  BusExecutor(bus::EventLoop& loop, PlacementBatcher& placements, bus::RequestClient& store,
               WorkerOutbox& workers, journal::JournalWriter& journal, const ExperimentSpec& spec,
               std::string experiment_dir, std::string journal_name);
 
@@ -89,10 +91,10 @@ class BusExecutor final : public TrialExecutor {
   // The worker was not reachable: SendStart again after kStartRetry, or give up after the last try.
   void RetryStart(const std::string& worker_id, std::string payload, const std::string& trial_id,
                   int64_t attempt, int tries_left);
-  /// Hands the answers of one allocate_batch to the runner, in order.
-  /// `epoch`: freed_epoch_ when the batch was sent.
+  /// Hands the answers to `asked` (or the error of the request that carried them) to the
+  /// runner, in order. `epoch`: freed_epoch_ when they were queued.
   void OnAllocations(const std::vector<proto::AllocateItem>& asked, uint64_t epoch,
-                     Result<proto::Decoded> reply);
+                     Result<std::vector<proto::Allocation>> allocations);
   /// Something was freed: `placements` more may be asked.
   void Freed(int placements) {
     AddBudget(placements);
@@ -103,7 +105,7 @@ class BusExecutor final : public TrialExecutor {
   }
   /// True (and the allocation is reusable again) if `trial` is the hand-over being started.
   bool TakeBackHandOver(const Trial& trial);
-  /// Sends the resource-manager changes of rm_ops_, in order, consecutive kinds batched.
+  /// Queues the resource-manager changes of rm_ops_, in order, consecutive kinds batched.
   void SendRmOps();
 
   // An allocation given back this round and not yet returned to the resource-manager, which
@@ -128,7 +130,7 @@ class BusExecutor final : public TrialExecutor {
   };
 
   bus::EventLoop& loop_;
-  bus::RequestClient& rm_;
+  PlacementBatcher& placements_;  // the resource-manager requests, every experiment's per round
   bus::RequestClient& store_;
   WorkerOutbox& workers_;
   journal::JournalWriter& journal_;

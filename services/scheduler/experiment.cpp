@@ -226,11 +226,12 @@ Status Experiment::Build() {
   RunnerObserver* observer = &NoEffects::Instance();
   if (!read_only_) {
     journal_ = std::make_unique<journal::JournalWriter>(
-        std::make_unique<BusJournalSink>(ctx_->loop, ctx_->store), journal_name_);
+        std::make_unique<BusJournalSink>(ctx_->loop, ctx_->journal_appends), journal_name_);
     recorder_ = std::make_unique<ExperimentRecorder>(spec_.name, experiment_dir_, *journal_,
-                                                     ctx_->publisher, clock_);
-    executor_ = std::make_unique<BusExecutor>(ctx_->loop, ctx_->rm, ctx_->store, ctx_->outbox,
-                                              *journal_, spec_, experiment_dir_, journal_name_);
+                                                     ctx_->publisher, ctx_->result_files, clock_);
+    executor_ =
+        std::make_unique<BusExecutor>(ctx_->loop, ctx_->placements, ctx_->store, ctx_->outbox,
+                                      *journal_, spec_, experiment_dir_, journal_name_);
     executor = executor_.get();
     observer = recorder_.get();
   }

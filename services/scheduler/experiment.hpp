@@ -30,6 +30,7 @@
 #include "libs/tune/trial_runner.hpp"
 #include "proto/worker.hpp"
 #include "services/scheduler/bus_executor.hpp"
+#include "services/scheduler/bus_journal_sink.hpp"
 #include "services/scheduler/event_publisher.hpp"
 #include "services/scheduler/experiment_recorder.hpp"
 #include "services/scheduler/fair_share.hpp"
@@ -60,10 +61,13 @@ class NoEffects final : public TrialExecutor, public RunnerObserver {
 /// experiment.
 struct ExperimentContext {
   bus::EventLoop& loop;
-  bus::RequestClient& rm;     // resource-manager
-  bus::RequestClient& store;  // checkpoint-store
+  bus::RequestClient& rm;        // resource-manager
+  PlacementBatcher& placements;  // every experiment's allocations and releases, sent per round
+  bus::RequestClient& store;     // checkpoint-store
+  JournalAppendBatcher& journal_appends;  // every experiment's journal appends, sent per round
   WorkerOutbox& outbox;
   EventPublisher& publisher;
+  ResultFileWriter& result_files;  // every experiment's result files
   const Clock& clock;
   /// Whether a worker registered with this scheduler process.
   std::function<bool(const std::string& worker_id)> is_registered;

@@ -20,13 +20,13 @@ using nlohmann::json;
 
 ExperimentRecorder::ExperimentRecorder(std::string name, std::string experiment_dir,
                                        journal::JournalWriter& journal, EventPublisher& events,
-                                       const Clock& clock)
+                                       ResultFileWriter& files, const Clock& clock)
     : name_(std::move(name)),
       experiment_dir_(std::move(experiment_dir)),
       journal_(journal),
       events_(events),
       clock_(clock),
-      files_(clock) {
+      files_(files) {
   std::error_code ec;
   fs::create_directories(experiment_dir_, ec);
   if (ec) spdlog::error("Cannot create results folder {}: {}", experiment_dir_, ec.message());
@@ -145,7 +145,7 @@ bool ExperimentRecorder::CompleteEnd(bool wait) {
   }
   spdlog::info(
       "Result files of {} written; the writer's backlog peaked at {} tasks ({} waits for it)",
-      name_, files_.peak_backlog(), files_.backpressure_waits());
+      name_, files_.writer().peak_backlog(), files_.writer().backpressure_waits());
   const PendingEnd end = std::move(*pending_end_);
   pending_end_.reset();
   journal_.Append(journal::ExperimentEnded(end.status, end.reason));

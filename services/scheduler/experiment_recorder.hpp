@@ -25,10 +25,10 @@ class TrialRunner;
 
 class ExperimentRecorder final : public RunnerObserver {
  public:
-  /// `experiment_dir` is <results_dir>/<experiment name>; created if missing. `clock` dates
-  /// experiment_state.json and the result files.
+  /// `experiment_dir` is <results_dir>/<experiment name>; created if missing. `files` writes the
+  /// result files (the scheduler's writer thread). `clock` dates experiment_state.json.
   ExperimentRecorder(std::string name, std::string experiment_dir, journal::JournalWriter& journal,
-                     EventPublisher& events, const Clock& clock);
+                     EventPublisher& events, ResultFileWriter& files, const Clock& clock);
   ~ExperimentRecorder() override;
 
   /// The runner whose summary experiment_state.json shows (set once it exists).

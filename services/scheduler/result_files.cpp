@@ -29,17 +29,29 @@ std::string Hostname() {
 
 }  // namespace
 
-ResultFiles::ResultFiles(const Clock& clock)
+ResultFileWriter::ResultFileWriter(const Clock& clock)
     : hostname_(Hostname()), clock_(clock), thread_([this] { Loop(); }) {}
 
-ResultFiles::~ResultFiles() {
-  Flush(0);  // what waits for no journal record; rows still waiting for theirs are dropped
+ResultFileWriter::~ResultFileWriter() {
   {
     std::lock_guard<std::mutex> lock(mu_);
     stopping_ = true;
   }
   wake_.notify_one();
   thread_.join();
+}
+
+ResultFiles::ResultFiles(ResultFileWriter& writer) : writer_(writer) {}
+
+ResultFiles::ResultFiles(const Clock& clock)
+    : own_writer_(std::make_unique<ResultFileWriter>(clock)), writer_(*own_writer_) {}
+
+ResultFiles::~ResultFiles() {
+  Flush(0);  // what waits for no journal record; rows still waiting for theirs are dropped
+  staged_.clear();
+  staged_.push_back(Task{Task::Kind::kDetach, 0, -1, {}, {}, {}});
+  HandOver(staged_.end());
+  writer_.WaitWritten(channel_, handed_over_);
 }
 
 void ResultFiles::WriteParams(int64_t trial_index, const std::string& trial_dir,
@@ -77,15 +89,20 @@ void ResultFiles::Flush(uint64_t durable) {
 
 void ResultFiles::HandOver(std::vector<Task>::iterator end) {
   if (end == staged_.begin()) return;
-  const size_t n = size_t(end - staged_.begin());
+  for (auto it = staged_.begin(); it != end; ++it) it->channel = &channel_;
+  handed_over_ += uint64_t(end - staged_.begin());
+  writer_.HandOver(staged_.begin(), end);
+  staged_.erase(staged_.begin(), end);
+}
+
+void ResultFileWriter::HandOver(std::vector<Task>::iterator begin,
+                                std::vector<Task>::iterator end) {
+  const size_t n = size_t(end - begin);
   std::unique_lock<std::mutex> lock(mu_);
   const bool wake = queued_.empty() && !busy_;  // a busy writer looks at the queue when it is done
-  queued_.insert(queued_.end(), std::make_move_iterator(staged_.begin()),
-                 std::make_move_iterator(end));
+  queued_.insert(queued_.end(), std::make_move_iterator(begin), std::make_move_iterator(end));
   backlog_ += n;
-  handed_over_ += n;
   peak_backlog_ = std::max(peak_backlog_, backlog_.load());
-  staged_.erase(staged_.begin(), end);
   if (wake) wake_.notify_one();
   if (backlog_ > kMaxBacklog) {
     // The files cannot keep up (a slow disk): the loop waits rather than let memory grow.
@@ -100,17 +117,15 @@ void ResultFiles::FlushAll() {
 }
 
 void ResultFiles::ReplaceFile(std::string path, std::string text) {
-  {
-    std::lock_guard<std::mutex> lock(mu_);
-    queued_.push_back(
-        Task{Task::Kind::kReplaceFile, 0, -1, std::move(path), std::move(text), nullptr});
-    ++backlog_;
-    ++handed_over_;
-  }
-  wake_.notify_one();
+  // Ahead of the staged tasks: handed over alone, at once.
+  std::vector<Task> task;
+  task.push_back(
+      Task{Task::Kind::kReplaceFile, 0, -1, std::move(path), std::move(text), nullptr, &channel_});
+  ++handed_over_;
+  writer_.HandOver(task.begin(), task.end());
 }
 
-void ResultFiles::Replace(const std::string& path, const std::string& text) {
+void ResultFileWriter::Replace(const std::string& path, const std::string& text) {
   const std::string tmp = path + ".tmp";
   const int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
   int error = fd < 0 ? errno : 0;
@@ -135,11 +150,15 @@ void ResultFiles::Replace(const std::string& path, const std::string& text) {
 
 void ResultFiles::Drain() {
   FlushAll();
-  std::unique_lock<std::mutex> lock(mu_);
-  idle_.wait(lock, [this] { return queued_.empty() && !busy_; });
+  writer_.WaitWritten(channel_, handed_over_);
 }
 
-void ResultFiles::Loop() {
+void ResultFileWriter::WaitWritten(const Channel& channel, uint64_t n) {
+  std::unique_lock<std::mutex> lock(mu_);
+  written_.wait(lock, [&] { return channel.written.load() >= n; });
+}
+
+void ResultFileWriter::Loop() {
   pthread_setname_np(pthread_self(), "result-files");  // as top -H and perf show it
   // Linux applies a PRIO_PROCESS priority to the one thread named by its id.
   if (setpriority(PRIO_PROCESS, id_t(gettid()), kWriterNice) != 0) {
@@ -172,30 +191,37 @@ void ResultFiles::Loop() {
     queued_.erase(queued_.begin(), queued_.begin() + long(n));
     busy_ = true;
     lock.unlock();
-    for (Task& task : chunk) Run(task);
+    for (Task& task : chunk) {
+      Run(task);
+      // The last touch of the channel: once a kDetach is counted, its ResultFiles may be gone.
+      task.channel->written.fetch_add(1);
+    }
     chunk.clear();
     lock.lock();
     busy_ = false;
     backlog_ -= n;
-    written_ += n;
     if (backlog_ <= kMaxBacklog / 2) space_.notify_all();
-    if (queued_.empty()) idle_.notify_all();
+    written_.notify_all();
   }
 }
 
-void ResultFiles::FlushDirty() {
-  for (int64_t index : dirty_) {
-    auto it = open_.find(index);
-    if (it == open_.end() || !it->second->dirty) continue;  // closed (flushed) since
-    it->second->result_json.flush();
-    it->second->progress_csv.flush();
-    it->second->events.flush();
-    it->second->dirty = false;
+void ResultFileWriter::Flush(TrialFiles& f) {
+  f.result_json.flush();
+  f.progress_csv.flush();
+  f.events.flush();
+  f.dirty = false;
+}
+
+void ResultFileWriter::FlushDirty() {
+  for (auto [channel, index] : dirty_) {
+    auto it = channel->open.find(index);
+    if (it == channel->open.end() || !it->second->dirty) continue;  // closed (flushed) since
+    Flush(*it->second);
   }
   dirty_.clear();
 }
 
-bool ResultFiles::MakeTrialDir(const std::string& trial_dir) {
+bool ResultFileWriter::MakeTrialDir(const std::string& trial_dir) {
   // One mkdir when the experiment's folder exists (create_directories stats every level first).
   if (::mkdir(trial_dir.c_str(), 0777) == 0) return true;
   if (errno == EEXIST) return false;
@@ -203,8 +229,8 @@ bool ResultFiles::MakeTrialDir(const std::string& trial_dir) {
   return fs::create_directories(trial_dir, ec);
 }
 
-ResultFiles::TrialFiles* ResultFiles::Open(const Task& task) {
-  auto& slot = open_[task.trial_index];
+ResultFileWriter::TrialFiles* ResultFileWriter::Open(const Task& task) {
+  auto& slot = task.channel->open[task.trial_index];
   if (!slot) {
     if (task.trial_dir.empty())
       return nullptr;  // closed meanwhile: not reachable from the loop's calls
@@ -212,7 +238,7 @@ ResultFiles::TrialFiles* ResultFiles::Open(const Task& task) {
     slot = std::make_unique<TrialFiles>();
     // A folder this writer made holds no result files yet; another one may (a resumed or
     // reopened trial), and their rows are appended to.
-    const bool new_dir = new_dirs_.erase(task.trial_index) > 0;
+    const bool new_dir = task.channel->new_dirs.erase(task.trial_index) > 0;
     // The folder is there (WriteParams made it when the trial was added) unless it was removed
     // since: only then is it made again.
     slot->result_json.open(trial_dir + "/result.json", std::ios::app);
@@ -250,15 +276,16 @@ ResultFiles::TrialFiles* ResultFiles::Open(const Task& task) {
   return slot.get();
 }
 
-void ResultFiles::Run(Task& task) {
+void ResultFileWriter::Run(Task& task) {
+  Channel& channel = *task.channel;
   switch (task.kind) {
     case Task::Kind::kParams:
     case Task::Kind::kConfig: {
-      if (auto it = open_.find(task.trial_index); it != open_.end()) {
+      if (auto it = channel.open.find(task.trial_index); it != channel.open.end()) {
         it->second->config = std::make_unique<ConfigText>(task.config);
       }
       if (task.kind == Task::Kind::kConfig) return;
-      if (MakeTrialDir(task.trial_dir)) new_dirs_.insert(task.trial_index);
+      if (MakeTrialDir(task.trial_dir)) channel.new_dirs.insert(task.trial_index);
       std::ofstream params(task.trial_dir + "/params.json", std::ios::trunc);
       params << task.config.dump(2) << "\n";
       if (!params) spdlog::error("Cannot write {}/params.json", task.trial_dir);
@@ -287,25 +314,24 @@ void ResultFiles::Run(Task& task) {
       f.events.write(event_.data(), std::streamsize(event_.size()));
       if (!f.dirty) {
         f.dirty = true;
-        dirty_.push_back(task.trial_index);
+        dirty_.emplace_back(&channel, task.trial_index);
       }
       return;
     }
     case Task::Kind::kClose:
-      open_.erase(task.trial_index);  // the files flush as they close
-      new_dirs_.erase(task.trial_index);
+      channel.open.erase(task.trial_index);  // the files flush as they close
+      channel.new_dirs.erase(task.trial_index);
       return;
     case Task::Kind::kReplaceFile:
       Replace(task.trial_dir, task.result_msgpack);
       return;
     case Task::Kind::kFlushFiles:
-      for (auto& [dir, f] : open_) {
-        f->result_json.flush();
-        f->progress_csv.flush();
-        f->events.flush();
-        f->dirty = false;
-      }
-      dirty_.clear();
+      for (auto& [index, f] : channel.open) Flush(*f);  // their dirty_ entries are skipped
+      return;
+    case Task::Kind::kDetach:
+      std::erase_if(dirty_, [&](const auto& d) { return d.first == &channel; });
+      channel.open.clear();  // the files flush as they close
+      channel.new_dirs.clear();
       return;
   }
 }

@@ -136,9 +136,12 @@ Status Scheduler::Init() {
       std::make_unique<service::MessageDispatcher>(service::MessageDispatcher::Options{
           .reply_socket = &workers_, .security = options_.security, .roles = {bus::Role::kWorker}});
   AddWorkerHandlers();
+  result_files_ = std::make_unique<ResultFileWriter>(clock_);
+  journal_appends_ = std::make_unique<JournalAppendBatcher>(*store_);
+  placements_ = std::make_unique<PlacementBatcher>(*rm_);
   experiment_context_.reset(new ExperimentContext{
-      loop_, *rm_, *store_, *outbox_, *publisher_, clock_,
-      [this](const std::string& worker) { return worker_registry_.IsRegistered(worker); },
+      loop_, *rm_, *placements_, *store_, *journal_appends_, *outbox_, *publisher_, *result_files_,
+      clock_, [this](const std::string& worker) { return worker_registry_.IsRegistered(worker); },
       ZmqSearcherLink::Factory(loop_, ctx_, options_.security, "searcher",
                                ZmqSearcherLink::kSearcherRoles),
       ZmqSearcherLink::Factory(loop_, ctx_, options_.security, "driver",
@@ -287,6 +290,8 @@ void Scheduler::AfterRound() {
   AccrueAttainedService();
   // An ended experiment may still release resources and append records (a late checkpoint).
   for (auto& e : experiments_) e->AfterRound(options_.snapshot_every_records);
+  journal_appends_->Send();  // every experiment's appends of this round, as one request
+  placements_->Send();       // and its resource-manager requests
   outbox_->Flush();
   // experiment_state.json of each unfinished experiment, every state_file_interval_ms or 20
   // times what building it cost the loop (at most 5% of its time, as Ray Tune's "auto"

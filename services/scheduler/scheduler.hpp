@@ -46,8 +46,11 @@
 #include "libs/spec/experiment_spec.hpp"
 #include "proto/control.hpp"
 #include "proto/worker.hpp"
+#include "services/scheduler/bus_journal_sink.hpp"
 #include "services/scheduler/event_publisher.hpp"
 #include "services/scheduler/journal_reader.hpp"
+#include "services/scheduler/placement_batcher.hpp"
+#include "services/scheduler/result_files.hpp"
 #include "services/scheduler/store_health.hpp"
 #include "services/scheduler/worker_outbox.hpp"
 #include "services/scheduler/worker_registry.hpp"
@@ -335,7 +338,10 @@ class Scheduler {
   zmq::socket_t rm_sub_;
   std::unique_ptr<bus::RequestClient> rm_;
   std::unique_ptr<bus::RequestClient> store_;
-  std::unique_ptr<StoreHealth> store_health_;  // asks the store store_status every second
+  std::unique_ptr<StoreHealth> store_health_;       // asks the store store_status every second
+  std::unique_ptr<ResultFileWriter> result_files_;  // the experiments' result file writer
+  std::unique_ptr<JournalAppendBatcher> journal_appends_;  // the experiments' journal appends
+  std::unique_ptr<PlacementBatcher> placements_;  // the experiments' resource-manager requests
   std::unique_ptr<ExperimentContext> experiment_context_;  // what experiments use of this
   std::string control_bound_, workers_bound_, events_bound_;
   WorkerRegistry worker_registry_;

@@ -1,15 +1,17 @@
-// Tests for BusJournalSink: a JournalWriter over the bus, against a checkpoint-store stand-in
-// (a test-owned ROUTER on inproc) that acknowledges, fails or garbles each JournalAppend. The
-// test thread drives the writer's EventLoop with RunOnce. The writer's ordering and retry
-// rules are journal_writer_test.cpp's, over an in-memory sink.
+// Tests for BusJournalSink and JournalAppendBatcher: JournalWriters over the bus, against a
+// checkpoint-store stand-in (a test-owned ROUTER on inproc) that acknowledges, fails or garbles
+// each JournalAppendMany. The test thread drives the writers' EventLoop with RunOnce. The
+// writer's ordering and retry rules are journal_writer_test.cpp's, over an in-memory sink.
 #include "services/scheduler/bus_journal_sink.hpp"
 
 #include <gtest/gtest.h>
 
 #include <chrono>
 #include <functional>
+#include <map>
 #include <memory>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -40,13 +42,14 @@ std::vector<int> Ns(const std::vector<std::string>& records) {
   return out;
 }
 
-// A checkpoint-store stand-in: receives JournalAppend requests and answers them only when the
-// test says so (ack, typed error or raw bytes). Acked records form `journal`, in store order.
+// A checkpoint-store stand-in: receives JournalAppendMany requests and answers them only when
+// the test says so (ack, typed error or raw bytes). Acked records form `journal`, in store order
+// (all journals together).
 class FakeStore {
  public:
   struct Request {
     std::vector<std::string> route;
-    proto::JournalAppend append;
+    proto::JournalAppendMany append;
     bool answered = false;
   };
 
@@ -63,28 +66,41 @@ class FakeStore {
     while (bus::Receive(router_, in)) {
       auto d = proto::Decode(in.payload.data(), in.payload.size());
       ASSERT_TRUE(d.ok()) << d.status().ToString();
-      ASSERT_EQ(d->type(), proto::JournalAppend::kType);
-      auto m = d->As<proto::JournalAppend>();
+      ASSERT_EQ(d->type(), proto::JournalAppendMany::kType);
+      auto m = d->As<proto::JournalAppendMany>();
       ASSERT_TRUE(m.ok()) << m.status().ToString();
       requests.push_back({in.route, *m, false});
     }
   }
 
-  // Makes request `i` durable: assigns the next seqs and answers JournalAppendAck.
-  void Ack(size_t i) {
+  // Makes request `i` durable, but for the part `fenced` (if any), which gets
+  // failed_precondition: assigns each journal's next seqs and answers JournalAppendManyAck.
+  void Ack(size_t i, std::optional<size_t> fenced = std::nullopt) {
     Request& r = requests.at(i);
-    proto::JournalAppendAck ack;
+    proto::JournalAppendManyAck ack;
     ack.id = r.append.id;
-    ack.experiment = r.append.experiment;
-    ack.first_seq = journal.size() + 1;
-    for (const std::string& rec : r.append.records) journal.push_back(rec);
-    ack.last_seq = journal.size();
+    for (size_t k = 0; k < r.append.parts.size(); ++k) {
+      const proto::JournalAppendPart& part = r.append.parts[k];
+      proto::JournalAppendPartAck& a = ack.parts.emplace_back();
+      a.experiment = part.experiment;
+      if (fenced == k) {
+        a.error_code = "failed_precondition";
+        a.error = "another writer appended to it";
+        continue;
+      }
+      uint64_t& last = last_seqs[part.experiment];
+      a.first_seq = last + 1;
+      for (const std::string& rec : part.records) journal.push_back(rec);
+      last += part.records.size();
+      a.last_seq = last;
+    }
     Answer(r, proto::Encode(ack));
   }
   // Answers request `i` with a typed error; nothing is written.
   void Fail(size_t i, const Status& status) {
     Request& r = requests.at(i);
-    Answer(r, proto::Encode(proto::MakeError(status, r.append.id, proto::JournalAppend::kType)));
+    Answer(r,
+           proto::Encode(proto::MakeError(status, r.append.id, proto::JournalAppendMany::kType)));
   }
   // Answers request `i` with arbitrary bytes built from its id.
   void AnswerRaw(size_t i, const std::function<std::string(uint64_t id)>& make) {
@@ -93,7 +109,8 @@ class FakeStore {
   }
 
   std::vector<Request> requests;
-  std::vector<std::string> journal;  // durable records, in store order
+  std::vector<std::string> journal;           // durable records, in store order
+  std::map<std::string, uint64_t> last_seqs;  // journal -> its last seq
 
  private:
   void Answer(Request& r, const std::string& payload) {
@@ -117,14 +134,25 @@ class BusJournalSinkTest : public ::testing::Test {
                                *bus::Security::Plaintext(), {"test", ""});
     EXPECT_TRUE(dealer.ok()) << dealer.status().ToString();
     client_ = std::make_unique<bus::RequestClient>(loop_, std::move(*dealer), "checkpoint-store");
-    writer_ = std::make_unique<journal::JournalWriter>(
-        std::make_unique<BusJournalSink>(loop_, *client_), "exp1", std::chrono::milliseconds{20});
-    loop_.SetIdleHook([this] { writer_->Flush(); });  // as the scheduler does
+    batcher_ = std::make_unique<JournalAppendBatcher>(*client_);
+    writer_ = NewWriter("exp1");
+    // As the scheduler's AfterRound: every writer flushes, then the round's appends go at once.
+    loop_.SetIdleHook([this] {
+      writer_->Flush();
+      if (second_) second_->Flush();
+      batcher_->Send();
+    });
   }
   ~BusJournalSinkTest() override {
     loop_.SetIdleHook(nullptr);
     writer_.reset();
+    second_.reset();
+    batcher_.reset();
     client_.reset();
+  }
+  std::unique_ptr<journal::JournalWriter> NewWriter(const std::string& journal) {
+    return std::make_unique<journal::JournalWriter>(
+        std::make_unique<BusJournalSink>(loop_, *batcher_), journal, std::chrono::milliseconds{20});
   }
 
   // One loop round (at most 10 ms), then the store takes what arrived.
@@ -149,20 +177,26 @@ class BusJournalSinkTest : public ::testing::Test {
   FakeStore store_;
   bus::EventLoop loop_;
   std::unique_ptr<bus::RequestClient> client_;
+  std::unique_ptr<JournalAppendBatcher> batcher_;
   std::unique_ptr<journal::JournalWriter> writer_;
+  std::unique_ptr<journal::JournalWriter>
+      second_;  // another experiment's journal, if a test adds it
 };
 
-TEST_F(BusJournalSinkTest, ABatchGoesAsOneJournalAppendAndItsAckMakesItDurable) {
-  // Two records: one JournalAppend for journal "exp1" from seq 1 carrying both framed records;
-  // the store's ack (last_seq 2) makes them durable and runs the waiting effect.
+TEST_F(BusJournalSinkTest, ABatchGoesAsOnePartAndItsAckMakesItDurable) {
+  // Two records: one JournalAppendMany whose one part, for journal "exp1" from seq 1, carries
+  // both framed records; the store's ack (last_seq 2) makes them durable and runs the waiting
+  // effect.
   writer_->Append(Rec(1));
   writer_->Append(Rec(2));
   bool ran = false;
   writer_->AfterDurable([&] { ran = true; });
   ASSERT_TRUE(WaitForRequests(1));
-  EXPECT_EQ(store_.requests[0].append.experiment, "exp1");
-  EXPECT_EQ(store_.requests[0].append.expected_first_seq, 1u);
-  EXPECT_EQ(Ns(store_.requests[0].append.records), (std::vector<int>{1, 2}));
+  ASSERT_EQ(store_.requests[0].append.parts.size(), 1u);
+  const proto::JournalAppendPart& part = store_.requests[0].append.parts[0];
+  EXPECT_EQ(part.experiment, "exp1");
+  EXPECT_EQ(part.expected_first_seq, 1u);
+  EXPECT_EQ(Ns(part.records), (std::vector<int>{1, 2}));
   store_.Ack(0);
   ASSERT_TRUE(SpinUntil([&] { return ran; }));
   EXPECT_EQ(writer_->durable(), 2u);
@@ -176,8 +210,8 @@ TEST_F(BusJournalSinkTest, AnErrorReplyIsRetriedWithTheSameRecords) {
   store_.Fail(0, Status::IoError("rocksdb: disk full"));
   ASSERT_TRUE(WaitForRequests(2));
   EXPECT_EQ(writer_->durable(), 0u);
-  EXPECT_EQ(Ns(store_.requests[1].append.records), (std::vector<int>{1}));
-  EXPECT_EQ(store_.requests[1].append.expected_first_seq, 1u);
+  EXPECT_EQ(Ns(store_.requests[1].append.parts.at(0).records), (std::vector<int>{1}));
+  EXPECT_EQ(store_.requests[1].append.parts.at(0).expected_first_seq, 1u);
   store_.Ack(1);
   ASSERT_TRUE(SpinUntil([&] { return writer_->durable() == 1; }));
   EXPECT_EQ(Ns(store_.journal), (std::vector<int>{1}));
@@ -196,18 +230,44 @@ TEST_F(BusJournalSinkTest, MalformedAckIsNotTakenAsDurable) {
     p.pack(std::string("v"));
     p.pack(proto::kProtocolVersion);
     p.pack(std::string("type"));
-    p.pack(std::string(proto::JournalAppendAck::kType));
+    p.pack(std::string(proto::JournalAppendManyAck::kType));
     p.pack(std::string("id"));
     p.pack(id);
-    p.pack(std::string("last_seq"));
+    p.pack(std::string("parts"));
     p.pack(std::string("one"));
     return std::string(buf.data(), buf.size());
   });
   ASSERT_TRUE(WaitForRequests(2));
   EXPECT_FALSE(ran);
-  EXPECT_EQ(Ns(store_.requests[1].append.records), (std::vector<int>{1}));
+  EXPECT_EQ(Ns(store_.requests[1].append.parts.at(0).records), (std::vector<int>{1}));
   store_.Ack(1);
   ASSERT_TRUE(SpinUntil([&] { return ran; }));
+}
+
+TEST_F(BusJournalSinkTest, TwoJournalsOfARoundShareOneRequestAndAFencedPartIsRetriedAlone) {
+  // Two experiments' writers append in the same round: one request with a part each. The store
+  // fences exp2's part: exp1's records are durable, exp2's writer retries its batch alone (a
+  // request of one part, same records, same expected seq) and it is durable once acked.
+  second_ = NewWriter("exp2");
+  writer_->Append(Rec(1));
+  second_->Append(Rec(20));
+  second_->Append(Rec(21));
+  ASSERT_TRUE(WaitForRequests(1));
+  ASSERT_EQ(store_.requests[0].append.parts.size(), 2u);
+  EXPECT_EQ(store_.requests[0].append.parts[0].experiment, "exp1");
+  EXPECT_EQ(store_.requests[0].append.parts[1].experiment, "exp2");
+  store_.Ack(0, /*fenced=*/1);
+  ASSERT_TRUE(SpinUntil([&] { return writer_->durable() == 1; }));
+  ASSERT_TRUE(WaitForRequests(2));
+  EXPECT_EQ(second_->durable(), 0u);
+  EXPECT_EQ(second_->state(), journal::JournalWriter::State::kFailing);
+  ASSERT_EQ(store_.requests[1].append.parts.size(), 1u);
+  EXPECT_EQ(store_.requests[1].append.parts[0].experiment, "exp2");
+  EXPECT_EQ(store_.requests[1].append.parts[0].expected_first_seq, 1u);
+  EXPECT_EQ(Ns(store_.requests[1].append.parts[0].records), (std::vector<int>{20, 21}));
+  store_.Ack(1);
+  ASSERT_TRUE(SpinUntil([&] { return second_->durable() == 2; }));
+  EXPECT_EQ(Ns(store_.journal), (std::vector<int>{1, 20, 21}));
 }
 
 }  // namespace

@@ -82,6 +82,61 @@ TEST_F(CheckpointStoreTest, AppendsQueuedInOnePollRoundShareOneSyncedWrite) {
   EXPECT_EQ(store_->message_counts().at("journal_append"), 500u);
 }
 
+TEST_F(CheckpointStoreTest, AppendManyAppendsEachPartAsAnAppendWouldAndFailsAFencedPartAlone) {
+  // One journal_append_many with parts for journals "a", "b" and "a" again, queued with a plain
+  // journal_append of "b" in the same poll round: one synced write; each part gets the seqs it
+  // would get alone, in order. A part fenced by expected_first_seq fails alone; a retried part
+  // (its seqs already held) is acknowledged again without being written twice.
+  StartStore("inproc://append-many-test", /*run=*/false);
+  proto::JournalAppendMany many;
+  many.parts = {{"a", {"a1", "a2"}, 1}, {"b", {"b1"}, 0}, {"a", {"a3"}, 3}};
+  peer().Send(many);
+  peer().Send(Append("b", {"b2"}));
+  RunStore();
+  auto ack = Peer::As<proto::JournalAppendManyAck>(peer().Receive());
+  ASSERT_EQ(ack.parts.size(), 3u);
+  EXPECT_EQ(ack.parts[0].experiment, "a");
+  EXPECT_EQ(ack.parts[0].first_seq, 1u);
+  EXPECT_EQ(ack.parts[0].last_seq, 2u);
+  EXPECT_EQ(ack.parts[1].last_seq, 1u);
+  EXPECT_EQ(ack.parts[2].first_seq, 3u);
+  for (const auto& part : ack.parts) EXPECT_EQ(part.error_code, "") << part.error;
+  EXPECT_EQ(Peer::As<proto::JournalAppendAck>(peer().Receive()).first_seq, 2u);
+
+  many.parts = {{"a", {"a4"}, 9}, {"b", {"b3"}, 3}, {"a", {"a3"}, 3}};
+  ack = peer().Call<proto::JournalAppendManyAck>(many);
+  ASSERT_EQ(ack.parts.size(), 3u);
+  EXPECT_EQ(ack.parts[0].error_code, "failed_precondition");
+  EXPECT_NE(ack.parts[0].error.find("journal a does not continue at seq 9"), std::string::npos)
+      << ack.parts[0].error;
+  EXPECT_EQ(ack.parts[1].error_code, "");
+  EXPECT_EQ(ack.parts[1].first_seq, 3u);
+  EXPECT_EQ(ack.parts[2].error_code, "");  // a retry: already held
+  EXPECT_EQ(ack.parts[2].last_seq, 3u);
+  EXPECT_EQ(ReadAll("a"), (std::vector<std::string>{"a1", "a2", "a3"}));
+  EXPECT_EQ(ReadAll("b"), (std::vector<std::string>{"b1", "b2", "b3"}));
+  store_->Stop();
+  thread_.join();
+  EXPECT_EQ(store_->group_commits(), 2u);
+}
+
+TEST_F(CheckpointStoreTest, AppendManyWithOneBadPartOrNoPartAppendsNothing) {
+  // A malformed part (no records, a name with '/') fails the whole request with
+  // invalid_argument naming the part; an empty request too. No seq is used.
+  StartStore();
+  proto::JournalAppendMany many;
+  many.parts = {{"a", {"a1"}, 0}, {"b", {}, 0}};
+  proto::ErrorReply error = peer().CallExpectingError(many);
+  EXPECT_EQ(error.code, "invalid_argument");
+  EXPECT_EQ(error.request_type, "journal_append_many");
+  EXPECT_NE(error.message.find("part 1"), std::string::npos) << error.message;
+  many.parts = {{"x/y", {"r"}, 0}};
+  EXPECT_EQ(peer().CallExpectingError(many).code, "invalid_argument");
+  many.parts.clear();
+  EXPECT_EQ(peer().CallExpectingError(many).code, "invalid_argument");
+  EXPECT_EQ(peer().Call<proto::JournalAppendAck>(Append("a", {"first"})).first_seq, 1u);
+}
+
 TEST_F(CheckpointStoreTest, ReopenedStoreContinuesSeqsAndKeepsRecordsAndCheckpoints) {
   // The store is stopped and destroyed, then created again on the same directory.
   StartStore();

@@ -254,6 +254,20 @@ TEST(CodecTest, StoreMessagesRoundTripIncludingBinaryChunks) {
   aack.last_seq = 12;
   EXPECT_EQ(RoundTrip(aack).last_seq, 12u);
 
+  JournalAppendMany many;
+  many.parts = {{"a", {std::string("\x00\x01", 2)}, 3}, {"b", {"x", "y"}, 0}};
+  JournalAppendMany many2 = RoundTrip(many);
+  ASSERT_EQ(many2.parts.size(), 2u);
+  EXPECT_EQ(many2.parts[0].records, many.parts[0].records);
+  EXPECT_EQ(many2.parts[0].expected_first_seq, 3u);
+  EXPECT_EQ(many2.parts[1].experiment, "b");
+  JournalAppendManyAck mack;
+  mack.parts = {{"a", 4, 4, "", ""}, {"b", 0, 0, "failed_precondition", "fenced"}};
+  JournalAppendManyAck mack2 = RoundTrip(mack);
+  ASSERT_EQ(mack2.parts.size(), 2u);
+  EXPECT_EQ(mack2.parts[0].last_seq, 4u);
+  EXPECT_EQ(mack2.parts[1].error_code, "failed_precondition");
+
   JournalRead jr;
   jr.experiment = "exp";
   jr.from_seq = 77;
