@@ -95,10 +95,13 @@ void Experiment::SetWeight(double weight) {
   journal_->Append(journal::WeightSet(weight));
 }
 
+int64_t Experiment::Wanted() const {
+  const int64_t wanted = runner_->TrialsInFlight() + runner_->TrialsQueued();
+  return spec_.max_concurrent_trials > 0 ? std::min(wanted, spec_.max_concurrent_trials) : wanted;
+}
+
 FairShareDemand Experiment::Demand() const {
-  int64_t wanted = runner_->TrialsInFlight() + runner_->TrialsQueued();
-  if (spec_.max_concurrent_trials > 0) wanted = std::min(wanted, spec_.max_concurrent_trials);
-  return {weight_, runner_->options().resources_per_trial, wanted, attained_};
+  return {weight_, runner_->options().resources_per_trial, Wanted(), attained_};
 }
 
 Resources Experiment::Held() const {

@@ -161,6 +161,8 @@ class Experiment {
   /// holds plus those waiting to be placed, capped by max_concurrent_trials, and its attained
   /// service.
   FairShareDemand Demand() const;
+  /// Demand's `wanted` alone.
+  int64_t Wanted() const;
   /// Adds `seconds` of holding the trials it had in flight at the previous call, each worth
   /// `trial_share` (one trial's dominant share of the cluster), to its attained service
   /// (dominant-share-seconds; in memory only: a restarted scheduler starts every experiment

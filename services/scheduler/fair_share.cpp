@@ -4,6 +4,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <functional>
+#include <map>
 #include <queue>
 #include <tuple>
 
@@ -26,6 +27,15 @@ void Check(bool ok, const char* what) {
 }
 
 }  // namespace
+
+bool QuotasStillHold(const std::vector<int64_t>& quotas, const std::vector<int64_t>& wanted_then,
+                     const std::vector<int64_t>& wanted_now) {
+  for (size_t i = 0; i < quotas.size(); ++i) {
+    const bool got_all = quotas[i] == wanted_then[i];
+    if (got_all ? wanted_now[i] != wanted_then[i] : wanted_now[i] <= quotas[i]) return false;
+  }
+  return true;
+}
 
 double DominantShare(const Resources& held, const Resources& capacity) {
   double share = 0;
@@ -65,13 +75,15 @@ std::vector<int64_t> WeightedDrfQuotas(const Resources& capacity,
     ++quota[i];
     if (quota[i] < demands[i].wanted) next.emplace(double(quota[i]) * step[i], attained, i);
   }
-  Resources given;
+  std::map<std::string, int64_t, std::less<>> given;  // units of each kind the quotas hold
   for (size_t i = 0; i < demands.size(); ++i) {
     Check(quota[i] >= 0 && quota[i] <= demands[i].wanted, "a quota outside [0, wanted]");
     if (step[i] <= 0) continue;
-    for (int64_t k = 0; k < quota[i]; ++k) given += demands[i].per_trial;
+    for (const auto& [kind, units] : demands[i].per_trial.units_map())
+      given[kind] += units * quota[i];
   }
-  Check(given.FitsIn(capacity), "the quotas ask more than the capacity");
+  for (const auto& [kind, units] : given)
+    Check(units <= capacity.units(kind), "the quotas ask more than the capacity");
   return quota;
 }
 

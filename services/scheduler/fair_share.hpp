@@ -2,7 +2,8 @@
 // the cluster, by weighted Dominant Resource Fairness (Ghodsi et al., "Dominant Resource
 // Fairness: Fair Allocation of Multiple Resource Types", NSDI 2011, §4 and §4.3 "weighted
 // DRF"). Pure: no sockets, no clock; the scheduler feeds it the cluster's capacity and each
-// experiment's demand every round (services/scheduler/scheduler.cpp AfterRound) and caps each
+// experiment's demand (services/scheduler/scheduler.cpp ApplyFairShare, every round, refilling
+// only when QuotasStillHold says the quotas changed or kQuotaRefresh has passed) and caps each
 // experiment's placements at its quota (Experiment::set_trial_quota). docs/scheduling.md states
 // the policy with a worked example.
 //
@@ -57,6 +58,15 @@ struct FairShareDemand {
 /// REQUIRES: every weight > 0 and every wanted >= 0.
 std::vector<int64_t> WeightedDrfQuotas(const Resources& capacity,
                                        const std::vector<FairShareDemand>& demands);
+
+/// Whether `quotas`, what WeightedDrfQuotas gave for demands wanting `wanted_then`, is what it
+/// gives again for the same demands wanting `wanted_now` (same order and size), without filling
+/// again: every experiment that got all it wanted (quota == wanted) wants the same, and every
+/// other still wants more than its quota (the filling stopped giving to it for lack of room,
+/// whatever it wants above that). Attained service, which only orders ties, is not compared:
+/// the scheduler refills now and then anyway so that ties rotate.
+bool QuotasStillHold(const std::vector<int64_t>& quotas, const std::vector<int64_t>& wanted_then,
+                     const std::vector<int64_t>& wanted_now);
 
 /// The dominant share of `held` in `capacity`: max over kinds of held / capacity (kinds the
 /// capacity lacks are left out), in [0, ...); 0 for an empty capacity.

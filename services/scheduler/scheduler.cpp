@@ -187,22 +187,38 @@ void Scheduler::ApplyFairShare() {
     return;
   }
   std::vector<Experiment*> running;
-  std::vector<FairShareDemand> demands;
+  std::vector<int64_t> wanted;
+  std::vector<double> weights;
   int wanting = 0;
   for (auto& e : experiments_) {
     if (e->phase() != Experiment::Phase::kRunning) continue;
     running.push_back(e.get());
-    demands.push_back(e->Demand());
-    wanting += demands.back().wanted > 0;
+    wanted.push_back(e->Wanted());
+    weights.push_back(e->weight());
+    wanting += wanted.back() > 0;
   }
   if (wanting < 2 || cluster_capacity_.empty()) {
+    fair_share_.reset();
     for (Experiment* e : running) {
       e->set_trial_quota(std::nullopt);
       e->Readmit(std::nullopt);
     }
     return;
   }
-  const std::vector<int64_t> quotas = WeightedDrfQuotas(cluster_capacity_, demands);
+  // The previous filling's quotas stand while nothing they depend on changed (most rounds: each
+  // round's results change what experiments want, rarely their quotas).
+  const SteadyTime now = clock_.Now();
+  FairShareFill* last = fair_share_ ? &*fair_share_ : nullptr;
+  if (!last || last->running != running || last->weights != weights ||
+      last->capacity != cluster_capacity_ || now - last->filled >= kQuotaRefresh ||
+      !QuotasStillHold(last->quotas, last->wanted, wanted)) {
+    std::vector<FairShareDemand> demands;
+    for (Experiment* e : running) demands.push_back(e->Demand());
+    fair_share_ =
+        FairShareFill{running,           weights, wanted,
+                      cluster_capacity_, now,     WeightedDrfQuotas(cluster_capacity_, demands)};
+  }
+  const std::vector<int64_t>& quotas = fair_share_->quotas;
   // Whether an experiment waits below its quota: then preemptible ones above theirs give way.
   bool starved = false;
   for (size_t i = 0; i < running.size(); ++i) {

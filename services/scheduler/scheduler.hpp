@@ -364,6 +364,19 @@ class Scheduler {
   uint64_t node_events_ = 0;    // node events received from the resource-manager
   Resources cluster_capacity_;  // alive workers' capacity, as the resource-manager last said
   SteadyTime last_accrual_{};   // the previous AccrueAttainedService
+  /// ApplyFairShare's last filling (WeightedDrfQuotas) and what it was made from; refilled when
+  /// one of these changed, when QuotasStillHold says the quotas would, or kQuotaRefresh after
+  /// it (ties rotate by attained service, which changes every round).
+  struct FairShareFill {
+    std::vector<Experiment*> running;
+    std::vector<double> weights;
+    std::vector<int64_t> wanted;
+    Resources capacity;
+    SteadyTime filled;
+    std::vector<int64_t> quotas;
+  };
+  std::optional<FairShareFill> fair_share_;
+  static constexpr bus::Duration kQuotaRefresh{100};
   SteadyTime next_state_file_;
   /// The state files' pass in progress: when it started, what its rounds cost the loop, and
   /// the experiments whose file it has not written yet (the first one's text in progress).

@@ -7,7 +7,9 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <map>
+#include <random>
 #include <string>
 #include <vector>
 
@@ -101,6 +103,43 @@ TEST(FairShareTest, TiesGoToTheLeastWeightedAttainedServiceThenToTheFirstListed)
   // first (weight 2) had the most service yet gets its 2 trials; the last CPU goes to the third.
   EXPECT_EQ(WeightedDrfQuotas(R({{"cpu", 5}}), {demand(2, 9), demand(1, 4), demand(1, 3)}),
             (std::vector<int64_t>{2, 1, 2}));
+}
+
+TEST(FairShareTest, QuotasStillHoldOnlyWhenAFillWithTheNewWantsGivesTheSameQuotas) {
+  // Property, over 2,000 random clusters and demands (fixed seed): whenever QuotasStillHold says
+  // the quotas of `wanted_then` hold for `wanted_now`, filling again with `wanted_now` gives them
+  // (attained service unchanged). And the cases it must refuse: a capped experiment that wants
+  // more, an uncapped one that drops to its quota.
+  std::mt19937_64 rng(34);
+  auto pick = [&rng](int64_t lo, int64_t hi) {
+    return std::uniform_int_distribution<int64_t>(lo, hi)(rng);
+  };
+  int held = 0;
+  for (int round = 0; round < 2000; ++round) {
+    const Resources capacity = R({{"cpu", double(pick(1, 64))}, {"gpu", double(pick(0, 8))}});
+    std::vector<FairShareDemand> demands(size_t(pick(2, 8)));
+    for (FairShareDemand& d : demands) {
+      d.weight = double(pick(1, 4));
+      d.per_trial =
+          pick(0, 3) == 0 ? R({{"cpu", 1}, {"gpu", 1}}) : R({{"cpu", double(pick(1, 4))}});
+      d.wanted = pick(0, 20);
+      d.attained = double(pick(0, 3));
+    }
+    const std::vector<int64_t> quotas = WeightedDrfQuotas(capacity, demands);
+    std::vector<int64_t> then, now;
+    for (FairShareDemand& d : demands) {
+      then.push_back(d.wanted);
+      d.wanted = std::max<int64_t>(0, d.wanted + pick(-3, 3));
+      now.push_back(d.wanted);
+    }
+    if (!QuotasStillHold(quotas, then, now)) continue;
+    ++held;
+    EXPECT_EQ(WeightedDrfQuotas(capacity, demands), quotas) << "round " << round;
+  }
+  EXPECT_GT(held, 100);                                   // the property was exercised
+  EXPECT_FALSE(QuotasStillHold({2, 3}, {2, 9}, {3, 9}));  // the first got all it wanted: wants more
+  EXPECT_FALSE(QuotasStillHold({2, 3}, {2, 9}, {2, 3}));  // the second drops to its quota
+  EXPECT_TRUE(QuotasStillHold({2, 3}, {2, 9}, {2, 4}));
 }
 
 TEST(FairShareTest, AKindTheClusterLacksOrAnEmptyRequestIsNotShared) {
