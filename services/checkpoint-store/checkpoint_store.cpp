@@ -85,14 +85,22 @@ void CheckpointStore::OnReadable() {
   FlushAppends();  // the group commit: one synced write for every append of this round
 }
 
+namespace {
+
+// A JournalAppend's or a JournalAppendPart's fields, moved out.
+template <typename Append>
+store::JournalAppendRequest TakeAppend(Append& m) {
+  return {std::move(m.experiment), std::move(m.records), m.expected_first_seq};
+}
+
+}  // namespace
+
 Status CheckpointStore::HandleJournalAppend(bus::Incoming& in, const proto::Decoded& msg) {
   if (Status s = RefuseWriteIfDegraded(); !s.ok()) return s;
   auto m = msg.As<proto::JournalAppend>();
   if (!m.ok()) return m.status();
-  std::vector<store::JournalAppendRequest> parts(1);
-  parts[0].experiment = std::move(m->experiment);
-  parts[0].records = std::move(m->records);
-  parts[0].expected_first_seq = m->expected_first_seq;
+  std::vector<store::JournalAppendRequest> parts;
+  parts.push_back(TakeAppend(*m));
   if (Status s = store::JournalStore::ValidateAppend(parts[0]); !s.ok()) return s;
   QueueAppend(in, msg.id(), false, std::move(parts));
   return Status::Ok();  // acknowledged by FlushAppends
@@ -106,11 +114,9 @@ Status CheckpointStore::HandleJournalAppendMany(bus::Incoming& in, const proto::
     return Status::InvalidArgument(fmt::format("journal_append_many has {} parts, it takes 1 to {}",
                                                m->parts.size(), proto::kMaxJournalAppendParts));
   }
-  std::vector<store::JournalAppendRequest> parts(m->parts.size());
-  for (size_t i = 0; i < parts.size(); ++i) {
-    parts[i].experiment = std::move(m->parts[i].experiment);
-    parts[i].records = std::move(m->parts[i].records);
-    parts[i].expected_first_seq = m->parts[i].expected_first_seq;
+  std::vector<store::JournalAppendRequest> parts;
+  for (size_t i = 0; i < m->parts.size(); ++i) {
+    parts.push_back(TakeAppend(m->parts[i]));
     if (Status s = store::JournalStore::ValidateAppend(parts[i]); !s.ok()) {
       return Status(s.code(), fmt::format("part {}: {}", i, s.message()));
     }
