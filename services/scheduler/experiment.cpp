@@ -100,10 +100,6 @@ int64_t Experiment::Wanted() const {
   return spec_.max_concurrent_trials > 0 ? std::min(wanted, spec_.max_concurrent_trials) : wanted;
 }
 
-FairShareDemand Experiment::Demand() const {
-  return {weight_, runner_->options().resources_per_trial, Wanted(), attained_};
-}
-
 Resources Experiment::Held() const {
   Resources held;
   for (const Trial& t : runner_->trials()) {

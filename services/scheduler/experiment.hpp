@@ -157,12 +157,11 @@ class Experiment {
   double weight() const { return weight_; }
   /// Sets the weight and journals it (weight_set). REQUIRES: weight > 0, !read_only().
   void SetWeight(double weight);
-  /// What it claims of the cluster now: its weight, one trial's resources, the trials it
-  /// holds plus those waiting to be placed, capped by max_concurrent_trials, and its attained
-  /// service.
-  FairShareDemand Demand() const;
-  /// Demand's `wanted` alone.
+  /// The trials it claims of the cluster now (FairShareDemand::wanted): those it holds plus
+  /// those waiting to be placed, capped by max_concurrent_trials.
   int64_t Wanted() const;
+  /// Its attained service so far (FairShareDemand::attained, dominant-share-seconds).
+  double attained() const { return attained_; }
   /// Adds `seconds` of holding the trials it had in flight at the previous call, each worth
   /// `trial_share` (one trial's dominant share of the cluster), to its attained service
   /// (dominant-share-seconds; in memory only: a restarted scheduler starts every experiment

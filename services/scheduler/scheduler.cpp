@@ -212,8 +212,11 @@ void Scheduler::ApplyFairShare() {
   if (!last || last->running != running || last->weights != weights ||
       last->capacity != cluster_capacity_ || now - last->filled >= kQuotaRefresh ||
       !QuotasStillHold(last->quotas, last->wanted, wanted)) {
-    std::vector<FairShareDemand> demands;
-    for (Experiment* e : running) demands.push_back(e->Demand());
+    std::vector<FairShareDemand> demands;  // from this round's wants and weights
+    for (size_t i = 0; i < running.size(); ++i) {
+      demands.push_back({weights[i], running[i]->runner().options().resources_per_trial, wanted[i],
+                         running[i]->attained()});
+    }
     fair_share_ =
         FairShareFill{running,           weights, wanted,
                       cluster_capacity_, now,     WeightedDrfQuotas(cluster_capacity_, demands)};
