@@ -10,12 +10,15 @@ fresh `fn()` for each PBT mutation key whose mutation is a function (written
 `{driver: {}}` in `hyperparam_mutations`). A request of another session is refused with
 `failed_precondition`.
 
-*Searcher* (PROTOCOL.md §7a, `search: {type: external, endpoint}`) when the param space holds a
-`tune.sample_from`: Ray's BasicVariantGenerator in Python — every grid point × num_samples
-(samples outer, the first grid axis fastest), the other domains drawn at random, then each
-`sample_from` function called with a spec whose `.config` is the config drawn so far. In the
-file, grid axes become `choice` dims (the driver picks them in grid order) and
-`num_samples` the whole count; a `sample_from` key is `{sample_from: driver}`.
+*Searcher* (PROTOCOL.md §7a, `search: {type: external, endpoint}`) when the driver serves the
+search (`needs.search`, a tunebus._search_driver.DriverSearch, which answers the requests): a
+searcher that runs in the driver (a user's `tune.search.Searcher`, OptunaSearch, Repeater, ...),
+or, when the param space holds a `tune.sample_from`, Ray's BasicVariantGenerator in Python
+(`VariantGenerator` below) — every grid point × num_samples (samples outer, the first grid axis
+fastest), the other domains drawn at random, then each `sample_from` function called with a spec
+whose `.config` is the config drawn so far. In the file, grid axes become `choice` dims (the
+driver picks them in grid order) and `num_samples` the whole count; a `sample_from` key is
+`{sample_from: driver}`.
 
 Both sockets are polled by one daemon thread until `close()`. Against a connected suite with
 TUNEBUS_KEYS_DIR set they are CURVE servers with the user's keypair (tunebus._curve: TUNEBUS_KEY_NAME,
@@ -74,12 +77,6 @@ def _put(config, path, value):
     for key in path[:-1]:
         config = config.setdefault(key, {})
     config[path[-1]] = value
-
-
-def _get(config, path):
-    for key in path:
-        config = config[key]
-    return config
 
 
 class VariantGenerator:
@@ -144,9 +141,6 @@ class DriverLink:
         self.needs = needs
         self.param_space = param_space or {}
         self.session = None
-        self.search_session = None
-        self.suggestions = {}
-        self.generator = None
         self._sockets = []
         self.link_endpoint = self.search_endpoint = None
         endpoint = "tcp://%s:*" % host
@@ -157,11 +151,9 @@ class DriverLink:
             if needs.link:
                 sock, self.link_endpoint = _router.bind(endpoint, curve=curve)
                 self._sockets.append((sock, self.handle_link))
-            if needs.sample_from:
-                self.generator = VariantGenerator(self.param_space, exp.get("num_samples", 1),
-                                                  exp.get("seed"))
+            if needs.search is not None:
                 sock, self.search_endpoint = _router.bind(endpoint, curve=curve)
-                self._sockets.append((sock, self.handle_search))
+                self._sockets.append((sock, needs.search.handle))
         except Exception:
             for sock, _ in self._sockets:
                 _router.close(sock)
@@ -171,18 +163,14 @@ class DriverLink:
         self._thread.start()
 
     def amend(self, exp):
-        """The experiment map with the `driver:` section and, for sample_from, the searcher."""
+        """The experiment map with the `driver:` section and the driver's searcher."""
         exp = dict(exp)
         if self.link_endpoint:
             exp["driver"] = {"endpoint": self.link_endpoint, "on_result": True}
             if self.server_key:
                 exp["driver"]["server_key"] = self.server_key
         if self.search_endpoint:
-            exp["param_space"] = searcher_space(self.param_space)
-            exp["num_samples"] = self.generator.total
-            exp["search"] = {"type": "external", "endpoint": self.search_endpoint}
-            if self.server_key:
-                exp["search"]["server_key"] = self.server_key
+            exp = self.needs.search.amend(exp, self.search_endpoint, self.server_key)
         return exp
 
     def _loop(self):
@@ -224,37 +212,6 @@ class DriverLink:
         samples = {key: fn() for key, fn in self.needs.mutations.items()}
         return {"type": "driver_decision", "stop_trial": stop_trial, "stop_all": stop_all,
                 "samples": samples}
-
-    # ---- searcher (PROTOCOL.md §7a) ---------------------------------------------------------
-    def handle_search(self, msg):
-        kind = msg["type"]
-        if kind == "hello":
-            self.search_session = msg.get("session")
-            self.dims = msg.get("space") or []
-            self.suggestions = {}
-            return {"type": "hello_ok", "searcher": "tunebus.BasicVariantGenerator",
-                    "version": "1"}
-        if msg.get("session") != self.search_session:
-            raise ProtocolError("failed_precondition", "unknown session %r" % (msg.get("session"),))
-        if kind == "tell":
-            for event in msg.get("events", []):
-                if event.get("event") == "suggested" and event.get("trial_id") not in self.suggestions:
-                    self.suggestions[event["trial_id"]] = event.get("params") or {}
-            return {"type": "tell_ok", "observations": 0}
-        if kind == "ask":
-            trial_id = msg.get("trial_id", "")
-            if trial_id not in self.suggestions:
-                index = len(self.suggestions)
-                if 0 <= self.generator.total <= index:
-                    return {"type": "suggestion", "trial_id": trial_id, "status": "finished",
-                            "params": {}}
-                config = self.generator.config(index)
-                self.suggestions[trial_id] = {
-                    d["name"]: _get(config, tuple(d.get("path") or d["name"].split(".")))
-                    for d in self.dims}
-            return {"type": "suggestion", "trial_id": trial_id, "status": "config",
-                    "params": self.suggestions[trial_id]}
-        raise ProtocolError("invalid_argument", "unknown request type %r" % kind)
 
 
 __all__ = ["DriverLink", "VariantGenerator", "local_address_for"]

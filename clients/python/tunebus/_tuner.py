@@ -60,6 +60,7 @@ class DriverNeeds:
         self.stopper = stopper
         self.mutations = mutations or {}
         self.sample_from = sample_from
+        self.search = None  # the searcher the driver serves: tunebus._search_driver.DriverSearch
 
     @property
     def link(self):
@@ -160,10 +161,26 @@ def build_experiment(trainable, param_space=None, tune_config=None, run_config=N
             raise TuneError("invalid_argument", "tune.sample_from is served by the driver's "
                             "BasicVariantGenerator; it cannot be combined with search_alg %s"
                             % type(tc.search_alg).__name__)
-        searcher = _inherit(tc.search_alg, tc.metric, tc.mode, "searcher")
-        exp["search"] = searcher.to_spec()
-        if searcher.seed is not None:
-            exp["seed"] = searcher.seed
+        from tunebus import _search_driver  # imports tunebus.tune.search: not at module load
+
+        if _search_driver.runs_in_driver(tc.search_alg):
+            # Ray runs it in the driver: so does tunebus, over §7a (tunebus._search_driver).
+            needs.search = _search_driver.DriverSearch(
+                tc.search_alg, param_space, tc.metric, tc.mode, tc.num_samples,
+                {"stop": rc.stop, "num_samples": tc.num_samples,
+                 "time_budget_s": tc.time_budget_s})
+            exp = needs.search.apply(exp)
+        else:
+            searcher = _inherit(tc.search_alg, tc.metric, tc.mode, "searcher")
+            exp["search"] = searcher.to_spec()
+            if searcher.seed is not None:
+                exp["seed"] = searcher.seed
+    elif needs.sample_from:
+        from tunebus import _search_driver
+
+        needs.search = _search_driver.DriverSearch.variants(param_space, tc.num_samples,
+                                                            exp.get("seed"))
+        exp = needs.search.apply(exp)
     return exp, needs
 
 
@@ -279,7 +296,7 @@ class Tuner:
         links = []
         path = None
         try:
-            if needs.link or needs.sample_from:
+            if needs.link or needs.search is not None:
                 host = "127.0.0.1" if embedded else _driver.local_address_for(endpoint)
                 link = _driver.DriverLink(exp, needs, self._param_space, host,
                                           curve=_suite.secured(endpoint))

@@ -6,9 +6,21 @@ algorithm). `metric` and `mode` left out are the TuneConfig's, as Ray's `Tuner` 
 in both places they are refused as Ray refuses them. PBT's `hyperparam_mutations` values may be
 lists, search space functions, nested dicts, or functions: a function is called in the driver
 (Ray calls it there too) over the driver link, written `{driver: {}}`.
+
+Ray's schedulers tunebus does not implement (`PB2`, also at `tune.schedulers.pb2`;
+`ResourceChangingScheduler` and its `DistributeResources*`, also at
+`tune.schedulers.resource_changing_scheduler`; `PopulationBasedTrainingReplay`) import as in Ray
+and raise TuneError at construction, naming what to use instead (tune.schedulers._missing).
 """
 
 from tunebus import _space
+from tunebus.tune.schedulers._missing import (  # noqa: F401 - Ray's names, not implemented
+    PB2,
+    DistributeResources,
+    DistributeResourcesToTopJob,
+    PopulationBasedTrainingReplay,
+    ResourceChangingScheduler,
+)
 
 
 class TrialScheduler:
@@ -170,6 +182,26 @@ def _mutations_spec(mutations, path):
     return out
 
 
+_BY_NAME = {"fifo": FIFOScheduler, "async_hyperband": AsyncHyperBandScheduler,
+            "asynchyperband": AsyncHyperBandScheduler, "median_stopping_rule": MedianStoppingRule,
+            "medianstopping": MedianStoppingRule, "hyperband": HyperBandScheduler,
+            "hb_bohb": HyperBandForBOHB, "pbt": PopulationBasedTraining,
+            "pbt_replay": PopulationBasedTrainingReplay, "pb2": PB2,
+            "resource_changing": ResourceChangingScheduler}
+
+
+def create_scheduler(scheduler, **kwargs):
+    """Ray's `tune.schedulers.create_scheduler(name, **kwargs)`: the scheduler named `scheduler`
+    (fifo, async_hyperband, asynchyperband, median_stopping_rule, medianstopping, hyperband,
+    hb_bohb, pbt, pbt_replay, pb2, resource_changing) with `kwargs`."""
+    name = scheduler.lower()
+    if name not in _BY_NAME:
+        raise ValueError("The `scheduler` argument must be one of %s. Got: %s"
+                         % (list(_BY_NAME), scheduler))
+    return _BY_NAME[name](**kwargs)
+
+
 __all__ = ["TrialScheduler", "FIFOScheduler", "ASHAScheduler", "AsyncHyperBandScheduler",
            "HyperBandScheduler", "HyperBandForBOHB", "MedianStoppingRule",
-           "PopulationBasedTraining"]
+           "PopulationBasedTraining", "PB2", "ResourceChangingScheduler", "DistributeResources",
+           "DistributeResourcesToTopJob", "PopulationBasedTrainingReplay", "create_scheduler"]
