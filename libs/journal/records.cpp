@@ -193,7 +193,7 @@ json CheckpointFailedRecord(const Trial& t, const CheckpointNotStored& failed) {
 json DriverDecisionRecord(const Trial& t, int64_t seq, const json& answer) {
   json r = {
       {"kind", "driver_decision"}, {"trial_id", t.trial_id}, {"attempt", t.attempt}, {"seq", seq}};
-  for (const char* key : {"stop_trial", "stop_all", "samples"}) {
+  for (const char* key : {"stop_trial", "stop_all", "should_checkpoint", "samples"}) {
     if (answer.contains(key)) r[key] = answer[key];
   }
   return r;

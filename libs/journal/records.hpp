@@ -24,7 +24,8 @@
 //   checkpoint_failed    {trial_id, attempt, training_iteration, reason}   the store refused the
 //                        checkpoint asked at that iteration (since issue 31)
 //   trial_updated        {trial_id, config, resources (units), change}   set-resources, PBT exploit
-//   driver_decision      {trial_id, attempt, seq, stop_trial, stop_all, samples}   the driver's
+//   driver_decision      {trial_id, attempt, seq, stop_trial, stop_all, should_checkpoint,
+//                        samples}   the driver's
 //                        answer to a result (proto/PROTOCOL.md section 7b), before its result
 //   experiment_resumed   {at, rerun_errored ("", "restore", "restart")}  a scheduler took it over
 //   weight_set           {weight}                     `tunectl set-weight`: its fair-share weight

@@ -12,7 +12,10 @@ namespace tunebus {
 using nlohmann::json;
 
 json DriverAnswer::ToJson() const {
-  return {{"stop_trial", stop_trial}, {"stop_all", stop_all}, {"samples", samples}};
+  return {{"stop_trial", stop_trial},
+          {"stop_all", stop_all},
+          {"should_checkpoint", should_checkpoint},
+          {"samples", samples}};
 }
 
 Result<DriverAnswer> DriverAnswer::FromJson(const json& j) {
@@ -20,14 +23,17 @@ Result<DriverAnswer> DriverAnswer::FromJson(const json& j) {
     return Status::InvalidArgument("driver_decision: expected a map, got " + j.dump());
   }
   DriverAnswer a;
-  for (const char* flag : {"stop_trial", "stop_all"}) {
+  const std::pair<const char*, bool*> flags[] = {{"stop_trial", &a.stop_trial},
+                                                 {"stop_all", &a.stop_all},
+                                                 {"should_checkpoint", &a.should_checkpoint}};
+  for (const auto& [flag, field] : flags) {
     auto it = j.find(flag);
     if (it == j.end() || it->is_null()) continue;
     if (!it->is_boolean()) {
       return Status::InvalidArgument(
           fmt::format("driver_decision.{}: expected a bool, got {}", flag, it->dump()));
     }
-    (std::string_view(flag) == "stop_trial" ? a.stop_trial : a.stop_all) = it->get<bool>();
+    *field = it->get<bool>();
   }
   if (auto it = j.find("samples"); it != j.end() && !it->is_null()) {
     if (!it->is_object()) {
@@ -123,10 +129,8 @@ void DriverLink::OnHello(Result<json> reply) {
 void DriverLink::SendResult() {
   const Held& h = queue_.front();
   in_flight_ = true;
-  json request = {{"type", "driver_result"},
-                  {"session", session_},
-                  {"trial_id", h.trial_id},
-                  {"result", h.result}};
+  json request = {{"type", "driver_result"}, {"session", session_}, {"trial_id", h.trial_id},
+                  {"attempt", h.attempt},    {"seq", h.seq},        {"result", h.result}};
   link_->Request(
       std::move(request), options_.timeout_s,
       [this, ticket = h.ticket](Result<json> reply) { OnDecision(std::move(reply), ticket); });

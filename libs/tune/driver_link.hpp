@@ -47,11 +47,14 @@ struct DriverOptions {
 struct DriverAnswer {
   bool stop_trial = false;  // the trial ends at this result (TERMINATED), as Ray's stopper
   bool stop_all = false;    // the experiment stops (Ray's Stopper.stop_all)
+  /// The trial checkpoints at this result, as a result carrying Ray Tune's `should_checkpoint`
+  /// does (a driver callback's `on_trial_result` set `result["should_checkpoint"]`).
+  bool should_checkpoint = false;
   /// Mutation key path ("lr", "model.lr") -> the value the driver's function drew for it, used
   /// when PBT resamples a `driver` mutation of this trial at this result.
   nlohmann::json samples = nlohmann::json::object();
 
-  /// {"stop_trial", "stop_all", "samples"}.
+  /// {"stop_trial", "stop_all", "should_checkpoint", "samples"}.
   nlohmann::json ToJson() const;
   /// From a `driver_decision` reply or a journaled driver_decision record: missing fields take
   /// their defaults. Errors: InvalidArgument naming the field of the wrong type.

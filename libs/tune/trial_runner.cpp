@@ -430,9 +430,11 @@ void TrialRunner::Decide(Trial& t, int64_t seq, TrainingResult metrics, bool use
   JournalSchedulerDelta();
   for (auto& [key, value] : result_info_) metrics.SetJson(key, value);
   result_info_.clear();
-  // Ray Tune's `should_checkpoint` result key asks for a checkpoint at this result.
-  const bool checkpoint_requested =
-      std::exchange(checkpoint_requested_, false) || metrics.Truthy("should_checkpoint");
+  // Ray Tune's `should_checkpoint` result key asks for a checkpoint at this result, and so
+  // does a driver callback that set it (DriverAnswer::should_checkpoint).
+  const bool checkpoint_requested = std::exchange(checkpoint_requested_, false) ||
+                                    metrics.Truthy("should_checkpoint") ||
+                                    (answer != nullptr && answer->should_checkpoint);
   if (auto stop = StopperDecision(metrics, user_done)) decision = Combine(decision, *stop);
   if (phases_.TakePauseRequest(t.index)) decision = Combine(decision, Decision::kPause);
   std::optional<Exploit> exploit = std::move(deferred_exploit_);

@@ -25,6 +25,9 @@ namespace tunebus {
 namespace {
 
 std::atomic<int> g_signals{0};  // SIGINT / SIGTERM received so far
+
+// How long a run waits for a scheduler that stopped answering (a restart resumes the experiment).
+constexpr std::chrono::duration<double> kSchedulerReturnS{60};
 void OnSignal(int) { g_signals.fetch_add(1); }
 
 // Creates `dir` (and its parents). False, after a message naming `what` and why, if it cannot
@@ -173,6 +176,8 @@ int SubmitAndFollow(ControlClient& client, const ExperimentSpec& spec,
   const Clock& clock = Clock::Real();
   auto last_print = clock.Now() - std::chrono::hours(1);
   bool interrupt_sent = false;
+  bool lost = false;      // the scheduler stopped answering ...
+  SteadyTime lost_since;  // ... at this time
   while (true) {
     if (g_signals.load() >= 2) {
       std::cerr << "\ntunectl: exiting at once; the experiment stays resumable: "
@@ -195,9 +200,24 @@ int SubmitAndFollow(ControlClient& client, const ExperimentSpec& spec,
     proto::GetExperiment get;
     get.experiment = followed;
     auto e = client.Call(get);
+    if (!e.ok() && e.status().code() == StatusCode::kUnavailable) {
+      // A scheduler killed and started again (or taken over on another host) resumes the
+      // experiment from its journal (docs/recovery.md): the run waits for it that long.
+      if (!lost) {
+        lost = true;
+        lost_since = clock.Now();
+        std::cerr << fmt::format("tunectl: lost the scheduler: {}; waiting up to {:.0f} s for it\n",
+                                 e.status().ToString(), kSchedulerReturnS.count());
+      }
+      if (clock.Now() - lost_since < kSchedulerReturnS) continue;
+    }
     if (!e.ok()) {
       std::cerr << "tunectl: lost the scheduler: " << e.status().ToString() << "\n";
       return 3;
+    }
+    if (lost) {
+      std::cerr << "tunectl: the scheduler answers again; following " << followed << "\n";
+      lost = false;
     }
     const bool finished = (*e)["finished"].get<bool>();
     const auto now = clock.Now();

@@ -170,7 +170,7 @@ def test_driver_link_answers_results_and_refuses_unknown_sessions():
         reply = link.handle_link({"type": "driver_result", "session": "s1", "trial_id": "t0",
                                   "result": {"training_iteration": 3}})
         assert reply == {"type": "driver_decision", "stop_trial": True, "stop_all": False,
-                         "samples": {"m": 7}}
+                         "should_checkpoint": False, "samples": {"m": 7}}
         from tunebus._router import ProtocolError
 
         with pytest.raises(ProtocolError) as e:
@@ -208,3 +208,99 @@ def test_the_package_imports_under_an_interpreter_without_debians_modules():
             % os.path.join(os.path.dirname(__file__), "..", "..", "clients", "python"))
     out = subprocess.run([python, "-c", code], capture_output=True, text=True, timeout=60)
     assert out.stdout.strip() in ("ok", "importerror True"), out.stderr
+
+
+def test_callback_dispatcher_calls_each_hook_once_per_event():
+    """Pure: a result asked twice (a reconnect), events published twice (a restarted
+    scheduler), a result before its start event, and the final list completing a dropped end."""
+    from tunebus._callbacks import Callback, CallbackDispatcher
+
+    class Notes(Callback):
+        def __init__(self):
+            self.calls = []
+
+        def on_trial_start(self, iteration, trials, trial, **info):
+            self.calls.append(("start", trial.trial_id, trial.attempt))
+
+        def on_trial_result(self, iteration, trials, trial, result, **info):
+            self.calls.append(("result", trial.trial_id, result["training_iteration"]))
+            result["should_checkpoint"] = result["training_iteration"] == 2
+
+        def on_checkpoint(self, iteration, trials, trial, checkpoint, **info):
+            self.calls.append(("checkpoint", trial.trial_id, checkpoint.checkpoint_id))
+
+        def on_trial_save(self, iteration, trials, trial, **info):
+            self.calls.append(("save", trial.trial_id, None))
+
+        def on_trial_complete(self, iteration, trials, trial, **info):
+            self.calls.append(("complete", trial.trial_id, None))
+
+        def on_trial_recover(self, iteration, trials, trial, **info):
+            self.calls.append(("recover", trial.trial_id, trial.num_failures))
+
+        def on_experiment_end(self, trials, **info):
+            self.calls.append(("end", None, len(trials)))
+
+    notes = Notes()
+    d = CallbackDispatcher([notes])
+    started = {"event": "trial_started", "trial_id": "t0",
+               "body": {"trial_id": "t0", "attempt": 1, "status": "RUNNING", "config": {"a": 1}}}
+    assert d.on_result("t0", 1, 1, {"training_iteration": 1, "config": {"a": 1}}) is False
+    d.on_event(started)  # after its result: already started
+    assert d.on_result("t0", 1, 2, {"training_iteration": 2}) is True
+    assert d.on_result("t0", 1, 2, {"training_iteration": 2}) is False  # asked again
+    saved = {"event": "checkpoint_saved", "trial_id": "t0",
+             "body": {"checkpoint_id": "c1", "training_iteration": 2}}
+    d.on_event(saved)
+    d.on_event(saved)
+    failed = {"event": "trial_status", "trial_id": "t0",
+              "body": {"trial_id": "t0", "attempt": 1, "status": "PENDING", "num_failures": 1}}
+    d.on_event(failed)
+    d.on_event(dict(started, body=dict(started["body"], attempt=2, num_failures=1)))
+    d.on_event(dict(started, body=dict(started["body"], attempt=2, num_failures=1)))
+    d.finish([{"trial_id": "t0", "attempt": 2, "status": "TERMINATED"}])
+    d.finish([{"trial_id": "t0", "attempt": 2, "status": "TERMINATED"}])
+    assert notes.calls == [("start", "t0", 1), ("result", "t0", 1), ("result", "t0", 2),
+                           ("checkpoint", "t0", "c1"), ("save", "t0", None),
+                           ("recover", "t0", 1), ("start", "t0", 2), ("complete", "t0", None),
+                           ("end", None, 1)]
+
+
+def test_reporters_print_rays_status_text(capsys):
+    """Pure: CLIReporter's and JupyterNotebookReporter's text for four trials (Ray 2.x's
+    _progress_str): counts, best trial, sorted rows, the row limit while running, the column
+    length, and the errors table."""
+    from tunebus._reporters import ReporterCallback
+    from tunebus._trial import Trial
+    from tunebus.tune import CLIReporter, JupyterNotebookReporter
+
+    trials = [Trial({"trial_id": "t%d" % i, "status": s, "config": {"lr": lr, "m": {"d": i}},
+                     "last_result": {"acc": acc, "training_iteration": 2, "long": "x" * 30}},
+                    trainable_name="fn")
+              for i, (s, lr, acc) in enumerate([("TERMINATED", 0.1, 0.5), ("RUNNING", 0.2, 0.9),
+                                                ("ERROR", 0.3, 0.1), ("PENDING", 0.4, None)])]
+    reporter = CLIReporter(metric_columns={"acc": "accuracy", "long": "long"},
+                           parameter_columns=["lr", "m/d"], max_progress_rows=2,
+                           sort_by_metric=True, max_column_length=10)
+    callback = ReporterCallback(reporter, "acc", "max", ["Using FIFO scheduling algorithm."])
+    callback.setup(total_num_samples=5)
+    callback.on_step_end(0, trials)
+    text = capsys.readouterr().out
+    assert text.startswith("== Status ==\nCurrent time: ")
+    assert "Using FIFO scheduling algorithm.\nNumber of trials: 4/5 (1 ERROR, 1 PENDING, " \
+        "1 RUNNING, 1 TERMINATED)\n" in text
+    assert "Current best trial: fn_t1 with acc=0.9 and parameters={'lr': 0.2, 'm': {'d': 1}}" \
+        in text
+    table, errors = text.split("Number of errored trials: 1")
+    rows = [line for line in table.splitlines() if line.startswith("| fn_")]
+    assert [r.split("|")[1].strip() for r in rows] == ["fn_t1", "fn_t0"]  # best first, 2 rows
+    assert "| fn_t2" in errors
+    assert "| xxxxxxx... |" in rows[0]
+    assert "... 2 more trials not shown" in text
+    callback.on_step_end(1, trials)  # within max_report_frequency: nothing
+    assert capsys.readouterr().out == ""
+    callback.on_experiment_end(trials)  # done: every row
+    table = capsys.readouterr().out.split("Number of errored trials")[0]
+    assert len([line for line in table.splitlines() if line.startswith("| fn_")]) == 4
+    JupyterNotebookReporter(overwrite=True).report(trials, True)
+    assert "Number of trials: 4/4" in capsys.readouterr().out

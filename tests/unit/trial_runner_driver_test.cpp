@@ -113,6 +113,28 @@ TEST_F(RunnerDriverTest, HeldResultIsDecidedOnceTheDriverAnswers) {
   EXPECT_EQ(obs_.driver_decisions.at(0), DriverAnswer{}.ToJson());
 }
 
+// A driver callback's `should_checkpoint` asks a checkpoint at that result as the result key
+// does; the request names the result by attempt and seq; the answer is journaled with the flag.
+TEST_F(RunnerDriverTest, ShouldCheckpointFromTheDriverAsksACheckpointAtThatResult) {
+  StartDriven(1);
+  ASSERT_TRUE(Report(0, 1, {{"acc", 0.5}}).ok());
+  const json first = Answer();
+  EXPECT_EQ(first["attempt"], 1);
+  EXPECT_EQ(first["seq"], 1);
+  EXPECT_EQ(LastAction(0), "continue");
+  ASSERT_TRUE(Report(0, 2, {{"acc", 0.6}}).ok());
+  const json second = Answer(json{{"should_checkpoint", true}});
+  EXPECT_EQ(second["seq"], 2);
+  EXPECT_EQ(LastAction(0), "checkpoint");
+  ASSERT_EQ(T(0).requested_checkpoints.size(), 1u);
+  EXPECT_EQ(T(0).requested_checkpoints[0].training_iteration, 2);
+  EXPECT_EQ(obs_.driver_decisions.back()["should_checkpoint"], true);
+  ASSERT_TRUE(Report(0, 3, {{"acc", 0.7}}).ok());
+  Answer(json{{"should_checkpoint", false}});
+  EXPECT_EQ(LastAction(0), "continue");
+  EXPECT_EQ(T(0).requested_checkpoints.size(), 1u);
+}
+
 // Ray's stopper: the trial ends at exactly the result the driver stopped (TERMINATED, its
 // last_result that iteration, done), and no later result of it is accepted.
 TEST_F(RunnerDriverTest, StopTrialEndsTheTrialAtThatResult) {

@@ -41,8 +41,10 @@ class RunConfig:
     result key → threshold (the experiment file's `stop:`), a callable `(trial_id, result) ->
     bool` or a `tune.Stopper` (both run in the driver over the driver link); `verbose`: 0 silent,
     1 the progress table (default), 2 also each trial's results as they come; `failure_config`,
-    `checkpoint_config`. `callbacks`, `sync_config`, `progress_reporter` and `log_to_file` are
-    accepted and ignored."""
+    `checkpoint_config`; `callbacks` (tune.Callback objects, run in the driver:
+    tunebus._callbacks) and `progress_reporter` (a tune.ProgressReporter, which then replaces
+    tunectl's progress table: tunebus._reporters). `sync_config` and `log_to_file` are accepted
+    and ignored."""
 
     name: Optional[str] = None
     storage_path: Optional[str] = None

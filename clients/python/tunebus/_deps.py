@@ -14,6 +14,8 @@ import sys
 
 DEBIAN_DIST_PACKAGES = "/usr/lib/python3/dist-packages"
 _PACKAGES = {"zmq": "python3-zmq", "msgpack": "python3-msgpack", "cloudpickle": "python3-cloudpickle"}
+# Modules only some features need: the progress reporters' tables (tunebus._reporters).
+_OPTIONAL = {"tabulate": "python3-tabulate"}
 
 
 def _debian_python_version():
@@ -28,7 +30,7 @@ def _debian_python_version():
 
 
 def load(name):
-    """Returns module `name` (one of zmq, msgpack, cloudpickle), importing it from Debian's
+    """Returns module `name` (one of zmq, msgpack, cloudpickle, tabulate), importing it from Debian's
     dist-packages when the running interpreter does not have it and its version matches.
     Raises ImportError naming the Debian package otherwise."""
     try:
@@ -42,6 +44,9 @@ def load(name):
                 return importlib.import_module(name)
             except ImportError:
                 pass
+        if name in _OPTIONAL:
+            raise ImportError("%s needs the Python module %s (Debian: apt-get install %s)"
+                              % (sys.executable, name, _OPTIONAL[name])) from first
         raise ImportError(
             "tunebus's driver needs the Python modules zmq, msgpack and cloudpickle (Debian: "
             "apt-get install %s); %s cannot import %s (%s). Run it with /usr/bin/python3, or an "

@@ -20,13 +20,19 @@ whose `.config` is the config drawn so far. In the file, grid axes become `choic
 driver picks them in grid order) and `num_samples` the whole count; a `sample_from` key is
 `{sample_from: driver}`.
 
-Both sockets are polled by one daemon thread until `close()`. Against a connected suite with
+*Callbacks* (tunebus._callbacks): with driver callbacks or a progress reporter the driver link
+is on (every result is asked, `on_trial_result` runs before the answer, whose
+`should_checkpoint` says whether a callback asked a checkpoint), and a SUB socket on the
+scheduler's event stream (PROTOCOL.md §6, this experiment's events) feeds the other hooks.
+
+The sockets are polled by one daemon thread until `close()`. Against a connected suite with
 TUNEBUS_KEYS_DIR set they are CURVE servers with the user's keypair (tunebus._curve: TUNEBUS_KEY_NAME,
 else "tunectl") that accept only the scheduler's key, and the experiment names that public key as
 `driver.server_key` / `search.server_key`: the scheduler connects only to a driver whose key its
 allow-list holds with role operator.
 """
 
+import json
 import random
 import socket
 import threading
@@ -134,10 +140,14 @@ def searcher_space(space):
 class DriverLink:
     """The driver's ROUTER sockets for one experiment (see the module doc)."""
 
-    def __init__(self, exp, needs, param_space, host="127.0.0.1", curve=True):
+    def __init__(self, exp, needs, param_space, host="127.0.0.1", curve=True,
+                 events_endpoint=None):
         """`curve`: serve CURVE when TUNEBUS_KEYS_DIR is set (False for the embedded suite, which
-        runs without keys). TuneError when a key file is missing."""
+        runs without keys). `events_endpoint`: the scheduler's event stream, subscribed to when
+        `needs.callbacks` is set. TuneError when a key file is missing."""
         self.zmq = _deps.load("zmq")
+        self.msgpack = _deps.load("msgpack") if needs.callbacks is not None else None
+        self.experiment = exp.get("name")
         self.needs = needs
         self.param_space = param_space or {}
         self.session = None
@@ -154,6 +164,8 @@ class DriverLink:
             if needs.search is not None:
                 sock, self.search_endpoint = _router.bind(endpoint, curve=curve)
                 self._sockets.append((sock, needs.search.handle))
+            if needs.callbacks is not None and events_endpoint:
+                self._sockets.append((self._subscribe(events_endpoint, curve), self.handle_events))
         except Exception:
             for sock, _ in self._sockets:
                 _router.close(sock)
@@ -173,16 +185,51 @@ class DriverLink:
             exp = self.needs.search.amend(exp, self.search_endpoint, self.server_key)
         return exp
 
+    def _subscribe(self, events_endpoint, curve):
+        sock = self.zmq.Context.instance().socket(self.zmq.SUB)
+        sock.setsockopt(self.zmq.LINGER, 0)
+        for topic in (b"trial", b"experiment"):
+            sock.setsockopt(self.zmq.SUBSCRIBE, topic)
+        if curve and _curve.applies(events_endpoint):
+            _curve.make_client(sock, events_endpoint)
+        sock.connect(events_endpoint)
+        return sock
+
     def _loop(self):
         poller = self.zmq.Poller()
         for sock, _ in self._sockets:
             poller.register(sock, self.zmq.POLLIN)
         handlers = dict(self._sockets)
+        callbacks = self.needs.callbacks
         while not self._stopping:
-            for sock, _ in poller.poll(200):
-                _router.answer(sock, handlers[sock])
+            ready = poller.poll(200)
+            if ready and callbacks is not None:
+                callbacks.begin_step()
+            for sock, _ in ready:
+                if handlers[sock] == self.handle_events:
+                    self.handle_events(sock)
+                else:
+                    _router.answer(sock, handlers[sock])
+            if ready and callbacks is not None:
+                callbacks.end_step()
         for sock, _ in self._sockets:
             _router.close(sock)
+
+    def handle_events(self, sock):
+        """Every event waiting on the SUB socket, this experiment's to the callbacks."""
+        while True:
+            try:
+                frames = sock.recv_multipart(self.zmq.NOBLOCK)
+            except self.zmq.Again:
+                return
+            try:
+                event = self.msgpack.unpackb(frames[-1], raw=False)
+                if event.get("experiment") != self.experiment:
+                    continue
+                event["body"] = json.loads(event.get("body_json") or "{}")
+            except (ValueError, TypeError, AttributeError):
+                continue  # not a scheduler_event: ignored
+            self.needs.callbacks.on_event(event)
 
     def close(self):
         self._stopping = True
@@ -198,20 +245,25 @@ class DriverLink:
             raise ProtocolError("failed_precondition", "unknown session %r; send hello"
                                 % (msg.get("session"),))
         if kind == "driver_result":
-            return self.decide(msg.get("trial_id", ""), msg.get("result") or {})
+            return self.decide(msg.get("trial_id", ""), msg.get("result") or {},
+                               msg.get("attempt", 0), msg.get("seq", 0))
         raise ProtocolError("invalid_argument", "unknown request type %r" % kind)
 
-    def decide(self, trial_id, result):
-        """The driver_decision for one result."""
-        stop_trial = stop_all = False
+    def decide(self, trial_id, result, attempt=0, seq=0):
+        """The driver_decision for one result (`attempt`, `seq`: its identity, PROTOCOL.md §7b)."""
+        stop_trial = stop_all = should_checkpoint = False
         stopper = self.needs.stopper
         if stopper is not None:
             stop_trial = bool(stopper(trial_id, result))
             if hasattr(stopper, "stop_all"):
                 stop_all = bool(stopper.stop_all())
+        callbacks = self.needs.callbacks
+        if callbacks is not None:
+            should_checkpoint = callbacks.on_result(trial_id, attempt, seq, result)
+            stop_all = stop_all or callbacks.error is not None
         samples = {key: fn() for key, fn in self.needs.mutations.items()}
         return {"type": "driver_decision", "stop_trial": stop_trial, "stop_all": stop_all,
-                "samples": samples}
+                "should_checkpoint": should_checkpoint, "samples": samples}
 
 
 __all__ = ["DriverLink", "VariantGenerator", "local_address_for"]

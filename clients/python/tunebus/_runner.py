@@ -2,6 +2,7 @@
 trainable protocol (proto/PROTOCOL.md §7). `_tunebus/run_trainable.py` in the staging folder
 calls `main(<folder>/trainable.pkl)`; the worker starts it in the unpacked working folder."""
 
+import inspect
 import os
 import pickle
 import sys
@@ -20,9 +21,20 @@ def _load(pickle_path):
         return pickle.load(f)
 
 
+def _takes_checkpoint_dir(fn):
+    try:
+        return "checkpoint_dir" in inspect.signature(fn).parameters
+    except (TypeError, ValueError):
+        return False
+
+
 def run_function(fn, kwargs, config):
-    """Ray's function trainable: `fn(config, **kwargs)`. Its return ends the trial (a returned
-    dict is one last result, as Ray 2.x's function API took it)."""
+    """Ray's function trainable: `fn(config, **kwargs)`; a Ray 1.x `fn(config,
+    checkpoint_dir=None)` gets the folder this attempt restores from (None from scratch). Its
+    return ends the trial (a returned dict is one last result, as Ray 2.x's function API took
+    it)."""
+    if _takes_checkpoint_dir(fn) and "checkpoint_dir" not in kwargs:
+        kwargs = dict(kwargs, checkpoint_dir=_helper.restore_dir())
     out = fn(config, **kwargs)
     if isinstance(out, dict) and out:
         session().exchange(out)
@@ -71,6 +83,11 @@ def run_class(cls, kwargs, config):
 
 
 def main(pickle_path):
+    """Runs the trainable of `pickle_path`; a `restore/` folder beside it (tune.run's `restore`)
+    is the checkpoint an attempt without a stored one restores from."""
+    bundled = os.path.join(os.path.dirname(pickle_path), "restore")
+    if not _helper.restore_dir() and os.path.isdir(bundled):
+        os.environ["TUNEBUS_RESTORE_DIR"] = bundled
     spec = _load(pickle_path)
     config = _helper.config()
     trainable = spec.trainable

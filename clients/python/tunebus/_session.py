@@ -11,6 +11,7 @@ a checkpoint the worker has not taken yet; then it is filled after this line's d
 the newest reported checkpoint again.
 """
 
+import contextlib
 import json
 import os
 import shutil
@@ -70,6 +71,7 @@ class Session:
         self.iteration = _helper.start_iteration()
 
     @staticmethod
+        self.pending_checkpoint = None  # a Ray 1.x checkpoint_dir() folder for the next report
     def in_tunebus():
         return _helper._fd("TUNEBUS_REPORT_FD") is not None
 
@@ -140,19 +142,42 @@ def session():
 
 def report(metrics=None, checkpoint=None, **kwargs):
     """Ray's `tune.report(metrics, checkpoint=None)` / `train.report(...)`; also the old keyword
-    form `session.report(metrics, checkpoint=...)` and `tune.report(**metrics)` (Ray 1.x).
-    On a `stop` decision the process exits with code 0 (SystemExit), so endless loops end."""
+    form `session.report(metrics, checkpoint=...)` and Ray 1.x's `tune.report(**metrics)` /
+    `tune.report(_metric=value)` (reported as the key `_metric`, Ray's DEFAULT_METRIC). A
+    checkpoint saved with Ray 1.x's `with tune.checkpoint_dir(step) as d:` since the last report
+    goes with this one. On a `stop` decision the process exits with code 0 (SystemExit), so
+    endless loops end."""
     merged = dict(metrics or {})
     merged.update(kwargs)
-    decision = session().exchange(merged, checkpoint)
+    s = session()
+    pending, s.pending_checkpoint = s.pending_checkpoint, None
+    decision = s.exchange(merged, checkpoint if checkpoint is not None else pending)
+    if pending is not None:
+        shutil.rmtree(os.path.dirname(pending), ignore_errors=True)
     if decision == _helper.STOP:
-        session().discard()
+        s.discard()
         _helper._exit_now()
 
 
 def get_checkpoint():
     """The checkpoint this attempt restores from (a Checkpoint of TUNEBUS_RESTORE_DIR), or None
     when the trial starts from scratch."""
+@contextlib.contextmanager
+def checkpoint_dir(step):
+    """Ray 1.x's `with tune.checkpoint_dir(step=...) as d:`: a new empty folder to save a
+    checkpoint into; on leaving the block it becomes the checkpoint of the next `tune.report`
+    (Ray 1.x associated it with the following result too). `step` names the folder
+    (`checkpoint_<step>`)."""
+    parent = tempfile.mkdtemp(prefix="tunebus_v1_checkpoint_")
+    folder = os.path.join(parent, "checkpoint_%s" % (step,))
+    os.makedirs(folder)
+    yield folder
+    s = session()
+    if s.pending_checkpoint is not None:
+        shutil.rmtree(os.path.dirname(s.pending_checkpoint), ignore_errors=True)
+    s.pending_checkpoint = folder
+
+
     path = _helper.restore_dir()
     return Checkpoint.from_directory(path) if path else None
 

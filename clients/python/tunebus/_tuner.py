@@ -54,17 +54,19 @@ sys.exit(_runner.main(os.path.join(here, "trainable.pkl")))
 
 
 class DriverNeeds:
-    """The callables of an experiment that run in the driver (tunebus._driver)."""
+    """The callables of an experiment that run in the driver (tunebus._driver): a stopper, PBT
+    function mutations, `sample_from`, and the callbacks' dispatcher (tunebus._callbacks)."""
 
-    def __init__(self, stopper=None, mutations=None, sample_from=False):
+    def __init__(self, stopper=None, mutations=None, sample_from=False, callbacks=None):
         self.stopper = stopper
         self.mutations = mutations or {}
         self.sample_from = sample_from
         self.search = None  # the searcher the driver serves: tunebus._search_driver.DriverSearch
+        self.callbacks = callbacks
 
     @property
     def link(self):
-        return self.stopper is not None or bool(self.mutations)
+        return self.stopper is not None or bool(self.mutations) or self.callbacks is not None
 
 
 def default_name(trainable):
@@ -193,9 +195,10 @@ def _script_folder():
     return os.path.dirname(os.path.abspath(path))
 
 
-def stage(exp, spec, results_dir):
+def stage(exp, spec, results_dir, restore_from=None):
     """Writes the staging folder (see the module doc) and the experiment file; returns the file's
-    path."""
+    path. `restore_from`: a checkpoint folder shipped as `_tunebus/restore/`, which an attempt
+    without a stored checkpoint restores from (tune.run's `restore`)."""
     cloudpickle = _deps.load("cloudpickle")
     folder = tempfile.mkdtemp(prefix="tunebus-%s-" % exp["name"])
     source = os.environ.get("TUNEBUS_WORKING_DIR") or _script_folder()
@@ -214,6 +217,8 @@ def stage(exp, spec, results_dir):
         f.write(RUN_TRAINABLE)
     shutil.copytree(PACKAGE_DIR, os.path.join(inner, "tunebus"),
                     ignore=shutil.ignore_patterns("__pycache__", "*.pyc"))
+    if restore_from is not None:
+        shutil.copytree(restore_from, os.path.join(inner, "restore"), symlinks=True)
     path = os.path.join(folder, EXPERIMENT_FILE)
     with open(path, "x") as f:  # never through a symlink into the user's folder
         f.write("# written by tunebus.tune.Tuner (JSON is YAML)\n")
@@ -293,17 +298,25 @@ class Tuner:
             rc, tc = self._run_config, self._tune_config
         self._name = exp["name"]
         endpoint, embedded = _suite.endpoint(exp["results_dir"])
+        needs.callbacks = _callbacks_for(rc, tc, exp, self._trainable.__name__)
         links = []
         path = None
         try:
             if needs.link or needs.search is not None:
                 host = "127.0.0.1" if embedded else _driver.local_address_for(endpoint)
                 link = _driver.DriverLink(exp, needs, self._param_space, host,
-                                          curve=_suite.secured(endpoint))
+                                          curve=_suite.secured(endpoint),
+                                          events_endpoint=_suite.events_endpoint(endpoint))
                 links.append(link)
                 exp = link.amend(exp)
-            path = stage(exp, self._trainable, exp["results_dir"])
-            rcode, tail = self._run_tunectl(endpoint, path, rc.verbose)
+            path = stage(exp, self._trainable, exp["results_dir"],
+                         getattr(self, "_restore_from", None))
+            if getattr(self, "_rerun_errored", ""):  # tune.run(resume="ERRORED_ONLY")
+                _suite.ControlClient(endpoint).request(
+                    "resume_experiment_command", name=exp["name"],
+                    rerun_errored=self._rerun_errored)
+            verbose = 0 if rc.progress_reporter is not None else rc.verbose
+            rcode, tail = self._run_tunectl(endpoint, path, verbose)
         finally:
             for link in links:
                 link.close()
@@ -334,6 +347,12 @@ class Tuner:
         trials = client.request("list_trials", status="", experiment=exp["name"]) or []
         exporter = tunectl_exporter(_suite.find_tunectl(), endpoint,
                                     summary.get("journal") or exp["name"])
+        if needs.callbacks is not None:
+            needs.callbacks.exporter = exporter
+            needs.callbacks.finish(trials)
+            if needs.callbacks.error is not None:
+                raise needs.callbacks.error[0]
+        self._trial_views, self._exporter = trials, exporter
         self._results = ResultGrid.from_folder(results_dir, exp.get("metric", tc.metric),
                                                exp.get("mode", tc.mode), trials, exporter)
         return self._results
@@ -376,6 +395,46 @@ class Tuner:
         if interrupted and rcode != 130:
             rcode = 130
         return rcode, "".join(tail).strip()
+
+
+def _callbacks_for(rc, tc, exp, trainable_name):
+    """The CallbackDispatcher of RunConfig's `callbacks` and `progress_reporter`, set up (Ray's
+    `Callback.setup` before the first trial), or None when there are neither."""
+    from tunebus._callbacks import CallbackDispatcher
+    from tunebus._reporters import ReporterCallback
+
+    callbacks = list(rc.callbacks or [])
+    if not callbacks and rc.progress_reporter is None:
+        return None
+    reporters = []
+    if rc.progress_reporter is not None:
+        scheduler = (exp.get("scheduler") or {}).get("type", "fifo")
+        sys_info = ["Using %s scheduling algorithm." % _SCHEDULER_NAMES.get(scheduler, scheduler),
+                    "Result logdir: %s" % os.path.join(exp["results_dir"], exp["name"])]
+        reporters.append(ReporterCallback(rc.progress_reporter, exp.get("metric"),
+                                          exp.get("mode"), sys_info))
+    dispatcher = CallbackDispatcher(callbacks, reporters, trainable_name=trainable_name)
+    total = exp.get("num_samples", 1)
+    dispatcher.setup(stop=rc.stop, num_samples=tc.num_samples,
+                     total_num_samples=total * _grid_size(exp.get("param_space")) if total >= 0
+                     else -1)
+    return dispatcher
+
+
+def _grid_size(space):
+    """Grid points of a param space: the product of its grid_search lengths."""
+    if _space.is_grid(space):
+        return len(space["grid_search"])
+    size = 1
+    if isinstance(space, dict):
+        for value in space.values():
+            size *= _grid_size(value)
+    return size
+
+
+_SCHEDULER_NAMES = {"fifo": "FIFO", "asha": "AsyncHyperBand", "hyperband": "HyperBand",
+                    "hyperband_bohb": "HyperBandForBOHB", "median_stopping": "MedianStoppingRule",
+                    "pbt": "PopulationBasedTraining"}
 
 
 class ResultPrinter:
