@@ -164,13 +164,22 @@ def always_fails(config):
 
 def test_v1_checkpoint_dir_restores_a_retry_and_errors_raise(tmp_path):
     marker = str(tmp_path / "crashed")
+    recorder = Recorder()
     analysis = tune.run(crashes_once, name="retry", storage_path=str(tmp_path), verbose=0,
-                        config={"marker": marker}, max_failures=1)
+                        config={"marker": marker}, max_failures=1, callbacks=[recorder])
     trial = analysis.trials[0]
     rows = pd.read_json(os.path.join(trial.logdir, "result.json"), lines=True)
     assert list(rows["step"]) == [0, 1, 2, 3, 4]
     assert list(rows["restored_from"]) == [0, 0, 0, 3, 3]
     assert trial.num_failures == 1 and trial.status == "TERMINATED"
+    # The retry: on_trial_recover, then the second attempt's start and its restore.
+    names = [h for h, _ in recorder.hooks(trial.trial_id)]
+    recover = names.index("on_trial_recover")
+    assert names[recover:recover + 3] == ["on_trial_recover", "on_trial_start",
+                                          "on_trial_restore"]
+    assert names.count("on_trial_start") == 2 and names.count("on_trial_restore") == 1
+    assert [d for h, d in recorder.hooks(trial.trial_id) if h == "on_trial_result"] == \
+        [1, 2, 3, 4, 5]
 
     with pytest.raises(TuneError, match="Trials did not complete: "):
         tune.run(always_fails, name="fails", storage_path=str(tmp_path), verbose=0)
@@ -412,3 +421,25 @@ def test_ray_stoppers_decide_as_ray_and_run_in_the_driver(tmp_path):
     analysis = tune.run(endless, name="stopped", storage_path=str(tmp_path), verbose=0,
                         config={"x": tune.grid_search([1, 2])}, stop=MaximumIterationStopper(3))
     assert [t.last_result["i"] for t in analysis.trials] == [3, 3]
+
+
+@pytest.mark.parametrize("script", ["classic_run.py", "optuna_run.py"])
+def test_classic_example_scripts_print_what_ray_prints(tmp_path, script):
+    """examples/ray_classic/: Ray scripts with only their imports changed, run as a user runs
+    them (their own process, the embedded suite, results in TUNEBUS_STORAGE_PATH)."""
+    path = os.path.join(os.path.dirname(__file__), "..", "..", "examples", "ray_classic", script)
+    env = dict(os.environ, TUNEBUS_STORAGE_PATH=str(tmp_path))
+    env.pop("TUNEBUS_WORKING_DIR", None)
+    run = subprocess.run([sys.executable, path, "--smoke-test"], capture_output=True, text=True,
+                         timeout=180, env=env, cwd=str(tmp_path))
+    assert run.returncode == 0, run.stderr[-3000:]
+    final = run.stdout[run.stdout.rindex("== Status =="):]
+    assert "Number of trials: " in final and " TERMINATED)" in final
+    best = [line for line in run.stdout.splitlines()
+            if line.startswith("Best hyperparameters found were: ")]
+    assert len(best) == 1
+    name = script[:-len(".py")]
+    analysis = tune.ExperimentAnalysis(str(tmp_path / name), default_metric="mean_loss",
+                                       default_mode="min")
+    assert best[0].endswith(str(analysis.best_config))
+    assert all(t.status == "TERMINATED" for t in analysis.trials)
