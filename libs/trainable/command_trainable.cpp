@@ -153,6 +153,8 @@ Result<std::vector<std::string>> CommandTrainable::BuildEnv() const {
   env["TUNEBUS_START_ITERATION"] = std::to_string(setup_.start_iteration);
   env["TUNEBUS_REPORT_FD"] = std::to_string(kChildReportFd);
   env["TUNEBUS_DECISION_FD"] = std::to_string(kChildDecisionFd);
+  env["TUNEBUS_RESOURCES"] = nlohmann::json(setup_.resources).dump();
+  env["TUNEBUS_WORKER_ID"] = setup_.worker_id;
   env["CUDA_VISIBLE_DEVICES"] = fmt::format("{}", fmt::join(setup_.gpu_ids, ","));
   env.emplace("PYTHONUNBUFFERED", "1");
   std::vector<std::string> out;

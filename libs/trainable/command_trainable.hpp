@@ -19,6 +19,9 @@
 //   TUNEBUS_START_ITERATION iterations already done (0 unless restoring)
 //   TUNEBUS_REPORT_FD       "3": write one JSON object per line (the report) here
 //   TUNEBUS_DECISION_FD     "4": after each report read one line here: continue|checkpoint|stop
+//   TUNEBUS_RESOURCES       what the attempt was allocated, a JSON object of whole units
+//                           ({"cpu":1,"gpu":1}; memory in bytes; custom resources by name)
+//   TUNEBUS_WORKER_ID       the id of the worker running the attempt
 //   CUDA_VISIBLE_DEVICES    comma-joined GPU ids ("" when none)
 //   PYTHONUNBUFFERED        "1" unless already set (so stdout reaches the file promptly)
 // fd 3 is a pipe; fd 4 is one end of a Unix stream socket pair (so a write after the child died
@@ -58,16 +61,17 @@ inline constexpr size_t kMaxReportLineBytes = 8u << 20;
 /// Errors: InvalidArgument "report line is not a JSON object: '<the line, cut to 200 bytes>'"
 /// (the child is then killed).
 Result<std::optional<nlohmann::json>> ParseReportLine(std::string_view line);
-/// The TUNEBUS_* variables a command trainable may see. The first ten are the trial's, which
+/// The TUNEBUS_* variables a command trainable may see. The first twelve are the trial's, which
 /// Start() sets for each attempt (the list above; tunebus's Python helper,
 /// clients/python/tunebus/_helper.py, reads them); TUNEBUS_PYTHON is passed on from the worker's
 /// environment (the interpreter trainables such as examples/digits/run_trainable.sh pick). Every
 /// other TUNEBUS_* variable of the worker's environment is its own configuration or secret
 /// (TUNEBUS_KEYS_DIR, TUNEBUS_KEY_NAME, endpoints, TUNEBUS_ALLOW_COMMANDS, ...) and is removed.
-inline constexpr std::array<std::string_view, 11> kTrainableEnvironment = {
+inline constexpr std::array<std::string_view, 13> kTrainableEnvironment = {
     "TUNEBUS_CONFIG",    "TUNEBUS_EXPERIMENT",     "TUNEBUS_TRIAL_ID",    "TUNEBUS_ATTEMPT",
     "TUNEBUS_TRIAL_DIR", "TUNEBUS_CHECKPOINT_DIR", "TUNEBUS_RESTORE_DIR", "TUNEBUS_START_ITERATION",
-    "TUNEBUS_REPORT_FD", "TUNEBUS_DECISION_FD",    "TUNEBUS_PYTHON",
+    "TUNEBUS_REPORT_FD", "TUNEBUS_DECISION_FD",    "TUNEBUS_RESOURCES",   "TUNEBUS_WORKER_ID",
+    "TUNEBUS_PYTHON",
 };
 
 /// This process's environment (CurrentEnvironment) without the TUNEBUS_* variables that are not

@@ -18,6 +18,7 @@
 
 #include <cstdint>
 #include <deque>
+#include <map>
 #include <memory>
 #include <nlohmann/json.hpp>
 #include <optional>
@@ -39,10 +40,14 @@ struct TrialSetup {
   std::string trial_id;
   int64_t attempt = 1;                               // 1 for the first start, +1 per restart
   nlohmann::json config = nlohmann::json::object();  // the trial's config (a JSON object)
-  std::string trial_dir;                // absolute; created by the trainable if missing
-  std::vector<std::string> gpu_ids;     // exported as CUDA_VISIBLE_DEVICES
-  int64_t start_iteration = 0;          // iterations already done (restore), else 0
-  std::string restore_dir;              // checkpoint to restore from, "" if none
+  std::string trial_dir;             // absolute; created by the trainable if missing
+  std::vector<std::string> gpu_ids;  // exported as CUDA_VISIBLE_DEVICES
+  /// What the attempt was allocated, in whole units ({"cpu": 1, "gpu": 0.5}; memory in bytes);
+  /// exported as TUNEBUS_RESOURCES.
+  std::map<std::string, double> resources;
+  std::string worker_id;        // the worker running the attempt; exported as TUNEBUS_WORKER_ID
+  int64_t start_iteration = 0;  // iterations already done (restore), else 0
+  std::string restore_dir;      // checkpoint to restore from, "" if none
   const Clock* clock = &Clock::Real();  // times iterations (time_this_iter_s); outlives it
   /// The programs a command trainable may run (the worker's --allow-command); nullptr = every
   /// program. Outlives it.

@@ -12,6 +12,7 @@
 #include "libs/bus/service_guard.hpp"
 #include "libs/bus/socket.hpp"
 #include "libs/core/action.hpp"
+#include "libs/core/resources.hpp"
 #include "libs/core/trial.hpp"
 #include "services/trial-worker/report_encoding.hpp"
 #include "services/trial-worker/trial_worker.hpp"
@@ -167,6 +168,11 @@ void TrialWorker::StartRun(const proto::StartTrial& start_msg, nlohmann::json co
   setup.config = std::move(config);
   setup.trial_dir = start->trial_dir;
   setup.gpu_ids = start->gpu_ids;
+  // Units the resource-manager granted (never negative: it checked them); in whole units.
+  if (auto allocated = Resources::FromUnits(start->resources); allocated.ok()) {
+    setup.resources = allocated->ToAmounts();
+  }
+  setup.worker_id = options_.worker_id;
   setup.start_iteration = start->start_iteration;
   setup.restore_dir = std::move(restore_dir);
   setup.clock = &loop_.clock();

@@ -83,13 +83,16 @@ TEST(LifecycleTest, HandedOverSlotsKeepTheResourceManagerInStep) {
 
 TEST(LifecycleTest, FractionalGpuTrialsRunOnlyOnTheGpuWorkerWithCudaVisibleDevices) {
   // Two workers: w1 has 2 CPUs and no GPU, w2 2 CPUs and 1 GPU. Trials asking gpu: 0.5 run only
-  // on w2, two at a time at most, and see CUDA_VISIBLE_DEVICES=0.
+  // on w2, two at a time at most, and see CUDA_VISIBLE_DEVICES=0, their allocation in
+  // TUNEBUS_RESOURCES and w2 in TUNEBUS_WORKER_ID.
   ClusterOptions o;
   o.worker_args = {{"w1", {"--cpus", "2"}}, {"w2", {"--cpus", "2", "--gpus", "1"}}};
   Cluster cluster(o);
   ASSERT_TRUE(cluster.Start());
   WriteFile(cluster.dir() / "gpu.sh",
-            "echo \"{\\\"gpu\\\": \\\"$CUDA_VISIBLE_DEVICES\\\"}\" >&3\nread d <&4\nsleep 0.3\n");
+            "echo \"{\\\"gpu\\\": \\\"$CUDA_VISIBLE_DEVICES\\\", \\\"resources\\\": "
+            "$TUNEBUS_RESOURCES, \\\"worker\\\": \\\"$TUNEBUS_WORKER_ID\\\"}\" >&3\n"
+            "read d <&4\nsleep 0.3\n");
   const fs::path file =
       WriteExperiment(cluster, "gpu",
                       "trainable:\n  command: [sh, " + (cluster.dir() / "gpu.sh").string() +
@@ -103,6 +106,8 @@ TEST(LifecycleTest, FractionalGpuTrialsRunOnlyOnTheGpuWorkerWithCudaVisibleDevic
   for (const json& t : trials) {
     EXPECT_EQ(t.value("status", ""), "TERMINATED") << t.dump();
     EXPECT_EQ(t["last_result"].value("gpu", ""), "0") << t.dump();
+    EXPECT_EQ(t["last_result"]["resources"], json({{"cpu", 0.5}, {"gpu", 0.5}})) << t.dump();
+    EXPECT_EQ(t["last_result"].value("worker", ""), "w2") << t.dump();
     const json results = ResultLines(t.value("dir", ""));
     ASSERT_FALSE(results.empty());
   }

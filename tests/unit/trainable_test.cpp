@@ -231,19 +231,24 @@ TEST_F(CommandTrainableTest, CommandsWithoutAScriptFileAreNotMistakenForMissingO
 }
 
 TEST_F(CommandTrainableTest, EnvironmentCarriesConfigDirsAndDevices) {
-  // The child sees the config as JSON, its trial id and dirs, the GPU ids and the extra env.
+  // The child sees the config as JSON, its trial id and dirs, the GPU ids, what it was allocated
+  // (whole units, as JSON), the worker's id and the extra env.
   TrainableDef def;
   def.command = {
       "/bin/sh", "-c",
-      R"(printf '{"config": %s, "cuda": "%s", "id": "%s", "ckpt": "%s", "extra": "%s", "start": %s}\n' )"
+      R"(printf '{"config": %s, "cuda": "%s", "id": "%s", "ckpt": "%s", "extra": "%s", "start": %s, )"
+      R"("resources": %s, "worker": "%s"}\n' )"
       R"("$TUNEBUS_CONFIG" "$CUDA_VISIBLE_DEVICES" "$TUNEBUS_TRIAL_ID" "$TUNEBUS_CHECKPOINT_DIR" )"
-      R"("$EXTRA" "$TUNEBUS_START_ITERATION" >&3; read d <&4)"};
+      R"("$EXTRA" "$TUNEBUS_START_ITERATION" "$TUNEBUS_RESOURCES" "$TUNEBUS_WORKER_ID" >&3; )"
+      R"(read d <&4)"};
   def.env = {{"EXTRA", "hello"}};
   TrialSetup setup;
   setup.trial_id = "trial_00007";
   setup.trial_dir = (dir_ / "trial").string();
   setup.config = {{"lr", 0.001}, {"name", "a \"quoted\" name"}, {"nested", {{"k", {1, 2}}}}};
   setup.gpu_ids = {"0", "2"};
+  setup.resources = {{"cpu", 1.5}, {"gpu", 2}, {"memory", 1e9}};
+  setup.worker_id = "w-7";
   setup.start_iteration = 4;
   CommandTrainable t(def, setup);
   ASSERT_TRUE(t.Start().ok());
@@ -251,6 +256,8 @@ TEST_F(CommandTrainableTest, EnvironmentCarriesConfigDirsAndDevices) {
   ASSERT_TRUE(r.has_value());
   EXPECT_EQ(r->metrics["config"], setup.config);
   EXPECT_EQ(r->metrics["cuda"], "0,2");
+  EXPECT_EQ(r->metrics["resources"], nlohmann::json({{"cpu", 1.5}, {"gpu", 2}, {"memory", 1e9}}));
+  EXPECT_EQ(r->metrics["worker"], "w-7");
   EXPECT_EQ(r->metrics["id"], "trial_00007");
   EXPECT_EQ(r->metrics["ckpt"], (dir_ / "trial" / "checkpoint_tmp").string());
   EXPECT_TRUE(fs::is_directory(dir_ / "trial" / "checkpoint_tmp"));
@@ -309,10 +316,10 @@ TEST_F(CommandTrainableTest, TheEnvironmentHoldsNoneOfTheWorkersOwnTunebusVariab
   EXPECT_EQ(seen.count("TUNEBUS_KEY_NAME"), 0u);
   EXPECT_EQ(seen.count("TUNEBUS_SECRET_TEST"), 0u);
   EXPECT_EQ(seen.count("TUNEBUS_RESTORE_DIR"), 0u);  // not restoring
-  for (const char* name :
-       {"TUNEBUS_CONFIG", "TUNEBUS_EXPERIMENT", "TUNEBUS_TRIAL_ID", "TUNEBUS_ATTEMPT",
-        "TUNEBUS_TRIAL_DIR", "TUNEBUS_CHECKPOINT_DIR", "TUNEBUS_START_ITERATION",
-        "TUNEBUS_REPORT_FD", "TUNEBUS_DECISION_FD", "TUNEBUS_PYTHON"}) {
+  for (const char* name : {"TUNEBUS_CONFIG", "TUNEBUS_EXPERIMENT", "TUNEBUS_TRIAL_ID",
+                           "TUNEBUS_ATTEMPT", "TUNEBUS_TRIAL_DIR", "TUNEBUS_CHECKPOINT_DIR",
+                           "TUNEBUS_START_ITERATION", "TUNEBUS_REPORT_FD", "TUNEBUS_DECISION_FD",
+                           "TUNEBUS_RESOURCES", "TUNEBUS_WORKER_ID", "TUNEBUS_PYTHON"}) {
     EXPECT_EQ(seen.count(name), 1u) << name;
   }
   EXPECT_EQ(seen["TUNEBUS_PYTHON"], "/opt/py/bin/python3");

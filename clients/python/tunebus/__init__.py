@@ -10,6 +10,8 @@ Two faces:
   `tunebus.air.session`), `tunebus.init(address=...)` and `tunebus.Experiment` for a running
   experiment. They need pyzmq, msgpack and cloudpickle (tunebus._deps), imported on first use,
   so `import tunebus` alone never needs them. docs/python.md has the guide.
+
+`tunebus.get_gpu_ids()` is Ray's `ray.get_gpu_ids()` for a trainable (tunebus._resources).
 """
 
 from tunebus._errors import TuneError
@@ -25,6 +27,7 @@ from tunebus._helper import (  # noqa: F401 - the helper's API, re-exported
     trial_dir,
     trial_id,
 )
+from tunebus._resources import get_gpu_ids
 
 __version__ = "0.2.0"
 
@@ -40,6 +43,7 @@ __all__ = [
     "trial_dir",
     "start_iteration",
     "TuneError",
+    "get_gpu_ids",
     "Experiment",
     "init",
     "shutdown",

@@ -14,6 +14,9 @@ Environment (set by the worker):
     TUNEBUS_START_ITERATION  iterations already done before this attempt (0 unless restoring)
     TUNEBUS_REPORT_FD        write one JSON object per line here: the result of one iteration
     TUNEBUS_DECISION_FD      after each report read one line here: the decision
+    TUNEBUS_RESOURCES        what the attempt was allocated: a JSON object of whole units
+                             ({"cpu": 1.0, "gpu": 1.0}; memory in bytes)
+    TUNEBUS_WORKER_ID        the id of the worker running the attempt
     CUDA_VISIBLE_DEVICES     the GPUs assigned to the trial ("" when none)
 
 Decisions:

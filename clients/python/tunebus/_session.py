@@ -20,6 +20,7 @@ import tempfile
 
 from tunebus import _helper
 from tunebus._checkpoint import Checkpoint, copy_folder
+from tunebus._resources import trial_resources
 
 
 class TrainContext:
@@ -40,8 +41,10 @@ class TrainContext:
         return os.environ.get("TB_EXPERIMENT_NAME")
 
     def get_trial_resources(self):
-        raw = os.environ.get("TUNEBUS_RESOURCES")
-        return json.loads(raw) if raw else {}
+        """What the trial was allocated, as Ray 2.x returns it: a PlacementGroupFactory of one
+        bundle whose `required_resources` is `{"CPU": 1.0, "GPU": 1.0}` for one CPU and one GPU
+        (zero amounts left out; memory in bytes), from the worker's TUNEBUS_RESOURCES."""
+        return trial_resources()
 
     def get_world_size(self):
         return 1
