@@ -411,7 +411,7 @@ def doubled(config):
 
 def test_a_user_searcher_is_called_in_the_driver(tmp_path, suite):
     searcher = Logged(3)
-    grid = _fit(tmp_path, "user-searcher", doubled, {}, num_samples=-1, search_alg=searcher)
+    grid = _fit(tmp_path, "user-searcher", doubled, {}, num_samples=10, search_alg=searcher)
     assert len(grid) == 3 and grid.num_errors == 0
     by_id = {r.trial_id: r for r in grid}
     assert sorted(searcher.suggested) == sorted(by_id)

@@ -112,6 +112,16 @@ def _fits(dim, value):
     return True
 
 
+def _constants(space):
+    """A copy of a Ray param space without its domains (and grids)."""
+    out = {}
+    for key, value in space.items():
+        if isinstance(value, _space.Domain) or _space.is_grid(value):
+            continue
+        out[key] = _constants(value) if isinstance(value, dict) else value
+    return out
+
+
 class _VariantSearch(Searcher):
     """Ray's BasicVariantGenerator over a param space holding `tune.sample_from`, as a Searcher:
     the i-th suggestion is tunebus._driver.VariantGenerator's i-th config."""
@@ -191,6 +201,7 @@ class DriverSearch:
         self.sessions = 0
         self.dims = []
         self.suggested = {}   # trial id -> params answered or adopted this session
+        self.configs = {}     # trial id -> its config (for the results' `config`, as Ray's)
         self.completed = set()
         self.iterations = {}  # trial id -> last training_iteration told to on_trial_result
         self.finished = False
@@ -217,6 +228,7 @@ class DriverSearch:
         self.total = generator.total
         self.session, self.sessions, self.dims = None, 0, []
         self.suggested, self.completed, self.iterations = {}, set(), {}
+        self.configs = {}
         self.finished, self.error, self._warned = False, None, set()
         self.rng = random.Random()
         return self
@@ -346,6 +358,7 @@ class DriverSearch:
                 self.live = fresh
         if self.sessions == 1 or self._pristine is not None:
             self.suggested, self.completed, self.iterations = {}, set(), {}
+            self.configs = {}
             self.finished = self.error is not None
         else:
             self._warn("keeps", "tunebus: %s could not be copied: session %d keeps its state and "
@@ -363,7 +376,8 @@ class DriverSearch:
                 return
             params = event.get("params") or {}
             self.suggested[trial_id] = params
-            config = event.get("config") or {}
+            config = event.get("config") or self._config_of(params)
+            self.configs[trial_id] = config
             got = self._call("adopt", self.live._tunebus_adopt, trial_id, config)
             if isinstance(got, dict) and self._params(got, check=False) != params:
                 self._warn("replay", "tunebus: %s suggested another config for the replayed "
@@ -376,7 +390,7 @@ class DriverSearch:
             self.completed.add(trial_id)
             result = event.get("result")
             self._call("on_trial_complete", self.live.on_trial_complete, trial_id,
-                       result=flatten(result) if isinstance(result, dict) else None,
+                       result=self._flat(trial_id, result) if isinstance(result, dict) else None,
                        error=bool(event.get("error")))
         elif kind == "evaluated":
             try:
@@ -395,7 +409,8 @@ class DriverSearch:
                 if iteration <= self.iterations.get(trial_id, -1):
                     return  # told again (a restored trial reports its iteration again)
                 self.iterations[trial_id] = iteration
-            self._call("on_trial_result", self.live.on_trial_result, trial_id, flatten(result))
+            self._call("on_trial_result", self.live.on_trial_result, trial_id,
+                       self._flat(trial_id, result))
         else:
             raise ProtocolError("invalid_argument", "tell: unknown event %r" % (kind,))
 
@@ -421,6 +436,7 @@ class DriverSearch:
             self.finished = True
             return self._answer(trial_id, "finished")
         self.suggested[trial_id] = params
+        self.configs[trial_id] = self._config_of(params)
         return self._answer(trial_id, "config", params)
 
     @staticmethod
@@ -451,6 +467,24 @@ class DriverSearch:
                            "have, dropped: %s (the keys are fixed when the experiment starts)"
                            % (self.name, ", ".join("/".join(map(str, p)) for p in extra)))
         return params
+
+    def _config_of(self, params):
+        """The config the scheduler builds for `params`: the param space's constants with each
+        dim's value at its path."""
+        config = _constants(self.param_space)
+        for dim in self.dims:
+            node = config
+            path = dim.get("path") or dim["name"].split(".")
+            for key in path[:-1]:
+                node = node.setdefault(key, {})
+            node[path[-1]] = params.get(dim["name"])
+        return config
+
+    def _flat(self, trial_id, result):
+        """A result as Ray's searchers get it: with the trial's `config`, flattened."""
+        if "config" not in result and trial_id in self.configs:
+            result = dict(result, config=self.configs[trial_id])
+        return flatten(result)
 
     def _call(self, what, fn, *args, **kwargs):
         try:

@@ -85,15 +85,17 @@ class ConcurrencyLimiter(WrapperSearcher):
             self.num_unfinished_live_trials -= 1
             if self.num_unfinished_live_trials > 0:
                 return None
-            for done_id, (done_result, done_error) in self.cached_results.items():
-                self.searcher.on_trial_complete(done_id, result=done_result, error=done_error)
-                self.live_trials.remove(done_id)
-            self.cached_results = {}
+            cached, self.cached_results = self.cached_results, {}
+            self.live_trials.difference_update(cached)
             self.num_unfinished_live_trials = 0
+            for done_id, (done_result, done_error) in cached.items():
+                self.searcher.on_trial_complete(done_id, result=done_result, error=done_error)
             return None
-        self.searcher.on_trial_complete(trial_id, result=result, error=error)
+        # The trial leaves the live set first: a searcher whose on_trial_complete raises does
+        # not keep the limit full for good (Ray's order would, and block the experiment).
         self.live_trials.remove(trial_id)
         self.num_unfinished_live_trials -= 1
+        self.searcher.on_trial_complete(trial_id, result=result, error=error)
         return None
 
     def on_trial_result(self, trial_id, result):
