@@ -106,7 +106,7 @@ def test_a_driver_side_searcher_gets_the_param_space_as_dims():
         search_alg=ConcurrencyLimiter(OptunaSearch(seed=1), max_concurrent=2)))
     assert exp["param_space"] == {"x": {"uniform": [0, 1]}, "m": {"act": {"choice": ["a", "b"]}},
                                   "c": 3}
-    assert exp["search"] == {"type": "external", "max_concurrent": 2}
+    assert exp["search"] == {"type": "external", "timeout_s": 60, "max_concurrent": 2}
     assert needs.search is not None and exp["num_samples"] == 3
     # An Optuna distributions dict: typed dims; metric and mode from the searcher.
     dists = {"lr": optuna.distributions.FloatDistribution(1e-4, 1e-1, log=True),

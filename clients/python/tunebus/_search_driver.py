@@ -58,6 +58,9 @@ from tunebus.tune.search.searcher import DEFAULT_METRIC, Searcher
 
 LOG = logging.getLogger("tunebus")
 PROBE_TRIAL_ID = "tunebus_probe"
+# §7a's timeout_s for the driver's answers: a model-based suggest (a GP's fit) or a long replay
+# may take longer than the scheduler's default 10 s; it waits without blocking anything else.
+TIMEOUT_S = 60
 
 
 def runs_in_driver(searcher):
@@ -191,7 +194,7 @@ class DriverSearch:
         for path, domain in space.items():
             if path not in self.domains and isinstance(domain, _space.Domain):
                 self.domains[path] = domain
-        self.search_spec = {"type": "external"}
+        self.search_spec = {"type": "external", "timeout_s": TIMEOUT_S}
         if isinstance(searcher, ConcurrencyLimiter) and searcher._limit_concurrency:
             self.search_spec["max_concurrent"] = searcher.max_concurrent
         self.total = None  # num_samples as given
@@ -224,7 +227,7 @@ class DriverSearch:
         self._searcher_metric = self._searcher_mode = None
         self.exp_space = searcher_space(param_space)
         self.domains = {}
-        self.search_spec = {"type": "external"}
+        self.search_spec = {"type": "external", "timeout_s": TIMEOUT_S}
         self.total = generator.total
         self.session, self.sessions, self.dims = None, 0, []
         self.suggested, self.completed, self.iterations = {}, set(), {}
@@ -237,7 +240,8 @@ class DriverSearch:
     def apply(self, exp):
         """`exp` with this searcher's param space, metric/mode (the TuneConfig's, else the
         searcher's first, else Ray's anonymous `_metric`/max: §7a needs both) and
-        `search: {type: external}` (and `max_concurrent` for an outer ConcurrencyLimiter);
+        `search: {type: external, timeout_s: 60}` (and `max_concurrent` for an outer
+        ConcurrencyLimiter);
         `amend` adds the endpoint."""
         exp = dict(exp)
         exp["param_space"] = self.exp_space
