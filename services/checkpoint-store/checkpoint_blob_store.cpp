@@ -117,7 +117,12 @@ Status CheckpointBlobStore::Put(const std::string& checkpoint_id, uint32_t index
   if (auto s = batch.Put(CheckpointMetaKey(checkpoint_id), proto::Encode(meta)); !s.ok()) {
     return FromRocks(s, "build checkpoint batch");
   }
-  return db_.Write(batch, /*durable=*/last);
+  if (!last) return db_.WriteUnlogged(batch);
+  // The earlier chunks went without the WAL: on disk before the commit that makes them visible.
+  if (index > 0) {
+    if (Status s = db_.Flush(); !s.ok()) return s;
+  }
+  return db_.Write(batch, /*durable=*/true);
 }
 
 Result<std::string> CheckpointBlobStore::DigestOfUpload(const std::string& checkpoint_id,

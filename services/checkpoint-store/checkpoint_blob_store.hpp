@@ -6,7 +6,15 @@
 // committed=false) are written together, and the chunk with last=true commits the meta
 // (size, chunk count, metadata JSON) in the same atomic, synced write. Readers only ever see
 // committed checkpoints. Chunk 0 restarts an uncommitted upload (its old chunks are dropped);
-// a committed checkpoint is immutable until deleted. Upload progress survives a restart.
+// a committed checkpoint is immutable until deleted.
+//
+// The chunks before the last are written without RocksDB's WAL (StoreDb::WriteUnlogged), so a
+// checkpoint's bytes reach the disk once, in blob files, when a memtable is flushed; the
+// committing chunk first flushes the memtables (synced), then commits with a synced WAL write,
+// so a committed checkpoint's chunks are all durable. An upload in progress survives a clean
+// restart (closing RocksDB flushes) but after a crash only as far as a flush wrote it: its
+// progress is then an earlier chunk count, consistent with the chunks kept, and the next chunk
+// the uploader sends is refused as out of order (the uploader starts again from chunk 0).
 //
 // Thread-compatible: used from the service's loop thread only. Does not own the StoreDb.
 #pragma once
@@ -64,8 +72,10 @@ class CheckpointBlobStore {
   /// committing write is synced. Errors: InvalidArgument (bad id, data larger than
   /// proto::kCheckpointChunkBytes, bad metadata); FailedPrecondition (already committed, or
   /// index is not the next expected one: no upload in progress and index > 0, or index !=
-  /// chunks written so far); IoError, Corruption. With `last` and a non-empty `sha256` (64 hex
-  /// digits), the chunks' SHA-256 must equal it: otherwise the upload is deleted and the error
+  /// chunks written so far); IoError, Corruption. Not `last`: written without the WAL (durable
+  /// once flushed); `last` after earlier chunks: flushes first (blocks for the memtables'
+  /// write, ≤ RocksDB's write_buffer_size per memtable). With `last` and a non-empty `sha256` (64
+  /// hex digits), the chunks' SHA-256 must equal it: otherwise the upload is deleted and the error
   /// is Corruption naming both digests (nothing is committed).
   Status Put(const std::string& checkpoint_id, uint32_t index, const std::vector<char>& data,
              bool last, const std::string& metadata_json, const std::string& sha256 = "");

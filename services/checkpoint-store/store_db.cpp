@@ -154,6 +154,12 @@ Status StoreDb::Write(rocksdb::WriteBatch& batch, bool durable) {
   return FromRocks(db_->Write(options, &batch), "RocksDB write");
 }
 
+Status StoreDb::WriteUnlogged(rocksdb::WriteBatch& batch) {
+  rocksdb::WriteOptions options;
+  options.disableWAL = true;
+  return FromRocks(db_->Write(options, &batch), "RocksDB write");
+}
+
 Status StoreDb::Resume() { return FromRocks(db_->Resume(), "RocksDB resume"); }
 
 Result<std::optional<std::string>> StoreDb::Get(const std::string& key) {

@@ -99,6 +99,11 @@ class StoreDb {
   /// Errors: IoError; after one RocksDB may refuse every write (a hard background error) until
   /// Resume() succeeds.
   Status Write(rocksdb::WriteBatch& batch, bool durable);
+  /// Writes `batch` atomically without the WAL: readable at once, on disk only once a flush
+  /// (a full memtable's, Flush(), or a clean close) wrote it; a crash before that loses it.
+  /// Checkpoint chunks go this way so their bytes reach the disk once (in blob files), not
+  /// twice (WAL, then blob files). Errors: IoError, as Write.
+  Status WriteUnlogged(rocksdb::WriteBatch& batch);
   /// Asks RocksDB to recover from a background error (DB::Resume(): flush the memtables, start
   /// a new WAL, clear the error) so that writes are taken again. Ok also when there was nothing
   /// to recover from. Blocks for the flush. Errors: IoError with RocksDB's error (still out of
@@ -112,7 +117,8 @@ class StoreDb {
   /// Bytes of the live SST and blob files: what the data takes on disk (the WAL and the
   /// memtables aside: Flush first to count everything).
   uint64_t LiveBytes();
-  /// Writes the memtables to SST and blob files. Blocks. Errors: IoError.
+  /// Writes the memtables to SST and blob files, synced: everything WriteUnlogged wrote before
+  /// is then durable. Blocks. Errors: IoError.
   Status Flush();
   /// The value of `key`, nullopt if absent. Errors: IoError, Corruption.
   Result<std::optional<std::string>> Get(const std::string& key);

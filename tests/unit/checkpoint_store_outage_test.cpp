@@ -123,7 +123,8 @@ bool Eventually(const std::function<bool()>& done) {
 
 TEST_F(CheckpointStoreTest, AFullDiskDegradesTheStoreAndItHealsWithoutARestart) {
   // A journal and a two-chunk checkpoint are acknowledged, then the data folder's disk fills
-  // up: the next write fails and the store degrades. Writes are refused with io_error naming
+  // up: the next write that reaches the disk (a checkpoint's commit) fails and the store
+  // degrades. Writes are refused with io_error naming
   // why and since when, reads are served, store_status and /healthz say "degraded". RocksDB's
   // recovery, retried every second of the store's (manual) clock, fails while the disk is full
   // and succeeds at the first retry after space is freed: writes are taken again without a
@@ -144,9 +145,12 @@ TEST_F(CheckpointStoreTest, AFullDiskDegradesTheStoreAndItHealsWithoutARestart) 
   peer().Call<proto::CheckpointPutAck>(Put("outage/t1/1", 0, chunk0, false));
   peer().Call<proto::CheckpointPutAck>(Put("outage/t1/1", 1, chunk1, true, R"({"iteration":1})"));
 
+  // The disk fills up during an upload: its first chunk is taken (written without the WAL, it
+  // is in memory), and the committing chunk, which flushes it to disk first, fails.
   disk->full = true;
+  peer().Call<proto::CheckpointPutAck>(Put("outage/t1/2", 0, Blob(300000, 3), false));
   const double degraded_at = manual_clock_.WallSeconds();
-  auto failed = peer().CallExpectingError(Put("outage/t1/2", 0, Blob(300000, 3), false));
+  auto failed = peer().CallExpectingError(Put("outage/t1/2", 1, Blob(10, 4), true));
   EXPECT_EQ(failed.code, "io_error");
   EXPECT_NE(failed.message.find("No space left on device"), std::string::npos) << failed.message;
 

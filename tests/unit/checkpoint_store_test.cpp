@@ -473,5 +473,80 @@ TEST_F(CheckpointStoreTest, TruncateCutsATailDurablyAndAppendsContinueAfterIt) {
   EXPECT_EQ(ReadAll("cut"), (std::vector<std::string>{"1", "2", "3", "4"}));
 }
 
+// The files of a live store's folder, copied as they are: what a crash of the store at this
+// moment leaves on disk (its memtables are lost, its files' written bytes kept).
+void CopyFolderAsACrashLeavesIt(const std::string& from, const std::string& to) {
+  fs::copy(from, to, fs::copy_options::recursive);
+  fs::remove(fs::path(to) / "LOCK");
+}
+
+uint64_t WalBytes(const std::string& dir) {
+  uint64_t bytes = 0;
+  for (const auto& entry : fs::directory_iterator(dir)) {
+    if (entry.path().extension() == ".log") bytes += entry.file_size();
+  }
+  return bytes;
+}
+
+TEST(CheckpointStoreLayout, ChunksBeforeTheLastSkipTheWalAndACommittedCheckpointSurvivesACrash) {
+  // Three 1 MiB chunks: the first two are written without the WAL, so the WAL holds about the
+  // last one only; a crash right after the commit (a copy of the folder) keeps every chunk.
+  const std::string dir = MakeTempDir(), crashed = dir + "-crashed";
+  const std::vector<std::vector<char>> chunks{Blob(1 << 20, 1), Blob(1 << 20, 2), Blob(1 << 20, 3)};
+  {
+    auto db = store::StoreDb::Open(dir, true);
+    ASSERT_TRUE(db.ok()) << db.status().ToString();
+    store::CheckpointBlobStore blobs(**db);
+    for (uint32_t i = 0; i < chunks.size(); ++i) {
+      const Status put = blobs.Put("e/t/1", i, chunks[i], i + 1 == chunks.size(), "{}");
+      ASSERT_TRUE(put.ok()) << put.ToString();
+    }
+    EXPECT_LT(WalBytes(dir), uint64_t(3) << 19) << "the WAL holds the committing chunk, no more";
+    CopyFolderAsACrashLeavesIt(dir, crashed);
+  }
+  auto db = store::StoreDb::Open(crashed, true);
+  ASSERT_TRUE(db.ok()) << db.status().ToString();
+  store::CheckpointBlobStore blobs(**db);
+  for (uint32_t i = 0; i < chunks.size(); ++i) {
+    auto chunk = blobs.Get("e/t/1", i);
+    ASSERT_TRUE(chunk.ok()) << "chunk " << i << ": " << chunk.status().ToString();
+    EXPECT_TRUE(chunk->data == std::string(chunks[i].begin(), chunks[i].end()));
+    EXPECT_EQ(chunk->meta.num_chunks, 3u);
+  }
+  db->reset();
+  fs::remove_all(dir);
+  fs::remove_all(crashed);
+}
+
+TEST(CheckpointStoreLayout, AnUploadCutByACrashIsRefusedWhereItStoodAndRestartsFromChunkZero) {
+  // Two chunks of an upload, then a crash (a copy of the folder): the unflushed chunks and their
+  // progress are gone together, so the next chunk is refused as out of order (the uploader starts
+  // again), nothing is listed, and an upload from chunk 0 commits.
+  const std::string dir = MakeTempDir(), crashed = dir + "-crashed";
+  {
+    auto db = store::StoreDb::Open(dir, true);
+    ASSERT_TRUE(db.ok()) << db.status().ToString();
+    store::CheckpointBlobStore blobs(**db);
+    ASSERT_TRUE(blobs.Put("e/t/2", 0, Blob(1000, 1), false, "").ok());
+    ASSERT_TRUE(blobs.Put("e/t/2", 1, Blob(1000, 2), false, "").ok());
+    CopyFolderAsACrashLeavesIt(dir, crashed);
+  }
+  auto db = store::StoreDb::Open(crashed, true);
+  ASSERT_TRUE(db.ok()) << db.status().ToString();
+  store::CheckpointBlobStore blobs(**db);
+  EXPECT_EQ(blobs.Put("e/t/2", 2, Blob(10, 3), true, "").code(), StatusCode::kFailedPrecondition);
+  auto listed = blobs.List("e/");
+  ASSERT_TRUE(listed.ok());
+  EXPECT_TRUE(listed->empty());
+  ASSERT_TRUE(blobs.Put("e/t/2", 0, Blob(1000, 1), false, "").ok());
+  ASSERT_TRUE(blobs.Put("e/t/2", 1, Blob(10, 3), true, "").ok());
+  auto chunk = blobs.Get("e/t/2", 1);
+  ASSERT_TRUE(chunk.ok()) << chunk.status().ToString();
+  EXPECT_EQ(chunk->meta.size_bytes, 1010u);
+  db->reset();
+  fs::remove_all(dir);
+  fs::remove_all(crashed);
+}
+
 }  // namespace
 }  // namespace tunebus::store_test
