@@ -78,26 +78,35 @@ void CheckpointTransfer::Upload(const std::string& dir, const std::string& check
 void CheckpointTransfer::OnUploadReadable(uint64_t job_id) {
   Job* job = FindJob(job_id);
   if (job == nullptr) return;
-  while (job->buffer.size() < proto::kCheckpointChunkBytes) {
-    const size_t old = job->buffer.size();
-    job->buffer.resize(proto::kCheckpointChunkBytes);
-    const ssize_t n = ::read(job->fd, job->buffer.data() + old, proto::kCheckpointChunkBytes - old);
-    job->buffer.resize(old + (n > 0 ? size_t(n) : 0));
-    if (n > 0) continue;
-    if (n < 0 && (errno == EAGAIN || errno == EINTR)) return;  // wait for more
-    if (n < 0)
-      return Finish(job_id, Status::IoError(fmt::format("reading tar: {}", std::strerror(errno))));
-    // EOF: tar is done; check it succeeded before committing the checkpoint.
-    loop_.RemoveFd(job->fd);
-    job->polled = false;
-    Status tar = ReapTar(job->pid);
-    job->pid = -1;
-    if (!tar.ok()) return Finish(job_id, tar);
-    return SendChunk(*job, /*last=*/true);
+  while (true) {
+    while (job->buffer.size() < proto::kCheckpointChunkBytes) {
+      const size_t old = job->buffer.size();
+      job->buffer.resize(proto::kCheckpointChunkBytes);
+      const ssize_t n =
+          ::read(job->fd, job->buffer.data() + old, proto::kCheckpointChunkBytes - old);
+      job->buffer.resize(old + (n > 0 ? size_t(n) : 0));
+      if (n > 0) continue;
+      if (n < 0 && (errno == EAGAIN || errno == EINTR)) return;  // wait for more
+      if (n < 0) {
+        return Finish(job_id,
+                      Status::IoError(fmt::format("reading tar: {}", std::strerror(errno))));
+      }
+      // EOF: tar is done; check it succeeded before committing the checkpoint.
+      loop_.RemoveFd(job->fd);
+      job->polled = false;
+      Status tar = ReapTar(job->pid);
+      job->pid = -1;
+      if (!tar.ok()) return Finish(job_id, tar);
+      job->eof = true;
+      return SendChunk(*job, /*last=*/true);
+    }
+    SendChunk(*job, /*last=*/false);
+    if (job->in_flight >= kChunksInFlight) {
+      loop_.RemoveFd(job->fd);  // resumed once a chunk is acknowledged
+      job->polled = false;
+      return;
+    }
   }
-  loop_.RemoveFd(job->fd);  // one chunk in flight: stop reading until it is acknowledged
-  job->polled = false;
-  SendChunk(*job, /*last=*/false);
 }
 
 void CheckpointTransfer::SendChunk(Job& job, bool last) {
@@ -109,20 +118,26 @@ void CheckpointTransfer::SendChunk(Job& job, bool last) {
   if (last) put.metadata_json = job.metadata.dump();
   job.bytes += int64_t(job.buffer.size());
   job.buffer.clear();
+  ++job.in_flight;
   const uint64_t id = job.id;
   store_.Request(
       put,
-      [this, id, last](Result<proto::Decoded> reply) {
-        Job* j = FindJob(id);
-        if (j == nullptr) return;
-        auto ack = reply.ok() ? reply->As<proto::CheckpointPutAck>()
-                              : Result<proto::CheckpointPutAck>(reply.status());
-        if (!ack.ok()) return Finish(id, ack.status());
-        if (last) return Finish(id, Status::Ok());
-        j->polled = true;
-        loop_.AddFd(j->fd, [this, id] { OnUploadReadable(id); });
-      },
-      kPutTimeout);
+      [this, id, last](Result<proto::Decoded> reply) { OnChunkStored(id, last, std::move(reply)); },
+      last ? kCommitTimeout : kPutTimeout);
+}
+
+void CheckpointTransfer::OnChunkStored(uint64_t job_id, bool last, Result<proto::Decoded> reply) {
+  Job* job = FindJob(job_id);
+  if (job == nullptr) return;  // finished by an earlier chunk's failure
+  auto ack = reply.ok() ? reply->As<proto::CheckpointPutAck>()
+                        : Result<proto::CheckpointPutAck>(reply.status());
+  if (!ack.ok()) return Finish(job_id, ack.status());
+  --job->in_flight;
+  if (last) return Finish(job_id, Status::Ok());
+  if (!job->polled && !job->eof) {
+    job->polled = true;
+    loop_.AddFd(job->fd, [this, job_id] { OnUploadReadable(job_id); });
+  }
 }
 
 void CheckpointTransfer::Download(const std::string& checkpoint_id, const std::string& dir,
@@ -142,38 +157,64 @@ void CheckpointTransfer::Download(const std::string& checkpoint_id, const std::s
   if (!expected_sha256.empty()) job->hash = std::make_unique<Sha256>();
   const uint64_t id = job->id;
   jobs_[id] = std::move(job);
-  RequestChunk(id);
+  RequestChunks(id);
 }
 
-void CheckpointTransfer::RequestChunk(uint64_t job_id) {
+void CheckpointTransfer::RequestChunks(uint64_t job_id) {
   Job* job = FindJob(job_id);
-  proto::CheckpointGet get;
-  get.checkpoint_id = job->checkpoint_id;
-  get.chunk_index = job->chunk;
-  store_.Request(get, [this, job_id](Result<proto::Decoded> reply) {
-    Job* j = FindJob(job_id);
-    if (j == nullptr) return;
-    auto got = reply.ok() ? reply->As<proto::CheckpointGetReply>()
-                          : Result<proto::CheckpointGetReply>(reply.status());
-    if (!got.ok()) return Finish(job_id, got.status());
+  if (job == nullptr) return;
+  // Until chunk 0 answers, the chunk count is unknown: only chunk 0 is asked for.
+  const uint32_t limit = job->num_chunks == 0 ? 1 : job->num_chunks;
+  while (job->in_flight < kChunksInFlight && job->next_request < limit) {
+    proto::CheckpointGet get;
+    get.checkpoint_id = job->checkpoint_id;
+    get.chunk_index = job->next_request++;
+    ++job->in_flight;
+    const uint32_t index = get.chunk_index;
+    store_.Request(get, [this, job_id, index](Result<proto::Decoded> reply) {
+      OnChunkFetched(job_id, index, std::move(reply));
+    });
+  }
+}
+
+void CheckpointTransfer::OnChunkFetched(uint64_t job_id, uint32_t index,
+                                        Result<proto::Decoded> reply) {
+  Job* job = FindJob(job_id);
+  if (job == nullptr) return;  // finished by an earlier chunk's failure
+  auto got = reply.ok() ? reply->As<proto::CheckpointGetReply>()
+                        : Result<proto::CheckpointGetReply>(reply.status());
+  if (!got.ok()) return Finish(job_id, got.status());
+  --job->in_flight;
+  if (got->num_chunks == 0 || (job->num_chunks != 0 && got->num_chunks != job->num_chunks)) {
+    return Finish(job_id, Status::Corruption(fmt::format(
+                              "the store's {} answered chunk {} with a chunk count of {}, not {}",
+                              job->checkpoint_id, index, got->num_chunks, job->num_chunks)));
+  }
+  job->num_chunks = got->num_chunks;
+  job->arrived.emplace(index, std::move(got->data));
+  RequestChunks(job_id);  // the next request goes out before tar takes this chunk
+  for (auto it = job->arrived.begin(); it != job->arrived.end() && it->first == job->chunk;
+       it = job->arrived.erase(it)) {
+    const std::vector<char>& data = it->second;
     // tar drains its stdin as it unpacks: a blocking write of one chunk is bounded.
-    if (Status written = WriteAll(j->fd, got->data.data(), got->data.size()); !written.ok()) {
+    if (Status written = WriteAll(job->fd, data.data(), data.size()); !written.ok()) {
       return Finish(job_id, written);
     }
-    j->bytes += int64_t(got->data.size());
-    if (j->hash) j->hash->Update(got->data.data(), got->data.size());
-    if (++j->chunk < got->num_chunks) return RequestChunk(job_id);
-    ::close(j->fd);
-    j->fd = -1;
-    if (j->hash) {
-      if (const std::string digest = j->hash->HexDigest(); digest != j->expected_sha256) {
-        return Finish(
-            job_id, Status::Corruption(fmt::format("digest mismatch: the store's {} has SHA-256 {}",
-                                                   j->checkpoint_id, digest)));
-      }
+    job->bytes += int64_t(data.size());
+    if (job->hash) job->hash->Update(data.data(), data.size());
+    ++job->chunk;
+  }
+  if (job->chunk < job->num_chunks) return;
+  ::close(job->fd);
+  job->fd = -1;
+  if (job->hash) {
+    if (const std::string digest = job->hash->HexDigest(); digest != job->expected_sha256) {
+      return Finish(job_id,
+                    Status::Corruption(fmt::format("digest mismatch: the store's {} has SHA-256 {}",
+                                                   job->checkpoint_id, digest)));
     }
-    Finish(job_id, Status::Ok());
-  });
+  }
+  Finish(job_id, Status::Ok());
 }
 
 }  // namespace tunebus
