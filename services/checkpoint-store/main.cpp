@@ -2,6 +2,7 @@
 // socket. Flags fall back to TUNEBUS_* environment variables; logging, signals and exit codes
 // are libs/service's RunService. SIGTERM/SIGINT stop it cleanly: the loop finishes its round,
 // RocksDB is closed, exit 0.
+#include "libs/service/chunk_heap.hpp"
 #include "libs/service/service_main.hpp"
 #include "services/checkpoint-store/checkpoint_store.hpp"
 
@@ -37,6 +38,7 @@ tunebus::service::BoundEndpoints Endpoints(const tunebus::CheckpointStore& store
 }  // namespace
 
 int main(int argc, char** argv) {
+  tunebus::service::KeepChunkBuffersInHeap();  // checkpoint chunks: libs/service/chunk_heap.hpp
   return tunebus::service::RunService<tunebus::CheckpointStore>(
       argc, argv, "checkpoint-store",
       "tunebus checkpoint-store: experiment journals and trial checkpoints (RocksDB)", AddFlags,

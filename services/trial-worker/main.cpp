@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "libs/service/chunk_heap.hpp"
 #include "libs/service/service_main.hpp"
 #include "services/trial-worker/trial_worker.hpp"
 
@@ -81,6 +82,7 @@ void AddFlags(CLI::App& app, tunebus::TrialWorkerOptions& o) {
 }  // namespace
 
 int main(int argc, char** argv) {
+  tunebus::service::KeepChunkBuffersInHeap();  // checkpoint chunks: libs/service/chunk_heap.hpp
   return tunebus::service::RunService<tunebus::TrialWorker>(
       argc, argv, "trial-worker", "tunebus trial-worker: runs trainables for the scheduler",
       AddFlags);
