@@ -84,9 +84,11 @@ class Cluster:
 
     transport: "ipc" (ipc:// endpoints in the cluster's folder), "tcp" (tcp://127.0.0.1 on ports
     the kernel picks, learned from each service's --ready-file) or "curve" (tcp as above, every
-    process with --keys-dir `keys`, and this client a CURVE client with the tunectl key)."""
+    process with --keys-dir `keys`, and this client a CURVE client with the tunectl key).
+    scheduler_args, store_args: more flags for the scheduler, the checkpoint-store."""
 
-    def __init__(self, bindir, workers, cpus_per_worker, transport="ipc", keys=None, scheduler_args=()):
+    def __init__(self, bindir, workers, cpus_per_worker, transport="ipc", keys=None, scheduler_args=(),
+                 store_args=()):
         self.tmp = tempfile.mkdtemp(prefix="tunebus-bench-")
         self.procs = []
         logs = os.path.join(self.tmp, "logs")
@@ -135,8 +137,8 @@ class Cluster:
                 time.sleep(0.005)
 
         self.ready = {}
-        start("store", ["checkpoint-store", "--endpoint", ep("store"), "--data-dir", os.path.join(self.tmp, "store")],
-              {"endpoint": "store"})
+        start("store", ["checkpoint-store", "--endpoint", ep("store"), "--data-dir", os.path.join(self.tmp, "store")]
+              + list(store_args), {"endpoint": "store"})
         start("rm", ["resource-manager", "--endpoint", ep("rm"), "--events-endpoint", ep("rm-events")],
               {"endpoint": "rm", "events-endpoint": "rm-events"})
         bound("store", "rm", "rm-events")
