@@ -498,3 +498,67 @@ def test_many_objective_optuna_search_gives_a_pareto_set(tmp_path, suite):
     # Optuna ran a study with two directions; the experiment's metric is the first.
     assert [d.name for d in searcher._ot_study.directions] == ["MINIMIZE", "MINIMIZE"]
     assert not math.isnan(grid.get_best_result(metric="a", mode="min").metrics["a"])
+
+
+def slow_quadratic(config):
+    for _ in range(4):
+        time.sleep(0.2)
+        train.report({"score": -(config["x"] - 0.3) ** 2})
+
+
+def test_optuna_search_survives_a_scheduler_sigkill(tmp_path, tunectl, monkeypatch):
+    # The scheduler is SIGKILLed after two trials and started again on the same endpoints: it
+    # resumes the experiment and starts a new §7a session, replaying its journal. The driver
+    # rebuilds OptunaSearch (a new study, the replayed params enqueued, the same sampler) and
+    # the ConcurrencyLimiter (the running trial is live again), so the study ends with exactly
+    # the experiment's trials, each told once with its result, and no config drawn twice.
+    _optuna()
+    import threading
+
+    import tunebus
+    from test_callbacks_restart import Suite
+    from tunebus.tune.search.optuna import OptunaSearch
+
+    monkeypatch.setenv("TUNEBUS_TUNECTL", tunectl)
+    monkeypatch.setenv("TUNEBUS_WORKING_DIR", os.path.dirname(os.path.abspath(__file__)))
+    suite = Suite(os.path.dirname(tunectl), str(tmp_path))
+    optuna_search = OptunaSearch(seed=11)
+    out = {}
+
+    def run():
+        try:
+            out["grid"] = _fit(tmp_path / "r", "optuna-restart", slow_quadratic,
+                               {"x": tune.uniform(0, 1)}, metric="score", mode="max",
+                               num_samples=6,
+                               search_alg=ConcurrencyLimiter(optuna_search, max_concurrent=1))
+        except BaseException as e:  # noqa: BLE001 - reported by the assertion below
+            out["error"] = e
+
+    try:
+        suite.up()
+        tunebus.init(address=suite.ep["control"])
+        thread = threading.Thread(target=run)
+        thread.start()
+        deadline = time.monotonic() + 60
+        while len(optuna_search._completed_trials) < 2:
+            assert time.monotonic() < deadline and thread.is_alive(), (out, suite.log("scheduler"))
+            time.sleep(0.05)
+        first_study = optuna_search._ot_study
+        suite.kill("scheduler")
+        time.sleep(0.5)
+        suite.start_scheduler()
+        thread.join(120)
+        assert not thread.is_alive()
+    finally:
+        tunebus.init(address=None)
+        suite.down()
+    assert "error" not in out, (out, suite.log("scheduler"))
+    grid = out["grid"]
+    assert len(grid) == 6 and grid.num_errors == 0
+    study = optuna_search._ot_study
+    assert study is not first_study  # rebuilt in the new session
+    trials = study.trials
+    assert len(trials) == 6 and all(t.state.name == "COMPLETE" for t in trials)
+    by_x = {round(r.config["x"], 12): r.metrics["score"] for r in grid}
+    assert len(by_x) == 6  # no config twice
+    assert {round(t.params["x"], 12): t.value for t in trials} == by_x

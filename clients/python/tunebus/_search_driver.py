@@ -28,12 +28,13 @@ then holds None there).
 Sessions: the scheduler starts a new session at each `hello` (after its own restart, or when the
 link failed) and replays its journal: every suggestion and end, in order. The first session uses
 the user's searcher object itself, so after `fit()` it holds what Ray's would (e.g. for `save`).
-A later session rebuilds it from a copy made before the first suggestion (`_tunebus_copy`, the
-user object's state replaced by the copy's) and replays: each `suggested` trial is adopted by
-`_tunebus_adopt` (OptunaSearch: `enqueue_trial` of the journaled params; a user searcher: its
-`suggest` is asked again, which gives the same config when it is deterministic; a warning says
-when it does not), each `completed` told. A searcher that cannot be copied keeps its state
-across sessions and ignores the replay of trials it knows (a warning says so).
+A later session rebuilds it from a copy made before the first suggestion (`_tunebus_copy`; the
+user's objects, a wrapped searcher too, take the copy's state: `_tunebus_take`) and replays:
+each `suggested` trial is adopted by `_tunebus_adopt` (OptunaSearch: `enqueue_trial` of the
+journaled params; a user searcher: its `suggest` is asked again, which gives the same config
+when it is deterministic; a warning says when it does not), each `completed` told. A searcher
+that cannot be copied keeps its state across sessions and ignores the replay of trials it knows
+(a warning says so).
 
 Errors: an exception in `suggest` (or a config that is not a dict, or a value outside a typed
 dim) is logged with its traceback and ends the search (`finished`: the running trials finish, no
@@ -354,12 +355,8 @@ class DriverSearch:
         elif self._pristine is not None:
             fresh = self._pristine._tunebus_copy()
             self._configure(fresh)
-            if hasattr(self._user, "__dict__") and type(fresh) is type(self._user):
-                self._user.__dict__.clear()
-                self._user.__dict__.update(fresh.__dict__)
-                self.live = self._user
-            else:
-                self.live = fresh
+            self._user._tunebus_take(fresh)
+            self.live = self._user
         if self.sessions == 1 or self._pristine is not None:
             self.suggested, self.completed, self.iterations = {}, set(), {}
             self.configs = {}

@@ -50,6 +50,14 @@ class WrapperSearcher(Searcher):
         clone.searcher = self.searcher._tunebus_copy()
         return clone
 
+    def _tunebus_take(self, fresh):
+        """The wrapped searcher the user may hold takes its rebuilt state too."""
+        inner = self.searcher
+        inner._tunebus_take(fresh.searcher)
+        state = dict(fresh.__dict__, searcher=inner)
+        self.__dict__.clear()
+        self.__dict__.update(state)
+
     def _tunebus_space(self):
         return self.searcher._tunebus_space()
 

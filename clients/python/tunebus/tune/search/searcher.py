@@ -151,6 +151,12 @@ class Searcher:
         new session. The default is `copy.deepcopy`."""
         return copy.deepcopy(self)
 
+    def _tunebus_take(self, fresh):
+        """Takes the state of `fresh`, a rebuilt copy (`_tunebus_copy` of the pristine one), so
+        that the object the user holds is the rebuilt searcher."""
+        self.__dict__.clear()
+        self.__dict__.update(fresh.__dict__)
+
     def _tunebus_space(self):
         """The config keys this searcher suggests, as {key path (tuple): a tune domain whose
         values it suggests, or None for any value}, or None when it cannot tell (the driver then
