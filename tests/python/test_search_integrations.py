@@ -265,6 +265,49 @@ def test_a_user_searchers_replay_asks_it_again_in_journal_order():
     assert _ask(search, "s2", "t1") == ("config", {"x": 2, "nested.y": 20})
 
 
+def test_optuna_evaluated_rewards_are_told_and_not_run():
+    optuna = _optuna()
+    from tunebus.tune.search.optuna import OptunaSearch
+
+    dist = {"x": optuna.distributions.FloatDistribution(0, 1)}
+    searcher = OptunaSearch(dist, metric="s", mode="max", seed=2,
+                            points_to_evaluate=[{"x": 0.1}, {"x": 0.9}],
+                            evaluated_rewards=[1.0, 5.0])
+    exp, needs = build_experiment(fn, {}, tune.TuneConfig(num_samples=3, search_alg=searcher))
+    _session(needs.search, exp, "s1")
+    status, params = _ask(needs.search, "s1", "t0")
+    trials = searcher._ot_study.trials
+    assert [(t.params, t.value, t.state.name) for t in trials[:2]] == [
+        ({"x": 0.1}, 1.0, "COMPLETE"), ({"x": 0.9}, 5.0, "COMPLETE")]
+    assert status == "config" and params["x"] not in (0.1, 0.9)
+
+
+def test_searcher_exceptions_end_the_search_or_are_skipped(caplog):
+    class Broken(Recording):
+        def suggest(self, trial_id):
+            if self.count >= 1:
+                raise RuntimeError("no more ideas")
+            return super().suggest(trial_id)
+
+        def on_trial_complete(self, trial_id, result=None, error=False):
+            raise KeyError("oops")
+
+    exp, needs = build_experiment(fn, {}, tune.TuneConfig(
+        num_samples=5, search_alg=Broken(metric="score", mode="max")))
+    search = needs.search
+    _session(search, exp, "s1")
+    assert _ask(search, "s1", "t0")[0] == "config"
+    # on_trial_complete raises: logged once, the tell is answered (no error reply, which would
+    # make the scheduler reconnect and replay into the same exception).
+    reply = search.handle({"type": "tell", "session": "s1", "events": [
+        {"event": "completed", "trial_id": "t0", "result": {"score": 1}, "error": False}]})
+    assert reply["type"] == "tell_ok"
+    assert _ask(search, "s1", "t1")[0] == "finished"  # suggest raised: no new trial
+    assert isinstance(search.error, RuntimeError)
+    assert _ask(search, "s1", "t2")[0] == "finished"
+    assert "no more ideas" in caplog.text and "on_trial_complete failed" in caplog.text
+
+
 # ---- library adapters over stand-ins --------------------------------------------------------
 
 @pytest.mark.parametrize("module,cls,library,pip", LIBRARIES)
@@ -386,6 +429,8 @@ def test_optuna_search_with_each_form_of_space(tmp_path, suite, form):
             assert 0 <= config["x"] <= 1 and config["n"] in (1, 2, 3)
     if form == "distributions":
         assert any(r.config == {"x": 0.3, "n": 2} for r in grid)  # the point ran first
+    if form == "domains":  # each result reached the Optuna trial as an intermediate value
+        assert sorted(v for t in trials for v in t.intermediate_values.values()) == by_value
 
 
 class Logged(Searcher):
