@@ -71,10 +71,10 @@ class Session:
     def __init__(self):
         self.last_decision = None
         self._latest = None  # private copy of the newest reported checkpoint
+        self.pending_checkpoint = None  # a Ray 1.x checkpoint_dir() folder for the next report
         self.iteration = _helper.start_iteration()
 
     @staticmethod
-        self.pending_checkpoint = None  # a Ray 1.x checkpoint_dir() folder for the next report
     def in_tunebus():
         return _helper._fd("TUNEBUS_REPORT_FD") is not None
 
@@ -162,9 +162,6 @@ def report(metrics=None, checkpoint=None, **kwargs):
         _helper._exit_now()
 
 
-def get_checkpoint():
-    """The checkpoint this attempt restores from (a Checkpoint of TUNEBUS_RESTORE_DIR), or None
-    when the trial starts from scratch."""
 @contextlib.contextmanager
 def checkpoint_dir(step):
     """Ray 1.x's `with tune.checkpoint_dir(step=...) as d:`: a new empty folder to save a
@@ -181,6 +178,9 @@ def checkpoint_dir(step):
     s.pending_checkpoint = folder
 
 
+def get_checkpoint():
+    """The checkpoint this attempt restores from (a Checkpoint of TUNEBUS_RESTORE_DIR), or None
+    when the trial starts from scratch."""
     path = _helper.restore_dir()
     return Checkpoint.from_directory(path) if path else None
 
