@@ -156,8 +156,7 @@ class DriverSearch:
     """One experiment's driver-side searcher: the experiment file's part of it (`amend`) and the
     §7a server (`handle`, called by tunebus._driver.DriverLink's thread)."""
 
-    def __init__(self, searcher, param_space=None, metric=None, mode=None, num_samples=1,
-                 spec=None):
+    def __init__(self, searcher, param_space=None, metric=None, mode=None, spec=None):
         """`searcher`: a tune.search.Searcher that `runs_in_driver`; `param_space`: the Tuner's;
         `metric`/`mode`: the TuneConfig's; `spec`: Ray's `set_search_properties` keywords
         (stop, num_samples, time_budget_s). Raises what Ray raises for the combination (ValueError
@@ -170,7 +169,6 @@ class DriverSearch:
         self.param_space = param_space or {}
         self._check_space(self.param_space, type(searcher).__name__, "param_space")
         self.metric, self.mode = metric, mode
-        self.num_samples = num_samples
         self.spec = dict(spec or {})
         self.name = type(searcher).__name__
         self._user = searcher
@@ -199,19 +197,7 @@ class DriverSearch:
         if isinstance(searcher, ConcurrencyLimiter) and searcher._limit_concurrency:
             self.search_spec["max_concurrent"] = searcher.max_concurrent
         self.total = None  # num_samples as given
-        # The §7a session.
-        self.live = searcher
-        self.session = None
-        self.sessions = 0
-        self.dims = []
-        self.suggested = {}   # trial id -> params answered or adopted this session
-        self.configs = {}     # trial id -> its config (for the results' `config`, as Ray's)
-        self.completed = set()
-        self.iterations = {}  # trial id -> last training_iteration told to on_trial_result
-        self.finished = False
-        self.error = None     # the exception that ended the search
-        self._warned = set()
-        self.rng = random.Random()
+        self._start(searcher)
 
     @classmethod
     def variants(cls, param_space, num_samples, seed):
@@ -222,7 +208,7 @@ class DriverSearch:
         searcher = _VariantSearch(generator)
         self.param_space, self.metric, self.mode = param_space, None, None
         self.spec, self.name = {}, "tunebus.BasicVariantGenerator"
-        self._user = self.live = searcher
+        self._user = searcher
         self._pristine = searcher._tunebus_copy()
         self._configured_user = True
         self._searcher_metric = self._searcher_mode = None
@@ -230,20 +216,32 @@ class DriverSearch:
         self.domains = {}
         self.search_spec = {"type": "external", "timeout_s": TIMEOUT_S}
         self.total = generator.total
-        self.session, self.sessions, self.dims = None, 0, []
-        self.suggested, self.completed, self.iterations = {}, set(), {}
-        self.configs = {}
-        self.finished, self.error, self._warned = False, None, set()
-        self.rng = random.Random()
+        self._start(searcher)
         return self
+
+    def _start(self, searcher):
+        """The §7a state before the first hello."""
+        self.live = searcher
+        self.session, self.sessions, self.dims = None, 0, []
+        self.finished = False
+        self.error = None  # the exception that ended the search
+        self._warned = set()
+        self.rng = random.Random()
+        self._forget()
+
+    def _forget(self):
+        """Drops what a session knew of its trials."""
+        self.suggested = {}   # trial id -> params answered or adopted this session
+        self.configs = {}     # trial id -> its config (for the results' `config`, as Ray's)
+        self.completed = set()
+        self.iterations = {}  # trial id -> last training_iteration told to on_trial_result
 
     # ---- the experiment file ----------------------------------------------------------------
     def apply(self, exp):
         """`exp` with this searcher's param space, metric/mode (the TuneConfig's, else the
         searcher's first, else Ray's anonymous `_metric`/max: §7a needs both) and
         `search: {type: external, timeout_s: 60}` (and `max_concurrent` for an outer
-        ConcurrencyLimiter);
-        `amend` adds the endpoint."""
+        ConcurrencyLimiter); `amend` adds the endpoint."""
         exp = dict(exp)
         exp["param_space"] = self.exp_space
         if self.total is not None:
@@ -358,8 +356,7 @@ class DriverSearch:
             self._user._tunebus_take(fresh)
             self.live = self._user
         if self.sessions == 1 or self._pristine is not None:
-            self.suggested, self.completed, self.iterations = {}, set(), {}
-            self.configs = {}
+            self._forget()
             self.finished = self.error is not None
         else:
             self._warn("keeps", "tunebus: %s could not be copied: session %d keeps its state and "

@@ -168,7 +168,7 @@ def build_experiment(trainable, param_space=None, tune_config=None, run_config=N
         if _search_driver.runs_in_driver(tc.search_alg):
             # Ray runs it in the driver: so does tunebus, over §7a (tunebus._search_driver).
             needs.search = _search_driver.DriverSearch(
-                tc.search_alg, param_space, tc.metric, tc.mode, tc.num_samples,
+                tc.search_alg, param_space, tc.metric, tc.mode,
                 {"stop": rc.stop, "num_samples": tc.num_samples,
                  "time_budget_s": tc.time_budget_s})
             exp = needs.search.apply(exp)
