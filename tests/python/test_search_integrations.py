@@ -142,6 +142,20 @@ def test_rays_errors_for_a_space_the_searcher_does_not_take():
     exp, _ = build_experiment(fn, {"c": 1}, tune.TuneConfig(metric="s", mode="max",
                                                             search_alg=Own()))
     assert exp["param_space"] == {"c": 1, "a": {"sample_from": "driver"}}
+
+    class Reads(Own):  # a user searcher reading the param space's domains as Ray's
+        def set_search_properties(self, metric, mode, config, **spec):
+            self.bounds = {k: (d.lower, d.upper) for k, d in config.items()}
+            return True
+
+    reads = Reads()
+    exp, needs = build_experiment(
+        fn, {"f": tune.quniform(0, 1, 0.5), "i": tune.qrandint(2, 8, 2), "r": tune.randint(0, 5),
+             "n": tune.randn()}, tune.TuneConfig(metric="s", mode="max", search_alg=reads))
+    assert not hasattr(reads, "bounds")  # build_experiment set a copy's properties
+    _session(needs.search, exp, "s1")  # the user's object gets them at the first hello
+    assert reads.bounds == {"f": (0, 1), "i": (2, 9), "r": (0, 5), "n": (None, None)}
+
     _optuna()
     from tunebus.tune.search.optuna import OptunaSearch
 

@@ -55,6 +55,7 @@ from tunebus.tune.search._builtin import BuiltinSearcher
 from tunebus.tune.search._util import flatten
 from tunebus.tune.search._wrapper import set_search_properties
 from tunebus.tune.search.concurrency_limiter import ConcurrencyLimiter
+from tunebus.tune.search.repeater import Repeater
 from tunebus.tune.search.searcher import DEFAULT_METRIC, Searcher
 
 LOG = logging.getLogger("tunebus")
@@ -193,6 +194,14 @@ class DriverSearch:
         for path, domain in space.items():
             if path not in self.domains and isinstance(domain, _space.Domain):
                 self.domains[path] = domain
+        samples = self.spec.get("num_samples")
+        if isinstance(searcher, Repeater) and isinstance(samples, int) and samples > 0 \
+                and samples % searcher.repeat:
+            LOG.warning("`num_samples` is now expected to be the total number of trials, "
+                        "including the repeat trials. For example, set num_samples=15 if you "
+                        "intend to obtain 3 search algorithm suggestions and repeat each "
+                        "suggestion 5 times. Any leftover trials (num_samples mod repeat) will "
+                        "be ignored.")  # Ray's warning (repeater.py)
         self.search_spec = {"type": "external", "timeout_s": TIMEOUT_S}
         if isinstance(searcher, ConcurrencyLimiter) and searcher._limit_concurrency:
             self.search_spec["max_concurrent"] = searcher.max_concurrent

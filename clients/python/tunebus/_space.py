@@ -37,11 +37,29 @@ class Domain(abc.ABC):
 
 
 class Float(Domain):
-    """A float dimension (Ray's `Float`)."""
+    """A float dimension (Ray's `Float`). `lower`/`upper` are its bounds as Ray's Float has them
+    (None for `randn`/`qrandn`), for searchers that read the param space."""
+
+    @property
+    def lower(self):
+        return None if self.sampler in ("randn", "qrandn") else self.args[0]
+
+    @property
+    def upper(self):
+        return None if self.sampler in ("randn", "qrandn") else self.args[1]
 
 
 class Integer(Domain):
-    """An integer dimension (Ray's `Integer`)."""
+    """An integer dimension (Ray's `Integer`). `lower` and `upper` are Ray's: `upper` exclusive
+    for every integer sampler (Ray builds `qrandint(a, b)` as Integer(a, b + 1))."""
+
+    @property
+    def lower(self):
+        return self.args[0]
+
+    @property
+    def upper(self):
+        return self.args[1] + (1 if self.sampler in ("qrandint", "qlograndint") else 0)
 
 
 class Categorical(Domain):
