@@ -322,6 +322,50 @@ def test_searcher_exceptions_end_the_search_or_are_skipped(caplog):
     assert "no more ideas" in caplog.text and "on_trial_complete failed" in caplog.text
 
 
+def _done(session, trial_id, score):
+    return {"type": "tell", "session": session, "events": [
+        {"event": "completed", "trial_id": trial_id, "result": {"score": score}, "error": False}]}
+
+
+def test_concurrency_limiter_batch_tells_the_searcher_when_the_batch_ended():
+    inner = Recording(metric="score", mode="max")
+    exp, needs = build_experiment(fn, {}, tune.TuneConfig(
+        num_samples=6, search_alg=ConcurrencyLimiter(inner, max_concurrent=2, batch=True)))
+    search = needs.search
+    _session(search, exp, "s1")
+    assert [_ask(search, "s1", t)[0] for t in ("t0", "t1", "t2")] == ["config", "config",
+                                                                      "not_now"]
+    search.handle(_done("s1", "t0", 1))
+    assert [c for c in inner.calls if c[0] == "complete"] == []  # the batch is not over
+    assert _ask(search, "s1", "t2")[0] == "not_now"
+    search.handle(_done("s1", "t1", 2))
+    assert [c for c in inner.calls if c[0] == "complete"] == [
+        ("complete", "t0", 1, False), ("complete", "t1", 2, False)]
+    assert _ask(search, "s1", "t2") == ("config", {"x": 3, "nested.y": 30})
+
+
+def test_repeater_groups_are_rebuilt_from_the_replay():
+    inner = Recording(metric="score", mode="max")
+    exp, needs = build_experiment(fn, {}, tune.TuneConfig(
+        num_samples=6, search_alg=Repeater(inner, repeat=2)))
+    search = needs.search
+    _session(search, exp, "s1")
+    asked = {t: _ask(search, "s1", t)[1] for t in ("t0", "t1", "t2")}
+    assert [p["__trial_index__"] for p in asked.values()] == [0, 1, 0]
+    replay = [{"event": "suggested", "trial_id": t, "params": p,
+               "config": {"x": p["x"], "nested": {"y": p["nested.y"]},
+                          "__trial_index__": p["__trial_index__"]}}
+              for t, p in asked.items()]
+    _session(search, exp, "s2", replay)
+    assert _ask(search, "s2", "t3") == ("config", {"x": 2, "nested.y": 20, "__trial_index__": 1})
+    for trial_id, score in (("t0", 1.0), ("t1", 3.0)):
+        search.handle(_done("s2", trial_id, score))
+    # The rebuilt inner searcher (the user's object) was asked once per group and told the
+    # mean of the first group.
+    assert [c for c in inner.calls if c[0] != "result"] == [
+        ("suggest", "t0"), ("suggest", "t2"), ("complete", "t0", 2.0, False)]
+
+
 # ---- library adapters over stand-ins --------------------------------------------------------
 
 @pytest.mark.parametrize("module,cls,library,pip", LIBRARIES)
