@@ -14,6 +14,7 @@ import warnings
 import pandas as pd
 import pytest
 
+import tunebus
 from tunebus import tune
 from tunebus._errors import TuneError
 
@@ -119,14 +120,18 @@ def test_run_returns_an_experiment_analysis_that_matches_the_files(tmp_path):
     with open(os.path.join(analysis.best_checkpoint.path, "state.json")) as f:
         assert json.load(f) == {"step": 10}  # trial c: its best score is its last
 
-    # The folder read on its own, in a new process (tune.ExperimentAnalysis(path)).
+    # The folder read on its own, in a new process (tune.ExperimentAnalysis(path)), once this
+    # driver's suite stopped: its best checkpoint comes from the store on the storage path.
+    tunebus.shutdown()
     script = textwrap.dedent("""
-        import json, sys
+        import json, os, sys
         sys.path.insert(0, %r)
         from tunebus import tune
         a = tune.ExperimentAnalysis(%r, default_metric="score", default_mode="max")
+        with open(os.path.join(a.best_checkpoint.path, "state.json")) as f:
+            state = json.load(f)
         print(json.dumps({"best": a.best_config, "avg": a.get_best_config(scope="avg"),
-                          "statuses": sorted(t.status for t in a.trials),
+                          "statuses": sorted(t.status for t in a.trials), "state": state,
                           "rows": {k: len(v) for k, v in a.trial_dataframes.items()}}))
     """ % (PACKAGE, os.path.dirname(analysis.best_logdir)))
     out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
@@ -134,6 +139,7 @@ def test_run_returns_an_experiment_analysis_that_matches_the_files(tmp_path):
     assert out.returncode == 0, out.stderr
     read = json.loads(out.stdout)
     assert read["best"] == {"curve": "c"} and read["avg"] == {"curve": "a"}
+    assert read["state"] == {"step": 10}
     assert read["statuses"] == ["TERMINATED"] * 4
     assert read["rows"] == {t.trial_id: 10 for t in analysis.trials}
 
