@@ -119,8 +119,8 @@ def ax(rec):
         def __init__(self, **kwargs):
             self.trials = {}
 
-        def create_experiment(self, parameters, objective_name, minimize, **kwargs):
-            rec["space"] = (parameters, objective_name, minimize)
+        def create_experiment(self, parameters, objectives, **kwargs):
+            rec["space"] = (parameters, objectives)
 
         def _params(self, i):
             out = {}
@@ -148,7 +148,8 @@ def ax(rec):
         def log_trial_failure(self, trial_index):
             rec["told"].append((self.trials[trial_index], None))
 
-    client = _module("ax.service.ax_client", AxClient=AxClient)
+    client = _module("ax.service.ax_client", AxClient=AxClient,
+                     ObjectiveProperties=lambda minimize: {"minimize": minimize})
     service = _module("ax.service", ax_client=client)
     return {"ax": _module("ax", service=service), "ax.service": service,
             "ax.service.ax_client": client}
@@ -279,9 +280,10 @@ def hyperopt(rec):
                  choice=lambda n, choices: ("choice", choices))
     pyll = _module("hyperopt.pyll", scope=types.SimpleNamespace(int=lambda e: ("int", e)))
     base = _module("hyperopt.base", JOB_STATE_DONE=DONE, JOB_STATE_ERROR=ERROR)
+    utils = _module("hyperopt.utils", coarse_utcnow=lambda: None)
     tpe = _module("hyperopt.tpe", suggest=lambda *a, **kw: None)
     return {"hyperopt": _module("hyperopt", hp=hp, pyll=pyll, base=base, tpe=tpe, fmin=fmin,
-                                Trials=RecordingTrials)}
+                                utils=utils, Trials=RecordingTrials)}
 
 
 LIBRARIES = {"skopt": skopt, "bayes_opt": bayes_opt, "nevergrad": nevergrad, "ax": ax,

@@ -400,6 +400,7 @@ def test_library_searchers_ask_and_tell_their_library(module, cls, library, pip,
     losses = [t[1] for t in told if t[1] is not None]
     if library == "ax":
         assert losses == [{"score": (2.0, None)}]
+        assert rec["space"][1] == {"score": {"minimize": False}}
     elif library == "bayes_opt":
         assert losses == [2.0]  # bayes_opt maximises its target
     else:

@@ -42,10 +42,15 @@ class AxSearch(LibrarySearcher):
                                    "log_scale": is_log(domain)})
         module = importlib.import_module("ax.service.ax_client")
         self._client = module.AxClient(**self._ax_kwargs)
+        minimize = self._mode != "max"
+        if hasattr(module, "ObjectiveProperties"):  # Ax >= 0.2.4
+            objective = {"objectives": {self._metric: module.ObjectiveProperties(
+                minimize=minimize)}}
+        else:
+            objective = {"objective_name": self._metric, "minimize": minimize}
         self._client.create_experiment(
-            parameters=parameters, objective_name=self._metric, minimize=self._mode != "max",
-            parameter_constraints=self._parameter_constraints,
-            outcome_constraints=self._outcome_constraints)
+            parameters=parameters, parameter_constraints=self._parameter_constraints,
+            outcome_constraints=self._outcome_constraints, **objective)
 
     def _ask(self):
         params, index = self._client.get_next_trial()

@@ -13,7 +13,6 @@ records the params and raises, so fmin stops after drawing them; that trial's do
 evaluated_rewards, replayed trials) are inserted as DONE documents of their own.
 """
 
-import datetime
 import functools
 import logging
 import math
@@ -74,7 +73,7 @@ class HyperOptSearch(LibrarySearcher):
         return doc, dict(drawn[0])
 
     def _tell(self, doc, value):
-        doc["refresh_time"] = datetime.datetime.now(datetime.timezone.utc)
+        doc["refresh_time"] = self._lib.utils.coarse_utcnow()
         if value is not None:
             doc["state"] = self._lib.base.JOB_STATE_DONE
             doc["result"] = {"loss": self._sign(value), "status": "ok"}
