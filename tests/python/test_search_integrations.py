@@ -258,6 +258,22 @@ class Recording(Searcher):
         self.calls.append(("complete", trial_id, (result or {}).get("score"), error))
 
 
+def test_numpy_values_of_a_user_searcher_reach_the_scheduler_as_plain_values():
+    numpy = pytest.importorskip("numpy")
+    from tunebus import _deps
+
+    class Numpy(Recording):
+        def suggest(self, trial_id):
+            return {"n": numpy.int64(3), "f": numpy.float32(0.5), "v": numpy.arange(2)}
+
+    exp, needs = build_experiment(fn, {}, tune.TuneConfig(metric="s", mode="max",
+                                                          search_alg=Numpy()))
+    _session(needs.search, exp, "s1")
+    params = _ask(needs.search, "s1", "t0")[1]
+    assert params == {"f": 0.5, "n": 3, "v": [0, 1]} and type(params["n"]) is int
+    _deps.load("msgpack").packb(params)  # what the driver sends
+
+
 def test_a_user_searchers_replay_asks_it_again_in_journal_order():
     searcher = Recording(metric="score", mode="max")
     exp, needs = build_experiment(fn, {}, tune.TuneConfig(num_samples=4, search_alg=searcher))

@@ -117,6 +117,18 @@ def _fits(dim, value):
     return True
 
 
+def _plain(value):
+    """`value` with numpy scalars and arrays made Python values (msgpack packs no numpy type;
+    a user's `np.random.randint` gives numpy.int64)."""
+    if isinstance(value, dict):
+        return {k: _plain(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_plain(v) for v in value]
+    if hasattr(value, "tolist") and hasattr(value, "dtype"):
+        return value.tolist()  # a numpy scalar (its Python value) or array (a list)
+    return value
+
+
 def _constants(space):
     """A copy of a Ray param space without its domains (and grids)."""
     out = {}
@@ -458,7 +470,7 @@ class DriverSearch:
             path = tuple(dim.get("path") or dim["name"].split("."))
             known.add(path)
             try:
-                value = _get(config, path)
+                value = _plain(_get(config, path))
             except KeyError:
                 domain = self.domains.get(path)
                 value = domain.sample(self.rng) if domain is not None else None
