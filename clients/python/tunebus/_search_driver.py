@@ -9,9 +9,11 @@ the variant generator of a param space holding `tune.sample_from`. The experimen
 
     hello  -> a searcher with no state (see "Sessions"), set_search_properties as Ray calls it
     tell   -> suggested: adopted (`_tunebus_adopt`) unless this session suggested it
-              completed: on_trial_complete(trial_id, result (flattened, "a/b" keys), error)
+              completed: on_trial_complete(trial_id, result, error)
               evaluated: add_evaluated_point(config, value) (ignored when not implemented)
-              result:    on_trial_result(trial_id, result (flattened)), once per iteration
+              result:    on_trial_result(trial_id, result), once per training_iteration
+              (results as Ray's searchers get them: with the trial's `config`, flattened to
+              "a/b" keys)
     ask    -> suggest(trial_id): a dict is the config (`config`), None `not_now`,
               Searcher.FINISHED `finished`; a trial asked again gets the same params
 
