@@ -22,6 +22,7 @@ import time
 import pytest
 
 ANY = "tcp://127.0.0.1:*"
+PACKAGE = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", "..", "clients", "python"))
 
 
 def require(module, debian_package):
@@ -93,8 +94,10 @@ class _Processes:
             time.sleep(0.1)
 
     def env(self):
-        """The environment of a driver script that submits to this suite."""
-        return dict(os.environ, TUNEBUS_ADDRESS=self.control, TUNEBUS_TUNECTL=self.tunectl)
+        """The environment of a driver script that submits to this suite, with the source tree's
+        Python package on its path."""
+        return dict(os.environ, TUNEBUS_ADDRESS=self.control, TUNEBUS_TUNECTL=self.tunectl,
+                    PYTHONPATH=PACKAGE)
 
     def close(self):
         for proc in reversed(list(self.processes.values())):

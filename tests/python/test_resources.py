@@ -67,7 +67,6 @@ def test_trials_see_their_gpus_and_resources_through_rays_calls(tmp_path, tunect
         barrier.mkdir()
         storage = tmp_path / "results"
         env = suite.env()
-        env["PYTHONPATH"] = os.path.join(os.path.dirname(__file__), "..", "..", "clients", "python")
         driver = subprocess.Popen([sys.executable, str(script), str(storage), str(barrier)],
                                   stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
                                   env=env)
