@@ -451,3 +451,27 @@ def test_classic_example_scripts_print_what_ray_prints(tmp_path, script):
                                        default_mode="min")
     assert best[0].endswith(str(analysis.best_config))
     assert all(t.status == "TERMINATED" for t in analysis.trials)
+
+
+def test_a_searcher_that_raises_ends_the_run_with_its_exception(tmp_path):
+    from tunebus.tune.search import Searcher
+
+    class OneIdea(Searcher):
+        def __init__(self):
+            super().__init__(metric="i", mode="max")
+            self.asked = 0
+
+        def suggest(self, trial_id):
+            self.asked += 1
+            if self.asked > 2:  # the first is the driver's probe on a copy
+                raise RuntimeError("no more ideas")
+            return {"n": 2}
+
+        def on_trial_complete(self, trial_id, result=None, error=False):
+            pass
+
+    with pytest.raises(RuntimeError, match="no more ideas"):
+        tune.run(counts_to, name="searcher-raises", storage_path=str(tmp_path), verbose=0,
+                 search_alg=OneIdea(), num_samples=3)
+    ran = [d for d in os.listdir(tmp_path / "searcher-raises") if d.endswith("n=2")]
+    assert len(ran) >= 1  # the experiment ran until the searcher failed

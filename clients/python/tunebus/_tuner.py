@@ -352,6 +352,8 @@ class Tuner:
             needs.callbacks.finish(trials)
             if needs.callbacks.error is not None:
                 raise needs.callbacks.error[0]
+        if needs.search is not None and needs.search.error is not None:
+            raise needs.search.error  # Ray's tune.run raises a searcher's exception too
         self._trial_views, self._exporter = trials, exporter
         self._results = ResultGrid.from_folder(results_dir, exp.get("metric", tc.metric),
                                                exp.get("mode", tc.mode), trials, exporter)
