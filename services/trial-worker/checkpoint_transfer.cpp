@@ -67,7 +67,7 @@ void CheckpointTransfer::Upload(const std::string& dir, const std::string& check
   job->pid = spawned->first;
   job->fd = spawned->second;
   job->done = std::move(done);
-  job->buffer.reserve(proto::kCheckpointChunkBytes);
+  job->buffer.resize(proto::kCheckpointChunkBytes);
   ::fcntl(job->fd, F_SETFL, ::fcntl(job->fd, F_GETFL) | O_NONBLOCK);
   const uint64_t id = job->id;
   job->polled = true;
@@ -79,13 +79,13 @@ void CheckpointTransfer::OnUploadReadable(uint64_t job_id) {
   Job* job = FindJob(job_id);
   if (job == nullptr) return;
   while (true) {
-    while (job->buffer.size() < proto::kCheckpointChunkBytes) {
-      const size_t old = job->buffer.size();
-      job->buffer.resize(proto::kCheckpointChunkBytes);
+    while (job->filled < job->buffer.size()) {
       const ssize_t n =
-          ::read(job->fd, job->buffer.data() + old, proto::kCheckpointChunkBytes - old);
-      job->buffer.resize(old + (n > 0 ? size_t(n) : 0));
-      if (n > 0) continue;
+          ::read(job->fd, job->buffer.data() + job->filled, job->buffer.size() - job->filled);
+      if (n > 0) {
+        job->filled += size_t(n);
+        continue;
+      }
       if (n < 0 && (errno == EAGAIN || errno == EINTR)) return;  // wait for more
       if (n < 0) {
         return Finish(job_id,
@@ -113,11 +113,11 @@ void CheckpointTransfer::SendChunk(Job& job, bool last) {
   proto::CheckpointPut put;
   put.checkpoint_id = job.checkpoint_id;
   put.chunk_index = job.chunk++;
-  put.data.assign(job.buffer.begin(), job.buffer.end());
+  put.data.assign(job.buffer.begin(), job.buffer.begin() + ptrdiff_t(job.filled));
   put.last = last;
   if (last) put.metadata_json = job.metadata.dump();
-  job.bytes += int64_t(job.buffer.size());
-  job.buffer.clear();
+  job.bytes += int64_t(job.filled);
+  job.filled = 0;
   ++job.in_flight;
   const uint64_t id = job.id;
   store_.Request(

@@ -63,11 +63,12 @@ class CheckpointTransfer {
     std::string checkpoint_id;
     nlohmann::json metadata;
     pid_t pid = -1;
-    int fd = -1;          // tar's stdout (upload) or stdin (download)
-    bool polled = false;  // fd registered with the loop
-    std::string buffer;   // upload: bytes of the chunk being filled
-    uint32_t chunk = 0;   // upload: the next chunk to send; download: the next to unpack
-    int in_flight = 0;    // chunks requested and not answered yet
+    int fd = -1;               // tar's stdout (upload) or stdin (download)
+    bool polled = false;       // fd registered with the loop
+    std::vector<char> buffer;  // upload: one chunk's room, allocated once
+    size_t filled = 0;         // upload: bytes of `buffer` read from tar for the next chunk
+    uint32_t chunk = 0;        // upload: the next chunk to send; download: the next to unpack
+    int in_flight = 0;         // chunks requested and not answered yet
     int64_t bytes = 0;
     bool eof = false;  // upload: tar's output ended (the last chunk is sent)
     // download: the next chunk to request, the checkpoint's chunk count (0 = not known yet:
