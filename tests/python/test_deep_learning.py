@@ -314,3 +314,28 @@ def test_xgboost_report_dict_and_checkpoint_rounds_follow_ray(monkeypatch):
     assert due(3) == [3, 6]
     assert due(0) == []
     assert integration.TuneReportCallback()._frequency == 0
+
+    # checkpoint_at_end (Ray 2.10's): the last round's metrics again with the final booster, only
+    # when that round had no checkpoint. Reports are captured here; the booster is a real one.
+    import xgboost as xgb
+    from sklearn.datasets import load_breast_cancer
+
+    x, y = load_breast_cancer(return_X_y=True)
+    data = xgb.DMatrix(x, label=y)
+    for frequency, expected in ((3, [None, None, None, 4, None, 5]), (1, [1, 2, 3, 4, 5])):
+        reports = []
+
+        def capture(metrics, checkpoint=None):
+            rounds = None
+            if checkpoint is not None:
+                booster = xgb.Booster()
+                booster.load_model(os.path.join(checkpoint.path, "model.json"))
+                rounds = booster.num_boosted_rounds()
+            reports.append((metrics["loss"], rounds))
+
+        monkeypatch.setattr(integration, "report", capture)
+        xgb.train({"nthread": 1, "objective": "binary:logistic"}, data, 5, evals=[(data, "eval")],
+                  verbose_eval=False, callbacks=[integration.TuneReportCheckpointCallback(
+                      {"loss": "eval-logloss"}, "model.json", frequency, checkpoint_at_end=True)])
+        assert [rounds for _, rounds in reports] == expected, (frequency, reports)
+        assert reports[-1][0] == reports[4][0]  # the last round's metrics

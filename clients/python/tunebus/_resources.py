@@ -30,6 +30,7 @@ class PlacementGroupFactory:
         self._bundles = [{str(k): float(v) for k, v in dict(bundle).items() if v != 0}
                          for bundle in bundles]
         self._strategy = strategy
+        # Ray passes these on to ray.util.placement_group (name, lifetime, ...): kept, unused.
         self._args = args
         self._kwargs = kwargs
 

@@ -62,19 +62,25 @@ class TuneReportCheckpointCallback(TuneCallback):
             round `epoch` when `epoch % frequency == 0`, except round 0 when `frequency` > 1.
         results_postprocessing_fn: called with the dict about to be reported; what it returns is
             reported instead (e.g. averaging the (mean, std) pairs of `xgboost.cv`).
+        checkpoint_at_end: Ray 2.10's argument (default False here, as Ray 2.7 had none): when
+            training ends on a round without a checkpoint, the last round's metrics are reported
+            once more with the final booster as checkpoint, as Ray 2.10's `after_training` does.
 
     Each report is one Tune result (`training_iteration` counts rounds, from 1); a checkpoint is
     stored in the checkpoint-store as that result's checkpoint.
     """
 
     def __init__(self, metrics=None, filename="checkpoint", frequency=1,
-                 results_postprocessing_fn=None):
+                 results_postprocessing_fn=None, checkpoint_at_end=False):
         if isinstance(metrics, str):
             metrics = [metrics]
         self._metrics = metrics
         self._filename = filename
         self._frequency = frequency
         self._results_postprocessing_fn = results_postprocessing_fn
+        self._checkpoint_at_end = checkpoint_at_end
+        self._last_metrics = None  # the newest round's report, for checkpoint_at_end
+        self._checkpointed_last_round = False
 
     @classmethod
     def get_model(cls, checkpoint, filename="checkpoint"):
@@ -101,16 +107,27 @@ class TuneReportCheckpointCallback(TuneCallback):
         frequency = self._frequency
         return bool(frequency) and epoch % frequency == 0 and (epoch > 0 or frequency == 1)
 
-    def after_iteration(self, model, epoch, evals_log):
-        metrics = self._get_report_dict(evals_log)
-        if not self._checkpoint_due(epoch):
-            report(metrics)
-            return False
+    def _report_with_booster(self, metrics, model):
         # report() copies the folder before it returns, so it can go right after.
         with tempfile.TemporaryDirectory(prefix="tunebus_xgboost_") as folder:
             model.save_model(os.path.join(folder, self._filename))
             report(metrics, checkpoint=Checkpoint.from_directory(folder))
+
+    def after_iteration(self, model, epoch, evals_log):
+        metrics = self._get_report_dict(evals_log)
+        self._last_metrics = metrics
+        self._checkpointed_last_round = self._checkpoint_due(epoch)
+        if self._checkpointed_last_round:
+            self._report_with_booster(metrics, model)
+        else:
+            report(metrics)
         return False  # False: XGBoost goes on (a `stop` decision ends the process in report)
+
+    def after_training(self, model):
+        if self._checkpoint_at_end and self._last_metrics is not None \
+                and not self._checkpointed_last_round:
+            self._report_with_booster(self._last_metrics, model)
+        return model
 
 
 class TuneReportCallback(TuneReportCheckpointCallback):
