@@ -225,9 +225,11 @@ def test_register_trainable_ignored_arguments_and_restore(tmp_path):
 def test_resume_errored_only_reruns_the_errored_trials(tmp_path):
     marker = str(tmp_path / "fixed")
 
+    # A driver-side stopper: the experiment names this driver's link, which the resumed run
+    # serves again at the same endpoint (the scheduler reconnects only there).
     first = tune.run(fails_until_fixed, name="rerun", storage_path=str(tmp_path), verbose=0,
                      config={"x": tune.grid_search([1, 2]), "marker": marker},
-                     raise_on_failed_trial=False)
+                     raise_on_failed_trial=False, stop=StopAtTwo())
     assert sorted(t.status for t in first.trials) == ["ERROR", "TERMINATED"]
     with pytest.raises(ValueError, match="no checkpoint exists"):
         tune.run(fails_until_fixed, name="never-ran", storage_path=str(tmp_path), resume=True)
@@ -237,12 +239,20 @@ def test_resume_errored_only_reruns_the_errored_trials(tmp_path):
                       resume="ERRORED_ONLY")
     assert sorted(t.status for t in second.trials) == ["TERMINATED", "TERMINATED"]
     assert {t.trial_id for t in second.trials} == {t.trial_id for t in first.trials}
+    # The rerun trial was stopped by the stopper unpickled from the first run.
+    assert [t.last_result["training_iteration"] for t in second.trials] == [2, 2]
+
+
+class StopAtTwo(tune.Stopper):
+    def __call__(self, trial_id, result):
+        return result["training_iteration"] >= 2
 
 
 def fails_until_fixed(config):
     if config["x"] == 2 and not os.path.exists(config["marker"]):
         raise RuntimeError("not fixed yet")
-    tune.report(ok=config["x"])
+    while True:
+        tune.report(ok=config["x"])
 
 
 class Recorder(tune.Callback):
@@ -475,3 +485,53 @@ def test_a_searcher_that_raises_ends_the_run_with_its_exception(tmp_path):
                  search_alg=OneIdea(), num_samples=3)
     ran = [d for d in os.listdir(tmp_path / "searcher-raises") if d.endswith("n=2")]
     assert len(ran) >= 1  # the experiment ran until the searcher failed
+
+
+RESUMABLE = textwrap.dedent("""
+    import os, sys, time
+    sys.path.insert(0, %(package)r)
+    from tunebus import tune
+    from tunebus.tune.search.optuna import OptunaSearch
+
+    def slow(config):
+        for i in range(4):
+            time.sleep(0.3)
+            tune.report(score=config["x"] * (i + 1))
+
+    if __name__ == "__main__":
+        analysis = tune.run(slow, name="resumable", storage_path=%(storage)r, verbose=0,
+                            metric="score", mode="max", num_samples=6,
+                            max_concurrent_trials=2, config={"x": tune.uniform(0, 1)},
+                            search_alg=OptunaSearch(seed=3), resume=sys.argv[1] == "resume",
+                            stop=lambda trial_id, result: result["training_iteration"] >= 3)
+        print("TRIALS", sorted((t.status, t.last_result["training_iteration"])
+                               for t in analysis.trials))
+""")
+
+
+def test_an_interrupted_run_with_driver_side_optuna_and_stopper_resumes_in_a_new_process(
+        tmp_path):
+    """Ctrl-C interrupts the run; `tune.run(..., resume=True)` in a new process serves the
+    pickled OptunaSearch and stopper again where the journaled experiment names them."""
+    import signal
+    import time
+
+    script = tmp_path / "resumable.py"
+    script.write_text(RESUMABLE % {"package": PACKAGE, "storage": str(tmp_path / "results")})
+    env = dict(os.environ, TUNEBUS_WORKING_DIR=str(tmp_path))
+    first = subprocess.Popen([sys.executable, str(script), "new"], stdout=subprocess.PIPE,
+                             stderr=subprocess.PIPE, text=True, env=env, cwd=str(tmp_path))
+    folder = tmp_path / "results" / "resumable"
+    deadline = time.monotonic() + 60
+    while not any((folder / d / "result.json").exists() for d in
+                  (os.listdir(folder) if folder.exists() else [])):
+        assert time.monotonic() < deadline and first.poll() is None, first.communicate()
+        time.sleep(0.1)
+    first.send_signal(signal.SIGINT)
+    out, err = first.communicate(timeout=60)
+    assert first.returncode != 0 and "resume" in err, (out, err)
+    second = subprocess.run([sys.executable, str(script), "resume"], capture_output=True,
+                            text=True, env=env, cwd=str(tmp_path), timeout=120)
+    assert second.returncode == 0, second.stderr[-3000:]
+    assert "TRIALS [('TERMINATED', 3), ('TERMINATED', 3), ('TERMINATED', 3), " \
+        "('TERMINATED', 3), ('TERMINATED', 3), ('TERMINATED', 3)]" in second.stdout

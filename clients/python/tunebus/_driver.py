@@ -38,6 +38,7 @@ import socket
 import threading
 
 from tunebus import _curve, _deps, _router, _space
+from tunebus._errors import TuneError
 from tunebus._router import ProtocolError
 
 
@@ -159,10 +160,12 @@ class DriverLink:
             self.server_key = _curve.public_key(_curve.key_name())
         try:
             if needs.link:
-                sock, self.link_endpoint = _router.bind(endpoint, curve=curve)
+                sock, self.link_endpoint = self._bind(needs.endpoints.get("driver") or endpoint,
+                                                      curve)
                 self._sockets.append((sock, self.handle_link))
             if needs.search is not None:
-                sock, self.search_endpoint = _router.bind(endpoint, curve=curve)
+                sock, self.search_endpoint = self._bind(needs.endpoints.get("search") or endpoint,
+                                                        curve)
                 self._sockets.append((sock, needs.search.handle))
             if needs.callbacks is not None and events_endpoint:
                 self._sockets.append((self._subscribe(events_endpoint, curve), self.handle_events))
@@ -173,6 +176,16 @@ class DriverLink:
         self._stopping = False
         self._thread = threading.Thread(target=self._loop, name="tunebus-driver", daemon=True)
         self._thread.start()
+
+    def _bind(self, endpoint, curve):
+        """A ROUTER at `endpoint`: a wildcard port, or a resumed experiment's journaled endpoint
+        (TuneError failed_precondition when another process holds it)."""
+        try:
+            return _router.bind(endpoint, curve=curve)
+        except self.zmq.ZMQError as e:
+            raise TuneError("failed_precondition", "cannot serve the resumed experiment's driver "
+                            "socket at %s (%s): the scheduler reconnects only there; stop what "
+                            "holds that port" % (endpoint, e)) from None
 
     def amend(self, exp):
         """The experiment map with the `driver:` section and the driver's searcher."""

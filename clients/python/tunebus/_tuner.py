@@ -22,6 +22,7 @@ import copy
 import datetime
 import json
 import os
+import pickle
 import re
 import shutil
 import subprocess
@@ -37,6 +38,7 @@ from tunebus._trainable import Stopper, unwrap
 
 PACKAGE_DIR = os.path.dirname(os.path.abspath(__file__))
 STATE_FILE = "tunebus_tuner.json"
+DRIVER_FILE = "tunebus_driver.pkl"  # DriverNeeds.save
 EXPERIMENT_FILE = "_tunebus_experiment.yaml"
 _NAME_RE = re.compile(r"[^A-Za-z0-9_.-]+")
 
@@ -63,10 +65,43 @@ class DriverNeeds:
         self.sample_from = sample_from
         self.search = None  # the searcher the driver serves: tunebus._search_driver.DriverSearch
         self.callbacks = callbacks
+        self.endpoints = {}  # a resumed experiment's journaled {"driver", "search"} endpoints
 
     @property
     def link(self):
-        return self.stopper is not None or bool(self.mutations) or self.callbacks is not None
+        return (self.stopper is not None or bool(self.mutations) or self.callbacks is not None
+                or "driver" in self.endpoints)
+
+    def save(self, folder):
+        """Pickles what a later `Tuner.restore` serves again (the stopper, PBT function
+        mutations, the searcher) into `folder/DRIVER_FILE`; nothing when there is none."""
+        if self.stopper is None and not self.mutations and self.search is None:
+            return
+        cloudpickle = _deps.load("cloudpickle")
+        with open(os.path.join(folder, DRIVER_FILE), "wb") as f:
+            cloudpickle.dump({"stopper": self.stopper, "mutations": self.mutations,
+                              "search": self.search}, f)
+
+    @classmethod
+    def restored(cls, folder, exp):
+        """The needs of experiment `exp` resumed from the results folder `folder`: the pickled
+        callables, served again at the endpoints the experiment's journaled file names (the
+        scheduler reconnects there: PROTOCOL.md §7a, §7b)."""
+        needs = cls()
+        file = os.path.join(folder, DRIVER_FILE)
+        if os.path.exists(file):
+            _deps.load("cloudpickle")
+            with open(file, "rb") as f:
+                saved = pickle.load(f)
+            needs.stopper, needs.mutations = saved["stopper"], saved["mutations"] or {}
+            needs.search = saved["search"]
+        if (exp.get("driver") or {}).get("endpoint"):
+            needs.endpoints["driver"] = exp["driver"]["endpoint"]
+        search = exp.get("search") or {}
+        if needs.search is not None and search.get("type") == "external" and \
+                search.get("endpoint"):
+            needs.endpoints["search"] = search["endpoint"]
+        return needs
 
 
 def default_name(trainable):
@@ -289,7 +324,8 @@ class Tuner:
 
         restored = getattr(self, "_restored", None)
         if restored:
-            exp, needs = restored["experiment"], DriverNeeds()
+            exp = restored["experiment"]
+            needs = DriverNeeds.restored(self._results_dir, exp)
             rc, tc = self._run_config, self._tune_config
             exp["trainable"]["command"][0] = python_command()
         else:
@@ -308,7 +344,8 @@ class Tuner:
                                           curve=_suite.secured(endpoint),
                                           events_endpoint=_suite.events_endpoint(endpoint))
                 links.append(link)
-                exp = link.amend(exp)
+                if not restored:  # a resumed experiment keeps its journaled endpoints
+                    exp = link.amend(exp)
             path = stage(exp, self._trainable, exp["results_dir"],
                          getattr(self, "_restore_from", None))
             if getattr(self, "_rerun_errored", ""):  # tune.run(resume="ERRORED_ONLY")
@@ -338,6 +375,7 @@ class Tuner:
         if os.path.isdir(results_dir):
             with open(os.path.join(results_dir, STATE_FILE), "w") as f:
                 json.dump({"name": exp["name"], "endpoint": endpoint, "experiment": exp}, f, indent=2)
+            needs.save(results_dir)
         if rcode == 130:
             print("tunebus: interrupted; resume with tune.Tuner.restore(%r, trainable).fit()"
                   % results_dir, file=sys.stderr)
