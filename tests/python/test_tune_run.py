@@ -206,8 +206,11 @@ def test_register_trainable_ignored_arguments_and_restore(tmp_path):
     tune.register_trainable("counter", counts_to)
     with pytest.warns(UserWarning, match="reuse_actors"):
         analysis = tune.run("counter", config={"n": 3}, name="named", verbose=0,
-                            storage_path=str(tmp_path), reuse_actors=True)
+                            storage_path=str(tmp_path), reuse_actors=True,
+                            resources_per_trial=tune.PlacementGroupFactory([{"CPU": 1},
+                                                                             {"CPU": 0.5}]))
     assert analysis.trials[0].last_result["i"] == 3
+    assert analysis.trials[0].resources["cpu"] == 1.5  # the bundles summed
     with pytest.raises(TypeError, match="no_such_argument"):
         tune.run("counter", no_such_argument=1)
     with pytest.raises(TuneError, match="unknown trainable 'nope'"):

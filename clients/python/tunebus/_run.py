@@ -82,18 +82,6 @@ def _trainable_of(run_or_experiment):
     return run_or_experiment
 
 
-def _resources(spec):
-    """resources_per_trial as with_resources takes it: a dict (Ray's "CPU"/"GPU" keys too), or
-    a PlacementGroupFactory's bundles summed."""
-    if isinstance(spec, dict):
-        return spec
-    required = getattr(spec, "required_resources", None)
-    if isinstance(required, dict):
-        return required
-    raise TypeError("resources_per_trial: a dict such as {'cpu': 1, 'gpu': 0.5} or a "
-                    "tune.PlacementGroupFactory, got %r" % (spec,))
-
-
 def _checkpoint_config(checkpoint_config, keep_checkpoints_num, checkpoint_score_attr,
                        checkpoint_freq, checkpoint_at_end):
     if checkpoint_config is not None:
@@ -140,7 +128,7 @@ def run(run_or_experiment, *, name=None, metric=None, mode=None, stop=None, time
                       % (key, IGNORED[key]), stacklevel=2)
     trainable = _trainable_of(run_or_experiment)
     if resources_per_trial is not None:
-        trainable = with_resources(trainable, _resources(resources_per_trial))
+        trainable = with_resources(trainable, resources_per_trial)
     tune_config = TuneConfig(metric=metric, mode=mode, search_alg=search_alg, scheduler=scheduler,
                              num_samples=num_samples, max_concurrent_trials=max_concurrent_trials,
                              time_budget_s=time_budget_s)

@@ -100,10 +100,15 @@ def with_parameters(trainable, **kwargs):
 def with_resources(trainable, resources):
     """Ray's `tune.with_resources`: what each trial asks for, e.g. `{"cpu": 1, "gpu": 0.5}`
     (→ `resources_per_trial`; keys lower-cased: Ray's "CPU"/"GPU" also work; custom names
-    pass through). A callable `resources(config)` or a PlacementGroupFactory is not supported."""
+    pass through), or a `tune.PlacementGroupFactory`, whose bundles are summed
+    (`required_resources`): tunebus places a trial on one worker. A callable
+    `resources(config)` is not supported (TypeError)."""
+    required = getattr(resources, "required_resources", None)
+    if isinstance(required, dict):
+        resources = required
     if callable(resources) or not isinstance(resources, dict):
-        raise TypeError("with_resources: tunebus takes a dict such as {'cpu': 1, 'gpu': 0.5}, got %r"
-                        % (resources,))
+        raise TypeError("with_resources: tunebus takes a dict such as {'cpu': 1, 'gpu': 0.5} or "
+                        "a tune.PlacementGroupFactory, got %r" % (resources,))
     spec = unwrap(trainable)
     mapped = {}
     for key, value in resources.items():

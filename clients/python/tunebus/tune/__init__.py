@@ -8,6 +8,7 @@ from tunebus._checkpoint import Checkpoint
 from tunebus._configs import CheckpointConfig, FailureConfig, RunConfig, TuneConfig
 from tunebus._errors import TuneError
 from tunebus._reporters import CLIReporter, JupyterNotebookReporter, ProgressReporter
+from tunebus._resources import PlacementGroupFactory
 from tunebus._results import Result, ResultGrid
 from tunebus._run import register_trainable, run
 from tunebus._session import checkpoint_dir, get_checkpoint, get_context, report
@@ -55,5 +56,5 @@ __all__ = [
     "lograndint", "qlograndint", "choice", "grid_search", "sample_from", "run",
     "register_trainable", "ExperimentAnalysis", "Callback", "CLIReporter",
     "JupyterNotebookReporter", "ProgressReporter", "checkpoint_dir", "get_trial_dir",
-    "get_trial_id", "get_trial_name",
+    "get_trial_id", "get_trial_name", "PlacementGroupFactory",
 ]
