@@ -30,13 +30,14 @@ namespace tunebus {
 class CheckpointTransfer {
  public:
   /// Called once per transfer with the bytes moved (the tar stream's size), or the error:
-  /// Unavailable (store unreachable, or a chunk unanswered for kPutTimeout), IoError (tar
-  /// failed), or the store's error.
+  /// Unavailable (store unreachable, or a chunk unanswered for kPutTimeout, the committing one
+  /// for kCommitTimeout), IoError (tar failed), or the store's error.
   using Done = std::function<void(Result<int64_t> bytes)>;
 
-  /// How long a stored chunk may go unanswered: a synced write of one 4 MiB chunk takes
-  /// milliseconds, so an unanswered one went to a store that died, and the caller's retry reaches
-  /// its successor that much sooner than after the request client's default 10 s.
+  /// How long a chunk before the last may go unanswered: storing one 4 MiB chunk (behind at
+  /// most kChunksInFlight - 1 others) takes milliseconds, so an unanswered one went to a store
+  /// that died, and the caller's retry reaches its successor that much sooner than after the
+  /// request client's default 10 s.
   static constexpr bus::Duration kPutTimeout{3000};
   /// How long the committing chunk may go unanswered: the store first flushes its memtables
   /// (up to RocksDB's write_buffer_size each, synced) and then commits with a synced write.
@@ -72,7 +73,7 @@ class CheckpointTransfer {
     int64_t bytes = 0;
     bool eof = false;  // upload: tar's output ended (the last chunk is sent)
     // download: the next chunk to request, the checkpoint's chunk count (0 = not known yet:
-    // before chunk 0's reply), and the chunks that came before the ones ahead of them.
+    // before chunk 0's reply), and chunks received ahead of `chunk`, kept until it is unpacked.
     uint32_t next_request = 0;
     uint32_t num_chunks = 0;
     std::map<uint32_t, std::vector<char>> arrived;
