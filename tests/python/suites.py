@@ -45,11 +45,21 @@ class _Processes:
         os.makedirs(self.folder, exist_ok=True)
         self.processes = {}
 
-    def spawn(self, name, argv):
-        """Starts `argv` with its output in <folder>/<name>.log; returns the Popen."""
+    def spawn(self, name, argv, cpus=None, nice=0):
+        """Starts `argv` with its output in <folder>/<name>.log, on the CPUs numbered in `cpus`
+        (sched_setaffinity; None: any) and `nice` added to its niceness, both inherited by its
+        children; returns the Popen."""
         log = open(os.path.join(self.folder, name + ".log"), "wb")
+
+        def placed():
+            if cpus is not None:
+                os.sched_setaffinity(0, cpus)
+            if nice:
+                os.nice(nice)
+
         proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=log,
-                                stderr=subprocess.STDOUT)
+                                stderr=subprocess.STDOUT,
+                                preexec_fn=placed if cpus is not None or nice else None)
         log.close()
         self.processes[name] = proc
         return proc
@@ -126,9 +136,11 @@ class UpSuite(_Processes):
 
 class ProcessSuite(_Processes):
     """checkpoint-store, resource-manager, scheduler, and one trial-worker per entry of
-    `workers` ({worker id: extra flags such as ["--cpus", "1"]})."""
+    `workers` ({worker id: extra flags such as ["--cpus", "1"]}); `placed` ({worker id: {"cpus":
+    CPU numbers, "nice": increment}}) runs a worker and its trainables on those CPUs only and at
+    that niceness, as on a slower host."""
 
-    def __init__(self, tunectl, folder, workers):
+    def __init__(self, tunectl, folder, workers, placed=None):
         super().__init__(tunectl, folder)
         b = self.bin
         store = self.spawn_ready("checkpoint-store", [
@@ -146,5 +158,6 @@ class ProcessSuite(_Processes):
                 os.path.join(b, "trial-worker"), "--worker-id", worker_id,
                 "--scheduler", scheduler["workers"], "--rm", rm["endpoint"], "--store", store,
                 "--heartbeat-interval-ms", "200",
-                "--cache-dir", os.path.join(self.folder, "cache-" + worker_id)] + list(flags))
+                "--cache-dir", os.path.join(self.folder, "cache-" + worker_id)] + list(flags),
+                **(placed or {}).get(worker_id, {}))
         self.wait_workers(len(workers))
