@@ -166,7 +166,8 @@ def run(scheduler_name, quick, storage):
     if scheduler_name == "asha":
         iterations, samples = (4, 4) if quick else (12, 8)
         scheduler = ASHAScheduler(max_t=iterations, grace_period=1, reduction_factor=2)
-        checkpoints = train.CheckpointConfig(num_to_keep=2, checkpoint_score_attribute="mean_accuracy",
+        checkpoints = train.CheckpointConfig(num_to_keep=2,
+                                             checkpoint_score_attribute="mean_accuracy",
                                              checkpoint_score_order="max")
     else:
         iterations, samples = (12, 4) if quick else (20, 8)

@@ -71,7 +71,8 @@ class _Processes:
         deadline = time.monotonic() + timeout_s
         while not os.path.exists(ready):
             assert proc.poll() is None, "%s exited %s: %s" % (name, proc.returncode, self.log(name))
-            assert time.monotonic() < deadline, "%s wrote no ready file: %s" % (name, self.log(name))
+            assert time.monotonic() < deadline, "%s wrote no ready file: %s" % (name,
+                                                                                self.log(name))
             time.sleep(0.05)
         with open(ready) as f:
             return json.load(f)["endpoints"]

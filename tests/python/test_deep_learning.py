@@ -229,7 +229,8 @@ def flaky(config):
     start = booster.num_boosted_rounds() if booster is not None else 0
     report = CrashInFirstAttempt(
         {"loss": "eval-logloss", "error": "eval-error"}, filename="booster.json", frequency=2,
-        results_postprocessing_fn=lambda d: dict(d, rounds=start, attempt=int(os.environ["TUNEBUS_ATTEMPT"])))
+        results_postprocessing_fn=lambda d: dict(d, rounds=start,
+                                                 attempt=int(os.environ["TUNEBUS_ATTEMPT"])))
     xgb.train(config, train_set, num_boost_round=ROUNDS - start, evals=[(eval_set, "eval")],
               verbose_eval=False, xgb_model=booster, callbacks=[report])
 
