@@ -532,7 +532,14 @@ def test_an_interrupted_run_with_driver_side_optuna_and_stopper_resumes_in_a_new
         time.sleep(0.1)
     first.send_signal(signal.SIGINT)
     out, err = first.communicate(timeout=60)
-    assert first.returncode != 0 and "resume" in err, (out, err)
+    assert first.returncode != 0 and "tune.run(..., name='resumable', resume=True)" in err, err
+    # Run again without resume: a new run beside the interrupted one (Ray's Tuner.fit), which
+    # its own driver serves.
+    fresh = subprocess.run([sys.executable, str(script), "new"], capture_output=True, text=True,
+                           env=env, cwd=str(tmp_path), timeout=120)
+    assert fresh.returncode == 0, fresh.stderr[-3000:]
+    assert "('TERMINATED', 3)" in fresh.stdout
+    assert len([d for d in os.listdir(tmp_path / "results") if d.startswith("resumable-")]) == 1
     second = subprocess.run([sys.executable, str(script), "resume"], capture_output=True,
                             text=True, env=env, cwd=str(tmp_path), timeout=120)
     assert second.returncode == 0, second.stderr[-3000:]

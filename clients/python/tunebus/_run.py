@@ -157,6 +157,7 @@ def run(run_or_experiment, *, name=None, metric=None, mode=None, stop=None, time
     if tuner is None:
         tuner = Tuner(trainable, param_space=config, tune_config=tune_config,
                       run_config=run_config)
+    tuner._resume_hint = "tune.run(..., name={name!r}, resume=True)"  # Tuner.fit formats it
     if restore is not None:
         if not os.path.isdir(restore):
             raise TuneError("not_found", "restore=%r: not a checkpoint folder" % (restore,))

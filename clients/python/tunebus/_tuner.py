@@ -353,7 +353,7 @@ class Tuner:
                     "resume_experiment_command", name=exp["name"],
                     rerun_errored=self._rerun_errored)
             verbose = 0 if rc.progress_reporter is not None else rc.verbose
-            rcode, tail = self._run_tunectl(endpoint, path, verbose)
+            rcode, tail = self._run_tunectl(endpoint, path, verbose, resume=bool(restored))
         finally:
             for link in links:
                 link.close()
@@ -377,8 +377,9 @@ class Tuner:
                 json.dump({"name": exp["name"], "endpoint": endpoint, "experiment": exp}, f, indent=2)
             needs.save(results_dir)
         if rcode == 130:
-            print("tunebus: interrupted; resume with tune.Tuner.restore(%r, trainable).fit()"
-                  % results_dir, file=sys.stderr)
+            hint = getattr(self, "_resume_hint", None) or "tune.Tuner.restore({path!r}, trainable).fit()"
+            hint = hint.format(name=exp["name"], path=results_dir)
+            print("tunebus: interrupted; resume with %s" % hint, file=sys.stderr)
             raise KeyboardInterrupt
         if rcode not in (0, 1):
             raise TuneError("internal", "tunectl run exited with %d: %s" % (rcode, tail))
@@ -398,10 +399,13 @@ class Tuner:
         return self._results
 
     @staticmethod
-    def _run_tunectl(endpoint, path, verbose):
-        """Runs `tunectl run` on the file; returns (exit code, stderr tail)."""
+    def _run_tunectl(endpoint, path, verbose, resume):
+        """Runs `tunectl run` on the file; returns (exit code, stderr tail). `resume`: continue
+        the unfinished experiment of that name (a restored Tuner); else a new run, as Ray's
+        `Tuner.fit()` of a new Tuner is, also beside an interrupted run of the same name."""
         tunectl = _suite.find_tunectl()
-        cmd = [tunectl, "--connect", endpoint, "run", path]
+        cmd = [tunectl, "--connect", endpoint, "run", path, "--resume",
+               "auto" if resume else "never"]
         out = None if verbose else subprocess.DEVNULL
         printer = ResultPrinter(_suite.events_endpoint(endpoint)) if verbose >= 2 else None
         proc = subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=out, stderr=subprocess.PIPE,
