@@ -24,8 +24,9 @@ DEFAULT_COLUMNS = collections.OrderedDict([
     ("episode_reward_mean", "reward"), ("mean_accuracy", "acc"), ("mean_loss", "loss"),
     ("time_total_s", "total time (s)"), ("timesteps_total", "ts"),
     ("training_iteration", "iter")])
-# Keys Ray never infers as a user metric column.
-_AUTO_FILLED = {"time_this_iter_s", "time_total_s", "timestamp", "date", "trial_id", "pid",
+# The keys Ray Tune fills in (and tunebus's per-scheduler notes): never a user metric column,
+# nor shown in verbose=2's result lines (tunebus._tuner.ResultPrinter).
+AUTO_FILLED = {"time_this_iter_s", "time_total_s", "timestamp", "date", "trial_id", "pid",
                 "hostname", "node_ip", "config", "done", "experiment_tag", "training_iteration",
                 "iterations_since_restore", "time_since_restore", "should_checkpoint",
                 "experiment_id", "timesteps_since_restore", "episodes_total", "timesteps_total",
@@ -146,7 +147,7 @@ class TuneReporterBase(ProgressReporter):
         inferred = 0
         for trial in trials:
             for key, value in (trial.last_result or {}).items():
-                if (key in _AUTO_FILLED or key in shown or inferred >= self._infer_limit
+                if (key in AUTO_FILLED or key in shown or inferred >= self._infer_limit
                         or not isinstance(value, (int, float)) or isinstance(value, bool)):
                     continue
                 shown[key] = key

@@ -33,6 +33,7 @@ import threading
 from tunebus import _curve, _deps, _space, _suite
 from tunebus._configs import CheckpointConfig, FailureConfig, RunConfig, TuneConfig
 from tunebus._errors import TuneError
+from tunebus._reporters import AUTO_FILLED
 from tunebus._results import ResultGrid, tunectl_exporter
 from tunebus._trainable import Stopper, unwrap
 
@@ -241,8 +242,9 @@ def stage(exp, spec, results_dir, restore_from=None):
     for entry in sorted(os.listdir(source)):
         full = os.path.join(source, entry)
         real = os.path.realpath(full)
-        if entry.startswith("_tunebus") or results == real or results.startswith(real + os.sep):
-            continue
+        if (entry.startswith("_tunebus") or results == real or results.startswith(real + os.sep)
+                or real == folder or folder.startswith(real + os.sep)):
+            continue  # the results folder, and the staging folder itself (a script in /tmp)
         os.symlink(full, os.path.join(folder, entry))
     inner = os.path.join(folder, "_tunebus")
     os.mkdir(inner)
@@ -515,7 +517,7 @@ class ResultPrinter:
                     continue
                 trial = json.loads(event.get("body_json") or "{}")
                 result = trial.get("last_result") or {}
-                shown = {k: v for k, v in result.items() if k not in _AUTO_KEYS}
+                shown = {k: v for k, v in result.items() if k not in AUTO_FILLED}
                 print("%s iter %s: %s" % (event.get("trial_id"), result.get("training_iteration"),
                                           json.dumps(shown, sort_keys=True)), flush=True)
         finally:
@@ -526,7 +528,3 @@ class ResultPrinter:
         if self._thread is not None:
             self._thread.join(2)
 
-
-_AUTO_KEYS = {"training_iteration", "time_this_iter_s", "time_total_s", "timestamp", "date",
-              "trial_id", "pid", "hostname", "node_ip", "config", "done", "experiment_tag",
-              "iterations_since_restore", "time_since_restore"}
