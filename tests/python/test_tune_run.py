@@ -199,7 +199,7 @@ def test_v1_checkpoint_dir_restores_a_retry_and_errors_raise(tmp_path):
 
 def counts_to(config):
     for i in range(config["n"]):
-        tune.report(i=i + 1)
+        tune.report(i=i + 1, _metric=10 * (i + 1))  # Ray 1.x's DEFAULT_METRIC keyword
 
 
 def test_register_trainable_ignored_arguments_and_restore(tmp_path):
@@ -210,6 +210,7 @@ def test_register_trainable_ignored_arguments_and_restore(tmp_path):
                             resources_per_trial=tune.PlacementGroupFactory([{"CPU": 1},
                                                                              {"CPU": 0.5}]))
     assert analysis.trials[0].last_result["i"] == 3
+    assert analysis.trials[0].last_result["_metric"] == 30
     assert analysis.trials[0].resources["cpu"] == 1.5  # the bundles summed
     with pytest.raises(TypeError, match="no_such_argument"):
         tune.run("counter", no_such_argument=1)
