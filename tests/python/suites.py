@@ -16,6 +16,7 @@ skipped otherwise.
 import importlib
 import json
 import os
+import signal
 import subprocess
 import time
 
@@ -150,9 +151,12 @@ class ProcessSuite(_Processes):
         rm = self.spawn_ready("resource-manager", [
             os.path.join(b, "resource-manager"), "--endpoint", ANY, "--events-endpoint", ANY,
             "--heartbeat-interval-ms", "200"])
-        scheduler = self.spawn_ready("scheduler", [
-            os.path.join(b, "scheduler"), "--control", ANY, "--workers", ANY, "--events", ANY,
-            "--rm", rm["endpoint"], "--rm-events", rm["events-endpoint"], "--store", store])
+        self._scheduler_argv = lambda control, workers, events: [
+            os.path.join(b, "scheduler"), "--control", control, "--workers", workers,
+            "--events", events, "--rm", rm["endpoint"], "--rm-events", rm["events-endpoint"],
+            "--store", store]
+        scheduler = self.spawn_ready("scheduler", self._scheduler_argv(ANY, ANY, ANY))
+        self.scheduler_endpoints = scheduler
         self.control = scheduler["control"]
         for worker_id, flags in workers.items():
             self.spawn(worker_id, [
@@ -162,3 +166,16 @@ class ProcessSuite(_Processes):
                 "--cache-dir", os.path.join(self.folder, "cache-" + worker_id)] + list(flags),
                 **(placed or {}).get(worker_id, {}))
         self.wait_workers(len(workers))
+
+    def restart_scheduler(self, pause_s=0.5):
+        """Kills the scheduler with SIGKILL and starts a new one on the same endpoints (the
+        workers and drivers reconnect there), after `pause_s` seconds."""
+        proc = self.processes.pop("scheduler")
+        proc.send_signal(signal.SIGKILL)
+        proc.wait(10)
+        time.sleep(pause_s)
+        ready = os.path.join(self.folder, "scheduler.ready.json")
+        os.unlink(ready)
+        e = self.scheduler_endpoints
+        self.spawn_ready("scheduler", self._scheduler_argv(e["control"], e["workers"],
+                                                           e["events"]))

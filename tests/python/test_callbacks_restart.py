@@ -1,5 +1,5 @@
 """Driver callbacks across a scheduler SIGKILL: the four services run as their own processes on
-loopback; `tune.run` with a recording callback runs in a thread while the test kills the
+loopback (suites.ProcessSuite); `tune.run` with a recording callback runs in a thread while the test kills the
 scheduler with SIGKILL mid-experiment and starts a new one on the same endpoints. The new
 scheduler resumes the experiment from its journal, asks the driver again about the results it
 held (a new driver-link session) and publishes its events again; still every hook is called once
@@ -8,103 +8,28 @@ once. Ground truth: the trials' result.json files."""
 
 import json
 import os
-import signal
-import socket
-import subprocess
 import threading
 import time
 
 import pandas as pd
 import pytest
+from suites import ProcessSuite
 
 import tunebus
 from tunebus import tune
-
-
-def _free_ports(n):
-    sockets = [socket.socket() for _ in range(n)]
-    try:
-        for s in sockets:
-            s.bind(("127.0.0.1", 0))
-        return [s.getsockname()[1] for s in sockets]
-    finally:
-        for s in sockets:
-            s.close()
-
-
-class Suite:
-    """checkpoint-store, resource-manager, scheduler and one trial-worker as processes."""
-
-    def __init__(self, bin_dir, folder):
-        self.bin_dir, self.folder = bin_dir, folder
-        ports = _free_ports(6)
-        self.ep = {name: "tcp://127.0.0.1:%d" % port for name, port in
-                   zip(("store", "rm", "rm_events", "control", "workers", "events"), ports)}
-        self.procs = {}
-
-    def start(self, name, argv):
-        ready = os.path.join(self.folder, name + ".ready")
-        if os.path.exists(ready):
-            os.unlink(ready)
-        log = open(os.path.join(self.folder, name + ".log"), "ab")
-        self.procs[name] = subprocess.Popen([os.path.join(self.bin_dir, argv[0])] + argv[1:]
-                                            + ["--ready-file", ready], stdout=log,
-                                            stderr=subprocess.STDOUT)
-        deadline = time.monotonic() + 30
-        while not os.path.exists(ready):
-            assert self.procs[name].poll() is None and time.monotonic() < deadline, self.log(name)
-            time.sleep(0.05)
-
-    def log(self, name):
-        with open(os.path.join(self.folder, name + ".log"), errors="replace") as f:
-            return f.read()[-4000:]
-
-    def start_scheduler(self):
-        e = self.ep
-        self.start("scheduler", ["scheduler", "--control", e["control"], "--workers",
-                                 e["workers"], "--events", e["events"], "--rm", e["rm"],
-                                 "--rm-events", e["rm_events"], "--store", e["store"]])
-
-    def up(self):
-        e = self.ep
-        self.start("store", ["checkpoint-store", "--endpoint", e["store"], "--data-dir",
-                             os.path.join(self.folder, "store")])
-        self.start("rm", ["resource-manager", "--endpoint", e["rm"], "--events-endpoint",
-                          e["rm_events"]])
-        self.start_scheduler()
-        self.start("worker", ["trial-worker", "--scheduler", e["workers"], "--rm", e["rm"],
-                              "--store", e["store"], "--cpus", "2", "--cache-dir",
-                              os.path.join(self.folder, "cache")])
-
-    def kill(self, name):
-        proc = self.procs.pop(name)
-        proc.send_signal(signal.SIGKILL)
-        proc.wait(10)
-
-    def down(self):
-        for name in ("worker", "scheduler", "rm", "store"):
-            proc = self.procs.pop(name, None)
-            if proc is not None:
-                proc.terminate()
-                try:
-                    proc.wait(10)
-                except subprocess.TimeoutExpired:
-                    proc.kill()
-                    proc.wait(5)
 
 
 @pytest.fixture
 def suite(tmp_path, tunectl, monkeypatch):
     monkeypatch.setenv("TUNEBUS_TUNECTL", tunectl)
     monkeypatch.setenv("TUNEBUS_WORKING_DIR", os.path.dirname(os.path.abspath(__file__)))
-    s = Suite(os.path.dirname(tunectl), str(tmp_path))
+    s = ProcessSuite(tunectl, tmp_path / "suite", {"w1": ["--cpus", "2"]})
     try:
-        s.up()
-        tunebus.init(address=s.ep["control"])
+        tunebus.init(address=s.control)
         yield s
     finally:
         tunebus.init(address=None)
-        s.down()
+        s.close()
 
 
 def paced(config):
@@ -151,10 +76,8 @@ def test_no_hook_is_called_twice_across_a_scheduler_sigkill(suite, tmp_path):
     while sum(1 for c in recorder.calls if c[0] == "result") < 6:
         assert time.monotonic() < deadline and thread.is_alive(), (out, suite.log("scheduler"))
         time.sleep(0.05)
-    suite.kill("scheduler")
     at_kill = len(recorder.calls)
-    time.sleep(0.5)
-    suite.start_scheduler()
+    suite.restart_scheduler()
     thread.join(120)
     assert not thread.is_alive()
     assert "error" not in out, (out, suite.log("scheduler"))

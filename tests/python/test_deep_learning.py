@@ -133,40 +133,53 @@ def test_pytorch_cnn_under_pbt_restores_a_donors_weights_saved_on_another_worker
     suite = suites.ProcessSuite(tunectl, tmp_path / "suite",
                                 {w: ["--cpus", "1"] for w in ("w1", "w2", "w3", "w4")}, placed)
     try:
-        storage = tmp_path / "results"
-        out = _run([PYTORCH_EXAMPLE, "--scheduler", "pbt", "--quick", "--storage", str(storage)],
-                   suite)
-        assert "(4 trials, 0 errors)" in out, out
-        rows = _results(storage / "cnn-pbt")
-        by_trial = {trial_rows[0]["trial_id"]: trial_rows for trial_rows in rows.values()}
-        assert len(by_trial) == 4, rows.keys()
-        for trial_rows in by_trial.values():
-            assert trial_rows[-1]["training_iteration"] == 12
-            assert {r["worker"] for r in trial_rows} <= {"w1", "w2", "w3", "w4"}
-        exploits = [r for trial_rows in by_trial.values() for r in trial_rows if "pbt_exploit" in r]
-        assert exploits, rows
-        for r in exploits:
-            note, source = r["pbt_exploit"], r["restored_from"]
-            assert source["trial_id"] == note["donor"] != r["trial_id"], r
-            assert note["checkpoint_id"].endswith(
-                "/%s/%08d-a%d" % (note["donor"], source["iteration"],
-                                  int(note["checkpoint_id"].rsplit("-a", 1)[1]))), note
-            # The loaded weights are the donor's at that iteration, as the donor reported them.
-            assert r["restored_sha256"] == source["sha256"], r
-            donor_rows = [d for d in by_trial[note["donor"]]
-                          if d["training_iteration"] == source["iteration"]
-                          and d["state_sha256"] == source["sha256"]]
-            assert donor_rows, (r, by_trial[note["donor"]])
-            assert donor_rows[0]["worker"] == source["worker"]
-            assert r["training_iteration"] == source["iteration"] + 1, r
-            assert r["config"]["lr"] == note["new_config"]["lr"], r
-        crossed = [r for r in exploits if r["worker"] != r["restored_from"]["worker"]]
-        assert crossed, exploits
-        trials = suite.ctl("ls", "-e", "cnn-pbt")
-        assert all(t["status"] == "TERMINATED" for t in trials), trials
-        assert all(c["size_bytes"] >= 10_000_000 for t in trials for c in t["checkpoints"])
+        # PBT exploits only when a trial falls behind at a perturbation point; on an idle host
+        # the unequal workers sometimes keep the population in step for a whole --quick run
+        # (about 1 run in 4 here), so the experiment runs again, up to 3 times, until a run
+        # exploits across workers. Every run is checked in full.
+        crossed = []
+        for attempt in range(3):
+            crossed = _pbt_run(suite, tmp_path / ("results%d" % attempt))
+            if crossed:
+                break
+        assert crossed, "no exploit across workers in 3 runs"
     finally:
         suite.close()
+
+
+def _pbt_run(suite, storage):
+    """One run of the PBT example on `suite`, results under `storage`: checks every trial and
+    every exploit (see the test) and returns the exploits that loaded weights saved on another
+    worker."""
+    out = _run([PYTORCH_EXAMPLE, "--scheduler", "pbt", "--quick", "--storage", str(storage)],
+               suite)
+    assert "(4 trials, 0 errors)" in out, out
+    rows = _results(storage / "cnn-pbt")
+    by_trial = {trial_rows[0]["trial_id"]: trial_rows for trial_rows in rows.values()}
+    assert len(by_trial) == 4, rows.keys()
+    for trial_rows in by_trial.values():
+        assert trial_rows[-1]["training_iteration"] == 12
+        assert {r["worker"] for r in trial_rows} <= {"w1", "w2", "w3", "w4"}
+    exploits = [r for trial_rows in by_trial.values() for r in trial_rows if "pbt_exploit" in r]
+    for r in exploits:
+        note, source = r["pbt_exploit"], r["restored_from"]
+        assert source["trial_id"] == note["donor"] != r["trial_id"], r
+        assert note["checkpoint_id"].endswith(
+            "/%s/%08d-a%d" % (note["donor"], source["iteration"],
+                              int(note["checkpoint_id"].rsplit("-a", 1)[1]))), note
+        # The loaded weights are the donor's at that iteration, as the donor reported them.
+        assert r["restored_sha256"] == source["sha256"], r
+        donor_rows = [d for d in by_trial[note["donor"]]
+                      if d["training_iteration"] == source["iteration"]
+                      and d["state_sha256"] == source["sha256"]]
+        assert donor_rows, (r, by_trial[note["donor"]])
+        assert donor_rows[0]["worker"] == source["worker"]
+        assert r["training_iteration"] == source["iteration"] + 1, r
+        assert r["config"]["lr"] == note["new_config"]["lr"], r
+    trials = suite.ctl("ls", "-e", "cnn-pbt")
+    assert all(t["status"] == "TERMINATED" for t in trials), trials
+    assert all(c["size_bytes"] >= 10_000_000 for t in trials for c in t["checkpoints"])
+    return [r for r in exploits if r["worker"] != r["restored_from"]["worker"]]
 
 
 def test_xgboost_example_under_asha_checkpoints_the_booster_each_round(tmp_path, up_suite):
