@@ -640,12 +640,12 @@ def test_optuna_search_survives_a_scheduler_sigkill(tmp_path, tunectl, monkeypat
     import threading
 
     import tunebus
-    from test_callbacks_restart import Suite
+    from suites import ProcessSuite
     from tunebus.tune.search.optuna import OptunaSearch
 
     monkeypatch.setenv("TUNEBUS_TUNECTL", tunectl)
     monkeypatch.setenv("TUNEBUS_WORKING_DIR", os.path.dirname(os.path.abspath(__file__)))
-    suite = Suite(os.path.dirname(tunectl), str(tmp_path))
+    suite = None
     optuna_search = OptunaSearch(seed=11)
     out = {}
 
@@ -659,8 +659,8 @@ def test_optuna_search_survives_a_scheduler_sigkill(tmp_path, tunectl, monkeypat
             out["error"] = e
 
     try:
-        suite.up()
-        tunebus.init(address=suite.ep["control"])
+        suite = ProcessSuite(tunectl, tmp_path / "suite", {"w1": ["--cpus", "2"]})
+        tunebus.init(address=suite.control)
         thread = threading.Thread(target=run)
         thread.start()
         deadline = time.monotonic() + 60
@@ -668,14 +668,13 @@ def test_optuna_search_survives_a_scheduler_sigkill(tmp_path, tunectl, monkeypat
             assert time.monotonic() < deadline and thread.is_alive(), (out, suite.log("scheduler"))
             time.sleep(0.05)
         first_study = optuna_search._ot_study
-        suite.kill("scheduler")
-        time.sleep(0.5)
-        suite.start_scheduler()
+        suite.restart_scheduler()
         thread.join(120)
         assert not thread.is_alive()
     finally:
         tunebus.init(address=None)
-        suite.down()
+        if suite is not None:
+            suite.close()
     assert "error" not in out, (out, suite.log("scheduler"))
     grid = out["grid"]
     assert len(grid) == 6 and grid.num_errors == 0
