@@ -304,3 +304,19 @@ def test_reporters_print_rays_status_text(capsys):
     assert len([line for line in table.splitlines() if line.startswith("| fn_")]) == 4
     JupyterNotebookReporter(overwrite=True).report(trials, True)
     assert "Number of trials: 4/4" in capsys.readouterr().out
+
+
+def test_a_progress_reporter_subclass_must_implement_its_methods():
+    from tunebus.tune import ProgressReporter
+
+    class Incomplete(ProgressReporter):
+        def should_report(self, trials, done=False):
+            return True
+
+    class Counts(Incomplete):
+        def report(self, trials, done, *sys_info):
+            return len(trials)
+
+    with pytest.raises(TypeError):
+        Incomplete()
+    assert Counts().report([1, 2], True) == 2

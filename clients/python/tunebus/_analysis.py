@@ -95,6 +95,7 @@ class ExperimentAnalysis:
                 view["status"] = "ERROR" if result.error is not None else "TERMINATED"
             self.trials.append(Trial(view, self._exporter, trainable_name))
         self._trial_by_id = {t.trial_id: t for t in self.trials}
+        self._result_by_id = {r.trial_id: r for r in self._grid}
 
     # ---- what the folder holds ------------------------------------------------------------------
     @property
@@ -102,10 +103,11 @@ class ExperimentAnalysis:
         return self._experiment_path
 
     def _result_of(self, trial):
-        for result in self._grid:
-            if result.trial_id == trial.trial_id:
-                return result
-        raise TuneError("not_found", "no trial %s in %s" % (trial.trial_id, self._experiment_path))
+        result = self._result_by_id.get(trial.trial_id)
+        if result is None:
+            raise TuneError("not_found", "no trial %s in %s" % (trial.trial_id,
+                                                                self._experiment_path))
+        return result
 
     @property
     def results(self):

@@ -14,8 +14,8 @@ callbacks (`ray.tune.logger`), called in the driver from what the suite tells it
   → `on_trial_error`, PENDING after a failure → `on_trial_recover`.
 
 Each hook is called once per event: an event is known by its identity (a start by trial and
-attempt, a result by trial, attempt and seq, a checkpoint by its id, an end by trial, attempt and
-status), so a result the scheduler asks again after a reconnect or a scheduler restart (§7b), or
+attempt, a result by trial, attempt and seq (kept as the newest seq per attempt), a checkpoint
+by its id, an end by trial, attempt and status), so a result the scheduler asks again after a reconnect or a scheduler restart (§7b), or
 an event a restarted scheduler publishes again, calls nothing twice. A result of an attempt
 whose start event has not arrived (the stream and the link are two sockets) calls
 `on_trial_start` first. PUB drops what a slow subscriber cannot take, so `finish()` completes the
@@ -153,7 +153,8 @@ class CallbackDispatcher:
         self.trials = {}  # trial_id -> Trial, in the order the driver learnt of them
         self.iteration = 0
         self.error = None  # (exception, traceback text) of the first hook that raised
-        self._seen = set()  # identities of the events whose hooks were called
+        self._seen = set()  # identities of the non-result events whose hooks were called
+        self._newest_seq = {}  # (trial_id, attempt) -> the newest result seq given to the hooks
         self._in_step = False
         self._ended = False
 
@@ -176,10 +177,11 @@ class CallbackDispatcher:
     def on_result(self, trial_id, attempt, seq, result):
         """One result over the driver link. Returns True when a callback asked a checkpoint
         (set `should_checkpoint` on a result that did not carry it)."""
-        key = ("result", trial_id, attempt, seq)
-        if key in self._seen:
+        # An attempt's results come in seq order and one at a time (its trainable waits for the
+        # answer), so a seq not above the newest one seen is a result asked again.
+        if seq <= self._newest_seq.get((trial_id, attempt), 0):
             return False
-        self._seen.add(key)
+        self._newest_seq[(trial_id, attempt)] = seq
         trial = self._trial({"trial_id": trial_id, "config": result.get("config") or {},
                              "attempt": attempt, "status": "RUNNING"})
         self._started(trial, attempt)

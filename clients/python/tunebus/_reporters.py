@@ -11,6 +11,7 @@ scheduler line, the result folder, "Number of trials: n/total (counts)", the bes
 python3-tabulate): trial name, status, loc, the parameter columns, then the metric columns.
 """
 
+import abc
 import collections
 import datetime
 import math
@@ -33,17 +34,21 @@ AUTO_FILLED = {"time_this_iter_s", "time_total_s", "timestamp", "date", "trial_i
                 "checkpoint_dir_name", "pbt_exploit", "hyperband_info"}
 
 
-class ProgressReporter:
-    """Ray's `ProgressReporter`: subclass it and override `should_report` and `report`."""
+class ProgressReporter(abc.ABC):
+    """Ray's `ProgressReporter`: a subclass implements `should_report(trials, done)` (True when
+    `report` is due) and `report(trials, done, *sys_info)`; one that lacks either cannot be
+    made (TypeError)."""
 
     def setup(self, start_time=None, total_samples=None, metric=None, mode=None, **kwargs):
         pass
 
+    @abc.abstractmethod
     def should_report(self, trials, done=False):
-        raise NotImplementedError
+        """True when `report` is due now (always when `done`)."""
 
+    @abc.abstractmethod
     def report(self, trials, done, *sys_info):
-        raise NotImplementedError
+        """Shows the trials' progress; `sys_info`: lines about the scheduler and results."""
 
 
 def _columns(spec):
