@@ -145,7 +145,7 @@ class ExperimentAnalysis:
             return {t.trial_id: _flatten({"config": t.config}) for t in self.trials}
         return {t.trial_id: t.config for t in self.trials}
 
-    # ---- the best ---------------------------------------------------------------------------------
+    # ---- the best ------------------------------------------------------------------------
     def _metric_mode(self, metric, mode, what):
         metric = metric or self.default_metric
         mode = mode or self.default_mode

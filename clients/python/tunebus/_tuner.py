@@ -379,7 +379,8 @@ class Tuner:
                 json.dump({"name": exp["name"], "endpoint": endpoint, "experiment": exp}, f, indent=2)
             needs.save(results_dir)
         if rcode == 130:
-            hint = getattr(self, "_resume_hint", None) or "tune.Tuner.restore({path!r}, trainable).fit()"
+            hint = (getattr(self, "_resume_hint", None)
+                    or "tune.Tuner.restore({path!r}, trainable).fit()")
             hint = hint.format(name=exp["name"], path=results_dir)
             print("tunebus: interrupted; resume with %s" % hint, file=sys.stderr)
             raise KeyboardInterrupt
