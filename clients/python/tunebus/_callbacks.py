@@ -18,8 +18,8 @@ attempt, a result by trial, attempt and seq (kept as the newest seq per attempt)
 by its id, an end by trial, attempt and status), so a result the scheduler asks again after a
 reconnect or a scheduler restart (§7b), or an event a restarted scheduler publishes again,
 calls nothing twice. A result of an attempt whose start event has not arrived (the stream and
-the link are two sockets) calls `on_trial_start` first. PUB drops what a slow subscriber cannot take, so `finish()` completes the
-ends from the scheduler's final trial list before `on_experiment_end`. `on_step_begin` /
+the link are two sockets) calls `on_trial_start` first. PUB drops what a slow subscriber
+cannot take, so `finish()` completes the ends from the scheduler's final trial list before `on_experiment_end`. `on_step_begin` /
 `on_step_end` bracket each pass of the driver loop that handled a message (`iteration` counts
 them, Ray's controller iteration).
 
