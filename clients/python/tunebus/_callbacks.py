@@ -16,12 +16,12 @@ callbacks (`ray.tune.logger`), called in the driver from what the suite tells it
 Each hook is called once per event: an event is known by its identity (a start by trial and
 attempt, a result by trial, attempt and seq (kept as the newest seq per attempt), a checkpoint
 by its id, an end by trial, attempt and status), so a result the scheduler asks again after a
-reconnect or a scheduler restart (§7b), or an event a restarted scheduler publishes again,
-calls nothing twice. A result of an attempt whose start event has not arrived (the stream and
-the link are two sockets) calls `on_trial_start` first. PUB drops what a slow subscriber
-cannot take, so `finish()` completes the ends from the scheduler's final trial list before `on_experiment_end`. `on_step_begin` /
-`on_step_end` bracket each pass of the driver loop that handled a message (`iteration` counts
-them, Ray's controller iteration).
+reconnect or a scheduler restart (§7b), or an event a restarted scheduler publishes again, calls
+nothing twice. A result of an attempt whose start event has not arrived (the stream and the link
+are two sockets) calls `on_trial_start` first. PUB drops what a slow subscriber cannot take, so
+`finish()` completes the ends from the scheduler's final trial list before `on_experiment_end`.
+`on_step_begin` / `on_step_end` bracket each pass of the driver loop that handled a message
+(`iteration` counts them, Ray's controller iteration).
 
 A hook that raises ends the experiment: the next answer carries `stop_all`, no further hook is
 called, and `fit()` / `tune.run` raise the exception once the suite has stopped, as Ray raises a
