@@ -2,9 +2,11 @@
 
 #include <signal.h>
 #include <spdlog/spdlog.h>
+#include <systemd/sd-daemon.h>
 #include <unistd.h>
 
 #include <atomic>
+#include <cstring>
 #include <optional>
 #include <string>
 
@@ -42,6 +44,21 @@ void InstallSignals() {
   hup.sa_flags = SA_RESTART;
   sigaction(SIGHUP, &hup, nullptr);
   signal(SIGPIPE, SIG_IGN);
+}
+
+// Tells systemd `state` ("READY=1", "STOPPING=1") through sd_notify(3): a Type=notify unit
+// (deploy/systemd/) is started once the service sends READY=1, so After= orders the units. A
+// no-op when NOTIFY_SOCKET is unset (not under systemd, or not Type=notify); a send that fails is
+// logged and the service goes on. NOTIFY_SOCKET stays set, so STOPPING=1 can be sent later: the
+// trainables a trial-worker starts inherit it, and the units' NotifyAccess=main makes systemd
+// ignore what they send.
+void NotifySystemd(const std::string& name, const char* state) {
+  const int sent = sd_notify(0, state);
+  if (sent > 0) {
+    spdlog::debug("{} told systemd {}", name, state);
+  } else if (sent < 0) {
+    spdlog::warn("{} could not tell systemd {}: {}", name, state, std::strerror(-sent));
+  }
 }
 
 // CLI11's verdict as an exit code: --help and a healthy --healthcheck are 0, an unhealthy
@@ -129,8 +146,14 @@ int RunService(int argc, char** argv, const ServiceMain& service,
     }
     g_service.store(created->get());
     const bool stopped_before_run = StopRequested();  // a signal before this point stops it
-    if (!stopped_before_run) (*created)->Run();
+    if (!stopped_before_run) {
+      NotifySystemd(service.name, "READY=1");  // bound, ready file written: it serves now
+      (*created)->Run();
+    }
     g_service.store(nullptr);
+    // The loop has ended; the service is destroyed below (its store closed, its trainables
+    // killed), which systemd shows as "deactivating" from here.
+    NotifySystemd(service.name, "STOPPING=1");
     metrics.server.reset();  // the service holds the last reference
     if (stopped_before_run) {
       spdlog::info("{} stopped during start-up", service.name);

@@ -18,7 +18,9 @@
 //      abort): the metrics endpoint is bound (a port that cannot be bound is logged and the
 //      service runs without metrics, as before), the service is created (it binds its sockets),
 //      the ready file is written (ready_file.hpp: every bound endpoint by flag, wildcard ports
-//      resolved, and the metrics port), and Run() serves.
+//      resolved, and the metrics port), systemd is told READY=1 (sd_notify; a no-op unless
+//      NOTIFY_SOCKET is set, as in a Type=notify unit of deploy/systemd/), and Run() serves;
+//      once Run() returns, systemd is told STOPPING=1.
 //
 // Exit codes: kExitStopped (0) after a clean stop, whenever SIGTERM/SIGINT came (logged "<name>
 // stopped", or "<name> stopped during start-up" before the service served), a healthy
