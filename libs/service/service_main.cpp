@@ -11,6 +11,7 @@
 #include <string>
 
 #include "libs/bus/service_guard.hpp"
+#include "libs/core/version.hpp"
 #include "libs/metrics/metrics_flags.hpp"
 #include "libs/service/security_flags.hpp"
 #include "libs/service/stop_request.hpp"
@@ -61,8 +62,8 @@ void NotifySystemd(const std::string& name, const char* state) {
   }
 }
 
-// CLI11's verdict as an exit code: --help and a healthy --healthcheck are 0, an unhealthy
-// --healthcheck is the code it carries (1), every other parse error is a bad flag.
+// CLI11's verdict as an exit code: --help, --version and a healthy --healthcheck are 0, an
+// unhealthy --healthcheck is the code it carries (1), every other parse error is a bad flag.
 int ParseExitCode(CLI::App& app, const CLI::ParseError& e) {
   const int code = app.exit(e);
   if (code == 0) return kExitStopped;
@@ -94,6 +95,8 @@ int RunService(int argc, char** argv, const ServiceMain& service,
                  "JSON (atomically: {service, pid, endpoints: {flag: endpoint}, metrics_port}), "
                  "so ports given as tcp://host:* or --metrics-port * can be learned")
       ->envname("TUNEBUS_READY_FILE");
+  // "tunebus-scheduler 0.1.0 (commit abc1234)" on stdout, exit 0 (libs/core/version.hpp).
+  app.set_version_flag("--version", "tunebus-" + service.name + " " + VersionText());
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

@@ -7,7 +7,8 @@
 //      the service before it is created, and SIGHUP reloads its allow-list), --log-level
 //      (TUNEBUS_LOG_LEVEL, checked: trace, debug, info, warn, error, critical, off),
 //      --metrics-port, --metrics-host and --healthcheck (metrics_flags.hpp),
-//      --ready-file (TUNEBUS_READY_FILE);
+//      --ready-file (TUNEBUS_READY_FILE), --version ("tunebus-<name> 0.1.0 (commit abc1234)",
+//      libs/core/version.hpp);
 //   2. logging at that level;
 //   3. SIGTERM/SIGINT handlers, installed BEFORE the service is created, so a signal that arrives
 //      while it starts stops it as soon as it exists; the handler requests the stop
@@ -24,9 +25,9 @@
 //
 // Exit codes: kExitStopped (0) after a clean stop, whenever SIGTERM/SIGINT came (logged "<name>
 // stopped", or "<name> stopped during start-up" before the service served), a healthy
-// --healthcheck, or --help; kExitCannotStart (1) when creation fails ("<name> cannot start:
-// <status>"), the ready file cannot be written, an exception escapes, or --healthcheck finds the
-// service unhealthy; kExitBadFlags (2) for flags CLI11 or check_flags refuse.
+// --healthcheck, --help or --version; kExitCannotStart (1) when creation fails ("<name> cannot
+// start: <status>"), the ready file cannot be written, an exception escapes, or --healthcheck
+// finds the service unhealthy; kExitBadFlags (2) for flags CLI11 or check_flags refuse.
 #pragma once
 
 #include <CLI/CLI.hpp>

@@ -8,6 +8,7 @@
 #include <iostream>
 #include <memory>
 
+#include "libs/core/version.hpp"
 #include "libs/service/security_flags.hpp"
 #include "services/tunectl/commands.hpp"
 
@@ -16,6 +17,8 @@ int main(int argc, char** argv) {
   CLI::App app{"tunectl: run and control tunebus hyperparameter-tuning experiments"};
   app.require_subcommand(1);
   app.fallthrough();  // global flags may follow the subcommand: `tunectl ls -o json`
+  // "tunectl 0.1.0 (commit abc1234)" on stdout, exit 0 (libs/core/version.hpp).
+  app.set_version_flag("--version", std::string("tunectl ") + VersionText());
   GlobalFlags g;
   std::string log_level = "warn";
   app.add_option("--connect,-c", g.connect, "scheduler control endpoint")
