@@ -6,6 +6,7 @@
 #include <cmath>
 
 #include "libs/core/enum_names.hpp"
+#include "libs/core/version.hpp"
 
 namespace tunebus {
 
@@ -110,7 +111,8 @@ void DriverLink::SendHello() {
                 {"session", session_},
                 {"experiment", experiment_},
                 {"metric", metric_},
-                {"mode", mode_}};
+                {"mode", mode_},
+                {"version", Version()}};  // the scheduler's (since v1.12)
   link_->Request(std::move(hello), options_.timeout_s,
                  [this](Result<json> reply) { OnHello(std::move(reply)); });
 }

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cmath>
 
+#include "libs/core/version.hpp"
 #include "libs/tune/searcher_params.hpp"
 
 namespace tunebus {
@@ -365,7 +366,8 @@ void ExternalSearcher::SendHello() {
                 {"replay", events_.size()},
                 {"space", SpaceMessage()},
                 {"param_space", param_space_},
-                {"options", options_.options}};
+                {"options", options_.options},
+                {"version", Version()}};  // the scheduler's (since v1.12)
   link_->Request(std::move(hello), options_.timeout_s,
                  [this](Result<json> reply) { OnHello(std::move(reply)); });
 }

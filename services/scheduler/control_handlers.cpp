@@ -15,6 +15,7 @@
 #include <utility>
 
 #include "libs/core/sha256.hpp"
+#include "libs/core/version.hpp"
 #include "libs/journal/records.hpp"
 #include "proto/control.hpp"
 #include "proto/dashboard.hpp"
@@ -384,6 +385,7 @@ Status Scheduler::HandleGetExperiment(bus::Incoming& in, const proto::Decoded& d
     body["events_endpoint"] = events_bound_;  // where `tunectl watch` subscribes
     if (!e->read_only()) body["journal_health"] = JournalHealthJson(*e);
     body["store"] = store_health_->ToJson();
+    body["version"] = Version();  // this scheduler's (since v1.12)
     return body;
   });
   return Status::Ok();

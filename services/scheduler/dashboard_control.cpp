@@ -117,7 +117,7 @@ void DashboardServer::AddControlRoutes() {
     if (!req.has_param("token")) {
       const std::string_view* page = FindAsset("login.html");
       if (page == nullptr) return Reply(res, 404, {{"error", "login.html is not in this build"}});
-      return res.set_content(page->data(), page->size(), "text/html; charset=utf-8");
+      return res.set_content(PageWithVersion(*page), "text/html; charset=utf-8");
     }
     sign_in(req.get_param_value("token"), res);
   });

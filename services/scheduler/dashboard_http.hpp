@@ -5,6 +5,7 @@
 
 #include <cstdint>
 #include <nlohmann/json.hpp>
+#include <string>
 #include <string_view>
 
 #include "libs/core/status.hpp"
@@ -27,7 +28,13 @@ void SendJson(httplib::Response& res, const nlohmann::json& body);
 void SendError(httplib::Response& res, const Status& s);
 
 /// The embedded file `name` (dashboard_assets.hpp) with its Content-Type; 404 text if absent.
+/// A page (.html) is sent as PageWithVersion makes it.
 void SendAsset(httplib::Response& res, std::string_view name);
+
+/// `page` with its footer's kVersionMark replaced by this build's "0.1.0 (commit abc1234)"
+/// (libs/core/version.hpp); `page` as it is without the mark.
+std::string PageWithVersion(std::string_view page);
+inline constexpr std::string_view kVersionMark = "{{tunebus_version}}";
 
 /// The query parameter `name` as an integer: `fallback` when absent, -1 when it is not an
 /// integer (the caller's checks refuse it).

@@ -11,6 +11,7 @@
 
 #include "libs/bus/domains.hpp"
 #include "libs/bus/socket.hpp"
+#include "libs/core/version.hpp"
 #include "proto/codec.hpp"
 #include "proto/control.hpp"
 #include "proto/dashboard.hpp"
@@ -68,6 +69,15 @@ int64_t IntParam(const httplib::Request& req, const char* name, int64_t fallback
   return v.empty() || *end != '\0' ? -1 : int64_t(n);  // -1: refused by CheckTrialQuery
 }
 
+std::string PageWithVersion(std::string_view page) {
+  std::string out(page);
+  // No escaping needed: cmake/Version.cmake admits only [A-Za-z0-9._+-] in the commit.
+  if (const size_t at = out.find(kVersionMark); at != std::string::npos) {
+    out.replace(at, kVersionMark.size(), VersionText());
+  }
+  return out;
+}
+
 void SendAsset(httplib::Response& res, std::string_view name) {
   const std::string_view* body = FindAsset(name);
   if (body == nullptr) {
@@ -75,6 +85,7 @@ void SendAsset(httplib::Response& res, std::string_view name) {
     return SetBody(res, fmt::format("{} is not in this build\n", name), "text/plain");
   }
   res.set_header("Cache-Control", "no-cache");
+  if (name.ends_with(".html")) return SetBody(res, PageWithVersion(*body), ContentTypeOf(name));
   SetStaticBody(res, *body, ContentTypeOf(name));
 }
 

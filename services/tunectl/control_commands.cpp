@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "libs/bus/control_client.hpp"
+#include "libs/core/version.hpp"
 #include "proto/control.hpp"
 #include "services/tunectl/commands.hpp"
 #include "services/tunectl/control_call.hpp"
@@ -197,6 +198,11 @@ int StatusCommand(const GlobalFlags& g) {
     if (const std::string driver = RenderDriverLine(e); !driver.empty())
       std::cout << driver << std::endl;
     for (const std::string& health : RenderHealthLines(e)) std::cout << health << std::endl;
+    // The scheduler's version (since v1.12; none from an older one), and tunectl's if another.
+    if (const std::string v = StringField(e, "version"); !v.empty()) {
+      std::cout << "scheduler " << v << (v == Version() ? "" : std::string(", tunectl ") + Version())
+                << std::endl;
+    }
   });
 }
 
