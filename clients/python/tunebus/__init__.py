@@ -28,8 +28,7 @@ from tunebus._helper import (  # noqa: F401 - the helper's API, re-exported
     trial_id,
 )
 from tunebus._resources import get_gpu_ids
-
-__version__ = "0.2.0"
+from tunebus._version import __version__  # the root CMakeLists.txt's (tunebus._version)
 
 __all__ = [
     "CHECKPOINT",
