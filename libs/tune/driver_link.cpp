@@ -111,8 +111,8 @@ void DriverLink::SendHello() {
                 {"session", session_},
                 {"experiment", experiment_},
                 {"metric", metric_},
-                {"mode", mode_},
-                {"version", Version()}};  // the scheduler's (since v1.12)
+                {"mode", mode_}};
+  hello["version"] = Version();  // the scheduler's (since v1.12)
   link_->Request(std::move(hello), options_.timeout_s,
                  [this](Result<json> reply) { OnHello(std::move(reply)); });
 }

@@ -366,8 +366,8 @@ void ExternalSearcher::SendHello() {
                 {"replay", events_.size()},
                 {"space", SpaceMessage()},
                 {"param_space", param_space_},
-                {"options", options_.options},
-                {"version", Version()}};  // the scheduler's (since v1.12)
+                {"options", options_.options}};
+  hello["version"] = Version();  // the scheduler's (since v1.12)
   link_->Request(std::move(hello), options_.timeout_s,
                  [this](Result<json> reply) { OnHello(std::move(reply)); });
 }

@@ -200,8 +200,8 @@ int StatusCommand(const GlobalFlags& g) {
     for (const std::string& health : RenderHealthLines(e)) std::cout << health << std::endl;
     // The scheduler's version (since v1.12; none from an older one), and tunectl's if another.
     if (const std::string v = StringField(e, "version"); !v.empty()) {
-      std::cout << "scheduler " << v << (v == Version() ? "" : std::string(", tunectl ") + Version())
-                << std::endl;
+      std::cout << "scheduler " << v
+                << (v == Version() ? "" : std::string(", tunectl ") + Version()) << std::endl;
     }
   });
 }
