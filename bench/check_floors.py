@@ -4,8 +4,9 @@ on its JSON lines, so a speed regression fails CI instead of passing silently.
 The rule: each floor names one line of the run (its "benchmark" and every field in "match" equal),
 a figure of that line and which way is better. A "higher" figure must be >= its floor, a "lower"
 one <= its floor (a ceiling). A floor fails when its figure is on the wrong side, is not a number,
-or no line of the run matches (a benchmark that stopped reporting fails too); when several lines
-match, the worst of them is judged. Lines of the run that are not JSON objects are skipped.
+or no line of the run matches (a benchmark that stopped reporting fails too), except for a floor
+marked "optional": true, which is skipped then (the build benchmark reports only after a fresh
+build, bench/build_cost.py); when several lines match, the worst of them is judged. Lines of the run that are not JSON objects are skipped.
 
 Prints one line per floor (ok or FAIL, benchmark[match], figure, measured, floor) and exits 0 when
 every floor holds, 1 when one fails, 2 when a file is missing or the floors file is malformed.
@@ -27,6 +28,7 @@ import subprocess
 import sys
 
 ENTRY_KEYS = {"benchmark", "match", "figure", "better", "floor"}
+OPTIONAL_KEYS = {"optional"}
 MARGIN = 2.0  # a floor is the measured figure / 2 (higher is better) or x 2 (lower is better)
 
 
@@ -57,7 +59,7 @@ def load_floors(path):
         if not isinstance(e, dict):
             raise Malformed("%s is not an object" % where)
         missing = sorted(ENTRY_KEYS - set(e))
-        unknown = sorted(set(e) - ENTRY_KEYS)
+        unknown = sorted(set(e) - ENTRY_KEYS - OPTIONAL_KEYS)
         if missing or unknown:
             raise Malformed("%s: %s" % (where, "; ".join(
                 (["missing " + ", ".join(missing)] if missing else [])
@@ -73,6 +75,8 @@ def load_floors(path):
             raise Malformed('%s: better is %s, not "higher" or "lower"' % (where, json.dumps(e["better"])))
         if not is_number(e["floor"]):
             raise Malformed("%s: floor is %s, not a number" % (where, json.dumps(e["floor"])))
+        if not isinstance(e.get("optional", False), bool):
+            raise Malformed("%s: optional is not true or false" % where)
     return doc
 
 
@@ -125,6 +129,9 @@ def check(doc, run):
     rows, failed = [], 0
     for e in doc["floors"]:
         value, why = measure(e, run)
+        if why is not None and why.startswith("missing") and e.get("optional"):
+            rows.append(("skip", selector(e), e["figure"], "no line: optional", ""))
+            continue
         ok = why is None and holds(e, value)
         failed += not ok
         bound = "%s %.4g" % (">=" if e["better"] == "higher" else "<=", e["floor"])

@@ -20,6 +20,8 @@
 // searcher's backoff retries it, so a key authorized later (SIGHUP) is used from then on, and
 // one removed stops the link at its next request. ipc:// and inproc:// links need no key.
 
+#pragma once
+
 #include <memory>
 #include <nlohmann/json.hpp>
 #include <set>

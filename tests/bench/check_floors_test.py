@@ -107,6 +107,23 @@ class CheckFloorsTest(unittest.TestCase):
     def test_a_missing_line_fails(self):
         self.expect_one_failure([l for l in RUN if l["benchmark"] != "memory"], "memory", "missing")
 
+    def test_an_optional_floor_is_skipped_without_its_line_and_judged_with_it(self):
+        doc = copy.deepcopy(FLOORS_DOC)
+        doc["floors"].append({"benchmark": "build", "match": {"fresh": True}, "figure":
+                              "ratio_to_baseline", "better": "lower", "floor": 60, "optional": True})
+        code, out, err = self.check(self.floors(doc), self.run_lines(RUN))
+        self.assertEqual(code, 0, out + err)
+        self.assertTrue(any(l.startswith("skip") and "build[fresh=true]" in l
+                            for l in out.splitlines()), out)
+        slower = RUN + [{"benchmark": "build", "fresh": True, "ratio_to_baseline": 90}]
+        code, out, _ = self.check(self.floors(doc), self.run_lines(slower))
+        self.assertEqual(code, 1)
+        self.assertIn("build[fresh=true]", self.failed_lines(out)[0])
+        doc["floors"][-1]["optional"] = "yes"
+        code, _, err = self.check(self.floors(doc), self.run_lines(RUN))
+        self.assertEqual(code, 2)
+        self.assertIn("optional", err)
+
     def test_a_figure_that_is_not_a_number_fails(self):
         # result_throughput's ratio is null when the run measured no raw baseline.
         run = copy.deepcopy(RUN)
@@ -178,7 +195,8 @@ class CheckFloorsTest(unittest.TestCase):
         for name in ("result_throughput[workers=4]", "memory", "peer_tunebus[cpus_per_worker=64]"):
             self.assertTrue(any(l.split()[1] == name for l in ok), name + "\n" + out)
         failed = self.failed_lines(out)
-        self.assertEqual(len(failed), len(real["floors"]) - 3, out)
+        required = [e for e in real["floors"] if not e.get("optional")]
+        self.assertEqual(len(failed), len(required) - 3, out)
         self.assertTrue(all("missing" in l for l in failed), out)
 
 
