@@ -25,9 +25,13 @@
 #
 # Depends: the shared libraries' packages (dpkg-shlibdeps) and what the Python driver imports at
 # run time (clients/python/tunebus/_deps.py: zmq, msgpack, cloudpickle) plus adduser (the
-# postinst's fallback without systemd-sysusers). Recommends: the digits example's scikit-learn
-# and the driver's optional modules (tabulate: CLIReporter's table; pandas: dataframes; optuna:
-# OptunaSearch and tunebus_searcher.py). Suggests: the deep-learning examples' frameworks.
+# postinst's fallback without systemd-sysusers). Recommends: tabulate (CLIReporter's table).
+# Suggests: scikit-learn (examples/digits), pandas (ResultGrid.get_dataframe), Optuna
+# (OptunaSearch, tunebus_searcher.py), the deep-learning examples' frameworks, bash-completion.
+# Not recommended, so that `apt install ./tunebus_*.deb` installs no -dev package: on Debian 12,
+# python3-sklearn's python3-scipy Depends on python3-pythran, which Depends on g++, libboost-dev,
+# python3-all-dev and more; python3-pandas Recommends python3-numba (through pandas-lib), whose
+# llvm-14 Recommends llvm-14-dev (scripts/install-test checks what the package pulls in).
 
 set(TUNEBUS_DEBIAN_DIR ${CMAKE_CURRENT_LIST_DIR}/debian)
 set(TUNEBUS_PACKAGE_STAGING ${CMAKE_BINARY_DIR}/package)  # generated files and control scripts
@@ -179,9 +183,9 @@ set(CPACK_DEBIAN_PACKAGE_PRIORITY optional)
 set(CPACK_DEBIAN_PACKAGE_SHLIBDEPS ON)
 set(CPACK_DEBIAN_PACKAGE_DEPENDS
   "python3, python3-zmq, python3-msgpack, python3-cloudpickle, adduser")
-set(CPACK_DEBIAN_PACKAGE_RECOMMENDS
-  "python3-sklearn, python3-numpy, python3-tabulate, python3-pandas, python3-optuna")
-set(CPACK_DEBIAN_PACKAGE_SUGGESTS "python3-torch, python3-xgboost, bash-completion")
+set(CPACK_DEBIAN_PACKAGE_RECOMMENDS "python3-tabulate")
+string(JOIN ", " CPACK_DEBIAN_PACKAGE_SUGGESTS python3-sklearn python3-pandas python3-optuna
+  python3-torch python3-xgboost bash-completion)
 set(CPACK_DEBIAN_PACKAGE_CONTROL_STRICT_PERMISSION ON)  # 0755 scripts, 0644 conffiles
 set(_tunebus_control ${TUNEBUS_PACKAGE_STAGING}/control)
 set(CPACK_DEBIAN_PACKAGE_CONTROL_EXTRA ${_tunebus_control}/conffiles ${_tunebus_control}/postinst
