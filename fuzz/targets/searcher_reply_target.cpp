@@ -1,3 +1,5 @@
+#include <fmt/format.h>
+
 #include <deque>
 #include <functional>
 #include <memory>
@@ -83,7 +85,7 @@ int FuzzSearcherReply(const uint8_t* data, size_t size) {
   size_t at = 0;
   int trial = 0;
   for (int step = 0; step < 256 && trial < 8; ++step) {
-    const std::string trial_id = "t" + std::to_string(trial);
+    const std::string trial_id = fmt::format("t{}", trial);
     const Suggestion g = s.Suggest(trial_id);
     if (g.kind == Suggestion::Kind::kFinished) break;
     if (g.kind == Suggestion::Kind::kConfig) {
