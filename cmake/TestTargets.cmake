@@ -16,10 +16,19 @@ set(TUNEBUS_TEST_OPTIMIZATION "-O1" CACHE STRING
 
 # tunebus_test_target(TARGET HEADER...): TARGET's files are compiled with HEADER... precompiled
 # (tunebus_precompile_headers) and at TUNEBUS_TEST_OPTIMIZATION in a Release build.
+# With GCC, -Warray-bounds, -Wstringop-overflow and -Wstringop-overread are off for them: GCC 12
+# reports std::string's inlined memcpy out of bounds in tests that build expected strings with
+# operator+ (e.g. `Lines{std::string("checkpoint 12 not stored: ") + kDiskFull}` in
+# tests/unit/show_trial_test.cpp at -O1; GCC bugs 105329 and 105651), which -Werror turns into a
+# failed build. The libraries and services keep the three warnings.
 function(tunebus_test_target target)
   tunebus_precompile_headers(${target} ${ARGN})
   if(TUNEBUS_TEST_OPTIMIZATION)
     target_compile_options(${target} PRIVATE $<$<CONFIG:Release>:${TUNEBUS_TEST_OPTIMIZATION}>)
+  endif()
+  if(CMAKE_CXX_COMPILER_ID STREQUAL "GNU")
+    target_compile_options(${target} PRIVATE -Wno-array-bounds -Wno-stringop-overflow
+      -Wno-stringop-overread)
   endif()
 endfunction()
 
