@@ -107,39 +107,13 @@ json ExpectMockExperimentOnDisk(const fs::path& experiment_dir) {
   return state;
 }
 
-// Every record of journal `experiment` on the checkpoint-store at `endpoint` (decoded JSON).
+// Every record of journal `experiment` on the checkpoint-store at `endpoint`, decoded (a record
+// that does not decode is a discarded json).
 std::vector<json> ReadJournal(const std::string& endpoint, const std::string& experiment) {
-  DealerClient client(endpoint);
   std::vector<json> records;
-  uint64_t from = 1;
-  for (uint64_t round = 1; round <= 100; ++round) {
-    proto::JournalRead req;
-    req.id = round;
-    req.experiment = experiment;
-    req.from_seq = from;
-    req.max_records = 1000;
-    client.Send(proto::Encode(req));
-    auto raw = client.Receive(5s);
-    if (!raw) {
-      ADD_FAILURE() << "no journal_read_reply from " << endpoint;
-      break;
-    }
-    auto decoded = proto::Decode(raw->data(), raw->size());
-    if (!decoded.ok()) {
-      ADD_FAILURE() << decoded.status().ToString();
-      break;
-    }
-    auto reply = decoded->As<proto::JournalReadReply>();
-    if (decoded->type() != proto::JournalReadReply::kType || !reply.ok()) {
-      ADD_FAILURE() << "unexpected reply " << decoded->type();
-      break;
-    }
-    for (const auto& r : reply->records) {
-      auto record = journal::ReadStoredRecord(r);
-      records.push_back(record.ok() ? *record : json(json::value_t::discarded));
-    }
-    from = reply->first_seq + reply->records.size();
-    if (reply->end || reply->records.empty()) break;
+  for (const std::string& stored : ReadStoredRecords(endpoint, experiment)) {
+    auto record = journal::ReadStoredRecord(stored);
+    records.push_back(record.ok() ? *record : json(json::value_t::discarded));
   }
   return records;
 }

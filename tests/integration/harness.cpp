@@ -14,6 +14,9 @@
 #include <stdexcept>
 #include <thread>
 
+#include "proto/codec.hpp"
+#include "proto/store.hpp"
+
 namespace tunebus::testing {
 
 namespace {
@@ -553,6 +556,39 @@ std::optional<std::string> DealerClient::Receive(Millis timeout) {
     if (!msg.more()) break;
   }
   return last;
+}
+
+std::vector<std::string> ReadStoredRecords(const std::string& store_endpoint,
+                                           const std::string& journal) {
+  DealerClient client(store_endpoint);
+  std::vector<std::string> records;
+  for (uint64_t from = 1;;) {
+    proto::JournalRead read;
+    read.id = from;
+    read.experiment = journal;
+    read.from_seq = from;
+    read.max_records = 5000;
+    client.Send(proto::Encode(read));
+    auto frame = client.Receive(Millis{5000});
+    if (!frame) {
+      ADD_FAILURE() << "no journal_read_reply from " << store_endpoint;
+      break;
+    }
+    auto d = proto::Decode(frame->data(), frame->size());
+    if (!d.ok() || d->type() != proto::JournalReadReply::kType) {
+      ADD_FAILURE() << "not a journal_read_reply: " << (d.ok() ? d->type() : d.status().ToString());
+      break;
+    }
+    auto reply = d->As<proto::JournalReadReply>();
+    if (!reply.ok()) {
+      ADD_FAILURE() << reply.status().ToString();
+      break;
+    }
+    for (std::string& r : reply->records) records.push_back(std::move(r));
+    from = reply->first_seq + reply->records.size();
+    if (reply->end || reply->records.empty()) break;
+  }
+  return records;
 }
 
 }  // namespace tunebus::testing

@@ -284,4 +284,11 @@ class DealerClient {
   zmq::socket_t socket_;
 };
 
+/// Every stored record of `journal` on the checkpoint-store at `store_endpoint` (the bytes as it
+/// holds them, framed or not: libs/journal/record_frame.hpp), in seq order, 5,000 a request. A
+/// request without an answer within 5 s, or an answer that is not a journal_read_reply, adds a
+/// test failure and ends the read with what came before.
+std::vector<std::string> ReadStoredRecords(const std::string& store_endpoint,
+                                           const std::string& journal);
+
 }  // namespace tunebus::testing

@@ -116,36 +116,6 @@ json Projected(const json& actual, const json& expected) {
   return actual;
 }
 
-// Every stored record of `journal` (bytes as the store holds them), in seq order.
-std::vector<std::string> ReadStoredRecords(const std::string& store, const std::string& journal) {
-  DealerClient client(store);
-  std::vector<std::string> records;
-  for (uint64_t from = 1;;) {
-    proto::JournalRead read;
-    read.id = from;
-    read.experiment = journal;
-    read.from_seq = from;
-    read.max_records = 5000;
-    client.Send(proto::Encode(read));
-    auto frame = client.Receive(5s);
-    if (!frame) {
-      ADD_FAILURE() << "no journal_read_reply";
-      break;
-    }
-    auto d = proto::Decode(frame->data(), frame->size());
-    auto reply =
-        d.ok() ? d->As<proto::JournalReadReply>() : Result<proto::JournalReadReply>(d.status());
-    if (!reply.ok()) {
-      ADD_FAILURE() << reply.status().ToString();
-      break;
-    }
-    for (std::string& r : reply->records) records.push_back(std::move(r));
-    from = reply->first_seq + reply->records.size();
-    if (reply->end || reply->records.empty()) break;
-  }
-  return records;
-}
-
 // Appends `records` (stored bytes, as they are) to the new journal `journal`.
 ::testing::AssertionResult AppendStoredRecords(const std::string& store, const std::string& journal,
                                                const std::vector<std::string>& records) {
