@@ -13,7 +13,7 @@
 #include "libs/tune/training_result.hpp"
 #include "proto/codec.hpp"
 #include "proto/worker.hpp"
-#include "services/scheduler/result_text.hpp"
+#include "services/scheduler/results/result_text.hpp"
 
 namespace {
 

@@ -1,7 +1,7 @@
 // JournalSink: where a JournalWriter's batches of records go, and the timer its retries wait on.
 //
 // The writer owns one sink. The scheduler's sink sends each batch to the checkpoint-store in a
-// JournalAppendMany over the bus (services/scheduler/bus_journal_sink.hpp); tests use an in-memory
+// JournalAppendMany over the bus (services/scheduler/store/bus_journal_sink.hpp); tests use an in-memory
 // sink that acknowledges or fails batches when the test says so. Both calls are made on, and
 // both callbacks run on, the writer's thread (the scheduler's event loop).
 #pragma once

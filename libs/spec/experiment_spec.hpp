@@ -71,7 +71,7 @@ struct ExperimentSpec {
   std::map<std::string, double> resources_per_trial = {{"cpu", 1.0}};  // amounts, cpu/gpu/custom
   int64_t max_concurrent_trials = 0;                                   // 0 = no limit
   /// Its share of a suite that runs several experiments: weighted Dominant Resource Fairness
-  /// (services/scheduler/fair_share.hpp, docs/scheduling.md); > 0. `tunectl set-weight`
+  /// (services/scheduler/core/fair_share.hpp, docs/scheduling.md); > 0. `tunectl set-weight`
   /// changes it while it runs.
   double weight = 1;
   /// Whether another experiment's pending trials may PAUSE (checkpoint, free) this one's running

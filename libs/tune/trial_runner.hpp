@@ -299,7 +299,7 @@ class TrialRunner final : public TrialSchedulerContext {
   const Trial* BestTrial() const;
   std::map<TrialStatus, int64_t> CountByStatus() const;
   /// Trials holding or asking resources (placing, running, saving) and trials waiting to be
-  /// placed: what a fair share across experiments divides (services/scheduler/fair_share.hpp).
+  /// placed: what a fair share across experiments divides (services/scheduler/core/fair_share.hpp).
   int64_t TrialsInFlight() const { return InFlight(); }
   int64_t TrialsQueued() const { return int64_t(phases_.queued().size()); }
   const RunnerOptions& options() const { return options_; }

@@ -3,7 +3,7 @@
 // cleanly (exit 0), also while it still waits at start for the checkpoint-store to answer its
 // journal reads (libs/service/stop_request.hpp).
 #include "libs/service/service_main.hpp"
-#include "services/scheduler/dashboard_views.hpp"
+#include "services/scheduler/dashboard/views/views.hpp"
 #include "services/scheduler/scheduler.hpp"
 
 namespace {

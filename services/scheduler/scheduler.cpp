@@ -12,9 +12,9 @@
 #include "libs/service/stop_request.hpp"
 #include "proto/resources.hpp"
 #include "proto/worker.hpp"
-#include "services/scheduler/dashboard_server.hpp"
-#include "services/scheduler/experiment.hpp"
-#include "services/scheduler/zmq_searcher_link.hpp"
+#include "services/scheduler/dashboard/server.hpp"
+#include "services/scheduler/core/experiment.hpp"
+#include "services/scheduler/search/zmq_searcher_link.hpp"
 
 namespace tunebus {
 

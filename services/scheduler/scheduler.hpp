@@ -46,14 +46,14 @@
 #include "libs/spec/experiment_spec.hpp"
 #include "proto/control.hpp"
 #include "proto/worker.hpp"
-#include "services/scheduler/bus_journal_sink.hpp"
-#include "services/scheduler/event_publisher.hpp"
-#include "services/scheduler/journal_reader.hpp"
-#include "services/scheduler/placement_batcher.hpp"
-#include "services/scheduler/result_files.hpp"
-#include "services/scheduler/store_health.hpp"
-#include "services/scheduler/worker_outbox.hpp"
-#include "services/scheduler/worker_registry.hpp"
+#include "services/scheduler/store/bus_journal_sink.hpp"
+#include "services/scheduler/results/event_publisher.hpp"
+#include "services/scheduler/store/journal_reader.hpp"
+#include "services/scheduler/workers/placement_batcher.hpp"
+#include "services/scheduler/results/result_files.hpp"
+#include "services/scheduler/store/store_health.hpp"
+#include "services/scheduler/workers/worker_outbox.hpp"
+#include "services/scheduler/workers/worker_registry.hpp"
 
 namespace tunebus {
 
@@ -84,14 +84,14 @@ struct SchedulerOptions {
   /// <results_dir>/<experiment name> on the scheduler's host. Empty = as the file says (relative
   /// to its folder). Absolute; created and checked at start (/results in the container images).
   std::string results_dir;
-  /// The dashboard (docs/dashboard.md, dashboard_server.hpp): "PORT" (on 127.0.0.1) or
+  /// The dashboard (docs/dashboard.md, dashboard/server.hpp): "PORT" (on 127.0.0.1) or
   /// "HOST:PORT" (port 0: any free port, http_url() names it); "" = no dashboard.
   std::string http;
   /// With CURVE keys (security->curve()), the dashboard's own key <keys-dir>/<name>.key_secret:
   /// required then, and the scheduler's allow-list must give it the role viewer (the dashboard
   /// only reads). Unused without keys.
   std::string http_key_name;
-  /// The dashboard's login-token secret (dashboard_tokens.hpp): this file, made if absent; ""
+  /// The dashboard's login-token secret (dashboard/tokens.hpp): this file, made if absent; ""
   /// = <keys-dir>/dashboard_token.secret with CURVE keys (in memory when it cannot be written),
   /// else in memory (tokens end with the process).
   std::string dashboard_secret_file;
@@ -192,7 +192,7 @@ class Scheduler {
   /// callbacks may still name it), the routing table, read-only loads and lsx rows.
   void Forget(const std::string& journal);
   Status HandleFetchCheckpoint(bus::Incoming& in, const proto::Decoded& d);
-  // The dashboard's login tokens and actions (dashboard_control_handlers.cpp,
+  // The dashboard's login tokens and actions (control/dashboard_control_handlers.cpp,
   // proto/dashboard.hpp): LoadDashboardTokens reads or makes the secret (tokens_).
   Status LoadDashboardTokens();
   Status HandleIssueDashboardToken(bus::Incoming& in, const proto::Decoded& d);

@@ -4,7 +4,7 @@
 #include <iostream>
 
 #include "proto/dashboard.hpp"
-#include "services/scheduler/dashboard_tokens.hpp"
+#include "services/scheduler/dashboard/tokens.hpp"
 #include "services/tunectl/commands.hpp"
 #include "services/tunectl/control_call.hpp"
 

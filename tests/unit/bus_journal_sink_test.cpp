@@ -2,7 +2,7 @@
 // checkpoint-store stand-in (a test-owned ROUTER on inproc) that acknowledges, fails or garbles
 // each JournalAppendMany. The test thread drives the writers' EventLoop with RunOnce. The
 // writer's ordering and retry rules are journal_writer_test.cpp's, over an in-memory sink.
-#include "services/scheduler/bus_journal_sink.hpp"
+#include "services/scheduler/store/bus_journal_sink.hpp"
 
 #include <gtest/gtest.h>
 

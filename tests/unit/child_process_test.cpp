@@ -1,5 +1,5 @@
 // ChildProcess (libs/trainable/child_process.hpp) and the scheduler's SearcherProcess
-// (services/scheduler/searcher_process.hpp) with /bin/sh as the child: where it runs, what it
+// (services/scheduler/search/searcher_process.hpp) with /bin/sh as the child: where it runs, what it
 // sees, how its end is described, the parent-death signal, the restart with backoff, and the
 // stop (SIGTERM, then SIGKILL).
 #include "libs/trainable/child_process.hpp"
@@ -18,7 +18,7 @@
 #include <thread>
 
 #include "libs/bus/event_loop.hpp"
-#include "services/scheduler/searcher_process.hpp"
+#include "services/scheduler/search/searcher_process.hpp"
 
 namespace tunebus {
 namespace {

@@ -1,7 +1,7 @@
-// The dashboard's analysis views' pure parts (services/scheduler/dashboard_analysis.hpp,
-// dashboard_importance.hpp) and the trial scheduler's decision log
+// The dashboard's analysis views' pure parts (services/scheduler/dashboard/views/analysis.hpp,
+// dashboard/views/importance.hpp) and the trial scheduler's decision log
 // (libs/tune/scheduler_decisions.hpp).
-#include "services/scheduler/dashboard_analysis.hpp"
+#include "services/scheduler/dashboard/views/analysis.hpp"
 
 #include <gtest/gtest.h>
 
@@ -9,7 +9,7 @@
 #include <random>
 
 #include "libs/tune/scheduler_decisions.hpp"
-#include "services/scheduler/dashboard_importance.hpp"
+#include "services/scheduler/dashboard/views/importance.hpp"
 
 namespace tunebus::dashboard {
 namespace {

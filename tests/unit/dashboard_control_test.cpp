@@ -1,5 +1,5 @@
-// The dashboard's login tokens (services/scheduler/dashboard_tokens.hpp) and the checks of its
-// control POSTs (dashboard_sessions.hpp): valid, expired, tampered and wrong-role tokens, the
+// The dashboard's login tokens (services/scheduler/dashboard/tokens.hpp) and the checks of its
+// control POSTs (dashboard/sessions.hpp): valid, expired, tampered and wrong-role tokens, the
 // secret's file, sessions, cookies, CSRF and origin checks.
 #include <gtest/gtest.h>
 #include <sys/stat.h>
@@ -7,8 +7,8 @@
 #include <filesystem>
 #include <fstream>
 
-#include "services/scheduler/dashboard_sessions.hpp"
-#include "services/scheduler/dashboard_tokens.hpp"
+#include "services/scheduler/dashboard/sessions.hpp"
+#include "services/scheduler/dashboard/tokens.hpp"
 
 namespace tunebus::dashboard {
 namespace {

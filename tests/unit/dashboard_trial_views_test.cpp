@@ -1,7 +1,7 @@
-// The trial page's views (services/scheduler/dashboard_trial_views.hpp): result pages of
+// The trial page's views (services/scheduler/dashboard/views/trial_views.hpp): result pages of
 // result.json text, checkpoint rows, export file names, and the tails of the output files, on
 // hand-made text and JSON.
-#include "services/scheduler/dashboard_trial_views.hpp"
+#include "services/scheduler/dashboard/views/trial_views.hpp"
 
 #include <gtest/gtest.h>
 

@@ -1,7 +1,7 @@
-// The dashboard's views (services/scheduler/dashboard_views.hpp): the --http flag, the trial
+// The dashboard's views (services/scheduler/dashboard/views/views.hpp): the --http flag, the trial
 // table's queries, sorting and pages, curves from result.json text, experiment rows and event
 // frames, on hand-made JSON.
-#include "services/scheduler/dashboard_views.hpp"
+#include "services/scheduler/dashboard/views/views.hpp"
 
 #include <gtest/gtest.h>
 

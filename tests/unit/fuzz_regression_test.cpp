@@ -12,7 +12,7 @@
 #include "libs/spec/experiment_spec.hpp"
 #include "libs/tune/training_result.hpp"
 #include "proto/codec.hpp"
-#include "services/scheduler/zmq_searcher_link.hpp"
+#include "services/scheduler/search/zmq_searcher_link.hpp"
 
 namespace tunebus {
 namespace {

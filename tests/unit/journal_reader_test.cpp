@@ -3,7 +3,7 @@
 // answers journal_list, journal_read (at most two records a page, so replays page),
 // checkpoint_list (no snapshots) and journal_truncate from in-memory journals, or holds every
 // answer while `stalled`. The test thread drives the loop with RunOnce.
-#include "services/scheduler/journal_reader.hpp"
+#include "services/scheduler/store/journal_reader.hpp"
 
 #include <gtest/gtest.h>
 

@@ -1,7 +1,7 @@
-// Tests for ResultFiles (services/scheduler/result_files.hpp): the writer thread produces Ray
+// Tests for ResultFiles (services/scheduler/results/result_files.hpp): the writer thread produces Ray
 // Tune's per-trial files, keeps a reopened trial's CSV header, and Backlog() counts what is not
 // written yet, and the writer thread runs at the lowest priority.
-#include "services/scheduler/result_files.hpp"
+#include "services/scheduler/results/result_files.hpp"
 
 #include <gtest/gtest.h>
 #include <sys/resource.h>

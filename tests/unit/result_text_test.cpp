@@ -1,7 +1,7 @@
-// Tests for ResultText (services/scheduler/result_text.hpp): the result.json line and the
+// Tests for ResultText (services/scheduler/results/result_text.hpp): the result.json line and the
 // progress.csv row it formats from a result's msgpack bytes say what nlohmann::json says of the
 // same result (the file writer's previous form).
-#include "services/scheduler/result_text.hpp"
+#include "services/scheduler/results/result_text.hpp"
 
 #include <gtest/gtest.h>
 

@@ -463,7 +463,7 @@ TEST_F(SchedulerTest, ControlRequestsGoToTheExperimentTheyNameOrTheirTrialsOwn) 
   EXPECT_EQ(Experiment("b").value("status", ""), "RUNNING");
 }
 
-// Weighted DRF across experiments (issue 34 point 3, services/scheduler/fair_share.hpp): `a`
+// Weighted DRF across experiments (issue 34 point 3, services/scheduler/core/fair_share.hpp): `a`
 // (weight 1) holds all 4 CPUs when `b` (weight 3) arrives; each CPU `a` frees goes to `b`
 // until they hold 1 and 3, then `a` gets its one back. `set-weight a 3` makes it 2 and 2.
 TEST_F(SchedulerTest, WeightsDivideTheCpusAsTheirRatioAsTrialsFinish) {

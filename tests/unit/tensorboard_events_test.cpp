@@ -1,9 +1,9 @@
-// Tests for the TensorBoard event files (services/scheduler/tensorboard_events.hpp) and CRC-32C
+// Tests for the TensorBoard event files (services/scheduler/results/tensorboard_events.hpp) and CRC-32C
 // (libs/core/crc32c.hpp): the checksum matches the published check values, and a trial's event
 // file is a file version then one Event per result, TFRecord-framed with masked CRC-32Cs, holding
 // the scalars Ray Tune's TBXLoggerCallback shows. (tests/integration/read_results.py reads the
 // same files with Python's protobuf and crc32c modules, which are not ours.)
-#include "services/scheduler/tensorboard_events.hpp"
+#include "services/scheduler/results/tensorboard_events.hpp"
 
 #include <gtest/gtest.h>
 #include <unistd.h>
@@ -17,8 +17,8 @@
 #include <vector>
 
 #include "libs/core/crc32c.hpp"
-#include "services/scheduler/result_files.hpp"
-#include "services/scheduler/tensorboard/event.pb.h"
+#include "services/scheduler/results/result_files.hpp"
+#include "services/scheduler/results/tensorboard/event.pb.h"
 
 namespace tunebus {
 namespace {

@@ -1,8 +1,8 @@
-// A page of trials in a sort order, cut on the scheduler (services/scheduler/trial_page.hpp):
+// A page of trials in a sort order, cut on the scheduler (services/scheduler/control/trial_page.hpp):
 // its rows are the ones the dashboard's reference order (dashboard::SortRows over every trial's
 // table row) puts on that page, for every key the table offers, both directions, filters and
 // offsets.
-#include "services/scheduler/trial_page.hpp"
+#include "services/scheduler/control/trial_page.hpp"
 
 #include <fmt/format.h>
 #include <gtest/gtest.h>
@@ -10,7 +10,7 @@
 #include <random>
 
 #include "libs/core/trial_view.hpp"
-#include "services/scheduler/dashboard_views.hpp"
+#include "services/scheduler/dashboard/views/views.hpp"
 
 namespace tunebus {
 namespace {

@@ -16,8 +16,8 @@
 
 #include "libs/tune/driver_link.hpp"
 #include "libs/tune/external_searcher.hpp"
-#include "services/scheduler/dashboard_assets.hpp"
-#include "services/scheduler/dashboard_http.hpp"
+#include "services/scheduler/dashboard/assets.hpp"
+#include "services/scheduler/dashboard/http.hpp"
 #include "tests/unit/fake_link.hpp"
 
 namespace tunebus {

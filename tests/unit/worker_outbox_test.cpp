@@ -2,7 +2,7 @@
 // worker leaves at Flush in the order it was made, consecutive decisions as one Decisions
 // message; nothing leaves before Flush; a message for a worker that is not connected is
 // reported unsent to its callback; Send goes out at once, after what was queued.
-#include "services/scheduler/worker_outbox.hpp"
+#include "services/scheduler/workers/worker_outbox.hpp"
 
 #include <gtest/gtest.h>
 

@@ -1,0 +1,45 @@
+#include "services/scheduler/control/trial_json.hpp"
+
+#include <iterator>
+
+namespace tunebus {
+
+using nlohmann::json;
+
+json TrialCountsJson(const std::vector<Trial>& trials) {
+  constexpr TrialStatus kStatuses[] = {TrialStatus::kPending, TrialStatus::kRunning,
+                                       TrialStatus::kPaused, TrialStatus::kTerminated,
+                                       TrialStatus::kError};
+  int64_t n[std::size(kStatuses)] = {};
+  for (const Trial& t : trials) ++n[size_t(t.status)];
+  json counts = json::object();
+  for (TrialStatus s : kStatuses) counts[TrialStatusName(s)] = n[size_t(s)];
+  return counts;
+}
+
+json ExperimentToJson(const std::string& name, const TrialRunner& runner,
+                      const std::string& experiment_dir, double elapsed_s) {
+  const json counts = TrialCountsJson(runner.trials());
+  const Trial* best = runner.BestTrial();
+  json summary = {{"name", name},
+                  {"experiment_id", runner.options().experiment_id},
+                  {"status", ExperimentStatusName(runner.status())},
+                  {"reason", runner.end_reason()},
+                  {"counts", counts},
+                  {"total", runner.TotalTrials()},
+                  {"created", runner.trials().size()},
+                  {"finished", runner.IsFinished()},
+                  {"metric", runner.options().metric},
+                  {"mode", runner.options().mode},
+                  {"results_dir", experiment_dir},
+                  {"best", best ? TrialToJson(*best, experiment_dir) : json(nullptr)},
+                  {"searcher", runner.SearcherDescription()},
+                  {"elapsed_s", elapsed_s}};
+  // The wall-time budget (Ray Tune's time_budget_s), seconds, for the dashboard's progress.
+  if (runner.options().time_budget_s) summary["time_budget_s"] = *runner.options().time_budget_s;
+  // The driver link's state (proto/PROTOCOL.md section 7b), for an experiment that has one.
+  if (json driver = runner.DriverDescription(); !driver.is_null()) summary["driver"] = driver;
+  return summary;
+}
+
+}  // namespace tunebus

@@ -1,0 +1,232 @@
+// The dashboard's sign-in and control routes (docs/dashboard.md "Control"):
+//
+//   GET  /login                      the sign-in page (a form posting the token)
+//   GET  /login?token=T              signs in with T (the URL `tunectl dashboard-token` prints)
+//   POST /login  token=T             the form's sign-in (same-origin only)
+//        both: the scheduler verifies T (VerifyDashboardToken); on success a session cookie
+//        (HttpOnly, SameSite=Strict) and 303 to /; else 403 with the reason
+//   POST /logout                     ends the session (CSRF header when signed in)
+//   GET  /api/session                {signed_in: false} or {signed_in: true, name, role,
+//                                     expires_at, csrf}
+//   GET  /api/actions?experiment=J   the action log of experiment J (as the page names it),
+//                                     newest first: [{time, who, role, action, experiment,
+//                                     trial_id, weight?, ok, result}]
+//   POST /api/experiments/J/trials/ID/{stop,pause,resume}
+//   POST /api/experiments/J/{stop,interrupt}
+//   POST /api/experiments/J/weight   body {"weight": W} (application/json)
+//        each: same-origin, signed in, header X-CSRF-Token = the session's, an operator's
+//        session (CheckControlPost; else 403 and nothing changes); then DashboardAction with the
+//        session's token, which the scheduler checks again and logs. Answer: {ok, entry, body}
+//        (the request's reply body) or {error, entry} with the status of the scheduler's error.
+#include <fmt/format.h>
+#include <httplib.h>
+#include <spdlog/spdlog.h>
+
+#include <chrono>
+
+#include "proto/dashboard.hpp"
+#include "services/scheduler/dashboard/assets.hpp"
+#include "services/scheduler/dashboard/http.hpp"
+#include "services/scheduler/dashboard/server.hpp"
+
+namespace tunebus::dashboard {
+
+// Named (not anonymous): the unity build compiles this file with dashboard_server.cpp.
+namespace control_routes {
+
+using nlohmann::json;
+
+int64_t NowUnix() {
+  return std::chrono::duration_cast<std::chrono::seconds>(
+             std::chrono::system_clock::now().time_since_epoch())
+      .count();
+}
+
+void Reply(httplib::Response& res, int status, const json& body) {
+  res.status = status;
+  SendJson(res, body);
+}
+
+PostHeaders HeadersOf(const httplib::Request& req) {
+  return {req.get_header_value("Host"), req.get_header_value("Origin"),
+          req.get_header_value("Sec-Fetch-Site"), req.get_header_value(std::string(kCsrfHeader))};
+}
+
+// A short page for a refused sign-in (the browser came from a link, not from the page's script).
+void RefusedPage(httplib::Response& res, const Status& s) {
+  res.status = HttpStatusOf(s);
+  res.set_header("Cache-Control", "no-store");
+  std::string escaped;
+  for (char c : s.message()) {
+    switch (c) {
+      case '<':
+        escaped += "&lt;";
+        break;
+      case '>':
+        escaped += "&gt;";
+        break;
+      case '&':
+        escaped += "&amp;";
+        break;
+      case '"':
+        escaped += "&quot;";
+        break;
+      default:
+        escaped += c;
+    }
+  }
+  res.set_content(fmt::format("<!doctype html><html lang=\"en\"><head><meta charset=\"utf-8\">"
+                              "<title>tunebus · sign-in refused</title><link rel=\"stylesheet\" "
+                              "href=\"/static/dashboard.css\"></head><body><main><h1>Sign-in "
+                              "refused</h1><p id=\"error\" class=\"error\">{}</p><p><a "
+                              "href=\"/login\">Sign in again</a> · <a href=\"/\">experiments</a>"
+                              "</p></main></body></html>",
+                              escaped),
+                  "text/html; charset=utf-8");
+}
+
+}  // namespace control_routes
+
+void DashboardServer::AddControlRoutes() {
+  using namespace control_routes;
+  httplib::Server& s = *server_;
+  auto session_of = [this](const httplib::Request& req) {
+    return sessions_.Find(CookieValue(req.get_header_value("Cookie"), kSessionCookie), NowUnix());
+  };
+
+  auto sign_in = [this](const std::string& token, httplib::Response& res) {
+    proto::VerifyDashboardToken verify;
+    verify.token = token;
+    auto verified = Call(verify);
+    if (!verified.ok()) return RefusedPage(res, verified.status());
+    TokenClaims claims;
+    claims.name = verified->value("name", std::string());
+    claims.role =
+        bus::ParseRole(verified->value("role", std::string())).value_or(bus::Role::kViewer);
+    claims.issued_at = verified->value("issued_at", int64_t(0));
+    claims.expires_at = verified->value("expires_at", int64_t(0));
+    const Session session = sessions_.Create(token, claims);
+    spdlog::info("Dashboard: {} ({}) signed in; the session ends with the token", claims.name,
+                 bus::RoleName(claims.role));
+    res.status = 303;
+    res.set_header("Set-Cookie", SessionCookie(session.id, claims.expires_at - NowUnix()));
+    res.set_header("Location", "/");
+    res.set_header("Cache-Control", "no-store");
+  };
+  s.Get("/login", [sign_in](const httplib::Request& req, httplib::Response& res) {
+    if (!req.has_param("token")) {
+      const std::string_view* page = FindAsset("login.html");
+      if (page == nullptr) return Reply(res, 404, {{"error", "login.html is not in this build"}});
+      return res.set_content(PageWithVersion(*page), "text/html; charset=utf-8");
+    }
+    sign_in(req.get_param_value("token"), res);
+  });
+  s.Post("/login", [sign_in](const httplib::Request& req, httplib::Response& res) {
+    if (Status st = CheckSameOrigin(HeadersOf(req)); !st.ok()) return RefusedPage(res, st);
+    httplib::Params form;  // application/x-www-form-urlencoded
+    httplib::detail::parse_query_text(req.body, form);
+    auto token = form.find("token");
+    sign_in(token == form.end() ? std::string() : token->second, res);
+  });
+  s.Post("/logout", [this, session_of](const httplib::Request& req, httplib::Response& res) {
+    auto session = session_of(req);
+    const PostHeaders h = HeadersOf(req);
+    if (Status st = CheckSameOrigin(h); !st.ok()) return Reply(res, 403, {{"error", st.message()}});
+    if (session) {
+      if (!SameSecret(h.csrf, session->csrf)) {
+        return Reply(res, 403, {{"error", "missing or wrong CSRF token"}});
+      }
+      sessions_.Erase(session->id);
+      spdlog::info("Dashboard: {} ({}) signed out", session->claims.name,
+                   bus::RoleName(session->claims.role));
+    }
+    res.set_header("Set-Cookie", SessionCookie("", 0));
+    Reply(res, 200, {{"signed_in", false}});
+  });
+  s.Get("/api/session", [session_of](const httplib::Request& req, httplib::Response& res) {
+    auto session = session_of(req);
+    if (!session) return Reply(res, 200, {{"signed_in", false}});
+    Reply(res, 200,
+          {{"signed_in", true},
+           {"name", session->claims.name},
+           {"role", std::string(bus::RoleName(session->claims.role))},
+           {"expires_at", session->claims.expires_at},
+           {"csrf", session->csrf}});
+  });
+  s.Get("/api/actions", [this](const httplib::Request& req, httplib::Response& res) {
+    Reply(res, 200, actions_.For(req.get_param_value("experiment"), 100));
+  });
+
+  // One action: gate, then the scheduler decides with the session's token.
+  auto act = [this, session_of](const httplib::Request& req, httplib::Response& res,
+                                proto::DashboardAction action) {
+    auto session = session_of(req);
+    json entry = {{"time", NowUnix()},
+                  {"who", session ? session->claims.name : std::string()},
+                  {"role", session ? std::string(bus::RoleName(session->claims.role)) : ""},
+                  {"action", action.action},
+                  {"experiment", action.experiment},
+                  {"trial_id", action.trial_id}};
+    if (action.action == "set_weight") entry["weight"] = action.weight;
+    if (Status st = CheckControlPost(session, HeadersOf(req)); !st.ok()) {
+      spdlog::warn("Dashboard: refused POST {} from {}: {}", req.path,
+                   session ? fmt::format("{} ({})", session->claims.name,
+                                         bus::RoleName(session->claims.role))
+                           : std::string("a browser that is not signed in"),
+                   st.message());
+      entry["ok"] = false;
+      entry["result"] = st.message();
+      // Only signed-in attempts enter the page's log: anyone may send the others.
+      if (session) actions_.Add(entry);
+      return Reply(res, 403, {{"error", st.message()}, {"entry", entry}});
+    }
+    action.token = session->token;
+    auto reply = Call(action);
+    entry["ok"] = reply.ok();
+    if (reply.ok()) {
+      std::string result = reply->value("message", std::string());
+      if (result.empty() && reply->contains("status")) {
+        result = fmt::format("experiment {} is {}", reply->value("name", action.experiment),
+                             reply->value("status", std::string()));
+      }
+      if (action.action == "set_weight") {
+        result = fmt::format("weight {} (share {:.0f}%)", reply->value("weight", 0.0),
+                             100 * reply->value("share", 0.0));
+      }
+      entry["result"] = result;
+    } else {
+      entry["result"] = reply.status().message();
+    }
+    actions_.Add(entry);
+    if (!reply.ok()) {
+      return Reply(res, HttpStatusOf(reply.status()),
+                   {{"error", reply.status().message()}, {"entry", entry}});
+    }
+    Reply(res, 200, {{"ok", true}, {"entry", entry}, {"body", *reply}});
+  };
+  s.Post(R"(/api/experiments/([^/]+)/trials/([^/]+)/(stop|pause|resume))",
+         [act](const httplib::Request& req, httplib::Response& res) {
+           proto::DashboardAction a;
+           a.experiment = req.matches[1].str();
+           a.trial_id = req.matches[2].str();
+           a.action = req.matches[3].str() + "_trial";
+           act(req, res, std::move(a));
+         });
+  s.Post(R"(/api/experiments/([^/]+)/(stop|interrupt|weight))",
+         [act](const httplib::Request& req, httplib::Response& res) {
+           proto::DashboardAction a;
+           a.experiment = req.matches[1].str();
+           const std::string verb = req.matches[2].str();
+           a.action = verb == "weight" ? "set_weight" : verb + "_experiment";
+           if (verb == "weight") {
+             // Not a number: weight 0, which the scheduler refuses (after the gate).
+             const json body = json::parse(req.body, nullptr, false);
+             if (body.is_object() && body.contains("weight") && body["weight"].is_number()) {
+               a.weight = body["weight"].get<double>();
+             }
+           }
+           act(req, res, std::move(a));
+         });
+}
+
+}  // namespace tunebus::dashboard

@@ -1,0 +1,252 @@
+// The dashboard's trial page and its JSON routes (docs/dashboard.md "One trial"):
+//
+//   GET /experiments/NAME/trials/ID            the page (trial.html, trial.js)
+//   GET /api/experiments/NAME/trials/ID        {experiment, journal, metric, mode, trial: the
+//                                              trial object (ShowTrial), error_text: the tail of
+//                                              its error.txt (the worker's error and the
+//                                              trainable's stderr at each failure) or null}
+//   GET .../trials/ID/results?offset=&limit=   ResultPage of its result.json (no offset: the
+//                                              last `limit` rows)
+//   GET .../trials/ID/checkpoints              CheckpointRows of the checkpoints it keeps
+//   GET .../trials/ID/checkpoints/CID/export   the checkpoint as a tar archive (the folder the
+//                                              trainable saved), streamed chunk by chunk as the
+//                                              control socket's fetch_checkpoint answers
+//                                              (`tunectl checkpoint export`'s bytes); 404 when
+//                                              the trial or the store no longer keeps it
+//   GET .../trials/ID/logs?stream=stdout|stderr&tail_bytes=N
+//                                              {trial_id, stream, path, exists, size, offset,
+//                                              text}: the last N bytes (default 64 KiB) of the
+//                                              file the trial-worker appends the trainable's
+//                                              output to, from the first whole line
+//
+// Everything runs on the HTTP threads: the trial object comes from the control socket (a read),
+// the files from the trial's folder on this host (the scheduler writes result.json and
+// error.txt there; the workers append stdout and stderr to the same folder, shared with remote
+// workers as docs/deploy.md describes), the checkpoint's bytes from the checkpoint-store
+// through fetch_checkpoint, which the scheduler's event loop forwards without waiting: it sends
+// the store's answer on as it comes. The dashboard's viewer key may not read the store itself
+// (its checkpoint calls are the workers' and services', docs/security.md).
+#include <fmt/format.h>
+#include <httplib.h>
+#include <spdlog/spdlog.h>
+
+#include <fstream>
+#include <memory>
+#include <optional>
+
+#include "proto/control.hpp"
+#include "services/scheduler/dashboard/http.hpp"
+#include "services/scheduler/dashboard/server.hpp"
+#include "services/scheduler/dashboard/views/trial_views.hpp"
+
+namespace tunebus::dashboard {
+
+using nlohmann::json;
+
+namespace {
+
+// result.json is read up to this size (a longer one shows its beginning).
+constexpr int64_t kResultFileReadBytes = 64 << 20;
+// error.txt's tail sent with the trial.
+constexpr int64_t kErrorTailBytes = 64 << 10;
+
+constexpr const char* kTrialRoute = R"(/api/experiments/([^/]+)/trials/([^/]+))";
+
+// A file's bytes from `offset`, at most `length`, and its size; nullopt when it cannot be
+// opened (absent).
+struct FileRange {
+  int64_t size = 0;
+  int64_t offset = 0;
+  std::string bytes;
+};
+
+std::optional<FileRange> ReadRange(const std::string& path, int64_t offset, int64_t length) {
+  std::ifstream in(path, std::ios::binary | std::ios::ate);
+  if (!in) return std::nullopt;
+  FileRange r;
+  r.size = int64_t(in.tellg());
+  r.offset = std::min(offset, r.size);
+  r.bytes.resize(size_t(std::min(length, r.size - r.offset)));
+  in.seekg(r.offset);
+  in.read(r.bytes.data(), std::streamsize(r.bytes.size()));
+  r.bytes.resize(size_t(std::max<std::streamsize>(in.gcount(), 0)));
+  return r;
+}
+
+// The last `tail_bytes` of a file, from its first whole line.
+std::optional<FileRange> ReadTail(const std::string& path, int64_t tail_bytes) {
+  std::ifstream probe(path, std::ios::binary | std::ios::ate);
+  if (!probe) return std::nullopt;
+  const TailWindow w = TailOf(int64_t(probe.tellg()), tail_bytes);
+  auto r = ReadRange(path, w.offset, w.length);
+  if (!r) return r;
+  const std::string_view whole = WholeLines(r->bytes, r->offset);
+  r->offset += int64_t(r->bytes.size() - whole.size());
+  r->bytes.erase(0, r->bytes.size() - whole.size());
+  return r;
+}
+
+std::string TrialDir(const json& trial) { return trial.value("dir", std::string()); }
+
+}  // namespace
+
+void DashboardServer::AddTrialRoutes() {
+  httplib::Server& s = *server_;
+  s.Get(R"(/experiments/([^/]+)/trials/([^/]+))",
+        [](const httplib::Request&, httplib::Response& res) { SendAsset(res, "trial.html"); });
+
+  // The trial object of the route's NAME and ID (ShowTrial).
+  auto show = [this](const httplib::Request& req) {
+    proto::ShowTrial show;
+    show.experiment = req.matches[1].str();
+    show.trial_id = req.matches[2].str();
+    return Call(show);
+  };
+  // The trial object and its experiment's summary (GetExperiment) of the route's NAME and ID, or
+  // the first of the two calls' errors.
+  struct ShownTrial {
+    json trial;
+    json summary;
+  };
+  auto show_with_summary = [this, show](const httplib::Request& req) -> Result<ShownTrial> {
+    auto trial = show(req);
+    if (!trial.ok()) return trial.status();
+    proto::GetExperiment get;
+    get.experiment = req.matches[1].str();
+    auto summary = Call(get);
+    if (!summary.ok()) return summary.status();
+    return ShownTrial{std::move(*trial), std::move(*summary)};
+  };
+
+  s.Get(kTrialRoute, [show_with_summary](const httplib::Request& req, httplib::Response& res) {
+    auto shown = show_with_summary(req);
+    if (!shown.ok()) return SendError(res, shown.status());
+    const std::string name = req.matches[1].str();
+    const json& summary = shown->summary;
+    json body = {{"experiment", summary.value("name", name)},
+                 {"journal", summary.value("journal", name)},
+                 {"metric", summary.value("metric", std::string())},
+                 {"mode", summary.value("mode", std::string())},
+                 {"error_text", nullptr}};
+    if (auto error = ReadTail(TrialDir(shown->trial) + "/error.txt", kErrorTailBytes)) {
+      body["error_text"] = std::move(error->bytes);
+    }
+    body["trial"] = std::move(shown->trial);
+    SendJson(res, body);
+  });
+
+  s.Get(std::string(kTrialRoute) + "/results",
+        [show_with_summary](const httplib::Request& req, httplib::Response& res) {
+          ResultsQuery q;
+          if (req.has_param("offset")) q.offset = IntParam(req, "offset", 0);
+          q.limit = IntParam(req, "limit", q.limit);
+          auto query = CheckResultsQuery(q);
+          if (!query.ok()) return SendError(res, query.status());
+          auto shown = show_with_summary(req);
+          if (!shown.ok()) return SendError(res, shown.status());
+          auto file = ReadRange(TrialDir(shown->trial) + "/result.json", 0, kResultFileReadBytes);
+          json page = ResultPage(file ? file->bytes : std::string(), *query,
+                                 shown->summary.value("metric", std::string()));
+          page["trial_id"] = req.matches[2].str();
+          page["truncated"] = file && file->size > kResultFileReadBytes;
+          SendJson(res, page);
+        });
+
+  s.Get(std::string(kTrialRoute) + "/checkpoints",
+        [show](const httplib::Request& req, httplib::Response& res) {
+          auto trial = show(req);
+          if (!trial.ok()) return SendError(res, trial.status());
+          auto file = ReadRange(TrialDir(*trial) + "/result.json", 0, kResultFileReadBytes);
+          json body = CheckpointRows(*trial, file ? file->bytes : std::string());
+          body["trial_id"] = req.matches[2].str();
+          SendJson(res, body);
+        });
+
+  s.Get(std::string(kTrialRoute) + "/logs",
+        [show](const httplib::Request& req, httplib::Response& res) {
+          auto name = LogFileName(req.get_param_value("stream"));
+          if (!name.ok()) return SendError(res, name.status());
+          auto tail_bytes = CheckTailBytes(IntParam(req, "tail_bytes", kDefaultTailBytes));
+          if (!tail_bytes.ok()) return SendError(res, tail_bytes.status());
+          auto trial = show(req);
+          if (!trial.ok()) return SendError(res, trial.status());
+          const std::string path = TrialDir(*trial) + "/" + *name;
+          json body = {{"trial_id", req.matches[2].str()},
+                       {"stream", *name},
+                       {"path", path},
+                       {"exists", false},
+                       {"size", 0},
+                       {"offset", 0},
+                       {"text", ""}};
+          if (auto tail = ReadTail(path, *tail_bytes)) {
+            body["exists"] = true;
+            body["size"] = tail->size;
+            body["offset"] = tail->offset;
+            body["text"] = std::move(tail->bytes);
+          }
+          SendJson(res, body);
+        });
+
+  s.Get(std::string(kTrialRoute) + R"(/checkpoints/([^/]+)/export)",
+        [this](const httplib::Request& req, httplib::Response& res) {
+          proto::FetchCheckpoint fetch;
+          fetch.experiment = req.matches[1].str();
+          fetch.trial_id = req.matches[2].str();
+          fetch.checkpoint_id = req.matches[3].str();
+          auto client = TakeClient();
+          if (!client.ok()) return SendError(res, client.status());
+          auto first = client->CallFor<proto::CheckpointChunk>(fetch);
+          if (!first.ok()) {
+            const Status& why = first.status();
+            if (why.code() != StatusCode::kUnavailable) ReturnClient(std::move(*client));
+            // A trial without a stored checkpoint has no such checkpoint either.
+            return SendError(res, why.code() == StatusCode::kFailedPrecondition
+                                      ? Status::NotFound(why.message())
+                                      : why);
+          }
+          // The rest of the chunks are fetched as the page reads, each on this thread with the
+          // same client, of the same checkpoint even if the trial saves a newer one meanwhile.
+          struct Download {
+            std::optional<ControlClient> client;
+            proto::FetchCheckpoint fetch;
+            proto::CheckpointChunk chunk;  // the next to send
+            bool answered = true;          // the client's last request was answered
+          };
+          auto d = std::make_shared<Download>();
+          d->client.emplace(std::move(*client));
+          d->fetch = fetch;
+          d->fetch.checkpoint_id = first->checkpoint_id;
+          d->chunk = std::move(*first);
+          res.set_header("Content-Disposition",
+                         fmt::format("attachment; filename=\"{}\"",
+                                     ExportFileName(d->chunk.trial_id, d->chunk.checkpoint_id)));
+          res.set_header("X-Checkpoint-Id", d->chunk.checkpoint_id);
+          res.set_header("Cache-Control", "no-store");
+          res.set_chunked_content_provider(
+              "application/x-tar",
+              [d](size_t, httplib::DataSink& sink) {
+                const proto::CheckpointChunk& c = d->chunk;
+                if (!c.data.empty() && !sink.write(c.data.data(), c.data.size())) return false;
+                const uint32_t next = c.chunk_index + 1;
+                if (next >= c.num_chunks) {
+                  sink.done();
+                  return true;
+                }
+                d->fetch.chunk_index = next;
+                auto got = d->client->CallFor<proto::CheckpointChunk>(d->fetch);
+                if (!got.ok()) {
+                  d->answered = got.status().code() != StatusCode::kUnavailable;
+                  spdlog::warn("Dashboard: the export of checkpoint {} stopped at chunk {}: {}",
+                               d->fetch.checkpoint_id, next, got.status().ToString());
+                  return false;  // the connection is closed: the download fails
+                }
+                d->chunk = std::move(*got);
+                return true;
+              },
+              [this, d](bool) {
+                if (d->answered) ReturnClient(std::move(*d->client));
+              });
+        });
+}
+
+}  // namespace tunebus::dashboard
