@@ -23,7 +23,9 @@ const tunebusCharts = (() => {
     if (typeof v !== 'number') return String(v);
     if (Number.isInteger(v)) return String(v);
     const a = Math.abs(v);
-    return a !== 0 && (a >= 1e5 || a < 1e-3) ? v.toExponential(3) : String(Number(v.toPrecision(4)));
+    return a !== 0 && (a >= 1e5 || a < 1e-3)
+      ? v.toExponential(3)
+      : String(Number(v.toPrecision(4)));
   };
 
   // "1 h 02 min", "3 min 05 s", "42 s".
@@ -31,7 +33,9 @@ const tunebusCharts = (() => {
     if (s === null || s === undefined || !isFinite(s)) return '–';
     if (s > 0 && s < 1) return '< 1 s';
     s = Math.max(0, Math.round(s));
-    const h = Math.floor(s / 3600), m = Math.floor((s % 3600) / 60), sec = s % 60;
+    const h = Math.floor(s / 3600),
+      m = Math.floor((s % 3600) / 60),
+      sec = s % 60;
     if (h) return `${h} h ${String(m).padStart(2, '0')} min`;
     if (m) return `${m} min ${String(sec).padStart(2, '0')} s`;
     return `${sec} s`;
@@ -46,20 +50,29 @@ const tunebusCharts = (() => {
       box.append(make('span', { class: 'note' }, p && p.total < 0 ? 'no total' : '–'));
       return box;
     }
-    const bar = make('div', { class: 'bar', role: 'progressbar', 'aria-valuemin': 0,
-      'aria-valuemax': 100, 'aria-valuenow': Math.round(100 * p.fraction) });
+    const bar = make('div', {
+      class: 'bar',
+      role: 'progressbar',
+      'aria-valuemin': 0,
+      'aria-valuemax': 100,
+      'aria-valuenow': Math.round(100 * p.fraction),
+    });
     const fill = make('div', { class: 'fill' });
     fill.style.width = `${(100 * p.fraction).toFixed(1)}%`;
     bar.append(fill);
-    const what = p.basis === 'time_budget'
-      ? `${duration(p.elapsed_s)} of ${duration(p.time_budget_s)}`
-      : `${p.finished}/${p.total}`;
+    const what =
+      p.basis === 'time_budget'
+        ? `${duration(p.elapsed_s)} of ${duration(p.time_budget_s)}`
+        : `${p.finished}/${p.total}`;
     const eta = p.eta_s === null ? 'ETA –' : p.eta_s === 0 ? 'done' : `ETA ${duration(p.eta_s)}`;
     box.dataset.fraction = p.fraction;
     box.dataset.etaS = p.eta_s === null ? '' : p.eta_s;
     box.title = p.eta_method ? `ETA: ${p.eta_method}` : '';
-    box.append(bar, make('span', { class: 'progress-text' }, `${(100 * p.fraction).toFixed(0)}% · ${what}`),
-      make('span', { class: 'eta' }, eta));
+    box.append(
+      bar,
+      make('span', { class: 'progress-text' }, `${(100 * p.fraction).toFixed(0)}% · ${what}`),
+      make('span', { class: 'eta' }, eta),
+    );
     return box;
   }
 
@@ -69,7 +82,9 @@ const tunebusCharts = (() => {
 
   // Blue (worst) to red (best) for a value's rank in [0, 1].
   function heat(f) {
-    const r = Math.round(40 + 200 * f), b = Math.round(220 - 190 * f), g = Math.round(90 + 40 * (1 - Math.abs(2 * f - 1)));
+    const r = Math.round(40 + 200 * f),
+      b = Math.round(220 - 190 * f),
+      g = Math.round(90 + 40 * (1 - Math.abs(2 * f - 1)));
     return `rgb(${r},${g},${b})`;
   }
 
@@ -77,7 +92,8 @@ const tunebusCharts = (() => {
   function bestSoFar(values, mode) {
     let best = null;
     return values.map((v) => {
-      if (typeof v === 'number' && (best === null || (mode === 'min' ? v < best : v > best))) best = v;
+      if (typeof v === 'number' && (best === null || (mode === 'min' ? v < best : v > best)))
+        best = v;
       return best;
     });
   }
@@ -88,24 +104,35 @@ const tunebusCharts = (() => {
     const out = cols.params.map((p) => {
       if (p.kind === 'categorical') {
         const k = p.categories.length;
-        return { name: p.name, norm: (v) => (v === null ? null : k > 1 ? v / (k - 1) : 0.5),
-          label: [p.name, p.categories.join(' · ').slice(0, 40)] };
+        return {
+          name: p.name,
+          norm: (v) => (v === null ? null : k > 1 ? v / (k - 1) : 0.5),
+          label: [p.name, p.categories.join(' · ').slice(0, 40)],
+        };
       }
       const log = p.min > 0 && p.max / p.min >= 100;
       const f = log ? Math.log : (x) => x;
-      const lo = f(p.min), span = f(p.max) - f(p.min);
-      return { name: p.name, norm: (v) => (v === null ? null : span > 0 ? (f(v) - lo) / span : 0.5),
-        label: [p.name + (log ? ' (log)' : ''), `${num(p.min)} – ${num(p.max)}`] };
+      const lo = f(p.min),
+        span = f(p.max) - f(p.min);
+      return {
+        name: p.name,
+        norm: (v) => (v === null ? null : span > 0 ? (f(v) - lo) / span : 0.5),
+        label: [p.name + (log ? ' (log)' : ''), `${num(p.min)} – ${num(p.max)}`],
+      };
     });
     const vals = cols.value.filter((v) => typeof v === 'number');
-    const lo = Math.min(...vals), hi = Math.max(...vals);
-    out.push({ name: cols.metric, metric: true,
+    const lo = Math.min(...vals),
+      hi = Math.max(...vals);
+    out.push({
+      name: cols.metric,
+      metric: true,
       norm: (v) => (typeof v !== 'number' ? null : hi > lo ? (v - lo) / (hi - lo) : 0.5),
-      label: [cols.metric || 'metric', vals.length ? `${num(lo)} – ${num(hi)}` : ''] });
+      label: [cols.metric || 'metric', vals.length ? `${num(lo)} – ${num(hi)}` : ''],
+    });
     return out;
   }
 
-  const MAX_LINES = 1000;  // parallel-coordinate lines drawn (every k-th trial and the best beyond)
+  const MAX_LINES = 1000; // parallel-coordinate lines drawn (every k-th trial and the best beyond)
 
   function experimentPanels() {
     const journal = decodeURIComponent(location.pathname.replace(/^\/experiments\//, ''));
@@ -125,15 +152,24 @@ const tunebusCharts = (() => {
         charts[id].options.scales = config.options.scales;
         charts[id].update('none');
       } else {
-        config.options = Object.assign({ animation: false, maintainAspectRatio: false }, config.options);
+        config.options = Object.assign(
+          { animation: false, maintainAspectRatio: false },
+          config.options,
+        );
         charts[id] = new Chart(byId(id), config);
       }
       return charts[id];
     };
 
     const drawHistory = (cols) => {
-      const points = [], numbers = [];
-      cols.value.forEach((v, i) => { if (typeof v === 'number') { points.push({ x: i, y: v }); numbers.push(i); } });
+      const points = [],
+        numbers = [];
+      cols.value.forEach((v, i) => {
+        if (typeof v === 'number') {
+          points.push({ x: i, y: v });
+          numbers.push(i);
+        }
+      });
       const best = bestSoFar(cols.value, cols.mode);
       const line = numbers.map((i) => ({ x: i, y: best[i] }));
       byId('history-note').textContent = points.length
@@ -141,21 +177,43 @@ const tunebusCharts = (() => {
         : `no trial has reported ${cols.metric} yet`;
       chart('history', {
         type: 'line',
-        data: { datasets: [
-          { label: 'trial', data: points, showLine: false, pointRadius: 3, borderColor: COLOURS.point, backgroundColor: COLOURS.point },
-          { label: 'best so far', data: line, stepped: true, pointRadius: 0, borderWidth: 2, borderColor: COLOURS.best, backgroundColor: COLOURS.best },
-        ] },
-        options: { parsing: false, scales: {
-          x: { type: 'linear', title: { display: true, text: 'trial number' } },
-          y: { type: 'linear', title: { display: true, text: `${cols.metric} (last result)` } },
-        } },
+        data: {
+          datasets: [
+            {
+              label: 'trial',
+              data: points,
+              showLine: false,
+              pointRadius: 3,
+              borderColor: COLOURS.point,
+              backgroundColor: COLOURS.point,
+            },
+            {
+              label: 'best so far',
+              data: line,
+              stepped: true,
+              pointRadius: 0,
+              borderWidth: 2,
+              borderColor: COLOURS.best,
+              backgroundColor: COLOURS.best,
+            },
+          ],
+        },
+        options: {
+          parsing: false,
+          scales: {
+            x: { type: 'linear', title: { display: true, text: 'trial number' } },
+            y: { type: 'linear', title: { display: true, text: `${cols.metric} (last result)` } },
+          },
+        },
       });
     };
 
     const drawParallel = (cols) => {
       const ax = axes(cols);
       let rows = [];
-      cols.value.forEach((v, i) => { if (typeof v === 'number') rows.push(i); });
+      cols.value.forEach((v, i) => {
+        if (typeof v === 'number') rows.push(i);
+      });
       const shownAll = rows.length;
       if (rows.length > MAX_LINES) {
         const best = bestSoFar(cols.value, cols.mode);
@@ -174,8 +232,12 @@ const tunebusCharts = (() => {
         return {
           label: cols.trial_id[i],
           data: ax.map((a, j) => (a.metric ? f : a.norm(cols.params[j].values[i]))),
-          borderColor: heat(rank), backgroundColor: heat(rank), borderWidth: 1.5, pointRadius: 2,
-          spanGaps: false, fill: false,
+          borderColor: heat(rank),
+          backgroundColor: heat(rank),
+          borderWidth: 1.5,
+          pointRadius: 2,
+          spanGaps: false,
+          fill: false,
         };
       });
       byId('parallel-note').textContent = cols.params.length
@@ -185,10 +247,18 @@ const tunebusCharts = (() => {
       chart('parallel', {
         type: 'line',
         data: { labels: ax.map((a) => a.label), datasets },
-        options: { plugins: { legend: { display: false } }, scales: {
-          x: { type: 'category', grid: { color: '#999' } },
-          y: { type: 'linear', min: 0, max: 1, title: { display: true, text: 'scaled to each axis' } },
-        } },
+        options: {
+          plugins: { legend: { display: false } },
+          scales: {
+            x: { type: 'category', grid: { color: '#999' } },
+            y: {
+              type: 'linear',
+              min: 0,
+              max: 1,
+              title: { display: true, text: 'scaled to each axis' },
+            },
+          },
+        },
       });
     };
 
@@ -198,17 +268,41 @@ const tunebusCharts = (() => {
         ? `${imp.method}, over ${imp.trials} trials with the metric`
         : 'no config key varies between the trials';
       const list = byId('importance-list');
-      list.replaceChildren(...params.map((p, i) => make('li', { 'data-param': p.name, 'data-rank': i + 1,
-        'data-importance': p.importance }, `${p.name}: ${(100 * p.importance).toFixed(1)}%`)));
+      list.replaceChildren(
+        ...params.map((p, i) =>
+          make(
+            'li',
+            { 'data-param': p.name, 'data-rank': i + 1, 'data-importance': p.importance },
+            `${p.name}: ${(100 * p.importance).toFixed(1)}%`,
+          ),
+        ),
+      );
       chart('importance', {
         type: 'bar',
-        data: { labels: params.map((p) => p.name), datasets: [
-          { label: 'importance', data: params.map((p) => p.importance), backgroundColor: COLOURS.bar, borderColor: COLOURS.bar },
-        ] },
-        options: { indexAxis: 'y', plugins: { legend: { display: false } }, scales: {
-          x: { type: 'linear', min: 0, max: 1, title: { display: true, text: 'share of the explained variance' } },
-          y: { type: 'category' },
-        } },
+        data: {
+          labels: params.map((p) => p.name),
+          datasets: [
+            {
+              label: 'importance',
+              data: params.map((p) => p.importance),
+              backgroundColor: COLOURS.bar,
+              borderColor: COLOURS.bar,
+            },
+          ],
+        },
+        options: {
+          indexAxis: 'y',
+          plugins: { legend: { display: false } },
+          scales: {
+            x: {
+              type: 'linear',
+              min: 0,
+              max: 1,
+              title: { display: true, text: 'share of the explained variance' },
+            },
+            y: { type: 'category' },
+          },
+        },
       });
     };
 
@@ -220,33 +314,43 @@ const tunebusCharts = (() => {
     };
 
     const drawDecisions = (d) => {
-      const rows = (d.decisions || []).slice().reverse();  // newest first
-      byId('decisions-note').textContent = `${d.total} decisions of the ${d.scheduler} scheduler` +
+      const rows = (d.decisions || []).slice().reverse(); // newest first
+      byId('decisions-note').textContent =
+        `${d.total} decisions of the ${d.scheduler} scheduler` +
         (d.dropped ? ` (the newest ${rows.length} shown)` : '') +
         (d.total ? '' : ': none yet (kept in memory since this scheduler ran the experiment)');
-      byId('decisions').tBodies[0].replaceChildren(...rows.map((x) => {
-        const det = x.detail || {};
-        const rung = det.rung !== undefined ? det.rung : '';
-        let text = '';
-        if (x.kind === 'exploit') text = `from ${det.donor} at iteration ${det.donor_iteration}`;
-        else if (det.cutoff !== undefined) text = `${num(det.value)} < cutoff ${num(det.cutoff)}`;
-        else if (det.median !== undefined) text = `best ${num(det.best)} < median ${num(det.median)}`;
-        else if (det.bracket !== undefined) text = `bracket ${det.bracket}`;
-        else if (det.max_t !== undefined) text = `reached max_t ${num(det.max_t)}`;
-        return make('tr', { 'data-trial-id': x.trial_id, 'data-kind': x.kind, 'data-rung': rung },
-          make('td', {}, new Date(1000 * x.at_s).toLocaleTimeString()),
-          make('td', { class: 'trial' }, x.trial_id),
-          make('td', { class: `decision ${x.kind}` }, x.kind),
-          make('td', {}, x.scheduler),
-          make('td', { class: 'num' }, x.training_iteration),
-          make('td', { class: 'num rung' }, rung === '' ? '–' : num(rung)),
-          make('td', { class: 'note' }, text));
-      }));
+      byId('decisions').tBodies[0].replaceChildren(
+        ...rows.map((x) => {
+          const det = x.detail || {};
+          const rung = det.rung !== undefined ? det.rung : '';
+          let text = '';
+          if (x.kind === 'exploit') text = `from ${det.donor} at iteration ${det.donor_iteration}`;
+          else if (det.cutoff !== undefined) text = `${num(det.value)} < cutoff ${num(det.cutoff)}`;
+          else if (det.median !== undefined)
+            text = `best ${num(det.best)} < median ${num(det.median)}`;
+          else if (det.bracket !== undefined) text = `bracket ${det.bracket}`;
+          else if (det.max_t !== undefined) text = `reached max_t ${num(det.max_t)}`;
+          return make(
+            'tr',
+            { 'data-trial-id': x.trial_id, 'data-kind': x.kind, 'data-rung': rung },
+            make('td', {}, new Date(1000 * x.at_s).toLocaleTimeString()),
+            make('td', { class: 'trial' }, x.trial_id),
+            make('td', { class: `decision ${x.kind}` }, x.kind),
+            make('td', {}, x.scheduler),
+            make('td', { class: 'num' }, x.training_iteration),
+            make('td', { class: 'num rung' }, rung === '' ? '–' : num(rung)),
+            make('td', { class: 'note' }, text),
+          );
+        }),
+      );
     };
 
     let busy = false;
     const load = async () => {
-      if (busy) { again(); return; }
+      if (busy) {
+        again();
+        return;
+      }
       busy = true;
       try {
         const [cols, decisions] = await Promise.all([
@@ -269,16 +373,30 @@ const tunebusCharts = (() => {
       }
     };
     // At most once a second, the last call included.
-    let last = 0, timer = null;
+    let last = 0,
+      timer = null;
     const again = () => {
       const wait = last + 1000 - Date.now();
       if (timer) return;
-      timer = setTimeout(() => { timer = null; last = Date.now(); load(); }, Math.max(wait, 0));
+      timer = setTimeout(
+        () => {
+          timer = null;
+          last = Date.now();
+          load();
+        },
+        Math.max(wait, 0),
+      );
     };
     document.addEventListener('tunebus:event', (e) => {
       const { kind, data } = e.detail || {};
-      if (kind === 'hello' || kind === 'reset' || (data && (data.experiment === journal ||
-          journal.startsWith(`${data.experiment}-`) || data.experiment === section.dataset.name))) {
+      if (
+        kind === 'hello' ||
+        kind === 'reset' ||
+        (data &&
+          (data.experiment === journal ||
+            journal.startsWith(`${data.experiment}-`) ||
+            data.experiment === section.dataset.name))
+      ) {
         again();
       }
     });
@@ -287,7 +405,11 @@ const tunebusCharts = (() => {
     const tableDrawn = () => (byId('page-info') || {}).textContent;
     const started = Date.now();
     const firstLoad = () => {
-      if (tableDrawn() || Date.now() - started > 3000) { last = Date.now(); load(); return; }
+      if (tableDrawn() || Date.now() - started > 3000) {
+        last = Date.now();
+        load();
+        return;
+      }
       setTimeout(firstLoad, 50);
     };
     last = Date.now();

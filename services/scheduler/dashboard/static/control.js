@@ -14,13 +14,18 @@
     const e = document.createElement(tag);
     for (const [k, v] of Object.entries(attrs || {})) {
       if (v === undefined || v === null) continue;
-      if (k === 'class') e.className = v; else e.setAttribute(k, v);
+      if (k === 'class') e.className = v;
+      else e.setAttribute(k, v);
     }
     for (const c of children) e.append(c instanceof Node ? c : String(c ?? ''));
     return e;
   };
   // Trial actions by status, in button order.
-  const TRIAL_ACTIONS = { PENDING: ['pause', 'stop'], RUNNING: ['pause', 'stop'], PAUSED: ['resume', 'stop'] };
+  const TRIAL_ACTIONS = {
+    PENDING: ['pause', 'stop'],
+    RUNNING: ['pause', 'stop'],
+    PAUSED: ['resume', 'stop'],
+  };
   let session = { signed_in: false };
   const isOperator = () => session.signed_in && session.role === 'operator';
 
@@ -52,8 +57,11 @@
       await post('/logout');
       location.reload();
     });
-    box.replaceChildren(make('span', { class: 'who' }, session.name),
-      make('span', { class: `role ${session.role}` }, session.role), out);
+    box.replaceChildren(
+      make('span', { class: 'who' }, session.name),
+      make('span', { class: `role ${session.role}` }, session.role),
+      out,
+    );
   }
 
   function experimentControls() {
@@ -62,23 +70,55 @@
     const when = (t) => new Date(1000 * t).toLocaleTimeString();
 
     // The action log: everyone sees it.
-    const log = make('table', { id: 'action-log' },
-      make('thead', {}, make('tr', {}, ...['time', 'who', 'action', 'target', 'result'].map((h) => make('th', {}, h)))),
-      make('tbody', {}));
-    const logNote = make('p', { class: 'note', id: 'action-log-empty' }, 'No action taken in the dashboard yet.');
-    byId('trials').closest('section').after(make('section', { id: 'actions' }, make('h2', {}, 'Actions'), logNote, log));
+    const log = make(
+      'table',
+      { id: 'action-log' },
+      make(
+        'thead',
+        {},
+        make(
+          'tr',
+          {},
+          ...['time', 'who', 'action', 'target', 'result'].map((h) => make('th', {}, h)),
+        ),
+      ),
+      make('tbody', {}),
+    );
+    const logNote = make(
+      'p',
+      { class: 'note', id: 'action-log-empty' },
+      'No action taken in the dashboard yet.',
+    );
+    byId('trials')
+      .closest('section')
+      .after(make('section', { id: 'actions' }, make('h2', {}, 'Actions'), logNote, log));
     const loadLog = async () => {
       try {
-        const r = await fetch(`/api/actions?experiment=${encodeURIComponent(journal)}`, { cache: 'no-store' });
+        const r = await fetch(`/api/actions?experiment=${encodeURIComponent(journal)}`, {
+          cache: 'no-store',
+        });
         const entries = await r.json();
-        log.tBodies[0].replaceChildren(...entries.map((e) => make('tr', { 'data-action': e.action, 'data-trial-id': e.trial_id || '' },
-          make('td', {}, when(e.time)),
-          make('td', {}, `${e.who} (${e.role})`),
-          make('td', {}, e.action + (e.weight !== undefined ? ` ${e.weight}` : '')),
-          make('td', {}, e.trial_id || e.experiment),
-          make('td', { class: `result ${e.ok ? 'ok' : 'refused'}` }, `${e.ok ? 'ok' : 'refused'}: ${e.result}`))));
+        log.tBodies[0].replaceChildren(
+          ...entries.map((e) =>
+            make(
+              'tr',
+              { 'data-action': e.action, 'data-trial-id': e.trial_id || '' },
+              make('td', {}, when(e.time)),
+              make('td', {}, `${e.who} (${e.role})`),
+              make('td', {}, e.action + (e.weight !== undefined ? ` ${e.weight}` : '')),
+              make('td', {}, e.trial_id || e.experiment),
+              make(
+                'td',
+                { class: `result ${e.ok ? 'ok' : 'refused'}` },
+                `${e.ok ? 'ok' : 'refused'}: ${e.result}`,
+              ),
+            ),
+          ),
+        );
         logNote.hidden = entries.length > 0;
-      } catch (e) { /* the next poll retries */ }
+      } catch (e) {
+        /* the next poll retries */
+      }
     };
     loadLog();
     setInterval(loadLog, 3000);
@@ -94,38 +134,69 @@
     };
 
     // The experiment's control bar, under the summary.
-    const weight = make('input', { id: 'weight-input', type: 'number', min: '0.01', step: 'any', value: '1', 'aria-label': 'weight' });
+    const weight = make('input', {
+      id: 'weight-input',
+      type: 'number',
+      min: '0.01',
+      step: 'any',
+      value: '1',
+      'aria-label': 'weight',
+    });
     const button = (id, text, cls) => make('button', { id, type: 'button', class: cls }, text);
     const stopX = button('stop-experiment', 'stop experiment', 'danger');
     const interruptX = button('interrupt-experiment', 'interrupt', 'danger');
     const setWeight = button('set-weight', 'set weight');
-    const bar = make('section', { id: 'control', class: 'control-bar' },
-      make('strong', {}, 'Control'), stopX, interruptX, make('span', {}, 'weight'), weight, setWeight,
-      make('span', { class: 'note' }, 'as ' + session.name));
+    const bar = make(
+      'section',
+      { id: 'control', class: 'control-bar' },
+      make('strong', {}, 'Control'),
+      stopX,
+      interruptX,
+      make('span', {}, 'weight'),
+      weight,
+      setWeight,
+      make('span', { class: 'note' }, 'as ' + session.name),
+    );
     byId('summary').after(bar);
     const all = [stopX, interruptX, setWeight];
     stopX.addEventListener('click', () => {
-      if (window.confirm(`Stop every unfinished trial of ${journal} and end it?`)) act(`${api}/stop`, {}, all);
+      if (window.confirm(`Stop every unfinished trial of ${journal} and end it?`))
+        act(`${api}/stop`, {}, all);
     });
     interruptX.addEventListener('click', () => {
-      if (window.confirm(`Interrupt ${journal}? It can be resumed with tunectl resume.`)) act(`${api}/interrupt`, {}, all);
+      if (window.confirm(`Interrupt ${journal}? It can be resumed with tunectl resume.`))
+        act(`${api}/interrupt`, {}, all);
     });
-    setWeight.addEventListener('click', () => act(`${api}/weight`, { weight: Number(weight.value) }, all));
+    setWeight.addEventListener('click', () =>
+      act(`${api}/weight`, { weight: Number(weight.value) }, all),
+    );
 
     // A control cell in each row of the trial table, by the row's status.
     const table = byId('trials');
     const decorate = () => {
       const head = table.tHead.rows[0];
-      if (head && head.cells.length && !head.querySelector('th.actions')) head.append(make('th', { class: 'actions' }, 'control'));
+      if (head && head.cells.length && !head.querySelector('th.actions'))
+        head.append(make('th', { class: 'actions' }, 'control'));
       for (const tr of table.tBodies[0].rows) {
         if (!tr.dataset.trialId || tr.querySelector('td.actions')) continue;
         const status = (tr.querySelector('.status') || {}).textContent || '';
         const id = tr.dataset.trialId;
-        const buttons = (TRIAL_ACTIONS[status] || []).map((a) => make('button', {
-          type: 'button', class: 'trial-action', 'data-action': a, 'aria-label': `${a} ${id}`,
-        }, a));
+        const buttons = (TRIAL_ACTIONS[status] || []).map((a) =>
+          make(
+            'button',
+            {
+              type: 'button',
+              class: 'trial-action',
+              'data-action': a,
+              'aria-label': `${a} ${id}`,
+            },
+            a,
+          ),
+        );
         for (const b of buttons) {
-          b.addEventListener('click', () => act(`${api}/trials/${encodeURIComponent(id)}/${b.dataset.action}`, {}, buttons));
+          b.addEventListener('click', () =>
+            act(`${api}/trials/${encodeURIComponent(id)}/${b.dataset.action}`, {}, buttons),
+          );
         }
         tr.append(make('td', { class: 'actions' }, ...buttons));
       }

@@ -5,10 +5,28 @@
 'use strict';
 
 const STATUSES = ['PENDING', 'RUNNING', 'PAUSED', 'TERMINATED', 'ERROR'];
-const EVENT_KINDS = ['trial_added', 'trial_started', 'trial_result', 'trial_status',
-  'checkpoint_saved', 'trial_updated', 'experiment_ended', 'reset'];
-const PALETTE = ['#1f77b4', '#ff7f0e', '#2ca02c', '#d62728', '#9467bd', '#8c564b', '#e377c2',
-  '#7f7f7f', '#bcbd22', '#17becf'];
+const EVENT_KINDS = [
+  'trial_added',
+  'trial_started',
+  'trial_result',
+  'trial_status',
+  'checkpoint_saved',
+  'trial_updated',
+  'experiment_ended',
+  'reset',
+];
+const PALETTE = [
+  '#1f77b4',
+  '#ff7f0e',
+  '#2ca02c',
+  '#d62728',
+  '#9467bd',
+  '#8c564b',
+  '#e377c2',
+  '#7f7f7f',
+  '#bcbd22',
+  '#17becf',
+];
 
 const $ = (id) => document.getElementById(id);
 
@@ -18,7 +36,8 @@ function el(tag, attrs, ...children) {
   for (const [k, v] of Object.entries(attrs || {})) {
     if (v === undefined || v === null) continue;
     if (k === 'class') e.className = v;
-    else if (k.startsWith('data-')) e.dataset[k.slice(5).replace(/-(.)/g, (m, c) => c.toUpperCase())] = v;
+    else if (k.startsWith('data-'))
+      e.dataset[k.slice(5).replace(/-(.)/g, (m, c) => c.toUpperCase())] = v;
     else e.setAttribute(k, v);
   }
   for (const c of children) e.append(c instanceof Node ? c : String(c ?? ''));
@@ -43,18 +62,34 @@ async function getJson(url) {
 
 function showError(e) {
   const p = $('error');
-  if (!e) { p.hidden = true; return; }
+  if (!e) {
+    p.hidden = true;
+    return;
+  }
   p.textContent = String(e.message || e);
   p.hidden = false;
 }
 
 // Runs fn at most once per `ms`, the last call included (trailing).
 function throttle(fn, ms) {
-  let last = 0, timer = null;
+  let last = 0,
+    timer = null;
   return () => {
     const wait = last + ms - Date.now();
-    if (wait <= 0 && !timer) { last = Date.now(); fn(); return; }
-    if (!timer) timer = setTimeout(() => { timer = null; last = Date.now(); fn(); }, Math.max(wait, 0));
+    if (wait <= 0 && !timer) {
+      last = Date.now();
+      fn();
+      return;
+    }
+    if (!timer)
+      timer = setTimeout(
+        () => {
+          timer = null;
+          last = Date.now();
+          fn();
+        },
+        Math.max(wait, 0),
+      );
   };
 }
 
@@ -67,7 +102,8 @@ function throttle(fn, ms) {
 function connectEvents(onEvent, onHello) {
   const live = $('live');
   // charts.js (the analysis panels) listens to the same stream through document events.
-  const relay = (kind, data) => document.dispatchEvent(new CustomEvent('tunebus:event', { detail: { kind, data } }));
+  const relay = (kind, data) =>
+    document.dispatchEvent(new CustomEvent('tunebus:event', { detail: { kind, data } }));
   let es = null;
   const open = () => {
     es = new EventSource('/events');
@@ -101,10 +137,14 @@ function connectEvents(onEvent, onHello) {
   open();
 }
 
-function statusCell(status) { return el('span', { class: `status ${status}` }, status || '–'); }
+function statusCell(status) {
+  return el('span', { class: `status ${status}` }, status || '–');
+}
 
 function countsText(counts) {
-  return STATUSES.filter((s) => (counts || {})[s] > 0).map((s) => `${s} ${counts[s]}`).join(' · ');
+  return STATUSES.filter((s) => (counts || {})[s] > 0)
+    .map((s) => `${s} ${counts[s]}`)
+    .join(' · ');
 }
 
 // ---------------------------------------------------------------- the experiments page
@@ -114,22 +154,42 @@ function experimentsPage() {
     try {
       const rows = await getJson('/api/experiments');
       const body = $('experiments').tBodies[0];
-      body.replaceChildren(...rows.map((x) => {
-        const finished = STATUSES.slice(3).reduce((n, s) => n + ((x.counts || {})[s] || 0), 0);
-        return el('tr', { 'data-journal': x.journal },
-          el('td', {}, el('a', { href: `/experiments/${encodeURIComponent(x.journal)}` }, x.name)),
-          el('td', { class: 'note' }, x.journal),
-          el('td', {}, statusCell(x.status)),
-          el('td', { class: 'num' }, `${finished}/${x.total}`),
-          el('td', { class: 'progress-cell' }, typeof tunebusCharts === 'undefined' ? '' : tunebusCharts.progress(x.progress)),
-          el('td', { class: 'counts' }, countsText(x.counts)),
-          el('td', { class: 'num best' },
-            x.best_metric === null ? '–' : `${fmt(x.best_metric)} (${x.metric}, ${x.mode})`),
-          el('td', {}, x.best_trial_id || '–'),
-          el('td', { class: 'num' }, x.weight === undefined ? '–' : fmt(x.weight)),
-          el('td', { class: 'num' }, x.share === undefined ? '–' : `${(100 * x.share).toFixed(0)}%`),
-          el('td', {}, x.submitted_at ? new Date(1000 * x.submitted_at).toLocaleString() : '–'));
-      }));
+      body.replaceChildren(
+        ...rows.map((x) => {
+          const finished = STATUSES.slice(3).reduce((n, s) => n + ((x.counts || {})[s] || 0), 0);
+          return el(
+            'tr',
+            { 'data-journal': x.journal },
+            el(
+              'td',
+              {},
+              el('a', { href: `/experiments/${encodeURIComponent(x.journal)}` }, x.name),
+            ),
+            el('td', { class: 'note' }, x.journal),
+            el('td', {}, statusCell(x.status)),
+            el('td', { class: 'num' }, `${finished}/${x.total}`),
+            el(
+              'td',
+              { class: 'progress-cell' },
+              typeof tunebusCharts === 'undefined' ? '' : tunebusCharts.progress(x.progress),
+            ),
+            el('td', { class: 'counts' }, countsText(x.counts)),
+            el(
+              'td',
+              { class: 'num best' },
+              x.best_metric === null ? '–' : `${fmt(x.best_metric)} (${x.metric}, ${x.mode})`,
+            ),
+            el('td', {}, x.best_trial_id || '–'),
+            el('td', { class: 'num' }, x.weight === undefined ? '–' : fmt(x.weight)),
+            el(
+              'td',
+              { class: 'num' },
+              x.share === undefined ? '–' : `${(100 * x.share).toFixed(0)}%`,
+            ),
+            el('td', {}, x.submitted_at ? new Date(1000 * x.submitted_at).toLocaleString() : '–'),
+          );
+        }),
+      );
       $('empty').hidden = rows.length > 0;
       $('updated').textContent = `updated ${new Date().toLocaleTimeString()}`;
       showError(null);
@@ -138,7 +198,10 @@ function experimentsPage() {
     }
   };
   const reload = throttle(load, 500);
-  connectEvents(() => reload(), () => reload());
+  connectEvents(
+    () => reload(),
+    () => reload(),
+  );
   load();
 }
 
@@ -157,10 +220,10 @@ function experimentPage() {
   const state = {
     summary: null,
     query: pageQuery(), // the table's first query may come from the address (pageQuery)
-    configKeys: null,    // the table's config columns, from the first page
+    configKeys: null, // the table's config columns, from the first page
     selected: new Set(), // trials whose curves are drawn
-    curves: new Map(),   // trial_id -> [{x: training_iteration, y: metric}]
-    live: new Map(),     // trial_id -> the trial as its newest event showed it
+    curves: new Map(), // trial_id -> [{x: training_iteration, y: metric}]
+    live: new Map(), // trial_id -> the trial as its newest event showed it
     chart: null,
   };
   $('crumb').textContent = journal;
@@ -169,7 +232,8 @@ function experimentPage() {
 
   const chartsAvailable = typeof Chart !== 'undefined';
   if (!chartsAvailable) {
-    $('chart-note').textContent = 'Charts are unavailable: this build of the scheduler has no ' +
+    $('chart-note').textContent =
+      'Charts are unavailable: this build of the scheduler has no ' +
       'Chart.js (Debian package libjs-chart.js; rebuild with it installed).';
     $('curve').hidden = true;
   }
@@ -181,7 +245,8 @@ function experimentPage() {
     const byTime = xKey === 'time_total_s';
     const datasets = [...state.selected].map((id, i) => ({
       label: id,
-      data: (state.curves.get(id) || []).filter((p) => !byTime || typeof p.t === 'number')
+      data: (state.curves.get(id) || [])
+        .filter((p) => !byTime || typeof p.t === 'number')
         .map((p) => (byTime ? { x: p.t, y: p.y } : p)),
       borderColor: PALETTE[i % PALETTE.length],
       backgroundColor: PALETTE[i % PALETTE.length],
@@ -210,7 +275,9 @@ function experimentPage() {
       state.chart.options.scales.x.title.text = xKey;
       state.chart.update('none');
     }
-    $('chart-note').textContent = state.selected.size ? '' : 'Tick trials in the table to draw their curves.';
+    $('chart-note').textContent = state.selected.size
+      ? ''
+      : 'Tick trials in the table to draw their curves.';
   };
 
   const loadCurve = async (id) => {
@@ -221,7 +288,9 @@ function experimentPage() {
         .filter((p) => typeof p.training_iteration === 'number' && typeof p[m] === 'number')
         .map((p) => ({ x: p.training_iteration, y: p[m], t: p.time_total_s }));
       // Points the event stream added meanwhile are newer than the file may hold yet.
-      const live = (state.curves.get(id) || []).filter((p) => !points.length || p.x > points[points.length - 1].x);
+      const live = (state.curves.get(id) || []).filter(
+        (p) => !points.length || p.x > points[points.length - 1].x,
+      );
       state.curves.set(id, points.concat(live));
       drawChart();
     } catch (e) {
@@ -230,7 +299,12 @@ function experimentPage() {
   };
 
   const toggle = (id, on) => {
-    if (on) { state.selected.add(id); loadCurve(id); } else { state.selected.delete(id); }
+    if (on) {
+      state.selected.add(id);
+      loadCurve(id);
+    } else {
+      state.selected.delete(id);
+    }
     drawChart();
   };
 
@@ -243,42 +317,47 @@ function experimentPage() {
       { key: 'metric', label: metric() || 'metric', num: true },
       { key: 'time_total_s', label: 'time (s)', num: true },
     ];
-    for (const k of state.configKeys || []) cols.push({ key: `config.${k}`, label: k, num: true, config: k });
+    for (const k of state.configKeys || [])
+      cols.push({ key: `config.${k}`, label: k, num: true, config: k });
     return cols;
   };
 
   // The cells of a trial's row, by column.
-  const cells = (t) => columns().map((c) => {
-    if (c.key === null) {
-      const box = el('input', { type: 'checkbox', 'aria-label': `draw ${t.trial_id}` });
-      box.checked = state.selected.has(t.trial_id);
-      box.addEventListener('change', () => toggle(t.trial_id, box.checked));
-      return el('td', {}, box);
-    }
-    if (c.key === 'trial_id') {
-      const href = `/experiments/${encodeURIComponent(journal)}/trials/${encodeURIComponent(t.trial_id)}`;
-      return el('td', { class: 'trial_id' }, el('a', { href }, t.trial_id));
-    }
-    if (c.key === 'status') return el('td', { class: 'status-cell' }, statusCell(t.status));
-    if (c.key === 'metric') return el('td', { class: 'num metric' }, fmt((t.last_result || {})[metric()]));
-    if (c.config) return el('td', { class: 'num config' }, fmt((t.config || {})[c.config]));
-    return el('td', { class: c.num ? `num ${c.key}` : c.key }, fmt(t[c.key]));
-  });
+  const cells = (t) =>
+    columns().map((c) => {
+      if (c.key === null) {
+        const box = el('input', { type: 'checkbox', 'aria-label': `draw ${t.trial_id}` });
+        box.checked = state.selected.has(t.trial_id);
+        box.addEventListener('change', () => toggle(t.trial_id, box.checked));
+        return el('td', {}, box);
+      }
+      if (c.key === 'trial_id') {
+        const href = `/experiments/${encodeURIComponent(journal)}/trials/${encodeURIComponent(t.trial_id)}`;
+        return el('td', { class: 'trial_id' }, el('a', { href }, t.trial_id));
+      }
+      if (c.key === 'status') return el('td', { class: 'status-cell' }, statusCell(t.status));
+      if (c.key === 'metric')
+        return el('td', { class: 'num metric' }, fmt((t.last_result || {})[metric()]));
+      if (c.config) return el('td', { class: 'num config' }, fmt((t.config || {})[c.config]));
+      return el('td', { class: c.num ? `num ${c.key}` : c.key }, fmt(t[c.key]));
+    });
 
   const renderHeader = () => {
     const row = $('trials').tHead.rows[0];
-    row.replaceChildren(...columns().map((c) => {
-      if (!c.key) return el('th', {});
-      const sort = state.query.sort;
-      const arrow = sort === c.key ? ' ▲' : sort === `-${c.key}` ? ' ▼' : '';
-      const th = el('th', { 'data-sort': c.key, class: c.num ? 'num' : null }, c.label + arrow);
-      th.addEventListener('click', () => {
-        state.query.sort = sort === c.key ? `-${c.key}` : sort === `-${c.key}` ? '' : c.key;
-        state.query.offset = 0;
-        loadTrials();
-      });
-      return th;
-    }));
+    row.replaceChildren(
+      ...columns().map((c) => {
+        if (!c.key) return el('th', {});
+        const sort = state.query.sort;
+        const arrow = sort === c.key ? ' ▲' : sort === `-${c.key}` ? ' ▼' : '';
+        const th = el('th', { 'data-sort': c.key, class: c.num ? 'num' : null }, c.label + arrow);
+        th.addEventListener('click', () => {
+          state.query.sort = sort === c.key ? `-${c.key}` : sort === `-${c.key}` ? '' : c.key;
+          state.query.offset = 0;
+          loadTrials();
+        });
+        return th;
+      }),
+    );
   };
 
   const trialsUrl = () => {
@@ -288,7 +367,8 @@ function experimentPage() {
   // Trial-page requests are numbered as they are asked; the table shows an answer only if no
   // later-asked one is shown already, so an answer that arrives late (a reload asked before a
   // sort click, or the first page) never replaces the newer query's rows.
-  let asked = 0, shown = 0;
+  let asked = 0,
+    shown = 0;
   const askTrials = () => ({ number: ++asked, answer: getJson(trialsUrl()) });
   // `request`: one askTrials() made already (the first page, asked with the summary).
   const loadTrials = async (request) => {
@@ -300,7 +380,8 @@ function experimentPage() {
       shown = number;
       if (state.configKeys === null && page.trials.length) {
         state.configKeys = Object.keys(page.trials[0].config || {})
-          .filter((k) => typeof page.trials[0].config[k] !== 'object').slice(0, 6);
+          .filter((k) => typeof page.trials[0].config[k] !== 'object')
+          .slice(0, 6);
       }
       renderHeader();
       // A page fetched before a result's event may arrive after it: a row never goes back to
@@ -312,10 +393,15 @@ function experimentPage() {
         state.live.delete(t.trial_id);
         return t;
       };
-      $('trials').tBodies[0].replaceChildren(...page.trials.map(newest).map(
-        (t) => el('tr', { 'data-trial-id': t.trial_id }, ...cells(t))));
+      $('trials').tBodies[0].replaceChildren(
+        ...page.trials
+          .map(newest)
+          .map((t) => el('tr', { 'data-trial-id': t.trial_id }, ...cells(t))),
+      );
       const last = Math.min(q.offset + q.limit, page.total);
-      $('page-info').textContent = page.total ? `${q.offset + 1}–${last} of ${page.total}` : 'no trials';
+      $('page-info').textContent = page.total
+        ? `${q.offset + 1}–${last} of ${page.total}`
+        : 'no trials';
       $('prev').disabled = q.offset === 0;
       $('next').disabled = last >= page.total;
       showError(null);
@@ -327,8 +413,13 @@ function experimentPage() {
   const renderSummary = (s) => {
     document.title = `tunebus · ${s.name}`;
     $('title').textContent = s.name;
-    const card = (label, value, cls) => el('div', { class: 'card' },
-      el('div', { class: 'label' }, label), el('div', { class: `value ${cls || ''}` }, value));
+    const card = (label, value, cls) =>
+      el(
+        'div',
+        { class: 'card' },
+        el('div', { class: 'label' }, label),
+        el('div', { class: `value ${cls || ''}` }, value),
+      );
     const counts = s.counts || {};
     $('summary').replaceChildren(
       card('status', statusCell(s.status)),
@@ -336,12 +427,20 @@ function experimentPage() {
       ...STATUSES.map((st) => card(st.toLowerCase(), counts[st] || 0, `count-${st}`)),
       card('metric', `${s.metric} (${s.mode})`),
       card('elapsed', `${fmt(s.elapsed_s)} s`),
-      ...(s.weight === undefined ? [] : [card('weight · share', `${fmt(s.weight)} · ${(100 * (s.share || 0)).toFixed(0)}%`)]));
+      ...(s.weight === undefined
+        ? []
+        : [card('weight · share', `${fmt(s.weight)} · ${(100 * (s.share || 0)).toFixed(0)}%`)]),
+    );
     const b = s.best;
-    $('best').replaceChildren(b
-      ? el('span', { id: 'best-trial', 'data-trial-id': b.trial_id },
-        `${b.trial_id}: ${s.metric} = ${fmt((b.last_result || {})[s.metric])} at iteration ${fmt(b.training_iteration)} · config ${JSON.stringify(b.config)}`)
-      : el('span', { class: 'note' }, 'no trial has reported the metric yet'));
+    $('best').replaceChildren(
+      b
+        ? el(
+            'span',
+            { id: 'best-trial', 'data-trial-id': b.trial_id },
+            `${b.trial_id}: ${s.metric} = ${fmt((b.last_result || {})[s.metric])} at iteration ${fmt(b.training_iteration)} · config ${JSON.stringify(b.config)}`,
+          )
+        : el('span', { class: 'note' }, 'no trial has reported the metric yet'),
+    );
   };
 
   const loadSummary = async () => {
@@ -356,7 +455,10 @@ function experimentPage() {
     }
   };
 
-  const reloadAll = throttle(() => { loadSummary(); loadTrials(); }, 1000);
+  const reloadAll = throttle(() => {
+    loadSummary();
+    loadTrials();
+  }, 1000);
 
   // A trial_result: its row (when on this page) and its curve (when drawn) at once; the counts,
   // order and best follow with the next (throttled) reload.
@@ -368,9 +470,14 @@ function experimentPage() {
     if (tr) tr.replaceChildren(...cells(t));
     if (kind === 'trial_result' && state.selected.has(t.trial_id)) {
       const r = t.last_result || {};
-      const x = r.training_iteration, y = r[metric()];
+      const x = r.training_iteration,
+        y = r[metric()];
       const points = state.curves.get(t.trial_id) || [];
-      if (typeof x === 'number' && typeof y === 'number' && (!points.length || x > points[points.length - 1].x)) {
+      if (
+        typeof x === 'number' &&
+        typeof y === 'number' &&
+        (!points.length || x > points[points.length - 1].x)
+      ) {
         points.push({ x, y, t: r.time_total_s });
         state.curves.set(t.trial_id, points);
         drawChart();
@@ -378,12 +485,18 @@ function experimentPage() {
     }
   };
 
-  connectEvents((kind, data) => {
-    if (kind === 'reset') { reloadAll(); return; }
-    if (!state.summary || data.experiment !== state.summary.name) return;
-    applyTrial(kind, data);
-    reloadAll();
-  }, () => reloadAll());
+  connectEvents(
+    (kind, data) => {
+      if (kind === 'reset') {
+        reloadAll();
+        return;
+      }
+      if (!state.summary || data.experiment !== state.summary.name) return;
+      applyTrial(kind, data);
+      reloadAll();
+    },
+    () => reloadAll(),
+  );
 
   if ($('curve-x')) $('curve-x').addEventListener('change', drawChart);
   $('status-filter').addEventListener('change', (e) => {
