@@ -7,8 +7,9 @@
 #                                                  CMakeLists.txt installs its target under the
 #                                                  name tunebus-<service>, which the units in
 #                                                  deploy/systemd run; stripped below
-#   /usr/lib/python3/dist-packages/tunebus         clients/python/tunebus (and tunebus_searcher.py
-#                                                  beside it), for Debian's /usr/bin/python3; its
+#   /usr/lib/python3/dist-packages/tunebus         clients/python/tunebus (with the Optuna searcher,
+#                                                  `python3 -m tunebus.searcher`), for Debian's
+#                                                  /usr/bin/python3; its
 #                                                  driver finds /usr/bin/tunectl on PATH
 #   /usr/share/man/man1/*.1.gz                     made by help2man from each binary's --help
 #                                                  (cmake/manpage.cmake), when help2man is there
@@ -27,7 +28,7 @@
 # run time (clients/python/tunebus/_deps.py: zmq, msgpack, cloudpickle) plus adduser (the
 # postinst's fallback without systemd-sysusers). Recommends: tabulate (CLIReporter's table).
 # Suggests: scikit-learn (examples/digits), pandas (ResultGrid.get_dataframe), Optuna
-# (OptunaSearch, tunebus_searcher.py), the deep-learning examples' frameworks, bash-completion.
+# (OptunaSearch, tunebus.searcher), the deep-learning examples' frameworks, bash-completion.
 # Not recommended, so that `apt install ./tunebus_*.deb` installs no -dev package: on Debian 12,
 # python3-sklearn's python3-scipy Depends on python3-pythran, which Depends on g++, libboost-dev,
 # python3-all-dev and more; python3-pandas Recommends python3-numba (through pandas-lib), whose
@@ -63,9 +64,6 @@ install(CODE "
 # ---- Python: the package for Debian's python3 ---------------------------------------------------
 install(DIRECTORY ${CMAKE_SOURCE_DIR}/clients/python/tunebus DESTINATION lib/python3/dist-packages
   PATTERN __pycache__ EXCLUDE PATTERN "*.pyc" EXCLUDE)
-# The Optuna searcher (proto/PROTOCOL.md 7a): `python3 -m tunebus_searcher` or its path.
-install(FILES ${CMAKE_SOURCE_DIR}/clients/python/tunebus_searcher.py
-  DESTINATION lib/python3/dist-packages)
 # The version of the build the package comes from (cmake/Version.cmake), when that file is there.
 if(COMMAND tunebus_install_python_version)
   tunebus_install_python_version(DESTINATION lib/python3/dist-packages/tunebus)

@@ -1,6 +1,6 @@
 // ExternalSearcher: `search: {type: external, endpoint: ...}` — a searcher in another process
 // (any language) that speaks the ask/tell protocol of proto/PROTOCOL.md section 7a over a
-// SearcherLink (clients/python/tunebus_searcher.py wraps Optuna's samplers). DESIGN.md
+// SearcherLink (clients/python/tunebus/searcher.py wraps Optuna's samplers). DESIGN.md
 // "Search": a searcher in another language is a process on the bus, never a plugin.
 //
 // The state that matters lives here and is journaled (searcher.hpp "Journaling"), not in the

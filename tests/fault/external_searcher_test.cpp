@@ -1,5 +1,5 @@
 // Fault tests (issue 21, point 4): an experiment whose configs come from an external searcher
-// process (clients/python/tunebus_searcher.py wrapping Optuna's CMA-ES, run by /usr/bin/python3)
+// process (clients/python/tunebus/searcher.py wrapping Optuna's CMA-ES, run by /usr/bin/python3)
 // survives the searcher being SIGKILLed and restarted, being SIGSTOPped (hung) and resumed, and
 // the scheduler being SIGKILLed: the run completes with exactly num_samples trials, each added
 // once with the config the searcher's journaled suggestion holds, and `tunectl status` showed the
@@ -115,7 +115,7 @@ class ExternalSearcherFaultTest : public ::testing::Test {
   Cluster cluster_{ClusterOptions{}};
   Process::Options searcher_options_{
       .binary = kPython,
-      .args = {(SourceDir() / "clients/python/tunebus_searcher.py").string(), "--sampler", "cmaes",
+      .args = {(SourceDir() / "clients/python/tunebus/searcher.py").string(), "--sampler", "cmaes",
                "--seed", "1", "--endpoint", kAnyLoopback},
       .log_dir = cluster_.dir() / "logs"};
   std::string endpoint_;

@@ -1,5 +1,5 @@
 // Fault tests: `search: {type: external, command: [...]}` — the scheduler starts the searcher
-// (clients/python/tunebus_searcher.py wrapping Optuna's TPE, run by /usr/bin/python3, the script
+// (clients/python/tunebus/searcher.py wrapping Optuna's TPE, run by /usr/bin/python3, the script
 // named by its path relative to the experiment file's folder) on an ipc:// endpoint it picks.
 // SIGKILLed mid-run, the searcher is restarted by the scheduler, `tunectl status` shows the restart
 // and the run completes with exactly num_samples trials; when the experiment ends, the scheduler
@@ -46,7 +46,7 @@ class SpawnedSearcherTest : public ::testing::Test {
     const fs::path folder = cluster_.dir() / "exp";
     fs::create_directories(folder);
     const std::string script =
-        fs::relative(SourceDir() / "clients/python/tunebus_searcher.py", folder).string();
+        fs::relative(SourceDir() / "clients/python/tunebus/searcher.py", folder).string();
     file_ = folder / "spawned.yaml";
     WriteFile(file_, ExternalSearchExperiment("spawned", kTrials,
                                               "  type: external\n"

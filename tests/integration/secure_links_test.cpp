@@ -1,5 +1,5 @@
 // Issue 33's CURVE on the links the scheduler opens itself: an external searcher on tcp://
-// (clients/python/tunebus_searcher.py wrapping Optuna's RandomSampler, run by /usr/bin/python3
+// (clients/python/tunebus/searcher.py wrapping Optuna's RandomSampler, run by /usr/bin/python3
 // with TUNEBUS_KEYS_DIR) beside the four services started with keys from `tunectl keygen
 // --suite`. The scheduler connects only to a searcher whose public key (the experiment's
 // search.server_key, else <keys-dir>/searcher.key) its allow-list holds with role searcher: an
@@ -63,11 +63,11 @@ class SecureLinksTest : public ::testing::Test {
     ASSERT_TRUE(cluster_->Start());
   }
 
-  // Starts tunebus_searcher.py serving CURVE on a loopback port with keypair `key_name`.
+  // Starts tunebus/searcher.py serving CURVE on a loopback port with keypair `key_name`.
   ::testing::AssertionResult StartSearcher(const std::string& key_name) {
     Process::Options o{.name = "searcher-" + key_name,
                        .binary = kPython,
-                       .args = {(SourceDir() / "clients/python/tunebus_searcher.py").string(),
+                       .args = {(SourceDir() / "clients/python/tunebus/searcher.py").string(),
                                 "--sampler", "random", "--seed", "1", "--endpoint", kAnyLoopback},
                        .env = {{"TUNEBUS_KEYS_DIR", keys_}, {"TUNEBUS_KEY_NAME", key_name}},
                        .log_dir = cluster_->dir() / "logs"};

@@ -66,8 +66,8 @@ TEST(ExperimentSpecTest, DigitsExampleWithASpawnedSearcherParses) {
   Result<ExperimentSpec> spec = ParseExperimentFile(file.string());
   ASSERT_TRUE(spec.ok()) << spec.status().message();
   EXPECT_EQ(spec->search, "external");
-  EXPECT_EQ(spec->search_config["command"][1], "../../clients/python/tunebus_searcher.py");
-  EXPECT_TRUE(fs::exists(file.parent_path() / "../../clients/python/tunebus_searcher.py"));
+  EXPECT_EQ(spec->search_config["command"][1], "../../clients/python/tunebus/searcher.py");
+  EXPECT_TRUE(fs::exists(file.parent_path() / "../../clients/python/tunebus/searcher.py"));
   EXPECT_FALSE(spec->search_config.contains("endpoint"));
 }
 

@@ -5,11 +5,11 @@ sockets to and from a connected suite use CURVE, like every tcp:// socket of the
 
   <keys-dir>/<TUNEBUS_KEY_NAME, else the caller's default>.key_secret
         this process's keypair: the driver uses "tunectl" (the user's key, role operator),
-        clients/python/tunebus_searcher.py "searcher"
+        clients/python/tunebus/searcher.py "searcher"
   <keys-dir>/scheduler.key
         the scheduler's public key: the server key of the control socket and the event stream,
         and the only client key the package's servers (the driver link, the driver's searcher,
-        tunebus_searcher.py) accept, checked by pyzmq's ThreadAuthenticator (ZAP, RFC 27)
+        tunebus.searcher) accept, checked by pyzmq's ThreadAuthenticator (ZAP, RFC 27)
 
 The files are tunebus's key files (`tunectl keygen`), ZeroMQ's certificate format, read with
 pyzmq's `zmq.auth.load_certificate`. A secret key file that group or others may read is refused,

@@ -1,5 +1,5 @@
 """A ROUTER socket answering msgpack requests (proto/PROTOCOL.md §1): the server side shared by
-the driver link, the driver's searcher (tunebus._driver) and clients/python/tunebus_searcher.py.
+the driver link, the driver's searcher (tunebus._driver) and clients/python/tunebus/searcher.py.
 
 With TUNEBUS_KEYS_DIR set, a tcp:// ROUTER is a CURVE server that accepts only the scheduler's
 key (tunebus._curve); `key_name` is the keypair it serves with (default: TUNEBUS_KEY_NAME, else

@@ -6,8 +6,9 @@ of proto/PROTOCOL.md section 7a (ZeroMQ request/reply, msgpack maps). It needs p
 Optuna only (Debian: python3-zmq python3-msgpack python3-optuna), so run it with the Python that
 has them, e.g. /usr/bin/python3:
 
-    /usr/bin/python3 clients/python/tunebus_searcher.py --sampler cmaes --seed 0 \\
-        --endpoint tcp://127.0.0.1:5600
+    /usr/bin/python3 -m tunebus.searcher --sampler cmaes --seed 0 --endpoint tcp://127.0.0.1:5600
+
+(from a source tree: PYTHONPATH=clients/python, or the path clients/python/tunebus/searcher.py)
 
 and name the endpoint in the experiment file:
 
@@ -17,7 +18,7 @@ or let the scheduler start (and restart, and stop) it, binding the endpoint it p
 
     search:
       type: external
-      command: [/usr/bin/python3, tunebus_searcher.py, --sampler, cmaes]
+      command: [/usr/bin/python3, -m, tunebus.searcher, --sampler, cmaes]
 
 Without --endpoint it binds $TUNEBUS_SEARCHER_ENDPOINT (set by the scheduler that started it),
 else tcp://127.0.0.1:5600. With $TUNEBUS_SEARCHER_PARENT_PID set (the scheduler that started it)
@@ -52,14 +53,16 @@ import signal
 import sys
 import warnings
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))  # the tunebus package beside it
+if not __package__:  # run by its path: import the package it is in, not its files one by one
+    _package_parent = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    sys.path[0:1] = [_package_parent]
 from tunebus import _router  # noqa: E402  (the ROUTER loop and typed errors, PROTOCOL.md section 1)
 from tunebus._errors import TuneError  # noqa: E402
 from tunebus._router import ProtocolError  # noqa: E402
 
 DEFAULT_ENDPOINT = "tcp://127.0.0.1:5600"
 
-LOG = logging.getLogger("tunebus_searcher")
+LOG = logging.getLogger("tunebus.searcher")
 
 SAMPLERS = {
     "tpe": "TPESampler",
@@ -297,7 +300,7 @@ def write_ready_file(path, endpoint):
     """Writes the bound endpoint to `path` atomically, in the services' ready-file format
     (libs/service/ready_file.hpp): {service, pid, endpoints: {endpoint}, metrics_port}."""
     ready = {
-        "service": "tunebus_searcher",
+        "service": "tunebus.searcher",
         "pid": os.getpid(),
         "endpoints": {"endpoint": endpoint},
         "metrics_port": 0,
