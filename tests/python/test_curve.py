@@ -13,7 +13,7 @@ import time
 import pytest
 
 import tunebus
-from tunebus import _suite, train, tune
+from tunebus import _control, train, tune
 from tunebus._errors import TuneError
 
 
@@ -87,5 +87,5 @@ def test_driver_stopper_and_sample_from_work_over_curve(tmp_path, secure_suite, 
     # Without keys the suite answers nothing.
     monkeypatch.delenv("TUNEBUS_KEYS_DIR")
     with pytest.raises(TuneError) as e:
-        _suite.ControlClient(endpoint, timeout_s=1).request("get_experiment")
+        _control.ControlClient(endpoint, timeout_s=1).request("get_experiment")
     assert e.value.code == "unavailable"

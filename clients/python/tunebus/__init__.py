@@ -21,13 +21,13 @@ from tunebus._helper import (  # noqa: F401 - the helper's API, re-exported
     STOP,
     checkpoint_dir,
     config,
-    report,
     restore_dir,
     start_iteration,
     trial_dir,
     trial_id,
 )
 from tunebus._resources import get_gpu_ids
+from tunebus._session import report  # Ray's train.report and the helper's, one function
 from tunebus._version import __version__  # the root CMakeLists.txt's (tunebus._version)
 
 __all__ = [
@@ -43,6 +43,7 @@ __all__ = [
     "start_iteration",
     "TuneError",
     "get_gpu_ids",
+    "__version__",
     "Experiment",
     "init",
     "shutdown",

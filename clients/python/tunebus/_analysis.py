@@ -42,7 +42,7 @@ def folder_exporter(path, journal):
 
     def export(trial_id, checkpoint_id, target):
         from tunebus import _suite
-        from tunebus._results import tunectl_exporter
+        from tunebus._results import control_exporter
         from tunebus._tuner import STATE_FILE
 
         state_file = os.path.join(path, STATE_FILE)
@@ -52,8 +52,7 @@ def folder_exporter(path, journal):
         with open(state_file) as f:
             experiment = json.load(f)["experiment"]
         endpoint, _ = _suite.endpoint(experiment["results_dir"])
-        tunectl_exporter(_suite.find_tunectl(), endpoint, journal or experiment["name"])(
-            trial_id, checkpoint_id, target)
+        control_exporter(endpoint, journal or experiment["name"])(trial_id, checkpoint_id, target)
 
     return export
 

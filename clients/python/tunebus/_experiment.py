@@ -3,7 +3,8 @@
 import json
 
 from tunebus import _suite
-from tunebus._results import ResultGrid, tunectl_exporter
+from tunebus._control import ControlClient
+from tunebus._results import ResultGrid, control_exporter
 
 
 class Experiment:
@@ -18,7 +19,7 @@ class Experiment:
     def __init__(self, name=None, connect=None, timeout_s=10.0):
         self.name = name
         self.endpoint = connect or _suite.endpoint()[0]
-        self._client = _suite.ControlClient(self.endpoint, timeout_s)
+        self._client = ControlClient(self.endpoint, timeout_s)
 
     def _request(self, type_, **fields):  # names the experiment, when given
         if self.name:
@@ -62,7 +63,6 @@ class Experiment:
         """A ResultGrid of the experiment's results folder, with its checkpoints."""
         summary = self.status()
         trials = self.trials()
-        exporter = tunectl_exporter(_suite.find_tunectl(), self.endpoint,
-                                    summary.get("journal") or summary.get("name"))
+        exporter = control_exporter(self.endpoint, summary.get("journal") or summary.get("name"))
         return ResultGrid.from_folder(summary["results_dir"], summary.get("metric") or None,
                                       summary.get("mode") or None, trials, exporter)

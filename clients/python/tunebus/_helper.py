@@ -1,5 +1,6 @@
-"""The trainable helper (re-exported as `tunebus.config()`, `tunebus.report(...)`, ...): stdlib only,
-Python 3.9+.
+"""The trainable helper (re-exported as `tunebus.config()`, `tunebus.checkpoint_dir()`, ...):
+stdlib only, Python 3.9+. `tunebus.report(...)` is tunebus._session.report, which writes the
+result lines and reads the decisions through this module's pipes.
 
 A tunebus *command trainable* is any program the trial-worker starts once per trial attempt.
 This module speaks its side of the protocol (specified in proto/PROTOCOL.md, "Trainable
@@ -48,7 +49,6 @@ import tempfile
 
 __all__ = [
     "config",
-    "report",
     "checkpoint_dir",
     "restore_dir",
     "trial_id",
@@ -177,24 +177,3 @@ def _exit_now():
         sys.stderr.flush()
     finally:
         sys.exit(0)
-
-
-def report(**metrics):
-    """Reports one iteration's metrics and returns the decision: "continue" or "checkpoint"
-    (then save into checkpoint_dir() before the next report). On "stop" it flushes stdout and
-    stderr and exits the process with code 0. Outside tunebus it prints the metrics and returns
-    "continue"."""
-    line = json.dumps(_jsonable(metrics), default=_default, allow_nan=False, separators=(",", ":"))
-    report_fd = _fd("TUNEBUS_REPORT_FD")
-    decision_fd = _fd("TUNEBUS_DECISION_FD")
-    if report_fd is None or decision_fd is None:
-        print("tunebus.report: " + line, flush=True)
-        return CONTINUE
-    _write_all(report_fd, (line + "\n").encode("utf-8"))
-    decision = _read_line(decision_fd)
-    if decision is None or decision == STOP:  # None: the worker is gone
-        _exit_now()
-    if decision not in _DECISIONS:
-        print("tunebus: unknown decision %r, continuing" % decision, file=sys.stderr, flush=True)
-        return CONTINUE
-    return decision

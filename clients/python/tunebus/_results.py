@@ -10,9 +10,7 @@ without one (a folder read on its own) they are None / [].
 import json
 import math
 import os
-import subprocess
 
-from tunebus import _suite
 from tunebus._checkpoint import Checkpoint
 from tunebus._errors import TuneError
 
@@ -212,19 +210,18 @@ def _flatten(row, prefix=""):
     return out
 
 
-def tunectl_exporter(tunectl, endpoint, experiment):
+def control_exporter(endpoint, experiment):
     """An exporter (trial_id, checkpoint_id, target) → writes the checkpoint's files to `target`
-    with `tunectl checkpoint export`; TuneError when the suite is unreachable or refuses."""
+    through the suite's control socket (ControlClient.export_checkpoint: fetch_checkpoint);
+    TuneError with the scheduler's code when it is unreachable or refuses."""
 
     def export(trial_id, checkpoint_id, target):
-        proc = subprocess.run(
-            [tunectl, "--connect", endpoint, "checkpoint", "export", trial_id, "--checkpoint",
-             checkpoint_id, "--to", target, "-e", experiment],
-            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-            env=_suite.tunectl_env(endpoint))
-        if proc.returncode != 0:
-            code = "unavailable" if proc.returncode == 3 else "not_found"
-            raise TuneError(code, "cannot export checkpoint %s of trial %s from %s: %s"
-                            % (checkpoint_id, trial_id, endpoint, proc.stderr.strip()))
+        from tunebus._control import ControlClient
+
+        try:
+            ControlClient(endpoint).export_checkpoint(experiment, trial_id, checkpoint_id, target)
+        except TuneError as e:
+            raise TuneError(e.code, "cannot export checkpoint %s of trial %s from %s: %s"
+                            % (checkpoint_id, trial_id, endpoint, e.message)) from None
 
     return export

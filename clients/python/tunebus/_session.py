@@ -143,13 +143,21 @@ def session():
     return _session
 
 
-def report(metrics=None, checkpoint=None, **kwargs):
-    """Ray's `tune.report(metrics, checkpoint=None)` / `train.report(...)`; also the old keyword
-    form `session.report(metrics, checkpoint=...)` and Ray 1.x's `tune.report(**metrics)` /
-    `tune.report(_metric=value)` (reported as the key `_metric`, Ray's DEFAULT_METRIC). A
-    checkpoint saved with Ray 1.x's `with tune.checkpoint_dir(step) as d:` since the last report
-    goes with this one. On a `stop` decision the process exits with code 0 (SystemExit), so
-    endless loops end."""
+def report(metrics=None, *, checkpoint=None, **kwargs):
+    """Reports one result of the trial (one iteration) and returns the scheduler's decision,
+    "continue" or "checkpoint" (then save into `tunebus.checkpoint_dir()` before the next
+    report); on "stop" the process exits with code 0 (SystemExit), so endless loops end.
+
+    The one `report` of the package, in every call style the APIs it copies have:
+    Ray 2.x's `train.report(metrics, *, checkpoint=None)` (also `tune.report` and AIR's
+    `session.report`): `metrics` a dict of JSON-able values, `checkpoint` a `train.Checkpoint`
+    or a folder path, copied before this returns; Ray 1.x's `tune.report(**metrics)` and
+    `tune.report(value)` (the key `_metric`, Ray's DEFAULT_METRIC); tunebus's helper
+    `tunebus.report(**metrics)`. Keywords are merged into `metrics`. A checkpoint saved with
+    Ray 1.x's `with tune.checkpoint_dir(step) as d:` since the last report goes with this one.
+    Outside tunebus (no TUNEBUS_REPORT_FD) it prints the metrics and returns "continue"."""
+    if metrics is not None and not isinstance(metrics, dict):
+        metrics = {"_metric": metrics}
     merged = dict(metrics or {})
     merged.update(kwargs)
     s = session()
@@ -160,6 +168,7 @@ def report(metrics=None, checkpoint=None, **kwargs):
     if decision == _helper.STOP:
         s.discard()
         _helper._exit_now()
+    return decision
 
 
 @contextlib.contextmanager

@@ -1,4 +1,7 @@
-"""Where the driver's suite is: finding `tunectl`, the embedded suite, the control socket.
+"""Where the driver's suite is: finding `tunectl`, the embedded suite, its control endpoint.
+
+`tunectl` runs here only as the embedded suite (`tunectl up`); every request to a suite goes
+through tunebus._control.ControlClient.
 
 Embedded (default): one `tunectl up` per driver process on loopback ports the kernel picks,
 started on first use and reused by later `fit()` calls. Its checkpoint-store (journals and
@@ -26,10 +29,10 @@ import tempfile
 import threading
 import time
 
-from tunebus import _curve, _deps
+from tunebus import _curve
+from tunebus._control import ControlClient
 from tunebus._errors import TuneError
 
-PROTOCOL_VERSION = 1
 _PR_SET_PDEATHSIG = 1
 
 _lock = threading.Lock()
@@ -135,19 +138,13 @@ def secured(endpoint):
     return _curve.applies(endpoint) and not is_embedded(endpoint)
 
 
-def tunectl_env(endpoint):
-    """The environment of a `tunectl --connect endpoint` child: this one, without the key
-    variables for the embedded suite."""
-    return _curve.without_keys(os.environ) if is_embedded(endpoint) else dict(os.environ)
-
-
 def events_endpoint(control):
     """The scheduler's event stream endpoint: the embedded suite's, else `get_experiment`'s
     `events_endpoint` (its 0.0.0.0 meaning the control endpoint's host); None when unknown."""
     if _embedded is not None and _embedded.control == control:
         return _embedded.endpoints.get("events")
     try:
-        found = ControlClient(control, timeout_s=2).request("get_experiment").get("events_endpoint")
+        found = ControlClient(control, timeout_s=2).get_experiment().get("events_endpoint")
     except TuneError:
         return None
     if found and "://0.0.0.0:" in found:
@@ -200,42 +197,3 @@ def endpoint(storage_path=None):
         if _embedded is None or not _embedded.alive():
             _embedded = _start_embedded(storage_path)
         return _embedded.control, True
-
-
-class ControlClient:
-    """Requests on the scheduler's control socket (proto/PROTOCOL.md §2) over a DEALER.
-    `request(type, **fields)` returns the reply body (the JSON of `control_reply`) or raises
-    TuneError with the server's `error` code and message; no answer within `timeout_s` is
-    TuneError `unavailable`."""
-
-    def __init__(self, endpoint, timeout_s=10.0):
-        self.zmq = _deps.load("zmq")
-        self.msgpack = _deps.load("msgpack")
-        self.endpoint = endpoint
-        self.timeout_s = timeout_s
-        self._next_id = 1
-
-    def request(self, type_, **fields):
-        zmq = self.zmq
-        sock = zmq.Context.instance().socket(zmq.DEALER)
-        sock.setsockopt(zmq.LINGER, 0)
-        try:
-            if secured(self.endpoint):
-                _curve.make_client(sock, self.endpoint)
-            sock.connect(self.endpoint)
-            request_id = self._next_id
-            self._next_id += 1
-            msg = {"v": PROTOCOL_VERSION, "type": type_, "id": request_id}
-            msg.update(fields)
-            sock.send(self.msgpack.packb(msg, use_bin_type=True))
-            if not sock.poll(int(self.timeout_s * 1000)):
-                raise TuneError("unavailable", "the scheduler at %s did not answer %s within %g s"
-                                % (self.endpoint, type_, self.timeout_s))
-            reply = self.msgpack.unpackb(sock.recv(), raw=False)
-        finally:
-            sock.close()
-        if reply.get("type") == "error":
-            raise TuneError(reply.get("code", "internal"), reply.get("message", ""))
-        if "body_json" in reply:
-            return json.loads(reply["body_json"]) if reply["body_json"] else None
-        return reply

@@ -12,8 +12,9 @@
    so the trainable's command runs in the staging folder.
 3. Python callables Ray runs in the driver (a callable stop or Stopper, PBT function mutations,
    `sample_from`) are served by tunebus._driver on sockets of this process.
-4. `tunectl run FILE --connect EP` submits and follows it as a child process (its progress table
-   is the output; Ctrl-C reaches it too and interrupts the experiment resumably).
+4. The staging folder is shipped as the working_dir and the file submitted over the control
+   socket, then followed to its end (tunebus._submission, the steps of `tunectl run`: summary
+   lines and the closing lines are the output; Ctrl-C interrupts the experiment resumably).
 5. The results folder the scheduler names (`get_experiment`'s `results_dir`) becomes a
    ResultGrid; errored trials are in `ResultGrid.errors`, not raised.
 """
@@ -25,7 +26,6 @@ import os
 import pickle
 import re
 import shutil
-import subprocess
 import sys
 import tempfile
 import threading
@@ -34,7 +34,8 @@ from tunebus import _curve, _deps, _space, _suite
 from tunebus._configs import CheckpointConfig, FailureConfig, RunConfig, TuneConfig
 from tunebus._errors import TuneError
 from tunebus._reporters import AUTO_FILLED
-from tunebus._results import ResultGrid, tunectl_exporter
+from tunebus._control import ControlClient
+from tunebus._results import ResultGrid, control_exporter
 from tunebus._trainable import Stopper, unwrap
 
 PACKAGE_DIR = os.path.dirname(os.path.abspath(__file__))
@@ -312,11 +313,10 @@ class Tuner:
             raise RuntimeError("get_results() before fit()")
         exp = restored["experiment"]
         endpoint, _ = _suite.endpoint(exp["results_dir"])
-        client = _suite.ControlClient(endpoint)
-        summary = client.request("get_experiment", experiment=exp["name"])
-        trials = client.request("list_trials", status="", experiment=exp["name"]) or []
-        exporter = tunectl_exporter(_suite.find_tunectl(), endpoint,
-                                    summary.get("journal") or exp["name"])
+        client = ControlClient(endpoint)
+        summary = client.get_experiment(exp["name"])
+        trials = client.list_trials(exp["name"])
+        exporter = control_exporter(endpoint, summary.get("journal") or exp["name"])
         self._results = ResultGrid.from_folder(self._results_dir, exp.get("metric"),
                                                exp.get("mode"), trials, exporter)
         return self._results
@@ -337,6 +337,7 @@ class Tuner:
         self._name = exp["name"]
         endpoint, embedded = _suite.endpoint(exp["results_dir"])
         needs.callbacks = _callbacks_for(rc, tc, exp, self._trainable.__name__)
+        client = ControlClient(endpoint)
         links = []
         path = None
         try:
@@ -351,44 +352,30 @@ class Tuner:
             path = stage(exp, self._trainable, exp["results_dir"],
                          getattr(self, "_restore_from", None))
             if getattr(self, "_rerun_errored", ""):  # tune.run(resume="ERRORED_ONLY")
-                _suite.ControlClient(endpoint).request(
-                    "resume_experiment_command", name=exp["name"],
-                    rerun_errored=self._rerun_errored)
+                client.resume(exp["name"], rerun_errored=self._rerun_errored)
             verbose = 0 if rc.progress_reporter is not None else rc.verbose
-            rcode, tail = self._run_tunectl(endpoint, path, verbose, resume=bool(restored))
+            final = self._submit_and_follow(client, endpoint, path, exp, verbose,
+                                            resume=bool(restored))
         finally:
             for link in links:
                 link.close()
             if path is not None:  # shipped at submission: the store holds its archive now
                 shutil.rmtree(os.path.dirname(path), ignore_errors=True)
-        client = _suite.ControlClient(endpoint)
-        if rcode == 2:
-            raise TuneError("invalid_argument", tail or "tunectl run refused the experiment file")
-        if rcode == 3:
-            raise TuneError("unavailable", tail or "the scheduler at %s cannot be reached" % endpoint)
-        try:
-            summary = client.request("get_experiment", experiment=exp["name"])
-        except TuneError as e:
-            if e.code == "not_found":
-                raise TuneError("failed_precondition", tail or "the scheduler refused the experiment")
-            raise
+        summary = client.get_experiment(exp["name"])
         results_dir = summary.get("results_dir") or os.path.join(exp["results_dir"], exp["name"])
         self._results_dir = results_dir
         if os.path.isdir(results_dir):
             with open(os.path.join(results_dir, STATE_FILE), "w") as f:
                 json.dump({"name": exp["name"], "endpoint": endpoint, "experiment": exp}, f, indent=2)
             needs.save(results_dir)
-        if rcode == 130:
+        if final is None or final.get("status") == "INTERRUPTED":
             hint = (getattr(self, "_resume_hint", None)
                     or "tune.Tuner.restore({path!r}, trainable).fit()")
             hint = hint.format(name=exp["name"], path=results_dir)
             print("tunebus: interrupted; resume with %s" % hint, file=sys.stderr)
             raise KeyboardInterrupt
-        if rcode not in (0, 1):
-            raise TuneError("internal", "tunectl run exited with %d: %s" % (rcode, tail))
-        trials = client.request("list_trials", status="", experiment=exp["name"]) or []
-        exporter = tunectl_exporter(_suite.find_tunectl(), endpoint,
-                                    summary.get("journal") or exp["name"])
+        trials = client.list_trials(exp["name"])
+        exporter = control_exporter(endpoint, summary.get("journal") or exp["name"])
         if needs.callbacks is not None:
             needs.callbacks.exporter = exporter
             needs.callbacks.finish(trials)
@@ -402,46 +389,21 @@ class Tuner:
         return self._results
 
     @staticmethod
-    def _run_tunectl(endpoint, path, verbose, resume):
-        """Runs `tunectl run` on the file; returns (exit code, stderr tail). `resume`: continue
-        the unfinished experiment of that name (a restored Tuner); else a new run, as Ray's
-        `Tuner.fit()` of a new Tuner is, also beside an interrupted run of the same name."""
-        tunectl = _suite.find_tunectl()
-        cmd = [tunectl, "--connect", endpoint, "run", path, "--resume",
-               "auto" if resume else "never"]
-        out = None if verbose else subprocess.DEVNULL
+    def _submit_and_follow(client, endpoint, path, exp, verbose, resume):
+        """Submits the experiment file `path` (tunebus._submission) and follows it to its end;
+        returns its final summary, or None when a second Ctrl-C stopped following. `resume`:
+        continue the unfinished experiment of that name (a restored Tuner); else a new run, as
+        Ray's `Tuner.fit()` of a new Tuner is, also beside an interrupted run of the same name.
+        verbose >= 2 also prints one line per result (ResultPrinter)."""
+        from tunebus import _submission
+
         printer = ResultPrinter(_suite.events_endpoint(endpoint)) if verbose >= 2 else None
-        proc = subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=out, stderr=subprocess.PIPE,
-                                env=_suite.tunectl_env(endpoint),
-                                preexec_fn=_suite.die_with_parent)
-        tail = []
-
-        def pump():
-            for raw in proc.stderr:
-                line = raw.decode("utf-8", "replace")
-                tail.append(line)
-                del tail[:-50]
-                # tunectl's own resume hint names the embedded suite's port, which dies with
-                # this driver: fit() prints the Tuner.restore hint instead.
-                if verbose and not line.startswith("tunectl: interrupted; resume with"):
-                    sys.stderr.write(line)
-                    sys.stderr.flush()
-
-        reader = threading.Thread(target=pump, daemon=True)
-        reader.start()
-        interrupted = False
-        while True:
-            try:
-                rcode = proc.wait()
-                break
-            except KeyboardInterrupt:
-                interrupted = True  # tunectl got the same SIGINT: it interrupts resumably
-        reader.join(5)
-        if printer is not None:
-            printer.close()
-        if interrupted and rcode != 130:
-            rcode = 130
-        return rcode, "".join(tail).strip()
+        try:
+            followed = _submission.submit(client, path, exp, resume, verbose)
+            return _submission.follow(client, followed, verbose)
+        finally:
+            if printer is not None:
+                printer.close()
 
 
 def _callbacks_for(rc, tc, exp, trainable_name):
@@ -528,4 +490,3 @@ class ResultPrinter:
         self._stopping = True
         if self._thread is not None:
             self._thread.join(2)
-
