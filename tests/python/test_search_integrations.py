@@ -14,7 +14,6 @@ import pytest
 import search_fakes
 from tunebus import train, tune
 from tunebus._errors import TuneError
-from tunebus._search_driver import DriverSearch
 from tunebus._tuner import build_experiment
 from tunebus.tune.search import ConcurrencyLimiter, Repeater, Searcher
 

@@ -12,6 +12,8 @@ The requests the driver makes, each the one `tunectl` makes for the same step
 (`run --resume auto`, `tunectl resume`), `get_experiment` / `list_trials` (`status`, `trials`),
 `stop_experiment` (Ctrl-C of `run`, `tunectl stop`), `export_checkpoint`
 (`tunectl checkpoint export`), `request` for the rest (`stop_trial_command`, ...).
+`EventSubscription` reads the scheduler's event stream (PROTOCOL.md §6) for the callbacks and
+verbose=2's result lines (`tunectl watch`).
 """
 
 import io
@@ -175,6 +177,51 @@ class ControlClient:
             raise
 
 
+class EventSubscription:
+    """A SUB socket on the scheduler's event stream (PROTOCOL.md §6) at `endpoint`, subscribed to
+    `topics` (bytes prefixes such as b"trial", b"experiment"); `secure` as ControlClient's.
+    `socket` is there to poll; `receive()` returns the next waiting event (None when none waits)
+    as the scheduler_event map with `body` (its `body_json` parsed), skipping what is not one.
+    Errors: TuneError from a missing key file when secured."""
+
+    def __init__(self, endpoint, topics, secure=None):
+        from tunebus import _curve
+
+        self.zmq = _deps.load("zmq")
+        self.msgpack = _deps.load("msgpack")
+        self.socket = self.zmq.Context.instance().socket(self.zmq.SUB)
+        self.socket.setsockopt(self.zmq.LINGER, 0)
+        for topic in topics:
+            self.socket.setsockopt(self.zmq.SUBSCRIBE, topic)
+        if secure is None:
+            from tunebus import _suite
+
+            secure = _suite.secured(endpoint)
+        try:
+            if secure:
+                _curve.make_client(self.socket, endpoint)
+        except TuneError:
+            self.socket.close()
+            raise
+        self.socket.connect(endpoint)
+
+    def receive(self):
+        while True:
+            try:
+                frames = self.socket.recv_multipart(self.zmq.NOBLOCK)
+            except self.zmq.Again:
+                return None
+            try:
+                event = self.msgpack.unpackb(frames[-1], raw=False)
+                event["body"] = json.loads(event.get("body_json") or "{}")
+            except (ValueError, TypeError, AttributeError):
+                continue  # not a scheduler_event: ignored
+            return event
+
+    def close(self):
+        self.socket.close()
+
+
 def _extract(archive, folder):
     """Unpacks `archive` into `folder`, refusing members that would land outside it (Python's
     "data" filter where it has one, else the same check by hand)."""
@@ -199,4 +246,4 @@ def _extract(archive, folder):
     archive.extractall(root)
 
 
-__all__ = ["ControlClient", "PROTOCOL_VERSION"]
+__all__ = ["ControlClient", "EventSubscription", "PROTOCOL_VERSION"]

@@ -32,12 +32,12 @@ else "tunectl") that accept only the scheduler's key, and the experiment names t
 allow-list holds with role operator.
 """
 
-import json
 import random
 import socket
 import threading
 
 from tunebus import _curve, _deps, _router, _space
+from tunebus._control import EventSubscription
 from tunebus._errors import TuneError
 from tunebus._router import ProtocolError
 
@@ -147,7 +147,6 @@ class DriverLink:
         runs without keys). `events_endpoint`: the scheduler's event stream, subscribed to when
         `needs.callbacks` is set. TuneError when a key file is missing."""
         self.zmq = _deps.load("zmq")
-        self.msgpack = _deps.load("msgpack") if needs.callbacks is not None else None
         self.experiment = exp.get("name")
         self.needs = needs
         self.param_space = param_space or {}
@@ -199,14 +198,9 @@ class DriverLink:
         return exp
 
     def _subscribe(self, events_endpoint, curve):
-        sock = self.zmq.Context.instance().socket(self.zmq.SUB)
-        sock.setsockopt(self.zmq.LINGER, 0)
-        for topic in (b"trial", b"experiment"):
-            sock.setsockopt(self.zmq.SUBSCRIBE, topic)
-        if curve and _curve.applies(events_endpoint):
-            _curve.make_client(sock, events_endpoint)
-        sock.connect(events_endpoint)
-        return sock
+        self._events = EventSubscription(events_endpoint, (b"trial", b"experiment"),
+                                         secure=curve and _curve.applies(events_endpoint))
+        return self._events.socket
 
     def _loop(self):
         poller = self.zmq.Poller()
@@ -231,18 +225,11 @@ class DriverLink:
     def handle_events(self, sock):
         """Every event waiting on the SUB socket, this experiment's to the callbacks."""
         while True:
-            try:
-                frames = sock.recv_multipart(self.zmq.NOBLOCK)
-            except self.zmq.Again:
+            event = self._events.receive()
+            if event is None:
                 return
-            try:
-                event = self.msgpack.unpackb(frames[-1], raw=False)
-                if event.get("experiment") != self.experiment:
-                    continue
-                event["body"] = json.loads(event.get("body_json") or "{}")
-            except (ValueError, TypeError, AttributeError):
-                continue  # not a scheduler_event: ignored
-            self.needs.callbacks.on_event(event)
+            if event.get("experiment") == self.experiment:
+                self.needs.callbacks.on_event(event)
 
     def close(self):
         self._stopping = True

@@ -30,11 +30,11 @@ import sys
 import tempfile
 import threading
 
-from tunebus import _curve, _deps, _space, _suite
+from tunebus import _deps, _space, _suite
 from tunebus._configs import CheckpointConfig, FailureConfig, RunConfig, TuneConfig
 from tunebus._errors import TuneError
 from tunebus._reporters import AUTO_FILLED
-from tunebus._control import ControlClient
+from tunebus._control import ControlClient, EventSubscription
 from tunebus._results import ResultGrid, control_exporter
 from tunebus._trainable import Stopper, unwrap
 
@@ -458,33 +458,24 @@ class ResultPrinter:
             self._thread.start()
 
     def _run(self, events_endpoint):
-        zmq, msgpack = _deps.load("zmq"), _deps.load("msgpack")
-        sock = zmq.Context.instance().socket(zmq.SUB)
-        sock.setsockopt(zmq.LINGER, 0)
-        sock.setsockopt(zmq.SUBSCRIBE, b"trial")
         try:
-            if _suite.secured(events_endpoint):
-                _curve.make_client(sock, events_endpoint)
+            events = EventSubscription(events_endpoint, (b"trial",))
         except TuneError as e:
             print("tunebus: no per-result lines: %s" % e.message, file=sys.stderr)
-            sock.close()
             return
-        sock.connect(events_endpoint)
         try:
             while not self._stopping:
-                if not sock.poll(200):
+                if not events.socket.poll(200):
                     continue
-                frames = sock.recv_multipart()
-                event = msgpack.unpackb(frames[-1], raw=False)
-                if event.get("event") != "trial_result":
+                event = events.receive()
+                if event is None or event.get("event") != "trial_result":
                     continue
-                trial = json.loads(event.get("body_json") or "{}")
-                result = trial.get("last_result") or {}
+                result = event["body"].get("last_result") or {}
                 shown = {k: v for k, v in result.items() if k not in AUTO_FILLED}
                 print("%s iter %s: %s" % (event.get("trial_id"), result.get("training_iteration"),
                                           json.dumps(shown, sort_keys=True)), flush=True)
         finally:
-            sock.close()
+            events.close()
 
     def close(self):
         self._stopping = True
