@@ -89,37 +89,37 @@ def main():
     a = p.parse_args()
     lines = load(a.files)
     out = []
-    machine = next((l["machine"] for l in lines if "machine" in l), None)
+    machine = next((rec["machine"] for rec in lines if "machine" in rec), None)
 
     # ---- the two sides compute the same functions ---------------------------------------------
-    for l in lines:
-        if l["benchmark"] != "search_function_check":
+    for rec in lines:
+        if rec["benchmark"] != "search_function_check":
             continue
-        fn = search_optuna.FUNCTIONS[l["function"]][0]
-        diff = max(abs(fn(c) - v) for c, v in zip(l["configs"], l["values"]))
-        out.append({"benchmark": "search_function_check", "function": l["function"],
+        fn = search_optuna.FUNCTIONS[rec["function"]][0]
+        diff = max(abs(fn(c) - v) for c, v in zip(rec["configs"], rec["values"]))
+        out.append({"benchmark": "search_function_check", "function": rec["function"],
                     "max_abs_diff": diff, "agree": diff < 1e-9})
 
     # ---- single-fidelity quality --------------------------------------------------------------
     runs = {}
-    for l in lines:
-        if l["benchmark"] == "search_quality_run" and l["function"] != "curves":
-            runs[(l["function"], l["method"])] = l
-    optimum = {f: l.get("optimum") for (f, m), l in runs.items() if l["side"] == "tunebus"}
+    for rec in lines:
+        if rec["benchmark"] == "search_quality_run" and rec["function"] != "curves":
+            runs[(rec["function"], rec["method"])] = rec
+    optimum = {f: rec.get("optimum") for (f, m), rec in runs.items() if rec["side"] == "tunebus"}
     functions = [f for f in ("branin", "hartmann6", "mixed10", "digits")
                  if (f, "random") in runs]
     summary = {}
-    for (f, m), l in runs.items():
-        mode, trials = l["mode"], l["trials"]
-        curves = [best_so_far(v, mode) for v in l["values"]]
+    for (f, m), rec in runs.items():
+        mode, trials = rec["mode"], rec["trials"]
+        curves = [best_so_far(v, mode) for v in rec["values"]]
         finals = [c[-1] for c in curves]
-        s = {"benchmark": "search_quality", "side": l["side"], "function": f, "method": m,
-             "seeds": l["seeds"], "trials": trials, "mode": mode, "optimum": optimum.get(f),
+        s = {"benchmark": "search_quality", "side": rec["side"], "function": f, "method": m,
+             "seeds": rec["seeds"], "trials": trials, "mode": mode, "optimum": optimum.get(f),
              "best_so_far": {str(n): quartiles([c[n - 1] for c in curves])
                              for n in CHECKPOINTS if n <= trials},
              "best_final": quartiles(finals),
              "regret_final": quartiles([regret(x, mode, optimum.get(f)) for x in finals]),
-             "search_yaml": l.get("search_yaml", l.get("sampler")), "wall_s": l["wall_s"]}
+             "search_yaml": rec.get("search_yaml", rec.get("sampler")), "wall_s": rec["wall_s"]}
         s["_curves"], s["_finals"] = curves, finals
         summary[(f, m)] = s
     for f in functions:
@@ -149,19 +149,19 @@ def main():
         out.append(s)
 
     # ---- multi-fidelity -----------------------------------------------------------------------
-    mf = {l["method"]: l for l in lines
-          if l["benchmark"] == "search_quality_run" and l["function"] == "curves"}
+    mf = {rec["method"]: rec for rec in lines
+          if rec["benchmark"] == "search_quality_run" and rec["function"] == "curves"}
     mf_result = None
     if "asha_random" in mf and "bohb" in mf:
-        def finals_of(l, col):
-            return [max((r[col] for r in seed), default=float("nan")) for seed in l["at_max_t"]]
-        asha, bohb = mf["asha_random"], mf["bohb"]
+        def finals_of(rec, col):
+            return [max((r[col] for r in seed), default=float("nan")) for seed in rec["at_max_t"]]
+        asha = mf["asha_random"]
         target = float(np.median(finals_of(asha, 1)))
         asha_iters = float(np.median(asha["iterations"]))
 
-        def iterations_to(l, target):
+        def iterations_to(rec, target):
             ns = []
-            for seed in l["at_max_t"]:
+            for seed in rec["at_max_t"]:
                 best, hit = -math.inf, None
                 for k, v, _ in seed:
                     best = max(best, v)
@@ -171,28 +171,28 @@ def main():
                 ns.append(hit)
             return ns
         for name in ["asha_random", "bohb"] + sorted(set(mf) - {"asha_random", "bohb"}):
-            l = mf[name]
-            ns = iterations_to(l, target)
+            rec = mf[name]
+            ns = iterations_to(rec, target)
             med = median_trials(ns)
             out.append({"benchmark": "search_multi_fidelity", "method": name,
-                        "search_yaml": l["search_yaml"], "scheduler_yaml": l["scheduler_yaml"],
-                        "seeds": l["seeds"], "trials": l["trials"], "max_t": l["max_t"],
-                        "best_final": quartiles(finals_of(l, 1)),
-                        "best_final_true": quartiles(finals_of(l, 2)),
-                        "iterations": quartiles(l["iterations"]),
+                        "search_yaml": rec["search_yaml"], "scheduler_yaml": rec["scheduler_yaml"],
+                        "seeds": rec["seeds"], "trials": rec["trials"], "max_t": rec["max_t"],
+                        "best_final": quartiles(finals_of(rec, 1)),
+                        "best_final_true": quartiles(finals_of(rec, 2)),
+                        "iterations": quartiles(rec["iterations"]),
                         "asha_final_median_best": target,
                         "iterations_to_asha_median_best": {
                             "median": med, "per_seed": ns,
                             "seeds_reaching": sum(n is not None for n in ns)},
                         "ratio_to_asha_iterations": med / asha_iters if med is not None else None,
-                        "iterations_ratio_to_asha": float(np.median(l["iterations"])) / asha_iters,
-                        "wall_s": l["wall_s"], "machine": machine})
+                        "iterations_ratio_to_asha": float(np.median(rec["iterations"])) / asha_iters,
+                        "wall_s": rec["wall_s"], "machine": machine})
             if name == "bohb":
                 mf_result = out[-1]
                 mf_result["_asha_iters"] = asha_iters
 
     # ---- latency ------------------------------------------------------------------------------
-    lat = {(l["side"], l["function"]): l for l in lines if l["benchmark"] == "search_latency"}
+    lat = {(rec["side"], rec["function"]): rec for rec in lines if rec["benchmark"] == "search_latency"}
     latency_rows = []
     for f in ("branin", "hartmann6", "mixed10"):
         t, o = lat.get(("tunebus", f)), lat.get(("optuna", f))

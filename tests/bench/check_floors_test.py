@@ -65,7 +65,7 @@ class CheckFloorsTest(unittest.TestCase):
     def run_lines(self, lines, name="run.jsonl"):
         # Non-JSON lines as bench/run's stdout could carry: skipped.
         text = "install-deps: nothing to install\n" + "".join(
-            (l if isinstance(l, str) else json.dumps(l)) + "\n" for l in lines) + "[1, 2]\n"
+            (line if isinstance(line, str) else json.dumps(line)) + "\n" for line in lines) + "[1, 2]\n"
         return self.write(name, text)
 
     def check(self, floors, run, *options):
@@ -77,7 +77,7 @@ class CheckFloorsTest(unittest.TestCase):
         return self.write("floors.json", json.dumps(doc))
 
     def failed_lines(self, out):
-        return [l for l in out.splitlines() if l.startswith("FAIL")]
+        return [line for line in out.splitlines() if line.startswith("FAIL")]
 
     def expect_one_failure(self, run, *fragments):
         """Checks `run` (lines) against the test floors: exit 1, one FAIL line holding each fragment."""
@@ -92,7 +92,7 @@ class CheckFloorsTest(unittest.TestCase):
         code, out, err = self.check(self.floors(), self.run_lines(RUN))
         self.assertEqual(code, 0, out + err)
         self.assertEqual(self.failed_lines(out), [])
-        self.assertEqual(len([l for l in out.splitlines() if l.startswith("ok")]), 5)
+        self.assertEqual(len([line for line in out.splitlines() if line.startswith("ok")]), 5)
 
     def test_a_halved_higher_is_better_ratio_fails_naming_it(self):
         run = copy.deepcopy(RUN)
@@ -105,7 +105,7 @@ class CheckFloorsTest(unittest.TestCase):
         self.expect_one_failure(run, "bookkeeping[result_files=tmpfs]", "overhead_ms_per_trial")
 
     def test_a_missing_line_fails(self):
-        self.expect_one_failure([l for l in RUN if l["benchmark"] != "memory"], "memory", "missing")
+        self.expect_one_failure([line for line in RUN if line["benchmark"] != "memory"], "memory", "missing")
 
     def test_an_optional_floor_is_skipped_without_its_line_and_judged_with_it(self):
         doc = copy.deepcopy(FLOORS_DOC)
@@ -113,8 +113,8 @@ class CheckFloorsTest(unittest.TestCase):
                               "ratio_to_baseline", "better": "lower", "floor": 60, "optional": True})
         code, out, err = self.check(self.floors(doc), self.run_lines(RUN))
         self.assertEqual(code, 0, out + err)
-        self.assertTrue(any(l.startswith("skip") and "build[fresh=true]" in l
-                            for l in out.splitlines()), out)
+        self.assertTrue(any(line.startswith("skip") and "build[fresh=true]" in line
+                            for line in out.splitlines()), out)
         slower = RUN + [{"benchmark": "build", "fresh": True, "ratio_to_baseline": 90}]
         code, out, _ = self.check(self.floors(doc), self.run_lines(slower))
         self.assertEqual(code, 1)
@@ -190,14 +190,14 @@ class CheckFloorsTest(unittest.TestCase):
         # The floors naming three of the four lines find them and their figures (measured, ok;
         # bookkeeping on the disk is reported but not guarded); every other floor's line is
         # missing from these four.
-        ok = [l for l in out.splitlines() if l.startswith("ok")]
+        ok = [line for line in out.splitlines() if line.startswith("ok")]
         self.assertEqual(len(ok), 3, out)
         for name in ("result_throughput[workers=4]", "memory", "peer_tunebus[cpus_per_worker=64]"):
-            self.assertTrue(any(l.split()[1] == name for l in ok), name + "\n" + out)
+            self.assertTrue(any(line.split()[1] == name for line in ok), name + "\n" + out)
         failed = self.failed_lines(out)
         required = [e for e in real["floors"] if not e.get("optional")]
         self.assertEqual(len(failed), len(required) - 3, out)
-        self.assertTrue(all("missing" in l for l in failed), out)
+        self.assertTrue(all("missing" in line for line in failed), out)
 
 
 if __name__ == "__main__":

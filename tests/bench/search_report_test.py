@@ -42,7 +42,7 @@ def run_report(lines):
                              text=True).stdout
     finally:
         os.unlink(path)
-    return [json.loads(l) for l in out.splitlines() if l.startswith("{")]
+    return [json.loads(line) for line in out.splitlines() if line.startswith("{")]
 
 
 def multi_fidelity(out, method):
