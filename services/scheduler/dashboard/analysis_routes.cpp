@@ -17,25 +17,36 @@
 
 #include <chrono>
 #include <condition_variable>
+#include <functional>
 #include <map>
 #include <memory>
 #include <mutex>
+#include <optional>
 
 #include "proto/control.hpp"
-#include "services/scheduler/dashboard/views/analysis.hpp"
 #include "services/scheduler/dashboard/http.hpp"
 #include "services/scheduler/dashboard/server.hpp"
+#include "services/scheduler/dashboard/views/analysis.hpp"
 
 namespace tunebus::dashboard {
 
 using nlohmann::json;
 
 struct AnalysisCache {
-  struct Entry {
+  /// The columns' answer as computed: shared by the requests that get it.
+  using Body = Result<std::shared_ptr<const json>>;
+  /// What a kept answer was computed for.
+  struct Key {
+    std::string journal;
     std::string signature;           // the summary's part that changes with the trials
+    bool finished = false;           // the experiment has ended: its answer never changes
+    std::optional<uint64_t> events;  // the feed's sequence, when a page listens
+  };
+  struct Entry {
+    std::string signature;
     std::optional<uint64_t> events;  // the feed's sequence then, when a page listened
     std::chrono::steady_clock::time_point at;
-    Result<std::shared_ptr<const json>> body = Status::Unavailable("not computed yet");
+    Body body = Status::Unavailable("not computed yet");
     double compute_ms = 0;
     bool computing = false;  // a computation is under way (one at a time)
     uint64_t started = 0;    // computations started; `body` is the answer of number `done`
@@ -47,6 +58,55 @@ struct AnalysisCache {
   std::mutex mu;
   std::condition_variable computed;      // an entry's computation ended
   std::map<std::string, Entry> entries;  // guarded by mu; by journal name
+
+  /// The answer for `key`: the kept one if it still holds, else the one of the next
+  /// computation to start (this request's own `compute()`, or one it waits for), with
+  /// "cached" and "compute_ms". `compute` runs without `mu` held.
+  Result<json> Answer(const Key& key, const std::function<Body()>& compute) {
+    std::unique_lock<std::mutex> lock(mu);
+    Entry& e = At(key.journal);
+    const auto arrived = std::chrono::steady_clock::now();
+    if (e.done > 0 && e.body.ok() && e.signature == key.signature &&
+        (key.finished || (key.events && e.events == key.events) ||
+         (!key.events && arrived - e.at < kMaxAge))) {
+      return Copy(e, lock, true);
+    }
+    const uint64_t wanted = e.started + 1;  // the first computation to start after now
+    ++e.waiting;
+    computed.wait(lock, [&] { return e.done >= wanted || !e.computing; });
+    --e.waiting;
+    if (e.done >= wanted) return Copy(e, lock, false);  // shared with the one that computed it
+    e.computing = true;
+    const uint64_t number = ++e.started;
+    lock.unlock();
+    const auto start = std::chrono::steady_clock::now();
+    Body body = compute();
+    const double ms =
+        std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
+    lock.lock();
+    e.signature = key.signature;
+    e.events = key.events;
+    e.at = start;
+    e.body = std::move(body);
+    e.compute_ms = ms;
+    e.computing = false;
+    e.done = number;
+    computed.notify_all();
+    return Copy(e, lock, false);
+  }
+
+ private:
+  /// `e`'s kept answer, copied after releasing `lock` (held on entry).
+  static Result<json> Copy(const Entry& e, std::unique_lock<std::mutex>& lock, bool cached) {
+    const Body kept = e.body;
+    const double ms = e.compute_ms;
+    lock.unlock();
+    if (!kept.ok()) return kept.status();
+    json body = **kept;
+    body["cached"] = cached;
+    body["compute_ms"] = ms;
+    return body;
+  }
 
   /// The entry of `journal`, made room for.
   Entry& At(const std::string& journal) {
@@ -65,7 +125,8 @@ struct AnalysisCache {
   }
 };
 
-namespace {
+// Named (not anonymous): the unity build compiles this file with the other routes' files.
+namespace analysis_routes {
 
 std::string Signature(const json& summary) {
   json best = summary.value("best", json());
@@ -76,119 +137,74 @@ std::string Signature(const json& summary) {
       .dump();
 }
 
-}  // namespace
+}  // namespace analysis_routes
 
 void DashboardServer::AddAnalysisRoutes() {
-  httplib::Server& s = *server_;
   analysis_cache_ = std::make_shared<AnalysisCache>();
+  Add({Method::kGet, R"(/api/experiments/([^/]+)/analysis)", &DashboardServer::ServeAnalysis});
+  Add({Method::kGet, R"(/api/experiments/([^/]+)/importance)", &DashboardServer::ServeImportance});
+  Add({Method::kGet, R"(/api/experiments/([^/]+)/searcher)", &DashboardServer::ServeSearcher});
+  Add({Method::kGet, R"(/api/experiments/([^/]+)/decisions)", &DashboardServer::ServeDecisions});
+}
 
-  // The summary of the experiment `name` and its columns (kept or computed now), with
-  // "cached" and "compute_ms".
-  auto analysis = [this](const std::string& name) -> Result<std::pair<json, json>> {
-    proto::GetExperiment get;
-    get.experiment = name;
-    auto summary = Call(get);
-    if (!summary.ok()) return summary.status();
-    const std::string journal = summary->value("journal", name);
-    const std::string signature = Signature(*summary);
-    const bool finished = summary->value("finished", false);
-    std::optional<uint64_t> events;
-    {
-      std::lock_guard<std::mutex> lock(feed_mu_);
-      if (subscribed_) events = feed_first_ + feed_.size();
-    }
-    AnalysisCache& cache = *analysis_cache_;
-    std::unique_lock<std::mutex> lock(cache.mu);
-    AnalysisCache::Entry& e = cache.At(journal);
-    // Called with `lock` held; copies the kept answer after releasing it.
-    auto answer = [&](bool cached) -> Result<std::pair<json, json>> {
-      const Result<std::shared_ptr<const json>> kept = e.body;
-      const double ms = e.compute_ms;
-      lock.unlock();
-      if (!kept.ok()) return kept.status();
-      json body = **kept;
-      body["cached"] = cached;
-      body["compute_ms"] = ms;
-      return std::make_pair(std::move(*summary), std::move(body));
-    };
-    const auto arrived = std::chrono::steady_clock::now();
-    if (e.done > 0 && e.body.ok() && e.signature == signature &&
-        (finished || (events && e.events == events) ||
-         (!events && arrived - e.at < AnalysisCache::kMaxAge))) {
-      return answer(true);
-    }
-    const uint64_t wanted = e.started + 1;  // the first computation to start after now
-    ++e.waiting;
-    cache.computed.wait(lock, [&] { return e.done >= wanted || !e.computing; });
-    --e.waiting;
-    if (e.done >= wanted) return answer(false);  // shared with the request that computed it
-    e.computing = true;
-    const uint64_t number = ++e.started;
-    lock.unlock();
-    const auto start = std::chrono::steady_clock::now();
+Result<std::pair<json, json>> DashboardServer::Analysis(const std::string& name) {
+  proto::GetExperiment get;
+  get.experiment = name;
+  auto summary = Call(get);
+  if (!summary.ok()) return summary.status();
+  AnalysisCache::Key key;
+  key.journal = summary->value("journal", name);
+  key.signature = analysis_routes::Signature(*summary);
+  key.finished = summary->value("finished", false);
+  key.events = FeedSequence();
+  const std::string metric = summary->value("metric", std::string());
+  auto body = analysis_cache_->Answer(key, [&]() -> AnalysisCache::Body {
     proto::ListTrials list;
-    list.experiment = journal;
+    list.experiment = key.journal;
     auto trials = Call(list);
-    Result<std::shared_ptr<const json>> body =
-        trials.ok() ? Result<std::shared_ptr<const json>>(nullptr) : trials.status();
-    if (trials.ok()) {
-      json columns = AnalysisColumns(*trials, summary->value("metric", std::string()));
-      columns["importance"] = ImportanceJson(columns);
-      body = std::make_shared<const json>(std::move(columns));
-    }
-    const double ms =
-        std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
-    lock.lock();
-    e.signature = signature;
-    e.events = events;
-    e.at = start;
-    e.body = std::move(body);
-    e.compute_ms = ms;
-    e.computing = false;
-    e.done = number;
-    cache.computed.notify_all();
-    return answer(false);
-  };
+    if (!trials.ok()) return trials.status();
+    json columns = AnalysisColumns(*trials, metric);
+    columns["importance"] = ImportanceJson(columns);
+    return std::make_shared<const json>(std::move(columns));
+  });
+  if (!body.ok()) return body.status();
+  return std::make_pair(std::move(*summary), std::move(*body));
+}
 
-  s.Get(R"(/api/experiments/([^/]+)/analysis)",
-        [analysis](const httplib::Request& req, httplib::Response& res) {
-          auto got = analysis(req.matches[1].str());
-          if (!got.ok()) return SendError(res, got.status());
-          auto& [summary, body] = *got;
-          body["experiment"] = summary.value("name", std::string());
-          body["journal"] = summary.value("journal", std::string());
-          body["metric"] = summary.value("metric", std::string());
-          body["mode"] = summary.value("mode", std::string());
-          body["searcher"] = SearcherPhase(summary);
-          SendJson(res, body);
-        });
+void DashboardServer::ServeAnalysis(const httplib::Request& req, httplib::Response& res) {
+  auto got = Analysis(req.matches[1].str());
+  if (!got.ok()) return SendError(res, got.status());
+  auto& [summary, body] = *got;
+  body["experiment"] = summary.value("name", std::string());
+  body["journal"] = summary.value("journal", std::string());
+  body["metric"] = summary.value("metric", std::string());
+  body["mode"] = summary.value("mode", std::string());
+  body["searcher"] = SearcherPhase(summary);
+  SendJson(res, body);
+}
 
-  s.Get(R"(/api/experiments/([^/]+)/importance)",
-        [analysis](const httplib::Request& req, httplib::Response& res) {
-          auto got = analysis(req.matches[1].str());
-          if (!got.ok()) return SendError(res, got.status());
-          json body = got->second["importance"];
-          body["metric"] = got->first.value("metric", std::string());
-          SendJson(res, body);
-        });
+void DashboardServer::ServeImportance(const httplib::Request& req, httplib::Response& res) {
+  auto got = Analysis(req.matches[1].str());
+  if (!got.ok()) return SendError(res, got.status());
+  json body = got->second["importance"];
+  body["metric"] = got->first.value("metric", std::string());
+  SendJson(res, body);
+}
 
-  s.Get(R"(/api/experiments/([^/]+)/searcher)",
-        [this](const httplib::Request& req, httplib::Response& res) {
-          proto::GetExperiment get;
-          get.experiment = req.matches[1].str();
-          auto summary = Call(get);
-          if (!summary.ok()) return SendError(res, summary.status());
-          SendJson(res, SearcherPhase(*summary));
-        });
+void DashboardServer::ServeSearcher(const httplib::Request& req, httplib::Response& res) {
+  proto::GetExperiment get;
+  get.experiment = req.matches[1].str();
+  auto summary = Call(get);
+  if (!summary.ok()) return SendError(res, summary.status());
+  SendJson(res, SearcherPhase(*summary));
+}
 
-  s.Get(R"(/api/experiments/([^/]+)/decisions)",
-        [this](const httplib::Request& req, httplib::Response& res) {
-          proto::ListSchedulerDecisions list;
-          list.experiment = req.matches[1].str();
-          auto decisions = Call(list);
-          if (!decisions.ok()) return SendError(res, decisions.status());
-          SendJson(res, *decisions);
-        });
+void DashboardServer::ServeDecisions(const httplib::Request& req, httplib::Response& res) {
+  proto::ListSchedulerDecisions list;
+  list.experiment = req.matches[1].str();
+  auto decisions = Call(list);
+  if (!decisions.ok()) return SendError(res, decisions.status());
+  SendJson(res, *decisions);
 }
 
 }  // namespace tunebus::dashboard

@@ -31,7 +31,7 @@
 
 namespace tunebus::dashboard {
 
-// Named (not anonymous): the unity build compiles this file with dashboard_server.cpp.
+// Named (not anonymous): the unity build compiles this file with the other routes' files.
 namespace control_routes {
 
 using nlohmann::json;
@@ -85,148 +85,180 @@ void RefusedPage(httplib::Response& res, const Status& s) {
                   "text/html; charset=utf-8");
 }
 
+// The action log's entry of `action` asked by `session` (its outcome is added later).
+json EntryOf(const std::optional<Session>& session, const proto::DashboardAction& action) {
+  json entry = {{"time", NowUnix()},
+                {"who", session ? session->claims.name : std::string()},
+                {"role", session ? std::string(bus::RoleName(session->claims.role)) : ""},
+                {"action", action.action},
+                {"experiment", action.experiment},
+                {"trial_id", action.trial_id}};
+  if (action.action == "set_weight") entry["weight"] = action.weight;
+  return entry;
+}
+
+// The log's words for the scheduler's answer `reply` to `action`.
+std::string ResultText(const json& reply, const proto::DashboardAction& action) {
+  if (action.action == "set_weight") {
+    return fmt::format("weight {} (share {:.0f}%)", reply.value("weight", 0.0),
+                       100 * reply.value("share", 0.0));
+  }
+  std::string result = reply.value("message", std::string());
+  if (result.empty() && reply.contains("status")) {
+    result = fmt::format("experiment {} is {}", reply.value("name", action.experiment),
+                         reply.value("status", std::string()));
+  }
+  return result;
+}
+
+// Who sent a refused POST, for the log line.
+std::string WhoOf(const std::optional<Session>& session) {
+  return session ? fmt::format("{} ({})", session->claims.name, bus::RoleName(session->claims.role))
+                 : std::string("a browser that is not signed in");
+}
+
 }  // namespace control_routes
 
+using nlohmann::json;
+
 void DashboardServer::AddControlRoutes() {
-  using namespace control_routes;
-  httplib::Server& s = *server_;
-  auto session_of = [this](const httplib::Request& req) {
-    return sessions_.Find(CookieValue(req.get_header_value("Cookie"), kSessionCookie), NowUnix());
-  };
+  Add({Method::kGet, "/login", &DashboardServer::ServeLoginPage});
+  Add({Method::kPost, "/login", &DashboardServer::ServeLogin});
+  Add({Method::kPost, "/logout", &DashboardServer::ServeLogout});
+  Add({Method::kGet, "/api/session", &DashboardServer::ServeSession});
+  Add({Method::kGet, "/api/actions", &DashboardServer::ServeActions});
+  Add({Method::kPost, R"(/api/experiments/([^/]+)/trials/([^/]+)/(stop|pause|resume))",
+       &DashboardServer::ServeTrialAction});
+  Add({Method::kPost, R"(/api/experiments/([^/]+)/(stop|interrupt|weight))",
+       &DashboardServer::ServeExperimentAction});
+}
 
-  auto sign_in = [this](const std::string& token, httplib::Response& res) {
-    proto::VerifyDashboardToken verify;
-    verify.token = token;
-    auto verified = Call(verify);
-    if (!verified.ok()) return RefusedPage(res, verified.status());
-    TokenClaims claims;
-    claims.name = verified->value("name", std::string());
-    claims.role =
-        bus::ParseRole(verified->value("role", std::string())).value_or(bus::Role::kViewer);
-    claims.issued_at = verified->value("issued_at", int64_t(0));
-    claims.expires_at = verified->value("expires_at", int64_t(0));
-    const Session session = sessions_.Create(token, claims);
-    spdlog::info("Dashboard: {} ({}) signed in; the session ends with the token", claims.name,
-                 bus::RoleName(claims.role));
-    res.status = 303;
-    res.set_header("Set-Cookie", SessionCookie(session.id, claims.expires_at - NowUnix()));
-    res.set_header("Location", "/");
-    res.set_header("Cache-Control", "no-store");
-  };
-  s.Get("/login", [sign_in](const httplib::Request& req, httplib::Response& res) {
-    if (!req.has_param("token")) {
-      const std::string_view* page = FindAsset("login.html");
-      if (page == nullptr) return Reply(res, 404, {{"error", "login.html is not in this build"}});
-      return res.set_content(PageWithVersion(*page), "text/html; charset=utf-8");
-    }
-    sign_in(req.get_param_value("token"), res);
-  });
-  s.Post("/login", [sign_in](const httplib::Request& req, httplib::Response& res) {
-    if (Status st = CheckSameOrigin(HeadersOf(req)); !st.ok()) return RefusedPage(res, st);
-    httplib::Params form;  // application/x-www-form-urlencoded
-    httplib::detail::parse_query_text(req.body, form);
-    auto token = form.find("token");
-    sign_in(token == form.end() ? std::string() : token->second, res);
-  });
-  s.Post("/logout", [this, session_of](const httplib::Request& req, httplib::Response& res) {
-    auto session = session_of(req);
-    const PostHeaders h = HeadersOf(req);
-    if (Status st = CheckSameOrigin(h); !st.ok()) return Reply(res, 403, {{"error", st.message()}});
-    if (session) {
-      if (!SameSecret(h.csrf, session->csrf)) {
-        return Reply(res, 403, {{"error", "missing or wrong CSRF token"}});
-      }
-      sessions_.Erase(session->id);
-      spdlog::info("Dashboard: {} ({}) signed out", session->claims.name,
-                   bus::RoleName(session->claims.role));
-    }
-    res.set_header("Set-Cookie", SessionCookie("", 0));
-    Reply(res, 200, {{"signed_in", false}});
-  });
-  s.Get("/api/session", [session_of](const httplib::Request& req, httplib::Response& res) {
-    auto session = session_of(req);
-    if (!session) return Reply(res, 200, {{"signed_in", false}});
-    Reply(res, 200,
-          {{"signed_in", true},
-           {"name", session->claims.name},
-           {"role", std::string(bus::RoleName(session->claims.role))},
-           {"expires_at", session->claims.expires_at},
-           {"csrf", session->csrf}});
-  });
-  s.Get("/api/actions", [this](const httplib::Request& req, httplib::Response& res) {
-    Reply(res, 200, actions_.For(req.get_param_value("experiment"), 100));
-  });
+std::optional<Session> DashboardServer::SessionOf(const httplib::Request& req) {
+  return sessions_.Find(CookieValue(req.get_header_value("Cookie"), kSessionCookie),
+                        control_routes::NowUnix());
+}
 
-  // One action: gate, then the scheduler decides with the session's token.
-  auto act = [this, session_of](const httplib::Request& req, httplib::Response& res,
-                                proto::DashboardAction action) {
-    auto session = session_of(req);
-    json entry = {{"time", NowUnix()},
-                  {"who", session ? session->claims.name : std::string()},
-                  {"role", session ? std::string(bus::RoleName(session->claims.role)) : ""},
-                  {"action", action.action},
-                  {"experiment", action.experiment},
-                  {"trial_id", action.trial_id}};
-    if (action.action == "set_weight") entry["weight"] = action.weight;
-    if (Status st = CheckControlPost(session, HeadersOf(req)); !st.ok()) {
-      spdlog::warn("Dashboard: refused POST {} from {}: {}", req.path,
-                   session ? fmt::format("{} ({})", session->claims.name,
-                                         bus::RoleName(session->claims.role))
-                           : std::string("a browser that is not signed in"),
-                   st.message());
-      entry["ok"] = false;
-      entry["result"] = st.message();
-      // Only signed-in attempts enter the page's log: anyone may send the others.
-      if (session) actions_.Add(entry);
-      return Reply(res, 403, {{"error", st.message()}, {"entry", entry}});
+void DashboardServer::SignIn(const std::string& token, httplib::Response& res) {
+  proto::VerifyDashboardToken verify;
+  verify.token = token;
+  auto verified = Call(verify);
+  if (!verified.ok()) return control_routes::RefusedPage(res, verified.status());
+  TokenClaims claims;
+  claims.name = verified->value("name", std::string());
+  claims.role = bus::ParseRole(verified->value("role", std::string())).value_or(bus::Role::kViewer);
+  claims.issued_at = verified->value("issued_at", int64_t(0));
+  claims.expires_at = verified->value("expires_at", int64_t(0));
+  const Session session = sessions_.Create(token, claims);
+  spdlog::info("Dashboard: {} ({}) signed in; the session ends with the token", claims.name,
+               bus::RoleName(claims.role));
+  res.status = 303;
+  res.set_header("Set-Cookie",
+                 SessionCookie(session.id, claims.expires_at - control_routes::NowUnix()));
+  res.set_header("Location", "/");
+  res.set_header("Cache-Control", "no-store");
+}
+
+void DashboardServer::ServeLoginPage(const httplib::Request& req, httplib::Response& res) {
+  if (!req.has_param("token")) {
+    const std::string_view* page = FindAsset("login.html");
+    if (page == nullptr) {
+      return control_routes::Reply(res, 404, {{"error", "login.html is not in this build"}});
     }
-    action.token = session->token;
-    auto reply = Call(action);
-    entry["ok"] = reply.ok();
-    if (reply.ok()) {
-      std::string result = reply->value("message", std::string());
-      if (result.empty() && reply->contains("status")) {
-        result = fmt::format("experiment {} is {}", reply->value("name", action.experiment),
-                             reply->value("status", std::string()));
-      }
-      if (action.action == "set_weight") {
-        result = fmt::format("weight {} (share {:.0f}%)", reply->value("weight", 0.0),
-                             100 * reply->value("share", 0.0));
-      }
-      entry["result"] = result;
-    } else {
-      entry["result"] = reply.status().message();
+    return res.set_content(PageWithVersion(*page), "text/html; charset=utf-8");
+  }
+  SignIn(req.get_param_value("token"), res);
+}
+
+void DashboardServer::ServeLogin(const httplib::Request& req, httplib::Response& res) {
+  if (Status st = CheckSameOrigin(control_routes::HeadersOf(req)); !st.ok()) {
+    return control_routes::RefusedPage(res, st);
+  }
+  httplib::Params form;  // application/x-www-form-urlencoded
+  httplib::detail::parse_query_text(req.body, form);
+  auto token = form.find("token");
+  SignIn(token == form.end() ? std::string() : token->second, res);
+}
+
+void DashboardServer::ServeLogout(const httplib::Request& req, httplib::Response& res) {
+  using control_routes::Reply;
+  auto session = SessionOf(req);
+  const PostHeaders h = control_routes::HeadersOf(req);
+  if (Status st = CheckSameOrigin(h); !st.ok()) return Reply(res, 403, {{"error", st.message()}});
+  if (session) {
+    if (!SameSecret(h.csrf, session->csrf)) {
+      return Reply(res, 403, {{"error", "missing or wrong CSRF token"}});
     }
-    actions_.Add(entry);
-    if (!reply.ok()) {
-      return Reply(res, HttpStatusOf(reply.status()),
-                   {{"error", reply.status().message()}, {"entry", entry}});
+    sessions_.Erase(session->id);
+    spdlog::info("Dashboard: {} ({}) signed out", session->claims.name,
+                 bus::RoleName(session->claims.role));
+  }
+  res.set_header("Set-Cookie", SessionCookie("", 0));
+  Reply(res, 200, {{"signed_in", false}});
+}
+
+void DashboardServer::ServeSession(const httplib::Request& req, httplib::Response& res) {
+  auto session = SessionOf(req);
+  if (!session) return control_routes::Reply(res, 200, {{"signed_in", false}});
+  control_routes::Reply(res, 200,
+                        {{"signed_in", true},
+                         {"name", session->claims.name},
+                         {"role", std::string(bus::RoleName(session->claims.role))},
+                         {"expires_at", session->claims.expires_at},
+                         {"csrf", session->csrf}});
+}
+
+void DashboardServer::ServeActions(const httplib::Request& req, httplib::Response& res) {
+  control_routes::Reply(res, 200, actions_.For(req.get_param_value("experiment"), 100));
+}
+
+void DashboardServer::ServeTrialAction(const httplib::Request& req, httplib::Response& res) {
+  proto::DashboardAction a;
+  a.experiment = req.matches[1].str();
+  a.trial_id = req.matches[2].str();
+  a.action = req.matches[3].str() + "_trial";
+  Act(req, res, std::move(a));
+}
+
+void DashboardServer::ServeExperimentAction(const httplib::Request& req, httplib::Response& res) {
+  proto::DashboardAction a;
+  a.experiment = req.matches[1].str();
+  const std::string verb = req.matches[2].str();
+  a.action = verb == "weight" ? "set_weight" : verb + "_experiment";
+  if (verb == "weight") {
+    // Not a number: weight 0, which the scheduler refuses (after the gate).
+    const json body = json::parse(req.body, nullptr, false);
+    if (body.is_object() && body.contains("weight") && body["weight"].is_number()) {
+      a.weight = body["weight"].get<double>();
     }
-    Reply(res, 200, {{"ok", true}, {"entry", entry}, {"body", *reply}});
-  };
-  s.Post(R"(/api/experiments/([^/]+)/trials/([^/]+)/(stop|pause|resume))",
-         [act](const httplib::Request& req, httplib::Response& res) {
-           proto::DashboardAction a;
-           a.experiment = req.matches[1].str();
-           a.trial_id = req.matches[2].str();
-           a.action = req.matches[3].str() + "_trial";
-           act(req, res, std::move(a));
-         });
-  s.Post(R"(/api/experiments/([^/]+)/(stop|interrupt|weight))",
-         [act](const httplib::Request& req, httplib::Response& res) {
-           proto::DashboardAction a;
-           a.experiment = req.matches[1].str();
-           const std::string verb = req.matches[2].str();
-           a.action = verb == "weight" ? "set_weight" : verb + "_experiment";
-           if (verb == "weight") {
-             // Not a number: weight 0, which the scheduler refuses (after the gate).
-             const json body = json::parse(req.body, nullptr, false);
-             if (body.is_object() && body.contains("weight") && body["weight"].is_number()) {
-               a.weight = body["weight"].get<double>();
-             }
-           }
-           act(req, res, std::move(a));
-         });
+  }
+  Act(req, res, std::move(a));
+}
+
+void DashboardServer::Act(const httplib::Request& req, httplib::Response& res,
+                          proto::DashboardAction action) {
+  using control_routes::Reply;
+  auto session = SessionOf(req);
+  json entry = control_routes::EntryOf(session, action);
+  if (Status st = CheckControlPost(session, control_routes::HeadersOf(req)); !st.ok()) {
+    spdlog::warn("Dashboard: refused POST {} from {}: {}", req.path, control_routes::WhoOf(session),
+                 st.message());
+    entry["ok"] = false;
+    entry["result"] = st.message();
+    // Only signed-in attempts enter the page's log: anyone may send the others.
+    if (session) actions_.Add(entry);
+    return Reply(res, 403, {{"error", st.message()}, {"entry", entry}});
+  }
+  action.token = session->token;
+  auto reply = Call(action);
+  entry["ok"] = reply.ok();
+  entry["result"] =
+      reply.ok() ? control_routes::ResultText(*reply, action) : reply.status().message();
+  actions_.Add(entry);
+  if (!reply.ok()) {
+    return Reply(res, HttpStatusOf(reply.status()),
+                 {{"error", reply.status().message()}, {"entry", entry}});
+  }
+  Reply(res, 200, {{"ok", true}, {"entry", entry}, {"body", *reply}});
 }
 
 }  // namespace tunebus::dashboard

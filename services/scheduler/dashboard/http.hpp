@@ -1,6 +1,6 @@
-// The dashboard's HTTP answers, shared by the files that add its routes (dashboard/server.cpp,
-// dashboard/trial_routes.cpp, dashboard/control_routes.cpp, dashboard/analysis_routes.cpp). Defined in
-// dashboard_server.cpp.
+// The dashboard's HTTP answers, shared by the files that add its routes (dashboard/
+// experiment_routes.cpp, trial_routes.cpp, control_routes.cpp, analysis_routes.cpp and
+// server.cpp's /events). Defined in dashboard/server.cpp.
 #pragma once
 
 #include <cstdint>

@@ -6,7 +6,6 @@
 
 #include <algorithm>
 #include <cstdlib>
-#include <fstream>
 #include <optional>
 
 #include "libs/bus/domains.hpp"
@@ -16,7 +15,6 @@
 #include "proto/control.hpp"
 #include "proto/dashboard.hpp"
 #include "proto/events.hpp"
-#include "services/scheduler/dashboard/views/analysis.hpp"
 #include "services/scheduler/dashboard/assets.hpp"
 #include "services/scheduler/dashboard/body.hpp"
 #include "services/scheduler/dashboard/http.hpp"
@@ -24,15 +22,6 @@
 namespace tunebus::dashboard {
 
 using nlohmann::json;
-
-namespace {
-
-// result.json files are read up to this size for a curve (a longer one shows its beginning).
-constexpr std::streamsize kMaxResultFileBytes = 64 << 20;
-// Points of a curve sent to the page (CurveFromResultLines keeps every k-th row beyond).
-constexpr size_t kMaxCurvePoints = 2000;
-
-}  // namespace
 
 int HttpStatusOf(const Status& s) {
   switch (s.code()) {
@@ -89,28 +78,6 @@ void SendAsset(httplib::Response& res, std::string_view name) {
   SetStaticBody(res, *body, ContentTypeOf(name));
 }
 
-namespace {
-
-// The trial object's results file, read whole (up to kMaxResultFileBytes).
-Result<std::string> ReadResultFile(const json& trial) {
-  const std::string dir = trial.value("dir", std::string());
-  if (dir.empty()) return Status::NotFound("the trial names no results folder");
-  const std::string path = dir + "/result.json";
-  std::ifstream in(path, std::ios::binary);
-  if (!in) return std::string();  // no result yet
-  // Its size now (the writer may append meanwhile): a buffer of the limit would cost a 64 MiB
-  // fill per curve.
-  in.seekg(0, std::ios::end);
-  const std::streamsize size = std::min<std::streamsize>(in.tellg(), kMaxResultFileBytes);
-  in.seekg(0, std::ios::beg);
-  std::string text(size_t(std::max<std::streamsize>(size, 0)), '\0');
-  in.read(text.data(), std::streamsize(text.size()));
-  text.resize(size_t(in.gcount()));
-  return text;
-}
-
-}  // namespace
-
 std::string_view ContentTypeOf(std::string_view name) {
   if (name.ends_with(".html")) return "text/html; charset=utf-8";
   if (name.ends_with(".js")) return "text/javascript; charset=utf-8";
@@ -131,7 +98,6 @@ Result<std::unique_ptr<DashboardServer>> DashboardServer::Start(zmq::context_t& 
   s->server_->new_task_queue = [] { return new httplib::ThreadPool(kHttpThreads); };
   s->server_->set_keep_alive_timeout(2);
   s->AddRoutes();
-  s->AddTrialRoutes();
   const HttpAddress& a = s->options_.address;
   s->port_ = a.port == 0 ? s->server_->bind_to_any_port(a.host)
                          : (s->server_->bind_to_port(a.host, a.port) ? a.port : -1);
@@ -250,159 +216,81 @@ std::string DashboardServer::FramesAfter(uint64_t& next, std::chrono::millisecon
   return out;
 }
 
+std::optional<uint64_t> DashboardServer::FeedSequence() {
+  std::lock_guard<std::mutex> lock(feed_mu_);
+  if (!subscribed_) return std::nullopt;
+  return feed_first_ + feed_.size();
+}
+
+void DashboardServer::Add(const Route& route) {
+  auto handler = [this, h = route.handler](const httplib::Request& req, httplib::Response& res) {
+    (this->*h)(req, res);
+  };
+  if (route.method == Method::kGet) {
+    server_->Get(route.pattern, std::move(handler));
+  } else {
+    server_->Post(route.pattern, std::move(handler));
+  }
+}
+
+void DashboardServer::AddPage(const char* pattern, const char* asset) {
+  server_->Get(pattern,
+               [asset](const httplib::Request&, httplib::Response& res) { SendAsset(res, asset); });
+}
+
 void DashboardServer::AddRoutes() {
-  httplib::Server& s = *server_;
   // A strict policy: the pages load only their own scripts and styles (Chart.js is embedded).
-  s.set_default_headers({{"Content-Security-Policy", "default-src 'self'; img-src 'self' data:"},
-                         {"X-Content-Type-Options", "nosniff"},
-                         {"Referrer-Policy", "no-referrer"}});
-  s.Get("/", [](const httplib::Request&, httplib::Response& res) { SendAsset(res, "index.html"); });
-  s.Get(R"(/experiments/([^/]+))",
-        [](const httplib::Request&, httplib::Response& res) { SendAsset(res, "experiment.html"); });
-  s.Get(R"(/static/([A-Za-z0-9_.-]+))", [](const httplib::Request& req, httplib::Response& res) {
-    SendAsset(res, req.matches[1].str());
-  });
-
-  s.Get("/api/experiments", [this](const httplib::Request&, httplib::Response& res) {
-    auto listed = Call(proto::ListExperiments{});
-    if (!listed.ok()) return SendError(res, listed.status());
-    json rows = json::array();
-    for (const json& row : *listed) {
-      const std::string journal = row.value("journal", std::string());
-      // Experiments in the scheduler's memory (they have a weight) change: asked each time.
-      // The others were read from their journals: their summary is kept while the row is the
-      // same.
-      const bool live = row.contains("weight");
-      json summary;
-      if (!live) {
-        std::lock_guard<std::mutex> lock(summaries_mu_);
-        auto it = journal_summaries_.find(journal);
-        if (it != journal_summaries_.end() && it->second.first == row) summary = it->second.second;
-      }
-      if (summary.is_null()) {
-        proto::GetExperiment get;
-        get.experiment = journal;
-        auto got = Call(get);
-        if (got.ok()) {
-          summary = std::move(*got);
-          if (!live) {
-            std::lock_guard<std::mutex> lock(summaries_mu_);
-            journal_summaries_[journal] = {row, summary};
-          }
-        }
-      }
-      json shown = ExperimentRow(row, summary);
-      shown["progress"] = Progress(row, summary);
-      rows.push_back(std::move(shown));
-    }
-    SendJson(res, rows);
-  });
-
-  s.Get(R"(/api/experiments/([^/]+))", [this](const httplib::Request& req, httplib::Response& res) {
-    proto::GetExperiment get;
-    get.experiment = req.matches[1].str();
-    auto summary = Call(get);
-    if (!summary.ok()) return SendError(res, summary.status());
-    if (summary->contains("best") && (*summary)["best"].is_object()) {
-      (*summary)["best"] = TrialRow((*summary)["best"]);
-    }
-    SendJson(res, *summary);
-  });
-
-  s.Get(R"(/api/experiments/([^/]+)/trials)",
-        [this](const httplib::Request& req, httplib::Response& res) {
-          TrialQuery q;
-          q.status = req.get_param_value("status");
-          q.sort = req.get_param_value("sort");
-          q.offset = IntParam(req, "offset", 0);
-          q.limit = IntParam(req, "limit", q.limit);
-          auto query = CheckTrialQuery(q);
-          if (!query.ok()) return SendError(res, query.status());
-          const std::string experiment = req.matches[1].str();
-          proto::GetExperiment get;
-          get.experiment = experiment;
-          auto summary = Call(get);
-          if (!summary.ok()) return SendError(res, summary.status());
-          const std::string metric = summary->value("metric", std::string());
-          proto::ListTrials list;
-          list.experiment = summary->value("journal", experiment);
-          list.status = query->status;
-          // The control socket sorts and cuts the page itself: only its rows move.
-          list.sort = query->sort;
-          list.offset = query->offset;
-          list.limit = query->limit;
-          auto trials = Call(list);
-          if (!trials.ok()) return SendError(res, trials.status());
-          const json& counts = summary->value("counts", json::object());
-          const int64_t total = query->status.empty() ? summary->value("created", int64_t(0))
-                                                      : counts.value(query->status, int64_t(0));
-          json page = PassThroughPage(*trials, total, *query);
-          page["metric"] = metric;
-          page["mode"] = summary->value("mode", std::string());
-          page["experiment"] = summary->value("name", experiment);
-          page["journal"] = list.experiment;
-          SendJson(res, page);
-        });
-
-  s.Get(R"(/api/experiments/([^/]+)/trials/([^/]+)/curve)",
-        [this](const httplib::Request& req, httplib::Response& res) {
-          proto::ShowTrial show;
-          show.experiment = req.matches[1].str();
-          show.trial_id = req.matches[2].str();
-          auto trial = Call(show);
-          if (!trial.ok()) return SendError(res, trial.status());
-          auto text = ReadResultFile(*trial);
-          if (!text.ok()) return SendError(res, text.status());
-          json curve = CurveFromResultLines(*text, kMaxCurvePoints);
-          curve["trial_id"] = show.trial_id;
-          curve["status"] = trial->value("status", std::string());
-          SendJson(res, curve);
-        });
-
+  server_->set_default_headers(
+      {{"Content-Security-Policy", "default-src 'self'; img-src 'self' data:"},
+       {"X-Content-Type-Options", "nosniff"},
+       {"Referrer-Policy", "no-referrer"}});
+  AddExperimentRoutes();
   AddAnalysisRoutes();
-
-  s.Get("/events", [this](const httplib::Request&, httplib::Response& res) {
-    if (++streams_ > kMaxStreams) {
-      --streams_;
-      return SendError(res, Status::Unavailable(fmt::format(
-                                "{} event streams are open already; close a page", kMaxStreams)));
-    }
-    res.set_header("Cache-Control", "no-store");
-    // `next`: the first frame this stream has not sent; set when it says hello (subscribed).
-    auto next = std::make_shared<std::optional<uint64_t>>();
-    auto last_write = std::make_shared<std::chrono::steady_clock::time_point>();
-    res.set_chunked_content_provider(
-        "text/event-stream",
-        [this, next, last_write](size_t, httplib::DataSink& sink) {
-          // A closed page ends its stream here, within one wait (250 ms): httplib's chunked
-          // loop finds a closed connection only when a write fails, up to two keep-alives
-          // (10 s) later, and meanwhile the stream holds a thread and one of kMaxStreams.
-          if (stopping_ || !sink.is_writable()) return false;
-          std::string out;
-          if (!next->has_value()) {
-            // Hello once the relay's SUB is subscribed: what the page fetches after it, the
-            // stream completes.
-            std::unique_lock<std::mutex> lock(feed_mu_);
-            feed_cv_.wait_for(lock, std::chrono::milliseconds(250),
-                              [this] { return stopping_ || subscribed_; });
-            if (stopping_) return false;
-            if (!subscribed_) return true;
-            *next = feed_first_ + feed_.size();
-            out = "retry: 1000\n" + SseFrame("hello", "{}");
-          } else {
-            out = FramesAfter(**next, std::chrono::milliseconds(250));
-            if (stopping_) return false;
-            if (out.empty() && std::chrono::steady_clock::now() - *last_write > kKeepAlive) {
-              out = ": keep-alive\n\n";  // also finds a closed page
-            }
-          }
-          if (out.empty()) return true;
-          *last_write = std::chrono::steady_clock::now();
-          return sink.write(out.data(), out.size());
-        },
-        [this](bool) { --streams_; });
-  });
+  Add({Method::kGet, "/events", &DashboardServer::ServeEvents});
   AddControlRoutes();
+  AddTrialRoutes();
+}
+
+void DashboardServer::ServeEvents(const httplib::Request&, httplib::Response& res) {
+  if (++streams_ > kMaxStreams) {
+    --streams_;
+    return SendError(res, Status::Unavailable(fmt::format(
+                              "{} event streams are open already; close a page", kMaxStreams)));
+  }
+  res.set_header("Cache-Control", "no-store");
+  auto cursor = std::make_shared<EventCursor>();
+  res.set_chunked_content_provider(
+      "text/event-stream",
+      [this, cursor](size_t, httplib::DataSink& sink) { return NextEventChunk(*cursor, sink); },
+      [this](bool) { --streams_; });
+}
+
+bool DashboardServer::NextEventChunk(EventCursor& cursor, httplib::DataSink& sink) {
+  // A closed page ends its stream here, within one wait (250 ms): httplib's chunked loop finds
+  // a closed connection only when a write fails, up to two keep-alives (10 s) later, and
+  // meanwhile the stream holds a thread and one of kMaxStreams.
+  if (stopping_ || !sink.is_writable()) return false;
+  std::string out;
+  if (!cursor.next.has_value()) {
+    // Hello once the relay's SUB is subscribed: what the page fetches after it, the stream
+    // completes.
+    std::unique_lock<std::mutex> lock(feed_mu_);
+    feed_cv_.wait_for(lock, std::chrono::milliseconds(250),
+                      [this] { return stopping_ || subscribed_; });
+    if (stopping_) return false;
+    if (!subscribed_) return true;
+    cursor.next = feed_first_ + feed_.size();
+    out = "retry: 1000\n" + SseFrame("hello", "{}");
+  } else {
+    out = FramesAfter(*cursor.next, std::chrono::milliseconds(250));
+    if (stopping_) return false;
+    if (out.empty() && std::chrono::steady_clock::now() - cursor.last_write > kKeepAlive) {
+      out = ": keep-alive\n\n";  // also finds a closed page
+    }
+  }
+  if (out.empty()) return true;
+  cursor.last_write = std::chrono::steady_clock::now();
+  return sink.write(out.data(), out.size());
 }
 
 }  // namespace tunebus::dashboard

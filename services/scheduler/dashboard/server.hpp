@@ -13,28 +13,20 @@
 //                                   frame kept in a bounded in-memory feed the /events streams
 //                                   read
 //
-// Routes (JSON errors are {"error": message} with 400, 403, 404, 409, 503 or 500):
-//   GET /                                      the experiments page
-//   GET /experiments/NAME                      one experiment's page (NAME or journal name)
-//   GET /static/FILE                           embedded assets (dashboard/assets.hpp)
-//   GET /api/experiments                       [ExperimentRow] (dashboard/views/views.hpp)
-//   GET /api/experiments/NAME                  the experiment summary (GetExperiment), its
-//                                              "best" as a TrialRow
-//   GET /api/experiments/NAME/trials?status=&offset=&limit=&sort=
-//                                              {total, offset, limit, sort, status, metric, mode,
-//                                               trials: [TrialRow]} (TrialQuery)
-//   GET /api/experiments/NAME/trials/ID/curve  CurveFromResultLines of the trial's result.json
-//   GET /experiments/NAME/trials/ID, /api/experiments/NAME/trials/ID/...
-//                                              the trial page and its routes (AddTrialRoutes,
-//                                              dashboard/trial_routes.cpp)
+// Routes (JSON errors are {"error": message} with 400, 403, 404, 409, 503 or 500), each a
+// handler of its own (a Serve* member), registered one line each by its file's Add*Routes:
+//   the pages, /static/FILE, /api/experiments[/NAME[/trials[/ID/curve]]]
+//                                              dashboard/experiment_routes.cpp
+//   /experiments/NAME/trials/ID and /api/experiments/NAME/trials/ID/...
+//                                              the trial page: dashboard/trial_routes.cpp
 //   /login, /logout, /api/session, /api/actions and the control POSTs: dashboard/control_routes.cpp
 //   GET /api/experiments/NAME/{analysis,importance,searcher,decisions}
-//                                              the analysis panels' data (AddAnalysisRoutes)
+//                                              the analysis panels: dashboard/analysis_routes.cpp
 //   GET /events                                text/event-stream: "hello" once the stream is
 //                                              subscribed, then one event per scheduler event
 //                                              (EventData), "reset" when this stream fell more
 //                                              than kFeedFrames behind (refetch), a comment every
-//                                              kKeepAlive
+//                                              kKeepAlive (ServeEvents, dashboard/server.cpp)
 #pragma once
 
 #include <atomic>
@@ -45,6 +37,7 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <thread>
 #include <vector>
@@ -53,12 +46,16 @@
 #include "libs/bus/control_client.hpp"
 #include "libs/bus/security.hpp"
 #include "libs/core/status.hpp"
+#include "proto/dashboard.hpp"
 #include "services/scheduler/dashboard/sessions.hpp"
 #include "services/scheduler/dashboard/views/views.hpp"
 
 namespace httplib {
 class Server;
-}
+class DataSink;
+struct Request;
+struct Response;
+}  // namespace httplib
 
 namespace tunebus::dashboard {
 
@@ -100,15 +97,91 @@ class DashboardServer {
 
  private:
   DashboardServer(zmq::context_t& ctx, DashboardOptions options);
+
+  // ---- routes: each is one handler (a member below), registered by its file's Add*Routes
+
+  /// A route's handler: it answers `req` in `res` (errors as SendError's JSON).
+  using Handler = void (DashboardServer::*)(const httplib::Request& req, httplib::Response& res);
+  enum class Method { kGet, kPost };
+  struct Route {
+    Method method;
+    const char* pattern;  // a regular expression over the whole path; groups: req.matches[i]
+    Handler handler;
+  };
+  /// The security headers of every answer, then every file's routes.
   void AddRoutes();
+  void Add(const Route& route);
+  /// GET `pattern` answers with the embedded page `asset` (SendAsset).
+  void AddPage(const char* pattern, const char* asset);
+
+  /// The experiments' routes (dashboard/experiment_routes.cpp): the pages, the static files,
+  /// /api/experiments, one experiment's summary, its trial table and a trial's curve.
+  void AddExperimentRoutes();
+  void ServeStaticFile(const httplib::Request& req, httplib::Response& res);
+  void ServeExperiments(const httplib::Request& req, httplib::Response& res);
+  void ServeExperiment(const httplib::Request& req, httplib::Response& res);
+  void ServeTrials(const httplib::Request& req, httplib::Response& res);
+  void ServeCurve(const httplib::Request& req, httplib::Response& res);
+  /// The experiments page's row of the lsx row `row`, with its progress: the summary of an
+  /// experiment read from its journal is kept while its row is the same (journal_summaries_).
+  nlohmann::json ShownExperimentRow(const nlohmann::json& row);
+
   /// The trial page's routes (dashboard/trial_routes.cpp).
   void AddTrialRoutes();
+  void ServeTrial(const httplib::Request& req, httplib::Response& res);
+  void ServeResults(const httplib::Request& req, httplib::Response& res);
+  void ServeCheckpoints(const httplib::Request& req, httplib::Response& res);
+  void ServeLogs(const httplib::Request& req, httplib::Response& res);
+  void ServeCheckpointExport(const httplib::Request& req, httplib::Response& res);
+  /// The trial object of the route's NAME and ID (req.matches[1], [2]; ShowTrial).
+  Result<nlohmann::json> TrialOf(const httplib::Request& req);
+  /// The same with its experiment's summary (GetExperiment), or the first of the two errors.
+  Result<std::pair<nlohmann::json, nlohmann::json>> TrialAndSummaryOf(const httplib::Request& req);
+
   /// Sign-in, sign-out and the control POSTs (dashboard/control_routes.cpp, docs/dashboard.md
   /// "Control").
   void AddControlRoutes();
+  void ServeLoginPage(const httplib::Request& req, httplib::Response& res);
+  void ServeLogin(const httplib::Request& req, httplib::Response& res);
+  void ServeLogout(const httplib::Request& req, httplib::Response& res);
+  void ServeSession(const httplib::Request& req, httplib::Response& res);
+  void ServeActions(const httplib::Request& req, httplib::Response& res);
+  void ServeTrialAction(const httplib::Request& req, httplib::Response& res);
+  void ServeExperimentAction(const httplib::Request& req, httplib::Response& res);
+  /// The session of the request's cookie, if it names a live one.
+  std::optional<Session> SessionOf(const httplib::Request& req);
+  /// Signs in with `token` (the scheduler verifies it): a session cookie and 303 to /, or the
+  /// refused page.
+  void SignIn(const std::string& token, httplib::Response& res);
+  /// One action: the gate (CheckControlPost), then the scheduler decides with the session's
+  /// token; the action log gets its entry.
+  void Act(const httplib::Request& req, httplib::Response& res, proto::DashboardAction action);
+
   /// The analysis panels' routes (dashboard/analysis_routes.cpp): GET /api/experiments/NAME/
   /// analysis, /importance, /searcher, /decisions.
   void AddAnalysisRoutes();
+  void ServeAnalysis(const httplib::Request& req, httplib::Response& res);
+  void ServeImportance(const httplib::Request& req, httplib::Response& res);
+  void ServeSearcher(const httplib::Request& req, httplib::Response& res);
+  void ServeDecisions(const httplib::Request& req, httplib::Response& res);
+  /// The summary of the experiment `name` and its columns (kept or computed now), with
+  /// "cached" and "compute_ms".
+  Result<std::pair<nlohmann::json, nlohmann::json>> Analysis(const std::string& name);
+
+  /// GET /events (dashboard/server.cpp): a chunked text/event-stream fed by NextEventChunk.
+  void ServeEvents(const httplib::Request& req, httplib::Response& res);
+  /// A stream's place in the feed: the first frame it has not sent (set at its hello) and when
+  /// it last wrote.
+  struct EventCursor {
+    std::optional<uint64_t> next;
+    std::chrono::steady_clock::time_point last_write;
+  };
+  /// Writes the stream's next chunk (hello, frames or a keep-alive) to `sink`, after waiting up
+  /// to 250 ms for one; false ends the stream.
+  bool NextEventChunk(EventCursor& cursor, httplib::DataSink& sink);
+  /// The feed's next sequence number while the relay is subscribed (a page listens).
+  std::optional<uint64_t> FeedSequence();
+
   void Relay(zmq::socket_t sub);
 
   /// A control request on a pooled client: one is taken (or connected), used by this thread

@@ -41,16 +41,15 @@
 
 namespace tunebus::dashboard {
 
-using nlohmann::json;
+// Named (not anonymous): the unity build compiles this file with the other routes' files.
+namespace trial_routes {
 
-namespace {
+using nlohmann::json;
 
 // result.json is read up to this size (a longer one shows its beginning).
 constexpr int64_t kResultFileReadBytes = 64 << 20;
 // error.txt's tail sent with the trial.
 constexpr int64_t kErrorTailBytes = 64 << 10;
-
-constexpr const char* kTrialRoute = R"(/api/experiments/([^/]+)/trials/([^/]+))";
 
 // A file's bytes from `offset`, at most `length`, and its size; nullopt when it cannot be
 // opened (absent).
@@ -88,165 +87,173 @@ std::optional<FileRange> ReadTail(const std::string& path, int64_t tail_bytes) {
 
 std::string TrialDir(const json& trial) { return trial.value("dir", std::string()); }
 
-}  // namespace
+// A checkpoint's download: its chunks fetched one by one as the page reads, each on the HTTP
+// thread that sends it, with the same client and of the same checkpoint even if the trial saves a
+// newer one meanwhile.
+struct CheckpointDownload {
+  std::optional<ControlClient> client;
+  proto::FetchCheckpoint fetch;
+  proto::CheckpointChunk chunk;  // the next to send
+  bool answered = true;          // the client's last request was answered
+
+  // Sends `chunk` and fetches the one after it; false (the connection is closed and the
+  // download fails) when the page is gone or the fetch failed.
+  bool SendNext(httplib::DataSink& sink) {
+    if (!chunk.data.empty() && !sink.write(chunk.data.data(), chunk.data.size())) return false;
+    const uint32_t next = chunk.chunk_index + 1;
+    if (next >= chunk.num_chunks) {
+      sink.done();
+      return true;
+    }
+    fetch.chunk_index = next;
+    auto got = client->CallFor<proto::CheckpointChunk>(fetch);
+    if (!got.ok()) {
+      answered = got.status().code() != StatusCode::kUnavailable;
+      spdlog::warn("Dashboard: the export of checkpoint {} stopped at chunk {}: {}",
+                   fetch.checkpoint_id, next, got.status().ToString());
+      return false;
+    }
+    chunk = std::move(*got);
+    return true;
+  }
+};
+
+}  // namespace trial_routes
+
+using nlohmann::json;
+
+using trial_routes::TrialDir;
 
 void DashboardServer::AddTrialRoutes() {
-  httplib::Server& s = *server_;
-  s.Get(R"(/experiments/([^/]+)/trials/([^/]+))",
-        [](const httplib::Request&, httplib::Response& res) { SendAsset(res, "trial.html"); });
+  AddPage(R"(/experiments/([^/]+)/trials/([^/]+))", "trial.html");
+  Add({Method::kGet, R"(/api/experiments/([^/]+)/trials/([^/]+))", &DashboardServer::ServeTrial});
+  Add({Method::kGet, R"(/api/experiments/([^/]+)/trials/([^/]+)/results)",
+       &DashboardServer::ServeResults});
+  Add({Method::kGet, R"(/api/experiments/([^/]+)/trials/([^/]+)/checkpoints)",
+       &DashboardServer::ServeCheckpoints});
+  Add({Method::kGet, R"(/api/experiments/([^/]+)/trials/([^/]+)/logs)",
+       &DashboardServer::ServeLogs});
+  Add({Method::kGet, R"(/api/experiments/([^/]+)/trials/([^/]+)/checkpoints/([^/]+)/export)",
+       &DashboardServer::ServeCheckpointExport});
+}
 
-  // The trial object of the route's NAME and ID (ShowTrial).
-  auto show = [this](const httplib::Request& req) {
-    proto::ShowTrial show;
-    show.experiment = req.matches[1].str();
-    show.trial_id = req.matches[2].str();
-    return Call(show);
-  };
-  // The trial object and its experiment's summary (GetExperiment) of the route's NAME and ID, or
-  // the first of the two calls' errors.
-  struct ShownTrial {
-    json trial;
-    json summary;
-  };
-  auto show_with_summary = [this, show](const httplib::Request& req) -> Result<ShownTrial> {
-    auto trial = show(req);
-    if (!trial.ok()) return trial.status();
-    proto::GetExperiment get;
-    get.experiment = req.matches[1].str();
-    auto summary = Call(get);
-    if (!summary.ok()) return summary.status();
-    return ShownTrial{std::move(*trial), std::move(*summary)};
-  };
+Result<json> DashboardServer::TrialOf(const httplib::Request& req) {
+  proto::ShowTrial show;
+  show.experiment = req.matches[1].str();
+  show.trial_id = req.matches[2].str();
+  return Call(show);
+}
 
-  s.Get(kTrialRoute, [show_with_summary](const httplib::Request& req, httplib::Response& res) {
-    auto shown = show_with_summary(req);
-    if (!shown.ok()) return SendError(res, shown.status());
-    const std::string name = req.matches[1].str();
-    const json& summary = shown->summary;
-    json body = {{"experiment", summary.value("name", name)},
-                 {"journal", summary.value("journal", name)},
-                 {"metric", summary.value("metric", std::string())},
-                 {"mode", summary.value("mode", std::string())},
-                 {"error_text", nullptr}};
-    if (auto error = ReadTail(TrialDir(shown->trial) + "/error.txt", kErrorTailBytes)) {
-      body["error_text"] = std::move(error->bytes);
-    }
-    body["trial"] = std::move(shown->trial);
-    SendJson(res, body);
-  });
+Result<std::pair<json, json>> DashboardServer::TrialAndSummaryOf(const httplib::Request& req) {
+  auto trial = TrialOf(req);
+  if (!trial.ok()) return trial.status();
+  proto::GetExperiment get;
+  get.experiment = req.matches[1].str();
+  auto summary = Call(get);
+  if (!summary.ok()) return summary.status();
+  return std::make_pair(std::move(*trial), std::move(*summary));
+}
 
-  s.Get(std::string(kTrialRoute) + "/results",
-        [show_with_summary](const httplib::Request& req, httplib::Response& res) {
-          ResultsQuery q;
-          if (req.has_param("offset")) q.offset = IntParam(req, "offset", 0);
-          q.limit = IntParam(req, "limit", q.limit);
-          auto query = CheckResultsQuery(q);
-          if (!query.ok()) return SendError(res, query.status());
-          auto shown = show_with_summary(req);
-          if (!shown.ok()) return SendError(res, shown.status());
-          auto file = ReadRange(TrialDir(shown->trial) + "/result.json", 0, kResultFileReadBytes);
-          json page = ResultPage(file ? file->bytes : std::string(), *query,
-                                 shown->summary.value("metric", std::string()));
-          page["trial_id"] = req.matches[2].str();
-          page["truncated"] = file && file->size > kResultFileReadBytes;
-          SendJson(res, page);
-        });
+void DashboardServer::ServeTrial(const httplib::Request& req, httplib::Response& res) {
+  auto shown = TrialAndSummaryOf(req);
+  if (!shown.ok()) return SendError(res, shown.status());
+  auto& [trial, summary] = *shown;
+  const std::string name = req.matches[1].str();
+  json body = {{"experiment", summary.value("name", name)},
+               {"journal", summary.value("journal", name)},
+               {"metric", summary.value("metric", std::string())},
+               {"mode", summary.value("mode", std::string())},
+               {"error_text", nullptr}};
+  if (auto error =
+          trial_routes::ReadTail(TrialDir(trial) + "/error.txt", trial_routes::kErrorTailBytes)) {
+    body["error_text"] = std::move(error->bytes);
+  }
+  body["trial"] = std::move(trial);
+  SendJson(res, body);
+}
 
-  s.Get(std::string(kTrialRoute) + "/checkpoints",
-        [show](const httplib::Request& req, httplib::Response& res) {
-          auto trial = show(req);
-          if (!trial.ok()) return SendError(res, trial.status());
-          auto file = ReadRange(TrialDir(*trial) + "/result.json", 0, kResultFileReadBytes);
-          json body = CheckpointRows(*trial, file ? file->bytes : std::string());
-          body["trial_id"] = req.matches[2].str();
-          SendJson(res, body);
-        });
+void DashboardServer::ServeResults(const httplib::Request& req, httplib::Response& res) {
+  using trial_routes::kResultFileReadBytes;
+  ResultsQuery q;
+  if (req.has_param("offset")) q.offset = IntParam(req, "offset", 0);
+  q.limit = IntParam(req, "limit", q.limit);
+  auto query = CheckResultsQuery(q);
+  if (!query.ok()) return SendError(res, query.status());
+  auto shown = TrialAndSummaryOf(req);
+  if (!shown.ok()) return SendError(res, shown.status());
+  const auto& [trial, summary] = *shown;
+  auto file = trial_routes::ReadRange(TrialDir(trial) + "/result.json", 0, kResultFileReadBytes);
+  json page = ResultPage(file ? file->bytes : std::string(), *query,
+                         summary.value("metric", std::string()));
+  page["trial_id"] = req.matches[2].str();
+  page["truncated"] = file && file->size > kResultFileReadBytes;
+  SendJson(res, page);
+}
 
-  s.Get(std::string(kTrialRoute) + "/logs",
-        [show](const httplib::Request& req, httplib::Response& res) {
-          auto name = LogFileName(req.get_param_value("stream"));
-          if (!name.ok()) return SendError(res, name.status());
-          auto tail_bytes = CheckTailBytes(IntParam(req, "tail_bytes", kDefaultTailBytes));
-          if (!tail_bytes.ok()) return SendError(res, tail_bytes.status());
-          auto trial = show(req);
-          if (!trial.ok()) return SendError(res, trial.status());
-          const std::string path = TrialDir(*trial) + "/" + *name;
-          json body = {{"trial_id", req.matches[2].str()},
-                       {"stream", *name},
-                       {"path", path},
-                       {"exists", false},
-                       {"size", 0},
-                       {"offset", 0},
-                       {"text", ""}};
-          if (auto tail = ReadTail(path, *tail_bytes)) {
-            body["exists"] = true;
-            body["size"] = tail->size;
-            body["offset"] = tail->offset;
-            body["text"] = std::move(tail->bytes);
-          }
-          SendJson(res, body);
-        });
+void DashboardServer::ServeCheckpoints(const httplib::Request& req, httplib::Response& res) {
+  auto trial = TrialOf(req);
+  if (!trial.ok()) return SendError(res, trial.status());
+  auto file = trial_routes::ReadRange(TrialDir(*trial) + "/result.json", 0,
+                                      trial_routes::kResultFileReadBytes);
+  json body = CheckpointRows(*trial, file ? file->bytes : std::string());
+  body["trial_id"] = req.matches[2].str();
+  SendJson(res, body);
+}
 
-  s.Get(std::string(kTrialRoute) + R"(/checkpoints/([^/]+)/export)",
-        [this](const httplib::Request& req, httplib::Response& res) {
-          proto::FetchCheckpoint fetch;
-          fetch.experiment = req.matches[1].str();
-          fetch.trial_id = req.matches[2].str();
-          fetch.checkpoint_id = req.matches[3].str();
-          auto client = TakeClient();
-          if (!client.ok()) return SendError(res, client.status());
-          auto first = client->CallFor<proto::CheckpointChunk>(fetch);
-          if (!first.ok()) {
-            const Status& why = first.status();
-            if (why.code() != StatusCode::kUnavailable) ReturnClient(std::move(*client));
-            // A trial without a stored checkpoint has no such checkpoint either.
-            return SendError(res, why.code() == StatusCode::kFailedPrecondition
-                                      ? Status::NotFound(why.message())
-                                      : why);
-          }
-          // The rest of the chunks are fetched as the page reads, each on this thread with the
-          // same client, of the same checkpoint even if the trial saves a newer one meanwhile.
-          struct Download {
-            std::optional<ControlClient> client;
-            proto::FetchCheckpoint fetch;
-            proto::CheckpointChunk chunk;  // the next to send
-            bool answered = true;          // the client's last request was answered
-          };
-          auto d = std::make_shared<Download>();
-          d->client.emplace(std::move(*client));
-          d->fetch = fetch;
-          d->fetch.checkpoint_id = first->checkpoint_id;
-          d->chunk = std::move(*first);
-          res.set_header("Content-Disposition",
-                         fmt::format("attachment; filename=\"{}\"",
-                                     ExportFileName(d->chunk.trial_id, d->chunk.checkpoint_id)));
-          res.set_header("X-Checkpoint-Id", d->chunk.checkpoint_id);
-          res.set_header("Cache-Control", "no-store");
-          res.set_chunked_content_provider(
-              "application/x-tar",
-              [d](size_t, httplib::DataSink& sink) {
-                const proto::CheckpointChunk& c = d->chunk;
-                if (!c.data.empty() && !sink.write(c.data.data(), c.data.size())) return false;
-                const uint32_t next = c.chunk_index + 1;
-                if (next >= c.num_chunks) {
-                  sink.done();
-                  return true;
-                }
-                d->fetch.chunk_index = next;
-                auto got = d->client->CallFor<proto::CheckpointChunk>(d->fetch);
-                if (!got.ok()) {
-                  d->answered = got.status().code() != StatusCode::kUnavailable;
-                  spdlog::warn("Dashboard: the export of checkpoint {} stopped at chunk {}: {}",
-                               d->fetch.checkpoint_id, next, got.status().ToString());
-                  return false;  // the connection is closed: the download fails
-                }
-                d->chunk = std::move(*got);
-                return true;
-              },
-              [this, d](bool) {
-                if (d->answered) ReturnClient(std::move(*d->client));
-              });
-        });
+void DashboardServer::ServeLogs(const httplib::Request& req, httplib::Response& res) {
+  auto name = LogFileName(req.get_param_value("stream"));
+  if (!name.ok()) return SendError(res, name.status());
+  auto tail_bytes = CheckTailBytes(IntParam(req, "tail_bytes", kDefaultTailBytes));
+  if (!tail_bytes.ok()) return SendError(res, tail_bytes.status());
+  auto trial = TrialOf(req);
+  if (!trial.ok()) return SendError(res, trial.status());
+  const std::string path = TrialDir(*trial) + "/" + *name;
+  json body = {{"trial_id", req.matches[2].str()},
+               {"stream", *name},
+               {"path", path},
+               {"exists", false},
+               {"size", 0},
+               {"offset", 0},
+               {"text", ""}};
+  if (auto tail = trial_routes::ReadTail(path, *tail_bytes)) {
+    body["exists"] = true;
+    body["size"] = tail->size;
+    body["offset"] = tail->offset;
+    body["text"] = std::move(tail->bytes);
+  }
+  SendJson(res, body);
+}
+
+void DashboardServer::ServeCheckpointExport(const httplib::Request& req, httplib::Response& res) {
+  proto::FetchCheckpoint fetch;
+  fetch.experiment = req.matches[1].str();
+  fetch.trial_id = req.matches[2].str();
+  fetch.checkpoint_id = req.matches[3].str();
+  auto client = TakeClient();
+  if (!client.ok()) return SendError(res, client.status());
+  auto first = client->CallFor<proto::CheckpointChunk>(fetch);
+  if (!first.ok()) {
+    const Status& why = first.status();
+    if (why.code() != StatusCode::kUnavailable) ReturnClient(std::move(*client));
+    // A trial without a stored checkpoint has no such checkpoint either.
+    return SendError(
+        res, why.code() == StatusCode::kFailedPrecondition ? Status::NotFound(why.message()) : why);
+  }
+  auto d = std::make_shared<trial_routes::CheckpointDownload>();
+  d->client.emplace(std::move(*client));
+  d->fetch = fetch;
+  d->fetch.checkpoint_id = first->checkpoint_id;
+  d->chunk = std::move(*first);
+  res.set_header("Content-Disposition",
+                 fmt::format("attachment; filename=\"{}\"",
+                             ExportFileName(d->chunk.trial_id, d->chunk.checkpoint_id)));
+  res.set_header("X-Checkpoint-Id", d->chunk.checkpoint_id);
+  res.set_header("Cache-Control", "no-store");
+  res.set_chunked_content_provider(
+      "application/x-tar", [d](size_t, httplib::DataSink& sink) { return d->SendNext(sink); },
+      [this, d](bool) {
+        if (d->answered) ReturnClient(std::move(*d->client));
+      });
 }
 
 }  // namespace tunebus::dashboard

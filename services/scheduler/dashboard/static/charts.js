@@ -5,6 +5,7 @@
 // trials, cached by the server); the panels refetch when dashboard.js relays an event
 // ('tunebus:event' on document), at most once a second. Read-only, like dashboard.js.
 'use strict';
+/* exported tunebusCharts */
 
 const tunebusCharts = (() => {
   const byId = (id) => document.getElementById(id);
@@ -134,18 +135,11 @@ const tunebusCharts = (() => {
 
   const MAX_LINES = 1000; // parallel-coordinate lines drawn (every k-th trial and the best beyond)
 
-  function experimentPanels() {
-    const journal = decodeURIComponent(location.pathname.replace(/^\/experiments\//, ''));
-    const api = `/api/experiments/${encodeURIComponent(journal)}`;
+  // A function (id, config) that draws the Chart.js chart of canvas `id` from `config`, or
+  // redraws the one it drew there before; null when Chart.js is not `available`.
+  function chartDrawer(available) {
     const charts = {};
-    const available = typeof Chart !== 'undefined';
-    const section = byId('analysis');
-    if (!section) return;
-    if (!available) {
-      for (const id of ['history', 'parallel', 'importance']) byId(id).hidden = true;
-    }
-
-    const chart = (id, config) => {
+    return (id, config) => {
       if (!available) return null;
       if (charts[id]) {
         charts[id].data = config.data;
@@ -160,192 +154,207 @@ const tunebusCharts = (() => {
       }
       return charts[id];
     };
+  }
 
-    const drawHistory = (cols) => {
-      const points = [],
-        numbers = [];
-      cols.value.forEach((v, i) => {
-        if (typeof v === 'number') {
-          points.push({ x: i, y: v });
-          numbers.push(i);
-        }
-      });
-      const best = bestSoFar(cols.value, cols.mode);
-      const line = numbers.map((i) => ({ x: i, y: best[i] }));
-      byId('history-note').textContent = points.length
-        ? `${points.length} trials with ${cols.metric}; best so far (${cols.mode}) ${num(line[line.length - 1].y)}`
-        : `no trial has reported ${cols.metric} yet`;
-      chart('history', {
-        type: 'line',
-        data: {
-          datasets: [
-            {
-              label: 'trial',
-              data: points,
-              showLine: false,
-              pointRadius: 3,
-              borderColor: COLOURS.point,
-              backgroundColor: COLOURS.point,
-            },
-            {
-              label: 'best so far',
-              data: line,
-              stepped: true,
-              pointRadius: 0,
-              borderWidth: 2,
-              borderColor: COLOURS.best,
-              backgroundColor: COLOURS.best,
-            },
-          ],
-        },
-        options: {
-          parsing: false,
-          scales: {
-            x: { type: 'linear', title: { display: true, text: 'trial number' } },
-            y: { type: 'linear', title: { display: true, text: `${cols.metric} (last result)` } },
-          },
-        },
-      });
-    };
-
-    const drawParallel = (cols) => {
-      const ax = axes(cols);
-      let rows = [];
-      cols.value.forEach((v, i) => {
-        if (typeof v === 'number') rows.push(i);
-      });
-      const shownAll = rows.length;
-      if (rows.length > MAX_LINES) {
-        const best = bestSoFar(cols.value, cols.mode);
-        const bestValue = best[best.length - 1];
-        const step = rows.length / MAX_LINES;
-        const kept = new Set();
-        for (let k = 0; k < MAX_LINES - 1; k++) kept.add(rows[Math.floor(k * step)]);
-        const bestRow = rows.find((i) => cols.value[i] === bestValue);
-        if (bestRow !== undefined) kept.add(bestRow);
-        rows = [...kept].sort((a, b) => a - b);
+  // The optimization history: each trial's metric by trial number, and the best so far.
+  function drawHistory(cols, chart) {
+    const points = [],
+      numbers = [];
+    cols.value.forEach((v, i) => {
+      if (typeof v === 'number') {
+        points.push({ x: i, y: v });
+        numbers.push(i);
       }
-      const metricAxis = ax[ax.length - 1];
-      const datasets = rows.map((i) => {
-        const f = metricAxis.norm(cols.value[i]);
-        const rank = cols.mode === 'min' ? 1 - f : f;
-        return {
-          label: cols.trial_id[i],
-          data: ax.map((a, j) => (a.metric ? f : a.norm(cols.params[j].values[i]))),
-          borderColor: heat(rank),
-          backgroundColor: heat(rank),
-          borderWidth: 1.5,
-          pointRadius: 2,
-          spanGaps: false,
-          fill: false,
-        };
-      });
-      byId('parallel-note').textContent = cols.params.length
-        ? `${shownAll} trials with ${cols.metric}${shownAll > rows.length ? `, ${rows.length} drawn` : ''}; ` +
-          'each axis scaled to its range (categories evenly spaced); red = best'
-        : 'no config key varies between the trials';
-      chart('parallel', {
-        type: 'line',
-        data: { labels: ax.map((a) => a.label), datasets },
-        options: {
-          plugins: { legend: { display: false } },
-          scales: {
-            x: { type: 'category', grid: { color: '#999' } },
-            y: {
-              type: 'linear',
-              min: 0,
-              max: 1,
-              title: { display: true, text: 'scaled to each axis' },
-            },
+    });
+    const best = bestSoFar(cols.value, cols.mode);
+    const line = numbers.map((i) => ({ x: i, y: best[i] }));
+    byId('history-note').textContent = points.length
+      ? `${points.length} trials with ${cols.metric}; best so far (${cols.mode}) ${num(line[line.length - 1].y)}`
+      : `no trial has reported ${cols.metric} yet`;
+    chart('history', {
+      type: 'line',
+      data: {
+        datasets: [
+          {
+            label: 'trial',
+            data: points,
+            showLine: false,
+            pointRadius: 3,
+            borderColor: COLOURS.point,
+            backgroundColor: COLOURS.point,
+          },
+          {
+            label: 'best so far',
+            data: line,
+            stepped: true,
+            pointRadius: 0,
+            borderWidth: 2,
+            borderColor: COLOURS.best,
+            backgroundColor: COLOURS.best,
+          },
+        ],
+      },
+      options: {
+        parsing: false,
+        scales: {
+          x: { type: 'linear', title: { display: true, text: 'trial number' } },
+          y: { type: 'linear', title: { display: true, text: `${cols.metric} (last result)` } },
+        },
+      },
+    });
+  }
+
+  // The trials with the metric (their indexes), every k-th and the best beyond MAX_LINES.
+  function parallelRows(cols) {
+    let rows = [];
+    cols.value.forEach((v, i) => {
+      if (typeof v === 'number') rows.push(i);
+    });
+    if (rows.length > MAX_LINES) {
+      const best = bestSoFar(cols.value, cols.mode);
+      const bestValue = best[best.length - 1];
+      const step = rows.length / MAX_LINES;
+      const kept = new Set();
+      for (let k = 0; k < MAX_LINES - 1; k++) kept.add(rows[Math.floor(k * step)]);
+      const bestRow = rows.find((i) => cols.value[i] === bestValue);
+      if (bestRow !== undefined) kept.add(bestRow);
+      rows = [...kept].sort((a, b) => a - b);
+    }
+    return rows;
+  }
+
+  // The parallel coordinates: one line per trial across the parameter axes and the metric's.
+  function drawParallel(cols, chart) {
+    const ax = axes(cols);
+    const shownAll = cols.value.filter((v) => typeof v === 'number').length;
+    const rows = parallelRows(cols);
+    const metricAxis = ax[ax.length - 1];
+    const datasets = rows.map((i) => {
+      const f = metricAxis.norm(cols.value[i]);
+      const rank = cols.mode === 'min' ? 1 - f : f;
+      return {
+        label: cols.trial_id[i],
+        data: ax.map((a, j) => (a.metric ? f : a.norm(cols.params[j].values[i]))),
+        borderColor: heat(rank),
+        backgroundColor: heat(rank),
+        borderWidth: 1.5,
+        pointRadius: 2,
+        spanGaps: false,
+        fill: false,
+      };
+    });
+    byId('parallel-note').textContent = cols.params.length
+      ? `${shownAll} trials with ${cols.metric}${shownAll > rows.length ? `, ${rows.length} drawn` : ''}; ` +
+        'each axis scaled to its range (categories evenly spaced); red = best'
+      : 'no config key varies between the trials';
+    chart('parallel', {
+      type: 'line',
+      data: { labels: ax.map((a) => a.label), datasets },
+      options: {
+        plugins: { legend: { display: false } },
+        scales: {
+          x: { type: 'category', grid: { color: '#999' } },
+          y: {
+            type: 'linear',
+            min: 0,
+            max: 1,
+            title: { display: true, text: 'scaled to each axis' },
           },
         },
-      });
-    };
+      },
+    });
+  }
 
-    const drawImportance = (imp) => {
-      const params = imp.params || [];
-      byId('importance-note').textContent = params.length
-        ? `${imp.method}, over ${imp.trials} trials with the metric`
-        : 'no config key varies between the trials';
-      const list = byId('importance-list');
-      list.replaceChildren(
-        ...params.map((p, i) =>
-          make(
-            'li',
-            { 'data-param': p.name, 'data-rank': i + 1, 'data-importance': p.importance },
-            `${p.name}: ${(100 * p.importance).toFixed(1)}%`,
-          ),
+  // The hyperparameter importance: a list and a bar chart, most important first.
+  function drawImportance(imp, chart) {
+    const params = imp.params || [];
+    byId('importance-note').textContent = params.length
+      ? `${imp.method}, over ${imp.trials} trials with the metric`
+      : 'no config key varies between the trials';
+    const list = byId('importance-list');
+    list.replaceChildren(
+      ...params.map((p, i) =>
+        make(
+          'li',
+          { 'data-param': p.name, 'data-rank': i + 1, 'data-importance': p.importance },
+          `${p.name}: ${(100 * p.importance).toFixed(1)}%`,
         ),
-      );
-      chart('importance', {
-        type: 'bar',
-        data: {
-          labels: params.map((p) => p.name),
-          datasets: [
-            {
-              label: 'importance',
-              data: params.map((p) => p.importance),
-              backgroundColor: COLOURS.bar,
-              borderColor: COLOURS.bar,
-            },
-          ],
-        },
-        options: {
-          indexAxis: 'y',
-          plugins: { legend: { display: false } },
-          scales: {
-            x: {
-              type: 'linear',
-              min: 0,
-              max: 1,
-              title: { display: true, text: 'share of the explained variance' },
-            },
-            y: { type: 'category' },
+      ),
+    );
+    chart('importance', {
+      type: 'bar',
+      data: {
+        labels: params.map((p) => p.name),
+        datasets: [
+          {
+            label: 'importance',
+            data: params.map((p) => p.importance),
+            backgroundColor: COLOURS.bar,
+            borderColor: COLOURS.bar,
           },
+        ],
+      },
+      options: {
+        indexAxis: 'y',
+        plugins: { legend: { display: false } },
+        scales: {
+          x: {
+            type: 'linear',
+            min: 0,
+            max: 1,
+            title: { display: true, text: 'share of the explained variance' },
+          },
+          y: { type: 'category' },
         },
-      });
-    };
+      },
+    });
+  }
 
-    const drawPhase = (s) => {
-      const p = byId('searcher-phase');
-      p.dataset.phase = s.phase || '';
-      p.dataset.searcher = s.searcher || '';
-      p.textContent = s.text || '–';
-    };
+  function drawPhase(s) {
+    const p = byId('searcher-phase');
+    p.dataset.phase = s.phase || '';
+    p.dataset.searcher = s.searcher || '';
+    p.textContent = s.text || '–';
+  }
 
-    const drawDecisions = (d) => {
-      const rows = (d.decisions || []).slice().reverse(); // newest first
-      byId('decisions-note').textContent =
-        `${d.total} decisions of the ${d.scheduler} scheduler` +
-        (d.dropped ? ` (the newest ${rows.length} shown)` : '') +
-        (d.total ? '' : ': none yet (kept in memory since this scheduler ran the experiment)');
-      byId('decisions').tBodies[0].replaceChildren(
-        ...rows.map((x) => {
-          const det = x.detail || {};
-          const rung = det.rung !== undefined ? det.rung : '';
-          let text = '';
-          if (x.kind === 'exploit') text = `from ${det.donor} at iteration ${det.donor_iteration}`;
-          else if (det.cutoff !== undefined) text = `${num(det.value)} < cutoff ${num(det.cutoff)}`;
-          else if (det.median !== undefined)
-            text = `best ${num(det.best)} < median ${num(det.median)}`;
-          else if (det.bracket !== undefined) text = `bracket ${det.bracket}`;
-          else if (det.max_t !== undefined) text = `reached max_t ${num(det.max_t)}`;
-          return make(
-            'tr',
-            { 'data-trial-id': x.trial_id, 'data-kind': x.kind, 'data-rung': rung },
-            make('td', {}, new Date(1000 * x.at_s).toLocaleTimeString()),
-            make('td', { class: 'trial' }, x.trial_id),
-            make('td', { class: `decision ${x.kind}` }, x.kind),
-            make('td', {}, x.scheduler),
-            make('td', { class: 'num' }, x.training_iteration),
-            make('td', { class: 'num rung' }, rung === '' ? '–' : num(rung)),
-            make('td', { class: 'note' }, text),
-          );
-        }),
-      );
-    };
+  // A trial scheduler's decision as a table row, its detail in words.
+  function decisionRow(x) {
+    const det = x.detail || {};
+    const rung = det.rung !== undefined ? det.rung : '';
+    let text = '';
+    if (x.kind === 'exploit') text = `from ${det.donor} at iteration ${det.donor_iteration}`;
+    else if (det.cutoff !== undefined) text = `${num(det.value)} < cutoff ${num(det.cutoff)}`;
+    else if (det.median !== undefined) text = `best ${num(det.best)} < median ${num(det.median)}`;
+    else if (det.bracket !== undefined) text = `bracket ${det.bracket}`;
+    else if (det.max_t !== undefined) text = `reached max_t ${num(det.max_t)}`;
+    return make(
+      'tr',
+      { 'data-trial-id': x.trial_id, 'data-kind': x.kind, 'data-rung': rung },
+      make('td', {}, new Date(1000 * x.at_s).toLocaleTimeString()),
+      make('td', { class: 'trial' }, x.trial_id),
+      make('td', { class: `decision ${x.kind}` }, x.kind),
+      make('td', {}, x.scheduler),
+      make('td', { class: 'num' }, x.training_iteration),
+      make('td', { class: 'num rung' }, rung === '' ? '–' : num(rung)),
+      make('td', { class: 'note' }, text),
+    );
+  }
 
+  function drawDecisions(d) {
+    const rows = (d.decisions || []).slice().reverse(); // newest first
+    byId('decisions-note').textContent =
+      `${d.total} decisions of the ${d.scheduler} scheduler` +
+      (d.dropped ? ` (the newest ${rows.length} shown)` : '') +
+      (d.total ? '' : ': none yet (kept in memory since this scheduler ran the experiment)');
+    byId('decisions').tBodies[0].replaceChildren(...rows.map(decisionRow));
+  }
+
+  // The panels' loader: load() fetches the analysis and the decisions and draws every panel,
+  // one fetch at a time; again() asks for a load at most once a second, the last call included.
+  function panelsLoader(api, section, chart) {
     let busy = false;
+    let last = Date.now(),
+      timer = null;
     const load = async () => {
       if (busy) {
         again();
@@ -359,9 +368,9 @@ const tunebusCharts = (() => {
         ]);
         if (cols.error) throw new Error(cols.error);
         drawPhase(cols.searcher || {});
-        drawHistory(cols);
-        drawParallel(cols);
-        drawImportance(cols.importance || {});
+        drawHistory(cols, chart);
+        drawParallel(cols, chart);
+        drawImportance(cols.importance || {}, chart);
         if (!decisions.error) drawDecisions(decisions);
         section.dataset.trials = cols.n;
         section.dataset.name = cols.experiment;
@@ -372,9 +381,6 @@ const tunebusCharts = (() => {
         busy = false;
       }
     };
-    // At most once a second, the last call included.
-    let last = 0,
-      timer = null;
     const again = () => {
       const wait = last + 1000 - Date.now();
       if (timer) return;
@@ -387,6 +393,23 @@ const tunebusCharts = (() => {
         Math.max(wait, 0),
       );
     };
+    const loadNow = () => {
+      last = Date.now();
+      load();
+    };
+    return { again, loadNow };
+  }
+
+  function experimentPanels() {
+    const journal = decodeURIComponent(location.pathname.replace(/^\/experiments\//, ''));
+    const api = `/api/experiments/${encodeURIComponent(journal)}`;
+    const available = typeof Chart !== 'undefined';
+    const section = byId('analysis');
+    if (!section) return;
+    if (!available) {
+      for (const id of ['history', 'parallel', 'importance']) byId(id).hidden = true;
+    }
+    const { again, loadNow } = panelsLoader(api, section, chartDrawer(available));
     document.addEventListener('tunebus:event', (e) => {
       const { kind, data } = e.detail || {};
       if (
@@ -406,13 +429,11 @@ const tunebusCharts = (() => {
     const started = Date.now();
     const firstLoad = () => {
       if (tableDrawn() || Date.now() - started > 3000) {
-        last = Date.now();
-        load();
+        loadNow();
         return;
       }
       setTimeout(firstLoad, 50);
     };
-    last = Date.now();
     firstLoad();
   }
 

@@ -64,12 +64,10 @@
     );
   }
 
-  function experimentControls() {
-    const journal = decodeURIComponent(location.pathname.replace(/^\/experiments\//, ''));
-    const api = `/api/experiments/${encodeURIComponent(journal)}`;
+  // The action log under the trial table (everyone sees it); returns its loader, which also
+  // runs every 3 s.
+  function actionLog(journal) {
     const when = (t) => new Date(1000 * t).toLocaleTimeString();
-
-    // The action log: everyone sees it.
     const log = make(
       'table',
       { id: 'action-log' },
@@ -92,48 +90,39 @@
     byId('trials')
       .closest('section')
       .after(make('section', { id: 'actions' }, make('h2', {}, 'Actions'), logNote, log));
+    const row = (e) =>
+      make(
+        'tr',
+        { 'data-action': e.action, 'data-trial-id': e.trial_id || '' },
+        make('td', {}, when(e.time)),
+        make('td', {}, `${e.who} (${e.role})`),
+        make('td', {}, e.action + (e.weight !== undefined ? ` ${e.weight}` : '')),
+        make('td', {}, e.trial_id || e.experiment),
+        make(
+          'td',
+          { class: `result ${e.ok ? 'ok' : 'refused'}` },
+          `${e.ok ? 'ok' : 'refused'}: ${e.result}`,
+        ),
+      );
     const loadLog = async () => {
       try {
         const r = await fetch(`/api/actions?experiment=${encodeURIComponent(journal)}`, {
           cache: 'no-store',
         });
         const entries = await r.json();
-        log.tBodies[0].replaceChildren(
-          ...entries.map((e) =>
-            make(
-              'tr',
-              { 'data-action': e.action, 'data-trial-id': e.trial_id || '' },
-              make('td', {}, when(e.time)),
-              make('td', {}, `${e.who} (${e.role})`),
-              make('td', {}, e.action + (e.weight !== undefined ? ` ${e.weight}` : '')),
-              make('td', {}, e.trial_id || e.experiment),
-              make(
-                'td',
-                { class: `result ${e.ok ? 'ok' : 'refused'}` },
-                `${e.ok ? 'ok' : 'refused'}: ${e.result}`,
-              ),
-            ),
-          ),
-        );
+        log.tBodies[0].replaceChildren(...entries.map(row));
         logNote.hidden = entries.length > 0;
-      } catch (e) {
+      } catch {
         /* the next poll retries */
       }
     };
     loadLog();
     setInterval(loadLog, 3000);
-    if (!isOperator()) return;
+    return loadLog;
+  }
 
-    const act = async (url, body, buttons) => {
-      for (const b of buttons) b.disabled = true;
-      const r = await post(url, body);
-      for (const b of buttons) b.disabled = false;
-      if (!r.ok) window.console.warn('dashboard action refused:', r.error);
-      loadLog();
-      return r;
-    };
-
-    // The experiment's control bar, under the summary.
+  // The experiment's control bar, under the summary: stop, interrupt, set the weight.
+  function controlBar(journal, api, act) {
     const weight = make('input', {
       id: 'weight-input',
       type: 'number',
@@ -170,8 +159,10 @@
     setWeight.addEventListener('click', () =>
       act(`${api}/weight`, { weight: Number(weight.value) }, all),
     );
+  }
 
-    // A control cell in each row of the trial table, by the row's status.
+  // A control cell in each row of the trial table, by the row's status, as the rows come.
+  function trialControls(api, act) {
     const table = byId('trials');
     const decorate = () => {
       const head = table.tHead.rows[0];
@@ -205,11 +196,29 @@
     decorate();
   }
 
+  function experimentControls() {
+    const journal = decodeURIComponent(location.pathname.replace(/^\/experiments\//, ''));
+    const api = `/api/experiments/${encodeURIComponent(journal)}`;
+    const loadLog = actionLog(journal);
+    if (!isOperator()) return;
+    // One action: its buttons disabled while it is under way; the log shows its outcome.
+    const act = async (url, body, buttons) => {
+      for (const b of buttons) b.disabled = true;
+      const r = await post(url, body);
+      for (const b of buttons) b.disabled = false;
+      if (!r.ok) window.console.warn('dashboard action refused:', r.error);
+      loadLog();
+      return r;
+    };
+    controlBar(journal, api, act);
+    trialControls(api, act);
+  }
+
   document.addEventListener('DOMContentLoaded', async () => {
     try {
       const r = await fetch('/api/session', { cache: 'no-store' });
       session = await r.json();
-    } catch (e) {
+    } catch {
       session = { signed_in: false };
     }
     renderSession();

@@ -147,6 +147,64 @@ function countsText(counts) {
     .join(' · ');
 }
 
+// A summary card: its label above its value (text or a node); `cls` adds classes to the value.
+function card(label, value, cls) {
+  return el(
+    'div',
+    { class: 'card' },
+    el('div', { class: 'label' }, label),
+    el('div', { class: `value ${cls || ''}` }, value),
+  );
+}
+
+// Whether Chart.js is loaded; without it #chart-note says so and the canvas `canvasId` is hidden.
+function chartsAvailable(canvasId) {
+  if (typeof Chart !== 'undefined') return true;
+  $('chart-note').textContent =
+    'Charts are unavailable: this build of the scheduler has no ' +
+    'Chart.js (Debian package libjs-chart.js; rebuild with it installed).';
+  $(canvasId).hidden = true;
+  return false;
+}
+
+// One line of a chart: `data` as [{x, y}] drawn in `color`.
+function lineDataset(label, data, color) {
+  return {
+    label,
+    data,
+    borderColor: color,
+    backgroundColor: color,
+    borderWidth: 2,
+    pointRadius: 2,
+    fill: false,
+  };
+}
+
+// `chart` (a Chart.js line chart on linear axes) redrawn with `datasets` and its axes titled
+// `xTitle` and `yTitle`, without animation; null `chart`: a new one on `canvas`. Returns it.
+function drawLineChart(chart, canvas, datasets, xTitle, yTitle) {
+  if (chart) {
+    chart.data.datasets = datasets;
+    chart.options.scales.x.title.text = xTitle;
+    chart.options.scales.y.title.text = yTitle;
+    chart.update('none');
+    return chart;
+  }
+  return new Chart(canvas, {
+    type: 'line',
+    data: { datasets },
+    options: {
+      animation: false,
+      maintainAspectRatio: false,
+      parsing: false,
+      scales: {
+        x: { type: 'linear', title: { display: true, text: xTitle } },
+        y: { type: 'linear', title: { display: true, text: yTitle } },
+      },
+    },
+  });
+}
+
 // ---------------------------------------------------------------- the experiments page
 
 function experimentsPage() {
@@ -214,189 +272,213 @@ function pageQuery() {
   return { status: p.get('status') || '', offset, limit: 25, sort: p.get('sort') || '' };
 }
 
-function experimentPage() {
-  const journal = decodeURIComponent(location.pathname.replace(/^\/experiments\//, ''));
-  const api = `/api/experiments/${encodeURIComponent(journal)}`;
-  const state = {
-    summary: null,
-    query: pageQuery(), // the table's first query may come from the address (pageQuery)
-    configKeys: null, // the table's config columns, from the first page
-    selected: new Set(), // trials whose curves are drawn
-    curves: new Map(), // trial_id -> [{x: training_iteration, y: metric}]
-    live: new Map(), // trial_id -> the trial as its newest event showed it
-    chart: null,
-  };
-  $('crumb').textContent = journal;
-  $('status-filter').value = state.query.status;
-  const metric = () => (state.summary ? state.summary.metric : '');
-
-  const chartsAvailable = typeof Chart !== 'undefined';
-  if (!chartsAvailable) {
-    $('chart-note').textContent =
-      'Charts are unavailable: this build of the scheduler has no ' +
-      'Chart.js (Debian package libjs-chart.js; rebuild with it installed).';
-    $('curve').hidden = true;
+// One experiment's page: its summary, its trial table (a page of the trials, sorted and
+// filtered by the server) and the curves of the trials ticked in the table, kept current by the
+// event stream.
+class ExperimentPage {
+  constructor() {
+    this.journal = decodeURIComponent(location.pathname.replace(/^\/experiments\//, ''));
+    this.api = `/api/experiments/${encodeURIComponent(this.journal)}`;
+    this.summary = null;
+    this.query = pageQuery(); // the table's first query may come from the address (pageQuery)
+    this.configKeys = null; // the table's config columns, from the first page
+    this.selected = new Set(); // trials whose curves are drawn
+    this.curves = new Map(); // trial_id -> [{x: training_iteration, y: metric, t: time_total_s}]
+    this.live = new Map(); // trial_id -> the trial as its newest event showed it
+    this.chart = null;
+    this.chartsAvailable = false;
+    // Trial-page requests are numbered as they are asked; the table shows an answer only if no
+    // later-asked one is shown already, so an answer that arrives late (a reload asked before a
+    // sort click, or the first page) never replaces the newer query's rows.
+    this.asked = 0;
+    this.shown = 0;
+    this.reloadAll = throttle(() => {
+      this.loadSummary();
+      this.loadTrials();
+    }, 1000);
   }
 
-  const drawChart = () => {
-    if (!chartsAvailable) return;
+  metric() {
+    return this.summary ? this.summary.metric : '';
+  }
+
+  start() {
+    $('crumb').textContent = this.journal;
+    $('status-filter').value = this.query.status;
+    this.chartsAvailable = chartsAvailable('curve');
+    connectEvents(
+      (kind, data) => this.onEvent(kind, data),
+      () => this.reloadAll(),
+    );
+    this.listenToControls();
+    const firstPage = this.askTrials(); // asked at once with the summary
+    firstPage.answer.catch(() => {}); // loadTrials reports its error
+    this.loadSummary().then(() => this.loadTrials(firstPage));
+  }
+
+  listenToControls() {
+    if ($('curve-x')) $('curve-x').addEventListener('change', () => this.drawChart());
+    $('status-filter').addEventListener('change', (e) => {
+      this.query.status = e.target.value;
+      this.query.offset = 0;
+      this.loadTrials();
+    });
+    $('prev').addEventListener('click', () => {
+      this.query.offset = Math.max(0, this.query.offset - this.query.limit);
+      this.loadTrials();
+    });
+    $('next').addEventListener('click', () => {
+      this.query.offset += this.query.limit;
+      this.loadTrials();
+    });
+  }
+
+  onEvent(kind, data) {
+    if (kind === 'reset') {
+      this.reloadAll();
+      return;
+    }
+    if (!this.summary || data.experiment !== this.summary.name) return;
+    this.applyTrial(kind, data);
+    this.reloadAll();
+  }
+
+  // ---- the curves
+
+  drawChart() {
+    if (!this.chartsAvailable) return;
     // x: training_iteration, or time_total_s (the toggle); points keep both (x and t).
     const xKey = $('curve-x') ? $('curve-x').value : 'training_iteration';
     const byTime = xKey === 'time_total_s';
-    const datasets = [...state.selected].map((id, i) => ({
-      label: id,
-      data: (state.curves.get(id) || [])
-        .filter((p) => !byTime || typeof p.t === 'number')
-        .map((p) => (byTime ? { x: p.t, y: p.y } : p)),
-      borderColor: PALETTE[i % PALETTE.length],
-      backgroundColor: PALETTE[i % PALETTE.length],
-      borderWidth: 2,
-      pointRadius: 2,
-      fill: false,
-    }));
-    $('chart-metric').textContent = `${metric()} vs ${xKey}`;
-    if (!state.chart) {
-      state.chart = new Chart($('curve'), {
-        type: 'line',
-        data: { datasets },
-        options: {
-          animation: false,
-          maintainAspectRatio: false,
-          parsing: false,
-          scales: {
-            x: { type: 'linear', title: { display: true, text: xKey } },
-            y: { type: 'linear', title: { display: true, text: metric() } },
-          },
-        },
-      });
-    } else {
-      state.chart.data.datasets = datasets;
-      state.chart.options.scales.y.title.text = metric();
-      state.chart.options.scales.x.title.text = xKey;
-      state.chart.update('none');
-    }
-    $('chart-note').textContent = state.selected.size
+    const datasets = [...this.selected].map((id, i) =>
+      lineDataset(
+        id,
+        (this.curves.get(id) || [])
+          .filter((p) => !byTime || typeof p.t === 'number')
+          .map((p) => (byTime ? { x: p.t, y: p.y } : p)),
+        PALETTE[i % PALETTE.length],
+      ),
+    );
+    $('chart-metric').textContent = `${this.metric()} vs ${xKey}`;
+    this.chart = drawLineChart(this.chart, $('curve'), datasets, xKey, this.metric());
+    $('chart-note').textContent = this.selected.size
       ? ''
       : 'Tick trials in the table to draw their curves.';
-  };
+  }
 
-  const loadCurve = async (id) => {
+  async loadCurve(id) {
     try {
-      const curve = await getJson(`${api}/trials/${encodeURIComponent(id)}/curve`);
-      const m = metric();
+      const curve = await getJson(`${this.api}/trials/${encodeURIComponent(id)}/curve`);
+      const m = this.metric();
       const points = curve.points
         .filter((p) => typeof p.training_iteration === 'number' && typeof p[m] === 'number')
         .map((p) => ({ x: p.training_iteration, y: p[m], t: p.time_total_s }));
       // Points the event stream added meanwhile are newer than the file may hold yet.
-      const live = (state.curves.get(id) || []).filter(
+      const live = (this.curves.get(id) || []).filter(
         (p) => !points.length || p.x > points[points.length - 1].x,
       );
-      state.curves.set(id, points.concat(live));
-      drawChart();
+      this.curves.set(id, points.concat(live));
+      this.drawChart();
     } catch (e) {
       showError(e);
     }
-  };
+  }
 
-  const toggle = (id, on) => {
+  toggle(id, on) {
     if (on) {
-      state.selected.add(id);
-      loadCurve(id);
+      this.selected.add(id);
+      this.loadCurve(id);
     } else {
-      state.selected.delete(id);
+      this.selected.delete(id);
     }
-    drawChart();
-  };
+    this.drawChart();
+  }
 
-  const columns = () => {
+  // ---- the trial table
+
+  columns() {
     const cols = [
       { key: null, label: '' },
       { key: 'trial_id', label: 'trial' },
       { key: 'status', label: 'status' },
       { key: 'training_iteration', label: 'iter', num: true },
-      { key: 'metric', label: metric() || 'metric', num: true },
+      { key: 'metric', label: this.metric() || 'metric', num: true },
       { key: 'time_total_s', label: 'time (s)', num: true },
     ];
-    for (const k of state.configKeys || [])
+    for (const k of this.configKeys || [])
       cols.push({ key: `config.${k}`, label: k, num: true, config: k });
     return cols;
-  };
+  }
 
   // The cells of a trial's row, by column.
-  const cells = (t) =>
-    columns().map((c) => {
-      if (c.key === null) {
-        const box = el('input', { type: 'checkbox', 'aria-label': `draw ${t.trial_id}` });
-        box.checked = state.selected.has(t.trial_id);
-        box.addEventListener('change', () => toggle(t.trial_id, box.checked));
-        return el('td', {}, box);
-      }
-      if (c.key === 'trial_id') {
-        const href = `/experiments/${encodeURIComponent(journal)}/trials/${encodeURIComponent(t.trial_id)}`;
-        return el('td', { class: 'trial_id' }, el('a', { href }, t.trial_id));
-      }
-      if (c.key === 'status') return el('td', { class: 'status-cell' }, statusCell(t.status));
-      if (c.key === 'metric')
-        return el('td', { class: 'num metric' }, fmt((t.last_result || {})[metric()]));
-      if (c.config) return el('td', { class: 'num config' }, fmt((t.config || {})[c.config]));
-      return el('td', { class: c.num ? `num ${c.key}` : c.key }, fmt(t[c.key]));
-    });
+  cells(t) {
+    return this.columns().map((c) => this.cell(t, c));
+  }
 
-  const renderHeader = () => {
+  cell(t, c) {
+    if (c.key === null) {
+      const box = el('input', { type: 'checkbox', 'aria-label': `draw ${t.trial_id}` });
+      box.checked = this.selected.has(t.trial_id);
+      box.addEventListener('change', () => this.toggle(t.trial_id, box.checked));
+      return el('td', {}, box);
+    }
+    if (c.key === 'trial_id') {
+      const href = `/experiments/${encodeURIComponent(this.journal)}/trials/${encodeURIComponent(t.trial_id)}`;
+      return el('td', { class: 'trial_id' }, el('a', { href }, t.trial_id));
+    }
+    if (c.key === 'status') return el('td', { class: 'status-cell' }, statusCell(t.status));
+    if (c.key === 'metric')
+      return el('td', { class: 'num metric' }, fmt((t.last_result || {})[this.metric()]));
+    if (c.config) return el('td', { class: 'num config' }, fmt((t.config || {})[c.config]));
+    return el('td', { class: c.num ? `num ${c.key}` : c.key }, fmt(t[c.key]));
+  }
+
+  renderHeader() {
     const row = $('trials').tHead.rows[0];
-    row.replaceChildren(
-      ...columns().map((c) => {
-        if (!c.key) return el('th', {});
-        const sort = state.query.sort;
-        const arrow = sort === c.key ? ' ▲' : sort === `-${c.key}` ? ' ▼' : '';
-        const th = el('th', { 'data-sort': c.key, class: c.num ? 'num' : null }, c.label + arrow);
-        th.addEventListener('click', () => {
-          state.query.sort = sort === c.key ? `-${c.key}` : sort === `-${c.key}` ? '' : c.key;
-          state.query.offset = 0;
-          loadTrials();
-        });
-        return th;
-      }),
-    );
-  };
+    row.replaceChildren(...this.columns().map((c) => this.headerCell(c)));
+  }
 
-  const trialsUrl = () => {
-    const q = state.query;
-    return `${api}/trials?${new URLSearchParams({ offset: q.offset, limit: q.limit, sort: q.sort, status: q.status })}`;
-  };
-  // Trial-page requests are numbered as they are asked; the table shows an answer only if no
-  // later-asked one is shown already, so an answer that arrives late (a reload asked before a
-  // sort click, or the first page) never replaces the newer query's rows.
-  let asked = 0,
-    shown = 0;
-  const askTrials = () => ({ number: ++asked, answer: getJson(trialsUrl()) });
+  // A column's header: a click sorts by it (ascending, descending, then unsorted).
+  headerCell(c) {
+    if (!c.key) return el('th', {});
+    const sort = this.query.sort;
+    const arrow = sort === c.key ? ' ▲' : sort === `-${c.key}` ? ' ▼' : '';
+    const th = el('th', { 'data-sort': c.key, class: c.num ? 'num' : null }, c.label + arrow);
+    th.addEventListener('click', () => {
+      this.query.sort = sort === c.key ? `-${c.key}` : sort === `-${c.key}` ? '' : c.key;
+      this.query.offset = 0;
+      this.loadTrials();
+    });
+    return th;
+  }
+
+  trialsUrl() {
+    const q = this.query;
+    return `${this.api}/trials?${new URLSearchParams({ offset: q.offset, limit: q.limit, sort: q.sort, status: q.status })}`;
+  }
+
+  askTrials() {
+    return { number: ++this.asked, answer: getJson(this.trialsUrl()) };
+  }
+
   // `request`: one askTrials() made already (the first page, asked with the summary).
-  const loadTrials = async (request) => {
-    const q = state.query;
-    const { number, answer } = request || askTrials();
+  async loadTrials(request) {
+    const q = this.query;
+    const { number, answer } = request || this.askTrials();
     try {
       const page = await answer;
-      if (number < shown) return;
-      shown = number;
-      if (state.configKeys === null && page.trials.length) {
-        state.configKeys = Object.keys(page.trials[0].config || {})
+      if (number < this.shown) return;
+      this.shown = number;
+      if (this.configKeys === null && page.trials.length) {
+        this.configKeys = Object.keys(page.trials[0].config || {})
           .filter((k) => typeof page.trials[0].config[k] !== 'object')
           .slice(0, 6);
       }
-      renderHeader();
-      // A page fetched before a result's event may arrive after it: a row never goes back to
-      // an older iteration than the event already showed.
-      const iter = (t) => ((t && t.last_result) || {}).training_iteration ?? -1;
-      const newest = (t) => {
-        const live = state.live.get(t.trial_id);
-        if (live && iter(live) > iter(t)) return live;
-        state.live.delete(t.trial_id);
-        return t;
-      };
+      this.renderHeader();
       $('trials').tBodies[0].replaceChildren(
         ...page.trials
-          .map(newest)
-          .map((t) => el('tr', { 'data-trial-id': t.trial_id }, ...cells(t))),
+          .map((t) => this.newest(t))
+          .map((t) => el('tr', { 'data-trial-id': t.trial_id }, ...this.cells(t))),
       );
       const last = Math.min(q.offset + q.limit, page.total);
       $('page-info').textContent = page.total
@@ -408,18 +490,51 @@ function experimentPage() {
     } catch (e) {
       showError(e);
     }
-  };
+  }
 
-  const renderSummary = (s) => {
+  // A page fetched before a result's event may arrive after it: a row never goes back to an
+  // older iteration than the event already showed.
+  newest(t) {
+    const iter = (x) => ((x && x.last_result) || {}).training_iteration ?? -1;
+    const live = this.live.get(t.trial_id);
+    if (live && iter(live) > iter(t)) return live;
+    this.live.delete(t.trial_id);
+    return t;
+  }
+
+  // A trial's event: its row (when on this page) and its curve (when drawn) at once; the counts,
+  // order and best follow with the next (throttled) reload.
+  applyTrial(kind, data) {
+    const t = data.trial;
+    if (!t) return;
+    this.live.set(t.trial_id, t);
+    const tr = document.querySelector(`#trials tr[data-trial-id="${CSS.escape(t.trial_id)}"]`);
+    if (tr) tr.replaceChildren(...this.cells(t));
+    if (kind === 'trial_result' && this.selected.has(t.trial_id)) this.extendCurve(t);
+  }
+
+  // Adds the trial's last result to its drawn curve when it is newer than the curve's end.
+  extendCurve(t) {
+    const r = t.last_result || {};
+    const x = r.training_iteration,
+      y = r[this.metric()];
+    const points = this.curves.get(t.trial_id) || [];
+    if (
+      typeof x === 'number' &&
+      typeof y === 'number' &&
+      (!points.length || x > points[points.length - 1].x)
+    ) {
+      points.push({ x, y, t: r.time_total_s });
+      this.curves.set(t.trial_id, points);
+      this.drawChart();
+    }
+  }
+
+  // ---- the summary
+
+  renderSummary(s) {
     document.title = `tunebus · ${s.name}`;
     $('title').textContent = s.name;
-    const card = (label, value, cls) =>
-      el(
-        'div',
-        { class: 'card' },
-        el('div', { class: 'label' }, label),
-        el('div', { class: `value ${cls || ''}` }, value),
-      );
     const counts = s.counts || {};
     $('summary').replaceChildren(
       card('status', statusCell(s.status)),
@@ -441,80 +556,23 @@ function experimentPage() {
           )
         : el('span', { class: 'note' }, 'no trial has reported the metric yet'),
     );
-  };
+  }
 
-  const loadSummary = async () => {
+  async loadSummary() {
     try {
-      const s = await getJson(api);
-      state.summary = s;
-      renderSummary(s);
-      if (state.selected.size === 0 && s.best) toggle(s.best.trial_id, true);
-      else drawChart();
+      const s = await getJson(this.api);
+      this.summary = s;
+      this.renderSummary(s);
+      if (this.selected.size === 0 && s.best) this.toggle(s.best.trial_id, true);
+      else this.drawChart();
     } catch (e) {
       showError(e);
     }
-  };
+  }
+}
 
-  const reloadAll = throttle(() => {
-    loadSummary();
-    loadTrials();
-  }, 1000);
-
-  // A trial_result: its row (when on this page) and its curve (when drawn) at once; the counts,
-  // order and best follow with the next (throttled) reload.
-  const applyTrial = (kind, data) => {
-    const t = data.trial;
-    if (!t) return;
-    state.live.set(t.trial_id, t);
-    const tr = document.querySelector(`#trials tr[data-trial-id="${CSS.escape(t.trial_id)}"]`);
-    if (tr) tr.replaceChildren(...cells(t));
-    if (kind === 'trial_result' && state.selected.has(t.trial_id)) {
-      const r = t.last_result || {};
-      const x = r.training_iteration,
-        y = r[metric()];
-      const points = state.curves.get(t.trial_id) || [];
-      if (
-        typeof x === 'number' &&
-        typeof y === 'number' &&
-        (!points.length || x > points[points.length - 1].x)
-      ) {
-        points.push({ x, y, t: r.time_total_s });
-        state.curves.set(t.trial_id, points);
-        drawChart();
-      }
-    }
-  };
-
-  connectEvents(
-    (kind, data) => {
-      if (kind === 'reset') {
-        reloadAll();
-        return;
-      }
-      if (!state.summary || data.experiment !== state.summary.name) return;
-      applyTrial(kind, data);
-      reloadAll();
-    },
-    () => reloadAll(),
-  );
-
-  if ($('curve-x')) $('curve-x').addEventListener('change', drawChart);
-  $('status-filter').addEventListener('change', (e) => {
-    state.query.status = e.target.value;
-    state.query.offset = 0;
-    loadTrials();
-  });
-  $('prev').addEventListener('click', () => {
-    state.query.offset = Math.max(0, state.query.offset - state.query.limit);
-    loadTrials();
-  });
-  $('next').addEventListener('click', () => {
-    state.query.offset += state.query.limit;
-    loadTrials();
-  });
-  const firstPage = askTrials(); // asked at once with the summary
-  firstPage.answer.catch(() => {}); // loadTrials reports its error
-  loadSummary().then(() => loadTrials(firstPage));
+function experimentPage() {
+  new ExperimentPage().start();
 }
 
 document.addEventListener('DOMContentLoaded', () => {

@@ -49,44 +49,48 @@ double NumberOr(const json& object, const char* key, double fallback) {
   return it != object.end() && it->is_number() ? it->get<double>() : fallback;
 }
 
-}  // namespace
-
-json AnalysisColumns(const json& trials, const std::string& metric, size_t max_params) {
+// The per-trial columns of AnalysisColumns (all but "params"), and each trial's flattened
+// config in `configs`.
+struct TrialColumns {
   json ids = json::array(), status = json::array(), value = json::array();
   json iteration = json::array(), time = json::array();
   std::vector<std::map<std::string, json>> configs;
-  if (trials.is_array()) {
-    for (const json& t : trials) {
-      ids.push_back(t.value("trial_id", std::string()));
-      const std::string s = t.value("status", std::string());
-      int code = -1;
-      for (int i = 0; i < 5; ++i) {
-        if (s == kStatuses[i]) code = i;
-      }
-      status.push_back(code);
-      const json result = t.value("last_result", json::object());
-      auto m = result.is_object() ? result.find(metric) : result.end();
-      value.push_back(!metric.empty() && result.is_object() && m != result.end() &&
-                              IsFiniteNumber(*m)
-                          ? Compact(*m)
-                          : json(nullptr));
-      iteration.push_back(t.value("training_iteration", int64_t(0)));
-      time.push_back(Compact(NumberOr(t, "time_total_s", 0)));
-      std::map<std::string, json> flat;
-      Flatten(t.value("config", json::object()), "", flat);
-      configs.push_back(std::move(flat));
+
+  void Add(const json& t, const std::string& metric) {
+    ids.push_back(t.value("trial_id", std::string()));
+    const std::string s = t.value("status", std::string());
+    int code = -1;
+    for (int i = 0; i < 5; ++i) {
+      if (s == kStatuses[i]) code = i;
     }
+    status.push_back(code);
+    const json result = t.value("last_result", json::object());
+    auto m = result.is_object() ? result.find(metric) : result.end();
+    value.push_back(!metric.empty() && result.is_object() && m != result.end() && IsFiniteNumber(*m)
+                        ? Compact(*m)
+                        : json(nullptr));
+    iteration.push_back(t.value("training_iteration", int64_t(0)));
+    time.push_back(Compact(NumberOr(t, "time_total_s", 0)));
+    std::map<std::string, json> flat;
+    Flatten(t.value("config", json::object()), "", flat);
+    configs.push_back(std::move(flat));
   }
-  // Every key some trial has, with whether all its values are numbers and whether they differ.
-  struct Key {
-    bool numeric = true;
-    bool varies = false;
-    const json* first = nullptr;
-  };
-  std::map<std::string, Key> keys;
+};
+
+// A config key some trial has: whether all its values are numbers and whether they differ.
+struct ConfigKey {
+  bool numeric = true;
+  bool varies = false;
+  const json* first = nullptr;
+};
+
+// Every key of `configs`; a key some trials lack varies too.
+std::map<std::string, ConfigKey> ConfigKeys(
+    const std::vector<std::map<std::string, json>>& configs) {
+  std::map<std::string, ConfigKey> keys;
   for (const auto& flat : configs) {
     for (const auto& [name, v] : flat) {
-      Key& k = keys[name];
+      ConfigKey& k = keys[name];
       if (!IsFiniteNumber(v)) k.numeric = false;
       if (k.first == nullptr) {
         k.first = &v;
@@ -95,61 +99,86 @@ json AnalysisColumns(const json& trials, const std::string& metric, size_t max_p
       }
     }
   }
-  for (auto& [name, k] : keys) {  // a key some trials lack varies too
+  for (auto& [name, k] : keys) {
     if (!k.varies) {
       for (const auto& flat : configs) {
         if (!flat.contains(name)) k.varies = true;
       }
     }
   }
+  return keys;
+}
+
+// A numeric parameter's "values" (null where a trial lacks it), "min" and "max" into `p`.
+void NumericParam(const std::string& name, const std::vector<std::map<std::string, json>>& configs,
+                  json& p) {
+  json values = json::array();
+  double lo = std::numeric_limits<double>::infinity(), hi = -lo;
+  for (const auto& flat : configs) {
+    auto it = flat.find(name);
+    if (it == flat.end()) {
+      values.push_back(nullptr);
+      continue;
+    }
+    values.push_back(Compact(it->second));
+    lo = std::min(lo, it->second.get<double>());
+    hi = std::max(hi, it->second.get<double>());
+  }
+  p["min"] = lo;
+  p["max"] = hi;
+  p["values"] = std::move(values);
+}
+
+// A categorical parameter's "categories" (in order of first use) and "values" (indexes into
+// them; null where a trial lacks it) into `p`.
+void CategoricalParam(const std::string& name,
+                      const std::vector<std::map<std::string, json>>& configs, json& p) {
+  json values = json::array();
+  std::map<std::string, size_t> index;
+  json categories = json::array();
+  for (const auto& flat : configs) {
+    auto it = flat.find(name);
+    if (it == flat.end()) {
+      values.push_back(nullptr);
+      continue;
+    }
+    const std::string label =
+        it->second.is_string() ? it->second.get<std::string>() : it->second.dump();
+    auto [at, added] = index.try_emplace(label, index.size());
+    if (added) categories.push_back(label);
+    values.push_back(at->second);
+  }
+  p["categories"] = std::move(categories);
+  p["values"] = std::move(values);
+}
+
+}  // namespace
+
+json AnalysisColumns(const json& trials, const std::string& metric, size_t max_params) {
+  TrialColumns c;
+  if (trials.is_array()) {
+    for (const json& t : trials) c.Add(t, metric);
+  }
   json params = json::array();
-  for (const auto& [name, k] : keys) {
+  for (const auto& [name, k] : ConfigKeys(c.configs)) {
     if (!k.varies || params.size() >= max_params) continue;
-    json values = json::array();
     json p = {{"name", name}, {"kind", k.numeric ? "numeric" : "categorical"}};
     if (k.numeric) {
-      double lo = std::numeric_limits<double>::infinity(), hi = -lo;
-      for (const auto& flat : configs) {
-        auto it = flat.find(name);
-        if (it == flat.end()) {
-          values.push_back(nullptr);
-          continue;
-        }
-        values.push_back(Compact(it->second));
-        lo = std::min(lo, it->second.get<double>());
-        hi = std::max(hi, it->second.get<double>());
-      }
-      p["min"] = lo;
-      p["max"] = hi;
+      NumericParam(name, c.configs, p);
     } else {
-      std::map<std::string, size_t> index;
-      json categories = json::array();
-      for (const auto& flat : configs) {
-        auto it = flat.find(name);
-        if (it == flat.end()) {
-          values.push_back(nullptr);
-          continue;
-        }
-        const std::string label =
-            it->second.is_string() ? it->second.get<std::string>() : it->second.dump();
-        auto [at, added] = index.try_emplace(label, index.size());
-        if (added) categories.push_back(label);
-        values.push_back(at->second);
-      }
-      p["categories"] = std::move(categories);
+      CategoricalParam(name, c.configs, p);
     }
-    p["values"] = std::move(values);
     params.push_back(std::move(p));
   }
   json statuses = json::array();
   for (const char* s : kStatuses) statuses.push_back(s);
-  return {{"n", ids.size()},
-          {"trial_id", std::move(ids)},
-          {"status", std::move(status)},
+  return {{"n", c.ids.size()},
+          {"trial_id", std::move(c.ids)},
+          {"status", std::move(c.status)},
           {"statuses", std::move(statuses)},
-          {"value", std::move(value)},
-          {"training_iteration", std::move(iteration)},
-          {"time_total_s", std::move(time)},
+          {"value", std::move(c.value)},
+          {"training_iteration", std::move(c.iteration)},
+          {"time_total_s", std::move(c.time)},
           {"params", std::move(params)}};
 }
 

@@ -51,9 +51,9 @@ nlohmann::json TrialRow(const nlohmann::json& trial);
 
 /// Sorts `rows` (TrialRow shapes) by query.sort, stably; `metric` names the experiment's metric
 /// for the key "metric". The scheduler cuts the table's pages itself in this order
-/// (services/scheduler/control/trial_page.hpp, tested against this function). Numbers compare as numbers,
-/// strings as strings; a row whose value is missing, null or of the other kind sorts after the
-/// others in both directions.
+/// (services/scheduler/control/trial_page.hpp, tested against this function). Numbers compare as
+/// numbers, strings as strings; a row whose value is missing, null or of the other kind sorts after
+/// the others in both directions.
 void SortRows(std::vector<nlohmann::json>& rows, std::string_view sort, const std::string& metric);
 
 /// {"total": rows.size(), "offset", "limit", "sort", "status", "trials": the page} of `trials`
