@@ -6,7 +6,8 @@ a figure of that line and which way is better. A "higher" figure must be >= its 
 one <= its floor (a ceiling). A floor fails when its figure is on the wrong side, is not a number,
 or no line of the run matches (a benchmark that stopped reporting fails too), except for a floor
 marked "optional": true, which is skipped then (the build benchmark reports only after a fresh
-build, bench/build_cost.py); when several lines match, the worst of them is judged. Lines of the run that are not JSON objects are skipped.
+build, bench/build_cost.py); when several lines match, the worst of them is judged. Lines of the
+run that are not JSON objects are skipped.
 
 Prints one line per floor (ok or FAIL, benchmark[match], figure, measured, floor) and exits 0 when
 every floor holds, 1 when one fails, 2 when a file is missing or the floors file is malformed.
@@ -223,8 +224,8 @@ def main():
     print("check_floors: %s against %s" % (a.run_jsonl, a.floors_json))
     failed = check(doc, run)
     if failed:
-        print("check_floors: %d of %d floors FAILED (a figure on the wrong side of its floor, or its line"
-              " missing; bench/floors.json says how to update them)" % (failed, len(doc["floors"])))
+        print("check_floors: %d of %d floors FAILED (a figure on the wrong side of its floor, or "
+              "its line missing; bench/floors.json says how to update them)" % (failed, len(doc["floors"])))
         return 1
     print("check_floors: all %d floors hold" % len(doc["floors"]))
     return 0

@@ -3,8 +3,8 @@
 
 Starts checkpoint-store, resource-manager, a scheduler with `--http` and trial-worker processes
 on tcp:// loopback (bench/e2e.py's Cluster), runs two experiments of T trials (10,000, --quick
-too: ~5 s each) of the built-in `mock` trainable (3 results each, lr log-uniform: a metric that differs
-between trials), result files on tmpfs:
+too: ~5 s each) of the built-in `mock` trainable (3 results each, lr log-uniform: a metric that
+differs between trials), result files on tmpfs:
   finished  ends TERMINATED with T trials;
   running   T trials plus 2 added at its start (add_trial_command) that report a result every
             0.25 s until stopped: it stays RUNNING with T + 2 trials.
@@ -27,7 +27,8 @@ per line:
                           script on the event stream) to the page's row showing its iteration (a
                           MutationObserver's wall clock); p50/p95/max ms over R results.
   dashboard_control_request  the list_trials request each case makes (and the summary's
-                          get_experiment), sent straight to the control socket while the cluster is idle: p50/p95 ms from send to reply received
+                          get_experiment), sent straight to the control socket while the
+                          cluster is idle: p50/p95 ms from send to reply received
                           (an upper bound of its time on the event loop) and the reply's bytes;
                           beside it the whole experiment's list (limit 0), what sorting cost before
                           the scheduler sorted (and what `tunectl ls` asks).
@@ -127,7 +128,9 @@ FIRST_RENDER = """
   const observer = new MutationObserver((records) => {
     const now = performance.now();
     for (const r of records) {
-      if (r.target.nodeName === 'TBODY' && r.target.parentNode.id === 'trials') window.__tbodyAt = now;
+      if (r.target.nodeName === 'TBODY' && r.target.parentNode.id === 'trials') {
+        window.__tbodyAt = now;
+      }
     }
     if (window.__renderedMs === undefined && drawn()) window.__renderedMs = now;
   });
@@ -148,7 +151,8 @@ def page_state(driver):
         const rows = [...document.querySelectorAll('#trials tbody tr[data-trial-id]')];
         return {rows: rows.map((r) => r.dataset.trialId),
                 statuses: rows.map((r) => r.querySelector('.status-cell').textContent),
-                info: q('#page-info').textContent, error: q('#error').hidden ? null : q('#error').textContent,
+                info: q('#page-info').textContent,
+                error: q('#error').hidden ? null : q('#error').textContent,
                 best: q('#best-trial') ? q('#best-trial').dataset.trialId : null,
                 cards: document.querySelectorAll('#summary .card').length};""")
 
@@ -180,7 +184,8 @@ def explain_slow_load(driver, url, ms):
         const row = (name, r) => ({name, start: r.startTime || 0,
           stalled: r.connectStart ? r.connectStart - (r.fetchStart || r.startTime) : null,
           connect: r.connectStart ? r.connectEnd - r.connectStart : null,
-          first_byte: r.requestStart ? r.responseStart - r.requestStart : null, end: r.responseEnd});
+          first_byte: r.requestStart ? r.responseStart - r.requestStart : null,
+          end: r.responseEnd});
         return [row('document', nav)].concat(performance.getEntriesByType('resource').map(
           (r) => row(r.name.replace(location.origin, ''), r)));""")
     print("dashboard_load: %s rendered after %.0f ms; its requests (ms from navigation start):"
@@ -216,7 +221,8 @@ def bench_page_loads(a, driver, http, experiments, trials, reference, added):
             if query and not query_read(driver, base, query):
                 emit({"benchmark": "dashboard_page_load", "page": "experiment", "experiment": kind,
                       "case": case, "query": query, "trials": trials,
-                      "skipped": "this dashboard.js does not read the table's query from the address"})
+                      "skipped": "this dashboard.js does not read the table's query from the "
+                                 "address"})
                 continue
 
             def check(d, want=want, query=query, case=case, kind=kind):
@@ -263,7 +269,8 @@ def bench_sort_click(a, driver, base, kind, trials, want):
         driver.get(base)
         wait_for("the first render", lambda: rendered_ms(driver), 30, 0.01)
         t0 = driver.execute_script(
-            "const t = performance.now(); document.querySelector('th[data-sort=metric]').click(); return t;")
+            "const t = performance.now(); "
+            "document.querySelector('th[data-sort=metric]').click(); return t;")
         wait_for("the sorted page", lambda: (lambda rows: rows == want if kind == "finished"
                                              else set(rows) == set(want))(page_state(driver)["rows"]), 30, 0.01)
         times.append(driver.execute_script("return window.__tbodyAt;") - t0)
@@ -358,7 +365,8 @@ def bench_result_latency(a, driver, c, http, journal, trial_ids, trials):
     latencies = [seen[t][it] - ms for (t, it), ms in published.items()]
     emit({"benchmark": "dashboard_result_latency", "trials": trials + len(trial_ids),
           "results": len(latencies), **stats("latency_ms", latencies),
-          "measured": "trial_result event received by the bench -> the page's row shows the iteration"})
+          "measured": "trial_result event received by the bench -> the page's row shows the "
+                      "iteration"})
 
 
 def bench_control_requests(a, c, journal, trials):
@@ -454,7 +462,7 @@ def main():
         wait_ended(c, "finished", 1800)
         made_s = time.time() - t0
         print("finished: %d trials in %.0f s" % (a.trials, made_s), file=sys.stderr)
-        running = submit(c, mock_spec("running", a.trials, results))
+        submit(c, mock_spec("running", a.trials, results))
         added = [c.request("add_trial_command", experiment="running",
                            config_json=json.dumps({"lr": 0.1, "sleep_s": 0.25, "mock_iterations": 10 ** 9})
                            )["trial_id"] for _ in range(2)]

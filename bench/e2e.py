@@ -6,8 +6,8 @@ CURVE keys), submits experiments of the built-in `noop` trainable over the real 
 (msgpack, proto/PROTOCOL.md §2) and prints one JSON object per line:
 
   result_throughput  N = 1, 4, 16, 64 worker processes (1, 4 with --quick) sharing 256 noop trials
-                     in flight (--cpus 256/N each), K results each, FIFO, synced journal, result files
-                     on; results/s over the experiment's elapsed_s, the median of --runs runs;
+                     in flight (--cpus 256/N each), K results each, FIFO, synced journal, result
+                     files on; results/s over the experiment's elapsed_s, the median of --runs runs;
                      decision latency p50/p99 from the `decision_latency_s` the noop trainable
                      reports (report -> its decision, as the trainable saw it); ratio to the raw
                      ingest limit (bench/ingest_baseline) measured in the same run.
@@ -19,7 +19,8 @@ CURVE keys), submits experiments of the built-in `noop` trainable over the real 
                      experiment, p50/p99 of send -> reply received (reply parsing excluded).
   memory             scheduler VmRSS growth for T trials, each with a last result of 10 metrics.
   peer_tunebus       T trials × 10 results, ASHA, on 2 workers × 8, 32, 64 and 128 trial slots (the
-                     side-by-side's tunebus half, its target judged at 64; bench/optuna_peer.py is Optuna's).
+                     side-by-side's tunebus half, its target judged at 64; bench/optuna_peer.py is
+                     Optuna's).
   result_throughput_curve  the result_throughput workload at N = 1, 4, 16, 64 workers (1, 16 with
                      --quick) on tcp:// loopback twice, run by run in turn: plaintext, and with
                      CURVE on every socket (keys from `tunectl keygen --suite` in a temporary
@@ -250,7 +251,8 @@ def peer_spec(trials, results_dir="results"):
             "param_space: {lr: {loguniform: [0.0001, 1.0]}, mock_iterations: 10}\n"
             "num_samples: %d\nseed: 1\nmetric: mean_accuracy\nmode: max\n"
             "resources_per_trial: {cpu: 1}\nresults_dir: %s\n"
-            "scheduler: {type: asha, time_attr: training_iteration, max_t: 10, grace_period: 1, reduction_factor: 3}\n"
+            "scheduler: {type: asha, time_attr: training_iteration, max_t: 10, grace_period: 1, "
+            "reduction_factor: 3}\n"
             % (trials, results_dir))
 
 
@@ -445,8 +447,8 @@ def bench_memory(a):
           "rss_after_bytes": after, "bytes_per_trial": per, "last_result_bytes": result_bytes,
           "bytes_per_trial_without_last_result": rest, "baseline": "2 KiB per trial + its last result (the target)",
           "ratio_to_baseline": rest / 2048, "target_bytes_per_trial": 2048, "meets_target": rest <= 2048,
-          "note": "RSS growth of the scheduler over the experiment (allocator slack included); the last result "
-                  "(10 user metrics + auto-filled keys) measured by result_footprint"})
+          "note": "RSS growth of the scheduler over the experiment (allocator slack included); "
+                  "the last result (10 user metrics + auto-filled keys) measured by result_footprint"})
 
 
 def peer_run(a, t, slots):

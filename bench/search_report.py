@@ -333,8 +333,8 @@ def fmt(x, digits=4):
 def print_markdown(out):
     q = [o for o in out if o["benchmark"] == "search_quality"]
     print("| function | method | seeds × trials | best after 10: median (q1–q3) | 20 | 35 | 50 | "
-          "best at end (q1 / median / q3) | median regret | trials to random's median best (median; seeds "
-          "reaching) | regret / random | regret / Optuna TPE |")
+          "best at end (q1 / median / q3) | median regret | trials to random's median best "
+          "(median; seeds reaching) | regret / random | regret / Optuna TPE |")
     print("| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |")
     for s in q:
         b = s["best_so_far"]

@@ -44,7 +44,8 @@ def sklearn_loss_name(loss):
 
 
 def load_data():
-    """Fixed split (random_state=0) of the 1797 8x8 digit images, standardised on the training part."""
+    """Fixed split (random_state=0) of the 1797 8x8 digit images, standardised on the training
+    part."""
     x, y = load_digits(return_X_y=True)
     x_train, x_val, y_train, y_val = train_test_split(x, y, test_size=0.25, random_state=0, stratify=y)
     scaler = StandardScaler().fit(x_train)

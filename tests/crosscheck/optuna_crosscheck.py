@@ -147,12 +147,13 @@ def drive(sides, curves, order, lockstep):
     return decisions, outcome
 
 
-# ---- settings: (name, our scheduler, our config, mappable, Optuna pruner factory) -----------------
+# ---- settings: (name, our scheduler, our config, mappable, Optuna pruner factory) -------------
 
 def asha(rf, min_resource=1, mesr=0, bootstrap=0):
     ours = {"time_attr": "training_iteration", "grace_period": min_resource * rf ** mesr,
             "reduction_factor": rf, "max_t": 1000, "brackets": 1}
-    name = "SHA(min_resource=%d, rf=%d, mesr=%d, bootstrap=%d) ~ ASHA(grace_period=%d, reduction_factor=%d)" % (
+    name = ("SHA(min_resource=%d, rf=%d, mesr=%d, bootstrap=%d) ~ "
+            "ASHA(grace_period=%d, reduction_factor=%d)") % (
         min_resource, rf, mesr, bootstrap, ours["grace_period"], rf)
     # bootstrap_count > 0 has no Ray Tune counterpart: never a "coincide" setting.
     return name, "asha", ours, bootstrap == 0, lambda: optuna.pruners.SuccessiveHalvingPruner(
@@ -162,8 +163,8 @@ def asha(rf, min_resource=1, mesr=0, bootstrap=0):
 def median(grace, min_samples):
     ours = {"time_attr": "training_iteration", "grace_period": grace, "min_samples_required": min_samples,
             "min_time_slice": 0, "hard_stop": True}
-    name = "MedianPruner(n_startup_trials=%d, n_warmup_steps=%d, n_min_trials=%d) ~ MedianStoppingRule(" \
-           "grace_period=%d, min_samples_required=%d)" % (min_samples, grace + 1, min_samples, grace, min_samples)
+    name = ("MedianPruner(n_startup_trials=%d, n_warmup_steps=%d, n_min_trials=%d) ~ "
+            "MedianStoppingRule(grace_period=%d, min_samples_required=%d)") % (min_samples, grace + 1, min_samples, grace, min_samples)
     return name, "median_stopping", ours, True, lambda: optuna.pruners.MedianPruner(
         n_startup_trials=min_samples, n_warmup_steps=grace + 1, interval_steps=1, n_min_trials=min_samples)
 

@@ -80,7 +80,8 @@ def main():
                        "hostname", "node_ip", "trial_id", "done", "iterations_since_restore", "info/a"]:
             assert column in progress.columns, (trial_dir, column, list(progress.columns))
         assert all(re.fullmatch(r"\d{4}-\d\d-\d\d_\d\d-\d\d-\d\d", d) for d in progress["date"]), progress["date"].tolist()
-        # Each reported result once: the trainable returned without reporting done, so no row says done.
+        # Each reported result once: the trainable returned without reporting done, so no row
+        # says done.
         assert not progress["done"].any(), progress["done"].tolist()
         assert not results["done"].any(), results["done"].tolist()
         assert progress["training_iteration"].tolist() == list(range(1, len(progress) + 1)), progress["training_iteration"].tolist()

@@ -89,7 +89,8 @@ def train_fn(config):
     from tunebus import train
     for i in range(3):
         train.report({"score": config["x"] * (i + 1),
-                      "sees_original_file": int(os.path.exists(os.path.join(config["original"], "model_lib.py"))),
+                      "sees_original_file": int(os.path.exists(
+                          os.path.join(config["original"], "model_lib.py"))),
                       "cwd_is_original": int(os.getcwd() == config["original"])})
 """
 

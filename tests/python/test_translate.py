@@ -203,7 +203,8 @@ def test_the_package_imports_under_an_interpreter_without_debians_modules():
         pytest.skip("no second python3 on PATH")
     python = os.path.join(other[0], "python3")
     code = ("import sys; sys.path.insert(0, %r)\n"
-            "try:\n from tunebus import tune; tune.Tuner; from tunebus import _deps; _deps.load('zmq'); print('ok')\n"
+            "try:\n from tunebus import tune; tune.Tuner; from tunebus import _deps;"
+            " _deps.load('zmq'); print('ok')\n"
             "except ImportError as e:\n print('importerror', 'python3-zmq' in str(e))\n"
             % os.path.join(os.path.dirname(__file__), "..", "..", "clients", "python"))
     out = subprocess.run([python, "-c", code], capture_output=True, text=True, timeout=60)

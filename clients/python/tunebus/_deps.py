@@ -30,8 +30,8 @@ def _debian_python_version():
 
 
 def load(name):
-    """Returns module `name` (one of zmq, msgpack, cloudpickle, tabulate), importing it from Debian's
-    dist-packages when the running interpreter does not have it and its version matches.
+    """Returns module `name` (one of zmq, msgpack, cloudpickle, tabulate), importing it from
+    Debian's dist-packages when the running interpreter does not have it and its version matches.
     Raises ImportError naming the Debian package otherwise."""
     try:
         return importlib.import_module(name)

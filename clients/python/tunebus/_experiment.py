@@ -11,7 +11,8 @@ class Experiment:
     """Control and read one experiment over the scheduler's control socket (PROTOCOL.md §2).
 
     `name`: an experiment name or journal name (`NAME-ID`); None = the only unfinished one (with
-    several, the scheduler refuses with `failed_precondition` listing them), else the newest. `connect`: the control endpoint; default `tunebus.init`'s address, then
+    several, the scheduler refuses with `failed_precondition` listing them), else the newest.
+    `connect`: the control endpoint; default `tunebus.init`'s address, then
     TUNEBUS_ADDRESS, then this process's embedded suite. Every method raises `TuneError` with the
     scheduler's `code` and `message` when it refuses (e.g. `not_found` for an unknown trial id).
     """

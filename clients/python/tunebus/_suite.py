@@ -10,7 +10,8 @@ checkpoints) lives in TUNEBUS_DATA_DIR, else in `<storage_path>/_tunebus_store` 
 Tune restores from its storage path; while another driver's suite holds that store (RocksDB's
 lock), this one uses a private temporary store and says so on stderr. It
 dies with the driver: atexit stops it (SIGTERM, then SIGKILL after 10 s), and the child asks
-the kernel for SIGTERM when the driver dies (prctl PR_SET_PDEATHSIG), so a SIGKILLed driver leaves nothing running. Connected: `tunebus.init(address=EP)` or the
+the kernel for SIGTERM when the driver dies (prctl PR_SET_PDEATHSIG), so a SIGKILLed driver
+leaves nothing running. Connected: `tunebus.init(address=EP)` or the
 environment variable TUNEBUS_ADDRESS names a running scheduler's control endpoint; with
 TUNEBUS_KEYS_DIR set, its tcp:// sockets use CURVE (tunebus._curve) and the `tunectl` it runs
 finds the same keys in its environment. The embedded suite runs without keys: its `tunectl`

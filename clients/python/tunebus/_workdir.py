@@ -3,7 +3,8 @@
 The same archive `tunectl run` packs for an experiment file without a `working_dir` (the file's
 folder, shipped; libs/workdir/working_dir_archive.hpp, README "Experiment file"): symbolic links
 followed, `.git/` and `__pycache__/` left out, the results folder left out when it lies inside,
-then the patterns of the root's `.tunebusignore` (gitignore rules: libs/workdir/exclude_matcher.hpp);
+then the patterns of the root's `.tunebusignore` (gitignore rules,
+libs/workdir/exclude_matcher.hpp);
 at most 100 MiB of file content; packed by the system `tar` with the same flags (GNU format, names
 sorted bytewise, mtimes, owners and groups zero), so the same folder gives the same SHA-256 digest
 from either client and a resubmission uploads nothing.

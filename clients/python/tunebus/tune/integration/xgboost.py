@@ -2,9 +2,9 @@
 `tunebus.tune.integration.xgboost`), with Ray 2.7's behaviour: `TuneReportCheckpointCallback`
 reports XGBoost's evaluation metrics to Tune after every boosting round and, every `frequency`
 rounds, a checkpoint holding the booster (`Booster.save_model` into `<checkpoint>/<filename>`);
-`TuneReportCallback` reports without checkpoints. Both are `xgboost.callback.TrainingCallback`s: pass them to `xgboost.train(...,
-callbacks=[...])` inside a function trainable. Importing this module imports xgboost (Debian:
-python3-xgboost).
+`TuneReportCallback` reports without checkpoints. Both are `xgboost.callback.TrainingCallback`s:
+pass them to `xgboost.train(..., callbacks=[...])` inside a function trainable. Importing this
+module imports xgboost (Debian: python3-xgboost).
 
 Restoring is the trainable's part, as in Ray: load the booster from `train.get_checkpoint()`
 (`TuneReportCheckpointCallback.get_model(checkpoint, filename)`) and pass it to
