@@ -40,8 +40,8 @@ def fn(config):
 
 def test_rays_module_paths_import():
     # Every module a Ray 2.x script imports searchers from exists, with Ray's class names.
-    from tunebus.tune.search import (BasicVariantGenerator, TPESearch,  # noqa: F401
-                                     TuneBOHB, create_searcher)
+    from tunebus.tune.search import (  # noqa: F401
+        BasicVariantGenerator, TPESearch, TuneBOHB, create_searcher)
     from tunebus.tune.search.basic_variant import BasicVariantGenerator as B2
     from tunebus.tune.search.bohb import TuneBOHB as T2
     from tunebus.tune.search.concurrency_limiter import ConcurrencyLimiter as C2
