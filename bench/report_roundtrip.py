@@ -13,16 +13,18 @@ Prints one JSON object per line:
                         pipe hops, with no worker, scheduler or store.
   report_roundtrip      the same trainable run by a real trial-worker, scheduler, resource-manager
                         and checkpoint-store, each its own process on tcp://127.0.0.1
-                        (bench/e2e.py's Cluster), one trial of N reports, FIFO: each report goes trainable -> pipe
-                        -> worker -> scheduler -> journal append (store, synced write) -> scheduler
-                        -> decision -> worker -> pipe -> trainable. Once with the store syncing
-                        (as deployed), once with `--no-sync`: the difference is the fsync's share.
+                        (bench/e2e.py's Cluster), one trial of N reports, FIFO: each report goes
+                        trainable -> pipe -> worker -> scheduler -> journal append (store, synced
+                        write) -> scheduler -> decision -> worker -> pipe -> trainable. Once with
+                        the store syncing (as deployed), once with `--no-sync`: the difference is
+                        the fsync's share.
 
 Figures are from the trainable's own clock around each `train.report` call (ms): p50, p99, mean,
 and the loop's wall and CPU seconds; for each service process, its CPU microseconds and context
 switches (all its threads: the loop and ZeroMQ's I/O thread) per report, over the experiment;
-`ratio_to_baseline` is the p50 over the bare ZeroMQ p50 of this run; the target is a p50 of 0.25 ms or less. The full run reports the median of --runs runs
-by p50 (every run's p50 alongside).
+`ratio_to_baseline` is the p50 over the bare ZeroMQ p50 of this run; the target is a p50 of
+0.25 ms or less. The full run reports the median of --runs runs by p50 (every run's p50
+alongside).
 
 Usage: report_roundtrip.py --bin BUILD/bin [--reports N] [--runs R] [--quick]
 """

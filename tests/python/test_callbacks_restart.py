@@ -1,10 +1,10 @@
 """Driver callbacks across a scheduler SIGKILL: the four services run as their own processes on
-loopback (suites.ProcessSuite); `tune.run` with a recording callback runs in a thread while the
-test kills the scheduler with SIGKILL mid-experiment and starts a new one on the same endpoints. The new
-scheduler resumes the experiment from its journal, asks the driver again about the results it
-held (a new driver-link session) and publishes its events again; still every hook is called once
-per event: each result once, in order, each trial's start and end once, the experiment's end
-once. Ground truth: the trials' result.json files."""
+loopback (suites.ProcessSuite); `tune.run` with a recording callback runs in a thread while the test
+kills the scheduler with SIGKILL mid-experiment and starts a new one on the same endpoints. The new
+scheduler resumes the experiment from its journal, asks the driver again about the results it held
+(a new driver-link session) and publishes its events again; still every hook is called once per
+event: each result once, in order, each trial's start and end once, the experiment's end once.
+Ground truth: the trials' result.json files."""
 
 import json
 import os

@@ -27,9 +27,9 @@ scheduler's event stream (PROTOCOL.md §6, this experiment's events) feeds the o
 
 The sockets are polled by one daemon thread until `close()`. Against a connected suite with
 TUNEBUS_KEYS_DIR set they are CURVE servers with the user's keypair (tunebus._curve:
-TUNEBUS_KEY_NAME, else "tunectl") that accept only the scheduler's key, and the experiment names that public key as
-`driver.server_key` / `search.server_key`: the scheduler connects only to a driver whose key its
-allow-list holds with role operator.
+TUNEBUS_KEY_NAME, else "tunectl") that accept only the scheduler's key, and the experiment names
+that public key as `driver.server_key` / `search.server_key`: the scheduler connects only to a
+driver whose key its allow-list holds with role operator.
 """
 
 import random

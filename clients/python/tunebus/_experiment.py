@@ -12,9 +12,9 @@ class Experiment:
 
     `name`: an experiment name or journal name (`NAME-ID`); None = the only unfinished one (with
     several, the scheduler refuses with `failed_precondition` listing them), else the newest.
-    `connect`: the control endpoint; default `tunebus.init`'s address, then
-    TUNEBUS_ADDRESS, then this process's embedded suite. Every method raises `TuneError` with the
-    scheduler's `code` and `message` when it refuses (e.g. `not_found` for an unknown trial id).
+    `connect`: the control endpoint; default `tunebus.init`'s address, then TUNEBUS_ADDRESS, then
+    this process's embedded suite. Every method raises `TuneError` with the scheduler's `code` and
+    `message` when it refuses (e.g. `not_found` for an unknown trial id).
     """
 
     def __init__(self, name=None, connect=None, timeout_s=10.0):

@@ -3,19 +3,18 @@
 `tunectl` runs here only as the embedded suite (`tunectl up`); every request to a suite goes
 through tunebus._control.ControlClient.
 
-Embedded (default): one `tunectl up` per driver process on loopback ports the kernel picks,
-started on first use and reused by later `fit()` calls. Its checkpoint-store (journals and
-checkpoints) lives in TUNEBUS_DATA_DIR, else in `<storage_path>/_tunebus_store` of the first
-`fit()`, so a later driver restores an interrupted experiment (`Tuner.restore`) from it, as Ray
-Tune restores from its storage path; while another driver's suite holds that store (RocksDB's
-lock), this one uses a private temporary store and says so on stderr. It
-dies with the driver: atexit stops it (SIGTERM, then SIGKILL after 10 s), and the child asks
-the kernel for SIGTERM when the driver dies (prctl PR_SET_PDEATHSIG), so a SIGKILLed driver
-leaves nothing running. Connected: `tunebus.init(address=EP)` or the
-environment variable TUNEBUS_ADDRESS names a running scheduler's control endpoint; with
-TUNEBUS_KEYS_DIR set, its tcp:// sockets use CURVE (tunebus._curve) and the `tunectl` it runs
-finds the same keys in its environment. The embedded suite runs without keys: its `tunectl`
-processes get an environment without TUNEBUS_KEYS_DIR and the like.
+Embedded (default): one `tunectl up` per driver process on loopback ports the kernel picks, started
+on first use and reused by later `fit()` calls. Its checkpoint-store (journals and checkpoints)
+lives in TUNEBUS_DATA_DIR, else in `<storage_path>/_tunebus_store` of the first `fit()`, so a later
+driver restores an interrupted experiment (`Tuner.restore`) from it, as Ray Tune restores from its
+storage path; while another driver's suite holds that store (RocksDB's lock), this one uses a
+private temporary store and says so on stderr. It dies with the driver: atexit stops it (SIGTERM,
+then SIGKILL after 10 s), and the child asks the kernel for SIGTERM when the driver dies (prctl
+PR_SET_PDEATHSIG), so a SIGKILLed driver leaves nothing running. Connected:
+`tunebus.init(address=EP)` or the environment variable TUNEBUS_ADDRESS names a running scheduler's
+control endpoint; with TUNEBUS_KEYS_DIR set, its tcp:// sockets use CURVE (tunebus._curve). The
+embedded suite runs without keys: its `tunectl up` gets an environment without TUNEBUS_KEYS_DIR and
+the like.
 """
 
 import atexit

@@ -44,7 +44,7 @@ DRIVER_FILE = "tunebus_driver.pkl"  # DriverNeeds.save
 EXPERIMENT_FILE = "_tunebus_experiment.yaml"
 _NAME_RE = re.compile(r"[^A-Za-z0-9_.-]+")
 
-RUN_TRAINABLE = '''"""Runs the cloudpickled trainable of this folder (tunebus's trainable protocol)."""
+RUN_TRAINABLE = '''"""Runs this folder's cloudpickled trainable (tunebus's trainable protocol)."""
 import os
 import sys
 
