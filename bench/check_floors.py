@@ -1,4 +1,4 @@
-"""Judges a benchmark run against bench/floors.json (issue 30 point 3): bench/run --quick runs it
+"""Judges a benchmark run against bench/floors.json: bench/run --quick runs it
 on its JSON lines, so a speed regression fails CI instead of passing silently.
 
 The rule: each floor names one line of the run (its "benchmark" and every field in "match" equal),

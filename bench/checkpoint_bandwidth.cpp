@@ -1,4 +1,4 @@
-// Checkpoint bandwidth (issue 45, point 7): save and restore of a checkpoint folder through the
+// Checkpoint bandwidth: save and restore of a checkpoint folder through the
 // real checkpoint-store binary, on the path a trial-worker uses (CheckpointTransfer: `tar` as a
 // child process, proto::kCheckpointChunkBytes chunks over a DEALER to the store's ROUTER on
 // tcp://127.0.0.1), beside `dd` to the same disk in the same run.

@@ -1,4 +1,4 @@
-// The resource-manager and the scheduler under many workers (issue 34, point 6), on the harness
+// The resource-manager and the scheduler under many workers, on the harness
 // of bench/sim_cluster.hpp: the real checkpoint-store, resource-manager and scheduler binaries
 // and N simulated one-CPU trial-workers in this process (real sockets, the real protocol). For
 // each N of --workers it prints one JSON line:

@@ -1,5 +1,5 @@
 #!/usr/bin/python3
-"""The dashboard with big experiments (issue 35 point 4; run by bench/run as the step `dashboard`).
+"""The dashboard with big experiments (run by bench/run as the step `dashboard`).
 
 Starts checkpoint-store, resource-manager, a scheduler with `--http` and trial-worker processes
 on tcp:// loopback (bench/e2e.py's Cluster), runs two experiments of T trials (10,000, --quick
@@ -171,7 +171,7 @@ def time_loads(driver, url, loads, check):
     return times[1:]
 
 
-SLOW_LOAD_MS = 1000  # issue 35's target: a slower load prints where its time went
+SLOW_LOAD_MS = 1000  # the target: a slower load prints where its time went
 
 
 def explain_slow_load(driver, url, ms):

@@ -1,4 +1,4 @@
-// Many experiments at once (issue 34, point 9), on the harness of bench/sim_cluster.hpp: the real
+// Many experiments at once, on the harness of bench/sim_cluster.hpp: the real
 // checkpoint-store, resource-manager and scheduler binaries and --workers simulated one-CPU
 // trial-workers in this process (real sockets, the real protocol), a fresh suite per run. Prints
 // two JSON lines:

@@ -1,4 +1,4 @@
-"""The report round trip a Python function trainable pays per `train.report` (issue 45, point 7),
+"""The report round trip a Python function trainable pays per `train.report`,
 beside a bare ZeroMQ request-reply over the same transport, in the same run (run by bench/run's
 `report` step).
 

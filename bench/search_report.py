@@ -10,7 +10,7 @@ from the same run, and prints one JSON object per line:
   search_multi_fidelity  ASHA + random vs BOHB on the learning curves: best at max_t so far vs
                          training iterations
   search_latency         suggestion latency with 1,000 observations, tunebus and Optuna, ratio
-  search_criterion       one per target of issue 21 point 6, with "met": true | false
+  search_criterion       one per search-quality target, with "met": true | false
 
 --markdown prints docs/search.md's tables instead. Regret is best - optimum (mode min) or
 optimum - best (mode max); digits has no known optimum and uses 1 - val_accuracy (the error).
@@ -32,7 +32,7 @@ sys.path.insert(0, __file__.rsplit("/", 1)[0] if "/" in __file__ else ".")
 import search_optuna  # noqa: E402  (the Python functions, for search_function_check)
 
 CHECKPOINTS = [1, 5, 10, 15, 20, 25, 30, 35, 40, 50, 60, 70, 80, 90, 100]
-# Targets of issue 21 point 6.
+# The search-quality targets.
 REACH_TARGET_TRIALS = 35     # TPE reaches random's median best-of-100 within this many trials
 BOHB_ITERATIONS_RATIO = 0.5  # BOHB reaches ASHA's final median best with <= this of its iterations
 LATENCY_P99_MS = 1.0

@@ -1,5 +1,5 @@
 // Searcher latency: how long TpeSearcher::Suggest (and BohbSearcher::Suggest) takes with 1,000
-// observations, the issue 21 target being well under 1 ms at p99. The searcher is brought to
+// observations, the target being well under 1 ms at p99. The searcher is brought to
 // 1,000 completed trials (random configs on a quadratic, replayed as journal events), then
 // makes --suggestions suggestions, each completed before the next (so the model sees 1,000 ..
 // 1,000 + N observations) while --running trials stay running (constant liar). The history is

@@ -230,7 +230,7 @@ struct GetExperiment {
   TUNEBUS_DEFINE_MAP(v, type, id, experiment)
 };
 
-/// The trial scheduler's decisions (for the dashboard, issue 35): body {"experiment" (journal
+/// The trial scheduler's decisions (for the dashboard): body {"experiment" (journal
 /// name), "scheduler" (its name), "total", "dropped", "decisions": [{kind ("stop" | "pause" |
 /// "exploit"), trial_id, scheduler, training_iteration, time_total_s, at_s (seconds since the
 /// epoch), detail}]} oldest first (libs/tune/scheduler_decisions.hpp: in memory, the newest

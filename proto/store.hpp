@@ -220,7 +220,7 @@ struct CheckpointDeleteAck {
   TUNEBUS_DEFINE_MAP(v, type, id, checkpoint_id, deleted)
 };
 
-/// The store's health (issue 31): whether it takes writes. Cheap (no RocksDB call); the
+/// The store's health: whether it takes writes. Cheap (no RocksDB call); the
 /// scheduler asks about once a second and shows the answer in `tunectl status`.
 struct StoreStatus {
   TUNEBUS_ENVELOPE("store_status");

@@ -14,7 +14,7 @@
 //   corruption          stored bytes are inconsistent (journal gap, bad meta)
 // A bad request never changes state; the service keeps serving.
 //
-// Degraded and healing (issue 31): a RocksDB write that fails with an I/O error (the data
+// Degraded and healing: a RocksDB write that fails with an I/O error (the data
 // folder's disk is full, say) puts the store in kDegraded: write requests (journal_append,
 // journal_truncate, checkpoint_put, checkpoint_delete) answer io_error naming the time and
 // RocksDB's error, reads are served from what is stored. While degraded, a timer on the loop

@@ -1,7 +1,7 @@
 // RocksDbSpdlogLogger: RocksDB's info log (rocksdb::Options::info_log) sent to spdlog, so RocksDB
 // writes no LOG file (nor LOG.old.*) into the store's data folder.
 //
-// Why (issue 31): without an info_log RocksDB opens <data_dir>/LOG and keeps it open. That file
+// Why: without an info_log RocksDB opens <data_dir>/LOG and keeps it open. That file
 // is written outside RocksDB's background-error handler: when the data folder's file system is
 // full, an append to LOG fails, its WritableFileWriter remembers the error, and the next log line
 // (RocksDB logs from its own error handler, ErrorHandler::HandleKnownErrors) fails

@@ -1,4 +1,4 @@
-// The fault harness of issue 4 in one run: a 50-trial experiment with failing trials and
+// The fault harness in one run: a 50-trial experiment with failing trials and
 // checkpoints while the scheduler is SIGKILLed at >= 20 seeded random moments (a soak run sets
 // TUNEBUS_FAULT_KILLS=200) and the checkpoint-store, the resource-manager and the workers are
 // SIGKILLed in between, each restarted at once. The mock trainable writes its own ground truth

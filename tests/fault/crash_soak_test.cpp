@@ -1,4 +1,4 @@
-// Crash soak (issue 18, point 4; issue 34, point 8): what users READ survives SIGKILLs as
+// Crash soak: what users READ survives SIGKILLs as
 // completely as the journal, in each of three experiments that run at once.
 //
 // Scenario: three experiments run at once, alpha (weight 2, 30 trials), beta and gamma (weight

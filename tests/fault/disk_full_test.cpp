@@ -1,4 +1,4 @@
-// Fault test (issue 31): the checkpoint-store's disk fills up while trials checkpoint, and space
+// Fault test: the checkpoint-store's disk fills up while trials checkpoint, and space
 // returns. The store's data folder is a real small filesystem the test mounts (tmpfs, as root);
 // trials write 256 KiB checkpoints every iteration until the store's RocksDB write fails with "No
 // space left on device"; the test then grows the filesystem (remount) without touching a service.

@@ -1,4 +1,4 @@
-// Fault tests (issue 21, point 4): an experiment whose configs come from an external searcher
+// Fault tests: an experiment whose configs come from an external searcher
 // process (clients/python/tunebus/searcher.py wrapping Optuna's CMA-ES, run by /usr/bin/python3)
 // survives the searcher being SIGKILLed and restarted, being SIGSTOPped (hung) and resumed, and
 // the scheduler being SIGKILLed: the run completes with exactly num_samples trials, each added

@@ -1,4 +1,4 @@
-// Fault test (issue 4): the resource-manager is SIGKILLed and restarted while trials run. Its
+// Fault test: the resource-manager is SIGKILLed and restarted while trials run. Its
 // allocations are soft state: the workers re-register and report what they run, so the new
 // process commits exactly the running trials' resources, nothing is placed on top of them, and
 // no trial runs twice.

@@ -1,4 +1,4 @@
-// Fault test (issue 4): SIGKILL the scheduler at seeded random moments while an experiment runs,
+// Fault test: SIGKILL the scheduler at seeded random moments while an experiment runs,
 // restart it each time, and check from the journal that every trial finished with each of its
 // results recorded exactly once (no gap, no duplicate), all from one attempt: running trials are
 // reattached, and only a trial whose start had not reached its worker runs again.
@@ -132,7 +132,7 @@ TEST(SchedulerKillTest, KilledSchedulerResumesAndLosesOrDuplicatesNoResult) {
               done_kills, results, lost, duplicated);
 }
 
-// Issue 34 points 5 and 8: three experiments run at once, weighted 2:1:1 and sized 2:1:1 (their
+// Three experiments run at once, weighted 2:1:1 and sized 2:1:1 (their
 // fair shares of the 4 CPUs are 2, 1 and 1); each SIGKILL of the scheduler resumes all three,
 // each reattaching its own running trials. gamma, submitted first, holds all 4 CPUs until the
 // others come, so it ends first, about 2 s after the last kill (2 cores). Each journal shows

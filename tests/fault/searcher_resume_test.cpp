@@ -1,4 +1,4 @@
-// Fault tests (issue 21, point 5): a searcher's state survives SIGKILLs of the scheduler.
+// Fault tests: a searcher's state survives SIGKILLs of the scheduler.
 // - Random search with `search: {max_concurrent, points_to_evaluate}` is killed a few times while
 //   it runs; the configs its journal holds, in order, are those the same searcher suggests
 //   without any kill (computed here with MakeSearcher): the points first, then the seeded

@@ -1,6 +1,6 @@
-// tunectl and every service on a bad environment (issue 19, point 8): a folder that cannot be
+// tunectl and every service on a bad environment: a folder that cannot be
 // created or written is a message naming the folder and the reason and exit code 1, never an
-// abort (tunectl used to end with an uncaught std::filesystem::filesystem_error, exit 134); at
+// abort (an uncaught std::filesystem::filesystem_error would end tunectl with exit 134); at
 // run time such a folder fails the one request or trial that needs it, and the service keeps
 // serving. Each process runs as an unprivileged user on a folder owned by root (as root, through
 // setpriv; otherwise on a folder without write permission).
@@ -75,7 +75,7 @@ TEST(BadEnvironmentTest, AnUnwritableResultsFolderIsAClearErrorAndExitOne) {
 
 TEST(BadEnvironmentTest, ACheckpointStoreWithAnUnwritableDataDirExitsOneNamingIt) {
   // A data dir it cannot create, and one that exists but is not its to write (RocksDB's own
-  // message used to name its LOG file instead).
+  // message names its LOG file instead).
   TempDir dir;
   const fs::path locked = LockedFolder(dir.path());
   const std::string ep = kAnyLoopback;
@@ -123,8 +123,8 @@ TEST(BadEnvironmentTest, AResourceManagerAndAWorkerOnABadEndpointExitOneNamingIt
 
 TEST(BadEnvironmentTest, ASchedulerRefusesAnExperimentItCannotWriteAndKeepsServing) {
   // The scheduler and the worker run as the unprivileged user. An experiment whose results folder
-  // the scheduler cannot create is refused with a typed error naming the folder (it used to be
-  // accepted, its files silently missing); the next experiment runs.
+  // the scheduler cannot create is refused with a typed error naming the folder (not accepted
+  // with its files silently missing); the next experiment runs.
   ClusterOptions o;
   o.workers = 1;
   o.unprivileged = {"scheduler", "w1"};

@@ -1,4 +1,4 @@
-// Issue 31, point 3 ("nothing silent") on real processes: a trial-worker whose checkpoint-store
+// "Nothing silent" on real processes: a trial-worker whose checkpoint-store
 // refuses every checkpoint (its disk is full) reports each refusal to the scheduler, which
 // journals it on the trial, shows it in `tunectl show` and applies the experiment's
 // checkpoint_failure. The worker's store is a fake in this process that answers io_error; the

@@ -1,4 +1,4 @@
-// Clean stops (issue 31, point 4): SIGTERM and SIGINT stop every service with exit 0 at any
+// Clean stops: SIGTERM and SIGINT stop every service with exit 0 at any
 // point, start-up waits included. Each service starts with its peers on loopback ports that
 // refuse connections (the test holds them bound and never listens, so no other process can take
 // them): the scheduler then waits at start for journal reads the checkpoint-store never answers,

@@ -1,4 +1,4 @@
-// Issue 34, point 4: `tunectl delete NAME` removes a finished experiment's journal and
+// `tunectl delete NAME` removes a finished experiment's journal and
 // checkpoints from the checkpoint-store, which compacts the space away (measured by the store's
 // live SST and blob bytes), and its results folder unless --keep-results; an unfinished one is
 // refused; another experiment is untouched. The real services on loopback.

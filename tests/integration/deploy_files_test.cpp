@@ -1,4 +1,4 @@
-// Issue 7: the compose files and the Dockerfile are right by construction (there is no Docker
+// The compose files and the Dockerfile are right by construction (there is no Docker
 // engine here and no Dockerfile linter in Debian): every binary, flag, environment variable, port
 // and path they name exists in this build and source tree. `docker-compose config -q` (in .ci/run)
 // checks the compose syntax on top. The Swarm stack is deploy_swarm_test.cpp, the Kubernetes
@@ -65,7 +65,7 @@ TEST(DeployFilesTest, DockerfileCopiesBinariesAndPathsThatExist) {
 }
 
 TEST(DeployFilesTest, ComposeGivesEachServiceOnlyItsOwnKeysReadOnly) {
-  // Issue 33, point 5: the services bind 0.0.0.0 in their containers, so each runs with CURVE
+  // The services bind 0.0.0.0 in their containers, so each runs with CURVE
   // keys under /keys (TUNEBUS_KEYS_DIR) and its TUNEBUS_KEY_NAME, never --insecure. It gets its
   // own secret key and no other, the public keys of the servers it connects to, and (servers)
   // the allow-list folder, all read-only, each from the file `tunectl keygen --suite` writes
@@ -91,7 +91,7 @@ TEST(DeployFilesTest, ComposeGivesEachServiceOnlyItsOwnKeysReadOnly) {
 }
 
 TEST(DeployFilesTest, ComposePublishesTheDashboardOnLoopbackAndEveryKeyStepMakesItsKey) {
-  // Issue 35: the scheduler serves the web dashboard on every interface of its container
+  // The scheduler serves the web dashboard on every interface of its container
   // (`--http 0.0.0.0:P`), which compose publishes on the host's loopback only, as the control
   // socket (the dashboard speaks plain HTTP). Its viewer key exists only if the keys are made as
   // kKeygenSteps does: every file and doc that tells how to make the deployments' keys names the
@@ -124,7 +124,7 @@ TEST(DeployFilesTest, EachServiceRunsWithOnlyTheKeysComposeMountsForIt) {
 }
 
 TEST(DeployFilesTest, ServicesWaitForHealthyOnesAndEachRoleHasItsOwnSlimImage) {
-  // Issue 19, point 9: depends_on waits for service_healthy, every service but the tool has a
+  // depends_on waits for service_healthy, every service but the tool has a
   // healthcheck (each runs a real `<binary> --healthcheck`: ComposeNamesOnly... checks); each
   // service is built from the Dockerfile stage of its role, which copies its binary; only the
   // trial-worker stage installs Python's ML packages; the scheduler writes results to the /results

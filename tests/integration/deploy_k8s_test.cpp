@@ -1,4 +1,4 @@
-// Issue 34, point 7: the Kubernetes manifests (deploy/k8s, rendered with `kubectl kustomize`)
+// The Kubernetes manifests (deploy/k8s, rendered with `kubectl kustomize`)
 // name only what the build has.
 #include <gtest/gtest.h>
 #include <unistd.h>
@@ -51,7 +51,7 @@ std::vector<YAML::Node> Kustomize(const fs::path& folder) {
 }
 
 TEST(DeployFilesTest, KubernetesManifestsNameOnlyWhatTheBuildHas) {
-  // Issue 34, point 7: deploy/k8s renders (kubectl kustomize) into workloads whose every image is
+  // deploy/k8s renders (kubectl kustomize) into workloads whose every image is
   // a compose/Dockerfile stage, whose commands, flags and TUNEBUS_* variables (their own and the
   // tunebus-env ConfigMap's) the binaries have, whose probes ask /healthz on the metrics port,
   // whose ports are the ones their flags bind, whose keys are the ones compose gives the same

@@ -1,4 +1,4 @@
-// Issue 34, point 7: the Swarm stack (compose/docker-stack.yml) names only what the build has,
+// The Swarm stack (compose/docker-stack.yml) names only what the build has,
 // as the compose files do (deploy_files_support.hpp), and keeps Swarm's rules.
 #include <gtest/gtest.h>
 #include <unistd.h>
@@ -70,7 +70,7 @@ int ModeOf(const YAML::Node& mode) {
 }
 
 TEST(DeployFilesTest, SwarmStackUsesOnlyWhatSwarmDeploysAndTheBuildHas) {
-  // Issue 34, point 7: `docker stack deploy -c compose/docker-stack.yml tunebus` runs the services
+  // `docker stack deploy -c compose/docker-stack.yml tunebus` runs the services
   // of docker-compose.yml on a Swarm. Everything it names exists in the build, as for compose,
   // and it keeps Swarm's rules: no key Swarm ignores or refuses (it pulls images, restarts by
   // deploy.restart_policy, starts in no order); a volume is local to a node, so a service of one

@@ -1,4 +1,4 @@
-// A deployment across hosts (issue 19, point 9), tested as processes on loopback: the scheduler's
+// A deployment across hosts, tested as processes on loopback: the scheduler's
 // --results-dir (TUNEBUS_RESULTS_DIR=/results in the compose deployment) is where experiments
 // without an absolute results_dir write; a worker that cannot see the trainable's files fails the
 // trial saying so and how to fix it; the healthcheck the compose file runs (`<binary>

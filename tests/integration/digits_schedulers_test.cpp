@@ -1,4 +1,4 @@
-// Issue 5 on real worker processes: the digits example (scikit-learn SGDClassifier, a Python
+// On real worker processes: the digits example (scikit-learn SGDClassifier, a Python
 // trainable that pickles its model on a "checkpoint" decision) runs with ASHA and with PBT on
 // two trial-worker processes, from the experiment files users run (examples/digits/asha.yaml,
 // examples/digits/pbt.yaml). Skipped, saying why, where no Python can import scikit-learn.

@@ -1,4 +1,4 @@
-// Issue 19, point 6: finished experiments stay reachable. After a restart of the suite, the read
+// Finished experiments stay reachable. After a restart of the suite, the read
 // commands answer for a finished experiment from its journal (-e NAME; without it the newest
 // one), `tunectl checkpoint export` writes a trial's checkpoint (the bytes its trainable saved)
 // into a folder with clear errors, the journal of a finished experiment gets nothing appended by

@@ -1,4 +1,4 @@
-// Issue 34, point 1: the scheduler's journal reads are asynchronous requests on its own store
+// The scheduler's journal reads are asynchronous requests on its own store
 // client. With a checkpoint-store whose journal reads stall 5 s (--read-delay-ms, a test seam),
 // `tunectl lsx` and a read of a finished experiment that lives only in the store each wait out
 // the stall, while a running experiment's results keep being decided: the gap between two

@@ -1,4 +1,4 @@
-// Issue 3 on real processes: placement on workers of different sizes, checkpoints through the
+// Trials on real processes: placement on workers of different sizes, checkpoints through the
 // checkpoint-store, restore on another worker, large chunked checkpoints.
 #include <gtest/gtest.h>
 

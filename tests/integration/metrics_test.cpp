@@ -1,4 +1,4 @@
-// Issue 7: every service serves Prometheus text metrics over HTTP (cpp-httplib) on the port its
+// Every service serves Prometheus text metrics over HTTP (cpp-httplib) on the port its
 // --metrics-port flag names (here `*`: the port it picks and reports in its --ready-file); scraped
 // here on loopback while a mock experiment runs and after.
 #include <gtest/gtest.h>

@@ -1,7 +1,7 @@
-// Issue 7's real multi-host test: three network namespaces joined by veth links stand for three
+// A real multi-host test: three network namespaces joined by veth links stand for three
 // hosts. Host "c" runs the checkpoint-store, resource-manager and scheduler; hosts "a" and "b"
 // each run a trial-worker that reaches c over its own link (10.77.1.0/24, 10.77.2.0/24). Every
-// process runs with CURVE keys made by `tunectl keygen --suite` (issue 33): the links carry only
+// process runs with CURVE keys made by `tunectl keygen --suite`: the links carry only
 // encrypted, authenticated traffic. An experiment runs across them; host a's link is cut mid-run
 // (ip link set ... down): its worker is declared lost, its trials requeue on b and finish; the
 // link comes back, the worker rejoins and receives new trials. Then a Python trainable whose

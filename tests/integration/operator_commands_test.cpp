@@ -1,4 +1,4 @@
-// Issue 7's tunectl commands for operators on real service processes: watch follows the event
+// The tunectl commands for operators on real service processes: watch follows the event
 // stream to the end, ls sorts, limits and picks columns, best, export (csv and json), logs.
 #include <gtest/gtest.h>
 

@@ -1,4 +1,4 @@
-// Issue 34, point 3: with `preemptible: true`, an experiment holding more than its fair share
+// With `preemptible: true`, an experiment holding more than its fair share
 // gives way to another's pending trials: its newest trial is PAUSED (checkpointed, freed), the
 // other's trial runs, and once that experiment ends the paused trial continues from its
 // checkpoint, also across a SIGKILL of the scheduler. The real services on loopback, one worker

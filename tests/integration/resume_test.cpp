@@ -1,4 +1,4 @@
-// Issue 4's resume modes on real processes: an experiment that finished with an ERROR trial is
+// The resume modes on real processes: an experiment that finished with an ERROR trial is
 // resumed by name after a scheduler restart; --rerun-errored=restore continues the errored trial
 // from its checkpoint, =restart from scratch, and nothing else is touched. tunectl lsx lists it.
 #include <gtest/gtest.h>

@@ -1,4 +1,4 @@
-// Issue 33's CURVE on the links the scheduler opens itself: an external searcher on tcp://
+// CURVE on the links the scheduler opens itself: an external searcher on tcp://
 // (clients/python/tunebus/searcher.py wrapping Optuna's RandomSampler, run by /usr/bin/python3
 // with TUNEBUS_KEYS_DIR) beside the four services started with keys from `tunectl keygen
 // --suite`. The scheduler connects only to a searcher whose public key (the experiment's

@@ -1,4 +1,4 @@
-// Issue 33's security as a user meets it: keys made with `tunectl keygen`, the four services as
+// Security as a user meets it: keys made with `tunectl keygen`, the four services as
 // processes on loopback with CURVE on every socket (--keys-dir), and tunectl with different
 // keys. A viewer reads but cannot submit or stop; an operator can; a stranger's key, a worker's
 // key and a plaintext client get nothing from the control socket and the scheduler logs each

@@ -1,4 +1,4 @@
-// Readiness under systemd (issue 46, point 3): a service in a Type=notify unit (deploy/systemd/)
+// Readiness under systemd: a service in a Type=notify unit (deploy/systemd/)
 // tells systemd READY=1 through sd_notify(3) once it has bound its sockets and written its ready
 // file, and STOPPING=1 when SIGTERM has ended its loop (libs/service/service_main.cpp). The tests
 // play systemd's part: they bind a unix datagram socket and hand its address to a real

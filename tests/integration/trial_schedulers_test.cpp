@@ -1,4 +1,4 @@
-// Issue 5 on real processes: an ASHA experiment over the mock trainable's learning curves runs on
+// On real processes: an ASHA experiment over the mock trainable's learning curves runs on
 // two workers; the scheduler is SIGKILLed mid-run and resumes from the journal (the ASHA rungs
 // come back from the journaled state deltas). Low-lr trials stop early at a rung, the best run to
 // max_t, and every trial finishes.

@@ -1,4 +1,4 @@
-// Issue 46, point 5: one version string. Every binary's --version prints "<program> 0.1.0
+// One version string. Every binary's --version prints "<program> 0.1.0
 // (commit abc1234)" (Version(), Commit(): libs/core/version.hpp, generated from the root
 // CMakeLists.txt's project() line) and exits 0; a running scheduler tells its version in
 // get_experiment's answer (`version`, proto/PROTOCOL.md v1.12), `tunectl status` prints it, and

@@ -1,5 +1,5 @@
 """tunebus.__version__ is the one version, project(tunebus VERSION x.y.z) in the root
-CMakeLists.txt (issue 46, point 5): the same as the built binaries say (`tunectl --version`),
+CMakeLists.txt: the same as the built binaries say (`tunectl --version`),
 read from the source tree here, and from the build folder's generated _version_installed.py in
 an installed copy of the package."""
 

@@ -1,6 +1,6 @@
 // checkpoint-store on a full disk, and RocksDB's log: a full disk is a
 // rocksdb::FileSystemWrapper that fails appends; time is a ManualClock where a test needs the
-// store's timers (issue 31).
+// store's timers.
 #include <gtest/gtest.h>
 
 #include "tests/unit/checkpoint_store_fixture.hpp"

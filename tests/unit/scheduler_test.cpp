@@ -337,7 +337,7 @@ TEST_F(SchedulerTest, AWorkerSilentPastItsLivenessIsLostAndItsTrialRequeues) {
   EXPECT_EQ(Experiment().value("status", ""), "RUNNING");
 }
 
-// Many experiments at once (issue 34 point 2): each has its own trials, and every worker
+// Many experiments at once: each has its own trials, and every worker
 // message reaches the experiment its trial id names. Resources one frees go to the other.
 TEST_F(SchedulerTest, TwoExperimentsRunAtOnceAndEachWorkerMessageReachesItsTrialsExperiment) {
   StartWorker("w1", 4);
@@ -463,7 +463,7 @@ TEST_F(SchedulerTest, ControlRequestsGoToTheExperimentTheyNameOrTheirTrialsOwn) 
   EXPECT_EQ(Experiment("b").value("status", ""), "RUNNING");
 }
 
-// Weighted DRF across experiments (issue 34 point 3, services/scheduler/core/fair_share.hpp): `a`
+// Weighted DRF across experiments (services/scheduler/core/fair_share.hpp): `a`
 // (weight 1) holds all 4 CPUs when `b` (weight 3) arrives; each CPU `a` frees goes to `b`
 // until they hold 1 and 3, then `a` gets its one back. `set-weight a 3` makes it 2 and 2.
 TEST_F(SchedulerTest, WeightsDivideTheCpusAsTheirRatioAsTrialsFinish) {
@@ -592,7 +592,7 @@ class SchedulerFairShareTest : public SchedulerTest {
   }
 };
 
-// Issue 34 point 8: weights 1:1:2 hold 25%, 25% and 50% of the slot-seconds over the middle of
+// Weights 1:1:2 hold 25%, 25% and 50% of the slot-seconds over the middle of
 // the run (within 5 points).
 TEST_F(SchedulerFairShareTest, WeightsOneOneTwoGetAQuarterAQuarterAndAHalfOfTheSlotSeconds) {
   const SlotSeconds slots = RunSaturated({{"a", 1}, {"b", 1}, {"c", 2}});

@@ -1,4 +1,4 @@
-// What services need from their environment (issue 19, points 8 and 9): bus::MakeWritableDir
+// What services need from their environment: bus::MakeWritableDir
 // tells a folder that can be written from one that cannot, bus::GuardMain turns an escaping
 // exception into exit 1, and /healthz (what `<service> --healthcheck` asks) is ok only while the
 // service publishes its figures.

@@ -47,7 +47,7 @@ TEST(ExperimentSpecTest, MinimalFileGetsRayDefaults) {
 }
 
 TEST(ExperimentSpecTest, AMisspelledSamplingFunctionIsAnErrorThatNamesTheOneMeant) {
-  // `lr: {logunifrom: [...]}` used to become a constant map passed to the trainable.
+  // `lr: {logunifrom: [...]}` is an error, not a constant map passed to the trainable.
   Result<ExperimentSpec> spec = Parse(
       "name: e\ntrainable: {builtin: mock}\nparam_space:\n  lr: {logunifrom: [1.0e-4, 0.1]}\n");
   ASSERT_FALSE(spec.ok());

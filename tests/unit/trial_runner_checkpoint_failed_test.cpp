@@ -1,4 +1,4 @@
-// TrialRunner and checkpoints the checkpoint-store refuses (issue 31, "nothing silent"): the
+// TrialRunner and checkpoints the checkpoint-store refuses ("nothing silent"): the
 // worker reports checkpoint_failed, the trial notes it (journaled, replayed), the refused
 // checkpoint never joins the trial's checkpoints, so keep_checkpoints_num retention and every
 // restore skip it, and the experiment's checkpoint_failure (continue | pause | fail) decides what

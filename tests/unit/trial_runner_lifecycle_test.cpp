@@ -1,4 +1,4 @@
-// TrialRunner lifecycle (issue 3): pause / unpause, checkpoints and their retention, restore,
+// TrialRunner lifecycle: pause / unpause, checkpoints and their retention, restore,
 // add, set resources, PBT exploit, fail_fast modes, queue_trials, strict metric checking,
 // rerunning errored trials and taking over a journal's state — one test per behaviour, driven
 // with the fake executor and clock of runner_fakes.hpp. Sources: Ray Tune's TrialRunner,
@@ -129,8 +129,8 @@ TEST_F(TrialLifecycleTest, ATakeoverFindsATrialAnsweredPauseStillPausing) {
 TEST_F(TrialLifecycleTest, ATakeoverFindsAnUnpausedTrialsNewAttemptRunningNotPausing) {
   // The trial paused (its newest result answered "pause"), was unpaused and started again: the
   // journal's last action is still attempt 1's "pause", but attempt 2 has no result yet. The
-  // successor takes attempt 2's results (it used to drop them as those of a pausing attempt and
-  // the experiment hung; found by SearcherResumeFaultTest with hyperband_bohb).
+  // successor takes attempt 2's results (dropping them as those of a pausing attempt would hang
+  // the experiment, as SearcherResumeFaultTest with hyperband_bohb showed).
   Start({}, 1);
   Run(0, "w1");
   ASSERT_TRUE(runner_->PauseTrial(Id(0)).ok());
@@ -427,7 +427,7 @@ TEST_F(TrialLifecycleTest,
 }
 
 TEST_F(TrialLifecycleTest, AnExploitNeverPairsADonorsCheckpointWithALaterConfig) {
-  // The event order of issue 19's PBT bug: t1 checkpoints (iteration 1), t1 is itself exploited
+  // A PBT event order to survive: t1 checkpoints (iteration 1), t1 is itself exploited
   // (it takes t0's checkpoint and a new config), then t2 tries to exploit t1 before t1's next
   // checkpoint. t1's newest checkpoint holds its old config: the exploit is refused (PBT skips
   // it) instead of restoring that state under t1's current config. Once t1 has stored a

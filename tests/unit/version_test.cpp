@@ -1,4 +1,4 @@
-// Issue 46, point 5: one version string. Version() is the root CMakeLists.txt's
+// One version string. Version() is the root CMakeLists.txt's
 // `project(tunebus VERSION x.y.z)` (cmake/Version.cmake generates it), and what carries it says
 // the same: the dashboard's page footers and the hellos the scheduler sends a driver (§7b) and
 // an external searcher (§7a). The binaries' --version and get_experiment's `version` are

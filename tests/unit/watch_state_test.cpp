@@ -1,7 +1,7 @@
 // Tests for what `tunectl watch` does with the scheduler's events (services/tunectl/
 // watch_state.hpp, progress_table.hpp): a trial added while watching is shown and counted, and
 // no event shape — wrong types, missing fields, bodies that are not JSON objects, random bytes
-// on the socket — makes it throw (it used to abort with nlohmann's type_error.306).
+// on the socket — makes it throw (an unchecked type would raise nlohmann's type_error.306).
 #include "services/tunectl/watch_state.hpp"
 
 #include <gtest/gtest.h>

@@ -4,9 +4,9 @@
 // background thread, the ResultFileWriter, so the scheduler's event loop never waits on the file
 // system (creating a trial's files costs ext4 inode allocations; formatting a result line and a
 // CSV row costs more than deciding on it). One ResultFiles per experiment; one ResultFileWriter
-// per scheduler process writes for all of them (50 experiments were 50 writer threads: 50 thread
-// creations at submission and up to 50 futex wake-ups per poll round, which cost the loop more
-// than the rows, docs/performance-cluster.md "Many experiments").
+// per scheduler process writes for all of them (a writer thread per experiment would cost 50
+// experiments 50 thread creations at submission and up to 50 futex wake-ups per poll round, more
+// than the rows cost the loop: docs/performance-cluster.md "Many experiments").
 // The journal, not these files, is the record of an experiment: the files are its projection for
 // humans and tools (docs/recovery.md "The results folder"). A task staged with `after_record`
 // reaches the writer only once that journal record is durable (Flush(durable)), so the files never

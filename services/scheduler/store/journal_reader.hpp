@@ -3,7 +3,7 @@
 // resume` of an experiment not in memory, `lsx` and reads of a finished experiment. Every read is
 // a chain of requests whose replies arrive on the loop thread: nothing blocks the loop and no
 // socket is opened per call, so the loop keeps serving workers and deciding while the store is
-// slow (issue 34). Each completion callback runs exactly once, on the loop thread, never inside
+// slow. Each completion callback runs exactly once, on the loop thread, never inside
 // the call that started it.
 //
 // Each request is sent once and waits `timeout` (set_timeout) for its answer: the loop's DEALER

@@ -1,5 +1,5 @@
 // StoreHealth: the scheduler's view of the checkpoint-store's health, for `tunectl status` and to
-// resume journal writes as soon as the store takes them again (issue 31).
+// resume journal writes as soon as the store takes them again.
 //
 // Asks the store `store_status` (proto/store.hpp) every period on the scheduler's loop, one
 // request at a time, and keeps the newest answer: ok, degraded (with RocksDB's reason, as the
