@@ -80,7 +80,8 @@ class CheckFloorsTest(unittest.TestCase):
         return [line for line in out.splitlines() if line.startswith("FAIL")]
 
     def expect_one_failure(self, run, *fragments):
-        """Checks `run` (lines) against the test floors: exit 1, one FAIL line holding each fragment."""
+        """Checks `run` (lines) against the test floors: exit 1, one FAIL line holding each
+        fragment."""
         code, out, _ = self.check(self.floors(), self.run_lines(run))
         self.assertEqual(code, 1)
         failed = self.failed_lines(out)
