@@ -7,10 +7,12 @@
 #include <signal.h>
 #include <unistd.h>
 
+#include <CLI/CLI.hpp>
 #include <algorithm>
 #include <csignal>
 #include <filesystem>
 #include <iostream>
+#include <memory>
 #include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
@@ -149,6 +151,24 @@ int CheckpointExportCommand(const GlobalFlags& g, const CheckpointExportFlags& f
     for (const std::string& file : files) std::cout << "  " << file << "\n";
     std::cout << std::flush;
   });
+}
+
+void AddCheckpointCommands(CLI::App& app, GlobalFlags& g, Commands& commands) {
+  auto flags = std::make_shared<CheckpointExportFlags>();
+  auto* checkpoint_cmd = app.add_subcommand("checkpoint", "stored checkpoints");
+  checkpoint_cmd->require_subcommand(1);
+  auto* export_cmd = checkpoint_cmd->add_subcommand(
+      "export", "write a trial's checkpoint (the files its trainable saved) into a folder");
+  export_cmd->add_option("trial_id", flags->trial_id)->required();
+  export_cmd->add_option("--checkpoint", flags->checkpoint_id,
+                         "checkpoint id (or its last part, e.g. 00000020-a1); default: the newest");
+  export_cmd->add_option(
+      "--to", flags->to,
+      "a new or empty folder; default ./<trial_id>_checkpoint_<iteration>-a<attempt>");
+  AddReadExperimentFlag(*export_cmd, g);
+  commands.push_back({export_cmd, CommandNeeds::kServer, [flags](const GlobalFlags& g) {
+                        return CheckpointExportCommand(g, *flags);
+                      }});
 }
 
 }  // namespace tunebus

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <chrono>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -26,6 +27,44 @@ struct GlobalFlags {
   std::shared_ptr<bus::Security> security = bus::Security::Plaintext();
   std::string keys_dir;  // --keys-dir as given (keygen's default folder)
 };
+
+/// What main does before a chosen command runs.
+enum class CommandNeeds {
+  kNothing,  // keygen: runs before any key is loaded (it writes keys)
+  kKeys,     // run, up: the keys are loaded; no --connect means the embedded suite
+  kServer,   // the others: the keys are loaded; --connect defaults to tcp://127.0.0.1:5555
+};
+
+/// A subcommand a registration function added, and what runs it once the command line names it.
+/// A library exception escaping `run` (but keygen's) is printed and exits 1.
+struct Command {
+  CLI::App* app;  // the subcommand (or checkpoint's sub-subcommand); true once parsing chose it
+  CommandNeeds needs;
+  std::function<int(const GlobalFlags&)> run;
+};
+using Commands = std::vector<Command>;
+
+// Registration, one function per command group (in its file): each adds its subcommands and
+// their flags to `app` and appends them to `commands`. main calls them in the order `tunectl
+// --help` lists the subcommands. `g` outlives `app`: the -e options write g.experiment.
+void AddKeygenCommand(CLI::App& app, Commands& commands);  // keygen
+void AddRunCommands(CLI::App& app, Commands& commands);    // run, up
+void AddOperatorCommands(CLI::App& app, GlobalFlags& g,    // ls, best, export, logs
+                         Commands& commands);
+void AddWatchCommand(CLI::App& app, GlobalFlags& g, Commands& commands);  // watch
+/// show, stop, stop-experiment, status, workers, resources, pause, resume, lsx, add, delete,
+/// set-weight, set-resources.
+void AddControlCommands(CLI::App& app, GlobalFlags& g, Commands& commands);
+void AddDashboardTokenCommand(CLI::App& app, Commands& commands);  // dashboard-token
+void AddCheckpointCommands(CLI::App& app, GlobalFlags& g,          // checkpoint export
+                           Commands& commands);
+
+/// `-e NAME` of a read command, which answers for a finished experiment too (read from its
+/// journal): default the only running experiment, else the newest (main.cpp).
+void AddReadExperimentFlag(CLI::App& command, GlobalFlags& g);
+/// `-e NAME` of a command that changes an experiment (a trial id names its own experiment):
+/// default the only running one (main.cpp).
+void AddChangeExperimentFlag(CLI::App& command, GlobalFlags& g);
 
 struct KeygenFlags {
   std::string name;
@@ -118,9 +157,6 @@ struct DashboardTokenFlags {
   std::string ttl = "12h";        // dashboard::ParseTokenTtl
   std::string name;               // "" = the scheduler names it (the key's name, else operator)
 };
-/// Adds `tunectl dashboard-token [--role R] [--ttl D] [--name N]` to `app`
-/// (dashboard_token_command.cpp).
-CLI::App* AddDashboardTokenCommand(CLI::App& app, DashboardTokenFlags& flags);
 /// Asks the scheduler for a dashboard login token (an operator's request) and prints its sign-in
 /// URL (-o json: {token, name, role, issued_at, expires_at, http_url, login_url}). 0; 1 when the
 /// scheduler refuses (a viewer's key: forbidden); 2 for a bad --ttl; 3 when it cannot be reached.

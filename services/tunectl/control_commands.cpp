@@ -2,8 +2,10 @@
 #include <fmt/chrono.h>
 #include <fmt/format.h>
 
+#include <CLI/CLI.hpp>
 #include <cstdlib>
 #include <iostream>
+#include <memory>
 #include <vector>
 
 #include "libs/bus/control_client.hpp"
@@ -247,6 +249,127 @@ int WorkersCommand(const GlobalFlags& g) {
                                n["committed"].dump(), n["free"].dump());
     }
   });
+}
+
+namespace {
+
+using ExperimentFlag = void (*)(CLI::App&, GlobalFlags&);
+
+// A subcommand without arguments; `experiment_flag` adds its -e (null: none).
+void AddPlainCommand(CLI::App& app, GlobalFlags& g, Commands& commands, const char* name,
+                     const char* help, ExperimentFlag experiment_flag,
+                     int (*run)(const GlobalFlags&)) {
+  auto* cmd = app.add_subcommand(name, help);
+  if (experiment_flag != nullptr) experiment_flag(*cmd, g);
+  commands.push_back({cmd, CommandNeeds::kServer, run});
+}
+
+// A subcommand whose one argument is a trial id (required).
+void AddTrialCommand(CLI::App& app, GlobalFlags& g, Commands& commands, const char* name,
+                     const char* help, ExperimentFlag experiment_flag,
+                     int (*run)(const GlobalFlags&, const std::string&)) {
+  auto trial_id = std::make_shared<std::string>();
+  auto* cmd = app.add_subcommand(name, help);
+  cmd->add_option("trial_id", *trial_id)->required();
+  experiment_flag(*cmd, g);
+  commands.push_back({cmd, CommandNeeds::kServer,
+                      [trial_id, run](const GlobalFlags& g) { return run(g, *trial_id); }});
+}
+
+// delete and set-weight: commands on a named experiment.
+void AddExperimentCommands(CLI::App& app, Commands& commands) {
+  struct DeleteFlags {
+    std::string experiment;
+    bool keep_results = false;
+  };
+  auto del = std::make_shared<DeleteFlags>();
+  auto* delete_cmd = app.add_subcommand(
+      "delete", "delete a finished experiment: its journal and checkpoints, and its results");
+  delete_cmd->add_option("experiment", del->experiment, "experiment name or journal name")
+      ->required();
+  delete_cmd->add_flag("--keep-results", del->keep_results, "keep its results folder");
+  commands.push_back({delete_cmd, CommandNeeds::kServer, [del](const GlobalFlags& g) {
+                        return DeleteCommand(g, del->experiment, del->keep_results);
+                      }});
+
+  struct WeightFlags {
+    std::string experiment;
+    double weight = 1;
+  };
+  auto weight = std::make_shared<WeightFlags>();
+  auto* weight_cmd = app.add_subcommand(
+      "set-weight", "change a running experiment's fair share of the suite (weighted DRF)");
+  weight_cmd->add_option("experiment", weight->experiment, "experiment name or journal name")
+      ->required();
+  weight_cmd->add_option("weight", weight->weight, "a number > 0 (the file's `weight`, default 1)")
+      ->required()
+      ->check(CLI::PositiveNumber);
+  commands.push_back({weight_cmd, CommandNeeds::kServer, [weight](const GlobalFlags& g) {
+                        return SetWeightCommand(g, weight->experiment, weight->weight);
+                      }});
+}
+
+}  // namespace
+
+void AddControlCommands(CLI::App& app, GlobalFlags& g, Commands& commands) {
+  AddTrialCommand(app, g, commands, "show", "show one trial", AddReadExperimentFlag, ShowCommand);
+  AddTrialCommand(app, g, commands, "stop", "stop one trial", AddChangeExperimentFlag, StopCommand);
+  AddPlainCommand(app, g, commands, "stop-experiment",
+                  "stop every unfinished trial and end the experiment", AddChangeExperimentFlag,
+                  StopExperimentCommand);
+  AddPlainCommand(app, g, commands, "status", "summary of an experiment", AddReadExperimentFlag,
+                  StatusCommand);
+  AddPlainCommand(app, g, commands, "workers", "workers and their resources", nullptr,
+                  WorkersCommand);
+  AddPlainCommand(app, g, commands, "resources",
+                  "capacity, committed and free resources per worker and in total", nullptr,
+                  ResourcesCommand);
+  AddTrialCommand(app, g, commands, "pause", "pause a trial (checkpoint, free its resources)",
+                  AddChangeExperimentFlag, PauseCommand);
+
+  struct ResumeFlags {
+    std::string target, rerun_errored;
+  };
+  auto resume = std::make_shared<ResumeFlags>();
+  auto* resume_cmd =
+      app.add_subcommand("resume", "resume a paused trial (TRIAL_ID) or an experiment (NAME)");
+  resume_cmd->add_option("target", resume->target, "trial id or experiment name")->required();
+  resume_cmd
+      ->add_option("--rerun-errored", resume->rerun_errored,
+                   "also rerun the experiment's ERROR trials")
+      ->check(CLI::IsMember({"restore", "restart"}));
+  AddChangeExperimentFlag(*resume_cmd, g);
+  commands.push_back({resume_cmd, CommandNeeds::kServer, [resume](const GlobalFlags& g) {
+                        return ResumeCommand(g, resume->target, resume->rerun_errored);
+                      }});
+
+  AddPlainCommand(app, g, commands, "lsx", "list experiments (name, status, trial counts)", nullptr,
+                  ListExperimentsCommand);
+
+  auto config_json = std::make_shared<std::string>();
+  auto* add_cmd =
+      app.add_subcommand("add", "add a trial with an explicit config to the running experiment");
+  add_cmd->add_option("--config", *config_json, "the trial's config as a JSON object")->required();
+  AddChangeExperimentFlag(*add_cmd, g);
+  commands.push_back({add_cmd, CommandNeeds::kServer,
+                      [config_json](const GlobalFlags& g) { return AddCommand(g, *config_json); }});
+
+  AddExperimentCommands(app, commands);
+
+  struct SetResourcesFlags {
+    std::string trial_id;
+    std::vector<std::string> pairs;
+  };
+  auto setres = std::make_shared<SetResourcesFlags>();
+  auto* setres_cmd = app.add_subcommand(
+      "set-resources", "change the resources a trial that is not running asks for");
+  setres_cmd->add_option("trial_id", setres->trial_id)->required();
+  setres_cmd->add_option("resources", setres->pairs, "name=amount ... (cpu=2 gpu=0 custom=1)")
+      ->required();
+  AddChangeExperimentFlag(*setres_cmd, g);
+  commands.push_back({setres_cmd, CommandNeeds::kServer, [setres](const GlobalFlags& g) {
+                        return SetResourcesCommand(g, setres->trial_id, setres->pairs);
+                      }});
 }
 
 }  // namespace tunebus

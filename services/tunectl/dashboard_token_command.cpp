@@ -2,6 +2,7 @@
 // request, proto::IssueDashboardToken) and prints the sign-in URL (docs/dashboard.md "Sign-in").
 #include <CLI/CLI.hpp>
 #include <iostream>
+#include <memory>
 
 #include "proto/dashboard.hpp"
 #include "services/scheduler/dashboard/tokens.hpp"
@@ -10,20 +11,22 @@
 
 namespace tunebus {
 
-CLI::App* AddDashboardTokenCommand(CLI::App& app, DashboardTokenFlags& flags) {
+void AddDashboardTokenCommand(CLI::App& app, Commands& commands) {
+  auto flags = std::make_shared<DashboardTokenFlags>();
   auto* cmd = app.add_subcommand(
       "dashboard-token",
       "make a login token for the scheduler's web dashboard and print its sign-in URL");
-  cmd->add_option("--role", flags.role,
+  cmd->add_option("--role", flags->role,
                   "operator (sees and uses the control buttons) or viewer (reads only)")
       ->check(CLI::IsMember({"operator", "viewer"}))
       ->capture_default_str();
-  cmd->add_option("--ttl", flags.ttl, "how long the token is valid: 90s, 30m, 12h, 7d (<= 30d)")
+  cmd->add_option("--ttl", flags->ttl, "how long the token is valid: 90s, 30m, 12h, 7d (<= 30d)")
       ->capture_default_str();
-  cmd->add_option("--name", flags.name,
+  cmd->add_option("--name", flags->name,
                   "who the token names in the logs (default: your CURVE key's name, else "
                   "operator)");
-  return cmd;
+  commands.push_back({cmd, CommandNeeds::kServer,
+                      [flags](const GlobalFlags& g) { return DashboardTokenCommand(g, *flags); }});
 }
 
 int DashboardTokenCommand(const GlobalFlags& g, const DashboardTokenFlags& flags) {

@@ -1,6 +1,8 @@
 // tunectl keygen: CURVE keypairs for the bus (libs/bus/curve_keys.hpp, docs/security.md).
+#include <CLI/CLI.hpp>
 #include <filesystem>
 #include <iostream>
+#include <memory>
 #include <vector>
 
 #include "libs/bus/curve_keys.hpp"
@@ -88,6 +90,26 @@ int KeygenCommand(const GlobalFlags& g, const KeygenFlags& f) {
                  "servers SIGHUP.\n";
   }
   return 0;
+}
+
+void AddKeygenCommand(CLI::App& app, Commands& commands) {
+  auto flags = std::make_shared<KeygenFlags>();
+  auto* cmd = app.add_subcommand(
+      "keygen", "write a CURVE keypair: <dir>/NAME.key (public) and NAME.key_secret (0600)");
+  cmd->add_option("name", flags->name, "key name (a file name): alice, worker-a, ...");
+  cmd->add_option("--role", flags->role,
+                  "viewer, operator, worker, service or searcher (default: service for "
+                  "scheduler, checkpoint-store, resource-manager; worker for worker*; "
+                  "else viewer)");
+  cmd->add_option("--dir", flags->dir, "key folder (default: --keys-dir, else ./tunebus-keys)");
+  cmd->add_flag("--authorize", flags->authorize,
+                "also put the public key in <dir>/authorized, the allow-list");
+  cmd->add_flag("--suite", flags->suite,
+                "the keys of a whole suite (scheduler, checkpoint-store, resource-manager, "
+                "worker, tunectl), all authorized");
+  cmd->add_flag("--force", flags->force, "replace existing key files");
+  commands.push_back({cmd, CommandNeeds::kNothing,
+                      [flags](const GlobalFlags& g) { return KeygenCommand(g, *flags); }});
 }
 
 }  // namespace tunebus

@@ -1,11 +1,13 @@
 // tunectl commands for operators: ls with sorting and columns, best, export and logs.
 #include <fmt/format.h>
 
+#include <CLI/CLI.hpp>
 #include <algorithm>
 #include <deque>
 #include <fstream>
 #include <iostream>
 #include <map>
+#include <memory>
 #include <set>
 #include <string>
 #include <vector>
@@ -223,6 +225,55 @@ int LogsCommand(const GlobalFlags& g, const std::string& trial_id, int64_t lines
     std::cout << std::flush;
   }
   return 0;
+}
+
+void AddOperatorCommands(CLI::App& app, GlobalFlags& g, Commands& commands) {
+  auto list = std::make_shared<ListFlags>();
+  auto* ls_cmd = app.add_subcommand("ls", "list the trials of an experiment");
+  ls_cmd->add_option("--status", list->status,
+                     "only trials with this status (PENDING, RUNNING, ...)");
+  ls_cmd->add_option("--sort", list->sort,
+                     "sort by a result key or trial field; -KEY sorts descending");
+  ls_cmd
+      ->add_option("--columns", list->columns,
+                   "table columns: trial fields, result keys, config.KEY")
+      ->delimiter(',');
+  ls_cmd->add_option("--limit", list->limit, "at most this many trials")
+      ->check(CLI::NonNegativeNumber);
+  ls_cmd->add_option("--offset", list->offset, "skip this many trials first (with --limit: a page)")
+      ->check(CLI::NonNegativeNumber);
+  AddReadExperimentFlag(*ls_cmd, g);
+  commands.push_back({ls_cmd, CommandNeeds::kServer,
+                      [list](const GlobalFlags& g) { return ListCommand(g, *list); }});
+
+  auto* best_cmd = app.add_subcommand("best", "the best trial: config, metric, checkpoint");
+  AddReadExperimentFlag(*best_cmd, g);
+  commands.push_back({best_cmd, CommandNeeds::kServer, BestCommand});
+
+  auto format = std::make_shared<std::string>();  // "" = csv, or json with -o json
+  auto* export_cmd = app.add_subcommand("export", "every trial with its config and last result");
+  export_cmd->add_option("--format", *format, "csv (default) or json (the default with -o json)")
+      ->check(CLI::IsMember({"csv", "json"}));
+  AddReadExperimentFlag(*export_cmd, g);
+  commands.push_back({export_cmd, CommandNeeds::kServer,
+                      [format](const GlobalFlags& g) { return ExportCommand(g, *format); }});
+
+  struct LogsFlags {
+    std::string trial_id;
+    int64_t lines = 50;
+    bool stderr_stream = false;
+  };
+  auto logs = std::make_shared<LogsFlags>();
+  auto* logs_cmd = app.add_subcommand("logs", "the tail of a trial's stdout (or --stderr)");
+  logs_cmd->add_option("trial_id", logs->trial_id)->required();
+  logs_cmd->add_option("--lines,-n", logs->lines)
+      ->check(CLI::PositiveNumber)
+      ->capture_default_str();
+  logs_cmd->add_flag("--stderr", logs->stderr_stream, "show stderr instead of stdout");
+  AddReadExperimentFlag(*logs_cmd, g);
+  commands.push_back({logs_cmd, CommandNeeds::kServer, [logs](const GlobalFlags& g) {
+                        return LogsCommand(g, logs->trial_id, logs->lines, logs->stderr_stream);
+                      }});
 }
 
 }  // namespace tunebus

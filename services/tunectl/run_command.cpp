@@ -2,12 +2,14 @@
 #include <fmt/format.h>
 #include <unistd.h>
 
+#include <CLI/CLI.hpp>
 #include <atomic>
 #include <csignal>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
 #include <iostream>
+#include <memory>
 #include <sstream>
 #include <thread>
 
@@ -335,6 +337,61 @@ int UpCommand(const GlobalFlags& g, SuiteOptions suite, const std::string& ready
   while (g_signals.load() == 0) std::this_thread::sleep_for(std::chrono::milliseconds(100));
   (*s)->Stop();
   return 0;
+}
+
+void AddRunCommands(CLI::App& app, Commands& commands) {
+  auto run = std::make_shared<RunFlags>();
+  auto* run_cmd =
+      app.add_subcommand("run", "run an experiment: embedded (no --connect) or on a running suite");
+  run_cmd->add_option("experiment", run->experiment_file, "experiment file (YAML)")->required();
+  run_cmd->add_flag("--detach,-d", run->detach, "submit and return at once (needs --connect)");
+  run_cmd->add_option("--refresh-s", run->refresh_s, "progress refresh period in seconds");
+  run_cmd
+      ->add_option("--resume", run->resume,
+                   "auto: continue an unfinished or interrupted experiment of the same name; "
+                   "never: a new run")
+      ->check(CLI::IsMember({"auto", "never"}))
+      ->capture_default_str();
+  run_cmd->add_option("--cpus", run->suite.cpus, "embedded worker CPUs (default: all cores)");
+  run_cmd->add_option("--gpus", run->suite.gpus, "embedded worker GPUs");
+  commands.push_back(
+      {run_cmd, CommandNeeds::kKeys, [run](const GlobalFlags& g) { return RunCommand(g, *run); }});
+
+  struct UpFlags {
+    SuiteOptions suite;
+    std::string ready_file;
+  };
+  auto up = std::make_shared<UpFlags>();
+  up->suite.control_endpoint = "tcp://127.0.0.1:5555";
+  up->suite.events_endpoint = "tcp://127.0.0.1:*";  // a free port; `watch` learns it from `status`
+  auto* up_cmd =
+      app.add_subcommand("up", "run the embedded suite as a server until SIGTERM/SIGINT");
+  up_cmd->add_option("--control", up->suite.control_endpoint, "control endpoint to bind")
+      ->capture_default_str();
+  up_cmd->add_option("--events", up->suite.events_endpoint, "event stream endpoint to bind")
+      ->capture_default_str();
+  up_cmd->add_option("--data-dir", up->suite.data_dir, "checkpoint-store folder")
+      ->capture_default_str();
+  up_cmd->add_option("--ready-file", up->ready_file,
+                     "once the control and events endpoints are bound, write them to this file as "
+                     "JSON (atomically: {service, pid, endpoints: {control, events, http}}), so "
+                     "ports given as tcp://host:* or --http 0 can be learned");
+  up_cmd->add_option("--cpus", up->suite.cpus, "embedded worker CPUs (default: all cores)");
+  up_cmd->add_option("--gpus", up->suite.gpus, "embedded worker GPUs");
+  up_cmd
+      ->add_option("--http", up->suite.http,
+                   "serve the scheduler's web dashboard on PORT (127.0.0.1) or "
+                   "HOST:PORT (0: any free port, which --ready-file names; docs/dashboard.md)")
+      ->envname("TUNEBUS_HTTP");
+  up_cmd
+      ->add_option("--http-key-name", up->suite.http_key_name,
+                   "with --keys-dir: the dashboard's viewer key (<keys-dir>/NAME.key_secret)")
+      ->envname("TUNEBUS_HTTP_KEY_NAME");
+  commands.push_back({up_cmd, CommandNeeds::kKeys, [up](const GlobalFlags& g) {
+                        SuiteOptions suite = up->suite;
+                        if (suite.data_dir.empty()) suite.data_dir = "./tunebus-data/store";
+                        return UpCommand(g, std::move(suite), up->ready_file);
+                      }});
 }
 
 }  // namespace tunebus

@@ -3,11 +3,13 @@
 #include <fmt/format.h>
 #include <unistd.h>
 
+#include <CLI/CLI.hpp>
 #include <algorithm>
 #include <chrono>
 #include <cstdlib>
 #include <iostream>
 #include <map>
+#include <memory>
 #include <optional>
 
 #include "libs/bus/domains.hpp"
@@ -130,6 +132,24 @@ int WatchCommand(const GlobalFlags& g, std::string events, double for_s) {
     }
     if (g.output != "json" && tty) draw();
   }
+}
+
+void AddWatchCommand(CLI::App& app, GlobalFlags& g, Commands& commands) {
+  struct WatchFlags {
+    std::string events;
+    double for_s = 0;
+  };
+  auto flags = std::make_shared<WatchFlags>();
+  auto* cmd = app.add_subcommand("watch", "live progress from the scheduler's event stream");
+  cmd->add_option("--events", flags->events,
+                  "event stream endpoint (default: the one the scheduler names in its status)")
+      ->envname("TUNEBUS_EVENTS_ENDPOINT");
+  cmd->add_option("--for-s", flags->for_s,
+                  "return after this many seconds (0: when the experiment ends)");
+  AddReadExperimentFlag(*cmd, g);
+  commands.push_back({cmd, CommandNeeds::kServer, [flags](const GlobalFlags& g) {
+                        return WatchCommand(g, flags->events, flags->for_s);
+                      }});
 }
 
 }  // namespace tunebus
