@@ -87,33 +87,26 @@ TEST(ChaosTest, EveryServiceKilledAtRandomLosesAndDuplicatesNoResult) {
 
   // The kill plan: the scheduler `scheduler_kills` times, the store 3, the resource-manager 2,
   // each worker once, in a seeded random order with 50..300 ms between kills.
-  std::vector<std::string> plan(size_t(scheduler_kills), "scheduler");
+  std::vector<std::string> victims(size_t(scheduler_kills), "scheduler");
   for (const char* v : {"checkpoint-store", "checkpoint-store", "checkpoint-store",
                         "resource-manager", "resource-manager", "w1", "w2"}) {
-    plan.push_back(v);
+    victims.push_back(v);
   }
-  std::mt19937 rng(20261122);
-  std::shuffle(plan.begin(), plan.end(), rng);
-  std::uniform_int_distribution<int> pause_ms(50, 300);
-  std::map<std::string, int> kills;
   int from_snapshot = 0;  // resumes that started from a snapshot
-  for (const std::string& victim : plan) {
-    std::this_thread::sleep_for(std::chrono::milliseconds(pause_ms(rng)));
-    const json status = cluster.Ctl({"-o", "json", "status"}, 10s).Json();
-    if (status.is_object() && status.value("finished", false)) break;
-    ASSERT_TRUE(cluster.Restart(victim)) << victim;  // SIGKILL, then the same binary and flags
-    ++kills[victim == "w1" || victim == "w2" ? "trial-worker" : victim];
-    if (victim == "scheduler") {
-      ASSERT_TRUE(WaitFor([&] { return cluster.Ctl({"status"}, 2s).exit_code == 0; }, 20s, 100ms))
-          << cluster.LogTails();
-      std::smatch m;
-      const std::string log = cluster.process("scheduler")->Stdout();
-      if (std::regex_search(log, m, std::regex(R"(records \((\d+) from a snapshot\))")) &&
-          std::stoll(m[1]) > 0) {
-        ++from_snapshot;
-      }
-    }
-  }
+  const auto killed = RunKillPlan(
+      cluster, RandomKillPlan(victims, 20261122, 50ms, 300ms), {""},
+      [&](const std::string& victim) {
+        if (victim != "scheduler") return;
+        std::smatch m;
+        const std::string log = cluster.process("scheduler")->Stdout();
+        if (std::regex_search(log, m, std::regex(R"(records \((\d+) from a snapshot\))")) &&
+            std::stoll(m[1]) > 0) {
+          ++from_snapshot;
+        }
+      });
+  ASSERT_TRUE(killed.has_value()) << cluster.LogTails();
+  std::map<std::string, int> kills = *killed;
+  kills["trial-worker"] = kills["w1"] + kills["w2"];
   const json summary = WaitFinished(cluster, 120s);
   ASSERT_FALSE(summary.empty()) << cluster.LogTails();
   EXPECT_EQ(summary.value("status", ""), "FINISHED") << summary.dump();

@@ -503,22 +503,12 @@ TEST(CrashSoakTest, EveryAcknowledgedResultAndCheckpointSurvivesKills) {
   for (const char* v : {"checkpoint-store", "checkpoint-store", "resource-manager", "w1", "w2"}) {
     plan.push_back(v);
   }
-  std::mt19937 rng(18042);
-  std::shuffle(plan.begin(), plan.end(), rng);
-  std::uniform_int_distribution<int> pause_ms(80, 400);
-  std::map<std::string, int> kills;
+  const auto killed = RunKillPlan(cluster, RandomKillPlan(plan, 18042, 80ms, 400ms), names);
+  ASSERT_TRUE(killed.has_value()) << cluster.LogTails();
+  std::map<std::string, int> kills = *killed;
+  kills["trial-worker"] = kills["w1"] + kills["w2"];
   int total_kills = 0;
-  for (const std::string& victim : plan) {
-    std::this_thread::sleep_for(std::chrono::milliseconds(pause_ms(rng)));
-    if (AnyFinished(cluster, names)) break;
-    if (victim == "scheduler") {
-      ASSERT_TRUE(RestartScheduler(cluster, names));  // and each experiment answers again
-    } else {
-      ASSERT_TRUE(cluster.Restart(victim)) << victim;  // SIGKILL, then the same binary and flags
-    }
-    ++kills[victim == "w1" || victim == "w2" ? "trial-worker" : victim];
-    ++total_kills;
-  }
+  for (const auto& [victim, n] : *killed) total_kills += n;
   // The rest takes at most all trials x 12 iterations / 4 slots x sleep_s. Unfinished after twice
   // that plus a minute (a hang) is a failure; what they wrote is checked all the same.
   const auto deadline = std::chrono::steady_clock::now() +

@@ -22,6 +22,7 @@
 #include <atomic>
 #include <cerrno>
 #include <chrono>
+#include <condition_variable>
 #include <cstring>
 #include <map>
 #include <mutex>
@@ -85,7 +86,11 @@ class StatusPoller {
   explicit StatusPoller(Cluster& cluster) : cluster_(cluster), thread_([this] { Poll(); }) {}
   ~StatusPoller() { Stop(); }
   void Stop() {
-    stop_ = true;
+    {
+      std::lock_guard lock(mu_);
+      stop_ = true;
+    }
+    stopped_.notify_all();
     if (thread_.joinable()) thread_.join();
   }
   std::chrono::milliseconds slowest() const { return slowest_; }
@@ -124,7 +129,9 @@ class StatusPoller {
           if (store_state_ == "degraded") degraded_reason_ = e["store"].value("reason", "");
         }
       }
-      std::this_thread::sleep_for(100ms);
+      // The next poll 100 ms on, or none once Stop() says so.
+      std::unique_lock lock(mu_);
+      stopped_.wait_for(lock, 100ms, [&] { return stop_.load(); });
     }
   }
 
@@ -133,6 +140,7 @@ class StatusPoller {
   std::atomic<int> polls_{0}, failures_{0};
   std::chrono::milliseconds slowest_{0};
   mutable std::mutex mu_;
+  std::condition_variable stopped_;  // Stop() was called (stop_, under mu_)
   std::string store_state_, degraded_reason_, last_failure_;
   std::thread thread_;
 };
@@ -226,7 +234,11 @@ TEST(DiskFullTest, StoreOnAFullDiskStaysVisibleLosesNothingAndHealsWithoutAResta
     EXPECT_NE(stop.exit_code, 0) << stop.Describe();
     EXPECT_NE(stop.err.find("unavailable"), std::string::npos) << stop.Describe();
     EXPECT_NE(stop.err.find("checkpoint-store"), std::string::npos) << stop.Describe();
-    std::this_thread::sleep_for(500ms);  // the outage lasts a while: results wait, status answers
+    // The outage lasts while status answers three more times: results wait, status answers.
+    const int polls_at_refusal = poller.polls();
+    ASSERT_TRUE(WaitUntil("three more status answers during the outage",
+                          [&] { return poller.polls() >= polls_at_refusal + 3; }));
+    EXPECT_EQ(poller.store_state(), "degraded");
 
     // Space returns; the store heals by itself within 5 s.
     ASSERT_TRUE(disk.Grow("256m"));

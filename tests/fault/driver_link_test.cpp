@@ -186,8 +186,16 @@ TEST_F(DriverLinkFaultTest, KilledDriverHoldsResultsUntilItIsBack) {
     for (const json& t : trials) sum += t.value("training_iteration", int64_t{0});
     return sum;
   };
+  // While the scheduler tries the dead driver once more (a hello that gets no answer within
+  // timeout_s), no trial moves on.
   const int64_t before = iterations();
-  std::this_thread::sleep_for(1500ms);  // five of the trainables' iterations
+  const int64_t retries = down["driver"].value("retries", int64_t{0});
+  json tried;
+  ASSERT_TRUE(WaitUntil("the scheduler tries the killed driver again", [&] {
+    tried = Summary();
+    return tried.is_object() && tried.contains("driver") &&
+           tried["driver"].value("retries", int64_t{0}) > retries;
+  })) << tried.dump();
   EXPECT_EQ(iterations(), before) << "a trial moved on without the driver's answer";
   const CommandResult status = cluster_.Ctl({"status"}, 10s);
   EXPECT_NE(status.out.find("driver: " + endpoint_), std::string::npos) << status.Describe();

@@ -1,6 +1,7 @@
 #include "tests/fault/fault_support.hpp"
 
 #include <algorithm>
+#include <random>
 #include <thread>
 
 #include "libs/journal/record_frame.hpp"
@@ -102,16 +103,43 @@ int64_t TrialsAdded(const json& summary) {
   return added;
 }
 
-int KillSchedulerWhileRunning(Cluster& cluster, const std::vector<Millis>& pauses,
-                              const std::vector<std::string>& experiments) {
-  int kills = 0;
-  for (const Millis pause : pauses) {
-    std::this_thread::sleep_for(pause);
+std::vector<Kill> RandomKillPlan(std::vector<std::string> victims, uint32_t seed, Millis min_pause,
+                                 Millis max_pause) {
+  std::mt19937 rng(seed);
+  std::shuffle(victims.begin(), victims.end(), rng);
+  std::uniform_int_distribution<int> pause_ms(int(min_pause.count()), int(max_pause.count()));
+  std::vector<Kill> plan;
+  for (std::string& victim : victims) plan.push_back({std::move(victim), Millis(pause_ms(rng))});
+  return plan;
+}
+
+std::optional<std::map<std::string, int>> RunKillPlan(
+    Cluster& cluster, const std::vector<Kill>& plan, const std::vector<std::string>& experiments,
+    const std::function<void(const std::string&)>& after_kill) {
+  std::map<std::string, int> kills;
+  for (const Kill& kill : plan) {
+    // A wait on time by design: the kill lands at a seeded random moment of the run.
+    std::this_thread::sleep_for(kill.pause);
     if (AnyFinished(cluster, experiments)) break;
-    if (!RestartScheduler(cluster, experiments)) return -1;
-    ++kills;
+    if (kill.victim == "scheduler") {
+      if (!RestartScheduler(cluster, experiments)) return std::nullopt;
+    } else {
+      const ::testing::AssertionResult restarted = cluster.Restart(kill.victim);
+      EXPECT_TRUE(restarted) << kill.victim;  // SIGKILL, then the same binary and flags
+      if (!restarted) return std::nullopt;
+    }
+    ++kills[kill.victim];
+    if (after_kill) after_kill(kill.victim);
   }
   return kills;
+}
+
+int KillSchedulerWhileRunning(Cluster& cluster, const std::vector<Millis>& pauses,
+                              const std::vector<std::string>& experiments) {
+  std::vector<Kill> plan;
+  for (const Millis pause : pauses) plan.push_back({"scheduler", pause});
+  std::optional<std::map<std::string, int>> kills = RunKillPlan(cluster, plan, experiments);
+  return kills ? (*kills)["scheduler"] : -1;
 }
 
 std::map<int64_t, json> TrialConfigs(const std::vector<json>& records) {

@@ -3,8 +3,11 @@
 // truth the tests check against).
 #pragma once
 
+#include <cstdint>
+#include <functional>
 #include <map>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -43,10 +46,33 @@ bool AnyFinished(Cluster& cluster, const std::vector<std::string>& experiments);
 /// failure and returns false if the restart failed or it did not answer within 20 s.
 bool RestartScheduler(Cluster& cluster, const std::vector<std::string>& experiments);
 
+/// One step of a kill plan: `victim` (a Cluster process name) is SIGKILLed and restarted after
+/// `pause` of real time.
+struct Kill {
+  std::string victim;
+  Millis pause{0};
+};
+
+/// A seeded kill plan: `victims` in an order shuffled by std::mt19937(seed), each after a pause
+/// drawn uniformly from [min_pause, max_pause] by the same generator (drawn after the shuffle).
+std::vector<Kill> RandomKillPlan(std::vector<std::string> victims, uint32_t seed, Millis min_pause,
+                                 Millis max_pause);
+
+/// Runs `plan` while every one of `experiments` (their names; {""} = the only one) runs: after
+/// each pause, stops early if one of them is finished, else SIGKILLs the victim and starts it
+/// again (the scheduler through RestartScheduler, so it answers for each experiment before the
+/// next step) and calls `after_kill(victim)`. The pauses are the point: the kills land at
+/// seeded random moments of the run, whatever it is doing. Returns the kills made by victim,
+/// or nullopt after adding a test failure (a restart that failed or a scheduler that never
+/// answered).
+std::optional<std::map<std::string, int>> RunKillPlan(
+    Cluster& cluster, const std::vector<Kill>& plan,
+    const std::vector<std::string>& experiments = {""},
+    const std::function<void(const std::string&)>& after_kill = {});
+
 /// SIGKILLs the scheduler after each pause of `pauses` while every one of `experiments` (their
-/// names; {""} = the only one) runs, each time restarting it (RestartScheduler); stops early
-/// once one of them is finished. Returns how many kills it made, or -1 after adding a test
-/// failure (a restart that failed or a scheduler that never answered).
+/// names; {""} = the only one) runs, each time restarting it (RunKillPlan). Returns how many
+/// kills it made, or -1 after adding a test failure.
 int KillSchedulerWhileRunning(Cluster& cluster, const std::vector<Millis>& pauses,
                               const std::vector<std::string>& experiments = {""});
 

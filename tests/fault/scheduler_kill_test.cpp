@@ -214,13 +214,14 @@ TEST(ServiceKillTest, StoreResourceManagerAndWorkerKillsLoseNoAcknowledgedResult
 
   std::mt19937 rng(7);
   std::uniform_int_distribution<int> pause_ms(100, 400);
-  std::map<std::string, int> kills;
+  std::vector<Kill> plan;
   for (const std::string victim :
        {"checkpoint-store", "w1", "checkpoint-store", "resource-manager", "checkpoint-store"}) {
-    std::this_thread::sleep_for(std::chrono::milliseconds(pause_ms(rng)));
-    ASSERT_TRUE(cluster.Restart(victim));
-    ++kills[victim];
+    plan.push_back({victim, Millis(pause_ms(rng))});
   }
+  const auto killed = RunKillPlan(cluster, plan);
+  ASSERT_TRUE(killed.has_value()) << cluster.LogTails();
+  std::map<std::string, int> kills = *killed;
   json summary;
   ASSERT_TRUE(WaitFor(
       [&] {

@@ -99,13 +99,17 @@ void ExpectEveryServiceStopsCleanlyDuringStartUp(int signo) {
     ASSERT_TRUE(WaitReady(*s.process, dir.path() / "ready" / (s.name + ".json"), 15s, ready))
         << s.name;
   }
-  // The scheduler logs "scheduler serving" just before it reads the journals; 300 ms later it
-  // is well inside that wait (it lasts 30 s without an answer).
+  // The scheduler logs "scheduler serving" just before it reads the journals; once its main
+  // thread then blocks in poll(2) (its wait channel, /proc/PID/wchan, names a poll function),
+  // it is inside that wait (it lasts 30 s without an answer).
   Process& scheduler = *started[2].process;
   ASSERT_TRUE(WaitFor(
       [&] { return scheduler.Output().find("scheduler serving") != std::string::npos; }, 15s))
       << scheduler.Output();
-  std::this_thread::sleep_for(300ms);
+  const fs::path wchan = "/proc/" + std::to_string(scheduler.pid()) + "/wchan";
+  ASSERT_TRUE(WaitUntil("the scheduler blocks in its start-up wait",
+                        [&] { return ReadFile(wchan).find("poll") != std::string::npos; }))
+      << wchan << ": " << ReadFile(wchan);
   for (Started& s : started) {
     ASSERT_TRUE(s.process->Running()) << s.name << " exited before the signal:\n"
                                       << s.process->Output();

@@ -16,6 +16,7 @@
 
 #include "proto/codec.hpp"
 #include "proto/store.hpp"
+#include "tests/integration/message_filter.hpp"
 
 namespace tunebus::testing {
 
@@ -65,14 +66,7 @@ fs::path SourceDir() {
 }
 
 bool WaitFor(const std::function<bool()>& predicate, Millis timeout, Millis poll) {
-  const auto deadline = std::chrono::steady_clock::now() + timeout;
-  while (true) {
-    if (predicate()) return true;
-    const auto now = std::chrono::steady_clock::now();
-    if (now >= deadline) return false;
-    std::this_thread::sleep_for(
-        std::min<std::chrono::steady_clock::duration>(poll, deadline - now));
-  }
+  return PollUntil(predicate, timeout, poll);
 }
 
 std::string ReadFile(const fs::path& path) {
@@ -234,26 +228,31 @@ void PinReportedPorts(std::vector<std::string>& args, const Ready& ready) {
     o.args.insert(o.args.end(), {"--ready-file", ready_file.string()});
   }
   fs::create_directories(ready_file.parent_path());
-  const auto give_up = std::chrono::steady_clock::now() + Millis{10000};
-  for (int start = 1;; ++start) {
-    std::error_code ec;
-    fs::remove(ready_file, ec);
-    process = Process::Spawn(o);
-    auto r = WaitReady(*process, ready_file, timeout, ready);
-    if (r) {
-      PinReportedPorts(o.args, ready);
-      return r;
-    }
-    const bool port_taken = !process->Running() &&
-                            process->Output().find("Address already in use") != std::string::npos;
-    if (!port_taken) return r;
-    if (std::chrono::steady_clock::now() >= give_up) {
-      return ::testing::AssertionFailure()
-             << o.name << " could not bind its port, taken by another process since it was "
-             << "reported, in " << start << " starts over 10 s; the last start: " << r.message();
-    }
-    std::this_thread::sleep_for(Millis{200});
+  // Each start either reports, fails for another reason (the last result), or finds its port
+  // taken: then the next start is tried until the port is free, for up to 10 s.
+  int starts = 0;
+  ::testing::AssertionResult r = ::testing::AssertionFailure();
+  bool port_taken = false;
+  PollUntil(
+      [&] {
+        ++starts;
+        std::error_code ec;
+        fs::remove(ready_file, ec);
+        process = Process::Spawn(o);
+        r = WaitReady(*process, ready_file, timeout, ready);
+        port_taken = !r && !process->Running() &&
+                     process->Output().find("Address already in use") != std::string::npos;
+        return !port_taken;
+      },
+      Millis{10000}, Millis{200});
+  if (r) {
+    PinReportedPorts(o.args, ready);
+    return r;
   }
+  if (!port_taken) return r;
+  return ::testing::AssertionFailure()
+         << o.name << " could not bind its port, taken by another process since it was "
+         << "reported, in " << starts << " starts over 10 s; the last start: " << r.message();
 }
 
 void RunUnprivileged(Process::Options& o) {
@@ -297,6 +296,15 @@ int Cluster::metrics_port(const std::string& name) const {
   const bool own_keys = std::find(o.args.begin(), o.args.end(), "--keys-dir") != o.args.end();
   if (!options_.keys_dir.empty() && !own_keys)
     o.args.insert(o.args.end(), {"--keys-dir", options_.keys_dir});
+  for (const ClusterOptions::Filtered& f : options_.filters) {
+    if (f.process != o.name || f.filter == nullptr) continue;
+    auto flag = std::find(o.args.begin(), o.args.end(), f.flag);
+    if (flag == o.args.end() || flag + 1 == o.args.end()) {
+      return ::testing::AssertionFailure() << o.name << " has no " << f.flag << " to filter";
+    }
+    f.filter->Connect(*(flag + 1));
+    *(flag + 1) = f.filter->endpoint();
+  }
   o.log_dir = dir() / "logs";
   o.cwd = dir();
   if (options_.unprivileged.contains(o.name)) RunUnprivileged(o);

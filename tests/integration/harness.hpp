@@ -32,17 +32,24 @@
 #include <vector>
 #include <zmq.hpp>
 
+#include "tests/support/wait_until.hpp"
+
 namespace tunebus::testing {
 
 using Millis = std::chrono::milliseconds;
 namespace fs = std::filesystem;
+
+class MessageFilter;
+using test_support::PollUntil;
+using test_support::WaitUntil;
 
 /// $TUNEBUS_BIN_DIR (fails the test if unset and no build/bin is found).
 fs::path BinDir();
 /// $TUNEBUS_SOURCE_DIR, or the source tree this file was compiled from.
 fs::path SourceDir();
 
-/// Polls `predicate` every `poll` until it is true or `timeout` passed; true if it became true.
+/// Polls `predicate` every `poll` until it is true or `timeout` passed; true if it became true
+/// (PollUntil; WaitUntil says what did not happen when it fails).
 bool WaitFor(const std::function<bool()>& predicate, Millis timeout, Millis poll = Millis{50});
 
 std::string ReadFile(const fs::path& path);
@@ -200,6 +207,17 @@ struct ClusterOptions {
   /// to tunectl (key "tunectl" unless the args name another with --key-name). A process whose
   /// own extra args (service_args, scheduler_args, worker_args) give --keys-dir keeps those.
   std::string keys_dir;
+  /// A MessageFilter (message_filter.hpp) between a process and the peer one of its flags
+  /// names: `process` ("scheduler", "w1", ...) is given filter->endpoint() for `--flag`
+  /// ("--store", "--scheduler", "--rm") instead of the peer's endpoint, which the filter is
+  /// connected to (MessageFilter::Connect) when the process starts. Restarts keep it. The
+  /// filter must outlive the Cluster.
+  struct Filtered {
+    std::string process;
+    std::string flag;
+    MessageFilter* filter = nullptr;
+  };
+  std::vector<Filtered> filters;
 };
 
 /// checkpoint-store, resource-manager, scheduler and N trial-workers ("w1".."wN") as separate

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "tests/integration/harness.hpp"
+#include "tests/integration/message_filter.hpp"
 
 namespace tunebus::testing {
 namespace {
@@ -142,8 +143,14 @@ TEST(LifecycleTest, TrialThatFitsNoWorkerErrorsNamingWhatItAskedAndTheLargestWor
 }
 
 TEST(LifecycleTest, QueueTrialsKeepsATrialPendingUntilABigEnoughWorkerRegisters) {
+  // The resource-manager answers the trial's placements "infeasible" (no worker has big=1) and
+  // the scheduler asks again each round; a filter between the two counts the asks. After the
+  // third (so two answers were taken as "wait", not as a failure) the trial is PENDING; once a
+  // big enough worker registers it runs to its end.
+  MessageFilter rm_link("scheduler-rm");
   ClusterOptions o;
   o.workers = 1;
+  o.filters = {{"scheduler", "--rm", &rm_link}};
   Cluster cluster(o);
   ASSERT_TRUE(cluster.Start());
   const fs::path file = WriteExperiment(cluster, "queued",
@@ -153,7 +160,9 @@ TEST(LifecycleTest, QueueTrialsKeepsATrialPendingUntilABigEnoughWorkerRegisters)
                                         "queue_trials: true\n");
   auto submit = cluster.Ctl({"run", "--detach", file.string()});
   ASSERT_EQ(submit.exit_code, 0) << submit.Describe();
-  std::this_thread::sleep_for(500ms);  // several placement rounds: it must stay PENDING
+  ASSERT_TRUE(WaitUntil("three placement asks", [&] {
+    return rm_link.Count(FilterDirection::kToService, "allocate_batch") >= 3;
+  })) << cluster.LogTails();
   json trials = Trials(cluster);
   ASSERT_EQ(trials.size(), 1u) << trials.dump();
   EXPECT_EQ(trials[0].value("status", ""), "PENDING") << trials.dump();

@@ -186,8 +186,16 @@ TEST(ReadyFileTest, AStartOnAPortTakenMeanwhileIsRetriedUntilThePortIsFree) {
   socklen_t len = sizeof(addr);
   ASSERT_EQ(::getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len), 0);
   const std::string taken = "tcp://127.0.0.1:" + std::to_string(ntohs(addr.sin_port));
-  std::thread release([fd] {
-    std::this_thread::sleep_for(1500ms);
+  // The port is freed once the first start has failed on it (its log says so; the next start
+  // moves that log to .stdout.1).
+  const fs::path log = dir.path() / "logs" / "checkpoint-store.stdout";
+  std::thread release([fd, log] {
+    PollUntil(
+        [&] {
+          return ReadFile(log).find("Address already in use") != std::string::npos ||
+                 fs::exists(log.string() + ".1");
+        },
+        15s);
     ::close(fd);
   });
   Process::Options o =

@@ -39,7 +39,17 @@ TEST(TrialSchedulersTest, AshaStopsWeakTrialsAtRungsAcrossASchedulerRestart) {
           (cluster.dir() / "results").string() + "\n");
   const std::string journal = SubmitDetached(cluster, file, "asha");
   ASSERT_FALSE(journal.empty());
-  std::this_thread::sleep_for(600ms);
+  // The restart comes once ASHA's state is in the journal (its first rung decisions made).
+  ASSERT_TRUE(WaitUntil(
+      "a trial_scheduler record in " + journal,
+      [&] {
+        for (const json& r : ReadJournal(cluster.store(), journal)) {
+          if (r.value("kind", "") == "trial_scheduler") return true;
+        }
+        return false;
+      },
+      30s, 50ms))
+      << cluster.LogTails();
   ASSERT_TRUE(cluster.Restart("scheduler"));
   const json summary = WaitFinished(cluster, 60s);
   ASSERT_FALSE(summary.empty()) << cluster.LogTails();

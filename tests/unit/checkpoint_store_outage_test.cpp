@@ -3,6 +3,7 @@
 // store's timers.
 #include <gtest/gtest.h>
 
+#include "tests/support/wait_until.hpp"
 #include "tests/unit/checkpoint_store_fixture.hpp"
 
 namespace tunebus::store_test {
@@ -113,12 +114,7 @@ class CapturedLog {
 
 // Calls `done` until it is true, for at most 5 s of real time (the loop polls every 100 ms).
 bool Eventually(const std::function<bool()>& done) {
-  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(5);
-  while (!done()) {
-    if (std::chrono::steady_clock::now() > deadline) return false;
-    std::this_thread::sleep_for(milliseconds(5));
-  }
-  return true;
+  return test_support::PollUntil(done, std::chrono::seconds(5), milliseconds(5));
 }
 
 TEST_F(CheckpointStoreTest, AFullDiskDegradesTheStoreAndItHealsWithoutARestart) {

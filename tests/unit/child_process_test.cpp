@@ -1,6 +1,6 @@
 // ChildProcess (libs/trainable/child_process.hpp) and the scheduler's SearcherProcess
-// (services/scheduler/search/searcher_process.hpp) with /bin/sh as the child: where it runs, what it
-// sees, how its end is described, the parent-death signal, the restart with backoff, and the
+// (services/scheduler/search/searcher_process.hpp) with /bin/sh as the child: where it runs, what
+// it sees, how its end is described, the parent-death signal, the restart with backoff, and the
 // stop (SIGTERM, then SIGKILL).
 #include "libs/trainable/child_process.hpp"
 
@@ -19,6 +19,7 @@
 
 #include "libs/bus/event_loop.hpp"
 #include "services/scheduler/search/searcher_process.hpp"
+#include "tests/support/wait_until.hpp"
 
 namespace tunebus {
 namespace {
@@ -43,12 +44,9 @@ std::string ReadAll(const fs::path& p) {
 
 // Polls until the child exited (or `limit` passed).
 std::optional<ChildExit> WaitExit(ChildProcess& child, std::chrono::milliseconds limit = 10s) {
-  const auto deadline = std::chrono::steady_clock::now() + limit;
-  while (std::chrono::steady_clock::now() < deadline) {
-    if (auto e = child.Poll()) return e;
-    std::this_thread::sleep_for(10ms);
-  }
-  return std::nullopt;
+  std::optional<ChildExit> exit;
+  test_support::PollUntil([&] { return (exit = child.Poll()).has_value(); }, limit);
+  return exit;
 }
 
 bool Alive(pid_t pid) { return ::kill(pid, 0) == 0; }
@@ -112,8 +110,9 @@ TEST_F(ChildProcessTest, TerminateSendsSigtermThenSigkill) {
       {.argv = {"sh", "-c", "trap '' TERM; echo ready; while :; do sleep 0.05; done"},
        .output_fd = log_.get()});
   ASSERT_TRUE(stubborn.ok());
-  while (ReadAll(dir_ / "out.log").find("ready") == std::string::npos)
-    std::this_thread::sleep_for(10ms);
+  ASSERT_TRUE(test_support::WaitUntil("the child traps SIGTERM", [&] {
+    return ReadAll(dir_ / "out.log").find("ready") != std::string::npos;
+  }));
   const auto t0 = std::chrono::steady_clock::now();
   EXPECT_EQ((*stubborn)->Terminate(300ms).Describe(), "signal 9");
   EXPECT_GE(std::chrono::steady_clock::now() - t0, 300ms);

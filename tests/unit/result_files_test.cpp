@@ -1,5 +1,5 @@
-// Tests for ResultFiles (services/scheduler/results/result_files.hpp): the writer thread produces Ray
-// Tune's per-trial files, keeps a reopened trial's CSV header, and Backlog() counts what is not
+// Tests for ResultFiles (services/scheduler/results/result_files.hpp): the writer thread produces
+// Ray Tune's per-trial files, keeps a reopened trial's CSV header, and Backlog() counts what is not
 // written yet, and the writer thread runs at the lowest priority.
 #include "services/scheduler/results/result_files.hpp"
 
@@ -18,6 +18,8 @@
 #include <string>
 #include <thread>
 #include <vector>
+
+#include "tests/support/wait_until.hpp"
 
 namespace tunebus {
 namespace {
@@ -101,11 +103,9 @@ TEST_F(ResultFilesTest, RowsWaitForTheirJournalRecordAndReachTheFileWithoutAClos
   files.Flush(4);
   EXPECT_EQ(files.Backlog(), 1u);
   files.Flush(5);
-  const auto handed = std::chrono::steady_clock::now();
-  while (Lines(trial / "result.json").size() < 1 &&
-         std::chrono::steady_clock::now() - handed < std::chrono::seconds(5)) {
-    std::this_thread::sleep_for(std::chrono::milliseconds(10));
-  }
+  EXPECT_TRUE(test_support::WaitUntil(
+      "result.json gets its row without a Close",
+      [&] { return Lines(trial / "result.json").size() >= 1; }, std::chrono::seconds(5)));
   EXPECT_EQ(Lines(trial / "result.json"),
             (std::vector<std::string>{R"({"training_iteration":1})"}));
   EXPECT_EQ(Lines(trial / "progress.csv"), (std::vector<std::string>{"training_iteration", "1"}));
@@ -142,11 +142,9 @@ TEST_F(ResultFilesTest, ExperimentsShareOneWriterAndOneLeavesWithoutClosingTheOt
   EXPECT_EQ(Lines(a / "progress.csv"), (std::vector<std::string>{"i", "1", "2"}));
   second.AppendResult(0, "", Msgpack({{"i", 11}}));
   second.Flush(0);
-  const auto handed = std::chrono::steady_clock::now();
-  while (Lines(b / "result.json").size() < 2 &&
-         std::chrono::steady_clock::now() - handed < std::chrono::seconds(5)) {
-    std::this_thread::sleep_for(std::chrono::milliseconds(10));
-  }
+  EXPECT_TRUE(test_support::WaitUntil(
+      "b's result.json gets both rows without a Close",
+      [&] { return Lines(b / "result.json").size() >= 2; }, std::chrono::seconds(5)));
   EXPECT_EQ(Lines(b / "result.json"), (std::vector<std::string>{R"({"i":10})", R"({"i":11})"}));
   EXPECT_TRUE(second.IsOpen(0));
   EXPECT_EQ(second.Backlog(), 0u);

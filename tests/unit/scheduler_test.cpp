@@ -29,6 +29,7 @@
 #include "proto/worker.hpp"
 #include "services/checkpoint-store/checkpoint_store.hpp"
 #include "services/resource-manager/resource_manager.hpp"
+#include "tests/support/wait_until.hpp"
 
 namespace tunebus {
 namespace {
@@ -248,13 +249,37 @@ class SchedulerTest : public ::testing::Test {
 
   // Waits (real time, bounded) until the experiment's (`name`; "": the default one) status is
   // `status`.
-  bool WaitForStatus(const std::string& status, const std::string& name = "") {
-    for (auto deadline = std::chrono::steady_clock::now() + kStateWait;
-         std::chrono::steady_clock::now() < deadline;) {
-      if (Experiment(name).value("status", "") == status) return true;
-      std::this_thread::sleep_for(20ms);
+  ::testing::AssertionResult WaitForStatus(const std::string& status,
+                                           const std::string& name = "") {
+    return test_support::WaitUntil(
+        "experiment '" + name + "' is " + status,
+        [&] { return Experiment(name).value("status", "") == status; }, kStateWait, 20ms);
+  }
+
+  // Returns once the resource-manager has handled everything the worker sent it and run its
+  // timers at the clock's present time, with whether it holds the worker alive then. A loop
+  // runs a round's handlers, then its due timers (EventLoop::RunOnce): the answer to a second
+  // request, sent after the first was answered, comes from a round after the one that ran them.
+  bool WorkerAliveAtTheResourceManager() {
+    bool alive = false;
+    for (uint64_t id : {1001, 1002}) {
+      proto::GetClusterView get;
+      get.id = id;
+      EXPECT_TRUE(bus::SendMessage(worker_rm_, get));
+      std::optional<proto::Decoded> d;
+      while ((d = Next(worker_rm_, kStateWait)).has_value() && d->id() != id) {
+        ADD_FAILURE() << "the resource-manager sent the worker " << d->type();
+      }
+      if (!d.has_value() || d->type() != proto::ClusterView::kType) {
+        ADD_FAILURE() << "no cluster_view from the resource-manager";
+        return false;
+      }
+      alive = false;
+      for (const proto::NodeView& node : d->As<proto::ClusterView>()->nodes) {
+        if (node.worker_id == worker_id_) alive = node.alive;
+      }
     }
-    return false;
+    return alive;
   }
 
   // An experiment `name` of the mock trainable over `param_space` (YAML flow text).
@@ -323,17 +348,16 @@ TEST_F(SchedulerTest, AWorkerSilentPastItsLivenessIsLostAndItsTrialRequeues) {
     clock_.Advance(1s);
     Heartbeat();
   }
-  std::this_thread::sleep_for(200ms);
+  // The resource-manager, which alone declares a worker lost, has seen 30 s of the clock with
+  // the heartbeats and keeps it alive; so the scheduler was told of no loss.
+  EXPECT_TRUE(WorkerAliveAtTheResourceManager());
   EXPECT_EQ(Experiment()["counts"].value("RUNNING", 0), 1);
 
   clock_.Advance(5s);  // no heartbeat: past 3 intervals
-  bool requeued = false;
-  for (auto deadline = std::chrono::steady_clock::now() + kStateWait;
-       !requeued && std::chrono::steady_clock::now() < deadline;) {
-    requeued = Experiment()["counts"].value("PENDING", 0) == 1;
-    if (!requeued) std::this_thread::sleep_for(20ms);
-  }
-  EXPECT_TRUE(requeued) << Experiment().dump();
+  EXPECT_TRUE(test_support::WaitUntil(
+      "the lost worker's trial is PENDING",
+      [&] { return Experiment()["counts"].value("PENDING", 0) == 1; }, kStateWait, 20ms))
+      << Experiment().dump();
   EXPECT_EQ(Experiment().value("status", ""), "RUNNING");
 }
 
@@ -360,14 +384,14 @@ TEST_F(SchedulerTest, TwoExperimentsRunAtOnceAndEachWorkerMessageReachesItsTrial
   results.results.push_back(
       proto::ResultItem{of_a[0].trial_id, of_a[0].attempt, 1, R"({"score": 0.5})", 0.1, {}});
   ASSERT_TRUE(bus::SendMessage(worker_, results));
-  bool routed = false;
-  for (auto deadline = std::chrono::steady_clock::now() + kStateWait;
-       !routed && std::chrono::steady_clock::now() < deadline;) {
-    const json best = Experiment("a")["best"];
-    routed = best.is_object() && best.value("trial_id", "") == of_a[0].trial_id;
-    if (!routed) std::this_thread::sleep_for(20ms);
-  }
-  EXPECT_TRUE(routed) << Experiment("a").dump();
+  EXPECT_TRUE(test_support::WaitUntil(
+      "a's result makes its trial a's best",
+      [&] {
+        const json best = Experiment("a")["best"];
+        return best.is_object() && best.value("trial_id", "") == of_a[0].trial_id;
+      },
+      kStateWait, 20ms))
+      << Experiment("a").dump();
   EXPECT_TRUE(Experiment("b")["best"].is_null()) << Experiment("b").dump();
 
   // a's trials return: a ends; b runs on and gets the freed CPUs for its third trial.
@@ -549,13 +573,11 @@ class SchedulerFairShareTest : public SchedulerTest {
     EXPECT_EQ(running.size(), 4u);
     // The scheduler has the worker's capacity (asked of the resource-manager on its node_added)
     // before the first trial exits: `a`'s 4 CPUs are its whole share.
-    bool capacity_known = false;
-    for (auto deadline = std::chrono::steady_clock::now() + kStateWait;
-         !capacity_known && std::chrono::steady_clock::now() < deadline;
-         std::this_thread::sleep_for(20ms)) {
-      capacity_known = Experiment(weights.front().first).value("share", 0.0) == 1.0;
-    }
-    EXPECT_TRUE(capacity_known) << Experiment(weights.front().first).dump();
+    EXPECT_TRUE(test_support::WaitUntil(
+        "the scheduler knows the worker's capacity",
+        [&] { return Experiment(weights.front().first).value("share", 0.0) == 1.0; }, kStateWait,
+        20ms))
+        << Experiment(weights.front().first).dump();
     SlotSeconds slots;
     for (int step = 0; step < kSteps; ++step) {
       if (step >= kFrom && step < kTo) {

@@ -12,6 +12,7 @@
 
 #include "libs/bus/service_guard.hpp"
 #include "libs/metrics/metrics_server.hpp"
+#include "tests/support/wait_until.hpp"
 
 namespace tunebus {
 namespace {
@@ -67,8 +68,9 @@ TEST(HealthzTest, IsOkOnlyWhileTheServicePublishes) {
   EXPECT_EQ(metrics::CheckHealth("127.0.0.1", port), 1);
   (*server)->Publish("x 1\n");
   EXPECT_EQ(metrics::CheckHealth("0.0.0.0", port), 0);  // a wildcard host asks loopback
-  std::this_thread::sleep_for(500ms);
-  EXPECT_EQ(metrics::CheckHealth("127.0.0.1", port), 1);
+  EXPECT_TRUE(test_support::WaitUntil(
+      "/healthz turns unhealthy 300 ms after the last publish",
+      [&] { return metrics::CheckHealth("127.0.0.1", port) == 1; }, 5s, 20ms));
   (*server)->Publish("x 2\n");
   EXPECT_EQ(metrics::CheckHealth("127.0.0.1", port), 0);
 }

@@ -20,6 +20,7 @@
 #include "libs/trainable/allowed_commands.hpp"
 #include "libs/trainable/builtin_trainables.hpp"
 #include "libs/trainable/command_trainable.hpp"
+#include "tests/support/wait_until.hpp"
 
 namespace tunebus::trainable {
 namespace {
@@ -391,15 +392,14 @@ TEST_F(CommandTrainableTest, KillKillsTheWholeProcessGroup) {
   EXPECT_EQ(es.signal, SIGKILL);
   EXPECT_NE(es.error.find("killed by signal 9"), std::string::npos) << es.error;
   // The grandchild is gone (or a zombie waiting for init to reap it) within a bounded time.
-  const auto deadline = std::chrono::steady_clock::now() + 5s;
-  bool gone = false;
-  while (!gone && std::chrono::steady_clock::now() < deadline) {
-    const std::string stat = ReadFile("/proc/" + std::to_string(grandchild) + "/stat");
-    const auto paren = stat.rfind(')');
-    gone = stat.empty() || (paren != std::string::npos && stat.substr(paren + 2, 1) == "Z");
-    if (!gone) std::this_thread::sleep_for(20ms);
-  }
-  EXPECT_TRUE(gone) << "grandchild " << grandchild << " survived";
+  EXPECT_TRUE(test_support::WaitUntil(
+      "grandchild " + std::to_string(grandchild) + " is gone",
+      [&] {
+        const std::string stat = ReadFile("/proc/" + std::to_string(grandchild) + "/stat");
+        const auto paren = stat.rfind(')');
+        return stat.empty() || (paren != std::string::npos && stat.substr(paren + 2, 1) == "Z");
+      },
+      5s, 20ms));
 }
 
 TEST_F(CommandTrainableTest, ReportLineThatIsNotAJsonObjectFailsTheTrial) {

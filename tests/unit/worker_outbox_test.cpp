@@ -8,7 +8,6 @@
 
 #include <chrono>
 #include <string>
-#include <thread>
 #include <vector>
 
 #include "libs/bus/socket.hpp"
@@ -35,11 +34,15 @@ class WorkerOutboxTest : public ::testing::Test {
     ASSERT_TRUE(router_.recv(body));
   }
 
-  // The types of the messages w1 has received (decisions as "decisions:<seqs>").
-  std::vector<std::string> Received() {
+  // The types of the messages w1 has received (decisions as "decisions:<seqs>"): those waiting
+  // now, and while fewer than `at_least` came, the next ones within 5 s each.
+  std::vector<std::string> Received(size_t at_least = 0) {
     std::vector<std::string> out;
     zmq::message_t m;
-    while (dealer_.recv(m, zmq::recv_flags::dontwait)) {
+    zmq::pollitem_t item{dealer_.handle(), 0, ZMQ_POLLIN, 0};
+    while (dealer_.recv(m, zmq::recv_flags::dontwait) ||
+           (out.size() < at_least && zmq::poll(&item, 1, std::chrono::milliseconds(5000)) > 0 &&
+            dealer_.recv(m, zmq::recv_flags::dontwait))) {
       auto d = proto::Decode(m.data(), m.size());
       EXPECT_TRUE(d.ok());
       std::string what = d->type();
@@ -82,18 +85,18 @@ TEST_F(WorkerOutboxTest, ARoundLeavesAtFlushInOrderWithRunsOfDecisionsMerged) {
   outbox.Queue("w1", Stop(), record);
   outbox.QueueDecision("w1", Decision(3));
   outbox.Queue("nobody", Stop(), record);
-  std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  // Queue sends nothing (the outbox has no thread of its own, and what an inproc send passes
+  // is readable at once).
   EXPECT_TRUE(Received().empty());  // nothing before Flush
   EXPECT_TRUE(sent.empty());
 
   outbox.Flush();
-  std::this_thread::sleep_for(std::chrono::milliseconds(20));
-  EXPECT_EQ(Received(), (std::vector<std::string>{"decisions:12", "stop_trial", "decisions:3"}));
+  EXPECT_EQ(Received(3), (std::vector<std::string>{"decisions:12", "stop_trial", "decisions:3"}));
   EXPECT_EQ(sent, (std::vector<bool>{true, false}));  // w1's stop left; "nobody" is not connected
 
-  outbox.Flush();  // nothing is left
-  std::this_thread::sleep_for(std::chrono::milliseconds(20));
-  EXPECT_TRUE(Received().empty());
+  outbox.Flush();  // nothing is left: the next message w1 gets is one sent after this Flush
+  EXPECT_TRUE(outbox.Send("w1", Stop()));
+  EXPECT_EQ(Received(1), (std::vector<std::string>{"stop_trial"}));
 }
 
 TEST_F(WorkerOutboxTest, SendLeavesAtOnceAfterWhatIsQueued) {
@@ -101,8 +104,7 @@ TEST_F(WorkerOutboxTest, SendLeavesAtOnceAfterWhatIsQueued) {
   outbox.QueueDecision("w1", Decision(7));
   EXPECT_TRUE(outbox.Send("w1", Stop()));
   EXPECT_FALSE(outbox.Send("nobody", Stop()));
-  std::this_thread::sleep_for(std::chrono::milliseconds(20));
-  EXPECT_EQ(Received(), (std::vector<std::string>{"decisions:7", "stop_trial"}));
+  EXPECT_EQ(Received(2), (std::vector<std::string>{"decisions:7", "stop_trial"}));
 }
 
 }  // namespace
