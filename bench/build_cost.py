@@ -70,12 +70,22 @@ def main():
         out = os.path.join(tmp, "reference.o")
         times = sorted(cpu_seconds_of(argv + ["-c", REFERENCE, "-o", out]) for _ in range(3))
     reference_s = times[1]
-    print(json.dumps({
-        "benchmark": "build", "fresh": bool(report.get("fresh")), "wall_s": report["wall_s"],
-        "steps": report["steps"], "units_s": report["units_s"], "reference_s": round(reference_s, 2),
-        "runs_reference_s": [round(t, 2) for t in times],
-        "ratio_to_baseline": round(report["units_s"] / reference_s, 2), "top": report["top"],
-        "machine": machine()}))
+    print(
+        json.dumps(
+            {
+                "benchmark": "build",
+                "fresh": bool(report.get("fresh")),
+                "wall_s": report["wall_s"],
+                "steps": report["steps"],
+                "units_s": report["units_s"],
+                "reference_s": round(reference_s, 2),
+                "runs_reference_s": [round(t, 2) for t in times],
+                "ratio_to_baseline": round(report["units_s"] / reference_s, 2),
+                "top": report["top"],
+                "machine": machine(),
+            }
+        )
+    )
     return 0
 
 

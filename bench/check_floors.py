@@ -62,18 +62,28 @@ def load_floors(path):
         missing = sorted(ENTRY_KEYS - set(e))
         unknown = sorted(set(e) - ENTRY_KEYS - OPTIONAL_KEYS)
         if missing or unknown:
-            raise Malformed("%s: %s" % (where, "; ".join(
-                (["missing " + ", ".join(missing)] if missing else [])
-                + (["unknown " + ", ".join(unknown)] if unknown else []))))
+            raise Malformed(
+                "%s: %s"
+                % (
+                    where,
+                    "; ".join(
+                        (["missing " + ", ".join(missing)] if missing else [])
+                        + (["unknown " + ", ".join(unknown)] if unknown else [])
+                    ),
+                )
+            )
         if not isinstance(e["benchmark"], str) or not e["benchmark"]:
             raise Malformed("%s: benchmark is not a name" % where)
         if not isinstance(e["match"], dict) or any(
-                isinstance(v, (dict, list)) for v in e["match"].values()):
+            isinstance(v, (dict, list)) for v in e["match"].values()
+        ):
             raise Malformed("%s: match is not an object of field: value" % where)
         if not isinstance(e["figure"], str) or not e["figure"]:
             raise Malformed("%s: figure is not a field name" % where)
         if e["better"] not in ("higher", "lower"):
-            raise Malformed('%s: better is %s, not "higher" or "lower"' % (where, json.dumps(e["better"])))
+            raise Malformed(
+                '%s: better is %s, not "higher" or "lower"' % (where, json.dumps(e["better"]))
+            )
         if not is_number(e["floor"]):
             raise Malformed("%s: floor is %s, not a number" % (where, json.dumps(e["floor"])))
         if not isinstance(e.get("optional", False), bool):
@@ -103,15 +113,20 @@ def same(a, b):
 
 
 def selector(e):
-    m = ",".join("%s=%s" % (k, json.dumps(v) if not isinstance(v, str) else v)
-                 for k, v in e["match"].items())
+    m = ",".join(
+        "%s=%s" % (k, json.dumps(v) if not isinstance(v, str) else v) for k, v in e["match"].items()
+    )
     return "%s[%s]" % (e["benchmark"], m) if m else e["benchmark"]
 
 
 def measure(e, run):
     """(worst figure of the matching lines or None, why none)."""
-    lines = [r for r in run if same(r.get("benchmark"), e["benchmark"])
-             and all(k in r and same(r[k], v) for k, v in e["match"].items())]
+    lines = [
+        r
+        for r in run
+        if same(r.get("benchmark"), e["benchmark"])
+        and all(k in r and same(r[k], v) for k, v in e["match"].items())
+    ]
     if not lines:
         return None, "missing: no line of the run matches"
     figures = [r.get(e["figure"]) for r in lines]
@@ -136,8 +151,15 @@ def check(doc, run):
         ok = why is None and holds(e, value)
         failed += not ok
         bound = "%s %.4g" % (">=" if e["better"] == "higher" else "<=", e["floor"])
-        rows.append(("ok" if ok else "FAIL", selector(e), e["figure"],
-                     why or "measured %.4g" % value, "floor " + bound))
+        rows.append(
+            (
+                "ok" if ok else "FAIL",
+                selector(e),
+                e["figure"],
+                why or "measured %.4g" % value,
+                "floor " + bound,
+            )
+        )
     widths = [max([4 if i == 0 else 0] + [len(r[i]) for r in rows]) for i in range(4)]
     for r in rows:
         print("  ".join(c.ljust(w) for c, w in zip(r, widths)) + "  " + r[4])
@@ -163,7 +185,9 @@ def dumps(doc):
     for k in keys:
         v = doc[k]
         if isinstance(v, list):
-            out.append("  %s: [\n%s\n  ]," % (json.dumps(k), ",\n".join("    " + json.dumps(x) for x in v)))
+            out.append(
+                "  %s: [\n%s\n  ]," % (json.dumps(k), ",\n".join("    " + json.dumps(x) for x in v))
+            )
         else:
             out.append("  %s: %s," % (json.dumps(k), json.dumps(v)))
     out.append('  "floors": [\n%s\n  ]' % ",\n".join("    " + json.dumps(e) for e in doc["floors"]))
@@ -181,17 +205,27 @@ def update(path, doc, run_path, run):
             missing += 1
             continue
         new = strict(value / MARGIN if e["better"] == "higher" else value * MARGIN, e["better"])
-        print("set   %s  %s  measured %.4g  floor %.4g -> %.4g" % (
-            selector(e), e["figure"], value, e["floor"], new))
+        print(
+            "set   %s  %s  measured %.4g  floor %.4g -> %.4g"
+            % (selector(e), e["figure"], value, e["floor"], new)
+        )
         e["floor"] = new
     if missing:
         return missing
     try:
-        commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True,
-                                cwd=os.path.dirname(os.path.abspath(path))).stdout.strip()
+        commit = subprocess.run(
+            ["git", "rev-parse", "--short", "HEAD"],
+            capture_output=True,
+            text=True,
+            cwd=os.path.dirname(os.path.abspath(path)),
+        ).stdout.strip()
     except OSError:
         commit = ""
-    doc["measured"] = {"commit": commit or "?", "date": datetime.date.today().isoformat(), "run": run_path}
+    doc["measured"] = {
+        "commit": commit or "?",
+        "date": datetime.date.today().isoformat(),
+        "run": run_path,
+    }
     with open(path, "w") as f:
         f.write(dumps(doc))
     return 0
@@ -211,21 +245,29 @@ def main():
     try:
         run = read_run(a.run_jsonl)
     except OSError as e:
-        print("check_floors: %s: cannot read the run: %s" % (a.run_jsonl, e.strerror), file=sys.stderr)
+        print(
+            "check_floors: %s: cannot read the run: %s" % (a.run_jsonl, e.strerror), file=sys.stderr
+        )
         return 2
     if a.update:
         missing = update(a.floors_json, doc, a.run_jsonl, run)
         if missing:
-            print("check_floors: %s unchanged: %d floor(s) not measured by %s" % (
-                a.floors_json, missing, a.run_jsonl), file=sys.stderr)
+            print(
+                "check_floors: %s unchanged: %d floor(s) not measured by %s"
+                % (a.floors_json, missing, a.run_jsonl),
+                file=sys.stderr,
+            )
             return 1
         print("check_floors: %s rewritten from %s" % (a.floors_json, a.run_jsonl))
         return 0
     print("check_floors: %s against %s" % (a.run_jsonl, a.floors_json))
     failed = check(doc, run)
     if failed:
-        print("check_floors: %d of %d floors FAILED (a figure on the wrong side of its floor, or "
-              "its line missing; bench/floors.json says how to update them)" % (failed, len(doc["floors"])))
+        print(
+            "check_floors: %d of %d floors FAILED (a figure on the wrong side of its floor, or "
+            "its line missing; bench/floors.json says how to update them)"
+            % (failed, len(doc["floors"]))
+        )
         return 1
     print("check_floors: all %d floors hold" % len(doc["floors"]))
     return 0

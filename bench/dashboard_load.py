@@ -61,7 +61,9 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from e2e import Cluster, noop_spec, percentile  # noqa: E402
 from machine import machine  # noqa: E402
 
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "tests", "browser"))
+sys.path.insert(
+    0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "tests", "browser")
+)
 import headless_chromium  # noqa: E402  (chromium and the waits, shared with the browser tests)
 from headless_chromium import wait_for  # noqa: E402
 
@@ -83,15 +85,20 @@ def emit(obj):
 
 def stats(name, values):
     """{name_p50, name_p95, name_max} of `values` (bench/floors.json judges top-level fields)."""
-    return {name + "_p50": round(percentile(values, 50), 2),
-            name + "_p95": round(percentile(values, 95), 2), name + "_max": round(max(values), 2)}
+    return {
+        name + "_p50": round(percentile(values, 50), 2),
+        name + "_p95": round(percentile(values, 95), 2),
+        name + "_max": round(max(values), 2),
+    }
 
 
 def mock_spec(name, trials, results_dir):
-    return ("name: %s\ntrainable: {builtin: mock}\n"
-            "param_space: {lr: {loguniform: [0.0001, 1.0]}, mock_iterations: 3, sleep_s: 0}\n"
-            "num_samples: %d\nseed: 1\nmetric: mean_accuracy\nmode: max\n"
-            "resources_per_trial: {cpu: 1}\nresults_dir: %s\n" % (name, trials, results_dir))
+    return (
+        "name: %s\ntrainable: {builtin: mock}\n"
+        "param_space: {lr: {loguniform: [0.0001, 1.0]}, mock_iterations: 3, sleep_s: 0}\n"
+        "num_samples: %d\nseed: 1\nmetric: mean_accuracy\nmode: max\n"
+        "resources_per_trial: {cpu: 1}\nresults_dir: %s\n" % (name, trials, results_dir)
+    )
 
 
 def submit(c, spec):
@@ -99,8 +106,14 @@ def submit(c, spec):
 
 
 def wait_ended(c, name, timeout_s):
-    return wait_for(name + " to end", lambda: (lambda s: s if s["status"] != "RUNNING" else None)(
-        c.request("get_experiment", experiment=name)), timeout_s, 0.2)
+    return wait_for(
+        name + " to end",
+        lambda: (lambda s: s if s["status"] != "RUNNING" else None)(
+            c.request("get_experiment", experiment=name)
+        ),
+        timeout_s,
+        0.2,
+    )
 
 
 def chrome():
@@ -141,12 +154,15 @@ FIRST_RENDER = """
 
 
 def rendered_ms(driver):
-    return driver.execute_script("return window.__renderedMs === undefined ? null : window.__renderedMs;")
+    return driver.execute_script(
+        "return window.__renderedMs === undefined ? null : window.__renderedMs;"
+    )
 
 
 def page_state(driver):
     """What the experiment page shows: its table's first trial, page-info, error, best trial."""
-    return driver.execute_script("""
+    return driver.execute_script(
+        """
         const q = (s) => document.querySelector(s);
         const rows = [...document.querySelectorAll('#trials tbody tr[data-trial-id]')];
         return {rows: rows.map((r) => r.dataset.trialId),
@@ -154,7 +170,8 @@ def page_state(driver):
                 info: q('#page-info').textContent,
                 error: q('#error').hidden ? null : q('#error').textContent,
                 best: q('#best-trial') ? q('#best-trial').dataset.trialId : null,
-                cards: document.querySelectorAll('#summary .card').length};""")
+                cards: document.querySelectorAll('#summary .card').length};"""
+    )
 
 
 def time_loads(driver, url, loads, check):
@@ -179,7 +196,8 @@ def explain_slow_load(driver, url, ms):
     render (ms from navigation start): when it was asked, how long it waited before connecting
     (a free connection), connecting, and for the answer's first byte once sent, and its end; so
     a slow load in CI names its cause."""
-    entries = driver.execute_script("""
+    entries = driver.execute_script(
+        """
         const nav = performance.getEntriesByType('navigation')[0] || {};
         const row = (name, r) => ({name, start: r.startTime || 0,
           stalled: r.connectStart ? r.connectStart - (r.fetchStart || r.startTime) : null,
@@ -187,14 +205,27 @@ def explain_slow_load(driver, url, ms):
           first_byte: r.requestStart ? r.responseStart - r.requestStart : null,
           end: r.responseEnd});
         return [row('document', nav)].concat(performance.getEntriesByType('resource').map(
-          (r) => row(r.name.replace(location.origin, ''), r)));""")
-    print("dashboard_load: %s rendered after %.0f ms; its requests (ms from navigation start):"
-          % (url, ms), file=sys.stderr)
+          (r) => row(r.name.replace(location.origin, ''), r)));"""
+    )
+    print(
+        "dashboard_load: %s rendered after %.0f ms; its requests (ms from navigation start):"
+        % (url, ms),
+        file=sys.stderr,
+    )
     num = lambda v: "%.1f" % v if v is not None else "-"
     for e in entries:
-        print("  %-60s asked %7.1f  stalled %7s  connect %7s  first byte after %7s  done %7.1f" % (
-            e["name"][:60], e["start"], num(e["stalled"]), num(e["connect"]), num(e["first_byte"]),
-            e["end"] or 0), file=sys.stderr)
+        print(
+            "  %-60s asked %7.1f  stalled %7s  connect %7s  first byte after %7s  done %7.1f"
+            % (
+                e["name"][:60],
+                e["start"],
+                num(e["stalled"]),
+                num(e["connect"]),
+                num(e["first_byte"]),
+                e["end"] or 0,
+            ),
+            file=sys.stderr,
+        )
 
 
 def api(http, path, timeout_s=30):
@@ -206,23 +237,46 @@ def bench_page_loads(a, driver, http, experiments, trials, reference, added):
     """dashboard_page_load lines; `reference[journal]` = the API's sorted pages to compare with."""
     page_offset = min(199 * PAGE_ROWS, (trials // PAGE_ROWS // 2) * PAGE_ROWS)
     times = time_loads(driver, http, a.loads, lambda d: None)
-    shown = driver.execute_script("return document.querySelectorAll('#experiments tbody tr').length;")
+    shown = driver.execute_script(
+        "return document.querySelectorAll('#experiments tbody tr').length;"
+    )
     assert shown >= 2, "the experiments page shows %d experiments" % shown
-    emit({"benchmark": "dashboard_page_load", "page": "experiments", "case": "all", "trials": trials,
-          "experiments": shown, "loads": a.loads, **stats("load_ms", times), "load_ms_all": times})
+    emit(
+        {
+            "benchmark": "dashboard_page_load",
+            "page": "experiments",
+            "case": "all",
+            "trials": trials,
+            "experiments": shown,
+            "loads": a.loads,
+            **stats("load_ms", times),
+            "load_ms_all": times,
+        }
+    )
     for kind, journal in experiments.items():
         base = http.rstrip("/") + "/experiments/" + urllib.parse.quote(journal)
-        cases = [("creation", {}), ("sort_metric", {"sort": "-metric"}),
-                 ("status_filter", {"status": "TERMINATED"}),
-                 ("page_200", {"offset": page_offset}),
-                 ("sort_metric_page_200", {"sort": "-metric", "offset": page_offset})]
+        cases = [
+            ("creation", {}),
+            ("sort_metric", {"sort": "-metric"}),
+            ("status_filter", {"status": "TERMINATED"}),
+            ("page_200", {"offset": page_offset}),
+            ("sort_metric_page_200", {"sort": "-metric", "offset": page_offset}),
+        ]
         for case, query in cases:
             want = reference[journal][case]
             if query and not query_read(driver, base, query):
-                emit({"benchmark": "dashboard_page_load", "page": "experiment", "experiment": kind,
-                      "case": case, "query": query, "trials": trials,
-                      "skipped": "this dashboard.js does not read the table's query from the "
-                                 "address"})
+                emit(
+                    {
+                        "benchmark": "dashboard_page_load",
+                        "page": "experiment",
+                        "experiment": kind,
+                        "case": case,
+                        "query": query,
+                        "trials": trials,
+                        "skipped": "this dashboard.js does not read the table's query from the "
+                        "address",
+                    }
+                )
                 continue
 
             def check(d, want=want, query=query, case=case, kind=kind):
@@ -235,14 +289,29 @@ def bench_page_loads(a, driver, http, experiments, trials, reference, added):
                     ok = s["rows"] == want
                 else:
                     ok = len(s["rows"]) == len(want) and set(s["rows"]) - set(added) <= set(want)
-                assert ok, "%s: the page shows %s..., the API %s..." % (case, s["rows"][:3], want[:3])
+                assert ok, "%s: the page shows %s..., the API %s..." % (
+                    case,
+                    s["rows"][:3],
+                    want[:3],
+                )
                 if "status" in query:
                     assert set(s["statuses"]) == {query["status"]}, s["statuses"]
+
             url = base + ("?" + urllib.parse.urlencode(query) if query else "")
             times = time_loads(driver, url, a.loads, check)
-            emit({"benchmark": "dashboard_page_load", "page": "experiment", "experiment": kind,
-                  "case": case, "query": query, "trials": trials, "loads": a.loads,
-                  **stats("load_ms", times), "load_ms_all": times})
+            emit(
+                {
+                    "benchmark": "dashboard_page_load",
+                    "page": "experiment",
+                    "experiment": kind,
+                    "case": case,
+                    "query": query,
+                    "trials": trials,
+                    "loads": a.loads,
+                    **stats("load_ms", times),
+                    "load_ms_all": times,
+                }
+            )
         bench_sort_click(a, driver, base, kind, trials, reference[journal]["sort_metric_asc"])
 
 
@@ -252,13 +321,17 @@ def query_read(driver, base, query):
     shows the creation order's first page."""
     driver.get(base + "?" + urllib.parse.urlencode(query))
     wait_for("the first render", lambda: rendered_ms(driver), 30, 0.01)
-    return driver.execute_script("""
+    return driver.execute_script(
+        """
         const [status, sort, offset] = arguments;
         const th = sort && document.querySelector(`th[data-sort="${sort.replace(/^-/, '')}"]`);
         return document.getElementById('status-filter').value === status &&
           (!sort || (th && th.textContent.endsWith(sort.startsWith('-') ? '▼' : '▲'))) &&
           document.getElementById('page-info').textContent.startsWith(`${offset + 1}–`);""",
-        query.get("status", ""), query.get("sort", ""), query.get("offset", 0))
+        query.get("status", ""),
+        query.get("sort", ""),
+        query.get("offset", 0),
+    )
 
 
 def bench_sort_click(a, driver, base, kind, trials, want):
@@ -270,27 +343,49 @@ def bench_sort_click(a, driver, base, kind, trials, want):
         wait_for("the first render", lambda: rendered_ms(driver), 30, 0.01)
         t0 = driver.execute_script(
             "const t = performance.now(); "
-            "document.querySelector('th[data-sort=metric]').click(); return t;")
-        wait_for("the sorted page", lambda: (lambda rows: rows == want if kind == "finished"
-                                             else set(rows) == set(want))(page_state(driver)["rows"]), 30, 0.01)
+            "document.querySelector('th[data-sort=metric]').click(); return t;"
+        )
+        wait_for(
+            "the sorted page",
+            lambda: (lambda rows: rows == want if kind == "finished" else set(rows) == set(want))(
+                page_state(driver)["rows"]
+            ),
+            30,
+            0.01,
+        )
         times.append(driver.execute_script("return window.__tbodyAt;") - t0)
     times = times[1:]
-    emit({"benchmark": "dashboard_sort_click", "page": "experiment", "experiment": kind,
-          "case": "sort_metric_click", "trials": trials, "loads": a.loads,
-          **stats("click_ms", times), "click_ms_all": times})
+    emit(
+        {
+            "benchmark": "dashboard_sort_click",
+            "page": "experiment",
+            "experiment": kind,
+            "case": "sort_metric_click",
+            "trials": trials,
+            "loads": a.loads,
+            **stats("click_ms", times),
+            "click_ms_all": times,
+        }
+    )
 
 
 def reference_pages(http, journal, trials):
     page_offset = min(199 * PAGE_ROWS, (trials // PAGE_ROWS // 2) * PAGE_ROWS)
     out = {}
-    for case, query in [("creation", {}), ("sort_metric", {"sort": "-metric"}),
-                        ("status_filter", {"status": "TERMINATED"}),
-                        ("page_200", {"offset": page_offset}),
-                        ("sort_metric_page_200", {"sort": "-metric", "offset": page_offset}),
-                        ("sort_metric_asc", {"sort": "metric"})]:
+    for case, query in [
+        ("creation", {}),
+        ("sort_metric", {"sort": "-metric"}),
+        ("status_filter", {"status": "TERMINATED"}),
+        ("page_200", {"offset": page_offset}),
+        ("sort_metric_page_200", {"sort": "-metric", "offset": page_offset}),
+        ("sort_metric_asc", {"sort": "metric"}),
+    ]:
         q = dict(query, limit=PAGE_ROWS)
-        page = api(http, "/api/experiments/%s/trials?%s" % (urllib.parse.quote(journal),
-                                                            urllib.parse.urlencode(q)))
+        page = api(
+            http,
+            "/api/experiments/%s/trials?%s"
+            % (urllib.parse.quote(journal), urllib.parse.urlencode(q)),
+        )
         out[case] = [t["trial_id"] for t in page["trials"]]
     return out, control_list(http, journal)
 
@@ -299,8 +394,11 @@ def control_list(http, journal):
     """Every trial of `journal` in creation order, through the API's pages of 1,000."""
     out, offset = [], 0
     while True:
-        page = api(http, "/api/experiments/%s/trials?limit=1000&offset=%d" % (
-            urllib.parse.quote(journal), offset))
+        page = api(
+            http,
+            "/api/experiments/%s/trials?limit=1000&offset=%d"
+            % (urllib.parse.quote(journal), offset),
+        )
         out.extend(page["trials"])
         offset += 1000
         if offset >= page["total"]:
@@ -309,24 +407,39 @@ def control_list(http, journal):
 
 def check_sorted(full, sorted_ids, metric):
     """The API's -metric page 1 is the trials with the highest metric, ties in creation order."""
+
     def key(t):
         v = (t.get("last_result") or {}).get(metric)
         return (0, -v) if isinstance(v, (int, float)) else (1, 0)
-    expect = [t["trial_id"] for t in sorted(full, key=key)[:len(sorted_ids)]]
-    assert expect == sorted_ids, "the -metric page %s... differs from %s..." % (sorted_ids[:3], expect[:3])
+
+    expect = [t["trial_id"] for t in sorted(full, key=key)[: len(sorted_ids)]]
+    assert expect == sorted_ids, "the -metric page %s... differs from %s..." % (
+        sorted_ids[:3],
+        expect[:3],
+    )
 
 
 def bench_result_latency(a, driver, c, http, journal, trial_ids, trials):
     """dashboard_result_latency: the running experiment's page open on the added trials' rows."""
     driver.get(http.rstrip("/") + "/experiments/" + urllib.parse.quote(journal))
     wait_for("the running page", lambda: rendered_ms(driver), 30, 0.01)
-    wait_for("the live badge", lambda: driver.execute_script(
-        "return document.getElementById('live').textContent === 'live';"), 10)
-    driver.execute_script("const s = document.getElementById('status-filter'); s.value = 'RUNNING';"
-                          "s.dispatchEvent(new Event('change'));")
-    wait_for("the running trials' rows", lambda: set(trial_ids) <= set(page_state(driver)["rows"]), 10)
+    wait_for(
+        "the live badge",
+        lambda: driver.execute_script(
+            "return document.getElementById('live').textContent === 'live';"
+        ),
+        10,
+    )
+    driver.execute_script(
+        "const s = document.getElementById('status-filter'); s.value = 'RUNNING';"
+        "s.dispatchEvent(new Event('change'));"
+    )
+    wait_for(
+        "the running trials' rows", lambda: set(trial_ids) <= set(page_state(driver)["rows"]), 10
+    )
     # The page's wall clock each time a row's iteration cell changes: {trial: {iteration: ms}}.
-    driver.execute_script("""
+    driver.execute_script(
+        """
         window.__seen = {};
         const note = () => {
           const now = performance.timeOrigin + performance.now();
@@ -339,7 +452,8 @@ def bench_result_latency(a, driver, c, http, journal, trial_ids, trials):
         };
         new MutationObserver(note).observe(document.getElementById('trials'),
           {subtree: true, childList: true, characterData: true});
-        note();""")
+        note();"""
+    )
     ctx = zmq.Context.instance()
     sub = ctx.socket(zmq.SUB)
     sub.setsockopt(zmq.SUBSCRIBE, b"")
@@ -359,25 +473,42 @@ def bench_result_latency(a, driver, c, http, journal, trial_ids, trials):
         published[(event["trial_id"], str(body["training_iteration"]))] = now
     sub.close(linger=0)
     assert len(published) >= a.results, "only %d results in 60 s" % len(published)
-    seen = wait_for("the page to show every result", lambda: (lambda s: s if all(
-        it in s.get(t, {}) for t, it in published) else None)(
-        driver.execute_script("return window.__seen;")), 10)
+    seen = wait_for(
+        "the page to show every result",
+        lambda: (lambda s: s if all(it in s.get(t, {}) for t, it in published) else None)(
+            driver.execute_script("return window.__seen;")
+        ),
+        10,
+    )
     latencies = [seen[t][it] - ms for (t, it), ms in published.items()]
-    emit({"benchmark": "dashboard_result_latency", "trials": trials + len(trial_ids),
-          "results": len(latencies), **stats("latency_ms", latencies),
-          "measured": "trial_result event received by the bench -> the page's row shows the "
-                      "iteration"})
+    emit(
+        {
+            "benchmark": "dashboard_result_latency",
+            "trials": trials + len(trial_ids),
+            "results": len(latencies),
+            **stats("latency_ms", latencies),
+            "measured": "trial_result event received by the bench -> the page's row shows the "
+            "iteration",
+        }
+    )
 
 
 def bench_control_requests(a, c, journal, trials):
     """dashboard_control_request: list_trials as each case asks it, and the whole list."""
     page_offset = min(199 * PAGE_ROWS, (trials // PAGE_ROWS // 2) * PAGE_ROWS)
-    cases = [("creation", {}), ("sort_metric", {"sort": "-metric"}),
-             ("status_filter", {"status": "TERMINATED"}), ("page_200", {"offset": page_offset}),
-             ("sort_metric_page_200", {"sort": "-metric", "offset": page_offset}),
-             ("sort_config", {"sort": "config.lr"}), ("sort_result", {"sort": "-result.loss"})]
-    requests = ([("list_trials", case, dict(q, limit=PAGE_ROWS)) for case, q in cases]
-                + [("list_trials", "all_trials", {"limit": 0}), ("get_experiment", "summary", {})])
+    cases = [
+        ("creation", {}),
+        ("sort_metric", {"sort": "-metric"}),
+        ("status_filter", {"status": "TERMINATED"}),
+        ("page_200", {"offset": page_offset}),
+        ("sort_metric_page_200", {"sort": "-metric", "offset": page_offset}),
+        ("sort_config", {"sort": "config.lr"}),
+        ("sort_result", {"sort": "-result.loss"}),
+    ]
+    requests = [("list_trials", case, dict(q, limit=PAGE_ROWS)) for case, q in cases] + [
+        ("list_trials", "all_trials", {"limit": 0}),
+        ("get_experiment", "summary", {}),
+    ]
     for kind, case, fields in requests:
         times, size = [], 0
         for i in range(a.requests + 2):
@@ -390,9 +521,17 @@ def bench_control_requests(a, c, journal, trials):
         reply = msgpack.unpackb(raw, raw=False)
         assert reply.get("type") == "control_reply", reply
         body = json.loads(reply["body_json"])
-        emit({"benchmark": "dashboard_control_request", "case": case, "request": dict(fields, type=kind),
-              "trials": trials, "rows": len(body) if isinstance(body, list) else 1, "reply_bytes": size,
-              **stats("round_trip_ms", times)})
+        emit(
+            {
+                "benchmark": "dashboard_control_request",
+                "case": case,
+                "request": dict(fields, type=kind),
+                "trials": trials,
+                "rows": len(body) if isinstance(body, list) else 1,
+                "reply_bytes": size,
+                **stats("round_trip_ms", times),
+            }
+        )
 
 
 def bench_browsing_cost(a, c, http, journal):
@@ -409,7 +548,10 @@ def bench_browsing_cost(a, c, http, journal):
         def browse(mode=mode, interval_s=interval_s, stop=stop):
             while not stop.is_set():
                 api(http, path)
-                api(http, path + "/trials?sort=-metric&limit=%d&offset=%d" % (PAGE_ROWS, page_offset))
+                api(
+                    http,
+                    path + "/trials?sort=-metric&limit=%d&offset=%d" % (PAGE_ROWS, page_offset),
+                )
                 served[mode] += 1
                 stop.wait(interval_s)
 
@@ -423,8 +565,11 @@ def bench_browsing_cost(a, c, http, journal):
             stop.set()
             browser.join()
         rates[mode] = (a.cost_trials / summary["elapsed_s"], summary["elapsed_s"])
-    line = {"benchmark": "dashboard_browsing_cost", "trials": a.cost_trials,
-            "trials_per_s_alone": round(rates["alone"][0], 1)}
+    line = {
+        "benchmark": "dashboard_browsing_cost",
+        "trials": a.cost_trials,
+        "trials_per_s_alone": round(rates["alone"][0], 1),
+    }
     for mode in ("paced", "back_to_back"):
         line["trials_per_s_" + mode] = round(rates[mode][0], 1)
         line["ratio_" + mode] = round(rates[mode][0] / rates["alone"][0], 3)
@@ -456,21 +601,36 @@ def main():
     driver = None
     try:
         ready = os.path.join(c.tmp, "scheduler.ready")
-        http = wait_for("the dashboard's address", lambda: json.load(open(ready))["endpoints"].get("http"), 30)
+        http = wait_for(
+            "the dashboard's address", lambda: json.load(open(ready))["endpoints"].get("http"), 30
+        )
         t0 = time.time()
         finished = submit(c, mock_spec("finished", a.trials, results))
         wait_ended(c, "finished", 1800)
         made_s = time.time() - t0
         print("finished: %d trials in %.0f s" % (a.trials, made_s), file=sys.stderr)
         submit(c, mock_spec("running", a.trials, results))
-        added = [c.request("add_trial_command", experiment="running",
-                           config_json=json.dumps({"lr": 0.1, "sleep_s": 0.25, "mock_iterations": 10 ** 9})
-                           )["trial_id"] for _ in range(2)]
-        wait_for("running's %d trials to finish" % a.trials, lambda: c.request(
-            "get_experiment", experiment="running")["counts"]["TERMINATED"] >= a.trials, 1800, 0.5)
-        journals = {"finished": finished["journal"] if "journal" in finished else
-                    c.request("get_experiment", experiment="finished")["journal"],
-                    "running": c.request("get_experiment", experiment="running")["journal"]}
+        added = [
+            c.request(
+                "add_trial_command",
+                experiment="running",
+                config_json=json.dumps({"lr": 0.1, "sleep_s": 0.25, "mock_iterations": 10**9}),
+            )["trial_id"]
+            for _ in range(2)
+        ]
+        wait_for(
+            "running's %d trials to finish" % a.trials,
+            lambda: c.request("get_experiment", experiment="running")["counts"]["TERMINATED"]
+            >= a.trials,
+            1800,
+            0.5,
+        )
+        journals = {
+            "finished": finished["journal"]
+            if "journal" in finished
+            else c.request("get_experiment", experiment="finished")["journal"],
+            "running": c.request("get_experiment", experiment="running")["journal"],
+        }
         print("running: %d trials finished, %s run" % (a.trials, ", ".join(added)), file=sys.stderr)
 
         reference = {}

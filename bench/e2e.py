@@ -75,8 +75,11 @@ def make_keys(bindir):
     workers' and tunectl's keypairs, all in its allow-list."""
     keys = os.path.join(tempfile.mkdtemp(prefix="tunebus-bench-keys-"), "keys")
     _FOLDERS_TO_DELETE.append(os.path.dirname(keys))
-    subprocess.run([os.path.join(bindir, "tunectl"), "keygen", "--suite", "--dir", keys],
-                   check=True, stdout=subprocess.DEVNULL)
+    subprocess.run(
+        [os.path.join(bindir, "tunectl"), "keygen", "--suite", "--dir", keys],
+        check=True,
+        stdout=subprocess.DEVNULL,
+    )
     return keys
 
 
@@ -88,8 +91,16 @@ class Cluster:
     process with --keys-dir `keys`, and this client a CURVE client with the tunectl key).
     scheduler_args, store_args: more flags for the scheduler, the checkpoint-store."""
 
-    def __init__(self, bindir, workers, cpus_per_worker, transport="ipc", keys=None, scheduler_args=(),
-                 store_args=()):
+    def __init__(
+        self,
+        bindir,
+        workers,
+        cpus_per_worker,
+        transport="ipc",
+        keys=None,
+        scheduler_args=(),
+        store_args=(),
+    ):
         self.tmp = tempfile.mkdtemp(prefix="tunebus-bench-")
         self.procs = []
         logs = os.path.join(self.tmp, "logs")
@@ -104,10 +115,19 @@ class Cluster:
             return endpoints.get(name, "tcp://127.0.0.1:*")
 
         def start(name, args, ready=None):
-            extra = ["--ready-file", os.path.join(self.tmp, name + ".ready")] if ready and tcp else []
+            extra = (
+                ["--ready-file", os.path.join(self.tmp, name + ".ready")] if ready and tcp else []
+            )
             with open(os.path.join(logs, name + ".log"), "wb") as log:
-                p = subprocess.Popen([os.path.join(bindir, args[0])] + args[1:] + security + extra
-                                     + ["--log-level", "warn"], stdout=log, stderr=log)
+                p = subprocess.Popen(
+                    [os.path.join(bindir, args[0])]
+                    + args[1:]
+                    + security
+                    + extra
+                    + ["--log-level", "warn"],
+                    stdout=log,
+                    stderr=log,
+                )
             self.procs.append(p)
             self.ready[name] = ready or {}  # flag -> the endpoint's name in `endpoints`
             return p
@@ -134,31 +154,82 @@ class Cluster:
                 if done:
                     return
                 if time.time() > deadline:
-                    raise RuntimeError("%s not bound within 30 s; logs in %s" % (", ".join(names), logs))
+                    raise RuntimeError(
+                        "%s not bound within 30 s; logs in %s" % (", ".join(names), logs)
+                    )
                 time.sleep(0.005)
 
         self.ready = {}
-        start("store", ["checkpoint-store", "--endpoint", ep("store"), "--data-dir", os.path.join(self.tmp, "store")]
-              + list(store_args), {"endpoint": "store"})
-        start("rm", ["resource-manager", "--endpoint", ep("rm"), "--events-endpoint", ep("rm-events")],
-              {"endpoint": "rm", "events-endpoint": "rm-events"})
+        start(
+            "store",
+            [
+                "checkpoint-store",
+                "--endpoint",
+                ep("store"),
+                "--data-dir",
+                os.path.join(self.tmp, "store"),
+            ]
+            + list(store_args),
+            {"endpoint": "store"},
+        )
+        start(
+            "rm",
+            ["resource-manager", "--endpoint", ep("rm"), "--events-endpoint", ep("rm-events")],
+            {"endpoint": "rm", "events-endpoint": "rm-events"},
+        )
         bound("store", "rm", "rm-events")
-        self.scheduler = start("scheduler", ["scheduler", "--control", ep("control"), "--workers", ep("workers"),
-                                             "--events", ep("events"), "--rm", ep("rm"), "--rm-events", ep("rm-events"),
-                                             "--store", ep("store")] + list(scheduler_args),
-                               {"control": "control", "workers": "workers", "events": "events",
-                                **({"http": "http"} if "--http" in scheduler_args else {})})
+        self.scheduler = start(
+            "scheduler",
+            [
+                "scheduler",
+                "--control",
+                ep("control"),
+                "--workers",
+                ep("workers"),
+                "--events",
+                ep("events"),
+                "--rm",
+                ep("rm"),
+                "--rm-events",
+                ep("rm-events"),
+                "--store",
+                ep("store"),
+            ]
+            + list(scheduler_args),
+            {
+                "control": "control",
+                "workers": "workers",
+                "events": "events",
+                **({"http": "http"} if "--http" in scheduler_args else {}),
+            },
+        )
         bound("workers", "control")
         self.control = ep("control")
         for i in range(workers):
-            start("worker%d" % i, ["trial-worker", "--worker-id", "w%d" % i, "--scheduler", ep("workers"),
-                                   "--rm", ep("rm"), "--store", ep("store"), "--cpus", str(cpus_per_worker)])
+            start(
+                "worker%d" % i,
+                [
+                    "trial-worker",
+                    "--worker-id",
+                    "w%d" % i,
+                    "--scheduler",
+                    ep("workers"),
+                    "--rm",
+                    ep("rm"),
+                    "--store",
+                    ep("store"),
+                    "--cpus",
+                    str(cpus_per_worker),
+                ],
+            )
         self.ctx = zmq.Context()
         self.sock = self.ctx.socket(zmq.DEALER)
         if transport == "curve":
             public, secret = zmq.auth.load_certificate(os.path.join(keys, "tunectl.key_secret"))
             self.sock.curve_publickey, self.sock.curve_secretkey = public, secret
-            self.sock.curve_serverkey = zmq.auth.load_certificate(os.path.join(keys, "scheduler.key"))[0]
+            self.sock.curve_serverkey = zmq.auth.load_certificate(
+                os.path.join(keys, "scheduler.key")
+            )[0]
         self.sock.connect(self.control)
         self.next_id = 1
         deadline = time.time() + 60
@@ -194,7 +265,9 @@ class Cluster:
     def run_experiment(self, spec_yaml, timeout_s=3600):
         """Submits, waits for the end; returns (summary, wall seconds from submit to end seen)."""
         t0 = time.time()
-        self.request("submit_experiment", spec_yaml=spec_yaml, base_dir=self.tmp, source_name="bench.yaml")
+        self.request(
+            "submit_experiment", spec_yaml=spec_yaml, base_dir=self.tmp, source_name="bench.yaml"
+        )
         while True:
             summary = self.request("get_experiment")
             if summary["status"] != "RUNNING":
@@ -235,11 +308,13 @@ class Cluster:
 
 
 def noop_spec(name, trials, iterations, metrics=1, scheduler="fifo", results_dir="results"):
-    return ("name: %s\ntrainable: {builtin: noop}\n"
-            "param_space: {mock_iterations: %d, noop_metrics: %d}\n"
-            "num_samples: %d\nseed: 1\nmetric: value\nmode: max\n"
-            "resources_per_trial: {cpu: 1}\nresults_dir: %s\nscheduler: %s\n"
-            % (name, iterations, metrics, trials, results_dir, scheduler))
+    return (
+        "name: %s\ntrainable: {builtin: noop}\n"
+        "param_space: {mock_iterations: %d, noop_metrics: %d}\n"
+        "num_samples: %d\nseed: 1\nmetric: value\nmode: max\n"
+        "resources_per_trial: {cpu: 1}\nresults_dir: %s\nscheduler: %s\n"
+        % (name, iterations, metrics, trials, results_dir, scheduler)
+    )
 
 
 def peer_spec(trials, results_dir="results"):
@@ -247,19 +322,22 @@ def peer_spec(trials, results_dir="results"):
     value, reports 10 results of a curve that depends on it (the unpaced built-in `mock`:
     mean_accuracy = 1 - 1 / (1 + 10 lr t)), and ASHA stops the weak ones (a noop trial reports
     the same curve in every trial, so ASHA could stop none)."""
-    return ("name: peer\ntrainable: {builtin: mock}\n"
-            "param_space: {lr: {loguniform: [0.0001, 1.0]}, mock_iterations: 10}\n"
-            "num_samples: %d\nseed: 1\nmetric: mean_accuracy\nmode: max\n"
-            "resources_per_trial: {cpu: 1}\nresults_dir: %s\n"
-            "scheduler: {type: asha, time_attr: training_iteration, max_t: 10, grace_period: 1, "
-            "reduction_factor: 3}\n"
-            % (trials, results_dir))
+    return (
+        "name: peer\ntrainable: {builtin: mock}\n"
+        "param_space: {lr: {loguniform: [0.0001, 1.0]}, mock_iterations: 10}\n"
+        "num_samples: %d\nseed: 1\nmetric: mean_accuracy\nmode: max\n"
+        "resources_per_trial: {cpu: 1}\nresults_dir: %s\n"
+        "scheduler: {type: asha, time_attr: training_iteration, max_t: 10, grace_period: 1, "
+        "reduction_factor: 3}\n" % (trials, results_dir)
+    )
 
 
 def result_lines(cluster, name, results_dir=None):
     """Every result.json line of experiment `name`, parsed."""
     out = []
-    for path in glob.glob(os.path.join(results_dir or os.path.join(cluster.tmp, "results"), name, "*", "result.json")):
+    for path in glob.glob(
+        os.path.join(results_dir or os.path.join(cluster.tmp, "results"), name, "*", "result.json")
+    ):
         with open(path) as f:
             out.extend(json.loads(line) for line in f if line.strip())
     return out
@@ -288,7 +366,9 @@ def run_throughput(a, workers, trials, results_per_trial, transport="ipc", keys=
     shm = tempfile.mkdtemp(prefix="tunebus-bench-results-", dir="/dev/shm") if a.quick else None
     try:
         cpu0 = c.cpu_seconds()
-        summary, wall = c.run_experiment(noop_spec("tp", trials, results_per_trial, results_dir=shm or "results"))
+        summary, wall = c.run_experiment(
+            noop_spec("tp", trials, results_per_trial, results_dir=shm or "results")
+        )
         cpu = c.cpu_seconds() - cpu0
         lines = result_lines(c, "tp", shm)
     finally:
@@ -308,20 +388,37 @@ def bench_throughput(a, raw):
         k = max(1, a.results // trials)
         # The median of a.runs runs (the host's speed moves between runs); its latencies too.
         runs, (summary, wall, results, rps, lat, _) = median_run(
-            [run_throughput(a, n, trials, k) for _ in range(a.runs)], key=lambda r: r[3])
+            [run_throughput(a, n, trials, k) for _ in range(a.runs)], key=lambda r: r[3]
+        )
         peak = max(peak, rps)
         by_workers[n] = rps
-        emit({"benchmark": "result_throughput", "workers": n,
-              "worker_kind": "processes (trial-worker, --cpus %d)" % max(1, trials // n),
-              "trials_in_flight": trials, "results_per_trial": k, "results": results, "scheduler": "fifo",
-              "figure": "median of %d runs" % len(runs), "runs_results_per_s": [r[3] for r in runs],
-              "journal": "synced group commit", "result_files": "tmpfs" if a.quick else "disk",
-              "status": summary["status"],
-              "elapsed_s": summary["elapsed_s"], "wall_s": wall, "results_per_s": rps,
-              "decision_latency_ms_p50": percentile(lat, 50), "decision_latency_ms_p99": percentile(lat, 99),
-              "baseline": "raw_ingest", "baseline_results_per_s": raw, "ratio_to_baseline": rps / raw if raw else None,
-              "target_results_per_s": 100000, "target_ratio": 0.30,
-              "meets_target": bool(rps >= 100000 and raw and rps / raw >= 0.30)})
+        emit(
+            {
+                "benchmark": "result_throughput",
+                "workers": n,
+                "worker_kind": "processes (trial-worker, --cpus %d)" % max(1, trials // n),
+                "trials_in_flight": trials,
+                "results_per_trial": k,
+                "results": results,
+                "scheduler": "fifo",
+                "figure": "median of %d runs" % len(runs),
+                "runs_results_per_s": [r[3] for r in runs],
+                "journal": "synced group commit",
+                "result_files": "tmpfs" if a.quick else "disk",
+                "status": summary["status"],
+                "elapsed_s": summary["elapsed_s"],
+                "wall_s": wall,
+                "results_per_s": rps,
+                "decision_latency_ms_p50": percentile(lat, 50),
+                "decision_latency_ms_p99": percentile(lat, 99),
+                "baseline": "raw_ingest",
+                "baseline_results_per_s": raw,
+                "ratio_to_baseline": rps / raw if raw else None,
+                "target_results_per_s": 100000,
+                "target_ratio": 0.30,
+                "meets_target": bool(rps >= 100000 and raw and rps / raw >= 0.30),
+            }
+        )
     # Decision latency at about half the peak load: fewer trials in flight on 4 workers, the
     # first concurrency whose throughput reaches 50% of the peak.
     for trials in a.half_load_in_flight:
@@ -329,11 +426,21 @@ def bench_throughput(a, raw):
         summary, wall, results, rps, lat, _ = run_throughput(a, 4, trials, k)
         if rps >= 0.5 * peak or trials == a.half_load_in_flight[-1]:
             p99 = percentile(lat, 99)
-            emit({"benchmark": "decision_latency_half_load", "workers": 4, "trials_in_flight": trials,
-                  "results": results, "results_per_s": rps, "peak_results_per_s": peak,
-                  "load_fraction_of_peak": rps / peak if peak else None,
-                  "decision_latency_ms_p50": percentile(lat, 50), "decision_latency_ms_p99": p99,
-                  "target_p99_ms": 5, "meets_target": bool(p99 is not None and p99 <= 5)})
+            emit(
+                {
+                    "benchmark": "decision_latency_half_load",
+                    "workers": 4,
+                    "trials_in_flight": trials,
+                    "results": results,
+                    "results_per_s": rps,
+                    "peak_results_per_s": peak,
+                    "load_fraction_of_peak": rps / peak if peak else None,
+                    "decision_latency_ms_p50": percentile(lat, 50),
+                    "decision_latency_ms_p99": p99,
+                    "target_p99_ms": 5,
+                    "meets_target": bool(p99 is not None and p99 <= 5),
+                }
+            )
             break
     return by_workers
 
@@ -352,28 +459,49 @@ def bench_curve(a, ipc_results_per_s):
             for transport in ("tcp", "curve"):
                 runs[transport].append(run_throughput(a, n, trials, k, transport, keys))
         pairs = [c[3] / p[3] for p, c in zip(runs["tcp"], runs["curve"])]
-        line = {"benchmark": "result_throughput_curve", "workers": n,
-                "worker_kind": "processes (trial-worker, --cpus %d)" % max(1, trials // n),
-                "transport": "tcp://127.0.0.1", "keys": "tunectl keygen --suite",
-                "trials_in_flight": trials, "results_per_trial": k, "scheduler": "fifo",
-                "journal": "synced group commit", "result_files": "tmpfs" if a.quick else "disk",
-                "figure": "median of %d runs per side, run in turn" % a.runs}
+        line = {
+            "benchmark": "result_throughput_curve",
+            "workers": n,
+            "worker_kind": "processes (trial-worker, --cpus %d)" % max(1, trials // n),
+            "transport": "tcp://127.0.0.1",
+            "keys": "tunectl keygen --suite",
+            "trials_in_flight": trials,
+            "results_per_trial": k,
+            "scheduler": "fifo",
+            "journal": "synced group commit",
+            "result_files": "tmpfs" if a.quick else "disk",
+            "figure": "median of %d runs per side, run in turn" % a.runs,
+        }
         for side, name in (("tcp", "plaintext"), ("curve", "curve")):
             ordered, (summary, _, results, rps, lat, _) = median_run(runs[side], key=lambda r: r[3])
-            line.update({name + "_status": summary["status"], name + "_results": results,
-                         name + "_results_per_s": rps,
-                         "runs_%s_results_per_s" % name: [r[3] for r in ordered],
-                         # CPU of every process per result: CURVE's work, less moved by what
-                         # else the host runs than results/s (the median over its runs)
-                         name + "_cpu_us_per_result": sorted(r[5] / r[2] * 1e6 for r in ordered)[len(ordered) // 2],
-                         name + "_decision_latency_ms_p50": percentile(lat, 50),
-                         name + "_decision_latency_ms_p99": percentile(lat, 99)})
+            line.update(
+                {
+                    name + "_status": summary["status"],
+                    name + "_results": results,
+                    name + "_results_per_s": rps,
+                    "runs_%s_results_per_s" % name: [r[3] for r in ordered],
+                    # CPU of every process per result: CURVE's work, less moved by what
+                    # else the host runs than results/s (the median over its runs)
+                    name
+                    + "_cpu_us_per_result": sorted(r[5] / r[2] * 1e6 for r in ordered)[
+                        len(ordered) // 2
+                    ],
+                    name + "_decision_latency_ms_p50": percentile(lat, 50),
+                    name + "_decision_latency_ms_p99": percentile(lat, 99),
+                }
+            )
         ratio = line["curve_results_per_s"] / line["plaintext_results_per_s"]
-        line.update({"ratio_curve_to_plaintext": ratio, "runs_ratio_curve_to_plaintext": pairs,
-                     "cpu_ratio_curve_to_plaintext":
-                         line["curve_cpu_us_per_result"] / line["plaintext_cpu_us_per_result"],
-                     "ipc_results_per_s": ipc_results_per_s.get(n),
-                     "target_ratio": 0.70, "meets_target": ratio >= 0.70})
+        line.update(
+            {
+                "ratio_curve_to_plaintext": ratio,
+                "runs_ratio_curve_to_plaintext": pairs,
+                "cpu_ratio_curve_to_plaintext": line["curve_cpu_us_per_result"]
+                / line["plaintext_cpu_us_per_result"],
+                "ipc_results_per_s": ipc_results_per_s.get(n),
+                "target_ratio": 0.70,
+                "meets_target": ratio >= 0.70,
+            }
+        )
         emit(line)
 
 
@@ -383,15 +511,33 @@ def bench_bookkeeping_and_control(a):
     # allocation time the bookkeeping figure would otherwise mostly be.
     for where, results_dir in (("disk", "results"), ("tmpfs", None)):
         c = Cluster(a.bin, 4, 4)
-        shm = tempfile.mkdtemp(prefix="tunebus-bench-results-", dir="/dev/shm") if results_dir is None else None
+        shm = (
+            tempfile.mkdtemp(prefix="tunebus-bench-results-", dir="/dev/shm")
+            if results_dir is None
+            else None
+        )
         try:
             summary, wall = c.run_experiment(noop_spec("bk", t, 1, results_dir=results_dir or shm))
             overhead_ms = (summary["elapsed_s"] - 0.0) / t * 1e3
-            emit({"benchmark": "bookkeeping", "trials": t, "results_per_trial": 1, "workers": 4, "cpus_per_worker": 4,
-                  "result_files": where, "status": summary["status"], "elapsed_s": summary["elapsed_s"],
-                  "wall_s": wall, "ideal_s": 0.0, "overhead_ms_per_trial": overhead_ms,
-                  "baseline": "Ray Tune's published 9 ms/trial", "ratio_to_baseline": overhead_ms / 9.0,
-                  "target_ms_per_trial": 0.2, "meets_target": overhead_ms <= 0.2})
+            emit(
+                {
+                    "benchmark": "bookkeeping",
+                    "trials": t,
+                    "results_per_trial": 1,
+                    "workers": 4,
+                    "cpus_per_worker": 4,
+                    "result_files": where,
+                    "status": summary["status"],
+                    "elapsed_s": summary["elapsed_s"],
+                    "wall_s": wall,
+                    "ideal_s": 0.0,
+                    "overhead_ms_per_trial": overhead_ms,
+                    "baseline": "Ray Tune's published 9 ms/trial",
+                    "ratio_to_baseline": overhead_ms / 9.0,
+                    "target_ms_per_trial": 0.2,
+                    "meets_target": overhead_ms <= 0.2,
+                }
+            )
             if where == "disk":
                 control_latency(a, c)
         finally:
@@ -419,10 +565,20 @@ def control_latency(a, c):
             times.append((time.perf_counter() - t0) * 1e3)
             size = max(size, len(raw))
         p99 = percentile(times, 99)
-        emit({"benchmark": "control_latency", "request": kind, "trials": len(ids), "requests": requests,
-              "transport": "ipc:// control socket, DEALER, one request in flight",
-              "p50_ms": percentile(times, 50), "p99_ms": p99, "max_reply_bytes": size,
-              "target_p99_ms": 20, "meets_target": p99 <= 20})
+        emit(
+            {
+                "benchmark": "control_latency",
+                "request": kind,
+                "trials": len(ids),
+                "requests": requests,
+                "transport": "ipc:// control socket, DEALER, one request in flight",
+                "p50_ms": percentile(times, 50),
+                "p99_ms": p99,
+                "max_reply_bytes": size,
+                "target_p99_ms": 20,
+                "meets_target": p99 <= 20,
+            }
+        )
 
 
 def bench_memory(a):
@@ -432,23 +588,43 @@ def bench_memory(a):
         before = c.rss_bytes(c.scheduler)
         summary, _ = c.run_experiment(noop_spec("mem", t, 1, metrics=10))
         after = c.rss_bytes(c.scheduler)
-        last = c.request("show_trial", trial_id=c.request("list_trials", status="TERMINATED", limit=1)[0]["trial_id"])
+        last = c.request(
+            "show_trial",
+            trial_id=c.request("list_trials", status="TERMINATED", limit=1)[0]["trial_id"],
+        )
     finally:
         c.stop()
     per = (after - before) / t
     # The target is "2 KiB per trial plus its last result": the last result's own heap bytes
     # are measured by bench/result_footprint on this very result.
-    footprint = subprocess.run([os.path.join(a.bin, "result_footprint")], input=json.dumps(last["last_result"]) + "\n",
-                               capture_output=True, text=True, check=True)
+    footprint = subprocess.run(
+        [os.path.join(a.bin, "result_footprint")],
+        input=json.dumps(last["last_result"]) + "\n",
+        capture_output=True,
+        text=True,
+        check=True,
+    )
     result_bytes = json.loads(footprint.stdout)["bytes_per_result"]
     rest = per - result_bytes
-    emit({"benchmark": "memory", "trials": t, "status": summary["status"],
-          "last_result_keys": len(last.get("last_result") or {}), "rss_before_bytes": before,
-          "rss_after_bytes": after, "bytes_per_trial": per, "last_result_bytes": result_bytes,
-          "bytes_per_trial_without_last_result": rest, "baseline": "2 KiB per trial + its last result (the target)",
-          "ratio_to_baseline": rest / 2048, "target_bytes_per_trial": 2048, "meets_target": rest <= 2048,
-          "note": "RSS growth of the scheduler over the experiment (allocator slack included); "
-                  "the last result (10 user metrics + auto-filled keys) measured by result_footprint"})
+    emit(
+        {
+            "benchmark": "memory",
+            "trials": t,
+            "status": summary["status"],
+            "last_result_keys": len(last.get("last_result") or {}),
+            "rss_before_bytes": before,
+            "rss_after_bytes": after,
+            "bytes_per_trial": per,
+            "last_result_bytes": result_bytes,
+            "bytes_per_trial_without_last_result": rest,
+            "baseline": "2 KiB per trial + its last result (the target)",
+            "ratio_to_baseline": rest / 2048,
+            "target_bytes_per_trial": 2048,
+            "meets_target": rest <= 2048,
+            "note": "RSS growth of the scheduler over the experiment (allocator slack included); "
+            "the last result (10 user metrics + auto-filled keys) measured by result_footprint",
+        }
+    )
 
 
 def peer_run(a, t, slots):
@@ -462,7 +638,10 @@ def peer_run(a, t, slots):
         cpu0 = c.cpu_seconds()
         summary, wall = c.run_experiment(peer_spec(t, shm))
         cpu = c.cpu_seconds() - cpu0
-        results = sum(len(open(p).readlines()) for p in glob.glob(os.path.join(shm, "peer", "*", "result.json")))
+        results = sum(
+            len(open(p).readlines())
+            for p in glob.glob(os.path.join(shm, "peer", "*", "result.json"))
+        )
     finally:
         c.stop()
         shutil.rmtree(shm, ignore_errors=True)
@@ -484,30 +663,60 @@ def bench_peer(a):
     t = a.peer_trials
     for slots in PEER_SLOTS:
         # The median of a.runs runs, as Optuna's side (bench/run).
-        runs, (summary, wall, cpu, results) = median_run([peer_run(a, t, slots) for _ in range(a.runs)],
-                                                         key=lambda r: t / r[0]["elapsed_s"])
+        runs, (summary, wall, cpu, results) = median_run(
+            [peer_run(a, t, slots) for _ in range(a.runs)], key=lambda r: t / r[0]["elapsed_s"]
+        )
         rate = t / summary["elapsed_s"]
-        emit({"benchmark": "peer_tunebus", "trials": t, "max_results_per_trial": 10, "results": results,
-              "figure": "median of %d runs" % len(runs), "runs_trials_per_s": [t / r[0]["elapsed_s"] for r in runs],
-              "trainable": "mock (unpaced), lr ~ loguniform(1e-4, 1)", "result_files": "tmpfs", "workers": 2,
-              "cpus_per_worker": slots, "scheduler": "asha (max_t 10, grace_period 1, reduction_factor 3)",
-              "status": summary["status"], "elapsed_s": summary["elapsed_s"], "wall_s": wall,
-              "cpu_cores_busy": cpu / wall if wall > 0 else None, "trials_per_s": rate,
-              "baseline": "peer_optuna (this run)", "baseline_trials_per_s": a.optuna_trials_per_s,
-              "ratio_to_baseline": rate / a.optuna_trials_per_s if a.optuna_trials_per_s else None,
-              "target_ratio": 50, "target_figure": slots == PEER_TARGET_SLOTS,
-              "meets_target": bool(a.optuna_trials_per_s and rate / a.optuna_trials_per_s >= 50)})
+        emit(
+            {
+                "benchmark": "peer_tunebus",
+                "trials": t,
+                "max_results_per_trial": 10,
+                "results": results,
+                "figure": "median of %d runs" % len(runs),
+                "runs_trials_per_s": [t / r[0]["elapsed_s"] for r in runs],
+                "trainable": "mock (unpaced), lr ~ loguniform(1e-4, 1)",
+                "result_files": "tmpfs",
+                "workers": 2,
+                "cpus_per_worker": slots,
+                "scheduler": "asha (max_t 10, grace_period 1, reduction_factor 3)",
+                "status": summary["status"],
+                "elapsed_s": summary["elapsed_s"],
+                "wall_s": wall,
+                "cpu_cores_busy": cpu / wall if wall > 0 else None,
+                "trials_per_s": rate,
+                "baseline": "peer_optuna (this run)",
+                "baseline_trials_per_s": a.optuna_trials_per_s,
+                "ratio_to_baseline": rate / a.optuna_trials_per_s
+                if a.optuna_trials_per_s
+                else None,
+                "target_ratio": 50,
+                "target_figure": slots == PEER_TARGET_SLOTS,
+                "meets_target": bool(a.optuna_trials_per_s and rate / a.optuna_trials_per_s >= 50),
+            }
+        )
 
 
 def main():
     p = argparse.ArgumentParser()
     p.add_argument("--bin", required=True)
     p.add_argument("--quick", action="store_true")
-    p.add_argument("--runs", type=int, default=1, help="runs per result throughput and peer figure (the median is reported)")
+    p.add_argument(
+        "--runs",
+        type=int,
+        default=1,
+        help="runs per result throughput and peer figure (the median is reported)",
+    )
     p.add_argument("--only", default="throughput,bookkeeping,memory,peer,curve")
-    p.add_argument("--raw-results-per-s", type=float, default=0.0, help="the raw ingest limit of this run")
-    p.add_argument("--optuna-trials-per-s", type=float, default=0.0, help="Optuna's trials/s of this run")
-    p.add_argument("--peer-trials", type=int, default=0, help="trials of the side-by-side (Optuna ran as many)")
+    p.add_argument(
+        "--raw-results-per-s", type=float, default=0.0, help="the raw ingest limit of this run"
+    )
+    p.add_argument(
+        "--optuna-trials-per-s", type=float, default=0.0, help="Optuna's trials/s of this run"
+    )
+    p.add_argument(
+        "--peer-trials", type=int, default=0, help="trials of the side-by-side (Optuna ran as many)"
+    )
     a = p.parse_args()
     a.workers = [1, 4] if a.quick else [1, 4, 16, 64]
     a.curve_workers = [1, 16] if a.quick else [1, 4, 16, 64]

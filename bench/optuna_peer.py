@@ -49,8 +49,11 @@ def work(path, n, restarts):
         finished[0] += 1
 
     while finished[0] < n:
-        study = optuna.load_study(study_name="peer", storage=storage(path),
-                                  pruner=optuna.pruners.SuccessiveHalvingPruner())
+        study = optuna.load_study(
+            study_name="peer",
+            storage=storage(path),
+            pruner=optuna.pruners.SuccessiveHalvingPruner(),
+        )
         try:
             study.optimize(objective, n_trials=n - finished[0], callbacks=[count])
         except Exception:  # noqa: BLE001 - the torn read above, from inside Optuna
@@ -69,8 +72,10 @@ def main():
         optuna.create_study(study_name="peer", storage=storage(path), direction="minimize")
         restarts = multiprocessing.Value("i", 0)
         t0 = time.time()
-        procs = [multiprocessing.Process(target=work, args=(path, a.trials // a.processes, restarts))
-                 for _ in range(a.processes)]
+        procs = [
+            multiprocessing.Process(target=work, args=(path, a.trials // a.processes, restarts))
+            for _ in range(a.processes)
+        ]
         for pr in procs:
             pr.start()
         for pr in procs:
@@ -81,11 +86,25 @@ def main():
         done = len(trials)
         # A torn read can also FAIL the trial it happened in: counted, not hidden.
         failed = sum(1 for t in trials if t.state == optuna.trial.TrialState.FAIL)
-    print(json.dumps({"benchmark": "peer_optuna", "trials": done, "processes": a.processes,
-                      "storage": "JournalStorage + file backend", "pruner": "SuccessiveHalvingPruner", "failed_trials": failed, "restarts_after_torn_reads": restarts.value,
-                      "seconds": seconds, "cpu_cores_busy": (children.ru_utime + children.ru_stime) / seconds,
-                      "trials_per_s": done / seconds, "optuna_version": optuna.__version__,
-                      "machine": machine()}), flush=True)
+    print(
+        json.dumps(
+            {
+                "benchmark": "peer_optuna",
+                "trials": done,
+                "processes": a.processes,
+                "storage": "JournalStorage + file backend",
+                "pruner": "SuccessiveHalvingPruner",
+                "failed_trials": failed,
+                "restarts_after_torn_reads": restarts.value,
+                "seconds": seconds,
+                "cpu_cores_busy": (children.ru_utime + children.ru_stime) / seconds,
+                "trials_per_s": done / seconds,
+                "optuna_version": optuna.__version__,
+                "machine": machine(),
+            }
+        ),
+        flush=True,
+    )
 
 
 if __name__ == "__main__":

@@ -64,12 +64,19 @@ def quantiles_ms(latency_ns):
     def q(p):
         return s[min(len(s) - 1, int(round(p / 100.0 * (len(s) - 1))))] / 1e6
 
-    return {"p50_ms": q(50), "p99_ms": q(99), "max_ms": s[-1] / 1e6, "mean_ms": statistics.fmean(s) / 1e6}
+    return {
+        "p50_ms": q(50),
+        "p99_ms": q(99),
+        "max_ms": s[-1] / 1e6,
+        "mean_ms": statistics.fmean(s) / 1e6,
+    }
 
 
 def bare_zmq(n):
     """Latencies (ns) of n REQ -> REP round trips of LINE over tcp loopback."""
-    server = subprocess.Popen([sys.executable, "-c", ECHO_SERVER, str(n)], stdout=subprocess.PIPE, text=True)
+    server = subprocess.Popen(
+        [sys.executable, "-c", ECHO_SERVER, str(n)], stdout=subprocess.PIPE, text=True
+    )
     endpoint = server.stdout.readline().strip()
     ctx = zmq.Context()
     req = ctx.socket(zmq.REQ)
@@ -92,8 +99,13 @@ def pipe_only(n, tmp):
     out = os.path.join(tmp, "pipe_only.json")
     report_r, report_w = os.pipe()
     decision_r, decision_w = os.pipe()
-    env = dict(os.environ, TUNEBUS_CONFIG=json.dumps({"reports": n, "out": out}),
-               TUNEBUS_REPORT_FD=str(report_w), TUNEBUS_DECISION_FD=str(decision_r), TUNEBUS_TRIAL_DIR=tmp)
+    env = dict(
+        os.environ,
+        TUNEBUS_CONFIG=json.dumps({"reports": n, "out": out}),
+        TUNEBUS_REPORT_FD=str(report_w),
+        TUNEBUS_DECISION_FD=str(decision_r),
+        TUNEBUS_TRIAL_DIR=tmp,
+    )
     child = subprocess.Popen([sys.executable, TRAINABLE], env=env, pass_fds=(report_w, decision_r))
     os.close(report_w)
     os.close(decision_r)
@@ -104,7 +116,7 @@ def pipe_only(n, tmp):
             break
         buffered += chunk
         lines = buffered.count(b"\n")
-        buffered = buffered[buffered.rfind(b"\n") + 1:]
+        buffered = buffered[buffered.rfind(b"\n") + 1 :]
         if lines:
             os.write(decision_w, b"continue\n" * lines)
     os.close(report_r)
@@ -116,12 +128,14 @@ def pipe_only(n, tmp):
 
 
 def spec(n, out):
-    return ("name: reports\n"
-            "trainable: {command: [%s, %s]}\n"
-            "param_space: {reports: %d, out: %s}\n"
-            "num_samples: 1\nmetric: loss\nmode: min\n"
-            "resources_per_trial: {cpu: 1}\nresults_dir: results\nscheduler: fifo\n"
-            % (json.dumps(sys.executable), json.dumps(TRAINABLE), n, json.dumps(out)))
+    return (
+        "name: reports\n"
+        "trainable: {command: [%s, %s]}\n"
+        "param_space: {reports: %d, out: %s}\n"
+        "num_samples: 1\nmetric: loss\nmode: min\n"
+        "resources_per_trial: {cpu: 1}\nresults_dir: results\nscheduler: fifo\n"
+        % (json.dumps(sys.executable), json.dumps(TRAINABLE), n, json.dumps(out))
+    )
 
 
 SERVICES = ("store", "resource_manager", "scheduler", "worker")  # Cluster's start order
@@ -157,8 +171,12 @@ def through_services(a, n, sync):
         c.stop()
     figures["experiment_status"] = summary["status"]
     figures["experiment_wall_s"] = wall
-    figures["cpu_us_per_report"] = {name: (a_[0] - b[0]) / n * 1e6 for name, b, a_ in zip(SERVICES, before, after)}
-    figures["context_switches_per_report"] = {name: (a_[1] - b[1]) / n for name, b, a_ in zip(SERVICES, before, after)}
+    figures["cpu_us_per_report"] = {
+        name: (a_[0] - b[0]) / n * 1e6 for name, b, a_ in zip(SERVICES, before, after)
+    }
+    figures["context_switches_per_report"] = {
+        name: (a_[1] - b[1]) / n for name, b, a_ in zip(SERVICES, before, after)
+    }
     return figures
 
 
@@ -179,7 +197,9 @@ def main():
     p = argparse.ArgumentParser()
     p.add_argument("--bin", required=True, help="folder of the service binaries (BUILD/bin)")
     p.add_argument("--quick", action="store_true", help="1,000 reports, 1 run (CI)")
-    p.add_argument("--reports", type=int, default=0, help="reports per run (default 10,000; --quick 1,000)")
+    p.add_argument(
+        "--reports", type=int, default=0, help="reports per run (default 10,000; --quick 1,000)"
+    )
     p.add_argument("--runs", type=int, default=0, help="runs per figure (default 3; --quick 1)")
     a = p.parse_args()
     n = a.reports or (1000 if a.quick else 10000)
@@ -188,30 +208,63 @@ def main():
     os.makedirs(tmp, exist_ok=True)
     try:
         base = median_by_p50([dict(quantiles_ms(bare_zmq(n))) for _ in range(runs)])
-        emit(dict(base, benchmark="report_baseline_zmq", reports=n, transport="tcp://127.0.0.1",
-                  what="pyzmq REQ -> REP echo of one report line, process to process"))
+        emit(
+            dict(
+                base,
+                benchmark="report_baseline_zmq",
+                reports=n,
+                transport="tcp://127.0.0.1",
+                what="pyzmq REQ -> REP echo of one report line, process to process",
+            )
+        )
         pipes = []
         for _ in range(runs):
             f = pipe_only(n, tmp)
-            pipes.append(dict(quantiles_ms(f["latency_ns"]), loop_s=f["loop_s"], trainable_cpu_s=f["cpu_s"]))
+            pipes.append(
+                dict(quantiles_ms(f["latency_ns"]), loop_s=f["loop_s"], trainable_cpu_s=f["cpu_s"])
+            )
         pipe = median_by_p50(pipes)
-        emit(dict(pipe, benchmark="report_pipe_only", reports=n,
-                  what="the trainable's train.report answered `continue` at once by a Python process "
-                   "on its pipes"))
+        emit(
+            dict(
+                pipe,
+                benchmark="report_pipe_only",
+                reports=n,
+                what="the trainable's train.report answered `continue` at once by a Python process "
+                "on its pipes",
+            )
+        )
         for sync in (True, False):
             rows = []
             for _ in range(runs):
                 f = through_services(a, n, sync)
-                rows.append(dict(quantiles_ms(f["latency_ns"]), loop_s=f["loop_s"], trainable_cpu_s=f["cpu_s"],
-                                 experiment_wall_s=f["experiment_wall_s"], experiment_status=f["experiment_status"],
-                                 cpu_us_per_report=f["cpu_us_per_report"],
-                                 context_switches_per_report=f["context_switches_per_report"]))
+                rows.append(
+                    dict(
+                        quantiles_ms(f["latency_ns"]),
+                        loop_s=f["loop_s"],
+                        trainable_cpu_s=f["cpu_s"],
+                        experiment_wall_s=f["experiment_wall_s"],
+                        experiment_status=f["experiment_status"],
+                        cpu_us_per_report=f["cpu_us_per_report"],
+                        context_switches_per_report=f["context_switches_per_report"],
+                    )
+                )
             row = median_by_p50(rows)
-            emit(dict(row, benchmark="report_roundtrip", reports=n, store_sync=sync, transport="tcp://127.0.0.1",
-                      trainable="bench/report_trainable.py (train.report in a loop)",
-                      baseline="report_baseline_zmq p50 (this run)", baseline_p50_ms=base["p50_ms"],
-                      ratio_to_baseline=row["p50_ms"] / base["p50_ms"],
-                      pipe_only_p50_ms=pipe["p50_ms"], target_p50_ms=0.25, meets_target=row["p50_ms"] <= 0.25))
+            emit(
+                dict(
+                    row,
+                    benchmark="report_roundtrip",
+                    reports=n,
+                    store_sync=sync,
+                    transport="tcp://127.0.0.1",
+                    trainable="bench/report_trainable.py (train.report in a loop)",
+                    baseline="report_baseline_zmq p50 (this run)",
+                    baseline_p50_ms=base["p50_ms"],
+                    ratio_to_baseline=row["p50_ms"] / base["p50_ms"],
+                    pipe_only_p50_ms=pipe["p50_ms"],
+                    target_p50_ms=0.25,
+                    meets_target=row["p50_ms"] <= 0.25,
+                )
+            )
     finally:
         subprocess.run(["rm", "-rf", tmp], check=False)
 

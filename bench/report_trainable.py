@@ -13,7 +13,9 @@ import os
 import sys
 import time
 
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "clients", "python"))
+sys.path.insert(
+    0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "clients", "python")
+)
 
 from tunebus import config, train  # noqa: E402
 
@@ -21,7 +23,9 @@ from tunebus import config, train  # noqa: E402
 def main():
     cfg = config()
     n = int(cfg.get("reports", 1000))
-    out = cfg.get("out") or os.path.join(os.environ.get("TUNEBUS_TRIAL_DIR", "."), "report_latency.json")
+    out = cfg.get("out") or os.path.join(
+        os.environ.get("TUNEBUS_TRIAL_DIR", "."), "report_latency.json"
+    )
     latency = []
     clock = time.perf_counter_ns
     cpu0, wall0, unix0 = time.process_time(), time.perf_counter(), time.time()
@@ -31,7 +35,10 @@ def main():
         latency.append(clock() - t0)
     loop_s, cpu_s = time.perf_counter() - wall0, time.process_time() - cpu0
     with open(out + ".tmp", "w") as f:
-        json.dump({"latency_ns": latency, "loop_s": loop_s, "cpu_s": cpu_s, "first_report_unix_s": unix0}, f)
+        json.dump(
+            {"latency_ns": latency, "loop_s": loop_s, "cpu_s": cpu_s, "first_report_unix_s": unix0},
+            f,
+        )
     os.replace(out + ".tmp", out)
 
 

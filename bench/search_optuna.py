@@ -38,18 +38,27 @@ STARTUP_TRIALS = 10  # as kStartupTrials in bench/search_quality.cpp
 
 # ---- the functions: bench/quality/test_functions.hpp in Python --------------------------------
 
+
 def branin(c):
     """Branin (Dixon & Szegő 1978; Surjanovic & Bingham): minimum 0.397887."""
     x1, x2 = c["x1"], c["x2"]
-    b, cc, t = 5.1 / (4 * math.pi ** 2), 5 / math.pi, 1 / (8 * math.pi)
+    b, cc, t = 5.1 / (4 * math.pi**2), 5 / math.pi, 1 / (8 * math.pi)
     return (x2 - b * x1 * x1 + cc * x1 - 6) ** 2 + 10 * (1 - t) * math.cos(x1) + 10
 
 
 _H_ALPHA = [1.0, 1.2, 3.0, 3.2]
-_H_A = [[10, 3, 17, 3.5, 1.7, 8], [0.05, 10, 17, 0.1, 8, 14], [3, 3.5, 1.7, 10, 17, 8],
-        [17, 8, 0.05, 10, 0.1, 14]]
-_H_P = [[1312, 1696, 5569, 124, 8283, 5886], [2329, 4135, 8307, 3736, 1004, 9991],
-        [2348, 1451, 3522, 2883, 3047, 6650], [4047, 8828, 8732, 5743, 1091, 381]]
+_H_A = [
+    [10, 3, 17, 3.5, 1.7, 8],
+    [0.05, 10, 17, 0.1, 8, 14],
+    [3, 3.5, 1.7, 10, 17, 8],
+    [17, 8, 0.05, 10, 0.1, 14],
+]
+_H_P = [
+    [1312, 1696, 5569, 124, 8283, 5886],
+    [2329, 4135, 8307, 3736, 1004, 9991],
+    [2348, 1451, 3522, 2883, 3047, 6650],
+    [4047, 8828, 8732, 5743, 1091, 381],
+]
 
 
 def hartmann6(c):
@@ -67,8 +76,12 @@ def hartmann6(c):
 
 def mixed10(c):
     """The 10-d mixed space's function (test_functions.hpp Mixed10): minimum 0."""
-    opt_penalty, lr_best = {"sgd": (0.3, -1), "momentum": (0.1, -1.5), "adam": (0, -3),
-                            "rmsprop": (0.05, -2.5)}[c["optimizer"]]
+    opt_penalty, lr_best = {
+        "sgd": (0.3, -1),
+        "momentum": (0.1, -1.5),
+        "adam": (0, -3),
+        "rmsprop": (0.05, -2.5),
+    }[c["optimizer"]]
     act_penalty = {"gelu": 0, "relu": 0.05, "tanh": 0.2, "sigmoid": 0.5}[c["activation"]]
     dl = math.log10(c["lr"]) - lr_best
     dw = math.log10(c["weight_decay"]) + 4
@@ -78,13 +91,23 @@ def mixed10(c):
     dd = c["dropout"] - (0.1 + 0.05 * layers)
     dm = c["momentum"] - 0.9
     dr = c["warmup_frac"] - 0.1
-    return (opt_penalty + act_penalty + 0.1 * dl * dl + 0.05 * dw * dw
-            + 0.05 * (layers - 3) * (layers - 3) + 0.08 * du * du + 0.1 * db * db + dd * dd
-            + 0.5 * dm * dm + 2 * dr * dr)
+    return (
+        opt_penalty
+        + act_penalty
+        + 0.1 * dl * dl
+        + 0.05 * dw * dw
+        + 0.05 * (layers - 3) * (layers - 3)
+        + 0.08 * du * du
+        + 0.1 * db * db
+        + dd * dd
+        + 0.5 * dm * dm
+        + 2 * dr * dr
+    )
 
 
 def digits(c):
     import digits_objective
+
     return digits_objective.objective(c)
 
 
@@ -141,19 +164,27 @@ def run_quality(name, seeds, trials, first_seed=1):
         study = optuna.create_study(direction=direction, sampler=sampler)
         study.optimize(lambda t: value(space(t)), n_trials=trials)
         values.append([t.value for t in study.trials])
-    return {"benchmark": "search_quality_run", "side": "optuna", "function": name,
-            "method": "optuna_tpe",
-            "sampler": "TPESampler(n_startup_trials=%d, seed=seed)" % STARTUP_TRIALS,
-            "mode": "min" if direction == "minimize" else "max", "seeds": seeds,
-            "first_seed": first_seed, "trials": trials, "values": values, "wall_s": time.time() - t0,
-            "optuna_version": optuna.__version__, "machine": machine()}
+    return {
+        "benchmark": "search_quality_run",
+        "side": "optuna",
+        "function": name,
+        "method": "optuna_tpe",
+        "sampler": "TPESampler(n_startup_trials=%d, seed=seed)" % STARTUP_TRIALS,
+        "mode": "min" if direction == "minimize" else "max",
+        "seeds": seeds,
+        "first_seed": first_seed,
+        "trials": trials,
+        "values": values,
+        "wall_s": time.time() - t0,
+        "optuna_version": optuna.__version__,
+        "machine": machine(),
+    }
 
 
 def run_latency(name, observations, suggestions):
     """ask() + the space's suggest calls with `observations` completed random trials."""
     value, space, direction = FUNCTIONS[name]
-    study = optuna.create_study(direction=direction,
-                                sampler=optuna.samplers.RandomSampler(seed=1))
+    study = optuna.create_study(direction=direction, sampler=optuna.samplers.RandomSampler(seed=1))
     study.optimize(lambda t: value(space(t)), n_trials=observations)
     study.sampler = optuna.samplers.TPESampler(n_startup_trials=STARTUP_TRIALS, seed=42)
     ms = []
@@ -168,11 +199,19 @@ def run_latency(name, observations, suggestions):
     def at(q):
         return ms[min(len(ms) - 1, int(q * len(ms)))]
 
-    return {"benchmark": "search_latency", "side": "optuna", "function": name,
-            "observations": observations, "suggestions": suggestions,
-            "what": "study.ask() + the space's suggest_* calls (TPESampler, univariate)",
-            "p50_ms": at(0.5), "p99_ms": at(0.99), "max_ms": ms[-1],
-            "optuna_version": optuna.__version__, "machine": machine()}
+    return {
+        "benchmark": "search_latency",
+        "side": "optuna",
+        "function": name,
+        "observations": observations,
+        "suggestions": suggestions,
+        "what": "study.ask() + the space's suggest_* calls (TPESampler, univariate)",
+        "p50_ms": at(0.5),
+        "p99_ms": at(0.99),
+        "max_ms": ms[-1],
+        "optuna_version": optuna.__version__,
+        "machine": machine(),
+    }
 
 
 def main():
@@ -191,10 +230,22 @@ def main():
     a = p.parse_args()
     functions = a.functions.split(",")
     # The same defaults as bench/search_quality.cpp.
-    quick = dict(seeds=3, trials=30, digits_seeds=1, digits_trials=12, latency_observations=200,
-                 latency_suggestions=5)
-    full = dict(seeds=20, trials=100, digits_seeds=20, digits_trials=50,
-                latency_observations=1000, latency_suggestions=30)
+    quick = dict(
+        seeds=3,
+        trials=30,
+        digits_seeds=1,
+        digits_trials=12,
+        latency_observations=200,
+        latency_suggestions=5,
+    )
+    full = dict(
+        seeds=20,
+        trials=100,
+        digits_seeds=20,
+        digits_trials=50,
+        latency_observations=1000,
+        latency_suggestions=30,
+    )
     for key, default in (quick if a.quick else full).items():
         if getattr(a, key) is None:
             setattr(a, key, default)
@@ -203,12 +254,16 @@ def main():
         if name in functions:
             print(json.dumps(run_quality(name, a.seeds, a.trials, a.first_seed)), flush=True)
     if not a.no_digits and "digits" in functions:
-        print(json.dumps(run_quality("digits", a.digits_seeds, a.digits_trials, a.first_seed)),
-              flush=True)
+        print(
+            json.dumps(run_quality("digits", a.digits_seeds, a.digits_trials, a.first_seed)),
+            flush=True,
+        )
     for name in ("branin", "hartmann6", "mixed10"):
         if name in functions and not a.no_latency:
-            print(json.dumps(run_latency(name, a.latency_observations, a.latency_suggestions)),
-                  flush=True)
+            print(
+                json.dumps(run_latency(name, a.latency_observations, a.latency_suggestions)),
+                flush=True,
+            )
 
 
 if __name__ == "__main__":

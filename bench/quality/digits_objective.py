@@ -33,8 +33,9 @@ def _load():
     global _data
     if _data is None:
         x, y = load_digits(return_X_y=True)
-        x_train, x_val, y_train, y_val = train_test_split(x, y, test_size=0.25, random_state=0,
-                                                          stratify=y)
+        x_train, x_val, y_train, y_val = train_test_split(
+            x, y, test_size=0.25, random_state=0, stratify=y
+        )
         scaler = StandardScaler().fit(x_train)
         _data = (scaler.transform(x_train), scaler.transform(x_val), y_train, y_val)
     return _data
@@ -51,9 +52,15 @@ def objective(config):
     x_train, x_val, y_train, y_val = _load()
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # ConvergenceWarning at max_iter, overflow at large eta0
-        model = SGDClassifier(loss=_loss_name(config["loss"]), alpha=float(config["alpha"]),
-                              eta0=float(config["eta0"]), learning_rate=config["learning_rate"],
-                              max_iter=EPOCHS, tol=None, random_state=0)
+        model = SGDClassifier(
+            loss=_loss_name(config["loss"]),
+            alpha=float(config["alpha"]),
+            eta0=float(config["eta0"]),
+            learning_rate=config["learning_rate"],
+            max_iter=EPOCHS,
+            tol=None,
+            random_state=0,
+        )
         model.fit(x_train, y_train)
         value = float(model.score(x_val, y_val))
     return value if np.isfinite(value) else 0.0

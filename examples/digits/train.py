@@ -47,7 +47,9 @@ def load_data():
     """Fixed split (random_state=0) of the 1797 8x8 digit images, standardised on the training
     part."""
     x, y = load_digits(return_X_y=True)
-    x_train, x_val, y_train, y_val = train_test_split(x, y, test_size=0.25, random_state=0, stratify=y)
+    x_train, x_val, y_train, y_val = train_test_split(
+        x, y, test_size=0.25, random_state=0, stratify=y
+    )
     scaler = StandardScaler().fit(x_train)
     return scaler.transform(x_train), scaler.transform(x_val), y_train, y_val
 
@@ -91,7 +93,9 @@ def main():
         model.partial_fit(x_train[order], y_train[order], classes=classes)
         train_acc = float(model.score(x_train, y_train))
         val_acc = float(model.score(x_val, y_val))
-        decision = tunebus.report(val_accuracy=val_acc, train_accuracy=train_acc, epoch=epoch, done=epoch == epochs)
+        decision = tunebus.report(
+            val_accuracy=val_acc, train_accuracy=train_acc, epoch=epoch, done=epoch == epochs
+        )
         if decision == "checkpoint":
             with open(os.path.join(tunebus.checkpoint_dir(), CHECKPOINT_FILE), "wb") as f:
                 pickle.dump({"model": model, "epoch": epoch}, f)

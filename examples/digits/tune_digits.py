@@ -16,8 +16,9 @@ import sys
 import tempfile
 import warnings
 
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "clients",
-                                "python"))
+sys.path.insert(
+    0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "clients", "python")
+)
 
 import numpy as np  # noqa: E402
 from sklearn.datasets import load_digits  # noqa: E402
@@ -35,8 +36,9 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 def load_data():
     """Fixed split (random_state=0) of the 1797 digit images, standardised on the training part."""
     x, y = load_digits(return_X_y=True)
-    x_train, x_val, y_train, y_val = train_test_split(x, y, test_size=0.25, random_state=0,
-                                                      stratify=y)
+    x_train, x_val, y_train, y_val = train_test_split(
+        x, y, test_size=0.25, random_state=0, stratify=y
+    )
     scaler = StandardScaler().fit(x_train)
     return scaler.transform(x_train), scaler.transform(x_val), y_train, y_val
 
@@ -53,9 +55,13 @@ def train_digits(config):
             with open(os.path.join(folder, "model.pkl"), "rb") as f:
                 model, start = pickle.load(f)
     if model is None:
-        model = SGDClassifier(loss=config["loss"], alpha=config["alpha"],
-                              learning_rate=config["learning_rate"], eta0=config["eta0"],
-                              random_state=0)
+        model = SGDClassifier(
+            loss=config["loss"],
+            alpha=config["alpha"],
+            learning_rate=config["learning_rate"],
+            eta0=config["eta0"],
+            random_state=0,
+        )
     rng = np.random.RandomState(start)
     for epoch in range(start + 1, config["epochs"] + 1):
         order = rng.permutation(len(x_train))
@@ -63,15 +69,24 @@ def train_digits(config):
         with tempfile.TemporaryDirectory() as folder:
             with open(os.path.join(folder, "model.pkl"), "wb") as f:
                 pickle.dump((model, epoch), f)
-            train.report({"val_accuracy": model.score(x_val, y_val),
-                          "train_accuracy": model.score(x_train, y_train), "epoch": epoch},
-                         checkpoint=train.Checkpoint.from_directory(folder))
+            train.report(
+                {
+                    "val_accuracy": model.score(x_val, y_val),
+                    "train_accuracy": model.score(x_train, y_train),
+                    "epoch": epoch,
+                },
+                checkpoint=train.Checkpoint.from_directory(folder),
+            )
 
 
 def space(epochs):
-    return {"alpha": tune.loguniform(1e-6, 1e-2), "eta0": tune.loguniform(1e-4, 1e-1),
-            "loss": tune.choice(["hinge", "log_loss", "modified_huber"]),
-            "learning_rate": tune.choice(["constant", "invscaling"]), "epochs": epochs}
+    return {
+        "alpha": tune.loguniform(1e-6, 1e-2),
+        "eta0": tune.loguniform(1e-4, 1e-1),
+        "loss": tune.choice(["hinge", "log_loss", "modified_huber"]),
+        "learning_rate": tune.choice(["constant", "invscaling"]),
+        "epochs": epochs,
+    }
 
 
 def main():
@@ -81,28 +96,44 @@ def main():
     resources = tune.with_resources(train_digits, {"cpu": 1})
 
     asha = tune.Tuner(
-        resources, param_space=space(epochs),
-        tune_config=tune.TuneConfig(metric="val_accuracy", mode="max", num_samples=samples,
-                                    scheduler=ASHAScheduler(max_t=epochs, grace_period=1,
-                                                            reduction_factor=3),
-                                    max_concurrent_trials=4),
-        run_config=tune.RunConfig(name="digits-asha-py", storage_path=storage))
+        resources,
+        param_space=space(epochs),
+        tune_config=tune.TuneConfig(
+            metric="val_accuracy",
+            mode="max",
+            num_samples=samples,
+            scheduler=ASHAScheduler(max_t=epochs, grace_period=1, reduction_factor=3),
+            max_concurrent_trials=4,
+        ),
+        run_config=tune.RunConfig(name="digits-asha-py", storage_path=storage),
+    )
     best = asha.fit().get_best_result()
     print("ASHA best: val_accuracy %.4f with %s" % (best.metrics["val_accuracy"], best.config))
 
     tpe = tune.Tuner(
-        resources, param_space=space(20 if not quick else 5),
+        resources,
+        param_space=space(20 if not quick else 5),
         tune_config=tune.TuneConfig(
-            metric="val_accuracy", mode="max", num_samples=24 if not quick else 10,
-            search_alg=ConcurrencyLimiter(TPESearch(n_startup_trials=10, seed=42), 2)),
-        run_config=tune.RunConfig(name="digits-tpe-py", storage_path=storage))
+            metric="val_accuracy",
+            mode="max",
+            num_samples=24 if not quick else 10,
+            search_alg=ConcurrencyLimiter(TPESearch(n_startup_trials=10, seed=42), 2),
+        ),
+        run_config=tune.RunConfig(name="digits-tpe-py", storage_path=storage),
+    )
     grid = tpe.fit()
     best = grid.get_best_result()
-    print("TPE best: val_accuracy %.4f with %s (%d trials, %d errors)"
-          % (best.metrics["val_accuracy"], best.config, len(grid), grid.num_errors))
+    print(
+        "TPE best: val_accuracy %.4f with %s (%d trials, %d errors)"
+        % (best.metrics["val_accuracy"], best.config, len(grid), grid.num_errors)
+    )
     df = grid.get_dataframe()
-    print(df[["trial_id", "val_accuracy", "config/alpha", "config/loss"]]
-          .sort_values("val_accuracy", ascending=False).head(5).to_string(index=False))
+    print(
+        df[["trial_id", "val_accuracy", "config/alpha", "config/loss"]]
+        .sort_values("val_accuracy", ascending=False)
+        .head(5)
+        .to_string(index=False)
+    )
 
 
 if __name__ == "__main__":

@@ -33,8 +33,9 @@ import socket
 import sys
 import tempfile
 
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "clients",
-                                "python"))
+sys.path.insert(
+    0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "clients", "python")
+)
 
 import torch  # noqa: E402
 import torch.nn as nn  # noqa: E402
@@ -73,8 +74,9 @@ def load_data():
     """The 1797 digit images as float tensors (N, 1, 8, 8) scaled to [0, 1], with their labels:
     a fixed stratified split (random_state=0) of 1347 training and 450 validation images."""
     x, y = load_digits(return_X_y=True)
-    x_train, x_val, y_train, y_val = train_test_split(x, y, test_size=0.25, random_state=0,
-                                                      stratify=y)
+    x_train, x_val, y_train, y_val = train_test_split(
+        x, y, test_size=0.25, random_state=0, stratify=y
+    )
 
     def images(a):
         return torch.tensor(a / 16.0, dtype=torch.float32).reshape(-1, 1, 8, 8)
@@ -107,7 +109,7 @@ def train_epoch(model, optimizer, x, y, generator, epoch_size):
     model.train()
     order = torch.randperm(len(x), generator=generator)[:epoch_size]
     for start in range(0, epoch_size, BATCH_SIZE):
-        batch = order[start:start + BATCH_SIZE]
+        batch = order[start : start + BATCH_SIZE]
         optimizer.zero_grad()
         loss = F.cross_entropy(model(x[batch]), y[batch])
         loss.backward()
@@ -119,8 +121,7 @@ def evaluate(model, x, y):
     model.eval()
     with torch.no_grad():
         logits = model(x)
-        return ((logits.argmax(1) == y).float().mean().item(),
-                F.cross_entropy(logits, y).item())
+        return ((logits.argmax(1) == y).float().mean().item(), F.cross_entropy(logits, y).item())
 
 
 def train_cnn(config):
@@ -129,8 +130,9 @@ def train_cnn(config):
     torch.set_num_threads(1)  # one CPU per trial (resources_per_trial)
     x_train, x_val, y_train, y_val = load_data()
     model = ConvNet()
-    optimizer = torch.optim.Adam(model.parameters(), lr=config["lr"],
-                                 weight_decay=config["weight_decay"])
+    optimizer = torch.optim.Adam(
+        model.parameters(), lr=config["lr"], weight_decay=config["weight_decay"]
+    )
     step, restored = 0, {}
     checkpoint = train.get_checkpoint()
     if checkpoint:
@@ -139,8 +141,10 @@ def train_cnn(config):
         model.load_state_dict(saved["model"])
         optimizer.load_state_dict(saved["optimizer"])
         step = saved["meta"]["iteration"]
-        restored = {"restored_sha256": state_digest(model.state_dict(), optimizer.state_dict()),
-                    "restored_from": saved["meta"]}
+        restored = {
+            "restored_sha256": state_digest(model.state_dict(), optimizer.state_dict()),
+            "restored_from": saved["meta"],
+        }
     for group in optimizer.param_groups:  # a PBT exploit brings a mutated config
         group["lr"], group["weight_decay"] = config["lr"], config["weight_decay"]
     generator = torch.Generator().manual_seed(step)
@@ -150,13 +154,24 @@ def train_cnn(config):
         accuracy, loss = evaluate(model, x_val, y_val)
         state = {"model": model.state_dict(), "optimizer": optimizer.state_dict()}
         digest = state_digest(state["model"], state["optimizer"])
-        meta = {"trial_id": train.get_context().get_trial_id(), "iteration": step,
-                "worker": where(), "sha256": digest}
+        meta = {
+            "trial_id": train.get_context().get_trial_id(),
+            "iteration": step,
+            "worker": where(),
+            "sha256": digest,
+        }
         with tempfile.TemporaryDirectory() as folder:
             torch.save(dict(state, meta=meta), os.path.join(folder, CHECKPOINT_FILE))
-            train.report({"mean_accuracy": accuracy, "val_loss": loss, "state_sha256": digest,
-                          "worker": where(), **restored},
-                         checkpoint=Checkpoint.from_directory(folder))
+            train.report(
+                {
+                    "mean_accuracy": accuracy,
+                    "val_loss": loss,
+                    "state_sha256": digest,
+                    "worker": where(),
+                    **restored,
+                },
+                checkpoint=Checkpoint.from_directory(folder),
+            )
         restored = {}
 
 
@@ -166,29 +181,41 @@ def run(scheduler_name, quick, storage):
     if scheduler_name == "asha":
         iterations, samples = (4, 4) if quick else (12, 8)
         scheduler = ASHAScheduler(max_t=iterations, grace_period=1, reduction_factor=2)
-        checkpoints = train.CheckpointConfig(num_to_keep=2,
-                                             checkpoint_score_attribute="mean_accuracy",
-                                             checkpoint_score_order="max")
+        checkpoints = train.CheckpointConfig(
+            num_to_keep=2, checkpoint_score_attribute="mean_accuracy", checkpoint_score_order="max"
+        )
     else:
         iterations, samples = (12, 4) if quick else (20, 8)
         scheduler = PopulationBasedTraining(
             # quantile_fraction=0.5: the lower half exploits the upper half (Ray's default is
             # the lower and upper quarters), so a short run sees several exploits.
-            time_attr="training_iteration", perturbation_interval=2, quantile_fraction=0.5,
-            hyperparam_mutations={"lr": tune.loguniform(1e-4, 1e-2),
-                                  "weight_decay": [0.0, 1e-5, 1e-4, 1e-3]})
+            time_attr="training_iteration",
+            perturbation_interval=2,
+            quantile_fraction=0.5,
+            hyperparam_mutations={
+                "lr": tune.loguniform(1e-4, 1e-2),
+                "weight_decay": [0.0, 1e-5, 1e-4, 1e-3],
+            },
+        )
         # The newest few: an exploit restores the donor's newest checkpoint.
         checkpoints = train.CheckpointConfig(num_to_keep=4)
     tuner = tune.Tuner(
         trainable,
-        param_space={"lr": tune.loguniform(1e-4, 1e-2),
-                     "weight_decay": tune.choice([0.0, 1e-5, 1e-4]),
-                     "epoch_size": 128 if quick else 512},
-        tune_config=tune.TuneConfig(metric="mean_accuracy", mode="max", num_samples=samples,
-                                    scheduler=scheduler),
-        run_config=train.RunConfig(name="cnn-%s" % scheduler_name, storage_path=storage,
-                                   stop={"training_iteration": iterations},
-                                   checkpoint_config=checkpoints))
+        param_space={
+            "lr": tune.loguniform(1e-4, 1e-2),
+            "weight_decay": tune.choice([0.0, 1e-5, 1e-4]),
+            "epoch_size": 128 if quick else 512,
+        },
+        tune_config=tune.TuneConfig(
+            metric="mean_accuracy", mode="max", num_samples=samples, scheduler=scheduler
+        ),
+        run_config=train.RunConfig(
+            name="cnn-%s" % scheduler_name,
+            storage_path=storage,
+            stop={"training_iteration": iterations},
+            checkpoint_config=checkpoints,
+        ),
+    )
     return tuner.fit()
 
 
@@ -200,10 +227,19 @@ def main():
     args = parser.parse_args()
     grid = run(args.scheduler, args.quick, args.storage)
     best = grid.get_best_result()
-    print("best trial %s: mean_accuracy %.4f at iteration %d with lr %.4g, weight_decay %.3g "
-          "(%d trials, %d errors)" % (best.metrics["trial_id"], best.metrics["mean_accuracy"],
-                                      best.metrics["training_iteration"], best.config["lr"],
-                                      best.config["weight_decay"], len(grid), grid.num_errors))
+    print(
+        "best trial %s: mean_accuracy %.4f at iteration %d with lr %.4g, weight_decay %.3g "
+        "(%d trials, %d errors)"
+        % (
+            best.metrics["trial_id"],
+            best.metrics["mean_accuracy"],
+            best.metrics["training_iteration"],
+            best.config["lr"],
+            best.config["weight_decay"],
+            len(grid),
+            grid.num_errors,
+        )
+    )
     # The best checkpoint, fetched from the checkpoint-store and loaded here as a trial would.
     checkpoint, _ = max(best.best_checkpoints, key=lambda pair: pair[1].get("mean_accuracy", -1))
     with checkpoint.as_directory() as folder:
@@ -214,9 +250,15 @@ def main():
     model.load_state_dict(saved["model"])
     x_val, y_val = load_data()[1::2]
     accuracy, _ = evaluate(model, x_val, y_val)
-    print("best checkpoint: iteration %d, %.1f MB, sha256 %s, mean_accuracy %.4f when reloaded"
-          % (saved["meta"]["iteration"], size / 1e6,
-             state_digest(saved["model"], saved["optimizer"]), accuracy))
+    print(
+        "best checkpoint: iteration %d, %.1f MB, sha256 %s, mean_accuracy %.4f when reloaded"
+        % (
+            saved["meta"]["iteration"],
+            size / 1e6,
+            state_digest(saved["model"], saved["optimizer"]),
+            accuracy,
+        )
+    )
 
 
 if __name__ == "__main__":

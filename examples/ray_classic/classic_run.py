@@ -14,8 +14,9 @@ import sys
 import time
 
 # The package from this source tree (an installed tunebus needs no such line).
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "clients",
-                                "python"))
+sys.path.insert(
+    0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "clients", "python")
+)
 
 from tunebus import tune  # noqa: E402
 from tunebus.tune import CLIReporter  # noqa: E402
@@ -65,14 +66,17 @@ if __name__ == "__main__":
         scheduler=AsyncHyperBandScheduler(grace_period=2),
         stop={"training_iteration": 5 if args.smoke_test else 30},
         num_samples=4 if args.smoke_test else 16,
-        config={"steps": 30, "width": tune.uniform(10, 100),
-                "height": tune.uniform(-100, 100)},
-        progress_reporter=CLIReporter(metric_columns=["mean_loss", "iterations"],
-                                      parameter_columns=["width", "height"],
-                                      max_report_frequency=2 if args.smoke_test else 10),
+        config={"steps": 30, "width": tune.uniform(10, 100), "height": tune.uniform(-100, 100)},
+        progress_reporter=CLIReporter(
+            metric_columns=["mean_loss", "iterations"],
+            parameter_columns=["width", "height"],
+            max_report_frequency=2 if args.smoke_test else 10,
+        ),
         callbacks=[BestSoFar()],
         verbose=1,
     )
     print("Best hyperparameters found were: ", analysis.best_config)
-    print("Best result: mean_loss %.4f in %s" % (analysis.best_result["mean_loss"],
-                                               analysis.best_logdir))
+    print(
+        "Best result: mean_loss %.4f in %s"
+        % (analysis.best_result["mean_loss"], analysis.best_logdir)
+    )

@@ -13,8 +13,9 @@ import sys
 import time
 
 # The package from this source tree (an installed tunebus needs no such line).
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "clients",
-                                "python"))
+sys.path.insert(
+    0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "clients", "python")
+)
 
 from tunebus import tune  # noqa: E402
 from tunebus.tune.schedulers import AsyncHyperBandScheduler  # noqa: E402
@@ -48,8 +49,12 @@ if __name__ == "__main__":
         search_alg=searcher,
         scheduler=AsyncHyperBandScheduler(grace_period=3),
         num_samples=8 if args.smoke_test else 100,
-        config={"steps": 20, "width": tune.uniform(0, 20), "height": tune.uniform(-100, 100),
-                "activation": tune.choice(["relu", "tanh"])},
+        config={
+            "steps": 20,
+            "width": tune.uniform(0, 20),
+            "height": tune.uniform(-100, 100),
+            "activation": tune.choice(["relu", "tanh"]),
+        },
         progress_reporter=tune.CLIReporter(max_report_frequency=30),
         verbose=1,
     )

@@ -19,8 +19,9 @@ import argparse
 import os
 import sys
 
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "clients",
-                                "python"))
+sys.path.insert(
+    0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "clients", "python")
+)
 
 import numpy as np  # noqa: E402
 import xgboost as xgb  # noqa: E402
@@ -41,10 +42,10 @@ def load_data():
     """(train DMatrix, eval DMatrix, eval features, eval labels): a fixed stratified split
     (random_state=0) of the 569 samples into 426 and 143."""
     x, y = load_breast_cancer(return_X_y=True)
-    x_train, x_eval, y_train, y_eval = train_test_split(x, y, test_size=0.25, random_state=0,
-                                                        stratify=y)
-    return (xgb.DMatrix(x_train, label=y_train), xgb.DMatrix(x_eval, label=y_eval), x_eval,
-            y_eval)
+    x_train, x_eval, y_train, y_eval = train_test_split(
+        x, y, test_size=0.25, random_state=0, stratify=y
+    )
+    return (xgb.DMatrix(x_train, label=y_train), xgb.DMatrix(x_eval, label=y_eval), x_eval, y_eval)
 
 
 def train_breast_cancer(config):
@@ -55,9 +56,15 @@ def train_breast_cancer(config):
     if checkpoint:
         booster = TuneReportCheckpointCallback.get_model(checkpoint, MODEL_FILE)
     done = booster.num_boosted_rounds() if booster is not None else 0
-    xgb.train(config, train_set, num_boost_round=ROUNDS - done, evals=[(eval_set, "eval")],
-              verbose_eval=False, xgb_model=booster,
-              callbacks=[TuneReportCheckpointCallback(filename=MODEL_FILE)])
+    xgb.train(
+        config,
+        train_set,
+        num_boost_round=ROUNDS - done,
+        evals=[(eval_set, "eval")],
+        verbose_eval=False,
+        xgb_model=booster,
+        callbacks=[TuneReportCheckpointCallback(filename=MODEL_FILE)],
+    )
 
 
 def search_space():
@@ -77,12 +84,18 @@ def run(quick, storage):
     tuner = tune.Tuner(
         tune.with_resources(train_breast_cancer, {"cpu": 1}),
         param_space=search_space(),
-        tune_config=tune.TuneConfig(metric="eval-logloss", mode="min",
-                                    num_samples=6 if quick else 16,
-                                    scheduler=ASHAScheduler(max_t=ROUNDS, grace_period=1,
-                                                            reduction_factor=2)),
-        run_config=train.RunConfig(name="xgboost-asha", storage_path=storage,
-                                   checkpoint_config=train.CheckpointConfig(num_to_keep=2)))
+        tune_config=tune.TuneConfig(
+            metric="eval-logloss",
+            mode="min",
+            num_samples=6 if quick else 16,
+            scheduler=ASHAScheduler(max_t=ROUNDS, grace_period=1, reduction_factor=2),
+        ),
+        run_config=train.RunConfig(
+            name="xgboost-asha",
+            storage_path=storage,
+            checkpoint_config=train.CheckpointConfig(num_to_keep=2),
+        ),
+    )
     return tuner.fit()
 
 
@@ -93,19 +106,32 @@ def main():
     args = parser.parse_args()
     grid = run(args.quick, args.storage)
     best = grid.get_best_result()
-    print("best trial %s: eval-logloss %.4f, accuracy %.4f after %d rounds with %s "
-          "(%d trials, %d errors)"
-          % (best.metrics["trial_id"], best.metrics["eval-logloss"],
-             1.0 - best.metrics["eval-error"], best.metrics["training_iteration"],
-             {k: best.config[k] for k in ("max_depth", "min_child_weight", "subsample", "eta")},
-             len(grid), grid.num_errors))
+    print(
+        "best trial %s: eval-logloss %.4f, accuracy %.4f after %d rounds with %s "
+        "(%d trials, %d errors)"
+        % (
+            best.metrics["trial_id"],
+            best.metrics["eval-logloss"],
+            1.0 - best.metrics["eval-error"],
+            best.metrics["training_iteration"],
+            {k: best.config[k] for k in ("max_depth", "min_child_weight", "subsample", "eta")},
+            len(grid),
+            grid.num_errors,
+        )
+    )
     booster = TuneReportCheckpointCallback.get_model(best.checkpoint, MODEL_FILE)
     _, _, x_eval, y_eval = load_data()
     predicted = booster.predict(xgb.DMatrix(x_eval))
-    print("best checkpoint: %d rounds, eval-logloss %.6f recomputed (%.6f reported), "
-          "accuracy %.4f" % (booster.num_boosted_rounds(), log_loss(y_eval, predicted),
-                             best.metrics["eval-logloss"],
-                             float(np.mean((predicted > 0.5) == y_eval))))
+    print(
+        "best checkpoint: %d rounds, eval-logloss %.6f recomputed (%.6f reported), "
+        "accuracy %.4f"
+        % (
+            booster.num_boosted_rounds(),
+            log_loss(y_eval, predicted),
+            best.metrics["eval-logloss"],
+            float(np.mean((predicted > 0.5) == y_eval)),
+        )
+    )
 
 
 if __name__ == "__main__":

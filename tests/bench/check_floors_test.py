@@ -34,18 +34,47 @@ RUN = [
     {"benchmark": "bookkeeping", "result_files": "tmpfs", "overhead_ms_per_trial": 0.15},
     {"benchmark": "memory", "bytes_per_trial_without_last_result": 1100.0},
 ]
-FLOORS_DOC = {"about": "test floors", "measured": {"commit": "abc", "date": "2024-01-01"}, "floors": [
-    {"benchmark": "result_throughput", "match": {"workers": 1}, "figure": "ratio_to_baseline",
-     "better": "higher", "floor": 0.161},
-    {"benchmark": "result_throughput", "match": {"workers": 4}, "figure": "ratio_to_baseline",
-     "better": "higher", "floor": 0.151},
-    {"benchmark": "bookkeeping", "match": {"result_files": "disk"}, "figure": "overhead_ms_per_trial",
-     "better": "lower", "floor": 0.379},
-    {"benchmark": "bookkeeping", "match": {"result_files": "tmpfs"}, "figure": "overhead_ms_per_trial",
-     "better": "lower", "floor": 0.299},
-    {"benchmark": "memory", "match": {}, "figure": "bytes_per_trial_without_last_result",
-     "better": "lower", "floor": 2190},
-]}
+FLOORS_DOC = {
+    "about": "test floors",
+    "measured": {"commit": "abc", "date": "2024-01-01"},
+    "floors": [
+        {
+            "benchmark": "result_throughput",
+            "match": {"workers": 1},
+            "figure": "ratio_to_baseline",
+            "better": "higher",
+            "floor": 0.161,
+        },
+        {
+            "benchmark": "result_throughput",
+            "match": {"workers": 4},
+            "figure": "ratio_to_baseline",
+            "better": "higher",
+            "floor": 0.151,
+        },
+        {
+            "benchmark": "bookkeeping",
+            "match": {"result_files": "disk"},
+            "figure": "overhead_ms_per_trial",
+            "better": "lower",
+            "floor": 0.379,
+        },
+        {
+            "benchmark": "bookkeeping",
+            "match": {"result_files": "tmpfs"},
+            "figure": "overhead_ms_per_trial",
+            "better": "lower",
+            "floor": 0.299,
+        },
+        {
+            "benchmark": "memory",
+            "match": {},
+            "figure": "bytes_per_trial_without_last_result",
+            "better": "lower",
+            "floor": 2190,
+        },
+    ],
+}
 
 
 class CheckFloorsTest(unittest.TestCase):
@@ -64,13 +93,19 @@ class CheckFloorsTest(unittest.TestCase):
 
     def run_lines(self, lines, name="run.jsonl"):
         # Non-JSON lines as bench/run's stdout could carry: skipped.
-        text = "install-deps: nothing to install\n" + "".join(
-            (line if isinstance(line, str) else json.dumps(line)) + "\n" for line in lines) + "[1, 2]\n"
+        text = (
+            "install-deps: nothing to install\n"
+            + "".join(
+                (line if isinstance(line, str) else json.dumps(line)) + "\n" for line in lines
+            )
+            + "[1, 2]\n"
+        )
         return self.write(name, text)
 
     def check(self, floors, run, *options):
-        p = subprocess.run([sys.executable, CHECK] + list(options) + [floors, run],
-                           capture_output=True, text=True)
+        p = subprocess.run(
+            [sys.executable, CHECK] + list(options) + [floors, run], capture_output=True, text=True
+        )
         return p.returncode, p.stdout, p.stderr
 
     def floors(self, doc=FLOORS_DOC):
@@ -98,7 +133,9 @@ class CheckFloorsTest(unittest.TestCase):
     def test_a_halved_higher_is_better_ratio_fails_naming_it(self):
         run = copy.deepcopy(RUN)
         run[1]["ratio_to_baseline"] /= 2
-        self.expect_one_failure(run, "result_throughput[workers=4]", "ratio_to_baseline", "measured 0.15")
+        self.expect_one_failure(
+            run, "result_throughput[workers=4]", "ratio_to_baseline", "measured 0.15"
+        )
 
     def test_a_doubled_lower_is_better_figure_fails(self):
         run = copy.deepcopy(RUN)
@@ -106,16 +143,30 @@ class CheckFloorsTest(unittest.TestCase):
         self.expect_one_failure(run, "bookkeeping[result_files=tmpfs]", "overhead_ms_per_trial")
 
     def test_a_missing_line_fails(self):
-        self.expect_one_failure([line for line in RUN if line["benchmark"] != "memory"], "memory", "missing")
+        self.expect_one_failure(
+            [line for line in RUN if line["benchmark"] != "memory"], "memory", "missing"
+        )
 
     def test_an_optional_floor_is_skipped_without_its_line_and_judged_with_it(self):
         doc = copy.deepcopy(FLOORS_DOC)
-        doc["floors"].append({"benchmark": "build", "match": {"fresh": True}, "figure":
-                              "ratio_to_baseline", "better": "lower", "floor": 60, "optional": True})
+        doc["floors"].append(
+            {
+                "benchmark": "build",
+                "match": {"fresh": True},
+                "figure": "ratio_to_baseline",
+                "better": "lower",
+                "floor": 60,
+                "optional": True,
+            }
+        )
         code, out, err = self.check(self.floors(doc), self.run_lines(RUN))
         self.assertEqual(code, 0, out + err)
-        self.assertTrue(any(line.startswith("skip") and "build[fresh=true]" in line
-                            for line in out.splitlines()), out)
+        self.assertTrue(
+            any(
+                line.startswith("skip") and "build[fresh=true]" in line for line in out.splitlines()
+            ),
+            out,
+        )
         slower = RUN + [{"benchmark": "build", "fresh": True, "ratio_to_baseline": 90}]
         code, out, _ = self.check(self.floors(doc), self.run_lines(slower))
         self.assertEqual(code, 1)
@@ -149,9 +200,13 @@ class CheckFloorsTest(unittest.TestCase):
         bad_entry["floors"][2]["better"] = "smaller"
         no_floor = copy.deepcopy(FLOORS_DOC)
         del no_floor["floors"][0]["floor"]
-        for text, what in (("{\"floors\": [", "not JSON"), ("[]", "top level"), ("{}", "floors"),
-                           (json.dumps(bad_entry), "floors[2]: better"),
-                           (json.dumps(no_floor), "floors[0]: missing floor")):
+        for text, what in (
+            ('{"floors": [', "not JSON"),
+            ("[]", "top level"),
+            ("{}", "floors"),
+            (json.dumps(bad_entry), "floors[2]: better"),
+            (json.dumps(no_floor), "floors[0]: missing floor"),
+        ):
             path = self.write("broken-floors.json", text)
             code, out, err = self.check(path, self.run_lines(RUN))
             self.assertEqual(code, 2, text)

@@ -37,10 +37,15 @@ import time
 from headless_chromium import chrome, missing, wait_for  # noqa: F401 (shared)
 
 SOURCE_DIR = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
-ROUNDS = 5            # results timed from the trainable to the page
+ROUNDS = 5  # results timed from the trainable to the page
 LATENCY_LIMIT_S = 1.0
-FAST_RESULTS = 8      # results each trial reports before it waits for triggers
-SCREENSHOTS = ("experiments.png", "experiment.png", "experiment-live.png", "experiments-finished.png")
+FAST_RESULTS = 8  # results each trial reports before it waits for triggers
+SCREENSHOTS = (
+    "experiments.png",
+    "experiment.png",
+    "experiment-live.png",
+    "experiments-finished.png",
+)
 
 
 def skip_or_fail(why):
@@ -57,7 +62,8 @@ from selenium.common.exceptions import StaleElementReferenceException  # noqa: E
 from selenium.webdriver.common.by import By  # noqa: E402
 from selenium.webdriver.support.ui import Select, WebDriverWait  # noqa: E402
 
-TRAINABLE = textwrap.dedent("""\
+TRAINABLE = textwrap.dedent(
+    """\
     import os, sys, time
     sys.path.insert(0, %(clients)r)
     import tunebus
@@ -80,9 +86,11 @@ TRAINABLE = textwrap.dedent("""\
             n += 1
             tunebus.report(score=score(t), reported_at_unix=time.time())
         time.sleep(0.005)
-    """)
+    """
+)
 
-EXPERIMENT = textwrap.dedent("""\
+EXPERIMENT = textwrap.dedent(
+    """\
     name: dashboard
     trainable:
       command: [%(python)s, %(trainable)s]
@@ -95,7 +103,8 @@ EXPERIMENT = textwrap.dedent("""\
       cpu: 1
     max_concurrent_trials: 3
     results_dir: %(results)s
-    """)
+    """
+)
 
 
 class Suite:
@@ -107,11 +116,31 @@ class Suite:
         ready = os.path.join(work, "ready.json")
         self.log = open(os.path.join(work, "suite.log"), "wb")
         self.proc = subprocess.Popen(
-            [tunectl, "up", "--control", "tcp://127.0.0.1:*", "--events", "tcp://127.0.0.1:*",
-             "--http", "127.0.0.1:0", "--ready-file", ready, "--data-dir",
-             os.path.join(work, "store"), "--cpus", "4"],
-            stdout=self.log, stderr=subprocess.STDOUT, cwd=work)
-        wait_for("the suite's ready file", lambda: os.path.exists(ready) or self.proc.poll() is not None, 30)
+            [
+                tunectl,
+                "up",
+                "--control",
+                "tcp://127.0.0.1:*",
+                "--events",
+                "tcp://127.0.0.1:*",
+                "--http",
+                "127.0.0.1:0",
+                "--ready-file",
+                ready,
+                "--data-dir",
+                os.path.join(work, "store"),
+                "--cpus",
+                "4",
+            ],
+            stdout=self.log,
+            stderr=subprocess.STDOUT,
+            cwd=work,
+        )
+        wait_for(
+            "the suite's ready file",
+            lambda: os.path.exists(ready) or self.proc.poll() is not None,
+            30,
+        )
         assert os.path.exists(ready), self.log_text()
         endpoints = json.load(open(ready))["endpoints"]
         self.control = endpoints["control"]
@@ -124,13 +153,18 @@ class Suite:
             return f.read()[-4000:]
 
     def tunectl_json(self, *args):
-        out = subprocess.run([self.tunectl, *args, "--connect", self.control, "-o", "json"],
-                             capture_output=True, text=True, timeout=30)
+        out = subprocess.run(
+            [self.tunectl, *args, "--connect", self.control, "-o", "json"],
+            capture_output=True,
+            text=True,
+            timeout=30,
+        )
         assert out.returncode == 0, out.stderr
         return json.loads(out.stdout)
 
     def api(self, path):
         import urllib.request
+
         with urllib.request.urlopen(self.http.rstrip("/") + path, timeout=10) as r:
             return json.load(r)
 
@@ -168,11 +202,14 @@ class BrowserTest:
     """
 
     def __init__(self, prefix, screenshots, failure_screenshot, release):
-        self.tunectl = os.path.abspath(os.environ.get("TUNEBUS_TUNECTL") or
-                                       os.path.join(SOURCE_DIR, "build", "bin", "tunectl"))
+        self.tunectl = os.path.abspath(
+            os.environ.get("TUNEBUS_TUNECTL") or os.path.join(SOURCE_DIR, "build", "bin", "tunectl")
+        )
         assert os.access(self.tunectl, os.X_OK), "no tunectl at " + self.tunectl
         self.work = tempfile.mkdtemp(prefix=prefix)
-        self.shots = os.environ.get("TUNEBUS_SCREENSHOT_DIR") or os.path.join(self.work, "screenshots")
+        self.shots = os.environ.get("TUNEBUS_SCREENSHOT_DIR") or os.path.join(
+            self.work, "screenshots"
+        )
         self.screenshots = set(screenshots) | {failure_screenshot}
         self.failure_screenshot = failure_screenshot
         os.makedirs(self.shots, exist_ok=True)
@@ -207,13 +244,28 @@ class BrowserTest:
         when the suite does not start, tunectl run fails, or the experiment does not show."""
         self.suite = Suite(self.tunectl, self.work)
         print("suite up: control", self.suite.control, "dashboard", self.suite.http)
-        submitted = subprocess.run([self.tunectl, "run", self.write("experiment.yaml", experiment),
-                                    "--connect", self.suite.control, "--detach"],
-                                   capture_output=True, text=True, timeout=30)
+        submitted = subprocess.run(
+            [
+                self.tunectl,
+                "run",
+                self.write("experiment.yaml", experiment),
+                "--connect",
+                self.suite.control,
+                "--detach",
+            ],
+            capture_output=True,
+            text=True,
+            timeout=30,
+        )
         assert submitted.returncode == 0, submitted.stderr
-        return wait_for("the experiment in /api/experiments",
-                        lambda: next((x["journal"] for x in self.suite.api("/api/experiments")
-                                      if x["name"] == name), None), 20)
+        return wait_for(
+            "the experiment in /api/experiments",
+            lambda: next(
+                (x["journal"] for x in self.suite.api("/api/experiments") if x["name"] == name),
+                None,
+            ),
+            20,
+        )
 
     def browser(self):
         """Opens the headless chromium (`chrome()`, scripts bounded to 10 s); returns its driver."""
@@ -240,8 +292,12 @@ class BrowserTest:
             return False
         if not self.shots.startswith(self.work):
             shutil.rmtree(self.work, ignore_errors=True)
-        print("screenshots:", sorted(n for n in os.listdir(self.shots) if n in self.screenshots),
-              "in", self.shots)
+        print(
+            "screenshots:",
+            sorted(n for n in os.listdir(self.shots) if n in self.screenshots),
+            "in",
+            self.shots,
+        )
         print("OK")
         return False
 
@@ -250,7 +306,8 @@ def text_of(driver, selector):
     """The text of the element `selector` finds now, or None (the pages re-render their rows, so
     the test never holds an element across a refresh)."""
     return driver.execute_script(
-        "const e = document.querySelector(arguments[0]); return e ? e.textContent : null;", selector)
+        "const e = document.querySelector(arguments[0]); return e ? e.textContent : null;", selector
+    )
 
 
 def click(driver, selector):
@@ -266,13 +323,15 @@ def click(driver, selector):
 def trial_ids(driver):
     return driver.execute_script(
         "return [...document.querySelectorAll('#trials tbody tr[data-trial-id]')]"
-        ".map((r) => r.dataset.trialId);")
+        ".map((r) => r.dataset.trialId);"
+    )
 
 
 def canvas_pixels(driver, canvas_id, colour):
     """Pixels of the canvas `canvas_id` within a small distance of `colour` (#rrggbb), opaque ones
     (alpha > 200) only."""
-    return driver.execute_script("""
+    return driver.execute_script(
+        """
         const c = document.getElementById(arguments[0]);
         const [r, g, b] = [1, 3, 5].map((i) => parseInt(arguments[1].slice(i, i + 2), 16));
         const d = c.getContext('2d').getImageData(0, 0, c.width, c.height).data;
@@ -281,22 +340,39 @@ def canvas_pixels(driver, canvas_id, colour):
           if (d[i + 3] > 200 && Math.abs(d[i] - r) < 24 && Math.abs(d[i + 1] - g) < 24 &&
               Math.abs(d[i + 2] - b) < 24) n++;
         }
-        return n;""", canvas_id, colour)
+        return n;""",
+        canvas_id,
+        colour,
+    )
 
 
 def main():
     with BrowserTest("tunebus-dashboard-", SCREENSHOTS, "failure.png", "triggers/finish") as test:
         triggers = os.path.dirname(test.release)
-        trainable = test.write("trainable.py", TRAINABLE % {
-            "clients": os.path.join(SOURCE_DIR, "clients", "python"), "fast": FAST_RESULTS})
-        journal = test.submit(EXPERIMENT % {"python": sys.executable, "triggers": triggers,
-                                            "trainable": trainable, "results": test.path("results")},
-                              "dashboard")
+        trainable = test.write(
+            "trainable.py",
+            TRAINABLE
+            % {"clients": os.path.join(SOURCE_DIR, "clients", "python"), "fast": FAST_RESULTS},
+        )
+        journal = test.submit(
+            EXPERIMENT
+            % {
+                "python": sys.executable,
+                "triggers": triggers,
+                "trainable": trainable,
+                "results": test.path("results"),
+            },
+            "dashboard",
+        )
         suite = test.suite
         trials = lambda: suite.api("/api/experiments/%s/trials?limit=100" % journal)["trials"]
-        wait_for("3 trials with %d results each" % FAST_RESULTS,
-                 lambda: len(trials()) == 3 and all(
-                     (t["training_iteration"] or 0) >= FAST_RESULTS for t in trials()), 60, 0.2)
+        wait_for(
+            "3 trials with %d results each" % FAST_RESULTS,
+            lambda: len(trials()) == 3
+            and all((t["training_iteration"] or 0) >= FAST_RESULTS for t in trials()),
+            60,
+            0.2,
+        )
         listed = suite.tunectl_json("ls", "-e", journal)
         listed_ids = sorted(t["trial_id"] for t in listed)
         assert len(listed_ids) == 3, listed
@@ -307,15 +383,19 @@ def main():
         # The experiments page.
         driver.get(base + "/")
         row = 'tr[data-journal="%s"]' % journal
-        WebDriverWait(driver, 10).until(
-            lambda d: text_of(d, row + " td.counts") == "RUNNING 3")
+        WebDriverWait(driver, 10).until(lambda d: text_of(d, row + " td.counts") == "RUNNING 3")
         best_cell = text_of(driver, row + " td.best")
         assert "(score, max)" in best_cell, best_cell
         WebDriverWait(driver, 10).until(lambda d: text_of(d, "#live") == "live")
         test.shot("experiments.png")
-        print("experiments page: row", driver.execute_script(
-            "return [...document.querySelector(arguments[0]).cells].map((c) => c.textContent)"
-            ".join(' | ');", row))
+        print(
+            "experiments page: row",
+            driver.execute_script(
+                "return [...document.querySelector(arguments[0]).cells].map((c) => c.textContent)"
+                ".join(' | ');",
+                row,
+            ),
+        )
 
         # The experiment's page: the table shows the trials tunectl lists.
         driver.get("%s/experiments/%s" % (base, journal))
@@ -331,8 +411,12 @@ def main():
         WebDriverWait(driver, 5).until(lambda d: "▲" in text_of(d, header))
         click(driver, header)
         WebDriverWait(driver, 5).until(lambda d: "▼" in text_of(d, header))
-        expected = [t["trial_id"] for t in suite.api(
-            "/api/experiments/%s/trials?sort=-metric&limit=10" % journal)["trials"]]
+        expected = [
+            t["trial_id"]
+            for t in suite.api("/api/experiments/%s/trials?sort=-metric&limit=10" % journal)[
+                "trials"
+            ]
+        ]
         WebDriverWait(driver, 5).until(lambda d: trial_ids(d) == expected)
         print("sorted by -metric:", expected)
         # Filtering by status: no PENDING trial, the 3 RUNNING ones.
@@ -349,39 +433,53 @@ def main():
         points = lambda: driver.execute_script(
             "const c = Chart.getChart('curve');"
             "const s = c && c.data.datasets.find((x) => x.label === arguments[0]);"
-            "return s ? s.data.length : 0;", best_id)
+            "return s ? s.data.length : 0;",
+            best_id,
+        )
         WebDriverWait(driver, 10).until(lambda d: points() >= FAST_RESULTS)
         colour = driver.execute_script(
             "return Chart.getChart('curve').data.datasets.find((x) => x.label === arguments[0]).borderColor;",
-            best_id)
+            best_id,
+        )
         drawn = canvas_pixels(driver, "curve", colour)
-        print("curve of %s: %d points, %d canvas pixels of its colour %s" % (
-            best_id, points(), drawn, colour))
+        print(
+            "curve of %s: %d points, %d canvas pixels of its colour %s"
+            % (best_id, points(), drawn, colour)
+        )
         assert drawn > 100, drawn
         test.shot("experiment.png")
 
         # A result reaches the page within 1 s of being reported.
-        cell = "#trials tr[data-trial-id=\"%s\"] td.training_iteration" % best_id
+        cell = '#trials tr[data-trial-id="%s"] td.training_iteration' % best_id
         iteration = lambda: driver.execute_script(
-            "const c = document.querySelector(arguments[0]); return c ? c.textContent : '';", cell)
+            "const c = document.querySelector(arguments[0]); return c ? c.textContent : '';", cell
+        )
         latencies = []
         for n in range(1, ROUNDS + 1):
             before = int(iteration())
             time.sleep(0.3)  # apart from the previous round's reloads
             triggered = time.time()
             open(os.path.join(triggers, "%s.%d" % (best_id, n)), "w").close()
-            wait_for("iteration %d of %s in the page" % (before + 1, best_id),
-                     lambda: iteration() == str(before + 1), 5, 0.005)
+            wait_for(
+                "iteration %d of %s in the page" % (before + 1, best_id),
+                lambda: iteration() == str(before + 1),
+                5,
+                0.005,
+            )
             seen = time.time()
             shown_trial = suite.tunectl_json("show", best_id, "-e", journal)
             reported = shown_trial["last_result"]["reported_at_unix"]
             assert shown_trial["last_result"]["training_iteration"] == before + 1
             latencies.append(seen - reported)
-            print("result %d of %s: reported -> shown in the page %.0f ms (trigger -> shown %.0f ms)"
-                  % (before + 1, best_id, 1000 * (seen - reported), 1000 * (seen - triggered)))
+            print(
+                "result %d of %s: reported -> shown in the page %.0f ms (trigger -> shown %.0f ms)"
+                % (before + 1, best_id, 1000 * (seen - reported), 1000 * (seen - triggered))
+            )
         WebDriverWait(driver, 5).until(lambda d: points() >= FAST_RESULTS + ROUNDS)
-        print("result -> page latency over %d results: max %.0f ms, mean %.0f ms" % (
-            ROUNDS, 1000 * max(latencies), 1000 * sum(latencies) / len(latencies)))
+        print(
+            "result -> page latency over %d results: max %.0f ms, mean %.0f ms"
+            % (ROUNDS, 1000 * max(latencies), 1000 * sum(latencies) / len(latencies))
+        )
         assert max(latencies) < LATENCY_LIMIT_S, latencies
         test.shot("experiment-live.png")
 
@@ -394,12 +492,18 @@ def main():
             try:
                 WebDriverWait(driver, 3).until(lambda d: text_of(d, "#live") == "live")
             except Exception:
-                raise AssertionError("load %d of %s: not live within 3 s (%r)"
-                                     % (i, url, text_of(driver, "#live")))
+                raise AssertionError(
+                    "load %d of %s: not live within 3 s (%r)" % (i, url, text_of(driver, "#live"))
+                )
             stalled_ms = driver.execute_script(
                 "const n = performance.getEntriesByType('navigation')[0];"
-                "return n.connectStart ? n.connectStart - n.fetchStart : 0;")
-            assert stalled_ms < 1000, "load %d of %s waited %.0f ms for a connection" % (i, url, stalled_ms)
+                "return n.connectStart ? n.connectStart - n.fetchStart : 0;"
+            )
+            assert stalled_ms < 1000, "load %d of %s waited %.0f ms for a connection" % (
+                i,
+                url,
+                stalled_ms,
+            )
         print("12 loads back and forth: each live within 3 s, none waited for a connection")
 
         # The end of the experiment shows on the open experiments page.

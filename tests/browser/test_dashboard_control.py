@@ -76,18 +76,30 @@ class Http:
 
 
 def main():
-    with base.BrowserTest("tunebus-dashboard-control-",
-                          ("viewer.png", "operator.png", "operator-stopped.png", "signed-out.png"),
-                          "failure.png", "triggers/finish") as test:
-        trainable = test.write("trainable.py", base.TRAINABLE % {
-            "clients": os.path.join(base.SOURCE_DIR, "clients", "python"), "fast": 3})
-        experiment = base.EXPERIMENT % {"python": sys.executable,
-                                        "triggers": os.path.dirname(test.release),
-                                        "trainable": trainable, "results": test.path("results")}
+    with base.BrowserTest(
+        "tunebus-dashboard-control-",
+        ("viewer.png", "operator.png", "operator-stopped.png", "signed-out.png"),
+        "failure.png",
+        "triggers/finish",
+    ) as test:
+        trainable = test.write(
+            "trainable.py",
+            base.TRAINABLE
+            % {"clients": os.path.join(base.SOURCE_DIR, "clients", "python"), "fast": 3},
+        )
+        experiment = base.EXPERIMENT % {
+            "python": sys.executable,
+            "triggers": os.path.dirname(test.release),
+            "trainable": trainable,
+            "results": test.path("results"),
+        }
         journal = test.submit(experiment.replace("name: dashboard", "name: control"), "control")
         suite = test.suite
-        running = lambda: [t["trial_id"] for t in suite.tunectl_json("ls", "-e", journal)
-                           if t["status"] == "RUNNING"]
+        running = lambda: [
+            t["trial_id"]
+            for t in suite.tunectl_json("ls", "-e", journal)
+            if t["status"] == "RUNNING"
+        ]
         base.wait_for("3 RUNNING trials", lambda: len(running()) == 3, 60, 0.2)
         status_of = lambda trial: suite.tunectl_json("show", trial, "-e", journal)["status"]
         target, other = sorted(running())[:2]
@@ -105,15 +117,18 @@ def main():
         buttons = driver.find_elements(By.CSS_SELECTOR, "button.trial-action")
         bars = driver.find_elements(By.ID, "control")
         assert not buttons and not bars, (len(buttons), len(bars))
-        print("not signed in: %d trial buttons, %d control bars, sign-in link shown" % (
-            len(buttons), len(bars)))
+        print(
+            "not signed in: %d trial buttons, %d control bars, sign-in link shown"
+            % (len(buttons), len(bars))
+        )
         test.shot("viewer.png")
 
         # --- POSTs that must be refused, each 403, none changing anything.
         stop_path = "/api/experiments/%s/trials/%s/stop" % (journal, target)
         same = {"Origin": h.origin, "Content-Type": "application/json"}
-        operator = suite.tunectl_json("dashboard-token", "--role", "operator", "--name",
-                                      "alice", "--ttl", "1h")
+        operator = suite.tunectl_json(
+            "dashboard-token", "--role", "operator", "--name", "alice", "--ttl", "1h"
+        )
         assert operator["role"] == "operator" and operator["name"] == "alice", operator
         assert operator["login_url"].startswith(base_url + "/login?token=tbt1."), operator
         viewer = suite.tunectl_json("dashboard-token", "--role", "viewer", "--name", "bob")
@@ -125,7 +140,7 @@ def main():
         # One character of the claims changed: the tag no longer verifies.
         at = len("tbt1.") + 8
         token = operator["token"]
-        tampered = token[:at] + ("B" if token[at] == "A" else "A") + token[at + 1:]
+        tampered = token[:at] + ("B" if token[at] == "A" else "A") + token[at + 1 :]
         tampered_cookie, tampered_status = h.sign_in(tampered)
         assert tampered_cookie is None and tampered_status == 403, tampered_status
         print("tampered token: sign-in refused with", tampered_status)
@@ -133,9 +148,12 @@ def main():
             "no session": dict(same),
             "made-up session": dict(same, Cookie="tunebus_session=madeup", **{"X-CSRF-Token": "x"}),
             "operator, no CSRF token": dict(same, Cookie=op_cookie),
-            "operator, wrong CSRF token": dict(same, Cookie=op_cookie, **{"X-CSRF-Token": viewer_csrf}),
-            "operator, cross-origin": dict(same, Cookie=op_cookie, Origin="http://evil.example",
-                                           **{"X-CSRF-Token": op_csrf}),
+            "operator, wrong CSRF token": dict(
+                same, Cookie=op_cookie, **{"X-CSRF-Token": viewer_csrf}
+            ),
+            "operator, cross-origin": dict(
+                same, Cookie=op_cookie, Origin="http://evil.example", **{"X-CSRF-Token": op_csrf}
+            ),
             "viewer session": dict(same, Cookie=viewer_cookie, **{"X-CSRF-Token": viewer_csrf}),
         }
         for what, headers in refused.items():
@@ -148,8 +166,10 @@ def main():
         assert status_of(target) == "RUNNING", status_of(target)
         summary = suite.tunectl_json("status", "-e", journal)
         assert summary["weight"] == 1, summary["weight"]
-        print("after the refused POSTs: %s is %s, weight %s (unchanged)" % (
-            target, status_of(target), summary["weight"]))
+        print(
+            "after the refused POSTs: %s is %s, weight %s (unchanged)"
+            % (target, status_of(target), summary["weight"])
+        )
 
         # --- An operator signs in with the printed URL and stops a running trial.
         driver.get(operator["login_url"])
@@ -161,65 +181,118 @@ def main():
         assert driver.find_elements(By.ID, "control"), "no control bar for the operator"
         test.shot("operator.png")
         base.click(driver, stop_button)
-        base.wait_for("%s TERMINATED in tunectl show" % target,
-                      lambda: status_of(target) == "TERMINATED", 20, 0.1)
-        print("operator clicked stop on %s: tunectl show says %s; %s is %s" % (
-            target, status_of(target), other, status_of(other)))
+        base.wait_for(
+            "%s TERMINATED in tunectl show" % target,
+            lambda: status_of(target) == "TERMINATED",
+            20,
+            0.1,
+        )
+        print(
+            "operator clicked stop on %s: tunectl show says %s; %s is %s"
+            % (target, status_of(target), other, status_of(other))
+        )
         assert status_of(other) == "RUNNING"
         row_status = 'tr[data-trial-id="%s"] .status' % target
         WebDriverWait(driver, 10).until(lambda d: base.text_of(d, row_status) == "TERMINATED")
         WebDriverWait(driver, 10).until(
-            lambda d: base.text_of(d, "#summary .count-TERMINATED") == "1")
+            lambda d: base.text_of(d, "#summary .count-TERMINATED") == "1"
+        )
         log_row = '#action-log tr[data-action="stop_trial"][data-trial-id="%s"]' % target
         WebDriverWait(driver, 10).until(lambda d: base.text_of(d, log_row))
-        print("action log:", base.text_of(driver, log_row + " td:nth-child(2)"), "|",
-              base.text_of(driver, log_row + " td.result"))
+        print(
+            "action log:",
+            base.text_of(driver, log_row + " td:nth-child(2)"),
+            "|",
+            base.text_of(driver, log_row + " td.result"),
+        )
         assert base.text_of(driver, log_row + " td:nth-child(2)") == "alice (operator)"
-        assert base.text_of(driver, log_row + " td.result").startswith("ok: "), \
-            base.text_of(driver, log_row + " td.result")
+        assert base.text_of(driver, log_row + " td.result").startswith("ok: "), base.text_of(
+            driver, log_row + " td.result"
+        )
 
         # The weight, from the control bar.
         weight = driver.find_element(By.ID, "weight-input")
         weight.clear()
         weight.send_keys("2.5")
         base.click(driver, "#set-weight")
-        base.wait_for("weight 2.5 in tunectl status",
-                      lambda: suite.tunectl_json("status", "-e", journal)["weight"] == 2.5, 10, 0.1)
+        base.wait_for(
+            "weight 2.5 in tunectl status",
+            lambda: suite.tunectl_json("status", "-e", journal)["weight"] == 2.5,
+            10,
+            0.1,
+        )
         WebDriverWait(driver, 10).until(
-            lambda d: base.text_of(d, '#action-log tr[data-action="set_weight"] td.result'))
-        print("set weight: tunectl status says %s; log: %s" % (
-            suite.tunectl_json("status", "-e", journal)["weight"],
-            base.text_of(driver, '#action-log tr[data-action="set_weight"] td.result')))
+            lambda d: base.text_of(d, '#action-log tr[data-action="set_weight"] td.result')
+        )
+        print(
+            "set weight: tunectl status says %s; log: %s"
+            % (
+                suite.tunectl_json("status", "-e", journal)["weight"],
+                base.text_of(driver, '#action-log tr[data-action="set_weight"] td.result'),
+            )
+        )
         test.shot("operator-stopped.png")
 
         # Interrupting the experiment from the control bar (after the browser's confirmation).
         base.click(driver, "#interrupt-experiment")
         WebDriverWait(driver, 5).until(lambda d: d.switch_to.alert)
         driver.switch_to.alert.accept()
-        base.wait_for("the experiment INTERRUPTED in tunectl status",
-                      lambda: suite.tunectl_json("status", "-e", journal)["status"] == "INTERRUPTED",
-                      20, 0.1)
-        WebDriverWait(driver, 10).until(lambda d: base.text_of(
-            d, '#action-log tr[data-action="interrupt_experiment"] td.result'))
-        print("interrupt: tunectl status says %s, %s is %s; log: %s" % (
-            suite.tunectl_json("status", "-e", journal)["status"], other, status_of(other),
-            base.text_of(driver, '#action-log tr[data-action="interrupt_experiment"] td.result')))
+        base.wait_for(
+            "the experiment INTERRUPTED in tunectl status",
+            lambda: suite.tunectl_json("status", "-e", journal)["status"] == "INTERRUPTED",
+            20,
+            0.1,
+        )
+        WebDriverWait(driver, 10).until(
+            lambda d: base.text_of(
+                d, '#action-log tr[data-action="interrupt_experiment"] td.result'
+            )
+        )
+        print(
+            "interrupt: tunectl status says %s, %s is %s; log: %s"
+            % (
+                suite.tunectl_json("status", "-e", journal)["status"],
+                other,
+                status_of(other),
+                base.text_of(
+                    driver, '#action-log tr[data-action="interrupt_experiment"] td.result'
+                ),
+            )
+        )
         other_status = status_of(other)
 
         # The scheduler's log names the token's holder and role, the action and the outcome.
         log = suite.log_text()
-        stop_line = next((l for l in log.splitlines()
-                          if re.search(r"Dashboard action by alice \(operator\): stop_trial of "
-                                       r"trial %s .*: done, trial %s is TERMINATED"
-                                       % (re.escape(target), re.escape(target)), l)), None)
+        stop_line = next(
+            (
+                l
+                for l in log.splitlines()
+                if re.search(
+                    r"Dashboard action by alice \(operator\): stop_trial of "
+                    r"trial %s .*: done, trial %s is TERMINATED"
+                    % (re.escape(target), re.escape(target)),
+                    l,
+                )
+            ),
+            None,
+        )
         assert stop_line, log
         print("scheduler log:", stop_line.strip())
-        weight_line = next((l for l in log.splitlines()
-                            if "Dashboard action by alice (operator): set_weight 2.5" in l), None)
+        weight_line = next(
+            (
+                l
+                for l in log.splitlines()
+                if "Dashboard action by alice (operator): set_weight 2.5" in l
+            ),
+            None,
+        )
         assert weight_line, log
-        assert "Dashboard action by alice (operator): interrupt_experiment of experiment" in log, log
-        refused_line = next((l for l in log.splitlines()
-                             if "refused POST" in l and "bob (viewer)" in l), None)
+        assert (
+            "Dashboard action by alice (operator): interrupt_experiment of experiment" in log
+        ), log
+        refused_line = next(
+            (l for l in log.splitlines() if "refused POST" in l and "bob (viewer)" in l), None
+        )
         assert refused_line, log
         print("scheduler log:", refused_line.strip())
 
@@ -229,11 +302,16 @@ def main():
         WebDriverWait(driver, 10).until(lambda d: base.text_of(d, "#sign-in") == "sign in")
         WebDriverWait(driver, 10).until(lambda d: len(base.trial_ids(d)) == 3)
         assert not driver.find_elements(By.CSS_SELECTOR, "button.trial-action")
-        status, _, body = h.request("POST", "/api/experiments/%s/trials/%s/stop" % (journal, other),
-                                    dict(same, Cookie=browser_cookie, **{"X-CSRF-Token": op_csrf}),
-                                    "{}")
+        status, _, body = h.request(
+            "POST",
+            "/api/experiments/%s/trials/%s/stop" % (journal, other),
+            dict(same, Cookie=browser_cookie, **{"X-CSRF-Token": op_csrf}),
+            "{}",
+        )
         assert status == 403 and status_of(other) == other_status, (status, body)
-        print("signed out: no trial buttons; the old cookie's POST: %d %s" % (status, body["error"]))
+        print(
+            "signed out: no trial buttons; the old cookie's POST: %d %s" % (status, body["error"])
+        )
         test.shot("signed-out.png")
 
 

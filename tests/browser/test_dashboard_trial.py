@@ -46,10 +46,11 @@ import test_dashboard as base  # noqa: E402 - the skip rule, Suite, chrome() and
 from selenium.webdriver.common.by import By  # noqa: E402
 from selenium.webdriver.support.ui import Select, WebDriverWait  # noqa: E402
 
-FAST_RESULTS = 6      # results the ok trial reports before it waits for triggers
-FAIL_AFTER = 3        # results the fail trial reports before it raises
+FAST_RESULTS = 6  # results the ok trial reports before it waits for triggers
+FAIL_AFTER = 3  # results the fail trial reports before it raises
 
-TRAINABLE = textwrap.dedent("""\
+TRAINABLE = textwrap.dedent(
+    """\
     import json, os, shutil, sys, time
     sys.path.insert(0, %(clients)r)
     import tunebus
@@ -95,9 +96,11 @@ TRAINABLE = textwrap.dedent("""\
             t, n = t + 1, n + 1
             step(t)
         time.sleep(0.01)
-    """)
+    """
+)
 
-EXPERIMENT = textwrap.dedent("""\
+EXPERIMENT = textwrap.dedent(
+    """\
     name: trialpage
     trainable:
       command: [%(python)s, %(trainable)s]
@@ -113,7 +116,8 @@ EXPERIMENT = textwrap.dedent("""\
       cpu: 1
     max_concurrent_trials: 2
     results_dir: %(results)s
-    """)
+    """
+)
 
 
 def js_number(v):
@@ -127,15 +131,19 @@ def js_number(v):
 
 def table_rows(driver):
     """The results table: [{column: cell text}] in order."""
-    return driver.execute_script("""
+    return driver.execute_script(
+        """
         return [...document.querySelectorAll('#results tbody tr')].map((tr) =>
-          Object.fromEntries([...tr.cells].map((td) => [td.dataset.key, td.textContent])));""")
+          Object.fromEntries([...tr.cells].map((td) => [td.dataset.key, td.textContent])));"""
+    )
 
 
 def chart_data(driver):
-    return driver.execute_script("""
+    return driver.execute_script(
+        """
         const c = Chart.getChart('trial-chart');
-        return c && c.data.datasets.length ? c.data.datasets[0].data.map((p) => [p.x, p.y]) : [];""")
+        return c && c.data.datasets.length ? c.data.datasets[0].data.map((p) => [p.x, p.y]) : [];"""
+    )
 
 
 def full_page_screenshot(test, name):
@@ -184,34 +192,63 @@ def http_get(url):
 
 
 def main():
-    with base.BrowserTest("tunebus-dashboard-trial-", ("trial.png", "trial-live.png", "trial-error.png"),
-                          "trial-failure.png", "triggers/finish") as test:
+    with base.BrowserTest(
+        "tunebus-dashboard-trial-",
+        ("trial.png", "trial-live.png", "trial-error.png"),
+        "trial-failure.png",
+        "triggers/finish",
+    ) as test:
         triggers, ledger, downloads = (test.path(d) for d in ("triggers", "ledger", "downloads"))
         for d in (ledger, downloads):
             os.makedirs(d)
-        trainable = test.write("trainable.py", TRAINABLE % {
-            "clients": os.path.join(base.SOURCE_DIR, "clients", "python"),
-            "fast": FAST_RESULTS, "fail_after": FAIL_AFTER})
-        journal = test.submit(EXPERIMENT % {"python": sys.executable, "triggers": triggers,
-                                            "ledger": ledger, "trainable": trainable,
-                                            "results": test.path("results")}, "trialpage")
+        trainable = test.write(
+            "trainable.py",
+            TRAINABLE
+            % {
+                "clients": os.path.join(base.SOURCE_DIR, "clients", "python"),
+                "fast": FAST_RESULTS,
+                "fail_after": FAIL_AFTER,
+            },
+        )
+        journal = test.submit(
+            EXPERIMENT
+            % {
+                "python": sys.executable,
+                "triggers": triggers,
+                "ledger": ledger,
+                "trainable": trainable,
+                "results": test.path("results"),
+            },
+            "trialpage",
+        )
         suite = test.suite
         trials = lambda: suite.api("/api/experiments/%s/trials?limit=10" % journal)["trials"]
         by_kind = lambda: {t["config"]["kind"]: t for t in trials()}
-        base.wait_for("the ok trial's %d results and checkpoints 2 and 4, the fail trial in ERROR" % FAST_RESULTS,
-                      lambda: len(trials()) == 2
-                      and (by_kind()["ok"]["training_iteration"] or 0) >= FAST_RESULTS
-                      and [c["training_iteration"] for c in suite.tunectl_json(
-                          "show", by_kind()["ok"]["trial_id"], "-e", journal)["checkpoints"]] == [2, 4]
-                      and by_kind()["fail"]["status"] == "ERROR", 90, 0.2)
+        base.wait_for(
+            "the ok trial's %d results and checkpoints 2 and 4, the fail trial in ERROR"
+            % FAST_RESULTS,
+            lambda: len(trials()) == 2
+            and (by_kind()["ok"]["training_iteration"] or 0) >= FAST_RESULTS
+            and [
+                c["training_iteration"]
+                for c in suite.tunectl_json("show", by_kind()["ok"]["trial_id"], "-e", journal)[
+                    "checkpoints"
+                ]
+            ]
+            == [2, 4]
+            and by_kind()["fail"]["status"] == "ERROR",
+            90,
+            0.2,
+        )
         ok_trial, fail_trial = by_kind()["ok"], by_kind()["fail"]
         ok_id, fail_id = ok_trial["trial_id"], fail_trial["trial_id"]
         api = "/api/experiments/%s/trials/%s" % (journal, ok_id)
         print("trials: ok", ok_id, "fail", fail_id)
 
         driver = test.browser()
-        driver.execute_cdp_cmd("Browser.setDownloadBehavior",
-                               {"behavior": "allow", "downloadPath": downloads})
+        driver.execute_cdp_cmd(
+            "Browser.setDownloadBehavior", {"behavior": "allow", "downloadPath": downloads}
+        )
         root = suite.http.rstrip("/")
 
         # From the experiment page's trial table to the trial's page.
@@ -220,7 +257,8 @@ def main():
         WebDriverWait(driver, 10).until(lambda d: base.text_of(d, link) == ok_id)
         base.click(driver, link)
         WebDriverWait(driver, 10).until(
-            lambda d: d.current_url == "%s/experiments/%s/trials/%s" % (root, journal, ok_id))
+            lambda d: d.current_url == "%s/experiments/%s/trials/%s" % (root, journal, ok_id)
+        )
         WebDriverWait(driver, 10).until(lambda d: base.text_of(d, "#live") == "live")
 
         # The config.
@@ -234,16 +272,23 @@ def main():
         def rows_match(expected):
             rows = table_rows(driver)
             return len(rows) == len(expected) and all(
-                r.get("training_iteration") == str(i + 1) and r.get("score") == js_number(e["score"])
-                and r.get("loss") == js_number(e["loss"]) and r.get("phase") == e["phase"]
-                for i, (r, e) in enumerate(zip(rows, expected)))
+                r.get("training_iteration") == str(i + 1)
+                and r.get("score") == js_number(e["score"])
+                and r.get("loss") == js_number(e["loss"])
+                and r.get("phase") == e["phase"]
+                for i, (r, e) in enumerate(zip(rows, expected))
+            )
+
         expected = reported(ledger, ok_id)
         assert len(expected) == FAST_RESULTS, expected
         WebDriverWait(driver, 10).until(lambda d: rows_match(expected))
         columns = driver.execute_script(
-            "return [...document.querySelectorAll('#results thead th')].map((th) => th.textContent);")
-        print("results table: %d rows = the %d the trainable reported; columns %s" % (
-            len(table_rows(driver)), len(expected), columns))
+            "return [...document.querySelectorAll('#results thead th')].map((th) => th.textContent);"
+        )
+        print(
+            "results table: %d rows = the %d the trainable reported; columns %s"
+            % (len(table_rows(driver)), len(expected), columns)
+        )
         assert columns[:3] == ["training_iteration", "score", "time_total_s"], columns
 
         # The chart: the metric against training_iteration, drawn on the canvas.
@@ -251,17 +296,21 @@ def main():
         data = chart_data(driver)
         assert data == [[i + 1, e["score"]] for i, e in enumerate(expected)], data
         colour = driver.execute_script(
-            "return Chart.getChart('trial-chart').data.datasets[0].borderColor;")
+            "return Chart.getChart('trial-chart').data.datasets[0].borderColor;"
+        )
         drawn = base.canvas_pixels(driver, "trial-chart", colour)
-        print("chart: %d points of score vs training_iteration, %d canvas pixels of %s" % (
-            len(data), drawn, colour))
+        print(
+            "chart: %d points of score vs training_iteration, %d canvas pixels of %s"
+            % (len(data), drawn, colour)
+        )
         assert drawn > 100, drawn
         # Another key against time_total_s.
         Select(driver.find_element(By.ID, "chart-y")).select_by_value("loss")
         Select(driver.find_element(By.ID, "chart-x")).select_by_value("time_total_s")
         times = [r["time_total_s"] for r in suite.api(api + "/results?offset=0&limit=100")["rows"]]
         WebDriverWait(driver, 5).until(
-            lambda d: chart_data(d) == [[t, e["loss"]] for t, e in zip(times, expected)])
+            lambda d: chart_data(d) == [[t, e["loss"]] for t, e in zip(times, expected)]
+        )
         print("chart: loss vs time_total_s, %d points, x = the results' time_total_s" % len(times))
         Select(driver.find_element(By.ID, "chart-y")).select_by_value("score")
         Select(driver.find_element(By.ID, "chart-x")).select_by_value("training_iteration")
@@ -270,23 +319,36 @@ def main():
         for stream in ("stdout", "stderr"):
             lines = ["%s line %d of %s" % (stream, t, ok_id) for t in range(1, FAST_RESULTS + 1)]
             WebDriverWait(driver, 10).until(
-                lambda d: all(line in (base.text_of(d, "#" + stream) or "") for line in lines))
-            print("%s tail shows the %d printed lines (%s)" % (
-                stream, len(lines), base.text_of(driver, "#%s-info" % stream)))
+                lambda d: all(line in (base.text_of(d, "#" + stream) or "") for line in lines)
+            )
+            print(
+                "%s tail shows the %d printed lines (%s)"
+                % (stream, len(lines), base.text_of(driver, "#%s-info" % stream))
+            )
 
         # The routes' paging: rows 3-5 of the results, the last whole line of stdout's last 40 bytes.
         page = suite.api(api + "/results?offset=2&limit=3")
         assert page["total"] == FAST_RESULTS and [r["phase"] for r in page["rows"]] == [
-            e["phase"] for e in expected[2:5]], page
+            e["phase"] for e in expected[2:5]
+        ], page
         tail = suite.api(api + "/logs?stream=stdout&tail_bytes=40")
         last_line = "stdout line %d of %s\n" % (FAST_RESULTS, ok_id)
         assert tail["text"] == last_line and tail["offset"] == tail["size"] - len(last_line), tail
-        print("results?offset=2&limit=3: %s of %d; logs?tail_bytes=40: %r from offset %d of %d" % (
-            [r["phase"] for r in page["rows"]], page["total"], tail["text"], tail["offset"], tail["size"]))
+        print(
+            "results?offset=2&limit=3: %s of %d; logs?tail_bytes=40: %r from offset %d of %d"
+            % (
+                [r["phase"] for r in page["rows"]],
+                page["total"],
+                tail["text"],
+                tail["offset"],
+                tail["size"],
+            )
+        )
 
         # Checkpoints 2 and 4 in the table.
         names = lambda: driver.execute_script(
-            "return [...document.querySelectorAll('#checkpoints tbody tr')].map((r) => r.dataset.checkpoint);")
+            "return [...document.querySelectorAll('#checkpoints tbody tr')].map((r) => r.dataset.checkpoint);"
+        )
         WebDriverWait(driver, 10).until(lambda d: names() == ["00000002-a1", "00000004-a1"])
         full_page_screenshot(test, "trial.png")
 
@@ -296,25 +358,34 @@ def main():
         open(os.path.join(triggers, "%s.1" % ok_id), "w").close()
         reported_after = base.wait_for(
             "the trainable's result %d" % (FAST_RESULTS + 1),
-            lambda: (lambda r: r if len(r) == FAST_RESULTS + 1 else None)(reported(ledger, ok_id)), 10)
+            lambda: (lambda r: r if len(r) == FAST_RESULTS + 1 else None)(reported(ledger, ok_id)),
+            10,
+        )
         WebDriverWait(driver, 10).until(lambda d: rows_match(reported_after))
         row_s = time.monotonic() - started
         WebDriverWait(driver, 10).until(lambda d: len(chart_data(d)) == FAST_RESULTS + 1)
         WebDriverWait(driver, 10).until(
-            lambda d: "stdout line %d of %s" % (FAST_RESULTS + 1, ok_id) in base.text_of(d, "#stdout"))
+            lambda d: "stdout line %d of %s" % (FAST_RESULTS + 1, ok_id)
+            in base.text_of(d, "#stdout")
+        )
         WebDriverWait(driver, 10).until(lambda d: names() == ["00000004-a1", "00000006-a1"])
-        print("live: result %d in the table %.0f ms after its trigger; chart %d points; stdout line %d; "
-              "checkpoints now %s" % (FAST_RESULTS + 1, 1000 * row_s, len(chart_data(driver)),
-                                      FAST_RESULTS + 1, names()))
+        print(
+            "live: result %d in the table %.0f ms after its trigger; chart %d points; stdout line %d; "
+            "checkpoints now %s"
+            % (FAST_RESULTS + 1, 1000 * row_s, len(chart_data(driver)), FAST_RESULTS + 1, names())
+        )
         full_page_screenshot(test, "trial-live.png")
 
         # The download: the page's link, saved by the browser into `downloads`.
         base.click(driver, '#checkpoints tr[data-checkpoint="00000006-a1"] a.export')
         tar_name = "%s_checkpoint_00000006-a1.tar" % ok_id
         tar_path = os.path.join(downloads, tar_name)
-        base.wait_for("the download " + tar_path,
-                      lambda: os.path.exists(tar_path) and not any(
-                          n.endswith(".crdownload") for n in os.listdir(downloads)), 30)
+        base.wait_for(
+            "the download " + tar_path,
+            lambda: os.path.exists(tar_path)
+            and not any(n.endswith(".crdownload") for n in os.listdir(downloads)),
+            30,
+        )
         with open(tar_path, "rb") as f:
             downloaded = f.read()
         status, headers, exported = http_get(root + api + "/checkpoints/00000006-a1/export")
@@ -325,15 +396,37 @@ def main():
         in_tar = files_of_tar(downloaded)
         assert in_tar == saved, (sorted(in_tar), sorted(saved))
         tunectl_dir = test.path("tunectl-export")
-        out = subprocess.run([test.tunectl, "checkpoint", "export", ok_id, "--checkpoint", "00000006-a1",
-                              "--to", tunectl_dir, "-e", journal, "--connect", suite.control],
-                             capture_output=True, text=True, timeout=60)
+        out = subprocess.run(
+            [
+                test.tunectl,
+                "checkpoint",
+                "export",
+                ok_id,
+                "--checkpoint",
+                "00000006-a1",
+                "--to",
+                tunectl_dir,
+                "-e",
+                journal,
+                "--connect",
+                suite.control,
+            ],
+            capture_output=True,
+            text=True,
+            timeout=60,
+        )
         assert out.returncode == 0, out.stderr
         assert files_of_folder(tunectl_dir) == saved
-        print("download %s: %d bytes (sha256 %s), = the export route's bytes; files %s = what the "
-              "trainable saved at iteration 6 = tunectl checkpoint export" % (
-                  tar_name, len(downloaded), hashlib.sha256(downloaded).hexdigest()[:16],
-                  {k: len(v) for k, v in sorted(in_tar.items())}))
+        print(
+            "download %s: %d bytes (sha256 %s), = the export route's bytes; files %s = what the "
+            "trainable saved at iteration 6 = tunectl checkpoint export"
+            % (
+                tar_name,
+                len(downloaded),
+                hashlib.sha256(downloaded).hexdigest()[:16],
+                {k: len(v) for k, v in sorted(in_tar.items())},
+            )
+        )
         status, _, body = http_get(root + api + "/checkpoints/00000002-a1/export")
         assert status == 404, (status, body[:300])
         print("checkpoint 2 (dropped by keep_checkpoints_num 2): 404", json.loads(body)["error"])
@@ -341,17 +434,24 @@ def main():
         # The failed trial: its error and the traceback the worker reported.
         driver.get("%s/experiments/%s/trials/%s" % (root, journal, fail_id))
         WebDriverWait(driver, 10).until(lambda d: base.text_of(d, ".trial-status") == "ERROR")
-        WebDriverWait(driver, 10).until(lambda d: driver.find_element(By.ID, "trial-error").is_displayed())
+        WebDriverWait(driver, 10).until(
+            lambda d: driver.find_element(By.ID, "trial-error").is_displayed()
+        )
         summary = base.text_of(driver, "#error-summary")
         error_text = base.text_of(driver, "#error-text")
         assert "exited with code 1" in summary, summary
-        boom = "RuntimeError: boom: trial %s failed on purpose after %d results" % (fail_id, FAIL_AFTER)
+        boom = "RuntimeError: boom: trial %s failed on purpose after %d results" % (
+            fail_id,
+            FAIL_AFTER,
+        )
         assert "Traceback (most recent call last)" in error_text and boom in error_text, error_text
         WebDriverWait(driver, 10).until(lambda d: boom in (base.text_of(d, "#stderr") or ""))
         fail_rows = table_rows(driver)
         assert len(fail_rows) == FAIL_AFTER == len(reported(ledger, fail_id)), fail_rows
-        print("failed trial: %r; error.txt shows the traceback (%d chars) ending %r; %d result rows" % (
-            summary, len(error_text), error_text.strip().splitlines()[-1], len(fail_rows)))
+        print(
+            "failed trial: %r; error.txt shows the traceback (%d chars) ending %r; %d result rows"
+            % (summary, len(error_text), error_text.strip().splitlines()[-1], len(fail_rows))
+        )
         full_page_screenshot(test, "trial-error.png")
 
 

@@ -15,7 +15,9 @@ def saturating(rng, n, steps, noise=0.02):
     curves = []
     for _ in range(n):
         level, tau = rng.uniform(0.5, 1.0), rng.uniform(1.0, steps / 3)
-        curves.append([level * (1 - math.exp(-t / tau)) + rng.gauss(0, noise) for t in range(1, steps + 1)])
+        curves.append(
+            [level * (1 - math.exp(-t / tau)) + rng.gauss(0, noise) for t in range(1, steps + 1)]
+        )
     return curves
 
 
@@ -59,7 +61,12 @@ def converged_by(rng, levels, steps, grace, gap=0.05):
     out = []
     for k in levels:
         top = 0.2 + gap * k
-        out.append([top * (t / grace) * rng.uniform(0.5, 1.0) if t < grace else top for t in range(1, steps + 1)])
+        out.append(
+            [
+                top * (t / grace) * rng.uniform(0.5, 1.0) if t < grace else top
+                for t in range(1, steps + 1)
+            ]
+        )
     return out
 
 

@@ -33,20 +33,28 @@ def ensure_optuna():
     /usr/bin/python3 with python3-optuna; a pyenv python3 may not), or exits SKIP saying why."""
     try:
         import optuna  # noqa: F401
+
         return optuna
     except ImportError:
         pass
     tried = [sys.executable]
     if not os.environ.get("TUNEBUS_CROSSCHECK_REEXEC"):
-        for cand in [os.environ.get("TUNEBUS_OPTUNA_PYTHON"), "/usr/bin/python3", shutil.which("python3")]:
+        for cand in [
+            os.environ.get("TUNEBUS_OPTUNA_PYTHON"),
+            "/usr/bin/python3",
+            shutil.which("python3"),
+        ]:
             if not cand or cand in tried or not os.path.exists(cand):
                 continue
             tried.append(cand)
             if subprocess.run([cand, "-c", "import optuna"], capture_output=True).returncode == 0:
                 env = dict(os.environ, TUNEBUS_CROSSCHECK_REEXEC="1")
                 os.execve(cand, [cand] + sys.argv, env)
-    print("SKIPPED: no Python interpreter can import optuna (tried %s); install python3-optuna "
-          "(scripts/test installs it) or set TUNEBUS_OPTUNA_PYTHON" % ", ".join(tried), flush=True)
+    print(
+        "SKIPPED: no Python interpreter can import optuna (tried %s); install python3-optuna "
+        "(scripts/test installs it) or set TUNEBUS_OPTUNA_PYTHON" % ", ".join(tried),
+        flush=True,
+    )
     sys.exit(SKIP)
 
 
@@ -61,8 +69,12 @@ class Ours:
     """Our scheduler behind scheduler_crosscheck, one JSON line per event."""
 
     def __init__(self, binary, scheduler, config, mode, n):
-        self.proc = subprocess.Popen([binary], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
-        self._send({"scheduler": scheduler, "config": config, "mode": mode, "num_trials": n}, answer=False)
+        self.proc = subprocess.Popen(
+            [binary], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True
+        )
+        self._send(
+            {"scheduler": scheduler, "config": config, "mode": mode, "num_trials": n}, answer=False
+        )
 
     def _send(self, obj, answer=True):
         self.proc.stdin.write(json.dumps(obj) + "\n")
@@ -149,24 +161,58 @@ def drive(sides, curves, order, lockstep):
 
 # ---- settings: (name, our scheduler, our config, mappable, Optuna pruner factory) -------------
 
+
 def asha(rf, min_resource=1, mesr=0, bootstrap=0):
-    ours = {"time_attr": "training_iteration", "grace_period": min_resource * rf ** mesr,
-            "reduction_factor": rf, "max_t": 1000, "brackets": 1}
-    name = ("SHA(min_resource=%d, rf=%d, mesr=%d, bootstrap=%d) ~ "
-            "ASHA(grace_period=%d, reduction_factor=%d)") % (
-        min_resource, rf, mesr, bootstrap, ours["grace_period"], rf)
+    ours = {
+        "time_attr": "training_iteration",
+        "grace_period": min_resource * rf**mesr,
+        "reduction_factor": rf,
+        "max_t": 1000,
+        "brackets": 1,
+    }
+    name = (
+        "SHA(min_resource=%d, rf=%d, mesr=%d, bootstrap=%d) ~ "
+        "ASHA(grace_period=%d, reduction_factor=%d)"
+    ) % (min_resource, rf, mesr, bootstrap, ours["grace_period"], rf)
     # bootstrap_count > 0 has no Ray Tune counterpart: never a "coincide" setting.
-    return name, "asha", ours, bootstrap == 0, lambda: optuna.pruners.SuccessiveHalvingPruner(
-        min_resource=min_resource, reduction_factor=rf, min_early_stopping_rate=mesr, bootstrap_count=bootstrap)
+    return (
+        name,
+        "asha",
+        ours,
+        bootstrap == 0,
+        lambda: optuna.pruners.SuccessiveHalvingPruner(
+            min_resource=min_resource,
+            reduction_factor=rf,
+            min_early_stopping_rate=mesr,
+            bootstrap_count=bootstrap,
+        ),
+    )
 
 
 def median(grace, min_samples):
-    ours = {"time_attr": "training_iteration", "grace_period": grace, "min_samples_required": min_samples,
-            "min_time_slice": 0, "hard_stop": True}
-    name = ("MedianPruner(n_startup_trials=%d, n_warmup_steps=%d, n_min_trials=%d) ~ "
-            "MedianStoppingRule(grace_period=%d, min_samples_required=%d)") % (min_samples, grace + 1, min_samples, grace, min_samples)
-    return name, "median_stopping", ours, True, lambda: optuna.pruners.MedianPruner(
-        n_startup_trials=min_samples, n_warmup_steps=grace + 1, interval_steps=1, n_min_trials=min_samples)
+    ours = {
+        "time_attr": "training_iteration",
+        "grace_period": grace,
+        "min_samples_required": min_samples,
+        "min_time_slice": 0,
+        "hard_stop": True,
+    }
+    name = (
+        "MedianPruner(n_startup_trials=%d, n_warmup_steps=%d, n_min_trials=%d) ~ "
+        "MedianStoppingRule(grace_period=%d, min_samples_required=%d)"
+    ) % (min_samples, grace + 1, min_samples, grace, min_samples)
+    return (
+        name,
+        "median_stopping",
+        ours,
+        True,
+        lambda: optuna.pruners.MedianPruner(
+            n_startup_trials=min_samples,
+            n_warmup_steps=grace + 1,
+            interval_steps=1,
+            n_min_trials=min_samples,
+        ),
+    )
 
 
 def scenarios(seed, algo, ours_config):
@@ -179,20 +225,39 @@ def scenarios(seed, algo, ours_config):
     asynchronous = cv.asynchronous(random.Random(seed), n, s)
     if algo == "asha":
         grace, rf = ours_config["grace_period"], ours_config["reduction_factor"]
-        milestones = [grace * rf ** k for k in range(s) if grace * rf ** k <= s]
+        milestones = [grace * rf**k for k in range(s) if grace * rf**k <= s]
         extremal = cv.rung_extremal(rng, n, s, milestones)
-        return [("coincide", "extremal at every rung", "round robin", extremal, cv.round_robin(n, s)),
-                ("coincide", "extremal at every rung", "staggered", extremal, cv.staggered(n, s)),
-                ("differ", "noisy saturating", "asynchronous", noisy, asynchronous)]
+        return [
+            ("coincide", "extremal at every rung", "round robin", extremal, cv.round_robin(n, s)),
+            ("coincide", "extremal at every rung", "staggered", extremal, cv.staggered(n, s)),
+            ("differ", "noisy saturating", "asynchronous", noisy, asynchronous),
+        ]
     grace = ours_config["grace_period"]
     converged = cv.converged_by(rng, cv.extremal_levels(rng, n), s, grace)
-    return [("coincide", "converged by grace_period, extremal", "sequential", converged, cv.sequential(n, s)),
-            ("differ", "noisy saturating", "sequential", noisy, cv.sequential(n, s)),
-            ("differ", "noisy saturating", "asynchronous", noisy, asynchronous)]
+    return [
+        (
+            "coincide",
+            "converged by grace_period, extremal",
+            "sequential",
+            converged,
+            cv.sequential(n, s),
+        ),
+        ("differ", "noisy saturating", "sequential", noisy, cv.sequential(n, s)),
+        ("differ", "noisy saturating", "asynchronous", noisy, asynchronous),
+    ]
 
 
-SETTINGS = [asha(2), asha(3), asha(4), asha(2, min_resource=2), asha(3, mesr=1), asha(2, bootstrap=2),
-            median(0, 1), median(1, 3), median(3, 3)]
+SETTINGS = [
+    asha(2),
+    asha(3),
+    asha(4),
+    asha(2, min_resource=2),
+    asha(3, mesr=1),
+    asha(2, bootstrap=2),
+    median(0, 1),
+    median(1, 3),
+    median(3, 3),
+]
 
 
 def main():
@@ -207,26 +272,47 @@ def main():
     for name, algo, ours_config, mappable, pruner in SETTINGS:
         for seed in range(args.seeds):
             for mode in ("max", "min"):
-                for family, curve_label, order_label, curves, order in scenarios(seed, algo, ours_config):
+                for family, curve_label, order_label, curves, order in scenarios(
+                    seed, algo, ours_config
+                ):
                     family = family if mappable else "differ"
                     data = cv.as_minimised(curves) if mode == "min" else curves
                     key = (name, family, curve_label, order_label)
-                    r = rows.setdefault(key, {"decisions": 0, "agree": 0, "ours_only_stop": 0,
-                                              "optuna_only_prune": 0, "ours_stops": 0, "optuna_prunes": 0, "trials": 0, "same_outcome": 0})
+                    r = rows.setdefault(
+                        key,
+                        {
+                            "decisions": 0,
+                            "agree": 0,
+                            "ours_only_stop": 0,
+                            "optuna_only_prune": 0,
+                            "ours_stops": 0,
+                            "optuna_prunes": 0,
+                            "trials": 0,
+                            "same_outcome": 0,
+                        },
+                    )
                     for lockstep in (True, False):
-                        sides = {"ours": Ours(args.bin, algo, ours_config, mode, N_TRIALS),
-                                 "optuna": Theirs(pruner(), mode, N_TRIALS)}
+                        sides = {
+                            "ours": Ours(args.bin, algo, ours_config, mode, N_TRIALS),
+                            "optuna": Theirs(pruner(), mode, N_TRIALS),
+                        }
                         decisions, outcome = drive(sides, data, order, lockstep)
                         if lockstep:
                             r["decisions"] += len(decisions)
                             r["agree"] += sum(d["ours"] == d["optuna"] for d in decisions)
-                            r["ours_only_stop"] += sum(d["ours"] and not d["optuna"] for d in decisions)
-                            r["optuna_only_prune"] += sum(d["optuna"] and not d["ours"] for d in decisions)
+                            r["ours_only_stop"] += sum(
+                                d["ours"] and not d["optuna"] for d in decisions
+                            )
+                            r["optuna_only_prune"] += sum(
+                                d["optuna"] and not d["ours"] for d in decisions
+                            )
                             r["ours_stops"] += sum(d["ours"] for d in decisions)
                             r["optuna_prunes"] += sum(d["optuna"] for d in decisions)
                         else:
                             r["trials"] += N_TRIALS
-                            r["same_outcome"] += sum(a == b for a, b in zip(outcome["ours"], outcome["optuna"]))
+                            r["same_outcome"] += sum(
+                                a == b for a, b in zip(outcome["ours"], outcome["optuna"])
+                            )
 
     results, ok = [], True
     for (name, family, curve_label, order_label), r in rows.items():
@@ -235,13 +321,32 @@ def main():
         required = 1.0 if family == "coincide" else None
         passed = required is None or (agreement >= required and outcome >= required)
         ok = ok and passed
-        results.append({"setting": name, "family": family, "curves": curve_label, "order": order_label,
-                        "decisions": r["decisions"], "ours_stops": r["ours_stops"],
-                        "optuna_prunes": r["optuna_prunes"], "agreement": round(agreement, 4),
-                        "ours_only_stop": r["ours_only_stop"], "optuna_only_prune": r["optuna_only_prune"],
-                        "trial_outcome_agreement": round(outcome, 4), "required": required, "passed": passed})
-    summary = {"optuna_version": optuna.__version__, "seeds": args.seeds, "trials": N_TRIALS, "steps": STEPS,
-               "modes": ["max", "min"], "ok": ok, "results": results}
+        results.append(
+            {
+                "setting": name,
+                "family": family,
+                "curves": curve_label,
+                "order": order_label,
+                "decisions": r["decisions"],
+                "ours_stops": r["ours_stops"],
+                "optuna_prunes": r["optuna_prunes"],
+                "agreement": round(agreement, 4),
+                "ours_only_stop": r["ours_only_stop"],
+                "optuna_only_prune": r["optuna_only_prune"],
+                "trial_outcome_agreement": round(outcome, 4),
+                "required": required,
+                "passed": passed,
+            }
+        )
+    summary = {
+        "optuna_version": optuna.__version__,
+        "seeds": args.seeds,
+        "trials": N_TRIALS,
+        "steps": STEPS,
+        "modes": ["max", "min"],
+        "ok": ok,
+        "results": results,
+    }
     text = json.dumps(summary, indent=1)
     print(text)
     if args.out:

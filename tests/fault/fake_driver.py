@@ -19,8 +19,12 @@ PROTOCOL_VERSION = 1
 
 def write_ready_file(path, endpoint):
     """The bound endpoint in the services' ready-file format (libs/service/ready_file.hpp)."""
-    ready = {"service": "fake_driver", "pid": os.getpid(), "endpoints": {"endpoint": endpoint},
-             "metrics_port": 0}
+    ready = {
+        "service": "fake_driver",
+        "pid": os.getpid(),
+        "endpoints": {"endpoint": endpoint},
+        "metrics_port": 0,
+    }
     tmp = "%s.tmp.%d" % (path, os.getpid())
     with open(tmp, "w") as f:
         f.write(json.dumps(ready) + "\n")
@@ -31,24 +35,39 @@ def answer(msg, state, stop_at):
     """The reply map for one request map; `state` holds the current session."""
     kind = msg.get("type")
     if msg.get("v") != PROTOCOL_VERSION:
-        return {"type": "error", "code": "invalid_argument", "message": "version",
-                "request_type": kind or ""}
+        return {
+            "type": "error",
+            "code": "invalid_argument",
+            "message": "version",
+            "request_type": kind or "",
+        }
     if kind == "hello":
         state["session"] = msg.get("session")
         print("hello: session %s" % state["session"], flush=True)
         return {"type": "hello_ok"}
     if kind == "driver_result":
         if msg.get("session") != state.get("session"):
-            return {"type": "error", "code": "failed_precondition",
-                    "message": "unknown session %r" % msg.get("session"),
-                    "request_type": kind}
+            return {
+                "type": "error",
+                "code": "failed_precondition",
+                "message": "unknown session %r" % msg.get("session"),
+                "request_type": kind,
+            }
         result = msg.get("result") or {}
         iteration = int(result.get("training_iteration", 0))
         print("result: trial %s iteration %d" % (msg.get("trial_id"), iteration), flush=True)
-        return {"type": "driver_decision", "stop_trial": iteration >= stop_at, "stop_all": False,
-                "samples": {}}
-    return {"type": "error", "code": "invalid_argument", "message": "unknown type %r" % kind,
-            "request_type": kind or ""}
+        return {
+            "type": "driver_decision",
+            "stop_trial": iteration >= stop_at,
+            "stop_all": False,
+            "samples": {},
+        }
+    return {
+        "type": "error",
+        "code": "invalid_argument",
+        "message": "unknown type %r" % kind,
+        "request_type": kind or "",
+    }
 
 
 def main():

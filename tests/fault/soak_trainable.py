@@ -68,8 +68,7 @@ def append_line(name, obj):
 
 
 def log(event, **fields):
-    fields.update(event=event, trial=TRIAL, experiment=EXPERIMENT, attempt=ATTEMPT,
-                  pid=os.getpid())
+    fields.update(event=event, trial=TRIAL, experiment=EXPERIMENT, attempt=ATTEMPT, pid=os.getpid())
     append_line(TRIAL + ".jsonl", fields)
 
 
@@ -119,7 +118,7 @@ class Channel:
         try:
             view = memoryview(line)
             while view:
-                view = view[os.write(self.report_fd, view):]
+                view = view[os.write(self.report_fd, view) :]
         except OSError:  # BrokenPipeError: the worker died
             return "eof"
         while b"\n" not in self.buffer:
@@ -144,13 +143,21 @@ def main():
         if i == fail_at and failures_so_far() < fail_times:
             append_line(TRIAL + ".failures", {"attempt": ATTEMPT, "iteration": i})
             log("fail", iteration=i)
-            print("soak_trainable: failing on purpose at iteration %d" % i, file=sys.stderr,
-                  flush=True)
+            print(
+                "soak_trainable: failing on purpose at iteration %d" % i,
+                file=sys.stderr,
+                flush=True,
+            )
             sys.exit(3)
         time.sleep(sleep_s)
         acc += score(i)
-        metrics = {"score": score(i), "acc": round(acc, 6), "soak_iteration": i,
-                   "soak_attempt": ATTEMPT, "soak_experiment": EXPERIMENT}
+        metrics = {
+            "score": score(i),
+            "acc": round(acc, 6),
+            "soak_iteration": i,
+            "soak_attempt": ATTEMPT,
+            "soak_experiment": EXPERIMENT,
+        }
         log("report", iteration=i, metrics=metrics)
         decision = channel.report(metrics)
         log("decision", iteration=i, decision=decision)

@@ -42,7 +42,10 @@ def masked(crc):
 
 def event_module(proto):
     out = tempfile.mkdtemp()
-    subprocess.run(["protoc", f"--proto_path={os.path.dirname(proto)}", f"--python_out={out}", proto], check=True)
+    subprocess.run(
+        ["protoc", f"--proto_path={os.path.dirname(proto)}", f"--python_out={out}", proto],
+        check=True,
+    )
     sys.path.insert(0, out)
     return importlib.import_module(os.path.splitext(os.path.basename(proto))[0] + "_pb2")
 
@@ -53,8 +56,8 @@ def read_events(path, pb2):
     while at < len(data):
         (length,) = struct.unpack_from("<Q", data, at)
         (length_crc,) = struct.unpack_from("<I", data, at + 8)
-        assert length_crc == masked(crc32c(data[at:at + 8])), f"{path}: bad length CRC at {at}"
-        body = data[at + 12:at + 12 + length]
+        assert length_crc == masked(crc32c(data[at : at + 8])), f"{path}: bad length CRC at {at}"
+        body = data[at + 12 : at + 12 + length]
         (body_crc,) = struct.unpack_from("<I", data, at + 12 + length)
         assert body_crc == masked(crc32c(body)), f"{path}: bad data CRC at {at}"
         event = pb2.Event()
@@ -74,17 +77,37 @@ def main():
         results = pd.read_json(os.path.join(trial_dir, "result.json"), lines=True)
         assert len(progress) == len(results) > 0, (trial_dir, len(progress), len(results))
         for key, value in params.items():
-            assert (progress[f"config/{key}"] == value).all(), (trial_dir, key, progress[f"config/{key}"].tolist())
+            assert (progress[f"config/{key}"] == value).all(), (
+                trial_dir,
+                key,
+                progress[f"config/{key}"].tolist(),
+            )
             assert all(c[key] == value for c in results["config"]), (trial_dir, key)
-        for column in ["training_iteration", "time_this_iter_s", "time_total_s", "timestamp", "date", "pid",
-                       "hostname", "node_ip", "trial_id", "done", "iterations_since_restore", "info/a"]:
+        for column in [
+            "training_iteration",
+            "time_this_iter_s",
+            "time_total_s",
+            "timestamp",
+            "date",
+            "pid",
+            "hostname",
+            "node_ip",
+            "trial_id",
+            "done",
+            "iterations_since_restore",
+            "info/a",
+        ]:
             assert column in progress.columns, (trial_dir, column, list(progress.columns))
-        assert all(re.fullmatch(r"\d{4}-\d\d-\d\d_\d\d-\d\d-\d\d", d) for d in progress["date"]), progress["date"].tolist()
+        assert all(
+            re.fullmatch(r"\d{4}-\d\d-\d\d_\d\d-\d\d-\d\d", d) for d in progress["date"]
+        ), progress["date"].tolist()
         # Each reported result once: the trainable returned without reporting done, so no row
         # says done.
         assert not progress["done"].any(), progress["done"].tolist()
         assert not results["done"].any(), results["done"].tolist()
-        assert progress["training_iteration"].tolist() == list(range(1, len(progress) + 1)), progress["training_iteration"].tolist()
+        assert progress["training_iteration"].tolist() == list(
+            range(1, len(progress) + 1)
+        ), progress["training_iteration"].tolist()
         assert (progress["info/a"] == progress["score"] * 10).all(), progress[["info/a", "score"]]
         files = glob.glob(os.path.join(trial_dir, "events.out.tfevents.*"))
         assert len(files) == 1, files

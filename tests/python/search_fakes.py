@@ -35,10 +35,12 @@ def skopt(rec):
         def __init__(self, kind, *args, **kwargs):
             self.kind, self.args = kind, args
 
-    space = _module("skopt.space",
-                    Real=lambda lo, hi, prior="uniform": Dim("real", lo, hi),
-                    Integer=lambda lo, hi, prior="uniform": Dim("int", lo, hi),
-                    Categorical=lambda choices: Dim("cat", choices))
+    space = _module(
+        "skopt.space",
+        Real=lambda lo, hi, prior="uniform": Dim("real", lo, hi),
+        Integer=lambda lo, hi, prior="uniform": Dim("int", lo, hi),
+        Categorical=lambda choices: Dim("cat", choices),
+    )
 
     class Optimizer:
         def __init__(self, dimensions):
@@ -68,8 +70,11 @@ def bayes_opt(rec):
         def register(self, params, target):
             rec["told"].append((dict(params), target))
 
-    return {"bayes_opt": _module("bayes_opt", BayesianOptimization=BayesianOptimization,
-                                 UtilityFunction=lambda **kw: kw)}
+    return {
+        "bayes_opt": _module(
+            "bayes_opt", BayesianOptimization=BayesianOptimization, UtilityFunction=lambda **kw: kw
+        )
+    }
 
 
 def nevergrad(rec):
@@ -92,9 +97,13 @@ def nevergrad(rec):
         def spawn_child(self, new_value):
             return Candidate(dict(new_value))
 
-    p = _module("nevergrad.p", Scalar=lambda lower, upper: Param("real", lower, upper),
-                Log=lambda lower, upper: Param("real", lower, upper),
-                Choice=lambda choices: Param("cat", choices), Dict=Dict)
+    p = _module(
+        "nevergrad.p",
+        Scalar=lambda lower, upper: Param("real", lower, upper),
+        Log=lambda lower, upper: Param("real", lower, upper),
+        Choice=lambda choices: Param("cat", choices),
+        Dict=Dict,
+    )
 
     class Optimizer:
         def __init__(self, parametrization, budget=None):
@@ -103,14 +112,16 @@ def nevergrad(rec):
 
         def ask(self):
             self.n += 1
-            return Candidate({k: _pick(v.kind, v.args, self.n)
-                              for k, v in self.parametrization.params.items()})
+            return Candidate(
+                {k: _pick(v.kind, v.args, self.n) for k, v in self.parametrization.params.items()}
+            )
 
         def tell(self, candidate, loss):
             rec["told"].append((dict(candidate.value), loss))
 
-    optimizers = _module("nevergrad.optimizers", registry={"NGOpt": Optimizer},
-                         OnePlusOne=Optimizer)
+    optimizers = _module(
+        "nevergrad.optimizers", registry={"NGOpt": Optimizer}, OnePlusOne=Optimizer
+    )
     return {"nevergrad": _module("nevergrad", p=p, optimizers=optimizers)}
 
 
@@ -128,8 +139,9 @@ def ax(rec):
                 if p["type"] == "choice":
                     out[p["name"]] = _pick("cat", (p["values"],), i)
                 else:
-                    out[p["name"]] = _pick(p["value_type"] if p["value_type"] == "int" else "real",
-                                           p["bounds"], i)
+                    out[p["name"]] = _pick(
+                        p["value_type"] if p["value_type"] == "int" else "real", p["bounds"], i
+                    )
             return out
 
         def get_next_trial(self):
@@ -148,11 +160,17 @@ def ax(rec):
         def log_trial_failure(self, trial_index):
             rec["told"].append((self.trials[trial_index], None))
 
-    client = _module("ax.service.ax_client", AxClient=AxClient,
-                     ObjectiveProperties=lambda minimize: {"minimize": minimize})
+    client = _module(
+        "ax.service.ax_client",
+        AxClient=AxClient,
+        ObjectiveProperties=lambda minimize: {"minimize": minimize},
+    )
     service = _module("ax.service", ax_client=client)
-    return {"ax": _module("ax", service=service), "ax.service": service,
-            "ax.service.ax_client": client}
+    return {
+        "ax": _module("ax", service=service),
+        "ax.service": service,
+        "ax.service.ax_client": client,
+    }
 
 
 def hebo(rec):
@@ -174,8 +192,9 @@ def hebo(rec):
                 if p["type"] == "cat":
                     row[p["name"]] = _pick("cat", (p["categories"],), self.n)
                 else:
-                    row[p["name"]] = _pick("int" if "int" in p["type"] else "real",
-                                           (p["lb"], p["ub"]), self.n)
+                    row[p["name"]] = _pick(
+                        "int" if "int" in p["type"] else "real", (p["lb"], p["ub"]), self.n
+                    )
             return pandas.DataFrame([row])
 
         def observe(self, frame, y):
@@ -183,9 +202,13 @@ def hebo(rec):
 
     ds = _module("hebo.design_space.design_space", DesignSpace=DesignSpace)
     opt = _module("hebo.optimizers.hebo", HEBO=HEBO)
-    return {"hebo": _module("hebo"), "hebo.design_space": _module("hebo.design_space"),
-            "hebo.design_space.design_space": ds, "hebo.optimizers": _module("hebo.optimizers"),
-            "hebo.optimizers.hebo": opt}
+    return {
+        "hebo": _module("hebo"),
+        "hebo.design_space": _module("hebo.design_space"),
+        "hebo.design_space.design_space": ds,
+        "hebo.optimizers": _module("hebo.optimizers"),
+        "hebo.optimizers.hebo": opt,
+    }
 
 
 def zoopt(rec):
@@ -208,19 +231,26 @@ def zoopt(rec):
             self.n += 1
             if self.n > rec["budget"]:
                 return "FINISHED"
-            return Solution([_pick(d[0], (d[1],) if d[0] == "cat" else d[1], self.n)
-                             for d in rec["space"]])
+            return Solution(
+                [_pick(d[0], (d[1],) if d[0] == "cat" else d[1], self.n) for d in rec["space"]]
+            )
 
         def complete(self, solution, value):
             rec["told"].append((list(solution.get_x()), value))
 
     sracos = _module("zoopt.algos.opt_algorithms.racos.sracos", SRacosTune=SRacosTune)
-    return {"zoopt": _module("zoopt", ValueType=ValueType, Dimension2=lambda dims: dims,
-                             Parameter=lambda budget, **kw: budget),
-            "zoopt.algos": _module("zoopt.algos"),
-            "zoopt.algos.opt_algorithms": _module("zoopt.algos.opt_algorithms"),
-            "zoopt.algos.opt_algorithms.racos": _module("zoopt.algos.opt_algorithms.racos"),
-            "zoopt.algos.opt_algorithms.racos.sracos": sracos}
+    return {
+        "zoopt": _module(
+            "zoopt",
+            ValueType=ValueType,
+            Dimension2=lambda dims: dims,
+            Parameter=lambda budget, **kw: budget,
+        ),
+        "zoopt.algos": _module("zoopt.algos"),
+        "zoopt.algos.opt_algorithms": _module("zoopt.algos.opt_algorithms"),
+        "zoopt.algos.opt_algorithms.racos": _module("zoopt.algos.opt_algorithms.racos"),
+        "zoopt.algos.opt_algorithms.racos.sracos": sracos,
+    }
 
 
 def hyperopt(rec):
@@ -241,8 +271,17 @@ def hyperopt(rec):
         def insert_trial_docs(self, docs):
             self._dynamic_trials.extend(docs)
 
-    def fmin(fn, space, algo, max_evals, trials, rstate, catch_eval_exceptions,
-             show_progressbar, allow_trials_fmin):
+    def fmin(
+        fn,
+        space,
+        algo,
+        max_evals,
+        trials,
+        rstate,
+        catch_eval_exceptions,
+        show_progressbar,
+        allow_trials_fmin,
+    ):
         rec["space"] = space
         i = len(trials._dynamic_trials) + 1
         params = {}
@@ -261,8 +300,11 @@ def hyperopt(rec):
             raise
 
     def told():
-        return [(d["misc"]["vals"], d["result"]["loss"]) for d in rec["trials"]._dynamic_trials
-                if d["state"] == DONE]
+        return [
+            (d["misc"]["vals"], d["result"]["loss"])
+            for d in rec["trials"]._dynamic_trials
+            if d["state"] == DONE
+        ]
 
     class RecordingTrials(Trials):
         def __init__(self):
@@ -270,24 +312,44 @@ def hyperopt(rec):
             rec["trials"] = self
 
     rec["told_fn"] = told
-    hp = _module("hyperopt.hp", uniform=lambda n, lo, hi: ("real", lo, hi),
-                 quniform=lambda n, lo, hi, q: ("real", lo, hi),
-                 loguniform=lambda n, lo, hi: ("real", math.exp(lo), math.exp(hi)),
-                 qloguniform=lambda n, lo, hi, q: ("real", math.exp(lo), math.exp(hi)),
-                 normal=lambda n, m, s: ("real", m - s, m + s),
-                 qnormal=lambda n, m, s, q: ("real", m - s, m + s),
-                 randint=lambda n, lo, hi: ("int", ("real", lo, hi - 1)),
-                 choice=lambda n, choices: ("choice", choices))
+    hp = _module(
+        "hyperopt.hp",
+        uniform=lambda n, lo, hi: ("real", lo, hi),
+        quniform=lambda n, lo, hi, q: ("real", lo, hi),
+        loguniform=lambda n, lo, hi: ("real", math.exp(lo), math.exp(hi)),
+        qloguniform=lambda n, lo, hi, q: ("real", math.exp(lo), math.exp(hi)),
+        normal=lambda n, m, s: ("real", m - s, m + s),
+        qnormal=lambda n, m, s, q: ("real", m - s, m + s),
+        randint=lambda n, lo, hi: ("int", ("real", lo, hi - 1)),
+        choice=lambda n, choices: ("choice", choices),
+    )
     pyll = _module("hyperopt.pyll", scope=types.SimpleNamespace(int=lambda e: ("int", e)))
     base = _module("hyperopt.base", JOB_STATE_DONE=DONE, JOB_STATE_ERROR=ERROR)
     utils = _module("hyperopt.utils", coarse_utcnow=lambda: None)
     tpe = _module("hyperopt.tpe", suggest=lambda *a, **kw: None)
-    return {"hyperopt": _module("hyperopt", hp=hp, pyll=pyll, base=base, tpe=tpe, fmin=fmin,
-                                utils=utils, Trials=RecordingTrials)}
+    return {
+        "hyperopt": _module(
+            "hyperopt",
+            hp=hp,
+            pyll=pyll,
+            base=base,
+            tpe=tpe,
+            fmin=fmin,
+            utils=utils,
+            Trials=RecordingTrials,
+        )
+    }
 
 
-LIBRARIES = {"skopt": skopt, "bayes_opt": bayes_opt, "nevergrad": nevergrad, "ax": ax,
-             "hebo": hebo, "zoopt": zoopt, "hyperopt": hyperopt}
+LIBRARIES = {
+    "skopt": skopt,
+    "bayes_opt": bayes_opt,
+    "nevergrad": nevergrad,
+    "ax": ax,
+    "hebo": hebo,
+    "zoopt": zoopt,
+    "hyperopt": hyperopt,
+}
 
 
 def install(monkeypatch, name, **extra):

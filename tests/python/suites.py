@@ -58,9 +58,13 @@ class _Processes:
             if nice:
                 os.nice(nice)
 
-        proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=log,
-                                stderr=subprocess.STDOUT,
-                                preexec_fn=placed if cpus is not None or nice else None)
+        proc = subprocess.Popen(
+            argv,
+            stdin=subprocess.DEVNULL,
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            preexec_fn=placed if cpus is not None or nice else None,
+        )
         log.close()
         self.processes[name] = proc
         return proc
@@ -72,8 +76,10 @@ class _Processes:
         deadline = time.monotonic() + timeout_s
         while not os.path.exists(ready):
             assert proc.poll() is None, "%s exited %s: %s" % (name, proc.returncode, self.log(name))
-            assert time.monotonic() < deadline, "%s wrote no ready file: %s" % (name,
-                                                                                self.log(name))
+            assert time.monotonic() < deadline, "%s wrote no ready file: %s" % (
+                name,
+                self.log(name),
+            )
             time.sleep(0.05)
         with open(ready) as f:
             return json.load(f)["endpoints"]
@@ -90,8 +96,12 @@ class _Processes:
 
     def ctl(self, *args, timeout_s=30):
         """`tunectl --connect <control> -o json ARGS` → the parsed JSON output."""
-        out = subprocess.run([self.tunectl, "--connect", self.control, "-o", "json"] + list(args),
-                             capture_output=True, text=True, timeout=timeout_s)
+        out = subprocess.run(
+            [self.tunectl, "--connect", self.control, "-o", "json"] + list(args),
+            capture_output=True,
+            text=True,
+            timeout=timeout_s,
+        )
         assert out.returncode == 0, "tunectl %s: %s %s" % (" ".join(args), out.stdout, out.stderr)
         return json.loads(out.stdout)
 
@@ -108,8 +118,12 @@ class _Processes:
     def env(self):
         """The environment of a driver script that submits to this suite, with the source tree's
         Python package on its path."""
-        return dict(os.environ, TUNEBUS_ADDRESS=self.control, TUNEBUS_TUNECTL=self.tunectl,
-                    PYTHONPATH=PACKAGE)
+        return dict(
+            os.environ,
+            TUNEBUS_ADDRESS=self.control,
+            TUNEBUS_TUNECTL=self.tunectl,
+            PYTHONPATH=PACKAGE,
+        )
 
     def close(self):
         for proc in reversed(list(self.processes.values())):
@@ -129,9 +143,20 @@ class UpSuite(_Processes):
 
     def __init__(self, tunectl, folder, args=()):
         super().__init__(tunectl, folder)
-        endpoints = self.spawn_ready("suite", [tunectl, "up", "--control", ANY, "--events", ANY,
-                                               "--data-dir", os.path.join(self.folder, "store")]
-                                     + list(args))
+        endpoints = self.spawn_ready(
+            "suite",
+            [
+                tunectl,
+                "up",
+                "--control",
+                ANY,
+                "--events",
+                ANY,
+                "--data-dir",
+                os.path.join(self.folder, "store"),
+            ]
+            + list(args),
+        )
         self.control = endpoints["control"]
         self.wait_workers(1)
 
@@ -145,26 +170,67 @@ class ProcessSuite(_Processes):
     def __init__(self, tunectl, folder, workers, placed=None):
         super().__init__(tunectl, folder)
         b = self.bin
-        store = self.spawn_ready("checkpoint-store", [
-            os.path.join(b, "checkpoint-store"), "--endpoint", ANY,
-            "--data-dir", os.path.join(self.folder, "store")])["endpoint"]
-        rm = self.spawn_ready("resource-manager", [
-            os.path.join(b, "resource-manager"), "--endpoint", ANY, "--events-endpoint", ANY,
-            "--heartbeat-interval-ms", "200"])
+        store = self.spawn_ready(
+            "checkpoint-store",
+            [
+                os.path.join(b, "checkpoint-store"),
+                "--endpoint",
+                ANY,
+                "--data-dir",
+                os.path.join(self.folder, "store"),
+            ],
+        )["endpoint"]
+        rm = self.spawn_ready(
+            "resource-manager",
+            [
+                os.path.join(b, "resource-manager"),
+                "--endpoint",
+                ANY,
+                "--events-endpoint",
+                ANY,
+                "--heartbeat-interval-ms",
+                "200",
+            ],
+        )
         self._scheduler_argv = lambda control, workers, events: [
-            os.path.join(b, "scheduler"), "--control", control, "--workers", workers,
-            "--events", events, "--rm", rm["endpoint"], "--rm-events", rm["events-endpoint"],
-            "--store", store]
+            os.path.join(b, "scheduler"),
+            "--control",
+            control,
+            "--workers",
+            workers,
+            "--events",
+            events,
+            "--rm",
+            rm["endpoint"],
+            "--rm-events",
+            rm["events-endpoint"],
+            "--store",
+            store,
+        ]
         scheduler = self.spawn_ready("scheduler", self._scheduler_argv(ANY, ANY, ANY))
         self.scheduler_endpoints = scheduler
         self.control = scheduler["control"]
         for worker_id, flags in workers.items():
-            self.spawn(worker_id, [
-                os.path.join(b, "trial-worker"), "--worker-id", worker_id,
-                "--scheduler", scheduler["workers"], "--rm", rm["endpoint"], "--store", store,
-                "--heartbeat-interval-ms", "200",
-                "--cache-dir", os.path.join(self.folder, "cache-" + worker_id)] + list(flags),
-                **(placed or {}).get(worker_id, {}))
+            self.spawn(
+                worker_id,
+                [
+                    os.path.join(b, "trial-worker"),
+                    "--worker-id",
+                    worker_id,
+                    "--scheduler",
+                    scheduler["workers"],
+                    "--rm",
+                    rm["endpoint"],
+                    "--store",
+                    store,
+                    "--heartbeat-interval-ms",
+                    "200",
+                    "--cache-dir",
+                    os.path.join(self.folder, "cache-" + worker_id),
+                ]
+                + list(flags),
+                **(placed or {}).get(worker_id, {}),
+            )
         self.wait_workers(len(workers))
 
     def restart_scheduler(self, pause_s=0.5):
@@ -177,5 +243,4 @@ class ProcessSuite(_Processes):
         ready = os.path.join(self.folder, "scheduler.ready.json")
         os.unlink(ready)
         e = self.scheduler_endpoints
-        self.spawn_ready("scheduler", self._scheduler_argv(e["control"], e["workers"],
-                                                           e["events"]))
+        self.spawn_ready("scheduler", self._scheduler_argv(e["control"], e["workers"], e["events"]))

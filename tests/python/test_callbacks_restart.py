@@ -64,9 +64,14 @@ def test_no_hook_is_called_twice_across_a_scheduler_sigkill(suite, tmp_path):
 
     def run():
         try:
-            out["analysis"] = tune.run(paced, name="restarted", storage_path=str(tmp_path / "r"),
-                                       config={"n": 12, "x": tune.grid_search([1, 2])},
-                                       callbacks=[recorder], verbose=0)
+            out["analysis"] = tune.run(
+                paced,
+                name="restarted",
+                storage_path=str(tmp_path / "r"),
+                config={"n": 12, "x": tune.grid_search([1, 2])},
+                callbacks=[recorder],
+                verbose=0,
+            )
         except BaseException as e:  # noqa: BLE001 - reported by the assertion below
             out["error"] = e
 

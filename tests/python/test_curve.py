@@ -29,16 +29,30 @@ def secure_suite(tmp_path, tunectl, monkeypatch):
     """`tunectl up` serving tcp:// with the suite's keys, its scheduler holding the key named
     "scheduler"; yields (control endpoint, keys folder) with this process's TUNEBUS_KEYS_DIR set."""
     keys = str(tmp_path / "keys")
-    made = subprocess.run([tunectl, "keygen", "--suite", "--dir", keys], capture_output=True,
-                          text=True)
+    made = subprocess.run(
+        [tunectl, "keygen", "--suite", "--dir", keys], capture_output=True, text=True
+    )
     assert made.returncode == 0, made.stderr
     ready = tmp_path / "ready.json"
     env = dict(os.environ, TUNEBUS_KEYS_DIR=keys, TUNEBUS_KEY_NAME="scheduler")
     log = open(tmp_path / "suite.log", "wb")
-    up = subprocess.Popen([tunectl, "up", "--control", "tcp://127.0.0.1:*", "--events",
-                           "tcp://127.0.0.1:*", "--ready-file", str(ready), "--data-dir",
-                           str(tmp_path / "store")], stdout=log, stderr=subprocess.STDOUT,
-                          env=env)
+    up = subprocess.Popen(
+        [
+            tunectl,
+            "up",
+            "--control",
+            "tcp://127.0.0.1:*",
+            "--events",
+            "tcp://127.0.0.1:*",
+            "--ready-file",
+            str(ready),
+            "--data-dir",
+            str(tmp_path / "store"),
+        ],
+        stdout=log,
+        stderr=subprocess.STDOUT,
+        env=env,
+    )
     try:
         deadline = time.monotonic() + 30
         while not ready.exists() and time.monotonic() < deadline and up.poll() is None:
@@ -67,11 +81,18 @@ def test_driver_stopper_and_sample_from_work_over_curve(tmp_path, secure_suite, 
     endpoint, keys = secure_suite
     tuner = tune.Tuner(
         endless,
-        param_space={"x": tune.grid_search([1, 2]),
-                     "y": tune.sample_from(lambda spec: spec.config.x * 10)},
+        param_space={
+            "x": tune.grid_search([1, 2]),
+            "y": tune.sample_from(lambda spec: spec.config.x * 10),
+        },
         tune_config=tune.TuneConfig(metric="score", mode="max"),
-        run_config=tune.RunConfig(name="curved", storage_path=str(tmp_path), verbose=0,
-                                  stop=lambda trial_id, result: result["training_iteration"] >= 4))
+        run_config=tune.RunConfig(
+            name="curved",
+            storage_path=str(tmp_path),
+            verbose=0,
+            stop=lambda trial_id, result: result["training_iteration"] >= 4,
+        ),
+    )
     grid = tuner.fit()
     assert grid.num_errors == 0 and grid.num_terminated == 2
     assert sorted(r.metrics["score"] for r in grid) == [14, 24]

@@ -37,8 +37,9 @@ def _load_example(path, name):
 
 def _run(argv, suite, timeout_s=240):
     """Runs a driver script against `suite`; returns its output (asserting exit code 0)."""
-    out = subprocess.run([sys.executable] + argv, capture_output=True, text=True,
-                         env=suite.env(), timeout=timeout_s)
+    out = subprocess.run(
+        [sys.executable] + argv, capture_output=True, text=True, env=suite.env(), timeout=timeout_s
+    )
     assert out.returncode == 0, out.stdout + out.stderr + suite.logs()
     return out.stdout
 
@@ -56,8 +57,17 @@ def _results(experiment_dir):
 
 def _export(suite, experiment, trial_id, checkpoint_id, target):
     """Fetches a checkpoint from the suite's checkpoint-store into `target`."""
-    return suite.ctl("checkpoint", "export", trial_id, "--checkpoint", checkpoint_id,
-                     "--to", str(target), "-e", experiment)
+    return suite.ctl(
+        "checkpoint",
+        "export",
+        trial_id,
+        "--checkpoint",
+        checkpoint_id,
+        "--to",
+        str(target),
+        "-e",
+        experiment,
+    )
 
 
 @pytest.fixture
@@ -75,8 +85,9 @@ def test_pytorch_cnn_under_asha_checkpoints_state_dicts_of_10_mb(tmp_path, up_su
     torch = suites.require("torch", "python3-torch")
     cnn = _load_example(PYTORCH_EXAMPLE, "tune_cnn")
     storage = tmp_path / "results"
-    out = _run([PYTORCH_EXAMPLE, "--scheduler", "asha", "--quick", "--storage", str(storage)],
-               up_suite)
+    out = _run(
+        [PYTORCH_EXAMPLE, "--scheduler", "asha", "--quick", "--storage", str(storage)], up_suite
+    )
     assert "(4 trials, 0 errors)" in out, out
     rows = _results(storage / "cnn-asha")
     assert len(rows) == 4, rows.keys()
@@ -97,22 +108,25 @@ def test_pytorch_cnn_under_asha_checkpoints_state_dicts_of_10_mb(tmp_path, up_su
             assert c["size_bytes"] >= 10_000_000, c
     best = max(trials, key=lambda t: max(c["score"] for c in t["checkpoints"]))
     kept = max(best["checkpoints"], key=lambda c: c["score"])
-    exported = _export(up_suite, "cnn-asha", best["trial_id"], kept["checkpoint_id"],
-                       tmp_path / "best")
+    exported = _export(
+        up_suite, "cnn-asha", best["trial_id"], kept["checkpoint_id"], tmp_path / "best"
+    )
     path = tmp_path / "best" / cnn.CHECKPOINT_FILE
     assert os.path.getsize(path) >= 10_000_000, exported
     saved = torch.load(str(path))
     digest = cnn.state_digest(saved["model"], saved["optimizer"])
-    reported = next(r for r in rows[os.path.basename(best["dir"])]
-                    if r["training_iteration"] == kept["training_iteration"])
+    reported = next(
+        r
+        for r in rows[os.path.basename(best["dir"])]
+        if r["training_iteration"] == kept["training_iteration"]
+    )
     assert digest == reported["state_sha256"] == saved["meta"]["sha256"]
     assert saved["meta"]["trial_id"] == best["trial_id"]
     assert kept["score"] == pytest.approx(reported["mean_accuracy"])
     assert "best checkpoint: iteration" in out and "sha256 " in out, out
 
 
-def test_pytorch_cnn_under_pbt_restores_a_donors_weights_saved_on_another_worker(tmp_path,
-                                                                              tunectl):
+def test_pytorch_cnn_under_pbt_restores_a_donors_weights_saved_on_another_worker(tmp_path, tunectl):
     # Four workers w1..w4 with one CPU each, four PBT trials of one CPU each: one runs on each and
     # nothing waits, so a trial restarts only when it exploits, in the slot it left, on its own
     # worker. The hosts are unequal: w1 and w2 share one core, w2 at niceness +3 (about a third
@@ -128,10 +142,19 @@ def test_pytorch_cnn_under_pbt_restores_a_donors_weights_saved_on_another_worker
     # the explored config. At least one exploit loads weights saved on another worker.
     suites.require("torch", "python3-torch")
     cores = sorted(os.sched_getaffinity(0))
-    placed = {"w1": {"cpus": cores[:1]}, "w2": {"cpus": cores[:1], "nice": 3},
-              "w3": {"cpus": cores[1:2]}, "w4": {"cpus": cores[1:2]}} if len(cores) > 1 else None
-    suite = suites.ProcessSuite(tunectl, tmp_path / "suite",
-                                {w: ["--cpus", "1"] for w in ("w1", "w2", "w3", "w4")}, placed)
+    placed = (
+        {
+            "w1": {"cpus": cores[:1]},
+            "w2": {"cpus": cores[:1], "nice": 3},
+            "w3": {"cpus": cores[1:2]},
+            "w4": {"cpus": cores[1:2]},
+        }
+        if len(cores) > 1
+        else None
+    )
+    suite = suites.ProcessSuite(
+        tunectl, tmp_path / "suite", {w: ["--cpus", "1"] for w in ("w1", "w2", "w3", "w4")}, placed
+    )
     try:
         # PBT exploits only when a trial falls behind at a perturbation point; on an idle host
         # the unequal workers sometimes keep the population in step for a whole --quick run
@@ -151,8 +174,7 @@ def _pbt_run(suite, storage):
     """One run of the PBT example on `suite`, results under `storage`: checks every trial and
     every exploit (see the test) and returns the exploits that loaded weights saved on another
     worker."""
-    out = _run([PYTORCH_EXAMPLE, "--scheduler", "pbt", "--quick", "--storage", str(storage)],
-               suite)
+    out = _run([PYTORCH_EXAMPLE, "--scheduler", "pbt", "--quick", "--storage", str(storage)], suite)
     assert "(4 trials, 0 errors)" in out, out
     rows = _results(storage / "cnn-pbt")
     by_trial = {trial_rows[0]["trial_id"]: trial_rows for trial_rows in rows.values()}
@@ -165,13 +187,17 @@ def _pbt_run(suite, storage):
         note, source = r["pbt_exploit"], r["restored_from"]
         assert source["trial_id"] == note["donor"] != r["trial_id"], r
         assert note["checkpoint_id"].endswith(
-            "/%s/%08d-a%d" % (note["donor"], source["iteration"],
-                              int(note["checkpoint_id"].rsplit("-a", 1)[1]))), note
+            "/%s/%08d-a%d"
+            % (note["donor"], source["iteration"], int(note["checkpoint_id"].rsplit("-a", 1)[1]))
+        ), note
         # The loaded weights are the donor's at that iteration, as the donor reported them.
         assert r["restored_sha256"] == source["sha256"], r
-        donor_rows = [d for d in by_trial[note["donor"]]
-                      if d["training_iteration"] == source["iteration"]
-                      and d["state_sha256"] == source["sha256"]]
+        donor_rows = [
+            d
+            for d in by_trial[note["donor"]]
+            if d["training_iteration"] == source["iteration"]
+            and d["state_sha256"] == source["sha256"]
+        ]
         assert donor_rows, (r, by_trial[note["donor"]])
         assert donor_rows[0]["worker"] == source["worker"]
         assert r["training_iteration"] == source["iteration"] + 1, r
@@ -197,8 +223,7 @@ def test_xgboost_example_under_asha_checkpoints_the_booster_each_round(tmp_path,
     rows = _results(storage / "xgboost-asha")
     assert len(rows) == 6
     for trial_rows in rows.values():
-        assert [r["training_iteration"] for r in trial_rows] == list(
-            range(1, len(trial_rows) + 1))
+        assert [r["training_iteration"] for r in trial_rows] == list(range(1, len(trial_rows) + 1))
         assert all(0 < r["eval-logloss"] < 1 and 0 <= r["eval-error"] <= 1 for r in trial_rows)
         assert all(r.get("should_checkpoint") for r in trial_rows)  # frequency=1: every round
     trials = up_suite.ctl("ls", "-e", "xgboost-asha")
@@ -293,8 +318,9 @@ def test_xgboost_callbacks_restore_the_booster_after_a_failed_attempt(tmp_path, 
     assert [c["training_iteration"] for c in trial["checkpoints"]] == [3, 5, 8, 10]
     newest = trial["checkpoints"][-1]
     assert newest["training_iteration"] == 10
-    _export(up_suite, "xgboost-flaky", trial["trial_id"], newest["checkpoint_id"],
-            tmp_path / "final")
+    _export(
+        up_suite, "xgboost-flaky", trial["trial_id"], newest["checkpoint_id"], tmp_path / "final"
+    )
     booster = xgb.Booster()
     booster.load_model(str(tmp_path / "final" / "booster.json"))
     assert booster.num_boosted_rounds() == 10
@@ -302,8 +328,9 @@ def test_xgboost_callbacks_restore_the_booster_after_a_failed_attempt(tmp_path, 
     [trial] = up_suite.ctl("ls", "-e", "xgboost-report")
     assert trial["checkpoints"] == [] and trial["training_iteration"] == 4, trial
     [rows] = _results(storage / "xgboost-report").values()
-    assert all("eval-logloss" in r and "eval-error" not in r and "should_checkpoint" not in r
-               for r in rows), rows
+    assert all(
+        "eval-logloss" in r and "eval-error" not in r and "should_checkpoint" not in r for r in rows
+    ), rows
 
 
 def test_xgboost_report_dict_and_checkpoint_rounds_follow_ray(monkeypatch):
@@ -315,20 +342,26 @@ def test_xgboost_report_dict_and_checkpoint_rounds_follow_ray(monkeypatch):
 
     log = {"train": {"logloss": [0.6, 0.5]}, "eval": {"logloss": [0.7, 0.55], "error": [0.2, 0.1]}}
     every = integration.TuneReportCheckpointCallback()
-    assert every._get_report_dict(log) == {"train-logloss": 0.5, "eval-logloss": 0.55,
-                                           "eval-error": 0.1}
-    assert integration.TuneReportCallback("eval-error")._get_report_dict(log) == {
-        "eval-error": 0.1}
-    assert integration.TuneReportCheckpointCallback(["eval-error", "train-logloss"]) \
-        ._get_report_dict(log) == {"eval-error": 0.1, "train-logloss": 0.5}
+    assert every._get_report_dict(log) == {
+        "train-logloss": 0.5,
+        "eval-logloss": 0.55,
+        "eval-error": 0.1,
+    }
+    assert integration.TuneReportCallback("eval-error")._get_report_dict(log) == {"eval-error": 0.1}
+    assert integration.TuneReportCheckpointCallback(
+        ["eval-error", "train-logloss"]
+    )._get_report_dict(log) == {"eval-error": 0.1, "train-logloss": 0.5}
     renamed = integration.TuneReportCheckpointCallback(
-        {"loss": "eval-logloss"}, results_postprocessing_fn=lambda d: {"loss2": d["loss"] * 2})
+        {"loss": "eval-logloss"}, results_postprocessing_fn=lambda d: {"loss2": d["loss"] * 2}
+    )
     assert renamed._get_report_dict(log) == {"loss2": 1.1}
     with pytest.raises(KeyError):
         integration.TuneReportCheckpointCallback("eval-auc")._get_report_dict(log)
-    due = lambda frequency: [e for e in range(7)  # noqa: E731
-                             if integration.TuneReportCheckpointCallback(
-                                 frequency=frequency)._checkpoint_due(e)]
+    due = lambda frequency: [
+        e
+        for e in range(7)  # noqa: E731
+        if integration.TuneReportCheckpointCallback(frequency=frequency)._checkpoint_due(e)
+    ]
     assert due(1) == [0, 1, 2, 3, 4, 5, 6]
     assert due(3) == [3, 6]
     assert due(0) == []
@@ -353,8 +386,17 @@ def test_xgboost_report_dict_and_checkpoint_rounds_follow_ray(monkeypatch):
             reports.append((metrics["loss"], rounds))
 
         monkeypatch.setattr(integration, "report", capture)
-        xgb.train({"nthread": 1, "objective": "binary:logistic"}, data, 5, evals=[(data, "eval")],
-                  verbose_eval=False, callbacks=[integration.TuneReportCheckpointCallback(
-                      {"loss": "eval-logloss"}, "model.json", frequency, checkpoint_at_end=True)])
+        xgb.train(
+            {"nthread": 1, "objective": "binary:logistic"},
+            data,
+            5,
+            evals=[(data, "eval")],
+            verbose_eval=False,
+            callbacks=[
+                integration.TuneReportCheckpointCallback(
+                    {"loss": "eval-logloss"}, "model.json", frequency, checkpoint_at_end=True
+                )
+            ],
+        )
         assert [rounds for _, rounds in reports] == expected, (frequency, reports)
         assert reports[-1][0] == reports[4][0]  # the last round's metrics

@@ -31,9 +31,12 @@ def _tunectl(tunectl, monkeypatch):
 
 def _run(trainable, tmp_path, name, param_space=None, tune_config=None, **run):
     run.setdefault("verbose", 0)
-    tuner = tune.Tuner(trainable, param_space=param_space or {"x": tune.grid_search([1, 2])},
-                       tune_config=tune_config or tune.TuneConfig(metric="score", mode="max"),
-                       run_config=tune.RunConfig(name=name, storage_path=str(tmp_path), **run))
+    tuner = tune.Tuner(
+        trainable,
+        param_space=param_space or {"x": tune.grid_search([1, 2])},
+        tune_config=tune_config or tune.TuneConfig(metric="score", mode="max"),
+        run_config=tune.RunConfig(name=name, storage_path=str(tmp_path), **run),
+    )
     return tuner.fit()
 
 
@@ -84,9 +87,14 @@ class Counter(tune.Trainable):
 
 def test_class_trainable_resumes_from_its_checkpoint_after_a_crash(tmp_path):
     marker = str(tmp_path / "crashed")
-    grid = _run(Counter, tmp_path, "counter", param_space={"marker": marker},
-                failure_config=tune.FailureConfig(max_failures=1),
-                checkpoint_config=tune.CheckpointConfig(checkpoint_frequency=1))
+    grid = _run(
+        Counter,
+        tmp_path,
+        "counter",
+        param_space={"marker": marker},
+        failure_config=tune.FailureConfig(max_failures=1),
+        checkpoint_config=tune.CheckpointConfig(checkpoint_frequency=1),
+    )
     assert os.path.exists(marker)
     result = grid[0]
     assert result.error is None, result.error
@@ -114,8 +122,13 @@ def _check_checkpoint(grid):
 
 
 def test_reported_checkpoint_is_kept_after_the_script_deletes_its_folder(tmp_path):
-    grid = _run(saving, tmp_path, "saving", param_space={"x": 1},
-                checkpoint_config=tune.CheckpointConfig(checkpoint_frequency=1))
+    grid = _run(
+        saving,
+        tmp_path,
+        "saving",
+        param_space={"x": 1},
+        checkpoint_config=tune.CheckpointConfig(checkpoint_frequency=1),
+    )
     _check_checkpoint(grid)
 
 
@@ -131,15 +144,13 @@ def endless(config):
 
 
 def test_endless_trainable_stops_at_the_stop_criterion(tmp_path):
-    grid = _run(endless, tmp_path, "endless", param_space={"x": 1},
-                stop={"training_iteration": 3})
+    grid = _run(endless, tmp_path, "endless", param_space={"x": 1}, stop={"training_iteration": 3})
     assert grid.num_errors == 0 and grid[0].metrics["training_iteration"] == 3
 
 
 def test_with_resources_and_with_parameters(tmp_path):
     def fn(config, offset):
-        train.report({"score": config["x"] + offset,
-                      "trial": train.get_context().get_trial_id()})
+        train.report({"score": config["x"] + offset, "trial": train.get_context().get_trial_id()})
 
     wrapped = tune.with_resources(tune.with_parameters(fn, offset=10), {"cpu": 1})
     grid = _run(wrapped, tmp_path, "resources")
@@ -149,7 +160,6 @@ def test_with_resources_and_with_parameters(tmp_path):
 
 @pytest.mark.parametrize("form", ["callable", "stopper"])
 def test_driver_side_stoppers_stop_at_the_chosen_result(tmp_path, form):
-
     class AtFour(tune.Stopper):
         def __call__(self, trial_id, result):
             return result["score"] >= 4
@@ -160,13 +170,18 @@ def test_driver_side_stoppers_stop_at_the_chosen_result(tmp_path, form):
 
 
 def test_sample_from_is_drawn_in_the_driver(tmp_path):
-
     def fn(config):
         train.report({"score": config["y"]})
 
-    grid = _run(fn, tmp_path, "samplefrom",
-                param_space={"x": tune.grid_search([1, 2]),
-                             "y": tune.sample_from(lambda spec: spec.config.x * 10)})
+    grid = _run(
+        fn,
+        tmp_path,
+        "samplefrom",
+        param_space={
+            "x": tune.grid_search([1, 2]),
+            "y": tune.sample_from(lambda spec: spec.config.x * 10),
+        },
+    )
     assert sorted(r.metrics["score"] for r in grid) == [10, 20]
 
 
@@ -182,8 +197,10 @@ def pbt_fn(config):
         d = tempfile.mkdtemp()
         with open(os.path.join(d, "step.json"), "w") as f:
             json.dump({"step": step}, f)
-        train.report({"score": config["lr"] * step, "lr": config["lr"]},
-                     checkpoint=train.Checkpoint.from_directory(d))
+        train.report(
+            {"score": config["lr"] * step, "lr": config["lr"]},
+            checkpoint=train.Checkpoint.from_directory(d),
+        )
         shutil.rmtree(d)
 
 
@@ -191,11 +208,18 @@ def test_pbt_function_mutation_is_sampled_in_the_driver(tmp_path):
     # resample_probability=1: every explore takes the driver's fresh sample of the lambda.
     drawn = (0.5, 0.25)
     scheduler = tune.schedulers.PopulationBasedTraining(
-        time_attr="training_iteration", perturbation_interval=2, resample_probability=1.0,
-        hyperparam_mutations={"lr": lambda: random.choice(drawn)})
-    grid = _run(pbt_fn, tmp_path, "pbt-driver",
-                param_space={"lr": tune.grid_search([0.01, 0.02, 0.03, 0.04])},
-                tune_config=tune.TuneConfig(metric="score", mode="max", scheduler=scheduler))
+        time_attr="training_iteration",
+        perturbation_interval=2,
+        resample_probability=1.0,
+        hyperparam_mutations={"lr": lambda: random.choice(drawn)},
+    )
+    grid = _run(
+        pbt_fn,
+        tmp_path,
+        "pbt-driver",
+        param_space={"lr": tune.grid_search([0.01, 0.02, 0.03, 0.04])},
+        tune_config=tune.TuneConfig(metric="score", mode="max", scheduler=scheduler),
+    )
     assert grid.num_errors == 0
     rows = [row for r in grid for row in _rows(r.path)]
     exploited = [row for row in rows if row.get("lr") in drawn]
@@ -221,10 +245,22 @@ def test_api_errors_are_typed(tmp_path):
 
 def test_a_connected_run_uses_a_separate_suite(tmp_path, tunectl):
     ready = tmp_path / "ready.json"
-    up = subprocess.Popen([tunectl, "up", "--control", "tcp://127.0.0.1:*", "--events",
-                           "tcp://127.0.0.1:*", "--ready-file", str(ready), "--data-dir",
-                           str(tmp_path / "store")], stdout=subprocess.DEVNULL,
-                          stderr=subprocess.DEVNULL)
+    up = subprocess.Popen(
+        [
+            tunectl,
+            "up",
+            "--control",
+            "tcp://127.0.0.1:*",
+            "--events",
+            "tcp://127.0.0.1:*",
+            "--ready-file",
+            str(ready),
+            "--data-dir",
+            str(tmp_path / "store"),
+        ],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
     try:
         deadline = time.monotonic() + 30
         while not ready.exists() and time.monotonic() < deadline:
@@ -243,7 +279,8 @@ def test_a_connected_run_uses_a_separate_suite(tmp_path, tunectl):
         up.wait(20)
 
 
-SCRIPT = textwrap.dedent("""\
+SCRIPT = textwrap.dedent(
+    """\
     import os, sys
     sys.path.insert(0, {package!r})
     from tunebus import tune, train
@@ -261,7 +298,8 @@ SCRIPT = textwrap.dedent("""\
     print("suite", _suite.endpoint()[0] and _suite._embedded.process.pid, flush=True)
     grid = tuner.fit()
     print("trials", len(grid), grid.num_errors, flush=True)
-""")
+"""
+)
 
 
 def _gone(pid, within_s):
@@ -271,7 +309,11 @@ def _gone(pid, within_s):
             os.kill(pid, 0)
         except ProcessLookupError:
             return True
-        state = open("/proc/%d/stat" % pid).read().split()[2] if os.path.exists("/proc/%d" % pid) else "X"
+        state = (
+            open("/proc/%d/stat" % pid).read().split()[2]
+            if os.path.exists("/proc/%d" % pid)
+            else "X"
+        )
         if state == "Z":
             return True
         time.sleep(0.1)
@@ -279,12 +321,20 @@ def _gone(pid, within_s):
 
 
 def test_a_script_without_main_guard_runs_once_and_leaves_nothing(tmp_path, tunectl):
-    (tmp_path / "script.py").write_text(SCRIPT.format(package=os.path.abspath(PACKAGE), iterations=2))
+    (tmp_path / "script.py").write_text(
+        SCRIPT.format(package=os.path.abspath(PACKAGE), iterations=2)
+    )
     # Files of the script's folder are linked into the staging folder, never written through.
     for name in ("experiment.yaml", "_tunebus_experiment.yaml"):
         (tmp_path / name).write_text("mine\n")
-    out = subprocess.run([sys.executable, "script.py"], cwd=tmp_path, capture_output=True,
-                         text=True, timeout=120, env=dict(os.environ, TUNEBUS_TUNECTL=tunectl))
+    out = subprocess.run(
+        [sys.executable, "script.py"],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env=dict(os.environ, TUNEBUS_TUNECTL=tunectl),
+    )
     assert out.returncode == 0, out.stderr
     assert (tmp_path / "marker.txt").read_text() == "top\n"
     for name in ("experiment.yaml", "_tunebus_experiment.yaml"):
@@ -295,11 +345,17 @@ def test_a_script_without_main_guard_runs_once_and_leaves_nothing(tmp_path, tune
 
 
 def test_a_killed_driver_leaves_no_suite_running(tmp_path, tunectl):
-    (tmp_path / "script.py").write_text(SCRIPT.format(package=os.path.abspath(PACKAGE),
-                                                      iterations=10 ** 9))
-    proc = subprocess.Popen([sys.executable, "script.py"], cwd=tmp_path, stdout=subprocess.PIPE,
-                            stderr=subprocess.DEVNULL, text=True,
-                            env=dict(os.environ, TUNEBUS_TUNECTL=tunectl))
+    (tmp_path / "script.py").write_text(
+        SCRIPT.format(package=os.path.abspath(PACKAGE), iterations=10**9)
+    )
+    proc = subprocess.Popen(
+        [sys.executable, "script.py"],
+        cwd=tmp_path,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.DEVNULL,
+        text=True,
+        env=dict(os.environ, TUNEBUS_TUNECTL=tunectl),
+    )
     line = proc.stdout.readline()
     suite_pid = int(line.split()[1])
     time.sleep(2)  # trials running
@@ -308,7 +364,8 @@ def test_a_killed_driver_leaves_no_suite_running(tmp_path, tunectl):
     assert _gone(suite_pid, 10)
 
 
-RESUMABLE = textwrap.dedent("""\
+RESUMABLE = textwrap.dedent(
+    """\
     import sys, time
     sys.path.insert(0, {package!r})
     from tunebus import tune, train
@@ -329,7 +386,8 @@ RESUMABLE = textwrap.dedent("""\
     grid = tuner.fit()
     print("done", grid[0].metrics["training_iteration"], grid.num_errors, flush=True)
     print("path", grid.experiment_path, flush=True)
-""")
+"""
+)
 
 
 def test_an_interrupted_fit_is_restored_by_a_later_driver(tmp_path, tunectl):
@@ -337,9 +395,15 @@ def test_an_interrupted_fit_is_restored_by_a_later_driver(tmp_path, tunectl):
     # continues it with Tuner.restore(path, trainable) to its stop criterion.
     (tmp_path / "script.py").write_text(RESUMABLE.format(package=os.path.abspath(PACKAGE)))
     env = dict(os.environ, TUNEBUS_TUNECTL=tunectl, TUNEBUS_DATA_DIR=str(tmp_path / "store"))
-    proc = subprocess.Popen([sys.executable, "script.py", "fit"], cwd=tmp_path, env=env,
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                            start_new_session=True)
+    proc = subprocess.Popen(
+        [sys.executable, "script.py", "fit"],
+        cwd=tmp_path,
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        start_new_session=True,
+    )
     assert proc.stdout.readline().strip() == "fitting"
     results = tmp_path / "results" / "resumable"
     deadline = time.monotonic() + 60
@@ -351,8 +415,14 @@ def test_an_interrupted_fit_is_restored_by_a_later_driver(tmp_path, tunectl):
     assert "Tuner.restore(" in err, err
     rows_before = len(next(results.glob("*/result.json")).read_text().splitlines())
     assert 0 < rows_before < 60
-    out = subprocess.run([sys.executable, "script.py", "restore", str(results)], cwd=tmp_path,
-                         env=env, capture_output=True, text=True, timeout=120)
+    out = subprocess.run(
+        [sys.executable, "script.py", "restore", str(results)],
+        cwd=tmp_path,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert out.returncode == 0, out.stderr
     assert "done 60 0" in out.stdout
     assert "path %s\n" % results in out.stdout  # the same run continued, not a new one

@@ -49,20 +49,40 @@ class Hosts:
 
     def create(self):
         c, a = self.ns["c"], self.ns["a"]
-        return (_sh("ip", "netns", "add", c) and _sh("ip", "netns", "add", a)
-                and _sh("ip", "-n", c, "link", "set", "lo", "up")
-                and _sh("ip", "-n", a, "link", "set", "lo", "up")
-                and _sh("ip", "link", "add", "tbpyc" + c[-6:], "netns", c, "type", "veth",
-                        "peer", "name", "tbpya" + a[-6:], "netns", a)
-                and _sh("ip", "-n", c, "addr", "add", "10.78.1.1/24", "dev", "tbpyc" + c[-6:])
-                and _sh("ip", "-n", c, "link", "set", "tbpyc" + c[-6:], "up")
-                and _sh("ip", "-n", a, "addr", "add", "10.78.1.2/24", "dev", "tbpya" + a[-6:])
-                and _sh("ip", "-n", a, "link", "set", "tbpya" + a[-6:], "up"))
+        return (
+            _sh("ip", "netns", "add", c)
+            and _sh("ip", "netns", "add", a)
+            and _sh("ip", "-n", c, "link", "set", "lo", "up")
+            and _sh("ip", "-n", a, "link", "set", "lo", "up")
+            and _sh(
+                "ip",
+                "link",
+                "add",
+                "tbpyc" + c[-6:],
+                "netns",
+                c,
+                "type",
+                "veth",
+                "peer",
+                "name",
+                "tbpya" + a[-6:],
+                "netns",
+                a,
+            )
+            and _sh("ip", "-n", c, "addr", "add", "10.78.1.1/24", "dev", "tbpyc" + c[-6:])
+            and _sh("ip", "-n", c, "link", "set", "tbpyc" + c[-6:], "up")
+            and _sh("ip", "-n", a, "addr", "add", "10.78.1.2/24", "dev", "tbpya" + a[-6:])
+            and _sh("ip", "-n", a, "link", "set", "tbpya" + a[-6:], "up")
+        )
 
     def start(self, host, name, argv):
         log = open(os.path.join(self.folder, name + ".log"), "wb")
-        proc = subprocess.Popen(["ip", "netns", "exec", self.ns[host]] + argv,
-                                stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)
+        proc = subprocess.Popen(
+            ["ip", "netns", "exec", self.ns[host]] + argv,
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            stdin=subprocess.DEVNULL,
+        )
         self.processes.append(proc)
         return proc
 
@@ -128,35 +148,121 @@ def test_function_trainable_runs_on_a_host_without_its_file(tmp_path):
         results = tmp_path / "results"
         b = os.path.abspath(BIN)
         keys = str(tmp_path / "keys")
-        keygen = subprocess.run([os.path.join(b, "tunectl"), "keygen", "--suite", "--dir", keys],
-                                capture_output=True, text=True, timeout=30)
+        keygen = subprocess.run(
+            [os.path.join(b, "tunectl"), "keygen", "--suite", "--dir", keys],
+            capture_output=True,
+            text=True,
+            timeout=30,
+        )
         assert keygen.returncode == 0, keygen.stdout + keygen.stderr
         control = "ipc://%s" % (tmp_path / "control.sock")
-        hosts.start("c", "checkpoint-store", [os.path.join(b, "checkpoint-store"), "--endpoint",
-                    "tcp://0.0.0.0:5557", "--data-dir", str(tmp_path / "store"),
-                    "--keys-dir", keys])
-        hosts.start("c", "resource-manager", [os.path.join(b, "resource-manager"), "--endpoint",
-                    "tcp://0.0.0.0:5556", "--events-endpoint", "tcp://127.0.0.1:5558",
-                    "--heartbeat-interval-ms", "200", "--keys-dir", keys])
-        hosts.start("c", "scheduler", [os.path.join(b, "scheduler"), "--control", control,
-                    "--workers", "tcp://0.0.0.0:5559", "--events",
-                    "tcp://127.0.0.1:5560", "--rm", "tcp://127.0.0.1:5556", "--rm-events",
-                    "tcp://127.0.0.1:5558", "--store", "tcp://127.0.0.1:5557", "--keys-dir", keys])
+        hosts.start(
+            "c",
+            "checkpoint-store",
+            [
+                os.path.join(b, "checkpoint-store"),
+                "--endpoint",
+                "tcp://0.0.0.0:5557",
+                "--data-dir",
+                str(tmp_path / "store"),
+                "--keys-dir",
+                keys,
+            ],
+        )
+        hosts.start(
+            "c",
+            "resource-manager",
+            [
+                os.path.join(b, "resource-manager"),
+                "--endpoint",
+                "tcp://0.0.0.0:5556",
+                "--events-endpoint",
+                "tcp://127.0.0.1:5558",
+                "--heartbeat-interval-ms",
+                "200",
+                "--keys-dir",
+                keys,
+            ],
+        )
+        hosts.start(
+            "c",
+            "scheduler",
+            [
+                os.path.join(b, "scheduler"),
+                "--control",
+                control,
+                "--workers",
+                "tcp://0.0.0.0:5559",
+                "--events",
+                "tcp://127.0.0.1:5560",
+                "--rm",
+                "tcp://127.0.0.1:5556",
+                "--rm-events",
+                "tcp://127.0.0.1:5558",
+                "--store",
+                "tcp://127.0.0.1:5557",
+                "--keys-dir",
+                keys,
+            ],
+        )
         # Host a: the worker's own mount namespace hides the project folder under a tmpfs.
-        worker = [os.path.join(b, "trial-worker"), "--worker-id", "w-a", "--cpus", "2",
-                  "--heartbeat-interval-ms", "200", "--scheduler", "tcp://10.78.1.1:5559",
-                  "--rm", "tcp://10.78.1.1:5556", "--store", "tcp://10.78.1.1:5557",
-                  "--keys-dir", keys]
-        hosts.start("a", "w-a", ["unshare", "-m", "--propagation", "private", "sh", "-c",
-                                 'mount -t tmpfs tmpfs "$0" && exec "$@"', str(project)] + worker)
-        env = dict(os.environ, PYTHONPATH=os.path.abspath(PACKAGE),
-                   TUNEBUS_ADDRESS=control,
-                   TUNEBUS_TUNECTL=os.path.join(b, "tunectl"))
+        worker = [
+            os.path.join(b, "trial-worker"),
+            "--worker-id",
+            "w-a",
+            "--cpus",
+            "2",
+            "--heartbeat-interval-ms",
+            "200",
+            "--scheduler",
+            "tcp://10.78.1.1:5559",
+            "--rm",
+            "tcp://10.78.1.1:5556",
+            "--store",
+            "tcp://10.78.1.1:5557",
+            "--keys-dir",
+            keys,
+        ]
+        hosts.start(
+            "a",
+            "w-a",
+            [
+                "unshare",
+                "-m",
+                "--propagation",
+                "private",
+                "sh",
+                "-c",
+                'mount -t tmpfs tmpfs "$0" && exec "$@"',
+                str(project),
+            ]
+            + worker,
+        )
+        env = dict(
+            os.environ,
+            PYTHONPATH=os.path.abspath(PACKAGE),
+            TUNEBUS_ADDRESS=control,
+            TUNEBUS_TUNECTL=os.path.join(b, "tunectl"),
+        )
         deadline = time.monotonic() + 20
         while True:  # the worker registered: tunectl workers lists it alive
-            out = subprocess.run(["ip", "netns", "exec", hosts.ns["c"], os.path.join(b, "tunectl"),
-                                  "--connect", control, "-o", "json", "workers"],
-                                 capture_output=True, text=True, timeout=30)
+            out = subprocess.run(
+                [
+                    "ip",
+                    "netns",
+                    "exec",
+                    hosts.ns["c"],
+                    os.path.join(b, "tunectl"),
+                    "--connect",
+                    control,
+                    "-o",
+                    "json",
+                    "workers",
+                ],
+                capture_output=True,
+                text=True,
+                timeout=30,
+            )
             try:
                 if any(w.get("alive") for w in json.loads(out.stdout or "[]")):
                     break
@@ -164,9 +270,21 @@ def test_function_trainable_runs_on_a_host_without_its_file(tmp_path):
                 pass
             assert time.monotonic() < deadline, hosts.log("w-a") + hosts.log("scheduler")
             time.sleep(0.2)
-        driver = subprocess.run(["ip", "netns", "exec", hosts.ns["c"], sys.executable,
-                                 str(project / "driver.py"), str(results)],
-                                capture_output=True, text=True, env=env, timeout=180)
+        driver = subprocess.run(
+            [
+                "ip",
+                "netns",
+                "exec",
+                hosts.ns["c"],
+                sys.executable,
+                str(project / "driver.py"),
+                str(results),
+            ],
+            capture_output=True,
+            text=True,
+            env=env,
+            timeout=180,
+        )
         assert driver.returncode == 0, driver.stdout + driver.stderr + hosts.log("w-a")
         rows = next(line for line in driver.stdout.splitlines() if line.startswith("ROWS "))
         assert "ERRORS 0" in driver.stdout, driver.stdout + hosts.log("w-a")

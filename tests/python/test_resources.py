@@ -67,9 +67,13 @@ def test_trials_see_their_gpus_and_resources_through_rays_calls(tmp_path, tunect
         barrier.mkdir()
         storage = tmp_path / "results"
         env = suite.env()
-        driver = subprocess.Popen([sys.executable, str(script), str(storage), str(barrier)],
-                                  stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
-                                  env=env)
+        driver = subprocess.Popen(
+            [sys.executable, str(script), str(storage), str(barrier)],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            text=True,
+            env=env,
+        )
         try:
             deadline = time.monotonic() + 60
             while len([n for n in os.listdir(barrier) if n.endswith(".json")]) < 2:
@@ -106,8 +110,11 @@ def test_trials_see_their_gpus_and_resources_through_rays_calls(tmp_path, tunect
         assert sorted(assigned) == ["0", "1"], running  # at once, so on different GPUs
 
         # A trial without a GPU: CUDA_VISIBLE_DEVICES is "", no GPU ids, CPU 0.5 only.
-        [trial_dir] = [os.path.join(storage, "nogpu", d) for d in os.listdir(storage / "nogpu")
-                       if os.path.isdir(os.path.join(storage, "nogpu", d))]
+        [trial_dir] = [
+            os.path.join(storage, "nogpu", d)
+            for d in os.listdir(storage / "nogpu")
+            if os.path.isdir(os.path.join(storage, "nogpu", d))
+        ]
         result = _last_result(trial_dir)
         assert result["cuda"] == "" and result["gpu_ids"] == [], result
         assert result["required"] == {"CPU": 0.5}, result
@@ -130,8 +137,7 @@ def test_outside_a_trial_resources_come_from_the_environment_as_ray_reads_it(mon
     assert train.get_context().get_trial_resources().required_resources == {"CPU": 1.0}
     monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "3,GPU-8f2a1c,1")
     assert tunebus.get_gpu_ids() == [3, "GPU-8f2a1c", 1]
-    assert train.get_context().get_trial_resources().required_resources == {"CPU": 1.0,
-                                                                            "GPU": 3.0}
+    assert train.get_context().get_trial_resources().required_resources == {"CPU": 1.0, "GPU": 3.0}
     monkeypatch.setenv("TUNEBUS_RESOURCES", '{"cpu":2.0,"gpu":0.5,"memory":1e9,"tpu":0}')
     pgf = train.get_context().get_trial_resources()
     assert pgf.required_resources == {"CPU": 2.0, "GPU": 0.5, "memory": 1e9}
@@ -139,6 +145,8 @@ def test_outside_a_trial_resources_come_from_the_environment_as_ray_reads_it(mon
     assert pgf.strategy == "PACK" and pgf.head_cpus == 2.0 and not pgf.head_bundle_is_empty
     # Several bundles add up, as Ray's required_resources does.
     assert PlacementGroupFactory([{"CPU": 1}, {"CPU": 2, "GPU": 1}]).required_resources == {
-        "CPU": 3.0, "GPU": 1.0}
+        "CPU": 3.0,
+        "GPU": 1.0,
+    }
     with pytest.raises(ValueError):
         PlacementGroupFactory([])

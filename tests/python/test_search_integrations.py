@@ -38,10 +38,15 @@ def fn(config):
 
 # ---- imports --------------------------------------------------------------------------------
 
+
 def test_rays_module_paths_import():
     # Every module a Ray 2.x script imports searchers from exists, with Ray's class names.
     from tunebus.tune.search import (  # noqa: F401
-        BasicVariantGenerator, TPESearch, TuneBOHB, create_searcher)
+        BasicVariantGenerator,
+        TPESearch,
+        TuneBOHB,
+        create_searcher,
+    )
     from tunebus.tune.search.basic_variant import BasicVariantGenerator as B2
     from tunebus.tune.search.bohb import TuneBOHB as T2
     from tunebus.tune.search.concurrency_limiter import ConcurrencyLimiter as C2
@@ -58,7 +63,8 @@ def test_rays_module_paths_import():
 
 @pytest.mark.parametrize("module,cls,library,pip", LIBRARIES)
 def test_a_missing_library_fails_at_construction_naming_it_and_the_alternatives(
-        module, cls, library, pip, monkeypatch):
+    module, cls, library, pip, monkeypatch
+):
     # As Ray: the module imports, constructing the searcher fails (TuneError here).
     monkeypatch.setitem(__import__("sys").modules, library, None)  # importing it fails
     searcher_cls = getattr(importlib.import_module("tunebus.tune.search." + module), cls)
@@ -74,8 +80,11 @@ def test_a_missing_library_fails_at_construction_naming_it_and_the_alternatives(
 def test_builtin_tunebohb_at_rays_path_needs_no_library():
     from tunebus.tune.search.bohb import TuneBOHB
 
-    exp, needs = build_experiment(fn, {"x": tune.uniform(0, 1)}, tune.TuneConfig(
-        metric="score", mode="max", search_alg=TuneBOHB(seed=3)))
+    exp, needs = build_experiment(
+        fn,
+        {"x": tune.uniform(0, 1)},
+        tune.TuneConfig(metric="score", mode="max", search_alg=TuneBOHB(seed=3)),
+    )
     assert exp["search"]["type"] == "bohb" and needs.search is None
 
 
@@ -95,32 +104,48 @@ def test_schedulers_tunebus_lacks_fail_naming_what_to_use():
 
 # ---- the experiment file --------------------------------------------------------------------
 
+
 def test_a_driver_side_searcher_gets_the_param_space_as_dims():
     optuna = _optuna()
     from tunebus.tune.search.optuna import OptunaSearch
 
     space = {"x": tune.uniform(0, 1), "m": {"act": tune.choice(["a", "b"])}, "c": 3}
-    exp, needs = build_experiment(fn, space, tune.TuneConfig(
-        metric="score", mode="max", num_samples=3,
-        search_alg=ConcurrencyLimiter(OptunaSearch(seed=1), max_concurrent=2)))
-    assert exp["param_space"] == {"x": {"uniform": [0, 1]}, "m": {"act": {"choice": ["a", "b"]}},
-                                  "c": 3}
+    exp, needs = build_experiment(
+        fn,
+        space,
+        tune.TuneConfig(
+            metric="score",
+            mode="max",
+            num_samples=3,
+            search_alg=ConcurrencyLimiter(OptunaSearch(seed=1), max_concurrent=2),
+        ),
+    )
+    assert exp["param_space"] == {
+        "x": {"uniform": [0, 1]},
+        "m": {"act": {"choice": ["a", "b"]}},
+        "c": 3,
+    }
     assert exp["search"] == {"type": "external", "timeout_s": 60, "max_concurrent": 2}
     assert needs.search is not None and exp["num_samples"] == 3
     # An Optuna distributions dict: typed dims; metric and mode from the searcher.
-    dists = {"lr": optuna.distributions.FloatDistribution(1e-4, 1e-1, log=True),
-             "n": optuna.distributions.IntDistribution(1, 8, step=1)}
-    exp, _ = build_experiment(fn, {}, tune.TuneConfig(
-        search_alg=OptunaSearch(dists, metric="loss", mode="min")))
-    assert exp["param_space"] == {"lr": {"loguniform": [1e-4, 1e-1, 10]},
-                                  "n": {"randint": [1, 9]}}
+    dists = {
+        "lr": optuna.distributions.FloatDistribution(1e-4, 1e-1, log=True),
+        "n": optuna.distributions.IntDistribution(1, 8, step=1),
+    }
+    exp, _ = build_experiment(
+        fn, {}, tune.TuneConfig(search_alg=OptunaSearch(dists, metric="loss", mode="min"))
+    )
+    assert exp["param_space"] == {"lr": {"loguniform": [1e-4, 1e-1, 10]}, "n": {"randint": [1, 9]}}
     assert (exp["metric"], exp["mode"]) == ("loss", "min")
     # A define-by-run function: every key it can suggest, any value.
-    exp, _ = build_experiment(fn, {}, tune.TuneConfig(search_alg=OptunaSearch(
-        _define_by_run, metric="score", mode="max")))
-    assert exp["param_space"] == {"deep": {"sample_from": "driver"},
-                                  "layers": {"sample_from": "driver"},
-                                  "lr": {"sample_from": "driver"}}
+    exp, _ = build_experiment(
+        fn, {}, tune.TuneConfig(search_alg=OptunaSearch(_define_by_run, metric="score", mode="max"))
+    )
+    assert exp["param_space"] == {
+        "deep": {"sample_from": "driver"},
+        "layers": {"sample_from": "driver"},
+        "lr": {"sample_from": "driver"},
+    }
 
 
 def test_rays_errors_for_a_space_the_searcher_does_not_take():
@@ -132,14 +157,19 @@ def test_rays_errors_for_a_space_the_searcher_does_not_take():
             pass
 
     with pytest.raises(ValueError, match="unresolved parameters"):
-        build_experiment(fn, {"x": tune.uniform(0, 1)}, tune.TuneConfig(
-            metric="s", mode="max", search_alg=Own()))
+        build_experiment(
+            fn, {"x": tune.uniform(0, 1)}, tune.TuneConfig(metric="s", mode="max", search_alg=Own())
+        )
     with pytest.raises(TuneError, match="grid_search cannot be combined"):
-        build_experiment(fn, {"x": tune.grid_search([1, 2])}, tune.TuneConfig(
-            metric="s", mode="max", search_alg=Own()))
+        build_experiment(
+            fn,
+            {"x": tune.grid_search([1, 2])},
+            tune.TuneConfig(metric="s", mode="max", search_alg=Own()),
+        )
     # Constants are fine; the keys it suggests come from one suggestion of a copy.
-    exp, _ = build_experiment(fn, {"c": 1}, tune.TuneConfig(metric="s", mode="max",
-                                                            search_alg=Own()))
+    exp, _ = build_experiment(
+        fn, {"c": 1}, tune.TuneConfig(metric="s", mode="max", search_alg=Own())
+    )
     assert exp["param_space"] == {"c": 1, "a": {"sample_from": "driver"}}
 
     class Reads(Own):  # a user searcher reading the param space's domains as Ray's
@@ -149,8 +179,15 @@ def test_rays_errors_for_a_space_the_searcher_does_not_take():
 
     reads = Reads()
     exp, needs = build_experiment(
-        fn, {"f": tune.quniform(0, 1, 0.5), "i": tune.qrandint(2, 8, 2), "r": tune.randint(0, 5),
-             "n": tune.randn()}, tune.TuneConfig(metric="s", mode="max", search_alg=reads))
+        fn,
+        {
+            "f": tune.quniform(0, 1, 0.5),
+            "i": tune.qrandint(2, 8, 2),
+            "r": tune.randint(0, 5),
+            "n": tune.randn(),
+        },
+        tune.TuneConfig(metric="s", mode="max", search_alg=reads),
+    )
     assert not hasattr(reads, "bounds")  # build_experiment set a copy's properties
     _session(needs.search, exp, "s1")  # the user's object gets them at the first hello
     assert reads.bounds == {"f": (0, 1), "i": (2, 9), "r": (0, 5), "n": (None, None)}
@@ -159,19 +196,29 @@ def test_rays_errors_for_a_space_the_searcher_does_not_take():
     from tunebus.tune.search.optuna import OptunaSearch
 
     with pytest.raises(RuntimeError, match="metric"):  # Ray's UNDEFINED_METRIC_MODE, at fit()
-        build_experiment(fn, {}, tune.TuneConfig(search_alg=OptunaSearch(
-            {"x": _optuna().distributions.FloatDistribution(0, 1)})))
+        build_experiment(
+            fn,
+            {},
+            tune.TuneConfig(
+                search_alg=OptunaSearch({"x": _optuna().distributions.FloatDistribution(0, 1)})
+            ),
+        )
 
 
 # ---- §7a sessions ---------------------------------------------------------------------------
+
 
 def _dims(exp_space, prefix=()):
     """hello's `space` for an experiment param space, as the scheduler builds it (§7a)."""
     dims = []
     for key, value in exp_space.items():
         path = prefix + (key,)
-        if isinstance(value, dict) and len(value) == 1 and next(iter(value)) in (
-                "uniform", "loguniform", "choice", "randint", "sample_from", "quniform"):
+        if (
+            isinstance(value, dict)
+            and len(value) == 1
+            and next(iter(value))
+            in ("uniform", "loguniform", "choice", "randint", "sample_from", "quniform")
+        ):
             sampler, args = next(iter(value.items()))
             dim = {"name": ".".join(path), "path": list(path), "sampler": sampler}
             if sampler == "choice":
@@ -189,8 +236,17 @@ def _dims(exp_space, prefix=()):
 
 
 def _session(search, exp, name, replay=()):
-    assert search.handle({"type": "hello", "session": name, "space": _dims(exp["param_space"]),
-                          "replay": len(replay)})["type"] == "hello_ok"
+    assert (
+        search.handle(
+            {
+                "type": "hello",
+                "session": name,
+                "space": _dims(exp["param_space"]),
+                "replay": len(replay),
+            }
+        )["type"]
+        == "hello_ok"
+    )
     if replay:
         search.handle({"type": "tell", "session": name, "events": list(replay)})
 
@@ -208,18 +264,24 @@ def test_a_new_session_rebuilds_optuna_from_the_replay():
     from tunebus.tune.search.optuna import OptunaSearch
 
     searcher = OptunaSearch(seed=5)
-    exp, needs = build_experiment(fn, {"x": tune.uniform(0, 1), "k": tune.choice([1, 2, 3])},
-                                  tune.TuneConfig(metric="s", mode="max", num_samples=8,
-                                                  search_alg=searcher))
+    exp, needs = build_experiment(
+        fn,
+        {"x": tune.uniform(0, 1), "k": tune.choice([1, 2, 3])},
+        tune.TuneConfig(metric="s", mode="max", num_samples=8, search_alg=searcher),
+    )
     search = needs.search
     _session(search, exp, "s1")
     asked = {t: _ask(search, "s1", t)[1] for t in ("t0", "t1", "t2")}
-    done = [{"event": "completed", "trial_id": t, "result": {"s": v}, "error": False}
-            for t, v in (("t0", 0.5), ("t1", 0.25))]
+    done = [
+        {"event": "completed", "trial_id": t, "result": {"s": v}, "error": False}
+        for t, v in (("t0", 0.5), ("t1", 0.25))
+    ]
     search.handle({"type": "tell", "session": "s1", "events": done})
     assert len(searcher._ot_study.trials) == 3
-    replay = [{"event": "suggested", "trial_id": t, "params": p, "config": dict(p)}
-              for t, p in asked.items()] + done
+    replay = [
+        {"event": "suggested", "trial_id": t, "params": p, "config": dict(p)}
+        for t, p in asked.items()
+    ] + done
     _session(search, exp, "s2", replay)
     study = searcher._ot_study  # the user's object holds the rebuilt state
     assert [t.params for t in study.trials] == [asked[t] for t in ("t0", "t1", "t2")]
@@ -265,8 +327,9 @@ def test_numpy_values_of_a_user_searcher_reach_the_scheduler_as_plain_values():
         def suggest(self, trial_id):
             return {"n": numpy.int64(3), "f": numpy.float32(0.5), "v": numpy.arange(2)}
 
-    exp, needs = build_experiment(fn, {}, tune.TuneConfig(metric="s", mode="max",
-                                                          search_alg=Numpy()))
+    exp, needs = build_experiment(
+        fn, {}, tune.TuneConfig(metric="s", mode="max", search_alg=Numpy())
+    )
     _session(needs.search, exp, "s1")
     params = _ask(needs.search, "s1", "t0")[1]
     assert params == {"f": 0.5, "n": 3, "v": [0, 1]} and type(params["n"]) is int
@@ -276,19 +339,21 @@ def test_numpy_values_of_a_user_searcher_reach_the_scheduler_as_plain_values():
 def test_a_user_searchers_replay_asks_it_again_in_journal_order():
     searcher = Recording(metric="score", mode="max")
     exp, needs = build_experiment(fn, {}, tune.TuneConfig(num_samples=4, search_alg=searcher))
-    assert exp["param_space"] == {"x": {"sample_from": "driver"},
-                                  "nested": {"y": {"sample_from": "driver"}}}
+    assert exp["param_space"] == {
+        "x": {"sample_from": "driver"},
+        "nested": {"y": {"sample_from": "driver"}},
+    }
     assert searcher.calls == []  # the keys came from a copy
     search = needs.search
     _session(search, exp, "s1")
     first = _ask(search, "s1", "t0")[1]
     assert first == {"x": 1, "nested.y": 10}
-    replay = [{"event": "suggested", "trial_id": "t0", "params": first, "config": {}},
-              {"event": "result", "trial_id": "t0",
-               "result": {"score": 3, "training_iteration": 1}},
-              {"event": "result", "trial_id": "t0",
-               "result": {"score": 3, "training_iteration": 1}},
-              {"event": "completed", "trial_id": "t0", "result": {"score": 3}, "error": False}]
+    replay = [
+        {"event": "suggested", "trial_id": "t0", "params": first, "config": {}},
+        {"event": "result", "trial_id": "t0", "result": {"score": 3, "training_iteration": 1}},
+        {"event": "result", "trial_id": "t0", "result": {"score": 3, "training_iteration": 1}},
+        {"event": "completed", "trial_id": "t0", "result": {"score": 3}, "error": False},
+    ]
     _session(search, exp, "s2", replay)
     assert searcher.calls == [("suggest", "t0"), ("result", "t0", 1), ("complete", "t0", 3, False)]
     assert _ask(search, "s2", "t1") == ("config", {"x": 2, "nested.y": 20})
@@ -299,15 +364,22 @@ def test_optuna_evaluated_rewards_are_told_and_not_run():
     from tunebus.tune.search.optuna import OptunaSearch
 
     dist = {"x": optuna.distributions.FloatDistribution(0, 1)}
-    searcher = OptunaSearch(dist, metric="s", mode="max", seed=2,
-                            points_to_evaluate=[{"x": 0.1}, {"x": 0.9}],
-                            evaluated_rewards=[1.0, 5.0])
+    searcher = OptunaSearch(
+        dist,
+        metric="s",
+        mode="max",
+        seed=2,
+        points_to_evaluate=[{"x": 0.1}, {"x": 0.9}],
+        evaluated_rewards=[1.0, 5.0],
+    )
     exp, needs = build_experiment(fn, {}, tune.TuneConfig(num_samples=3, search_alg=searcher))
     _session(needs.search, exp, "s1")
     status, params = _ask(needs.search, "s1", "t0")
     trials = searcher._ot_study.trials
     assert [(t.params, t.value, t.state.name) for t in trials[:2]] == [
-        ({"x": 0.1}, 1.0, "COMPLETE"), ({"x": 0.9}, 5.0, "COMPLETE")]
+        ({"x": 0.1}, 1.0, "COMPLETE"),
+        ({"x": 0.9}, 5.0, "COMPLETE"),
+    ]
     assert status == "config" and params["x"] not in (0.1, 0.9)
 
 
@@ -321,15 +393,23 @@ def test_searcher_exceptions_end_the_search_or_are_skipped(caplog):
         def on_trial_complete(self, trial_id, result=None, error=False):
             raise KeyError("oops")
 
-    exp, needs = build_experiment(fn, {}, tune.TuneConfig(
-        num_samples=5, search_alg=Broken(metric="score", mode="max")))
+    exp, needs = build_experiment(
+        fn, {}, tune.TuneConfig(num_samples=5, search_alg=Broken(metric="score", mode="max"))
+    )
     search = needs.search
     _session(search, exp, "s1")
     assert _ask(search, "s1", "t0")[0] == "config"
     # on_trial_complete raises: logged once, the tell is answered (no error reply, which would
     # make the scheduler reconnect and replay into the same exception).
-    reply = search.handle({"type": "tell", "session": "s1", "events": [
-        {"event": "completed", "trial_id": "t0", "result": {"score": 1}, "error": False}]})
+    reply = search.handle(
+        {
+            "type": "tell",
+            "session": "s1",
+            "events": [
+                {"event": "completed", "trial_id": "t0", "result": {"score": 1}, "error": False}
+            ],
+        }
+    )
     assert reply["type"] == "tell_ok"
     assert _ask(search, "s1", "t1")[0] == "finished"  # suggest raised: no new trial
     assert isinstance(search.error, RuntimeError)
@@ -338,39 +418,60 @@ def test_searcher_exceptions_end_the_search_or_are_skipped(caplog):
 
 
 def _done(session, trial_id, score):
-    return {"type": "tell", "session": session, "events": [
-        {"event": "completed", "trial_id": trial_id, "result": {"score": score}, "error": False}]}
+    return {
+        "type": "tell",
+        "session": session,
+        "events": [
+            {"event": "completed", "trial_id": trial_id, "result": {"score": score}, "error": False}
+        ],
+    }
 
 
 def test_concurrency_limiter_batch_tells_the_searcher_when_the_batch_ended():
     inner = Recording(metric="score", mode="max")
-    exp, needs = build_experiment(fn, {}, tune.TuneConfig(
-        num_samples=6, search_alg=ConcurrencyLimiter(inner, max_concurrent=2, batch=True)))
+    exp, needs = build_experiment(
+        fn,
+        {},
+        tune.TuneConfig(
+            num_samples=6, search_alg=ConcurrencyLimiter(inner, max_concurrent=2, batch=True)
+        ),
+    )
     search = needs.search
     _session(search, exp, "s1")
-    assert [_ask(search, "s1", t)[0] for t in ("t0", "t1", "t2")] == ["config", "config",
-                                                                      "not_now"]
+    assert [_ask(search, "s1", t)[0] for t in ("t0", "t1", "t2")] == ["config", "config", "not_now"]
     search.handle(_done("s1", "t0", 1))
     assert [c for c in inner.calls if c[0] == "complete"] == []  # the batch is not over
     assert _ask(search, "s1", "t2")[0] == "not_now"
     search.handle(_done("s1", "t1", 2))
     assert [c for c in inner.calls if c[0] == "complete"] == [
-        ("complete", "t0", 1, False), ("complete", "t1", 2, False)]
+        ("complete", "t0", 1, False),
+        ("complete", "t1", 2, False),
+    ]
     assert _ask(search, "s1", "t2") == ("config", {"x": 3, "nested.y": 30})
 
 
 def test_repeater_groups_are_rebuilt_from_the_replay():
     inner = Recording(metric="score", mode="max")
-    exp, needs = build_experiment(fn, {}, tune.TuneConfig(
-        num_samples=6, search_alg=Repeater(inner, repeat=2)))
+    exp, needs = build_experiment(
+        fn, {}, tune.TuneConfig(num_samples=6, search_alg=Repeater(inner, repeat=2))
+    )
     search = needs.search
     _session(search, exp, "s1")
     asked = {t: _ask(search, "s1", t)[1] for t in ("t0", "t1", "t2")}
     assert [p["__trial_index__"] for p in asked.values()] == [0, 1, 0]
-    replay = [{"event": "suggested", "trial_id": t, "params": p,
-               "config": {"x": p["x"], "nested": {"y": p["nested.y"]},
-                          "__trial_index__": p["__trial_index__"]}}
-              for t, p in asked.items()]
+    replay = [
+        {
+            "event": "suggested",
+            "trial_id": t,
+            "params": p,
+            "config": {
+                "x": p["x"],
+                "nested": {"y": p["nested.y"]},
+                "__trial_index__": p["__trial_index__"],
+            },
+        }
+        for t, p in asked.items()
+    ]
     _session(search, exp, "s2", replay)
     assert _ask(search, "s2", "t3") == ("config", {"x": 2, "nested.y": 20, "__trial_index__": 1})
     for trial_id, score in (("t0", 1.0), ("t1", 3.0)):
@@ -378,10 +479,14 @@ def test_repeater_groups_are_rebuilt_from_the_replay():
     # The rebuilt inner searcher (the user's object) was asked once per group and told the
     # mean of the first group.
     assert [c for c in inner.calls if c[0] != "result"] == [
-        ("suggest", "t0"), ("suggest", "t2"), ("complete", "t0", 2.0, False)]
+        ("suggest", "t0"),
+        ("suggest", "t2"),
+        ("complete", "t0", 2.0, False),
+    ]
 
 
 # ---- library adapters over stand-ins --------------------------------------------------------
+
 
 @pytest.mark.parametrize("module,cls,library,pip", LIBRARIES)
 def test_library_searchers_ask_and_tell_their_library(module, cls, library, pip, monkeypatch):
@@ -392,10 +497,18 @@ def test_library_searchers_ask_and_tell_their_library(module, cls, library, pip,
     kwargs = {"budget": 5} if module == "zoopt" else {}
     space = {"lr": tune.uniform(0.1, 0.5), "width": tune.uniform(1.0, 3.0)}
     if module != "bayesopt":
-        space = {"lr": tune.loguniform(1e-3, 1e-1), "layers": tune.randint(1, 5),
-                 "act": tune.choice(["relu", "tanh"])}
-    exp, needs = build_experiment(fn, space, tune.TuneConfig(
-        metric="score", mode="max", num_samples=5, search_alg=searcher_cls(**kwargs)))
+        space = {
+            "lr": tune.loguniform(1e-3, 1e-1),
+            "layers": tune.randint(1, 5),
+            "act": tune.choice(["relu", "tanh"]),
+        }
+    exp, needs = build_experiment(
+        fn,
+        space,
+        tune.TuneConfig(
+            metric="score", mode="max", num_samples=5, search_alg=searcher_cls(**kwargs)
+        ),
+    )
     assert rec["space"] is None  # the library is set up at the first suggestion
     search = needs.search
     _session(search, exp, "s1")
@@ -408,9 +521,16 @@ def test_library_searchers_ask_and_tell_their_library(module, cls, library, pip,
             else:
                 low, high = domain.args[0], domain.args[1]
                 assert low <= value <= high, (name, value)
-    search.handle({"type": "tell", "session": "s1", "events": [
-        {"event": "completed", "trial_id": "t0", "result": {"score": 2.0}, "error": False},
-        {"event": "completed", "trial_id": "t1", "result": None, "error": True}]})
+    search.handle(
+        {
+            "type": "tell",
+            "session": "s1",
+            "events": [
+                {"event": "completed", "trial_id": "t0", "result": {"score": 2.0}, "error": False},
+                {"event": "completed", "trial_id": "t1", "result": None, "error": True},
+            ],
+        }
+    )
     told = rec["told_fn"]() if library == "hyperopt" else rec["told"]
     losses = [t[1] for t in told if t[1] is not None]
     if library == "ax":
@@ -422,20 +542,25 @@ def test_library_searchers_ask_and_tell_their_library(module, cls, library, pip,
         assert losses == [-2.0]
     # A new session: the library is set up anew and told the replayed ends as observed points
     # (ZOOpt takes only its own solutions).
-    replay = [{"event": "suggested", "trial_id": "t%d" % i, "params": p, "config": dict(p)}
-              for i, p in enumerate(params)]
-    replay.append({"event": "completed", "trial_id": "t2", "result": {"score": 1.0},
-                   "error": False})
+    replay = [
+        {"event": "suggested", "trial_id": "t%d" % i, "params": p, "config": dict(p)}
+        for i, p in enumerate(params)
+    ]
+    replay.append(
+        {"event": "completed", "trial_id": "t2", "result": {"score": 1.0}, "error": False}
+    )
     _session(search, exp, "s2", replay)
     told = rec["told_fn"]() if library == "hyperopt" else rec["told"]
     if library != "zoopt":
         last = told[-1][1]
-        assert last == ({"score": (1.0, None)} if library == "ax" else
-                        1.0 if library == "bayes_opt" else -1.0)
+        assert last == (
+            {"score": (1.0, None)} if library == "ax" else 1.0 if library == "bayes_opt" else -1.0
+        )
     assert _ask(search, "s2", "t2") == ("config", params[2])
 
 
 # ---- through a real suite -------------------------------------------------------------------
+
 
 @pytest.fixture()
 def suite(tunectl, monkeypatch):
@@ -444,16 +569,19 @@ def suite(tunectl, monkeypatch):
 
 
 def _fit(tmp_path, name, trainable, param_space, **tune_config):
-    return tune.Tuner(trainable, param_space=param_space,
-                      tune_config=tune.TuneConfig(**tune_config),
-                      run_config=tune.RunConfig(name=name, storage_path=str(tmp_path),
-                                                verbose=0)).fit()
+    return tune.Tuner(
+        trainable,
+        param_space=param_space,
+        tune_config=tune.TuneConfig(**tune_config),
+        run_config=tune.RunConfig(name=name, storage_path=str(tmp_path), verbose=0),
+    ).fit()
 
 
 def quadratic(config):
     x = config.get("x", 0.0)
-    train.report({"score": -(x - 0.3) ** 2, "x": x, "loss": (x - 0.3) ** 2,
-                  "size": config.get("n", 1)})
+    train.report(
+        {"score": -((x - 0.3) ** 2), "x": x, "loss": (x - 0.3) ** 2, "size": config.get("n", 1)}
+    )
 
 
 def _define_by_run(trial):
@@ -474,20 +602,31 @@ def test_optuna_search_with_each_form_of_space(tmp_path, suite, form):
 
     if form == "domains":  # the Tuner's param space, metric and mode from TuneConfig
         searcher = OptunaSearch(seed=7)
-        grid = _fit(tmp_path, "optuna-" + form, quadratic,
-                    {"x": tune.uniform(0, 1), "n": tune.randint(1, 4)},
-                    metric="score", mode="max", num_samples=4, search_alg=searcher)
+        grid = _fit(
+            tmp_path,
+            "optuna-" + form,
+            quadratic,
+            {"x": tune.uniform(0, 1), "n": tune.randint(1, 4)},
+            metric="score",
+            mode="max",
+            num_samples=4,
+            search_alg=searcher,
+        )
     elif form == "distributions":  # OptunaSearch's own space, metric and mode
-        searcher = OptunaSearch({"x": optuna.distributions.FloatDistribution(0, 1),
-                                 "n": optuna.distributions.IntDistribution(1, 3)},
-                                metric="loss", mode="min", seed=7,
-                                points_to_evaluate=[{"x": 0.3, "n": 2}])
-        grid = _fit(tmp_path, "optuna-" + form, quadratic, {}, num_samples=4,
-                    search_alg=searcher)
+        searcher = OptunaSearch(
+            {
+                "x": optuna.distributions.FloatDistribution(0, 1),
+                "n": optuna.distributions.IntDistribution(1, 3),
+            },
+            metric="loss",
+            mode="min",
+            seed=7,
+            points_to_evaluate=[{"x": 0.3, "n": 2}],
+        )
+        grid = _fit(tmp_path, "optuna-" + form, quadratic, {}, num_samples=4, search_alg=searcher)
     else:
         searcher = OptunaSearch(_define_by_run, metric="score", mode="max", seed=7)
-        grid = _fit(tmp_path, "optuna-" + form, report_lr, {}, num_samples=4,
-                    search_alg=searcher)
+        grid = _fit(tmp_path, "optuna-" + form, report_lr, {}, num_samples=4, search_alg=searcher)
     assert len(grid) == 4 and grid.num_errors == 0, grid.errors
     trials = searcher._ot_study.trials  # the user's object ran the study, as Ray's does
     assert len(trials) == 4 and all(t.state.name == "COMPLETE" for t in trials)
@@ -584,8 +723,9 @@ def seeded(config):
 
 def test_repeater_repeats_each_config_and_tells_the_mean(tmp_path, suite):
     inner = Noisy()
-    grid = _fit(tmp_path, "repeater", seeded, {}, num_samples=6,
-                search_alg=Repeater(inner, repeat=3))
+    grid = _fit(
+        tmp_path, "repeater", seeded, {}, num_samples=6, search_alg=Repeater(inner, repeat=3)
+    )
     assert len(grid) == 6 and grid.num_errors == 0
     groups = {}
     for r in grid:
@@ -606,8 +746,14 @@ def test_many_objective_optuna_search_gives_a_pareto_set(tmp_path, suite):
     from tunebus.tune.search.optuna import OptunaSearch
 
     searcher = OptunaSearch(metric=["a", "b"], mode=["min", "min"], seed=3)
-    grid = _fit(tmp_path, "pareto", two_objectives, {"x": tune.uniform(-1, 3)}, num_samples=6,
-                search_alg=searcher)
+    grid = _fit(
+        tmp_path,
+        "pareto",
+        two_objectives,
+        {"x": tune.uniform(-1, 3)},
+        num_samples=6,
+        search_alg=searcher,
+    )
     assert len(grid) == 6 and grid.num_errors == 0
     points = [(r.metrics["a"], r.metrics["b"]) for r in grid]
 
@@ -616,8 +762,9 @@ def test_many_objective_optuna_search_gives_a_pareto_set(tmp_path, suite):
 
     pareto = sorted(p for p in points if not dominated(p))
     study_pareto = sorted(tuple(t.values) for t in searcher._ot_study.best_trials)
-    assert pareto and [tuple(map(lambda v: round(v, 9), p)) for p in pareto] == \
-        [tuple(map(lambda v: round(v, 9), p)) for p in study_pareto]
+    assert pareto and [tuple(map(lambda v: round(v, 9), p)) for p in pareto] == [
+        tuple(map(lambda v: round(v, 9), p)) for p in study_pareto
+    ]
     # Optuna ran a study with two directions; the experiment's metric is the first.
     assert [d.name for d in searcher._ot_study.directions] == ["MINIMIZE", "MINIMIZE"]
     assert not math.isnan(grid.get_best_result(metric="a", mode="min").metrics["a"])
@@ -626,7 +773,7 @@ def test_many_objective_optuna_search_gives_a_pareto_set(tmp_path, suite):
 def slow_quadratic(config):
     for _ in range(4):
         time.sleep(0.2)
-        train.report({"score": -(config["x"] - 0.3) ** 2})
+        train.report({"score": -((config["x"] - 0.3) ** 2)})
 
 
 def test_optuna_search_survives_a_scheduler_sigkill(tmp_path, tunectl, monkeypatch):
@@ -650,10 +797,16 @@ def test_optuna_search_survives_a_scheduler_sigkill(tmp_path, tunectl, monkeypat
 
     def run():
         try:
-            out["grid"] = _fit(tmp_path / "r", "optuna-restart", slow_quadratic,
-                               {"x": tune.uniform(0, 1)}, metric="score", mode="max",
-                               num_samples=6,
-                               search_alg=ConcurrencyLimiter(optuna_search, max_concurrent=1))
+            out["grid"] = _fit(
+                tmp_path / "r",
+                "optuna-restart",
+                slow_quadratic,
+                {"x": tune.uniform(0, 1)},
+                metric="score",
+                mode="max",
+                num_samples=6,
+                search_alg=ConcurrencyLimiter(optuna_search, max_concurrent=1),
+            )
         except BaseException as e:  # noqa: BLE001 - reported by the assertion below
             out["error"] = e
 

@@ -12,8 +12,12 @@ from tunebus import tune
 from tunebus._driver import DriverLink, VariantGenerator, searcher_space
 from tunebus._errors import TuneError
 from tunebus._tuner import DriverNeeds, build_experiment
-from tunebus.tune.schedulers import (ASHAScheduler, HyperBandForBOHB, MedianStoppingRule,
-                                     PopulationBasedTraining)
+from tunebus.tune.schedulers import (
+    ASHAScheduler,
+    HyperBandForBOHB,
+    MedianStoppingRule,
+    PopulationBasedTraining,
+)
 from tunebus.tune.search import BasicVariantGenerator, ConcurrencyLimiter, TPESearch, TuneBOHB
 
 
@@ -41,13 +45,21 @@ def test_param_space_takes_rays_argument_names():
     }
     exp, needs = build_experiment(fn, space)
     assert exp["param_space"] == {
-        "a": {"uniform": [0.1, 0.9]}, "b": {"quniform": [0, 1, 0.25]},
-        "c": {"loguniform": [1e-4, 1e-1, 10]}, "d": {"qloguniform": [1e-4, 1e-1, 1e-4, 2]},
-        "e": {"randn": [1.0, 2.0]}, "f": {"qrandn": [0.0, 1.0, 0.1]},
-        "g": {"randint": [1, 10]}, "h": {"qrandint": [2, 64, 2]},
-        "i": {"lograndint": [16, 1024, 10]}, "j": {"qlograndint": [2, 64, 2, 2]},
-        "k": {"choice": ["relu", "tanh"]}, "l": {"grid_search": [1, 2]},
-        "m": {"n": {"randn": [0.0, 1.0]}, "const": [1, 2]}, "o": "fixed"}
+        "a": {"uniform": [0.1, 0.9]},
+        "b": {"quniform": [0, 1, 0.25]},
+        "c": {"loguniform": [1e-4, 1e-1, 10]},
+        "d": {"qloguniform": [1e-4, 1e-1, 1e-4, 2]},
+        "e": {"randn": [1.0, 2.0]},
+        "f": {"qrandn": [0.0, 1.0, 0.1]},
+        "g": {"randint": [1, 10]},
+        "h": {"qrandint": [2, 64, 2]},
+        "i": {"lograndint": [16, 1024, 10]},
+        "j": {"qlograndint": [2, 64, 2, 2]},
+        "k": {"choice": ["relu", "tanh"]},
+        "l": {"grid_search": [1, 2]},
+        "m": {"n": {"randn": [0.0, 1.0]}, "const": [1, 2]},
+        "o": "fixed",
+    }
     assert not needs.sample_from and not needs.link
 
 
@@ -60,15 +72,30 @@ def test_a_config_value_json_cannot_hold_names_its_path():
 
 def test_configs_map_to_the_experiment_file():
     exp, _ = build_experiment(
-        tune.with_resources(fn, {"CPU": 2, "gpu": 0.5, "custom": 1}), {},
-        tune.TuneConfig(metric="acc", mode="max", num_samples=5, max_concurrent_trials=2,
-                        time_budget_s=60, reuse_actors=True),
-        tune.RunConfig(name="exp1", storage_path="/tmp/x", stop={"training_iteration": 7},
-                       failure_config=tune.FailureConfig(max_failures=3, fail_fast=True),
-                       checkpoint_config=tune.CheckpointConfig(
-                           num_to_keep=2, checkpoint_score_attribute="loss",
-                           checkpoint_score_order="min", checkpoint_frequency=4,
-                           checkpoint_at_end=True)))
+        tune.with_resources(fn, {"CPU": 2, "gpu": 0.5, "custom": 1}),
+        {},
+        tune.TuneConfig(
+            metric="acc",
+            mode="max",
+            num_samples=5,
+            max_concurrent_trials=2,
+            time_budget_s=60,
+            reuse_actors=True,
+        ),
+        tune.RunConfig(
+            name="exp1",
+            storage_path="/tmp/x",
+            stop={"training_iteration": 7},
+            failure_config=tune.FailureConfig(max_failures=3, fail_fast=True),
+            checkpoint_config=tune.CheckpointConfig(
+                num_to_keep=2,
+                checkpoint_score_attribute="loss",
+                checkpoint_score_order="min",
+                checkpoint_frequency=4,
+                checkpoint_at_end=True,
+            ),
+        ),
+    )
     assert exp["name"] == "exp1" and exp["results_dir"] == "/tmp/x"
     assert exp["num_samples"] == 5 and exp["metric"] == "acc" and exp["mode"] == "max"
     assert exp["stop"] == {"training_iteration": 7, "time_budget_s": 60}
@@ -81,48 +108,94 @@ def test_configs_map_to_the_experiment_file():
 
 
 def test_schedulers_take_rays_names_and_inherit_metric_and_mode():
-    exp, _ = build_experiment(fn, {}, tune.TuneConfig(
-        metric="acc", mode="max", scheduler=ASHAScheduler(max_t=9, grace_period=2)))
-    assert exp["scheduler"] == {"type": "asha", "metric": "acc", "mode": "max",
-                                "time_attr": "training_iteration", "max_t": 9, "grace_period": 2,
-                                "reduction_factor": 4, "brackets": 1, "stop_last_trials": True}
-    exp, _ = build_experiment(fn, {}, tune.TuneConfig(
-        scheduler=MedianStoppingRule(metric="loss", mode="min", grace_period=5)))
+    exp, _ = build_experiment(
+        fn,
+        {},
+        tune.TuneConfig(metric="acc", mode="max", scheduler=ASHAScheduler(max_t=9, grace_period=2)),
+    )
+    assert exp["scheduler"] == {
+        "type": "asha",
+        "metric": "acc",
+        "mode": "max",
+        "time_attr": "training_iteration",
+        "max_t": 9,
+        "grace_period": 2,
+        "reduction_factor": 4,
+        "brackets": 1,
+        "stop_last_trials": True,
+    }
+    exp, _ = build_experiment(
+        fn,
+        {},
+        tune.TuneConfig(scheduler=MedianStoppingRule(metric="loss", mode="min", grace_period=5)),
+    )
     assert exp["scheduler"]["type"] == "median_stopping"
     assert exp["scheduler"]["metric"] == "loss" and "metric" not in exp
-    exp, _ = build_experiment(fn, {}, tune.TuneConfig(
-        metric="acc", mode="max", scheduler=HyperBandForBOHB(max_t=27), search_alg=TuneBOHB()))
+    exp, _ = build_experiment(
+        fn,
+        {},
+        tune.TuneConfig(
+            metric="acc", mode="max", scheduler=HyperBandForBOHB(max_t=27), search_alg=TuneBOHB()
+        ),
+    )
     assert exp["scheduler"]["type"] == "hyperband_bohb" and exp["search"]["type"] == "bohb"
 
 
 def test_metric_in_both_scheduler_and_tune_config_is_refused_as_ray_does():
     with pytest.raises(ValueError, match="already instantiated"):
-        build_experiment(fn, {}, tune.TuneConfig(
-            metric="acc", mode="max", scheduler=ASHAScheduler(metric="acc", mode="max")))
+        build_experiment(
+            fn,
+            {},
+            tune.TuneConfig(
+                metric="acc", mode="max", scheduler=ASHAScheduler(metric="acc", mode="max")
+            ),
+        )
 
 
 def test_pbt_function_mutations_go_to_the_driver():
     pbt = PopulationBasedTraining(
         perturbation_interval=2,
-        hyperparam_mutations={"lr": tune.loguniform(1e-4, 1e-1), "batch": [16, 32],
-                              "momentum": lambda: random.uniform(0.8, 0.99)})
-    exp, needs = build_experiment(fn, {}, tune.TuneConfig(metric="acc", mode="max",
-                                                          scheduler=pbt))
+        hyperparam_mutations={
+            "lr": tune.loguniform(1e-4, 1e-1),
+            "batch": [16, 32],
+            "momentum": lambda: random.uniform(0.8, 0.99),
+        },
+    )
+    exp, needs = build_experiment(fn, {}, tune.TuneConfig(metric="acc", mode="max", scheduler=pbt))
     assert exp["scheduler"]["hyperparam_mutations"] == {
-        "lr": {"loguniform": [1e-4, 1e-1, 10]}, "batch": [16, 32], "momentum": {"driver": {}}}
+        "lr": {"loguniform": [1e-4, 1e-1, 10]},
+        "batch": [16, 32],
+        "momentum": {"driver": {}},
+    }
     assert exp["scheduler"]["perturbation_factors"] == [1.2, 0.8]
     assert list(needs.mutations) == ["momentum"] and needs.link
 
 
 def test_searchers_map_to_search():
-    exp, _ = build_experiment(fn, {}, tune.TuneConfig(
-        metric="acc", mode="max",
-        search_alg=ConcurrencyLimiter(TPESearch(n_startup_trials=5, seed=3), max_concurrent=2)))
-    assert exp["search"] == {"type": "tpe", "metric": "acc", "mode": "max",
-                             "n_startup_trials": 5, "max_concurrent": 2}
+    exp, _ = build_experiment(
+        fn,
+        {},
+        tune.TuneConfig(
+            metric="acc",
+            mode="max",
+            search_alg=ConcurrencyLimiter(TPESearch(n_startup_trials=5, seed=3), max_concurrent=2),
+        ),
+    )
+    assert exp["search"] == {
+        "type": "tpe",
+        "metric": "acc",
+        "mode": "max",
+        "n_startup_trials": 5,
+        "max_concurrent": 2,
+    }
     assert exp["seed"] == 3
-    exp, _ = build_experiment(fn, {}, tune.TuneConfig(search_alg=BasicVariantGenerator(
-        points_to_evaluate=[{"x": 1}], random_state=7)))
+    exp, _ = build_experiment(
+        fn,
+        {},
+        tune.TuneConfig(
+            search_alg=BasicVariantGenerator(points_to_evaluate=[{"x": 1}], random_state=7)
+        ),
+    )
     assert exp["search"] == {"type": "random", "points_to_evaluate": [{"x": 1}]}
     assert exp["seed"] == 7
 
@@ -140,8 +213,12 @@ def test_a_callable_stop_runs_in_the_driver():
 def test_variant_generator_is_grid_times_samples_then_sample_from():
     # Ray's BasicVariantGenerator: samples outer, the first grid axis fastest, sample_from last
     # with spec.config holding what was drawn.
-    space = {"a": tune.grid_search([1, 2]), "b": tune.grid_search(["x", "y"]),
-             "r": tune.uniform(0, 1), "twice": tune.sample_from(lambda spec: spec.config.a * 2)}
+    space = {
+        "a": tune.grid_search([1, 2]),
+        "b": tune.grid_search(["x", "y"]),
+        "r": tune.uniform(0, 1),
+        "twice": tune.sample_from(lambda spec: spec.config.a * 2),
+    }
     gen = VariantGenerator(space, num_samples=2, seed=0)
     assert gen.total == 8
     points = [(gen.config(i)["a"], gen.config(i)["b"]) for i in range(8)]
@@ -162,20 +239,34 @@ def test_driver_link_answers_results_and_refuses_unknown_sessions():
         def stop_all(self):
             return len(seen) >= 5
 
-    link = DriverLink({"num_samples": 1}, DriverNeeds(stopper=Stop(), mutations={"m": lambda: 7}),
-                      {})
+    link = DriverLink(
+        {"num_samples": 1}, DriverNeeds(stopper=Stop(), mutations={"m": lambda: 7}), {}
+    )
     try:
-        assert link.handle_link({"type": "hello", "session": "s1", "experiment": "e",
-                                 "metric": "acc", "mode": "max"}) == {"type": "hello_ok"}
-        reply = link.handle_link({"type": "driver_result", "session": "s1", "trial_id": "t0",
-                                  "result": {"training_iteration": 3}})
-        assert reply == {"type": "driver_decision", "stop_trial": True, "stop_all": False,
-                         "should_checkpoint": False, "samples": {"m": 7}}
+        assert link.handle_link(
+            {"type": "hello", "session": "s1", "experiment": "e", "metric": "acc", "mode": "max"}
+        ) == {"type": "hello_ok"}
+        reply = link.handle_link(
+            {
+                "type": "driver_result",
+                "session": "s1",
+                "trial_id": "t0",
+                "result": {"training_iteration": 3},
+            }
+        )
+        assert reply == {
+            "type": "driver_decision",
+            "stop_trial": True,
+            "stop_all": False,
+            "should_checkpoint": False,
+            "samples": {"m": 7},
+        }
         from tunebus._router import ProtocolError
 
         with pytest.raises(ProtocolError) as e:
-            link.handle_link({"type": "driver_result", "session": "old", "trial_id": "t0",
-                              "result": {}})
+            link.handle_link(
+                {"type": "driver_result", "session": "old", "trial_id": "t0", "result": {}}
+            )
         assert e.value.code == "failed_precondition"
         exp = link.amend({"name": "e"})
         assert exp["driver"]["endpoint"].startswith("tcp://127.0.0.1:")
@@ -187,8 +278,15 @@ def test_driver_link_answers_results_and_refuses_unknown_sessions():
 def test_the_trainable_helper_api_is_unchanged():
     import tunebus
 
-    for name in ("config", "report", "checkpoint_dir", "restore_dir", "trial_id", "trial_dir",
-                 "start_iteration"):
+    for name in (
+        "config",
+        "report",
+        "checkpoint_dir",
+        "restore_dir",
+        "trial_id",
+        "trial_dir",
+        "start_iteration",
+    ):
         assert callable(getattr(tunebus, name))
     assert tunebus.config() == {} or isinstance(tunebus.config(), dict)
 
@@ -196,17 +294,22 @@ def test_the_trainable_helper_api_is_unchanged():
 def test_the_package_imports_under_an_interpreter_without_debians_modules():
     # The pyenv python3 on PATH (if any) lacks zmq/msgpack/cloudpickle: tunebus falls back to
     # Debian's dist-packages when the versions match, else names the Debian packages.
-    other = [p for p in os.environ.get("PATH", "").split(os.pathsep)
-             if os.path.exists(os.path.join(p, "python3"))
-             and os.path.realpath(os.path.join(p, "python3")) != os.path.realpath(sys.executable)]
+    other = [
+        p
+        for p in os.environ.get("PATH", "").split(os.pathsep)
+        if os.path.exists(os.path.join(p, "python3"))
+        and os.path.realpath(os.path.join(p, "python3")) != os.path.realpath(sys.executable)
+    ]
     if not other:
         pytest.skip("no second python3 on PATH")
     python = os.path.join(other[0], "python3")
-    code = ("import sys; sys.path.insert(0, %r)\n"
-            "try:\n from tunebus import tune; tune.Tuner; from tunebus import _deps;"
-            " _deps.load('zmq'); print('ok')\n"
-            "except ImportError as e:\n print('importerror', 'python3-zmq' in str(e))\n"
-            % os.path.join(os.path.dirname(__file__), "..", "..", "clients", "python"))
+    code = (
+        "import sys; sys.path.insert(0, %r)\n"
+        "try:\n from tunebus import tune; tune.Tuner; from tunebus import _deps;"
+        " _deps.load('zmq'); print('ok')\n"
+        "except ImportError as e:\n print('importerror', 'python3-zmq' in str(e))\n"
+        % os.path.join(os.path.dirname(__file__), "..", "..", "clients", "python")
+    )
     out = subprocess.run([python, "-c", code], capture_output=True, text=True, timeout=60)
     assert out.stdout.strip() in ("ok", "importerror True"), out.stderr
 
@@ -244,27 +347,43 @@ def test_callback_dispatcher_calls_each_hook_once_per_event():
 
     notes = Notes()
     d = CallbackDispatcher([notes])
-    started = {"event": "trial_started", "trial_id": "t0",
-               "body": {"trial_id": "t0", "attempt": 1, "status": "RUNNING", "config": {"a": 1}}}
+    started = {
+        "event": "trial_started",
+        "trial_id": "t0",
+        "body": {"trial_id": "t0", "attempt": 1, "status": "RUNNING", "config": {"a": 1}},
+    }
     assert d.on_result("t0", 1, 1, {"training_iteration": 1, "config": {"a": 1}}) is False
     d.on_event(started)  # after its result: already started
     assert d.on_result("t0", 1, 2, {"training_iteration": 2}) is True
     assert d.on_result("t0", 1, 2, {"training_iteration": 2}) is False  # asked again
-    saved = {"event": "checkpoint_saved", "trial_id": "t0",
-             "body": {"checkpoint_id": "c1", "training_iteration": 2}}
+    saved = {
+        "event": "checkpoint_saved",
+        "trial_id": "t0",
+        "body": {"checkpoint_id": "c1", "training_iteration": 2},
+    }
     d.on_event(saved)
     d.on_event(saved)
-    failed = {"event": "trial_status", "trial_id": "t0",
-              "body": {"trial_id": "t0", "attempt": 1, "status": "PENDING", "num_failures": 1}}
+    failed = {
+        "event": "trial_status",
+        "trial_id": "t0",
+        "body": {"trial_id": "t0", "attempt": 1, "status": "PENDING", "num_failures": 1},
+    }
     d.on_event(failed)
     d.on_event(dict(started, body=dict(started["body"], attempt=2, num_failures=1)))
     d.on_event(dict(started, body=dict(started["body"], attempt=2, num_failures=1)))
     d.finish([{"trial_id": "t0", "attempt": 2, "status": "TERMINATED"}])
     d.finish([{"trial_id": "t0", "attempt": 2, "status": "TERMINATED"}])
-    assert notes.calls == [("start", "t0", 1), ("result", "t0", 1), ("result", "t0", 2),
-                           ("checkpoint", "t0", "c1"), ("save", "t0", None),
-                           ("recover", "t0", 1), ("start", "t0", 2), ("complete", "t0", None),
-                           ("end", None, 1)]
+    assert notes.calls == [
+        ("start", "t0", 1),
+        ("result", "t0", 1),
+        ("result", "t0", 2),
+        ("checkpoint", "t0", "c1"),
+        ("save", "t0", None),
+        ("recover", "t0", 1),
+        ("start", "t0", 2),
+        ("complete", "t0", None),
+        ("end", None, 1),
+    ]
 
 
 def test_reporters_print_rays_status_text(capsys):
@@ -275,23 +394,44 @@ def test_reporters_print_rays_status_text(capsys):
     from tunebus._trial import Trial
     from tunebus.tune import CLIReporter, JupyterNotebookReporter
 
-    trials = [Trial({"trial_id": "t%d" % i, "status": s, "config": {"lr": lr, "m": {"d": i}},
-                     "last_result": {"acc": acc, "training_iteration": 2, "long": "x" * 30}},
-                    trainable_name="fn")
-              for i, (s, lr, acc) in enumerate([("TERMINATED", 0.1, 0.5), ("RUNNING", 0.2, 0.9),
-                                                ("ERROR", 0.3, 0.1), ("PENDING", 0.4, None)])]
-    reporter = CLIReporter(metric_columns={"acc": "accuracy", "long": "long"},
-                           parameter_columns=["lr", "m/d"], max_progress_rows=2,
-                           sort_by_metric=True, max_column_length=10)
+    trials = [
+        Trial(
+            {
+                "trial_id": "t%d" % i,
+                "status": s,
+                "config": {"lr": lr, "m": {"d": i}},
+                "last_result": {"acc": acc, "training_iteration": 2, "long": "x" * 30},
+            },
+            trainable_name="fn",
+        )
+        for i, (s, lr, acc) in enumerate(
+            [
+                ("TERMINATED", 0.1, 0.5),
+                ("RUNNING", 0.2, 0.9),
+                ("ERROR", 0.3, 0.1),
+                ("PENDING", 0.4, None),
+            ]
+        )
+    ]
+    reporter = CLIReporter(
+        metric_columns={"acc": "accuracy", "long": "long"},
+        parameter_columns=["lr", "m/d"],
+        max_progress_rows=2,
+        sort_by_metric=True,
+        max_column_length=10,
+    )
     callback = ReporterCallback(reporter, "acc", "max", ["Using FIFO scheduling algorithm."])
     callback.setup(total_num_samples=5)
     callback.on_step_end(0, trials)
     text = capsys.readouterr().out
     assert text.startswith("== Status ==\nCurrent time: ")
-    assert "Using FIFO scheduling algorithm.\nNumber of trials: 4/5 (1 ERROR, 1 PENDING, " \
+    assert (
+        "Using FIFO scheduling algorithm.\nNumber of trials: 4/5 (1 ERROR, 1 PENDING, "
         "1 RUNNING, 1 TERMINATED)\n" in text
-    assert "Current best trial: fn_t1 with acc=0.9 and parameters={'lr': 0.2, 'm': {'d': 1}}" \
-        in text
+    )
+    assert (
+        "Current best trial: fn_t1 with acc=0.9 and parameters={'lr': 0.2, 'm': {'d': 1}}" in text
+    )
     table, errors = text.split("Number of errored trials: 1")
     rows = [line for line in table.splitlines() if line.startswith("| fn_")]
     assert [r.split("|")[1].strip() for r in rows] == ["fn_t1", "fn_t0"]  # best first, 2 rows

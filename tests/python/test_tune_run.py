@@ -55,15 +55,27 @@ def curve_v1(config, checkpoint_dir=None):
     """Ray 1.x's function API: `checkpoint_dir` argument, `tune.checkpoint_dir`, `tune.report`."""
     for step in range(restored_step(checkpoint_dir), 10):
         save_step(step)
-        tune.report(score=CURVES[config["curve"]][step], step=step,
-                    trial=tune.get_trial_id(), dir=os.path.basename(tune.get_trial_dir()))
+        tune.report(
+            score=CURVES[config["curve"]][step],
+            step=step,
+            trial=tune.get_trial_id(),
+            dir=os.path.basename(tune.get_trial_dir()),
+        )
 
 
 def _analysis(tmp_path, name="curves", **kwargs):
     kwargs.setdefault("verbose", 0)
-    return tune.run(curve_v1, name=name, storage_path=str(tmp_path), metric="score", mode="max",
-                    config={"curve": tune.grid_search(sorted(CURVES))}, keep_checkpoints_num=3,
-                    checkpoint_score_attr="score", **kwargs)
+    return tune.run(
+        curve_v1,
+        name=name,
+        storage_path=str(tmp_path),
+        metric="score",
+        mode="max",
+        config={"curve": tune.grid_search(sorted(CURVES))},
+        keep_checkpoints_num=3,
+        checkpoint_score_attr="score",
+        **kwargs,
+    )
 
 
 def test_run_returns_an_experiment_analysis_that_matches_the_files(tmp_path):
@@ -123,7 +135,8 @@ def test_run_returns_an_experiment_analysis_that_matches_the_files(tmp_path):
     # The folder read on its own, in a new process (tune.ExperimentAnalysis(path)), once this
     # driver's suite stopped: its best checkpoint comes from the store on the storage path.
     tunebus.shutdown()
-    script = textwrap.dedent("""
+    script = textwrap.dedent(
+        """
         import json, os, sys
         sys.path.insert(0, %r)
         from tunebus import tune
@@ -133,9 +146,10 @@ def test_run_returns_an_experiment_analysis_that_matches_the_files(tmp_path):
         print(json.dumps({"best": a.best_config, "avg": a.get_best_config(scope="avg"),
                           "statuses": sorted(t.status for t in a.trials), "state": state,
                           "rows": {k: len(v) for k, v in a.trial_dataframes.items()}}))
-    """ % (PACKAGE, os.path.dirname(analysis.best_logdir)))
-    out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
-                         timeout=60)
+    """
+        % (PACKAGE, os.path.dirname(analysis.best_logdir))
+    )
+    out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=60)
     assert out.returncode == 0, out.stderr
     read = json.loads(out.stdout)
     assert read["best"] == {"curve": "c"} and read["avg"] == {"curve": "a"}
@@ -145,8 +159,9 @@ def test_run_returns_an_experiment_analysis_that_matches_the_files(tmp_path):
 
 
 def test_best_members_need_a_metric_as_in_ray(tmp_path):
-    analysis = tune.run(curve_v1, name="nometric", storage_path=str(tmp_path), verbose=0,
-                        config={"curve": "a"})
+    analysis = tune.run(
+        curve_v1, name="nometric", storage_path=str(tmp_path), verbose=0, config={"curve": "a"}
+    )
     with pytest.raises(ValueError, match="pass a `metric` and `mode`"):
         analysis.best_trial
     assert analysis.get_best_trial("score", "max").config == {"curve": "a"}
@@ -171,8 +186,15 @@ def always_fails(config):
 def test_v1_checkpoint_dir_restores_a_retry_and_errors_raise(tmp_path):
     marker = str(tmp_path / "crashed")
     recorder = Recorder()
-    analysis = tune.run(crashes_once, name="retry", storage_path=str(tmp_path), verbose=0,
-                        config={"marker": marker}, max_failures=1, callbacks=[recorder])
+    analysis = tune.run(
+        crashes_once,
+        name="retry",
+        storage_path=str(tmp_path),
+        verbose=0,
+        config={"marker": marker},
+        max_failures=1,
+        callbacks=[recorder],
+    )
     trial = analysis.trials[0]
     rows = pd.read_json(os.path.join(trial.logdir, "result.json"), lines=True)
     assert list(rows["step"]) == [0, 1, 2, 3, 4]
@@ -181,16 +203,29 @@ def test_v1_checkpoint_dir_restores_a_retry_and_errors_raise(tmp_path):
     # The retry: on_trial_recover, then the second attempt's start and its restore.
     names = [h for h, _ in recorder.hooks(trial.trial_id)]
     recover = names.index("on_trial_recover")
-    assert names[recover:recover + 3] == ["on_trial_recover", "on_trial_start",
-                                          "on_trial_restore"]
+    assert names[recover : recover + 3] == [
+        "on_trial_recover",
+        "on_trial_start",
+        "on_trial_restore",
+    ]
     assert names.count("on_trial_start") == 2 and names.count("on_trial_restore") == 1
-    assert [d for h, d in recorder.hooks(trial.trial_id) if h == "on_trial_result"] == \
-        [1, 2, 3, 4, 5]
+    assert [d for h, d in recorder.hooks(trial.trial_id) if h == "on_trial_result"] == [
+        1,
+        2,
+        3,
+        4,
+        5,
+    ]
 
     with pytest.raises(TuneError, match="Trials did not complete: "):
         tune.run(always_fails, name="fails", storage_path=str(tmp_path), verbose=0)
-    analysis = tune.run(always_fails, name="fails2", storage_path=str(tmp_path), verbose=0,
-                        raise_on_failed_trial=False)
+    analysis = tune.run(
+        always_fails,
+        name="fails2",
+        storage_path=str(tmp_path),
+        verbose=0,
+        raise_on_failed_trial=False,
+    )
     trial = analysis.trials[0]
     assert trial.status == "ERROR"
     with open(trial.error_file) as f:
@@ -205,10 +240,15 @@ def counts_to(config):
 def test_register_trainable_ignored_arguments_and_restore(tmp_path):
     tune.register_trainable("counter", counts_to)
     with pytest.warns(UserWarning, match="reuse_actors"):
-        analysis = tune.run("counter", config={"n": 3}, name="named", verbose=0,
-                            storage_path=str(tmp_path), reuse_actors=True,
-                            resources_per_trial=tune.PlacementGroupFactory([{"CPU": 1},
-                                                                             {"CPU": 0.5}]))
+        analysis = tune.run(
+            "counter",
+            config={"n": 3},
+            name="named",
+            verbose=0,
+            storage_path=str(tmp_path),
+            reuse_actors=True,
+            resources_per_trial=tune.PlacementGroupFactory([{"CPU": 1}, {"CPU": 0.5}]),
+        )
     assert analysis.trials[0].last_result["i"] == 3
     assert analysis.trials[0].last_result["_metric"] == 30
     assert analysis.trials[0].resources["cpu"] == 1.5  # the bundles summed
@@ -220,8 +260,14 @@ def test_register_trainable_ignored_arguments_and_restore(tmp_path):
     folder = tmp_path / "start"
     folder.mkdir()
     (folder / "state.json").write_text(json.dumps({"step": 7}))
-    analysis = tune.run(curve_v1, name="restored", storage_path=str(tmp_path), verbose=0,
-                        config={"curve": "a"}, restore=str(folder))
+    analysis = tune.run(
+        curve_v1,
+        name="restored",
+        storage_path=str(tmp_path),
+        verbose=0,
+        config={"curve": "a"},
+        restore=str(folder),
+    )
     rows = pd.read_json(os.path.join(analysis.trials[0].logdir, "result.json"), lines=True)
     assert list(rows["step"]) == [7, 8, 9]
 
@@ -231,16 +277,27 @@ def test_resume_errored_only_reruns_the_errored_trials(tmp_path):
 
     # A driver-side stopper: the experiment names this driver's link, which the resumed run
     # serves again at the same endpoint (the scheduler reconnects only there).
-    first = tune.run(fails_until_fixed, name="rerun", storage_path=str(tmp_path), verbose=0,
-                     config={"x": tune.grid_search([1, 2]), "marker": marker},
-                     raise_on_failed_trial=False, stop=StopAtTwo())
+    first = tune.run(
+        fails_until_fixed,
+        name="rerun",
+        storage_path=str(tmp_path),
+        verbose=0,
+        config={"x": tune.grid_search([1, 2]), "marker": marker},
+        raise_on_failed_trial=False,
+        stop=StopAtTwo(),
+    )
     assert sorted(t.status for t in first.trials) == ["ERROR", "TERMINATED"]
     with pytest.raises(ValueError, match="no checkpoint exists"):
         tune.run(fails_until_fixed, name="never-ran", storage_path=str(tmp_path), resume=True)
     open(marker, "w").close()
-    second = tune.run(fails_until_fixed, name="rerun", storage_path=str(tmp_path), verbose=0,
-                      config={"x": tune.grid_search([1, 2]), "marker": marker},
-                      resume="ERRORED_ONLY")
+    second = tune.run(
+        fails_until_fixed,
+        name="rerun",
+        storage_path=str(tmp_path),
+        verbose=0,
+        config={"x": tune.grid_search([1, 2]), "marker": marker},
+        resume="ERRORED_ONLY",
+    )
     assert sorted(t.status for t in second.trials) == ["TERMINATED", "TERMINATED"]
     assert {t.trial_id for t in second.trials} == {t.trial_id for t in first.trials}
     # The rerun trial was stopped by the stopper unpickled from the first run.
@@ -343,12 +400,20 @@ def check_hooks_of(recorder, trial, results):
 
 def test_callback_hooks_each_once_in_order_and_should_checkpoint(tmp_path, capsys):
     recorder = Recorder(ask_checkpoint_at=2)
-    reporter = tune.CLIReporter(metric_columns=["count"], parameter_columns=["n"],
-                                max_report_frequency=0)
-    analysis = tune.run(Saver, name="hooks", storage_path=str(tmp_path),
-                        config={"n": 4, "fail_at": tune.grid_search([0, 3])},
-                        callbacks=[recorder], progress_reporter=reporter,
-                        raise_on_failed_trial=False, metric="count", mode="max")
+    reporter = tune.CLIReporter(
+        metric_columns=["count"], parameter_columns=["n"], max_report_frequency=0
+    )
+    analysis = tune.run(
+        Saver,
+        name="hooks",
+        storage_path=str(tmp_path),
+        config={"n": 4, "fail_at": tune.grid_search([0, 3])},
+        callbacks=[recorder],
+        progress_reporter=reporter,
+        raise_on_failed_trial=False,
+        metric="count",
+        mode="max",
+    )
     calls = recorder.calls
     assert calls[0] == ("setup", None, 2)
     assert calls[-1] == ("on_experiment_end", None, 2)
@@ -360,21 +425,27 @@ def test_callback_hooks_each_once_in_order_and_should_checkpoint(tmp_path, capsy
     hooks = check_hooks_of(recorder, ok, 4)
     # should_checkpoint from the callback at iteration 2: stored, announced once.
     assert [ref["training_iteration"] for ref in ok.view["checkpoints"]] == [2]
-    assert [d for h, d in hooks if h == "on_checkpoint"] == [ok.view["checkpoints"][0]
-                                                             ["checkpoint_id"]]
+    assert [d for h, d in hooks if h == "on_checkpoint"] == [
+        ok.view["checkpoints"][0]["checkpoint_id"]
+    ]
     assert ok.checkpoint.to_dict() == {"count": 2}
     check_hooks_of(recorder, failed, 2)
     assert failed.status == "ERROR"
     assert [ref["training_iteration"] for ref in failed.view["checkpoints"]] == [2]
     # Ray's CLIReporter text, the last report with done=True.
     out = capsys.readouterr().out
-    final = out[out.rindex("== Status =="):]
+    final = out[out.rindex("== Status ==") :]
     assert "Using FIFO scheduling algorithm." in final
     assert "Number of trials: 2/2 (1 ERROR, 1 TERMINATED)" in final
     assert "Current best trial: Saver_%s with count=4" % ok.trial_id in final
     header = [line for line in final.splitlines() if line.startswith("| Trial name")][0]
-    assert [c.strip() for c in header.strip("|").split("|")] == ["Trial name", "status", "loc",
-                                                                 "n", "count"]
+    assert [c.strip() for c in header.strip("|").split("|")] == [
+        "Trial name",
+        "status",
+        "loc",
+        "n",
+        "count",
+    ]
     assert "Number of errored trials: 1" in final
 
 
@@ -393,8 +464,9 @@ def endless(config):
 
 def test_a_raising_callback_stops_the_experiment_and_is_raised(tmp_path):
     with pytest.raises(KeyError, match="callback failed"):
-        tune.run(endless, name="raising", storage_path=str(tmp_path), verbose=0,
-                 callbacks=[Raises()])
+        tune.run(
+            endless, name="raising", storage_path=str(tmp_path), verbose=0, callbacks=[Raises()]
+        )
 
 
 def test_logger_callbacks_are_accepted_and_user_loggers_called(tmp_path):
@@ -417,31 +489,50 @@ def test_logger_callbacks_are_accepted_and_user_loggers_called(tmp_path):
     lines = Lines()
     with warnings.catch_warnings():
         warnings.simplefilter("error")
-        tune.run(counts_to, name="loggers", storage_path=str(tmp_path), verbose=0,
-                 config={"n": 2}, callbacks=[CSVLoggerCallback(), JsonLoggerCallback(),
-                                             TBXLoggerCallback(), lines])
+        tune.run(
+            counts_to,
+            name="loggers",
+            storage_path=str(tmp_path),
+            verbose=0,
+            config={"n": 2},
+            callbacks=[CSVLoggerCallback(), JsonLoggerCallback(), TBXLoggerCallback(), lines],
+        )
     assert lines.lines == ["start", "result 1", "result 2", "end failed=False"]
 
 
 def test_ray_stoppers_decide_as_ray_and_run_in_the_driver(tmp_path):
-    from tunebus.tune.stopper import (CombinedStopper, ExperimentPlateauStopper,
-                                      FunctionStopper, MaximumIterationStopper, TimeoutStopper,
-                                      TrialPlateauStopper)
+    from tunebus.tune.stopper import (
+        CombinedStopper,
+        ExperimentPlateauStopper,
+        FunctionStopper,
+        MaximumIterationStopper,
+        TimeoutStopper,
+        TrialPlateauStopper,
+    )
 
     plateau = TrialPlateauStopper("m", std=0.01, num_results=3, grace_period=3)
     assert [plateau("t", {"m": v}) for v in (1, 5, 5, 5)] == [False, False, False, True]
-    threshold = TrialPlateauStopper("m", num_results=2, grace_period=2, metric_threshold=3,
-                                    mode="max")
+    threshold = TrialPlateauStopper(
+        "m", num_results=2, grace_period=2, metric_threshold=3, mode="max"
+    )
     assert [threshold("t", {"m": v}) for v in (2, 2, 4, 4)] == [False, False, False, True]
     experiment = ExperimentPlateauStopper("m", std=0.0, top=2, mode="max", patience=2)
     assert [experiment("t", {"m": v}) for v in (1, 1, 1)] == [False, False, True]
     assert TimeoutStopper(1e9).stop_all() is False
-    combined = CombinedStopper(FunctionStopper(lambda t, r: r["m"] > 9),
-                               MaximumIterationStopper(2))
-    assert [combined("a", {"m": 10}), combined("b", {"m": 0}), combined("b", {"m": 0})] == \
-        [True, False, True]
-    analysis = tune.run(endless, name="stopped", storage_path=str(tmp_path), verbose=0,
-                        config={"x": tune.grid_search([1, 2])}, stop=MaximumIterationStopper(3))
+    combined = CombinedStopper(FunctionStopper(lambda t, r: r["m"] > 9), MaximumIterationStopper(2))
+    assert [combined("a", {"m": 10}), combined("b", {"m": 0}), combined("b", {"m": 0})] == [
+        True,
+        False,
+        True,
+    ]
+    analysis = tune.run(
+        endless,
+        name="stopped",
+        storage_path=str(tmp_path),
+        verbose=0,
+        config={"x": tune.grid_search([1, 2])},
+        stop=MaximumIterationStopper(3),
+    )
     assert [t.last_result["i"] for t in analysis.trials] == [3, 3]
 
 
@@ -452,17 +543,27 @@ def test_classic_example_scripts_print_what_ray_prints(tmp_path, script):
     path = os.path.join(os.path.dirname(__file__), "..", "..", "examples", "ray_classic", script)
     env = dict(os.environ, TUNEBUS_STORAGE_PATH=str(tmp_path))
     env.pop("TUNEBUS_WORKING_DIR", None)
-    run = subprocess.run([sys.executable, path, "--smoke-test"], capture_output=True, text=True,
-                         timeout=180, env=env, cwd=str(tmp_path))
+    run = subprocess.run(
+        [sys.executable, path, "--smoke-test"],
+        capture_output=True,
+        text=True,
+        timeout=180,
+        env=env,
+        cwd=str(tmp_path),
+    )
     assert run.returncode == 0, run.stderr[-3000:]
-    final = run.stdout[run.stdout.rindex("== Status =="):]
+    final = run.stdout[run.stdout.rindex("== Status ==") :]
     assert "Number of trials: " in final and " TERMINATED)" in final
-    best = [line for line in run.stdout.splitlines()
-            if line.startswith("Best hyperparameters found were: ")]
+    best = [
+        line
+        for line in run.stdout.splitlines()
+        if line.startswith("Best hyperparameters found were: ")
+    ]
     assert len(best) == 1
-    name = script[:-len(".py")]
-    analysis = tune.ExperimentAnalysis(str(tmp_path / name), default_metric="mean_loss",
-                                       default_mode="min")
+    name = script[: -len(".py")]
+    analysis = tune.ExperimentAnalysis(
+        str(tmp_path / name), default_metric="mean_loss", default_mode="min"
+    )
     assert best[0].endswith(str(analysis.best_config))
     assert all(t.status == "TERMINATED" for t in analysis.trials)
 
@@ -485,13 +586,20 @@ def test_a_searcher_that_raises_ends_the_run_with_its_exception(tmp_path):
             pass
 
     with pytest.raises(RuntimeError, match="no more ideas"):
-        tune.run(counts_to, name="searcher-raises", storage_path=str(tmp_path), verbose=0,
-                 search_alg=OneIdea(), num_samples=3)
+        tune.run(
+            counts_to,
+            name="searcher-raises",
+            storage_path=str(tmp_path),
+            verbose=0,
+            search_alg=OneIdea(),
+            num_samples=3,
+        )
     ran = [d for d in os.listdir(tmp_path / "searcher-raises") if d.endswith("n=2")]
     assert len(ran) >= 1  # the experiment ran until the searcher failed
 
 
-RESUMABLE = textwrap.dedent("""
+RESUMABLE = textwrap.dedent(
+    """
     import os, sys, time
     sys.path.insert(0, %(package)r)
     from tunebus import tune
@@ -510,11 +618,11 @@ RESUMABLE = textwrap.dedent("""
                             stop=lambda trial_id, result: result["training_iteration"] >= 3)
         print("TRIALS", sorted((t.status, t.last_result["training_iteration"])
                                for t in analysis.trials))
-""")
+"""
+)
 
 
-def test_an_interrupted_run_with_driver_side_optuna_and_stopper_resumes_in_a_new_process(
-        tmp_path):
+def test_an_interrupted_run_with_driver_side_optuna_and_stopper_resumes_in_a_new_process(tmp_path):
     """Ctrl-C interrupts the run; `tune.run(..., resume=True)` in a new process serves the
     pickled OptunaSearch and stopper again where the journaled experiment names them."""
     import signal
@@ -523,12 +631,20 @@ def test_an_interrupted_run_with_driver_side_optuna_and_stopper_resumes_in_a_new
     script = tmp_path / "resumable.py"
     script.write_text(RESUMABLE % {"package": PACKAGE, "storage": str(tmp_path / "results")})
     env = dict(os.environ, TUNEBUS_WORKING_DIR=str(tmp_path))
-    first = subprocess.Popen([sys.executable, str(script), "new"], stdout=subprocess.PIPE,
-                             stderr=subprocess.PIPE, text=True, env=env, cwd=str(tmp_path))
+    first = subprocess.Popen(
+        [sys.executable, str(script), "new"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env=env,
+        cwd=str(tmp_path),
+    )
     folder = tmp_path / "results" / "resumable"
     deadline = time.monotonic() + 60
-    while not any((folder / d / "result.json").exists() for d in
-                  (os.listdir(folder) if folder.exists() else [])):
+    while not any(
+        (folder / d / "result.json").exists()
+        for d in (os.listdir(folder) if folder.exists() else [])
+    ):
         assert time.monotonic() < deadline and first.poll() is None, first.communicate()
         time.sleep(0.1)
     first.send_signal(signal.SIGINT)
@@ -536,13 +652,27 @@ def test_an_interrupted_run_with_driver_side_optuna_and_stopper_resumes_in_a_new
     assert first.returncode != 0 and "tune.run(..., name='resumable', resume=True)" in err, err
     # Run again without resume: a new run beside the interrupted one (Ray's Tuner.fit), which
     # its own driver serves.
-    fresh = subprocess.run([sys.executable, str(script), "new"], capture_output=True, text=True,
-                           env=env, cwd=str(tmp_path), timeout=120)
+    fresh = subprocess.run(
+        [sys.executable, str(script), "new"],
+        capture_output=True,
+        text=True,
+        env=env,
+        cwd=str(tmp_path),
+        timeout=120,
+    )
     assert fresh.returncode == 0, fresh.stderr[-3000:]
     assert "('TERMINATED', 3)" in fresh.stdout
     assert len([d for d in os.listdir(tmp_path / "results") if d.startswith("resumable-")]) == 1
-    second = subprocess.run([sys.executable, str(script), "resume"], capture_output=True,
-                            text=True, env=env, cwd=str(tmp_path), timeout=120)
+    second = subprocess.run(
+        [sys.executable, str(script), "resume"],
+        capture_output=True,
+        text=True,
+        env=env,
+        cwd=str(tmp_path),
+        timeout=120,
+    )
     assert second.returncode == 0, second.stderr[-3000:]
-    assert "TRIALS [('TERMINATED', 3), ('TERMINATED', 3), ('TERMINATED', 3), " \
+    assert (
+        "TRIALS [('TERMINATED', 3), ('TERMINATED', 3), ('TERMINATED', 3), "
         "('TERMINATED', 3), ('TERMINATED', 3), ('TERMINATED', 3)]" in second.stdout
+    )

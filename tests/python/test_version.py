@@ -16,8 +16,9 @@ SOURCE_DIR = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", "..")
 
 def _tunectl_version(tunectl):
     """The version `tunectl --version` prints: "tunectl 0.1.0 (commit abc1234)"."""
-    out = subprocess.run([tunectl, "--version"], capture_output=True, text=True, timeout=30,
-                         check=True).stdout
+    out = subprocess.run(
+        [tunectl, "--version"], capture_output=True, text=True, timeout=30, check=True
+    ).stdout
     match = re.fullmatch(r"tunectl (\S+) \(commit [A-Za-z0-9._+-]+\)\n", out)
     assert match, out
     return match.group(1)
@@ -26,9 +27,15 @@ def _tunectl_version(tunectl):
 def _version_of_copy(package_parent):
     """tunebus.__version__ as a fresh interpreter imports it from `package_parent`/tunebus."""
     code = "import tunebus; print(tunebus.__version__)"
-    return subprocess.run([sys.executable, "-c", code], cwd=package_parent, capture_output=True,
-                          text=True, timeout=60, check=True,
-                          env=dict(os.environ, PYTHONPATH=package_parent)).stdout.strip()
+    return subprocess.run(
+        [sys.executable, "-c", code],
+        cwd=package_parent,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=True,
+        env=dict(os.environ, PYTHONPATH=package_parent),
+    ).stdout.strip()
 
 
 def test_version_is_the_cmake_project_version(tunectl):
@@ -48,8 +55,11 @@ def test_an_installed_copy_reads_the_generated_version_file(tunectl, tmp_path):
     generated = os.path.join(build, "generated", "python", "_version_installed.py")
     assert os.path.isfile(generated), generated
     bare = tmp_path / "bare"
-    shutil.copytree(os.path.dirname(tunebus.__file__), bare / "tunebus",
-                    ignore=shutil.ignore_patterns("__pycache__", "_version_installed.py"))
+    shutil.copytree(
+        os.path.dirname(tunebus.__file__),
+        bare / "tunebus",
+        ignore=shutil.ignore_patterns("__pycache__", "_version_installed.py"),
+    )
     assert _version_of_copy(str(bare)) == "0+unknown"
     installed = tmp_path / "installed"
     shutil.copytree(bare / "tunebus", installed / "tunebus")

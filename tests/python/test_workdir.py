@@ -25,8 +25,14 @@ def _names(root, results_dir=""):
 
 def test_gitignore_rules():
     m = _workdir.ExcludeMatcher()
-    for pattern in ("*.ckpt", "data/", "/build", "docs/**/draft?.md", "logs/*.txt",
-                    "!logs/keep.txt"):
+    for pattern in (
+        "*.ckpt",
+        "data/",
+        "/build",
+        "docs/**/draft?.md",
+        "logs/*.txt",
+        "!logs/keep.txt",
+    ):
         m.add(pattern)
     assert m.excluded("model.ckpt", False) and m.excluded("a/b/model.ckpt", False)
     assert not m.excluded("model.ckpt.json", False)
@@ -55,12 +61,22 @@ def test_ignore_file_names_the_bad_line():
 
 
 def test_always_excluded_ignore_file_and_results_folder(tmp_path):
-    for rel, text in (("train.py", "print(1)\n"), ("pkg/util.py", "x = 1\n"), (".git/HEAD", "r"),
-                      ("pkg/__pycache__/util.cpython-311.pyc", "b"), ("results/exp/p.json", "{}"),
-                      ("big.bin", "0123456789"), (".tunebusignore", "# weights\n*.bin\n")):
+    for rel, text in (
+        ("train.py", "print(1)\n"),
+        ("pkg/util.py", "x = 1\n"),
+        (".git/HEAD", "r"),
+        ("pkg/__pycache__/util.cpython-311.pyc", "b"),
+        ("results/exp/p.json", "{}"),
+        ("big.bin", "0123456789"),
+        (".tunebusignore", "# weights\n*.bin\n"),
+    ):
         _write(tmp_path, rel, text)
     assert _names(tmp_path, str(tmp_path / "results")) == [
-        ".tunebusignore", "pkg", "pkg/util.py", "train.py"]
+        ".tunebusignore",
+        "pkg",
+        "pkg/util.py",
+        "train.py",
+    ]
 
 
 def test_links_ship_their_targets_and_a_loop_is_an_error(tmp_path):
@@ -70,8 +86,13 @@ def test_links_ship_their_targets_and_a_loop_is_an_error(tmp_path):
     _write(staging, "_tunebus/run_trainable.py", "run\n")
     os.symlink(user / "train.py", staging / "train.py")
     os.symlink(user / "lib", staging / "lib")
-    assert _names(staging) == ["_tunebus", "_tunebus/run_trainable.py", "lib", "lib/m.py",
-                               "train.py"]
+    assert _names(staging) == [
+        "_tunebus",
+        "_tunebus/run_trainable.py",
+        "lib",
+        "lib/m.py",
+        "train.py",
+    ]
     archive = _workdir.pack(str(staging), "")
     with tarfile.open(fileobj=io.BytesIO(archive.data)) as tar:
         member = tar.getmember("train.py")
@@ -87,8 +108,11 @@ def test_links_ship_their_targets_and_a_loop_is_an_error(tmp_path):
 
 def test_same_folder_same_digest_and_a_changed_file_another(tmp_path):
     for folder in ("a", "b"):
-        for rel, text in (("train.py", "import tunebus\n"), ("pkg/z.py", "z\n"),
-                          ("pkg/a-b.py", "ab\n")):
+        for rel, text in (
+            ("train.py", "import tunebus\n"),
+            ("pkg/z.py", "z\n"),
+            ("pkg/a-b.py", "ab\n"),
+        ):
             _write(tmp_path / folder, rel, text)
     a = _workdir.pack(str(tmp_path / "a"), "")
     b = _workdir.pack(str(tmp_path / "b"), "")

@@ -19,9 +19,11 @@ from tunebus._errors import TuneError
 from tunebus._results import ResultGrid, _flatten
 from tunebus._trial import Trial
 
-_NO_METRIC = ("To fetch the `{what}`, pass a `metric` and `mode` parameter to `tune.run()`. "
-              "Alternatively, use the `get_{what}(metric, mode)` method to set the metric and "
-              "mode explicitly.")
+_NO_METRIC = (
+    "To fetch the `{what}`, pass a `metric` and `mode` parameter to `tune.run()`. "
+    "Alternatively, use the `get_{what}(metric, mode)` method to set the metric and "
+    "mode explicitly."
+)
 
 
 def _read_state(path):
@@ -47,8 +49,11 @@ def folder_exporter(path, journal):
 
         state_file = os.path.join(path, STATE_FILE)
         if not os.path.exists(state_file):
-            raise TuneError("unavailable", "%s has no %s: the suite holding checkpoint %s is not "
-                            "known" % (path, STATE_FILE, checkpoint_id))
+            raise TuneError(
+                "unavailable",
+                "%s has no %s: the suite holding checkpoint %s is not "
+                "known" % (path, STATE_FILE, checkpoint_id),
+            )
         with open(state_file) as f:
             experiment = json.load(f)["experiment"]
         endpoint, _ = _suite.endpoint(experiment["results_dir"])
@@ -67,8 +72,15 @@ class ExperimentAnalysis:
     `not_found` for a folder that does not exist.
     """
 
-    def __init__(self, experiment_checkpoint_path, trials=None, default_metric=None,
-                 default_mode=None, exporter=None, trainable_name=None):
+    def __init__(
+        self,
+        experiment_checkpoint_path,
+        trials=None,
+        default_metric=None,
+        default_mode=None,
+        exporter=None,
+        trainable_name=None,
+    ):
         path = os.path.abspath(os.path.expanduser(os.fspath(experiment_checkpoint_path)))
         if not os.path.isdir(path):
             raise TuneError("not_found", "%s is not a results folder" % path)
@@ -80,8 +92,9 @@ class ExperimentAnalysis:
         self._exporter = exporter or folder_exporter(path, state.get("journal"))
         self.default_metric = default_metric
         self.default_mode = default_mode
-        self._grid = ResultGrid.from_folder(path, default_metric, default_mode, views,
-                                            self._exporter)
+        self._grid = ResultGrid.from_folder(
+            path, default_metric, default_mode, views, self._exporter
+        )
         by_id = {v.get("trial_id"): v for v in views}
         self.trials = []
         for result in self._grid:
@@ -104,8 +117,9 @@ class ExperimentAnalysis:
     def _result_of(self, trial):
         result = self._result_by_id.get(trial.trial_id)
         if result is None:
-            raise TuneError("not_found", "no trial %s in %s" % (trial.trial_id,
-                                                                self._experiment_path))
+            raise TuneError(
+                "not_found", "no trial %s in %s" % (trial.trial_id, self._experiment_path)
+            )
         return result
 
     @property
@@ -160,11 +174,14 @@ class ExperimentAnalysis:
         "all" (its best result). None when no trial reported `metric` (Ray logs a warning)."""
         metric, mode = self._metric_mode(metric, mode, "best_trial")
         if scope not in ("all", "last", "avg", "last-5-avg", "last-10-avg"):
-            raise ValueError("ExperimentAnalysis: attempting to get best trial for metric {} "
-                             "for scope {} not in [\"all\", \"last\", \"avg\", \"last-5-avg\", "
-                             "\"last-10-avg\"]. If you didn't pass a `metric` parameter to "
-                             "`tune.run()`, you have to pass one when fetching the best trial."
-                             .format(metric, scope))
+            raise ValueError(
+                "ExperimentAnalysis: attempting to get best trial for metric {} "
+                'for scope {} not in ["all", "last", "avg", "last-5-avg", '
+                '"last-10-avg"]. If you didn\'t pass a `metric` parameter to '
+                "`tune.run()`, you have to pass one when fetching the best trial.".format(
+                    metric, scope
+                )
+            )
         try:
             best = self._grid.get_best_result(metric, mode, scope, filter_nan_and_inf)
         except RuntimeError:
@@ -188,8 +205,10 @@ class ExperimentAnalysis:
             raise ValueError("trial should be a Trial of this experiment or its trial id")
         metric = metric or self.default_metric or "training_iteration"
         rows = {r.get("training_iteration"): r for r in self._result_of(trial)._rows}
-        return [(checkpoint.path, rows.get(ref.get("training_iteration"), {}).get(metric))
-                for checkpoint, ref in trial.checkpoints]
+        return [
+            (checkpoint.path, rows.get(ref.get("training_iteration"), {}).get(metric))
+            for checkpoint, ref in trial.checkpoints
+        ]
 
     def get_best_checkpoint(self, trial, metric=None, mode=None):
         """The checkpoint of `trial` whose iteration's `metric` is best (Ray 2.x); None when

@@ -160,8 +160,7 @@ class CallbackDispatcher:
 
     # ---- inputs -----------------------------------------------------------------------------
     def setup(self, stop=None, num_samples=None, total_num_samples=None):
-        self._call("setup", stop=stop, num_samples=num_samples,
-                   total_num_samples=total_num_samples)
+        self._call("setup", stop=stop, num_samples=num_samples, total_num_samples=total_num_samples)
 
     def begin_step(self):
         if not self._in_step:
@@ -182,8 +181,14 @@ class CallbackDispatcher:
         if seq <= self._newest_seq.get((trial_id, attempt), 0):
             return False
         self._newest_seq[(trial_id, attempt)] = seq
-        trial = self._trial({"trial_id": trial_id, "config": result.get("config") or {},
-                             "attempt": attempt, "status": "RUNNING"})
+        trial = self._trial(
+            {
+                "trial_id": trial_id,
+                "config": result.get("config") or {},
+                "attempt": attempt,
+                "status": "RUNNING",
+            }
+        )
         self._started(trial, attempt)
         shown = dict(result)
         asked_before = bool(shown.get("should_checkpoint"))
@@ -226,8 +231,7 @@ class CallbackDispatcher:
     def _trial(self, view):
         trial = self.trials.get(view.get("trial_id"))
         if trial is None:
-            trial = self.trials[view["trial_id"]] = Trial(view, self.exporter,
-                                                          self.trainable_name)
+            trial = self.trials[view["trial_id"]] = Trial(view, self.exporter, self.trainable_name)
         else:
             trial.update(view)
         return trial
@@ -253,8 +257,11 @@ class CallbackDispatcher:
             self._call("on_trial_complete", self.iteration, self._trial_list(), trial)
         elif status == "ERROR" and self._once("end", trial.trial_id, trial.attempt, status):
             self._call("on_trial_error", self.iteration, self._trial_list(), trial)
-        elif (status == "PENDING" and trial.num_failures
-              and self._once("recover", trial.trial_id, trial.num_failures)):
+        elif (
+            status == "PENDING"
+            and trial.num_failures
+            and self._once("recover", trial.trial_id, trial.num_failures)
+        ):
             self._call("on_trial_recover", self.iteration, self._trial_list(), trial)
 
     def _checkpoint_saved(self, trial_id, ref):
@@ -263,11 +270,19 @@ class CallbackDispatcher:
         if not self._once("checkpoint", trial_id, ref["checkpoint_id"]):
             return
         trial = self._trial({"trial_id": trial_id})
-        refs = [r for r in trial.view.get("checkpoints") or []
-                if r.get("checkpoint_id") != ref["checkpoint_id"]]
+        refs = [
+            r
+            for r in trial.view.get("checkpoints") or []
+            if r.get("checkpoint_id") != ref["checkpoint_id"]
+        ]
         trial.update({"checkpoints": refs + [ref]})
-        self._call("on_checkpoint", self.iteration, self._trial_list(), trial,
-                   checkpoint=trial.checkpoint_of(ref))
+        self._call(
+            "on_checkpoint",
+            self.iteration,
+            self._trial_list(),
+            trial,
+            checkpoint=trial.checkpoint_of(ref),
+        )
         self._call("on_trial_save", self.iteration, self._trial_list(), trial)
 
     def _call(self, hook, *args, **kwargs):
@@ -281,11 +296,20 @@ class CallbackDispatcher:
                 method(*args, **kwargs)
             except Exception as e:  # a user's hook: ends the experiment, raised by fit()
                 self.error = (e, traceback.format_exc())
-                print("tunebus: callback %s.%s raised; stopping the experiment:\n%s"
-                      % (type(callback).__name__, hook, self.error[1]), file=sys.stderr,
-                      flush=True)
+                print(
+                    "tunebus: callback %s.%s raised; stopping the experiment:\n%s"
+                    % (type(callback).__name__, hook, self.error[1]),
+                    file=sys.stderr,
+                    flush=True,
+                )
                 return
 
 
-__all__ = ["Callback", "CallbackDispatcher", "CSVLoggerCallback", "JsonLoggerCallback",
-           "LoggerCallback", "TBXLoggerCallback"]
+__all__ = [
+    "Callback",
+    "CallbackDispatcher",
+    "CSVLoggerCallback",
+    "JsonLoggerCallback",
+    "LoggerCallback",
+    "TBXLoggerCallback",
+]

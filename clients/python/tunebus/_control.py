@@ -152,9 +152,7 @@ class ControlClient:
         failed_precondition, unavailable; invalid_argument when `target` holds files)."""
         target = os.path.abspath(target)
         if os.path.exists(target) and (not os.path.isdir(target) or os.listdir(target)):
-            raise TuneError(
-                "invalid_argument", "%s exists and is not an empty folder" % target
-            )
+            raise TuneError("invalid_argument", "%s exists and is not an empty folder" % target)
         fields = {"experiment": experiment, "trial_id": trial_id, "checkpoint_id": checkpoint_id}
         first = self.call("fetch_checkpoint", chunk_index=0, **fields)
         fields["checkpoint_id"] = first["checkpoint_id"]  # the same one throughout
@@ -242,7 +240,9 @@ def _extract(archive, folder):
             link = path
         for where in (path, os.path.realpath(link)):
             if where != root and not where.startswith(root + os.sep):
-                raise TuneError("corruption", "checkpoint member %r leaves its folder" % member.name)
+                raise TuneError(
+                    "corruption", "checkpoint member %r leaves its folder" % member.name
+                )
     archive.extractall(root)
 
 

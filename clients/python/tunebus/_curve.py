@@ -60,13 +60,17 @@ def _load(path, secret):
         if secret:
             mode = os.stat(path).st_mode
             if mode & (stat.S_IRWXG | stat.S_IRWXO):
-                raise TuneError("failed_precondition", "%s has mode %04o; chmod 600 it"
-                                % (path, stat.S_IMODE(mode)))
+                raise TuneError(
+                    "failed_precondition",
+                    "%s has mode %04o; chmod 600 it" % (path, stat.S_IMODE(mode)),
+                )
         public, secret_key = zmq_auth.load_certificate(path)
     except OSError as e:
-        raise TuneError("failed_precondition", "cannot read the CURVE key file %s (%s: %s); make "
-                        "keys with `tunectl keygen` (docs/security.md)"
-                        % (path, KEYS_DIR_ENV, e.strerror or e)) from None
+        raise TuneError(
+            "failed_precondition",
+            "cannot read the CURVE key file %s (%s: %s); make "
+            "keys with `tunectl keygen` (docs/security.md)" % (path, KEYS_DIR_ENV, e.strerror or e),
+        ) from None
     except ValueError as e:
         raise TuneError("invalid_argument", "%s is not a CURVE key file: %s" % (path, e)) from None
     if secret and not secret_key:
@@ -175,5 +179,13 @@ def without_keys(environ):
     return {k: v for k, v in environ.items() if k not in KEY_ENV_VARS}
 
 
-__all__ = ["applies", "key_name", "keys_dir", "make_client", "make_server", "public_key",
-           "server_closed", "without_keys"]
+__all__ = [
+    "applies",
+    "key_name",
+    "keys_dir",
+    "make_client",
+    "make_server",
+    "public_key",
+    "server_closed",
+    "without_keys",
+]

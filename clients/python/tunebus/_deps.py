@@ -13,7 +13,11 @@ import os
 import sys
 
 DEBIAN_DIST_PACKAGES = "/usr/lib/python3/dist-packages"
-_PACKAGES = {"zmq": "python3-zmq", "msgpack": "python3-msgpack", "cloudpickle": "python3-cloudpickle"}
+_PACKAGES = {
+    "zmq": "python3-zmq",
+    "msgpack": "python3-msgpack",
+    "cloudpickle": "python3-cloudpickle",
+}
 # Modules only some features need: the progress reporters' tables (tunebus._reporters).
 _OPTIONAL = {"tabulate": "python3-tabulate"}
 
@@ -24,8 +28,11 @@ def _debian_python_version():
         names = os.listdir("/usr/lib")
     except OSError:
         return None
-    versions = [n[len("python") :] for n in names if n.startswith("python3.") and
-                os.path.isdir(os.path.join("/usr/lib", n, "lib-dynload"))]
+    versions = [
+        n[len("python") :]
+        for n in names
+        if n.startswith("python3.") and os.path.isdir(os.path.join("/usr/lib", n, "lib-dynload"))
+    ]
     return versions[0] if len(versions) == 1 else None
 
 
@@ -37,16 +44,21 @@ def load(name):
         return importlib.import_module(name)
     except ImportError as first:
         mine = "%d.%d" % sys.version_info[:2]
-        if (os.path.isdir(DEBIAN_DIST_PACKAGES) and DEBIAN_DIST_PACKAGES not in sys.path
-                and _debian_python_version() == mine):
+        if (
+            os.path.isdir(DEBIAN_DIST_PACKAGES)
+            and DEBIAN_DIST_PACKAGES not in sys.path
+            and _debian_python_version() == mine
+        ):
             sys.path.append(DEBIAN_DIST_PACKAGES)
             try:
                 return importlib.import_module(name)
             except ImportError:
                 pass
         if name in _OPTIONAL:
-            raise ImportError("%s needs the Python module %s (Debian: apt-get install %s)"
-                              % (sys.executable, name, _OPTIONAL[name])) from first
+            raise ImportError(
+                "%s needs the Python module %s (Debian: apt-get install %s)"
+                % (sys.executable, name, _OPTIONAL[name])
+            ) from first
         raise ImportError(
             "tunebus's driver needs the Python modules zmq, msgpack and cloudpickle (Debian: "
             "apt-get install %s); %s cannot import %s (%s). Run it with /usr/bin/python3, or an "

@@ -141,8 +141,7 @@ def searcher_space(space):
 class DriverLink:
     """The driver's ROUTER sockets for one experiment (see the module doc)."""
 
-    def __init__(self, exp, needs, param_space, host="127.0.0.1", curve=True,
-                 events_endpoint=None):
+    def __init__(self, exp, needs, param_space, host="127.0.0.1", curve=True, events_endpoint=None):
         """`curve`: serve CURVE when TUNEBUS_KEYS_DIR is set (False for the embedded suite, which
         runs without keys). `events_endpoint`: the scheduler's event stream, subscribed to when
         `needs.callbacks` is set. TuneError when a key file is missing."""
@@ -159,12 +158,14 @@ class DriverLink:
             self.server_key = _curve.public_key(_curve.key_name())
         try:
             if needs.link:
-                sock, self.link_endpoint = self._bind(needs.endpoints.get("driver") or endpoint,
-                                                      curve)
+                sock, self.link_endpoint = self._bind(
+                    needs.endpoints.get("driver") or endpoint, curve
+                )
                 self._sockets.append((sock, self.handle_link))
             if needs.search is not None:
-                sock, self.search_endpoint = self._bind(needs.endpoints.get("search") or endpoint,
-                                                        curve)
+                sock, self.search_endpoint = self._bind(
+                    needs.endpoints.get("search") or endpoint, curve
+                )
                 self._sockets.append((sock, needs.search.handle))
             if needs.callbacks is not None and events_endpoint:
                 self._sockets.append((self._subscribe(events_endpoint, curve), self.handle_events))
@@ -182,9 +183,12 @@ class DriverLink:
         try:
             return _router.bind(endpoint, curve=curve)
         except self.zmq.ZMQError as e:
-            raise TuneError("failed_precondition", "cannot serve the resumed experiment's driver "
-                            "socket at %s (%s): the scheduler reconnects only there; stop what "
-                            "holds that port" % (endpoint, e)) from None
+            raise TuneError(
+                "failed_precondition",
+                "cannot serve the resumed experiment's driver "
+                "socket at %s (%s): the scheduler reconnects only there; stop what "
+                "holds that port" % (endpoint, e),
+            ) from None
 
     def amend(self, exp):
         """The experiment map with the `driver:` section and the driver's searcher."""
@@ -198,8 +202,11 @@ class DriverLink:
         return exp
 
     def _subscribe(self, events_endpoint, curve):
-        self._events = EventSubscription(events_endpoint, (b"trial", b"experiment"),
-                                         secure=curve and _curve.applies(events_endpoint))
+        self._events = EventSubscription(
+            events_endpoint,
+            (b"trial", b"experiment"),
+            secure=curve and _curve.applies(events_endpoint),
+        )
         return self._events.socket
 
     def _loop(self):
@@ -242,11 +249,16 @@ class DriverLink:
             self.session = msg.get("session")
             return {"type": "hello_ok"}
         if msg.get("session") != self.session or self.session is None:
-            raise ProtocolError("failed_precondition", "unknown session %r; send hello"
-                                % (msg.get("session"),))
+            raise ProtocolError(
+                "failed_precondition", "unknown session %r; send hello" % (msg.get("session"),)
+            )
         if kind == "driver_result":
-            return self.decide(msg.get("trial_id", ""), msg.get("result") or {},
-                               msg.get("attempt", 0), msg.get("seq", 0))
+            return self.decide(
+                msg.get("trial_id", ""),
+                msg.get("result") or {},
+                msg.get("attempt", 0),
+                msg.get("seq", 0),
+            )
         raise ProtocolError("invalid_argument", "unknown request type %r" % kind)
 
     def decide(self, trial_id, result, attempt=0, seq=0):
@@ -262,8 +274,13 @@ class DriverLink:
             should_checkpoint = callbacks.on_result(trial_id, attempt, seq, result)
             stop_all = stop_all or callbacks.error is not None
         samples = {key: fn() for key, fn in self.needs.mutations.items()}
-        return {"type": "driver_decision", "stop_trial": stop_trial, "stop_all": stop_all,
-                "should_checkpoint": should_checkpoint, "samples": samples}
+        return {
+            "type": "driver_decision",
+            "stop_trial": stop_trial,
+            "stop_all": stop_all,
+            "should_checkpoint": should_checkpoint,
+            "samples": samples,
+        }
 
 
 __all__ = ["DriverLink", "VariantGenerator", "local_address_for"]

@@ -65,5 +65,10 @@ class Experiment:
         summary = self.status()
         trials = self.trials()
         exporter = control_exporter(self.endpoint, summary.get("journal") or summary.get("name"))
-        return ResultGrid.from_folder(summary["results_dir"], summary.get("metric") or None,
-                                      summary.get("mode") or None, trials, exporter)
+        return ResultGrid.from_folder(
+            summary["results_dir"],
+            summary.get("metric") or None,
+            summary.get("mode") or None,
+            trials,
+            exporter,
+        )

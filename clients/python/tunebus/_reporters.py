@@ -21,17 +21,42 @@ import time
 from tunebus import _deps
 
 # Ray 2.x's DEFAULT_COLUMNS: result keys shown when the result has them, with their headers.
-DEFAULT_COLUMNS = collections.OrderedDict([
-    ("episode_reward_mean", "reward"), ("mean_accuracy", "acc"), ("mean_loss", "loss"),
-    ("time_total_s", "total time (s)"), ("timesteps_total", "ts"),
-    ("training_iteration", "iter")])
+DEFAULT_COLUMNS = collections.OrderedDict(
+    [
+        ("episode_reward_mean", "reward"),
+        ("mean_accuracy", "acc"),
+        ("mean_loss", "loss"),
+        ("time_total_s", "total time (s)"),
+        ("timesteps_total", "ts"),
+        ("training_iteration", "iter"),
+    ]
+)
 # The keys Ray Tune fills in (and tunebus's per-scheduler notes): never a user metric column,
 # nor shown in verbose=2's result lines (tunebus._tuner.ResultPrinter).
-AUTO_FILLED = {"time_this_iter_s", "time_total_s", "timestamp", "date", "trial_id", "pid",
-                "hostname", "node_ip", "config", "done", "experiment_tag", "training_iteration",
-                "iterations_since_restore", "time_since_restore", "should_checkpoint",
-                "experiment_id", "timesteps_since_restore", "episodes_total", "timesteps_total",
-                "checkpoint_dir_name", "pbt_exploit", "hyperband_info"}
+AUTO_FILLED = {
+    "time_this_iter_s",
+    "time_total_s",
+    "timestamp",
+    "date",
+    "trial_id",
+    "pid",
+    "hostname",
+    "node_ip",
+    "config",
+    "done",
+    "experiment_tag",
+    "training_iteration",
+    "iterations_since_restore",
+    "time_since_restore",
+    "should_checkpoint",
+    "experiment_id",
+    "timesteps_since_restore",
+    "episodes_total",
+    "timesteps_total",
+    "checkpoint_dir_name",
+    "pbt_exploit",
+    "hyperband_info",
+}
 
 
 class ProgressReporter(abc.ABC):
@@ -71,7 +96,7 @@ def _cell(value, width):
     if isinstance(value, float):
         value = round(value, 5) if math.isfinite(value) else value
     text = "" if value is None else str(value)
-    return text if len(text) <= width else text[:width - 3] + "..."
+    return text if len(text) <= width else text[: width - 3] + "..."
 
 
 class TuneReporterBase(ProgressReporter):
@@ -82,10 +107,22 @@ class TuneReporterBase(ProgressReporter):
     between reports), `print_intermediate_tables` (None: True), `metric` / `mode` (the "Current
     best trial" line; defaults are the experiment's), `sort_by_metric` (rows best first)."""
 
-    def __init__(self, *, metric_columns=None, parameter_columns=None, total_samples=None,
-                 max_progress_rows=20, max_error_rows=20, max_column_length=20,
-                 max_report_frequency=5, infer_limit=3, print_intermediate_tables=None,
-                 metric=None, mode=None, sort_by_metric=False):
+    def __init__(
+        self,
+        *,
+        metric_columns=None,
+        parameter_columns=None,
+        total_samples=None,
+        max_progress_rows=20,
+        max_error_rows=20,
+        max_column_length=20,
+        max_report_frequency=5,
+        infer_limit=3,
+        print_intermediate_tables=None,
+        metric=None,
+        mode=None,
+        sort_by_metric=False,
+    ):
         if mode is not None and mode not in ("min", "max"):
             raise ValueError("mode must be 'min' or 'max', got %r" % (mode,))
         self._metric_columns = _columns(metric_columns)
@@ -96,8 +133,9 @@ class TuneReporterBase(ProgressReporter):
         self._max_column_length = max_column_length
         self._max_report_frequency = max_report_frequency
         self._infer_limit = infer_limit
-        self._print_intermediate_tables = (True if print_intermediate_tables is None
-                                           else print_intermediate_tables)
+        self._print_intermediate_tables = (
+            True if print_intermediate_tables is None else print_intermediate_tables
+        )
         self._metric = metric
         self._mode = mode
         self._sort_by_metric = sort_by_metric
@@ -134,10 +172,11 @@ class TuneReporterBase(ProgressReporter):
     def _progress_str(self, trials, done, *sys_info):
         now = time.time()
         running = datetime.timedelta(seconds=now - self._start_time)
-        lines = ["== Status ==",
-                 "Current time: %s (running for %s)" % (
-                     datetime.datetime.fromtimestamp(now).strftime("%Y-%m-%d %H:%M:%S"),
-                     _clock(running))]
+        lines = [
+            "== Status ==",
+            "Current time: %s (running for %s)"
+            % (datetime.datetime.fromtimestamp(now).strftime("%Y-%m-%d %H:%M:%S"), _clock(running)),
+        ]
         lines.extend(sys_info)
         lines.append(self._trials_str(trials, done))
         errors = self._errors_str(trials, done)
@@ -152,8 +191,13 @@ class TuneReporterBase(ProgressReporter):
         inferred = 0
         for trial in trials:
             for key, value in (trial.last_result or {}).items():
-                if (key in AUTO_FILLED or key in shown or inferred >= self._infer_limit
-                        or not isinstance(value, (int, float)) or isinstance(value, bool)):
+                if (
+                    key in AUTO_FILLED
+                    or key in shown
+                    or inferred >= self._infer_limit
+                    or not isinstance(value, (int, float))
+                    or isinstance(value, bool)
+                ):
                     continue
                 shown[key] = key
                 inferred += 1
@@ -174,8 +218,11 @@ class TuneReporterBase(ProgressReporter):
     def _best(self, trials):
         if not self._metric or not self._mode:
             return None, None
-        scored = [(t.last_result.get(self._metric), t) for t in trials
-                  if isinstance((t.last_result or {}).get(self._metric), (int, float))]
+        scored = [
+            (t.last_result.get(self._metric), t)
+            for t in trials
+            if isinstance((t.last_result or {}).get(self._metric), (int, float))
+        ]
         if not scored:
             return None, None
         pick = max if self._mode == "max" else min
@@ -186,12 +233,16 @@ class TuneReporterBase(ProgressReporter):
         tabulate = _deps.load("tabulate").tabulate
         counts = collections.Counter(t.status for t in trials)
         total = max(len(trials), self._total_samples or 0)
-        lines = ["Number of trials: %d/%d (%s)" % (
-            len(trials), total, ", ".join("%d %s" % (n, s) for s, n in sorted(counts.items())))]
+        lines = [
+            "Number of trials: %d/%d (%s)"
+            % (len(trials), total, ", ".join("%d %s" % (n, s) for s, n in sorted(counts.items())))
+        ]
         best, value = self._best(trials)
         if best is not None:
-            lines.append("Current best trial: %s with %s=%s and parameters=%s"
-                         % (best, self._metric, value, best.config))
+            lines.append(
+                "Current best trial: %s with %s=%s and parameters=%s"
+                % (best, self._metric, value, best.config)
+            )
         if not (self._print_intermediate_tables or done):
             return "\n".join(lines)
         metrics, params = self._metrics_shown(trials), self._parameters_shown(trials)
@@ -205,16 +256,23 @@ class TuneReporterBase(ProgressReporter):
         table = []
         for t in rows:
             result = t.last_result or {}
-            loc = "%s:%s" % (result["node_ip"], result["pid"]) if "pid" in result and \
-                "node_ip" in result else ""
-            table.append([str(t), t.status, loc]
-                         + [_cell(_lookup(t.config or {}, key), width) for key in params]
-                         + [_cell(result.get(key), width) for key in metrics])
+            loc = (
+                "%s:%s" % (result["node_ip"], result["pid"])
+                if "pid" in result and "node_ip" in result
+                else ""
+            )
+            table.append(
+                [str(t), t.status, loc]
+                + [_cell(_lookup(t.config or {}, key), width) for key in params]
+                + [_cell(result.get(key), width) for key in metrics]
+            )
         headers = ["Trial name", "status", "loc"] + list(params.values()) + list(metrics.values())
         lines.append(tabulate(table, headers=headers, tablefmt="psql", showindex=False))
         if more:
-            lines.append("... %d more trials not shown (%s)" % (
-                more, ", ".join("%d %s" % (n, s) for s, n in sorted(counts.items()))))
+            lines.append(
+                "... %d more trials not shown (%s)"
+                % (more, ", ".join("%d %s" % (n, s) for s, n in sorted(counts.items())))
+            )
         return "\n".join(lines)
 
     def _errors_str(self, trials, done):
@@ -225,8 +283,14 @@ class TuneReporterBase(ProgressReporter):
         limit = None if done else self._max_error_rows
         rows = [[str(t), t.num_failures, t.error_file or ""] for t in errored[:limit]]
         return "Number of errored trials: %d\n%s" % (
-            len(errored), tabulate(rows, headers=["Trial name", "# failures", "error file"],
-                                   tablefmt="psql", showindex=False))
+            len(errored),
+            tabulate(
+                rows,
+                headers=["Trial name", "# failures", "error file"],
+                tablefmt="psql",
+                showindex=False,
+            ),
+        )
 
 
 def _flat_keys(config, prefix=""):
@@ -292,8 +356,12 @@ class ReporterCallback:
         self.sys_info = list(sys_info)
 
     def setup(self, stop=None, num_samples=None, total_num_samples=None, **info):
-        self.reporter.setup(start_time=time.time(), total_samples=total_num_samples,
-                            metric=self.metric, mode=self.mode)
+        self.reporter.setup(
+            start_time=time.time(),
+            total_samples=total_num_samples,
+            metric=self.metric,
+            mode=self.mode,
+        )
 
     def on_step_end(self, iteration, trials, **info):
         if self.reporter.should_report(trials, done=False):

@@ -27,8 +27,9 @@ class PlacementGroupFactory:
     def __init__(self, bundles, strategy="PACK", *args, **kwargs):
         if not bundles:
             raise ValueError("PlacementGroupFactory needs at least one bundle")
-        self._bundles = [{str(k): float(v) for k, v in dict(bundle).items() if v != 0}
-                         for bundle in bundles]
+        self._bundles = [
+            {str(k): float(v) for k, v in dict(bundle).items() if v != 0} for bundle in bundles
+        ]
         self._strategy = strategy
         # Ray passes these on to ray.util.placement_group (name, lifetime, ...): kept, unused.
         self._args = args
@@ -64,8 +65,11 @@ class PlacementGroupFactory:
         return total
 
     def __eq__(self, other):
-        return (isinstance(other, PlacementGroupFactory) and self._bundles == other._bundles
-                and self._strategy == other._strategy)
+        return (
+            isinstance(other, PlacementGroupFactory)
+            and self._bundles == other._bundles
+            and self._strategy == other._strategy
+        )
 
     def __hash__(self):
         return hash((json.dumps(self._bundles, sort_keys=True), self._strategy))
@@ -77,8 +81,7 @@ class PlacementGroupFactory:
 def ray_resources(amounts):
     """A dict of tunebus resource amounts (`{"cpu": 1, "gpu": 0.5, "memory": 2e9}`) with Ray's
     names (`{"CPU": 1.0, "GPU": 0.5, "memory": 2e9}`), zero amounts left out."""
-    return {_RAY_NAMES.get(name, name): float(amount) for name, amount in amounts.items()
-            if amount}
+    return {_RAY_NAMES.get(name, name): float(amount) for name, amount in amounts.items() if amount}
 
 
 def trial_resources():

@@ -48,11 +48,20 @@ class Result:
         self.status = (trial or {}).get("status")
         checkpoints = (trial or {}).get("checkpoints") or []
         by_iteration = {r.get("training_iteration"): r for r in rows}
-        self.best_checkpoints = [
-            (Checkpoint(_exporter=_bind(exporter, self.trial_id, c["checkpoint_id"]),
-                        _checkpoint_id=c["checkpoint_id"]),
-             by_iteration.get(c.get("training_iteration"), {}))
-            for c in checkpoints] if exporter else []
+        self.best_checkpoints = (
+            [
+                (
+                    Checkpoint(
+                        _exporter=_bind(exporter, self.trial_id, c["checkpoint_id"]),
+                        _checkpoint_id=c["checkpoint_id"],
+                    ),
+                    by_iteration.get(c.get("training_iteration"), {}),
+                )
+                for c in checkpoints
+            ]
+            if exporter
+            else []
+        )
         self.checkpoint = self.best_checkpoints[-1][0] if self.best_checkpoints else None
 
     @property
@@ -133,8 +142,7 @@ class ResultGrid:
 
     @property
     def num_terminated(self):
-        return sum(1 for r in self._results
-                   if r.error is None and r.status in (None, "TERMINATED"))
+        return sum(1 for r in self._results if r.error is None and r.status in (None, "TERMINATED"))
 
     def _metric_mode(self, metric, mode):
         metric = metric or self._metric
@@ -147,9 +155,13 @@ class ResultGrid:
 
     @staticmethod
     def _score(result, metric, scope):
-        values = [r[metric] for r in result._rows
-                  if isinstance(r.get(metric), (int, float)) and not isinstance(r.get(metric), bool)
-                  and math.isfinite(r[metric])]
+        values = [
+            r[metric]
+            for r in result._rows
+            if isinstance(r.get(metric), (int, float))
+            and not isinstance(r.get(metric), bool)
+            and math.isfinite(r[metric])
+        ]
         if not values:
             return None
         if scope == "last":
@@ -157,7 +169,7 @@ class ResultGrid:
         if scope in ("all", "avg", "all-avg"):
             return values if scope == "all" else sum(values) / len(values)
         if scope.startswith("last-") and scope.endswith("-avg"):
-            n = int(scope[len("last-"):-len("-avg")])
+            n = int(scope[len("last-") : -len("-avg")])
             tail = values[-n:]
             return sum(tail) / len(tail)
         raise ValueError("scope must be last, avg, last-N-avg, all or all-avg, got %r" % (scope,))
@@ -184,10 +196,16 @@ class ResultGrid:
         for result in self._results:
             pick = result.metrics
             if filter_metric:
-                candidates = [r for r in result._rows if isinstance(r.get(filter_metric), (int, float))]
+                candidates = [
+                    r for r in result._rows if isinstance(r.get(filter_metric), (int, float))
+                ]
                 if candidates:
                     key = lambda r: r[filter_metric]  # noqa: E731
-                    pick = max(candidates, key=key) if filter_mode != "min" else min(candidates, key=key)
+                    pick = (
+                        max(candidates, key=key)
+                        if filter_mode != "min"
+                        else min(candidates, key=key)
+                    )
             row = dict(pick)
             row.setdefault("config", result.config)
             row["logdir"] = result.path
@@ -195,8 +213,11 @@ class ResultGrid:
         return pd.DataFrame(rows)
 
     def __repr__(self):
-        return "ResultGrid<%d trials, %d errors, path %s>" % (len(self), self.num_errors,
-                                                              self.experiment_path)
+        return "ResultGrid<%d trials, %d errors, path %s>" % (
+            len(self),
+            self.num_errors,
+            self.experiment_path,
+        )
 
 
 def _flatten(row, prefix=""):
@@ -221,7 +242,10 @@ def control_exporter(endpoint, experiment):
         try:
             ControlClient(endpoint).export_checkpoint(experiment, trial_id, checkpoint_id, target)
         except TuneError as e:
-            raise TuneError(e.code, "cannot export checkpoint %s of trial %s from %s: %s"
-                            % (checkpoint_id, trial_id, endpoint, e.message)) from None
+            raise TuneError(
+                e.code,
+                "cannot export checkpoint %s of trial %s from %s: %s"
+                % (checkpoint_id, trial_id, endpoint, e.message),
+            ) from None
 
     return export

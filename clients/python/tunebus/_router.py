@@ -30,8 +30,14 @@ class ProtocolError(Exception):
 
 
 def error_reply(request_id, request_type, code, message):
-    return {"v": PROTOCOL_VERSION, "type": "error", "id": request_id, "code": code,
-            "message": message, "request_type": request_type}
+    return {
+        "v": PROTOCOL_VERSION,
+        "type": "error",
+        "id": request_id,
+        "code": code,
+        "message": message,
+        "request_type": request_type,
+    }
 
 
 def bind(endpoint, key_name=None, curve=True):
@@ -67,14 +73,22 @@ def answer(sock, handle):
     route, payload = frames[:-1], frames[-1]
     request_id, request_type = 0, ""
     try:
-        msg = msgpack.unpackb(payload, raw=False, max_str_len=16 << 20, max_bin_len=16 << 20,
-                              max_array_len=100000, max_map_len=100000)
+        msg = msgpack.unpackb(
+            payload,
+            raw=False,
+            max_str_len=16 << 20,
+            max_bin_len=16 << 20,
+            max_array_len=100000,
+            max_map_len=100000,
+        )
         if not isinstance(msg, dict) or not isinstance(msg.get("type"), str):
             raise ProtocolError("invalid_argument", "not a msgpack map with a string type")
         request_id, request_type = msg.get("id", 0), msg["type"]
         if msg.get("v") != PROTOCOL_VERSION:
-            raise ProtocolError("failed_precondition", "protocol version %r; this peer speaks %d"
-                                % (msg.get("v"), PROTOCOL_VERSION))
+            raise ProtocolError(
+                "failed_precondition",
+                "protocol version %r; this peer speaks %d" % (msg.get("v"), PROTOCOL_VERSION),
+            )
         reply = handle(msg)
         reply.update({"v": PROTOCOL_VERSION, "id": request_id})
     except ProtocolError as e:

@@ -36,7 +36,7 @@ _registry = {}
 IGNORED = {
     "reuse_actors": "every trial attempt is a fresh process",
     "sync_config": "results are written on the scheduler's host, checkpoints kept in the "
-                   "checkpoint-store",
+    "checkpoint-store",
     "log_to_file": "a trial's stdout and stderr always go to its folder",
     "trial_name_creator": "trial folders are named <trial_id>_<tag>",
     "trial_dirname_creator": "trial folders are named <trial_id>_<tag>",
@@ -63,35 +63,49 @@ def register_trainable(name, trainable, warn=True):
     if not isinstance(name, str) or not name:
         raise TypeError("register_trainable: name must be a non-empty string, got %r" % (name,))
     if not callable(trainable):
-        raise TypeError("register_trainable: %r is not a function or Trainable class"
-                        % (trainable,))
+        raise TypeError(
+            "register_trainable: %r is not a function or Trainable class" % (trainable,)
+        )
     _registry[name] = trainable
 
 
 def _trainable_of(run_or_experiment):
     if isinstance(run_or_experiment, str):
         if run_or_experiment not in _registry:
-            raise TuneError("not_found", "unknown trainable %r: register it with "
-                            "tune.register_trainable(%r, fn) first (registered: %s)"
-                            % (run_or_experiment, run_or_experiment,
-                               ", ".join(sorted(_registry)) or "none"))
+            raise TuneError(
+                "not_found",
+                "unknown trainable %r: register it with "
+                "tune.register_trainable(%r, fn) first (registered: %s)"
+                % (run_or_experiment, run_or_experiment, ", ".join(sorted(_registry)) or "none"),
+            )
         return _registry[run_or_experiment]
     if not callable(run_or_experiment):
-        raise TypeError("tune.run: run_or_experiment must be a function, a Trainable class or a "
-                        "registered name, got %r" % (run_or_experiment,))
+        raise TypeError(
+            "tune.run: run_or_experiment must be a function, a Trainable class or a "
+            "registered name, got %r" % (run_or_experiment,)
+        )
     return run_or_experiment
 
 
-def _checkpoint_config(checkpoint_config, keep_checkpoints_num, checkpoint_score_attr,
-                       checkpoint_freq, checkpoint_at_end):
+def _checkpoint_config(
+    checkpoint_config,
+    keep_checkpoints_num,
+    checkpoint_score_attr,
+    checkpoint_freq,
+    checkpoint_at_end,
+):
     if checkpoint_config is not None:
         return checkpoint_config
     attr, order = checkpoint_score_attr, "max"
     if attr and attr.startswith("min-"):
-        attr, order = attr[len("min-"):], "min"
-    return CheckpointConfig(num_to_keep=keep_checkpoints_num, checkpoint_score_attribute=attr,
-                            checkpoint_score_order=order, checkpoint_frequency=checkpoint_freq or 0,
-                            checkpoint_at_end=checkpoint_at_end)
+        attr, order = attr[len("min-") :], "min"
+    return CheckpointConfig(
+        num_to_keep=keep_checkpoints_num,
+        checkpoint_score_attribute=attr,
+        checkpoint_score_order=order,
+        checkpoint_frequency=checkpoint_freq or 0,
+        checkpoint_at_end=checkpoint_at_end,
+    )
 
 
 def _rerun_mode(resume):
@@ -102,19 +116,50 @@ def _rerun_mode(resume):
         return True, ""
     if isinstance(resume, str):
         base, _, errored = resume.upper().rpartition("+")
-        if errored in ("ERRORED_ONLY", "RESTART_ERRORED") and base in ("", "AUTO", "LOCAL",
-                                                                          "REMOTE"):
+        if errored in ("ERRORED_ONLY", "RESTART_ERRORED") and base in (
+            "",
+            "AUTO",
+            "LOCAL",
+            "REMOTE",
+        ):
             return True, "restore" if errored == "ERRORED_ONLY" else "restart"
-    raise ValueError("resume=%r: use False, True, 'AUTO', 'LOCAL', 'REMOTE', 'PROMPT', "
-                     "'ERRORED_ONLY', 'RESTART_ERRORED' (optionally prefixed 'AUTO+')" % (resume,))
+    raise ValueError(
+        "resume=%r: use False, True, 'AUTO', 'LOCAL', 'REMOTE', 'PROMPT', "
+        "'ERRORED_ONLY', 'RESTART_ERRORED' (optionally prefixed 'AUTO+')" % (resume,)
+    )
 
 
-def run(run_or_experiment, *, name=None, metric=None, mode=None, stop=None, time_budget_s=None,
-        config=None, resources_per_trial=None, num_samples=1, storage_path=None, local_dir=None,
-        search_alg=None, scheduler=None, checkpoint_config=None, keep_checkpoints_num=None,
-        checkpoint_score_attr=None, checkpoint_freq=0, checkpoint_at_end=False, verbose=3,
-        progress_reporter=None, max_failures=0, fail_fast=False, restore=None, resume=None,
-        raise_on_failed_trial=True, callbacks=None, max_concurrent_trials=None, **ignored):
+def run(
+    run_or_experiment,
+    *,
+    name=None,
+    metric=None,
+    mode=None,
+    stop=None,
+    time_budget_s=None,
+    config=None,
+    resources_per_trial=None,
+    num_samples=1,
+    storage_path=None,
+    local_dir=None,
+    search_alg=None,
+    scheduler=None,
+    checkpoint_config=None,
+    keep_checkpoints_num=None,
+    checkpoint_score_attr=None,
+    checkpoint_freq=0,
+    checkpoint_at_end=False,
+    verbose=3,
+    progress_reporter=None,
+    max_failures=0,
+    fail_fast=False,
+    restore=None,
+    resume=None,
+    raise_on_failed_trial=True,
+    callbacks=None,
+    max_concurrent_trials=None,
+    **ignored,
+):
     """Runs an experiment and returns its ExperimentAnalysis (see the module doc). Errors: an
     invalid or refused experiment raises TuneError with the scheduler's code and message; ERROR
     trials raise TuneError when `raise_on_failed_trial`; Ctrl-C raises KeyboardInterrupt after
@@ -124,52 +169,73 @@ def run(run_or_experiment, *, name=None, metric=None, mode=None, stop=None, time
     for key in sorted(ignored):
         if key not in IGNORED:
             raise TypeError("run() got an unexpected keyword argument %r" % key)
-        warnings.warn("tune.run(%s=...) is accepted and ignored by tunebus: %s"
-                      % (key, IGNORED[key]), stacklevel=2)
+        warnings.warn(
+            "tune.run(%s=...) is accepted and ignored by tunebus: %s" % (key, IGNORED[key]),
+            stacklevel=2,
+        )
     trainable = _trainable_of(run_or_experiment)
     if resources_per_trial is not None:
         trainable = with_resources(trainable, resources_per_trial)
-    tune_config = TuneConfig(metric=metric, mode=mode, search_alg=search_alg, scheduler=scheduler,
-                             num_samples=num_samples, max_concurrent_trials=max_concurrent_trials,
-                             time_budget_s=time_budget_s)
+    tune_config = TuneConfig(
+        metric=metric,
+        mode=mode,
+        search_alg=search_alg,
+        scheduler=scheduler,
+        num_samples=num_samples,
+        max_concurrent_trials=max_concurrent_trials,
+        time_budget_s=time_budget_s,
+    )
     run_config = RunConfig(
-        name=name, storage_path=storage_path or local_dir, stop=stop,
+        name=name,
+        storage_path=storage_path or local_dir,
+        stop=stop,
         verbose=min(int(verbose), 2) if verbose is not None else 1,
         failure_config=FailureConfig(max_failures=max_failures, fail_fast=fail_fast),
-        checkpoint_config=_checkpoint_config(checkpoint_config, keep_checkpoints_num,
-                                             checkpoint_score_attr, checkpoint_freq,
-                                             checkpoint_at_end),
-        callbacks=callbacks, progress_reporter=progress_reporter)
+        checkpoint_config=_checkpoint_config(
+            checkpoint_config,
+            keep_checkpoints_num,
+            checkpoint_score_attr,
+            checkpoint_freq,
+            checkpoint_at_end,
+        ),
+        callbacks=callbacks,
+        progress_reporter=progress_reporter,
+    )
     existing, rerun_errored = _rerun_mode(resume)
     tuner = None
     if existing:
-        storage = os.path.abspath(os.path.expanduser(storage_path or local_dir
-                                                     or default_storage_path()))
+        storage = os.path.abspath(
+            os.path.expanduser(storage_path or local_dir or default_storage_path())
+        )
         folder = os.path.join(storage, name) if name else None
         if folder and os.path.exists(os.path.join(folder, STATE_FILE)):
             tuner = Tuner.restore(folder, trainable, param_space=config)
             tuner._run_config = run_config
             tuner._rerun_errored = rerun_errored
         elif resume != "AUTO" and not str(resume).startswith("AUTO+"):
-            raise ValueError("Called resume=%r when no checkpoint exists in local directory (%s)."
-                             " If you want to start a new experiment, use `resume=\"AUTO\"` or "
-                             "`resume=None`." % (resume, folder or storage))
+            raise ValueError(
+                "Called resume=%r when no checkpoint exists in local directory (%s)."
+                ' If you want to start a new experiment, use `resume="AUTO"` or '
+                "`resume=None`." % (resume, folder or storage)
+            )
     if tuner is None:
-        tuner = Tuner(trainable, param_space=config, tune_config=tune_config,
-                      run_config=run_config)
+        tuner = Tuner(trainable, param_space=config, tune_config=tune_config, run_config=run_config)
     tuner._resume_hint = "tune.run(..., name={name!r}, resume=True)"  # Tuner.fit formats it
     if restore is not None:
         if not os.path.isdir(restore):
             raise TuneError("not_found", "restore=%r: not a checkpoint folder" % (restore,))
         tuner._restore_from = os.path.abspath(restore)
     tuner.fit()
-    analysis = ExperimentAnalysis(tuner._results_dir, trials=tuner._trial_views,
-                                  default_metric=metric or getattr(search_alg, "metric", None)
-                                  or getattr(scheduler, "metric", None),
-                                  default_mode=mode or getattr(search_alg, "mode", None)
-                                  or getattr(scheduler, "mode", None),
-                                  exporter=tuner._exporter,
-                                  trainable_name=tuner._trainable.__name__)
+    analysis = ExperimentAnalysis(
+        tuner._results_dir,
+        trials=tuner._trial_views,
+        default_metric=metric
+        or getattr(search_alg, "metric", None)
+        or getattr(scheduler, "metric", None),
+        default_mode=mode or getattr(search_alg, "mode", None) or getattr(scheduler, "mode", None),
+        exporter=tuner._exporter,
+        trainable_name=tuner._trainable.__name__,
+    )
     errored = [t for t in analysis.trials if t.status == "ERROR"]
     if errored and raise_on_failed_trial:
         raise TuneError("Trials did not complete: %s" % ", ".join(str(t) for t in errored))

@@ -48,8 +48,10 @@ def _save(obj, folder):
         with open(os.path.join(folder, _DICT_FILE), "wb") as f:
             pickle.dump(returned, f)
     elif returned is not None and os.path.abspath(str(returned)) != os.path.abspath(folder):
-        raise TypeError("save_checkpoint must save into %s and return None or a dict, returned %r"
-                        % (folder, returned))
+        raise TypeError(
+            "save_checkpoint must save into %s and return None or a dict, returned %r"
+            % (folder, returned)
+        )
 
 
 def _restore(obj, folder):
@@ -71,7 +73,9 @@ def run_class(cls, kwargs, config):
         while True:
             result = obj.step()
             if not isinstance(result, dict):
-                raise TypeError("%s.step() must return a dict, returned %r" % (cls.__name__, result))
+                raise TypeError(
+                    "%s.step() must return a dict, returned %r" % (cls.__name__, result)
+                )
             obj._iteration += 1
             decision = session().exchange(result)
             if decision == _helper.CHECKPOINT:

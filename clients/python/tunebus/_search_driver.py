@@ -110,8 +110,10 @@ def _fits(dim, value):
     """Whether the scheduler takes `value` for a typed dim of `hello`'s space (§7a)."""
     kind = dim.get("type")
     if kind == "categorical":
-        return any(value == c and isinstance(value, bool) == isinstance(c, bool)
-                   for c in dim.get("choices") or [])
+        return any(
+            value == c and isinstance(value, bool) == isinstance(c, bool)
+            for c in dim.get("choices") or []
+        )
     if kind in ("float", "int"):
         if isinstance(value, bool) or not isinstance(value, (int, float)):
             return False
@@ -179,8 +181,10 @@ class DriverSearch:
         errors, e.g. OptunaSearch's RuntimeError without metric and mode) and TuneError
         invalid_argument for what tunebus cannot serve (grid_search, sample_from)."""
         if not isinstance(searcher, Searcher):
-            raise TuneError("invalid_argument", "search_alg must be a tune.search.Searcher, got %r"
-                            % (searcher,))
+            raise TuneError(
+                "invalid_argument",
+                "search_alg must be a tune.search.Searcher, got %r" % (searcher,),
+            )
         self.param_space = param_space or {}
         self._check_space(self.param_space, type(searcher).__name__, "param_space")
         self.metric, self.mode = metric, mode
@@ -190,9 +194,13 @@ class DriverSearch:
         try:
             self._pristine = searcher._tunebus_copy()
         except Exception as e:  # noqa: BLE001 - a searcher holding what cannot be copied
-            LOG.warning("tunebus: %s cannot be copied (%s: %s): after a scheduler restart it "
-                        "keeps its state instead of being rebuilt from the scheduler's journal",
-                        self.name, type(e).__name__, e)
+            LOG.warning(
+                "tunebus: %s cannot be copied (%s: %s): after a scheduler restart it "
+                "keeps its state instead of being rebuilt from the scheduler's journal",
+                self.name,
+                type(e).__name__,
+                e,
+            )
             self._pristine = None
         probe = self._pristine._tunebus_copy() if self._pristine is not None else None
         self._configure(probe if probe is not None else searcher)
@@ -209,13 +217,19 @@ class DriverSearch:
             if path not in self.domains and isinstance(domain, _space.Domain):
                 self.domains[path] = domain
         samples = self.spec.get("num_samples")
-        if isinstance(searcher, Repeater) and isinstance(samples, int) and samples > 0 \
-                and samples % searcher.repeat:
-            LOG.warning("`num_samples` is now expected to be the total number of trials, "
-                        "including the repeat trials. For example, set num_samples=15 if you "
-                        "intend to obtain 3 search algorithm suggestions and repeat each "
-                        "suggestion 5 times. Any leftover trials (num_samples mod repeat) will "
-                        "be ignored.")  # Ray's warning (repeater.py)
+        if (
+            isinstance(searcher, Repeater)
+            and isinstance(samples, int)
+            and samples > 0
+            and samples % searcher.repeat
+        ):
+            LOG.warning(
+                "`num_samples` is now expected to be the total number of trials, "
+                "including the repeat trials. For example, set num_samples=15 if you "
+                "intend to obtain 3 search algorithm suggestions and repeat each "
+                "suggestion 5 times. Any leftover trials (num_samples mod repeat) will "
+                "be ignored."
+            )  # Ray's warning (repeater.py)
         self.search_spec = {"type": "external", "timeout_s": TIMEOUT_S}
         if isinstance(searcher, ConcurrencyLimiter) and searcher._limit_concurrency:
             self.search_spec["max_concurrent"] = searcher.max_concurrent
@@ -254,8 +268,8 @@ class DriverSearch:
 
     def _forget(self):
         """Drops what a session knew of its trials."""
-        self.suggested = {}   # trial id -> params answered or adopted this session
-        self.configs = {}     # trial id -> its config (for the results' `config`, as Ray's)
+        self.suggested = {}  # trial id -> params answered or adopted this session
+        self.configs = {}  # trial id -> its config (for the results' `config`, as Ray's)
         self.completed = set()
         self.iterations = {}  # trial id -> last training_iteration told to on_trial_result
 
@@ -292,13 +306,19 @@ class DriverSearch:
         for key, value in space.items():
             here = "%s.%s" % (where, key) if not path else "%s.%s" % (path, key)
             if _space.is_grid(value):
-                raise TuneError("invalid_argument", "%s: grid_search cannot be combined with "
-                                "search_alg %s (Ray's searchers do not expand grids); use "
-                                "tune.choice" % (here, name))
+                raise TuneError(
+                    "invalid_argument",
+                    "%s: grid_search cannot be combined with "
+                    "search_alg %s (Ray's searchers do not expand grids); use "
+                    "tune.choice" % (here, name),
+                )
             if isinstance(value, _space.Function):
-                raise TuneError("invalid_argument", "%s: tune.sample_from is served by the "
-                                "driver's BasicVariantGenerator; it cannot be combined with "
-                                "search_alg %s" % (here, name))
+                raise TuneError(
+                    "invalid_argument",
+                    "%s: tune.sample_from is served by the "
+                    "driver's BasicVariantGenerator; it cannot be combined with "
+                    "search_alg %s" % (here, name),
+                )
             if isinstance(value, dict):
                 DriverSearch._check_space(value, name, where, here)
 
@@ -307,26 +327,34 @@ class DriverSearch:
         a param space; False with domains in it is Ray's ValueError."""
         if not self.param_space:
             return
-        took = set_search_properties(searcher, self.metric, self.mode, self.param_space,
-                                     **self.spec)
+        took = set_search_properties(
+            searcher, self.metric, self.mode, self.param_space, **self.spec
+        )
         if not took and _domains(self.param_space):
             raise ValueError(
                 "You passed a `param_space` parameter to `Tuner()` with unresolved parameters, "
                 "but the search algorithm was already instantiated with a search space. Make "
                 "sure that `param_space` does not contain any more parameter definitions - "
-                "include them in the search algorithm's search space if necessary.")
+                "include them in the search algorithm's search space if necessary."
+            )
 
     def _probe(self, probe):
         """The keys of one suggestion of a copy (a searcher that does not list them)."""
         if probe is None:
-            LOG.warning("tunebus: %s cannot be copied, so the keys it suggests beyond the "
-                        "param space are unknown: only the param space's keys reach the trials",
-                        self.name)
+            LOG.warning(
+                "tunebus: %s cannot be copied, so the keys it suggests beyond the "
+                "param space are unknown: only the param space's keys reach the trials",
+                self.name,
+            )
             return {}
         config = probe.suggest(PROBE_TRIAL_ID)
         if not isinstance(config, dict):
-            LOG.warning("tunebus: %s's first suggestion was %r, not a config: only the param "
-                        "space's keys reach the trials", self.name, config)
+            LOG.warning(
+                "tunebus: %s's first suggestion was %r, not a config: only the param "
+                "space's keys reach the trials",
+                self.name,
+                config,
+            )
             return {}
         return {path: None for path in _leaf_paths(config)}
 
@@ -341,14 +369,20 @@ class DriverSearch:
                 child = node.get(key)
                 if child is None:
                     child = node[key] = {}
-                if not isinstance(child, dict) or len(child) == 1 and next(iter(child)) in \
-                        _SAMPLERS:
-                    raise TuneError("invalid_argument", "%s suggests %s, but param_space.%s is "
-                                    "not a dict" % (self.name, "/".join(path),
-                                                    ".".join(path[:i + 1])))
+                if (
+                    not isinstance(child, dict)
+                    or len(child) == 1
+                    and next(iter(child)) in _SAMPLERS
+                ):
+                    raise TuneError(
+                        "invalid_argument",
+                        "%s suggests %s, but param_space.%s is "
+                        "not a dict" % (self.name, "/".join(path), ".".join(path[: i + 1])),
+                    )
                 node = child
-            node[path[-1]] = (domain.to_spec() if isinstance(domain, _space.Domain)
-                              else {"sample_from": "driver"})
+            node[path[-1]] = (
+                domain.to_spec() if isinstance(domain, _space.Domain) else {"sample_from": "driver"}
+            )
         return exp_space
 
     # ---- the §7a server ---------------------------------------------------------------------
@@ -358,8 +392,11 @@ class DriverSearch:
         if kind == "hello":
             return self._hello(msg)
         if self.session is None or msg.get("session") != self.session:
-            raise ProtocolError("failed_precondition", "unknown session %r (this searcher's is "
-                                "%r): send hello" % (msg.get("session"), self.session))
+            raise ProtocolError(
+                "failed_precondition",
+                "unknown session %r (this searcher's is "
+                "%r): send hello" % (msg.get("session"), self.session),
+            )
         if kind == "tell":
             for event in msg.get("events") or []:
                 self._event(event)
@@ -382,8 +419,11 @@ class DriverSearch:
             self._forget()
             self.finished = self.error is not None
         else:
-            self._warn("keeps", "tunebus: %s could not be copied: session %d keeps its state and "
-                       "ignores the replay of the trials it knows" % (self.name, self.sessions))
+            self._warn(
+                "keeps",
+                "tunebus: %s could not be copied: session %d keeps its state and "
+                "ignores the replay of the trials it knows" % (self.name, self.sessions),
+            )
         self.session = msg.get("session")
         self.dims = list(msg.get("space") or [])
         self.rng = random.Random(hash((msg.get("seed"), msg.get("replay"), self.sessions)))
@@ -401,18 +441,25 @@ class DriverSearch:
             self.configs[trial_id] = config
             got = self._call("adopt", self.live._tunebus_adopt, trial_id, config)
             if isinstance(got, dict) and self._params(got, check=False) != params:
-                self._warn("replay", "tunebus: %s suggested another config for the replayed "
-                           "trial %s than the journal holds (not deterministic?): it learns "
-                           "from that trial's result as if it ran the config it suggested now"
-                           % (self.name, trial_id))
+                self._warn(
+                    "replay",
+                    "tunebus: %s suggested another config for the replayed "
+                    "trial %s than the journal holds (not deterministic?): it learns "
+                    "from that trial's result as if it ran the config it suggested now"
+                    % (self.name, trial_id),
+                )
         elif kind == "completed":
             if trial_id not in self.suggested or trial_id in self.completed:
                 return
             self.completed.add(trial_id)
             result = event.get("result")
-            self._call("on_trial_complete", self.live.on_trial_complete, trial_id,
-                       result=self._flat(trial_id, result) if isinstance(result, dict) else None,
-                       error=bool(event.get("error")))
+            self._call(
+                "on_trial_complete",
+                self.live.on_trial_complete,
+                trial_id,
+                result=self._flat(trial_id, result) if isinstance(result, dict) else None,
+                error=bool(event.get("error")),
+            )
         elif kind == "evaluated":
             try:
                 self.live.add_evaluated_point(event.get("config") or {}, event.get("value"))
@@ -422,16 +469,20 @@ class DriverSearch:
                 LOG.exception("tunebus: %s.add_evaluated_point failed", self.name)
         elif kind == "result":
             result = event.get("result")
-            if trial_id not in self.suggested or trial_id in self.completed \
-                    or not isinstance(result, dict):
+            if (
+                trial_id not in self.suggested
+                or trial_id in self.completed
+                or not isinstance(result, dict)
+            ):
                 return
             iteration = result.get("training_iteration")
             if isinstance(iteration, int):
                 if iteration <= self.iterations.get(trial_id, -1):
                     return  # told again (a restored trial reports its iteration again)
                 self.iterations[trial_id] = iteration
-            self._call("on_trial_result", self.live.on_trial_result, trial_id,
-                       self._flat(trial_id, result))
+            self._call(
+                "on_trial_result", self.live.on_trial_result, trial_id, self._flat(trial_id, result)
+            )
         else:
             raise ProtocolError("invalid_argument", "tell: unknown event %r" % (kind,))
 
@@ -448,8 +499,10 @@ class DriverSearch:
                 self.finished = True
                 return self._answer(trial_id, "finished")
             if not isinstance(config, dict):
-                raise TypeError("%s.suggest(%r) returned %r: a config dict, None or "
-                                "Searcher.FINISHED" % (self.name, trial_id, config))
+                raise TypeError(
+                    "%s.suggest(%r) returned %r: a config dict, None or "
+                    "Searcher.FINISHED" % (self.name, trial_id, config)
+                )
             params = self._params(config, check=True)
         except Exception as e:  # noqa: BLE001 - Ray would end tune.run with it
             LOG.exception("tunebus: %s.suggest failed; no new trial starts", self.name)
@@ -462,8 +515,12 @@ class DriverSearch:
 
     @staticmethod
     def _answer(trial_id, status, params=None):
-        return {"type": "suggestion", "trial_id": trial_id, "status": status,
-                "params": params or {}}
+        return {
+            "type": "suggestion",
+            "trial_id": trial_id,
+            "status": status,
+            "params": params or {},
+        }
 
     def _params(self, config, check):
         """{dim name: value} for a suggested config (see the module doc)."""
@@ -477,16 +534,20 @@ class DriverSearch:
                 domain = self.domains.get(path)
                 value = domain.sample(self.rng) if domain is not None else None
             if check and not _fits(dim, value):
-                raise ValueError("%s suggested %s=%r, which the param space's %s does not hold"
-                                 % (self.name, dim["name"], value, dim.get("sampler")))
+                raise ValueError(
+                    "%s suggested %s=%r, which the param space's %s does not hold"
+                    % (self.name, dim["name"], value, dim.get("sampler"))
+                )
             params[dim["name"]] = value
         if check:
             extra = [p for p in _leaf_paths(config) if p not in known]
             if extra:
-                self._warn(("extra",) + tuple(sorted(extra)),
-                           "tunebus: %s suggested keys the experiment's param space does not "
-                           "have, dropped: %s (the keys are fixed when the experiment starts)"
-                           % (self.name, ", ".join("/".join(map(str, p)) for p in extra)))
+                self._warn(
+                    ("extra",) + tuple(sorted(extra)),
+                    "tunebus: %s suggested keys the experiment's param space does not "
+                    "have, dropped: %s (the keys are fixed when the experiment starts)"
+                    % (self.name, ", ".join("/".join(map(str, p)) for p in extra)),
+                )
         return params
 
     def _config_of(self, params):
@@ -513,8 +574,11 @@ class DriverSearch:
         except Exception:  # noqa: BLE001 - the searcher's own failure: logged, skipped
             if what not in self._warned:
                 self._warned.add(what)
-                LOG.exception("tunebus: %s.%s failed (logged once; later failures are skipped "
-                              "quietly)", self.name, what)
+                LOG.exception(
+                    "tunebus: %s.%s failed (logged once; later failures are skipped " "quietly)",
+                    self.name,
+                    what,
+                )
             return None
 
     def _warn(self, key, message):
@@ -523,7 +587,20 @@ class DriverSearch:
             LOG.warning("%s", message)
 
 
-_SAMPLERS = {"uniform", "quniform", "loguniform", "qloguniform", "randn", "qrandn", "randint",
-             "qrandint", "lograndint", "qlograndint", "choice", "grid_search", "sample_from"}
+_SAMPLERS = {
+    "uniform",
+    "quniform",
+    "loguniform",
+    "qloguniform",
+    "randn",
+    "qrandn",
+    "randint",
+    "qrandint",
+    "lograndint",
+    "qlograndint",
+    "choice",
+    "grid_search",
+    "sample_from",
+}
 
 __all__ = ["DriverSearch", "runs_in_driver"]

@@ -109,9 +109,15 @@ class Session:
             deferred = self.last_decision == _helper.CHECKPOINT and self._folder_has_files()
             if not deferred:
                 self._fill()
-        line = json.dumps(_helper._jsonable(metrics), default=_helper._default, allow_nan=False,
-                          separators=(",", ":"))
-        report_fd, decision_fd = _helper._fd("TUNEBUS_REPORT_FD"), _helper._fd("TUNEBUS_DECISION_FD")
+        line = json.dumps(
+            _helper._jsonable(metrics),
+            default=_helper._default,
+            allow_nan=False,
+            separators=(",", ":"),
+        )
+        report_fd, decision_fd = _helper._fd("TUNEBUS_REPORT_FD"), _helper._fd(
+            "TUNEBUS_DECISION_FD"
+        )
         self.iteration += 1
         if report_fd is None or decision_fd is None:
             print("tunebus.report: " + line, flush=True)
@@ -121,7 +127,9 @@ class Session:
         if decision is None:
             decision = _helper.STOP  # the worker is gone
         elif decision not in _helper._DECISIONS:
-            print("tunebus: unknown decision %r, continuing" % decision, file=sys.stderr, flush=True)
+            print(
+                "tunebus: unknown decision %r, continuing" % decision, file=sys.stderr, flush=True
+            )
             decision = _helper.CONTINUE
         if decision == _helper.CHECKPOINT and (deferred or not self._folder_has_files()):
             self._fill()

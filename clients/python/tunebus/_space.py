@@ -281,8 +281,11 @@ def to_spec(space, path="param_space"):
         values = space["grid_search"]
         if not isinstance(values, (list, tuple)):
             raise ValueError("%s.grid_search: needs a list, got %r" % (path, values))
-        return {"grid_search": [_constant(v, "%s.grid_search[%d]" % (path, i))
-                                for i, v in enumerate(values)]}
+        return {
+            "grid_search": [
+                _constant(v, "%s.grid_search[%d]" % (path, i)) for i, v in enumerate(values)
+            ]
+        }
     if isinstance(space, dict):
         out = {}
         for key, value in space.items():
@@ -305,10 +308,14 @@ def _constant(value, path):
     if isinstance(value, dict):
         return {str(k): _constant(v, "%s.%s" % (path, k)) for k, v in value.items()}
     if isinstance(value, Domain):
-        raise ValueError("%s: a search space function inside a list is not supported; "
-                         "use tune.choice over the values" % path)
+        raise ValueError(
+            "%s: a search space function inside a list is not supported; "
+            "use tune.choice over the values" % path
+        )
     if hasattr(value, "item") and getattr(value, "ndim", 0) == 0:
         return _constant(value.item(), path)
     raise ValueError(
         "%s: %s is not a JSON value; a trial's config travels as JSON. Pass large or arbitrary "
-        "objects with tune.with_parameters(trainable, name=object) instead" % (path, type(value).__name__))
+        "objects with tune.with_parameters(trainable, name=object) instead"
+        % (path, type(value).__name__)
+    )

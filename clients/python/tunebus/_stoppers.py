@@ -48,8 +48,10 @@ class TimeoutStopper(Stopper):
         if isinstance(timeout, datetime.timedelta):
             timeout = timeout.total_seconds()
         if not isinstance(timeout, (int, float)) or timeout <= 0:
-            raise ValueError("TimeoutStopper: timeout must be a positive number of seconds or a "
-                             "datetime.timedelta, got %r" % (timeout,))
+            raise ValueError(
+                "TimeoutStopper: timeout must be a positive number of seconds or a "
+                "datetime.timedelta, got %r" % (timeout,)
+            )
         self._budget = float(timeout)
         self._start = time.time()
 
@@ -65,11 +67,14 @@ class TrialPlateauStopper(Stopper):
     have a (population) standard deviation below `std`, after `grace_period` results, and, with
     `metric_threshold`, only once the metric is at or better than it (`mode` min or max)."""
 
-    def __init__(self, metric, std=0.01, num_results=4, grace_period=4, metric_threshold=None,
-                 mode=None):
+    def __init__(
+        self, metric, std=0.01, num_results=4, grace_period=4, metric_threshold=None, mode=None
+    ):
         if metric_threshold is not None and mode not in ("min", "max"):
-            raise ValueError("When specifying a `metric_threshold`, the `mode` argument has to "
-                             "be one of [min, max]. Got: {}".format(mode))
+            raise ValueError(
+                "When specifying a `metric_threshold`, the `mode` argument has to "
+                "be one of [min, max]. Got: {}".format(mode)
+            )
         self._metric, self._std, self._mode = metric, std, mode
         self._num_results, self._grace_period = num_results, grace_period
         self._metric_threshold = metric_threshold
@@ -105,8 +110,9 @@ class ExperimentPlateauStopper(Stopper):
         if mode not in ("min", "max"):
             raise ValueError("The mode parameter can only be either min or max.")
         if not isinstance(top, int) or top <= 1:
-            raise ValueError("Top results to consider must be a positive integer greater than "
-                             "one.")
+            raise ValueError(
+                "Top results to consider must be a positive integer greater than " "one."
+            )
         if not isinstance(patience, int) or patience < 0:
             raise ValueError("Patience must be a strictly positive integer.")
         self._metric, self._std, self._top, self._mode = metric, std, top, mode
@@ -117,13 +123,12 @@ class ExperimentPlateauStopper(Stopper):
     def __call__(self, trial_id, result):
         self._values.append(result[self._metric])
         self._values.sort(reverse=self._mode == "max")
-        del self._values[self._top:]
+        del self._values[self._top :]
         self._iterations = self._iterations + 1 if self.has_plateaued() else 0
         return self.stop_all()
 
     def has_plateaued(self):
-        return (len(self._values) == self._top
-                and statistics.pstdev(self._values) <= self._std)
+        return len(self._values) == self._top and statistics.pstdev(self._values) <= self._std
 
     def stop_all(self):
         return self.has_plateaued() and self._iterations >= self._patience
@@ -143,5 +148,12 @@ class CombinedStopper(Stopper):
         return any(s.stop_all() for s in self._stoppers)
 
 
-__all__ = ["CombinedStopper", "ExperimentPlateauStopper", "FunctionStopper",
-           "MaximumIterationStopper", "NoopStopper", "TimeoutStopper", "TrialPlateauStopper"]
+__all__ = [
+    "CombinedStopper",
+    "ExperimentPlateauStopper",
+    "FunctionStopper",
+    "MaximumIterationStopper",
+    "NoopStopper",
+    "TimeoutStopper",
+    "TrialPlateauStopper",
+]

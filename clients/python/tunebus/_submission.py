@@ -105,7 +105,7 @@ def format_value(value):
 
 
 def summary_line(e):
-    """"<name>: <total> trials | <n STATUS, ...> | <elapsed> s | best <metric>=<v> (<trial>)"."""
+    """ "<name>: <total> trials | <n STATUS, ...> | <elapsed> s | best <metric>=<v> (<trial>)"."""
     counts = ", ".join(
         "%d %s" % (n, status)
         for status, n in sorted((e.get("counts") or {}).items())

@@ -56,15 +56,23 @@ def find_tunectl():
     candidates = []
     home = os.environ.get("TUNEBUS_HOME")
     if home:
-        candidates += [os.path.join(home, "bin", "tunectl"), os.path.join(home, "build", "bin", "tunectl")]
+        candidates += [
+            os.path.join(home, "bin", "tunectl"),
+            os.path.join(home, "build", "bin", "tunectl"),
+        ]
     here = os.path.dirname(os.path.abspath(__file__))
-    candidates.append(os.path.normpath(os.path.join(here, "..", "..", "..", "build", "bin", "tunectl")))
+    candidates.append(
+        os.path.normpath(os.path.join(here, "..", "..", "..", "build", "bin", "tunectl"))
+    )
     for path in candidates:
         if os.access(path, os.X_OK):
             return path
         tried.append(path)
-    raise TuneError("not_found", "cannot find tunectl (tried %s); set TUNEBUS_TUNECTL to its path "
-                    "or build it (cmake --build build --target tunectl)" % ", ".join(tried))
+    raise TuneError(
+        "not_found",
+        "cannot find tunectl (tried %s); set TUNEBUS_TUNECTL to its path "
+        "or build it (cmake --build build --target tunectl)" % ", ".join(tried),
+    )
 
 
 def set_address(address):
@@ -96,18 +104,34 @@ class EmbeddedSuite:
         self.log_path = os.path.join(self.folder, "suite.log")
         with open(self.log_path, "wb") as log:
             self.process = subprocess.Popen(
-                [tunectl, "up", "--control", "tcp://127.0.0.1:*", "--events", "tcp://127.0.0.1:*",
-                 "--ready-file", ready, "--data-dir", self.data_dir],
-                stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT,
-                env=_curve.without_keys(os.environ), preexec_fn=_set_pdeathsig)
+                [
+                    tunectl,
+                    "up",
+                    "--control",
+                    "tcp://127.0.0.1:*",
+                    "--events",
+                    "tcp://127.0.0.1:*",
+                    "--ready-file",
+                    ready,
+                    "--data-dir",
+                    self.data_dir,
+                ],
+                stdin=subprocess.DEVNULL,
+                stdout=log,
+                stderr=subprocess.STDOUT,
+                env=_curve.without_keys(os.environ),
+                preexec_fn=_set_pdeathsig,
+            )
         deadline = time.monotonic() + 60
         while not os.path.exists(ready):
             if self.process.poll() is not None or time.monotonic() > deadline:
                 self.stop()
                 with open(self.log_path, errors="replace") as f:
                     tail = f.read()[-2000:]
-                raise TuneError("unavailable", "the embedded suite (tunectl up) did not start: %s"
-                                % tail.strip())
+                raise TuneError(
+                    "unavailable",
+                    "the embedded suite (tunectl up) did not start: %s" % tail.strip(),
+                )
             time.sleep(0.05)
         with open(ready) as f:
             self.endpoints = json.load(f)["endpoints"]
@@ -180,9 +204,11 @@ def _start_embedded(storage_path):
     except TuneError as e:
         if data_dir is None or "lock" not in e.message.lower():
             raise
-        print("tunebus: the store %s is in use by another driver's suite; this driver uses a "
-              "private temporary store, which Tuner.restore cannot read after it exits"
-              % data_dir, file=sys.stderr)
+        print(
+            "tunebus: the store %s is in use by another driver's suite; this driver uses a "
+            "private temporary store, which Tuner.restore cannot read after it exits" % data_dir,
+            file=sys.stderr,
+        )
         return EmbeddedSuite(tunectl, None)
 
 

@@ -107,8 +107,10 @@ def with_resources(trainable, resources):
     if isinstance(required, dict):
         resources = required
     if callable(resources) or not isinstance(resources, dict):
-        raise TypeError("with_resources: tunebus takes a dict such as {'cpu': 1, 'gpu': 0.5} or "
-                        "a tune.PlacementGroupFactory, got %r" % (resources,))
+        raise TypeError(
+            "with_resources: tunebus takes a dict such as {'cpu': 1, 'gpu': 0.5} or "
+            "a tune.PlacementGroupFactory, got %r" % (resources,)
+        )
     spec = unwrap(trainable)
     mapped = {}
     for key, value in resources.items():

@@ -86,8 +86,9 @@ class Trial:
         cid = ref["checkpoint_id"]
         if self._exporter is None:
             return Checkpoint(_exporter=_unreachable(cid), _checkpoint_id=cid)
-        return Checkpoint(_exporter=lambda target: self._exporter(self.trial_id, cid, target),
-                          _checkpoint_id=cid)
+        return Checkpoint(
+            _exporter=lambda target: self._exporter(self.trial_id, cid, target), _checkpoint_id=cid
+        )
 
     @property
     def checkpoint(self):
@@ -107,8 +108,10 @@ def _unreachable(checkpoint_id):
     def export(target):
         from tunebus._errors import TuneError
 
-        raise TuneError("unavailable", "checkpoint %s is in the checkpoint-store of the suite that "
-                        "ran the experiment; no suite is known for this results folder"
-                        % checkpoint_id)
+        raise TuneError(
+            "unavailable",
+            "checkpoint %s is in the checkpoint-store of the suite that "
+            "ran the experiment; no suite is known for this results folder" % checkpoint_id,
+        )
 
     return export

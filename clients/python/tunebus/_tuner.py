@@ -71,8 +71,12 @@ class DriverNeeds:
 
     @property
     def link(self):
-        return (self.stopper is not None or bool(self.mutations) or self.callbacks is not None
-                or "driver" in self.endpoints)
+        return (
+            self.stopper is not None
+            or bool(self.mutations)
+            or self.callbacks is not None
+            or "driver" in self.endpoints
+        )
 
     def save(self, folder):
         """Pickles what a later `Tuner.restore` serves again (the stopper, PBT function
@@ -81,8 +85,9 @@ class DriverNeeds:
             return
         cloudpickle = _deps.load("cloudpickle")
         with open(os.path.join(folder, DRIVER_FILE), "wb") as f:
-            cloudpickle.dump({"stopper": self.stopper, "mutations": self.mutations,
-                              "search": self.search}, f)
+            cloudpickle.dump(
+                {"stopper": self.stopper, "mutations": self.mutations, "search": self.search}, f
+            )
 
     @classmethod
     def restored(cls, folder, exp):
@@ -100,8 +105,7 @@ class DriverNeeds:
         if (exp.get("driver") or {}).get("endpoint"):
             needs.endpoints["driver"] = exp["driver"]["endpoint"]
         search = exp.get("search") or {}
-        if needs.search is not None and search.get("type") == "external" and \
-                search.get("endpoint"):
+        if needs.search is not None and search.get("type") == "external" and search.get("endpoint"):
             needs.endpoints["search"] = search["endpoint"]
         return needs
 
@@ -126,7 +130,8 @@ def _inherit(holder, metric, mode, what):
         raise ValueError(
             "You passed a `metric` or `mode` argument to `tune.TuneConfig()`, but the %s you are "
             "using was already instantiated with their own `metric` and `mode` parameters. Either "
-            "remove the arguments from tune.TuneConfig() or from your %s." % (what, what))
+            "remove the arguments from tune.TuneConfig() or from your %s." % (what, what)
+        )
     return holder
 
 
@@ -148,12 +153,15 @@ def build_experiment(trainable, param_space=None, tune_config=None, run_config=N
         raise TuneError("invalid_argument", str(e)) from None
     exp = {
         "name": name,
-        "trainable": {"command": [python_command(), "_tunebus/run_trainable.py"],
-                      "env": {"TB_EXPERIMENT_NAME": name}},
+        "trainable": {
+            "command": [python_command(), "_tunebus/run_trainable.py"],
+            "env": {"TB_EXPERIMENT_NAME": name},
+        },
         "param_space": space,
         "num_samples": tc.num_samples,
-        "results_dir": os.path.abspath(os.path.expanduser(
-            rc.storage_path or rc.local_dir or default_storage_path())),
+        "results_dir": os.path.abspath(
+            os.path.expanduser(rc.storage_path or rc.local_dir or default_storage_path())
+        ),
     }
     if tc.metric is not None:
         exp["metric"] = tc.metric
@@ -165,8 +173,10 @@ def build_experiment(trainable, param_space=None, tune_config=None, run_config=N
         stop.update(rc.stop)
     elif rc.stop is not None:
         if not (callable(rc.stop) or isinstance(rc.stop, Stopper)):
-            raise TuneError("invalid_argument", "RunConfig.stop: a dict, a callable or a "
-                            "tune.Stopper, got %r" % (rc.stop,))
+            raise TuneError(
+                "invalid_argument",
+                "RunConfig.stop: a dict, a callable or a " "tune.Stopper, got %r" % (rc.stop,),
+            )
         needs.stopper = rc.stop
     if tc.time_budget_s:
         stop["time_budget_s"] = tc.time_budget_s
@@ -190,24 +200,32 @@ def build_experiment(trainable, param_space=None, tune_config=None, run_config=N
         exp["keep_checkpoints_num"] = cc.num_to_keep
     if cc.checkpoint_score_attribute:
         attr = cc.checkpoint_score_attribute
-        exp["checkpoint_score_attr"] = ("min-" + attr) if cc.checkpoint_score_order == "min" else attr
+        exp["checkpoint_score_attr"] = (
+            ("min-" + attr) if cc.checkpoint_score_order == "min" else attr
+        )
     if tc.scheduler is not None:
         scheduler = _inherit(tc.scheduler, tc.metric, tc.mode, "scheduler")
         exp["scheduler"] = scheduler.to_spec()
         needs.mutations = scheduler.driver_mutations()
     if tc.search_alg is not None:
         if needs.sample_from:
-            raise TuneError("invalid_argument", "tune.sample_from is served by the driver's "
-                            "BasicVariantGenerator; it cannot be combined with search_alg %s"
-                            % type(tc.search_alg).__name__)
+            raise TuneError(
+                "invalid_argument",
+                "tune.sample_from is served by the driver's "
+                "BasicVariantGenerator; it cannot be combined with search_alg %s"
+                % type(tc.search_alg).__name__,
+            )
         from tunebus import _search_driver  # imports tunebus.tune.search: not at module load
 
         if _search_driver.runs_in_driver(tc.search_alg):
             # Ray runs it in the driver: so does tunebus, over §7a (tunebus._search_driver).
             needs.search = _search_driver.DriverSearch(
-                tc.search_alg, param_space, tc.metric, tc.mode,
-                {"stop": rc.stop, "num_samples": tc.num_samples,
-                 "time_budget_s": tc.time_budget_s})
+                tc.search_alg,
+                param_space,
+                tc.metric,
+                tc.mode,
+                {"stop": rc.stop, "num_samples": tc.num_samples, "time_budget_s": tc.time_budget_s},
+            )
             exp = needs.search.apply(exp)
         else:
             searcher = _inherit(tc.search_alg, tc.metric, tc.mode, "searcher")
@@ -217,8 +235,9 @@ def build_experiment(trainable, param_space=None, tune_config=None, run_config=N
     elif needs.sample_from:
         from tunebus import _search_driver
 
-        needs.search = _search_driver.DriverSearch.variants(param_space, tc.num_samples,
-                                                            exp.get("seed"))
+        needs.search = _search_driver.DriverSearch.variants(
+            param_space, tc.num_samples, exp.get("seed")
+        )
         exp = needs.search.apply(exp)
     return exp, needs
 
@@ -226,8 +245,12 @@ def build_experiment(trainable, param_space=None, tune_config=None, run_config=N
 def _script_folder():
     main = sys.modules.get("__main__")
     path = getattr(main, "__file__", None)
-    if (not path or getattr(main, "__spec__", None) is not None
-            or "site-packages" in path or "dist-packages" in path):
+    if (
+        not path
+        or getattr(main, "__spec__", None) is not None
+        or "site-packages" in path
+        or "dist-packages" in path
+    ):
         return os.getcwd()  # interactive, `python -m`, or a tool's entry point (pytest)
     return os.path.dirname(os.path.abspath(path))
 
@@ -243,8 +266,13 @@ def stage(exp, spec, results_dir, restore_from=None):
     for entry in sorted(os.listdir(source)):
         full = os.path.join(source, entry)
         real = os.path.realpath(full)
-        if (entry.startswith("_tunebus") or results == real or results.startswith(real + os.sep)
-                or real == folder or folder.startswith(real + os.sep)):
+        if (
+            entry.startswith("_tunebus")
+            or results == real
+            or results.startswith(real + os.sep)
+            or real == folder
+            or folder.startswith(real + os.sep)
+        ):
             continue  # the results folder, and the staging folder itself (a script in /tmp)
         os.symlink(full, os.path.join(folder, entry))
     inner = os.path.join(folder, "_tunebus")
@@ -253,8 +281,11 @@ def stage(exp, spec, results_dir, restore_from=None):
         cloudpickle.dump(spec, f)
     with open(os.path.join(inner, "run_trainable.py"), "w") as f:
         f.write(RUN_TRAINABLE)
-    shutil.copytree(PACKAGE_DIR, os.path.join(inner, "tunebus"),
-                    ignore=shutil.ignore_patterns("__pycache__", "*.pyc"))
+    shutil.copytree(
+        PACKAGE_DIR,
+        os.path.join(inner, "tunebus"),
+        ignore=shutil.ignore_patterns("__pycache__", "*.pyc"),
+    )
     if restore_from is not None:
         shutil.copytree(restore_from, os.path.join(inner, "restore"), symlinks=True)
     path = os.path.join(folder, EXPERIMENT_FILE)
@@ -272,8 +303,15 @@ class Tuner:
     invalid or refused experiment raises TuneError with the scheduler's code and message, Ctrl-C
     raises KeyboardInterrupt after printing how to resume."""
 
-    def __init__(self, trainable=None, *, param_space=None, tune_config=None, run_config=None,
-                 _restore_name=None):
+    def __init__(
+        self,
+        trainable=None,
+        *,
+        param_space=None,
+        tune_config=None,
+        run_config=None,
+        _restore_name=None,
+    ):
         if trainable is None:
             raise TypeError("Tuner needs a trainable")
         self._trainable = unwrap(trainable)
@@ -285,8 +323,17 @@ class Tuner:
         self._results_dir = None
 
     @classmethod
-    def restore(cls, path, trainable, *, param_space=None, resume_unfinished=True,
-                resume_errored=False, restart_errored=False, **_ignored):
+    def restore(
+        cls,
+        path,
+        trainable,
+        *,
+        param_space=None,
+        resume_unfinished=True,
+        resume_errored=False,
+        restart_errored=False,
+        **_ignored,
+    ):
         """Ray's `Tuner.restore(path, trainable)`: continues the experiment whose results folder
         is `path`, with the same settings (read from its `tunebus_tuner.json`) and `trainable`
         (re-pickled). The suite must hold the experiment's journal: an embedded suite on the
@@ -294,7 +341,9 @@ class Tuner:
         suite (TUNEBUS_ADDRESS / tunebus.init)."""
         state_file = os.path.join(path, STATE_FILE)
         if not os.path.exists(state_file):
-            raise TuneError("not_found", "%s has no %s: not a results folder of a Tuner" % (path, STATE_FILE))
+            raise TuneError(
+                "not_found", "%s has no %s: not a results folder of a Tuner" % (path, STATE_FILE)
+            )
         with open(state_file) as f:
             state = json.load(f)
         tuner = cls(trainable, param_space=param_space, _restore_name=state["name"])
@@ -317,8 +366,9 @@ class Tuner:
         summary = client.get_experiment(exp["name"])
         trials = client.list_trials(exp["name"])
         exporter = control_exporter(endpoint, summary.get("journal") or exp["name"])
-        self._results = ResultGrid.from_folder(self._results_dir, exp.get("metric"),
-                                               exp.get("mode"), trials, exporter)
+        self._results = ResultGrid.from_folder(
+            self._results_dir, exp.get("metric"), exp.get("mode"), trials, exporter
+        )
         return self._results
 
     def fit(self):
@@ -331,8 +381,9 @@ class Tuner:
             rc, tc = self._run_config, self._tune_config
             exp["trainable"]["command"][0] = python_command()
         else:
-            exp, needs = build_experiment(self._trainable, self._param_space, self._tune_config,
-                                          self._run_config, self._name)
+            exp, needs = build_experiment(
+                self._trainable, self._param_space, self._tune_config, self._run_config, self._name
+            )
             rc, tc = self._run_config, self._tune_config
         self._name = exp["name"]
         endpoint, embedded = _suite.endpoint(exp["results_dir"])
@@ -343,19 +394,26 @@ class Tuner:
         try:
             if needs.link or needs.search is not None:
                 host = "127.0.0.1" if embedded else _driver.local_address_for(endpoint)
-                link = _driver.DriverLink(exp, needs, self._param_space, host,
-                                          curve=_suite.secured(endpoint),
-                                          events_endpoint=_suite.events_endpoint(endpoint))
+                link = _driver.DriverLink(
+                    exp,
+                    needs,
+                    self._param_space,
+                    host,
+                    curve=_suite.secured(endpoint),
+                    events_endpoint=_suite.events_endpoint(endpoint),
+                )
                 links.append(link)
                 if not restored:  # a resumed experiment keeps its journaled endpoints
                     exp = link.amend(exp)
-            path = stage(exp, self._trainable, exp["results_dir"],
-                         getattr(self, "_restore_from", None))
+            path = stage(
+                exp, self._trainable, exp["results_dir"], getattr(self, "_restore_from", None)
+            )
             if getattr(self, "_rerun_errored", ""):  # tune.run(resume="ERRORED_ONLY")
                 client.resume(exp["name"], rerun_errored=self._rerun_errored)
             verbose = 0 if rc.progress_reporter is not None else rc.verbose
-            final = self._submit_and_follow(client, endpoint, path, exp, verbose,
-                                            resume=bool(restored))
+            final = self._submit_and_follow(
+                client, endpoint, path, exp, verbose, resume=bool(restored)
+            )
         finally:
             for link in links:
                 link.close()
@@ -366,11 +424,15 @@ class Tuner:
         self._results_dir = results_dir
         if os.path.isdir(results_dir):
             with open(os.path.join(results_dir, STATE_FILE), "w") as f:
-                json.dump({"name": exp["name"], "endpoint": endpoint, "experiment": exp}, f, indent=2)
+                json.dump(
+                    {"name": exp["name"], "endpoint": endpoint, "experiment": exp}, f, indent=2
+                )
             needs.save(results_dir)
         if final is None or final.get("status") == "INTERRUPTED":
-            hint = (getattr(self, "_resume_hint", None)
-                    or "tune.Tuner.restore({path!r}, trainable).fit()")
+            hint = (
+                getattr(self, "_resume_hint", None)
+                or "tune.Tuner.restore({path!r}, trainable).fit()"
+            )
             hint = hint.format(name=exp["name"], path=results_dir)
             print("tunebus: interrupted; resume with %s" % hint, file=sys.stderr)
             raise KeyboardInterrupt
@@ -384,8 +446,9 @@ class Tuner:
         if needs.search is not None and needs.search.error is not None:
             raise needs.search.error  # Ray's tune.run raises a searcher's exception too
         self._trial_views, self._exporter = trials, exporter
-        self._results = ResultGrid.from_folder(results_dir, exp.get("metric", tc.metric),
-                                               exp.get("mode", tc.mode), trials, exporter)
+        self._results = ResultGrid.from_folder(
+            results_dir, exp.get("metric", tc.metric), exp.get("mode", tc.mode), trials, exporter
+        )
         return self._results
 
     @staticmethod
@@ -418,15 +481,20 @@ def _callbacks_for(rc, tc, exp, trainable_name):
     reporters = []
     if rc.progress_reporter is not None:
         scheduler = (exp.get("scheduler") or {}).get("type", "fifo")
-        sys_info = ["Using %s scheduling algorithm." % _SCHEDULER_NAMES.get(scheduler, scheduler),
-                    "Result logdir: %s" % os.path.join(exp["results_dir"], exp["name"])]
-        reporters.append(ReporterCallback(rc.progress_reporter, exp.get("metric"),
-                                          exp.get("mode"), sys_info))
+        sys_info = [
+            "Using %s scheduling algorithm." % _SCHEDULER_NAMES.get(scheduler, scheduler),
+            "Result logdir: %s" % os.path.join(exp["results_dir"], exp["name"]),
+        ]
+        reporters.append(
+            ReporterCallback(rc.progress_reporter, exp.get("metric"), exp.get("mode"), sys_info)
+        )
     dispatcher = CallbackDispatcher(callbacks, reporters, trainable_name=trainable_name)
     total = exp.get("num_samples", 1)
-    dispatcher.setup(stop=rc.stop, num_samples=tc.num_samples,
-                     total_num_samples=total * _grid_size(exp.get("param_space")) if total >= 0
-                     else -1)
+    dispatcher.setup(
+        stop=rc.stop,
+        num_samples=tc.num_samples,
+        total_num_samples=total * _grid_size(exp.get("param_space")) if total >= 0 else -1,
+    )
     return dispatcher
 
 
@@ -441,9 +509,14 @@ def _grid_size(space):
     return size
 
 
-_SCHEDULER_NAMES = {"fifo": "FIFO", "asha": "AsyncHyperBand", "hyperband": "HyperBand",
-                    "hyperband_bohb": "HyperBandForBOHB", "median_stopping": "MedianStoppingRule",
-                    "pbt": "PopulationBasedTraining"}
+_SCHEDULER_NAMES = {
+    "fifo": "FIFO",
+    "asha": "AsyncHyperBand",
+    "hyperband": "HyperBand",
+    "hyperband_bohb": "HyperBandForBOHB",
+    "median_stopping": "MedianStoppingRule",
+    "pbt": "PopulationBasedTraining",
+}
 
 
 class ResultPrinter:
@@ -472,8 +545,15 @@ class ResultPrinter:
                     continue
                 result = event["body"].get("last_result") or {}
                 shown = {k: v for k, v in result.items() if k not in AUTO_FILLED}
-                print("%s iter %s: %s" % (event.get("trial_id"), result.get("training_iteration"),
-                                          json.dumps(shown, sort_keys=True)), flush=True)
+                print(
+                    "%s iter %s: %s"
+                    % (
+                        event.get("trial_id"),
+                        result.get("training_iteration"),
+                        json.dumps(shown, sort_keys=True),
+                    ),
+                    flush=True,
+                )
         finally:
             events.close()
 

@@ -398,13 +398,16 @@ def main(argv=None):
         LOG.warning("the scheduler (pid %d) that started this searcher is gone", parent_pid)
         return 0
     try:
-        serve(searcher, endpoint, lambda: bool(stopping) or orphaned(), args.ready_file,
-              args.key_name)
+        serve(
+            searcher, endpoint, lambda: bool(stopping) or orphaned(), args.ready_file, args.key_name
+        )
     except TuneError as e:
         LOG.error("cannot serve %s: %s", endpoint, e.message)
         return 2
     if orphaned():
-        LOG.warning("the scheduler (pid %d) that started this searcher is gone: exiting", parent_pid)
+        LOG.warning(
+            "the scheduler (pid %d) that started this searcher is gone: exiting", parent_pid
+        )
     return 0
 
 

@@ -14,5 +14,15 @@ from tunebus.train import (  # noqa: F401
 )
 from tunebus._configs import TuneConfig  # noqa: F401  (not in ray.air, harmless)
 
-__all__ = ["Checkpoint", "CheckpointConfig", "FailureConfig", "Result", "RunConfig", "TuneConfig",
-           "get_checkpoint", "get_context", "report", "session"]
+__all__ = [
+    "Checkpoint",
+    "CheckpointConfig",
+    "FailureConfig",
+    "Result",
+    "RunConfig",
+    "TuneConfig",
+    "get_checkpoint",
+    "get_context",
+    "report",
+    "session",
+]

@@ -8,5 +8,14 @@ from tunebus._results import Result
 from tunebus._session import get_checkpoint, get_context, report
 from tunebus.train import session
 
-__all__ = ["report", "get_checkpoint", "get_context", "Checkpoint", "RunConfig", "FailureConfig",
-           "CheckpointConfig", "Result", "session"]
+__all__ = [
+    "report",
+    "get_checkpoint",
+    "get_context",
+    "Checkpoint",
+    "RunConfig",
+    "FailureConfig",
+    "CheckpointConfig",
+    "Result",
+    "session",
+]

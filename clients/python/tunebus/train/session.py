@@ -37,6 +37,16 @@ def get_local_rank():
     return 0
 
 
-__all__ = ["report", "get_checkpoint", "get_context", "get_trial_id", "get_trial_name",
-           "get_trial_dir", "get_experiment_name", "get_trial_resources", "get_world_size",
-           "get_world_rank", "get_local_rank"]
+__all__ = [
+    "report",
+    "get_checkpoint",
+    "get_context",
+    "get_trial_id",
+    "get_trial_name",
+    "get_trial_dir",
+    "get_experiment_name",
+    "get_trial_resources",
+    "get_world_size",
+    "get_world_rank",
+    "get_local_rank",
+]

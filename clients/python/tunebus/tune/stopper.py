@@ -12,5 +12,13 @@ from tunebus._stoppers import (  # noqa: F401
 )
 from tunebus._trainable import Stopper  # noqa: F401
 
-__all__ = ["Stopper", "CombinedStopper", "ExperimentPlateauStopper", "FunctionStopper",
-           "MaximumIterationStopper", "NoopStopper", "TimeoutStopper", "TrialPlateauStopper"]
+__all__ = [
+    "Stopper",
+    "CombinedStopper",
+    "ExperimentPlateauStopper",
+    "FunctionStopper",
+    "MaximumIterationStopper",
+    "NoopStopper",
+    "TimeoutStopper",
+    "TrialPlateauStopper",
+]

@@ -21,8 +21,10 @@ try:
     from xgboost import Booster
     from xgboost.callback import TrainingCallback
 except ImportError as e:  # pragma: no cover - depends on the machine
-    raise ImportError("tunebus.tune.integration.xgboost needs the Python module xgboost (Debian: "
-                      "apt-get install python3-xgboost; pip: xgboost): %s" % e) from e
+    raise ImportError(
+        "tunebus.tune.integration.xgboost needs the Python module xgboost (Debian: "
+        "apt-get install python3-xgboost; pip: xgboost): %s" % e
+    ) from e
 
 
 def _flatten(evals_log):
@@ -70,8 +72,14 @@ class TuneReportCheckpointCallback(TuneCallback):
     stored in the checkpoint-store as that result's checkpoint.
     """
 
-    def __init__(self, metrics=None, filename="checkpoint", frequency=1,
-                 results_postprocessing_fn=None, checkpoint_at_end=False):
+    def __init__(
+        self,
+        metrics=None,
+        filename="checkpoint",
+        frequency=1,
+        results_postprocessing_fn=None,
+        checkpoint_at_end=False,
+    ):
         if isinstance(metrics, str):
             metrics = [metrics]
         self._metrics = metrics
@@ -124,8 +132,11 @@ class TuneReportCheckpointCallback(TuneCallback):
         return False  # False: XGBoost goes on (a `stop` decision ends the process in report)
 
     def after_training(self, model):
-        if self._checkpoint_at_end and self._last_metrics is not None \
-                and not self._checkpointed_last_round:
+        if (
+            self._checkpoint_at_end
+            and self._last_metrics is not None
+            and not self._checkpointed_last_round
+        ):
             self._report_with_booster(self._last_metrics, model)
         return model
 
@@ -136,8 +147,9 @@ class TuneReportCallback(TuneReportCheckpointCallback):
     `results_postprocessing_fn` as in TuneReportCheckpointCallback."""
 
     def __init__(self, metrics=None, results_postprocessing_fn=None):
-        super().__init__(metrics=metrics, frequency=0,
-                         results_postprocessing_fn=results_postprocessing_fn)
+        super().__init__(
+            metrics=metrics, frequency=0, results_postprocessing_fn=results_postprocessing_fn
+        )
 
 
 __all__ = ["TuneCallback", "TuneReportCheckpointCallback", "TuneReportCallback"]

@@ -77,11 +77,27 @@ class AsyncHyperBandScheduler(TrialScheduler):
 
     type = "asha"
 
-    def __init__(self, time_attr="training_iteration", metric=None, mode=None, max_t=100,
-                 grace_period=1, reduction_factor=4, brackets=1, stop_last_trials=True):
-        super().__init__(metric, mode, time_attr=time_attr, max_t=max_t, grace_period=grace_period,
-                         reduction_factor=reduction_factor, brackets=brackets,
-                         stop_last_trials=stop_last_trials)
+    def __init__(
+        self,
+        time_attr="training_iteration",
+        metric=None,
+        mode=None,
+        max_t=100,
+        grace_period=1,
+        reduction_factor=4,
+        brackets=1,
+        stop_last_trials=True,
+    ):
+        super().__init__(
+            metric,
+            mode,
+            time_attr=time_attr,
+            max_t=max_t,
+            grace_period=grace_period,
+            reduction_factor=reduction_factor,
+            brackets=brackets,
+            stop_last_trials=stop_last_trials,
+        )
 
 
 ASHAScheduler = AsyncHyperBandScheduler
@@ -93,10 +109,23 @@ class HyperBandScheduler(TrialScheduler):
 
     type = "hyperband"
 
-    def __init__(self, time_attr="training_iteration", metric=None, mode=None, max_t=81,
-                 reduction_factor=3, stop_last_trials=True):
-        super().__init__(metric, mode, time_attr=time_attr, max_t=max_t,
-                         reduction_factor=reduction_factor, stop_last_trials=stop_last_trials)
+    def __init__(
+        self,
+        time_attr="training_iteration",
+        metric=None,
+        mode=None,
+        max_t=81,
+        reduction_factor=3,
+        stop_last_trials=True,
+    ):
+        super().__init__(
+            metric,
+            mode,
+            time_attr=time_attr,
+            max_t=max_t,
+            reduction_factor=reduction_factor,
+            stop_last_trials=stop_last_trials,
+        )
 
 
 class HyperBandForBOHB(HyperBandScheduler):
@@ -110,11 +139,25 @@ class MedianStoppingRule(TrialScheduler):
 
     type = "median_stopping"
 
-    def __init__(self, time_attr="time_total_s", metric=None, mode=None, grace_period=60.0,
-                 min_samples_required=3, min_time_slice=0, hard_stop=True):
-        super().__init__(metric, mode, time_attr=time_attr, grace_period=grace_period,
-                         min_samples_required=min_samples_required, min_time_slice=min_time_slice,
-                         hard_stop=hard_stop)
+    def __init__(
+        self,
+        time_attr="time_total_s",
+        metric=None,
+        mode=None,
+        grace_period=60.0,
+        min_samples_required=3,
+        min_time_slice=0,
+        hard_stop=True,
+    ):
+        super().__init__(
+            metric,
+            mode,
+            time_attr=time_attr,
+            grace_period=grace_period,
+            min_samples_required=min_samples_required,
+            min_time_slice=min_time_slice,
+            hard_stop=hard_stop,
+        )
 
 
 class PopulationBasedTraining(TrialScheduler):
@@ -126,29 +169,48 @@ class PopulationBasedTraining(TrialScheduler):
 
     type = "pbt"
 
-    def __init__(self, time_attr="time_total_s", metric=None, mode=None,
-                 perturbation_interval=60.0, burn_in_period=0.0, hyperparam_mutations=None,
-                 quantile_fraction=0.25, resample_probability=0.25,
-                 perturbation_factors=(1.2, 0.8), custom_explore_fn=None, log_config=True,
-                 require_attrs=True, synch=False):
+    def __init__(
+        self,
+        time_attr="time_total_s",
+        metric=None,
+        mode=None,
+        perturbation_interval=60.0,
+        burn_in_period=0.0,
+        hyperparam_mutations=None,
+        quantile_fraction=0.25,
+        resample_probability=0.25,
+        perturbation_factors=(1.2, 0.8),
+        custom_explore_fn=None,
+        log_config=True,
+        require_attrs=True,
+        synch=False,
+    ):
         if custom_explore_fn is not None:
-            raise TypeError("PopulationBasedTraining: custom_explore_fn is not supported by tunebus")
+            raise TypeError(
+                "PopulationBasedTraining: custom_explore_fn is not supported by tunebus"
+            )
         if synch:
             raise TypeError("PopulationBasedTraining: synch=True is not supported by tunebus")
         self.hyperparam_mutations = dict(hyperparam_mutations or {})
-        super().__init__(metric, mode, time_attr=time_attr,
-                         perturbation_interval=perturbation_interval,
-                         burn_in_period=burn_in_period, quantile_fraction=quantile_fraction,
-                         resample_probability=resample_probability,
-                         perturbation_factors=list(perturbation_factors))
+        super().__init__(
+            metric,
+            mode,
+            time_attr=time_attr,
+            perturbation_interval=perturbation_interval,
+            burn_in_period=burn_in_period,
+            quantile_fraction=quantile_fraction,
+            resample_probability=resample_probability,
+            perturbation_factors=list(perturbation_factors),
+        )
 
     def driver_mutations(self):
         return _function_mutations(self.hyperparam_mutations, "")
 
     def to_spec(self):
         spec = super().to_spec()
-        spec["hyperparam_mutations"] = _mutations_spec(self.hyperparam_mutations,
-                                                       "hyperparam_mutations")
+        spec["hyperparam_mutations"] = _mutations_spec(
+            self.hyperparam_mutations, "hyperparam_mutations"
+        )
         return spec
 
 
@@ -177,17 +239,25 @@ def _mutations_spec(mutations, path):
         elif isinstance(value, (list, tuple)):
             out[key] = list(value)
         else:
-            raise ValueError("%s: a list, a search space function, a dict or a function, got %r"
-                             % (where, value))
+            raise ValueError(
+                "%s: a list, a search space function, a dict or a function, got %r" % (where, value)
+            )
     return out
 
 
-_BY_NAME = {"fifo": FIFOScheduler, "async_hyperband": AsyncHyperBandScheduler,
-            "asynchyperband": AsyncHyperBandScheduler, "median_stopping_rule": MedianStoppingRule,
-            "medianstopping": MedianStoppingRule, "hyperband": HyperBandScheduler,
-            "hb_bohb": HyperBandForBOHB, "pbt": PopulationBasedTraining,
-            "pbt_replay": PopulationBasedTrainingReplay, "pb2": PB2,
-            "resource_changing": ResourceChangingScheduler}
+_BY_NAME = {
+    "fifo": FIFOScheduler,
+    "async_hyperband": AsyncHyperBandScheduler,
+    "asynchyperband": AsyncHyperBandScheduler,
+    "median_stopping_rule": MedianStoppingRule,
+    "medianstopping": MedianStoppingRule,
+    "hyperband": HyperBandScheduler,
+    "hb_bohb": HyperBandForBOHB,
+    "pbt": PopulationBasedTraining,
+    "pbt_replay": PopulationBasedTrainingReplay,
+    "pb2": PB2,
+    "resource_changing": ResourceChangingScheduler,
+}
 
 
 def create_scheduler(scheduler, **kwargs):
@@ -196,12 +266,25 @@ def create_scheduler(scheduler, **kwargs):
     hb_bohb, pbt, pbt_replay, pb2, resource_changing) with `kwargs`."""
     name = scheduler.lower()
     if name not in _BY_NAME:
-        raise ValueError("The `scheduler` argument must be one of %s. Got: %s"
-                         % (list(_BY_NAME), scheduler))
+        raise ValueError(
+            "The `scheduler` argument must be one of %s. Got: %s" % (list(_BY_NAME), scheduler)
+        )
     return _BY_NAME[name](**kwargs)
 
 
-__all__ = ["TrialScheduler", "FIFOScheduler", "ASHAScheduler", "AsyncHyperBandScheduler",
-           "HyperBandScheduler", "HyperBandForBOHB", "MedianStoppingRule",
-           "PopulationBasedTraining", "PB2", "ResourceChangingScheduler", "DistributeResources",
-           "DistributeResourcesToTopJob", "PopulationBasedTrainingReplay", "create_scheduler"]
+__all__ = [
+    "TrialScheduler",
+    "FIFOScheduler",
+    "ASHAScheduler",
+    "AsyncHyperBandScheduler",
+    "HyperBandScheduler",
+    "HyperBandForBOHB",
+    "MedianStoppingRule",
+    "PopulationBasedTraining",
+    "PB2",
+    "ResourceChangingScheduler",
+    "DistributeResources",
+    "DistributeResourcesToTopJob",
+    "PopulationBasedTrainingReplay",
+    "create_scheduler",
+]

@@ -28,7 +28,8 @@ UNRESOLVED_SEARCH_SPACE = (
     "You passed a `{par}` parameter to {cls} that contained unresolved search space "
     "definitions. {cls} should however be instantiated with fully configured search spaces "
     "only. To use Ray Tune's automatic search space conversion, pass the space definition as "
-    "part of the `param_space` argument to `tune.Tuner()` instead.")
+    "part of the `param_space` argument to `tune.Tuner()` instead."
+)
 
 _BY_NAME = {
     "variant_generator": ("basic_variant", "BasicVariantGenerator"),
@@ -53,14 +54,26 @@ def create_searcher(search_alg, **kwargs):
 
     name = search_alg.lower()
     if name not in _BY_NAME:
-        raise ValueError("The `search_alg` argument must be one of %s. Got: %s"
-                         % (list(_BY_NAME), search_alg))
+        raise ValueError(
+            "The `search_alg` argument must be one of %s. Got: %s" % (list(_BY_NAME), search_alg)
+        )
     module, cls_name = _BY_NAME[name]
     cls = getattr(importlib.import_module("tunebus.tune.search." + module), cls_name)
     accepted = inspect.signature(cls.__init__).parameters
     return cls(**{k: v for k, v in kwargs.items() if k in accepted})
 
 
-__all__ = ["Searcher", "ConcurrencyLimiter", "Repeater", "BasicVariantGenerator", "TPESearch",
-           "TuneBOHB", "BuiltinSearcher", "grid_search", "create_searcher",
-           "UNRESOLVED_SEARCH_SPACE", "UNDEFINED_SEARCH_SPACE", "UNDEFINED_METRIC_MODE"]
+__all__ = [
+    "Searcher",
+    "ConcurrencyLimiter",
+    "Repeater",
+    "BasicVariantGenerator",
+    "TPESearch",
+    "TuneBOHB",
+    "BuiltinSearcher",
+    "grid_search",
+    "create_searcher",
+    "UNRESOLVED_SEARCH_SPACE",
+    "UNDEFINED_SEARCH_SPACE",
+    "UNDEFINED_METRIC_MODE",
+]

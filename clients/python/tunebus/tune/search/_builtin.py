@@ -14,8 +14,15 @@ class BuiltinSearcher(Searcher):
 
     type = ""
 
-    def __init__(self, metric=None, mode=None, points_to_evaluate=None, evaluated_rewards=None,
-                 max_concurrent=0, **options):
+    def __init__(
+        self,
+        metric=None,
+        mode=None,
+        points_to_evaluate=None,
+        evaluated_rewards=None,
+        max_concurrent=0,
+        **options,
+    ):
         if mode is not None and mode not in ("min", "max"):
             raise ValueError("mode must be 'min' or 'max', got %r" % (mode,))
         super().__init__(metric, mode)
@@ -34,8 +41,10 @@ class BuiltinSearcher(Searcher):
         return True
 
     def suggest(self, trial_id):
-        raise TypeError("%s runs in the scheduler (search: %s); it suggests nothing in the "
-                        "driver" % (type(self).__name__, self.type))
+        raise TypeError(
+            "%s runs in the scheduler (search: %s); it suggests nothing in the "
+            "driver" % (type(self).__name__, self.type)
+        )
 
     def on_trial_complete(self, trial_id, result=None, error=False):
         pass
@@ -66,8 +75,15 @@ class TPESearch(BuiltinSearcher):
 
     type = "tpe"
 
-    def __init__(self, metric=None, mode=None, points_to_evaluate=None, evaluated_rewards=None,
-                 seed=None, **options):
+    def __init__(
+        self,
+        metric=None,
+        mode=None,
+        points_to_evaluate=None,
+        evaluated_rewards=None,
+        seed=None,
+        **options,
+    ):
         super().__init__(metric, mode, points_to_evaluate, evaluated_rewards, **options)
         self.seed = seed
 

@@ -21,8 +21,13 @@ run; without the library, construction raises TuneError (tune.search._util.load_
 import math
 
 from tunebus import _space
-from tunebus.tune.search._util import (UNDEFINED_METRIC_MODE, UNDEFINED_SEARCH_SPACE, flatten,
-                                       load_library, unflatten)
+from tunebus.tune.search._util import (
+    UNDEFINED_METRIC_MODE,
+    UNDEFINED_SEARCH_SPACE,
+    flatten,
+    load_library,
+    unflatten,
+)
 from tunebus.tune.search.searcher import DEFAULT_METRIC, Searcher
 
 
@@ -30,25 +35,37 @@ class LibrarySearcher(Searcher):
     """The base of the library searchers (see the module doc)."""
 
     LIBRARY = ""  # the module imported
-    PIP = ""      # `pip install` name
+    PIP = ""  # `pip install` name
 
-    def __init__(self, space=None, metric=None, mode=None, points_to_evaluate=None,
-                 evaluated_rewards=None, random_state_seed=None):
+    def __init__(
+        self,
+        space=None,
+        metric=None,
+        mode=None,
+        points_to_evaluate=None,
+        evaluated_rewards=None,
+        random_state_seed=None,
+    ):
         self._lib = load_library(self.LIBRARY, self.PIP, type(self).__name__)
         super().__init__(metric=metric, mode=mode)
         if space is not None and not isinstance(space, dict):
-            raise TypeError("%s: `space` must be a dict of tune domains (tune.uniform, "
-                            "tune.choice, ...); a native %s space is not supported by tunebus"
-                            % (type(self).__name__, self.LIBRARY))
+            raise TypeError(
+                "%s: `space` must be a dict of tune domains (tune.uniform, "
+                "tune.choice, ...); a native %s space is not supported by tunebus"
+                % (type(self).__name__, self.LIBRARY)
+            )
         self._domains = None
         if space:
             self._domains = self._flat_domains(space)
         self._points = [flatten(p) for p in points_to_evaluate or []]
         self._evaluated_rewards = list(evaluated_rewards) if evaluated_rewards else None
         if self._evaluated_rewards is not None and len(self._evaluated_rewards) != len(
-                self._points):
-            raise ValueError("Dim of point %d and reward %d do not match"
-                             % (len(self._points), len(self._evaluated_rewards)))
+            self._points
+        ):
+            raise ValueError(
+                "Dim of point %d and reward %d do not match"
+                % (len(self._points), len(self._evaluated_rewards))
+            )
         self._seed = random_state_seed
         self._ready = False
         self._live = {}  # trial id -> token, or ("observe", params) for points and adoptions
@@ -57,13 +74,17 @@ class LibrarySearcher(Searcher):
         out = {}
         for name, value in flatten(space).items():
             if _space.is_grid(value):
-                raise ValueError("Grid search parameters cannot be automatically converted to a "
-                                 "%s search space." % self.LIBRARY)
+                raise ValueError(
+                    "Grid search parameters cannot be automatically converted to a "
+                    "%s search space." % self.LIBRARY
+                )
             if not isinstance(value, _space.Domain):
                 if isinstance(value, dict) and _space.is_grid(value):
                     continue
-                raise TypeError("%s: `space` must be a dict of tune domains, %s is %r"
-                                % (type(self).__name__, name, value))
+                raise TypeError(
+                    "%s: `space` must be a dict of tune domains, %s is %r"
+                    % (type(self).__name__, name, value)
+                )
             out[name] = value
         return out
 
@@ -74,8 +95,10 @@ class LibrarySearcher(Searcher):
         domains = {}
         for name, value in flatten(config or {}).items():
             if _space.is_grid(value):
-                raise ValueError("Grid search parameters cannot be automatically converted to a "
-                                 "%s search space." % self.LIBRARY)
+                raise ValueError(
+                    "Grid search parameters cannot be automatically converted to a "
+                    "%s search space." % self.LIBRARY
+                )
             if isinstance(value, _space.Domain):
                 domains[name] = value
         self._domains = domains
@@ -100,16 +123,21 @@ class LibrarySearcher(Searcher):
         if entry is None:
             return
         value = (result or {}).get(self._metric)
-        if error or isinstance(value, bool) or not isinstance(value, (int, float)) \
-                or not math.isfinite(value):
+        if (
+            error
+            or isinstance(value, bool)
+            or not isinstance(value, (int, float))
+            or not math.isfinite(value)
+        ):
             value = None
         if entry[0] == "asked":
             self._tell(entry[1], value)
         elif value is not None:
             self._observe(entry[1], value)
 
-    def add_evaluated_point(self, parameters, value, error=False, pruned=False,
-                            intermediate_values=None):
+    def add_evaluated_point(
+        self, parameters, value, error=False, pruned=False, intermediate_values=None
+    ):
         self._ensure()
         if not error and value is not None:
             self._observe(flatten(parameters), value)
@@ -119,13 +147,17 @@ class LibrarySearcher(Searcher):
         if self._ready:
             return
         if not self._domains:
-            raise RuntimeError(UNDEFINED_SEARCH_SPACE.format(cls=type(self).__name__,
-                                                             space="space"))
+            raise RuntimeError(
+                UNDEFINED_SEARCH_SPACE.format(cls=type(self).__name__, space="space")
+            )
         if self._metric is None and self._mode:
             self._metric = DEFAULT_METRIC
         if not self._metric or not self._mode:
-            raise RuntimeError(UNDEFINED_METRIC_MODE.format(
-                cls=type(self).__name__, metric=self._metric, mode=self._mode))
+            raise RuntimeError(
+                UNDEFINED_METRIC_MODE.format(
+                    cls=type(self).__name__, metric=self._metric, mode=self._mode
+                )
+            )
         self._setup(self._domains)
         self._ready = True
         if self._evaluated_rewards is not None:

@@ -7,20 +7,24 @@ import sys
 from tunebus import _deps
 from tunebus._errors import TuneError
 
-ALTERNATIVES = ("tunebus has, without extra libraries: tune.search.optuna.OptunaSearch "
-                "(Optuna, Debian's python3-optuna, in the driver), tune.search.TPESearch "
-                "(TPE in the scheduler) and tune.search.TuneBOHB (BOHB in the scheduler, with "
-                "tune.schedulers.HyperBandForBOHB)")
+ALTERNATIVES = (
+    "tunebus has, without extra libraries: tune.search.optuna.OptunaSearch "
+    "(Optuna, Debian's python3-optuna, in the driver), tune.search.TPESearch "
+    "(TPE in the scheduler) and tune.search.TuneBOHB (BOHB in the scheduler, with "
+    "tune.schedulers.HyperBandForBOHB)"
+)
 
 # Ray's messages (ray.tune.search) for a searcher asked before it has a space, metric and mode.
 UNDEFINED_SEARCH_SPACE = (
     "Trying to sample a configuration from {cls}, but no search space has been defined. Either "
     "pass the `{space}` argument when instantiating the search algorithm, or pass a "
-    "`param_space` to `tune.Tuner()`.")
+    "`param_space` to `tune.Tuner()`."
+)
 UNDEFINED_METRIC_MODE = (
     "Trying to sample a configuration from {cls}, but the `metric` ({metric}) or `mode` ({mode}) "
     "parameters have not been set. Either pass these arguments when instantiating the search "
-    "algorithm, or pass them to `tune.TuneConfig()`.")
+    "algorithm, or pass them to `tune.TuneConfig()`."
+)
 
 
 def flatten(config, delimiter="/", prefix=""):
@@ -60,9 +64,14 @@ def load_library(module, pip_name, searcher, debian=None):
     try:
         return _deps.load(module)  # Debian's dist-packages under another interpreter
     except ImportError:
-        install = ("apt-get install %s (or `pip install %s`)" % (debian, pip_name) if debian
-                   else "`pip install %s`; Debian does not package it" % pip_name)
-        raise TuneError("failed_precondition",
-                        "%s needs the Python library %s, which %s cannot import (%s). Install it: "
-                        "%s. Or use another searcher: %s." % (searcher, module, sys.executable, e,
-                                                              install, ALTERNATIVES)) from None
+        install = (
+            "apt-get install %s (or `pip install %s`)" % (debian, pip_name)
+            if debian
+            else "`pip install %s`; Debian does not package it" % pip_name
+        )
+        raise TuneError(
+            "failed_precondition",
+            "%s needs the Python library %s, which %s cannot import (%s). Install it: "
+            "%s. Or use another searcher: %s."
+            % (searcher, module, sys.executable, e, install, ALTERNATIVES),
+        ) from None

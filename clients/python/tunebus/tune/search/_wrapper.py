@@ -16,8 +16,10 @@ def set_search_properties(searcher, metric, mode, config, **spec):
     except TypeError as e:
         if "unexpected keyword argument" not in str(e):
             raise
-        LOG.warning("Please update custom Searcher to take in function signature as "
-                    "``def set_search_properties(metric, mode, config, **spec) -> bool``.")
+        LOG.warning(
+            "Please update custom Searcher to take in function signature as "
+            "``def set_search_properties(metric, mode, config, **spec) -> bool``."
+        )
         return searcher.set_search_properties(metric, mode, config)
 
 

@@ -12,11 +12,17 @@ class BasicVariantGenerator(BuiltinSearcher):
 
     type = "random"
 
-    def __init__(self, points_to_evaluate=None, max_concurrent=0, constant_grid_search=False,
-                 random_state=None):
+    def __init__(
+        self,
+        points_to_evaluate=None,
+        max_concurrent=0,
+        constant_grid_search=False,
+        random_state=None,
+    ):
         if constant_grid_search:
-            raise TypeError("BasicVariantGenerator: constant_grid_search is not supported by "
-                            "tunebus")
+            raise TypeError(
+                "BasicVariantGenerator: constant_grid_search is not supported by " "tunebus"
+            )
         super().__init__(points_to_evaluate=points_to_evaluate, max_concurrent=max_concurrent)
         self.seed = random_state
 

@@ -18,9 +18,20 @@ class BayesOptSearch(LibrarySearcher):
     LIBRARY = "bayes_opt"
     PIP = "bayesian-optimization"
 
-    def __init__(self, space=None, metric=None, mode=None, points_to_evaluate=None,
-                 utility_kwargs=None, random_state=42, random_search_steps=10, verbose=0,
-                 patience=5, skip_duplicate=True, analysis=None):
+    def __init__(
+        self,
+        space=None,
+        metric=None,
+        mode=None,
+        points_to_evaluate=None,
+        utility_kwargs=None,
+        random_state=42,
+        random_search_steps=10,
+        verbose=0,
+        patience=5,
+        skip_duplicate=True,
+        analysis=None,
+    ):
         super().__init__(space, metric, mode, points_to_evaluate, None, random_state)
         self._utility_kwargs = dict(utility_kwargs or {"kind": "ucb", "kappa": 2.576, "xi": 0.0})
         self._verbose = verbose
@@ -29,27 +40,36 @@ class BayesOptSearch(LibrarySearcher):
         pbounds = {}
         for name, domain in space.items():
             if domain.sampler not in ("uniform", "quniform"):
-                raise ValueError("BayesOpt does not support parameters of type `%s` with "
-                                 "samplers of type `%s`" % (type(domain).__name__,
-                                                            domain.sampler))
+                raise ValueError(
+                    "BayesOpt does not support parameters of type `%s` with "
+                    "samplers of type `%s`" % (type(domain).__name__, domain.sampler)
+                )
             pbounds[name] = bounds(domain)
         lib = self._lib
         if hasattr(lib, "UtilityFunction"):  # bayes_opt 1.x
-            self._optimizer = lib.BayesianOptimization(f=None, pbounds=pbounds,
-                                                       verbose=self._verbose,
-                                                       random_state=self._seed)
+            self._optimizer = lib.BayesianOptimization(
+                f=None, pbounds=pbounds, verbose=self._verbose, random_state=self._seed
+            )
             self._utility = lib.UtilityFunction(**self._utility_kwargs)
         else:  # bayes_opt 2.x: the acquisition function is the optimizer's
             acquisition = lib.acquisition.UpperConfidenceBound(
-                kappa=self._utility_kwargs.get("kappa", 2.576))
+                kappa=self._utility_kwargs.get("kappa", 2.576)
+            )
             self._optimizer = lib.BayesianOptimization(
-                f=None, pbounds=pbounds, acquisition_function=acquisition, verbose=self._verbose,
-                random_state=self._seed)
+                f=None,
+                pbounds=pbounds,
+                acquisition_function=acquisition,
+                verbose=self._verbose,
+                random_state=self._seed,
+            )
             self._utility = None
 
     def _ask(self):
-        params = (self._optimizer.suggest(self._utility) if self._utility is not None
-                  else self._optimizer.suggest())
+        params = (
+            self._optimizer.suggest(self._utility)
+            if self._utility is not None
+            else self._optimizer.suggest()
+        )
         params = {k: float(v) for k, v in params.items()}
         return params, params
 

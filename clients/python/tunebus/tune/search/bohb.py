@@ -20,12 +20,24 @@ class TuneBOHB(BuiltinSearcher):
 
     type = "bohb"
 
-    def __init__(self, space=None, bohb_config=None, metric=None, mode=None,
-                 points_to_evaluate=None, seed=None, max_concurrent=0, **options):
+    def __init__(
+        self,
+        space=None,
+        bohb_config=None,
+        metric=None,
+        mode=None,
+        points_to_evaluate=None,
+        seed=None,
+        max_concurrent=0,
+        **options,
+    ):
         if space is not None:
-            raise TuneError("invalid_argument", "TuneBOHB: pass the search space as the Tuner's "
-                            "param_space (tunebus's TuneBOHB runs in the scheduler, which "
-                            "samples the param space; it takes no `space`)")
+            raise TuneError(
+                "invalid_argument",
+                "TuneBOHB: pass the search space as the Tuner's "
+                "param_space (tunebus's TuneBOHB runs in the scheduler, which "
+                "samples the param space; it takes no `space`)",
+            )
         merged = dict(bohb_config or {})
         merged.update(options)
         super().__init__(metric, mode, points_to_evaluate, None, max_concurrent, **merged)

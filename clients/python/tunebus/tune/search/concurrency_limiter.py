@@ -31,10 +31,13 @@ class ConcurrencyLimiter(WrapperSearcher):
         if not isinstance(searcher, Searcher):
             raise RuntimeError(
                 "The `ConcurrencyLimiter` only works with `Searcher` objects (got %s). Please try "
-                "to pass `max_concurrent` to the search generator directly." % type(searcher))
+                "to pass `max_concurrent` to the search generator directly." % type(searcher)
+            )
         if batch and isinstance(searcher, BuiltinSearcher):
-            raise TypeError("ConcurrencyLimiter: batch=True is not supported around %s, which "
-                            "runs in the scheduler" % type(searcher).__name__)
+            raise TypeError(
+                "ConcurrencyLimiter: batch=True is not supported around %s, which "
+                "runs in the scheduler" % type(searcher).__name__
+            )
         self.searcher = searcher
         self.max_concurrent = max_concurrent
         self.batch = batch
@@ -66,8 +69,12 @@ class ConcurrencyLimiter(WrapperSearcher):
         if trial_id in self.live_trials:
             raise AssertionError("Trial ID %s must be unique: already found in set." % trial_id)
         if len(self.live_trials) >= self.max_concurrent:
-            LOG.debug("not suggesting for %s: concurrency limit %d/%d", trial_id,
-                      len(self.live_trials), self.max_concurrent)
+            LOG.debug(
+                "not suggesting for %s: concurrency limit %d/%d",
+                trial_id,
+                len(self.live_trials),
+                self.max_concurrent,
+            )
             return None
         suggestion = self.searcher.suggest(trial_id)
         if suggestion is not None and suggestion != Searcher.FINISHED:
@@ -101,10 +108,12 @@ class ConcurrencyLimiter(WrapperSearcher):
     def on_trial_result(self, trial_id, result):
         self.searcher.on_trial_result(trial_id, result)
 
-    def add_evaluated_point(self, parameters, value, error=False, pruned=False,
-                            intermediate_values=None):
-        return self.searcher.add_evaluated_point(parameters, value, error, pruned,
-                                                 intermediate_values)
+    def add_evaluated_point(
+        self, parameters, value, error=False, pruned=False, intermediate_values=None
+    ):
+        return self.searcher.add_evaluated_point(
+            parameters, value, error, pruned, intermediate_values
+        )
 
     def save(self, checkpoint_path):
         self.searcher.save(checkpoint_path)

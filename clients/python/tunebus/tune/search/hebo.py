@@ -18,10 +18,20 @@ class HEBOSearch(LibrarySearcher):
     LIBRARY = "hebo"
     PIP = "HEBO"
 
-    def __init__(self, space=None, metric=None, mode=None, points_to_evaluate=None,
-                 evaluated_rewards=None, random_state_seed=None, max_concurrent=8, **kwargs):
-        super().__init__(space, metric, mode, points_to_evaluate, evaluated_rewards,
-                         random_state_seed)
+    def __init__(
+        self,
+        space=None,
+        metric=None,
+        mode=None,
+        points_to_evaluate=None,
+        evaluated_rewards=None,
+        random_state_seed=None,
+        max_concurrent=8,
+        **kwargs,
+    ):
+        super().__init__(
+            space, metric, mode, points_to_evaluate, evaluated_rewards, random_state_seed
+        )
         self._hebo_kwargs = kwargs
         self.max_concurrent = max_concurrent
 
@@ -46,8 +56,9 @@ class HEBOSearch(LibrarySearcher):
 
     def _ask(self):
         frame = self._optimizer.suggest(n_suggestions=1)
-        params = {k: (v.item() if hasattr(v, "item") else v)
-                  for k, v in frame.iloc[0].to_dict().items()}
+        params = {
+            k: (v.item() if hasattr(v, "item") else v) for k, v in frame.iloc[0].to_dict().items()
+        }
         return frame, params
 
     def _tell(self, frame, value):
@@ -60,8 +71,7 @@ class HEBOSearch(LibrarySearcher):
         import numpy
         import pandas
 
-        self._optimizer.observe(pandas.DataFrame([params]),
-                                numpy.array([[self._sign(value)]]))
+        self._optimizer.observe(pandas.DataFrame([params]), numpy.array([[self._sign(value)]]))
 
 
 __all__ = ["HEBOSearch"]

@@ -32,8 +32,16 @@ class HyperOptSearch(LibrarySearcher):
 
     LIBRARY = PIP = "hyperopt"
 
-    def __init__(self, space=None, metric=None, mode=None, points_to_evaluate=None,
-                 n_initial_points=20, random_state_seed=None, gamma=0.25):
+    def __init__(
+        self,
+        space=None,
+        metric=None,
+        mode=None,
+        points_to_evaluate=None,
+        n_initial_points=20,
+        random_state_seed=None,
+        gamma=0.25,
+    ):
         super().__init__(space, metric, mode, points_to_evaluate, None, random_state_seed)
         self._n_initial_points = n_initial_points
         self._gamma = gamma
@@ -41,11 +49,13 @@ class HyperOptSearch(LibrarySearcher):
     def _setup(self, space):
         hpo = self._lib
         self._hp_space = {name: _to_hp(hpo, name, domain) for name, domain in space.items()}
-        self._categories = {name: list(d.categories) for name, d in space.items()
-                            if d.sampler == "choice"}
+        self._categories = {
+            name: list(d.categories) for name, d in space.items() if d.sampler == "choice"
+        }
         self._trials = hpo.Trials()
-        self._algo = functools.partial(hpo.tpe.suggest, n_startup_jobs=self._n_initial_points,
-                                       gamma=self._gamma)
+        self._algo = functools.partial(
+            hpo.tpe.suggest, n_startup_jobs=self._n_initial_points, gamma=self._gamma
+        )
         import numpy
 
         self._rstate = numpy.random.default_rng(self._seed)
@@ -61,10 +71,17 @@ class HyperOptSearch(LibrarySearcher):
         level = log.level
         log.setLevel(logging.CRITICAL)  # fmin logs the objective's exception as a job error
         try:
-            self._lib.fmin(objective, self._hp_space, algo=self._algo,
-                           max_evals=len(self._trials.trials) + 1, trials=self._trials,
-                           rstate=self._rstate, catch_eval_exceptions=False,
-                           show_progressbar=False, allow_trials_fmin=False)
+            self._lib.fmin(
+                objective,
+                self._hp_space,
+                algo=self._algo,
+                max_evals=len(self._trials.trials) + 1,
+                trials=self._trials,
+                rstate=self._rstate,
+                catch_eval_exceptions=False,
+                show_progressbar=False,
+                allow_trials_fmin=False,
+            )
         except _Drawn:
             pass
         finally:
@@ -90,12 +107,24 @@ class HyperOptSearch(LibrarySearcher):
             if name in self._categories:
                 v = self._categories[name].index(v)
             vals[name] = [v]
-        doc = {"state": base.JOB_STATE_DONE, "tid": tid, "spec": None,
-               "result": {"loss": self._sign(value), "status": "ok"},
-               "misc": {"tid": tid, "cmd": ("domain_attachment", "FMinIter_Domain"),
-                        "workdir": None, "idxs": {k: [tid] for k in vals}, "vals": vals},
-               "exp_key": None, "owner": None, "version": 0, "book_time": None,
-               "refresh_time": None}
+        doc = {
+            "state": base.JOB_STATE_DONE,
+            "tid": tid,
+            "spec": None,
+            "result": {"loss": self._sign(value), "status": "ok"},
+            "misc": {
+                "tid": tid,
+                "cmd": ("domain_attachment", "FMinIter_Domain"),
+                "workdir": None,
+                "idxs": {k: [tid] for k in vals},
+                "vals": vals,
+            },
+            "exp_key": None,
+            "owner": None,
+            "version": 0,
+            "book_time": None,
+            "refresh_time": None,
+        }
         self._trials.insert_trial_docs([doc])
         self._trials.refresh()
 
@@ -126,8 +155,10 @@ def _to_hp(hpo, name, domain):
         return integer(hp.qloguniform(name, math.log(args[0]), math.log(args[1]), args[2]))
     if sampler == "choice":
         return hp.choice(name, list(domain.categories))
-    raise ValueError("HyperOpt does not support parameters of type `%s` with samplers of type "
-                     "`%s`" % (type(domain).__name__, sampler))
+    raise ValueError(
+        "HyperOpt does not support parameters of type `%s` with samplers of type "
+        "`%s`" % (type(domain).__name__, sampler)
+    )
 
 
 __all__ = ["HyperOptSearch"]

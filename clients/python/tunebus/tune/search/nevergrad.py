@@ -16,12 +16,21 @@ class NevergradSearch(LibrarySearcher):
 
     LIBRARY = PIP = "nevergrad"
 
-    def __init__(self, optimizer=None, optimizer_kwargs=None, space=None, metric=None, mode=None,
-                 points_to_evaluate=None):
+    def __init__(
+        self,
+        optimizer=None,
+        optimizer_kwargs=None,
+        space=None,
+        metric=None,
+        mode=None,
+        points_to_evaluate=None,
+    ):
         super().__init__(space, metric, mode, points_to_evaluate)
         if optimizer is not None and not (isinstance(optimizer, str) or callable(optimizer)):
-            raise TypeError("NevergradSearch: pass an optimizer class or registry name; an "
-                            "optimizer instance is not supported by tunebus")
+            raise TypeError(
+                "NevergradSearch: pass an optimizer class or registry name; an "
+                "optimizer instance is not supported by tunebus"
+            )
         self._optimizer_cls = optimizer or "NGOpt"
         self._optimizer_kwargs = dict(optimizer_kwargs or {})
 
@@ -33,8 +42,9 @@ class NevergradSearch(LibrarySearcher):
                 params[name] = p.Choice(list(domain.categories))
                 continue
             low, high = bounds(domain)
-            param = (p.Log(lower=low, upper=high) if is_log(domain)
-                     else p.Scalar(lower=low, upper=high))
+            param = (
+                p.Log(lower=low, upper=high) if is_log(domain) else p.Scalar(lower=low, upper=high)
+            )
             params[name] = param.set_integer_casting() if is_int(domain) else param
         cls = self._optimizer_cls
         if isinstance(cls, str):

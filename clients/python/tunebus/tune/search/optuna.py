@@ -17,15 +17,19 @@ import time
 import warnings
 
 from tunebus import _space
-from tunebus.tune.search._util import (UNDEFINED_METRIC_MODE, UNDEFINED_SEARCH_SPACE, flatten,
-                                       load_library, unflatten)
+from tunebus.tune.search._util import (
+    UNDEFINED_METRIC_MODE,
+    UNDEFINED_SEARCH_SPACE,
+    flatten,
+    load_library,
+    unflatten,
+)
 from tunebus.tune.search.searcher import DEFAULT_METRIC, Searcher
 
 LOG = logging.getLogger("tunebus")
 
 DEFINE_BY_RUN_WARN_THRESHOLD_S = 1
 PROBE_TRIALS = 16  # define-by-run calls on a scratch study that find the keys it suggests
-
 
 
 def _optuna():
@@ -74,8 +78,10 @@ def to_optuna(domain, ot):
         return d.IntDistribution(args[0], args[1] - (1 if name == "lograndint" else 0), log=True)
     if name == "choice":
         return d.CategoricalDistribution(list(domain.categories))
-    raise ValueError("Optuna search does not support parameters of type `%s` with samplers of "
-                     "type `%s`" % (type(domain).__name__, name))
+    raise ValueError(
+        "Optuna search does not support parameters of type `%s` with samplers of "
+        "type `%s`" % (type(domain).__name__, name)
+    )
 
 
 def from_optuna(dist, ot):
@@ -150,44 +156,67 @@ class OptunaSearch(Searcher):
     them; pruning itself is the trial scheduler's job.
     """
 
-    def __init__(self, space=None, metric=None, mode=None, points_to_evaluate=None,
-                 sampler=None, study_name=None, storage=None, seed=None,
-                 evaluated_rewards=None):
+    def __init__(
+        self,
+        space=None,
+        metric=None,
+        mode=None,
+        points_to_evaluate=None,
+        sampler=None,
+        study_name=None,
+        storage=None,
+        seed=None,
+        evaluated_rewards=None,
+    ):
         ot = _optuna()
         super().__init__(metric=metric, mode=mode)
         if storage is not None:
             from tunebus._errors import TuneError
 
-            raise TuneError("invalid_argument", "OptunaSearch: `storage` is not supported by "
-                            "tunebus: the driver keeps the study in memory and rebuilds it from "
-                            "the scheduler's journal after a restart")
+            raise TuneError(
+                "invalid_argument",
+                "OptunaSearch: `storage` is not supported by "
+                "tunebus: the driver keeps the study in memory and rebuilds it from "
+                "the scheduler's journal after a restart",
+            )
         self._domains = None  # the tune domains of `space`, when it is a dict of them
         if isinstance(space, dict) and space:
             if _has_domains(space):
-                LOG.warning("You passed a `space` parameter to OptunaSearch that contained "
-                            "unresolved search space definitions; it is converted to Optuna "
-                            "distributions (the param_space of tune.Tuner() is the usual place)")
+                LOG.warning(
+                    "You passed a `space` parameter to OptunaSearch that contained "
+                    "unresolved search space definitions; it is converted to Optuna "
+                    "distributions (the param_space of tune.Tuner() is the usual place)"
+                )
                 self._domains = space
                 space = self.convert_search_space(space)
             else:
                 space = flatten(space)
         elif space is not None and not callable(space) and space != {}:
-            raise TypeError("OptunaSearch: `space` must be a dict of optuna distributions or of "
-                            "tune domains, or a define-by-run function, got %r" % (space,))
+            raise TypeError(
+                "OptunaSearch: `space` must be a dict of optuna distributions or of "
+                "tune domains, or a define-by-run function, got %r" % (space,)
+            )
         self._space = space or None
         self._points_to_evaluate = [flatten(p) for p in points_to_evaluate or []]
         self._evaluated_rewards = evaluated_rewards
         if evaluated_rewards is not None and len(evaluated_rewards) != len(
-                self._points_to_evaluate):
-            raise ValueError("Dim of point %d and reward %d do not match"
-                             % (len(self._points_to_evaluate), len(evaluated_rewards)))
+            self._points_to_evaluate
+        ):
+            raise ValueError(
+                "Dim of point %d and reward %d do not match"
+                % (len(self._points_to_evaluate), len(evaluated_rewards))
+            )
         self._study_name = study_name or "optuna"
         if sampler is not None and seed is not None:
-            LOG.warning("You passed an initialized sampler to `OptunaSearch`. The `seed` "
-                        "parameter has to be passed to the sampler directly and will be ignored.")
+            LOG.warning(
+                "You passed an initialized sampler to `OptunaSearch`. The `seed` "
+                "parameter has to be passed to the sampler directly and will be ignored."
+            )
         elif sampler is not None and not isinstance(sampler, ot.samplers.BaseSampler):
-            raise AssertionError("You can only pass an instance of `optuna.samplers.BaseSampler` "
-                                 "as a sampler to `OptunaSearcher`.")
+            raise AssertionError(
+                "You can only pass an instance of `optuna.samplers.BaseSampler` "
+                "as a sampler to `OptunaSearcher`."
+            )
         self._sampler = sampler
         self._seed = seed
         # The sampler the studies use: copies share it, so its random stream goes on.
@@ -237,8 +266,9 @@ class OptunaSearch(Searcher):
 
     def on_trial_complete(self, trial_id, result=None, error=False):
         if trial_id in self._completed_trials:
-            LOG.warning("Received additional completion for trial %s, but it already finished.",
-                        trial_id)
+            LOG.warning(
+                "Received additional completion for trial %s, but it already finished.", trial_id
+            )
             return
         trial = self._ot_trials.get(trial_id)
         if trial is None:
@@ -261,14 +291,17 @@ class OptunaSearch(Searcher):
             LOG.warning("%s", e)
         self._completed_trials.add(trial_id)
 
-    def add_evaluated_point(self, parameters, value, error=False, pruned=False,
-                            intermediate_values=None):
+    def add_evaluated_point(
+        self, parameters, value, error=False, pruned=False, intermediate_values=None
+    ):
         self._check_ready()
         if callable(self._space):
-            raise TypeError("Define-by-run function passed in `space` argument is not yet "
-                            "supported when using `evaluated_rewards`. Please provide an "
-                            "`OptunaDistribution` dict or pass a Ray Tune search space to "
-                            "`tune.Tuner()`.")
+            raise TypeError(
+                "Define-by-run function passed in `space` argument is not yet "
+                "supported when using `evaluated_rewards`. Please provide an "
+                "`OptunaDistribution` dict or pass a Ray Tune search space to "
+                "`tune.Tuner()`."
+            )
         self._add_point(self._study(), parameters, value, error, pruned, intermediate_values)
 
     def save(self, checkpoint_path):
@@ -295,8 +328,10 @@ class OptunaSearch(Searcher):
             for key, value in node.items():
                 name = prefix + str(key)
                 if _space.is_grid(value):
-                    raise ValueError("Grid search parameters cannot be automatically converted "
-                                     "to an Optuna search space.")
+                    raise ValueError(
+                        "Grid search parameters cannot be automatically converted "
+                        "to an Optuna search space."
+                    )
                 if isinstance(value, _space.Domain):
                     out[name] = to_optuna(value, ot)
                 elif isinstance(value, dict):
@@ -309,29 +344,40 @@ class OptunaSearch(Searcher):
     def _check_metric_mode(self):
         if self._metric is None and self._mode:
             if isinstance(self._mode, list):
-                raise ValueError("If ``mode`` is a list (multi-objective optimization case), "
-                                 "``metric`` must be defined.")
+                raise ValueError(
+                    "If ``mode`` is a list (multi-objective optimization case), "
+                    "``metric`` must be defined."
+                )
             self._metric = DEFAULT_METRIC
 
     def _check_ready(self):
         if not self._space:
-            raise RuntimeError(UNDEFINED_SEARCH_SPACE.format(cls=type(self).__name__,
-                                                             space="space"))
+            raise RuntimeError(
+                UNDEFINED_SEARCH_SPACE.format(cls=type(self).__name__, space="space")
+            )
         if not self._metric or not self._mode:
-            raise RuntimeError(UNDEFINED_METRIC_MODE.format(
-                cls=type(self).__name__, metric=self._metric, mode=self._mode))
+            raise RuntimeError(
+                UNDEFINED_METRIC_MODE.format(
+                    cls=type(self).__name__, metric=self._metric, mode=self._mode
+                )
+            )
 
     def _study(self):
         if self._ot_study is None:
             ot = _optuna()
             if isinstance(self._mode, list):
-                directions = {"directions": ["minimize" if m == "min" else "maximize"
-                                             for m in self._mode]}
+                directions = {
+                    "directions": ["minimize" if m == "min" else "maximize" for m in self._mode]
+                }
             else:
                 directions = {"direction": "minimize" if self._mode == "min" else "maximize"}
             self._ot_study = ot.create_study(
-                storage=ot.storages.InMemoryStorage(), sampler=self._ot_sampler,
-                pruner=ot.pruners.NopPruner(), study_name=self._study_name, **directions)
+                storage=ot.storages.InMemoryStorage(),
+                sampler=self._ot_sampler,
+                pruner=ot.pruners.NopPruner(),
+                study_name=self._study_name,
+                **directions,
+            )
             self._points = list(self._points_to_evaluate)
             if self._evaluated_rewards is not None:
                 for point, reward in zip(self._points, self._evaluated_rewards):
@@ -352,23 +398,30 @@ class OptunaSearch(Searcher):
         ret = self._space(captor)
         took = time.time() - start
         if took > DEFINE_BY_RUN_WARN_THRESHOLD_S:
-            warnings.warn("Define-by-run function passed in the `space` argument took %s seconds "
-                          "to run. Ensure that actual computation, training takes place inside "
-                          "Tune's train functions or Trainables passed to `tune.Tuner()`." % took)
+            warnings.warn(
+                "Define-by-run function passed in the `space` argument took %s seconds "
+                "to run. Ensure that actual computation, training takes place inside "
+                "Tune's train functions or Trainables passed to `tune.Tuner()`." % took
+            )
         if ret is not None:
             if not isinstance(ret, dict):
-                raise TypeError("The return value of the define-by-run function passed in the "
-                                "`space` argument should be either None or a `dict` with `str` "
-                                "keys. Got %s." % type(ret))
+                raise TypeError(
+                    "The return value of the define-by-run function passed in the "
+                    "`space` argument should be either None or a `dict` with `str` "
+                    "keys. Got %s." % type(ret)
+                )
             if not all(isinstance(k, str) for k in ret):
-                raise TypeError("At least one of the keys in the dict returned by the "
-                                "define-by-run function passed in the `space` argument was not "
-                                "a `str`.")
+                raise TypeError(
+                    "At least one of the keys in the dict returned by the "
+                    "define-by-run function passed in the `space` argument was not "
+                    "a `str`."
+                )
             return {**captor.captured_values, **ret}
         return captor.captured_values
 
-    def _add_point(self, study, parameters, value, error=False, pruned=False,
-                   intermediate_values=None):
+    def _add_point(
+        self, study, parameters, value, error=False, pruned=False, intermediate_values=None
+    ):
         ot = _optuna()
         params = flatten(parameters)
         params = {k: v for k, v in params.items() if k in self._space}
@@ -378,20 +431,29 @@ class OptunaSearch(Searcher):
         elif pruned:
             state = ot.trial.TrialState.PRUNED
         values = list(value) if isinstance(value, (list, tuple)) else None
-        study.add_trial(ot.trial.create_trial(
-            state=state, value=None if values is not None else value, values=values,
-            params=params, distributions={k: self._space[k] for k in params},
-            intermediate_values=dict(enumerate(intermediate_values))
-            if intermediate_values else None))
+        study.add_trial(
+            ot.trial.create_trial(
+                state=state,
+                value=None if values is not None else value,
+                values=values,
+                params=params,
+                distributions={k: self._space[k] for k in params},
+                intermediate_values=dict(enumerate(intermediate_values))
+                if intermediate_values
+                else None,
+            )
+        )
 
     # ---- tunebus's hooks (tunebus._search_driver) -------------------------------------------
     def _tunebus_copy(self):
         """A copy without a study (it starts a new one) that shares the sampler."""
         import copy
 
-        state = {k: v for k, v in self.__dict__.items()
-                 if k not in ("_ot_sampler", "_ot_study", "_ot_trials", "_completed_trials",
-                              "_sampler")}
+        state = {
+            k: v
+            for k, v in self.__dict__.items()
+            if k not in ("_ot_sampler", "_ot_study", "_ot_trials", "_completed_trials", "_sampler")
+        }
         clone = object.__new__(type(self))
         clone.__dict__.update(copy.deepcopy(state))
         clone._sampler = self._sampler
@@ -449,8 +511,7 @@ class OptunaSearch(Searcher):
 
 
 def _number(value):
-    return (isinstance(value, (int, float)) and not isinstance(value, bool)
-            and math.isfinite(value))
+    return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
 
 
 __all__ = ["OptunaSearch"]

@@ -83,19 +83,26 @@ class Repeater(WrapperSearcher):
     def on_trial_complete(self, trial_id, result=None, error=False):
         group = self._trial_id_to_group.get(trial_id)
         if group is None:
-            LOG.error("Trial %s not in group; cannot report score. Seen trials: %s", trial_id,
-                      list(self._trial_id_to_group))
+            LOG.error(
+                "Trial %s not in group; cannot report score. Seen trials: %s",
+                trial_id,
+                list(self._trial_id_to_group),
+            )
             return
         metric = self.searcher.metric
         value = (result or {}).get(metric)
-        score = float(value) if isinstance(value, (int, float)) and not isinstance(value, bool) \
+        score = (
+            float(value)
+            if isinstance(value, (int, float)) and not isinstance(value, bool)
             else math.nan
+        )
         group.scores[trial_id] = score
         if group.finished_reporting():
             scores = [s for s in group.scores.values() if not math.isnan(s)]
             mean = sum(scores) / len(scores) if scores else math.nan
-            self.searcher.on_trial_complete(group.primary_trial_id, result={metric: mean},
-                                            error=error)
+            self.searcher.on_trial_complete(
+                group.primary_trial_id, result={metric: mean}, error=error
+            )
 
     # ---- tunebus's hooks --------------------------------------------------------------------
     def _tunebus_space(self):
@@ -109,8 +116,11 @@ class Repeater(WrapperSearcher):
 
     def _tunebus_adopt(self, trial_id, config):
         inner = {k: v for k, v in config.items() if k != TRIAL_INDEX}
-        new = (self._current_group is None or self._current_group.full()
-               or config.get(TRIAL_INDEX) == 0)
+        new = (
+            self._current_group is None
+            or self._current_group.full()
+            or config.get(TRIAL_INDEX) == 0
+        )
         if new:
             self.searcher._tunebus_adopt(trial_id, inner)
         return self._place(trial_id, inner if new else None)

@@ -73,8 +73,9 @@ class Searcher:
         """A config (dict) for trial `trial_id`, None for "not now", or `Searcher.FINISHED`."""
         raise NotImplementedError
 
-    def add_evaluated_point(self, parameters, value, error=False, pruned=False,
-                            intermediate_values=None):
+    def add_evaluated_point(
+        self, parameters, value, error=False, pruned=False, intermediate_values=None
+    ):
         """A point evaluated outside the suggest / on_trial_complete loop."""
         raise NotImplementedError
 
@@ -95,8 +96,12 @@ class Searcher:
             if metric not in last:
                 continue
             status = getattr(trial, "status", "TERMINATED")
-            self.add_evaluated_point(trial.config, last[metric], error=status == "ERROR",
-                                     pruned=status == "TERMINATED" and not last.get("done"))
+            self.add_evaluated_point(
+                trial.config,
+                last[metric],
+                error=status == "ERROR",
+                pruned=status == "TERMINATED" and not last.get("done"),
+            )
 
     def save(self, checkpoint_path):
         raise NotImplementedError
@@ -141,7 +146,7 @@ class Searcher:
 
     @property
     def mode(self):
-        """"min" or "max" (or a list of them)."""
+        """ "min" or "max" (or a list of them)."""
         return self._mode
 
     # ---- tunebus's hooks (tunebus._search_driver) ----------------------------------------------

@@ -16,11 +16,21 @@ class SkOptSearch(LibrarySearcher):
     LIBRARY = "skopt"
     PIP = "scikit-optimize"
 
-    def __init__(self, optimizer=None, space=None, metric=None, mode=None,
-                 points_to_evaluate=None, evaluated_rewards=None, convert_to_python=True):
+    def __init__(
+        self,
+        optimizer=None,
+        space=None,
+        metric=None,
+        mode=None,
+        points_to_evaluate=None,
+        evaluated_rewards=None,
+        convert_to_python=True,
+    ):
         if optimizer is not None:
-            raise TypeError("SkOptSearch: a ready `optimizer` is not supported by tunebus; give "
-                            "the space as tune domains (param_space or `space`)")
+            raise TypeError(
+                "SkOptSearch: a ready `optimizer` is not supported by tunebus; give "
+                "the space as tune domains (param_space or `space`)"
+            )
         super().__init__(space, metric, mode, points_to_evaluate, evaluated_rewards)
 
     def _setup(self, space):
@@ -36,8 +46,9 @@ class SkOptSearch(LibrarySearcher):
                 dimensions.append(dims.Integer(low, high, prior=prior))
             else:
                 low, high = bounds(domain)
-                dimensions.append(dims.Real(low, high,
-                                            prior="log-uniform" if is_log(domain) else "uniform"))
+                dimensions.append(
+                    dims.Real(low, high, prior="log-uniform" if is_log(domain) else "uniform")
+                )
         self._optimizer = self._lib.Optimizer(dimensions)
 
     def _ask(self):

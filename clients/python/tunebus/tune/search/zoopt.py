@@ -19,11 +19,22 @@ class ZOOptSearch(LibrarySearcher):
 
     LIBRARY = PIP = "zoopt"
 
-    def __init__(self, algo="asracos", budget=None, dim_dict=None, metric=None, mode=None,
-                 points_to_evaluate=None, parallel_num=1, **kwargs):
+    def __init__(
+        self,
+        algo="asracos",
+        budget=None,
+        dim_dict=None,
+        metric=None,
+        mode=None,
+        points_to_evaluate=None,
+        parallel_num=1,
+        **kwargs,
+    ):
         if dim_dict is not None:
-            raise TypeError("ZOOptSearch: `dim_dict` is not supported by tunebus; give the space "
-                            "as tune domains (param_space)")
+            raise TypeError(
+                "ZOOptSearch: `dim_dict` is not supported by tunebus; give the space "
+                "as tune domains (param_space)"
+            )
         super().__init__(None, metric, mode, points_to_evaluate)
         if budget is None:
             raise AssertionError("`budget` should not be None!")
@@ -50,7 +61,8 @@ class ZOOptSearch(LibrarySearcher):
         self._optimizer = sracos.SRacosTune(
             dimension=zoopt.Dimension2(dims),
             parameter=zoopt.Parameter(budget=self._budget, **self._kwargs),
-            parallel_num=self._parallel_num)
+            parallel_num=self._parallel_num,
+        )
 
     def suggest(self, trial_id):
         self._ensure()
