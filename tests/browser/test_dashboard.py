@@ -438,7 +438,8 @@ def main():
         )
         WebDriverWait(driver, 10).until(lambda d: points() >= FAST_RESULTS)
         colour = driver.execute_script(
-            "return Chart.getChart('curve').data.datasets.find((x) => x.label === arguments[0]).borderColor;",
+            "return Chart.getChart('curve').data.datasets"
+            ".find((x) => x.label === arguments[0]).borderColor;",
             best_id,
         )
         drawn = canvas_pixels(driver, "curve", colour)

@@ -107,7 +107,8 @@ def canvas_pixels(driver, canvas, colour=None):
         """
         const c = document.getElementById(arguments[0]);
         const d = c.getContext('2d').getImageData(0, 0, c.width, c.height).data;
-        const want = arguments[1] && [1, 3, 5].map((i) => parseInt(arguments[1].slice(i, i + 2), 16));
+        const want = arguments[1]
+          && [1, 3, 5].map((i) => parseInt(arguments[1].slice(i, i + 2), 16));
         let n = 0;
         for (let i = 0; i < d.length; i += 4) {
           if (d[i + 3] < 200) continue;
@@ -228,7 +229,8 @@ def main():
             "return d[d.length - 1].y;",
         )
         print(
-            "history: datasets %s, best so far ends at %s (tunectl ls best %s), %d pixels of the points"
+            "history: datasets %s, best so far ends at %s (tunectl ls best %s), "
+            "%d pixels of the points"
             % (
                 dataset_lengths(driver, "history"),
                 last_best,

@@ -265,13 +265,13 @@ def main():
         log = suite.log_text()
         stop_line = next(
             (
-                l
-                for l in log.splitlines()
+                line
+                for line in log.splitlines()
                 if re.search(
                     r"Dashboard action by alice \(operator\): stop_trial of "
                     r"trial %s .*: done, trial %s is TERMINATED"
                     % (re.escape(target), re.escape(target)),
-                    l,
+                    line,
                 )
             ),
             None,
@@ -280,9 +280,9 @@ def main():
         print("scheduler log:", stop_line.strip())
         weight_line = next(
             (
-                l
-                for l in log.splitlines()
-                if "Dashboard action by alice (operator): set_weight 2.5" in l
+                line
+                for line in log.splitlines()
+                if "Dashboard action by alice (operator): set_weight 2.5" in line
             ),
             None,
         )
@@ -291,7 +291,12 @@ def main():
             "Dashboard action by alice (operator): interrupt_experiment of experiment" in log
         ), log
         refused_line = next(
-            (l for l in log.splitlines() if "refused POST" in l and "bob (viewer)" in l), None
+            (
+                line
+                for line in log.splitlines()
+                if "refused POST" in line and "bob (viewer)" in line
+            ),
+            None,
         )
         assert refused_line, log
         print("scheduler log:", refused_line.strip())

@@ -85,7 +85,8 @@ TRAINABLE = textwrap.dedent(
         for t in range(1, %(fail_after)d + 1):
             step(t)
             time.sleep(0.05)
-        raise RuntimeError("boom: trial %%s failed on purpose after %(fail_after)d results" %% trial)
+        raise RuntimeError(
+            "boom: trial %%s failed on purpose after %(fail_after)d results" %% trial)
     for t in range(1, %(fast)d + 1):
         step(t)
         time.sleep(0.05)
@@ -283,7 +284,8 @@ def main():
         assert len(expected) == FAST_RESULTS, expected
         WebDriverWait(driver, 10).until(lambda d: rows_match(expected))
         columns = driver.execute_script(
-            "return [...document.querySelectorAll('#results thead th')].map((th) => th.textContent);"
+            "return [...document.querySelectorAll('#results thead th')]"
+            ".map((th) => th.textContent);"
         )
         print(
             "results table: %d rows = the %d the trainable reported; columns %s"
@@ -326,7 +328,8 @@ def main():
                 % (stream, len(lines), base.text_of(driver, "#%s-info" % stream))
             )
 
-        # The routes' paging: rows 3-5 of the results, the last whole line of stdout's last 40 bytes.
+        # The routes' paging: rows 3-5 of the results, the last whole line of stdout's last 40
+        # bytes.
         page = suite.api(api + "/results?offset=2&limit=3")
         assert page["total"] == FAST_RESULTS and [r["phase"] for r in page["rows"]] == [
             e["phase"] for e in expected[2:5]
@@ -347,7 +350,8 @@ def main():
 
         # Checkpoints 2 and 4 in the table.
         names = lambda: driver.execute_script(
-            "return [...document.querySelectorAll('#checkpoints tbody tr')].map((r) => r.dataset.checkpoint);"
+            "return [...document.querySelectorAll('#checkpoints tbody tr')]"
+            ".map((r) => r.dataset.checkpoint);"
         )
         WebDriverWait(driver, 10).until(lambda d: names() == ["00000002-a1", "00000004-a1"])
         full_page_screenshot(test, "trial.png")
@@ -370,8 +374,8 @@ def main():
         )
         WebDriverWait(driver, 10).until(lambda d: names() == ["00000004-a1", "00000006-a1"])
         print(
-            "live: result %d in the table %.0f ms after its trigger; chart %d points; stdout line %d; "
-            "checkpoints now %s"
+            "live: result %d in the table %.0f ms after its trigger; chart %d points; "
+            "stdout line %d; checkpoints now %s"
             % (FAST_RESULTS + 1, 1000 * row_s, len(chart_data(driver)), FAST_RESULTS + 1, names())
         )
         full_page_screenshot(test, "trial-live.png")
