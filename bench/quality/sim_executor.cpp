@@ -79,7 +79,8 @@ void SimExecutor::Report(const std::string& trial_id, int64_t attempt) {
     best_last_true_ = a->s;
   }
   const double dt = model_.seconds(seed_, a->index, a->config);
-  Status s = runner_->OnResult(trial_id, attempt, a->seq, {{metric_, value}}, dt);
+  Status s = runner_->OnResult(trial_id, attempt, a->seq,
+                               TrainingResult::FromJson({{metric_, value}}), dt);
   if (!s.ok()) errors_.push_back(fmt::format("{}: result rejected: {}", trial_id, s.ToString()));
 }
 

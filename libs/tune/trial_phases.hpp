@@ -159,6 +159,8 @@ class TrialPhases {
   bool Is(int64_t index, RunnerPhase phase) const { return at(index).phase == phase; }
   /// kRunning, kPauseRequested or kPausing: the trial is RUNNING for the runner.
   bool IsRunning(int64_t index) const;
+  /// kPausing: RUNNING, its attempt saves the checkpoint its "pause" answer asked for.
+  bool IsPausing(int64_t index) const { return Is(index, RunnerPhase::kPausing); }
 
   /// Applies a transition that carries no data (not StartPausing, LeaveSaving, AdoptSaving).
   /// Errors: FailedPrecondition "trial 3 cannot Place from running" (nothing changes);

@@ -124,6 +124,7 @@ Trial& TrialRunner::NewTrial(nlohmann::json config, std::string tag) {
   t.restore_checkpoint = options_.restore_from;
   index_[t.trial_id] = trials_.size();
   phases_.Queue(phases_.Add());
+  slots_.emplace_back();
   trials_.push_back(std::move(t));
   observer_.OnTrialAdded(trials_.back());
   scheduler_->OnTrialAdd(trials_.back());
@@ -234,12 +235,6 @@ void TrialRunner::OnTrialErrored(Trial& t, const std::string& error) {
   }
 }
 
-Status TrialRunner::OnResult(const std::string& trial_id, int64_t attempt, int64_t seq,
-                             const nlohmann::json& metrics, double time_this_iter_s) {
-  if (!metrics.is_object()) return Status::InvalidArgument("result must be a JSON object");
-  return OnResult(trial_id, attempt, seq, TrainingResult::FromJson(metrics), time_this_iter_s);
-}
-
 // Ray Tune's stopping criteria check (Trial.should_stop raises "Stopping criteria X not provided
 // in result dict"): a stop key the result lacks is a typo, not a criterion never met.
 // A key some result has carried is a metric reported now and then (e.g. every few epochs).
@@ -274,8 +269,8 @@ Status TrialRunner::OnResult(const std::string& trial_id, int64_t attempt, int64
                              TrainingResult metrics, double time_this_iter_s) {
   Trial* t = Find(trial_id);
   if (t == nullptr) return Status::NotFound(fmt::format("result for unknown trial {}", trial_id));
-  if (auto h = held_.find(t->index);
-      h != held_.end() && h->second.attempt == attempt && h->second.seq == seq) {
+  TrialSlot& slot = slots_[size_t(t->index)];
+  if (slot.held && slot.held->attempt == attempt && slot.held->seq == seq) {
     // Resent (a reconnect) while the driver has not answered: its decision follows the answer.
     return Status::FailedPrecondition(fmt::format(
         "result {} of {} attempt {} waits for the driver's answer", seq, trial_id, attempt));
@@ -283,12 +278,12 @@ Status TrialRunner::OnResult(const std::string& trial_id, int64_t attempt, int64
   if (attempt == t->attempt && seq == t->last_seq && seq > 0) {
     // Seen before (resent after a reconnect): its decision may have been lost, answer again
     // (an attempt saving before it stops is reached at the worker it saves on).
-    if (auto a = last_action_.find(t->index); a != last_action_.end()) {
+    if (slot.last_action) {
       Trial to = *t;
       if (const TrialPhase& p = phases_.at(t->index);
           p.phase == RunnerPhase::kSaving && p.attempt == attempt)
         to.worker_id = p.worker_id;
-      executor_.SendDecision(to, seq, a->second);
+      executor_.SendDecision(to, seq, *slot.last_action);
     }
     return Status::FailedPrecondition(
         fmt::format("duplicate result {} of {} attempt {}", seq, trial_id, attempt));
@@ -319,9 +314,8 @@ Status TrialRunner::OnResult(const std::string& trial_id, int64_t attempt, int64
   metrics.SetString(rk::kDate, date_);
   metrics.SetString(rk::kExperimentTag, t->experiment_tag);
   metrics.SetInt(rk::kIterationsSinceRestore, training_iteration - t->restored_iteration);
-  if (auto note = exploit_notes_.find(t->index); note != exploit_notes_.end()) {
-    metrics.SetJson("pbt_exploit", note->second);
-    exploit_notes_.erase(note);
+  if (!slot.exploit_note.is_null()) {
+    metrics.SetJson("pbt_exploit", std::exchange(slot.exploit_note, nullptr));
   }
   metrics.SetDouble(rk::kTimeSinceRestore, time_total_s - t->restored_time_total_s);
   metrics.SetDouble(rk::kTimeThisIterS, time_this_iter_s);
@@ -348,9 +342,9 @@ Status TrialRunner::OnResult(const std::string& trial_id, int64_t attempt, int64
     Decide(*t, seq, std::move(metrics), user_done, nullptr);
     return Status::Ok();
   }
-  if (auto j = journaled_answers_.find(t->index); j != journaled_answers_.end()) {
-    const JournaledAnswer journaled = std::move(j->second);
-    journaled_answers_.erase(j);
+  if (slot.journaled_answer) {
+    const JournaledAnswer journaled = std::move(*slot.journaled_answer);
+    slot.journaled_answer.reset();
     if (journaled.attempt == attempt && journaled.seq == seq) {
       // Answered before a restart (its driver_decision record is durable): not asked again.
       AcceptResult(*t, seq, time_this_iter_s);
@@ -363,7 +357,7 @@ Status TrialRunner::OnResult(const std::string& trial_id, int64_t attempt, int64
   // result dict carries it).
   nlohmann::json shown = metrics.ToJson();
   shown["config"] = t->config;
-  held_[t->index] = Held{attempt, seq, time_this_iter_s, std::move(metrics), user_done};
+  slot.held = HeldResult{attempt, seq, time_this_iter_s, std::move(metrics), user_done};
   driver_->Ask(t->trial_id, attempt, seq, std::move(shown));
   return Status::Ok();
 }
@@ -379,14 +373,13 @@ void TrialRunner::OnDriverAnswer(const std::string& trial_id, int64_t attempt, i
                                  const DriverAnswer& answer) {
   Trial* t = Find(trial_id);
   if (t == nullptr) return;
-  auto h = held_.find(t->index);
-  if (h == held_.end() || h->second.attempt != attempt || h->second.seq != seq ||
-      t->attempt != attempt || t->status != TrialStatus::kRunning || IsFinished() ||
-      !phases_.IsRunning(t->index)) {
+  std::optional<HeldResult>& h = slots_[size_t(t->index)].held;
+  if (!h || h->attempt != attempt || h->seq != seq || t->attempt != attempt ||
+      t->status != TrialStatus::kRunning || IsFinished() || !phases_.IsRunning(t->index)) {
     return;  // no longer held: the trial left RUNNING meanwhile
   }
-  Held held = std::move(h->second);
-  held_.erase(h);
+  HeldResult held = std::move(*h);
+  h.reset();
   // Write-ahead: the answer is journaled before the result's record and its decision.
   observer_.OnDriverDecision(*t, seq, answer.ToJson());
   AcceptResult(*t, seq, held.time_this_iter_s);
@@ -395,7 +388,7 @@ void TrialRunner::OnDriverAnswer(const std::string& trial_id, int64_t attempt, i
 }
 
 void TrialRunner::RestoreDriverAnswers(const std::map<std::string, nlohmann::json>& records) {
-  journaled_answers_.clear();
+  for (TrialSlot& slot : slots_) slot.journaled_answer.reset();
   for (const auto& [trial_id, record] : records) {
     const Trial* t = FindTrial(trial_id);
     const int64_t attempt = record.value("attempt", int64_t(0));
@@ -405,7 +398,10 @@ void TrialRunner::RestoreDriverAnswers(const std::map<std::string, nlohmann::jso
       continue;  // its result was journaled too: decided, nothing to reuse
     }
     Result<DriverAnswer> answer = DriverAnswer::FromJson(record);
-    if (answer.ok()) journaled_answers_[t->index] = {attempt, seq, std::move(answer).value()};
+    if (answer.ok()) {
+      slots_[size_t(t->index)].journaled_answer =
+          JournaledAnswer{attempt, seq, std::move(answer).value()};
+    }
   }
 }
 
@@ -451,7 +447,7 @@ void TrialRunner::Decide(Trial& t, int64_t seq, TrainingResult metrics, bool use
   const Action action =
       exploit ? Action::kStop : ActionFor(t, metrics, decision, checkpoint_requested);
   observer_.OnTrialResult(t, metrics, action);
-  last_action_[t.index] = action;
+  slots_[size_t(t.index)].last_action = action;
   executor_.SendDecision(t, seq, action);
   const bool saving = action == Action::kCheckpointAndStop;
   if (exploit && decision != Decision::kStop) {
@@ -555,7 +551,10 @@ void TrialRunner::LeaveRunning(Trial& t, TrialStatus to, const std::string& erro
   } else if (phases_.IsRunning(t.index)) {
     phases_.Leave(t.index);  // else kIdle: an attempt AbortExperiment stopped (fail_fast: raise)
   }
-  if (held_.erase(t.index) > 0 && driver_ != nullptr) driver_->Forget(t.trial_id);
+  if (std::optional<HeldResult>& held = slots_[size_t(t.index)].held; held) {
+    held.reset();
+    if (driver_ != nullptr) driver_->Forget(t.trial_id);
+  }
   NoteFailure(t, kind);
   observer_.OnTrialStatus(t);
   if (stop_trainable) executor_.StopTrial(t);  // before the release: nothing else gets them first

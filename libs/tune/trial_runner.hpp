@@ -5,6 +5,13 @@
 // decides when the experiment is over (Ray's is_finished: every trial done and the searcher
 // finished).
 //
+// Per trial it keeps three things at one index (Trial::index): the Trial (trials()), its phase
+// (phases(), trial_phases.hpp: the states and their transitions) and its TrialSlot (slot(): a
+// result held for the driver, a journaled driver answer, a PBT exploit note, the action that
+// answered its newest result; the invariants are TrialSlot's). Its public methods are the
+// executor's and the driver's answers, recovery and queries; the user's commands are
+// TrialControl's (trial_control.hpp), the trial scheduler's TrialSchedulerContext's.
+//
 // Threading: one thread calls everything (the scheduler service's loop, or a unit test).
 // Time comes from a tunebus::Clock (libs/core/clock.hpp): its WallSeconds() (Unix seconds) for
 // start times, result timestamps and the time budget, so tests pass a ManualClock.
@@ -35,6 +42,7 @@
 #include "libs/tune/driver_link.hpp"
 #include "libs/tune/scheduler_decisions.hpp"
 #include "libs/tune/searcher.hpp"
+#include "libs/tune/trial_control.hpp"
 #include "libs/tune/trial_executor.hpp"
 #include "libs/tune/trial_phases.hpp"
 #include "libs/tune/trial_scheduler.hpp"
@@ -69,6 +77,83 @@ struct RunnerOptions {
   /// The experiment's param space: `tunectl add` configs must use its keys. Null: any keys.
   nlohmann::json param_space;
 };
+
+/// A result held for the driver's answer (TrialRunner::SetDriver): decided in OnDriverAnswer.
+struct HeldResult {
+  int64_t attempt = 0, seq = 0;
+  double time_this_iter_s = 0;  // seconds
+  TrainingResult metrics;       // with the auto-filled keys, `done` not yet set
+  bool user_done = false;       // the trainable reported a truthy `done`
+};
+
+/// A driver answer journaled (driver_decision record) before a restart whose result has no
+/// result record yet: the result, sent again by its worker, is decided with it.
+struct JournaledAnswer {
+  int64_t attempt = 0, seq = 0;
+  DriverAnswer answer;
+};
+
+/// The runner's bookkeeping of one trial beside the trial itself (TrialRunner::trials()[index])
+/// and its phase (TrialRunner::phases().at(index)); TrialRunner::slot(index).
+///
+/// Where each part lives: the Trial stays in one contiguous std::vector<Trial> because the
+/// trial scheduler (TrialSchedulerContext::trials()), the journal's snapshot encoder and the
+/// scheduler service's views take `const std::vector<Trial>&`. The phase stays in TrialPhases:
+/// its placement queue, its saving set and its counts move with every phase change, so one
+/// class keeps the phase, the transition table and those indexes consistent (CheckInvariants)
+/// and is tested alone. The slot holds what changes on events that never change the phase.
+///
+/// Invariants (CheckSlots checks them; the runner keeps them after every call):
+///   - there is one slot per trial and one phase per trial (same count, same index);
+///   - `held` is set only while the trial is RUNNING, for its current attempt, with a seq after
+///     its last accepted one (held.attempt == trial.attempt, held.seq > trial.last_seq); at most
+///     one per trial (the trainable blocks on its decision);
+///   - `journaled_answer` is set only after Restore, for an attempt no newer than the trial's;
+///     the trial's next result takes it (decided with it if attempt and seq match, else dropped);
+///   - `exploit_note`, when not null, is an object ("pbt_exploit": donor, checkpoint_id,
+///     old_config, new_config) written into the trial's next result, then cleared;
+///   - `last_action`, once set, is the answer to the trial's newest decided result (re-sent for
+///     a duplicate of it); Restore sets it from the journal.
+///
+/// Cost: the slots are one vector by trial index (O(1) lookup, one append per new trial); an
+/// empty slot holds no heap memory, a held result or journaled answer one result's metrics.
+/// Thread-compatibility: owned by the runner's thread.
+struct TrialSlot {
+  std::optional<HeldResult> held;
+  std::optional<JournaledAnswer> journaled_answer;
+  nlohmann::json exploit_note;  // null: none
+  std::optional<Action> last_action;
+};
+
+/// A trial scheduler's journaled state: its newest whole state (null: its initial one) and the
+/// deltas journaled after it, in order.
+struct TrialSchedulerJournal {
+  nlohmann::json state;
+  std::vector<nlohmann::json> deltas;
+};
+
+/// What TrialRunner::Restore takes over: the state replayed from an experiment's journal
+/// (libs/journal/replay.hpp's ReplayedExperiment holds every part).
+struct RunnerRestore {
+  std::vector<Trial> trials;  // in creation order (Trial::index == position)
+  /// The searcher's newest whole state (a searcher_state record's or the snapshot's; null: the
+  /// state it was built in) and the `searcher` deltas journaled after it, in order.
+  nlohmann::json searcher_state;
+  std::vector<nlohmann::json> searcher_deltas;
+  /// nullopt: the trial scheduler keeps the state it was built in (a read-only experiment).
+  std::optional<TrialSchedulerJournal> trial_scheduler;
+  /// Per trial id, the worker action that answered its newest result.
+  std::map<std::string, Action> last_actions;
+  /// driver_decision records, newest per trial id.
+  std::map<std::string, nlohmann::json> driver_answers;
+  double start_s =
+      0;  // when the experiment was submitted (Unix seconds): the budget counts from it
+  /// kRunning while it runs; with `ended_reason`, restores an experiment that had ended.
+  ExperimentStatus ended_status = ExperimentStatus::kRunning;
+  std::string ended_reason;
+};
+
+class TrialControl;
 
 class TrialRunner final : public TrialSchedulerContext {
  public:
@@ -107,10 +192,6 @@ class TrialRunner final : public TrialSchedulerContext {
   /// a resend of it is dropped without a decision.
   Status OnResult(const std::string& trial_id, int64_t attempt, int64_t seq, TrainingResult metrics,
                   double time_this_iter_s);
-  /// The same for metrics held as a JSON value (tests, the scheduler crosscheck). Errors:
-  /// InvalidArgument if `metrics` is not an object.
-  Status OnResult(const std::string& trial_id, int64_t attempt, int64_t seq,
-                  const nlohmann::json& metrics, double time_this_iter_s);
   /// The trainable of (trial_id, attempt) ended: ok = returned normally (TERMINATED), else a
   /// failure with `error` (requeue or ERROR per max_failures). For an attempt that was saving a
   /// checkpoint before pausing or stopping, this is when its resources are returned.
@@ -153,11 +234,6 @@ class TrialRunner final : public TrialSchedulerContext {
   /// A worker that registers with an attempt for which this is false is told to kill it.
   bool AttemptMayRun(const std::string& trial_id, int64_t attempt,
                      const std::string& worker_id) const;
-  /// True if a trial keeps `checkpoint_id` (in its checkpoints) or will restore it. A stored
-  /// checkpoint that is not, and that OnCheckpointSaved refuses, is an orphan to delete.
-  bool ReferencesCheckpoint(const std::string& checkpoint_id) const;
-  /// Every checkpoint id ReferencesCheckpoint is true for (one pass over the trials).
-  std::unordered_set<std::string> ReferencedCheckpoints() const;
   /// A worker is gone: its RUNNING trials requeue (a worker loss does not count against
   /// max_failures, see DESIGN.md).
   void OnWorkerLost(const std::string& worker_id);
@@ -168,6 +244,8 @@ class TrialRunner final : public TrialSchedulerContext {
   /// its answers must reach OnDriverAnswer (SetDriver does not set its callback: the caller
   /// steps the runner after each). Call before the first result.
   void SetDriver(DriverLink* driver) { driver_ = driver; }
+  /// The driver link SetDriver gave, or nullptr.
+  const DriverLink* driver() const { return driver_; }
   /// The driver answered result `seq` of (trial_id, attempt). The answer is journaled, then the
   /// result is decided as Ray Tune 2.x's TuneController._process_trial_result does with a
   /// stopper: `stop_trial` makes the decision STOP without asking the trial scheduler (the
@@ -178,46 +256,16 @@ class TrialRunner final : public TrialSchedulerContext {
   /// result no longer held (its trial left RUNNING) is ignored.
   void OnDriverAnswer(const std::string& trial_id, int64_t attempt, int64_t seq,
                       const DriverAnswer& answer);
-  /// Answers journaled (driver_decision records, newest per trial) whose results have no result
-  /// record: the result, sent again by its worker, is decided with it without the driver.
-  /// Call after Restore.
-  void RestoreDriverAnswers(const std::map<std::string, nlohmann::json>& records);
-  /// DriverLink::Describe(), or null without a driver.
-  nlohmann::json DriverDescription() const {
-    return driver_ != nullptr ? driver_->Describe() : nlohmann::json(nullptr);
-  }
-  /// Results held for the driver's answer (at most one per RUNNING trial).
-  size_t HeldResults() const { return held_.size(); }
 
   // ---- resume (DESIGN.md "Journal and recovery") ------------------------------------------
-  /// Takes over the state replayed from the experiment's journal: `trials` in creation order
-  /// (PENDING ones are queued, RUNNING ones keep their attempt and wait for their worker to
-  /// report them), the search algorithm's state, and per trial the worker action that answered
-  /// its newest result (re-sent when that result arrives again). `start_s` is when the
-  /// experiment was submitted (the time budget counts from it). Call before anything else.
-  /// Errors: InvalidArgument when the searcher state does not restore.
-  /// `ended_status` (kRunning while it runs) and `ended_reason` restore an experiment that had
-  /// ended.
-  Status Restore(std::vector<Trial> trials, const nlohmann::json& searcher_state,
-                 const std::map<std::string, Action>& last_actions, double start_s,
-                 ExperimentStatus ended_status = ExperimentStatus::kRunning,
-                 const std::string& ended_reason = "");
-  /// Reruns the ERROR trials (Ray Tune's resume="ERRORED_ONLY", done right): kRestore makes
-  /// each PENDING to continue from its newest checkpoint; kRestart from scratch (checkpoints
-  /// forgotten, num_failures 0). Nothing else changes. A finished experiment runs again when
-  /// there is at least one. Returns how many. Errors: InvalidArgument for kNone.
-  Result<int64_t> RerunErrored(RerunMode mode);
-  /// Brings the trial scheduler to its journaled state: RestoreState(`state`, the newest
-  /// snapshot's, or null) then every delta journaled after it, in order. Call after Restore.
-  /// Errors: Corruption from the scheduler.
-  Status RestoreTrialScheduler(const nlohmann::json& state,
-                               const std::vector<nlohmann::json>& deltas);
-  /// Brings the searcher to its journaled state: Restore gave it the newest whole state (a
-  /// searcher_state record's or the snapshot's, or null); this applies every `searcher` delta
-  /// journaled after it, in order. Call after Restore. Errors: Corruption from the searcher.
-  Status ApplySearcherDeltas(const std::vector<nlohmann::json>& deltas);
-  /// The trial scheduler's whole state (for snapshots).
-  nlohmann::json TrialSchedulerState() const { return scheduler_->SaveState(); }
+  /// Takes over the state replayed from the experiment's journal (RunnerRestore's fields):
+  /// the trials (PENDING ones are queued, RUNNING ones keep their attempt and wait for their
+  /// worker to report them), the searcher's state and deltas, the trial scheduler's, the worker
+  /// action that answered each trial's newest result (re-sent when that result arrives again)
+  /// and the driver's journaled answers. Call before anything else. Errors: InvalidArgument
+  /// when the searcher state does not restore; Corruption from a searcher or trial scheduler
+  /// delta. On an error the runner is left part restored: the caller discards it.
+  Status Restore(RunnerRestore restored);
   /// A RUNNING trial that no worker reported after a restart: its attempt's resources are
   /// returned and it requeues from its newest checkpoint (a worker loss: counted in
   /// num_worker_losses, not num_failures; ERROR past max_worker_losses).
@@ -231,39 +279,58 @@ class TrialRunner final : public TrialSchedulerContext {
   /// The same for one trial's saving attempt (no worker reported it after a restart). False if
   /// the trial has none.
   bool EndSavingLost(const std::string& trial_id, const std::string& why);
-  /// True if (trial_id, attempt) on `worker_id` still owns its allocation: the trial's RUNNING
-  /// attempt there, or an attempt saving before it stops (also one Restore found storing its
-  /// end checkpoint, see StoresEndCheckpoint).
-  bool HoldsAllocation(const std::string& trial_id, int64_t attempt,
-                       const std::string& worker_id) const;
 
-  // ---- control ----------------------------------------------------------------------------
+  // ---- queries ----------------------------------------------------------------------------
+  // The user's commands (stop, pause, unpause, add, set resources, stop or interrupt the
+  // experiment, reopen, rerun errored trials) are TrialControl's (trial_control.hpp).
+  bool IsFinished() const { return status_ != ExperimentStatus::kRunning; }
+  ExperimentStatus status() const { return status_; }
+  const std::string& end_reason() const { return end_reason_; }
+  const std::vector<Trial>& trials() const override { return trials_; }
+  const Trial* FindTrial(const std::string& trial_id) const override;
+  /// The runner sub-state of every trial (trial_phases.hpp): its placement queue, what is in
+  /// flight (phases().in_flight(), what a fair share across experiments divides:
+  /// services/scheduler/core/fair_share.hpp), which trials are pausing.
+  const TrialPhases& phases() const { return phases_; }
+  /// The runner's bookkeeping of trial `index` beside its Trial and phase (TrialSlot).
+  /// REQUIRES: 0 <= index < trials().size().
+  const TrialSlot& slot(int64_t index) const { return slots_[size_t(index)]; }
+  /// Total trials the experiment will have, added ones included (-1 if unbounded).
+  int64_t TotalTrials() const;
+  const RunnerOptions& options() const { return options_; }
+  /// The search algorithm: its SaveState() for snapshots, Describe() for `tunectl status`.
+  const Searcher& searcher() const { return *search_alg_; }
+  /// The trial scheduler: its SaveState() for snapshots.
+  const TrialScheduler& trial_scheduler() const { return *scheduler_; }
+  /// The trial scheduler's newest STOP / PAUSE decisions and PBT exploits, in memory only
+  /// (scheduler_decisions.hpp).
+  const SchedulerDecisionLog& scheduler_decisions() const { return decisions_; }
+
+ private:
+  friend class TrialControl;
+
+  // ---- commands (TrialControl's; the trial scheduler's through TrialSchedulerContext) -----
   /// Stops one trial (PENDING, RUNNING or PAUSED -> TERMINATED; Ray Tune's stop_trial: the
   /// trial scheduler hears OnTrialRemove, or OnTrialComplete for a RUNNING one). NotFound for an
-  /// unknown id; a finished trial is a no-op with an OK status.
-  Status StopTrial(const std::string& trial_id) override;
-  /// Message for tunectl after StopTrial: "trial X stopped (was RUNNING)" or "... nothing to do".
-  Result<std::string> StopTrialByUser(const std::string& trial_id);
+  /// unknown id; a finished trial is a no-op with an OK status. The trial scheduler's stop is
+  /// noted in scheduler_decisions(); the user's (`by_user`) is not.
+  Status StopTrial(const std::string& trial_id) override { return StopTrial(trial_id, false); }
+  Status StopTrial(const std::string& trial_id, bool by_user);
   /// Pauses a trial (Ray Tune's pause_trial). PENDING -> PAUSED at once (no checkpoint);
   /// a RUNNING trial's next result is answered "pause": the worker saves a checkpoint and stops
-  /// the trainable, and the trial stays RUNNING (IsPausing) until it has exited, then is PAUSED
+  /// the trainable, and the trial stays RUNNING (pausing) until it has exited, then is PAUSED
   /// with its checkpoint stored and its resources free (Ray Tune saves before the trial is
   /// PAUSED). Returns a message. Errors: NotFound; FailedPrecondition for PAUSED or finished
   /// trials.
   Result<std::string> PauseTrial(const std::string& trial_id);
   /// PAUSED -> PENDING (Ray Tune's unpause_trial); it continues from its newest checkpoint.
-  /// A pausing trial (IsPausing) is PENDING at once and placed once its checkpoint is stored and
-  /// it has exited. Errors: NotFound; FailedPrecondition for other statuses.
+  /// A pausing trial is PENDING at once and placed once its checkpoint is stored and it has
+  /// exited. Errors: NotFound; FailedPrecondition for other statuses.
   Status UnpauseTrial(const std::string& trial_id) override;
-  /// True while a RUNNING trial's attempt saves the checkpoint its "pause" answer asked for.
-  bool IsPausing(const Trial& trial) const {
-    return phases_.Is(trial.index, RunnerPhase::kPausing);
-  }
-  /// The runner sub-state of every trial (trial_phases.hpp).
-  const TrialPhases& phases() const { return phases_; }
   bool IsPaused(const std::string& trial_id) const override;
   /// Adds a trial with an explicit config (Ray Tune's add_trial). Returns it (PENDING).
-  /// Errors: InvalidArgument if config is not an object; FailedPrecondition once finished.
+  /// Errors: InvalidArgument if config is not an object or has a key the param space lacks;
+  /// FailedPrecondition once finished.
   Result<const Trial*> AddTrial(nlohmann::json config);
   /// Sets the resource request of a trial that is not RUNNING (nor being placed or saving).
   /// Errors: NotFound; FailedPrecondition while RUNNING or finished.
@@ -280,41 +347,30 @@ class TrialRunner final : public TrialSchedulerContext {
   /// Continues an INTERRUPTED experiment (its PENDING trials are placed again). Returns false
   /// for an experiment in any other status.
   bool Reopen();
-
-  // ---- queries ----------------------------------------------------------------------------
-  bool IsFinished() const { return status_ != ExperimentStatus::kRunning; }
-  ExperimentStatus status() const { return status_; }
-  const std::string& end_reason() const { return end_reason_; }
-  const std::vector<Trial>& trials() const override { return trials_; }
-  const Trial* FindTrial(const std::string& trial_id) const override;
+  /// Reruns the ERROR trials (Ray Tune's resume="ERRORED_ONLY", done right): kRestore makes
+  /// each PENDING to continue from its newest checkpoint; kRestart from scratch (checkpoints
+  /// forgotten, num_failures 0). Nothing else changes. A finished experiment runs again when
+  /// there is at least one. Returns how many. Errors: InvalidArgument for kNone.
+  Result<int64_t> RerunErrored(RerunMode mode);
+  // The rest of TrialSchedulerContext (trial_scheduler.hpp), for the trial scheduler only.
   double NowS() const override { return clock_.WallSeconds(); }
   void RequestCheckpoint(const std::string& trial_id) override;
   void SetResultInfo(const std::string& trial_id, const std::string& key,
                      nlohmann::json value) override;
   const nlohmann::json* DriverSamples(const std::string& trial_id) const override;
-  /// Total trials the experiment will have, added ones included (-1 if unbounded).
-  int64_t TotalTrials() const;
-  /// The trial whose last result is best by metric/mode (Ray Tune's get_best_trial, scope
-  /// "last"), or nullptr when there is no metric or no result carries it.
-  const Trial* BestTrial() const;
-  std::map<TrialStatus, int64_t> CountByStatus() const;
-  /// Trials holding or asking resources (placing, running, saving) and trials waiting to be
-  /// placed: what a fair share across experiments divides (services/scheduler/core/fair_share.hpp).
-  int64_t TrialsInFlight() const { return InFlight(); }
-  int64_t TrialsQueued() const { return int64_t(phases_.queued().size()); }
-  const RunnerOptions& options() const { return options_; }
-  /// For snapshots: the search algorithm's state, and per trial the worker action that
-  /// answered its newest result (see Restore).
-  nlohmann::json SearcherState() const { return search_alg_->SaveState(); }
-  /// What `tunectl status` shows of the searcher: Searcher::Describe().
-  nlohmann::json SearcherDescription() const { return search_alg_->Describe(); }
-  const Searcher& searcher() const { return *search_alg_; }
-  /// The trial scheduler's newest STOP / PAUSE decisions and PBT exploits, in memory only
-  /// (scheduler_decisions.hpp).
-  const SchedulerDecisionLog& scheduler_decisions() const { return decisions_; }
-  std::map<std::string, Action> LastActions() const;
 
- private:
+  // ---- restore parts (Restore calls them in this order) --------------------------------------
+  /// Brings the trial scheduler to its journaled state: RestoreState(`state`, the newest
+  /// snapshot's, or null) then every delta journaled after it, in order. Errors: Corruption.
+  Status RestoreTrialScheduler(const nlohmann::json& state,
+                               const std::vector<nlohmann::json>& deltas);
+  /// Applies every `searcher` delta journaled after the whole state Restore gave the searcher.
+  /// Errors: Corruption from the searcher.
+  Status ApplySearcherDeltas(const std::vector<nlohmann::json>& deltas);
+  /// Answers journaled (driver_decision records, newest per trial) whose results have no result
+  /// record: the result, sent again by its worker, is decided with it without the driver.
+  void RestoreDriverAnswers(const std::map<std::string, nlohmann::json>& records);
+
   Trial* Find(const std::string& trial_id);
   /// The worker's answer (`what`: "checkpoint", "refused checkpoint") to the checkpoint request
   /// of `attempt` at `training_iteration`: closes it and the older requests of the attempt (the
@@ -402,19 +458,8 @@ class TrialRunner final : public TrialSchedulerContext {
   /// `user_done`: the trainable reported a truthy `done`.
   std::optional<Decision> StopperDecision(const TrainingResult& result, bool user_done) const;
   int64_t InFlight() const { return phases_.in_flight(); }
+  bool IsPausing(const Trial& t) const { return phases_.IsPausing(t.index); }
 
-  // A result waiting for the driver's answer.
-  struct Held {
-    int64_t attempt = 0, seq = 0;
-    double time_this_iter_s = 0;
-    TrainingResult metrics;
-    bool user_done = false;
-  };
-  // A journaled driver answer whose result has no result record yet (RestoreDriverAnswers).
-  struct JournaledAnswer {
-    int64_t attempt = 0, seq = 0;
-    DriverAnswer answer;
-  };
   struct Exploit {
     std::string donor_trial_id;
     nlohmann::json new_config;
@@ -438,22 +483,38 @@ class TrialRunner final : public TrialSchedulerContext {
   std::vector<Trial> trials_;
   std::unordered_map<std::string, size_t> index_;  // trial_id -> position in trials_
   TrialPhases phases_;                             // runner sub-state by trial index
+  std::vector<TrialSlot> slots_;                   // by trial index (TrialSlot)
   int64_t in_result_ = -1;                         // index whose OnTrialResult is running
   bool checkpoint_requested_ = false;              // RequestCheckpoint for `in_result_`
   std::vector<std::pair<std::string, nlohmann::json>> result_info_;  // SetResultInfo, in order
   std::optional<Exploit> deferred_exploit_;                          // ExploitTrial on `in_result_`
-  std::map<int64_t, nlohmann::json> exploit_notes_;  // index -> "pbt_exploit" for its next result
-  std::unordered_map<int64_t, Action> last_action_;  // index -> action of its newest result
-  std::set<std::string> stop_keys_seen_;             // stop keys some accepted result carried
-  DriverLink* driver_ = nullptr;                     // not owned; null: no driver link
-  std::map<int64_t, Held> held_;                     // index -> result held for the driver
-  std::map<int64_t, JournaledAnswer> journaled_answers_;  // index -> answer journaled, unused
-  const DriverAnswer* deciding_answer_ = nullptr;         // the driver's answer for `in_result_`
+  std::set<std::string> stop_keys_seen_;           // stop keys some accepted result carried
+  DriverLink* driver_ = nullptr;                   // not owned; null: no driver link
+  const DriverAnswer* deciding_answer_ = nullptr;  // the driver's answer for `in_result_`
   SchedulerDecisionLog decisions_;
-  bool stopping_by_user_ = false;  // StopTrialByUser is running: its StopTrial is not logged
   double start_s_ = 0;
   ExperimentStatus status_ = ExperimentStatus::kRunning;
   std::string end_reason_;
 };
+
+/// The trial whose last result is best by options.metric / options.mode (Ray Tune's
+/// get_best_trial, scope "last"), or nullptr when there is no metric or no result carries it.
+const Trial* BestTrial(const TrialRunner& runner);
+/// Trials per status.
+std::map<TrialStatus, int64_t> CountByStatus(const std::vector<Trial>& trials);
+/// Every checkpoint id a trial keeps (in its checkpoints) or will restore. A stored checkpoint
+/// not among them, and that OnCheckpointSaved refuses, is an orphan to delete.
+std::unordered_set<std::string> ReferencedCheckpoints(const std::vector<Trial>& trials);
+/// True if (trial_id, attempt) on `worker_id` still owns its allocation in `runner`: the trial's
+/// RUNNING attempt there, or an attempt saving before it stops (also one Restore found storing
+/// its end checkpoint, see StoresEndCheckpoint).
+bool HoldsAllocation(const TrialRunner& runner, const std::string& trial_id, int64_t attempt,
+                     const std::string& worker_id);
+/// For snapshots: per trial id, the worker action that answered its newest result (the
+/// slots' last_action; RunnerRestore::last_actions).
+std::map<std::string, Action> LastActions(const TrialRunner& runner);
+/// OK if every invariant of TrialSlot's comment holds for `runner`, else Internal naming the
+/// trial and the broken one. O(trials).
+Status CheckSlots(const TrialRunner& runner);
 
 }  // namespace tunebus

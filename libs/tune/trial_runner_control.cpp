@@ -11,14 +11,14 @@
 
 namespace tunebus {
 
-Status TrialRunner::StopTrial(const std::string& trial_id) {
+Status TrialRunner::StopTrial(const std::string& trial_id, bool by_user) {
   Trial* t = Find(trial_id);
   if (t == nullptr) return Status::NotFound(fmt::format("no trial {}", trial_id));
   if (tunebus::IsFinished(t->status)) return Status::Ok();
   if (t->index == in_result_) {
     return Status::FailedPrecondition("a trial scheduler stops the trial it decides on with kStop");
   }
-  if (!stopping_by_user_) NoteDecision(*t, "stop");
+  if (!by_user) NoteDecision(*t, "stop");
   if (t->status == TrialStatus::kRunning) {
     scheduler_->OnTrialComplete(*t, TrainingResult::FromJson(t->LastResult()));
     JournalSchedulerDelta();
@@ -49,21 +49,6 @@ void TrialRunner::DropPending(Trial& t) {
     default:
       break;
   }
-}
-
-Result<std::string> TrialRunner::StopTrialByUser(const std::string& trial_id) {
-  const Trial* t = FindTrial(trial_id);
-  if (t == nullptr) return Status::NotFound(fmt::format("no trial {}", trial_id));
-  if (tunebus::IsFinished(t->status)) {
-    return fmt::format("trial {} is already {}; nothing to do", trial_id,
-                       TrialStatusName(t->status));
-  }
-  const TrialStatus was = t->status;
-  stopping_by_user_ = true;
-  const Status stopped = StopTrial(trial_id);
-  stopping_by_user_ = false;
-  if (!stopped.ok()) return stopped;
-  return fmt::format("trial {} stopped (was {})", trial_id, TrialStatusName(was));
 }
 
 Result<std::string> TrialRunner::PauseTrial(const std::string& trial_id) {
@@ -200,7 +185,7 @@ Status TrialRunner::ExploitTrial(const std::string& trial_id, const std::string&
                              {"checkpoint_id", donor->checkpoints.back().checkpoint_id},
                              {"old_config", t->config},
                              {"new_config", new_config}}}};
-  exploit_notes_[t->index] = change["pbt_exploit"];
+  slots_[size_t(t->index)].exploit_note = change["pbt_exploit"];
   nlohmann::json decision = change["pbt_exploit"];  // and where the donor's checkpoint is
   decision["donor_iteration"] = donor->checkpoints.back().training_iteration;
   NoteDecision(*t, "exploit", std::move(decision));
@@ -287,19 +272,6 @@ bool TrialRunner::AttemptMayRun(const std::string& trial_id, int64_t attempt,
   const bool stopped_to_save =
       t->status == TrialStatus::kPaused || t->status == TrialStatus::kTerminated;
   return stopped_to_save && !t->requested_checkpoints.empty();
-}
-
-std::unordered_set<std::string> TrialRunner::ReferencedCheckpoints() const {
-  std::unordered_set<std::string> ids;
-  for (const Trial& t : trials_) {
-    if (t.restore_checkpoint) ids.insert(t.restore_checkpoint->checkpoint_id);
-    for (const CheckpointRef& c : t.checkpoints) ids.insert(c.checkpoint_id);
-  }
-  return ids;
-}
-
-bool TrialRunner::ReferencesCheckpoint(const std::string& checkpoint_id) const {
-  return ReferencedCheckpoints().contains(checkpoint_id);  // a refused checkpoint: rare
 }
 
 // Ray Tune's CheckpointManager: keep the best keep_checkpoints_num by checkpoint_score_attr
@@ -421,34 +393,6 @@ void TrialRunner::AbortExperiment(const std::string& reason) {
   observer_.OnExperimentEnded(status_, reason);
 }
 
-const Trial* TrialRunner::BestTrial() const {
-  if (options_.metric.empty()) return nullptr;
-  const Trial* best = nullptr;
-  double best_value = 0;
-  for (const Trial& t : trials_) {
-    if (!t.last_metric) continue;
-    const double v = *t.last_metric;
-    const bool better = options_.mode == "min" ? v < best_value : v > best_value;
-    if (best == nullptr || better) {
-      best = &t;
-      best_value = v;
-    }
-  }
-  return best;
-}
-
-std::map<std::string, Action> TrialRunner::LastActions() const {
-  std::map<std::string, Action> out;
-  for (const auto& [index, action] : last_action_) out[trials_[size_t(index)].trial_id] = action;
-  return out;
-}
-
-std::map<TrialStatus, int64_t> TrialRunner::CountByStatus() const {
-  std::map<TrialStatus, int64_t> counts;
-  for (const Trial& t : trials_) counts[t.status]++;
-  return counts;
-}
-
 void TrialRunner::NoteDecision(const Trial& t, const char* kind, nlohmann::json detail) {
   nlohmann::json said = scheduler_->TakeDecisionDetail();
   SchedulerDecision d;
@@ -460,6 +404,74 @@ void TrialRunner::NoteDecision(const Trial& t, const char* kind, nlohmann::json 
   d.at_s = clock_.WallSeconds();
   d.detail = detail.is_null() ? std::move(said) : std::move(detail);
   decisions_.Add(std::move(d));
+}
+
+const Trial* BestTrial(const TrialRunner& runner) {
+  const RunnerOptions& options = runner.options();
+  if (options.metric.empty()) return nullptr;
+  const Trial* best = nullptr;
+  double best_value = 0;
+  for (const Trial& t : runner.trials()) {
+    if (!t.last_metric) continue;
+    const double v = *t.last_metric;
+    const bool better = options.mode == "min" ? v < best_value : v > best_value;
+    if (best == nullptr || better) {
+      best = &t;
+      best_value = v;
+    }
+  }
+  return best;
+}
+
+std::map<TrialStatus, int64_t> CountByStatus(const std::vector<Trial>& trials) {
+  std::map<TrialStatus, int64_t> counts;
+  for (const Trial& t : trials) counts[t.status]++;
+  return counts;
+}
+
+std::unordered_set<std::string> ReferencedCheckpoints(const std::vector<Trial>& trials) {
+  std::unordered_set<std::string> ids;
+  for (const Trial& t : trials) {
+    if (t.restore_checkpoint) ids.insert(t.restore_checkpoint->checkpoint_id);
+    for (const CheckpointRef& c : t.checkpoints) ids.insert(c.checkpoint_id);
+  }
+  return ids;
+}
+
+std::map<std::string, Action> LastActions(const TrialRunner& runner) {
+  std::map<std::string, Action> out;
+  for (const Trial& t : runner.trials()) {
+    if (const std::optional<Action>& a = runner.slot(t.index).last_action; a) out[t.trial_id] = *a;
+  }
+  return out;
+}
+
+Status CheckSlots(const TrialRunner& runner) {
+  const std::vector<Trial>& trials = runner.trials();
+  if (runner.phases().size() != trials.size()) {
+    return Status::Internal(
+        fmt::format("{} trials but {} phases", trials.size(), runner.phases().size()));
+  }
+  for (const Trial& t : trials) {
+    const TrialSlot& slot = runner.slot(t.index);
+    if (const std::optional<HeldResult>& held = slot.held; held) {
+      if (t.status != TrialStatus::kRunning || held->attempt != t.attempt ||
+          held->seq <= t.last_seq) {
+        return Status::Internal(fmt::format(
+            "trial {} ({}, attempt {}, last seq {}) holds result {} of attempt {}", t.trial_id,
+            TrialStatusName(t.status), t.attempt, t.last_seq, held->seq, held->attempt));
+      }
+    }
+    if (const std::optional<JournaledAnswer>& j = slot.journaled_answer;
+        j && j->attempt > t.attempt) {
+      return Status::Internal(fmt::format("trial {} (attempt {}) keeps an answer for attempt {}",
+                                          t.trial_id, t.attempt, j->attempt));
+    }
+    if (!slot.exploit_note.is_null() && !slot.exploit_note.is_object()) {
+      return Status::Internal(fmt::format("trial {}'s exploit note is not an object", t.trial_id));
+    }
+  }
+  return Status::Ok();
 }
 
 }  // namespace tunebus

@@ -4,22 +4,19 @@
 
 namespace tunebus {
 
-Status TrialRunner::Restore(std::vector<Trial> trials, const nlohmann::json& searcher_state,
-                            const std::map<std::string, Action>& last_actions, double start_s,
-                            ExperimentStatus ended_status, const std::string& ended_reason) {
+Status TrialRunner::Restore(RunnerRestore restored) {
   // Null: the searcher keeps the initial state it was built in (RestoreState(null)'s).
-  if (!searcher_state.is_null()) {
-    if (Status s = search_alg_->RestoreState(searcher_state); !s.ok()) return s;
+  if (!restored.searcher_state.is_null()) {
+    if (Status s = search_alg_->RestoreState(restored.searcher_state); !s.ok()) return s;
   }
   (void)search_alg_->TakeStateDelta();
   searcher_finished_ = false;  // asked again: a finished searcher answers Finished again
   searcher_unconfirmed_ = true;
-  trials_ = std::move(trials);
+  trials_ = std::move(restored.trials);
   index_.clear();
   phases_.Reset(trials_.size());
-  held_.clear();
-  journaled_answers_.clear();
-  start_s_ = start_s;
+  slots_.assign(trials_.size(), TrialSlot{});
+  start_s_ = restored.start_s;
   for (Trial& t : trials_) {
     index_[t.trial_id] = size_t(t.index);
     if (t.status == TrialStatus::kPending) phases_.Queue(t.index);
@@ -29,8 +26,8 @@ Status TrialRunner::Restore(std::vector<Trial> trials, const nlohmann::json& sea
     } else if (t.status != TrialStatus::kRunning) {
       t.worker_id.clear();
     }
-    if (auto a = last_actions.find(t.trial_id); a != last_actions.end()) {
-      last_action_[t.index] = a->second;
+    if (auto a = restored.last_actions.find(t.trial_id); a != restored.last_actions.end()) {
+      slots_[size_t(t.index)].last_action = a->second;
       // Answered "pause" and not yet exited when the journal ends: still saving. Only a result
       // of the current attempt (last_seq > 0) says so: an unpaused trial's new attempt keeps
       // its previous attempt's "pause" here until its first result.
@@ -42,8 +39,17 @@ Status TrialRunner::Restore(std::vector<Trial> trials, const nlohmann::json& sea
       for (const auto& [key, threshold] : options_.stop) stop_keys_seen_.insert(key);
     }
   }
-  status_ = ended_status;
-  end_reason_ = ended_reason;
+  status_ = restored.ended_status;
+  end_reason_ = std::move(restored.ended_reason);
+  if (restored.trial_scheduler) {
+    if (Status s = RestoreTrialScheduler(restored.trial_scheduler->state,
+                                         restored.trial_scheduler->deltas);
+        !s.ok()) {
+      return s;
+    }
+  }
+  if (Status s = ApplySearcherDeltas(restored.searcher_deltas); !s.ok()) return s;
+  RestoreDriverAnswers(restored.driver_answers);
   return Status::Ok();
 }
 

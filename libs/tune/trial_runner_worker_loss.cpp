@@ -95,12 +95,12 @@ bool TrialRunner::EndSavingLost(const std::string& trial_id, const std::string& 
   return true;
 }
 
-bool TrialRunner::HoldsAllocation(const std::string& trial_id, int64_t attempt,
-                                  const std::string& worker_id) const {
-  const Trial* t = FindTrial(trial_id);
+bool HoldsAllocation(const TrialRunner& runner, const std::string& trial_id, int64_t attempt,
+                     const std::string& worker_id) {
+  const Trial* t = runner.FindTrial(trial_id);
   if (t == nullptr || t->attempt != attempt) return false;
   if (t->status == TrialStatus::kRunning) return t->worker_id == worker_id;
-  const TrialPhase& p = phases_.at(t->index);
+  const TrialPhase& p = runner.phases().at(t->index);
   return p.phase == RunnerPhase::kSaving && p.attempt == attempt && p.worker_id == worker_id;
 }
 

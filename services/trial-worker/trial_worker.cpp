@@ -193,7 +193,7 @@ void TrialWorker::Shutdown() {
   state_ = State::kShutDown;
   FlushResults();
   for (auto& [key, run] : runs_) {
-    if (run->phase == TrialRun::Phase::kExited) continue;
+    if (run->has_exited()) continue;
     spdlog::info("Killing trial {} attempt {} because trial-worker {} shuts down", run->trial_id,
                  run->attempt, options_.worker_id);
     for (int fd : run->fds) loop_.RemoveFd(fd);
@@ -206,8 +206,8 @@ void TrialWorker::Shutdown() {
     exited.exit_code = -9;
     exited.error = fmt::format("trial-worker {} shut down", options_.worker_id);
     exited.worker_shutdown = true;
-    exited.last_seq = run->last_seq;
-    if (!run->silent) SendToScheduler(exited);
+    exited.last_seq = run->reports.last_seq;
+    if (!run->stale()) SendToScheduler(exited);
   }
   runs_.clear();  // CommandTrainable's destructor reaps the killed processes
 }
@@ -270,8 +270,8 @@ void TrialWorker::RegisterNode() {
   for (const auto& [key, units] : capacity->units_map()) m.capacity[key] = units;
   for (int64_t i = 0; i < options_.gpus; ++i) m.gpu_ids.push_back(std::to_string(i));
   for (const auto& [key, run] : runs_) {
-    if (run->phase == TrialRun::Phase::kExited || run->silent) continue;
-    m.running.push_back({key.first, key.second, run->resources, run->gpu_ids});
+    if (run->has_exited() || run->stale()) continue;
+    m.running.push_back({key.first, key.second, run->setup.resources, run->setup.gpu_ids});
   }
   rm_request_in_flight_ = true;
   const auto timeout = bus::Duration{options_.heartbeat_interval_ms * options_.liveness};
@@ -311,7 +311,7 @@ void TrialWorker::SendRegisterWorker() {
   m.hostname = hostname_;
   // An exited attempt whose checkpoint upload goes on (its exit report waits) still counts.
   for (const auto& [key, run] : runs_) {
-    if ((run->phase != TrialRun::Phase::kExited || run->exit_deferred) && !run->silent)
+    if (run->phase != RunPhase::kExited && !run->stale())
       m.running.push_back({key.first, key.second});
   }
   SendToScheduler(m);
@@ -355,10 +355,9 @@ void TrialWorker::HandleRegisterWorkerAck(const proto::Decoded& msg) {
 
 void TrialWorker::ResendUnacked() {
   for (auto& [key, run] : runs_) {
-    for (const auto& [seq, result] : run->unacked) QueueResult(result);
+    for (const auto& [seq, result] : run->reports.unacked) QueueResult(result);
     // An exit that waits for its uploads goes after their checkpoint_saved / checkpoint_failed.
-    if (run->phase == TrialRun::Phase::kExited && !run->exit_deferred && !run->silent)
-      SendToScheduler(run->exited);
+    if (run->phase == RunPhase::kExited) SendToScheduler(run->exited);
   }
   std::vector<RunKey> keys;
   for (const auto& [key, run] : runs_) keys.push_back(key);

@@ -49,6 +49,7 @@
 #include "libs/trainable/trainable.hpp"
 #include "proto/worker.hpp"
 #include "services/trial-worker/checkpoint_transfer.hpp"
+#include "services/trial-worker/trial_run.hpp"
 #include "services/trial-worker/working_dir_cache.hpp"
 
 namespace tunebus {
@@ -107,53 +108,6 @@ class TrialWorker {
   const std::string& worker_id() const { return options_.worker_id; }
 
  private:
-  // One attempt of a trial on this worker.
-  struct TrialRun {
-    enum class Phase {
-      kRunning,   // the trainable runs; its reports become ReportResults
-      kStopping,  // told to stop; new reports are answered "stop" here; killed after the grace
-      kExited,    // TrialExited sent; kept only while some of its results are unacknowledged
-    };
-    std::string trial_id;
-    int64_t attempt = 0;
-    Phase phase = Phase::kRunning;
-    std::unique_ptr<trainable::Trainable> trainable;
-    std::vector<int> fds;      // registered with the loop
-    int64_t last_seq = 0;      // seq of the newest ReportResult sent
-    int64_t answered_seq = 0;  // newest seq whose decision reached the trainable
-    bool stop_requested = false;
-    bool silent = false;  // stale: exit without telling the scheduler
-    bus::EventLoop::TimerId kill_timer = 0;
-    // report_timeout_s (StartTrial): checked every quarter of it; an attempt whose last_seq has
-    // not moved for the whole timeout while the trainable was free to run is killed as failed.
-    double report_timeout_s = 0;
-    bus::EventLoop::TimerId report_timer = 0;
-    int64_t seq_at_last_check = 0;
-    double quiet_s = 0;           // time since last_seq last moved (in check periods)
-    std::string failure;          // why the worker failed the attempt itself ("" = it did not)
-    int64_t start_iteration = 0;  // training_iteration the attempt started from
-    std::string trial_dir;
-    std::string checkpoint_prefix;             // from StartTrial
-    std::map<std::string, int64_t> resources;  // from StartTrial (reported in RegisterNode)
-    std::vector<std::string> gpu_ids;          // from StartTrial
-    double acked_time_total_s = 0;    // time_total_s (seconds) through the newest answered result
-    int64_t capture_iteration = 0;    // > 0: a checkpoint was asked at this iteration
-    double capture_time_total_s = 0;  // its time_total_s, stored in the checkpoint's metadata
-    bool stop_after_capture = false;  // "pause" / "checkpoint_and_stop"
-    int uploads = 0;                  // checkpoint uploads in flight or queued
-    // Checkpoints saved while an older one still uploads: sent one at a time, oldest first, so
-    // the scheduler gets them in the order it asked for them (a newer one answers the older
-    // requests too).
-    struct QueuedUpload {
-      std::string saved, id;
-      int64_t iteration = 0;
-      nlohmann::json metadata;
-    };
-    std::deque<QueuedUpload> queued_uploads;
-    bool exit_deferred = false;                    // TrialExited waits for the uploads
-    std::map<int64_t, proto::ResultItem> unacked;  // seq -> result
-    proto::TrialExited exited;  // valid in kExited (resent after re-registration)
-  };
   using RunKey = std::pair<std::string, int64_t>;  // (trial_id, attempt)
 
   TrialWorker(TrialWorkerOptions options, trainable::AllowedCommands allowed_commands,
@@ -218,7 +172,7 @@ class TrialWorker {
   void FailStart(const proto::StartTrial& start, const std::string& error,
                  bool start_failed = true);
   void BeginStopping(TrialRun& run, const std::string& why);
-  /// Arms run.report_timer for one check period (report_timeout_s / 4).
+  /// Arms run.watch.timer for one check period (report_timeout_s / 4).
   void ArmReportTimer(TrialRun& run);
   /// One report-timeout check: kills the trainable as failed once it has been quiet too long.
   void CheckReportTimeout(const RunKey& key);

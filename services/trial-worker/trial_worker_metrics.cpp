@@ -6,8 +6,8 @@ namespace tunebus {
 void TrialWorker::RenderMetrics(metrics::MetricsText& m) {
   int64_t running = 0, unacked = 0;
   for (const auto& [key, run] : runs_) {
-    running += run->phase != TrialRun::Phase::kExited;
-    unacked += int64_t(run->unacked.size());
+    running += !run->has_exited();
+    unacked += int64_t(run->reports.unacked.size());
   }
   m.Gauge("trials_running", "Trainables running on this worker", double(running));
   m.Gauge("unacked_results", "Results sent but not acknowledged by the scheduler yet",

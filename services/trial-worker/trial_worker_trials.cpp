@@ -8,6 +8,7 @@
 #include <charconv>
 #include <chrono>
 #include <filesystem>
+#include <utility>
 
 #include "libs/bus/service_guard.hpp"
 #include "libs/bus/socket.hpp"
@@ -21,7 +22,7 @@ namespace tunebus {
 
 namespace fs = std::filesystem;
 
-TrialWorker::TrialRun* TrialWorker::FindRun(const std::string& trial_id, int64_t attempt) {
+TrialRun* TrialWorker::FindRun(const std::string& trial_id, int64_t attempt) {
   auto it = runs_.find(RunKey{trial_id, attempt});
   return it == runs_.end() ? nullptr : it->second.get();
 }
@@ -61,7 +62,7 @@ void TrialWorker::HandleStartTrial(const proto::Decoded& msg) {
           key.first, key.second, options_.worker_id);
       return;
     }
-    if (key.second > start->attempt && run->phase != TrialRun::Phase::kExited) {
+    if (key.second > start->attempt && !run->has_exited()) {
       spdlog::warn("Dropping StartTrial for {} attempt {} because newer attempt {} runs", key.first,
                    start->attempt, key.second);
       return;
@@ -189,17 +190,17 @@ void TrialWorker::StartRun(const proto::StartTrial& start_msg, nlohmann::json co
   run->trial_id = start->trial_id;
   run->attempt = start->attempt;
   run->trainable = std::move(made).value();
-  run->start_iteration = start->start_iteration;
-  run->acked_time_total_s = start->start_time_total_s;
-  run->trial_dir = start->trial_dir;
-  run->checkpoint_prefix = start->checkpoint_prefix;
-  run->resources = start->resources;
-  run->gpu_ids = start->gpu_ids;
-  run->report_timeout_s = start->report_timeout_s;
+  run->setup.start_iteration = start->start_iteration;
+  run->setup.trial_dir = start->trial_dir;
+  run->setup.checkpoint_prefix = start->checkpoint_prefix;
+  run->setup.resources = start->resources;
+  run->setup.gpu_ids = start->gpu_ids;
+  run->reports.acked_time_total_s = start->start_time_total_s;
+  run->watch.timeout_s = start->report_timeout_s;
   const RunKey key{start->trial_id, start->attempt};
   TrialRun& ref = *run;
   runs_[key] = std::move(run);
-  if (ref.report_timeout_s > 0) ArmReportTimer(ref);
+  if (ref.watch.timeout_s > 0) ArmReportTimer(ref);
   spdlog::info("Started trial {} attempt {} ({}) in {}", key.first, key.second,
                def.builtin.empty() ? fmt::format("command {}", fmt::join(def.command, " "))
                                    : "builtin " + def.builtin,
@@ -237,9 +238,9 @@ void TrialWorker::ApplyDecision(const proto::DecisionItem& item) {
         d->trial_id, d->attempt, d->seq, options_.worker_id);
     return;
   }
-  if (d->seq < 1 || d->seq > run->last_seq) {
+  if (d->seq < 1 || d->seq > run->reports.last_seq) {
     spdlog::warn("Dropping Decision for {} attempt {} because seq {} was never sent (last {})",
-                 d->trial_id, d->attempt, d->seq, run->last_seq);
+                 d->trial_id, d->attempt, d->seq, run->reports.last_seq);
     return;
   }
   auto decided = ParseAction(d->action);
@@ -252,19 +253,20 @@ void TrialWorker::ApplyDecision(const proto::DecisionItem& item) {
   const bool save_then_stop = StopsAfterSaving(*decided);
   const Action action = save_then_stop ? Action::kCheckpoint : *decided;
   // The decision acknowledges every result up to its seq.
-  while (!run->unacked.empty() && run->unacked.begin()->first <= d->seq) {
-    run->acked_time_total_s += run->unacked.begin()->second.time_this_iter_s;
-    run->unacked.erase(run->unacked.begin());
+  TrialRun::Reports& reports = run->reports;
+  while (!reports.unacked.empty() && reports.unacked.begin()->first <= d->seq) {
+    reports.acked_time_total_s += reports.unacked.begin()->second.time_this_iter_s;
+    reports.unacked.erase(reports.unacked.begin());
     --total_unacked_;
   }
   const RunKey key{d->trial_id, d->attempt};
-  if (d->seq > run->answered_seq && run->phase == TrialRun::Phase::kRunning) {
-    const int64_t answers = d->seq - run->answered_seq;
-    run->answered_seq = d->seq;
+  if (d->seq > reports.answered_seq && run->phase == RunPhase::kRunning) {
+    const int64_t answers = d->seq - reports.answered_seq;
+    reports.answered_seq = d->seq;
     if (action == Action::kCheckpoint) {
-      run->capture_iteration = run->start_iteration + d->seq;
-      run->capture_time_total_s = run->acked_time_total_s;
-      run->stop_after_capture = save_then_stop;
+      using Then = TrialRun::CheckpointCapture::Then;
+      run->capture = {save_then_stop ? Then::kStop : Then::kContinue,
+                      run->setup.start_iteration + d->seq, reports.acked_time_total_s};
     }
     if (action == Action::kStop) {
       BeginStopping(*run, fmt::format("decision {} for seq {}", d->action, d->seq));
@@ -304,11 +306,11 @@ void TrialWorker::HandleStopTrial(const proto::Decoded& msg) {
     SendToScheduler(exited);
     return;
   }
-  if (run->phase == TrialRun::Phase::kExited) {
+  if (run->has_exited()) {
     SendToScheduler(run->exited);
     return;
   }
-  if (run->phase == TrialRun::Phase::kStopping) {
+  if (run->phase != RunPhase::kRunning) {
     spdlog::info("Dropping StopTrialRequest for {} attempt {} because it is already stopping",
                  req->trial_id, req->attempt);
     return;
@@ -320,23 +322,23 @@ void TrialWorker::HandleStopTrial(const proto::Decoded& msg) {
 }
 
 void TrialWorker::KillStale(TrialRun& run, const std::string& why) {
-  total_unacked_ -= static_cast<int64_t>(run.unacked.size());
-  run.unacked.clear();
-  run.silent = true;
-  if (run.phase == TrialRun::Phase::kExited) return;
+  total_unacked_ -= static_cast<int64_t>(run.reports.unacked.size());
+  run.reports.unacked.clear();
+  if (run.has_exited()) {
+    run.MoveTo(RunPhase::kStaleExited);
+    return;
+  }
   spdlog::info("Killing trial {} attempt {} because {}", run.trial_id, run.attempt, why);
-  run.stop_requested = true;
-  run.phase = TrialRun::Phase::kStopping;
+  run.MoveTo(RunPhase::kStale);
   run.trainable->Kill();
   AfterTrainableEvent(run);
 }
 
 void TrialWorker::BeginStopping(TrialRun& run, const std::string& why) {
-  if (run.phase != TrialRun::Phase::kRunning) return;
-  run.phase = TrialRun::Phase::kStopping;
-  run.stop_requested = true;
+  if (run.phase != RunPhase::kRunning) return;
+  run.MoveTo(RunPhase::kStopping);
   if (run.trainable->awaiting_decisions() > 0) {
-    run.answered_seq = run.last_seq;
+    run.reports.answered_seq = run.reports.last_seq;
     if (Status s = run.trainable->SendDecision(Action::kStop); !s.ok()) {
       spdlog::debug("Trial {} attempt {}: stop not delivered: {}", run.trial_id, run.attempt,
                     s.message());
@@ -349,7 +351,7 @@ void TrialWorker::BeginStopping(TrialRun& run, const std::string& why) {
     TrialRun* r = FindRun(key.first, key.second);
     if (r == nullptr) return;
     r->kill_timer = 0;
-    if (r->phase != TrialRun::Phase::kStopping) return;
+    if (r->phase != RunPhase::kStopping && r->phase != RunPhase::kStale) return;
     spdlog::warn("Killing trial {} attempt {} because it did not stop within {} ms", key.first,
                  key.second, options_.stop_grace_ms);
     r->trainable->Kill();
@@ -361,26 +363,28 @@ void TrialWorker::BeginStopping(TrialRun& run, const std::string& why) {
 void TrialWorker::ArmReportTimer(TrialRun& run) {
   const RunKey key{run.trial_id, run.attempt};
   const auto period = std::chrono::duration_cast<bus::Duration>(
-      std::chrono::duration<double>(run.report_timeout_s / 4));
-  run.report_timer =
+      std::chrono::duration<double>(run.watch.timeout_s / 4));
+  run.watch.timer =
       loop_.AddTimer(std::max(period, bus::Duration{1}), [this, key] { CheckReportTimeout(key); });
 }
 
 void TrialWorker::CheckReportTimeout(const RunKey& key) {
   TrialRun* run = FindRun(key.first, key.second);
   if (run == nullptr) return;
-  run->report_timer = 0;
-  if (run->phase != TrialRun::Phase::kRunning || !run->trainable) return;
+  TrialRun::ReportWatch& watch = run->watch;
+  watch.timer = 0;
+  if (run->phase != RunPhase::kRunning || !run->trainable) return;
   // Quiet only while the trainable could report: not while its report waits for a decision.
+  const int64_t last_seq = run->reports.last_seq;
   const bool moved =
-      run->last_seq != run->seq_at_last_check || run->trainable->awaiting_decisions() > 0;
-  run->seq_at_last_check = run->last_seq;
-  run->quiet_s = moved ? 0 : run->quiet_s + run->report_timeout_s / 4;
-  if (run->quiet_s + 1e-9 < run->report_timeout_s) return ArmReportTimer(*run);
+      last_seq != watch.seq_at_last_check || run->trainable->awaiting_decisions() > 0;
+  watch.seq_at_last_check = last_seq;
+  watch.quiet_s = moved ? 0 : watch.quiet_s + watch.timeout_s / 4;
+  if (watch.quiet_s + 1e-9 < watch.timeout_s) return ArmReportTimer(*run);
   run->failure = fmt::format("reported no result for {:g} s (report_timeout_s {:g}); killed",
-                             run->quiet_s, run->report_timeout_s);
+                             watch.quiet_s, watch.timeout_s);
   spdlog::info("Killing trial {} attempt {}: {}", key.first, key.second, run->failure);
-  run->phase = TrialRun::Phase::kStopping;
+  run->MoveTo(RunPhase::kTimedOut);
   run->trainable->Kill();
   AfterTrainableEvent(*run);
   EraseIfDone(key);
@@ -398,16 +402,16 @@ void TrialWorker::AfterTrainableEvent(TrialRun& run) {
   if (!run.trainable) return;
   trainable::Trainable& t = *run.trainable;
   while (t.has_report()) {
-    if (!run.silent && total_unacked_ >= options_.max_unacked_results) {
+    if (!run.stale() && total_unacked_ >= options_.max_unacked_results) {
       spdlog::warn("Holding reports of trial {} attempt {}: {} results are unacknowledged",
                    run.trial_id, run.attempt, total_unacked_);
       held_.insert(RunKey{run.trial_id, run.attempt});
       break;
     }
     trainable::Report report = *t.TakeReport();
-    if (run.capture_iteration > 0) {
+    if (run.capture.asked()) {
       // The trainable saved before this report: the checkpoint is complete.
-      const bool stop = run.stop_after_capture;
+      const bool stop = run.capture.then == TrialRun::CheckpointCapture::Then::kStop;
       CaptureCheckpoint(run);
       if (stop) {  // paused or stopped at the checkpointed iteration: this report is not kept
         BeginStopping(run, "checkpoint saved before stopping");
@@ -418,7 +422,7 @@ void TrialWorker::AfterTrainableEvent(TrialRun& run) {
     proto::ResultItem result;
     result.trial_id = run.trial_id;
     result.attempt = run.attempt;
-    result.seq = ++run.last_seq;
+    result.seq = ++run.reports.last_seq;
     // As msgpack (keys sorted, numbers as they are), with Ray Tune's auto-filled keys that only
     // the worker knows (they replace reported ones): the scheduler takes the entries without
     // parsing text.
@@ -426,13 +430,13 @@ void TrialWorker::AfterTrainableEvent(TrialRun& run) {
     AppendReportMetrics(report.metrics, hostname_, node_ip_, pid > 0 ? pid : pid_,
                         result.metrics.bytes);
     result.time_this_iter_s = report.time_this_iter_s;
-    if (!run.silent) {
+    if (!run.stale()) {
       ++total_unacked_;
-      const proto::ResultItem& kept = run.unacked[result.seq] = std::move(result);
+      const proto::ResultItem& kept = run.reports.unacked[result.seq] = std::move(result);
       QueueResult(kept);
     }
-    if (run.phase != TrialRun::Phase::kRunning) {  // stopping: answer "stop" right here
-      run.answered_seq = run.last_seq;
+    if (run.phase != RunPhase::kRunning) {  // stopping: answer "stop" right here
+      run.reports.answered_seq = run.reports.last_seq;
       if (t.awaiting_decisions() > 0) (void)t.SendDecision(Action::kStop);
     }
   }
@@ -446,32 +450,35 @@ void TrialWorker::AfterTrainableEvent(TrialRun& run) {
 void TrialWorker::OnTrainableExited(TrialRun& run) {
   if (run.kill_timer != 0) loop_.CancelTimer(run.kill_timer);
   run.kill_timer = 0;
-  if (run.report_timer != 0) loop_.CancelTimer(run.report_timer);
-  run.report_timer = 0;
+  if (run.watch.timer != 0) loop_.CancelTimer(run.watch.timer);
+  run.watch.timer = 0;
   for (int fd : run.fds) loop_.RemoveFd(fd);
   run.fds.clear();
   const trainable::ExitStatus& es = run.trainable->exit_status();
   proto::TrialExited& exited = run.exited;
   exited.trial_id = run.trial_id;
   exited.attempt = run.attempt;
-  exited.stopped = run.stop_requested;
-  exited.ok = run.failure.empty() && (es.ok || (run.stop_requested && es.killed));
+  exited.stopped = run.told_to_stop();
+  exited.ok = run.failure.empty() && (es.ok || (exited.stopped && es.killed));
   exited.exit_code = es.exit_code;
   exited.error = exited.ok ? "" : run.failure.empty() ? es.error : run.failure;
   exited.stderr_tail = exited.ok ? "" : es.stderr_tail;
-  exited.last_seq = run.last_seq;
-  run.phase = TrialRun::Phase::kExited;
+  exited.last_seq = run.reports.last_seq;
   run.trainable.reset();
-  if (run.capture_iteration > 0 && !run.silent) CaptureCheckpoint(run);
+  const bool stale = run.stale();
+  if (run.capture.asked() && !stale) CaptureCheckpoint(run);
   RemoveScratchDirs(run);
-  if (run.uploads > 0) {
-    run.exit_deferred = true;  // sent once the checkpoint is stored (CheckpointSaved first)
+  if (stale) {
+    run.MoveTo(RunPhase::kStaleExited);
+    if (run.uploads.count == 0)
+      spdlog::info("Stale trial {} attempt {} exited", run.trial_id, run.attempt);
     return;
   }
-  if (run.silent) {
-    spdlog::info("Stale trial {} attempt {} exited", run.trial_id, run.attempt);
+  if (run.uploads.count > 0) {
+    run.MoveTo(RunPhase::kExitWaits);  // sent once the checkpoint is stored (CheckpointSaved first)
     return;
   }
+  run.MoveTo(RunPhase::kExited);
   if (exited.ok) {
     spdlog::info("Trial {} attempt {} exited ok{} after {} results", run.trial_id, run.attempt,
                  exited.stopped ? " (stopped)" : "", exited.last_seq);
@@ -503,20 +510,19 @@ void TrialWorker::RemoveRestoreDirs(const std::string& trial_dir, int64_t throug
 
 void TrialWorker::RemoveScratchDirs(const TrialRun& run) {
   std::error_code ec;
-  fs::remove_all(RestoreDir(run.trial_dir, run.attempt), ec);
+  fs::remove_all(RestoreDir(run.setup.trial_dir, run.attempt), ec);
   for (const auto& [key, other] : runs_) {
     if (key.first == run.trial_id && other.get() != &run && other->trainable)
       return;  // it may save there
   }
-  const fs::path tmp = fs::path(run.trial_dir) / "checkpoint_tmp";
+  const fs::path tmp = fs::path(run.setup.trial_dir) / "checkpoint_tmp";
   if (fs::is_directory(tmp, ec) && fs::is_empty(tmp, ec) && !ec) fs::remove(tmp, ec);
 }
 
 void TrialWorker::CaptureCheckpoint(TrialRun& run) {
-  const int64_t iteration = run.capture_iteration;
-  run.capture_iteration = 0;
-  run.stop_after_capture = false;
-  const fs::path tmp = fs::path(run.trial_dir) / "checkpoint_tmp";
+  const TrialRun::CheckpointCapture capture = std::exchange(run.capture, {});
+  const int64_t iteration = capture.iteration;
+  const fs::path tmp = fs::path(run.setup.trial_dir) / "checkpoint_tmp";
   std::error_code ec;
   if (!fs::exists(tmp, ec) || fs::is_empty(tmp, ec)) {
     spdlog::warn(
@@ -525,7 +531,8 @@ void TrialWorker::CaptureCheckpoint(TrialRun& run) {
     return;
   }
   // Move it aside so the trainable can save the next one while this one uploads.
-  const fs::path saved = fs::path(run.trial_dir) / fmt::format("checkpoint_{:08d}", iteration);
+  const fs::path saved =
+      fs::path(run.setup.trial_dir) / fmt::format("checkpoint_{:08d}", iteration);
   fs::remove_all(saved, ec);
   fs::rename(tmp, saved, ec);
   if (ec) {
@@ -534,14 +541,15 @@ void TrialWorker::CaptureCheckpoint(TrialRun& run) {
     return;
   }
   fs::create_directories(tmp, ec);
-  const std::string id = fmt::format("{}{:08d}-a{}", run.checkpoint_prefix, iteration, run.attempt);
+  const std::string id =
+      fmt::format("{}{:08d}-a{}", run.setup.checkpoint_prefix, iteration, run.attempt);
   nlohmann::json meta = {{"trial_id", run.trial_id},
                          {"attempt", run.attempt},
                          {"training_iteration", iteration},
-                         {"time_total_s", run.capture_time_total_s},
+                         {"time_total_s", capture.time_total_s},
                          {"worker_id", options_.worker_id}};
-  if (++run.uploads > 1) {
-    run.queued_uploads.push_back({saved.string(), id, iteration, std::move(meta)});
+  if (++run.uploads.count > 1) {
+    run.uploads.queued.push_back({saved.string(), id, iteration, std::move(meta)});
     return;
   }
   UploadCheckpoint(RunKey{run.trial_id, run.attempt}, saved.string(), id, iteration,
@@ -605,16 +613,16 @@ void TrialWorker::UploadCheckpoint(const RunKey& key, const std::string& saved,
         }
         TrialRun* r = FindRun(key.first, key.second);
         if (r == nullptr) return;
-        --r->uploads;
-        if (!r->queued_uploads.empty()) {
-          TrialRun::QueuedUpload next = std::move(r->queued_uploads.front());
-          r->queued_uploads.pop_front();
+        --r->uploads.count;
+        if (!r->uploads.queued.empty()) {
+          TrialRun::Uploads::Queued next = std::move(r->uploads.queued.front());
+          r->uploads.queued.pop_front();
           UploadCheckpoint(key, next.saved, next.id, next.iteration, std::move(next.metadata),
                            kUploadTries);
         }
-        if (r->uploads == 0 && r->exit_deferred) {
-          r->exit_deferred = false;
-          if (!r->silent) SendToScheduler(r->exited);
+        if (r->uploads.count == 0 && r->phase == RunPhase::kExitWaits) {
+          r->MoveTo(RunPhase::kExited);
+          SendToScheduler(r->exited);
         }
         EraseIfDone(key);
       });
@@ -643,8 +651,8 @@ void TrialWorker::EraseIfDone(const RunKey& key) {
   auto it = runs_.find(key);
   if (it == runs_.end()) return;
   TrialRun& run = *it->second;
-  if (run.phase == TrialRun::Phase::kExited && run.unacked.empty() && run.uploads == 0)
-    runs_.erase(it);
+  const bool exited = run.phase == RunPhase::kExited || run.phase == RunPhase::kStaleExited;
+  if (exited && run.reports.unacked.empty() && run.uploads.count == 0) runs_.erase(it);
 }
 
 }  // namespace tunebus

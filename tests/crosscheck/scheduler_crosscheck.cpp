@@ -104,7 +104,9 @@ class Crosscheck {
       if (t.status == TrialStatus::kRunning && how == "complete") {
         runner_->OnTrialExited(t.trial_id, t.attempt, true, "");
       } else if (how == "stop") {
-        if (Status s = runner_->StopTrial(t.trial_id); !s.ok()) return s;
+        // The trial scheduler's stop (noted as its decision), not the user's.
+        TrialSchedulerContext& context = *runner_;
+        if (Status s = context.StopTrial(t.trial_id); !s.ok()) return s;
       } else if (how != "complete") {
         return Status::InvalidArgument("end: \"complete\" or \"stop\", got " + how);
       }
@@ -122,8 +124,9 @@ class Crosscheck {
           fmt::format("trial {}: step {} is not its next training_iteration {}", i, step,
                       t.training_iteration + 1));
     }
-    if (Status s = runner_->OnResult(t.trial_id, t.attempt, step,
-                                     {{"value", e.at("value").get<double>()}}, 1.0);
+    if (Status s = runner_->OnResult(
+            t.trial_id, t.attempt, step,
+            TrainingResult::FromJson({{"value", e.at("value").get<double>()}}), 1.0);
         !s.ok()) {
       return s;
     }

@@ -65,7 +65,7 @@ TEST_F(AshaSchedulerTest, TheDecisionLogListsEachStopWithItsRungAndNotAUsersStop
   Decide(0, 3, 0.6);
   Decide(1, 3, 0.95);
   Decide(3, 3, 0.7);
-  ASSERT_TRUE(runner_->StopTrialByUser(Id(1)).ok());
+  ASSERT_TRUE(Control().StopTrial(Id(1)).ok());
   for (int64_t it = 4; it <= 9; ++it) Decide(0, it, 0.6);
   const json log = runner_->scheduler_decisions().ToJson();
   ASSERT_EQ(log["total"], 3) << log.dump();

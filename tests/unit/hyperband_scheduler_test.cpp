@@ -59,8 +59,8 @@ TEST_F(HyperBandSchedulerTest, HalvingWhileThePausedTrialsStillSaveStopsAndUnpau
   }
   for (int i = 3; i <= 6; ++i) {
     EXPECT_EQ(Decide(i, 3, acc[i]), "pause") << i;
-    EXPECT_TRUE(runner_->IsPausing(T(i)));
-    EXPECT_TRUE(runner_->IsPaused(Id(i)));
+    EXPECT_TRUE(runner_->phases().IsPausing(i));
+    EXPECT_TRUE(Context().IsPaused(Id(i)));
   }
   EXPECT_EQ(Decide(7, 3, acc[7]), "stop");
   EXPECT_EQ(T(3).status, TrialStatus::kTerminated);
@@ -77,7 +77,7 @@ TEST_F(HyperBandSchedulerTest, HalvingWhileThePausedTrialsStillSaveStopsAndUnpau
   EXPECT_EQ(T(4).checkpoints.size(), 1u);
   runner_->Step();
   EXPECT_EQ(exec_.placements.size(), placed + 2);
-  EXPECT_EQ(runner_->CountByStatus()[TrialStatus::kPaused], 0);
+  EXPECT_EQ(CountByStatus(runner_->trials())[TrialStatus::kPaused], 0);
 }
 
 TEST_F(HyperBandSchedulerTest, RungWaitsPausedThenHalvingUnpausesTheBestAndStopsTheRest) {

@@ -58,7 +58,7 @@ TEST_F(PbtSchedulerTest, AFinishedTrialIsNoDonor) {
   // are t1 0.5, t2 0.4 (and t3 0.1): t1 is now the top and checkpoints, and t3, the bottom,
   // exploits t1's checkpoint, not the finished t0's.
   StartPbtAndRunToTheFirstTopCheckpoint();
-  ASSERT_TRUE(runner_->StopTrialByUser(Id(0)).ok());
+  ASSERT_TRUE(Control().StopTrial(Id(0)).ok());
   EXPECT_EQ(T(0).status, TrialStatus::kTerminated);
   EXPECT_EQ(At(1, 4, acc_[1]), "checkpoint");
   EXPECT_EQ(At(2, 4, acc_[2]), "continue");

@@ -254,6 +254,17 @@ class TrialRunnerTest : public ::testing::Test {
                                             std::move(scheduler), exec_, obs_, clock_);
   }
 
+  // The user's commands (tunectl's) on the runner.
+  TrialControl Control() { return TrialControl(*runner_); }
+  // The runner as its trial scheduler sees it (a stop noted as the scheduler's decision).
+  TrialSchedulerContext& Context() { return *runner_; }
+  // Results held for the driver's answer, over every trial's slot.
+  size_t HeldResults() const {
+    size_t held = 0;
+    for (const Trial& t : runner_->trials()) held += runner_->slot(t.index).held.has_value();
+    return held;
+  }
+
   static std::string Id(int index) {
     std::string digits = std::to_string(index);
     std::string id = "exp_";
@@ -296,7 +307,8 @@ class TrialRunnerTest : public ::testing::Test {
     ASSERT_EQ(T(index).status, TrialStatus::kRunning);
   }
   Status Report(int index, int64_t seq, json metrics = json::object(), double dt = 1.0) {
-    return runner_->OnResult(Id(index), T(index).attempt, seq, std::move(metrics), dt);
+    return runner_->OnResult(Id(index), T(index).attempt, seq, TrainingResult::FromJson(metrics),
+                             dt);
   }
   // Starts `trials` trials (a grid over x) under the trial scheduler `name` (metric "acc"), with
   // every placement granted.
@@ -359,10 +371,10 @@ class TrialRunnerTest : public ::testing::Test {
     ASSERT_TRUE((*fresh)->RestoreState(nullptr).ok());
     for (const json& d : obs_.scheduler_deltas)
       ASSERT_TRUE((*fresh)->ApplyStateDelta(d).ok()) << d.dump();
-    EXPECT_EQ((*fresh)->SaveState(), runner_->TrialSchedulerState());
+    EXPECT_EQ((*fresh)->SaveState(), runner_->trial_scheduler().SaveState());
     auto again = MakeTrialScheduler(name, config, metric, mode, seed);
-    ASSERT_TRUE((*again)->RestoreState(runner_->TrialSchedulerState()).ok());
-    EXPECT_EQ((*again)->SaveState(), runner_->TrialSchedulerState());
+    ASSERT_TRUE((*again)->RestoreState(runner_->trial_scheduler().SaveState()).ok());
+    EXPECT_EQ((*again)->SaveState(), runner_->trial_scheduler().SaveState());
   }
   void Fail(int index, const std::string& error) {
     runner_->OnTrialExited(Id(index), T(index).attempt, false, error);

@@ -105,14 +105,14 @@ TEST_F(CheckpointFailedTest, AResumedPauseRestoresTheNewestStoredCheckpoint) {
     ASSERT_TRUE(Report(0, i).ok());
     ASSERT_TRUE((i >= 4 ? Refused(0, i) : Saved(0, i)).ok()) << i;
   }
-  ASSERT_TRUE(runner_->PauseTrial(Id(0)).ok());
+  ASSERT_TRUE(Control().PauseTrial(Id(0)).ok());
   ASSERT_TRUE(Report(0, 7).ok());
   ASSERT_EQ(LastAction(), "pause");
   ASSERT_TRUE(Refused(0, 7).ok());
   runner_->OnTrialExited(Id(0), 1, true, "");
   ASSERT_EQ(T(0).status, TrialStatus::kPaused);
   EXPECT_EQ(RefusedIterations(0), (std::vector<int64_t>{4, 5, 6, 7}));
-  ASSERT_TRUE(runner_->UnpauseTrial(Id(0)).ok());
+  ASSERT_TRUE(Control().UnpauseTrial(Id(0)).ok());
   runner_->Step();
   Grant("w1");
   EXPECT_EQ(exec_.launches.back().restored_checkpoint_id, CheckpointId(0, 3));
@@ -144,17 +144,17 @@ TEST_F(CheckpointFailedTest, PauseModePausesAtTheNextResultAndResumesFromTheNewe
   ASSERT_TRUE(Report(0, 2).ok());
   ASSERT_TRUE(Refused(0, 2).ok());
   EXPECT_EQ(T(0).status, TrialStatus::kRunning);
-  EXPECT_FALSE(runner_->IsPaused(Id(0)));
+  EXPECT_FALSE(Context().IsPaused(Id(0)));
   ASSERT_TRUE(Report(0, 3).ok());
   EXPECT_EQ(LastAction(), "pause");
-  EXPECT_TRUE(runner_->IsPausing(T(0)));
+  EXPECT_TRUE(runner_->phases().IsPausing(0));
   ASSERT_TRUE(Refused(0, 3).ok());
   runner_->OnTrialExited(Id(0), 1, true, "");
   EXPECT_EQ(T(0).status, TrialStatus::kPaused);
   EXPECT_EQ(T(0).error, "");
   EXPECT_EQ(RefusedIterations(0), (std::vector<int64_t>{2, 3}));
   EXPECT_FALSE(runner_->IsFinished());
-  ASSERT_TRUE(runner_->UnpauseTrial(Id(0)).ok());
+  ASSERT_TRUE(Control().UnpauseTrial(Id(0)).ok());
   runner_->Step();
   Grant("w1");
   EXPECT_EQ(exec_.launches.back().restored_checkpoint_id, CheckpointId(0, 1));
@@ -303,15 +303,16 @@ TEST(CheckpointFailedJournalTest, ReplayOfTheJournalRestoresTheTrialWithItsRefus
     runner.OnTrialPlaced(p.trial_id, p.attempt, worker, {});
   };
   place("w1");
-  ASSERT_TRUE(runner.OnResult(id, 1, 1, json::object(), 1.0).ok());
+  ASSERT_TRUE(runner.OnResult(id, 1, 1, TrainingResult::FromJson(json::object()), 1.0).ok());
   ASSERT_TRUE(runner.OnCheckpointSaved(id, 1, id + "/1", 1, 10).ok());
-  ASSERT_TRUE(runner.OnResult(id, 1, 2, json::object(), 1.0).ok());
+  ASSERT_TRUE(runner.OnResult(id, 1, 2, TrainingResult::FromJson(json::object()), 1.0).ok());
   ASSERT_TRUE(runner.OnCheckpointFailed(id, 1, 2, kDiskFull).ok());
   place("w2");
-  ASSERT_TRUE(runner.OnResult(id, 2, 1, json::object(), 1.0).ok());  // iteration 2
+  ASSERT_TRUE(runner.OnResult(id, 2, 1, TrainingResult::FromJson(json::object()), 1.0)
+                  .ok());  // iteration 2
   ASSERT_TRUE(runner.OnCheckpointSaved(id, 2, id + "/2", 2, 10).ok());
-  ASSERT_TRUE(runner.OnResult(id, 2, 2, json::object(), 1.0).ok());
-  ASSERT_TRUE(runner.OnResult(id, 2, 3, json::object(), 1.0).ok());
+  ASSERT_TRUE(runner.OnResult(id, 2, 2, TrainingResult::FromJson(json::object()), 1.0).ok());
+  ASSERT_TRUE(runner.OnResult(id, 2, 3, TrainingResult::FromJson(json::object()), 1.0).ok());
   ASSERT_TRUE(runner.OnCheckpointFailed(id, 2, 3, "io_error: quota exceeded").ok());
   const Trial& live = *runner.FindTrial(id);
   ASSERT_EQ(live.status, TrialStatus::kPending);
@@ -341,9 +342,12 @@ TEST(CheckpointFailedJournalTest, ReplayOfTheJournalRestoresTheTrialWithItsRefus
   RecordingObserver obs2(log2);
   TrialRunner successor(o, std::make_unique<VariantGenerator>(Grid(1), 1, 42),
                         std::make_unique<FifoScheduler>(), exec2, obs2, clock);
-  ASSERT_TRUE(
-      successor.Restore(std::move(state.trials), state.searcher_state, state.last_action, 1000.0)
-          .ok());
+  ASSERT_TRUE(successor
+                  .Restore({.trials = std::move(state.trials),
+                            .searcher_state = state.searcher_state,
+                            .last_actions = state.last_action,
+                            .start_s = 1000.0})
+                  .ok());
   successor.Step();
   ASSERT_FALSE(exec2.open.empty());
   successor.OnTrialPlaced(id, 3, "w3", {});

@@ -17,7 +17,7 @@ TEST_F(TrialRunnerControlTest, StopPendingTrialTerminatesItWithoutExecutorCalls)
   exec_.can_place = false;
   Start({}, 2);
   runner_->Step();
-  auto msg = runner_->StopTrialByUser(Id(0));
+  auto msg = Control().StopTrial(Id(0));
   ASSERT_TRUE(msg.ok());
   EXPECT_NE(msg->find("PENDING"), std::string::npos) << *msg;
   EXPECT_EQ(T(0).status, TrialStatus::kTerminated);
@@ -36,7 +36,7 @@ TEST_F(TrialRunnerControlTest, StopRunningTrialStopsItOnItsWorkerAndReleasesOnce
   Start({}, 2);
   runner_->Step();
   Grant("w7");
-  auto msg = runner_->StopTrialByUser(Id(0));
+  auto msg = Control().StopTrial(Id(0));
   ASSERT_TRUE(msg.ok());
   EXPECT_NE(msg->find("RUNNING"), std::string::npos) << *msg;
   EXPECT_EQ(T(0).status, TrialStatus::kTerminated);
@@ -58,12 +58,12 @@ TEST_F(TrialRunnerControlTest, StopFinishedTrialIsANoOpAndUnknownIsNotFound) {
   GrantAll();
   runner_->OnTrialExited(Id(0), 1, true, "");
   const size_t log_size = log_.size();
-  auto msg = runner_->StopTrialByUser(Id(0));
+  auto msg = Control().StopTrial(Id(0));
   ASSERT_TRUE(msg.ok());
   EXPECT_NE(msg->find("already"), std::string::npos) << *msg;
   EXPECT_EQ(log_.size(), log_size);
   EXPECT_EQ(T(0).status, TrialStatus::kTerminated);
-  auto unknown = runner_->StopTrialByUser("exp_12345");
+  auto unknown = Control().StopTrial("exp_12345");
   ASSERT_FALSE(unknown.ok());
   EXPECT_EQ(unknown.status().code(), StatusCode::kNotFound);
   EXPECT_EQ(log_.size(), log_size);
@@ -74,8 +74,8 @@ TEST_F(TrialRunnerControlTest, GrantArrivingAfterStopIsReleasedAtOnce) {
   // returned immediately and the trial is never launched. A deferral arriving late is ignored.
   Start({}, 3);
   runner_->Step();
-  ASSERT_TRUE(runner_->StopTrialByUser(Id(0)).ok());
-  ASSERT_TRUE(runner_->StopTrialByUser(Id(1)).ok());
+  ASSERT_TRUE(Control().StopTrial(Id(0)).ok());
+  ASSERT_TRUE(Control().StopTrial(Id(1)).ok());
   EXPECT_EQ(T(0).status, TrialStatus::kTerminated);
   Grant("w9");
   ASSERT_EQ(exec_.released.size(), 1u);
@@ -110,7 +110,7 @@ TEST_F(TrialRunnerControlTest, StopExperimentTerminatesEveryUnfinishedTrial) {
   // trial 2 placing; trials 3, 4 pending
   Fail(1, "bad");
   ASSERT_EQ(T(1).status, TrialStatus::kError);
-  runner_->StopExperiment("user asked");
+  Control().StopExperiment("user asked");
   EXPECT_EQ(runner_->status(), ExperimentStatus::kStopped);
   EXPECT_EQ(runner_->end_reason(), "user asked");
   EXPECT_TRUE(runner_->IsFinished());
@@ -124,7 +124,7 @@ TEST_F(TrialRunnerControlTest, StopExperimentTerminatesEveryUnfinishedTrial) {
   Grant("w3");
   EXPECT_EQ(T(2).status, TrialStatus::kTerminated);
   runner_->Step();
-  runner_->StopExperiment("again");
+  Control().StopExperiment("again");
   EXPECT_EQ(obs_.ended.size(), 1u);
   EXPECT_EQ(runner_->end_reason(), "user asked");
   EXPECT_EQ(exec_.placements.size(), 3u);
@@ -177,7 +177,7 @@ TEST_F(TrialRunnerControlTest, ExperimentFinishesWhenAllTrialsEnd) {
   runner_->Step();
   ASSERT_EQ(obs_.ended.size(), 1u);
   EXPECT_EQ(obs_.ended[0].first, "FINISHED");
-  auto counts = runner_->CountByStatus();
+  auto counts = CountByStatus(runner_->trials());
   EXPECT_EQ(counts[TrialStatus::kTerminated], 2);
   EXPECT_EQ(counts[TrialStatus::kError], 1);
   ExpectEachGrantReleasedOnce();
@@ -199,7 +199,7 @@ TEST_F(TrialRunnerControlTest, PausedTrialReleasesResourcesAndCanBeStopped) {
   runner_->Step();
   EXPECT_FALSE(runner_->IsFinished());
   EXPECT_EQ(exec_.placements.size(), 1u);  // not placed again by itself
-  auto msg = runner_->StopTrialByUser(Id(0));
+  auto msg = Control().StopTrial(Id(0));
   ASSERT_TRUE(msg.ok());
   EXPECT_NE(msg->find("PAUSED"), std::string::npos) << *msg;
   EXPECT_EQ(T(0).status, TrialStatus::kTerminated);
@@ -217,17 +217,17 @@ TEST_F(TrialRunnerControlTest, BestTrialUsesLastResultByMetricAndMode) {
   o.metric = "score";
   o.mode = "max";
   Start(o, 4);
-  EXPECT_EQ(runner_->BestTrial(), nullptr);  // no trials yet
+  EXPECT_EQ(BestTrial(*runner_), nullptr);  // no trials yet
   runner_->Step();
   GrantAll();
-  EXPECT_EQ(runner_->BestTrial(), nullptr);  // no results yet
+  EXPECT_EQ(BestTrial(*runner_), nullptr);  // no results yet
   ASSERT_TRUE(Report(0, 1, {{"score", -5.0}}).ok());
   ASSERT_TRUE(Report(1, 1, {{"score", 10.0}}).ok());
   ASSERT_TRUE(Report(1, 2, {{"score", -2.0}}).ok());  // last result is what counts
   ASSERT_TRUE(Report(2, 1, {{"score", -3.0}}).ok());
   ASSERT_TRUE(Report(3, 1, {{"other", 100.0}}).ok());
-  ASSERT_NE(runner_->BestTrial(), nullptr);
-  EXPECT_EQ(runner_->BestTrial()->trial_id, Id(1));
+  ASSERT_NE(BestTrial(*runner_), nullptr);
+  EXPECT_EQ(BestTrial(*runner_)->trial_id, Id(1));
 }
 
 TEST_F(TrialRunnerControlTest, BestTrialInMinMode) {
@@ -241,10 +241,10 @@ TEST_F(TrialRunnerControlTest, BestTrialInMinMode) {
   ASSERT_TRUE(Report(0, 1, {{"loss", 0.3}}).ok());
   ASSERT_TRUE(Report(1, 1, {{"loss", 0.1}}).ok());
   ASSERT_TRUE(Report(2, 1, {{"loss", 0.2}}).ok());
-  ASSERT_NE(runner_->BestTrial(), nullptr);
-  EXPECT_EQ(runner_->BestTrial()->trial_id, Id(1));
+  ASSERT_NE(BestTrial(*runner_), nullptr);
+  EXPECT_EQ(BestTrial(*runner_)->trial_id, Id(1));
   ASSERT_TRUE(Report(1, 2, {{"loss", 0.5}}).ok());
-  EXPECT_EQ(runner_->BestTrial()->trial_id, Id(2));
+  EXPECT_EQ(BestTrial(*runner_)->trial_id, Id(2));
 }
 
 TEST_F(TrialRunnerControlTest, NoBestTrialWithoutAMetric) {
@@ -252,7 +252,7 @@ TEST_F(TrialRunnerControlTest, NoBestTrialWithoutAMetric) {
   Start({}, 1);
   Run(0);
   ASSERT_TRUE(Report(0, 1, {{"loss", 0.3}}).ok());
-  EXPECT_EQ(runner_->BestTrial(), nullptr);
+  EXPECT_EQ(BestTrial(*runner_), nullptr);
 }
 
 // ---- write-ahead ordering and resource accounting ---------------------------------------
@@ -287,7 +287,7 @@ TEST_F(TrialRunnerControlTest, ObserverHearsOfEveryStateChangeBeforeTheExecutorA
   Fail(1, "y");
   EXPECT_LT(IndexOf("obs:status " + Id(1) + "/2 ERROR"), IndexOf("exec:release " + Id(1) + "/2"));
   // Trial 2: user stop of a running trial.
-  ASSERT_TRUE(runner_->StopTrialByUser(Id(2)).ok());
+  ASSERT_TRUE(Control().StopTrial(Id(2)).ok());
   EXPECT_LT(IndexOf("obs:status " + Id(2) + "/1 TERMINATED"), IndexOf("exec:stop " + Id(2) + "/1"));
   EXPECT_LT(IndexOf("obs:status " + Id(2) + "/1 TERMINATED"),
             IndexOf("exec:release " + Id(2) + "/1"));
@@ -296,7 +296,7 @@ TEST_F(TrialRunnerControlTest, ObserverHearsOfEveryStateChangeBeforeTheExecutorA
   EXPECT_LT(IndexOf("obs:status " + Id(3) + "/1 PENDING"), IndexOf("exec:release " + Id(3) + "/1"));
   runner_->Step();
   Grant("w6");
-  runner_->StopExperiment("done here");
+  Control().StopExperiment("done here");
   EXPECT_LT(IndexOf("obs:status " + Id(3) + "/2 TERMINATED"), IndexOf("exec:stop " + Id(3) + "/2"));
   EXPECT_LT(IndexOf("obs:status " + Id(3) + "/2 TERMINATED"),
             IndexOf("exec:release " + Id(3) + "/2"));
@@ -336,29 +336,29 @@ TEST_F(TrialRunnerControlTest, ResourcesAreReleasedExactlyOncePerPlacedAttemptOn
   runner_->OnTrialExited(Id(2), 1, true, "");        // 2: normal exit
   Fail(3, "once");                                   // 3: requeue (attempt 1)
   runner_->Step();
-  Grant("w3b");                                       // 3: attempt 2
-  Fail(3, "twice");                                   // 3: error (attempt 2)
-  runner_->OnWorkerLost("w4");                        // 4: worker lost -> requeue
-  ASSERT_TRUE(runner_->StopTrialByUser(Id(5)).ok());  // 5: user stop while running
-  ASSERT_TRUE(Report(6, 1).ok());                     // 6: pause
-  ASSERT_TRUE(runner_->StopTrialByUser(Id(9)).ok());  // 9: stop while placing
-  grants_[{p9.trial_id, p9.attempt}] += 1;            // 9: late grant -> released at once
+  Grant("w3b");                                  // 3: attempt 2
+  Fail(3, "twice");                              // 3: error (attempt 2)
+  runner_->OnWorkerLost("w4");                   // 4: worker lost -> requeue
+  ASSERT_TRUE(Control().StopTrial(Id(5)).ok());  // 5: user stop while running
+  ASSERT_TRUE(Report(6, 1).ok());                // 6: pause
+  ASSERT_TRUE(Control().StopTrial(Id(9)).ok());  // 9: stop while placing
+  grants_[{p9.trial_id, p9.attempt}] += 1;       // 9: late grant -> released at once
   runner_->OnTrialPlaced(p9.trial_id, p9.attempt, "w9", {});
   runner_->Step();
-  Grant("w4b");                    // 4: attempt 2
-  runner_->StopExperiment("end");  // 4, 7, 8: experiment stop
+  Grant("w4b");                     // 4: attempt 2
+  Control().StopExperiment("end");  // 4, 7, 8: experiment stop
 
   // Late and duplicate messages for every attempt change nothing.
   for (const Trial& t : runner_->trials()) {
     for (int64_t a = 1; a <= 2; ++a) {
       runner_->OnTrialExited(t.trial_id, a, false, "late");
       runner_->OnTrialExited(t.trial_id, a, true, "");
-      (void)runner_->OnResult(t.trial_id, a, 99, json::object(), 1.0);
+      (void)runner_->OnResult(t.trial_id, a, 99, TrainingResult::FromJson(json::object()), 1.0);
     }
   }
   runner_->OnWorkerLost("w7");
-  (void)runner_->StopTrialByUser(Id(7));
-  runner_->StopExperiment("again");
+  (void)Control().StopTrial(Id(7));
+  Control().StopExperiment("again");
 
   ExpectEachGrantReleasedOnce();
   EXPECT_EQ(exec_.releases.size(), 12u);  // 10 first attempts + trial 3 and 4's second

@@ -93,7 +93,7 @@ TEST_F(RunnerDriverTest, HeldResultIsDecidedOnceTheDriverAnswers) {
   EXPECT_EQ(DecisionsFor(0), 0u);
   EXPECT_TRUE(obs_.results.empty());
   EXPECT_EQ(T(0).training_iteration, 0);
-  EXPECT_EQ(runner_->HeldResults(), 1u);
+  EXPECT_EQ(HeldResults(), 1u);
   // A resend while held is dropped without a decision.
   EXPECT_FALSE(Report(0, 1, {{"acc", 0.5}}).ok());
   EXPECT_EQ(DecisionsFor(0), 0u);
@@ -107,7 +107,7 @@ TEST_F(RunnerDriverTest, HeldResultIsDecidedOnceTheDriverAnswers) {
   EXPECT_TRUE(request["result"].contains("time_total_s"));
   EXPECT_EQ(LastAction(0), "continue");
   EXPECT_EQ(T(0).training_iteration, 1);
-  EXPECT_EQ(runner_->HeldResults(), 0u);
+  EXPECT_EQ(HeldResults(), 0u);
   EXPECT_LT(IndexOf("obs:driver_decision exp_00000/1 1"),
             IndexOf("obs:result exp_00000/1 continue"));
   EXPECT_EQ(obs_.driver_decisions.at(0), DriverAnswer{}.ToJson());
@@ -165,7 +165,7 @@ TEST_F(RunnerDriverTest, StopAllStopsTheExperiment) {
   for (int i = 0; i < 3; ++i) EXPECT_EQ(T(i).status, TrialStatus::kTerminated) << i;
   EXPECT_EQ(T(0).training_iteration, 1);
   EXPECT_EQ(T(1).training_iteration, 0);  // its result was never decided
-  EXPECT_EQ(runner_->HeldResults(), 0u);
+  EXPECT_EQ(HeldResults(), 0u);
   EXPECT_EQ(driver_->held(), 0u);
   if (!link_.requests.empty()) Answer(json{{"stop_trial", false}});  // late: ignored
   EXPECT_EQ(DecisionsFor(1), 0u);
@@ -349,12 +349,17 @@ std::unique_ptr<TrialRunner> Resumed(const std::vector<json>& records, FakeExecu
   auto runner = std::make_unique<TrialRunner>(o, std::make_unique<VariantGenerator>(Grid(1), 1, 42),
                                               std::make_unique<FifoScheduler>(), exec, obs, clock);
   EXPECT_TRUE(runner
-                  ->Restore(std::move(st.trials), st.searcher_state, st.last_action, 1000.0,
-                            st.ended_status.value_or(ExperimentStatus::kRunning), st.ended_reason)
+                  ->Restore({.trials = std::move(st.trials),
+                             .searcher_state = st.searcher_state,
+                             .searcher_deltas = st.searcher_deltas,
+                             .trial_scheduler =
+                                 TrialSchedulerJournal{st.scheduler_state, st.scheduler_deltas},
+                             .last_actions = st.last_action,
+                             .driver_answers = st.driver_answers,
+                             .start_s = 1000.0,
+                             .ended_status = st.ended_status.value_or(ExperimentStatus::kRunning),
+                             .ended_reason = st.ended_reason})
                   .ok());
-  EXPECT_TRUE(runner->RestoreTrialScheduler(st.scheduler_state, st.scheduler_deltas).ok());
-  EXPECT_TRUE(runner->ApplySearcherDeltas(st.searcher_deltas).ok());
-  runner->RestoreDriverAnswers(st.driver_answers);
   return runner;
 }
 
@@ -380,7 +385,9 @@ TEST(RunnerDriverResumeTest, JournaledAnswerDecidesWithoutTheDriver) {
   ASSERT_EQ(exec.open.size(), 1u);
   runner.OnTrialPlaced("exp_00000", 1, "w1", {});
   for (int64_t seq = 1; seq <= 2; ++seq) {
-    ASSERT_TRUE(runner.OnResult("exp_00000", 1, seq, json{{"acc", 0.5}}, 1.0).ok());
+    ASSERT_TRUE(
+        runner.OnResult("exp_00000", 1, seq, TrainingResult::FromJson(json{{"acc", 0.5}}), 1.0)
+            .ok());
     if (link.requests.front().request["type"] == "hello") link.Answer(json{{"type", "hello_ok"}});
     link.Answer(json{{"type", "driver_decision"}, {"stop_trial", seq == 2}});
   }
@@ -403,7 +410,8 @@ TEST(RunnerDriverResumeTest, JournaledAnswerDecidesWithoutTheDriver) {
   const Trial* t = resumed->FindTrial("exp_00000");
   ASSERT_EQ(t->status, TrialStatus::kRunning);
   ASSERT_EQ(t->last_seq, 1);
-  ASSERT_TRUE(resumed->OnResult("exp_00000", 1, 2, json{{"acc", 0.5}}, 1.0).ok());
+  ASSERT_TRUE(
+      resumed->OnResult("exp_00000", 1, 2, TrainingResult::FromJson(json{{"acc", 0.5}}), 1.0).ok());
   EXPECT_TRUE(link2.requests.empty());  // not even a hello
   ASSERT_EQ(exec2.decisions.size(), 1u);
   EXPECT_EQ(exec2.decisions[0].action, "stop");
@@ -419,7 +427,8 @@ TEST(RunnerDriverResumeTest, JournaledAnswerDecidesWithoutTheDriver) {
   auto driver3 = MakeDriver(link3, *full);
   EXPECT_EQ(full->FindTrial("exp_00000")->status, TrialStatus::kTerminated);
   EXPECT_EQ(full->FindTrial("exp_00000")->training_iteration, 2);
-  EXPECT_FALSE(full->OnResult("exp_00000", 1, 2, json{{"acc", 0.5}}, 1.0).ok());
+  EXPECT_FALSE(
+      full->OnResult("exp_00000", 1, 2, TrainingResult::FromJson(json{{"acc", 0.5}}), 1.0).ok());
   ASSERT_EQ(exec3.decisions.size(), 1u);
   EXPECT_EQ(exec3.decisions[0].action, "stop");
   EXPECT_TRUE(link3.requests.empty());

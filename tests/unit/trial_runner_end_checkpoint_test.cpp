@@ -112,11 +112,13 @@ TEST_F(EndCheckpointTest, ATakeoverWaitsForAnEndCheckpointStillBeingStored) {
   EXPECT_EQ(T(0).worker_id, "w1");  // kept while it stores the end checkpoint, as replay has it
   std::vector<Trial> trials{T(0)};
   ASSERT_TRUE(StoresEndCheckpoint(trials[0]));
-  ASSERT_TRUE(
-      runner_->Restore(trials, nullptr, {{Id(0), Action::kCheckpointAndStop}}, clock_.WallSeconds())
-          .ok());
-  EXPECT_TRUE(runner_->HoldsAllocation(Id(0), 1, "w1"));
-  EXPECT_FALSE(runner_->HoldsAllocation(Id(0), 1, "w2"));
+  ASSERT_TRUE(runner_
+                  ->Restore({.trials = trials,
+                             .last_actions = {{Id(0), Action::kCheckpointAndStop}},
+                             .start_s = clock_.WallSeconds()})
+                  .ok());
+  EXPECT_TRUE(HoldsAllocation(*runner_, Id(0), 1, "w1"));
+  EXPECT_FALSE(HoldsAllocation(*runner_, Id(0), 1, "w2"));
   EXPECT_FALSE(Report(0, 1).ok());  // resent after the restart: a duplicate, answered again
   EXPECT_EQ(exec_.decisions.back().action, "checkpoint_and_stop");
   EXPECT_EQ(exec_.decisions.back().worker_id, "w1");
@@ -146,9 +148,11 @@ TEST_F(EndCheckpointTest, AnAttemptSavingItsLastCheckpointMayRunOnUntilItExits) 
   runner_->OnTrialExited(Id(0), 1, true, "");
   EXPECT_FALSE(runner_->AttemptMayRun(Id(0), 1, "w1"));  // exited: nothing may run
   ASSERT_EQ(trials[0].requested_checkpoints.size(), 1u);
-  ASSERT_TRUE(
-      runner_->Restore(trials, nullptr, {{Id(0), Action::kCheckpointAndStop}}, clock_.WallSeconds())
-          .ok());
+  ASSERT_TRUE(runner_
+                  ->Restore({.trials = trials,
+                             .last_actions = {{Id(0), Action::kCheckpointAndStop}},
+                             .start_s = clock_.WallSeconds()})
+                  .ok());
   EXPECT_TRUE(runner_->AttemptMayRun(Id(0), 1, "w1"));
 }
 

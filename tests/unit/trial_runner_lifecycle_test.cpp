@@ -71,36 +71,36 @@ TEST_F(TrialLifecycleTest,
   // resources returned, only when the worker reports the exit.
   Start({}, 1);
   Run(0);
-  auto msg = runner_->PauseTrial(Id(0));
+  auto msg = Control().PauseTrial(Id(0));
   ASSERT_TRUE(msg.ok());
   EXPECT_EQ(T(0).status, TrialStatus::kRunning);
-  EXPECT_FALSE(runner_->IsPausing(T(0)));
+  EXPECT_FALSE(runner_->phases().IsPausing(0));
   ASSERT_TRUE(Report(0, 1).ok());
   EXPECT_EQ(LastAction(), "pause");
   EXPECT_EQ(T(0).status, TrialStatus::kRunning);
-  EXPECT_TRUE(runner_->IsPausing(T(0)));
+  EXPECT_TRUE(runner_->phases().IsPausing(0));
   EXPECT_FALSE(Report(0, 2).ok());  // nothing after the pause answer counts
-  const Status resize = runner_->SetTrialResources(Id(0), *Resources::FromAmounts({{"cpu", 2}}));
+  const Status resize = Control().SetTrialResources(Id(0), *Resources::FromAmounts({{"cpu", 2}}));
   EXPECT_NE(resize.message().find("is pausing"), std::string::npos) << resize.message();
   EXPECT_EQ(exec_.releases.count({Id(0), 1}), 0u);
   ASSERT_TRUE(Saved(0, 1).ok());
   EXPECT_EQ(T(0).status, TrialStatus::kRunning);  // stored, the trainable still exiting
   runner_->OnTrialExited(Id(0), 1, true, "");
   EXPECT_EQ(T(0).status, TrialStatus::kPaused);
-  EXPECT_FALSE(runner_->IsPausing(T(0)));
+  EXPECT_FALSE(runner_->phases().IsPausing(0));
   EXPECT_EQ(exec_.releases.at({Id(0), 1}), 1);
   EXPECT_EQ(T(0).checkpoints.size(), 1u);
-  EXPECT_FALSE(runner_->IsFinished());            // a PAUSED trial keeps the experiment open
-  EXPECT_FALSE(runner_->PauseTrial(Id(0)).ok());  // already PAUSED
-  EXPECT_TRUE(runner_->SetTrialResources(Id(0), *Resources::FromAmounts({{"cpu", 2}})).ok());
+  EXPECT_FALSE(runner_->IsFinished());             // a PAUSED trial keeps the experiment open
+  EXPECT_FALSE(Control().PauseTrial(Id(0)).ok());  // already PAUSED
+  EXPECT_TRUE(Control().SetTrialResources(Id(0), *Resources::FromAmounts({{"cpu", 2}})).ok());
 }
 
 TEST_F(TrialLifecycleTest, APausingTrialWhoseWorkerIsLostIsPausedFromItsNewestStoredCheckpoint) {
   Start({}, 1);
   Run(0);
-  ASSERT_TRUE(runner_->PauseTrial(Id(0)).ok());
+  ASSERT_TRUE(Control().PauseTrial(Id(0)).ok());
   ASSERT_TRUE(Report(0, 1).ok());
-  ASSERT_TRUE(runner_->IsPausing(T(0)));
+  ASSERT_TRUE(runner_->phases().IsPausing(0));
   runner_->OnWorkerLost(T(0).worker_id);
   EXPECT_EQ(T(0).status, TrialStatus::kPaused);
   EXPECT_NE(T(0).error.find("while saving its pause checkpoint"), std::string::npos) << T(0).error;
@@ -115,11 +115,14 @@ TEST_F(TrialLifecycleTest, ATakeoverFindsATrialAnsweredPauseStillPausing) {
   Run(0, "w1");
   ASSERT_TRUE(Report(0, 1).ok());
   std::vector<Trial> trials{T(0)};
-  ASSERT_TRUE(runner_->Restore(trials, nullptr, {}, clock_.WallSeconds()).ok());
-  EXPECT_FALSE(runner_->IsPausing(T(0)));  // answered "continue" as far as this journal knows
-  ASSERT_TRUE(
-      runner_->Restore(trials, nullptr, {{Id(0), Action::kPause}}, clock_.WallSeconds()).ok());
-  EXPECT_TRUE(runner_->IsPausing(T(0)));
+  ASSERT_TRUE(runner_->Restore({.trials = trials, .start_s = clock_.WallSeconds()}).ok());
+  EXPECT_FALSE(runner_->phases().IsPausing(0));  // answered "continue" as far as this journal knows
+  ASSERT_TRUE(runner_
+                  ->Restore({.trials = trials,
+                             .last_actions = {{Id(0), Action::kPause}},
+                             .start_s = clock_.WallSeconds()})
+                  .ok());
+  EXPECT_TRUE(runner_->phases().IsPausing(0));
   EXPECT_TRUE(runner_->AttemptMayRun(Id(0), 1, "w1"));
   EXPECT_FALSE(Report(0, 2).ok());
   runner_->OnTrialExited(Id(0), 1, true, "");
@@ -133,16 +136,20 @@ TEST_F(TrialLifecycleTest, ATakeoverFindsAnUnpausedTrialsNewAttemptRunningNotPau
   // the experiment, as SearcherResumeFaultTest with hyperband_bohb showed).
   Start({}, 1);
   Run(0, "w1");
-  ASSERT_TRUE(runner_->PauseTrial(Id(0)).ok());
+  ASSERT_TRUE(Control().PauseTrial(Id(0)).ok());
   ASSERT_TRUE(Report(0, 1).ok());
   ASSERT_TRUE(runner_->OnCheckpointSaved(Id(0), 1, "c1", 1, 10).ok());
   runner_->OnTrialExited(Id(0), 1, true, "");
-  ASSERT_TRUE(runner_->UnpauseTrial(Id(0)).ok());
+  ASSERT_TRUE(Control().UnpauseTrial(Id(0)).ok());
   Run(0, "w1");
   ASSERT_EQ(T(0).attempt, 2);
   std::vector<Trial> trials{T(0)};
-  ASSERT_TRUE(runner_->Restore(trials, nullptr, runner_->LastActions(), clock_.WallSeconds()).ok());
-  EXPECT_FALSE(runner_->IsPausing(T(0)));
+  ASSERT_TRUE(runner_
+                  ->Restore({.trials = trials,
+                             .last_actions = LastActions(*runner_),
+                             .start_s = clock_.WallSeconds()})
+                  .ok());
+  EXPECT_FALSE(runner_->phases().IsPausing(0));
   EXPECT_TRUE(Report(0, 1).ok());
   EXPECT_EQ(T(0).training_iteration, 2);
 }
@@ -152,12 +159,12 @@ TEST_F(TrialLifecycleTest, PauseOfAPendingTrialIsImmediateAndWithoutCheckpoint) 
   o.max_concurrent_trials = 1;
   Start(o, 2);
   Run(0);
-  ASSERT_TRUE(runner_->PauseTrial(Id(1)).ok());
+  ASSERT_TRUE(Control().PauseTrial(Id(1)).ok());
   EXPECT_EQ(T(1).status, TrialStatus::kPaused);
   runner_->OnTrialExited(Id(0), 1, true, "");
   runner_->Step();
   EXPECT_TRUE(exec_.open.empty());  // the paused trial is not placed
-  ASSERT_TRUE(runner_->UnpauseTrial(Id(1)).ok());
+  ASSERT_TRUE(Control().UnpauseTrial(Id(1)).ok());
   runner_->Step();
   ASSERT_EQ(exec_.open.size(), 1u);
   EXPECT_EQ(exec_.open.front().trial_id, Id(1));
@@ -169,11 +176,11 @@ TEST_F(TrialLifecycleTest, UnpauseRestoresTheNewestCheckpointAndTrainingIteratio
   Start({}, 1, std::make_unique<PausingScheduler>(std::set<std::string>{}));
   Run(0);
   for (int seq = 1; seq <= 3; ++seq) ASSERT_TRUE(Report(0, seq, json::object(), 2.0).ok());
-  ASSERT_TRUE(runner_->PauseTrial(Id(0)).ok());
+  ASSERT_TRUE(Control().PauseTrial(Id(0)).ok());
   ASSERT_TRUE(Report(0, 4, json::object(), 2.0).ok());  // iteration 4 answered "pause"
   ASSERT_TRUE(Saved(0, 4).ok());
   runner_->OnTrialExited(Id(0), 1, true, "");
-  ASSERT_TRUE(runner_->UnpauseTrial(Id(0)).ok());
+  ASSERT_TRUE(Control().UnpauseTrial(Id(0)).ok());
   EXPECT_EQ(T(0).status, TrialStatus::kPending);
   Run(0);
   EXPECT_EQ(T(0).attempt, 2);
@@ -192,7 +199,7 @@ TEST_F(TrialLifecycleTest, UnpauseWhileTheCheckpointIsStillSavingWaitsForTheExit
   Start({}, 1, std::make_unique<PausingScheduler>(std::set<std::string>{"exp_00000"}));
   Run(0);
   ASSERT_TRUE(Report(0, 1).ok());  // PAUSE: saving
-  ASSERT_TRUE(runner_->UnpauseTrial(Id(0)).ok());
+  ASSERT_TRUE(Control().UnpauseTrial(Id(0)).ok());
   runner_->Step();
   EXPECT_TRUE(exec_.open.empty());  // not placed before its checkpoint is stored
   ASSERT_TRUE(Saved(0, 1).ok());
@@ -210,10 +217,10 @@ TEST_F(TrialLifecycleTest, APausedTrialUnpausedWhileItsAttemptStillSavesWaitsFor
   Start({}, 1, std::make_unique<PausingScheduler>(std::set<std::string>{"exp_00000"}));
   Run(0);
   ASSERT_TRUE(Report(0, 1).ok());  // PAUSE: saving
-  ASSERT_TRUE(runner_->UnpauseTrial(Id(0)).ok());
-  ASSERT_TRUE(runner_->PauseTrial(Id(0)).ok());
+  ASSERT_TRUE(Control().UnpauseTrial(Id(0)).ok());
+  ASSERT_TRUE(Control().PauseTrial(Id(0)).ok());
   EXPECT_EQ(T(0).status, TrialStatus::kPaused);
-  ASSERT_TRUE(runner_->UnpauseTrial(Id(0)).ok());
+  ASSERT_TRUE(Control().UnpauseTrial(Id(0)).ok());
   EXPECT_EQ(T(0).status, TrialStatus::kPending);
   EXPECT_EQ(runner_->phases().phase(0), RunnerPhase::kSaving);
   runner_->Step();
@@ -352,8 +359,8 @@ TEST_F(TrialLifecycleTest, TotalTrialsCountsAddedTrialsBesideTheOnesStillToGener
   o.max_concurrent_trials = 1;
   Start(o, 3);
   EXPECT_EQ(runner_->TotalTrials(), 3);
-  ASSERT_TRUE(runner_->AddTrial({{"x", 10}}).ok());
-  ASSERT_TRUE(runner_->AddTrial({{"x", 11}}).ok());
+  ASSERT_TRUE(Control().AddTrial({{"x", 10}}).ok());
+  ASSERT_TRUE(Control().AddTrial({{"x", 11}}).ok());
   EXPECT_EQ(runner_->TotalTrials(), 5);
   runner_->Step();
   EXPECT_EQ(runner_->TotalTrials(), 5);
@@ -364,23 +371,23 @@ TEST_F(TrialLifecycleTest, TotalTrialsCountsAddedTrialsBesideTheOnesStillToGener
 
 TEST_F(TrialLifecycleTest, AddTrialRefusesAConfigKeyThatIsNotInTheParamSpace) {
   Start({}, 1);  // the space is {"x": grid}
-  auto typo = runner_->AddTrial({{"xx", 1}});
+  auto typo = Control().AddTrial({{"xx", 1}});
   ASSERT_EQ(typo.status().code(), StatusCode::kInvalidArgument);
   EXPECT_EQ(typo.status().message(),
             "config key 'xx' is not in the param space; did you mean x? (its keys: x)");
-  EXPECT_TRUE(runner_->AddTrial({{"x", 7}}).ok());
+  EXPECT_TRUE(Control().AddTrial({{"x", 7}}).ok());
 }
 
 TEST_F(TrialLifecycleTest, AddTrialCreatesAPendingTrialAndIsRefusedOnceFinished) {
   Start({}, 1);
   runner_->Step();
-  auto added = runner_->AddTrial({{"x", 42}});
+  auto added = Control().AddTrial({{"x", 42}});
   ASSERT_TRUE(added.ok());
   EXPECT_EQ((*added)->trial_id, Id(1));
   EXPECT_EQ((*added)->status, TrialStatus::kPending);
-  EXPECT_EQ(runner_->AddTrial(json::array()).status().code(), StatusCode::kInvalidArgument);
-  runner_->StopExperiment("user");
-  EXPECT_EQ(runner_->AddTrial({{"x", 1}}).status().code(), StatusCode::kFailedPrecondition);
+  EXPECT_EQ(Control().AddTrial(json::array()).status().code(), StatusCode::kInvalidArgument);
+  Control().StopExperiment("user");
+  EXPECT_EQ(Control().AddTrial({{"x", 1}}).status().code(), StatusCode::kFailedPrecondition);
 }
 
 TEST_F(TrialLifecycleTest, SetTrialResourcesIsRefusedWhileRunningAndAppliesToTheNextPlacement) {
@@ -390,8 +397,8 @@ TEST_F(TrialLifecycleTest, SetTrialResourcesIsRefusedWhileRunningAndAppliesToThe
   Run(0);
   auto two_cpus = Resources::FromAmounts({{"cpu", 2}});
   ASSERT_TRUE(two_cpus.ok());
-  EXPECT_EQ(runner_->SetTrialResources(Id(0), *two_cpus).code(), StatusCode::kFailedPrecondition);
-  ASSERT_TRUE(runner_->SetTrialResources(Id(1), *two_cpus).ok());
+  EXPECT_EQ(Control().SetTrialResources(Id(0), *two_cpus).code(), StatusCode::kFailedPrecondition);
+  ASSERT_TRUE(Control().SetTrialResources(Id(1), *two_cpus).ok());
   EXPECT_EQ(obs_.updates.size(), 1u);
   runner_->OnTrialExited(Id(0), 1, true, "");
   runner_->Step();
@@ -441,9 +448,9 @@ TEST_F(TrialLifecycleTest, AnExploitNeverPairsADonorsCheckpointWithALaterConfig)
     ASSERT_TRUE(Report(i, 1).ok());
     ASSERT_TRUE(Saved(i, 1).ok());
   }
-  ASSERT_TRUE(runner_->ExploitTrial(Id(1), Id(0), {{"x", 10}}).ok());
+  ASSERT_TRUE(Context().ExploitTrial(Id(1), Id(0), {{"x", 10}}).ok());
   EXPECT_FALSE(T(1).newest_checkpoint_has_config);
-  const Status refused = runner_->ExploitTrial(Id(2), Id(1), {{"x", 11}});
+  const Status refused = Context().ExploitTrial(Id(2), Id(1), {{"x", 11}});
   EXPECT_EQ(refused.code(), StatusCode::kFailedPrecondition) << refused.ToString();
   EXPECT_EQ(T(2).config, (json{{"x", 2}}));  // untouched
   EXPECT_FALSE(T(2).restore_checkpoint.has_value());
@@ -453,7 +460,7 @@ TEST_F(TrialLifecycleTest, AnExploitNeverPairsADonorsCheckpointWithALaterConfig)
   ASSERT_EQ(T(1).status, TrialStatus::kRunning);
   ASSERT_TRUE(Report(1, 1).ok());
   ASSERT_TRUE(Saved(1, 2).ok());
-  ASSERT_TRUE(runner_->ExploitTrial(Id(2), Id(1), {{"x", 12}}).ok());
+  ASSERT_TRUE(Context().ExploitTrial(Id(2), Id(1), {{"x", 12}}).ok());
   EXPECT_EQ(T(2).restore_checkpoint->checkpoint_id, Id(1) + "/00000002-a2");
 }
 
@@ -463,11 +470,11 @@ TEST_F(TrialLifecycleTest, StopOfAPausedTrialTellsTheSchedulerOnTrialRemove) {
   Start({}, 2, std::move(scripted));
   runner_->Step();
   GrantAll();
-  ASSERT_TRUE(runner_->PauseTrial(Id(0)).ok());
+  ASSERT_TRUE(Control().PauseTrial(Id(0)).ok());
   ASSERT_TRUE(Report(0, 1).ok());
   runner_->OnTrialExited(Id(0), 1, true, "");
-  ASSERT_TRUE(runner_->StopTrialByUser(Id(0)).ok());
-  ASSERT_TRUE(runner_->StopTrialByUser(Id(1)).ok());
+  ASSERT_TRUE(Control().StopTrial(Id(0)).ok());
+  ASSERT_TRUE(Control().StopTrial(Id(1)).ok());
   EXPECT_EQ(s->removed, (std::vector<std::string>{Id(0)}));    // PAUSED -> on_trial_remove
   EXPECT_EQ(s->completed, (std::vector<std::string>{Id(1)}));  // RUNNING -> on_trial_complete
   EXPECT_TRUE(runner_->IsFinished());
@@ -534,8 +541,8 @@ TEST_F(TrialLifecycleTest, RerunErroredRestoreKeepsCheckpointsAndRestartForgetsT
   ASSERT_TRUE(runner_->IsFinished());
   // A mode other than restore or restart is refused: at the boundary, and by the runner.
   EXPECT_EQ(ParseRerunMode("sideways").status().code(), StatusCode::kInvalidArgument);
-  EXPECT_EQ(runner_->RerunErrored(RerunMode::kNone).status().code(), StatusCode::kInvalidArgument);
-  auto n = runner_->RerunErrored(RerunMode::kRestore);
+  EXPECT_EQ(Control().RerunErrored(RerunMode::kNone).status().code(), StatusCode::kInvalidArgument);
+  auto n = Control().RerunErrored(RerunMode::kRestore);
   ASSERT_TRUE(n.ok());
   EXPECT_EQ(*n, 1);
   EXPECT_FALSE(runner_->IsFinished());
@@ -545,7 +552,7 @@ TEST_F(TrialLifecycleTest, RerunErroredRestoreKeepsCheckpointsAndRestartForgetsT
   Run(0);
   EXPECT_EQ(T(0).restored_checkpoint_id, Id(0) + "/00000001-a1");
   Fail(0, "boom again");
-  ASSERT_TRUE(runner_->RerunErrored(RerunMode::kRestart).ok());
+  ASSERT_TRUE(Control().RerunErrored(RerunMode::kRestart).ok());
   EXPECT_TRUE(T(0).checkpoints.empty());
   EXPECT_EQ(T(0).num_failures, 0);
 }
@@ -573,9 +580,12 @@ TEST_F(TrialLifecycleTest, RestoreFromJournalStateQueuesPendingKeepsRunningAndRe
   trials[1].status = TrialStatus::kRunning;
   trials[1].attempt = 1;
   trials[1].worker_id = "w2";
-  ASSERT_TRUE(
-      runner_->Restore(trials, searcher_state, {{Id(0), Action::kCheckpoint}}, clock_.WallSeconds())
-          .ok());
+  ASSERT_TRUE(runner_
+                  ->Restore({.trials = trials,
+                             .searcher_state = searcher_state,
+                             .last_actions = {{Id(0), Action::kCheckpoint}},
+                             .start_s = clock_.WallSeconds()})
+                  .ok());
   EXPECT_FALSE(Report(0, 2).ok());  // duplicate: answered again, not applied
   EXPECT_EQ(LastAction(), "checkpoint");
   ASSERT_TRUE(Report(0, 3).ok());
@@ -603,17 +613,17 @@ TEST_F(TrialLifecycleTest, ACheckpointAskedBeforeATakeoverIsAdoptedWithItsIterat
   trials[0].worker_id = "w1";
   trials[0].last_seq = trials[0].training_iteration = 4;
   trials[0].requested_checkpoints.push_back({"", 4, 7.5, 0.9, 0});
-  ASSERT_TRUE(runner_->Restore(trials, nullptr, {}, clock_.WallSeconds()).ok());
+  ASSERT_TRUE(runner_->Restore({.trials = trials, .start_s = clock_.WallSeconds()}).ok());
   EXPECT_EQ(runner_->OnCheckpointSaved(Id(0), 1, "c/3", 3, 10).code(),
             StatusCode::kFailedPrecondition);
-  EXPECT_FALSE(runner_->ReferencesCheckpoint("c/3"));
+  EXPECT_FALSE(ReferencedCheckpoints(runner_->trials()).contains("c/3"));
   ASSERT_TRUE(runner_->OnCheckpointSaved(Id(0), 1, "c/4", 4, 10).ok());
   ASSERT_EQ(T(0).checkpoints.size(), 1u);
   EXPECT_DOUBLE_EQ(T(0).checkpoints[0].time_total_s, 7.5);
   EXPECT_EQ(T(0).checkpoints[0].score, std::optional<double>(0.9));
   EXPECT_TRUE(T(0).requested_checkpoints.empty());
-  EXPECT_TRUE(runner_->ReferencesCheckpoint("c/4"));
-  EXPECT_EQ(runner_->ReferencedCheckpoints(), (std::unordered_set<std::string>{"c/4"}));
+  EXPECT_TRUE(ReferencedCheckpoints(runner_->trials()).contains("c/4"));
+  EXPECT_EQ(ReferencedCheckpoints(runner_->trials()), (std::unordered_set<std::string>{"c/4"}));
   EXPECT_EQ(obs_.saved_checkpoints.size(), 1u);  // journaled like any stored checkpoint
 }
 
@@ -628,7 +638,7 @@ TEST_F(TrialLifecycleTest, InterruptKeepsUnfinishedTrialsResumableAndReopenPlace
   Run(0);
   ASSERT_TRUE(Report(0, 1).ok());
   ASSERT_TRUE(Saved(0, 1).ok());
-  runner_->InterruptExperiment("interrupted by the user");
+  Control().InterruptExperiment("interrupted by the user");
   EXPECT_EQ(runner_->status(), ExperimentStatus::kInterrupted);
   EXPECT_TRUE(runner_->IsFinished());
   EXPECT_EQ(T(0).status, TrialStatus::kPending);
@@ -639,8 +649,8 @@ TEST_F(TrialLifecycleTest, InterruptKeepsUnfinishedTrialsResumableAndReopenPlace
   EXPECT_EQ(obs_.ended.back().first, "INTERRUPTED");
   runner_->Step();
   EXPECT_TRUE(exec_.open.empty());  // nothing is placed while interrupted
-  ASSERT_TRUE(runner_->Reopen());
-  EXPECT_FALSE(runner_->Reopen());  // running again: nothing to reopen
+  ASSERT_TRUE(Control().Reopen());
+  EXPECT_FALSE(Control().Reopen());  // running again: nothing to reopen
   runner_->Step();
   Grant("w1");
   EXPECT_EQ(T(0).status, TrialStatus::kRunning);
@@ -658,7 +668,7 @@ TEST_F(TrialLifecycleTest, DecisionsForOneResultCombineStopOverPauseOverContinue
   Start(o, 3, std::make_unique<PausingScheduler>(std::set<std::string>{"exp_00000", "exp_00001"}));
   runner_->Step();
   GrantAll();
-  ASSERT_TRUE(runner_->PauseTrial(Id(2)).ok());
+  ASSERT_TRUE(Control().PauseTrial(Id(2)).ok());
   ASSERT_TRUE(Report(0, 1, {{"score", 10}}).ok());
   ASSERT_TRUE(Report(1, 1, {{"score", 1}}).ok());
   ASSERT_TRUE(Report(2, 1, {{"score", 1}}).ok());

@@ -2,8 +2,8 @@
 // placements granted or deferred, results, checkpoints stored or refused, exits that succeed or
 // fail, pauses, unpauses, stops and lost workers, in a seeded order. After every event each
 // trial's phase is one its status allows (the status table of trial_phases.hpp) and the phases'
-// invariants hold; no event makes the runner ask for a transition the table refuses (that would
-// abort the test binary); a walk that finishes the experiment has returned every grant.
+// and the slots' invariants hold; no event makes the runner ask for a transition the table refuses
+// (that would abort the test binary); a walk that finishes the experiment has returned every grant.
 #include <random>
 
 #include "tests/unit/trial_lifecycle_fixture.hpp"
@@ -36,6 +36,8 @@ class RunnerPhaseWalkTest : public TrialLifecycleTest,
   void ExpectConsistent(const std::string& after) {
     const Status invariants = runner_->phases().CheckInvariants();
     ASSERT_TRUE(invariants.ok()) << after << ": " << invariants.ToString();
+    const Status slots = CheckSlots(*runner_);
+    ASSERT_TRUE(slots.ok()) << after << ": " << slots.ToString();
     for (const Trial& t : runner_->trials()) {
       const TrialPhase& p = runner_->phases().at(t.index);
       ASSERT_TRUE(Allowed(t, p)) << after << ": " << t.trial_id << " is "
@@ -85,14 +87,14 @@ class RunnerPhaseWalkTest : public TrialLifecycleTest,
         return std::string(ok ? "exit of " : "failure of ") + Id(i);
       }
       case 8:
-        (void)runner_->PauseTrial(Id(i));
+        (void)Control().PauseTrial(Id(i));
         return "pause " + Id(i);
       case 9:
-        (void)runner_->UnpauseTrial(Id(i));
+        (void)Control().UnpauseTrial(Id(i));
         return "unpause " + Id(i);
       case 10:
         if (pick(4) != 0) return "none";
-        (void)runner_->StopTrial(Id(i));
+        (void)Context().StopTrial(Id(i));
         return "stop " + Id(i);
       default:
         if (pick(4) != 0) return "none";

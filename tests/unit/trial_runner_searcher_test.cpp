@@ -47,7 +47,7 @@ TEST_F(RunnerSearcherTest, SearcherSeesEveryResultAndEveryEndButNotARequeue) {
   runner_->Step();
   GrantAll();
   Fail(1, "boom again");  // ERROR
-  ASSERT_TRUE(runner_->StopTrial(Id(2)).ok());
+  ASSERT_TRUE(Context().StopTrial(Id(2)).ok());
   EXPECT_EQ(mean->calls, (std::vector<std::string>{"suggest exp_00000", "suggest exp_00001",
                                                    "suggest exp_00002", "result exp_00000 1",
                                                    "complete exp_00000 error=false value=1",
@@ -168,11 +168,16 @@ struct Harness {
     for (const json& r : records) ASSERT_TRUE(replayer.Apply(r).ok()) << r.dump();
     journal::ReplayedExperiment st = replayer.Take();
     ASSERT_TRUE(runner
-                    ->Restore(std::move(st.trials), st.searcher_state, st.last_action, 1000.0,
-                              st.ended_status.value_or(ExperimentStatus::kRunning), st.ended_reason)
+                    ->Restore({.trials = std::move(st.trials),
+                               .searcher_state = st.searcher_state,
+                               .searcher_deltas = st.searcher_deltas,
+                               .trial_scheduler =
+                                   TrialSchedulerJournal{st.scheduler_state, st.scheduler_deltas},
+                               .last_actions = st.last_action,
+                               .start_s = 1000.0,
+                               .ended_status = st.ended_status.value_or(ExperimentStatus::kRunning),
+                               .ended_reason = st.ended_reason})
                     .ok());
-    ASSERT_TRUE(runner->RestoreTrialScheduler(st.scheduler_state, st.scheduler_deltas).ok());
-    ASSERT_TRUE(runner->ApplySearcherDeltas(st.searcher_deltas).ok());
     for (const Trial& t : std::vector<Trial>(runner->trials())) {
       if (t.status == TrialStatus::kRunning) runner->RequeueLost(t.trial_id, "not reattached");
     }
@@ -189,9 +194,10 @@ struct Harness {
         const Trial t = runner->trials()[i];
         if (t.status != TrialStatus::kRunning) continue;
         const double x = t.config.value("x", t.config.value("a", 0.0));
-        ASSERT_TRUE(
-            runner->OnResult(t.trial_id, t.attempt, t.last_seq + 1, json{{"score", -x * x}}, 1.0)
-                .ok());
+        ASSERT_TRUE(runner
+                        ->OnResult(t.trial_id, t.attempt, t.last_seq + 1,
+                                   TrainingResult::FromJson(json{{"score", -x * x}}), 1.0)
+                        .ok());
         if (t.last_seq + 1 == 3) runner->OnTrialExited(t.trial_id, t.attempt, true, "");
       }
     }
