@@ -138,8 +138,9 @@ TEST(ClusterTest, ResultsFolderReadsAsARayTuneUsersNotebookReadsIt) {
   const std::string cmd =
       python + " " + (SourceDir() / "tests" / "integration" / "read_results.py").string() + " " +
       experiment_dir.string() + " " +
-      (SourceDir() / "services" / "scheduler" / "tensorboard" / "event.proto").string() + " >" +
-      out.string() + " 2>&1";
+      (SourceDir() / "services" / "scheduler" / "results" / "tensorboard" / "event.proto")
+          .string() +
+      " >" + out.string() + " 2>&1";
   const int rc = std::system(cmd.c_str());
   ASSERT_EQ(rc, 0) << cmd << "\n" << ReadFile(out);
   const json summary = json::parse(ReadLines(out).back(), nullptr, false);

@@ -275,7 +275,10 @@ class SchedulerTest : public ::testing::Test {
         return false;
       }
       alive = false;
-      for (const proto::NodeView& node : d->As<proto::ClusterView>()->nodes) {
+      const Result<proto::ClusterView> view = d->As<proto::ClusterView>();
+      EXPECT_TRUE(view.ok());
+      if (!view.ok()) return false;
+      for (const proto::NodeView& node : view->nodes) {
         if (node.worker_id == worker_id_) alive = node.alive;
       }
     }
