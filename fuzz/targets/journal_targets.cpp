@@ -56,8 +56,10 @@ int FuzzSnapshot(const uint8_t* data, size_t size) {
   CheckSnapshotRoundTrip(*state);
   journal::JournalReplayer replayer;
   replayer.Reset(std::move(*state));
-  (void)replayer.Apply(
-      nlohmann::json{{"kind", "experiment_ended"}, {"status", "TERMINATED"}, {"reason", "fuzz"}});
+  (void)replayer.Apply(nlohmann::json{
+      {journal::kKindField, journal::RecordKindName(journal::RecordKind::kExperimentEnded)},
+      {"status", "TERMINATED"},
+      {"reason", "fuzz"}});
   (void)replayer.Take();
   return 0;
 }

@@ -6,6 +6,7 @@
 #include <fmt/format.h>
 
 #include <cstddef>
+#include <optional>
 #include <string>
 #include <string_view>
 
@@ -29,13 +30,22 @@ constexpr const char* NameIn(const EnumName<E> (&table)[N], E value) {
   return "";
 }
 
+/// The value spelled `word` in `table` (exact spelling); nullopt for a word the table lacks.
+template <typename E, size_t N>
+constexpr std::optional<E> FindIn(const EnumName<E> (&table)[N], std::string_view word) {
+  for (const EnumName<E>& row : table) {
+    if (row.name == word) return row.value;
+  }
+  return std::nullopt;
+}
+
 /// The value spelled `word` in `table` (exact spelling). `what` names the concept in the error.
 /// Errors: InvalidArgument "unknown <what> '<word>' (expected a, b or c)".
 template <typename E, size_t N>
 Result<E> ParseIn(const EnumName<E> (&table)[N], std::string_view word, std::string_view what) {
+  if (std::optional<E> value = FindIn(table, word)) return *value;
   std::string expected;
   for (size_t i = 0; i < N; ++i) {
-    if (table[i].name == word) return table[i].value;
     expected += i == 0 ? "" : (i + 1 == N ? " or " : ", ");
     expected += *table[i].name != '\0' ? table[i].name : "\"\"";
   }

@@ -76,10 +76,6 @@ void Trial::SetLastResult(const nlohmann::json& result) {
   last_result_msgpack.assign(scratch);
 }
 
-const char* FailureKindName(FailureKind kind) {
-  return kind == FailureKind::kWorkerLost ? "worker_lost" : "error";
-}
-
 void NoteFailure(Trial& t, FailureKind kind) {
   if (t.error.empty()) return;
   if (!t.failures.empty() && t.failures.back().attempt == t.attempt &&

@@ -13,6 +13,7 @@
 #include <string_view>
 #include <vector>
 
+#include "libs/core/failure_kind.hpp"
 #include "libs/core/resources.hpp"
 
 namespace tunebus {
@@ -70,11 +71,6 @@ struct CheckpointRef {
 
 /// One entry of a trial's failure history: an attempt that ended with an error (a trainable
 /// failure, a lost worker, an unplaceable request) and the status the trial went to.
-/// What ended an attempt that failed: the trainable (counts toward max_failures) or the loss of
-/// its worker (counts toward max_worker_losses).
-enum class FailureKind { kError = 0, kWorkerLost = 1 };
-const char* FailureKindName(FailureKind kind);  // "error" | "worker_lost"
-
 struct TrialFailure {
   int64_t attempt = 0;
   std::string error;

@@ -48,9 +48,7 @@ void from_json(const json& j, TrialStatus& s) {
 void to_json(json& j, FailureKind k) { j = FailureKindName(k); }
 
 void from_json(const json& j, FailureKind& k) {
-  k = j.get_ref<const std::string&>() == FailureKindName(FailureKind::kWorkerLost)
-          ? FailureKind::kWorkerLost
-          : FailureKind::kError;
+  k = FailureKindNamed(j.get_ref<const std::string&>());
 }
 
 void to_json(json& j, const Resources& r) { j = r.units_map(); }

@@ -3,10 +3,10 @@
 // nlohmann::json conversions of the trial's types, which the JSON visitors use:
 //   CheckpointRef  {checkpoint_id, score (number or null), size_bytes, time_total_s (seconds),
 //                   training_iteration}
-//   TrialFailure   {attempt, error, kind ("error" | "worker_lost"), then (a trial status)}
+//   TrialFailure   {attempt, error, kind (FailureKindName), then (a trial status)}
 //   CheckpointNotStored  {reason, training_iteration}
 //   TrialStatus    its name ("RUNNING"); reading accepts any case
-//   FailureKind    its name; reading an unknown name gives "error"
+//   FailureKind    its name (failure_kind.hpp); reading an unknown name gives kError
 //   Resources      its units ({"cpu": 1000, ...}, Resources::units_map), the exact form
 // Errors: reading throws nlohmann::json exceptions (an unknown trial status is other_error 501).
 #pragma once

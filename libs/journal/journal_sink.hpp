@@ -1,9 +1,9 @@
 // JournalSink: where a JournalWriter's batches of records go, and the timer its retries wait on.
 //
 // The writer owns one sink. The scheduler's sink sends each batch to the checkpoint-store in a
-// JournalAppendMany over the bus (services/scheduler/store/bus_journal_sink.hpp); tests use an in-memory
-// sink that acknowledges or fails batches when the test says so. Both calls are made on, and
-// both callbacks run on, the writer's thread (the scheduler's event loop).
+// JournalAppendMany over the bus (services/scheduler/store/bus_journal_sink.hpp); tests use an
+// in-memory sink that acknowledges or fails batches when the test says so. Both calls are made on,
+// and both callbacks run on, the writer's thread (the scheduler's event loop).
 #pragma once
 
 #include <chrono>

@@ -15,8 +15,8 @@
 // A failed append (State::kFailing) is retried with the same records after `retry_delay`,
 // doubling per consecutive failure up to 30 s (back-off while the checkpoint-store is down or
 // refuses writes); a success resets it. RetryNow() skips the wait: the scheduler calls it when
-// the store says it takes writes again (services/scheduler/store/store_health.hpp), so writes resume
-// within a poll of the store's recovery whatever the back-off. The sink's AddTimer times the
+// the store says it takes writes again (services/scheduler/store/store_health.hpp), so writes
+// resume within a poll of the store's recovery whatever the back-off. The sink's AddTimer times the
 // retries.
 #pragma once
 

@@ -19,24 +19,35 @@ std::string EncodeRecord(const json& record) {
   return bytes;
 }
 
+std::optional<RecordKind> KindOf(const json& record) {
+  const auto it = record.find(kKindField);
+  if (it == record.end() || !it->is_string()) return std::nullopt;
+  return FindRecordKind(it->get_ref<const std::string&>());
+}
+
 Result<json> DecodeRecord(std::string_view bytes) {
   json j = json::from_msgpack(bytes.begin(), bytes.end(), /*strict=*/true,
                               /*allow_exceptions=*/false);
-  if (j.is_discarded() || !j.is_object() || !j.contains("kind") || !j["kind"].is_string()) {
+  if (j.is_discarded() || !j.is_object() || !j.contains(kKindField) || !j[kKindField].is_string()) {
     return Status::Corruption("journal record is not a msgpack object with a 'kind'");
   }
   return j;
 }
 
 json ExperimentSubmitted(const ExperimentIdentity& identity, const std::string& spec_yaml) {
-  json r = {{"kind", "experiment_submitted"}, {"spec_yaml", spec_yaml}};
+  json r = {{kKindField, RecordKindName(RecordKind::kExperimentSubmitted)},
+            {"spec_yaml", spec_yaml}};
   VisitExperimentIdentityFields(identity, fields::JsonWriter{r});
   return r;
 }
 
-json SearcherState(const json& state) { return {{"kind", "searcher_state"}, {"state", state}}; }
+json SearcherState(const json& state) {
+  return {{kKindField, RecordKindName(RecordKind::kSearcherState)}, {"state", state}};
+}
 
-json SearcherDelta(const json& delta) { return {{"kind", "searcher"}, {"delta", delta}}; }
+json SearcherDelta(const json& delta) {
+  return {{kKindField, RecordKindName(RecordKind::kSearcherDelta)}, {"delta", delta}};
+}
 
 namespace {
 // msgpack-c's packer writing straight into a std::string (no sbuffer to copy from).
@@ -114,8 +125,12 @@ std::optional<double> RequestedCheckpointScore(const Trial& t) {
 }  // namespace
 
 json ResultRecord(const Trial& t, const json& result, Action decision) {
-  json r = {{"kind", "result"},  {"trial_id", t.trial_id}, {"attempt", t.attempt},
-            {"seq", t.last_seq}, {"result", result},       {"decision", ActionName(decision)}};
+  json r = {{kKindField, RecordKindName(RecordKind::kResult)},
+            {"trial_id", t.trial_id},
+            {"attempt", t.attempt},
+            {"seq", t.last_seq},
+            {"result", result},
+            {"decision", ActionName(decision)}};
   if (auto score = RequestedCheckpointScore(t)) r["checkpoint_score"] = *score;
   return r;
 }
@@ -128,7 +143,7 @@ std::string EncodeResultRecord(const Trial& t, std::string_view result_msgpack, 
   record.Field("attempt", t.attempt);
   if (score) record.Field("checkpoint_score", *score);
   record.Field("decision", ActionName(decision))
-      .Field("kind", "result")
+      .Field(kKindField, RecordKindName(RecordKind::kResult))
       .RawField("result", result_msgpack)
       .Field("seq", t.last_seq)
       .Field("trial_id", t.trial_id);
@@ -149,41 +164,45 @@ const char* StatusFailureKind(const Trial& t) {
 }  // namespace
 
 json TrialSchedulerDelta(const json& delta) {
-  return {{"kind", "trial_scheduler"}, {"delta", delta}};
+  return {{kKindField, RecordKindName(RecordKind::kTrialSchedulerDelta)}, {"delta", delta}};
 }
 
 json ExperimentEnded(ExperimentStatus status, const std::string& reason) {
-  return {
-      {"kind", "experiment_ended"}, {"status", ExperimentStatusName(status)}, {"reason", reason}};
+  return {{kKindField, RecordKindName(RecordKind::kExperimentEnded)},
+          {"status", ExperimentStatusName(status)},
+          {"reason", reason}};
 }
 
 json CheckpointSavedRecord(const Trial& t, const CheckpointRef& c) {
   json r = c;
-  r["kind"] = "checkpoint_saved";
+  r[kKindField] = RecordKindName(RecordKind::kCheckpointSaved);
   r["trial_id"] = t.trial_id;
   r["attempt"] = t.attempt;
   return r;
 }
 
 json ExperimentResumed(double at_s, RerunMode rerun_errored) {
-  return {{"kind", "experiment_resumed"},
+  return {{kKindField, RecordKindName(RecordKind::kExperimentResumed)},
           {"at", at_s},
           {"rerun_errored", RerunModeName(rerun_errored)}};
 }
 
-json WeightSet(double weight) { return {{"kind", "weight_set"}, {"weight", weight}}; }
+json WeightSet(double weight) {
+  return {{kKindField, RecordKindName(RecordKind::kWeightSet)}, {"weight", weight}};
+}
 
 json TrialsPreempted(const std::vector<std::string>& trial_ids) {
-  return {{"kind", "trials_preempted"}, {"trial_ids", trial_ids}};
+  return {{kKindField, RecordKindName(RecordKind::kTrialsPreempted)}, {"trial_ids", trial_ids}};
 }
 
 json CheckpointDeletedRecord(const Trial& t, const std::string& checkpoint_id) {
-  return {
-      {"kind", "checkpoint_deleted"}, {"trial_id", t.trial_id}, {"checkpoint_id", checkpoint_id}};
+  return {{kKindField, RecordKindName(RecordKind::kCheckpointDeleted)},
+          {"trial_id", t.trial_id},
+          {"checkpoint_id", checkpoint_id}};
 }
 
 json CheckpointFailedRecord(const Trial& t, const CheckpointNotStored& failed) {
-  return {{"kind", "checkpoint_failed"},
+  return {{kKindField, RecordKindName(RecordKind::kCheckpointFailed)},
           {"trial_id", t.trial_id},
           {"attempt", t.attempt},
           {"training_iteration", failed.training_iteration},
@@ -191,8 +210,10 @@ json CheckpointFailedRecord(const Trial& t, const CheckpointNotStored& failed) {
 }
 
 json DriverDecisionRecord(const Trial& t, int64_t seq, const json& answer) {
-  json r = {
-      {"kind", "driver_decision"}, {"trial_id", t.trial_id}, {"attempt", t.attempt}, {"seq", seq}};
+  json r = {{kKindField, RecordKindName(RecordKind::kDriverDecision)},
+            {"trial_id", t.trial_id},
+            {"attempt", t.attempt},
+            {"seq", seq}};
   for (const char* key : {"stop_trial", "stop_all", "should_checkpoint", "samples"}) {
     if (answer.contains(key)) r[key] = answer[key];
   }
@@ -200,7 +221,7 @@ json DriverDecisionRecord(const Trial& t, int64_t seq, const json& answer) {
 }
 
 json TrialUpdated(const Trial& t, const json& change) {
-  return {{"kind", "trial_updated"},
+  return {{kKindField, RecordKindName(RecordKind::kTrialUpdated)},
           {"trial_id", t.trial_id},
           {"config", t.config},
           {"resources", t.resources.units_map()},
@@ -283,9 +304,10 @@ std::string EncodeTrialRecord(const Trial& t, std::span<const ExtraField> extras
   return bytes;
 }
 
-constexpr ExtraField kTrialAddedKind[] = {{"kind", "trial_added"}};
+constexpr ExtraField kTrialAddedKind[] = {{kKindField, RecordKindName(RecordKind::kTrialAdded)}};
 constexpr auto kTrialAddedFields = [](const Trial& t, auto&& v) { VisitTrialAddedFields(t, v); };
-constexpr ExtraField kTrialStartedKind[] = {{"kind", "trial_started"}};
+constexpr ExtraField kTrialStartedKind[] = {
+    {kKindField, RecordKindName(RecordKind::kTrialStarted)}};
 constexpr auto kTrialStartedFields = [](const Trial& t, auto&& v) {
   VisitTrialStartedFields(t, v);
 };
@@ -296,7 +318,7 @@ struct TrialStatusExtras {
   explicit TrialStatusExtras(const Trial& t) {
     const char* kind = StatusFailureKind(t);
     all[0] = {"failure_kind", kind ? kind : ""};
-    all[1] = {"kind", "trial_status"};
+    all[1] = {kKindField, RecordKindName(RecordKind::kTrialStatus)};
     used = std::span<const ExtraField>(all).subspan(kind ? 0 : 1);
   }
   ExtraField all[2];
@@ -327,13 +349,17 @@ std::string EncodeTrialStatusRecord(const Trial& t) {
 
 std::string EncodeTrialSchedulerDelta(const json& delta) {
   std::string bytes;
-  RecordPacker(bytes, 2).JsonField("delta", delta).Field("kind", "trial_scheduler");
+  RecordPacker(bytes, 2)
+      .JsonField("delta", delta)
+      .Field(kKindField, RecordKindName(RecordKind::kTrialSchedulerDelta));
   return bytes;
 }
 
 std::string EncodeSearcherDelta(const json& delta) {
   std::string bytes;
-  RecordPacker(bytes, 2).JsonField("delta", delta).Field("kind", "searcher");
+  RecordPacker(bytes, 2)
+      .JsonField("delta", delta)
+      .Field(kKindField, RecordKindName(RecordKind::kSearcherDelta));
   return bytes;
 }
 

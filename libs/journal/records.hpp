@@ -22,7 +22,7 @@
 //                         score (number or null), size_bytes}
 //   checkpoint_deleted   {trial_id, checkpoint_id}
 //   checkpoint_failed    {trial_id, attempt, training_iteration, reason}   the store refused the
-//                        checkpoint asked at that iteration (since issue 31)
+//                        checkpoint asked at that iteration
 //   trial_updated        {trial_id, config, resources (units), change}   set-resources, PBT exploit
 //   driver_decision      {trial_id, attempt, seq, stop_trial, stop_all, should_checkpoint,
 //                        samples}   the driver's
@@ -32,11 +32,13 @@
 //   trials_preempted     {trial_ids}                  the trials fair-share preemption paused that
 //                        continue once the experiment is under its quota (the whole list)
 // A checkpoint object is {checkpoint_id, training_iteration, time_total_s, score, size_bytes}.
-// Readers reject unknown kinds (libs/journal/replay.hpp): a newer writer must not be replayed
-// by an older scheduler.
+// The kinds' names are one table, RecordKind (record_kind.hpp); every writer and reader names a
+// kind by its RecordKind. Readers reject unknown kinds (libs/journal/replay.hpp): a newer
+// writer must not be replayed by an older scheduler.
 #pragma once
 
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -47,6 +49,7 @@
 #include "libs/core/status.hpp"
 #include "libs/core/trial.hpp"
 #include "libs/journal/experiment_identity.hpp"
+#include "libs/journal/record_kind.hpp"
 
 namespace tunebus::journal {
 
@@ -54,14 +57,16 @@ namespace tunebus::journal {
 std::string EncodeRecord(const nlohmann::json& record);
 /// Errors: Corruption if the bytes are not a msgpack object with a string "kind".
 Result<nlohmann::json> DecodeRecord(std::string_view bytes);
+/// The record's kind; nullopt if its "kind" is missing, not a string or no kind's name.
+std::optional<RecordKind> KindOf(const nlohmann::json& record);
 
 /// The experiment's identity (VisitExperimentIdentityFields) and its experiment file's text.
 nlohmann::json ExperimentSubmitted(const ExperimentIdentity& identity,
                                    const std::string& spec_yaml);
 nlohmann::json TrialAdded(const Trial& trial);
-/// The searcher's whole state (Searcher::SaveState): kind "searcher_state".
+/// The searcher's whole state (Searcher::SaveState): RecordKind::kSearcherState.
 nlohmann::json SearcherState(const nlohmann::json& state);
-/// The searcher's state delta (Searcher::TakeStateDelta): kind "searcher".
+/// The searcher's state delta (Searcher::TakeStateDelta): RecordKind::kSearcherDelta.
 nlohmann::json SearcherDelta(const nlohmann::json& delta);
 nlohmann::json TrialStarted(const Trial& trial);
 /// A result and the worker action answering it. When that action saves a checkpoint (the trial's
@@ -74,7 +79,8 @@ nlohmann::json ResultRecord(const Trial& trial, const nlohmann::json& result, Ac
 std::string EncodeResultRecord(const Trial& trial, std::string_view result_msgpack,
                                Action decision);
 nlohmann::json TrialStatusRecord(const Trial& trial);
-/// The trial scheduler's state delta (TrialScheduler::TakeStateDelta): kind "trial_scheduler".
+/// The trial scheduler's state delta (TrialScheduler::TakeStateDelta):
+/// RecordKind::kTrialSchedulerDelta.
 nlohmann::json TrialSchedulerDelta(const nlohmann::json& delta);
 
 // The records the scheduler appends per trial, written straight from the trial with msgpack-c's
@@ -100,11 +106,11 @@ nlohmann::json TrialsPreempted(const std::vector<std::string>& trial_ids);
 nlohmann::json CheckpointSavedRecord(const Trial& trial, const CheckpointRef& ref);
 nlohmann::json CheckpointDeletedRecord(const Trial& trial, const std::string& checkpoint_id);
 /// The checkpoint of the trial's current attempt asked at `failed.training_iteration` was not
-/// stored, for `failed.reason`: kind "checkpoint_failed".
+/// stored, for `failed.reason`: RecordKind::kCheckpointFailed.
 nlohmann::json CheckpointFailedRecord(const Trial& trial, const CheckpointNotStored& failed);
 nlohmann::json TrialUpdated(const Trial& trial, const nlohmann::json& change);
 /// The driver's answer (DriverAnswer::ToJson: stop_trial, stop_all, samples) to result `seq` of
-/// the trial's current attempt: kind "driver_decision".
+/// the trial's current attempt: RecordKind::kDriverDecision.
 nlohmann::json DriverDecisionRecord(const Trial& trial, int64_t seq, const nlohmann::json& answer);
 
 }  // namespace tunebus::journal

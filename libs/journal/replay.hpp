@@ -19,6 +19,7 @@
 #include "libs/core/status.hpp"
 #include "libs/core/trial.hpp"
 #include "libs/journal/experiment_identity.hpp"
+#include "libs/journal/record_kind.hpp"
 
 namespace tunebus::journal {
 
@@ -62,11 +63,16 @@ inline bool IsReturnCopy(int64_t previous_seq, const nlohmann::json& result_reco
   return previous_seq != 0 && result_record.value("seq", int64_t(0)) == previous_seq;
 }
 
-/// Applies records one at a time, in journal order.
+/// Applies records one at a time, in journal order, through a handler table with one handler
+/// per RecordKind (record_kind.hpp), as a service's MessageDispatcher has one per message type.
+/// A record no handler takes is refused in one place: an unknown kind (a newer writer's: replay
+/// stops there, docs/journal-format.md), a record before experiment_submitted, a trial record
+/// naming no trial added before it, or a malformed one.
 class JournalReplayer {
  public:
-  /// Errors: Corruption naming the record's kind and position for an unknown kind, a record
-  /// before experiment_submitted, or one naming an unknown trial. The state is unchanged then.
+  /// Errors: Corruption naming the record's position and kind ("journal record 7 has unknown
+  /// kind 'x'", "journal record 3 (result) names unknown trial t9", "... is malformed: ...").
+  /// The record is not counted then, and replay stops at it.
   Status Apply(const nlohmann::json& record);
   /// Continues from a snapshot's state (records 1..state.records already applied).
   void Reset(ReplayedExperiment state);
@@ -76,8 +82,39 @@ class JournalReplayer {
   ReplayedExperiment Take();
 
  private:
+  /// A kind's handler: of an experiment record, or of a trial record (the trial its trial_id
+  /// names, which must have been added before it). Exactly one of the two is set.
+  using ExperimentHandler = Status (JournalReplayer::*)(const nlohmann::json& r);
+  using TrialHandler = Status (JournalReplayer::*)(const nlohmann::json& r, Trial& t);
+  struct Handler {
+    RecordKind kind;
+    ExperimentHandler experiment = nullptr;
+    TrialHandler trial = nullptr;
+  };
+  /// One row per RecordKind, in enum order (replay.cpp).
+  static const Handler kHandlers[];
+
+  Status Dispatch(RecordKind kind, const nlohmann::json& r, uint64_t position);
+
+  Status OnExperimentSubmitted(const nlohmann::json& r);
+  Status OnTrialAdded(const nlohmann::json& r);
+  Status OnSearcherState(const nlohmann::json& r);
+  Status OnSearcherDelta(const nlohmann::json& r);
+  Status OnTrialSchedulerDelta(const nlohmann::json& r);
+  Status OnExperimentEnded(const nlohmann::json& r);
+  Status OnExperimentResumed(const nlohmann::json& r);
+  Status OnWeightSet(const nlohmann::json& r);
+  Status OnTrialsPreempted(const nlohmann::json& r);
+  Status OnTrialStarted(const nlohmann::json& r, Trial& t);
+  Status OnResult(const nlohmann::json& r, Trial& t);
+  Status OnTrialStatus(const nlohmann::json& r, Trial& t);
+  Status OnCheckpointSaved(const nlohmann::json& r, Trial& t);
+  Status OnCheckpointDeleted(const nlohmann::json& r, Trial& t);
+  Status OnCheckpointFailed(const nlohmann::json& r, Trial& t);
+  Status OnTrialUpdated(const nlohmann::json& r, Trial& t);
+  Status OnDriverDecision(const nlohmann::json& r, Trial& t);
+
   Trial* Find(const std::string& trial_id);
-  Status ApplyTrialRecord(const std::string& kind, const nlohmann::json& r, Trial& t);
   /// Sets done: true in the trial's newest result (trial.returned).
   void MarkLastResultDone(const Trial& t);
 

@@ -8,6 +8,7 @@
 #include <memory>
 #include <set>
 
+#include "libs/journal/records.hpp"
 #include "libs/journal/snapshot.hpp"
 #include "proto/resources.hpp"
 #include "proto/store.hpp"
@@ -101,12 +102,14 @@ void Experiment::RepairResultFiles(JournalReader& reader, uint64_t last_seq,
   reader.ForEachRecord(
       journal_name_, 1, last_seq,
       [this, repair](const json& r) {
-        const std::string kind = r.value("kind", "");
-        if (kind != "result" && kind != "trial_added" && kind != "trial_updated") return;
+        using journal::RecordKind;
+        const std::optional<RecordKind> kind = journal::KindOf(r);
+        const bool result = kind == RecordKind::kResult;
+        if (!result && kind != RecordKind::kTrialAdded && kind != RecordKind::kTrialUpdated) return;
         const Trial* t = runner_->FindTrial(r.value("trial_id", ""));
         if (t == nullptr) return;
-        if (kind == "result" && r.contains("result")) repair->OnResultRecord(*t, r);
-        if (kind != "result" && r.contains("config")) repair->OnConfigRecord(*t, r["config"]);
+        if (result && r.contains("result")) repair->OnResultRecord(*t, r);
+        if (!result && r.contains("config")) repair->OnConfigRecord(*t, r["config"]);
       },
       finish);
 }

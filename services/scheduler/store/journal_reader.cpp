@@ -6,6 +6,7 @@
 #include <algorithm>
 
 #include "libs/journal/record_frame.hpp"
+#include "libs/journal/records.hpp"
 #include "libs/journal/snapshot.hpp"
 #include "proto/codec.hpp"
 #include "proto/store.hpp"
@@ -23,8 +24,10 @@ namespace {
 // Records a journal_read asks for while paging through a journal.
 constexpr uint32_t kPageRecords = 10000;
 
-bool IsCheckpointRecord(const std::string& kind) {
-  return kind == "checkpoint_saved" || kind == "checkpoint_deleted" || kind == "checkpoint_failed";
+bool IsCheckpointRecord(std::optional<journal::RecordKind> kind) {
+  using journal::RecordKind;
+  return kind == RecordKind::kCheckpointSaved || kind == RecordKind::kCheckpointDeleted ||
+         kind == RecordKind::kCheckpointFailed;
 }
 
 }  // namespace
@@ -139,10 +142,10 @@ void JournalReader::Ended(const std::string& journal, uint64_t last_seq, Done<bo
         return job->done(records.status());
       }
       for (auto it = records->rbegin(); it != records->rend(); ++it) {
-        const std::string kind = it->value("kind", "");
+        const std::optional<journal::RecordKind> kind = journal::KindOf(*it);
         if (!IsCheckpointRecord(kind)) {
           *step = nullptr;
-          return job->done(kind == "experiment_ended");
+          return job->done(kind == journal::RecordKind::kExperimentEnded);
         }
       }
       if (records->size() != n) {  // a short read: treated as not ended
