@@ -4,6 +4,7 @@
 #include <fmt/ranges.h>
 #include <spdlog/spdlog.h>
 
+#include <map>
 #include <utility>
 
 #include "proto/resources.hpp"
@@ -69,7 +70,6 @@ ResourceManager::ResourceManager(Options options, zmq::socket_t router, zmq::soc
 }
 
 void ResourceManager::Run() {
-  state_ = State::kServing;
   spdlog::info("resource-manager serving on {} (events on {}), heartbeat {} ms x {}", endpoint_,
                events_endpoint_, options_.heartbeat_interval_ms, options_.liveness);
   loop_.AddSocket(router_, [this] { OnRouterReadable(); });
@@ -80,7 +80,6 @@ void ResourceManager::Run() {
     spdlog::error("No metrics endpoint: {}", s.ToString());
   }
   loop_.Run();
-  state_ = State::kStopped;
   spdlog::info("resource-manager stopped; messages received: {}", dispatcher_.CountsSummary());
 }
 

@@ -26,7 +26,6 @@
 #include <algorithm>
 #include <chrono>
 #include <cstdint>
-#include <map>
 #include <memory>
 #include <string>
 #include <zmq.hpp>
@@ -59,16 +58,11 @@ class ResourceManager {
  public:
   using Options = ResourceManagerOptions;
 
-  enum class State {
-    kCreated,  // sockets bound, Run() not called yet
-    kServing,  // Run() is answering requests and expiring workers
-    kStopped,  // Run() returned; the object may only be destroyed
-  };
-
   /// Binds both sockets. Errors: InvalidArgument for bad options, Unavailable if a bind fails.
   static Result<std::unique_ptr<ResourceManager>> Create(zmq::context_t& ctx, Options options);
 
-  /// Serves until Stop(). Call once.
+  /// Serves until Stop(). REQUIRES: called once; after it returns the object may only be
+  /// destroyed.
   void Run();
   /// Thread- and signal-safe.
   void Stop() { loop_.Stop(); }
@@ -110,7 +104,6 @@ class ResourceManager {
   Millis Now() const;
 
   Options options_;
-  State state_ = State::kCreated;
   bus::IdentityKeys worker_keys_;  // a worker id is the CURVE key's that registered it
   zmq::socket_t router_;
   zmq::socket_t pub_;
