@@ -20,7 +20,7 @@ json TrialCountsJson(const std::vector<Trial>& trials) {
 json ExperimentToJson(const std::string& name, const TrialRunner& runner,
                       const std::string& experiment_dir, double elapsed_s) {
   const json counts = TrialCountsJson(runner.trials());
-  const Trial* best = runner.BestTrial();
+  const Trial* best = BestTrial(runner);
   json summary = {{"name", name},
                   {"experiment_id", runner.options().experiment_id},
                   {"status", ExperimentStatusName(runner.status())},
@@ -33,12 +33,12 @@ json ExperimentToJson(const std::string& name, const TrialRunner& runner,
                   {"mode", runner.options().mode},
                   {"results_dir", experiment_dir},
                   {"best", best ? TrialToJson(*best, experiment_dir) : json(nullptr)},
-                  {"searcher", runner.SearcherDescription()},
+                  {"searcher", runner.searcher().Describe()},
                   {"elapsed_s", elapsed_s}};
   // The wall-time budget (Ray Tune's time_budget_s), seconds, for the dashboard's progress.
   if (runner.options().time_budget_s) summary["time_budget_s"] = *runner.options().time_budget_s;
   // The driver link's state (proto/PROTOCOL.md section 7b), for an experiment that has one.
-  if (json driver = runner.DriverDescription(); !driver.is_null()) summary["driver"] = driver;
+  if (runner.driver() != nullptr) summary["driver"] = runner.driver()->Describe();
   return summary;
 }
 

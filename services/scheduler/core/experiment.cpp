@@ -96,7 +96,8 @@ void Experiment::SetWeight(double weight) {
 }
 
 int64_t Experiment::Wanted() const {
-  const int64_t wanted = runner_->TrialsInFlight() + runner_->TrialsQueued();
+  const int64_t wanted =
+      runner_->phases().in_flight() + runner_->phases().count(RunnerPhase::kQueued);
   return spec_.max_concurrent_trials > 0 ? std::min(wanted, spec_.max_concurrent_trials) : wanted;
 }
 
@@ -121,7 +122,8 @@ Status Experiment::FinishedError() const {
 int64_t Experiment::Preempt(int64_t quota) {
   std::vector<const Trial*> running;  // RUNNING, not already pausing
   for (const Trial& t : runner_->trials()) {
-    if (t.status == TrialStatus::kRunning && !runner_->IsPausing(t)) running.push_back(&t);
+    if (t.status == TrialStatus::kRunning && !runner_->phases().IsPausing(t.index))
+      running.push_back(&t);
   }
   // The newest-started first: they lose the least work (YARN's and Determined's choice).
   std::sort(running.begin(), running.end(),
@@ -130,7 +132,7 @@ int64_t Experiment::Preempt(int64_t quota) {
   for (const Trial* t : running) {
     if (int64_t(running.size()) - paused <= quota) break;
     const std::string trial_id = t->trial_id;
-    if (!runner_->PauseTrial(trial_id).ok()) continue;
+    if (!TrialControl(*runner_).PauseTrial(trial_id).ok()) continue;
     spdlog::info("Preempting trial {} of experiment {}: it holds more than its fair share ({})",
                  trial_id, spec_.name, quota);
     if (std::find(preempted_.begin(), preempted_.end(), trial_id) == preempted_.end())
@@ -144,10 +146,10 @@ int64_t Experiment::Preempt(int64_t quota) {
 void Experiment::Readmit(std::optional<int64_t> quota) {
   if (preempted_.empty() || phase_ != Phase::kRunning) return;
   const size_t before = preempted_.size();
-  while (!preempted_.empty() && (!quota || runner_->TrialsInFlight() < *quota)) {
+  while (!preempted_.empty() && (!quota || runner_->phases().in_flight() < *quota)) {
     const std::string trial_id = preempted_.front();
     preempted_.erase(preempted_.begin());
-    if (runner_->UnpauseTrial(trial_id).ok()) {
+    if (TrialControl(*runner_).UnpauseTrial(trial_id).ok()) {
       spdlog::info("Trial {} of experiment {} continues after its preemption", trial_id,
                    spec_.name);
     }
@@ -207,13 +209,14 @@ Result<std::unique_ptr<Experiment>> Experiment::LoadReadOnly(
   // A journal without experiment_ended (its scheduler died and it was never resumed) is what lsx
   // calls INTERRUPTED.
   const ExperimentStatus status = replayed.ended_status.value_or(ExperimentStatus::kInterrupted);
-  if (Status s = e->runner_->Restore(std::move(replayed.trials), replayed.searcher_state,
-                                     replayed.last_action, replayed.identity.submitted_at_s, status,
-                                     replayed.ended_reason);
-      !s.ok()) {
-    return s;
-  }
-  if (Status s = e->runner_->ApplySearcherDeltas(replayed.searcher_deltas); !s.ok()) return s;
+  RunnerRestore restored{.trials = std::move(replayed.trials),
+                         .searcher_state = std::move(replayed.searcher_state),
+                         .searcher_deltas = std::move(replayed.searcher_deltas),
+                         .last_actions = std::move(replayed.last_action),
+                         .start_s = replayed.identity.submitted_at_s,
+                         .ended_status = status,
+                         .ended_reason = replayed.ended_reason};
+  if (Status s = e->runner_->Restore(std::move(restored)); !s.ok()) return s;
   return e;
 }
 
@@ -282,7 +285,7 @@ Status Experiment::Build() {
   // Nor beyond its fair share of a cluster other experiments want too.
   executor_->set_may_place([this] {
     return recorder_->FileBacklog() < kMaxFileBacklogToPlace &&
-           (!trial_quota_ || runner_->TrialsInFlight() < *trial_quota_);
+           (!trial_quota_ || runner_->phases().in_flight() < *trial_quota_);
   });
   return Status::Ok();
 }
@@ -318,20 +321,18 @@ Status Experiment::Resume(JournalReader& reader, const std::string& journal_name
       awaiting_reattach_.insert(t.trial_id);
   }
   const size_t trials = replayed.trials.size();
-  if (Status s = runner_->Restore(std::move(replayed.trials), replayed.searcher_state,
-                                  replayed.last_action, replayed.identity.submitted_at_s,
-                                  replayed.ended_status.value_or(ExperimentStatus::kRunning),
-                                  replayed.ended_reason);
-      !s.ok()) {
-    return s;
-  }
-  if (Status s =
-          runner_->RestoreTrialScheduler(replayed.scheduler_state, replayed.scheduler_deltas);
-      !s.ok()) {
-    return s;
-  }
-  if (Status s = runner_->ApplySearcherDeltas(replayed.searcher_deltas); !s.ok()) return s;
-  runner_->RestoreDriverAnswers(replayed.driver_answers);
+  RunnerRestore restored{
+      .trials = std::move(replayed.trials),
+      .searcher_state = std::move(replayed.searcher_state),
+      .searcher_deltas = std::move(replayed.searcher_deltas),
+      .trial_scheduler = TrialSchedulerJournal{std::move(replayed.scheduler_state),
+                                               std::move(replayed.scheduler_deltas)},
+      .last_actions = std::move(replayed.last_action),
+      .driver_answers = std::move(replayed.driver_answers),
+      .start_s = replayed.identity.submitted_at_s,
+      .ended_status = replayed.ended_status.value_or(ExperimentStatus::kRunning),
+      .ended_reason = replayed.ended_reason};
+  if (Status s = runner_->Restore(std::move(restored)); !s.ok()) return s;
   if (!runner_->IsFinished())
     journal_->Append(journal::ExperimentResumed(clock_.WallSeconds(), RerunMode::kNone));
   spdlog::info(
@@ -363,7 +364,7 @@ void Experiment::OnCheckpointFailed(const std::string& worker,
                                     const proto::CheckpointFailed& failed) {
   const Trial* t = runner_->FindTrial(failed.trial_id);
   const bool was_running =
-      t != nullptr && t->status == TrialStatus::kRunning && !runner_->IsPausing(*t);
+      t != nullptr && t->status == TrialStatus::kRunning && !runner_->phases().IsPausing(t->index);
   const Status noted = runner_->OnCheckpointFailed(failed.trial_id, failed.attempt,
                                                    failed.training_iteration, failed.error);
   if (!noted.ok()) {

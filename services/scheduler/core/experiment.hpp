@@ -168,7 +168,7 @@ class Experiment {
   /// from 0), then notes what it holds now. Called once a round, after its placements.
   void AccrueService(double trial_share, double seconds) {
     attained_ += trial_share * double(in_flight_) * seconds;
-    in_flight_ = runner_->TrialsInFlight();
+    in_flight_ = runner_->phases().in_flight();
   }
   /// The most trials it may hold at once (its fair share across experiments,
   /// WeightedDrfQuotas); nullopt = no cap. Checked before each placement.

@@ -34,7 +34,7 @@ void Experiment::ReconcileAllocations() {
         if (held.rfind(prefix, 0) != 0 || slash == std::string::npos) continue;
         const std::string trial_id = held.substr(0, slash);
         const int64_t attempt = std::strtoll(held.c_str() + slash + 1, nullptr, 10);
-        if (runner_->HoldsAllocation(trial_id, attempt, node.worker_id)) continue;
+        if (HoldsAllocation(*runner_, trial_id, attempt, node.worker_id)) continue;
         spdlog::info("Releasing {} on {}: no running attempt owns it after the restart", held,
                      node.worker_id);
         proto::Release release;
@@ -127,7 +127,7 @@ void Experiment::AdoptStoredCheckpoints() {
     }
     const std::string snapshots = journal::SnapshotPrefix(journal_name_);
     int64_t kept = 0, adopted = 0, deleted = 0;
-    const std::unordered_set<std::string> referenced = runner_->ReferencedCheckpoints();
+    const std::unordered_set<std::string> referenced = ReferencedCheckpoints(runner_->trials());
     for (const proto::CheckpointInfo& info : listed->checkpoints) {
       const std::string& id = info.checkpoint_id;
       if (id.rfind(snapshots, 0) == 0) continue;
@@ -187,9 +187,9 @@ void Experiment::MaybeSnapshot(int64_t every_records) {
   state.spec_yaml = spec_.source_yaml;
   if (weight_ != spec_.weight) state.weight = weight_;
   state.preempted = preempted_;
-  state.searcher_state = runner_->SearcherState();
-  state.scheduler_state = runner_->TrialSchedulerState();
-  state.last_action = runner_->LastActions();
+  state.searcher_state = runner_->searcher().SaveState();
+  state.scheduler_state = runner_->trial_scheduler().SaveState();
+  state.last_action = LastActions(*runner_);
   state.records = seq;
   auto bytes = std::make_shared<std::string>(journal::EncodeSnapshot(state, runner_->trials()));
   const std::string id = journal::SnapshotId(journal_name_, seq);
