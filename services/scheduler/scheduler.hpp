@@ -1,6 +1,14 @@
-// Scheduler: owns experiments and their trials, runs a TrialRunner per unfinished experiment,
-// talks to workers, the resource-manager and the checkpoint-store, serves the control socket
-// and publishes the event stream (DESIGN.md "Services").
+// Scheduler: the scheduler service as parts it wires (DESIGN.md "Services"; Seastar's services,
+// Mesos's processes). It binds the sockets, builds the parts, starts them in order and stops them
+// in reverse; the parts talk through the references each is handed at construction:
+//   ExperimentRegistry  (core/experiment_registry.hpp) live experiments, finished ones read from
+//                       the journals, routing by trial id and by name, name claims, lsx rows
+//   FairShareArbiter    (core/fair_share_arbiter.hpp) quotas, preemption, readmission, shares
+//   WorkerService       (workers/worker_service.hpp) the workers socket and node events
+//   ControlService      (control/control_service.hpp) the control socket, tunectl's requests
+// and the shared plumbing they use: the loop, the resource-manager and checkpoint-store clients,
+// the journal reader and appends, placements, result files, the event publisher, the store's
+// health, metrics and the dashboard.
 //
 // Sockets (all used only by the Run() thread):
 //   control  ROUTER bind   tunectl requests (proto/control.hpp)
@@ -10,50 +18,36 @@
 //   rm_sub   SUB    connect resource-manager node events
 //   store    DEALER connect checkpoint-store journal appends and reads (proto/store.hpp)
 // Many experiments run at once, each with its own journal, results folder, searcher and trial
-// scheduler (an Experiment); worker messages go to the experiment their trial id names
-// (<experiment_id>_<index>), control requests to the one they name (default: the only
-// unfinished one). Names are unique among unfinished experiments. Finished experiments stay
-// listed until the process ends, and read requests naming one that is only in the store's
-// journals load it read-only. Journal
-// reads (JournalReader) are requests on the store client whose answers the loop handles like any
-// other: a slow store delays the request that reads, never a decision.
+// scheduler (an Experiment). Journal reads (JournalReader) are requests on the store client whose
+// answers the loop handles like any other: a slow store delays the request that reads, never a
+// decision.
+//
+// Start order (Run): the registry resumes from the journals (the loop serving only the store and
+// the resource-manager until done), then the control service, the workers service (workers
+// socket and node events), the arbiter's capacity refresh, the store's health checks and
+// metrics. Each poll round ends with AfterRound: quotas, the runners' steps, attained service,
+// the experiments' round ends, then one send each of the round's journal appends, placements
+// and worker messages, and the state files. Stop (destruction, see the members): the dashboard
+// first, then the control service, the registry, the arbiter and the workers service.
 #pragma once
 
 #include <cstdint>
-#include <functional>
-#include <map>
 #include <memory>
-#include <nlohmann/json.hpp>
-#include <optional>
-#include <set>
 #include <string>
-#include <vector>
 #include <zmq.hpp>
 
-#include "libs/bus/domains.hpp"
 #include "libs/bus/event_loop.hpp"
-#include "libs/bus/identity_keys.hpp"
 #include "libs/bus/request_client.hpp"
 #include "libs/bus/socket.hpp"
 #include "libs/core/clock.hpp"
-#include "libs/core/rerun_mode.hpp"
 #include "libs/core/status.hpp"
-#include "libs/core/trial.hpp"
-#include "libs/journal/replay.hpp"
 #include "libs/journal/snapshot.hpp"
 #include "libs/metrics/metrics_publisher.hpp"
-#include "libs/service/message_dispatcher.hpp"
-#include "libs/spec/experiment_spec.hpp"
-#include "proto/control.hpp"
-#include "proto/worker.hpp"
-#include "services/scheduler/store/bus_journal_sink.hpp"
-#include "services/scheduler/results/event_publisher.hpp"
-#include "services/scheduler/store/journal_reader.hpp"
-#include "services/scheduler/workers/placement_batcher.hpp"
 #include "services/scheduler/results/result_files.hpp"
+#include "services/scheduler/store/bus_journal_sink.hpp"
+#include "services/scheduler/store/journal_reader.hpp"
 #include "services/scheduler/store/store_health.hpp"
-#include "services/scheduler/workers/worker_outbox.hpp"
-#include "services/scheduler/workers/worker_registry.hpp"
+#include "services/scheduler/workers/placement_batcher.hpp"
 
 namespace tunebus {
 
@@ -97,26 +91,29 @@ struct SchedulerOptions {
   std::string dashboard_secret_file;
 };
 
-class Experiment;
+class ControlService;
+class EventPublisher;
+class ExperimentRegistry;
+class FairShareArbiter;
+class WorkerService;
 struct ExperimentContext;
 namespace dashboard {
 class DashboardServer;
-class LoginTokens;
 }  // namespace dashboard
 
 class Scheduler {
  public:
-  /// Binds the scheduler's sockets and resumes from the store's journals (options.resume).
-  /// `clock` times everything the scheduler does (its loop's timers, heartbeat deadlines, trial
-  /// times, the time budget) and outlives it: Clock::Real() in the service, a ManualClock in
-  /// tests that advance time by hand (tests/unit/scheduler_test.cpp). Errors: a socket that does
-  /// not bind, a results_dir that cannot be made, the store's journals unreadable.
+  /// Binds the scheduler's sockets and builds its parts. `clock` times everything the scheduler
+  /// does (its loop's timers, heartbeat deadlines, trial times, the time budget) and outlives
+  /// it: Clock::Real() in the service, a ManualClock in tests that advance time by hand
+  /// (tests/unit/scheduler_test.cpp). Errors: a socket that does not bind, a results_dir that
+  /// cannot be made, the dashboard's token secret or address.
   static Result<std::unique_ptr<Scheduler>> Create(zmq::context_t& ctx, SchedulerOptions options,
                                                    const Clock& clock = Clock::Real());
   ~Scheduler();
 
-  /// Resumes from the journals (ResumeFromJournals), serving only the store and the
-  /// resource-manager until that is done, then serves everything until Stop().
+  /// Resumes from the journals (ExperimentRegistry::ResumeAll), serving only the store and the
+  /// resource-manager until that is done, then starts the parts and serves until Stop().
   void Run();
   void Stop() { loop_.Stop(); }
   /// "control=<ep> workers=<ep> events=<ep>" as bound.
@@ -129,274 +126,48 @@ class Scheduler {
 
  private:
   Scheduler(zmq::context_t& ctx, SchedulerOptions options, const Clock& clock);
+  /// Binds the sockets and builds the parts in dependency order.
   Status Init();
   /// Starts the dashboard (options_.http) as a client of the bound control and events sockets.
   /// Errors: InvalidArgument for a bad --http; FailedPrecondition with keys but no viewer key;
   /// the key's and DashboardServer::Start's.
   Status StartDashboard();
-
-  // sockets
-  /// Starts serving tunectl, workers and the resource-manager's node events (after the resume
-  /// at start: what they send meanwhile waits in their sockets).
-  void ServeClients();
-  void OnControlReadable();
-  /// Handles every queued worker message, and the queued control requests after each
-  /// kWorkerMessagesBetweenControl of them.
-  void OnWorkerReadable();
-  static constexpr size_t kWorkerMessagesBetweenControl = 32;
-  void OnNodeEvent();
+  /// After every poll round: quotas, the runners' steps, attained service, the experiments'
+  /// round ends, then the round's journal appends, placements and worker messages as one send
+  /// each, and the state files' pass.
   void AfterRound();
-
-  // worker handlers (scheduler_workers.cpp), in worker_dispatcher_'s table
-  void AddWorkerHandlers();
-  using Handler = Status (Scheduler::*)(bus::Incoming& in, const proto::Decoded& d);
-  Status HandleRegisterWorker(bus::Incoming& in, const proto::Decoded& d);
-  Status HandleReportResult(bus::Incoming& in, const proto::Decoded& d);   // one result
-  Status HandleReportResults(bus::Incoming& in, const proto::Decoded& d);  // a batch
-  Status HandleTrialExited(bus::Incoming& in, const proto::Decoded& d);
-  Status HandleCheckpointSaved(bus::Incoming& in, const proto::Decoded& d);
-  Status HandleCheckpointFailed(bus::Incoming& in, const proto::Decoded& d);
-  Status HandleWorkerHeartbeat(bus::Incoming& in, const proto::Decoded& d);
-  void HandleResult(const std::string& peer, proto::ResultItem result);
-  /// Logs a trial failure once for users: trial, attempt, worker, error (exit code), what
-  /// follows (requeued or ERROR with its error.txt) and the last lines of the trainable's stderr.
-  void LogTrialFailure(const Experiment& e, const Trial& t, const std::string& worker,
-                       const proto::TrialExited& exited) const;
-
-  // control handlers (control_handlers.cpp), in control_dispatcher_'s table: each answers `in`
-  // exactly once, itself or (a refusal) through the dispatcher
-  void AddControlHandlers();
-  Status HandleSubmit(bus::Incoming& in, const proto::Decoded& d);
-  Status HandleListTrials(bus::Incoming& in, const proto::Decoded& d);
-  Status HandleShowTrial(bus::Incoming& in, const proto::Decoded& d);
-  Status HandleStopTrial(bus::Incoming& in, const proto::Decoded& d);
-  Status HandleStopExperiment(bus::Incoming& in, const proto::Decoded& d);
-  Status HandleGetExperiment(bus::Incoming& in, const proto::Decoded& d);
-  /// ListSchedulerDecisions (analysis_handlers.cpp).
-  Status HandleListSchedulerDecisions(bus::Incoming& in, const proto::Decoded& d);
-  Status HandleListWorkers(bus::Incoming& in, const proto::Decoded& d);
-  Status HandleResumeExperiment(bus::Incoming& in, const proto::Decoded& d);
-  Status HandleListExperiments(bus::Incoming& in, const proto::Decoded& d);
-  Status HandlePauseTrial(bus::Incoming& in, const proto::Decoded& d);
-  Status HandleResumeTrial(bus::Incoming& in, const proto::Decoded& d);
-  Status HandleAddTrial(bus::Incoming& in, const proto::Decoded& d);
-  Status HandleSetTrialResources(bus::Incoming& in, const proto::Decoded& d);
-  Status HandleSetExperimentWeight(bus::Incoming& in, const proto::Decoded& d);
-  // `tunectl delete` (experiment_delete.cpp)
-  Status HandleDeleteExperiment(bus::Incoming& in, const proto::Decoded& d);
-  /// Deletes the finished experiment `e` (loaded from journal `journal`): the store's
-  /// experiment_delete, then its results folder unless `keep_results`, then answers `route`.
-  void DeleteFinished(const std::vector<std::string>& route, uint64_t id, const Experiment& e,
-                      const std::string& journal, bool keep_results);
-  /// Drops every trace of journal `journal` in this process: experiments_ (moved to retired_:
-  /// callbacks may still name it), the routing table, read-only loads and lsx rows.
-  void Forget(const std::string& journal);
-  Status HandleFetchCheckpoint(bus::Incoming& in, const proto::Decoded& d);
-  // The dashboard's login tokens and actions (control/dashboard_control_handlers.cpp,
-  // proto/dashboard.hpp): LoadDashboardTokens reads or makes the secret (tokens_).
-  Status LoadDashboardTokens();
-  Status HandleIssueDashboardToken(bus::Incoming& in, const proto::Decoded& d);
-  Status HandleVerifyDashboardToken(bus::Incoming& in, const proto::Decoded& d);
-  Status HandleDashboardAction(bus::Incoming& in, const proto::Decoded& d);
-  // The shipped working_dir's archive (working_dir_handlers.cpp): stored in the checkpoint-store
-  // as proto::WorkingDirBlobId(digest), which checks its digest before committing it.
-  Status HandleWorkingDirStat(bus::Incoming& in, const proto::Decoded& d);
-  Status HandleWorkingDirPut(bus::Incoming& in, const proto::Decoded& d);
-  /// Asks the store for the archive `digest`: `done` gets its size, nullopt when the store does
-  /// not hold it, or the store's error (prefixed "checkpoint-store: ").
-  void StatWorkingDir(const std::string& digest,
-                      std::function<void(Result<std::optional<int64_t>>)> done);
-  /// Submits a parsed, checked experiment: with restore_from, after the store named the
-  /// checkpoint's iteration; then StartExperiment.
-  void SubmitParsed(const bus::Incoming& in, uint64_t id, const proto::SubmitExperiment& msg,
-                    ExperimentSpec spec);
-  /// The address of a reply that callbacks can copy (bus::Incoming holds the request's payload
-  /// and is not copyable).
-  static bus::Incoming ReplyTo(const std::vector<std::string>& route);
-  /// Answers a request that changed state: sent once every journal record appended so far is
-  /// durable (the change it reports is then safe).
-  /// `e`: the experiment the request changed (null: none, sent at once).
-  void ReplyJson(Experiment* e, const bus::Incoming& in, uint64_t id, const nlohmann::json& body);
-  /// Answers a read at once, whatever the journal's state: what it shows may include changes
-  /// not yet durable, marked as proto/PROTOCOL.md §2 says ("durable": false on a trial, the
-  /// experiment's "journal_health").
-  void ReplyRead(const bus::Incoming& in, uint64_t id, const nlohmann::json& body);
-  /// Answers the read `d` (from `in`) with what `answer` makes of the experiment FindExperiment
-  /// finds for `experiment` (ReplyRead, or ReplyError with its error); maybe after the store
-  /// answered, so `answer` captures copies only.
-  void AnswerRead(const bus::Incoming& in, const proto::Decoded& d, const std::string& experiment,
-                  std::function<Result<nlohmann::json>(Result<Experiment*>)> answer);
-  /// Ok, or Unavailable naming the cause while `e`'s journal writes fail (e may be null) or the
-  /// checkpoint-store refuses writes: mutating control requests are refused then.
-  Status JournalWritable(const Experiment* e);
-  /// `e`'s journal: {"state": "ok"|"failing", "since_unix_s", "error", "failed_tries",
-  ///  "not_durable_records"} ("since_unix_s", "error", "failed_tries" only while failing).
-  /// REQUIRES: !e.read_only().
-  static nlohmann::json JournalHealthJson(const Experiment& e);
-  /// Adds "durable": false to a trial's view while one of its changes waits for the journal.
-  static void MarkNotDurable(const Experiment& e, const Trial& t, nlohmann::json& view);
-  /// Refuses control request `id` of `type` (logged, answered with an ErrorReply).
-  void ReplyError(const bus::Incoming& in, uint64_t id, const std::string& type,
-                  const Status& status);
-
-  // experiments (scheduler_experiments.cpp)
-  /// Starts a new experiment from a parsed spec: checks its results folder, creates it, journals
-  /// experiment_submitted and answers `in` (the experiment, or the error).
-  void StartExperiment(const bus::Incoming& in, uint64_t id, const proto::SubmitExperiment& msg,
-                       ExperimentSpec spec, std::optional<CheckpointRef> restore_from);
-  /// Resumes `journal_name` (an unfinished experiment at start, or one tunectl resumes): it is
-  /// in experiments_ at once (Phase::kResuming) and, once its result files are complete, runs
-  /// unless it had ended; then `done` with it. Errors (to `done`): FailedPrecondition when its
-  /// experiment id or its name is taken by an unfinished experiment here; Experiment::Create's
-  /// and Experiment::Resume's. `store_last_seq`: the journal's length in the store (appends
-  /// continue after it).
-  void ResumeExperiment(const std::string& journal_name, journal::ReplayedExperiment replayed,
-                        uint64_t store_last_seq, std::function<void(Result<Experiment*>)> done);
-  /// At start: resumes every unfinished experiment in the store's journals, one after another
-  /// (oldest first); one that fails is logged and the others still resume; then `done`.
-  /// Asynchronous on the loop's store client, waiting options_.resume_timeout_ms for each answer;
-  /// Run() drives the loop until `done` before it serves tunectl and workers (no socket of its own,
-  /// no blocking wait).
-  void ResumeFromJournals(std::function<void(Status)> done);
-  /// `tunectl resume` of an experiment found in memory (or just resumed from its journal):
-  /// reopens an interrupted one, reruns its errored trials as `mode` says, and answers `in`.
-  void ContinueResume(const bus::Incoming& in, uint64_t id, Experiment* e, RerunMode mode);
-  /// Calls `then` with the experiment a read request names (proto::ListTrials::experiment): ""
-  /// = DefaultExperiment's, else (none in this process) the newest journaled; a name or journal
-  /// name = the newest such experiment in this process, else in the store's journals. One found
-  /// only in the journals is loaded read-only (LoadJournaled) after the store answered; if the
-  /// name is in this process by then (submitted or resumed meanwhile), that one. `then` runs at
-  /// once for an experiment in memory, else from the loop. The pointer is valid during `then`.
-  /// Errors: NotFound "no experiment has been submitted" (""), or naming the known
-  /// experiments; DefaultExperiment's; the JournalReader's errors.
-  void FindExperiment(const std::string& name, std::function<void(Result<Experiment*>)> then);
-  /// The experiment named `name` in this process (the newest such), or null.
-  Experiment* InMemory(const std::string& name);
-  /// Calls `then` with `journal` replayed into a read-only Experiment, cached in journaled_
-  /// while the journal has the same length (then at once). Appends nothing, cuts no torn tail,
-  /// touches no result file or checkpoint.
-  void LoadJournaled(const JournalSummary& journal, std::function<void(Result<Experiment*>)> then);
-  /// The lsx row of a journal not in memory: {name, journal, status, counts, total,
-  /// submitted_at}, from a replay; cached in lsx_rows_ by (journal, last_seq).
-  void JournalRow(const JournalLength& journal, std::function<void(Result<nlohmann::json>)> then);
-  /// Answers list_experiments (request `id` of `type` from `route`): a row per experiment in
-  /// memory and per other journal of `lengths`, oldest submission first.
-  void ListExperiments(const std::vector<std::string>& route, uint64_t id, const std::string& type,
-                       std::vector<JournalLength> lengths);
-  /// <results folder>/<name> of an experiment: options_.results_dir replaces a results_dir that
-  /// names a folder beside the experiment file (on the submitting host).
-  /// <results directory>/<results_folder, or the experiment's name when "">.
-  std::string ExperimentDir(const ExperimentSpec& spec, const std::string& results_folder) const;
-  /// The experiment a request that names none means: the only unfinished one, else (none
-  /// unfinished) the newest in this process, else null. Errors: FailedPrecondition when several
-  /// are unfinished (the message lists them and says to name one with -e/--experiment).
-  Result<Experiment*> DefaultExperiment();
-  /// The live experiment a request that changes one names: the one holding `trial_id` when given
-  /// (a trial id names its experiment), else the one named `experiment` (name or journal name),
-  /// else DefaultExperiment's. Errors: NotFound (no such trial, no such experiment here, or
-  /// "no experiment has been submitted"), NotFound when the named experiment does not hold the
-  /// trial, DefaultExperiment's, FailedPrecondition while it is being resumed, JournalWritable's.
-  Result<Experiment*> Target(const std::string& experiment, const std::string& trial_id = "");
-  /// The experiment of `trial_id` (by its experiment id prefix) in this process, or null.
-  Experiment* ForTrial(const std::string& trial_id);
-  /// Unfinished experiments (Phase kRunning or kResuming), oldest first.
-  std::vector<Experiment*> Unfinished() const;
-  /// Sets each running experiment's trial quota for this round: their weighted DRF shares of
-  /// cluster_capacity_ (fair_share.hpp) while two or more want trials, else no cap.
-  void ApplyFairShare();
-  /// At the end of a round (placements made): adds the time since the previous round's end to
-  /// each running experiment's attained service at the trials it held in between (the fair
-  /// share's tie-break, fair_share.hpp).
-  void AccrueAttainedService();
-  /// Asks the resource-manager for the cluster's capacity (alive workers' sum) into
-  /// cluster_capacity_: at start, on node_added / node_lost, and every kCapacityRefresh.
-  void RefreshCapacity();
-  /// RefreshCapacity now and every kCapacityRefresh while the loop runs.
-  void RefreshCapacityEvery();
-  static constexpr bus::Duration kCapacityRefresh{10000};
-  /// {"weight", "share" (dominant share of what it holds), "usage" (amounts held)} of `e`.
-  nlohmann::json ShareJson(const Experiment& e) const;
-  /// Takes a new live experiment into experiments_ and the trial routing table.
-  Experiment* Adopt(std::unique_ptr<Experiment> e);
-  /// FailedPrecondition when `name` is being submitted or resumed, or an unfinished experiment
-  /// here has it (names are unique among unfinished experiments).
-  Status NameFree(const std::string& name) const;
+  /// Prometheus figures, rendered on the loop thread every second (the parts' counts).
+  void RenderMetrics(metrics::MetricsText& m);
 
   zmq::context_t& ctx_;
   SchedulerOptions options_;
   const Clock& clock_;
-  /// Names of experiments whose submission or `tunectl resume` waits for the checkpoint-store
-  /// (they are not in experiments_ yet): another submission or resume of the name is refused.
-  std::set<std::string> claimed_names_;
   bus::EventLoop loop_;
-  zmq::socket_t control_;
-  zmq::socket_t workers_;
-  bus::IdentityKeys worker_keys_;         // a worker's routing id is its CURVE key's
-  std::unique_ptr<WorkerOutbox> outbox_;  // decisions, starts and stops to workers (not replies)
-  zmq::socket_t events_;                  // XPUB
+  zmq::socket_t events_;  // XPUB
   std::unique_ptr<EventPublisher> publisher_;
-  zmq::socket_t rm_sub_;
   std::unique_ptr<bus::RequestClient> rm_;
   std::unique_ptr<bus::RequestClient> store_;
-  std::unique_ptr<StoreHealth> store_health_;       // asks the store store_status every second
-  std::unique_ptr<ResultFileWriter> result_files_;  // the experiments' result file writer
+  std::unique_ptr<JournalReader> journals_;    // journal reads over store_ (resume, lsx, loads)
+  std::unique_ptr<StoreHealth> store_health_;  // asks the store store_status every second
+  std::unique_ptr<ResultFileWriter> result_files_;         // the experiments' result file writer
   std::unique_ptr<JournalAppendBatcher> journal_appends_;  // the experiments' journal appends
   std::unique_ptr<PlacementBatcher> placements_;  // the experiments' resource-manager requests
-  std::unique_ptr<ExperimentContext> experiment_context_;  // what experiments use of this
   std::string control_bound_, workers_bound_, events_bound_;
-  WorkerRegistry worker_registry_;
-  /// Live experiments (unfinished and finished), in submission or resume order.
-  std::vector<std::unique_ptr<Experiment>> experiments_;
-  /// Deleted experiments, kept allocated until the process ends: a late callback (a timer, a
-  /// store answer) may still name one. Nothing reads them.
-  std::vector<std::unique_ptr<Experiment>> retired_;
-  /// experiments_ by experiment id (the prefix of their trial ids): worker messages' routing.
-  std::map<std::string, Experiment*, std::less<>> by_experiment_id_;
-  /// Read-only experiments loaded from their journals, by journal name (at most
-  /// kJournaledCacheSize; any other is dropped to make room).
-  std::map<std::string, std::unique_ptr<Experiment>> journaled_;
-  /// Journal reads over store_ (resume, lsx, read-only loads).
-  std::unique_ptr<JournalReader> journals_;
-  /// lsx rows of journals not in memory by journal name, with the length they were read at.
-  std::map<std::string, std::pair<uint64_t, nlohmann::json>> lsx_rows_;
-  std::unique_ptr<service::MessageDispatcher> control_dispatcher_;
-  std::unique_ptr<service::MessageDispatcher> worker_dispatcher_;
-  uint64_t node_events_ = 0;    // node events received from the resource-manager
-  Resources cluster_capacity_;  // alive workers' capacity, as the resource-manager last said
-  SteadyTime last_accrual_{};   // the previous AccrueAttainedService
-  /// ApplyFairShare's last filling (WeightedDrfQuotas) and what it was made from; refilled when
-  /// one of these changed, when QuotasStillHold says the quotas would, or kQuotaRefresh after
-  /// it (ties rotate by attained service, which changes every round).
-  struct FairShareFill {
-    std::vector<Experiment*> running;
-    std::vector<double> weights;
-    std::vector<int64_t> wanted;
-    Resources capacity;
-    SteadyTime filled;
-    std::vector<int64_t> quotas;
-  };
-  std::optional<FairShareFill> fair_share_;
-  static constexpr bus::Duration kQuotaRefresh{100};
-  SteadyTime next_state_file_;
-  /// The state files' pass in progress: when it started, what its rounds cost the loop, and
-  /// the experiments whose file it has not written yet (the first one's text in progress).
-  struct StateFilePass {
-    SteadyTime started;
-    SteadyTime::duration cost{};
-    std::vector<Experiment*> waiting;
-  };
-  std::optional<StateFilePass> state_file_pass_;
-  static constexpr size_t kStateFileTrialsPerRound = 256;
-  /// Prometheus figures (<service>_metrics.cpp), rendered on the loop thread every second.
-  void RenderMetrics(metrics::MetricsText& m);
+  // The parts. Init builds them in the order registry, arbiter, workers, experiment context,
+  // control (each is handed the ones before it); they are destroyed in declaration order
+  // reversed: control, then the registry (its experiments, while the outbox and the context
+  // they use still exist), the arbiter, the context and the workers.
+  std::unique_ptr<WorkerService> workers_;
+  std::unique_ptr<ExperimentContext> experiment_context_;  // what experiments use of this
+  std::unique_ptr<FairShareArbiter> arbiter_;
+  std::unique_ptr<ExperimentRegistry> registry_;
+  std::unique_ptr<ControlService> control_;
   metrics::MetricsPublisher metrics_;
-  uint64_t results_received_ = 0;      // results in report_result(s) messages
-  uint64_t metrics_last_results_ = 0;  // results_received_ at the last render
+  uint64_t metrics_last_results_ = 0;  // results received at the last render
   SteadyTime metrics_last_at_{};       // when that was
   /// The dashboard's HTTP and relay threads (null without --http). Last: destroyed first, while
   /// the sockets it asks are still open.
   std::unique_ptr<dashboard::DashboardServer> dashboard_;
-  std::unique_ptr<dashboard::LoginTokens> tokens_;  // the dashboard's login-token secret
 };
 
 }  // namespace tunebus

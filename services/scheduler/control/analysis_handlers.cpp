@@ -1,14 +1,14 @@
 // The control socket's reads for the dashboard's analysis panels (docs/dashboard.md):
 // ListSchedulerDecisions.
 #include "proto/control.hpp"
+#include "services/scheduler/control/control_service.hpp"
 #include "services/scheduler/core/experiment.hpp"
-#include "services/scheduler/scheduler.hpp"
 
 namespace tunebus {
 
 using nlohmann::json;
 
-Status Scheduler::HandleListSchedulerDecisions(bus::Incoming& in, const proto::Decoded& d) {
+Status ControlService::HandleListSchedulerDecisions(bus::Incoming& in, const proto::Decoded& d) {
   auto msg = d.As<proto::ListSchedulerDecisions>();
   if (!msg.ok()) return msg.status();
   AnswerRead(in, d, msg->experiment, [](Result<Experiment*> found) -> Result<json> {

@@ -9,9 +9,10 @@
 #include <filesystem>
 
 #include "proto/dashboard.hpp"
-#include "services/scheduler/dashboard/tokens.hpp"
+#include "services/scheduler/control/control_service.hpp"
 #include "services/scheduler/core/experiment.hpp"
-#include "services/scheduler/scheduler.hpp"
+#include "services/scheduler/core/experiment_registry.hpp"
+#include "services/scheduler/dashboard/tokens.hpp"
 
 namespace tunebus {
 
@@ -30,7 +31,7 @@ json ClaimsJson(const dashboard::TokenClaims& c) {
 
 }  // namespace
 
-Status Scheduler::LoadDashboardTokens() {
+Status ControlService::LoadDashboardTokens() {
   // An explicit file must load; the keys folder's default may be read-only (a mounted secret):
   // when the file cannot be made there, the secret is kept in memory, and a restart ends the
   // tokens made before it.
@@ -57,7 +58,7 @@ Status Scheduler::LoadDashboardTokens() {
   return Status::Ok();
 }
 
-Status Scheduler::HandleIssueDashboardToken(bus::Incoming& in, const proto::Decoded& d) {
+Status ControlService::HandleIssueDashboardToken(bus::Incoming& in, const proto::Decoded& d) {
   auto msg = d.As<proto::IssueDashboardToken>();
   if (!msg.ok()) return msg.status();
   const auto role = bus::ParseRole(msg->role);
@@ -74,7 +75,7 @@ Status Scheduler::HandleIssueDashboardToken(bus::Incoming& in, const proto::Deco
   dashboard::TokenClaims claims;
   claims.name = !msg->name.empty() ? msg->name : in.key.empty() ? "operator" : issuer;
   claims.role = *role;
-  claims.issued_at = int64_t(clock_.WallSeconds());
+  claims.issued_at = int64_t(parts_.clock.WallSeconds());
   claims.expires_at = claims.issued_at + std::max<int64_t>(1, std::llround(msg->ttl_s));
   if (Status s = dashboard::LoginTokens::CheckClaims(claims); !s.ok()) return s;
   const std::string token = tokens_->Issue(claims);
@@ -82,16 +83,16 @@ Status Scheduler::HandleIssueDashboardToken(bus::Incoming& in, const proto::Deco
                bus::RoleName(claims.role), issuer, dashboard::UtcDateTime(claims.expires_at));
   json body = ClaimsJson(claims);
   body["token"] = token;
-  body["http_url"] = http_url();
-  body["login_url"] = http_url().empty() ? "" : http_url() + "login?token=" + token;
+  body["http_url"] = http_url_;
+  body["login_url"] = http_url_.empty() ? "" : http_url_ + "login?token=" + token;
   ReplyRead(in, d.id(), body);
   return Status::Ok();
 }
 
-Status Scheduler::HandleVerifyDashboardToken(bus::Incoming& in, const proto::Decoded& d) {
+Status ControlService::HandleVerifyDashboardToken(bus::Incoming& in, const proto::Decoded& d) {
   auto msg = d.As<proto::VerifyDashboardToken>();
   if (!msg.ok()) return msg.status();
-  auto claims = tokens_->Verify(msg->token, int64_t(clock_.WallSeconds()));
+  auto claims = tokens_->Verify(msg->token, int64_t(parts_.clock.WallSeconds()));
   if (!claims.ok()) {
     spdlog::warn("Dashboard sign-in refused: {}", claims.status().message());
     return claims.status();
@@ -100,7 +101,7 @@ Status Scheduler::HandleVerifyDashboardToken(bus::Incoming& in, const proto::Dec
   return Status::Ok();
 }
 
-Status Scheduler::HandleDashboardAction(bus::Incoming& in, const proto::Decoded& d) {
+Status ControlService::HandleDashboardAction(bus::Incoming& in, const proto::Decoded& d) {
   auto msg = d.As<proto::DashboardAction>();
   if (!msg.ok()) return msg.status();
   const std::string target = msg->trial_id.empty() ? fmt::format("experiment {}", msg->experiment)
@@ -109,7 +110,7 @@ Status Scheduler::HandleDashboardAction(bus::Incoming& in, const proto::Decoded&
   const std::string what = msg->action == "set_weight"
                                ? fmt::format("set_weight {} of {}", msg->weight, target)
                                : fmt::format("{} of {}", msg->action.substr(0, 40), target);
-  auto claims = tokens_->Verify(msg->token, int64_t(clock_.WallSeconds()));
+  auto claims = tokens_->Verify(msg->token, int64_t(parts_.clock.WallSeconds()));
   if (!claims.ok()) {
     spdlog::warn("Dashboard action {} refused: {}", what, claims.status().message());
     return claims.status();
@@ -139,11 +140,11 @@ Status Scheduler::HandleDashboardAction(bus::Incoming& in, const proto::Decoded&
       handler = h;
     };
     if (msg->action == "stop_trial") {
-      request(proto::StopTrialCommand{}, &Scheduler::HandleStopTrial);
+      request(proto::StopTrialCommand{}, &ControlService::HandleStopTrial);
     } else if (msg->action == "pause_trial") {
-      request(proto::PauseTrialCommand{}, &Scheduler::HandlePauseTrial);
+      request(proto::PauseTrialCommand{}, &ControlService::HandlePauseTrial);
     } else {
-      request(proto::ResumeTrialCommand{}, &Scheduler::HandleResumeTrial);
+      request(proto::ResumeTrialCommand{}, &ControlService::HandleResumeTrial);
     }
   } else if (msg->action == "stop_experiment" || msg->action == "interrupt_experiment") {
     proto::StopExperiment m;
@@ -151,14 +152,14 @@ Status Scheduler::HandleDashboardAction(bus::Incoming& in, const proto::Decoded&
     m.experiment = msg->experiment;
     m.interrupt = msg->action == "interrupt_experiment";
     payload = proto::Encode(m);
-    handler = &Scheduler::HandleStopExperiment;
+    handler = &ControlService::HandleStopExperiment;
   } else if (msg->action == "set_weight") {
     proto::SetExperimentWeight m;
     m.id = d.id();
     m.experiment = msg->experiment;
     m.weight = msg->weight;
     payload = proto::Encode(m);
-    handler = &Scheduler::HandleSetExperimentWeight;
+    handler = &ControlService::HandleSetExperimentWeight;
   } else {
     return refuse(Status::InvalidArgument(
         fmt::format("unknown dashboard action '{}'; one of stop_trial, pause_trial, resume_trial, "
@@ -174,10 +175,10 @@ Status Scheduler::HandleDashboardAction(bus::Incoming& in, const proto::Decoded&
   if (Status s = (this->*handler)(in, *inner); !s.ok()) return refuse(s);
   std::string outcome = "done";
   if (!msg->trial_id.empty()) {
-    Experiment* e = ForTrial(msg->trial_id);
+    Experiment* e = experiments_.ForTrial(msg->trial_id);
     const Trial* t = e ? e->runner().FindTrial(msg->trial_id) : nullptr;
     if (t) outcome = fmt::format("done, trial {} is {}", t->trial_id, TrialStatusName(t->status));
-  } else if (Experiment* e = InMemory(msg->experiment)) {
+  } else if (Experiment* e = experiments_.InMemory(msg->experiment)) {
     outcome = fmt::format("done, experiment {} is {}", e->name(),
                           ExperimentStatusName(e->runner().status()));
   }

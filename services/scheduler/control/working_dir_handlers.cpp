@@ -9,7 +9,7 @@
 #include "libs/core/sha256.hpp"
 #include "proto/control.hpp"
 #include "proto/store.hpp"
-#include "services/scheduler/scheduler.hpp"
+#include "services/scheduler/control/control_service.hpp"
 
 namespace tunebus {
 namespace {
@@ -28,22 +28,24 @@ Status FromStore(const Status& s) {
 
 }  // namespace
 
-void Scheduler::StatWorkingDir(const std::string& digest,
-                               std::function<void(Result<std::optional<int64_t>>)> done) {
+void ControlService::StatWorkingDir(const std::string& digest,
+                                    std::function<void(Result<std::optional<int64_t>>)> done) {
   proto::CheckpointList list;
   list.prefix = proto::WorkingDirBlobId(digest);
-  store_->Request(list, [id = list.prefix, done = std::move(done)](Result<proto::Decoded> reply) {
-    auto listed = reply.ok() ? reply->As<proto::CheckpointListReply>()
-                             : Result<proto::CheckpointListReply>(reply.status());
-    if (!listed.ok()) return done(FromStore(listed.status()));
-    for (const proto::CheckpointInfo& info : listed->checkpoints) {
-      if (info.checkpoint_id == id) return done(std::optional<int64_t>(int64_t(info.size_bytes)));
-    }
-    done(std::optional<int64_t>());
-  });
+  parts_.store.Request(
+      list, [id = list.prefix, done = std::move(done)](Result<proto::Decoded> reply) {
+        auto listed = reply.ok() ? reply->As<proto::CheckpointListReply>()
+                                 : Result<proto::CheckpointListReply>(reply.status());
+        if (!listed.ok()) return done(FromStore(listed.status()));
+        for (const proto::CheckpointInfo& info : listed->checkpoints) {
+          if (info.checkpoint_id == id)
+            return done(std::optional<int64_t>(int64_t(info.size_bytes)));
+        }
+        done(std::optional<int64_t>());
+      });
 }
 
-Status Scheduler::HandleWorkingDirStat(bus::Incoming& in, const proto::Decoded& d) {
+Status ControlService::HandleWorkingDirStat(bus::Incoming& in, const proto::Decoded& d) {
   auto msg = d.As<proto::WorkingDirStat>();
   if (!msg.ok()) return msg.status();
   if (Status s = CheckDigest(msg->digest); !s.ok()) return s;
@@ -59,7 +61,7 @@ Status Scheduler::HandleWorkingDirStat(bus::Incoming& in, const proto::Decoded& 
   return Status::Ok();
 }
 
-Status Scheduler::HandleWorkingDirPut(bus::Incoming& in, const proto::Decoded& d) {
+Status ControlService::HandleWorkingDirPut(bus::Incoming& in, const proto::Decoded& d) {
   auto msg = d.As<proto::WorkingDirPut>();
   if (!msg.ok()) return msg.status();
   if (Status s = CheckDigest(msg->digest); !s.ok()) return s;
@@ -76,20 +78,22 @@ Status Scheduler::HandleWorkingDirPut(bus::Incoming& in, const proto::Decoded& d
     put.metadata_json = json{{"kind", "working_dir"}}.dump();
     put.sha256 = msg->digest;  // the store checks what it commits
   }
-  store_->Request(put, [this, route = in.route, id = d.id(), type = d.type(), digest = msg->digest,
-                        chunk = msg->chunk_index, last = msg->last](Result<proto::Decoded> reply) {
-    bus::Incoming back;
-    back.route = route;
-    auto ack = reply.ok() ? reply->As<proto::CheckpointPutAck>()
-                          : Result<proto::CheckpointPutAck>(reply.status());
-    if (!ack.ok()) {
-      spdlog::warn("working_dir {} chunk {} was not stored: {}", digest.substr(0, 12), chunk,
-                   ack.status().ToString());
-      return ReplyError(back, id, type, FromStore(ack.status()));
-    }
-    if (last) spdlog::info("Stored working_dir {} ({} chunks)", digest.substr(0, 12), chunk + 1);
-    ReplyRead(back, id, json{{"digest", digest}, {"chunk_index", chunk}, {"stored", last}});
-  });
+  parts_.store.Request(
+      put, [this, route = in.route, id = d.id(), type = d.type(), digest = msg->digest,
+            chunk = msg->chunk_index, last = msg->last](Result<proto::Decoded> reply) {
+        bus::Incoming back;
+        back.route = route;
+        auto ack = reply.ok() ? reply->As<proto::CheckpointPutAck>()
+                              : Result<proto::CheckpointPutAck>(reply.status());
+        if (!ack.ok()) {
+          spdlog::warn("working_dir {} chunk {} was not stored: {}", digest.substr(0, 12), chunk,
+                       ack.status().ToString());
+          return ReplyError(back, id, type, FromStore(ack.status()));
+        }
+        if (last)
+          spdlog::info("Stored working_dir {} ({} chunks)", digest.substr(0, 12), chunk + 1);
+        ReplyRead(back, id, json{{"digest", digest}, {"chunk_index", chunk}, {"stored", last}});
+      });
   return Status::Ok();
 }
 

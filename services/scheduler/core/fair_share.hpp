@@ -2,7 +2,7 @@
 // the cluster, by weighted Dominant Resource Fairness (Ghodsi et al., "Dominant Resource
 // Fairness: Fair Allocation of Multiple Resource Types", NSDI 2011, §4 and §4.3 "weighted
 // DRF"). Pure: no sockets, no clock; the scheduler feeds it the cluster's capacity and each
-// experiment's demand (services/scheduler/scheduler.cpp ApplyFairShare, every round, refilling
+// experiment's demand (FairShareArbiter::Apply, fair_share_arbiter.hpp, every round, refilling
 // only when QuotasStillHold says the quotas changed or kQuotaRefresh has passed) and caps each
 // experiment's placements at its quota (Experiment::set_trial_quota). docs/scheduling.md states
 // the policy with a worked example.

@@ -1,4 +1,4 @@
-// Scheduler handlers for messages from trial-workers.
+// WorkerService's handlers, one per message type of trial-workers (proto/worker.hpp).
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
 
@@ -10,7 +10,8 @@
 
 #include "proto/worker.hpp"
 #include "services/scheduler/core/experiment.hpp"
-#include "services/scheduler/scheduler.hpp"
+#include "services/scheduler/core/experiment_registry.hpp"
+#include "services/scheduler/workers/worker_service.hpp"
 
 namespace tunebus {
 
@@ -38,32 +39,33 @@ std::string StderrLastLines(const std::string& tail, size_t n) {
 
 }  // namespace
 
-Status Scheduler::HandleRegisterWorker(bus::Incoming& in, const proto::Decoded& d) {
+Status WorkerService::HandleRegisterWorker(bus::Incoming& in, const proto::Decoded& d) {
   const std::string peer = in.peer();
   auto msg = d.As<proto::RegisterWorker>();
   if (!msg.ok()) return msg.status();
   proto::RegisterWorkerAck ack;
   ack.id = d.id();
-  worker_registry_.Register(peer);
+  registry_.Register(peer);
   // Each experiment hears of every registration (its trials on `peer` that are not reported are
   // gone); a reported trial of no experiment here must be killed.
   std::map<Experiment*, std::vector<proto::RunningTrial>> reported;
   for (proto::RunningTrial& r : msg->running) {
-    Experiment* e = ForTrial(r.trial_id);
+    Experiment* e = experiments_.ForTrial(r.trial_id);
     if (e == nullptr) {
       ack.stale_trials.push_back(r.trial_id);
     } else {
       reported[e].push_back(std::move(r));
     }
   }
-  for (auto& e : experiments_) e->OnWorkerRegistered(peer, reported[e.get()], ack.stale_trials);
+  for (auto& e : experiments_.experiments())
+    e->OnWorkerRegistered(peer, reported[e.get()], ack.stale_trials);
   spdlog::info("Worker {} ({}) connected, running {} trial(s)", peer, msg->hostname,
                msg->running.size());
-  worker_dispatcher_->Reply(in, ack);
+  dispatcher_.Reply(in, ack);
   return Status::Ok();
 }
 
-Status Scheduler::HandleReportResult(bus::Incoming& in, const proto::Decoded& d) {
+Status WorkerService::HandleReportResult(bus::Incoming& in, const proto::Decoded& d) {
   const std::string peer = in.peer();
   auto msg = d.As<proto::ReportResult>();
   if (!msg.ok()) return msg.status();
@@ -73,7 +75,7 @@ Status Scheduler::HandleReportResult(bus::Incoming& in, const proto::Decoded& d)
   return Status::Ok();
 }
 
-Status Scheduler::HandleReportResults(bus::Incoming& in, const proto::Decoded& d) {
+Status WorkerService::HandleReportResults(bus::Incoming& in, const proto::Decoded& d) {
   const std::string peer = in.peer();
   auto msg = d.As<proto::ReportResults>();
   if (!msg.ok()) return msg.status();
@@ -82,13 +84,13 @@ Status Scheduler::HandleReportResults(bus::Incoming& in, const proto::Decoded& d
   return Status::Ok();
 }
 
-Status Scheduler::HandleWorkerHeartbeat(bus::Incoming&, const proto::Decoded&) {
+Status WorkerService::HandleWorkerHeartbeat(bus::Incoming&, const proto::Decoded&) {
   // Liveness is the resource-manager's job; the dispatcher's table noted the worker as seen.
   return Status::Ok();
 }
 
-void Scheduler::HandleResult(const std::string& peer, proto::ResultItem r) {
-  Experiment* e = ForTrial(r.trial_id);
+void WorkerService::HandleResult(const std::string& peer, proto::ResultItem r) {
+  Experiment* e = experiments_.ForTrial(r.trial_id);
   if (e == nullptr) {
     spdlog::warn("Dropping result of {} from {} because no experiment here holds it", r.trial_id,
                  peer);
@@ -112,15 +114,15 @@ void Scheduler::HandleResult(const std::string& peer, proto::ResultItem r) {
     proto::StopTrialRequest stop;
     stop.trial_id = r.trial_id;
     stop.attempt = r.attempt;
-    outbox_->Send(peer, proto::Encode(stop));
+    outbox_.Send(peer, proto::Encode(stop));
   }
 }
 
-Status Scheduler::HandleTrialExited(bus::Incoming& in, const proto::Decoded& d) {
+Status WorkerService::HandleTrialExited(bus::Incoming& in, const proto::Decoded& d) {
   const std::string peer = in.peer();
   auto msg = d.As<proto::TrialExited>();
   if (!msg.ok()) return msg.status();
-  Experiment* e = ForTrial(msg->trial_id);
+  Experiment* e = experiments_.ForTrial(msg->trial_id);
   if (e == nullptr) return Status::Ok();
   const Trial* t = e->runner().FindTrial(msg->trial_id);
   if (t == nullptr || t->attempt != msg->attempt) return Status::Ok();
@@ -143,8 +145,8 @@ Status Scheduler::HandleTrialExited(bus::Incoming& in, const proto::Decoded& d) 
   return Status::Ok();
 }
 
-void Scheduler::LogTrialFailure(const Experiment& e, const Trial& t, const std::string& worker,
-                                const proto::TrialExited& exited) const {
+void WorkerService::LogTrialFailure(const Experiment& e, const Trial& t, const std::string& worker,
+                                    const proto::TrialExited& exited) const {
   const std::string then =
       t.status == TrialStatus::kError
           ? fmt::format("ERROR, see {}/{}/error.txt", e.experiment_dir(), t.DirName())
@@ -156,11 +158,11 @@ void Scheduler::LogTrialFailure(const Experiment& e, const Trial& t, const std::
                worker, exited.error, then, StderrLastLines(exited.stderr_tail, kFailureLogLines));
 }
 
-Status Scheduler::HandleCheckpointSaved(bus::Incoming& in, const proto::Decoded& d) {
+Status WorkerService::HandleCheckpointSaved(bus::Incoming& in, const proto::Decoded& d) {
   const std::string peer = in.peer();
   auto msg = d.As<proto::CheckpointSaved>();
   if (!msg.ok()) return msg.status();
-  Experiment* e = ForTrial(msg->trial_id);
+  Experiment* e = experiments_.ForTrial(msg->trial_id);
   if (e == nullptr) {
     spdlog::warn(
         "Checkpoint {} from {} is of trial {}, of no experiment here; it stays in the "
@@ -171,7 +173,7 @@ Status Scheduler::HandleCheckpointSaved(bus::Incoming& in, const proto::Decoded&
   Status s = e->runner().OnCheckpointSaved(msg->trial_id, msg->attempt, msg->checkpoint_id,
                                            msg->training_iteration, msg->size_bytes);
   if (s.ok()) return Status::Ok();
-  if (e->runner().ReferencesCheckpoint(msg->checkpoint_id)) {
+  if (ReferencedCheckpoints(e->runner().trials()).contains(msg->checkpoint_id)) {
     spdlog::debug("Checkpoint {} from {} is already kept (adopted at the takeover)",
                   msg->checkpoint_id, peer);
     return Status::Ok();
@@ -182,11 +184,11 @@ Status Scheduler::HandleCheckpointSaved(bus::Incoming& in, const proto::Decoded&
   return Status::Ok();
 }
 
-Status Scheduler::HandleCheckpointFailed(bus::Incoming& in, const proto::Decoded& d) {
+Status WorkerService::HandleCheckpointFailed(bus::Incoming& in, const proto::Decoded& d) {
   const std::string peer = in.peer();
   auto msg = d.As<proto::CheckpointFailed>();
   if (!msg.ok()) return msg.status();
-  Experiment* e = ForTrial(msg->trial_id);
+  Experiment* e = experiments_.ForTrial(msg->trial_id);
   if (e == nullptr) {
     spdlog::warn("Checkpoint {} from {} was not stored ({}); no experiment here holds trial {}",
                  msg->checkpoint_id, peer, msg->error, msg->trial_id);
