@@ -14,8 +14,8 @@
 #include "libs/spec/runner_options.hpp"
 #include "libs/tune/make_searcher.hpp"
 #include "libs/tune/make_trial_scheduler.hpp"
-#include "services/scheduler/store/bus_journal_sink.hpp"
 #include "services/scheduler/control/trial_json.hpp"
+#include "services/scheduler/store/bus_journal_sink.hpp"
 
 namespace tunebus {
 

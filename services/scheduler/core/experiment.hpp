@@ -29,13 +29,13 @@
 #include "libs/tune/searcher_link.hpp"
 #include "libs/tune/trial_runner.hpp"
 #include "proto/worker.hpp"
-#include "services/scheduler/workers/bus_executor.hpp"
-#include "services/scheduler/store/bus_journal_sink.hpp"
+#include "services/scheduler/core/fair_share.hpp"
 #include "services/scheduler/results/event_publisher.hpp"
 #include "services/scheduler/results/experiment_recorder.hpp"
-#include "services/scheduler/core/fair_share.hpp"
-#include "services/scheduler/store/journal_reader.hpp"
 #include "services/scheduler/search/searcher_process.hpp"
+#include "services/scheduler/store/bus_journal_sink.hpp"
+#include "services/scheduler/store/journal_reader.hpp"
+#include "services/scheduler/workers/bus_executor.hpp"
 #include "services/scheduler/workers/worker_outbox.hpp"
 
 namespace tunebus {
