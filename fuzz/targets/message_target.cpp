@@ -18,7 +18,7 @@ namespace {
 using namespace tunebus::proto;
 
 // What the services do with a converted message beyond its fields: the scheduler turns a
-// result's metrics into a TrainingResult (services/scheduler/workers/scheduler_workers.cpp).
+// result's metrics into a TrainingResult (services/scheduler/workers/worker_handlers.cpp).
 void Use(const ReportResult& m) {
   if (!m.metrics_json.empty()) {
     (void)TrainingResult::FromJsonText(m.metrics_json);

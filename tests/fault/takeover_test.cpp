@@ -170,7 +170,7 @@ TEST(TakeoverTest, ResultFilesAreLiveAndCompleteAfterASchedulerKill) {
 
 TEST(TakeoverTest, ATrialThatFailsWhileNoSchedulerRunsIsRecordedAsFailedByTheNextOne) {
   // The scheduler handles what a worker of its predecessor sends before it registers again
-  // (Scheduler::OnWorkerReadable). One mock trial reports iteration 1 and fails at iteration 2,
+  // (WorkerService::OnReadable). One mock trial reports iteration 1 and fails at iteration 2,
   // 2 s later; the scheduler is SIGKILLed right after iteration 1, so the failure happens while
   // no scheduler runs and its trial_exited reaches the restarted scheduler from an unregistered
   // worker. It must count as the trial's failure (ERROR with max_failures 0, its error.txt), not
