@@ -68,7 +68,8 @@ struct ListTrials {
   std::string experiment;  // see above
   /// The order (since v1.9; absent = ""): "" = creation order; else trial_id, status,
   /// training_iteration, time_total_s, metric, config.NAME or result.NAME, "-KEY" descending;
-  /// trials without the key last (services/scheduler/control/trial_page.hpp). Errors: invalid_argument.
+  /// trials without the key last (services/scheduler/control/trial_page.hpp). Errors:
+  /// invalid_argument.
   std::string sort;
   TUNEBUS_DEFINE_MAP(v, type, id, status, offset, limit, experiment, sort)
 };

@@ -1,14 +1,13 @@
 // The dashboard's analysis views' pure parts (services/scheduler/dashboard/views/analysis.hpp,
 // dashboard/views/importance.hpp) and the trial scheduler's decision log
 // (libs/tune/scheduler_decisions.hpp).
-#include "services/scheduler/dashboard/views/analysis.hpp"
-
 #include <gtest/gtest.h>
 
 #include <cmath>
 #include <random>
 
 #include "libs/tune/scheduler_decisions.hpp"
+#include "services/scheduler/dashboard/views/analysis.hpp"
 #include "services/scheduler/dashboard/views/importance.hpp"
 
 namespace tunebus::dashboard {

@@ -1,11 +1,11 @@
 // The trial page's views (services/scheduler/dashboard/views/trial_views.hpp): result pages of
 // result.json text, checkpoint rows, export file names, and the tails of the output files, on
 // hand-made text and JSON.
-#include "services/scheduler/dashboard/views/trial_views.hpp"
-
 #include <gtest/gtest.h>
 
 #include <string>
+
+#include "services/scheduler/dashboard/views/trial_views.hpp"
 
 namespace tunebus::dashboard {
 namespace {

@@ -1,9 +1,9 @@
 // The dashboard's views (services/scheduler/dashboard/views/views.hpp): the --http flag, the trial
 // table's queries, sorting and pages, curves from result.json text, experiment rows and event
 // frames, on hand-made JSON.
-#include "services/scheduler/dashboard/views/views.hpp"
-
 #include <gtest/gtest.h>
+
+#include "services/scheduler/dashboard/views/views.hpp"
 
 namespace tunebus::dashboard {
 namespace {

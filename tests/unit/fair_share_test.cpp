@@ -1,5 +1,5 @@
-// WeightedDrfQuotas (services/scheduler/core/fair_share.hpp): weighted Dominant Resource Fairness by
-// progressive filling, checked against the DRF paper's own example (Ghodsi et al., NSDI 2011,
+// WeightedDrfQuotas (services/scheduler/core/fair_share.hpp): weighted Dominant Resource Fairness
+// by progressive filling, checked against the DRF paper's own example (Ghodsi et al., NSDI 2011,
 // §4: 9 CPUs and 18 GB shared by tasks of <1 CPU, 4 GB> and <3 CPUs, 1 GB>) and the cases the
 // scheduler meets: weights, an experiment that wants less than its share, kinds the cluster
 // lacks, GPUs.

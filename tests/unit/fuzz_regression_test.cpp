@@ -59,9 +59,9 @@ TEST(FuzzRegressionTest, TheSchedulerSurvivesASubmissionThatIsNotUtf8) {
 }
 
 // The control target's find at 906b14c (fuzz/findings/control-set-resources-without-trial-id):
-// a set_trial_resources_command whose trial_id is missing went, by ExperimentRegistry::Target's default,
-// to the running experiment, and the handler read the resources of the trial it did not find
-// (a null pointer). It is answered not_found "no trial " now, and the scheduler serves on.
+// a set_trial_resources_command whose trial_id is missing went, by ExperimentRegistry::Target's
+// default, to the running experiment, and the handler read the resources of the trial it did not
+// find (a null pointer). It is answered not_found "no trial " now, and the scheduler serves on.
 TEST(FuzzRegressionTest, SetTrialResourcesWithoutATrialIdIsNotFound) {
   std::ifstream in(std::string(TUNEBUS_TEST_SOURCE_DIR) +
                        "/fuzz/findings/control-set-resources-without-trial-id",

@@ -1,8 +1,8 @@
-// Tests for PlacementBatcher (services/scheduler/workers/placement_batcher.hpp): several owners' runs of
-// allocations and releases leave as one request per step (releases and allocations alternate),
-// each owner's runs in their order, and each run's callback gets its own items' answers or its
-// request's error. Against a resource-manager stand-in (a test-owned ROUTER on inproc) that the
-// test answers; the test thread drives the EventLoop with RunOnce.
+// Tests for PlacementBatcher (services/scheduler/workers/placement_batcher.hpp): several owners'
+// runs of allocations and releases leave as one request per step (releases and allocations
+// alternate), each owner's runs in their order, and each run's callback gets its own items' answers
+// or its request's error. Against a resource-manager stand-in (a test-owned ROUTER on inproc) that
+// the test answers; the test thread drives the EventLoop with RunOnce.
 #include "services/scheduler/workers/placement_batcher.hpp"
 
 #include <gtest/gtest.h>

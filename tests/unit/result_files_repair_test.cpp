@@ -1,6 +1,6 @@
-// Tests for ResultFilesRepair (services/scheduler/results/result_files_repair.hpp): after a scheduler
-// kill a trial's files are short, torn or (killed while ending) longer than the journal; the
-// repair leaves them holding exactly the journal's rows, in order, the same bytes a scheduler
+// Tests for ResultFilesRepair (services/scheduler/results/result_files_repair.hpp): after a
+// scheduler kill a trial's files are short, torn or (killed while ending) longer than the journal;
+// the repair leaves them holding exactly the journal's rows, in order, the same bytes a scheduler
 // that was never killed writes, and a second repair changes nothing.
 #include "services/scheduler/results/result_files_repair.hpp"
 

@@ -1,8 +1,8 @@
-// Tests for the TensorBoard event files (services/scheduler/results/tensorboard_events.hpp) and CRC-32C
-// (libs/core/crc32c.hpp): the checksum matches the published check values, and a trial's event
-// file is a file version then one Event per result, TFRecord-framed with masked CRC-32Cs, holding
-// the scalars Ray Tune's TBXLoggerCallback shows. (tests/integration/read_results.py reads the
-// same files with Python's protobuf and crc32c modules, which are not ours.)
+// Tests for the TensorBoard event files (services/scheduler/results/tensorboard_events.hpp) and
+// CRC-32C (libs/core/crc32c.hpp): the checksum matches the published check values, and a trial's
+// event file is a file version then one Event per result, TFRecord-framed with masked CRC-32Cs,
+// holding the scalars Ray Tune's TBXLoggerCallback shows. (tests/integration/read_results.py reads
+// the same files with Python's protobuf and crc32c modules, which are not ours.)
 #include "services/scheduler/results/tensorboard_events.hpp"
 
 #include <gtest/gtest.h>

@@ -1,7 +1,7 @@
-// A page of trials in a sort order, cut on the scheduler (services/scheduler/control/trial_page.hpp):
-// its rows are the ones the dashboard's reference order (dashboard::SortRows over every trial's
-// table row) puts on that page, for every key the table offers, both directions, filters and
-// offsets.
+// A page of trials in a sort order, cut on the scheduler
+// (services/scheduler/control/trial_page.hpp): its rows are the ones the dashboard's reference
+// order (dashboard::SortRows over every trial's table row) puts on that page, for every key the
+// table offers, both directions, filters and offsets.
 #include "services/scheduler/control/trial_page.hpp"
 
 #include <fmt/format.h>

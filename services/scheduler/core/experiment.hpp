@@ -8,8 +8,8 @@
 // late callbacks (placement replies, journal acks) always find it alive.
 //
 // A read-only experiment (read_only()) is one loaded from its journal to answer read requests
-// (ExperimentRegistry::FindExperiment): it has a restored runner only (no journal writer, recorder or
-// executor; the runner's executor and observer are NoEffects), is never current, is never
+// (ExperimentRegistry::FindExperiment): it has a restored runner only (no journal writer, recorder
+// or executor; the runner's executor and observer are NoEffects), is never current, is never
 // stepped, and may be dropped at any time (nothing calls back into it).
 #pragma once
 
