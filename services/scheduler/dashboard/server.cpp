@@ -149,10 +149,10 @@ void DashboardServer::ReturnClient(ControlClient client) {
   if (idle_clients_.size() < kHttpThreads) idle_clients_.push_back(std::move(client));
 }
 
-// The sign-in and control routes' requests (dashboard/control_routes.cpp).
+// The sign-in and control routes' requests (dashboard/routes/control_routes.cpp).
 template Result<json> DashboardServer::Call(proto::VerifyDashboardToken);
 template Result<json> DashboardServer::Call(proto::DashboardAction);
-// The analysis routes' requests (dashboard/analysis_routes.cpp).
+// The analysis routes' requests (dashboard/routes/analysis_routes.cpp).
 template Result<json> DashboardServer::Call(proto::GetExperiment);
 template Result<json> DashboardServer::Call(proto::ListTrials);
 template Result<json> DashboardServer::Call(proto::ListSchedulerDecisions);

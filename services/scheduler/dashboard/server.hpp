@@ -16,12 +16,14 @@
 // Routes (JSON errors are {"error": message} with 400, 403, 404, 409, 503 or 500), each a
 // handler of its own (a Serve* member), registered one line each by its file's Add*Routes:
 //   the pages, /static/FILE, /api/experiments[/NAME[/trials[/ID/curve]]]
-//                                              dashboard/experiment_routes.cpp
+//                                              dashboard/routes/experiment_routes.cpp
 //   /experiments/NAME/trials/ID and /api/experiments/NAME/trials/ID/...
-//                                              the trial page: dashboard/trial_routes.cpp
-//   /login, /logout, /api/session, /api/actions and the control POSTs: dashboard/control_routes.cpp
+//                                              the trial page: dashboard/routes/trial_routes.cpp
+//   /login, /logout, /api/session, /api/actions and the control POSTs
+//                                              dashboard/routes/control_routes.cpp
 //   GET /api/experiments/NAME/{analysis,importance,searcher,decisions}
-//                                              the analysis panels: dashboard/analysis_routes.cpp
+//                                              the analysis panels:
+//                                              dashboard/routes/analysis_routes.cpp
 //   GET /events                                text/event-stream: "hello" once the stream is
 //                                              subscribed, then one event per scheduler event
 //                                              (EventData), "reset" when this stream fell more
@@ -60,7 +62,7 @@ struct Response;
 
 namespace tunebus::dashboard {
 
-struct AnalysisCache;  // dashboard/analysis_routes.cpp
+struct AnalysisCache;  // dashboard/routes/analysis_routes.cpp
 
 struct DashboardOptions {
   HttpAddress address;           // where to listen (port 0: any free port; port() names it)
@@ -115,7 +117,7 @@ class DashboardServer {
   /// GET `pattern` answers with the embedded page `asset` (SendAsset).
   void AddPage(const char* pattern, const char* asset);
 
-  /// The experiments' routes (dashboard/experiment_routes.cpp): the pages, the static files,
+  /// The experiments' routes (dashboard/routes/experiment_routes.cpp): the pages, the static files,
   /// /api/experiments, one experiment's summary, its trial table and a trial's curve.
   void AddExperimentRoutes();
   void ServeStaticFile(const httplib::Request& req, httplib::Response& res);
@@ -127,7 +129,7 @@ class DashboardServer {
   /// experiment read from its journal is kept while its row is the same (journal_summaries_).
   nlohmann::json ShownExperimentRow(const nlohmann::json& row);
 
-  /// The trial page's routes (dashboard/trial_routes.cpp).
+  /// The trial page's routes (dashboard/routes/trial_routes.cpp).
   void AddTrialRoutes();
   void ServeTrial(const httplib::Request& req, httplib::Response& res);
   void ServeResults(const httplib::Request& req, httplib::Response& res);
@@ -139,8 +141,8 @@ class DashboardServer {
   /// The same with its experiment's summary (GetExperiment), or the first of the two errors.
   Result<std::pair<nlohmann::json, nlohmann::json>> TrialAndSummaryOf(const httplib::Request& req);
 
-  /// Sign-in, sign-out and the control POSTs (dashboard/control_routes.cpp, docs/dashboard.md
-  /// "Control").
+  /// Sign-in, sign-out and the control POSTs (dashboard/routes/control_routes.cpp,
+  /// docs/dashboard.md "Control").
   void AddControlRoutes();
   void ServeLoginPage(const httplib::Request& req, httplib::Response& res);
   void ServeLogin(const httplib::Request& req, httplib::Response& res);
@@ -158,7 +160,7 @@ class DashboardServer {
   /// token; the action log gets its entry.
   void Act(const httplib::Request& req, httplib::Response& res, proto::DashboardAction action);
 
-  /// The analysis panels' routes (dashboard/analysis_routes.cpp): GET /api/experiments/NAME/
+  /// The analysis panels' routes (dashboard/routes/analysis_routes.cpp): GET /api/experiments/NAME/
   /// analysis, /importance, /searcher, /decisions.
   void AddAnalysisRoutes();
   void ServeAnalysis(const httplib::Request& req, httplib::Response& res);
@@ -228,7 +230,7 @@ class DashboardServer {
   std::condition_variable feed_cv_;
   std::deque<std::string> feed_;  // guarded by feed_mu_; frame i has sequence feed_first_ + i
   uint64_t feed_first_ = 0;       // guarded by feed_mu_
-  SessionTable sessions_;         // signed-in browsers (dashboard/control_routes.cpp)
+  SessionTable sessions_;         // signed-in browsers (dashboard/routes/control_routes.cpp)
   ActionLog actions_;             // the actions taken in the pages
   std::shared_ptr<AnalysisCache> analysis_cache_;  // the analysis routes' kept answers
 };

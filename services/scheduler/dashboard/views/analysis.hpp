@@ -2,7 +2,7 @@
 // history, parallel coordinates, hyperparameter importance, the searcher's phase) make of the
 // control socket's answers: pure functions of JSON, no I/O, unit-tested
 // (tests/unit/dashboard_analysis_test.cpp). Served by DashboardServer::AddAnalysisRoutes
-// (dashboard/analysis_routes.cpp).
+// (dashboard/routes/analysis_routes.cpp).
 #pragma once
 
 #include <cstddef>
