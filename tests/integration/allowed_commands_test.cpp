@@ -115,8 +115,7 @@ TEST(AllowedCommandsTest, ATrainablesEnvironmentHoldsNoneOfTheWorkersKeysOrSecre
   Cluster cluster(options);
   ASSERT_TRUE(cluster.Start());
   const fs::path project = cluster.dir() / "project";
-  WriteFile(project / "tunebus.py",
-            ReadFile(SourceDir() / "clients" / "python" / "tunebus" / "_helper.py"));
+  CopyTunebusPackage(project);
   WriteFile(project / "dump_env.py",
             "import json, os\n"
             "import tunebus\n"

@@ -56,6 +56,16 @@ fs::path BinDir() {
 #endif
 }
 
+void CopyTunebusPackage(const fs::path& folder) {
+  const fs::path package = SourceDir() / "clients" / "python" / "tunebus";
+  for (const auto& entry : fs::recursive_directory_iterator(package)) {
+    if (!entry.is_regular_file() || entry.path().extension() != ".py") continue;
+    const fs::path to = folder / "tunebus" / fs::relative(entry.path(), package);
+    fs::create_directories(to.parent_path());
+    fs::copy_file(entry.path(), to, fs::copy_options::overwrite_existing);
+  }
+}
+
 fs::path SourceDir() {
   if (const char* d = std::getenv("TUNEBUS_SOURCE_DIR"); d && *d) return fs::path(d);
 #ifdef TUNEBUS_TEST_SOURCE_DIR

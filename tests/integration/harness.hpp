@@ -52,6 +52,10 @@ fs::path SourceDir();
 /// (PollUntil; WaitUntil says what did not happen when it fails).
 bool WaitFor(const std::function<bool()>& predicate, Millis timeout, Millis poll = Millis{50});
 
+/// Copies the Python package (clients/python/tunebus, its .py files) into <folder>/tunebus, so
+/// a Python trainable shipped from `folder` imports tunebus with nothing outside its folder.
+void CopyTunebusPackage(const fs::path& folder);
+
 std::string ReadFile(const fs::path& path);
 std::vector<std::string> ReadLines(const fs::path& path);  // without the newlines
 void WriteFile(const fs::path& path, const std::string& text);

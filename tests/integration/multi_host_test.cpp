@@ -263,8 +263,7 @@ TEST(MultiHostTest, CutWorkerHostIsLostItsTrialsFinishElsewhereAndItRejoins) {
   // asks for both of a worker's cpus), each run in its host's cache.
   if (!Sh("command -v python3")) GTEST_SKIP() << "python3 is not on PATH";
   const fs::path project = hosts.dir() / "project";
-  WriteFile(project / "tunebus.py",
-            ReadFile(SourceDir() / "clients" / "python" / "tunebus" / "_helper.py"));
+  CopyTunebusPackage(project);
   WriteFile(project / "train.py",
             "import os, time\nimport tunebus\ncfg = tunebus.config()\n"
             "for i in range(10):\n"

@@ -20,15 +20,14 @@ namespace {
 using nlohmann::json;
 using namespace std::chrono_literals;
 
-// Writes <folder>/train.py, a copy of the stdlib trainable helper
-// (clients/python/tunebus/_helper.py) as tunebus.py beside it (so the trainable needs nothing
-// outside its folder) and <folder>/exp.yaml: `samples` trials of `iters` reports `sleep_s` apart,
-// each reporting its cwd; results go to `results` (outside the folder, which the tests delete).
-// `extra` is appended to the file. Returns exp.yaml's path.
+// Writes <folder>/train.py, a copy of the Python package beside it (CopyTunebusPackage: its
+// trainable helper needs only the stdlib, and the trainable nothing outside its folder) and
+// <folder>/exp.yaml: `samples` trials of `iters` reports `sleep_s` apart, each reporting its cwd;
+// results go to `results` (outside the folder, which the tests delete). `extra` is appended to the
+// file. Returns exp.yaml's path.
 fs::path WriteShippedExperiment(const fs::path& folder, const fs::path& results, int samples,
                                 int iters, double sleep_s, const std::string& extra = "") {
-  WriteFile(folder / "tunebus.py",
-            ReadFile(SourceDir() / "clients" / "python" / "tunebus" / "_helper.py"));
+  CopyTunebusPackage(folder);
   WriteFile(folder / "train.py",
             "import os, time\n"
             "import tunebus\n"
@@ -133,7 +132,7 @@ TEST(WorkingDirTest, DeletedFolderRunsFromTheStoreAndSurvivesASchedulerKill) {
   for (const std::string w : {"w1", "w2"}) {
     for (const auto& entry : fs::directory_iterator(cluster.dir() / "cache" / w)) {
       if (entry.path().filename().string().starts_with(".tmp-")) continue;
-      EXPECT_TRUE(fs::exists(entry.path() / "tunebus.py")) << entry.path();
+      EXPECT_TRUE(fs::exists(entry.path() / "tunebus" / "__init__.py")) << entry.path();
       EXPECT_TRUE(fs::exists(entry.path() / "data")) << entry.path();  // empty: *.ckpt left out
       EXPECT_FALSE(fs::exists(entry.path() / "data" / "big.ckpt")) << entry.path();
     }
