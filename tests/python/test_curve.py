@@ -1,9 +1,9 @@
 """Tuner.fit() against a connected suite started with CURVE keys (`tunectl keygen --suite`):
 with TUNEBUS_KEYS_DIR set the driver reaches the control socket as the operator key "tunectl",
-serves its driver link and its sample_from searcher as CURVE servers that accept only the
-scheduler's key, and names its public key in the experiment (driver.server_key,
-search.server_key), which the scheduler's allow-list holds as an operator's. A driver-side
-stopper and a sample_from then work as without keys, and a client without keys gets nothing."""
+serves its driver link as a CURVE server that accepts only the scheduler's key, and names its
+public key in the experiment (driver.server_key), which the scheduler's allow-list holds as an
+operator's. A driver-side stopper and a sample_from then work as without keys, and a client
+without keys gets nothing."""
 
 import json
 import os
@@ -97,13 +97,14 @@ def test_driver_stopper_and_sample_from_work_over_curve(tmp_path, secure_suite, 
     assert grid.num_errors == 0 and grid.num_terminated == 2
     assert sorted(r.metrics["score"] for r in grid) == [14, 24]
     assert all(r.metrics["training_iteration"] == 4 for r in grid)
-    # The submitted experiment named the driver's key for both of its sockets.
+    # The submitted experiment named the driver's key for its link, which serves both the
+    # stopper and the sample_from values (no driver searcher).
     with open(os.path.join(keys, "tunectl.key")) as f:
         public = [line.split('"')[1] for line in f if "public-key" in line][0]
     with open(os.path.join(grid.experiment_path, "tunebus_tuner.json")) as f:
         exp = json.load(f)["experiment"]
-    assert exp["driver"]["server_key"] == public
-    assert exp["search"]["server_key"] == public
+    assert exp["driver"]["server_key"] == public and exp["driver"]["on_result"] is True
+    assert "search" not in exp
 
     # Without keys the suite answers nothing.
     monkeypatch.delenv("TUNEBUS_KEYS_DIR")

@@ -169,9 +169,11 @@ def test_driver_side_stoppers_stop_at_the_chosen_result(tmp_path, form):
     assert grid[0].metrics["score"] == 4
 
 
-def test_sample_from_is_drawn_in_the_driver(tmp_path):
+def test_sample_from_is_computed_in_the_driver_for_each_trial(tmp_path):
+    # The scheduler's variant generator: grid x num_samples trials, each sample_from function
+    # called in the driver with the trial's grid value and random draw in spec.config.
     def fn(config):
-        train.report({"score": config["y"]})
+        train.report({"score": config["m"]["y"], "r": config["r"], "z": config["z"]})
 
     grid = _run(
         fn,
@@ -179,10 +181,40 @@ def test_sample_from_is_drawn_in_the_driver(tmp_path):
         "samplefrom",
         param_space={
             "x": tune.grid_search([1, 2]),
-            "y": tune.sample_from(lambda spec: spec.config.x * 10),
+            "r": tune.uniform(0, 1),
+            "m": {"y": tune.sample_from(lambda spec: spec.config.x * 10)},
+            "z": tune.sample_from(lambda spec: spec.config.r + spec.config.m.y),
         },
+        tune_config=tune.TuneConfig(metric="score", mode="max", num_samples=2),
     )
-    assert sorted(r.metrics["score"] for r in grid) == [10, 20]
+    assert grid.num_errors == 0
+    assert sorted(r.metrics["score"] for r in grid) == [10, 10, 20, 20]
+    assert all(r.config["m"]["y"] == r.config["x"] * 10 for r in grid)
+    assert all(r.metrics["z"] == r.metrics["r"] + r.metrics["score"] for r in grid)
+    assert len({r.metrics["r"] for r in grid}) == 4
+
+
+def test_a_failing_sample_from_ends_the_search_and_fit_raises_it(tmp_path):
+    # Ray's variant generator raises the function's exception out of fit(); the trial drawn
+    # before it runs to its end, no later one starts.
+    def fn(config):
+        train.report({"score": config["y"]})
+
+    def y(spec):
+        if spec.config.x == 2:
+            raise ZeroDivisionError("no y for x=2")
+        return spec.config.x
+
+    with pytest.raises(ZeroDivisionError, match="no y for x=2"):
+        _run(
+            fn,
+            tmp_path,
+            "samplefrom-error",
+            param_space={"x": tune.grid_search([1, 2, 3]), "y": tune.sample_from(y)},
+        )
+    results = list((tmp_path / "samplefrom-error").glob("*/result.json"))
+    assert len(results) == 1, results
+    assert json.loads(results[0].read_text().splitlines()[-1])["score"] == 1
 
 
 def pbt_fn(config):
@@ -379,21 +411,34 @@ RESUMABLE = textwrap.dedent(
 
     if sys.argv[1] == "fit":
         tuner = tune.Tuner(fn, run_config=tune.RunConfig(
-            name="resumable", storage_path="results", verbose=0, stop={{"training_iteration": 60}}))
+            name="resumable", storage_path="results", verbose=0, stop={{"training_iteration": 60}}),
+            {tuner_args})
         print("fitting", flush=True)
     else:
         tuner = tune.Tuner.restore(sys.argv[2], fn)
     grid = tuner.fit()
     print("done", grid[0].metrics["training_iteration"], grid.num_errors, flush=True)
     print("path", grid.experiment_path, flush=True)
+    print("configs", sorted(str(sorted(r.config.items())) for r in grid), flush=True)
 """
 )
 
 
-def test_an_interrupted_fit_is_restored_by_a_later_driver(tmp_path, tunectl):
+# Three trials one at a time, each with a sample_from naming the driver that computed it (the
+# function is pickled with the results folder and served again by the restored driver).
+SAMPLED = """\
+param_space={"y": tune.sample_from(lambda spec: sys.argv[1])},
+            tune_config=tune.TuneConfig(num_samples=3, max_concurrent_trials=1)"""
+
+
+@pytest.mark.parametrize("space", ["plain", "sample_from"])
+def test_an_interrupted_fit_is_restored_by_a_later_driver(tmp_path, tunectl, space):
     # Ctrl-C interrupts the experiment resumably; a new driver on the same TUNEBUS_DATA_DIR
     # continues it with Tuner.restore(path, trainable) to its stop criterion.
-    (tmp_path / "script.py").write_text(RESUMABLE.format(package=os.path.abspath(PACKAGE)))
+    args = SAMPLED if space == "sample_from" else ""
+    (tmp_path / "script.py").write_text(
+        RESUMABLE.format(package=os.path.abspath(PACKAGE), tuner_args=args)
+    )
     env = dict(os.environ, TUNEBUS_TUNECTL=tunectl, TUNEBUS_DATA_DIR=str(tmp_path / "store"))
     proc = subprocess.Popen(
         [sys.executable, "script.py", "fit"],
@@ -426,6 +471,10 @@ def test_an_interrupted_fit_is_restored_by_a_later_driver(tmp_path, tunectl):
     assert out.returncode == 0, out.stderr
     assert "done 60 0" in out.stdout
     assert "path %s\n" % results in out.stdout  # the same run continued, not a new one
+    if space == "sample_from":
+        configs = out.stdout.split("configs ", 1)[1]
+        assert configs.count("('y', ") == 3, out.stdout
+        assert configs.count("('y', 'fit')") + configs.count("('y', 'restore')") == 3
 
 
 def test_verbose_2_prints_each_result(tmp_path, capfd):

@@ -1,6 +1,8 @@
 """A Tuner's translation into the experiment file, without a suite: Ray's argument names and
-defaults, metric/mode inheritance, the driver's callables, the driver's variant generator."""
+defaults, metric/mode inheritance, the driver's callables and its answers to the scheduler
+(`driver_result`, `driver_sample`)."""
 
+import copy
 import os
 import random
 import subprocess
@@ -9,8 +11,9 @@ import sys
 import pytest
 
 from tunebus import tune
-from tunebus._driver import DriverLink, VariantGenerator, searcher_space
+from tunebus._driver import DriverLink
 from tunebus._errors import TuneError
+from tunebus._router import ProtocolError
 from tunebus._tuner import DriverNeeds, build_experiment
 from tunebus.tune.schedulers import (
     ASHAScheduler,
@@ -210,22 +213,168 @@ def test_a_callable_stop_runs_in_the_driver():
     assert "stop" not in exp and needs.stopper is stopper and needs.link
 
 
-def test_variant_generator_is_grid_times_samples_then_sample_from():
-    # Ray's BasicVariantGenerator: samples outer, the first grid axis fastest, sample_from last
-    # with spec.config holding what was drawn.
+PLACEHOLDER = {"sample_from": "driver"}
+HELLO = {"type": "hello", "session": "s1", "experiment": "e", "metric": "", "mode": ""}
+
+
+def _sample(link, config, paths, session="s1"):
+    return link.handle_link(
+        {
+            "type": "driver_sample",
+            "session": session,
+            "trial_id": "t0",
+            "config": config,
+            "paths": paths,
+        }
+    )
+
+
+def test_sample_from_is_drawn_by_the_schedulers_variant_generator():
+    # The file keeps the grid and the domains (search: random by default) and a placeholder at
+    # each sample_from key; the driver link serves the values without seeing results.
     space = {
         "a": tune.grid_search([1, 2]),
-        "b": tune.grid_search(["x", "y"]),
         "r": tune.uniform(0, 1),
-        "twice": tune.sample_from(lambda spec: spec.config.a * 2),
+        "model": {"twice": tune.sample_from(lambda spec: spec.config.a * 2)},
     }
-    gen = VariantGenerator(space, num_samples=2, seed=0)
-    assert gen.total == 8
-    points = [(gen.config(i)["a"], gen.config(i)["b"]) for i in range(8)]
-    assert points == [(1, "x"), (2, "x"), (1, "y"), (2, "y")] * 2
-    assert all(gen.config(i)["twice"] == 2 * gen.config(i)["a"] for i in range(8))
-    assert searcher_space(space)["a"] == {"choice": [1, 2]}
-    assert searcher_space(space)["twice"] == {"sample_from": "driver"}
+    exp, needs = build_experiment(fn, space, tune.TuneConfig(num_samples=3))
+    assert exp["param_space"] == {
+        "a": {"grid_search": [1, 2]},
+        "r": {"uniform": [0, 1]},
+        "model": {"twice": PLACEHOLDER},
+    }
+    assert "search" not in exp and exp["num_samples"] == 3
+    assert needs.sample_from and needs.param_space is space and needs.search is None
+    assert needs.link and not needs.on_result
+    link = DriverLink(exp, needs)
+    try:
+        driver = link.amend(exp)["driver"]
+        assert driver["endpoint"].startswith("tcp://127.0.0.1:") and driver["on_result"] is False
+    finally:
+        link.close()
+    # A stopper beside it: every result goes to the driver as well.
+    exp, needs = build_experiment(fn, space, run_config=tune.RunConfig(stop=lambda t, r: False))
+    assert needs.link and needs.on_result
+
+
+def test_sample_from_with_a_search_alg_is_refused():
+    with pytest.raises(TuneError) as e:
+        build_experiment(
+            fn,
+            {"x": tune.sample_from(lambda spec: 1)},
+            tune.TuneConfig(metric="acc", mode="max", search_alg=TPESearch()),
+        )
+    assert e.value.code == "invalid_argument" and "search_alg TPESearch" in e.value.message
+
+
+def test_driver_sample_calls_each_function_in_order_with_the_config_so_far():
+    seen = []
+
+    def first(spec):
+        seen.append(("first", copy.deepcopy(spec.config)))
+        return spec.config.a * 2
+
+    def second(spec):
+        seen.append(("second", copy.deepcopy(spec.config)))
+        return spec.config.b + spec.config["lr"] + spec.config.model.width
+
+    space = {
+        "a": tune.grid_search([1, 2]),
+        "lr": tune.uniform(0, 1),
+        "b": tune.sample_from(first),
+        "c": {"d": tune.sample_from(second)},
+        "e": tune.sample_from(lambda: ("no", "spec")),
+        "model": {"width": 10},
+    }
+    link = DriverLink({"name": "e"}, DriverNeeds(param_space=space))
+    try:
+        assert link.handle_link(HELLO) == {"type": "hello_ok"}
+        config = {
+            "a": 1,
+            "lr": 0.5,
+            "b": PLACEHOLDER,
+            "c": {"d": PLACEHOLDER},
+            "e": PLACEHOLDER,
+            "model": {"width": 10},
+        }
+        reply = _sample(link, config, [["b"], ["c", "d"], ["e"]])
+        assert reply == {"type": "driver_samples", "values": [2, 12.5, ["no", "spec"]]}
+        # Each function sees the values computed before it; the later keys are absent.
+        assert seen == [
+            ("first", {"a": 1, "lr": 0.5, "c": {}, "model": {"width": 10}}),
+            ("second", {"a": 1, "lr": 0.5, "b": 2, "c": {}, "model": {"width": 10}}),
+        ]
+        assert link.error is None
+        # Asked in another order, `second` reads `b` before it is computed: Ray's error.
+        reply = _sample(link, config, [["c", "d"], ["b"], ["e"]])
+        assert reply == {"type": "driver_samples", "error": "param_space.c.d: AttributeError: b"}
+        assert isinstance(link.error, AttributeError)
+    finally:
+        link.close()
+
+
+def test_driver_sample_answers_a_functions_error_and_keeps_the_first():
+    def boom(spec):
+        raise ValueError("boom")
+
+    space = {
+        "boom": tune.sample_from(boom),
+        "obj": tune.sample_from(lambda spec: object()),
+        "nan": tune.sample_from(lambda spec: float("nan")),
+        "ok": tune.sample_from(lambda spec: 1),
+    }
+    link = DriverLink({"name": "e"}, DriverNeeds(param_space=space))
+    try:
+        link.handle_link(HELLO)
+        config = {key: PLACEHOLDER for key in space}
+        assert _sample(link, config, [["boom"], ["ok"]]) == {
+            "type": "driver_samples",
+            "error": "param_space.boom: ValueError: boom",
+        }
+        first = link.error
+        assert isinstance(first, ValueError) and str(first) == "boom"
+        error = _sample(link, config, [["ok"], ["obj"]])["error"]
+        assert error.startswith(
+            "param_space.obj: ValueError: the returned value: object is not a JSON value"
+        )
+        error = _sample(link, config, [["nan"]])["error"]
+        assert error.startswith("param_space.nan: ValueError: the returned value: nan has no JSON")
+        # A path without a sample_from in the driver's param space (a restore without it).
+        error = _sample(link, {"gone": PLACEHOLDER}, [["gone"]])["error"]
+        assert error.startswith("param_space.gone: TuneError: the driver's param_space has no")
+        assert link.error is first  # the first error is the one fit() raises
+        assert _sample(link, config, [["ok"]]) == {"type": "driver_samples", "values": [1]}
+    finally:
+        link.close()
+
+
+def test_driver_sample_refuses_another_session_and_malformed_requests():
+    link = DriverLink({"name": "e"}, DriverNeeds(param_space={"x": tune.sample_from(lambda s: 1)}))
+    try:
+        with pytest.raises(ProtocolError) as e:
+            _sample(link, {"x": PLACEHOLDER}, [["x"]])  # before any hello
+        assert e.value.code == "failed_precondition"
+        link.handle_link(HELLO)
+        with pytest.raises(ProtocolError) as e:
+            _sample(link, {"x": PLACEHOLDER}, [["x"]], session="old")
+        assert e.value.code == "failed_precondition"
+        for paths in (None, ["x"], [[]], [["x", 1]]):
+            with pytest.raises(ProtocolError) as e:
+                _sample(link, {"x": PLACEHOLDER}, paths)
+            assert e.value.code == "invalid_argument"
+        with pytest.raises(ProtocolError) as e:
+            _sample(link, None, [["x"]])
+        assert e.value.code == "invalid_argument"
+        assert link.error is None
+    finally:
+        link.close()
+
+
+def test_sample_from_takes_a_function_of_zero_or_one_argument():
+    assert tune.sample_from(lambda: 3).sample(None, None) == 3
+    assert tune.sample_from(lambda spec: spec).sample(None, "spec") == "spec"
+    with pytest.raises(ValueError):
+        tune.sample_from(lambda a, b: 1)
 
 
 def test_driver_link_answers_results_and_refuses_unknown_sessions():
@@ -239,9 +388,7 @@ def test_driver_link_answers_results_and_refuses_unknown_sessions():
         def stop_all(self):
             return len(seen) >= 5
 
-    link = DriverLink(
-        {"num_samples": 1}, DriverNeeds(stopper=Stop(), mutations={"m": lambda: 7}), {}
-    )
+    link = DriverLink({"num_samples": 1}, DriverNeeds(stopper=Stop(), mutations={"m": lambda: 7}))
     try:
         assert link.handle_link(
             {"type": "hello", "session": "s1", "experiment": "e", "metric": "acc", "mode": "max"}
@@ -261,8 +408,6 @@ def test_driver_link_answers_results_and_refuses_unknown_sessions():
             "should_checkpoint": False,
             "samples": {"m": 7},
         }
-        from tunebus._router import ProtocolError
-
         with pytest.raises(ProtocolError) as e:
             link.handle_link(
                 {"type": "driver_result", "session": "old", "trial_id": "t0", "result": {}}

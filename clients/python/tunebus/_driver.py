@@ -1,24 +1,30 @@
 """The driver's sockets: Python callables Ray Tune runs in the driver, served to the scheduler.
 
 *Driver link* (a ROUTER bound in this process; the experiment file's
-`driver: {endpoint, on_result: true}`): the scheduler sends `hello {session, experiment, metric,
-mode}` → `hello_ok {}` (a new session drops the old one's state), and per result
-`driver_result {session, trial_id, result}` → `driver_decision {stop_trial, stop_all,
-samples}`: `stop_trial` is the stopper's verdict on this result (a callable
-`fn(trial_id, result)`, or a `tune.Stopper`'s `__call__` followed by `stop_all()`), `samples` a
-fresh `fn()` for each PBT mutation key whose mutation is a function (written
-`{driver: {}}` in `hyperparam_mutations`). A request of another session is refused with
-`failed_precondition`.
+`driver: {endpoint, on_result, server_key?}`, PROTOCOL.md §7b): the scheduler sends `hello
+{session, experiment, metric, mode}` → `hello_ok {}` (a new session drops the old one's state),
+then
+- `driver_sample {session, trial_id, config, paths}` → `driver_samples {values}` before it adds a
+  trial whose param space holds `tune.sample_from` (written `{sample_from: driver}`; the
+  scheduler's variant generator draws the grid and the other domains): `paths` are the key paths
+  (lists of str) of the trial's sample_from keys in param-space order, each function called in
+  that order with Ray's `spec`, whose `spec.config` (a dict that also reads as attributes) is
+  `config` with the values computed so far and without the keys still to compute (a function
+  reading one gets KeyError / AttributeError); `values` holds one JSON value per path. A function
+  that raises or returns what JSON cannot hold is answered `driver_samples {error: "<path>:
+  <ExceptionType>: <message>"}`, logged with its traceback and kept in `DriverLink.error`: the
+  scheduler ends the search (running trials finish, no new one starts) and `Tuner.fit()` raises it.
+- `driver_result {session, trial_id, result}` → `driver_decision {stop_trial, stop_all,
+  should_checkpoint, samples}` for every result when `on_result` is true (a stopper, callbacks
+  or a progress reporter, PBT function mutations: `DriverNeeds.on_result`): `stop_trial` is the
+  stopper's verdict on this result (a callable `fn(trial_id, result)`, or a `tune.Stopper`'s
+  `__call__` followed by `stop_all()`), `samples` a fresh `fn()` for each PBT mutation key whose
+  mutation is a function (written `{driver: {}}` in `hyperparam_mutations`).
+A request of another session is refused with `failed_precondition`.
 
 *Searcher* (PROTOCOL.md §7a, `search: {type: external, endpoint}`) when the driver serves the
 search (`needs.search`, a tunebus._search_driver.DriverSearch, which answers the requests): a
-searcher that runs in the driver (a user's `tune.search.Searcher`, OptunaSearch, Repeater, ...),
-or, when the param space holds a `tune.sample_from`, Ray's BasicVariantGenerator in Python
-(`VariantGenerator` below) — every grid point × num_samples (samples outer, the first grid axis
-fastest), the other domains drawn at random, then each `sample_from` function called with a spec
-whose `.config` is the config drawn so far. In the file, grid axes become `choice` dims (the
-driver picks them in grid order) and `num_samples` the whole count; a `sample_from` key is
-`{sample_from: driver}`.
+searcher that runs in the driver (a user's `tune.search.Searcher`, OptunaSearch, Repeater, ...).
 
 *Callbacks* (tunebus._callbacks): with driver callbacks or a progress reporter the driver link
 is on (every result is asked, `on_trial_result` runs before the answer, whose
@@ -32,7 +38,8 @@ that public key as `driver.server_key` / `search.server_key`: the scheduler conn
 driver whose key its allow-list holds with role operator.
 """
 
-import random
+import copy
+import logging
 import socket
 import threading
 
@@ -40,6 +47,8 @@ from tunebus import _curve, _deps, _router, _space
 from tunebus._control import EventSubscription
 from tunebus._errors import TuneError
 from tunebus._router import ProtocolError
+
+LOG = logging.getLogger("tunebus")
 
 
 def local_address_for(endpoint):
@@ -67,17 +76,29 @@ class _AttrDict(dict):
 
 
 class _Spec:
+    """Ray's `spec` argument of a sample_from function: `spec.config` is the trial's config."""
+
     def __init__(self, config):
         self.config = _AttrDict(config)
 
 
-def _leaves(space, prefix=()):
-    """(path tuple, value) for every non-dict leaf of a Ray param space (grids are leaves)."""
-    if isinstance(space, dict) and not _space.is_grid(space):
-        for key, value in space.items():
-            yield from _leaves(value, prefix + (key,))
-    else:
-        yield prefix, space
+def _function_at(space, path):
+    """The `tune.sample_from` Function at key path `path` of a Ray param space, or None."""
+    node = space
+    for key in path:
+        if not isinstance(node, dict) or _space.is_grid(node) or key not in node:
+            return None
+        node = node[key]
+    return node if isinstance(node, _space.Function) else None
+
+
+def _drop(config, path):
+    """Removes key path `path` from `config` (nothing when it is not there)."""
+    for key in path[:-1]:
+        config = config.get(key)
+        if not isinstance(config, dict):
+            return
+    config.pop(path[-1], None)
 
 
 def _put(config, path, value):
@@ -86,70 +107,33 @@ def _put(config, path, value):
     config[path[-1]] = value
 
 
-class VariantGenerator:
-    """Ray's BasicVariantGenerator over a Ray param space; `config(i)` is the i-th trial's."""
-
-    def __init__(self, space, num_samples, seed):
-        self.leaves = list(_leaves(space))
-        self.grid = [(p, v["grid_search"]) for p, v in self.leaves if _space.is_grid(v)]
-        size = 1
-        for _, values in self.grid:
-            size *= len(values)
-        self.grid_size = size
-        self.num_samples = num_samples
-        self.total = -1 if num_samples < 0 else num_samples * size
-        self.rng = random.Random(seed)
-        self.configs = []
-
-    def config(self, index):
-        while len(self.configs) <= index:
-            self.configs.append(self._draw(len(self.configs)))
-        return self.configs[index]
-
-    def _draw(self, index):
-        point = index % self.grid_size
-        config = {}
-        for path, values in self.grid:  # the first axis varies fastest
-            _put(config, path, values[point % len(values)])
-            point //= len(values)
-        functions = []
-        for path, value in self.leaves:
-            if _space.is_grid(value):
-                continue
-            if isinstance(value, _space.Function):
-                functions.append((path, value))
-            elif isinstance(value, _space.Domain):
-                _put(config, path, value.sample(self.rng))
-            else:
-                _put(config, path, value)
-        for path, fn in functions:
-            _put(config, path, fn.sample(self.rng, _Spec(config)))
-        return config
-
-
-def searcher_space(space):
-    """The param space the scheduler gets when the driver serves the search."""
-    if isinstance(space, _space.Function):
-        return {"sample_from": "driver"}
-    if _space.is_grid(space):
-        return {"choice": list(space["grid_search"])}
-    if isinstance(space, dict):
-        return {k: searcher_space(v) for k, v in space.items()}
-    return _space.to_spec(space)
+def _paths(msg):
+    """`driver_sample`'s `paths` (ProtocolError invalid_argument when it is not a list of
+    non-empty lists of str)."""
+    paths = msg.get("paths")
+    if not isinstance(paths, list) or not all(
+        isinstance(p, list) and p and all(isinstance(k, str) for k in p) for p in paths
+    ):
+        raise ProtocolError(
+            "invalid_argument", "driver_sample: paths must be a list of key paths (lists of str)"
+        )
+    return paths
 
 
 class DriverLink:
     """The driver's ROUTER sockets for one experiment (see the module doc)."""
 
-    def __init__(self, exp, needs, param_space, host="127.0.0.1", curve=True, events_endpoint=None):
-        """`curve`: serve CURVE when TUNEBUS_KEYS_DIR is set (False for the embedded suite, which
-        runs without keys). `events_endpoint`: the scheduler's event stream, subscribed to when
-        `needs.callbacks` is set. TuneError when a key file is missing."""
+    def __init__(self, exp, needs, host="127.0.0.1", curve=True, events_endpoint=None):
+        """`needs`: a tunebus._tuner.DriverNeeds (its `param_space` holds the sample_from
+        functions). `curve`: serve CURVE when TUNEBUS_KEYS_DIR is set (False for the embedded
+        suite, which runs without keys). `events_endpoint`: the scheduler's event stream,
+        subscribed to when `needs.callbacks` is set. TuneError when a key file is missing."""
         self.zmq = _deps.load("zmq")
         self.experiment = exp.get("name")
         self.needs = needs
-        self.param_space = param_space or {}
+        self.param_space = needs.param_space or {}
         self.session = None
+        self.error = None  # the first exception a sample_from function raised (or its bad value)
         self._sockets = []
         self.link_endpoint = self.search_endpoint = None
         endpoint = "tcp://%s:*" % host
@@ -191,10 +175,11 @@ class DriverLink:
             ) from None
 
     def amend(self, exp):
-        """The experiment map with the `driver:` section and the driver's searcher."""
+        """The experiment map with the `driver:` section (`on_result`: `needs.on_result`) and the
+        driver's searcher."""
         exp = dict(exp)
         if self.link_endpoint:
-            exp["driver"] = {"endpoint": self.link_endpoint, "on_result": True}
+            exp["driver"] = {"endpoint": self.link_endpoint, "on_result": self.needs.on_result}
             if self.server_key:
                 exp["driver"]["server_key"] = self.server_key
         if self.search_endpoint:
@@ -259,7 +244,47 @@ class DriverLink:
                 msg.get("attempt", 0),
                 msg.get("seq", 0),
             )
+        if kind == "driver_sample":
+            config = msg.get("config")
+            if not isinstance(config, dict):
+                raise ProtocolError("invalid_argument", "driver_sample: config must be a map")
+            return self.sample(msg.get("trial_id", ""), config, _paths(msg))
         raise ProtocolError("invalid_argument", "unknown request type %r" % kind)
+
+    def sample(self, trial_id, config, paths):
+        """The driver_samples for one trial (see the module doc): `config` the trial's config
+        with `{sample_from: driver}` at each of `paths` (lists of keys), in the order to call."""
+        config = copy.deepcopy(config)
+        for path in paths:
+            _drop(config, path)
+        values = []
+        for path in paths:
+            where = "param_space." + ".".join(path)
+            try:
+                fn = _function_at(self.param_space, path)
+                if fn is None:
+                    raise TuneError(
+                        "failed_precondition",
+                        "the driver's param_space has no tune.sample_from there (Tuner.restore "
+                        "needs the experiment's param_space)",
+                    )
+                value = _space.constant(fn.sample(None, _Spec(config)), "the returned value")
+            except Exception as e:  # noqa: BLE001 - Ray would end the run with it
+                LOG.exception(
+                    "tunebus: tune.sample_from at %s failed for trial %s; no new trial starts",
+                    where,
+                    trial_id,
+                )
+                if self.error is None:
+                    self.error = e
+                message = e.message if isinstance(e, TuneError) else str(e)
+                return {
+                    "type": "driver_samples",
+                    "error": "%s: %s: %s" % (where, type(e).__name__, message),
+                }
+            _put(config, path, value)
+            values.append(value)
+        return {"type": "driver_samples", "values": values}
 
     def decide(self, trial_id, result, attempt=0, seq=0):
         """The driver_decision for one result (`attempt`, `seq`: its identity, PROTOCOL.md §7b)."""
@@ -283,4 +308,4 @@ class DriverLink:
         }
 
 
-__all__ = ["DriverLink", "VariantGenerator", "local_address_for"]
+__all__ = ["DriverLink", "local_address_for"]

@@ -2,8 +2,10 @@
 
 Ray Tune runs its searchers in the driver process; so does tunebus for every searcher it does not
 implement in the scheduler: a user's `tune.search.Searcher` subclass, `OptunaSearch`, `Repeater`,
-a `ConcurrencyLimiter` around one of them, the library searchers (tune.search.hyperopt, ...), and
-the variant generator of a param space holding `tune.sample_from`. The experiment file then says
+a `ConcurrencyLimiter` around one of them, the library searchers (tune.search.hyperopt, ...). A
+param space holding `tune.sample_from` is not searched here: the scheduler's variant generator
+draws it and asks the driver for the sample_from values (tunebus._driver, PROTOCOL.md §7b).
+The experiment file then says
 `search: {type: external, endpoint}`, the endpoint being a ROUTER of the driver
 (tunebus._driver.DriverLink), whose requests `DriverSearch.handle` answers:
 
@@ -50,7 +52,6 @@ import math
 import random
 
 from tunebus import _space
-from tunebus._driver import VariantGenerator, searcher_space
 from tunebus._errors import TuneError
 from tunebus._router import ProtocolError
 from tunebus.tune.search._builtin import BuiltinSearcher
@@ -143,32 +144,6 @@ def _constants(space):
     return out
 
 
-class _VariantSearch(Searcher):
-    """Ray's BasicVariantGenerator over a param space holding `tune.sample_from`, as a Searcher:
-    the i-th suggestion is tunebus._driver.VariantGenerator's i-th config."""
-
-    def __init__(self, generator):
-        super().__init__()
-        self.generator = generator
-        self.index = 0
-
-    def suggest(self, trial_id):
-        if 0 <= self.generator.total <= self.index:
-            return Searcher.FINISHED
-        self.index += 1
-        return self.generator.config(self.index - 1)
-
-    def on_trial_complete(self, trial_id, result=None, error=False):
-        pass
-
-    def _tunebus_space(self):
-        return {}
-
-    def _tunebus_adopt(self, trial_id, config):
-        self.index += 1  # the replayed trial took this config's place
-        return None
-
-
 class DriverSearch:
     """One experiment's driver-side searcher: the experiment file's part of it (`amend`) and the
     §7a server (`handle`, called by tunebus._driver.DriverLink's thread)."""
@@ -233,28 +208,7 @@ class DriverSearch:
         self.search_spec = {"type": "external", "timeout_s": TIMEOUT_S}
         if isinstance(searcher, ConcurrencyLimiter) and searcher._limit_concurrency:
             self.search_spec["max_concurrent"] = searcher.max_concurrent
-        self.total = None  # num_samples as given
         self._start(searcher)
-
-    @classmethod
-    def variants(cls, param_space, num_samples, seed):
-        """The driver's BasicVariantGenerator for a param space holding `tune.sample_from`
-        (grid axes are `choice` dims, each sample_from a `{sample_from: driver}` one)."""
-        generator = VariantGenerator(param_space, num_samples, seed)
-        self = cls.__new__(cls)
-        searcher = _VariantSearch(generator)
-        self.param_space, self.metric, self.mode = param_space, None, None
-        self.spec, self.name = {}, "tunebus.BasicVariantGenerator"
-        self._user = searcher
-        self._pristine = searcher._tunebus_copy()
-        self._configured_user = True
-        self._searcher_metric = self._searcher_mode = None
-        self.exp_space = searcher_space(param_space)
-        self.domains = {}
-        self.search_spec = {"type": "external", "timeout_s": TIMEOUT_S}
-        self.total = generator.total
-        self._start(searcher)
-        return self
 
     def _start(self, searcher):
         """The §7a state before the first hello."""
@@ -281,8 +235,6 @@ class DriverSearch:
         ConcurrencyLimiter); `amend` adds the endpoint."""
         exp = dict(exp)
         exp["param_space"] = self.exp_space
-        if self.total is not None:
-            exp["num_samples"] = self.total
         exp["search"] = dict(self.search_spec)
         if exp.get("metric") is None:
             exp["metric"] = _first(self._searcher_metric) or DEFAULT_METRIC
@@ -315,9 +267,8 @@ class DriverSearch:
             if isinstance(value, _space.Function):
                 raise TuneError(
                     "invalid_argument",
-                    "%s: tune.sample_from is served by the "
-                    "driver's BasicVariantGenerator; it cannot be combined with "
-                    "search_alg %s" % (here, name),
+                    "%s: tune.sample_from is drawn by the scheduler's variant generator "
+                    "(no search_alg); it cannot be combined with search_alg %s" % (here, name),
                 )
             if isinstance(value, dict):
                 DriverSearch._check_space(value, name, where, here)

@@ -2,14 +2,17 @@
 
 Each function returns a `Domain` whose `to_spec()` is the param_space entry of the experiment
 file (docs/schedulers.md "Search spaces"): `tune.loguniform(1e-4, 1e-1)` is
-`{"loguniform": [0.0001, 0.1]}`. The scheduler draws the values; `Domain.sample(rng)` draws them
-in the driver only when the driver serves the search itself (a param space holding
-`tune.sample_from`, tunebus._driver). Argument names and defaults are Ray's: `lower`, `upper`,
+`{"loguniform": [0.0001, 0.1]}`. The scheduler draws the values (its variant generator, or the
+searcher named in `search:`); `Domain.sample(rng)` draws one in the driver only for a suggestion
+of a searcher the driver serves that lacks the key (tunebus._search_driver). A `sample_from`
+function is called in the driver when the scheduler asks for its value (tunebus._driver,
+PROTOCOL.md §7b `driver_sample`). Argument names and defaults are Ray's: `lower`, `upper`,
 `q`, `base` (10), `mean` (0.0), `sd` (1.0), `categories`; upper bounds are exclusive for
 `randint`/`lograndint` and inclusive for `qrandint`/`qlograndint`, as in Ray.
 """
 
 import abc
+import inspect
 import math
 
 
@@ -166,9 +169,12 @@ class _QLogRandint(Integer):
 
 
 class Function(Domain):
-    """`sample_from(func)`: `func(spec)` is called in the driver with `spec.config` the trial's
-    config drawn so far (Ray Tune's `sample_from`); the experiment file says
-    `{sample_from: driver}` and the driver serves the search (tunebus._driver)."""
+    """`sample_from(func)` (Ray Tune's `Function`): `func(spec)`, or `func()` when it takes no
+    argument, computes the value in the driver, with `spec.config` the trial's config drawn so
+    far. The experiment file says `{sample_from: driver}`; the scheduler's variant generator
+    draws the rest of the config and asks the driver for this value (tunebus._driver,
+    PROTOCOL.md §7b `driver_sample`). ValueError for a `func` that is not callable with zero or
+    one argument (Ray's message)."""
 
     sampler = "sample_from"
 
@@ -177,17 +183,34 @@ class Function(Domain):
         if not callable(func):
             raise ValueError("sample_from needs a callable, got %r" % (func,))
         self.func = func
+        self.pass_spec = _takes_arguments(func, 1)
+        if not self.pass_spec and not _takes_arguments(func, 0):
+            raise ValueError(
+                "The function passed to a `Function` parameter must be callable with either 0 or "
+                "1 parameters."
+            )
 
     def to_spec(self):
         return {"sample_from": "driver"}
 
     def sample(self, rng, spec=None):
-        try:
-            return self.func(spec)
-        except TypeError:
-            if spec is None:
-                raise
-            return self.func()
+        """`func(spec)`, or `func()` for a function without argument; `rng` is not used (the
+        function draws as it likes). Raises what `func` raises."""
+        return self.func(spec) if self.pass_spec else self.func()
+
+
+def _takes_arguments(func, count):
+    """Whether `func` can be called with `count` positional arguments (True when Python cannot
+    tell, e.g. some builtins)."""
+    try:
+        signature = inspect.signature(func)
+    except (TypeError, ValueError):
+        return True
+    try:
+        signature.bind(*([None] * count))
+    except TypeError:
+        return False
+    return True
 
 
 def uniform(lower, upper):
@@ -283,7 +306,7 @@ def to_spec(space, path="param_space"):
             raise ValueError("%s.grid_search: needs a list, got %r" % (path, values))
         return {
             "grid_search": [
-                _constant(v, "%s.grid_search[%d]" % (path, i)) for i, v in enumerate(values)
+                constant(v, "%s.grid_search[%d]" % (path, i)) for i, v in enumerate(values)
             ]
         }
     if isinstance(space, dict):
@@ -293,10 +316,13 @@ def to_spec(space, path="param_space"):
                 raise ValueError("%s: keys must be strings, got %r" % (path, key))
             out[key] = to_spec(value, "%s.%s" % (path, key))
         return out
-    return _constant(space, path)
+    return constant(space, path)
 
 
-def _constant(value, path):
+def constant(value, path):
+    """`value` as the experiment file and the wire carry it (a tuple becomes a list, a numpy
+    scalar its Python value). Raises ValueError naming `path` for a value JSON and msgpack cannot
+    hold (a non-finite float, an arbitrary object, a search space function)."""
     if value is None or isinstance(value, (bool, int, str)):
         return value
     if isinstance(value, float):
@@ -304,16 +330,16 @@ def _constant(value, path):
             raise ValueError("%s: %r has no JSON spelling" % (path, value))
         return value
     if isinstance(value, (list, tuple)):
-        return [_constant(v, "%s[%d]" % (path, i)) for i, v in enumerate(value)]
+        return [constant(v, "%s[%d]" % (path, i)) for i, v in enumerate(value)]
     if isinstance(value, dict):
-        return {str(k): _constant(v, "%s.%s" % (path, k)) for k, v in value.items()}
+        return {str(k): constant(v, "%s.%s" % (path, k)) for k, v in value.items()}
     if isinstance(value, Domain):
         raise ValueError(
             "%s: a search space function inside a list is not supported; "
             "use tune.choice over the values" % path
         )
     if hasattr(value, "item") and getattr(value, "ndim", 0) == 0:
-        return _constant(value.item(), path)
+        return constant(value.item(), path)
     raise ValueError(
         "%s: %s is not a JSON value; a trial's config travels as JSON. Pass large or arbitrary "
         "objects with tune.with_parameters(trainable, name=object) instead"

@@ -11,7 +11,8 @@
    there (entries of the script's folder named `_tunebus*` are not linked),
    so the trainable's command runs in the staging folder.
 3. Python callables Ray runs in the driver (a callable stop or Stopper, PBT function mutations,
-   `sample_from`) are served by tunebus._driver on sockets of this process.
+   `sample_from` functions, which the scheduler's variant generator asks for) are served by
+   tunebus._driver on sockets of this process.
 4. The staging folder is shipped as the working_dir and the file submitted over the control
    socket, then followed to its end (tunebus._submission, the steps of `tunectl run`: summary
    lines and the closing lines are the output; Ctrl-C interrupts the experiment resumably).
@@ -59,34 +60,56 @@ sys.exit(_runner.main(os.path.join(here, "trainable.pkl")))
 
 class DriverNeeds:
     """The callables of an experiment that run in the driver (tunebus._driver): a stopper, PBT
-    function mutations, `sample_from`, and the callbacks' dispatcher (tunebus._callbacks)."""
+    function mutations, the `sample_from` functions of `param_space`, and the callbacks'
+    dispatcher (tunebus._callbacks)."""
 
-    def __init__(self, stopper=None, mutations=None, sample_from=False, callbacks=None):
+    def __init__(self, stopper=None, mutations=None, param_space=None, callbacks=None):
+        """`param_space`: the Tuner's param space when it holds a `tune.sample_from`, else
+        None."""
         self.stopper = stopper
         self.mutations = mutations or {}
-        self.sample_from = sample_from
+        self.param_space = param_space
         self.search = None  # the searcher the driver serves: tunebus._search_driver.DriverSearch
         self.callbacks = callbacks
         self.endpoints = {}  # a resumed experiment's journaled {"driver", "search"} endpoints
 
     @property
+    def sample_from(self):
+        """True when the scheduler asks the driver for `sample_from` values (`driver_sample`)."""
+        return self.param_space is not None
+
+    @property
+    def on_result(self):
+        """True when the driver must see every result (`driver.on_result`): a stopper, PBT
+        function mutations or callbacks."""
+        return self.stopper is not None or bool(self.mutations) or self.callbacks is not None
+
+    @property
     def link(self):
-        return (
-            self.stopper is not None
-            or bool(self.mutations)
-            or self.callbacks is not None
-            or "driver" in self.endpoints
-        )
+        """True when the driver link is served (the experiment's `driver:` section)."""
+        return self.on_result or self.sample_from or "driver" in self.endpoints
 
     def save(self, folder):
         """Pickles what a later `Tuner.restore` serves again (the stopper, PBT function
-        mutations, the searcher) into `folder/DRIVER_FILE`; nothing when there is none."""
-        if self.stopper is None and not self.mutations and self.search is None:
+        mutations, the searcher, the param space holding sample_from functions) into
+        `folder/DRIVER_FILE`; nothing when there is none."""
+        if (
+            self.stopper is None
+            and not self.mutations
+            and self.search is None
+            and self.param_space is None
+        ):
             return
         cloudpickle = _deps.load("cloudpickle")
         with open(os.path.join(folder, DRIVER_FILE), "wb") as f:
             cloudpickle.dump(
-                {"stopper": self.stopper, "mutations": self.mutations, "search": self.search}, f
+                {
+                    "stopper": self.stopper,
+                    "mutations": self.mutations,
+                    "search": self.search,
+                    "param_space": self.param_space,
+                },
+                f,
             )
 
     @classmethod
@@ -102,6 +125,7 @@ class DriverNeeds:
                 saved = pickle.load(f)
             needs.stopper, needs.mutations = saved["stopper"], saved["mutations"] or {}
             needs.search = saved["search"]
+            needs.param_space = saved.get("param_space")
         if (exp.get("driver") or {}).get("endpoint"):
             needs.endpoints["driver"] = exp["driver"]["endpoint"]
         search = exp.get("search") or {}
@@ -167,7 +191,7 @@ def build_experiment(trainable, param_space=None, tune_config=None, run_config=N
         exp["metric"] = tc.metric
     if tc.mode is not None:
         exp["mode"] = tc.mode
-    needs = DriverNeeds(sample_from=_space.has_function(param_space or {}))
+    needs = DriverNeeds(param_space=param_space if _space.has_function(param_space or {}) else None)
     stop = {}
     if isinstance(rc.stop, dict):
         stop.update(rc.stop)
@@ -211,9 +235,8 @@ def build_experiment(trainable, param_space=None, tune_config=None, run_config=N
         if needs.sample_from:
             raise TuneError(
                 "invalid_argument",
-                "tune.sample_from is served by the driver's "
-                "BasicVariantGenerator; it cannot be combined with search_alg %s"
-                % type(tc.search_alg).__name__,
+                "tune.sample_from is drawn by the scheduler's variant generator (no search_alg); "
+                "it cannot be combined with search_alg %s" % type(tc.search_alg).__name__,
             )
         from tunebus import _search_driver  # imports tunebus.tune.search: not at module load
 
@@ -232,13 +255,6 @@ def build_experiment(trainable, param_space=None, tune_config=None, run_config=N
             exp["search"] = searcher.to_spec()
             if searcher.seed is not None:
                 exp["seed"] = searcher.seed
-    elif needs.sample_from:
-        from tunebus import _search_driver
-
-        needs.search = _search_driver.DriverSearch.variants(
-            param_space, tc.num_samples, exp.get("seed")
-        )
-        exp = needs.search.apply(exp)
     return exp, needs
 
 
@@ -378,6 +394,8 @@ class Tuner:
         if restored:
             exp = restored["experiment"]
             needs = DriverNeeds.restored(self._results_dir, exp)
+            if _space.has_function(self._param_space or {}):
+                needs.param_space = self._param_space  # Ray's Tuner.restore(param_space=...)
             rc, tc = self._run_config, self._tune_config
             exp["trainable"]["command"][0] = python_command()
         else:
@@ -397,7 +415,6 @@ class Tuner:
                 link = _driver.DriverLink(
                     exp,
                     needs,
-                    self._param_space,
                     host,
                     curve=_suite.secured(endpoint),
                     events_endpoint=_suite.events_endpoint(endpoint),
@@ -445,6 +462,9 @@ class Tuner:
                 raise needs.callbacks.error[0]
         if needs.search is not None and needs.search.error is not None:
             raise needs.search.error  # Ray's tune.run raises a searcher's exception too
+        for link in links:
+            if link.error is not None:
+                raise link.error  # a sample_from function's, as Ray's variant generator's
         self._trial_views, self._exporter = trials, exporter
         self._results = ResultGrid.from_folder(
             results_dir, exp.get("metric", tc.metric), exp.get("mode", tc.mode), trials, exporter
