@@ -370,6 +370,47 @@ def test_driver_sample_refuses_another_session_and_malformed_requests():
         link.close()
 
 
+def test_driver_sample_over_the_link_socket():
+    # The scheduler's side: a DEALER sending msgpack requests (PROTOCOL.md §1) to the link.
+    from tunebus import _deps
+
+    zmq, msgpack = _deps.load("zmq"), _deps.load("msgpack")
+    space = {"n": {"v": tune.sample_from(lambda spec: {"list": [spec.config.x, (1, 2)]})}}
+    exp, needs = build_experiment(fn, dict(space, x=tune.grid_search([3])))
+    link = DriverLink(exp, needs)
+    dealer = zmq.Context.instance().socket(zmq.DEALER)
+    dealer.setsockopt(zmq.LINGER, 0)
+    dealer.setsockopt(zmq.RCVTIMEO, 5000)
+    try:
+        dealer.connect(link.amend(exp)["driver"]["endpoint"])
+
+        def ask(msg):
+            dealer.send(msgpack.packb(dict(msg, v=1, id=7), use_bin_type=True))
+            return msgpack.unpackb(dealer.recv(), raw=False)
+
+        assert ask(HELLO)["type"] == "hello_ok"
+        reply = ask(
+            {
+                "type": "driver_sample",
+                "session": "s1",
+                "trial_id": "t0",
+                "config": {"n": {"v": PLACEHOLDER}, "x": 3},
+                "paths": [["n", "v"]],
+            }
+        )
+        assert reply == {
+            "type": "driver_samples",
+            "values": [{"list": [3, [1, 2]]}],
+            "v": 1,
+            "id": 7,
+        }
+        reply = ask({"type": "driver_sample", "session": "s0", "config": {}, "paths": []})
+        assert reply["type"] == "error" and reply["code"] == "failed_precondition"
+    finally:
+        dealer.close()
+        link.close()
+
+
 def test_sample_from_takes_a_function_of_zero_or_one_argument():
     assert tune.sample_from(lambda: 3).sample(None, None) == 3
     assert tune.sample_from(lambda spec: spec).sample(None, "spec") == "spec"
