@@ -2,12 +2,9 @@
 
 Ray Tune runs its searchers in the driver process; so does tunebus for every searcher it does not
 implement in the scheduler: a user's `tune.search.Searcher` subclass, `OptunaSearch`, `Repeater`,
-a `ConcurrencyLimiter` around one of them, the library searchers (tune.search.hyperopt, ...). A
-param space holding `tune.sample_from` is not searched here: the scheduler's variant generator
-draws it and asks the driver for the sample_from values (tunebus._driver, PROTOCOL.md §7b).
-The experiment file then says
-`search: {type: external, endpoint}`, the endpoint being a ROUTER of the driver
-(tunebus._driver.DriverLink), whose requests `DriverSearch.handle` answers:
+a `ConcurrencyLimiter` around one of them, the library searchers (tune.search.hyperopt, ...).
+The experiment file then says `search: {type: external, endpoint}`, the endpoint being a ROUTER
+of the driver (tunebus._driver.DriverLink), whose requests `DriverSearch.handle` answers:
 
     hello  -> a searcher with no state (see "Sessions"), set_search_properties as Ray calls it
     tell   -> suggested: adopted (`_tunebus_adopt`) unless this session suggested it
@@ -45,6 +42,10 @@ dim) is logged with its traceback and ends the search (`finished`: the running t
 new ones start) and `DriverSearch.error` holds it; an exception in on_trial_result /
 on_trial_complete / add_evaluated_point is logged and the call skipped. Neither reaches the
 scheduler as an error reply, which would make it reconnect and replay into the same exception.
+
+`tune.sample_from` is not served here: the scheduler's variant generator draws such a param space
+and asks the driver link for its values (tunebus._driver, PROTOCOL.md §7b); beside a searcher it
+is refused (TuneError invalid_argument).
 """
 
 import logging
