@@ -511,12 +511,20 @@ Status SpecParser::CheckAcrossFields(const YAML::Node& root) {
                       colon == std::string::npos ? message : message.substr(colon + 2));
     }
   }
-  if (auto path = VariantGenerator::SampleFromPath(spec_.param_space);
-      path && spec_.search != "external") {
-    return ParamSpaceError(fmt::format(
-        "{}: sample_from needs the Python driver, which serves search itself (search: {{type: "
-        "external}}); search: {} cannot sample it",
-        *path, spec_.search));
+  if (const auto paths = VariantGenerator::SampleFromPaths(spec_.param_space); !paths.empty()) {
+    const std::string path = fmt::format("{}", fmt::join(paths.front(), "."));
+    if (spec_.search != "external" && spec_.search != "random") {
+      return ParamSpaceError(fmt::format(
+          "{}: sample_from is computed by the Python driver, for search: random (the scheduler "
+          "asks the driver) or search: {{type: external}}; search: {} cannot sample it",
+          path, spec_.search));
+    }
+    if (spec_.search == "random" && !spec_.driver) {
+      return ParamSpaceError(fmt::format(
+          "{}: sample_from needs the Python driver that computes it: a 'driver' section with its "
+          "endpoint (the tunebus package's Tuner writes it)",
+          path));
+    }
   }
   if (spec_.scheduler == "pbt" &&
       PopulationBasedTraining::HasDriverMutations(

@@ -47,6 +47,25 @@ Result<DriverAnswer> DriverAnswer::FromJson(const json& j) {
   return a;
 }
 
+Result<DriverSamples> DriverSamples::FromJson(const json& j, size_t paths) {
+  DriverSamples s;
+  if (auto it = j.find("error"); it != j.end() && !it->is_null()) {
+    if (!it->is_string()) {
+      return Status::InvalidArgument("driver_samples.error: expected a string, got " + it->dump());
+    }
+    s.error = it->get<std::string>();
+    return s;
+  }
+  auto it = j.find("values");
+  if (it == j.end() || !it->is_array() || it->size() != paths) {
+    return Status::InvalidArgument(
+        fmt::format("driver_samples.values: expected a list of {} values, got {}", paths,
+                    it == j.end() ? "none" : it->dump()));
+  }
+  s.values.assign(it->begin(), it->end());
+  return s;
+}
+
 namespace {
 
 constexpr EnumName<DriverLink::State> kStateNames[] = {
@@ -78,7 +97,22 @@ void DriverLink::Ask(const std::string& trial_id, int64_t attempt, int64_t seq, 
 }
 
 void DriverLink::Forget(const std::string& trial_id) {
-  std::erase_if(queue_, [&](const Held& h) { return h.trial_id == trial_id; });
+  std::erase_if(queue_, [&](const Held& h) { return !h.is_sample() && h.trial_id == trial_id; });
+}
+
+void DriverLink::Sample(const std::string& trial_id, json config, std::vector<KeyPath> paths,
+                        SampleCallback done) {
+  queue_.push_back({.ticket = next_ticket_++,
+                    .trial_id = trial_id,
+                    .result = std::move(config),
+                    .paths = std::move(paths),
+                    .done = std::move(done)});
+  Pump();
+}
+
+size_t DriverLink::held() const {
+  return size_t(
+      std::count_if(queue_.begin(), queue_.end(), [](const Held& h) { return !h.is_sample(); }));
 }
 
 void DriverLink::Pump() {
@@ -97,7 +131,7 @@ void DriverLink::Pump() {
     state_ = State::kIdle;
   }
   if (state_ == State::kReady) {
-    SendResult();
+    SendRequest();
   } else {
     SendHello();
   }
@@ -128,35 +162,60 @@ void DriverLink::OnHello(Result<json> reply) {
   Pump();
 }
 
-void DriverLink::SendResult() {
+void DriverLink::SendRequest() {
   const Held& h = queue_.front();
   in_flight_ = true;
-  json request = {{"type", "driver_result"}, {"session", session_}, {"trial_id", h.trial_id},
-                  {"attempt", h.attempt},    {"seq", h.seq},        {"result", h.result}};
+  json request = {{"session", session_}, {"trial_id", h.trial_id}};
+  if (h.is_sample()) {
+    request["type"] = "driver_sample";
+    request["config"] = h.result;
+    request["paths"] = h.paths;
+  } else {
+    request["type"] = "driver_result";
+    request["attempt"] = h.attempt;
+    request["seq"] = h.seq;
+    request["result"] = h.result;
+  }
   link_->Request(
       std::move(request), options_.timeout_s,
-      [this, ticket = h.ticket](Result<json> reply) { OnDecision(std::move(reply), ticket); });
+      [this, ticket = h.ticket](Result<json> reply) { OnReply(std::move(reply), ticket); });
 }
 
-void DriverLink::OnDecision(Result<json> reply, uint64_t ticket) {
+void DriverLink::OnReply(Result<json> reply, uint64_t ticket) {
   in_flight_ = false;
-  reply = ExpectReply(std::move(reply), "driver_decision", "driver");
-  Result<DriverAnswer> answer =
-      reply.ok() ? DriverAnswer::FromJson(*reply) : Result<DriverAnswer>(reply.status());
-  if (!answer.ok()) {
-    Fail(answer.status(), /*was_hello=*/false);
+  // Not found: forgotten meanwhile (the trial left RUNNING); the answer is dropped.
+  auto it =
+      std::find_if(queue_.begin(), queue_.end(), [&](const Held& h) { return h.ticket == ticket; });
+  const bool sample = it != queue_.end() && it->is_sample();
+  reply = ExpectReply(std::move(reply), sample ? "driver_samples" : "driver_decision", "driver");
+  Status failed = reply.status();
+  std::optional<DriverAnswer> answer;
+  std::optional<DriverSamples> samples;
+  if (reply.ok() && sample) {
+    Result<DriverSamples> s = DriverSamples::FromJson(*reply, it->paths.size());
+    failed = s.status();
+    if (s.ok()) samples = std::move(s).value();
+  } else if (reply.ok()) {
+    Result<DriverAnswer> a = DriverAnswer::FromJson(*reply);
+    failed = a.status();
+    if (a.ok()) answer = std::move(a).value();
+  }
+  if (!failed.ok()) {
+    Fail(failed, /*was_hello=*/false);
     return;
   }
   retries_ = 0;
   lost_sessions_ = 0;
   last_error_.clear();
   ++answered_;
-  auto it =
-      std::find_if(queue_.begin(), queue_.end(), [&](const Held& h) { return h.ticket == ticket; });
-  if (it != queue_.end()) {  // else forgotten meanwhile: the trial left RUNNING
+  if (it != queue_.end()) {
     Held h = std::move(*it);
     queue_.erase(it);
-    if (on_answer_) on_answer_(h.trial_id, h.attempt, h.seq, std::move(answer).value());
+    if (samples) {
+      h.done(std::move(*samples));
+    } else if (on_answer_) {
+      on_answer_(h.trial_id, h.attempt, h.seq, std::move(*answer));
+    }
   }
   Pump();
 }
@@ -184,7 +243,7 @@ void DriverLink::Fail(const Status& status, bool was_hello) {
 json DriverLink::Describe() const {
   json d = {{"endpoint", options_.endpoint},
             {"state", StateName(state_)},
-            {"held", queue_.size()},
+            {"held", held()},
             {"answered", answered_},
             {"sessions", sessions_}};
   if (state_ == State::kUnavailable || !last_error_.empty()) {

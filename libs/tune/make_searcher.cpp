@@ -11,6 +11,7 @@
 #include "libs/tune/concurrency_limiter.hpp"
 #include "libs/tune/external_searcher.hpp"
 #include "libs/tune/points_to_evaluate.hpp"
+#include "libs/tune/sample_from_resolver.hpp"
 #include "libs/tune/tpe_searcher.hpp"
 #include "libs/tune/variant_generator.hpp"
 
@@ -148,8 +149,13 @@ Result<std::unique_ptr<Searcher>> MakeSearcher(const SearchOptions& options,
   std::unique_ptr<Searcher> searcher;
   if (options.type == "random") {
     const int64_t window = std::max<int64_t>(32, 2 * setup.max_concurrent_trials);
-    searcher =
+    auto variants =
         std::make_unique<VariantGenerator>(setup.param_space, num_samples, setup.seed, window);
+    if (VariantGenerator::SampleFromPaths(setup.param_space).empty()) {
+      searcher = std::move(variants);
+    } else {
+      searcher = std::make_unique<SampleFromResolver>(std::move(variants), setup.ask_driver);
+    }
   } else {
     auto made = MakeModelSearcher(options.type, options.params, num_samples, setup);
     if (!made.ok()) return made.status();

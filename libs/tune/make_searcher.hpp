@@ -20,6 +20,7 @@
 #include <vector>
 
 #include "libs/core/status.hpp"
+#include "libs/tune/sample_from_resolver.hpp"
 #include "libs/tune/searcher.hpp"
 #include "libs/tune/searcher_link.hpp"
 
@@ -60,6 +61,9 @@ struct SearchSetup {
   std::string experiment;
   uint64_t session_nonce = 0;
   ExternalLinkFactory connect_external;
+  /// The driver link's Sample, for `search: random` over a param space holding
+  /// `{sample_from: driver}` (SampleFromResolver); empty: no driver (such a search finishes).
+  SampleFromResolver::AskDriver ask_driver;
 };
 
 /// The ConcurrencyLimiter's max_concurrent (0: none). A searcher other than random is limited to

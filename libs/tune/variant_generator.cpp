@@ -363,15 +363,29 @@ VariantGenerator::VariantGenerator(nlohmann::json param_space, int64_t num_sampl
   (void)Resolve(param_space_, keys, collect);
 }
 
-std::optional<std::string> VariantGenerator::SampleFromPath(const nlohmann::json& param_space) {
-  if (!param_space.is_object()) return std::nullopt;
-  for (const auto& [key, value] : param_space.items()) {
-    if (IsSampleFrom(value)) return key;
-    if (value.is_object() && AsSampler(value) == nullptr) {
-      if (auto inner = SampleFromPath(value)) return key + "." + *inner;
+namespace {
+
+void CollectSampleFrom(const json& node, std::vector<std::string>& prefix,
+                       std::vector<std::vector<std::string>>& out) {
+  for (const auto& [key, value] : node.items()) {
+    prefix.push_back(key);
+    if (IsSampleFrom(value)) {
+      out.push_back(prefix);
+    } else if (value.is_object() && AsSampler(value) == nullptr) {
+      CollectSampleFrom(value, prefix, out);
     }
+    prefix.pop_back();
   }
-  return std::nullopt;
+}
+
+}  // namespace
+
+std::vector<std::vector<std::string>> VariantGenerator::SampleFromPaths(
+    const nlohmann::json& param_space) {
+  std::vector<std::vector<std::string>> out;
+  std::vector<std::string> prefix;
+  if (param_space.is_object()) CollectSampleFrom(param_space, prefix, out);
+  return out;
 }
 
 Status VariantGenerator::Validate(const nlohmann::json& param_space) {

@@ -66,11 +66,13 @@ class VariantGenerator final : public Searcher {
                    int64_t max_pending = 32);
 
   /// Validates a param space alone. Errors: InvalidArgument "<dotted.path>.<sampler>: <why>".
-  /// `{sample_from: driver}` (a value the Python driver's tune.sample_from draws; only with
-  /// search: external, SearchSpace) is valid here; another sample_from value is an error.
+  /// `{sample_from: driver}` (a value the Python driver's tune.sample_from computes:
+  /// SampleFromResolver with search: random, SearchSpace's `any` dim with search: external) is
+  /// valid here; another sample_from value is an error.
   static Status Validate(const nlohmann::json& param_space);
-  /// The dotted path of the first `{sample_from: driver}` of a param space, or nullopt.
-  static std::optional<std::string> SampleFromPath(const nlohmann::json& param_space);
+  /// The key path of every `{sample_from: driver}` of a param space, in param-space order
+  /// (empty: none). Next() leaves those placeholders in the config as they are.
+  static std::vector<std::vector<std::string>> SampleFromPaths(const nlohmann::json& param_space);
   /// Validates a (partial) config against a validated param space: every key is one of the
   /// space's (nested maps recurse), a value for a sampler is in its domain (one of the values of
   /// choice / grid_search; a number, an integer for int samplers, within [low, high] — high

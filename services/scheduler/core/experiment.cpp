@@ -14,6 +14,7 @@
 #include "libs/spec/runner_options.hpp"
 #include "libs/tune/make_searcher.hpp"
 #include "libs/tune/make_trial_scheduler.hpp"
+#include "libs/tune/variant_generator.hpp"
 #include "services/scheduler/control/trial_json.hpp"
 #include "services/scheduler/store/bus_journal_sink.hpp"
 
@@ -251,13 +252,19 @@ Status Experiment::Build() {
   if (!read_only_) {
     setup.session_nonce = std::random_device{}() ^ (uint64_t(std::random_device{}()) << 32);
     setup.connect_external = [this](const SearcherTarget& target) { return LinkSearcher(target); };
+    setup.ask_driver = [this](const std::string& trial_id, nlohmann::json config,
+                              std::vector<DriverLink::KeyPath> paths,
+                              DriverLink::SampleCallback done) {
+      AskDriverSamples(trial_id, std::move(config), std::move(paths), std::move(done));
+    };
   }
   auto searcher = MakeSearcher(spec_.search, spec_.search_config, setup);
   if (!searcher.ok()) return searcher.status();
   runner_ = std::make_unique<TrialRunner>(std::move(*ro), std::move(*searcher),
                                           std::move(*scheduler), *executor, *observer, clock_);
   if (read_only_) return Status::Ok();
-  if (spec_.driver && spec_.driver->on_result && ctx_->connect_driver) {
+  const bool samples_from_driver = !VariantGenerator::SampleFromPaths(spec_.param_space).empty();
+  if (spec_.driver && (spec_.driver->on_result || samples_from_driver) && ctx_->connect_driver) {
     DriverOptions d;
     d.endpoint = spec_.driver->endpoint;
     d.on_result = spec_.driver->on_result;
@@ -271,7 +278,7 @@ Status Experiment::Build() {
           runner_->OnDriverAnswer(trial_id, attempt, seq, answer);
           runner_->Step();
         });
-    runner_->SetDriver(driver_.get());
+    if (d.on_result) runner_->SetDriver(driver_.get());
   }
   executor_->set_runner(runner_.get());
   recorder_->set_runner(runner_.get());
@@ -288,6 +295,26 @@ Status Experiment::Build() {
            (!trial_quota_ || runner_->phases().in_flight() < *trial_quota_);
   });
   return Status::Ok();
+}
+
+void Experiment::AskDriverSamples(const std::string& trial_id, nlohmann::json config,
+                                  std::vector<DriverLink::KeyPath> paths,
+                                  DriverLink::SampleCallback done) {
+  if (driver_ == nullptr) {
+    done(DriverSamples{.error = "the experiment has no driver link (its 'driver' section)"});
+    return;
+  }
+  driver_->Sample(trial_id, std::move(config), std::move(paths),
+                  [this, done = std::move(done)](DriverSamples samples) {
+                    if (!samples.error.empty()) {
+                      spdlog::error(
+                          "Experiment {}: the driver's sample_from failed, so no new "
+                          "trial starts: {}",
+                          spec_.name, samples.error);
+                    }
+                    done(std::move(samples));
+                    runner_->Step();
+                  });
 }
 
 void Experiment::Submit(const std::string& spec_yaml) {

@@ -222,6 +222,10 @@ class Experiment {
   /// to the SearcherProcess this experiment then owns (started in the experiment file's folder,
   /// logging to <experiment dir>/searcher.log). Errors: SearcherProcess::Create's.
   Result<std::unique_ptr<SearcherLink>> LinkSearcher(const SearcherTarget& target);
+  /// SampleFromResolver's way to the driver: DriverLink::Sample, then a runner Step once the
+  /// values came (an `error` answer is logged); without a driver link `done` gets an error.
+  void AskDriverSamples(const std::string& trial_id, nlohmann::json config,
+                        std::vector<DriverLink::KeyPath> paths, DriverLink::SampleCallback done);
   /// Writes the result-file rows and params.json the journal (records 1..last_seq, read with
   /// `reader`) has and the files miss, then calls `done` (also when the journal cannot be read:
   /// logged, the files stay incomplete).
