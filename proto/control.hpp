@@ -242,6 +242,29 @@ struct ListSchedulerDecisions {
   TUNEBUS_DEFINE_MAP(v, type, id, experiment)
 };
 
+/// The most rows, and about the most bytes, a ListResults page holds.
+inline constexpr int64_t kMaxResultsPageRows = 10000;
+inline constexpr size_t kResultsPageBytes = size_t(1) << 20;
+
+/// A trial's reported results, oldest first (since v1.13): the rows of its result.json on the
+/// scheduler's host (docs/results.md), each the result the trial reported with Ray Tune's
+/// auto-filled keys and its config, so a driver on another host reads a trial's history. A read,
+/// like ShowTrial; a running trial's newest rows appear once durable and written
+/// (services/scheduler/control/result_page.hpp). body: {experiment (journal name), trial_id,
+/// offset, total (rows now), next_offset (of the next page; null when this page ends at the last
+/// row), results: [row objects]}. A page holds at most `limit` rows and ends early after the row
+/// that brings it to kResultsPageBytes. Errors: invalid_argument (offset < 0, limit outside
+/// 0..kMaxResultsPageRows, no trial_id); not_found (experiment or trial); corruption (a row of the
+/// page that is not JSON); io_error.
+struct ListResults {
+  TUNEBUS_ENVELOPE("list_results");
+  std::string experiment;  // see ListTrials
+  std::string trial_id;
+  int64_t offset = 0;  // rows skipped
+  int64_t limit = 0;   // at most this many rows; 0 = kMaxResultsPageRows
+  TUNEBUS_DEFINE_MAP(v, type, id, experiment, trial_id, offset, limit)
+};
+
 /// Workers and resources as the resource-manager reports them. body: JSON array of nodes.
 struct ListWorkers {
   TUNEBUS_ENVELOPE("list_workers");

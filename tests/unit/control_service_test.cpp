@@ -8,6 +8,8 @@
 #include <gtest/gtest.h>
 
 #include <chrono>
+#include <filesystem>
+#include <fstream>
 #include <memory>
 #include <nlohmann/json.hpp>
 #include <string>
@@ -156,6 +158,82 @@ TEST_F(ControlServiceTest, ARequestThatCannotBeDoneIsRefusedWithItsReason) {
   token.token = "not-a-token";
   EXPECT_EQ(Refusal(token).code, "invalid_argument");  // not a token at all
   EXPECT_EQ(service_->dispatcher().counts().at(proto::StopTrialCommand::kType), 1u);
+}
+
+// A trial's results are answered from its result.json on the scheduler's host, a page at a time,
+// oldest first: the torn line a writer is appending and blank lines are no rows; next_offset
+// leads through the pages and is null on the last; a trial without results has none; bad pages
+// and an unknown trial are refused with typed errors (an unknown experiment is looked for in the
+// store's journals, which no store answers here: tests/python/test_list_results.py).
+TEST_F(ControlServiceTest, ListResultsAnswersATrialsResultRowsAPageAtATime) {
+  Experiment* a = h_.Submit("alpha", 2);
+  const Trial& first = a->runner().trials()[0];
+  const std::string dir = a->experiment_dir() + "/" + first.DirName();
+  std::filesystem::create_directories(dir);
+  {
+    std::ofstream file(dir + "/result.json");
+    for (int i = 1; i <= 5; ++i) {
+      file << json{{"score", 10 * i}, {"training_iteration", i}, {"config", {{"x", 0}}}}.dump()
+           << "\n";
+      if (i == 2) file << "\n";
+    }
+    file << R"({"score": 60, "training_it)";  // torn: no newline yet
+  }
+
+  proto::ListResults list;
+  list.experiment = "alpha";
+  list.trial_id = first.trial_id;
+  list.limit = 2;
+  json page = Answer(list);
+  EXPECT_EQ(page.value("experiment", ""), a->journal_name());
+  EXPECT_EQ(page.value("trial_id", ""), first.trial_id);
+  EXPECT_EQ(page.value("total", -1), 5);
+  EXPECT_EQ(page.value("offset", -1), 0);
+  ASSERT_EQ(page["results"].size(), 2u);
+  EXPECT_EQ(page["results"][0]["training_iteration"], 1);
+  EXPECT_EQ(page["results"][1]["score"], 20);
+  EXPECT_EQ(page["results"][0]["config"], json({{"x", 0}}));
+  EXPECT_EQ(page["next_offset"], 2);
+
+  list.offset = page["next_offset"].get<int64_t>();
+  page = Answer(list);
+  ASSERT_EQ(page["results"].size(), 2u);
+  EXPECT_EQ(page["results"][0]["training_iteration"], 3);
+  EXPECT_EQ(page["next_offset"], 4);
+  list.offset = 4;
+  page = Answer(list);
+  ASSERT_EQ(page["results"].size(), 1u);
+  EXPECT_EQ(page["results"][0]["training_iteration"], 5);
+  EXPECT_TRUE(page["next_offset"].is_null());
+  list.offset = 9;
+  page = Answer(list);
+  EXPECT_TRUE(page["results"].empty());
+  EXPECT_EQ(page.value("total", -1), 5);
+  EXPECT_TRUE(page["next_offset"].is_null());
+  list.offset = 0;
+  list.limit = 0;  // the cap: every row here
+  EXPECT_EQ(Answer(list)["results"].size(), 5u);
+
+  proto::ListResults none = list;
+  none.trial_id = a->runner().trials()[1].trial_id;  // no result.json yet
+  page = Answer(none);
+  EXPECT_EQ(page.value("total", -1), 0);
+  EXPECT_TRUE(page["results"].empty());
+
+  proto::ListResults bad = list;
+  bad.offset = -1;
+  EXPECT_EQ(Refusal(bad).code, "invalid_argument");
+  bad = list;
+  bad.limit = proto::kMaxResultsPageRows + 1;
+  EXPECT_EQ(Refusal(bad).code, "invalid_argument");
+  bad = list;
+  bad.trial_id = "";
+  EXPECT_EQ(Refusal(bad).code, "invalid_argument");
+  bad = list;
+  bad.trial_id = a->experiment_id() + "_99999";
+  const proto::ErrorReply no_trial = Refusal(bad);
+  EXPECT_EQ(no_trial.code, "not_found");
+  EXPECT_NE(no_trial.message.find(a->journal_name()), std::string::npos) << no_trial.message;
 }
 
 }  // namespace

@@ -2,6 +2,8 @@
 
 #include <iterator>
 
+#include "libs/tune/runner_queries.hpp"
+
 namespace tunebus {
 
 using nlohmann::json;

@@ -1,6 +1,7 @@
-// The control requests that upload a shipped working_dir (proto/control.hpp WorkingDirStat,
-// WorkingDirPut): the scheduler relays them to the checkpoint-store, the only endpoint tunectl
-// knows being the scheduler's control socket.
+// WorkingDirHandlers: the working_dir uploads relayed to the checkpoint-store
+// (working_dir_handlers.hpp).
+#include "services/scheduler/control/handlers/working_dir_handlers.hpp"
+
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
 
@@ -9,7 +10,6 @@
 #include "libs/core/sha256.hpp"
 #include "proto/control.hpp"
 #include "proto/store.hpp"
-#include "services/scheduler/control/control_service.hpp"
 
 namespace tunebus {
 namespace {
@@ -28,40 +28,40 @@ Status FromStore(const Status& s) {
 
 }  // namespace
 
-void ControlService::StatWorkingDir(const std::string& digest,
-                                    std::function<void(Result<std::optional<int64_t>>)> done) {
+void StatWorkingDir(bus::RequestClient& store, const std::string& digest,
+                    std::function<void(Result<std::optional<int64_t>>)> done) {
   proto::CheckpointList list;
   list.prefix = proto::WorkingDirBlobId(digest);
-  parts_.store.Request(
-      list, [id = list.prefix, done = std::move(done)](Result<proto::Decoded> reply) {
-        auto listed = reply.ok() ? reply->As<proto::CheckpointListReply>()
-                                 : Result<proto::CheckpointListReply>(reply.status());
-        if (!listed.ok()) return done(FromStore(listed.status()));
-        for (const proto::CheckpointInfo& info : listed->checkpoints) {
-          if (info.checkpoint_id == id)
-            return done(std::optional<int64_t>(int64_t(info.size_bytes)));
-        }
-        done(std::optional<int64_t>());
-      });
+  store.Request(list, [id = list.prefix, done = std::move(done)](Result<proto::Decoded> reply) {
+    auto listed = reply.ok() ? reply->As<proto::CheckpointListReply>()
+                             : Result<proto::CheckpointListReply>(reply.status());
+    if (!listed.ok()) return done(FromStore(listed.status()));
+    for (const proto::CheckpointInfo& info : listed->checkpoints) {
+      if (info.checkpoint_id == id) return done(std::optional<int64_t>(int64_t(info.size_bytes)));
+    }
+    done(std::optional<int64_t>());
+  });
 }
 
-Status ControlService::HandleWorkingDirStat(bus::Incoming& in, const proto::Decoded& d) {
+Status WorkingDirHandlers::HandleWorkingDirStat(bus::Incoming& in, const proto::Decoded& d) {
   auto msg = d.As<proto::WorkingDirStat>();
   if (!msg.ok()) return msg.status();
   if (Status s = CheckDigest(msg->digest); !s.ok()) return s;
-  StatWorkingDir(msg->digest, [this, route = in.route, id = d.id(), type = d.type(),
-                               digest = msg->digest](Result<std::optional<int64_t>> size) {
-    bus::Incoming back;
-    back.route = route;
-    if (!size.ok()) return ReplyError(back, id, type, size.status());
-    ReplyRead(
-        back, id,
-        json{{"digest", digest}, {"stored", size->has_value()}, {"size_bytes", size->value_or(0)}});
-  });
+  StatWorkingDir(control_.parts().store, msg->digest,
+                 [this, route = in.route, id = d.id(), type = d.type(),
+                  digest = msg->digest](Result<std::optional<int64_t>> size) {
+                   bus::Incoming back;
+                   back.route = route;
+                   if (!size.ok()) return control_.ReplyError(back, id, type, size.status());
+                   control_.ReplyRead(back, id,
+                                      json{{"digest", digest},
+                                           {"stored", size->has_value()},
+                                           {"size_bytes", size->value_or(0)}});
+                 });
   return Status::Ok();
 }
 
-Status ControlService::HandleWorkingDirPut(bus::Incoming& in, const proto::Decoded& d) {
+Status WorkingDirHandlers::HandleWorkingDirPut(bus::Incoming& in, const proto::Decoded& d) {
   auto msg = d.As<proto::WorkingDirPut>();
   if (!msg.ok()) return msg.status();
   if (Status s = CheckDigest(msg->digest); !s.ok()) return s;
@@ -78,7 +78,7 @@ Status ControlService::HandleWorkingDirPut(bus::Incoming& in, const proto::Decod
     put.metadata_json = json{{"kind", "working_dir"}}.dump();
     put.sha256 = msg->digest;  // the store checks what it commits
   }
-  parts_.store.Request(
+  control_.parts().store.Request(
       put, [this, route = in.route, id = d.id(), type = d.type(), digest = msg->digest,
             chunk = msg->chunk_index, last = msg->last](Result<proto::Decoded> reply) {
         bus::Incoming back;
@@ -88,11 +88,12 @@ Status ControlService::HandleWorkingDirPut(bus::Incoming& in, const proto::Decod
         if (!ack.ok()) {
           spdlog::warn("working_dir {} chunk {} was not stored: {}", digest.substr(0, 12), chunk,
                        ack.status().ToString());
-          return ReplyError(back, id, type, FromStore(ack.status()));
+          return control_.ReplyError(back, id, type, FromStore(ack.status()));
         }
         if (last)
           spdlog::info("Stored working_dir {} ({} chunks)", digest.substr(0, 12), chunk + 1);
-        ReplyRead(back, id, json{{"digest", digest}, {"chunk_index", chunk}, {"stored", last}});
+        control_.ReplyRead(back, id,
+                           json{{"digest", digest}, {"chunk_index", chunk}, {"stored", last}});
       });
   return Status::Ok();
 }

@@ -1,15 +1,16 @@
-// The control socket's dashboard requests (proto/dashboard.hpp, docs/dashboard.md "Control"):
-// login tokens are issued and checked here, with the secret the scheduler alone holds, and a
-// dashboard action runs as the tunectl request it names once its token grants operator. Each
-// issue, refusal and action is logged with the token's name and role.
+// DashboardHandlers: login tokens and dashboard actions (dashboard_handlers.hpp).
+#include "services/scheduler/control/handlers/dashboard_handlers.hpp"
+
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
 
 #include <cmath>
 #include <filesystem>
 
+#include "proto/control.hpp"
 #include "proto/dashboard.hpp"
-#include "services/scheduler/control/control_service.hpp"
+#include "services/scheduler/control/handlers/experiment_handlers.hpp"
+#include "services/scheduler/control/handlers/trial_handlers.hpp"
 #include "services/scheduler/core/experiment.hpp"
 #include "services/scheduler/core/experiment_registry.hpp"
 #include "services/scheduler/dashboard/tokens.hpp"
@@ -29,16 +30,32 @@ json ClaimsJson(const dashboard::TokenClaims& c) {
           {"expires_at", c.expires_at}};
 }
 
+// A handler of `group` as the dispatcher's table holds it.
+template <typename G>
+service::MessageHandler Bind(G& group,
+                             Status (G::*handler)(bus::Incoming&, const proto::Decoded&)) {
+  return [&group, handler](bus::Incoming& in, const proto::Decoded& d) {
+    return (group.*handler)(in, d);
+  };
+}
+
 }  // namespace
 
-Status ControlService::LoadDashboardTokens() {
+DashboardHandlers::DashboardHandlers(ControlContext& control, TrialHandlers& trials,
+                                     ExperimentHandlers& experiments)
+    : control_(control), trials_(trials), experiments_(experiments) {}
+
+DashboardHandlers::~DashboardHandlers() = default;
+
+Status DashboardHandlers::LoadTokens() {
   // An explicit file must load; the keys folder's default may be read-only (a mounted secret):
   // when the file cannot be made there, the secret is kept in memory, and a restart ends the
   // tokens made before it.
-  std::string path = options_.dashboard_secret_file;
+  std::string path = control_.options().dashboard_secret_file;
   const bool explicit_file = !path.empty();
-  if (!explicit_file && options_.security->curve()) {
-    path = (std::filesystem::path(options_.security->keys_dir()) / kSecretFileName).string();
+  if (!explicit_file && control_.options().security->curve()) {
+    path =
+        (std::filesystem::path(control_.options().security->keys_dir()) / kSecretFileName).string();
   }
   if (!path.empty()) {
     auto loaded = dashboard::LoginTokens::Load(path);
@@ -58,7 +75,7 @@ Status ControlService::LoadDashboardTokens() {
   return Status::Ok();
 }
 
-Status ControlService::HandleIssueDashboardToken(bus::Incoming& in, const proto::Decoded& d) {
+Status DashboardHandlers::HandleIssueDashboardToken(bus::Incoming& in, const proto::Decoded& d) {
   auto msg = d.As<proto::IssueDashboardToken>();
   if (!msg.ok()) return msg.status();
   const auto role = bus::ParseRole(msg->role);
@@ -71,11 +88,11 @@ Status ControlService::HandleIssueDashboardToken(bus::Incoming& in, const proto:
         "a dashboard token is valid for more than 0 s and at most 30 days, not {} s", msg->ttl_s));
   }
   const std::string issuer =
-      in.key.empty() ? std::string("a local client") : options_.security->KeyName(in.key);
+      in.key.empty() ? std::string("a local client") : control_.options().security->KeyName(in.key);
   dashboard::TokenClaims claims;
   claims.name = !msg->name.empty() ? msg->name : in.key.empty() ? "operator" : issuer;
   claims.role = *role;
-  claims.issued_at = int64_t(parts_.clock.WallSeconds());
+  claims.issued_at = int64_t(control_.parts().clock.WallSeconds());
   claims.expires_at = claims.issued_at + std::max<int64_t>(1, std::llround(msg->ttl_s));
   if (Status s = dashboard::LoginTokens::CheckClaims(claims); !s.ok()) return s;
   const std::string token = tokens_->Issue(claims);
@@ -85,23 +102,23 @@ Status ControlService::HandleIssueDashboardToken(bus::Incoming& in, const proto:
   body["token"] = token;
   body["http_url"] = http_url_;
   body["login_url"] = http_url_.empty() ? "" : http_url_ + "login?token=" + token;
-  ReplyRead(in, d.id(), body);
+  control_.ReplyRead(in, d.id(), body);
   return Status::Ok();
 }
 
-Status ControlService::HandleVerifyDashboardToken(bus::Incoming& in, const proto::Decoded& d) {
+Status DashboardHandlers::HandleVerifyDashboardToken(bus::Incoming& in, const proto::Decoded& d) {
   auto msg = d.As<proto::VerifyDashboardToken>();
   if (!msg.ok()) return msg.status();
-  auto claims = tokens_->Verify(msg->token, int64_t(parts_.clock.WallSeconds()));
+  auto claims = tokens_->Verify(msg->token, int64_t(control_.parts().clock.WallSeconds()));
   if (!claims.ok()) {
     spdlog::warn("Dashboard sign-in refused: {}", claims.status().message());
     return claims.status();
   }
-  ReplyRead(in, d.id(), ClaimsJson(*claims));
+  control_.ReplyRead(in, d.id(), ClaimsJson(*claims));
   return Status::Ok();
 }
 
-Status ControlService::HandleDashboardAction(bus::Incoming& in, const proto::Decoded& d) {
+Status DashboardHandlers::HandleDashboardAction(bus::Incoming& in, const proto::Decoded& d) {
   auto msg = d.As<proto::DashboardAction>();
   if (!msg.ok()) return msg.status();
   const std::string target = msg->trial_id.empty() ? fmt::format("experiment {}", msg->experiment)
@@ -110,7 +127,7 @@ Status ControlService::HandleDashboardAction(bus::Incoming& in, const proto::Dec
   const std::string what = msg->action == "set_weight"
                                ? fmt::format("set_weight {} of {}", msg->weight, target)
                                : fmt::format("{} of {}", msg->action.substr(0, 40), target);
-  auto claims = tokens_->Verify(msg->token, int64_t(parts_.clock.WallSeconds()));
+  auto claims = tokens_->Verify(msg->token, int64_t(control_.parts().clock.WallSeconds()));
   if (!claims.ok()) {
     spdlog::warn("Dashboard action {} refused: {}", what, claims.status().message());
     return claims.status();
@@ -127,12 +144,12 @@ Status ControlService::HandleDashboardAction(bus::Incoming& in, const proto::Dec
   }
   // The action as the tunectl request it names, answered by that request's handler.
   std::string payload;
-  Handler handler = nullptr;
+  service::MessageHandler handler;
   if (msg->action == "stop_trial" || msg->action == "pause_trial" ||
       msg->action == "resume_trial") {
     if (msg->trial_id.empty())
       return refuse(Status::InvalidArgument(msg->action + " needs a trial_id"));
-    auto request = [&](auto m, Handler h) {
+    auto request = [&](auto m, service::MessageHandler h) {
       m.id = d.id();
       m.trial_id = msg->trial_id;
       m.experiment = msg->experiment;
@@ -140,11 +157,11 @@ Status ControlService::HandleDashboardAction(bus::Incoming& in, const proto::Dec
       handler = h;
     };
     if (msg->action == "stop_trial") {
-      request(proto::StopTrialCommand{}, &ControlService::HandleStopTrial);
+      request(proto::StopTrialCommand{}, Bind(trials_, &TrialHandlers::HandleStopTrial));
     } else if (msg->action == "pause_trial") {
-      request(proto::PauseTrialCommand{}, &ControlService::HandlePauseTrial);
+      request(proto::PauseTrialCommand{}, Bind(trials_, &TrialHandlers::HandlePauseTrial));
     } else {
-      request(proto::ResumeTrialCommand{}, &ControlService::HandleResumeTrial);
+      request(proto::ResumeTrialCommand{}, Bind(trials_, &TrialHandlers::HandleResumeTrial));
     }
   } else if (msg->action == "stop_experiment" || msg->action == "interrupt_experiment") {
     proto::StopExperiment m;
@@ -152,14 +169,14 @@ Status ControlService::HandleDashboardAction(bus::Incoming& in, const proto::Dec
     m.experiment = msg->experiment;
     m.interrupt = msg->action == "interrupt_experiment";
     payload = proto::Encode(m);
-    handler = &ControlService::HandleStopExperiment;
+    handler = Bind(experiments_, &ExperimentHandlers::HandleStopExperiment);
   } else if (msg->action == "set_weight") {
     proto::SetExperimentWeight m;
     m.id = d.id();
     m.experiment = msg->experiment;
     m.weight = msg->weight;
     payload = proto::Encode(m);
-    handler = &ControlService::HandleSetExperimentWeight;
+    handler = Bind(experiments_, &ExperimentHandlers::HandleSetExperimentWeight);
   } else {
     return refuse(Status::InvalidArgument(
         fmt::format("unknown dashboard action '{}'; one of stop_trial, pause_trial, resume_trial, "
@@ -169,16 +186,16 @@ Status ControlService::HandleDashboardAction(bus::Incoming& in, const proto::Dec
   if (msg->experiment.empty()) {
     return refuse(Status::InvalidArgument("a dashboard action names its experiment"));
   }
-  if (Status s = JournalWritable(nullptr); !s.ok()) return refuse(s);
+  if (Status s = control_.JournalWritable(nullptr); !s.ok()) return refuse(s);
   auto inner = proto::Decode(payload.data(), payload.size());
   if (!inner.ok()) return refuse(inner.status());
-  if (Status s = (this->*handler)(in, *inner); !s.ok()) return refuse(s);
+  if (Status s = handler(in, *inner); !s.ok()) return refuse(s);
   std::string outcome = "done";
   if (!msg->trial_id.empty()) {
-    Experiment* e = experiments_.ForTrial(msg->trial_id);
+    Experiment* e = control_.experiments().ForTrial(msg->trial_id);
     const Trial* t = e ? e->runner().FindTrial(msg->trial_id) : nullptr;
     if (t) outcome = fmt::format("done, trial {} is {}", t->trial_id, TrialStatusName(t->status));
-  } else if (Experiment* e = experiments_.InMemory(msg->experiment)) {
+  } else if (Experiment* e = control_.experiments().InMemory(msg->experiment)) {
     outcome = fmt::format("done, experiment {} is {}", e->name(),
                           ExperimentStatusName(e->runner().status()));
   }

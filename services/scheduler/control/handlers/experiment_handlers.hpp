@@ -1,0 +1,76 @@
+// ExperimentHandlers: the control requests about whole experiments (proto/control.hpp):
+//   - submit_experiment, with a shipped working_dir (after the store said it holds the archive)
+//     or restore_from (after the store named the checkpoint's iteration);
+//   - resume_experiment_command: of one in memory, or one the journals hold (resumed, or
+//     answered from a read-only load when it finished for good);
+//   - list_experiments (`lsx`): rows of the experiments in memory and of every other journal;
+//   - delete_experiment of a finished one: its journal and checkpoints leave the
+//     checkpoint-store (proto::ExperimentDelete), then its results folder unless kept;
+//   - stop_experiment, get_experiment and set_experiment_weight of one experiment.
+//
+// Requests that wait for the store (lsx, resume of an experiment not in memory, delete, submit
+// with a working_dir or restore_from) answer from the client's callback with a copy of what they
+// need, and look at the experiments again there: the loop served others meanwhile.
+//
+// Invariants: a name claimed while a submission or resume waits for the store is released on
+// every path that ends the wait (ExperimentRegistry::Claim / Release).
+//
+// Owns nothing; uses the ControlContext (which outlives it). Threads: the scheduler's loop.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "libs/bus/socket.hpp"
+#include "libs/core/rerun_mode.hpp"
+#include "libs/core/status.hpp"
+#include "libs/core/trial.hpp"
+#include "libs/spec/experiment_spec.hpp"
+#include "proto/codec.hpp"
+#include "proto/control.hpp"
+#include "services/scheduler/control/control_context.hpp"
+#include "services/scheduler/store/journal_reader.hpp"
+
+namespace tunebus {
+
+class ExperimentHandlers {
+ public:
+  explicit ExperimentHandlers(ControlContext& control) : control_(control) {}
+  ExperimentHandlers(const ExperimentHandlers&) = delete;
+  ExperimentHandlers& operator=(const ExperimentHandlers&) = delete;
+
+  // Reads (submit of the experiment already running is one: it follows it).
+  Status HandleSubmit(bus::Incoming& in, const proto::Decoded& d);
+  Status HandleListExperiments(bus::Incoming& in, const proto::Decoded& d);
+  Status HandleGetExperiment(bus::Incoming& in, const proto::Decoded& d);
+  // Changes (the dispatcher refuses them first while the store refuses writes).
+  Status HandleResumeExperiment(bus::Incoming& in, const proto::Decoded& d);
+  Status HandleStopExperiment(bus::Incoming& in, const proto::Decoded& d);
+  Status HandleSetExperimentWeight(bus::Incoming& in, const proto::Decoded& d);
+  Status HandleDeleteExperiment(bus::Incoming& in, const proto::Decoded& d);
+
+ private:
+  /// Submits a parsed, checked experiment: with restore_from, after the store named the
+  /// checkpoint's iteration; then StartExperiment.
+  void SubmitParsed(const bus::Incoming& in, uint64_t id, const proto::SubmitExperiment& msg,
+                    ExperimentSpec spec);
+  /// Starts the experiment (ExperimentRegistry::Submit) and answers `in`.
+  void StartExperiment(const bus::Incoming& in, uint64_t id, const proto::SubmitExperiment& msg,
+                       ExperimentSpec spec, std::optional<CheckpointRef> restore_from);
+  /// `tunectl resume` of an experiment found in memory (or just resumed from its journal):
+  /// reopens an interrupted one, reruns its errored trials as `mode` says, and answers `in`.
+  void ContinueResume(const bus::Incoming& in, uint64_t id, Experiment* e, RerunMode mode);
+  /// Answers list_experiments (request `id` of `type` from `route`) with the registry's rows.
+  void ListExperiments(const std::vector<std::string>& route, uint64_t id, const std::string& type,
+                       std::vector<JournalLength> lengths);
+  /// Deletes the finished experiment `e` (loaded from journal `journal`): the store's
+  /// experiment_delete, then its results folder unless `keep_results`, then answers `route`.
+  void DeleteFinished(const std::vector<std::string>& route, uint64_t id, const Experiment& e,
+                      const std::string& journal, bool keep_results);
+
+  ControlContext& control_;
+};
+
+}  // namespace tunebus
