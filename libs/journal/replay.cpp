@@ -208,7 +208,7 @@ Status JournalReplayer::OnResult(const json& r, Trial& t) {
   auto decision = ParseAction(r.value("decision", ActionName(Action::kContinue)));
   if (!decision.ok()) return Status::Corruption("result record: " + decision.status().message());
   if (SavesCheckpoint(*decision)) {
-    CheckpointRef asked;  // the request the decision made (TrialRunner::ActionFor)
+    CheckpointRef asked;  // the request the decision made (CheckpointManager::ActionFor)
     asked.training_iteration = t.training_iteration;
     asked.time_total_s = t.time_total_s;
     asked.score = OptionalNumber(r.value("checkpoint_score", json()));

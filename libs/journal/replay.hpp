@@ -39,7 +39,7 @@ struct ReplayedExperiment {
   std::vector<nlohmann::json> scheduler_deltas;
   /// trial_id -> the worker action answering its newest result (resent for a duplicate).
   std::map<std::string, Action> last_action;
-  /// trial_id -> its newest driver_decision record (TrialRunner::RestoreDriverAnswers uses the
+  /// trial_id -> its newest driver_decision record (DriverHolds::Restore uses the
   /// ones whose result has no result record). Not kept in snapshots: a driver_decision and its
   /// result are appended in one loop turn, so a snapshot never falls between them.
   std::map<std::string, nlohmann::json> driver_answers;

@@ -29,6 +29,10 @@
 // RerunErrored continue one that ended. Every state change is journaled by the runner's
 // observer before its effect leaves, as for the runner's own events.
 //
+// TrialControl carries out the commands itself, on the runner's trials, phases and parts (it is
+// the runner's friend); the runner calls it too where one of its events amounts to a command (a
+// paused trial chosen to run again, checkpoint_failure: pause, an exploit deferred to the end of
+// its trial's result).
 // Holds only a reference: build one where a command is handled (it costs nothing).
 // Threading: the runner's thread only.
 #pragma once
@@ -69,6 +73,14 @@ class TrialControl {
   /// Sets the resource request of a trial that is PENDING (not placing nor saving) or PAUSED.
   /// Errors: NotFound; FailedPrecondition otherwise.
   Status SetTrialResources(const std::string& trial_id, const Resources& resources);
+  /// PBT's exploit (TrialSchedulerContext::ExploitTrial, the trial scheduler's through its
+  /// TrialSchedulerHost): `trial_id` takes `new_config` and restores `donor_trial_id`'s newest
+  /// checkpoint; a RUNNING trial is stopped and requeued, the trial being decided is exploited
+  /// once its result is recorded. Errors: NotFound; FailedPrecondition if the donor has no
+  /// checkpoint of its current config or the trial is finished; InvalidArgument if `new_config`
+  /// is not an object.
+  Status ExploitTrial(const std::string& trial_id, const std::string& donor_trial_id,
+                      nlohmann::json new_config);
   /// Stops every unfinished trial; the experiment ends STOPPED with `reason`. No-op once ended.
   void StopExperiment(const std::string& reason);
   /// Ray Tune's Ctrl-C: the experiment ends INTERRUPTED with `reason`, resumable. No-op once

@@ -8,9 +8,22 @@
 // Per trial it keeps three things at one index (Trial::index): the Trial (trials()), its phase
 // (phases(), trial_phases.hpp: the states and their transitions) and its TrialSlot (slot(): a
 // result held for the driver, a journaled driver answer, a PBT exploit note, the action that
-// answered its newest result; the invariants are TrialSlot's). Its public methods are the
-// executor's and the driver's answers, recovery and queries; the user's commands are
-// TrialControl's (trial_control.hpp), the trial scheduler's TrialSchedulerContext's.
+// answered its newest result; the invariants are TrialSlot's, trial_slot.hpp). Its public
+// methods are the executor's and the driver's answers, recovery and queries; the user's commands
+// are TrialControl's (trial_control.hpp); reading a runner from outside (best trial, counts,
+// referenced checkpoints, the slots' invariants) is runner_queries.hpp's.
+//
+// Its parts, each owned by the runner and each with one job:
+//   SearchGenerator     the searcher: suggestions, its deltas journaled, whether it is done
+//   TrialSchedulerHost  the trial scheduler: its context (the calls it makes back), its deltas
+//                       journaled, its restore, its decision log
+//   DriverHolds         results held for the driver's answer, answers restored from the journal
+//   TrialLifecycle      attempts leaving RUNNING, failing, lost with their worker, ending a save
+//   CheckpointManager   checkpoint requests at results, their answers, retention
+//   StopCriteria        the `stop` dict
+//   ResultLedger        the auto-filled result keys, the counters a result moves, its metric
+// The runner orders them: every call into the searcher or trial scheduler is journaled before
+// its effects leave (observer before executor), and the experiment's end is decided here.
 //
 // Threading: one thread calls everything (the scheduler service's loop, or a unit test).
 // Time comes from a tunebus::Clock (libs/core/clock.hpp): its WallSeconds() (Unix seconds) for
@@ -39,13 +52,21 @@
 #include "libs/core/resources.hpp"
 #include "libs/core/status.hpp"
 #include "libs/core/trial.hpp"
+#include "libs/tune/checkpoint_manager.hpp"
+#include "libs/tune/driver_holds.hpp"
 #include "libs/tune/driver_link.hpp"
+#include "libs/tune/result_ledger.hpp"
 #include "libs/tune/scheduler_decisions.hpp"
+#include "libs/tune/search_generator.hpp"
 #include "libs/tune/searcher.hpp"
+#include "libs/tune/stop_criteria.hpp"
 #include "libs/tune/trial_control.hpp"
 #include "libs/tune/trial_executor.hpp"
+#include "libs/tune/trial_lifecycle.hpp"
 #include "libs/tune/trial_phases.hpp"
 #include "libs/tune/trial_scheduler.hpp"
+#include "libs/tune/trial_scheduler_host.hpp"
+#include "libs/tune/trial_slot.hpp"
 #include "libs/tune/variant_generator.hpp"
 
 namespace tunebus {
@@ -78,53 +99,6 @@ struct RunnerOptions {
   nlohmann::json param_space;
 };
 
-/// A result held for the driver's answer (TrialRunner::SetDriver): decided in OnDriverAnswer.
-struct HeldResult {
-  int64_t attempt = 0, seq = 0;
-  double time_this_iter_s = 0;  // seconds
-  TrainingResult metrics;       // with the auto-filled keys, `done` not yet set
-  bool user_done = false;       // the trainable reported a truthy `done`
-};
-
-/// A driver answer journaled (driver_decision record) before a restart whose result has no
-/// result record yet: the result, sent again by its worker, is decided with it.
-struct JournaledAnswer {
-  int64_t attempt = 0, seq = 0;
-  DriverAnswer answer;
-};
-
-/// The runner's bookkeeping of one trial beside the trial itself (TrialRunner::trials()[index])
-/// and its phase (TrialRunner::phases().at(index)); TrialRunner::slot(index).
-///
-/// Where each part lives: the Trial stays in one contiguous std::vector<Trial> because the
-/// trial scheduler (TrialSchedulerContext::trials()), the journal's snapshot encoder and the
-/// scheduler service's views take `const std::vector<Trial>&`. The phase stays in TrialPhases:
-/// its placement queue, its saving set and its counts move with every phase change, so one
-/// class keeps the phase, the transition table and those indexes consistent (CheckInvariants)
-/// and is tested alone. The slot holds what changes on events that never change the phase.
-///
-/// Invariants (CheckSlots checks them; the runner keeps them after every call):
-///   - there is one slot per trial and one phase per trial (same count, same index);
-///   - `held` is set only while the trial is RUNNING, for its current attempt, with a seq after
-///     its last accepted one (held.attempt == trial.attempt, held.seq > trial.last_seq); at most
-///     one per trial (the trainable blocks on its decision);
-///   - `journaled_answer` is set only after Restore, for an attempt no newer than the trial's;
-///     the trial's next result takes it (decided with it if attempt and seq match, else dropped);
-///   - `exploit_note`, when not null, is an object ("pbt_exploit": donor, checkpoint_id,
-///     old_config, new_config) written into the trial's next result, then cleared;
-///   - `last_action`, once set, is the answer to the trial's newest decided result (re-sent for
-///     a duplicate of it); Restore sets it from the journal.
-///
-/// Cost: the slots are one vector by trial index (O(1) lookup, one append per new trial); an
-/// empty slot holds no heap memory, a held result or journaled answer one result's metrics.
-/// Thread-compatibility: owned by the runner's thread.
-struct TrialSlot {
-  std::optional<HeldResult> held;
-  std::optional<JournaledAnswer> journaled_answer;
-  nlohmann::json exploit_note;  // null: none
-  std::optional<Action> last_action;
-};
-
 /// A trial scheduler's journaled state: its newest whole state (null: its initial one) and the
 /// deltas journaled after it, in order.
 struct TrialSchedulerJournal {
@@ -153,9 +127,7 @@ struct RunnerRestore {
   std::string ended_reason;
 };
 
-class TrialControl;
-
-class TrialRunner final : public TrialSchedulerContext {
+class TrialRunner final {
  public:
   /// REQUIRES: search_alg ready to suggest (MakeSearcher called its SetSearchProperties);
   /// executor, observer and clock outlive the runner.
@@ -187,7 +159,7 @@ class TrialRunner final : public TrialSchedulerContext {
   /// why (not a failure).
   /// With a driver (SetDriver), a result that passes the checks is held: sent to the driver
   /// (driver_result, with the auto-filled keys and `config`) and decided in OnDriverAnswer, or
-  /// at once with the answer journaled for it before a restart (RestoreDriverAnswers). While it
+  /// at once with the answer journaled for it before a restart (DriverHolds::Restore). While it
   /// is held its trial's counters (training_iteration, time_total_s, last_seq) do not move, and
   /// a resend of it is dropped without a decision.
   Status OnResult(const std::string& trial_id, int64_t attempt, int64_t seq, TrainingResult metrics,
@@ -243,9 +215,9 @@ class TrialRunner final : public TrialSchedulerContext {
   /// experiment file's `driver: {on_result: true}`). `driver` outlives the runner's use of it;
   /// its answers must reach OnDriverAnswer (SetDriver does not set its callback: the caller
   /// steps the runner after each). Call before the first result.
-  void SetDriver(DriverLink* driver) { driver_ = driver; }
+  void SetDriver(DriverLink* driver) { driver_.set_link(driver); }
   /// The driver link SetDriver gave, or nullptr.
-  const DriverLink* driver() const { return driver_; }
+  const DriverLink* driver() const { return driver_.link(); }
   /// The driver answered result `seq` of (trial_id, attempt). The answer is journaled, then the
   /// result is decided as Ray Tune 2.x's TuneController._process_trial_result does with a
   /// stopper: `stop_trial` makes the decision STOP without asking the trial scheduler (the
@@ -286,8 +258,8 @@ class TrialRunner final : public TrialSchedulerContext {
   bool IsFinished() const { return status_ != ExperimentStatus::kRunning; }
   ExperimentStatus status() const { return status_; }
   const std::string& end_reason() const { return end_reason_; }
-  const std::vector<Trial>& trials() const override { return trials_; }
-  const Trial* FindTrial(const std::string& trial_id) const override;
+  const std::vector<Trial>& trials() const { return trials_; }
+  const Trial* FindTrial(const std::string& trial_id) const;
   /// The runner sub-state of every trial (trial_phases.hpp): its placement queue, what is in
   /// flight (phases().in_flight(), what a fair share across experiments divides:
   /// services/scheduler/core/fair_share.hpp), which trials are pausing.
@@ -296,225 +268,66 @@ class TrialRunner final : public TrialSchedulerContext {
   /// REQUIRES: 0 <= index < trials().size().
   const TrialSlot& slot(int64_t index) const { return slots_[size_t(index)]; }
   /// Total trials the experiment will have, added ones included (-1 if unbounded).
-  int64_t TotalTrials() const;
+  int64_t TotalTrials() const { return search_.TotalTrials(int64_t(trials_.size())); }
   const RunnerOptions& options() const { return options_; }
   /// The search algorithm: its SaveState() for snapshots, Describe() for `tunectl status`.
-  const Searcher& searcher() const { return *search_alg_; }
+  const Searcher& searcher() const { return search_.searcher(); }
   /// The trial scheduler: its SaveState() for snapshots.
-  const TrialScheduler& trial_scheduler() const { return *scheduler_; }
+  const TrialScheduler& trial_scheduler() const { return host_.scheduler(); }
   /// The trial scheduler's newest STOP / PAUSE decisions and PBT exploits, in memory only
   /// (scheduler_decisions.hpp).
-  const SchedulerDecisionLog& scheduler_decisions() const { return decisions_; }
+  const SchedulerDecisionLog& scheduler_decisions() const { return host_.decisions(); }
+  /// The runner as its trial scheduler sees it (TrialSchedulerHost): a stop through it is the
+  /// scheduler's decision, noted in scheduler_decisions().
+  TrialSchedulerContext& scheduler_context() { return host_; }
 
  private:
   friend class TrialControl;
 
-  // ---- commands (TrialControl's; the trial scheduler's through TrialSchedulerContext) -----
-  /// Stops one trial (PENDING, RUNNING or PAUSED -> TERMINATED; Ray Tune's stop_trial: the
-  /// trial scheduler hears OnTrialRemove, or OnTrialComplete for a RUNNING one). NotFound for an
-  /// unknown id; a finished trial is a no-op with an OK status. The trial scheduler's stop is
-  /// noted in scheduler_decisions(); the user's (`by_user`) is not.
-  Status StopTrial(const std::string& trial_id) override { return StopTrial(trial_id, false); }
-  Status StopTrial(const std::string& trial_id, bool by_user);
-  /// Pauses a trial (Ray Tune's pause_trial). PENDING -> PAUSED at once (no checkpoint);
-  /// a RUNNING trial's next result is answered "pause": the worker saves a checkpoint and stops
-  /// the trainable, and the trial stays RUNNING (pausing) until it has exited, then is PAUSED
-  /// with its checkpoint stored and its resources free (Ray Tune saves before the trial is
-  /// PAUSED). Returns a message. Errors: NotFound; FailedPrecondition for PAUSED or finished
-  /// trials.
-  Result<std::string> PauseTrial(const std::string& trial_id);
-  /// PAUSED -> PENDING (Ray Tune's unpause_trial); it continues from its newest checkpoint.
-  /// A pausing trial is PENDING at once and placed once its checkpoint is stored and it has
-  /// exited. Errors: NotFound; FailedPrecondition for other statuses.
-  Status UnpauseTrial(const std::string& trial_id) override;
-  bool IsPaused(const std::string& trial_id) const override;
-  /// Adds a trial with an explicit config (Ray Tune's add_trial). Returns it (PENDING).
-  /// Errors: InvalidArgument if config is not an object or has a key the param space lacks;
-  /// FailedPrecondition once finished.
-  Result<const Trial*> AddTrial(nlohmann::json config);
-  /// Sets the resource request of a trial that is not RUNNING (nor being placed or saving).
-  /// Errors: NotFound; FailedPrecondition while RUNNING or finished.
-  Status SetTrialResources(const std::string& trial_id, const Resources& resources);
-  /// PBT's exploit, see TrialSchedulerContext::ExploitTrial.
-  Status ExploitTrial(const std::string& trial_id, const std::string& donor_trial_id,
-                      nlohmann::json new_config) override;
-  /// Stops every unfinished trial; the experiment ends as STOPPED.
-  void StopExperiment(const std::string& reason);
-  /// Ray Tune's Ctrl-C: the experiment ends as INTERRUPTED, resumable. RUNNING trials are
-  /// stopped and go back to PENDING (they continue from their newest checkpoint), pausing ones
-  /// become PAUSED; PENDING and PAUSED trials keep their status. No-op once finished.
-  void InterruptExperiment(const std::string& reason);
-  /// Continues an INTERRUPTED experiment (its PENDING trials are placed again). Returns false
-  /// for an experiment in any other status.
-  bool Reopen();
-  /// Reruns the ERROR trials (Ray Tune's resume="ERRORED_ONLY", done right): kRestore makes
-  /// each PENDING to continue from its newest checkpoint; kRestart from scratch (checkpoints
-  /// forgotten, num_failures 0). Nothing else changes. A finished experiment runs again when
-  /// there is at least one. Returns how many. Errors: InvalidArgument for kNone.
-  Result<int64_t> RerunErrored(RerunMode mode);
-  // The rest of TrialSchedulerContext (trial_scheduler.hpp), for the trial scheduler only.
-  double NowS() const override { return clock_.WallSeconds(); }
-  void RequestCheckpoint(const std::string& trial_id) override;
-  void SetResultInfo(const std::string& trial_id, const std::string& key,
-                     nlohmann::json value) override;
-  const nlohmann::json* DriverSamples(const std::string& trial_id) const override;
-
-  // ---- restore parts (Restore calls them in this order) --------------------------------------
-  /// Brings the trial scheduler to its journaled state: RestoreState(`state`, the newest
-  /// snapshot's, or null) then every delta journaled after it, in order. Errors: Corruption.
-  Status RestoreTrialScheduler(const nlohmann::json& state,
-                               const std::vector<nlohmann::json>& deltas);
-  /// Applies every `searcher` delta journaled after the whole state Restore gave the searcher.
-  /// Errors: Corruption from the searcher.
-  Status ApplySearcherDeltas(const std::vector<nlohmann::json>& deltas);
-  /// Answers journaled (driver_decision records, newest per trial) whose results have no result
-  /// record: the result, sent again by its worker, is decided with it without the driver.
-  void RestoreDriverAnswers(const std::map<std::string, nlohmann::json>& records);
-
   Trial* Find(const std::string& trial_id);
-  /// The worker's answer (`what`: "checkpoint", "refused checkpoint") to the checkpoint request
-  /// of `attempt` at `training_iteration`: closes it and the older requests of the attempt (the
-  /// uploads go oldest first), and returns the trial and the request. Errors: NotFound (unknown
-  /// trial), FailedPrecondition (a stale attempt, or no such open request).
-  Result<std::pair<Trial*, CheckpointRef>> CloseCheckpointRequest(const std::string& trial_id,
-                                                                  int64_t attempt,
-                                                                  int64_t training_iteration,
-                                                                  std::string_view what);
-  /// Adds a `kind` decision of the trial scheduler on `t` (as it stands now) to decisions_,
-  /// with `detail`, else what the scheduler explained (TakeDecisionDetail).
-  void NoteDecision(const Trial& t, const char* kind, nlohmann::json detail = nullptr);
-  /// Journals what the last trial scheduler callback changed (before any effect it causes).
-  void JournalSchedulerDelta();
-  /// Journals what the last searcher call changed (before any effect it causes).
-  void JournalSearcherDelta();
-  /// Tells the searcher that `trial` ended (TERMINATED or ERROR) with its newest result.
-  void SearcherTrialComplete(const Trial& trial, bool error);
-  /// True once the searcher will suggest nothing more: it answered Finished, or it suggested its
-  /// Total().
-  bool SearcherDone() const;
-  Trial* FindCurrent(const std::string& trial_id, int64_t attempt, const char* what);
+  Trial& NewTrial(nlohmann::json config, std::string tag);
   /// Asks the searcher for trials (see Step); returns how many it added.
   int64_t MaybeAddTrials();
   /// Places PENDING trials while the executor can; returns how many placements it asked for.
   int64_t PlacePending();
-  /// RUNNING -> `to`: observer first, then (if asked) stop the trainable, then release.
-  /// `saving`: the trainable saves a checkpoint before it stops, so the attempt keeps its
-  /// resources until OnTrialExited (RunnerPhase::kSaving).
-  void LeaveRunning(Trial& trial, TrialStatus to, const std::string& error,
-                    bool stop_trainable = false, bool saving = false,
-                    FailureKind kind = FailureKind::kError);
-  /// The trainable failed: requeue (from the newest checkpoint) or ERROR per max_failures.
-  /// `stop_trainable`: the trainable still runs (the runner fails it, e.g. a refused checkpoint
-  /// with checkpoint_failure: fail) and is told to stop.
-  void HandleFailure(Trial& trial, const std::string& error, bool stop_trainable = false);
-  /// The trial's worker was lost (or never reached): requeue, or ERROR past max_worker_losses.
-  /// `lost` says why; the journaled error adds CheckpointsLostWith(trial).
-  void HandleWorkerLoss(Trial& trial, const std::string& lost);
-  /// "" or "; the checkpoint of iteration 4 it was saving was not stored, so the trial goes on
-  /// from iteration 2": the checkpoints asked of the current attempt and never reported stored,
-  /// lost with its worker. A worker keeps a checkpoint it could not upload only on its own disk
-  /// and uploads nothing of an attempt after its own restart: the loss is journaled here (in the
-  /// trial_status record's error and the failure history), not recovered.
-  static std::string CheckpointsLostWith(const Trial& trial);
-  /// The attempt in kSaving (saving before it stopped) exited (ok) or failed: its resources are
-  /// returned; a TERMINATED trial whose end checkpoint was not stored gets the error in its
-  /// journaled status (failure `kind`).
-  void EndSaving(Trial& trial, bool ok, const std::string& error, FailureKind kind);
-  /// A PENDING or PAUSED trial is taken out of the placement queue (kQueued, kPlacing -> kIdle:
-  /// a grant that still arrives is released in OnTrialPlaced), or its attempt that still saves
-  /// is no longer requeued when it exits.
-  void DropPending(Trial& trial);
-  Trial& NewTrial(nlohmann::json config, std::string tag);
-  /// The worker action for `decision` at the trial's current result, with checkpointing.
-  Action ActionFor(Trial& trial, const TrainingResult& result, Decision decision,
-                   bool requested = false);
-  /// Stores `result` as the trial's newest (msgpack) and caches options.metric from it.
-  /// A trial whose trainable returned (exit ok, still RUNNING) and whose last result of this
-  /// attempt is not done: that result, with done=true, becomes the trial's newest and
-  /// trial.returned is set (journaled by the TERMINATED status). It is not a new result: no
-  /// result record, no row in the files, not counted in num_results. Ray Tune 2.x's runner does
-  /// the same with a function trainable's return (RESULT_DUPLICATE,
-  /// tune_controller._process_trial_result: done for the scheduler and searcher, kept out of the
-  /// logger callbacks); docs/results.md.
-  void RecordReturn(Trial& trial);
-  void SetLastResult(Trial& trial, const TrainingResult& result) const;
-  /// Sets trial.last_metric from `result` (options.metric when it is a number).
-  void CacheMetric(Trial& trial, const TrainingResult& result) const;
-  void ApplyRetention(Trial& trial);
-  void AbortExperiment(const std::string& reason);  // fail_fast: raise
-  void OnTrialErrored(Trial& trial, const std::string& error);
-  void CheckFinished();
-  void StopUnfinished();
-  void EndExperiment(ExperimentStatus status, const std::string& reason);
-  /// Ray Tune's check that every `stop` key is in the result, kept for keys no result has
-  /// carried yet. Errors: InvalidArgument naming the key, its near miss and the result's keys.
-  Status ValidateStopKeys(const TrainingResult& result);
-  /// Makes result `seq` (its auto-filled keys set) the trial's newest: counters, last_seq.
-  void AcceptResult(Trial& trial, int64_t seq, double time_this_iter_s);
   /// The decision on an accepted, valid result (OnResult's second half): the trial scheduler,
   /// stoppers, searcher, journal and worker action. `answer`: the driver's, or nullptr.
   void Decide(Trial& trial, int64_t seq, TrainingResult metrics, bool user_done,
               const DriverAnswer* answer);
-  /// `user_done`: the trainable reported a truthy `done`.
-  std::optional<Decision> StopperDecision(const TrainingResult& result, bool user_done) const;
-  int64_t InFlight() const { return phases_.in_flight(); }
-  bool IsPausing(const Trial& t) const { return phases_.IsPausing(t.index); }
-
-  struct Exploit {
-    std::string donor_trial_id;
-    nlohmann::json new_config;
-  };
+  /// `trial` is ERROR with `error`: the trial scheduler and the searcher hear it, then fail_fast
+  /// applies (kStopExperiment: the experiment ends ERROR with every unfinished trial stopped;
+  /// kRaise: it ends ERROR at once, every attempt stopped, every status kept for a resume, as
+  /// Ray Tune re-raises the trial's error out of tune.run).
+  void OnTrialErrored(Trial& trial, const std::string& error);
+  /// Ends the experiment FINISHED once the searcher is done and no trial is in flight or PAUSED
+  /// (ERROR when every trial is).
+  void CheckFinished();
+  /// Every unfinished trial is TERMINATED (RUNNING ones stopped; the searcher hears each end).
+  void StopUnfinished();
+  /// Ends the experiment (no-op once ended); kError stops every unfinished trial first.
+  void EndExperiment(ExperimentStatus status, const std::string& reason);
 
   RunnerOptions options_;
-  std::unique_ptr<Searcher> search_alg_;
-  bool searcher_finished_ = false;  // Suggest answered Finished
-  bool searcher_not_now_ = false;   // the newest Suggest answered NotNow
-  // Restored and not asked since: its suggested() may count a suggestion whose trial_added the
-  // journal lost (cut after the searcher's delta); it is asked again (and answers that config
-  // again) before Total() may say it is done.
-  bool searcher_unconfirmed_ = false;
-  std::unique_ptr<TrialScheduler> scheduler_;
   TrialExecutor& executor_;
   RunnerObserver& observer_;
-  const Clock& clock_;    // WallSeconds(): trial start times, result timestamps, the time budget
-  int64_t date_of_ = -1;  // the timestamp date_ shows (RayDate), to format it once a second
-  std::string date_;
+  const Clock& clock_;  // WallSeconds(): trial start times, result timestamps, the time budget
 
   std::vector<Trial> trials_;
   std::unordered_map<std::string, size_t> index_;  // trial_id -> position in trials_
   TrialPhases phases_;                             // runner sub-state by trial index
   std::vector<TrialSlot> slots_;                   // by trial index (TrialSlot)
-  int64_t in_result_ = -1;                         // index whose OnTrialResult is running
-  bool checkpoint_requested_ = false;              // RequestCheckpoint for `in_result_`
-  std::vector<std::pair<std::string, nlohmann::json>> result_info_;  // SetResultInfo, in order
-  std::optional<Exploit> deferred_exploit_;                          // ExploitTrial on `in_result_`
-  std::set<std::string> stop_keys_seen_;           // stop keys some accepted result carried
-  DriverLink* driver_ = nullptr;                   // not owned; null: no driver link
-  const DriverAnswer* deciding_answer_ = nullptr;  // the driver's answer for `in_result_`
-  SchedulerDecisionLog decisions_;
+
+  SearchGenerator search_;         // the searcher, its deltas journaled
+  TrialSchedulerHost host_;        // the trial scheduler, its context, deltas and decisions
+  DriverHolds driver_;             // results held for the driver's answer
+  TrialLifecycle lifecycle_;       // attempts leaving RUNNING, failing, lost, ending a save
+  CheckpointManager checkpoints_;  // checkpoint requests and retention
+  StopCriteria stop_;              // options.stop
+  ResultLedger results_;           // auto-filled keys, counters, newest result
+
   double start_s_ = 0;
   ExperimentStatus status_ = ExperimentStatus::kRunning;
   std::string end_reason_;
 };
-
-/// The trial whose last result is best by options.metric / options.mode (Ray Tune's
-/// get_best_trial, scope "last"), or nullptr when there is no metric or no result carries it.
-const Trial* BestTrial(const TrialRunner& runner);
-/// Trials per status.
-std::map<TrialStatus, int64_t> CountByStatus(const std::vector<Trial>& trials);
-/// Every checkpoint id a trial keeps (in its checkpoints) or will restore. A stored checkpoint
-/// not among them, and that OnCheckpointSaved refuses, is an orphan to delete.
-std::unordered_set<std::string> ReferencedCheckpoints(const std::vector<Trial>& trials);
-/// True if (trial_id, attempt) on `worker_id` still owns its allocation in `runner`: the trial's
-/// RUNNING attempt there, or an attempt saving before it stops (also one Restore found storing
-/// its end checkpoint, see StoresEndCheckpoint).
-bool HoldsAllocation(const TrialRunner& runner, const std::string& trial_id, int64_t attempt,
-                     const std::string& worker_id);
-/// For snapshots: per trial id, the worker action that answered its newest result (the
-/// slots' last_action; RunnerRestore::last_actions).
-std::map<std::string, Action> LastActions(const TrialRunner& runner);
-/// OK if every invariant of TrialSlot's comment holds for `runner`, else Internal naming the
-/// trial and the broken one. O(trials).
-Status CheckSlots(const TrialRunner& runner);
 
 }  // namespace tunebus

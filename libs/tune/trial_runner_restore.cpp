@@ -6,12 +6,7 @@ namespace tunebus {
 
 Status TrialRunner::Restore(RunnerRestore restored) {
   // Null: the searcher keeps the initial state it was built in (RestoreState(null)'s).
-  if (!restored.searcher_state.is_null()) {
-    if (Status s = search_alg_->RestoreState(restored.searcher_state); !s.ok()) return s;
-  }
-  (void)search_alg_->TakeStateDelta();
-  searcher_finished_ = false;  // asked again: a finished searcher answers Finished again
-  searcher_unconfirmed_ = true;
+  if (Status s = search_.RestoreState(restored.searcher_state); !s.ok()) return s;
   trials_ = std::move(restored.trials);
   index_.clear();
   phases_.Reset(trials_.size());
@@ -34,39 +29,21 @@ Status TrialRunner::Restore(RunnerRestore restored) {
       if (t.status == TrialStatus::kRunning && a->second == Action::kPause && t.last_seq > 0)
         phases_.StartPausing(t.index, t.attempt);
     }
-    if (!t.last_result_msgpack.empty()) CacheMetric(t, TrainingResult::FromJson(t.LastResult()));
-    if (t.num_results > 0) {  // results were accepted: every stop key had been carried
-      for (const auto& [key, threshold] : options_.stop) stop_keys_seen_.insert(key);
+    if (!t.last_result_msgpack.empty()) {
+      results_.CacheMetric(t, TrainingResult::FromJson(t.LastResult()));
     }
+    if (t.num_results > 0) stop_.MarkAllSeen();  // accepted results carried every stop key
   }
   status_ = restored.ended_status;
   end_reason_ = std::move(restored.ended_reason);
   if (restored.trial_scheduler) {
-    if (Status s = RestoreTrialScheduler(restored.trial_scheduler->state,
-                                         restored.trial_scheduler->deltas);
+    if (Status s = host_.Restore(restored.trial_scheduler->state, restored.trial_scheduler->deltas);
         !s.ok()) {
       return s;
     }
   }
-  if (Status s = ApplySearcherDeltas(restored.searcher_deltas); !s.ok()) return s;
-  RestoreDriverAnswers(restored.driver_answers);
-  return Status::Ok();
-}
-
-Status TrialRunner::RestoreTrialScheduler(const nlohmann::json& state,
-                                          const std::vector<nlohmann::json>& deltas) {
-  if (Status s = scheduler_->RestoreState(state); !s.ok()) return s;
-  for (const nlohmann::json& delta : deltas) {
-    if (Status s = scheduler_->ApplyStateDelta(delta); !s.ok()) return s;
-  }
-  return Status::Ok();
-}
-
-Status TrialRunner::ApplySearcherDeltas(const std::vector<nlohmann::json>& deltas) {
-  for (const nlohmann::json& delta : deltas) {
-    if (Status s = search_alg_->ApplyStateDelta(delta); !s.ok()) return s;
-  }
-  (void)search_alg_->TakeStateDelta();  // what replay applied is journaled already
+  if (Status s = search_.ApplyDeltas(restored.searcher_deltas); !s.ok()) return s;
+  DriverHolds::Restore(restored.driver_answers, trials_, slots_);
   return Status::Ok();
 }
 

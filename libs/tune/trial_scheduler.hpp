@@ -28,7 +28,8 @@ inline Decision Combine(Decision a, Decision b) { return a > b ? a : b; }
 
 /// What a trial scheduler may do to trials besides answering a result. Ray Tune passes its
 /// TrialRunner to every scheduler callback; these are the calls Ray's schedulers make on it
-/// (HyperBand's unpause/stop of paused trials, PBT's exploit). Implemented by TrialRunner.
+/// (HyperBand's unpause/stop of paused trials, PBT's exploit). Implemented by the runner's
+/// TrialSchedulerHost (trial_scheduler_host.hpp).
 ///
 /// Re-entrancy: the runner may call back into the scheduler (OnTrialRemove / OnTrialComplete)
 /// from inside these calls, exactly as Ray Tune's stop_trial does.

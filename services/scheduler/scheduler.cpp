@@ -12,6 +12,7 @@
 #include "libs/bus/domains.hpp"
 #include "libs/bus/service_guard.hpp"
 #include "libs/service/stop_request.hpp"
+#include "libs/tune/runner_queries.hpp"
 #include "proto/resources.hpp"
 #include "services/scheduler/control/control_service.hpp"
 #include "services/scheduler/core/experiment.hpp"

@@ -105,7 +105,7 @@ class Crosscheck {
         runner_->OnTrialExited(t.trial_id, t.attempt, true, "");
       } else if (how == "stop") {
         // The trial scheduler's stop (noted as its decision), not the user's.
-        TrialSchedulerContext& context = *runner_;
+        TrialSchedulerContext& context = runner_->scheduler_context();
         if (Status s = context.StopTrial(t.trial_id); !s.ok()) return s;
       } else if (how != "complete") {
         return Status::InvalidArgument("end: \"complete\" or \"stop\", got " + how);

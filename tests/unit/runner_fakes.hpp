@@ -17,6 +17,7 @@
 #include "libs/core/clock.hpp"
 #include "libs/journal/records.hpp"
 #include "libs/tune/make_trial_scheduler.hpp"
+#include "libs/tune/runner_queries.hpp"
 #include "libs/tune/trial_runner.hpp"
 
 namespace tunebus {
@@ -257,7 +258,7 @@ class TrialRunnerTest : public ::testing::Test {
   // The user's commands (tunectl's) on the runner.
   TrialControl Control() { return TrialControl(*runner_); }
   // The runner as its trial scheduler sees it (a stop noted as the scheduler's decision).
-  TrialSchedulerContext& Context() { return *runner_; }
+  TrialSchedulerContext& Context() { return runner_->scheduler_context(); }
   // Results held for the driver's answer, over every trial's slot.
   size_t HeldResults() const {
     size_t held = 0;

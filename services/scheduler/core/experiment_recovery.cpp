@@ -10,6 +10,7 @@
 
 #include "libs/journal/records.hpp"
 #include "libs/journal/snapshot.hpp"
+#include "libs/tune/runner_queries.hpp"
 #include "proto/resources.hpp"
 #include "proto/store.hpp"
 #include "services/scheduler/core/experiment.hpp"

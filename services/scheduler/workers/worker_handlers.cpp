@@ -8,6 +8,7 @@
 #include <string_view>
 #include <vector>
 
+#include "libs/tune/runner_queries.hpp"
 #include "proto/worker.hpp"
 #include "services/scheduler/core/experiment.hpp"
 #include "services/scheduler/core/experiment_registry.hpp"
