@@ -3,7 +3,7 @@
 // and rebuilding its state from the journaled deltas.
 #include "libs/tune/asha_scheduler.hpp"
 
-#include "tests/unit/runner_fakes.hpp"
+#include "tests/unit/runner_fixture.hpp"
 
 namespace tunebus {
 namespace {

@@ -10,7 +10,7 @@
 #include <tuple>
 
 #include "libs/tune/bohb_searcher.hpp"
-#include "tests/unit/runner_fakes.hpp"
+#include "tests/unit/runner_fixture.hpp"
 
 namespace tunebus {
 namespace {

@@ -3,7 +3,7 @@
 // halving (unpause the best, stop the rest), the end of the last rung, and its journaled state.
 #include "libs/tune/hyperband_scheduler.hpp"
 
-#include "tests/unit/runner_fakes.hpp"
+#include "tests/unit/runner_fixture.hpp"
 
 namespace tunebus {
 namespace {

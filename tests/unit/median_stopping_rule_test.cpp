@@ -3,7 +3,7 @@
 // false) that pauses and later runs the trial again; and its journaled state.
 #include "libs/tune/median_stopping_rule.hpp"
 
-#include "tests/unit/runner_fakes.hpp"
+#include "tests/unit/runner_fixture.hpp"
 
 namespace tunebus {
 namespace {

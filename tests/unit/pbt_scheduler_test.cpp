@@ -3,7 +3,7 @@
 // perturbations; determinism by seed; its journaled state.
 #include "libs/tune/pbt_scheduler.hpp"
 
-#include "tests/unit/runner_fakes.hpp"
+#include "tests/unit/runner_fixture.hpp"
 
 namespace tunebus {
 namespace {

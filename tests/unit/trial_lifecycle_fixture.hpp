@@ -1,13 +1,13 @@
 // The fixture of the TrialRunner lifecycle tests (trial_runner_lifecycle_test.cpp,
-// trial_runner_end_checkpoint_test.cpp): runner_fakes.hpp's runner with checkpoint helpers.
+// trial_runner_end_checkpoint_test.cpp): runner_fixture.hpp's runner with checkpoint helpers.
 #pragma once
 
 #include <fmt/format.h>
 
-#include "tests/unit/runner_fakes.hpp"
+#include "tests/unit/runner_fixture.hpp"
 
 namespace tunebus {
-namespace {  // as runner_fakes.hpp: each test file gets its own copy
+namespace {  // as runner_fixture.hpp: each test file gets its own copy
 
 class TrialLifecycleTest : public TrialRunnerTest {
  protected:

@@ -2,12 +2,14 @@
 // worker reports checkpoint_failed, the trial notes it (journaled, replayed), the refused
 // checkpoint never joins the trial's checkpoints, so keep_checkpoints_num retention and every
 // restore skip it, and the experiment's checkpoint_failure (continue | pause | fail) decides what
-// a running trial does next. Driven with the fakes of runner_fakes.hpp.
+// a running trial does next. Driven with the fakes of fake_executor.hpp.
 #include <fmt/format.h>
 
 #include "libs/core/trial_view.hpp"
 #include "libs/journal/records.hpp"
 #include "libs/journal/replay.hpp"
+#include "tests/unit/fake_executor.hpp"
+#include "tests/unit/recording_observer.hpp"
 #include "tests/unit/trial_lifecycle_fixture.hpp"
 
 namespace tunebus {

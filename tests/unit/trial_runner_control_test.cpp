@@ -1,13 +1,14 @@
 // Tests for TrialRunner's control and accounting: stopping trials and experiments, the time
 // budget, the best trial, the write-ahead order of observer and executor calls and the
-// release-once rule, driven step by step with the fakes of runner_fakes.hpp (Ray Tune's
+// release-once rule, driven step by step with the fakes of fake_executor.hpp (Ray Tune's
 // TrialRunner.stop_trial / get_best_trial, DESIGN.md "Trial lifecycle").
-#include "tests/unit/runner_fakes.hpp"
+#include "tests/unit/pausing_scheduler.hpp"
+#include "tests/unit/runner_fixture.hpp"
 
 namespace tunebus {
 namespace {
 
-// Its own suite: the fixture of runner_fakes.hpp is a distinct class in each file.
+// Its own suite: the fixture of runner_fixture.hpp is a distinct class in each file.
 class TrialRunnerControlTest : public TrialRunnerTest {};
 
 // ---- control: stop trial / experiment --------------------------------------------------

@@ -13,8 +13,11 @@
 #include "libs/journal/replay.hpp"
 #include "libs/tune/driver_link.hpp"
 #include "libs/tune/pbt_scheduler.hpp"
+#include "tests/unit/fake_executor.hpp"
 #include "tests/unit/fake_link.hpp"
-#include "tests/unit/runner_fakes.hpp"
+#include "tests/unit/pausing_scheduler.hpp"
+#include "tests/unit/recording_observer.hpp"
+#include "tests/unit/runner_fixture.hpp"
 
 namespace tunebus {
 namespace {

@@ -1,10 +1,11 @@
 // TrialRunner lifecycle: pause / unpause, checkpoints and their retention, restore,
 // add, set resources, PBT exploit, fail_fast modes, queue_trials, strict metric checking,
 // rerunning errored trials and taking over a journal's state — one test per behaviour, driven
-// with the fake executor and clock of runner_fakes.hpp. Sources: Ray Tune's TrialRunner,
+// with the fake executor and clock of runner_fixture.hpp. Sources: Ray Tune's TrialRunner,
 // TrialExecutor and CheckpointManager (shared/seeds).
 #include <fmt/format.h>
 
+#include "tests/unit/pausing_scheduler.hpp"
 #include "tests/unit/trial_lifecycle_fixture.hpp"
 
 namespace tunebus {

@@ -12,7 +12,9 @@
 #include "libs/journal/records.hpp"
 #include "libs/journal/replay.hpp"
 #include "libs/tune/make_searcher.hpp"
-#include "tests/unit/runner_fakes.hpp"
+#include "tests/unit/fake_executor.hpp"
+#include "tests/unit/recording_observer.hpp"
+#include "tests/unit/runner_fixture.hpp"
 #include "tests/unit/test_searchers.hpp"
 
 namespace tunebus {

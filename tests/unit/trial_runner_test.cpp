@@ -1,6 +1,6 @@
 // Tests for TrialRunner: Ray Tune's TrialRunner semantics (shared/seeds) driven step by step
 // with a fake executor, a recording observer and a fake clock (DESIGN.md "Trial lifecycle").
-#include "tests/unit/runner_fakes.hpp"
+#include "tests/unit/runner_fixture.hpp"
 
 namespace tunebus {
 namespace {
