@@ -1,9 +1,10 @@
-// The dashboard's HTTP answers, shared by the files that add its routes (dashboard/
-// experiment_routes.cpp, trial_routes.cpp, control_routes.cpp, analysis_routes.cpp and
-// server.cpp's /events). Defined in dashboard/server.cpp.
+// The dashboard's HTTP answers and the Router its route groups register their handlers on,
+// shared by the files of dashboard/routes/ (experiment, trial, control, analysis and event
+// routes). Defined in dashboard/server.cpp.
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <nlohmann/json.hpp>
 #include <string>
 #include <string_view>
@@ -11,6 +12,7 @@
 #include "libs/core/status.hpp"
 
 namespace httplib {
+class Server;
 struct Request;
 struct Response;
 }  // namespace httplib
@@ -39,5 +41,32 @@ inline constexpr std::string_view kVersionMark = "{{tunebus_version}}";
 /// The query parameter `name` as an integer: `fallback` when absent, -1 when it is not an
 /// integer (the caller's checks refuse it).
 int64_t IntParam(const httplib::Request& req, const char* name, int64_t fallback);
+
+/// Where a route group (dashboard/routes/) registers its handlers: the dashboard's HTTP server.
+/// A pattern is a regular expression over the whole path; its groups are req.matches[i]. The
+/// handlers run on httplib's threads, several at once.
+class Router {
+ public:
+  /// A route's handler: it answers `req` in `res` (errors as SendError's JSON).
+  using Handler = std::function<void(const httplib::Request& req, httplib::Response& res)>;
+
+  /// REQUIRES: `server` outlives this and is not listening yet.
+  explicit Router(httplib::Server& server) : server_(server) {}
+  void Get(const char* pattern, Handler handler);
+  void Post(const char* pattern, Handler handler);
+  /// GET `pattern` answers with the embedded page `asset` (SendAsset).
+  void Page(const char* pattern, const char* asset);
+  /// A member `serve` of `group` as a handler. REQUIRES: `group` outlives the server's threads.
+  template <typename Group>
+  static Handler Bind(Group* group,
+                      void (Group::*serve)(const httplib::Request&, httplib::Response&)) {
+    return [group, serve](const httplib::Request& req, httplib::Response& res) {
+      (group->*serve)(req, res);
+    };
+  }
+
+ private:
+  httplib::Server& server_;
+};
 
 }  // namespace tunebus::dashboard

@@ -11,10 +11,6 @@
 #include "libs/bus/domains.hpp"
 #include "libs/bus/socket.hpp"
 #include "libs/core/version.hpp"
-#include "proto/codec.hpp"
-#include "proto/control.hpp"
-#include "proto/dashboard.hpp"
-#include "proto/events.hpp"
 #include "services/scheduler/dashboard/assets.hpp"
 #include "services/scheduler/dashboard/body.hpp"
 #include "services/scheduler/dashboard/http.hpp"
@@ -86,8 +82,28 @@ std::string_view ContentTypeOf(std::string_view name) {
   return "application/octet-stream";
 }
 
+void Router::Get(const char* pattern, Handler handler) { server_.Get(pattern, std::move(handler)); }
+
+void Router::Post(const char* pattern, Handler handler) {
+  server_.Post(pattern, std::move(handler));
+}
+
+void Router::Page(const char* pattern, const char* asset) {
+  server_.Get(pattern,
+              [asset](const httplib::Request&, httplib::Response& res) { SendAsset(res, asset); });
+}
+
+static_assert(ControlPool::kMaxIdle == DashboardServer::kHttpThreads,
+              "one idle control client per HTTP thread at most");
+
 DashboardServer::DashboardServer(zmq::context_t& ctx, DashboardOptions options)
-    : ctx_(ctx), options_(std::move(options)), server_(std::make_unique<httplib::Server>()) {}
+    : options_(std::move(options)),
+      server_(std::make_unique<httplib::Server>()),
+      control_(ctx, options_.control_endpoint, options_.security, options_.request_timeout),
+      experiments_(control_),
+      trials_(control_),
+      controls_(control_, sessions_, actions_),
+      analysis_(control_, events_) {}
 
 Result<std::unique_ptr<DashboardServer>> DashboardServer::Start(zmq::context_t& ctx,
                                                                 DashboardOptions options) {
@@ -107,7 +123,7 @@ Result<std::unique_ptr<DashboardServer>> DashboardServer::Start(zmq::context_t& 
   }
   DashboardServer* raw = s.get();
   s->relay_thread_ =
-      std::thread([raw, sub = std::move(*sub)]() mutable { raw->Relay(std::move(sub)); });
+      std::thread([raw, sub = std::move(*sub)]() mutable { raw->events_.Relay(std::move(sub)); });
   s->http_thread_ = std::thread([raw] { raw->server_->listen_after_bind(); });
   spdlog::info("Dashboard at {} (control {}, events {})", s->url(), s->options_.control_endpoint,
                s->options_.events_endpoint);
@@ -115,11 +131,7 @@ Result<std::unique_ptr<DashboardServer>> DashboardServer::Start(zmq::context_t& 
 }
 
 DashboardServer::~DashboardServer() {
-  {
-    std::lock_guard<std::mutex> lock(feed_mu_);
-    stopping_ = true;
-  }
-  feed_cv_.notify_all();
+  events_.Stop();
   server_->stop();
   if (http_thread_.joinable()) http_thread_.join();
   if (relay_thread_.joinable()) relay_thread_.join();
@@ -131,166 +143,18 @@ std::string DashboardServer::url() const {
                                              : fmt::format("http://{}:{}/", host, port_);
 }
 
-Result<ControlClient> DashboardServer::TakeClient() {
-  {
-    std::lock_guard<std::mutex> lock(clients_mu_);
-    if (!idle_clients_.empty()) {
-      ControlClient client = std::move(idle_clients_.back());
-      idle_clients_.pop_back();
-      return client;
-    }
-  }
-  return ControlClient::Connect(ctx_, options_.control_endpoint, *options_.security,
-                                options_.request_timeout);
-}
-
-void DashboardServer::ReturnClient(ControlClient client) {
-  std::lock_guard<std::mutex> lock(clients_mu_);
-  if (idle_clients_.size() < kHttpThreads) idle_clients_.push_back(std::move(client));
-}
-
-// The sign-in and control routes' requests (dashboard/routes/control_routes.cpp).
-template Result<json> DashboardServer::Call(proto::VerifyDashboardToken);
-template Result<json> DashboardServer::Call(proto::DashboardAction);
-// The analysis routes' requests (dashboard/routes/analysis_routes.cpp).
-template Result<json> DashboardServer::Call(proto::GetExperiment);
-template Result<json> DashboardServer::Call(proto::ListTrials);
-template Result<json> DashboardServer::Call(proto::ListSchedulerDecisions);
-
-void DashboardServer::Relay(zmq::socket_t sub) {
-  bool subscribed = false;
-  while (!stopping_) {
-    const bool want = streams_ > 0;
-    if (want != subscribed) {
-      // Both topics ("trial", "experiment"): the empty prefix.
-      if (want) {
-        sub.set(zmq::sockopt::subscribe, "");
-      } else {
-        sub.set(zmq::sockopt::unsubscribe, "");
-      }
-      subscribed = want;
-      subscribed_ = want;
-      feed_cv_.notify_all();  // streams waiting to say hello
-    }
-    zmq::pollitem_t item{sub.handle(), 0, ZMQ_POLLIN, 0};
-    if (zmq::poll(&item, 1, std::chrono::milliseconds(100)) == 0) continue;
-    bus::Incoming in;
-    std::vector<std::string> frames;
-    while (bus::Receive(sub, in)) {
-      auto d = proto::Decode(in.payload.data(), in.payload.size());
-      auto e = d.ok() ? d->As<proto::SchedulerEvent>() : Result<proto::SchedulerEvent>(d.status());
-      if (!e.ok()) {
-        spdlog::warn("Dashboard: dropping an event-stream message because {}",
-                     e.status().ToString());
-        continue;
-      }
-      frames.push_back(
-          SseFrame(e->event, EventData(e->event, e->experiment, e->trial_id, e->body_json)
-                                 .dump(-1, ' ', false, json::error_handler_t::replace)));
-    }
-    if (frames.empty() || !subscribed) continue;
-    {
-      std::lock_guard<std::mutex> lock(feed_mu_);
-      for (std::string& f : frames) feed_.push_back(std::move(f));
-      while (feed_.size() > kFeedFrames) {
-        feed_.pop_front();
-        ++feed_first_;
-      }
-    }
-    feed_cv_.notify_all();
-  }
-}
-
-std::string DashboardServer::FramesAfter(uint64_t& next, std::chrono::milliseconds wait) {
-  std::unique_lock<std::mutex> lock(feed_mu_);
-  feed_cv_.wait_for(lock, wait, [&] { return stopping_ || feed_first_ + feed_.size() > next; });
-  const uint64_t end = feed_first_ + feed_.size();
-  if (stopping_ || end <= next) return "";
-  if (next < feed_first_) {
-    next = end;
-    return SseFrame("reset", "{}");
-  }
-  std::string out;
-  for (uint64_t i = next; i < end; ++i) out += feed_[size_t(i - feed_first_)];
-  next = end;
-  return out;
-}
-
-std::optional<uint64_t> DashboardServer::FeedSequence() {
-  std::lock_guard<std::mutex> lock(feed_mu_);
-  if (!subscribed_) return std::nullopt;
-  return feed_first_ + feed_.size();
-}
-
-void DashboardServer::Add(const Route& route) {
-  auto handler = [this, h = route.handler](const httplib::Request& req, httplib::Response& res) {
-    (this->*h)(req, res);
-  };
-  if (route.method == Method::kGet) {
-    server_->Get(route.pattern, std::move(handler));
-  } else {
-    server_->Post(route.pattern, std::move(handler));
-  }
-}
-
-void DashboardServer::AddPage(const char* pattern, const char* asset) {
-  server_->Get(pattern,
-               [asset](const httplib::Request&, httplib::Response& res) { SendAsset(res, asset); });
-}
-
 void DashboardServer::AddRoutes() {
   // A strict policy: the pages load only their own scripts and styles (Chart.js is embedded).
   server_->set_default_headers(
       {{"Content-Security-Policy", "default-src 'self'; img-src 'self' data:"},
        {"X-Content-Type-Options", "nosniff"},
        {"Referrer-Policy", "no-referrer"}});
-  AddExperimentRoutes();
-  AddAnalysisRoutes();
-  Add({Method::kGet, "/events", &DashboardServer::ServeEvents});
-  AddControlRoutes();
-  AddTrialRoutes();
-}
-
-void DashboardServer::ServeEvents(const httplib::Request&, httplib::Response& res) {
-  if (++streams_ > kMaxStreams) {
-    --streams_;
-    return SendError(res, Status::Unavailable(fmt::format(
-                              "{} event streams are open already; close a page", kMaxStreams)));
-  }
-  res.set_header("Cache-Control", "no-store");
-  auto cursor = std::make_shared<EventCursor>();
-  res.set_chunked_content_provider(
-      "text/event-stream",
-      [this, cursor](size_t, httplib::DataSink& sink) { return NextEventChunk(*cursor, sink); },
-      [this](bool) { --streams_; });
-}
-
-bool DashboardServer::NextEventChunk(EventCursor& cursor, httplib::DataSink& sink) {
-  // A closed page ends its stream here, within one wait (250 ms): httplib's chunked loop finds
-  // a closed connection only when a write fails, up to two keep-alives (10 s) later, and
-  // meanwhile the stream holds a thread and one of kMaxStreams.
-  if (stopping_ || !sink.is_writable()) return false;
-  std::string out;
-  if (!cursor.next.has_value()) {
-    // Hello once the relay's SUB is subscribed: what the page fetches after it, the stream
-    // completes.
-    std::unique_lock<std::mutex> lock(feed_mu_);
-    feed_cv_.wait_for(lock, std::chrono::milliseconds(250),
-                      [this] { return stopping_ || subscribed_; });
-    if (stopping_) return false;
-    if (!subscribed_) return true;
-    cursor.next = feed_first_ + feed_.size();
-    out = "retry: 1000\n" + SseFrame("hello", "{}");
-  } else {
-    out = FramesAfter(*cursor.next, std::chrono::milliseconds(250));
-    if (stopping_) return false;
-    if (out.empty() && std::chrono::steady_clock::now() - cursor.last_write > kKeepAlive) {
-      out = ": keep-alive\n\n";  // also finds a closed page
-    }
-  }
-  if (out.empty()) return true;
-  cursor.last_write = std::chrono::steady_clock::now();
-  return sink.write(out.data(), out.size());
+  Router router(*server_);
+  experiments_.AddTo(router);
+  analysis_.AddTo(router);
+  events_.AddTo(router);
+  controls_.AddTo(router);
+  trials_.AddTo(router);
 }
 
 }  // namespace tunebus::dashboard

@@ -1,18 +1,5 @@
-// DashboardServer::AddAnalysisRoutes: the JSON routes of the experiment page's analysis panels
-// (docs/dashboard.md): the trials as columns with the importance, the searcher's phase and the
-// trial scheduler's decisions.
-//
-// The columns of an experiment are computed from one ListTrials of every trial and kept per
-// experiment (journal name) with the key they were computed for: the summary's counts, created
-// trials, status and best trial, and the relay's event sequence (frames that entered the
-// /events feed) while a page listens. A request that finds the same key gets the kept answer;
-// without a listening page (no event sequence) a kept answer serves for kMaxAge; a finished
-// experiment's answer is kept while its summary is the same. An experiment has at most one
-// computation under way: a request that finds no kept answer waits for the next computation
-// to start after it arrived, and every request waiting meanwhile shares that one. So a
-// 10,000-trial experiment costs the scheduler one ListTrials per change at most, and pages
-// reloaded faster than a computation (each left page's request still runs to its end) queue
-// one computation, never one each.
+#include "services/scheduler/dashboard/routes/analysis_routes.hpp"
+
 #include <httplib.h>
 
 #include <chrono>
@@ -24,8 +11,6 @@
 #include <optional>
 
 #include "proto/control.hpp"
-#include "services/scheduler/dashboard/http.hpp"
-#include "services/scheduler/dashboard/server.hpp"
 #include "services/scheduler/dashboard/views/analysis.hpp"
 
 namespace tunebus::dashboard {
@@ -139,29 +124,37 @@ std::string Signature(const json& summary) {
 
 }  // namespace analysis_routes
 
-void DashboardServer::AddAnalysisRoutes() {
-  analysis_cache_ = std::make_shared<AnalysisCache>();
-  Add({Method::kGet, R"(/api/experiments/([^/]+)/analysis)", &DashboardServer::ServeAnalysis});
-  Add({Method::kGet, R"(/api/experiments/([^/]+)/importance)", &DashboardServer::ServeImportance});
-  Add({Method::kGet, R"(/api/experiments/([^/]+)/searcher)", &DashboardServer::ServeSearcher});
-  Add({Method::kGet, R"(/api/experiments/([^/]+)/decisions)", &DashboardServer::ServeDecisions});
+AnalysisRoutes::AnalysisRoutes(ControlPool& control, EventRoutes& events)
+    : control_(control), events_(events), cache_(std::make_unique<AnalysisCache>()) {}
+
+AnalysisRoutes::~AnalysisRoutes() = default;
+
+void AnalysisRoutes::AddTo(Router& router) {
+  router.Get(R"(/api/experiments/([^/]+)/analysis)",
+             Router::Bind(this, &AnalysisRoutes::ServeAnalysis));
+  router.Get(R"(/api/experiments/([^/]+)/importance)",
+             Router::Bind(this, &AnalysisRoutes::ServeImportance));
+  router.Get(R"(/api/experiments/([^/]+)/searcher)",
+             Router::Bind(this, &AnalysisRoutes::ServeSearcher));
+  router.Get(R"(/api/experiments/([^/]+)/decisions)",
+             Router::Bind(this, &AnalysisRoutes::ServeDecisions));
 }
 
-Result<std::pair<json, json>> DashboardServer::Analysis(const std::string& name) {
+Result<std::pair<json, json>> AnalysisRoutes::Analysis(const std::string& name) {
   proto::GetExperiment get;
   get.experiment = name;
-  auto summary = Call(get);
+  auto summary = control_.Call(get);
   if (!summary.ok()) return summary.status();
   AnalysisCache::Key key;
   key.journal = summary->value("journal", name);
   key.signature = analysis_routes::Signature(*summary);
   key.finished = summary->value("finished", false);
-  key.events = FeedSequence();
+  key.events = events_.Sequence();
   const std::string metric = summary->value("metric", std::string());
-  auto body = analysis_cache_->Answer(key, [&]() -> AnalysisCache::Body {
+  auto body = cache_->Answer(key, [&]() -> AnalysisCache::Body {
     proto::ListTrials list;
     list.experiment = key.journal;
-    auto trials = Call(list);
+    auto trials = control_.Call(list);
     if (!trials.ok()) return trials.status();
     json columns = AnalysisColumns(*trials, metric);
     columns["importance"] = ImportanceJson(columns);
@@ -171,7 +164,7 @@ Result<std::pair<json, json>> DashboardServer::Analysis(const std::string& name)
   return std::make_pair(std::move(*summary), std::move(*body));
 }
 
-void DashboardServer::ServeAnalysis(const httplib::Request& req, httplib::Response& res) {
+void AnalysisRoutes::ServeAnalysis(const httplib::Request& req, httplib::Response& res) {
   auto got = Analysis(req.matches[1].str());
   if (!got.ok()) return SendError(res, got.status());
   auto& [summary, body] = *got;
@@ -183,7 +176,7 @@ void DashboardServer::ServeAnalysis(const httplib::Request& req, httplib::Respon
   SendJson(res, body);
 }
 
-void DashboardServer::ServeImportance(const httplib::Request& req, httplib::Response& res) {
+void AnalysisRoutes::ServeImportance(const httplib::Request& req, httplib::Response& res) {
   auto got = Analysis(req.matches[1].str());
   if (!got.ok()) return SendError(res, got.status());
   json body = got->second["importance"];
@@ -191,18 +184,18 @@ void DashboardServer::ServeImportance(const httplib::Request& req, httplib::Resp
   SendJson(res, body);
 }
 
-void DashboardServer::ServeSearcher(const httplib::Request& req, httplib::Response& res) {
+void AnalysisRoutes::ServeSearcher(const httplib::Request& req, httplib::Response& res) {
   proto::GetExperiment get;
   get.experiment = req.matches[1].str();
-  auto summary = Call(get);
+  auto summary = control_.Call(get);
   if (!summary.ok()) return SendError(res, summary.status());
   SendJson(res, SearcherPhase(*summary));
 }
 
-void DashboardServer::ServeDecisions(const httplib::Request& req, httplib::Response& res) {
+void AnalysisRoutes::ServeDecisions(const httplib::Request& req, httplib::Response& res) {
   proto::ListSchedulerDecisions list;
   list.experiment = req.matches[1].str();
-  auto decisions = Call(list);
+  auto decisions = control_.Call(list);
   if (!decisions.ok()) return SendError(res, decisions.status());
   SendJson(res, *decisions);
 }

@@ -1,33 +1,12 @@
-// The dashboard's sign-in and control routes (docs/dashboard.md "Control"):
-//
-//   GET  /login                      the sign-in page (a form posting the token)
-//   GET  /login?token=T              signs in with T (the URL `tunectl dashboard-token` prints)
-//   POST /login  token=T             the form's sign-in (same-origin only)
-//        both: the scheduler verifies T (VerifyDashboardToken); on success a session cookie
-//        (HttpOnly, SameSite=Strict) and 303 to /; else 403 with the reason
-//   POST /logout                     ends the session (CSRF header when signed in)
-//   GET  /api/session                {signed_in: false} or {signed_in: true, name, role,
-//                                     expires_at, csrf}
-//   GET  /api/actions?experiment=J   the action log of experiment J (as the page names it),
-//                                     newest first: [{time, who, role, action, experiment,
-//                                     trial_id, weight?, ok, result}]
-//   POST /api/experiments/J/trials/ID/{stop,pause,resume}
-//   POST /api/experiments/J/{stop,interrupt}
-//   POST /api/experiments/J/weight   body {"weight": W} (application/json)
-//        each: same-origin, signed in, header X-CSRF-Token = the session's, an operator's
-//        session (CheckControlPost; else 403 and nothing changes); then DashboardAction with the
-//        session's token, which the scheduler checks again and logs. Answer: {ok, entry, body}
-//        (the request's reply body) or {error, entry} with the status of the scheduler's error.
+#include "services/scheduler/dashboard/routes/control_routes.hpp"
+
 #include <fmt/format.h>
 #include <httplib.h>
 #include <spdlog/spdlog.h>
 
 #include <chrono>
 
-#include "proto/dashboard.hpp"
 #include "services/scheduler/dashboard/assets.hpp"
-#include "services/scheduler/dashboard/http.hpp"
-#include "services/scheduler/dashboard/server.hpp"
 
 namespace tunebus::dashboard {
 
@@ -121,27 +100,27 @@ std::string WhoOf(const std::optional<Session>& session) {
 
 using nlohmann::json;
 
-void DashboardServer::AddControlRoutes() {
-  Add({Method::kGet, "/login", &DashboardServer::ServeLoginPage});
-  Add({Method::kPost, "/login", &DashboardServer::ServeLogin});
-  Add({Method::kPost, "/logout", &DashboardServer::ServeLogout});
-  Add({Method::kGet, "/api/session", &DashboardServer::ServeSession});
-  Add({Method::kGet, "/api/actions", &DashboardServer::ServeActions});
-  Add({Method::kPost, R"(/api/experiments/([^/]+)/trials/([^/]+)/(stop|pause|resume))",
-       &DashboardServer::ServeTrialAction});
-  Add({Method::kPost, R"(/api/experiments/([^/]+)/(stop|interrupt|weight))",
-       &DashboardServer::ServeExperimentAction});
+void ControlRoutes::AddTo(Router& router) {
+  router.Get("/login", Router::Bind(this, &ControlRoutes::ServeLoginPage));
+  router.Post("/login", Router::Bind(this, &ControlRoutes::ServeLogin));
+  router.Post("/logout", Router::Bind(this, &ControlRoutes::ServeLogout));
+  router.Get("/api/session", Router::Bind(this, &ControlRoutes::ServeSession));
+  router.Get("/api/actions", Router::Bind(this, &ControlRoutes::ServeActions));
+  router.Post(R"(/api/experiments/([^/]+)/trials/([^/]+)/(stop|pause|resume))",
+              Router::Bind(this, &ControlRoutes::ServeTrialAction));
+  router.Post(R"(/api/experiments/([^/]+)/(stop|interrupt|weight))",
+              Router::Bind(this, &ControlRoutes::ServeExperimentAction));
 }
 
-std::optional<Session> DashboardServer::SessionOf(const httplib::Request& req) {
+std::optional<Session> ControlRoutes::SessionOf(const httplib::Request& req) {
   return sessions_.Find(CookieValue(req.get_header_value("Cookie"), kSessionCookie),
                         control_routes::NowUnix());
 }
 
-void DashboardServer::SignIn(const std::string& token, httplib::Response& res) {
+void ControlRoutes::SignIn(const std::string& token, httplib::Response& res) {
   proto::VerifyDashboardToken verify;
   verify.token = token;
-  auto verified = Call(verify);
+  auto verified = control_.Call(verify);
   if (!verified.ok()) return control_routes::RefusedPage(res, verified.status());
   TokenClaims claims;
   claims.name = verified->value("name", std::string());
@@ -158,7 +137,7 @@ void DashboardServer::SignIn(const std::string& token, httplib::Response& res) {
   res.set_header("Cache-Control", "no-store");
 }
 
-void DashboardServer::ServeLoginPage(const httplib::Request& req, httplib::Response& res) {
+void ControlRoutes::ServeLoginPage(const httplib::Request& req, httplib::Response& res) {
   if (!req.has_param("token")) {
     const std::string_view* page = FindAsset("login.html");
     if (page == nullptr) {
@@ -169,7 +148,7 @@ void DashboardServer::ServeLoginPage(const httplib::Request& req, httplib::Respo
   SignIn(req.get_param_value("token"), res);
 }
 
-void DashboardServer::ServeLogin(const httplib::Request& req, httplib::Response& res) {
+void ControlRoutes::ServeLogin(const httplib::Request& req, httplib::Response& res) {
   if (Status st = CheckSameOrigin(control_routes::HeadersOf(req)); !st.ok()) {
     return control_routes::RefusedPage(res, st);
   }
@@ -179,7 +158,7 @@ void DashboardServer::ServeLogin(const httplib::Request& req, httplib::Response&
   SignIn(token == form.end() ? std::string() : token->second, res);
 }
 
-void DashboardServer::ServeLogout(const httplib::Request& req, httplib::Response& res) {
+void ControlRoutes::ServeLogout(const httplib::Request& req, httplib::Response& res) {
   using control_routes::Reply;
   auto session = SessionOf(req);
   const PostHeaders h = control_routes::HeadersOf(req);
@@ -196,7 +175,7 @@ void DashboardServer::ServeLogout(const httplib::Request& req, httplib::Response
   Reply(res, 200, {{"signed_in", false}});
 }
 
-void DashboardServer::ServeSession(const httplib::Request& req, httplib::Response& res) {
+void ControlRoutes::ServeSession(const httplib::Request& req, httplib::Response& res) {
   auto session = SessionOf(req);
   if (!session) return control_routes::Reply(res, 200, {{"signed_in", false}});
   control_routes::Reply(res, 200,
@@ -207,11 +186,11 @@ void DashboardServer::ServeSession(const httplib::Request& req, httplib::Respons
                          {"csrf", session->csrf}});
 }
 
-void DashboardServer::ServeActions(const httplib::Request& req, httplib::Response& res) {
+void ControlRoutes::ServeActions(const httplib::Request& req, httplib::Response& res) {
   control_routes::Reply(res, 200, actions_.For(req.get_param_value("experiment"), 100));
 }
 
-void DashboardServer::ServeTrialAction(const httplib::Request& req, httplib::Response& res) {
+void ControlRoutes::ServeTrialAction(const httplib::Request& req, httplib::Response& res) {
   proto::DashboardAction a;
   a.experiment = req.matches[1].str();
   a.trial_id = req.matches[2].str();
@@ -219,7 +198,7 @@ void DashboardServer::ServeTrialAction(const httplib::Request& req, httplib::Res
   Act(req, res, std::move(a));
 }
 
-void DashboardServer::ServeExperimentAction(const httplib::Request& req, httplib::Response& res) {
+void ControlRoutes::ServeExperimentAction(const httplib::Request& req, httplib::Response& res) {
   proto::DashboardAction a;
   a.experiment = req.matches[1].str();
   const std::string verb = req.matches[2].str();
@@ -234,8 +213,8 @@ void DashboardServer::ServeExperimentAction(const httplib::Request& req, httplib
   Act(req, res, std::move(a));
 }
 
-void DashboardServer::Act(const httplib::Request& req, httplib::Response& res,
-                          proto::DashboardAction action) {
+void ControlRoutes::Act(const httplib::Request& req, httplib::Response& res,
+                        proto::DashboardAction action) {
   using control_routes::Reply;
   auto session = SessionOf(req);
   json entry = control_routes::EntryOf(session, action);
@@ -249,7 +228,7 @@ void DashboardServer::Act(const httplib::Request& req, httplib::Response& res,
     return Reply(res, 403, {{"error", st.message()}, {"entry", entry}});
   }
   action.token = session->token;
-  auto reply = Call(action);
+  auto reply = control_.Call(action);
   entry["ok"] = reply.ok();
   entry["result"] =
       reply.ok() ? control_routes::ResultText(*reply, action) : reply.status().message();

@@ -1,16 +1,5 @@
-// The dashboard's experiment routes (docs/dashboard.md), each a handler of DashboardServer:
-//
-//   GET /                                      the experiments page (index.html)
-//   GET /experiments/NAME                      one experiment's page (experiment.html)
-//   GET /static/FILE                           an embedded file (ServeStaticFile)
-//   GET /api/experiments                       [ExperimentRow with its progress]
-//                                              (ServeExperiments)
-//   GET /api/experiments/NAME                  the experiment summary, its "best" as a TrialRow
-//                                              (ServeExperiment)
-//   GET /api/experiments/NAME/trials?status=&offset=&limit=&sort=
-//                                              one page of the trial table (ServeTrials)
-//   GET /api/experiments/NAME/trials/ID/curve  CurveFromResultLines of the trial's result.json
-//                                              (ServeCurve)
+#include "services/scheduler/dashboard/routes/experiment_routes.hpp"
+
 #include <httplib.h>
 
 #include <algorithm>
@@ -18,9 +7,8 @@
 #include <mutex>
 
 #include "proto/control.hpp"
-#include "services/scheduler/dashboard/http.hpp"
-#include "services/scheduler/dashboard/server.hpp"
 #include "services/scheduler/dashboard/views/analysis.hpp"
+#include "services/scheduler/dashboard/views/views.hpp"
 
 namespace tunebus::dashboard {
 
@@ -66,30 +54,32 @@ TrialQuery QueryOf(const httplib::Request& req) {
 
 using nlohmann::json;
 
-void DashboardServer::AddExperimentRoutes() {
-  AddPage("/", "index.html");
-  AddPage(R"(/experiments/([^/]+))", "experiment.html");
-  Add({Method::kGet, R"(/static/([A-Za-z0-9_.-]+))", &DashboardServer::ServeStaticFile});
-  Add({Method::kGet, "/api/experiments", &DashboardServer::ServeExperiments});
-  Add({Method::kGet, R"(/api/experiments/([^/]+))", &DashboardServer::ServeExperiment});
-  Add({Method::kGet, R"(/api/experiments/([^/]+)/trials)", &DashboardServer::ServeTrials});
-  Add({Method::kGet, R"(/api/experiments/([^/]+)/trials/([^/]+)/curve)",
-       &DashboardServer::ServeCurve});
+void ExperimentRoutes::AddTo(Router& router) {
+  router.Page("/", "index.html");
+  router.Page(R"(/experiments/([^/]+))", "experiment.html");
+  router.Get(R"(/static/([A-Za-z0-9_.-]+))",
+             Router::Bind(this, &ExperimentRoutes::ServeStaticFile));
+  router.Get("/api/experiments", Router::Bind(this, &ExperimentRoutes::ServeExperiments));
+  router.Get(R"(/api/experiments/([^/]+))", Router::Bind(this, &ExperimentRoutes::ServeExperiment));
+  router.Get(R"(/api/experiments/([^/]+)/trials)",
+             Router::Bind(this, &ExperimentRoutes::ServeTrials));
+  router.Get(R"(/api/experiments/([^/]+)/trials/([^/]+)/curve)",
+             Router::Bind(this, &ExperimentRoutes::ServeCurve));
 }
 
-void DashboardServer::ServeStaticFile(const httplib::Request& req, httplib::Response& res) {
+void ExperimentRoutes::ServeStaticFile(const httplib::Request& req, httplib::Response& res) {
   SendAsset(res, req.matches[1].str());
 }
 
-void DashboardServer::ServeExperiments(const httplib::Request&, httplib::Response& res) {
-  auto listed = Call(proto::ListExperiments{});
+void ExperimentRoutes::ServeExperiments(const httplib::Request&, httplib::Response& res) {
+  auto listed = control_.Call(proto::ListExperiments{});
   if (!listed.ok()) return SendError(res, listed.status());
   json rows = json::array();
   for (const json& row : *listed) rows.push_back(ShownExperimentRow(row));
   SendJson(res, rows);
 }
 
-json DashboardServer::ShownExperimentRow(const json& row) {
+json ExperimentRoutes::ShownExperimentRow(const json& row) {
   const std::string journal = row.value("journal", std::string());
   // Experiments in the scheduler's memory (they have a weight) change: asked each time. The
   // others were read from their journals: their summary is kept while the row is the same.
@@ -103,7 +93,7 @@ json DashboardServer::ShownExperimentRow(const json& row) {
   if (summary.is_null()) {
     proto::GetExperiment get;
     get.experiment = journal;
-    auto got = Call(get);
+    auto got = control_.Call(get);
     if (got.ok()) {
       summary = std::move(*got);
       if (!live) {
@@ -117,10 +107,10 @@ json DashboardServer::ShownExperimentRow(const json& row) {
   return shown;
 }
 
-void DashboardServer::ServeExperiment(const httplib::Request& req, httplib::Response& res) {
+void ExperimentRoutes::ServeExperiment(const httplib::Request& req, httplib::Response& res) {
   proto::GetExperiment get;
   get.experiment = req.matches[1].str();
-  auto summary = Call(get);
+  auto summary = control_.Call(get);
   if (!summary.ok()) return SendError(res, summary.status());
   if (summary->contains("best") && (*summary)["best"].is_object()) {
     (*summary)["best"] = TrialRow((*summary)["best"]);
@@ -128,13 +118,13 @@ void DashboardServer::ServeExperiment(const httplib::Request& req, httplib::Resp
   SendJson(res, *summary);
 }
 
-void DashboardServer::ServeTrials(const httplib::Request& req, httplib::Response& res) {
+void ExperimentRoutes::ServeTrials(const httplib::Request& req, httplib::Response& res) {
   auto query = CheckTrialQuery(experiment_routes::QueryOf(req));
   if (!query.ok()) return SendError(res, query.status());
   const std::string experiment = req.matches[1].str();
   proto::GetExperiment get;
   get.experiment = experiment;
-  auto summary = Call(get);
+  auto summary = control_.Call(get);
   if (!summary.ok()) return SendError(res, summary.status());
   const std::string metric = summary->value("metric", std::string());
   proto::ListTrials list;
@@ -144,7 +134,7 @@ void DashboardServer::ServeTrials(const httplib::Request& req, httplib::Response
   list.sort = query->sort;
   list.offset = query->offset;
   list.limit = query->limit;
-  auto trials = Call(list);
+  auto trials = control_.Call(list);
   if (!trials.ok()) return SendError(res, trials.status());
   const json& counts = summary->value("counts", json::object());
   const int64_t total = query->status.empty() ? summary->value("created", int64_t(0))
@@ -157,11 +147,11 @@ void DashboardServer::ServeTrials(const httplib::Request& req, httplib::Response
   SendJson(res, page);
 }
 
-void DashboardServer::ServeCurve(const httplib::Request& req, httplib::Response& res) {
+void ExperimentRoutes::ServeCurve(const httplib::Request& req, httplib::Response& res) {
   proto::ShowTrial show;
   show.experiment = req.matches[1].str();
   show.trial_id = req.matches[2].str();
-  auto trial = Call(show);
+  auto trial = control_.Call(show);
   if (!trial.ok()) return SendError(res, trial.status());
   auto text = experiment_routes::ReadResultFile(*trial);
   if (!text.ok()) return SendError(res, text.status());

@@ -1,31 +1,5 @@
-// The dashboard's trial page and its JSON routes (docs/dashboard.md "One trial"):
-//
-//   GET /experiments/NAME/trials/ID            the page (trial.html, trial.js)
-//   GET /api/experiments/NAME/trials/ID        {experiment, journal, metric, mode, trial: the
-//                                              trial object (ShowTrial), error_text: the tail of
-//                                              its error.txt (the worker's error and the
-//                                              trainable's stderr at each failure) or null}
-//   GET .../trials/ID/results?offset=&limit=   ResultPage of its result.json (no offset: the
-//                                              last `limit` rows)
-//   GET .../trials/ID/checkpoints              CheckpointRows of the checkpoints it keeps
-//   GET .../trials/ID/checkpoints/CID/export   the checkpoint as a tar archive (the folder the
-//                                              trainable saved), streamed chunk by chunk as the
-//                                              control socket's fetch_checkpoint answers
-//                                              (`tunectl checkpoint export`'s bytes); 404 when
-//                                              the trial or the store no longer keeps it
-//   GET .../trials/ID/logs?stream=stdout|stderr&tail_bytes=N
-//                                              {trial_id, stream, path, exists, size, offset,
-//                                              text}: the last N bytes (default 64 KiB) of the
-//                                              file the trial-worker appends the trainable's
-//                                              output to, from the first whole line
-//
-// Everything runs on the HTTP threads: the trial object comes from the control socket (a read),
-// the files from the trial's folder on this host (the scheduler writes result.json and
-// error.txt there; the workers append stdout and stderr to the same folder, shared with remote
-// workers as docs/deploy.md describes), the checkpoint's bytes from the checkpoint-store
-// through fetch_checkpoint, which the scheduler's event loop forwards without waiting: it sends
-// the store's answer on as it comes. The dashboard's viewer key may not read the store itself
-// (its checkpoint calls are the workers' and services', docs/security.md).
+#include "services/scheduler/dashboard/routes/trial_routes.hpp"
+
 #include <fmt/format.h>
 #include <httplib.h>
 #include <spdlog/spdlog.h>
@@ -35,8 +9,6 @@
 #include <optional>
 
 #include "proto/control.hpp"
-#include "services/scheduler/dashboard/http.hpp"
-#include "services/scheduler/dashboard/server.hpp"
 #include "services/scheduler/dashboard/views/trial_views.hpp"
 
 namespace tunebus::dashboard {
@@ -124,37 +96,38 @@ using nlohmann::json;
 
 using trial_routes::TrialDir;
 
-void DashboardServer::AddTrialRoutes() {
-  AddPage(R"(/experiments/([^/]+)/trials/([^/]+))", "trial.html");
-  Add({Method::kGet, R"(/api/experiments/([^/]+)/trials/([^/]+))", &DashboardServer::ServeTrial});
-  Add({Method::kGet, R"(/api/experiments/([^/]+)/trials/([^/]+)/results)",
-       &DashboardServer::ServeResults});
-  Add({Method::kGet, R"(/api/experiments/([^/]+)/trials/([^/]+)/checkpoints)",
-       &DashboardServer::ServeCheckpoints});
-  Add({Method::kGet, R"(/api/experiments/([^/]+)/trials/([^/]+)/logs)",
-       &DashboardServer::ServeLogs});
-  Add({Method::kGet, R"(/api/experiments/([^/]+)/trials/([^/]+)/checkpoints/([^/]+)/export)",
-       &DashboardServer::ServeCheckpointExport});
+void TrialRoutes::AddTo(Router& router) {
+  router.Page(R"(/experiments/([^/]+)/trials/([^/]+))", "trial.html");
+  router.Get(R"(/api/experiments/([^/]+)/trials/([^/]+))",
+             Router::Bind(this, &TrialRoutes::ServeTrial));
+  router.Get(R"(/api/experiments/([^/]+)/trials/([^/]+)/results)",
+             Router::Bind(this, &TrialRoutes::ServeResults));
+  router.Get(R"(/api/experiments/([^/]+)/trials/([^/]+)/checkpoints)",
+             Router::Bind(this, &TrialRoutes::ServeCheckpoints));
+  router.Get(R"(/api/experiments/([^/]+)/trials/([^/]+)/logs)",
+             Router::Bind(this, &TrialRoutes::ServeLogs));
+  router.Get(R"(/api/experiments/([^/]+)/trials/([^/]+)/checkpoints/([^/]+)/export)",
+             Router::Bind(this, &TrialRoutes::ServeCheckpointExport));
 }
 
-Result<json> DashboardServer::TrialOf(const httplib::Request& req) {
+Result<json> TrialRoutes::TrialOf(const httplib::Request& req) {
   proto::ShowTrial show;
   show.experiment = req.matches[1].str();
   show.trial_id = req.matches[2].str();
-  return Call(show);
+  return control_.Call(show);
 }
 
-Result<std::pair<json, json>> DashboardServer::TrialAndSummaryOf(const httplib::Request& req) {
+Result<std::pair<json, json>> TrialRoutes::TrialAndSummaryOf(const httplib::Request& req) {
   auto trial = TrialOf(req);
   if (!trial.ok()) return trial.status();
   proto::GetExperiment get;
   get.experiment = req.matches[1].str();
-  auto summary = Call(get);
+  auto summary = control_.Call(get);
   if (!summary.ok()) return summary.status();
   return std::make_pair(std::move(*trial), std::move(*summary));
 }
 
-void DashboardServer::ServeTrial(const httplib::Request& req, httplib::Response& res) {
+void TrialRoutes::ServeTrial(const httplib::Request& req, httplib::Response& res) {
   auto shown = TrialAndSummaryOf(req);
   if (!shown.ok()) return SendError(res, shown.status());
   auto& [trial, summary] = *shown;
@@ -172,7 +145,7 @@ void DashboardServer::ServeTrial(const httplib::Request& req, httplib::Response&
   SendJson(res, body);
 }
 
-void DashboardServer::ServeResults(const httplib::Request& req, httplib::Response& res) {
+void TrialRoutes::ServeResults(const httplib::Request& req, httplib::Response& res) {
   using trial_routes::kResultFileReadBytes;
   ResultsQuery q;
   if (req.has_param("offset")) q.offset = IntParam(req, "offset", 0);
@@ -190,7 +163,7 @@ void DashboardServer::ServeResults(const httplib::Request& req, httplib::Respons
   SendJson(res, page);
 }
 
-void DashboardServer::ServeCheckpoints(const httplib::Request& req, httplib::Response& res) {
+void TrialRoutes::ServeCheckpoints(const httplib::Request& req, httplib::Response& res) {
   auto trial = TrialOf(req);
   if (!trial.ok()) return SendError(res, trial.status());
   auto file = trial_routes::ReadRange(TrialDir(*trial) + "/result.json", 0,
@@ -200,7 +173,7 @@ void DashboardServer::ServeCheckpoints(const httplib::Request& req, httplib::Res
   SendJson(res, body);
 }
 
-void DashboardServer::ServeLogs(const httplib::Request& req, httplib::Response& res) {
+void TrialRoutes::ServeLogs(const httplib::Request& req, httplib::Response& res) {
   auto name = LogFileName(req.get_param_value("stream"));
   if (!name.ok()) return SendError(res, name.status());
   auto tail_bytes = CheckTailBytes(IntParam(req, "tail_bytes", kDefaultTailBytes));
@@ -224,17 +197,17 @@ void DashboardServer::ServeLogs(const httplib::Request& req, httplib::Response& 
   SendJson(res, body);
 }
 
-void DashboardServer::ServeCheckpointExport(const httplib::Request& req, httplib::Response& res) {
+void TrialRoutes::ServeCheckpointExport(const httplib::Request& req, httplib::Response& res) {
   proto::FetchCheckpoint fetch;
   fetch.experiment = req.matches[1].str();
   fetch.trial_id = req.matches[2].str();
   fetch.checkpoint_id = req.matches[3].str();
-  auto client = TakeClient();
+  auto client = control_.Take();
   if (!client.ok()) return SendError(res, client.status());
   auto first = client->CallFor<proto::CheckpointChunk>(fetch);
   if (!first.ok()) {
     const Status& why = first.status();
-    if (why.code() != StatusCode::kUnavailable) ReturnClient(std::move(*client));
+    if (why.code() != StatusCode::kUnavailable) control_.Return(std::move(*client));
     // A trial without a stored checkpoint has no such checkpoint either.
     return SendError(
         res, why.code() == StatusCode::kFailedPrecondition ? Status::NotFound(why.message()) : why);
@@ -252,7 +225,7 @@ void DashboardServer::ServeCheckpointExport(const httplib::Request& req, httplib
   res.set_chunked_content_provider(
       "application/x-tar", [d](size_t, httplib::DataSink& sink) { return d->SendNext(sink); },
       [this, d](bool) {
-        if (d->answered) ReturnClient(std::move(*d->client));
+        if (d->answered) control_.Return(std::move(*d->client));
       });
 }
 
