@@ -42,12 +42,14 @@ Suggestion SampleFromResolver::Suggest(const std::string& trial_id) {
     }
     state_before_out_ = variants_->SaveState();
     out_ = variants_->Next();
+    variant_out_ = true;
     state_ = State::kAsking;
     ask_(trial_id, out_.config, paths_, [this](DriverSamples s) { OnSamples(std::move(s)); });
   }
   switch (state_) {
     case State::kAnswered:
       state_ = State::kIdle;
+      variant_out_ = false;
       return Suggestion::Config(std::move(out_.config), std::move(out_.tag));
     case State::kFailed:
       return Suggestion::Finished();
@@ -77,8 +79,7 @@ void SampleFromResolver::OnSamples(DriverSamples samples) {
 }
 
 int64_t SampleFromResolver::suggested() const {
-  const bool out = state_ == State::kAsking || state_ == State::kAnswered;
-  return variants_->suggested() - (out ? 1 : 0);
+  return variants_->suggested() - (variant_out_ ? 1 : 0);
 }
 
 json SampleFromResolver::Describe() const {
@@ -90,13 +91,13 @@ json SampleFromResolver::Describe() const {
 }
 
 json SampleFromResolver::SaveState() const {
-  const bool out = state_ == State::kAsking || state_ == State::kAnswered;
-  return out ? state_before_out_ : variants_->SaveState();
+  return variant_out_ ? state_before_out_ : variants_->SaveState();
 }
 
 Status SampleFromResolver::RestoreState(const json& state) {
   if (Status s = variants_->RestoreState(state); !s.ok()) return s;
   state_ = State::kIdle;
+  variant_out_ = false;
   out_ = {};
   return Status::Ok();
 }

@@ -58,7 +58,7 @@ class SampleFromResolver final : public Searcher {
   Suggestion Suggest(const std::string& trial_id) override;
   int64_t MaxPendingSuggestions() const override { return variants_->MaxPendingSuggestions(); }
   int64_t Total() const override { return variants_->Total(); }
-  /// Variants returned by Suggest (the one out not counted).
+  /// Variants returned by Suggest (one drawn and not returned not counted).
   int64_t suggested() const override;
   /// The generator's Describe plus "sample_from": the state's name, and "error" after kFailed.
   nlohmann::json Describe() const override;
@@ -76,7 +76,10 @@ class SampleFromResolver final : public Searcher {
   AskDriver ask_;
   std::vector<DriverLink::KeyPath> paths_;  // the sample_from keys, param-space order
   State state_ = State::kIdle;
-  Variant out_;                      // kAsking, kAnswered: the variant asked about
+  // A variant was drawn and not suggested: kAsking, kAnswered, and kFailed after the driver's
+  // error.
+  bool variant_out_ = false;
+  Variant out_;                      // while variant_out_: the variant asked about
   nlohmann::json state_before_out_;  // the generator's state before out_ was drawn
   std::string error_;                // kFailed: why
 };

@@ -160,8 +160,9 @@ Result<SearchSpace> SearchSpace::Create(const json& param_space, const std::stri
     }
     if (sampler == "sample_from" && searcher != "external") {
       return Status::InvalidArgument(fmt::format(
-          "param_space.{}: sample_from needs the Python driver, which serves search itself "
-          "(search: {{type: external}}); search: {} cannot sample it",
+          "param_space.{}: sample_from is computed by the Python driver, for search: random "
+          "(the scheduler asks the driver) or search: {{type: external}}; search: {} cannot "
+          "sample it",
           Dotted(keys), searcher));
     }
     SearchDim dim;

@@ -185,8 +185,9 @@ TEST(ExternalOptionsTest, SampleFromNeedsTheExternalSearcher) {
   setup.metric = "loss";
   setup.mode = "min";
   EXPECT_EQ(MakeSearcher("tpe", json::object(), setup).status().message(),
-            "param_space.x: sample_from needs the Python driver, which serves search itself "
-            "(search: {type: external}); search: tpe cannot sample it");
+            "param_space.x: sample_from is computed by the Python driver, for search: random "
+            "(the scheduler asks the driver) or search: {type: external}; search: tpe cannot "
+            "sample it");
 }
 
 TEST_F(ExternalSearcherTest, HelloDescribesTheSpaceAndSuggestNeverWaits) {

@@ -175,15 +175,26 @@ scheduler:
                 "values with every result)");
 }
 
-TEST(ExperimentSpecTest, SampleFromNeedsTheExternalSearch) {
-  // {sample_from: driver}: the Python driver fills it while serving search: external itself.
+TEST(ExperimentSpecTest, SampleFromNeedsTheDriver) {
+  // {sample_from: driver}: the Python driver computes it, asked by the scheduler under search:
+  // random (its driver section) or serving search: external itself.
   const std::string space =
       "param_space:\n  lr: {uniform: [0.1, 1]}\n  model:\n"
       "    act: {sample_from: driver}\n";
   ExpectInvalid(std::string(kMinimal) + space,
-                "exp.yaml:6: param_space.model.act: sample_from needs the Python driver, which "
-                "serves search itself (search: {type: external}); search: random cannot sample "
-                "it");
+                "exp.yaml:6: param_space.model.act: sample_from needs the Python driver that "
+                "computes it: a 'driver' section with its endpoint (the tunebus package's Tuner "
+                "writes it)");
+  Result<ExperimentSpec> random = Parse(std::string(kMinimal) + space +
+                                        "driver: {endpoint: 'tcp://h:5700', on_result: false}\n");
+  ASSERT_TRUE(random.ok()) << random.status().ToString();
+  EXPECT_EQ(random->search, "random");
+  EXPECT_FALSE(random->driver->on_result);
+  ExpectInvalid(std::string(kMinimal) + space +
+                    "metric: loss\nmode: min\nsearch: tpe\ndriver: {endpoint: 'tcp://h:5700'}\n",
+                "exp.yaml:6: param_space.model.act: sample_from is computed by the Python driver, "
+                "for search: random (the scheduler asks the driver) or search: {type: external}; "
+                "search: tpe cannot sample it");
   Result<ExperimentSpec> spec =
       Parse(std::string(kMinimal) + space +
             "metric: loss\nmode: min\nsearch: {type: external, endpoint: 'tcp://h:5600'}\n");
