@@ -265,6 +265,13 @@ def test_sample_from_with_a_search_alg_is_refused():
             tune.TuneConfig(metric="acc", mode="max", search_alg=TPESearch()),
         )
     assert e.value.code == "invalid_argument" and "search_alg TPESearch" in e.value.message
+    # Ray's BasicVariantGenerator is the variant generator that asks the driver: it is taken.
+    exp, needs = build_experiment(
+        fn,
+        {"x": tune.sample_from(lambda spec: 1)},
+        tune.TuneConfig(search_alg=BasicVariantGenerator(random_state=5)),
+    )
+    assert exp["search"]["type"] == "random" and exp["seed"] == 5 and needs.sample_from
 
 
 def test_driver_sample_calls_each_function_in_order_with_the_config_so_far():

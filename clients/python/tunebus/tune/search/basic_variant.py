@@ -7,8 +7,8 @@ from tunebus.tune.search._builtin import BuiltinSearcher
 class BasicVariantGenerator(BuiltinSearcher):
     """Ray's BasicVariantGenerator (`search: random`). `random_state` (an int) becomes the
     experiment's `seed`; `constant_grid_search=True` is not supported (TypeError). A param space
-    holding `tune.sample_from` is searched by the same variant generator when no `search_alg` is
-    given: the scheduler asks the driver for each sample_from value (tunebus._driver)."""
+    holding `tune.sample_from` is searched by it (given or the default): the scheduler asks the
+    driver for each sample_from value (tunebus._driver)."""
 
     type = "random"
 
