@@ -69,13 +69,9 @@ class DriverNeeds:
         self.stopper = stopper
         self.mutations = mutations or {}
         self.param_space = param_space
-        self.search = (
-            None  # the searcher the driver serves: tunebus._search_driver.DriverSearch
-        )
+        self.search = None  # the searcher the driver serves: tunebus._search_driver.DriverSearch
         self.callbacks = callbacks
-        self.endpoints = (
-            {}
-        )  # a resumed experiment's journaled {"driver", "search"} endpoints
+        self.endpoints = {}  # a resumed experiment's journaled {"driver", "search"} endpoints
 
     @property
     def sample_from(self):
@@ -86,11 +82,7 @@ class DriverNeeds:
     def on_result(self):
         """True when the driver must see every result (`driver.on_result`): a stopper, PBT
         function mutations or callbacks."""
-        return (
-            self.stopper is not None
-            or bool(self.mutations)
-            or self.callbacks is not None
-        )
+        return self.stopper is not None or bool(self.mutations) or self.callbacks is not None
 
     @property
     def link(self):
@@ -137,11 +129,7 @@ class DriverNeeds:
         if (exp.get("driver") or {}).get("endpoint"):
             needs.endpoints["driver"] = exp["driver"]["endpoint"]
         search = exp.get("search") or {}
-        if (
-            needs.search is not None
-            and search.get("type") == "external"
-            and search.get("endpoint")
-        ):
+        if needs.search is not None and search.get("type") == "external" and search.get("endpoint"):
             needs.endpoints["search"] = search["endpoint"]
         return needs
 
@@ -153,9 +141,7 @@ def default_name(trainable):
 
 
 def default_storage_path():
-    return os.environ.get("TUNEBUS_STORAGE_PATH") or os.path.expanduser(
-        "~/tunebus_results"
-    )
+    return os.environ.get("TUNEBUS_STORAGE_PATH") or os.path.expanduser("~/tunebus_results")
 
 
 def python_command():
@@ -168,15 +154,12 @@ def _inherit(holder, metric, mode, what):
         raise ValueError(
             "You passed a `metric` or `mode` argument to `tune.TuneConfig()`, but the %s you are "
             "using was already instantiated with their own `metric` and `mode` parameters. Either "
-            "remove the arguments from tune.TuneConfig() or from your %s."
-            % (what, what)
+            "remove the arguments from tune.TuneConfig() or from your %s." % (what, what)
         )
     return holder
 
 
-def build_experiment(
-    trainable, param_space=None, tune_config=None, run_config=None, name=None
-):
+def build_experiment(trainable, param_space=None, tune_config=None, run_config=None, name=None):
     """The experiment file's map for a Tuner, and its DriverNeeds. Raises TuneError
     invalid_argument for what the file cannot say (naming the field), ValueError for Ray's own
     argument errors (metric/mode given twice)."""
@@ -185,9 +168,7 @@ def build_experiment(
     rc = run_config or RunConfig()
     name = name or rc.name or default_name(spec)
     if not re.fullmatch(r"[A-Za-z0-9_.-]+", name):
-        raise TuneError(
-            "invalid_argument", "RunConfig.name %r: use [A-Za-z0-9_.-]+" % name
-        )
+        raise TuneError("invalid_argument", "RunConfig.name %r: use [A-Za-z0-9_.-]+" % name)
     if tc.mode is not None and tc.mode not in ("min", "max"):
         raise ValueError("TuneConfig.mode must be 'min' or 'max', got %r" % (tc.mode,))
     try:
@@ -203,18 +184,14 @@ def build_experiment(
         "param_space": space,
         "num_samples": tc.num_samples,
         "results_dir": os.path.abspath(
-            os.path.expanduser(
-                rc.storage_path or rc.local_dir or default_storage_path()
-            )
+            os.path.expanduser(rc.storage_path or rc.local_dir or default_storage_path())
         ),
     }
     if tc.metric is not None:
         exp["metric"] = tc.metric
     if tc.mode is not None:
         exp["mode"] = tc.mode
-    needs = DriverNeeds(
-        param_space=param_space if _space.has_function(param_space or {}) else None
-    )
+    needs = DriverNeeds(param_space=param_space if _space.has_function(param_space or {}) else None)
     stop = {}
     if isinstance(rc.stop, dict):
         stop.update(rc.stop)
@@ -222,8 +199,7 @@ def build_experiment(
         if not (callable(rc.stop) or isinstance(rc.stop, Stopper)):
             raise TuneError(
                 "invalid_argument",
-                "RunConfig.stop: a dict, a callable or a "
-                "tune.Stopper, got %r" % (rc.stop,),
+                "RunConfig.stop: a dict, a callable or a " "tune.Stopper, got %r" % (rc.stop,),
             )
         needs.stopper = rc.stop
     if tc.time_budget_s:
@@ -263,9 +239,7 @@ def build_experiment(
                 "(BasicVariantGenerator, the default); it cannot be combined with search_alg %s"
                 % type(tc.search_alg).__name__,
             )
-        from tunebus import (
-            _search_driver,
-        )  # imports tunebus.tune.search: not at module load
+        from tunebus import _search_driver  # imports tunebus.tune.search: not at module load
 
         if _search_driver.runs_in_driver(tc.search_alg):
             # Ray runs it in the driver: so does tunebus, over §7a (tunebus._search_driver).
@@ -274,11 +248,7 @@ def build_experiment(
                 param_space,
                 tc.metric,
                 tc.mode,
-                {
-                    "stop": rc.stop,
-                    "num_samples": tc.num_samples,
-                    "time_budget_s": tc.time_budget_s,
-                },
+                {"stop": rc.stop, "num_samples": tc.num_samples, "time_budget_s": tc.time_budget_s},
             )
             exp = needs.search.apply(exp)
         else:
@@ -389,8 +359,7 @@ class Tuner:
         state_file = os.path.join(path, STATE_FILE)
         if not os.path.exists(state_file):
             raise TuneError(
-                "not_found",
-                "%s has no %s: not a results folder of a Tuner" % (path, STATE_FILE),
+                "not_found", "%s has no %s: not a results folder of a Tuner" % (path, STATE_FILE)
             )
         with open(state_file) as f:
             state = json.load(f)
@@ -402,8 +371,7 @@ class Tuner:
     def get_results(self):
         """The ResultGrid of the last `fit()`, or of a restored Tuner's results folder as it is
         (Ray's `Tuner.restore(path, fn).get_results()`: statuses and checkpoints come from the
-        suite holding its journal, the embedded one on its storage path started if needed).
-        """
+        suite holding its journal, the embedded one on its storage path started if needed)."""
         if self._results is not None:
             return self._results
         restored = getattr(self, "_restored", None)
@@ -428,18 +396,12 @@ class Tuner:
             exp = restored["experiment"]
             needs = DriverNeeds.restored(self._results_dir, exp)
             if _space.has_function(self._param_space or {}):
-                needs.param_space = (
-                    self._param_space
-                )  # Ray's Tuner.restore(param_space=...)
+                needs.param_space = self._param_space  # Ray's Tuner.restore(param_space=...)
             rc, tc = self._run_config, self._tune_config
             exp["trainable"]["command"][0] = python_command()
         else:
             exp, needs = build_experiment(
-                self._trainable,
-                self._param_space,
-                self._tune_config,
-                self._run_config,
-                self._name,
+                self._trainable, self._param_space, self._tune_config, self._run_config, self._name
             )
             rc, tc = self._run_config, self._tune_config
         self._name = exp["name"]
@@ -462,10 +424,7 @@ class Tuner:
                 if not restored:  # a resumed experiment keeps its journaled endpoints
                     exp = link.amend(exp)
             path = stage(
-                exp,
-                self._trainable,
-                exp["results_dir"],
-                getattr(self, "_restore_from", None),
+                exp, self._trainable, exp["results_dir"], getattr(self, "_restore_from", None)
             )
             if getattr(self, "_rerun_errored", ""):  # tune.run(resume="ERRORED_ONLY")
                 client.resume(exp["name"], rerun_errored=self._rerun_errored)
@@ -476,21 +435,15 @@ class Tuner:
         finally:
             for link in links:
                 link.close()
-            if (
-                path is not None
-            ):  # shipped at submission: the store holds its archive now
+            if path is not None:  # shipped at submission: the store holds its archive now
                 shutil.rmtree(os.path.dirname(path), ignore_errors=True)
         summary = client.get_experiment(exp["name"])
-        results_dir = summary.get("results_dir") or os.path.join(
-            exp["results_dir"], exp["name"]
-        )
+        results_dir = summary.get("results_dir") or os.path.join(exp["results_dir"], exp["name"])
         self._results_dir = results_dir
         if os.path.isdir(results_dir):
             with open(os.path.join(results_dir, STATE_FILE), "w") as f:
                 json.dump(
-                    {"name": exp["name"], "endpoint": endpoint, "experiment": exp},
-                    f,
-                    indent=2,
+                    {"name": exp["name"], "endpoint": endpoint, "experiment": exp}, f, indent=2
                 )
             needs.save(results_dir)
         if final is None or final.get("status") == "INTERRUPTED":
@@ -515,11 +468,7 @@ class Tuner:
                 raise link.error  # a sample_from function's, as Ray's variant generator's
         self._trial_views, self._exporter = trials, exporter
         self._results = ResultGrid.from_folder(
-            results_dir,
-            exp.get("metric", tc.metric),
-            exp.get("mode", tc.mode),
-            trials,
-            exporter,
+            results_dir, exp.get("metric", tc.metric), exp.get("mode", tc.mode), trials, exporter
         )
         return self._results
 
@@ -532,9 +481,7 @@ class Tuner:
         verbose >= 2 also prints one line per result (ResultPrinter)."""
         from tunebus import _submission
 
-        printer = (
-            ResultPrinter(_suite.events_endpoint(endpoint)) if verbose >= 2 else None
-        )
+        printer = ResultPrinter(_suite.events_endpoint(endpoint)) if verbose >= 2 else None
         try:
             followed = _submission.submit(client, path, exp, resume, verbose)
             return _submission.follow(client, followed, verbose)
@@ -556,23 +503,18 @@ def _callbacks_for(rc, tc, exp, trainable_name):
     if rc.progress_reporter is not None:
         scheduler = (exp.get("scheduler") or {}).get("type", "fifo")
         sys_info = [
-            "Using %s scheduling algorithm."
-            % _SCHEDULER_NAMES.get(scheduler, scheduler),
+            "Using %s scheduling algorithm." % _SCHEDULER_NAMES.get(scheduler, scheduler),
             "Result logdir: %s" % os.path.join(exp["results_dir"], exp["name"]),
         ]
         reporters.append(
-            ReporterCallback(
-                rc.progress_reporter, exp.get("metric"), exp.get("mode"), sys_info
-            )
+            ReporterCallback(rc.progress_reporter, exp.get("metric"), exp.get("mode"), sys_info)
         )
     dispatcher = CallbackDispatcher(callbacks, reporters, trainable_name=trainable_name)
     total = exp.get("num_samples", 1)
     dispatcher.setup(
         stop=rc.stop,
         num_samples=tc.num_samples,
-        total_num_samples=total * _grid_size(exp.get("param_space"))
-        if total >= 0
-        else -1,
+        total_num_samples=total * _grid_size(exp.get("param_space")) if total >= 0 else -1,
     )
     return dispatcher
 
@@ -606,9 +548,7 @@ class ResultPrinter:
         self._stopping = False
         self._thread = None
         if events_endpoint:
-            self._thread = threading.Thread(
-                target=self._run, args=(events_endpoint,), daemon=True
-            )
+            self._thread = threading.Thread(target=self._run, args=(events_endpoint,), daemon=True)
             self._thread.start()
 
     def _run(self, events_endpoint):
