@@ -58,6 +58,7 @@ void AddControlCommands(CLI::App& app, GlobalFlags& g, Commands& commands);
 void AddDashboardTokenCommand(CLI::App& app, Commands& commands);  // dashboard-token
 void AddCheckpointCommands(CLI::App& app, GlobalFlags& g,          // checkpoint export
                            Commands& commands);
+void AddWhatIfCommand(CLI::App& app, Commands& commands);  // whatif (whatif_command.cpp)
 
 /// `-e NAME` of a read command, which answers for a finished experiment too (read from its
 /// journal): default the only running experiment, else the newest (main.cpp).

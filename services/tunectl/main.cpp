@@ -89,6 +89,7 @@ int main(int argc, char** argv) {
   AddControlCommands(app, g, commands);
   AddDashboardTokenCommand(app, commands);
   AddCheckpointCommands(app, g, commands);
+  AddWhatIfCommand(app, commands);
 
   try {
     app.parse(argc, argv);
