@@ -188,6 +188,17 @@ TEST(WhatIfTest, TrialsTheActualRunStoppedEarlyAreUnknownBeyondNeverInvented) {
   EXPECT_EQ(asha->ToJson().at("trials_unknown_beyond"), 2);
 }
 
+TEST(WhatIfTest, ReplayingTheActualSchedulerReproducesItsRun) {
+  // The ASHA record replayed through the same ASHA (grace_period 1, reduction_factor 3): B and D
+  // stop at rung 1, C at rung 3, exactly where their records end; nothing is saved or unknown.
+  Result<WhatIfReport> r = ReplayExperiment(AshaRecord(), "asha", kAsha);
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  EXPECT_EQ(r->replay.training_iterations, r->actual.training_iterations);
+  EXPECT_DOUBLE_EQ(r->replay.trial_seconds, r->actual.trial_seconds);
+  EXPECT_EQ(r->trials_stopped + r->trials_unknown_beyond + r->trials_left_paused, 0);
+  EXPECT_DOUBLE_EQ(*r->regret, 0);
+}
+
 TEST(WhatIfTest, AnErroredTrialErrorsAgainWhereItsRecordEnds) {
   // D errored after iteration 4 (FIFO record); FIFO replays it to 4 and it errors there again:
   // as recorded, not unknown.
