@@ -1,11 +1,15 @@
 """Ray Tune 2.x's `ExperimentAnalysis` (ray/tune/analysis/experiment_analysis.py): what
 `tune.run` returns, and `tune.ExperimentAnalysis(path)` over a finished results folder.
 
-It reads the results folder (docs/results.md): each trial's `params.json`, `result.json` and
-`progress.csv`, and the trial objects, from the scheduler (`tune.run` passes `list_trials`) or
-from the folder's `experiment_state.json`. Stored checkpoints are exported lazily on first use
-(tunebus._checkpoint) from the suite that ran the experiment: for a folder read on its own, the
-suite its `tunebus_tuner.json` names (the embedded one on its storage path, started then).
+Its trials and their histories are a ResultGrid's (tunebus._results): the trial objects
+(`list_trials`) and each trial's results (`list_results`) from the suite that ran the experiment,
+through its control socket. `tune.run` passes them; for a folder given by its path, the suite is
+the one its `tunebus_tuner.json` names (the embedded one on its storage path, started then) and
+the experiment the journal its `experiment_state.json` names. When that suite does not know the
+experiment (another store, or no suite can be reached or started) or the folder names none (a
+`tunectl run` folder), the folder's own files are read (`experiment_state.json`, each trial's
+`params.json`, `result.json`, `error.txt`). Stored checkpoints are exported lazily on first use
+(tunebus._checkpoint) from that suite.
 
 Keys follow Ray 2.7+: `results`, `trial_dataframes` and `get_all_configs()` are keyed by trial
 id (Ray 2.0-2.6 keyed the last two by the trial's logdir).
@@ -16,7 +20,7 @@ import math
 import os
 
 from tunebus._errors import TuneError
-from tunebus._results import ResultGrid, _flatten
+from tunebus._results import ResultGrid, _flatten, control_exporter, control_history
 from tunebus._trial import Trial
 
 _NO_METRIC = (
@@ -37,39 +41,54 @@ def _read_state(path):
             raise TuneError("corruption", "%s: not JSON: %s" % (file, e)) from None
 
 
+def _folder_suite(path, journal):
+    """(control endpoint, experiment) of the suite that ran the experiment of the folder `path`,
+    from its `tunebus_tuner.json` (`journal`: its journal name, from experiment_state.json, else
+    the experiment's name); None when the folder names no suite. Finding the endpoint may start
+    the embedded suite on the folder's storage path (tunebus._suite.endpoint). Errors:
+    TuneError from starting it."""
+    from tunebus import _suite
+    from tunebus._tuner import STATE_FILE
+
+    state_file = os.path.join(path, STATE_FILE)
+    if not os.path.exists(state_file):
+        return None
+    with open(state_file) as f:
+        experiment = json.load(f)["experiment"]
+    endpoint, _ = _suite.endpoint(experiment["results_dir"])
+    return endpoint, journal or experiment["name"]
+
+
 def folder_exporter(path, journal):
     """An exporter (trial_id, checkpoint_id, target) for the folder `path` read on its own: on
     first use it finds the suite through the folder's `tunebus_tuner.json` (TuneError
     `unavailable` when it has none)."""
 
     def export(trial_id, checkpoint_id, target):
-        from tunebus import _suite
-        from tunebus._results import control_exporter
-        from tunebus._tuner import STATE_FILE
-
-        state_file = os.path.join(path, STATE_FILE)
-        if not os.path.exists(state_file):
+        suite = _folder_suite(path, journal)
+        if suite is None:
             raise TuneError(
                 "unavailable",
-                "%s has no %s: the suite holding checkpoint %s is not "
-                "known" % (path, STATE_FILE, checkpoint_id),
+                "%s names no suite (no tunebus_tuner.json): the suite holding checkpoint %s is "
+                "not known" % (path, checkpoint_id),
             )
-        with open(state_file) as f:
-            experiment = json.load(f)["experiment"]
-        endpoint, _ = _suite.endpoint(experiment["results_dir"])
-        control_exporter(endpoint, journal or experiment["name"])(trial_id, checkpoint_id, target)
+        control_exporter(*suite)(trial_id, checkpoint_id, target)
 
     return export
 
 
 class ExperimentAnalysis:
-    """Ray's ExperimentAnalysis over the results folder `experiment_checkpoint_path`.
+    """Ray's ExperimentAnalysis over the experiment whose results folder is
+    `experiment_checkpoint_path`.
 
-    `trials`: the scheduler's trial objects (list_trials); None reads `experiment_state.json`.
+    `trials` and `history`: the scheduler's trial objects (list_trials) and a function
+    trial_id -> that trial's results (tunebus._results.control_history), as `tune.run` passes
+    them (the folder may then be on another host); with `trials` alone the folder's files give
+    the results. Without either, the folder (on this host) is read as the module docstring says.
     `default_metric` / `default_mode` serve `best_*` (ValueError without them, as Ray).
-    `exporter(trial_id, checkpoint_id, target)`: how checkpoints are exported (default:
-    `folder_exporter`). `trainable_name` names the trials (`str(trial)`). Raises TuneError
-    `not_found` for a folder that does not exist.
+    `exporter(trial_id, checkpoint_id, target)`: how checkpoints are exported (default: through
+    the suite that answered, else `folder_exporter`). `trainable_name` names the trials
+    (`str(trial)`). Raises TuneError `not_found` for a folder that does not exist when it is read.
     """
 
     def __init__(
@@ -80,22 +99,34 @@ class ExperimentAnalysis:
         default_mode=None,
         exporter=None,
         trainable_name=None,
+        history=None,
     ):
         path = os.path.abspath(os.path.expanduser(os.fspath(experiment_checkpoint_path)))
-        if not os.path.isdir(path):
-            raise TuneError("not_found", "%s is not a results folder" % path)
         if default_mode is not None and default_mode not in ("min", "max"):
             raise ValueError("`default_mode` has to be None or one of [min, max]")
         self._experiment_path = path
-        state = {} if trials is not None else _read_state(path)
-        views = trials if trials is not None else state.get("trials") or []
-        self._exporter = exporter or folder_exporter(path, state.get("journal"))
         self.default_metric = default_metric
         self.default_mode = default_mode
-        self._grid = ResultGrid.from_folder(
-            path, default_metric, default_mode, views, self._exporter
-        )
-        by_id = {v.get("trial_id"): v for v in views}
+        if trials is None or history is None:
+            if not os.path.isdir(path):
+                raise TuneError("not_found", "%s is not a results folder" % path)
+        journal = None
+        if trials is None:
+            state = _read_state(path)
+            journal = state.get("journal")
+            trials, history, exporter = self._ask_suite(path, journal, exporter)
+            if trials is None:
+                trials = state.get("trials") or []
+        self._exporter = exporter or folder_exporter(path, journal)
+        if history is not None:
+            self._grid = ResultGrid.from_trials(
+                trials, history, default_metric, default_mode, self._exporter, path
+            )
+        else:
+            self._grid = ResultGrid.from_folder(
+                path, default_metric, default_mode, trials, self._exporter
+            )
+        by_id = {v.get("trial_id"): v for v in trials}
         self.trials = []
         for result in self._grid:
             view = dict(by_id.get(result.trial_id) or {"trial_id": result.trial_id})
@@ -108,6 +139,24 @@ class ExperimentAnalysis:
             self.trials.append(Trial(view, self._exporter, trainable_name))
         self._trial_by_id = {t.trial_id: t for t in self.trials}
         self._result_by_id = {r.trial_id: r for r in self._grid}
+
+    @staticmethod
+    def _ask_suite(path, journal, exporter):
+        """(trials, history, exporter) of the folder `path`'s experiment from the suite that ran
+        it; (None, None, exporter) when the folder names none, or the suite does not know the
+        experiment or cannot be reached (not_found, unavailable)."""
+        try:
+            suite = _folder_suite(path, journal)
+            if suite is None:
+                return None, None, exporter
+            from tunebus._control import ControlClient
+
+            trials = ControlClient(suite[0]).list_trials(suite[1])
+        except TuneError as e:
+            if e.code not in ("not_found", "unavailable"):
+                raise
+            return None, None, exporter
+        return trials, control_history(*suite), exporter or control_exporter(*suite)
 
     # ---- what the folder holds ------------------------------------------------------------------
     @property

@@ -11,11 +11,14 @@ The requests the driver makes, each the one `tunectl` makes for the same step
 (services/tunectl): `submit` with its working_dir upload (`tunectl run`), `resume`
 (`run --resume auto`, `tunectl resume`), `get_experiment` / `list_trials` (`status`, `trials`),
 `stop_experiment` (Ctrl-C of `run`, `tunectl stop`), `export_checkpoint`
-(`tunectl checkpoint export`), `request` for the rest (`stop_trial_command`, ...).
+(`tunectl checkpoint export`), `request` for the rest (`stop_trial_command`, ...); and
+`list_results` / `trial_results`, a trial's reported results, which the ResultGrid and
+ExperimentAnalysis read instead of the results folder (a driver on another host has none).
 `EventSubscription` reads the scheduler's event stream (PROTOCOL.md §6) for the callbacks and
 verbose=2's result lines (`tunectl watch`).
 """
 
+import collections
 import io
 import json
 import os
@@ -28,6 +31,7 @@ from tunebus._errors import TuneError
 
 PROTOCOL_VERSION = 1
 CHUNK_BYTES = 4 << 20  # the largest working_dir_put chunk the scheduler takes (4 MiB)
+RESULTS_WINDOW = 16  # list_results requests trial_results_many keeps in flight
 
 
 class ControlClient:
@@ -51,9 +55,8 @@ class ControlClient:
             self._secure = _suite.secured(self.endpoint)
         return self._secure
 
-    def call(self, type_, **fields):
-        """Sends request `type_` with `fields`; returns the decoded reply map (of any type).
-        Errors: TuneError with the server's code and message; `unavailable` on no answer."""
+    def _connect(self):
+        """A DEALER connected to the endpoint (CURVE when secured); the caller closes it."""
         from tunebus import _curve
 
         zmq = self.zmq
@@ -63,23 +66,43 @@ class ControlClient:
             if self._secured():
                 _curve.make_client(sock, self.endpoint)
             sock.connect(self.endpoint)
-            request_id = self._next_id
-            self._next_id += 1
-            msg = {"v": PROTOCOL_VERSION, "type": type_, "id": request_id}
-            msg.update(fields)
-            sock.send(self.msgpack.packb(msg, use_bin_type=True))
-            if not sock.poll(int(self.timeout_s * 1000)):
-                raise TuneError(
-                    "unavailable",
-                    "the scheduler at %s did not answer %s within %g s"
-                    % (self.endpoint, type_, self.timeout_s),
-                )
-            reply = self.msgpack.unpackb(sock.recv(), raw=False)
-        finally:
+        except BaseException:
             sock.close()
+            raise
+        return sock
+
+    def _send(self, sock, type_, fields):
+        """Sends request `type_` with `fields` on `sock`; returns its id."""
+        request_id = self._next_id
+        self._next_id += 1
+        msg = {"v": PROTOCOL_VERSION, "type": type_, "id": request_id}
+        msg.update(fields)
+        sock.send(self.msgpack.packb(msg, use_bin_type=True))
+        return request_id
+
+    def _receive(self, sock, type_):
+        """The next reply map on `sock`. Errors: TuneError `unavailable` when none comes within
+        timeout_s, the server's error as TuneError."""
+        if not sock.poll(int(self.timeout_s * 1000)):
+            raise TuneError(
+                "unavailable",
+                "the scheduler at %s did not answer %s within %g s"
+                % (self.endpoint, type_, self.timeout_s),
+            )
+        reply = self.msgpack.unpackb(sock.recv(), raw=False)
         if reply.get("type") == "error":
             raise TuneError(reply.get("code", "internal"), reply.get("message", ""))
         return reply
+
+    def call(self, type_, **fields):
+        """Sends request `type_` with `fields`; returns the decoded reply map (of any type).
+        Errors: TuneError with the server's code and message; `unavailable` on no answer."""
+        sock = self._connect()
+        try:
+            self._send(sock, type_, fields)
+            return self._receive(sock, type_)
+        finally:
+            sock.close()
 
     def request(self, type_, **fields):
         """A request answered by `control_reply`: returns its body (parsed JSON; None when
@@ -99,6 +122,47 @@ class ControlClient:
     def list_trials(self, experiment="", status=""):
         """The experiment's trial objects (a list), those of `status` when it is given."""
         return self.request("list_trials", status=status, experiment=experiment) or []
+
+    def list_results(self, experiment, trial_id, offset=0, limit=0):
+        """One page of a trial's reported results (PROTOCOL.md §2 list_results): `{experiment
+        (journal name), trial_id, offset, total, next_offset (None on the last page), results:
+        [result dicts, oldest first]}`; `limit` 0 = the scheduler's cap (10,000 rows, about
+        1 MiB). Errors: not_found (experiment, trial), invalid_argument (offset, limit)."""
+        return self.request(
+            "list_results", experiment=experiment, trial_id=trial_id, offset=offset, limit=limit
+        )
+
+    def trial_results(self, experiment, trial_id):
+        """Every result the trial reported, oldest first (each with Ray Tune's auto-filled keys
+        and its `config`, as its result.json holds them): list_results page after page."""
+        return self.trial_results_many(experiment, [trial_id])[trial_id]
+
+    def trial_results_many(self, experiment, trial_ids, window=RESULTS_WINDOW):
+        """{trial_id: every result it reported, oldest first} for each of `trial_ids`, over one
+        socket with up to `window` list_results requests in flight (one per trial at a time, so
+        each trial's pages arrive in order). Errors: the first refusal as TuneError (not_found,
+        ...), `unavailable` when an answer does not come within timeout_s."""
+        rows = {trial_id: [] for trial_id in trial_ids}
+        waiting = collections.deque((trial_id, 0) for trial_id in rows)
+        in_flight = {}  # request id -> trial id
+        sock = self._connect()
+        try:
+            while waiting or in_flight:
+                while waiting and len(in_flight) < window:
+                    trial_id, offset = waiting.popleft()
+                    fields = {"experiment": experiment, "trial_id": trial_id, "offset": offset}
+                    in_flight[self._send(sock, "list_results", dict(fields, limit=0))] = trial_id
+                reply = self._receive(sock, "list_results")
+                trial_id = in_flight.pop(reply.get("id"), None)
+                if trial_id is None:
+                    continue
+                page = json.loads(reply["body_json"])
+                rows[trial_id].extend(page["results"])
+                if page["next_offset"] is not None:
+                    waiting.appendleft((trial_id, page["next_offset"]))
+        finally:
+            sock.close()
+        return rows
 
     def submit(self, spec_yaml, base_dir, source_name, archive=None):
         """Submits an experiment file's text (`base_dir`: the folder its relative paths resolve

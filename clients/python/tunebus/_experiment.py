@@ -4,7 +4,7 @@ import json
 
 from tunebus import _suite
 from tunebus._control import ControlClient
-from tunebus._results import ResultGrid, control_exporter
+from tunebus._results import ResultGrid
 
 
 class Experiment:
@@ -61,14 +61,14 @@ class Experiment:
         return self._request("add_trial_command", config_json=json.dumps(config))
 
     def results(self):
-        """A ResultGrid of the experiment's results folder, with its checkpoints."""
+        """A ResultGrid of the experiment's trials (list_trials), their histories (list_results)
+        and checkpoints (fetch_checkpoint), all through the control socket."""
         summary = self.status()
-        trials = self.trials()
-        exporter = control_exporter(self.endpoint, summary.get("journal") or summary.get("name"))
-        return ResultGrid.from_folder(
-            summary["results_dir"],
+        return ResultGrid.from_suite(
+            self.endpoint,
+            summary.get("journal") or summary.get("name"),
+            self.trials(),
             summary.get("metric") or None,
             summary.get("mode") or None,
-            trials,
-            exporter,
+            summary["results_dir"],
         )

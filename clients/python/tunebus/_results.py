@@ -1,10 +1,18 @@
-"""Ray Tune 2.x's `Result` and `ResultGrid`, read from an experiment's results folder.
+"""Ray Tune 2.x's `Result` and `ResultGrid`: one experiment's trials as its suite reports them.
 
-The folder's layout is docs/results.md's: `<experiment>/<trial>/params.json`, `result.json` (one
-JSON object per result), `progress.csv`, `error.txt`. Checkpoints are in the checkpoint-store:
-with a control endpoint (`endpoint`), the trial objects of `list_trials` name them and
-`Result.checkpoint` / `best_checkpoints` are lazily exported `Checkpoint`s (tunebus._checkpoint);
-without one (a folder read on its own) they are None / [].
+A trial's outcome comes from the scheduler's control socket (tunebus._control.ControlClient): its
+trial object (`list_trials`: config, status, error, checkpoints, the path of its folder on the
+scheduler's host) and its history, every result it reported (`list_results`, asked when the grid
+is made, as Ray reads its folder then: the rows of its result.json, each with Ray's auto-filled
+keys and `config`). No file of the results folder is opened, so a driver on another host than
+the scheduler reads them the same.
+Stored checkpoints are exported from the checkpoint-store to this host on first use
+(`Result.checkpoint`, tunebus._checkpoint).
+
+`ResultGrid.from_folder` reads a results folder on its own instead (docs/results.md's layout:
+`<trial>/params.json`, `result.json` (one JSON object per result), `error.txt`), for a folder
+whose suite does not report it (tunebus._analysis); its checkpoints are exported only with an
+`exporter`.
 """
 
 import json
@@ -33,10 +41,11 @@ def _read_json_lines(path):
 
 class Result:
     """One trial's outcome (Ray's `ray.train.Result`): `config` (dict), `metrics` (the last
-    result, `{}` if it never reported), `metrics_dataframe` (progress.csv via pandas),
-    `checkpoint` (the newest, or None), `best_checkpoints` ([(Checkpoint, metrics)]), `path`
-    (the trial folder), `error` (a TuneError with error.txt's text, or None), `trial_id`,
-    `status`."""
+    result, `{}` if it never reported), `metrics_dataframe` (every result, one row each, flattened
+    as progress.csv is), `checkpoint` (the newest, or None), `best_checkpoints` ([(Checkpoint,
+    metrics at its iteration)]), `path` (the trial's folder, on the scheduler's host), `error` (a
+    TuneError with the trial's error, or None), `trial_id`, `status`. `rows`: the trial's
+    results, oldest first."""
 
     def __init__(self, path, config, rows, error=None, trial=None, exporter=None):
         self.path = path
@@ -66,12 +75,14 @@ class Result:
 
     @property
     def metrics_dataframe(self):
+        """The trial's results as progress.csv holds them: one row per result, flattened with
+        "/" (`config/lr`), the columns of its first result (Ray's CSV logger keeps those)."""
         import pandas as pd
 
-        csv = os.path.join(self.path, "progress.csv")
-        if os.path.exists(csv) and os.path.getsize(csv) > 0:
-            return pd.read_csv(csv)
-        return pd.DataFrame()
+        rows = [_flatten(r) for r in self._rows]
+        if not rows:
+            return pd.DataFrame()
+        return pd.DataFrame(rows, columns=list(rows[0]))
 
     def __repr__(self):
         return "Result(metrics=%r, path=%r, error=%r)" % (self.metrics, self.path, self.error)
@@ -91,16 +102,61 @@ class ResultGrid:
     flattened as Ray (`config/lr`). `errors`, `num_errors`, `num_terminated`,
     `experiment_path`."""
 
-    def __init__(self, experiment_path, results, metric=None, mode=None):
+    def __init__(self, experiment_path, results, metric=None, mode=None, history=None):
         self.experiment_path = experiment_path
         self._results = results
         self._metric = metric
         self._mode = mode
+        self._history = history  # the history of from_suite / from_trials, else None
+
+    @classmethod
+    def from_suite(cls, endpoint, experiment, trials, metric=None, mode=None, path=None):
+        """The trials of `experiment` (a journal name, or a name) on the suite whose control
+        endpoint is `endpoint`: `trials` are its trial objects (list_trials); their histories are
+        asked now (list_results), their checkpoints exported on first use (fetch_checkpoint).
+        `path`: the experiment's results folder (on the scheduler's host)."""
+        return cls.from_trials(
+            trials,
+            SuiteHistory(endpoint, experiment),
+            metric,
+            mode,
+            control_exporter(endpoint, experiment),
+            path,
+        )
+
+    @classmethod
+    def from_trials(cls, trials, history, metric=None, mode=None, exporter=None, path=None):
+        """A Result per trial object of `trials` (list_trials' shape, in that order), with the
+        results `history` gives now: a SuiteHistory (every trial's asked at once), or a function
+        trial_id -> that trial's results. `exporter(trial_id, checkpoint_id, target)` exports
+        checkpoints (None: none). Errors: the history's TuneError."""
+        ids = [t["trial_id"] for t in trials]
+        if isinstance(history, SuiteHistory):
+            rows = history.many(ids)
+        else:
+            rows = {trial_id: history(trial_id) for trial_id in ids}
+        entries = []
+        for trial in trials:
+            error = None
+            if trial.get("status") == "ERROR":
+                error = TuneError("internal", trial.get("error") or "the trial failed")
+            entries.append(
+                Result(
+                    trial.get("dir"),
+                    trial.get("config") or {},
+                    rows[trial["trial_id"]],
+                    error,
+                    trial,
+                    exporter,
+                )
+            )
+        return cls(path, entries, metric, mode, history)
 
     @classmethod
     def from_folder(cls, path, metric=None, mode=None, trials=None, exporter=None):
-        """Reads `path` (an experiment's results folder); `trials` are the scheduler's trial
-        objects (list_trials), which give the order, the status and the checkpoints."""
+        """Reads `path` (an experiment's results folder on this host, on its own); `trials` are
+        trial objects (experiment_state.json's), which give the status and the checkpoints.
+        Each Result's history is its result.json, read on first use."""
         by_id = {t["trial_id"]: t for t in (trials or [])}
         folders = sorted(d for d in os.listdir(path) if os.path.isdir(os.path.join(path, d)))
         entries = []
@@ -229,6 +285,38 @@ def _flatten(row, prefix=""):
         elif not isinstance(value, dict):
             out[name] = value
     return out
+
+
+class SuiteHistory:
+    """The results the trials of `experiment` (a journal name, or a name) reported, asked of the
+    suite's control socket at `endpoint` (list_results) and kept: `history(trial_id)` is one
+    trial's, oldest first (each with Ray's auto-filled keys and `config`); `many(trial_ids)` asks
+    for several at once over one socket (ControlClient.trial_results_many). A trial's rows are
+    asked once: a new SuiteHistory sees the rows a running trial reported since. Errors:
+    TuneError with the scheduler's code (not_found, unavailable)."""
+
+    def __init__(self, endpoint, experiment):
+        self.endpoint = endpoint
+        self.experiment = experiment
+        self._rows = {}
+
+    def many(self, trial_ids):
+        """{trial_id: its results} for every id of `trial_ids`."""
+        from tunebus._control import ControlClient
+
+        missing = [t for t in trial_ids if t not in self._rows]
+        if missing:
+            client = ControlClient(self.endpoint)
+            self._rows.update(client.trial_results_many(self.experiment, missing))
+        return {t: self._rows[t] for t in trial_ids}
+
+    def __call__(self, trial_id):
+        return self.many([trial_id])[trial_id]
+
+
+def control_history(endpoint, experiment):
+    """The SuiteHistory of `experiment` on the suite at `endpoint`."""
+    return SuiteHistory(endpoint, experiment)
 
 
 def control_exporter(endpoint, experiment):

@@ -235,6 +235,7 @@ def run(
         default_mode=mode or getattr(search_alg, "mode", None) or getattr(scheduler, "mode", None),
         exporter=tuner._exporter,
         trainable_name=tuner._trainable.__name__,
+        history=tuner._results._history,
     )
     errored = [t for t in analysis.trials if t.status == "ERROR"]
     if errored and raise_on_failed_trial:

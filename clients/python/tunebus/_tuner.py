@@ -36,7 +36,7 @@ from tunebus._configs import CheckpointConfig, FailureConfig, RunConfig, TuneCon
 from tunebus._errors import TuneError
 from tunebus._reporters import AUTO_FILLED
 from tunebus._control import ControlClient, EventSubscription
-from tunebus._results import ResultGrid, control_exporter
+from tunebus._results import ResultGrid, control_exporter, control_history
 from tunebus._trainable import Stopper, unwrap
 
 PACKAGE_DIR = os.path.dirname(os.path.abspath(__file__))
@@ -382,9 +382,13 @@ class Tuner:
         client = ControlClient(endpoint)
         summary = client.get_experiment(exp["name"])
         trials = client.list_trials(exp["name"])
-        exporter = control_exporter(endpoint, summary.get("journal") or exp["name"])
-        self._results = ResultGrid.from_folder(
-            self._results_dir, exp.get("metric"), exp.get("mode"), trials, exporter
+        self._results = ResultGrid.from_suite(
+            endpoint,
+            summary.get("journal") or exp["name"],
+            trials,
+            exp.get("metric"),
+            exp.get("mode"),
+            self._results_dir,
         )
         return self._results
 
@@ -467,8 +471,13 @@ class Tuner:
             if link.error is not None:
                 raise link.error  # a sample_from function's, as Ray's variant generator's
         self._trial_views, self._exporter = trials, exporter
-        self._results = ResultGrid.from_folder(
-            results_dir, exp.get("metric", tc.metric), exp.get("mode", tc.mode), trials, exporter
+        self._results = ResultGrid.from_trials(
+            trials,
+            control_history(endpoint, summary.get("journal") or exp["name"]),
+            exp.get("metric", tc.metric),
+            exp.get("mode", tc.mode),
+            exporter,
+            results_dir,
         )
         return self._results
 
