@@ -82,9 +82,11 @@ Result<std::pair<std::string, json>> ParseSchedulerFlag(const std::string& text)
   return std::make_pair(type.get<std::string>(), std::move(map));
 }
 
-// Every row of a trial's result.json, oldest first (list_results, page by page).
+// Every row of a trial's result.json, oldest first (list_results, page by page), keeping the
+// numbers under `keys` only (what the replay reads: the rest of a row is not needed).
 Result<std::vector<TrainingResult>> ReadResults(const GlobalFlags& g, const std::string& experiment,
-                                                const std::string& trial_id) {
+                                                const std::string& trial_id,
+                                                const std::vector<std::string>& keys) {
   std::vector<TrainingResult> out;
   proto::ListResults req;
   req.experiment = experiment;
@@ -92,9 +94,17 @@ Result<std::vector<TrainingResult>> ReadResults(const GlobalFlags& g, const std:
   for (;;) {
     Result<json> page = Call(g, req);
     if (!page.ok()) return page.status();
-    for (json& row : (*page)["results"]) {
-      row.erase("config");  // the trial's config, once per row: not needed here
-      out.push_back(TrainingResult::FromJson(row));
+    for (const json& row : Field(*page, "results")) {
+      TrainingResult r;
+      for (const std::string& key : keys) {
+        const json& v = Field(row, key.c_str());
+        if (v.is_number_integer()) {
+          r.SetInt(key, v.get<int64_t>());
+        } else if (v.is_number()) {
+          r.SetDouble(key, v.get<double>());
+        }
+      }
+      out.push_back(std::move(r));
     }
     const json& next = Field(*page, "next_offset");
     if (!next.is_number_integer() || next.get<int64_t>() <= req.offset) return out;
@@ -187,12 +197,21 @@ int WhatIfCommand(const GlobalFlags& g, const WhatIfFlags& f) {
   RecordedExperiment e;
   e.metric = StringField(*experiment, "metric");
   e.mode = StringField(*experiment, "mode", "max");
+  // What a trial scheduler reads of a result: the auto-filled time keys, the experiment's metric,
+  // and the scheduler's own time_attr and metric when it names them.
+  std::vector<std::string> keys = {"training_iteration", "time_this_iter_s", "time_total_s",
+                                   "timestamp", e.metric};
+  for (const char* key : {"time_attr", "metric"}) {
+    if (const json& v = Field(scheduler->second, key); v.is_string()) {
+      keys.push_back(v.get<std::string>());
+    }
+  }
   int64_t longest = 0;
   for (const json& t : *trials) {
     RecordedTrial r;
     r.trial_id = StringField(t, "trial_id");
     r.config = Field(t, "config");
-    Result<std::vector<TrainingResult>> results = ReadResults(g, journal, r.trial_id);
+    Result<std::vector<TrainingResult>> results = ReadResults(g, journal, r.trial_id, keys);
     if (!results.ok()) return Fail(results.status());
     r.results = std::move(*results);
     if (!r.results.empty()) {
