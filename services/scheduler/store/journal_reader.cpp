@@ -55,8 +55,7 @@ void JournalReader::Call(Request request, Done<Reply> done) {
       timeout_);
 }
 
-void JournalReader::Read(const std::string& journal, uint64_t from, uint32_t max,
-                         Done<std::vector<json>> done) {
+void JournalReader::Read(const std::string& journal, uint64_t from, uint32_t max, Done<Page> done) {
   proto::JournalRead read;
   read.experiment = journal;
   read.from_seq = from;
@@ -64,19 +63,19 @@ void JournalReader::Read(const std::string& journal, uint64_t from, uint32_t max
   Call<proto::JournalReadReply>(std::move(read), [journal, done = std::move(done)](
                                                      Result<proto::JournalReadReply> got) {
     if (!got.ok()) return done(got.status());
-    std::vector<json> records;
-    records.reserve(got->records.size());
+    Page page;
+    page.records.reserve(got->records.size());
     for (size_t i = 0; i < got->records.size(); ++i) {
       auto r = journal::ReadStoredRecord(got->records[i]);
       if (!r.ok()) {  // a torn or flipped record ends the usable journal
         spdlog::error("Journal {} record {} is torn or corrupt ({}); using the records before it",
                       journal, got->first_seq + i, r.status().message());
-        records.push_back(json{{"kind", "torn"}});
+        page.torn = true;
         break;
       }
-      records.push_back(std::move(*r));
+      page.records.push_back(std::move(*r));
     }
-    done(std::move(records));
+    done(std::move(page));
   });
 }
 
@@ -136,11 +135,16 @@ void JournalReader::Ended(const std::string& journal, uint64_t last_seq, Done<bo
     }
     const uint64_t from = job->end > window ? job->end - window + 1 : 1;
     const uint32_t n = uint32_t(job->end - from + 1);
-    Read(job->journal, from, n, [job, step, from, n](Result<std::vector<json>> records) {
-      if (!records.ok()) {
+    Read(job->journal, from, n, [job, step, from, n](Result<Page> page) {
+      if (!page.ok()) {
         *step = nullptr;
-        return job->done(records.status());
+        return job->done(page.status());
       }
+      if (page->torn) {  // the usable journal ends before its end: not ended
+        *step = nullptr;
+        return job->done(false);
+      }
+      const std::vector<json>* records = &page->records;
       for (auto it = records->rbegin(); it != records->rend(); ++it) {
         const std::optional<journal::RecordKind> kind = journal::KindOf(*it);
         if (!IsCheckpointRecord(kind)) {
@@ -176,9 +180,9 @@ void JournalReader::Summarize(JournalSummary summary, Done<JournalSummary> done)
     }
   };
   auto join = std::make_shared<Join>(Join{std::move(summary), 2, false, std::move(done)});
-  Read(join->summary.journal, 1, 1, [join](Result<std::vector<json>> first) {
-    if (first.ok() && !first->empty())
-      join->summary.submitted_at_s = first->front().value("submitted_at", 0.0);
+  Read(join->summary.journal, 1, 1, [join](Result<Page> first) {
+    if (first.ok() && !first->records.empty())
+      join->summary.submitted_at_s = first->records.front().value("submitted_at", 0.0);
     join->Arrived(first.status());
   });
   Ended(join->summary.journal, join->summary.last_seq, [join](Result<bool> ended) {
@@ -295,22 +299,20 @@ void JournalReader::Replay(const std::string& name, uint64_t last_seq,
   job->done = std::move(done);
   job->next = [this, job] {
     if (job->replayer.state().records >= job->last_seq) return job->Finish();
-    Read(job->name, job->replayer.state().records + 1, kPageRecords,
-         [job](Result<std::vector<json>> got) {
-           if (!got.ok()) {
-             job->next = nullptr;
-             return job->done(got.status());
-           }
-           if (got->empty()) return job->Finish();
-           for (const json& r : *got) {
-             if (r.value("kind", "") == "torn") return job->Finish();
-             if (Status s = job->replayer.Apply(r); !s.ok()) {
-               spdlog::error("Journal {}: {}; using the state before it", job->name, s.message());
-               return job->Finish();
-             }
-           }
-           job->next();
-         });
+    Read(job->name, job->replayer.state().records + 1, kPageRecords, [job](Result<Page> got) {
+      if (!got.ok()) {
+        job->next = nullptr;
+        return job->done(got.status());
+      }
+      for (const json& r : got->records) {
+        if (Status s = job->replayer.Apply(r); !s.ok()) {
+          spdlog::error("Journal {}: {}; using the state before it", job->name, s.message());
+          return job->Finish();
+        }
+      }
+      if (got->torn || got->records.empty()) return job->Finish();
+      job->next();
+    });
   };
   NewestSnapshot(name, [job](Result<std::optional<journal::ReplayedExperiment>> snapshot) {
     if (!snapshot.ok()) {
@@ -376,14 +378,11 @@ void JournalReader::ForEachRecord(const std::string& journal, uint64_t from, uin
   job->next = [this, job] {
     if (job->from > job->last_seq) return job->Finish(Status::Ok());
     const auto n = uint32_t(std::min<uint64_t>(kPageRecords, job->last_seq - job->from + 1));
-    Read(job->journal, job->from, n, [job](Result<std::vector<json>> got) {
+    Read(job->journal, job->from, n, [job](Result<Page> got) {
       if (!got.ok()) return job->Finish(got.status());
-      if (got->empty()) return job->Finish(Status::Ok());
-      for (const json& r : *got) {
-        if (r.value("kind", "") == "torn") return job->Finish(Status::Ok());
-        job->on_record(r);
-      }
-      job->from += got->size();
+      for (const json& r : got->records) job->on_record(r);
+      if (got->torn || got->records.empty()) return job->Finish(Status::Ok());
+      job->from += got->records.size();
       job->next();
     });
   };

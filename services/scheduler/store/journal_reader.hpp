@@ -116,10 +116,15 @@ class JournalReader {
   /// One request; `done` gets the decoded `Reply`, the store's error, or Unavailable.
   template <typename Reply, typename Request>
   void Call(Request request, Done<Reply> done);
+  /// One page of a journal: the records read, in order, and whether a torn or corrupt record
+  /// ended it (the journal's usable part ends with `records`).
+  struct Page {
+    std::vector<nlohmann::json> records;
+    bool torn = false;
+  };
   /// Records from..from+max-1 (fewer at the journal's end); a torn or corrupt one is logged and
-  /// given as {"kind": "torn"}, the last of the page.
-  void Read(const std::string& journal, uint64_t from, uint32_t max,
-            Done<std::vector<nlohmann::json>> done);
+  /// ends the page (`torn`).
+  void Read(const std::string& journal, uint64_t from, uint32_t max, Done<Page> done);
   /// The newest snapshot of `journal`, or nullopt when there is none (or it does not decode).
   void NewestSnapshot(const std::string& journal,
                       Done<std::optional<journal::ReplayedExperiment>> done);
