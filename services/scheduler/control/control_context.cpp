@@ -7,6 +7,7 @@
 #include <utility>
 
 #include "libs/journal/records.hpp"
+#include "proto/control.hpp"
 #include "services/scheduler/core/experiment.hpp"
 #include "services/scheduler/core/experiment_registry.hpp"
 
