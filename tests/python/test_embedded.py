@@ -422,10 +422,10 @@ RESUMABLE = textwrap.dedent(
 )
 
 
-def test_an_interrupted_fit_is_restored_by_a_later_driver(tmp_path, tunectl):
-    # Ctrl-C interrupts the experiment resumably; a new driver on the same TUNEBUS_DATA_DIR
-    # continues it with Tuner.restore(path, trainable) to its stop criterion.
-    (tmp_path / "script.py").write_text(RESUMABLE.format(package=os.path.abspath(PACKAGE)))
+def _fit_until_a_result(tmp_path, tunectl, results):
+    """Starts tmp_path/script.py `fit` in a session of its own (so a Ctrl-C reaches the driver
+    and its tunectl) and returns (process, env) once a trial under `results` wrote a result (or
+    60 s passed)."""
     env = dict(os.environ, TUNEBUS_TUNECTL=tunectl, TUNEBUS_DATA_DIR=str(tmp_path / "store"))
     proc = subprocess.Popen(
         [sys.executable, "script.py", "fit"],
@@ -437,10 +437,18 @@ def test_an_interrupted_fit_is_restored_by_a_later_driver(tmp_path, tunectl):
         start_new_session=True,
     )
     assert proc.stdout.readline().strip() == "fitting"
-    results = tmp_path / "results" / "resumable"
     deadline = time.monotonic() + 60
     while time.monotonic() < deadline and not list(results.glob("*/result.json")):
         time.sleep(0.1)
+    return proc, env
+
+
+def test_an_interrupted_fit_is_restored_by_a_later_driver(tmp_path, tunectl):
+    # Ctrl-C interrupts the experiment resumably; a new driver on the same TUNEBUS_DATA_DIR
+    # continues it with Tuner.restore(path, trainable) to its stop criterion.
+    (tmp_path / "script.py").write_text(RESUMABLE.format(package=os.path.abspath(PACKAGE)))
+    results = tmp_path / "results" / "resumable"
+    proc, env = _fit_until_a_result(tmp_path, tunectl, results)
     time.sleep(1)
     os.killpg(proc.pid, signal.SIGINT)  # the terminal's Ctrl-C: the driver and tunectl run
     _, err = proc.communicate(timeout=60)
@@ -498,21 +506,8 @@ def test_a_restored_driver_computes_the_later_trials_sample_from(tmp_path, tunec
     # driver computes theirs.
     gate = str(tmp_path / "gate")
     (tmp_path / "script.py").write_text(SAMPLED.format(package=os.path.abspath(PACKAGE), gate=gate))
-    env = dict(os.environ, TUNEBUS_TUNECTL=tunectl, TUNEBUS_DATA_DIR=str(tmp_path / "store"))
-    proc = subprocess.Popen(
-        [sys.executable, "script.py", "fit"],
-        cwd=tmp_path,
-        env=env,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-        start_new_session=True,
-    )
-    assert proc.stdout.readline().strip() == "fitting"
     results = tmp_path / "results" / "sampled"
-    deadline = time.monotonic() + 60
-    while time.monotonic() < deadline and not list(results.glob("*/result.json")):
-        time.sleep(0.1)
+    proc, env = _fit_until_a_result(tmp_path, tunectl, results)
     os.killpg(proc.pid, signal.SIGINT)
     _, err = proc.communicate(timeout=60)
     assert "Tuner.restore(" in err, err
