@@ -90,7 +90,7 @@ def test_no_hook_is_called_twice_across_a_scheduler_sigkill(suite, tmp_path):
     calls = recorder.calls
     assert calls[-1] == ("end", None, 2) and [c[0] for c in calls].count("end") == 1
     for trial in analysis.trials:
-        rows = pd.read_json(os.path.join(trial.logdir, "result.json"), lines=True)
+        rows = pd.read_json(os.path.join(trial.logdir, "result.json"), lines=True, dtype=False)
         assert list(rows["i"]) == list(range(1, 13))  # ground truth: each result once
         mine = [c for c in calls if c[1] == trial.trial_id]
         assert [c[2] for c in mine if c[0] == "result"] == list(range(1, 13)), mine

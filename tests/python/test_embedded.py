@@ -56,7 +56,7 @@ def test_function_trainable_results_match_the_files(tmp_path):
 
     df = grid.get_dataframe().sort_values("trial_id").reset_index(drop=True)
     for result in grid:
-        rows = pd.read_json(os.path.join(result.path, "result.json"), lines=True)
+        rows = pd.read_json(os.path.join(result.path, "result.json"), lines=True, dtype=False)
         assert list(rows["score"]) == list(result.metrics_dataframe["score"])
         last = df[df["trial_id"] == result.trial_id].iloc[0]
         assert last["score"] == rows["score"].iloc[-1]

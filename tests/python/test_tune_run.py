@@ -97,7 +97,7 @@ def test_run_returns_an_experiment_analysis_that_matches_the_files(tmp_path):
     assert analysis.best_result["score"] == 9 and analysis.best_result["training_iteration"] == 10
     # Every frame against the trial's own files.
     for trial in analysis.trials:
-        rows = pd.read_json(os.path.join(trial.logdir, "result.json"), lines=True)
+        rows = pd.read_json(os.path.join(trial.logdir, "result.json"), lines=True, dtype=False)
         progress = pd.read_csv(os.path.join(trial.logdir, "progress.csv"))
         assert list(analysis.trial_dataframes[trial.trial_id]["score"]) == list(rows["score"])
         assert list(progress["score"]) == CURVES[trial.config["curve"]]
@@ -196,7 +196,7 @@ def test_v1_checkpoint_dir_restores_a_retry_and_errors_raise(tmp_path):
         callbacks=[recorder],
     )
     trial = analysis.trials[0]
-    rows = pd.read_json(os.path.join(trial.logdir, "result.json"), lines=True)
+    rows = pd.read_json(os.path.join(trial.logdir, "result.json"), lines=True, dtype=False)
     assert list(rows["step"]) == [0, 1, 2, 3, 4]
     assert list(rows["restored_from"]) == [0, 0, 0, 3, 3]
     assert trial.num_failures == 1 and trial.status == "TERMINATED"
@@ -268,7 +268,9 @@ def test_register_trainable_ignored_arguments_and_restore(tmp_path):
         config={"curve": "a"},
         restore=str(folder),
     )
-    rows = pd.read_json(os.path.join(analysis.trials[0].logdir, "result.json"), lines=True)
+    rows = pd.read_json(
+        os.path.join(analysis.trials[0].logdir, "result.json"), lines=True, dtype=False
+    )
     assert list(rows["step"]) == [7, 8, 9]
 
 
