@@ -216,8 +216,6 @@ class TrialRunner final {
   /// its answers must reach OnDriverAnswer (SetDriver does not set its callback: the caller
   /// steps the runner after each). Call before the first result.
   void SetDriver(DriverLink* driver) { driver_.set_link(driver); }
-  /// The driver link SetDriver gave, or nullptr.
-  const DriverLink* driver() const { return driver_.link(); }
   /// The driver answered result `seq` of (trial_id, attempt). The answer is journaled, then the
   /// result is decided as Ray Tune 2.x's TuneController._process_trial_result does with a
   /// stopper: `stop_trial` makes the decision STOP without asking the trial scheduler (the

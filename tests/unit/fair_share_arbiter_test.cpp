@@ -90,6 +90,13 @@ TEST(FairShareArbiterTest, WhatOneExperimentDoesNotWantGoesToTheOther) {
   EXPECT_EQ(a->trial_quota(), 3);
   EXPECT_EQ(b->trial_quota(), 1);
 
+  // Its placements granted: RUNNING trials hold their CPUs (a placement still at the
+  // resource-manager holds nothing, Experiment::AccrueService).
+  for (const Trial& t : a->runner().trials()) {
+    if (a->runner().phases().Is(t.index, RunnerPhase::kPlacing))
+      a->runner().OnTrialPlaced(t.trial_id, t.attempt + 1, "w1", {});
+  }
+  ASSERT_GT(a->runner().phases().running(), 0);
   h.clock.Advance(FairShareArbiter::kQuotaRefresh / 2);
   arbiter.Accrue();
   arbiter.Apply();

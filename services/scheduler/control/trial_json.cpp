@@ -20,7 +20,8 @@ json TrialCountsJson(const std::vector<Trial>& trials) {
 }
 
 json ExperimentToJson(const std::string& name, const TrialRunner& runner,
-                      const std::string& experiment_dir, double elapsed_s) {
+                      const std::string& experiment_dir, double elapsed_s,
+                      const DriverLink* driver) {
   const json counts = TrialCountsJson(runner.trials());
   const Trial* best = BestTrial(runner);
   json summary = {{"name", name},
@@ -40,7 +41,7 @@ json ExperimentToJson(const std::string& name, const TrialRunner& runner,
   // The wall-time budget (Ray Tune's time_budget_s), seconds, for the dashboard's progress.
   if (runner.options().time_budget_s) summary["time_budget_s"] = *runner.options().time_budget_s;
   // The driver link's state (proto/PROTOCOL.md section 7b), for an experiment that has one.
-  if (runner.driver() != nullptr) summary["driver"] = runner.driver()->Describe();
+  if (driver != nullptr) summary["driver"] = driver->Describe();
   return summary;
 }
 

@@ -17,8 +17,10 @@ namespace tunebus {
 nlohmann::json TrialCountsJson(const std::vector<Trial>& trials);
 
 /// {"name", "experiment_id", "status", "reason", "counts": TrialCountsJson, "total", "finished",
-///  "metric", "mode", "results_dir", "best": trial object or null, "elapsed_s"}
+///  "metric", "mode", "results_dir", "best": trial object or null, "searcher", "elapsed_s"},
+/// plus "driver": DriverLink::Describe() when `driver` (the experiment's driver link) is given.
 nlohmann::json ExperimentToJson(const std::string& name, const TrialRunner& runner,
-                                const std::string& experiment_dir, double elapsed_s);
+                                const std::string& experiment_dir, double elapsed_s,
+                                const DriverLink* driver = nullptr);
 
 }  // namespace tunebus

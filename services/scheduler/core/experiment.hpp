@@ -162,13 +162,16 @@ class Experiment {
   int64_t Wanted() const;
   /// Its attained service so far (FairShareDemand::attained, dominant-share-seconds).
   double attained() const { return attained_; }
-  /// Adds `seconds` of holding the trials it had in flight at the previous call, each worth
-  /// `trial_share` (one trial's dominant share of the cluster), to its attained service
-  /// (dominant-share-seconds; in memory only: a restarted scheduler starts every experiment
-  /// from 0), then notes what it holds now. Called once a round, after its placements.
+  /// Adds `seconds` of holding the trials it held at the previous call (RUNNING or saving their
+  /// end checkpoint: placed, not merely asked for), each worth `trial_share` (one trial's
+  /// dominant share of the cluster), to its attained service (dominant-share-seconds; in memory
+  /// only: a restarted scheduler starts every experiment from 0), then notes what it holds now.
+  /// Called once a round, after its placements. A placement still in flight at the
+  /// resource-manager holds nothing yet, so when its grant or deferral comes back does not change
+  /// the service.
   void AccrueService(double trial_share, double seconds) {
-    attained_ += trial_share * double(in_flight_) * seconds;
-    in_flight_ = runner_->phases().in_flight();
+    attained_ += trial_share * double(holding_) * seconds;
+    holding_ = runner_->phases().running() + runner_->phases().saving();
   }
   /// The most trials it may hold at once (its fair share across experiments,
   /// WeightedDrfQuotas); nullopt = no cap. Checked before each placement.
@@ -206,6 +209,8 @@ class Experiment {
 
   TrialRunner& runner() { return *runner_; }
   const TrialRunner& runner() const { return *runner_; }
+  /// The driver link (proto/PROTOCOL.md section 7b), null when the experiment has none.
+  const DriverLink* driver() const { return driver_.get(); }
   /// REQUIRES: !read_only() (also recorder() and executor()).
   journal::JournalWriter& journal() { return *journal_; }
   const journal::JournalWriter& journal() const { return *journal_; }
@@ -251,7 +256,7 @@ class Experiment {
   double weight_;
   std::optional<int64_t> trial_quota_;
   double attained_ = 0;                 // dominant-share-seconds (AccrueService)
-  int64_t in_flight_ = 0;               // trials in flight at the previous AccrueService
+  int64_t holding_ = 0;                 // trials held at the previous AccrueService
   std::vector<std::string> preempted_;  // trials Preempt paused, oldest first
   SteadyTime started_;
   std::optional<SteadyTime> ended_;

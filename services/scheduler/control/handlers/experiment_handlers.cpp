@@ -36,9 +36,10 @@ Status ExperimentHandlers::HandleSubmit(bus::Incoming& in, const proto::Decoded&
       continue;
     }
     // The same experiment is already running (e.g. resumed after a restart): follow it.
-    control_.ReplyRead(in, d.id(),
-                       ExperimentToJson(running->name(), running->runner(),
-                                        running->experiment_dir(), running->ElapsedS()));
+    control_.ReplyRead(
+        in, d.id(),
+        ExperimentToJson(running->name(), running->runner(), running->experiment_dir(),
+                         running->ElapsedS(), running->driver()));
     return Status::Ok();
   }
   if (Status s = control_.JournalWritable(nullptr); !s.ok()) return s;
@@ -116,8 +117,9 @@ void ExperimentHandlers::StartExperiment(const bus::Incoming& in, uint64_t id,
   auto e = control_.experiments().Submit(control_.parts().experiment_context, msg, std::move(spec),
                                          std::move(restore_from));
   if (!e.ok()) return control_.ReplyError(in, id, proto::SubmitExperiment::kType, e.status());
-  control_.ReplyJson(*e, in, id,
-                     ExperimentToJson((*e)->name(), (*e)->runner(), (*e)->experiment_dir(), 0));
+  control_.ReplyJson(
+      *e, in, id,
+      ExperimentToJson((*e)->name(), (*e)->runner(), (*e)->experiment_dir(), 0, (*e)->driver()));
 }
 
 Status ExperimentHandlers::HandleResumeExperiment(bus::Incoming& in, const proto::Decoded& d) {
@@ -214,7 +216,7 @@ void ExperimentHandlers::ContinueResume(const bus::Incoming& in, uint64_t id, Ex
   spdlog::info("Experiment {} resumed by tunectl (rerun_errored='{}': {} trials)", e->name(),
                RerunModeName(mode), rerun);
   e->runner().Step();
-  json body = ExperimentToJson(e->name(), e->runner(), e->experiment_dir(), 0);
+  json body = ExperimentToJson(e->name(), e->runner(), e->experiment_dir(), 0, e->driver());
   body["rerun"] = rerun;
   control_.ReplyJson(e, in, id, body);
 }
@@ -344,8 +346,9 @@ Status ExperimentHandlers::HandleStopExperiment(bus::Incoming& in, const proto::
   } else {
     TrialControl(e->runner()).StopExperiment("stopped by the user");
   }
-  control_.ReplyJson(e, in, d.id(),
-                     ExperimentToJson(e->name(), e->runner(), e->experiment_dir(), e->ElapsedS()));
+  control_.ReplyJson(
+      e, in, d.id(),
+      ExperimentToJson(e->name(), e->runner(), e->experiment_dir(), e->ElapsedS(), e->driver()));
   return Status::Ok();
 }
 
@@ -355,7 +358,8 @@ Status ExperimentHandlers::HandleGetExperiment(bus::Incoming& in, const proto::D
   control_.AnswerRead(in, d, msg->experiment, [this](Result<Experiment*> found) -> Result<json> {
     if (!found.ok()) return found.status();
     const Experiment* e = *found;
-    json body = ExperimentToJson(e->name(), e->runner(), e->experiment_dir(), e->ElapsedS());
+    json body =
+        ExperimentToJson(e->name(), e->runner(), e->experiment_dir(), e->ElapsedS(), e->driver());
     // Finished once its end is journaled (`tunectl run` returns then): a scheduler stopped
     // right after resumes nothing of it.
     if (!e->read_only() && !e->recorder().end_durable()) body["finished"] = false;
@@ -387,7 +391,8 @@ Status ExperimentHandlers::HandleSetExperimentWeight(bus::Incoming& in, const pr
   spdlog::info("Experiment {}: weight {} -> {} (tunectl set-weight)", e->name(), e->weight(),
                msg->weight);
   e->SetWeight(msg->weight);
-  json body = ExperimentToJson(e->name(), e->runner(), e->experiment_dir(), e->ElapsedS());
+  json body =
+      ExperimentToJson(e->name(), e->runner(), e->experiment_dir(), e->ElapsedS(), e->driver());
   body.update(control_.parts().arbiter.ShareJson(*e));
   control_.ReplyJson(e, in, d.id(), body);
   return Status::Ok();
