@@ -20,6 +20,7 @@
 #include <vector>
 
 #include "libs/core/status.hpp"
+#include "libs/tune/pareto.hpp"
 #include "libs/tune/sample_from_resolver.hpp"
 #include "libs/tune/searcher.hpp"
 #include "libs/tune/searcher_link.hpp"
@@ -56,6 +57,8 @@ struct SearchSetup {
   int64_t num_samples = 1;
   std::string metric;
   std::string mode;
+  std::vector<Objective> objectives;  // empty: one objective, metric/mode; else 2+ (the
+                                      // experiment's metric/mode lists)
   uint64_t seed = 0;
   int64_t max_concurrent_trials = 0;
   std::string experiment;
