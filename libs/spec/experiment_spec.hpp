@@ -16,6 +16,7 @@
 #include "libs/core/checkpoint_failure.hpp"
 #include "libs/core/fail_fast.hpp"
 #include "libs/core/status.hpp"
+#include "libs/tune/pareto.hpp"
 #include "libs/workdir/working_dir_archive.hpp"
 
 namespace tunebus {
@@ -60,8 +61,15 @@ struct ExperimentSpec {
   nlohmann::json param_space = nlohmann::json::object();
   int64_t num_samples = 1;       // >= 1, or -1 for "until time_budget_s or a stop"
   std::optional<uint64_t> seed;  // same seed -> same configs in the same order
-  std::string metric;            // result key to optimise, may be empty
-  std::string mode;              // "max", "min", or empty when metric is empty
+  /// The single objective: the result key to optimise and "max" | "min" (`metric: acc`,
+  /// `mode: max`); both empty when the file names none, and when it names several (then
+  /// `objectives` holds them, and whatever reads one metric finds none: no best trial, no
+  /// inherited trial-scheduler metric).
+  std::string metric;
+  std::string mode;
+  /// Several objectives (`metric: [val_accuracy, latency_ms]`, `mode: [max, min]`, docs/search.md
+  /// "Many objectives"): two or more, distinct names, in the file's order; empty for one.
+  std::vector<Objective> objectives;
   StopSpec stop;
   /// `working_dir`: the folder shipped to every worker (Ray's runtime_env working_dir). Absent:
   /// the file's folder, shipped for a command trainable (a builtin ships nothing); a string: that

@@ -15,6 +15,7 @@ Result<RunnerOptions> MakeRunnerOptions(const ExperimentSpec& spec,
   ro.experiment_id = experiment_id;
   ro.metric = spec.metric;
   ro.mode = spec.mode;
+  ro.objectives = spec.objectives;
   ro.stop = spec.stop.thresholds;
   ro.time_budget_s = spec.stop.time_budget_s;
   ro.max_concurrent_trials = spec.max_concurrent_trials;

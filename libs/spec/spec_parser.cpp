@@ -15,6 +15,7 @@
 #include "libs/core/near_miss.hpp"
 #include "libs/core/resources.hpp"
 #include "libs/tune/make_trial_scheduler.hpp"
+#include "libs/tune/objective_rules.hpp"
 #include "libs/tune/pbt_scheduler.hpp"
 #include "libs/tune/variant_generator.hpp"
 
@@ -260,21 +261,7 @@ Status SpecParser::ParseField(const MapEntry& e) {
     spec_.seed = *seed;
     return Status::Ok();
   }
-  if (k == "metric") {
-    Result<std::string> metric = r_.String(e.value, k);
-    if (!metric.ok()) return metric.status();
-    spec_.metric = *metric;
-    return Status::Ok();
-  }
-  if (k == "mode") {
-    Result<std::string> mode = r_.String(e.value, k);
-    if (!mode.ok()) return mode.status();
-    if (*mode != "max" && *mode != "min") {
-      return r_.Error(e.value, k, "expected 'max' or 'min', got '" + *mode + "'");
-    }
-    spec_.mode = *mode;
-    return Status::Ok();
-  }
+  if (k == "metric" || k == "mode") return ParseObjectiveField(e);
   if (k == "stop") return ParseStop(e.value);
   if (k == "resources_per_trial") return ParseResources(e.value);
   if (k == "max_concurrent_trials") {
@@ -490,26 +477,19 @@ Status SpecParser::CheckAcrossFields(const YAML::Node& root) {
   for (const char* required : {"name", "trainable"}) {
     if (!given_.contains(required)) return r_.Error(root, required, "required field is missing");
   }
-  if (!spec_.metric.empty() && spec_.mode.empty()) {
-    return r_.Error(given_["metric"], "metric", "needs 'mode' (max or min) as well");
-  }
-  if (spec_.metric.empty() && !spec_.mode.empty()) {
-    return r_.Error(given_["mode"], "mode", "needs 'metric' as well");
+  if (Status st = CheckObjectives(); !st.ok()) return st;
+  if (given_.contains("scheduler") && spec_.objectives.size() >= 2) {
+    // Ray Tune's rule: the trial scheduler compares its own metric, one of the objectives.
+    auto config =
+        SchedulerConfigForObjectives(spec_.scheduler, spec_.scheduler_config, spec_.objectives);
+    if (!config.ok()) return SchedulerError(config.status().message());
+    spec_.scheduler_config = std::move(config).value();
   }
   if (given_.contains("scheduler")) {
     // The trial scheduler's own checks; its errors read "<param>: <why>".
     auto made =
         MakeTrialScheduler(spec_.scheduler, spec_.scheduler_config, spec_.metric, spec_.mode);
-    if (!made.ok()) {
-      const std::string message = made.status().message();
-      const auto colon = message.find(": ");
-      const std::string param = colon == std::string::npos ? "" : message.substr(0, colon);
-      const std::string root_param = param.substr(0, param.find('.'));
-      auto key = scheduler_keys_.find(root_param);
-      const YAML::Node& where = key != scheduler_keys_.end() ? key->second : scheduler_node_;
-      return r_.Error(where, param.empty() ? "scheduler" : "scheduler." + param,
-                      colon == std::string::npos ? message : message.substr(colon + 2));
-    }
+    if (!made.ok()) return SchedulerError(made.status().message());
   }
   if (const auto paths = VariantGenerator::SampleFromPaths(spec_.param_space); !paths.empty()) {
     const std::string path = fmt::format("{}", fmt::join(paths.front(), "."));
@@ -542,6 +522,18 @@ Status SpecParser::CheckAcrossFields(const YAML::Node& root) {
   }
   if (given_.contains("search")) return CheckSearch();
   return Status::Ok();
+}
+
+// "<param>: <why>" from the trial scheduler's checks, at the line of the parameter's key (of the
+// `scheduler:` value when the file does not give that parameter).
+Status SpecParser::SchedulerError(const std::string& message) const {
+  const auto colon = message.find(": ");
+  const std::string param = colon == std::string::npos ? "" : message.substr(0, colon);
+  const std::string root_param = param.substr(0, param.find('.'));
+  auto key = scheduler_keys_.find(root_param);
+  const YAML::Node& where = key != scheduler_keys_.end() ? key->second : scheduler_node_;
+  return r_.Error(where, param.empty() ? "scheduler" : "scheduler." + param,
+                  colon == std::string::npos ? message : message.substr(colon + 2));
 }
 
 }  // namespace tunebus::spec_internal

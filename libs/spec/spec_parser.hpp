@@ -12,6 +12,7 @@
 #include <filesystem>
 #include <map>
 #include <string>
+#include <vector>
 
 #include "libs/core/status.hpp"
 #include "libs/spec/experiment_spec.hpp"
@@ -53,6 +54,12 @@ class SpecParser {
   Status CheckSearch();
   /// A MakeSearcher / SearchOptions error "<param>: <why>" at its line. spec_search.cpp
   Status SearchError(const std::string& message) const;
+  /// `metric:` / `mode:`, each a string or a list (spec_objectives.cpp).
+  Status ParseObjectiveField(const MapEntry& e);
+  /// metric and mode together: one objective, or lists of equal length (spec_objectives.cpp).
+  Status CheckObjectives();
+  /// A trial scheduler's "<param>: <why>" at its parameter's line.
+  Status SchedulerError(const std::string& message) const;
   Status ParseDriver(const YAML::Node& value);
   Status ParseStop(const YAML::Node& value);
   Status ParseResources(const YAML::Node& value);
@@ -64,6 +71,9 @@ class SpecParser {
   std::string base_dir_;
   ExperimentSpec spec_;
   std::map<std::string, YAML::Node> given_;           // top-level field -> its key node
+  std::vector<std::string> metrics_;                  // `metric:`'s names (one for a string)
+  std::vector<std::string> modes_;                    // `mode:`'s words (one for a string)
+  bool listed_objectives_ = false;                    // metric or mode was a list
   YAML::Node param_space_node_;                       // the `param_space:` value
   PathLines param_space_lines_;                       // its dotted key paths -> lines
   YAML::Node scheduler_node_;                         // the `scheduler:` value

@@ -63,6 +63,7 @@ Status SpecParser::CheckSearch() {
   setup.num_samples = spec_.num_samples;
   setup.metric = spec_.metric;
   setup.mode = spec_.mode;
+  setup.objectives = spec_.objectives;
   setup.seed = spec_.seed.value_or(0);
   setup.max_concurrent_trials = spec_.max_concurrent_trials;
   auto made = MakeSearcher(spec_.search, spec_.search_config, setup);

@@ -10,6 +10,7 @@
 #include "libs/tune/bohb_searcher.hpp"
 #include "libs/tune/concurrency_limiter.hpp"
 #include "libs/tune/external_searcher.hpp"
+#include "libs/tune/objective_rules.hpp"
 #include "libs/tune/points_to_evaluate.hpp"
 #include "libs/tune/sample_from_resolver.hpp"
 #include "libs/tune/tpe_searcher.hpp"
@@ -140,6 +141,11 @@ int64_t ConcurrencyLimit(const SearchOptions& options, const SearchSetup& setup)
 
 Result<std::unique_ptr<Searcher>> MakeSearcher(const SearchOptions& options,
                                                const SearchSetup& setup) {
+  if (Status s =
+          CheckSearchObjectives(options.type, !options.evaluated_rewards.empty(), setup.objectives);
+      !s.ok()) {
+    return s;
+  }
   // Points to run take the place of samples (Ray's count_variants); points with rewards do not.
   const bool runs_points = options.evaluated_rewards.empty();
   int64_t num_samples = setup.num_samples;

@@ -55,6 +55,7 @@
 #include "libs/tune/checkpoint_manager.hpp"
 #include "libs/tune/driver_holds.hpp"
 #include "libs/tune/driver_link.hpp"
+#include "libs/tune/pareto.hpp"
 #include "libs/tune/result_ledger.hpp"
 #include "libs/tune/scheduler_decisions.hpp"
 #include "libs/tune/search_generator.hpp"
@@ -72,9 +73,11 @@
 namespace tunebus {
 
 struct RunnerOptions {
-  std::string experiment_id;            // short hex, prefix of every trial id
-  std::string metric;                   // may be empty
-  std::string mode;                     // "max" | "min" | ""
+  std::string experiment_id;  // short hex, prefix of every trial id
+  std::string metric;         // may be empty
+  std::string mode;           // "max" | "min" | ""
+  /// Two or more for a multi-objective experiment (metric and mode are then empty), else empty.
+  std::vector<Objective> objectives;
   std::map<std::string, double> stop;   // result key -> threshold (stop when >=)
   std::optional<double> time_budget_s;  // wall seconds for the whole experiment
   int64_t max_concurrent_trials = 0;    // 0 = unlimited

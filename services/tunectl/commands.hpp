@@ -99,11 +99,16 @@ struct ListFlags {
   std::vector<std::string> columns;  // table columns: trial fields, result keys, "config.<key>"
   int64_t limit = 0;                 // 0 = all
   int64_t offset = 0;                // skip this many first (creation order, or sorted order)
+  bool pareto = false;               // only the Pareto front (a multi-objective experiment)
 };
-/// `tunectl ls`: -o json prints the (sorted, limited) array of trial objects.
+/// `tunectl ls`: -o json prints the (sorted, limited) array of trial objects. `--pareto`: only
+/// the Pareto front of a multi-objective experiment, in its order (exit 1 for one objective);
+/// the plain table marks the front's trials in its "pareto" column.
 int ListCommand(const GlobalFlags& g, const ListFlags& flags);
 /// `tunectl best`: the best trial by the experiment's metric and mode (trial, config, metric,
-/// newest checkpoint id); -o json: the trial object. Exit 1 when there is none yet.
+/// newest checkpoint id); -o json: the trial object. Exit 1 when there is none yet. A
+/// multi-objective experiment: its Pareto front (each trial with its objectives' values and
+/// config, best first by the first objective); -o json: the array of its trial objects.
 int BestCommand(const GlobalFlags& g);
 /// `tunectl export --format csv|json`: every trial with its config and last result; csv has a
 /// header of trial_id, status, config.<key>..., <result key>... (flattened, dotted). No

@@ -16,6 +16,7 @@
 #include "proto/control.hpp"
 #include "services/tunectl/commands.hpp"
 #include "services/tunectl/control_call.hpp"
+#include "services/tunectl/pareto_view.hpp"
 #include "services/tunectl/progress_table.hpp"
 
 namespace tunebus {
@@ -65,7 +66,7 @@ std::string CsvField(const json& v) { return CsvQuote(v.is_null() ? "" : FormatV
 int ListCommand(const GlobalFlags& g, const ListFlags& f) {
   auto req = ExperimentRequest<proto::ListTrials>(g);
   req.status = f.status;
-  if (f.sort.empty()) {  // the scheduler pages; sorting needs every trial here first
+  if (f.sort.empty() && !f.pareto) {  // the scheduler pages; sorting needs every trial here
     req.offset = f.offset;
     req.limit = f.limit;
   }
@@ -75,6 +76,25 @@ int ListCommand(const GlobalFlags& g, const ListFlags& f) {
   auto experiment =
       Call(g, ExperimentRequest<proto::GetExperiment>(g));  // the metric the table shows
   const std::string metric = experiment.ok() ? StringField(*experiment, "metric") : "";
+  if (f.pareto) {
+    if (!experiment.ok()) return Fail(experiment.status());
+    if (!experiment->contains("pareto_front")) {
+      std::cerr << "tunectl: --pareto: experiment " << StringField(*experiment, "name")
+                << " has one objective (metric " << (metric.empty() ? std::string("none") : metric)
+                << "); the Pareto front is for an experiment of several (metric: [a, b])\n";
+      return 1;
+    }
+    // The front's trials (get_experiment's objects), in its order; paged here.
+    trials = (*experiment)["pareto_front"];
+    if (!f.status.empty()) {
+      json kept = json::array();
+      for (const json& t : trials) {
+        if (StringField(t, "status") == f.status) kept.push_back(t);
+      }
+      trials = std::move(kept);
+    }
+  }
+  const bool page_here = !f.sort.empty() || f.pareto;
   if (!f.sort.empty()) {
     const bool desc = f.sort[0] == '-';
     const std::string key = desc ? f.sort.substr(1) : f.sort;
@@ -84,7 +104,7 @@ int ListCommand(const GlobalFlags& g, const ListFlags& f) {
       return desc ? y < x : x < y;
     });
   }
-  if (!f.sort.empty()) {
+  if (page_here) {
     trials.erase(trials.begin(),
                  trials.begin() + std::min<int64_t>(f.offset, int64_t(trials.size())));
     if (f.limit > 0 && int64_t(trials.size()) > f.limit)
@@ -96,6 +116,10 @@ int ListCommand(const GlobalFlags& g, const ListFlags& f) {
                       {"counts", json::object()},
                       {"total", rows.size()},
                       {"metric", metric}};
+      if (experiment.ok() && experiment->contains("pareto_front")) {
+        summary["objectives"] = (*experiment)["objectives"];
+        summary["pareto_front"] = (*experiment)["pareto_front"];
+      }
       auto lines = RenderProgressTable(summary, rows, rows.size());
       for (size_t i = 1; i < lines.size(); ++i) std::cout << lines[i] << "\n";
       return;
@@ -125,6 +149,19 @@ int ListCommand(const GlobalFlags& g, const ListFlags& f) {
 int BestCommand(const GlobalFlags& g) {
   auto status = Call(g, ExperimentRequest<proto::GetExperiment>(g));
   if (!status.ok()) return Fail(status.status());
+  if (status->contains("pareto_front")) {
+    const json& front = (*status)["pareto_front"];
+    if (!front.is_array() || front.empty()) {
+      std::cerr << "tunectl: no Pareto front yet (it holds TERMINATED trials whose last result "
+                   "has every objective: "
+                << DescribeObjectivesOf(*status) << ")\n";
+      return 1;
+    }
+    return PrintBody(g, front, [&](const json&) {
+      for (const std::string& line : RenderParetoFront(*status)) std::cout << line << "\n";
+      std::cout << std::flush;
+    });
+  }
   const json& best = (*status)["best"];
   if (!best.is_object()) {
     std::cerr
@@ -242,11 +279,15 @@ void AddOperatorCommands(CLI::App& app, GlobalFlags& g, Commands& commands) {
       ->check(CLI::NonNegativeNumber);
   ls_cmd->add_option("--offset", list->offset, "skip this many trials first (with --limit: a page)")
       ->check(CLI::NonNegativeNumber);
+  ls_cmd->add_flag("--pareto", list->pareto,
+                   "only the Pareto front of a multi-objective experiment (best first by its "
+                   "first objective)");
   AddReadExperimentFlag(*ls_cmd, g);
   commands.push_back({ls_cmd, CommandNeeds::kServer,
                       [list](const GlobalFlags& g) { return ListCommand(g, *list); }});
 
-  auto* best_cmd = app.add_subcommand("best", "the best trial: config, metric, checkpoint");
+  auto* best_cmd = app.add_subcommand(
+      "best", "the best trial: config, metric, checkpoint (several objectives: the Pareto front)");
   AddReadExperimentFlag(*best_cmd, g);
   commands.push_back({best_cmd, CommandNeeds::kServer, BestCommand});
 

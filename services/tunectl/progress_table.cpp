@@ -4,8 +4,10 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <set>
 
 #include "libs/core/clock.hpp"
+#include "services/tunectl/pareto_view.hpp"
 
 namespace tunebus {
 
@@ -123,6 +125,10 @@ std::string RenderSummaryLine(const json& e) {
     line += fmt::format(" | best {}={} ({})", metric, FormatValue(best_value),
                         StringField(Field(e, "best"), "trial_id"));
   }
+  if (const json& front = Field(e, "pareto_front"); front.is_array()) {
+    line +=
+        fmt::format(" | Pareto front {} {}", front.size(), front.size() == 1 ? "trial" : "trials");
+  }
   return line;
 }
 
@@ -161,19 +167,31 @@ std::vector<std::string> RenderProgressTable(const json& e, const json& trials, 
     return (StringField(*a, "status") == "RUNNING") > (StringField(*b, "status") == "RUNNING");
   });
   const size_t shown = std::min(rows.size(), max_rows);
+  // One column per objective of a multi-objective experiment, and "pareto" marking its front.
+  std::vector<std::string> metrics = ObjectiveMetrics(e);
+  const bool many = !metrics.empty();
+  if (!many) metrics.push_back(metric);
+  const std::set<std::string> front = ParetoTrialIds(e);
 
   std::vector<std::vector<std::string>> cells;
-  cells.push_back(
-      {"trial", "status", "params", metric.empty() ? "metric" : metric, "iter", "time (s)"});
+  std::vector<std::string> header = {"trial", "status", "params"};
+  for (const std::string& m : metrics) header.push_back(m.empty() ? "metric" : m);
+  header.insert(header.end(), {"iter", "time (s)"});
+  if (many) header.push_back("pareto");
+  cells.push_back(std::move(header));
   for (size_t i = 0; i < shown; ++i) {
     const json& t = *rows[i];
-    const json& value = Field(Field(t, "last_result"), metric.c_str());
-    std::string m = !metric.empty() && !value.is_null() ? FormatValue(value) : "";
     std::string params = FormatParams(Field(t, "config"));
     if (params.size() > 60) params = params.substr(0, 57) + "...";
-    cells.push_back({StringField(t, "trial_id"), TrialStatusText(t), params, m,
-                     std::to_string(IntField(t, "training_iteration")),
-                     fmt::format("{:.1f}", NumberField(t, "time_total_s"))});
+    std::vector<std::string> row = {StringField(t, "trial_id"), TrialStatusText(t), params};
+    for (const std::string& m : metrics) {
+      const json& value = Field(Field(t, "last_result"), m.c_str());
+      row.push_back(!m.empty() && !value.is_null() ? FormatValue(value) : "");
+    }
+    row.push_back(std::to_string(IntField(t, "training_iteration")));
+    row.push_back(fmt::format("{:.1f}", NumberField(t, "time_total_s")));
+    if (many) row.push_back(front.contains(StringField(t, "trial_id")) ? "*" : "");
+    cells.push_back(std::move(row));
   }
   std::vector<size_t> width(cells[0].size(), 0);
   for (const auto& row : cells) {

@@ -30,12 +30,14 @@ std::string TrialStatusText(const nlohmann::json& trial);
 /// Formats a table from the experiment summary and the list_trials array: the summary line, the
 /// searcher line (RenderSearcherLine) and the driver line (RenderDriverLine) when there are, the
 /// trials. At most `max_rows`
-/// trials are shown (RUNNING first, then the most recently created); the rest are counted.
+/// trials are shown (RUNNING first, then the most recently created); the rest are counted. A
+/// multi-objective experiment ("objectives") has a column per objective and "pareto", which marks
+/// the trials of its "pareto_front" with "*".
 std::vector<std::string> RenderProgressTable(const nlohmann::json& experiment,
                                              const nlohmann::json& trials, size_t max_rows);
 
 /// One summary line: "digits: 12 trials | 2 RUNNING, 4 TERMINATED, 6 PENDING | best
-/// val_accuracy=0.95 | 12.3 s".
+/// val_accuracy=0.95 | 12.3 s"; "| Pareto front 3 trials" for a multi-objective experiment.
 std::string RenderSummaryLine(const nlohmann::json& experiment);
 /// "searcher: random (suggested 12, total 20, max_concurrent 4, live_trials 4)": the experiment's
 /// `searcher` (Searcher::Describe()), its other fields in key order; "" without one.

@@ -19,6 +19,7 @@
 #include "libs/spec/experiment_spec.hpp"
 #include "proto/control.hpp"
 #include "services/tunectl/commands.hpp"
+#include "services/tunectl/pareto_view.hpp"
 #include "services/tunectl/progress_table.hpp"
 #include "services/tunectl/working_dir_upload.hpp"
 
@@ -87,6 +88,9 @@ void PrintFinal(const nlohmann::json& e, bool json_output) {
               << e.value("mode", std::string()) << ")\n"
               << "  config: " << best["config"].dump() << "\n"
               << "  results: " << best.value("dir", std::string()) << "\n";
+  }
+  if (e.contains("pareto_front")) {
+    for (const std::string& line : RenderParetoFront(e)) std::cout << line << "\n";
   }
   std::cout << "Results directory: " << e.value("results_dir", std::string()) << std::endl;
 }

@@ -2,6 +2,7 @@
 
 #include <iterator>
 
+#include "libs/tune/pareto_trials.hpp"
 #include "libs/tune/runner_queries.hpp"
 
 namespace tunebus {
@@ -38,6 +39,20 @@ json ExperimentToJson(const std::string& name, const TrialRunner& runner,
                   {"best", best ? TrialToJson(*best, experiment_dir) : json(nullptr)},
                   {"searcher", runner.searcher().Describe()},
                   {"elapsed_s", elapsed_s}};
+  // A multi-objective experiment (metric and mode empty): its objectives, and in place of one
+  // best trial the Pareto front (libs/tune/pareto_trials.hpp), best first by the first objective.
+  if (const std::vector<Objective>& objectives = runner.options().objectives;
+      objectives.size() >= 2) {
+    json listed = json::array();
+    for (const Objective& o : objectives)
+      listed.push_back({{"metric", o.metric}, {"mode", o.mode}});
+    json front = json::array();
+    for (const Trial* t : ParetoTrials(runner.trials(), objectives)) {
+      front.push_back(TrialToJson(*t, experiment_dir));
+    }
+    summary["objectives"] = std::move(listed);
+    summary["pareto_front"] = std::move(front);
+  }
   // The wall-time budget (Ray Tune's time_budget_s), seconds, for the dashboard's progress.
   if (runner.options().time_budget_s) summary["time_budget_s"] = *runner.options().time_budget_s;
   // The driver link's state (proto/PROTOCOL.md section 7b), for an experiment that has one.

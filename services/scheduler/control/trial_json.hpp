@@ -18,7 +18,9 @@ nlohmann::json TrialCountsJson(const std::vector<Trial>& trials);
 
 /// {"name", "experiment_id", "status", "reason", "counts": TrialCountsJson, "total", "finished",
 ///  "metric", "mode", "results_dir", "best": trial object or null, "searcher", "elapsed_s"},
-/// plus "driver": DriverLink::Describe() when `driver` (the experiment's driver link) is given.
+/// plus "driver": DriverLink::Describe() when `driver` (the experiment's driver link) is given,
+/// and for a multi-objective experiment (metric and mode "", best null) "objectives":
+/// [{"metric", "mode"}, ...] and "pareto_front": [trial object, ...] (ParetoTrials' order).
 nlohmann::json ExperimentToJson(const std::string& name, const TrialRunner& runner,
                                 const std::string& experiment_dir, double elapsed_s,
                                 const DriverLink* driver = nullptr);

@@ -246,6 +246,7 @@ Status Experiment::Build() {
   setup.num_samples = spec_.num_samples;
   setup.metric = spec_.metric;
   setup.mode = spec_.mode;
+  setup.objectives = spec_.objectives;
   setup.seed = identity_.seed;
   setup.max_concurrent_trials = spec_.max_concurrent_trials;
   setup.experiment = journal_name_;
