@@ -8,6 +8,7 @@
 
 #include "proto/control.hpp"
 #include "services/scheduler/dashboard/views/analysis.hpp"
+#include "services/scheduler/dashboard/views/pareto.hpp"
 #include "services/scheduler/dashboard/views/views.hpp"
 
 namespace tunebus::dashboard {
@@ -65,6 +66,8 @@ void ExperimentRoutes::AddTo(Router& router) {
              Router::Bind(this, &ExperimentRoutes::ServeTrials));
   router.Get(R"(/api/experiments/([^/]+)/trials/([^/]+)/curve)",
              Router::Bind(this, &ExperimentRoutes::ServeCurve));
+  router.Get(R"(/api/experiments/([^/]+)/pareto)",
+             Router::Bind(this, &ExperimentRoutes::ServePareto));
 }
 
 void ExperimentRoutes::ServeStaticFile(const httplib::Request& req, httplib::Response& res) {
@@ -116,6 +119,22 @@ void ExperimentRoutes::ServeExperiment(const httplib::Request& req, httplib::Res
     (*summary)["best"] = TrialRow((*summary)["best"]);
   }
   SendJson(res, *summary);
+}
+
+void ExperimentRoutes::ServePareto(const httplib::Request& req, httplib::Response& res) {
+  proto::GetExperiment get;
+  get.experiment = req.matches[1].str();
+  auto summary = control_.Call(get);
+  if (!summary.ok()) return SendError(res, summary.status());
+  json trials = json::array();
+  if (summary->contains("pareto_front")) {  // one objective: nothing to draw, no trials asked
+    proto::ListTrials list;
+    list.experiment = summary->value("journal", get.experiment);
+    auto listed = control_.Call(list);
+    if (!listed.ok()) return SendError(res, listed.status());
+    trials = std::move(*listed);
+  }
+  SendJson(res, ParetoView(*summary, trials));
 }
 
 void ExperimentRoutes::ServeTrials(const httplib::Request& req, httplib::Response& res) {

@@ -12,6 +12,8 @@
 //                                              one page of the trial table (ServeTrials)
 //   GET /api/experiments/NAME/trials/ID/curve  CurveFromResultLines of the trial's result.json
 //                                              (ServeCurve)
+//   GET /api/experiments/NAME/pareto           ParetoView: every trial's objective values and
+//                                              the Pareto front (ServePareto)
 //
 // It keeps the summaries of experiments read from journals (not in the scheduler's memory,
 // unchanging) while their lsx row is the same, so the experiments page asks the scheduler once
@@ -41,6 +43,7 @@ class ExperimentRoutes {
   void ServeExperiment(const httplib::Request& req, httplib::Response& res);
   void ServeTrials(const httplib::Request& req, httplib::Response& res);
   void ServeCurve(const httplib::Request& req, httplib::Response& res);
+  void ServePareto(const httplib::Request& req, httplib::Response& res);
   /// The experiments page's row of the lsx row `row`, with its progress: the summary of an
   /// experiment read from its journal is kept while its row is the same (journal_summaries_).
   nlohmann::json ShownExperimentRow(const nlohmann::json& row);
