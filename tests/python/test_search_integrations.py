@@ -742,10 +742,14 @@ def two_objectives(config):
 
 
 def test_many_objective_optuna_search_gives_a_pareto_set(tmp_path, suite):
-    _optuna()
     from tunebus.tune.search.optuna import OptunaSearch
 
-    searcher = OptunaSearch(metric=["a", "b"], mode=["min", "min"], seed=3)
+    # A RandomSampler study runs in the driver (an NSGAIISampler or TPESampler would become the
+    # scheduler's nsga2 / motpe: tests/python/test_many_objectives.py).
+    ot = _optuna()
+    searcher = OptunaSearch(
+        metric=["a", "b"], mode=["min", "min"], sampler=ot.samplers.RandomSampler(seed=3)
+    )
     grid = _fit(
         tmp_path,
         "pareto",
@@ -765,6 +769,8 @@ def test_many_objective_optuna_search_gives_a_pareto_set(tmp_path, suite):
     assert pareto and [tuple(map(lambda v: round(v, 9), p)) for p in pareto] == [
         tuple(map(lambda v: round(v, 9), p)) for p in study_pareto
     ]
+    # The ResultGrid's front is the study's.
+    assert sorted((r.metrics["a"], r.metrics["b"]) for r in grid.get_pareto_front()) == pareto
     # Optuna ran a study with two directions; the experiment's metric is the first.
     assert [d.name for d in searcher._ot_study.directions] == ["MINIMIZE", "MINIMIZE"]
     assert not math.isnan(grid.get_best_result(metric="a", mode="min").metrics["a"])

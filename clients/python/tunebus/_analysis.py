@@ -20,7 +20,13 @@ import math
 import os
 
 from tunebus._errors import TuneError
-from tunebus._results import ResultGrid, _flatten, control_exporter, control_history
+from tunebus._results import (
+    ResultGrid,
+    _describe,
+    _flatten,
+    control_exporter,
+    control_history,
+)
 from tunebus._trial import Trial
 
 _NO_METRIC = (
@@ -85,7 +91,8 @@ class ExperimentAnalysis:
     trial_id -> that trial's results (tunebus._results.control_history), as `tune.run` passes
     them (the folder may then be on another host); with `trials` alone the folder's files give
     the results. Without either, the folder (on this host) is read as the module docstring says.
-    `default_metric` / `default_mode` serve `best_*` (ValueError without them, as Ray).
+    `default_metric` / `default_mode` serve `best_*` (ValueError without them, as Ray); lists
+    of them (several objectives) serve `best_trials` / `get_pareto_front()`, the Pareto front.
     `exporter(trial_id, checkpoint_id, target)`: how checkpoints are exported (default: through
     the suite that answered, else `folder_exporter`). `trainable_name` names the trials
     (`str(trial)`). Raises TuneError `not_found` for a folder that does not exist when it is read.
@@ -102,7 +109,9 @@ class ExperimentAnalysis:
         history=None,
     ):
         path = os.path.abspath(os.path.expanduser(os.fspath(experiment_checkpoint_path)))
-        if default_mode is not None and default_mode not in ("min", "max"):
+        if isinstance(default_mode, (list, tuple)):  # several objectives: checked where used
+            pass
+        elif default_mode is not None and default_mode not in ("min", "max"):
             raise ValueError("`default_mode` has to be None or one of [min, max]")
         self._experiment_path = path
         self.default_metric = default_metric
@@ -211,6 +220,12 @@ class ExperimentAnalysis:
     def _metric_mode(self, metric, mode, what):
         metric = metric or self.default_metric
         mode = mode or self.default_mode
+        if isinstance(metric, (list, tuple)) or isinstance(mode, (list, tuple)):
+            raise ValueError(
+                "%s: the experiment has several objectives (%s), so no one trial is best: pass "
+                "one metric and mode, or use `best_trials` (the Pareto front)"
+                % (what, _describe(metric, mode))
+            )
         if not metric or not mode:
             raise ValueError(_NO_METRIC.format(what=what))
         if mode not in ("min", "max"):
@@ -272,6 +287,22 @@ class ExperimentAnalysis:
             if best is None or (value > best_value if mode == "max" else value < best_value):
                 best, best_value = checkpoint, value
         return best
+
+    def get_pareto_front(self, metric=None, mode=None):
+        """The trials on the Pareto front of several objectives (`metric`/`mode` lists, default
+        the experiment's): ResultGrid.get_pareto_front's trials, best first by the first
+        objective. ValueError without several objectives."""
+        front = self._grid.get_pareto_front(
+            metric if metric is not None else self.default_metric,
+            mode if mode is not None else self.default_mode,
+        )
+        return [self._trial_by_id[r.trial_id] for r in front]
+
+    @property
+    def best_trials(self):
+        """Optuna's `Study.best_trials` for a multi-objective experiment: the Pareto front's
+        trials (get_pareto_front with the experiment's objectives)."""
+        return self.get_pareto_front()
 
     @property
     def best_trial(self):

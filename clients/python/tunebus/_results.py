@@ -97,7 +97,9 @@ class ResultGrid:
 
     `get_best_result(metric=None, mode=None, scope="last")`: `scope` "last" (each trial's last
     result), "all" (any result), "last-N-avg" / "avg" / "all-avg" as Ray; trials without the
-    metric are skipped; metric and mode default to the TuneConfig's. `get_dataframe(filter_metric,
+    metric are skipped; metric and mode default to the TuneConfig's (ValueError when those are
+    lists: several objectives have no one best result). `get_pareto_front()`: the non-dominated
+    results of several objectives (docs/python.md "Many objectives"). `get_dataframe(filter_metric,
     filter_mode)`: one row per trial (its last result, or with filter_metric the best by it),
     flattened as Ray (`config/lr`). `errors`, `num_errors`, `num_terminated`,
     `experiment_path`."""
@@ -203,6 +205,13 @@ class ResultGrid:
     def _metric_mode(self, metric, mode):
         metric = metric or self._metric
         mode = mode or self._mode
+        if isinstance(metric, (list, tuple)) or isinstance(mode, (list, tuple)):
+            raise ValueError(
+                "get_best_result: the experiment has several objectives (%s), so no one result "
+                "is best: pass one of them, e.g. get_best_result(metric=%r, mode=%r), or use "
+                "get_pareto_front() for the results no other beats on every objective"
+                % (_describe(metric, mode), _first(metric), _first(mode))
+            )
         if not metric or not mode:
             raise ValueError("no metric/mode: pass them to get_best_result or to tune.TuneConfig")
         if mode not in ("min", "max"):
@@ -245,6 +254,19 @@ class ResultGrid:
             raise RuntimeError("no trial reported %r (scope %s)" % (metric, scope))
         return best
 
+    def get_pareto_front(self, metric=None, mode=None):
+        """The non-dominated results of a multi-objective experiment (Optuna's
+        `Study.best_trials`): among the trials that ended TERMINATED with every objective a
+        finite number in their last result (Ray's scope "last"), those no other such trial is
+        at least as good as on every objective and better on one. `metric`/`mode`: lists of
+        equal length >= 2 (default: the TuneConfig's). Sorted by the first objective, best
+        first (ties by the next ones), then in trial order. ValueError without several objectives.
+        """
+        metric = metric if metric is not None else self._metric
+        mode = mode if mode is not None else self._mode
+        objectives = _objectives(metric, mode, "get_pareto_front")
+        return pareto_front(self._results, objectives)
+
     def get_dataframe(self, filter_metric=None, filter_mode=None):
         import pandas as pd
 
@@ -274,6 +296,68 @@ class ResultGrid:
             self.num_errors,
             self.experiment_path,
         )
+
+
+def _first(value):
+    return value[0] if isinstance(value, (list, tuple)) and value else value
+
+
+def _describe(metric, mode):
+    metrics = metric if isinstance(metric, (list, tuple)) else [metric]
+    modes = mode if isinstance(mode, (list, tuple)) else [mode]
+    return ", ".join("%s %s" % (m, d) for m, d in zip(metrics, modes))
+
+
+def _objectives(metric, mode, what):
+    """[(metric, mode)] of two lists of equal length >= 2; ValueError naming `what` else."""
+    if not isinstance(metric, (list, tuple)) or not isinstance(mode, (list, tuple)):
+        raise ValueError(
+            "%s: the Pareto front needs several objectives: metric and mode lists (e.g. "
+            "metric=['val_accuracy', 'latency_ms'], mode=['max', 'min']), got metric=%r, "
+            "mode=%r" % (what, metric, mode)
+        )
+    if len(metric) != len(mode) or len(metric) < 2:
+        raise ValueError(
+            "%s: metric and mode must be lists of equal length >= 2, got %d metrics and %d "
+            "modes" % (what, len(metric), len(mode))
+        )
+    for m in mode:
+        if m not in ("min", "max"):
+            raise ValueError("%s: each mode must be 'min' or 'max', got %r" % (what, m))
+    return list(zip(metric, mode))
+
+
+def _losses(result, objectives):
+    """Each objective's value as a loss (max negated), or None when one is missing or not a
+    finite number."""
+    losses = []
+    for metric, mode in objectives:
+        value = result.metrics.get(metric)
+        if isinstance(value, bool) or not isinstance(value, (int, float)):
+            return None
+        if not math.isfinite(value):
+            return None
+        losses.append(-value if mode == "max" else value)
+    return losses
+
+
+def _dominates(a, b):
+    return all(x <= y for x, y in zip(a, b)) and any(x < y for x, y in zip(a, b))
+
+
+def pareto_front(results, objectives):
+    """The Results of `results` on the Pareto front of `objectives` ([(metric, mode)]): see
+    ResultGrid.get_pareto_front. O(n^2 m)."""
+    candidates = []
+    for index, result in enumerate(results):
+        if result.error is not None or result.status not in (None, "TERMINATED"):
+            continue
+        losses = _losses(result, objectives)
+        if losses is not None:
+            candidates.append((losses, index, result))
+    front = [c for c in candidates if not any(_dominates(o[0], c[0]) for o in candidates)]
+    front.sort(key=lambda c: (c[0], c[1]))  # by the losses (the first objective first), then order
+    return [c[2] for c in front]
 
 
 def _flatten(row, prefix=""):

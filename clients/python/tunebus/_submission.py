@@ -123,7 +123,30 @@ def summary_line(e):
     value = (best.get("last_result") or {}).get(metric) if metric else None
     if value is not None:
         line += " | best %s=%s (%s)" % (metric, format_value(value), best.get("trial_id"))
+    front = e.get("pareto_front")
+    if isinstance(front, list):
+        line += " | Pareto front %d %s" % (len(front), "trial" if len(front) == 1 else "trials")
     return line
+
+
+def pareto_lines(e):
+    """The Pareto front of a multi-objective experiment as `tunectl run` ends with it: a title
+    naming the objectives, then one line per trial (id, each objective's value, config)."""
+    objectives = e.get("objectives") or []
+    front = e.get("pareto_front") or []
+    described = ", ".join("%s %s" % (o.get("metric"), o.get("mode")) for o in objectives)
+    lines = [
+        "Pareto front (%s): %d %s"
+        % (described, len(front), "trial" if len(front) == 1 else "trials")
+    ]
+    for t in front:
+        result = t.get("last_result") or {}
+        values = "  ".join(
+            "%s=%s" % (o.get("metric"), format_value(result.get(o.get("metric"))))
+            for o in objectives
+        )
+        lines.append("  %s  %s  %s" % (t.get("trial_id"), values, _compact(t.get("config"))))
+    return lines
 
 
 def print_final(client, e, followed):
@@ -141,6 +164,9 @@ def print_final(client, e, followed):
         )
         print("  config: %s" % _compact(best.get("config")))
         print("  results: %s" % best.get("dir", ""))
+    if isinstance(e.get("pareto_front"), list):
+        for line in pareto_lines(e):
+            print(line)
     print("Results directory: %s" % e.get("results_dir", ""))
     try:
         errored = client.list_trials(followed, status="ERROR")

@@ -72,6 +72,9 @@ class DriverNeeds:
         self.search = None  # the searcher the driver serves: tunebus._search_driver.DriverSearch
         self.callbacks = callbacks
         self.endpoints = {}  # a resumed experiment's journaled {"driver", "search"} endpoints
+        # ([metric, ...], [mode, ...]) of several objectives served by a searcher in the driver
+        # (the experiment file then names the first); None otherwise.
+        self.objectives = None
 
     @property
     def sample_from(self):
@@ -159,6 +162,45 @@ def _inherit(holder, metric, mode, what):
     return holder
 
 
+def objectives_of(metric, mode, search_alg=None):
+    """The experiment's metric and mode: TuneConfig's, else the searcher's lists of several
+    objectives (NSGA2Search, MOTPESearch, an OptunaSearch of several). Strings for one
+    objective; lists of equal length >= 2 (distinct metrics, each mode min or max) for several,
+    Ray's and Optuna's list form. ValueError for anything else, and for lists in both places
+    (Ray's "given twice")."""
+    own_metric = getattr(search_alg, "_metric", None)
+    own_mode = getattr(search_alg, "_mode", None)
+    if isinstance(own_metric, list) and isinstance(own_mode, list):
+        if metric is not None or mode is not None:
+            raise ValueError(
+                "You passed a `metric` or `mode` argument to `tune.TuneConfig()`, but the "
+                "searcher you are using was already instantiated with their own `metric` and "
+                "`mode` parameters. Either remove the arguments from tune.TuneConfig() or from "
+                "your searcher."
+            )
+        metric, mode = own_metric, own_mode
+    if not isinstance(metric, (list, tuple)) and not isinstance(mode, (list, tuple)):
+        if mode is not None and mode not in ("min", "max"):
+            raise ValueError("TuneConfig.mode must be 'min' or 'max', got %r" % (mode,))
+        return metric, mode
+    if not isinstance(metric, (list, tuple)) or not isinstance(mode, (list, tuple)):
+        raise ValueError(
+            "TuneConfig: several objectives need metric and mode lists of equal length, got "
+            "metric=%r, mode=%r" % (metric, mode)
+        )
+    if len(metric) != len(mode) or len(metric) < 2:
+        raise ValueError(
+            "TuneConfig: metric and mode must be lists of equal length >= 2, got %d metrics and "
+            "%d modes" % (len(metric), len(mode))
+        )
+    for m in mode:
+        if m not in ("min", "max"):
+            raise ValueError("TuneConfig.mode: each entry must be 'min' or 'max', got %r" % (m,))
+    if len(set(metric)) != len(metric) or not all(isinstance(m, str) and m for m in metric):
+        raise ValueError("TuneConfig.metric: distinct result keys, got %r" % (list(metric),))
+    return list(metric), list(mode)
+
+
 def build_experiment(trainable, param_space=None, tune_config=None, run_config=None, name=None):
     """The experiment file's map for a Tuner, and its DriverNeeds. Raises TuneError
     invalid_argument for what the file cannot say (naming the field), ValueError for Ray's own
@@ -169,10 +211,18 @@ def build_experiment(trainable, param_space=None, tune_config=None, run_config=N
     name = name or rc.name or default_name(spec)
     if not re.fullmatch(r"[A-Za-z0-9_.-]+", name):
         raise TuneError("invalid_argument", "RunConfig.name %r: use [A-Za-z0-9_.-]+" % name)
-    if tc.mode is not None and tc.mode not in ("min", "max"):
-        raise ValueError("TuneConfig.mode must be 'min' or 'max', got %r" % (tc.mode,))
+    search_alg, searcher_space = tc.search_alg, None
+    native = getattr(search_alg, "_tunebus_native", None)
+    if native is not None:  # OptunaSearch of several objectives: the scheduler's nsga2 / motpe
+        made = native(tc.metric, tc.mode)
+        if made is not None:
+            search_alg, searcher_space = made
+    metric, mode = objectives_of(tc.metric, tc.mode, search_alg)
+    many = isinstance(metric, list)
     try:
         space = _space.to_spec(param_space or {})
+        if searcher_space:
+            space.update(_space.to_spec(searcher_space))
     except ValueError as e:
         raise TuneError("invalid_argument", str(e)) from None
     exp = {
@@ -187,10 +237,10 @@ def build_experiment(trainable, param_space=None, tune_config=None, run_config=N
             os.path.expanduser(rc.storage_path or rc.local_dir or default_storage_path())
         ),
     }
-    if tc.metric is not None:
-        exp["metric"] = tc.metric
-    if tc.mode is not None:
-        exp["mode"] = tc.mode
+    if metric is not None:
+        exp["metric"] = metric
+    if mode is not None:
+        exp["mode"] = mode
     needs = DriverNeeds(param_space=param_space if _space.has_function(param_space or {}) else None)
     stop = {}
     if isinstance(rc.stop, dict):
@@ -228,31 +278,43 @@ def build_experiment(trainable, param_space=None, tune_config=None, run_config=N
             ("min-" + attr) if cc.checkpoint_score_order == "min" else attr
         )
     if tc.scheduler is not None:
-        scheduler = _inherit(tc.scheduler, tc.metric, tc.mode, "scheduler")
+        # Several objectives: the scheduler compares its own metric, one of them (Ray's rule;
+        # the scheduler refuses to guess which, docs/search.md "Many objectives").
+        scheduler = _inherit(
+            tc.scheduler, None if many else tc.metric, None if many else tc.mode, "scheduler"
+        )
         exp["scheduler"] = scheduler.to_spec()
         needs.mutations = scheduler.driver_mutations()
-    if tc.search_alg is not None:
-        if needs.sample_from and getattr(tc.search_alg, "type", "") != "random":
+    if search_alg is not None:
+        if needs.sample_from and getattr(search_alg, "type", "") != "random":
             raise TuneError(
                 "invalid_argument",
                 "tune.sample_from is drawn by the scheduler's variant generator "
                 "(BasicVariantGenerator, the default); it cannot be combined with search_alg %s"
-                % type(tc.search_alg).__name__,
+                % type(search_alg).__name__,
             )
         from tunebus import _search_driver  # imports tunebus.tune.search: not at module load
 
-        if _search_driver.runs_in_driver(tc.search_alg):
+        if _search_driver.runs_in_driver(search_alg):
             # Ray runs it in the driver: so does tunebus, over §7a (tunebus._search_driver).
             needs.search = _search_driver.DriverSearch(
-                tc.search_alg,
+                search_alg,
                 param_space,
                 tc.metric,
                 tc.mode,
                 {"stop": rc.stop, "num_samples": tc.num_samples, "time_budget_s": tc.time_budget_s},
             )
+            if many:
+                # The external searcher (§7a) serves one metric: the driver's searcher sees every
+                # objective in its results, the scheduler orders trials by the first, and the
+                # ResultGrid computes the Pareto front of them all (needs.objectives).
+                needs.objectives = (metric, mode)
+                exp["metric"], exp["mode"] = metric[0], mode[0]
             exp = needs.search.apply(exp)
         else:
-            searcher = _inherit(tc.search_alg, tc.metric, tc.mode, "searcher")
+            searcher = _inherit(
+                search_alg, None if many else tc.metric, None if many else tc.mode, "searcher"
+            )
             exp["search"] = searcher.to_spec()
             if searcher.seed is not None:
                 exp["seed"] = searcher.seed
@@ -382,12 +444,13 @@ class Tuner:
         client = ControlClient(endpoint)
         summary = client.get_experiment(exp["name"])
         trials = client.list_trials(exp["name"])
+        metric, mode = restored.get("objectives") or (exp.get("metric"), exp.get("mode"))
         self._results = ResultGrid.from_suite(
             endpoint,
             summary.get("journal") or exp["name"],
             trials,
-            exp.get("metric"),
-            exp.get("mode"),
+            metric,
+            mode,
             self._results_dir,
         )
         return self._results
@@ -399,6 +462,7 @@ class Tuner:
         if restored:
             exp = restored["experiment"]
             needs = DriverNeeds.restored(self._results_dir, exp)
+            needs.objectives = restored.get("objectives")
             if _space.has_function(self._param_space or {}):
                 needs.param_space = self._param_space  # Ray's Tuner.restore(param_space=...)
             rc, tc = self._run_config, self._tune_config
@@ -446,9 +510,10 @@ class Tuner:
         self._results_dir = results_dir
         if os.path.isdir(results_dir):
             with open(os.path.join(results_dir, STATE_FILE), "w") as f:
-                json.dump(
-                    {"name": exp["name"], "endpoint": endpoint, "experiment": exp}, f, indent=2
-                )
+                state = {"name": exp["name"], "endpoint": endpoint, "experiment": exp}
+                if needs.objectives is not None:
+                    state["objectives"] = list(needs.objectives)
+                json.dump(state, f, indent=2)
             needs.save(results_dir)
         if final is None or final.get("status") == "INTERRUPTED":
             hint = (
@@ -474,8 +539,7 @@ class Tuner:
         self._results = ResultGrid.from_trials(
             trials,
             control_history(endpoint, summary.get("journal") or exp["name"]),
-            exp.get("metric", tc.metric),
-            exp.get("mode", tc.mode),
+            *_grid_objectives(exp, needs, tc),
             exporter,
             results_dir,
         )
@@ -499,6 +563,14 @@ class Tuner:
                 printer.close()
 
 
+def _grid_objectives(exp, needs, tc):
+    """(metric, mode) for the ResultGrid: the objectives' lists of a multi-objective experiment
+    (also one whose searcher runs in the driver), else the experiment's metric and mode."""
+    if needs.objectives is not None:
+        return needs.objectives
+    return exp.get("metric", tc.metric), exp.get("mode", tc.mode)
+
+
 def _callbacks_for(rc, tc, exp, trainable_name):
     """The CallbackDispatcher of RunConfig's `callbacks` and `progress_reporter`, set up (Ray's
     `Callback.setup` before the first trial), or None when there are neither."""
@@ -516,7 +588,12 @@ def _callbacks_for(rc, tc, exp, trainable_name):
             "Result logdir: %s" % os.path.join(exp["results_dir"], exp["name"]),
         ]
         reporters.append(
-            ReporterCallback(rc.progress_reporter, exp.get("metric"), exp.get("mode"), sys_info)
+            ReporterCallback(
+                rc.progress_reporter,
+                None if isinstance(exp.get("metric"), list) else exp.get("metric"),
+                None if isinstance(exp.get("mode"), list) else exp.get("mode"),
+                sys_info,
+            )
         )
     dispatcher = CallbackDispatcher(callbacks, reporters, trainable_name=trainable_name)
     total = exp.get("num_samples", 1)

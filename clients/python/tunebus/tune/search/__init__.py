@@ -3,9 +3,11 @@
 
 Where each runs (docs/search.md, docs/python.md "Search integrations"):
 - in the scheduler (C++), named in the experiment file's `search:` map: `BasicVariantGenerator`
-  (`search: random`), tunebus's `TPESearch` (`search: tpe`) and `TuneBOHB` (`search: bohb`, also
-  at Ray's path `tune.search.bohb`), and a `ConcurrencyLimiter` around one of them
-  (`max_concurrent`);
+  (`search: random`), tunebus's `TPESearch` (`search: tpe`), `NSGA2Search` (`search: nsga2`) and
+  `MOTPESearch` (`search: motpe`) for several objectives, `TuneBOHB` (`search: bohb`, also at
+  Ray's path `tune.search.bohb`), and a `ConcurrencyLimiter` around one of them
+  (`max_concurrent`); an `OptunaSearch` of several objectives whose sampler is NSGAIISampler,
+  MOTPESampler or TPESampler becomes NSGA2Search / MOTPESearch (tune.search.optuna);
 - in the driver, served to the scheduler over the external searcher protocol (proto/PROTOCOL.md
   §7a) by tunebus._search_driver: a user's `Searcher` subclass, `optuna.OptunaSearch`,
   `Repeater`, a `ConcurrencyLimiter` around one of them, and the searchers over libraries Debian
@@ -16,7 +18,7 @@ Where each runs (docs/search.md, docs/python.md "Search integrations"):
 """
 
 from tunebus._space import grid_search
-from tunebus.tune.search._builtin import BuiltinSearcher, TPESearch
+from tunebus.tune.search._builtin import BuiltinSearcher, MOTPESearch, NSGA2Search, TPESearch
 from tunebus.tune.search._util import UNDEFINED_METRIC_MODE, UNDEFINED_SEARCH_SPACE
 from tunebus.tune.search.basic_variant import BasicVariantGenerator
 from tunebus.tune.search.bohb import TuneBOHB
@@ -69,6 +71,8 @@ __all__ = [
     "Repeater",
     "BasicVariantGenerator",
     "TPESearch",
+    "NSGA2Search",
+    "MOTPESearch",
     "TuneBOHB",
     "BuiltinSearcher",
     "grid_search",

@@ -88,4 +88,47 @@ class TPESearch(BuiltinSearcher):
         self.seed = seed
 
 
-__all__ = ["BuiltinSearcher", "TPESearch"]
+class _ManyObjectiveSearch(BuiltinSearcher):
+    """A searcher of several objectives run by the scheduler: `metric`/`mode` are lists (Ray's
+    and Optuna's list form), which become the experiment's `metric:`/`mode:` lists (the
+    TuneConfig's when left out). `seed` becomes the experiment's seed; keyword options are the
+    searcher's parameters (docs/search.md)."""
+
+    def __init__(self, metric=None, mode=None, points_to_evaluate=None, seed=None, **options):
+        if isinstance(mode, (list, tuple)):
+            for m in mode:
+                if m not in ("min", "max"):
+                    raise ValueError("each mode must be 'min' or 'max', got %r" % (m,))
+            mode_value = list(mode)
+        else:
+            mode_value = mode
+        super().__init__(None, None, points_to_evaluate, None, **options)
+        self._metric = list(metric) if isinstance(metric, (list, tuple)) else metric
+        self._mode = mode_value
+        self.seed = seed
+
+    def to_spec(self):
+        spec = super().to_spec()
+        spec.pop("metric", None)  # the experiment's lists carry the objectives
+        spec.pop("mode", None)
+        return spec
+
+
+class NSGA2Search(_ManyObjectiveSearch):
+    """tunebus's NSGA-II (`search: nsga2`; Deb et al. 2002, as Optuna 3.1's NSGAIISampler) in
+    C++ inside the scheduler. `OptunaSearch(metric=[...], mode=[...],
+    sampler=NSGAIISampler(...))` becomes this searcher (tune.search.optuna)."""
+
+    type = "nsga2"
+
+
+class MOTPESearch(_ManyObjectiveSearch):
+    """tunebus's multi-objective TPE (`search: motpe`; Ozaki et al. 2020, Optuna 3.1's
+    MOTPESampler / TPESampler over several objectives) in C++ inside the scheduler.
+    `OptunaSearch(metric=[...], mode=[...], sampler=TPESampler(...) or MOTPESampler(...))`
+    becomes this searcher (tune.search.optuna)."""
+
+    type = "motpe"
+
+
+__all__ = ["BuiltinSearcher", "MOTPESearch", "NSGA2Search", "TPESearch"]

@@ -145,7 +145,10 @@ class OptunaSearch(Searcher):
     points_to_evaluate: configs (dicts) tried first, in order; partial ones are completed by the
         sampler. With `evaluated_rewards` (one value per point, or a list of values per point for
         many objectives) they are not run: the study is told them before its first suggestion.
-    sampler: an `optuna.samplers.BaseSampler` (default TPESampler(seed=seed)).
+    sampler: an `optuna.samplers.BaseSampler` (default TPESampler(seed=seed)). With several
+        objectives an NSGAIISampler, MOTPESampler or TPESampler (and a space the scheduler can
+        hold) makes the Tuner run the scheduler's own nsga2 / motpe instead of this study
+        (`_tunebus_native`; docs/python.md "Many objectives").
     seed: the default sampler's seed (ignored, with a warning, when `sampler` is given).
     study_name: the study's name (default "optuna"). storage: not supported (TuneError): the
         driver keeps the study in memory and rebuilds it from the scheduler's journal.
@@ -443,6 +446,60 @@ class OptunaSearch(Searcher):
                 else None,
             )
         )
+
+    # ---- several objectives: the scheduler's own searchers ---------------------------------
+    def _tunebus_native(self, metric=None, mode=None):
+        """The scheduler's searcher that does what this one would for several objectives, or
+        None: NSGA2Search for an NSGAIISampler, MOTPESearch for a TPESampler (Optuna 3.x's TPE
+        over several objectives is MOTPE) or an MOTPESampler (exact types: a subclass may
+        change what they do), with the sampler's options. Only for several objectives (this
+        searcher's `metric`/`mode` lists, else `metric`/`mode`, the TuneConfig's), a space the
+        scheduler can hold (the Tuner's param space, tune domains or Optuna distributions it
+        has a domain for; not a define-by-run function) and no evaluated_rewards. The result
+        is (searcher, param space or None for the Tuner's)."""
+        metrics = self._metric if isinstance(self._metric, list) else metric
+        modes = self._mode if isinstance(self._mode, list) else mode
+        if not isinstance(metrics, (list, tuple)) or not isinstance(modes, (list, tuple)):
+            return None
+        if callable(self._space) or self._evaluated_rewards is not None:
+            return None
+        ot = _optuna()
+        space = None
+        if self._domains is not None:
+            space = unflatten(flatten(self._domains))
+        elif isinstance(self._space, dict) and self._space:
+            domains = {name: from_optuna(dist, ot) for name, dist in self._space.items()}
+            if any(d is None for d in domains.values()):
+                return None
+            space = unflatten(domains)
+        sampler = self._ot_sampler
+        points = [unflatten(p) for p in self._points_to_evaluate]
+        seed = self._seed if self._sampler is None else None
+        from tunebus.tune.search._builtin import MOTPESearch, NSGA2Search
+
+        params = {}
+        if type(sampler) is ot.samplers.NSGAIISampler:
+            params["population_size"] = sampler._population_size
+            params["crossover_prob"] = sampler._crossover_prob
+            params["swapping_prob"] = sampler._swapping_prob
+            if sampler._mutation_prob is not None:
+                params["mutation_prob"] = sampler._mutation_prob
+            native = NSGA2Search
+        elif type(sampler) in (ot.samplers.TPESampler, ot.samplers.MOTPESampler):
+            params["n_startup_trials"] = sampler._n_startup_trials
+            params["n_ei_candidates"] = sampler._n_ei_candidates
+            native = MOTPESearch
+        else:
+            return None
+        own = isinstance(self._metric, list)  # else the TuneConfig's lists, given there
+        searcher = native(
+            metric=list(metrics) if own else None,
+            mode=list(modes) if own else None,
+            points_to_evaluate=points or None,
+            seed=seed,
+            **params,
+        )
+        return searcher, space
 
     # ---- tunebus's hooks (tunebus._search_driver) -------------------------------------------
     def _tunebus_copy(self):
