@@ -5,6 +5,7 @@
 #pragma once
 
 #include <cstdint>
+#include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
 
@@ -29,6 +30,9 @@ struct ExperimentIdentity {
   std::string results_folder;
   std::string working_dir_digest;      // the shipped working_dir's SHA-256; "" = not shipped
   int64_t working_dir_size_bytes = 0;  // its archive's size
+  /// The observations `search.warm_start` read from earlier experiments at submission
+  /// (libs/tune/warm_start_source.hpp: an array of sources), or null: none named.
+  nlohmann::json warm_start;
 };
 
 /// The identity's fields under their record keys, in sorted order (T: ExperimentIdentity or
@@ -43,6 +47,7 @@ void VisitExperimentIdentityFields(T& x, V&& v) {
   v("seed", x.seed, fields::kRequired);
   v("source_name", x.source_name, fields::kRequired);
   v("submitted_at", x.submitted_at_s, fields::kOmitDefault);
+  v("warm_start", x.warm_start, fields::kOmitDefault);
   v("working_dir_digest", x.working_dir_digest, fields::kOmitDefault);
   v("working_dir_size_bytes", x.working_dir_size_bytes, fields::kOmitDefault);
 }

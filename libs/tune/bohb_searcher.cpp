@@ -101,7 +101,7 @@ Suggestion BohbSearcher::Suggest(const std::string& trial_id) {
     const json& config = trials_[it->second].config;
     return Suggestion::Config(config, space_->Tag(config));
   }
-  const int64_t k = int64_t(trials_.size());
+  const int64_t k = suggested_;
   if (num_samples_ >= 0 && k >= num_samples_) return Suggestion::Finished();
   SearchRng rng(seed_, uint64_t(k));
   const std::optional<double> budget = ModelBudget();
@@ -138,6 +138,41 @@ void BohbSearcher::OnTrialComplete(const std::string& trial_id, const TrainingRe
   auto it = index_.find(trial_id);
   if (it == index_.end() || !trials_[it->second].running) return;
   Record({{"complete", trial_id}});
+}
+
+Status BohbSearcher::AddEvaluatedPointAtBudget(const json& config, double value, double budget) {
+  if (!space_)
+    return Status::FailedPrecondition("bohb: AddEvaluatedPointAtBudget before SetSearchProperties");
+  if (!std::isfinite(budget)) {
+    return Status::InvalidArgument(
+        fmt::format("bohb: an evaluated point needs the budget of its value, got {}", budget));
+  }
+  std::vector<double> row(space_->size());
+  if (config.is_object()) space_->Encode(config, row.data());
+  for (size_t d = 0; d < row.size(); ++d) {
+    if (!config.is_object() || std::isnan(row[d])) {
+      return Status::InvalidArgument(
+          fmt::format("{}: the evaluated point has no value of this param in its domain: {}",
+                      space_->dims()[d].name, config.dump()));
+    }
+  }
+  Record({{"evaluated", config},
+          {"budget", budget},
+          {"value", std::isfinite(value) ? json(value) : json()}});
+  return Status::Ok();
+}
+
+void BohbSearcher::Observe(TrialRecord* trial, double b, double v) {
+  std::vector<Observation>& at_budget = by_budget_[b];
+  for (const auto& [seen_budget, position] : trial->budgets) {
+    if (seen_budget == b) {
+      at_budget[position].value = v;
+      return;
+    }
+  }
+  trial->budgets.emplace_back(b, uint32_t(at_budget.size()));
+  at_budget.push_back({uint32_t(trial - trials_.data()), v});
+  ++observations_;
 }
 
 void BohbSearcher::EncodeNewTrials() {
@@ -287,6 +322,19 @@ Status BohbSearcher::Apply(const json& event) {
     index_.emplace(id, trials_.size());
     trials_.push_back({id, *config, true, {}});
     ++running_;
+    ++suggested_;
+    return Status::Ok();
+  }
+  if (auto it = event.find("evaluated"); it != event.end()) {
+    auto budget = event.find("budget");
+    auto value = event.find("value");
+    if (!it->is_object() || budget == event.end() || !budget->is_number() || value == event.end() ||
+        !(value->is_null() || value->is_number())) {
+      return Status::Corruption("bohb: bad evaluated event " + event.dump());
+    }
+    trials_.push_back({"", *it, false, {}});
+    Observe(&trials_.back(), budget->get<double>(),
+            value->is_null() ? std::numeric_limits<double>::quiet_NaN() : value->get<double>());
     return Status::Ok();
   }
   if (auto it = event.find("result"); it != event.end()) {
@@ -297,19 +345,8 @@ Status BohbSearcher::Apply(const json& event) {
         !(value->is_null() || value->is_number())) {
       return Status::Corruption("bohb: bad result event " + event.dump());
     }
-    const double b = budget->get<double>();
-    const double v =
-        value->is_null() ? std::numeric_limits<double>::quiet_NaN() : value->get<double>();
-    std::vector<Observation>& at_budget = by_budget_[b];
-    for (const auto& [seen_budget, position] : trial->budgets) {
-      if (seen_budget == b) {
-        at_budget[position].value = v;
-        return Status::Ok();
-      }
-    }
-    trial->budgets.emplace_back(b, uint32_t(at_budget.size()));
-    at_budget.push_back({uint32_t(trial - trials_.data()), v});
-    ++observations_;
+    Observe(trial, budget->get<double>(),
+            value->is_null() ? std::numeric_limits<double>::quiet_NaN() : value->get<double>());
     return Status::Ok();
   }
   if (auto it = event.find("complete"); it != event.end()) {
@@ -340,7 +377,7 @@ void BohbSearcher::Reset() {
   trials_.clear();
   index_.clear();
   by_budget_.clear();
-  observations_ = running_ = 0;
+  observations_ = running_ = suggested_ = 0;
   encoded_rows_ = 0;
 }
 
@@ -362,6 +399,10 @@ Status BohbSearcher::RestoreState(const json& state) {
         !t.value("running", json()).is_boolean()) {
       return invalid("a trial needs id, config and running, got " + t.dump());
     }
+    if (t["id"] == "" && t["config"].is_object() && !t["running"].get<bool>()) {
+      trials_.push_back({"", t["config"], false, {}});  // an evaluated point's
+      continue;
+    }
     Status s = Apply({{"suggest", t["id"]}, {"config", t["config"]}});
     if (s.ok() && !t["running"].get<bool>()) s = Apply({{"complete", t["id"]}});
     if (!s.ok()) return invalid(s.message());
@@ -371,9 +412,12 @@ Status BohbSearcher::RestoreState(const json& state) {
         o[0].get<uint64_t>() >= trials_.size()) {
       return invalid("an observation is [trial index, budget, value], got " + o.dump());
     }
-    Status s =
-        Apply({{"result", trials_[o[0].get<size_t>()].id}, {"budget", o[1]}, {"value", o[2]}});
-    if (!s.ok()) return invalid(s.message());
+    TrialRecord& trial = trials_[o[0].get<size_t>()];
+    if (!o[1].is_number() || !(o[2].is_null() || o[2].is_number())) {
+      return invalid("an observation is [trial index, budget, value], got " + o.dump());
+    }
+    Observe(&trial, o[1].get<double>(),
+            o[2].is_null() ? std::numeric_limits<double>::quiet_NaN() : o[2].get<double>());
   }
   return Status::Ok();
 }

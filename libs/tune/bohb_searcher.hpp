@@ -36,6 +36,10 @@
 //   {"suggest": trial_id, "config": {...}}
 //   {"result": trial_id, "budget": b, "value": x | null}   (null: a non-finite metric)
 //   {"complete": trial_id}
+//   {"evaluated": {...config}, "budget": b, "value": x | null}   AddEvaluatedPointAtBudget
+// An evaluated point (a warm start's trial of an earlier experiment) is an observation at its
+// budget like a result, of a trial that is not this experiment's (no id, never running); it
+// takes no suggestion's place (suggested() and the draws count suggestions only).
 #pragma once
 
 #include <cstdint>
@@ -64,7 +68,8 @@ struct BohbOptions {
   std::string time_attr = "training_iteration";
 
   /// From the `search:` map (JSON) with the keys above; the runner's keys ("type", "metric",
-  /// "mode", "max_concurrent", "points_to_evaluate", "evaluated_rewards") are ignored. Errors:
+  /// "mode", "max_concurrent", "points_to_evaluate", "evaluated_rewards", "warm_start") are
+  /// ignored. Errors:
   /// InvalidArgument "search.<key>: <what is wrong>".
   static Result<BohbOptions> Parse(const nlohmann::json& params);
 };
@@ -83,15 +88,21 @@ class BohbSearcher final : public JournaledSearcher {
   void OnTrialResult(const std::string& trial_id, const TrainingResult& result) override;
   void OnTrialComplete(const std::string& trial_id, const TrainingResult* last_result,
                        bool error) override;
+  /// An observation of `config` at `budget` (the training_iteration of the result `value` is
+  /// from). Errors: InvalidArgument when `config` is not a point of the space, or `budget` is not
+  /// finite; FailedPrecondition before SetSearchProperties.
+  Status AddEvaluatedPointAtBudget(const nlohmann::json& config, double value,
+                                   double budget) override;
 
   int64_t Total() const override { return num_samples_; }
-  int64_t suggested() const override { return int64_t(trials_.size()); }
+  int64_t suggested() const override { return suggested_; }
   /// {"searcher": "bohb", "phase": "startup" | "model", "model_budget": b | null,
   ///  "observations": n, "running": m}.
   nlohmann::json Describe() const override;
 
   /// {"trials": [{"id", "config", "running"}...], "observations": [[trial index, budget,
-  /// value | null]...]} (observations by budget, each budget's in arrival order).
+  /// value | null]...]} (observations by budget, each budget's in arrival order); an evaluated
+  /// point's trial has id "" and running false.
   nlohmann::json SaveState() const override;
   Status RestoreState(const nlohmann::json& state) override;
 
@@ -119,6 +130,8 @@ class BohbSearcher final : public JournaledSearcher {
   nlohmann::json ModelConfig(SearchRng& rng, double budget);
   void FitKde(const std::vector<uint32_t>& rows, bool for_sampling, ParzenEstimator* out);
   void EncodeNewTrials();
+  /// The observation of `trial` at budget `b` (NaN value: not finite); replaces its earlier one.
+  void Observe(TrialRecord* trial, double b, double v);
   void Reset();
   int64_t MinPoints() const;
 
@@ -132,7 +145,7 @@ class BohbSearcher final : public JournaledSearcher {
   std::vector<TrialRecord> trials_;  // in suggestion order
   std::unordered_map<std::string, size_t> index_;
   std::map<double, std::vector<Observation>> by_budget_;
-  int64_t observations_ = 0, running_ = 0;
+  int64_t observations_ = 0, running_ = 0, suggested_ = 0;
 
   // Per-suggestion work, kept to reuse its buffers.
   std::vector<double> encoded_;  // trials_ × dims, normalised coordinates (NaN: missing)

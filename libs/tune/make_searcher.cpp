@@ -15,6 +15,7 @@
 #include "libs/tune/sample_from_resolver.hpp"
 #include "libs/tune/tpe_searcher.hpp"
 #include "libs/tune/variant_generator.hpp"
+#include "libs/tune/warm_start.hpp"
 
 namespace tunebus {
 
@@ -23,7 +24,7 @@ using nlohmann::json;
 namespace {
 
 constexpr const char* kGenericKeys[] = {"type", "max_concurrent", "points_to_evaluate",
-                                        "evaluated_rewards"};
+                                        "evaluated_rewards", "warm_start"};
 
 bool IsGeneric(const std::string& key) {
   return std::any_of(std::begin(kGenericKeys), std::end(kGenericKeys),
@@ -120,12 +121,37 @@ Result<SearchOptions> SearchOptions::Parse(const std::string& type, const json& 
           o.evaluated_rewards.size(), o.points_to_evaluate.size()));
     }
   }
+  if (auto it = c.find("warm_start"); it != c.end()) {
+    if (o.type == "random") {
+      return Status::InvalidArgument(
+          "warm_start: the random searcher does not learn from observations; warm start a "
+          "searcher that does (type: tpe or bohb)");
+    }
+    if (!it->is_array()) {
+      return Status::InvalidArgument(fmt::format(
+          "warm_start: must be a list of names of finished experiments, got {}", it->dump()));
+    }
+    for (size_t i = 0; i < it->size(); ++i) {
+      const json& name = (*it)[i];
+      if (!name.is_string() || name.get<std::string>().empty()) {
+        return Status::InvalidArgument(fmt::format(
+            "warm_start[{}]: must be the name of a finished experiment, got {}", i, name.dump()));
+      }
+      if (std::find(o.warm_start.begin(), o.warm_start.end(), name.get<std::string>()) !=
+          o.warm_start.end()) {
+        return Status::InvalidArgument(
+            fmt::format("warm_start[{}]: '{}' is named twice", i, name.get<std::string>()));
+      }
+      o.warm_start.push_back(name.get<std::string>());
+    }
+  }
   for (const auto& [key, value] : c.items()) {
     if (IsGeneric(key)) continue;
     if (o.type == "random") {
       return Status::InvalidArgument(fmt::format(
           "{}: unknown parameter of the random searcher (known: {})", key,
-          fmt::join(std::vector<std::string>(std::begin(kGenericKeys) + 1, std::end(kGenericKeys)),
+          fmt::join(std::vector<std::string>(std::begin(kGenericKeys) + 1,
+                                             std::end(kGenericKeys) - 1),  // not warm_start
                     ", ")));
     }
     o.params[key] = value;
@@ -166,6 +192,10 @@ Result<std::unique_ptr<Searcher>> MakeSearcher(const SearchOptions& options,
     auto made = MakeModelSearcher(options.type, options.params, num_samples, setup);
     if (!made.ok()) return made.status();
     searcher = std::move(made).value();
+  }
+  if (!options.warm_start.empty()) {
+    searcher =
+        std::make_unique<WarmStart>(std::move(searcher), options.warm_start, setup.warm_start);
   }
   if (!options.points_to_evaluate.empty()) {
     searcher = std::make_unique<PointsToEvaluate>(std::move(searcher), options.points_to_evaluate,

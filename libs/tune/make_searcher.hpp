@@ -7,6 +7,8 @@
 //     max_concurrent: 4                  # ConcurrencyLimiter (Ray Tune 2.x), >= 1
 //     points_to_evaluate: [{lr: 0.01}]   # configs tried first (partial: the rest is sampled)
 //     evaluated_rewards: [0.93]          # one per point: known results, those points not run
+//     warm_start: [earlier-experiment]   # finished experiments whose trials the searcher learns
+//                                        # from first (tpe, bohb, external; warm_start.hpp)
 //     ...                                # the searcher's own parameters (tpe, bohb, external)
 //
 // Every error reads "<param>: <what is wrong>" (points: "points_to_evaluate[<i>].<key>: ..."), so
@@ -36,11 +38,13 @@ struct SearchOptions {
   int64_t max_concurrent = 0;                        // 0: no ConcurrencyLimiter, else >= 1
   std::vector<nlohmann::json> points_to_evaluate;    // configs (objects), in order
   std::vector<double> evaluated_rewards;             // empty, or one finite value per point
+  std::vector<std::string> warm_start;               // earlier experiments' names, distinct
   nlohmann::json params = nlohmann::json::object();  // the searcher's own parameters
 
   /// `type` is the section's name (or its `type:`, "" for the default); `config` its other keys.
   /// Errors: InvalidArgument "type: unknown search type ...", "max_concurrent: ...",
-  /// "points_to_evaluate: ...", "evaluated_rewards: ...", or "<key>: unknown parameter of the
+  /// "points_to_evaluate: ...", "evaluated_rewards: ...", "warm_start: ..." (a list of
+  /// experiment names; not for random, which does not learn), or "<key>: unknown parameter of the
   /// random searcher ..." (random takes none of its own).
   static Result<SearchOptions> Parse(const std::string& type, const nlohmann::json& config);
 };
@@ -67,6 +71,10 @@ struct SearchSetup {
   /// The driver link's Sample, for `search: random` over a param space holding
   /// `{sample_from: driver}` (SampleFromResolver); empty: no driver (such a search finishes).
   SampleFromResolver::AskDriver ask_driver;
+  /// The observations of `warm_start`'s experiments (WarmStartSource's entries, an array), read
+  /// by the scheduler at submission and journaled with the experiment; null: not read (a spec
+  /// check), nothing is fed.
+  nlohmann::json warm_start;
 };
 
 /// The ConcurrencyLimiter's max_concurrent (0: none). A searcher other than random is limited to
@@ -77,7 +85,8 @@ struct SearchSetup {
 /// not depend on results: only its own max_concurrent limits it.
 int64_t ConcurrencyLimit(const SearchOptions& options, const SearchSetup& setup);
 
-/// Builds the searcher: the type's searcher, wrapped in PointsToEvaluate when points are given
+/// Builds the searcher: the type's searcher, wrapped in WarmStart when `warm_start` names
+/// experiments (fed setup.warm_start), in PointsToEvaluate when points are given
 /// (they take the place of num_samples samples unless they carry rewards) and in a
 /// ConcurrencyLimiter of ConcurrencyLimit(options, setup), with SetSearchProperties called.
 /// Errors: InvalidArgument "<param>: <why>" (points that do not fit the param space, a type that

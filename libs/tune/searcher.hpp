@@ -72,6 +72,15 @@ class Searcher {
     (void)value;
     return Status::Ok();
   }
+  /// AddEvaluatedPoint for a trial of an earlier experiment (warm start, warm_start.hpp) whose
+  /// last result, the one `value` comes from, was at `budget` (its training_iteration; NaN when
+  /// unknown). A multi-fidelity searcher (bohb) keeps the observation at that budget; the default
+  /// is AddEvaluatedPoint(config, value). Errors: as AddEvaluatedPoint.
+  virtual Status AddEvaluatedPointAtBudget(const nlohmann::json& config, double value,
+                                           double budget) {
+    (void)budget;
+    return AddEvaluatedPoint(config, value);
+  }
 
   /// A result of `trial_id` was accepted (auto-filled keys included).
   virtual void OnTrialResult(const std::string& trial_id, const TrainingResult& result) {

@@ -9,8 +9,9 @@
 namespace tunebus {
 namespace {
 
-constexpr std::array<std::string_view, 6> kRunnerKeys = {
-    "type", "metric", "mode", "max_concurrent", "points_to_evaluate", "evaluated_rewards"};
+constexpr std::array<std::string_view, 7> kRunnerKeys = {
+    "type",      "metric", "mode", "max_concurrent", "points_to_evaluate", "evaluated_rewards",
+    "warm_start"};
 
 }  // namespace
 

@@ -31,7 +31,7 @@ class SearcherParams {
                                      const std::string& mode);
   /// InvalidArgument "<key>: unknown parameter of <searcher> (known: ...)" for the first
   /// key neither in `known` nor one the runner reads ("type", "metric", "mode",
-  /// "max_concurrent", "points_to_evaluate", "evaluated_rewards").
+  /// "max_concurrent", "points_to_evaluate", "evaluated_rewards", "warm_start").
   Status OnlyKnown(std::initializer_list<const char*> known) const;
 
  private:

@@ -10,7 +10,8 @@
 // so a resumed wrapper and its inner searcher reach the state they had, whatever they are.
 //
 // Everything a wrapper does not override goes to the inner searcher: name(), search properties,
-// results, MaxPendingSuggestions(), Total(), suggested(), AddEvaluatedPoint(), Describe().
+// results, MaxPendingSuggestions(), Total(), suggested(), AddEvaluatedPoint() and
+// AddEvaluatedPointAtBudget(), Describe().
 #pragma once
 
 #include <memory>
@@ -34,6 +35,10 @@ class SearcherWrapper : public Searcher {
   Suggestion Suggest(const std::string& trial_id) override { return inner_->Suggest(trial_id); }
   Status AddEvaluatedPoint(const nlohmann::json& config, double value) override {
     return inner_->AddEvaluatedPoint(config, value);
+  }
+  Status AddEvaluatedPointAtBudget(const nlohmann::json& config, double value,
+                                   double budget) override {
+    return inner_->AddEvaluatedPointAtBudget(config, value, budget);
   }
   void OnTrialResult(const std::string& trial_id, const TrainingResult& result) override {
     inner_->OnTrialResult(trial_id, result);

@@ -250,6 +250,7 @@ Status Experiment::Build() {
   setup.seed = identity_.seed;
   setup.max_concurrent_trials = spec_.max_concurrent_trials;
   setup.experiment = journal_name_;
+  setup.warm_start = identity_.warm_start;
   if (!read_only_) {
     setup.session_nonce = std::random_device{}() ^ (uint64_t(std::random_device{}()) << 32);
     setup.connect_external = [this](const SearcherTarget& target) { return LinkSearcher(target); };

@@ -31,7 +31,8 @@ ExperimentRegistry::~ExperimentRegistry() = default;
 Result<Experiment*> ExperimentRegistry::Submit(ExperimentContext& ctx,
                                                const proto::SubmitExperiment& msg,
                                                ExperimentSpec spec,
-                                               std::optional<CheckpointRef> restore_from) {
+                                               std::optional<CheckpointRef> restore_from,
+                                               nlohmann::json warm_start) {
   std::random_device rd;
   std::string experiment_id;
   do {  // trial ids route worker messages: unique among the experiments in this process
@@ -61,7 +62,7 @@ Result<Experiment*> ExperimentRegistry::Submit(ExperimentContext& ctx,
       ctx, std::move(spec), experiment_dir,
       ExperimentIdentity{experiment_id, seed, clock_.WallSeconds(), msg.base_dir, msg.source_name,
                          std::move(restore_from), results_folder, msg.working_dir_digest,
-                         msg.working_dir_size_bytes});
+                         msg.working_dir_size_bytes, std::move(warm_start)});
   if (!created.ok()) return created.status();
   Experiment* e = Adopt(std::move(*created));
   e->Submit(msg.spec_yaml);

@@ -82,11 +82,13 @@ class ExperimentRegistry {
 
   /// Starts a new experiment of `spec` wired to `ctx`: draws an unused experiment id, chooses its
   /// results folder (<name>, or <name>-<experiment id> when <name> holds an earlier run's files),
-  /// checks it can be written, creates it, adopts it and journals experiment_submitted.
+  /// checks it can be written, creates it, adopts it and journals experiment_submitted (with
+  /// `warm_start`: the observations its search.warm_start read, or null).
   /// REQUIRES: NameFree(spec.name). Errors: IoError when the results folder cannot be written
   /// (nothing is journaled then); Experiment::Create's.
   Result<Experiment*> Submit(ExperimentContext& ctx, const proto::SubmitExperiment& msg,
-                             ExperimentSpec spec, std::optional<CheckpointRef> restore_from);
+                             ExperimentSpec spec, std::optional<CheckpointRef> restore_from,
+                             nlohmann::json warm_start = nullptr);
   /// Resumes `journal_name` (an unfinished experiment at start, or one tunectl resumes) wired to
   /// `ctx`: adopted at once (Phase::kResuming) and, once its result files are complete, running
   /// unless it had ended; then `done` with it. `store_last_seq`: the journal's length in the

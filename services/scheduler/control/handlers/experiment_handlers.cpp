@@ -7,6 +7,7 @@
 
 #include <cmath>
 #include <filesystem>
+#include <memory>
 #include <string>
 #include <utility>
 #include <vector>
@@ -14,6 +15,8 @@
 #include "libs/core/sha256.hpp"
 #include "libs/core/version.hpp"
 #include "libs/journal/records.hpp"
+#include "libs/tune/make_searcher.hpp"
+#include "libs/tune/warm_start_source.hpp"
 #include "proto/control.hpp"
 #include "proto/store.hpp"
 #include "services/scheduler/control/handlers/working_dir_handlers.hpp"
@@ -111,11 +114,66 @@ void ExperimentHandlers::SubmitParsed(const bus::Incoming& in, uint64_t id,
       });
 }
 
+void ExperimentHandlers::ReadWarmStart(const ExperimentSpec& spec, std::vector<std::string> names,
+                                       size_t i, json sources,
+                                       std::function<void(Result<json>)> done) {
+  if (i == names.size()) return done(std::move(sources));
+  const std::string name = names[i];
+  const WarmStartTarget target{spec.param_space, spec.metric};
+  control_.experiments().FindExperiment(name, [this, &spec, names = std::move(names), i,
+                                               sources = std::move(sources), done = std::move(done),
+                                               target](Result<Experiment*> found) mutable {
+    if (!found.ok()) {
+      return done(Status(found.status().code(),
+                         fmt::format("search.warm_start[{}]: {}", i, found.status().message())));
+    }
+    const Experiment& e = **found;
+    auto source = CollectWarmStart({.name = e.name(),
+                                    .journal = e.journal_name(),
+                                    .param_space = e.spec().param_space,
+                                    .metric = e.spec().metric,
+                                    .ended = e.phase() == Experiment::Phase::kEnded,
+                                    .trials = &e.runner().trials()},
+                                   target, i);
+    if (!source.ok()) return done(Status::InvalidArgument("search." + source.status().message()));
+    spdlog::info("Warm start of {}: {} observations of experiment {} (journal {})", spec.name,
+                 (*source)["observations"].size(), e.name(), e.journal_name());
+    sources.push_back(std::move(*source));
+    ReadWarmStart(spec, std::move(names), i + 1, std::move(sources), std::move(done));
+  });
+}
+
 void ExperimentHandlers::StartExperiment(const bus::Incoming& in, uint64_t id,
                                          const proto::SubmitExperiment& msg, ExperimentSpec spec,
                                          std::optional<CheckpointRef> restore_from) {
+  auto search = SearchOptions::Parse(spec.search, spec.search_config);  // the parser checked it
+  if (search.ok() && !search->warm_start.empty()) {
+    // The experiments are read first (from the store, for those not in memory); the name is
+    // claimed meanwhile. The spec lives in the callback's capture.
+    control_.experiments().Claim(spec.name);
+    auto held = std::make_shared<ExperimentSpec>(std::move(spec));
+    ReadWarmStart(
+        *held, search->warm_start, 0, json::array(),
+        [this, route = in.route, id, msg, held,
+         restore_from = std::move(restore_from)](Result<json> sources) mutable {
+          control_.experiments().Release(held->name);
+          bus::Incoming back;
+          back.route = route;
+          if (!sources.ok()) {
+            return control_.ReplyError(back, id, proto::SubmitExperiment::kType, sources.status());
+          }
+          Submit(back, id, msg, std::move(*held), std::move(restore_from), std::move(*sources));
+        });
+    return;
+  }
+  Submit(in, id, msg, std::move(spec), std::move(restore_from), nullptr);
+}
+
+void ExperimentHandlers::Submit(const bus::Incoming& in, uint64_t id,
+                                const proto::SubmitExperiment& msg, ExperimentSpec spec,
+                                std::optional<CheckpointRef> restore_from, json warm_start) {
   auto e = control_.experiments().Submit(control_.parts().experiment_context, msg, std::move(spec),
-                                         std::move(restore_from));
+                                         std::move(restore_from), std::move(warm_start));
   if (!e.ok()) return control_.ReplyError(in, id, proto::SubmitExperiment::kType, e.status());
   control_.ReplyJson(
       *e, in, id,

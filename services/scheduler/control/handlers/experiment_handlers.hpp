@@ -1,6 +1,7 @@
 // ExperimentHandlers: the control requests about whole experiments (proto/control.hpp):
 //   - submit_experiment, with a shipped working_dir (after the store said it holds the archive)
-//     or restore_from (after the store named the checkpoint's iteration);
+//     or restore_from (after the store named the checkpoint's iteration), and with
+//     search.warm_start after the experiments it names were read (in memory or journals);
 //   - resume_experiment_command: of one in memory, or one the journals hold (resumed, or
 //     answered from a read-only load when it finished for good);
 //   - list_experiments (`lsx`): rows of the experiments in memory and of every other journal;
@@ -19,6 +20,8 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
+#include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
 #include <vector>
@@ -56,9 +59,19 @@ class ExperimentHandlers {
   /// checkpoint's iteration; then StartExperiment.
   void SubmitParsed(const bus::Incoming& in, uint64_t id, const proto::SubmitExperiment& msg,
                     ExperimentSpec spec);
-  /// Starts the experiment (ExperimentRegistry::Submit) and answers `in`.
+  /// Starts the experiment (ExperimentRegistry::Submit) and answers `in`; with
+  /// search.warm_start, once ReadWarmStart has read the experiments it names.
   void StartExperiment(const bus::Incoming& in, uint64_t id, const proto::SubmitExperiment& msg,
                        ExperimentSpec spec, std::optional<CheckpointRef> restore_from);
+  /// Reads search.warm_start's experiments `names[i..]` (by name: in memory, else the newest
+  /// journal, ExperimentRegistry::FindExperiment) into `sources` (WarmStartSource's entries),
+  /// then `done` with all of them, or with the first error, "search.warm_start[<i>]: ...".
+  /// ExperimentRegistry::Submit with the warm start's observations (null: none), and the answer.
+  void Submit(const bus::Incoming& in, uint64_t id, const proto::SubmitExperiment& msg,
+              ExperimentSpec spec, std::optional<CheckpointRef> restore_from,
+              nlohmann::json warm_start);
+  void ReadWarmStart(const ExperimentSpec& spec, std::vector<std::string> names, size_t i,
+                     nlohmann::json sources, std::function<void(Result<nlohmann::json>)> done);
   /// `tunectl resume` of an experiment found in memory (or just resumed from its journal):
   /// reopens an interrupted one, reruns its errored trials as `mode` says, and answers `in`.
   void ContinueResume(const bus::Incoming& in, uint64_t id, Experiment* e, RerunMode mode);
