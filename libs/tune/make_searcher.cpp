@@ -10,6 +10,8 @@
 #include "libs/tune/bohb_searcher.hpp"
 #include "libs/tune/concurrency_limiter.hpp"
 #include "libs/tune/external_searcher.hpp"
+#include "libs/tune/motpe_searcher.hpp"
+#include "libs/tune/nsga2_searcher.hpp"
 #include "libs/tune/objective_rules.hpp"
 #include "libs/tune/points_to_evaluate.hpp"
 #include "libs/tune/sample_from_resolver.hpp"
@@ -35,6 +37,18 @@ bool IsGeneric(const std::string& key) {
 Result<std::unique_ptr<Searcher>> MakeModelSearcher(const std::string& type, const json& params,
                                                     int64_t num_samples, const SearchSetup& setup) {
   const uint64_t seed = setup.seed;
+  if (type == "nsga2") {
+    auto options = Nsga2Options::Parse(params);
+    if (!options.ok()) return options.status();
+    return std::unique_ptr<Searcher>(
+        new Nsga2Searcher(*options, setup.objectives, num_samples, seed));
+  }
+  if (type == "motpe") {
+    auto options = MotpeOptions::Parse(params);
+    if (!options.ok()) return options.status();
+    return std::unique_ptr<Searcher>(
+        new MotpeSearcher(*options, setup.objectives, num_samples, seed));
+  }
   if (type == "tpe") {
     auto options = TpeOptions::Parse(params);
     if (!options.ok()) return options.status();

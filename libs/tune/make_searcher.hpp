@@ -1,7 +1,8 @@
 // The experiment file's `search:` section and the searcher it builds (as MakeTrialScheduler does
 // for `scheduler:`). docs/search.md is the user's reference.
 //
-//   search: random                       # a name: random (default), tpe, bohb, external
+//   search: random                       # a name: random (default), tpe, bohb, nsga2, motpe,
+//                                        # external
 //   search:                              # or a map
 //     type: random                       # optional, default random
 //     max_concurrent: 4                  # ConcurrencyLimiter (Ray Tune 2.x), >= 1
@@ -9,7 +10,7 @@
 //     evaluated_rewards: [0.93]          # one per point: known results, those points not run
 //     warm_start: [earlier-experiment]   # finished experiments whose trials the searcher learns
 //                                        # from first (tpe, bohb, external; warm_start.hpp)
-//     ...                                # the searcher's own parameters (tpe, bohb, external)
+//     ...                                # the searcher's own parameters (tpe, bohb, nsga2, ...)
 //
 // Every error reads "<param>: <what is wrong>" (points: "points_to_evaluate[<i>].<key>: ..."), so
 // the spec parser points at the parameter's line, as for the trial scheduler.
@@ -30,7 +31,8 @@
 namespace tunebus {
 
 /// The search types an experiment file may name.
-inline constexpr const char* kSearchTypes[] = {"random", "tpe", "bohb", "external"};
+inline constexpr const char* kSearchTypes[] = {"random",   "tpe",   "bohb",
+                                               "external", "nsga2", "motpe"};
 
 /// The `search:` section, checked for shape (not yet against the param space: MakeSearcher).
 struct SearchOptions {

@@ -232,7 +232,7 @@ TEST(SearcherTest, MakeSearcherNamesTheParameterThatIsWrong) {
   const SearchSetup s = SetupFor(kSpace, 4, "score");
   EXPECT_EQ(MakeError("randon", {}, s),
             "type: unknown search type 'randon'; did you mean random?; expected one of random, "
-            "tpe, bohb, external");
+            "tpe, bohb, external, nsga2, motpe");
   EXPECT_EQ(MakeError("tpe", {{"n_ei_candidates", 0}}, s), "n_ei_candidates: must be >= 1, got 0");
   EXPECT_EQ(MakeError("bohb", {{"random_fraction", 2}}, s).rfind("random_fraction: ", 0), 0u);
   EXPECT_EQ(MakeError("random", {{"max_concurrent", 0}}, s),

@@ -521,10 +521,10 @@ TEST(ExperimentSpecTest, SearchErrorsNameTheFieldAndItsLine) {
                            "mode: max\n";  // lines 1-7
   ExpectInvalid(base + "search: grid\n",
                 "exp.yaml:8: search.type: unknown search type 'grid'; expected one of random, "
-                "tpe, bohb, external");
+                "tpe, bohb, external, nsga2, motpe");
   ExpectInvalid(base + "search:\n  type: tpee\n",
                 "exp.yaml:9: search.type: unknown search type 'tpee'; did you mean tpe?; expected "
-                "one of random, tpe, bohb, external");
+                "one of random, tpe, bohb, external, nsga2, motpe");
   ExpectInvalid(base + "search:\n  type: random\n  n_startup_trials: 5\n",
                 "exp.yaml:10: search.n_startup_trials: unknown parameter of the random searcher "
                 "(known: max_concurrent, points_to_evaluate, evaluated_rewards)");
