@@ -4,8 +4,8 @@ prints, per function, each method's final hypervolume as median (q1-q3) over the
 each tunebus method beside its Optuna peer (nsga2* beside optuna_nsga2, motpe* beside
 optuna_motpe) the one-sided Mann-Whitney U p-values (scipy.stats.mannwhitneyu) that tunebus' is
 lower ("worse") and higher ("better"), and the targets: not worse at p < 0.05 on any function,
-better median on >= 2 functions per searcher. Reports, never fails (exit 0) unless the input is
-unusable (exit 2).
+better median on >= 2 functions per searcher. Lines of the same method and function (one per
+seed, say) are pooled. Reports, never fails (exit 0) unless the input is unusable (exit 2).
 
 Usage: /usr/bin/python3 bench/multiobjective_report.py FILE.jsonl [FILE.jsonl ...] [--markdown]
 """
@@ -44,8 +44,13 @@ def main():
                 if not line.startswith("{"):
                     continue
                 r = json.loads(line)
-                if r.get("benchmark") == "multiobjective_run":
-                    runs[(r["method"], r["function"])] = r
+                if r.get("benchmark") != "multiobjective_run":
+                    continue
+                key = (r["method"], r["function"])
+                if key in runs:  # more seeds of the same run (e.g. one line per seed)
+                    runs[key]["hypervolume"] = runs[key]["hypervolume"] + r["hypervolume"]
+                else:
+                    runs[key] = r
     if not runs:
         print("multiobjective_report: no multiobjective_run lines", file=sys.stderr)
         return 2
@@ -90,15 +95,16 @@ def main():
         }
     if a.markdown:
         print(
-            "| function (reference) | searcher | tunebus hypervolume | Optuna 3.1 hypervolume |"
-            " p worse | p better |"
+            "| function (reference) | searcher | seeds | tunebus hypervolume |"
+            " Optuna 3.1 hypervolume | p worse | p better |"
         )
-        print("| --- | --- | --- | --- | --- | --- |")
+        print("| --- | --- | --- | --- | --- | --- | --- |")
         for r in rows:
             t, o = r["tunebus"], r["optuna"]
             ref = ", ".join(f"{v:g}" for v in r["reference"])
             print(
                 f"| {r['function']} ({ref}) | {r['method']} vs {r['peer']} |"
+                f" {r['seeds']} / {r['peer_seeds']} |"
                 f" {t[0]:.4f} ({t[1]:.4f}-{t[2]:.4f}) | {o[0]:.4f} ({o[1]:.4f}-{o[2]:.4f}) |"
                 f" {r['p_worse']:.3g} | {r['p_better']:.3g} |"
             )

@@ -1,8 +1,10 @@
 #include "libs/tune/nsga2_searcher.hpp"
 
 #include <algorithm>
+#include <cmath>
 #include <map>
 #include <numeric>
+#include <optional>
 
 #include "libs/tune/searcher_params.hpp"
 
@@ -12,8 +14,8 @@ using nlohmann::json;
 
 Result<Nsga2Options> Nsga2Options::Parse(const json& params) {
   SearcherParams p(params, "nsga2");
-  if (Status s = p.OnlyKnown(
-          {"population_size", "mutation_prob", "crossover_prob", "swapping_prob", "tournament"});
+  if (Status s = p.OnlyKnown({"population_size", "mutation_prob", "crossover_prob", "swapping_prob",
+                              "tournament", "crossover", "sbx_eta"});
       !s.ok()) {
     return s;
   }
@@ -21,14 +23,17 @@ Result<Nsga2Options> Nsga2Options::Parse(const json& params) {
   auto population = p.Int("population_size", o.population_size, 2);
   auto crossover = p.Number("crossover_prob", o.crossover_prob, 0);
   auto swapping = p.Number("swapping_prob", o.swapping_prob, 0);
-  auto tournament = p.String("tournament", "dominance", {"dominance", "crowded"});
+  auto tournament = p.String("tournament", "crowded", {"crowded", "dominance"});
+  auto crossover_kind = p.String("crossover", "uniform", {"uniform", "sbx"});
+  auto eta = p.Number("sbx_eta", o.sbx_eta, 0, /*exclusive=*/true);
   Result<double> mutation = o.mutation_prob;
   if (params.is_object() && params.contains("mutation_prob") &&
       !params["mutation_prob"].is_null()) {
     mutation = p.Number("mutation_prob", 0, 0);
   }
-  for (const Status& s : {population.status(), crossover.status(), swapping.status(),
-                          tournament.status(), mutation.status()}) {
+  for (const Status& s :
+       {population.status(), crossover.status(), swapping.status(), tournament.status(),
+        mutation.status(), crossover_kind.status(), eta.status()}) {
     if (!s.ok()) return s;
   }
   for (const auto& [key, value] : {std::pair<const char*, double>{"crossover_prob", *crossover},
@@ -43,7 +48,9 @@ Result<Nsga2Options> Nsga2Options::Parse(const json& params) {
   o.crossover_prob = *crossover;
   o.swapping_prob = *swapping;
   o.mutation_prob = *mutation;
-  o.tournament = *tournament == "crowded" ? Tournament::kCrowded : Tournament::kDominance;
+  o.tournament = *tournament == "dominance" ? Tournament::kDominance : Tournament::kCrowded;
+  o.crossover = *crossover_kind == "sbx" ? Crossover::kSbx : Crossover::kUniform;
+  o.sbx_eta = *eta;
   return o;
 }
 
@@ -130,6 +137,7 @@ json Nsga2Searcher::NewConfig(SearchRng& rng, int64_t* generation) {
   }
   const size_t num_params = space().size();
   std::vector<size_t> source(num_params);  // the trial each param comes from
+  std::vector<std::optional<json>> sbx;    // crossover sbx: the numeric params' values
   if (rng.Uniform01() < options_.crossover_prob) {
     const size_t first = Tournament(rng, pool, rank, crowding);
     std::vector<size_t> rest, rest_rank;
@@ -144,6 +152,9 @@ json Nsga2Searcher::NewConfig(SearchRng& rng, int64_t* generation) {
     for (size_t d = 0; d < num_params; ++d) {
       source[d] = rng.Uniform01() >= options_.swapping_prob ? second : pool[first];
     }
+    if (options_.crossover == Nsga2Options::Crossover::kSbx) {
+      sbx = SimulatedBinaryCrossover(rng, trials()[pool[first]].config, trials()[second].config);
+    }
   } else {
     std::fill(source.begin(), source.end(), pool[size_t(rng.Index(pool.size()))]);
   }
@@ -152,11 +163,55 @@ json Nsga2Searcher::NewConfig(SearchRng& rng, int64_t* generation) {
                                    : 1.0 / std::max(1.0, double(num_params));
   for (size_t d = 0; d < num_params; ++d) {
     if (rng.Uniform01() < mutation_prob) continue;  // keeps the random draw
-    if (const json* value = space().Value(trials()[source[d]].config, d)) {
+    if (d < sbx.size() && sbx[d]) {
+      space().SetValue(child, d, *sbx[d]);
+    } else if (const json* value = space().Value(trials()[source[d]].config, d)) {
       space().SetValue(child, d, *value);
     }
   }
   return child;
+}
+
+std::vector<std::optional<json>> Nsga2Searcher::SimulatedBinaryCrossover(SearchRng& rng,
+                                                                         const json& first,
+                                                                         const json& second) const {
+  const size_t num_params = space().size();
+  std::vector<double> x1(num_params), x2(num_params);
+  space().Encode(first, x1.data());
+  space().Encode(second, x2.data());
+  const double eta = options_.sbx_eta;
+  std::vector<std::optional<json>> out(num_params);
+  for (size_t d = 0; d < num_params; ++d) {
+    const SearchDim& dim = space().dims()[d];
+    // Optuna 3.1.0's SBXCrossover draws u for every numeric param, then picks per param.
+    const double u = rng.Uniform01();
+    const double pick_child = rng.Uniform01(), pick_which = rng.Uniform01();
+    if (dim.kind == SearchDim::Kind::kCategorical || dim.kind == SearchDim::Kind::kAny ||
+        std::isnan(x1[d]) || std::isnan(x2[d])) {
+      continue;  // uniform crossover (source)
+    }
+    const double low = dim.parzen.low, high = dim.parzen.high;
+    const double lo = std::min(x1[d], x2[d]), hi = std::max(x1[d], x2[d]);
+    const double diff = std::max(hi - lo, 1e-10);
+    double t;
+    if (pick_child < 0.5) {
+      // Deb & Agrawal 1995 with the bounded spread of Deb's NSGA-II code (equations 3 to 5 in
+      // Optuna's comments): beta from the distance to the nearer bound.
+      auto betaq = [&](double beta) {
+        const double alpha = 2 - std::pow(beta, -(eta + 1));
+        return u > 1 / alpha ? std::pow(1 / (2 - u * alpha), 1 / (eta + 1))
+                             : std::pow(u * alpha, 1 / (eta + 1));
+      };
+      t = pick_which < 0.5 ? 0.5 * ((lo + hi) - betaq(1 + 2 * (lo - low) / diff) * diff)
+                           : 0.5 * ((lo + hi) + betaq(1 + 2 * (high - hi) / diff) * diff);
+    } else {
+      t = pick_which < 0.5 ? x1[d] : x2[d];
+    }
+    if (!std::isfinite(t)) continue;
+    const double value = space().ToValue(d, std::clamp(t, low, high));
+    out[d] = dim.kind == SearchDim::Kind::kInt ? json(int64_t(value)) : json(value);
+  }
+  return out;
 }
 
 json Nsga2Searcher::Describe() const {

@@ -65,22 +65,28 @@ Nsga2Options SmallPopulation(int64_t size) {
 }
 
 TEST(Nsga2SearcherTest, OptionsParseDefaultsAndNameTheBadField) {
-  // Defaults are Optuna 3.1.0's NSGAIISampler's; errors name the key.
+  // Defaults are Optuna 3.1.0's NSGAIISampler's but the tournament (the paper's); errors name
+  // the key.
   auto o = Nsga2Options::Parse(json::object());
   ASSERT_TRUE(o.ok());
   EXPECT_EQ(o->population_size, 50);
   EXPECT_LT(o->mutation_prob, 0);  // 1 / number of params
   EXPECT_EQ(o->crossover_prob, 0.9);
   EXPECT_EQ(o->swapping_prob, 0.5);
-  EXPECT_EQ(o->tournament, Nsga2Options::Tournament::kDominance);
+  EXPECT_EQ(o->tournament, Nsga2Options::Tournament::kCrowded);
+  EXPECT_EQ(o->crossover, Nsga2Options::Crossover::kUniform);
   auto set = Nsga2Options::Parse({{"population_size", 8},
                                   {"mutation_prob", 0.25},
-                                  {"tournament", "crowded"},
+                                  {"tournament", "dominance"},
+                                  {"crossover", "sbx"},
                                   {"metric", "ignored"}});
   ASSERT_TRUE(set.ok()) << set.status().ToString();
   EXPECT_EQ(set->population_size, 8);
   EXPECT_EQ(set->mutation_prob, 0.25);
-  EXPECT_EQ(set->tournament, Nsga2Options::Tournament::kCrowded);
+  EXPECT_EQ(set->tournament, Nsga2Options::Tournament::kDominance);
+  EXPECT_EQ(set->crossover, Nsga2Options::Crossover::kSbx);
+  EXPECT_EQ(set->sbx_eta, 20);
+  EXPECT_EQ(Nsga2Options::Parse({{"sbx_eta", 0}}).status().message().rfind("sbx_eta: ", 0), 0u);
   EXPECT_TRUE(Nsga2Options::Parse({{"mutation_prob", nullptr}}).ok());
   EXPECT_EQ(Nsga2Options::Parse({{"population_size", 1}}).status().message(),
             "population_size: must be >= 2, got 1");
@@ -329,12 +335,17 @@ void ExpectEverySamplerInDomain(S& s) {
 }
 
 TEST(MultiObjectiveSearcherTest, EverySamplerGivesValuesInItsDomainWithTheRightType) {
-  // Through random suggestions and the model (nsga2: 4 generations of 8; motpe: 30 model
-  // suggestions), with nested keys and constants.
+  // Through random suggestions and the model (nsga2: 4 generations of 8, with uniform and with
+  // simulated binary crossover; motpe: 30 model suggestions), with nested keys and constants.
   Nsga2Searcher nsga2(SmallPopulation(8), kTwo, -1, 4);
   Prepare(nsga2, SamplerSpace());
   ExpectEverySamplerInDomain(nsga2);
   EXPECT_GE(nsga2.Describe()["generation"].get<int64_t>(), 3);
+  Nsga2Options sbx = SmallPopulation(8);
+  sbx.crossover = Nsga2Options::Crossover::kSbx;
+  Nsga2Searcher nsga2_sbx(sbx, kTwo, -1, 4);
+  Prepare(nsga2_sbx, SamplerSpace());
+  ExpectEverySamplerInDomain(nsga2_sbx);
   MotpeSearcher motpe({}, kTwo, -1, 4);
   Prepare(motpe, SamplerSpace());
   ExpectEverySamplerInDomain(motpe);
