@@ -265,6 +265,31 @@ struct ListResults {
   TUNEBUS_DEFINE_MAP(v, type, id, experiment, trial_id, offset, limit)
 };
 
+/// What another trial scheduler would have done with a finished experiment's recorded results
+/// (since v1.14): the scheduler replays the experiment's journal (its result records, in the
+/// order they arrived) through a fresh trial scheduler built from `scheduler_json`, off its event
+/// loop (libs/tune/whatif.hpp, services/scheduler/control/handlers/whatif_handlers.hpp). A read.
+/// body without `sweep_json`: the report (WhatIfReport::ToJson) with "experiment", "journal" and
+/// "record" {journal_records, results, read_ms, replay_ms}; with it, the sweep's table
+/// (libs/tune/whatif_sweep.hpp: {"base", "sweep", "actual", "rows", "cheapest_keeping"}) and the
+/// same fields. Errors: invalid_argument (scheduler_json or sweep_json malformed, an unknown
+/// scheduler or parameter, pbt, a result lacking what the scheduler reads); not_found (the
+/// experiment); failed_precondition (the experiment is still running); resource_exhausted
+/// (kMaxWhatIfReplays replays under way); unavailable (the checkpoint-store).
+struct WhatIf {
+  TUNEBUS_ENVELOPE("whatif");
+  std::string experiment;      // see ListTrials
+  std::string scheduler_json;  // {"type": "asha" | ..., params...}; no type = fifo
+  /// "" = one replay; else a JSON object {param: [values...]} whose grid (every combination)
+  /// is replayed, each setting `scheduler_json`'s parameters with the combination's over them.
+  std::string sweep_json;
+  uint64_t seed = 0;  // seeds the replayed scheduler (ASHA's bracket draw)
+  TUNEBUS_DEFINE_MAP(v, type, id, experiment, scheduler_json, sweep_json, seed)
+};
+
+/// Whatif replays a scheduler runs at once (more are refused: resource_exhausted).
+inline constexpr size_t kMaxWhatIfReplays = 2;
+
 /// Workers and resources as the resource-manager reports them. body: JSON array of nodes.
 struct ListWorkers {
   TUNEBUS_ENVELOPE("list_workers");

@@ -3,6 +3,8 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <cmath>
+#include <limits>
 
 #include "libs/tune/scheduler_params.hpp"
 
@@ -47,6 +49,14 @@ Status MedianStoppingRule::ValidateResult(const TrainingResult& result) const {
 }
 
 std::optional<double> MedianStoppingRule::RunningMean(const TrialState& s, double time) const {
+  if (s.monotone && !std::isnan(time)) {
+    // The results past the grace period come last and in time order: those up to `time` are a
+    // prefix of them, summed in the same order as the scan below.
+    const size_t n = size_t(std::upper_bound(s.graced_times.begin(), s.graced_times.end(), time) -
+                            s.graced_times.begin());
+    if (n == 0) return std::nullopt;
+    return s.graced_sums[n - 1] / double(n);
+  }
   double sum = 0;
   int64_t n = 0;
   for (const auto& [t, v] : s.results) {
@@ -58,6 +68,34 @@ std::optional<double> MedianStoppingRule::RunningMean(const TrialState& s, doubl
   return sum / double(n);
 }
 
+MedianStoppingRule::TrialState& MedianStoppingRule::State(const std::string& trial_id) {
+  auto [it, added] = trials_.try_emplace(trial_id);
+  if (added) {
+    it->second.slot = states_.size();
+    states_.push_back(&it->second);
+    newest_times_.push_back(-std::numeric_limits<double>::infinity());
+  }
+  return it->second;
+}
+
+void MedianStoppingRule::AddResult(TrialState& s, double time, double value) {
+  if (s.results.empty()) {
+    s.best = value;
+  } else {
+    s.monotone = s.monotone && time >= s.results.back().first;
+  }
+  s.best = std::max(s.best, value);
+  s.results.emplace_back(time, value);
+  newest_times_[s.slot] = time;
+  if (!s.monotone) {
+    s.graced_times.clear();
+    s.graced_sums.clear();
+  } else if (!(time < options_.grace_period)) {
+    s.graced_sums.push_back((s.graced_sums.empty() ? 0.0 : s.graced_sums.back()) + value);
+    s.graced_times.push_back(time);
+  }
+}
+
 Decision MedianStoppingRule::OnTrialResult(const Trial& trial, const TrainingResult& result) {
   const double time = result.Number(options_.time_attr).value_or(0.0);
   const double value = sign_ * result.Number(options_.metric).value_or(0.0);
@@ -67,10 +105,13 @@ Decision MedianStoppingRule::OnTrialResult(const Trial& trial, const TrainingRes
   Record({{"r", {trial.trial_id, time, value}}});
   if (time < options_.grace_period) return Decision::kContinue;
   const TrialState& self = trials_.at(trial.trial_id);
-  std::vector<double> means;
+  std::vector<double>& means = means_;
+  means.clear();
   int64_t samples = 0;  // other trials that reached `time`
-  for (const auto& [id, s] : trials_) {
-    if (id == trial.trial_id || s.results.empty() || s.results.back().first < time) continue;
+  for (size_t slot = 0; slot < newest_times_.size(); ++slot) {
+    if (newest_times_[slot] < time || slot == self.slot) continue;
+    const TrialState& s = *states_[slot];
+    if (s.results.empty()) continue;
     ++samples;
     if (std::optional<double> mean = RunningMean(s, time)) means.push_back(*mean);
   }
@@ -78,12 +119,13 @@ Decision MedianStoppingRule::OnTrialResult(const Trial& trial, const TrainingRes
   // A trial that jumped over [grace_period, time] (uneven time_attr steps) has no running mean:
   // Ray Tune's median is then NaN and no comparison stops the trial.
   if (int64_t(means.size()) < samples) return Decision::kContinue;
-  // numpy.median: the mean of the two middle values for an even count.
-  std::sort(means.begin(), means.end());
+  // numpy.median: the middle value, or the mean of the two middle values for an even count
+  // (the values a sort would put there: nth_element, then the largest of the lower half).
   const size_t n = means.size();
-  const double median = n % 2 == 1 ? means[n / 2] : (means[n / 2 - 1] + means[n / 2]) / 2;
-  double best = self.results.front().second;
-  for (const auto& [t, v] : self.results) best = std::max(best, v);
+  const auto mid = means.begin() + ptrdiff_t(n / 2);
+  std::nth_element(means.begin(), mid, means.end());
+  const double median = n % 2 == 1 ? *mid : (*std::max_element(means.begin(), mid) + *mid) / 2;
+  const double best = self.best;
   if (best < median && time > options_.grace_period) {
     ExplainDecision({{"median", median}, {"best", best}, {"time", time}});
     Record({{"stop", trial.trial_id}});
@@ -129,18 +171,18 @@ void MedianStoppingRule::OnTrialError(const Trial& trial) {
 Status MedianStoppingRule::Apply(const json& e) {
   try {
     if (e.contains("r")) {
-      TrialState& s = trials_[e["r"].at(0).get<std::string>()];
-      s.results.emplace_back(e["r"].at(1).get<double>(), e["r"].at(2).get<double>());
+      TrialState& s = State(e["r"].at(0).get<std::string>());
+      AddResult(s, e["r"].at(1).get<double>(), e["r"].at(2).get<double>());
       s.paused_by_us = false;  // it runs
     } else if (e.contains("stop")) {
-      trials_[e["stop"].get<std::string>()].stopped = true;
+      State(e["stop"].get<std::string>()).stopped = true;
     } else if (e.contains("pause")) {
-      TrialState& s = trials_[e["pause"].at(0).get<std::string>()];
+      TrialState& s = State(e["pause"].at(0).get<std::string>());
       s.last_pause = e["pause"].at(1).get<double>();
       s.paused_by_us = true;
     } else if (e.contains("done")) {
       // Its results stay: finished trials count toward later medians (Ray Tune keeps them).
-      trials_[e["done"].get<std::string>()].paused_by_us = false;
+      State(e["done"].get<std::string>()).paused_by_us = false;
     } else {
       return Status::Corruption("median_stopping: unknown state event " + e.dump());
     }
@@ -163,12 +205,16 @@ json MedianStoppingRule::SaveState() const {
 
 Status MedianStoppingRule::RestoreState(const json& state) {
   trials_.clear();
+  states_.clear();
+  newest_times_.clear();
   ClearDelta();
   if (state.is_null()) return Status::Ok();
   try {
     for (const auto& [id, j] : state.items()) {
-      TrialState& s = trials_[id];
-      s.results = j.at("results").get<std::vector<std::pair<double, double>>>();
+      TrialState& s = State(id);
+      for (const auto& [t, v] : j.at("results").get<std::vector<std::pair<double, double>>>()) {
+        AddResult(s, t, v);
+      }
       s.last_pause = j.at("last_pause").get<double>();
       s.stopped = j.at("stopped").get<bool>();
       s.paused_by_us = j.at("paused_by_us").get<bool>();

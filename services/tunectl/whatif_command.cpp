@@ -1,15 +1,12 @@
-// tunectl whatif NAME --scheduler '{type: asha, grace_period: 2}': replays a finished
-// experiment's recorded results through another trial scheduler (libs/tune/whatif.hpp) and
-// prints what it would have spent and found beside what the run did.
+// tunectl whatif NAME --scheduler '{type: asha, grace_period: 2}' [--sweep '{grace_period: [1,
+// 2, 4]}']: what another trial scheduler would have done with a finished experiment's recorded
+// results, beside what the run did (libs/tune/whatif.hpp, libs/tune/whatif_sweep.hpp).
 //
-// What it reads over the control socket: get_experiment (metric, mode, finished), list_trials
-// (ids, configs, statuses) and list_results for every trial (its result.json rows, in pages).
-// The replay needs, per trial, how its record ends (RecordedEnd), which the rows do not say, so
-// it is taken as: ERROR status -> errored; a last training_iteration below the experiment's
-// longest trial's -> stopped early (by its trial scheduler, a stop criterion on a metric or the
-// user: the replay then never runs it past its record); else finished on its own (a trial the
-// actual scheduler stopped at its max_t counts as finished there).
-// The arrival order is the rows' `timestamp` (ArrivalOrderByTimestamp).
+// The scheduler replays the experiment's journal (control request `whatif`, proto/control.hpp):
+// every result in the order it arrived, through a fresh trial scheduler, off its event loop; this
+// command checks the flags, asks get_experiment first (an unknown or running experiment is said
+// at once) and prints the report, or with --sweep one row per setting with the cheapest setting
+// that keeps the actual best trial marked.
 #include <fmt/format.h>
 #include <yaml-cpp/yaml.h>
 
@@ -20,7 +17,6 @@
 #include <string>
 #include <vector>
 
-#include "libs/tune/whatif.hpp"
 #include "proto/control.hpp"
 #include "services/tunectl/commands.hpp"
 #include "services/tunectl/control_call.hpp"
@@ -35,7 +31,9 @@ namespace {
 struct WhatIfFlags {
   std::string experiment;  // NAME
   std::string scheduler;   // a YAML (or JSON) map with `type`
+  std::string sweep;       // a YAML (or JSON) map {param: [values...]}; "" = none
   uint64_t seed = 0;
+  int64_t timeout_s = 600;  // the replay's answer (the other requests take --timeout-ms)
 };
 
 // A YAML node as JSON: maps, sequences, and scalars typed as JSON would type them (numbers,
@@ -65,175 +63,201 @@ json YamlToJson(const YAML::Node& node) {
   }
 }
 
-// The --scheduler map: its `type` and the other parameters. Errors: InvalidArgument.
-Result<std::pair<std::string, json>> ParseSchedulerFlag(const std::string& text) {
+// A --scheduler or --sweep flag's YAML (or JSON) map as JSON. Errors: InvalidArgument naming
+// the flag.
+Result<json> ParseMapFlag(const std::string& text, const char* flag, const char* example) {
   json map;
   try {
     map = YamlToJson(YAML::Load(text));
   } catch (const YAML::Exception& e) {
-    return Status::InvalidArgument(std::string("--scheduler: not YAML: ") + e.what());
+    return Status::InvalidArgument(fmt::format("{}: not YAML: {}", flag, e.what()));
   }
   if (!map.is_object()) {
-    return Status::InvalidArgument("--scheduler: expected a map such as '{type: asha}'");
+    return Status::InvalidArgument(fmt::format("{}: expected a map such as '{}'", flag, example));
   }
-  const json type = map.contains("type") ? map["type"] : json("fifo");
-  if (!type.is_string()) return Status::InvalidArgument("--scheduler: type must be a name");
-  map.erase("type");
-  return std::make_pair(type.get<std::string>(), std::move(map));
+  return map;
 }
 
-// Every row of a trial's result.json, oldest first (list_results, page by page), keeping the
-// numbers under `keys` only (what the replay reads: the rest of a row is not needed).
-Result<std::vector<TrainingResult>> ReadResults(const GlobalFlags& g, const std::string& experiment,
-                                                const std::string& trial_id,
-                                                const std::vector<std::string>& keys) {
-  std::vector<TrainingResult> out;
-  proto::ListResults req;
-  req.experiment = experiment;
-  req.trial_id = trial_id;
-  for (;;) {
-    Result<json> page = Call(g, req);
-    if (!page.ok()) return page.status();
-    for (const json& row : Field(*page, "results")) {
-      TrainingResult r;
-      for (const std::string& key : keys) {
-        const json& v = Field(row, key.c_str());
-        if (v.is_number_integer()) {
-          r.SetInt(key, v.get<int64_t>());
-        } else if (v.is_number()) {
-          r.SetDouble(key, v.get<double>());
-        }
-      }
-      out.push_back(std::move(r));
-    }
-    const json& next = Field(*page, "next_offset");
-    if (!next.is_number_integer() || next.get<int64_t>() <= req.offset) return out;
-    req.offset = next.get<int64_t>();
+std::string OrDash(const json& v) { return v.is_null() ? std::string("-") : FormatValue(v); }
+
+std::string Percent(double part, double whole) {
+  return whole > 0 ? fmt::format(" ({:.1f}%)", 100 * part / whole) : std::string();
+}
+
+// Where the actual best trial ended in a replay: its fate, the training_iteration it stopped at
+// and the rung (ASHA), bracket (HyperBand) or median (median stopping rule) that stopped it.
+std::string FateText(const std::string& fate, const json& stopped_at, const json& detail) {
+  if (fate == "as_recorded") return "kept, as it ran";
+  if (fate == "unknown_beyond") return "kept (run past its record: unknown beyond)";
+  if (fate == "left_paused") return "left paused";
+  if (fate != "stopped") return fate.empty() ? "-" : fate;
+  std::string out = fmt::format("stopped at training_iteration {}", OrDash(stopped_at));
+  if (detail.is_object() && detail.contains("rung")) {
+    out += fmt::format(" (rung {})", FormatValue(detail["rung"]));
+  } else if (detail.is_object() && detail.contains("median")) {
+    out += fmt::format(" (median {}, its best {})", FormatValue(detail["median"]),
+                       FormatValue(detail.value("best", json())));
+  } else if (!detail.is_null()) {
+    out += " " + detail.dump();
   }
+  return out;
 }
 
-std::string OrDash(const std::optional<double>& v) {
-  return v ? FormatValue(json(*v)) : std::string("-");
-}
-
-std::vector<std::string> RenderReport(const std::string& name, const WhatIfReport& r) {
+std::vector<std::string> RenderReport(const json& r) {
   std::vector<std::string> lines;
-  lines.push_back(fmt::format("whatif {}: {} {} against the actual run ({} {}, {} trials)", name,
-                              r.scheduler, r.scheduler_config.dump(), r.metric, r.mode, r.trials));
-  const auto percent = [](double part, double whole) {
-    return whole > 0 ? fmt::format(" ({:.1f}%)", 100 * part / whole) : std::string();
-  };
-  const double saved_iters = double(r.actual.training_iterations - r.replay.training_iterations);
-  const double saved_s = r.actual.trial_seconds - r.replay.trial_seconds;
+  const json& actual = Field(r, "actual");
+  const json& replay = Field(r, "replay");
+  lines.push_back(fmt::format(
+      "whatif {}: {} {} against the actual run ({} {}, {} trials, {} results replayed)",
+      StringField(r, "journal"), StringField(r, "scheduler"), Field(r, "scheduler_config").dump(),
+      StringField(r, "metric"), StringField(r, "mode"), OrDash(Field(r, "trials")),
+      OrDash(Field(Field(r, "record"), "results"))));
+  const int64_t iters_actual = IntField(actual, "training_iterations");
+  const int64_t iters_replay = IntField(replay, "training_iterations");
+  const double s_actual = NumberField(actual, "trial_seconds");
+  const double s_replay = NumberField(replay, "trial_seconds");
   lines.push_back(fmt::format("{:<22}{:>16}{:>16}{:>22}", "", "actual", "replay", "saved"));
-  lines.push_back(
-      fmt::format("{:<22}{:>16}{:>16}{:>22}", "training iterations", r.actual.training_iterations,
-                  r.replay.training_iterations,
-                  fmt::format("{}{}", int64_t(saved_iters),
-                              percent(saved_iters, double(r.actual.training_iterations)))));
-  lines.push_back(
-      fmt::format("{:<22}{:>16.1f}{:>16.1f}{:>22}", "trial-seconds", r.actual.trial_seconds,
-                  r.replay.trial_seconds,
-                  fmt::format("{:.1f}{}", saved_s, percent(saved_s, r.actual.trial_seconds))));
-  lines.push_back(fmt::format("{:<22}{:>16}{:>16}{:>22}", "best final " + r.metric,
-                              OrDash(r.actual.best_final), OrDash(r.replay.best_final),
-                              "regret " + OrDash(r.regret)));
-  lines.push_back(fmt::format("{:<22}{:>16}{:>16}", "best trial", r.actual.best_trial_id,
-                              r.replay.best_trial_id));
-  if (r.actual_best) {
-    const TrialReplay& b = *r.actual_best;
-    std::string fate;
-    switch (b.fate) {
-      case ReplayFate::kAsRecorded:
-        fate = "kept, as it ran";
-        break;
-      case ReplayFate::kStopped:
-        fate = fmt::format("stopped at training_iteration {}", b.last_training_iteration);
-        if (b.stop_detail.is_object() && b.stop_detail.contains("rung")) {
-          fate += fmt::format(" (rung {})", FormatValue(b.stop_detail["rung"]));
-        } else if (!b.stop_detail.is_null()) {
-          fate += " " + b.stop_detail.dump();
-        }
-        break;
-      case ReplayFate::kUnknownBeyond:
-        fate = fmt::format("run past its record (unknown beyond training_iteration {})",
-                           b.last_training_iteration);
-        break;
-      case ReplayFate::kLeftPaused:
-        fate = fmt::format("left paused at training_iteration {}", b.last_training_iteration);
-        break;
-    }
-    lines.push_back(fmt::format("the actual best trial {}: {}", b.trial_id, fate));
+  lines.push_back(fmt::format(
+      "{:<22}{:>16}{:>16}{:>22}", "training iterations", iters_actual, iters_replay,
+      fmt::format("{}{}", iters_actual - iters_replay,
+                  Percent(double(iters_actual - iters_replay), double(iters_actual)))));
+  lines.push_back(fmt::format(
+      "{:<22}{:>16.1f}{:>16.1f}{:>22}", "trial-seconds", s_actual, s_replay,
+      fmt::format("{:.1f}{}", s_actual - s_replay, Percent(s_actual - s_replay, s_actual))));
+  lines.push_back(fmt::format("{:<22}{:>16}{:>16}{:>22}",
+                              "best final " + StringField(r, "metric"),
+                              OrDash(Field(actual, "best_final")),
+                              OrDash(Field(replay, "best_final")),
+                              "regret " + OrDash(Field(r, "regret"))));
+  lines.push_back(fmt::format("{:<22}{:>16}{:>16}", "best trial",
+                              OrDash(Field(actual, "best_trial_id")),
+                              OrDash(Field(replay, "best_trial_id"))));
+  if (const json& b = Field(r, "actual_best"); b.is_object()) {
+    const std::string fate = StringField(b, "fate");
+    lines.push_back(fmt::format(
+        "the actual best trial {}: {}", StringField(b, "trial_id"),
+        FateText(fate, fate == "stopped" ? Field(b, "last_training_iteration") : json(),
+                 Field(b, "stop_detail"))));
   }
   lines.push_back(fmt::format(
       "trials: {} stopped, {} unknown beyond their record (not counted past it), {} left paused; "
       "{} pauses, {} resumes",
-      r.trials_stopped, r.trials_unknown_beyond, r.trials_left_paused, r.pauses, r.resumes));
+      OrDash(Field(r, "trials_stopped")), OrDash(Field(r, "trials_unknown_beyond")),
+      OrDash(Field(r, "trials_left_paused")), OrDash(Field(r, "pauses")),
+      OrDash(Field(r, "resumes"))));
+  return lines;
+}
+
+// The sweep's table: one row per setting; '*' marks the cheapest that keeps the actual best.
+std::vector<std::string> RenderSweep(const json& r) {
+  std::vector<std::string> lines;
+  const json& actual = Field(r, "actual");
+  lines.push_back(fmt::format("whatif {}: {} {} swept over {} ({} {}, {} trials)",
+                              StringField(r, "journal"), StringField(r, "scheduler"),
+                              Field(r, "base").dump(), Field(r, "sweep").dump(),
+                              StringField(r, "metric"), StringField(r, "mode"),
+                              OrDash(Field(r, "trials"))));
+  lines.push_back(fmt::format("actual run: {} training iterations, {:.1f} trial-seconds, best "
+                              "final {} ({})",
+                              OrDash(Field(actual, "training_iterations")),
+                              NumberField(actual, "trial_seconds"),
+                              OrDash(Field(actual, "best_final")),
+                              OrDash(Field(actual, "best_trial_id"))));
+  const json& grid = Field(r, "sweep");
+  std::vector<std::string> params;
+  for (const auto& [param, values] : grid.items()) params.push_back(param);
+  std::vector<std::vector<std::string>> cells;
+  std::vector<std::string> header = {""};
+  for (const std::string& p : params) header.push_back(p);
+  for (const char* h : {"iterations", "trial-seconds", "best final", "keeps best", "regret",
+                        "the actual best"}) {
+    header.emplace_back(h);
+  }
+  cells.push_back(header);
+  const json& cheapest = Field(r, "cheapest_keeping");
+  const json& rows = Field(r, "rows");
+  for (size_t i = 0; i < rows.size(); ++i) {
+    const json& row = rows[i];
+    std::vector<std::string> c = {
+        cheapest.is_number_integer() && cheapest.get<size_t>() == i ? "*" : ""};
+    for (const std::string& p : params) c.push_back(OrDash(Field(Field(row, "setting"), p.c_str())));
+    c.push_back(OrDash(Field(row, "training_iterations")));
+    c.push_back(fmt::format("{:.1f}", NumberField(row, "trial_seconds")));
+    c.push_back(OrDash(Field(row, "best_final")));
+    c.push_back(Field(row, "keeps_actual_best") == json(true) ? "yes" : "no");
+    c.push_back(OrDash(Field(row, "regret")));
+    c.push_back(FateText(StringField(row, "actual_best_fate"), Field(row, "actual_best_stopped_at"),
+                         Field(row, "actual_best_stop_detail")));
+    cells.push_back(std::move(c));
+  }
+  std::vector<size_t> width(header.size(), 0);
+  for (const auto& c : cells) {
+    for (size_t k = 0; k < c.size(); ++k) width[k] = std::max(width[k], c[k].size());
+  }
+  for (const auto& c : cells) {
+    std::string line;
+    for (size_t k = 0; k < c.size(); ++k) {
+      line += k + 1 == c.size() ? c[k] : fmt::format("{:<{}}  ", c[k], width[k]);
+    }
+    while (!line.empty() && line.back() == ' ') line.pop_back();
+    lines.push_back(std::move(line));
+  }
+  lines.push_back(cheapest.is_number_integer()
+                      ? "* the cheapest setting (fewest trial-seconds) that keeps the actual best "
+                        "trial"
+                      : "no setting keeps the actual best trial");
   return lines;
 }
 
 int WhatIfCommand(const GlobalFlags& g, const WhatIfFlags& f) {
-  Result<std::pair<std::string, json>> scheduler = ParseSchedulerFlag(f.scheduler);
+  Result<json> scheduler =
+      ParseMapFlag(f.scheduler, "--scheduler", "{type: asha, grace_period: 2}");
   if (!scheduler.ok()) {
     std::cerr << "tunectl: " << scheduler.status().message() << "\n";
     return 2;
   }
+  json sweep;
+  if (!f.sweep.empty()) {
+    Result<json> parsed =
+        ParseMapFlag(f.sweep, "--sweep", "{grace_period: [1, 2, 4], reduction_factor: [2, 3]}");
+    if (!parsed.ok()) {
+      std::cerr << "tunectl: " << parsed.status().message() << "\n";
+      return 2;
+    }
+    sweep = std::move(*parsed);
+  }
+  // An unknown or running experiment is said at once (the replay itself may take longer).
   proto::GetExperiment get;
   get.experiment = f.experiment;
   Result<json> experiment = Call(g, get);
   if (!experiment.ok()) return Fail(experiment.status());
   if (!Field(*experiment, "finished").is_boolean() || !(*experiment)["finished"].get<bool>()) {
     std::cerr << fmt::format(
-        "tunectl: experiment {} is not finished ({}): whatif replays finished experiments\n",
-        f.experiment, StringField(*experiment, "status", "?"));
+        "tunectl: experiment {} is still running ({}): whatif replays a finished experiment's "
+        "record; wait for it to end, or stop it (tunectl stop-experiment -e {})\n",
+        StringField(*experiment, "journal", f.experiment), StringField(*experiment, "status", "?"),
+        f.experiment);
     return 1;
   }
-  // The journal name: every later read answers for exactly this experiment.
-  const std::string journal = StringField(*experiment, "journal", f.experiment);
-  proto::ListTrials list;
-  list.experiment = journal;
-  Result<json> trials = Call(g, list);
-  if (!trials.ok()) return Fail(trials.status());
-  RecordedExperiment e;
-  e.metric = StringField(*experiment, "metric");
-  e.mode = StringField(*experiment, "mode", "max");
-  // What a trial scheduler reads of a result: the auto-filled time keys, the experiment's metric,
-  // and the scheduler's own time_attr and metric when it names them.
-  std::vector<std::string> keys = {"training_iteration", "time_this_iter_s", "time_total_s",
-                                   "timestamp", e.metric};
-  for (const char* key : {"time_attr", "metric"}) {
-    if (const json& v = Field(scheduler->second, key); v.is_string()) {
-      keys.push_back(v.get<std::string>());
-    }
-  }
-  int64_t longest = 0;
-  for (const json& t : *trials) {
-    RecordedTrial r;
-    r.trial_id = StringField(t, "trial_id");
-    r.config = Field(t, "config");
-    Result<std::vector<TrainingResult>> results = ReadResults(g, journal, r.trial_id, keys);
-    if (!results.ok()) return Fail(results.status());
-    r.results = std::move(*results);
-    if (!r.results.empty()) {
-      longest =
-          std::max(longest, int64_t(r.results.back().Number("training_iteration").value_or(0.0)));
-    }
-    if (StringField(t, "status") == "ERROR") r.end = RecordedEnd::kErrored;
-    e.trials.push_back(std::move(r));
-  }
-  for (RecordedTrial& r : e.trials) {
-    if (r.end == RecordedEnd::kErrored || r.results.empty()) continue;
-    const int64_t last = int64_t(r.results.back().Number("training_iteration").value_or(0.0));
-    if (last < longest) r.end = RecordedEnd::kStopped;
-  }
-  e.arrival = ArrivalOrderByTimestamp(e.trials);
-  Result<WhatIfReport> report = ReplayExperiment(e, scheduler->first, scheduler->second, f.seed);
+  proto::WhatIf req;
+  req.experiment = StringField(*experiment, "journal", f.experiment);
+  req.scheduler_json = scheduler->dump();
+  if (!sweep.is_null()) req.sweep_json = sweep.dump();
+  req.seed = f.seed;
+  GlobalFlags long_call = g;  // a sweep replays once per setting
+  long_call.timeout_ms = std::max<int64_t>(g.timeout_ms, f.timeout_s * 1000);
+  Result<json> report = Call(long_call, req);
   if (!report.ok()) {
-    std::cerr << "tunectl: " << report.status().message() << "\n";
-    return report.status().code() == StatusCode::kInvalidArgument ? 2 : 1;
+    if (report.status().code() == StatusCode::kInvalidArgument) {
+      std::cerr << "tunectl: " << report.status().message() << "\n";
+      return 2;
+    }
+    return Fail(report.status());
   }
-  return PrintBody(g, report->ToJson(), [&](const json&) {
-    for (const std::string& line : RenderReport(journal, *report)) std::cout << line << "\n";
+  return PrintBody(g, *report, [&](const json& body) {
+    for (const std::string& line : sweep.is_null() ? RenderReport(body) : RenderSweep(body)) {
+      std::cout << line << "\n";
+    }
   });
 }
 
@@ -242,14 +266,33 @@ int WhatIfCommand(const GlobalFlags& g, const WhatIfFlags& f) {
 void AddWhatIfCommand(CLI::App& app, Commands& commands) {
   auto flags = std::make_shared<WhatIfFlags>();
   auto* cmd = app.add_subcommand(
-      "whatif", "replay a finished experiment's results through another trial scheduler");
+      "whatif",
+      "replay a finished experiment's recorded results through another trial scheduler and "
+      "print what it would have spent and found beside what the run did");
+  cmd->footer(
+      "The replay feeds every recorded result, in the order it arrived, to a fresh trial "
+      "scheduler; a trial it stops saves the rest of its record, a trial it would run past its "
+      "record (the actual run stopped it early) is counted as unknown beyond, never invented. "
+      "pbt cannot be replayed. Exit codes: 0 answered; 1 unknown or running experiment, or the "
+      "scheduler refused; 2 a malformed --scheduler or --sweep, a bad parameter, pbt; 3 the "
+      "scheduler cannot be reached. docs/whatif.md has the details.\n"
+      "Examples:\n"
+      "  tunectl whatif digits --scheduler '{type: asha, grace_period: 2, reduction_factor: 4}'\n"
+      "  tunectl whatif digits --scheduler '{type: asha, max_t: 100}' \\\n"
+      "      --sweep '{grace_period: [1, 2, 4], reduction_factor: [2, 3, 4]}'");
   cmd->add_option("NAME", flags->experiment, "the experiment (name or journal name)")->required();
   cmd->add_option("--scheduler", flags->scheduler,
                   "the trial scheduler as a YAML map, e.g. '{type: asha, grace_period: 2, "
                   "reduction_factor: 4}' (fifo, asha, hyperband, hyperband_bohb, "
                   "median_stopping; not pbt)")
       ->required();
+  cmd->add_option("--sweep", flags->sweep,
+                  "a grid of the scheduler's parameters as a YAML map of lists, e.g. "
+                  "'{grace_period: [1, 2, 4], reduction_factor: [2, 3, 4]}': one replay per "
+                  "combination over --scheduler's parameters, printed as a table");
   cmd->add_option("--seed", flags->seed, "seeds ASHA's bracket draw")->capture_default_str();
+  cmd->add_option("--timeout-s", flags->timeout_s, "how long to wait for the replay's answer")
+      ->capture_default_str();
   commands.push_back({cmd, CommandNeeds::kServer,
                       [flags](const GlobalFlags& g) { return WhatIfCommand(g, *flags); }});
 }

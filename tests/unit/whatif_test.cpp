@@ -1,7 +1,9 @@
 // SchedulerReplay (libs/tune/whatif.hpp): replays of fixed recorded experiments through ASHA and
 // the median stopping rule worked out by hand, the unknown-beyond accounting of trials the actual
-// run stopped early, PAUSE as time slicing, the refusals, and a 1,000 trials x 100 results
-// replay checked against an independent ASHA written from Li et al. 2020's Algorithm 2.
+// run stopped early, PAUSE as time slicing, the refusals, a 1,000 trials x 100 results replay
+// checked against an independent ASHA written from Li et al. 2020's Algorithm 2, a replay of the
+// median stopping rule checked against the rule written as a plain scan, and sweeps
+// (libs/tune/whatif_sweep.hpp) worked out by hand.
 #include "libs/tune/whatif.hpp"
 
 #include <fmt/format.h>
@@ -13,6 +15,7 @@
 #include <random>
 
 #include "libs/tune/scheduler_params.hpp"
+#include "libs/tune/whatif_sweep.hpp"
 
 namespace tunebus {
 namespace {
@@ -430,6 +433,181 @@ TEST(WhatIfTest, AThousandTrialsOfAHundredResultsMatchAnIndependentAsha) {
   EXPECT_EQ(r->trials_stopped, stopped);
   EXPECT_GT(stopped, 900);  // ASHA keeps about a quarter at each rung
   EXPECT_EQ(r->trials_unknown_beyond, 0);
+}
+
+// The median stopping rule as the plain scan of Golovin et al. 2017 §3.2.2 with Ray Tune's
+// MedianStoppingRule semantics (hard stop, nobody waiting: no time slicing): at each result past
+// the grace period, the trial stops when its best so far is below the median (numpy's) of the
+// running means of the other trials that reached its time. The training_iteration each trial
+// ends at, in arrival order.
+std::vector<int64_t> MedianOracle(const RecordedExperiment& e, const std::string& time_attr,
+                                  double grace, size_t min_samples) {
+  const size_t n = e.trials.size();
+  std::vector<std::vector<std::pair<double, double>>> seen(n);  // (time, value)
+  std::vector<int64_t> ended_at(n, -1), next(n, 0);
+  for (uint32_t i : e.arrival) {
+    if (ended_at[i] >= 0) continue;
+    const TrainingResult& res = e.trials[i].results[size_t(next[i]++)];
+    const double t = *res.Number(time_attr), v = *res.Number("acc");
+    seen[i].emplace_back(t, v);
+    bool stop = false;
+    if (t >= grace) {
+      std::vector<double> means;
+      size_t samples = 0;
+      bool all = true;
+      for (size_t j = 0; j < n; ++j) {
+        if (j == i || seen[j].empty() || seen[j].back().first < t) continue;
+        ++samples;
+        double sum = 0;
+        int count = 0;
+        for (const auto& [tj, vj] : seen[j]) {
+          if (tj < grace || tj > t) continue;
+          sum += vj;
+          ++count;
+        }
+        if (count == 0) {
+          all = false;
+        } else {
+          means.push_back(sum / count);
+        }
+      }
+      if (samples >= min_samples && all) {
+        std::sort(means.begin(), means.end());
+        const size_t m = means.size();
+        const double median = m % 2 == 1 ? means[m / 2] : (means[m / 2 - 1] + means[m / 2]) / 2;
+        double best = seen[i].front().second;
+        for (const auto& [ti, vi] : seen[i]) best = std::max(best, vi);
+        stop = best < median && t > grace;
+      }
+    }
+    if (stop || next[i] == int64_t(e.trials[i].results.size())) {
+      ended_at[i] = *res.Number("training_iteration");
+    }
+  }
+  return ended_at;
+}
+
+TEST(WhatIfTest, MedianStoppingReplayDecidesAsThePlainScan) {
+  // 400 trials x 40 results (noisy saturating curves, seconds per iteration drawn per trial, so
+  // time_total_s times are uneven across trials), 16 at a time with a random one of them reporting
+  // next; the median stopping rule on time_total_s (grace_period 5 s, min_samples_required 3).
+  // Every trial ends where the plain scan above says, and a tenth of the trials at least stop.
+  RecordedExperiment e;
+  e.metric = "acc";
+  e.mode = "max";
+  std::mt19937_64 rng(11);
+  std::uniform_real_distribution<double> u(0, 1);
+  for (int i = 0; i < 400; ++i) {
+    const double q = u(rng), tau = 1 + 10 * u(rng), seconds = 0.2 + u(rng);
+    std::vector<double> curve;
+    for (int t = 1; t <= 40; ++t) curve.push_back(q * (1 - std::exp(-t / tau)) + 0.05 * u(rng));
+    e.trials.push_back(Curve(fmt::format("t{:03d}", i), curve, seconds));
+  }
+  std::vector<uint32_t> running;
+  std::vector<size_t> left(e.trials.size(), 40);
+  uint32_t started = 0;
+  while (started < e.trials.size() || !running.empty()) {
+    while (running.size() < 16 && started < e.trials.size()) running.push_back(started++);
+    const size_t k = size_t(u(rng) * double(running.size())) % running.size();
+    e.arrival.push_back(running[k]);
+    if (--left[running[k]] == 0) running.erase(running.begin() + ptrdiff_t(k));
+  }
+  Result<WhatIfReport> r = ReplayExperiment(
+      e, "median_stopping",
+      {{"time_attr", "time_total_s"}, {"grace_period", 5}, {"min_samples_required", 3}});
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  const std::vector<int64_t> oracle = MedianOracle(e, "time_total_s", 5, 3);
+  int64_t stopped = 0;
+  for (size_t i = 0; i < e.trials.size(); ++i) {
+    ASSERT_EQ(r->per_trial[i].last_training_iteration, oracle[i]) << e.trials[i].trial_id;
+    stopped += oracle[i] < 40;
+  }
+  EXPECT_EQ(r->trials_stopped, stopped);
+  EXPECT_GT(stopped, 40);
+}
+
+TEST(WhatIfTest, ASweepExpandsTheGridLastKeyFastestOverTheBase) {
+  Result<std::vector<json>> s = ExpandSweep({{"max_t", 9}, {"grace_period", 7}},
+                                            {{"reduction_factor", {2, 3}}, {"grace_period", {1, 4}}});
+  ASSERT_TRUE(s.ok()) << s.status().ToString();
+  // Keys in sorted order: grace_period, then reduction_factor (fastest).
+  ASSERT_EQ(s->size(), 4u);
+  EXPECT_EQ((*s)[0], json({{"max_t", 9}, {"grace_period", 1}, {"reduction_factor", 2}}));
+  EXPECT_EQ((*s)[1], json({{"max_t", 9}, {"grace_period", 1}, {"reduction_factor", 3}}));
+  EXPECT_EQ((*s)[3], json({{"max_t", 9}, {"grace_period", 4}, {"reduction_factor", 3}}));
+
+  for (const json& bad : {json::array(), json::object(), json({{"grace_period", 1}}),
+                          json({{"grace_period", json::array()}}), json({{"type", {"asha"}}})}) {
+    Result<std::vector<json>> r = ExpandSweep(json::object(), bad);
+    ASSERT_FALSE(r.ok()) << bad.dump();
+    EXPECT_EQ(r.status().code(), StatusCode::kInvalidArgument);
+    EXPECT_EQ(r.status().message().rfind("sweep: ", 0), 0u) << r.status().message();
+  }
+  json big = json::object();
+  for (const char* p : {"a", "b", "c"}) big[p] = json::array({1, 2, 3, 4, 5, 6, 7});
+  EXPECT_FALSE(ExpandSweep(json::object(), big).ok());  // 343 > kMaxSweepSettings
+}
+
+TEST(WhatIfTest, ASweepMarksTheCheapestSettingThatKeepsTheActualBest) {
+  // ASHA reduction_factor 3, max_t 9 over the four curves of FourByNine, grace_period 1, 3, 9:
+  //   1: rungs 1, 3, 9: C (the actual best) stops at rung 3 (AshaStopsTheActualBestAtRungThree):
+  //      14 iterations, 16 s, not kept.
+  //   3: rungs 3, 9. At 3: A 0.7 first; B 0.5 < 0.7: STOP; C 0.65 vs {0.5, 0.7}: cutoff
+  //      0.5 + 0.2 * 2/3 = 0.633: continue; D 0.4 vs {0.5, 0.65, 0.7}: cutoff 0.667: STOP. A and C
+  //      run to max_t. 9 + 3 + 9 + 3 = 24 iterations, 9 + 6 + 13.5 + 1.5 = 30 s; C kept, regret 0.
+  //   9: one rung at max_t: everything runs: 36 iterations, 45 s, kept.
+  // The cheapest that keeps C: grace_period 3 (row 1).
+  Result<json> r = SweepExperiment(FourByNine(), {"asha", {{"reduction_factor", 3}, {"max_t", 9}}},
+                                   {{"grace_period", {1, 3, 9}}}, 0, nullptr);
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  const json& rows = r->at("rows");
+  ASSERT_EQ(rows.size(), 3u);
+  EXPECT_EQ(rows[0]["setting"], json({{"grace_period", 1}}));
+  EXPECT_EQ(rows[0]["training_iterations"], 14);
+  EXPECT_EQ(rows[0]["keeps_actual_best"], false);
+  EXPECT_EQ(rows[0]["actual_best_fate"], "stopped");
+  EXPECT_EQ(rows[0]["actual_best_stopped_at"], 3);
+  EXPECT_EQ(rows[0]["actual_best_stop_detail"]["rung"], 3);
+  EXPECT_EQ(rows[1]["training_iterations"], 24);
+  EXPECT_DOUBLE_EQ(rows[1]["trial_seconds"].get<double>(), 30);
+  EXPECT_EQ(rows[1]["keeps_actual_best"], true);
+  EXPECT_DOUBLE_EQ(rows[1]["regret"].get<double>(), 0);
+  EXPECT_EQ(rows[1]["trials_stopped"], 2);
+  EXPECT_EQ(rows[1]["scheduler_config"],
+            json({{"reduction_factor", 3}, {"max_t", 9}, {"grace_period", 3}}));
+  EXPECT_EQ(rows[2]["training_iterations"], 36);
+  EXPECT_EQ(rows[2]["keeps_actual_best"], true);
+  EXPECT_EQ(r->at("cheapest_keeping"), 1);
+  EXPECT_EQ(r->at("actual").at("training_iterations"), 36);
+  EXPECT_EQ(r->at("actual").at("best_trial_id"), "C");
+
+  // A setting the scheduler refuses names itself; a cancelled sweep stops.
+  Result<json> bad = SweepExperiment(FourByNine(), {"asha", {{"max_t", 9}}},
+                                     {{"reduction_factor", {3, 0}}}, 0, nullptr);
+  ASSERT_FALSE(bad.ok());
+  EXPECT_NE(bad.status().message().find("sweep setting {\"reduction_factor\":0}"),
+            std::string::npos)
+      << bad.status().message();
+  Result<json> cancelled = SweepExperiment(FourByNine(), {"asha", {{"max_t", 9}}},
+                                           {{"grace_period", {1, 3}}}, 0, [] { return true; });
+  EXPECT_EQ(cancelled.status().code(), StatusCode::kUnavailable);
+}
+
+TEST(WhatIfTest, TheSchedulerARequestNamesIsCheckedBeforeAnyReplay) {
+  Result<WhatIfScheduler> s = ParseWhatIfScheduler({{"type", "asha"}, {"grace_period", 2}});
+  ASSERT_TRUE(s.ok());
+  EXPECT_EQ(s->type, "asha");
+  EXPECT_EQ(s->params, json({{"grace_period", 2}}));
+  EXPECT_EQ(ParseWhatIfScheduler(json::object())->type, "fifo");
+  EXPECT_FALSE(ParseWhatIfScheduler(json::array()).ok());
+  EXPECT_FALSE(ParseWhatIfScheduler({{"type", 3}}).ok());
+  EXPECT_TRUE(CheckWhatIfScheduler(*s, "acc", "max").ok());
+  Status pbt = CheckWhatIfScheduler({"pbt", json::object()}, "acc", "max");
+  EXPECT_NE(pbt.message().find("pbt cannot be replayed"), std::string::npos);
+  Status bad = CheckWhatIfScheduler({"asha", {{"grace_period", -1}}}, "acc", "max");
+  EXPECT_EQ(bad.code(), StatusCode::kInvalidArgument);
+  EXPECT_NE(bad.message().find("grace_period"), std::string::npos) << bad.message();
+  EXPECT_FALSE(CheckWhatIfScheduler({"bogus", json::object()}, "acc", "max").ok());
 }
 
 }  // namespace

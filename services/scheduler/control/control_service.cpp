@@ -12,6 +12,7 @@
 #include "services/scheduler/control/handlers/dashboard_handlers.hpp"
 #include "services/scheduler/control/handlers/experiment_handlers.hpp"
 #include "services/scheduler/control/handlers/trial_handlers.hpp"
+#include "services/scheduler/control/handlers/whatif_handlers.hpp"
 #include "services/scheduler/control/handlers/working_dir_handlers.hpp"
 
 namespace tunebus {
@@ -38,6 +39,7 @@ ControlService::ControlService(zmq::socket_t socket, Options options, Parts part
       experiments_(std::make_unique<ExperimentHandlers>(context_)),
       analysis_(std::make_unique<AnalysisHandlers>(context_)),
       working_dir_(std::make_unique<WorkingDirHandlers>(context_)),
+      whatif_(std::make_unique<WhatIfHandlers>(context_)),
       dashboard_(std::make_unique<DashboardHandlers>(context_, *trials_, *experiments_)) {
   AddHandlers();
 }
@@ -83,6 +85,7 @@ void ControlService::AddHandlers() {
       .On(proto::ListResults::kType, a, &AnalysisHandlers::HandleListResults)
       .On(proto::ListSchedulerDecisions::kType, a, &AnalysisHandlers::HandleListSchedulerDecisions)
       .On(proto::ListWorkers::kType, a, &AnalysisHandlers::HandleListWorkers)
+      .On(proto::WhatIf::kType, whatif_.get(), &WhatIfHandlers::HandleWhatIf)
       .On(proto::ListExperiments::kType, e, &E::HandleListExperiments)
       .On(proto::FetchCheckpoint::kType, t, &T::HandleFetchCheckpoint)
       .On(proto::WorkingDirStat::kType, ops, w, &WorkingDirHandlers::HandleWorkingDirStat)

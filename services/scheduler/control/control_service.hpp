@@ -8,7 +8,8 @@
 //     viewers', everything that submits, uploads or changes state the operators';
 //   - the handler groups the table routes to (control/handlers/): TrialHandlers,
 //     ExperimentHandlers, AnalysisHandlers, DashboardHandlers (which holds the dashboard's
-//     login-token secret, loaded or made by Create), WorkingDirHandlers;
+//     login-token secret, loaded or made by Create), WorkingDirHandlers, WhatIfHandlers (whose
+//     replays run on threads of their own);
 //   - the ControlContext they share: the replies and which experiment a request names.
 // Every request gets exactly one reply (control_context.hpp says which and when). A request that
 // changes state is refused (unavailable, naming the cause) while the checkpoint-store refuses
@@ -40,6 +41,7 @@ class AnalysisHandlers;
 class DashboardHandlers;
 class ExperimentHandlers;
 class TrialHandlers;
+class WhatIfHandlers;
 class WorkingDirHandlers;
 
 class ControlService {
@@ -77,6 +79,7 @@ class ControlService {
   std::unique_ptr<ExperimentHandlers> experiments_;
   std::unique_ptr<AnalysisHandlers> analysis_;
   std::unique_ptr<WorkingDirHandlers> working_dir_;
+  std::unique_ptr<WhatIfHandlers> whatif_;
   std::unique_ptr<DashboardHandlers> dashboard_;
 };
 

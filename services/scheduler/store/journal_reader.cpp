@@ -389,4 +389,39 @@ void JournalReader::ForEachRecord(const std::string& journal, uint64_t from, uin
   job->next();
 }
 
+void JournalReader::ReadStored(const std::string& journal, uint64_t from, uint64_t last_seq,
+                               Done<std::vector<std::string>> done) {
+  struct Job {
+    std::string journal;
+    uint64_t from, last_seq;
+    std::vector<std::string> records;
+    Done<std::vector<std::string>> done;
+    std::function<void()> next;
+    void Finish(Result<std::vector<std::string>> out) {
+      next = nullptr;  // `next` holds the job: break the cycle
+      done(std::move(out));
+    }
+  };
+  auto job = std::make_shared<Job>(Job{journal, from, last_seq, {}, std::move(done), nullptr});
+  job->next = [this, job] {
+    if (job->from > job->last_seq) return job->Finish(std::move(job->records));
+    proto::JournalRead read;
+    read.experiment = job->journal;
+    read.from_seq = job->from;
+    read.max_records = uint32_t(std::min<uint64_t>(kPageRecords, job->last_seq - job->from + 1));
+    Call<proto::JournalReadReply>(std::move(read), [job](Result<proto::JournalReadReply> got) {
+      if (!got.ok()) return job->Finish(got.status());
+      if (got->records.empty()) return job->Finish(std::move(job->records));
+      job->from += got->records.size();
+      if (job->records.empty()) {
+        job->records = std::move(got->records);
+      } else {
+        for (std::string& r : got->records) job->records.push_back(std::move(r));
+      }
+      job->next();
+    });
+  };
+  job->next();
+}
+
 }  // namespace tunebus

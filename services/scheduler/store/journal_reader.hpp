@@ -107,6 +107,12 @@ class JournalReader {
   /// order, stopping before a record that is torn or corrupt; then `done`. Errors: Unavailable.
   void ForEachRecord(const std::string& journal, uint64_t from, uint64_t last_seq,
                      RecordFn on_record, std::function<void(Status)> done);
+  /// The stored records of `journal` from seq `from` through `last_seq`, in order, as the store
+  /// holds them (framed, not decoded: ReadStoredRecord decodes one), 10,000 a request; fewer
+  /// when the journal ends sooner. For a reader that decodes them off the loop (whatif).
+  /// Errors: Unavailable.
+  void ReadStored(const std::string& journal, uint64_t from, uint64_t last_seq,
+                  Done<std::vector<std::string>> done);
   /// Cuts `journal` after `keep_through_seq` (its corrupt tail), fenced on its last seq being
   /// `expected_last_seq`. Gives the records removed. Errors: Unavailable; FailedPrecondition.
   void Truncate(const std::string& journal, uint64_t keep_through_seq, uint64_t expected_last_seq,

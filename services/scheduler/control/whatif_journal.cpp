@@ -1,0 +1,145 @@
+// WhatIfJournal: journal records -> RecordedExperiment (whatif_journal.hpp).
+#include "services/scheduler/control/whatif_journal.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <utility>
+
+#include "libs/journal/record_kind.hpp"
+#include "libs/journal/replay.hpp"
+
+namespace tunebus {
+
+using nlohmann::json;
+namespace rk = result_keys;
+
+WhatIfJournal::WhatIfJournal(std::vector<std::string> keys) : keys_(std::move(keys)) {
+  for (const char* key : {rk::kTrainingIteration, rk::kTimeThisIterS, rk::kTimeTotalS,
+                          rk::kTimestamp}) {
+    if (std::find(keys_.begin(), keys_.end(), key) == keys_.end()) keys_.emplace_back(key);
+  }
+  std::sort(keys_.begin(), keys_.end());  // TrainingResult takes sorted runs cheapest
+  keys_.erase(std::unique(keys_.begin(), keys_.end()), keys_.end());
+  std::erase(keys_, std::string());
+}
+
+Status WhatIfJournal::Apply(const json& record) {
+  const auto kind_field = record.find(journal::kKindField);
+  if (kind_field == record.end() || !kind_field->is_string()) return Status::Ok();
+  const std::optional<journal::RecordKind> kind =
+      journal::FindRecordKind(kind_field->get_ref<const std::string&>());
+  if (!kind) return Status::Ok();
+  using journal::RecordKind;
+  if (*kind != RecordKind::kTrialAdded && *kind != RecordKind::kTrialStarted &&
+      *kind != RecordKind::kResult && *kind != RecordKind::kTrialStatus) {
+    return Status::Ok();
+  }
+  try {
+    const std::string& trial_id = record.at("trial_id").get_ref<const std::string&>();
+    if (*kind == RecordKind::kTrialAdded) {
+      if (index_.contains(trial_id)) return Status::Ok();
+      index_[trial_id] = trials_.size();
+      RecordedTrial t;
+      t.trial_id = trial_id;
+      t.config = record.value("config", json::object());
+      trials_.push_back(std::move(t));
+      folds_.emplace_back();
+      return Status::Ok();
+    }
+    const auto it = index_.find(trial_id);
+    if (it == index_.end()) {
+      return Status::Corruption(fmt::format("a {} record names trial {}, never added before it",
+                                            kind_field->get_ref<const std::string&>(),
+                                            trial_id));
+    }
+    TrialFold& f = folds_[it->second];
+    switch (*kind) {
+      case RecordKind::kTrialStarted:
+        f.attempt = record.at("attempt").get<int64_t>();
+        break;
+      case RecordKind::kResult:
+        return OnResult(record, it->second);
+      case RecordKind::kTrialStatus:
+        f.status = record.at("status").get<std::string>();
+        f.attempt = record.value("attempt", f.attempt);
+        f.returned = f.returned || record.value("returned", false);
+        break;
+      default:
+        break;
+    }
+  } catch (const json::exception& e) {
+    return Status::Corruption(fmt::format("a malformed {} record: {}",
+                                          kind_field->get_ref<const std::string&>(), e.what()));
+  }
+  return Status::Ok();
+}
+
+Status WhatIfJournal::OnResult(const json& r, size_t trial) {
+  TrialFold& f = folds_[trial];
+  RecordedTrial& t = trials_[trial];
+  ++results_seen_;
+  if (r.at("attempt").get<int64_t>() != f.attempt) return Status::Ok();  // a restarted attempt's
+  const json& result = r.at("result");
+  if (journal::IsReturnCopy(f.last_seq, r)) {  // an older journal's form of `returned`
+    f.last_done = f.last_done || result.value(rk::kDone, false);
+    return Status::Ok();
+  }
+  f.last_seq = r.at("seq").get<int64_t>();
+  TrainingResult kept;
+  for (const std::string& key : keys_) {
+    const auto v = result.find(key);
+    if (v == result.end()) continue;
+    if (v->is_number_integer()) {
+      kept.SetInt(key, v->get<int64_t>());
+    } else if (v->is_number()) {
+      kept.SetDouble(key, v->get<double>());
+    }
+  }
+  // A restored attempt reports again from its checkpoint: its result replaces the earlier
+  // attempt's from the same training_iteration on.
+  if (const std::optional<double> it = kept.Number(rk::kTrainingIteration)) {
+    while (!t.results.empty() &&
+           t.results.back().Number(rk::kTrainingIteration).value_or(0.0) >= *it) {
+      owners_[f.slots.back()] = -1;
+      f.slots.pop_back();
+      t.results.pop_back();
+    }
+  }
+  f.last_done = result.value(rk::kDone, false);
+  f.slots.push_back(owners_.size());
+  owners_.push_back(int64_t(trial));
+  t.results.push_back(std::move(kept));
+  return Status::Ok();
+}
+
+RecordedExperiment WhatIfJournal::Take(std::string metric, std::string mode) {
+  RecordedExperiment e;
+  e.metric = std::move(metric);
+  e.mode = std::move(mode);
+  const auto last_iteration = [](const RecordedTrial& t) {
+    return t.results.empty() ? 0.0 : t.results.back().Number(rk::kTrainingIteration).value_or(0.0);
+  };
+  double longest = 0;
+  for (const RecordedTrial& t : trials_) longest = std::max(longest, last_iteration(t));
+  for (size_t i = 0; i < trials_.size(); ++i) {
+    const TrialFold& f = folds_[i];
+    RecordedTrial& t = trials_[i];
+    if (f.status == "ERROR") {
+      t.end = RecordedEnd::kErrored;
+    } else if (f.returned || f.last_done || last_iteration(t) >= longest) {
+      t.end = RecordedEnd::kFinished;
+    } else {
+      t.end = RecordedEnd::kStopped;
+    }
+  }
+  e.arrival.reserve(owners_.size());
+  for (const int64_t owner : owners_) {
+    if (owner >= 0) e.arrival.push_back(uint32_t(owner));
+  }
+  e.trials = std::move(trials_);
+  *this = WhatIfJournal(std::move(keys_));
+  return e;
+}
+
+}  // namespace tunebus
