@@ -103,7 +103,8 @@ DashboardServer::DashboardServer(zmq::context_t& ctx, DashboardOptions options)
       experiments_(control_),
       trials_(control_),
       controls_(control_, sessions_, actions_),
-      analysis_(control_, events_) {}
+      analysis_(control_, events_),
+      whatif_(control_) {}
 
 Result<std::unique_ptr<DashboardServer>> DashboardServer::Start(zmq::context_t& ctx,
                                                                 DashboardOptions options) {
@@ -155,6 +156,7 @@ void DashboardServer::AddRoutes() {
   events_.AddTo(router);
   controls_.AddTo(router);
   trials_.AddTo(router);
+  whatif_.AddTo(router);
 }
 
 }  // namespace tunebus::dashboard

@@ -18,6 +18,7 @@
 //   TrialRoutes       /experiments/NAME/trials/ID and /api/experiments/NAME/trials/ID/...
 //   ControlRoutes     /login, /logout, /api/session, /api/actions and the control POSTs
 //   AnalysisRoutes    GET /api/experiments/NAME/{analysis,importance,searcher,decisions}
+//   WhatIfRoutes      GET /api/experiments/NAME/whatif (a finished experiment's what-if replay)
 //   EventRoutes       GET /events (text/event-stream)
 //
 // Start order: routes registered, address bound, relay thread, HTTP thread; the destructor ends
@@ -39,6 +40,7 @@
 #include "services/scheduler/dashboard/routes/event_routes.hpp"
 #include "services/scheduler/dashboard/routes/experiment_routes.hpp"
 #include "services/scheduler/dashboard/routes/trial_routes.hpp"
+#include "services/scheduler/dashboard/routes/whatif_routes.hpp"
 #include "services/scheduler/dashboard/sessions.hpp"
 #include "services/scheduler/dashboard/views/views.hpp"
 
@@ -94,6 +96,7 @@ class DashboardServer {
   TrialRoutes trials_;
   ControlRoutes controls_;
   AnalysisRoutes analysis_;
+  WhatIfRoutes whatif_;
 };
 
 }  // namespace tunebus::dashboard
