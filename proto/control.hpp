@@ -270,7 +270,7 @@ struct ListResults {
 /// order they arrived) through a fresh trial scheduler built from `scheduler_json`, off its event
 /// loop (libs/tune/whatif.hpp, services/scheduler/control/handlers/whatif_handlers.hpp). A read.
 /// body without `sweep_json`: the report (WhatIfReport::ToJson) with "experiment", "journal" and
-/// "record" {journal_records, results, read_ms, replay_ms}; with it, the sweep's table
+/// "record" {journal_records, results, read_ms, decode_ms, replay_ms}; with it, the sweep's table
 /// (libs/tune/whatif_sweep.hpp: {"base", "sweep", "actual", "rows", "cheapest_keeping"}) and the
 /// same fields. Errors: invalid_argument (scheduler_json or sweep_json malformed, an unknown
 /// scheduler or parameter, pbt, a result lacking what the scheduler reads); not_found (the

@@ -74,9 +74,9 @@ class MedianStoppingRule final : public JournaledTrialScheduler {
     bool stopped = false;  // judged below the median once
     bool paused_by_us = false;
     // Derived from `results` (AddResult), so that RunningMean and the best so far take no scan:
-    size_t slot = 0;          // its position in states_ and newest_times_
-    bool monotone = true;     // every time >= the one before (NaN breaks it)
-    double best = 0;          // the largest value so far (as std::max over results in order)
+    size_t slot = 0;       // its position in states_ and newest_times_
+    bool monotone = true;  // every time >= the one before (NaN breaks it)
+    double best = 0;       // the largest value so far (as std::max over results in order)
     std::vector<double> graced_times;  // the times >= grace_period, in order (while monotone)
     std::vector<double> graced_sums;   // graced_sums[k]: the sum of their first k + 1 values
   };

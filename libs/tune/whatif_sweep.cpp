@@ -40,9 +40,10 @@ Result<WhatIfScheduler> ParseWhatIfScheduler(const json& spec) {
   out.params = spec;
   if (auto type = spec.find("type"); type != spec.end()) {
     if (!type->is_string()) {
-      return Status::InvalidArgument("scheduler: type must be a name (fifo, asha, hyperband, "
-                                     "hyperband_bohb, median_stopping), got " +
-                                     type->dump());
+      return Status::InvalidArgument(
+          "scheduler: type must be a name (fifo, asha, hyperband, "
+          "hyperband_bohb, median_stopping), got " +
+          type->dump());
     }
     out.type = type->get<std::string>();
     out.params.erase("type");
@@ -71,13 +72,14 @@ Result<std::vector<json>> ExpandSweep(const json& base, const json& grid) {
   size_t settings = 1;
   for (const auto& [param, values] : grid.items()) {
     if (param == "type") {
-      return Status::InvalidArgument("sweep: type cannot be swept; sweep one scheduler's "
-                                     "parameters and name the scheduler in --scheduler");
+      return Status::InvalidArgument(
+          "sweep: type cannot be swept; sweep one scheduler's "
+          "parameters and name the scheduler in --scheduler");
     }
     if (!values.is_array() || values.empty()) {
-      return Status::InvalidArgument(fmt::format(
-          "sweep: {}: expected a non-empty list of values such as [1, 2, 4], got {}", param,
-          values.dump()));
+      return Status::InvalidArgument(
+          fmt::format("sweep: {}: expected a non-empty list of values such as [1, 2, 4], got {}",
+                      param, values.dump()));
     }
     settings *= values.size();
     if (settings > kMaxSweepSettings) {
@@ -101,17 +103,13 @@ Result<std::vector<json>> ExpandSweep(const json& base, const json& grid) {
   return out;
 }
 
-Result<json> SweepExperiment(const RecordedExperiment& experiment,
-                             const WhatIfScheduler& scheduler, const json& grid, uint64_t seed,
+Result<json> SweepExperiment(const RecordedExperiment& experiment, const WhatIfScheduler& scheduler,
+                             const json& grid, uint64_t seed,
                              const std::function<bool()>& cancelled) {
   Result<std::vector<json>> settings = ExpandSweep(scheduler.params, grid);
   if (!settings.ok()) return settings.status();
-  json body = {{"scheduler", scheduler.type},
-               {"base", scheduler.params},
-               {"sweep", grid},
-               {"metric", experiment.metric},
-               {"mode", experiment.mode},
-               {"rows", json::array()},
+  json body = {{"scheduler", scheduler.type}, {"base", scheduler.params}, {"sweep", grid},
+               {"metric", experiment.metric}, {"mode", experiment.mode},  {"rows", json::array()},
                {"cheapest_keeping", nullptr}};
   std::optional<size_t> cheapest;
   double cheapest_s = 0;

@@ -62,8 +62,7 @@ Result<std::vector<nlohmann::json>> ExpandSweep(const nlohmann::json& base,
 /// setting's ReplayExperiment error, prefixed with the setting; Unavailable "the whatif sweep
 /// was cancelled" once `cancelled` said true.
 Result<nlohmann::json> SweepExperiment(const RecordedExperiment& experiment,
-                                       const WhatIfScheduler& scheduler,
-                                       const nlohmann::json& grid, uint64_t seed,
-                                       const std::function<bool()>& cancelled);
+                                       const WhatIfScheduler& scheduler, const nlohmann::json& grid,
+                                       uint64_t seed, const std::function<bool()>& cancelled);
 
 }  // namespace tunebus

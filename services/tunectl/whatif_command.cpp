@@ -117,15 +117,14 @@ std::vector<std::string> RenderReport(const json& r) {
   const double s_actual = NumberField(actual, "trial_seconds");
   const double s_replay = NumberField(replay, "trial_seconds");
   lines.push_back(fmt::format("{:<22}{:>16}{:>16}{:>22}", "", "actual", "replay", "saved"));
-  lines.push_back(fmt::format(
-      "{:<22}{:>16}{:>16}{:>22}", "training iterations", iters_actual, iters_replay,
-      fmt::format("{}{}", iters_actual - iters_replay,
-                  Percent(double(iters_actual - iters_replay), double(iters_actual)))));
+  lines.push_back(
+      fmt::format("{:<22}{:>16}{:>16}{:>22}", "training iterations", iters_actual, iters_replay,
+                  fmt::format("{}{}", iters_actual - iters_replay,
+                              Percent(double(iters_actual - iters_replay), double(iters_actual)))));
   lines.push_back(fmt::format(
       "{:<22}{:>16.1f}{:>16.1f}{:>22}", "trial-seconds", s_actual, s_replay,
       fmt::format("{:.1f}{}", s_actual - s_replay, Percent(s_actual - s_replay, s_actual))));
-  lines.push_back(fmt::format("{:<22}{:>16}{:>16}{:>22}",
-                              "best final " + StringField(r, "metric"),
+  lines.push_back(fmt::format("{:<22}{:>16}{:>16}{:>22}", "best final " + StringField(r, "metric"),
                               OrDash(Field(actual, "best_final")),
                               OrDash(Field(replay, "best_final")),
                               "regret " + OrDash(Field(r, "regret"))));
@@ -134,10 +133,10 @@ std::vector<std::string> RenderReport(const json& r) {
                               OrDash(Field(replay, "best_trial_id"))));
   if (const json& b = Field(r, "actual_best"); b.is_object()) {
     const std::string fate = StringField(b, "fate");
-    lines.push_back(fmt::format(
-        "the actual best trial {}: {}", StringField(b, "trial_id"),
-        FateText(fate, fate == "stopped" ? Field(b, "last_training_iteration") : json(),
-                 Field(b, "stop_detail"))));
+    lines.push_back(
+        fmt::format("the actual best trial {}: {}", StringField(b, "trial_id"),
+                    FateText(fate, fate == "stopped" ? Field(b, "last_training_iteration") : json(),
+                             Field(b, "stop_detail"))));
   }
   lines.push_back(fmt::format(
       "trials: {} stopped, {} unknown beyond their record (not counted past it), {} left paused; "
@@ -152,25 +151,23 @@ std::vector<std::string> RenderReport(const json& r) {
 std::vector<std::string> RenderSweep(const json& r) {
   std::vector<std::string> lines;
   const json& actual = Field(r, "actual");
-  lines.push_back(fmt::format("whatif {}: {} {} swept over {} ({} {}, {} trials)",
-                              StringField(r, "journal"), StringField(r, "scheduler"),
-                              Field(r, "base").dump(), Field(r, "sweep").dump(),
-                              StringField(r, "metric"), StringField(r, "mode"),
-                              OrDash(Field(r, "trials"))));
-  lines.push_back(fmt::format("actual run: {} training iterations, {:.1f} trial-seconds, best "
-                              "final {} ({})",
-                              OrDash(Field(actual, "training_iterations")),
-                              NumberField(actual, "trial_seconds"),
-                              OrDash(Field(actual, "best_final")),
-                              OrDash(Field(actual, "best_trial_id"))));
+  lines.push_back(
+      fmt::format("whatif {}: {} {} swept over {} ({} {}, {} trials)", StringField(r, "journal"),
+                  StringField(r, "scheduler"), Field(r, "base").dump(), Field(r, "sweep").dump(),
+                  StringField(r, "metric"), StringField(r, "mode"), OrDash(Field(r, "trials"))));
+  lines.push_back(fmt::format(
+      "actual run: {} training iterations, {:.1f} trial-seconds, best "
+      "final {} ({})",
+      OrDash(Field(actual, "training_iterations")), NumberField(actual, "trial_seconds"),
+      OrDash(Field(actual, "best_final")), OrDash(Field(actual, "best_trial_id"))));
   const json& grid = Field(r, "sweep");
   std::vector<std::string> params;
   for (const auto& [param, values] : grid.items()) params.push_back(param);
   std::vector<std::vector<std::string>> cells;
   std::vector<std::string> header = {""};
   for (const std::string& p : params) header.push_back(p);
-  for (const char* h : {"iterations", "trial-seconds", "best final", "keeps best", "regret",
-                        "the actual best"}) {
+  for (const char* h :
+       {"iterations", "trial-seconds", "best final", "keeps best", "regret", "the actual best"}) {
     header.emplace_back(h);
   }
   cells.push_back(header);
@@ -178,9 +175,10 @@ std::vector<std::string> RenderSweep(const json& r) {
   const json& rows = Field(r, "rows");
   for (size_t i = 0; i < rows.size(); ++i) {
     const json& row = rows[i];
-    std::vector<std::string> c = {
-        cheapest.is_number_integer() && cheapest.get<size_t>() == i ? "*" : ""};
-    for (const std::string& p : params) c.push_back(OrDash(Field(Field(row, "setting"), p.c_str())));
+    std::vector<std::string> c = {cheapest.is_number_integer() && cheapest.get<size_t>() == i ? "*"
+                                                                                              : ""};
+    for (const std::string& p : params)
+      c.push_back(OrDash(Field(Field(row, "setting"), p.c_str())));
     c.push_back(OrDash(Field(row, "training_iterations")));
     c.push_back(fmt::format("{:.1f}", NumberField(row, "trial_seconds")));
     c.push_back(OrDash(Field(row, "best_final")));

@@ -92,9 +92,9 @@ TEST(WhatIfCommandTest, ReplaysAFinishedExperimentThroughAshaAndASweep) {
   EXPECT_EQ(s["rows"][0]["keeps_actual_best"], true);
   EXPECT_EQ(s["rows"][1]["keeps_actual_best"], true);
   EXPECT_EQ(s["cheapest_keeping"], 0);
-  auto sweep_text = cluster.Ctl({"whatif", "curves", "--scheduler",
-                                 "{type: asha, reduction_factor: 3, max_t: 9}", "--sweep",
-                                 "{grace_period: [1, 3]}"});
+  auto sweep_text =
+      cluster.Ctl({"whatif", "curves", "--scheduler", "{type: asha, reduction_factor: 3, max_t: 9}",
+                   "--sweep", "{grace_period: [1, 3]}"});
   ASSERT_EQ(sweep_text.exit_code, 0) << sweep_text.Describe();
   EXPECT_NE(sweep_text.out.find("* the cheapest setting"), std::string::npos) << sweep_text.out;
 
@@ -114,7 +114,8 @@ TEST(WhatIfCommandTest, ReplaysAFinishedExperimentThroughAshaAndASweep) {
   EXPECT_EQ(bad_grid.exit_code, 2) << bad_grid.Describe();
   EXPECT_NE(bad_grid.err.find("sweep: grace_period: expected a non-empty list"), std::string::npos)
       << bad_grid.err;
-  auto bad_param = cluster.Ctl({"whatif", "curves", "--scheduler", "{type: asha, grace_period: -1}"});
+  auto bad_param =
+      cluster.Ctl({"whatif", "curves", "--scheduler", "{type: asha, grace_period: -1}"});
   EXPECT_EQ(bad_param.exit_code, 2) << bad_param.Describe();
   EXPECT_NE(bad_param.err.find("grace_period"), std::string::npos) << bad_param.err;
   auto pbt = cluster.Ctl({"whatif", "curves", "--scheduler", "{type: pbt}"});

@@ -10,6 +10,8 @@
 #include <string>
 #include <vector>
 
+#include "libs/journal/record_frame.hpp"
+#include "libs/journal/records.hpp"
 #include "libs/tune/whatif.hpp"
 
 namespace tunebus {
@@ -133,6 +135,32 @@ TEST(WhatIfJournalTest, FoldsResultsInArrivalOrderWithRestoredAttemptsAndEnds) {
   // Only the kept keys: the result's hostname is dropped.
   EXPECT_FALSE(e.trials[0].results[0].Has("hostname"));
   EXPECT_EQ(e.trials[0].results[0].Number("timestamp"), 1700000000);
+}
+
+TEST(WhatIfJournalTest, StoredRecordsFoldAsTheirDecodedForm) {
+  // The same journal as the store holds it (framed msgpack, ApplyStored's fast path for result
+  // records) gives the same record; a flipped byte is Corruption.
+  WhatIfJournal fold({"acc"});
+  for (const json& r : FixedJournal()) {
+    ASSERT_TRUE(fold.ApplyStored(journal::FrameRecord(journal::EncodeRecord(r))).ok()) << r.dump();
+  }
+  EXPECT_EQ(fold.results_seen(), 17);
+  const RecordedExperiment stored = fold.Take("acc", "max");
+  const RecordedExperiment decoded = Fold();
+  ASSERT_EQ(stored.trials.size(), decoded.trials.size());
+  EXPECT_EQ(stored.arrival, decoded.arrival);
+  for (size_t i = 0; i < stored.trials.size(); ++i) {
+    EXPECT_EQ(Accs(stored.trials[i]), Accs(decoded.trials[i])) << i;
+    EXPECT_EQ(stored.trials[i].end, decoded.trials[i].end) << i;
+    EXPECT_EQ(stored.trials[i].config, decoded.trials[i].config) << i;
+    EXPECT_EQ(stored.trials[i].results.back().Number("training_iteration"),
+              decoded.trials[i].results.back().Number("training_iteration"));
+  }
+  std::string flipped = journal::FrameRecord(journal::EncodeRecord(Res("A", 1, 9, 9, 0.5)));
+  flipped[flipped.size() / 2] ^= 0x20;
+  WhatIfJournal bad({"acc"});
+  ASSERT_TRUE(bad.Apply(Added("A")).ok());
+  EXPECT_EQ(bad.ApplyStored(flipped).code(), StatusCode::kCorruption);
 }
 
 TEST(WhatIfJournalTest, AStoppedTrialIsOneThatEndsBeforeTheLongestWithoutReturning) {

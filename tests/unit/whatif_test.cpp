@@ -527,8 +527,9 @@ TEST(WhatIfTest, MedianStoppingReplayDecidesAsThePlainScan) {
 }
 
 TEST(WhatIfTest, ASweepExpandsTheGridLastKeyFastestOverTheBase) {
-  Result<std::vector<json>> s = ExpandSweep({{"max_t", 9}, {"grace_period", 7}},
-                                            {{"reduction_factor", {2, 3}}, {"grace_period", {1, 4}}});
+  Result<std::vector<json>> s =
+      ExpandSweep({{"max_t", 9}, {"grace_period", 7}},
+                  {{"reduction_factor", {2, 3}}, {"grace_period", {1, 4}}});
   ASSERT_TRUE(s.ok()) << s.status().ToString();
   // Keys in sorted order: grace_period, then reduction_factor (fastest).
   ASSERT_EQ(s->size(), 4u);

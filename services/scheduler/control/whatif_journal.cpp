@@ -4,10 +4,13 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <msgpack.hpp>
+#include <optional>
 #include <utility>
 
+#include "libs/journal/record_frame.hpp"
 #include "libs/journal/record_kind.hpp"
-#include "libs/journal/replay.hpp"
+#include "libs/journal/records.hpp"
 
 namespace tunebus {
 
@@ -15,8 +18,8 @@ using nlohmann::json;
 namespace rk = result_keys;
 
 WhatIfJournal::WhatIfJournal(std::vector<std::string> keys) : keys_(std::move(keys)) {
-  for (const char* key : {rk::kTrainingIteration, rk::kTimeThisIterS, rk::kTimeTotalS,
-                          rk::kTimestamp}) {
+  for (const char* key :
+       {rk::kTrainingIteration, rk::kTimeThisIterS, rk::kTimeTotalS, rk::kTimestamp}) {
     if (std::find(keys_.begin(), keys_.end(), key) == keys_.end()) keys_.emplace_back(key);
   }
   std::sort(keys_.begin(), keys_.end());  // TrainingResult takes sorted runs cheapest
@@ -50,8 +53,7 @@ Status WhatIfJournal::Apply(const json& record) {
     const auto it = index_.find(trial_id);
     if (it == index_.end()) {
       return Status::Corruption(fmt::format("a {} record names trial {}, never added before it",
-                                            kind_field->get_ref<const std::string&>(),
-                                            trial_id));
+                                            kind_field->get_ref<const std::string&>(), trial_id));
     }
     TrialFold& f = folds_[it->second];
     switch (*kind) {
@@ -76,29 +78,36 @@ Status WhatIfJournal::Apply(const json& record) {
 }
 
 Status WhatIfJournal::OnResult(const json& r, size_t trial) {
-  TrialFold& f = folds_[trial];
-  RecordedTrial& t = trials_[trial];
-  ++results_seen_;
-  if (r.at("attempt").get<int64_t>() != f.attempt) return Status::Ok();  // a restarted attempt's
+  ResultFields f;
+  f.attempt = r.at("attempt").get<int64_t>();
+  f.seq = r.at("seq").get<int64_t>();
   const json& result = r.at("result");
-  if (journal::IsReturnCopy(f.last_seq, r)) {  // an older journal's form of `returned`
-    f.last_done = f.last_done || result.value(rk::kDone, false);
-    return Status::Ok();
-  }
-  f.last_seq = r.at("seq").get<int64_t>();
-  TrainingResult kept;
+  f.done = result.value(rk::kDone, false);
   for (const std::string& key : keys_) {
     const auto v = result.find(key);
     if (v == result.end()) continue;
     if (v->is_number_integer()) {
-      kept.SetInt(key, v->get<int64_t>());
+      f.kept.SetInt(key, v->get<int64_t>());
     } else if (v->is_number()) {
-      kept.SetDouble(key, v->get<double>());
+      f.kept.SetDouble(key, v->get<double>());
     }
   }
+  return OnResultFields(std::move(f), trial);
+}
+
+Status WhatIfJournal::OnResultFields(ResultFields r, size_t trial) {
+  TrialFold& f = folds_[trial];
+  RecordedTrial& t = trials_[trial];
+  ++results_seen_;
+  if (r.attempt != f.attempt) return Status::Ok();  // a restarted attempt's late result
+  if (f.last_seq != 0 && r.seq == f.last_seq) {      // an older journal's form of `returned`
+    f.last_done = f.last_done || r.done;              // (journal::IsReturnCopy)
+    return Status::Ok();
+  }
+  f.last_seq = r.seq;
   // A restored attempt reports again from its checkpoint: its result replaces the earlier
   // attempt's from the same training_iteration on.
-  if (const std::optional<double> it = kept.Number(rk::kTrainingIteration)) {
+  if (const std::optional<double> it = r.kept.Number(rk::kTrainingIteration)) {
     while (!t.results.empty() &&
            t.results.back().Number(rk::kTrainingIteration).value_or(0.0) >= *it) {
       owners_[f.slots.back()] = -1;
@@ -106,11 +115,93 @@ Status WhatIfJournal::OnResult(const json& r, size_t trial) {
       t.results.pop_back();
     }
   }
-  f.last_done = result.value(rk::kDone, false);
+  f.last_done = r.done;
   f.slots.push_back(owners_.size());
   owners_.push_back(int64_t(trial));
-  t.results.push_back(std::move(kept));
+  t.results.push_back(std::move(r.kept));
   return Status::Ok();
+}
+
+namespace whatif_journal {
+
+std::string_view Str(const msgpack::object& o) {
+  return o.type == msgpack::type::STR ? std::string_view(o.via.str.ptr, o.via.str.size)
+                                      : std::string_view();
+}
+
+// The value of `key` in the msgpack map `map`, or null.
+const msgpack::object* Find(const msgpack::object& map, std::string_view key) {
+  for (uint32_t i = 0; i < map.via.map.size; ++i) {
+    if (Str(map.via.map.ptr[i].key) == key) return &map.via.map.ptr[i].val;
+  }
+  return nullptr;
+}
+
+std::optional<int64_t> Int(const msgpack::object* o) {
+  if (o == nullptr) return std::nullopt;
+  if (o->type == msgpack::type::POSITIVE_INTEGER) return int64_t(o->via.u64);
+  if (o->type == msgpack::type::NEGATIVE_INTEGER) return o->via.i64;
+  return std::nullopt;
+}
+
+}  // namespace whatif_journal
+
+Status WhatIfJournal::ApplyStored(std::string_view stored) {
+  namespace wj = whatif_journal;
+  Result<std::string_view> payload = journal::UnframeRecord(stored);
+  if (!payload.ok()) return payload.status();
+  thread_local msgpack::zone zone;
+  msgpack::object record;
+  try {
+    zone.clear();
+    record = msgpack::unpack(zone, payload->data(), payload->size());
+  } catch (const std::exception& e) {
+    return Status::Corruption(std::string("a record that is not msgpack: ") + e.what());
+  }
+  if (record.type != msgpack::type::MAP) return Status::Corruption("a record that is not a map");
+  const msgpack::object* kind = wj::Find(record, journal::kKindField);
+  if (kind == nullptr || wj::Str(*kind) != "result") {
+    Result<json> decoded = journal::DecodeRecord(*payload);
+    if (!decoded.ok()) return decoded.status();
+    return Apply(*decoded);
+  }
+  const msgpack::object* trial_id = wj::Find(record, "trial_id");
+  const msgpack::object* result = wj::Find(record, "result");
+  const std::optional<int64_t> attempt = wj::Int(wj::Find(record, "attempt"));
+  const std::optional<int64_t> seq = wj::Int(wj::Find(record, "seq"));
+  if (trial_id == nullptr || trial_id->type != msgpack::type::STR || result == nullptr ||
+      result->type != msgpack::type::MAP || !attempt || !seq) {
+    return Status::Corruption("a malformed result record");
+  }
+  const auto it = index_.find(std::string(wj::Str(*trial_id)));
+  if (it == index_.end()) {
+    return Status::Corruption(fmt::format("a result record names trial {}, never added before it",
+                                          wj::Str(*trial_id)));
+  }
+  ResultFields f;
+  f.attempt = *attempt;
+  f.seq = *seq;
+  for (const std::string& key : keys_) {  // sorted: TrainingResult takes sorted runs cheapest
+    const msgpack::object* v = wj::Find(*result, key);
+    if (v == nullptr) continue;
+    switch (v->type) {
+      case msgpack::type::POSITIVE_INTEGER:
+        f.kept.SetInt(key, int64_t(v->via.u64));
+        break;
+      case msgpack::type::NEGATIVE_INTEGER:
+        f.kept.SetInt(key, v->via.i64);
+        break;
+      case msgpack::type::FLOAT32:
+      case msgpack::type::FLOAT64:
+        f.kept.SetDouble(key, v->via.f64);
+        break;
+      default:
+        break;
+    }
+  }
+  const msgpack::object* done = wj::Find(*result, rk::kDone);
+  f.done = done != nullptr && done->type == msgpack::type::BOOLEAN && done->via.boolean;
+  return OnResultFields(std::move(f), it->second);
 }
 
 RecordedExperiment WhatIfJournal::Take(std::string metric, std::string mode) {

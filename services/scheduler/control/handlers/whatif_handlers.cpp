@@ -8,7 +8,6 @@
 
 #include <utility>
 
-#include "libs/journal/record_frame.hpp"
 #include "libs/tune/whatif.hpp"
 #include "libs/tune/whatif_sweep.hpp"
 #include "proto/control.hpp"
@@ -119,8 +118,7 @@ Status WhatIfHandlers::HandleWhatIf(bus::Incoming& in, const proto::Decoded& d) 
                                                           asked](Result<Experiment*> found) {
     if (!found.ok()) return fail(found.status());
     const Experiment& e = **found;
-    const bool finished =
-        e.runner().IsFinished() && (e.read_only() || e.recorder().end_durable());
+    const bool finished = e.runner().IsFinished() && (e.read_only() || e.recorder().end_durable());
     if (!finished) {
       return fail(Status::FailedPrecondition(fmt::format(
           "experiment {} is still running: whatif replays a finished experiment's record; "
@@ -154,13 +152,12 @@ Status WhatIfHandlers::HandleWhatIf(bus::Incoming& in, const proto::Decoded& d) 
     }
     const uint64_t last_seq = e.read_only() ? e.journal_base() : e.journal().store_seq();
     control_.experiments().journals().ReadStored(
-        r->journal, 1, last_seq,
-        [this, r, fail, asked](Result<std::vector<std::string>> records) {
+        r->journal, 1, last_seq, [this, r, fail, asked](Result<std::vector<std::string>> records) {
           if (!records.ok()) return fail(records.status());
           r->records = std::move(*records);
-          r->read_ms = std::chrono::duration<double, std::milli>(
-                           std::chrono::steady_clock::now() - asked)
-                           .count();
+          r->read_ms =
+              std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - asked)
+                  .count();
           r->thread = std::thread([r] { Run(*r); });
           if (!poll_) {
             poll_ = control_.parts().store.loop().AddPeriodic(kPollInterval, [this] { Poll(); });
@@ -178,25 +175,25 @@ void WhatIfHandlers::Run(Replay& r) {
   WhatIfJournal fold(KeysRead(r.metric, r.scheduler, r.sweep));
   int64_t records = 0;
   for (const std::string& stored : r.records) {
-    Result<json> record = journal::ReadStoredRecord(stored);
-    Status s = record.ok() ? fold.Apply(*record) : record.status();
-    if (!s.ok()) {  // a torn or corrupt record ends the usable journal, as in replay
-      spdlog::error("whatif {}: journal record {} ({}); replaying the records before it",
-                    r.journal, records + 1, s.message());
+    // A torn or corrupt record ends the usable journal, as in replay.
+    if (Status s = fold.ApplyStored(stored); !s.ok()) {
+      spdlog::error("whatif {}: journal record {} ({}); replaying the records before it", r.journal,
+                    records + 1, s.message());
       break;
     }
     ++records;
   }
   r.records = {};
   RecordedExperiment experiment = fold.Take(r.metric, r.mode);
+  const auto folded = std::chrono::steady_clock::now();
   Result<json> body = Status::Internal("not replayed");
   if (r.sweep.is_null()) {
     Result<WhatIfReport> report =
         ReplayExperiment(experiment, r.scheduler.type, r.scheduler.params, r.seed);
     body = report.ok() ? Result<json>(report->ToJson()) : Result<json>(report.status());
   } else {
-    body = SweepExperiment(experiment, r.scheduler, r.sweep, r.seed,
-                           [&r] { return r.cancel.load(); });
+    body =
+        SweepExperiment(experiment, r.scheduler, r.sweep, r.seed, [&r] { return r.cancel.load(); });
   }
   if (body.ok()) {
     (*body)["experiment"] = r.experiment;
@@ -205,9 +202,10 @@ void WhatIfHandlers::Run(Replay& r) {
         {"journal_records", records},
         {"results", int64_t(experiment.arrival.size())},
         {"read_ms", r.read_ms},
-        {"replay_ms", std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() -
-                                                                start)
-                          .count()}};
+        {"decode_ms", std::chrono::duration<double, std::milli>(folded - start).count()},
+        {"replay_ms",
+         std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - folded)
+             .count()}};
   }
   r.answer = std::move(body);
   r.done = true;
