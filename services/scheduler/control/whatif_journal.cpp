@@ -100,8 +100,10 @@ Status WhatIfJournal::OnResultFields(ResultFields r, size_t trial) {
   RecordedTrial& t = trials_[trial];
   ++results_seen_;
   if (r.attempt != f.attempt) return Status::Ok();  // a restarted attempt's late result
-  if (f.last_seq != 0 && r.seq == f.last_seq) {      // an older journal's form of `returned`
-    f.last_done = f.last_done || r.done;              // (journal::IsReturnCopy)
+  // The copy of the previous result an older journal appended when a trainable returned
+  // (journal::IsReturnCopy): no result, only its done.
+  if (f.last_seq != 0 && r.seq == f.last_seq) {
+    f.last_done = f.last_done || r.done;
     return Status::Ok();
   }
   f.last_seq = r.seq;
@@ -175,8 +177,8 @@ Status WhatIfJournal::ApplyStored(std::string_view stored) {
   }
   const auto it = index_.find(std::string(wj::Str(*trial_id)));
   if (it == index_.end()) {
-    return Status::Corruption(fmt::format("a result record names trial {}, never added before it",
-                                          wj::Str(*trial_id)));
+    return Status::Corruption(
+        fmt::format("a result record names trial {}, never added before it", wj::Str(*trial_id)));
   }
   ResultFields f;
   f.attempt = *attempt;
