@@ -54,3 +54,10 @@ replay "{type: asha, grace_period: 1, reduction_factor: 4, max_t: $results}"
 replay "{type: hyperband, max_t: $results, reduction_factor: 3}"
 replay "{type: median_stopping, time_attr: training_iteration, grace_period: 5}"
 replay "{type: asha, max_t: $results}" "{grace_period: [1, 2, 4], reduction_factor: [2, 3, 4]}"
+# Where the time goes (the scheduler's record of the replay: reading the journal's pages on its
+# loop, decoding and folding them on the replay thread, the replay).
+for s in "{type: asha, grace_period: 1, reduction_factor: 4, max_t: $results}" \
+  "{type: median_stopping, time_attr: training_iteration, grace_period: 5}"; do
+  echo "--- record of $s: $(ctl -o json whatif whatif-bench --scheduler "$s" |
+    python3 -c 'import json, sys; print(json.load(sys.stdin)["record"])')"
+done
