@@ -266,7 +266,7 @@ struct ListResults {
 };
 
 /// What another trial scheduler would have done with a finished experiment's recorded results
-/// (since v1.14): the scheduler replays the experiment's journal (its result records, in the
+/// (since v1.15): the scheduler replays the experiment's journal (its result records, in the
 /// order they arrived) through a fresh trial scheduler built from `scheduler_json`, off its event
 /// loop (libs/tune/whatif.hpp, services/scheduler/control/handlers/whatif_handlers.hpp). A read.
 /// body without `sweep_json`: the report (WhatIfReport::ToJson) with "experiment", "journal" and

@@ -8,6 +8,8 @@
 
 #include <utility>
 
+#include "libs/tune/objective_rules.hpp"
+#include "libs/tune/pareto.hpp"
 #include "libs/tune/whatif.hpp"
 #include "libs/tune/whatif_sweep.hpp"
 #include "proto/control.hpp"
@@ -129,6 +131,24 @@ Status WhatIfHandlers::HandleWhatIf(bus::Incoming& in, const proto::Decoded& d) 
     r->journal = e.journal_name();
     r->metric = e.runner().options().metric;
     r->mode = e.runner().options().mode;
+    // Several objectives: the replay is by the one the scheduler names (Ray Tune's rule for a
+    // trial scheduler of a multi-objective experiment), also what "best" means in its report.
+    const std::vector<Objective>& objectives = e.runner().options().objectives;
+    if (r->metric.empty() && !objectives.empty()) {
+      const auto named = r->scheduler.params.find("metric");
+      for (const Objective& o : objectives) {
+        if (named != r->scheduler.params.end() && *named == o.metric) {
+          r->metric = o.metric;
+          r->mode = o.mode;
+        }
+      }
+      if (r->metric.empty()) {
+        return fail(Status::InvalidArgument(fmt::format(
+            "experiment {} has several objectives ({}): name the one to replay by in the "
+            "scheduler's metric, e.g. {{type: asha, metric: {}}}",
+            r->journal, DescribeObjectives(objectives), objectives.front().metric)));
+      }
+    }
     if (r->metric.empty()) {
       return fail(Status::FailedPrecondition(fmt::format(
           "experiment {} has no metric: a replay compares trials by the experiment's metric",
