@@ -330,3 +330,29 @@ def test_a_two_objective_experiment_from_yaml_and_tunectl_best(tmp_path, tunectl
         if line.startswith("  ")
     }
     assert truth and shown == truth, run.stdout
+
+
+def test_optuna_nsga2_runs_as_the_schedulers_nsga2_and_gives_the_front(tmp_path, suite):
+    # OptunaSearch(NSGAIISampler) of two objectives becomes `search: nsga2` in the scheduler;
+    # the front of its trials is the brute-force one.
+    ot = _optuna()
+    from tunebus import _suite
+    from tunebus._control import ControlClient
+    from tunebus.tune.search.optuna import OptunaSearch
+
+    searcher = OptunaSearch(
+        metric=["f1", "f2"],
+        mode=["min", "min"],
+        sampler=ot.samplers.NSGAIISampler(population_size=4),
+    )
+    grid = tune.Tuner(
+        schaffer,
+        param_space={"x": tune.uniform(-1, 3)},
+        tune_config=tune.TuneConfig(search_alg=searcher, num_samples=10),
+        run_config=tune.RunConfig(name="schaffer_nsga2", storage_path=str(tmp_path), verbose=0),
+    ).fit()
+    assert len(grid) == 10 and grid.num_errors == 0
+    _check_front(grid.get_pareto_front(), list(grid), ["min", "min"])
+    endpoint, _ = _suite.endpoint(str(tmp_path))
+    summary = ControlClient(endpoint).get_experiment("schaffer_nsga2")
+    assert summary["searcher"]["searcher"] == "nsga2", summary["searcher"]
