@@ -3,15 +3,17 @@
 // trial scheduler on the simulated executor and clock of bench/quality (so the results are
 // what a user's run would get, and deterministic per seed):
 //
-// - single-fidelity: the test functions of bench/quality/test_functions.hpp (Branin,
-//   Hartmann-6, the 10-d mixed space) and the digits model (bench/quality/digits_objective.py,
+// - single-fidelity: the test functions of bench/quality/test_functions.hpp (Branin, six-hump
+//   camel, Hartmann-6 with and without noise, Styblinski-Tang 8-d, the 10-d mixed space, the
+//   conditional space, Levy 20-d) and the digits model (bench/quality/digits_objective.py,
 //   evaluated by a Python child process, see --python); each trial reports the value once.
-//   Methods: random (the variant generator), tpe (n_startup_trials 10, strictly sequential:
-//   ConcurrencyLimiter max_concurrent 1, as Optuna's study.optimize), tpe_runner (the same
-//   without the limiter: the runner suggests the next trial while one runs, a constant lie),
-//   tpe_normalized (tpe with normalized_density: true, TpeOptions), tpe_parallel
-//   (max_concurrent_trials and max_concurrent --parallel, constant liar), tpe_multivariate
-//   (tpe with multivariate: true, bandwidth: hyperopt).
+//   Methods (kMethods): random (the variant generator), tpe (the default TpeOptions,
+//   n_startup_trials 10) and its variants, each at every --concurrency: 1 is strictly
+//   sequential (ConcurrencyLimiter max_concurrent 1, as Optuna's study.optimize), c > 1 runs c
+//   trials at once (max_concurrent_trials and max_concurrent c): c suggestions before any
+//   result, trial i taking 0.5-1.5 simulated seconds (a hash of seed and i, so results come in
+//   a fixed mixed order), one new suggestion per result; bench/search_optuna.py plays the same
+//   protocol with Optuna's ask and tell.
 // - multi-fidelity: the learning curves of bench/quality/synthetic_curve.hpp (optimum 0.95),
 //   asha_random (ASHA, grace 4, reduction 4, random search) vs bohb (the BOHB searcher under
 //   kBohbScheduler, in whole HyperBand iterations of 143 trials), counting training iterations;
@@ -27,16 +29,17 @@
 // bench/search_report.py turns them (and bench/search_optuna.py's) into figures and criteria.
 //
 // Usage: search_quality [--quick] [--seeds N] [--trials N] [--digits-seeds N]
-//          [--digits-trials N] [--parallel N] [--mf-seeds N] [--mf-samples N]
+//          [--digits-trials N] [--concurrency C,...] [--mf-seeds N] [--mf-samples N]
 //          [--latency-observations N] [--latency-suggestions N] [--python PATH] [--no-digits]
 //          [--first-seed N] [--functions F,...] [--methods M,...] [--method NAME=SEARCH_YAML]
 //          [--no-mf] [--no-latency]
 //   --quick: CI-sized (3 seeds of 30 trials, digits 1 seed of 12, 200 observations).
 //   --first-seed: seeds N .. N + seeds - 1 (default 1), e.g. to check a change on seeds the
 //   full run does not use. --functions / --methods: only these single-fidelity functions
-//   (branin, hartmann6, mixed10, digits) / methods. --method: one more single-fidelity method
-//   (its `search:` YAML; max_concurrent_trials 1, or --parallel when the name starts with
-//   "parallel").
+//   (test_functions.hpp's names, digits) / methods. --method: one more single-fidelity TPE
+//   method, NAME=OPTIONS with OPTIONS the inside of a `search:` flow map (e.g.
+//   "x=multivariate: true"), run at every --concurrency (default 1,16) after type: tpe,
+//   n_startup_trials: 10 and max_concurrent.
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -76,7 +79,7 @@ struct Options {
   bool quick = false;
   int seeds = 20, trials = 100;
   int digits_seeds = 20, digits_trials = 50;
-  int parallel = 16;
+  std::vector<int> concurrency = {1, 16};
   int mf_seeds = 20, mf_samples = 64;
   int latency_observations = 1000, latency_suggestions = 200;
   std::string python = "/usr/bin/python3";
@@ -115,11 +118,14 @@ json ParamSpace(const std::string& param_space_yaml) {
   return spec->param_space;
 }
 
-// A single-fidelity trainable: reports value(config) once, no noise, and takes 0.5-1.5
-// simulated seconds (a hash of seed and trial), so parallel trials end in a mixed order.
-SimModel SingleFidelity(std::function<double(const json&)> value) {
+// A single-fidelity trainable: reports value(config) once, plus TrialNoise(seed, trial,
+// noise_sd) when noise_sd > 0, and takes 0.5-1.5 simulated seconds (a hash of seed and trial;
+// bench/search_optuna.py's trial_seconds), so parallel trials end in a mixed order.
+SimModel SingleFidelity(std::function<double(const json&)> value, double noise_sd = 0) {
   return {[value](double, const json& config) { return value(config); },
-          [](uint64_t, int64_t, int64_t) { return 0.0; },
+          [noise_sd](uint64_t seed, int64_t index, int64_t) {
+            return noise_sd > 0 ? TrialNoise(seed, index, noise_sd) : 0.0;
+          },
           [](uint64_t seed, int64_t index, const json&) {
             return 0.5 + double(Mix(Mix(seed) ^ uint64_t(index)) >> 11) * 0x1.0p-53;
           }};
@@ -131,25 +137,37 @@ struct Method {
   int64_t max_concurrent_trials;
 };
 
-std::vector<Method> SingleFidelityMethods(int parallel) {
-  const std::string tpe = fmt::format("type: tpe, n_startup_trials: {}", kStartupTrials);
-  return {
-      {"random", "random", 1},
-      {"tpe", fmt::format("{{{}, max_concurrent: 1}}", tpe), 1},
-      {"tpe_runner", fmt::format("{{{}}}", tpe), 1},
-      {"tpe_normalized", fmt::format("{{{}, max_concurrent: 1, normalized_density: true}}", tpe),
-       1},
-      {"tpe_parallel", fmt::format("{{{}, max_concurrent: {}}}", tpe, parallel), parallel},
-      {"tpe_multivariate",
-       fmt::format("{{{}, max_concurrent: 1, multivariate: true, bandwidth: hyperopt}}", tpe), 1}};
+// A single-fidelity method: its name and the TPE options after type, n_startup_trials and
+// max_concurrent ("" for the defaults), or, for random, no options.
+struct MethodTemplate {
+  const char* name;
+  const char* tpe_options;  // nullptr: search: random (sequential only)
+};
+
+// The default methods: random; tpe, the default TpeOptions; tpe_optuna31, Optuna 3.1.0's
+// TPESampler defaults (univariate, its gamma, ramp weights, bandwidths and magic clip) with
+// the constant liar (tunebus' defaults before Watanabe 2023's components); tpe_univariate_ei,
+// the defaults but univariate.
+constexpr MethodTemplate kMethods[] = {
+    {"random", nullptr},
+    {"tpe", ""},
+    {"tpe_optuna31", "multivariate: false, weight_strategy: old-decay, constant_liar: true"},
+    {"tpe_univariate_ei", "multivariate: false"},
+};
+
+Method TpeMethod(const std::string& name, const std::string& options, int concurrency) {
+  return {name,
+          fmt::format("{{type: tpe, n_startup_trials: {}, max_concurrent: {}{}{}}}", kStartupTrials,
+                      concurrency, options.empty() ? "" : ", ", options),
+          concurrency};
 }
 
 // Runs `method` on a single-fidelity function over `seeds` seeds and prints its
 // search_quality_run line. Returns false on an error (printed).
 bool RunSingleFidelity(const std::string& function, const std::string& param_space_yaml,
                        const std::string& metric, const std::string& mode, double optimum,
-                       const SimModel& model, const Method& method, int first_seed, int seeds,
-                       int trials, const json& machine) {
+                       double noise_sd, const SimModel& model, const Method& method, int first_seed,
+                       int seeds, int trials, const json& machine) {
   ExperimentShape shape;
   shape.param_space_yaml = param_space_yaml;
   shape.metric = metric;
@@ -158,7 +176,7 @@ bool RunSingleFidelity(const std::string& function, const std::string& param_spa
   shape.setup.num_samples = trials;
   shape.setup.max_t = 1;
   shape.setup.max_concurrent_trials = method.max_concurrent_trials;
-  json values = json::array();
+  json values = json::array(), true_values = json::array(), orders = json::array();
   const auto start = std::chrono::steady_clock::now();
   for (int seed = first_seed; seed < first_seed + seeds; ++seed) {
     auto figures = RunExperiment(ExperimentYaml(shape, uint64_t(seed)), model);
@@ -168,9 +186,16 @@ bool RunSingleFidelity(const std::string& function, const std::string& param_spa
                    figures.ok() ? "not one report per trial" : figures.status().ToString().c_str());
       return false;
     }
-    std::vector<double> by_index(size_t(trials), std::nan(""));
-    for (const SimReport& r : figures->reports) by_index[size_t(r.index)] = r.value;
+    std::vector<double> by_index(size_t(trials), std::nan("")), true_by_index = by_index;
+    std::vector<int64_t> order;  // trial indices in the order their results came
+    for (const SimReport& r : figures->reports) {
+      by_index[size_t(r.index)] = r.value;
+      true_by_index[size_t(r.index)] = r.s;
+      order.push_back(r.index);
+    }
     values.push_back(by_index);
+    true_values.push_back(true_by_index);
+    orders.push_back(order);
   }
   const double wall_s =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
@@ -188,6 +213,11 @@ bool RunSingleFidelity(const std::string& function, const std::string& param_spa
                {"values", std::move(values)},
                {"wall_s", wall_s},
                {"machine", machine}};
+  if (noise_sd > 0) {
+    line["noise_sd"] = noise_sd;
+    line["true_values"] = std::move(true_values);
+  }
+  if (method.max_concurrent_trials > 1) line["completion_order"] = std::move(orders);
   std::printf("%s\n", line.dump().c_str());
   std::fflush(stdout);
   return true;
@@ -322,7 +352,7 @@ void RunLatency(const TestFunction& f, const Options& o, const json& machine) {
                {"dims", space->size()},
                {"observations", o.latency_observations},
                {"suggestions", o.latency_suggestions},
-               {"what", "TpeSearcher::Suggest (univariate, n_ei_candidates 24)"},
+               {"what", "TpeSearcher::Suggest (the defaults, n_ei_candidates 24)"},
                {"p50_ms", At(ms, 0.5)},
                {"p99_ms", At(ms, 0.99)},
                {"max_ms", ms.back()},
@@ -347,13 +377,24 @@ void PrintFunctionCheck(const TestFunction& f) {
                {"function", f.name},
                {"configs", std::move(configs)},
                {"values", std::move(values)}};
+  if (f.noise_sd > 0) {
+    // TrialNoise of seeds 1-2 at trials 0-3: [seed, trial, noise].
+    json noise = json::array();
+    for (uint64_t seed = 1; seed <= 2; ++seed) {
+      for (int64_t index = 0; index < 4; ++index) {
+        noise.push_back({seed, index, TrialNoise(seed, index, f.noise_sd)});
+      }
+    }
+    line["noise_sd"] = f.noise_sd;
+    line["noise"] = std::move(noise);
+  }
   std::printf("%s\n", line.dump().c_str());
 }
 
 int Usage(const char* argv0) {
   std::fprintf(stderr,
                "usage: %s [--quick] [--seeds N] [--trials N] [--digits-seeds N] "
-               "[--digits-trials N] [--parallel N] [--mf-seeds N] [--mf-samples N] "
+               "[--digits-trials N] [--concurrency C,...] [--mf-seeds N] [--mf-samples N] "
                "[--latency-observations N] [--latency-suggestions N] [--python PATH] "
                "[--no-digits] [--first-seed N] [--functions F,...] [--methods M,...] "
                "[--method NAME=SEARCH_YAML] [--no-mf] [--no-latency]\n",
@@ -384,6 +425,14 @@ int main(int argc, char** argv) {
       return Usage(argv[0]);
     } else if (a == "--python") {
       o.python = argv[++i];
+    } else if (a == "--concurrency") {
+      o.concurrency.clear();
+      for (const std::string& c : SplitCommas(argv[++i]))
+        o.concurrency.push_back(std::atoi(c.c_str()));
+      if (o.concurrency.empty() ||
+          std::any_of(o.concurrency.begin(), o.concurrency.end(), [](int c) { return c < 1; })) {
+        return Usage(argv[0]);
+      }
     } else if (a == "--functions") {
       o.functions = SplitCommas(argv[++i]);
     } else if (a == "--methods") {
@@ -398,7 +447,6 @@ int main(int argc, char** argv) {
                     : a == "--trials"               ? &o.trials
                     : a == "--digits-seeds"         ? &o.digits_seeds
                     : a == "--digits-trials"        ? &o.digits_trials
-                    : a == "--parallel"             ? &o.parallel
                     : a == "--mf-seeds"             ? &o.mf_seeds
                     : a == "--mf-samples"           ? &o.mf_samples
                     : a == "--latency-observations" ? &o.latency_observations
@@ -411,19 +459,25 @@ int main(int argc, char** argv) {
   }
   const json machine = Machine();
   for (const TestFunction& f : kTestFunctions) PrintFunctionCheck(f);
+  // Every method at every concurrency (random once: it does not depend on it).
   std::vector<Method> methods;
-  for (Method& m : SingleFidelityMethods(o.parallel)) {
-    if (Options::Selected(o.methods, m.name)) methods.push_back(std::move(m));
+  for (const MethodTemplate& m : kMethods) {
+    if (!Options::Selected(o.methods, m.name)) continue;
+    if (m.tpe_options == nullptr) {
+      methods.push_back({m.name, "random", 1});
+      continue;
+    }
+    for (int c : o.concurrency) methods.push_back(TpeMethod(m.name, m.tpe_options, c));
   }
-  for (const auto& [name, yaml] : o.extra_methods) {
-    methods.push_back({name, yaml, name.starts_with("parallel") ? o.parallel : 1});
+  for (const auto& [name, options] : o.extra_methods) {
+    for (int c : o.concurrency) methods.push_back(TpeMethod(name, options, c));
   }
   for (const TestFunction& f : kTestFunctions) {
     if (!Options::Selected(o.functions, f.name)) continue;
-    const SimModel model = SingleFidelity(f.value);
+    const SimModel model = SingleFidelity(f.value, f.noise_sd);
     for (const Method& m : methods) {
-      if (!RunSingleFidelity(f.name, f.param_space_yaml, "value", f.mode, f.optimum, model, m,
-                             o.first_seed, o.seeds, o.trials, machine)) {
+      if (!RunSingleFidelity(f.name, f.param_space_yaml, "value", f.mode, f.optimum, f.noise_sd,
+                             model, m, o.first_seed, o.seeds, o.trials, machine)) {
         return 2;
       }
     }
@@ -440,12 +494,12 @@ int main(int argc, char** argv) {
       if (!v.ok() && error.empty()) error = v.status().ToString();
       return v.ok() ? *v : std::nan("");
     });
-    // The model costs tens of milliseconds per config (2 cores): random, tpe and the parallel
-    // run only (tpe_runner and tpe_normalized are variants shown on the cheap functions).
+    // The model costs tens of milliseconds per config (2 cores): random and the default tpe
+    // only (the variants are shown on the cheap functions).
     for (const Method& m : methods) {
-      if (m.name == "tpe_runner" || m.name == "tpe_normalized") continue;
+      if (m.name != "random" && m.name != "tpe") continue;
       if (!RunSingleFidelity("digits", kDigitsParamSpaceYaml, "val_accuracy", "max", std::nan(""),
-                             model, m, o.first_seed, o.digits_seeds, o.digits_trials, machine) ||
+                             0, model, m, o.first_seed, o.digits_seeds, o.digits_trials, machine) ||
           !error.empty()) {
         std::fprintf(stderr, "search_quality: digits: %s\n", error.c_str());
         return 2;

@@ -3,10 +3,15 @@ the JSON lines of bench/search_quality.cpp (tunebus) and bench/search_optuna.py 
 from the same run, and prints one JSON object per line:
 
   search_function_check  the two sides compute the same functions (max |difference| at 8 configs)
-  search_quality         per function and method: median and quartiles of the best value so far
-                         after n trials, the regret at the end, the trials each seed needs to
-                         reach random search's median best (median over seeds), ratios to random
-                         and to Optuna's TPE from this run
+                         and, for a noisy function, the same noise
+  search_quality         per function, method and concurrency: median and quartiles of the best
+                         value so far after n trials, the regret at the end, the trials each seed
+                         needs to reach random search's median best (median over seeds), ratios
+                         to random and to Optuna's TPE from this run
+  search_tpe_vs_optuna   per concurrency and function: the median final regret of tunebus' TPE
+                         (method tpe, the defaults) beside each Optuna TPESampler variant, and
+                         one-sided Mann-Whitney p for tunebus worse and better
+  search_protocol_check  with c trials at once, both sides told results in the same order
   search_multi_fidelity  ASHA + random vs BOHB on the learning curves: best at max_t so far vs
                          training iterations
   search_latency         suggestion latency with 1,000 observations, tunebus and Optuna, ratio
@@ -14,8 +19,10 @@ from the same run, and prints one JSON object per line:
 
 --markdown prints docs/search.md's tables instead. Regret is best - optimum (mode min) or
 optimum - best (mode max); digits has no known optimum and uses 1 - val_accuracy (the error).
-Wilcoxon: scipy.stats.wilcoxon on the per-seed final bests of tunebus' TPE and Optuna's TPE
-paired by seed (the same seed number on both sides; the draws differ), one-sided.
+On a noisy function (a run with "true_values") the best so far is the noise-free value of the
+config with the best reported (noisy) value so far. Mann-Whitney: scipy.stats.mannwhitneyu on
+the per-seed final regrets of the two methods (independent samples: the seeds' draws differ
+between the sides), one-sided.
 
 Usage: /usr/bin/python3 bench/search_report.py [--markdown] FILE...   (JSON lines; - for stdin)
 """
@@ -23,7 +30,6 @@ import argparse
 import json
 import math
 import sys
-import warnings
 
 import numpy as np
 from scipy import stats
@@ -37,6 +43,12 @@ REACH_TARGET_TRIALS = 35  # TPE reaches random's median best-of-100 within this 
 BOHB_ITERATIONS_RATIO = 0.5  # BOHB reaches ASHA's final median best with <= this of its iterations
 LATENCY_P99_MS = 1.0
 PARALLEL_TOLERANCE = 0.10  # 16-parallel TPE's regret within 10% of the sequential one's
+PARALLEL = 16  # the concurrency of the parallel rows
+MIN_BETTER_SHARE = 6 / 8  # TPE's median better than an Optuna variant's on >= 6 of 8 functions
+# Optuna's variants; at one trial at a time constant_liar changes nothing (no trial is running
+# when a trial is asked), so a liar variant not run there is its liar-less twin.
+OPTUNA_METHODS = ["optuna_tpe", "optuna_multivariate", "optuna_liar", "optuna_multivariate_liar"]
+SEQUENTIAL_TWIN = {"optuna_liar": "optuna_tpe", "optuna_multivariate_liar": "optuna_multivariate"}
 
 
 def quartiles(xs):
@@ -53,6 +65,95 @@ def regret(best, mode, optimum):
     if optimum is None:  # digits: the error rate
         optimum = 1.0
     return best - optimum if mode == "min" else optimum - best
+
+
+def incumbent(values, true_values, mode):
+    """The best value so far; with true_values (a noisy function), the noise-free value of the
+    config with the best reported value so far."""
+    if true_values is None:
+        return best_so_far(values, mode)
+    v = np.asarray(values, dtype=float)
+    t = np.asarray(true_values, dtype=float)
+    out, best, best_true = np.empty(len(v)), None, math.nan
+    for i in range(len(v)):
+        if best is None or (v[i] < best if mode == "min" else v[i] > best):
+            best, best_true = v[i], t[i]
+        out[i] = best_true
+    return out
+
+
+def mann_whitney(x, y):
+    """One-sided Mann-Whitney p that x (regrets) is larger (worse) and smaller (better) than y."""
+    if np.all(np.asarray(x) == np.asarray(y)) or len(set(x) | set(y)) == 1:
+        return 1.0, 1.0
+    worse = float(stats.mannwhitneyu(x, y, alternative="greater").pvalue)
+    better = float(stats.mannwhitneyu(x, y, alternative="less").pvalue)
+    return worse, better
+
+
+def tpe_versus_optuna(summary, functions, method="tpe"):
+    """Per concurrency: per function and Optuna variant the median final regrets and one-sided
+    Mann-Whitney p; then per variant a "_all" line counting the functions."""
+    out = []
+    concurrencies = sorted({c for (f, m, c) in summary if m == method})
+    for c in concurrencies:
+        tally = {o: {"better": [], "worse": [], "better_p": [], "n": 0} for o in OPTUNA_METHODS}
+        for f in functions:
+            mine = summary.get((f, method, c))
+            if mine is None:
+                continue
+            row = {
+                "benchmark": "search_tpe_vs_optuna",
+                "function": f,
+                "concurrency": c,
+                "method": method,
+                "seeds": mine["seeds"],
+                "trials": mine["trials"],
+                "tpe_median_regret": mine["regret_final"]["median"],
+                "optuna": {},
+            }
+            for o in OPTUNA_METHODS:
+                theirs = summary.get((f, o, c))
+                if theirs is None and c == 1:
+                    theirs = summary.get((f, SEQUENTIAL_TWIN.get(o, o), c))
+                if theirs is None:
+                    continue
+                worse, better = mann_whitney(mine["_regrets"], theirs["_regrets"])
+                med = theirs["regret_final"]["median"]
+                row["optuna"][o] = {
+                    "median_regret": med,
+                    "p_tunebus_worse": worse,
+                    "p_tunebus_better": better,
+                    "as": theirs["method"],
+                }
+                t = tally[o]
+                t["n"] += 1
+                if mine["regret_final"]["median"] < med:
+                    t["better"].append(f)
+                if worse < 0.05:
+                    t["worse"].append(f)
+                if better < 0.05:
+                    t["better_p"].append(f)
+            out.append(row)
+        for o, t in tally.items():
+            if t["n"] == 0:
+                continue
+            out.append(
+                {
+                    "benchmark": "search_tpe_vs_optuna",
+                    "function": "_all",
+                    "concurrency": c,
+                    "method": method,
+                    "optuna_method": o,
+                    "functions": t["n"],
+                    "needed": math.ceil(MIN_BETTER_SHARE * t["n"]),
+                    "better_median": t["better"],
+                    "better_median_count": len(t["better"]),
+                    "worse_p05": t["worse"],
+                    "better_p05": t["better_p"],
+                }
+            )
+    return out
 
 
 def reaches(curve, target, mode):
@@ -85,6 +186,7 @@ def load(paths):
 def main():
     p = argparse.ArgumentParser()
     p.add_argument("--markdown", action="store_true")
+    p.add_argument("--detail", action="store_true", help="with --markdown: every run's row too")
     p.add_argument("files", nargs="+")
     a = p.parse_args()
     lines = load(a.files)
@@ -97,6 +199,8 @@ def main():
             continue
         fn = search_optuna.FUNCTIONS[rec["function"]][0]
         diff = max(abs(fn(c) - v) for c, v in zip(rec["configs"], rec["values"]))
+        for seed, index, v in rec.get("noise", []):
+            diff = max(diff, abs(search_optuna.noise(seed, index, rec["noise_sd"]) - v))
         out.append(
             {
                 "benchmark": "search_function_check",
@@ -107,28 +211,34 @@ def main():
         )
 
     # ---- single-fidelity quality --------------------------------------------------------------
+    # Runs keyed by (function, method, concurrency); the old "tpe_parallel" name is tpe at 16.
     runs = {}
     for rec in lines:
         if rec["benchmark"] == "search_quality_run" and rec["function"] != "curves":
-            runs[(rec["function"], rec["method"])] = rec
-    optimum = {f: rec.get("optimum") for (f, m), rec in runs.items() if rec["side"] == "tunebus"}
-    functions = [f for f in ("branin", "hartmann6", "mixed10", "digits") if (f, "random") in runs]
+            runs[(rec["function"], rec["method"], rec.get("max_concurrent_trials", 1))] = rec
+    optimum = {f: rec.get("optimum") for (f, m, c), rec in runs.items() if rec["side"] == "tunebus"}
+    order = list(search_optuna.FUNCTIONS)
+    functions = [f for f in order if (f, "random", 1) in runs]
     summary = {}
-    for (f, m), rec in runs.items():
+    for (f, m, c), rec in runs.items():
         mode, trials = rec["mode"], rec["trials"]
-        curves = [best_so_far(v, mode) for v in rec["values"]]
-        finals = [c[-1] for c in curves]
+        curves = [
+            incumbent(v, rec["true_values"][i] if "true_values" in rec else None, mode)
+            for i, v in enumerate(rec["values"])
+        ]
+        finals = [cv[-1] for cv in curves]
         s = {
             "benchmark": "search_quality",
             "side": rec["side"],
             "function": f,
             "method": m,
+            "concurrency": c,
             "seeds": rec["seeds"],
             "trials": trials,
             "mode": mode,
             "optimum": optimum.get(f),
             "best_so_far": {
-                str(n): quartiles([c[n - 1] for c in curves]) for n in CHECKPOINTS if n <= trials
+                str(n): quartiles([cv[n - 1] for cv in curves]) for n in CHECKPOINTS if n <= trials
             },
             "best_final": quartiles(finals),
             "regret_final": quartiles([regret(x, mode, optimum.get(f)) for x in finals]),
@@ -136,14 +246,15 @@ def main():
             "wall_s": rec["wall_s"],
         }
         s["_curves"], s["_finals"] = curves, finals
-        summary[(f, m)] = s
+        s["_regrets"] = [regret(x, mode, optimum.get(f)) for x in finals]
+        summary[(f, m, c)] = s
     for f in functions:
-        rnd = summary[(f, "random")]
+        rnd = summary[(f, "random", 1)]
         target = rnd["best_final"]["median"]
-        for (g, m), s in summary.items():
+        for (g, m, c), s in summary.items():
             if g != f:
                 continue
-            ns = [reaches(c, target, s["mode"]) for c in s["_curves"]]
+            ns = [reaches(cv, target, s["mode"]) for cv in s["_curves"]]
             s["random_median_best"] = target
             s["trials_to_random_median_best"] = {
                 "median": median_trials(ns),
@@ -154,17 +265,42 @@ def main():
             s["regret_ratio_to_random"] = (
                 r / rnd["regret_final"]["median"] if rnd["regret_final"]["median"] else None
             )
-            if (f, "optuna_tpe") in summary:
-                ro = summary[(f, "optuna_tpe")]["regret_final"]["median"]
+            if (f, "optuna_tpe", c) in summary:
+                ro = summary[(f, "optuna_tpe", c)]["regret_final"]["median"]
                 s["regret_ratio_to_optuna_tpe"] = r / ro if ro else None
     for key in sorted(
-        summary, key=lambda k: (functions.index(k[0]) if k[0] in functions else 9, k[1])
+        summary, key=lambda k: (order.index(k[0]) if k[0] in order else 99, k[2], k[1])
     ):
         s = dict(summary[key])
-        s.pop("_curves")
-        s.pop("_finals")
+        for k in ("_curves", "_finals", "_regrets"):
+            s.pop(k)
         s["machine"] = machine
         out.append(s)
+
+    # ---- the same protocol on both sides: results told in the same order ----------------------
+    for (f, m, c), rec in runs.items():
+        if rec["side"] != "optuna" or c == 1 or "completion_order" not in rec:
+            continue
+        mine = runs.get((f, "tpe", c))
+        if mine is None or "completion_order" not in mine:
+            continue
+        same = sum(a == b for a, b in zip(rec["completion_order"], mine["completion_order"]))
+        out.append(
+            {
+                "benchmark": "search_protocol_check",
+                "function": f,
+                "method": m,
+                "concurrency": c,
+                "seeds_in_the_same_order": same,
+                "seeds": min(len(rec["completion_order"]), len(mine["completion_order"])),
+            }
+        )
+
+    # ---- tunebus' TPE beside each Optuna TPESampler variant ----------------------------------
+    versus = tpe_versus_optuna(summary, functions)
+    for v in versus:
+        v["machine"] = machine
+    out.extend(versus)
 
     # ---- multi-fidelity -----------------------------------------------------------------------
     mf = {
@@ -264,13 +400,13 @@ def main():
     crit = []
 
     def reach(f, m):
-        s = summary.get((f, m))
+        s = summary.get((f, m, 1))
         return s["trials_to_random_median_best"]["median"] if s else None
 
     figures = {
         f: {"tpe": reach(f, "tpe"), "optuna_tpe": reach(f, "optuna_tpe")}
         for f in ("branin", "hartmann6")
-        if (f, "tpe") in summary
+        if (f, "tpe", 1) in summary
     }
     crit.append(
         {
@@ -278,7 +414,11 @@ def main():
             "target": "TPE reaches random search's median "
             "best-of-%d in <= %d trials on branin and hartmann6 (median over seeds)"
             % (
-                summary[("branin", "random")]["trials"] if ("branin", "random") in summary else 0,
+                (
+                    summary[("branin", "random", 1)]["trials"]
+                    if ("branin", "random", 1) in summary
+                    else 0
+                ),
                 REACH_TARGET_TRIALS,
             ),
             "figures": figures,
@@ -289,55 +429,24 @@ def main():
         }
     )
 
-    def against_optuna(method):
-        """One-sided Wilcoxon tests of `method`'s final bests against Optuna's TPE, paired by
-        seed number, per function."""
-        tests = {}
-        for f in functions:
-            if (f, method) in summary and (f, "optuna_tpe") in summary:
-                tests[f] = wilcoxon_against_optuna(f, method)
-        return tests
-
-    def wilcoxon_against_optuna(f, method):
-        mode = summary[(f, method)]["mode"]
-        sign = 1 if mode == "min" else -1
-        x = sign * np.asarray(summary[(f, method)]["_finals"])  # losses
-        y = sign * np.asarray(summary[(f, "optuna_tpe")]["_finals"])
-        n = min(len(x), len(y))
-        x, y = x[:n], y[:n]
-        if np.all(x == y):
-            p_worse = p_better = 1.0
-        else:
-            with warnings.catch_warnings():  # ties at 0 (digits): scipy's normal approximation
-                warnings.simplefilter("ignore", UserWarning)
-                p_worse = float(stats.wilcoxon(x, y, alternative="greater").pvalue)
-                p_better = float(stats.wilcoxon(x, y, alternative="less").pvalue)
-        return {
-            "seeds": n,
-            "tunebus_median": summary[(f, method)]["best_final"]["median"],
-            "optuna_median": summary[(f, "optuna_tpe")]["best_final"]["median"],
-            "p_tunebus_worse": p_worse,
-            "p_tunebus_better": p_better,
-            "worse": p_worse < 0.05,
-            "better": p_better < 0.05,
-        }
-
-    # The default TPE, and the multivariate one with hyperopt's bandwidths (docs/search.md).
-    for method in ("tpe", "tpe_multivariate"):
-        tests = against_optuna(method)
-        if method != "tpe" and not tests:
+    # TPE ahead of Optuna's: per concurrency and Optuna variant, better median regret on at
+    # least MIN_BETTER_SHARE of the functions and worse at p < 0.05 on none.
+    for v in versus:
+        if v["function"] != "_all":
             continue
         crit.append(
             {
                 "benchmark": "search_criterion",
-                "method": method,
-                "target": "TPE's best at the full budget is no worse than Optuna's TPE on "
-                "every function (one-sided Wilcoxon over seeds, p >= 0.05 for "
-                "worse) and better on at least one (p < 0.05)",
-                "figures": tests,
-                "met": bool(tests)
-                and not any(t["worse"] for t in tests.values())
-                and any(t["better"] for t in tests.values()),
+                "target": "TPE (defaults) at %d trial(s) at once against Optuna's %s: better "
+                "median regret on >= %d of %d functions, worse at p < 0.05 (one-sided "
+                "Mann-Whitney) on none"
+                % (v["concurrency"], v["optuna_method"], v["needed"], v["functions"]),
+                "figures": {
+                    "better_median": v["better_median"],
+                    "worse_p05": v["worse_p05"],
+                    "better_p05": v["better_p05"],
+                },
+                "met": v["better_median_count"] >= v["needed"] and not v["worse_p05"],
             }
         )
 
@@ -387,12 +496,12 @@ def main():
 
     par = {}
     for f in functions:
-        if (f, "tpe") not in summary or (f, "tpe_parallel") not in summary:
+        if (f, "tpe", 1) not in summary or (f, "tpe", PARALLEL) not in summary:
             continue
-        seq_r = summary[(f, "tpe")]["regret_final"]["median"]
-        par_r = summary[(f, "tpe_parallel")]["regret_final"]["median"]
-        seq_b = summary[(f, "tpe")]["best_final"]["median"]
-        par_b = summary[(f, "tpe_parallel")]["best_final"]["median"]
+        seq_r = summary[(f, "tpe", 1)]["regret_final"]["median"]
+        par_r = summary[(f, "tpe", PARALLEL)]["regret_final"]["median"]
+        seq_b = summary[(f, "tpe", 1)]["best_final"]["median"]
+        par_b = summary[(f, "tpe", PARALLEL)]["best_final"]["median"]
         par[f] = {
             "sequential_regret_median": seq_r,
             "parallel_regret_median": par_r,
@@ -414,7 +523,7 @@ def main():
     out.extend(crit)
 
     if a.markdown:
-        print_markdown(out)
+        print_markdown(out, a.detail)
     else:
         for o in out:
             print(json.dumps(o))
@@ -428,14 +537,115 @@ def fmt(x, digits=4):
     return str(x)
 
 
-def print_markdown(out):
+def print_versus(out):
+    """Per concurrency: median final regret of every method per function, then tunebus' TPE
+    against each Optuna variant (one-sided Mann-Whitney p, worse / better)."""
+    q = [o for o in out if o["benchmark"] == "search_quality"]
+    vs = [o for o in out if o["benchmark"] == "search_tpe_vs_optuna"]
+    for c in sorted({o["concurrency"] for o in q}):
+        rows = [o for o in q if o["concurrency"] in (c, 1)]
+        functions = list(dict.fromkeys(o["function"] for o in rows if o["function"] != "digits"))
+        tunebus = sorted(
+            {o["method"] for o in rows if o["side"] == "tunebus" and o["concurrency"] == c}
+            | ({"random"} if any(o["method"] == "random" for o in rows) else set()),
+            key=lambda m: (m != "random", m != "tpe", m),
+        )
+        optuna = [m for m in OPTUNA_METHODS if any(o["method"] == m for o in rows)]
+        cols = tunebus + optuna
+        print(
+            "%d trial(s) at once: median regret at the end (seeds × trials: %s)"
+            % (
+                c,
+                ", ".join(
+                    sorted(
+                        {
+                            "%d × %d" % (o["seeds"], o["trials"])
+                            for o in rows
+                            if o["concurrency"] == c
+                        }
+                    )
+                ),
+            )
+        )
+        print()
+        print("| function | " + " | ".join(cols) + " |")
+        print("| --- |" + " --- |" * len(cols))
+        for f in functions:
+            cells = []
+            for m in cols:
+                s = next(
+                    (
+                        o
+                        for o in rows
+                        if o["function"] == f and o["method"] == m and o["concurrency"] == c
+                    ),
+                    None,
+                )
+                if s is None and (m == "random" or c == 1):
+                    s = next(
+                        (
+                            o
+                            for o in rows
+                            if o["function"] == f
+                            and o["method"] in (m, SEQUENTIAL_TWIN.get(m, m))
+                            and o["concurrency"] == 1
+                        ),
+                        None,
+                    )
+                cells.append(fmt(s["regret_final"]["median"], 3) if s else "—")
+            print("| %s | %s |" % (f, " | ".join(cells)))
+        print()
+        lines = [v for v in vs if v["concurrency"] == c and v["function"] != "_all"]
+        if lines:
+            print(
+                "tpe against Optuna's variants, %d at once: one-sided Mann-Whitney p (tunebus "
+                "worse / better) of the final regrets" % c
+            )
+            print()
+            print("| function | " + " | ".join(optuna) + " |")
+            print("| --- |" + " --- |" * len(optuna))
+            for v in lines:
+                cells = []
+                for m in optuna:
+                    o = v["optuna"].get(m)
+                    cells.append(
+                        "%s / %s" % (fmt(o["p_tunebus_worse"], 2), fmt(o["p_tunebus_better"], 2))
+                        if o
+                        else "—"
+                    )
+                print("| %s | %s |" % (v["function"], " | ".join(cells)))
+            for v in vs:
+                if v["concurrency"] == c and v["function"] == "_all":
+                    print(
+                        "\n- against %s: better median on %d of %d (%s); worse at p < 0.05 on %s;"
+                        " better at p < 0.05 on %s"
+                        % (
+                            v["optuna_method"],
+                            v["better_median_count"],
+                            v["functions"],
+                            ", ".join(v["better_median"]) or "none",
+                            ", ".join(v["worse_p05"]) or "none",
+                            ", ".join(v["better_p05"]) or "none",
+                        ),
+                        end="",
+                    )
+            print("\n")
+
+
+def print_markdown(out, detail=False):
+    print_versus(out)
+    if detail:
+        print_detail(out)
+
+
+def print_detail(out):
     q = [o for o in out if o["benchmark"] == "search_quality"]
     print(
-        "| function | method | seeds × trials | best after 10: median (q1–q3) | 20 | 35 | 50 | "
-        "best at end (q1 / median / q3) | median regret | trials to random's median best "
+        "| function | method | at once | seeds × trials | best after 10: median (q1–q3) | 20 | 35 |"
+        " 50 | best at end (q1 / median / q3) | median regret | trials to random's median best "
         "(median; seeds reaching) | regret / random | regret / Optuna TPE |"
     )
-    print("| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |")
+    print("| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |")
     for s in q:
         b = s["best_so_far"]
 
@@ -448,10 +658,12 @@ def print_markdown(out):
         bf = s["best_final"]
         t = s.get("trials_to_random_median_best", {})
         print(
-            "| %s | %s | %d × %d | %s | %s | %s | %s | %s / %s / %s | %s | %s (%d/%d) | %s | %s |"
+            "| %s | %s | %d | %d × %d | %s | %s | %s | %s | %s / %s / %s | %s | %s (%d/%d) | %s "
+            "| %s |"
             % (
                 s["function"],
                 s["method"],
+                s["concurrency"],
                 s["seeds"],
                 s["trials"],
                 med(10),
@@ -520,6 +732,18 @@ def print_markdown(out):
     for o in out:
         if o["benchmark"] == "search_function_check":
             print("- function check %s: max |diff| %s" % (o["function"], fmt(o["max_abs_diff"])))
+    for o in out:
+        if o["benchmark"] == "search_protocol_check":
+            print(
+                "- protocol check %s %s at %d: %d of %d seeds told in the same order"
+                % (
+                    o["function"],
+                    o["method"],
+                    o["concurrency"],
+                    o["seeds_in_the_same_order"],
+                    o["seeds"],
+                )
+            )
 
 
 if __name__ == "__main__":

@@ -4,11 +4,14 @@
 // the same functions and spaces in Python for Optuna's side; the benchmark checks that both give
 // the same values at the same points (search_function_check).
 //
-// Single-fidelity: a trial reports the function's value once (one training iteration), no noise.
+// Single-fidelity: a trial reports the function's value once (one training iteration); a noisy
+// function adds N(0, noise_sd) to it (TrialNoise), and its regret is measured on the noise-free
+// value of the config chosen by the noisy ones.
 #pragma once
 
 #include <array>
 #include <cmath>
+#include <cstdint>
 #include <nlohmann/json.hpp>
 #include <numbers>
 #include <string>
@@ -21,9 +24,27 @@ struct TestFunction {
   const char* param_space_yaml;  // the experiment file's param_space (YAML flow map)
   const char* mode;              // "min" or "max"
   double optimum;                // the best value over the space
-  /// The value of `config` (a config of param_space_yaml).
+  /// The value of `config` (a config of param_space_yaml), without noise.
   double (*value)(const nlohmann::json& config);
+  double noise_sd = 0;  // > 0: each report adds TrialNoise(seed, trial index, noise_sd)
 };
+
+/// splitmix64: a well-mixed 64-bit hash step (as synthetic_curve.hpp's Mix).
+inline uint64_t MixBits(uint64_t x) {
+  x += 0x9e3779b97f4a7c15ULL;
+  x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ULL;
+  x = (x ^ (x >> 27)) * 0x94d049bb133111ebULL;
+  return x ^ (x >> 31);
+}
+
+/// The N(0, sd) noise on trial `index`'s report in the experiment with `seed` (Box-Muller on
+/// a hash of both; bench/search_optuna.py's noise() draws the same numbers).
+inline double TrialNoise(uint64_t seed, int64_t index, double sd) {
+  const uint64_t h = MixBits(MixBits(MixBits(seed) ^ uint64_t(index)) ^ 1);
+  const double u1 = (double(h >> 11) + 0.5) * 0x1.0p-53;
+  const double u2 = double(MixBits(h) >> 11) * 0x1.0p-53;
+  return sd * std::sqrt(-2 * std::log(u1)) * std::cos(2 * std::numbers::pi * u2);
+}
 
 /// Branin (Branin-Hoo), 2-d: Dixon & Szegő, "The global optimisation problem: an introduction",
 /// Towards Global Optimisation 2, 1978; as in Surjanovic & Bingham's Virtual Library of
@@ -98,14 +119,96 @@ inline double Mixed10(const nlohmann::json& c) {
          0.5 * dm * dm + 2 * dr * dr;
 }
 
+/// Six-hump camel, 2-d: Dixon & Szegő 1978 (as above); Surjanovic & Bingham
+/// (sfu.ca/~ssurjano/camel6.html): (4 - 2.1 x1² + x1⁴/3) x1² + x1 x2 + (-4 + 4 x2²) x2², x1 in
+/// [-3, 3], x2 in [-2, 2]. Minimum -1.0316285 at (0.0898, -0.7126) and (-0.0898, 0.7126).
+inline double SixHumpCamel(const nlohmann::json& c) {
+  const double x1 = c.at("x1").get<double>(), x2 = c.at("x2").get<double>();
+  return (4 - 2.1 * x1 * x1 + x1 * x1 * x1 * x1 / 3) * x1 * x1 + x1 * x2 +
+         (-4 + 4 * x2 * x2) * x2 * x2;
+}
+
+/// Styblinski-Tang, 8-d on [-5, 5]^8: Styblinski & Tang, "Experiments in nonconvex
+/// optimization: stochastic approximation with function smoothing and simulated annealing",
+/// Neural Networks 3(4), 1990; Surjanovic & Bingham (sfu.ca/~ssurjano/stybtang.html): ½ Σ (x⁴ -
+/// 16 x² + 5 x). Minimum -39.16616570377142 · 8 at x_i = -2.903534.
+inline double StyblinskiTang8(const nlohmann::json& c) {
+  static constexpr const char* kKeys[8] = {"x1", "x2", "x3", "x4", "x5", "x6", "x7", "x8"};
+  double sum = 0;
+  for (const char* key : kKeys) {
+    const double x = c.at(key).get<double>();
+    sum += x * x * x * x - 16 * x * x + 5 * x;
+  }
+  return 0.5 * sum;
+}
+
+/// Levy, 20-d on [-10, 10]^20: Laguna & Martí, "Experimental testing of advanced scatter search
+/// designs for global optimization of multimodal functions", J. Global Optimization 33, 2005;
+/// Surjanovic & Bingham (sfu.ca/~ssurjano/levy.html): with w_i = 1 + (x_i - 1) / 4,
+/// sin²(π w_1) + Σ_{i<20} (w_i - 1)² (1 + 10 sin²(π w_i + 1)) + (w_20 - 1)² (1 + sin²(2π w_20)).
+/// Minimum 0 at (1, ..., 1).
+inline double Levy20(const nlohmann::json& c) {
+  using std::numbers::pi;
+  static constexpr const char* kKeys[20] = {"x1",  "x2",  "x3",  "x4",  "x5",  "x6",  "x7",
+                                            "x8",  "x9",  "x10", "x11", "x12", "x13", "x14",
+                                            "x15", "x16", "x17", "x18", "x19", "x20"};
+  double w[20];
+  for (int j = 0; j < 20; ++j) w[j] = 1 + (c.at(kKeys[j]).get<double>() - 1) / 4;
+  const double s0 = std::sin(pi * w[0]);
+  double sum = s0 * s0;
+  for (int j = 0; j < 19; ++j) {
+    const double s = std::sin(pi * w[j] + 1);
+    sum += (w[j] - 1) * (w[j] - 1) * (1 + 10 * s * s);
+  }
+  const double s = std::sin(2 * pi * w[19]);
+  return sum + (w[19] - 1) * (w[19] - 1) * (1 + s * s);
+}
+
+/// A conditional space (tunebus' own, shaped like an optimizer choice): optimizer sgd uses
+/// sgd_lr, momentum uses momentum_lr and momentum_m, adam uses adam_lr, adam_beta1 and
+/// adam_beta2; weight_decay is shared. The function ignores the other optimizers' keys (a
+/// tunebus param space has every key in every config; Optuna's side suggests only the chosen
+/// optimizer's, define-by-run). Branch floors 0.4 (sgd), 0.15 (momentum, whose best lr is
+/// 0.1 (1 - m)), 0 (adam). Minimum 0 at adam, adam_lr 1e-3, adam_beta1 0.9, adam_beta2 0.999,
+/// weight_decay 1e-4.
+inline double Conditional(const nlohmann::json& c) {
+  const double dw = std::log10(c.at("weight_decay").get<double>()) + 4;
+  const double shared = 0.05 * dw * dw;
+  const std::string optimizer = c.at("optimizer").get<std::string>();
+  if (optimizer == "sgd") {
+    const double dl = std::log10(c.at("sgd_lr").get<double>()) + 1;
+    return 0.4 + 0.25 * dl * dl + shared;
+  }
+  if (optimizer == "momentum") {
+    const double m = c.at("momentum_m").get<double>();
+    const double dl = std::log10(c.at("momentum_lr").get<double>()) - std::log10(0.1 * (1 - m));
+    return 0.15 + 0.2 * dl * dl + 2 * (m - 0.9) * (m - 0.9) + shared;
+  }
+  const double dl = std::log10(c.at("adam_lr").get<double>()) + 3;
+  const double d1 = c.at("adam_beta1").get<double>() - 0.9;
+  const double d2 = c.at("adam_beta2").get<double>() - 0.999;
+  return 0.2 * dl * dl + 3 * d1 * d1 + 50 * d2 * d2 + shared;
+}
+
 /// The single-fidelity functions evaluated in-process.
 inline constexpr TestFunction kTestFunctions[] = {
     {"branin", "{x1: {uniform: [-5, 10]}, x2: {uniform: [0, 15]}}", "min", 0.39788735772973816,
      Branin},
+    {"six_hump_camel", "{x1: {uniform: [-3, 3]}, x2: {uniform: [-2, 2]}}", "min",
+     -1.0316284534898774, SixHumpCamel},
     {"hartmann6",
      "{x1: {uniform: [0, 1]}, x2: {uniform: [0, 1]}, x3: {uniform: [0, 1]}, x4: {uniform: [0, 1]}, "
      "x5: {uniform: [0, 1]}, x6: {uniform: [0, 1]}}",
      "min", -3.32236801141551, Hartmann6},
+    {"hartmann6_noisy",
+     "{x1: {uniform: [0, 1]}, x2: {uniform: [0, 1]}, x3: {uniform: [0, 1]}, x4: {uniform: [0, 1]}, "
+     "x5: {uniform: [0, 1]}, x6: {uniform: [0, 1]}}",
+     "min", -3.32236801141551, Hartmann6, 0.1},
+    {"styblinski_tang8",
+     "{x1: {uniform: [-5, 5]}, x2: {uniform: [-5, 5]}, x3: {uniform: [-5, 5]}, x4: {uniform: [-5, "
+     "5]}, x5: {uniform: [-5, 5]}, x6: {uniform: [-5, 5]}, x7: {uniform: [-5, 5]}, x8: {uniform: "
+     "[-5, 5]}}",
+     "min", -39.16616570377142 * 8, StyblinskiTang8},
     {"mixed10",
      "{optimizer: {choice: [sgd, momentum, adam, rmsprop]}, activation: {choice: [relu, tanh, "
      "sigmoid, gelu]}, lr: {loguniform: [1.0e-5, 1.0]}, weight_decay: {loguniform: [1.0e-7, "
@@ -113,6 +216,21 @@ inline constexpr TestFunction kTestFunctions[] = {
      "{qrandint: [16, 512, 16]}, dropout: {uniform: [0.0, 0.8]}, momentum: {uniform: [0.0, "
      "0.99]}, warmup_frac: {uniform: [0.0, 0.5]}}",
      "min", 0.0, Mixed10},
+    {"conditional",
+     "{optimizer: {choice: [sgd, momentum, adam]}, sgd_lr: {loguniform: [1.0e-4, 1.0]}, "
+     "momentum_lr: {loguniform: [1.0e-5, 1.0]}, momentum_m: {uniform: [0.0, 0.99]}, adam_lr: "
+     "{loguniform: [1.0e-5, 1.0e-1]}, adam_beta1: {uniform: [0.5, 0.999]}, adam_beta2: {uniform: "
+     "[0.9, 0.9999]}, weight_decay: {loguniform: [1.0e-6, 1.0e-1]}}",
+     "min", 0.0, Conditional},
+    {"levy20",
+     "{x1: {uniform: [-10, 10]}, x2: {uniform: [-10, 10]}, x3: {uniform: [-10, 10]}, x4: "
+     "{uniform: [-10, 10]}, x5: {uniform: [-10, 10]}, x6: {uniform: [-10, 10]}, x7: {uniform: "
+     "[-10, 10]}, x8: {uniform: [-10, 10]}, x9: {uniform: [-10, 10]}, x10: {uniform: [-10, 10]}, "
+     "x11: {uniform: [-10, 10]}, x12: {uniform: [-10, 10]}, x13: {uniform: [-10, 10]}, x14: "
+     "{uniform: [-10, 10]}, x15: {uniform: [-10, 10]}, x16: {uniform: [-10, 10]}, x17: {uniform: "
+     "[-10, 10]}, x18: {uniform: [-10, 10]}, x19: {uniform: [-10, 10]}, x20: {uniform: [-10, "
+     "10]}}",
+     "min", 0.0, Levy20},
 };
 
 /// The digits model (examples/digits, scikit-learn SGDClassifier on load_digits), evaluated by

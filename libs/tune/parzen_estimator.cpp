@@ -507,14 +507,21 @@ void TpeDefaultWeights(size_t n, double* out) {
 
 void FitTpeEstimator(std::span<const ParzenDim> dims, std::span<const TpePrior> priors,
                      const double* obs, size_t n, const TpeEstimatorOptions& options,
-                     ParzenEstimator* out, std::span<const uint32_t> sorted_obs) {
+                     ParzenEstimator* out, std::span<const uint32_t> sorted_obs,
+                     const double* obs_weights) {
   const bool consider_prior = options.consider_prior || n == 0;
   const size_t m = n + (consider_prior ? 1 : 0);
   const size_t num_dims = dims.size();
   out->Reset(dims, m);
   double* weights = out->mutable_weights();
-  TpeDefaultWeights(n, weights);
-  if (consider_prior) weights[n] = options.prior_weight;
+  double prior_weight = options.prior_weight;
+  if (obs_weights != nullptr && n > 0) {
+    std::copy_n(obs_weights, n, weights);
+    prior_weight *= std::accumulate(obs_weights, obs_weights + n, 0.0) / double(n);
+  } else {
+    TpeDefaultWeights(n, weights);
+  }
+  if (consider_prior) weights[n] = prior_weight;
 
   // Multivariate: one bandwidth per dim (Scott's rule; Optuna's SIGMA0_MAGNITUDE = 0.2).
   const double sigma0 = 0.2 * std::pow(double(std::max<size_t>(n, 1)), -1.0 / double(num_dims + 4));
@@ -572,8 +579,13 @@ void FitTpeEstimator(std::span<const ParzenDim> dims, std::span<const TpePrior> 
       }
     }
     const double max_sigma = high - low;
+    // Optuna 3.1.0: (high - low) / min(100, 1 + m), i.e. Δ = 0.01, α = 1 (kept bit for bit).
     const double min_sigma =
-        options.consider_magic_clip ? (high - low) / std::min(100.0, 1.0 + double(m)) : 1e-12;
+        !options.consider_magic_clip ? 1e-12
+        : options.magic_clip_exponent == 1.0
+            ? (high - low) / std::min(1.0 / options.min_bandwidth_factor, 1.0 + double(m))
+            : (high - low) * std::max(options.min_bandwidth_factor,
+                                      std::pow(1.0 + double(m), -options.magic_clip_exponent));
     for (size_t i = 0; i < m; ++i) sigma[i] = std::clamp(sigma[i], min_sigma, max_sigma);
     if (consider_prior) sigma[n] = priors[d].sigma;
   }

@@ -71,6 +71,13 @@ struct TpeEstimatorOptions {
   /// false: continuous kernels as Optuna 3.1.0 evaluates them (ParzenEstimator's
   /// set_optuna31_density); true: normalised (Optuna >= 3.5, optuna/optuna#5110).
   bool normalized_density = true;
+  /// The magic clip's smallest numeric bandwidth, as a fraction of high - low: max(Δ, 1 / (1 +
+  /// m)^α) with m the components (observations and the prior). Δ = min_bandwidth_factor, α =
+  /// magic_clip_exponent (Watanabe 2023, arXiv:2304.11127, section 3.3 / Table 6: "minimum
+  /// bandwidth factor" and "exponent α"; Optuna 3.1.0's (high - low) / min(100, 1 + m) is Δ =
+  /// 0.01, α = 1).
+  double min_bandwidth_factor = 0.01;
+  double magic_clip_exponent = 1.0;
 };
 
 class ParzenEstimator {
@@ -158,7 +165,7 @@ class ParzenEstimator {
 
   friend void FitTpeEstimator(std::span<const ParzenDim>, std::span<const TpePrior>, const double*,
                               size_t, const TpeEstimatorOptions&, ParzenEstimator*,
-                              std::span<const uint32_t>);
+                              std::span<const uint32_t>, const double*);
 };
 
 /// Optuna 3.1.0 TPESampler's default_weights(n): 1 for every observation when n < 25, else a
@@ -173,16 +180,20 @@ void TpeDefaultWeights(size_t n, double* out);
 /// to the sorted neighbours with [low, high] as end points (the outermost take their inner gap
 /// unless consider_endpoints); multivariate, 0.2 n^(-1/(D+4)) (high - low) (Scott's rule as
 /// in the BOHB paper) or, with bandwidth kHyperopt, the univariate ones; then clipped
-/// to [(high - low) / min(100, 1 + components), high - low] (the magic clip; 1e-12 from below
+/// to [(high - low) max(Δ, 1 / (1 + components)^α), high - low] (the magic clip, Δ and α from
+/// the options, Optuna's (high - low) / min(100, 1 + components) by default; 1e-12 from below
 /// without it); the prior gets `priors[d].sigma`. Categorical: each observation row is
 /// prior_weight/m everywhere plus 1 on its choice, normalised (m = components), the prior row
 /// uniform. `priors` has one entry per dim (ignored for categorical ones). Ties between equal
 /// observations are broken by age (Optuna uses an unstable sort there). `sorted_obs`, for one
 /// numeric dim and univariate only, may give the observations' indices by ascending value (ties by
 /// index): the fit then skips its sort (a searcher keeps its observations sorted across
-/// suggestions).
+/// suggestions). `obs_weights`, when given (n of them, > 0), replaces TpeDefaultWeights, and
+/// the prior's weight is then prior_weight times their mean (Watanabe 2023's EI weighting,
+/// whose prior weighs as an average observation).
 void FitTpeEstimator(std::span<const ParzenDim> dims, std::span<const TpePrior> priors,
                      const double* obs, size_t n, const TpeEstimatorOptions& options,
-                     ParzenEstimator* out, std::span<const uint32_t> sorted_obs = {});
+                     ParzenEstimator* out, std::span<const uint32_t> sorted_obs = {},
+                     const double* obs_weights = nullptr);
 
 }  // namespace tunebus

@@ -15,10 +15,11 @@ using nlohmann::json;
 
 Result<TpeOptions> TpeOptions::Parse(const json& params) {
   SearcherParams p(params, "tpe");
-  if (Status s =
-          p.OnlyKnown({"n_startup_trials", "n_ei_candidates", "consider_prior", "prior_weight",
-                       "consider_magic_clip", "consider_endpoints", "multivariate", "group",
-                       "bandwidth", "constant_liar", "normalized_density"});
+  if (Status s = p.OnlyKnown(
+          {"n_startup_trials", "n_ei_candidates", "consider_prior", "prior_weight",
+           "consider_magic_clip", "consider_endpoints", "multivariate", "group", "bandwidth",
+           "constant_liar", "normalized_density", "gamma_strategy", "gamma_beta", "weight_strategy",
+           "min_bandwidth_factor", "b_magic_exponent", "multivariate_parallel"});
       !s.ok()) {
     return s;
   }
@@ -31,21 +32,33 @@ Result<TpeOptions> TpeOptions::Parse(const json& params) {
   auto endpoints = p.Bool("consider_endpoints", o.consider_endpoints);
   auto multivariate = p.Bool("multivariate", o.multivariate);
   auto group = p.Bool("group", o.group);
-  auto bandwidth = p.String("bandwidth", "scott", {"scott", "hyperopt"});
+  auto bandwidth = p.String("bandwidth", "hyperopt", {"scott", "hyperopt"});
   auto liar = p.Bool("constant_liar", o.constant_liar);
+  auto multivariate_parallel = p.Bool("multivariate_parallel", o.multivariate_parallel);
   auto normalized = p.Bool("normalized_density", o.normalized_density);
+  auto gamma = p.String("gamma_strategy", "linear", {"linear", "sqrt"});
+  auto beta = p.Number("gamma_beta", o.gamma_beta, 0, /*exclusive=*/true);
+  auto weights = p.String("weight_strategy", "EI", {"old-decay", "uniform", "EI"});
+  auto min_bandwidth = p.Number("min_bandwidth_factor", o.min_bandwidth_factor, 0, true);
+  auto exponent = p.Number("b_magic_exponent", o.b_magic_exponent, 0, true);
   for (const Status& s :
        {startup.status(), candidates.status(), consider_prior.status(), prior_weight.status(),
         magic_clip.status(), endpoints.status(), multivariate.status(), group.status(),
-        bandwidth.status(), liar.status(), normalized.status()}) {
+        bandwidth.status(), liar.status(), normalized.status(), gamma.status(), beta.status(),
+        weights.status(), min_bandwidth.status(), exponent.status(),
+        multivariate_parallel.status()}) {
     if (!s.ok()) return s;
+  }
+  if (*min_bandwidth > 1) {
+    return SearcherParams::Error(
+        "min_bandwidth_factor", fmt::format("must be <= 1 (of the range), got {}", *min_bandwidth));
   }
   if (*group && !*multivariate) {
     return SearcherParams::Error("group", "needs multivariate: true (as Optuna's TPESampler)");
   }
-  if (*bandwidth != "scott" && !*multivariate) {
+  if (*bandwidth == "scott" && !*multivariate) {
     return SearcherParams::Error(
-        "bandwidth", "needs multivariate: true (univariate TPE always uses hyperopt's widths)");
+        "bandwidth", "scott needs multivariate: true (univariate TPE uses hyperopt's widths)");
   }
   o.n_startup_trials = *startup;
   o.n_ei_candidates = *candidates;
@@ -58,11 +71,25 @@ Result<TpeOptions> TpeOptions::Parse(const json& params) {
   o.bandwidth = *bandwidth == "hyperopt" ? TpeBandwidth::kHyperopt : TpeBandwidth::kScott;
   o.constant_liar = *liar;
   o.normalized_density = *normalized;
+  o.gamma_strategy = *gamma == "sqrt" ? TpeGamma::kSqrt : TpeGamma::kLinear;
+  o.gamma_beta = *beta;
+  o.weight_strategy = *weights == "uniform" ? TpeWeights::kUniform
+                      : *weights == "EI"    ? TpeWeights::kExpectedImprovement
+                                            : TpeWeights::kOldDecay;
+  o.min_bandwidth_factor = *min_bandwidth;
+  o.b_magic_exponent = *exponent;
+  o.multivariate_parallel = *multivariate_parallel;
   return o;
 }
 
 int64_t TpeDefaultGamma(int64_t n) {
   return std::min(int64_t(std::ceil(0.1 * double(n))), int64_t{25});
+}
+
+int64_t TpeGammaOf(TpeGamma strategy, double beta, int64_t n) {
+  if (strategy == TpeGamma::kLinear && beta == 0.1) return std::min(TpeDefaultGamma(n), n);
+  const double x = strategy == TpeGamma::kSqrt ? std::sqrt(double(n)) : double(n);
+  return std::min({int64_t(std::ceil(beta * x)), int64_t{25}, n});
 }
 
 TpeSearcher::TpeSearcher(TpeOptions options, int64_t num_samples, uint64_t seed)
@@ -139,7 +166,9 @@ void TpeSearcher::EncodeNewTrials() {
     // trials again, so the per-trial buffers do not grow, and fault in fresh pages, over the
     // next suggestions but in this already long one.
     const size_t room = 2 * trials_.size() + 16;
-    sorted_.assign(options_.multivariate ? 0 : num_dims, {});
+    // Kept whenever a suggestion can be univariate (multivariate_parallel false: while trials run).
+    const bool univariate = !options_.multivariate || !options_.multivariate_parallel;
+    sorted_.assign(univariate ? num_dims : 0, {});
     for (auto& sorted : sorted_) sorted.reserve(room);
     trials_.reserve(room);
     states_.reserve(room);
@@ -171,26 +200,40 @@ json TpeSearcher::ModelConfig(SearchRng& rng) {
     if (states_[i] == TrialState::kComplete) ranked_.emplace_back(sign_ * values_[i], uint32_t(i));
   }
   const size_t n_below =
-      size_t(std::min(TpeDefaultGamma(int64_t(ranked_.size())), int64_t(ranked_.size())));
+      size_t(TpeGammaOf(options_.gamma_strategy, options_.gamma_beta, int64_t(ranked_.size())));
   std::nth_element(ranked_.begin(), ranked_.begin() + ptrdiff_t(n_below), ranked_.end());
   is_below_.assign(trials_.size(), 0);
   for (size_t r = 0; r < n_below; ++r) is_below_[ranked_[r].second] = 1;
+  // EI weighting's threshold: the best loss above (nth_element put it right after the below).
+  const double threshold =
+      n_below < ranked_.size()
+          ? std::min_element(ranked_.begin() + ptrdiff_t(n_below), ranked_.end())->first
+          : std::numeric_limits<double>::infinity();
   below_rows_.clear();
   above_rows_.clear();
+  below_row_weights_.clear();
+  above_row_weights_.clear();
+  const bool ei = options_.weight_strategy == TpeWeights::kExpectedImprovement;
   for (size_t i = 0; i < trials_.size(); ++i) {
     const TrialState state = states_[i];
     if (is_below_[i]) {
       below_rows_.push_back(uint32_t(i));
+      below_row_weights_.push_back(
+          ei && std::isfinite(threshold) ? std::max(1e-12, threshold - sign_ * values_[i]) : 1.0);
     } else if (state == TrialState::kComplete ||
                (state == TrialState::kRunning && options_.constant_liar)) {
       above_rows_.push_back(uint32_t(i));
+      above_row_weights_.push_back(1.0);
     }
   }
   chosen_.assign(space_->size(), 0.0);
-  const size_t num_models = options_.multivariate ? 1 : space_->size();
-  below_.resize(num_models);
-  above_.resize(num_models);
-  if (options_.multivariate) {
+  // Joint unless the options say univariate, or other trials run and multivariate_parallel is
+  // false (see TpeOptions).
+  joint_ = options_.multivariate && (running_ == 0 || options_.multivariate_parallel);
+  const size_t num_models = joint_ ? 1 : space_->size();
+  below_.resize(std::max(below_.size(), num_models));
+  above_.resize(std::max(above_.size(), num_models));
+  if (joint_) {
     if (space_->size() > 0) ChooseDims(rng, 0, space_->size());
   } else {
     for (size_t d = 0; d < space_->size(); ++d) ChooseDims(rng, d, 1);
@@ -199,16 +242,26 @@ json TpeSearcher::ModelConfig(SearchRng& rng) {
 }
 
 void TpeSearcher::ChooseDims(SearchRng& rng, size_t d, size_t count) {
-  const TpeEstimatorOptions estimator_options{
-      options_.consider_prior,     options_.prior_weight, options_.consider_magic_clip,
-      options_.consider_endpoints, options_.multivariate, options_.bandwidth,
-      options_.normalized_density};
+  const TpeEstimatorOptions estimator_options{options_.consider_prior,
+                                              options_.prior_weight,
+                                              options_.consider_magic_clip,
+                                              options_.consider_endpoints,
+                                              joint_,
+                                              options_.bandwidth,
+                                              options_.normalized_density,
+                                              options_.min_bandwidth_factor,
+                                              options_.b_magic_exponent};
+  const bool weighted = options_.weight_strategy != TpeWeights::kOldDecay;
   const std::span<const ParzenDim> dims(parzen_dims_.data() + d, count);
   const std::span<const TpePrior> priors(priors_.data() + d, count);
   const bool presorted = count == 1 && d < sorted_.size() && !parzen_dims_[d].categorical();
   if (presorted) slot_.assign(trials_.size(), -1);
-  const size_t n_below = GatherObservations(below_rows_, d, count, presorted, &below_obs_);
-  const size_t n_above = GatherObservations(above_rows_, d, count, presorted, &above_obs_);
+  const size_t n_below =
+      GatherObservations(below_rows_, d, count, presorted, &below_obs_,
+                         weighted ? &below_row_weights_ : nullptr, &below_weights_);
+  const size_t n_above =
+      GatherObservations(above_rows_, d, count, presorted, &above_obs_,
+                         weighted ? &above_row_weights_ : nullptr, &above_weights_);
   // Both sides' observations by ascending value: sorted_[d] filtered (slot_ tells the side's
   // row; the sides have no trial in common).
   below_sorted_.clear();
@@ -222,9 +275,9 @@ void TpeSearcher::ChooseDims(SearchRng& rng, size_t d, size_t count) {
   ParzenEstimator& below = below_[count == 1 ? d : 0];
   ParzenEstimator& above = above_[count == 1 ? d : 0];
   FitTpeEstimator(dims, priors, below_obs_.data(), n_below, estimator_options, &below,
-                  below_sorted_);
+                  below_sorted_, weighted ? below_weights_.data() : nullptr);
   FitTpeEstimator(dims, priors, above_obs_.data(), n_above, estimator_options, &above,
-                  above_sorted_);
+                  above_sorted_, weighted ? above_weights_.data() : nullptr);
 
   // Candidates from l(x), snapped to values the params take (Optuna samples, rounds, then
   // evaluates both densities at the rounded point); the best log l - log g wins (first of
@@ -254,16 +307,21 @@ void TpeSearcher::ChooseDims(SearchRng& rng, size_t d, size_t count) {
 }
 
 size_t TpeSearcher::GatherObservations(const std::vector<uint32_t>& rows, size_t d, size_t count,
-                                       bool slots, std::vector<double>* out) {
+                                       bool slots, std::vector<double>* out,
+                                       const std::vector<double>* row_weights,
+                                       std::vector<double>* weights_out) {
   const size_t num_dims = space_->size();
   out->resize(rows.size() * count);
+  weights_out->resize(rows.size());
   size_t n = 0;
-  for (uint32_t row : rows) {
+  for (size_t r = 0; r < rows.size(); ++r) {
+    const uint32_t row = rows[r];
     const double* x = encoded_.data() + size_t(row) * num_dims + d;
     bool missing = false;
     for (size_t k = 0; k < count; ++k) missing |= std::isnan(x[k]);
     if (missing) continue;
     std::copy_n(x, count, out->data() + n * count);
+    if (row_weights != nullptr) (*weights_out)[n] = (*row_weights)[r];
     if (slots) slot_[row] = int32_t(n);
     ++n;
   }

@@ -1,6 +1,7 @@
 // TpeSearcher: the Tree-structured Parzen Estimator (Bergstra, Bardenet, Bengio, Kégl,
 // "Algorithms for Hyper-Parameter Optimization", NeurIPS 2011, section 4), as Optuna 3.1.0's
-// TPESampler (optuna/samplers/_tpe/sampler.py) with its defaults and behaviour:
+// TPESampler (optuna/samplers/_tpe/sampler.py) with its behaviour and, but where said below,
+// its defaults:
 //
 // - The first n_startup_trials suggestions (counted in completed observations, as Optuna's
 //   `n < n_startup_trials`) are random: the variant generator's draw of the param space.
@@ -9,18 +10,21 @@
 //   are "below" (l(x)), the rest "above" (g(x)), plus, with constant_liar, every trial still
 //   running (suggested and not complete), which counts as worse than any observation (Optuna's
 //   constant liar: score +inf). Each side is fitted with a ParzenEstimator (FitTpeEstimator:
-//   Optuna's _ParzenEstimator with default_weights, the prior, the magic clip), n_ei_candidates
+//   Optuna's _ParzenEstimator with the weights, the prior, the magic clip), n_ei_candidates
 //   points are drawn from l, and the one maximising log l(x) - log g(x) is suggested (the
 //   expected improvement, paper eq. 6, is monotone in l/g).
-// - Univariate (default): each dim is modelled and chosen on its own, in param-space order
-//   (Optuna's sample_independent). multivariate: one joint estimator over all dims, Scott's
-//   bandwidth (Optuna's multivariate TPE; Falkner et al. 2018). group: Optuna splits the space
-//   into groups of params that appear together; in a tunebus param space every param appears
-//   in every config, so there is one group and group is the same as multivariate.
-//   bandwidth (multivariate only): scott, Optuna's rule (default), or hyperopt, each kernel's
-//   own per-dim width as univariate TPE (TpeBandwidth). The search quality benchmark measured
-//   multivariate + hyperopt far better than both on Branin sequentially, and worse than
-//   univariate with 16 trials at once (docs/search.md "Held-out seeds and TPE variants").
+// - Multivariate (default; Optuna's multivariate=True, Falkner et al. 2018): one joint
+//   estimator over all dims, each kernel's width per dim its own neighbour gap (bandwidth
+//   hyperopt; Optuna's Scott rule with bandwidth scott), the good observations weighted by
+//   their improvement on the best bad one (weight_strategy EI), as Watanabe 2023
+//   (arXiv:2304.11127) studies them. Univariate (multivariate: false, Optuna's default): each
+//   dim is modelled and chosen on its own, in param-space order (Optuna's sample_independent).
+//   multivariate_parallel: false makes a suggestion univariate while other trials run. group:
+//   Optuna splits the space into groups of params that appear together; in a tunebus param
+//   space every param appears in every config, so there is one group and group is the same as
+//   multivariate. The defaults were chosen on the search quality benchmark (docs/search.md
+//   "TPE ahead of Optuna's"): better than Optuna 3.1's TPESampler with and without its
+//   multivariate and constant_liar options on most of 8 functions, at 1 and 16 trials at once.
 // - Observations: a trial's value is the metric of its last result (OnTrialComplete), also for
 //   a trial a trial scheduler stopped early (Optuna ranks a pruned trial by its last
 //   intermediate value too, though behind the completed ones; tunebus cannot tell them apart).
@@ -64,8 +68,21 @@
 
 namespace tunebus {
 
-/// TPESampler's arguments (Optuna 3.1.0 defaults, but constant_liar; see the file comment), and
-/// normalized_density (not Optuna's: which density, see the file comment).
+/// How many completed observations are "below" (Watanabe 2023, arXiv:2304.11127, Table 3's
+/// splitting algorithm): kLinear min(ceil(beta n), 25) (Optuna's default_gamma with beta 0.1),
+/// kSqrt min(ceil(beta sqrt(n)), 25) (hyperopt's with beta 0.25).
+enum class TpeGamma { kLinear, kSqrt };
+
+/// The weights of the observations in l(x) and g(x) (Watanabe 2023, Table 3's weighting
+/// algorithm): kOldDecay, Optuna 3.1.0's default_weights (a ramp over all but the newest 25);
+/// kUniform, all 1; kExpectedImprovement, uniform in g(x) and in l(x) each observation's
+/// improvement on the best loss in g(x), max(1e-12, threshold - loss), the prior weighing as
+/// their mean (the weighting the paper derives from the expected improvement).
+enum class TpeWeights { kOldDecay, kUniform, kExpectedImprovement };
+
+/// TPESampler's arguments (Optuna 3.1.0 defaults, but constant_liar, multivariate, bandwidth
+/// and weight_strategy; see the file comment), and normalized_density (not Optuna's: which
+/// density, see the file comment).
 struct TpeOptions {
   int64_t n_startup_trials = 10;
   int64_t n_ei_candidates = 24;
@@ -73,11 +90,20 @@ struct TpeOptions {
   double prior_weight = 1.0;
   bool consider_magic_clip = true;
   bool consider_endpoints = false;
-  bool multivariate = false;
-  bool group = false;                             // REQUIRES multivariate (as Optuna)
-  TpeBandwidth bandwidth = TpeBandwidth::kScott;  // multivariate only (see the file comment)
+  bool multivariate = true;
+  bool group = false;  // REQUIRES multivariate (as Optuna)
+  /// With multivariate: false models each param on its own for a suggestion made while other
+  /// trials run (the constant liar's), jointly otherwise; true: jointly always (Optuna's).
+  bool multivariate_parallel = true;
+  TpeBandwidth bandwidth = TpeBandwidth::kHyperopt;  // kScott: multivariate only
   bool constant_liar = true;
   bool normalized_density = false;  // true: normalised kernels (Optuna >= 3.5), see above
+  // Watanabe 2023's components (the OptunaHub tpe_tutorial sampler's argument names).
+  TpeGamma gamma_strategy = TpeGamma::kLinear;
+  double gamma_beta = 0.1;
+  TpeWeights weight_strategy = TpeWeights::kExpectedImprovement;
+  double min_bandwidth_factor = 0.01;  // Δ of the magic clip (TpeEstimatorOptions)
+  double b_magic_exponent = 1.0;       // α of the magic clip
 
   /// From the experiment file's `search:` map (JSON) with the keys above. "type", "metric",
   /// "mode", "max_concurrent", "points_to_evaluate" and "evaluated_rewards" are the runner's
@@ -88,6 +114,8 @@ struct TpeOptions {
 
 /// Optuna 3.1.0's default_gamma: min(ceil(0.1 n), 25) observations are "below".
 int64_t TpeDefaultGamma(int64_t n);
+/// The observations "below" out of n under `strategy` with `beta` (TpeGamma), at most n.
+int64_t TpeGammaOf(TpeGamma strategy, double beta, int64_t n);
 
 class TpeSearcher final : public JournaledSearcher {
  public:
@@ -145,7 +173,8 @@ class TpeSearcher final : public JournaledSearcher {
   // one is missing (Optuna's param mask); returns how many rows are kept. slots: also sets
   // slot_[row] to each kept row's index in `out`.
   size_t GatherObservations(const std::vector<uint32_t>& rows, size_t d, size_t count, bool slots,
-                            std::vector<double>* out);
+                            std::vector<double>* out, const std::vector<double>* row_weights,
+                            std::vector<double>* weights_out);
   void EncodeNewTrials();
   void Reset();
 
@@ -174,6 +203,8 @@ class TpeSearcher final : public JournaledSearcher {
   std::vector<uint32_t> below_sorted_, above_sorted_;  // each side's rows by ascending value
   std::vector<std::pair<double, uint32_t>> ranked_;    // (loss, trial) of completed trials
   std::vector<uint32_t> below_rows_, above_rows_;
+  // Per below/above row (weight_strategy other than kOldDecay), and each side's gathered ones.
+  std::vector<double> below_row_weights_, above_row_weights_, below_weights_, above_weights_;
   std::vector<char> is_below_;
   std::vector<double> below_obs_, above_obs_;          // each side's observations
   std::vector<double> candidates_, candidate_values_;  // model coordinates, values
@@ -181,6 +212,7 @@ class TpeSearcher final : public JournaledSearcher {
   // One pair per dim (univariate) or one (multivariate), refitted for every suggestion; a
   // refit reuses what the estimator computed for components that did not change.
   std::vector<ParzenEstimator> below_, above_;
+  bool joint_ = false;  // this suggestion's model is one joint estimator
 };
 
 }  // namespace tunebus

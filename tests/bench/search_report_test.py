@@ -114,5 +114,65 @@ class SearchReportTest(unittest.TestCase):
         )
 
 
+def single_line(side, method, values, concurrency=1, true_values=None, function="hartmann6"):
+    line = {
+        "benchmark": "search_quality_run",
+        "side": side,
+        "function": function,
+        "method": method,
+        "max_concurrent_trials": concurrency,
+        "mode": "min",
+        "optimum": 0.0,
+        "seeds": len(values),
+        "first_seed": 1,
+        "trials": len(values[0]),
+        "values": values,
+        "wall_s": 0.0,
+    }
+    if true_values is not None:
+        line["true_values"] = true_values
+        line["noise_sd"] = 0.1
+    return line
+
+
+class SingleFidelityTest(unittest.TestCase):
+    def test_noisy_regret_is_the_true_value_of_the_best_reported(self):
+        # Reported 0.5 then 0.2 (true 0.9): the incumbent is the second, regret 0.9, not 0.2.
+        rnd = single_line("tunebus", "random", [[0.5, 0.2]], true_values=[[0.4, 0.9]])
+        out = run_report([rnd])
+        s = next(o for o in out if o["benchmark"] == "search_quality")
+        self.assertAlmostEqual(s["regret_final"]["median"], 0.9)
+
+    def test_tpe_against_an_optuna_variant_by_mann_whitney(self):
+        # 20 seeds: tunebus ends at regrets 0.0 .. 0.19, Optuna at 1.0 .. 1.19: better median and
+        # better at p < 0.05; at 16 at once the reverse is worse at p < 0.05.
+        low = [[1.0, 0.01 * i] for i in range(SEEDS)]
+        high = [[2.0, 1.0 + 0.01 * i] for i in range(SEEDS)]
+        lines = [
+            single_line("tunebus", "random", high),
+            single_line("tunebus", "tpe", low),
+            single_line("optuna", "optuna_tpe", high),
+            single_line("tunebus", "tpe", high, concurrency=16),
+            single_line("optuna", "optuna_liar", low, concurrency=16),
+        ]
+        out = run_report(lines)
+        alls = {
+            (o["concurrency"], o["optuna_method"]): o
+            for o in out
+            if o["benchmark"] == "search_tpe_vs_optuna" and o["function"] == "_all"
+        }
+        self.assertEqual(alls[(1, "optuna_tpe")]["better_median"], ["hartmann6"])
+        self.assertEqual(alls[(1, "optuna_tpe")]["better_p05"], ["hartmann6"])
+        # One at a time, the liar variant not run is its liar-less twin.
+        self.assertEqual(alls[(1, "optuna_liar")]["better_p05"], ["hartmann6"])
+        self.assertEqual(alls[(16, "optuna_liar")]["worse_p05"], ["hartmann6"])
+        met = [
+            o["met"]
+            for o in out
+            if o["benchmark"] == "search_criterion" and "Optuna's optuna_liar" in o["target"]
+        ]
+        self.assertEqual(met, [True, False])  # one at a time met; 16 at once worse
+
+
 if __name__ == "__main__":
     unittest.main()

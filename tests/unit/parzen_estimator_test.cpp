@@ -99,6 +99,41 @@ TEST(ParzenEstimatorTest, RampWeightsAndMagicClipMatchOptuna) {
   ExpectNear(LogPdf(f.pe, {0.5, 0.01}), {-0.03434155811001949, -0.5295269155996244}, 1e-11);
 }
 
+TEST(ParzenEstimatorTest, MinBandwidthFactorAndExponentSetTheMagicClip) {
+  // The same 30 observations: Δ = 0.05 lifts the clip from 1/31 to 0.05 of the range; α = 2
+  // with Δ = 0.001 lowers it to 1/31² (Watanabe 2023's "minimum bandwidth factor" and
+  // "exponent α"); the prior keeps its own width.
+  std::vector<double> obs;
+  for (int i = 0; i < 30; ++i) obs.push_back(std::fmod(i * 0.6180339887498949, 1.0));
+  const ParzenDim dim = Range(0, 1);
+  TpeEstimatorOptions wide;
+  wide.min_bandwidth_factor = 0.05;
+  Fit1D w(dim, MidPrior(dim), obs, wide);
+  EXPECT_NEAR(w.pe.sigmas(0)[4], 0.05, kTol);
+  EXPECT_NEAR(w.pe.sigmas(0)[9], 0.05572809000084078, kTol);  // its own gap is wider
+  EXPECT_NEAR(w.pe.sigmas(0)[30], 1.0, kTol);
+  TpeEstimatorOptions narrow;
+  narrow.min_bandwidth_factor = 0.001;
+  narrow.magic_clip_exponent = 2;
+  Fit1D n(dim, MidPrior(dim), obs, narrow);
+  const auto s = n.pe.sigmas(0);
+  EXPECT_LT(*std::min_element(s.begin(), s.end()), 0.03125);
+  EXPECT_GE(*std::min_element(s.begin(), s.end()), 1.0 / (31.0 * 31.0) - 1e-15);
+}
+
+TEST(ParzenEstimatorTest, ObservationWeightsReplaceTheRampAndScaleThePrior) {
+  // Given weights 1, 3 (and the prior at prior_weight 2 times their mean 2): normalised 1/8,
+  // 3/8, 4/8.
+  const ParzenDim dims[] = {Range(0, 1)};
+  const TpePrior priors[] = {MidPrior(dims[0])};
+  const double obs[] = {0.2, 0.7}, weights[] = {1, 3};
+  TpeEstimatorOptions o;
+  o.prior_weight = 2;
+  ParzenEstimator pe;
+  FitTpeEstimator(dims, priors, obs, 2, o, &pe, {}, weights);
+  ExpectNear(pe.weights(), {0.125, 0.375, 0.5});
+}
+
 TEST(ParzenEstimatorTest, IntIsSteppedAndMatchesOptuna) {
   // IntDistribution(0, 9): bounds [-0.5, 9.5], densities are masses of unit bins; the two equal
   // observations get different sigmas (gap to the left, then the magic clip).
