@@ -157,14 +157,14 @@ TEST(TpeSearcherTest, WatanabeComponentsParseAndSplit) {
 }
 
 TEST(TpeSearcherTest, EveryWeightingAndGammaConverges) {
-  // The quadratic with each weighting, the sqrt split and a wider clip: the last 20 of 80
+  // The quadratic with each weighting, the sqrt split (beta 1) and a wider clip: the last 20 of 80
   // suggestions are near the optimum (random search: about 5 away).
   for (TpeWeights w : {TpeWeights::kUniform, TpeWeights::kExpectedImprovement}) {
     for (TpeGamma g : {TpeGamma::kLinear, TpeGamma::kSqrt}) {
       TpeOptions o;
       o.weight_strategy = w;
       o.gamma_strategy = g;
-      o.gamma_beta = g == TpeGamma::kSqrt ? 0.25 : 0.1;
+      o.gamma_beta = g == TpeGamma::kSqrt ? 1.0 : 0.1;  // ceil(sqrt n): 8 of 60
       o.min_bandwidth_factor = 0.03;
       TpeSearcher s = Make(kQuadraticSpace, o, 7);
       std::vector<double> last;
