@@ -551,7 +551,12 @@ def print_versus(out):
             | ({"random"} if any(o["method"] == "random" for o in rows) else set()),
             key=lambda m: (m != "random", m != "tpe", m),
         )
-        optuna = [m for m in OPTUNA_METHODS if any(o["method"] == m for o in rows)]
+        # One at a time a liar variant not run shows its liar-less twin (SEQUENTIAL_TWIN).
+        optuna = [
+            m
+            for m in OPTUNA_METHODS
+            if any(o["method"] in (m, SEQUENTIAL_TWIN.get(m, m) if c == 1 else m) for o in rows)
+        ]
         cols = tunebus + optuna
         print(
             "%d trial(s) at once: median regret at the end (seeds × trials: %s)"
