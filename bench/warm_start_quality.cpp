@@ -11,10 +11,10 @@
 // Searchers run as MakeSearcher builds them (WarmStart around the type's searcher), strictly
 // sequential (each suggestion after the previous trial ended, as Optuna's study.optimize).
 //
-// Usage: warm_start_quality [--seeds N] [--trials N] [--earlier-trials N] [--search TYPE]
+// Usage: warm_start_quality [--quick] [--seeds N] [--trials N] [--earlier-trials N] [--search TYPE]
 //          [--functions F,...]
 //   defaults: 20 seeds, 20 trials, 20 earlier trials, search tpe (its defaults), every
-//   noise-free function.
+//   noise-free function; --quick: 3 seeds (bench/run's CI size). Reports, never fails.
 // Prints a markdown table and one JSON line per function ("warm_start_quality").
 #include <fmt/format.h>
 
@@ -163,7 +163,9 @@ int main(int argc, char** argv) {
       }
       return argv[++i];
     };
-    if (a == "--seeds") {
+    if (a == "--quick") {
+      o.seeds = 3;
+    } else if (a == "--seeds") {
       o.seeds = std::atoi(next().c_str());
     } else if (a == "--trials") {
       o.trials = std::atoi(next().c_str());
@@ -179,9 +181,10 @@ int main(int argc, char** argv) {
         p = comma + 1;
       }
     } else {
-      fmt::print(stderr,
-                 "usage: warm_start_quality [--seeds N] [--trials N] [--earlier-trials N] "
-                 "[--search TYPE] [--functions F,...]\n");
+      fmt::print(
+          stderr,
+          "usage: warm_start_quality [--quick] [--seeds N] [--trials N] [--earlier-trials N] "
+          "[--search TYPE] [--functions F,...]\n");
       return 2;
     }
   }
