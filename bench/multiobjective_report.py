@@ -66,12 +66,12 @@ def main():
             if mine is None or theirs is None:
                 continue
             x, y = mine["hypervolume"], theirs["hypervolume"]
-            p_worse = mannwhitneyu(x, y, alternative="less").pvalue
-            p_better = mannwhitneyu(x, y, alternative="greater").pvalue
+            p_worse = float(mannwhitneyu(x, y, alternative="less").pvalue)
+            p_better = float(mannwhitneyu(x, y, alternative="greater").pvalue)
             mx, my = summary(x), summary(y)
             compared += 1
-            better += mx[0] > my[0]
-            worse += p_worse < 0.05
+            better += int(mx[0] > my[0])
+            worse += int(p_worse < 0.05)
             rows.append(
                 {
                     "method": method,
