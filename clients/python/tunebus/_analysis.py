@@ -170,6 +170,7 @@ class ExperimentAnalysis:
     # ---- what the folder holds ------------------------------------------------------------------
     @property
     def experiment_path(self):
+        """The results folder this analysis reads (absolute), Ray 2.x's `experiment_path`."""
         return self._experiment_path
 
     def _result_of(self, trial):
@@ -199,6 +200,8 @@ class ExperimentAnalysis:
         return {t.trial_id: self._result_of(t).metrics_dataframe for t in self.trials}
 
     def fetch_trial_dataframes(self):
+        """Ray's method behind `trial_dataframes`: {trial_id: DataFrame, one row per
+        result}; reads the files again."""
         return self.trial_dataframes
 
     def dataframe(self, metric=None, mode=None):
@@ -253,10 +256,15 @@ class ExperimentAnalysis:
         return self._trial_by_id.get(best.trial_id)
 
     def get_best_config(self, metric=None, mode=None, scope="last"):
+        """The config (dict) of `get_best_trial(metric, mode, scope)`, None when no trial
+        reported `metric`. ValueError: no metric/mode (given or default), or several
+        objectives."""
         trial = self.get_best_trial(metric, mode, scope)
         return trial.config if trial else None
 
     def get_best_logdir(self, metric=None, mode=None, scope="last"):
+        """The results folder (absolute path) of `get_best_trial(metric, mode, scope)`, None
+        when no trial reported `metric`. Errors as `get_best_config`."""
         trial = self.get_best_trial(metric, mode, scope)
         return trial.local_path if trial else None
 
@@ -306,33 +314,45 @@ class ExperimentAnalysis:
 
     @property
     def best_trial(self):
+        """`get_best_trial` with the default metric and mode and scope "last" (Ray's
+        property). ValueError when the experiment named no single metric and mode."""
         return self.get_best_trial(self.default_metric, self.default_mode)
 
     @property
     def best_config(self):
+        """The best trial's config (dict); see `best_trial`."""
         return self.get_best_config(self.default_metric, self.default_mode)
 
     @property
     def best_logdir(self):
+        """The best trial's results folder (absolute path); see `best_trial`."""
         return self.get_best_logdir(self.default_metric, self.default_mode)
 
     @property
     def best_checkpoint(self):
+        """The best trial's checkpoint whose iteration scored best by the default metric
+        (`get_best_checkpoint`), None without one. Fetching its files exports it (see the
+        class)."""
         trial = self.best_trial
         return self.get_best_checkpoint(trial) if trial else None
 
     @property
     def best_dataframe(self):
+        """The best trial's results as a pandas DataFrame, one row per result (its
+        progress.csv); None when no trial is best."""
         trial = self.best_trial
         return self._result_of(trial).metrics_dataframe if trial else None
 
     @property
     def best_result(self):
+        """The best trial's last result (dict); None when no trial is best."""
         trial = self.best_trial
         return trial.last_result if trial else None
 
     @property
     def best_result_df(self):
+        """The best trial's last result as a one-row pandas DataFrame indexed by trial_id,
+        flattened with "/" (`config/lr`)."""
         import pandas as pd
 
         trial = self.best_trial

@@ -40,46 +40,90 @@ class Callback:
     about; `**info` is empty. Called in the driver process (docs/python.md "Callbacks")."""
 
     def setup(self, stop=None, num_samples=None, total_num_samples=None, **info):
-        pass
+        """Called once before the experiment starts, as Ray Tune 2.x's `Callback.setup`.
+
+        Args:
+            stop: the run's stop criteria as given (RunConfig.stop: a dict, a Stopper or a
+                callable), or None.
+            num_samples: TuneConfig.num_samples (-1: until a stop).
+            total_num_samples: num_samples times the grid's size (the trials the experiment
+                will have), -1 when unbounded.
+        """
 
     def on_step_begin(self, iteration, trials, **info):
-        pass
+        """Called before the driver loop handles a message (Ray's controller step).
+
+        Args:
+            iteration (int): the driver loop's step count, from 0.
+            trials (list[Trial]): every trial known so far.
+        """
 
     def on_step_end(self, iteration, trials, **info):
-        pass
+        """Called after the driver loop handled a message; arguments as `on_step_begin`."""
 
     def on_trial_start(self, iteration, trials, trial, **info):
-        pass
+        """Called once per attempt when a trial starts running on a worker (the scheduler's
+        `trial_started` event), before its first result.
+
+        Args:
+            iteration (int): the driver loop's step count.
+            trials (list[Trial]): every trial known so far.
+            trial (Trial): the trial that started.
+        """
 
     def on_trial_restore(self, iteration, trials, trial, **info):
-        pass
+        """Called after `on_trial_start` when the attempt restored a checkpoint (a retry, a
+        resume, a PBT exploit or `restore_from`); arguments as `on_trial_start`."""
 
     def on_trial_save(self, iteration, trials, trial, **info):
-        pass
+        """Called after `on_checkpoint` when the checkpoint-store stored one of the trial's
+        checkpoints; arguments as `on_trial_start`."""
 
     def on_trial_result(self, iteration, trials, trial, result, **info):
-        pass
+        """Called with every result, before the scheduler decides on it (over the driver link).
+
+        Args:
+            iteration (int): the driver loop's step count.
+            trials (list[Trial]): every trial known so far.
+            trial (Trial): the trial that reported.
+            result (dict): a copy of the result (metrics plus training_iteration,
+                time_total_s and the other auto-filled keys). Setting
+                `result["should_checkpoint"] = True` makes the trial checkpoint at this result,
+                as Ray's `SHOULD_CHECKPOINT`.
+        """
 
     def on_trial_complete(self, iteration, trials, trial, **info):
-        pass
+        """Called once when a trial ends TERMINATED; arguments as `on_trial_start`."""
 
     def on_trial_recover(self, iteration, trials, trial, **info):
-        pass
+        """Called when a failed trial goes back to PENDING to be retried (max_failures);
+        arguments as `on_trial_start`."""
 
     def on_trial_error(self, iteration, trials, trial, **info):
-        pass
+        """Called once when a trial ends ERROR (its retries spent); arguments as
+        `on_trial_start`."""
 
     def on_checkpoint(self, iteration, trials, trial, checkpoint, **info):
-        pass
+        """Called once per stored checkpoint (the scheduler's `checkpoint_saved` event).
+
+        Args:
+            iteration (int): the driver loop's step count.
+            trials (list[Trial]): every trial known so far.
+            trial (Trial): the trial the checkpoint belongs to.
+            checkpoint (Checkpoint): the stored checkpoint (its id names it in the
+                checkpoint-store; `to_directory()` fetches its files).
+        """
 
     def on_experiment_end(self, trials, **info):
-        pass
+        """Called once after every trial ended, with the final trial list (list[Trial])."""
 
     def get_state(self):
+        """Ray's hook for a callback's state to save with the experiment; tunebus saves none
+        (a resumed driver builds its callbacks anew). Returns None."""
         return None
 
     def set_state(self, state):
-        pass
+        """Ray's counterpart of `get_state`; never called by tunebus."""
 
 
 class LoggerCallback(Callback):

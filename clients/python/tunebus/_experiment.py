@@ -38,6 +38,8 @@ class Experiment:
         return self._request("list_trials", status=status)
 
     def trial(self, trial_id):
+        """One trial as the scheduler shows it: a dict, the fields `tunectl show TRIAL_ID -o
+        json` prints. Raises TuneError (the scheduler's code and message) for an unknown id."""
         return self._request("show_trial", trial_id=trial_id)
 
     def stop(self, trial_id):

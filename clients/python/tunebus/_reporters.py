@@ -65,7 +65,10 @@ class ProgressReporter(abc.ABC):
     made (TypeError)."""
 
     def setup(self, start_time=None, total_samples=None, metric=None, mode=None, **kwargs):
-        pass
+        """Called once before the experiment starts, as Ray's `ProgressReporter.setup`:
+        `start_time` (seconds since the epoch), `total_samples` (the trials the experiment
+        will have, -1 unbounded), and the experiment's single `metric` and `mode` (None with
+        several objectives)."""
 
     @abc.abstractmethod
     def should_report(self, trials, done=False):
@@ -320,6 +323,8 @@ class CLIReporter(TuneReporterBase):
     """Ray 2.x's CLIReporter: prints the status text to stdout (see TuneReporterBase)."""
 
     def report(self, trials, done, *sys_info):
+        """Prints the status table of `trials` (list[Trial]) to stdout; `done` is True for
+        the final report; `sys_info`: lines about the scheduler and the results folder."""
         print(self._progress_str(trials, done, *sys_info), flush=True)
 
 
@@ -332,6 +337,8 @@ class JupyterNotebookReporter(TuneReporterBase):
         self._overwrite = overwrite
 
     def report(self, trials, done, *sys_info):
+        """Shows the status table of `trials` in place of the cell's output (IPython), or
+        prints it; arguments as `CLIReporter.report`."""
         text = self._progress_str(trials, done, *sys_info)
         try:
             from IPython.display import clear_output

@@ -42,6 +42,8 @@ class PlacementGroupFactory:
 
     @property
     def strategy(self):
+        """The placement strategy given ("PACK", "SPREAD", ...): kept for Ray's API; tunebus
+        places a trial's summed bundles on one worker whatever it is."""
         return self._strategy
 
     @property

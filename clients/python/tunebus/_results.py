@@ -192,14 +192,19 @@ class ResultGrid:
 
     @property
     def errors(self):
+        """The errors of the trials that ended ERROR, in trial order, as Ray's
+        `ResultGrid.errors`: TuneError objects whose message is the trial's error.txt."""
         return [r.error for r in self._results if r.error is not None]
 
     @property
     def num_errors(self):
+        """How many trials ended ERROR."""
         return len(self.errors)
 
     @property
     def num_terminated(self):
+        """How many trials ended TERMINATED (finished, or stopped by a stopper or a
+        trial scheduler), without an error."""
         return sum(1 for r in self._results if r.error is None and r.status in (None, "TERMINATED"))
 
     def _metric_mode(self, metric, mode):
@@ -240,6 +245,25 @@ class ResultGrid:
         raise ValueError("scope must be last, avg, last-N-avg, all or all-avg, got %r" % (scope,))
 
     def get_best_result(self, metric=None, mode=None, scope="last", filter_nan_and_inf=True):
+        """The Result whose `metric` is best, as Ray 2.x's `ResultGrid.get_best_result`.
+
+        Args:
+            metric (str): a result key; default the TuneConfig's metric.
+            mode (str): "max" or "min"; default the TuneConfig's mode.
+            scope (str): which of each trial's results count: "last" (its last result),
+                "all" (its best one), "avg" / "all-avg" (the mean of all), "last-N-avg" (the
+                mean of its last N).
+            filter_nan_and_inf (bool): accepted for Ray's signature; NaN and infinite values
+                are always left out.
+
+        Returns:
+            Result: the best trial's Result (its `metrics` are the trial's last result).
+
+        Raises:
+            ValueError: no metric or mode, a mode other than max/min, or several objectives
+                (use `get_pareto_front`).
+            RuntimeError: no trial reported `metric`.
+        """
         metric, mode = self._metric_mode(metric, mode)
         best, best_value = None, None
         for result in self._results:
@@ -268,6 +292,10 @@ class ResultGrid:
         return pareto_front(self._results, objectives)
 
     def get_dataframe(self, filter_metric=None, filter_mode=None):
+        """One row per trial, as Ray 2.x's `ResultGrid.get_dataframe`: its last result, or
+        with `filter_metric` its best result by that key (`filter_mode` "max", the default, or
+        "min"); nested dicts flattened with "/" (`config/lr`), plus `logdir` (its results
+        folder). Returns a pandas DataFrame (needs pandas)."""
         import pandas as pd
 
         rows = []

@@ -26,41 +26,59 @@ class Trainable:
 
     @property
     def iteration(self):
+        """Training iterations done (int), a restored checkpoint's included; `step()` calls
+        so far in this attempt plus the iteration it restored at."""
         return self._iteration
 
     @property
     def training_iteration(self):
+        """The same as `iteration` (Ray's alias)."""
         return self._iteration
 
     @property
     def trial_id(self):
+        """The trial's id (str, "<experiment id>_<index>"); "default" outside tunebus."""
         return os.environ.get("TUNEBUS_TRIAL_ID", "default")
 
     @property
     def trial_name(self):
+        """The trial folder's name (str)."""
         return os.path.basename(self.logdir.rstrip("/"))
 
     @property
     def logdir(self):
+        """The trial's results folder (absolute path); the current folder outside tunebus."""
         return os.environ.get("TUNEBUS_TRIAL_DIR") or os.getcwd()
 
     def setup(self, config, **kwargs):
-        pass
+        """Override: called once per attempt with a copy of the trial's config (dict) and the
+        keyword arguments of `tune.with_parameters`, before any `step()`."""
 
     def step(self):
+        """Override: one training iteration; returns its result (a dict of metrics). A
+        result with `done: True` ends the trial. Raises NotImplementedError when not
+        overridden."""
         raise NotImplementedError("a Trainable subclass must implement step()")
 
     def save_checkpoint(self, checkpoint_dir):
+        """Override: save the state into `checkpoint_dir` (an existing, empty folder, str),
+        or return a dict, which is pickled into it and given back to `load_checkpoint`.
+        Returns None (files only) or a dict, as Ray 2.x."""
         return None
 
     def load_checkpoint(self, checkpoint):
-        pass
+        """Override: restore the state `save_checkpoint` saved. `checkpoint` is the dict it
+        returned, else the folder (str) its files were restored into. Called after `setup`
+        when an attempt restores (a retry, a resume, PBT's exploit, `restore_from`)."""
 
     def reset_config(self, new_config):
+        """Ray's hook for reusing an actor with a new config; never called by tunebus (each
+        attempt is a new process, `reuse_actors` is ignored). Returns False."""
         return False
 
     def cleanup(self):
-        pass
+        """Override: called once when the attempt ends (finished or stopped), after the last
+        `step()` or checkpoint."""
 
 
 class TrainableSpec:
@@ -128,4 +146,7 @@ class Stopper:
         raise NotImplementedError
 
     def stop_all(self):
+        """Override: asked after each result, in the driver; True ends the whole experiment
+        (every unfinished trial stops, TERMINATED), as Ray's `Stopper.stop_all`. Returns
+        False unless overridden."""
         return False

@@ -456,6 +456,27 @@ class Tuner:
         return self._results
 
     def fit(self):
+        """Runs the experiment to its end and returns its ResultGrid, as Ray 2.x's
+        `Tuner.fit()`.
+
+        Submits the experiment to the suite `tunebus.init` chose (TUNEBUS_ADDRESS, else the
+        embedded `tunectl up` this process starts on first use), ships the trainable
+        (cloudpickled) and the working_dir, and prints progress per RunConfig.verbose. A
+        restored Tuner continues its experiment; a new one starts a new run, also beside an
+        earlier run of the same name.
+
+        Returns:
+            ResultGrid: one Result per trial. Trials that ended ERROR do not raise: see
+            `ResultGrid.errors` (Ray 2.x's behaviour).
+
+        Raises:
+            TuneError: the suite refused the experiment (an invalid param space or config,
+                with the scheduler's code and message) or cannot be reached.
+            KeyboardInterrupt: Ctrl-C stopped following; the message says how to resume
+                (`Tuner.restore(path, trainable).fit()`).
+            Exception: a callback's, a searcher's or a sample_from function's exception,
+                once the suite has stopped the experiment (as Ray's `tune.run`).
+        """
         from tunebus import _driver
 
         restored = getattr(self, "_restored", None)
