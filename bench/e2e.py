@@ -27,7 +27,8 @@ CURVE keys), submits experiments of the built-in `noop` trainable over the real 
                      folder; the bench's control client is a CURVE client with the tunectl key);
                      results/s, decision latency p50/p99 and CPU µs per result (all processes)
                      of each, the median of --runs runs, and the ratios CURVE / plaintext
-                     (target: results/s >= 0.70 of plaintext, docs/performance.md "CURVE").
+                     (target: results/s >= 0.70 of plaintext, docs/explanation/performance/index.md
+                     "CURVE").
 
 Usage: e2e.py --bin BUILD/bin [--quick] [--runs N] [--only NAME,...]
 Needs pyzmq (with CURVE: libzmq built with libsodium, as Debian's) and msgpack (Debian

@@ -36,7 +36,7 @@
 //     trials_per_s  of the whole run; longest_start_gap_ms  as above;
 //     sim_turn_ms, sim_exit_lag_ms  the simulator's own turns and how late it ended held trials.
 // With workers a multiple of E (100 workers, 50 experiments) every experiment's quota is equal
-// (2 each); otherwise the extra slots rotate by attained service (docs/scheduling.md).
+// (2 each); otherwise the extra slots rotate by attained service (docs/explanation/fair-share.md).
 // Usage: many_experiments --bin BUILD/bin [--workers 100] [--experiments 50] [--trials 200]
 //                         [--rounds 3] [--offered-per-s 200] [--lsx-interval-ms 20]
 //                         [--log-level warn] [--keep-logs DIR] [--only throughput|fair_share]

@@ -1,4 +1,5 @@
-"""Optuna's side of the multi-objective benchmark (docs/search.md, "Many objectives"): Optuna's
+"""Optuna's side of the multi-objective benchmark (docs/reference/search.md, "Many objectives"):
+Optuna's
 NSGAIISampler and TPESampler with several objectives (MOTPE: Ozaki et al. 2020, the sampler
 Optuna 3.1 recommends in place of its deprecated MOTPESampler) on the functions of
 bench/search_multiobjective.cpp (ZDT1, ZDT2, ZDT3: Zitzler, Deb, Thiele 2000; DTLZ2: Deb,

@@ -1,4 +1,5 @@
-"""The multi-objective benchmark's report (docs/search.md, "Many objectives"): reads the JSON
+"""The multi-objective benchmark's report (docs/reference/search.md, "Many objectives"): reads the
+JSON
 lines of bench/search_multiobjective (tunebus) and bench/multiobjective_optuna.py (Optuna) and
 prints, per function, each method's final hypervolume as median (q1-q3) over the seeds, and for
 each tunebus method beside its Optuna peer (nsga2* beside optuna_nsga2, motpe* beside

@@ -1,4 +1,4 @@
-// Multi-objective search benchmark, tunebus' side (docs/search.md "Many objectives"): the
+// Multi-objective search benchmark, tunebus' side (docs/reference/search.md "Many objectives"): the
 // searchers nsga2 and motpe, built by MakeSearcher from a SearchSetup with two or three
 // objectives, on ZDT1, ZDT2, ZDT3 (Zitzler, Deb, Thiele, "Comparison of multiobjective
 // evolutionary algorithms: empirical results", Evolutionary Computation 8(2), 2000) and DTLZ2

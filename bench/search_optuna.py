@@ -1,4 +1,5 @@
-"""Optuna's side of the search quality benchmark (docs/search.md, "Search quality benchmark"):
+"""Optuna's side of the search quality benchmark (docs/reference/search.md, "Search quality
+benchmark"):
 Optuna's TPESampler on the same functions and param spaces as bench/search_quality.cpp
 (bench/quality/test_functions.hpp; the digits model of bench/quality/digits_objective.py), with
 the same n_startup_trials (10), budget (trials) and seeds, strictly sequential

@@ -1,4 +1,4 @@
-// Search quality benchmark, tunebus' side (docs/search.md "Search quality
+// Search quality benchmark, tunebus' side (docs/reference/search.md "Search quality
 // benchmark"). Every experiment runs through the real spec parser, MakeSearcher, TrialRunner and
 // trial scheduler on the simulated executor and clock of bench/quality (so the results are
 // what a user's run would get, and deterministic per seed):

@@ -1,4 +1,5 @@
-"""The search quality benchmark's aggregator (docs/search.md, "Search quality benchmark"): reads
+"""The search quality benchmark's aggregator (docs/reference/search.md, "Search quality benchmark"):
+reads
 the JSON lines of bench/search_quality.cpp (tunebus) and bench/search_optuna.py (Optuna), both
 from the same run, and prints one JSON object per line:
 
@@ -17,7 +18,7 @@ from the same run, and prints one JSON object per line:
   search_latency         suggestion latency with 1,000 observations, tunebus and Optuna, ratio
   search_criterion       one per search-quality target, with "met": true | false
 
---markdown prints docs/search.md's tables instead. Regret is best - optimum (mode min) or
+--markdown prints docs/reference/search.md's tables instead. Regret is best - optimum (mode min) or
 optimum - best (mode max); digits has no known optimum and uses 1 - val_accuracy (the error).
 On a noisy function (a run with "true_values") the best so far is the noise-free value of the
 config with the best reported (noisy) value so far. Mann-Whitney: scipy.stats.mannwhitneyu on

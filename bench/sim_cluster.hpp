@@ -133,8 +133,8 @@ class SimCluster {
   /// workers' heartbeat interval (the resource-manager's too); `result_files_on_tmpfs`: the
   /// scheduler's result files (Ray Tune's per-trial folders) go to a folder of their own in
   /// /dev/shm, else to `dir`/results. On this VM's ext4 disk creating a file costs up to ~1 ms
-  /// for minutes after many were deleted (docs/performance.md), which these benchmarks (and
-  /// the test suite) do; tmpfs keeps that cost out of what they measure.
+  /// for minutes after many were deleted (docs/explanation/performance/index.md), which these
+  /// benchmarks (and the test suite) do; tmpfs keeps that cost out of what they measure.
   SimCluster(std::filesystem::path bin, std::filesystem::path dir, int heartbeat_ms,
              bool result_files_on_tmpfs = true);
   ~SimCluster();

@@ -11,7 +11,8 @@
 // Usage: tuning_quality [--quick] [--seeds N] [--num-samples N] [--max-t N] [--max-concurrent N]
 //                       [--asha-grace-period N] [--tau-lr-exponent X]
 //   --quick: 10 seeds of 32 trials (CI, a few seconds); default 20 seeds of 64 trials. ASHA runs
-//   with reduction_factor 4 and grace_period 4 (--asha-grace-period; why: docs/schedulers.md).
+//   with reduction_factor 4 and grace_period 4 (--asha-grace-period; why:
+//   docs/reference/schedulers.md).
 #include <fmt/format.h>
 
 #include <algorithm>

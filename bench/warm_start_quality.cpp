@@ -1,5 +1,5 @@
-// Warm start against cold start (docs/search.md "Warm start"): on each single-fidelity test
-// function of bench/quality/test_functions.hpp, for each seed s, an earlier experiment (the
+// Warm start against cold start (docs/reference/search.md "Warm start"): on each single-fidelity
+// test function of bench/quality/test_functions.hpp, for each seed s, an earlier experiment (the
 // searcher cold, seed s + 10000, --earlier-trials trials) runs first; then the same searcher runs
 // --trials trials cold (seed s) and warm-started from the earlier one (seed s,
 // `warm_start: [earlier]`, the observations as the scheduler reads them: WarmStartSource). The

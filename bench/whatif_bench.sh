@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The what-if replay end to end (docs/whatif.md "Speed"): a finished experiment of TRIALS trials x
+# The what-if replay end to end (docs/how-to/whatif.md "Speed"): a finished experiment of TRIALS trials x
 # RESULTS results of the built-in mock trainable (FIFO, lr log-uniform, no sleep) run on an
 # embedded suite (`tunectl up`), then `tunectl whatif` on it, timed with bash's `time`, through
 # ASHA, HyperBand, the median stopping rule and a 9-setting ASHA sweep.

@@ -1,6 +1,6 @@
 // The bodies of the libFuzzer targets (fuzz/<name>_fuzzer.cpp), one per untrusted input
-// boundary (docs/security.md "Fuzzing"). Each takes one input of any bytes and returns 0; a bug
-// shows as a sanitizer report or an abort (Check), never as a return value. The unit tests
+// boundary (docs/explanation/security.md "Fuzzing"). Each takes one input of any bytes and returns
+// 0; a bug shows as a sanitizer report or an abort (Check), never as a return value. The unit tests
 // (tests/unit/fuzz_corpus_test.cpp) run every file of fuzz/corpus/<name>/ through the same
 // function in the ordinary build, so a seed that stops decoding is caught there too.
 #pragma once

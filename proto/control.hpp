@@ -180,9 +180,9 @@ struct ResumeExperimentCommand {
 };
 
 /// Change a running experiment's fair-share weight (since v1.6; weighted DRF across the
-/// experiments of a suite, docs/scheduling.md), journaled (weight_set). body: the experiment
-/// summary with "weight", "share", "usage". Errors: invalid_argument for a weight that is not
-/// > 0; failed_precondition for a finished experiment; as StopExperiment's `experiment`.
+/// experiments of a suite, docs/explanation/fair-share.md), journaled (weight_set). body: the
+/// experiment summary with "weight", "share", "usage". Errors: invalid_argument for a weight that
+/// is not > 0; failed_precondition for a finished experiment; as StopExperiment's `experiment`.
 struct SetExperimentWeight {
   TUNEBUS_ENVELOPE("set_experiment_weight");
   std::string experiment;  // as in AddTrialCommand
@@ -247,9 +247,9 @@ inline constexpr int64_t kMaxResultsPageRows = 10000;
 inline constexpr size_t kResultsPageBytes = size_t(1) << 20;
 
 /// A trial's reported results, oldest first (since v1.13): the rows of its result.json on the
-/// scheduler's host (docs/results.md), each the result the trial reported with Ray Tune's
-/// auto-filled keys and its config, so a driver on another host reads a trial's history. A read,
-/// like ShowTrial; a running trial's newest rows appear once durable and written
+/// scheduler's host (docs/reference/results-folder.md), each the result the trial reported with Ray
+/// Tune's auto-filled keys and its config, so a driver on another host reads a trial's history. A
+/// read, like ShowTrial; a running trial's newest rows appear once durable and written
 /// (services/scheduler/control/result_page.hpp). body: {experiment (journal name), trial_id,
 /// offset, total (rows now), next_offset (of the next page; null when this page ends at the last
 /// row), results: [row objects]}. A page holds at most `limit` rows and ends early after the row

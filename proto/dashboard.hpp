@@ -1,4 +1,4 @@
-// Control socket messages of the web dashboard's sign-in and control (docs/dashboard.md
+// Control socket messages of the web dashboard's sign-in and control (docs/how-to/dashboard.md
 // "Control"): tunectl asks the scheduler for a login token, the dashboard checks a token at
 // sign-in and sends the signed-in operator's actions with it. Answered like every control
 // request (proto/control.hpp): ControlReply with a JSON body, or ErrorReply.

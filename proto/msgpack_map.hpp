@@ -1,7 +1,7 @@
 // MsgpackMap: a field whose value is a msgpack map carried as it is (a nested map on the wire,
 // not a bin or a string). A trial-worker sends a report's metrics this way: the worker already
 // holds the report as a value, and the scheduler builds its result from the decoded map's
-// entries without parsing JSON text or copying the map (docs/performance.md).
+// entries without parsing JSON text or copying the map (docs/explanation/performance/index.md).
 #pragma once
 
 #include <cstdint>

@@ -1,11 +1,12 @@
-"""The digits objective of the search quality benchmark (docs/search.md, "Search quality
+"""The digits objective of the search quality benchmark (docs/reference/search.md, "Search quality
 benchmark"): examples/digits' model, scikit-learn's SGDClassifier on the bundled 8x8 digits
 (load_digits, 1,797 images), the same fixed split (25% validation, random_state 0, stratified)
 and standardisation as examples/digits/train.py, trained for EPOCHS passes (fit with
 max_iter=EPOCHS, tol=None, random_state=0) and scored by validation accuracy (val_accuracy, to
 maximise). Deterministic in the config: the same config gives the same value.
 
-Config keys (docs/search.md's digits param space): alpha (L2 strength), eta0 (initial learning
+Config keys (docs/reference/search.md's digits param space): alpha (L2 strength), eta0 (initial
+learning
 rate), loss (hinge | log_loss | modified_huber), learning_rate (constant | invscaling).
 
 Both sides of the benchmark use this one function: bench/search_optuna.py imports it, and

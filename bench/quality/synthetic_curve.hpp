@@ -1,4 +1,5 @@
-// The synthetic learning-curve family of the tuning quality benchmark (docs/schedulers.md).
+// The synthetic learning-curve family of the tuning quality benchmark
+// (docs/reference/schedulers.md).
 //
 // A config {lr, width, dropout} (sampled by the real VariantGenerator from kParamSpace) trains a
 // model whose quality s follows a saturating curve: every training iteration moves s toward the
@@ -41,7 +42,7 @@ inline constexpr const char* kParamSpaceYaml =
 struct CurveFamily {
   /// tau ~ (3e-3 / lr)^tau_lr_exponent. 0.1 (default): near-optimal curves cross in the first
   /// few iterations (lr 3e-2 leads lr 3e-3 at t = 1), then the ranking follows f. 0.5: strong
-  /// short-horizon bias, the case where an early rung misleads (docs/schedulers.md).
+  /// short-horizon bias, the case where an early rung misleads (docs/reference/schedulers.md).
   double tau_lr_exponent = 0.1;
 
   /// f(config): the quality the config saturates at; at most kOptimum.

@@ -1,8 +1,8 @@
-// The test functions of the search quality benchmark (bench/search_quality.cpp, docs/search.md
-// "Search quality benchmark"): each is a param space in the experiment file's syntax and a
-// deterministic objective of a config from it, with a known optimum. bench/search_optuna.py has
-// the same functions and spaces in Python for Optuna's side; the benchmark checks that both give
-// the same values at the same points (search_function_check).
+// The test functions of the search quality benchmark (bench/search_quality.cpp,
+// docs/reference/search.md "Search quality benchmark"): each is a param space in the experiment
+// file's syntax and a deterministic objective of a config from it, with a known optimum.
+// bench/search_optuna.py has the same functions and spaces in Python for Optuna's side; the
+// benchmark checks that both give the same values at the same points (search_function_check).
 //
 // Single-fidelity: a trial reports the function's value once (one training iteration); a noisy
 // function adds N(0, noise_sd) to it (TrialNoise), and its regret is measured on the noise-free

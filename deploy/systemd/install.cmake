@@ -1,4 +1,4 @@
-# Install rules of deploy/systemd (docs/deploy.md, "On hosts with systemd"), included by the root
+# Install rules of deploy/systemd (docs/how-to/deploy.md, "On hosts with systemd"), included by the root
 # CMakeLists.txt: the units into <prefix>/lib/systemd/system, the tunebus user into
 # <prefix>/lib/sysusers.d/tunebus.conf, and the example settings into /etc/tunebus (an absolute
 # destination: with the prefix /usr, as the package has it, the units find them there; DESTDIR

@@ -24,7 +24,7 @@ Result<ControlClient> ControlClient::Connect(zmq::context_t& ctx, const std::str
                      "that may use the control socket (viewer or operator)",
                      security.own_key().name)
                : "; a scheduler started with --keys-dir answers only clients with keys "
-                 "(--keys-dir, docs/security.md)";
+                 "(--keys-dir, docs/explanation/security.md)";
   }
   return ControlClient(std::move(*s), endpoint, std::move(hint), timeout, clock);
 }

@@ -1,5 +1,6 @@
-// Role: what a CURVE key may do on the bus (docs/security.md). A key's role is the `role` of its
-// public key file in a server's allow-list (allow_list.hpp), never what the client claims.
+// Role: what a CURVE key may do on the bus (docs/explanation/security.md). A key's role is the
+// `role` of its public key file in a server's allow-list (allow_list.hpp), never what the client
+// claims.
 //
 //   viewer    the control socket's reads (ls, show, status, watch, best, export, logs) and the
 //             event stream

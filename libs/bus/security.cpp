@@ -135,7 +135,8 @@ Status Security::SecureBind(zmq::context_t& ctx, zmq::socket_t& socket, const st
     if (!insecure())
       return Status::FailedPrecondition(fmt::format(
           "refusing to bind {} ({}) without CURVE keys: anyone who reaches it could run commands "
-          "on every worker. Make keys with `tunectl keygen` (docs/security.md) and pass "
+          "on every worker. Make keys with `tunectl keygen` (docs/explanation/security.md) and "
+          "pass "
           "--keys-dir, bind a loopback address, or pass --insecure to serve it unauthenticated",
           endpoint, domain.name));
     spdlog::warn(
@@ -149,7 +150,7 @@ Status Security::SecureBind(zmq::context_t& ctx, zmq::socket_t& socket, const st
     if (!allow_list_)
       return Status::FailedPrecondition(fmt::format(
           "cannot serve {} with CURVE: no allow-list folder {} (put the public key files of the "
-          "clients it accepts there, docs/security.md)",
+          "clients it accepts there, docs/explanation/security.md)",
           endpoint, authorized_dir_));
   }
   auto& zap = authenticators_[ctx.handle()];

@@ -1,4 +1,4 @@
-// Security: how this process secures its TCP sockets (docs/security.md).
+// Security: how this process secures its TCP sockets (docs/explanation/security.md).
 //
 // With a keys folder (--keys-dir / TUNEBUS_KEYS_DIR), every tcp:// socket speaks CurveZMQ
 // (ZeroMQ RFC 26: Curve25519 key exchange, every frame encrypted and authenticated):

@@ -3,7 +3,7 @@
 // "TFRecord and tf.train.Example"). Debian ships no C or C++ library with a public CRC-32C API
 // (RocksDB's is internal), so this is a small implementation of our own: SSE4.2's CRC32
 // instruction where the CPU has it (8 bytes a step), else a table, one byte a step. The journal
-// checks every record with it on append and on replay (docs/journal-format.md).
+// checks every record with it on append and on replay (docs/reference/journal-format.md).
 #pragma once
 
 #include <cstdint>

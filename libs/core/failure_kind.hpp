@@ -1,6 +1,6 @@
 // FailureKind: what ended a trial attempt that failed, and its one name table. Spelled as a
 // trial failure's `kind` (the control socket's trial view, snapshots) and as a trial_status
-// record's `failure_kind` (docs/journal-format.md).
+// record's `failure_kind` (docs/reference/journal-format.md).
 #pragma once
 
 #include <string_view>

@@ -1,6 +1,6 @@
 // JSON text written straight from values, with no JSON document in between: the characters
 // nlohmann::json::dump() gives for the same values (compact, no spaces). The scheduler's result
-// files and experiment_state.json are written this way (docs/performance.md).
+// files and experiment_state.json are written this way (docs/explanation/performance/index.md).
 #pragma once
 
 #include <cstdint>

@@ -106,8 +106,9 @@ struct Trial {
   std::string worker_id;          // set while RUNNING
   std::vector<std::string> gpu_ids;  // GPU indices assigned on the worker, while RUNNING
   /// The newest result (a JSON object with the auto-filled keys) as msgpack bytes, empty before
-  /// the first: one heap block per trial instead of a node per key (docs/performance.md).
-  /// Read it with LastResult(); the runner writes it with SetLastResult().
+  /// the first: one heap block per trial instead of a node per key
+  /// (docs/explanation/performance/index.md). Read it with LastResult(); the runner writes it with
+  /// SetLastResult().
   std::string last_result_msgpack;
   /// The experiment's `metric` in the newest result when it is a number (set by the runner;
   /// BestTrial reads this instead of decoding every trial's result).
@@ -115,7 +116,8 @@ struct Trial {
   int64_t num_results = 0;  // results received over all attempts
   /// The current attempt's trainable returned after its last result (Ray Tune's RESULT_DUPLICATE,
   /// tune_controller._process_trial_result): the trial is TERMINATED and its newest result says
-  /// done: true, while the results folder keeps that result as reported (docs/results.md).
+  /// done: true, while the results folder keeps that result as reported
+  /// (docs/reference/results-folder.md).
   bool returned = false;
   std::string error;                   // the last error message, empty if none
   std::vector<TrialFailure> failures;  // failure history, oldest first (see NoteFailure)

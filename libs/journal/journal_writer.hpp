@@ -8,8 +8,8 @@
 // a larger backlog goes as several batches, one after another, so the store writes and syncs
 // one part while the loop handles the decisions the previous part released and the results
 // they bring back (a two-stage pipeline instead of lockstep waves; measured in
-// docs/performance.md). AfterDurable(effect) runs `effect` only once every record appended
-// before it is acknowledged as durable, in call order: this is how the scheduler releases
+// docs/explanation/performance/index.md). AfterDurable(effect) runs `effect` only once every record
+// appended before it is acknowledged as durable, in call order: this is how the scheduler releases
 // effects (start a trial, ack a result, answer a control request) only after the record that
 // causes them is safe (DESIGN.md "Journal and recovery").
 // A failed append (State::kFailing) is retried with the same records after `retry_delay`,

@@ -1,6 +1,6 @@
 // The stored form of a journal record: its msgpack bytes (records.hpp) framed with a format
 // byte and a CRC-32C, so that replay detects a torn or flipped record instead of applying it.
-// docs/journal-format.md is the grammar:
+// docs/reference/journal-format.md is the grammar:
 //
 //   stored_record := 0x01 payload crc       a framed record
 //                  | payload                 an unframed record (journals written before frames)

@@ -1,7 +1,7 @@
 // RecordKind: the kind of a journal record and its one name table, the spelling of the record's
-// "kind" field on disk (docs/journal-format.md "Record kinds"; records.hpp lists each kind's
-// fields). The names are the journal format: a stored record's bytes must not change, so a name
-// is never respelled; a new kind is a format change (older schedulers stop replay at it).
+// "kind" field on disk (docs/reference/journal-format.md "Record kinds"; records.hpp lists each
+// kind's fields). The names are the journal format: a stored record's bytes must not change, so a
+// name is never respelled; a new kind is a format change (older schedulers stop replay at it).
 #pragma once
 
 #include <cstddef>

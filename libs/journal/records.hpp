@@ -2,7 +2,7 @@
 //
 // A record is a JSON object with a "kind" field, encoded as msgpack bytes (nlohmann::json
 // to_msgpack) and stored, framed with a CRC (record_frame.hpp), in the checkpoint-store's
-// append-only journal; docs/journal-format.md is the grammar. Kinds and their fields:
+// append-only journal; docs/reference/journal-format.md is the grammar. Kinds and their fields:
 //   experiment_submitted {spec_yaml} and the identity's fields (experiment_identity.hpp):
 //                        experiment_id, base_dir, source_name, seed, submitted_at,
 //                        restore_from, results_folder (when not the name), working_dir_digest

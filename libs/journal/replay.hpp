@@ -66,8 +66,8 @@ inline bool IsReturnCopy(int64_t previous_seq, const nlohmann::json& result_reco
 /// Applies records one at a time, in journal order, through a handler table with one handler
 /// per RecordKind (record_kind.hpp), as a service's MessageDispatcher has one per message type.
 /// A record no handler takes is refused in one place: an unknown kind (a newer writer's: replay
-/// stops there, docs/journal-format.md), a record before experiment_submitted, a trial record
-/// naming no trial added before it, or a malformed one.
+/// stops there, docs/reference/journal-format.md), a record before experiment_submitted, a trial
+/// record naming no trial added before it, or a malformed one.
 class JournalReplayer {
  public:
   /// Errors: Corruption naming the record's position and kind ("journal record 7 has unknown

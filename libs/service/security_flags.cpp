@@ -7,7 +7,7 @@ namespace tunebus::service {
 void AddSecurityFlags(CLI::App& app, bus::SecurityOptions& options) {
   app.add_option("--keys-dir", options.keys_dir,
                  "CURVE keys folder (tunectl keygen): every tcp:// socket is encrypted and "
-                 "authenticated (docs/security.md)")
+                 "authenticated (docs/explanation/security.md)")
       ->envname("TUNEBUS_KEYS_DIR");
   app.add_option("--key-name", options.key_name,
                  "this process's keypair: <keys-dir>/<name>.key_secret (default: the service's "

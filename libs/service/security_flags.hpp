@@ -1,5 +1,5 @@
 // The security flags of every service and of tunectl (libs/bus/security.hpp,
-// docs/security.md), each with its TUNEBUS_* variable:
+// docs/explanation/security.md), each with its TUNEBUS_* variable:
 //   --keys-dir DIR         TUNEBUS_KEYS_DIR         keys folder: CURVE on every tcp:// socket
 //   --key-name NAME        TUNEBUS_KEY_NAME         this process's keypair <DIR>/<NAME>.key_secret
 //   --authorized-keys DIR  TUNEBUS_AUTHORIZED_KEYS  the allow-list (default <DIR>/authorized)

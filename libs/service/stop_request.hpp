@@ -1,5 +1,5 @@
 // Stop requests: SIGTERM and SIGINT stop a service with exit 0 at any point, start-up waits
-// included (docs/deploy.md, "Stopping and exit codes").
+// included (docs/how-to/deploy.md, "Stopping and exit codes").
 //
 // RunService's signal handler calls RequestStop() (one process-wide flag) and then the service's
 // Stop() (its event loop ends the round it is in). The event loop already treats EINTR as a round

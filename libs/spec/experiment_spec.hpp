@@ -67,8 +67,9 @@ struct ExperimentSpec {
   /// inherited trial-scheduler metric).
   std::string metric;
   std::string mode;
-  /// Several objectives (`metric: [val_accuracy, latency_ms]`, `mode: [max, min]`, docs/search.md
-  /// "Many objectives"): two or more, distinct names, in the file's order; empty for one.
+  /// Several objectives (`metric: [val_accuracy, latency_ms]`, `mode: [max, min]`,
+  /// docs/reference/search.md "Many objectives"): two or more, distinct names, in the file's order;
+  /// empty for one.
   std::vector<Objective> objectives;
   StopSpec stop;
   /// `working_dir`: the folder shipped to every worker (Ray's runtime_env working_dir). Absent:
@@ -79,12 +80,13 @@ struct ExperimentSpec {
   std::map<std::string, double> resources_per_trial = {{"cpu", 1.0}};  // amounts, cpu/gpu/custom
   int64_t max_concurrent_trials = 0;                                   // 0 = no limit
   /// Its share of a suite that runs several experiments: weighted Dominant Resource Fairness
-  /// (services/scheduler/core/fair_share.hpp, docs/scheduling.md); > 0. `tunectl set-weight`
-  /// changes it while it runs.
+  /// (services/scheduler/core/fair_share.hpp, docs/explanation/fair-share.md); > 0. `tunectl
+  /// set-weight` changes it while it runs.
   double weight = 1;
   /// Whether another experiment's pending trials may PAUSE (checkpoint, free) this one's running
   /// trials above its fair share; they continue from that checkpoint once it is under its share
-  /// again (docs/scheduling.md). Off by default: a quota then only stops new placements.
+  /// again (docs/explanation/fair-share.md). Off by default: a quota then only stops new
+  /// placements.
   bool preemptible = false;
   std::string results_dir;  // absolute; default "<working_dir>/results"
   /// False when the file gives an absolute results_dir; true when it gives a relative one or none
@@ -117,9 +119,9 @@ struct ExperimentSpec {
   std::string restore_from;
   std::string scheduler = "fifo";                              // trial scheduler name
   nlohmann::json scheduler_config = nlohmann::json::object();  // its parameters
-  /// The search algorithm (`search:`, docs/search.md): "random" (default), "tpe" or "bohb", and
-  /// the section's other keys (max_concurrent, points_to_evaluate, evaluated_rewards, the
-  /// searcher's own parameters) as MakeSearcher / SearchOptions::Parse read them.
+  /// The search algorithm (`search:`, docs/reference/search.md): "random" (default), "tpe" or
+  /// "bohb", and the section's other keys (max_concurrent, points_to_evaluate, evaluated_rewards,
+  /// the searcher's own parameters) as MakeSearcher / SearchOptions::Parse read them.
   std::string search = "random";
   /// `driver:` (absent: no driver link).
   std::optional<DriverSpec> driver;

@@ -1,5 +1,5 @@
-// SpecParser's `metric:` and `mode:` (docs/search.md "Many objectives"): one objective as two
-// strings (`metric: acc`, `mode: max`), or several as two lists of equal length, Ray Tune's and
+// SpecParser's `metric:` and `mode:` (docs/reference/search.md "Many objectives"): one objective as
+// two strings (`metric: acc`, `mode: max`), or several as two lists of equal length, Ray Tune's and
 // Optuna's list form (`metric: [val_accuracy, latency_ms]`, `mode: [max, min]`).
 #include <fmt/format.h>
 

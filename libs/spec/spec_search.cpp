@@ -1,5 +1,5 @@
-// SpecParser's `search:` section (docs/search.md): a search type, or a map of the type and its
-// parameters. Its shape is read here; the values are checked against the param space by
+// SpecParser's `search:` section (docs/reference/search.md): a search type, or a map of the type
+// and its parameters. Its shape is read here; the values are checked against the param space by
 // MakeSearcher (libs/tune/make_searcher.hpp) once every field is read (CheckSearch), and its
 // "<param>: <why>" errors point at the parameter's line, a point's key included.
 #include <fmt/format.h>

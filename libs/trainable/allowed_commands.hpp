@@ -1,5 +1,6 @@
 // Which program a command runs, and whether this worker allows it (trial-worker
-// --allow-command; docs/security.md "Workers: allowed commands and trainable environment").
+// --allow-command; docs/explanation/security.md "Workers: allowed commands and trainable
+// environment").
 //
 // ResolveProgram finds the file execvp(3) would run for argv[0]: a name without '/' is looked up
 // in the worker's PATH (as posix_spawnp does: the worker's PATH, not the child's), a relative

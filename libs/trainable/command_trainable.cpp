@@ -65,7 +65,7 @@ struct SpawnAttrs {
   }
 };
 
-// What a worker that cannot see the experiment's files must change (docs/deploy.md).
+// What a worker that cannot see the experiment's files must change (docs/how-to/deploy.md).
 constexpr char kSameFilesHint[] =
     "a command trainable whose working_dir is not shipped (`working_dir: false`, or a submission "
     "without one) runs at the path its folder has on the host that submitted it: ship it (leave "

@@ -47,7 +47,7 @@
 
 namespace tunebus {
 
-/// The `search:` parameters of type external (docs/search.md).
+/// The `search:` parameters of type external (docs/reference/search.md).
 struct ExternalOptions {
   std::string endpoint;  // tcp://host:port, ipc://path or inproc://name; "" with command
   std::vector<std::string> command;  // the searcher the scheduler starts; empty: started by others

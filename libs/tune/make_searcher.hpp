@@ -1,5 +1,5 @@
 // The experiment file's `search:` section and the searcher it builds (as MakeTrialScheduler does
-// for `scheduler:`). docs/search.md is the user's reference.
+// for `scheduler:`). docs/reference/search.md is the user's reference.
 //
 //   search: random                       # a name: random (default), tpe, bohb, nsga2, motpe,
 //                                        # external

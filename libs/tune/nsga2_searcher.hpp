@@ -17,7 +17,7 @@
 //   from the population without the first): tournament "crowded" (default: the paper's
 //   crowded-comparison operator, section III-B: lower front rank, then larger crowding distance,
 //   else the second) or "dominance" (Optuna 3.1.0's _select_parent: the first if it dominates
-//   the second, else the second). The multi-objective benchmark (docs/search.md "Many
+//   the second, else the second). The multi-objective benchmark (docs/reference/search.md "Many
 //   objectives") measured crowded's median hypervolume above dominance's on ZDT1-3 and DTLZ2. Then
 //   each param is mutated with probability mutation_prob (default 1 / number of params, Optuna's):
 //   redrawn at random from its sampling function. Every sampling function of the param space works

@@ -1,6 +1,6 @@
 // What an experiment of several objectives (`metric: [val_accuracy, latency_ms]`, `mode: [max,
-// min]`; docs/search.md "Many objectives") asks of the searcher and the trial scheduler that
-// were written for one metric:
+// min]`; docs/reference/search.md "Many objectives") asks of the searcher and the trial scheduler
+// that were written for one metric:
 //
 // - a searcher optimises all of them (nsga2, motpe) or none (random: its suggestions ignore the
 //   results); tpe, bohb and external optimise one metric and are refused, naming nsga2 / motpe.

@@ -1,6 +1,6 @@
-// The Pareto front of a multi-objective experiment's trials (docs/search.md "Many objectives"):
-// what `tunectl best`, `tunectl ls --pareto`, get_experiment's `pareto_front` and the dashboard
-// show in place of one best trial. Pure: trials in, trials out.
+// The Pareto front of a multi-objective experiment's trials (docs/reference/search.md "Many
+// objectives"): what `tunectl best`, `tunectl ls --pareto`, get_experiment's `pareto_front` and the
+// dashboard show in place of one best trial. Pure: trials in, trials out.
 #pragma once
 
 #include <vector>

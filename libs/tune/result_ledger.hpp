@@ -47,7 +47,7 @@ class ResultLedger {
   /// result record, no row in the files, not counted in num_results. Ray Tune 2.x's runner does
   /// the same with a function trainable's return (RESULT_DUPLICATE,
   /// tune_controller._process_trial_result: done for the scheduler and searcher, kept out of
-  /// the logger callbacks); docs/results.md.
+  /// the logger callbacks); docs/reference/results-folder.md.
   void RecordReturn(Trial& trial) const;
 
  private:

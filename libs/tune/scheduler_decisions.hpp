@@ -1,10 +1,10 @@
 // SchedulerDecisionLog: what the trial scheduler decided about trials, for people to look at
-// (the dashboard's "Trial scheduler's decisions" panel, docs/dashboard.md; the control socket's
-// ListSchedulerDecisions). The TrialRunner appends one entry for each STOP or PAUSE a trial
-// scheduler returns from OnTrialResult (ASHA, HyperBand, the median stopping rule), each trial
-// it stops through TrialSchedulerContext::StopTrial (HyperBand's halving) and each PBT exploit.
-// A stopper (`stop:`), a user's `tunectl stop` and a driver's stop are not the scheduler's and
-// are not listed. In memory only: bounded to the newest kMaxEntries, empty after a scheduler
+// (the dashboard's "Trial scheduler's decisions" panel, docs/how-to/dashboard.md; the control
+// socket's ListSchedulerDecisions). The TrialRunner appends one entry for each STOP or PAUSE a
+// trial scheduler returns from OnTrialResult (ASHA, HyperBand, the median stopping rule), each
+// trial it stops through TrialSchedulerContext::StopTrial (HyperBand's halving) and each PBT
+// exploit. A stopper (`stop:`), a user's `tunectl stop` and a driver's stop are not the scheduler's
+// and are not listed. In memory only: bounded to the newest kMaxEntries, empty after a scheduler
 // restart until new decisions come (the journal keeps the scheduler's state, not its reasons).
 #pragma once
 

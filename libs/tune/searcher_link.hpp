@@ -37,7 +37,7 @@ class SearcherLink {
   virtual nlohmann::json Describe() const { return nlohmann::json::object(); }
 };
 
-/// Where the searcher process is (`search: {type: external}`, docs/search.md).
+/// Where the searcher process is (`search: {type: external}`, docs/reference/search.md).
 struct SearcherTarget {
   /// "tcp://host:port" or "ipc://path"; may be empty when `command` is given (the link's maker
   /// picks one).

@@ -22,9 +22,10 @@
 //   multivariate_parallel: false makes a suggestion univariate while other trials run. group:
 //   Optuna splits the space into groups of params that appear together; in a tunebus param
 //   space every param appears in every config, so there is one group and group is the same as
-//   multivariate. The defaults were chosen on the search quality benchmark (docs/search.md
-//   "TPE ahead of Optuna's"): better than Optuna 3.1's TPESampler with and without its
-//   multivariate and constant_liar options on most of 8 functions, at 1 and 16 trials at once.
+//   multivariate. The defaults were chosen on the search quality benchmark
+//   (docs/reference/search.md "TPE ahead of Optuna's"): better than Optuna 3.1's TPESampler with
+//   and without its multivariate and constant_liar options on most of 8 functions, at 1 and 16
+//   trials at once.
 // - Observations: a trial's value is the metric of its last result (OnTrialComplete), also for
 //   a trial a trial scheduler stopped early (Optuna ranks a pruned trial by its last
 //   intermediate value too, though behind the completed ones; tunebus cannot tell them apart).
@@ -35,8 +36,8 @@
 // - Densities are Optuna 3.1.0's: a continuous kernel's log density leaves out -log sigma
 //   (optuna/optuna#5109, "fixed" by #5110 in Optuna 3.5), so narrow components count for less
 //   in l(x) / g(x). normalized_density: true computes the normalised density instead; the
-//   search quality benchmark (docs/search.md) measured it worse on Branin, Hartmann-6 and the
-//   10-d mixed space (e.g. median trials to random search's best of 100 on Branin 41.5 vs
+//   search quality benchmark (docs/reference/search.md) measured it worse on Branin, Hartmann-6 and
+//   the 10-d mixed space (e.g. median trials to random search's best of 100 on Branin 41.5 vs
 //   30.5), so the default is Optuna 3.1.0's. Random numbers are tunebus' own, so a seed does
 //   not reproduce Optuna's sequence; the estimators match Optuna's (parzen_estimator_test).
 // - Cost: with 1,000 observations a suggestion takes about 0.1 ms per numeric param

@@ -7,7 +7,7 @@
 // writing msgpack, no JSON document) and encoded once (Encode) as the msgpack map the trial
 // keeps as its last result, the journal records and the file writer formats, with no JSON
 // document per result: building, filling in, encoding and freeing one would be most of the
-// scheduler loop's cost (docs/performance.md, "Results without a JSON document").
+// scheduler loop's cost (docs/explanation/performance/index.md, "Results without a JSON document").
 //
 // Keys are unique in the encoded map and sorted bytewise (the order nlohmann::json's std::map
 // gave earlier results, so result.json lines and progress.csv columns keep their order); when

@@ -1,7 +1,7 @@
 // TrialRunner: attempts that end without reporting their exit — a worker lost or restarted
 // without them, an attempt lost while it saved the checkpoint its stop or pause asked for. Ray
 // Tune counts a dead actor as a trial failure; here worker loss is its own failure kind
-// (DESIGN.md, docs/recovery.md). What each loss does to a trial is TrialLifecycle's.
+// (DESIGN.md, docs/explanation/recovery.md). What each loss does to a trial is TrialLifecycle's.
 #include <fmt/format.h>
 
 #include "libs/tune/trial_runner.hpp"

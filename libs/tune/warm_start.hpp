@@ -1,6 +1,6 @@
 // WarmStart: the `search:` section's `warm_start: [earlier-experiment, ...]` for a searcher that
-// learns from results (tpe, bohb, external; docs/search.md "Warm start"). Before its first
-// suggestion the inner searcher is fed every observation of the named finished experiments
+// learns from results (tpe, bohb, external; docs/reference/search.md "Warm start"). Before its
+// first suggestion the inner searcher is fed every observation of the named finished experiments
 // (WarmStartSource: a finished trial's config and its last result's metric) through
 // AddEvaluatedPointAtBudget, as Optuna's `study.add_trials` / Ray's `evaluated_rewards` seed a
 // sampler with earlier trials; the observations themselves are not trials of this experiment.

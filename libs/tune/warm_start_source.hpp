@@ -1,6 +1,7 @@
 // WarmStartSource: the observations an earlier experiment gives a searcher's warm start
-// (`search: {type: tpe, warm_start: [earlier-experiment, ...]}`, docs/search.md "Warm start"),
-// read from that experiment's trials, and the checks that it fits the experiment being submitted.
+// (`search: {type: tpe, warm_start: [earlier-experiment, ...]}`, docs/reference/search.md "Warm
+// start"), read from that experiment's trials, and the checks that it fits the experiment being
+// submitted.
 //
 // An observation is a finished trial of the earlier experiment (TERMINATED, no error): its config
 // and its last result's metric, with that result's training_iteration as its budget (BOHB keeps

@@ -45,7 +45,7 @@
 // Deterministic: the same experiment, scheduler, config and seed give the same report. Pure: no
 // I/O, no clock. Cost: O(results) besides the scheduler's own work per result (at -O2, 1,000
 // trials x 100 results: ASHA 0.06-0.2 s, HyperBand 0.3 s, the median stopping rule 0.8 s, which
-// looks at every other trial at each result; docs/whatif.md "Speed").
+// looks at every other trial at each result; docs/how-to/whatif.md "Speed").
 #pragma once
 
 #include <cstdint>

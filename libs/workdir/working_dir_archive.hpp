@@ -1,7 +1,7 @@
 // The trainable's working_dir as one archive, packed once at submission (Ray's
 // `runtime_env={"working_dir": ...}`): `tunectl` packs it, the checkpoint-store keeps it under
 // its digest, and every trial-worker runs the trainable in its own unpacked copy
-// (docs/deploy.md "The trainable's code").
+// (docs/how-to/deploy.md "The trainable's code").
 //
 // The archive is a deterministic tar (GNU format; names sorted bytewise; mtimes, owners and
 // groups zero; symbolic links followed, so a link's target content is shipped), so the same

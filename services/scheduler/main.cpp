@@ -37,9 +37,10 @@ void AddFlags(CLI::App& app, tunebus::SchedulerOptions& o) {
       ->envname("TUNEBUS_SNAPSHOT_EVERY")
       ->check(CLI::PositiveNumber)
       ->capture_default_str();
-  app.add_option("--http", o.http,
-                 "serve the web dashboard on PORT (127.0.0.1) or HOST:PORT (0: any free "
-                 "port, which --ready-file names); default: no dashboard (docs/dashboard.md)")
+  app.add_option(
+         "--http", o.http,
+         "serve the web dashboard on PORT (127.0.0.1) or HOST:PORT (0: any free "
+         "port, which --ready-file names); default: no dashboard (docs/how-to/dashboard.md)")
       ->envname("TUNEBUS_HTTP")
       ->check(
           [](const std::string& v) {

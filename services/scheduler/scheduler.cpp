@@ -51,7 +51,7 @@ Status Scheduler::StartDashboard() {
       return Status::FailedPrecondition(
           "--http with --keys-dir needs --http-key-name (TUNEBUS_HTTP_KEY_NAME): a viewer key "
           "for the dashboard, e.g. `tunectl keygen dashboard --role viewer --authorize "
-          "--dir <keys-dir>` (docs/dashboard.md)");
+          "--dir <keys-dir>` (docs/how-to/dashboard.md)");
     }
     auto key = bus::Security::Load({security.keys_dir(), options_.http_key_name,
                                     security.authorized_dir(), security.insecure()},

@@ -78,7 +78,7 @@ struct SchedulerOptions {
   /// <results_dir>/<experiment name> on the scheduler's host. Empty = as the file says (relative
   /// to its folder). Absolute; created and checked at start (/results in the container images).
   std::string results_dir;
-  /// The dashboard (docs/dashboard.md, dashboard/server.hpp): "PORT" (on 127.0.0.1) or
+  /// The dashboard (docs/how-to/dashboard.md, dashboard/server.hpp): "PORT" (on 127.0.0.1) or
   /// "HOST:PORT" (port 0: any free port, http_url() names it); "" = no dashboard.
   std::string http;
   /// With CURVE keys (security->curve()), the dashboard's own key <keys-dir>/<name>.key_secret:

@@ -70,7 +70,7 @@ void AddFlags(CLI::App& app, tunebus::TrialWorkerOptions& o) {
                  "run only command trainables whose program (argv[0] found as execvp would, "
                  "matched by its path and by its real path) matches this fnmatch glob, e.g. "
                  "'/usr/bin/python3*' ('*' also matches '/'); repeatable (env: comma-separated); "
-                 "none = every command (docs/security.md)")
+                 "none = every command (docs/explanation/security.md)")
       ->envname("TUNEBUS_ALLOW_COMMANDS")
       ->delimiter(',');
   app.add_option("--heartbeat-interval-ms", o.heartbeat_interval_ms, "heartbeat interval, ms")

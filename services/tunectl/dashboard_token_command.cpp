@@ -1,5 +1,6 @@
 // `tunectl dashboard-token`: asks the scheduler for a dashboard login token (an operator's
-// request, proto::IssueDashboardToken) and prints the sign-in URL (docs/dashboard.md "Sign-in").
+// request, proto::IssueDashboardToken) and prints the sign-in URL (docs/how-to/dashboard.md
+// "Sign-in").
 #include <CLI/CLI.hpp>
 #include <iostream>
 #include <memory>

@@ -1,4 +1,5 @@
-// tunectl keygen: CURVE keypairs for the bus (libs/bus/curve_keys.hpp, docs/security.md).
+// tunectl keygen: CURVE keypairs for the bus (libs/bus/curve_keys.hpp,
+// docs/explanation/security.md).
 #include <CLI/CLI.hpp>
 #include <filesystem>
 #include <iostream>

@@ -208,7 +208,7 @@ int SubmitAndFollow(ControlClient& client, const ExperimentSpec& spec,
     auto e = client.Call(get);
     if (!e.ok() && e.status().code() == StatusCode::kUnavailable) {
       // A scheduler killed and started again (or taken over on another host) resumes the
-      // experiment from its journal (docs/recovery.md): the run waits for it that long.
+      // experiment from its journal (docs/explanation/recovery.md): the run waits for it that long.
       if (!lost) {
         lost = true;
         lost_since = clock.Now();
@@ -383,9 +383,10 @@ void AddRunCommands(CLI::App& app, Commands& commands) {
   up_cmd->add_option("--cpus", up->suite.cpus, "embedded worker CPUs (default: all cores)");
   up_cmd->add_option("--gpus", up->suite.gpus, "embedded worker GPUs");
   up_cmd
-      ->add_option("--http", up->suite.http,
-                   "serve the scheduler's web dashboard on PORT (127.0.0.1) or "
-                   "HOST:PORT (0: any free port, which --ready-file names; docs/dashboard.md)")
+      ->add_option(
+          "--http", up->suite.http,
+          "serve the scheduler's web dashboard on PORT (127.0.0.1) or "
+          "HOST:PORT (0: any free port, which --ready-file names; docs/how-to/dashboard.md)")
       ->envname("TUNEBUS_HTTP");
   up_cmd
       ->add_option("--http-key-name", up->suite.http_key_name,

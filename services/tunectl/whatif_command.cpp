@@ -273,7 +273,7 @@ void AddWhatIfCommand(CLI::App& app, Commands& commands) {
       "record (the actual run stopped it early) is counted as unknown beyond, never invented. "
       "pbt cannot be replayed. Exit codes: 0 answered; 1 unknown or running experiment, or the "
       "scheduler refused; 2 a malformed --scheduler or --sweep, a bad parameter, pbt; 3 the "
-      "scheduler cannot be reached. docs/whatif.md has the details.\n"
+      "scheduler cannot be reached. docs/how-to/whatif.md has the details.\n"
       "Examples:\n"
       "  tunectl whatif digits --scheduler '{type: asha, grace_period: 2, reduction_factor: 4}'\n"
       "  tunectl whatif digits --scheduler '{type: asha, max_t: 100}' \\\n"

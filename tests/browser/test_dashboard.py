@@ -1,5 +1,6 @@
 #!/usr/bin/python3
-"""The scheduler's dashboard in a real browser (docs/dashboard.md): Debian's chromium, headless,
+"""The scheduler's dashboard in a real browser (docs/how-to/dashboard.md): Debian's chromium,
+headless,
 driven by chromium-driver through python3-selenium, against a real suite (`tunectl up --http`)
 on loopback running a real experiment of three command trainables.
 

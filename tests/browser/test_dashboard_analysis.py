@@ -1,5 +1,5 @@
 #!/usr/bin/python3
-"""The dashboard's analysis views in a real browser (docs/dashboard.md): Debian's chromium,
+"""The dashboard's analysis views in a real browser (docs/how-to/dashboard.md): Debian's chromium,
 headless, driven by chromium-driver through python3-selenium, against a real suite (`tunectl up
 --http`) on loopback running an ASHA experiment of command trainables.
 

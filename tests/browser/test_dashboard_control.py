@@ -1,5 +1,6 @@
 #!/usr/bin/python3
-"""Control in the scheduler's dashboard (docs/dashboard.md "Control") in a real browser: Debian's
+"""Control in the scheduler's dashboard (docs/how-to/dashboard.md "Control") in a real browser:
+Debian's
 chromium, headless, driven by chromium-driver through python3-selenium, against a real suite
 (`tunectl up --http 127.0.0.1:0`) on loopback running three command trainables that keep running
 until the test lets them finish.

@@ -1,6 +1,6 @@
 #!/usr/bin/python3
 """The Pareto front panel of a multi-objective experiment's page in a real browser
-(docs/dashboard.md): Debian's chromium, headless, driven by chromium-driver through
+(docs/how-to/dashboard.md): Debian's chromium, headless, driven by chromium-driver through
 python3-selenium, against a real suite (`tunectl up --http`) on loopback.
 
 Scenario: two experiments of command trainables over a grid of x (and y), each trial reporting

@@ -1,5 +1,5 @@
 #!/usr/bin/python3
-"""The dashboard's trial page (docs/dashboard.md "One trial") in a real browser: Debian's
+"""The dashboard's trial page (docs/how-to/dashboard.md "One trial") in a real browser: Debian's
 chromium, headless, driven by chromium-driver through python3-selenium, against a real suite
 (`tunectl up --http 127.0.0.1:0`) on loopback. Helpers come from test_dashboard.py.
 

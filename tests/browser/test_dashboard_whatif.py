@@ -1,5 +1,5 @@
 #!/usr/bin/python3
-"""The dashboard's what-if panel in a real browser (docs/whatif.md "The dashboard"): Debian's
+"""The dashboard's what-if panel in a real browser (docs/how-to/whatif.md "The dashboard"): Debian's
 chromium, headless, driven by chromium-driver through python3-selenium, against a real suite
 (`tunectl up --http`) on loopback that ran a FIFO experiment of the built-in mock trainable.
 

@@ -1,5 +1,5 @@
 """Deterministic synthetic learning curves and report orders for the Optuna cross-check
-(tests/crosscheck/optuna_crosscheck.py, docs/schedulers-optuna-crosscheck.md).
+(tests/crosscheck/optuna_crosscheck.py, docs/explanation/schedulers-optuna-crosscheck.md).
 
 A curve is a list of values reported at steps 1..T (step = training_iteration). An order is a
 list of trial indices: entry k says which trial reports its next step k-th. Everything is drawn

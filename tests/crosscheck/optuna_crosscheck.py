@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """Cross-check of our ASHA and median stopping rule against Optuna's SuccessiveHalvingPruner and
-MedianPruner (docs/schedulers-optuna-crosscheck.md explains the mapping and every
+MedianPruner (docs/explanation/schedulers-optuna-crosscheck.md explains the mapping and every
 known difference).
 
 For each setting and seed it builds deterministic curves and a report order (curves.py), feeds

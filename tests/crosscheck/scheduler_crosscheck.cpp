@@ -1,7 +1,7 @@
 // scheduler_crosscheck: feeds reported learning curves to one of our trial schedulers through the
 // real TrialRunner (every trial RUNNING, results numbered and auto-filled as the runner does), and
 // prints each decision, so tests/crosscheck/optuna_crosscheck.py can compare it with Optuna's
-// pruners decision by decision (docs/schedulers-optuna-crosscheck.md).
+// pruners decision by decision (docs/explanation/schedulers-optuna-crosscheck.md).
 //
 // Usage: scheduler_crosscheck [FILE]    reads FILE, or stdin when absent; answers on stdout.
 //

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Checks deploy/systemd (docs/deploy.md, "On hosts with systemd"); ctest runs it as
+# Checks deploy/systemd (docs/how-to/deploy.md, "On hosts with systemd"); ctest runs it as
 # deploy.systemd_verify:
 #   1. installs what deploy/systemd/install.cmake installs into a temporary root (a CMake project
 #      that includes only that file, `DESTDIR=<root> cmake --install --prefix /usr`) and checks

@@ -1,7 +1,7 @@
-// Fault tests of what users read across a scheduler takeover (docs/recovery.md "The results
-// folder" and "Checkpoints across a takeover"): the result files are written live and completed
-// from the journal after a SIGKILL, and checkpoints the killed scheduler asked for are adopted
-// by its successor, with nothing orphaned in the checkpoint-store.
+// Fault tests of what users read across a scheduler takeover (docs/explanation/recovery.md "The
+// results folder" and "Checkpoints across a takeover"): the result files are written live and
+// completed from the journal after a SIGKILL, and checkpoints the killed scheduler asked for are
+// adopted by its successor, with nothing orphaned in the checkpoint-store.
 //
 // Beside the kills, the single messages a kill loses or makes a peer send again, made exactly by
 // a MessageFilter (tests/integration/message_filter.hpp) between two services: a lost

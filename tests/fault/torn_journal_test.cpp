@@ -3,7 +3,7 @@
 // tail (with its seqs), cuts it from the store, continues from the last good record, and the
 // experiment finishes; a second restart replays the whole (clean) journal. The bad records are
 // bytes that never were a record, a record of an unknown kind, and a record with one flipped
-// byte that still decodes (only its CRC-32C tells; docs/journal-format.md).
+// byte that still decodes (only its CRC-32C tells; docs/reference/journal-format.md).
 #include <gtest/gtest.h>
 
 #include <nlohmann/json.hpp>

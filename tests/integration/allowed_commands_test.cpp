@@ -1,6 +1,6 @@
-// Workers run only what they are allowed to (docs/security.md "Workers: allowed commands and
-// trainable environment"): a trial-worker started with --allow-command fails a trial whose
-// program matches none of its patterns, naming the list, and runs an allowed one; a trainable
+// Workers run only what they are allowed to (docs/explanation/security.md "Workers: allowed
+// commands and trainable environment"): a trial-worker started with --allow-command fails a trial
+// whose program matches none of its patterns, naming the list, and runs an allowed one; a trainable
 // never sees the worker's keys or other TUNEBUS_* configuration in its environment.
 #include <gtest/gtest.h>
 #include <sys/stat.h>

@@ -225,7 +225,7 @@ TEST(ClusterTest, MockExperimentFinishesOnSeparateProcesses) {
   EXPECT_EQ(terminated.size(), 6u);
   EXPECT_TRUE(ended) << "no experiment_ended FINISHED record among " << journal.size();
 
-  // Every service exits 0 on SIGTERM (docs/CONVENTIONS-services.md).
+  // Every service exits 0 on SIGTERM (docs/explanation/service-conventions.md).
   for (const auto& [name, code] : cluster.StopAll()) EXPECT_EQ(code, 0) << name;
 }
 

@@ -114,7 +114,7 @@ struct ComposeKeys {
 
 extern const std::map<std::string, ComposeKeys> kComposeKeys;
 
-// The key-making steps docs/deploy.md and the deployment files give, in order, as tunectl's
+// The key-making steps docs/how-to/deploy.md and the deployment files give, in order, as tunectl's
 // arguments before `--dir <folder>`: the suite's keys, then the dashboard's viewer key.
 extern const std::vector<std::vector<std::string>> kKeygenSteps;
 

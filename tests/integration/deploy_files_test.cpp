@@ -109,7 +109,7 @@ TEST(DeployFilesTest, ComposePublishesTheDashboardOnLoopbackAndEveryKeyStepMakes
   std::string step = "tunectl";
   for (const std::string& word : kKeygenSteps.back()) step += " " + word;
   for (const char* file : {"compose/docker-compose.yml", "compose/docker-stack.yml",
-                           "deploy/k8s/base/kustomization.yaml", "docs/deploy.md"}) {
+                           "deploy/k8s/base/kustomization.yaml", "docs/how-to/deploy.md"}) {
     EXPECT_NE(ReadFile(SourceDir() / file).find(step + " --dir"), std::string::npos)
         << file << " never tells to run `" << step << " --dir ...`";
   }

@@ -75,8 +75,8 @@ TEST(DeployFilesTest, SwarmStackUsesOnlyWhatSwarmDeploysAndTheBuildHas) {
   // and it keeps Swarm's rules: no key Swarm ignores or refuses (it pulls images, restarts by
   // deploy.restart_policy, starts in no order); a volume is local to a node, so a service of one
   // replica that keeps one is pinned to a labelled node, and the labels are the ones
-  // docs/deploy.md sets; the servers resolve to their task (endpoint_mode dnsrr: the virtual IP
-  // drops connections idle for 900 s), so they publish in host mode at the port they bind (where
+  // docs/how-to/deploy.md sets; the servers resolve to their task (endpoint_mode dnsrr: the virtual
+  // IP drops connections idle for 900 s), so they publish in host mode at the port they bind (where
   // `tunectl watch` looks for the event stream); every service is on an attachable overlay
   // network; each secret key reaches its service owned by the images' user at a mode nobody else
   // reads (Swarm's default is root, 0444); each worker offers the CPUs and GPUs it reserves.
@@ -88,7 +88,7 @@ TEST(DeployFilesTest, SwarmStackUsesOnlyWhatSwarmDeploysAndTheBuildHas) {
       << "docker stack deploy reads the Compose file format 3.x";
   std::smatch uid;
   ASSERT_TRUE(std::regex_search(dockerfile, uid, std::regex(R"(--uid (\d+) tunebus)")));
-  const std::string deploy_doc = ReadFile(SourceDir() / "docs/deploy.md");
+  const std::string deploy_doc = ReadFile(SourceDir() / "docs/how-to/deploy.md");
   TempDir dir;
   const fs::path keys = KeygenSuite(dir.path());
   std::set<std::string> binaries, labels;
@@ -183,7 +183,7 @@ TEST(DeployFilesTest, SwarmStackUsesOnlyWhatSwarmDeploysAndTheBuildHas) {
   EXPECT_TRUE(labels.contains("tunebus.store")) << file << ": the checkpoint-store is not pinned";
   for (const std::string& l : labels) {
     EXPECT_NE(deploy_doc.find("--label-add " + l + "=true"), std::string::npos)
-        << "docs/deploy.md never labels a node " << l << "=true, which " << file << " needs";
+        << "docs/how-to/deploy.md never labels a node " << l << "=true, which " << file << " needs";
   }
 }
 

@@ -1,12 +1,12 @@
-// Upgrades (docs/deploy.md "Upgrade"): a journal written by an earlier release is read by this
-// one. Each folder tests/fixtures/journal-<version>/ holds the journal of one small experiment
+// Upgrades (docs/how-to/deploy.md "Upgrade"): a journal written by an earlier release is read by
+// this one. Each folder tests/fixtures/journal-<version>/ holds the journal of one small experiment
 // as that release's scheduler stored it (journal.jsonl: every stored record's bytes, in seq
 // order) and what that release's tunectl showed of it (expected.json). This test puts each
 // journal into a checkpoint-store, starts a scheduler on that store (as after an upgrade) and
 // checks that `tunectl` shows the same experiment, trials and results, read from the journal.
 //
 // A release adds its fixture with the generator below (DISABLED_, so only on demand; the
-// command is in docs/deploy.md "Upgrade"):
+// command is in docs/how-to/deploy.md "Upgrade"):
 //   build/bin/process_tests --gtest_also_run_disabled_tests
 //                           --gtest_filter='JournalFixtureTest.DISABLED_*'
 // with TUNEBUS_BIN_DIR=build/bin and TUNEBUS_SOURCE_DIR=<the source tree> in the environment.

@@ -130,8 +130,8 @@ TEST_F(SecureClusterTest, RolesDecideWhoMayReadSubmitAndStopAndStrangersGetNothi
   EXPECT_EQ(stopped.exit_code, 0) << stopped.Describe();
 }
 
-// Dashboard login tokens (docs/dashboard.md "Control"): only an operator's key gets one, named
-// after that key; the scheduler signs them with a secret it keeps in its keys folder (0600).
+// Dashboard login tokens (docs/how-to/dashboard.md "Control"): only an operator's key gets one,
+// named after that key; the scheduler signs them with a secret it keeps in its keys folder (0600).
 TEST_F(SecureClusterTest, OnlyAnOperatorKeyGetsADashboardLoginToken) {
   auto viewer = cluster_->Ctl({"--key-name", "viewer", "dashboard-token"});
   EXPECT_EQ(viewer.exit_code, 1) << viewer.Describe();

@@ -1,7 +1,7 @@
-// Warm start end to end (docs/search.md "Warm start"): an experiment runs to the end, a second
-// one names it in `search.warm_start` and its searcher is fed the first one's finished trials
-// before its first suggestion, on `tunectl up` (found by name among the suite's experiments, also
-// after a restart, when both live only in the store's journals) and on the embedded `tunectl
+// Warm start end to end (docs/reference/search.md "Warm start"): an experiment runs to the end, a
+// second one names it in `search.warm_start` and its searcher is fed the first one's finished
+// trials before its first suggestion, on `tunectl up` (found by name among the suite's experiments,
+// also after a restart, when both live only in the store's journals) and on the embedded `tunectl
 // run` (found in the same results folder's store); the submission errors name the entry.
 #include <gtest/gtest.h>
 

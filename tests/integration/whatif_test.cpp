@@ -1,7 +1,7 @@
 // tunectl whatif on real service processes: a small FIFO experiment of the built-in mock
 // trainable runs to its end, then its journal is replayed in the scheduler (control request
 // whatif) through ASHA, FIFO and an ASHA sweep, and the bad inputs are refused with their exit
-// codes (docs/whatif.md).
+// codes (docs/how-to/whatif.md).
 #include <gtest/gtest.h>
 
 #include <nlohmann/json.hpp>

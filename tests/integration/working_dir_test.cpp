@@ -1,7 +1,8 @@
-// The trainable's working_dir shipped to every worker (README "Experiment file", docs/deploy.md):
-// a Python trainable whose folder is deleted right after `tunectl run --detach` uploaded it runs
-// from the workers' caches; a scheduler killed mid-run ships it on from its journal; a restarted
-// worker reuses its cache; a worker that cannot fetch it fails the trial saying why.
+// The trainable's working_dir shipped to every worker (README "Experiment file",
+// docs/how-to/deploy.md): a Python trainable whose folder is deleted right after `tunectl run
+// --detach` uploaded it runs from the workers' caches; a scheduler killed mid-run ships it on from
+// its journal; a restarted worker reuses its cache; a worker that cannot fetch it fails the trial
+// saying why.
 #include <gtest/gtest.h>
 
 #include <chrono>

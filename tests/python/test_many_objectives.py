@@ -1,4 +1,5 @@
-"""Experiments of several objectives (docs/search.md "Many objectives"): Ray's list form in
+"""Experiments of several objectives (docs/reference/search.md "Many objectives"): Ray's list form
+in
 TuneConfig and OptunaSearch translated to the experiment file (metric and mode lists, the
 scheduler's own searchers for NSGAIISampler / TPESampler), the rules the experiment file refuses
 (a one-metric searcher, an ambiguous trial scheduler), and real embedded experiments from Python

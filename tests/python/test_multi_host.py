@@ -6,7 +6,8 @@ only trial-worker, inside its own mount namespace where a tmpfs hides the script
 trainable is a function of a module beside the script (`model_lib.train_fn`), so cloudpickle
 pickles it by reference and the worker must import `model_lib` from the working_dir the driver
 shipped through the checkpoint-store. Every service and the worker run with CURVE keys made by
-`tunectl keygen --suite` (docs/security.md), so the link carries only encrypted, authenticated
+`tunectl keygen --suite` (docs/explanation/security.md), so the link carries only encrypted,
+authenticated
 traffic; the driver reaches the scheduler on its own host through an ipc:// control socket (a
 file in the test's folder: no CURVE there, file permissions guard it). Needs root, iproute2 and
 util-linux's unshare; skipped

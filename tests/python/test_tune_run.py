@@ -386,7 +386,7 @@ class Saver(tune.Trainable):
 def check_hooks_of(recorder, trial, results):
     """One trial's hooks: start, its results in order, its checkpoints (each on_checkpoint
     followed by on_trial_save), then one end, and nothing after it but the announcement of a
-    checkpoint the store acknowledged after the trial ended (docs/python.md)."""
+    checkpoint the store acknowledged after the trial ended (docs/reference/python.md)."""
     hooks = recorder.hooks(trial.trial_id)
     names = [h for h, _ in hooks]
     assert names[0] == "on_trial_start" and names.count("on_trial_start") == 1

@@ -75,7 +75,7 @@ TEST(FairShareTest, GpusAreTheDominantResourceOfGpuTrials) {
 }
 
 TEST(FairShareTest, DocsSchedulingWorkedExampleHolds) {
-  // docs/scheduling.md: `vision` <1 CPU, 1 GPU> against `tabular` <3 CPUs>.
+  // docs/explanation/fair-share.md: `vision` <1 CPU, 1 GPU> against `tabular` <3 CPUs>.
   const FairShareDemand vision{1, R({{"cpu", 1}, {"gpu", 1}}), 99};
   FairShareDemand tabular{1, R({{"cpu", 3}}), 99};
   EXPECT_EQ(WeightedDrfQuotas(R({{"cpu", 12}, {"gpu", 4}}), {vision, tabular}),

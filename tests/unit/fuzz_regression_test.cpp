@@ -1,5 +1,5 @@
-// Inputs the fuzz targets (fuzz/, docs/security.md "Fuzzing") found crashing, fed to the same
-// bodies in the ordinary build, with the check of the fix.
+// Inputs the fuzz targets (fuzz/, docs/explanation/security.md "Fuzzing") found crashing, fed to
+// the same bodies in the ordinary build, with the check of the fix.
 #include <gtest/gtest.h>
 
 #include <fstream>

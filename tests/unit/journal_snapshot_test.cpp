@@ -381,8 +381,8 @@ TEST(JournalSnapshotTest, EveryIdentityFieldSurvivesTheRecordTheReplayAndTheSnap
 }
 
 TEST(JournalSnapshotTest, TheWeightAndThePreemptedTrialsSurviveTheReplayAndTheSnapshot) {
-  // Fair-share state a resumed scheduler needs (docs/scheduling.md): the newest weight_set and
-  // the newest trials_preempted list, which an empty list clears.
+  // Fair-share state a resumed scheduler needs (docs/explanation/fair-share.md): the newest
+  // weight_set and the newest trials_preempted list, which an empty list clears.
   const ExperimentIdentity identity{.experiment_id = "f00d1", .base_dir = "/srv/exp"};
   const json submitted = ExperimentSubmitted(identity, "name: tune\n");
   ReplayedExperiment replayed =

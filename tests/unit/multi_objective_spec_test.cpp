@@ -1,7 +1,7 @@
 // Tests for an experiment of several objectives as the experiment file gives it (`metric:` and
-// `mode:` lists, docs/search.md "Many objectives"): what the spec holds, the errors that name the
-// file, line and field, and the rules for searchers and trial schedulers written for one metric
-// (libs/tune/objective_rules.hpp).
+// `mode:` lists, docs/reference/search.md "Many objectives"): what the spec holds, the errors that
+// name the file, line and field, and the rules for searchers and trial schedulers written for one
+// metric (libs/tune/objective_rules.hpp).
 #include <fmt/format.h>
 #include <gtest/gtest.h>
 

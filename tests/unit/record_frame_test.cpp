@@ -1,6 +1,6 @@
 // Tests for the stored form of journal records (libs/journal/record_frame.hpp,
-// docs/journal-format.md) and the CRC-32C under it: a framed record reads back as its record,
-// a journal written before frames still reads, and every torn, flipped or foreign record is
+// docs/reference/journal-format.md) and the CRC-32C under it: a framed record reads back as its
+// record, a journal written before frames still reads, and every torn, flipped or foreign record is
 // refused with a message saying why, never read as a record.
 #include "libs/journal/record_frame.hpp"
 

@@ -19,7 +19,8 @@ namespace {
 using nlohmann::json;
 
 TEST(RecordKindTest, NamesAreTheJournalFormatsBytesAndRoundTrip) {
-  // docs/journal-format.md "Record kinds": a stored record's kind must never be respelled.
+  // docs/reference/journal-format.md "Record kinds": a stored record's kind must never be
+  // respelled.
   const std::pair<RecordKind, const char*> expected[] = {
       {RecordKind::kExperimentSubmitted, "experiment_submitted"},
       {RecordKind::kTrialAdded, "trial_added"},
@@ -78,8 +79,8 @@ TEST(RecordKindTest, EveryWriterSpellsItsKindFromTheTable) {
 }
 
 TEST(RecordKindTest, ReplayRefusesAnUnknownKindWithItsPositionAndName) {
-  // A newer writer's kind stops replay at that record (docs/deploy.md "Upgrade"), whether or not
-  // the record names a trial.
+  // A newer writer's kind stops replay at that record (docs/how-to/deploy.md "Upgrade"), whether or
+  // not the record names a trial.
   JournalReplayer replayer;
   ASSERT_TRUE(replayer.Apply(ExperimentSubmitted(ExperimentIdentity{}, "name: x\n")).ok());
   for (const json& record : {json{{kKindField, "no_such_kind"}},

@@ -478,8 +478,8 @@ TEST(ExperimentSpecTest, SchedulerParametersAreCheckedWithTheirLine) {
 }
 
 TEST(ExperimentSpecTest, SearchIsRandomByDefaultOrNamedOrAMap) {
-  // `search:` (docs/search.md): absent means random; a name; or a map whose type defaults to
-  // random, with the generic keys kept for MakeSearcher.
+  // `search:` (docs/reference/search.md): absent means random; a name; or a map whose type defaults
+  // to random, with the generic keys kept for MakeSearcher.
   Result<ExperimentSpec> none = Parse(kMinimal);
   ASSERT_TRUE(none.ok()) << none.status().message();
   EXPECT_EQ(none->search, "random");
@@ -621,7 +621,7 @@ TEST(ExperimentSpecTest, OutOfRangeCountsAreRejected) {
 }
 
 TEST(ExperimentSpecTest, WeightIsAPositiveNumber) {
-  // The fair-share weight (docs/scheduling.md): any number > 0, 1 when absent.
+  // The fair-share weight (docs/explanation/fair-share.md): any number > 0, 1 when absent.
   ExpectInvalid(std::string(kMinimal) + "weight: 0\n",
                 "exp.yaml:3: weight: must be a number > 0 (the experiment's fair-share weight), "
                 "got 0");

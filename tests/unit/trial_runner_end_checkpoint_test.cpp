@@ -1,7 +1,8 @@
 // TrialRunner and checkpoint_at_end: a stopped trial is TERMINATED at once while its attempt
 // stores the end checkpoint (Ray Tune 2.x); the attempt keeps its worker and allocation until it
 // exits, a successor waits for it, and a worker that dies or restarts without it is journaled
-// as the checkpoint's loss (docs/recovery.md). Driven with the fakes of fake_executor.hpp.
+// as the checkpoint's loss (docs/explanation/recovery.md). Driven with the fakes of
+// fake_executor.hpp.
 #include "tests/unit/trial_lifecycle_fixture.hpp"
 
 namespace tunebus {

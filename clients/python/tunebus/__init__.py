@@ -9,7 +9,7 @@ Two faces:
 * the driver, Ray Tune 2.x's API (`from tunebus import tune`, `from tunebus import train`,
   `tunebus.air.session`), `tunebus.init(address=...)` and `tunebus.Experiment` for a running
   experiment. They need pyzmq, msgpack and cloudpickle (tunebus._deps), imported on first use,
-  so `import tunebus` alone never needs them. docs/python.md has the guide.
+  so `import tunebus` alone never needs them. docs/reference/python.md has the guide.
 
 `tunebus.get_gpu_ids()` is Ray's `ray.get_gpu_ids()` for a trainable (tunebus._resources).
 """

@@ -37,7 +37,8 @@ from tunebus._trial import Trial
 class Callback:
     """Ray Tune 2.x's `tune.Callback`: override any hook. `iteration` is the driver loop's step
     count, `trials` every trial known so far (tunebus._trial.Trial), `trial` the one the event is
-    about; `**info` is empty. Called in the driver process (docs/python.md "Callbacks")."""
+    about; `**info` is empty. Called in the driver process (docs/reference/python.md
+    "Callbacks")."""
 
     def setup(self, stop=None, num_samples=None, total_num_samples=None, **info):
         """Called once before the experiment starts, as Ray Tune 2.x's `Callback.setup`.
@@ -167,7 +168,7 @@ class LoggerCallback(Callback):
 
 class _FilesWrittenByTheScheduler(LoggerCallback):
     """A Ray logger whose files the scheduler already writes in every trial folder
-    (docs/results.md): accepted, and it writes nothing more."""
+    (docs/reference/results-folder.md): accepted, and it writes nothing more."""
 
     def __init__(self, *args, **kwargs):
         pass

@@ -2,7 +2,7 @@
 
 Plain records with Ray's field names and defaults; tunebus._tuner turns them into the experiment
 file (README "Experiment file"). Fields tunebus does not act on are accepted and documented as
-ignored in docs/python.md ("Porting from Ray Tune").
+ignored in docs/reference/python.md ("Porting from Ray Tune").
 """
 
 import dataclasses

@@ -1,6 +1,7 @@
 """CurveZMQ for the package's tcp:// sockets when the environment names a keys folder.
 
-With `TUNEBUS_KEYS_DIR` set (as for tunectl and the services, docs/security.md), the package's
+With `TUNEBUS_KEYS_DIR` set (as for tunectl and the services, docs/explanation/security.md), the
+package's
 sockets to and from a connected suite use CURVE, like every tcp:// socket of the suite:
 
   <keys-dir>/<TUNEBUS_KEY_NAME, else the caller's default>.key_secret
@@ -69,7 +70,8 @@ def _load(path, secret):
         raise TuneError(
             "failed_precondition",
             "cannot read the CURVE key file %s (%s: %s); make "
-            "keys with `tunectl keygen` (docs/security.md)" % (path, KEYS_DIR_ENV, e.strerror or e),
+            "keys with `tunectl keygen` (docs/explanation/security.md)"
+            % (path, KEYS_DIR_ENV, e.strerror or e),
         ) from None
     except ValueError as e:
         raise TuneError("invalid_argument", "%s is not a CURVE key file: %s" % (path, e)) from None

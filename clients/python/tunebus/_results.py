@@ -9,7 +9,8 @@ the scheduler reads them the same.
 Stored checkpoints are exported from the checkpoint-store to this host on first use
 (`Result.checkpoint`, tunebus._checkpoint).
 
-`ResultGrid.from_folder` reads a results folder on its own instead (docs/results.md's layout:
+`ResultGrid.from_folder` reads a results folder on its own instead
+(docs/reference/results-folder.md's layout:
 `<trial>/params.json`, `result.json` (one JSON object per result), `error.txt`), for a folder
 whose suite does not report it (tunebus._analysis); its checkpoints are exported only with an
 `exporter`.
@@ -99,7 +100,8 @@ class ResultGrid:
     result), "all" (any result), "last-N-avg" / "avg" / "all-avg" as Ray; trials without the
     metric are skipped; metric and mode default to the TuneConfig's (ValueError when those are
     lists: several objectives have no one best result). `get_pareto_front()`: the non-dominated
-    results of several objectives (docs/python.md "Many objectives"). `get_dataframe(filter_metric,
+    results of several objectives (docs/reference/python.md "Many objectives").
+    `get_dataframe(filter_metric,
     filter_mode)`: one row per trial (its last result, or with filter_metric the best by it),
     flattened as Ray (`config/lr`). `errors`, `num_errors`, `num_terminated`,
     `experiment_path`."""

@@ -1,7 +1,7 @@
 """Ray Tune 2.x's search space functions (ray/tune/search/sample.py) and their experiment-file form.
 
 Each function returns a `Domain` whose `to_spec()` is the param_space entry of the experiment
-file (docs/schedulers.md "Search spaces"): `tune.loguniform(1e-4, 1e-1)` is
+file (docs/reference/schedulers.md "Search spaces"): `tune.loguniform(1e-4, 1e-1)` is
 `{"loguniform": [0.0001, 0.1]}`. The scheduler draws the values (its variant generator, or the
 searcher named in `search:`); `Domain.sample(rng)` draws one in the driver only for a suggestion
 of a searcher the driver serves that lacks the key (tunebus._search_driver). A `sample_from`

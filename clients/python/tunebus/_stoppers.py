@@ -1,5 +1,5 @@
 """Ray Tune 2.x's stoppers (ray/tune/stopper/): run in the driver over the driver link like any
-`tune.Stopper` (docs/python.md "The driver link"), with Ray's semantics."""
+`tune.Stopper` (docs/reference/python.md "The driver link"), with Ray's semantics."""
 
 import collections
 import datetime

@@ -140,7 +140,7 @@ def with_resources(trainable, resources):
 class Stopper:
     """Ray's `tune.Stopper`: `__call__(trial_id, result) -> bool` stops that trial;
     `stop_all() -> bool` (asked after each result) ends the experiment. Runs in the driver:
-    the scheduler sends every result over the driver link (docs/python.md)."""
+    the scheduler sends every result over the driver link (docs/reference/python.md)."""
 
     def __call__(self, trial_id, result):
         raise NotImplementedError

@@ -1,4 +1,5 @@
-"""Ray Tune 2.x's `Tuner`: a Tuner becomes an experiment file run by tunebus (docs/python.md).
+"""Ray Tune 2.x's `Tuner`: a Tuner becomes an experiment file run by tunebus
+(docs/reference/python.md).
 
 `fit()`:
 1. `build_experiment` translates the trainable, param space, TuneConfig and RunConfig into the
@@ -279,7 +280,7 @@ def build_experiment(trainable, param_space=None, tune_config=None, run_config=N
         )
     if tc.scheduler is not None:
         # Several objectives: the scheduler compares its own metric, one of them (Ray's rule;
-        # the scheduler refuses to guess which, docs/search.md "Many objectives").
+        # the scheduler refuses to guess which, docs/reference/search.md "Many objectives").
         scheduler = _inherit(
             tc.scheduler, None if many else tc.metric, None if many else tc.mode, "scheduler"
         )

@@ -25,7 +25,8 @@ else tcp://127.0.0.1:5600. With $TUNEBUS_SEARCHER_PARENT_PID set (the scheduler 
 it exits once that process is no longer its parent: a scheduler that was SIGKILLed leaves no
 searcher behind (the scheduler also asks the kernel for SIGTERM then, PR_SET_PDEATHSIG).
 
-With $TUNEBUS_KEYS_DIR set, a tcp:// endpoint is a CURVE server (docs/security.md): it serves
+With $TUNEBUS_KEYS_DIR set, a tcp:// endpoint is a CURVE server (docs/explanation/security.md): it
+serves
 with the keypair <keys-dir>/<--key-name>.key_secret (default $TUNEBUS_KEY_NAME, else "searcher",
 the key the scheduler expects at <keys-dir>/searcher.key unless the experiment's
 `search.server_key` names another) and accepts only the scheduler's key <keys-dir>/scheduler.key.

@@ -69,7 +69,7 @@ void ControlService::AddHandlers() {
     };
   };
   // Reads are the viewers' (the dispatcher's default roles, bus::kViewers); everything that
-  // submits, uploads or changes state needs an operator key (docs/security.md).
+  // submits, uploads or changes state needs an operator key (docs/explanation/security.md).
   const bus::RoleSet ops = bus::kOperators;
   TrialHandlers* t = trials_.get();
   ExperimentHandlers* e = experiments_.get();

@@ -4,8 +4,8 @@
 //
 // Why result.json: it holds exactly the journal's result records of the trial, each as the
 // result the trial reported with Ray Tune's auto-filled keys and its config at that point, once
-// each and in journal order (docs/recovery.md "The results folder"), on the scheduler's own
-// host, for a running experiment and for one read back from its journal alike; one trial's rows
+// each and in journal order (docs/explanation/recovery.md "The results folder"), on the scheduler's
+// own host, for a running experiment and for one read back from its journal alike; one trial's rows
 // are one file, where the journal would be read whole (every trial's records) for each page.
 // A running trial's newest rows appear once their records are durable and the file writer wrote
 // them (ResultFileWriter::kFileFlushInterval).

@@ -38,7 +38,7 @@ double ElapsedToLastResult(const std::vector<Trial>& trials, double submitted_at
 }
 
 // An experiment file's server_key as the link takes it: a Z85 key or "" as is, a key file's
-// path made absolute against the file's folder `base_dir` (docs/search.md).
+// path made absolute against the file's folder `base_dir` (docs/reference/search.md).
 std::string KeyRelativeTo(const std::string& server_key, const std::string& base_dir) {
   if (server_key.empty() || bus::IsZ85Key(server_key) || base_dir.empty()) return server_key;
   const fs::path path(server_key);

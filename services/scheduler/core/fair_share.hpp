@@ -4,8 +4,8 @@
 // DRF"). Pure: no sockets, no clock; the scheduler feeds it the cluster's capacity and each
 // experiment's demand (FairShareArbiter::Apply, fair_share_arbiter.hpp, every round, refilling
 // only when QuotasStillHold says the quotas changed or kQuotaRefresh has passed) and caps each
-// experiment's placements at its quota (Experiment::set_trial_quota). docs/scheduling.md states
-// the policy with a worked example.
+// experiment's placements at its quota (Experiment::set_trial_quota).
+// docs/explanation/fair-share.md states the policy with a worked example.
 //
 // Units: Resources are fixed-point (Resources::kScale units per whole; memory in bytes). An
 // experiment's dominant share is the largest, over resource kinds, of what its trials hold

@@ -1,7 +1,7 @@
 // The dashboard's static files, embedded in the binary at build time (services/scheduler/
 // dashboard/embed_assets.cmake generates assets.cpp): every file of services/scheduler/
 // dashboard/static/ by its file name, and "chart.min.js", Chart.js's UMD build from Debian's
-// libjs-chart.js, when the build found it (docs/dashboard.md).
+// libjs-chart.js, when the build found it (docs/how-to/dashboard.md).
 #pragma once
 
 #include <string_view>

@@ -1,4 +1,4 @@
-// DashboardServer: the scheduler's web dashboard (docs/dashboard.md), served over HTTP
+// DashboardServer: the scheduler's web dashboard (docs/how-to/dashboard.md), served over HTTP
 // by cpp-httplib on threads of its own. It never touches the scheduler's state: it is a client
 // of the scheduler like `tunectl`, so the page costs the event loop only the control requests
 // it sends, and the roles of the control socket apply to it.

@@ -1,4 +1,5 @@
-// The dashboard's sign-in sessions, CSRF checks and action log (docs/dashboard.md "Control").
+// The dashboard's sign-in sessions, CSRF checks and action log (docs/how-to/dashboard.md
+// "Control").
 //
 // Signing in (/login) with a login token (dashboard/tokens.hpp) that the scheduler verified makes
 // a Session: a random id (the HttpOnly, SameSite=Strict cookie kSessionCookie), a random CSRF

@@ -1,6 +1,6 @@
-// LoginTokens: the dashboard's login tokens (docs/dashboard.md "Sign-in"). The scheduler keeps a
-// 32-byte secret and signs each token with it (libsodium's crypto_auth, HMAC-SHA-512-256); it
-// alone issues tokens (`tunectl dashboard-token`, an operator's request) and checks them (at
+// LoginTokens: the dashboard's login tokens (docs/how-to/dashboard.md "Sign-in"). The scheduler
+// keeps a 32-byte secret and signs each token with it (libsodium's crypto_auth, HMAC-SHA-512-256);
+// it alone issues tokens (`tunectl dashboard-token`, an operator's request) and checks them (at
 // sign-in and at every action). A token is
 //
 //   tbt1.<claims>.<tag>     claims: base64url of {"v":1,"name","role","iat","exp","jti"} (JSON)

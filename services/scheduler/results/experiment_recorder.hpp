@@ -88,8 +88,8 @@ class ExperimentRecorder final : public RunnerObserver {
   /// the summary as of that call, when none is in progress) and, once every trial is in, hands
   /// it to the writer as WriteStateFile does and returns true. Each trial is written as it was
   /// at the call that wrote it. The loop's cost per call is O(budget), never O(trials): at 8,000
-  /// trials a whole text took it ~18 ms at once (docs/performance-cluster.md "Cluster scale").
-  /// WriteStateFile drops a text in progress.
+  /// trials a whole text took it ~18 ms at once (docs/explanation/performance/cluster.md "Cluster
+  /// scale"). WriteStateFile drops a text in progress.
   bool StepStateFile(size_t& budget);
   const std::string& experiment_dir() const { return experiment_dir_; }
   /// The result file writer (ResultFilesRepair stages the rows a resume completes on it).

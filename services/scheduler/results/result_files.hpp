@@ -1,18 +1,19 @@
 // ResultFiles: writes a trial's files in Ray Tune's layout (<trial>/params.json, result.json as
 // JSON lines, progress.csv with the columns of the first result, events.out.tfevents.* for
-// TensorBoard; shapes in result_text.hpp and tensorboard_events.hpp, docs/results.md) on a
-// background thread, the ResultFileWriter, so the scheduler's event loop never waits on the file
-// system (creating a trial's files costs ext4 inode allocations; formatting a result line and a
-// CSV row costs more than deciding on it). One ResultFiles per experiment; one ResultFileWriter
-// per scheduler process writes for all of them (a writer thread per experiment would cost 50
-// experiments 50 thread creations at submission and up to 50 futex wake-ups per poll round, more
-// than the rows cost the loop: docs/performance-cluster.md "Many experiments").
-// The journal, not these files, is the record of an experiment: the files are its projection for
-// humans and tools (docs/recovery.md "The results folder"). A task staged with `after_record`
-// reaches the writer only once that journal record is durable (Flush(durable)), so the files never
-// hold a row a crash could take from the journal; the writer flushes what it wrote to the kernel
-// within kFileFlushInterval, so `tail -f` and notebooks see results live and a killed scheduler
-// loses no written row. ResultFilesRepair completes the files from the journal on resume.
+// TensorBoard; shapes in result_text.hpp and tensorboard_events.hpp,
+// docs/reference/results-folder.md) on a background thread, the ResultFileWriter, so the
+// scheduler's event loop never waits on the file system (creating a trial's files costs ext4 inode
+// allocations; formatting a result line and a CSV row costs more than deciding on it). One
+// ResultFiles per experiment; one ResultFileWriter per scheduler process writes for all of them (a
+// writer thread per experiment would cost 50 experiments 50 thread creations at submission and up
+// to 50 futex wake-ups per poll round, more than the rows cost the loop:
+// docs/explanation/performance/cluster.md "Many experiments"). The journal, not these files, is the
+// record of an experiment: the files are its projection for humans and tools
+// (docs/explanation/recovery.md "The results folder"). A task staged with `after_record` reaches
+// the writer only once that journal record is durable (Flush(durable)), so the files never hold a
+// row a crash could take from the journal; the writer flushes what it wrote to the kernel within
+// kFileFlushInterval, so `tail -f` and notebooks see results live and a killed scheduler loses no
+// written row. ResultFilesRepair completes the files from the journal on resume.
 //
 // Threading: ResultFiles' methods are called by one thread (the scheduler's loop). They stage
 // work without a lock; Flush() hands what is staged to the writer in one go (once per poll round),
@@ -21,7 +22,7 @@
 //
 // The writer thread runs at nice kWriterNice: on a busy host the loop's decisions, which workers
 // wait for, take the CPU first, and the files catch up when it is free (measured in
-// docs/performance.md, "The result file writer at nice 19").
+// docs/explanation/performance/index.md, "The result file writer at nice 19").
 //
 // Memory stays bounded when the files cannot keep up: Backlog() tells the scheduler to start
 // no new trial while it is high (the scheduler's placement gate), and past kMaxBacklog tasks
@@ -183,7 +184,8 @@ class ResultFiles {
   /// the new text, never a partial one). Handed to the writer at once, ahead of staged tasks
   /// that wait for journal records; a later ReplaceFile of the same path lands after it. A
   /// failure is logged and leaves the old file. For the experiment state file, whose fsync took
-  /// the event loop 20-60 ms at 6,000 trials (docs/performance-cluster.md "Cluster scale").
+  /// the event loop 20-60 ms at 6,000 trials (docs/explanation/performance/cluster.md "Cluster
+  /// scale").
   void ReplaceFile(std::string path, std::string text);
   /// Tasks this experiment has staged plus every task the writer has not written yet (all
   /// experiments': they wait for the same disk) (loop thread).

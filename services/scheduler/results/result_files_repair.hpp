@@ -1,9 +1,9 @@
 // ResultFilesRepair: brings a resumed experiment's result files back to what its journal holds
-// (docs/recovery.md "The results folder"). The files of a trial hold exactly the journal's result
-// records of that trial, in journal order: one line of result.json, one row of progress.csv
-// (after the CSV header) and one record of its TensorBoard event file (after the file version)
-// each. Every row is derived from its record and the trial's config at that point of the journal
-// (trial_added / trial_updated records), so a repaired row is the row live writing gave. A
+// (docs/explanation/recovery.md "The results folder"). The files of a trial hold exactly the
+// journal's result records of that trial, in journal order: one line of result.json, one row of
+// progress.csv (after the CSV header) and one record of its TensorBoard event file (after the file
+// version) each. Every row is derived from its record and the trial's config at that point of the
+// journal (trial_added / trial_updated records), so a repaired row is the row live writing gave. A
 // scheduler killed mid-run leaves them short (rows its writer had not written yet) or with a torn
 // last line; one killed while ending the experiment may leave rows whose records never became
 // durable. Repairing twice changes nothing.

@@ -1,7 +1,7 @@
 // ResultText: a result's lines for Ray Tune's per-trial files (result.json as JSON lines,
 // progress.csv rows), formatted straight from the result's msgpack bytes (the form the runner
 // keeps and journals), with no JSON document in between: building and freeing one would be
-// most of the file writer's cost per result (docs/performance.md).
+// most of the file writer's cost per result (docs/explanation/performance/index.md).
 #pragma once
 
 #include <cstdint>

@@ -7,8 +7,8 @@
 // wall_time, fixed32 floats, fields in number order, proto3 defaults left out: the bytes
 // libprotobuf's SerializeToString gives, which tests/unit/tensorboard_events_test.cpp checks
 // byte for byte against the generated results/tensorboard/event.pb.h). Building and freeing an
-// Event message per result was a fifth of the result file writer's samples (docs/performance.md,
-// item 33).
+// Event message per result was a fifth of the result file writer's samples
+// (docs/explanation/performance/index.md, item 33).
 //
 // TFRecord framing (TensorFlow's tensorflow/core/lib/io/record_writer.cc, and the TFRecord
 // format in the TensorFlow guide "TFRecord and tf.train.Example"), every integer little-endian:

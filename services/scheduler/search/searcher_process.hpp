@@ -1,6 +1,6 @@
 // SearcherProcess: the searcher process the scheduler starts itself for
-// `search: {type: external, command: [...]}` (docs/search.md, proto/PROTOCOL.md section 7a),
-// and SpawnedSearcherLink, the SearcherLink that starts it on its first request.
+// `search: {type: external, command: [...]}` (docs/reference/search.md, proto/PROTOCOL.md section
+// 7a), and SpawnedSearcherLink, the SearcherLink that starts it on its first request.
 //
 // Where it runs: the command in the experiment file's folder, stdin /dev/null, stdout and stderr
 // appended to <experiment dir>/searcher.log (each start and each exit noted there too).

@@ -88,9 +88,9 @@ class JournalReader {
   void Ended(const std::string& journal, uint64_t last_seq, Done<bool> done);
   /// The experiment's state: the newest snapshot in the store (if any) plus the records after
   /// it, up to last_seq, 10,000 a request. A record that fails its frame's CRC or does not decode
-  /// (torn or flipped, docs/journal-format.md) or does not apply ends the replay there, with an
-  /// error log line naming its seq. Errors: Unavailable; Corruption for a journal that does not
-  /// start with experiment_submitted.
+  /// (torn or flipped, docs/reference/journal-format.md) or does not apply ends the replay there,
+  /// with an error log line naming its seq. Errors: Unavailable; Corruption for a journal that does
+  /// not start with experiment_submitted.
   void Replay(const std::string& journal, uint64_t last_seq,
               Done<journal::ReplayedExperiment> done);
 

@@ -4,8 +4,9 @@
 // Decisions message (proto/worker.hpp), so a round that acknowledges N results of a worker and
 // starts M trials on it costs 1 + M frames, and the worker's ZeroMQ I/O thread is woken once
 // per burst rather than once per message (a StartTrial sent on its own would cut the round's
-// decision batch in two and cost an eventfd wake-up and a context switch: docs/performance.md,
-// "Sends to a worker once per round"). A worker sees the messages in the order they were made.
+// decision batch in two and cost an eventfd wake-up and a context switch:
+// docs/explanation/performance/index.md, "Sends to a worker once per round"). A worker sees the
+// messages in the order they were made.
 #pragma once
 
 #include <functional>

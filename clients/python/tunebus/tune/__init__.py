@@ -1,5 +1,6 @@
 """Ray Tune 2.x's driver API on tunebus: `from tunebus import tune` in place of
-`from ray import tune`. docs/python.md ("Porting from Ray Tune") lists every name and how it
+`from ray import tune`. docs/reference/python.md ("Porting from Ray Tune") lists every name and how
+it
 differs."""
 
 from tunebus._analysis import ExperimentAnalysis

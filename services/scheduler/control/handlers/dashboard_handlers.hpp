@@ -1,6 +1,6 @@
 // DashboardHandlers: the control socket's dashboard requests (proto/dashboard.hpp,
-// docs/dashboard.md "Control"): login tokens are issued and checked here, with the secret the
-// scheduler alone holds, and a dashboard action runs as the tunectl request it names (answered
+// docs/how-to/dashboard.md "Control"): login tokens are issued and checked here, with the secret
+// the scheduler alone holds, and a dashboard action runs as the tunectl request it names (answered
 // by that request's handler in TrialHandlers or ExperimentHandlers) once its token grants
 // operator. Each issue, refusal and action is logged with the token's name and role.
 //

@@ -1,6 +1,6 @@
-// AnalysisRoutes: the JSON routes of the experiment page's analysis panels (docs/dashboard.md):
-// the trials as columns with the importance, the searcher's phase and the trial scheduler's
-// decisions, a handler each, registered by AddTo:
+// AnalysisRoutes: the JSON routes of the experiment page's analysis panels
+// (docs/how-to/dashboard.md): the trials as columns with the importance, the searcher's phase and
+// the trial scheduler's decisions, a handler each, registered by AddTo:
 //
 //   GET /api/experiments/NAME/analysis     the columns (AnalysisColumns), the importance, the
 //                                          searcher's phase, "cached" and "compute_ms"

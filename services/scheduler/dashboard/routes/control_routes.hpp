@@ -1,4 +1,4 @@
-// ControlRoutes: the dashboard's sign-in and control routes (docs/dashboard.md "Control"), a
+// ControlRoutes: the dashboard's sign-in and control routes (docs/how-to/dashboard.md "Control"), a
 // handler each, registered by AddTo:
 //
 //   GET  /login                      the sign-in page (a form posting the token)

@@ -1,5 +1,5 @@
-// ExperimentRoutes: the dashboard's experiment pages and their JSON routes (docs/dashboard.md),
-// a handler each, registered by AddTo:
+// ExperimentRoutes: the dashboard's experiment pages and their JSON routes
+// (docs/how-to/dashboard.md), a handler each, registered by AddTo:
 //
 //   GET /                                      the experiments page (index.html)
 //   GET /experiments/NAME                      one experiment's page (experiment.html)

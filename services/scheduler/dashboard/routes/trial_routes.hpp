@@ -1,5 +1,5 @@
-// TrialRoutes: the dashboard's trial page and its JSON routes (docs/dashboard.md "One trial"),
-// a handler each, registered by AddTo:
+// TrialRoutes: the dashboard's trial page and its JSON routes (docs/how-to/dashboard.md "One
+// trial"), a handler each, registered by AddTo:
 //
 //   GET /experiments/NAME/trials/ID            the page (trial.html, trial.js)
 //   GET /api/experiments/NAME/trials/ID        {experiment, journal, metric, mode, trial: the
@@ -23,10 +23,10 @@
 // Everything runs on the HTTP threads: the trial object comes from the control socket (a read),
 // the files from the trial's folder on this host (the scheduler writes result.json and
 // error.txt there; the workers append stdout and stderr to the same folder, shared with remote
-// workers as docs/deploy.md describes), the checkpoint's bytes from the checkpoint-store
+// workers as docs/how-to/deploy.md describes), the checkpoint's bytes from the checkpoint-store
 // through fetch_checkpoint, which the scheduler's event loop forwards without waiting: it sends
 // the store's answer on as it comes. The dashboard's viewer key may not read the store itself
-// (its checkpoint calls are the workers' and services', docs/security.md).
+// (its checkpoint calls are the workers' and services', docs/explanation/security.md).
 // Thread-safety: handlers run on several HTTP threads at once; it keeps no state of its own.
 #pragma once
 

@@ -1,4 +1,5 @@
-// WhatIfRoutes: the experiment page's what-if panel (docs/whatif.md, docs/dashboard.md):
+// WhatIfRoutes: the experiment page's what-if panel (docs/how-to/whatif.md,
+// docs/how-to/dashboard.md):
 //
 //   GET /api/experiments/NAME/whatif?scheduler=JSON[&sweep=JSON][&seed=N]
 //       the scheduler's `whatif` answer (proto/control.hpp WhatIf): one replay's report beside

@@ -1,4 +1,4 @@
-// The tunebus dashboard's analysis views (docs/dashboard.md): the experiments page's progress
+// The tunebus dashboard's analysis views (docs/how-to/dashboard.md): the experiments page's progress
 // bars with an ETA, and on one experiment's page the optimization history, the parallel
 // coordinates, the hyperparameter importance, the trial scheduler's decisions and the searcher's
 // phase. Data comes from /api/experiments/NAME/{analysis,decisions} (one columnar answer for all

@@ -1,4 +1,4 @@
-// The dashboard's sign-in and control (docs/dashboard.md "Control"), beside dashboard.js: the
+// The dashboard's sign-in and control (docs/how-to/dashboard.md "Control"), beside dashboard.js: the
 // header shows who is signed in (GET /api/session) with a sign-out button, or a sign-in link.
 // On an experiment's page a signed-in operator gets, besides the read-only views:
 //   - a control column in the trial table (pause / resume / stop by the trial's status), added to

@@ -1,4 +1,4 @@
-// The tunebus dashboard's pages (docs/dashboard.md): the experiments page (/) and one experiment's
+// The tunebus dashboard's pages (docs/how-to/dashboard.md): the experiments page (/) and one experiment's
 // page (/experiments/NAME). Data comes from the scheduler's JSON API (/api/...); live changes from
 // its Server-Sent Events (/events), one event per scheduler event. Read-only: no request here
 // changes anything.

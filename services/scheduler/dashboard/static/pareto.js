@@ -1,4 +1,4 @@
-// The Pareto front panel of a multi-objective experiment's page (docs/dashboard.md): with two
+// The Pareto front panel of a multi-objective experiment's page (docs/how-to/dashboard.md): with two
 // objectives a scatter of every trial that has both, the front's trials marked and joined by a
 // line in the order of the first objective; with three or more, parallel coordinates across the
 // objectives' axes (each scaled to its range, "better" up), one line per trial, the front's in

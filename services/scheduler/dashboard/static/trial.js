@@ -1,4 +1,4 @@
-// One trial's page (/experiments/NAME/trials/ID, docs/dashboard.md "One trial"): its config,
+// One trial's page (/experiments/NAME/trials/ID, docs/how-to/dashboard.md "One trial"): its config,
 // status and error, its results as a table and a chart, its checkpoints with their export, and
 // the tails of its stdout and stderr. Uses dashboard.js's helpers (el, fmt, getJson, throttle,
 // connectEvents, ...), loaded before it. Live: the trial's events on /events update the summary

@@ -1,4 +1,4 @@
-// The experiment page's what-if panel (docs/whatif.md), beside dashboard.js: on a finished
+// The experiment page's what-if panel (docs/how-to/whatif.md), beside dashboard.js: on a finished
 // experiment, replays its recorded results through another trial scheduler (GET
 // /api/experiments/NAME/whatif, the scheduler's `whatif` control request) and shows the report
 // beside what happened (training iterations, trial-seconds, best final metric, the actual best

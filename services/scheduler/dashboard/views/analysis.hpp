@@ -1,4 +1,4 @@
-// What the dashboard's analysis views (docs/dashboard.md: progress and ETA, optimization
+// What the dashboard's analysis views (docs/how-to/dashboard.md: progress and ETA, optimization
 // history, parallel coordinates, hyperparameter importance, the searcher's phase) make of the
 // control socket's answers: pure functions of JSON, no I/O, unit-tested
 // (tests/unit/dashboard_analysis_test.cpp). Served by AnalysisRoutes

@@ -1,5 +1,5 @@
-// Hyperparameter importance for the dashboard (docs/dashboard.md, "Hyperparameter importance"):
-// a pure function of the trials' configs and metric values, no I/O, unit-tested
+// Hyperparameter importance for the dashboard (docs/how-to/dashboard.md, "Hyperparameter
+// importance"): a pure function of the trials' configs and metric values, no I/O, unit-tested
 // (tests/unit/dashboard_analysis_test.cpp).
 //
 // The estimate is the first-order (main-effect) term of fANOVA (F. Hutter, H. Hoos,

@@ -1,7 +1,7 @@
-// What the experiment page's Pareto front panel (docs/dashboard.md) draws of a multi-objective
-// experiment: every trial's objective values and which trials the front holds. A pure function
-// of the control socket's answers, served by ExperimentRoutes as
-// GET /api/experiments/NAME/pareto and unit-tested (tests/unit/pareto_trials_test.cpp).
+// What the experiment page's Pareto front panel (docs/how-to/dashboard.md) draws of a
+// multi-objective experiment: every trial's objective values and which trials the front holds. A
+// pure function of the control socket's answers, served by ExperimentRoutes as GET
+// /api/experiments/NAME/pareto and unit-tested (tests/unit/pareto_trials_test.cpp).
 #pragma once
 
 #include <nlohmann/json.hpp>

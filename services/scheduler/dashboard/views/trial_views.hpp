@@ -1,8 +1,8 @@
-// What the dashboard's trial page (docs/dashboard.md "One trial",
+// What the dashboard's trial page (docs/how-to/dashboard.md "One trial",
 // dashboard/routes/trial_routes.cpp) makes of a trial object, its result.json and its output files:
 // pure functions of JSON and text, no I/O, unit-tested (tests/unit/dashboard_trial_views_test.cpp).
 // Trial objects have the shape proto/PROTOCOL.md gives them ("Control socket"); result.json is
-// docs/results.md's.
+// docs/reference/results-folder.md's.
 #pragma once
 
 #include <cstdint>

@@ -1,4 +1,4 @@
-// What the dashboard (dashboard/server.hpp, docs/dashboard.md) makes of the control socket's
+// What the dashboard (dashboard/server.hpp, docs/how-to/dashboard.md) makes of the control socket's
 // answers and the event stream: pure functions of JSON and text, no I/O, unit-tested
 // (tests/unit/dashboard_views_test.cpp). Trial objects and experiment summaries have the shapes
 // proto/PROTOCOL.md gives them ("Control socket").
@@ -67,7 +67,8 @@ nlohmann::json SortedPage(const nlohmann::json& trials, const TrialQuery& query,
 /// sort/offset/limit, `total` the matching trials' count.
 nlohmann::json PassThroughPage(const nlohmann::json& page, int64_t total, const TrialQuery& query);
 
-/// The learning curve of a trial from its result.json text (JSON lines, docs/results.md):
+/// The learning curve of a trial from its result.json text (JSON lines,
+/// docs/reference/results-folder.md):
 /// {"points": [{training_iteration, time_total_s, and every other numeric top-level key}],
 ///  "rows": lines read, "truncated": true when only every k-th row (and the last) was kept to
 /// stay within `max_points`}. A line that is not a JSON object (a torn last line while the

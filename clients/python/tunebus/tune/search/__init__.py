@@ -1,7 +1,7 @@
 """Ray Tune 2.x's search algorithms at Ray's module paths (`ray.tune.search` →
 `tunebus.tune.search`).
 
-Where each runs (docs/search.md, docs/python.md "Search integrations"):
+Where each runs (docs/reference/search.md, docs/reference/python.md "Search integrations"):
 - in the scheduler (C++), named in the experiment file's `search:` map: `BasicVariantGenerator`
   (`search: random`), tunebus's `TPESearch` (`search: tpe`), `NSGA2Search` (`search: nsga2`) and
   `MOTPESearch` (`search: motpe`) for several objectives, `TuneBOHB` (`search: bohb`, also at

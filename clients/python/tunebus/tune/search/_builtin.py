@@ -1,7 +1,7 @@
 """The searchers the scheduler runs itself (C++, libs/tune/), named in the experiment file's
 `search:` map: `BuiltinSearcher` and tunebus's own `TPESearch`. `BasicVariantGenerator`
 (basic_variant.py) and `TuneBOHB` (bohb.py) are built-ins too. Nothing of them runs in the
-driver: `to_spec()` is all the Tuner asks of them (docs/search.md).
+driver: `to_spec()` is all the Tuner asks of them (docs/reference/search.md).
 """
 
 from tunebus.tune.search.searcher import Searcher
@@ -71,7 +71,7 @@ class TPESearch(BuiltinSearcher):
     Optuna in the driver (tune.search.optuna). Keyword options are TPESampler's:
     n_startup_trials, n_ei_candidates, consider_prior, prior_weight, consider_magic_clip,
     consider_endpoints, multivariate, group, bandwidth, constant_liar, normalized_density
-    (docs/search.md); `seed` becomes the experiment's seed."""
+    (docs/reference/search.md); `seed` becomes the experiment's seed."""
 
     type = "tpe"
 
@@ -92,7 +92,7 @@ class _ManyObjectiveSearch(BuiltinSearcher):
     """A searcher of several objectives run by the scheduler: `metric`/`mode` are lists (Ray's
     and Optuna's list form), which become the experiment's `metric:`/`mode:` lists (the
     TuneConfig's when left out). `seed` becomes the experiment's seed; keyword options are the
-    searcher's parameters (docs/search.md)."""
+    searcher's parameters (docs/reference/search.md)."""
 
     def __init__(self, metric=None, mode=None, points_to_evaluate=None, seed=None, **options):
         if isinstance(mode, (list, tuple)):

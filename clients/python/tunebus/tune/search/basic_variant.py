@@ -1,5 +1,5 @@
 """Ray Tune 2.x's `ray.tune.search.basic_variant.BasicVariantGenerator`: grid × num_samples random
-draws, run by the scheduler (`search: random`, docs/search.md)."""
+draws, run by the scheduler (`search: random`, docs/reference/search.md)."""
 
 from tunebus.tune.search._builtin import BuiltinSearcher
 

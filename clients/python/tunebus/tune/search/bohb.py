@@ -2,7 +2,8 @@
 
 Ray's TuneBOHB drives HpBandSter's BOHB config generator (hpbandster + ConfigSpace, which Debian
 does not package). The scheduler implements that config generator in C++ (`search: bohb`,
-docs/search.md "bohb"), so this TuneBOHB needs neither library: a Ray script that imports it from
+docs/reference/search.md "bohb"), so this TuneBOHB needs neither library: a Ray script that imports
+it from
 here runs unchanged, paired with `HyperBandForBOHB` as in Ray. What differs: the search space is
 the Tuner's `param_space` (Ray also takes `space`, a ConfigSpace or a dict of Ray domains; here
 `space` is refused with TuneError), and the model runs in the scheduler, not the driver.
@@ -15,7 +16,7 @@ from tunebus.tune.search._builtin import BuiltinSearcher
 class TuneBOHB(BuiltinSearcher):
     """tunebus's BOHB searcher (`search: bohb`), Ray's TuneBOHB in C++ inside the scheduler; pair
     it with `HyperBandForBOHB`. Options: min_points_in_model, top_n_percent, num_samples,
-    random_fraction, bandwidth_factor, min_bandwidth (docs/search.md); `seed` becomes the
+    random_fraction, bandwidth_factor, min_bandwidth (docs/reference/search.md); `seed` becomes the
     experiment's seed. Ray's `bohb_config` dict is accepted as the same options."""
 
     type = "bohb"

@@ -2,7 +2,8 @@
 trials unfinished.
 
 Around a built-in searcher (TPESearch, TuneBOHB, BasicVariantGenerator) it is the `search:` map's
-`max_concurrent`, enforced by the scheduler (docs/search.md). Around any other searcher it runs in
+`max_concurrent`, enforced by the scheduler (docs/reference/search.md). Around any other searcher it
+runs in
 the driver with Ray's semantics (below), and the experiment also gets `max_concurrent` so the
 scheduler does not ask while the limit is reached (the same count: trials this limiter suggested
 and that have not ended).

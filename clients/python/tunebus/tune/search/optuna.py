@@ -148,7 +148,7 @@ class OptunaSearch(Searcher):
     sampler: an `optuna.samplers.BaseSampler` (default TPESampler(seed=seed)). With several
         objectives an NSGAIISampler, MOTPESampler or TPESampler (and a space the scheduler can
         hold) makes the Tuner run the scheduler's own nsga2 / motpe instead of this study
-        (`_tunebus_native`; docs/python.md "Many objectives").
+        (`_tunebus_native`; docs/reference/python.md "Many objectives").
     seed: the default sampler's seed (ignored, with a warning, when `sampler` is given).
     study_name: the study's name (default "optuna"). storage: not supported (TuneError): the
         driver keeps the study in memory and rebuilds it from the scheduler's journal.
