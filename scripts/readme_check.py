@@ -1,12 +1,20 @@
-"""Checks README.md, the front door: every relative link (and image) names a file of the tree, and
-a link's `#anchor` into a Markdown file names one of its headings (GitHub's slugs, as the site's
-myst_heading_anchors makes them).
+"""Checks README.md, the front door.
 
-Prints one line per broken link (`README.md:LINE: ...`) and exits 1 if any; else prints the count.
+Links: every relative link (and image) names a file of the tree, and a link's `#anchor` into a
+Markdown file names one of its headings (GitHub's slugs, as the site's myst_heading_anchors makes
+them). A broken one prints `README.md:LINE: ...` and fails.
 
-Usage: python3 scripts/readme_check.py README.md
+The first command's build figure: the README's line `... build (N steps) took **M min S s** ...
+commit C ...` is what CI's fresh-clone build printed. Given --build-report (scripts/build-report's
+JSON, which scripts/setup writes to build/build-report-setup.json), a build that started from
+nothing without a compiler cache (as on a new machine) is compared with it: more than a factor
+2 apart fails, naming both and the line to write; more than 1.25 apart prints that line as a
+warning. Any other build (incremental, or ccache answering) is not compared, and it says so.
+
+Usage: python3 scripts/readme_check.py README.md [--build-report build/build-report-setup.json]
 """
 
+import json
 import os
 import re
 import sys
@@ -56,13 +64,88 @@ def check(readme):
     return broken, count
 
 
+FIGURE = re.compile(
+    r"build \((?P<steps>\d+) steps\) took \*\*(?P<min>\d+) min (?P<sec>\d+) s\*\*.*?"
+    r"commit (?P<commit>[0-9a-f]{7,})"
+)
+FAIL_FACTOR = 2.0
+WARN_FACTOR = 1.25
+
+
+def minutes_seconds(seconds):
+    seconds = int(round(seconds))
+    return "%d min %02d s" % (seconds // 60, seconds % 60)
+
+
+def check_figure(readme, report_path):
+    """Compares the README's first-command build figure with a build report. Returns a list of
+    failures (empty when it holds or was not compared)."""
+    with open(readme, encoding="utf-8") as f:
+        text = f.read()
+    match = FIGURE.search(text)
+    if match is None:
+        return [
+            "%s: no first-command figure (`build (N steps) took **M min S s** ... commit C`)"
+            % readme
+        ]
+    number = text[: match.start()].count("\n") + 1
+    stated = int(match.group("min")) * 60 + int(match.group("sec"))
+    if not os.path.exists(report_path):
+        print("readme_check: build figure not compared: no %s" % report_path)
+        return []
+    with open(report_path, encoding="utf-8") as f:
+        report = json.load(f)
+    if not report.get("fresh") or report.get("compiler_cache", True):
+        print(
+            "readme_check: build figure not compared: %s is of a build that %s"
+            % (
+                report_path,
+                "did not start from nothing" if not report.get("fresh") else "ccache answered",
+            )
+        )
+        return []
+    measured = report["wall_s"]
+    machine = report.get("machine", {})
+    line = "build (%d steps) took **%s** ... commit %s, %s, %s cores (%s)" % (
+        report["steps"],
+        minutes_seconds(measured),
+        report.get("commit", "?"),
+        report.get("date", "?"),
+        machine.get("cores", "?"),
+        machine.get("cpu_model", "?"),
+    )
+    factor = max(measured, 1.0) / max(stated, 1.0)
+    factor = max(factor, 1.0 / factor)
+    summary = "README.md:%d says %s (commit %s); this fresh build took %s" % (
+        number,
+        minutes_seconds(stated),
+        match.group("commit"),
+        minutes_seconds(measured),
+    )
+    if factor > FAIL_FACTOR:
+        return ["%s: %.2fx apart (over %.1fx); write: %s" % (summary, factor, FAIL_FACTOR, line)]
+    if factor > WARN_FACTOR:
+        print("readme_check: warning: %s, %.2fx apart; write: %s" % (summary, factor, line))
+    else:
+        print("readme_check: %s: within %.2fx" % (summary, WARN_FACTOR))
+    return []
+
+
 def main():
-    readme = sys.argv[1] if len(sys.argv) > 1 else "README.md"
+    args = sys.argv[1:]
+    report = None
+    if "--build-report" in args:
+        i = args.index("--build-report")
+        report = args[i + 1]
+        del args[i : i + 2]
+    readme = args[0] if args else "README.md"
     broken, count = check(readme)
+    if report is not None:
+        broken += check_figure(readme, report)
     for b in broken:
         print(b)
     if broken:
-        print("readme_check: %d of %d relative links broken" % (len(broken), count))
+        print("readme_check: %d problems in %s" % (len(broken), readme))
         return 1
     print("readme_check: %d relative links of %s resolve" % (count, readme))
     return 0
