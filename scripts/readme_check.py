@@ -65,8 +65,9 @@ def check(readme):
 
 
 FIGURE = re.compile(
-    r"build \((?P<steps>\d+) steps\) took \*\*(?P<min>\d+) min (?P<sec>\d+) s\*\*.*?"
-    r"commit (?P<commit>[0-9a-f]{7,})"
+    r"build \((?P<steps>\d+) steps\) took \*\*(?P<min>\d+) min (?P<sec>\d+) s\*\*.{0,200}?"
+    r"commit (?P<commit>[0-9a-f]{7,})",
+    re.S,
 )
 FAIL_FACTOR = 2.0
 WARN_FACTOR = 1.25

@@ -1,7 +1,7 @@
 // CheckpointFailureMode: what a trial does when a checkpoint it was asked for is not stored (the
 // checkpoint-store refused it, e.g. its disk is full). Spelled as the experiment file's
-// `checkpoint_failure` value: continue, pause or fail (README "Experiment file",
-// docs/explanation/recovery.md "A checkpoint the store refuses").
+// `checkpoint_failure` value: continue, pause or fail (docs/reference/experiment-file.md,
+// docs/how-to/outages.md "A checkpoint the store refuses").
 #pragma once
 
 #include <string_view>

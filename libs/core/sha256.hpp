@@ -1,5 +1,5 @@
 // SHA-256 (FIPS 180-4) through libsodium's crypto_hash_sha256 (libsodium comes with libzmq):
-// the content digest of shipped working_dir archives (docs/how-to/deploy.md "The trainable's
+// the content digest of shipped working_dir archives (docs/how-to/ship-code.md "The trainable's
 // code").
 #pragma once
 

@@ -1,7 +1,7 @@
 // ExperimentSpec: the validated content of an experiment file (YAML).
 //
-// The file reads like a Ray Tune `tune.run(...)` call; see README.md "Experiment file" for the
-// reference. Parsing validates everything before anything starts: an invalid file yields
+// The file reads like a Ray Tune `tune.run(...)` call; see docs/reference/experiment-file.md for
+// the reference. Parsing validates everything before anything starts: an invalid file yields
 // InvalidArgument whose message names the file, the line (1-based) and the field path, e.g.
 //   "exp.yaml:7: param_space.lr.loguniform: low must be > 0, got -1"
 #pragma once

@@ -38,7 +38,7 @@
 
 namespace tunebus {
 
-/// The experiment file's `driver:` section (README "Experiment file").
+/// The experiment file's `driver:` section (docs/reference/experiment-file.md).
 struct DriverOptions {
   std::string endpoint;            // the driver's ROUTER: tcp://host:port, ipc://path, inproc://
   bool on_result = true;           // ask the driver about every result before deciding

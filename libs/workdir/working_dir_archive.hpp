@@ -1,7 +1,7 @@
 // The trainable's working_dir as one archive, packed once at submission (Ray's
 // `runtime_env={"working_dir": ...}`): `tunectl` packs it, the checkpoint-store keeps it under
 // its digest, and every trial-worker runs the trainable in its own unpacked copy
-// (docs/how-to/deploy.md "The trainable's code").
+// (docs/how-to/ship-code.md "The trainable's code").
 //
 // The archive is a deterministic tar (GNU format; names sorted bytewise; mtimes, owners and
 // groups zero; symbolic links followed, so a link's target content is shipped), so the same
@@ -17,7 +17,7 @@
 
 namespace tunebus {
 
-/// The experiment file's `working_dir` (README "Experiment file").
+/// The experiment file's `working_dir` (docs/reference/experiment-file.md).
 struct WorkingDirSpec {
   static constexpr int64_t kDefaultMaxSizeBytes = int64_t(100) << 20;  // Ray's working_dir cap
   bool shipped = true;                // false: `working_dir: false`, run at `path` as is

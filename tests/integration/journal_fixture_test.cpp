@@ -1,4 +1,4 @@
-// Upgrades (docs/how-to/deploy.md "Upgrade"): a journal written by an earlier release is read by
+// Upgrades (docs/how-to/upgrade.md): a journal written by an earlier release is read by
 // this one. Each folder tests/fixtures/journal-<version>/ holds the journal of one small experiment
 // as that release's scheduler stored it (journal.jsonl: every stored record's bytes, in seq
 // order) and what that release's tunectl showed of it (expected.json). This test puts each
@@ -6,7 +6,7 @@
 // checks that `tunectl` shows the same experiment, trials and results, read from the journal.
 //
 // A release adds its fixture with the generator below (DISABLED_, so only on demand; the
-// command is in docs/how-to/deploy.md "Upgrade"):
+// command is in docs/how-to/upgrade.md):
 //   build/bin/process_tests --gtest_also_run_disabled_tests
 //                           --gtest_filter='JournalFixtureTest.DISABLED_*'
 // with TUNEBUS_BIN_DIR=build/bin and TUNEBUS_SOURCE_DIR=<the source tree> in the environment.

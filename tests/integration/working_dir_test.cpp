@@ -1,4 +1,4 @@
-// The trainable's working_dir shipped to every worker (README "Experiment file",
+// The trainable's working_dir shipped to every worker (docs/reference/experiment-file.md,
 // docs/how-to/deploy.md): a Python trainable whose folder is deleted right after `tunectl run
 // --detach` uploaded it runs from the workers' caches; a scheduler killed mid-run ships it on from
 // its journal; a restarted worker reuses its cache; a worker that cannot fetch it fails the trial

@@ -1,4 +1,4 @@
-// Upgrades (docs/how-to/deploy.md "Upgrade"): the journals earlier releases wrote,
+// Upgrades (docs/how-to/upgrade.md): the journals earlier releases wrote,
 // tests/fixtures/journal-<version>/journal.jsonl (stored records as hex, in seq order), replay in
 // this build's JournalReplayer to the experiment that release showed (expected.json): every
 // record applies, and the trials, their statuses, configs, failures and iterations and the

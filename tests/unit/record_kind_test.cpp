@@ -79,7 +79,7 @@ TEST(RecordKindTest, EveryWriterSpellsItsKindFromTheTable) {
 }
 
 TEST(RecordKindTest, ReplayRefusesAnUnknownKindWithItsPositionAndName) {
-  // A newer writer's kind stops replay at that record (docs/how-to/deploy.md "Upgrade"), whether or
+  // A newer writer's kind stops replay at that record (docs/how-to/upgrade.md), whether or
   // not the record names a trial.
   JournalReplayer replayer;
   ASSERT_TRUE(replayer.Apply(ExperimentSubmitted(ExperimentIdentity{}, "name: x\n")).ok());

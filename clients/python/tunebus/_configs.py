@@ -1,7 +1,8 @@
 """Ray Tune 2.x's configuration objects (TuneConfig, RunConfig, FailureConfig, CheckpointConfig).
 
 Plain records with Ray's field names and defaults; tunebus._tuner turns them into the experiment
-file (README "Experiment file"). Fields tunebus does not act on are accepted and documented as
+file (docs/reference/experiment-file.md). Fields tunebus does not act on are accepted and documented
+as
 ignored in docs/reference/python.md ("Porting from Ray Tune").
 """
 

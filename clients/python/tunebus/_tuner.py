@@ -3,7 +3,8 @@
 
 `fit()`:
 1. `build_experiment` translates the trainable, param space, TuneConfig and RunConfig into the
-   experiment file's map (README "Experiment file"); pure, so it is unit-tested without a suite.
+   experiment file's map (docs/reference/experiment-file.md); pure, so it is unit-tested without a
+   suite.
 2. `stage` writes a staging folder `<tmp>/tunebus-<name>-<random>/` holding a symlink to every
    top-level entry of the script's folder (without the results folder) and a real `_tunebus/`:
    `trainable.pkl` (cloudpickle: functions of `__main__` by value, importable ones by reference,

@@ -1,7 +1,8 @@
 """The Tuner's staging folder as the working_dir archive the suite ships to every worker.
 
 The same archive `tunectl run` packs for an experiment file without a `working_dir` (the file's
-folder, shipped; libs/workdir/working_dir_archive.hpp, README "Experiment file"): symbolic links
+folder, shipped; libs/workdir/working_dir_archive.hpp, docs/reference/experiment-file.md): symbolic
+links
 followed, `.git/` and `__pycache__/` left out, the results folder left out when it lies inside,
 then the patterns of the root's `.tunebusignore` (gitignore rules,
 libs/workdir/exclude_matcher.hpp);

@@ -1,7 +1,8 @@
 """Ray Tune 2.x's trial schedulers (ray.tune.schedulers) as the experiment file's `scheduler:` map.
 
 Each class takes Ray's parameter names and defaults and turns into
-`{type: <name>, <param>: <value>, ...}` (README "Trial schedulers"; docs/reference/schedulers.md has
+`{type: <name>, <param>: <value>, ...}` (docs/reference/experiment-file.md;
+docs/reference/schedulers.md has
 each
 algorithm). `metric` and `mode` left out are the TuneConfig's, as Ray's `Tuner` sets them; given
 in both places they are refused as Ray refuses them. PBT's `hyperparam_mutations` values may be
