@@ -2,7 +2,7 @@
 # bodies), which compile many translation units one by one. Precompiled headers: the third-party
 # headers nearly all their files include (GoogleTest, nlohmann/json, fmt, msgpack, spdlog, cppzmq,
 # and the standard headers) are parsed once per target instead of once per file (CMake's
-# target_precompile_headers; docs/explanation/performance/index.md "Build time"). The libraries and services are
+# target_precompile_headers; docs/explanation/performance/build-time.md). The libraries and services are
 # unity builds (CMAKE_UNITY_BUILD in the root CMakeLists.txt): a batch of up to 32 files parses
 # them once already. OFF: every file parses its own includes (a missing #include shows).
 option(TUNEBUS_PCH "Precompile the third-party headers of the tests and the fuzz targets" ON)

@@ -109,7 +109,7 @@ struct JournalTruncateAck {
 /// Delete a finished experiment: its journal and every checkpoint whose id starts with
 /// "<experiment>/" (its trials' checkpoints and snapshots), in one synced write, then compact
 /// those key ranges with blob garbage collection forced so the space leaves the disk (blocks the
-/// store while it runs; docs/explanation/performance/cluster.md "Deleting an experiment" has its
+/// store while it runs; docs/explanation/performance/delete.md has its
 /// cost). Answered by ExperimentDeleteAck. Errors: invalid_argument (the name), unavailable
 /// (degraded), io_error.
 struct ExperimentDelete {

@@ -6,7 +6,7 @@
 // reply). glibc serves allocations above its mmap threshold with mmap(2) and hands them back on
 // free, and trims the heap's top above its trim threshold, so at the defaults every such buffer
 // is mapped, page-faulted and zeroed by the kernel again: a quarter of the store's CPU per
-// restored checkpoint (docs/explanation/performance/index.md "Checkpoint bandwidth").
+// restored checkpoint (docs/explanation/performance/checkpoints.md).
 #pragma once
 
 namespace tunebus::service {

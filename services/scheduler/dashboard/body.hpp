@@ -3,7 +3,7 @@
 // libcpp-httplib, built with brotli and zlib) compresses every text or JSON body it is given
 // whole, with brotli at its default quality 11 whenever the browser accepts `br`, on the HTTP
 // thread of each request: ~45 ms for a 16 KB trial page and ~525 ms for Chart.js's 200 KB on
-// the 2-core machine of docs/explanation/performance/cluster.md ("Dashboard with 10,000 trials"),
+// the 2-core machine of docs/explanation/performance/dashboard.md,
 // most of a page load. A provided body is never compressed, and there is no setting for the level.
 #pragma once
 

@@ -7,7 +7,7 @@
 // ResultFiles per experiment; one ResultFileWriter per scheduler process writes for all of them (a
 // writer thread per experiment would cost 50 experiments 50 thread creations at submission and up
 // to 50 futex wake-ups per poll round, more than the rows cost the loop:
-// docs/explanation/performance/cluster.md "Many experiments"). The journal, not these files, is the
+// docs/explanation/performance/many-experiments.md). The journal, not these files, is the
 // record of an experiment: the files are its projection for humans and tools
 // (docs/explanation/recovery.md "The results folder"). A task staged with `after_record` reaches
 // the writer only once that journal record is durable (Flush(durable)), so the files never hold a

@@ -7,7 +7,7 @@
 // One request per round, not one per experiment and round: with 50 experiments the store got 13
 // times the appends of one experiment of the same trials (5,464 against 424 for 10,000 trials),
 // and each cost a decode, an ack and the scheduler's request bookkeeping
-// (docs/explanation/performance/cluster.md "Many experiments").
+// (docs/explanation/performance/many-experiments.md).
 //
 // A part succeeds only on a well-formed JournalAppendManyAck whose part for it names its journal
 // and has no error; any other answer (an ErrorReply, another message type, an ack whose fields

@@ -17,7 +17,7 @@
 //
 // One request per step, not one per experiment and kind: with 50 experiments the resource-manager
 // got 5,158 allocate_batch for 10,000 trials where one experiment's sent 622
-// (docs/explanation/performance/cluster.md "Many experiments").
+// (docs/explanation/performance/many-experiments.md).
 //
 // Each run's callback runs exactly once, on the loop thread: with its own items' answers (an
 // Allocation each, in order; for releases, Ok) or with the error of the request that carried it
