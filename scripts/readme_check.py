@@ -9,7 +9,8 @@ commit C ...` is what CI's fresh-clone build printed. Given --build-report (scri
 JSON, which scripts/setup writes to build/build-report-setup.json), a build that started from
 nothing without a compiler cache (as on a new machine) is compared with it: more than a factor
 2 apart fails, naming both and the line to write; more than 1.25 apart prints that line as a
-warning. Any other build (incremental, or ccache answering) is not compared, and it says so.
+warning. Any other build (incremental, ccache answering, or on a host whose load average was over
+twice its cores) is not compared, and it says so.
 
 Usage: python3 scripts/readme_check.py README.md [--build-report build/build-report-setup.json]
 """
@@ -71,6 +72,7 @@ FIGURE = re.compile(
 )
 FAIL_FACTOR = 2.0
 WARN_FACTOR = 1.25
+LOADED = 2.0  # a load average over 2x the cores: the wall time says more of the host than the build
 
 
 def minutes_seconds(seconds):
@@ -107,6 +109,14 @@ def check_figure(readme, report_path):
         return []
     measured = report["wall_s"]
     machine = report.get("machine", {})
+    load, cores = report.get("load_5min"), machine.get("cores") or 1
+    if load is not None and load > LOADED * cores:
+        print(
+            "readme_check: build figure not compared: the host's load average was %.1f on %d cores "
+            "as the build ended (over %.0fx: other work inflated its wall time)"
+            % (load, cores, LOADED)
+        )
+        return []
     line = "build (%d steps) took **%s** ... commit %s, %s, %s cores (%s)" % (
         report["steps"],
         minutes_seconds(measured),
