@@ -15,12 +15,16 @@
 // trial's types); a std::optional is null (or left out with kOmitDefault) when empty.
 #pragma once
 
+#include <cmath>
 #include <concepts>
+#include <limits>
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
 #include <string_view>
 #include <type_traits>
+#include <utility>
+#include <vector>
 
 namespace tunebus::fields {
 
@@ -79,14 +83,79 @@ struct JsonWriter {
   }
 };
 
+/// An integer type other than bool: what GetInteger reads.
+template <class T>
+concept Integer = std::integral<T> && !std::same_as<T, bool>;
+
+/// `j`'s number as T, range-checked. nlohmann's own get<T>() converts a floating-point value
+/// with static_cast, undefined behaviour when T cannot hold it (NaN, inf, 1e300 in a hostile
+/// journal, snapshot or message), and wraps an integer T cannot hold. A fraction truncates toward
+/// zero, as get<T>() does. Errors: nlohmann::json::type_error 302 when `j` is not a number,
+/// out_of_range 406 when T cannot hold it.
+template <Integer T>
+T GetInteger(const nlohmann::json& j) {
+  using Limits = std::numeric_limits<T>;
+  bool fits = false;
+  if (j.is_number_unsigned()) {
+    fits = j.get_ref<const nlohmann::json::number_unsigned_t&>() <= uint64_t(Limits::max());
+  } else if (j.is_number_integer()) {
+    const int64_t v = j.get_ref<const nlohmann::json::number_integer_t&>();
+    fits = std::in_range<T>(v);
+  } else if (j.is_number_float()) {
+    // [min, max + 1) as doubles: both bounds are powers of two (or 0), so exact.
+    const double v = j.get_ref<const nlohmann::json::number_float_t&>();
+    fits = v >= double(Limits::min()) && v < double(Limits::max() / 2 + 1) * 2.0;
+  } else {
+    throw nlohmann::json::type_error::create(
+        302, std::string("type must be number, but is ") + j.type_name(), &j);
+  }
+  if (!fits) {
+    throw nlohmann::json::out_of_range::create(
+        406, "number " + j.dump() + " is out of range of the field's integer type", &j);
+  }
+  return j.get<T>();
+}
+
+template <class T>
+inline constexpr bool kIsIntegerVector = false;
+template <Integer T>
+inline constexpr bool kIsIntegerVector<std::vector<T>> = true;
+
+/// `j` read as T, with every integer in it read through GetInteger: T is an Integer, a
+/// std::vector or std::optional of one, or a type nlohmann reads (its own from_json).
+template <class T>
+void ReadValue(const nlohmann::json& j, T& v) {
+  if constexpr (Integer<T>) {
+    v = GetInteger<T>(j);
+  } else if constexpr (IsOptional<T>::value) {
+    if (j.is_null()) {
+      v.reset();
+    } else {
+      typename T::value_type inner{};
+      ReadValue(j, inner);
+      v = std::move(inner);
+    }
+  } else if constexpr (kIsIntegerVector<T>) {
+    if (!j.is_array()) {
+      throw nlohmann::json::type_error::create(
+          302, std::string("type must be array, but is ") + j.type_name(), &j);
+    }
+    v.clear();
+    for (const nlohmann::json& e : j) v.push_back(GetInteger<typename T::value_type>(e));
+  } else {
+    j.get_to(v);
+  }
+}
+
 /// What JsonReader does with a field the object lacks (neither kRequired nor kOmitDefault).
 enum class Absent {
   kKeep,     // leave the member as it is
   kDefault,  // set it to its default (value-initialized) value
 };
 
-/// Reads each field from `object`. Errors: nlohmann::json exceptions (out_of_range for a
-/// missing kRequired field, type_error for a value of the wrong type), for the caller to catch.
+/// Reads each field from `object` (ReadValue: integers range-checked). Errors: nlohmann::json
+/// exceptions (out_of_range for a missing kRequired field or an integer out of its type's range,
+/// type_error for a value of the wrong type), for the caller to catch.
 struct JsonReader {
   const nlohmann::json& object;
   Absent absent = Absent::kKeep;
@@ -99,15 +168,7 @@ struct JsonReader {
       if ((flags & kOmitDefault) || absent == Absent::kDefault) v = T{};
       return;
     }
-    if constexpr (IsOptional<T>::value) {
-      if (it->is_null()) {
-        v.reset();
-      } else {
-        v = it->template get<typename T::value_type>();
-      }
-    } else {
-      it->get_to(v);
-    }
+    ReadValue(*it, v);
   }
 };
 

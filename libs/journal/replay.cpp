@@ -194,13 +194,14 @@ Status JournalReplayer::OnTrialStarted(const json& r, Trial& t) {
 }
 
 Status JournalReplayer::OnResult(const json& r, Trial& t) {
-  if (r.at("attempt").get<int64_t>() != t.attempt) return Status::Ok();  // written before a restart
+  if (fields::GetInteger<int64_t>(r.at("attempt")) != t.attempt)
+    return Status::Ok();  // written before a restart
   const json& result = r.at("result");
   if (IsReturnCopy(t.last_seq, r)) {  // an older journal's form of trial.returned: not a result
     last_results_[size_t(t.index)] = result;
     return Status::Ok();
   }
-  t.last_seq = r.at("seq").get<int64_t>();
+  t.last_seq = fields::GetInteger<int64_t>(r.at("seq"));
   t.training_iteration = result.value("training_iteration", t.training_iteration);
   t.time_total_s = result.value("time_total_s", t.time_total_s);
   last_results_[size_t(t.index)] = result;
@@ -244,7 +245,7 @@ Status JournalReplayer::OnCheckpointSaved(const json& r, Trial& t) {
 Status JournalReplayer::OnCheckpointFailed(const json& r, Trial& t) {
   // As TrialRunner::OnCheckpointFailed: the request (and every older one) is closed and the
   // trial notes the refusal; nothing joins its checkpoints.
-  const int64_t iteration = r.at("training_iteration").get<int64_t>();
+  const int64_t iteration = fields::GetInteger<int64_t>(r.at("training_iteration"));
   std::erase_if(t.requested_checkpoints,
                 [&](const CheckpointRef& c) { return c.training_iteration <= iteration; });
   NoteCheckpointNotStored(t, iteration, r.value("reason", ""));
@@ -253,7 +254,7 @@ Status JournalReplayer::OnCheckpointFailed(const json& r, Trial& t) {
 }
 
 Status JournalReplayer::OnDriverDecision(const json& r, Trial& t) {
-  (void)r.at("seq").get<int64_t>();  // malformed without it
+  (void)fields::GetInteger<int64_t>(r.at("seq"));  // malformed without it
   state_.driver_answers[t.trial_id] = r;
   return Status::Ok();
 }

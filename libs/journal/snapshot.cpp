@@ -57,7 +57,7 @@ Trial TrialFrom(const json& j, int64_t index) {
     t.newest_checkpoint_has_config = !t.checkpoints.empty();
   }
   for (const json& f : j.value("failures", json::array())) {
-    t.failures.push_back({f.at(0).get<int64_t>(), f.at(1).get<std::string>(),
+    t.failures.push_back({fields::GetInteger<int64_t>(f.at(0)), f.at(1).get<std::string>(),
                           f.at(2).get<TrialStatus>(),
                           f.size() > 3 ? f.at(3).get<FailureKind>() : FailureKind::kError});
   }
@@ -145,7 +145,7 @@ Result<ReplayedExperiment> DecodeSnapshot(const std::string& bytes) {
       s.ended_status = *status;
     }
     s.ended_reason = j.at("ended_reason").get<std::string>();
-    s.records = j.at("records").get<uint64_t>();
+    s.records = fields::GetInteger<uint64_t>(j.at("records"));
     return s;
   } catch (const json::exception& e) {
     return Status::Corruption(std::string("malformed journal snapshot: ") + e.what());

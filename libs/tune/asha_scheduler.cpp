@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cmath>
 
+#include "libs/core/fields.hpp"
 #include "libs/tune/scheduler_params.hpp"
 
 namespace tunebus {
@@ -155,12 +156,13 @@ void AshaScheduler::OnTrialRemove(const Trial& trial) { Record({{"del", trial.tr
 Status AshaScheduler::Apply(const json& e) {
   try {
     if (e.contains("add")) {
-      const size_t b = e["add"].at(1).get<size_t>();
+      const size_t b = fields::GetInteger<size_t>(e["add"].at(1));
       if (b >= brackets_.size()) return Status::Corruption(fmt::format("asha: no bracket {}", b));
       trial_bracket_[e["add"].at(0).get<std::string>()] = b;
     } else if (e.contains("rec")) {
       const json& r = e["rec"];
-      const size_t b = r.at(1).get<size_t>(), rung = r.at(2).get<size_t>();
+      const size_t b = fields::GetInteger<size_t>(r.at(1)),
+                   rung = fields::GetInteger<size_t>(r.at(2));
       if (b >= brackets_.size() || rung >= brackets_[b].size()) {
         return Status::Corruption(fmt::format("asha: no rung {} in bracket {}", rung, b));
       }

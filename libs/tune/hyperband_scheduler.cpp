@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cmath>
 
+#include "libs/core/fields.hpp"
 #include "libs/tune/scheduler_params.hpp"
 
 namespace tunebus {
@@ -253,7 +254,7 @@ Status HyperBandScheduler::Apply(const json& e) {
       b.completed += std::max(0.0, time - l.time);
       l = Live{time, e["res"].at(2).get<double>(), true};
     } else if (e.contains("halve")) {
-      const size_t index = e["halve"].get<size_t>();
+      const size_t index = fields::GetInteger<size_t>(e["halve"]);
       if (index >= brackets_.size())
         return Status::Corruption(fmt::format("hyperband: no bracket {}", index));
       Bracket& b = brackets_[index];
@@ -309,17 +310,17 @@ Status HyperBandScheduler::RestoreState(const json& state) {
   ClearDelta();
   if (state.is_null()) return Status::Ok();
   try {
-    bands_ = state.at("bands").get<size_t>();
+    bands_ = fields::GetInteger<size_t>(state.at("bands"));
     for (const json& j : state.at("brackets")) {
       Bracket b;
-      b.band = j.at("band").get<size_t>();
-      b.s = j.at("s").get<int64_t>();
-      b.n0 = j.at("n0").get<int64_t>();
-      b.n = j.at("n").get<int64_t>();
-      b.r = j.at("r").get<int64_t>();
+      b.band = fields::GetInteger<size_t>(j.at("band"));
+      b.s = fields::GetInteger<int64_t>(j.at("s"));
+      b.n0 = fields::GetInteger<int64_t>(j.at("n0"));
+      b.n = fields::GetInteger<int64_t>(j.at("n"));
+      b.r = fields::GetInteger<int64_t>(j.at("r"));
       b.milestone = j.at("milestone").get<double>();
-      b.halves = j.at("halves").get<int64_t>();
-      b.added = j.at("added").get<int64_t>();
+      b.halves = fields::GetInteger<int64_t>(j.at("halves"));
+      b.added = fields::GetInteger<int64_t>(j.at("added"));
       b.total_work = j.at("total_work").get<double>();
       b.completed = j.at("completed").get<double>();
       for (const json& l : j.at("live")) {

@@ -4,6 +4,7 @@
 
 #include <cmath>
 
+#include "libs/core/fields.hpp"
 #include "libs/tune/searcher_params.hpp"
 
 namespace tunebus {
@@ -120,7 +121,7 @@ Status MultiObjectiveSearcher::Apply(const json& event) {
     Trial trial{id, *config, -1, TrialState::kRunning, {}};
     if (auto g = event.find("generation"); g != event.end()) {
       if (!g->is_number_integer()) return corrupt("bad generation in");
-      trial.generation = g->get<int64_t>();
+      trial.generation = fields::GetInteger<int64_t>(*g);
     }
     index_.emplace(id, trials_.size());
     trials_.push_back(std::move(trial));

@@ -6,6 +6,7 @@
 #include <cmath>
 #include <vector>
 
+#include "libs/core/fields.hpp"
 #include "libs/tune/scheduler_params.hpp"
 #include "libs/tune/variant_generator.hpp"
 
@@ -307,7 +308,7 @@ Status PopulationBasedTraining::Apply(const json& e) {
       s.last_perturbation_time = donor.last_perturbation_time;
       s.last_train_time = donor.last_train_time;
     } else if (e.contains("draws")) {
-      const uint64_t n = e["draws"].get<uint64_t>();
+      const uint64_t n = fields::GetInteger<uint64_t>(e["draws"]);
       if (n < draws_) {
         rng_.seed(seed_);
         draws_ = 0;
@@ -348,7 +349,7 @@ Status PopulationBasedTraining::RestoreState(const json& state) {
       s.last_train_time = j.at("last_train_time").get<double>();
       s.paused_by_us = j.at("paused_by_us").get<bool>();
     }
-    return Apply({{"draws", state.at("draws").get<uint64_t>()}});
+    return Apply({{"draws", fields::GetInteger<uint64_t>(state.at("draws"))}});
   } catch (const json::exception& ex) {
     return Status::Corruption(std::string("pbt: malformed state: ") + ex.what());
   }

@@ -3,6 +3,8 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
+#include "libs/core/fields.hpp"
+
 namespace tunebus {
 
 using nlohmann::json;
@@ -200,9 +202,9 @@ Status PointsToEvaluate::RestoreOwn(const json& own) {
   if (own.is_null()) return Status::Ok();
   try {
     fed_ = own.at("fed").get<bool>();
-    point_ = own.at("point").get<int64_t>();
-    within_ = own.at("within").get<int64_t>();
-    served_ = own.at("served").get<int64_t>();
+    point_ = fields::GetInteger<int64_t>(own.at("point"));
+    within_ = fields::GetInteger<int64_t>(own.at("within"));
+    served_ = fields::GetInteger<int64_t>(own.at("served"));
     for (const auto& [id, t] : own.at("live").items()) {
       live_[id] = {t.at("config"), t.at("tag").get<std::string>()};
     }

@@ -12,6 +12,7 @@
 #include <string_view>
 #include <vector>
 
+#include "libs/core/fields.hpp"
 #include "libs/core/near_miss.hpp"
 #include "libs/tune/variant_tag.hpp"
 
@@ -109,9 +110,9 @@ NumArgs ReadArgs(const SamplerInfo& s, const json& args) {
   size_t base_index = s.has_q ? 3 : 2;
   if (s.is_log && args.size() > base_index) n.base = args[base_index].get<double>();
   if (s.is_int) {
-    n.ia = args[0].get<int64_t>();
-    n.ib = args[1].get<int64_t>();
-    if (s.has_q) n.iq = args[2].get<int64_t>();
+    n.ia = fields::GetInteger<int64_t>(args[0]);
+    n.ib = fields::GetInteger<int64_t>(args[1]);
+    if (s.has_q) n.iq = fields::GetInteger<int64_t>(args[2]);
   }
   return n;
 }
@@ -140,7 +141,7 @@ Status CheckNumeric(const SamplerInfo& s, const json& args, const std::string& w
         return Invalid(where, fmt::format("{} must be an integer, got {}", name, a.dump()));
       }
       if (a.is_number_unsigned() &&
-          a.get<uint64_t>() > uint64_t(std::numeric_limits<int64_t>::max())) {
+          fields::GetInteger<uint64_t>(a) > uint64_t(std::numeric_limits<int64_t>::max())) {
         return Invalid(where, fmt::format("{} does not fit in 64 bits, got {}", name, a.dump()));
       }
     } else if (!a.is_number()) {
@@ -447,7 +448,7 @@ Status VariantGenerator::RestoreState(const nlohmann::json& state) {
         "variant generator state must be {\"produced\": int, \"rng\": string}, got " +
         state.dump());
   }
-  const int64_t produced = state["produced"].get<int64_t>();
+  const int64_t produced = fields::GetInteger<int64_t>(state["produced"]);
   if (produced < 0 || (num_samples_ >= 0 && produced > Total())) {
     return Status::InvalidArgument(
         fmt::format("variant generator state: produced={} is outside [0, {}]", produced,

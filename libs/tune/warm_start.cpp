@@ -3,6 +3,7 @@
 #include <cmath>
 #include <limits>
 
+#include "libs/core/fields.hpp"
 #include "libs/tune/variant_generator.hpp"
 
 namespace tunebus {
@@ -69,8 +70,8 @@ Status WarmStart::Apply(const json& event) {
   if (event.is_object() && event.contains("fed") && event["fed"].is_number_integer() &&
       event.value("skipped", json()).is_number_integer()) {
     fed_ = true;
-    observations_ = event["fed"].get<int64_t>();
-    skipped_ = event["skipped"].get<int64_t>();
+    observations_ = fields::GetInteger<int64_t>(event["fed"]);
+    skipped_ = fields::GetInteger<int64_t>(event["skipped"]);
     return Status::Ok();
   }
   return Status::Corruption("warm_start: unknown event " + event.dump());
@@ -86,8 +87,8 @@ Status WarmStart::RestoreOwn(const json& own) {
   if (own.is_null()) return Status::Ok();
   try {
     fed_ = own.at("fed").get<bool>();
-    observations_ = own.at("observations").get<int64_t>();
-    skipped_ = own.at("skipped").get<int64_t>();
+    observations_ = fields::GetInteger<int64_t>(own.at("observations"));
+    skipped_ = fields::GetInteger<int64_t>(own.at("skipped"));
   } catch (const json::exception& e) {
     return Status::InvalidArgument(std::string("warm_start state: ") + e.what());
   }

@@ -2,6 +2,8 @@
 // the same bodies in the ordinary build, with the check of the fix.
 #include <gtest/gtest.h>
 
+#include <cmath>
+#include <cstdint>
 #include <fstream>
 #include <iterator>
 #include <nlohmann/json.hpp>
@@ -9,6 +11,8 @@
 #include <vector>
 
 #include "fuzz/fuzz_targets.hpp"
+#include "libs/core/fields.hpp"
+#include "libs/journal/snapshot.hpp"
 #include "libs/spec/experiment_spec.hpp"
 #include "libs/tune/training_result.hpp"
 #include "proto/codec.hpp"
@@ -206,6 +210,44 @@ TEST(FuzzRegressionTest, ACommaOutsideAFlowCollectionIsASyntaxErrorAtItsLine) {
   // Flow collections and later empty documents still parse.
   EXPECT_TRUE(
       ParseExperimentYaml(header + "param_space: {a: [1, 2]}\n---\n", "/tmp", "exp.yaml").ok());
+}
+
+}  // namespace
+}  // namespace tunebus
+
+namespace tunebus {
+namespace {
+
+// The snapshot target's find in CI's 10 s run: a trial whose "attempt" is the double -4.25e37
+// reached nlohmann's get<int64_t>(), a static_cast out of int64's range (undefined behaviour;
+// UBSan aborted). fuzz/findings/snapshot-ubsan-float-attempt is a real snapshot with that field
+// (written from fuzz/corpus/snapshot/after_10_experiment_resumed). Integers of the journal's
+// records, snapshots and states are read through fields::GetInteger, which refuses them.
+TEST(FuzzRegressionTest, ASnapshotWhoseAttemptIsAHugeDoubleIsCorrupt) {
+  const std::string found = ReadFileForTest("fuzz/findings/snapshot-ubsan-float-attempt");
+  ASSERT_FALSE(found.empty());
+  EXPECT_EQ(fuzz::FuzzSnapshot(reinterpret_cast<const uint8_t*>(found.data()), found.size()), 0);
+  Result<journal::ReplayedExperiment> decoded = journal::DecodeSnapshot(found);
+  ASSERT_FALSE(decoded.ok());
+  EXPECT_EQ(decoded.status().code(), StatusCode::kCorruption);
+  EXPECT_NE(decoded.status().message().find("-4.25353e+37 is out of range"), std::string::npos)
+      << decoded.status().message();
+}
+
+TEST(FuzzRegressionTest, GetIntegerRefusesWhatItsTypeCannotHold) {
+  using nlohmann::json;
+  EXPECT_EQ(fields::GetInteger<int64_t>(json(-7)), -7);
+  EXPECT_EQ(fields::GetInteger<int64_t>(json(3.9)), 3);  // truncates, as get<int64_t>()
+  EXPECT_EQ(fields::GetInteger<uint64_t>(json(18446744073709551615ull)), 18446744073709551615ull);
+  EXPECT_EQ(fields::GetInteger<int32_t>(json(-2147483648.0)), INT32_MIN);
+  EXPECT_THROW(fields::GetInteger<int64_t>(json(9223372036854775808.0)), json::out_of_range);
+  EXPECT_THROW(fields::GetInteger<int64_t>(json(18446744073709551615ull)), json::out_of_range);
+  EXPECT_THROW(fields::GetInteger<int64_t>(json(std::nan(""))), json::out_of_range);
+  EXPECT_THROW(fields::GetInteger<uint64_t>(json(-1)), json::out_of_range);
+  EXPECT_THROW(fields::GetInteger<uint64_t>(json(-0.5)), json::out_of_range);
+  EXPECT_THROW(fields::GetInteger<int32_t>(json(2147483648)), json::out_of_range);
+  EXPECT_THROW(fields::GetInteger<int64_t>(json("7")), json::type_error);
+  EXPECT_THROW(fields::GetInteger<int64_t>(json(true)), json::type_error);
 }
 
 }  // namespace

@@ -8,6 +8,7 @@
 #include <optional>
 #include <utility>
 
+#include "libs/core/fields.hpp"
 #include "libs/journal/record_frame.hpp"
 #include "libs/journal/record_kind.hpp"
 #include "libs/journal/records.hpp"
@@ -58,7 +59,7 @@ Status WhatIfJournal::Apply(const json& record) {
     TrialFold& f = folds_[it->second];
     switch (*kind) {
       case RecordKind::kTrialStarted:
-        f.attempt = record.at("attempt").get<int64_t>();
+        f.attempt = fields::GetInteger<int64_t>(record.at("attempt"));
         break;
       case RecordKind::kResult:
         return OnResult(record, it->second);
@@ -79,15 +80,15 @@ Status WhatIfJournal::Apply(const json& record) {
 
 Status WhatIfJournal::OnResult(const json& r, size_t trial) {
   ResultFields f;
-  f.attempt = r.at("attempt").get<int64_t>();
-  f.seq = r.at("seq").get<int64_t>();
+  f.attempt = fields::GetInteger<int64_t>(r.at("attempt"));
+  f.seq = fields::GetInteger<int64_t>(r.at("seq"));
   const json& result = r.at("result");
   f.done = result.value(rk::kDone, false);
   for (const std::string& key : keys_) {
     const auto v = result.find(key);
     if (v == result.end()) continue;
     if (v->is_number_integer()) {
-      f.kept.SetInt(key, v->get<int64_t>());
+      f.kept.SetInt(key, fields::GetInteger<int64_t>(*v));
     } else if (v->is_number()) {
       f.kept.SetDouble(key, v->get<double>());
     }

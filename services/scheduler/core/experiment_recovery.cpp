@@ -8,6 +8,7 @@
 #include <memory>
 #include <set>
 
+#include "libs/core/fields.hpp"
 #include "libs/journal/records.hpp"
 #include "libs/journal/snapshot.hpp"
 #include "libs/tune/runner_queries.hpp"
@@ -142,8 +143,8 @@ void Experiment::AdoptStoredCheckpoints() {
           meta.value("attempt", json()).is_number_integer() &&
           meta.value("training_iteration", json()).is_number_integer()) {
         s = runner_->OnCheckpointSaved(
-            meta["trial_id"].get<std::string>(), meta["attempt"].get<int64_t>(), id,
-            meta["training_iteration"].get<int64_t>(), int64_t(info.size_bytes));
+            meta["trial_id"].get<std::string>(), fields::GetInteger<int64_t>(meta["attempt"]), id,
+            fields::GetInteger<int64_t>(meta["training_iteration"]), int64_t(info.size_bytes));
       }
       if (s.ok()) {
         ++adopted;
