@@ -4,6 +4,10 @@ Links: every relative link (and image) names a file of the tree, and a link's `#
 Markdown file names one of its headings (GitHub's slugs, as the site's myst_heading_anchors makes
 them). A broken one prints `README.md:LINE: ...` and fails.
 
+Copies: a code block whose paragraph before it starts with a path in backticks (`` `examples/
+digits/experiment.yaml`, which ... ``) must be that file as it stands, less its opening comment
+lines, so the README shows what the command runs.
+
 The first command's build figure: the README's line `... build (N steps) took **M min S s** ...
 commit C ...` is what CI's fresh-clone build printed. Given --build-report (scripts/build-report's
 JSON, which scripts/setup writes to build/build-report-setup.json), a build that started from
@@ -63,6 +67,38 @@ def check(readme):
             elif anchor and path.endswith(".md") and anchor not in anchors(full):
                 broken.append("%s:%d: %s: no heading #%s" % (readme, number, path, anchor))
     return broken, count
+
+
+def check_copies(readme):
+    """Code blocks that say which file they copy, against that file (without its leading `#`
+    comment lines). Returns the mismatches."""
+    base = os.path.dirname(os.path.abspath(readme))
+    with open(readme, encoding="utf-8") as f:
+        lines = f.read().split("\n")
+    problems, i = [], 0
+    while i < len(lines):
+        if lines[i].startswith("```") and lines[i] != "```":
+            j = i + 1
+            while j < len(lines) and lines[j] != "```":
+                j += 1
+            k = i - 1
+            while k >= 0 and not lines[k].strip():
+                k -= 1
+            named = re.match(r"`([^`\s]+)`", lines[k].strip()) if k >= 0 else None
+            path = named and os.path.join(base, named.group(1))
+            if path and os.path.isfile(path):
+                with open(path, encoding="utf-8") as f:
+                    text = f.read().split("\n")
+                while text and text[0].startswith("#"):
+                    text.pop(0)
+                if "\n".join(lines[i + 1 : j]).strip() != "\n".join(text).strip():
+                    problems.append(
+                        "%s:%d: the block is not %s as it stands (less its opening comments)"
+                        % (readme, i + 1, named.group(1))
+                    )
+            i = j
+        i += 1
+    return problems
 
 
 FIGURE = re.compile(
@@ -151,6 +187,7 @@ def main():
         del args[i : i + 2]
     readme = args[0] if args else "README.md"
     broken, count = check(readme)
+    broken += check_copies(readme)
     if report is not None:
         broken += check_figure(readme, report)
     for b in broken:
