@@ -14,6 +14,7 @@
 
 #include "libs/core/near_miss.hpp"
 #include "libs/core/resources.hpp"
+#include "libs/spec/spec_fields.hpp"
 #include "libs/tune/make_trial_scheduler.hpp"
 #include "libs/tune/objective_rules.hpp"
 #include "libs/tune/pbt_scheduler.hpp"
@@ -24,36 +25,14 @@ namespace {
 
 namespace fs = std::filesystem;
 
-const std::vector<std::string_view> kTopFields = {"name",
-                                                  "trainable",
-                                                  "param_space",
-                                                  "num_samples",
-                                                  "seed",
-                                                  "metric",
-                                                  "mode",
-                                                  "stop",
-                                                  "resources_per_trial",
-                                                  "max_concurrent_trials",
-                                                  "weight",
-                                                  "preemptible",
-                                                  "results_dir",
-                                                  "max_failures",
-                                                  "max_worker_losses",
-                                                  "fail_fast",
-                                                  "scheduler",
-                                                  "search",
-                                                  "queue_trials",
-                                                  "checkpoint_freq",
-                                                  "checkpoint_at_end",
-                                                  "keep_checkpoints_num",
-                                                  "checkpoint_score_attr",
-                                                  "checkpoint_failure",
-                                                  "restore_from",
-                                                  "report_timeout_s",
-                                                  "driver",
-                                                  "working_dir"};
-const std::vector<std::string_view> kDriverFields = {"endpoint", "server_key", "on_result",
-                                                     "timeout_s"};
+// The keys each section accepts: the field table the reference is generated from.
+const std::vector<std::string_view> kTopFields = SpecFieldNames(FindSpecSection(""));
+const std::vector<std::string_view> kDriverFields = SpecFieldNames(FindSpecSection("driver"));
+
+// A field's rule as the table words it (its error says the same as the reference).
+std::string_view Rule(std::string_view field) {
+  return FindSpecField(FindSpecSection(""), field).rule;
+}
 
 // The offset of the first byte of `text` that is not valid UTF-8 (RFC 3629: no overlong forms,
 // surrogates or code points above U+10FFFF), or npos. YAML 1.2 files are Unicode text, and every
@@ -265,10 +244,10 @@ Status SpecParser::ParseField(const MapEntry& e) {
   if (k == "stop") return ParseStop(e.value);
   if (k == "resources_per_trial") return ParseResources(e.value);
   if (k == "max_concurrent_trials") {
-    return ParseInt(e, 0, &spec_.max_concurrent_trials, "must be >= 0 (0 = no limit)");
+    return ParseInt(e, 0, &spec_.max_concurrent_trials, Rule(k));
   }
   if (k == "max_failures") {
-    return ParseInt(e, -1, &spec_.max_failures, "must be >= 0, or -1 to retry forever");
+    return ParseInt(e, -1, &spec_.max_failures, Rule(k));
   }
   if (k == "weight") {
     Result<double> weight = r_.Number(e.value, k);
@@ -290,7 +269,7 @@ Status SpecParser::ParseField(const MapEntry& e) {
     return Status::Ok();
   }
   if (k == "max_worker_losses") {
-    return ParseInt(e, -1, &spec_.max_worker_losses, "must be >= 0, or -1 for no limit");
+    return ParseInt(e, -1, &spec_.max_worker_losses, Rule(k));
   }
   if (k == "results_dir") {
     Result<std::string> dir = r_.String(e.value, k);
@@ -319,10 +298,10 @@ Status SpecParser::ParseField(const MapEntry& e) {
     return Status::Ok();
   }
   if (k == "checkpoint_freq") {
-    return ParseInt(e, 0, &spec_.checkpoint_freq, "must be >= 0 (0 = never)");
+    return ParseInt(e, 0, &spec_.checkpoint_freq, Rule(k));
   }
   if (k == "keep_checkpoints_num") {
-    return ParseInt(e, 0, &spec_.keep_checkpoints_num, "must be >= 0 (0 = keep all)");
+    return ParseInt(e, 0, &spec_.keep_checkpoints_num, Rule(k));
   }
   if (k == "checkpoint_score_attr" || k == "restore_from") {
     Result<std::string> text = r_.String(e.value, k);
@@ -350,7 +329,7 @@ Status SpecParser::ParseField(const MapEntry& e) {
   return r_.Error(e.key_node, "", "unhandled field '" + k + "'");  // kTopFields is out of sync
 }
 
-Status SpecParser::ParseInt(const MapEntry& e, int64_t min, int64_t* out, const char* rule) {
+Status SpecParser::ParseInt(const MapEntry& e, int64_t min, int64_t* out, std::string_view rule) {
   Result<int64_t> n = r_.Int(e.value, e.key);
   if (!n.ok()) return n.status();
   if (*n < min) return r_.Error(e.value, e.key, fmt::format("{}, got {}", rule, *n));

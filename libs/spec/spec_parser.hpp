@@ -12,6 +12,7 @@
 #include <filesystem>
 #include <map>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "libs/core/status.hpp"
@@ -64,7 +65,7 @@ class SpecParser {
   Status ParseStop(const YAML::Node& value);
   Status ParseResources(const YAML::Node& value);
   // Reads an integer field that must be >= min; `rule` explains the bound in the error.
-  Status ParseInt(const MapEntry& e, int64_t min, int64_t* out, const char* rule);
+  Status ParseInt(const MapEntry& e, int64_t min, int64_t* out, std::string_view rule);
   Status CheckAcrossFields(const YAML::Node& root);
 
   YamlReader r_;

@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "libs/core/near_miss.hpp"
+#include "libs/spec/spec_fields.hpp"
 #include "libs/spec/spec_parser.hpp"
 #include "libs/tune/variant_generator.hpp"
 
@@ -16,9 +17,10 @@ namespace {
 
 using json = nlohmann::json;
 
-const std::vector<std::string_view> kTrainableFields = {"command", "builtin", "env"};
+const std::vector<std::string_view> kTrainableFields = SpecFieldNames(FindSpecSection("trainable"));
 const std::vector<std::string_view> kBuiltins = {"mock", "noop"};
-const std::vector<std::string_view> kWorkingDirFields = {"path", "excludes", "max_size_mb"};
+const std::vector<std::string_view> kWorkingDirFields =
+    SpecFieldNames(FindSpecSection("working_dir"));
 const std::vector<std::string_view> kSchedulers = {
     "fifo", "asha", "hyperband", "hyperband_bohb", "median_stopping", "pbt"};
 

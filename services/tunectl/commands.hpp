@@ -59,6 +59,8 @@ void AddDashboardTokenCommand(CLI::App& app, Commands& commands);  // dashboard-
 void AddCheckpointCommands(CLI::App& app, GlobalFlags& g,          // checkpoint export
                            Commands& commands);
 void AddWhatIfCommand(CLI::App& app, Commands& commands);  // whatif (whatif_command.cpp)
+/// validate, experiment-fields (hidden; validate_command.cpp).
+void AddValidateCommands(CLI::App& app, Commands& commands);
 
 /// `-e NAME` of a read command, which answers for a finished experiment too (read from its
 /// journal): default the only running experiment, else the newest (main.cpp).

@@ -84,6 +84,7 @@ int main(int argc, char** argv) {
   Commands commands;
   AddKeygenCommand(app, commands);
   AddRunCommands(app, commands);
+  AddValidateCommands(app, commands);
   AddOperatorCommands(app, g, commands);
   AddWatchCommand(app, g, commands);
   AddControlCommands(app, g, commands);
