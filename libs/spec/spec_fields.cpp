@@ -38,7 +38,7 @@ std::vector<SpecSection> MakeSections() {
   sections.push_back(SpecSection{
       .name = "",
       .meaning = "The experiment file is one YAML map; it reads like a Ray Tune tune.run(...) "
-                 "call. Unknown keys are refused, naming the near miss.",
+                 "call. A key not below is refused, listing the known ones.",
       .defaults_from = kMinimal,
       .fields = {
           {.name = "name",

@@ -90,7 +90,7 @@ def text_block(text):
 def tunectl_commands(tunectl):
     out = [header("`tunectl --help` and each subcommand's `--help` (CLI11)")]
     top = run(tunectl, "--help")
-    out.append("### tunectl\n\n" + text_block(top))
+    out.append("### tunectl and its global flags\n\n" + text_block(top))
     pending = [[name] for name in subcommands(top)]
     while pending:
         path = pending.pop(0)

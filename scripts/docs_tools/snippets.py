@@ -1,5 +1,5 @@
 """Runs the snippets of README.md and docs/**/*.md, so a snippet that no longer works fails CI
-naming its file and line (docs/reference/writing-docs.md "Snippets").
+naming its file and line (docs/how-to/write-docs.md).
 
 * ```python blocks run with this interpreter (/usr/bin/python3) in a scratch folder, the source
   tree's package on PYTHONPATH and TUNEBUS_ADDRESS naming one `tunectl up` suite this runner
@@ -10,14 +10,18 @@ naming its file and line (docs/reference/writing-docs.md "Snippets").
   experiment file (else a minimal one: a mock trainable, metric score, mode max); other YAML
   must be marked `skip`;
 * shell blocks (```console, ```sh, ```bash, ```shell) run only when marked `run`, with bash -e in
-  a scratch folder and build/bin first on PATH (```console: the `$ ` lines only).
+  a scratch folder whose `build` names the build folder, build/bin first on PATH (```console:
+  the `$ ` lines only).
 
 A marker is an HTML comment on the line before the fence (blank lines between are allowed):
     <!-- snippet: skip why it cannot run -->   not run; counted and printed with its reason
     <!-- snippet: run -->                      run a shell block or an experiment file
     <!-- snippet: continue -->                 a python block that goes on from the page's
-                                               previous python block (run together)
+                                               previous python block (run together); a shell
+                                               block that runs in the previous one's folder
     <!-- snippet: run dir=examples/digits -->  run in a scratch copy of that folder of the tree
+    <!-- snippet: run copy=examples/bash -->   that folder copied to the same path in the
+                                               scratch folder (comma-separated list)
 Words combine: `<!-- snippet: run dir=examples/mock timeout=120 -->`.
 
 Usage: python3 snippets.py [--build BUILD] [FILE.md ...]   (default: README.md, docs/**/*.md)
@@ -107,6 +111,7 @@ class Runner:
         self.counts.update(shell=0, shell_skip=0, shell_unmarked=0)
         self.previous_python = {}  # page -> the code its last python block ran
         self.previous_experiment = {}  # page -> its last experiment file (a fragment's base)
+        self.previous_shell = {}  # page -> the folder its last shell block ran in
 
     def shared_suite(self):
         if self.suite is None:
@@ -125,14 +130,20 @@ class Runner:
             self.fields = {f["name"] for f in top["fields"]}
         return self.fields
 
-    def folder(self, snippet):
-        """A fresh scratch folder, a copy of the `dir=` folder of the tree when given."""
+    def folder(self, snippet, link_build=False):
+        """A fresh scratch folder: a copy of the `dir=` folder of the tree when given, with the
+        `copy=` folders of the tree at their relative paths, and (`link_build`) `build` naming
+        the build folder, so that `build/bin/tunectl` works as the docs write it."""
         name = re.sub(r"[^A-Za-z0-9]+", "-", snippet.where())
         path = os.path.join(self.scratch, name)
         if "dir" in snippet.options:
             shutil.copytree(os.path.join(ROOT, snippet.options["dir"]), path, symlinks=True)
         else:
             os.makedirs(path)
+        for rel in filter(None, snippet.options.get("copy", "").split(",")):
+            shutil.copytree(os.path.join(ROOT, rel), os.path.join(path, rel), symlinks=True)
+        if link_build and not os.path.lexists(os.path.join(path, "build")):
+            os.symlink(os.path.dirname(self.bin), os.path.join(path, "build"))
         return path
 
     def env(self):
@@ -235,7 +246,11 @@ class Runner:
         text = s.text
         if s.lang == "console":
             text = "\n".join(line[2:] for line in text.split("\n") if line.startswith("$ "))
-        cwd = self.folder(s)
+        if "continue" in s.flags and s.path in self.previous_shell:
+            cwd = self.previous_shell[s.path]
+        else:
+            cwd = self.folder(s, link_build=True)
+        self.previous_shell[s.path] = cwd
         self.counts["shell"] += 1
         self.call(s, ["bash", "-euo", "pipefail", "-c", text], cwd, self.env(), "the commands")
 
