@@ -1,5 +1,5 @@
-// `tunectl validate FILE...`: the experiment files' checks `tunectl run` makes before anything
-// starts, without running them (exit 2 naming file, line and field on the first invalid one).
+// `tunectl validate FILE...`: the experiment-file parser `tunectl run` uses, without running the
+// files (exit 2 naming file, line and field on the first invalid one).
 // `tunectl experiment-fields` (hidden): the experiment file's field table with each field's
 // default, as JSON, from which scripts/docs-reference generates the reference page.
 #include <CLI/CLI.hpp>
@@ -60,7 +60,7 @@ int ExperimentFieldsCommand() {
 void AddValidateCommands(CLI::App& app, Commands& commands) {
   auto files = std::make_shared<std::vector<std::string>>();
   auto* validate = app.add_subcommand(
-      "validate", "check experiment files as `run` does before it starts, without running them");
+      "validate", "check experiment files with the parser `run` uses, without running them");
   validate->add_option("files", *files, "experiment files (YAML)")->required();
   commands.push_back({validate, CommandNeeds::kNothing,
                       [files](const GlobalFlags& g) { return ValidateCommand(g, *files); }});
