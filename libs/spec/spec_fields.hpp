@@ -1,6 +1,6 @@
 // The experiment file's fields: the table the parser accepts keys from (an unknown key's error
 // lists these names) and the reference is generated from (`tunectl experiment-fields`, rendered
-// by scripts/docs-reference into the site), so the two cannot drift.
+// by scripts/docs-generate into the site), so the two cannot drift.
 //
 // A field's default is never written here as text: it is read from the ExperimentSpec the
 // parser makes of its section's `defaults_from` file, which leaves the field out. Changing a

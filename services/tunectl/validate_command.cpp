@@ -1,7 +1,7 @@
 // `tunectl validate FILE...`: the experiment-file parser `tunectl run` uses, without running the
 // files (exit 2 naming file, line and field on the first invalid one).
 // `tunectl experiment-fields` (hidden): the experiment file's field table with each field's
-// default, as JSON, from which scripts/docs-reference generates the reference page.
+// default, as JSON, from which scripts/docs-generate generates the reference page.
 #include <CLI/CLI.hpp>
 #include <iostream>
 #include <memory>
@@ -66,7 +66,7 @@ void AddValidateCommands(CLI::App& app, Commands& commands) {
                       [files](const GlobalFlags& g) { return ValidateCommand(g, *files); }});
   auto* fields = app.add_subcommand(
       "experiment-fields", "the experiment file's fields and defaults as JSON (docs generator)");
-  fields->group("");  // hidden: scripts/docs-reference reads it
+  fields->group("");  // hidden: scripts/docs-generate reads it
   commands.push_back({fields, CommandNeeds::kNothing,
                       [](const GlobalFlags&) { return ExperimentFieldsCommand(); }});
 }
