@@ -86,6 +86,49 @@ TUNEBUS_AVX2_CLONES void BlockBounds(double x, const double* low, const double* 
   }
 }
 
+// A multi-dim mixture's continuous dim at x: lo[i] and hi[i] += component i's log kernel,
+// -z²/2 - log sigma - log √(2π) - log Z, i < n.
+TUNEBUS_AVX2_CLONES void AddContinuousKernels(double x, const double* mu, const double* sigma,
+                                              const double* log_sigma, const double* log_norm,
+                                              size_t n, double* lo, double* hi) {
+  for (size_t i = 0; i < n; ++i) {
+    const double z = (x - mu[i]) / sigma[i];
+    const double t = -0.5 * z * z - log_sigma[i] - kLogSqrt2Pi - log_norm[i];
+    lo[i] += t;
+    hi[i] += t;
+  }
+}
+
+// A multi-dim mixture's stepped dim at the bin [xa, xb] (log_bin = log(xb - xa)): lo[i] +=
+// a lower and hi[i] += an upper bound of component i's log mass of the bin, w φ(farthest end)
+// and w φ(nearest point) over sigma Z, i < n.
+TUNEBUS_AVX2_CLONES void AddSteppedKernelBounds(double xa, double xb, double log_bin,
+                                                const double* mu, const double* sigma,
+                                                const double* log_sigma, const double* log_norm,
+                                                size_t n, double* lo, double* hi) {
+  for (size_t i = 0; i < n; ++i) {
+    const double za = (xa - mu[i]) / sigma[i], zb = (xb - mu[i]) / sigma[i];
+    const double base = log_bin - log_sigma[i] - kLogSqrt2Pi - log_norm[i];
+    const double z_near = za > 0 ? za : (zb < 0 ? zb : 0.0);
+    const double z_far = std::max(std::abs(za), std::abs(zb));
+    lo[i] += base - 0.5 * z_far * z_far;
+    hi[i] += base - 0.5 * z_near * z_near;
+  }
+}
+
+// A multi-dim mixture's categorical dim at choice c: lo[i] and hi[i] += log_prior where
+// component i is the prior (center < 0), log_hit where its center is c, log_miss elsewhere.
+TUNEBUS_AVX2_CLONES void AddChoiceKernels(double c, const double* mu, double log_prior,
+                                          double log_hit, double log_miss, size_t n, double* lo,
+                                          double* hi) {
+  for (size_t i = 0; i < n; ++i) {
+    // Centers are choice indices (whole numbers) or -1.
+    const double t = mu[i] < 0 ? log_prior : (mu[i] == c ? log_hit : log_miss);
+    lo[i] += t;
+    hi[i] += t;
+  }
+}
+
 // log Σ exp(e_i) over the values within kCut of max, the largest; overwrites e. The sum is
 // in index order.
 double LogSumExpAbove(double* e, size_t n, double max) {
@@ -389,39 +432,33 @@ double ParzenEstimator::LogPdfOne(const double* point) const {
     if (dim.categorical()) {
       const int64_t c = int64_t(x);
       if (!(x >= 0) || c >= dim.n_choices) return -kInf;
-      const double log_hit = std::log(dim.p_hit), log_miss = std::log(dim.p_miss);
-      const double log_prior = -std::log(double(dim.n_choices));
-      for (size_t i = 0; i < n_; ++i) {
-        const double t = mu[i] < 0 ? log_prior : (int64_t(mu[i]) == c ? log_hit : log_miss);
-        scratch_[i] += t;
-        scratch_hi_[i] += t;
-      }
+      AddChoiceKernels(double(c), mu, -std::log(double(dim.n_choices)), std::log(dim.p_hit),
+                       std::log(dim.p_miss), n_, scratch_.data(), scratch_hi_.data());
     } else if (dim.step <= 0) {
       if (x < dim.low || x > dim.high) return -kInf;
-      for (size_t i = 0; i < n_; ++i) {
-        const double z = (x - mu[i]) / sigma[i];
-        const double t = -0.5 * z * z - log_sigma[i] - kLogSqrt2Pi - log_norm[i];
-        scratch_[i] += t;
-        scratch_hi_[i] += t;
-      }
+      AddContinuousKernels(x, mu, sigma, log_sigma, log_norm, n_, scratch_.data(),
+                           scratch_hi_.data());
     } else {
       const double xa = std::max(x - 0.5 * dim.step, dim.low);
       const double xb = std::min(x + 0.5 * dim.step, dim.high);
       if (!(xa < xb)) return -kInf;
-      const double log_bin = std::log(xb - xa);
       inexact = true;
-      for (size_t i = 0; i < n_; ++i) {
-        const double za = (xa - mu[i]) / sigma[i], zb = (xb - mu[i]) / sigma[i];
-        const double base = log_bin - log_sigma[i] - kLogSqrt2Pi - log_norm[i];
-        const double z_near = za > 0 ? za : (zb < 0 ? zb : 0.0);
-        const double z_far = std::max(std::abs(za), std::abs(zb));
-        scratch_[i] += base - 0.5 * z_far * z_far;
-        scratch_hi_[i] += base - 0.5 * z_near * z_near;
-      }
+      AddSteppedKernelBounds(xa, xb, std::log(xb - xa), mu, sigma, log_sigma, log_norm, n_,
+                             scratch_.data(), scratch_hi_.data());
     }
   }
   double max = *std::max_element(scratch_.begin(), scratch_.end());
   if (inexact) {
+    // The exact sum of the components that can matter, each categorical term as
+    // log(ChoiceProbability), which takes one of three values per dim.
+    choice_log_terms_.resize(3 * dims_.size());
+    for (size_t d = 0; d < dims_.size(); ++d) {
+      const ParzenDim& dim = dims_[d];
+      if (!dim.categorical()) continue;
+      choice_log_terms_[3 * d] = std::log(1.0 / double(dim.n_choices));
+      choice_log_terms_[3 * d + 1] = std::log(dim.p_hit);
+      choice_log_terms_[3 * d + 2] = std::log(dim.p_miss);
+    }
     const double max_low = max;
     max = -kInf;
     for (size_t i = 0; i < n_; ++i) {
@@ -432,8 +469,14 @@ double ParzenEstimator::LogPdfOne(const double* point) const {
       double e = log_weights_[i];
       for (size_t d = 0; d < dims_.size(); ++d) {
         const ParzenDim& dim = dims_[d];
-        e += dim.categorical() ? std::log(ChoiceProbability(d, i, int64_t(point[d])))
-                               : LogKernelNumeric(d, i, point[d]);
+        if (dim.categorical()) {
+          const double center = centers_[d * n_ + i];
+          e += choice_log_terms_[3 * d + (center < 0                             ? 0
+                                          : int64_t(center) == int64_t(point[d]) ? 1
+                                                                                 : 2)];
+        } else {
+          e += LogKernelNumeric(d, i, point[d]);
+        }
       }
       scratch_[i] = e;
       max = std::max(max, e);
@@ -526,6 +569,7 @@ void FitTpeEstimator(std::span<const ParzenDim> dims, std::span<const TpePrior> 
   // Multivariate: one bandwidth per dim (Scott's rule; Optuna's SIGMA0_MAGNITUDE = 0.2).
   const double sigma0 = 0.2 * std::pow(double(std::max<size_t>(n, 1)), -1.0 / double(num_dims + 4));
   bool sorted_once = false;
+  const bool presorted = n > 0 && sorted_obs.size() == n * num_dims;
   for (size_t d = 0; d < num_dims; ++d) {
     double* mu = out->mutable_centers(d);
     for (size_t i = 0; i < n; ++i) mu[i] = obs[i * num_dims + d];
@@ -547,14 +591,16 @@ void FitTpeEstimator(std::span<const ParzenDim> dims, std::span<const TpePrior> 
       // The larger gap to the neighbours in sorted order, [low, high] as end points.
       std::vector<uint32_t>& order = out->order_;
       order.resize(m);
-      if (sorted_obs.size() == n && num_dims == 1) {
-        // The prior (index n) goes after the observations equal to it.
-        const auto at = std::upper_bound(sorted_obs.begin(), sorted_obs.end(), mu[m - 1],
+      if (presorted) {
+        // This dim's observations by ascending value; the prior (index n) goes after the
+        // observations equal to it.
+        const std::span<const uint32_t> dim_sorted = sorted_obs.subspan(d * n, n);
+        const auto at = std::upper_bound(dim_sorted.begin(), dim_sorted.end(), mu[m - 1],
                                          [&](double v, uint32_t i) { return v < mu[i]; });
-        const size_t split = consider_prior ? size_t(at - sorted_obs.begin()) : n;
-        std::copy(sorted_obs.begin(), sorted_obs.begin() + ptrdiff_t(split), order.begin());
+        const size_t split = consider_prior ? size_t(at - dim_sorted.begin()) : n;
+        std::copy(dim_sorted.begin(), dim_sorted.begin() + ptrdiff_t(split), order.begin());
         if (consider_prior) order[split] = uint32_t(n);
-        std::copy(sorted_obs.begin() + ptrdiff_t(split), sorted_obs.end(),
+        std::copy(dim_sorted.begin() + ptrdiff_t(split), dim_sorted.end(),
                   order.begin() + ptrdiff_t(split + (consider_prior ? 1 : 0)));
       } else {
         // Sorted (center, index) pairs: contiguous, and ties in age order as a stable sort.

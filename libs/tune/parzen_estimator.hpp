@@ -158,6 +158,7 @@ class ParzenEstimator {
   static constexpr size_t kBlock = 16;
   std::vector<double> block_low_, block_high_, block_max_sigma_, block_max_log_coef_;
   mutable std::vector<double> scratch_, scratch_hi_;
+  mutable std::vector<double> choice_log_terms_;  // LogPdfOne: per dim, log of each choice term
   // FitTpeEstimator's sort buffers.
   std::vector<uint32_t> order_;
   std::vector<double> sorted_;
@@ -185,12 +186,13 @@ void TpeDefaultWeights(size_t n, double* out);
 /// without it); the prior gets `priors[d].sigma`. Categorical: each observation row is
 /// prior_weight/m everywhere plus 1 on its choice, normalised (m = components), the prior row
 /// uniform. `priors` has one entry per dim (ignored for categorical ones). Ties between equal
-/// observations are broken by age (Optuna uses an unstable sort there). `sorted_obs`, for one
-/// numeric dim and univariate only, may give the observations' indices by ascending value (ties by
-/// index): the fit then skips its sort (a searcher keeps its observations sorted across
-/// suggestions). `obs_weights`, when given (n of them, > 0), replaces TpeDefaultWeights, and
-/// the prior's weight is then prior_weight times their mean (Watanabe 2023's EI weighting,
-/// whose prior weighs as an average observation).
+/// observations are broken by age (Optuna uses an unstable sort there). `sorted_obs` may give,
+/// per dim (n × dims.size(), dim after dim), the observations' indices by ascending value in
+/// that dim (ties by index; a categorical dim's part is not read): the fit then skips its sorts
+/// (a searcher keeps its observations sorted across suggestions), with the same result.
+/// `obs_weights`, when given (n of them, > 0), replaces TpeDefaultWeights, and the prior's weight
+/// is then prior_weight times their mean (Watanabe 2023's EI weighting, whose prior weighs as an
+/// average observation).
 void FitTpeEstimator(std::span<const ParzenDim> dims, std::span<const TpePrior> priors,
                      const double* obs, size_t n, const TpeEstimatorOptions& options,
                      ParzenEstimator* out, std::span<const uint32_t> sorted_obs = {},

@@ -166,9 +166,11 @@ void TpeSearcher::EncodeNewTrials() {
     // trials again, so the per-trial buffers do not grow, and fault in fresh pages, over the
     // next suggestions but in this already long one.
     const size_t room = 2 * trials_.size() + 16;
-    // Kept whenever a suggestion can be univariate (multivariate_parallel false: while trials run).
-    const bool univariate = !options_.multivariate || !options_.multivariate_parallel;
-    sorted_.assign(univariate ? num_dims : 0, {});
+    // Kept whenever a fit takes each kernel's own widths: univariate suggestions (also
+    // multivariate_parallel false while trials run) and joint ones with hyperopt's widths.
+    const bool neighbour_widths = !options_.multivariate || !options_.multivariate_parallel ||
+                                  options_.bandwidth == TpeBandwidth::kHyperopt;
+    sorted_.assign(neighbour_widths ? num_dims : 0, {});
     for (auto& sorted : sorted_) sorted.reserve(room);
     trials_.reserve(room);
     states_.reserve(room);
@@ -254,7 +256,10 @@ void TpeSearcher::ChooseDims(SearchRng& rng, size_t d, size_t count) {
   const bool weighted = options_.weight_strategy != TpeWeights::kOldDecay;
   const std::span<const ParzenDim> dims(parzen_dims_.data() + d, count);
   const std::span<const TpePrior> priors(priors_.data() + d, count);
-  const bool presorted = count == 1 && d < sorted_.size() && !parzen_dims_[d].categorical();
+  // Joint fits with Scott's widths sort nothing; a univariate fit of a categorical dim neither.
+  const bool presorted = d + count <= sorted_.size() &&
+                         !(joint_ && options_.bandwidth == TpeBandwidth::kScott) &&
+                         !(count == 1 && parzen_dims_[d].categorical());
   if (presorted) slot_.assign(trials_.size(), -1);
   const size_t n_below =
       GatherObservations(below_rows_, d, count, presorted, &below_obs_,
@@ -262,14 +267,22 @@ void TpeSearcher::ChooseDims(SearchRng& rng, size_t d, size_t count) {
   const size_t n_above =
       GatherObservations(above_rows_, d, count, presorted, &above_obs_,
                          weighted ? &above_row_weights_ : nullptr, &above_weights_);
-  // Both sides' observations by ascending value: sorted_[d] filtered (slot_ tells the side's
-  // row; the sides have no trial in common).
+  // Both sides' observations by ascending value in each dim, dim after dim: sorted_[d + k]
+  // filtered (slot_ tells the side's row; the sides have no trial in common). A categorical
+  // dim's part is its rows in order (FitTpeEstimator does not read it).
   below_sorted_.clear();
   above_sorted_.clear();
   if (presorted) {
-    for (const auto& [value, row] : sorted_[d]) {
-      if (slot_[row] < 0) continue;
-      (is_below_[row] ? below_sorted_ : above_sorted_).push_back(uint32_t(slot_[row]));
+    for (size_t k = 0; k < count; ++k) {
+      if (parzen_dims_[d + k].categorical()) {
+        for (size_t i = 0; i < n_below; ++i) below_sorted_.push_back(uint32_t(i));
+        for (size_t i = 0; i < n_above; ++i) above_sorted_.push_back(uint32_t(i));
+        continue;
+      }
+      for (const auto& [value, row] : sorted_[d + k]) {
+        if (slot_[row] < 0) continue;
+        (is_below_[row] ? below_sorted_ : above_sorted_).push_back(uint32_t(slot_[row]));
+      }
     }
   }
   ParzenEstimator& below = below_[count == 1 ? d : 0];

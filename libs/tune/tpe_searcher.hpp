@@ -197,11 +197,12 @@ class TpeSearcher final : public JournaledSearcher {
   // Per-suggestion work, kept to reuse its buffers.
   std::vector<double> encoded_;  // trials_ × dims, model coordinates (NaN: missing)
   size_t encoded_rows_ = 0;
-  // Univariate: per numeric dim, (model value, trial) of every encoded trial in ascending
-  // order, kept across suggestions so a fit filters instead of sorting.
+  // Per numeric dim (when a fit takes neighbour gaps as widths), (model value, trial) of every
+  // encoded trial in ascending order, kept across suggestions so a fit filters instead of
+  // sorting.
   std::vector<std::vector<std::pair<double, uint32_t>>> sorted_;
   std::vector<int32_t> slot_;  // per trial: its row among its side's observations, or -1
-  std::vector<uint32_t> below_sorted_, above_sorted_;  // each side's rows by ascending value
+  std::vector<uint32_t> below_sorted_, above_sorted_;  // each side's rows by value, per dim
   std::vector<std::pair<double, uint32_t>> ranked_;    // (loss, trial) of completed trials
   std::vector<uint32_t> below_rows_, above_rows_;
   // Per below/above row (weight_strategy other than kOldDecay), and each side's gathered ones.
