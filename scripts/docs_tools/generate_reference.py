@@ -4,7 +4,8 @@ they cannot drift from the code:
 * experiment-file-fields.md: `tunectl experiment-fields`, the parser's own field table
   (libs/spec/spec_fields.cpp) with every default read from the parser;
 * tunectl-commands.md: `tunectl --help` and every subcommand's `--help` (CLI11);
-* service-flags.md: each service's `--help` and the environment variables its flags read;
+* service-flags.md: each service's `--help`, the environment variables its flags read and those
+  the code reads itself (getenv, os.environ);
 * metrics.md: every metric family each service serves on /metrics (scraped from a running
   suite of processes after a small experiment, metrics.py).
 
@@ -110,6 +111,31 @@ def environment(help_texts):
     return found
 
 
+ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
+DIRECT = [
+    (("libs", "services"), (".cpp", ".hpp"), r'(?:getenv|EnvMs)\("([A-Z_]+)"'),
+    (("clients/python/tunebus",), (".py",), r'os\.(?:environ(?:\.get)?[\[(]|getenv\()"([A-Z_]+)"'),
+]
+
+
+def direct_environment():
+    """{variable: sorted files} of the TUNEBUS_* (and NO_COLOR) variables the code reads itself
+    (getenv, os.environ), outside the flags' envname."""
+    found = {}
+    for folders, suffixes, pattern in DIRECT:
+        for folder in folders:
+            for base, _, files in os.walk(os.path.join(ROOT, folder)):
+                for name in files:
+                    if not name.endswith(suffixes):
+                        continue
+                    path = os.path.join(base, name)
+                    with open(path, errors="replace") as f:
+                        for var in re.findall(pattern, f.read()):
+                            if var.startswith("TUNEBUS_") or var == "NO_COLOR":
+                                found.setdefault(var, set()).add(os.path.relpath(path, ROOT))
+    return {var: sorted(files) for var, files in found.items()}
+
+
 def service_flags(bin_dir, tunectl):
     out = [header("each service's `--help` (CLI11)")]
     texts = {"tunectl": run(tunectl, "--help")}
@@ -122,6 +148,15 @@ def service_flags(bin_dir, tunectl):
     for name, uses in sorted(environment(texts).items()):
         where = ", ".join("`%s %s`" % use for use in uses)
         out.append("| `%s` | %s |\n" % (name, where))
+    out.append("\n### Environment variables read directly\n\n")
+    out.append(
+        "Read by the code itself (`getenv`, `os.environ`) rather than through a flag: the "
+        "variables a worker sets for a trainable (proto/PROTOCOL.md section 7), the Python "
+        "package's settings and a few tuning knobs.\n\n"
+    )
+    out.append("| Variable | Read in |\n|---|---|\n")
+    for name, files in sorted(direct_environment().items()):
+        out.append("| `%s` | %s |\n" % (name, ", ".join("`%s`" % f for f in files)))
     return "".join(out) + "\n"
 
 
