@@ -2,6 +2,8 @@
 // logging, signals and exit codes are libs/service's RunService. SIGTERM/SIGINT stop it
 // cleanly (exit 0), also while it still waits at start for the checkpoint-store to answer its
 // journal reads (libs/service/stop_request.hpp).
+#include <limits>
+
 #include "libs/service/service_main.hpp"
 #include "services/scheduler/dashboard/views/views.hpp"
 #include "services/scheduler/scheduler.hpp"
@@ -36,6 +38,20 @@ void AddFlags(CLI::App& app, tunebus::SchedulerOptions& o) {
                  "journal records between experiment snapshots")
       ->envname("TUNEBUS_SNAPSHOT_EVERY")
       ->check(CLI::PositiveNumber)
+      ->capture_default_str();
+  app.add_option("--finished-cache-mb", o.finished_cache_mb,
+                 "MB of finished experiments read back from their journals (by ls, show, export, "
+                 "the dashboard, whatif, warm starts) kept in memory for the next reads, least "
+                 "recently read dropped first; 0 keeps none after the reply")
+      ->envname("TUNEBUS_FINISHED_CACHE_MB")
+      ->check(CLI::NonNegativeNumber)
+      ->capture_default_str();
+  app.add_option("--release-after-ms", o.release_after_ms,
+                 "how long an ended experiment stays in memory with nothing in flight (journal "
+                 "durable, files written) before its state is released and reads of it come from "
+                 "its journal, ms; at least 11000, beyond the longest request timeout")
+      ->envname("TUNEBUS_RELEASE_AFTER_MS")
+      ->check(CLI::Range(int64_t(11000), std::numeric_limits<int64_t>::max()))
       ->capture_default_str();
   app.add_option(
          "--http", o.http,

@@ -126,7 +126,9 @@ Status Scheduler::Init() {
   registry_ = std::make_unique<ExperimentRegistry>(
       ExperimentRegistry::Options{options_.results_dir, options_.resume,
                                   bus::Duration{options_.reattach_grace_ms},
-                                  bus::Duration{options_.state_file_interval_ms}},
+                                  bus::Duration{options_.state_file_interval_ms},
+                                  size_t(std::max<int64_t>(0, options_.finished_cache_mb)) << 20,
+                                  bus::Duration{options_.release_after_ms}},
       clock_, *journals_);
   // A store that says it takes writes again: a journal batch waiting for its retry goes now.
   store_health_ = std::make_unique<StoreHealth>(
@@ -203,6 +205,7 @@ void Scheduler::AfterRound() {
   placements_->Send();       // and its resource-manager requests
   workers_->Flush();
   registry_->StepStateFiles();
+  registry_->ReleaseFinished();
 }
 
 void Scheduler::RenderMetrics(metrics::MetricsText& m) {
@@ -218,8 +221,9 @@ void Scheduler::RenderMetrics(metrics::MetricsText& m) {
   metrics_last_results_ = results;
   metrics_last_at_ = now;
 
-  // Summed over the experiments in this process (finished ones too, until it exits).
-  std::map<TrialStatus, int64_t> counts;
+  // Summed over the experiments in this process (finished ones too, released or not, until it
+  // exits).
+  std::map<TrialStatus, int64_t> counts = registry_->ReleasedCounts();
   double latency_s = 0, queued = 0, failing = 0;
   for (const auto& e : registry_->experiments()) {
     for (const auto& [status, n] : CountByStatus(e->runner().trials())) counts[status] += n;
@@ -245,6 +249,20 @@ void Scheduler::RenderMetrics(metrics::MetricsText& m) {
           "1 while an experiment's journal appends fail (retried; effects held)", failing);
   m.Gauge("store_degraded", "1 while the checkpoint-store says it refuses writes",
           store_health_->state() == StoreHealth::State::kDegraded ? 1 : 0);
+  const nlohmann::json memory = registry_->MemoryJson();
+  m.Gauge("experiments_resident",
+          "Experiments whose state is in memory: unfinished ones and those that ended less than "
+          "--release-after-ms ago",
+          memory["resident"].get<double>());
+  m.Counter("experiments_released_total",
+            "Finished experiments whose state left memory (reads come from their journals)",
+            memory["released"].get<double>());
+  m.Gauge("finished_cache_bytes",
+          "Bytes of finished experiments read back from their journals kept for the next reads "
+          "(estimated from their contents; at most --finished-cache-mb)",
+          memory["finished_cache"]["bytes"].get<double>());
+  m.Gauge("finished_cache_entries", "Finished experiments kept in the finished cache",
+          memory["finished_cache"]["entries"].get<double>());
   m.Gauge("workers_connected", "Workers registered with this scheduler process",
           double(workers_->workers().registered_count()));
   for (const auto& [type, n] : handled) {

@@ -70,6 +70,12 @@ struct SchedulerOptions {
   int64_t resume_timeout_ms = 30000;
   /// Journal records between two snapshots of an experiment (replay = snapshot + tail); > 0.
   int64_t snapshot_every_records = journal::kSnapshotEveryRecords;
+  /// MB of finished experiments read back from their journals kept for the next reads
+  /// (ExperimentRegistry's finished cache); 0 keeps none past the reply.
+  int64_t finished_cache_mb = 64;
+  /// How long an ended experiment stays in memory with nothing in flight before its state is
+  /// released (reads then come from its journal), ms; longer than any request's timeout.
+  int64_t release_after_ms = 15000;
   metrics::MetricsOptions metrics;  // --metrics-port / --metrics-host (0 = off)
   /// CURVE keys and bind checks of its sockets (RunService loads it from --keys-dir).
   std::shared_ptr<bus::Security> security = bus::Security::Plaintext();

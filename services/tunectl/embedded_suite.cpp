@@ -47,6 +47,8 @@ Result<std::unique_ptr<EmbeddedSuite>> EmbeddedSuite::Start(zmq::context_t& ctx,
   sch.security = o.security;
   sch.http = o.http;
   sch.http_key_name = o.http_key_name;
+  sch.finished_cache_mb = o.finished_cache_mb;
+  sch.release_after_ms = o.release_after_ms;
   // Login tokens outlive a restart of `tunectl up` with the same --data-dir.
   if (!o.http.empty() && !o.data_dir.empty()) {
     sch.dashboard_secret_file =

@@ -33,6 +33,10 @@ struct SuiteOptions {
   /// The scheduler's dashboard (SchedulerOptions::http, http_key_name): `tunectl up --http`.
   std::string http;
   std::string http_key_name;
+  /// The scheduler's finished cache and release delay (SchedulerOptions::finished_cache_mb,
+  /// release_after_ms): `tunectl up --finished-cache-mb`, `--release-after-ms`.
+  int64_t finished_cache_mb = 64;
+  int64_t release_after_ms = 15000;
 };
 
 class EmbeddedSuite {

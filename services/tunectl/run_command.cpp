@@ -9,6 +9,7 @@
 #include <filesystem>
 #include <fstream>
 #include <iostream>
+#include <limits>
 #include <memory>
 #include <sstream>
 #include <thread>
@@ -392,6 +393,22 @@ void AddRunCommands(CLI::App& app, Commands& commands) {
       ->add_option("--http-key-name", up->suite.http_key_name,
                    "with --keys-dir: the dashboard's viewer key (<keys-dir>/NAME.key_secret)")
       ->envname("TUNEBUS_HTTP_KEY_NAME");
+  up_cmd
+      ->add_option("--finished-cache-mb", up->suite.finished_cache_mb,
+                   "MB of finished experiments read back from their journals (by ls, show, "
+                   "export, the dashboard, whatif, warm starts) kept in memory for the next "
+                   "reads, least recently read dropped first; 0 keeps none after the reply")
+      ->envname("TUNEBUS_FINISHED_CACHE_MB")
+      ->check(CLI::NonNegativeNumber)
+      ->capture_default_str();
+  up_cmd
+      ->add_option("--release-after-ms", up->suite.release_after_ms,
+                   "how long an ended experiment stays in memory with nothing in flight before "
+                   "its state is released and reads of it come from its journal, ms (at least "
+                   "11000, beyond the longest request timeout)")
+      ->envname("TUNEBUS_RELEASE_AFTER_MS")
+      ->check(CLI::Range(int64_t(11000), std::numeric_limits<int64_t>::max()))
+      ->capture_default_str();
   commands.push_back({up_cmd, CommandNeeds::kKeys, [up](const GlobalFlags& g) {
                         SuiteOptions suite = up->suite;
                         if (suite.data_dir.empty()) suite.data_dir = "./tunebus-data/store";

@@ -90,6 +90,15 @@ void Experiment::MarkEnded() {
   if (searcher_process_) searcher_process_->Stop();
 }
 
+bool Experiment::Quiet() const {
+  if (read_only_ || phase_ != Phase::kEnded || !recorder_->end_durable()) return false;
+  const journal::JournalWriter& j = *journal_;
+  return j.state() == journal::JournalWriter::State::kOk && j.durable() == j.appended() &&
+         recorder_->FileBacklog() == 0 && runner_->phases().in_flight() == 0 &&
+         runner_->phases().saving() == 0 && executor_->Idle() && !snapshot_in_flight_ &&
+         awaiting_reattach_.empty();
+}
+
 void Experiment::SetWeight(double weight) {
   assert(weight > 0 && !read_only_);
   weight_ = weight;

@@ -135,6 +135,11 @@ class Experiment {
   /// REQUIRES: phase() == kEnded and !runner().IsFinished().
   void MarkRunning();
   Phase phase() const { return phase_; }
+  /// True when this live experiment ended and nothing of it is in flight: its end record and
+  /// every other record durable, its files written, no trial running or saving, nothing pending
+  /// in its executor, no snapshot being stored, no trial awaiting reattachment (so, after the
+  /// longest request timeout, no callback can still come to it). False for a read-only one.
+  bool Quiet() const;
   /// Seconds from the start to the end (or to now while it runs).
   double ElapsedS() const;
 

@@ -1,15 +1,18 @@
-// ExperimentRegistry's experiments that are only in the store's journals: the experiment a read
-// request names (finished ones loaded read-only), and the lsx rows. Journals are read
+// ExperimentRegistry's experiments that are only in the store's journals: the release of finished
+// ones from memory, the experiment a read request names (finished ones loaded read-only, kept in
+// the finished cache), and the lsx rows. Journals are read
 // asynchronously with the JournalReader; each callback looks at the registry again, since the
 // loop served others meanwhile.
 #include <fmt/format.h>
 #include <fmt/ranges.h>
+#include <malloc.h>
 #include <spdlog/spdlog.h>
 
 #include <algorithm>
 #include <memory>
 #include <utility>
 
+#include "libs/tune/runner_queries.hpp"
 #include "services/scheduler/control/trial_json.hpp"
 #include "services/scheduler/core/experiment.hpp"
 #include "services/scheduler/core/experiment_registry.hpp"
@@ -19,6 +22,9 @@ namespace tunebus {
 using nlohmann::json;
 
 namespace {
+
+// Beyond the resume's reattach timer, before an ended experiment is released.
+constexpr bus::Duration kTimerMargin{1000};
 
 // An experiment's lsx row.
 json LsxRow(const std::string& name, const std::string& journal, ExperimentStatus status,
@@ -32,6 +38,61 @@ json LsxRow(const std::string& name, const std::string& journal, ExperimentStatu
 }
 
 }  // namespace
+
+size_t ExperimentRegistry::ReleaseFinished() {
+  const SteadyTime now = clock_.Now();
+  std::vector<Experiment*> due;
+  for (const auto& e : experiments_) {
+    if (!e->Quiet()) {
+      quiet_since_.erase(e.get());
+      continue;
+    }
+    const SteadyTime since = quiet_since_.try_emplace(e.get(), now).first->second;
+    // Past every request's timeout and the resume's reattach timer: nothing calls back.
+    if (now - since >= std::max(options_.release_after, options_.reattach_grace + kTimerMargin))
+      due.push_back(e.get());
+  }
+  for (Experiment* e : due) {
+    quiet_since_.erase(e);
+    if (auto r = by_experiment_id_.find(e->experiment_id());
+        r != by_experiment_id_.end() && r->second == e) {
+      by_experiment_id_.erase(r);
+    }
+    if (state_file_pass_) std::erase(state_file_pass_->waiting, e);
+    released_counts_[e->journal_name()] = CountByStatus(e->runner().trials());
+    // Its lsx row as a read from its journal would give it, at the journal's length now.
+    const std::vector<Trial>& trials = e->runner().trials();
+    lsx_rows_[e->journal_name()] = {
+        e->journal().store_seq(), LsxRow(e->name(), e->journal_name(), e->runner().status(), trials,
+                                         int64_t(trials.size()), e->identity().submitted_at_s)};
+    journals_.NoteLength(e->journal_name(), e->journal().store_seq());
+    spdlog::info(
+        "Experiment {} ({} trials) released from memory: it ended and its journal and files are "
+        "complete; reads of it come from journal {}",
+        e->name(), trials.size(), e->journal_name());
+    std::erase_if(experiments_, [e](const std::unique_ptr<Experiment>& x) { return x.get() == e; });
+    ++released_;
+  }
+  if (!due.empty()) malloc_trim(0);
+  return due.size();
+}
+
+std::map<TrialStatus, int64_t> ExperimentRegistry::ReleasedCounts() const {
+  std::map<TrialStatus, int64_t> sum;
+  for (const auto& [journal, counts] : released_counts_) {
+    for (const auto& [status, n] : counts) sum[status] += n;
+  }
+  return sum;
+}
+
+json ExperimentRegistry::MemoryJson() const {
+  return {{"resident", experiments_.size()},
+          {"released", released_},
+          {"finished_cache",
+           {{"entries", journaled_.size()},
+            {"bytes", journaled_.bytes()},
+            {"capacity_bytes", journaled_.capacity_bytes()}}}};
+}
 
 void ExperimentRegistry::FindExperiment(const std::string& name,
                                         std::function<void(Result<Experiment*>)> then) {
@@ -67,10 +128,7 @@ void ExperimentRegistry::FindExperiment(const std::string& name,
 
 void ExperimentRegistry::LoadJournaled(const JournalSummary& j,
                                        std::function<void(Result<Experiment*>)> then) {
-  if (auto it = journaled_.find(j.journal);
-      it != journaled_.end() && it->second->journal_base() == j.last_seq) {
-    return then(it->second.get());
-  }
+  if (Experiment* cached = journaled_.Find(j.journal, j.last_seq)) return then(cached);
   const SteadyTime t0 = clock_.Now();
   journals_.Replay(
       j.journal, j.last_seq, [this, j, t0, then](Result<journal::ReplayedExperiment>&& replayed) {
@@ -80,19 +138,26 @@ void ExperimentRegistry::LoadJournaled(const JournalSummary& j,
         if (!spec.ok()) return then(spec.status());
         const uint64_t records = replayed->records;
         const std::string experiment_dir = ExperimentDir(*spec, replayed->identity.results_folder);
+        // What the read-only experiment keeps: its trials, its spec's text and the searcher state
+        // it restores (its trial scheduler is not restored).
+        size_t bytes = sizeof(Experiment) + 2 * replayed->spec_yaml.size() +
+                       JsonBytes(replayed->searcher_state);
+        for (const nlohmann::json& delta : replayed->searcher_deltas) bytes += JsonBytes(delta);
+        for (const Trial& t : replayed->trials) bytes += TrialBytes(t) + kRunnerBytesPerTrial;
         auto loaded = Experiment::LoadReadOnly(std::move(*spec), experiment_dir, j.journal,
                                                std::move(*replayed), j.last_seq, clock_);
         if (!loaded.ok()) return then(loaded.status());
         std::unique_ptr<Experiment> e = std::move(*loaded);
         spdlog::info(
-            "Loaded experiment {} read-only from journal {} ({} records, {} "
-            "trials, {:.3f} s)",
-            e->name(), j.journal, records, e->runner().trials().size(), clock_.SecondsSince(t0));
-        if (journaled_.size() >= kJournaledCacheSize && !journaled_.contains(j.journal))
-          journaled_.erase(journaled_.begin());
-        Experiment* raw = e.get();
-        journaled_[j.journal] = std::move(e);
-        then(raw);
+            "Loaded experiment {} read-only from journal {} ({} records, {} trials, about {} "
+            "bytes, {:.3f} s)",
+            e->name(), j.journal, records, e->runner().trials().size(), bytes,
+            clock_.SecondsSince(t0));
+        then(journaled_.Put(j.journal, j.last_seq, std::move(e), bytes));
+        // The reply is out: the cache goes back within its budget, and what the replay's pages
+        // left free in malloc's arenas goes back to the system.
+        journaled_.Trim();
+        malloc_trim(0);
       });
 }
 
@@ -111,6 +176,7 @@ void ExperimentRegistry::JournalRow(const JournalLength& j,
                           int64_t(x.trials.size()), x.identity.submitted_at_s);
         lsx_rows_[j.journal] = {j.last_seq, row};
         then(std::move(row));
+        malloc_trim(0);  // what the replay's pages left free in malloc's arenas
       });
 }
 

@@ -24,6 +24,7 @@ ExperimentRegistry::ExperimentRegistry(Options options, const Clock& clock, Jour
     : options_(std::move(options)),
       clock_(clock),
       journals_(journals),
+      journaled_(options_.finished_cache_bytes),
       next_state_file_(clock.Now()) {}
 
 ExperimentRegistry::~ExperimentRegistry() = default;
@@ -150,10 +151,8 @@ void ExperimentRegistry::Forget(const std::string& journal) {
     retired_.push_back(std::move(*it));
     it = experiments_.erase(it);
   }
-  if (auto it = journaled_.find(journal); it != journaled_.end()) {
-    retired_.push_back(std::move(it->second));
-    journaled_.erase(it);
-  }
+  journaled_.Erase(journal);  // a read-only load: nothing calls back into it
+  released_counts_.erase(journal);
   lsx_rows_.erase(journal);
   journals_.Forget(journal);
 }

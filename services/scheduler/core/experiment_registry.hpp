@@ -9,9 +9,13 @@
 //     (<experiment_id>_<index>), so a worker message finds its trial's experiment (ForTrial);
 //     control requests by the experiment they name, else the only unfinished one (Target,
 //     DefaultExperiment, FindExperiment);
-//   - the read-only cache of finished experiments loaded from their journals (LoadJournaled, at
-//     most kJournaledCacheSize, one dropped to make room) and the lsx rows of journals not in
-//     memory, cached by (journal, length) (JournalRow, ListRows);
+//   - the release of finished experiments (ReleaseFinished): once one has ended and nothing of it
+//     is in flight (journal durable, files written, no trial, request or timer pending) for
+//     Options::release_after, its state leaves memory; reads then come from its journal;
+//   - the read-only cache of finished experiments loaded from their journals (LoadJournaled, a
+//     FinishedCache of at most Options::finished_cache_bytes, least recently read dropped first)
+//     and the lsx rows of journals not in memory, cached by (journal, length) (JournalRow,
+//     ListRows);
 //   - name claims: the names of experiments whose submission or `tunectl resume` waits for the
 //     checkpoint-store before it is adopted (Claim / Release), refused to any other (NameFree);
 //   - the experiment_state.json pass: each unfinished experiment's state file rewritten every
@@ -27,8 +31,10 @@
 //     live experiments share one (Submit draws an unused id; Resume refuses a taken one);
 //   - names are unique among unfinished experiments and claimed names (NameFree, checked by
 //     Submit's caller and by Resume);
-//   - an Experiment* handed out stays valid until the process ends: live ones are never freed
-//     (Forget retires them), read-only ones stay valid until the next LoadJournaled.
+//   - an Experiment* handed out stays valid while the callback it was handed to runs; a live one
+//     until ReleaseFinished frees it (Forget retires it), a read-only one until the next
+//     LoadJournaled;
+//   - after each read-only load's callback, the cache holds at most finished_cache_bytes.
 #pragma once
 
 #include <cstdint>
@@ -48,6 +54,7 @@
 #include "libs/journal/replay.hpp"
 #include "libs/spec/experiment_spec.hpp"
 #include "proto/control.hpp"
+#include "services/scheduler/core/finished_cache.hpp"
 #include "services/scheduler/store/journal_reader.hpp"
 
 namespace tunebus {
@@ -66,9 +73,13 @@ class ExperimentRegistry {
     bus::Duration reattach_grace{3000};
     /// The least period of the experiment_state.json rewrites.
     bus::Duration state_file_interval{1000};
+    /// Bytes of finished experiments read back from their journals kept for the next reads
+    /// (FinishedCache, estimated from their contents).
+    size_t finished_cache_bytes = size_t(64) << 20;
+    /// How long an ended experiment stays in memory with nothing in flight before its state is
+    /// released (longer than any request's timeout, so no late answer finds it gone).
+    bus::Duration release_after{15000};
   };
-  /// Read-only experiments kept loaded (each holds its trials).
-  static constexpr size_t kJournaledCacheSize = 4;
   /// Trials of state files built per round (StepStateFiles).
   static constexpr size_t kStateFileTrialsPerRound = 256;
 
@@ -111,6 +122,19 @@ class ExperimentRegistry {
   const std::vector<std::unique_ptr<Experiment>>& experiments() const { return experiments_; }
   /// Unfinished experiments (Phase kRunning or kResuming), oldest first.
   std::vector<Experiment*> Unfinished() const;
+  /// Frees the state of each live experiment that ended and had nothing in flight for
+  /// Options::release_after (Experiment::QuietSince): it leaves the live list and the routing
+  /// table, its lsx row stays (cached at its journal's length) and its trial counts stay in
+  /// ReleasedCounts; malloc's free memory goes back to the system. Reads of it come from its
+  /// journal (FindExperiment, LoadJournaled); `tunectl resume` replays its journal. Returns how
+  /// many were released.
+  size_t ReleaseFinished();
+  /// Trials of the experiments released so far and not deleted, by status (the scheduler's
+  /// metrics count them).
+  std::map<TrialStatus, int64_t> ReleasedCounts() const;
+  /// {"resident": live experiments in memory, "released": experiments released so far,
+  ///  "finished_cache": {"entries", "bytes", "capacity_bytes"}}.
+  nlohmann::json MemoryJson() const;
 
   // --- routing ---
 
@@ -150,9 +174,10 @@ class ExperimentRegistry {
 
   // --- journals not in memory ---
 
-  /// Calls `then` with `journal` replayed into a read-only Experiment, cached while the journal
-  /// has the same length (then at once). Appends nothing, cuts no torn tail, touches no result
-  /// file or checkpoint.
+  /// Calls `then` with `journal` replayed into a read-only Experiment, kept in the finished cache
+  /// while the journal has the same length and the cache has room (then at once). After `then`,
+  /// the cache is trimmed to its budget and malloc's free memory goes back to the system. Appends
+  /// nothing, cuts no torn tail, touches no result file or checkpoint.
   void LoadJournaled(const JournalSummary& journal, std::function<void(Result<Experiment*>)> then);
   /// The lsx row of a journal not in memory: {name, journal, status, counts, total,
   /// submitted_at}, from a replay; cached by (journal, last_seq).
@@ -194,7 +219,12 @@ class ExperimentRegistry {
   std::vector<std::unique_ptr<Experiment>> experiments_;
   std::vector<std::unique_ptr<Experiment>> retired_;
   std::map<std::string, Experiment*, std::less<>> by_experiment_id_;
-  std::map<std::string, std::unique_ptr<Experiment>> journaled_;  // by journal name
+  FinishedCache<Experiment> journaled_;  // read-only loads by journal name
+  /// Ended live experiments by when they became Quiet (ReleaseFinished).
+  std::map<const Experiment*, SteadyTime> quiet_since_;
+  size_t released_ = 0;  // experiments ReleaseFinished freed
+  /// Trial counts by status of the released experiments, by journal name (Forget drops one).
+  std::map<std::string, std::map<TrialStatus, int64_t>> released_counts_;
   /// lsx rows of journals not in memory by journal name, with the length they were read at.
   std::map<std::string, std::pair<uint64_t, nlohmann::json>> lsx_rows_;
   SteadyTime next_state_file_;

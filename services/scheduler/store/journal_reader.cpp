@@ -21,8 +21,14 @@ using nlohmann::json;
 
 namespace {
 
-// Records a journal_read asks for while paging through a journal.
+// Records a journal_read asks for while paging through a journal whose records it keeps as they
+// come (ReadStored).
 constexpr uint32_t kPageRecords = 10000;
+// Records a journal_read asks for while paging through a journal it decodes and lets go page by
+// page (Replay, ForEachRecord): a page's decoded records and its reply are the replay's transient
+// memory (at 10,000 records of results, about 12 MB decoded plus 10 MB of reply buffers on both
+// sides, which stay behind as fragmented malloc arenas), while the round trips it adds cost little.
+constexpr uint32_t kDecodedPageRecords = 1000;
 
 bool IsCheckpointRecord(std::optional<journal::RecordKind> kind) {
   using journal::RecordKind;
@@ -117,6 +123,17 @@ void JournalReader::Forget(const std::string& journal) {
                   [&journal](const JournalLength& j) { return j.journal == journal; });
   }
   summaries_.erase(journal);
+}
+
+void JournalReader::NoteLength(const std::string& journal, uint64_t last_seq) {
+  if (!recent_ || last_seq == 0) return;
+  for (JournalLength& j : recent_->lengths) {
+    if (j.journal == journal) {
+      j.last_seq = last_seq;
+      return;
+    }
+  }
+  recent_->lengths.push_back({journal, last_seq});
 }
 
 void JournalReader::Ended(const std::string& journal, uint64_t last_seq, Done<bool> done) {
@@ -299,20 +316,21 @@ void JournalReader::Replay(const std::string& name, uint64_t last_seq,
   job->done = std::move(done);
   job->next = [this, job] {
     if (job->replayer.state().records >= job->last_seq) return job->Finish();
-    Read(job->name, job->replayer.state().records + 1, kPageRecords, [job](Result<Page> got) {
-      if (!got.ok()) {
-        job->next = nullptr;
-        return job->done(got.status());
-      }
-      for (const json& r : got->records) {
-        if (Status s = job->replayer.Apply(r); !s.ok()) {
-          spdlog::error("Journal {}: {}; using the state before it", job->name, s.message());
-          return job->Finish();
-        }
-      }
-      if (got->torn || got->records.empty()) return job->Finish();
-      job->next();
-    });
+    Read(job->name, job->replayer.state().records + 1, kDecodedPageRecords,
+         [job](Result<Page> got) {
+           if (!got.ok()) {
+             job->next = nullptr;
+             return job->done(got.status());
+           }
+           for (const json& r : got->records) {
+             if (Status s = job->replayer.Apply(r); !s.ok()) {
+               spdlog::error("Journal {}: {}; using the state before it", job->name, s.message());
+               return job->Finish();
+             }
+           }
+           if (got->torn || got->records.empty()) return job->Finish();
+           job->next();
+         });
   };
   NewestSnapshot(name, [job](Result<std::optional<journal::ReplayedExperiment>> snapshot) {
     if (!snapshot.ok()) {
@@ -377,7 +395,7 @@ void JournalReader::ForEachRecord(const std::string& journal, uint64_t from, uin
       Job{journal, from, last_seq, std::move(on_record), std::move(done), nullptr});
   job->next = [this, job] {
     if (job->from > job->last_seq) return job->Finish(Status::Ok());
-    const auto n = uint32_t(std::min<uint64_t>(kPageRecords, job->last_seq - job->from + 1));
+    const auto n = uint32_t(std::min<uint64_t>(kDecodedPageRecords, job->last_seq - job->from + 1));
     Read(job->journal, job->from, n, [job](Result<Page> got) {
       if (!got.ok()) return job->Finish(got.status());
       for (const json& r : got->records) job->on_record(r);

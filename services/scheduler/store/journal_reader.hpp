@@ -76,6 +76,9 @@ class JournalReader {
   static constexpr bus::Duration kRecentLengthsMaxAge{1000};
   /// Drops `journal` from RecentLengths' list (it was deleted).
   void Forget(const std::string& journal);
+  /// Sets `journal`'s length in RecentLengths' list to `last_seq` (the scheduler released the
+  /// experiment it appended to: its length is no longer answered from memory).
+  void NoteLength(const std::string& journal, uint64_t last_seq);
   /// Every non-empty journal with its submission time and whether it ended. A journal whose
   /// length did not change since an earlier List is answered from memory; the others read their
   /// first record and Ended (all journals at once, pipelined). Errors: Unavailable.
@@ -87,7 +90,7 @@ class JournalReader {
   /// records a request. Errors: Unavailable.
   void Ended(const std::string& journal, uint64_t last_seq, Done<bool> done);
   /// The experiment's state: the newest snapshot in the store (if any) plus the records after
-  /// it, up to last_seq, 10,000 a request. A record that fails its frame's CRC or does not decode
+  /// it, up to last_seq, 1,000 a request. A record that fails its frame's CRC or does not decode
   /// (torn or flipped, docs/reference/journal-format.md) or does not apply ends the replay there,
   /// with an error log line naming its seq. Errors: Unavailable; Corruption for a journal that does
   /// not start with experiment_submitted.

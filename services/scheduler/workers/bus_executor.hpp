@@ -76,6 +76,12 @@ class BusExecutor final : public TrialExecutor {
     if (may_place_ && !may_place_()) return false;
     return !reusable_.empty() || (budget_ > 0 && placing_ < kMaxPlacementsInFlight);
   }
+  /// True when nothing it asked or staged waits: no placement, allocation, release, hand-over
+  /// or StartTrial pending.
+  bool Idle() const {
+    return placing_ == 0 && allocations_.empty() && reusable_.empty() && handovers_.empty() &&
+           rm_ops_.empty() && unsent_starts_.empty();
+  }
   void PlaceTrial(const Trial& trial, int64_t attempt) override;
   void LaunchTrial(const Trial& trial) override;
   void SendDecision(const Trial& trial, int64_t seq, Action action) override;
