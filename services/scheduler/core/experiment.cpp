@@ -94,7 +94,7 @@ bool Experiment::Quiet() const {
   if (read_only_ || phase_ != Phase::kEnded || !recorder_->end_durable()) return false;
   const journal::JournalWriter& j = *journal_;
   return j.state() == journal::JournalWriter::State::kOk && j.durable() == j.appended() &&
-         recorder_->FileBacklog() == 0 && runner_->phases().in_flight() == 0 &&
+         recorder_->FilesWritten() && runner_->phases().in_flight() == 0 &&
          runner_->phases().saving() == 0 && executor_->Idle() && !snapshot_in_flight_ &&
          awaiting_reattach_.empty();
 }

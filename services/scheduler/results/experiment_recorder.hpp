@@ -79,6 +79,8 @@ class ExperimentRecorder final : public RunnerObserver {
   bool IsDurable(const Trial& t) const;
   /// Result file tasks not written yet (see ResultFiles::Backlog).
   size_t FileBacklog() const { return files_.Backlog(); }
+  /// Every result file task of this experiment is written (ResultFiles::Idle).
+  bool FilesWritten() const { return files_.Idle(); }
   /// Hands the durable result file work to the writer and has it replace experiment_state.json
   /// (the runner's current state, for humans): the text is built here, on the calling thread;
   /// the write and its fsync happen on the writer thread (ResultFiles::ReplaceFile).

@@ -187,6 +187,9 @@ class ResultFiles {
   /// the event loop 20-60 ms at 6,000 trials (docs/explanation/performance/cluster.md "Cluster
   /// scale").
   void ReplaceFile(std::string path, std::string text);
+  /// True when this experiment has nothing staged and the writer has written every task it
+  /// handed over (other experiments' tasks may still wait).
+  bool Idle() const { return staged_.empty() && WrittenThrough(handed_over_); }
   /// Tasks this experiment has staged plus every task the writer has not written yet (all
   /// experiments': they wait for the same disk) (loop thread).
   size_t Backlog() const { return writer_.Backlog() + staged_.size(); }
