@@ -8,6 +8,7 @@
 #include <httplib.h>
 #include <unistd.h>
 
+#include <cstdio>
 #include <fstream>
 #include <regex>
 #include <string>
@@ -144,8 +145,14 @@ TEST(FinishedMemoryTest, AReleasedExperimentAnswersEveryReadAsBefore) {
   EXPECT_EQ(released.resume_error, live.resume_error);
   EXPECT_EQ(released.api_experiment_counts, live.api_experiment_counts);
   EXPECT_EQ(released.api_trials, live.api_trials);
-  text = Scrape(port);
-  EXPECT_EQ(Metric(text, "tunebus_finished_cache_entries"), 1) << text;
+  // The figures are rendered every second.
+  EXPECT_TRUE(WaitFor(
+      [&] {
+        text = Scrape(port);
+        return Metric(text, "tunebus_finished_cache_entries") == 1;
+      },
+      5s, 200ms))
+      << text;
   EXPECT_GT(Metric(text, "tunebus_finished_cache_bytes"), 60 * 200) << text;
 
   // `tunectl resume --rerun-errored` of it replays its journal in full, as before.
@@ -185,17 +192,19 @@ TEST(FinishedMemoryTest, ReadingAFinishedExperimentLeavesMemoryWithinTheCacheBud
     ASSERT_EQ(ls.Json().size(), 2000u);
     ASSERT_EQ(cluster.Ctl({"-o", "json", "best", "-e", "big"}, 60s).exit_code, 0);
   }
-  std::this_thread::sleep_for(1s);
+  std::this_thread::sleep_for(1500ms);  // the figures are rendered every second
   const int64_t after = ResidentBytes(scheduler);
   text = Scrape(port);
+  EXPECT_GT(Metric(text, "tunebus_finished_cache_entries"), -1) << text;
   EXPECT_LE(Metric(text, "tunebus_finished_cache_bytes"), double(kCacheMb << 20)) << text;
   // The cache's budget plus a margin for what malloc keeps of the replay's pages (measured: a
   // few MB; 40 MB stayed resident before the finished cache and the release of malloc's memory).
   constexpr int64_t kMargin = 12 << 20;
   EXPECT_LE(after - before, (kCacheMb << 20) + kMargin)
       << "resident before the reads " << before << " bytes, after " << after;
-  RecordProperty("resident_before_bytes", std::to_string(before));
-  RecordProperty("resident_after_bytes", std::to_string(after));
+  std::printf("scheduler RSS before the reads %lld bytes, after %lld (cache %g bytes)\n",
+              static_cast<long long>(before), static_cast<long long>(after),
+              Metric(text, "tunebus_finished_cache_bytes"));
 }
 
 }  // namespace
