@@ -47,6 +47,8 @@ sys.path.insert(0, os.path.join(ROOT, "tests", "python"))
 FENCE = re.compile(r"^( {0,3})(`{3,}|~{3,})\s*([^\s`{]*)\s*(.*)$")
 MARKER = re.compile(r"^\s*<!--\s*snippet:\s*(.*?)\s*-->\s*$")
 SHELLS = ("console", "sh", "bash", "shell")
+# A folder of the tree as a fresh clone has it: without the results of a local run.
+COPY = dict(symlinks=True, ignore=shutil.ignore_patterns("results", "__pycache__"))
 MINIMAL = {"name": "fragment", "trainable": {"builtin": "mock"}, "metric": "score", "mode": "max"}
 
 
@@ -137,11 +139,11 @@ class Runner:
         name = re.sub(r"[^A-Za-z0-9]+", "-", snippet.where())
         path = os.path.join(self.scratch, name)
         if "dir" in snippet.options:
-            shutil.copytree(os.path.join(ROOT, snippet.options["dir"]), path, symlinks=True)
+            shutil.copytree(os.path.join(ROOT, snippet.options["dir"]), path, **COPY)
         else:
             os.makedirs(path)
         for rel in filter(None, snippet.options.get("copy", "").split(",")):
-            shutil.copytree(os.path.join(ROOT, rel), os.path.join(path, rel), symlinks=True)
+            shutil.copytree(os.path.join(ROOT, rel), os.path.join(path, rel), **COPY)
         if link_build and not os.path.lexists(os.path.join(path, "build")):
             os.symlink(os.path.dirname(self.bin), os.path.join(path, "build"))
         return path
