@@ -167,10 +167,12 @@ json TrialSchedulerDelta(const json& delta) {
   return {{kKindField, RecordKindName(RecordKind::kTrialSchedulerDelta)}, {"delta", delta}};
 }
 
-json ExperimentEnded(ExperimentStatus status, const std::string& reason) {
-  return {{kKindField, RecordKindName(RecordKind::kExperimentEnded)},
-          {"status", ExperimentStatusName(status)},
-          {"reason", reason}};
+json ExperimentEnded(ExperimentStatus status, const std::string& reason, double at_s) {
+  json r = {{kKindField, RecordKindName(RecordKind::kExperimentEnded)},
+            {"status", ExperimentStatusName(status)},
+            {"reason", reason}};
+  if (at_s > 0) r["at"] = at_s;
+  return r;
 }
 
 json CheckpointSavedRecord(const Trial& t, const CheckpointRef& c) {

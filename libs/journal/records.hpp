@@ -96,7 +96,8 @@ std::string EncodeTrialSchedulerDelta(const nlohmann::json& delta);
 /// EncodeRecord(SearcherDelta(delta))
 std::string EncodeSearcherDelta(const nlohmann::json& delta);
 
-nlohmann::json ExperimentEnded(ExperimentStatus status, const std::string& reason);
+/// `at_s`: when it ended, seconds since the epoch (the `at` field; left out when 0: unknown).
+nlohmann::json ExperimentEnded(ExperimentStatus status, const std::string& reason, double at_s = 0);
 nlohmann::json ExperimentResumed(double at_s, RerunMode rerun_errored);
 /// `tunectl set-weight`: the experiment's fair-share weight from now on (> 0).
 nlohmann::json WeightSet(double weight);

@@ -53,6 +53,17 @@ struct DriverSpec {
   double timeout_s = 10;  // per request; then unavailable, retried with backoff
 };
 
+/// The `retention:` section: when the scheduler deletes this experiment after it finished
+/// (services/scheduler/core/retention_policy.hpp, docs/how-to/retention.md). The scheduler's
+/// --retain-experiments rule applies to it as to every finished experiment.
+struct RetentionSpec {
+  /// Delete it once it ended this many days ago (> 0; fractions allowed); replaces the
+  /// scheduler's --retain-days for this experiment. nullopt: --retain-days (if given).
+  std::optional<double> days;
+  /// A deletion by retention removes its journal and checkpoints but keeps its results folder.
+  bool keep_results = false;
+};
+
 struct ExperimentSpec {
   std::string name;  // [A-Za-z0-9_.-]+, names the results folder
   TrainableSpec trainable;
@@ -125,6 +136,8 @@ struct ExperimentSpec {
   std::string search = "random";
   /// `driver:` (absent: no driver link).
   std::optional<DriverSpec> driver;
+  /// `retention:` (absent: only the scheduler's --retain-experiments / --retain-days apply).
+  std::optional<RetentionSpec> retention;
   nlohmann::json search_config = nlohmann::json::object();
   std::string source_yaml;  // the file's text, kept for the journal and resubmission
   std::string source_path;  // the file's path as given (for error messages)

@@ -213,6 +213,13 @@ std::vector<SpecSection> MakeSections() {
                    "or false",
            .when_absent = "the file's folder, shipped for a command trainable (a builtin ships "
                           "nothing)"},
+          {.name = "retention",
+           .type = "map",
+           .meaning = "When the scheduler deletes this experiment after it finished (its journal, "
+                      "checkpoints and results folder; see retention below, "
+                      "docs/how-to/retention.md).",
+           .rule = "a map with days, keep_results or both",
+           .when_absent = "only the scheduler's --retain-experiments and --retain-days apply"},
       }});
   sections.push_back(SpecSection{
       .name = "trainable",
@@ -289,6 +296,28 @@ std::vector<SpecSection> MakeSections() {
                .when_absent = "no threshold"},
           },
       .open = true});
+  sections.push_back(SpecSection{
+      .name = "retention",
+      .meaning = "The experiment's own retention: the scheduler's --retain-experiments rule "
+                 "applies to it as to every finished experiment.",
+      .defaults_from = "name: defaults\ntrainable: {builtin: noop}\nretention: {days: 30}\n",
+      .fields = {
+          {.name = "days",
+           .type = "number",
+           .unit = "days",
+           .meaning = "Delete it once it ended more than this many days ago; replaces the "
+                      "scheduler's --retain-days for it.",
+           .rule = "must be a number of days > 0 (fractions allowed)",
+           .when_absent = "the scheduler's --retain-days (if given)"},
+          {.name = "keep_results",
+           .type = "boolean",
+           .meaning = "A deletion by retention keeps its results folder.",
+           .rule = "true or false",
+           .default_of =
+               [](const ExperimentSpec& s) {
+                 return Bool(s.retention ? s.retention->keep_results : false);
+               }},
+      }});
   sections.push_back(SpecSection{
       .name = "driver",
       .meaning = "The Python driver's link (proto/PROTOCOL.md section 7b); the tunebus "

@@ -40,7 +40,8 @@ struct SpecSection {
   bool open = false;
 };
 
-/// The sections in the reference's order: the top level, trainable, working_dir, stop, driver.
+/// The sections in the reference's order: the top level, trainable, working_dir, stop, retention,
+/// driver.
 const std::vector<SpecSection>& SpecSections();
 
 /// The section named `name` ("" = top level); throws std::out_of_range for another name.

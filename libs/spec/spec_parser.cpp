@@ -326,6 +326,7 @@ Status SpecParser::ParseField(const MapEntry& e) {
   if (k == "scheduler") return ParseScheduler(e.value);
   if (k == "search") return ParseSearch(e.value);
   if (k == "driver") return ParseDriver(e.value);
+  if (k == "retention") return ParseRetention(e.value);
   return r_.Error(e.key_node, "", "unhandled field '" + k + "'");  // kTopFields is out of sync
 }
 

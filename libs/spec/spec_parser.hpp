@@ -62,6 +62,7 @@ class SpecParser {
   /// A trial scheduler's "<param>: <why>" at its parameter's line.
   Status SchedulerError(const std::string& message) const;
   Status ParseDriver(const YAML::Node& value);
+  Status ParseRetention(const YAML::Node& value);  // spec_retention.cpp
   Status ParseStop(const YAML::Node& value);
   Status ParseResources(const YAML::Node& value);
   // Reads an integer field that must be >= min; `rule` explains the bound in the error.

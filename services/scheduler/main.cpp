@@ -72,6 +72,19 @@ void AddFlags(CLI::App& app, tunebus::SchedulerOptions& o) {
                  "the secret that signs dashboard login tokens (made, 0600, if absent; default "
                  "<keys-dir>/dashboard_token.secret with keys, else in memory)")
       ->envname("TUNEBUS_DASHBOARD_SECRET");
+  app.add_option("--retain-experiments", o.retention.keep_newest,
+                 "keep the N newest finished experiments and delete older finished ones (their "
+                 "journal, checkpoints and results folder, as tunectl delete); 0 = off "
+                 "(docs/how-to/retention.md)")
+      ->envname("TUNEBUS_RETAIN_EXPERIMENTS")
+      ->check(CLI::NonNegativeNumber)
+      ->capture_default_str();
+  app.add_option("--retain-days", o.retention.max_age_days,
+                 "delete finished experiments that ended more than D days ago (fractions "
+                 "allowed; an experiment's retention.days replaces it); 0 = off")
+      ->envname("TUNEBUS_RETAIN_DAYS")
+      ->check(CLI::NonNegativeNumber)
+      ->capture_default_str();
 }
 
 // What --ready-file names, by the flags above.

@@ -149,7 +149,8 @@ Status Scheduler::Init() {
                                                      ZmqSearcherLink::kDriverRoles)});
   auto control_service = ControlService::Create(
       std::move(*control),
-      ControlService::Options{options_.security, events_bound_, options_.dashboard_secret_file},
+      ControlService::Options{options_.security, events_bound_, options_.dashboard_secret_file,
+                              options_.retention},
       ControlService::Parts{clock_, *registry_, *experiment_context_, *arbiter_,
                             workers_->workers(), *store_, *rm_, *store_health_});
   if (!control_service.ok()) return control_service.status();

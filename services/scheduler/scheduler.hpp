@@ -43,6 +43,7 @@
 #include "libs/core/status.hpp"
 #include "libs/journal/snapshot.hpp"
 #include "libs/metrics/metrics_publisher.hpp"
+#include "services/scheduler/core/retention_policy.hpp"
 #include "services/scheduler/results/result_files.hpp"
 #include "services/scheduler/store/bus_journal_sink.hpp"
 #include "services/scheduler/store/journal_reader.hpp"
@@ -95,6 +96,9 @@ struct SchedulerOptions {
   /// = <keys-dir>/dashboard_token.secret with CURVE keys (in memory when it cannot be written),
   /// else in memory (tokens end with the process).
   std::string dashboard_secret_file;
+  /// Retention of finished experiments (--retain-experiments, --retain-days;
+  /// control/retention_sweeper.hpp, docs/how-to/retention.md): off by default.
+  RetentionRules retention;
 };
 
 class ControlService;

@@ -98,9 +98,9 @@ int ResumeCommand(const GlobalFlags& g, const std::string& target,
 
 int ListExperimentsCommand(const GlobalFlags& g) {
   return CallAndPrint(g, proto::ListExperiments{}, [](const nlohmann::json& experiments) {
-    std::cout << fmt::format("{:<24} {:<20} {:<12} {:<20} {:>6} {:>6} {:>6}  {}\n", "name",
+    std::cout << fmt::format("{:<24} {:<20} {:<12} {:<20} {:>6} {:>6} {:>6}  {:<22} {}\n", "name",
                              "journal", "status", "started (UTC)", "trials", "weight", "share",
-                             "counts");
+                             "expires", "counts");
     for (const auto& e : experiments) {
       std::string counts;
       for (const auto& [status, n] : e["counts"].items()) {
@@ -109,12 +109,15 @@ int ListExperimentsCommand(const GlobalFlags& g) {
       const auto started = std::time_t(e.value("submitted_at", 0.0));
       // Weight and share: of the experiments this scheduler holds ("-" for journal-only ones).
       const bool held = e.contains("weight");
+      // Expires: when retention deletes it (finished ones; "-" for the others).
       std::cout << fmt::format(
-          "{:<24} {:<20} {:<12} {:<20} {:>6} {:>6} {:>6}  {}\n", e.value("name", std::string()),
-          e.value("journal", std::string()), e.value("status", std::string()),
+          "{:<24} {:<20} {:<12} {:<20} {:>6} {:>6} {:>6}  {:<22} {}\n",
+          e.value("name", std::string()), e.value("journal", std::string()),
+          e.value("status", std::string()),
           started > 0 ? fmt::format("{:%Y-%m-%d %H:%M:%S}", fmt::gmtime(started)) : "-",
           e.value("total", int64_t(0)), held ? fmt::format("{:g}", e.value("weight", 1.0)) : "-",
-          held ? fmt::format("{:.2f}", e.value("share", 0.0)) : "-", counts);
+          held ? fmt::format("{:.2f}", e.value("share", 0.0)) : "-",
+          e.value("expires", std::string("-")), counts);
     }
   });
 }
@@ -343,8 +346,9 @@ void AddControlCommands(CLI::App& app, GlobalFlags& g, Commands& commands) {
                         return ResumeCommand(g, resume->target, resume->rerun_errored);
                       }});
 
-  AddPlainCommand(app, g, commands, "lsx", "list experiments (name, status, trial counts)", nullptr,
-                  ListExperimentsCommand);
+  AddPlainCommand(app, g, commands, "lsx",
+                  "list experiments (name, status, trial counts, when retention deletes each)",
+                  nullptr, ListExperimentsCommand);
 
   auto config_json = std::make_shared<std::string>();
   auto* add_cmd =

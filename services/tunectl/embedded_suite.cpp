@@ -49,6 +49,7 @@ Result<std::unique_ptr<EmbeddedSuite>> EmbeddedSuite::Start(zmq::context_t& ctx,
   sch.http_key_name = o.http_key_name;
   sch.finished_cache_mb = o.finished_cache_mb;
   sch.release_after_ms = o.release_after_ms;
+  sch.retention = o.retention;
   // Login tokens outlive a restart of `tunectl up` with the same --data-dir.
   if (!o.http.empty() && !o.data_dir.empty()) {
     sch.dashboard_secret_file =

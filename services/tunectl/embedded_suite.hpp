@@ -12,6 +12,7 @@
 
 #include "libs/bus/security.hpp"
 #include "libs/core/status.hpp"
+#include "services/scheduler/core/retention_policy.hpp"
 
 namespace tunebus {
 
@@ -37,6 +38,9 @@ struct SuiteOptions {
   /// release_after_ms): `tunectl up --finished-cache-mb`, `--release-after-ms`.
   int64_t finished_cache_mb = 64;
   int64_t release_after_ms = 15000;
+  /// The scheduler's retention rules (SchedulerOptions::retention): `tunectl up
+  /// --retain-experiments / --retain-days`.
+  RetentionRules retention;
 };
 
 class EmbeddedSuite {

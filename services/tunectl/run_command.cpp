@@ -409,6 +409,17 @@ void AddRunCommands(CLI::App& app, Commands& commands) {
       ->envname("TUNEBUS_RELEASE_AFTER_MS")
       ->check(CLI::Range(int64_t(11000), std::numeric_limits<int64_t>::max()))
       ->capture_default_str();
+  up_cmd
+      ->add_option("--retain-experiments", up->suite.retention.keep_newest,
+                   "keep the N newest finished experiments, delete older finished ones; 0 = off "
+                   "(docs/how-to/retention.md)")
+      ->check(CLI::NonNegativeNumber)
+      ->envname("TUNEBUS_RETAIN_EXPERIMENTS");
+  up_cmd
+      ->add_option("--retain-days", up->suite.retention.max_age_days,
+                   "delete finished experiments that ended more than D days ago; 0 = off")
+      ->check(CLI::NonNegativeNumber)
+      ->envname("TUNEBUS_RETAIN_DAYS");
   commands.push_back({up_cmd, CommandNeeds::kKeys, [up](const GlobalFlags& g) {
                         SuiteOptions suite = up->suite;
                         if (suite.data_dir.empty()) suite.data_dir = "./tunebus-data/store";

@@ -375,6 +375,14 @@ int Cluster::metrics_port(const std::string& name) const {
   return r;
 }
 
+::testing::AssertionResult Cluster::Restart(const std::string& name,
+                                            const std::vector<std::string>& extra_args) {
+  auto it = spawn_options_.find(name);
+  if (it == spawn_options_.end()) return ::testing::AssertionFailure() << "no process " << name;
+  it->second.args.insert(it->second.args.end(), extra_args.begin(), extra_args.end());
+  return Restart(name);
+}
+
 ::testing::AssertionResult Cluster::AddWorker(const std::string& id,
                                               std::vector<std::string> extra_args) {
   options_.worker_args[id] = std::move(extra_args);

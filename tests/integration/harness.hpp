@@ -244,6 +244,9 @@ class Cluster {
   /// SIGKILLs `name` if it runs and starts it again with the same flags, data and ports (those
   /// its first start reported), waiting until it has bound them (SpawnReady).
   ::testing::AssertionResult Restart(const std::string& name);
+  /// Restart(name) with `extra_args` added to its flags from now on (this and later restarts).
+  ::testing::AssertionResult Restart(const std::string& name,
+                                     const std::vector<std::string>& extra_args);
   /// Starts one more trial-worker `id` with `extra_args` and waits until it is alive and
   /// connected.
   ::testing::AssertionResult AddWorker(const std::string& id,

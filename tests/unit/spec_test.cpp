@@ -233,7 +233,7 @@ TEST(ExperimentSpecTest, UnknownTopLevelFieldListsExpectedFields) {
                 "max_worker_losses, fail_fast, "
                 "scheduler, search, queue_trials, checkpoint_freq, checkpoint_at_end, "
                 "keep_checkpoints_num, checkpoint_score_attr, checkpoint_failure, restore_from, "
-                "report_timeout_s, driver, working_dir");
+                "report_timeout_s, driver, working_dir, retention");
 }
 
 TEST(ExperimentSpecTest, CheckpointFailureTakesContinuePauseOrFail) {

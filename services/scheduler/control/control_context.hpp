@@ -31,6 +31,7 @@
 #include "libs/core/trial.hpp"
 #include "libs/service/message_dispatcher.hpp"
 #include "proto/codec.hpp"
+#include "services/scheduler/core/retention_policy.hpp"
 #include "services/scheduler/store/store_health.hpp"
 #include "services/scheduler/workers/worker_registry.hpp"
 
@@ -49,6 +50,8 @@ struct ControlOptions {
   std::string events_endpoint;
   /// The dashboard's login-token secret file (SchedulerOptions::dashboard_secret_file).
   std::string dashboard_secret_file;
+  /// The retention rules (SchedulerOptions::retention; RetentionSweeper).
+  RetentionRules retention;
 };
 
 /// What the handlers use (ControlService::Parts); each outlives the control socket.

@@ -14,6 +14,7 @@
 #include "services/scheduler/control/handlers/trial_handlers.hpp"
 #include "services/scheduler/control/handlers/whatif_handlers.hpp"
 #include "services/scheduler/control/handlers/working_dir_handlers.hpp"
+#include "services/scheduler/control/retention_sweeper.hpp"
 
 namespace tunebus {
 
@@ -40,7 +41,16 @@ ControlService::ControlService(zmq::socket_t socket, Options options, Parts part
       analysis_(std::make_unique<AnalysisHandlers>(context_)),
       working_dir_(std::make_unique<WorkingDirHandlers>(context_)),
       whatif_(std::make_unique<WhatIfHandlers>(context_)),
-      dashboard_(std::make_unique<DashboardHandlers>(context_, *trials_, *experiments_)) {
+      dashboard_(std::make_unique<DashboardHandlers>(context_, *trials_, *experiments_)),
+      retention_(std::make_unique<RetentionSweeper>(
+          options_.retention, parts_.experiments, parts_.clock,
+          [this](const std::string& journal, bool keep_results, std::function<void(Status)> done) {
+            Status s = experiments_->Delete(
+                journal, keep_results,
+                [done](Result<nlohmann::json> deleted) { done(deleted.status()); });
+            if (!s.ok()) done(s);
+          })) {
+  experiments_->set_retention(retention_.get());
   AddHandlers();
 }
 
@@ -48,6 +58,7 @@ ControlService::~ControlService() = default;
 
 void ControlService::Start(bus::EventLoop& loop) {
   loop.AddSocket(socket_, [this] { OnReadable(); });
+  retention_->Start(loop);
 }
 
 void ControlService::OnReadable() {

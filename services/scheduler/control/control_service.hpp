@@ -10,7 +10,9 @@
 //     ExperimentHandlers, AnalysisHandlers, DashboardHandlers (which holds the dashboard's
 //     login-token secret, loaded or made by Create), WorkingDirHandlers, WhatIfHandlers (whose
 //     replays run on threads of their own);
-//   - the ControlContext they share: the replies and which experiment a request names.
+//   - the ControlContext they share: the replies and which experiment a request names;
+//   - the RetentionSweeper (control/retention_sweeper.hpp), which deletes finished experiments
+//     by the retention rules through ExperimentHandlers::Delete, started with the socket.
 // Every request gets exactly one reply (control_context.hpp says which and when). A request that
 // changes state is refused (unavailable, naming the cause) while the checkpoint-store refuses
 // writes (checked by the table before its handler runs) or its experiment's journal fails.
@@ -40,6 +42,7 @@ namespace tunebus {
 class AnalysisHandlers;
 class DashboardHandlers;
 class ExperimentHandlers;
+class RetentionSweeper;
 class TrialHandlers;
 class WhatIfHandlers;
 class WorkingDirHandlers;
@@ -81,6 +84,7 @@ class ControlService {
   std::unique_ptr<WorkingDirHandlers> working_dir_;
   std::unique_ptr<WhatIfHandlers> whatif_;
   std::unique_ptr<DashboardHandlers> dashboard_;
+  std::unique_ptr<RetentionSweeper> retention_;  // deletes through experiments_
 };
 
 }  // namespace tunebus

@@ -148,7 +148,7 @@ bool ExperimentRecorder::CompleteEnd(bool wait) {
       name_, files_.writer().peak_backlog(), files_.writer().backpressure_waits());
   const PendingEnd end = std::move(*pending_end_);
   pending_end_.reset();
-  journal_.Append(journal::ExperimentEnded(end.status, end.reason));
+  journal_.Append(journal::ExperimentEnded(end.status, end.reason, clock_.WallSeconds()));
   // Who waits for the end (tunectl run, watch, the dashboard) hears of it once it is durable:
   // a scheduler stopped right after still finds the experiment finished.
   journal_.AfterDurable([this, end] {

@@ -137,18 +137,26 @@ void JournalReader::NoteLength(const std::string& journal, uint64_t last_seq) {
 }
 
 void JournalReader::Ended(const std::string& journal, uint64_t last_seq, Done<bool> done) {
+  EndRecord(journal, last_seq, [done = std::move(done)](Result<std::optional<json>> end) {
+    if (!end.ok()) return done(end.status());
+    done(end->has_value());
+  });
+}
+
+void JournalReader::EndRecord(const std::string& journal, uint64_t last_seq,
+                              Done<std::optional<json>> done) {
   // The newest record alone first (it answers for almost every journal), then 32 at a time.
   struct Job {
     std::string journal;
     uint64_t end;
-    Done<bool> done;
+    Done<std::optional<json>> done;
   };
   auto job = std::make_shared<Job>(Job{journal, last_seq, std::move(done)});
   auto step = std::make_shared<std::function<void(uint64_t)>>();
   *step = [this, job, step](uint64_t window) {
     if (job->end < 1) {
       *step = nullptr;  // `step` holds itself: break the cycle
-      return job->done(false);
+      return job->done(std::optional<json>());
     }
     const uint64_t from = job->end > window ? job->end - window + 1 : 1;
     const uint32_t n = uint32_t(job->end - from + 1);
@@ -159,19 +167,21 @@ void JournalReader::Ended(const std::string& journal, uint64_t last_seq, Done<bo
       }
       if (page->torn) {  // the usable journal ends before its end: not ended
         *step = nullptr;
-        return job->done(false);
+        return job->done(std::optional<json>());
       }
       const std::vector<json>* records = &page->records;
       for (auto it = records->rbegin(); it != records->rend(); ++it) {
         const std::optional<journal::RecordKind> kind = journal::KindOf(*it);
         if (!IsCheckpointRecord(kind)) {
           *step = nullptr;
-          return job->done(kind == journal::RecordKind::kExperimentEnded);
+          if (kind != journal::RecordKind::kExperimentEnded)
+            return job->done(std::optional<json>());
+          return job->done(std::optional<json>(*it));
         }
       }
       if (records->size() != n) {  // a short read: treated as not ended
         *step = nullptr;
-        return job->done(false);
+        return job->done(std::optional<json>());
       }
       job->end = from - 1;
       (*step)(32);
@@ -202,9 +212,12 @@ void JournalReader::Summarize(JournalSummary summary, Done<JournalSummary> done)
       join->summary.submitted_at_s = first->records.front().value("submitted_at", 0.0);
     join->Arrived(first.status());
   });
-  Ended(join->summary.journal, join->summary.last_seq, [join](Result<bool> ended) {
-    if (ended.ok()) join->summary.ended = *ended;
-    join->Arrived(ended.status());
+  EndRecord(join->summary.journal, join->summary.last_seq, [join](Result<std::optional<json>> end) {
+    if (end.ok() && end->has_value()) {
+      join->summary.ended = true;
+      join->summary.ended_at_s = (*end)->value("at", 0.0);
+    }
+    join->Arrived(end.status());
   });
 }
 

@@ -39,6 +39,9 @@ struct JournalSummary {
   uint64_t last_seq = 0;      // records in it
   double submitted_at_s = 0;  // from its experiment_submitted record, seconds since the epoch
   bool ended = false;         // see JournalReader::Ended
+  /// When it ended: its experiment_ended record's `at`, seconds since the epoch; 0 when it has
+  /// not ended, or ended in a journal written before experiment_ended had `at`.
+  double ended_at_s = 0;
 };
 
 /// "digits-3e962" -> "digits": journals are named "<experiment name>-<experiment_id>" (5 hex
@@ -89,6 +92,9 @@ class JournalReader {
   /// finished (a read-only load adopts it) and is not resumed. Reads the newest record, then 32
   /// records a request. Errors: Unavailable.
   void Ended(const std::string& journal, uint64_t last_seq, Done<bool> done);
+  /// Ended's answer as the experiment_ended record itself (nullopt: not ended).
+  void EndRecord(const std::string& journal, uint64_t last_seq,
+                 Done<std::optional<nlohmann::json>> done);
   /// The experiment's state: the newest snapshot in the store (if any) plus the records after
   /// it, up to last_seq, 1,000 a request. A record that fails its frame's CRC or does not decode
   /// (torn or flipped, docs/reference/journal-format.md) or does not apply ends the replay there,

@@ -306,14 +306,36 @@ void ExperimentHandlers::ListExperiments(const std::vector<std::string>& route, 
       [this, route, id, type](Result<json> rows) {
         if (!rows.ok())
           return control_.ReplyError(ControlContext::ReplyTo(route), id, type, rows.status());
+        AddExpires(*rows);
         control_.ReplyRead(ControlContext::ReplyTo(route), id, *rows);
       });
+}
+
+void ExperimentHandlers::AddExpires(json& rows) const {
+  if (retention_ == nullptr) return;
+  for (json& row : rows) {
+    const std::string status = row.value("status", "");
+    if (status == "RUNNING" || status == "INTERRUPTED") continue;
+    std::string expires = retention_->Expires(row.value("journal", ""));
+    if (expires.empty()) expires = retention_->active() ? "-" : "never";
+    row["expires"] = expires;
+  }
 }
 
 Status ExperimentHandlers::HandleDeleteExperiment(bus::Incoming& in, const proto::Decoded& d) {
   auto msg = d.As<proto::DeleteExperiment>();
   if (!msg.ok()) return msg.status();
-  const std::string& name = msg->experiment;
+  return Delete(msg->experiment, msg->keep_results,
+                [this, route = in.route, id = d.id(), type = d.type()](Result<json> done) {
+                  if (!done.ok())
+                    return control_.ReplyError(ControlContext::ReplyTo(route), id, type,
+                                               done.status());
+                  control_.ReplyRead(ControlContext::ReplyTo(route), id, *done);
+                });
+}
+
+Status ExperimentHandlers::Delete(const std::string& name, bool keep_results,
+                                  std::function<void(Result<json>)> done) {
   if (name.empty()) return Status::InvalidArgument("name the experiment to delete");
   if (control_.experiments().Claimed(name)) {
     return Status::FailedPrecondition(
@@ -328,68 +350,63 @@ Status ExperimentHandlers::HandleDeleteExperiment(bus::Incoming& in, const proto
     }
   }
   control_.experiments().FindExperiment(
-      name, [this, route = in.route, id = d.id(), type = d.type(),
-             keep = msg->keep_results](Result<Experiment*> found) {
-        if (!found.ok())
-          return control_.ReplyError(ControlContext::ReplyTo(route), id, type, found.status());
+      name, [this, keep_results, done](Result<Experiment*> found) {
+        if (!found.ok()) return done(found.status());
         Experiment* e = *found;
-        if (e->read_only()) return DeleteFinished(route, id, *e, e->journal_name(), keep);
+        if (e->read_only()) return DeleteFinished(*e, e->journal_name(), keep_results, done);
         if (e->phase() != Experiment::Phase::kEnded) {
-          return control_.ReplyError(
-              ControlContext::ReplyTo(route), id, type,
-              Status::FailedPrecondition(
-                  fmt::format("experiment {} is not finished; stop it first", e->journal_name())));
+          return done(Status::FailedPrecondition(
+              fmt::format("experiment {} is not finished; stop it first", e->journal_name())));
         }
         // Its experiment_ended record (and any late one) reaches the store before the delete: a
         // live experiment stays allocated (retired_), so `e` outlives the wait.
         e->recorder().CompleteEnd(true);
-        e->journal().AfterDurable(
-            [this, route, id, e, keep] { DeleteFinished(route, id, *e, e->journal_name(), keep); });
+        e->journal().AfterDurable([this, e, keep_results, done] {
+          DeleteFinished(*e, e->journal_name(), keep_results, done);
+        });
       });
   return Status::Ok();
 }
 
-void ExperimentHandlers::DeleteFinished(const std::vector<std::string>& route, uint64_t id,
-                                        const Experiment& e, const std::string& journal,
-                                        bool keep_results) {
+void ExperimentHandlers::DeleteFinished(const Experiment& e, const std::string& journal,
+                                        bool keep_results, std::function<void(Result<json>)> done) {
+  // The results folder first, then the journal: a kill between the two leaves a finished
+  // experiment in the journals, which a second delete (or retention's next pass) completes.
+  bool removed = false;
+  const std::string dir = e.experiment_dir();
+  std::error_code ec;
+  if (!keep_results && fs::exists(dir, ec)) {
+    fs::remove_all(dir, ec);
+    removed = !ec;
+    if (ec)
+      spdlog::warn("Experiment {}: cannot remove its results {}: {}", journal, dir, ec.message());
+  }
   proto::ExperimentDelete request;
   request.experiment = journal;
   // Values only: `e` may leave the read-only cache before the store answers.
-  control_.parts().store.Request(request, [this, route, id, journal, name = e.name(),
-                                           dir = e.experiment_dir(),
-                                           keep_results](Result<proto::Decoded> reply) {
-    const std::string type = proto::DeleteExperiment::kType;
+  control_.parts().store.Request(request, [this, journal, name = e.name(), dir, removed,
+                                           done](Result<proto::Decoded> reply) {
     auto ack = reply.ok() ? reply->As<proto::ExperimentDeleteAck>()
                           : Result<proto::ExperimentDeleteAck>(reply.status());
     if (!ack.ok()) {
-      return control_.ReplyError(
-          ControlContext::ReplyTo(route), id, type,
+      return done(
           Status(ack.status().code(), fmt::format("checkpoint-store: {}", ack.status().message())));
     }
     control_.experiments().Forget(journal);
-    bool removed = false;
-    std::error_code ec;
-    if (!keep_results && fs::exists(dir, ec)) {
-      fs::remove_all(dir, ec);
-      removed = !ec;
-      if (ec)
-        spdlog::warn("Experiment {}: cannot remove its results {}: {}", journal, dir, ec.message());
-    }
     spdlog::info(
         "Deleted experiment {}: {} journal records, {} checkpoints; the store's live data {} -> {} "
         "bytes; results {} {}",
         journal, ack->records, ack->checkpoints, ack->bytes_before, ack->bytes_after, dir,
         removed ? "removed" : "kept");
-    control_.ReplyRead(ControlContext::ReplyTo(route), id,
-                       {{"name", name},
-                        {"journal", journal},
-                        {"records", ack->records},
-                        {"checkpoints", ack->checkpoints},
-                        {"store_bytes_before", ack->bytes_before},
-                        {"store_bytes_after", ack->bytes_after},
-                        {"compaction_s", ack->compaction_s},
-                        {"results_dir", dir},
-                        {"results_removed", removed}});
+    done(json{{"name", name},
+              {"journal", journal},
+              {"records", ack->records},
+              {"checkpoints", ack->checkpoints},
+              {"store_bytes_before", ack->bytes_before},
+              {"store_bytes_after", ack->bytes_after},
+              {"compaction_s", ack->compaction_s},
+              {"results_dir", dir},
+              {"results_removed", removed}});
   });
 }
 

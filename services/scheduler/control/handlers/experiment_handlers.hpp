@@ -5,8 +5,9 @@
 //   - resume_experiment_command: of one in memory, or one the journals hold (resumed, or
 //     answered from a read-only load when it finished for good);
 //   - list_experiments (`lsx`): rows of the experiments in memory and of every other journal;
-//   - delete_experiment of a finished one: its journal and checkpoints leave the
-//     checkpoint-store (proto::ExperimentDelete), then its results folder unless kept;
+//   - delete_experiment of a finished one: its results folder unless kept, then its journal and
+//     checkpoints leave the checkpoint-store (proto::ExperimentDelete); retention deletes
+//     through the same Delete;
 //   - stop_experiment, get_experiment and set_experiment_weight of one experiment.
 //
 // Requests that wait for the store (lsx, resume of an experiment not in memory, delete, submit
@@ -34,6 +35,7 @@
 #include "proto/codec.hpp"
 #include "proto/control.hpp"
 #include "services/scheduler/control/control_context.hpp"
+#include "services/scheduler/control/retention_sweeper.hpp"
 #include "services/scheduler/store/journal_reader.hpp"
 
 namespace tunebus {
@@ -53,6 +55,19 @@ class ExperimentHandlers {
   Status HandleStopExperiment(bus::Incoming& in, const proto::Decoded& d);
   Status HandleSetExperimentWeight(bus::Incoming& in, const proto::Decoded& d);
   Status HandleDeleteExperiment(bus::Incoming& in, const proto::Decoded& d);
+
+  /// `tunectl delete NAME` (and retention's deletions, control/retention_sweeper.hpp): deletes
+  /// the finished experiment `name` (name or journal name; the newest such) — its results
+  /// folder unless `keep_results`, then its journal and checkpoints (the store's
+  /// experiment_delete) — then `done` with {name, journal, records, checkpoints,
+  /// store_bytes_before, store_bytes_after, compaction_s, results_dir, results_removed}, or the
+  /// error. Errors (returned, `done` not called): InvalidArgument (no name), FailedPrecondition
+  /// (being submitted or resumed, or not finished); to `done`: FindExperiment's, the store's.
+  Status Delete(const std::string& name, bool keep_results,
+                std::function<void(Result<nlohmann::json>)> done);
+  /// lsx rows of finished experiments get `expires` from `retention` (outlives this; null:
+  /// none).
+  void set_retention(const RetentionSweeper* retention) { retention_ = retention; }
 
  private:
   /// Submits a parsed, checked experiment: with restore_from, after the store named the
@@ -78,12 +93,17 @@ class ExperimentHandlers {
   /// Answers list_experiments (request `id` of `type` from `route`) with the registry's rows.
   void ListExperiments(const std::vector<std::string>& route, uint64_t id, const std::string& type,
                        std::vector<JournalLength> lengths);
-  /// Deletes the finished experiment `e` (loaded from journal `journal`): the store's
-  /// experiment_delete, then its results folder unless `keep_results`, then answers `route`.
-  void DeleteFinished(const std::vector<std::string>& route, uint64_t id, const Experiment& e,
-                      const std::string& journal, bool keep_results);
+  /// Deletes the finished experiment `e` (loaded from journal `journal`): its results folder
+  /// unless `keep_results`, then the store's experiment_delete, then `done` (Delete's).
+  void DeleteFinished(const Experiment& e, const std::string& journal, bool keep_results,
+                      std::function<void(Result<nlohmann::json>)> done);
+
+  /// Adds `expires` (RetentionSweeper::Expires; "-" until its next pass, "never" when no rule
+  /// applies anywhere) to the finished experiments' lsx `rows`.
+  void AddExpires(nlohmann::json& rows) const;
 
   ControlContext& control_;
+  const RetentionSweeper* retention_ = nullptr;
 };
 
 }  // namespace tunebus
