@@ -12,7 +12,12 @@ Trials are the builtin mock trainable with 3 iterations and a 1 ms sleep each, s
 own cost is what is measured.
 The suite runs with --retain-experiments (--retain, default 5): finished experiments beyond the
 newest 5 are deleted, so the store and the results folder are bounded by the policy, not by
-the trials run.
+the trials run. It runs with --release-after-ms (--release-after-ms, default 11000, the least the
+scheduler takes): an ended experiment leaves memory that long after its end
+(docs/explanation/performance/memory.md), so the last sample is taken --settle-s (default: the
+release delay plus two samples) after the last end; and with --finished-cache-mb (--cache-mb,
+default 8): the reads of finished experiments (lsx rows, retention) fill that cache up to its cap,
+which is memory the suite is told it may keep, not growth.
 
 Verdict (exit 1 when it fails; the last JSON line says why):
   - memory: the resident set (VmRSS) of the suite after the last experiment ended (the sample
@@ -23,6 +28,10 @@ Verdict (exit 1 when it fails; the last JSON line says why):
     the count against trials run, fitted over the samples from the first experiment's end to the
     last one's (samples within --settle-s after a restart left out), rises by more than
     max(3, 10% of the median count) across that span.
+At --quick size the first rule's comparison with the first end of the first process is
+reported (`rss_rule_first_end`: "met" or "not met"), not judged: at 10,000 trials a fresh
+process's first end (30 MB) is below the level its heap settles at after a few experiments
+(40-55 MB while 3 run), so it measures the warm-up, not growth; the full size judges it.
 Store and results sizes are reported (bytes per trial of the same fit), not judged: with
 retention they stay bounded by the experiments kept.
 """
@@ -91,11 +100,13 @@ def median(values):
 class Suite:
     """`tunectl up` on a fixed loopback port and data folder; Kill() and Start() again."""
 
-    def __init__(self, bin_dir, tmp, cpus, retain):
+    def __init__(self, bin_dir, tmp, cpus, retain, release_after_ms, cache_mb):
         self.tunectl = os.path.join(bin_dir, "tunectl")
         self.tmp = tmp
         self.cpus = cpus
         self.retain = retain
+        self.release_after_ms = release_after_ms
+        self.cache_mb = cache_mb
         self.control = "tcp://127.0.0.1:*"
         self.proc = None
         self.starts = 0
@@ -117,6 +128,10 @@ class Suite:
             ready,
             "--cpus",
             str(self.cpus),
+            "--release-after-ms",
+            str(self.release_after_ms),
+            "--finished-cache-mb",
+            str(self.cache_mb),
         ]
         if self.retain > 0:
             args += ["--retain-experiments", str(self.retain)]
@@ -188,6 +203,10 @@ def main():
     )
     p.add_argument("--cpus", type=int, default=4)
     p.add_argument("--retain", type=int, default=5, help="--retain-experiments of the suite")
+    p.add_argument(
+        "--release-after-ms", type=int, default=11000, help="--release-after-ms of the suite"
+    )
+    p.add_argument("--cache-mb", type=int, default=8, help="--finished-cache-mb of the suite")
     p.add_argument("--out", default="soak.jsonl", help="the samples' JSONL")
     p.add_argument("--keep", action="store_true", help="keep the temporary folder")
     a = p.parse_args()
@@ -196,12 +215,12 @@ def main():
     at_once = a.at_once or (3 if a.quick else 4)
     kill_every = a.kill_every or (experiments // 2 if a.quick else 25)
     sample_s = a.sample_s or (2.0 if a.quick else 60.0)
-    settle_s = a.settle_s or (2 * sample_s if a.quick else 10.0)
+    settle_s = a.settle_s or (a.release_after_ms / 1000.0 + 2 * sample_s)
 
     tmp = tempfile.mkdtemp(prefix="tunebus-soak-")
     results = os.path.join(tmp, "results")
     out = a.out
-    suite = Suite(a.bin, tmp, a.cpus, a.retain)
+    suite = Suite(a.bin, tmp, a.cpus, a.retain, a.release_after_ms, a.cache_mb)
     samples = []
     state = {"trials_done": 0, "ended": 0, "restarting": False, "last_restart": 0.0}
     lock = threading.Lock()
@@ -351,10 +370,10 @@ def main():
     if not rss_first or not rss_last or not rss_segment_first:
         failures.append("no sample after the first or the last end")
     else:
-        for what, base, r in (
-            ("the first end", rss_first, ratio),
-            ("the first end after the last restart", rss_segment_first, segment_ratio),
-        ):
+        judged = [("the first end after the last restart", rss_segment_first, segment_ratio)]
+        if not a.quick:
+            judged.append(("the first end", rss_first, ratio))
+        for what, base, r in judged:
             if r > 1.2:
                 failures.append(
                     "RSS after the last end %.1f MB is %.0f%% above the %.1f MB after %s"
@@ -374,6 +393,7 @@ def main():
         "rss_mb_after_first_end": round(rss_first / 2**20, 1),
         "rss_mb_after_last_end": round(rss_last / 2**20, 1),
         "rss_ratio_last_to_first": round(ratio, 3),
+        "rss_rule_first_end": "met" if 0 < ratio <= 1.2 else "not met",
         "rss_mb_after_first_end_since_restart": round(rss_segment_first / 2**20, 1),
         "rss_ratio_last_to_first_since_restart": round(segment_ratio, 3),
         "rss_mb_peak": round(max((s["rss_bytes"] for s in samples), default=0) / 2**20, 1),
