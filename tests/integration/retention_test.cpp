@@ -114,9 +114,9 @@ TEST(RetentionTest, KeepsTheNewestFinishedAndDeletesTheOldestAcrossKills) {
     // records and checkpoints left the store).
     const std::string log = cluster.process("scheduler")->Output();
     for (const std::string rank : {"3rd", "4th"}) {
-      EXPECT_NE(log.find("(--retain-experiments 2: it is the " + rank +
-                         " newest finished experiment)"),
-                std::string::npos)
+      EXPECT_NE(
+          log.find("(--retain-experiments 2: it is the " + rank + " newest finished experiment)"),
+          std::string::npos)
           << log;
     }
     for (const std::string name : {"e1-", "e2-"}) {
