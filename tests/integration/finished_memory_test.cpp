@@ -115,7 +115,15 @@ TEST(FinishedMemoryTest, AReleasedExperimentAnswersEveryReadAsBefore) {
 
   // Still in memory: the answers of the live experiment.
   const Answers live = Read(cluster, "rel");
-  std::string text = Scrape(port);
+  // The figures are rendered every second: wait for a render that has seen its end.
+  std::string text;
+  ASSERT_TRUE(WaitFor(
+      [&] {
+        text = Scrape(port);
+        return text.find("tunebus_trials{status=\"TERMINATED\"} 60") != std::string::npos;
+      },
+      5s, 100ms))
+      << text;
   ASSERT_EQ(Metric(text, "tunebus_experiments_resident"), 1) << text;
   EXPECT_EQ(Metric(text, "tunebus_experiments_released_total"), 0) << text;
   ASSERT_EQ(live.ls.size(), 60u) << live.ls.dump();
