@@ -596,7 +596,16 @@ def main():
         skip_or_fail(headless_chromium.missing())
 
     results = tempfile.mkdtemp(prefix="tunebus-bench-dashboard-", dir="/dev/shm")
-    c = Cluster(a.bin, a.workers, 4, "tcp", scheduler_args=["--http", "127.0.0.1:0"])
+    # The pages are measured on experiments held in memory: --release-after-ms past the run, so
+    # the finished one is not released mid-measurement. A released experiment's first read comes
+    # from its journal (docs/explanation/performance/memory.md): another cost than a page's.
+    c = Cluster(
+        a.bin,
+        a.workers,
+        4,
+        "tcp",
+        scheduler_args=["--http", "127.0.0.1:0", "--release-after-ms", "3600000"],
+    )
     c.results = results
     driver = None
     try:
