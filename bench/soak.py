@@ -101,7 +101,7 @@ class Suite:
     """`tunectl up` on a fixed loopback port and data folder; Kill() and Start() again."""
 
     def __init__(self, bin_dir, tmp, cpus, retain, release_after_ms, cache_mb):
-        self.tunectl = os.path.join(bin_dir, "tunectl")
+        self.tunectl = os.path.join(os.path.abspath(bin_dir), "tunectl")
         self.tmp = tmp
         self.cpus = cpus
         self.retain = retain
