@@ -22,9 +22,16 @@ A marker is an HTML comment on the line before the fence (blank lines between ar
     <!-- snippet: run dir=examples/digits -->  run in a scratch copy of that folder of the tree
     <!-- snippet: run copy=examples/bash -->   that folder copied to the same path in the
                                                scratch folder (comma-separated list)
+    <!-- snippet: run cwd=examples/digits -->  a python or shell block that runs in that folder
+                                               under the page's previous shell block's folder
+    <!-- snippet: run exit=1 -->               a shell block that must exit with that status
 Words combine: `<!-- snippet: run dir=examples/mock timeout=120 -->`.
+A shell block runs in its own process group: what it starts in the background (`&`) keeps running
+for the blocks that continue it, and is stopped (SIGTERM, SIGKILL 5 s later) when the page's
+chain of shell blocks ends, a block fails or times out, or the runner ends.
 
-Usage: python3 snippets.py [--build BUILD] [FILE.md ...]   (default: README.md, docs/**/*.md)
+Usage: python3 snippets.py [--build BUILD] [--show] [FILE.md ...]   (default: README.md and
+docs/**/*.md; --show prints each snippet's output, to copy into its page)
 Prints one line per failure (FILE:LINE: why, then the output's tail) and the counts; exits 1 when
 a snippet failed.
 """
@@ -35,6 +42,7 @@ import json
 import os
 import re
 import shutil
+import signal
 import subprocess
 import sys
 import tempfile
@@ -102,7 +110,8 @@ def find_snippets(path):
 
 
 class Runner:
-    def __init__(self, build):
+    def __init__(self, build, show=False):
+        self.show = show  # print each snippet's output (to copy it into its page)
         self.bin = os.path.join(os.path.abspath(build), "bin")
         self.tunectl = os.path.join(self.bin, "tunectl")
         self.scratch = tempfile.mkdtemp(prefix="docs-snippets-")
@@ -114,6 +123,7 @@ class Runner:
         self.previous_python = {}  # page -> the code its last python block ran
         self.previous_experiment = {}  # page -> its last experiment file (a fragment's base)
         self.previous_shell = {}  # page -> the folder its last shell block ran in
+        self.groups = []  # process groups of the current chain of shell blocks
 
     def shared_suite(self):
         if self.suite is None:
@@ -164,25 +174,65 @@ class Runner:
         self.failures.append("%s: %s\n%s" % (snippet.where(), why, tail))
 
     def call(self, snippet, argv, cwd, env, what):
+        """Runs argv in its own process group with its output in a file (a process it leaves in
+        the background holds no pipe open); returns the output, or None when it timed out or
+        exited with another status than `exit=` (default 0)."""
         timeout = int(snippet.options.get("timeout", 300))
-        try:
-            done = subprocess.run(
+        expected = int(snippet.options.get("exit", 0))
+        with tempfile.TemporaryFile() as out:
+            proc = subprocess.Popen(
                 argv,
                 cwd=cwd,
                 env=env,
                 stdin=subprocess.DEVNULL,
-                capture_output=True,
-                text=True,
-                timeout=timeout,
+                stdout=out,
+                stderr=subprocess.STDOUT,
+                start_new_session=True,
             )
-        except subprocess.TimeoutExpired as e:
-            out = (e.stdout or b"").decode(errors="replace") if isinstance(e.stdout, bytes) else ""
-            self.fail(snippet, "%s did not finish in %d s" % (what, timeout), out)
+            self.groups.append(proc.pid)
+            try:
+                status = proc.wait(timeout=timeout)
+            except subprocess.TimeoutExpired:
+                status = None
+                self.stop_groups()
+            out.seek(0)
+            text = out.read().decode(errors="replace")
+        if self.show:
+            print("==> %s (%s, exit %s)\n%s" % (snippet.where(), what, status, text), flush=True)
+        if status is None:
+            self.fail(snippet, "%s did not finish in %d s" % (what, timeout), text)
+            self.stop_groups()
             return None
-        if done.returncode != 0:
-            self.fail(snippet, "%s exited %d" % (what, done.returncode), done.stdout + done.stderr)
+        if status != expected:
+            self.fail(snippet, "%s exited %d, not %d" % (what, status, expected), text)
+            self.stop_groups()
             return None
-        return done.stdout
+        return text
+
+    def stop_groups(self):
+        """Stops every process the chain's blocks left running: SIGTERM to each block's process
+        group, SIGKILL to those still there 5 s later."""
+        groups, self.groups = self.groups, []
+        for sig, wait_s in ((signal.SIGTERM, 5.0), (signal.SIGKILL, 5.0)):
+            alive = []
+            for pgid in groups:
+                try:
+                    os.killpg(pgid, sig)
+                    alive.append(pgid)
+                except ProcessLookupError:
+                    pass
+            deadline = time.monotonic() + wait_s
+            while alive and time.monotonic() < deadline:
+                time.sleep(0.1)
+                alive = [g for g in alive if _group_alive(g)]
+            groups = alive
+
+    def under_previous_shell(self, s):
+        """The `cwd=` folder under the page's previous shell block's folder."""
+        if s.path not in self.previous_shell:
+            self.fail(s, "cwd=%s but no shell block ran before it on this page" % s.options["cwd"])
+            return None
+        return os.path.join(self.previous_shell[s.path], s.options["cwd"])
 
     def python(self, s):
         code = s.text
@@ -192,7 +242,9 @@ class Runner:
         if s.skip is not None:
             self.counts["python_skip"] += 1
             return
-        cwd = self.folder(s)
+        cwd = self.under_previous_shell(s) if "cwd" in s.options else self.folder(s)
+        if cwd is None:
+            return
         with open(os.path.join(cwd, "snippet.py"), "w") as f:
             f.write(code)
         env = self.env()
@@ -248,11 +300,16 @@ class Runner:
         text = s.text
         if s.lang == "console":
             text = "\n".join(line[2:] for line in text.split("\n") if line.startswith("$ "))
-        if "continue" in s.flags and s.path in self.previous_shell:
+        if "cwd" in s.options:
+            cwd = self.under_previous_shell(s)
+            if cwd is None:
+                return
+        elif "continue" in s.flags and s.path in self.previous_shell:
             cwd = self.previous_shell[s.path]
         else:
+            self.stop_groups()
             cwd = self.folder(s, link_build=True)
-        self.previous_shell[s.path] = cwd
+            self.previous_shell[s.path] = cwd
         self.counts["shell"] += 1
         self.call(s, ["bash", "-euo", "pipefail", "-c", text], cwd, self.env(), "the commands")
 
@@ -269,10 +326,19 @@ class Runner:
             self.fail(s, "a snippet marker on a ```%s block, which this runner never runs" % s.lang)
 
     def close(self):
+        self.stop_groups()
         if self.suite is not None:
             self.suite.close()
         if not self.failures:
             shutil.rmtree(self.scratch, ignore_errors=True)
+
+
+def _group_alive(pgid):
+    try:
+        os.killpg(pgid, 0)
+        return True
+    except ProcessLookupError:
+        return False
 
 
 def default_files():
@@ -286,9 +352,10 @@ def default_files():
 def main():
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--build", default=os.path.join(ROOT, "build"))
+    parser.add_argument("--show", action="store_true", help="print each snippet's output")
     parser.add_argument("files", nargs="*")
     args = parser.parse_args()
-    runner = Runner(args.build)
+    runner = Runner(args.build, show=args.show)
     if not os.access(runner.tunectl, os.X_OK):
         sys.exit("docs-snippets: no %s (build it: bash scripts/setup)" % runner.tunectl)
     start = time.monotonic()
@@ -296,6 +363,7 @@ def main():
         for path in [os.path.abspath(p) for p in args.files] or default_files():
             for snippet in find_snippets(path):
                 runner.run(snippet)
+            runner.stop_groups()
     finally:
         runner.close()
     c = runner.counts
