@@ -181,6 +181,32 @@ double ParzenEstimator::ChoiceProbability(size_t d, size_t i, int64_t c) const {
   return int64_t(center) == c ? dim.p_hit : dim.p_miss;
 }
 
+size_t ParzenEstimator::MostLikelyComponent(const double* point) const {
+  size_t best = 0;
+  double best_log = -kInf;
+  for (size_t i = 0; i < n_; ++i) {
+    double e = std::log(weights_[i]);
+    for (size_t d = 0; d < dims_.size(); ++d) {
+      const ParzenDim& dim = dims_[d];
+      if (dim.categorical()) {
+        e += std::log(ChoiceProbability(d, i, int64_t(point[d])));
+      } else if (dim.step <= 0) {
+        const size_t k = d * n_ + i;
+        if (point[d] < dim.low || point[d] > dim.high) {
+          e = -kInf;
+        } else {
+          const double z = (point[d] - centers_[k]) / sigmas_[k];
+          e += -0.5 * z * z - std::log(sigmas_[k]) - log_norms_[k];
+        }
+      } else {
+        e += LogKernelNumeric(d, i, point[d]);  // a mass: no -log sigma to add back
+      }
+    }
+    if (e > best_log) best_log = e, best = i;
+  }
+  return best;
+}
+
 void ParzenEstimator::Finalize(std::span<const uint32_t> center_order) {
   const double total = std::accumulate(weights_.begin(), weights_.end(), 0.0);
   for (double& w : weights_) w /= total;

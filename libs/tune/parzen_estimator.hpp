@@ -108,6 +108,10 @@ class ParzenEstimator {
   std::span<const double> sigmas(size_t d) const { return {sigmas_.data() + d * n_, n_}; }
   /// The probability component i gives choice c of categorical dimension d.
   double ChoiceProbability(size_t d, size_t i, int64_t c) const;
+  /// The component most likely to have drawn `point` (num_dims() coordinates): the largest
+  /// w_i k_i(point) with normalised kernels (with -log sigma also under set_optuna31_density),
+  /// the first of equals. REQUIRES: Finalize, num_dims() >= 2, size() >= 1.
+  size_t MostLikelyComponent(const double* point) const;
 
   /// Draws `count` points into `out` (row-major, count × num_dims()): a component by weight,
   /// then each coordinate from its kernel (a truncated normal by inversion; a choice).

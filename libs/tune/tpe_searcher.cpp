@@ -19,7 +19,7 @@ Result<TpeOptions> TpeOptions::Parse(const json& params) {
           {"n_startup_trials", "n_ei_candidates", "consider_prior", "prior_weight",
            "consider_magic_clip", "consider_endpoints", "multivariate", "group", "bandwidth",
            "constant_liar", "normalized_density", "gamma_strategy", "gamma_beta", "weight_strategy",
-           "min_bandwidth_factor", "b_magic_exponent", "multivariate_parallel"});
+           "min_bandwidth_factor", "b_magic_exponent", "multivariate_parallel", "liar_kernel"});
       !s.ok()) {
     return s;
   }
@@ -34,6 +34,8 @@ Result<TpeOptions> TpeOptions::Parse(const json& params) {
   auto group = p.Bool("group", o.group);
   auto bandwidth = p.String("bandwidth", "hyperopt", {"scott", "hyperopt"});
   auto liar = p.Bool("constant_liar", o.constant_liar);
+  auto liar_kernel =
+      p.String("liar_kernel", "observation", {"observation", "source_widths", "source"});
   auto multivariate_parallel = p.Bool("multivariate_parallel", o.multivariate_parallel);
   auto normalized = p.Bool("normalized_density", o.normalized_density);
   auto gamma = p.String("gamma_strategy", "linear", {"linear", "sqrt"});
@@ -45,8 +47,8 @@ Result<TpeOptions> TpeOptions::Parse(const json& params) {
        {startup.status(), candidates.status(), consider_prior.status(), prior_weight.status(),
         magic_clip.status(), endpoints.status(), multivariate.status(), group.status(),
         bandwidth.status(), liar.status(), normalized.status(), gamma.status(), beta.status(),
-        weights.status(), min_bandwidth.status(), exponent.status(),
-        multivariate_parallel.status()}) {
+        weights.status(), min_bandwidth.status(), exponent.status(), multivariate_parallel.status(),
+        liar_kernel.status()}) {
     if (!s.ok()) return s;
   }
   if (*min_bandwidth > 1) {
@@ -70,6 +72,9 @@ Result<TpeOptions> TpeOptions::Parse(const json& params) {
   o.group = *group;
   o.bandwidth = *bandwidth == "hyperopt" ? TpeBandwidth::kHyperopt : TpeBandwidth::kScott;
   o.constant_liar = *liar;
+  o.liar_kernel = *liar_kernel == "observation"     ? TpeLiarKernel::kObservation
+                  : *liar_kernel == "source_widths" ? TpeLiarKernel::kSourceWidths
+                                                    : TpeLiarKernel::kSource;
   o.normalized_density = *normalized;
   o.gamma_strategy = *gamma == "sqrt" ? TpeGamma::kSqrt : TpeGamma::kLinear;
   o.gamma_beta = *beta;
@@ -266,7 +271,7 @@ void TpeSearcher::ChooseDims(SearchRng& rng, size_t d, size_t count) {
                          weighted ? &below_row_weights_ : nullptr, &below_weights_);
   const size_t n_above =
       GatherObservations(above_rows_, d, count, presorted, &above_obs_,
-                         weighted ? &above_row_weights_ : nullptr, &above_weights_);
+                         weighted ? &above_row_weights_ : nullptr, &above_weights_, &above_kept_);
   // Both sides' observations by ascending value in each dim, dim after dim: sorted_[d + k]
   // filtered (slot_ tells the side's row; the sides have no trial in common). A categorical
   // dim's part is its rows in order (FitTpeEstimator does not read it).
@@ -291,6 +296,10 @@ void TpeSearcher::ChooseDims(SearchRng& rng, size_t d, size_t count) {
                   below_sorted_, weighted ? below_weights_.data() : nullptr);
   FitTpeEstimator(dims, priors, above_obs_.data(), n_above, estimator_options, &above,
                   above_sorted_, weighted ? above_weights_.data() : nullptr);
+  if (joint_ && count >= 2 && running_ > 0 && options_.constant_liar &&
+      options_.liar_kernel != TpeLiarKernel::kObservation) {
+    ShapeLies(below, &above, d, count);
+  }
 
   // Candidates from l(x), snapped to values the params take (Optuna samples, rounds, then
   // evaluates both densities at the rounded point); the best log l - log g wins (first of
@@ -319,13 +328,46 @@ void TpeSearcher::ChooseDims(SearchRng& rng, size_t d, size_t count) {
   std::copy_n(candidate_values_.data() + best * count, count, chosen_.data() + d);
 }
 
+void TpeSearcher::ShapeLies(const ParzenEstimator& below, ParzenEstimator* above, size_t d,
+                            size_t count) {
+  // above's components: its observations (above_kept_ tells each one's trial), then the prior.
+  const std::span<const double> g_weights = above->weights();
+  double lie_mass = 0;
+  for (size_t i = 0; i < above_kept_.size(); ++i) {
+    if (states_[above_kept_[i]] == TrialState::kRunning) lie_mass += g_weights[i];
+  }
+  if (lie_mass == 0) return;
+  const bool prior_component = options_.consider_prior;  // l(x)'s last (below has n >= 1)
+  // Weights relative to g's other components: Finalize normalises them again.
+  const double other_mass = 1 - lie_mass;
+  double* weights = above->mutable_weights();
+  for (size_t i = 0; i < above_kept_.size(); ++i) {
+    if (states_[above_kept_[i]] != TrialState::kRunning) continue;
+    const size_t source = below.MostLikelyComponent(above_obs_.data() + i * count);
+    // A trial l(x)'s prior explains best (the startup's random configs, mostly) came from no
+    // good observation's region: it keeps its own kernel.
+    if (prior_component && source + 1 == below.size()) continue;
+    for (size_t k = 0; k < count; ++k) {
+      if (parzen_dims_[d + k].categorical()) continue;
+      double& sigma = above->mutable_sigmas(k)[i];
+      sigma = std::max(sigma, below.sigmas(k)[source]);
+    }
+    if (options_.liar_kernel == TpeLiarKernel::kSource) {
+      weights[i] = below.weights()[source] * other_mass;
+    }
+  }
+  above->Finalize();
+}
+
 size_t TpeSearcher::GatherObservations(const std::vector<uint32_t>& rows, size_t d, size_t count,
                                        bool slots, std::vector<double>* out,
                                        const std::vector<double>* row_weights,
-                                       std::vector<double>* weights_out) {
+                                       std::vector<double>* weights_out,
+                                       std::vector<uint32_t>* kept) {
   const size_t num_dims = space_->size();
   out->resize(rows.size() * count);
   weights_out->resize(rows.size());
+  if (kept != nullptr) kept->clear();
   size_t n = 0;
   for (size_t r = 0; r < rows.size(); ++r) {
     const uint32_t row = rows[r];
@@ -336,6 +378,7 @@ size_t TpeSearcher::GatherObservations(const std::vector<uint32_t>& rows, size_t
     std::copy_n(x, count, out->data() + n * count);
     if (row_weights != nullptr) (*weights_out)[n] = (*row_weights)[r];
     if (slots) slot_[row] = int32_t(n);
+    if (kept != nullptr) kept->push_back(row);
     ++n;
   }
   return n;

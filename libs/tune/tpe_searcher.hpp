@@ -32,7 +32,16 @@
 //   A trial that ended in ERROR, or whose last result has no finite number under the metric,
 //   is no observation (Optuna ignores failed trials); it stops counting as running.
 // - constant_liar defaults to true (Optuna: false): tunebus runs trials in parallel by design,
-//   and without it the suggestions made while trials run all come from the same model.
+//   and without it the suggestions made while trials run all come from the same model. In a
+//   joint model of 3 or more params Optuna's lie (liar_kernel kObservation) changes no
+//   suggestion, though the running trials are among g(x)'s observations: there each gets the
+//   width of its neighbour gaps among g's, clipped at 1/(1 + m) of the range, about 1% once g
+//   holds ~90 observations, while l(x)'s ~10 get at least 8%; a candidate drawn from the l(x)
+//   component that drew a running trial lies ~10 of the lie's widths from it in every param, so
+//   the lie's kernel there is ~e^-50 per param, nothing beside g's prior. liar_kernel kSource /
+//   kSourceWidths give the lie its source component's widths (and weight) so it acts; on the
+//   search quality benchmark both are worse than the inert lie (docs/reference/search.md,
+//   "Lies that act in the joint model"), so the default is Optuna's.
 // - Densities are Optuna 3.1.0's: a continuous kernel's log density leaves out -log sigma
 //   (optuna/optuna#5109, "fixed" by #5110 in Optuna 3.5), so narrow components count for less
 //   in l(x) / g(x). normalized_density: true computes the normalised density instead; the
@@ -81,6 +90,18 @@ enum class TpeGamma { kLinear, kSqrt };
 /// their mean (the weighting the paper derives from the expected improvement).
 enum class TpeWeights { kOldDecay, kUniform, kExpectedImprovement };
 
+/// What a running trial's lie is in a joint g(x) (constant_liar with a multivariate model of
+/// two or more params; univariate models always take kObservation). kObservation: Optuna
+/// 3.1.0's, one more observation of g (weight and widths as any other), which in the joint
+/// model changes no suggestion (see TpeSearcher). kSourceWidths: its kernel per numeric param
+/// at least as wide as that of the l(x) component most likely to have drawn it
+/// (ParzenEstimator::MostLikelyComponent). kSource: that, and in g(x) it weighs what that
+/// component weighs in l(x) (relative to g's other components), so l(x)/g(x) near the running
+/// trial falls to about 1, as the constant liar of Ginsbourger et al. 2010 (section 3.2: the
+/// pending point is believed known at the lie, so its expected improvement is 0) asks of the
+/// expected improvement, which TPE orders by l(x)/g(x) (Bergstra et al. 2011, eq. 6).
+enum class TpeLiarKernel { kObservation, kSourceWidths, kSource };
+
 /// TPESampler's arguments (Optuna 3.1.0 defaults, but constant_liar, multivariate, bandwidth
 /// and weight_strategy; see the file comment), and normalized_density (not Optuna's: which
 /// density, see the file comment).
@@ -98,6 +119,7 @@ struct TpeOptions {
   bool multivariate_parallel = true;
   TpeBandwidth bandwidth = TpeBandwidth::kHyperopt;  // kScott: multivariate only
   bool constant_liar = true;
+  TpeLiarKernel liar_kernel = TpeLiarKernel::kObservation;  // Optuna's; see TpeLiarKernel
   bool normalized_density = false;  // true: normalised kernels (Optuna >= 3.5), see above
   // Watanabe 2023's components (the OptunaHub tpe_tutorial sampler's argument names).
   TpeGamma gamma_strategy = TpeGamma::kLinear;
@@ -173,9 +195,14 @@ class TpeSearcher final : public JournaledSearcher {
   // The values of dims [d, d + count) of `rows` into `out` (row-major), leaving out rows where
   // one is missing (Optuna's param mask); returns how many rows are kept. slots: also sets
   // slot_[row] to each kept row's index in `out`.
+  // kept: when given, the trial of each kept row.
   size_t GatherObservations(const std::vector<uint32_t>& rows, size_t d, size_t count, bool slots,
                             std::vector<double>* out, const std::vector<double>* row_weights,
-                            std::vector<double>* weights_out);
+                            std::vector<double>* weights_out,
+                            std::vector<uint32_t>* kept = nullptr);
+  // Makes the running trials' components of the joint g(x) `above` (fitted to above_obs_,
+  // dims [d, d + count)) the lies options_.liar_kernel asks for, from l(x) `below`.
+  void ShapeLies(const ParzenEstimator& below, ParzenEstimator* above, size_t d, size_t count);
   void EncodeNewTrials();
   void Reset();
 
@@ -205,6 +232,7 @@ class TpeSearcher final : public JournaledSearcher {
   std::vector<uint32_t> below_sorted_, above_sorted_;  // each side's rows by value, per dim
   std::vector<std::pair<double, uint32_t>> ranked_;    // (loss, trial) of completed trials
   std::vector<uint32_t> below_rows_, above_rows_;
+  std::vector<uint32_t> above_kept_;  // the trial of each of g(x)'s observations
   // Per below/above row (weight_strategy other than kOldDecay), and each side's gathered ones.
   std::vector<double> below_row_weights_, above_row_weights_, below_weights_, above_weights_;
   std::vector<char> is_below_;

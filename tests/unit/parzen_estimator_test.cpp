@@ -292,6 +292,30 @@ TEST(ParzenEstimatorTest, MultivariateHyperoptBandwidthsAreTheUnivariateOnes) {
   ExpectNear(LogPdf(joint, {0.0, 3, 3.9, 8}), {expected[0], expected[1]});
 }
 
+TEST(ParzenEstimatorTest, MostLikelyComponentWeighsNormalisedKernels) {
+  // A wide heavy component at (0, 0) and a narrow light one at (2, 2): at (2, 2) the narrow
+  // one's w k(x) is larger (log 0.4 + 2 log(1/0.5) against log 0.6 - 2 (0.08 + log 5)), also
+  // when LogPdf leaves out -log sigma (which would favour the wide one); far out, the wide one.
+  for (const bool optuna31 : {false, true}) {
+    SCOPED_TRACE(optuna31);
+    const ParzenDim dims[] = {ParzenDim{}, ParzenDim{}};
+    ParzenEstimator pe;
+    pe.Reset(dims, 2);
+    pe.set_optuna31_density(optuna31);
+    pe.mutable_weights()[0] = 0.6;
+    pe.mutable_weights()[1] = 0.4;
+    for (size_t d = 0; d < 2; ++d) {
+      pe.mutable_centers(d)[0] = 0, pe.mutable_centers(d)[1] = 2;
+      pe.mutable_sigmas(d)[0] = 5, pe.mutable_sigmas(d)[1] = 0.5;
+    }
+    pe.Finalize();
+    const double near_narrow[] = {2, 2}, far[] = {-3, -3}, between[] = {1.9, -0.5};
+    EXPECT_EQ(pe.MostLikelyComponent(near_narrow), 1u);
+    EXPECT_EQ(pe.MostLikelyComponent(far), 0u);
+    EXPECT_EQ(pe.MostLikelyComponent(between), 0u);
+  }
+}
+
 TEST(ParzenEstimatorTest, DefaultWeightsAreOptunas) {
   // default_weights(30): a ramp 1/30 .. 1 over the oldest five, then ones.
   std::vector<double> w(30);

@@ -126,6 +126,17 @@ TEST(TpeSearcherTest, OptionsParseDefaultsAndNameTheBadField) {
   auto typo = TpeOptions::Parse({{"bandwidth", "hyperop"}});
   ASSERT_FALSE(typo.ok());
   EXPECT_EQ(typo.status().message().rfind("bandwidth: ", 0), 0u) << typo.status().message();
+
+  EXPECT_EQ(o->liar_kernel, TpeLiarKernel::kObservation);  // Optuna's lie
+  auto widths = TpeOptions::Parse({{"liar_kernel", "source_widths"}});
+  ASSERT_TRUE(widths.ok()) << widths.status().ToString();
+  EXPECT_EQ(widths->liar_kernel, TpeLiarKernel::kSourceWidths);
+  auto source = TpeOptions::Parse({{"liar_kernel", "source"}});
+  ASSERT_TRUE(source.ok()) << source.status().ToString();
+  EXPECT_EQ(source->liar_kernel, TpeLiarKernel::kSource);
+  auto kernel = TpeOptions::Parse({{"liar_kernel", "wide"}});
+  ASSERT_FALSE(kernel.ok());
+  EXPECT_EQ(kernel.status().message().rfind("liar_kernel: ", 0), 0u) << kernel.status().message();
 }
 
 TEST(TpeSearcherTest, WatanabeComponentsParseAndSplit) {
@@ -390,6 +401,45 @@ TEST(TpeSearcherTest, ConstantLiarSpreadsParallelSuggestions) {
   const double with_liar = spread(true), without = spread(false);
   EXPECT_GT(with_liar, 0.2);
   EXPECT_GT(with_liar, without);
+}
+
+TEST(TpeSearcherTest, JointLiesActOnlyWithTheirSourceKernel) {
+  // A 5-param joint model after 30 trials, 8 of its suggestions running. Optuna's lie (one more
+  // observation of g(x), as narrow as its neighbour gaps in every param) changes no
+  // suggestion: the next ones are those without the constant liar. A lie as wide as the l(x)
+  // component that drew it (liar_kernel source_widths), or also as heavy (source), changes
+  // them. The same trials through RestoreState, so only the options differ.
+  json space = json::object();
+  for (int k = 0; k < 5; ++k) space["x" + std::to_string(k)] = {{"uniform", {0, 1}}};
+  auto objective = [](const json& c) {
+    double loss = 0;
+    for (const auto& [key, v] : c.items()) loss += std::pow(v.get<double>() - 0.3, 2);
+    return loss;
+  };
+  TpeSearcher start = Make(space, {}, 5);
+  for (int i = 0; i < 30; ++i) Step(start, i, objective);
+  for (int i = 30; i < 38; ++i) start.Suggest(Id(i));
+  ASSERT_EQ(start.num_running(), 8);
+  const json state = start.SaveState();
+  auto next = [&](bool liar, TpeLiarKernel kernel) {
+    TpeOptions o;
+    o.constant_liar = liar;
+    o.liar_kernel = kernel;
+    TpeSearcher s = Make(space, o, 5);
+    EXPECT_TRUE(s.RestoreState(state).ok());
+    std::vector<json> configs;
+    for (int i = 38; i < 42; ++i) configs.push_back(s.Suggest(Id(i)).config);
+    return configs;
+  };
+  const auto no_liar = next(false, TpeLiarKernel::kObservation);
+  EXPECT_EQ(next(true, TpeLiarKernel::kObservation), no_liar);
+  EXPECT_NE(next(true, TpeLiarKernel::kSourceWidths), no_liar);
+  EXPECT_NE(next(true, TpeLiarKernel::kSource), no_liar);
+  // Without running trials every kernel suggests the same.
+  TpeOptions source;
+  source.liar_kernel = TpeLiarKernel::kSource;
+  TpeSearcher a = Make(space, {}, 6), b = Make(space, source, 6);
+  for (int i = 0; i < 25; ++i) EXPECT_EQ(Step(a, i, objective), Step(b, i, objective));
 }
 
 TEST(TpeSearcherTest, MultivariateParallelChoosesTheModelWhileTrialsRun) {
