@@ -15,6 +15,11 @@ void CheckpointStore::RenderMetrics(metrics::MetricsText& m) {
           state_ == State::kDegraded ? 1.0 : 0.0);
   m.Counter("recoveries_total", "Times the store went back from degraded to taking writes",
             double(recoveries_));
+  const store::StoreDb::MemoryUsage memory = db_->Memory();
+  m.Gauge("memtable_bytes", "Bytes in RocksDB's memtables (written, not yet flushed)",
+          double(memory.memtables));
+  m.Gauge("block_cache_bytes", "Bytes in RocksDB's block cache (point reads' blocks)",
+          double(memory.block_cache));
   for (const auto& [type, n] : dispatcher_.counts()) {
     m.Counter("messages_total", "Messages handled, by type", double(n), {{"type", type}});
   }

@@ -11,6 +11,13 @@ namespace tunebus::store {
 
 namespace {
 
+// RocksDB's memtable (bytes): it holds every write since the last flush in arena blocks of an
+// eighth of its size, so the store's resident memory grows with the bytes written until it is
+// full. RocksDB's default, 64 MB, made a long-lived suite's memory grow with the trials it had run
+// (docs/explanation/performance/soak.md); 4 MB bounds it at two memtables (the active one and
+// one being flushed). A checkpoint chunk (proto::kCheckpointChunkBytes) fills one.
+constexpr size_t kMemtableBytes = 4u << 20;
+
 // Turns off RocksDB's automatic recovery from hard background errors (out of space: its
 // SstFileManager retries every 5 s, and DB::Resume() answers Busy meanwhile), so that the
 // store's own DB::Resume() about once a second recovers (CheckpointStore). Soft errors keep
@@ -129,6 +136,7 @@ Result<std::unique_ptr<StoreDb>> StoreDb::Open(const std::string& data_dir, bool
   options.enable_blob_files = true;
   options.min_blob_size = 64 << 10;
   options.enable_blob_garbage_collection = true;
+  options.write_buffer_size = kMemtableBytes;
   rocksdb::DB* raw = nullptr;
   const rocksdb::Status s = rocksdb::DB::Open(options, data_dir, &raw);
   if (!s.ok()) return FromRocks(s, fmt::format("cannot open RocksDB in {}", data_dir));
@@ -188,6 +196,13 @@ uint64_t StoreDb::LiveBytes() {
   return sst + blob;
 }
 
+StoreDb::MemoryUsage StoreDb::Memory() {
+  MemoryUsage m;
+  db_->GetIntProperty(rocksdb::DB::Properties::kSizeAllMemTables, &m.memtables);
+  db_->GetIntProperty(rocksdb::DB::Properties::kBlockCacheUsage, &m.block_cache);
+  return m;
+}
+
 std::unique_ptr<StoreDb::Range> StoreDb::NewRange(std::string lower, std::string upper) {
   auto range = std::make_unique<Range>();
   range->lower_ = std::move(lower);
@@ -195,6 +210,9 @@ std::unique_ptr<StoreDb::Range> StoreDb::NewRange(std::string lower, std::string
   range->lower_slice_ = rocksdb::Slice(range->lower_);
   range->upper_slice_ = rocksdb::Slice(range->upper_);
   rocksdb::ReadOptions options;
+  // A range is a scan (a journal replayed, a store listed or deleted): its blocks would fill
+  // RocksDB's block cache (8 MB) with data read once, and keep it resident.
+  options.fill_cache = false;
   options.iterate_lower_bound = &range->lower_slice_;
   if (!range->upper_.empty()) options.iterate_upper_bound = &range->upper_slice_;
   range->it_.reset(db_->NewIterator(options));

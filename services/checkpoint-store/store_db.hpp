@@ -117,13 +117,21 @@ class StoreDb {
   /// Bytes of the live SST and blob files: what the data takes on disk (the WAL and the
   /// memtables aside: Flush first to count everything).
   uint64_t LiveBytes();
+  /// What RocksDB holds in memory, bytes: its memtables (active, being flushed and kept for
+  /// history) and its block cache's usage (8 MB capacity, RocksDB's default).
+  struct MemoryUsage {
+    uint64_t memtables = 0;
+    uint64_t block_cache = 0;
+  };
+  MemoryUsage Memory();
   /// Writes the memtables to SST and blob files, synced: everything WriteUnlogged wrote before
   /// is then durable. Blocks. Errors: IoError.
   Status Flush();
   /// The value of `key`, nullopt if absent. Errors: IoError, Corruption.
   Result<std::optional<std::string>> Get(const std::string& key);
   /// A forward iterator over the keys in [lower, upper) (upper "" = unbounded), positioned
-  /// at `lower`. Check `it->status()` once `Valid()` turns false.
+  /// at `lower`. Check `it->status()` once `Valid()` turns false. Its blocks do not enter the
+  /// block cache (RocksDB's `fill_cache = false`, as for any scan).
   class Range {
    public:
     bool Valid() const { return it_->Valid(); }

@@ -425,6 +425,37 @@ TEST(CheckpointStoreLayout, JournalStoreReloadsLastSeqsFromMeta) {
   fs::remove_all(dir);
 }
 
+TEST(CheckpointStoreLayout, AJournalReadLeavesTheBlockCacheEmptyAndAMemtableIsBounded) {
+  // 20,000 records of 1 KiB (20 MiB written): the memtable flushes at its 4 MiB, and reading
+  // the whole journal back (a scan) puts none of its blocks in the block cache.
+  const std::string dir = MakeTempDir();
+  {
+    auto db = store::StoreDb::Open(dir, /*sync=*/false);
+    ASSERT_TRUE(db.ok());
+    auto journals = store::JournalStore::Open(**db);
+    ASSERT_TRUE(journals.ok());
+    for (int batch = 0; batch < 20; ++batch) {
+      std::vector<std::string> records;
+      for (int i = 0; i < 1000; ++i) records.push_back(std::string(1024, char('a' + i % 26)));
+      ASSERT_TRUE((*journals)->AppendBatch({{"j", records}}).ok());
+    }
+    EXPECT_LE((*db)->Memory().memtables, uint64_t(2 * (4u << 20) + (1u << 20)));
+    ASSERT_TRUE((*db)->Flush().ok());
+    uint64_t read = 0;
+    for (uint64_t from = 1; from <= 20000;) {
+      auto page = (*journals)->Read("j", from, 1000);
+      ASSERT_TRUE(page.ok()) << page.status().ToString();
+      ASSERT_FALSE(page->records.empty());
+      read += page->records.size();
+      from += page->records.size();
+    }
+    EXPECT_EQ(read, 20000u);
+    EXPECT_LT((*db)->Memory().block_cache, uint64_t(64u << 10));
+    journals->reset();
+  }
+  fs::remove_all(dir);
+}
+
 TEST(CheckpointStoreLayout, JournalReadStopsBeforeTheReplyByteBudget) {
   // Three 6 MiB records: a read returns two (12 MiB) since the third would pass 16 MiB.
   const std::string dir = MakeTempDir();
