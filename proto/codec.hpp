@@ -45,14 +45,21 @@ class Decoded {
 /// FailedPrecondition (unsupported protocol version).
 Result<Decoded> Decode(const void* data, size_t size);
 
+/// The largest per-thread encode buffer Encode keeps for the next message, bytes.
+inline constexpr size_t kKeptEncodeBufferBytes = 256u << 10;
+
 /// Encodes a message struct to bytes.
 template <typename M>
 std::string Encode(const M& m) {
-  // One buffer per thread, reused: a fresh sbuffer allocates 8 KiB for every message.
+  // One buffer per thread and message type, reused: a fresh sbuffer allocates 8 KiB for every
+  // message. One past kKeptEncodeBufferBytes (a large reply: a 12,000-trial listing, a journal
+  // page) is let go, so a thread does not keep the largest message it ever sent resident.
   thread_local msgpack::sbuffer buf;
   buf.clear();
   msgpack::pack(buf, m);
-  return std::string(buf.data(), buf.size());
+  std::string out(buf.data(), buf.size());
+  if (buf.size() > kKeptEncodeBufferBytes) buf = msgpack::sbuffer();
+  return out;
 }
 
 /// The `id` and `type` of a frame that failed Decode, read best-effort (0 and "" when the bytes
