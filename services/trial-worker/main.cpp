@@ -73,6 +73,11 @@ void AddFlags(CLI::App& app, tunebus::TrialWorkerOptions& o) {
                  "none = every command (docs/explanation/security.md)")
       ->envname("TUNEBUS_ALLOW_COMMANDS")
       ->delimiter(',');
+  app.add_option("--stop-grace-ms", o.stop_grace_ms,
+                 "time a trainable told to stop gets to exit before SIGKILL, ms")
+      ->envname("TUNEBUS_STOP_GRACE_MS")
+      ->check(CLI::NonNegativeNumber)
+      ->capture_default_str();
   app.add_option("--heartbeat-interval-ms", o.heartbeat_interval_ms, "heartbeat interval, ms")
       ->envname("TUNEBUS_HEARTBEAT_INTERVAL_MS")
       ->check(CLI::PositiveNumber)
