@@ -65,17 +65,23 @@ def du(path):
 
 
 def proc_figures(pid):
-    """(rss bytes, fds, threads) of process `pid`, or None once it is gone."""
+    """(rss bytes, fds, threads, {"anon": bytes, "file": bytes}) of process `pid` (VmRSS and its
+    RssAnon/RssFile parts from /proc/PID/status), or None once it is gone."""
     try:
         rss = threads = 0
+        parts = {}
         with open("/proc/%d/status" % pid) as f:
             for line in f:
                 if line.startswith("VmRSS:"):
                     rss = int(line.split()[1]) * 1024
+                elif line.startswith("RssAnon:"):
+                    parts["anon"] = int(line.split()[1]) * 1024
+                elif line.startswith("RssFile:"):
+                    parts["file"] = int(line.split()[1]) * 1024
                 elif line.startswith("Threads:"):
                     threads = int(line.split()[1])
         fds = len(os.listdir("/proc/%d/fd" % pid))
-        return rss, fds, threads
+        return rss, fds, threads, parts
     except (OSError, ValueError):
         return None
 
@@ -234,12 +240,14 @@ def main():
             figures = proc_figures(suite.proc.pid)
             if figures is None:
                 return None
-            rss, fds, threads = figures
+            rss, fds, threads, parts = figures
             s = {
                 "t_s": round(time.time() - t0, 3),
                 "trials_done": state["trials_done"],
                 "experiments_ended": state["ended"],
                 "rss_bytes": rss,
+                "rss_anon_bytes": parts.get("anon", 0),
+                "rss_file_bytes": parts.get("file", 0),
                 "fds": fds,
                 "threads": threads,
                 "store_bytes": du(os.path.join(tmp, "store")),
