@@ -9,4 +9,9 @@ void KeepChunkBuffersInHeap() {
   mallopt(M_TRIM_THRESHOLD, 128 << 20);
 }
 
+void ReturnFreedHeapToTheSystem() {
+  mallopt(M_MMAP_THRESHOLD, 1 << 20);
+  mallopt(M_TRIM_THRESHOLD, 1 << 20);
+}
+
 }  // namespace tunebus::service

@@ -4,6 +4,7 @@
 // journal reads (libs/service/stop_request.hpp).
 #include <limits>
 
+#include "libs/service/chunk_heap.hpp"
 #include "libs/service/service_main.hpp"
 #include "services/scheduler/dashboard/views/views.hpp"
 #include "services/scheduler/scheduler.hpp"
@@ -99,6 +100,7 @@ tunebus::service::BoundEndpoints Endpoints(const tunebus::Scheduler& s) {
 }  // namespace
 
 int main(int argc, char** argv) {
+  tunebus::service::ReturnFreedHeapToTheSystem();  // libs/service/chunk_heap.hpp
   return tunebus::service::RunService<tunebus::Scheduler>(
       argc, argv, "scheduler", "tunebus scheduler: runs experiments and their trials", AddFlags,
       Endpoints);

@@ -10,6 +10,7 @@
 #include <memory>
 
 #include "libs/core/version.hpp"
+#include "libs/service/chunk_heap.hpp"
 #include "libs/service/security_flags.hpp"
 #include "services/tunectl/commands.hpp"
 
@@ -76,6 +77,8 @@ int Run(const Command& command, GlobalFlags& g, const bus::SecurityOptions& secu
 
 int main(int argc, char** argv) {
   using namespace tunebus;
+  service::ReturnFreedHeapToTheSystem();  // `up` and `run` embed a suite:
+                                          // libs/service/chunk_heap.hpp
   CLI::App app{"tunectl: run and control tunebus hyperparameter-tuning experiments"};
   GlobalFlags g;
   std::string log_level = "warn";

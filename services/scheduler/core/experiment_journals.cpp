@@ -26,6 +26,12 @@ namespace {
 // Beyond the resume's reattach timer, before an ended experiment is released.
 constexpr bus::Duration kTimerMargin{1000};
 
+// A read of a cached finished experiment with at least this many trials is followed by
+// malloc_trim(3): the reply built from it (a row per trial) was freed between the cached
+// entries' pages, where the heap's top trimming does not reach (12,000 trials: +69 MB resident
+// per read without it, docs/explanation/performance/memory.md).
+constexpr size_t kTrimAfterReadTrials = 1000;
+
 // An experiment's lsx row.
 json LsxRow(const std::string& name, const std::string& journal, ExperimentStatus status,
             const std::vector<Trial>& trials, int64_t total, double submitted_at_s) {
@@ -128,7 +134,12 @@ void ExperimentRegistry::FindExperiment(const std::string& name,
 
 void ExperimentRegistry::LoadJournaled(const JournalSummary& j,
                                        std::function<void(Result<Experiment*>)> then) {
-  if (Experiment* cached = journaled_.Find(j.journal, j.last_seq)) return then(cached);
+  if (Experiment* cached = journaled_.Find(j.journal, j.last_seq)) {
+    const bool large = cached->runner().trials().size() >= kTrimAfterReadTrials;
+    then(cached);
+    if (large) malloc_trim(0);
+    return;
+  }
   const SteadyTime t0 = clock_.Now();
   journals_.Replay(
       j.journal, j.last_seq, [this, j, t0, then](Result<journal::ReplayedExperiment>&& replayed) {
