@@ -227,3 +227,20 @@ TEST_F(ResultFilesRepairTest, QuotedNewlinesInACsvRowDoNotCountAsRows) {
 
 }  // namespace
 }  // namespace tunebus
+
+TEST_F(ResultFilesRepairTest, FinishClosesTheFilesOfTheTrialsItWroteTo) {
+  // No rows on disk, 4 in the journal: the repair opens the trial's files to write them, and
+  // Finish closes them (a resumed experiment held 3 descriptors per repaired trial without it).
+  trial_.num_results = 4;
+  ResultFiles files;
+  ResultFilesRepair repair((dir_ / "repaired").string(), files);
+  ASSERT_EQ(repair.Plan({trial_}), 4);
+  repair.OnConfigRecord(trial_, first_config_);
+  for (int64_t i = 1; i <= 4; ++i) repair.OnResultRecord(trial_, ResultRecordAt(i, ResultAt(i)));
+  EXPECT_TRUE(files.IsOpen(0));
+  repair.Finish();
+  EXPECT_FALSE(files.IsOpen(0));
+  files.Drain();
+  const std::string written = Read(dir_ / "repaired" / trial_.DirName() / "result.json");
+  EXPECT_EQ(std::count(written.begin(), written.end(), '\n'), 4);
+}

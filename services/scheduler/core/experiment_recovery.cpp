@@ -92,6 +92,7 @@ void Experiment::RepairResultFiles(JournalReader& reader, uint64_t last_seq,
   const auto finish = [this, repair, t0, done = std::move(done)](Status read) {
     if (!read.ok())
       spdlog::error("Result files of {} stay incomplete: {}", spec_.name, read.ToString());
+    repair->Finish();
     const ResultFilesRepair::Summary& s = repair->summary();
     spdlog::info(
         "Result files of {} match the journal: {} trials, {} rows were missing ({} written), {} "

@@ -161,7 +161,14 @@ void ResultFilesRepair::OnResultRecord(const Trial& t, const nlohmann::json& rec
   files_.AppendResult(t.index,
                       files_.IsOpen(t.index) ? std::string() : experiment_dir_ + "/" + t.DirName(),
                       std::move(bytes), 0, &p.config);
+  p.wrote = true;
   ++summary_.rows_written;
+}
+
+void ResultFilesRepair::Finish() {
+  for (const auto& [index, p] : progress_) {
+    if (p.wrote) files_.Close(index);
+  }
 }
 
 }  // namespace tunebus

@@ -14,7 +14,9 @@
 //   2. if any are, for every record of the journal in order, OnConfigRecord(trial, config) for a
 //      trial_added or trial_updated record and OnResultRecord(trial, record) for a result
 //      record: the missing rows are staged on the experiment's ResultFiles (which keeps the CSV
-//      header already there), ahead of every live result.
+//      header already there), ahead of every live result;
+//   3. Finish(): closes the files it wrote to (a running trial's next result reopens them), so a
+//      resumed experiment does not hold three descriptors per repaired trial until it ends.
 #pragma once
 
 #include <cstdint>
@@ -71,6 +73,8 @@ class ResultFilesRepair {
   /// repeating the trial's previous one (journal::IsReturnCopy: an older journal's copy of the
   /// last result with done: true) is no reported result and writes no row.
   void OnResultRecord(const Trial& trial, const nlohmann::json& record);
+  /// Step 3: closes the files of every trial OnResultRecord wrote rows to.
+  void Finish();
   const Summary& summary() const { return summary_; }
 
  private:
@@ -81,6 +85,7 @@ class ResultFilesRepair {
     nlohmann::json config;  // the trial's config at the journal record fed last
     int64_t attempt = 0;    // attempt and seq of the result record fed last
     int64_t seq = 0;
+    bool wrote = false;  // OnResultRecord staged a row (the files are open)
   };
   std::string experiment_dir_;
   ResultFiles& files_;
