@@ -2,7 +2,7 @@
 # A user's session at the size of a long-lived suite (docs/explanation/performance/memory.md): one
 # embedded `tunectl up` runs two ASHA experiments of TRIALS mock trials one after the other, is
 # restarted on the same store, and reads both back (`tunectl ls -e`); the suite's VmRSS is printed
-# after each step and 20 s later.
+# after each step and 20 s later, and the first `tunectl ls -e soak` after its release is timed.
 # Usage: bench/memory_session.sh TUNECTL PORT DIR [TRIALS (12000)] [tunectl up flags...]
 # DIR is made (its store and results replaced); PORT is the control port on 127.0.0.1.
 set -euo pipefail
@@ -38,6 +38,9 @@ ups=0
 up "$@"
 rss "idle"
 "$BIN" run soak.yaml > run1.log 2>&1; rss "soak finished"; sleep 20; rss "soak finished +20 s"
+start=$(date +%s.%N)
+"$BIN" ls -e soak > ls0.txt
+rss "after ls -e soak, released ($(echo "$(date +%s.%N) - $start" | bc) s)"
 "$BIN" run soak2.yaml > run2.log 2>&1; rss "soak2 finished"; sleep 20; rss "soak2 finished +20 s"
 kill "$pid"; wait "$pid" || true
 up "$@"

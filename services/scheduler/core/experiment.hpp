@@ -142,6 +142,13 @@ class Experiment {
   bool Quiet() const;
   /// Seconds from the start to the end (or to now while it runs).
   double ElapsedS() const;
+  /// What a replay of its journal gives, from memory: its identity, file text, weight, preempted
+  /// trials, searcher state (Searcher::SaveState, no deltas), last actions, end status and reason,
+  /// records = its journal's length in the store; without its trials (a caller that wants them
+  /// copies runner().trials()) and without its trial scheduler's state (a read-only experiment
+  /// does not restore it). LoadReadOnly of it with the trials is what loading the journal gives.
+  /// REQUIRES: Quiet() (every record it appended is in the store, the end record last).
+  journal::ReplayedExperiment EndedState() const;
 
   /// Worker `worker` registered (again) reporting `running`, its trials of this experiment:
   /// attempts that may not run here are appended to `stale` (the worker kills them); a trial
@@ -249,6 +256,8 @@ class Experiment {
   /// Every `every_records` records: stores a snapshot of the experiment (replay = snapshot +
   /// tail) once the records it covers are durable.
   void MaybeSnapshot(int64_t every_records);
+  /// The state a snapshot and EndedState share (no trials, no trial scheduler state, records 0).
+  journal::ReplayedExperiment SnapshotState() const;
 
   ExperimentSpec spec_;
   std::string experiment_dir_;

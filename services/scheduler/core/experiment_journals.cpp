@@ -1,6 +1,7 @@
 // ExperimentRegistry's experiments that are only in the store's journals: the release of finished
-// ones from memory, the experiment a read request names (finished ones loaded read-only, kept in
-// the finished cache), and the lsx rows. Journals are read
+// ones from memory (a read-only copy kept in the finished cache when it fits), the experiment a
+// read request names (finished ones loaded read-only, kept in the finished cache), and the lsx
+// rows. Journals are read
 // asynchronously with the JournalReader; each callback looks at the registry again, since the
 // loop served others meanwhile.
 #include <fmt/format.h>
@@ -43,6 +44,16 @@ json LsxRow(const std::string& name, const std::string& journal, ExperimentStatu
           {"submitted_at", submitted_at_s}};
 }
 
+// What the finished cache counts for a read-only experiment of `x` holding `trials`: its trials
+// (and the runner's per-trial tables), its spec's text (kept, and parsed into the spec), the
+// searcher state it restores (its trial scheduler is not restored).
+size_t ReadOnlyBytes(const journal::ReplayedExperiment& x, const std::vector<Trial>& trials) {
+  size_t bytes = sizeof(Experiment) + 2 * x.spec_yaml.size() + JsonBytes(x.searcher_state);
+  for (const json& delta : x.searcher_deltas) bytes += JsonBytes(delta);
+  for (const Trial& t : trials) bytes += TrialBytes(t) + kRunnerBytesPerTrial;
+  return bytes;
+}
+
 }  // namespace
 
 size_t ExperimentRegistry::ReleaseFinished() {
@@ -74,13 +85,51 @@ size_t ExperimentRegistry::ReleaseFinished() {
     journals_.NoteLength(e->journal_name(), e->journal().store_seq());
     spdlog::info(
         "Experiment {} ({} trials) released from memory: it ended and its journal and files are "
-        "complete; reads of it come from journal {}",
-        e->name(), trials.size(), e->journal_name());
+        "complete",
+        e->name(), trials.size());
+    CacheReleased(*e);
     std::erase_if(experiments_, [e](const std::unique_ptr<Experiment>& x) { return x.get() == e; });
     ++released_;
   }
   if (!due.empty()) malloc_trim(0);
   return due.size();
+}
+
+void ExperimentRegistry::CacheReleased(const Experiment& e) {
+  const SteadyTime t0 = clock_.Now();
+  journal::ReplayedExperiment state = e.EndedState();
+  const std::vector<Trial>& trials = e.runner().trials();
+  const size_t bytes = ReadOnlyBytes(state, trials);
+  if (bytes > journaled_.capacity_bytes()) {
+    spdlog::info(
+        "Experiment {}: its read-only form (about {} bytes) is over the finished cache's {} "
+        "bytes; reads of it come from journal {}",
+        e.name(), bytes, journaled_.capacity_bytes(), e.journal_name());
+    return;
+  }
+  state.trials = trials;  // a copy: each string and vector at its size, as a replay makes them
+  const uint64_t length = state.records;
+  auto loaded = ReadOnly(e.journal_name(), length, std::move(state));
+  if (!loaded.ok()) {
+    spdlog::warn("Experiment {}: no read-only copy kept ({}); reads of it come from journal {}",
+                 e.name(), loaded.status().ToString(), e.journal_name());
+    return;
+  }
+  journaled_.Put(e.journal_name(), length, std::move(*loaded), bytes);
+  spdlog::info(
+      "Experiment {}: read-only copy kept in the finished cache (about {} bytes, {:.3f} s; the "
+      "cache holds {} bytes of {})",
+      e.name(), bytes, clock_.SecondsSince(t0), journaled_.bytes(), journaled_.capacity_bytes());
+}
+
+Result<std::unique_ptr<Experiment>> ExperimentRegistry::ReadOnly(
+    const std::string& journal, uint64_t last_seq, journal::ReplayedExperiment replayed) {
+  auto spec = ParseExperimentYaml(replayed.spec_yaml, replayed.identity.base_dir,
+                                  replayed.identity.source_name);
+  if (!spec.ok()) return spec.status();
+  std::string experiment_dir = ExperimentDir(*spec, replayed.identity.results_folder);
+  return Experiment::LoadReadOnly(std::move(*spec), std::move(experiment_dir), journal,
+                                  std::move(replayed), last_seq, clock_);
 }
 
 std::map<TrialStatus, int64_t> ExperimentRegistry::ReleasedCounts() const {
@@ -144,19 +193,9 @@ void ExperimentRegistry::LoadJournaled(const JournalSummary& j,
   journals_.Replay(
       j.journal, j.last_seq, [this, j, t0, then](Result<journal::ReplayedExperiment>&& replayed) {
         if (!replayed.ok()) return then(replayed.status());
-        auto spec = ParseExperimentYaml(replayed->spec_yaml, replayed->identity.base_dir,
-                                        replayed->identity.source_name);
-        if (!spec.ok()) return then(spec.status());
         const uint64_t records = replayed->records;
-        const std::string experiment_dir = ExperimentDir(*spec, replayed->identity.results_folder);
-        // What the read-only experiment keeps: its trials, its spec's text and the searcher state
-        // it restores (its trial scheduler is not restored).
-        size_t bytes = sizeof(Experiment) + 2 * replayed->spec_yaml.size() +
-                       JsonBytes(replayed->searcher_state);
-        for (const nlohmann::json& delta : replayed->searcher_deltas) bytes += JsonBytes(delta);
-        for (const Trial& t : replayed->trials) bytes += TrialBytes(t) + kRunnerBytesPerTrial;
-        auto loaded = Experiment::LoadReadOnly(std::move(*spec), experiment_dir, j.journal,
-                                               std::move(*replayed), j.last_seq, clock_);
+        const size_t bytes = ReadOnlyBytes(*replayed, replayed->trials);
+        auto loaded = ReadOnly(j.journal, j.last_seq, std::move(*replayed));
         if (!loaded.ok()) return then(loaded.status());
         std::unique_ptr<Experiment> e = std::move(*loaded);
         spdlog::info(

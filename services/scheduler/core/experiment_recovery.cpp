@@ -4,6 +4,7 @@
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
 
+#include <cassert>
 #include <functional>
 #include <memory>
 #include <set>
@@ -185,14 +186,8 @@ void Experiment::RequeueUnattached() {
 void Experiment::MaybeSnapshot(int64_t every_records) {
   const uint64_t seq = journal_base_ + journal_->appended();
   if (snapshot_in_flight_ || seq < last_snapshot_seq_ + uint64_t(every_records)) return;
-  journal::ReplayedExperiment state;
-  state.identity = identity_;
-  state.spec_yaml = spec_.source_yaml;
-  if (weight_ != spec_.weight) state.weight = weight_;
-  state.preempted = preempted_;
-  state.searcher_state = runner_->searcher().SaveState();
+  journal::ReplayedExperiment state = SnapshotState();
   state.scheduler_state = runner_->trial_scheduler().SaveState();
-  state.last_action = LastActions(*runner_);
   state.records = seq;
   auto bytes = std::make_shared<std::string>(journal::EncodeSnapshot(state, runner_->trials()));
   const std::string id = journal::SnapshotId(journal_name_, seq);
@@ -233,6 +228,26 @@ void Experiment::MaybeSnapshot(int64_t every_records) {
     };
     (*put)(0);
   });
+}
+
+journal::ReplayedExperiment Experiment::SnapshotState() const {
+  journal::ReplayedExperiment state;
+  state.identity = identity_;
+  state.spec_yaml = spec_.source_yaml;
+  if (weight_ != spec_.weight) state.weight = weight_;
+  state.preempted = preempted_;
+  state.searcher_state = runner_->searcher().SaveState();
+  state.last_action = LastActions(*runner_);
+  return state;
+}
+
+journal::ReplayedExperiment Experiment::EndedState() const {
+  assert(Quiet());
+  journal::ReplayedExperiment state = SnapshotState();
+  state.ended_status = runner_->status();
+  state.ended_reason = runner_->end_reason();
+  state.records = journal_->store_seq();
+  return state;
 }
 
 }  // namespace tunebus

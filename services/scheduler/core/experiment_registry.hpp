@@ -11,9 +11,12 @@
 //     DefaultExperiment, FindExperiment);
 //   - the release of finished experiments (ReleaseFinished): once one has ended and nothing of it
 //     is in flight (journal durable, files written, no trial, request or timer pending) for
-//     Options::release_after, its state leaves memory; reads then come from its journal;
-//   - the read-only cache of finished experiments loaded from their journals (LoadJournaled, a
-//     FinishedCache of at most Options::finished_cache_bytes, least recently read dropped first)
+//     Options::release_after, its live state leaves memory; a read-only copy of it goes to the
+//     finished cache when it fits, so reads come from memory until the cache drops it, then from
+//     its journal;
+//   - the read-only cache of finished experiments (a FinishedCache of at most
+//     Options::finished_cache_bytes, least recently read dropped first): those released and
+//     those loaded from their journals (LoadJournaled)
 //     and the lsx rows of journals not in memory, cached by (journal, length) (JournalRow,
 //     ListRows);
 //   - name claims: the names of experiments whose submission or `tunectl resume` waits for the
@@ -33,7 +36,10 @@
 //     Submit's caller and by Resume);
 //   - an Experiment* handed out stays valid while the callback it was handed to runs; a live one
 //     until ReleaseFinished frees it (Forget retires it), a read-only one until the next
-//     LoadJournaled;
+//     LoadJournaled or ReleaseFinished;
+//   - a read-only experiment in the cache is the one loading its journal at the same length
+//     gives (Experiment::LoadReadOnly of the replayed or of the released state), and counts
+//     the same bytes (ReadOnlyBytes);
 //   - after each read-only load's callback, the cache holds at most finished_cache_bytes.
 #pragma once
 
@@ -123,11 +129,14 @@ class ExperimentRegistry {
   /// Unfinished experiments (Phase kRunning or kResuming), oldest first.
   std::vector<Experiment*> Unfinished() const;
   /// Frees the state of each live experiment that ended and had nothing in flight for
-  /// Options::release_after (Experiment::QuietSince): it leaves the live list and the routing
+  /// Options::release_after (Experiment::Quiet): it leaves the live list and the routing
   /// table, its lsx row stays (cached at its journal's length) and its trial counts stay in
-  /// ReleasedCounts; malloc's free memory goes back to the system. Reads of it come from its
-  /// journal (FindExperiment, LoadJournaled); `tunectl resume` replays its journal. Returns how
-  /// many were released.
+  /// ReleasedCounts; malloc's free memory goes back to the system. When its read-only form's
+  /// bytes fit the finished cache's budget, that form (built from memory, as LoadJournaled would
+  /// build it from the journal) goes to the cache as the most recently read, dropping the least
+  /// recently read others while over the budget; reads of it then come from the cache, else
+  /// (or once dropped) from its journal (FindExperiment, LoadJournaled). `tunectl resume`
+  /// replays its journal. Returns how many were released.
   size_t ReleaseFinished();
   /// Trials of the experiments released so far and not deleted, by status (the scheduler's
   /// metrics count them).
@@ -208,6 +217,13 @@ class ExperimentRegistry {
   void RetryJournals();
 
  private:
+  /// `replayed` (what journal `journal` holds at length `last_seq`, its trials included) as a
+  /// read-only Experiment. Errors: the file text's (ParseExperimentYaml); LoadReadOnly's.
+  Result<std::unique_ptr<Experiment>> ReadOnly(const std::string& journal, uint64_t last_seq,
+                                               journal::ReplayedExperiment replayed);
+  /// Puts the read-only form of `e` (ended, Quiet) in the finished cache when its bytes fit the
+  /// budget; logs why not otherwise. Reads `e` only.
+  void CacheReleased(const Experiment& e);
   /// Rows of the lsx `rows` (by journal), completed with the live experiments' rows.
   nlohmann::json LiveRows(std::map<std::string, nlohmann::json> rows,
                           const std::function<nlohmann::json(const Experiment&)>& live_extra) const;
