@@ -225,9 +225,6 @@ TEST_F(ResultFilesRepairTest, QuotedNewlinesInACsvRowDoNotCountAsRows) {
   EXPECT_FALSE(missing.header || missing.torn);
 }
 
-}  // namespace
-}  // namespace tunebus
-
 TEST_F(ResultFilesRepairTest, FinishClosesTheFilesOfTheTrialsItWroteTo) {
   // No rows on disk, 4 in the journal: the repair opens the trial's files to write them, and
   // Finish closes them (a resumed experiment held 3 descriptors per repaired trial without it).
@@ -244,3 +241,6 @@ TEST_F(ResultFilesRepairTest, FinishClosesTheFilesOfTheTrialsItWroteTo) {
   const std::string written = Read(dir_ / "repaired" / trial_.DirName() / "result.json");
   EXPECT_EQ(std::count(written.begin(), written.end(), '\n'), 4);
 }
+
+}  // namespace
+}  // namespace tunebus
