@@ -132,7 +132,14 @@ def levy20(c):
 
 
 def conditional(c):
-    """The conditional space's function (test_functions.hpp Conditional): minimum 0."""
+    """The conditional space's function (test_functions.hpp Conditional): minimum 0. `c` is
+    Optuna's flat params (sgd_lr, momentum_m, ...) or tunebus' config, whose `optimizer` is the
+    picked branch ({"name": "adam", "lr": ..., "beta1": ..., "beta2": ...})."""
+    if isinstance(c["optimizer"], dict):
+        branch = c["optimizer"]
+        name = branch["name"]
+        c = {"optimizer": name, "weight_decay": c["weight_decay"]}
+        c.update({"%s_%s" % (name, k): v for k, v in branch.items() if k != "name"})
     dw = math.log10(c["weight_decay"]) + 4
     shared = 0.05 * dw * dw
     if c["optimizer"] == "sgd":
@@ -205,8 +212,7 @@ def _levy_space(t):
 
 def _conditional_space(t):
     """Define-by-run: only the chosen optimizer's parameters are suggested (Optuna's way of
-    writing a conditional space); tunebus' param space has them all, and the function ignores
-    those of the other optimizers."""
+    writing a conditional space; tunebus' is a choice over conditional branches)."""
     c = {"optimizer": t.suggest_categorical("optimizer", ["sgd", "momentum", "adam"])}
     if c["optimizer"] == "sgd":
         c["sgd_lr"] = t.suggest_float("sgd_lr", 1e-4, 1.0, log=True)

@@ -164,29 +164,31 @@ inline double Levy20(const nlohmann::json& c) {
   return sum + (w[19] - 1) * (w[19] - 1) * (1 + s * s);
 }
 
-/// A conditional space (tunebus' own, shaped like an optimizer choice): optimizer sgd uses
-/// sgd_lr, momentum uses momentum_lr and momentum_m, adam uses adam_lr, adam_beta1 and
-/// adam_beta2; weight_decay is shared. The function ignores the other optimizers' keys (a
-/// tunebus param space has every key in every config; Optuna's side suggests only the chosen
-/// optimizer's, define-by-run). Branch floors 0.4 (sgd), 0.15 (momentum, whose best lr is
-/// 0.1 (1 - m)), 0 (adam). Minimum 0 at adam, adam_lr 1e-3, adam_beta1 0.9, adam_beta2 0.999,
-/// weight_decay 1e-4.
+/// A conditional space (tunebus' own, shaped like an optimizer choice): `optimizer` is a
+/// choice of three conditional branches (VariantGenerator), {name: sgd, lr}, {name: momentum,
+/// lr, m} and {name: adam, lr, beta1, beta2}; weight_decay is shared. Optuna's side
+/// (bench/search_optuna.py) suggests the same params define-by-run (sgd_lr, momentum_lr,
+/// momentum_m, adam_lr, adam_beta1, adam_beta2). Branch floors 0.4 (sgd), 0.15 (momentum,
+/// whose best lr is 0.1 (1 - m)), 0 (adam). Minimum 0 at adam, lr 1e-3, beta1 0.9, beta2
+/// 0.999, weight_decay 1e-4.
 inline double Conditional(const nlohmann::json& c) {
   const double dw = std::log10(c.at("weight_decay").get<double>()) + 4;
   const double shared = 0.05 * dw * dw;
-  const std::string optimizer = c.at("optimizer").get<std::string>();
-  if (optimizer == "sgd") {
-    const double dl = std::log10(c.at("sgd_lr").get<double>()) + 1;
+  const nlohmann::json& optimizer = c.at("optimizer");
+  const std::string name = optimizer.at("name").get<std::string>();
+  const double lr = optimizer.at("lr").get<double>();
+  if (name == "sgd") {
+    const double dl = std::log10(lr) + 1;
     return 0.4 + 0.25 * dl * dl + shared;
   }
-  if (optimizer == "momentum") {
-    const double m = c.at("momentum_m").get<double>();
-    const double dl = std::log10(c.at("momentum_lr").get<double>()) - std::log10(0.1 * (1 - m));
+  if (name == "momentum") {
+    const double m = optimizer.at("m").get<double>();
+    const double dl = std::log10(lr) - std::log10(0.1 * (1 - m));
     return 0.15 + 0.2 * dl * dl + 2 * (m - 0.9) * (m - 0.9) + shared;
   }
-  const double dl = std::log10(c.at("adam_lr").get<double>()) + 3;
-  const double d1 = c.at("adam_beta1").get<double>() - 0.9;
-  const double d2 = c.at("adam_beta2").get<double>() - 0.999;
+  const double dl = std::log10(lr) + 3;
+  const double d1 = optimizer.at("beta1").get<double>() - 0.9;
+  const double d2 = optimizer.at("beta2").get<double>() - 0.999;
   return 0.2 * dl * dl + 3 * d1 * d1 + 50 * d2 * d2 + shared;
 }
 
@@ -217,10 +219,10 @@ inline constexpr TestFunction kTestFunctions[] = {
      "0.99]}, warmup_frac: {uniform: [0.0, 0.5]}}",
      "min", 0.0, Mixed10},
     {"conditional",
-     "{optimizer: {choice: [sgd, momentum, adam]}, sgd_lr: {loguniform: [1.0e-4, 1.0]}, "
-     "momentum_lr: {loguniform: [1.0e-5, 1.0]}, momentum_m: {uniform: [0.0, 0.99]}, adam_lr: "
-     "{loguniform: [1.0e-5, 1.0e-1]}, adam_beta1: {uniform: [0.5, 0.999]}, adam_beta2: {uniform: "
-     "[0.9, 0.9999]}, weight_decay: {loguniform: [1.0e-6, 1.0e-1]}}",
+     "{optimizer: {choice: [{name: sgd, lr: {loguniform: [1.0e-4, 1.0]}}, {name: momentum, lr: "
+     "{loguniform: [1.0e-5, 1.0]}, m: {uniform: [0.0, 0.99]}}, {name: adam, lr: {loguniform: "
+     "[1.0e-5, 1.0e-1]}, beta1: {uniform: [0.5, 0.999]}, beta2: {uniform: [0.9, 0.9999]}}]}, "
+     "weight_decay: {loguniform: [1.0e-6, 1.0e-1]}}",
      "min", 0.0, Conditional},
     {"levy20",
      "{x1: {uniform: [-10, 10]}, x2: {uniform: [-10, 10]}, x3: {uniform: [-10, 10]}, x4: "

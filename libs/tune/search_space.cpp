@@ -107,30 +107,83 @@ void Describe(const std::string& sampler, const json& args, SearchDim* dim) {
   dim->prior = is_normal ? TpePrior{a, b} : TpePrior{0.5 * (p.low + p.high), p.high - p.low};
 }
 
-// Walks the param space in param-space order; visit(keys, sampler_name, args) per sampler.
-template <typename Visit>
-Status Walk(const json& node, std::vector<std::string>& keys, Visit& visit) {
-  if (!keys.empty() && IsSampler(node))
-    return visit(keys, node.begin().key(), node.begin().value());
-  if (!node.is_object()) return Status::Ok();
-  for (const auto& [key, value] : node.items()) {
-    keys.push_back(key);
-    Status s = Walk(value, keys, visit);
-    keys.pop_back();
-    if (!s.ok()) return s;
+bool ContainsSampler(const json& node) {
+  if (IsSampler(node)) return true;
+  if (node.is_structured()) {
+    for (const json& child : node) {
+      if (ContainsSampler(child)) return true;
+    }
   }
-  return Status::Ok();
+  return false;
 }
 
-// The param space with each sampler replaced by value(next sampler index).
-template <typename Value>
-json Fill(const json& node, bool top, size_t& next, Value& value) {
-  if (!top && IsSampler(node)) return value(next++);
-  if (!node.is_object()) return node;
-  json out = json::object();
-  for (const auto& [key, child] : node.items()) out[key] = Fill(child, false, next, value);
-  return out;
+// A choice with conditional branches (maps holding samplers).
+bool IsConditionalChoice(const std::string& sampler, const json& args) {
+  return sampler == "choice" && ContainsSampler(args);
 }
+
+// Collects the dims in walk order: param-space order, a conditional choice's branches' samplers
+// right after it. Each dim gets its group (0: unconditional; a branch's: numbered as found, so
+// a parent's group comes before its branches') and its parent / branch as walk indices.
+struct DimCollector {
+  const std::string& searcher;
+  std::vector<SearchDim> dims;
+  std::vector<int32_t> group_of;
+  int32_t groups = 1;
+
+  Status Node(const json& node, std::vector<std::string>& keys, bool top, int32_t group,
+              int32_t parent, int32_t branch) {
+    if (!top && IsSampler(node)) {
+      return Sampler(keys, node.begin().key(), node.begin().value(), group, parent, branch);
+    }
+    if (!node.is_object()) return Status::Ok();
+    for (const auto& [key, value] : node.items()) {
+      keys.push_back(key);
+      Status s = Node(value, keys, false, group, parent, branch);
+      keys.pop_back();
+      if (!s.ok()) return s;
+    }
+    return Status::Ok();
+  }
+
+  Status Sampler(std::vector<std::string>& keys, const std::string& sampler, const json& args,
+                 int32_t group, int32_t parent, int32_t branch) {
+    if (sampler == "grid_search") {
+      return Status::InvalidArgument(fmt::format(
+          "param_space.{}: grid_search cannot be combined with search: {}; use search: random",
+          Dotted(keys), searcher));
+    }
+    if (sampler == "sample_from" && searcher != "external") {
+      return Status::InvalidArgument(fmt::format(
+          "param_space.{}: sample_from is computed by the Python driver, for search: random "
+          "(the scheduler asks the driver) or search: {{type: external}}; search: {} cannot "
+          "sample it",
+          Dotted(keys), searcher));
+    }
+    const bool conditional = IsConditionalChoice(sampler, args);
+    if (conditional && searcher != "tpe" && searcher != "bench") {
+      return Status::InvalidArgument(fmt::format(
+          "param_space.{}.choice: conditional branches (samplers inside a choice) need search: "
+          "tpe or search: random; search: {} models a fixed set of params",
+          Dotted(keys), searcher));
+    }
+    SearchDim dim;
+    dim.keys = keys;
+    dim.name = Dotted(keys);
+    dim.parent = parent;
+    dim.branch = branch;
+    Describe(sampler, args, &dim);
+    const int32_t self = int32_t(dims.size());
+    dims.push_back(std::move(dim));
+    group_of.push_back(group);
+    if (!conditional) return Status::Ok();
+    for (size_t i = 0; i < args.size(); ++i) {
+      if (!ContainsSampler(args[i])) continue;
+      if (Status s = Node(args[i], keys, true, groups++, self, int32_t(i)); !s.ok()) return s;
+    }
+    return Status::Ok();
+  }
+};
 
 const json* Find(const json& config, const std::vector<std::string>& keys) {
   const json* node = &config;
@@ -149,31 +202,30 @@ Result<SearchSpace> SearchSpace::Create(const json& param_space, const std::stri
   if (Status s = VariantGenerator::Validate(param_space); !s.ok()) {
     return Status::InvalidArgument("param_space." + s.message());
   }
+  DimCollector collector{searcher, {}, {}};
+  std::vector<std::string> keys;
+  if (Status s = collector.Node(param_space, keys, true, 0, -1, -1); !s.ok()) return s;
+  // Dims by group (stable: param-space order within one); parents renumbered.
+  const size_t n = collector.dims.size();
+  std::vector<size_t> order(n);
+  for (size_t w = 0; w < n; ++w) order[w] = w;
+  std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) {
+    return collector.group_of[a] < collector.group_of[b];
+  });
   SearchSpace space;
   space.param_space_ = param_space;
-  auto collect = [&](const std::vector<std::string>& keys, const std::string& sampler,
-                     const json& args) {
-    if (sampler == "grid_search") {
-      return Status::InvalidArgument(fmt::format(
-          "param_space.{}: grid_search cannot be combined with search: {}; use search: random",
-          Dotted(keys), searcher));
+  space.walk_order_.resize(n);
+  for (size_t d = 0; d < n; ++d) space.walk_order_[order[d]] = d;
+  for (size_t d = 0; d < n; ++d) {
+    SearchDim dim = std::move(collector.dims[order[d]]);
+    if (dim.parent >= 0) dim.parent = int32_t(space.walk_order_[size_t(dim.parent)]);
+    const int32_t group = collector.group_of[order[d]];
+    if (d == 0 || group != collector.group_of[order[d - 1]]) {
+      space.groups_.push_back({d, 0, dim.parent, dim.branch});
     }
-    if (sampler == "sample_from" && searcher != "external") {
-      return Status::InvalidArgument(fmt::format(
-          "param_space.{}: sample_from is computed by the Python driver, for search: random "
-          "(the scheduler asks the driver) or search: {{type: external}}; search: {} cannot "
-          "sample it",
-          Dotted(keys), searcher));
-    }
-    SearchDim dim;
-    dim.keys = keys;
-    dim.name = Dotted(keys);
-    Describe(sampler, args, &dim);
+    ++space.groups_.back().count;
     space.dims_.push_back(std::move(dim));
-    return Status::Ok();
-  };
-  std::vector<std::string> keys;
-  if (Status s = Walk(param_space, keys, collect); !s.ok()) return s;
+  }
   return space;
 }
 
@@ -200,12 +252,12 @@ double SearchSpace::Snap(size_t d, double v) const {
 void SearchSpace::Encode(const json& config, double* out) const {
   for (size_t d = 0; d < dims_.size(); ++d) {
     const SearchDim& dim = dims_[d];
-    const json* value = Find(config, dim.keys);
     out[d] = kNaN;
+    if (!Active(out, d)) continue;  // the parent (an earlier dim) is already encoded
+    const json* value = Find(config, dim.keys);
     if (value == nullptr || dim.kind == SearchDim::Kind::kAny) continue;
     if (dim.kind == SearchDim::Kind::kCategorical) {
-      auto it = std::find(dim.choices.begin(), dim.choices.end(), *value);
-      if (it != dim.choices.end()) out[d] = double(it - dim.choices.begin());
+      if (auto index = VariantGenerator::BranchOf(dim.choices, *value)) out[d] = double(*index);
       continue;
     }
     if (!value->is_number()) continue;
@@ -215,23 +267,34 @@ void SearchSpace::Encode(const json& config, double* out) const {
   }
 }
 
-json SearchSpace::Config(const double* values) const {
-  auto value = [&](size_t d) -> json {
+json SearchSpace::Fill(const json& node, bool top, size_t& walk, const double* values,
+                       bool emit) const {
+  if (!top && IsSampler(node)) {
+    const size_t d = walk_order_[walk++];
     const SearchDim& dim = dims_[d];
-    switch (dim.kind) {
-      case SearchDim::Kind::kCategorical:
-        return dim.choices[size_t(values[d])];
-      case SearchDim::Kind::kInt:
-        return int64_t(values[d]);
-      case SearchDim::Kind::kAny:
-        return nullptr;
-      case SearchDim::Kind::kFloat:
-        break;
+    if (dim.kind == SearchDim::Kind::kCategorical) {
+      const size_t picked = emit ? size_t(values[d]) : 0;
+      json out = emit ? dim.choices[picked] : json();
+      for (size_t i = 0; i < dim.choices.size(); ++i) {
+        if (!ContainsSampler(dim.choices[i])) continue;
+        json branch = Fill(dim.choices[i], true, walk, values, emit && i == picked);
+        if (emit && i == picked) out = std::move(branch);
+      }
+      return out;
     }
+    if (!emit || dim.kind == SearchDim::Kind::kAny) return nullptr;
+    if (dim.kind == SearchDim::Kind::kInt) return int64_t(values[d]);
     return values[d];
-  };
-  size_t next = 0;
-  return Fill(param_space_, true, next, value);
+  }
+  if (!node.is_object()) return node;
+  json out = json::object();
+  for (const auto& [key, child] : node.items()) out[key] = Fill(child, false, walk, values, emit);
+  return out;
+}
+
+json SearchSpace::Config(const double* values) const {
+  size_t walk = 0;
+  return Fill(param_space_, true, walk, values, true);
 }
 
 void SearchSpace::SetValue(json& config, size_t d, json value) const {
@@ -245,11 +308,20 @@ const json* SearchSpace::Value(const json& config, size_t d) const {
 }
 
 std::string SearchSpace::Tag(const json& config) const {
+  std::vector<double> row(dims_.size());
+  Encode(config, row.data());
   std::string tag;
-  for (const SearchDim& dim : dims_) {
+  for (const size_t d : walk_order_) {
+    if (!Active(row.data(), d)) continue;
+    const SearchDim& dim = dims_[d];
     const json* value = Find(config, dim.keys);
+    std::string text = value != nullptr ? TagValue(*value) : "null";
+    if (dim.kind == SearchDim::Kind::kCategorical && !std::isnan(row[d])) {
+      const json& branch = dim.choices[size_t(row[d])];
+      if (ContainsSampler(branch)) text = BranchTag(branch, size_t(row[d]));
+    }
     if (!tag.empty()) tag += ",";
-    tag += dim.name + "=" + (value != nullptr ? TagValue(*value) : "null");
+    tag += dim.name + "=" + text;
   }
   return tag;
 }

@@ -25,6 +25,15 @@
 //   coordinate (NaN). Only the external searcher takes it: the Python driver serves its ask/tell.
 // Int dims give JSON integers (exact up to 2^53), float dims doubles, choices their literal.
 // Constants (anything that is not a sampler) pass through into every config.
+//
+// Conditional spaces (a choice over maps holding samplers, VariantGenerator's conditional
+// branches): each branch's samplers are dims whose `parent` is the choice's dim and `branch`
+// the index of their map in it; such a dim is active in a config when its parent is and picked
+// that branch, and has a model coordinate (Encode) only then. The dims are ordered by group
+// (SearchGroup): first every unconditional dim in param-space order, then each branch's own
+// dims, branches in param-space order (a parent's group before its branches'), so a group is a
+// range of dims and a parent comes before its children. In a space without conditional
+// branches that is param-space order and there is one group.
 #pragma once
 
 #include <cstdint>
@@ -53,6 +62,18 @@ struct SearchDim {
   nlohmann::json choices;    // kCategorical: the literals
   ParzenDim parzen;          // model coordinates: bounds, step, n_choices
   TpePrior prior;            // TPE's prior component (model coordinates)
+  // Conditional dims: the dim of the choice whose branch holds it and that branch's index;
+  // -1 / -1 for an unconditional dim.
+  int32_t parent = -1;
+  int32_t branch = -1;
+};
+
+/// A range of dims that appear together: the unconditional ones (group 0, parent -1), or one
+/// conditional branch's own dims (Optuna's group decomposition, `group=True`, over a declared
+/// space instead of the trials' parameter sets).
+struct SearchGroup {
+  size_t begin = 0, count = 0;  // dims [begin, begin + count)
+  int32_t parent = -1, branch = -1;
 };
 
 class SearchSpace {
@@ -66,11 +87,23 @@ class SearchSpace {
 
   const std::vector<SearchDim>& dims() const { return dims_; }
   size_t size() const { return dims_.size(); }
+  /// The groups in dim order; one (all dims) unless the space has conditional branches.
+  const std::vector<SearchGroup>& groups() const { return groups_; }
+  /// True when the space has conditional branches (more than one group).
+  bool conditional() const { return groups_.size() > 1; }
+  /// True when dim d is active in the config whose model coordinates (Encode) or values
+  /// (ToValue) are `row`: it is unconditional, or its parent's coordinate is its branch (an
+  /// inactive parent's is NaN).
+  bool Active(const double* row, size_t d) const {
+    const SearchDim& dim = dims_[d];
+    return dim.parent < 0 || row[dim.parent] == double(dim.branch);
+  }
   const nlohmann::json& param_space() const { return param_space_; }
 
   /// The model coordinate of every dim's value in `config` into out[0, size()): clamped into
-  /// the dim's bounds; NaN where the value is missing, not a number, not positive on a log
-  /// dim, or (categorical) equal to none of the choices.
+  /// the dim's bounds; NaN where the dim is inactive (a branch its choice did not pick), the
+  /// value is missing, not a number, not positive on a log dim, or (categorical) none of the
+  /// choices (VariantGenerator::BranchOf).
   void Encode(const nlohmann::json& config, double* out) const;
   /// The value of dim d nearest model coordinate t: exp on log dims, rounded to the quantum,
   /// clamped to the domain; a choice index for a categorical dim.
@@ -81,21 +114,30 @@ class SearchSpace {
   /// The model coordinate of value v of dim d (ln on log dims, the index for choices).
   double ToModel(size_t d, double v) const;
   /// The config whose dim d has value values[d] (ToValue's units) and every constant of the
-  /// param space; kAny dims are null there (SetValue fills them).
+  /// param space; kAny dims are null there (SetValue fills them). A choice's value is its
+  /// picked branch, filled; values of inactive dims are not read (NaN is fine).
   nlohmann::json Config(const double* values) const;
   /// Sets dim d's value in `config` (by its key path) to `value`, as is.
   void SetValue(nlohmann::json& config, size_t d, nlohmann::json value) const;
   /// The value of dim d in `config` (found by its key path), or nullptr when it has none.
   const nlohmann::json* Value(const nlohmann::json& config, size_t d) const;
-  /// Variant.tag's form for `config`: "path=value" per dim joined by ",", doubles "{:.4g}",
-  /// strings raw with '/' replaced by '_', other JSON compact.
+  /// Variant.tag's form for `config`: "path=value" per active dim in param-space order joined
+  /// by ",", doubles "{:.4g}", strings raw with '/' replaced by '_', other JSON compact, a
+  /// conditional branch as BranchTag (variant_tag.hpp).
   std::string Tag(const nlohmann::json& config) const;
   /// A config drawn as the variant generator draws it (Ray Tune's sampling functions).
   nlohmann::json RandomConfig(uint64_t seed) const;
 
  private:
+  // `node` with its samplers replaced by values[d] (Config); a branch a choice did not pick
+  // is walked with emit false, which only advances `walk`.
+  nlohmann::json Fill(const nlohmann::json& node, bool top, size_t& walk, const double* values,
+                      bool emit) const;
+
   nlohmann::json param_space_;
   std::vector<SearchDim> dims_;
+  std::vector<SearchGroup> groups_;
+  std::vector<size_t> walk_order_;  // dims_ indices in param-space (walk) order
 };
 
 }  // namespace tunebus

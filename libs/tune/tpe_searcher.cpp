@@ -154,7 +154,7 @@ Status TpeSearcher::AddEvaluatedPoint(const json& config, double value) {
   std::vector<double> row(space_->size());
   if (config.is_object()) space_->Encode(config, row.data());
   for (size_t d = 0; d < row.size(); ++d) {
-    if (!config.is_object() || std::isnan(row[d])) {
+    if (!config.is_object() || (space_->Active(row.data(), d) && std::isnan(row[d]))) {
       return Status::InvalidArgument(
           fmt::format("{}: the evaluated point has no value of this param in its domain: {}",
                       space_->dims()[d].name, config.dump()));
@@ -233,17 +233,22 @@ json TpeSearcher::ModelConfig(SearchRng& rng) {
       above_row_weights_.push_back(1.0);
     }
   }
-  chosen_.assign(space_->size(), 0.0);
+  // NaN: an inactive dim (a branch its choice did not pick), never chosen.
+  chosen_.assign(space_->size(), std::numeric_limits<double>::quiet_NaN());
   // Joint unless the options say univariate, or other trials run and multivariate_parallel is
-  // false (see TpeOptions).
+  // false (see TpeOptions). A joint model is one per group (the unconditional dims, then each
+  // picked branch's, fitted to the trials that picked it); a univariate one per active dim.
   joint_ = options_.multivariate && (running_ == 0 || options_.multivariate_parallel);
-  const size_t num_models = joint_ ? 1 : space_->size();
-  below_.resize(std::max(below_.size(), num_models));
-  above_.resize(std::max(above_.size(), num_models));
+  below_.resize(std::max(below_.size(), space_->size()));
+  above_.resize(std::max(above_.size(), space_->size()));
   if (joint_) {
-    if (space_->size() > 0) ChooseDims(rng, 0, space_->size());
+    for (const SearchGroup& group : space_->groups()) {
+      if (space_->Active(chosen_.data(), group.begin)) ChooseDims(rng, group.begin, group.count);
+    }
   } else {
-    for (size_t d = 0; d < space_->size(); ++d) ChooseDims(rng, d, 1);
+    for (size_t d = 0; d < space_->size(); ++d) {
+      if (space_->Active(chosen_.data(), d)) ChooseDims(rng, d, 1);
+    }
   }
   return space_->Config(chosen_.data());
 }
@@ -290,8 +295,8 @@ void TpeSearcher::ChooseDims(SearchRng& rng, size_t d, size_t count) {
       }
     }
   }
-  ParzenEstimator& below = below_[count == 1 ? d : 0];
-  ParzenEstimator& above = above_[count == 1 ? d : 0];
+  ParzenEstimator& below = below_[d];
+  ParzenEstimator& above = above_[d];
   FitTpeEstimator(dims, priors, below_obs_.data(), n_below, estimator_options, &below,
                   below_sorted_, weighted ? below_weights_.data() : nullptr);
   FitTpeEstimator(dims, priors, above_obs_.data(), n_above, estimator_options, &above,

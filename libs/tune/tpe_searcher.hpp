@@ -19,10 +19,15 @@
 //   their improvement on the best bad one (weight_strategy EI), as Watanabe 2023
 //   (arXiv:2304.11127) studies them. Univariate (multivariate: false, Optuna's default): each
 //   dim is modelled and chosen on its own, in param-space order (Optuna's sample_independent).
-//   multivariate_parallel: false makes a suggestion univariate while other trials run. group:
-//   Optuna splits the space into groups of params that appear together; in a tunebus param
-//   space every param appears in every config, so there is one group and group is the same as
-//   multivariate. The defaults were chosen on the search quality benchmark
+//   multivariate_parallel: false makes a suggestion univariate while other trials run.
+//   Conditional spaces (a choice over maps holding samplers, VariantGenerator) are decomposed
+//   as Optuna's group=True decomposes the params that appear together: one joint estimator for
+//   the unconditional params, then one for each branch the suggestion picked, fitted to the
+//   trials that picked it (the others have no value there: Optuna's param mask), in the order
+//   of SearchSpace's groups, so a branch's choice is made before its params. That is always
+//   done; the group option is accepted for Optuna's spelling and changes nothing. Univariate
+//   models skip the params of branches not picked. The defaults were chosen on the search
+//   quality benchmark
 //   (docs/reference/search.md "TPE ahead of Optuna's"): better than Optuna 3.1's TPESampler with
 //   and without its multivariate and constant_liar options on most of 8 functions, at 1 and 16
 //   trials at once.
@@ -113,7 +118,7 @@ struct TpeOptions {
   bool consider_magic_clip = true;
   bool consider_endpoints = false;
   bool multivariate = true;
-  bool group = false;  // REQUIRES multivariate (as Optuna)
+  bool group = false;  // REQUIRES multivariate (as Optuna); conditional spaces are grouped anyway
   /// With multivariate: false models each param on its own for a suggestion made while other
   /// trials run (the constant liar's), jointly otherwise; true: jointly always (Optuna's).
   bool multivariate_parallel = true;
@@ -239,8 +244,9 @@ class TpeSearcher final : public JournaledSearcher {
   std::vector<double> below_obs_, above_obs_;          // each side's observations
   std::vector<double> candidates_, candidate_values_;  // model coordinates, values
   std::vector<double> log_l_, log_g_, chosen_;
-  // One pair per dim (univariate) or one (multivariate), refitted for every suggestion; a
-  // refit reuses what the estimator computed for components that did not change.
+  // One pair per dim (univariate) or per group (multivariate), at the index of its first dim,
+  // refitted for every suggestion; a refit reuses what the estimator computed for components
+  // that did not change.
   std::vector<ParzenEstimator> below_, above_;
   bool joint_ = false;  // this suggestion's model is one joint estimator
 };

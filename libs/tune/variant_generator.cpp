@@ -69,6 +69,19 @@ bool ContainsSampler(const json& node) {
   return false;
 }
 
+bool ContainsGridOrSampleFrom(const json& node) {
+  if (node.is_object() && node.size() == 1 &&
+      (node.begin().key() == "grid_search" || node.begin().key() == "sample_from")) {
+    return true;
+  }
+  if (node.is_structured()) {
+    for (const json& child : node) {
+      if (ContainsGridOrSampleFrom(child)) return true;
+    }
+  }
+  return false;
+}
+
 std::string Join(const std::string& path, const std::string& key) {
   return path.empty() ? key : path + "." + key;
 }
@@ -178,6 +191,8 @@ Status CheckNumeric(const SamplerInfo& s, const json& args, const std::string& w
   return Status::Ok();
 }
 
+Status CheckBranch(const json& value, const std::string& where);
+
 Status CheckSampler(const SamplerInfo& s, const json& args, const std::string& where,
                     int64_t* grid_size) {
   if (!s.is_list) return CheckNumeric(s, args, where);
@@ -185,8 +200,13 @@ Status CheckSampler(const SamplerInfo& s, const json& args, const std::string& w
     return Invalid(where, fmt::format("expected a list of values, got {}", args.dump()));
   }
   if (args.empty()) return Invalid(where, "needs at least one value, got an empty list");
-  if (ContainsSampler(args)) {
+  if (s.is_grid && ContainsSampler(args)) {
     return Invalid(where, "values are literals; a sampler inside them is not supported");
+  }
+  if (!s.is_grid) {
+    for (size_t i = 0; i < args.size(); ++i) {
+      if (Status st = CheckBranch(args[i], fmt::format("{}[{}]", where, i)); !st.ok()) return st;
+    }
   }
   if (s.is_grid) {
     constexpr int64_t kMaxGrid = int64_t{1} << 40;
@@ -239,6 +259,24 @@ Status ValidateNode(const json& node, const std::string& path, int64_t* grid_siz
     }
   } else if (node.is_array() && ContainsSampler(node)) {
     return Invalid(path, "a sampler inside a list is not supported");
+  }
+  return Status::Ok();
+}
+
+// A value of a choice: a literal, or a map holding samplers (a conditional branch: its samplers
+// are drawn only when the choice picks it). A branch holds no grid_search (a grid is not
+// conditional) and no sample_from.
+Status CheckBranch(const json& value, const std::string& where) {
+  if (!ContainsSampler(value) && !IsSampleFrom(value)) return Status::Ok();
+  if (!value.is_object() || AsSampler(value) != nullptr || IsSampleFrom(value)) {
+    return Invalid(where,
+                   "a sampler is a choice value only inside a map (a conditional branch, e.g. "
+                   "{type: adam, lr: {loguniform: [1e-5, 1e-1]}}); values are literals otherwise");
+  }
+  int64_t grid_size = 1;
+  if (Status st = ValidateNode(value, where, &grid_size); !st.ok()) return st;
+  if (ContainsGridOrSampleFrom(value)) {
+    return Invalid(where, "grid_search and sample_from are not supported inside a choice");
   }
   return Status::Ok();
 }
@@ -328,16 +366,17 @@ std::string Dotted(const std::vector<std::string>& keys) {
 
 // Walks the spec in param-space order calling visit(keys, sampler, args) for every sampler and
 // returns the spec with each sampler replaced by what visit returned. `keys` is the key path.
+// `top`: `spec` is the param space or a conditional branch (a map, never a sampler itself).
 template <typename Visit>
-json Resolve(const json& spec, std::vector<std::string>& keys, Visit& visit) {
-  if (!keys.empty()) {
+json Resolve(const json& spec, std::vector<std::string>& keys, Visit& visit, bool top) {
+  if (!top) {
     if (const SamplerInfo* s = AsSampler(spec)) return visit(keys, *s, spec.begin().value());
   }
   if (!spec.is_object()) return spec;
   json out = json::object();
   for (const auto& [key, value] : spec.items()) {
     keys.push_back(key);
-    out[key] = Resolve(value, keys, visit);
+    out[key] = Resolve(value, keys, visit, false);
     keys.pop_back();
   }
   return out;
@@ -352,8 +391,7 @@ VariantGenerator::VariantGenerator(nlohmann::json param_space, int64_t num_sampl
       seed_(seed),
       max_pending_(std::max<int64_t>(1, max_pending)),
       rng_(seed) {
-  auto collect = [this](const std::vector<std::string>& keys, const SamplerInfo& s,
-                        const json& args) {
+  auto collect = [this](std::vector<std::string>& keys, const SamplerInfo& s, const json& args) {
     if (s.is_grid) {
       grid_axes_.emplace_back(keys, args);
       grid_size_ *= int64_t(args.size());
@@ -361,7 +399,7 @@ VariantGenerator::VariantGenerator(nlohmann::json param_space, int64_t num_sampl
     return json();
   };
   std::vector<std::string> keys;
-  (void)Resolve(param_space_, keys, collect);
+  (void)Resolve(param_space_, keys, collect, true);
 }
 
 namespace {
@@ -417,15 +455,41 @@ Variant VariantGenerator::Next() {
     rest /= size;
   }
   Variant variant;
-  size_t next_axis = 0;
-  auto draw = [&](const std::vector<std::string>& keys, const SamplerInfo& s, const json& args) {
-    json value = s.is_grid ? args[pick[next_axis++]] : Draw(s, args, rng_);
-    if (!variant.tag.empty()) variant.tag += ",";
-    variant.tag += Dotted(keys) + "=" + TagValue(value);
-    return value;
+  // Draws in param-space order; a choice that picks a conditional branch draws the branch's
+  // samplers right after it (and only then), under the choice's key path.
+  struct Drawer {
+    Variant& variant;
+    std::mt19937_64& rng;
+    const std::vector<size_t>& pick;
+    size_t next_axis = 0;
+    void Tag(const std::vector<std::string>& keys, const std::string& value) {
+      if (!variant.tag.empty()) variant.tag += ",";
+      variant.tag += Dotted(keys) + "=" + value;
+    }
+    json operator()(std::vector<std::string>& keys, const SamplerInfo& s, const json& args) {
+      if (s.is_grid) {
+        json value = args[pick[next_axis++]];
+        Tag(keys, TagValue(value));
+        return value;
+      }
+      if (s.is_list) {
+        const size_t index = size_t(UniformIndex(rng, args.size()));
+        const json& branch = args[index];
+        if (!ContainsSampler(branch)) {
+          Tag(keys, TagValue(branch));
+          return branch;
+        }
+        Tag(keys, BranchTag(branch, index));
+        return Resolve(branch, keys, *this, /*top=*/true);
+      }
+      json value = Draw(s, args, rng);
+      Tag(keys, TagValue(value));
+      return value;
+    }
   };
+  Drawer draw{variant, rng_, pick};
   std::vector<std::string> keys;
-  variant.config = Resolve(param_space_, keys, draw);
+  variant.config = Resolve(param_space_, keys, draw, true);
   ++produced_;
   return variant;
 }
@@ -499,11 +563,10 @@ std::string Listed(const json& values) {
 Status CheckPointValue(const SamplerInfo& s, const json& args, const json& value,
                        const std::string& where) {
   if (s.is_list) {
-    for (const json& v : args) {
-      if (v == value) return Status::Ok();
-    }
-    return Invalid(where, fmt::format("{} is not one of the {} values {}", value.dump(), s.name,
-                                      Listed(args)));
+    if (VariantGenerator::BranchOf(args, value)) return Status::Ok();
+    return Invalid(where, fmt::format("{} is not one of the {} values {}{}", value.dump(), s.name,
+                                      Listed(args),
+                                      ContainsSampler(args) ? " (nor in a branch's domain)" : ""));
   }
   if (s.is_int ? !value.is_number_integer() : !value.is_number()) {
     return Invalid(where,
@@ -547,7 +610,35 @@ Status ValidatePointNode(const json& space, const json& point, const std::string
   return Status::Ok();
 }
 
+// True when `value` (a map) can be what conditional branch `branch` resolved to: every key of
+// it is the branch's, a sampler's value in its domain, a constant's equal, maps recursing.
+// Keys of the branch that `value` lacks are allowed (a partial point).
+bool MatchesBranch(const json& branch, const json& value) {
+  if (!value.is_object()) return false;
+  for (const auto& [key, v] : value.items()) {
+    auto it = branch.find(key);
+    if (it == branch.end()) return false;
+    if (const SamplerInfo* s = AsSampler(*it)) {
+      if (!CheckPointValue(*s, it->begin().value(), v, key).ok()) return false;
+    } else if (it->is_object() && ContainsSampler(*it)) {
+      if (!MatchesBranch(*it, v)) return false;
+    } else if (*it != v) {
+      return false;
+    }
+  }
+  return true;
+}
+
 }  // namespace
+
+std::optional<size_t> VariantGenerator::BranchOf(const nlohmann::json& choices,
+                                                 const nlohmann::json& value) {
+  for (size_t i = 0; i < choices.size(); ++i) {
+    const json& branch = choices[i];
+    if (ContainsSampler(branch) ? MatchesBranch(branch, value) : branch == value) return i;
+  }
+  return std::nullopt;
+}
 
 Status VariantGenerator::ValidatePoint(const nlohmann::json& param_space,
                                        const nlohmann::json& point) {
@@ -556,6 +647,28 @@ Status VariantGenerator::ValidatePoint(const nlohmann::json& param_space,
                                    point.dump());
   }
   return ValidatePointNode(param_space, point, "");
+}
+
+namespace {
+
+// The constant leaves of a conditional branch, in param-space order.
+void ConstantLeaves(const json& node, std::vector<const json*>* out) {
+  for (const auto& [key, value] : node.items()) {
+    if (AsSampler(value) != nullptr) continue;
+    if (value.is_object()) {
+      ConstantLeaves(value, out);
+    } else {
+      out->push_back(&value);
+    }
+  }
+}
+
+}  // namespace
+
+std::string BranchTag(const json& branch, size_t index) {
+  std::vector<const json*> leaves;
+  if (branch.is_object()) ConstantLeaves(branch, &leaves);
+  return leaves.size() == 1 ? TagValue(*leaves[0]) : std::to_string(index);
 }
 
 std::string TagValue(const json& v) {

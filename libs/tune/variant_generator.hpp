@@ -12,14 +12,20 @@
 //
 // Conventions (the contract the spec parser, the scheduler and the journal rely on):
 // - A sampler is an object with exactly one key, that key a sampler name, found as the value of
-//   a config key: {"lr": {"loguniform": [1e-4, 1e-1]}}. Values of choice / grid_search are
-//   literals (a sampler inside them, or inside any list, is rejected by Validate).
+//   a config key: {"lr": {"loguniform": [1e-4, 1e-1]}}. Values of grid_search are literals.
+//   A value of choice is a literal or a conditional branch: a map holding samplers (and no
+//   grid_search or sample_from), as Ray Tune's tune.choice over dicts of domains and hyperopt's
+//   hp.choice over sub-spaces: {"optimizer": {"choice": [{"type": "sgd", "lr": {...}},
+//   {"type": "adam", "lr": {...}, "beta1": {...}}]}}. The choice's value in the config is the
+//   picked branch with its samplers drawn; the other branches' samplers are not drawn. Any
+//   other sampler inside a list is rejected by Validate.
 // - "Param-space order" is the order nlohmann::json iterates objects: keys sorted bytewise,
 //   depth first. This equals Ray, which sorts its grid variables by path.
 // - Grid order: the FIRST grid axis (in param-space order) varies fastest, as Ray's
 //   _grid_search_generator. E.g. {a: grid [1, 2], b: grid [x, y]} yields
 //   (1,x) (2,x) (1,y) (2,y), then the next sample repeats the grid with fresh random draws.
-// - Random draws happen in param-space order, once per variant, for every non-grid sampler.
+// - Random draws happen in param-space order, once per variant, for every non-grid sampler; a
+//   picked conditional branch's samplers are drawn right after its choice.
 // - Ints: int samplers need JSON integer low/high/q (base may be any number) and yield
 //   integers; float samplers yield doubles. randint / lograndint exclude high.
 // - Quantised floats (quniform, qloguniform, qrandn): draw x, return round(x / q) * q (half
@@ -29,7 +35,9 @@
 // - loguniform: base ** uniform(log_base(low), log_base(high)); lograndint floors that.
 // - Variant.tag lists sampled and grid values as "path=value" joined by ",", in param-space
 //   order, dotted paths for nested keys; doubles use "{:.4g}", strings appear raw with '/'
-//   replaced by '_' (as Ray's tags), other JSON compact.
+//   replaced by '_' (as Ray's tags), other JSON compact; a conditional branch as BranchTag
+//   (variant_tag.hpp), then its samplers under the choice's path ("optimizer=adam,
+//   optimizer.lr=0.001").
 // - Distributions are computed from raw mt19937_64 output (not <random> distributions), so a
 //   seed yields the same configs on every platform and standard library.
 //
@@ -81,6 +89,11 @@ class VariantGenerator final : public Searcher {
   static Status ValidatePoint(const nlohmann::json& param_space, const nlohmann::json& point);
   /// True if `node` is a sampler ({"<sampler name>": args}).
   static bool IsSampler(const nlohmann::json& node);
+  /// Which value of a choice `value` is: the index of the first literal equal to it, or of the
+  /// first conditional branch it can have been resolved from (a map whose every key is the
+  /// branch's, with constants equal and sampled values in their domains; missing keys allowed);
+  /// nullopt when none.
+  static std::optional<size_t> BranchOf(const nlohmann::json& choices, const nlohmann::json& value);
 
   /// False once every variant has been produced (never false when num_samples == -1).
   bool HasNext() const;

@@ -9,4 +9,10 @@ namespace tunebus {
 
 std::string TagValue(const nlohmann::json& value);
 
+/// How a choice's conditional branch (a map holding samplers, VariantGenerator) appears in a
+/// tag: TagValue of its one constant leaf when it has exactly one ({type: adam, lr: {...}} ->
+/// "adam"), else its index in the choice ("2"). The branch's samplers follow as their own
+/// "path=value" entries.
+std::string BranchTag(const nlohmann::json& branch, size_t index);
+
 }  // namespace tunebus

@@ -12,6 +12,9 @@
 #include <string>
 #include <vector>
 
+#include "libs/tune/search_space.hpp"
+#include "libs/tune/variant_generator.hpp"
+
 namespace tunebus {
 namespace {
 
@@ -560,6 +563,94 @@ TEST(TpeSearcherTest, EvaluatedPointsAreObservations) {
   EXPECT_EQ(restored.Suggest("a").config, s.Suggest("a").config);
   EXPECT_EQ(s.suggested(), 1);
   EXPECT_EQ(s.Suggest("").kind, Suggestion::Kind::kNotNow);
+}
+
+// An optimizer choice over conditional branches (VariantGenerator): adam's best is 0 at lr 1e-3,
+// beta1 0.9; sgd's 1; "none" 2; wd adds (wd - 0.2)^2.
+const json kConditionalSpace = json::parse(R"({
+  "opt": {"choice": [{"name": "sgd", "lr": {"loguniform": [1e-4, 1]}},
+                     {"name": "adam", "lr": {"loguniform": [1e-5, 1e-1]},
+                      "beta1": {"uniform": [0.5, 0.999]}},
+                     "none"]},
+  "wd": {"uniform": [0, 1]}})");
+
+double ConditionalLoss(const json& c) {
+  const double wd = std::pow(c["wd"].get<double>() - 0.2, 2);
+  if (c["opt"] == "none") return 2 + wd;
+  const double dl = std::log10(c["opt"]["lr"].get<double>()) + 3;
+  if (c["opt"]["name"] == "sgd") return 1 + dl * dl + wd;
+  return dl * dl + std::pow(c["opt"]["beta1"].get<double>() - 0.9, 2) + wd;
+}
+
+TEST(TpeSearcherTest, ConditionalSpacesAreGroupedByBranch) {
+  // SearchSpace orders the dims by group: the unconditional ones, then each branch's; a dim of
+  // a branch its choice did not pick has no model coordinate, and Config fills only the picked
+  // branch. Searchers that model a fixed set of params refuse the space, naming the choice.
+  auto space = SearchSpace::Create(kConditionalSpace, "tpe");
+  ASSERT_TRUE(space.ok()) << space.status().ToString();
+  std::vector<std::string> names;
+  for (const SearchDim& dim : space->dims()) names.push_back(dim.name);
+  EXPECT_EQ(names, (std::vector<std::string>{"opt", "wd", "opt.lr", "opt.beta1", "opt.lr"}));
+  ASSERT_EQ(space->groups().size(), 3u);
+  EXPECT_EQ(space->groups()[0].count, 2u);
+  EXPECT_EQ(space->groups()[1].begin, 2u);
+  EXPECT_EQ(space->groups()[1].branch, 0);
+  EXPECT_EQ(space->groups()[2].begin, 3u);
+  EXPECT_EQ(space->groups()[2].count, 2u);
+  EXPECT_EQ(space->groups()[2].parent, 0);
+  EXPECT_TRUE(space->conditional());
+  double row[5];
+  space->Encode(json::parse(R"({"opt": {"name": "sgd", "lr": 0.01}, "wd": 0.5})"), row);
+  EXPECT_EQ(row[0], 0);
+  EXPECT_EQ(row[1], 0.5);
+  EXPECT_NEAR(row[2], std::log(0.01), 1e-12);
+  EXPECT_TRUE(std::isnan(row[3]) && std::isnan(row[4]));
+  const double nan = std::nan("");
+  const double values[5] = {1, 0.5, nan, 0.9, 0.001};
+  const json config = space->Config(values);
+  EXPECT_EQ(config, json::parse(R"({"opt": {"name": "adam", "beta1": 0.9, "lr": 0.001},
+                                    "wd": 0.5})"));
+  EXPECT_EQ(space->Tag(config), "opt=adam,opt.beta1=0.9,opt.lr=0.001,wd=0.5");
+  const double none[5] = {2, 0.25, nan, nan, nan};
+  EXPECT_EQ(space->Config(none), json::parse(R"({"opt": "none", "wd": 0.25})"));
+  for (const char* searcher : {"bohb", "nsga2", "external"}) {
+    auto refused = SearchSpace::Create(kConditionalSpace, searcher);
+    ASSERT_FALSE(refused.ok()) << searcher;
+    EXPECT_EQ(refused.status().message().rfind("param_space.opt.choice: conditional branches", 0),
+              0u)
+        << refused.status().message();
+  }
+}
+
+TEST(TpeSearcherTest, ConditionalSpacesConvergeOnTheBestBranch) {
+  // Each suggestion is a config of the space (only the picked branch's params); the model finds
+  // adam and its lr, one at a time and with 8 trials running; an evaluated point of one branch is
+  // an observation (the other branches' params are not asked for).
+  for (const int running : {1, 8}) {
+    TpeSearcher s = Make(kConditionalSpace);
+    ASSERT_TRUE(s.AddEvaluatedPoint(json::parse(R"({"opt": {"name": "sgd", "lr": 0.1},
+                                                    "wd": 0.2})"),
+                                    1.0)
+                    .ok());
+    std::vector<double> late;
+    int next = 0;
+    std::vector<std::pair<std::string, json>> pending;
+    while (next < 150) {
+      while (int(pending.size()) < running) {
+        Suggestion g = s.Suggest(Id(next));
+        ASSERT_EQ(g.kind, Suggestion::Kind::kConfig);
+        ASSERT_TRUE(VariantGenerator::ValidatePoint(kConditionalSpace, g.config).ok())
+            << g.config.dump();
+        pending.emplace_back(Id(next++), g.config);
+      }
+      const auto [id, config] = pending.front();
+      pending.erase(pending.begin());
+      TrainingResult r = Result(ConditionalLoss(config));
+      s.OnTrialComplete(id, &r, false);
+      if (next > 110) late.push_back(ConditionalLoss(config));
+    }
+    EXPECT_LT(Median(late), 0.1) << "running " << running;
+  }
 }
 
 TEST(TpeSearcherTest, FinishesAfterNumSamples) {

@@ -8,6 +8,8 @@
 #include <string>
 #include <vector>
 
+#include "libs/tune/variant_tag.hpp"
+
 namespace tunebus {
 namespace {
 
@@ -293,6 +295,55 @@ struct BadSpace {
   const char* message;
 };
 
+TEST(VariantGeneratorTest, ConditionalBranchesDrawOnlyThePickedBranch) {
+  // A choice over maps holding samplers (Ray's tune.choice over dicts of domains): the config
+  // holds the picked branch with its samplers drawn, the tag names the branch by its one
+  // constant and its samplers under the choice's path, and ValidatePoint accepts what was drawn
+  // and tells the branches apart by their keys and constants.
+  const json space = json::parse(R"({
+    "opt": {"choice": [{"name": "sgd", "lr": {"loguniform": [1e-4, 1]}},
+                       {"name": "adam", "lr": {"loguniform": [1e-5, 1e-1]},
+                        "beta1": {"uniform": [0.5, 0.999]}},
+                       "none"]},
+    "wd": {"uniform": [0, 1]}})");
+  ASSERT_TRUE(VariantGenerator::Validate(space).ok());
+  VariantGenerator gen(space, 300, 7);
+  std::set<std::string> seen;
+  while (gen.HasNext()) {
+    const Variant v = gen.Next();
+    const json& opt = v.config["opt"];
+    ASSERT_TRUE(v.config["wd"].is_number_float());
+    ASSERT_TRUE(VariantGenerator::ValidatePoint(space, v.config).ok()) << v.config.dump();
+    if (opt == "none") {
+      EXPECT_EQ(v.tag.rfind("opt=none,wd=", 0), 0u) << v.tag;
+      seen.insert("none");
+      continue;
+    }
+    const std::string name = opt.at("name");
+    seen.insert(name);
+    const double lr = opt.at("lr");
+    if (name == "sgd") {
+      EXPECT_EQ(opt.size(), 2u) << opt.dump();
+      EXPECT_TRUE(lr >= 1e-4 && lr <= 1) << lr;
+      EXPECT_EQ(v.tag.rfind("opt=sgd,opt.lr=", 0), 0u) << v.tag;
+    } else {
+      ASSERT_EQ(name, "adam");
+      EXPECT_EQ(opt.size(), 3u) << opt.dump();
+      EXPECT_TRUE(lr >= 1e-5 && lr <= 1e-1) << lr;
+      EXPECT_EQ(v.tag.rfind("opt=adam,opt.beta1=", 0), 0u) << v.tag;  // param-space order
+    }
+  }
+  EXPECT_EQ(seen, (std::set<std::string>{"adam", "none", "sgd"}));
+  EXPECT_EQ(VariantGenerator::BranchOf(space["opt"]["choice"], json{{"name", "adam"}}), 1u);
+  EXPECT_EQ(VariantGenerator::BranchOf(space["opt"]["choice"], "none"), 2u);
+  EXPECT_FALSE(
+      VariantGenerator::ValidatePoint(space, {{"opt", {{"name", "sgd"}, {"beta1", 0.9}}}}).ok());
+  EXPECT_FALSE(
+      VariantGenerator::ValidatePoint(space, {{"opt", {{"name", "adam"}, {"lr", 0.5}}}}).ok());
+  // A branch whose constants are not one leaf is tagged by its index.
+  EXPECT_EQ(BranchTag(json{{"a", 1}, {"b", 2}, {"x", {{"uniform", {0, 1}}}}}, 3), "3");
+}
+
 TEST(VariantGeneratorTest, ValidateNamesPathSamplerAndReason) {
   // Every malformed sampler gives "<dotted.path>.<sampler>: <why>".
   const std::vector<BadSpace> cases = {
@@ -315,7 +366,14 @@ TEST(VariantGeneratorTest, ValidateNamesPathSamplerAndReason) {
       {R"({"x": {"grid_search": []}})",
        "x.grid_search: needs at least one value, got an empty list"},
       {R"({"x": {"choice": [{"uniform": [0, 1]}]}})",
-       "x.choice: values are literals; a sampler inside them is not supported"},
+       "x.choice[0]: a sampler is a choice value only inside a map (a conditional branch, e.g. "
+       "{type: adam, lr: {loguniform: [1e-5, 1e-1]}}); values are literals otherwise"},
+      {R"({"x": {"choice": [1, {"lr": {"loguniform": [-1, 1]}}]}})",
+       "x.choice[1].lr.loguniform: low must be > 0, got -1"},
+      {R"({"x": {"choice": [{"a": {"grid_search": [1, 2]}}]}})",
+       "x.choice[0]: grid_search and sample_from are not supported inside a choice"},
+      {R"({"x": {"grid_search": [{"a": {"uniform": [0, 1]}}]}})",
+       "x.grid_search: values are literals; a sampler inside them is not supported"},
       {R"({"a": {"b": {"qlograndint": [1, 10]}}})",
        "a.b.qlograndint: expects 3 or 4 arguments [low, high, q(, base)], got 2"},
       {R"({"l": [1, {"choice": [1]}]})", "l: a sampler inside a list is not supported"},
