@@ -265,9 +265,13 @@ Status ValidateNode(const json& node, const std::string& path, int64_t* grid_siz
 
 // A value of a choice: a literal, or a map holding samplers (a conditional branch: its samplers
 // are drawn only when the choice picks it). A branch holds no grid_search (a grid is not
-// conditional) and no sample_from.
+// conditional) and no sample_from. A map without samplers is a literal, checked too so a
+// misspelt sampler in it is named.
 Status CheckBranch(const json& value, const std::string& where) {
-  if (!ContainsSampler(value) && !IsSampleFrom(value)) return Status::Ok();
+  if (!ContainsSampler(value) && !IsSampleFrom(value)) {
+    int64_t grid_size = 1;
+    return value.is_object() ? ValidateNode(value, where, &grid_size) : Status::Ok();
+  }
   if (!value.is_object() || AsSampler(value) != nullptr || IsSampleFrom(value)) {
     return Invalid(where,
                    "a sampler is a choice value only inside a map (a conditional branch, e.g. "

@@ -66,6 +66,44 @@ def test_param_space_takes_rays_argument_names():
     assert not needs.sample_from and not needs.link
 
 
+def test_a_choice_over_dicts_of_domains_is_a_conditional_branch():
+    # Ray's tune.choice over dicts holding domains becomes the experiment file's conditional
+    # branches; the driver's own draw of it samples only the picked branch.
+    space = {
+        "opt": tune.choice(
+            [
+                {"name": "sgd", "lr": tune.loguniform(1e-4, 1)},
+                {"name": "adam", "lr": tune.loguniform(1e-5, 1e-1), "beta1": tune.uniform(0.5, 1)},
+                "none",
+            ]
+        )
+    }
+    exp, _ = build_experiment(fn, space)
+    assert exp["param_space"] == {
+        "opt": {
+            "choice": [
+                {"name": "sgd", "lr": {"loguniform": [1e-4, 1, 10]}},
+                {
+                    "name": "adam",
+                    "lr": {"loguniform": [1e-5, 1e-1, 10]},
+                    "beta1": {"uniform": [0.5, 1]},
+                },
+                "none",
+            ]
+        }
+    }
+    rng = random.Random(3)
+    drawn = [space["opt"].sample(rng) for _ in range(50)]
+    assert "none" in drawn
+    assert {d["name"] for d in drawn if isinstance(d, dict)} == {"sgd", "adam"}
+    for d in drawn:
+        if isinstance(d, dict) and d["name"] == "adam":
+            assert set(d) == {"name", "lr", "beta1"} and 1e-5 <= d["lr"] <= 1e-1
+    with pytest.raises(TuneError) as e:
+        build_experiment(fn, {"opt": tune.choice([{"data": object()}])})
+    assert "param_space.opt.choice[0].data" in e.value.message
+
+
 def test_a_config_value_json_cannot_hold_names_its_path():
     with pytest.raises(TuneError) as e:
         build_experiment(fn, {"model": {"data": object()}})

@@ -370,6 +370,9 @@ TEST(VariantGeneratorTest, ValidateNamesPathSamplerAndReason) {
        "{type: adam, lr: {loguniform: [1e-5, 1e-1]}}); values are literals otherwise"},
       {R"({"x": {"choice": [1, {"lr": {"loguniform": [-1, 1]}}]}})",
        "x.choice[1].lr.loguniform: low must be > 0, got -1"},
+      {R"({"x": {"choice": [{"lr": {"logunifrom": [1, 2]}}]}})",
+       "x.choice[0].lr.logunifrom: not a sampling function; did you mean loguniform? (a constant "
+       "map needs another key beside it)"},
       {R"({"x": {"choice": [{"a": {"grid_search": [1, 2]}}]}})",
        "x.choice[0]: grid_search and sample_from are not supported inside a choice"},
       {R"({"x": {"grid_search": [{"a": {"uniform": [0, 1]}}]}})",

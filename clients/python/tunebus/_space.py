@@ -66,7 +66,9 @@ class Integer(Domain):
 
 
 class Categorical(Domain):
-    """`choice`: one of `categories` (Ray's `Categorical`)."""
+    """`choice`: one of `categories` (Ray's `Categorical`). A category that is a dict holding
+    domains is a conditional branch: its domains are sampled only when it is picked (the
+    experiment file's conditional branches, docs/reference/experiment-file.md)."""
 
     sampler = "choice"
 
@@ -74,11 +76,27 @@ class Categorical(Domain):
         super().__init__(*list(categories))
         self.categories = list(categories)
 
-    def to_spec(self):
-        return {"choice": list(self.categories)}
+    def to_spec(self, path="param_space"):
+        return {
+            "choice": [
+                to_spec(c, "%s.choice[%d]" % (path, i))
+                if isinstance(c, dict)
+                else constant(c, "%s.choice[%d]" % (path, i))
+                for i, c in enumerate(self.categories)
+            ]
+        }
 
     def sample(self, rng):
-        return rng.choice(self.categories)
+        return _resolve(rng.choice(self.categories), rng)
+
+
+def _resolve(value, rng):
+    """`value` with every domain inside its dicts sampled."""
+    if isinstance(value, Domain):
+        return value.sample(rng)
+    if isinstance(value, dict):
+        return {k: _resolve(v, rng) for k, v in value.items()}
+    return value
 
 
 def _round_to(value, q):
@@ -298,6 +316,8 @@ def to_spec(space, path="param_space"):
     """The experiment file's param_space for a Ray param space (nested dicts of domains, grids
     and constants). Raises ValueError naming the path of a value JSON cannot hold or of a domain
     inside a list (the scheduler samples only map entries)."""
+    if isinstance(space, Categorical):
+        return space.to_spec(path)
     if isinstance(space, Domain):
         return space.to_spec()
     if is_grid(space):
