@@ -57,13 +57,8 @@ json ParamSpace(const TestFunction& f) {
   return spec->param_space;
 }
 
-// One experiment: `trials` trials of the searcher, sequential; its trials as the runner keeps
-// them (TERMINATED, the config, one result).
-std::vector<Trial> Run(const TestFunction& f, const json& space, const Options& o, uint64_t seed,
-                       int trials, const json& warm_sources) {
-  json config = json::object();
-  const std::string& type = o.search;
-  if (!warm_sources.is_null()) config["warm_start"] = {"earlier"};
+SearchSetup Setup(const TestFunction& f, const json& space, uint64_t seed, int trials,
+                  const json& warm_sources) {
   SearchSetup setup;
   setup.param_space = space;
   setup.num_samples = trials;
@@ -72,7 +67,23 @@ std::vector<Trial> Run(const TestFunction& f, const json& space, const Options& 
   setup.seed = seed;
   setup.max_concurrent_trials = 1;
   setup.warm_start = warm_sources;
-  auto searcher = MakeSearcher(type, config, setup);
+  return setup;
+}
+
+// Why the searcher refuses the function's param space (MakeSearcher's error), or "".
+std::string Refusal(const TestFunction& f, const json& space, const Options& o) {
+  auto searcher = MakeSearcher(o.search, json::object(), Setup(f, space, 1, 1, nullptr));
+  return searcher.ok() ? "" : searcher.status().message();
+}
+
+// One experiment: `trials` trials of the searcher, sequential; its trials as the runner keeps
+// them (TERMINATED, the config, one result).
+std::vector<Trial> Run(const TestFunction& f, const json& space, const Options& o, uint64_t seed,
+                       int trials, const json& warm_sources) {
+  json config = json::object();
+  const std::string& type = o.search;
+  if (!warm_sources.is_null()) config["warm_start"] = {"earlier"};
+  auto searcher = MakeSearcher(type, config, Setup(f, space, seed, trials, warm_sources));
   if (!searcher.ok()) {
     fmt::print(stderr, "{}: {}\n", f.name, searcher.status().ToString());
     std::exit(2);
@@ -197,6 +208,17 @@ int main(int argc, char** argv) {
     // The noise-free functions: a noisy one's best of 20 would measure the noise's extremes.
     if (!Wanted(o, f.name) || f.noise_sd > 0) continue;
     const json space = ParamSpace(f);
+    // A searcher that models a fixed set of params refuses a conditional space: reported, not
+    // measured.
+    if (std::string why = Refusal(f, space, o); !why.empty()) {
+      fmt::print("| {} | — | — | refused: {} | — |\n", f.name, why);
+      lines.push_back(json({{"kind", "warm_start_quality_refused"},
+                            {"function", f.name},
+                            {"search", o.search},
+                            {"error", why}})
+                          .dump());
+      continue;
+    }
     std::vector<double> cold, warm;  // bests as losses (negated for mode max)
     const double sign = std::string(f.mode) == "min" ? 1 : -1;
     for (int s = 1; s <= o.seeds; ++s) {
