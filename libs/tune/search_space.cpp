@@ -107,19 +107,9 @@ void Describe(const std::string& sampler, const json& args, SearchDim* dim) {
   dim->prior = is_normal ? TpePrior{a, b} : TpePrior{0.5 * (p.low + p.high), p.high - p.low};
 }
 
-bool ContainsSampler(const json& node) {
-  if (IsSampler(node)) return true;
-  if (node.is_structured()) {
-    for (const json& child : node) {
-      if (ContainsSampler(child)) return true;
-    }
-  }
-  return false;
-}
-
 // A choice with conditional branches (maps holding samplers).
 bool IsConditionalChoice(const std::string& sampler, const json& args) {
-  return sampler == "choice" && ContainsSampler(args);
+  return sampler == "choice" && std::any_of(args.begin(), args.end(), VariantGenerator::IsBranch);
 }
 
 // Collects the dims in walk order: param-space order, a conditional choice's branches' samplers
@@ -178,7 +168,7 @@ struct DimCollector {
     group_of.push_back(group);
     if (!conditional) return Status::Ok();
     for (size_t i = 0; i < args.size(); ++i) {
-      if (!ContainsSampler(args[i])) continue;
+      if (!VariantGenerator::IsBranch(args[i])) continue;
       if (Status s = Node(args[i], keys, true, groups++, self, int32_t(i)); !s.ok()) return s;
     }
     return Status::Ok();
@@ -276,7 +266,7 @@ json SearchSpace::Fill(const json& node, bool top, size_t& walk, const double* v
       const size_t picked = emit ? size_t(values[d]) : 0;
       json out = emit ? dim.choices[picked] : json();
       for (size_t i = 0; i < dim.choices.size(); ++i) {
-        if (!ContainsSampler(dim.choices[i])) continue;
+        if (!VariantGenerator::IsBranch(dim.choices[i])) continue;
         json branch = Fill(dim.choices[i], true, walk, values, emit && i == picked);
         if (emit && i == picked) out = std::move(branch);
       }
@@ -318,7 +308,7 @@ std::string SearchSpace::Tag(const json& config) const {
     std::string text = value != nullptr ? TagValue(*value) : "null";
     if (dim.kind == SearchDim::Kind::kCategorical && !std::isnan(row[d])) {
       const json& branch = dim.choices[size_t(row[d])];
-      if (ContainsSampler(branch)) text = BranchTag(branch, size_t(row[d]));
+      if (VariantGenerator::IsBranch(branch)) text = BranchTag(branch, size_t(row[d]));
     }
     if (!tag.empty()) tag += ",";
     tag += dim.name + "=" + text;

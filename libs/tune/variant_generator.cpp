@@ -556,6 +556,10 @@ nlohmann::json VariantGenerator::Describe() const {
 
 bool VariantGenerator::IsSampler(const nlohmann::json& node) { return AsSampler(node) != nullptr; }
 
+bool VariantGenerator::IsBranch(const nlohmann::json& choice_value) {
+  return ContainsSampler(choice_value);
+}
+
 namespace {
 
 std::string Listed(const json& values) {

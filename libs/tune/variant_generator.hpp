@@ -89,6 +89,8 @@ class VariantGenerator final : public Searcher {
   static Status ValidatePoint(const nlohmann::json& param_space, const nlohmann::json& point);
   /// True if `node` is a sampler ({"<sampler name>": args}).
   static bool IsSampler(const nlohmann::json& node);
+  /// True if `choice_value` (a value of a choice) is a conditional branch: it holds samplers.
+  static bool IsBranch(const nlohmann::json& choice_value);
   /// Which value of a choice `value` is: the index of the first literal equal to it, or of the
   /// first conditional branch it can have been resolved from (a map whose every key is the
   /// branch's, with constants equal and sampled values in their domains; missing keys allowed);
