@@ -9,7 +9,10 @@ Config keys (all optional):
     alpha          L2 regularisation strength (default 1e-4)
     eta0           initial learning rate (default 0.01)
     loss           "hinge" | "log_loss" | "modified_huber" | ... (default "hinge")
-    learning_rate  "constant" | "invscaling" | "optimal" | "adaptive" (default "constant")
+    learning_rate  "constant" | "invscaling" | "optimal" | "adaptive" (default "constant"), or
+                   a map {schedule: <one of those>, eta0, power_t} (a conditional branch,
+                   conditional.yaml), whose keys stand for the top-level ones
+    power_t        invscaling's exponent (default 0.5)
     epochs         passes over the data (default 20)
     seed           shuffling / init seed (default 0)
 
@@ -57,6 +60,10 @@ def load_data():
 def main():
     warnings.filterwarnings("ignore")
     cfg = tunebus.config()
+    schedule = cfg.get("learning_rate")
+    if isinstance(schedule, dict):  # a conditional branch: its keys stand for the top-level ones
+        cfg = dict(cfg, **{k: v for k, v in schedule.items() if k != "schedule"})
+        cfg["learning_rate"] = schedule["schedule"]
     epochs = int(cfg.get("epochs", 20))
     seed = int(cfg.get("seed", 0))
     x_train, x_val, y_train, y_val = load_data()
@@ -83,6 +90,7 @@ def main():
             alpha=float(cfg.get("alpha", 1e-4)),
             learning_rate=cfg.get("learning_rate", "constant"),
             eta0=float(cfg.get("eta0", 0.01)),
+            power_t=float(cfg.get("power_t", 0.5)),
             random_state=seed,
         )
         start = tunebus.start_iteration()
