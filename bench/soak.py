@@ -22,13 +22,16 @@ which is memory the suite is told it may keep, not growth.
 Verdict (exit 1 when it fails; the last JSON line says why):
   - memory: the resident set (VmRSS) of the suite after the last experiment ended (the sample
     --settle-s after it) is more than 20% above its value after the first experiment ended (the
-    first sample after it), or above its value after the first experiment that ended after the
-    newest restart (a restart starts a fresh process: this compares within one process);
+    first sample after it), or above its value after the first experiment that ended --settle-s
+    or more after the newest restart (a restart starts a fresh process: this compares within one
+    process; an end sooner after the restart comes before the resumed experiments are loaded:
+    27.1 MB, RssAnon 6.8 MB, 0.5 s after the quick soak's restart in CI at b8456a4, settling at
+    32.9 MB. With no such end, as at --quick size, whose last segment is shorter than that, this
+    comparison is reported as not judged);
   - counts: open file descriptors or threads grow with the trials run: a least-squares line of
     the count against trials run, fitted over the samples from the first experiment's end to the
     last one's (samples within --settle-s after a restart left out), rises by more than
     max(3, 10% of the median count) across that span.
-Both sizes judge both comparisons.
 Store and results sizes are reported (bytes per trial of the same fit), not judged: with
 retention they stay bounded by the experiments kept.
 """
@@ -306,9 +309,15 @@ def main():
                     state["ended"] = len(ended)
                 if len(ended) >= 1 and first_end_sample is None:
                     first_end_sample = sample("first_end")
-                if len(ended) > ended_at_restart and state["segment_first_end"] is None:
-                    # The first end after the newest restart (the one before, if none).
-                    state["segment_first_end"] = sample("segment_first_end") or first_end_sample
+                if (
+                    len(ended) > ended_at_restart
+                    and state["segment_first_end"] is None
+                    and time.time() - state["last_restart"] >= settle_s
+                ):
+                    # The first end after the newest restart, --settle-s or more after it (as
+                    # the fit leaves out the samples before that): an end right after a restart
+                    # comes before the resumed experiments are loaded.
+                    state["segment_first_end"] = sample("segment_first_end")
                 while running < at_once and submitted < experiments:
                     name = "soak%03d" % submitted
                     path = os.path.join(tmp, name + ".yaml")
@@ -372,13 +381,14 @@ def main():
     rss_segment_first = segment["rss_bytes"] if segment else 0
     ratio = rss_last / rss_first if rss_first else 0
     segment_ratio = rss_last / rss_segment_first if rss_segment_first else 0
-    if not rss_first or not rss_last or not rss_segment_first:
+    if not rss_first or not rss_last:
         failures.append("no sample after the first or the last end")
     else:
-        judged = [
-            ("the first end after the last restart", rss_segment_first, segment_ratio),
-            ("the first end", rss_first, ratio),
-        ]
+        judged = [("the first end", rss_first, ratio)]
+        if rss_segment_first:
+            judged.append(
+                ("the first end after the last restart", rss_segment_first, segment_ratio)
+            )
         for what, base, r in judged:
             if r > 1.2:
                 failures.append(
@@ -401,6 +411,12 @@ def main():
         "rss_ratio_last_to_first": round(ratio, 3),
         "rss_mb_after_first_end_since_restart": round(rss_segment_first / 2**20, 1),
         "rss_ratio_last_to_first_since_restart": round(segment_ratio, 3),
+        "rss_rule_since_restart": (
+            "judged"
+            if rss_segment_first
+            else "not judged: no experiment ended %.0f s (--settle-s) or more after the last "
+            "restart" % settle_s
+        ),
         "rss_mb_peak": round(max((s["rss_bytes"] for s in samples), default=0) / 2**20, 1),
         "growth": growth,
         "store_mb_end": round((last_end_sample or {}).get("store_bytes", 0) / 2**20, 1),
