@@ -264,15 +264,21 @@ class Cluster:
         return json.loads(reply["body_json"])
 
     def run_experiment(self, spec_yaml, timeout_s=3600):
-        """Submits, waits for the end; returns (summary, wall seconds from submit to end seen)."""
+        """Submits, waits for the end and for its result files (`finished`: the end is journaled
+        once the writer wrote them, experiment_recorder.hpp); returns (summary, wall seconds from
+        submit to the end seen). A status past RUNNING comes first: reading result.json then
+        could meet a line the writer was still writing."""
         t0 = time.time()
         self.request(
             "submit_experiment", spec_yaml=spec_yaml, base_dir=self.tmp, source_name="bench.yaml"
         )
+        wall = None
         while True:
             summary = self.request("get_experiment")
-            if summary["status"] != "RUNNING":
-                return summary, time.time() - t0
+            if wall is None and summary["status"] != "RUNNING":
+                wall = time.time() - t0
+            if wall is not None and summary.get("finished"):
+                return summary, wall
             if time.time() - t0 > timeout_s:
                 raise TimeoutError("experiment did not end in %d s" % timeout_s)
             time.sleep(0.02)  # the figures use the scheduler's elapsed_s, not this poll
