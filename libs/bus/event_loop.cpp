@@ -5,11 +5,15 @@
 namespace tunebus::bus {
 
 void EventLoop::AddSocket(zmq::socket_t& socket, Handler on_readable) {
-  sources_.push_back({&socket, -1, std::move(on_readable)});
+  sources_.push_back({next_source_++, &socket, -1, std::move(on_readable)});
+}
+
+void EventLoop::RemoveSocket(const zmq::socket_t& socket) {
+  std::erase_if(sources_, [&socket](const Source& s) { return s.socket == &socket; });
 }
 
 void EventLoop::AddFd(int fd, Handler on_readable) {
-  sources_.push_back({nullptr, fd, std::move(on_readable)});
+  sources_.push_back({next_source_++, nullptr, fd, std::move(on_readable)});
 }
 
 void EventLoop::RemoveFd(int fd) {
@@ -66,13 +70,18 @@ bool EventLoop::RunOnce(Duration max_wait) {
   } catch (const zmq::error_t& e) {
     if (e.num() != EINTR) throw;
   }
-  // Handlers may add or remove sources: take a copy of the ready ones first.
-  std::vector<Handler> ready;
+  // Handlers may add or remove sources (a reply that ends an experiment frees its links'
+  // sockets): the ready ones are called by id, each only if it is still there.
+  std::vector<uint64_t> ready;
   for (size_t i = 0; i < items.size(); ++i) {
-    if (items[i].revents & (ZMQ_POLLIN | ZMQ_POLLERR)) ready.push_back(sources_[i].handler);
+    if (items[i].revents & (ZMQ_POLLIN | ZMQ_POLLERR)) ready.push_back(sources_[i].id);
   }
-  for (auto& h : ready) {
+  for (uint64_t id : ready) {
     if (stopped()) return false;
+    auto it = std::find_if(sources_.begin(), sources_.end(),
+                           [id](const Source& s) { return s.id == id; });
+    if (it == sources_.end()) continue;
+    Handler h = it->handler;  // a copy: the handler may remove its own source
     h();
   }
   RunDueTimers();

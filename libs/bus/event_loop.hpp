@@ -48,11 +48,18 @@ class EventLoop {
   /// The time source of this loop's timers; services and libraries on the loop read it too.
   const tunebus::Clock& clock() const { return clock_; }
 
-  /// Calls `on_readable` whenever `socket` has a message. The socket must outlive the loop.
+  /// Calls `on_readable` whenever `socket` has a message. The socket must outlive the loop or
+  /// be removed (RemoveSocket) before it closes: the loop polls its handle every round.
   void AddSocket(zmq::socket_t& socket, Handler on_readable);
+  /// Stops polling `socket`; from then on its handler is not called, also not later in the
+  /// round that is running (a handler may remove another source, or its own).
+  void RemoveSocket(const zmq::socket_t& socket);
   /// Calls `on_readable` when fd is readable (or hung up). Remove it before closing the fd.
   void AddFd(int fd, Handler on_readable);
+  /// As RemoveSocket, for an fd.
   void RemoveFd(int fd);
+  /// The sockets and fds polled now.
+  size_t sources() const { return sources_.size(); }
 
   /// Runs `handler` once after `delay`. Returns an id for CancelTimer.
   TimerId AddTimer(Duration delay, Handler handler);
@@ -73,6 +80,7 @@ class EventLoop {
 
  private:
   struct Source {
+    uint64_t id = 0;  // a round calls the ready sources still there by id
     zmq::socket_t* socket = nullptr;
     int fd = -1;
     Handler handler;
@@ -86,6 +94,7 @@ class EventLoop {
 
   const tunebus::Clock& clock_;
   std::vector<Source> sources_;
+  uint64_t next_source_ = 1;
   std::map<TimerId, Timer> timers_;
   TimerId next_timer_ = 1;
   Handler idle_hook_;

@@ -17,6 +17,8 @@ RequestClient::RequestClient(EventLoop& loop, zmq::socket_t socket, std::string 
 }
 
 RequestClient::~RequestClient() {
+  *alive_ = false;
+  loop_.RemoveSocket(socket_);
   for (auto& [id, p] : pending_) loop_.CancelTimer(p.timer);
 }
 
@@ -41,7 +43,10 @@ void RequestClient::SendRequest(uint64_t id, const std::string& payload, Callbac
 
 void RequestClient::OnReadable() {
   Incoming in;
-  while (Receive(socket_, in)) {
+  // A callback may free this client (a reply that ends the experiment owning it): after one,
+  // nothing of it is touched unless it is still alive.
+  const std::shared_ptr<bool> alive = alive_;
+  while (*alive && Receive(socket_, in)) {
     auto decoded = proto::Decode(in.payload.data(), in.payload.size());
     if (!decoded.ok()) {
       spdlog::warn("Dropping reply from {} because it is malformed: {}", peer_name_,

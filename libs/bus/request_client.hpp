@@ -4,11 +4,15 @@
 // to talk to the store. Requests are pipelined (many in flight). Each callback runs exactly
 // once on the loop thread: with the decoded reply, with the peer's ErrorReply as a Status, or
 // with Unavailable after `timeout` (the late reply, if any, is then dropped).
+//
+// The client may be destroyed while the loop runs, also from one of its own callbacks: its
+// socket leaves the loop and its pending callbacks are never called.
 #pragma once
 
 #include <spdlog/spdlog.h>
 
 #include <functional>
+#include <memory>
 #include <string>
 #include <unordered_map>
 
@@ -64,6 +68,7 @@ class RequestClient {
   uint64_t next_id_ = 1;
   std::unordered_map<uint64_t, Pending> pending_;
   std::function<void(const proto::Decoded&)> unsolicited_;
+  std::shared_ptr<bool> alive_ = std::make_shared<bool>(true);
 };
 
 /// Maps an ErrorReply's code name back to a StatusCode (unknown names map to kInternal).

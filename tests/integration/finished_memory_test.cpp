@@ -4,7 +4,8 @@
 // from that copy as it did before (ls, show, best, export, lsx, resume's refusal and the
 // dashboard's API), and exactly as a replay of its journal answers (after a restart). And reading a
 // finished 2,000-trial experiment back from its journal leaves the scheduler's resident memory
-// within the cache's budget (plus a margin) of where it was.
+// within the cache's budget (plus a margin) of where it was. An experiment with a searcher link
+// (a socket on the scheduler's loop) is released while the scheduler runs on.
 #include <gtest/gtest.h>
 #include <httplib.h>
 #include <unistd.h>
@@ -212,6 +213,53 @@ TEST(FinishedMemoryTest, AReleasedExperimentAnswersEveryReadAsBefore) {
   EXPECT_NEAR(replayed_bytes, released_bytes, 0.1 * released_bytes) << text;
   std::printf("finished cache bytes: copy made at the release %g, replayed %g\n", released_bytes,
               replayed_bytes);
+}
+
+// Experiments whose searcher runs in its own process (`search: {type: external, command}`) end
+// and are released one after another: each release frees the link's socket, which the loop
+// polled, and the scheduler answers every request on and runs the next experiment to its end.
+// Skipped when /usr/bin/python3 cannot import zmq, msgpack and optuna.
+TEST(FinishedMemoryTest, ExperimentsWithSearcherLinksAreReleasedWhileTheSchedulerRuns) {
+  ClusterOptions o;
+  o.workers = 1;
+  o.cpus_per_worker = 4;
+  o.metrics = true;
+  o.scheduler_args = {"--release-after-ms", "11000"};  // the least it takes
+  Cluster cluster(o);
+  if (!PythonImports(cluster.dir() / "logs", "zmq, msgpack, optuna"))
+    GTEST_SKIP() << "/usr/bin/python3 cannot import zmq, msgpack and optuna";
+  ASSERT_TRUE(cluster.Start());
+  const int port = cluster.metrics_port("scheduler");
+  const fs::path folder = cluster.dir() / "exp";
+  fs::create_directories(folder);
+  const std::string script =
+      fs::relative(SourceDir() / "clients/python/tunebus/searcher.py", folder).string();
+  std::string text;
+  for (int n = 1; n <= 2; ++n) {
+    const std::string name = "linked" + std::to_string(n);
+    const fs::path file = folder / (name + ".yaml");
+    WriteFile(file, ExternalSearchExperiment(name, 3,
+                                             "  type: external\n"
+                                             "  command: [/usr/bin/python3, " +
+                                                 script + ", --sampler, tpe, --seed, '1']\n",
+                                             cluster.dir() / "results"));
+    ASSERT_FALSE(SubmitDetached(cluster, file, name).empty()) << cluster.LogTails();
+    const json summary = WaitFinished(cluster, 120s, name);
+    ASSERT_EQ(summary.value("status", ""), "FINISHED") << summary.dump() << cluster.LogTails();
+    ASSERT_TRUE(WaitFor(
+        [&] {
+          text = Scrape(port);
+          return Metric(text, "tunebus_experiments_released_total") == n;
+        },
+        40s, 200ms))
+        << text << cluster.LogTails();
+    // Rounds of the loop after the release: every request is answered.
+    for (int i = 0; i < 10; ++i) {
+      const json status = cluster.Ctl({"-o", "json", "status", "-e", name}, 10s).Json();
+      ASSERT_EQ(status["counts"].value("TERMINATED", -1), 3) << status.dump() << cluster.LogTails();
+    }
+  }
+  EXPECT_TRUE(cluster.Dead().empty()) << cluster.LogTails();
 }
 
 TEST(FinishedMemoryTest, ReadingAFinishedExperimentLeavesMemoryWithinTheCacheBudget) {

@@ -5,8 +5,9 @@
 // loop: a searcher that hangs costs a timeout.
 //
 // One socket for the link's life, made at the first request (so a link that never sent one, as
-// an experiment whose submission is refused, leaves nothing on the loop; a link that sent one
-// belongs to a live experiment, which lives as long as the scheduler's loop runs). ZeroMQ
+// an experiment whose submission is refused, leaves nothing on the loop). The link may be
+// destroyed while the loop runs (ExperimentRegistry::ReleaseFinished frees an ended experiment):
+// its RequestClient then takes the socket off the loop and no callback of it runs. ZeroMQ
 // reconnects it to a restarted searcher by itself, and requests to one peer stay in order, so a
 // request that a hung searcher answers late arrives after none of the newer ones (its reply, if
 // any, is dropped as unsolicited).
