@@ -530,3 +530,39 @@ def test_verbose_2_prints_each_result(tmp_path, capfd):
     out = capfd.readouterr().out
     assert 'iter 3: {"score": 9}' in out, out
     assert "Experiment verbose2 FINISHED" in out
+
+
+def sleeps(config):
+    train.report({"score": 1})
+    time.sleep(60)
+
+
+def test_an_embedded_suite_that_dies_ends_fit_with_its_exit_code_and_log(tmp_path):
+    """SIGKILL of the embedded `tunectl up` during fit(): fit raises TuneError unavailable naming
+    the suite's exit (signal 9 as code -9) and its log, without the 60 s wait a connected
+    scheduler gets; the next fit() starts a new suite."""
+    import threading
+
+    from tunebus import _suite
+
+    def kill_after_first_result():
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline:
+            if list(tmp_path.glob("dies/*/result.json")):
+                _suite._embedded.process.kill()
+                return
+            time.sleep(0.1)
+
+    killer = threading.Thread(target=kill_after_first_result, daemon=True)
+    killer.start()
+    started = time.monotonic()
+    with pytest.raises(TuneError) as raised:
+        _run(sleeps, tmp_path, "dies", param_space={"x": 1})
+    waited = time.monotonic() - started
+    killer.join()
+    assert raised.value.code == "unavailable"
+    assert "the embedded suite (tunectl up) exited with code -9" in raised.value.message
+    assert "tunebus is up" in raised.value.message  # its log's last lines
+    assert waited < 45, waited  # one request's 10 s timeout, not the 60 s wait for a scheduler
+    grid = _run(linear, tmp_path / "after", "after", param_space={"x": 3})
+    assert grid.num_terminated == 1

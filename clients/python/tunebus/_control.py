@@ -82,12 +82,15 @@ class ControlClient:
 
     def _receive(self, sock, type_):
         """The next reply map on `sock`. Errors: TuneError `unavailable` when none comes within
-        timeout_s, the server's error as TuneError."""
+        timeout_s (saying so when the embedded suite has exited, with its log's last lines), the
+        server's error as TuneError."""
         if not sock.poll(int(self.timeout_s * 1000)):
+            from tunebus import _suite
+
             raise TuneError(
                 "unavailable",
-                "the scheduler at %s did not answer %s within %g s"
-                % (self.endpoint, type_, self.timeout_s),
+                "the scheduler at %s did not answer %s within %g s%s"
+                % (self.endpoint, type_, self.timeout_s, _suite.exit_note(self.endpoint)),
             )
         reply = self.msgpack.unpackb(sock.recv(), raw=False)
         if reply.get("type") == "error":

@@ -11,7 +11,8 @@ driver itself through tunebus._control.ControlClient:
 3. get_experiment every 0.2 s until `finished`; with verbose >= 1 a summary line every
    `refresh_s` seconds (10 s), then the closing lines (status and reason, the best trial, the
    results folder, the errored trials with their error.txt). A scheduler that stops answering is
-   waited for 60 s (a restarted one resumes the experiment from its journal).
+   waited for 60 s (a restarted one resumes the experiment from its journal); an embedded suite
+   that exited is not: its exit code and log's last lines end the run at once.
 4. Ctrl-C (KeyboardInterrupt) sends stop_experiment with interrupt: running trials stop and
    wait to be resumed from their newest checkpoint, and the run follows on to INTERRUPTED; a
    second Ctrl-C stops following at once (the experiment stays resumable).
@@ -25,7 +26,7 @@ import os
 import sys
 import time
 
-from tunebus import _workdir
+from tunebus import _suite, _workdir
 from tunebus._errors import TuneError
 
 POLL_S = 0.2
@@ -187,7 +188,8 @@ def _compact(value):
 def follow(client, followed, verbose, refresh_s=REFRESH_S):
     """Follows the experiment `followed` to its end (see the module doc). Returns its final
     summary (`status` FINISHED, INTERRUPTED, ...), or None when a second Ctrl-C stopped
-    following. Errors: TuneError unavailable after 60 s without an answer, or the scheduler's."""
+    following. Errors: TuneError unavailable after 60 s without an answer (at once when the
+    embedded suite exited), or the scheduler's."""
     interrupted = False
     lost_since = None
     last_print = -math.inf
@@ -196,8 +198,8 @@ def follow(client, followed, verbose, refresh_s=REFRESH_S):
             try:
                 e = client.get_experiment(followed)
             except TuneError as err:
-                if err.code != "unavailable":
-                    raise
+                if err.code != "unavailable" or _suite.exit_note(client.endpoint):
+                    raise  # an embedded suite that exited does not come back
                 now = time.monotonic()
                 if lost_since is None:
                     lost_since = now

@@ -162,6 +162,24 @@ def secured(endpoint):
     return _curve.applies(endpoint) and not is_embedded(endpoint)
 
 
+def exit_note(endpoint):
+    """For a request to `endpoint` that got no answer: when `endpoint` is the embedded suite's
+    and its `tunectl up` has exited, "; the embedded suite (tunectl up) exited with code N: " and
+    the last lines of its log (a negative N is the signal that ended it); else ""."""
+    suite = _embedded
+    if suite is None or endpoint not in suite.endpoints.values() or suite.alive():
+        return ""
+    try:
+        with open(suite.log_path, errors="replace") as f:
+            tail = f.read()[-1500:].strip()
+    except OSError:
+        tail = "(its log %s is gone)" % suite.log_path
+    return "; the embedded suite (tunectl up) exited with code %d: %s" % (
+        suite.process.returncode,
+        tail,
+    )
+
+
 def events_endpoint(control):
     """The scheduler's event stream endpoint: the embedded suite's, else `get_experiment`'s
     `events_endpoint` (its 0.0.0.0 meaning the control endpoint's host); None when unknown."""
