@@ -540,7 +540,7 @@ def sleeps(config):
 def test_an_embedded_suite_that_dies_ends_fit_with_its_exit_code_and_log(tmp_path):
     """SIGKILL of the embedded `tunectl up` during fit(): fit raises TuneError unavailable naming
     the suite's exit (signal 9 as code -9) and its log, without the 60 s wait a connected
-    scheduler gets; the next fit() starts a new suite."""
+    scheduler gets; the next fit() starts a new suite, and the dead one's folder is removed."""
     import threading
 
     from tunebus import _suite
@@ -562,7 +562,11 @@ def test_an_embedded_suite_that_dies_ends_fit_with_its_exit_code_and_log(tmp_pat
     killer.join()
     assert raised.value.code == "unavailable"
     assert "the embedded suite (tunectl up) exited with code -9" in raised.value.message
-    assert "tunebus is up" in raised.value.message  # its log's last lines
+    with open(_suite._embedded.log_path, errors="replace") as f:
+        log = f.read().strip()
+    assert log and log[-200:] in raised.value.message  # its log's last lines
     assert waited < 45, waited  # one request's 10 s timeout, not the 60 s wait for a scheduler
+    dead = _suite._embedded.folder
     grid = _run(linear, tmp_path / "after", "after", param_space={"x": 3})
     assert grid.num_terminated == 1
+    assert not os.path.exists(dead)

@@ -239,5 +239,7 @@ def endpoint(storage_path=None):
         return chosen, False
     with _lock:
         if _embedded is None or not _embedded.alive():
+            if _embedded is not None:
+                _embedded.stop()  # exited: its folder (log, ready file) goes
             _embedded = _start_embedded(storage_path)
         return _embedded.control, True
